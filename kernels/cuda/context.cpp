@@ -1,0 +1,46 @@
+// CUDA handles and switches (see context.h).
+#include "kernels/cuda/context.h"
+
+#include "kernels/cuda/check.h"
+
+namespace hg::cuda {
+namespace {
+bool g_tf32 = false;
+}
+
+bool available() {
+  static const bool ok = [] {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  }();
+  return ok;
+}
+
+cublasHandle_t cublas() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t handle;
+    HG_CUBLAS_CHECK(cublasCreate(&handle));
+    HG_CUBLAS_CHECK(cublasSetMathMode(handle, g_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    return handle;
+  }();
+  return h;
+}
+
+cudnnHandle_t cudnn() {
+  static cudnnHandle_t h = [] {
+    cudnnHandle_t handle;
+    HG_CUDNN_CHECK(cudnnCreate(&handle));
+    return handle;
+  }();
+  return h;
+}
+
+void set_allow_tf32(bool on) {
+  g_tf32 = on;
+  HG_CUBLAS_CHECK(cublasSetMathMode(cublas(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+}
+bool allow_tf32() { return g_tf32; }
+
+void synchronize() { HG_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+}  // namespace hg::cuda

@@ -1,0 +1,21 @@
+// Per-process CUDA context: the cuBLAS and cuDNN handles (created on first use, on the default
+// stream), the TF32 switch, and whether a GPU is present at all.
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+namespace hg::cuda {
+
+/// True when a CUDA device is usable (driver present and at least one GPU).
+bool available();
+cublasHandle_t cublas();
+cudnnHandle_t cudnn();
+/// TF32 tensor-core math for cuBLAS and cuDNN (precision "tf32"); off by default (exact fp32).
+void set_allow_tf32(bool on);
+bool allow_tf32();
+/// Blocks until all queued GPU work is done; throws on an asynchronous kernel error.
+void synchronize();
+
+}  // namespace hg::cuda

@@ -1,0 +1,95 @@
+// Strided copy and fill on the GPU (see copy.h).
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/copy.h"
+
+namespace hg::kernels::cuda {
+namespace {
+
+constexpr int kMaxDims = 8;
+struct Layout {
+  int ndim;
+  int64_t shape[kMaxDims];
+  int64_t dst_strides[kMaxDims];
+  int64_t src_strides[kMaxDims];
+};
+
+template <typename T>
+__global__ void strided_copy_kernel(T* dst, const T* src, Layout l, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rem = i, d_off = 0, s_off = 0;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+      int64_t idx = rem % l.shape[d];
+      rem /= l.shape[d];
+      d_off += idx * l.dst_strides[d];
+      s_off += idx * l.src_strides[d];
+    }
+    dst[d_off] = src[s_off];
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(T* dst, T value, Layout l, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rem = i, d_off = 0;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+      d_off += (rem % l.shape[d]) * l.dst_strides[d];
+      rem /= l.shape[d];
+    }
+    dst[d_off] = value;
+  }
+}
+
+Layout make_layout(const Tensor& dst, const Tensor* src) {
+  HG_CHECK(dst.ndim() <= kMaxDims, "cuda copy: at most ", kMaxDims, " dims, got ", dst.describe());
+  Layout l{};
+  l.ndim = dst.ndim();
+  for (int d = 0; d < l.ndim; ++d) {
+    l.shape[d] = dst.shape()[d];
+    l.dst_strides[d] = dst.strides()[d];
+    l.src_strides[d] = src ? src->strides()[d] : 0;
+  }
+  return l;
+}
+
+int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535)); }
+
+}  // namespace
+
+void strided_copy(const Tensor& dst, const Tensor& src) {
+  HG_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype(), "cuda strided_copy: ",
+           dst.describe(), " <- ", src.describe());
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  Layout l = make_layout(dst, &src);
+  switch (dtype_size(dst.dtype())) {
+    case 1: strided_copy_kernel<<<blocks_for(n), 256>>>((uint8_t*)dst.data_ptr(), (const uint8_t*)src.data_ptr(), l, n); break;
+    case 2: strided_copy_kernel<<<blocks_for(n), 256>>>((uint16_t*)dst.data_ptr(), (const uint16_t*)src.data_ptr(), l, n); break;
+    case 4: strided_copy_kernel<<<blocks_for(n), 256>>>((uint32_t*)dst.data_ptr(), (const uint32_t*)src.data_ptr(), l, n); break;
+    default: strided_copy_kernel<<<blocks_for(n), 256>>>((uint64_t*)dst.data_ptr(), (const uint64_t*)src.data_ptr(), l, n); break;
+  }
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+void fill(const Tensor& dst, double value) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  Layout l = make_layout(dst, nullptr);
+  switch (dst.dtype()) {
+    case DType::f32: fill_kernel<<<blocks_for(n), 256>>>((float*)dst.data_ptr(), float(value), l, n); break;
+    case DType::f64: fill_kernel<<<blocks_for(n), 256>>>((double*)dst.data_ptr(), value, l, n); break;
+    case DType::i64: fill_kernel<<<blocks_for(n), 256>>>((int64_t*)dst.data_ptr(), int64_t(value), l, n); break;
+    case DType::i32: fill_kernel<<<blocks_for(n), 256>>>((int32_t*)dst.data_ptr(), int32_t(value), l, n); break;
+    case DType::u8: case DType::boolean:
+      fill_kernel<<<blocks_for(n), 256>>>((uint8_t*)dst.data_ptr(), uint8_t(value), l, n); break;
+    case DType::bf16:
+      fill_kernel<<<blocks_for(n), 256>>>((uint16_t*)dst.data_ptr(), f32_to_bf16(float(value)), l, n); break;
+    case DType::f16:
+      fill_kernel<<<blocks_for(n), 256>>>((uint16_t*)dst.data_ptr(), f32_to_f16(float(value)), l, n); break;
+  }
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace hg::kernels::cuda

@@ -1,0 +1,10 @@
+// CUDA copies that cudaMemcpy cannot do: strided (view) copies and fills. Any dtype of 1, 2, 4 or 8
+// bytes (fill: f32, f64, i64, i32, u8, bf16). Both tensors on the GPU, same dtype and shape.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace hg::kernels::cuda {
+void strided_copy(const Tensor& dst, const Tensor& src);
+void fill(const Tensor& dst, double value);
+}  // namespace hg::kernels::cuda

@@ -1,0 +1,25 @@
+// Row-major GEMM: C = alpha * op(A) @ op(B) + beta * C, with op(X) = X or X^T.
+// Shapes: op(A) is (M, K), op(B) is (K, N), C is (M, N); A is stored (M, K) or, transposed, (K, M).
+// CPU: an OpenBLAS sgemm/dgemm when haargrad is built with BLAS, else (and always in
+// gemm_reference) three plain loops with the accumulation in T; the reference is the test oracle.
+// CUDA: cuBLAS (kernels/cuda/matmul.cu), fp32 accumulate; TF32 only when allowed by precision.
+#pragma once
+
+#include <cstdint>
+
+namespace hg::kernels {
+namespace cpu {
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+          const T* B, T beta, T* C);
+template <typename T>
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha,
+                    const T* A, const T* B, T beta, T* C);
+}  // namespace cpu
+#ifdef HAARGRAD_WITH_CUDA
+namespace cuda {
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          const float* B, float beta, float* C);
+}  // namespace cuda
+#endif
+}  // namespace hg::kernels

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install every Debian 12 package haargrad needs to build, test and run its default job.
+# Run as root (or with sudo). Idempotent. The CUDA Toolkit is optional and not installed here:
+# when nvcc is on PATH or under /usr/local/cuda, the CUDA part is built as well.
+set -euo pipefail
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake pkg-config ca-certificates \
+  libyaml-cpp-dev libspdlog-dev libfmt-dev libstb-dev libgtest-dev libgmock-dev zlib1g-dev \
+  nlohmann-json3-dev libcli11-dev libopenblas-dev \
+  dataset-fashion-mnist >/dev/null
+echo "haargrad: dependencies installed"

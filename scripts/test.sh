@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install dependencies, build (CPU, plus CUDA when nvcc exists) and run all tests with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$(nproc)"
+cd build && ctest --output-on-failure -j"$(nproc)" --timeout 900

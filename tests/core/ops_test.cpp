@@ -1,0 +1,108 @@
+// Core ops: forward values and float64 finite-difference gradients.
+#include <gtest/gtest.h>
+
+#include "core/autograd.h"
+#include "core/ops.h"
+#include "test_util.h"
+
+using namespace hg;
+
+namespace {
+Tensor param(const Shape& s, uint64_t seed) { return test::random(s, seed).requires_grad_(); }
+}  // namespace
+
+TEST(Ops, AddSubMulScaleValues) {
+  Tensor a = Tensor::from_vector<double>({3}, {1, 2, 3}), b = Tensor::from_vector<double>({3}, {4, 5, 7});
+  EXPECT_EQ(ops::add(a, b).to_vector<double>(), (std::vector<double>{5, 7, 10}));
+  EXPECT_EQ(ops::sub(a, b).to_vector<double>(), (std::vector<double>{-3, -3, -4}));
+  EXPECT_EQ(ops::mul(a, b).to_vector<double>(), (std::vector<double>{4, 10, 21}));
+  EXPECT_EQ(ops::scale(a, -2).to_vector<double>(), (std::vector<double>{-2, -4, -6}));
+}
+
+TEST(Ops, ShapeMismatchNamesOpAndShapes) {
+  Tensor a = Tensor::zeros({2, 3}, DType::f64), b = Tensor::zeros({3, 2}, DType::f64);
+  try {
+    ops::add(a, b);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("add"), std::string::npos) << m;
+    EXPECT_NE(m.find("[2, 3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[3, 2]"), std::string::npos) << m;
+  }
+  EXPECT_THROW(ops::matmul(a, a), Error);
+}
+
+TEST(Ops, GradcheckElementwise) {
+  auto f_add = [](const std::vector<Tensor>& x) { return ops::add(x[0], x[1]); };
+  auto f_sub = [](const std::vector<Tensor>& x) { return ops::sub(x[0], x[1]); };
+  auto f_mul = [](const std::vector<Tensor>& x) { return ops::mul(x[0], x[1]); };
+  auto f_scale = [](const std::vector<Tensor>& x) { return ops::scale(x[0], 0.7); };
+  EXPECT_LT(test::gradcheck(f_add, {param({2, 3}, 1), param({2, 3}, 2)}), 1e-8);
+  EXPECT_LT(test::gradcheck(f_sub, {param({2, 3}, 3), param({2, 3}, 4)}), 1e-8);
+  EXPECT_LT(test::gradcheck(f_mul, {param({2, 3}, 5), param({2, 3}, 6)}), 1e-8);
+  EXPECT_LT(test::gradcheck(f_scale, {param({4}, 7)}), 1e-8);
+}
+
+TEST(Ops, MatmulMatchesReferenceAndGradchecks) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = param(ta ? Shape{4, 3} : Shape{3, 4}, 11), b = param(tb ? Shape{5, 4} : Shape{4, 5}, 12);
+      Tensor c = ops::matmul(a, b, ta, tb);
+      ASSERT_EQ(c.shape(), (Shape{3, 5}));
+      std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>(), cv = c.to_vector<double>();
+      for (int m = 0; m < 3; ++m)
+        for (int n = 0; n < 5; ++n) {
+          double acc = 0;
+          for (int k = 0; k < 4; ++k) acc += (ta ? av[k * 3 + m] : av[m * 4 + k]) * (tb ? bv[n * 4 + k] : bv[k * 5 + n]);
+          EXPECT_NEAR(cv[m * 5 + n], acc, 1e-12);
+        }
+      auto f = [ta, tb](const std::vector<Tensor>& x) { return ops::matmul(x[0], x[1], ta, tb); };
+      EXPECT_LT(test::gradcheck(f, {a, b}), 1e-8) << ta << tb;
+    }
+}
+
+TEST(Ops, ReductionsAndViewsGradcheck) {
+  auto f_sum = [](const std::vector<Tensor>& x) { return ops::sum(x[0], {0, 2}, false); };
+  auto f_mean = [](const std::vector<Tensor>& x) { return ops::mean(x[0], {-1}, true); };
+  auto f_perm = [](const std::vector<Tensor>& x) { return x[0].permute({2, 0, 1}).contiguous(); };
+  auto f_reshape = [](const std::vector<Tensor>& x) { return x[0].permute({1, 0, 2}).reshape({-1, 2}); };
+  auto f_slice = [](const std::vector<Tensor>& x) { return x[0].slice(1, 1, 3).contiguous(); };
+  EXPECT_LT(test::gradcheck(f_sum, {param({2, 3, 4}, 21)}), 1e-8);
+  EXPECT_LT(test::gradcheck(f_mean, {param({2, 3, 4}, 22)}), 1e-8);
+  EXPECT_LT(test::gradcheck(f_perm, {param({2, 3, 4}, 23)}), 1e-8);
+  EXPECT_LT(test::gradcheck(f_reshape, {param({2, 3, 4}, 24)}), 1e-8);
+  EXPECT_LT(test::gradcheck(f_slice, {param({2, 3, 4}, 25)}), 1e-8);
+}
+
+TEST(Ops, SumValues) {
+  Tensor x = Tensor::from_vector<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(ops::sum(x, {0}).to_vector<double>(), (std::vector<double>{5, 7, 9}));
+  EXPECT_EQ(ops::sum(x, {1}, true).shape(), (Shape{2, 1}));
+  EXPECT_EQ(ops::sum(x, {1}).to_vector<double>(), (std::vector<double>{6, 15}));
+  EXPECT_DOUBLE_EQ(ops::sum_all(x).item(), 21);
+}
+
+TEST(Autograd, ParameterGradientsAccumulateAndActivationGradsAreFreed) {
+  Tensor w = param({3}, 31);
+  Tensor x = test::random({3}, 32);
+  for (int step = 0; step < 2; ++step) autograd::backward(ops::sum_all(ops::mul(w, x)));
+  std::vector<double> g = w.grad().to_vector<double>(), xv = x.to_vector<double>();
+  for (size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(g[i], 2 * xv[i]);
+  EXPECT_EQ(autograd::tape_size(), 0u);
+  w.zero_grad();
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{0, 0, 0}));
+}
+
+TEST(Autograd, NoGradRecordsNothing) {
+  Tensor w = param({3}, 41);
+  autograd::NoGradGuard ng;
+  Tensor y = ops::mul(w, w);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_EQ(autograd::tape_size(), 0u);
+}
+
+TEST(Autograd, BackwardOnNonGradLossThrows) {
+  Tensor x = test::random({3}, 51);
+  EXPECT_THROW(autograd::backward(ops::sum_all(x)), Error);
+}
