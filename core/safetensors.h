@@ -1,0 +1,39 @@
+// safetensors read/write (https://github.com/huggingface/safetensors, format spec in its README):
+// 8-byte little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets}, ...,
+// "__metadata__": {string: string}}, then the raw row-major little-endian tensor data.
+// dtypes: F64 F32 F16 BF16 I64 I32 U8 BOOL.
+//
+// Errors: every malformed file (header length past the end, JSON that is not an object, unknown
+// dtype, offsets out of range, overlapping tensors or gaps between them, byte size != numel x dtype
+// size, duplicate names) throws hg::Error naming the file and the problem.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace hg::safetensors {
+
+struct File {
+  std::map<std::string, Tensor> tensors;             ///< CPU tensors, by name
+  std::map<std::string, std::string> metadata;       ///< "__metadata__" (may be empty)
+  std::vector<std::string> order;                    ///< names in file (data offset) order
+};
+
+/// Reads a whole file into CPU tensors. Throws hg::Error (file name + problem) on any defect.
+File load(const std::string& path);
+/// Parses an in-memory image of a file; `what` names it in errors.
+File parse(const std::string& bytes, const std::string& what);
+
+/// Writes tensors (any device; copied to the host) in the order given, data 8-byte aligned.
+/// Atomic: writes `path`.tmp.<pid>, fsyncs, then renames over `path`, so a reader never sees a
+/// half-written file and an interrupted write leaves the previous file intact.
+void save(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+          const std::map<std::string, std::string>& metadata = {});
+/// The bytes save() would write.
+std::string serialize(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace hg::safetensors

@@ -1,0 +1,54 @@
+// WTConv2d kernels (Haar wavelet convolution, Finder et al. ECCV 2024; fused form after Aflalo et
+// al. 2026). The operator is specified exactly in ../shared/docs/wtconv.md; this header is the
+// contract between the layer (layers/wtconv.h) and its CPU and CUDA implementations.
+//
+// Layouts: x, y, grad_x, grad_y are NHWC (B, H, W, C). Parameters keep the PyTorch checkpoint
+// layouts: base_weight (C, 1, K, K), base_bias (C), base_scale (1, C, 1, 1),
+// wavelet_weight[l] (4C, 1, K, K), wavelet_scale[l] (1, 4C, 1, 1), l = 0..L-1; channel 4c+s of a
+// wavelet tensor is sub-band s of input channel c. K odd, "same" zero padding, stride subsamples y.
+// dtype: CPU f32 or f64 (all tensors the same); CUDA f32 (accumulation in f32).
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace hg::kernels {
+
+struct WTConvWeights {
+  Tensor base_weight, base_bias, base_scale;
+  std::vector<Tensor> wavelet_weight, wavelet_scale;  ///< one per level
+  int levels() const { return static_cast<int>(wavelet_weight.size()); }
+};
+
+/// Gradients of a WTConv2d; a member is undefined when it was not requested.
+struct WTConvGrads {
+  Tensor x, base_weight, base_bias, base_scale;
+  std::vector<Tensor> wavelet_weight, wavelet_scale;
+};
+
+enum class WTConvMode {
+  fused,      ///< Haar on the fly inside the conv, one-pass synthesis, scales folded into weights
+  reference,  ///< reference order: every intermediate (coefficients, conv outputs, scaled,
+              ///< reconstructions) materialised, as the PyTorch reference does
+};
+
+namespace cpu {
+/// y (B, ceil(H/stride), ceil(W/stride), C). Throws hg::Error on inconsistent shapes.
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode);
+/// All parameter gradients, plus grad_x when need_grad_x.
+WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                            int stride, bool need_grad_x, WTConvMode mode);
+}  // namespace cpu
+
+#ifdef HAARGRAD_WITH_CUDA
+namespace cuda {
+/// Same contract as cpu::, f32 tensors on the GPU. Weight gradients are deterministic
+/// (bit-identical run to run: no floating-point atomics).
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode);
+WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                            int stride, bool need_grad_x, WTConvMode mode);
+}  // namespace cuda
+#endif
+
+}  // namespace hg::kernels
