@@ -7,7 +7,7 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-  build-essential cmake pkg-config ca-certificates \
+  build-essential cmake pkg-config ca-certificates ccache \
   libyaml-cpp-dev libspdlog-dev libfmt-dev libstb-dev libgtest-dev libgmock-dev zlib1g-dev \
   nlohmann-json3-dev libcli11-dev libopenblas-dev \
   dataset-fashion-mnist >/dev/null
