@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The whole GPU check, run ON the GPU machine from the repo root (see README "GPU"):
+#   configure with CUDA for sm_90, build, run the gpu-labelled tests (incl. the golden test on the
+#   GPU), compute-sanitizer memcheck on a WTConv test, the layer benchmark and the model benchmark,
+#   then print a summary table last. Results go to $OUT (or ./gpu-out).
+# Prepare first, on the development machine:  ./scripts/gpu-deps.sh  (creates .deps/) and
+#   mkdir -p .golden && cp ../shared/golden/*.safetensors .golden/   (the golden files travel too)
+# Device tool:  run(command="./scripts/gpu-check.sh", carry=[".deps", ".golden"])
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+D=$PWD/.deps/root/usr
+export LD_LIBRARY_PATH=$D/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export HAARGRAD_GOLDEN_DIR=${HAARGRAD_GOLDEN_DIR:-$PWD/.golden}
+STAGES=${STAGES:-build,test,sanitize,bench-layer,bench}
+declare -A status
+
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+if has build; then
+  log "configure + build"
+  { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHAARGRAD_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$D" -DCMAKE_INCLUDE_PATH="$D/include" \
+    && cmake --build build-gpu -j"$(nproc)"; } > "$OUT/build.log" 2>&1
+  status[build]=$?
+  tail -20 "$OUT/build.log"
+  [ "${status[build]}" -eq 0 ] || { log "BUILD FAILED"; grep -m20 -E "error" "$OUT/build.log"; exit 1; }
+fi
+if has test; then
+  log "gpu tests"
+  (cd build-gpu && ctest -L gpu --output-on-failure --timeout 300 -j4) > "$OUT/gpu-tests.log" 2>&1
+  status[gpu_tests]=$?
+  tail -5 "$OUT/gpu-tests.log"
+  log "golden test (CPU f64/f32 + GPU)"
+  (cd build-gpu && ctest -R golden --output-on-failure --timeout 300) > "$OUT/golden.log" 2>&1
+  status[golden]=$?
+  tail -3 "$OUT/golden.log"
+fi
+if has sanitize; then
+  log "compute-sanitizer memcheck (WTConv GPU tests)"
+  SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  "$SAN" --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu --gtest_filter='*WTConv*' \
+    > "$OUT/memcheck.log" 2>&1
+  status[memcheck]=$?
+  tail -4 "$OUT/memcheck.log"
+fi
+if has bench-layer; then
+  log "bench-layer"
+  build-gpu/haargrad bench-layer --output "$OUT/bench_layer.json" 2>&1 | tee "$OUT/bench_layer.txt"
+  status[bench_layer]=${PIPESTATUS[0]}
+fi
+if has bench; then
+  log "bench (ConvNeXt-T vs WTConvNeXt-T, batch 128, 224 px)"
+  build-gpu/haargrad bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32 \
+    --wtconv fused,unfused --output "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
+  status[bench]=${PIPESTATUS[0]}
+fi
+echo
+echo "== summary ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+for k in "${!status[@]}"; do printf '%-12s %s\n' "$k" "$([ "${status[$k]}" -eq 0 ] && echo ok || echo "FAILED (${status[$k]})")"; done
+grep -hE "tests passed|tests failed" "$OUT"/gpu-tests.log "$OUT"/golden.log 2>/dev/null
