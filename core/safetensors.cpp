@@ -1,0 +1,304 @@
+// safetensors reader and writer (format: see safetensors.h). The reader trusts nothing in the file:
+// every field is validated before a byte of tensor data is touched, and every error names the file.
+#include "core/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/autograd.h"
+
+namespace hg::safetensors {
+
+// The format is little-endian; we copy bytes straight into tensors, which is only right on a
+// little-endian host (every machine haargrad targets).
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+
+namespace {
+
+using json = nlohmann::json;
+
+// The dtype names of the format and ours; the format's list is longer, we accept these only.
+struct DTypeName {
+  const char* name;
+  DType dtype;
+};
+constexpr DTypeName kDTypes[] = {{"F64", DType::f64},  {"F32", DType::f32}, {"F16", DType::f16},
+                                 {"BF16", DType::bf16}, {"I64", DType::i64}, {"I32", DType::i32},
+                                 {"U8", DType::u8},     {"BOOL", DType::boolean}};
+
+const char* format_name(DType t) {
+  for (const auto& d : kDTypes)
+    if (d.dtype == t) return d.name;
+  return "?";
+}
+
+// Every reader error starts "safetensors '<file>': ".
+template <typename... Args>
+[[noreturn]] void fail(const std::string& what, const Args&... args) {
+  throw Error(str("safetensors '", what, "': ", args...));
+}
+
+// Parses the header JSON, failing on syntax errors and on a key repeated within one object
+// (nlohmann keeps the last value silently; a repeated tensor name would hide a tensor's data).
+json parse_header(const std::string& text, const std::string& what) {
+  std::vector<std::set<std::string>> open_objects;  // keys seen in each object being parsed
+  std::string duplicate;
+  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open_objects.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!open_objects.empty()) open_objects.pop_back();
+    } else if (event == json::parse_event_t::key && !open_objects.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!open_objects.back().insert(key).second && duplicate.empty()) duplicate = key;
+    }
+    return true;
+  };
+  json header;
+  try {
+    header = json::parse(text, callback);
+  } catch (const json::exception& e) {
+    fail(what, "header is not valid JSON (", e.what(), ")");
+  }
+  if (!duplicate.empty()) fail(what, "duplicate key '", duplicate, "' in the header");
+  return header;
+}
+
+// A JSON value that must be a non-negative integer; `field` and `name` go into the message.
+int64_t non_negative_int(const json& v, const std::string& what, const std::string& name,
+                         const char* field) {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(what, "tensor '", name, "': ", field, " value ", u, " is too large");
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) {  // signed: here only when negative
+    fail(what, "tensor '", name, "': ", field, " has negative value ", v.get<int64_t>());
+  }
+  fail(what, "tensor '", name, "': ", field, " must hold integers, got ", v.dump());
+}
+
+// One tensor entry of the header, validated except for its place among the others.
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  int64_t begin, end;  // byte offsets into the data section
+};
+
+Entry parse_entry(const std::string& name, const json& v, int64_t data_bytes, const std::string& what) {
+  if (!v.is_object())
+    fail(what, "tensor '", name, "': entry must be an object {dtype, shape, data_offsets}, got ", v.dump());
+  for (const char* key : {"dtype", "shape", "data_offsets"})
+    if (!v.contains(key)) fail(what, "tensor '", name, "': entry has no '", key, "'");
+  Entry e;
+  e.name = name;
+
+  const json& dt = v["dtype"];
+  if (!dt.is_string()) fail(what, "tensor '", name, "': dtype must be a string, got ", dt.dump());
+  const std::string& dname = dt.get_ref<const std::string&>();
+  auto it = std::find_if(std::begin(kDTypes), std::end(kDTypes),
+                         [&](const DTypeName& d) { return dname == d.name; });
+  if (it == std::end(kDTypes))
+    fail(what, "tensor '", name, "': unsupported dtype '", dname,
+         "' (supported: F64 F32 F16 BF16 I64 I32 U8 BOOL)");
+  e.dtype = it->dtype;
+
+  const json& sh = v["shape"];
+  if (!sh.is_array()) fail(what, "tensor '", name, "': shape must be an array, got ", sh.dump());
+  for (const json& d : sh) e.shape.push_back(non_negative_int(d, what, name, "shape"));
+  // Byte size with an overflow guard: a hostile shape must not wrap around to a small size.
+  int64_t bytes = 0;
+  if (std::find(e.shape.begin(), e.shape.end(), 0) == e.shape.end()) {
+    bytes = static_cast<int64_t>(dtype_size(e.dtype));
+    for (int64_t n : e.shape) {
+      if (bytes > data_bytes / n)  // larger than the whole data section: cannot fit anyway
+        fail(what, "tensor '", name, "': shape ", shape_str(e.shape), " needs more bytes than the ",
+             data_bytes, "-byte data section holds");
+      bytes *= n;
+    }
+  }
+
+  const json& off = v["data_offsets"];
+  if (!off.is_array() || off.size() != 2)
+    fail(what, "tensor '", name, "': data_offsets must be [begin, end], got ", off.dump());
+  e.begin = non_negative_int(off[0], what, name, "data_offsets");
+  e.end = non_negative_int(off[1], what, name, "data_offsets");
+  if (e.begin > e.end)
+    fail(what, "tensor '", name, "': data_offsets [", e.begin, ", ", e.end, "] has begin > end");
+  if (e.end > data_bytes)
+    fail(what, "tensor '", name, "': data_offsets [", e.begin, ", ", e.end,
+         "] run past the data section of ", data_bytes, " bytes");
+  if (e.end - e.begin != bytes)
+    fail(what, "tensor '", name, "': data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin,
+         " bytes, but ", format_name(e.dtype), shape_str(e.shape), " needs ", bytes, " bytes");
+  return e;
+}
+
+// The "__metadata__" map: an object of strings.
+std::map<std::string, std::string> parse_metadata(const json& v, const std::string& what) {
+  if (!v.is_object()) fail(what, "__metadata__ must be an object of strings, got ", v.dump());
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : v.items()) {
+    if (!value.is_string())
+      fail(what, "__metadata__ value of '", key, "' must be a string, got ", value.dump());
+    out[key] = value.get<std::string>();
+  }
+  return out;
+}
+
+void write_all(int fd, const std::string& bytes, const std::string& tmp) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(str("safetensors save: writing '", tmp, "' failed after ", done, " of ", bytes.size(),
+                      " bytes: ", n < 0 ? std::strerror(errno) : "no progress"));
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+File parse(const std::string& bytes, const std::string& what) {
+  if (bytes.size() < 8) fail(what, "file has ", bytes.size(), " bytes, too short for the 8-byte header length");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);  // little-endian (see the static_assert)
+  const uint64_t available = bytes.size() - 8;
+  if (header_len > available)
+    fail(what, "header length ", header_len, " runs past the end of the file (", available,
+         " bytes after the length field)");
+  const int64_t data_bytes = static_cast<int64_t>(available - header_len);
+  const char* data = bytes.data() + 8 + header_len;
+
+  json header = parse_header(bytes.substr(8, header_len), what);
+  if (!header.is_object()) fail(what, "header must be a JSON object, got ", header.type_name());
+
+  File file;
+  std::vector<Entry> entries;
+  for (const auto& [name, value] : header.items()) {
+    if (name == "__metadata__") {
+      file.metadata = parse_metadata(value, what);
+      continue;
+    }
+    entries.push_back(parse_entry(name, value, data_bytes, what));
+  }
+
+  // The entries must tile the data section: sorted by offset, each starts where the last ended.
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  int64_t expected = 0;
+  const Entry* previous = nullptr;
+  for (const Entry& e : entries) {
+    if (e.begin < expected)
+      fail(what, "tensor '", e.name, "' (bytes [", e.begin, ", ", e.end, "]) overlaps tensor '",
+           previous->name, "' (bytes [", previous->begin, ", ", previous->end, "])");
+    if (e.begin > expected)
+      fail(what, "gap of ", e.begin - expected, " bytes in the data section before tensor '", e.name,
+           "' (bytes [", e.begin, ", ", e.end, "])");
+    expected = e.end;
+    previous = &e;
+  }
+  if (expected != data_bytes)
+    fail(what, "the tensors cover ", expected, " bytes but the data section has ", data_bytes,
+         " (", data_bytes - expected, " trailing bytes)");
+
+  autograd::NoGradGuard no_grad;  // loaded tensors are plain data, never recorded activations
+  for (const Entry& e : entries) {
+    file.tensors.emplace(e.name, Tensor::from_bytes(e.shape, e.dtype, data + e.begin, Device::cpu));
+    file.order.push_back(e.name);
+  }
+  return file;
+}
+
+File load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(str("safetensors '", path, "': cannot open: ", std::strerror(errno)));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw Error(str("safetensors '", path, "': read failed: ", std::strerror(errno)));
+  return parse(buffer.str(), path);
+}
+
+std::string serialize(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  autograd::NoGradGuard no_grad;  // the host copies below must not be recorded or use the arena
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();  // keeps the given order
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<Tensor> host;
+  std::set<std::string> names;
+  int64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    HG_CHECK(!name.empty() && name != "__metadata__", "safetensors save: invalid tensor name '", name, "'");
+    HG_CHECK(names.insert(name).second, "safetensors save: duplicate tensor name '", name, "'");
+    HG_CHECK(t.defined(), "safetensors save: tensor '", name, "' is undefined");
+    Tensor h = t.to(Device::cpu).contiguous();
+    const int64_t n = static_cast<int64_t>(h.nbytes());
+    header[name] = {{"dtype", format_name(h.dtype())},
+                    {"shape", h.shape()},
+                    {"data_offsets", {offset, offset + n}}};
+    offset += n;
+    host.push_back(h);
+  }
+  std::string text = header.dump();
+  // Pad with spaces (valid JSON whitespace) so the data section starts 8-byte aligned.
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  std::string out;
+  out.reserve(8 + text.size() + static_cast<size_t>(offset));
+  uint64_t len = text.size();
+  out.append(reinterpret_cast<const char*>(&len), 8);  // little-endian (see the static_assert)
+  out += text;
+  for (const Tensor& h : host) out.append(static_cast<const char*>(h.data_ptr()), h.nbytes());
+  return out;
+}
+
+void save(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+          const std::map<std::string, std::string>& metadata) {
+  const std::string bytes = serialize(tensors, metadata);
+  const std::string tmp = str(path, ".tmp.", ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(str("safetensors save: cannot create '", tmp, "': ", std::strerror(errno)));
+  try {
+    write_all(fd, bytes, tmp);
+    if (::fsync(fd) != 0)
+      throw Error(str("safetensors save: fsync of '", tmp, "' failed: ", std::strerror(errno)));
+    int rc = ::close(fd);
+    fd = -1;
+    if (rc != 0) throw Error(str("safetensors save: closing '", tmp, "' failed: ", std::strerror(errno)));
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(str("safetensors save: renaming '", tmp, "' to '", path, "' failed: ", std::strerror(errno)));
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());  // leave no half-written file behind; `path` is untouched
+    throw;
+  }
+  // Make the rename itself durable: fsync the directory that holds the entry.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) throw Error(str("safetensors save: cannot open directory '", dir, "': ", std::strerror(errno)));
+  int rc = ::fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0) throw Error(str("safetensors save: fsync of directory '", dir, "' failed: ", std::strerror(err)));
+}
+
+}  // namespace hg::safetensors
