@@ -1,0 +1,286 @@
+// Device building blocks shared by the fused and the unfused (reference-order) WTConv CUDA paths:
+// storage-type loads, the Haar 2x2 transform, input "sources" (plain NHWC or Haar-on-the-fly), the
+// deterministic depthwise weight-gradient kernel, its fixed-order reduction, and launch helpers.
+// Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
+//
+// Layouts (all NHWC, C fastest): an activation (B, h, w, C); a "coefficient" tensor (B, hp, wp, C, 4)
+// whose last index is the sub-band s (so it is also the PyTorch channel 4c+s, and one float4 per
+// (position, channel)). Folded weights are (K*K, C) for the base path and (K*K, C) float4 for a level.
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+#include <cstdint>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "kernels/cuda/check.h"
+#include "kernels/wtconv.h"
+
+namespace hg::kernels::cuda::wtconv_detail {
+
+// Largest K the generic (run-time K) instantiation supports; K = 1, 3, 5, 7, 9 are compiled
+// separately with the window and accumulator arrays sized at compile time.
+constexpr int kMaxK = 15;
+// Most levels the one-pass synthesis takes as kernel arguments (a 2^12 = 4096-pixel-wide map).
+constexpr int kMaxLevels = 12;
+
+// ---- storage loads: float now; a bf16 overload is all that mixed precision needs ----------------
+__device__ __forceinline__ float ld(const float* p) { return *p; }
+__device__ __forceinline__ void st(float* p, float v) { *p = v; }
+
+__device__ __forceinline__ float4 f4(float v) { return make_float4(v, v, v, v); }
+__device__ __forceinline__ void fma4(float4& acc, const float4& w, const float4& v) {
+  acc.x = fmaf(w.x, v.x, acc.x);
+  acc.y = fmaf(w.y, v.y, acc.y);
+  acc.z = fmaf(w.z, v.z, acc.z);
+  acc.w = fmaf(w.w, v.w, acc.w);
+}
+
+/// Haar analysis of one 2x2 block (a top-left, b top-right, c bottom-left, d bottom-right), exactly
+/// ../shared/docs/wtconv.md: (LL, top-bottom, left-right, diagonal), each / 2.
+__device__ __forceinline__ float4 haar4(float a, float b, float c, float d) {
+  return make_float4(0.5f * (a + b + c + d), 0.5f * (a + b - c - d), 0.5f * (a - b + c - d),
+                     0.5f * (a - b - c + d));
+}
+/// The synthesis value at parity (row bit rb, column bit cb) of a 2x2 block, without the 1/2:
+/// s0 + sr*s1 + sc*s2 + sr*sc*s3 with sr = rb ? -1 : 1, sc = cb ? -1 : 1.
+__device__ __forceinline__ float unhaar_at(const float4& t, int rb, int cb) {
+  const float sr = rb ? -1.f : 1.f, sc = cb ? -1.f : 1.f;
+  return t.x + sr * t.y + sc * (t.z + sr * t.w);
+}
+
+/// A plain NHWC tensor (B, h, w, C) read with zero padding outside [0,h) x [0,w).
+template <typename T>
+struct PlainSrc {
+  const T* p;
+  int h, w, C;
+  static constexpr int NS = 1;
+  __device__ __forceinline__ void load(int b, int i, int j, int c, float (&v)[1]) const {
+    v[0] = (i >= 0 && i < h && j >= 0 && j < w) ? ld(p + ((int64_t(b) * h + i) * w + j) * C + c) : 0.f;
+  }
+};
+
+/// The Haar coefficients of an NHWC tensor (B, hi, wi, C), formed on the fly: position (p, q) of
+/// the half-resolution grid (hp, wp) = (ceil(hi/2), ceil(wi/2)); zero outside that grid (conv
+/// padding) and zero rows/columns past hi, wi inside the last block (analysis padding).
+template <typename T>
+struct HaarSrc {
+  const T* p;
+  int hi, wi, C, hp, wp;
+  static constexpr int NS = 4;
+  __device__ __forceinline__ float4 at(int b, int pp, int qq, int c) const {
+    if (pp < 0 || pp >= hp || qq < 0 || qq >= wp) return f4(0.f);
+    const int i = 2 * pp, j = 2 * qq;
+    const bool i1 = i + 1 < hi, j1 = j + 1 < wi;
+    const T* r0 = p + ((int64_t(b) * hi + i) * wi + j) * C + c;
+    const T* r1 = r0 + int64_t(wi) * C;
+    const float a = ld(r0), bb = j1 ? ld(r0 + C) : 0.f;
+    const float cc = i1 ? ld(r1) : 0.f, d = (i1 && j1) ? ld(r1 + C) : 0.f;
+    return haar4(a, bb, cc, d);
+  }
+  __device__ __forceinline__ void load(int b, int pp, int qq, int c, float (&v)[4]) const {
+    const float4 t = at(b, pp, qq, c);
+    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+  }
+};
+
+// ---- deterministic depthwise weight gradient ------------------------------------------------------
+// dW[kh][kw][c][s] = sum_{b,p,q} G_s(b,p,q,c) * X_s(b, p+kh-r, q+kw-r, c), r = K/2, X zero-padded.
+// Grid: x = channel chunks of 32, y = row groups (rows are (b, p) pairs), z = kh. Block (32, kWarps).
+// Each thread slides a K-wide window of X along one row (one new X load per q), accumulates K*NS sums
+// in registers; the warps of a block are summed in a fixed order in shared memory and each block
+// writes its own slice partial[y][kh][kw][c][s]: no atomics, so the result is bit-reproducible.
+// bias_partial[y][c] (optional, NS == 1): sum of G over the block's rows (written by kh == 0 blocks).
+constexpr int kWgradWarps = 4;
+
+template <int KT, class XS, class GS>
+__global__ void __launch_bounds__(32 * kWgradWarps)
+    wgrad_kernel(XS xs, GS gs, int B, int hp, int wp, int C, int K_rt, int rows_per_block,
+                 float* __restrict__ partial, float* __restrict__ bias_partial) {
+  constexpr int NS = XS::NS;
+  constexpr int KA = KT > 0 ? KT : kMaxK;  // array extent
+  const int K = KT > 0 ? KT : K_rt, r = K / 2;
+  extern __shared__ float smem[];  // [kWgradWarps][K*NS][32]
+  const int lane = threadIdx.x, warp = threadIdx.y;
+  const int c = blockIdx.x * 32 + lane, kh = blockIdx.z;
+  const bool active = c < C;
+  float acc[KA][NS];
+  float gsum = 0.f;
+#pragma unroll
+  for (int k = 0; k < KA; ++k)
+#pragma unroll
+    for (int s = 0; s < NS; ++s) acc[k][s] = 0.f;
+  const int64_t R = int64_t(B) * hp;
+  const int64_t row0 = int64_t(blockIdx.y) * rows_per_block;
+  const int64_t row1 = std::min<int64_t>(R, row0 + rows_per_block);
+  if (active) {
+    for (int64_t row = row0 + warp; row < row1; row += kWgradWarps) {
+      const int b = int(row / hp), p = int(row % hp), pp = p + kh - r;
+      const bool xrow = pp >= 0 && pp < hp;
+      if (!xrow && !(bias_partial && kh == 0)) continue;  // a zero X row adds nothing
+      float win[KA][NS];
+#pragma unroll
+      for (int m = 0; m + 1 < KA; ++m)
+        if (m + 1 < K) xs.load(b, pp, m - r, c, win[m + 1]);
+      for (int q = 0; q < wp; ++q) {
+#pragma unroll
+        for (int m = 0; m + 1 < KA; ++m)
+          if (m + 1 < K) {
+#pragma unroll
+            for (int s = 0; s < NS; ++s) win[m][s] = win[m + 1][s];
+          }
+        xs.load(b, pp, q + r, c, win[K - 1]);
+        float g[NS];
+        gs.load(b, p, q, c, g);
+        if (bias_partial && kh == 0) gsum += g[0];
+        if (!xrow) continue;
+#pragma unroll
+        for (int kw = 0; kw < KA; ++kw)
+          if (kw < K) {
+#pragma unroll
+            for (int s = 0; s < NS; ++s) acc[kw][s] = fmaf(g[s], win[kw][s], acc[kw][s]);
+          }
+      }
+    }
+  }
+  // fixed-order sum over the block's warps
+  const int nv = K * NS;
+#pragma unroll
+  for (int kw = 0; kw < KA; ++kw)
+    if (kw < K) {
+#pragma unroll
+      for (int s = 0; s < NS; ++s) smem[(warp * nv + kw * NS + s) * 32 + lane] = acc[kw][s];
+    }
+  __syncthreads();
+  const int tid = warp * 32 + lane;
+  for (int v = tid; v < nv * 32; v += 32 * kWgradWarps) {
+    const int vl = v % 32, vi = v / 32, cc = blockIdx.x * 32 + vl;
+    float sum = 0.f;
+    for (int w = 0; w < kWgradWarps; ++w) sum += smem[(w * nv + vi) * 32 + vl];
+    if (cc < C) {
+      const int kw = vi / NS, s = vi % NS;
+      partial[((int64_t(blockIdx.y) * K + kh) * K + kw) * C * NS + int64_t(cc) * NS + s] = sum;
+    }
+  }
+  if (bias_partial && kh == 0) {
+    __syncthreads();
+    smem[warp * 32 + lane] = gsum;
+    __syncthreads();
+    if (warp == 0 && active) {
+      float sum = 0.f;
+      for (int w = 0; w < kWgradWarps; ++w) sum += smem[w * 32 + lane];
+      bias_partial[int64_t(blockIdx.y) * C + c] = sum;
+    }
+  }
+}
+
+/// out[e] = sum over slices y (in order) of partial[y][e], e < n: the second, fixed-order stage.
+/// (A template so that each .cu file gets its own copy: the library is not built with -rdc.)
+template <typename Acc>
+__global__ void reduce_slices_kernel(const Acc* __restrict__ partial, int slices, int64_t n,
+                                     Acc* __restrict__ out) {
+  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e >= n) return;
+  Acc sum = 0;
+  for (int y = 0; y < slices; ++y) sum += partial[int64_t(y) * n + e];
+  out[e] = sum;
+}
+
+// G = dL/dy scattered back to input resolution for stride > 1 (zeros between the samples).
+template <typename T>
+__global__ void upsample_kernel(const T* __restrict__ gy, int B, int H, int W, int C, int Ho,
+                                int Wo, int stride, T* __restrict__ g) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(B) * H * W * C) return;
+  const int c = int(idx % C);
+  int64_t rest = idx / C;
+  const int j = int(rest % W);
+  rest /= W;
+  const int i = int(rest % H), b = int(rest / H);
+  g[idx] = (i % stride == 0 && j % stride == 0)
+               ? gy[((int64_t(b) * Ho + i / stride) * Wo + j / stride) * C + c]
+               : T(0);
+}
+
+/// A workspace tensor of f32 on the GPU (Category::workspace), never cudaMalloc directly.
+Tensor workspace(const Shape& shape);
+
+/// Grid size for a 1-D launch over n threads of 256.
+inline unsigned blocks_for(int64_t n, int threads = 256) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+/// Result of a weight-gradient launch: sums[K*K][C*NS] (already reduced) and, when asked, the
+/// bias sums[C].
+struct WgradResult {
+  Tensor sums, bias;
+};
+
+/// Runs wgrad_kernel + the fixed-order reduction. K dispatch: 1,3,5,7,9 compiled, else generic.
+template <class XS, class GS>
+WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, int K, bool bias);
+
+/// Calls f(std::integral_constant<int, KT>{}) with KT = K for K in {1,3,5,7,9}, else KT = 0.
+template <class F>
+void dispatch_k(int K, F&& f) {
+  switch (K) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    case 5: f(std::integral_constant<int, 5>{}); break;
+    case 7: f(std::integral_constant<int, 7>{}); break;
+    case 9: f(std::integral_constant<int, 9>{}); break;
+    default: f(std::integral_constant<int, 0>{}); break;
+  }
+}
+
+/// Checks the contract of kernels/wtconv.h (NHWC f32 CUDA x, PyTorch-layout weights); returns K.
+int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int stride);
+/// Sizes of the level grids: dims[l] = (h_l, w_l), l = 0..L (dims[0] = (H, W)).
+std::vector<std::pair<int, int>> level_dims(int H, int W, int L);
+
+// ---- the two implementations (reference order in wtconv_unfused.cu, fused in wtconv_fused.cu) ----
+Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride);
+WTConvGrads unfused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                             int stride, bool need_grad_x);
+
+// ---- template definition (header so both .cu files instantiate what they use) --------------------
+template <class XS, class GS>
+WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, int K, bool bias) {
+  constexpr int NS = XS::NS;
+  static_assert(GS::NS == XS::NS, "wgrad: sources differ in sub-bands");
+  HG_CHECK(K >= 1 && K <= kMaxK && K % 2 == 1, "wtconv wgrad: K must be odd in [1, ", kMaxK, "], got ", K);
+  const int chunks = (C + 31) / 32;
+  const int64_t R = int64_t(B) * hp;
+  // enough blocks to fill an H200 (132 SMs) a few times over; the split depends only on shapes
+  const int64_t want = std::max<int64_t>(1, (132 * 8) / std::max(1, chunks * K));
+  const int gy = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(R, want)));
+  const int rows_per_block = static_cast<int>((R + gy - 1) / gy);
+  const int64_t n = int64_t(K) * K * C * NS;
+  Tensor partial = workspace({gy, n});
+  Tensor bias_partial = bias ? workspace({gy, C}) : Tensor();
+  const size_t smem = sizeof(float) * kWgradWarps * K * NS * 32;
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    dim3 grid(chunks, gy, K), block(32, kWgradWarps);
+    wgrad_kernel<KT><<<grid, block, smem>>>(xs, gs, B, hp, wp, C, K, rows_per_block,
+                                            partial.data<float>(),
+                                            bias ? bias_partial.data<float>() : nullptr);
+    HG_CUDA_LAUNCH_CHECK();
+  });
+  WgradResult res;
+  res.sums = workspace({int64_t(K) * K, int64_t(C) * NS});
+  reduce_slices_kernel<<<blocks_for(n), 256>>>(partial.data<float>(), gy, n, res.sums.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  if (bias) {
+    res.bias = workspace({C});
+    reduce_slices_kernel<<<blocks_for(C), 256>>>(bias_partial.data<float>(), gy, C,
+                                                 res.bias.data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+  }
+  return res;
+}
+
+}  // namespace hg::kernels::cuda::wtconv_detail

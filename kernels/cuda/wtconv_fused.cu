@@ -1,0 +1,448 @@
+// Fused WTConv2d on the GPU (Aflalo et al. 2026's three transformations, our own kernels), and the
+// public kernels::cuda::wtconv_forward / wtconv_backward that dispatch on WTConvMode.
+//
+// Forward, per call:  fold (scales into weights)  ->  for each level l: level_conv (Haar of ll_l formed
+// on the fly inside the depthwise conv; writes t_l (B, h_{l+1}, w_{l+1}, C, 4) and the raw LL
+// ll_{l+1} that feeds level l+1)  ->  synth (base conv + bias of x, plus every level's t_l at
+// (i >> (l+1), j >> (l+1)) with parity signs and 1/2 per level: one pass, no reconstruction stored).
+// Backward: gx is the same pipeline run on G = dL/dy with flipped folded weights (the transpose of a
+// "same" correlation is the correlation with the flipped kernel; the transpose of the Haar synthesis
+// cascade is the analysis cascade, and vice versa), and the weight gradients come from one
+// deterministic kernel per level that recomputes the Haar coefficients of x and of G from their LL
+// pyramids (1/4 + 1/16 + ... of x) instead of saving any coefficient tensor. See docs/fused-wtconv.md.
+#include <cmath>
+
+#include "kernels/cuda/wtconv_common.cuh"
+
+namespace hg::kernels::cuda {
+namespace wtconv_detail {
+
+Tensor workspace(const Shape& shape) {
+  memory::CategoryScope scope(Category::workspace);
+  return Tensor::empty(shape, DType::f32, Device::cuda);
+}
+
+std::vector<std::pair<int, int>> level_dims(int H, int W, int L) {
+  std::vector<std::pair<int, int>> d{{H, W}};
+  for (int l = 0; l < L; ++l) d.push_back({(d.back().first + 1) / 2, (d.back().second + 1) / 2});
+  return d;
+}
+
+int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int stride) {
+  HG_CHECK(x.defined() && x.ndim() == 4, op, ": x must be NHWC (B, H, W, C), got ",
+           x.defined() ? x.describe() : std::string("undefined"));
+  HG_CHECK(x.device() == Device::cuda && x.dtype() == DType::f32, op,
+           ": x must be f32 on cuda, got ", x.describe());
+  HG_CHECK(stride >= 1, op, ": stride must be >= 1, got ", stride);
+  const int64_t C = x.size(3);
+  HG_CHECK(w.base_weight.defined() && w.base_weight.ndim() == 4 && w.base_weight.size(0) == C &&
+               w.base_weight.size(1) == 1 && w.base_weight.size(2) == w.base_weight.size(3),
+           op, ": base_weight must be (C, 1, K, K) with C = ", C, ", got ",
+           w.base_weight.defined() ? w.base_weight.describe() : std::string("undefined"));
+  const int K = static_cast<int>(w.base_weight.size(2));
+  HG_CHECK(K % 2 == 1 && K <= kMaxK, op, ": K must be odd and <= ", kMaxK, ", got ", K);
+  HG_CHECK(w.base_bias.defined() && w.base_bias.numel() == C, op, ": base_bias must be (C) = (", C,
+           "), got ", w.base_bias.defined() ? w.base_bias.describe() : std::string("undefined"));
+  HG_CHECK(w.base_scale.defined() && w.base_scale.numel() == C, op,
+           ": base_scale must be (1, C, 1, 1) with C = ", C);
+  HG_CHECK(w.wavelet_scale.size() == w.wavelet_weight.size(), op, ": ", w.wavelet_weight.size(),
+           " wavelet weights but ", w.wavelet_scale.size(), " wavelet scales");
+  HG_CHECK(w.levels() <= kMaxLevels, op, ": at most ", kMaxLevels, " levels, got ", w.levels());
+  for (int l = 0; l < w.levels(); ++l) {
+    const Tensor& ww = w.wavelet_weight[l];
+    HG_CHECK(ww.defined() && ww.numel() == 4 * C * K * K && ww.size(0) == 4 * C, op,
+             ": wavelet_weight[", l, "] must be (4C, 1, K, K) = (", 4 * C, ", 1, ", K, ", ", K,
+             "), got ", ww.defined() ? ww.describe() : std::string("undefined"));
+    HG_CHECK(w.wavelet_scale[l].defined() && w.wavelet_scale[l].numel() == 4 * C, op,
+             ": wavelet_scale[", l, "] must be (1, 4C, 1, 1) with 4C = ", 4 * C);
+  }
+  auto on_gpu = [&](const Tensor& t, const char* name) {
+    HG_CHECK(t.device() == Device::cuda && t.dtype() == DType::f32 && t.is_contiguous(), op, ": ",
+             name, " must be a contiguous f32 cuda tensor, got ", t.describe());
+  };
+  on_gpu(w.base_weight, "base_weight");
+  on_gpu(w.base_bias, "base_bias");
+  on_gpu(w.base_scale, "base_scale");
+  for (int l = 0; l < w.levels(); ++l) {
+    on_gpu(w.wavelet_weight[l], "wavelet_weight");
+    on_gpu(w.wavelet_scale[l], "wavelet_scale");
+  }
+  return K;
+}
+
+namespace {
+
+// ---- (c) scales folded into the weights: tiny kernels, one thread per (tap, channel) --------------
+// level: wl[k][c] (float4 over s) = ws[4c+s] * ww[4c+s][k'], k' = flip ? KK-1-k : k.
+__global__ void fold_level_kernel(const float* __restrict__ ww, const float* __restrict__ ws, int C,
+                                  int KK, bool flip, float4* __restrict__ wl) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(KK) * C) return;
+  const int c = int(idx % C), k = int(idx / C), ks = flip ? KK - 1 - k : k;
+  float v[4];
+  for (int s = 0; s < 4; ++s) v[s] = ws[4 * c + s] * ww[int64_t(4 * c + s) * KK + ks];
+  wl[idx] = make_float4(v[0], v[1], v[2], v[3]);
+}
+// base: wb[k][c] = bs[c] * bw[c][k'], bf[c] = bs[c] * bb[c] (bf only when asked).
+__global__ void fold_base_kernel(const float* __restrict__ bw, const float* __restrict__ bb,
+                                 const float* __restrict__ bs, int C, int KK, bool flip,
+                                 float* __restrict__ wb, float* __restrict__ bf) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(KK) * C) return;
+  const int c = int(idx % C), k = int(idx / C), ks = flip ? KK - 1 - k : k;
+  wb[idx] = bs[c] * bw[int64_t(c) * KK + ks];
+  if (bf && k == 0) bf[c] = bs[c] * bb[c];
+}
+
+// ---- (a) Haar analysis inside the depthwise conv --------------------------------------------------
+// One thread: channel c, TQ consecutive outputs of one row p of level l's grid. For each kernel row it
+// forms the TQ+K-1 Haar coefficients of the input row window once (4 loads each) and applies all K
+// taps to all TQ outputs. out (B, hp, wp, C) float4; ll_next (B, hp, wp, C) = sub-band 0 (optional).
+template <int KT, int TQ, typename T>
+__global__ void level_conv_kernel(HaarSrc<T> src, int B, int K_rt, const float4* __restrict__ wl,
+                                  float4* __restrict__ out, float* __restrict__ ll_next) {
+  constexpr int KA = KT > 0 ? KT : kMaxK;
+  const int K = KT > 0 ? KT : K_rt, r = K / 2;
+  const int C = src.C, hp = src.hp, wp = src.wp, nqb = (wp + TQ - 1) / TQ;
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(B) * hp * nqb * C) return;
+  const int c = int(idx % C);
+  int64_t rest = idx / C;
+  const int qb = int(rest % nqb);
+  rest /= nqb;
+  const int p = int(rest % hp), b = int(rest / hp), q0 = qb * TQ;
+  float4 acc[TQ];
+  float center[TQ];
+#pragma unroll
+  for (int t = 0; t < TQ; ++t) {
+    acc[t] = f4(0.f);
+    center[t] = 0.f;
+  }
+#pragma unroll
+  for (int kh = 0; kh < KA; ++kh) {
+    if (kh >= K) break;
+    const int pp = p + kh - r;
+    if (pp < 0 || pp >= hp) continue;
+    float4 win[TQ + KA - 1];
+#pragma unroll
+    for (int m = 0; m < TQ + KA - 1; ++m)
+      if (m < TQ + K - 1) win[m] = src.at(b, pp, q0 - r + m, c);
+    if (kh == r) {
+#pragma unroll
+      for (int t = 0; t < TQ; ++t) center[t] = win[t + r].x;
+    }
+#pragma unroll
+    for (int kw = 0; kw < KA; ++kw)
+      if (kw < K) {
+        const float4 wv = wl[int64_t(kh * K + kw) * C + c];
+#pragma unroll
+        for (int t = 0; t < TQ; ++t) fma4(acc[t], wv, win[t + kw]);
+      }
+  }
+#pragma unroll
+  for (int t = 0; t < TQ; ++t) {
+    const int q = q0 + t;
+    if (q >= wp) break;
+    const int64_t o = ((int64_t(b) * hp + p) * wp + q) * C + c;
+    out[o] = acc[t];
+    if (ll_next) ll_next[o] = center[t];
+  }
+}
+
+/// Level outputs for the one-pass synthesis (kernel argument: pointers and grid sizes).
+struct Levels {
+  const float4* t[kMaxLevels];
+  int hp[kMaxLevels], wp[kMaxLevels];
+  int L;
+};
+
+// ---- (b) one-pass synthesis, fused with the base depthwise conv -----------------------------------
+// y(b, io, jo, c) at input pixel (i, j) = (io*stride, jo*stride):
+//   bf[c] + sum_k wb[k][c] x(i+kh-r, j+kw-r, c) + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1), j>>(l+1)), bits l).
+// One thread: channel c, TQ consecutive outputs of a row (TQ > 1 only when stride == 1).
+template <int KT, int TQ, typename T>
+__global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C, int Ho, int Wo,
+                             int stride, int K_rt, const float* __restrict__ wb,
+                             const float* __restrict__ bf, Levels lv, T* __restrict__ y) {
+  constexpr int KA = KT > 0 ? KT : kMaxK;
+  const int K = KT > 0 ? KT : K_rt, r = K / 2;
+  const int nqb = (Wo + TQ - 1) / TQ;
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(B) * Ho * nqb * C) return;
+  const int c = int(idx % C);
+  int64_t rest = idx / C;
+  const int jb = int(rest % nqb);
+  rest /= nqb;
+  const int io = int(rest % Ho), b = int(rest / Ho);
+  const int i = io * stride, j0 = jb * TQ * stride;
+  float acc[TQ];
+#pragma unroll
+  for (int t = 0; t < TQ; ++t) acc[t] = bf ? bf[c] : 0.f;
+#pragma unroll
+  for (int kh = 0; kh < KA; ++kh) {
+    if (kh >= K) break;
+    const int ii = i + kh - r;
+    if (ii < 0 || ii >= H) continue;
+    const T* row = x + (int64_t(b) * H + ii) * W * C + c;
+    float win[TQ + KA - 1];
+#pragma unroll
+    for (int m = 0; m < TQ + KA - 1; ++m)
+      if (m < TQ + K - 1) {
+        const int jj = j0 - r + m;
+        win[m] = (jj >= 0 && jj < W) ? ld(row + int64_t(jj) * C) : 0.f;
+      }
+#pragma unroll
+    for (int kw = 0; kw < KA; ++kw)
+      if (kw < K) {
+        const float wv = wb[int64_t(kh * K + kw) * C + c];
+#pragma unroll
+        for (int t = 0; t < TQ; ++t) acc[t] = fmaf(wv, win[t + kw], acc[t]);
+      }
+  }
+#pragma unroll
+  for (int t = 0; t < TQ; ++t) {
+    const int jo = jb * TQ + t;
+    if (jo >= Wo) break;
+    const int j = jo * stride;
+    float f = 0.5f, s = 0.f;
+    for (int l = 0; l < lv.L; ++l, f *= 0.5f) {
+      const float4 tv =
+          lv.t[l][((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * C + c];
+      s = fmaf(f, unhaar_at(tv, (i >> l) & 1, (j >> l) & 1), s);
+    }
+    st(y + ((int64_t(b) * Ho + io) * Wo + jo) * C + c, acc[t] + s);
+  }
+}
+
+// Raw LL of the next level: out(b, p, q, c) = (a + b + c + d) / 2 of the 2x2 block (zero-padded).
+template <typename T>
+__global__ void ll_down_kernel(HaarSrc<T> src, int B, float* __restrict__ out) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(B) * src.hp * src.wp * src.C) return;
+  const int c = int(idx % src.C);
+  int64_t rest = idx / src.C;
+  const int q = int(rest % src.wp);
+  rest /= src.wp;
+  out[idx] = src.at(int(rest / src.hp), int(rest % src.hp), q, c).x;
+}
+
+// ---- gradients unfold from the folded weights ------------------------------------------------------
+// level: sums[k][e] = dL/dw~[e][k] (e = 4c+s); dL/dww[e][k] = ws[e] * sums, dL/dws[e] = sum_k sums*ww.
+__global__ void unfold_level_kernel(const float* __restrict__ sums, const float* __restrict__ ww,
+                                    const float* __restrict__ ws, int C4, int KK,
+                                    float* __restrict__ gww, float* __restrict__ gws) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= C4) return;
+  float gs = 0.f;
+  for (int k = 0; k < KK; ++k) {
+    const float v = sums[int64_t(k) * C4 + e];
+    gww[int64_t(e) * KK + k] = ws[e] * v;
+    gs = fmaf(v, ww[int64_t(e) * KK + k], gs);
+  }
+  gws[e] = gs;
+}
+// base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
+__global__ void unfold_base_kernel(const float* __restrict__ sums, const float* __restrict__ gbf,
+                                   const float* __restrict__ bw, const float* __restrict__ bb,
+                                   const float* __restrict__ bs, int C, int KK,
+                                   float* __restrict__ gbw, float* __restrict__ gbb,
+                                   float* __restrict__ gbs) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float gs = 0.f;
+  for (int k = 0; k < KK; ++k) {
+    const float v = sums[int64_t(k) * C + c];
+    gbw[int64_t(c) * KK + k] = bs[c] * v;
+    gs = fmaf(v, bw[int64_t(c) * KK + k], gs);
+  }
+  gbb[c] = bs[c] * gbf[c];
+  gbs[c] = fmaf(gbf[c], bb[c], gs);
+}
+
+constexpr int kTQ = 4;  // outputs per thread along a row (register reuse of the input window)
+
+/// Folded weights of every level and of the base path (flipped for the transposed convolution).
+struct Folded {
+  std::vector<Tensor> level;  // (K*K, C, 4)
+  Tensor base_w, base_b;      // (K*K, C), (C)
+};
+Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
+  const int KK = K * K;
+  Folded f;
+  f.base_w = workspace({KK, C});
+  if (with_bias) f.base_b = workspace({C});
+  fold_base_kernel<<<blocks_for(int64_t(KK) * C), 256>>>(
+      w.base_weight.data<float>(), w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK,
+      flip, f.base_w.data<float>(), with_bias ? f.base_b.data<float>() : nullptr);
+  HG_CUDA_LAUNCH_CHECK();
+  for (int l = 0; l < w.levels(); ++l) {
+    Tensor wl = workspace({KK, C, 4});
+    fold_level_kernel<<<blocks_for(int64_t(KK) * C), 256>>>(
+        w.wavelet_weight[l].data<float>(), w.wavelet_scale[l].data<float>(), C, KK, flip,
+        reinterpret_cast<float4*>(wl.data<float>()));
+    HG_CUDA_LAUNCH_CHECK();
+    f.level.push_back(wl);
+  }
+  return f;
+}
+
+/// Runs level_conv for l = 0..L-1 on `in` (B, H, W, C): fills t[l] and, when `pyramid` is given,
+/// the raw LL of levels 1..L-1 (pyramid[l] = LL of level l, pyramid[0] unused).
+void analysis_convs(const float* in, int B, int C, int K, const std::vector<std::pair<int, int>>& d,
+                    const Folded& f, std::vector<Tensor>& t, std::vector<Tensor>& pyramid) {
+  const int L = static_cast<int>(f.level.size());
+  t.assign(L, Tensor());
+  pyramid.assign(L, Tensor());
+  const float* cur = in;
+  for (int l = 0; l < L; ++l) {
+    const int hp = d[l + 1].first, wp = d[l + 1].second;
+    t[l] = workspace({B, hp, wp, C, 4});
+    if (l + 1 < L) pyramid[l + 1] = workspace({B, hp, wp, C});
+    HaarSrc<float> src{cur, d[l].first, d[l].second, C, hp, wp};
+    const int64_t n = int64_t(B) * hp * ((wp + kTQ - 1) / kTQ) * C;
+    dispatch_k(K, [&](auto kt) {
+      level_conv_kernel<decltype(kt)::value, kTQ, float><<<blocks_for(n), 256>>>(
+          src, B, K, reinterpret_cast<const float4*>(f.level[l].data<float>()),
+          reinterpret_cast<float4*>(t[l].data<float>()),
+          l + 1 < L ? pyramid[l + 1].data<float>() : nullptr);
+      HG_CUDA_LAUNCH_CHECK();
+    });
+    if (l + 1 < L) cur = pyramid[l + 1].data<float>();
+  }
+}
+
+/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C).
+void synthesis(const float* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
+               const Folded& f, const std::vector<Tensor>& t, float* out) {
+  Levels lv{};
+  lv.L = static_cast<int>(t.size());
+  for (int l = 0; l < lv.L; ++l) {
+    lv.t[l] = reinterpret_cast<const float4*>(t[l].data<float>());
+    lv.hp[l] = static_cast<int>(t[l].size(1));
+    lv.wp[l] = static_cast<int>(t[l].size(2));
+  }
+  const float* bf = f.base_b.defined() ? f.base_b.data<float>() : nullptr;
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if (stride == 1) {
+      const int64_t n = int64_t(B) * Ho * ((Wo + kTQ - 1) / kTQ) * C;
+      synth_kernel<KT, kTQ, float><<<blocks_for(n), 256>>>(in, B, H, W, C, Ho, Wo, 1, K,
+                                                          f.base_w.data<float>(), bf, lv, out);
+    } else {
+      const int64_t n = int64_t(B) * Ho * Wo * C;
+      synth_kernel<KT, 1, float><<<blocks_for(n), 256>>>(in, B, H, W, C, Ho, Wo, stride, K,
+                                                        f.base_w.data<float>(), bf, lv, out);
+    }
+    HG_CUDA_LAUNCH_CHECK();
+  });
+}
+
+Tensor fused_forward(const Tensor& x, const WTConvWeights& w, int stride) {
+  const int K = check_inputs("wtconv_forward (cuda, fused)", x, w, stride);
+  const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
+  const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
+  const Tensor xc = x.contiguous();
+  const auto d = level_dims(H, W, w.levels());
+  Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
+  std::vector<Tensor> t, ll;
+  analysis_convs(xc.data<float>(), B, C, K, d, f, t, ll);
+  ll.clear();  // the forward needs the pyramid only inside analysis_convs
+  Tensor y = Tensor::empty({B, Ho, Wo, C}, DType::f32, Device::cuda);
+  synthesis(xc.data<float>(), B, H, W, C, Ho, Wo, stride, K, f, t, y.data<float>());
+  return y;
+}
+
+WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y, int stride,
+                           bool need_grad_x) {
+  const char* op = "wtconv_backward (cuda, fused)";
+  const int K = check_inputs(op, x, w, stride);
+  const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
+  const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride, L = w.levels();
+  HG_CHECK(grad_y.defined() && grad_y.shape() == Shape({B, Ho, Wo, C}) &&
+               grad_y.device() == Device::cuda && grad_y.dtype() == DType::f32,
+           op, ": grad_y must be f32 cuda (", B, ", ", Ho, ", ", Wo, ", ", C, "), got ",
+           grad_y.defined() ? grad_y.describe() : std::string("undefined"));
+  const Tensor xc = x.contiguous();
+  Tensor G = grad_y.contiguous();
+  if (stride > 1) {
+    Tensor up = workspace({B, H, W, C});
+    upsample_kernel<float><<<blocks_for(up.numel()), 256>>>(G.data<float>(), B, H, W, C, Ho, Wo, stride,
+                                                      up.data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+    G = up;
+  }
+  const auto d = level_dims(H, W, L);
+  WTConvGrads g;
+  // gradient pyramid gR_l (raw LL of the Haar cascade applied to G), level 0 is G itself
+  std::vector<Tensor> gR(L);
+  if (need_grad_x) {
+    Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
+    std::vector<Tensor> gt;
+    analysis_convs(G.data<float>(), B, C, K, d, f, gt, gR);
+    g.x = Tensor::empty({B, H, W, C}, DType::f32, Device::cuda);
+    synthesis(G.data<float>(), B, H, W, C, H, W, 1, K, f, gt, g.x.data<float>());
+  } else {
+    for (int l = 1; l < L; ++l) {
+      gR[l] = workspace({B, d[l].first, d[l].second, C});
+      HaarSrc<float> src{l == 1 ? G.data<float>() : gR[l - 1].data<float>(), d[l - 1].first,
+                         d[l - 1].second, C, d[l].first, d[l].second};
+      ll_down_kernel<<<blocks_for(gR[l].numel()), 256>>>(src, B, gR[l].data<float>());
+      HG_CUDA_LAUNCH_CHECK();
+    }
+  }
+  // the raw LL pyramid of x, recomputed (1/4 + 1/16 + ... of x) rather than saved by the forward
+  std::vector<Tensor> ll(L);
+  for (int l = 1; l < L; ++l) {
+    ll[l] = workspace({B, d[l].first, d[l].second, C});
+    HaarSrc<float> src{l == 1 ? xc.data<float>() : ll[l - 1].data<float>(), d[l - 1].first,
+                       d[l - 1].second, C, d[l].first, d[l].second};
+    ll_down_kernel<<<blocks_for(ll[l].numel()), 256>>>(src, B, ll[l].data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+  }
+  const int KK = K * K;
+  for (int l = 0; l < L; ++l) {
+    const int hi = d[l].first, wi = d[l].second, hp = d[l + 1].first, wp = d[l + 1].second;
+    HaarSrc<float> xs{l == 0 ? xc.data<float>() : ll[l].data<float>(), hi, wi, C, hp, wp};
+    HaarSrc<float> gs{l == 0 ? G.data<float>() : gR[l].data<float>(), hi, wi, C, hp, wp};
+    WgradResult r = run_wgrad(xs, gs, B, hp, wp, C, K, /*bias=*/false);
+    Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
+    Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
+    unfold_level_kernel<<<blocks_for(4 * C), 256>>>(r.sums.data<float>(),
+                                                    w.wavelet_weight[l].data<float>(),
+                                                    w.wavelet_scale[l].data<float>(), 4 * C, KK,
+                                                    gww.data<float>(), gws.data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+    g.wavelet_weight.push_back(gww);
+    g.wavelet_scale.push_back(gws);
+  }
+  {
+    PlainSrc<float> xs{xc.data<float>(), H, W, C}, gs{G.data<float>(), H, W, C};
+    WgradResult r = run_wgrad(xs, gs, B, H, W, C, K, /*bias=*/true);
+    g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
+    g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
+    g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
+    unfold_base_kernel<<<blocks_for(C), 256>>>(
+        r.sums.data<float>(), r.bias.data<float>(), w.base_weight.data<float>(),
+        w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK, g.base_weight.data<float>(),
+        g.base_bias.data<float>(), g.base_scale.data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+  }
+  return g;
+}
+
+}  // namespace
+}  // namespace wtconv_detail
+
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode) {
+  return mode == WTConvMode::fused ? wtconv_detail::fused_forward(x, w, stride)
+                                   : wtconv_detail::unfused_forward(x, w, stride);
+}
+
+WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                            int stride, bool need_grad_x, WTConvMode mode) {
+  return mode == WTConvMode::fused
+             ? wtconv_detail::fused_backward(x, w, grad_y, stride, need_grad_x)
+             : wtconv_detail::unfused_backward(x, w, grad_y, stride, need_grad_x);
+}
+
+}  // namespace hg::kernels::cuda
