@@ -1,0 +1,41 @@
+// `haargrad export-png`: writes Fashion-MNIST as an ImageFolder of PNG files (DIR/train/<class>/ and
+// DIR/val/<class>/), so image-folder loading can be run on real image files.
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <string>
+
+#include "app/command.h"
+#include "data/export.h"
+#include "data/idx_dataset.h"
+
+namespace {
+
+struct ExportArgs {
+  std::string out;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int64_t limit_per_class = 0;
+};
+
+void run_export(const ExportArgs& a) {
+  // Folder names "0_t-shirt_top" ... "9_ankle_boot" sort in label order, so labels survive the trip.
+  const auto dirs = hg::data::numbered_class_dirs(hg::data::fashion_mnist_classes());
+  const std::pair<const char*, const char*> splits[] = {{"train", "train"}, {"test", "val"}};
+  for (const auto& [idx_split, folder] : splits) {
+    hg::data::IdxDataset ds(a.data_dir, idx_split, 1);
+    const int64_t n = hg::data::export_image_folder(ds, a.out, folder, dirs, a.limit_per_class);
+    spdlog::info("export-png: wrote {} PNG files to {}/{}", n, a.out, folder);
+  }
+}
+
+}  // namespace
+
+HG_REGISTER_COMMAND([](CLI::App& root) {
+  auto args = std::make_shared<ExportArgs>();
+  CLI::App* cmd = root.add_subcommand("export-png", "Write Fashion-MNIST as DIR/{train,val}/<class>/<i>.png");
+  cmd->add_option("--out", args->out, "output folder")->required();
+  cmd->add_option("--limit-per-class", args->limit_per_class, "images per class and split (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--data-dir", args->data_dir, "folder of the Fashion-MNIST IDX files")->capture_default_str();
+  cmd->callback([args] { run_export(*args); });
+});

@@ -1,0 +1,38 @@
+// The dataset interface the DataLoader reads from: a fixed number of labelled 8-bit images, each
+// fetched by index from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "data/image.h"
+
+namespace hg::data {
+
+/// What to do with an image file that cannot be decoded (Config::corrupt_images).
+enum class CorruptPolicy { skip, error };
+/// Parses "skip" / "error"; throws hg::Error otherwise.
+CorruptPolicy parse_corrupt_policy(const std::string& s);
+
+struct Sample {
+  Image image;        ///< channels == Dataset::channels()
+  int64_t label = 0;  ///< class index in [0, num_classes)
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  virtual int64_t num_classes() const = 0;
+  /// Channels of every returned image (the model's in_chans: 1 or 3).
+  virtual int64_t channels() const = 0;
+  /// Sample `index` in [0, size()). Must be thread-safe and deterministic (same index, same sample).
+  /// Throws hg::Error for a bad index or an unreadable sample the dataset cannot skip.
+  virtual Sample get(int64_t index) const = 0;
+  /// One line for logs: kind, root, split, size, classes.
+  virtual std::string describe() const = 0;
+  /// Corrupt images skipped so far (at scan time and while loading).
+  virtual int64_t corrupt_skipped() const { return 0; }
+};
+
+}  // namespace hg::data

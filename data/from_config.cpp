@@ -1,0 +1,73 @@
+// The config-to-data-pipeline mapping (see from_config.h).
+#include "data/from_config.h"
+
+#include <spdlog/spdlog.h>
+
+#include "data/idx_dataset.h"
+#include "data/image_folder.h"
+#include "data/synthetic.h"
+
+namespace hg::data {
+
+Datasets make_datasets(const train::Config& cfg) {
+  Datasets d;
+  if (cfg.dataset == "idx") {
+    d.train = std::make_shared<IdxDataset>(cfg.data_dir, cfg.train_split, cfg.in_chans);
+    d.val = std::make_shared<IdxDataset>(cfg.data_dir, cfg.val_split, cfg.in_chans);
+  } else if (cfg.dataset == "image_folder") {
+    ImageFolderOptions opts;
+    opts.channels = cfg.in_chans;
+    opts.corrupt = parse_corrupt_policy(cfg.corrupt_images);
+    auto train = std::make_shared<ImageFolder>(cfg.data_dir, cfg.train_split, opts);
+    opts.classes = train->classes();  // the same name -> index mapping in both splits
+    d.val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
+    d.train = std::move(train);
+  } else if (cfg.dataset == "synthetic") {
+    const uint64_t seed = static_cast<uint64_t>(cfg.seed);
+    d.train = std::make_shared<SyntheticDataset>(cfg.synthetic_size, cfg.num_classes, cfg.img_size, cfg.img_size,
+                                                 cfg.in_chans, seed);
+    d.val = std::make_shared<SyntheticDataset>(std::max<int64_t>(1, cfg.synthetic_size / 5), cfg.num_classes,
+                                               cfg.img_size, cfg.img_size, cfg.in_chans, seed + 1);
+  } else {
+    throw Error(str("make_datasets: unknown dataset '", cfg.dataset, "' (expected idx, image_folder or synthetic)"));
+  }
+  for (const auto* ds : {d.train.get(), d.val.get()}) {
+    HG_CHECK(ds->num_classes() <= cfg.num_classes, "make_datasets: ", ds->describe(), " has ", ds->num_classes(),
+             " classes but num_classes is ", cfg.num_classes);
+  }
+  if (d.train->num_classes() < cfg.num_classes)
+    spdlog::warn("make_datasets: num_classes is {} but the train split has {} classes", cfg.num_classes,
+                 d.train->num_classes());
+  return d;
+}
+
+TransformOptions make_transform_options(const train::Config& cfg, bool train) {
+  TransformOptions t;
+  t.img_size = cfg.img_size;
+  t.train = train;
+  t.crop_pct = cfg.crop_pct;
+  t.hflip = cfg.hflip;
+  t.scale = {cfg.scale.at(0), cfg.scale.at(1)};
+  t.ratio = {cfg.ratio.at(0), cfg.ratio.at(1)};
+  t.mean = cfg.mean;
+  t.std = cfg.std;
+  return t;
+}
+
+LoaderOptions make_loader_options(const train::Config& cfg, bool train) {
+  LoaderOptions o;
+  o.batch_size = train ? cfg.batch_size : cfg.validation_batch_size.value_or(cfg.batch_size);
+  o.shuffle = train;
+  o.drop_last = train;
+  o.workers = cfg.workers;
+  o.seed = static_cast<uint64_t>(cfg.seed);
+  o.max_steps = cfg.max_steps_per_epoch;
+  return o;
+}
+
+std::unique_ptr<DataLoader> make_loader(const train::Config& cfg, bool train, std::shared_ptr<const Dataset> dataset) {
+  return std::make_unique<DataLoader>(std::move(dataset), Transform(make_transform_options(cfg, train)),
+                                      make_loader_options(cfg, train));
+}
+
+}  // namespace hg::data

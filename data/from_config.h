@@ -1,0 +1,36 @@
+// Builds the datasets, transforms and loaders a training run needs from its train::Config, so the
+// trainer and the commands share one mapping from config keys to the data pipeline.
+#pragma once
+
+#include <memory>
+
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "data/transforms.h"
+#include "train/config.h"
+
+namespace hg::data {
+
+struct Datasets {
+  std::shared_ptr<Dataset> train, val;
+};
+
+/// The train and validation datasets of cfg.dataset:
+///   idx:          IdxDataset(data_dir, train_split / val_split)  ("train" / "test" for Fashion-MNIST)
+///   image_folder: ImageFolder(data_dir, split); val uses the train split's class list
+///   synthetic:    SyntheticDataset of synthetic_size (val: a fifth of it, another seed), img_size px
+/// Images come with cfg.in_chans channels. Throws hg::Error when a dataset has more classes than
+/// cfg.num_classes.
+Datasets make_datasets(const train::Config& cfg);
+
+/// Train (random resized crop + flip) or eval (resize + center crop) options from the config.
+TransformOptions make_transform_options(const train::Config& cfg, bool train);
+
+/// Train: batch_size, shuffle, drop_last. Eval: validation_batch_size (or batch_size), dataset order,
+/// keep the last partial batch. Both: workers, seed, max_steps_per_epoch.
+LoaderOptions make_loader_options(const train::Config& cfg, bool train);
+
+/// A loader over `dataset` with the options and transform above.
+std::unique_ptr<DataLoader> make_loader(const train::Config& cfg, bool train, std::shared_ptr<const Dataset> dataset);
+
+}  // namespace hg::data

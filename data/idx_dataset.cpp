@@ -1,0 +1,125 @@
+// IDX (MNIST format) reading through zlib, and the IdxDataset over an images/labels file pair.
+#include "data/idx_dataset.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+
+namespace hg::data {
+
+IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
+  // gzopen reads gzip files and passes plain files through unchanged.
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
+  HG_CHECK(f != nullptr, "IDX: cannot open '", path, "'");
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> chunk(1 << 20);
+  for (;;) {
+    int n = gzread(f.get(), chunk.data(), static_cast<unsigned>(chunk.size()));
+    if (n < 0) {
+      int code = 0;
+      const char* msg = gzerror(f.get(), &code);
+      throw Error(str("IDX: corrupt or unreadable gzip data in '", path, "': ", msg ? msg : "unknown error"));
+    }
+    if (n == 0) break;
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
+  }
+  auto be32 = [&](size_t at) {
+    return (uint32_t(bytes[at]) << 24) | (uint32_t(bytes[at + 1]) << 16) | (uint32_t(bytes[at + 2]) << 8) |
+           uint32_t(bytes[at + 3]);
+  };
+  HG_CHECK(bytes.size() >= 4, "IDX: '", path, "' is too short (", bytes.size(), " bytes) to hold a header");
+  const uint32_t magic = be32(0);
+  HG_CHECK(magic == expected_magic, "IDX: '", path, "' has magic 0x", std::hex, magic, ", expected 0x",
+           expected_magic, std::dec, expected_magic == 0x803 ? " (images)" : " (labels)");
+  const size_t ndim = magic & 0xff;
+  const size_t header = 4 + 4 * ndim;
+  HG_CHECK(bytes.size() >= header, "IDX: '", path, "' is truncated inside its header");
+  IdxArray out;
+  size_t expect = 1;
+  for (size_t d = 0; d < ndim; ++d) {
+    out.dims.push_back(be32(4 + 4 * d));
+    expect *= static_cast<size_t>(out.dims.back());
+  }
+  HG_CHECK(bytes.size() - header == expect, "IDX: '", path, "' has ", bytes.size() - header,
+           " data bytes, its header ", shape_str(out.dims), " says ", expect);
+  out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
+  return out;
+}
+
+namespace {
+// <dir>/<name>.gz when present, else <dir>/<name>.
+std::string find_file(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path gz = fs::path(dir) / (name + ".gz"), plain = fs::path(dir) / name;
+  if (fs::exists(gz)) return gz.string();
+  if (fs::exists(plain)) return plain.string();
+  throw Error(str("IdxDataset: neither '", gz.string(), "' nor '", plain.string(), "' exists"));
+}
+}  // namespace
+
+IdxDataset::IdxDataset(const std::string& dir, const std::string& split, int64_t channels) {
+  std::string prefix;
+  if (split == "train") prefix = "train";
+  else if (split == "test" || split == "t10k") prefix = "t10k";
+  else throw Error(str("IdxDataset: split must be 'train' or 'test', got '", split, "'"));
+  load(find_file(dir, prefix + "-images-idx3-ubyte"), find_file(dir, prefix + "-labels-idx1-ubyte"), channels);
+}
+
+IdxDataset IdxDataset::from_files(const std::string& images_path, const std::string& labels_path,
+                                  int64_t channels) {
+  IdxDataset d;
+  d.load(images_path, labels_path, channels);
+  return d;
+}
+
+void IdxDataset::load(const std::string& images_path, const std::string& labels_path, int64_t channels) {
+  HG_CHECK(channels == 1 || channels == 3, "IdxDataset: channels must be 1 or 3, got ", channels);
+  IdxArray images = read_idx(images_path, 0x803), labels = read_idx(labels_path, 0x801);
+  HG_CHECK(images.dims[0] == labels.dims[0], "IdxDataset: '", images_path, "' has ", images.dims[0],
+           " images but '", labels_path, "' has ", labels.dims[0], " labels");
+  HG_CHECK(images.dims[0] > 0 && images.dims[1] > 0 && images.dims[2] > 0, "IdxDataset: '", images_path,
+           "' holds no pixels: ", shape_str(images.dims));
+  source_ = images_path;
+  count_ = images.dims[0];
+  height_ = images.dims[1];
+  width_ = images.dims[2];
+  channels_ = channels;
+  images_ = std::move(images.data);
+  labels_ = std::move(labels.data);
+  num_classes_ = int64_t(*std::max_element(labels_.begin(), labels_.end())) + 1;
+}
+
+Sample IdxDataset::get(int64_t index) const {
+  HG_CHECK(index >= 0 && index < count_, "IdxDataset::get: index ", index, " out of range [0, ", count_, ")");
+  Sample s;
+  s.label = labels_[static_cast<size_t>(index)];
+  s.image.height = height_;
+  s.image.width = width_;
+  s.image.channels = channels_;
+  const size_t plane = static_cast<size_t>(height_ * width_);
+  const uint8_t* src = images_.data() + static_cast<size_t>(index) * plane;
+  s.image.pixels.resize(plane * static_cast<size_t>(channels_));
+  for (size_t p = 0; p < plane; ++p)
+    for (int64_t c = 0; c < channels_; ++c) s.image.pixels[p * static_cast<size_t>(channels_) + c] = src[p];
+  return s;
+}
+
+int64_t IdxDataset::label(int64_t index) const {
+  HG_CHECK(index >= 0 && index < count_, "IdxDataset::label: index ", index, " out of range [0, ", count_, ")");
+  return labels_[static_cast<size_t>(index)];
+}
+
+std::string IdxDataset::describe() const {
+  return str("IdxDataset '", source_, "': ", count_, " images ", height_, "x", width_, ", ", num_classes_,
+             " classes, ", channels_, " channels");
+}
+
+const std::vector<std::string>& fashion_mnist_classes() {
+  static const std::vector<std::string> names = {"t-shirt_top", "trouser", "pullover", "dress", "coat",
+                                                 "sandal",      "shirt",   "sneaker",  "bag",   "ankle_boot"};
+  return names;
+}
+
+}  // namespace hg::data

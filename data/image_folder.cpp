@@ -1,0 +1,135 @@
+// ImageFolder: scanning <root>/<split>/<class>/ and decoding files on demand (see image_folder.h).
+#include "data/image_folder.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace hg::data {
+
+CorruptPolicy parse_corrupt_policy(const std::string& s) {
+  if (s == "skip") return CorruptPolicy::skip;
+  if (s == "error") return CorruptPolicy::error;
+  throw Error(str("corrupt_images: expected 'skip' or 'error', got '", s, "'"));
+}
+
+bool is_image_file(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".ppm" || ext == ".pgm";
+}
+
+namespace {
+const char* kLayout =
+    "expected layout <root>/<split>/<class name>/<image>, e.g. data/train/cat/0001.jpg and "
+    "data/train/dog/0002.png: one sub-folder per class, the class index is the folder's position in "
+    "sorted order";
+
+bool hidden(const fs::path& p) { return !p.filename().empty() && p.filename().string()[0] == '.'; }
+}  // namespace
+
+ImageFolder::ImageFolder(const std::string& root, const std::string& split, ImageFolderOptions opts)
+    : opts_(std::move(opts)) {
+  HG_CHECK(opts_.channels == 1 || opts_.channels == 3, "ImageFolder: channels must be 1 or 3, got ",
+           opts_.channels);
+  dir_ = split.empty() ? root : (fs::path(root) / split).string();
+  std::error_code ec;
+  HG_CHECK(fs::is_directory(dir_, ec), "ImageFolder: '", dir_, "' is not a folder (root '", root, "', split '",
+           split, "'); ", kLayout);
+
+  std::vector<std::string> found;  // class folder names
+  int64_t loose = 0;               // images lying directly in dir_
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    if (hidden(e.path())) continue;
+    if (e.is_directory()) found.push_back(e.path().filename().string());
+    else if (e.is_regular_file() && is_image_file(e.path().string())) ++loose;
+  }
+  std::sort(found.begin(), found.end());
+  if (found.empty()) {
+    HG_CHECK(loose == 0, "ImageFolder: '", dir_, "' holds ", loose,
+             " images but no class sub-folders; ", kLayout);
+    throw Error(str("ImageFolder: '", dir_, "' has no class sub-folders; ", kLayout));
+  }
+  if (loose > 0)
+    spdlog::warn("ImageFolder: ignoring {} images lying directly in '{}' (not in a class folder)", loose, dir_);
+
+  classes_ = opts_.classes.empty() ? found : opts_.classes;
+  int64_t ignored = 0;
+  for (const std::string& name : found) {
+    auto it = std::find(classes_.begin(), classes_.end(), name);
+    HG_CHECK(it != classes_.end(), "ImageFolder: class folder '", name, "' in '", dir_,
+             "' is not one of the ", classes_.size(), " given classes (from the train split)");
+    const int64_t label = it - classes_.begin();
+    std::vector<std::string> paths;
+    for (const auto& e : fs::recursive_directory_iterator(fs::path(dir_) / name,
+                                                          fs::directory_options::follow_directory_symlink)) {
+      if (!e.is_regular_file()) continue;
+      if (is_image_file(e.path().string())) paths.push_back(e.path().string());
+      else ++ignored;
+    }
+    std::sort(paths.begin(), paths.end());
+    if (paths.empty()) spdlog::warn("ImageFolder: class folder '{}' in '{}' has no images", name, dir_);
+    for (auto& p : paths) {
+      std::string reason;
+      if (opts_.probe && !probe_image(p, &reason)) {
+        if (opts_.corrupt == CorruptPolicy::error) throw CorruptImage(p, reason);
+        note_corrupt(p, reason);
+        continue;
+      }
+      files_.push_back(std::move(p));
+      labels_.push_back(label);
+    }
+  }
+  HG_CHECK(!files_.empty(), "ImageFolder: no readable images under '", dir_, "' (", skipped_.load(),
+           " corrupt); ", kLayout);
+  if (ignored > 0) spdlog::debug("ImageFolder: ignored {} non-image files under '{}'", ignored, dir_);
+}
+
+void ImageFolder::note_corrupt(const std::string& path, const std::string& reason) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!bad_.insert(path).second) return;
+  ++skipped_;
+  spdlog::warn("ImageFolder: skipping corrupt image '{}': {}", path, reason);
+}
+
+Sample ImageFolder::get(int64_t index) const {
+  HG_CHECK(index >= 0 && index < size(), "ImageFolder::get: index ", index, " out of range [0, ", size(), ")");
+  // Try the file, then its successors: a corrupt file is replaced by the same neighbour every time.
+  for (int64_t k = 0; k < size(); ++k) {
+    const int64_t j = (index + k) % size();
+    try {
+      return Sample{read_image(files_[static_cast<size_t>(j)], static_cast<int>(opts_.channels)),
+                    labels_[static_cast<size_t>(j)]};
+    } catch (const CorruptImage& e) {
+      if (opts_.corrupt == CorruptPolicy::error) throw;
+      note_corrupt(e.path(), e.what());
+    }
+  }
+  throw Error(str("ImageFolder: every image under '", dir_, "' failed to decode"));
+}
+
+std::string ImageFolder::describe() const {
+  return str("ImageFolder '", dir_, "': ", size(), " images, ", num_classes(), " classes, ", opts_.channels,
+             " channels");
+}
+
+const std::string& ImageFolder::path(int64_t index) const {
+  HG_CHECK(index >= 0 && index < size(), "ImageFolder::path: index ", index, " out of range [0, ", size(), ")");
+  return files_[static_cast<size_t>(index)];
+}
+
+int64_t ImageFolder::label(int64_t index) const {
+  HG_CHECK(index >= 0 && index < size(), "ImageFolder::label: index ", index, " out of range [0, ", size(), ")");
+  return labels_[static_cast<size_t>(index)];
+}
+
+std::vector<std::string> ImageFolder::corrupt_files() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {bad_.begin(), bad_.end()};
+}
+
+}  // namespace hg::data

@@ -1,0 +1,66 @@
+// ImageFolder: images stored as <root>/<split>/<class>/<...>/<image>, the layout of torchvision's
+// ImageFolder and timm's default dataset. The class index is the position of the class folder name in
+// sorted (byte-wise) order, as in torchvision.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace hg::data {
+
+struct ImageFolderOptions {
+  int64_t channels = 3;                          ///< the model's in_chans: 1 or 3
+  CorruptPolicy corrupt = CorruptPolicy::skip;   ///< undecodable files: skip (warn, count) or throw
+  /// Class names defining the label mapping; empty = the split's own sorted folder names. Give the
+  /// train split's classes to the validation split so both map names to the same index.
+  std::vector<std::string> classes;
+  /// Read every file's header while scanning, so files stb cannot recognise are dropped up front.
+  bool probe = true;
+};
+
+class ImageFolder : public Dataset {
+ public:
+  /// Scans <root>/<split> (or <root> when split is empty). Files ending in .jpg .jpeg .png .bmp .ppm
+  /// .pgm (any case) under a class folder, at any depth, are images; other files are ignored.
+  /// Throws hg::Error when the folder is missing, has images but no class sub-folders (the message
+  /// shows the expected layout), has no images at all, or has a folder not in options.classes;
+  /// throws CorruptImage for an unrecognised file under CorruptPolicy::error.
+  ImageFolder(const std::string& root, const std::string& split, ImageFolderOptions opts = {});
+
+  int64_t size() const override { return static_cast<int64_t>(files_.size()); }
+  int64_t num_classes() const override { return static_cast<int64_t>(classes_.size()); }
+  int64_t channels() const override { return opts_.channels; }
+  /// Decodes file `index`. A file that fails to decode is skipped under CorruptPolicy::skip: the next
+  /// file in order (wrapping) is returned instead, so the result depends on the index only.
+  Sample get(int64_t index) const override;
+  std::string describe() const override;
+  int64_t corrupt_skipped() const override { return skipped_.load(); }
+
+  const std::vector<std::string>& classes() const { return classes_; }
+  const std::string& path(int64_t index) const;
+  int64_t label(int64_t index) const;
+  /// The files skipped as corrupt so far.
+  std::vector<std::string> corrupt_files() const;
+
+ private:
+  void note_corrupt(const std::string& path, const std::string& reason) const;
+
+  std::string dir_;
+  ImageFolderOptions opts_;
+  std::vector<std::string> classes_;
+  std::vector<std::string> files_;
+  std::vector<int64_t> labels_;
+  mutable std::mutex mu_;             // guards bad_
+  mutable std::set<std::string> bad_;  // each corrupt file is warned about and counted once
+  mutable std::atomic<int64_t> skipped_{0};
+};
+
+/// True for the file extensions ImageFolder reads (case-insensitive).
+bool is_image_file(const std::string& path);
+
+}  // namespace hg::data

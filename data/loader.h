@@ -1,0 +1,104 @@
+// DataLoader: turns a Dataset into batches of normalised NHWC float tensors with worker threads and a
+// bounded prefetch queue.
+//
+// Determinism: the epoch's order is a shuffle seeded by (seed, epoch) and each sample's augmentation
+// draws from a generator seeded by (seed, epoch, sample index), so the batches are identical for any
+// number of workers, and starting an epoch at step k yields exactly the batches k, k+1, ... of the
+// full epoch (resume).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/dataset.h"
+#include "data/transforms.h"
+
+namespace hg::data {
+
+struct LoaderOptions {
+  int64_t batch_size = 128;
+  bool shuffle = true;     ///< reshuffle every epoch (train); false keeps dataset order (eval)
+  bool drop_last = true;   ///< drop the final partial batch (train)
+  int64_t workers = 4;     ///< loader threads; 0 = load inside next() on the calling thread
+  int64_t prefetch = 0;    ///< batches made ahead of the consumer at most; 0 = 2 * workers
+  uint64_t seed = 42;
+  int64_t max_steps = 0;   ///< cap on batches per epoch; 0 = no cap (smoke tests)
+};
+
+/// One batch, in CPU memory.
+struct Batch {
+  Tensor images;  ///< f32 (N, img_size, img_size, C), normalised
+  Tensor labels;  ///< i64 (N), class indices
+  int64_t epoch = 0, step = 0;
+};
+
+/// Counters since the last start_epoch.
+struct LoaderStats {
+  int64_t images = 0;          ///< images delivered into batches
+  double worker_seconds = 0;   ///< busy time summed over workers (decode + transform), s
+  double wait_seconds = 0;     ///< time next() spent blocked waiting for a batch, s
+  double wall_seconds = 0;     ///< since start_epoch, s
+  int64_t workers = 0;
+  /// Throughput the workers sustain together: images / worker_seconds * max(workers, 1), img/s.
+  double images_per_second() const;
+};
+
+class DataLoader {
+ public:
+  /// Throws hg::Error for batch_size < 1, workers < 0, or a dataset whose channels differ from the
+  /// transform's mean/std length.
+  DataLoader(std::shared_ptr<const Dataset> dataset, Transform transform, LoaderOptions opts);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  /// Batches in one epoch (after drop_last and max_steps).
+  int64_t batches_per_epoch() const;
+  /// Begins `epoch` at batch `start_step` (0 for a fresh epoch), stopping any epoch in progress.
+  /// Throws hg::Error if start_step > batches_per_epoch().
+  void start_epoch(int64_t epoch, int64_t start_step = 0);
+  /// The next batch of the epoch in order; false when the epoch is done. Rethrows a worker's error
+  /// (e.g. a CorruptImage under CorruptPolicy::error).
+  bool next(Batch& out);
+  LoaderStats stats() const;
+  /// The sample order of `epoch` (dataset indices).
+  std::vector<int64_t> epoch_order(int64_t epoch) const;
+  const Dataset& dataset() const { return *dataset_; }
+
+ private:
+  Batch make_batch(int64_t step) const;
+  void worker_loop();
+  void stop_workers();
+
+  std::shared_ptr<const Dataset> dataset_;
+  Transform transform_;
+  LoaderOptions opts_;
+
+  // The epoch in progress.
+  int64_t epoch_ = 0;
+  std::vector<int64_t> order_;
+  int64_t end_ = 0;                 // batches in the epoch
+  bool reported_ = true;            // the end-of-epoch summary was logged
+  std::chrono::steady_clock::time_point started_;
+
+  mutable std::mutex mu_;           // guards everything below
+  std::condition_variable cv_;
+  int64_t next_make_ = 0;           // next batch a worker will build
+  int64_t next_take_ = 0;           // next batch next() returns
+  std::map<int64_t, Batch> ready_;  // built, not yet taken
+  bool stop_ = false;
+  std::exception_ptr error_;
+  int64_t images_ = 0;
+  double busy_ = 0, wait_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace hg::data

@@ -1,0 +1,168 @@
+// Random resized crop, center crop, bilinear resampling and normalisation (see transforms.h).
+#include "data/transforms.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hg::data {
+
+namespace {
+
+// Filter taps of one output axis: output i reads input pixels first[i] .. first[i] + w[i].size() - 1.
+struct Taps {
+  std::vector<int64_t> first;
+  std::vector<std::vector<float>> w;
+};
+
+Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len) {
+  const double scale = len / static_cast<double>(out_len);  // input pixels per output pixel
+  const double stretch = std::max(scale, 1.0);  // shrinking widens the triangle: every input counts
+  Taps t;
+  t.first.resize(static_cast<size_t>(out_len));
+  t.w.resize(static_cast<size_t>(out_len));
+  for (int64_t i = 0; i < out_len; ++i) {
+    const double center = start + (static_cast<double>(i) + 0.5) * scale;  // pixel j has center j + 0.5
+    int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(center - stretch)));
+    int64_t hi = std::min<int64_t>(in_len, static_cast<int64_t>(std::ceil(center + stretch)));
+    std::vector<float> w;
+    double sum = 0;
+    for (int64_t j = lo; j < hi; ++j) {
+      double v = std::max(0.0, 1.0 - std::fabs((static_cast<double>(j) + 0.5 - center) / stretch));
+      w.push_back(static_cast<float>(v));
+      sum += v;
+    }
+    if (sum <= 0) {  // center outside the image (cannot happen for boxes inside it): nearest pixel
+      lo = std::clamp<int64_t>(static_cast<int64_t>(std::floor(center)), 0, in_len - 1);
+      w.assign(1, 1.0f);
+      sum = 1;
+    }
+    for (float& v : w) v = static_cast<float>(v / sum);  // edges renormalise instead of reading outside
+    t.first[static_cast<size_t>(i)] = lo;
+    t.w[static_cast<size_t>(i)] = std::move(w);
+  }
+  return t;
+}
+
+}  // namespace
+
+void resample_bilinear(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
+                       float* out) {
+  HG_CHECK(src.height > 0 && src.width > 0 && src.channels > 0, "resample_bilinear: empty image ", src.height,
+           "x", src.width, "x", src.channels);
+  HG_CHECK(out_h > 0 && out_w > 0 && box.w > 0 && box.h > 0, "resample_bilinear: bad box ", box.w, "x", box.h,
+           " or output ", out_h, "x", out_w);
+  const int64_t C = src.channels;
+  const Taps tx = axis_taps(box.x, box.w, src.width, out_w), ty = axis_taps(box.y, box.h, src.height, out_h);
+  // Rows the vertical pass reads.
+  int64_t y0 = src.height, y1 = 0;
+  for (int64_t i = 0; i < out_h; ++i) {
+    y0 = std::min(y0, ty.first[size_t(i)]);
+    y1 = std::max(y1, ty.first[size_t(i)] + static_cast<int64_t>(ty.w[size_t(i)].size()));
+  }
+  // Horizontal pass: tmp is (y1 - y0, out_w, C).
+  std::vector<float> tmp(static_cast<size_t>((y1 - y0) * out_w * C));
+  for (int64_t y = y0; y < y1; ++y) {
+    const uint8_t* row = src.pixels.data() + y * src.width * C;
+    float* trow = tmp.data() + (y - y0) * out_w * C;
+    for (int64_t ox = 0; ox < out_w; ++ox) {
+      const auto& w = tx.w[size_t(ox)];
+      const uint8_t* p = row + tx.first[size_t(ox)] * C;
+      for (int64_t c = 0; c < C; ++c) {
+        float acc = 0;
+        for (size_t k = 0; k < w.size(); ++k) acc += w[k] * p[static_cast<int64_t>(k) * C + c];
+        trow[ox * C + c] = acc;
+      }
+    }
+  }
+  // Vertical pass, mirroring columns when flipping.
+  for (int64_t oy = 0; oy < out_h; ++oy) {
+    const auto& w = ty.w[size_t(oy)];
+    const float* base = tmp.data() + (ty.first[size_t(oy)] - y0) * out_w * C;
+    float* orow = out + oy * out_w * C;
+    for (int64_t ox = 0; ox < out_w; ++ox) {
+      float* o = orow + (flip ? out_w - 1 - ox : ox) * C;
+      for (int64_t c = 0; c < C; ++c) {
+        float acc = 0;
+        for (size_t k = 0; k < w.size(); ++k) acc += w[k] * base[static_cast<int64_t>(k) * out_w * C + ox * C + c];
+        o[c] = acc;
+      }
+    }
+  }
+}
+
+CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<double, 2>& scale,
+                                const std::array<double, 2>& ratio, Generator& rng) {
+  const double area = static_cast<double>(height * width);
+  const double log_lo = std::log(ratio[0]), log_hi = std::log(ratio[1]);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * rng.uniform(scale[0], scale[1]);
+    const double aspect = std::exp(log_lo < log_hi ? rng.uniform(log_lo, log_hi) : log_lo);
+    const int64_t w = std::llround(std::sqrt(target * aspect));
+    const int64_t h = std::llround(std::sqrt(target / aspect));
+    if (w > 0 && h > 0 && w <= width && h <= height) {
+      const int64_t y = rng.randint(height - h + 1), x = rng.randint(width - w + 1);
+      return CropBox{double(x), double(y), double(w), double(h)};
+    }
+  }
+  // Fallback: the whole image, cut to the nearest allowed aspect.
+  const double in_ratio = static_cast<double>(width) / static_cast<double>(height);
+  int64_t w = width, h = height;
+  if (in_ratio < ratio[0]) h = std::llround(static_cast<double>(w) / ratio[0]);
+  else if (in_ratio > ratio[1]) w = std::llround(static_cast<double>(h) * ratio[1]);
+  return CropBox{double((width - w) / 2), double((height - h) / 2), double(w), double(h)};
+}
+
+CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double crop_pct) {
+  const int64_t short_side = static_cast<int64_t>(std::floor(static_cast<double>(img_size) / crop_pct));
+  // Resized size: shorter side = short_side, longer side truncated as torchvision does.
+  int64_t rh, rw;
+  if (height <= width) {
+    rh = short_side;
+    rw = static_cast<int64_t>(static_cast<double>(short_side) * width / height);
+  } else {
+    rw = short_side;
+    rh = static_cast<int64_t>(static_cast<double>(short_side) * height / width);
+  }
+  const double top = std::nearbyint((rh - img_size) / 2.0), left = std::nearbyint((rw - img_size) / 2.0);
+  const double sy = static_cast<double>(height) / rh, sx = static_cast<double>(width) / rw;
+  return CropBox{left * sx, top * sy, img_size * sx, img_size * sy};
+}
+
+Transform::Transform(TransformOptions opts) : opts_(std::move(opts)) {
+  HG_CHECK(opts_.img_size > 0, "Transform: img_size must be positive, got ", opts_.img_size);
+  HG_CHECK(opts_.crop_pct > 0 && opts_.crop_pct <= 1, "Transform: crop_pct must be in (0, 1], got ", opts_.crop_pct);
+  HG_CHECK(opts_.scale[0] > 0 && opts_.scale[0] <= opts_.scale[1] && opts_.scale[1] <= 1,
+           "Transform: scale must be 0 < min <= max <= 1, got [", opts_.scale[0], ", ", opts_.scale[1], "]");
+  HG_CHECK(opts_.ratio[0] > 0 && opts_.ratio[0] <= opts_.ratio[1], "Transform: ratio must be 0 < min <= max, got [",
+           opts_.ratio[0], ", ", opts_.ratio[1], "]");
+  HG_CHECK(!opts_.mean.empty() && opts_.mean.size() == opts_.std.size(), "Transform: mean has ",
+           opts_.mean.size(), " values, std has ", opts_.std.size());
+  for (size_t c = 0; c < opts_.mean.size(); ++c) {
+    HG_CHECK(opts_.std[c] > 0, "Transform: std[", c, "] must be > 0, got ", opts_.std[c]);
+    gain_.push_back(static_cast<float>(1.0 / (255.0 * opts_.std[c])));
+    bias_.push_back(static_cast<float>(-opts_.mean[c] / opts_.std[c]));
+  }
+}
+
+int64_t Transform::output_numel() const {
+  return opts_.img_size * opts_.img_size * static_cast<int64_t>(opts_.mean.size());
+}
+
+void Transform::apply(const Image& img, Generator& rng, float* out) const {
+  const int64_t C = static_cast<int64_t>(opts_.mean.size());
+  HG_CHECK(img.channels == C, "Transform: image has ", img.channels, " channels, mean/std have ", C);
+  const int64_t S = opts_.img_size;
+  CropBox box;
+  bool flip = false;
+  if (opts_.train) {
+    box = random_resized_crop_box(img.height, img.width, opts_.scale, opts_.ratio, rng);
+    flip = opts_.hflip > 0 && rng.uniform() < opts_.hflip;
+  } else {
+    box = center_crop_box(img.height, img.width, S, opts_.crop_pct);
+  }
+  resample_bilinear(img, box, S, S, flip, out);
+  for (int64_t p = 0; p < S * S; ++p)
+    for (int64_t c = 0; c < C; ++c) out[p * C + c] = out[p * C + c] * gain_[size_t(c)] + bias_[size_t(c)];
+}
+
+}  // namespace hg::data

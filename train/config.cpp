@@ -1,0 +1,462 @@
+// The training config: the key table, YAML loading with located errors, command-line overrides,
+// and the args.yaml writer. One table drives all of them so they cannot disagree.
+#include "train/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <type_traits>
+#include <variant>
+
+#include "core/error.h"
+
+namespace hg::train {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---- allowed values of one key ------------------------------------------------------------------
+
+struct Rule {
+  double lo = -kInf, hi = kInf;  // numbers and list elements
+  bool lo_open = false, hi_open = false;
+  std::vector<std::string> choices;  // strings; empty = any
+  size_t min_len = 0, max_len = std::numeric_limits<size_t>::max();  // lists
+
+  Rule len(size_t lo_len, size_t hi_len) const {
+    Rule r = *this;
+    r.min_len = lo_len;
+    r.max_len = hi_len;
+    return r;
+  }
+};
+
+Rule any() { return {}; }
+Rule at_least(double lo) { return Rule{lo, kInf, false, false, {}}; }
+Rule above(double lo) { return Rule{lo, kInf, true, false, {}}; }
+Rule closed(double lo, double hi) { return Rule{lo, hi, false, false, {}}; }
+Rule half_open(double lo, double hi) { return Rule{lo, hi, false, true, {}}; }
+Rule left_open(double lo, double hi) { return Rule{lo, hi, true, false, {}}; }
+Rule one_of(std::vector<std::string> c) { Rule r; r.choices = std::move(c); return r; }
+
+std::string format_double(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
+  return std::string(buf, res.ptr);
+}
+
+std::string describe_range(const Rule& r) {
+  if (r.lo == -kInf && r.hi == kInf) return "";
+  if (r.hi == kInf) return str(r.lo_open ? " > " : " >= ", format_double(r.lo));
+  if (r.lo == -kInf) return str(r.hi_open ? " < " : " <= ", format_double(r.hi));
+  return str(" in ", r.lo_open ? '(' : '[', format_double(r.lo), ", ", format_double(r.hi),
+             r.hi_open ? ')' : ']');
+}
+
+bool in_range(const Rule& r, double v) {
+  if (!std::isfinite(v)) return false;
+  if (r.lo_open ? v <= r.lo : v < r.lo) return false;
+  if (r.hi_open ? v >= r.hi : v > r.hi) return false;
+  return true;
+}
+
+// ---- the key table --------------------------------------------------------------------------------
+
+using Member = std::variant<int64_t Config::*, double Config::*, bool Config::*, std::string Config::*,
+                            std::optional<int64_t> Config::*, std::optional<double> Config::*,
+                            std::vector<int64_t> Config::*, std::vector<double> Config::*>;
+
+struct Field {
+  const char* key;
+  Member member;
+  Rule rule;
+};
+
+const std::vector<Field>& table() {
+  // One row per key: name (timm's), member, allowed values.
+  static const std::vector<Field> rows = {
+      {"model", &Config::model, any()},
+      {"num_classes", &Config::num_classes, at_least(1)},
+      {"img_size", &Config::img_size, at_least(1)},
+      {"in_chans", &Config::in_chans, closed(1, 3)},
+      {"depths", &Config::depths, at_least(1).len(1, 8)},
+      {"dims", &Config::dims, at_least(1).len(1, 8)},
+      {"patch_size", &Config::patch_size, at_least(1)},
+      {"kernel_size", &Config::kernel_size, at_least(1)},
+      {"wt_levels", &Config::wt_levels, closed(0, 10).len(1, 8)},
+      {"ls_init_value", &Config::ls_init_value, at_least(0)},
+      {"wtconv_mode", &Config::wtconv_mode, one_of({"fused", "reference"})},
+      {"drop_path", &Config::drop_path, half_open(0, 1)},
+      {"data_dir", &Config::data_dir, any()},
+      {"dataset", &Config::dataset, one_of({"idx", "image_folder", "synthetic"})},
+      {"train_split", &Config::train_split, any()},
+      {"val_split", &Config::val_split, any()},
+      {"synthetic_size", &Config::synthetic_size, at_least(1)},
+      {"workers", &Config::workers, closed(0, 256)},
+      {"corrupt_images", &Config::corrupt_images, one_of({"skip", "error"})},
+      {"crop_pct", &Config::crop_pct, left_open(0, 1)},
+      {"mean", &Config::mean, any().len(1, 3)},
+      {"std", &Config::std, above(0).len(1, 3)},
+      {"hflip", &Config::hflip, closed(0, 1)},
+      {"scale", &Config::scale, left_open(0, 1).len(2, 2)},
+      {"ratio", &Config::ratio, above(0).len(2, 2)},
+      {"batch_size", &Config::batch_size, at_least(1)},
+      {"validation_batch_size", &Config::validation_batch_size, at_least(1)},
+      {"epochs", &Config::epochs, at_least(1)},
+      {"opt", &Config::opt, one_of({"adamw", "sgd"})},
+      {"lr", &Config::lr, above(0)},
+      {"weight_decay", &Config::weight_decay, at_least(0)},
+      {"momentum", &Config::momentum, half_open(0, 1)},
+      {"clip_grad", &Config::clip_grad, above(0)},
+      {"sched", &Config::sched, one_of({"cosine", "none"})},
+      {"warmup_epochs", &Config::warmup_epochs, at_least(0)},
+      {"warmup_lr", &Config::warmup_lr, at_least(0)},
+      {"min_lr", &Config::min_lr, at_least(0)},
+      {"sched_on_updates", &Config::sched_on_updates, any()},
+      {"grad_accum_steps", &Config::grad_accum_steps, at_least(1)},
+      {"smoothing", &Config::smoothing, half_open(0, 1)},
+      {"seed", &Config::seed, at_least(0)},
+      {"deterministic", &Config::deterministic, any()},
+      {"precision", &Config::precision, one_of({"fp32", "tf32"})},
+      {"device", &Config::device, one_of({"auto", "cpu", "cuda"})},
+      {"log_interval", &Config::log_interval, at_least(1)},
+      {"checkpoint_hist", &Config::checkpoint_hist, at_least(0)},
+      {"resume", &Config::resume, any()},
+      {"output", &Config::output, any()},
+      {"experiment", &Config::experiment, any()},
+      {"max_steps_per_epoch", &Config::max_steps_per_epoch, at_least(0)},
+  };
+  return rows;
+}
+
+const Field* find_field(const std::string& key) {
+  for (const Field& f : table())
+    if (key == f.key) return &f;
+  return nullptr;
+}
+
+// ---- where a value came from, for messages ------------------------------------------------------
+
+struct Where {
+  std::string source;  // file name or "command line"
+  int line = -1;       // 1-based; -1 when there is no line
+  std::string text() const { return line >= 0 ? str(source, " line ", line) : source; }
+};
+using Locations = std::map<std::string, Where>;
+
+[[noreturn]] void fail(const std::string& key, const Where& where, const std::string& msg) {
+  throw Error(str("config: key '", key, "' (", where.text(), "): ", msg));
+}
+
+Where where_of(const YAML::Node& node, const Where& fallback) {
+  const YAML::Mark m = node.Mark();
+  if (m.is_null() || fallback.line < 0) return fallback;
+  return Where{fallback.source, m.line + 1};
+}
+
+// Levenshtein distance, for "did you mean" on unknown keys.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+[[noreturn]] void fail_unknown(const std::string& key, const Where& where) {
+  std::string best;
+  size_t best_d = 3;  // suggest only close matches
+  for (const Field& f : table()) {
+    size_t d = edit_distance(key, f.key);
+    if (d < best_d) best_d = d, best = f.key;
+  }
+  throw Error(str("config: unknown key '", key, "' (", where.text(), ")",
+                  best.empty() ? std::string("") : str("; did you mean '", best, "'?")));
+}
+
+// ---- reading one value --------------------------------------------------------------------------
+
+const char* type_name(int64_t*) { return "an integer"; }
+const char* type_name(double*) { return "a number"; }
+const char* type_name(bool*) { return "true or false"; }
+const char* type_name(std::string*) { return "a string"; }
+
+std::string shown(const YAML::Node& node) {
+  if (node.IsScalar()) return str("'", node.Scalar(), "'");
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "null";
+}
+
+template <typename T>
+T read_scalar(const YAML::Node& node, const std::string& key, const Where& where, const char* what) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (node.IsNull()) return "";  // `resume:` left empty means no value
+  }
+  if (!node.IsScalar()) fail(key, where, str("expected ", what, ", got ", shown(node)));
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(key, where, str("expected ", what, ", got ", shown(node)));
+  }
+}
+
+template <typename T>
+T read_value(const YAML::Node& node, const std::string& key, const Where& where) {
+  if constexpr (std::is_same_v<T, std::optional<int64_t>> || std::is_same_v<T, std::optional<double>>) {
+    if (node.IsNull()) return std::nullopt;
+    using V = typename T::value_type;
+    return read_scalar<V>(node, key, where, str(type_name(static_cast<V*>(nullptr)), " or null").c_str());
+  } else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<double>>) {
+    using V = typename T::value_type;
+    const std::string what = str("a list of ", std::is_same_v<V, double> ? "numbers" : "integers");
+    if (!node.IsSequence()) fail(key, where, str("expected ", what, ", got ", shown(node)));
+    T out;
+    for (const YAML::Node& item : node) out.push_back(read_scalar<V>(item, key, where_of(item, where), what.c_str()));
+    return out;
+  } else {
+    return read_scalar<T>(node, key, where, type_name(static_cast<T*>(nullptr)));
+  }
+}
+
+// Checks the value of `f` in `cfg` against its rule.
+void check_rule(const Field& f, const Config& cfg, const Where& where) {
+  const Rule& r = f.rule;
+  auto check_number = [&](double v, const char* what) {
+    if (!in_range(r, v))
+      fail(f.key, where, str("expected ", what, describe_range(r), ", got ", format_double(v)));
+  };
+  std::visit(
+      [&](auto member) {
+        const auto& v = cfg.*member;
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          check_number(static_cast<double>(v), "an integer");
+        } else if constexpr (std::is_same_v<T, double>) {
+          check_number(v, "a number");
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (!r.choices.empty() && std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
+            std::string list;
+            for (const auto& c : r.choices) list += str(list.empty() ? "" : ", ", "'", c, "'");
+            fail(f.key, where, str("expected one of ", list, ", got '", v, "'"));
+          }
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+          if (v) check_number(static_cast<double>(*v), "an integer");
+        } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+          if (v) check_number(*v, "a number");
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                             std::is_same_v<T, std::vector<double>>) {
+          if (v.size() < r.min_len || v.size() > r.max_len)
+            fail(f.key, where,
+                 r.min_len == r.max_len ? str("expected a list of ", r.min_len, " values, got ", v.size())
+                                        : str("expected a list of ", r.min_len, " to ", r.max_len,
+                                              " values, got ", v.size()));
+          for (auto x : v) check_number(static_cast<double>(x), "list elements");
+        }
+      },
+      f.member);
+}
+
+// Parses `node` into the field's member of `cfg` and checks it.
+void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& where) {
+  std::visit(
+      [&](auto member) {
+        using T = std::decay_t<decltype(cfg.*member)>;
+        cfg.*member = read_value<T>(node, f.key, where);
+      },
+      f.member);
+  check_rule(f, cfg, where);
+}
+
+Where location(const Locations& locs, const std::string& key) {
+  auto it = locs.find(key);
+  return it != locs.end() ? it->second : Where{"default value", -1};
+}
+
+void validate_at(const Config& c, const Locations& locs) {
+  for (const Field& f : table()) check_rule(f, c, location(locs, f.key));
+  auto pair_fail = [&](const char* a, const char* b, const std::string& msg) {
+    throw Error(str("config: keys '", a, "' (", location(locs, a).text(), ") and '", b, "' (",
+                    location(locs, b).text(), "): ", msg));
+  };
+  if (c.dims.size() != c.depths.size())
+    pair_fail("dims", "depths", str("dims has ", c.dims.size(), " stages, depths has ", c.depths.size()));
+  if (c.wt_levels.size() != c.depths.size())
+    pair_fail("wt_levels", "depths",
+              str("wt_levels has ", c.wt_levels.size(), " stages, depths has ", c.depths.size()));
+  if (static_cast<int64_t>(c.mean.size()) != c.in_chans)
+    pair_fail("mean", "in_chans", str("mean has ", c.mean.size(), " values, in_chans is ", c.in_chans));
+  if (static_cast<int64_t>(c.std.size()) != c.in_chans)
+    pair_fail("std", "in_chans", str("std has ", c.std.size(), " values, in_chans is ", c.in_chans));
+  if (c.in_chans == 2) fail("in_chans", location(locs, "in_chans"), "expected 1 or 3, got 2");
+  if (c.scale[0] > c.scale[1])
+    fail("scale", location(locs, "scale"), str("expected [min, max], got min ", c.scale[0], " > max ", c.scale[1]));
+  if (c.ratio[0] > c.ratio[1])
+    fail("ratio", location(locs, "ratio"), str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
+  if (c.min_lr > c.lr) pair_fail("min_lr", "lr", str("min_lr ", c.min_lr, " is above lr ", c.lr));
+}
+
+Config parse_root(const YAML::Node& root, const std::string& source) {
+  Config cfg;
+  if (root.IsNull()) return cfg;  // an empty file means all defaults
+  if (!root.IsMap())
+    throw Error(str("config: ", where_of(root, Where{source, 1}).text(),
+                    ": expected a mapping of keys to values at the top level"));
+  Locations locs;
+  for (const auto& kv : root) {
+    const Where where = where_of(kv.first, Where{source, 1});
+    if (!kv.first.IsScalar()) throw Error(str("config: ", where.text(), ": keys must be plain names"));
+    const std::string key = kv.first.Scalar();
+    const Field* f = find_field(key);
+    if (!f) fail_unknown(key, where);
+    if (locs.count(key)) fail(key, where, str("given twice (first at ", locs[key].text(), ")"));
+    assign(*f, cfg, kv.second, where);
+    locs[key] = where;
+  }
+  validate_at(cfg, locs);
+  return cfg;
+}
+
+// ---- writing -------------------------------------------------------------------------------------
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
+std::string yaml_value(const Config& cfg, const Field& f) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        const auto& v = cfg.*member;
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
+        else if constexpr (std::is_same_v<T, double>) return format_double(v);
+        else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+        else if constexpr (std::is_same_v<T, std::string>) return quote(v);
+        else if constexpr (std::is_same_v<T, std::optional<int64_t>>) return v ? std::to_string(*v) : "null";
+        else if constexpr (std::is_same_v<T, std::optional<double>>) return v ? format_double(*v) : "null";
+        else {
+          std::string out = "[";
+          for (size_t i = 0; i < v.size(); ++i) {
+            if (i) out += ", ";
+            if constexpr (std::is_same_v<T, std::vector<double>>) out += format_double(v[i]);
+            else out += std::to_string(v[i]);
+          }
+          return out + "]";
+        }
+      },
+      f.member);
+}
+
+}  // namespace
+
+// ---- public API ----------------------------------------------------------------------------------
+
+Config config_from_yaml(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw Error(str("config: cannot parse ", source, " line ", e.mark.line + 1, ": ", e.msg));
+  }
+  return parse_root(root, source);
+}
+
+Config load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  HG_CHECK(in.good(), "config: cannot open file '", path, "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return config_from_yaml(text.str(), path);
+}
+
+void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
+  const Where cmd{"command line", -1};
+  Locations locs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    HG_CHECK(arg.size() > 2 && arg.rfind("--", 0) == 0, "config: expected '--key value' on the command line, got '",
+             arg, "'");
+    std::string key = arg.substr(2), value;
+    bool has_value = false;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+      has_value = true;
+    }
+    std::replace(key.begin(), key.end(), '-', '_');  // timm spells them --weight-decay
+    const Field* f = find_field(key);
+    if (!f) fail_unknown(key, cmd);
+    const bool is_bool = std::holds_alternative<bool Config::*>(f->member);
+    if (!has_value) {
+      if (is_bool && (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0)) {
+        value = "true";  // a bare flag
+      } else {
+        if (i + 1 == args.size()) fail(key, cmd, "expected a value after --" + key);
+        value = args[++i];
+      }
+    }
+    const bool is_list = std::holds_alternative<std::vector<int64_t> Config::*>(f->member) ||
+                         std::holds_alternative<std::vector<double> Config::*>(f->member);
+    const bool looks_like_list = !value.empty() && value.front() == '[';
+    if (is_list && !looks_like_list) value = "[" + value + "]";  // "2,2,2" or a single value
+    YAML::Node node;
+    try {
+      node = YAML::Load(value);
+    } catch (const YAML::Exception& e) {
+      fail(key, cmd, str("cannot parse value '", value, "': ", e.msg));
+    }
+    assign(*f, cfg, node, cmd);
+    locs[key] = cmd;
+  }
+  validate_at(cfg, locs);
+}
+
+std::string to_yaml(const Config& cfg) {
+  std::string out = "# haargrad training config (effective values; load with --config)\n";
+  for (const Field& f : table()) out += str(f.key, ": ", yaml_value(cfg, f), "\n");
+  return out;
+}
+
+void save_config(const Config& cfg, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  HG_CHECK(out.good(), "config: cannot write '", path, "'");
+  out << to_yaml(cfg);
+  out.flush();
+  HG_CHECK(out.good(), "config: writing '", path, "' failed");
+}
+
+void validate(const Config& cfg) { validate_at(cfg, Locations{}); }
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  for (const Field& f : table()) keys.emplace_back(f.key);
+  return keys;
+}
+
+}  // namespace hg::train

@@ -1,0 +1,108 @@
+// The training configuration: one struct whose keys carry timm train.py's names and defaults, loaded
+// from YAML, overridden from the command line, and written back as args.yaml.
+//
+// Every key is one row of a table in config.cpp (name, member, allowed values), so loading, writing,
+// overriding and validation all walk the same list: adding a key is one member here and one row there.
+//
+// Errors: every problem throws hg::Error naming the key and where the value came from, e.g.
+//   "config: key 'lr' (configs/x.yaml line 7): expected a number > 0, got '-1'"
+//   "config: unknown key 'lrr' (command line); did you mean 'lr'?"
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hg::train {
+
+struct Config {
+  // ---- model --------------------------------------------------------------------------------
+  std::string model = "convnext_tiny";           ///< model name as registered in models/
+  int64_t num_classes = 1000;                    ///< classifier outputs
+  int64_t img_size = 224;                        ///< square input side, pixels
+  int64_t in_chans = 3;                          ///< 1 (grayscale) or 3 (RGB)
+  std::vector<int64_t> depths = {3, 3, 9, 3};    ///< blocks per stage (ConvNeXt-T)
+  std::vector<int64_t> dims = {96, 192, 384, 768};  ///< channels per stage
+  int64_t patch_size = 4;                        ///< stem conv kernel = stride (pixels)
+  int64_t kernel_size = 7;                       ///< depthwise kernel (ConvNeXt 7; WTConvNeXt 5)
+  std::vector<int64_t> wt_levels = {5, 4, 3, 2}; ///< Haar levels per stage (WTConvNeXt-T, paper)
+  double ls_init_value = 1e-6;                   ///< layer-scale init (timm); 0 = no layer scale
+  std::string wtconv_mode = "fused";             ///< "fused" kernels or the "reference" composition
+  double drop_path = 0.0;                        ///< stochastic depth rate (timm: None = 0)
+
+  // ---- data ---------------------------------------------------------------------------------
+  std::string data_dir = "";                     ///< dataset root folder
+  std::string dataset = "image_folder";          ///< "idx" | "image_folder" | "synthetic"
+  std::string train_split = "train";             ///< sub-folder (image_folder) or "train" (idx)
+  std::string val_split = "validation";          ///< timm's default name; idx uses "test"
+  int64_t synthetic_size = 1280;                 ///< images in the synthetic train split
+  int64_t workers = 4;                           ///< loader threads; 0 = load on the calling thread
+  std::string corrupt_images = "skip";           ///< "skip" (warn and count) | "error"
+
+  // ---- augmentation (timm create_transform) ---------------------------------------------------
+  double crop_pct = 0.875;                       ///< eval: resize shorter side to img_size/crop_pct
+  std::vector<double> mean = {0.485, 0.456, 0.406};  ///< per channel, on [0, 1] pixels (ImageNet)
+  std::vector<double> std = {0.229, 0.224, 0.225};   ///< per channel
+  double hflip = 0.5;                            ///< horizontal flip probability (train)
+  std::vector<double> scale = {0.08, 1.0};       ///< random-resized-crop area fraction range
+  std::vector<double> ratio = {3.0 / 4.0, 4.0 / 3.0};  ///< random-resized-crop aspect range (w/h)
+
+  // ---- optimisation -------------------------------------------------------------------------
+  int64_t batch_size = 128;                      ///< per step (before accumulation)
+  std::optional<int64_t> validation_batch_size;  ///< null = batch_size
+  int64_t epochs = 300;
+  std::string opt = "sgd";                       ///< "adamw" | "sgd" (timm default sgd)
+  double lr = 0.1;                               ///< peak learning rate (timm lr_base at 256)
+  double weight_decay = 2e-5;
+  double momentum = 0.9;                         ///< sgd momentum
+  std::optional<double> clip_grad;               ///< global-norm clip; null = off
+  std::string sched = "cosine";                  ///< "cosine" | "none"
+  int64_t warmup_epochs = 5;
+  double warmup_lr = 1e-5;                       ///< lr at the start of warmup
+  double min_lr = 0.0;                           ///< cosine floor
+  bool sched_on_updates = false;                 ///< step the schedule per update, not per epoch
+  int64_t grad_accum_steps = 1;                  ///< micro-batches per optimizer update
+  double smoothing = 0.1;                        ///< label smoothing
+
+  // ---- run ----------------------------------------------------------------------------------
+  int64_t seed = 42;
+  bool deterministic = false;                    ///< prefer deterministic kernels
+  std::string precision = "fp32";                ///< "fp32" | "tf32"
+  std::string device = "auto";                   ///< "auto" | "cpu" | "cuda"
+  int64_t log_interval = 50;                     ///< steps between log lines
+  int64_t checkpoint_hist = 10;                  ///< best checkpoints kept
+  std::string resume = "";                       ///< checkpoint to resume from; "" = none
+  std::string output = "";                       ///< output root; "" = ./output/train (timm)
+  std::string experiment = "";                   ///< run folder name; "" = generated
+  int64_t max_steps_per_epoch = 0;               ///< 0 = all; small values for smoke tests
+
+  bool operator==(const Config&) const = default;
+};
+
+/// Reads a YAML mapping of keys to values on top of the defaults. Throws hg::Error for a missing or
+/// unparsable file, an unknown key, a wrong type or an out-of-range value (naming key, file, line).
+Config load_config(const std::string& path);
+
+/// The same from YAML text; `source` names it in errors (e.g. a file name).
+Config config_from_yaml(const std::string& text, const std::string& source);
+
+/// Applies `--key value` / `--key=value` pairs on top of `cfg` and re-validates. A value is parsed as
+/// YAML, so lists are "[2, 2, 2]" (or "2,2,2"), null is "null"; a bool key alone (`--deterministic`)
+/// means true. Errors name the key and "command line".
+void apply_overrides(Config& cfg, const std::vector<std::string>& args);
+
+/// The effective config as YAML, every key, in table order; config_from_yaml(to_yaml(c)) == c.
+std::string to_yaml(const Config& cfg);
+
+/// Writes to_yaml(cfg) to `path` (e.g. <output>/args.yaml). Throws hg::Error if it cannot.
+void save_config(const Config& cfg, const std::string& path);
+
+/// Cross-key checks (list lengths agree with depths / in_chans, ranges ordered, min_lr <= lr).
+/// load/override call it; the message names the keys involved.
+void validate(const Config& cfg);
+
+/// Every key, in table order (for help text and tests).
+std::vector<std::string> config_keys();
+
+}  // namespace hg::train
