@@ -1,0 +1,52 @@
+// CPU reference of kernels/cross_entropy.h: log-sum-exp with the row max subtracted, sums in double.
+#include "kernels/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hg::kernels::cpu {
+
+template <typename T>
+void cross_entropy_forward(const T* logits, const int64_t* labels, T* lse, T* loss, int64_t N,
+                           int64_t K, double smoothing) {
+  double total = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const T* z = logits + i * K;
+    double mx = z[0];
+    for (int64_t j = 1; j < K; ++j) mx = std::max(mx, static_cast<double>(z[j]));
+    double se = 0, sz = 0;
+    for (int64_t j = 0; j < K; ++j) {
+      se += std::exp(z[j] - mx);
+      sz += z[j];
+    }
+    const double l = mx + std::log(se);
+    lse[i] = static_cast<T>(l);
+    // (1-s) * (lse - z_y) + (s/K) * sum_j (lse - z_j)
+    total += (1.0 - smoothing) * (l - z[labels[i]]) + smoothing * (l - sz / static_cast<double>(K));
+  }
+  loss[0] = static_cast<T>(total / static_cast<double>(N));
+}
+
+template <typename T>
+void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse, const T* grad_loss,
+                            T* dlogits, int64_t N, int64_t K, double smoothing) {
+  const double g = static_cast<double>(grad_loss[0]) / static_cast<double>(N);
+  const double off = smoothing / static_cast<double>(K);
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < K; ++j) {
+      const double p = std::exp(static_cast<double>(logits[i * K + j]) - lse[i]);
+      const double target = (j == labels[i] ? 1.0 - smoothing : 0.0) + off;
+      dlogits[i * K + j] = static_cast<T>(g * (p - target));
+    }
+}
+
+#define HG_INSTANTIATE(T)                                                                      \
+  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, int64_t, int64_t,   \
+                                         double);                                              \
+  template void cross_entropy_backward<T>(const T*, const int64_t*, const T*, const T*, T*,    \
+                                          int64_t, int64_t, double);
+HG_INSTANTIATE(float)
+HG_INSTANTIATE(double)
+#undef HG_INSTANTIATE
+
+}  // namespace hg::kernels::cpu

@@ -1,0 +1,34 @@
+// Fused softmax + cross-entropy with label smoothing (torch.nn.functional.cross_entropy with
+// reduction='mean' and label_smoothing=s, PyTorch's definition):
+//   lse_i  = log(sum_j exp(z_ij)),
+//   loss_i = (1 - s) * (lse_i - z_i,y_i) + (s / K) * sum_j (lse_i - z_ij),
+//   loss   = mean_i loss_i.
+// Backward: dz_ij = g / N * (softmax_ij - (1 - s) * [j == y_i] - s / K), g = dL/dloss.
+// Shapes: logits, dlogits (N, K); labels (N) int64 in [0, K); lse (N); loss and g one element.
+// Forward saves lse (one value per row) for backward. dlogits is OVERWRITTEN.
+// CPU: T = float or double, sums in double; labels are checked by the caller (layers/loss.cpp).
+// CUDA: float; an out-of-range label makes that row's loss NaN (no out-of-bounds read); the batch
+// mean is a fixed-order reduction (deterministic). g is read from device memory (no host sync).
+#pragma once
+
+#include <cstdint>
+
+namespace hg::kernels {
+namespace cpu {
+template <typename T>
+void cross_entropy_forward(const T* logits, const int64_t* labels, T* lse, T* loss, int64_t N,
+                           int64_t K, double smoothing);
+template <typename T>
+void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse, const T* grad_loss,
+                            T* dlogits, int64_t N, int64_t K, double smoothing);
+}  // namespace cpu
+#ifdef HAARGRAD_WITH_CUDA
+namespace cuda {
+void cross_entropy_forward(const float* logits, const int64_t* labels, float* lse, float* loss,
+                           int64_t N, int64_t K, float smoothing);
+void cross_entropy_backward(const float* logits, const int64_t* labels, const float* lse,
+                            const float* grad_loss, float* dlogits, int64_t N, int64_t K,
+                            float smoothing);
+}  // namespace cuda
+#endif
+}  // namespace hg::kernels

@@ -1,0 +1,110 @@
+// CUDA fused softmax + cross-entropy of kernels/cross_entropy.h. Forward: one warp per row writes
+// lse and the row's loss; one block then averages the row losses in a fixed order (deterministic).
+// Backward: one thread per logit, reading dL/dloss from device memory.
+// Kernels are templated on the logit storage type T (float now, bf16 later); math in float.
+#include <algorithm>
+#include <cmath>
+
+#include "core/tensor.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/cuda/check.h"
+
+namespace hg::kernels::cuda {
+namespace {
+constexpr int kRowsPerBlock = 8;
+constexpr int kThreads = 256;
+
+__device__ float warp_max(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename T>
+__global__ void forward_rows(const T* logits, const int64_t* labels, float* lse, float* row_loss,
+                             int64_t N, int64_t K, float smoothing) {
+  const int64_t i = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;
+  if (i >= N) return;
+  const T* z = logits + i * K;
+  const int lane = threadIdx.x;
+  float mx = -INFINITY;
+  for (int64_t j = lane; j < K; j += 32) mx = fmaxf(mx, static_cast<float>(z[j]));
+  mx = warp_max(mx);
+  float se = 0, sz = 0;
+  for (int64_t j = lane; j < K; j += 32) {
+    const float v = static_cast<float>(z[j]);
+    se += expf(v - mx);
+    sz += v;
+  }
+  se = warp_sum(se);
+  sz = warp_sum(sz);
+  if (lane == 0) {
+    const float l = mx + logf(se);
+    lse[i] = l;
+    const int64_t y = labels[i];
+    row_loss[i] = (y < 0 || y >= K)
+                      ? NAN  // bad label: poison the loss instead of reading out of bounds
+                      : (1.0f - smoothing) * (l - static_cast<float>(z[y])) +
+                            smoothing * (l - sz / static_cast<float>(K));
+  }
+}
+
+__global__ void mean_kernel(const float* row_loss, int64_t N, float* loss) {
+  __shared__ double s[kThreads];
+  double acc = 0;
+  for (int64_t i = threadIdx.x; i < N; i += kThreads) acc += row_loss[i];
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) loss[0] = static_cast<float>(s[0] / static_cast<double>(N));
+}
+
+template <typename T>
+__global__ void backward_kernel(const T* logits, const int64_t* labels, const float* lse,
+                                const float* grad_loss, T* dlogits, int64_t N, int64_t K,
+                                float smoothing) {
+  const float g = grad_loss[0] / static_cast<float>(N);
+  const float off = smoothing / static_cast<float>(K);
+  const int64_t n = N * K;
+  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n; idx += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t i = idx / K, j = idx % K;
+    const float p = expf(static_cast<float>(logits[idx]) - lse[i]);
+    const float target = (j == labels[i] ? 1.0f - smoothing : 0.0f) + off;
+    dlogits[idx] = T(g * (p - target));
+  }
+}
+}  // namespace
+
+void cross_entropy_forward(const float* logits, const int64_t* labels, float* lse, float* loss,
+                           int64_t N, int64_t K, float smoothing) {
+  HG_CHECK(N > 0 && K > 0, "cross_entropy (cuda): empty logits (", N, ", ", K, ")");
+  Tensor ws;
+  {
+    memory::CategoryScope scope(Category::workspace);
+    ws = Tensor::empty({N}, DType::f32, Device::cuda);
+  }
+  const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
+  forward_rows<float><<<blocks, dim3(32, kRowsPerBlock)>>>(logits, labels, lse, ws.data<float>(), N, K,
+                                                           smoothing);
+  HG_CUDA_LAUNCH_CHECK();
+  mean_kernel<<<1, kThreads>>>(ws.data<float>(), N, loss);
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+void cross_entropy_backward(const float* logits, const int64_t* labels, const float* lse,
+                            const float* grad_loss, float* dlogits, int64_t N, int64_t K,
+                            float smoothing) {
+  const int64_t n = N * K;
+  if (n == 0) return;
+  const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535));
+  backward_kernel<float><<<blocks, 256>>>(logits, labels, lse, grad_loss, dlogits, N, K, smoothing);
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace hg::kernels::cuda

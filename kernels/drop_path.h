@@ -1,0 +1,19 @@
+// Per-sample scaling, the kernel of DropPath (timm stochastic depth): y[n, i] = x[n, i] * scale[n].
+// The caller draws scale[n] = keep ? 1/keep_prob : 0 on the host (layers/drop_path.cpp). The same
+// kernel is the backward (dx = dy * scale). Shapes: x, y (N, inner) dense; scale (N).
+// Outputs are OVERWRITTEN. CPU: T = float or double; CUDA: float.
+#pragma once
+
+#include <cstdint>
+
+namespace hg::kernels {
+namespace cpu {
+template <typename T>
+void scale_rows(const T* x, const T* scale, T* y, int64_t N, int64_t inner);
+}  // namespace cpu
+#ifdef HAARGRAD_WITH_CUDA
+namespace cuda {
+void scale_rows(const float* x, const float* scale, float* y, int64_t N, int64_t inner);
+}  // namespace cuda
+#endif
+}  // namespace hg::kernels

@@ -1,0 +1,18 @@
+// Residual-branch ops of a ConvNeXt block with autograd: layer scale (timm's `gamma`, multiplied over
+// the channel dim of NHWC activations) and the residual add.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace hg {
+
+/// y = x * gamma, gamma broadcast over the last dim. x (..., C), gamma (C), same dtype and device
+/// (CPU f32/f64, CUDA f32). Gradients for x and gamma. Throws hg::Error ("layer_scale: ...") on a
+/// shape / dtype / device mismatch.
+Tensor layer_scale(const Tensor& x, const Tensor& gamma);
+
+/// shortcut + branch (same shape, dtype, device): the residual stream of a block. Both inputs get
+/// dL/dy as gradient. Throws hg::Error ("residual_add: ...") on a mismatch.
+Tensor residual_add(const Tensor& shortcut, const Tensor& branch);
+
+}  // namespace hg

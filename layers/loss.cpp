@@ -1,0 +1,91 @@
+// cross_entropy with autograd and the top-k accuracy helper (see loss.h).
+#include "layers/loss.h"
+
+#include <vector>
+
+#include "core/autograd.h"
+#include "kernels/cross_entropy.h"
+
+namespace hg {
+namespace {
+void check_logits_labels(const char* op, const Tensor& logits, const Tensor& labels) {
+  HG_CHECK(logits.ndim() == 2, op, ": logits must be (N, classes), got ", logits.describe());
+  HG_CHECK(labels.ndim() == 1 && labels.size(0) == logits.size(0), op, ": labels must be (",
+           logits.size(0), ") for logits ", logits.describe(), ", got ", labels.describe());
+  HG_CHECK(labels.dtype() == DType::i64, op, ": labels must be i64, got ", labels.describe());
+  HG_CHECK(logits.device() == labels.device(), op, ": logits ", logits.describe(), " and labels ",
+           labels.describe(), " are on different devices");
+  HG_CHECK(logits.size(0) > 0 && logits.size(1) > 0, op, ": empty logits ", logits.describe());
+}
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s) {
+  check_logits_labels("cross_entropy", logits_in, labels_in);
+  HG_CHECK(s >= 0.0 && s <= 1.0, "cross_entropy: label_smoothing must be in [0, 1], got ", s);
+  const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous();
+  const int64_t N = logits.size(0), K = logits.size(1);
+  Tensor lse = Tensor::empty({N}, logits.dtype(), logits.device());
+  Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
+  if (logits.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    check_dtype("cross_entropy", logits, DType::f32);
+    kernels::cuda::cross_entropy_forward(logits.data<float>(), labels.data<int64_t>(), lse.data<float>(),
+                                         loss.data<float>(), N, K, static_cast<float>(s));
+#else
+    throw Error("cross_entropy: built without CUDA");
+#endif
+  } else {
+    const int64_t* y = labels.data<int64_t>();
+    for (int64_t i = 0; i < N; ++i)
+      HG_CHECK(y[i] >= 0 && y[i] < K, "cross_entropy: label ", y[i], " of sample ", i,
+               " out of range [0, ", K, ") for logits ", logits.describe());
+    HG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy", [&] {
+      kernels::cpu::cross_entropy_forward(logits.data<scalar_t>(), y, lse.data<scalar_t>(),
+                                          loss.data<scalar_t>(), N, K, s);
+    });
+  }
+  autograd::record("cross_entropy", {logits_in}, {loss}, [logits, labels, lse, N, K, s](autograd::Backward& g) {
+    const Tensor gl = g.grad_output(0).contiguous();
+    Tensor dz = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+    if (logits.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+      kernels::cuda::cross_entropy_backward(logits.data<float>(), labels.data<int64_t>(), lse.data<float>(),
+                                            gl.data<float>(), dz.data<float>(), N, K, static_cast<float>(s));
+#endif
+    } else {
+      HG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy backward", [&] {
+        kernels::cpu::cross_entropy_backward(logits.data<scalar_t>(), labels.data<int64_t>(),
+                                             lse.data<scalar_t>(), gl.data<scalar_t>(), dz.data<scalar_t>(),
+                                             N, K, s);
+      });
+    }
+    return std::vector<Tensor>{dz};
+  });
+  return loss;
+}
+
+int64_t correct_topk(const Tensor& logits, const Tensor& labels, int64_t k) {
+  check_logits_labels("correct_topk", logits, labels);
+  const int64_t N = logits.size(0), K = logits.size(1);
+  HG_CHECK(k >= 1 && k <= K, "correct_topk: k = ", k, " must be in [1, ", K, "] for logits ",
+           logits.describe());
+  const std::vector<double> z = logits.to_vector<double>();
+  const std::vector<int64_t> y = labels.to_vector<int64_t>();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t label = y[static_cast<size_t>(i)];
+    HG_CHECK(label >= 0 && label < K, "correct_topk: label ", label, " of sample ", i,
+             " out of range [0, ", K, ")");
+    const double target = z[static_cast<size_t>(i * K + label)];
+    int64_t larger = 0;  // rank of the label's logit: how many logits beat it
+    for (int64_t j = 0; j < K; ++j) larger += z[static_cast<size_t>(i * K + j)] > target;
+    correct += larger < k;
+  }
+  return correct;
+}
+
+double accuracy_topk(const Tensor& logits, const Tensor& labels, int64_t k) {
+  return static_cast<double>(correct_topk(logits, labels, k)) / static_cast<double>(logits.size(0));
+}
+
+}  // namespace hg

@@ -1,0 +1,28 @@
+// Classification loss and accuracy: fused softmax + cross-entropy (with PyTorch label smoothing) with
+// autograd, and a top-k accuracy helper for evaluation.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace hg {
+
+/// Mean cross-entropy over the batch, torch.nn.functional.cross_entropy(logits, labels,
+/// label_smoothing=s) (formula in kernels/cross_entropy.h). logits (N, K) f32/f64 (CUDA: f32);
+/// labels (N) i64 on the same device, each in [0, K); s in [0, 1]. Returns a scalar (shape [])
+/// of the logits' dtype; gradient for logits only. The forward saves the per-row log-sum-exp.
+/// Throws hg::Error ("cross_entropy: ...") on bad shapes, dtypes, devices, s, or (CPU labels) a
+/// label out of range; on CUDA an out-of-range label gives a NaN loss instead (checking would need
+/// a device-to-host copy every step).
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoothing = 0.0);
+
+/// Number of samples whose label is among the k largest logits of its row (no gradient; copies to
+/// the host). A label ties with others of equal value in its favour only when fewer than k logits
+/// are strictly larger. logits (N, K) any float dtype/device; labels (N) i64; 1 <= k <= K.
+/// Throws hg::Error on bad shapes or k.
+int64_t correct_topk(const Tensor& logits, const Tensor& labels, int64_t k);
+/// correct_topk / N, in [0, 1] (top-1 / top-5 accuracy of a batch).
+double accuracy_topk(const Tensor& logits, const Tensor& labels, int64_t k);
+
+}  // namespace hg

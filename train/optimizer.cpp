@@ -1,0 +1,287 @@
+// AdamW, SGD, parameter groups and gradient clipping (see optimizer.h).
+#include "train/optimizer.h"
+
+#include <cmath>
+#include <set>
+
+#include "core/memory.h"
+#include "kernels/optimizer.h"
+#include "kernels/reduce.h"
+
+namespace hg::train {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A zero tensor shaped like p, in optimizer-state memory.
+Tensor state_like(const Tensor& p) {
+  memory::CategoryScope scope(Category::optimizer_state);
+  return Tensor::zeros(p.shape(), p.dtype(), p.device());
+}
+
+// The parameter and its gradient, checked for an in-place update.
+void check_update(const char* opt, const std::string& name, const Tensor& p, const Tensor& g) {
+  HG_CHECK(p.is_contiguous(), opt, ": parameter ", name, " ", p.describe(), " is not contiguous");
+  HG_CHECK(g.shape() == p.shape() && g.dtype() == p.dtype() && g.device() == p.device(), opt,
+           ": gradient ", g.describe(), " does not match parameter ", name, " ", p.describe());
+  HG_CHECK(p.device() == Device::cpu || p.dtype() == DType::f32, opt, ": parameter ", name, " ",
+           p.describe(), ": CUDA updates are f32");
+}
+
+}  // namespace
+
+// ---- groups ------------------------------------------------------------------------------------
+
+bool no_weight_decay(const ParamRef& p) {
+  return p.no_weight_decay || p.tensor.ndim() <= 1 || ends_with(p.name, ".bias") ||
+         ends_with(p.name, "gamma") || p.name.find("scale") != std::string::npos;
+}
+
+std::vector<ParamGroup> param_groups_weight_decay(const std::vector<ParamRef>& params, double lr,
+                                                  double weight_decay) {
+  ParamGroup decay{{}, {}, lr, weight_decay}, no_decay{{}, {}, lr, 0.0};
+  for (const ParamRef& p : params) {
+    if (!p.trainable) continue;
+    ParamGroup& g = no_weight_decay(p) ? no_decay : decay;
+    g.params.push_back(p.tensor);
+    g.names.push_back(p.name);
+  }
+  std::vector<ParamGroup> out;
+  if (!decay.params.empty()) out.push_back(std::move(decay));
+  if (!no_decay.params.empty()) out.push_back(std::move(no_decay));
+  return out;
+}
+
+// ---- Optimizer ---------------------------------------------------------------------------------
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {
+  std::set<const void*> seen;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const ParamGroup& grp = groups_[g];
+    HG_CHECK(grp.names.empty() || grp.names.size() == grp.params.size(), "optimizer: group ", g, " has ",
+             grp.params.size(), " parameters but ", grp.names.size(), " names");
+    HG_CHECK(grp.lr >= 0 && grp.weight_decay >= 0, "optimizer: group ", g, ": lr ", grp.lr,
+             " and weight_decay ", grp.weight_decay, " must be >= 0");
+    for (size_t i = 0; i < grp.params.size(); ++i) {
+      HG_CHECK(grp.params[i].defined(), "optimizer: parameter ", param_name(g, i), " is undefined");
+      HG_CHECK(seen.insert(grp.params[i].id()).second, "optimizer: parameter ", param_name(g, i),
+               " appears twice");
+    }
+  }
+}
+
+std::string Optimizer::param_name(size_t g, size_t i) const {
+  const ParamGroup& grp = groups_[g];
+  return grp.names.empty() ? str("group", g, ".", i) : grp.names[i];
+}
+
+template <typename F> void Optimizer::for_each_param(F&& f) const {
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (size_t i = 0; i < groups_[g].params.size(); ++i)
+      f(param_name(g, i), groups_[g].params[i], groups_[g]);
+}
+
+void Optimizer::zero_grad() {
+  for (const ParamGroup& grp : groups_)
+    for (const Tensor& p : grp.params) p.zero_grad();
+}
+
+void Optimizer::set_lr(double lr) {
+  for (ParamGroup& grp : groups_) grp.lr = lr;
+}
+
+std::vector<Tensor> Optimizer::parameters() const {
+  std::vector<Tensor> out;
+  for (const ParamGroup& grp : groups_) out.insert(out.end(), grp.params.begin(), grp.params.end());
+  return out;
+}
+
+void Optimizer::load_named(const std::map<std::string, Tensor>& tensors, const std::string& prefix,
+                           const std::vector<std::string>& suffixes,
+                           const std::function<void(const Tensor&, std::map<std::string, Tensor>&)>& load) {
+  std::set<std::string> used;
+  for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup&) {
+    std::map<std::string, Tensor> found;
+    for (const std::string& s : suffixes) {
+      auto it = tensors.find(prefix + name + "." + s);
+      if (it != tensors.end()) found[s] = it->second;
+    }
+    if (found.empty()) return;  // no saved state: starts fresh
+    for (const std::string& s : suffixes)
+      HG_CHECK(found.count(s), "optimizer state: '", prefix + name + "." + s, "' is missing (its companions are present)");
+    for (const std::string& s : suffixes) used.insert(prefix + name + "." + s);
+    load(p, found);
+  });
+  for (const auto& [key, t] : tensors)
+    HG_CHECK(key.compare(0, prefix.size(), prefix) != 0 || used.count(key), "optimizer state: key '", key,
+             "' names no parameter state of this optimizer");
+}
+
+// ---- AdamW -------------------------------------------------------------------------------------
+
+AdamW::AdamW(std::vector<ParamGroup> groups, double b1, double b2, double e)
+    : Optimizer(std::move(groups)), beta1(b1), beta2(b2), eps(e) {
+  HG_CHECK(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1, "AdamW: betas (", b1, ", ", b2, ") must be in [0, 1)");
+  HG_CHECK(e >= 0, "AdamW: eps must be >= 0, got ", e);
+}
+
+void AdamW::step() {
+  for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup& grp) {
+    const Tensor g_raw = p.grad();
+    if (!g_raw.defined()) return;
+    const Tensor g = g_raw.contiguous();
+    check_update("AdamW", name, p, g);
+    State& s = state_[p.id()];
+    if (!s.exp_avg.defined()) {
+      s.exp_avg = state_like(p);
+      s.exp_avg_sq = state_like(p);
+    }
+    s.step += 1;
+    const kernels::AdamWHyper h{grp.lr, beta1, beta2, eps, grp.weight_decay,
+                                1.0 - std::pow(beta1, static_cast<double>(s.step)),
+                                1.0 - std::pow(beta2, static_cast<double>(s.step))};
+    if (p.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+      kernels::cuda::adamw_update(p.data<float>(), g.data<float>(), s.exp_avg.data<float>(),
+                                  s.exp_avg_sq.data<float>(), p.numel(), h);
+#endif
+    } else {
+      HG_DISPATCH_FLOAT(p.dtype(), "AdamW", [&] {
+        kernels::cpu::adamw_update(p.data<scalar_t>(), g.data<scalar_t>(), s.exp_avg.data<scalar_t>(),
+                                   s.exp_avg_sq.data<scalar_t>(), p.numel(), h);
+      });
+    }
+  });
+}
+
+std::vector<std::pair<std::string, Tensor>> AdamW::state_dict(const std::string& prefix) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup&) {
+    auto it = state_.find(p.id());
+    if (it == state_.end() || !it->second.exp_avg.defined()) return;
+    out.emplace_back(prefix + name + ".exp_avg", it->second.exp_avg);
+    out.emplace_back(prefix + name + ".exp_avg_sq", it->second.exp_avg_sq);
+    out.emplace_back(prefix + name + ".step", Tensor::from_vector<int64_t>({}, {it->second.step}));
+  });
+  return out;
+}
+
+void AdamW::load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix) {
+  load_named(tensors, prefix, {"exp_avg", "exp_avg_sq", "step"},
+             [&](const Tensor& p, std::map<std::string, Tensor>& t) {
+    for (const char* k : {"exp_avg", "exp_avg_sq"})
+      HG_CHECK(t[k].shape() == p.shape(), "AdamW state: ", k, " ", t[k].describe(), " does not match parameter ",
+               p.describe());
+    HG_CHECK(t["step"].numel() == 1, "AdamW state: step must be one number, got ", t["step"].describe());
+    State s;
+    s.exp_avg = state_like(p);
+    s.exp_avg_sq = state_like(p);
+    s.exp_avg.copy_(t["exp_avg"]);
+    s.exp_avg_sq.copy_(t["exp_avg_sq"]);
+    s.step = static_cast<int64_t>(t["step"].item());
+    state_[p.id()] = s;
+  });
+}
+
+// ---- SGD ---------------------------------------------------------------------------------------
+
+SGD::SGD(std::vector<ParamGroup> groups, double m, bool n)
+    : Optimizer(std::move(groups)), momentum(m), nesterov(n) {
+  HG_CHECK(m >= 0, "SGD: momentum must be >= 0, got ", m);
+  HG_CHECK(!n || m > 0, "SGD: nesterov needs momentum > 0");
+}
+
+void SGD::step() {
+  for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup& grp) {
+    const Tensor g_raw = p.grad();
+    if (!g_raw.defined()) return;
+    const Tensor g = g_raw.contiguous();
+    check_update("SGD", name, p, g);
+    Tensor buf;
+    bool first = false;
+    if (momentum != 0) {
+      Tensor& b = momentum_buffer_[p.id()];
+      if (!b.defined()) {
+        b = state_like(p);
+        first = true;
+      }
+      buf = b;
+    }
+    const kernels::SGDHyper h{grp.lr, momentum, grp.weight_decay, nesterov, first};
+    if (p.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+      kernels::cuda::sgd_update(p.data<float>(), g.data<float>(), buf.defined() ? buf.data<float>() : nullptr,
+                                p.numel(), h);
+#endif
+    } else {
+      HG_DISPATCH_FLOAT(p.dtype(), "SGD", [&] {
+        kernels::cpu::sgd_update(p.data<scalar_t>(), g.data<scalar_t>(),
+                                 buf.defined() ? buf.data<scalar_t>() : nullptr, p.numel(), h);
+      });
+    }
+  });
+}
+
+std::vector<std::pair<std::string, Tensor>> SGD::state_dict(const std::string& prefix) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup&) {
+    auto it = momentum_buffer_.find(p.id());
+    if (it != momentum_buffer_.end() && it->second.defined())
+      out.emplace_back(prefix + name + ".momentum_buffer", it->second);
+  });
+  return out;
+}
+
+void SGD::load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix) {
+  load_named(tensors, prefix, {"momentum_buffer"}, [&](const Tensor& p, std::map<std::string, Tensor>& t) {
+    HG_CHECK(t["momentum_buffer"].shape() == p.shape(), "SGD state: momentum_buffer ",
+             t["momentum_buffer"].describe(), " does not match parameter ", p.describe());
+    Tensor b = state_like(p);
+    b.copy_(t["momentum_buffer"]);
+    momentum_buffer_[p.id()] = b;
+  });
+}
+
+// ---- clipping ----------------------------------------------------------------------------------
+
+Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  HG_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return Tensor::zeros({}, DType::f32, Device::cpu);
+  const Device dev = grads[0].device();
+  const DType dt = grads[0].dtype();
+  for (const Tensor& g : grads) {
+    HG_CHECK(g.device() == dev && g.dtype() == dt, "clip_grad_norm: gradients differ in device/dtype: ",
+             grads[0].describe(), " vs ", g.describe());
+    HG_CHECK(g.is_contiguous(), "clip_grad_norm: gradient ", g.describe(), " is not contiguous");
+  }
+  Tensor total = Tensor::empty({}, dt, dev);
+  if (dev == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    HG_CHECK(dt == DType::f32, "clip_grad_norm: CUDA gradients must be f32, got ", grads[0].describe());
+    std::vector<const float*> ptrs;
+    std::vector<int64_t> sizes;
+    for (const Tensor& g : grads) {
+      ptrs.push_back(g.data<float>());
+      sizes.push_back(g.numel());
+    }
+    kernels::cuda::l2_norm(ptrs, sizes, total.data<float>());
+    for (const Tensor& g : grads) kernels::cuda::clip_scale(g.data<float>(), g.numel(), total.data<float>(), max_norm);
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(dt, "clip_grad_norm", [&] {
+      double ss = 0;
+      for (const Tensor& g : grads) ss += kernels::cpu::sum_squares(g.data<scalar_t>(), g.numel());
+      total.data<scalar_t>()[0] = static_cast<scalar_t>(std::sqrt(ss));
+      for (const Tensor& g : grads)
+        kernels::cpu::clip_scale(g.data<scalar_t>(), g.numel(), total.data<scalar_t>(), max_norm);
+    });
+  }
+  return total;
+}
+
+}  // namespace hg::train

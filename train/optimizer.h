@@ -1,0 +1,132 @@
+// Optimizers with PyTorch semantics (AdamW, SGD with momentum), timm's weight-decay parameter groups,
+// and global-norm gradient clipping.
+//
+// Usage (the golden "adamw3" check and the trainer):
+//   auto groups = train::param_groups_weight_decay(model.named_tensors(), /*lr=*/1e-3, /*wd=*/0.05);
+//   train::AdamW opt(groups);                 // betas (0.9, 0.999), eps 1e-8
+//   ... backward ...; opt.step(); opt.zero_grad();
+//   opt.param_groups()[g].lr = schedule(step);  // per-group lr, settable every step
+//
+// Parameters are updated in place (their dtype/device: CPU f32/f64 or CUDA f32; one kernel launch
+// per tensor). A parameter whose gradient is undefined is skipped (its step count does not move).
+// State tensors (AdamW exp_avg / exp_avg_sq, SGD momentum_buffer) are allocated on the first step
+// that updates the parameter, in memory Category::optimizer_state, with the parameter's dtype and
+// device. Everything is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "layers/module.h"
+
+namespace hg::train {
+
+/// Parameters that share a learning rate and a weight decay.
+struct ParamGroup {
+  std::vector<Tensor> params;
+  /// Names for the state dict (same length as params); empty = "group<g>.<i>".
+  std::vector<std::string> names;
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+};
+
+/// True when timm would exempt the parameter from weight decay: ndim <= 1, a name ending in
+/// ".bias", ParamRef::no_weight_decay (norms, layer-scale gamma, WTConv scales), or a name
+/// containing "scale" or ending in "gamma" (the golden files' rule: decay only params with
+/// ndim > 1 whose name has no "scale").
+bool no_weight_decay(const ParamRef& p);
+
+/// timm's param_groups_weight_decay: group 0 = decayed params (weight_decay), group 1 = the rest
+/// (0); fixed buffers (trainable == false) are left out; order follows `params`. Empty groups are
+/// dropped.
+std::vector<ParamGroup> param_groups_weight_decay(const std::vector<ParamRef>& params, double lr,
+                                                  double weight_decay);
+
+/// Common part: the groups, zero_grad and state (de)serialisation through named tensors.
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<ParamGroup> groups);
+  virtual ~Optimizer() = default;
+  /// One update of every parameter with a defined gradient.
+  virtual void step() = 0;
+  /// Zeroes every defined parameter gradient in place (keeps the memory).
+  void zero_grad();
+  /// Mutable: change lr / weight_decay of a group between steps (schedules).
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  /// Sets lr of every group.
+  void set_lr(double lr);
+  /// All parameters, in group order.
+  std::vector<Tensor> parameters() const;
+
+  /// State as named tensors "<prefix><param name>.<state>" (state tensors on their device; counts
+  /// as i64 scalars on the CPU), in parameter order. Parameters without state are absent.
+  virtual std::vector<std::pair<std::string, Tensor>> state_dict(const std::string& prefix = "") const = 0;
+  /// Restores state_dict() output (copied into freshly allocated state on the parameter's device).
+  /// Only keys that start with `prefix` are read; among them, a key that names no parameter / state,
+  /// a missing companion key, or a mis-shaped tensor throws hg::Error naming the key.
+  virtual void load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix = "") = 0;
+
+ protected:
+  /// Name of parameter i of group g (ParamGroup::names or "group<g>.<i>").
+  std::string param_name(size_t g, size_t i) const;
+  /// Calls f(name, param, group) for every parameter, in group order.
+  template <typename F> void for_each_param(F&& f) const;
+  /// Common load logic: `suffixes` are the state names per parameter; `load(param, name, tensors)`
+  /// receives, per parameter that has all of them, the map suffix -> tensor.
+  void load_named(const std::map<std::string, Tensor>& tensors, const std::string& prefix,
+                  const std::vector<std::string>& suffixes,
+                  const std::function<void(const Tensor&, std::map<std::string, Tensor>&)>& load);
+
+  std::vector<ParamGroup> groups_;
+};
+
+/// torch.optim.AdamW (decoupled weight decay; formula in kernels/optimizer.h). Per-parameter step
+/// counts drive the bias corrections.
+class AdamW : public Optimizer {
+ public:
+  explicit AdamW(std::vector<ParamGroup> groups, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
+  void step() override;
+  /// keys "<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step"
+  std::vector<std::pair<std::string, Tensor>> state_dict(const std::string& prefix = "") const override;
+  void load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix = "") override;
+
+  double beta1, beta2, eps;
+
+ private:
+  struct State {
+    Tensor exp_avg, exp_avg_sq;
+    int64_t step = 0;
+  };
+  std::map<const void*, State> state_;  // by Tensor::id()
+};
+
+/// torch.optim.SGD (dampening 0; weight decay added to the gradient; optional Nesterov).
+class SGD : public Optimizer {
+ public:
+  explicit SGD(std::vector<ParamGroup> groups, double momentum = 0.9, bool nesterov = false);
+  void step() override;
+  /// keys "<name>.momentum_buffer" (only when momentum != 0)
+  std::vector<std::pair<std::string, Tensor>> state_dict(const std::string& prefix = "") const override;
+  void load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix = "") override;
+
+  double momentum;
+  bool nesterov;
+
+ private:
+  std::map<const void*, Tensor> momentum_buffer_;  // by Tensor::id()
+};
+
+/// torch.nn.utils.clip_grad_norm_(params, max_norm): total = L2 norm of all defined gradients
+/// (as if concatenated); every gradient is multiplied by min(max_norm / (total + 1e-6), 1).
+/// Returns total as a one-element tensor on the gradients' device (no host sync on CUDA; .item()
+/// to read it), dtype of the gradients. All gradients must share device and dtype.
+/// Throws hg::Error unless max_norm > 0 or on mixed devices / dtypes. No gradients: returns 0.
+Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
+}  // namespace hg::train
