@@ -1,0 +1,154 @@
+// conv2d op (checks, CPU / CUDA dispatch, backward) and the Conv2d module.
+#include "layers/conv2d.h"
+
+#include "core/autograd.h"
+#include "kernels/conv2d.h"
+
+namespace hg {
+namespace {
+
+std::string describe_call(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding,
+                          int groups) {
+  return str("x ", x.describe(), ", weight ", w.describe(), ", bias ",
+             b.defined() ? b.describe() : std::string("none"), ", stride ", stride, ", padding ",
+             padding, ", groups ", groups);
+}
+
+kernels::Conv2dShape check_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, int stride,
+                                  int padding, int groups) {
+  const std::string call = describe_call(x, w, b, stride, padding, groups);
+  HG_CHECK(x.defined() && w.defined(), "conv2d: x and weight must be defined");
+  HG_CHECK(x.ndim() == 4, "conv2d: x must be (N, H, W, C) NHWC; got ", call);
+  HG_CHECK(w.ndim() == 4, "conv2d: weight must be (O, C/groups, KH, KW); got ", call);
+  HG_CHECK(stride >= 1 && padding >= 0 && groups >= 1,
+           "conv2d: need stride >= 1, padding >= 0, groups >= 1; got ", call);
+  check_same_dtype_device("conv2d", x, w);
+  const int64_t C = x.size(3), O = w.size(0);
+  HG_CHECK(C % groups == 0 && O % groups == 0, "conv2d: channels in (", C, ") and out (", O,
+           ") must be divisible by groups; got ", call);
+  HG_CHECK(w.size(1) == C / groups, "conv2d: weight.size(1) must be C/groups = ", C / groups,
+           "; got ", call);
+  if (b.defined()) {
+    check_same_dtype_device("conv2d", x, b);
+    HG_CHECK(b.ndim() == 1 && b.size(0) == O, "conv2d: bias must be (", O, "); got ", call);
+  }
+  HG_CHECK(x.size(1) + 2 * padding >= w.size(2) && x.size(2) + 2 * padding >= w.size(3),
+           "conv2d: kernel larger than the padded input; got ", call);
+  HG_CHECK(x.device() == Device::cpu || x.dtype() == DType::f32,
+           "conv2d: CUDA computes in f32 only; got ", call);
+  return kernels::make_conv2d_shape(x.size(0), x.size(1), x.size(2), C, O, w.size(2), w.size(3),
+                                    stride, padding, groups);
+}
+
+[[maybe_unused, noreturn]] void no_cuda() { throw Error("conv2d: haargrad was built without CUDA"); }
+
+Tensor forward_kernel(const kernels::Conv2dShape& s, const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor y = Tensor::empty({s.N, s.OH, s.OW, s.O}, x.dtype(), x.device());
+  if (x.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::conv2d_forward(s, x.data<float>(), w.data<float>(),
+                                  b.defined() ? b.data<float>() : nullptr, y.data<float>());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(x.dtype(), "conv2d", [&] {
+      kernels::cpu::conv2d_forward<scalar_t>(s, x.data<scalar_t>(), w.data<scalar_t>(),
+                                             b.defined() ? b.data<scalar_t>() : nullptr,
+                                             y.data<scalar_t>());
+    });
+  }
+  return y;
+}
+
+Tensor grad_input(const kernels::Conv2dShape& s, const Tensor& gy, const Tensor& w) {
+  Tensor gx = Tensor::empty({s.N, s.H, s.W, s.C}, gy.dtype(), gy.device());
+  if (gy.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::conv2d_backward_data(s, gy.data<float>(), w.data<float>(), gx.data<float>());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(gy.dtype(), "conv2d backward", [&] {
+      kernels::cpu::conv2d_backward_data<scalar_t>(s, gy.data<scalar_t>(), w.data<scalar_t>(),
+                                                   gx.data<scalar_t>());
+    });
+  }
+  return gx;
+}
+
+Tensor grad_weight(const kernels::Conv2dShape& s, const Tensor& x, const Tensor& gy) {
+  Tensor gw = Tensor::empty({s.O, s.Cg(), s.KH, s.KW}, gy.dtype(), gy.device());
+  if (gy.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(), gw.data<float>());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(gy.dtype(), "conv2d backward", [&] {
+      kernels::cpu::conv2d_backward_weight<scalar_t>(s, x.data<scalar_t>(), gy.data<scalar_t>(),
+                                                     gw.data<scalar_t>());
+    });
+  }
+  return gw;
+}
+
+Tensor grad_bias(const kernels::Conv2dShape& s, const Tensor& gy) {
+  Tensor gb = Tensor::empty({s.O}, gy.dtype(), gy.device());
+  if (gy.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::conv2d_backward_bias(s, gy.data<float>(), gb.data<float>());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(gy.dtype(), "conv2d backward", [&] {
+      kernels::cpu::conv2d_backward_bias<scalar_t>(s, gy.data<scalar_t>(), gb.data<scalar_t>());
+    });
+  }
+  return gb;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, int stride, int padding,
+              int groups) {
+  const kernels::Conv2dShape s = check_conv2d(x_in, w_in, b_in, stride, padding, groups);
+  Tensor x = x_in.contiguous(), w = w_in.contiguous();
+  Tensor b = b_in.defined() ? b_in.contiguous() : Tensor();
+  Tensor y = forward_kernel(s, x, w, b);
+  // Save only what backward will use: x for the weight gradient, the weight for the input one.
+  Tensor saved_x = w_in.requires_grad() ? x : Tensor();
+  Tensor saved_w = x_in.requires_grad() ? w : Tensor();
+  autograd::record("conv2d", {x_in, w_in, b_in}, {y}, [s, saved_x, saved_w](autograd::Backward& g) {
+    Tensor gy = g.grad_output(0).contiguous();
+    return std::vector<Tensor>{g.needs_grad(0) ? grad_input(s, gy, saved_w) : Tensor(),
+                               g.needs_grad(1) ? grad_weight(s, saved_x, gy) : Tensor(),
+                               g.needs_grad(2) ? grad_bias(s, gy) : Tensor()};
+  });
+  return y;
+}
+
+Conv2d::Conv2d(const Conv2dOptions& opt, Generator& gen, DType dtype, Device device) : options(opt) {
+  HG_CHECK(opt.in_channels > 0 && opt.out_channels > 0 && opt.kernel_size > 0 && opt.groups > 0 &&
+               opt.in_channels % opt.groups == 0 && opt.out_channels % opt.groups == 0,
+           "Conv2d: bad options in ", opt.in_channels, " out ", opt.out_channels, " kernel ",
+           opt.kernel_size, " groups ", opt.groups);
+  weight = make_parameter({opt.out_channels, opt.in_channels / opt.groups, opt.kernel_size,
+                           opt.kernel_size}, dtype, device);
+  trunc_normal_(weight, gen, 0.0, 0.02);  // timm ConvNeXt._init_weights
+  if (opt.bias) bias = make_parameter({opt.out_channels}, dtype, device);  // zeros
+}
+
+Tensor Conv2d::forward(const Tensor& x) const {
+  return conv2d(x, weight, bias, options.stride, options.padding, options.groups);
+}
+
+void Conv2d::collect(const std::string& prefix, std::vector<ParamRef>& out) const {
+  out.push_back({prefix + "weight", weight, true, false});
+  if (bias.defined()) out.push_back({prefix + "bias", bias, true, true});
+}
+
+}  // namespace hg

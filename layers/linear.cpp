@@ -1,0 +1,135 @@
+// linear op (checks, CPU / CUDA dispatch, backward) and the Linear module.
+#include "layers/linear.h"
+
+#include "core/autograd.h"
+#include "kernels/linear.h"
+
+namespace hg {
+namespace {
+
+[[maybe_unused, noreturn]] void no_cuda() { throw Error("linear: haargrad was built without CUDA"); }
+
+// The three matrix kernels on (M, in) / (out, in) / (M, out) views of the operands.
+struct LinearSizes {
+  int64_t M, in, out;
+};
+
+Tensor forward_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, const Tensor& b, Shape yshape) {
+  Tensor y = Tensor::empty(yshape, x.dtype(), x.device());
+  if (x.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::linear_forward(z.M, z.in, z.out, x.data<float>(), w.data<float>(),
+                                  b.defined() ? b.data<float>() : nullptr, y.data<float>());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
+      kernels::cpu::linear_forward<scalar_t>(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
+                                             b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
+    });
+  }
+  return y;
+}
+
+Tensor grad_input(const LinearSizes& z, const Tensor& gy, const Tensor& w, const Shape& xshape) {
+  Tensor gx = Tensor::empty(xshape, gy.dtype(), gy.device());
+  if (gy.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::linear_backward_input(z.M, z.in, z.out, gy.data<float>(), w.data<float>(), gx.data<float>());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(gy.dtype(), "linear backward", [&] {
+      kernels::cpu::linear_backward_input<scalar_t>(z.M, z.in, z.out, gy.data<scalar_t>(), w.data<scalar_t>(),
+                                                    gx.data<scalar_t>());
+    });
+  }
+  return gx;
+}
+
+Tensor grad_weight(const LinearSizes& z, const Tensor& x, const Tensor& gy) {
+  Tensor gw = Tensor::empty({z.out, z.in}, gy.dtype(), gy.device());
+  if (gy.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::linear_backward_weight(z.M, z.in, z.out, x.data<float>(), gy.data<float>(), gw.data<float>());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(gy.dtype(), "linear backward", [&] {
+      kernels::cpu::linear_backward_weight<scalar_t>(z.M, z.in, z.out, x.data<scalar_t>(), gy.data<scalar_t>(),
+                                                     gw.data<scalar_t>());
+    });
+  }
+  return gw;
+}
+
+Tensor grad_bias(const LinearSizes& z, const Tensor& gy) {
+  Tensor gb = Tensor::empty({z.out}, gy.dtype(), gy.device());
+  if (gy.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::bias_grad_rows(z.M, z.out, gy.data<float>(), gb.data<float>());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(gy.dtype(), "linear backward", [&] {
+      kernels::cpu::bias_grad_rows<scalar_t>(z.M, z.out, gy.data<scalar_t>(), gb.data<scalar_t>());
+    });
+  }
+  return gb;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
+  HG_CHECK(x_in.defined() && w_in.defined(), "linear: x and weight must be defined");
+  const std::string call = str("x ", x_in.describe(), ", weight ", w_in.describe(), ", bias ",
+                               b_in.defined() ? b_in.describe() : std::string("none"));
+  HG_CHECK(x_in.ndim() >= 1, "linear: x must have at least one dim; got ", call);
+  HG_CHECK(w_in.ndim() == 2, "linear: weight must be (out, in); got ", call);
+  check_same_dtype_device("linear", x_in, w_in);
+  HG_CHECK(x_in.size(-1) == w_in.size(1), "linear: x.size(-1) must equal weight.size(1); got ", call);
+  if (b_in.defined()) {
+    check_same_dtype_device("linear", x_in, b_in);
+    HG_CHECK(b_in.ndim() == 1 && b_in.size(0) == w_in.size(0), "linear: bias must be (", w_in.size(0),
+             "); got ", call);
+  }
+  HG_CHECK(x_in.device() == Device::cpu || x_in.dtype() == DType::f32,
+           "linear: CUDA computes in f32 only; got ", call);
+
+  const LinearSizes z{x_in.numel() / x_in.size(-1), w_in.size(1), w_in.size(0)};
+  Shape yshape = x_in.shape();
+  yshape.back() = z.out;
+  Tensor x = x_in.contiguous(), w = w_in.contiguous();
+  Tensor b = b_in.defined() ? b_in.contiguous() : Tensor();
+  Tensor y = forward_kernel(z, x, w, b, yshape);
+
+  Tensor saved_x = w_in.requires_grad() ? x : Tensor();  // only what backward will read
+  Tensor saved_w = x_in.requires_grad() ? w : Tensor();
+  Shape xshape = x_in.shape();
+  autograd::record("linear", {x_in, w_in, b_in}, {y}, [z, saved_x, saved_w, xshape](autograd::Backward& g) {
+    Tensor gy = g.grad_output(0).contiguous();
+    return std::vector<Tensor>{g.needs_grad(0) ? grad_input(z, gy, saved_w, xshape) : Tensor(),
+                               g.needs_grad(1) ? grad_weight(z, saved_x, gy) : Tensor(),
+                               g.needs_grad(2) ? grad_bias(z, gy) : Tensor()};
+  });
+  return y;
+}
+
+Linear::Linear(int64_t in, int64_t out, Generator& gen, bool has_bias, DType dtype, Device device)
+    : in_features(in), out_features(out) {
+  HG_CHECK(in > 0 && out > 0, "Linear: bad sizes in ", in, " out ", out);
+  weight = make_parameter({out, in}, dtype, device);
+  trunc_normal_(weight, gen, 0.0, 0.02);  // timm ConvNeXt._init_weights
+  if (has_bias) bias = make_parameter({out}, dtype, device);  // zeros
+}
+
+void Linear::collect(const std::string& prefix, std::vector<ParamRef>& out) const {
+  out.push_back({prefix + "weight", weight, true, false});
+  if (bias.defined()) out.push_back({prefix + "bias", bias, true, true});
+}
+
+}  // namespace hg

@@ -1,0 +1,39 @@
+// Fully connected layer over the last dim: the autograd op `linear` and the `Linear` module (timm /
+// PyTorch nn.Linear semantics and parameter names). Kernels: kernels/linear.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "core/tensor.h"
+#include "layers/module.h"
+
+namespace hg {
+
+/// y = x @ weight^T + bias over the last dim of x (like torch.nn.functional.linear), so a ConvNeXt
+/// MLP runs on NHWC activations without permutes.
+///   x      (..., in), any rank >= 1
+///   weight (out, in)   PyTorch layout
+///   bias   (out), or an undefined Tensor for none
+///   -> y   (..., out)
+/// dtype: f32 or f64 on the CPU, f32 on CUDA; one dtype and device for all. Gradients for all three.
+/// Throws hg::Error naming "linear" and the shapes on rank, size, dtype or device mismatches.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+/// nn.Linear with timm's ConvNeXt init: weight ~ trunc_normal(std 0.02, [-2, 2]), bias = 0.
+/// Tensors (state_dict names): "weight" (out, in); "bias" (out) when has_bias (no_weight_decay).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, Generator& gen, bool has_bias = true,
+         DType dtype = DType::f32, Device device = Device::cpu);
+  /// x (..., in_features) -> (..., out_features).
+  Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
+  void collect(const std::string& prefix, std::vector<ParamRef>& out) const override;
+
+  int64_t in_features, out_features;
+  Tensor weight;
+  Tensor bias;  ///< undefined when constructed without bias
+};
+
+}  // namespace hg
