@@ -1,0 +1,223 @@
+// GPU WTConv2d kernels (fused and reference order) against the f32 CPU implementation of
+// kernels/wtconv.h on random inputs: forward, every gradient, odd sizes, K = 1..11, 1..5 levels,
+// strides 1..3; fused == reference order; bit-identical weight gradients run to run; input errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/autograd.h"
+#include "core/memory.h"
+#include "gpu/gpu_util.h"
+#include "kernels/wtconv.h"
+#include "test_util.h"
+
+namespace hg {
+namespace {
+
+using kernels::WTConvGrads;
+using kernels::WTConvMode;
+using kernels::WTConvWeights;
+
+struct Case {
+  int B, H, W, C, K, L, stride;
+  std::string name() const {
+    return str("B", B, "_H", H, "_W", W, "_C", C, "_K", K, "_L", L, "_s", stride);
+  }
+};
+
+// fp32 layer tolerance (project rule); both sides are fp32 with different summation orders.
+constexpr double kTol = 1e-5;
+
+// Odd sizes, every compiled K (1, 3, 5, 7, 9) and the generic one (11), 1..5 levels, strides 1..3,
+// C above one 32-channel chunk and not a multiple of 4.
+const std::vector<Case> kCases = {
+    {2, 16, 16, 8, 5, 2, 1},  {1, 13, 11, 5, 3, 3, 1},  {2, 9, 10, 6, 7, 2, 1},
+    {1, 8, 8, 4, 1, 1, 1},    {1, 12, 15, 3, 9, 2, 1},  {1, 32, 29, 4, 5, 5, 1},
+    {2, 15, 14, 6, 5, 2, 2},  {1, 11, 13, 3, 3, 4, 3},  {1, 10, 9, 40, 5, 3, 1},
+    {1, 12, 12, 4, 11, 2, 1}, {1, 7, 7, 2, 7, 3, 2},    {3, 6, 5, 33, 3, 1, 1},
+};
+
+/// Random CPU f32 weights of a WTConv2d(C, K, L); scales and biases random too (never the init's
+/// constants, which would hide a missing or swapped scale).
+WTConvWeights random_weights(int C, int K, int L, uint64_t seed) {
+  WTConvWeights w;
+  w.base_weight = test::random({C, 1, K, K}, seed + 1, DType::f32, -0.5, 0.5);
+  w.base_bias = test::random({C}, seed + 2, DType::f32, -0.5, 0.5);
+  w.base_scale = test::random({1, C, 1, 1}, seed + 3, DType::f32, 0.5, 1.5);
+  for (int l = 0; l < L; ++l) {
+    w.wavelet_weight.push_back(test::random({4 * C, 1, K, K}, seed + 10 + l, DType::f32, -0.5, 0.5));
+    w.wavelet_scale.push_back(test::random({1, 4 * C, 1, 1}, seed + 30 + l, DType::f32, 0.2, 1.2));
+  }
+  return w;
+}
+
+WTConvWeights to_gpu(const WTConvWeights& w) {
+  WTConvWeights g;
+  g.base_weight = w.base_weight.to(Device::cuda);
+  g.base_bias = w.base_bias.to(Device::cuda);
+  g.base_scale = w.base_scale.to(Device::cuda);
+  for (const Tensor& t : w.wavelet_weight) g.wavelet_weight.push_back(t.to(Device::cuda));
+  for (const Tensor& t : w.wavelet_scale) g.wavelet_scale.push_back(t.to(Device::cuda));
+  return g;
+}
+
+/// Fills the caching allocator with NaN blocks of the sizes the kernels are about to ask for, so an
+/// output (or workspace) element that a kernel forgets to write stays NaN and fails the comparison.
+/// The allocator reuses freed blocks of exactly the same size (core/memory.h); the tests run in
+/// no-grad mode so outputs come from that cache rather than from the tape arena.
+void poison_cache(const std::vector<Shape>& shapes) {
+  std::vector<Tensor> held;
+  for (const Shape& s : shapes)
+    for (int i = 0; i < 4; ++i) held.push_back(Tensor::full(s, std::nan(""), DType::f32, Device::cuda));
+}
+
+std::vector<Shape> output_shapes(const Case& c) {
+  const int Ho = (c.H + c.stride - 1) / c.stride, Wo = (c.W + c.stride - 1) / c.stride;
+  std::vector<Shape> s = {{c.B, Ho, Wo, c.C}, {c.B, c.H, c.W, c.C}, {c.C, 1, c.K, c.K}, {c.C},
+                          {4 * c.C, 1, c.K, c.K}, {4 * c.C}};
+  return s;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_TRUE(got.defined()) << what << ": undefined";
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const double err = test::rel_error(got.to(Device::cpu), want.to(Device::cpu));
+  EXPECT_LE(err, kTol) << what << ": rel error " << err;
+}
+
+void expect_grads_close(const WTConvGrads& got, const WTConvGrads& want, const std::string& what,
+                        bool with_x) {
+  if (with_x) expect_close(got.x, want.x, what + " grad x");
+  expect_close(got.base_weight, want.base_weight, what + " grad base_weight");
+  expect_close(got.base_bias, want.base_bias, what + " grad base_bias");
+  expect_close(got.base_scale, want.base_scale, what + " grad base_scale");
+  ASSERT_EQ(got.wavelet_weight.size(), want.wavelet_weight.size()) << what;
+  ASSERT_EQ(got.wavelet_scale.size(), want.wavelet_scale.size()) << what;
+  for (size_t l = 0; l < want.wavelet_weight.size(); ++l) {
+    expect_close(got.wavelet_weight[l], want.wavelet_weight[l], str(what, " grad wavelet_weight[", l, "]"));
+    expect_close(got.wavelet_scale[l], want.wavelet_scale[l], str(what, " grad wavelet_scale[", l, "]"));
+  }
+}
+
+bool bit_identical(const Tensor& a, const Tensor& b) {
+  std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+class WTConvGpu : public ::testing::TestWithParam<Case> {};
+
+TEST_P(WTConvGpu, ForwardMatchesCpu) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  const Case c = GetParam();
+  const uint64_t seed = 100 + c.K * 7 + c.L;
+  Tensor x = test::random({c.B, c.H, c.W, c.C}, seed, DType::f32);
+  WTConvWeights w = random_weights(c.C, c.K, c.L, seed);
+  const Tensor want = kernels::cpu::wtconv_forward(x, w, c.stride, WTConvMode::reference);
+  const Tensor xg = x.to(Device::cuda);
+  const WTConvWeights wg = to_gpu(w);
+  poison_cache(output_shapes(c));
+  const Tensor fused = kernels::cuda::wtconv_forward(xg, wg, c.stride, WTConvMode::fused);
+  poison_cache(output_shapes(c));
+  const Tensor ref = kernels::cuda::wtconv_forward(xg, wg, c.stride, WTConvMode::reference);
+  expect_close(fused, want, "fused forward " + c.name());
+  expect_close(ref, want, "reference forward " + c.name());
+  expect_close(fused, ref, "fused vs reference forward " + c.name());
+}
+
+TEST_P(WTConvGpu, BackwardMatchesCpu) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  const Case c = GetParam();
+  const uint64_t seed = 500 + c.K * 7 + c.L;
+  const int Ho = (c.H + c.stride - 1) / c.stride, Wo = (c.W + c.stride - 1) / c.stride;
+  Tensor x = test::random({c.B, c.H, c.W, c.C}, seed, DType::f32);
+  Tensor gy = test::random({c.B, Ho, Wo, c.C}, seed + 99, DType::f32);
+  WTConvWeights w = random_weights(c.C, c.K, c.L, seed);
+  const WTConvGrads want = kernels::cpu::wtconv_backward(x, w, gy, c.stride, true, WTConvMode::reference);
+  const Tensor xg = x.to(Device::cuda), gyg = gy.to(Device::cuda);
+  const WTConvWeights wg = to_gpu(w);
+  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    const std::string what = str(mode == WTConvMode::fused ? "fused " : "reference ", c.name());
+    poison_cache(output_shapes(c));
+    const WTConvGrads got = kernels::cuda::wtconv_backward(xg, wg, gyg, c.stride, true, mode);
+    expect_grads_close(got, want, what, true);
+    // without grad_x: the same parameter gradients and no grad_x
+    poison_cache(output_shapes(c));
+    const WTConvGrads nox = kernels::cuda::wtconv_backward(xg, wg, gyg, c.stride, false, mode);
+    EXPECT_FALSE(nox.x.defined()) << what;
+    expect_grads_close(nox, want, what + " (no grad_x)", false);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, WTConvGpu, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name(); });
+
+// Larger than the small cases (many row groups per weight-gradient launch), so a race or an
+// order-dependent sum would show up as differing bits.
+TEST(WTConvGpuDeterminism, WeightGradientsBitIdentical) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  const int B = 4, H = 40, W = 36, C = 72, K = 5, L = 3;
+  Tensor x = test::random({B, H, W, C}, 7, DType::f32).to(Device::cuda);
+  Tensor gy = test::random({B, H, W, C}, 8, DType::f32).to(Device::cuda);
+  const WTConvWeights w = to_gpu(random_weights(C, K, L, 9));
+  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    const WTConvGrads a = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
+    const WTConvGrads b = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
+    EXPECT_TRUE(bit_identical(a.base_weight, b.base_weight));
+    EXPECT_TRUE(bit_identical(a.base_bias, b.base_bias));
+    EXPECT_TRUE(bit_identical(a.base_scale, b.base_scale));
+    for (int l = 0; l < L; ++l) {
+      EXPECT_TRUE(bit_identical(a.wavelet_weight[l], b.wavelet_weight[l])) << "level " << l;
+      EXPECT_TRUE(bit_identical(a.wavelet_scale[l], b.wavelet_scale[l])) << "level " << l;
+    }
+    EXPECT_TRUE(bit_identical(a.x, b.x));
+  }
+}
+
+// A bigger fused-vs-reference check at a ConvNeXt-like stage shape (C % 4 == 0, many blocks).
+TEST(WTConvGpuFusedVsReference, StageShape) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  const int B = 2, H = 28, W = 28, C = 96, K = 5, L = 4;
+  Tensor x = test::random({B, H, W, C}, 21, DType::f32).to(Device::cuda);
+  Tensor gy = test::random({B, H, W, C}, 22, DType::f32).to(Device::cuda);
+  const WTConvWeights w = to_gpu(random_weights(C, K, L, 23));
+  expect_close(kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::fused),
+               kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::reference), "forward");
+  expect_grads_close(kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused),
+                     kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference),
+                     "backward", true);
+}
+
+TEST(WTConvGpuErrors, BadInputsThrow) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  const int C = 4, K = 3;
+  Tensor x = test::random({1, 8, 8, C}, 1, DType::f32).to(Device::cuda);
+  const WTConvWeights w = to_gpu(random_weights(C, K, 2, 2));
+  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    EXPECT_THROW(kernels::cuda::wtconv_forward(x.to(Device::cpu), w, 1, mode), Error);
+    EXPECT_THROW(kernels::cuda::wtconv_forward(x, w, 0, mode), Error);
+    WTConvWeights bad = w;
+    bad.wavelet_weight[1] = test::random({4 * C, 1, 5, 5}, 3, DType::f32).to(Device::cuda);
+    EXPECT_THROW(kernels::cuda::wtconv_forward(x, bad, 1, mode), Error);
+    bad = w;
+    bad.base_bias = test::random({C + 1}, 4, DType::f32).to(Device::cuda);
+    EXPECT_THROW(kernels::cuda::wtconv_forward(x, bad, 1, mode), Error);
+    Tensor gy_bad = test::random({1, 4, 4, C}, 5, DType::f32).to(Device::cuda);
+    EXPECT_THROW(kernels::cuda::wtconv_backward(x, w, gy_bad, 1, true, mode), Error);
+    try {
+      kernels::cuda::wtconv_forward(x, w, 0, mode);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("stride"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hg
