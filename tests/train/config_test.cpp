@@ -1,0 +1,223 @@
+// Tests of train/config: located errors (key, file, line), command-line overrides, the args.yaml
+// round trip, and that every shipped configs/*.yaml loads.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/error.h"
+#include "train/config.h"
+
+namespace fs = std::filesystem;
+using hg::train::Config;
+
+namespace {
+
+// A fresh temporary folder per test, removed afterwards.
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hg_config_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  // The message of the hg::Error that loading `text` throws ("" if none).
+  std::string load_error(const std::string& text) {
+    path_ = write("c.yaml", text);
+    try {
+      hg::train::load_config(path_);
+    } catch (const hg::Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  fs::path dir_;
+  std::string path_;
+};
+
+std::string override_error(std::vector<std::string> args) {
+  Config c;
+  try {
+    hg::train::apply_overrides(c, args);
+  } catch (const hg::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_contains(const std::string& msg, const std::vector<std::string>& parts) {
+  ASSERT_FALSE(msg.empty()) << "expected an error";
+  for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+}
+
+}  // namespace
+
+TEST_F(ConfigTest, DefaultsAreValidAndKeysUnique) {
+  Config c;
+  EXPECT_NO_THROW(hg::train::validate(c));
+  auto keys = hg::train::config_keys();
+  EXPECT_GE(keys.size(), 50u);
+  std::set<std::string> unique(keys.begin(), keys.end());
+  EXPECT_EQ(unique.size(), keys.size());
+  const std::string yaml = hg::train::to_yaml(c);
+  for (const auto& k : keys) EXPECT_NE(yaml.find("\n" + k + ": "), std::string::npos) << k;
+}
+
+TEST_F(ConfigTest, LoadsValues) {
+  Config c = hg::train::load_config(write("a.yaml",
+                                          "model: wtconvnext_tiny\n"
+                                          "lr: 4e-3\n"
+                                          "clip_grad: 1.5\n"
+                                          "validation_batch_size: 64\n"
+                                          "depths: [1, 2]\n"
+                                          "dims: [8, 16]\n"
+                                          "wt_levels: [2, 1]\n"
+                                          "deterministic: true\n"
+                                          "resume:\n"));
+  EXPECT_EQ(c.model, "wtconvnext_tiny");
+  EXPECT_DOUBLE_EQ(c.lr, 4e-3);
+  ASSERT_TRUE(c.clip_grad.has_value());
+  EXPECT_DOUBLE_EQ(*c.clip_grad, 1.5);
+  EXPECT_EQ(c.validation_batch_size, std::optional<int64_t>(64));
+  EXPECT_EQ(c.depths, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(c.deterministic);
+  EXPECT_EQ(c.resume, "");
+  EXPECT_EQ(c.epochs, Config{}.epochs);  // untouched keys keep their defaults
+  Config empty = hg::train::load_config(write("empty.yaml", "# nothing\n"));
+  EXPECT_EQ(empty, Config{});
+}
+
+TEST_F(ConfigTest, UnknownKeyNamesKeyFileAndLine) {
+  std::string msg = load_error("model: convnext_tiny\nepochs: 3\nlrr: 0.1\n");
+  expect_contains(msg, {"'lrr'", path_, "line 3", "did you mean 'lr'"});
+}
+
+TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
+  expect_contains(load_error("lr: 0.1\nepochs: three\n"), {"'epochs'", path_, "line 2", "integer", "'three'"});
+  expect_contains(load_error("\n\ndepths: 3\n"), {"'depths'", "line 3", "list of integers"});
+  expect_contains(load_error("dims: [1, x, 3]\n"), {"'dims'", "line 1", "'x'"});
+  expect_contains(load_error("clip_grad: off\n"), {"'clip_grad'", "line 1", "number or null"});
+  expect_contains(load_error("hflip: [1]\n"), {"'hflip'", "line 1", "a number"});
+  expect_contains(load_error("deterministic: 3\n"), {"'deterministic'", "true or false"});
+  expect_contains(load_error("model: [a]\n"), {"'model'", "a string"});
+}
+
+TEST_F(ConfigTest, OutOfRangeNamesKeyFileAndLine) {
+  expect_contains(load_error("model: m\nlr: -1\n"), {"'lr'", path_, "line 2", "> 0", "-1"});
+  expect_contains(load_error("opt: adam\n"), {"'opt'", "line 1", "'adamw'", "'sgd'", "'adam'"});
+  expect_contains(load_error("a_comment: 1\n"), {"unknown key 'a_comment'"});
+  expect_contains(load_error("x: 1\n"), {"unknown key 'x'"});
+  expect_contains(load_error("scale: [0.5]\n"), {"'scale'", "list of 2"});
+  expect_contains(load_error("smoothing: 1.0\n"), {"'smoothing'", "[0, 1)"});
+  expect_contains(load_error("in_chans: 2\nmean: [0.5, 0.5]\nstd: [0.5, 0.5]\n"), {"'in_chans'", "line 1"});
+  expect_contains(load_error("workers: -1\n"), {"'workers'", "-1"});
+  expect_contains(load_error("\nlr: .nan\n"), {"'lr'", "line 2"});
+}
+
+TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
+  expect_contains(load_error("in_chans: 1\n"), {"'mean'", "'in_chans'", "line 1", "in_chans is 1"});
+  expect_contains(load_error("depths: [1, 1]\n"), {"'dims'", "'depths'", "line 1"});
+  expect_contains(load_error("scale: [0.9, 0.1]\n"), {"'scale'", "min"});
+  expect_contains(load_error("lr: 0.01\nmin_lr: 0.1\n"), {"'min_lr'", "line 2", "'lr'", "line 1"});
+}
+
+TEST_F(ConfigTest, DuplicateKeyAndSyntaxErrors) {
+  expect_contains(load_error("lr: 0.1\nepochs: 2\nlr: 0.2\n"), {"'lr'", "line 3", "twice", "line 1"});
+  expect_contains(load_error("lr: 0.1\ndepths: [1, 2\n"), {"cannot parse", path_, "line"});
+  expect_contains(load_error("- lr\n- 0.1\n"), {"mapping", path_});
+  std::string missing = (dir_ / "nope.yaml").string();
+  try {
+    hg::train::load_config(missing);
+    ADD_FAILURE() << "expected an error";
+  } catch (const hg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos);
+  }
+}
+
+TEST_F(ConfigTest, CommandLineOverrides) {
+  Config c;
+  hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
+                                 "--deterministic", "--clip-grad=1.5", "--model", "m", "--validation_batch_size",
+                                 "null", "--mean", "0.5", "--std", "[0.25]", "--in_chans", "1"});
+  EXPECT_DOUBLE_EQ(c.lr, 0.5);
+  EXPECT_EQ(c.depths, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(c.dims, (std::vector<int64_t>{4, 8, 16}));
+  EXPECT_EQ(c.wt_levels, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_TRUE(c.deterministic);
+  EXPECT_EQ(c.clip_grad, std::optional<double>(1.5));
+  EXPECT_EQ(c.model, "m");
+  EXPECT_FALSE(c.validation_batch_size.has_value());
+  EXPECT_EQ(c.mean, (std::vector<double>{0.5}));
+  EXPECT_EQ(c.in_chans, 1);
+  hg::train::apply_overrides(c, {"--deterministic", "false"});
+  EXPECT_FALSE(c.deterministic);
+
+  expect_contains(override_error({"--lrr", "1"}), {"'lrr'", "command line", "did you mean 'lr'"});
+  expect_contains(override_error({"--lr", "abc"}), {"'lr'", "command line", "'abc'"});
+  expect_contains(override_error({"--lr", "-2"}), {"'lr'", "command line", "> 0"});
+  expect_contains(override_error({"--epochs"}), {"'epochs'", "command line", "value"});
+  expect_contains(override_error({"lr", "1"}), {"command line", "'lr'"});
+  expect_contains(override_error({"--depths", "1,2"}), {"'dims'", "'depths'", "command line"});
+}
+
+TEST_F(ConfigTest, ArgsYamlRoundTrip) {
+  Config c;
+  c.model = "wtconvnext \"odd\": #name\\";  // quoting and escapes survive
+  c.output = "";
+  c.experiment = "line1\nline2";
+  c.lr = 1.0 / 3.0;  // needs all 17 digits
+  c.weight_decay = 1e-300;
+  c.clip_grad = 0.1 + 0.2;
+  c.validation_batch_size = 7;
+  c.depths = {2, 2};
+  c.dims = {3, 5};
+  c.wt_levels = {0, 4};
+  c.in_chans = 1;
+  c.mean = {0.123456789012345678};
+  c.std = {0.9};
+  c.scale = {0.3, 0.7};
+  c.deterministic = true;
+  c.sched_on_updates = true;
+  c.seed = 123456789012345;
+  ASSERT_NE(c, Config{});
+  const std::string path = (dir_ / "args.yaml").string();
+  hg::train::save_config(c, path);
+  Config back = hg::train::load_config(path);
+  EXPECT_EQ(back, c) << hg::train::to_yaml(back) << "\nvs\n" << hg::train::to_yaml(c);
+  EXPECT_EQ(hg::train::config_from_yaml(hg::train::to_yaml(Config{}), "defaults"), Config{});
+}
+
+TEST_F(ConfigTest, ShippedConfigsLoad) {
+  const fs::path configs = fs::path(HAARGRAD_SOURCE_DIR) / "configs";
+  int loaded = 0;
+  for (const auto& e : fs::directory_iterator(configs)) {
+    if (e.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(e.path().string());
+    EXPECT_NO_THROW(hg::train::load_config(e.path().string()));
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 4);
+  Config fm = hg::train::load_config((configs / "fashion_mnist.yaml").string());
+  EXPECT_EQ(fm.dataset, "idx");
+  EXPECT_EQ(fm.img_size, 28);
+  EXPECT_EQ(fm.in_chans, 1);
+  EXPECT_EQ(fm.device, "auto");
+  Config wt = hg::train::load_config((configs / "wtconvnext_tiny.yaml").string());
+  EXPECT_EQ(wt.batch_size * wt.grad_accum_steps, 4096);
+  EXPECT_DOUBLE_EQ(wt.lr, 4e-3);
+  EXPECT_EQ(wt.epochs, 300);
+  EXPECT_EQ(wt.warmup_epochs, 20);
+  Config smoke = hg::train::load_config((configs / "smoke.yaml").string());
+  EXPECT_EQ(smoke.dataset, "synthetic");
+  EXPECT_EQ(smoke.epochs, 2);
+  EXPECT_GT(smoke.max_steps_per_epoch, 0);
+}
