@@ -1,0 +1,66 @@
+// Internal to the CPU WTConv2d kernels (wtconv_reference.cpp, wtconv_fused.cpp,
+// wtconv_dispatch.cpp): argument checks, per-level sizes, and the Haar butterfly. Not public.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/wtconv.h"
+
+namespace hg::kernels::cpu::wtconv_detail {
+
+/// Sizes of one WTConv2d call. h[l], w[l] (l = 0..L) are the sizes of the raw low band ll_l
+/// (h[0] = H); level l's coefficients (and its conv) live on the h[l+1] x w[l+1] grid, with
+/// h[l+1] = ceil(h[l] / 2) because ll_l is zero-padded to even size (shared/docs/wtconv.md).
+struct Geometry {
+  int64_t B = 0, H = 0, W = 0, C = 0;
+  int K = 0, L = 0, stride = 1;
+  int64_t Ho = 0, Wo = 0;  ///< output size: ceil(H / stride), ceil(W / stride)
+  std::vector<int64_t> h, w;
+};
+
+/// Checks x (B, H, W, C) and every weight against the contract of kernels/wtconv.h (same dtype
+/// f32/f64, CPU, PyTorch shapes, K odd, at least one level, stride >= 1); throws hg::Error naming
+/// `op` and the offending tensor's shape otherwise.
+Geometry check_args(const char* op, const Tensor& x, const WTConvWeights& w, int stride);
+/// Checks grad_y against the output shape of the call described by g.
+void check_grad_y(const char* op, const Geometry& g, const Tensor& x, const Tensor& grad_y);
+
+/// Dense (contiguous) copies of the weights, so kernels can index raw pointers.
+struct DenseWeights {
+  Tensor base_weight, base_bias, base_scale;
+  std::vector<Tensor> wavelet_weight, wavelet_scale;
+  explicit DenseWeights(const WTConvWeights& w);
+};
+
+/// Allocates the empty gradients for every parameter (same shapes / dtype as the weights).
+WTConvGrads allocate_param_grads(const WTConvWeights& w);
+
+/// Orthonormal Haar analysis of one 2x2 block (a b / c d), shared/docs/wtconv.md:
+/// s0 = LL, s1 = top - bottom, s2 = left - right, s3 = diagonal; each divided by 2.
+template <typename T>
+inline void haar_analysis(T a, T b, T c, T d, T& s0, T& s1, T& s2, T& s3) {
+  const T half = T(0.5);
+  s0 = half * ((a + b) + (c + d));
+  s1 = half * ((a + b) - (c + d));
+  s2 = half * ((a - b) + (c - d));
+  s3 = half * ((a - b) - (c - d));
+}
+
+/// Number of fixed work chunks for weight-gradient reductions. Fixed (not the thread count) so
+/// partial sums are added in the same order on every machine: deterministic gradients.
+inline int64_t reduction_chunks(int64_t rows) { return rows < 32 ? rows : 32; }
+
+// Implementations, instantiated for float and double in their .cpp files.
+template <typename T>
+Tensor forward_reference(const Tensor& x, const WTConvWeights& w, const Geometry& g);
+template <typename T>
+WTConvGrads backward_reference(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                               const Geometry& g, bool need_grad_x);
+template <typename T>
+Tensor forward_fused(const Tensor& x, const WTConvWeights& w, const Geometry& g);
+template <typename T>
+WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                           const Geometry& g, bool need_grad_x);
+
+}  // namespace hg::kernels::cpu::wtconv_detail

@@ -1,0 +1,446 @@
+// WTConv2d on the CPU in the fused formulation (Aflalo et al. 2026; shared/docs/wtconv.md):
+//   1. the Haar analysis is recomputed per tap inside the depthwise conv from the raw low band,
+//      so no coefficient array is ever stored (only the raw LL that feeds the next level);
+//   2. the synthesis cascade is one pass: output pixel (i, j) adds, from every level l, the conv
+//      output at (i >> (l+1), j >> (l+1)) with the signs of the parity bits of i >> l, j >> l and a
+//      factor 1/2 per level (the odd-size crops need no special case, the doc explains why);
+//   3. the scales are folded into the weights (w~ = scale * w, base bias~ = scale * bias), and the
+//      gradients unfolded at the end (dL/dw = scale * dL/dw~, dL/dscale = sum(dL/dw~ * w) + ...).
+// The backward has the same shape: dL/dt_l is the analysis of the level-l gradient, formed on the
+// fly; dL/dx is a one-pass synthesis of the per-level input gradients of the convs.
+//
+// Layout: NHWC with channels innermost in every loop; folded weights are re-laid out as
+// [tap][sub-band][C] so the channel loop reads them contiguously. Rows are split over OpenMP
+// threads; weight gradients sum fixed chunks of rows in a fixed order (deterministic).
+#include <algorithm>
+
+#include "core/memory.h"
+#include "kernels/cpu/wtconv_common.h"
+
+namespace hg::kernels::cpu::wtconv_detail {
+namespace {
+
+/// Weights with the scales folded in, in kernel-friendly layouts.
+template <typename T>
+struct Folded {
+  std::vector<T> base_w;             ///< [K*K][C]: base_scale[c] * base_weight[c, tap]
+  std::vector<T> base_b;             ///< [C]: base_scale[c] * base_bias[c]
+  std::vector<std::vector<T>> wave;  ///< per level [K*K][4][C]: scale[4c+s] * weight[4c+s, tap]
+};
+
+template <typename T>
+Folded<T> fold(const DenseWeights& w, const Geometry& g) {
+  const int64_t C = g.C, KK = int64_t(g.K) * g.K;
+  Folded<T> f;
+  const T *bw = w.base_weight.data<T>(), *bb = w.base_bias.data<T>(), *bs = w.base_scale.data<T>();
+  f.base_w.resize(static_cast<size_t>(KK * C));
+  f.base_b.resize(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    f.base_b[c] = bs[c] * bb[c];
+    for (int64_t tap = 0; tap < KK; ++tap) f.base_w[tap * C + c] = bs[c] * bw[c * KK + tap];
+  }
+  for (int l = 0; l < g.L; ++l) {
+    const T *ww = w.wavelet_weight[l].data<T>(), *ws = w.wavelet_scale[l].data<T>();
+    std::vector<T> v(static_cast<size_t>(KK * 4 * C));
+    for (int64_t c = 0; c < C; ++c)
+      for (int s = 0; s < 4; ++s)
+        for (int64_t tap = 0; tap < KK; ++tap)
+          v[(tap * 4 + s) * C + c] = ws[4 * c + s] * ww[(4 * c + s) * KK + tap];
+    f.wave.push_back(std::move(v));
+  }
+  return f;
+}
+
+/// The four pixels (a b / c d) of the 2x2 block at coarse position (p, q) of one (h, w, C) image;
+/// pixels in the zero padding (row h or column w of an odd size) point at `zeros`.
+template <typename T>
+struct Block {
+  const T *a, *b, *c, *d;
+};
+template <typename T>
+inline Block<T> block(const T* img, int64_t h, int64_t w, int64_t C, int64_t p, int64_t q,
+                      const T* zeros) {
+  const int64_t i0 = 2 * p, j0 = 2 * q;
+  const bool row1 = i0 + 1 < h, col1 = j0 + 1 < w;
+  const T* top = img + (i0 * w + j0) * C;
+  const T* bottom = top + w * C;
+  return {top, col1 ? top + C : zeros, row1 ? bottom : zeros, row1 && col1 ? bottom + C : zeros};
+}
+
+/// Signed, scaled weights of the one-pass synthesis for pixel (i, j) and level l: the level's
+/// four sub-bands enter with (1/2)^(l+1) and the signs of the parity bits of (i >> l, j >> l).
+template <typename T>
+inline void synthesis_factors(int64_t i, int64_t j, int l, T k[4]) {
+  const T f = T(1) / T(int64_t(1) << (l + 1));
+  const T si = ((i >> l) & 1) ? T(-1) : T(1);  // bottom row of its block: s1 enters negated
+  const T sj = ((j >> l) & 1) ? T(-1) : T(1);  // right column: s2 enters negated
+  k[0] = f, k[1] = f * si, k[2] = f * sj, k[3] = f * si * sj;
+}
+
+/// Workspace tensor (not an activation: it dies with the call).
+template <typename T>
+Tensor workspace(const Shape& shape, bool zero) {
+  memory::CategoryScope scope(Category::workspace);
+  return zero ? Tensor::zeros(shape, dtype_of<T>(), Device::cpu)
+              : Tensor::empty(shape, dtype_of<T>(), Device::cpu);
+}
+
+/// ll_next = raw low band of ll (B, h, w, C) -> (B, ceil(h/2), ceil(w/2), C).
+template <typename T>
+void low_band(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, T* ll_next) {
+  const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
+  const std::vector<T> zeros(static_cast<size_t>(C), T(0));
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < B * h2; ++row) {
+    const int64_t b = row / h2, p = row % h2;
+    const T* img = ll + b * h * w * C;
+    for (int64_t q = 0; q < w2; ++q) {
+      Block<T> k = block(img, h, w, C, p, q, zeros.data());
+      T* out = ll_next + (row * w2 + q) * C;
+      for (int64_t c = 0; c < C; ++c) out[c] = T(0.5) * ((k.a[c] + k.b[c]) + (k.c[c] + k.d[c]));
+    }
+  }
+}
+
+/// Level forward: t (B, h2, w2, 4, C) = dwconv(analysis(pad(ll)), w~) with the coefficients formed
+/// per tap from ll (B, h, w, C); also writes the raw low band ll_next (B, h2, w2, C) when given.
+template <typename T>
+void level_forward(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, int K, const T* wf,
+                   T* t, T* ll_next) {
+  const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
+  const int r = K / 2;
+  const std::vector<T> zeros(static_cast<size_t>(C), T(0));
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < B * h2; ++row) {
+    const int64_t b = row / h2, p = row % h2;
+    const T* img = ll + b * h * w * C;
+    for (int64_t q = 0; q < w2; ++q) {
+      T* out = t + (row * w2 + q) * 4 * C;
+      std::fill(out, out + 4 * C, T(0));
+      for (int ki = 0; ki < K; ++ki) {
+        const int64_t pp = p + ki - r;
+        if (pp < 0 || pp >= h2) continue;
+        for (int kj = 0; kj < K; ++kj) {
+          const int64_t qq = q + kj - r;
+          if (qq < 0 || qq >= w2) continue;
+          Block<T> k = block(img, h, w, C, pp, qq, zeros.data());
+          const T* wt = wf + (ki * K + kj) * 4 * C;
+          for (int64_t c = 0; c < C; ++c) {
+            T s0, s1, s2, s3;
+            haar_analysis(k.a[c], k.b[c], k.c[c], k.d[c], s0, s1, s2, s3);
+            out[c] += wt[c] * s0;
+            out[C + c] += wt[C + c] * s1;
+            out[2 * C + c] += wt[2 * C + c] * s2;
+            out[3 * C + c] += wt[3 * C + c] * s3;
+          }
+        }
+      }
+      if (ll_next) {
+        Block<T> k = block(img, h, w, C, p, q, zeros.data());
+        T* out_ll = ll_next + (row * w2 + q) * C;
+        for (int64_t c = 0; c < C; ++c)
+          out_ll[c] = T(0.5) * ((k.a[c] + k.b[c]) + (k.c[c] + k.d[c]));
+      }
+    }
+  }
+}
+
+/// One output pixel row set of the final pass, shared by forward (y) and backward (dx):
+/// out(i, j) = bias + sum_taps wb[tap] * src(i + (ki - r) * dir, j + (kj - r) * dir)
+///           + sum_l synthesis_factors * level[l](i >> (l+1), j >> (l+1)).
+/// dir = +1 is the conv (forward), dir = -1 its transpose (backward). Pixels are taken every
+/// `stride` in i and j (forward subsampling); out is (B, ceil(H/stride), ceil(W/stride), C).
+template <typename T>
+void synthesis_pass(const Geometry& g, const T* src, const T* wb, const T* bias, int dir,
+                    const std::vector<const T*>& level, T* out) {
+  const int64_t C = g.C, Ho = (g.H + g.stride - 1) / g.stride, Wo = (g.W + g.stride - 1) / g.stride;
+  const int r = g.K / 2;
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < g.B * Ho; ++row) {
+    const int64_t b = row / Ho, i = (row % Ho) * g.stride;
+    const T* img = src + b * g.H * g.W * C;
+    for (int64_t jo = 0; jo < Wo; ++jo) {
+      const int64_t j = jo * g.stride;
+      T* o = out + (row * Wo + jo) * C;
+      if (bias)
+        std::copy(bias, bias + C, o);
+      else
+        std::fill(o, o + C, T(0));
+      for (int ki = 0; ki < g.K; ++ki) {
+        const int64_t ii = i + dir * (ki - r);
+        if (ii < 0 || ii >= g.H) continue;
+        for (int kj = 0; kj < g.K; ++kj) {
+          const int64_t jj = j + dir * (kj - r);
+          if (jj < 0 || jj >= g.W) continue;
+          const T* px = img + (ii * g.W + jj) * C;
+          const T* wt = wb + (ki * g.K + kj) * C;
+          for (int64_t c = 0; c < C; ++c) o[c] += wt[c] * px[c];
+        }
+      }
+      for (int l = 0; l < g.L; ++l) {
+        T k[4];
+        synthesis_factors(i, j, l, k);
+        const int64_t p = i >> (l + 1), q = j >> (l + 1);
+        const T* tp = level[l] + ((b * g.h[l + 1] + p) * g.w[l + 1] + q) * 4 * C;
+        for (int64_t c = 0; c < C; ++c)
+          o[c] += k[0] * tp[c] + k[1] * tp[C + c] + k[2] * tp[2 * C + c] + k[3] * tp[3 * C + c];
+      }
+    }
+  }
+}
+
+/// Sums per-chunk partial arrays in chunk order into one (deterministic for any thread count).
+inline std::vector<double> reduce_chunks(const std::vector<double>& partial, int64_t chunks,
+                                         size_t n) {
+  std::vector<double> total(n, 0.0);
+  for (int64_t k = 0; k < chunks; ++k)
+    for (size_t e = 0; e < n; ++e) total[e] += partial[k * n + e];
+  return total;
+}
+
+/// Base-path folded gradients: acc[tap*C + c] = sum G(i, j, c) x(i+ki-r, j+kj-r, c) (dL/dw~) and
+/// acc[K*K*C + c] = sum G(i, j, c) (dL/db~), in double.
+template <typename T>
+std::vector<double> base_param_grads(const Geometry& g, const T* x, const T* G) {
+  const int64_t C = g.C, KK = int64_t(g.K) * g.K, rows = g.B * g.H;
+  const int r = g.K / 2;
+  const size_t n = static_cast<size_t>((KK + 1) * C);
+  const int64_t chunks = reduction_chunks(rows);
+  std::vector<double> partial(static_cast<size_t>(chunks) * n, 0.0);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t k = 0; k < chunks; ++k) {
+    double* acc = partial.data() + k * n;
+    for (int64_t row = rows * k / chunks; row < rows * (k + 1) / chunks; ++row) {
+      const int64_t b = row / g.H, i = row % g.H;
+      const T* img = x + b * g.H * g.W * C;
+      for (int64_t j = 0; j < g.W; ++j) {
+        const T* gp = G + (row * g.W + j) * C;
+        for (int64_t c = 0; c < C; ++c) acc[KK * C + c] += double(gp[c]);
+        for (int ki = 0; ki < g.K; ++ki) {
+          const int64_t ii = i + ki - r;
+          if (ii < 0 || ii >= g.H) continue;
+          for (int kj = 0; kj < g.K; ++kj) {
+            const int64_t jj = j + kj - r;
+            if (jj < 0 || jj >= g.W) continue;
+            const T* px = img + (ii * g.W + jj) * C;
+            double* a = acc + (ki * g.K + kj) * C;
+            for (int64_t c = 0; c < C; ++c) a[c] += double(gp[c]) * double(px[c]);
+          }
+        }
+      }
+    }
+  }
+  return reduce_chunks(partial, chunks, n);
+}
+
+/// Level backward, weight part: with dt = analysis(pad(G)) formed per block from G (B, h, w, C),
+/// returns dL/dw~ [K*K][4][C] = sum dt(p, q, s, c) * coeff(p+ki-r, q+kj-r, s, c) (coefficients
+/// formed per tap from ll), in double; writes G_next = dt band 0 (B, h2, w2, C) when given.
+template <typename T>
+std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64_t h, int64_t w,
+                                       int64_t C, int K, T* G_next) {
+  const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2, rows = B * h2;
+  const int r = K / 2;
+  const size_t n = static_cast<size_t>(int64_t(K) * K * 4 * C);
+  const int64_t chunks = reduction_chunks(rows);
+  std::vector<double> partial(static_cast<size_t>(chunks) * n, 0.0);
+  const std::vector<T> zeros(static_cast<size_t>(C), T(0));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t k = 0; k < chunks; ++k) {
+    double* acc = partial.data() + k * n;
+    std::vector<T> dt(static_cast<size_t>(4 * C));
+    for (int64_t row = rows * k / chunks; row < rows * (k + 1) / chunks; ++row) {
+      const int64_t b = row / h2, p = row % h2;
+      const T* gimg = G + b * h * w * C;
+      const T* ximg = ll + b * h * w * C;
+      for (int64_t q = 0; q < w2; ++q) {
+        Block<T> gb = block(gimg, h, w, C, p, q, zeros.data());
+        for (int64_t c = 0; c < C; ++c)
+          haar_analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], dt[c], dt[C + c], dt[2 * C + c],
+                        dt[3 * C + c]);
+        if (G_next) std::copy(dt.begin(), dt.begin() + C, G_next + (row * w2 + q) * C);
+        for (int ki = 0; ki < K; ++ki) {
+          const int64_t pp = p + ki - r;
+          if (pp < 0 || pp >= h2) continue;
+          for (int kj = 0; kj < K; ++kj) {
+            const int64_t qq = q + kj - r;
+            if (qq < 0 || qq >= w2) continue;
+            Block<T> xb = block(ximg, h, w, C, pp, qq, zeros.data());
+            double* a = acc + (ki * K + kj) * 4 * C;
+            for (int64_t c = 0; c < C; ++c) {
+              T s0, s1, s2, s3;
+              haar_analysis(xb.a[c], xb.b[c], xb.c[c], xb.d[c], s0, s1, s2, s3);
+              a[c] += double(dt[c]) * double(s0);
+              a[C + c] += double(dt[C + c]) * double(s1);
+              a[2 * C + c] += double(dt[2 * C + c]) * double(s2);
+              a[3 * C + c] += double(dt[3 * C + c]) * double(s3);
+            }
+          }
+        }
+      }
+    }
+  }
+  return reduce_chunks(partial, chunks, n);
+}
+
+/// Level backward, input part: e (B, h2, w2, 4, C) = transposed dwconv of dt with w~, where dt is
+/// formed per tap as the analysis of the level gradient G (B, h, w, C).
+template <typename T>
+void level_input_grads(const T* G, int64_t B, int64_t h, int64_t w, int64_t C, int K,
+                       const T* wf, T* e) {
+  const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
+  const int r = K / 2;
+  const std::vector<T> zeros(static_cast<size_t>(C), T(0));
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < B * h2; ++row) {
+    const int64_t b = row / h2, p = row % h2;
+    const T* gimg = G + b * h * w * C;
+    for (int64_t q = 0; q < w2; ++q) {
+      T* out = e + (row * w2 + q) * 4 * C;
+      std::fill(out, out + 4 * C, T(0));
+      for (int ki = 0; ki < K; ++ki) {
+        const int64_t pp = p - ki + r;
+        if (pp < 0 || pp >= h2) continue;
+        for (int kj = 0; kj < K; ++kj) {
+          const int64_t qq = q - kj + r;
+          if (qq < 0 || qq >= w2) continue;
+          Block<T> gb = block(gimg, h, w, C, pp, qq, zeros.data());
+          const T* wt = wf + (ki * K + kj) * 4 * C;
+          for (int64_t c = 0; c < C; ++c) {
+            T s0, s1, s2, s3;
+            haar_analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], s0, s1, s2, s3);
+            out[c] += wt[c] * s0;
+            out[C + c] += wt[C + c] * s1;
+            out[2 * C + c] += wt[2 * C + c] * s2;
+            out[3 * C + c] += wt[3 * C + c] * s3;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+Tensor forward_fused(const Tensor& x, const WTConvWeights& weights, const Geometry& g) {
+  DenseWeights w(weights);
+  Folded<T> f = fold<T>(w, g);
+  const int64_t C = g.C;
+  // Per level: the conv output t_l (B, h[l+1], w[l+1], 4, C) and the raw low band ll_{l+1}.
+  std::vector<Tensor> t, ll;
+  const T* ll_prev = x.data<T>();
+  for (int l = 0; l < g.L; ++l) {
+    t.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
+    const bool need_next = l + 1 < g.L;
+    if (need_next) ll.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false));
+    level_forward(ll_prev, g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), t.back().data<T>(),
+                  need_next ? ll.back().data<T>() : nullptr);
+    if (need_next) ll_prev = ll.back().data<T>();
+  }
+  std::vector<const T*> levels;
+  for (const Tensor& tl : t) levels.push_back(tl.data<T>());
+  Tensor y = Tensor::empty({g.B, g.Ho, g.Wo, C}, dtype_of<T>(), Device::cpu);
+  synthesis_pass(g, x.data<T>(), f.base_w.data(), f.base_b.data(), +1, levels, y.data<T>());
+  return y;
+}
+
+template <typename T>
+WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const Tensor& grad_y,
+                           const Geometry& g, bool need_grad_x) {
+  DenseWeights w(weights);
+  Folded<T> f = fold<T>(w, g);
+  const int64_t C = g.C, KK = int64_t(g.K) * g.K;
+  WTConvGrads grads = allocate_param_grads(weights);
+
+  // G_0 = dL/dy on the full grid: grad_y itself, or scattered onto every stride-th pixel.
+  Tensor G0 = grad_y;
+  if (g.stride > 1) {
+    G0 = workspace<T>({g.B, g.H, g.W, C}, true);
+    const T* gy = grad_y.data<T>();
+    T* dst = G0.data<T>();
+    for (int64_t b = 0; b < g.B; ++b)
+      for (int64_t io = 0; io < g.Ho; ++io)
+        for (int64_t jo = 0; jo < g.Wo; ++jo)
+          std::copy_n(gy + ((b * g.Ho + io) * g.Wo + jo) * C, C,
+                      dst + ((b * g.H + io * g.stride) * g.W + jo * g.stride) * C);
+  }
+
+  // Base path, then unfold: dL/dw = scale dL/dw~, dL/db = scale dL/db~,
+  // dL/dscale = sum(dL/dw~ * w) + bias * dL/db~.
+  {
+    std::vector<double> acc = base_param_grads(g, x.data<T>(), G0.data<T>());
+    const T *bw = w.base_weight.data<T>(), *bb = w.base_bias.data<T>(), *bs = w.base_scale.data<T>();
+    T *gw = grads.base_weight.data<T>(), *gb = grads.base_bias.data<T>();
+    T* gs = grads.base_scale.data<T>();
+    for (int64_t c = 0; c < C; ++c) {
+      const double db = acc[KK * C + c];
+      double ds = double(bb[c]) * db;
+      for (int64_t tap = 0; tap < KK; ++tap) {
+        const double dw = acc[tap * C + c];
+        gw[c * KK + tap] = static_cast<T>(double(bs[c]) * dw);
+        ds += dw * double(bw[c * KK + tap]);
+      }
+      gb[c] = static_cast<T>(double(bs[c]) * db);
+      gs[c] = static_cast<T>(ds);
+    }
+  }
+
+  // Raw low bands ll_1 .. ll_{L-1} (the weight gradients of level l need ll_l).
+  std::vector<Tensor> ll{x};
+  for (int l = 1; l < g.L; ++l) {
+    ll.push_back(workspace<T>({g.B, g.h[l], g.w[l], C}, false));
+    low_band(ll[l - 1].data<T>(), g.B, g.h[l - 1], g.w[l - 1], C, ll[l].data<T>());
+  }
+
+  // Levels upwards: G_l is dL/d(rec_l); dt_l = analysis(pad(G_l)), G_{l+1} = band 0 of dt_l.
+  std::vector<Tensor> e;  // per level: transposed conv of dt_l, (B, h[l+1], w[l+1], 4, C)
+  Tensor G = G0;
+  for (int l = 0; l < g.L; ++l) {
+    Tensor G_next;
+    if (l + 1 < g.L) G_next = workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false);
+    std::vector<double> acc =
+        level_weight_grads(ll[l].data<T>(), G.data<T>(), g.B, g.h[l], g.w[l], C, g.K,
+                           G_next.defined() ? G_next.data<T>() : nullptr);
+    const T *ww = w.wavelet_weight[l].data<T>(), *ws = w.wavelet_scale[l].data<T>();
+    T *gw = grads.wavelet_weight[l].data<T>(), *gs = grads.wavelet_scale[l].data<T>();
+    for (int64_t c = 0; c < C; ++c)
+      for (int s = 0; s < 4; ++s) {
+        const int64_t ch = 4 * c + s;
+        double ds = 0;
+        for (int64_t tap = 0; tap < KK; ++tap) {
+          const double dw = acc[(tap * 4 + s) * C + c];
+          gw[ch * KK + tap] = static_cast<T>(double(ws[ch]) * dw);
+          ds += dw * double(ww[ch * KK + tap]);
+        }
+        gs[ch] = static_cast<T>(ds);
+      }
+    if (need_grad_x) {
+      e.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
+      level_input_grads(G.data<T>(), g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(),
+                        e.back().data<T>());
+    }
+    G = G_next;
+  }
+  if (!need_grad_x) return grads;
+
+  // dL/dx in one pass: transposed base conv of G_0 plus the one-pass synthesis of every e_l.
+  std::vector<const T*> levels;
+  for (const Tensor& el : e) levels.push_back(el.data<T>());
+  Geometry full = g;
+  full.stride = 1;
+  grads.x = Tensor::empty(x.shape(), x.dtype(), Device::cpu);
+  synthesis_pass(full, G0.data<T>(), f.base_w.data(), static_cast<const T*>(nullptr), -1, levels,
+                 grads.x.data<T>());
+  return grads;
+}
+
+#define HG_INSTANTIATE(T)                                                                 \
+  template Tensor forward_fused<T>(const Tensor&, const WTConvWeights&, const Geometry&); \
+  template WTConvGrads backward_fused<T>(const Tensor&, const WTConvWeights&, const Tensor&, \
+                                         const Geometry&, bool);
+HG_INSTANTIATE(float)
+HG_INSTANTIATE(double)
+#undef HG_INSTANTIATE
+
+}  // namespace hg::kernels::cpu::wtconv_detail

@@ -1,0 +1,514 @@
+// WTConv2d (layers/wtconv.h, kernels/wtconv.h on the CPU): finite-difference gradients in f64 for
+// both modes, fused == reference, stride, thin inputs, layer init / names / errors / warning, and
+// the golden file.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "core/autograd.h"
+#include "core/safetensors.h"
+#include "golden/golden.h"
+#include "layers/wtconv.h"
+#include "test_util.h"
+
+using namespace hg;
+
+namespace {
+
+struct Config {
+  int64_t B, H, W, C;
+  int K, L, stride;
+};
+
+std::string describe(const Config& c) {
+  return str("B", c.B, " H", c.H, " W", c.W, " C", c.C, " K", c.K, " L", c.L, " stride", c.stride);
+}
+
+/// Random weights (never zeros; scales away from 0 so every path carries signal).
+kernels::WTConvWeights random_weights(const Config& c, uint64_t seed, DType dtype = DType::f64) {
+  kernels::WTConvWeights w;
+  const int64_t K = c.K;
+  w.base_weight = test::random({c.C, 1, K, K}, seed + 1, dtype);
+  w.base_bias = test::random({c.C}, seed + 2, dtype);
+  w.base_scale = test::random({1, c.C, 1, 1}, seed + 3, dtype, 0.5, 1.5);
+  for (int l = 0; l < c.L; ++l) {
+    w.wavelet_weight.push_back(test::random({4 * c.C, 1, K, K}, seed + 10 + l, dtype));
+    w.wavelet_scale.push_back(test::random({1, 4 * c.C, 1, 1}, seed + 20 + l, dtype, -1.5, 1.5));
+  }
+  return w;
+}
+
+kernels::WTConvWeights to_dtype(const kernels::WTConvWeights& w, DType dtype) {
+  kernels::WTConvWeights o{w.base_weight.to(dtype), w.base_bias.to(dtype), w.base_scale.to(dtype),
+                           {}, {}};
+  for (const Tensor& t : w.wavelet_weight) o.wavelet_weight.push_back(t.to(dtype));
+  for (const Tensor& t : w.wavelet_scale) o.wavelet_scale.push_back(t.to(dtype));
+  return o;
+}
+
+/// Every gradient of a WTConvGrads, x first, as (name, tensor).
+std::vector<std::pair<std::string, Tensor>> all_grads(const kernels::WTConvGrads& g) {
+  std::vector<std::pair<std::string, Tensor>> v{{"x", g.x},
+                                                {"base_weight", g.base_weight},
+                                                {"base_bias", g.base_bias},
+                                                {"base_scale", g.base_scale}};
+  for (size_t l = 0; l < g.wavelet_weight.size(); ++l) {
+    v.push_back({str("wavelet_weight[", l, "]"), g.wavelet_weight[l]});
+    v.push_back({str("wavelet_scale[", l, "]"), g.wavelet_scale[l]});
+  }
+  return v;
+}
+
+/// gradcheck of wtconv2d w.r.t. x and every parameter, f64.
+double gradcheck_config(const Config& c, WTConvMode mode, uint64_t seed) {
+  kernels::WTConvWeights w = random_weights(c, seed);
+  std::vector<Tensor> inputs{test::random({c.B, c.H, c.W, c.C}, seed), w.base_weight,
+                             w.base_bias, w.base_scale};
+  for (int l = 0; l < c.L; ++l) inputs.push_back(w.wavelet_weight[l]);
+  for (int l = 0; l < c.L; ++l) inputs.push_back(w.wavelet_scale[l]);
+  for (Tensor& t : inputs) t.requires_grad_();
+  const int L = c.L, stride = c.stride;
+  auto f = [L, stride, mode](const std::vector<Tensor>& in) {
+    kernels::WTConvWeights ww{in[1], in[2], in[3], {}, {}};
+    for (int l = 0; l < L; ++l) ww.wavelet_weight.push_back(in[4 + l]);
+    for (int l = 0; l < L; ++l) ww.wavelet_scale.push_back(in[4 + L + l]);
+    return wtconv2d(in[0], ww, stride, mode);
+  };
+  // y is linear in each single input (x, a weight, a scale), so central differences carry no
+  // truncation error: a large step only shrinks the round-off of the difference quotient.
+  return test::gradcheck(f, inputs, 1e-2);
+}
+
+const std::vector<Config>& small_configs() {
+  // Odd sizes, every K in {3, 5, 7}, wt_levels 1..5, strides 1..3, thin inputs (H or W = 1).
+  static const std::vector<Config> v{
+      {1, 5, 7, 2, 3, 1, 1}, {2, 7, 6, 1, 5, 2, 1}, {1, 9, 5, 2, 7, 3, 1},
+      {1, 6, 7, 1, 3, 4, 1}, {1, 5, 5, 1, 3, 5, 1}, {1, 7, 5, 2, 3, 2, 2},
+      {1, 1, 9, 2, 3, 2, 1}, {1, 8, 1, 1, 5, 3, 1}, {1, 1, 1, 2, 3, 2, 1},
+      {1, 6, 9, 1, 1, 2, 3}};
+  return v;
+}
+
+}  // namespace
+
+// ---- the kernels: fused == reference ---------------------------------------------------------
+
+TEST(WTConvKernels, FusedMatchesReferenceF64) {
+  std::vector<Config> configs = small_configs();
+  configs.push_back({2, 31, 29, 5, 5, 3, 1});
+  configs.push_back({2, 20, 24, 4, 3, 4, 2});
+  configs.push_back({1, 33, 17, 3, 7, 5, 1});
+  uint64_t seed = 100;
+  for (const Config& c : configs) {
+    SCOPED_TRACE(describe(c));
+    kernels::WTConvWeights w = random_weights(c, seed);
+    Tensor x = test::random({c.B, c.H, c.W, c.C}, seed + 50);
+    Tensor gy = test::random({c.B, (c.H + c.stride - 1) / c.stride,
+                              (c.W + c.stride - 1) / c.stride, c.C}, seed + 60);
+    seed += 100;
+    Tensor yf = kernels::cpu::wtconv_forward(x, w, c.stride, WTConvMode::fused);
+    Tensor yr = kernels::cpu::wtconv_forward(x, w, c.stride, WTConvMode::reference);
+    EXPECT_EQ(yf.shape(), gy.shape());
+    EXPECT_LT(test::rel_error(yf, yr), 1e-12);
+    auto gf = all_grads(kernels::cpu::wtconv_backward(x, w, gy, c.stride, true, WTConvMode::fused));
+    auto gr =
+        all_grads(kernels::cpu::wtconv_backward(x, w, gy, c.stride, true, WTConvMode::reference));
+    ASSERT_EQ(gf.size(), gr.size());
+    for (size_t k = 0; k < gf.size(); ++k)
+      EXPECT_LT(test::rel_error(gf[k].second, gr[k].second), 1e-12) << gf[k].first;
+  }
+}
+
+TEST(WTConvKernels, FusedF32MatchesReferenceF64) {
+  const Config c{2, 19, 23, 6, 5, 3, 1};
+  kernels::WTConvWeights w = random_weights(c, 7);
+  Tensor x = test::random({c.B, c.H, c.W, c.C}, 8), gy = test::random({c.B, c.H, c.W, c.C}, 9);
+  kernels::WTConvWeights w32 = to_dtype(w, DType::f32);
+  Tensor y64 = kernels::cpu::wtconv_forward(x, w, 1, WTConvMode::reference);
+  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    Tensor y32 = kernels::cpu::wtconv_forward(x.to(DType::f32), w32, 1, mode);
+    EXPECT_EQ(y32.dtype(), DType::f32);
+    EXPECT_LT(test::rel_error(y32, y64), 1e-5);
+    auto g32 = all_grads(
+        kernels::cpu::wtconv_backward(x.to(DType::f32), w32, gy.to(DType::f32), 1, true, mode));
+    auto g64 = all_grads(kernels::cpu::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference));
+    for (size_t k = 0; k < g32.size(); ++k)
+      EXPECT_LT(test::rel_error(g32[k].second, g64[k].second), 1e-5) << g32[k].first;
+  }
+}
+
+TEST(WTConvKernels, WithoutGradXStillGivesParamGrads) {
+  const Config c{1, 9, 7, 2, 3, 2, 1};
+  kernels::WTConvWeights w = random_weights(c, 31);
+  Tensor x = test::random({1, 9, 7, 2}, 32), gy = test::random({1, 9, 7, 2}, 33);
+  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    auto full = kernels::cpu::wtconv_backward(x, w, gy, 1, true, mode);
+    auto part = kernels::cpu::wtconv_backward(x, w, gy, 1, false, mode);
+    EXPECT_FALSE(part.x.defined());
+    auto a = all_grads(full), b = all_grads(part);
+    for (size_t k = 1; k < a.size(); ++k)
+      EXPECT_EQ(a[k].second.to_vector<double>(), b[k].second.to_vector<double>()) << a[k].first;
+  }
+}
+
+TEST(WTConvKernels, FusedWeightGradsAreDeterministic) {
+  const Config c{3, 21, 19, 4, 5, 3, 1};
+  kernels::WTConvWeights w = random_weights(c, 41, DType::f32);
+  Tensor x = test::random({3, 21, 19, 4}, 42, DType::f32);
+  Tensor gy = test::random({3, 21, 19, 4}, 43, DType::f32);
+  auto a = all_grads(kernels::cpu::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused));
+  auto b = all_grads(kernels::cpu::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused));
+  for (size_t k = 0; k < a.size(); ++k)
+    EXPECT_EQ(a[k].second.to_vector<float>(), b[k].second.to_vector<float>()) << a[k].first;
+}
+
+TEST(WTConvKernels, StrideSubsamplesTheStrideOneOutput) {
+  const Config c{1, 11, 8, 3, 5, 2, 1};
+  kernels::WTConvWeights w = random_weights(c, 51);
+  Tensor x = test::random({1, 11, 8, 3}, 52);
+  std::vector<double> full = kernels::cpu::wtconv_forward(x, w, 1, WTConvMode::fused).to_vector<double>();
+  for (int s : {2, 3}) {
+    Tensor y = kernels::cpu::wtconv_forward(x, w, s, WTConvMode::fused);
+    const int64_t Ho = (11 + s - 1) / s, Wo = (8 + s - 1) / s;
+    ASSERT_EQ(y.shape(), (Shape{1, Ho, Wo, 3}));
+    std::vector<double> v = y.to_vector<double>();
+    for (int64_t i = 0; i < Ho; ++i)
+      for (int64_t j = 0; j < Wo; ++j)
+        for (int64_t ch = 0; ch < 3; ++ch)
+          EXPECT_DOUBLE_EQ(v[(i * Wo + j) * 3 + ch], full[((i * s) * 8 + j * s) * 3 + ch]);
+  }
+}
+
+TEST(WTConvKernels, HaarRoundTripWithIdentityConvs) {
+  // With 1x1 identity wavelet convs, unit wavelet scales and a zero base path, one level
+  // reconstructs x exactly (the Haar transform is orthonormal and its synthesis is its inverse):
+  // checks the sign conventions of analysis and synthesis against each other on odd sizes.
+  for (int L : {1, 3}) {
+    kernels::WTConvWeights w;
+    w.base_weight = Tensor::zeros({3, 1, 1, 1}, DType::f64);
+    w.base_bias = Tensor::zeros({3}, DType::f64);
+    w.base_scale = Tensor::full({1, 3, 1, 1}, 1.0, DType::f64);
+    for (int l = 0; l < L; ++l) {
+      // Identity on every sub-band, except the LL band of a level that has a deeper level: its
+      // low band reaches the synthesis through the deeper level's reconstruction instead.
+      std::vector<double> wv(12, 1.0);
+      if (l + 1 < L)
+        for (int ch = 0; ch < 3; ++ch) wv[4 * ch] = 0.0;
+      w.wavelet_weight.push_back(Tensor::from_vector<double>({12, 1, 1, 1}, wv));
+      w.wavelet_scale.push_back(Tensor::full({1, 12, 1, 1}, 1.0, DType::f64));
+    }
+    Tensor x = test::random({2, 7, 5, 3}, 61);
+    for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference})
+      EXPECT_LT(test::rel_error(kernels::cpu::wtconv_forward(x, w, 1, mode), x), 1e-14)
+          << "L=" << L << " " << (mode == WTConvMode::fused ? "fused" : "reference");
+  }
+}
+
+// ---- finite-difference gradients through the autograd op ---------------------------------------
+
+TEST(WTConvGrad, GradcheckFused) {
+  uint64_t seed = 1000;
+  for (const Config& c : small_configs()) {
+    EXPECT_LT(gradcheck_config(c, WTConvMode::fused, seed), 1e-7) << describe(c);
+    seed += 77;
+  }
+}
+
+TEST(WTConvGrad, GradcheckReference) {
+  uint64_t seed = 2000;
+  for (const Config& c : small_configs()) {
+    EXPECT_LT(gradcheck_config(c, WTConvMode::reference, seed), 1e-7) << describe(c);
+    seed += 77;
+  }
+}
+
+TEST(WTConvGrad, OnlySomeInputsRequireGrad) {
+  const Config c{1, 6, 5, 2, 3, 2, 1};
+  kernels::WTConvWeights w = random_weights(c, 71);
+  w.wavelet_weight[1].requires_grad_();
+  Tensor x = test::random({1, 6, 5, 2}, 72);  // no grad for x
+  Tensor gy = test::random({1, 6, 5, 2}, 73);
+  Tensor y = wtconv2d(x, w, 1, WTConvMode::fused);
+  autograd::backward(y, gy);
+  ASSERT_TRUE(w.wavelet_weight[1].grad().defined());
+  auto want = kernels::cpu::wtconv_backward(x, w, gy, 1, false, WTConvMode::reference);
+  EXPECT_LT(test::rel_error(w.wavelet_weight[1].grad(), want.wavelet_weight[1]), 1e-12);
+  EXPECT_FALSE(w.wavelet_weight[0].grad().defined());
+}
+
+// ---- the layer --------------------------------------------------------------------------------
+
+TEST(WTConvLayer, ShapesInitAndStateDictOrder) {
+  Generator gen(5);
+  WTConv2d m(6, 6, {.kernel_size = 5, .wt_levels = 3}, gen);
+  std::vector<ParamRef> p = m.named_tensors();
+  std::vector<std::string> want{"wt_filter",         "iwt_filter",
+                                "base_conv.weight",  "base_conv.bias",
+                                "base_scale.weight", "wavelet_convs.0.weight",
+                                "wavelet_convs.1.weight", "wavelet_convs.2.weight",
+                                "wavelet_scale.0.weight", "wavelet_scale.1.weight",
+                                "wavelet_scale.2.weight"};
+  ASSERT_EQ(p.size(), want.size());
+  for (size_t k = 0; k < p.size(); ++k) {
+    EXPECT_EQ(p[k].name, want[k]);
+    const bool filter = want[k].find("filter") != std::string::npos;
+    const bool scale = want[k].find("scale") != std::string::npos;
+    EXPECT_EQ(p[k].trainable, !filter) << want[k];
+    EXPECT_EQ(p[k].no_weight_decay, filter || scale || want[k] == "base_conv.bias") << want[k];
+    EXPECT_EQ(p[k].tensor.requires_grad(), !filter) << want[k];
+  }
+  EXPECT_EQ(m.wt_filter.shape(), (Shape{24, 1, 2, 2}));
+  EXPECT_EQ(m.base_weight.shape(), (Shape{6, 1, 5, 5}));
+  EXPECT_EQ(m.wavelet_weight[2].shape(), (Shape{24, 1, 5, 5}));
+  EXPECT_EQ(m.wavelet_scale[0].shape(), (Shape{1, 24, 1, 1}));
+  for (double v : m.base_bias.to_vector<double>()) EXPECT_EQ(v, 0.0);
+  for (double v : m.base_scale.to_vector<double>()) EXPECT_EQ(v, 1.0);
+  for (const Tensor& s : m.wavelet_scale)
+    for (float v : s.to_vector<float>()) EXPECT_EQ(v, 0.1f);
+  // trunc normal std 0.02: 150 + 3*600 samples, the sample std lands well within 15%.
+  std::vector<double> all = m.base_weight.to_vector<double>();
+  for (const Tensor& t : m.wavelet_weight)
+    for (double v : t.to_vector<double>()) all.push_back(v);
+  double sq = 0, mean = 0;
+  for (double v : all) mean += v / all.size();
+  for (double v : all) sq += (v - mean) * (v - mean) / all.size();
+  EXPECT_NEAR(std::sqrt(sq), 0.02, 0.003);
+  EXPECT_NEAR(mean, 0.0, 0.002);
+
+  WTConv2d nb(4, 4, {.kernel_size = 3, .wt_levels = 1, .stride = 2, .bias = false}, gen);
+  std::vector<ParamRef> q = nb.named_tensors();
+  ASSERT_EQ(q.size(), 7u);
+  EXPECT_EQ(q[3].name, "base_scale.weight");  // no base_conv.bias
+  EXPECT_EQ(q[6].name, "stride_filter");
+  EXPECT_FALSE(q[6].trainable);
+}
+
+TEST(WTConvLayer, HaarFiltersFollowTheDoc) {
+  // Applying filter s to a block [[a, b], [c, d]] must give the doc's sub-band s.
+  Tensor f = haar_filter(2, DType::f64);
+  std::vector<double> v = f.to_vector<double>();
+  const double a = 0.3, b = -1.7, c = 2.9, d = 0.45;
+  const double want[4] = {(a + b + c + d) / 2, (a + b - c - d) / 2, (a - b + c - d) / 2,
+                          (a - b - c + d) / 2};
+  for (int ch = 0; ch < 2; ++ch)
+    for (int s = 0; s < 4; ++s) {
+      const double* k = v.data() + (4 * ch + s) * 4;
+      EXPECT_DOUBLE_EQ(k[0] * a + k[1] * b + k[2] * c + k[3] * d, want[s]) << "s=" << s;
+    }
+}
+
+TEST(WTConvLayer, FixedFiltersMatchGoldenCheckpoint) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::path(test::golden_dir()) / "wtconvnext_small_golden.safetensors";
+  if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+  safetensors::File file = safetensors::load(path.string());
+  int checked = 0;
+  for (const auto& [key, t] : file.tensors) {
+    const std::string suffix = ".wt_filter";
+    if (key.size() < suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix))
+      continue;
+    const std::string prefix = key.substr(0, key.size() - std::string("wt_filter").size());
+    const int64_t C = t.size(0) / 4;
+    Generator gen(1);
+    WTConv2d m(C, C, {.kernel_size = 5}, gen);
+    m.name = prefix;
+    EXPECT_NO_THROW(m.load_fixed_filters(t, file.tensors.at(prefix + "iwt_filter"))) << key;
+    EXPECT_EQ(t.to_vector<double>(), haar_filter(C, DType::f64).to_vector<double>()) << key;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(WTConvLayer, LoadFixedFiltersRejectsOtherFilters) {
+  Generator gen(2);
+  WTConv2d m(3, 3, {.kernel_size = 3}, gen);
+  m.name = "stages.1.blocks.0.conv_dw";
+  Tensor good = haar_filter(3);
+  std::vector<float> bad = good.to_vector<float>();
+  bad[5] = -bad[5];
+  Tensor wrong = Tensor::from_vector<float>(good.shape(), bad);
+  try {
+    m.load_fixed_filters(good, wrong);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("stages.1.blocks.0.conv_dw"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("iwt_filter"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(m.load_fixed_filters(haar_filter(4), good), Error);  // wrong channel count
+  EXPECT_NO_THROW(m.load_fixed_filters(good, good));
+}
+
+TEST(WTConvLayer, ForwardBothModesAgreeAndTrain) {
+  Generator gen(3);
+  WTConv2d m(4, 4, {.kernel_size = 5, .wt_levels = 2, .dtype = DType::f64}, gen);
+  // Random (not init) parameters so every path matters.
+  kernels::WTConvWeights r = random_weights({1, 1, 1, 4, 5, 2, 1}, 81);
+  m.base_weight.copy_(r.base_weight);
+  m.base_bias.copy_(r.base_bias);
+  m.base_scale.copy_(r.base_scale);
+  for (int l = 0; l < 2; ++l) m.wavelet_weight[l].copy_(r.wavelet_weight[l]), m.wavelet_scale[l].copy_(r.wavelet_scale[l]);
+  Tensor x = test::random({2, 9, 11, 4}, 82).requires_grad_();
+  Tensor gy = test::random({2, 9, 11, 4}, 83);
+  EXPECT_EQ(m.mode(), WTConvMode::fused);
+  Tensor yf = m.forward(x);
+  autograd::backward(yf, gy);
+  std::vector<double> gxf = x.grad().to_vector<double>(), gwf = m.wavelet_weight[1].grad().to_vector<double>();
+  x.clear_grad();
+  m.wavelet_weight[1].clear_grad();
+  m.set_mode(WTConvMode::reference);
+  EXPECT_EQ(m.mode(), WTConvMode::reference);
+  Tensor yr = m.forward(x);
+  autograd::backward(yr, gy);
+  EXPECT_LT(test::rel_error(yf, yr), 1e-12);
+  EXPECT_LT(test::rel_error(Tensor::from_vector(x.shape(), gxf), x.grad()), 1e-12);
+  EXPECT_LT(test::rel_error(Tensor::from_vector(m.wavelet_weight[1].shape(), gwf),
+                            m.wavelet_weight[1].grad()), 1e-12);
+  EXPECT_EQ(autograd::tape_size(), 0u);
+}
+
+TEST(WTConvLayer, NoBiasLayerGradchecks) {
+  Generator gen(4);
+  WTConv2d m(2, 2, {.kernel_size = 3, .wt_levels = 2, .bias = false, .dtype = DType::f64}, gen);
+  EXPECT_FALSE(m.base_bias.defined());
+  auto f = [&m](const std::vector<Tensor>& in) {
+    kernels::WTConvWeights w{in[1], Tensor(), in[2], {in[3], in[4]}, {in[5], in[6]}};
+    return wtconv2d(in[0], w, 1, m.mode());
+  };
+  std::vector<Tensor> in{test::random({1, 5, 6, 2}, 91).requires_grad_(), m.base_weight,
+                         m.base_scale, m.wavelet_weight[0], m.wavelet_weight[1],
+                         m.wavelet_scale[0], m.wavelet_scale[1]};
+  EXPECT_LT(test::gradcheck(f, in, 1e-2), 1e-7);  // step: see gradcheck_config
+}
+
+namespace {
+/// Runs `f` and returns the hg::Error message it throws ("" when it does not throw).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(WTConvLayer, UserErrorsNameTheValue) {
+  Generator gen(6);
+  auto make = [&gen](int64_t in, int64_t out, WTConv2dOptions o) { WTConv2d m(in, out, o, gen); };
+  std::string m;
+  m = error_of([&] { make(4, 4, {.kernel_size = 4}); });
+  EXPECT_NE(m.find("kernel_size"), std::string::npos) << m;
+  EXPECT_NE(m.find("4"), std::string::npos) << m;
+  m = error_of([&] { make(4, 4, {.kernel_size = -3}); });
+  EXPECT_NE(m.find("-3"), std::string::npos) << m;
+  m = error_of([&] { make(4, 4, {.kernel_size = 0}); });
+  EXPECT_NE(m.find("kernel_size"), std::string::npos) << m;
+  m = error_of([&] { make(4, 8, {}); });
+  EXPECT_NE(m.find("in_channels (4)"), std::string::npos) << m;
+  EXPECT_NE(m.find("out_channels (8)"), std::string::npos) << m;
+  m = error_of([&] { make(4, 4, {.wt_levels = 0}); });
+  EXPECT_NE(m.find("wt_levels"), std::string::npos) << m;
+  EXPECT_NE(m.find("0"), std::string::npos) << m;
+  m = error_of([&] { make(4, 4, {.wavelet = "db2"}); });
+  EXPECT_NE(m.find("'db2'"), std::string::npos) << m;
+  EXPECT_EQ(error_of([&] { make(4, 4, {.wavelet = "haar"}); }), "");
+
+  WTConv2d layer(4, 4, {.kernel_size = 3}, gen);
+  layer.name = "stages.2.blocks.1.conv_dw";
+  m = error_of([&] { layer.forward(test::random({1, 8, 8, 3}, 1, DType::f32)); });
+  EXPECT_NE(m.find("stages.2.blocks.1.conv_dw"), std::string::npos) << m;
+  EXPECT_NE(m.find("3 channels"), std::string::npos) << m;
+  EXPECT_NE(m.find("has 4"), std::string::npos) << m;
+  m = error_of([&] { layer.forward(test::random({8, 8, 4}, 1, DType::f32)); });
+  EXPECT_NE(m.find("[8, 8, 4]"), std::string::npos) << m;
+  // dtype mismatch between x and the parameters reaches the kernel check.
+  m = error_of([&] { layer.forward(test::random({1, 8, 8, 4}, 1, DType::f64)); });
+  EXPECT_NE(m.find("f32"), std::string::npos) << m;
+  EXPECT_NE(m.find("f64"), std::string::npos) << m;
+}
+
+TEST(WTConvKernels, BadWeightShapesThrow) {
+  const Config c{1, 6, 6, 2, 3, 2, 1};
+  kernels::WTConvWeights w = random_weights(c, 3);
+  Tensor x = test::random({1, 6, 6, 2}, 4);
+  kernels::WTConvWeights bad = w;
+  bad.wavelet_weight[1] = test::random({8, 1, 5, 5}, 5);
+  std::string m = error_of([&] { kernels::cpu::wtconv_forward(x, bad, 1, WTConvMode::fused); });
+  EXPECT_NE(m.find("wavelet_weight[1]"), std::string::npos) << m;
+  EXPECT_NE(m.find("[8, 1, 3, 3]"), std::string::npos) << m;
+  bad = w;
+  bad.wavelet_scale.pop_back();
+  EXPECT_THROW(kernels::cpu::wtconv_forward(x, bad, 1, WTConvMode::reference), Error);
+  EXPECT_THROW(kernels::cpu::wtconv_forward(x, w, 0, WTConvMode::fused), Error);
+  m = error_of([&] {
+    kernels::cpu::wtconv_backward(x, w, test::random({1, 3, 3, 2}, 6), 1, true, WTConvMode::fused);
+  });
+  EXPECT_NE(m.find("grad_y"), std::string::npos) << m;
+}
+
+TEST(WTConvLayer, DeepLevelsOnTinyInputWarnOnceAndRun) {
+  Generator gen(7);
+  WTConv2d m(3, 3, {.kernel_size = 5, .wt_levels = 4, .dtype = DType::f64}, gen);
+  m.name = "stages.3.blocks.0.conv_dw";
+  auto stream = std::make_shared<std::ostringstream>();
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream);
+  auto saved = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+
+  Tensor small = test::random({1, 7, 5, 3}, 11);  // levels: 4x3, 2x2, 1x1, 1x1
+  Tensor y = m.forward(small);
+  Tensor y2 = m.forward(small);
+  m.set_mode(WTConvMode::reference);
+  Tensor yr = m.forward(small);
+  spdlog::set_default_logger(saved);
+
+  EXPECT_TRUE(m.warned_deep_levels());
+  const std::string log = stream->str();
+  EXPECT_NE(log.find("stages.3.blocks.0.conv_dw"), std::string::npos) << log;
+  EXPECT_NE(log.find("7x5"), std::string::npos) << log;
+  EXPECT_NE(log.find("wt_levels=4"), std::string::npos) << log;
+  EXPECT_NE(log.find("levels 2..3"), std::string::npos) << log;
+  EXPECT_EQ(log.find("wt_levels=4", log.find("wt_levels=4") + 1), std::string::npos)
+      << "warned twice: " << log;
+  EXPECT_EQ(y.shape(), small.shape());
+  EXPECT_LT(test::rel_error(y, yr), 1e-12);
+
+  WTConv2d quiet(3, 3, {.kernel_size = 5, .wt_levels = 2}, gen);
+  quiet.forward(test::random({1, 7, 5, 3}, 12, DType::f32));
+  EXPECT_FALSE(quiet.warned_deep_levels());
+}
+
+// ---- golden file --------------------------------------------------------------------------------
+
+TEST(WTConvGolden, MatchesReferenceImplementationF64AndF32) {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(test::golden_dir())) {
+    if (entry.path().extension() != ".safetensors") continue;
+    safetensors::File f = safetensors::load(entry.path().string());
+    if (!test::is_wtconv_cases(f)) continue;
+    ++files;
+    for (DType dt : {DType::f64, DType::f32}) {
+      std::vector<test::GoldenCheck> checks = test::check_wtconv_cases(f, dt, Device::cpu);
+      EXPECT_GT(checks.size(), 0u);
+      // Worst error per case and mode, printed for the record.
+      std::map<std::string, double> worst;
+      for (const test::GoldenCheck& c : checks) {
+        EXPECT_TRUE(c.ok()) << c.key << ": " << c.rel_error << " > " << c.tolerance;
+        std::string id = c.key.substr(0, c.key.find('.')) + c.key.substr(c.key.find(" ["));
+        worst[id] = std::max(worst[id], c.rel_error);
+      }
+      for (const auto& [id, e] : worst) std::printf("  golden %s worst rel error %.3g\n", id.c_str(), e);
+    }
+  }
+  EXPECT_GT(files, 0) << "no WTConv2d cases file in " << test::golden_dir();
+}
