@@ -5,7 +5,7 @@ namespace hg::kernels::cpu {
 
 template <typename T>
 void scale_rows(const T* x, const T* scale, T* y, int64_t N, int64_t inner) {
-#pragma omp parallel for
+#pragma omp parallel for if (N * inner > 65536)
   for (int64_t n = 0; n < N; ++n)
     for (int64_t i = 0; i < inner; ++i) y[n * inner + i] = x[n * inner + i] * scale[n];
 }

@@ -10,7 +10,7 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
 }  // namespace
 
 template <typename T> void gelu_forward(const T* x, T* y, int64_t n) {
-#pragma omp parallel for
+#pragma omp parallel for if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     const double v = x[i];
     y[i] = static_cast<T>(0.5 * v * (1.0 + std::erf(v * kInvSqrt2)));
@@ -18,7 +18,7 @@ template <typename T> void gelu_forward(const T* x, T* y, int64_t n) {
 }
 
 template <typename T> void gelu_backward(const T* x, const T* dy, T* dx, int64_t n) {
-#pragma omp parallel for
+#pragma omp parallel for if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     const double v = x[i];
     const double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2));

@@ -8,7 +8,7 @@ namespace hg::kernels::cpu {
 
 template <typename T>
 void layer_scale_forward(const T* x, const T* gamma, T* y, int64_t rows, int64_t C) {
-#pragma omp parallel for
+#pragma omp parallel for if (rows * C > 65536)
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * gamma[c];
 }
