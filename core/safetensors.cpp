@@ -126,9 +126,8 @@ Entry parse_entry(const std::string& name, const json& v, int64_t data_bytes, co
   if (std::find(e.shape.begin(), e.shape.end(), 0) == e.shape.end()) {
     bytes = static_cast<int64_t>(dtype_size(e.dtype));
     for (int64_t n : e.shape) {
-      if (bytes > data_bytes / n)  // larger than the whole data section: cannot fit anyway
-        fail(what, "tensor '", name, "': shape ", shape_str(e.shape), " needs more bytes than the ",
-             data_bytes, "-byte data section holds");
+      if (bytes > std::numeric_limits<int64_t>::max() / n)
+        fail(what, "tensor '", name, "': shape ", shape_str(e.shape), " is too large (its byte size overflows)");
       bytes *= n;
     }
   }

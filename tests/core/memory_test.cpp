@@ -1,0 +1,193 @@
+// Memory accounting: exact bytes per category, the caching allocator's reuse, the tape arena's
+// return to zero after a step, and no system allocation in a steady-state training step.
+// Statistics are per process, so every check is a difference from a baseline taken in the test.
+#include <gtest/gtest.h>
+
+#include "core/autograd.h"
+#include "core/memory.h"
+#include "core/ops.h"
+#include "test_util.h"
+
+using namespace hg;
+
+namespace {
+
+int64_t cur(const MemoryStats& s, Category c) { return s.current[static_cast<size_t>(c)]; }
+int64_t peak(const MemoryStats& s, Category c) { return s.peak[static_cast<size_t>(c)]; }
+MemoryStats cpu_stats() { return memory::stats(Device::cpu); }
+
+// A leaf parameter in Category::parameters (the cache, never the arena), requiring grad.
+Tensor parameter(const Shape& shape, uint64_t seed, DType dtype = DType::f64) {
+  memory::CategoryScope scope(Category::parameters);
+  Tensor p = test::random(shape, seed, dtype);
+  p.requires_grad_();
+  return p;
+}
+
+// An input batch made outside any step (no-grad: from the cache, counted as activations).
+Tensor batch(const Shape& shape, uint64_t seed) {
+  autograd::NoGradGuard no_grad;
+  return test::random(shape, seed, DType::f64);
+}
+
+}  // namespace
+
+TEST(Memory, ExactBytesPerCategoryRoundedTo256) {
+  autograd::NoGradGuard no_grad;  // activations then come from the cache, not the tape arena
+  const MemoryStats s0 = cpu_stats();
+  memory::reset_peak(Device::cpu);
+  Tensor p, g, o, w, a;
+  {
+    memory::CategoryScope scope(Category::parameters);
+    p = Tensor::empty({10}, DType::f32);  // 40 bytes -> 256
+    {
+      memory::CategoryScope inner(Category::gradients);
+      EXPECT_EQ(memory::current_category(), Category::gradients);
+      g = Tensor::empty({64}, DType::f32);  // exactly 256
+    }
+    EXPECT_EQ(memory::current_category(), Category::parameters) << "scopes nest and restore";
+  }
+  {
+    memory::CategoryScope scope(Category::optimizer_state);
+    o = Tensor::empty({65}, DType::f32);  // 260 -> 512
+  }
+  {
+    memory::CategoryScope scope(Category::workspace);
+    w = Tensor::empty({0}, DType::f64);  // empty still takes one 256-byte unit
+  }
+  EXPECT_EQ(memory::current_category(), Category::activations) << "the default category";
+  a = Tensor::empty({100}, DType::f64);  // 800 -> 1024
+
+  MemoryStats s1 = cpu_stats();
+  const std::pair<Category, int64_t> expected[] = {{Category::parameters, 256}, {Category::gradients, 256},
+                                                   {Category::optimizer_state, 512},
+                                                   {Category::activations, 1024}, {Category::workspace, 256}};
+  for (auto [c, bytes] : expected) {
+    EXPECT_EQ(cur(s1, c) - cur(s0, c), bytes) << category_name(c);
+    EXPECT_EQ(peak(s1, c) - cur(s0, c), bytes) << category_name(c);
+  }
+  EXPECT_EQ(s1.total_current - s0.total_current, 2304);
+  Tensor view = p.reshape({2, 5});  // views share storage: no bytes
+  EXPECT_EQ(cpu_stats().total_current, s1.total_current);
+
+  // A transient 4000-byte parameter raises the peak by 4096 and leaves current as it was.
+  {
+    memory::CategoryScope scope(Category::parameters);
+    Tensor big = Tensor::empty({1000}, DType::f32);
+    EXPECT_EQ(cur(cpu_stats(), Category::parameters) - cur(s0, Category::parameters), 256 + 4096);
+  }
+  MemoryStats s2 = cpu_stats();
+  EXPECT_EQ(cur(s2, Category::parameters) - cur(s0, Category::parameters), 256);
+  EXPECT_EQ(peak(s2, Category::parameters) - cur(s0, Category::parameters), 256 + 4096);
+  EXPECT_EQ(s2.total_peak - s0.total_current, 2304 + 4096);
+
+  // Dropping everything returns every category to its baseline; reset_peak forgets the high mark.
+  p = g = o = w = a = view = Tensor();
+  MemoryStats s3 = cpu_stats();
+  for (int i = 0; i < kNumCategories; ++i) EXPECT_EQ(s3.current[i], s0.current[i]) << i;
+  EXPECT_EQ(s3.total_current, s0.total_current);
+  memory::reset_peak(Device::cpu);
+  EXPECT_EQ(cpu_stats().peak, s0.current);
+}
+
+TEST(Memory, CacheReusesFreedBlocksAndEmptyCacheReturnsThem) {
+  autograd::NoGradGuard no_grad;
+  const size_t odd = 987'653;  // a size no other test uses -> 987'904 after rounding
+  MemoryStats s0 = cpu_stats();
+  { Tensor t = Tensor::empty({static_cast<int64_t>(odd)}, DType::u8); }
+  MemoryStats s1 = cpu_stats();
+  EXPECT_EQ(s1.system_allocs - s0.system_allocs, 1) << "a new size comes from the system";
+  EXPECT_EQ(s1.reserved - s0.reserved, 987'904) << "and stays reserved (cached) when freed";
+  EXPECT_EQ(s1.total_current, s0.total_current);
+  for (int i = 0; i < 3; ++i) {
+    Tensor t = Tensor::empty({static_cast<int64_t>(odd)}, DType::u8);
+    EXPECT_EQ(cpu_stats().system_allocs, s1.system_allocs) << "the same size reuses the cached block";
+  }
+  memory::empty_cache(Device::cpu);
+  EXPECT_LE(cpu_stats().reserved, s1.reserved - 987'904) << "empty_cache returns cached blocks";
+}
+
+TEST(Memory, TapeArenaActivationsReturnToBaselineAfterBackward) {
+  Tensor W = parameter({8, 6}, 1);
+  Tensor x = batch({5, 8}, 2);
+  const MemoryStats s0 = cpu_stats();
+  const int64_t act0 = cur(s0, Category::activations), grad0 = cur(s0, Category::gradients);
+  {
+    Tensor y = ops::matmul(x, W);  // recorded: its output comes from the arena
+    Tensor loss = ops::sum_all(ops::mul(y, y));
+    EXPECT_GT(autograd::tape_size(), 0u);
+    EXPECT_GE(cur(cpu_stats(), Category::activations) - act0, 2 * 256) << "y, y*y and loss are live";
+    autograd::backward(loss);
+    EXPECT_EQ(autograd::tape_size(), 0u);
+    // The step's tensors still held here keep their bytes; the tape's saved copies are gone.
+    EXPECT_GT(cur(cpu_stats(), Category::activations), act0);
+  }
+  MemoryStats s1 = cpu_stats();
+  EXPECT_EQ(cur(s1, Category::activations), act0) << "all activation bytes return once dropped";
+  // The parameter's gradient persists, in Category::gradients: 8*6 doubles = 384 -> 512 bytes.
+  ASSERT_TRUE(W.grad().defined());
+  EXPECT_EQ(cur(s1, Category::gradients) - grad0, 512);
+  // dL/dW = 2 x^T (x W) for L = sum((xW)^2).
+  {
+    autograd::NoGradGuard no_grad;
+    Tensor expect = ops::scale(ops::matmul(x, ops::matmul(x, W), true, false), 2.0);
+    EXPECT_LT(test::rel_error(W.grad(), expect), 1e-12);
+  }
+
+  // A forward that is never backpropagated: clear_tape releases what the tape saved.
+  {
+    Tensor loss = ops::sum_all(ops::matmul(x, W));
+    EXPECT_GT(cur(cpu_stats(), Category::activations), act0);
+    autograd::clear_tape();
+  }
+  EXPECT_EQ(cur(cpu_stats(), Category::activations), act0);
+  EXPECT_EQ(autograd::tape_size(), 0u);
+
+  W.clear_grad();
+  EXPECT_EQ(cur(cpu_stats(), Category::gradients), grad0);
+}
+
+TEST(Memory, SteadyStateTrainingStepMakesNoSystemAllocation) {
+  // A small two-layer step: h = x W1, y = (h * h) W2, loss = sum(y * y); backward; SGD in place.
+  Tensor W1 = parameter({8, 16}, 3), W2 = parameter({16, 4}, 4);
+  Tensor x = batch({6, 8}, 5);
+  const MemoryStats s0 = cpu_stats();
+  const int64_t act0 = cur(s0, Category::activations), grad0 = cur(s0, Category::gradients);
+  int64_t allocs_after_step2 = -1;
+  const void* grad_storage = nullptr;
+  double previous_loss = 0;
+  for (int step = 1; step <= 6; ++step) {
+    {
+      Tensor h = ops::matmul(x, W1);
+      Tensor y = ops::matmul(ops::mul(h, h), W2);
+      Tensor loss = ops::sum_all(ops::mul(y, y));
+      double value = loss.item();
+      if (step > 1) {
+        EXPECT_LT(value, previous_loss) << "the SGD step should lower the loss";
+      }
+      previous_loss = value;
+      autograd::backward(loss);
+    }
+    {
+      autograd::NoGradGuard no_grad;
+      ops::add_(W1, ops::scale(W1.grad(), -1e-3));
+      ops::add_(W2, ops::scale(W2.grad(), -1e-3));
+      W1.zero_grad();
+      W2.zero_grad();
+    }
+    MemoryStats s = cpu_stats();
+    EXPECT_EQ(cur(s, Category::activations), act0) << "step " << step;
+    // Gradients persist, allocated once: (8*16 + 16*4) doubles = 1024 + 512 bytes.
+    EXPECT_EQ(cur(s, Category::gradients) - grad0, 1024 + 512) << "step " << step;
+    if (step == 1) grad_storage = W1.grad().data_ptr();
+    EXPECT_EQ(W1.grad().data_ptr(), grad_storage) << "the gradient buffer is reused in place";
+    if (step == 2) allocs_after_step2 = s.system_allocs;
+    if (step >= 3) {
+      EXPECT_EQ(s.system_allocs, allocs_after_step2) << "step " << step << " called malloc";
+    }
+    // The arena records a step's bytes when the next one starts using it.
+    if (step >= 2) {
+      EXPECT_GT(s.arena_high_water, 0) << "the step's activations went through the arena";
+    }
+  }
+}
