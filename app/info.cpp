@@ -1,0 +1,64 @@
+// `haargrad info MODEL [--img-size N] [--batch N]`: parameter counts, forward GMACs and the
+// activation bytes the tape holds for one training step.
+#include <cstdio>
+
+#include "app/command.h"
+#include "core/autograd.h"
+#include "core/memory.h"
+#include "layers/loss.h"
+#include "models/convnext.h"
+
+namespace hg::app {
+namespace {
+
+struct InfoArgs {
+  std::string model;
+  int img_size = 224;
+  int batch = 1;
+  bool measure = true;
+};
+
+// Records one training step's forward + loss at `batch` images on the CPU and returns the bytes the
+// tape arena handed out (the activations the tape holds until backward).
+int64_t measured_activation_bytes(ConvNeXt& model, int batch, int img_size) {
+  Tensor x = Tensor::full({batch, img_size, img_size, model.config.in_chans}, 0.5);
+  Tensor labels = Tensor::zeros({batch}, DType::i64);
+  memory::arena_step_done(Device::cpu);
+  autograd::clear_tape();
+  const int64_t before = memory::stats(Device::cpu).current[static_cast<int>(Category::activations)];
+  Tensor loss = cross_entropy(model.forward(x, true), labels);
+  const int64_t after = memory::stats(Device::cpu).current[static_cast<int>(Category::activations)];
+  autograd::clear_tape();
+  return after - before;
+}
+
+void run_info(const InfoArgs& a) {
+  ModelConfig cfg = model_config(a.model);
+  ConvNeXt model(cfg, 0);
+  const double gmacs = forward_macs(cfg, a.img_size) / 1e9;
+  std::printf("model            %s\n", a.model.c_str());
+  std::printf("trainable params %s\n", std::to_string(model.num_trainable()).c_str());
+  std::printf("fixed params     %s\n", std::to_string(model.num_fixed()).c_str());
+  std::printf("forward GMACs    %.3f per image at %dx%d (%.3f for batch %d)\n", gmacs, a.img_size, a.img_size,
+              gmacs * a.batch, a.batch);
+  if (a.measure) {
+    // Activation memory is linear in the batch: measure one image, scale (fast even for tiny@224).
+    const int64_t one = measured_activation_bytes(model, 1, a.img_size);
+    std::printf("activation bytes %lld for one training step at batch %d (%.1f MiB; fp32, measured on the tape at batch 1 x %d)\n",
+                static_cast<long long>(one) * a.batch, a.batch, double(one) * a.batch / (1 << 20), a.batch);
+  }
+}
+
+}  // namespace
+
+HG_REGISTER_COMMAND([](CLI::App& root) {
+  auto args = std::make_shared<InfoArgs>();
+  CLI::App* cmd = root.add_subcommand("info", "Parameter counts, GMACs and activation memory of a model");
+  cmd->add_option("model", args->model, "model name, e.g. convnext_tiny, wtconvnext_tiny")->required();
+  cmd->add_option("--img-size", args->img_size, "input height = width in pixels")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", args->batch, "batch size for the activation bytes")->check(CLI::PositiveNumber);
+  cmd->add_flag("!--no-measure", args->measure, "skip the measured activation bytes");
+  cmd->callback([args] { run_info(*args); });
+});
+
+}  // namespace hg::app

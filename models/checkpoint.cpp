@@ -1,0 +1,74 @@
+// state_dict / load_state_dict (see checkpoint.h).
+#include "models/checkpoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/autograd.h"
+
+namespace hg {
+
+std::vector<std::pair<std::string, Tensor>> state_dict(const Module& m) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const ParamRef& p : m.named_tensors()) out.emplace_back(p.name, p.tensor);
+  return out;
+}
+
+void load_state_dict(const Module& m, const std::map<std::string, Tensor>& tensors, bool strict,
+                     const std::string& prefix) {
+  std::vector<std::string> missing, mis_shaped, bad_fixed;
+  std::set<std::string> used;
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, source): applied only if all is well
+  for (const ParamRef& p : m.named_tensors()) {
+    auto it = tensors.find(prefix + p.name);
+    if (it == tensors.end()) {
+      missing.push_back(p.name);
+      continue;
+    }
+    used.insert(it->first);
+    Tensor src = it->second;
+    const Shape& want = p.tensor.shape();
+    if (src.shape() != want && src.ndim() == 4 && want.size() == 2 && src.size(2) == 1 && src.size(3) == 1 &&
+        src.size(0) == want[0] && src.size(1) == want[1])
+      src = src.reshape(want);  // conv_mlp checkpoint (out, in, 1, 1) -> Linear (out, in)
+    if (src.shape() != want) {
+      mis_shaped.push_back(str(p.name, " (checkpoint ", shape_str(src.shape()), ", model ", shape_str(want), ")"));
+      continue;
+    }
+    if (!p.trainable) {
+      std::vector<double> a = src.to_vector<double>(), b = p.tensor.to_vector<double>();
+      for (size_t i = 0; i < a.size(); ++i)
+        if (std::fabs(a[i] - b[i]) > 1e-6) {
+          bad_fixed.push_back(str(p.name, " (element ", i, " is ", a[i], ", expected ", b[i], ")"));
+          break;
+        }
+      continue;
+    }
+    copies.emplace_back(p.tensor, src);
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& [name, t] : tensors)
+    if (name.rfind(prefix, 0) == 0 && !used.count(name)) unexpected.push_back(name.substr(prefix.size()));
+
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
+    return s;
+  };
+  std::string problems;
+  if (!missing.empty()) problems += str("\n  missing keys (", missing.size(), "): ", join(missing));
+  if (strict && !unexpected.empty()) problems += str("\n  unexpected keys (", unexpected.size(), "): ", join(unexpected));
+  if (!mis_shaped.empty()) problems += str("\n  mis-shaped keys (", mis_shaped.size(), "): ", join(mis_shaped));
+  if (!bad_fixed.empty()) problems += str("\n  fixed filters that are not the Haar filters: ", join(bad_fixed));
+  if (strict ? !problems.empty() : (!mis_shaped.empty() || !bad_fixed.empty()))
+    throw Error("load_state_dict: the checkpoint does not match the model:" + problems);
+
+  autograd::NoGradGuard no_grad;
+  for (auto& [dst, src] : copies) {
+    Tensor d = dst;
+    d.copy_(src.dtype() == dst.dtype() ? src : src.to(dst.dtype()));
+  }
+}
+
+}  // namespace hg

@@ -1,0 +1,25 @@
+// Model weights <-> named tensors (timm / PyTorch state_dict names), for safetensors checkpoints.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "layers/module.h"
+
+namespace hg {
+
+/// (name, tensor) for every tensor of the module, fixed buffers included, in state_dict order.
+std::vector<std::pair<std::string, Tensor>> state_dict(const Module& m);
+
+/// Copies tensors[prefix + name] into each of the module's tensors (converting dtype / device).
+/// Strict (default): missing, unexpected (under `prefix`) and mis-shaped keys are all listed in ONE
+/// hg::Error. Fixed buffers (trainable == false, e.g. WTConv's wt_filter / iwt_filter) are checked
+/// to equal the module's own values within 1e-6 instead of being copied (error names the key).
+/// A Linear weight stored as (out, in, 1, 1) (timm's conv_mlp variants) loads into (out, in).
+void load_state_dict(const Module& m, const std::map<std::string, Tensor>& tensors, bool strict = true,
+                     const std::string& prefix = "");
+
+}  // namespace hg

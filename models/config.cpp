@@ -1,0 +1,146 @@
+// Model variants (timm's depths / dims) and the analytic MAC count.
+#include "models/config.h"
+
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace hg {
+namespace {
+
+struct Variant {
+  std::vector<int> depths, dims;
+};
+// timm convnext.py: atto..nano use conv_mlp in timm (1x1 convs); our MLP is a Linear over the
+// channels-last tensor, the same function: checkpoints of those variants differ only in the fc
+// weight shape (out, in) vs (out, in, 1, 1), which the checkpoint loader accepts.
+const std::map<std::string, Variant>& variants() {
+  static const std::map<std::string, Variant> v = {
+      {"atto", {{2, 2, 6, 2}, {40, 80, 160, 320}}},   {"femto", {{2, 2, 6, 2}, {48, 96, 192, 384}}},
+      {"pico", {{2, 2, 6, 2}, {64, 128, 256, 512}}},  {"nano", {{2, 2, 8, 2}, {80, 160, 320, 640}}},
+      {"tiny", {{3, 3, 9, 3}, {96, 192, 384, 768}}},  {"small", {{3, 3, 27, 3}, {96, 192, 384, 768}}},
+      {"base", {{3, 3, 27, 3}, {128, 256, 512, 1024}}},
+  };
+  return v;
+}
+
+template <typename T>
+std::string json_list(const std::vector<T>& v) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << ']';
+  return os.str();
+}
+
+int64_t conv_out(int64_t n, int k, int s, int p) { return (n + 2 * p - k) / s + 1; }
+
+}  // namespace
+
+void ModelConfig::validate() const {
+  HG_CHECK(!depths.empty() && depths.size() == dims.size(), "model config: depths ",
+           shape_str(depths), " and dims ", shape_str(dims), " must have the same, non-zero length");
+  for (int d : depths) HG_CHECK(d >= 0, "model config: depths must be >= 0, got ", shape_str(depths));
+  for (int d : dims) HG_CHECK(d > 0, "model config: dims must be > 0, got ", shape_str(dims));
+  HG_CHECK(kernel_size > 0 && kernel_size % 2 == 1, "model config: kernel_size must be odd and positive, got ",
+           kernel_size);
+  if (wtconv) {
+    HG_CHECK(wt_levels.size() == depths.size(), "model config: wt_levels ", shape_str(wt_levels),
+             " needs one entry per stage (", depths.size(), ")");
+    for (int l : wt_levels) HG_CHECK(l >= 1, "model config: wt_levels must be >= 1, got ", shape_str(wt_levels));
+  }
+  HG_CHECK(drop_path_rate >= 0 && drop_path_rate < 1, "model config: drop_path_rate must be in [0, 1), got ",
+           drop_path_rate);
+  HG_CHECK(num_classes > 0, "model config: num_classes must be > 0, got ", num_classes);
+  HG_CHECK(in_chans > 0, "model config: in_chans must be > 0, got ", in_chans);
+  HG_CHECK(patch_size > 0, "model config: patch_size must be > 0, got ", patch_size);
+}
+
+std::string ModelConfig::to_json() const {
+  std::ostringstream os;
+  os.precision(17);
+  os << "{\"model\": \"" << (wtconv ? "wtconvnext" : "convnext") << "\", \"name\": \"" << model
+     << "\", \"depths\": " << json_list(depths) << ", \"dims\": " << json_list(dims)
+     << ", \"num_classes\": " << num_classes << ", \"kernel_size\": " << kernel_size;
+  if (wtconv) os << ", \"wt_levels\": " << json_list(wt_levels);
+  os << ", \"in_chans\": " << in_chans << ", \"patch_size\": " << patch_size
+     << ", \"ls_init_value\": " << ls_init_value << ", \"drop_path_rate\": " << drop_path_rate << "}";
+  return os.str();
+}
+
+ModelConfig model_config(const std::string& name) {
+  ModelConfig c;
+  c.model = name;
+  if (name == "wtconvnext_fmnist") {  // small WTConvNeXt for 28x28 grayscale (the default main job)
+    c.wtconv = true;
+    c.depths = {2, 2, 2};
+    c.dims = {32, 64, 128};
+    c.kernel_size = 5;
+    c.wt_levels = {2, 1, 1};
+    c.patch_size = 2;
+    c.in_chans = 1;
+    c.num_classes = 10;
+    return c;
+  }
+  std::string family, size;
+  if (name.rfind("wtconvnext_", 0) == 0) {
+    family = "wtconvnext";
+    size = name.substr(11);
+  } else if (name.rfind("convnext_", 0) == 0) {
+    family = "convnext";
+    size = name.substr(9);
+  }
+  auto it = variants().find(size);
+  if (family.empty() || it == variants().end()) {
+    std::string known;
+    for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(str("unknown model '", name, "'; known models: ", known));
+  }
+  c.depths = it->second.depths;
+  c.dims = it->second.dims;
+  if (family == "wtconvnext") {
+    c.wtconv = true;
+    c.kernel_size = 5;
+    c.wt_levels = {5, 4, 3, 2};
+  }
+  return c;
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const char* family : {"convnext_", "wtconvnext_"})
+    for (const auto& [size, v] : variants()) names.push_back(family + size);
+  names.push_back("wtconvnext_fmnist");
+  return names;
+}
+
+double forward_macs(const ModelConfig& cfg, int img_size) {
+  double macs = 0;
+  int64_t h = conv_out(img_size, cfg.patch_size, cfg.patch_size, 0), w = h;
+  macs += double(h * w) * cfg.dims[0] * cfg.in_chans * cfg.patch_size * cfg.patch_size;  // stem
+  const int K2 = cfg.kernel_size * cfg.kernel_size;
+  for (size_t s = 0; s < cfg.depths.size(); ++s) {
+    const int64_t c = cfg.dims[s];
+    if (s > 0) {  // downsample 2x2 stride 2
+      h = conv_out(h, 2, 2, 0);
+      w = conv_out(w, 2, 2, 0);
+      macs += double(h * w) * c * cfg.dims[s - 1] * 4;
+    }
+    double dw = double(h * w) * c * K2;  // depthwise (or WTConv base conv)
+    if (cfg.wtconv) {
+      int64_t lh = h, lw = w;
+      for (int l = 0; l < cfg.wt_levels[s]; ++l) {
+        lh = (lh + 1) / 2;
+        lw = (lw + 1) / 2;
+        dw += double(lh * lw) * 4 * c * K2;
+      }
+    }
+    const double mlp = double(h * w) * c * 4 * c * 2;
+    macs += cfg.depths[s] * (dw + mlp);
+  }
+  macs += double(cfg.dims.back()) * cfg.num_classes;  // head fc
+  return macs;
+}
+
+}  // namespace hg

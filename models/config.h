@@ -1,0 +1,39 @@
+// Model configurations: timm's ConvNeXt variants and the reference WTConvNeXt (Finder et al. 2024),
+// with every field settable. Field names and defaults follow timm's `ConvNeXt.__init__`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hg {
+
+struct ModelConfig {
+  std::string model = "convnext_tiny";   ///< registry name it came from (for logs / checkpoints)
+  bool wtconv = false;                   ///< blocks use WTConv2d instead of a KxK depthwise conv
+  std::vector<int> depths{3, 3, 9, 3};   ///< blocks per stage
+  std::vector<int> dims{96, 192, 384, 768};  ///< channels per stage
+  int kernel_size = 7;                   ///< depthwise (or WTConv) kernel size, odd
+  std::vector<int> wt_levels{5, 4, 3, 2};    ///< WTConv levels per stage (wtconv only)
+  double drop_path_rate = 0.0;           ///< stochastic depth, linear 0 -> rate over all blocks
+  double ls_init_value = 1e-6;           ///< layer scale gamma init; <= 0 disables gamma
+  int num_classes = 1000;
+  int in_chans = 3;
+  int patch_size = 4;                    ///< stem: patch_size x patch_size conv, stride patch_size
+  double head_init_scale = 1.0;          ///< head.fc weight and bias are multiplied by this at init
+
+  /// Throws hg::Error naming the field when a value is out of range or sizes disagree.
+  void validate() const;
+  /// JSON object text of the fields (stored in checkpoints' __metadata__.config).
+  std::string to_json() const;
+};
+
+/// A named variant: convnext_{atto,femto,pico,nano,tiny,small,base} and
+/// wtconvnext_{atto,...,base} (kernel 5, wt_levels (5,4,3,2)), plus wtconvnext_fmnist (a small model
+/// for 28x28 inputs). Throws hg::Error listing the known names for an unknown one.
+ModelConfig model_config(const std::string& name);
+std::vector<std::string> model_names();
+
+/// Forward multiply-accumulates for one image of img_size x img_size (analytic count).
+double forward_macs(const ModelConfig& cfg, int img_size);
+
+}  // namespace hg
