@@ -1,0 +1,109 @@
+// Tests of the IDX reader on Debian's Fashion-MNIST files and on broken files.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "data/idx_dataset.h"
+#include "temp_dir.h"
+
+namespace {
+const std::string kDir = "/usr/share/datasets/fashion-mnist";
+
+void gzip_write(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+  gzclose(f);
+}
+
+std::string be32(uint32_t v) {
+  return std::string{char(v >> 24), char((v >> 16) & 0xff), char((v >> 8) & 0xff), char(v & 0xff)};
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const hg::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Idx, FashionMnistSplits) {
+  if (!std::filesystem::exists(kDir)) GTEST_SKIP() << kDir << " missing (Debian package fashion-mnist)";
+  for (auto [split, count] : {std::pair<const char*, int64_t>{"train", 60000}, {"test", 10000}}) {
+    hg::data::IdxDataset ds(kDir, split);
+    EXPECT_EQ(ds.size(), count);
+    EXPECT_EQ(ds.height(), 28);
+    EXPECT_EQ(ds.width(), 28);
+    EXPECT_EQ(ds.num_classes(), 10);
+    std::vector<int64_t> per_class(10, 0);
+    for (int64_t i = 0; i < ds.size(); ++i) {
+      int64_t l = ds.label(i);
+      ASSERT_GE(l, 0);
+      ASSERT_LT(l, 10);
+      ++per_class[size_t(l)];
+    }
+    for (int64_t n : per_class) EXPECT_EQ(n, count / 10);  // Fashion-MNIST is balanced
+    hg::data::Sample s = ds.get(count - 1);
+    EXPECT_EQ(s.image.channels, 1);
+    EXPECT_EQ(s.image.pixels.size(), 784u);
+    EXPECT_GT(*std::max_element(s.image.pixels.begin(), s.image.pixels.end()), 100);  // not blank
+    EXPECT_EQ(s.label, ds.label(count - 1));
+  }
+}
+
+TEST(Idx, ThreeChannelsReplicateGray) {
+  if (!std::filesystem::exists(kDir)) GTEST_SKIP() << kDir << " missing";
+  hg::test::TempDir tmp;
+  // A small file pair keeps this fast: the first 3 test images, written plain (not gzip).
+  auto images = hg::data::read_idx(kDir + "/t10k-images-idx3-ubyte.gz", 0x803);
+  auto labels = hg::data::read_idx(kDir + "/t10k-labels-idx1-ubyte.gz", 0x801);
+  hg::test::write_bytes(tmp / "img", be32(0x803) + be32(3) + be32(28) + be32(28) +
+                                         std::string(images.data.begin(), images.data.begin() + 3 * 784));
+  hg::test::write_bytes(tmp / "lab", be32(0x801) + be32(3) + std::string(labels.data.begin(), labels.data.begin() + 3));
+  auto gray = hg::data::IdxDataset::from_files(tmp / "img", tmp / "lab", 1);
+  auto rgb = hg::data::IdxDataset::from_files(tmp / "img", tmp / "lab", 3);
+  ASSERT_EQ(rgb.size(), 3);
+  for (int64_t i = 0; i < 3; ++i) {
+    auto g = gray.get(i), c = rgb.get(i);
+    EXPECT_EQ(c.label, labels.data[size_t(i)]);
+    ASSERT_EQ(c.image.channels, 3);
+    for (int64_t p = 0; p < 784; ++p)
+      for (int ch = 0; ch < 3; ++ch) ASSERT_EQ(c.image.pixels[size_t(p * 3 + ch)], g.image.pixels[size_t(p)]);
+  }
+}
+
+TEST(Idx, BrokenFilesNameTheFile) {
+  hg::test::TempDir tmp;
+  // A gzip stream with flipped bytes in the middle: zlib reports bad data or a checksum mismatch.
+  std::string payload = be32(0x801) + be32(4000);
+  for (int i = 0; i < 4000; ++i) payload += char(i * 7 % 10);
+  gzip_write(tmp / "good.gz", payload);
+  std::string gz = hg::test::read_bytes(tmp / "good.gz");
+  EXPECT_EQ(hg::data::read_idx(tmp / "good.gz", 0x801).dims, (std::vector<int64_t>{4000}));
+  for (size_t i = gz.size() / 3; i < gz.size() / 3 + 8; ++i) gz[i] = char(~gz[i]);
+  hg::test::write_bytes(tmp / "corrupt.gz", gz);
+  std::string msg = error_of([&] { hg::data::read_idx(tmp / "corrupt.gz", 0x801); });
+  EXPECT_NE(msg.find("corrupt.gz"), std::string::npos) << msg;
+
+  hg::test::write_bytes(tmp / "short", be32(0x801) + be32(10) + "abc");
+  msg = error_of([&] { hg::data::read_idx(tmp / "short", 0x801); });
+  EXPECT_NE(msg.find("short"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3 data bytes"), std::string::npos) << msg;
+
+  msg = error_of([&] { hg::data::read_idx(tmp / "good.gz", 0x803); });
+  EXPECT_NE(msg.find("magic"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("good.gz"), std::string::npos) << msg;
+
+  msg = error_of([&] { hg::data::read_idx(tmp / "missing.gz", 0x801); });
+  EXPECT_NE(msg.find("missing.gz"), std::string::npos) << msg;
+  msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "val"); });
+  EXPECT_NE(msg.find("'val'"), std::string::npos) << msg;
+  msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "train"); });
+  EXPECT_NE(msg.find("train-"), std::string::npos) << msg;  // whichever of the pair is looked up first
+  EXPECT_NE(msg.find("-ubyte.gz"), std::string::npos) << msg;
+}

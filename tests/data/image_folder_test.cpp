@@ -1,0 +1,192 @@
+// Tests of ImageFolder over a temporary tree of mixed files (written here with stb_image_write), and of
+// the Fashion-MNIST PNG export read back as an ImageFolder.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "data/export.h"
+#include "data/idx_dataset.h"
+#include "data/image_folder.h"
+#include "temp_dir.h"
+
+namespace fs = std::filesystem;
+using hg::data::Image;
+using hg::data::ImageFolder;
+using hg::data::ImageFolderOptions;
+
+namespace {
+
+struct Tree {
+  Image rgb = hg::test::random_image(5, 4, 3, 1);
+  Image jpg = hg::test::random_image(8, 8, 3, 2, 100, 140);  // smooth-ish range: JPEG stays close
+  Image gray = hg::test::random_image(6, 3, 1, 3);
+  Image rgba = hg::test::random_image(4, 7, 4, 4);
+  Image bmp = hg::test::random_image(3, 5, 3, 5);
+  Image ppm = hg::test::random_image(2, 3, 3, 6);
+  Image deep = hg::test::random_image(4, 4, 3, 7);
+
+  // <root>/train/{bird,cat,dog}: sorted, bird = 0, cat = 1, dog = 2.
+  explicit Tree(const hg::test::TempDir& t) {
+    fs::create_directories(t.path() / "train/bird");
+    fs::create_directories(t.path() / "train/cat");
+    fs::create_directories(t.path() / "train/dog/sub");
+    hg::data::write_png(t / "train/bird/a.png", rgb);
+    hg::data::write_jpeg(t / "train/bird/b.JPG", jpg, 100);
+    hg::data::write_png(t / "train/cat/gray.png", gray);
+    hg::data::write_png(t / "train/cat/rgba.png", rgba);
+    hg::data::write_bmp(t / "train/cat/x.bmp", bmp);
+    hg::test::write_bytes(t / "train/cat/p.ppm",
+                          "P6\n3 2\n255\n" + std::string(ppm.pixels.begin(), ppm.pixels.end()));
+    hg::data::write_png(t / "train/dog/sub/deep.png", deep);
+    hg::test::write_bytes(t / "train/dog/corrupt.png", "this is not a png file at all, just text");
+    hg::test::write_bytes(t / "train/dog/notes.txt", "ignored");
+    // A real PNG cut in half: the header reads, the pixel data does not.
+    hg::data::write_png(t / "full.png", hg::test::random_image(32, 32, 3, 8));
+    std::string bytes = hg::test::read_bytes(t / "full.png");
+    hg::test::write_bytes(t / "train/dog/trunc.png", bytes.substr(0, bytes.size() / 2));
+  }
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const hg::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int luma(const Image& img, int64_t p) {  // stb's RGB -> gray rule
+  return (img.pixels[size_t(p * img.channels)] * 77 + img.pixels[size_t(p * img.channels + 1)] * 150 +
+          img.pixels[size_t(p * img.channels + 2)] * 29) >> 8;
+}
+
+}  // namespace
+
+TEST(ImageFolder, MixedFilesRgb) {
+  hg::test::TempDir tmp;
+  Tree tree(tmp);
+  ImageFolder ds(tmp.path().string(), "train");
+  EXPECT_EQ(ds.classes(), (std::vector<std::string>{"bird", "cat", "dog"}));
+  // a, b, gray, p, rgba, x, sub/deep, trunc: corrupt.png fails its header check, notes.txt is no image.
+  ASSERT_EQ(ds.size(), 8);
+  EXPECT_EQ(ds.corrupt_skipped(), 1);
+  EXPECT_EQ(ds.corrupt_files().at(0), tmp / "train/dog/corrupt.png");
+  const std::vector<int64_t> labels = {0, 0, 1, 1, 1, 1, 2, 2};
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(ds.label(i), labels[size_t(i)]) << ds.path(i);
+
+  auto expect_rgb = [&](int64_t index, const Image& ref, int tolerance) {
+    SCOPED_TRACE(ds.path(index));
+    hg::data::Sample s = ds.get(index);
+    EXPECT_EQ(s.label, labels[size_t(index)]);
+    ASSERT_EQ(s.image.channels, 3);
+    ASSERT_EQ(s.image.height, ref.height);
+    ASSERT_EQ(s.image.width, ref.width);
+    int worst = 0;
+    for (int64_t p = 0; p < ref.height * ref.width; ++p)
+      for (int c = 0; c < 3; ++c) {
+        const int want = ref.channels == 1 ? ref.pixels[size_t(p)] : ref.pixels[size_t(p * ref.channels + c)];
+        worst = std::max(worst, std::abs(int(s.image.pixels[size_t(p * 3 + c)]) - want));
+      }
+    EXPECT_LE(worst, tolerance);
+  };
+  expect_rgb(0, tree.rgb, 0);
+  expect_rgb(1, tree.jpg, 12);   // lossy
+  expect_rgb(2, tree.gray, 0);   // gray replicated
+  expect_rgb(3, tree.ppm, 0);
+  expect_rgb(4, tree.rgba, 0);   // alpha dropped
+  expect_rgb(5, tree.bmp, 0);
+  expect_rgb(6, tree.deep, 0);   // nested folders count for their class
+
+  // trunc.png fails to decode: skipped (counted once) and replaced by its successor (wrapping to 0).
+  hg::data::Sample s = ds.get(7);
+  EXPECT_EQ(s.label, 0);
+  EXPECT_EQ(s.image.pixels, ds.get(0).image.pixels);
+  EXPECT_EQ(ds.corrupt_skipped(), 2);
+  ds.get(7);
+  EXPECT_EQ(ds.corrupt_skipped(), 2);
+}
+
+TEST(ImageFolder, GrayscaleModel) {
+  hg::test::TempDir tmp;
+  Tree tree(tmp);
+  ImageFolderOptions opts;
+  opts.channels = 1;
+  ImageFolder ds(tmp.path().string(), "train", opts);
+  hg::data::Sample a = ds.get(0), g = ds.get(2);
+  ASSERT_EQ(a.image.channels, 1);
+  for (int64_t p = 0; p < 20; ++p) EXPECT_NEAR(a.image.pixels[size_t(p)], luma(tree.rgb, p), 1);
+  EXPECT_EQ(g.image.pixels, tree.gray.pixels);
+}
+
+TEST(ImageFolder, CorruptPolicyError) {
+  hg::test::TempDir tmp;
+  Tree tree(tmp);
+  ImageFolderOptions opts;
+  opts.corrupt = hg::data::CorruptPolicy::error;
+  std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
+  EXPECT_NE(msg.find("corrupt.png"), std::string::npos) << msg;
+  fs::remove(tmp.path() / "train/dog/corrupt.png");
+  ImageFolder ds(tmp.path().string(), "train", opts);
+  msg = error_of([&] { ds.get(ds.size() - 1); });
+  EXPECT_NE(msg.find("trunc.png"), std::string::npos) << msg;
+}
+
+TEST(ImageFolder, LayoutErrors) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "flat/train");
+  hg::data::write_png(tmp / "flat/train/1.png", hg::test::random_image(2, 2, 3, 9));
+  hg::data::write_png(tmp / "flat/train/2.png", hg::test::random_image(2, 2, 3, 10));
+  std::string msg = error_of([&] { ImageFolder((tmp.path() / "flat").string(), "train"); });
+  EXPECT_NE(msg.find("no class sub-folders"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected layout"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 images"), std::string::npos) << msg;
+
+  msg = error_of([&] { ImageFolder(tmp.path().string(), "nowhere"); });
+  EXPECT_NE(msg.find("nowhere"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected layout"), std::string::npos) << msg;
+
+  fs::create_directories(tmp.path() / "empty/train/cls");
+  msg = error_of([&] { ImageFolder((tmp.path() / "empty").string(), "train"); });
+  EXPECT_NE(msg.find("no readable images"), std::string::npos) << msg;
+}
+
+TEST(ImageFolder, ValidationUsesTrainClasses) {
+  hg::test::TempDir tmp;
+  Tree tree(tmp);
+  fs::create_directories(tmp.path() / "val/dog");
+  hg::data::write_png(tmp / "val/dog/v.png", hg::test::random_image(3, 3, 3, 11));
+  ImageFolder train(tmp.path().string(), "train");
+  ImageFolderOptions opts;
+  opts.classes = train.classes();
+  ImageFolder val(tmp.path().string(), "val", opts);
+  EXPECT_EQ(val.num_classes(), 3);
+  EXPECT_EQ(val.get(0).label, 2);  // its own sorted order would say 0
+  EXPECT_EQ(ImageFolder(tmp.path().string(), "val", opts).size(), 1);
+  fs::create_directories(tmp.path() / "val/zebra");
+  hg::data::write_png(tmp / "val/zebra/z.png", hg::test::random_image(3, 3, 3, 12));
+  std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "val", opts); });
+  EXPECT_NE(msg.find("zebra"), std::string::npos) << msg;
+}
+
+TEST(ImageFolder, FashionMnistExportReadsBack) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(dir)) GTEST_SKIP() << dir << " missing";
+  hg::test::TempDir tmp;
+  hg::data::IdxDataset idx(dir, "test");
+  const auto names = hg::data::numbered_class_dirs(hg::data::fashion_mnist_classes());
+  EXPECT_EQ(names.front(), "0_t-shirt_top");
+  EXPECT_EQ(hg::data::export_image_folder(idx, tmp.path().string(), "val", names, 2), 20);
+  ImageFolderOptions opts;
+  opts.channels = 1;
+  ImageFolder back(tmp.path().string(), "val", opts);
+  ASSERT_EQ(back.size(), 20);
+  EXPECT_EQ(back.classes(), names);
+  for (int64_t i = 0; i < back.size(); ++i) {
+    const int64_t index = std::stoll(fs::path(back.path(i)).stem().string());
+    hg::data::Sample a = back.get(i), b = idx.get(index);
+    EXPECT_EQ(a.label, b.label);
+    EXPECT_EQ(a.image.pixels, b.image.pixels);
+  }
+}
