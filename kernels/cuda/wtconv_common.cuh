@@ -89,11 +89,12 @@ struct HaarSrc {
 
 // ---- deterministic depthwise weight gradient ------------------------------------------------------
 // dW[kh][kw][c][s] = sum_{b,p,q} G_s(b,p,q,c) * X_s(b, p+kh-r, q+kw-r, c), r = K/2, X zero-padded.
-// Grid: x = channel chunks of 32, y = row groups (rows are (b, p) pairs), z = kh. Block (32, kWarps).
+// Grid: x = kh, y = channel chunks of 32, z = row groups (rows are (b, p) pairs); kh varies fastest
+// so the K blocks that read the same rows run together and share them through L2. Block (32, kWarps).
 // Each thread slides a K-wide window of X along one row (one new X load per q), accumulates K*NS sums
 // in registers; the warps of a block are summed in a fixed order in shared memory and each block
-// writes its own slice partial[y][kh][kw][c][s]: no atomics, so the result is bit-reproducible.
-// bias_partial[y][c] (optional, NS == 1): sum of G over the block's rows (written by kh == 0 blocks).
+// writes its own slice partial[z][kh][kw][c][s]: no atomics, so the result is bit-reproducible.
+// bias_partial[z][c] (optional, NS == 1): sum of G over the block's rows (written by kh == 0 blocks).
 constexpr int kWgradWarps = 4;
 
 template <int KT, class XS, class GS>
@@ -105,7 +106,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   const int K = KT > 0 ? KT : K_rt, r = K / 2;
   extern __shared__ float smem[];  // [kWgradWarps][K*NS][32]
   const int lane = threadIdx.x, warp = threadIdx.y;
-  const int c = blockIdx.x * 32 + lane, kh = blockIdx.z;
+  const int c = blockIdx.y * 32 + lane, kh = blockIdx.x;
   const bool active = c < C;
   float acc[KA][NS];
   float gsum = 0.f;
@@ -114,7 +115,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
 #pragma unroll
     for (int s = 0; s < NS; ++s) acc[k][s] = 0.f;
   const int64_t R = int64_t(B) * hp;
-  const int64_t row0 = int64_t(blockIdx.y) * rows_per_block;
+  const int64_t row0 = int64_t(blockIdx.z) * rows_per_block;
   const int64_t row1 = std::min<int64_t>(R, row0 + rows_per_block);
   if (active) {
     for (int64_t row = row0 + warp; row < row1; row += kWgradWarps) {
@@ -157,12 +158,12 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   __syncthreads();
   const int tid = warp * 32 + lane;
   for (int v = tid; v < nv * 32; v += 32 * kWgradWarps) {
-    const int vl = v % 32, vi = v / 32, cc = blockIdx.x * 32 + vl;
+    const int vl = v % 32, vi = v / 32, cc = blockIdx.y * 32 + vl;
     float sum = 0.f;
     for (int w = 0; w < kWgradWarps; ++w) sum += smem[(w * nv + vi) * 32 + vl];
     if (cc < C) {
       const int kw = vi / NS, s = vi % NS;
-      partial[((int64_t(blockIdx.y) * K + kh) * K + kw) * C * NS + int64_t(cc) * NS + s] = sum;
+      partial[((int64_t(blockIdx.z) * K + kh) * K + kw) * C * NS + int64_t(cc) * NS + s] = sum;
     }
   }
   if (bias_partial && kh == 0) {
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
     if (warp == 0 && active) {
       float sum = 0.f;
       for (int w = 0; w < kWgradWarps; ++w) sum += smem[w * 32 + lane];
-      bias_partial[int64_t(blockIdx.y) * C + c] = sum;
+      bias_partial[int64_t(blockIdx.z) * C + c] = sum;
     }
   }
 }
@@ -264,7 +265,7 @@ WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, 
   const size_t smem = sizeof(float) * kWgradWarps * K * NS * 32;
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
-    dim3 grid(chunks, gy, K), block(32, kWgradWarps);
+    dim3 grid(K, chunks, gy), block(32, kWgradWarps);
     wgrad_kernel<KT><<<grid, block, smem>>>(xs, gs, B, hp, wp, C, K, rows_per_block,
                                             partial.data<float>(),
                                             bias ? bias_partial.data<float>() : nullptr);

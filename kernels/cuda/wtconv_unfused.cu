@@ -149,11 +149,6 @@ Tensor ihaar(const Tensor& t, int h, int w) {
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
-Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = workspace(a.shape());
-  kernels::cuda::add(a.data<float>(), b.data<float>(), out.data<float>(), a.numel());
-  return out;
-}
 /// Flattens (B, h, w, C, 4) to (B, h, w, 4C): channel 4c+s, as the reference's conv sees it.
 Tensor as4c(const Tensor& t) {
   return t.reshape({t.size(0), t.size(1), t.size(2), t.size(3) * 4});
@@ -215,12 +210,15 @@ Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride) {
     const Tensor t = rec.defined() ? add_ll(m.t[l], rec) : m.t[l];
     rec = ihaar(t.reshape({B, d[l + 1].first, d[l + 1].second, C, 4}), d[l].first, d[l].second);
   }
-  Tensor full = scale(m.base, w.base_scale, C);
-  if (rec.defined()) full = add(full, rec);
+  const Tensor scaled = scale(m.base, w.base_scale, C);
+  // stride 1: the final sum is y itself; stride > 1: the full-resolution sum, then subsampled
   Tensor y = Tensor::empty({B, Ho, Wo, C}, DType::f32, Device::cuda);
-  if (stride == 1) {
-    y.copy_(full);
-  } else {
+  Tensor full = stride == 1 ? y : workspace({B, H, W, C});
+  if (rec.defined())
+    kernels::cuda::add(scaled.data<float>(), rec.data<float>(), full.data<float>(), full.numel());
+  else
+    full.copy_(scaled);
+  if (stride > 1) {
     u_subsample_kernel<<<blocks_for(y.numel()), 256>>>(full.data<float>(), B, H, W, C, Ho, Wo,
                                                         stride, y.data<float>());
     HG_CUDA_LAUNCH_CHECK();
