@@ -47,6 +47,10 @@ inline void haar_analysis(T a, T b, T c, T d, T& s0, T& s1, T& s2, T& s3) {
   s3 = half * ((a - b) - (c - d));
 }
 
+/// True when a loop of about `work` multiply-adds is worth an OpenMP parallel region: tiny layers
+/// (deep levels, tests) run faster on one thread than paying the fork/join, more so on a busy box.
+inline bool worth_parallel(int64_t work) { return work >= (int64_t(1) << 16); }
+
 /// Number of fixed work chunks for weight-gradient reductions. Fixed (not the thread count) so
 /// partial sums are added in the same order on every machine: deterministic gradients.
 inline int64_t reduction_chunks(int64_t rows) { return rows < 32 ? rows : 32; }

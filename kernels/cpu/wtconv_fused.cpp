@@ -90,7 +90,7 @@ template <typename T>
 void low_band(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, T* ll_next) {
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(B * h * w * C))
   for (int64_t row = 0; row < B * h2; ++row) {
     const int64_t b = row / h2, p = row % h2;
     const T* img = ll + b * h * w * C;
@@ -110,7 +110,7 @@ void level_forward(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, int 
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
   const int r = K / 2;
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(B * h * w * C * K * K))
   for (int64_t row = 0; row < B * h2; ++row) {
     const int64_t b = row / h2, p = row % h2;
     const T* img = ll + b * h * w * C;
@@ -125,6 +125,7 @@ void level_forward(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, int 
           if (qq < 0 || qq >= w2) continue;
           Block<T> k = block(img, h, w, C, pp, qq, zeros.data());
           const T* wt = wf + (ki * K + kj) * 4 * C;
+          #pragma omp simd
           for (int64_t c = 0; c < C; ++c) {
             T s0, s1, s2, s3;
             haar_analysis(k.a[c], k.b[c], k.c[c], k.d[c], s0, s1, s2, s3);
@@ -138,6 +139,7 @@ void level_forward(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, int 
       if (ll_next) {
         Block<T> k = block(img, h, w, C, p, q, zeros.data());
         T* out_ll = ll_next + (row * w2 + q) * C;
+        #pragma omp simd
         for (int64_t c = 0; c < C; ++c)
           out_ll[c] = T(0.5) * ((k.a[c] + k.b[c]) + (k.c[c] + k.d[c]));
       }
@@ -155,7 +157,8 @@ void synthesis_pass(const Geometry& g, const T* src, const T* wb, const T* bias,
                     const std::vector<const T*>& level, T* out) {
   const int64_t C = g.C, Ho = (g.H + g.stride - 1) / g.stride, Wo = (g.W + g.stride - 1) / g.stride;
   const int r = g.K / 2;
-#pragma omp parallel for schedule(static)
+  const int64_t work = g.B * Ho * Wo * C * (g.K * g.K + 4 * g.L);
+#pragma omp parallel for schedule(static) if (worth_parallel(work))
   for (int64_t row = 0; row < g.B * Ho; ++row) {
     const int64_t b = row / Ho, i = (row % Ho) * g.stride;
     const T* img = src + b * g.H * g.W * C;
@@ -174,6 +177,7 @@ void synthesis_pass(const Geometry& g, const T* src, const T* wb, const T* bias,
           if (jj < 0 || jj >= g.W) continue;
           const T* px = img + (ii * g.W + jj) * C;
           const T* wt = wb + (ki * g.K + kj) * C;
+          #pragma omp simd
           for (int64_t c = 0; c < C; ++c) o[c] += wt[c] * px[c];
         }
       }
@@ -182,6 +186,7 @@ void synthesis_pass(const Geometry& g, const T* src, const T* wb, const T* bias,
         synthesis_factors(i, j, l, k);
         const int64_t p = i >> (l + 1), q = j >> (l + 1);
         const T* tp = level[l] + ((b * g.h[l + 1] + p) * g.w[l + 1] + q) * 4 * C;
+        #pragma omp simd
         for (int64_t c = 0; c < C; ++c)
           o[c] += k[0] * tp[c] + k[1] * tp[C + c] + k[2] * tp[2 * C + c] + k[3] * tp[3 * C + c];
       }
@@ -207,7 +212,7 @@ std::vector<double> base_param_grads(const Geometry& g, const T* x, const T* G) 
   const size_t n = static_cast<size_t>((KK + 1) * C);
   const int64_t chunks = reduction_chunks(rows);
   std::vector<double> partial(static_cast<size_t>(chunks) * n, 0.0);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (worth_parallel(rows * g.W * C * KK))
   for (int64_t k = 0; k < chunks; ++k) {
     double* acc = partial.data() + k * n;
     for (int64_t row = rows * k / chunks; row < rows * (k + 1) / chunks; ++row) {
@@ -215,6 +220,7 @@ std::vector<double> base_param_grads(const Geometry& g, const T* x, const T* G) 
       const T* img = x + b * g.H * g.W * C;
       for (int64_t j = 0; j < g.W; ++j) {
         const T* gp = G + (row * g.W + j) * C;
+        #pragma omp simd
         for (int64_t c = 0; c < C; ++c) acc[KK * C + c] += double(gp[c]);
         for (int ki = 0; ki < g.K; ++ki) {
           const int64_t ii = i + ki - r;
@@ -224,6 +230,7 @@ std::vector<double> base_param_grads(const Geometry& g, const T* x, const T* G) 
             if (jj < 0 || jj >= g.W) continue;
             const T* px = img + (ii * g.W + jj) * C;
             double* a = acc + (ki * g.K + kj) * C;
+            #pragma omp simd
             for (int64_t c = 0; c < C; ++c) a[c] += double(gp[c]) * double(px[c]);
           }
         }
@@ -245,7 +252,7 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
   const int64_t chunks = reduction_chunks(rows);
   std::vector<double> partial(static_cast<size_t>(chunks) * n, 0.0);
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (worth_parallel(B * h * w * C * K * K))
   for (int64_t k = 0; k < chunks; ++k) {
     double* acc = partial.data() + k * n;
     std::vector<T> dt(static_cast<size_t>(4 * C));
@@ -255,6 +262,7 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
       const T* ximg = ll + b * h * w * C;
       for (int64_t q = 0; q < w2; ++q) {
         Block<T> gb = block(gimg, h, w, C, p, q, zeros.data());
+        #pragma omp simd
         for (int64_t c = 0; c < C; ++c)
           haar_analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], dt[c], dt[C + c], dt[2 * C + c],
                         dt[3 * C + c]);
@@ -267,6 +275,7 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
             if (qq < 0 || qq >= w2) continue;
             Block<T> xb = block(ximg, h, w, C, pp, qq, zeros.data());
             double* a = acc + (ki * K + kj) * 4 * C;
+            #pragma omp simd
             for (int64_t c = 0; c < C; ++c) {
               T s0, s1, s2, s3;
               haar_analysis(xb.a[c], xb.b[c], xb.c[c], xb.d[c], s0, s1, s2, s3);
@@ -291,7 +300,7 @@ void level_input_grads(const T* G, int64_t B, int64_t h, int64_t w, int64_t C, i
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
   const int r = K / 2;
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(B * h * w * C * K * K))
   for (int64_t row = 0; row < B * h2; ++row) {
     const int64_t b = row / h2, p = row % h2;
     const T* gimg = G + b * h * w * C;
@@ -306,6 +315,7 @@ void level_input_grads(const T* G, int64_t B, int64_t h, int64_t w, int64_t C, i
           if (qq < 0 || qq >= w2) continue;
           Block<T> gb = block(gimg, h, w, C, pp, qq, zeros.data());
           const T* wt = wf + (ki * K + kj) * 4 * C;
+          #pragma omp simd
           for (int64_t c = 0; c < C; ++c) {
             T s0, s1, s2, s3;
             haar_analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], s0, s1, s2, s3);

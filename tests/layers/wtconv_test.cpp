@@ -12,6 +12,10 @@
 #include <map>
 #include <sstream>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "core/autograd.h"
 #include "core/safetensors.h"
 #include "golden/golden.h"
@@ -164,7 +168,15 @@ TEST(WTConvKernels, FusedWeightGradsAreDeterministic) {
   Tensor x = test::random({3, 21, 19, 4}, 42, DType::f32);
   Tensor gy = test::random({3, 21, 19, 4}, 43, DType::f32);
   auto a = all_grads(kernels::cpu::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused));
+#ifdef _OPENMP
+  // Partial sums come from fixed row chunks, so the thread count must not change a bit.
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(saved == 1 ? 2 : 1);
+#endif
   auto b = all_grads(kernels::cpu::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused));
+#ifdef _OPENMP
+  omp_set_num_threads(saved);
+#endif
   for (size_t k = 0; k < a.size(); ++k)
     EXPECT_EQ(a[k].second.to_vector<float>(), b[k].second.to_vector<float>()) << a[k].first;
 }
