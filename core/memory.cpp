@@ -1,6 +1,7 @@
 // Caching allocator, tape arena and byte accounting (see memory.h for the policy).
 #include "core/memory.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -37,6 +38,11 @@ struct DeviceState {
   std::multimap<size_t, void*> free_blocks;
   // tape arena
   std::vector<std::shared_ptr<Chunk>> chunks;
+  // Blocks taken out of service while a tensor still used them. Kept (and counted as reserved)
+  // so one can serve again once its tensors die: a caller that holds one tensor of each step
+  // into the next (e.g. the last loss) then alternates between two blocks instead of making a
+  // system allocation (and, on CUDA, a synchronising cudaFree) every step.
+  std::vector<std::shared_ptr<Chunk>> retired;
   size_t chunk_index = 0, chunk_offset = 0, step_bytes = 0;
   bool step_done = false;
 
@@ -69,12 +75,29 @@ void arena_begin_step(DeviceState& s, Device device) {
     capacity += c->capacity;
   }
   if (!all_free || s.chunks.size() > 1) {
-    for (auto& c : s.chunks) s.add_reserved(-static_cast<int64_t>(c->capacity));
-    s.chunks.clear();  // retired blocks die with their last tensor
+    for (auto& c : s.chunks) s.retired.push_back(c);
+    s.chunks.clear();
     size_t want = round_up(std::max(s.step_bytes, capacity), size_t(2) << 20);
     if (s.step_bytes > 0) {
-      s.chunks.push_back(std::make_shared<Chunk>(want, device));
-      s.add_reserved(static_cast<int64_t>(want));
+      auto reusable = std::find_if(s.retired.begin(), s.retired.end(), [&](const auto& c) {
+        return c.use_count() == 1 && c->capacity >= want;
+      });
+      if (reusable != s.retired.end()) {
+        s.chunks.push_back(*reusable);
+        s.retired.erase(reusable);
+      } else {
+        s.chunks.push_back(std::make_shared<Chunk>(want, device));
+        s.add_reserved(static_cast<int64_t>(want));
+      }
+    }
+  }
+  // Retired blocks no tensor uses any more go back to the system.
+  for (auto it = s.retired.begin(); it != s.retired.end();) {
+    if (it->use_count() == 1) {
+      s.add_reserved(-static_cast<int64_t>((*it)->capacity));
+      it = s.retired.erase(it);
+    } else {
+      ++it;
     }
   }
   s.stats.arena_capacity = s.chunks.empty() ? 0 : static_cast<int64_t>(s.chunks[0]->capacity);
