@@ -281,12 +281,14 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
   check_rule(f, cfg, where);
 }
 
-Where location(const Locations& locs, const std::string& key) {
+// Where `key` was set; keys not in `locs` were set earlier (`unset`: defaults, or the loaded file).
+Where location(const Locations& locs, const std::string& key, const char* unset) {
   auto it = locs.find(key);
-  return it != locs.end() ? it->second : Where{"default value", -1};
+  return it != locs.end() ? it->second : Where{unset, -1};
 }
 
-void validate_at(const Config& c, const Locations& locs) {
+void validate_at(const Config& c, const Locations& locs, const char* unset = "default value") {
+  auto location = [&](const Locations& l, const std::string& key) { return train::location(l, key, unset); };
   for (const Field& f : table()) check_rule(f, c, location(locs, f.key));
   auto pair_fail = [&](const char* a, const char* b, const std::string& msg) {
     throw Error(str("config: keys '", a, "' (", location(locs, a).text(), ") and '", b, "' (",
@@ -434,7 +436,7 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
     assign(*f, cfg, node, cmd);
     locs[key] = cmd;
   }
-  validate_at(cfg, locs);
+  validate_at(cfg, locs, "value before the command line");
 }
 
 std::string to_yaml(const Config& cfg) {
@@ -451,7 +453,7 @@ void save_config(const Config& cfg, const std::string& path) {
   HG_CHECK(out.good(), "config: writing '", path, "' failed");
 }
 
-void validate(const Config& cfg) { validate_at(cfg, Locations{}); }
+void validate(const Config& cfg) { validate_at(cfg, Locations{}, "config value"); }
 
 std::vector<std::string> config_keys() {
   std::vector<std::string> keys;
