@@ -23,16 +23,24 @@ struct File {
 };
 
 /// Reads a whole file into CPU tensors. Throws hg::Error (file name + problem) on any defect.
+/// The tensors are contiguous, allocated in the caller's memory::CategoryScope (never the tape
+/// arena: loading is not recorded), dtypes as stored (no conversion).
 File load(const std::string& path);
-/// Parses an in-memory image of a file; `what` names it in errors.
+/// Parses an in-memory image of a file; `what` names it in errors (e.g. the path).
+/// Beyond the checks listed above: every key of the header appears once (in any object), tensor
+/// entries have dtype / shape (non-negative integers) / data_offsets [begin, end], and the
+/// entries tile the data section exactly (sorted by offset, each begins where the last ended).
 File parse(const std::string& bytes, const std::string& what);
 
 /// Writes tensors (any device; copied to the host) in the order given, data 8-byte aligned.
 /// Atomic: writes `path`.tmp.<pid>, fsyncs, then renames over `path`, so a reader never sees a
 /// half-written file and an interrupted write leaves the previous file intact.
+/// Throws hg::Error naming the path and the system error when a write, fsync or rename fails
+/// (the temporary file is removed), and for an empty, repeated or "__metadata__" tensor name.
 void save(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
           const std::map<std::string, std::string>& metadata = {});
-/// The bytes save() would write.
+/// The bytes save() would write: the header is compact JSON ("__metadata__" first when not empty,
+/// then the tensors in the order given) padded with spaces to a multiple of 8 bytes.
 std::string serialize(const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
