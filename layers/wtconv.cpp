@@ -60,8 +60,7 @@ Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride, WT
 
 Tensor haar_filter(int64_t channels, DType dtype, Device device) {
   // [s][a, b, c, d] with a, b the top row: see the header and shared/docs/wtconv.md.
-  static const double kSigns[4][4] = {
-      {1, 1, 1, 1}, {1, 1, -1, -1}, {1, -1, 1, -1}, {1, -1, -1, 1}};
+  static const double kSigns[4][4] = {{1, 1, 1, 1}, {1, 1, -1, -1}, {1, -1, 1, -1}, {1, -1, -1, 1}};
   std::vector<double> v;
   v.reserve(static_cast<size_t>(16 * channels));
   for (int64_t c = 0; c < channels; ++c)
@@ -114,8 +113,8 @@ kernels::WTConvWeights WTConv2d::weights() const {
 Tensor WTConv2d::forward(const Tensor& x) {
   HG_CHECK(x.defined() && x.ndim() == 4, "WTConv2d '", name, "': x must be NHWC (B, H, W, C), got ",
            x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
-  HG_CHECK(x.size(3) == channels_, "WTConv2d '", name, "': input has ", x.size(3),
-           " channels (x ", shape_str(x.shape()), ") but the layer has ", channels_);
+  HG_CHECK(x.size(3) == channels_, "WTConv2d '", name, "': input has ", x.size(3), " channels (x ",
+           shape_str(x.shape()), ") but the layer has ", channels_);
   if (!warned_) {
     // The deepest level convolves a ceil(H / 2^L) x ceil(W / 2^L) map; at 1x1 only the centre
     // tap of its kernel sees data, so the extra levels add parameters but little receptive field.
@@ -146,7 +145,8 @@ void WTConv2d::collect(const std::string& prefix, std::vector<ParamRef>& out) co
     out.push_back({str(prefix, "wavelet_convs.", l, ".weight"), wavelet_weight[l], true, false});
   for (size_t l = 0; l < wavelet_scale.size(); ++l)
     out.push_back({str(prefix, "wavelet_scale.", l, ".weight"), wavelet_scale[l], true, true});
-  if (stride_filter.defined()) out.push_back({prefix + "stride_filter", stride_filter, false, true});
+  if (stride_filter.defined())
+    out.push_back({prefix + "stride_filter", stride_filter, false, true});
 }
 
 void WTConv2d::load_fixed_filters(const Tensor& wt, const Tensor& iwt) {
@@ -159,8 +159,8 @@ void WTConv2d::load_fixed_filters(const Tensor& wt, const Tensor& iwt) {
     std::vector<double> got = t->to_vector<double>(), ref = want.to_vector<double>();
     for (size_t k = 0; k < got.size(); ++k)
       HG_CHECK(std::fabs(got[k] - ref[k]) <= 1e-6, "WTConv2d '", name, "': ", what,
-               " is not the Haar filter: element ", k, " (filter ", k / 4, ", tap ", k % 4,
-               ") is ", got[k], ", expected ", ref[k]);
+               " is not the Haar filter: element ", k, " (filter ", k / 4, ", tap ", k % 4, ") is ",
+               got[k], ", expected ", ref[k]);
   }
   wt_filter.copy_(wt);
   iwt_filter.copy_(iwt);

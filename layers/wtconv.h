@@ -28,10 +28,10 @@ Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride = 1
 
 /// Hyper-parameters of a WTConv2d besides its channel counts (defaults: WTConvNeXt's).
 struct WTConv2dOptions {
-  int kernel_size = 5;         ///< odd, >= 1
-  int wt_levels = 1;           ///< >= 1
-  int stride = 1;              ///< >= 1; subsamples y (adds the reference's stride_filter buffer)
-  bool bias = true;            ///< base_conv.bias
+  int kernel_size = 5;          ///< odd, >= 1
+  int wt_levels = 1;            ///< >= 1
+  int stride = 1;               ///< >= 1; subsamples y (adds the reference's stride_filter buffer)
+  bool bias = true;             ///< base_conv.bias
   std::string wavelet = "db1";  ///< "db1" or "haar" (the same filters); nothing else
   DType dtype = DType::f32;
   Device device = Device::cpu;
@@ -77,13 +77,13 @@ class WTConv2d : public Module {
   std::string name = "WTConv2d";  ///< state_dict prefix set by the model, used in messages
 
   // Checkpoint tensors (names as in the reference implementation).
-  Tensor wt_filter, iwt_filter;  ///< (4C, 1, 2, 2) fixed Haar analysis / synthesis filters
-  Tensor base_weight;            ///< base_conv.weight (C, 1, K, K)
-  Tensor base_bias;              ///< base_conv.bias (C); undefined when bias = false
-  Tensor base_scale;             ///< base_scale.weight (1, C, 1, 1)
+  Tensor wt_filter, iwt_filter;        ///< (4C, 1, 2, 2) fixed Haar analysis / synthesis filters
+  Tensor base_weight;                  ///< base_conv.weight (C, 1, K, K)
+  Tensor base_bias;                    ///< base_conv.bias (C); undefined when bias = false
+  Tensor base_scale;                   ///< base_scale.weight (1, C, 1, 1)
   std::vector<Tensor> wavelet_weight;  ///< wavelet_convs.{l}.weight (4C, 1, K, K)
   std::vector<Tensor> wavelet_scale;   ///< wavelet_scale.{l}.weight (1, 4C, 1, 1)
-  Tensor stride_filter;          ///< (C, 1, 1, 1) ones, only when stride > 1 (reference buffer)
+  Tensor stride_filter;  ///< (C, 1, 1, 1) ones, only when stride > 1 (reference buffer)
 
  private:
   int64_t channels_;

@@ -11,8 +11,8 @@ void check_param(const char* op, const char* what, const Tensor& t, const Shape&
   HG_CHECK(t.defined(), op, ": ", what, " is undefined (expected shape ", shape_str(want), ")");
   HG_CHECK(t.shape() == want, op, ": ", what, " must have shape ", shape_str(want), " for x ",
            shape_str(x.shape()), ", got ", shape_str(t.shape()));
-  HG_CHECK(t.dtype() == x.dtype() && t.device() == x.device(), op, ": ", what, " is ",
-           t.describe(), " but x is ", x.describe(), " (all tensors must share dtype and device)");
+  HG_CHECK(t.dtype() == x.dtype() && t.device() == x.device(), op, ": ", what, " is ", t.describe(),
+           " but x is ", x.describe(), " (all tensors must share dtype and device)");
 }
 }  // namespace
 
@@ -20,8 +20,8 @@ Geometry check_args(const char* op, const Tensor& x, const WTConvWeights& w, int
   HG_CHECK(x.defined() && x.ndim() == 4, op, ": x must be NHWC (B, H, W, C), got ",
            x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
   HG_CHECK(x.device() == Device::cpu, op, ": CPU kernel called with ", x.describe());
-  HG_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op,
-           ": x must be f32 or f64, got ", x.describe());
+  HG_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": x must be f32 or f64, got ",
+           x.describe());
   HG_CHECK(stride >= 1, op, ": stride must be >= 1, got ", stride);
   Geometry g;
   g.B = x.size(0), g.H = x.size(1), g.W = x.size(2), g.C = x.size(3);

@@ -125,7 +125,7 @@ void level_forward(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, int 
           if (qq < 0 || qq >= w2) continue;
           Block<T> k = block(img, h, w, C, pp, qq, zeros.data());
           const T* wt = wf + (ki * K + kj) * 4 * C;
-          #pragma omp simd
+#pragma omp simd
           for (int64_t c = 0; c < C; ++c) {
             T s0, s1, s2, s3;
             haar_analysis(k.a[c], k.b[c], k.c[c], k.d[c], s0, s1, s2, s3);
@@ -139,7 +139,7 @@ void level_forward(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, int 
       if (ll_next) {
         Block<T> k = block(img, h, w, C, p, q, zeros.data());
         T* out_ll = ll_next + (row * w2 + q) * C;
-        #pragma omp simd
+#pragma omp simd
         for (int64_t c = 0; c < C; ++c)
           out_ll[c] = T(0.5) * ((k.a[c] + k.b[c]) + (k.c[c] + k.d[c]));
       }
@@ -177,7 +177,7 @@ void synthesis_pass(const Geometry& g, const T* src, const T* wb, const T* bias,
           if (jj < 0 || jj >= g.W) continue;
           const T* px = img + (ii * g.W + jj) * C;
           const T* wt = wb + (ki * g.K + kj) * C;
-          #pragma omp simd
+#pragma omp simd
           for (int64_t c = 0; c < C; ++c) o[c] += wt[c] * px[c];
         }
       }
@@ -186,7 +186,7 @@ void synthesis_pass(const Geometry& g, const T* src, const T* wb, const T* bias,
         synthesis_factors(i, j, l, k);
         const int64_t p = i >> (l + 1), q = j >> (l + 1);
         const T* tp = level[l] + ((b * g.h[l + 1] + p) * g.w[l + 1] + q) * 4 * C;
-        #pragma omp simd
+#pragma omp simd
         for (int64_t c = 0; c < C; ++c)
           o[c] += k[0] * tp[c] + k[1] * tp[C + c] + k[2] * tp[2 * C + c] + k[3] * tp[3 * C + c];
       }
@@ -220,7 +220,7 @@ std::vector<double> base_param_grads(const Geometry& g, const T* x, const T* G) 
       const T* img = x + b * g.H * g.W * C;
       for (int64_t j = 0; j < g.W; ++j) {
         const T* gp = G + (row * g.W + j) * C;
-        #pragma omp simd
+#pragma omp simd
         for (int64_t c = 0; c < C; ++c) acc[KK * C + c] += double(gp[c]);
         for (int ki = 0; ki < g.K; ++ki) {
           const int64_t ii = i + ki - r;
@@ -230,7 +230,7 @@ std::vector<double> base_param_grads(const Geometry& g, const T* x, const T* G) 
             if (jj < 0 || jj >= g.W) continue;
             const T* px = img + (ii * g.W + jj) * C;
             double* a = acc + (ki * g.K + kj) * C;
-            #pragma omp simd
+#pragma omp simd
             for (int64_t c = 0; c < C; ++c) a[c] += double(gp[c]) * double(px[c]);
           }
         }
@@ -262,7 +262,7 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
       const T* ximg = ll + b * h * w * C;
       for (int64_t q = 0; q < w2; ++q) {
         Block<T> gb = block(gimg, h, w, C, p, q, zeros.data());
-        #pragma omp simd
+#pragma omp simd
         for (int64_t c = 0; c < C; ++c)
           haar_analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], dt[c], dt[C + c], dt[2 * C + c],
                         dt[3 * C + c]);
@@ -275,7 +275,7 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
             if (qq < 0 || qq >= w2) continue;
             Block<T> xb = block(ximg, h, w, C, pp, qq, zeros.data());
             double* a = acc + (ki * K + kj) * 4 * C;
-            #pragma omp simd
+#pragma omp simd
             for (int64_t c = 0; c < C; ++c) {
               T s0, s1, s2, s3;
               haar_analysis(xb.a[c], xb.b[c], xb.c[c], xb.d[c], s0, s1, s2, s3);
@@ -295,8 +295,8 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
 /// Level backward, input part: e (B, h2, w2, 4, C) = transposed dwconv of dt with w~, where dt is
 /// formed per tap as the analysis of the level gradient G (B, h, w, C).
 template <typename T>
-void level_input_grads(const T* G, int64_t B, int64_t h, int64_t w, int64_t C, int K,
-                       const T* wf, T* e) {
+void level_input_grads(const T* G, int64_t B, int64_t h, int64_t w, int64_t C, int K, const T* wf,
+                       T* e) {
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
   const int r = K / 2;
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
@@ -315,7 +315,7 @@ void level_input_grads(const T* G, int64_t B, int64_t h, int64_t w, int64_t C, i
           if (qq < 0 || qq >= w2) continue;
           Block<T> gb = block(gimg, h, w, C, pp, qq, zeros.data());
           const T* wt = wf + (ki * K + kj) * 4 * C;
-          #pragma omp simd
+#pragma omp simd
           for (int64_t c = 0; c < C; ++c) {
             T s0, s1, s2, s3;
             haar_analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], s0, s1, s2, s3);
@@ -380,7 +380,8 @@ WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const 
   // dL/dscale = sum(dL/dw~ * w) + bias * dL/db~.
   {
     std::vector<double> acc = base_param_grads(g, x.data<T>(), G0.data<T>());
-    const T *bw = w.base_weight.data<T>(), *bb = w.base_bias.data<T>(), *bs = w.base_scale.data<T>();
+    const T *bw = w.base_weight.data<T>(), *bb = w.base_bias.data<T>(),
+            *bs = w.base_scale.data<T>();
     T *gw = grads.base_weight.data<T>(), *gb = grads.base_bias.data<T>();
     T* gs = grads.base_scale.data<T>();
     for (int64_t c = 0; c < C; ++c) {
@@ -445,8 +446,8 @@ WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const 
   return grads;
 }
 
-#define HG_INSTANTIATE(T)                                                                 \
-  template Tensor forward_fused<T>(const Tensor&, const WTConvWeights&, const Geometry&); \
+#define HG_INSTANTIATE(T)                                                                    \
+  template Tensor forward_fused<T>(const Tensor&, const WTConvWeights&, const Geometry&);    \
   template WTConvGrads backward_fused<T>(const Tensor&, const WTConvWeights&, const Tensor&, \
                                          const Geometry&, bool);
 HG_INSTANTIATE(float)

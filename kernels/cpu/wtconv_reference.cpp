@@ -188,9 +188,9 @@ struct Forward {
   std::vector<Map<T>> ll;     ///< ll[l], l = 0..L: raw low bands (ll[0] = x)
   std::vector<Map<T>> coeff;  ///< coeff[l]: analysis of padded ll[l], (B, h[l+1], w[l+1], 4C)
   std::vector<Map<T>> conv;   ///< conv[l] = dwconv(coeff[l], wavelet_weight[l])
-  std::vector<Map<T>> rec;    ///< rec[l]: reconstruction at level l (rec[L] = 0), (B, h[l], w[l], C)
-  Map<T> base;                ///< dwconv(x, base_weight) + base_bias
-  Map<T> y_full;              ///< base_scale * base + rec[0], before the stride
+  std::vector<Map<T>> rec;  ///< rec[l]: reconstruction at level l (rec[L] = 0), (B, h[l], w[l], C)
+  Map<T> base;              ///< dwconv(x, base_weight) + base_bias
+  Map<T> y_full;            ///< base_scale * base + rec[0], before the stride
 };
 
 template <typename T>
@@ -278,8 +278,7 @@ WTConvGrads backward_reference(const Tensor& x, const WTConvWeights& weights, co
     write_vector<T>(channel_dot(g_t, f.conv[l]), grads.wavelet_scale[l]);
     Map<T> g_conv = scale_channels(g_t, w.wavelet_scale[l].data<T>());
     write_vector<T>(dwconv_grad_weight(f.coeff[l], g_conv, g.K), grads.wavelet_weight[l]);
-    if (need_grad_x)
-      g_coeff[l] = dwconv_grad_input(g_conv, w.wavelet_weight[l].data<T>(), g.K);
+    if (need_grad_x) g_coeff[l] = dwconv_grad_input(g_conv, w.wavelet_weight[l].data<T>(), g.K);
   }
   if (!need_grad_x) return grads;
 
@@ -297,10 +296,10 @@ WTConvGrads backward_reference(const Tensor& x, const WTConvWeights& weights, co
   return grads;
 }
 
-#define HG_INSTANTIATE(T)                                                                     \
-  template Tensor forward_reference<T>(const Tensor&, const WTConvWeights&, const Geometry&); \
-  template WTConvGrads backward_reference<T>(const Tensor&, const WTConvWeights&,            \
-                                             const Tensor&, const Geometry&, bool);
+#define HG_INSTANTIATE(T)                                                                        \
+  template Tensor forward_reference<T>(const Tensor&, const WTConvWeights&, const Geometry&);    \
+  template WTConvGrads backward_reference<T>(const Tensor&, const WTConvWeights&, const Tensor&, \
+                                             const Geometry&, bool);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(double)
 #undef HG_INSTANTIATE

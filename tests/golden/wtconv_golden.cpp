@@ -46,7 +46,8 @@ std::vector<GoldenCheck> check_wtconv_cases(const safetensors::File& f, DType dt
            dtype_name(dtype), " not supported");
   const double tol = dtype == DType::f64 ? 1e-10 : 1e-5;
   nlohmann::json cases = nlohmann::json::parse(f.metadata.at("cases"));
-  HG_CHECK(cases.is_array() && !cases.empty(), "check_wtconv_cases: metadata 'cases' is not a list");
+  HG_CHECK(cases.is_array() && !cases.empty(),
+           "check_wtconv_cases: metadata 'cases' is not a list");
 
   std::vector<GoldenCheck> out;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -54,7 +55,9 @@ std::vector<GoldenCheck> check_wtconv_cases(const safetensors::File& f, DType dt
     const int L = cases[i].at("wt_levels").get<int>();
     const int stride = cases[i].value("stride", 1);
     // clone: to() may return the file's own tensor, whose gradient must not accumulate.
-    auto load = [&](const std::string& key) { return get(f, p + key).to(dtype).to(device).clone(); };
+    auto load = [&](const std::string& key) {
+      return get(f, p + key).to(dtype).to(device).clone();
+    };
 
     for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
       CaseTensors c;
@@ -79,11 +82,11 @@ std::vector<GoldenCheck> check_wtconv_cases(const safetensors::File& f, DType dt
       Tensor y = wtconv2d(c.x, c.w, stride, mode);
       autograd::backward(y, c.grad_y);
 
-      const std::string tag = str(" [", mode_name(mode), " ", dtype_name(dtype), " ",
-                                  device_name(device), "]");
+      const std::string tag =
+          str(" [", mode_name(mode), " ", dtype_name(dtype), " ", device_name(device), "]");
       out.push_back({p + "y" + tag, rel_error(y, nchw_to_nhwc(get(f, p + "y"))), tol});
-      out.push_back({p + "grad.x" + tag,
-                     rel_error(c.x.grad(), nchw_to_nhwc(get(f, p + "grad.x"))), tol});
+      out.push_back(
+          {p + "grad.x" + tag, rel_error(c.x.grad(), nchw_to_nhwc(get(f, p + "grad.x"))), tol});
       std::vector<Tensor> params = c.params();
       for (size_t k = 0; k < params.size(); ++k) {
         const std::string key = p + "grad." + c.param_names[k];

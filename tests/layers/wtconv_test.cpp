@@ -50,8 +50,8 @@ kernels::WTConvWeights random_weights(const Config& c, uint64_t seed, DType dtyp
 }
 
 kernels::WTConvWeights to_dtype(const kernels::WTConvWeights& w, DType dtype) {
-  kernels::WTConvWeights o{w.base_weight.to(dtype), w.base_bias.to(dtype), w.base_scale.to(dtype),
-                           {}, {}};
+  kernels::WTConvWeights o{
+      w.base_weight.to(dtype), w.base_bias.to(dtype), w.base_scale.to(dtype), {}, {}};
   for (const Tensor& t : w.wavelet_weight) o.wavelet_weight.push_back(t.to(dtype));
   for (const Tensor& t : w.wavelet_scale) o.wavelet_scale.push_back(t.to(dtype));
   return o;
@@ -73,8 +73,8 @@ std::vector<std::pair<std::string, Tensor>> all_grads(const kernels::WTConvGrads
 /// gradcheck of wtconv2d w.r.t. x and every parameter, f64.
 double gradcheck_config(const Config& c, WTConvMode mode, uint64_t seed) {
   kernels::WTConvWeights w = random_weights(c, seed);
-  std::vector<Tensor> inputs{test::random({c.B, c.H, c.W, c.C}, seed), w.base_weight,
-                             w.base_bias, w.base_scale};
+  std::vector<Tensor> inputs{test::random({c.B, c.H, c.W, c.C}, seed), w.base_weight, w.base_bias,
+                             w.base_scale};
   for (int l = 0; l < c.L; ++l) inputs.push_back(w.wavelet_weight[l]);
   for (int l = 0; l < c.L; ++l) inputs.push_back(w.wavelet_scale[l]);
   for (Tensor& t : inputs) t.requires_grad_();
@@ -93,10 +93,9 @@ double gradcheck_config(const Config& c, WTConvMode mode, uint64_t seed) {
 const std::vector<Config>& small_configs() {
   // Odd sizes, every K in {3, 5, 7}, wt_levels 1..5, strides 1..3, thin inputs (H or W = 1).
   static const std::vector<Config> v{
-      {1, 5, 7, 2, 3, 1, 1}, {2, 7, 6, 1, 5, 2, 1}, {1, 9, 5, 2, 7, 3, 1},
-      {1, 6, 7, 1, 3, 4, 1}, {1, 5, 5, 1, 3, 5, 1}, {1, 7, 5, 2, 3, 2, 2},
-      {1, 1, 9, 2, 3, 2, 1}, {1, 8, 1, 1, 5, 3, 1}, {1, 1, 1, 2, 3, 2, 1},
-      {1, 6, 9, 1, 1, 2, 3}};
+      {1, 5, 7, 2, 3, 1, 1}, {2, 7, 6, 1, 5, 2, 1}, {1, 9, 5, 2, 7, 3, 1}, {1, 6, 7, 1, 3, 4, 1},
+      {1, 5, 5, 1, 3, 5, 1}, {1, 7, 5, 2, 3, 2, 2}, {1, 1, 9, 2, 3, 2, 1}, {1, 8, 1, 1, 5, 3, 1},
+      {1, 1, 1, 2, 3, 2, 1}, {1, 6, 9, 1, 1, 2, 3}};
   return v;
 }
 
@@ -114,8 +113,8 @@ TEST(WTConvKernels, FusedMatchesReferenceF64) {
     SCOPED_TRACE(describe(c));
     kernels::WTConvWeights w = random_weights(c, seed);
     Tensor x = test::random({c.B, c.H, c.W, c.C}, seed + 50);
-    Tensor gy = test::random({c.B, (c.H + c.stride - 1) / c.stride,
-                              (c.W + c.stride - 1) / c.stride, c.C}, seed + 60);
+    Tensor gy = test::random(
+        {c.B, (c.H + c.stride - 1) / c.stride, (c.W + c.stride - 1) / c.stride, c.C}, seed + 60);
     seed += 100;
     Tensor yf = kernels::cpu::wtconv_forward(x, w, c.stride, WTConvMode::fused);
     Tensor yr = kernels::cpu::wtconv_forward(x, w, c.stride, WTConvMode::reference);
@@ -185,7 +184,8 @@ TEST(WTConvKernels, StrideSubsamplesTheStrideOneOutput) {
   const Config c{1, 11, 8, 3, 5, 2, 1};
   kernels::WTConvWeights w = random_weights(c, 51);
   Tensor x = test::random({1, 11, 8, 3}, 52);
-  std::vector<double> full = kernels::cpu::wtconv_forward(x, w, 1, WTConvMode::fused).to_vector<double>();
+  std::vector<double> full =
+      kernels::cpu::wtconv_forward(x, w, 1, WTConvMode::fused).to_vector<double>();
   for (int s : {2, 3}) {
     Tensor y = kernels::cpu::wtconv_forward(x, w, s, WTConvMode::fused);
     const int64_t Ho = (11 + s - 1) / s, Wo = (8 + s - 1) / s;
@@ -261,11 +261,16 @@ TEST(WTConvLayer, ShapesInitAndStateDictOrder) {
   Generator gen(5);
   WTConv2d m(6, 6, {.kernel_size = 5, .wt_levels = 3}, gen);
   std::vector<ParamRef> p = m.named_tensors();
-  std::vector<std::string> want{"wt_filter",         "iwt_filter",
-                                "base_conv.weight",  "base_conv.bias",
-                                "base_scale.weight", "wavelet_convs.0.weight",
-                                "wavelet_convs.1.weight", "wavelet_convs.2.weight",
-                                "wavelet_scale.0.weight", "wavelet_scale.1.weight",
+  std::vector<std::string> want{"wt_filter",
+                                "iwt_filter",
+                                "base_conv.weight",
+                                "base_conv.bias",
+                                "base_scale.weight",
+                                "wavelet_convs.0.weight",
+                                "wavelet_convs.1.weight",
+                                "wavelet_convs.2.weight",
+                                "wavelet_scale.0.weight",
+                                "wavelet_scale.1.weight",
                                 "wavelet_scale.2.weight"};
   ASSERT_EQ(p.size(), want.size());
   for (size_t k = 0; k < p.size(); ++k) {
@@ -324,7 +329,8 @@ TEST(WTConvLayer, FixedFiltersMatchGoldenCheckpoint) {
   int checked = 0;
   for (const auto& [key, t] : file.tensors) {
     const std::string suffix = ".wt_filter";
-    if (key.size() < suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix))
+    if (key.size() < suffix.size() ||
+        key.compare(key.size() - suffix.size(), suffix.size(), suffix))
       continue;
     const std::string prefix = key.substr(0, key.size() - std::string("wt_filter").size());
     const int64_t C = t.size(0) / 4;
@@ -366,13 +372,15 @@ TEST(WTConvLayer, ForwardBothModesAgreeAndTrain) {
   m.base_weight.copy_(r.base_weight);
   m.base_bias.copy_(r.base_bias);
   m.base_scale.copy_(r.base_scale);
-  for (int l = 0; l < 2; ++l) m.wavelet_weight[l].copy_(r.wavelet_weight[l]), m.wavelet_scale[l].copy_(r.wavelet_scale[l]);
+  for (int l = 0; l < 2; ++l)
+    m.wavelet_weight[l].copy_(r.wavelet_weight[l]), m.wavelet_scale[l].copy_(r.wavelet_scale[l]);
   Tensor x = test::random({2, 9, 11, 4}, 82).requires_grad_();
   Tensor gy = test::random({2, 9, 11, 4}, 83);
   EXPECT_EQ(m.mode(), WTConvMode::fused);
   Tensor yf = m.forward(x);
   autograd::backward(yf, gy);
-  std::vector<double> gxf = x.grad().to_vector<double>(), gwf = m.wavelet_weight[1].grad().to_vector<double>();
+  std::vector<double> gxf = x.grad().to_vector<double>(),
+                      gwf = m.wavelet_weight[1].grad().to_vector<double>();
   x.clear_grad();
   m.wavelet_weight[1].clear_grad();
   m.set_mode(WTConvMode::reference);
@@ -382,7 +390,8 @@ TEST(WTConvLayer, ForwardBothModesAgreeAndTrain) {
   EXPECT_LT(test::rel_error(yf, yr), 1e-12);
   EXPECT_LT(test::rel_error(Tensor::from_vector(x.shape(), gxf), x.grad()), 1e-12);
   EXPECT_LT(test::rel_error(Tensor::from_vector(m.wavelet_weight[1].shape(), gwf),
-                            m.wavelet_weight[1].grad()), 1e-12);
+                            m.wavelet_weight[1].grad()),
+            1e-12);
   EXPECT_EQ(autograd::tape_size(), 0u);
 }
 
@@ -394,9 +403,13 @@ TEST(WTConvLayer, NoBiasLayerGradchecks) {
     kernels::WTConvWeights w{in[1], Tensor(), in[2], {in[3], in[4]}, {in[5], in[6]}};
     return wtconv2d(in[0], w, 1, m.mode());
   };
-  std::vector<Tensor> in{test::random({1, 5, 6, 2}, 91).requires_grad_(), m.base_weight,
-                         m.base_scale, m.wavelet_weight[0], m.wavelet_weight[1],
-                         m.wavelet_scale[0], m.wavelet_scale[1]};
+  std::vector<Tensor> in{test::random({1, 5, 6, 2}, 91).requires_grad_(),
+                         m.base_weight,
+                         m.base_scale,
+                         m.wavelet_weight[0],
+                         m.wavelet_weight[1],
+                         m.wavelet_scale[0],
+                         m.wavelet_scale[1]};
   EXPECT_LT(test::gradcheck(f, in, 1e-2), 1e-7);  // step: see gradcheck_config
 }
 
@@ -519,7 +532,8 @@ TEST(WTConvGolden, MatchesReferenceImplementationF64AndF32) {
         std::string id = c.key.substr(0, c.key.find('.')) + c.key.substr(c.key.find(" ["));
         worst[id] = std::max(worst[id], c.rel_error);
       }
-      for (const auto& [id, e] : worst) std::printf("  golden %s worst rel error %.3g\n", id.c_str(), e);
+      for (const auto& [id, e] : worst)
+        std::printf("  golden %s worst rel error %.3g\n", id.c_str(), e);
     }
   }
   EXPECT_GT(files, 0) << "no WTConv2d cases file in " << test::golden_dir();
