@@ -85,11 +85,11 @@ const std::vector<Field>& table() {
       {"num_classes", &Config::num_classes, at_least(1)},
       {"img_size", &Config::img_size, at_least(1)},
       {"in_chans", &Config::in_chans, closed(1, 3)},
-      {"depths", &Config::depths, at_least(1).len(1, 8)},
-      {"dims", &Config::dims, at_least(1).len(1, 8)},
+      {"depths", &Config::depths, at_least(1).len(0, 8)},
+      {"dims", &Config::dims, at_least(1).len(0, 8)},
       {"patch_size", &Config::patch_size, at_least(1)},
       {"kernel_size", &Config::kernel_size, at_least(1)},
-      {"wt_levels", &Config::wt_levels, closed(0, 10).len(1, 8)},
+      {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 8)},
       {"ls_init_value", &Config::ls_init_value, at_least(0)},
       {"wtconv_mode", &Config::wtconv_mode, one_of({"fused", "reference"})},
       {"drop_path", &Config::drop_path, half_open(0, 1)},
@@ -294,9 +294,9 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
     throw Error(str("config: keys '", a, "' (", location(locs, a).text(), ") and '", b, "' (",
                     location(locs, b).text(), "): ", msg));
   };
-  if (c.dims.size() != c.depths.size())
+  if (!c.dims.empty() && !c.depths.empty() && c.dims.size() != c.depths.size())
     pair_fail("dims", "depths", str("dims has ", c.dims.size(), " stages, depths has ", c.depths.size()));
-  if (c.wt_levels.size() != c.depths.size())
+  if (!c.wt_levels.empty() && !c.depths.empty() && c.wt_levels.size() != c.depths.size())
     pair_fail("wt_levels", "depths",
               str("wt_levels has ", c.wt_levels.size(), " stages, depths has ", c.depths.size()));
   if (static_cast<int64_t>(c.mean.size()) != c.in_chans)

@@ -22,11 +22,13 @@ struct Config {
   int64_t num_classes = 1000;                    ///< classifier outputs
   int64_t img_size = 224;                        ///< square input side, pixels
   int64_t in_chans = 3;                          ///< 1 (grayscale) or 3 (RGB)
-  std::vector<int64_t> depths = {3, 3, 9, 3};    ///< blocks per stage (ConvNeXt-T)
-  std::vector<int64_t> dims = {96, 192, 384, 768};  ///< channels per stage
-  int64_t patch_size = 4;                        ///< stem conv kernel = stride (pixels)
-  int64_t kernel_size = 7;                       ///< depthwise kernel (ConvNeXt 7; WTConvNeXt 5)
-  std::vector<int64_t> wt_levels = {5, 4, 3, 2}; ///< Haar levels per stage (WTConvNeXt-T, paper)
+  // Architecture fields: empty / null = the named model variant's value (models/config.h), so
+  // `model: convnext_small` alone gives timm's convnext_small.
+  std::vector<int64_t> depths = {};              ///< blocks per stage; [] = the model's
+  std::vector<int64_t> dims = {};                ///< channels per stage; [] = the model's
+  std::optional<int64_t> patch_size;             ///< stem conv kernel = stride (pixels); null = the model's
+  std::optional<int64_t> kernel_size;            ///< depthwise / WTConv kernel; null = the model's
+  std::vector<int64_t> wt_levels = {};           ///< Haar levels per stage; [] = the model's
   double ls_init_value = 1e-6;                   ///< layer-scale init (timm); 0 = no layer scale
   std::string wtconv_mode = "fused";             ///< "fused" kernels or the "reference" composition
   double drop_path = 0.0;                        ///< stochastic depth rate (timm: None = 0)

@@ -125,7 +125,7 @@ TEST_F(ConfigTest, OutOfRangeNamesKeyFileAndLine) {
 
 TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
   expect_contains(load_error("in_chans: 1\n"), {"'mean'", "'in_chans'", "line 1", "in_chans is 1"});
-  expect_contains(load_error("depths: [1, 1]\n"), {"'dims'", "'depths'", "line 1"});
+  expect_contains(load_error("depths: [1, 1]\ndims: [8, 16, 32]\n"), {"'dims'", "'depths'", "line 1", "line 2"});
   expect_contains(load_error("scale: [0.9, 0.1]\n"), {"'scale'", "min"});
   expect_contains(load_error("lr: 0.01\nmin_lr: 0.1\n"), {"'min_lr'", "line 2", "'lr'", "line 1"});
 }
@@ -166,7 +166,7 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   expect_contains(override_error({"--lr", "-2"}), {"'lr'", "command line", "> 0"});
   expect_contains(override_error({"--epochs"}), {"'epochs'", "command line", "value"});
   expect_contains(override_error({"lr", "1"}), {"command line", "'lr'"});
-  expect_contains(override_error({"--depths", "1,2"}), {"'dims'", "'depths'", "command line"});
+  expect_contains(override_error({"--depths", "1,2", "--dims", "4,8,16"}), {"'dims'", "'depths'", "command line"});
 }
 
 TEST_F(ConfigTest, ArgsYamlRoundTrip) {
@@ -180,7 +180,8 @@ TEST_F(ConfigTest, ArgsYamlRoundTrip) {
   c.validation_batch_size = 7;
   c.depths = {2, 2};
   c.dims = {3, 5};
-  c.wt_levels = {0, 4};
+  c.wt_levels = {1, 4};
+  c.patch_size = 2;
   c.in_chans = 1;
   c.mean = {0.123456789012345678};
   c.std = {0.9};

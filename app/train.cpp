@@ -1,0 +1,41 @@
+// `haargrad train CONFIG.yaml [--key value ...]`: the main job (see train/trainer.h).
+#include <cstdio>
+
+#include "app/command.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace hg::app {
+namespace {
+
+struct TrainArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  int64_t stop_after_epoch = -1;
+  bool plain = false;
+};
+
+}  // namespace
+
+HG_REGISTER_COMMAND([](CLI::App& root) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = root.add_subcommand("train", "Train a model from a YAML config (+ --key value overrides)");
+  cmd->add_option("config", a->config, "YAML config, e.g. configs/fashion_mnist.yaml or a run's args.yaml")->required();
+  cmd->add_option("--stop-after-epoch", a->stop_after_epoch,
+                  "stop (with checkpoints) after this many epochs; resume later with --resume");
+  cmd->add_flag("--plain", a->plain, "log lines instead of a progress bar, even on a terminal");
+  cmd->allow_extras();  // everything else is a --key value config override
+  cmd->callback([a, cmd] {
+    a->overrides = cmd->remaining();
+    train::Config cfg = train::load_config(a->config);
+    train::apply_overrides(cfg, a->overrides);
+    train::TrainOptions opts;
+    opts.stop_after_epoch = a->stop_after_epoch;
+    opts.plain_output = a->plain;
+    train::TrainResult r = train::train(cfg, opts);
+    std::printf("best_top1 %.2f  last_top1 %.2f  last_top5 %.2f  train_img_per_sec %.1f  data_img_per_sec %.1f  peak_mib %.1f\n",
+                r.best_top1, r.last_top1, r.last_top5, r.train_img_per_sec, r.data_img_per_sec, r.peak_mib);
+  });
+});
+
+}  // namespace hg::app

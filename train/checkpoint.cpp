@@ -1,0 +1,73 @@
+// Training checkpoints (see checkpoint.h).
+#include "train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/safetensors.h"
+#include "models/checkpoint.h"
+
+namespace hg::train {
+
+static const char* kOptPrefix = "optimizer.";
+
+void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optimizer* opt,
+                     const TrainState& s, const std::string& config_yaml) {
+  std::vector<std::pair<std::string, Tensor>> tensors = state_dict(model);
+  if (opt)
+    for (auto& [name, t] : opt->state_dict(kOptPrefix)) tensors.emplace_back(name, t);
+  nlohmann::json state = {{"epoch", s.epoch},           {"step_in_epoch", s.step_in_epoch},
+                          {"updates", s.updates},       {"best_top1", s.best_top1},
+                          {"best_epoch", s.best_epoch}, {"epoch_loss_sum", s.epoch_loss_sum},
+                          {"epoch_images", s.epoch_images}};
+  std::map<std::string, std::string> meta = {
+      {"format", "haargrad-train-checkpoint-1"},
+      {"state", state.dump()},
+      {"model_config", model.config.to_json()},
+      {"rng.drop_path", model.drop_gen.state()},
+      {"config", config_yaml},
+  };
+  safetensors::save(path, tensors, meta);
+}
+
+TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* opt) {
+  safetensors::File f = safetensors::load(path);
+  std::map<std::string, Tensor> weights, opt_state;
+  for (auto& [name, t] : f.tensors) {
+    if (name.rfind(kOptPrefix, 0) == 0)
+      opt_state.emplace(name, t);
+    else
+      weights.emplace(name, t);
+  }
+  try {
+    load_state_dict(model, weights);
+  } catch (const Error& e) {
+    throw Error(str("checkpoint ", path, ": ", e.what()));
+  }
+  TrainState s;
+  auto it = f.metadata.find("state");
+  if (it != f.metadata.end()) {
+    try {
+      auto j = nlohmann::json::parse(it->second);
+      s.epoch = j.at("epoch");
+      s.step_in_epoch = j.at("step_in_epoch");
+      s.updates = j.at("updates");
+      s.best_top1 = j.at("best_top1");
+      s.best_epoch = j.at("best_epoch");
+      s.epoch_loss_sum = j.at("epoch_loss_sum");
+      s.epoch_images = j.at("epoch_images");
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(str("checkpoint ", path, ": malformed metadata 'state': ", e.what()));
+    }
+  }
+  if (auto r = f.metadata.find("rng.drop_path"); r != f.metadata.end()) model.drop_gen.set_state(r->second);
+  if (opt && !opt_state.empty()) opt->load_state_dict(opt_state, kOptPrefix);
+  return s;
+}
+
+std::string checkpoint_config_yaml(const std::string& path) {
+  safetensors::File f = safetensors::load(path);
+  auto it = f.metadata.find("config");
+  return it == f.metadata.end() ? "" : it->second;
+}
+
+}  // namespace hg::train

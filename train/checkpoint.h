@@ -1,0 +1,39 @@
+// Training checkpoints: one safetensors file holding the model weights (timm names, loadable by
+// PyTorch as a state_dict), the optimizer state (under "optimizer."), and in __metadata__ the
+// position in the run (epoch, step, updates), the best metric, the RNG states and the config.
+// Written atomically (safetensors::save: temporary file + fsync + rename), so a run killed while
+// saving leaves the previous checkpoint intact and loadable.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "models/convnext.h"
+#include "train/optimizer.h"
+
+namespace hg::train {
+
+/// Where a run stands; everything resume needs besides weights and optimizer state.
+struct TrainState {
+  int64_t epoch = 0;          ///< epoch to run next (or in progress, when step_in_epoch > 0)
+  int64_t step_in_epoch = 0;  ///< micro-batches of `epoch` already done (recovery checkpoints)
+  int64_t updates = 0;        ///< optimizer updates so far
+  double best_top1 = -1;      ///< best eval top-1 so far (%), -1 = none yet
+  int64_t best_epoch = -1;
+  double epoch_loss_sum = 0;  ///< partial epoch: sum of micro-batch losses so far
+  int64_t epoch_images = 0;   ///< partial epoch: images so far
+};
+
+/// Writes model + optimizer + state + config_yaml to `path` atomically.
+void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optimizer* opt,
+                     const TrainState& state, const std::string& config_yaml);
+
+/// Reads a checkpoint written by save_checkpoint (or any safetensors state_dict with timm names:
+/// then only the weights are loaded and the state is the default). Throws hg::Error naming the file
+/// and the mismatching keys. `opt` may be null (validation).
+TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* opt);
+
+/// The config YAML stored in a checkpoint's metadata ("" when absent).
+std::string checkpoint_config_yaml(const std::string& path);
+
+}  // namespace hg::train

@@ -1,0 +1,42 @@
+// The training loop of `haargrad train`: config -> data, model, optimizer, schedule -> epochs of
+// train + eval, with a run folder (args.yaml, summary.csv, log, checkpoints), resume, Ctrl-C
+// recovery and a final report (accuracy, img/s, peak memory by category).
+#pragma once
+
+#include <string>
+
+#include "core/dtype.h"
+#include "models/config.h"
+#include "train/config.h"
+
+namespace hg::train {
+
+/// The model a config describes: the named variant, with every model key of the config applied.
+ModelConfig model_config_from(const Config& cfg);
+/// "cpu" or "cuda" for cfg.device ("auto": cuda when a GPU is usable). Throws hg::Error for "cuda"
+/// without a GPU / without the CUDA build.
+Device resolve_device(const std::string& device);
+
+struct TrainOptions {
+  int64_t stop_after_epoch = -1;  ///< stop (checkpointed) after this many epochs; -1 = run all
+  bool plain_output = false;      ///< force log lines instead of a progress bar
+};
+
+struct TrainResult {
+  std::string run_dir;
+  double best_top1 = -1;       ///< %
+  int64_t best_epoch = -1;
+  double last_top1 = -1, last_top5 = -1;  ///< %
+  double train_img_per_sec = 0;     ///< images / training seconds, over the run
+  double data_img_per_sec = 0;      ///< loader workers' sustainable rate
+  double peak_mib = 0;              ///< peak live bytes on the training device (MiB)
+  int64_t corrupt_skipped = 0;
+  bool interrupted = false;         ///< Ctrl-C: a recovery checkpoint was written
+};
+
+/// Runs (or resumes: cfg.resume = checkpoint path or "auto") the training described by cfg.
+/// Throws hg::Error on bad config / data; a non-finite loss stops the run with an error naming the
+/// epoch and step (no checkpoint is written from that state).
+TrainResult train(Config cfg, const TrainOptions& opts = {});
+
+}  // namespace hg::train
