@@ -11,10 +11,10 @@
 // Padding is zeros on both sides; stride and padding are the same along H and W.
 //
 // Gradient rules: every output buffer is OVERWRITTEN (not accumulated into); the layer adds the
-// results to the parameter gradients. Weight and bias gradients are deterministic (bit-identical run
-// to run): no floating-point atomics, fixed summation order.
-// dtype: CPU float or double (accumulation in T); CUDA float (accumulation in float).
-// The shape is validated by the layer (layers/conv2d.cpp); kernels assume a consistent Conv2dShape.
+// results to the parameter gradients. Weight and bias gradients are deterministic (bit-identical
+// run to run): no floating-point atomics, fixed summation order. dtype: CPU float or double
+// (accumulation in T); CUDA float (accumulation in float). The shape is validated by the layer
+// (layers/conv2d.cpp); kernels assume a consistent Conv2dShape.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +26,9 @@ struct Conv2dShape {
   int64_t N = 0, H = 0, W = 0, C = 0;  ///< input
   int64_t O = 0, KH = 0, KW = 0;       ///< output channels, kernel size
   int64_t stride = 1, pad = 0, groups = 1;
-  int64_t OH = 0, OW = 0;              ///< output spatial size
-  int64_t Cg() const { return C / groups; }  ///< input channels per group
-  int64_t Og() const { return O / groups; }  ///< output channels per group
+  int64_t OH = 0, OW = 0;                                        ///< output spatial size
+  int64_t Cg() const { return C / groups; }                      ///< input channels per group
+  int64_t Og() const { return O / groups; }                      ///< output channels per group
   bool depthwise() const { return groups == C && groups == O; }  ///< one filter per channel
   bool operator<(const Conv2dShape& o) const;  ///< for algorithm caches keyed by shape
   bool operator==(const Conv2dShape& o) const;
@@ -40,8 +40,9 @@ Conv2dShape make_conv2d_shape(int64_t N, int64_t H, int64_t W, int64_t C, int64_
 
 namespace cpu {
 // Fast paths: groups == 1 -> im2col + GEMM (kernels::cpu::gemm, OpenBLAS when built with it; a 1x1
-// stride-1 conv and a patchify conv (KH == KW == stride, pad 0) copy whole rows); depthwise -> direct
-// loops with channels innermost (OpenMP over rows); other grouped convs -> the reference loops.
+// stride-1 conv and a patchify conv (KH == KW == stride, pad 0) copy whole rows); depthwise ->
+// direct loops with channels innermost (OpenMP over rows); other grouped convs -> the reference
+// loops.
 template <typename T>
 void conv2d_forward(const Conv2dShape& s, const T* x, const T* weight, const T* bias, T* y);
 /// grad_x (N, H, W, C) from grad_y (N, OH, OW, O).
@@ -56,9 +57,11 @@ void conv2d_backward_bias(const Conv2dShape& s, const T* grad_y, T* grad_bias);
 
 // The oracle: the definition written as plain nested loops (slow; tests only).
 template <typename T>
-void conv2d_forward_reference(const Conv2dShape& s, const T* x, const T* weight, const T* bias, T* y);
+void conv2d_forward_reference(const Conv2dShape& s, const T* x, const T* weight, const T* bias,
+                              T* y);
 template <typename T>
-void conv2d_backward_data_reference(const Conv2dShape& s, const T* grad_y, const T* weight, T* grad_x);
+void conv2d_backward_data_reference(const Conv2dShape& s, const T* grad_y, const T* weight,
+                                    T* grad_x);
 template <typename T>
 void conv2d_backward_weight_reference(const Conv2dShape& s, const T* x, const T* grad_y,
                                       T* grad_weight);
@@ -81,7 +84,8 @@ void conv2d_backward_data(const Conv2dShape& s, const float* grad_y, const float
 void conv2d_backward_weight(const Conv2dShape& s, const float* x, const float* grad_y,
                             float* grad_weight);
 void conv2d_backward_bias(const Conv2dShape& s, const float* grad_y, float* grad_bias);
-/// Drops the cached algorithm choices (e.g. after set_allow_tf32; the cache key includes it anyway).
+/// Drops the cached algorithm choices (e.g. after set_allow_tf32; the cache key includes it
+/// anyway).
 void conv2d_clear_algorithm_cache();
 }  // namespace cuda
 #endif

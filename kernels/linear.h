@@ -16,11 +16,14 @@ namespace hg::kernels {
 namespace cpu {
 /// Fast path: one GEMM (kernels::cpu::gemm) after filling y with the bias rows.
 template <typename T>
-void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* weight, const T* bias, T* y);
+void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* weight, const T* bias,
+                    T* y);
 template <typename T>
-void linear_backward_input(int64_t M, int64_t in, int64_t out, const T* grad_y, const T* weight, T* grad_x);
+void linear_backward_input(int64_t M, int64_t in, int64_t out, const T* grad_y, const T* weight,
+                           T* grad_x);
 template <typename T>
-void linear_backward_weight(int64_t M, int64_t in, int64_t out, const T* x, const T* grad_y, T* grad_weight);
+void linear_backward_weight(int64_t M, int64_t in, int64_t out, const T* x, const T* grad_y,
+                            T* grad_weight);
 /// The oracle: plain loops.
 template <typename T>
 void linear_forward_reference(int64_t M, int64_t in, int64_t out, const T* x, const T* weight,
@@ -39,14 +42,14 @@ namespace cuda {
 /// cuBLAS (kernels::cuda::gemm) plus the bias kernels below. All pointers on the GPU.
 void linear_forward(int64_t M, int64_t in, int64_t out, const float* x, const float* weight,
                     const float* bias, float* y);
-void linear_backward_input(int64_t M, int64_t in, int64_t out, const float* grad_y, const float* weight,
-                           float* grad_x);
+void linear_backward_input(int64_t M, int64_t in, int64_t out, const float* grad_y,
+                           const float* weight, float* grad_x);
 void linear_backward_weight(int64_t M, int64_t in, int64_t out, const float* x, const float* grad_y,
                             float* grad_weight);
 /// y[m, c] += bias[c].
 void add_bias_rows(int64_t rows, int64_t cols, const float* bias, float* y);
-/// grad_bias[c] = sum over m of grad_y[m, c]: per-chunk partial sums in workspace, then a fixed-order
-/// sum of the chunks (deterministic, no atomics).
+/// grad_bias[c] = sum over m of grad_y[m, c]: per-chunk partial sums in workspace, then a
+/// fixed-order sum of the chunks (deterministic, no atomics).
 void bias_grad_rows(int64_t rows, int64_t cols, const float* grad_y, float* grad_bias);
 }  // namespace cuda
 #endif

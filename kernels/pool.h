@@ -1,8 +1,8 @@
 // Global average pooling over H and W of an NHWC activation (timm's head: x.mean((1, 2)) in NHWC).
-// Layouts (dense): x (N, H, W, C) -> y (N, C), y[n, c] = (1 / (H*W)) * sum over h, w of x[n, h, w, c].
-// Backward: grad_x[n, h, w, c] = grad_y[n, c] / (H*W). Outputs are OVERWRITTEN.
-// dtype: CPU float or double (accumulation in T); CUDA float (accumulation in float; the kernels
-// are templated on the storage type for bf16 later). Shapes are validated by layers/pool.cpp.
+// Layouts (dense): x (N, H, W, C) -> y (N, C), y[n, c] = (1 / (H*W)) * sum over h, w of x[n, h, w,
+// c]. Backward: grad_x[n, h, w, c] = grad_y[n, c] / (H*W). Outputs are OVERWRITTEN. dtype: CPU
+// float or double (accumulation in T); CUDA float (accumulation in float; the kernels are templated
+// on the storage type for bf16 later). Shapes are validated by layers/pool.cpp.
 #pragma once
 
 #include <cstdint>

@@ -7,8 +7,8 @@
 namespace hg {
 namespace {
 
-std::string describe_call(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding,
-                          int groups) {
+std::string describe_call(const Tensor& x, const Tensor& w, const Tensor& b, int stride,
+                          int padding, int groups) {
   return str("x ", x.describe(), ", weight ", w.describe(), ", bias ",
              b.defined() ? b.describe() : std::string("none"), ", stride ", stride, ", padding ",
              padding, ", groups ", groups);
@@ -40,9 +40,12 @@ kernels::Conv2dShape check_conv2d(const Tensor& x, const Tensor& w, const Tensor
                                     stride, padding, groups);
 }
 
-[[maybe_unused, noreturn]] void no_cuda() { throw Error("conv2d: haargrad was built without CUDA"); }
+[[maybe_unused, noreturn]] void no_cuda() {
+  throw Error("conv2d: haargrad was built without CUDA");
+}
 
-Tensor forward_kernel(const kernels::Conv2dShape& s, const Tensor& x, const Tensor& w, const Tensor& b) {
+Tensor forward_kernel(const kernels::Conv2dShape& s, const Tensor& x, const Tensor& w,
+                      const Tensor& b) {
   Tensor y = Tensor::empty({s.N, s.OH, s.OW, s.O}, x.dtype(), x.device());
   if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
@@ -131,13 +134,15 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, int st
   return y;
 }
 
-Conv2d::Conv2d(const Conv2dOptions& opt, Generator& gen, DType dtype, Device device) : options(opt) {
+Conv2d::Conv2d(const Conv2dOptions& opt, Generator& gen, DType dtype, Device device)
+    : options(opt) {
   HG_CHECK(opt.in_channels > 0 && opt.out_channels > 0 && opt.kernel_size > 0 && opt.groups > 0 &&
                opt.in_channels % opt.groups == 0 && opt.out_channels % opt.groups == 0,
            "Conv2d: bad options in ", opt.in_channels, " out ", opt.out_channels, " kernel ",
            opt.kernel_size, " groups ", opt.groups);
-  weight = make_parameter({opt.out_channels, opt.in_channels / opt.groups, opt.kernel_size,
-                           opt.kernel_size}, dtype, device);
+  weight = make_parameter(
+      {opt.out_channels, opt.in_channels / opt.groups, opt.kernel_size, opt.kernel_size}, dtype,
+      device);
   trunc_normal_(weight, gen, 0.0, 0.02);  // timm ConvNeXt._init_weights
   if (opt.bias) bias = make_parameter({opt.out_channels}, dtype, device);  // zeros
 }

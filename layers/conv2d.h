@@ -11,7 +11,8 @@
 
 namespace hg {
 
-/// y = conv2d(x, weight) + bias, cross-correlation like torch.nn.functional.conv2d but channels-last.
+/// y = conv2d(x, weight) + bias, cross-correlation like torch.nn.functional.conv2d but
+/// channels-last.
 ///   x      (N, H, W, C)            NHWC
 ///   weight (O, C/groups, KH, KW)   PyTorch layout
 ///   bias   (O), or an undefined Tensor for none

@@ -7,14 +7,17 @@
 namespace hg {
 namespace {
 
-[[maybe_unused, noreturn]] void no_cuda() { throw Error("linear: haargrad was built without CUDA"); }
+[[maybe_unused, noreturn]] void no_cuda() {
+  throw Error("linear: haargrad was built without CUDA");
+}
 
 // The three matrix kernels on (M, in) / (out, in) / (M, out) views of the operands.
 struct LinearSizes {
   int64_t M, in, out;
 };
 
-Tensor forward_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, const Tensor& b, Shape yshape) {
+Tensor forward_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, const Tensor& b,
+                      Shape yshape) {
   Tensor y = Tensor::empty(yshape, x.dtype(), x.device());
   if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
@@ -25,8 +28,9 @@ Tensor forward_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, co
 #endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
-      kernels::cpu::linear_forward<scalar_t>(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
-                                             b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
+      kernels::cpu::linear_forward<scalar_t>(
+          z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
+          b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
     });
   }
   return y;
@@ -36,14 +40,15 @@ Tensor grad_input(const LinearSizes& z, const Tensor& gy, const Tensor& w, const
   Tensor gx = Tensor::empty(xshape, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::linear_backward_input(z.M, z.in, z.out, gy.data<float>(), w.data<float>(), gx.data<float>());
+    kernels::cuda::linear_backward_input(z.M, z.in, z.out, gy.data<float>(), w.data<float>(),
+                                         gx.data<float>());
 #else
     no_cuda();
 #endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "linear backward", [&] {
-      kernels::cpu::linear_backward_input<scalar_t>(z.M, z.in, z.out, gy.data<scalar_t>(), w.data<scalar_t>(),
-                                                    gx.data<scalar_t>());
+      kernels::cpu::linear_backward_input<scalar_t>(z.M, z.in, z.out, gy.data<scalar_t>(),
+                                                    w.data<scalar_t>(), gx.data<scalar_t>());
     });
   }
   return gx;
@@ -53,14 +58,15 @@ Tensor grad_weight(const LinearSizes& z, const Tensor& x, const Tensor& gy) {
   Tensor gw = Tensor::empty({z.out, z.in}, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::linear_backward_weight(z.M, z.in, z.out, x.data<float>(), gy.data<float>(), gw.data<float>());
+    kernels::cuda::linear_backward_weight(z.M, z.in, z.out, x.data<float>(), gy.data<float>(),
+                                          gw.data<float>());
 #else
     no_cuda();
 #endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "linear backward", [&] {
-      kernels::cpu::linear_backward_weight<scalar_t>(z.M, z.in, z.out, x.data<scalar_t>(), gy.data<scalar_t>(),
-                                                     gw.data<scalar_t>());
+      kernels::cpu::linear_backward_weight<scalar_t>(z.M, z.in, z.out, x.data<scalar_t>(),
+                                                     gy.data<scalar_t>(), gw.data<scalar_t>());
     });
   }
   return gw;
@@ -91,11 +97,12 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
   HG_CHECK(x_in.ndim() >= 1, "linear: x must have at least one dim; got ", call);
   HG_CHECK(w_in.ndim() == 2, "linear: weight must be (out, in); got ", call);
   check_same_dtype_device("linear", x_in, w_in);
-  HG_CHECK(x_in.size(-1) == w_in.size(1), "linear: x.size(-1) must equal weight.size(1); got ", call);
+  HG_CHECK(x_in.size(-1) == w_in.size(1), "linear: x.size(-1) must equal weight.size(1); got ",
+           call);
   if (b_in.defined()) {
     check_same_dtype_device("linear", x_in, b_in);
-    HG_CHECK(b_in.ndim() == 1 && b_in.size(0) == w_in.size(0), "linear: bias must be (", w_in.size(0),
-             "); got ", call);
+    HG_CHECK(b_in.ndim() == 1 && b_in.size(0) == w_in.size(0), "linear: bias must be (",
+             w_in.size(0), "); got ", call);
   }
   HG_CHECK(x_in.device() == Device::cpu || x_in.dtype() == DType::f32,
            "linear: CUDA computes in f32 only; got ", call);
@@ -110,12 +117,13 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
   Tensor saved_x = w_in.requires_grad() ? x : Tensor();  // only what backward will read
   Tensor saved_w = x_in.requires_grad() ? w : Tensor();
   Shape xshape = x_in.shape();
-  autograd::record("linear", {x_in, w_in, b_in}, {y}, [z, saved_x, saved_w, xshape](autograd::Backward& g) {
-    Tensor gy = g.grad_output(0).contiguous();
-    return std::vector<Tensor>{g.needs_grad(0) ? grad_input(z, gy, saved_w, xshape) : Tensor(),
-                               g.needs_grad(1) ? grad_weight(z, saved_x, gy) : Tensor(),
-                               g.needs_grad(2) ? grad_bias(z, gy) : Tensor()};
-  });
+  autograd::record(
+      "linear", {x_in, w_in, b_in}, {y}, [z, saved_x, saved_w, xshape](autograd::Backward& g) {
+        Tensor gy = g.grad_output(0).contiguous();
+        return std::vector<Tensor>{g.needs_grad(0) ? grad_input(z, gy, saved_w, xshape) : Tensor(),
+                                   g.needs_grad(1) ? grad_weight(z, saved_x, gy) : Tensor(),
+                                   g.needs_grad(2) ? grad_bias(z, gy) : Tensor()};
+      });
   return y;
 }
 
@@ -123,7 +131,7 @@ Linear::Linear(int64_t in, int64_t out, Generator& gen, bool has_bias, DType dty
     : in_features(in), out_features(out) {
   HG_CHECK(in > 0 && out > 0, "Linear: bad sizes in ", in, " out ", out);
   weight = make_parameter({out, in}, dtype, device);
-  trunc_normal_(weight, gen, 0.0, 0.02);  // timm ConvNeXt._init_weights
+  trunc_normal_(weight, gen, 0.0, 0.02);                      // timm ConvNeXt._init_weights
   if (has_bias) bias = make_parameter({out}, dtype, device);  // zeros
 }
 

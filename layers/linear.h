@@ -17,8 +17,9 @@ namespace hg {
 ///   weight (out, in)   PyTorch layout
 ///   bias   (out), or an undefined Tensor for none
 ///   -> y   (..., out)
-/// dtype: f32 or f64 on the CPU, f32 on CUDA; one dtype and device for all. Gradients for all three.
-/// Throws hg::Error naming "linear" and the shapes on rank, size, dtype or device mismatches.
+/// dtype: f32 or f64 on the CPU, f32 on CUDA; one dtype and device for all. Gradients for all
+/// three. Throws hg::Error naming "linear" and the shapes on rank, size, dtype or device
+/// mismatches.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 /// nn.Linear with timm's ConvNeXt init: weight ~ trunc_normal(std 0.02, [-2, 2]), bias = 0.

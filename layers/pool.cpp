@@ -7,7 +7,9 @@
 namespace hg {
 namespace {
 
-[[maybe_unused, noreturn]] void no_cuda() { throw Error("global_avg_pool: haargrad was built without CUDA"); }
+[[maybe_unused, noreturn]] void no_cuda() {
+  throw Error("global_avg_pool: haargrad was built without CUDA");
+}
 
 Tensor pool_backward(const Tensor& gy, const Shape& xshape) {
   const int64_t N = xshape[0], HW = xshape[1] * xshape[2], C = xshape[3];
@@ -20,7 +22,8 @@ Tensor pool_backward(const Tensor& gy, const Shape& xshape) {
 #endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "global_avg_pool backward", [&] {
-      kernels::cpu::global_avg_pool_backward<scalar_t>(N, HW, C, gy.data<scalar_t>(), gx.data<scalar_t>());
+      kernels::cpu::global_avg_pool_backward<scalar_t>(N, HW, C, gy.data<scalar_t>(),
+                                                       gx.data<scalar_t>());
     });
   }
   return gx;
@@ -45,7 +48,8 @@ Tensor global_avg_pool(const Tensor& x_in) {
 #endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "global_avg_pool", [&] {
-      kernels::cpu::global_avg_pool_forward<scalar_t>(N, HW, C, x.data<scalar_t>(), y.data<scalar_t>());
+      kernels::cpu::global_avg_pool_forward<scalar_t>(N, HW, C, x.data<scalar_t>(),
+                                                      y.data<scalar_t>());
     });
   }
   Shape xshape = x.shape();  // backward needs only the shape, not x

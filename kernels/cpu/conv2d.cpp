@@ -104,8 +104,10 @@ void im2col(const Conv2dShape& s, const T* x, T* col) {
       } else {
         for (int64_t kw = 0; kw < s.KW; ++kw) {
           const int64_t iw = iw0 + kw;
-          if (iw < 0 || iw >= s.W) std::memset(dst + kw * s.C, 0, sizeof(T) * s.C);
-          else std::memcpy(dst + kw * s.C, x + xi(s, n, ih, iw, 0), sizeof(T) * s.C);
+          if (iw < 0 || iw >= s.W)
+            std::memset(dst + kw * s.C, 0, sizeof(T) * s.C);
+          else
+            std::memcpy(dst + kw * s.C, x + xi(s, n, ih, iw, 0), sizeof(T) * s.C);
         }
       }
     }
@@ -340,23 +342,32 @@ void conv2d_backward_weight_reference(const Conv2dShape& s, const T* x, const T*
 
 template <typename T>
 void conv2d_forward(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y) {
-  if (s.groups == 1) dense_forward(s, x, w, bias, y);
-  else if (s.depthwise()) depthwise_forward(s, x, w, bias, y);
-  else conv2d_forward_reference(s, x, w, bias, y);
+  if (s.groups == 1)
+    dense_forward(s, x, w, bias, y);
+  else if (s.depthwise())
+    depthwise_forward(s, x, w, bias, y);
+  else
+    conv2d_forward_reference(s, x, w, bias, y);
 }
 
 template <typename T>
 void conv2d_backward_data(const Conv2dShape& s, const T* gy, const T* w, T* gx) {
-  if (s.groups == 1) dense_backward_data(s, gy, w, gx);
-  else if (s.depthwise()) depthwise_backward_data(s, gy, w, gx);
-  else conv2d_backward_data_reference(s, gy, w, gx);
+  if (s.groups == 1)
+    dense_backward_data(s, gy, w, gx);
+  else if (s.depthwise())
+    depthwise_backward_data(s, gy, w, gx);
+  else
+    conv2d_backward_data_reference(s, gy, w, gx);
 }
 
 template <typename T>
 void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* gy, T* gw) {
-  if (s.groups == 1) dense_backward_weight(s, x, gy, gw);
-  else if (s.depthwise()) depthwise_backward_weight(s, x, gy, gw);
-  else conv2d_backward_weight_reference(s, x, gy, gw);
+  if (s.groups == 1)
+    dense_backward_weight(s, x, gy, gw);
+  else if (s.depthwise())
+    depthwise_backward_weight(s, x, gy, gw);
+  else
+    conv2d_backward_weight_reference(s, x, gy, gw);
 }
 
 template <typename T>

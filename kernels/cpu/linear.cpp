@@ -21,7 +21,8 @@ void bias_grad_rows(int64_t rows, int64_t cols, const T* gy, T* gb) {
 }
 
 template <typename T>
-void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* w, const T* bias, T* y) {
+void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* w, const T* bias,
+                    T* y) {
   if (bias) {
     for (int64_t m = 0; m < M; ++m) std::memcpy(y + m * out, bias, sizeof(T) * out);
   }
@@ -49,13 +50,14 @@ void linear_forward_reference(int64_t M, int64_t in, int64_t out, const T* x, co
     }
 }
 
-#define HG_INSTANTIATE_LINEAR(T)                                                                    \
-  template void add_bias_rows<T>(int64_t, int64_t, const T*, T*);                                   \
-  template void bias_grad_rows<T>(int64_t, int64_t, const T*, T*);                                  \
-  template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);     \
-  template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);        \
-  template void linear_backward_weight<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);       \
-  template void linear_forward_reference<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);
+#define HG_INSTANTIATE_LINEAR(T)                                                                \
+  template void add_bias_rows<T>(int64_t, int64_t, const T*, T*);                               \
+  template void bias_grad_rows<T>(int64_t, int64_t, const T*, T*);                              \
+  template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*); \
+  template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);    \
+  template void linear_backward_weight<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);   \
+  template void linear_forward_reference<T>(int64_t, int64_t, int64_t, const T*, const T*,      \
+                                            const T*, T*);
 HG_INSTANTIATE_LINEAR(float)
 HG_INSTANTIATE_LINEAR(double)
 #undef HG_INSTANTIATE_LINEAR

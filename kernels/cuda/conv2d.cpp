@@ -5,20 +5,23 @@
 // C/groups), described as CUDNN_TENSOR_NHWC. Our weights are PyTorch KCRS (O, C/groups, KH, KW), so
 // a dense KxK conv transposes the weight into workspace with cudnnTransformTensor (and the weight
 // gradient back). When C/groups == 1 (depthwise) or KH == KW == 1 the two orders are the same bytes
-// and the weight is used as is. The weights are small next to the activations, so the copy is cheap.
+// and the weight is used as is. The weights are small next to the activations, so the copy is
+// cheap.
+#include "kernels/conv2d.h"
+
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
 
 #include "core/memory.h"
-#include "kernels/conv2d.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
 #include "kernels/linear.h"
 
-// The convolution part of cuDNN's legacy API is marked deprecated in cuDNN 9 (in favour of the graph
-// API) but is still supported; the brief asks for the legacy API, so silence those warnings here.
+// The convolution part of cuDNN's legacy API is marked deprecated in cuDNN 9 (in favour of the
+// graph API) but is still supported; the brief asks for the legacy API, so silence those warnings
+// here.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 namespace hg::kernels::cuda {
@@ -39,8 +42,10 @@ class Descriptor {
  private:
   H d_{};
 };
-using TensorDesc = Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
-using FilterDesc = Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using TensorDesc =
+    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
 using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                             cudnnDestroyConvolutionDescriptor>;
 
@@ -72,27 +77,32 @@ cudnnMathType_t math_type() {
 
 std::unique_ptr<Plan> make_plan(const Conv2dShape& s, cudnnMathType_t math) {
   auto p = std::make_unique<Plan>();
-  HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, to_int(s.N),
-                                            to_int(s.C), to_int(s.H), to_int(s.W)));
-  HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, to_int(s.N),
-                                            to_int(s.O), to_int(s.OH), to_int(s.OW)));
-  HG_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, to_int(s.O),
-                                            to_int(s.Cg()), to_int(s.KH), to_int(s.KW)));
+  HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+                                            to_int(s.N), to_int(s.C), to_int(s.H), to_int(s.W)));
+  HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+                                            to_int(s.N), to_int(s.O), to_int(s.OH), to_int(s.OW)));
+  HG_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
+                                            to_int(s.O), to_int(s.Cg()), to_int(s.KH),
+                                            to_int(s.KW)));
   HG_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), to_int(s.pad), to_int(s.pad),
                                                  to_int(s.stride), to_int(s.stride), 1, 1,
                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   HG_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv.get(), to_int(s.groups)));
   HG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv.get(), math));
   int n = 0, c = 0, h = 0, w = 0;
-  HG_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv.get(), p->x.get(), p->w.get(), &n, &c, &h, &w));
-  HG_CHECK(n == s.N && c == s.O && h == s.OH && w == s.OW, "conv2d (cuDNN): output dims (", n, ", ", c,
-           ", ", h, ", ", w, ") differ from the expected (", s.N, ", ", s.O, ", ", s.OH, ", ", s.OW, ")");
+  HG_CUDNN_CHECK(
+      cudnnGetConvolution2dForwardOutputDim(p->conv.get(), p->x.get(), p->w.get(), &n, &c, &h, &w));
+  HG_CHECK(n == s.N && c == s.O && h == s.OH && w == s.OW, "conv2d (cuDNN): output dims (", n, ", ",
+           c, ", ", h, ", ", w, ") differ from the expected (", s.N, ", ", s.O, ", ", s.OH, ", ",
+           s.OW, ")");
   p->transpose_weight = s.Cg() > 1 && s.KH * s.KW > 1;
   if (p->transpose_weight) {
     HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->w_kcrs.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                              to_int(s.O), to_int(s.Cg()), to_int(s.KH), to_int(s.KW)));
+                                              to_int(s.O), to_int(s.Cg()), to_int(s.KH),
+                                              to_int(s.KW)));
     HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->w_krsc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
-                                              to_int(s.O), to_int(s.Cg()), to_int(s.KH), to_int(s.KW)));
+                                              to_int(s.O), to_int(s.Cg()), to_int(s.KH),
+                                              to_int(s.KW)));
   }
   return p;
 }
@@ -126,8 +136,9 @@ const Choice& forward_choice(Plan& p) {
   if (p.fwd.algo < 0) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
-    HG_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(hg::cuda::cudnn(), p.x.get(), p.w.get(), p.conv.get(),
-                                                          p.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+    HG_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        hg::cuda::cudnn(), p.x.get(), p.w.get(), p.conv.get(), p.y.get(),
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
     p.fwd = pick(perf, n, false, "forward");
   }
   return p.fwd;
@@ -137,9 +148,9 @@ const Choice& bwd_data_choice(Plan& p) {
   if (p.bwd_data.algo < 0) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int n = 0;
-    HG_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(hg::cuda::cudnn(), p.w.get(), p.y.get(),
-                                                               p.conv.get(), p.x.get(),
-                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
+    HG_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        hg::cuda::cudnn(), p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
     p.bwd_data = pick(perf, n, true, "backward-data");
   }
   return p.bwd_data;
@@ -149,9 +160,9 @@ const Choice& bwd_filter_choice(Plan& p) {
   if (p.bwd_filter.algo < 0) {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int n = 0;
-    HG_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(hg::cuda::cudnn(), p.x.get(), p.y.get(),
-                                                                 p.conv.get(), p.w.get(),
-                                                                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
+    HG_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        hg::cuda::cudnn(), p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
     p.bwd_filter = pick(perf, n, true, "backward-filter");
   }
   return p.bwd_filter;
@@ -164,13 +175,18 @@ std::shared_ptr<void> scratch(size_t bytes) {
   return memory::allocate(bytes, Device::cuda);
 }
 
-size_t weight_bytes(const Conv2dShape& s) { return static_cast<size_t>(s.O * s.Cg() * s.KH * s.KW) * sizeof(float); }
+size_t weight_bytes(const Conv2dShape& s) {
+  return static_cast<size_t>(s.O * s.Cg() * s.KH * s.KW) * sizeof(float);
+}
 
-bool empty(const Conv2dShape& s) { return s.N == 0 || s.OH <= 0 || s.OW <= 0 || s.O == 0 || s.C == 0; }
+bool empty(const Conv2dShape& s) {
+  return s.N == 0 || s.OH <= 0 || s.OW <= 0 || s.O == 0 || s.C == 0;
+}
 
 }  // namespace
 
-void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, const float* bias, float* y) {
+void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, const float* bias,
+                    float* y) {
   if (empty(s)) return;
   Plan& p = plan_for(s);
   const float one = 1.0f, zero = 0.0f;
@@ -178,21 +194,23 @@ void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, c
   const float* w = weight;
   if (p.transpose_weight) {
     wt = scratch(weight_bytes(s));
-    HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), weight, &zero, p.w_krsc.get(), wt.get()));
+    HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), weight, &zero,
+                                        p.w_krsc.get(), wt.get()));
     w = static_cast<const float*>(wt.get());
   }
   const Choice& c = forward_choice(p);
   std::shared_ptr<void> ws = scratch(c.workspace);
-  HG_CUDNN_CHECK(cudnnConvolutionForward(hg::cuda::cudnn(), &one, p.x.get(), x, p.w.get(), w, p.conv.get(),
-                                         static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws.get(), c.workspace,
-                                         &zero, p.y.get(), y));
+  HG_CUDNN_CHECK(cudnnConvolutionForward(
+      hg::cuda::cudnn(), &one, p.x.get(), x, p.w.get(), w, p.conv.get(),
+      static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws.get(), c.workspace, &zero, p.y.get(), y));
   if (bias) add_bias_rows(s.N * s.OH * s.OW, s.O, bias, y);
 }
 
 void conv2d_backward_data(const Conv2dShape& s, const float* gy, const float* weight, float* gx) {
   if (s.N * s.H * s.W * s.C == 0) return;
   if (empty(s)) {
-    HG_CUDA_CHECK(cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(float)));
+    HG_CUDA_CHECK(
+        cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(float)));
     return;
   }
   Plan& p = plan_for(s);
@@ -201,14 +219,16 @@ void conv2d_backward_data(const Conv2dShape& s, const float* gy, const float* we
   const float* w = weight;
   if (p.transpose_weight) {
     wt = scratch(weight_bytes(s));
-    HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), weight, &zero, p.w_krsc.get(), wt.get()));
+    HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), weight, &zero,
+                                        p.w_krsc.get(), wt.get()));
     w = static_cast<const float*>(wt.get());
   }
   const Choice& c = bwd_data_choice(p);
   std::shared_ptr<void> ws = scratch(c.workspace);
-  HG_CUDNN_CHECK(cudnnConvolutionBackwardData(hg::cuda::cudnn(), &one, p.w.get(), w, p.y.get(), gy, p.conv.get(),
-                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws.get(),
-                                              c.workspace, &zero, p.x.get(), gx));
+  HG_CUDNN_CHECK(cudnnConvolutionBackwardData(hg::cuda::cudnn(), &one, p.w.get(), w, p.y.get(), gy,
+                                              p.conv.get(),
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                              ws.get(), c.workspace, &zero, p.x.get(), gx));
 }
 
 void conv2d_backward_weight(const Conv2dShape& s, const float* x, const float* gy, float* gw) {
@@ -227,11 +247,13 @@ void conv2d_backward_weight(const Conv2dShape& s, const float* x, const float* g
   }
   const Choice& c = bwd_filter_choice(p);
   std::shared_ptr<void> ws = scratch(c.workspace);
-  HG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(hg::cuda::cudnn(), &one, p.x.get(), x, p.y.get(), gy, p.conv.get(),
-                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.get(),
-                                                c.workspace, &zero, p.w.get(), out));
+  HG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+      hg::cuda::cudnn(), &one, p.x.get(), x, p.y.get(), gy, p.conv.get(),
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.get(), c.workspace, &zero, p.w.get(),
+      out));
   if (p.transpose_weight)  // KRSC -> KCRS
-    HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_krsc.get(), out, &zero, p.w_kcrs.get(), gw));
+    HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_krsc.get(), out, &zero,
+                                        p.w_kcrs.get(), gw));
 }
 
 void conv2d_backward_bias(const Conv2dShape& s, const float* gy, float* gb) {

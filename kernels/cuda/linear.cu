@@ -17,23 +17,26 @@ int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) 
 template <typename S>
 __global__ void add_bias_rows_kernel(int64_t rows, int64_t cols, const S* bias, S* y) {
   const int64_t n = rows * cols;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
     y[i] = static_cast<S>(static_cast<float>(y[i]) + static_cast<float>(bias[i % cols]));
 }
 
 // Column sums in two deterministic passes. Pass 1: block (32, 8) covers 32 columns of one chunk of
-// rows; each of the 8 row lanes sums every 8th row of the chunk, then lane 0 adds the 8 lane sums in
-// order. Pass 2: one thread per column adds the chunk sums in chunk order.
+// rows; each of the 8 row lanes sums every 8th row of the chunk, then lane 0 adds the 8 lane sums
+// in order. Pass 2: one thread per column adds the chunk sums in chunk order.
 constexpr int kColsPerBlock = 32, kRowLanes = 8, kMaxChunks = 1024;
 
 template <typename S>
-__global__ void column_sum_chunks(int64_t rows, int64_t cols, int64_t rows_per_chunk, const S* gy, float* partial) {
+__global__ void column_sum_chunks(int64_t rows, int64_t cols, int64_t rows_per_chunk, const S* gy,
+                                  float* partial) {
   __shared__ float lane_sum[kRowLanes][kColsPerBlock + 1];
   const int64_t col = blockIdx.x * int64_t(kColsPerBlock) + threadIdx.x;
   const int64_t begin = blockIdx.y * rows_per_chunk, end = std::min(rows, begin + rows_per_chunk);
   float acc = 0.0f;
   if (col < cols)
-    for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes) acc += static_cast<float>(gy[r * cols + col]);
+    for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes)
+      acc += static_cast<float>(gy[r * cols + col]);
   lane_sum[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.y == 0 && col < cols) {
@@ -71,26 +74,30 @@ void bias_grad_rows(int64_t rows, int64_t cols, const float* gy, float* gb) {
     mem = memory::allocate(static_cast<size_t>(chunks * cols) * sizeof(float), Device::cuda);
   }
   float* partial = static_cast<float*>(mem.get());
-  dim3 block(kColsPerBlock, kRowLanes), grid(static_cast<unsigned>((cols + kColsPerBlock - 1) / kColsPerBlock),
-                                             static_cast<unsigned>(chunks));
+  dim3 block(kColsPerBlock, kRowLanes),
+      grid(static_cast<unsigned>((cols + kColsPerBlock - 1) / kColsPerBlock),
+           static_cast<unsigned>(chunks));
   column_sum_chunks<float><<<grid, block>>>(rows, cols, rows_per_chunk, gy, partial);
   HG_CUDA_LAUNCH_CHECK();
   sum_chunks<float><<<static_cast<unsigned>((cols + 255) / 256), 256>>>(chunks, cols, partial, gb);
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void linear_forward(int64_t M, int64_t in, int64_t out, const float* x, const float* w, const float* bias, float* y) {
+void linear_forward(int64_t M, int64_t in, int64_t out, const float* x, const float* w,
+                    const float* bias, float* y) {
   if (M * out == 0) return;
   gemm(false, true, M, out, in, 1.0f, x, w, 0.0f, y);  // y = x w^T
   if (bias) add_bias_rows(M, out, bias, y);
 }
 
-void linear_backward_input(int64_t M, int64_t in, int64_t out, const float* gy, const float* w, float* gx) {
+void linear_backward_input(int64_t M, int64_t in, int64_t out, const float* gy, const float* w,
+                           float* gx) {
   if (M * in == 0) return;
   gemm(false, false, M, in, out, 1.0f, gy, w, 0.0f, gx);  // gx = gy w
 }
 
-void linear_backward_weight(int64_t M, int64_t in, int64_t out, const float* x, const float* gy, float* gw) {
+void linear_backward_weight(int64_t M, int64_t in, int64_t out, const float* x, const float* gy,
+                            float* gw) {
   if (in * out == 0) return;
   gemm(true, false, out, in, M, 1.0f, gy, x, 0.0f, gw);  // gw = gy^T x
 }

@@ -15,7 +15,8 @@ template <typename S>
 __global__ void gap_forward(int64_t N, int64_t HW, int64_t C, const S* x, S* y) {
   const int64_t total = N * C;
   const float inv = 1.0f / static_cast<float>(HW);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = i / C, c = i % C;
     const S* p = x + n * HW * C + c;
     float acc = 0.0f;
@@ -28,7 +29,8 @@ template <typename S>
 __global__ void gap_backward(int64_t N, int64_t HW, int64_t C, const S* gy, S* gx) {
   const int64_t total = N * HW * C;
   const float inv = 1.0f / static_cast<float>(HW);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = i % C, n = i / (HW * C);
     gx[i] = static_cast<S>(static_cast<float>(gy[n * C + c]) * inv);
   }

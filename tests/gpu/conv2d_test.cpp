@@ -2,6 +2,8 @@
 // grad_bias for ConvNeXt's shapes (depthwise 7x7 and 5x5, patchify 4x4, downsample 2x2) and odd
 // ones (grouped, strided, padded, no bias, non-multiple sizes); outputs poisoned and guarded;
 // deterministic weight gradients; TF32 mode; the autograd layer on CUDA tensors.
+#include "kernels/conv2d.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 
 #include "core/autograd.h"
 #include "gpu/gpu_util.h"
-#include "kernels/conv2d.h"
 #include "layers/conv2d.h"
 #include "test_util.h"
 
@@ -61,13 +62,17 @@ struct Expected {
   Tensor y, gx, gw, gb;
 };
 Expected cpu_oracle(const Conv2dShape& s, const Data& d, bool bias) {
-  Tensor x = d.x.to(DType::f64), w = d.w.to(DType::f64), b = d.b.to(DType::f64), gy = d.gy.to(DType::f64);
-  Expected e{Tensor::empty({s.N, s.OH, s.OW, s.O}, DType::f64), Tensor::empty(x.shape(), DType::f64),
-             Tensor::empty(w.shape(), DType::f64), Tensor::empty({s.O}, DType::f64)};
-  kernels::cpu::conv2d_forward<double>(s, x.data<double>(), w.data<double>(), bias ? b.data<double>() : nullptr,
-                                       e.y.data<double>());
-  kernels::cpu::conv2d_backward_data<double>(s, gy.data<double>(), w.data<double>(), e.gx.data<double>());
-  kernels::cpu::conv2d_backward_weight<double>(s, x.data<double>(), gy.data<double>(), e.gw.data<double>());
+  Tensor x = d.x.to(DType::f64), w = d.w.to(DType::f64), b = d.b.to(DType::f64),
+         gy = d.gy.to(DType::f64);
+  Expected e{Tensor::empty({s.N, s.OH, s.OW, s.O}, DType::f64),
+             Tensor::empty(x.shape(), DType::f64), Tensor::empty(w.shape(), DType::f64),
+             Tensor::empty({s.O}, DType::f64)};
+  kernels::cpu::conv2d_forward<double>(s, x.data<double>(), w.data<double>(),
+                                       bias ? b.data<double>() : nullptr, e.y.data<double>());
+  kernels::cpu::conv2d_backward_data<double>(s, gy.data<double>(), w.data<double>(),
+                                             e.gx.data<double>());
+  kernels::cpu::conv2d_backward_weight<double>(s, x.data<double>(), gy.data<double>(),
+                                               e.gw.data<double>());
   kernels::cpu::conv2d_backward_bias<double>(s, gy.data<double>(), e.gb.data<double>());
   return e;
 }
@@ -76,12 +81,15 @@ void run_case(const Case& c, bool bias, double tol) {
   const Conv2dShape& s = c.s;
   Data d = make_data(s, 100);
   Expected e = cpu_oracle(s, d, bias);
-  Tensor x = d.x.to(Device::cuda), w = d.w.to(Device::cuda), b = d.b.to(Device::cuda), gy = d.gy.to(Device::cuda);
+  Tensor x = d.x.to(Device::cuda), w = d.w.to(Device::cuda), b = d.b.to(Device::cuda),
+         gy = d.gy.to(Device::cuda);
   test::Guarded y(e.y.shape()), gx(e.gx.shape()), gw(e.gw.shape()), gb(e.gb.shape());
-  kernels::cuda::conv2d_forward(s, x.data<float>(), w.data<float>(), bias ? b.data<float>() : nullptr,
-                                y.tensor().data<float>());
-  kernels::cuda::conv2d_backward_data(s, gy.data<float>(), w.data<float>(), gx.tensor().data<float>());
-  kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(), gw.tensor().data<float>());
+  kernels::cuda::conv2d_forward(s, x.data<float>(), w.data<float>(),
+                                bias ? b.data<float>() : nullptr, y.tensor().data<float>());
+  kernels::cuda::conv2d_backward_data(s, gy.data<float>(), w.data<float>(),
+                                      gx.tensor().data<float>());
+  kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(),
+                                        gw.tensor().data<float>());
   kernels::cuda::conv2d_backward_bias(s, gy.data<float>(), gb.tensor().data<float>());
   hg::cuda::synchronize();
   const std::string name = str(c.name, bias ? "" : " (no bias)");
@@ -89,7 +97,8 @@ void run_case(const Case& c, bool bias, double tol) {
   EXPECT_LT(test::rel_error(gx.tensor(), e.gx), tol) << name << " grad_x";
   EXPECT_LT(test::rel_error(gw.tensor(), e.gw), tol) << name << " grad_weight";
   EXPECT_LT(test::rel_error(gb.tensor(), e.gb), tol) << name << " grad_bias";
-  EXPECT_TRUE(y.guard_intact() && gx.guard_intact() && gw.guard_intact() && gb.guard_intact()) << name;
+  EXPECT_TRUE(y.guard_intact() && gx.guard_intact() && gw.guard_intact() && gb.guard_intact())
+      << name;
 }
 
 }  // namespace
@@ -123,8 +132,10 @@ TEST(GpuConv2d, WeightGradientsBitIdenticalRunToRun) {
     const Conv2dShape& s = kCases[static_cast<size_t>(i)].s;
     Data d = make_data(s, 7);
     Tensor x = d.x.to(Device::cuda), gy = d.gy.to(Device::cuda);
-    Tensor a = Tensor::empty(d.w.shape(), DType::f32, Device::cuda), b = Tensor::empty(d.w.shape(), DType::f32, Device::cuda);
-    Tensor ga = Tensor::empty({s.O}, DType::f32, Device::cuda), gb = Tensor::empty({s.O}, DType::f32, Device::cuda);
+    Tensor a = Tensor::empty(d.w.shape(), DType::f32, Device::cuda),
+           b = Tensor::empty(d.w.shape(), DType::f32, Device::cuda);
+    Tensor ga = Tensor::empty({s.O}, DType::f32, Device::cuda),
+           gb = Tensor::empty({s.O}, DType::f32, Device::cuda);
     kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(), a.data<float>());
     kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(), b.data<float>());
     kernels::cuda::conv2d_backward_bias(s, gy.data<float>(), ga.data<float>());
@@ -156,7 +167,8 @@ TEST(GpuConv2d, LayerForwardBackwardMatchesCpu) {
     EXPECT_LT(test::rel_error(bg.grad(), bc.grad()), kTol);
   }
   // f64 on the GPU is refused with a message naming the op.
-  Tensor x64 = test::random({1, 4, 4, 2}, 1).to(Device::cuda), w64 = test::random({2, 2, 3, 3}, 2).to(Device::cuda);
+  Tensor x64 = test::random({1, 4, 4, 2}, 1).to(Device::cuda),
+         w64 = test::random({2, 2, 3, 3}, 2).to(Device::cuda);
   EXPECT_THROW(conv2d(x64, w64, Tensor()), Error);
 }
 

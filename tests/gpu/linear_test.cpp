@@ -1,6 +1,8 @@
 // GPU linear (cuBLAS + bias kernels) against the CPU kernels on random inputs: forward, grad_x,
 // grad_weight, grad_bias, odd sizes and ConvNeXt MLP / head shapes, poisoned and guarded outputs,
 // deterministic bias gradients (also with more than one chunk of rows), the layer on CUDA tensors.
+#include "kernels/linear.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,7 +10,6 @@
 
 #include "core/autograd.h"
 #include "gpu/gpu_util.h"
-#include "kernels/linear.h"
 #include "layers/linear.h"
 #include "test_util.h"
 
@@ -30,24 +31,31 @@ const std::vector<Case> kCases = {
 };
 
 void run_case(const Case& c, bool bias) {
-  Tensor x = test::random({c.M, c.in}, 1, DType::f32), w = test::random({c.out, c.in}, 2, DType::f32);
+  Tensor x = test::random({c.M, c.in}, 1, DType::f32),
+         w = test::random({c.out, c.in}, 2, DType::f32);
   Tensor b = test::random({c.out}, 3, DType::f32), gy = test::random({c.M, c.out}, 4, DType::f32);
   // f64 oracle
-  Tensor x64 = x.to(DType::f64), w64 = w.to(DType::f64), b64 = b.to(DType::f64), gy64 = gy.to(DType::f64);
+  Tensor x64 = x.to(DType::f64), w64 = w.to(DType::f64), b64 = b.to(DType::f64),
+         gy64 = gy.to(DType::f64);
   Tensor ey = Tensor::empty({c.M, c.out}, DType::f64), egx = Tensor::empty({c.M, c.in}, DType::f64);
   Tensor egw = Tensor::empty({c.out, c.in}, DType::f64), egb = Tensor::empty({c.out}, DType::f64);
   kernels::cpu::linear_forward<double>(c.M, c.in, c.out, x64.data<double>(), w64.data<double>(),
                                        bias ? b64.data<double>() : nullptr, ey.data<double>());
-  kernels::cpu::linear_backward_input<double>(c.M, c.in, c.out, gy64.data<double>(), w64.data<double>(), egx.data<double>());
-  kernels::cpu::linear_backward_weight<double>(c.M, c.in, c.out, x64.data<double>(), gy64.data<double>(), egw.data<double>());
+  kernels::cpu::linear_backward_input<double>(c.M, c.in, c.out, gy64.data<double>(),
+                                              w64.data<double>(), egx.data<double>());
+  kernels::cpu::linear_backward_weight<double>(c.M, c.in, c.out, x64.data<double>(),
+                                               gy64.data<double>(), egw.data<double>());
   kernels::cpu::bias_grad_rows<double>(c.M, c.out, gy64.data<double>(), egb.data<double>());
 
-  Tensor xg = x.to(Device::cuda), wg = w.to(Device::cuda), bg = b.to(Device::cuda), gyg = gy.to(Device::cuda);
+  Tensor xg = x.to(Device::cuda), wg = w.to(Device::cuda), bg = b.to(Device::cuda),
+         gyg = gy.to(Device::cuda);
   test::Guarded y({c.M, c.out}), gx({c.M, c.in}), gw({c.out, c.in}), gb({c.out});
-  kernels::cuda::linear_forward(c.M, c.in, c.out, xg.data<float>(), wg.data<float>(), bias ? bg.data<float>() : nullptr,
-                                y.tensor().data<float>());
-  kernels::cuda::linear_backward_input(c.M, c.in, c.out, gyg.data<float>(), wg.data<float>(), gx.tensor().data<float>());
-  kernels::cuda::linear_backward_weight(c.M, c.in, c.out, xg.data<float>(), gyg.data<float>(), gw.tensor().data<float>());
+  kernels::cuda::linear_forward(c.M, c.in, c.out, xg.data<float>(), wg.data<float>(),
+                                bias ? bg.data<float>() : nullptr, y.tensor().data<float>());
+  kernels::cuda::linear_backward_input(c.M, c.in, c.out, gyg.data<float>(), wg.data<float>(),
+                                       gx.tensor().data<float>());
+  kernels::cuda::linear_backward_weight(c.M, c.in, c.out, xg.data<float>(), gyg.data<float>(),
+                                        gw.tensor().data<float>());
   kernels::cuda::bias_grad_rows(c.M, c.out, gyg.data<float>(), gb.tensor().data<float>());
   hg::cuda::synchronize();
   const std::string name = str("M", c.M, " in", c.in, " out", c.out, bias ? "" : " no bias");
@@ -55,7 +63,8 @@ void run_case(const Case& c, bool bias) {
   EXPECT_LT(test::rel_error(gx.tensor(), egx), kTol) << name;
   EXPECT_LT(test::rel_error(gw.tensor(), egw), kTol) << name;
   EXPECT_LT(test::rel_error(gb.tensor(), egb), kTol) << name;
-  EXPECT_TRUE(y.guard_intact() && gx.guard_intact() && gw.guard_intact() && gb.guard_intact()) << name;
+  EXPECT_TRUE(y.guard_intact() && gx.guard_intact() && gw.guard_intact() && gb.guard_intact())
+      << name;
 }
 
 }  // namespace
@@ -95,8 +104,10 @@ TEST(GpuLinear, LayerOnCudaMatchesCpu) {
   hg::cuda::set_allow_tf32(false);
   Tensor x = test::random({2, 5, 5, 24}, 1, DType::f32), w = test::random({40, 24}, 2, DType::f32);
   Tensor b = test::random({40}, 3, DType::f32), gy = test::random({2, 5, 5, 40}, 4, DType::f32);
-  Tensor xc = x.to(DType::f64).requires_grad_(), wc = w.to(DType::f64).requires_grad_(), bc = b.to(DType::f64).requires_grad_();
-  Tensor xg = x.to(Device::cuda).requires_grad_(), wg = w.to(Device::cuda).requires_grad_(), bg = b.to(Device::cuda).requires_grad_();
+  Tensor xc = x.to(DType::f64).requires_grad_(), wc = w.to(DType::f64).requires_grad_(),
+         bc = b.to(DType::f64).requires_grad_();
+  Tensor xg = x.to(Device::cuda).requires_grad_(), wg = w.to(Device::cuda).requires_grad_(),
+         bg = b.to(Device::cuda).requires_grad_();
   // backward() consumes the whole tape, so each side runs forward and backward in turn.
   Tensor yc = linear(xc, wc, bc);
   autograd::backward(yc, gy.to(DType::f64));

@@ -1,13 +1,14 @@
 // conv2d / Conv2d: layout conventions against an independent NCHW loop, float64 finite-difference
 // gradients for every configuration ConvNeXt uses (and the odd ones), fast paths against the
 // reference loops, determinism, errors, and the module's parameters and init.
+#include "kernels/conv2d.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
 #include "core/autograd.h"
-#include "kernels/conv2d.h"
 #include "layers/conv2d.h"
 #include "test_util.h"
 
@@ -24,8 +25,9 @@ struct Cfg {
   bool bias;
 };
 
-// Every path of the CPU kernels: dense (im2col), pointwise, patchify, depthwise, grouped; odd sizes,
-// stride 2 with and without padding, no bias, a patchify conv whose input is not a multiple of k.
+// Every path of the CPU kernels: dense (im2col), pointwise, patchify, depthwise, grouped; odd
+// sizes, stride 2 with and without padding, no bias, a patchify conv whose input is not a multiple
+// of k.
 const Cfg kConfigs[] = {
     {"dense3x3_pad1", 2, 5, 4, 3, 4, 3, 1, 1, 1, true},
     {"dense3x3_stride2_pad1_odd", 2, 5, 6, 2, 3, 3, 2, 1, 1, true},
@@ -50,9 +52,11 @@ Tensor weight_for(const Cfg& c, uint64_t seed, DType dt = DType::f64) {
 // weight layout (an oracle that shares no code or index helpers with the kernels).
 TEST(Conv2d, MatchesIndependentNchwLoops) {
   for (const Cfg& c : kConfigs) {
-    Tensor x = test::random({c.N, c.H, c.W, c.C}, 1), w = weight_for(c, 2), b = test::random({c.O}, 3);
+    Tensor x = test::random({c.N, c.H, c.W, c.C}, 1), w = weight_for(c, 2),
+           b = test::random({c.O}, 3);
     Tensor y = conv2d(x, w, c.bias ? b : Tensor(), c.stride, c.pad, c.groups);
-    const int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
+    const int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1,
+                  OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
     ASSERT_EQ(y.shape(), (Shape{c.N, OH, OW, c.O})) << c.name;
     std::vector<double> xn = x.permute({0, 3, 1, 2}).contiguous().to_vector<double>();  // NCHW
     std::vector<double> yn = y.permute({0, 3, 1, 2}).contiguous().to_vector<double>();
@@ -70,7 +74,8 @@ TEST(Conv2d, MatchesIndependentNchwLoops) {
                   int64_t h = i * c.stride - c.pad + a, ww = j * c.stride - c.pad + bb;
                   if (h < 0 || h >= c.H || ww < 0 || ww >= c.W) continue;
                   int64_t cin = (o / Og) * Cg + ci;
-                  acc += xn[((n * c.C + cin) * c.H + h) * c.W + ww] * wv[((o * Cg + ci) * c.K + a) * c.K + bb];
+                  acc += xn[((n * c.C + cin) * c.H + h) * c.W + ww] *
+                         wv[((o * Cg + ci) * c.K + a) * c.K + bb];
                 }
             worst = std::max(worst, std::fabs(acc - yn[((n * c.O + o) * OH + i) * OW + j]));
           }
@@ -95,7 +100,8 @@ TEST(Conv2d, GradcheckFloat64AllConfigs) {
 template <typename T>
 void check_fast_vs_reference(const kernels::Conv2dShape& s, double tol, const std::string& name) {
   const DType dt = dtype_of<T>();
-  Tensor x = test::random({s.N, s.H, s.W, s.C}, 21, dt), w = test::random({s.O, s.Cg(), s.KH, s.KW}, 22, dt);
+  Tensor x = test::random({s.N, s.H, s.W, s.C}, 21, dt),
+         w = test::random({s.O, s.Cg(), s.KH, s.KW}, 22, dt);
   Tensor b = test::random({s.O}, 23, dt), gy = test::random({s.N, s.OH, s.OW, s.O}, 24, dt);
   Tensor y0 = Tensor::empty(gy.shape(), dt), y1 = Tensor::full(gy.shape(), NAN, dt);
   Tensor gx0 = Tensor::empty(x.shape(), dt), gx1 = Tensor::full(x.shape(), NAN, dt);
@@ -155,9 +161,12 @@ TEST(Conv2d, WeightGradientsAreDeterministic) {
                  kernels::make_conv2d_shape(4, 14, 14, 16, 32, 2, 2, 2, 0, 1)}) {
     Tensor x = test::random({s.N, s.H, s.W, s.C}, 41, DType::f32);
     Tensor gy = test::random({s.N, s.OH, s.OW, s.O}, 42, DType::f32);
-    Tensor a = Tensor::empty({s.O, s.Cg(), s.KH, s.KW}), b = Tensor::empty({s.O, s.Cg(), s.KH, s.KW});
-    kernels::cpu::conv2d_backward_weight<float>(s, x.data<float>(), gy.data<float>(), a.data<float>());
-    kernels::cpu::conv2d_backward_weight<float>(s, x.data<float>(), gy.data<float>(), b.data<float>());
+    Tensor a = Tensor::empty({s.O, s.Cg(), s.KH, s.KW}),
+           b = Tensor::empty({s.O, s.Cg(), s.KH, s.KW});
+    kernels::cpu::conv2d_backward_weight<float>(s, x.data<float>(), gy.data<float>(),
+                                                a.data<float>());
+    kernels::cpu::conv2d_backward_weight<float>(s, x.data<float>(), gy.data<float>(),
+                                                b.data<float>());
     EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
   }
 }
@@ -177,17 +186,27 @@ void expect_error(const std::function<void()>& fn, const std::vector<std::string
     ADD_FAILURE() << "no throw";
   } catch (const Error& e) {
     const std::string m = e.what();
-    for (const auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
+    for (const auto& p : parts)
+      EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
   }
 }
 }  // namespace
 
 TEST(Conv2d, BadInputsThrowNamingOpAndShapes) {
-  Tensor x = test::random({2, 5, 5, 4}, 1), w = test::random({6, 4, 3, 3}, 2), b = test::random({6}, 3);
+  Tensor x = test::random({2, 5, 5, 4}, 1), w = test::random({6, 4, 3, 3}, 2),
+         b = test::random({6}, 3);
   expect_error([&] { conv2d(test::random({5, 5, 4}, 1), w, b); }, {"conv2d", "[5, 5, 4]"});
-  expect_error([&] { conv2d(x, test::random({6, 3, 3, 3}, 2), b); }, {"conv2d", "[6, 3, 3, 3]", "[2, 5, 5, 4]"});
+  expect_error(
+      [&] {
+        conv2d(x, test::random({6, 3, 3, 3}, 2), b);
+      },
+      {"conv2d", "[6, 3, 3, 3]", "[2, 5, 5, 4]"});
   expect_error([&] { conv2d(x, w, test::random({5}, 3)); }, {"conv2d", "bias", "[5]"});
-  expect_error([&] { conv2d(x, test::random({6, 2, 3, 3}, 2), b, 1, 1, 3); }, {"conv2d", "groups 3"});
+  expect_error(
+      [&] {
+        conv2d(x, test::random({6, 2, 3, 3}, 2), b, 1, 1, 3);
+      },
+      {"conv2d", "groups 3"});
   expect_error([&] { conv2d(x, w, b, 0); }, {"conv2d", "stride 0"});
   expect_error([&] { conv2d(x, w, b, 1, -1); }, {"conv2d", "padding -1"});
   expect_error([&] { conv2d(x, test::random({6, 4, 7, 7}, 2), b); }, {"conv2d", "[6, 4, 7, 7]"});
@@ -197,7 +216,8 @@ TEST(Conv2d, BadInputsThrowNamingOpAndShapes) {
 
 TEST(Conv2d, ModuleParametersInitAndForward) {
   Generator gen(7);
-  Conv2d dw({.in_channels = 64, .out_channels = 64, .kernel_size = 7, .padding = 3, .groups = 64}, gen, DType::f64);
+  Conv2d dw({.in_channels = 64, .out_channels = 64, .kernel_size = 7, .padding = 3, .groups = 64},
+            gen, DType::f64);
   auto named = dw.named_tensors();
   ASSERT_EQ(named.size(), 2u);
   EXPECT_EQ(named[0].name, "weight");
@@ -216,12 +236,14 @@ TEST(Conv2d, ModuleParametersInitAndForward) {
   EXPECT_NEAR(std::sqrt(sq / wv.size()), 0.02, 0.002);
   EXPECT_NEAR(mean, 0.0, 0.002);
 
-  Conv2d stem({.in_channels = 1, .out_channels = 8, .kernel_size = 4, .stride = 4, .bias = false}, gen, DType::f64);
+  Conv2d stem({.in_channels = 1, .out_channels = 8, .kernel_size = 4, .stride = 4, .bias = false},
+              gen, DType::f64);
   EXPECT_EQ(stem.named_tensors().size(), 1u);
   EXPECT_FALSE(stem.bias.defined());
   Tensor y = stem.forward(test::random({2, 28, 28, 1}, 5));
   EXPECT_EQ(y.shape(), (Shape{2, 7, 7, 8}));
-  EXPECT_THROW(Conv2d({.in_channels = 6, .out_channels = 4, .kernel_size = 3, .groups = 4}, gen), Error);
+  EXPECT_THROW(Conv2d({.in_channels = 6, .out_channels = 4, .kernel_size = 3, .groups = 4}, gen),
+               Error);
 
   std::vector<ParamRef> prefixed;
   dw.collect("stages.0.blocks.1.conv_dw.", prefixed);

@@ -1,12 +1,13 @@
 // linear / Linear: values against independent loops on any-rank inputs, float64 finite-difference
 // gradients, the GEMM path against the reference loops, errors, and the module.
+#include "kernels/linear.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
 #include "core/autograd.h"
-#include "kernels/linear.h"
 #include "layers/linear.h"
 #include "test_util.h"
 
@@ -24,8 +25,8 @@ TEST(Linear, ValuesOverLastDimOfAnyRank) {
       Shape ys = xs;
       ys.back() = 4;
       ASSERT_EQ(y.shape(), ys);
-      std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>(), bv = b.to_vector<double>(),
-                          yv = y.to_vector<double>();
+      std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>(),
+                          bv = b.to_vector<double>(), yv = y.to_vector<double>();
       const size_t rows = xv.size() / 5;
       for (size_t m = 0; m < rows; ++m)
         for (size_t o = 0; o < 4; ++o) {
@@ -41,7 +42,8 @@ TEST(Linear, GradcheckFloat64) {
   auto f_bias = [](const std::vector<Tensor>& v) { return linear(v[0], v[1], v[2]); };
   auto f_nobias = [](const std::vector<Tensor>& v) { return linear(v[0], v[1], Tensor()); };
   EXPECT_LT(test::gradcheck(f_bias, {param({2, 3, 4}, 1), param({5, 4}, 2), param({5}, 3)}), 1e-8);
-  EXPECT_LT(test::gradcheck(f_bias, {param({2, 2, 2, 3}, 4), param({6, 3}, 5), param({6}, 6)}), 1e-8);
+  EXPECT_LT(test::gradcheck(f_bias, {param({2, 2, 2, 3}, 4), param({6, 3}, 5), param({6}, 6)}),
+            1e-8);
   EXPECT_LT(test::gradcheck(f_nobias, {param({3, 4}, 7), param({2, 4}, 8)}), 1e-8);
   EXPECT_LT(test::gradcheck(f_bias, {param({4}, 9), param({3, 4}, 10), param({3}, 11)}), 1e-8);
 }
@@ -51,25 +53,31 @@ TEST(Linear, NonContiguousInput) {
   Tensor x = test::random({2, 5, 3, 3}, 1).permute({0, 2, 3, 1});  // (2, 3, 3, 5) view
   Tensor w = test::random({4, 5}, 2), b = test::random({4}, 3);
   EXPECT_LT(test::rel_error(linear(x, w, b), linear(x.contiguous(), w, b)), 1e-15);
-  auto f = [](const std::vector<Tensor>& v) { return linear(v[0].permute({0, 2, 3, 1}), v[1], v[2]); };
+  auto f = [](const std::vector<Tensor>& v) {
+    return linear(v[0].permute({0, 2, 3, 1}), v[1], v[2]);
+  };
   EXPECT_LT(test::gradcheck(f, {param({2, 5, 2, 2}, 4), param({3, 5}, 5), param({3}, 6)}), 1e-8);
 }
 
 template <typename T>
 void check_linear_kernels(int64_t M, int64_t in, int64_t out, double tol) {
   const DType dt = dtype_of<T>();
-  Tensor x = test::random({M, in}, 11, dt), w = test::random({out, in}, 12, dt), b = test::random({out}, 13, dt);
+  Tensor x = test::random({M, in}, 11, dt), w = test::random({out, in}, 12, dt),
+         b = test::random({out}, 13, dt);
   Tensor gy = test::random({M, out}, 14, dt);
   Tensor y0 = Tensor::empty({M, out}, dt), y1 = Tensor::full({M, out}, NAN, dt);
-  kernels::cpu::linear_forward_reference<T>(M, in, out, x.data<T>(), w.data<T>(), b.data<T>(), y0.data<T>());
+  kernels::cpu::linear_forward_reference<T>(M, in, out, x.data<T>(), w.data<T>(), b.data<T>(),
+                                            y0.data<T>());
   kernels::cpu::linear_forward<T>(M, in, out, x.data<T>(), w.data<T>(), b.data<T>(), y1.data<T>());
   EXPECT_LT(test::rel_error(y1, y0), tol);
   // Backward as forward products with the reference: grad_x = gy w, grad_w = gy^T x.
-  Tensor gx = Tensor::full({M, in}, NAN, dt), gw = Tensor::full({out, in}, NAN, dt), gb = Tensor::full({out}, NAN, dt);
+  Tensor gx = Tensor::full({M, in}, NAN, dt), gw = Tensor::full({out, in}, NAN, dt),
+         gb = Tensor::full({out}, NAN, dt);
   kernels::cpu::linear_backward_input<T>(M, in, out, gy.data<T>(), w.data<T>(), gx.data<T>());
   kernels::cpu::linear_backward_weight<T>(M, in, out, x.data<T>(), gy.data<T>(), gw.data<T>());
   kernels::cpu::bias_grad_rows<T>(M, out, gy.data<T>(), gb.data<T>());
-  std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>(), g = gy.to_vector<double>();
+  std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>(),
+                      g = gy.to_vector<double>();
   std::vector<double> ex(M * in, 0.0), ew(out * in, 0.0), eb(out, 0.0);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t o = 0; o < out; ++o) {

@@ -1,5 +1,7 @@
 // global_avg_pool and flatten: values against ops::mean, float64 gradients, errors; and the whole
 // ConvNeXt head path (patchify conv -> pool -> linear) differentiated end to end.
+#include "layers/pool.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,7 +10,6 @@
 #include "core/ops.h"
 #include "layers/conv2d.h"
 #include "layers/linear.h"
-#include "layers/pool.h"
 #include "test_util.h"
 
 using namespace hg;
@@ -62,7 +63,8 @@ TEST(Flatten, ShapesValuesAndGradient) {
   EXPECT_THROW(flatten(x, -5), Error);
 }
 
-// stem conv -> GAP -> flatten -> linear, as in a tiny ConvNeXt: every parameter's gradient is right.
+// stem conv -> GAP -> flatten -> linear, as in a tiny ConvNeXt: every parameter's gradient is
+// right.
 TEST(GlobalAvgPool, HeadChainGradcheck) {
   auto f = [](const std::vector<Tensor>& v) {
     Tensor h = conv2d(v[0], v[1], v[2], 2, 0, 1);  // (2, 2, 2, 3)
