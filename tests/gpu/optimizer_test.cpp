@@ -1,0 +1,128 @@
+// GPU optimizers and reductions vs the CPU reference: AdamW / SGD kernels (guard bytes after the
+// updated parameter), the AdamW class over several steps, clip_grad_norm, and the deterministic
+// sum_squares / l2_norm / sum_rows reductions (bit-identical run to run).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/autograd.h"
+#include "gpu/gpu_util.h"
+#include "kernels/optimizer.h"
+#include "kernels/reduce.h"
+#include "test_util.h"
+#include "train/optimizer.h"
+
+using namespace hg;
+
+namespace {
+void set_grad(const Tensor& p, const Tensor& g) { p.grad_slot()->grad = g.clone(); }
+}  // namespace
+
+TEST(GpuOptimizer, AdamWAndSGDKernelsMatchCpu) {
+  HG_REQUIRE_GPU();
+  const int64_t n = 70001;
+  Tensor p = test::random({n}, 1, DType::f32), g = test::random({n}, 2, DType::f32);
+  Tensor m = test::random({n}, 3, DType::f32), v = test::random({n}, 4, DType::f32, 0, 1);
+  const kernels::AdamWHyper h{1e-2, 0.9, 0.999, 1e-8, 0.05, 1 - std::pow(0.9, 3), 1 - std::pow(0.999, 3)};
+  Tensor pc = p.clone(), mc = m.clone(), vc = v.clone();
+  kernels::cpu::adamw_update(pc.data<float>(), g.data<float>(), mc.data<float>(), vc.data<float>(), n, h);
+  test::Guarded pg({n}), mg({n}), vg({n});
+  pg.tensor().copy_(p);
+  mg.tensor().copy_(m);
+  vg.tensor().copy_(v);
+  Tensor gg = g.to(Device::cuda);
+  kernels::cuda::adamw_update(pg.tensor().data<float>(), gg.data<float>(), mg.tensor().data<float>(),
+                              vg.tensor().data<float>(), n, h);
+  EXPECT_LT(test::rel_error(pg.tensor(), pc), 1e-6);
+  EXPECT_LT(test::rel_error(mg.tensor(), mc), 1e-6);
+  EXPECT_LT(test::rel_error(vg.tensor(), vc), 1e-6);
+  EXPECT_TRUE(pg.guard_intact() && mg.guard_intact() && vg.guard_intact());
+
+  for (bool nesterov : {false, true}) {
+    const kernels::SGDHyper sh{0.1, 0.9, 1e-3, nesterov, false};
+    Tensor ps = p.clone(), bs = m.clone();
+    kernels::cpu::sgd_update(ps.data<float>(), g.data<float>(), bs.data<float>(), n, sh);
+    test::Guarded pgs({n}), bgs({n});
+    pgs.tensor().copy_(p);
+    bgs.tensor().copy_(m);
+    kernels::cuda::sgd_update(pgs.tensor().data<float>(), gg.data<float>(), bgs.tensor().data<float>(), n, sh);
+    EXPECT_LT(test::rel_error(pgs.tensor(), ps), 1e-6) << nesterov;
+    EXPECT_LT(test::rel_error(bgs.tensor(), bs), 1e-6) << nesterov;
+    EXPECT_TRUE(pgs.guard_intact() && bgs.guard_intact());
+  }
+}
+
+TEST(GpuOptimizer, AdamWClassFollowsCpuOverSteps) {
+  HG_REQUIRE_GPU();
+  Tensor w = test::random({64, 33}, 5, DType::f32), b = test::random({33}, 6, DType::f32);
+  Tensor wc = w.clone().requires_grad_(), bc = b.clone().requires_grad_();
+  Tensor wg = w.to(Device::cuda).requires_grad_(), bg = b.to(Device::cuda).requires_grad_();
+  train::AdamW oc({{{wc}, {"w"}, 1e-3, 0.05}, {{bc}, {"b"}, 1e-3, 0.0}});
+  train::AdamW og({{{wg}, {"w"}, 1e-3, 0.05}, {{bg}, {"b"}, 1e-3, 0.0}});
+  for (int s = 0; s < 3; ++s) {
+    Tensor gw = test::random({64, 33}, 10 + s, DType::f32), gb = test::random({33}, 20 + s, DType::f32);
+    set_grad(wc, gw);
+    set_grad(bc, gb);
+    set_grad(wg, gw.to(Device::cuda));
+    set_grad(bg, gb.to(Device::cuda));
+    oc.step();
+    og.step();
+  }
+  EXPECT_LT(test::rel_error(wg, wc), 1e-6);
+  EXPECT_LT(test::rel_error(bg, bc), 1e-6);
+  const auto st = og.state_dict();
+  ASSERT_EQ(st.size(), 6u);
+  EXPECT_EQ(st[0].second.device(), Device::cuda);
+}
+
+TEST(GpuOptimizer, ClipGradNormMatchesCpu) {
+  HG_REQUIRE_GPU();
+  std::vector<Shape> shapes{{96, 3, 4, 4}, {96}, {384, 96}, {7}};
+  std::vector<Tensor> pc, pg;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Tensor g = test::random(shapes[i], 30 + i, DType::f32, -2, 2);
+    pc.push_back(Tensor::zeros(shapes[i]).requires_grad_());
+    pg.push_back(Tensor::zeros(shapes[i], DType::f32, Device::cuda).requires_grad_());
+    set_grad(pc.back(), g);
+    set_grad(pg.back(), g.to(Device::cuda));
+  }
+  Tensor tc = train::clip_grad_norm(pc, 1.0), tg = train::clip_grad_norm(pg, 1.0);
+  EXPECT_EQ(tg.device(), Device::cuda);
+  EXPECT_LT(test::rel_error(tg, tc), 1e-6);
+  for (size_t i = 0; i < shapes.size(); ++i) EXPECT_LT(test::rel_error(pg[i].grad(), pc[i].grad()), 1e-6) << i;
+}
+
+TEST(GpuReduce, SumSquaresL2NormSumRowsDeterministic) {
+  HG_REQUIRE_GPU();
+  std::vector<int64_t> sizes{1, 1000, 1 << 20, 3333};
+  std::vector<Tensor> host, dev;
+  std::vector<const float*> ptrs;
+  double ss = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    host.push_back(test::random({sizes[i]}, 40 + i, DType::f32));
+    ss += kernels::cpu::sum_squares(host.back().data<float>(), sizes[i]);
+    dev.push_back(host.back().to(Device::cuda));
+    ptrs.push_back(dev.back().data<float>());
+  }
+  test::Guarded out1({1}), out2({1});
+  kernels::cuda::sum_squares(ptrs, sizes, out1.tensor().data<float>());
+  kernels::cuda::l2_norm(ptrs, sizes, out2.tensor().data<float>());
+  EXPECT_NEAR(out1.tensor().item(), ss, 1e-6 * ss);
+  EXPECT_NEAR(out2.tensor().item(), std::sqrt(ss), 1e-6 * std::sqrt(ss));
+  EXPECT_TRUE(out1.guard_intact() && out2.guard_intact());
+  Tensor again = Tensor::empty({1}, DType::f32, Device::cuda);
+  kernels::cuda::sum_squares(ptrs, sizes, again.data<float>());
+  EXPECT_EQ(again.to_vector<float>(), out1.tensor().to_vector<float>());
+
+  const int64_t R = 300, C = 77;
+  Tensor a = test::random({R, C}, 50, DType::f32);
+  std::vector<float> av = a.to_vector<float>();
+  std::vector<double> want(static_cast<size_t>(C), 0.0);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) want[static_cast<size_t>(c)] += av[static_cast<size_t>(r * C + c)];
+  test::Guarded cols({C});
+  Tensor ag = a.to(Device::cuda);
+  kernels::cuda::sum_rows(ag.data<float>(), R, C, cols.tensor().data<float>());
+  EXPECT_LT(test::rel_error(cols.tensor(), Tensor::from_vector<double>({C}, want)), 1e-5);
+  EXPECT_TRUE(cols.guard_intact());
+}
