@@ -30,6 +30,7 @@ namespace {
 
 struct Options {
   int batch = 64, iters = 30, warmup = 5, K = 5;
+  int only_channels = 0;  ///< run only the stage shape with this C (0: all four)
   std::string output;
 };
 
@@ -156,6 +157,7 @@ void run_bench(const Options& o) {
   std::vector<Row> rows;
   const int B = o.batch, K = o.K;
   for (const ShapeCfg& s : shapes) {
+    if (o.only_channels > 0 && s.C != o.only_channels) continue;
     const Tensor x = random_gpu({B, s.HW, s.HW, s.C}, gen, 1.0);
     const Tensor gy = random_gpu({B, s.HW, s.HW, s.C}, gen, 1.0);
     // ---- WTConv, both modes ----
@@ -258,6 +260,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--iters", opts->iters, "timed runs (median reported)")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", opts->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
   cmd->add_option("--kernel", opts->K, "WTConv kernel size (odd)");
+  cmd->add_option("--channels", opts->only_channels, "only the stage shape with this C (96, 192, 384, 768)");
   cmd->add_option("--output", opts->output, "also write the results as JSON to this file");
   cmd->callback([opts] {
 #ifdef HAARGRAD_WITH_CUDA

@@ -126,6 +126,8 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
 #pragma unroll
       for (int m = 0; m + 1 < KA; ++m)
         if (m + 1 < K) xs.load(b, pp, m - r, c, win[m + 1]);
+      // unrolled so that the loads of several steps are in flight together (latency-bound sweep)
+#pragma unroll 4
       for (int q = 0; q < wp; ++q) {
 #pragma unroll
         for (int m = 0; m + 1 < KA; ++m)

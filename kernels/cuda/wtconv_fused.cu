@@ -204,8 +204,11 @@ __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C
     const int jo = jb * TQ + t;
     if (jo >= Wo) break;
     const int j = jo * stride;
+    // unrolled over the level bound so the L independent loads are in flight together
     float f = 0.5f, s = 0.f;
-    for (int l = 0; l < lv.L; ++l, f *= 0.5f) {
+#pragma unroll
+    for (int l = 0; l < kMaxLevels; ++l, f *= 0.5f) {
+      if (l >= lv.L) break;
       const float4 tv =
           lv.t[l][((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * C + c];
       s = fmaf(f, unhaar_at(tv, (i >> l) & 1, (j >> l) & 1), s);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -86,6 +87,7 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
   ASSERT_EQ(got.shape(), want.shape()) << what;
   const double err = test::rel_error(got.to(Device::cpu), want.to(Device::cpu));
   EXPECT_LE(err, kTol) << what << ": rel error " << err;
+  std::printf("  rel error %.2e  %s\n", err, what.c_str());  // the GPU log keeps the numbers
 }
 
 void expect_grads_close(const WTConvGrads& got, const WTConvGrads& want, const std::string& what,
