@@ -227,7 +227,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     for (std::getline(f, line); std::getline(f, line);)  // skip the header
       if (!line.empty()) {
         int64_t e = std::stoll(line.substr(0, line.find(',')));
-        if (e < st.epoch) summary_lines.push_back(line);  // rows after the checkpoint are redone
+        if (e <= st.epoch) summary_lines.push_back(line);  // 1-based; rows after the checkpoint are redone
       }
   }
 

@@ -1,0 +1,160 @@
+// The main job end to end on the CPU: resume equivalence, args.yaml reload, run-folder contents,
+// plain (non-terminal) output without bar characters, non-finite loss handling.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/safetensors.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+using namespace hg;
+
+namespace {
+
+train::Config smoke_config(const std::string& out) {
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  c.output = out;
+  c.device = "cpu";
+  c.workers = 2;
+  c.deterministic = true;
+  c.epochs = 3;
+  c.drop_path = 0.1;  // exercise the drop-path RNG across the resume
+  return c;
+}
+
+std::vector<std::string> lines(const fs::path& p) {
+  std::ifstream f(p);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(f, l);) out.push_back(l);
+  return out;
+}
+
+// The deterministic columns of summary.csv (epoch .. lr); throughput and memory are measurements.
+std::vector<std::string> deterministic_columns(const std::vector<std::string>& rows) {
+  std::vector<std::string> out;
+  for (const std::string& r : rows) {
+    std::string kept;
+    std::stringstream ss(r);
+    std::string cell;
+    for (int i = 0; i < 6 && std::getline(ss, cell, ','); ++i) kept += cell + ",";
+    out.push_back(kept);
+  }
+  return out;
+}
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("hg_trainer_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+};
+
+}  // namespace
+
+TEST_F(TrainerTest, StoppedAndResumedRunMatchesUninterruptedRun) {
+  train::Config a = smoke_config((root_ / "a").string());
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::TrainResult ra = train::train(a, quiet);
+
+  train::Config b = smoke_config((root_ / "b").string());
+  train::TrainOptions stop = quiet;
+  stop.stop_after_epoch = 1;
+  train::TrainResult rb1 = train::train(b, stop);
+  ASSERT_EQ(lines(fs::path(rb1.run_dir) / "summary.csv").size(), 2u);  // header + epoch 1
+  b.resume = (fs::path(rb1.run_dir) / "last.safetensors").string();
+  train::TrainResult rb2 = train::train(b, quiet);
+  EXPECT_EQ(rb2.run_dir, rb1.run_dir);
+
+  auto sa = lines(fs::path(ra.run_dir) / "summary.csv"), sb = lines(fs::path(rb2.run_dir) / "summary.csv");
+  ASSERT_EQ(sa.size(), 4u);
+  ASSERT_EQ(sb.size(), 4u);
+  EXPECT_EQ(sa[0], sb[0]);
+  EXPECT_EQ(deterministic_columns(sa), deterministic_columns(sb));
+  EXPECT_EQ(ra.best_top1, rb2.best_top1);
+}
+
+TEST_F(TrainerTest, RunFolderHoldsArgsSummaryLogAndCheckpoints) {
+  train::Config c = smoke_config(root_.string());
+  c.checkpoint_hist = 2;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::TrainResult r = train::train(c, quiet);
+  fs::path dir = r.run_dir;
+  for (const char* f : {"args.yaml", "summary.csv", "log.txt", "last.safetensors", "model_best.safetensors"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  int kept = 0;
+  for (const auto& e : fs::directory_iterator(dir)) kept += e.path().filename().string().rfind("checkpoint-", 0) == 0;
+  EXPECT_EQ(kept, 2);  // checkpoint_hist
+  // args.yaml loads back to the same config
+  EXPECT_TRUE(train::load_config((dir / "args.yaml").string()) == c);
+  // the checkpoint holds timm names, optimizer state and the config
+  safetensors::File f = safetensors::load((dir / "last.safetensors").string());
+  EXPECT_TRUE(f.tensors.count("stem.0.weight"));
+  EXPECT_TRUE(f.tensors.count("stages.0.blocks.0.conv_dw.base_conv.weight"));
+  bool has_opt = false;
+  for (auto& [k, t] : f.tensors) has_opt = has_opt || k.rfind("optimizer.", 0) == 0;
+  EXPECT_TRUE(has_opt);
+  EXPECT_NE(f.metadata.at("config").find("smoke"), std::string::npos);
+  EXPECT_GT(r.best_top1, 0);
+}
+
+TEST_F(TrainerTest, NonFiniteLossStopsWithStepAndKeepsNoBrokenCheckpoint) {
+  train::Config c = smoke_config(root_.string());
+  c.lr = 1e30;  // diverges within the first steps of epoch 2 (warmup starts at warmup_lr)
+  c.warmup_epochs = 0;
+  c.clip_grad.reset();
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  try {
+    train::train(c, quiet);
+    FAIL() << "expected a non-finite loss error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("non-finite loss"), std::string::npos) << m;
+    EXPECT_NE(m.find("step"), std::string::npos) << m;
+  }
+}
+
+TEST(TrainerCli, NonTerminalOutputHasNoBarCharacters) {
+  const std::string out = (fs::temp_directory_path() / ("hg_cli_" + std::to_string(::getpid()))).string();
+  const std::string cmd = std::string(HAARGRAD_BINARY_DIR) + "/haargrad train " + HAARGRAD_SOURCE_DIR +
+                          "/configs/smoke.yaml --device cpu --output " + out + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string text;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+  const int rc = pclose(p);
+  fs::remove_all(out);
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("epoch 1/2 step"), std::string::npos) << text;  // plain log lines instead
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_EQ(text.find("\033["), std::string::npos);
+  EXPECT_EQ(text.find("[###"), std::string::npos);
+  EXPECT_EQ(text.find("#....."), std::string::npos);
+}
+
+TEST(TrainerCli, BadConfigKeyErrorNamesKeyAndLine) {
+  const fs::path cfg = fs::temp_directory_path() / ("hg_badcfg_" + std::to_string(::getpid()) + ".yaml");
+  { std::ofstream(cfg) << "model: wtconvnext_fmnist\nlearning_rate: 0.1\n"; }
+  const std::string cmd = std::string(HAARGRAD_BINARY_DIR) + "/haargrad train " + cfg.string() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+  const int rc = pclose(p);
+  fs::remove(cfg);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(text.find("learning_rate"), std::string::npos) << text;
+  EXPECT_NE(text.find("line 2"), std::string::npos) << text;
+}
