@@ -248,6 +248,18 @@ void empty_cache(Device device) {
   s.free_blocks.clear();
 }
 
+void release_arena(Device device) {
+  DeviceState& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (auto& c : s.chunks) s.add_reserved(-static_cast<int64_t>(c->capacity));
+  s.chunks.clear();  // like arena_begin_step: a block in use dies with its last tensor
+  s.chunk_index = 0;
+  s.chunk_offset = 0;
+  s.step_bytes = 0;
+  s.step_done = false;
+  s.stats.arena_capacity = 0;
+}
+
 std::string format_stats(Device device) {
   MemoryStats st = stats(device);
   auto mib = [](int64_t b) { return static_cast<double>(b) / (1 << 20); };

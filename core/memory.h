@@ -70,6 +70,11 @@ MemoryStats stats(Device device);
 void reset_peak(Device device);
 /// Returns every cached (free) block to the system. The arena keeps its block.
 void empty_cache(Device device);
+/// Gives the tape arena's blocks back to the system (a block still used by a live tensor is
+/// retired and freed with its last tensor); the next recorded step starts a fresh arena sized by
+/// that step. For callers that switch between workloads of very different sizes (`haargrad bench`
+/// rows, an out-of-memory retry at a smaller batch). Call it between steps, with the tape empty.
+void release_arena(Device device);
 /// A multi-line human-readable table of the stats (MiB).
 std::string format_stats(Device device);
 

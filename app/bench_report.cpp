@@ -1,0 +1,227 @@
+// Rows to JSON / CSV and the printed tables of `haargrad bench` (see bench_report.h).
+#include "app/bench_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "app/bench_breakdown.h"
+#include "core/error.h"
+
+namespace hg::app {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+double round_to(double v, int decimals) {
+  const double f = std::pow(10.0, decimals);
+  return std::round(v * f) / f;
+}
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+double samples_per_sec(int batch, double ms) { return ms > 0 ? batch * 1000.0 / ms : 0.0; }
+
+void add_phase(ojson& j, const char* phase, const BenchResult& r, const PhaseResult& p) {
+  const std::string pre = phase;
+  const bool ok = r.ok();
+  auto num = [&](double v) { return ok ? ojson(v) : ojson(nullptr); };
+  j[pre + "_samples_per_sec"] = num(round_to(samples_per_sec(r.config.batch, p.ms.median), 2));
+  j[pre + "_step_time"] = num(round_to(p.ms.median, 3));
+  j[pre + "_step_time_min"] = num(round_to(p.ms.min, 3));
+  j[pre + "_step_time_max"] = num(round_to(p.ms.max, 3));
+  j[pre + "_step_time_mean"] = num(round_to(p.ms.mean, 3));
+  j[pre + "_batch_size"] = r.config.batch;
+  j[pre + "_img_size"] = r.config.img_size;
+}
+
+void add_memory(ojson& j, const char* phase, const BenchResult& r, const PhaseMemory& m) {
+  const std::string pre = phase;
+  const bool ok = r.ok();
+  auto num = [&](double v) { return ok ? ojson(round_to(v, 2)) : ojson(nullptr); };
+  for (int c = 0; c < kNumCategories; ++c)
+    j[pre + "_peak_" + category_name(static_cast<Category>(c)) + "_mib"] = num(mib(m.peak[static_cast<size_t>(c)]));
+  j[pre + "_peak_total_mib"] = num(mib(m.total_peak));
+  j[pre + "_reserved_mib"] = num(mib(m.reserved_peak));
+  j[pre + "_system_allocs"] = ok ? ojson(m.system_allocs) : ojson(nullptr);
+  j[pre + "_device_used_mib"] = ok && m.device_used ? ojson(round_to(mib(*m.device_used), 2)) : ojson(nullptr);
+}
+
+std::string csv_cell(const ojson& v) {
+  if (v.is_null()) return "";
+  if (!v.is_string()) return v.dump();
+  const std::string s = v.get<std::string>();
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string label(const BenchResult& r) {
+  return r.config.wtconv.empty() ? r.config.model : r.config.model + " (" + r.config.wtconv + ")";
+}
+
+const BenchResult* find_row(const std::vector<BenchResult>& rows, const std::string& model,
+                            const std::string& precision, const std::string& wtconv, const BenchResult& like) {
+  for (const BenchResult& r : rows)
+    if (r.ok() && r.config.model == model && r.config.precision == precision && r.config.wtconv == wtconv &&
+        r.config.batch == like.config.batch && r.config.img_size == like.config.img_size)
+      return &r;
+  return nullptr;
+}
+
+void print_ratio(const char* what, const BenchResult& a, const BenchResult& b) {
+  std::printf("%-44s %-5s %10.3f %10.3f %10.3f %10.3f\n", what, a.config.precision.c_str(),
+              b.train.ms.median / a.train.ms.median, b.infer.ms.median / a.infer.ms.median,
+              double(a.train.mem.total_peak) / double(b.train.mem.total_peak),
+              double(a.infer.mem.total_peak) / double(b.infer.mem.total_peak));
+}
+
+}  // namespace
+
+ojson row_json(const BenchResult& r) {
+  ojson j;
+  j["model"] = r.config.model;
+  j["precision"] = r.config.precision;
+  j["wtconv"] = r.config.wtconv.empty() ? ojson(nullptr) : ojson(r.config.wtconv);
+  j["device"] = device_name(r.config.device);
+  j["status"] = r.ok() ? "ok" : "oom";
+  j["error"] = r.error;
+  add_phase(j, "infer", r, r.infer);
+  add_phase(j, "train", r, r.train);
+  j["param_count"] = round_to(double(r.params_trainable) / 1e6, 2);
+  j["param_count_exact"] = r.params_trainable;
+  j["param_count_fixed"] = r.params_fixed;
+  j["requested_batch_size"] = r.requested_batch;
+  j["steps"] = r.config.steps;
+  j["warmup"] = r.config.warmup;
+  add_memory(j, "infer", r, r.infer.mem);
+  add_memory(j, "train", r, r.train.mem);
+  j["baseline_device_used_mib"] =
+      r.baseline_device_used ? ojson(round_to(mib(*r.baseline_device_used), 2)) : ojson(nullptr);
+  if (!r.breakdown.empty()) {
+    ojson b;
+    for (const std::string& c : breakdown_categories(!r.config.wtconv.empty())) {
+      auto it = r.breakdown.find(c);
+      if (it == r.breakdown.end()) continue;
+      b[c] = {{"forward_ms", round_to(it->second.forward_ms, 4)}, {"backward_ms", round_to(it->second.backward_ms, 4)}};
+    }
+    j["breakdown"] = b;
+  }
+  return j;
+}
+
+void check_output_path(const std::string& path) {
+  HG_CHECK(ends_with(path, ".json") || ends_with(path, ".csv"), "bench: --output '", path,
+           "' must end in .json or .csv");
+}
+
+void write_rows(const std::string& path, const std::vector<BenchResult>& rows) {
+  check_output_path(path);
+  std::vector<ojson> js;
+  for (const BenchResult& r : rows) js.push_back(row_json(r));
+  std::ofstream f(path);
+  HG_CHECK(f.good(), "bench: cannot write ", path);
+  if (ends_with(path, ".json")) {
+    f << ojson(js).dump(2) << "\n";
+  } else {
+    std::vector<std::string> columns;  // union of the scalar keys, in order of appearance
+    for (const ojson& j : js)
+      for (auto it = j.begin(); it != j.end(); ++it)
+        if (!it.value().is_object() && std::find(columns.begin(), columns.end(), it.key()) == columns.end())
+          columns.push_back(it.key());
+    for (size_t i = 0; i < columns.size(); ++i) f << (i ? "," : "") << columns[i];
+    f << "\n";
+    for (const ojson& j : js) {
+      for (size_t i = 0; i < columns.size(); ++i)
+        f << (i ? "," : "") << (j.contains(columns[i]) ? csv_cell(j[columns[i]]) : std::string());
+      f << "\n";
+    }
+  }
+  HG_CHECK(f.good(), "bench: writing ", path, " failed");
+}
+
+void print_tables(const std::vector<BenchResult>& rows) {
+  std::printf("\n%-30s %-5s %6s %11s %10s %11s %26s %8s\n", "model", "prec", "batch", "infer img/s",
+              "infer ms", "train img/s", "train ms med [min, max]", "params M");
+  for (const BenchResult& r : rows) {
+    if (!r.ok()) {
+      std::printf("%-30s %-5s %6d  failed: %s\n", label(r).c_str(), r.config.precision.c_str(), r.config.batch,
+                  r.error.c_str());
+      continue;
+    }
+    char train_ms[64];
+    std::snprintf(train_ms, sizeof(train_ms), "%.2f [%.2f, %.2f]", r.train.ms.median, r.train.ms.min,
+                  r.train.ms.max);
+    std::printf("%-30s %-5s %6d %11.1f %10.3f %11.1f %26s %8.2f\n", label(r).c_str(), r.config.precision.c_str(),
+                r.config.batch, samples_per_sec(r.config.batch, r.infer.ms.median), r.infer.ms.median,
+                samples_per_sec(r.config.batch, r.train.ms.median), train_ms,
+                double(r.params_trainable) / 1e6);
+  }
+
+  std::printf("\npeak memory (MiB; our allocator's live bytes per category, reserved = held from the system,\n"
+              "driver = cudaMemGetInfo used after the timed steps minus before the model; allocs = system\n"
+              "allocations during the timed steps, expected 0)\n");
+  std::printf("%-30s %-5s %-5s %8s %8s %8s %9s %8s %9s %9s %9s %6s\n", "model", "prec", "phase", "params",
+              "grads", "optim", "activ", "work", "total", "reserved", "driver", "allocs");
+  for (const BenchResult& r : rows) {
+    if (!r.ok()) continue;
+    for (int phase = 0; phase < 2; ++phase) {
+      const PhaseMemory& m = phase ? r.train.mem : r.infer.mem;
+      std::string driver = "-";
+      if (m.device_used && r.baseline_device_used)
+        driver = str(static_cast<int64_t>(mib(*m.device_used - *r.baseline_device_used)));
+      std::printf("%-30s %-5s %-5s %8.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f %9s %6lld\n", label(r).c_str(),
+                  r.config.precision.c_str(), phase ? "train" : "infer", mib(m.peak[0]), mib(m.peak[1]),
+                  mib(m.peak[2]), mib(m.peak[3]), mib(m.peak[4]), mib(m.total_peak), mib(m.reserved_peak),
+                  driver.c_str(), static_cast<long long>(m.system_allocs));
+      if (m.system_allocs != 0)
+        std::printf("  warning: %lld system allocations during the timed %s steps (not a steady state; more "
+                    "warm-up steps?)\n", static_cast<long long>(m.system_allocs), phase ? "train" : "infer");
+    }
+  }
+
+  bool header = false;
+  auto head = [&] {
+    if (header) return;
+    header = true;
+    std::printf("\nratios (throughput = samples/s ratio; memory = peak live bytes ratio)\n");
+    std::printf("%-44s %-5s %10s %10s %10s %10s\n", "", "prec", "train thr", "infer thr", "train mem",
+                "infer mem");
+  };
+  for (const BenchResult& r : rows) {
+    if (!r.ok() || r.config.wtconv.empty()) continue;
+    const std::string base = r.config.model.rfind("wt", 0) == 0 ? r.config.model.substr(2) : r.config.model;
+    if (const BenchResult* c = find_row(rows, base, r.config.precision, "", r)) {
+      head();
+      print_ratio(str(label(r), " / ", base).c_str(), r, *c);
+    }
+    if (r.config.wtconv == "fused")
+      if (const BenchResult* u = find_row(rows, r.config.model, r.config.precision, "unfused", r)) {
+        head();
+        print_ratio(str(r.config.model, " fused / unfused").c_str(), r, *u);
+      }
+  }
+}
+
+void print_breakdown(const BenchResult& r) {
+  if (r.breakdown.empty()) return;
+  double sum = 0;
+  for (const auto& [name, e] : r.breakdown) sum += e.forward_ms + e.backward_ms;
+  std::printf("\nbreakdown of one training step: %s, %s, batch %d (medians per piece, summed over the model)\n",
+              label(r).c_str(), r.config.precision.c_str(), r.config.batch);
+  std::printf("%-24s %10s %10s %10s %7s\n", "op type", "fwd ms", "bwd ms", "total ms", "%");
+  for (const std::string& c : breakdown_categories(!r.config.wtconv.empty())) {
+    auto it = r.breakdown.find(c);
+    if (it == r.breakdown.end()) continue;
+    const double t = it->second.forward_ms + it->second.backward_ms;
+    std::printf("%-24s %10.3f %10.3f %10.3f %6.1f%%\n", c.c_str(), it->second.forward_ms, it->second.backward_ms, t,
+                sum > 0 ? 100 * t / sum : 0.0);
+  }
+  std::printf("%-24s %32.3f   (measured step: %.3f ms median; pieces run one by one)\n", "sum", sum,
+              r.train.ms.median);
+}
+
+}  // namespace hg::app

@@ -1,0 +1,39 @@
+// Output of `haargrad bench`: rows as JSON objects (timm benchmark.py's column names plus ours),
+// the JSON / CSV file, and the printed tables (results, memory, ratios, per-op breakdown).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/bench_run.h"
+
+namespace hg::app {
+
+/// One row as an ordered JSON object. Columns (times in ms, memory in MiB = 2^20 bytes):
+///   model, precision, wtconv (null for ConvNeXt), device, status ("ok" / "oom"), error,
+///   infer_samples_per_sec (= batch / median step), infer_step_time (median), infer_step_time_min,
+///   _max, _mean, infer_batch_size, infer_img_size, the same seven for train_, param_count
+///   (trainable, millions, 2 decimals as timm prints), param_count_exact, param_count_fixed,
+///   requested_batch_size, steps, warmup, for infer_ and train_: peak_<category>_mib (parameters,
+///   gradients, optimizer_state, activations, workspace), peak_total_mib, reserved_mib (peak),
+///   system_allocs (during the timed steps), device_used_mib (cudaMemGetInfo after the timed
+///   steps), and baseline_device_used_mib. Measurements of a failed row are null. With a
+///   breakdown: "breakdown": {op type: {forward_ms, backward_ms}} (JSON only).
+nlohmann::ordered_json row_json(const BenchResult& r);
+
+/// Writes the rows to `path`: a JSON array of row objects for *.json, CSV (header + one line per
+/// row, nulls empty, no breakdown) for *.csv. Throws hg::Error for another extension or when the
+/// file cannot be written.
+void write_rows(const std::string& path, const std::vector<BenchResult>& rows);
+/// Throws hg::Error unless `path` ends in .json or .csv (checked before any row runs).
+void check_output_path(const std::string& path);
+
+/// Prints the results table, the memory table and the ratio table (WTConvNeXt / ConvNeXt at equal
+/// precision and batch; fused / unfused) to stdout.
+void print_tables(const std::vector<BenchResult>& rows);
+/// Prints one row's per-op breakdown (ms forward / backward per op type, % of their sum, and the
+/// sum next to the measured step).
+void print_breakdown(const BenchResult& r);
+
+}  // namespace hg::app

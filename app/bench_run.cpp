@@ -1,0 +1,192 @@
+// One benchmark row: inference and training-step timings and memory of one model configuration
+// (see bench_run.h).
+#include "app/bench_run.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "app/bench_breakdown.h"
+#include "core/autograd.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "layers/loss.h"
+#include "models/convnext.h"
+#include "train/optimizer.h"
+
+#ifdef HAARGRAD_WITH_CUDA
+#include "kernels/cuda/context.h"
+#endif
+
+namespace hg::app {
+namespace {
+
+// Sets the TF32 switch for the row and restores exact fp32 when the row ends (also on a throw).
+class PrecisionScope {
+ public:
+  PrecisionScope(const std::string& precision, Device device) : device_(device) {
+    HG_CHECK(precision == "fp32" || precision == "tf32", "bench: unknown precision '", precision,
+             "' (fp32 or tf32)");
+    HG_CHECK(precision == "fp32" || device == Device::cuda,
+             "bench: precision tf32 needs --device cuda (the CPU computes exact fp32)");
+#ifdef HAARGRAD_WITH_CUDA
+    if (device == Device::cuda) cuda::set_allow_tf32(precision == "tf32");
+#endif
+  }
+  ~PrecisionScope() {
+#ifdef HAARGRAD_WITH_CUDA
+    // Only on the GPU: the switch creates the cuBLAS handle, which throws where no GPU exists.
+    if (device_ == Device::cuda) {
+      try {
+        cuda::set_allow_tf32(false);
+      } catch (...) {  // a destructor must not throw
+      }
+    }
+#endif
+  }
+
+ private:
+  Device device_;
+};
+
+// Whatever happens in a row, what it held is given back when the row's locals are gone.
+struct ReleaseOnExit {
+  Device device;
+  ~ReleaseOnExit() {
+    try {
+      release_device_memory(device);
+    } catch (...) {  // a destructor must not throw; the next row starts with a release anyway
+    }
+  }
+};
+
+WTConvMode parse_wtconv_mode(const std::string& s) {
+  if (s == "fused") return WTConvMode::fused;
+  if (s == "unfused" || s == "reference") return WTConvMode::reference;
+  throw Error(str("bench: unknown --wtconv mode '", s, "' (fused or unfused)"));
+}
+
+// Runs `warmup` untimed steps, then `steps` timed ones between consecutive device marks (so the
+// time includes any gap the host leaves between steps), and records the phase's memory.
+PhaseResult run_phase(Device device, int warmup, int steps, const std::function<void()>& step) {
+  DeviceClock clock(device, steps + 1);
+  for (int i = 0; i < warmup; ++i) step();
+  device_sync(device);
+  const int64_t allocs_before = memory::stats(device).system_allocs;
+  clock.mark();
+  for (int i = 0; i < steps; ++i) {
+    step();
+    clock.mark();
+  }
+  clock.sync();
+  device_sync(device);  // surfaces asynchronous kernel errors here, not in the next row
+  PhaseResult r;
+  std::vector<double> ms;
+  for (int i = 0; i < steps; ++i) ms.push_back(clock.elapsed_ms(i, i + 1));
+  r.ms = summarize(ms);
+  const MemoryStats st = memory::stats(device);
+  r.mem.peak = st.peak;
+  r.mem.total_peak = st.total_peak;
+  r.mem.reserved_peak = st.reserved_peak;
+  r.mem.system_allocs = st.system_allocs - allocs_before;
+  r.mem.device_used = device_used_bytes(device);
+  return r;
+}
+
+Tensor random_labels(int64_t n, int64_t num_classes, uint64_t seed, Device device) {
+  autograd::NoGradGuard no_grad;  // data lives outside the tape arena
+  Generator gen(seed);
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t& y : v) y = gen.randint(num_classes);
+  return Tensor::from_vector({n}, v, device);
+}
+
+}  // namespace
+
+bool is_out_of_memory(const std::string& message) {
+  return message.find("out of memory") != std::string::npos ||
+         message.find("ALLOC_FAILED") != std::string::npos;
+}
+
+void release_device_memory(Device device) {
+  autograd::clear_tape();
+  memory::empty_cache(device);
+  memory::release_arena(device);
+  memory::reset_peak(device);
+}
+
+Tensor random_uniform(const Shape& shape, uint64_t seed, Device device) {
+  autograd::NoGradGuard no_grad;  // not an activation of a recorded step: keep it out of the arena
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  // splitmix64: a std::mt19937 normal per element costs seconds at 19M elements (batch 128 @224).
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e5ull;
+  for (float& x : v) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    x = static_cast<float>(static_cast<double>(z >> 40) * (2.0 / 16777216.0) - 1.0);  // 24 bits
+  }
+  return Tensor::from_vector(shape, v, device);
+}
+
+BenchResult run_bench_row(const BenchConfig& cfg) {
+  HG_CHECK(cfg.batch >= 1 && cfg.img_size >= 1 && cfg.steps >= 1, "bench: batch, img-size and steps must be >= 1, got ",
+           cfg.batch, ", ", cfg.img_size, ", ", cfg.steps);
+  HG_CHECK(device_available(cfg.device), "bench: device ", device_name(cfg.device),
+           " is not available (no GPU found, or built without CUDA)");
+  const ModelConfig mc = model_config(cfg.model);
+  HG_CHECK(mc.wtconv == !cfg.wtconv.empty(), "bench: model ", cfg.model,
+           mc.wtconv ? " needs a --wtconv mode" : " has no WTConv layers, yet a --wtconv mode was given");
+  const Device dev = cfg.device;
+  const int warmup = std::max(1, cfg.warmup);  // the first step (plans, lazy state) is never timed
+
+  ReleaseOnExit release{dev};  // declared first: runs after the model and data below are gone
+  release_device_memory(dev);
+  PrecisionScope precision(cfg.precision, dev);
+
+  BenchResult r;
+  r.config = cfg;
+  r.config.warmup = warmup;
+  r.requested_batch = cfg.batch;
+  device_sync(dev);
+  r.baseline_device_used = device_used_bytes(dev);
+
+  std::unique_ptr<ConvNeXt> model;
+  {
+    autograd::NoGradGuard no_grad;  // construction temporaries stay out of the tape arena
+    model = std::make_unique<ConvNeXt>(mc, cfg.seed, DType::f32, dev);
+  }
+  if (mc.wtconv) model->set_wtconv_mode(parse_wtconv_mode(cfg.wtconv));
+  r.params_trainable = model->num_trainable();
+  r.params_fixed = model->num_fixed();
+  const Tensor x = random_uniform({cfg.batch, cfg.img_size, cfg.img_size, mc.in_chans}, cfg.seed + 1, dev);
+  const Tensor labels = random_labels(cfg.batch, mc.num_classes, cfg.seed + 2, dev);
+
+  // ---- inference first, while no gradient or optimizer state exists (timm measures a bare model)
+  memory::reset_peak(dev);
+  r.infer = run_phase(dev, warmup, cfg.steps, [&] {
+    autograd::NoGradGuard no_grad;
+    Tensor logits = model->forward(x, false);
+  });
+  memory::empty_cache(dev);  // inference's cached blocks are not the training step's memory
+  memory::reset_peak(dev);
+
+  // ---- full training step: zero_grad, forward, loss, backward, AdamW (timm's defaults: lr 1e-3,
+  // weight decay 0.05 on weights, none on norms / biases / scales)
+  train::AdamW opt(train::param_groups_weight_decay(model->named_tensors(), 1e-3, 0.05));
+  r.train = run_phase(dev, warmup, cfg.steps, [&] {
+    opt.zero_grad();
+    {
+      // The loss lives in the tape arena: it must be gone before the next step's forward starts
+      // the arena over, or the arena block is retired and a new one allocated every step.
+      Tensor loss = cross_entropy(model->forward(x, true), labels);
+      autograd::backward(loss);
+    }
+    autograd::NoGradGuard no_grad;  // like torch.optim: the update is not recorded
+    opt.step();
+  });
+  if (cfg.breakdown) r.breakdown = time_breakdown(*model, opt, x, labels, 3);
+  return r;
+}
+
+}  // namespace hg::app

@@ -1,0 +1,79 @@
+// One row of `haargrad bench`: build a model on the device, time inference and full training
+// steps on synthetic data already on the device, and record step-time statistics, parameter
+// counts and memory (our allocator's peaks per category, system allocations, the driver's view).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "app/bench_timer.h"
+#include "core/memory.h"
+#include "core/tensor.h"
+
+namespace hg::app {
+
+/// What one row measures.
+struct BenchConfig {
+  std::string model;          ///< a models/config.h name, e.g. "wtconvnext_tiny"
+  std::string precision;      ///< "fp32" (exact fp32) or "tf32" (cuBLAS / cuDNN may use TF32)
+  std::string wtconv;         ///< "fused" / "unfused" for WTConv models, "" for ConvNeXt
+  int batch = 128, img_size = 224;
+  int steps = 20;             ///< timed steps per phase
+  int warmup = 5;             ///< untimed steps first (at least 1: the first step is never timed)
+  Device device = Device::cuda;
+  bool breakdown = false;     ///< also time one training step op type by op type
+  uint64_t seed = 0;
+};
+
+/// Memory of one phase, in bytes (system_allocs is a count).
+struct PhaseMemory {
+  std::array<int64_t, kNumCategories> peak{};  ///< memory::stats peak per category
+  int64_t total_peak = 0;      ///< peak of live bytes, all categories
+  int64_t reserved_peak = 0;   ///< peak of bytes held from the system (caches + arena)
+  int64_t system_allocs = 0;   ///< malloc / cudaMalloc calls during the timed steps (expect 0)
+  std::optional<int64_t> device_used;  ///< cudaMemGetInfo total - free right after the timed steps
+};
+
+struct PhaseResult {
+  TimingStats ms;  ///< per-step times in ms, after warm-up
+  PhaseMemory mem;
+};
+
+/// Per op type of one training step: forward and backward ms summed over the model.
+struct BreakdownEntry {
+  double forward_ms = 0, backward_ms = 0;
+};
+
+struct BenchResult {
+  BenchConfig config;          ///< as run (batch may be smaller than asked after --retry)
+  int requested_batch = 0;     ///< the batch asked for
+  int64_t params_trainable = 0, params_fixed = 0;
+  std::optional<int64_t> baseline_device_used;  ///< cudaMemGetInfo used before the model was built
+  PhaseResult infer, train;
+  /// Op type -> times, in the order of kBreakdownCategories (empty unless config.breakdown).
+  std::map<std::string, BreakdownEntry> breakdown;
+  std::string error;           ///< non-empty when the row failed (out of memory)
+  bool ok() const { return error.empty(); }
+};
+
+/// Runs one row. The model, optimizer and data live only inside this call; on return (or throw)
+/// everything the row held is released (tape cleared, caches and arena emptied) so rows do not
+/// see each other's memory. Throws hg::Error when the device runs out of memory ("CUDA out of
+/// memory: asked for N bytes ...") or on any other failure.
+BenchResult run_bench_row(const BenchConfig& cfg);
+
+/// Releases what a row left behind on `device`: clears the tape, empties the caching allocator and
+/// gives the tape arena back, then resets the peaks.
+void release_device_memory(Device device);
+
+/// A tensor of `shape` on `device` with values uniform in [-1, 1) drawn from `seed` (cheap to
+/// make at the sizes of a benchmark batch). Allocated outside the tape arena.
+Tensor random_uniform(const Shape& shape, uint64_t seed, Device device);
+
+/// True when the message is an out-of-memory failure of our allocator, CUDA, cuDNN or cuBLAS.
+bool is_out_of_memory(const std::string& message);
+
+}  // namespace hg::app

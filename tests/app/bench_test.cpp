@@ -1,0 +1,210 @@
+// Smoke tests of `haargrad bench` on the CPU: runs the built program on tiny configurations and
+// checks the rows and columns it writes (JSON and CSV), the per-op breakdown, and that bad
+// arguments fail with a message instead of running.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/convnext.h"
+
+namespace hg {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kProgram = HAARGRAD_BINARY_DIR "/haargrad";
+// The smallest configuration that still runs every layer (atto at 32x32: stage 3 is 1x1).
+const std::string kTiny = " bench --device cpu --batch 2 --img-size 32 --steps 2 --warmup 2";
+
+struct ProgramRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+ProgramRun run_program(const std::string& args) {
+  ProgramRun r;
+  const std::string cmd = kProgram + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class BenchCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kProgram)) << kProgram << " is missing: build the `haargrad` target first";
+    dir_ = fs::temp_directory_path() / ("hg_bench_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path;
+  return json::parse(f);
+}
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+TEST_F(BenchCommand, CpuJsonHasOneRowPerCombinationWithTimmColumns) {
+  const std::string out = file("rows.json");
+  const ProgramRun r = run_program(kTiny + " --models convnext_atto,wtconvnext_atto --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json rows = read_json(out);
+  ASSERT_TRUE(rows.is_array());
+  // convnext_atto has no WTConv axis; wtconvnext_atto runs fused and unfused.
+  ASSERT_EQ(rows.size(), 3u) << rows.dump(1);
+  const std::vector<std::pair<std::string, json>> expect = {
+      {"convnext_atto", nullptr}, {"wtconvnext_atto", "fused"}, {"wtconvnext_atto", "unfused"}};
+  const std::vector<std::string> timm_columns = {
+      "model", "infer_samples_per_sec", "infer_step_time", "infer_batch_size", "infer_img_size",
+      "train_samples_per_sec", "train_step_time", "train_batch_size", "train_img_size", "param_count"};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const json& row = rows[i];
+    SCOPED_TRACE(row.dump());
+    for (const std::string& c : timm_columns) EXPECT_TRUE(row.contains(c)) << c;
+    EXPECT_EQ(row["model"], expect[i].first);
+    EXPECT_EQ(row["wtconv"], expect[i].second);
+    EXPECT_EQ(row["precision"], "fp32");
+    EXPECT_EQ(row["status"], "ok");
+    EXPECT_EQ(row["infer_batch_size"], 2);
+    EXPECT_EQ(row["train_batch_size"], 2);
+    EXPECT_EQ(row["infer_img_size"], 32);
+    EXPECT_EQ(row["train_img_size"], 32);
+    for (const char* phase : {"infer", "train"}) {
+      const std::string p = phase;
+      const double med = row[p + "_step_time"], lo = row[p + "_step_time_min"], hi = row[p + "_step_time_max"];
+      EXPECT_GT(lo, 0.0);
+      EXPECT_LE(lo, med);
+      EXPECT_LE(med, hi);
+      // samples/s = batch / median step (both rounded in the file)
+      EXPECT_NEAR(row[p + "_samples_per_sec"].get<double>(), 2 * 1000.0 / med, 0.01 * 2000.0 / med + 0.01);
+      // Steady state: the timed steps make no malloc (warm-up 2 lets the tape arena settle).
+      EXPECT_EQ(row[p + "_system_allocs"], 0) << phase;
+      EXPECT_TRUE(row[p + "_device_used_mib"].is_null());  // no driver figure on the CPU
+      // total peak lies between the largest category peak and the sum of them
+      double sum = 0, largest = 0;
+      for (const char* c : {"parameters", "gradients", "optimizer_state", "activations", "workspace"}) {
+        const double v = row[p + "_peak_" + c + "_mib"];
+        sum += v;
+        largest = std::max(largest, v);
+      }
+      const double total = row[p + "_peak_total_mib"];
+      EXPECT_GE(total, largest - 0.01);
+      EXPECT_LE(total, sum + 0.01);
+      EXPECT_GE(row[p + "_reserved_mib"].get<double>(), total - 0.01);
+    }
+    // Parameter counts as the model reports them (timm prints millions with 2 decimals).
+    const ConvNeXt model(model_config(expect[i].first), 0);
+    const int64_t trainable = model.num_trainable();
+    EXPECT_EQ(row["param_count_exact"], trainable);
+    EXPECT_EQ(row["param_count_fixed"], model.num_fixed());
+    EXPECT_DOUBLE_EQ(row["param_count"].get<double>(), std::round(double(trainable) / 1e4) / 100);
+    // Inference runs before the optimizer exists: no gradients or optimizer state in its peak.
+    EXPECT_EQ(row["infer_peak_gradients_mib"], 0.0);
+    EXPECT_EQ(row["infer_peak_optimizer_state_mib"], 0.0);
+    EXPECT_GT(row["infer_peak_activations_mib"].get<double>(), 0.0);
+    // Training: AdamW keeps two f32 moments per trainable element (each tensor rounded up to 256 B).
+    const size_t tensors = model.named_tensors().size();
+    const double moments = mib(2 * 4 * trainable);
+    EXPECT_GE(row["train_peak_optimizer_state_mib"].get<double>(), moments - 0.01);
+    EXPECT_LE(row["train_peak_optimizer_state_mib"].get<double>(), moments + mib(2 * 256 * tensors) + 0.01);
+    EXPECT_GE(row["train_peak_gradients_mib"].get<double>(), mib(4 * trainable) - 0.01);
+    EXPECT_GE(row["train_peak_parameters_mib"].get<double>(), mib(4 * (trainable + model.num_fixed())) - 0.01);
+  }
+  // The printed report names the ratios that matter.
+  EXPECT_NE(r.output.find("wtconvnext_atto (fused) / convnext_atto"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("wtconvnext_atto fused / unfused"), std::string::npos) << r.output;
+}
+
+TEST_F(BenchCommand, CsvHasHeaderAndOneLinePerRow) {
+  const std::string out = file("rows.csv");
+  const ProgramRun r = run_program(kTiny + " --models wtconvnext_atto --wtconv fused --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(out);
+  std::vector<std::vector<std::string>> lines;
+  for (std::string line; std::getline(f, line);) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    lines.push_back(cells);
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  const auto& head = lines[0];
+  const auto& row = lines[1];
+  ASSERT_EQ(head.size(), row.size());
+  auto cell = [&](const std::string& name) {
+    for (size_t i = 0; i < head.size(); ++i)
+      if (head[i] == name) return row[i];
+    ADD_FAILURE() << "no column " << name;
+    return std::string();
+  };
+  EXPECT_EQ(cell("model"), "wtconvnext_atto");
+  EXPECT_EQ(cell("wtconv"), "fused");
+  EXPECT_EQ(cell("train_batch_size"), "2");
+  EXPECT_GT(std::stod(cell("train_samples_per_sec")), 0.0);
+  EXPECT_GT(std::stod(cell("infer_step_time")), 0.0);
+  EXPECT_EQ(cell("infer_device_used_mib"), "");  // null on the CPU
+}
+
+TEST_F(BenchCommand, BreakdownTimesEveryOpType) {
+  const std::string out = file("rows.json");
+  const ProgramRun r = run_program(kTiny + " --models wtconvnext_atto --wtconv fused --breakdown --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json rows = read_json(out);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].contains("breakdown")) << rows.dump(1);
+  const json& b = rows[0]["breakdown"];
+  for (const char* c : {"stem/downsample", "wtconv", "norm", "mlp fc1", "gelu", "mlp fc2",
+                        "layer scale + residual", "head", "loss"}) {
+    ASSERT_TRUE(b.contains(c)) << c;
+    EXPECT_GT(b[c]["forward_ms"].get<double>(), 0.0) << c;
+    EXPECT_GT(b[c]["backward_ms"].get<double>(), 0.0) << c;
+  }
+  EXPECT_GT(b["optimizer"]["forward_ms"].get<double>(), 0.0);
+  EXPECT_FALSE(b.contains("conv_dw"));  // a WTConvNeXt has no plain depthwise conv
+  EXPECT_NE(r.output.find("breakdown of one training step"), std::string::npos) << r.output;
+}
+
+TEST_F(BenchCommand, BadArgumentsFailBeforeRunning) {
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {
+      {" --models no_such_model", "no_such_model"},
+      {" --models convnext_atto --output " + file("rows.txt"), ".json or .csv"},
+      {" --models convnext_atto --precision tf32", "tf32"},
+      {" --models wtconvnext_atto --wtconv sideways", "sideways"},
+      {" --models convnext_atto --precision fp64", "fp64"},
+  };
+  for (const Case& c : cases) {
+    const ProgramRun r = run_program(kTiny + c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("timed steps"), std::string::npos) << "a row ran: " << r.output;
+  }
+  EXPECT_FALSE(fs::exists(file("rows.txt")));
+}
+
+}  // namespace
+}  // namespace hg
