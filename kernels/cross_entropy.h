@@ -19,8 +19,8 @@ template <typename T>
 void cross_entropy_forward(const T* logits, const int64_t* labels, T* lse, T* loss, int64_t N,
                            int64_t K, double smoothing);
 template <typename T>
-void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse, const T* grad_loss,
-                            T* dlogits, int64_t N, int64_t K, double smoothing);
+void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse,
+                            const T* grad_loss, T* dlogits, int64_t N, int64_t K, double smoothing);
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {

@@ -9,8 +9,10 @@
 
 namespace hg::kernels {
 namespace cpu {
-template <typename T> void gelu_forward(const T* x, T* y, int64_t n);
-template <typename T> void gelu_backward(const T* x, const T* dy, T* dx, int64_t n);
+template <typename T>
+void gelu_forward(const T* x, T* y, int64_t n);
+template <typename T>
+void gelu_backward(const T* x, const T* dy, T* dx, int64_t n);
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {

@@ -17,7 +17,8 @@ void layer_scale_grad_gamma(const T* x, const T* dy, T* dgamma, int64_t rows, in
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
 void layer_scale_forward(const float* x, const float* gamma, float* y, int64_t rows, int64_t C);
-void layer_scale_grad_gamma(const float* x, const float* dy, float* dgamma, int64_t rows, int64_t C);
+void layer_scale_grad_gamma(const float* x, const float* dy, float* dgamma, int64_t rows,
+                            int64_t C);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

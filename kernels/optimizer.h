@@ -8,8 +8,8 @@
 // Clip scaling (torch.nn.utils.clip_grad_norm_): g *= min(max_norm / (total_norm + 1e-6), 1), with
 // total_norm read from memory of the same device (no host sync on CUDA).
 //
-// Arrays are dense, n elements, updated in place. Hyper-parameters arrive as doubles computed on the
-// host (bias corrections included). CPU: T = float or double; CUDA: float (math in float).
+// Arrays are dense, n elements, updated in place. Hyper-parameters arrive as doubles computed on
+// the host (bias corrections included). CPU: T = float or double; CUDA: float (math in float).
 #pragma once
 
 #include <cstdint>
@@ -28,10 +28,13 @@ struct SGDHyper {
 };
 
 namespace cpu {
-template <typename T> void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWHyper& h);
+template <typename T>
+void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWHyper& h);
 /// buf may be null when momentum == 0.
-template <typename T> void sgd_update(T* p, const T* g, T* buf, int64_t n, const SGDHyper& h);
-template <typename T> void clip_scale(T* g, int64_t n, const T* total_norm, double max_norm);
+template <typename T>
+void sgd_update(T* p, const T* g, T* buf, int64_t n, const SGDHyper& h);
+template <typename T>
+void clip_scale(T* g, int64_t n, const T* total_norm, double max_norm);
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {

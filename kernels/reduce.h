@@ -1,5 +1,6 @@
-// Deterministic reductions: sums of squares (gradient clipping, global L2 norms) and the column sums
-// that finish the per-chunk partials of parameter gradients (LayerNorm weight/bias, layer scale).
+// Deterministic reductions: sums of squares (gradient clipping, global L2 norms) and the column
+// sums that finish the per-chunk partials of parameter gradients (LayerNorm weight/bias, layer
+// scale).
 //
 // Determinism rule (CUDA): every reduction is two-pass with a fixed grid: pass 1 writes one partial
 // per block to a workspace, pass 2 adds the partials in a fixed order. No floating-point atomics,
@@ -22,14 +23,16 @@ inline int64_t column_partial_chunks(int64_t rows) {
 
 namespace cpu {
 /// sum_i x[i]^2, accumulated in double.
-template <typename T> double sum_squares(const T* x, int64_t n);
+template <typename T>
+double sum_squares(const T* x, int64_t n);
 }  // namespace cpu
 
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
 /// out[0] = sum over all arrays of sum_i x[i]^2 (one float in device memory). xs[k] holds sizes[k]
 /// floats on the GPU; empty lists give 0. One pass-1 launch per array, one pass-2 launch.
-void sum_squares(const std::vector<const float*>& xs, const std::vector<int64_t>& sizes, float* out);
+void sum_squares(const std::vector<const float*>& xs, const std::vector<int64_t>& sizes,
+                 float* out);
 /// out[0] = sqrt(sum_squares(xs)): the global L2 norm of a list of arrays (gradient clipping).
 void l2_norm(const std::vector<const float*>& xs, const std::vector<int64_t>& sizes, float* out);
 /// out[c] = sum_r a[r, c] for a dense (rows, cols) float array on the GPU, r in increasing order

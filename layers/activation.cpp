@@ -30,7 +30,8 @@ Tensor gelu(const Tensor& x_in) {
 #endif
     } else {
       HG_DISPATCH_FLOAT(x.dtype(), "gelu backward", [&] {
-        kernels::cpu::gelu_backward(x.data<scalar_t>(), dy.data<scalar_t>(), dx.data<scalar_t>(), x.numel());
+        kernels::cpu::gelu_backward(x.data<scalar_t>(), dy.data<scalar_t>(), dx.data<scalar_t>(),
+                                    x.numel());
       });
     }
     return std::vector<Tensor>{dx};

@@ -1,4 +1,5 @@
-// GELU activation with autograd (exact erf form, torch.nn.GELU() default, as in timm's ConvNeXt Mlp).
+// GELU activation with autograd (exact erf form, torch.nn.GELU() default, as in timm's ConvNeXt
+// Mlp).
 #pragma once
 
 #include "core/tensor.h"

@@ -1,5 +1,5 @@
-// drop_path / scale_samples with autograd (see drop_path.h). The per-sample mask is drawn on the host
-// (N numbers per call) so a seeded Generator reproduces it on any device.
+// drop_path / scale_samples with autograd (see drop_path.h). The per-sample mask is drawn on the
+// host (N numbers per call) so a seeded Generator reproduces it on any device.
 #include "layers/drop_path.h"
 
 #include <vector>
@@ -20,7 +20,8 @@ void run_scale_rows(const Tensor& x, const Tensor& scale, Tensor& y) {
 #endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "scale_samples", [&] {
-      kernels::cpu::scale_rows(x.data<scalar_t>(), scale.data<scalar_t>(), y.data<scalar_t>(), N, inner);
+      kernels::cpu::scale_rows(x.data<scalar_t>(), scale.data<scalar_t>(), y.data<scalar_t>(), N,
+                               inner);
     });
   }
 }
@@ -44,7 +45,8 @@ Tensor scale_samples(const Tensor& x_in, const Tensor& scale_in) {
 }
 
 Tensor drop_path(const Tensor& x, double drop_prob, bool training, Generator& gen) {
-  HG_CHECK(drop_prob >= 0.0 && drop_prob <= 1.0, "drop_path: drop_prob must be in [0, 1], got ", drop_prob);
+  HG_CHECK(drop_prob >= 0.0 && drop_prob <= 1.0, "drop_path: drop_prob must be in [0, 1], got ",
+           drop_prob);
   if (!training || drop_prob == 0.0) return x;
   HG_CHECK(x.ndim() >= 1, "drop_path: input must have a batch dim, got ", x.describe());
   const double keep = 1.0 - drop_prob;

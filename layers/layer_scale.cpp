@@ -11,20 +11,23 @@ void run_forward(const Tensor& x, const Tensor& gamma, Tensor& y, int64_t rows, 
   if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
     check_dtype("layer_scale", x, DType::f32);
-    kernels::cuda::layer_scale_forward(x.data<float>(), gamma.data<float>(), y.data<float>(), rows, C);
+    kernels::cuda::layer_scale_forward(x.data<float>(), gamma.data<float>(), y.data<float>(), rows,
+                                       C);
 #else
     throw Error("layer_scale: built without CUDA");
 #endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "layer_scale", [&] {
-      kernels::cpu::layer_scale_forward(x.data<scalar_t>(), gamma.data<scalar_t>(), y.data<scalar_t>(), rows, C);
+      kernels::cpu::layer_scale_forward(x.data<scalar_t>(), gamma.data<scalar_t>(),
+                                        y.data<scalar_t>(), rows, C);
     });
   }
 }
 }  // namespace
 
 Tensor layer_scale(const Tensor& x_in, const Tensor& gamma_in) {
-  HG_CHECK(x_in.ndim() >= 1, "layer_scale: input must have at least one dim, got ", x_in.describe());
+  HG_CHECK(x_in.ndim() >= 1, "layer_scale: input must have at least one dim, got ",
+           x_in.describe());
   const int64_t C = x_in.size(-1);
   HG_CHECK(gamma_in.shape() == Shape{C}, "layer_scale: gamma must be [", C, "] for input ",
            x_in.describe(), ", got ", gamma_in.describe());
@@ -33,28 +36,30 @@ Tensor layer_scale(const Tensor& x_in, const Tensor& gamma_in) {
   const int64_t rows = C ? x.numel() / C : 0;
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   run_forward(x, gamma, y, rows, C);
-  autograd::record("layer_scale", {x_in, gamma_in}, {y}, [x, gamma, rows, C](autograd::Backward& g) {
-    const Tensor dy = g.grad_output(0).contiguous();
-    Tensor dx, dgamma;
-    if (g.needs_grad(0)) {
-      dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-      run_forward(dy, gamma, dx, rows, C);  // linear in x: dx = dy * gamma
-    }
-    if (g.needs_grad(1)) {
-      dgamma = Tensor::empty({C}, x.dtype(), x.device());
-      if (x.device() == Device::cuda) {
+  autograd::record(
+      "layer_scale", {x_in, gamma_in}, {y}, [x, gamma, rows, C](autograd::Backward& g) {
+        const Tensor dy = g.grad_output(0).contiguous();
+        Tensor dx, dgamma;
+        if (g.needs_grad(0)) {
+          dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+          run_forward(dy, gamma, dx, rows, C);  // linear in x: dx = dy * gamma
+        }
+        if (g.needs_grad(1)) {
+          dgamma = Tensor::empty({C}, x.dtype(), x.device());
+          if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-        kernels::cuda::layer_scale_grad_gamma(x.data<float>(), dy.data<float>(), dgamma.data<float>(), rows, C);
+            kernels::cuda::layer_scale_grad_gamma(x.data<float>(), dy.data<float>(),
+                                                  dgamma.data<float>(), rows, C);
 #endif
-      } else {
-        HG_DISPATCH_FLOAT(x.dtype(), "layer_scale backward", [&] {
-          kernels::cpu::layer_scale_grad_gamma(x.data<scalar_t>(), dy.data<scalar_t>(),
-                                               dgamma.data<scalar_t>(), rows, C);
-        });
-      }
-    }
-    return std::vector<Tensor>{dx, dgamma};
-  });
+          } else {
+            HG_DISPATCH_FLOAT(x.dtype(), "layer_scale backward", [&] {
+              kernels::cpu::layer_scale_grad_gamma(x.data<scalar_t>(), dy.data<scalar_t>(),
+                                                   dgamma.data<scalar_t>(), rows, C);
+            });
+          }
+        }
+        return std::vector<Tensor>{dx, dgamma};
+      });
   return y;
 }
 

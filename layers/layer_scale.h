@@ -1,5 +1,5 @@
-// Residual-branch ops of a ConvNeXt block with autograd: layer scale (timm's `gamma`, multiplied over
-// the channel dim of NHWC activations) and the residual add.
+// Residual-branch ops of a ConvNeXt block with autograd: layer scale (timm's `gamma`, multiplied
+// over the channel dim of NHWC activations) and the residual add.
 #pragma once
 
 #include "core/tensor.h"

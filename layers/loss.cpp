@@ -29,8 +29,9 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s)
   if (logits.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
     check_dtype("cross_entropy", logits, DType::f32);
-    kernels::cuda::cross_entropy_forward(logits.data<float>(), labels.data<int64_t>(), lse.data<float>(),
-                                         loss.data<float>(), N, K, static_cast<float>(s));
+    kernels::cuda::cross_entropy_forward(logits.data<float>(), labels.data<int64_t>(),
+                                         lse.data<float>(), loss.data<float>(), N, K,
+                                         static_cast<float>(s));
 #else
     throw Error("cross_entropy: built without CUDA");
 #endif
@@ -44,23 +45,25 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s)
                                           loss.data<scalar_t>(), N, K, s);
     });
   }
-  autograd::record("cross_entropy", {logits_in}, {loss}, [logits, labels, lse, N, K, s](autograd::Backward& g) {
-    const Tensor gl = g.grad_output(0).contiguous();
-    Tensor dz = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
-    if (logits.device() == Device::cuda) {
+  autograd::record(
+      "cross_entropy", {logits_in}, {loss}, [logits, labels, lse, N, K, s](autograd::Backward& g) {
+        const Tensor gl = g.grad_output(0).contiguous();
+        Tensor dz = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+        if (logits.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-      kernels::cuda::cross_entropy_backward(logits.data<float>(), labels.data<int64_t>(), lse.data<float>(),
-                                            gl.data<float>(), dz.data<float>(), N, K, static_cast<float>(s));
+          kernels::cuda::cross_entropy_backward(logits.data<float>(), labels.data<int64_t>(),
+                                                lse.data<float>(), gl.data<float>(),
+                                                dz.data<float>(), N, K, static_cast<float>(s));
 #endif
-    } else {
-      HG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy backward", [&] {
-        kernels::cpu::cross_entropy_backward(logits.data<scalar_t>(), labels.data<int64_t>(),
-                                             lse.data<scalar_t>(), gl.data<scalar_t>(), dz.data<scalar_t>(),
-                                             N, K, s);
+        } else {
+          HG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy backward", [&] {
+            kernels::cpu::cross_entropy_backward(logits.data<scalar_t>(), labels.data<int64_t>(),
+                                                 lse.data<scalar_t>(), gl.data<scalar_t>(),
+                                                 dz.data<scalar_t>(), N, K, s);
+          });
+        }
+        return std::vector<Tensor>{dz};
       });
-    }
-    return std::vector<Tensor>{dz};
-  });
   return loss;
 }
 

@@ -1,5 +1,5 @@
-// Classification loss and accuracy: fused softmax + cross-entropy (with PyTorch label smoothing) with
-// autograd, and a top-k accuracy helper for evaluation.
+// Classification loss and accuracy: fused softmax + cross-entropy (with PyTorch label smoothing)
+// with autograd, and a top-k accuracy helper for evaluation.
 #pragma once
 
 #include <cstdint>

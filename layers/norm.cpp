@@ -23,43 +23,43 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
     check_dtype("layer_norm", x, DType::f32);
-    kernels::cuda::layernorm_forward(x.data<float>(), w.data<float>(), b.data<float>(), y.data<float>(),
-                                     mean.data<float>(), rstd.data<float>(), rows, C,
-                                     static_cast<float>(eps));
+    kernels::cuda::layernorm_forward(x.data<float>(), w.data<float>(), b.data<float>(),
+                                     y.data<float>(), mean.data<float>(), rstd.data<float>(), rows,
+                                     C, static_cast<float>(eps));
 #else
     throw Error("layer_norm: built without CUDA");
 #endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
       kernels::cpu::layernorm_forward(x.data<scalar_t>(), w.data<scalar_t>(), b.data<scalar_t>(),
-                                      y.data<scalar_t>(), mean.data<scalar_t>(), rstd.data<scalar_t>(),
-                                      rows, C, eps);
+                                      y.data<scalar_t>(), mean.data<scalar_t>(),
+                                      rstd.data<scalar_t>(), rows, C, eps);
     });
   }
-  autograd::record("layer_norm", {x_in, weight, bias}, {y},
-                   [x, w, mean, rstd, rows, C](autograd::Backward& g) {
-    const Tensor dy = g.grad_output(0).contiguous();
-    Tensor dx, dw, db;
-    if (g.needs_grad(0)) dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-    if (g.needs_grad(1)) dw = Tensor::empty({C}, x.dtype(), x.device());
-    if (g.needs_grad(2)) db = Tensor::empty({C}, x.dtype(), x.device());
-    if (x.device() == Device::cuda) {
+  autograd::record(
+      "layer_norm", {x_in, weight, bias}, {y}, [x, w, mean, rstd, rows, C](autograd::Backward& g) {
+        const Tensor dy = g.grad_output(0).contiguous();
+        Tensor dx, dw, db;
+        if (g.needs_grad(0)) dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+        if (g.needs_grad(1)) dw = Tensor::empty({C}, x.dtype(), x.device());
+        if (g.needs_grad(2)) db = Tensor::empty({C}, x.dtype(), x.device());
+        if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-      auto ptr = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
-      kernels::cuda::layernorm_backward(x.data<float>(), w.data<float>(), mean.data<float>(),
-                                        rstd.data<float>(), dy.data<float>(), ptr(dx), ptr(dw), ptr(db),
-                                        rows, C);
+          auto ptr = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
+          kernels::cuda::layernorm_backward(x.data<float>(), w.data<float>(), mean.data<float>(),
+                                            rstd.data<float>(), dy.data<float>(), ptr(dx), ptr(dw),
+                                            ptr(db), rows, C);
 #endif
-    } else {
-      HG_DISPATCH_FLOAT(x.dtype(), "layer_norm backward", [&] {
-        auto ptr = [](const Tensor& t) { return t.defined() ? t.data<scalar_t>() : nullptr; };
-        kernels::cpu::layernorm_backward(x.data<scalar_t>(), w.data<scalar_t>(), mean.data<scalar_t>(),
-                                         rstd.data<scalar_t>(), dy.data<scalar_t>(), ptr(dx), ptr(dw),
-                                         ptr(db), rows, C);
+        } else {
+          HG_DISPATCH_FLOAT(x.dtype(), "layer_norm backward", [&] {
+            auto ptr = [](const Tensor& t) { return t.defined() ? t.data<scalar_t>() : nullptr; };
+            kernels::cpu::layernorm_backward(
+                x.data<scalar_t>(), w.data<scalar_t>(), mean.data<scalar_t>(),
+                rstd.data<scalar_t>(), dy.data<scalar_t>(), ptr(dx), ptr(dw), ptr(db), rows, C);
+          });
+        }
+        return std::vector<Tensor>{dx, dw, db};
       });
-    }
-    return std::vector<Tensor>{dx, dw, db};
-  });
   return y;
 }
 

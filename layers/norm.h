@@ -23,7 +23,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 /// "bias" (zeros), both no_weight_decay.
 class LayerNorm : public Module {
  public:
-  LayerNorm(int64_t channels, double eps = 1e-6, DType dtype = DType::f32, Device device = Device::cpu);
+  LayerNorm(int64_t channels, double eps = 1e-6, DType dtype = DType::f32,
+            Device device = Device::cpu);
   Tensor forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }
   void collect(const std::string& prefix, std::vector<ParamRef>& out) const override;
 

@@ -60,8 +60,8 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)
   std::set<const void*> seen;
   for (size_t g = 0; g < groups_.size(); ++g) {
     const ParamGroup& grp = groups_[g];
-    HG_CHECK(grp.names.empty() || grp.names.size() == grp.params.size(), "optimizer: group ", g, " has ",
-             grp.params.size(), " parameters but ", grp.names.size(), " names");
+    HG_CHECK(grp.names.empty() || grp.names.size() == grp.params.size(), "optimizer: group ", g,
+             " has ", grp.params.size(), " parameters but ", grp.names.size(), " names");
     HG_CHECK(grp.lr >= 0 && grp.weight_decay >= 0, "optimizer: group ", g, ": lr ", grp.lr,
              " and weight_decay ", grp.weight_decay, " must be >= 0");
     for (size_t i = 0; i < grp.params.size(); ++i) {
@@ -77,7 +77,8 @@ std::string Optimizer::param_name(size_t g, size_t i) const {
   return grp.names.empty() ? str("group", g, ".", i) : grp.names[i];
 }
 
-template <typename F> void Optimizer::for_each_param(F&& f) const {
+template <typename F>
+void Optimizer::for_each_param(F&& f) const {
   for (size_t g = 0; g < groups_.size(); ++g)
     for (size_t i = 0; i < groups_[g].params.size(); ++i)
       f(param_name(g, i), groups_[g].params[i], groups_[g]);
@@ -98,9 +99,10 @@ std::vector<Tensor> Optimizer::parameters() const {
   return out;
 }
 
-void Optimizer::load_named(const std::map<std::string, Tensor>& tensors, const std::string& prefix,
-                           const std::vector<std::string>& suffixes,
-                           const std::function<void(const Tensor&, std::map<std::string, Tensor>&)>& load) {
+void Optimizer::load_named(
+    const std::map<std::string, Tensor>& tensors, const std::string& prefix,
+    const std::vector<std::string>& suffixes,
+    const std::function<void(const Tensor&, std::map<std::string, Tensor>&)>& load) {
   std::set<std::string> used;
   for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup&) {
     std::map<std::string, Tensor> found;
@@ -110,20 +112,22 @@ void Optimizer::load_named(const std::map<std::string, Tensor>& tensors, const s
     }
     if (found.empty()) return;  // no saved state: starts fresh
     for (const std::string& s : suffixes)
-      HG_CHECK(found.count(s), "optimizer state: '", prefix + name + "." + s, "' is missing (its companions are present)");
+      HG_CHECK(found.count(s), "optimizer state: '", prefix + name + "." + s,
+               "' is missing (its companions are present)");
     for (const std::string& s : suffixes) used.insert(prefix + name + "." + s);
     load(p, found);
   });
   for (const auto& [key, t] : tensors)
-    HG_CHECK(key.compare(0, prefix.size(), prefix) != 0 || used.count(key), "optimizer state: key '", key,
-             "' names no parameter state of this optimizer");
+    HG_CHECK(key.compare(0, prefix.size(), prefix) != 0 || used.count(key),
+             "optimizer state: key '", key, "' names no parameter state of this optimizer");
 }
 
 // ---- AdamW -------------------------------------------------------------------------------------
 
 AdamW::AdamW(std::vector<ParamGroup> groups, double b1, double b2, double e)
     : Optimizer(std::move(groups)), beta1(b1), beta2(b2), eps(e) {
-  HG_CHECK(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1, "AdamW: betas (", b1, ", ", b2, ") must be in [0, 1)");
+  HG_CHECK(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1, "AdamW: betas (", b1, ", ", b2,
+           ") must be in [0, 1)");
   HG_CHECK(e >= 0, "AdamW: eps must be >= 0, got ", e);
 }
 
@@ -139,7 +143,11 @@ void AdamW::step() {
       s.exp_avg_sq = state_like(p);
     }
     s.step += 1;
-    const kernels::AdamWHyper h{grp.lr, beta1, beta2, eps, grp.weight_decay,
+    const kernels::AdamWHyper h{grp.lr,
+                                beta1,
+                                beta2,
+                                eps,
+                                grp.weight_decay,
                                 1.0 - std::pow(beta1, static_cast<double>(s.step)),
                                 1.0 - std::pow(beta2, static_cast<double>(s.step))};
     if (p.device() == Device::cuda) {
@@ -149,8 +157,9 @@ void AdamW::step() {
 #endif
     } else {
       HG_DISPATCH_FLOAT(p.dtype(), "AdamW", [&] {
-        kernels::cpu::adamw_update(p.data<scalar_t>(), g.data<scalar_t>(), s.exp_avg.data<scalar_t>(),
-                                   s.exp_avg_sq.data<scalar_t>(), p.numel(), h);
+        kernels::cpu::adamw_update(p.data<scalar_t>(), g.data<scalar_t>(),
+                                   s.exp_avg.data<scalar_t>(), s.exp_avg_sq.data<scalar_t>(),
+                                   p.numel(), h);
       });
     }
   });
@@ -168,21 +177,23 @@ std::vector<std::pair<std::string, Tensor>> AdamW::state_dict(const std::string&
   return out;
 }
 
-void AdamW::load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix) {
+void AdamW::load_state_dict(const std::map<std::string, Tensor>& tensors,
+                            const std::string& prefix) {
   load_named(tensors, prefix, {"exp_avg", "exp_avg_sq", "step"},
              [&](const Tensor& p, std::map<std::string, Tensor>& t) {
-    for (const char* k : {"exp_avg", "exp_avg_sq"})
-      HG_CHECK(t[k].shape() == p.shape(), "AdamW state: ", k, " ", t[k].describe(), " does not match parameter ",
-               p.describe());
-    HG_CHECK(t["step"].numel() == 1, "AdamW state: step must be one number, got ", t["step"].describe());
-    State s;
-    s.exp_avg = state_like(p);
-    s.exp_avg_sq = state_like(p);
-    s.exp_avg.copy_(t["exp_avg"]);
-    s.exp_avg_sq.copy_(t["exp_avg_sq"]);
-    s.step = static_cast<int64_t>(t["step"].item());
-    state_[p.id()] = s;
-  });
+               for (const char* k : {"exp_avg", "exp_avg_sq"})
+                 HG_CHECK(t[k].shape() == p.shape(), "AdamW state: ", k, " ", t[k].describe(),
+                          " does not match parameter ", p.describe());
+               HG_CHECK(t["step"].numel() == 1, "AdamW state: step must be one number, got ",
+                        t["step"].describe());
+               State s;
+               s.exp_avg = state_like(p);
+               s.exp_avg_sq = state_like(p);
+               s.exp_avg.copy_(t["exp_avg"]);
+               s.exp_avg_sq.copy_(t["exp_avg_sq"]);
+               s.step = static_cast<int64_t>(t["step"].item());
+               state_[p.id()] = s;
+             });
 }
 
 // ---- SGD ---------------------------------------------------------------------------------------
@@ -212,8 +223,8 @@ void SGD::step() {
     const kernels::SGDHyper h{grp.lr, momentum, grp.weight_decay, nesterov, first};
     if (p.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-      kernels::cuda::sgd_update(p.data<float>(), g.data<float>(), buf.defined() ? buf.data<float>() : nullptr,
-                                p.numel(), h);
+      kernels::cuda::sgd_update(p.data<float>(), g.data<float>(),
+                                buf.defined() ? buf.data<float>() : nullptr, p.numel(), h);
 #endif
     } else {
       HG_DISPATCH_FLOAT(p.dtype(), "SGD", [&] {
@@ -235,13 +246,14 @@ std::vector<std::pair<std::string, Tensor>> SGD::state_dict(const std::string& p
 }
 
 void SGD::load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix) {
-  load_named(tensors, prefix, {"momentum_buffer"}, [&](const Tensor& p, std::map<std::string, Tensor>& t) {
-    HG_CHECK(t["momentum_buffer"].shape() == p.shape(), "SGD state: momentum_buffer ",
-             t["momentum_buffer"].describe(), " does not match parameter ", p.describe());
-    Tensor b = state_like(p);
-    b.copy_(t["momentum_buffer"]);
-    momentum_buffer_[p.id()] = b;
-  });
+  load_named(
+      tensors, prefix, {"momentum_buffer"}, [&](const Tensor& p, std::map<std::string, Tensor>& t) {
+        HG_CHECK(t["momentum_buffer"].shape() == p.shape(), "SGD state: momentum_buffer ",
+                 t["momentum_buffer"].describe(), " does not match parameter ", p.describe());
+        Tensor b = state_like(p);
+        b.copy_(t["momentum_buffer"]);
+        momentum_buffer_[p.id()] = b;
+      });
 }
 
 // ---- clipping ----------------------------------------------------------------------------------
@@ -255,14 +267,16 @@ Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   const Device dev = grads[0].device();
   const DType dt = grads[0].dtype();
   for (const Tensor& g : grads) {
-    HG_CHECK(g.device() == dev && g.dtype() == dt, "clip_grad_norm: gradients differ in device/dtype: ",
-             grads[0].describe(), " vs ", g.describe());
+    HG_CHECK(g.device() == dev && g.dtype() == dt,
+             "clip_grad_norm: gradients differ in device/dtype: ", grads[0].describe(), " vs ",
+             g.describe());
     HG_CHECK(g.is_contiguous(), "clip_grad_norm: gradient ", g.describe(), " is not contiguous");
   }
   Tensor total = Tensor::empty({}, dt, dev);
   if (dev == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    HG_CHECK(dt == DType::f32, "clip_grad_norm: CUDA gradients must be f32, got ", grads[0].describe());
+    HG_CHECK(dt == DType::f32, "clip_grad_norm: CUDA gradients must be f32, got ",
+             grads[0].describe());
     std::vector<const float*> ptrs;
     std::vector<int64_t> sizes;
     for (const Tensor& g : grads) {
@@ -270,7 +284,8 @@ Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
       sizes.push_back(g.numel());
     }
     kernels::cuda::l2_norm(ptrs, sizes, total.data<float>());
-    for (const Tensor& g : grads) kernels::cuda::clip_scale(g.data<float>(), g.numel(), total.data<float>(), max_norm);
+    for (const Tensor& g : grads)
+      kernels::cuda::clip_scale(g.data<float>(), g.numel(), total.data<float>(), max_norm);
 #endif
   } else {
     HG_DISPATCH_FLOAT(dt, "clip_grad_norm", [&] {

@@ -1,9 +1,9 @@
-// Optimizers with PyTorch semantics (AdamW, SGD with momentum), timm's weight-decay parameter groups,
-// and global-norm gradient clipping.
+// Optimizers with PyTorch semantics (AdamW, SGD with momentum), timm's weight-decay parameter
+// groups, and global-norm gradient clipping.
 //
 // Usage (the golden "adamw3" check and the trainer):
-//   auto groups = train::param_groups_weight_decay(model.named_tensors(), /*lr=*/1e-3, /*wd=*/0.05);
-//   train::AdamW opt(groups);                 // betas (0.9, 0.999), eps 1e-8
+//   auto groups = train::param_groups_weight_decay(model.named_tensors(), /*lr=*/1e-3,
+//   /*wd=*/0.05); train::AdamW opt(groups);                 // betas (0.9, 0.999), eps 1e-8
 //   ... backward ...; opt.step(); opt.zero_grad();
 //   opt.param_groups()[g].lr = schedule(step);  // per-group lr, settable every step
 //
@@ -66,17 +66,20 @@ class Optimizer {
 
   /// State as named tensors "<prefix><param name>.<state>" (state tensors on their device; counts
   /// as i64 scalars on the CPU), in parameter order. Parameters without state are absent.
-  virtual std::vector<std::pair<std::string, Tensor>> state_dict(const std::string& prefix = "") const = 0;
+  virtual std::vector<std::pair<std::string, Tensor>> state_dict(
+      const std::string& prefix = "") const = 0;
   /// Restores state_dict() output (copied into freshly allocated state on the parameter's device).
-  /// Only keys that start with `prefix` are read; among them, a key that names no parameter / state,
-  /// a missing companion key, or a mis-shaped tensor throws hg::Error naming the key.
-  virtual void load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix = "") = 0;
+  /// Only keys that start with `prefix` are read; among them, a key that names no parameter /
+  /// state, a missing companion key, or a mis-shaped tensor throws hg::Error naming the key.
+  virtual void load_state_dict(const std::map<std::string, Tensor>& tensors,
+                               const std::string& prefix = "") = 0;
 
  protected:
   /// Name of parameter i of group g (ParamGroup::names or "group<g>.<i>").
   std::string param_name(size_t g, size_t i) const;
   /// Calls f(name, param, group) for every parameter, in group order.
-  template <typename F> void for_each_param(F&& f) const;
+  template <typename F>
+  void for_each_param(F&& f) const;
   /// Common load logic: `suffixes` are the state names per parameter; `load(param, name, tensors)`
   /// receives, per parameter that has all of them, the map suffix -> tensor.
   void load_named(const std::map<std::string, Tensor>& tensors, const std::string& prefix,
@@ -90,11 +93,14 @@ class Optimizer {
 /// counts drive the bias corrections.
 class AdamW : public Optimizer {
  public:
-  explicit AdamW(std::vector<ParamGroup> groups, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
+  explicit AdamW(std::vector<ParamGroup> groups, double beta1 = 0.9, double beta2 = 0.999,
+                 double eps = 1e-8);
   void step() override;
   /// keys "<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step"
-  std::vector<std::pair<std::string, Tensor>> state_dict(const std::string& prefix = "") const override;
-  void load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix = "") override;
+  std::vector<std::pair<std::string, Tensor>> state_dict(
+      const std::string& prefix = "") const override;
+  void load_state_dict(const std::map<std::string, Tensor>& tensors,
+                       const std::string& prefix = "") override;
 
   double beta1, beta2, eps;
 
@@ -112,8 +118,10 @@ class SGD : public Optimizer {
   explicit SGD(std::vector<ParamGroup> groups, double momentum = 0.9, bool nesterov = false);
   void step() override;
   /// keys "<name>.momentum_buffer" (only when momentum != 0)
-  std::vector<std::pair<std::string, Tensor>> state_dict(const std::string& prefix = "") const override;
-  void load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix = "") override;
+  std::vector<std::pair<std::string, Tensor>> state_dict(
+      const std::string& prefix = "") const override;
+  void load_state_dict(const std::map<std::string, Tensor>& tensors,
+                       const std::string& prefix = "") override;
 
   double momentum;
   bool nesterov;

@@ -1,4 +1,5 @@
-// CPU reference of kernels/cross_entropy.h: log-sum-exp with the row max subtracted, sums in double.
+// CPU reference of kernels/cross_entropy.h: log-sum-exp with the row max subtracted, sums in
+// double.
 #include "kernels/cross_entropy.h"
 
 #include <algorithm>
@@ -28,8 +29,9 @@ void cross_entropy_forward(const T* logits, const int64_t* labels, T* lse, T* lo
 }
 
 template <typename T>
-void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse, const T* grad_loss,
-                            T* dlogits, int64_t N, int64_t K, double smoothing) {
+void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse,
+                            const T* grad_loss, T* dlogits, int64_t N, int64_t K,
+                            double smoothing) {
   const double g = static_cast<double>(grad_loss[0]) / static_cast<double>(N);
   const double off = smoothing / static_cast<double>(K);
   for (int64_t i = 0; i < N; ++i)
@@ -40,10 +42,10 @@ void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse
     }
 }
 
-#define HG_INSTANTIATE(T)                                                                      \
-  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, int64_t, int64_t,   \
-                                         double);                                              \
-  template void cross_entropy_backward<T>(const T*, const int64_t*, const T*, const T*, T*,    \
+#define HG_INSTANTIATE(T)                                                                    \
+  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, int64_t, int64_t, \
+                                         double);                                            \
+  template void cross_entropy_backward<T>(const T*, const int64_t*, const T*, const T*, T*,  \
                                           int64_t, int64_t, double);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(double)

@@ -9,7 +9,8 @@ constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
 }  // namespace
 
-template <typename T> void gelu_forward(const T* x, T* y, int64_t n) {
+template <typename T>
+void gelu_forward(const T* x, T* y, int64_t n) {
 #pragma omp parallel for if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     const double v = x[i];
@@ -17,7 +18,8 @@ template <typename T> void gelu_forward(const T* x, T* y, int64_t n) {
   }
 }
 
-template <typename T> void gelu_backward(const T* x, const T* dy, T* dx, int64_t n) {
+template <typename T>
+void gelu_backward(const T* x, const T* dy, T* dx, int64_t n) {
 #pragma omp parallel for if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     const double v = x[i];

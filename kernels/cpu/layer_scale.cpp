@@ -25,6 +25,7 @@ void layer_scale_grad_gamma(const T* x, const T* dy, T* dgamma, int64_t rows, in
 template void layer_scale_forward<float>(const float*, const float*, float*, int64_t, int64_t);
 template void layer_scale_forward<double>(const double*, const double*, double*, int64_t, int64_t);
 template void layer_scale_grad_gamma<float>(const float*, const float*, float*, int64_t, int64_t);
-template void layer_scale_grad_gamma<double>(const double*, const double*, double*, int64_t, int64_t);
+template void layer_scale_grad_gamma<double>(const double*, const double*, double*, int64_t,
+                                             int64_t);
 
 }  // namespace hg::kernels::cpu

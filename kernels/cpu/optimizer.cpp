@@ -6,7 +6,8 @@
 
 namespace hg::kernels::cpu {
 
-template <typename T> void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWHyper& h) {
+template <typename T>
+void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWHyper& h) {
   const T decay = static_cast<T>(1.0 - h.lr * h.weight_decay);
   const T b1 = static_cast<T>(h.beta1), b2 = static_cast<T>(h.beta2);
   const T step_size = static_cast<T>(h.lr / h.bias_correction1);
@@ -20,8 +21,10 @@ template <typename T> void adamw_update(T* p, const T* g, T* m, T* v, int64_t n,
   }
 }
 
-template <typename T> void sgd_update(T* p, const T* g, T* buf, int64_t n, const SGDHyper& h) {
-  const T lr = static_cast<T>(h.lr), mom = static_cast<T>(h.momentum), wd = static_cast<T>(h.weight_decay);
+template <typename T>
+void sgd_update(T* p, const T* g, T* buf, int64_t n, const SGDHyper& h) {
+  const T lr = static_cast<T>(h.lr), mom = static_cast<T>(h.momentum),
+          wd = static_cast<T>(h.weight_decay);
   for (int64_t i = 0; i < n; ++i) {
     T d = g[i] + wd * p[i];
     if (h.momentum != 0) {
@@ -32,14 +35,16 @@ template <typename T> void sgd_update(T* p, const T* g, T* buf, int64_t n, const
   }
 }
 
-template <typename T> void clip_scale(T* g, int64_t n, const T* total_norm, double max_norm) {
-  const T coef = static_cast<T>(std::min(max_norm / (static_cast<double>(total_norm[0]) + 1e-6), 1.0));
+template <typename T>
+void clip_scale(T* g, int64_t n, const T* total_norm, double max_norm) {
+  const T coef =
+      static_cast<T>(std::min(max_norm / (static_cast<double>(total_norm[0]) + 1e-6), 1.0));
   for (int64_t i = 0; i < n; ++i) g[i] *= coef;
 }
 
-#define HG_INSTANTIATE(T)                                                                     \
-  template void adamw_update<T>(T*, const T*, T*, T*, int64_t, const AdamWHyper&);            \
-  template void sgd_update<T>(T*, const T*, T*, int64_t, const SGDHyper&);                    \
+#define HG_INSTANTIATE(T)                                                          \
+  template void adamw_update<T>(T*, const T*, T*, T*, int64_t, const AdamWHyper&); \
+  template void sgd_update<T>(T*, const T*, T*, int64_t, const SGDHyper&);         \
   template void clip_scale<T>(T*, int64_t, const T*, double);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(double)

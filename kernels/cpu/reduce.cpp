@@ -3,7 +3,8 @@
 
 namespace hg::kernels::cpu {
 
-template <typename T> double sum_squares(const T* x, int64_t n) {
+template <typename T>
+double sum_squares(const T* x, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
   return s;

@@ -72,7 +72,8 @@ __global__ void backward_kernel(const T* logits, const int64_t* labels, const fl
   const float g = grad_loss[0] / static_cast<float>(N);
   const float off = smoothing / static_cast<float>(K);
   const int64_t n = N * K;
-  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n; idx += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n;
+       idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = idx / K, j = idx % K;
     const float p = expf(static_cast<float>(logits[idx]) - lse[i]);
     const float target = (j == labels[i] ? 1.0f - smoothing : 0.0f) + off;
@@ -90,8 +91,8 @@ void cross_entropy_forward(const float* logits, const int64_t* labels, float* ls
     ws = Tensor::empty({N}, DType::f32, Device::cuda);
   }
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  forward_rows<float><<<blocks, dim3(32, kRowsPerBlock)>>>(logits, labels, lse, ws.data<float>(), N, K,
-                                                           smoothing);
+  forward_rows<float>
+      <<<blocks, dim3(32, kRowsPerBlock)>>>(logits, labels, lse, ws.data<float>(), N, K, smoothing);
   HG_CUDA_LAUNCH_CHECK();
   mean_kernel<<<1, kThreads>>>(ws.data<float>(), N, loss);
   HG_CUDA_LAUNCH_CHECK();

@@ -9,7 +9,8 @@ namespace {
 template <typename T>
 __global__ void scale_rows_kernel(const T* x, const float* scale, T* y, int64_t N, int64_t inner) {
   const int64_t n_all = N * inner;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n_all; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n_all;
+       i += int64_t(gridDim.x) * blockDim.x)
     y[i] = T(static_cast<float>(x[i]) * scale[i / inner]);
 }
 }  // namespace

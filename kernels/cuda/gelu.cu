@@ -13,7 +13,8 @@ int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) 
 
 template <typename T>
 __global__ void gelu_forward_kernel(const T* x, T* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const float v = static_cast<float>(x[i]);
     y[i] = T(0.5f * v * (1.0f + erff(v * kInvSqrt2)));
   }
@@ -21,7 +22,8 @@ __global__ void gelu_forward_kernel(const T* x, T* y, int64_t n) {
 
 template <typename T>
 __global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const float v = static_cast<float>(x[i]);
     const float cdf = 0.5f * (1.0f + erff(v * kInvSqrt2));
     const float pdf = kInvSqrt2Pi * expf(-0.5f * v * v);

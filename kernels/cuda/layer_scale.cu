@@ -12,7 +12,8 @@ namespace {
 template <typename T>
 __global__ void layer_scale_kernel(const T* x, const float* gamma, T* y, int64_t rows, int64_t C) {
   const int64_t n = rows * C;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
     y[i] = T(static_cast<float>(x[i]) * gamma[i % C]);
 }
 
@@ -45,7 +46,8 @@ void layer_scale_forward(const float* x, const float* gamma, float* y, int64_t r
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void layer_scale_grad_gamma(const float* x, const float* dy, float* dgamma, int64_t rows, int64_t C) {
+void layer_scale_grad_gamma(const float* x, const float* dy, float* dgamma, int64_t rows,
+                            int64_t C) {
   if (C == 0) return;
   const int64_t P = column_partial_chunks(rows), chunk = (rows + P - 1) / P;
   Tensor ws;

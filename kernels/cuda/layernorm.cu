@@ -95,14 +95,16 @@ __global__ void backward_dwdb_partial(const T* x, const float* mean, const float
   }
 }
 
-unsigned row_blocks(int64_t rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
+unsigned row_blocks(int64_t rows) {
+  return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+}
 }  // namespace
 
 void layernorm_forward(const float* x, const float* weight, const float* bias, float* y,
                        float* mean, float* rstd, int64_t rows, int64_t C, float eps) {
   if (rows == 0) return;
-  forward_kernel<float><<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(x, weight, bias, y, mean, rstd,
-                                                                       rows, C, eps);
+  forward_kernel<float>
+      <<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(x, weight, bias, y, mean, rstd, rows, C, eps);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -110,8 +112,8 @@ void layernorm_backward(const float* x, const float* weight, const float* mean, 
                         const float* dy, float* dx, float* dweight, float* dbias, int64_t rows,
                         int64_t C) {
   if (dx && rows > 0) {
-    backward_dx_kernel<float><<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(x, weight, mean, rstd, dy,
-                                                                            dx, rows, C);
+    backward_dx_kernel<float>
+        <<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(x, weight, mean, rstd, dy, dx, rows, C);
     HG_CUDA_LAUNCH_CHECK();
   }
   if (!dweight && !dbias) return;

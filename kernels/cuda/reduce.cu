@@ -1,5 +1,5 @@
-// CUDA deterministic reductions of kernels/reduce.h: fixed grids, per-block partials in a workspace,
-// a fixed-order second pass (no atomics), accumulation in double.
+// CUDA deterministic reductions of kernels/reduce.h: fixed grids, per-block partials in a
+// workspace, a fixed-order second pass (no atomics), accumulation in double.
 #include <algorithm>
 
 #include "core/tensor.h"
@@ -25,7 +25,8 @@ __device__ double block_sum(double v) {
 template <typename T>
 __global__ void sum_squares_partial(const T* x, int64_t n, double* partial) {
   double acc = 0;
-  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n; i += int64_t(gridDim.x) * kThreads) {
+  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads) {
     const double v = static_cast<double>(static_cast<float>(x[i]));
     acc += v * v;
   }
@@ -50,11 +51,14 @@ __global__ void sum_rows_kernel(const T* a, int64_t rows, int64_t cols, float* o
 }
 
 // Blocks of pass 1 for an array of n elements: a function of n only (determinism).
-int64_t partial_blocks(int64_t n) { return std::clamp<int64_t>((n + 4 * kThreads - 1) / (4 * kThreads), 1, 128); }
+int64_t partial_blocks(int64_t n) {
+  return std::clamp<int64_t>((n + 4 * kThreads - 1) / (4 * kThreads), 1, 128);
+}
 
 void sum_squares_impl(const std::vector<const float*>& xs, const std::vector<int64_t>& sizes,
                       bool take_sqrt, float* out) {
-  HG_CHECK(xs.size() == sizes.size(), "sum_squares: ", xs.size(), " arrays but ", sizes.size(), " sizes");
+  HG_CHECK(xs.size() == sizes.size(), "sum_squares: ", xs.size(), " arrays but ", sizes.size(),
+           " sizes");
   int64_t total_blocks = 0;
   for (int64_t n : sizes) total_blocks += n > 0 ? partial_blocks(n) : 0;
   Tensor ws;
@@ -67,7 +71,8 @@ void sum_squares_impl(const std::vector<const float*>& xs, const std::vector<int
   for (size_t k = 0; k < xs.size(); ++k) {
     if (sizes[k] <= 0) continue;
     const int64_t blocks = partial_blocks(sizes[k]);
-    sum_squares_partial<float><<<static_cast<unsigned>(blocks), kThreads>>>(xs[k], sizes[k], partial + offset);
+    sum_squares_partial<float>
+        <<<static_cast<unsigned>(blocks), kThreads>>>(xs[k], sizes[k], partial + offset);
     HG_CUDA_LAUNCH_CHECK();
     offset += blocks;
   }
@@ -76,7 +81,8 @@ void sum_squares_impl(const std::vector<const float*>& xs, const std::vector<int
 }
 }  // namespace
 
-void sum_squares(const std::vector<const float*>& xs, const std::vector<int64_t>& sizes, float* out) {
+void sum_squares(const std::vector<const float*>& xs, const std::vector<int64_t>& sizes,
+                 float* out) {
   sum_squares_impl(xs, sizes, false, out);
 }
 

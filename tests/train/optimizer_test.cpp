@@ -1,6 +1,8 @@
 // Optimizers: AdamW and SGD against plain-loop re-computations of the textbook update rules,
 // weight-decay groups (timm rule), gradient clipping, zero_grad, state memory category and state
 // save / load through safetensors.
+#include "train/optimizer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include "core/safetensors.h"
 #include "layers/module.h"
 #include "test_util.h"
-#include "train/optimizer.h"
 
 using namespace hg;
 using namespace hg::train;
@@ -24,7 +25,8 @@ struct RefAdamW {
   explicit RefAdamW(std::vector<double> p0) : p(std::move(p0)) {}
   std::vector<double> p, m, v;
   int step = 0;
-  void update(const std::vector<double>& g, double lr, double wd, double b1, double b2, double eps) {
+  void update(const std::vector<double>& g, double lr, double wd, double b1, double b2,
+              double eps) {
     if (m.empty()) m.assign(p.size(), 0.0), v.assign(p.size(), 0.0);
     ++step;
     for (size_t i = 0; i < p.size(); ++i) {
@@ -119,11 +121,13 @@ TEST(AdamW, StateLivesInOptimizerStateMemory) {
   Tensor w = param({64, 32}, 7, DType::f32);
   AdamW opt({{{w}, {}, 1e-3, 0.0}});
   set_grad(w, test::random({64, 32}, 8, DType::f32));
-  const int64_t before = memory::stats(Device::cpu).current[static_cast<int>(Category::optimizer_state)];
+  const int64_t before =
+      memory::stats(Device::cpu).current[static_cast<int>(Category::optimizer_state)];
   opt.step();
-  const int64_t after = memory::stats(Device::cpu).current[static_cast<int>(Category::optimizer_state)];
+  const int64_t after =
+      memory::stats(Device::cpu).current[static_cast<int>(Category::optimizer_state)];
   EXPECT_GE(after - before, 2 * 64 * 32 * 4);  // exp_avg + exp_avg_sq
-  opt.step();  // allocated once
+  opt.step();                                  // allocated once
   EXPECT_EQ(memory::stats(Device::cpu).current[static_cast<int>(Category::optimizer_state)], after);
 }
 
@@ -182,7 +186,8 @@ TEST(SGD, MomentumNesterovAndWeightDecayMatchHandComputation) {
         opt.step();
         ref.update(g.to_vector<double>(), 0.1, mom, 1e-2, nesterov);
       }
-      EXPECT_LT(test::rel_error(w, Tensor::from_vector(w.shape(), ref.p)), 1e-13) << mom << nesterov;
+      EXPECT_LT(test::rel_error(w, Tensor::from_vector(w.shape(), ref.p)), 1e-13)
+          << mom << nesterov;
       EXPECT_EQ(opt.state_dict().size(), mom != 0 ? 1u : 0u);
     }
   EXPECT_THROW(SGD({{{param({2}, 1)}, {}, 0.1, 0.0}}, 0.0, true), Error);
@@ -212,15 +217,15 @@ TEST(ParamGroups, TimmNoWeightDecayRule) {
     return ParamRef{name, test::random(s, 1).requires_grad_(), trainable, nwd};
   };
   std::vector<ParamRef> refs{
-      ref("stem.0.weight", {8, 3, 4, 4}),                       // decay
-      ref("stem.0.bias", {8}),                                  // ndim 1
-      ref("stages.0.blocks.0.gamma", {8}),                      // layer scale
+      ref("stem.0.weight", {8, 3, 4, 4}),                               // decay
+      ref("stem.0.bias", {8}),                                          // ndim 1
+      ref("stages.0.blocks.0.gamma", {8}),                              // layer scale
       ref("stages.0.blocks.0.conv_dw.wavelet_scale.0", {1, 32, 1, 1}),  // 4-D but a scale
       ref("stages.0.blocks.0.conv_dw.base_scale", {1, 8, 1, 1}),
       ref("stages.0.blocks.0.norm.weight", {8}, true),
       ref("stages.0.blocks.0.conv_dw.wt_filter", {32, 1, 2, 2}, false, false),  // fixed buffer
-      ref("head.fc.weight", {10, 8}),                           // decay
-      ref("odd.bias", {2, 2}),                                  // name rule
+      ref("head.fc.weight", {10, 8}),                                           // decay
+      ref("odd.bias", {2, 2}),                                                  // name rule
   };
   std::vector<ParamGroup> g = param_groups_weight_decay(refs, 4e-3, 0.05);
   ASSERT_EQ(g.size(), 2u);
@@ -238,7 +243,8 @@ TEST(ParamGroups, TimmNoWeightDecayRule) {
 
 TEST(ClipGradNorm, ScalesToMaxNormAndReturnsTotal) {
   Tensor a = param({3, 4}, 15), b = param({5}, 16), c = param({2}, 17);
-  Tensor ga = test::random({3, 4}, 18, DType::f64, -3, 3), gb = test::random({5}, 19, DType::f64, -3, 3);
+  Tensor ga = test::random({3, 4}, 18, DType::f64, -3, 3),
+         gb = test::random({5}, 19, DType::f64, -3, 3);
   set_grad(a, ga);
   set_grad(b, gb);  // c has no gradient: ignored
   double ss = 0;
