@@ -3,6 +3,7 @@
 
 #include "core/autograd.h"
 #include "core/ops.h"
+#include "kernels/elementwise.h"
 #include "kernels/layer_scale.h"
 
 namespace hg {
@@ -60,6 +61,52 @@ Tensor layer_scale(const Tensor& x_in, const Tensor& gamma_in) {
         }
         return std::vector<Tensor>{dx, dgamma};
       });
+  return y;
+}
+
+Tensor residual_layer_scale(const Tensor& shortcut, const Tensor& h_in, const Tensor& gamma_in) {
+  check_same_shape("residual_layer_scale", shortcut, h_in);
+  check_same_dtype_device("residual_layer_scale", shortcut, h_in);
+  const int64_t C = h_in.size(-1);
+  HG_CHECK(gamma_in.shape() == Shape{C}, "residual_layer_scale: gamma must be [", C, "] for input ",
+           h_in.describe(), ", got ", gamma_in.describe());
+  check_same_dtype_device("residual_layer_scale", h_in, gamma_in);
+  const Tensor h = h_in.contiguous(), gamma = gamma_in.contiguous(), x = shortcut.contiguous();
+  const int64_t rows = C ? h.numel() / C : 0;
+  Tensor y = Tensor::empty(h.shape(), h.dtype(), h.device());
+  run_forward(h, gamma, y, rows, C);  // y = gamma * h ...
+  if (y.device() == Device::cuda) {   // ... + shortcut, in place: the scaled branch never exists alone
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::axpy(1.0f, x.data<float>(), y.data<float>(), y.numel());
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(y.dtype(), "residual_layer_scale", [&] {
+      kernels::cpu::axpy(scalar_t(1), x.data<scalar_t>(), y.data<scalar_t>(), y.numel());
+    });
+  }
+  // Saves h and gamma only (not the shortcut, which the backward never reads).
+  autograd::record("residual_layer_scale", {shortcut, h_in, gamma_in}, {y}, [h, gamma, rows, C](autograd::Backward& g) {
+    const Tensor dy = g.grad_output(0).contiguous();
+    Tensor dh, dgamma;
+    if (g.needs_grad(1)) {
+      dh = Tensor::empty(h.shape(), h.dtype(), h.device());
+      run_forward(dy, gamma, dh, rows, C);  // dh = dy * gamma
+    }
+    if (g.needs_grad(2)) {
+      dgamma = Tensor::empty({C}, h.dtype(), h.device());
+      if (h.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+        kernels::cuda::layer_scale_grad_gamma(h.data<float>(), dy.data<float>(), dgamma.data<float>(), rows, C);
+#endif
+      } else {
+        HG_DISPATCH_FLOAT(h.dtype(), "residual_layer_scale backward", [&] {
+          kernels::cpu::layer_scale_grad_gamma(h.data<scalar_t>(), dy.data<scalar_t>(), dgamma.data<scalar_t>(),
+                                               rows, C);
+        });
+      }
+    }
+    return std::vector<Tensor>{g.needs_grad(0) ? dy : Tensor(), dh, dgamma};
+  });
   return y;
 }
 

@@ -2,6 +2,8 @@
 #include "layers/linear.h"
 
 #include "core/autograd.h"
+#include "core/memory.h"
+#include "kernels/gelu.h"
 #include "kernels/linear.h"
 
 namespace hg {
@@ -124,6 +126,70 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
                                    g.needs_grad(1) ? grad_weight(z, saved_x, gy) : Tensor(),
                                    g.needs_grad(2) ? grad_bias(z, gy) : Tensor()};
       });
+  return y;
+}
+
+// GELU on a dense tensor, no autograd (the fused op below records itself).
+Tensor gelu_raw(const Tensor& h) {
+  Tensor g = Tensor::empty(h.shape(), h.dtype(), h.device());
+  if (h.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::gelu_forward(h.data<float>(), g.data<float>(), h.numel());
+#else
+    no_cuda();
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(h.dtype(), "gelu_linear", [&] {
+      kernels::cpu::gelu_forward(h.data<scalar_t>(), g.data<scalar_t>(), h.numel());
+    });
+  }
+  return g;
+}
+
+Tensor gelu_linear(const Tensor& h_in, const Tensor& w_in, const Tensor& b_in) {
+  HG_CHECK(h_in.defined() && w_in.defined() && w_in.ndim() == 2 && h_in.ndim() >= 1 &&
+               h_in.size(-1) == w_in.size(1),
+           "gelu_linear: h ", h_in.describe(), " does not match weight ", w_in.describe());
+  check_same_dtype_device("gelu_linear", h_in, w_in);
+  const LinearSizes z{h_in.numel() / h_in.size(-1), w_in.size(1), w_in.size(0)};
+  Shape yshape = h_in.shape();
+  yshape.back() = z.out;
+  const Tensor h = h_in.contiguous(), w = w_in.contiguous();
+  const Tensor b = b_in.defined() ? b_in.contiguous() : Tensor();
+  Tensor y;
+  {
+    // GELU(h) is a temporary: workspace memory from the cache, returned right after the GEMM,
+    // never a tape-arena activation.
+    memory::CategoryScope scratch(Category::workspace);
+    const Tensor g = gelu_raw(h);
+    memory::CategoryScope act(Category::activations);
+    y = forward_kernel(z, g, w, b, yshape);
+  }
+  autograd::record("gelu_linear", {h_in, w_in, b_in}, {y}, [z, h, w](autograd::Backward& gr) {
+    const Tensor gy = gr.grad_output(0).contiguous();
+    Tensor gh, gw, gb;
+    if (gr.needs_grad(1)) {  // recompute GELU(h) for the weight gradient
+      memory::CategoryScope scratch(Category::workspace);
+      const Tensor g = gelu_raw(h);
+      memory::CategoryScope grads(Category::activations);
+      gw = grad_weight(z, g, gy);
+    }
+    if (gr.needs_grad(2)) gb = grad_bias(z, gy);
+    if (gr.needs_grad(0)) {
+      const Tensor dg = grad_input(z, gy, w, h.shape());  // dL/dGELU(h)
+      gh = Tensor::empty(h.shape(), h.dtype(), h.device());
+      if (h.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+        kernels::cuda::gelu_backward(h.data<float>(), dg.data<float>(), gh.data<float>(), h.numel());
+#endif
+      } else {
+        HG_DISPATCH_FLOAT(h.dtype(), "gelu_linear backward", [&] {
+          kernels::cpu::gelu_backward(h.data<scalar_t>(), dg.data<scalar_t>(), gh.data<scalar_t>(), h.numel());
+        });
+      }
+    }
+    return std::vector<Tensor>{gh, gw, gb};
+  });
   return y;
 }
 

@@ -24,6 +24,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 /// nn.Linear with timm's ConvNeXt init: weight ~ trunc_normal(std 0.02, [-2, 2]), bias = 0.
 /// Tensors (state_dict names): "weight" (out, in); "bias" (out) when has_bias (no_weight_decay).
+/// linear(gelu(h), weight, bias) fused for memory: GELU(h) is computed into scratch memory for
+/// the GEMM and recomputed in the backward, so the only activation saved is h (the ConvNeXt MLP's
+/// hidden tensor is stored once, not twice: 4C instead of 8C floats per pixel). h (..., in),
+/// weight (out, in), bias (out) or undefined; gradients for all three. Same dtypes as linear.
+Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias);
+
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, Generator& gen, bool has_bias = true,

@@ -53,10 +53,12 @@ ConvNeXtBlock::ConvNeXtBlock(int64_t dim, const ModelConfig& cfg, int wt_levels,
 Tensor ConvNeXtBlock::forward(const Tensor& x, bool training, Generator& gen) {
   Tensor h = wt_conv_dw ? wt_conv_dw->forward(x) : conv_dw->forward(x);
   h = norm.forward(h);
-  h = fc2.forward(gelu(fc1.forward(h)));
-  if (gamma.defined()) h = layer_scale(h, gamma);
-  h = drop_path(h, drop_path_prob, training, gen);
-  return residual_add(x, h);
+  h = gelu_linear(fc1.forward(h), fc2.weight, fc2.bias);  // fc2(gelu(fc1(h))), GELU recomputed in backward
+  if (training && drop_path_prob > 0) {
+    if (gamma.defined()) h = layer_scale(h, gamma);
+    return residual_add(x, drop_path(h, drop_path_prob, training, gen));
+  }
+  return gamma.defined() ? residual_layer_scale(x, h, gamma) : residual_add(x, h);
 }
 
 void ConvNeXtBlock::collect(const std::string& prefix, std::vector<ParamRef>& out) const {
