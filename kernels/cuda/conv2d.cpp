@@ -7,8 +7,14 @@
 // gradient back). When C/groups == 1 (depthwise) or KH == KW == 1 the two orders are the same bytes
 // and the weight is used as is. The weights are small next to the activations, so the copy is
 // cheap.
+//
+// Depthwise shapes (groups == C == O, square K, stride 1 or 2) go to the hand-written kernels of
+// kernels/depthwise_conv.h, which are several times faster than cuDNN's NHWC depthwise kernels;
+// HAARGRAD_DWCONV=cudnn (read once per process) keeps them on cuDNN, for comparisons.
 #include "kernels/conv2d.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +23,7 @@
 #include "core/memory.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
+#include "kernels/depthwise_conv.h"
 #include "kernels/linear.h"
 
 // The convolution part of cuDNN's legacy API is marked deprecated in cuDNN 9 (in favour of the
@@ -183,10 +190,20 @@ bool empty(const Conv2dShape& s) {
   return s.N == 0 || s.OH <= 0 || s.OW <= 0 || s.O == 0 || s.C == 0;
 }
 
+// True when s goes to kernels/depthwise_conv.h instead of cuDNN.
+bool own_depthwise(const Conv2dShape& s) {
+  static const bool cudnn_only = [] {
+    const char* v = std::getenv("HAARGRAD_DWCONV");
+    return v != nullptr && std::strcmp(v, "cudnn") == 0;
+  }();
+  return !cudnn_only && depthwise_conv_supported(s);
+}
+
 }  // namespace
 
 void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, const float* bias,
                     float* y) {
+  if (own_depthwise(s)) return depthwise_conv_forward(s, x, weight, bias, y);
   if (empty(s)) return;
   Plan& p = plan_for(s);
   const float one = 1.0f, zero = 0.0f;
@@ -207,6 +224,7 @@ void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, c
 }
 
 void conv2d_backward_data(const Conv2dShape& s, const float* gy, const float* weight, float* gx) {
+  if (own_depthwise(s)) return depthwise_conv_backward_data(s, gy, weight, gx);
   if (s.N * s.H * s.W * s.C == 0) return;
   if (empty(s)) {
     HG_CUDA_CHECK(
@@ -232,6 +250,8 @@ void conv2d_backward_data(const Conv2dShape& s, const float* gy, const float* we
 }
 
 void conv2d_backward_weight(const Conv2dShape& s, const float* x, const float* gy, float* gw) {
+  // (the bias gradient stays with bias_grad_rows below, also deterministic)
+  if (own_depthwise(s)) return depthwise_conv_backward_weight(s, x, gy, gw, nullptr);
   if (weight_bytes(s) == 0) return;
   if (empty(s)) {
     HG_CUDA_CHECK(cudaMemsetAsync(gw, 0, weight_bytes(s)));
