@@ -181,9 +181,15 @@ def make_wtconv_file(cases, seed):
 def build_model(cfg, in_chans):
     """timm ConvNeXt (patch 4, eval, no drop path); for wtconvnext every block's conv_dw becomes a
     WTConv2d(dim, kernel_size, wt_levels[stage])."""
-    k = cfg["kernel_size"]
-    model = ConvNeXt(in_chans=in_chans, num_classes=cfg["num_classes"], depths=tuple(cfg["depths"]),
-                     dims=tuple(cfg["dims"]), kernel_sizes=k, drop_path_rate=0.0, drop_rate=0.0)
+    k, n = cfg["kernel_size"], len(cfg["depths"])
+    assert 1 <= n <= 4 and len(cfg["dims"]) == n
+    # timm always builds 4 stages: pad with stages of the last width (so the head is built for
+    # dims[-1]), then keep the first n. The names stay stages.{i}.
+    depths = list(cfg["depths"]) + [1] * (4 - n)
+    dims = list(cfg["dims"]) + [cfg["dims"][-1]] * (4 - n)
+    model = ConvNeXt(in_chans=in_chans, num_classes=cfg["num_classes"], depths=tuple(depths),
+                     dims=tuple(dims), kernel_sizes=k, drop_path_rate=0.0, drop_rate=0.0)
+    model.stages = model.stages[:n]
     if cfg["model"] == "wtconvnext":
         for i, stage in enumerate(model.stages):
             for block in stage.blocks:
@@ -359,6 +365,22 @@ EXTRA_MODELS = [
       "wt_levels": [4, 3, 2, 1]}, (2, 3, 44, 60)),
 ]
 
+# Beyond the shapes above: an input not a multiple of the patch (stem and downsample floor), one
+# stage only, in_chans 2, batch 1, more wavelet levels than the map has halvings.
+STRESS_MODELS = [
+    ("convnext_d2_k3_38x42",
+     {"model": "convnext", "depths": [2], "dims": [8], "num_classes": 3, "kernel_size": 3}, (1, 2, 38, 42)),
+    ("convnext_d111_k5_39x45",
+     {"model": "convnext", "depths": [1, 1, 1], "dims": [4, 6, 8], "num_classes": 7, "kernel_size": 5},
+     (2, 3, 39, 45)),
+    ("wtconvnext_d2_k7_l5_38x42",
+     {"model": "wtconvnext", "depths": [2], "dims": [8], "num_classes": 7, "kernel_size": 7, "wt_levels": [5]},
+     (1, 2, 38, 42)),
+    ("wtconvnext_d111_k3_l253_39x45",
+     {"model": "wtconvnext", "depths": [1, 1, 1], "dims": [4, 6, 8], "num_classes": 3, "kernel_size": 3,
+      "wt_levels": [2, 5, 3]}, (2, 3, 39, 45)),
+]
+
 
 def save(path, tensors, meta):
     safetensors.torch.save_file({k: v.contiguous() for k, v in tensors.items()}, path, metadata=meta)
@@ -376,6 +398,7 @@ def main():
     g = sub.add_parser("generate", help="write the extra golden files")
     g.add_argument("--out", required=True)
     g.add_argument("--seed", type=int, default=2024)
+    g.add_argument("--stress", action="store_true", help="write STRESS_MODELS instead of the extra files")
     args = ap.parse_args()
     print(f"torch {torch.__version__}, timm {timm.__version__}")
     self_checks()
@@ -394,6 +417,11 @@ def main():
         return 0 if ok else 1
 
     os.makedirs(args.out, exist_ok=True)
+    if args.stress:
+        for i, (name, cfg, shape) in enumerate(STRESS_MODELS):
+            tensors, meta = make_model_file(cfg, shape, args.seed + 100 + i)
+            save(os.path.join(args.out, name + "_golden.safetensors"), tensors, meta)
+        return 0
     tensors, meta = make_wtconv_file(EXTRA_WTCONV_CASES, args.seed)
     save(os.path.join(args.out, "wtconv_extra_golden.safetensors"), tensors, meta)
     for i, (name, cfg, shape) in enumerate(EXTRA_MODELS):
