@@ -1,4 +1,5 @@
 // `haargrad train CONFIG.yaml [--key value ...]`: the main job (see train/trainer.h).
+#include <chrono>
 #include <cstdio>
 
 #include "app/command.h"
@@ -32,9 +33,12 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
     train::TrainOptions opts;
     opts.stop_after_epoch = a->stop_after_epoch;
     opts.plain_output = a->plain;
+    const auto t0 = std::chrono::steady_clock::now();
     train::TrainResult r = train::train(cfg, opts);
-    std::printf("best_top1 %.2f  last_top1 %.2f  last_top5 %.2f  train_img_per_sec %.1f  data_img_per_sec %.1f  peak_mib %.1f\n",
-                r.best_top1, r.last_top1, r.last_top5, r.train_img_per_sec, r.data_img_per_sec, r.peak_mib);
+    const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
+    std::printf("best_top1 %.2f  last_top1 %.2f  last_top5 %.2f  train_img_per_sec %.1f  data_img_per_sec %.1f  "
+                "peak_mib %.1f  minutes %.2f\n",
+                r.best_top1, r.last_top1, r.last_top5, r.train_img_per_sec, r.data_img_per_sec, r.peak_mib, minutes);
   });
 });
 

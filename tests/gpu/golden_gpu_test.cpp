@@ -11,7 +11,7 @@
 
 using namespace hg;
 
-TEST(GoldenGpu, AllFilesFloat32OnCuda) {
+TEST(GoldenGpu, golden_files_float32_cuda) {
   HG_REQUIRE_GPU();
   std::vector<std::string> files;
   if (std::filesystem::is_directory(test::golden_dir()))

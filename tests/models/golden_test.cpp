@@ -58,5 +58,5 @@ void check_folder(DType dtype) {
 
 }  // namespace
 
-TEST(Golden, AllFilesFloat64) { check_folder(DType::f64); }
-TEST(Golden, AllFilesFloat32) { check_folder(DType::f32); }
+TEST(Golden, golden_files_float64) { check_folder(DType::f64); }
+TEST(Golden, golden_files_float32) { check_folder(DType::f32); }
