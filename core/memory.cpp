@@ -85,13 +85,11 @@ void arena_begin_step(DeviceState& s, Device device) {
       if (reusable != s.retired.end()) {
         s.chunks.push_back(*reusable);
         s.retired.erase(reusable);
-      } else {
-        s.chunks.push_back(std::make_shared<Chunk>(want, device));
-        s.add_reserved(static_cast<int64_t>(want));
       }
     }
   }
-  // Retired blocks no tensor uses any more go back to the system.
+  // Retired blocks no tensor uses any more go back to the system -- before a new block is taken,
+  // so the device never holds the old blocks and the new one at the same time.
   for (auto it = s.retired.begin(); it != s.retired.end();) {
     if (it->use_count() == 1) {
       s.add_reserved(-static_cast<int64_t>((*it)->capacity));
@@ -99,6 +97,11 @@ void arena_begin_step(DeviceState& s, Device device) {
     } else {
       ++it;
     }
+  }
+  if (s.chunks.empty() && s.step_bytes > 0) {
+    const size_t want = round_up(std::max(s.step_bytes, capacity), size_t(2) << 20);
+    s.chunks.push_back(std::make_shared<Chunk>(want, device));
+    s.add_reserved(static_cast<int64_t>(want));
   }
   s.stats.arena_capacity = s.chunks.empty() ? 0 : static_cast<int64_t>(s.chunks[0]->capacity);
   s.chunk_index = 0;
