@@ -13,11 +13,16 @@ template <typename T>
 void gelu_forward(const T* x, T* y, int64_t n);
 template <typename T>
 void gelu_backward(const T* x, const T* dy, T* dx, int64_t n);
+/// Both at once from one erf and one exp: y = GELU(x) and dx = dy * GELU'(x) (the recompute in
+/// the backward of layers' gelu_linear). y and dx are OVERWRITTEN.
+template <typename T>
+void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, int64_t n);
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
 void gelu_forward(const float* x, float* y, int64_t n);
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
+void gelu_forward_backward(const float* x, const float* dy, float* y, float* dx, int64_t n);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

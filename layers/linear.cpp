@@ -167,28 +167,29 @@ Tensor gelu_linear(const Tensor& h_in, const Tensor& w_in, const Tensor& b_in) {
   }
   autograd::record("gelu_linear", {h_in, w_in, b_in}, {y}, [z, h, w](autograd::Backward& gr) {
     const Tensor gy = gr.grad_output(0).contiguous();
-    Tensor gh, gw, gb;
-    if (gr.needs_grad(1)) {  // recompute GELU(h) for the weight gradient
+    // dL/dGELU(h) first (needs only W), then ONE pass recomputes GELU(h) for the weight gradient
+    // and turns dL/dGELU(h) into dL/dh (one erf, one exp per element).
+    Tensor dg = gr.needs_grad(0) ? grad_input(z, gy, w, h.shape()) : Tensor::zeros(h.shape(), h.dtype(), h.device());
+    Tensor gh = Tensor::empty(h.shape(), h.dtype(), h.device()), gw, gb;
+    {
       memory::CategoryScope scratch(Category::workspace);
-      const Tensor g = gelu_raw(h);
-      memory::CategoryScope grads(Category::activations);
-      gw = grad_weight(z, g, gy);
-    }
-    if (gr.needs_grad(2)) gb = grad_bias(z, gy);
-    if (gr.needs_grad(0)) {
-      const Tensor dg = grad_input(z, gy, w, h.shape());  // dL/dGELU(h)
-      gh = Tensor::empty(h.shape(), h.dtype(), h.device());
+      const Tensor g = Tensor::empty(h.shape(), h.dtype(), h.device());
       if (h.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-        kernels::cuda::gelu_backward(h.data<float>(), dg.data<float>(), gh.data<float>(), h.numel());
+        kernels::cuda::gelu_forward_backward(h.data<float>(), dg.data<float>(), g.data<float>(), gh.data<float>(),
+                                             h.numel());
 #endif
       } else {
         HG_DISPATCH_FLOAT(h.dtype(), "gelu_linear backward", [&] {
-          kernels::cpu::gelu_backward(h.data<scalar_t>(), dg.data<scalar_t>(), gh.data<scalar_t>(), h.numel());
+          kernels::cpu::gelu_forward_backward(h.data<scalar_t>(), dg.data<scalar_t>(), g.data<scalar_t>(),
+                                              gh.data<scalar_t>(), h.numel());
         });
       }
+      memory::CategoryScope grads(Category::activations);
+      if (gr.needs_grad(1)) gw = grad_weight(z, g, gy);
     }
-    return std::vector<Tensor>{gh, gw, gb};
+    if (gr.needs_grad(2)) gb = grad_bias(z, gy);
+    return std::vector<Tensor>{gr.needs_grad(0) ? gh : Tensor(), gw, gb};
   });
   return y;
 }

@@ -30,6 +30,20 @@ void gelu_backward(const T* x, const T* dy, T* dx, int64_t n) {
   }
 }
 
+template <typename T>
+void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, int64_t n) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
+    const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+    y[i] = v * cdf;
+    dx[i] = dy[i] * (cdf + v * pdf);
+  }
+}
+
+template void gelu_forward_backward<float>(const float*, const float*, float*, float*, int64_t);
+template void gelu_forward_backward<double>(const double*, const double*, double*, double*, int64_t);
 template void gelu_forward<float>(const float*, float*, int64_t);
 template void gelu_forward<double>(const double*, double*, int64_t);
 template void gelu_backward<float>(const float*, const float*, float*, int64_t);
