@@ -77,8 +77,9 @@ ModelConfig model_config(const std::string& name) {
     c.depths = {2, 2, 2};
     c.dims = {32, 64, 128};
     c.kernel_size = 5;
-    c.wt_levels = {2, 1, 1};
-    c.patch_size = 2;
+    c.wt_levels = {1, 1, 1};
+    c.patch_size = 4;         // 7x7 -> 3x3 -> 1x1 maps
+    c.ls_init_value = 1.0;    // short schedules: see configs/fashion_mnist.yaml
     c.in_chans = 1;
     c.num_classes = 10;
     return c;
