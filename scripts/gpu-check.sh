@@ -61,15 +61,22 @@ if has bench; then
   $BUILD/haargrad bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32 \
     --wtconv fused,unfused --output "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
   status[bench]=${PIPESTATUS[0]}
+  log "bench --breakdown (where the time of one training step goes, fp32)"
+  $BUILD/haargrad bench --device cuda --batch 128 --img-size 224 --precision fp32 --wtconv fused \
+    --steps 5 --warmup 3 --breakdown --output "$OUT/bench_breakdown.json" 2>&1 | tee "$OUT/bench_breakdown.txt" | tail -40
+  status[breakdown]=${PIPESTATUS[0]}
 fi
 if has train; then
-  log "train: configs/fashion_mnist.yaml on cuda (2 epochs)"
-  $BUILD/haargrad train configs/fashion_mnist.yaml --device cuda --epochs 2 --warmup-epochs 0 \
+  # Fashion-MNIST: Debian's package path, or a copy carried in .fmnist/ (the GPU machine lacks the package)
+  FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
+  [ -d .fmnist ] && FMNIST=$PWD/.fmnist
+  log "train: configs/fashion_mnist.yaml on cuda"
+  $BUILD/haargrad train configs/fashion_mnist.yaml --device cuda --data-dir "$FMNIST" \
     --output "$OUT/runs" --experiment fmnist_cuda --workers 8 > "$OUT/train_fmnist.log" 2>&1
   status[train_fmnist]=$?
   tail -4 "$OUT/train_fmnist.log"
   log "train: ConvNeXt-T and WTConvNeXt-T at 224 px from an ImageFolder of Fashion-MNIST PNGs (40 steps)"
-  $BUILD/haargrad export-png --out /tmp/fmnist_png --limit-per-class 600 > "$OUT/export.log" 2>&1
+  $BUILD/haargrad export-png --data-dir "$FMNIST" --out /tmp/fmnist_png --limit-per-class 600 > "$OUT/export.log" 2>&1
   for m in convnext_tiny wtconvnext_tiny; do
     $BUILD/haargrad train configs/$m.yaml --device cuda --data-dir /tmp/fmnist_png --val-split val \
       --num-classes 10 --epochs 1 --max-steps-per-epoch 40 --grad-accum-steps 1 --warmup-epochs 0 \
