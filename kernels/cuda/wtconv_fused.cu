@@ -12,7 +12,10 @@
 // pyramids (1/4 + 1/16 + ... of x) instead of saving any coefficient tensor. See docs/fused-wtconv.md.
 #include <cmath>
 
+#include "kernels/conv2d.h"
 #include "kernels/cuda/wtconv_common.cuh"
+#include "kernels/cuda/wtconv_vec.cuh"
+#include "kernels/depthwise_conv.h"
 
 namespace hg::kernels::cuda {
 namespace wtconv_detail {
@@ -245,6 +248,7 @@ __global__ void unfold_level_kernel(const float* __restrict__ sums, const float*
   gws[e] = gs;
 }
 // base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
+// sums is (C, K*K), the layout of kernels::cuda::depthwise_conv_backward_weight.
 __global__ void unfold_base_kernel(const float* __restrict__ sums, const float* __restrict__ gbf,
                                    const float* __restrict__ bw, const float* __restrict__ bb,
                                    const float* __restrict__ bs, int C, int KK,
@@ -254,7 +258,7 @@ __global__ void unfold_base_kernel(const float* __restrict__ sums, const float* 
   if (c >= C) return;
   float gs = 0.f;
   for (int k = 0; k < KK; ++k) {
-    const float v = sums[int64_t(k) * C + c];
+    const float v = sums[int64_t(c) * KK + k];
     gbw[int64_t(c) * KK + k] = bs[c] * v;
     gs = fmaf(v, bw[int64_t(c) * KK + k], gs);
   }
@@ -263,6 +267,10 @@ __global__ void unfold_base_kernel(const float* __restrict__ sums, const float* 
 }
 
 constexpr int kTQ = 4;  // outputs per thread along a row (register reuse of the input window)
+// the 4-channel level conv holds 4x the window per output: 2 outputs keep it within registers
+constexpr int kTQv = 2;
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 /// Folded weights of every level and of the base path (flipped for the transposed convolution).
 struct Folded {
@@ -302,12 +310,27 @@ void analysis_convs(const float* in, int B, int C, int K, const std::vector<std:
     t[l] = workspace({B, hp, wp, C, 4});
     if (l + 1 < L) pyramid[l + 1] = workspace({B, hp, wp, C});
     HaarSrc<float> src{cur, d[l].first, d[l].second, C, hp, wp};
-    const int64_t n = int64_t(B) * hp * ((wp + kTQ - 1) / kTQ) * C;
+    float* ll_next = l + 1 < L ? pyramid[l + 1].data<float>() : nullptr;
+    const bool vec = C % 4 == 0 && (K == 3 || K == 5) && aligned16(cur) &&
+                     aligned16(t[l].data<float>()) && (!ll_next || aligned16(ll_next)) &&
+                     aligned16(f.level[l].data<float>());
     dispatch_k(K, [&](auto kt) {
-      level_conv_kernel<decltype(kt)::value, kTQ, float><<<blocks_for(n), 256>>>(
+      constexpr int KT = decltype(kt)::value;
+      if constexpr (KT == 3 || KT == 5) {
+        if (vec) {
+          const VecLaunch v = vec_launch(C, int64_t(B) * hp * ((wp + kTQv - 1) / kTQv));
+          level_conv_v4_kernel<KT, kTQv, float><<<v.grid, v.block>>>(
+              cur, B, d[l].first, d[l].second, C, hp, wp,
+              reinterpret_cast<const float4*>(f.level[l].data<float>()),
+              reinterpret_cast<float4*>(t[l].data<float>()), ll_next);
+          HG_CUDA_LAUNCH_CHECK();
+          return;
+        }
+      }
+      const int64_t n = int64_t(B) * hp * ((wp + kTQ - 1) / kTQ) * C;
+      level_conv_kernel<KT, kTQ, float><<<blocks_for(n), 256>>>(
           src, B, K, reinterpret_cast<const float4*>(f.level[l].data<float>()),
-          reinterpret_cast<float4*>(t[l].data<float>()),
-          l + 1 < L ? pyramid[l + 1].data<float>() : nullptr);
+          reinterpret_cast<float4*>(t[l].data<float>()), ll_next);
       HG_CUDA_LAUNCH_CHECK();
     });
     if (l + 1 < L) cur = pyramid[l + 1].data<float>();
@@ -325,8 +348,28 @@ void synthesis(const float* in, int B, int H, int W, int C, int Ho, int Wo, int 
     lv.wp[l] = static_cast<int>(t[l].size(2));
   }
   const float* bf = f.base_b.defined() ? f.base_b.data<float>() : nullptr;
+  bool vec = stride == 1 && C % 4 == 0 && K >= 3 && K <= 9 && aligned16(in) && aligned16(out) &&
+             aligned16(f.base_w.data<float>()) && (!bf || aligned16(bf));
+  LevelsV lvv{};
+  lvv.L = lv.L;
+  for (int l = 0; l < lv.L; ++l) {
+    vec = vec && aligned16(lv.t[l]);
+    lvv.t[l] = lv.t[l];
+    lvv.hp[l] = lv.hp[l];
+    lvv.wp[l] = lv.wp[l];
+  }
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
+    if constexpr (KT >= 3) {
+      if (vec) {
+        const VecLaunch v = vec_launch(C, int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW));
+        const size_t smem = sizeof(float) * KT * KT * v.block.x * 4;
+        synth_v4_kernel<KT, float><<<v.grid, v.block, smem>>>(in, B, H, W, C,
+                                                             f.base_w.data<float>(), bf, lvv, out);
+        HG_CUDA_LAUNCH_CHECK();
+        return;
+      }
+    }
     if (stride == 1) {
       const int64_t n = int64_t(B) * Ho * ((Wo + kTQ - 1) / kTQ) * C;
       synth_kernel<KT, kTQ, float><<<blocks_for(n), 256>>>(in, B, H, W, C, Ho, Wo, 1, K,
@@ -419,8 +462,14 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
     g.wavelet_scale.push_back(gws);
   }
   {
-    PlainSrc<float> xs{xc.data<float>(), H, W, C}, gs{G.data<float>(), H, W, C};
-    WgradResult r = run_wgrad(xs, gs, B, H, W, C, K, /*bias=*/true);
+    // the base path's folded-weight gradient is a plain depthwise weight gradient of x against G
+    // (stride 1, "same" padding): the hand-written deterministic kernel of depthwise_conv.cu
+    const Conv2dShape cs = make_conv2d_shape(B, H, W, C, C, K, K, 1, K / 2, C);
+    WgradResult r;
+    r.sums = workspace({C, KK});
+    r.bias = workspace({C});
+    depthwise_conv_backward_weight(cs, xc.data<float>(), G.data<float>(), r.sums.data<float>(),
+                                   r.bias.data<float>());
     g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
     g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
     g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);

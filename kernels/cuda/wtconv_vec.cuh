@@ -1,0 +1,250 @@
+// Vectorised fast paths of the fused WTConv kernels (4 channels per thread, float4 loads, a
+// register tile of outputs along W): the level conv with Haar on the fly, and the one-pass
+// synthesis fused with the base conv. Used when C % 4 == 0, the pointers are 16-byte aligned,
+// K is a compiled constant (3, 5, 7, 9) and (synthesis) stride == 1; wtconv_fused.cu keeps the
+// one-channel kernels for every other case. Same math as those kernels, fewer instructions: the
+// one-channel versions spent most of their issue slots on scalar loads and 64-bit index
+// arithmetic, which the 4-channel vectors amortise 4x (docs/fused-wtconv.md).
+// Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
+//
+// Thread mapping (both kernels), after kernels/cuda/depthwise_conv.cu: block (cvb, ty); lane x takes
+// channel vector cv = blockIdx.y * cvb + threadIdx.x (channels 4cv .. 4cv+3, one 16-byte load per
+// pixel, consecutive lanes on consecutive memory), threadIdx.y + blockIdx.x * ty picks the tile =
+// (b, row, column block) of TW consecutive outputs.
+#pragma once
+
+#include "kernels/cuda/wtconv_common.cuh"
+
+namespace hg::kernels::cuda::wtconv_detail {
+
+// ---- 4-channel storage I/O (float now; a bf16 overload is what mixed precision needs) ----------
+__device__ __forceinline__ float4 ld4(const float* p) {
+  return __ldg(reinterpret_cast<const float4*>(p));
+}
+__device__ __forceinline__ void st4(float* p, const float4& v) {
+  *reinterpret_cast<float4*>(p) = v;
+}
+
+/// Haar coefficients of 4 channels at position (pp, qq) of the half-resolution grid (hp, wp) of
+/// the NHWC tensor src (B, hi, wi, C): o[e] = (LL, s1, s2, s3) of channel c + e. Zero outside the
+/// grid (conv padding); a missing second row / column of the last block is zero (analysis padding).
+template <typename T>
+__device__ __forceinline__ void haar_v4(const T* src, int b, int pp, int qq, int hi, int wi,
+                                        int hp, int wp, int C, int c, float4 (&o)[4]) {
+  if (pp < 0 || pp >= hp || qq < 0 || qq >= wp) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[e] = f4(0.f);
+    return;
+  }
+  const int i = 2 * pp, j = 2 * qq;
+  const bool i1 = i + 1 < hi, j1 = j + 1 < wi;
+  const T* r0 = src + ((int64_t(b) * hi + i) * wi + j) * C + c;
+  const T* r1 = r0 + int64_t(wi) * C;
+  const float4 z = f4(0.f);
+  const float4 a = ld4(r0), bb = j1 ? ld4(r0 + C) : z;
+  const float4 cc = i1 ? ld4(r1) : z, d = (i1 && j1) ? ld4(r1 + C) : z;
+  o[0] = haar4(a.x, bb.x, cc.x, d.x);
+  o[1] = haar4(a.y, bb.y, cc.y, d.y);
+  o[2] = haar4(a.z, bb.z, cc.z, d.z);
+  o[3] = haar4(a.w, bb.w, cc.w, d.w);
+}
+
+/// Block shape for the 4-channel kernels: cvb channel vectors across x (at most a warp), ty tiles.
+struct VecLaunch {
+  dim3 grid, block;
+};
+inline VecLaunch vec_launch(int C, int64_t tiles, int threads = 256) {
+  const int cv = C / 4;
+  const int cvb = std::max(1, std::min(cv, 32));
+  const int ty = std::max(1, threads / cvb);
+  const int64_t gx = (tiles + ty - 1) / ty, gy = (cv + cvb - 1) / cvb;
+  HG_CHECK(gx <= INT32_MAX && gy <= 65535, "wtconv (cuda, fused): grid (", gx, ", ", gy,
+           ") too large for C ", C, " and ", tiles, " tiles");
+  return VecLaunch{dim3(unsigned(gx), unsigned(gy)), dim3(unsigned(cvb), unsigned(ty))};
+}
+
+// ---- (a) level conv, 4 channels x TQ outputs per thread ------------------------------------------
+// t(b, p, q, c..c+3) = sum_{kh,kw} wl[kh*K+kw][c+e] * H(src)(p+kh-r, q+kw-r) for q = q0..q0+TQ-1.
+// Per kernel row the TQ+K-1 coefficients of the window are formed once (4 float4 loads each) and
+// feed all K taps of the TQ outputs from registers. wl (K*K, C) float4 (folded, sub-bands in the
+// float4) is read through the read-only cache: a level's weights are a few tens of KB, L1-resident.
+// Writes out (B, hp, wp, C) float4 and, when ll_next is given, the LL band (B, hp, wp, C).
+template <int KT, int TQ, typename T>
+__global__ void __launch_bounds__(256)
+    level_conv_v4_kernel(const T* __restrict__ src, int B, int hi, int wi, int C, int hp, int wp,
+                         const float4* __restrict__ wl, float4* __restrict__ out,
+                         T* __restrict__ ll_next) {
+  constexpr int K = KT, r = KT / 2, NW = TQ + KT - 1;
+  const int cv = blockIdx.y * blockDim.x + threadIdx.x, c = 4 * cv;
+  const int nqb = (wp + TQ - 1) / TQ;
+  const int64_t tile = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (c >= C || tile >= int64_t(B) * hp * nqb) return;
+  const int qb = int(tile % nqb);
+  const int64_t bp = tile / nqb;
+  const int p = int(bp % hp), b = int(bp / hp), q0 = qb * TQ;
+  float4 acc[TQ][4];
+  float4 center[TQ];
+#pragma unroll
+  for (int t = 0; t < TQ; ++t) {
+    center[t] = f4(0.f);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[t][e] = f4(0.f);
+  }
+  // (K = 5: ~185 registers, 8 warps per SM, each with 24 independent 16-byte loads per row in
+  // flight; K = 7 would spill, so wtconv_fused.cu takes this path for K = 3 and 5 only)
+#pragma unroll
+  for (int kh = 0; kh < K; ++kh) {
+    const int pp = p + kh - r;
+    if (pp < 0 || pp >= hp) continue;  // a zero-padding row adds nothing
+    float4 win[NW][4];
+#pragma unroll
+    for (int m = 0; m < NW; ++m) haar_v4(src, b, pp, q0 - r + m, hi, wi, hp, wp, C, c, win[m]);
+    if (kh == r) {
+#pragma unroll
+      for (int t = 0; t < TQ; ++t)
+        center[t] = make_float4(win[t + r][0].x, win[t + r][1].x, win[t + r][2].x, win[t + r][3].x);
+    }
+#pragma unroll
+    for (int kw = 0; kw < K; ++kw) {
+      const float4* wp4 = wl + int64_t(kh * K + kw) * C + c;
+      float4 wv[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) wv[e] = __ldg(wp4 + e);
+#pragma unroll
+      for (int t = 0; t < TQ; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) fma4(acc[t][e], wv[e], win[t + kw][e]);
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < TQ; ++t) {
+    const int q = q0 + t;
+    if (q >= wp) break;
+    const int64_t o = ((int64_t(b) * hp + p) * wp + q) * C + c;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[o + e] = acc[t][e];
+    if (ll_next) st4(ll_next + o, center[t]);
+  }
+}
+
+// ---- (b) base conv + one-pass synthesis, 4 channels x TW outputs per thread (stride 1) -----------
+// y(b, i, j, c..) = bf + sum_k wb[k] x(i+kh-r, j+kw-r) + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1),
+// j>>(l+1)); bits l of i, j). The folded base filters of the block's channels are staged in shared
+// memory as [tap][channel] (a warp reads one tap as one contiguous row). Tiles start at multiples of
+// TW = 8, so level l's ancestors of the tile are the 8 >> (l+1) (at least 1) consecutive positions
+// from j0 >> (l+1): each is loaded once per thread and expanded to the pixels below it.
+constexpr int kSynthTW = 8;
+
+/// The synthesis values of one level-l coefficient for 4 channels, times f, for row sign sr
+/// (fr = f * sr): u0 for even columns (sc = +1), u1 for odd ones (sc = -1), from
+/// f * (t0 + sr t1 + sc (t2 + sr t3)).
+__device__ __forceinline__ void unhaar_pair(const float4& tv, float f, float fr, float& u0,
+                                            float& u1) {
+  const float A = fmaf(fr, tv.y, f * tv.x), Bv = fmaf(fr, tv.w, f * tv.z);
+  u0 = A + Bv;
+  u1 = A - Bv;
+}
+
+/// Adds level l's contribution to the TW = 8 accumulators: NA ancestors of 8 / NA pixels each.
+/// tl is t_l (B, hp, wp, C) float4; rowbase = (b * hp + (i >> (l+1))) * wp.
+template <int NA>
+__device__ __forceinline__ void synth_add_level(float4 (&acc)[kSynthTW], const float4* tl,
+                                                int64_t rowbase, int wp, int C, int c, int j0,
+                                                int l, float fr, float f) {
+  constexpr int PER = kSynthTW / NA;
+  const int qa0 = j0 >> (l + 1);
+#pragma unroll
+  for (int a = 0; a < NA; ++a) {
+    const int q = qa0 + a;
+    if (q >= wp) break;  // only pixels past W would read it
+    const float4* tp = tl + (rowbase + q) * C + c;
+    float4 u0, u1;
+    unhaar_pair(__ldg(tp + 0), f, fr, u0.x, u1.x);
+    unhaar_pair(__ldg(tp + 1), f, fr, u0.y, u1.y);
+    unhaar_pair(__ldg(tp + 2), f, fr, u0.z, u1.z);
+    unhaar_pair(__ldg(tp + 3), f, fr, u0.w, u1.w);
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+      const int t = a * PER + k;
+      const float4 u = (((j0 + t) >> l) & 1) ? u1 : u0;
+      acc[t].x += u.x;
+      acc[t].y += u.y;
+      acc[t].z += u.z;
+      acc[t].w += u.w;
+    }
+  }
+}
+
+/// Level outputs for the vectorised synthesis (kernel argument).
+struct LevelsV {
+  const float4* t[kMaxLevels];
+  int hp[kMaxLevels], wp[kMaxLevels];
+  int L;
+};
+
+template <int KT, typename T>
+__global__ void __launch_bounds__(256)
+    synth_v4_kernel(const T* __restrict__ x, int B, int H, int W, int C,
+                    const float* __restrict__ wb, const float* __restrict__ bf, LevelsV lv,
+                    T* __restrict__ y) {
+  constexpr int K = KT, r = KT / 2, TW = kSynthTW, NW = TW + KT - 1;
+  extern __shared__ float4 smem_f4[];  // [K*K][CB] floats, 16-byte aligned
+  float* wsm = reinterpret_cast<float*>(smem_f4);
+  const int CB = blockDim.x * 4, c0 = blockIdx.y * CB;
+  {
+    const int nthreads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int present = min(CB, C - c0);
+    for (int e = tid; e < CB * K * K; e += nthreads) {
+      const int k = e / CB, cl = e % CB;  // wb is (K*K, C): contiguous along cl
+      wsm[e] = cl < present ? wb[int64_t(k) * C + c0 + cl] : 0.f;
+    }
+  }
+  __syncthreads();
+  const int cl = threadIdx.x * 4, c = c0 + cl;
+  const int ntw = (W + TW - 1) / TW;
+  const int64_t tile = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (c >= C || tile >= int64_t(B) * H * ntw) return;
+  const int tw = int(tile % ntw);
+  const int64_t bi = tile / ntw;
+  const int i = int(bi % H), b = int(bi / H), j0 = tw * TW;
+
+  float4 acc[TW];  // 4 channels of output t
+  const float4 bias = bf ? *reinterpret_cast<const float4*>(bf + c) : f4(0.f);
+#pragma unroll
+  for (int t = 0; t < TW; ++t) acc[t] = bias;
+#pragma unroll
+  for (int kh = 0; kh < K; ++kh) {
+    const int ii = i + kh - r;
+    if (ii < 0 || ii >= H) continue;
+    const T* row = x + (int64_t(b) * H + ii) * W * C + c;
+    float4 win[NW];
+#pragma unroll
+    for (int m = 0; m < NW; ++m) {
+      const int jj = j0 - r + m;
+      win[m] = (jj >= 0 && jj < W) ? ld4(row + int64_t(jj) * C) : f4(0.f);
+    }
+#pragma unroll
+    for (int kw = 0; kw < K; ++kw) {
+      const float4 wv = *reinterpret_cast<const float4*>(wsm + (kh * K + kw) * CB + cl);
+#pragma unroll
+      for (int t = 0; t < TW; ++t) fma4(acc[t], wv, win[t + kw]);
+    }
+  }
+  float f = 0.5f;
+  for (int l = 0; l < lv.L; ++l, f *= 0.5f) {
+    const int64_t rowbase = (int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l];
+    const float fr = ((i >> l) & 1) ? -f : f;
+    if (l == 0)
+      synth_add_level<4>(acc, lv.t[l], rowbase, lv.wp[l], C, c, j0, l, fr, f);
+    else if (l == 1)
+      synth_add_level<2>(acc, lv.t[l], rowbase, lv.wp[l], C, c, j0, l, fr, f);
+    else
+      synth_add_level<1>(acc, lv.t[l], rowbase, lv.wp[l], C, c, j0, l, fr, f);
+  }
+  T* out = y + (int64_t(b) * H + i) * W * C + c;
+#pragma unroll
+  for (int t = 0; t < TW; ++t)
+    if (j0 + t < W) st4(out + int64_t(j0 + t) * C, acc[t]);
+}
+
+}  // namespace hg::kernels::cuda::wtconv_detail
