@@ -75,7 +75,7 @@ ModelConfig model_config(const std::string& name) {
   if (name == "wtconvnext_fmnist") {  // small WTConvNeXt for 28x28 grayscale (the default main job)
     c.wtconv = true;
     c.depths = {2, 2, 2};
-    c.dims = {32, 64, 128};
+    c.dims = {48, 96, 192};
     c.kernel_size = 5;
     c.wt_levels = {1, 1, 1};
     c.patch_size = 4;         // 7x7 -> 3x3 -> 1x1 maps
