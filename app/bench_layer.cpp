@@ -5,6 +5,7 @@
 // against a measured device-to-device copy. Kernel-level calls (no autograd tape) for all four.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -208,7 +209,10 @@ void run_bench(const Options& o) {
         kernels::cuda::conv2d_backward_bias(cs, gy.data<float>(), gb.data<float>());
         return int64_t(gx.nbytes() + gw.nbytes() + gb.nbytes());
       };
-      Row r{str("cudnn dw ", kc, "x", kc), s.C, s.HW, s.L, 0, 0, 0};
+      // conv2d's depthwise path: our NHWC kernel, or cuDNN with HAARGRAD_DWCONV=cudnn
+      const char* backend = std::getenv("HAARGRAD_DWCONV");
+      const bool cudnn = backend && std::string(backend) == "cudnn";
+      Row r{str(cudnn ? "cudnn dw " : "ours dw ", kc, "x", kc), s.C, s.HW, s.L, 0, 0, 0};
       r.train_ms = median_ms([&] { step(); }, o.warmup, o.iters);
       r.infer_ms = median_ms([&] { fwd(); }, o.warmup, o.iters);
       r.extra_mib = double(extra_bytes(step)) / (1 << 20);

@@ -55,6 +55,9 @@ if has bench-layer; then
   log "bench-layer"
   $BUILD/haargrad bench-layer --output "$OUT/bench_layer.json" 2>&1 | tee "$OUT/bench_layer.txt"
   status[bench_layer]=${PIPESTATUS[0]}
+  log "bench-layer with cuDNN's depthwise conv (HAARGRAD_DWCONV=cudnn) for the dw rows"
+  HAARGRAD_DWCONV=cudnn $BUILD/haargrad bench-layer --iters 10 --output "$OUT/bench_layer_cudnn.json" 2>&1 \
+    | grep -E "^impl|dw " | tee "$OUT/bench_layer_cudnn.txt"
 fi
 if has bench; then
   log "bench (ConvNeXt-T vs WTConvNeXt-T, batch 128, 224 px)"
