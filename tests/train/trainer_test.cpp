@@ -2,7 +2,11 @@
 // plain (non-terminal) output without bar characters, non-finite loss handling.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
+#include <iterator>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -157,4 +161,43 @@ TEST(TrainerCli, BadConfigKeyErrorNamesKeyAndLine) {
   EXPECT_NE(rc, 0);
   EXPECT_NE(text.find("learning_rate"), std::string::npos) << text;
   EXPECT_NE(text.find("line 2"), std::string::npos) << text;
+}
+
+TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExitsCleanly) {
+  const fs::path out = fs::temp_directory_path() / ("hg_sigint_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  // A long synthetic run (tens of seconds), interrupted after it has taken some steps.
+  const std::string cmd = std::string("exec ") + HAARGRAD_BINARY_DIR + "/haargrad train " + HAARGRAD_SOURCE_DIR +
+                          "/configs/smoke.yaml --device cpu --max-steps-per-epoch 0 --synthetic-size 400000 " +
+                          "--epochs 1 --log-interval 1 --output " + out.string() + " > " + out.string() + ".log 2>&1";
+  fs::create_directories(out);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // wait until it logged a few steps, then Ctrl-C
+  bool stepping = false;
+  for (int i = 0; i < 300 && !stepping; ++i) {
+    usleep(100 * 1000);
+    std::ifstream log(out.string() + ".log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    stepping = text.find("step 5/") != std::string::npos;
+  }
+  ASSERT_TRUE(stepping) << "the run did not start stepping";
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream log(out.string() + ".log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("interrupted at epoch 1"), std::string::npos) << text;
+  const fs::path recovery = out / "smoke" / "recovery.safetensors";
+  ASSERT_TRUE(fs::exists(recovery)) << text;
+  safetensors::File f = safetensors::load(recovery.string());
+  EXPECT_NE(f.metadata.at("state").find("\"step_in_epoch\""), std::string::npos);
+  EXPECT_EQ(f.metadata.at("state").find("\"step_in_epoch\":0"), std::string::npos);  // mid-epoch position
+  fs::remove_all(out);
+  fs::remove(out.string() + ".log");
 }
