@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON -DHAARGRAD_CUDA=AUTO
 cmake --build build -j"$(nproc)"
-cd build && ctest --output-on-failure -j"$(nproc)" --timeout 900
+cd build && ctest --no-tests=error --output-on-failure -j"$(nproc)" --timeout 900
