@@ -79,7 +79,8 @@ void run_bench(const BenchArgs& a) {
   if (precisions.empty()) precisions = device == Device::cuda ? std::vector<std::string>{"fp32", "tf32"}
                                                               : std::vector<std::string>{"fp32"};
   for (const std::string& w : a.wtconv)
-    HG_CHECK(w == "fused" || w == "unfused", "bench: unknown --wtconv mode '", w, "' (fused or unfused)");
+    HG_CHECK(w == "fused" || w == "unfused" || w == "reference", "bench: unknown --wtconv mode '", w,
+             "' (fused, or unfused = reference as the config key wtconv_mode calls it)");
 
   // Every combination, checked up front so a typo fails before minutes of benchmarking.
   std::vector<BenchConfig> configs;

@@ -32,7 +32,7 @@ void run_export(const ExportArgs& a) {
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = root.add_subcommand("export-png", "Write Fashion-MNIST as DIR/{train,val}/<class>/<i>.png");
+  CLI::App* cmd = root.add_subcommand("export-png", "Write Fashion-MNIST as DIR/{train,val}/<class>/<i>.png (train on it with --dataset image_folder --data-dir DIR --val-split val --num-classes 10)");
   cmd->add_option("--out", args->out, "output folder")->required();
   cmd->add_option("--limit-per-class", args->limit_per_class, "images per class and split (0 = all)")
       ->check(CLI::NonNegativeNumber);

@@ -39,13 +39,15 @@ void run_info(const InfoArgs& a) {
   std::printf("model            %s\n", a.model.c_str());
   std::printf("trainable params %s\n", std::to_string(model.num_trainable()).c_str());
   std::printf("fixed params     %s\n", std::to_string(model.num_fixed()).c_str());
-  std::printf("forward GMACs    %.3f per image at %dx%d (%.3f for batch %d)\n", gmacs, a.img_size, a.img_size,
-              gmacs * a.batch, a.batch);
+  std::printf("forward GMACs    %.4g per image at %dx%d", gmacs, a.img_size, a.img_size);
+  if (a.batch > 1) std::printf(" (%.4g for batch %d)", gmacs * a.batch, a.batch);
+  std::printf("\n");
   if (a.measure) {
     // Activation memory is linear in the batch: measure one image, scale (fast even for tiny@224).
     const int64_t one = measured_activation_bytes(model, 1, a.img_size);
-    std::printf("activation bytes %lld for one training step at batch %d (%.1f MiB; fp32, measured on the tape at batch 1 x %d)\n",
-                static_cast<long long>(one) * a.batch, a.batch, double(one) * a.batch / (1 << 20), a.batch);
+    std::printf("activation bytes %lld for one fp32 training step at batch %d (%.1f MiB; measured on the tape "
+                "for one image, times the batch)\n",
+                static_cast<long long>(one) * a.batch, a.batch, double(one) * a.batch / (1 << 20));
   }
 }
 

@@ -440,7 +440,7 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
 }
 
 std::string to_yaml(const Config& cfg) {
-  std::string out = "# haargrad training config (effective values; load with --config)\n";
+  std::string out = "# haargrad training config (effective values; rerun with: haargrad train <this file>)\n";
   for (const Field& f : table()) out += str(f.key, ": ", yaml_value(cfg, f), "\n");
   return out;
 }

@@ -155,8 +155,10 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   std::string resume_path = cfg.resume;
   const std::string out_root = cfg.output.empty() ? "output/train" : cfg.output;
   if (resume_path == "auto") {
-    resume_path = find_latest_checkpoint(out_root);
-    HG_CHECK(!resume_path.empty(), "resume: auto found no last.safetensors / recovery.safetensors under ", out_root);
+    // the newest checkpoint of this experiment (its folder), or of any run under the output root
+    const std::string where = cfg.experiment.empty() ? out_root : (fs::path(out_root) / cfg.experiment).string();
+    resume_path = find_latest_checkpoint(where);
+    HG_CHECK(!resume_path.empty(), "resume: auto found no last.safetensors / recovery.safetensors under ", where);
   }
   fs::path run_dir;
   if (!resume_path.empty()) {
@@ -200,7 +202,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     opt = std::make_unique<AdamW>(groups);
   else
     opt = std::make_unique<SGD>(groups, cfg.momentum);
-  spdlog::info("model {}: {} trainable parameters ({} fixed), {:.3f} GMACs/image at {} px, device {}", cfg.model,
+  spdlog::info("model {}: {} trainable parameters ({} fixed), {:.4g} GMACs/image at {} px, device {}", cfg.model,
                model.num_trainable(), model.num_fixed(), forward_macs(mcfg, static_cast<int>(cfg.img_size)) / 1e9,
                cfg.img_size, device_name(device));
 
@@ -221,7 +223,8 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   std::vector<std::string> summary_lines;
   if (!resume_path.empty()) {
     st = load_checkpoint(resume_path, model, opt.get());
-    spdlog::info("resumed from {} at epoch {} step {}", resume_path, st.epoch, st.step_in_epoch);
+    spdlog::info("resumed from {}: {} epochs done, continuing at epoch {} step {}", resume_path, st.epoch,
+                 st.epoch + 1, st.step_in_epoch);
     std::ifstream f(run_dir / "summary.csv");
     std::string line;
     for (std::getline(f, line); std::getline(f, line);)  // skip the header

@@ -201,3 +201,20 @@ TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExitsCleanly) {
   fs::remove_all(out);
   fs::remove(out.string() + ".log");
 }
+
+TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.epochs = 1;
+  a.experiment = "first";
+  train::TrainResult ra = train::train(a, quiet);
+  train::Config b = a;
+  b.experiment = "second";  // the newer run under the same output root
+  train::train(b, quiet);
+  a.epochs = 2;
+  a.resume = "auto";
+  train::TrainResult r = train::train(a, quiet);
+  EXPECT_EQ(r.run_dir, ra.run_dir);
+  EXPECT_EQ(lines(fs::path(ra.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
+}
