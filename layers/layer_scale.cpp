@@ -24,6 +24,22 @@ void run_forward(const Tensor& x, const Tensor& gamma, Tensor& y, int64_t rows, 
     });
   }
 }
+
+// dgamma[c] = sum_r dy[r, c] * x[r, c] (deterministic on both devices).
+Tensor run_grad_gamma(const Tensor& x, const Tensor& dy, int64_t rows, int64_t C) {
+  Tensor dgamma = Tensor::empty({C}, x.dtype(), x.device());
+  if (x.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::layer_scale_grad_gamma(x.data<float>(), dy.data<float>(), dgamma.data<float>(), rows, C);
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(x.dtype(), "layer_scale backward", [&] {
+      kernels::cpu::layer_scale_grad_gamma(x.data<scalar_t>(), dy.data<scalar_t>(), dgamma.data<scalar_t>(),
+                                           rows, C);
+    });
+  }
+  return dgamma;
+}
 }  // namespace
 
 Tensor layer_scale(const Tensor& x_in, const Tensor& gamma_in) {
@@ -45,20 +61,7 @@ Tensor layer_scale(const Tensor& x_in, const Tensor& gamma_in) {
           dx = Tensor::empty(x.shape(), x.dtype(), x.device());
           run_forward(dy, gamma, dx, rows, C);  // linear in x: dx = dy * gamma
         }
-        if (g.needs_grad(1)) {
-          dgamma = Tensor::empty({C}, x.dtype(), x.device());
-          if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
-            kernels::cuda::layer_scale_grad_gamma(x.data<float>(), dy.data<float>(),
-                                                  dgamma.data<float>(), rows, C);
-#endif
-          } else {
-            HG_DISPATCH_FLOAT(x.dtype(), "layer_scale backward", [&] {
-              kernels::cpu::layer_scale_grad_gamma(x.data<scalar_t>(), dy.data<scalar_t>(),
-                                                   dgamma.data<scalar_t>(), rows, C);
-            });
-          }
-        }
+        if (g.needs_grad(1)) dgamma = run_grad_gamma(x, dy, rows, C);
         return std::vector<Tensor>{dx, dgamma};
       });
   return y;
@@ -92,19 +95,7 @@ Tensor residual_layer_scale(const Tensor& shortcut, const Tensor& h_in, const Te
       dh = Tensor::empty(h.shape(), h.dtype(), h.device());
       run_forward(dy, gamma, dh, rows, C);  // dh = dy * gamma
     }
-    if (g.needs_grad(2)) {
-      dgamma = Tensor::empty({C}, h.dtype(), h.device());
-      if (h.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
-        kernels::cuda::layer_scale_grad_gamma(h.data<float>(), dy.data<float>(), dgamma.data<float>(), rows, C);
-#endif
-      } else {
-        HG_DISPATCH_FLOAT(h.dtype(), "residual_layer_scale backward", [&] {
-          kernels::cpu::layer_scale_grad_gamma(h.data<scalar_t>(), dy.data<scalar_t>(), dgamma.data<scalar_t>(),
-                                               rows, C);
-        });
-      }
-    }
+    if (g.needs_grad(2)) dgamma = run_grad_gamma(h, dy, rows, C);
     return std::vector<Tensor>{g.needs_grad(0) ? dy : Tensor(), dh, dgamma};
   });
   return y;
