@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/autograd.h"
+#include "core/pinned_memory.h"
 #ifdef HAARGRAD_WITH_CUDA
 #include "kernels/cuda/copy.h"
 #endif
@@ -146,6 +147,14 @@ void device_memcpy(void* dst, Device dd, const void* src, Device sd, size_t byte
   cudaMemcpyKind kind = sd == Device::cpu ? cudaMemcpyHostToDevice
                         : dd == Device::cpu ? cudaMemcpyDeviceToHost
                                             : cudaMemcpyDeviceToDevice;
+  if (kind == cudaMemcpyHostToDevice && memory::is_pinned(src)) {
+    // Queued on the default stream, like every kernel, so later work sees the bytes; the pinned
+    // pool keeps the source block until the copy is done.
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, 0);
+    HG_CHECK(err == cudaSuccess, "cudaMemcpyAsync of ", bytes, " bytes failed: ", cudaGetErrorString(err));
+    memory::record_pinned_use(src);
+    return;
+  }
   cudaError_t err = cudaMemcpy(dst, src, bytes, kind);
   HG_CHECK(err == cudaSuccess, "cudaMemcpy of ", bytes, " bytes failed: ", cudaGetErrorString(err));
 #else
@@ -156,6 +165,18 @@ void device_memcpy(void* dst, Device dd, const void* src, Device sd, size_t byte
 }  // namespace
 
 // ---- creation ----------------------------------------------------------------------------------
+
+Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
+  for (int64_t d : shape) HG_CHECK(d >= 0, "Tensor::empty_pinned: negative size in shape ", shape_str(shape));
+  Tensor t;
+  t.impl_ = std::make_shared<Impl>();
+  t.impl_->shape = shape;
+  t.impl_->strides = contiguous_strides(shape);
+  t.impl_->dtype = dtype;
+  t.impl_->device = Device::cpu;
+  t.impl_->storage = memory::allocate_pinned(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  return t;
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) HG_CHECK(d >= 0, "Tensor::empty: negative size in shape ", shape_str(shape));

@@ -36,6 +36,9 @@ class Tensor {
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
                      Device device = Device::cpu);
+  /// A CPU tensor in page-locked memory when a GPU is usable (core/pinned_memory.h), else an
+  /// ordinary CPU tensor: to(Device::cuda) from it queues an asynchronous copy.
+  static Tensor empty_pinned(const Shape& shape, DType dtype = DType::f32);
   /// Copies `values` (row-major, size == numel) into a new tensor of T's dtype.
   template <typename T>
   static Tensor from_vector(const Shape& shape, const std::vector<T>& values,
@@ -76,6 +79,8 @@ class Tensor {
   Tensor slice(int dim, int64_t begin, int64_t end) const;  ///< a view, [begin, end)
   Tensor contiguous() const;  ///< itself if dense, else a dense copy
   Tensor clone() const;       ///< always a dense copy
+  /// To another device. From a pinned CPU tensor to cuda the copy is queued on the default stream
+  /// and the call returns at once (later GPU work is ordered after it); other copies block.
   Tensor to(Device device) const;
   Tensor to(DType dtype) const;  ///< converts through double on the host path
 

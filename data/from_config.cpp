@@ -62,6 +62,7 @@ LoaderOptions make_loader_options(const train::Config& cfg, bool train) {
   o.workers = cfg.workers;
   o.seed = static_cast<uint64_t>(cfg.seed);
   o.max_steps = cfg.max_steps_per_epoch;
+  o.pin_memory = cfg.pin_mem && cfg.device != "cpu";  // pinning only helps copies to a GPU
   return o;
 }
 

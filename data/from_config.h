@@ -27,7 +27,7 @@ Datasets make_datasets(const train::Config& cfg);
 TransformOptions make_transform_options(const train::Config& cfg, bool train);
 
 /// Train: batch_size, shuffle, drop_last. Eval: validation_batch_size (or batch_size), dataset order,
-/// keep the last partial batch. Both: workers, seed, max_steps_per_epoch.
+/// keep the last partial batch. Both: workers, seed, max_steps_per_epoch, and pin_mem unless device is cpu.
 LoaderOptions make_loader_options(const train::Config& cfg, bool train);
 
 /// A loader over `dataset` with the options and transform above.

@@ -96,8 +96,13 @@ Batch DataLoader::make_batch(int64_t step) const {
   Batch batch;
   batch.epoch = epoch_;
   batch.step = step;
-  batch.images = Tensor::empty({n, S, S, C}, DType::f32, Device::cpu);
-  batch.labels = Tensor::empty({n}, DType::i64, Device::cpu);
+  if (opts_.pin_memory) {
+    batch.images = Tensor::empty_pinned({n, S, S, C}, DType::f32);
+    batch.labels = Tensor::empty_pinned({n}, DType::i64);
+  } else {
+    batch.images = Tensor::empty({n, S, S, C}, DType::f32, Device::cpu);
+    batch.labels = Tensor::empty({n}, DType::i64, Device::cpu);
+  }
   float* px = batch.images.data<float>();
   int64_t* lb = batch.labels.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {

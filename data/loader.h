@@ -31,9 +31,12 @@ struct LoaderOptions {
   int64_t prefetch = 0;    ///< batches made ahead of the consumer at most; 0 = 2 * workers
   uint64_t seed = 42;
   int64_t max_steps = 0;   ///< cap on batches per epoch; 0 = no cap (smoke tests)
+  /// Build batches in page-locked host memory (core/pinned_memory.h) so that Tensor::to(cuda)
+  /// queues the copy and returns; PyTorch's pin_memory. Has no effect without a usable GPU.
+  bool pin_memory = false;
 };
 
-/// One batch, in CPU memory.
+/// One batch, in CPU memory (page-locked with LoaderOptions::pin_memory).
 struct Batch {
   Tensor images;  ///< f32 (N, img_size, img_size, C), normalised
   Tensor labels;  ///< i64 (N), class indices

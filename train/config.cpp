@@ -99,6 +99,7 @@ const std::vector<Field>& table() {
       {"val_split", &Config::val_split, any()},
       {"synthetic_size", &Config::synthetic_size, at_least(1)},
       {"workers", &Config::workers, closed(0, 256)},
+      {"pin_mem", &Config::pin_mem, any()},
       {"corrupt_images", &Config::corrupt_images, one_of({"skip", "error"})},
       {"crop_pct", &Config::crop_pct, left_open(0, 1)},
       {"mean", &Config::mean, any().len(1, 3)},

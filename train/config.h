@@ -40,6 +40,7 @@ struct Config {
   std::string val_split = "validation";          ///< timm's default name; idx uses "test"
   int64_t synthetic_size = 1280;                 ///< images in the synthetic train split
   int64_t workers = 4;                           ///< loader threads; 0 = load on the calling thread
+  bool pin_mem = true;                           ///< batches in page-locked memory for the GPU (timm --pin-mem; on by default here)
   std::string corrupt_images = "skip";           ///< "skip" (warn and count) | "error"
 
   // ---- augmentation (timm create_transform) ---------------------------------------------------

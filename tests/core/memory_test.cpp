@@ -5,6 +5,7 @@
 
 #include "core/autograd.h"
 #include "core/memory.h"
+#include "core/pinned_memory.h"
 #include "core/ops.h"
 #include "test_util.h"
 
@@ -219,4 +220,22 @@ TEST(Memory, HoldingALossAcrossStepsStillMakesNoSystemAllocation) {
   }
   last_loss = Tensor();
   EXPECT_EQ(cur(cpu_stats(), Category::activations), act0);
+}
+
+// Without a usable GPU, "pinned" tensors are ordinary CPU tensors: same shape, dtype, device and
+// data, and is_pinned is false (on a GPU machine tests/gpu/pinned_memory_test.cpp covers the rest).
+TEST(Memory, EmptyPinnedIsAUsableCpuTensor) {
+  Tensor t = Tensor::empty_pinned({3, 5}, DType::f64);
+  EXPECT_EQ(t.device(), Device::cpu);
+  EXPECT_EQ(t.shape(), (Shape{3, 5}));
+  EXPECT_EQ(t.dtype(), DType::f64);
+  t.fill_(2.5);
+  EXPECT_EQ(t.to_vector<double>(), std::vector<double>(15, 2.5));
+  EXPECT_EQ(t.to(Device::cpu).data_ptr(), t.data_ptr());
+  EXPECT_THROW(Tensor::empty_pinned({2, -1}), Error);
+#ifndef HAARGRAD_WITH_CUDA
+  EXPECT_FALSE(memory::is_pinned(t.data_ptr()));
+#endif
+  int x = 0;
+  EXPECT_FALSE(memory::is_pinned(&x));  // a pointer the pool never handed out
 }
