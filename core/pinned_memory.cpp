@@ -77,9 +77,11 @@ std::shared_ptr<void> allocate_pinned(size_t bytes) {
   if (!gpu_usable()) return allocate(bytes, Device::cpu);
   bytes = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
   Pool& P = pool();
-  std::lock_guard<std::mutex> lock(P.mu);
+  std::unique_lock<std::mutex> lock(P.mu);
   void* p = P.reusable(bytes);
   if (p == nullptr) {
+    // Page-locking is slow (milliseconds for a large batch): let other workers go on meanwhile.
+    lock.unlock();
     cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
     HG_CHECK(err == cudaSuccess, "pinned memory: cudaHostAlloc of ", bytes, " bytes failed: ",
              cudaGetErrorString(err));
@@ -91,6 +93,7 @@ std::shared_ptr<void> allocate_pinned(size_t bytes) {
       cudaFreeHost(p);
       throw Error(str("pinned memory: cudaEventCreate failed: ", cudaGetErrorString(err)));
     }
+    lock.lock();
     P.blocks.emplace(static_cast<const char*>(p), b);
     P.stats.reserved += static_cast<int64_t>(bytes);
     ++P.stats.system_allocs;
