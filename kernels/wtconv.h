@@ -28,7 +28,8 @@ struct WTConvGrads {
 };
 
 enum class WTConvMode {
-  fused,      ///< Haar on the fly inside the conv, one-pass synthesis, scales folded into weights
+  fused,      ///< one-pass synthesis fused with the base conv, scales folded into weights, no
+              ///< intermediate kept for the backward (CUDA: see WTConvLevels for the level convs)
   reference,  ///< reference order: every intermediate (coefficients, conv outputs, scaled,
               ///< reconstructions) materialised, as the PyTorch reference does
 };
@@ -48,6 +49,18 @@ namespace cuda {
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode);
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
                             int stride, bool need_grad_x, WTConvMode mode);
+
+/// How WTConvMode::fused computes the level convolutions (docs/fused-wtconv.md, section 7). Both
+/// give the same results up to fp32 rounding.
+enum class WTConvLevels {
+  split,     ///< each level's Haar coefficients written once, then the depthwise conv kernels of
+             ///< kernels/depthwise_conv.h on them (default: 1.4x faster on the H200, more memory)
+  onthefly,  ///< Haar analysis formed inside the level conv, no coefficient tensor (the paper's (a))
+};
+/// The process-wide choice; the default is split, or onthefly when the environment variable
+/// HAARGRAD_WTCONV_LEVELS=onthefly is set. Not thread-safe: set it before training starts.
+void set_wtconv_levels(WTConvLevels levels);
+WTConvLevels wtconv_levels();
 }  // namespace cuda
 #endif
 

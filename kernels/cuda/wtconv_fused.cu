@@ -11,6 +11,8 @@
 // deterministic kernel per level that recomputes the Haar coefficients of x and of G from their LL
 // pyramids (1/4 + 1/16 + ... of x) instead of saving any coefficient tensor. See docs/fused-wtconv.md.
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/conv2d.h"
 #include "kernels/cuda/wtconv_common.cuh"
@@ -232,16 +234,44 @@ __global__ void ll_down_kernel(HaarSrc<T> src, int B, float* __restrict__ out) {
   out[idx] = src.at(int(rest / src.hp), int(rest % src.hp), q, c).x;
 }
 
+// The Haar coefficients of a level, materialised: coef (B, hp, wp, C, 4) = H(src) (float4 per
+// position and channel: the NHWC tensor of 4C channels 4c+s that the depthwise kernels take), and
+// the raw LL band again as ll_next (B, hp, wp, C), the next level's input (optional).
+template <typename T>
+__global__ void haar_kernel(HaarSrc<T> src, int B, float4* __restrict__ coef,
+                            float* __restrict__ ll_next) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(B) * src.hp * src.wp * src.C) return;
+  const int c = int(idx % src.C);
+  int64_t rest = idx / src.C;
+  const int q = int(rest % src.wp);
+  rest /= src.wp;
+  const float4 v = src.at(int(rest / src.hp), int(rest % src.hp), q, c);
+  coef[idx] = v;
+  if (ll_next) ll_next[idx] = v.x;
+}
+
+// Folded level weights in PyTorch's layout (4C, K*K), for the depthwise kernels:
+// out[e][k] = ws[e] * ww[e][k], e = 4c+s.
+__global__ void fold_level_pt_kernel(const float* __restrict__ ww, const float* __restrict__ ws,
+                                     int64_t n, int KK, float* __restrict__ out) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx < n) out[idx] = ws[idx / KK] * ww[idx];
+}
+
 // ---- gradients unfold from the folded weights ------------------------------------------------------
-// level: sums[k][e] = dL/dw~[e][k] (e = 4c+s); dL/dww[e][k] = ws[e] * sums, dL/dws[e] = sum_k sums*ww.
-__global__ void unfold_level_kernel(const float* __restrict__ sums, const float* __restrict__ ww,
-                                    const float* __restrict__ ws, int C4, int KK,
-                                    float* __restrict__ gww, float* __restrict__ gws) {
+// level: dL/dw~[e][k] = sums[k * ks + e * es] (e = 4c+s; (K*K, 4C) layout: ks = 4C, es = 1; the
+// depthwise kernels' (4C, K*K): ks = 1, es = K*K); dL/dww[e][k] = ws[e] * dL/dw~[e][k],
+// dL/dws[e] = sum_k dL/dw~[e][k] * ww[e][k].
+__global__ void unfold_level_kernel(const float* __restrict__ sums, int64_t ks, int64_t es,
+                                    const float* __restrict__ ww, const float* __restrict__ ws,
+                                    int C4, int KK, float* __restrict__ gww,
+                                    float* __restrict__ gws) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e >= C4) return;
   float gs = 0.f;
   for (int k = 0; k < KK; ++k) {
-    const float v = sums[int64_t(k) * C4 + e];
+    const float v = sums[k * ks + e * es];
     gww[int64_t(e) * KK + k] = ws[e] * v;
     gs = fmaf(v, ww[int64_t(e) * KK + k], gs);
   }
@@ -277,7 +307,7 @@ struct Folded {
   std::vector<Tensor> level;  // (K*K, C, 4)
   Tensor base_w, base_b;      // (K*K, C), (C)
 };
-Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
+Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias, bool levels = true) {
   const int KK = K * K;
   Folded f;
   f.base_w = workspace({KK, C});
@@ -286,7 +316,7 @@ Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
       w.base_weight.data<float>(), w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK,
       flip, f.base_w.data<float>(), with_bias ? f.base_b.data<float>() : nullptr);
   HG_CUDA_LAUNCH_CHECK();
-  for (int l = 0; l < w.levels(); ++l) {
+  for (int l = 0; levels && l < w.levels(); ++l) {
     Tensor wl = workspace({KK, C, 4});
     fold_level_kernel<<<blocks_for(int64_t(KK) * C), 256>>>(
         w.wavelet_weight[l].data<float>(), w.wavelet_scale[l].data<float>(), C, KK, flip,
@@ -383,42 +413,132 @@ void synthesis(const float* in, int B, int H, int W, int C, int Ho, int Wo, int 
   });
 }
 
+// ---- the level convolutions with materialised coefficients ("split", the default) ----------------
+// Forming the Haar coefficients inside the conv (level_conv_*) re-forms each one K times per row
+// and (TQ + K - 1) / TQ times along it; on the H200 that arithmetic, not memory traffic, bounded
+// the level convs. Writing each level's coefficients once (n_l reads, n_l writes) and running the
+// depthwise kernels of depthwise_conv.cu on them as a 4C-channel NHWC tensor is faster there
+// (docs/fused-wtconv.md, section 7). WTConvLevels::onthefly (kernels/wtconv.h) selects the
+// on-the-fly kernels.
+bool split_levels() { return wtconv_levels() == WTConvLevels::split; }
+
+/// The depthwise conv of one level: 4C channels (4c+s) on the (hp, wp) grid, "same" padding.
+Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
+  return make_conv2d_shape(B, hp, wp, 4 * C, 4 * C, K, K, 1, K / 2, 4 * C);
+}
+
+/// Folded weights of level l in PyTorch's layout (4C, K*K).
+Tensor fold_level_pt(const WTConvWeights& w, int l, int C, int KK) {
+  Tensor out = workspace({4 * C, KK});
+  const int64_t n = int64_t(4) * C * KK;
+  fold_level_pt_kernel<<<blocks_for(n), 256>>>(w.wavelet_weight[l].data<float>(),
+                                               w.wavelet_scale[l].data<float>(), n, KK,
+                                               out.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  return out;
+}
+
+/// H(src) on grid `out` from src (B, in) (B, out.h, out.w, C, 4); the raw LL into *ll_next if given.
+Tensor haar(const float* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
+            Tensor* ll_next) {
+  Tensor coef = workspace({B, out.first, out.second, C, 4});
+  float* lln = nullptr;
+  if (ll_next != nullptr) {
+    *ll_next = workspace({B, out.first, out.second, C});
+    lln = ll_next->data<float>();
+  }
+  HaarSrc<float> hs{src, in.first, in.second, C, out.first, out.second};
+  haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256>>>(
+      hs, B, reinterpret_cast<float4*>(coef.data<float>()), lln);
+  HG_CUDA_LAUNCH_CHECK();
+  return coef;
+}
+
+/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in: the split counterpart of analysis_convs.
+void analysis_convs_split(const float* in, int B, int C, int K,
+                          const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                          std::vector<Tensor>& t) {
+  const int L = w.levels();
+  t.assign(L, Tensor());
+  Tensor ll;  // keeps the current level's input alive
+  const float* cur = in;
+  for (int l = 0; l < L; ++l) {
+    Tensor next;
+    const Tensor coef = haar(cur, B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
+    const Tensor wl = fold_level_pt(w, l, C, K * K);
+    t[l] = workspace({B, d[l + 1].first, d[l + 1].second, C, 4});
+    depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
+                           coef.data<float>(), wl.data<float>(), nullptr, t[l].data<float>());
+    ll = next;
+    cur = ll.defined() ? ll.data<float>() : nullptr;
+  }
+}
+
+/// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x needs),
+/// one level at a time so only one level's coefficient tensors live at once:
+/// gc_l = H(gR_l) = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l).
+void level_grads_split(const float* x, const float* G, int B, int C, int K,
+                       const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                       std::vector<Tensor>* gt, WTConvGrads& g) {
+  const int L = w.levels(), KK = K * K;
+  if (gt != nullptr) gt->assign(L, Tensor());
+  Tensor gR, ll;  // keep the current level's inputs alive
+  const float *gcur = G, *xcur = x;
+  for (int l = 0; l < L; ++l) {
+    const int hp = d[l + 1].first, wp = d[l + 1].second;
+    const Conv2dShape cs = level_shape(B, hp, wp, C, K);
+    Tensor gnext, xnext;
+    const Tensor gc = haar(gcur, B, C, d[l], d[l + 1], l + 1 < L ? &gnext : nullptr);
+    const Tensor wl = fold_level_pt(w, l, C, KK);
+    if (gt != nullptr) {
+      (*gt)[l] = workspace({B, hp, wp, C, 4});
+      depthwise_conv_backward_data(cs, gc.data<float>(), wl.data<float>(), (*gt)[l].data<float>());
+    }
+    const Tensor xcoef = haar(xcur, B, C, d[l], d[l + 1], l + 1 < L ? &xnext : nullptr);
+    Tensor sums = workspace({4 * C, KK});
+    depthwise_conv_backward_weight(cs, xcoef.data<float>(), gc.data<float>(), sums.data<float>(),
+                                   nullptr);
+    Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
+    Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
+    unfold_level_kernel<<<blocks_for(4 * C), 256>>>(sums.data<float>(), 1, KK,
+                                                    w.wavelet_weight[l].data<float>(),
+                                                    w.wavelet_scale[l].data<float>(), 4 * C, KK,
+                                                    gww.data<float>(), gws.data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+    g.wavelet_weight.push_back(gww);
+    g.wavelet_scale.push_back(gws);
+    gR = gnext;
+    ll = xnext;
+    gcur = gR.defined() ? gR.data<float>() : nullptr;
+    xcur = ll.defined() ? ll.data<float>() : nullptr;
+  }
+}
+
 Tensor fused_forward(const Tensor& x, const WTConvWeights& w, int stride) {
   const int K = check_inputs("wtconv_forward (cuda, fused)", x, w, stride);
   const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
   const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
   const Tensor xc = x.contiguous();
   const auto d = level_dims(H, W, w.levels());
-  Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
+  const bool split = split_levels();
+  Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true, /*levels=*/!split);
   std::vector<Tensor> t, ll;
-  analysis_convs(xc.data<float>(), B, C, K, d, f, t, ll);
-  ll.clear();  // the forward needs the pyramid only inside analysis_convs
+  if (split) {
+    analysis_convs_split(xc.data<float>(), B, C, K, d, w, t);
+  } else {
+    analysis_convs(xc.data<float>(), B, C, K, d, f, t, ll);
+    ll.clear();  // the forward needs the pyramid only inside analysis_convs
+  }
   Tensor y = Tensor::empty({B, Ho, Wo, C}, DType::f32, Device::cuda);
   synthesis(xc.data<float>(), B, H, W, C, Ho, Wo, stride, K, f, t, y.data<float>());
   return y;
 }
 
-WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y, int stride,
-                           bool need_grad_x) {
-  const char* op = "wtconv_backward (cuda, fused)";
-  const int K = check_inputs(op, x, w, stride);
-  const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
-  const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride, L = w.levels();
-  HG_CHECK(grad_y.defined() && grad_y.shape() == Shape({B, Ho, Wo, C}) &&
-               grad_y.device() == Device::cuda && grad_y.dtype() == DType::f32,
-           op, ": grad_y must be f32 cuda (", B, ", ", Ho, ", ", Wo, ", ", C, "), got ",
-           grad_y.defined() ? grad_y.describe() : std::string("undefined"));
-  const Tensor xc = x.contiguous();
-  Tensor G = grad_y.contiguous();
-  if (stride > 1) {
-    Tensor up = workspace({B, H, W, C});
-    upsample_kernel<float><<<blocks_for(up.numel()), 256>>>(G.data<float>(), B, H, W, C, Ho, Wo, stride,
-                                                      up.data<float>());
-    HG_CUDA_LAUNCH_CHECK();
-    G = up;
-  }
-  const auto d = level_dims(H, W, L);
-  WTConvGrads g;
+/// The on-the-fly counterpart of level_grads_split, plus grad_x (HAARGRAD_WTCONV_LEVELS=onthefly).
+void level_grads_onthefly(const Tensor& xc, const Tensor& G, int B, int C, int K,
+                          const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                          bool need_grad_x, WTConvGrads& g) {
+  const int L = w.levels(), H = d[0].first, W = d[0].second;
   // gradient pyramid gR_l (raw LL of the Haar cascade applied to G), level 0 is G itself
   std::vector<Tensor> gR(L);
   if (need_grad_x) {
@@ -453,7 +573,7 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
     WgradResult r = run_wgrad(xs, gs, B, hp, wp, C, K, /*bias=*/false);
     Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
     Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
-    unfold_level_kernel<<<blocks_for(4 * C), 256>>>(r.sums.data<float>(),
+    unfold_level_kernel<<<blocks_for(4 * C), 256>>>(r.sums.data<float>(), 4 * C, 1,
                                                     w.wavelet_weight[l].data<float>(),
                                                     w.wavelet_scale[l].data<float>(), 4 * C, KK,
                                                     gww.data<float>(), gws.data<float>());
@@ -461,6 +581,13 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
     g.wavelet_weight.push_back(gww);
     g.wavelet_scale.push_back(gws);
   }
+}
+
+/// Gradients of the base path: its folded-weight gradient, unfolded into base_weight, base_bias
+/// and base_scale gradients.
+void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, int K,
+                const WTConvWeights& w, WTConvGrads& g) {
+  const int KK = K * K;
   {
     // the base path's folded-weight gradient is a plain depthwise weight gradient of x against G
     // (stride 1, "same" padding): the hand-written deterministic kernel of depthwise_conv.cu
@@ -479,11 +606,56 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
         g.base_bias.data<float>(), g.base_scale.data<float>());
     HG_CUDA_LAUNCH_CHECK();
   }
+}
+
+WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y, int stride,
+                           bool need_grad_x) {
+  const char* op = "wtconv_backward (cuda, fused)";
+  const int K = check_inputs(op, x, w, stride);
+  const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
+  const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride, L = w.levels();
+  HG_CHECK(grad_y.defined() && grad_y.shape() == Shape({B, Ho, Wo, C}) &&
+               grad_y.device() == Device::cuda && grad_y.dtype() == DType::f32,
+           op, ": grad_y must be f32 cuda (", B, ", ", Ho, ", ", Wo, ", ", C, "), got ",
+           grad_y.defined() ? grad_y.describe() : std::string("undefined"));
+  const Tensor xc = x.contiguous();
+  Tensor G = grad_y.contiguous();
+  if (stride > 1) {
+    Tensor up = workspace({B, H, W, C});
+    upsample_kernel<float><<<blocks_for(up.numel()), 256>>>(G.data<float>(), B, H, W, C, Ho, Wo, stride,
+                                                      up.data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+    G = up;
+  }
+  const auto d = level_dims(H, W, L);
+  WTConvGrads g;
+  if (split_levels()) {
+    std::vector<Tensor> gt;
+    level_grads_split(xc.data<float>(), G.data<float>(), B, C, K, d, w, need_grad_x ? &gt : nullptr, g);
+    if (need_grad_x) {
+      const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false, /*levels=*/false);
+      g.x = Tensor::empty({B, H, W, C}, DType::f32, Device::cuda);
+      synthesis(G.data<float>(), B, H, W, C, H, W, 1, K, f, gt, g.x.data<float>());
+    }
+  } else {
+    level_grads_onthefly(xc, G, B, C, K, d, w, need_grad_x, g);
+  }
+  base_grads(xc, G, B, H, W, C, K, w, g);
   return g;
 }
 
 }  // namespace
 }  // namespace wtconv_detail
+
+namespace {
+WTConvLevels g_levels = [] {
+  const char* e = std::getenv("HAARGRAD_WTCONV_LEVELS");
+  return e != nullptr && std::string(e) == "onthefly" ? WTConvLevels::onthefly : WTConvLevels::split;
+}();
+}  // namespace
+
+void set_wtconv_levels(WTConvLevels levels) { g_levels = levels; }
+WTConvLevels wtconv_levels() { return g_levels; }
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode) {
   return mode == WTConvMode::fused ? wtconv_detail::fused_forward(x, w, stride)

@@ -114,6 +114,23 @@ bool bit_identical(const Tensor& a, const Tensor& b) {
 
 class WTConvGpu : public ::testing::TestWithParam<Case> {};
 
+/// Selects how the fused path computes its level convolutions while it lives.
+class LevelsScope {
+ public:
+  explicit LevelsScope(kernels::cuda::WTConvLevels v) : saved_(kernels::cuda::wtconv_levels()) {
+    kernels::cuda::set_wtconv_levels(v);
+  }
+  ~LevelsScope() { kernels::cuda::set_wtconv_levels(saved_); }
+
+ private:
+  kernels::cuda::WTConvLevels saved_;
+};
+const kernels::cuda::WTConvLevels kLevels[] = {kernels::cuda::WTConvLevels::split,
+                                               kernels::cuda::WTConvLevels::onthefly};
+std::string levels_name(kernels::cuda::WTConvLevels v) {
+  return v == kernels::cuda::WTConvLevels::split ? "split" : "onthefly";
+}
+
 TEST_P(WTConvGpu, ForwardMatchesCpu) {
   HG_REQUIRE_GPU();
   autograd::NoGradGuard ng;
@@ -125,12 +142,15 @@ TEST_P(WTConvGpu, ForwardMatchesCpu) {
   const Tensor xg = x.to(Device::cuda);
   const WTConvWeights wg = to_gpu(w);
   poison_cache(output_shapes(c));
-  const Tensor fused = kernels::cuda::wtconv_forward(xg, wg, c.stride, WTConvMode::fused);
-  poison_cache(output_shapes(c));
   const Tensor ref = kernels::cuda::wtconv_forward(xg, wg, c.stride, WTConvMode::reference);
-  expect_close(fused, want, "fused forward " + c.name());
   expect_close(ref, want, "reference forward " + c.name());
-  expect_close(fused, ref, "fused vs reference forward " + c.name());
+  for (auto levels : kLevels) {
+    LevelsScope scope(levels);
+    poison_cache(output_shapes(c));
+    const Tensor fused = kernels::cuda::wtconv_forward(xg, wg, c.stride, WTConvMode::fused);
+    expect_close(fused, want, str("fused (", levels_name(levels), ") forward ", c.name()));
+    expect_close(fused, ref, str("fused (", levels_name(levels), ") vs reference forward ", c.name()));
+  }
 }
 
 TEST_P(WTConvGpu, BackwardMatchesCpu) {
@@ -145,8 +165,17 @@ TEST_P(WTConvGpu, BackwardMatchesCpu) {
   const WTConvGrads want = kernels::cpu::wtconv_backward(x, w, gy, c.stride, true, WTConvMode::reference);
   const Tensor xg = x.to(Device::cuda), gyg = gy.to(Device::cuda);
   const WTConvWeights wg = to_gpu(w);
-  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
-    const std::string what = str(mode == WTConvMode::fused ? "fused " : "reference ", c.name());
+  struct Path {
+    WTConvMode mode;
+    kernels::cuda::WTConvLevels levels;
+    const char* name;
+  };
+  for (const Path& path : {Path{WTConvMode::fused, kernels::cuda::WTConvLevels::split, "fused (split) "},
+                           Path{WTConvMode::fused, kernels::cuda::WTConvLevels::onthefly, "fused (onthefly) "},
+                           Path{WTConvMode::reference, kernels::cuda::WTConvLevels::split, "reference "}}) {
+    LevelsScope scope(path.levels);
+    const WTConvMode mode = path.mode;
+    const std::string what = str(path.name, c.name());
     poison_cache(output_shapes(c));
     const WTConvGrads got = kernels::cuda::wtconv_backward(xg, wg, gyg, c.stride, true, mode);
     expect_grads_close(got, want, what, true);
@@ -170,7 +199,10 @@ TEST(WTConvGpuDeterminism, WeightGradientsBitIdentical) {
   Tensor x = test::random({B, H, W, C}, 7, DType::f32).to(Device::cuda);
   Tensor gy = test::random({B, H, W, C}, 8, DType::f32).to(Device::cuda);
   const WTConvWeights w = to_gpu(random_weights(C, K, L, 9));
-  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+  for (int path = 0; path < 3; ++path) {
+    const WTConvMode mode = path < 2 ? WTConvMode::fused : WTConvMode::reference;
+    LevelsScope scope(path == 1 ? kernels::cuda::WTConvLevels::onthefly : kernels::cuda::WTConvLevels::split);
+    SCOPED_TRACE(path);
     const WTConvGrads a = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
     const WTConvGrads b = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
     EXPECT_TRUE(bit_identical(a.base_weight, b.base_weight));
@@ -192,11 +224,14 @@ TEST(WTConvGpuFusedVsReference, StageShape) {
   Tensor x = test::random({B, H, W, C}, 21, DType::f32).to(Device::cuda);
   Tensor gy = test::random({B, H, W, C}, 22, DType::f32).to(Device::cuda);
   const WTConvWeights w = to_gpu(random_weights(C, K, L, 23));
-  expect_close(kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::fused),
-               kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::reference), "forward");
-  expect_grads_close(kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused),
-                     kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference),
-                     "backward", true);
+  for (auto levels : kLevels) {
+    LevelsScope scope(levels);
+    expect_close(kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::fused),
+                 kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::reference), "forward " + levels_name(levels));
+    expect_grads_close(kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused),
+                       kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference),
+                       "backward " + levels_name(levels), true);
+  }
 }
 
 TEST(WTConvGpuErrors, BadInputsThrow) {
