@@ -30,7 +30,9 @@
 // loaded once and feeds K*K FMAs. Warps take the slice's rows round-robin (fixed assignment); the
 // block sums its warps in a fixed order through shared memory and writes partial[z][c][tap]; a
 // second kernel sums the slices in order z = 0, 1, ... The slice count depends only on the shape,
-// so the result is bit-identical run to run. The bias gradient comes from the same pass.
+// so the result is bit-identical run to run. The bias gradient comes from the same pass. At stride 1
+// a thread takes two neighbouring output rows (wgrad_rows2_kernel), which share K of their K + 1
+// input rows, halving the loads per multiply-add.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -372,6 +374,97 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   }
 }
 
+// Stride 1, two output rows per thread: rows i and i + 1 of one image read input rows i - pad ..
+// i - pad + K, K of which they share, so a window of (K + 1) x K input values feeds 2 K^2 FMAs per
+// column step for K + 1 new loads (one row per thread: K loads for K^2 FMAs). The (n, row pair)
+// units are split into slices like the rows of wgrad_kernel; same fixed-order reductions.
+template <typename T, int KT>
+__global__ void __launch_bounds__(32 * kWgradWarps)
+    wgrad_rows2_kernel(const T* __restrict__ x, const T* __restrict__ gy, Dims d, int pairs_per_block,
+                       float* __restrict__ partial, float* __restrict__ bias_partial) {
+  constexpr int K = KT, KK = KT * KT, KR = KT + 1;
+  __shared__ float red[kWgradWarps][KK][33];  // pitch 33: the summing loop reads along taps
+  const int lane = threadIdx.x, warp = threadIdx.y;
+  const int c = blockIdx.x * 32 + lane;
+  float acc[K][K];
+#pragma unroll
+  for (int p = 0; p < K; ++p)
+#pragma unroll
+    for (int q = 0; q < K; ++q) acc[p][q] = 0.f;
+  float gsum = 0.f;
+  const int OH2 = (d.OH + 1) / 2;
+  const int64_t P = int64_t(d.N) * OH2;
+  const int64_t p0 = int64_t(blockIdx.y) * pairs_per_block;
+  const int64_t p1 = std::min<int64_t>(P, p0 + pairs_per_block);
+  if (c < d.C) {
+    for (int64_t pr = p0 + warp; pr < p1; pr += kWgradWarps) {
+      const int n = int(pr / OH2), i = 2 * int(pr % OH2);
+      const bool two = i + 1 < d.OH;  // an odd OH leaves the last row alone
+      const T* xr[KR];
+      bool rok[KR];
+#pragma unroll
+      for (int m = 0; m < KR; ++m) {
+        const int ii = i - d.pad + m;
+        rok[m] = ii >= 0 && ii < d.H && (m < K || two);
+        xr[m] = x + (int64_t(n) * d.H + (rok[m] ? ii : 0)) * d.W * d.C + c;
+      }
+      const T* g0 = gy + (int64_t(n) * d.OH + i) * d.OW * d.C + c;
+      const T* g1 = two ? g0 + int64_t(d.OW) * d.C : g0;
+      float win[KR][K];
+      // the window "at j = -1": slots q >= 1 are shifted into q - 1 by the first step
+#pragma unroll
+      for (int m = 0; m < KR; ++m)
+#pragma unroll
+        for (int q = 0; q < K; ++q) {
+          const int col = -1 - d.pad + q;
+          win[m][q] = (q >= 1 && rok[m] && col >= 0 && col < d.W) ? load1(xr[m] + int64_t(col) * d.C) : 0.f;
+        }
+#pragma unroll (KT)
+      for (int j = 0; j < d.OW; ++j) {
+        const int col = j - d.pad + K - 1;
+        const bool cok = col >= 0 && col < d.W;
+#pragma unroll
+        for (int m = 0; m < KR; ++m) {
+#pragma unroll
+          for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
+          win[m][K - 1] = (rok[m] && cok) ? load1(xr[m] + int64_t(col) * d.C) : 0.f;
+        }
+        const float ga = load1(g0 + int64_t(j) * d.C);
+        const float gb = two ? load1(g1 + int64_t(j) * d.C) : 0.f;
+        gsum += ga + gb;
+#pragma unroll
+        for (int p = 0; p < K; ++p)
+#pragma unroll
+          for (int q = 0; q < K; ++q) acc[p][q] = fmaf(gb, win[p + 1][q], fmaf(ga, win[p][q], acc[p][q]));
+      }
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < K; ++p)
+#pragma unroll
+    for (int q = 0; q < K; ++q) red[warp][p * K + q][lane] = acc[p][q];
+  __syncthreads();
+  const int tid = warp * 32 + lane;
+  const int present = min(32, d.C - int(blockIdx.x) * 32);
+  float* out = partial + int64_t(blockIdx.y) * d.C * KK + int64_t(blockIdx.x) * 32 * KK;
+  for (int e = tid; e < present * KK; e += 32 * kWgradWarps) {
+    const int cl = e / KK, k = e % KK;
+    float sum = 0.f;
+    for (int wp = 0; wp < kWgradWarps; ++wp) sum += red[wp][k][cl];
+    out[e] = sum;
+  }
+  if (bias_partial) {
+    __syncthreads();  // red is reused
+    red[warp][0][lane] = gsum;
+    __syncthreads();
+    if (warp == 0 && c < d.C) {
+      float sum = 0.f;
+      for (int wp = 0; wp < kWgradWarps; ++wp) sum += red[wp][0][lane];
+      bias_partial[int64_t(blockIdx.y) * d.C + c] = sum;
+    }
+  }
+}
+
 // Run-time K (any K up to kDepthwiseMaxK, any stride): one tap per block row, blockIdx.z = tap
 // (p, q); one running sum per thread; same slices, same fixed-order reductions. The bias sum is
 // taken by the tap-0 blocks.
@@ -555,7 +648,9 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const 
   const bool compiled = d.K == 3 || d.K == 5 || d.K == 7;
   const int chunks = (d.C + 31) / 32;
   // Slices: enough blocks to fill the GPU; a function of the shape only (determinism).
-  const int64_t R = s.N * s.OH;
+  // stride 1 takes the two-rows kernel: its units are (image, row pair)
+  const bool rows2 = compiled && s.stride == 1;
+  const int64_t R = rows2 ? s.N * ((s.OH + 1) / 2) : s.N * s.OH;
   const int64_t blocks_per_slice = compiled ? chunks : int64_t(chunks) * KK;
   const int64_t want = std::max<int64_t>(1, kWgradTargetBlocks / blocks_per_slice);
   const int64_t rows_per_block = (R + std::min(R, want) - 1) / std::min(R, want);
@@ -568,7 +663,16 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const 
   float* partial = static_cast<float*>(part.get());
   float* bias_partial = static_cast<float*>(bpart.get());
   const dim3 block(32, kWgradWarps);
-  if (compiled) {
+  if (rows2) {
+    dispatch_k(d.K, [&](auto kt) {
+      constexpr int KT = decltype(kt)::value;
+      if constexpr (KT > 0) {
+        wgrad_rows2_kernel<float, KT><<<dim3(unsigned(chunks), unsigned(slices)), block>>>(
+            x, grad_y, d, int(rows_per_block), partial, bias_partial);
+        HG_CUDA_LAUNCH_CHECK();
+      }
+    });
+  } else if (compiled) {
     dispatch_k(d.K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
