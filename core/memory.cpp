@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/block_cache.h"
 
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
@@ -32,10 +32,10 @@ struct Chunk {
 };
 
 struct DeviceState {
+  explicit DeviceState(Device d) : cache(d) {}
   std::mutex mu;
   MemoryStats stats;
-  // caching allocator: rounded size -> free blocks of exactly that size
-  std::multimap<size_t, void*> free_blocks;
+  detail::BlockCache cache;  // the caching allocator (core/block_cache.h)
   // tape arena
   std::vector<std::shared_ptr<Chunk>> chunks;
   // Blocks taken out of service while a tensor still used them. Kept (and counted as reserved)
@@ -59,9 +59,11 @@ struct DeviceState {
   }
 };
 
+// Never destroyed: tensors in other statics may be freed during exit, after this function's statics.
 DeviceState& state(Device d) {
-  static DeviceState cpu, cuda;
-  return d == Device::cpu ? cpu : cuda;
+  static DeviceState* cpu = new DeviceState(Device::cpu);
+  static DeviceState* cuda = new DeviceState(Device::cuda);
+  return d == Device::cpu ? *cpu : *cuda;
 }
 
 // Start the arena over for a new step: keep blocks no live tensor uses, and when the last step
@@ -137,21 +139,15 @@ std::shared_ptr<void> arena_allocate(DeviceState& s, size_t bytes, Device device
 }
 
 std::shared_ptr<void> cache_allocate(DeviceState& s, size_t bytes, Device device, Category cat) {
-  void* p = nullptr;
-  auto it = s.free_blocks.find(bytes);
-  if (it != s.free_blocks.end()) {
-    p = it->second;
-    s.free_blocks.erase(it);
-  } else {
-    p = system_alloc(bytes, device);
-    s.add_reserved(static_cast<int64_t>(bytes));
-  }
+  int64_t reserved = 0;
+  void* p = s.cache.allocate(bytes, &reserved);
+  s.add_reserved(reserved);
   s.add_live(cat, static_cast<int64_t>(bytes));
   return std::shared_ptr<void>(p, [bytes, device, cat](void* q) {
     DeviceState& st = state(device);
     std::lock_guard<std::mutex> lock(st.mu);
     st.add_live(cat, -static_cast<int64_t>(bytes));
-    st.free_blocks.emplace(bytes, q);
+    st.cache.free(q);
   });
 }
 
@@ -211,12 +207,9 @@ std::shared_ptr<void> allocate(size_t bytes, Device device) {
   try {
     return cache_allocate(s, bytes, device, cat);
   } catch (const Error&) {
-    if (s.free_blocks.empty()) throw;
-    for (auto& [n, q] : s.free_blocks) {  // give cached blocks back and retry once
-      s.add_reserved(-static_cast<int64_t>(n));
-      system_free(q, device);
-    }
-    s.free_blocks.clear();
+    const size_t released = s.cache.release_free_segments();  // give cached memory back, retry once
+    if (released == 0) throw;
+    s.add_reserved(-static_cast<int64_t>(released));
     return cache_allocate(s, bytes, device, cat);
   }
 }
@@ -244,11 +237,7 @@ void reset_peak(Device device) {
 void empty_cache(Device device) {
   DeviceState& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
-  for (auto& [n, q] : s.free_blocks) {
-    s.add_reserved(-static_cast<int64_t>(n));
-    system_free(q, device);
-  }
-  s.free_blocks.clear();
+  s.add_reserved(-static_cast<int64_t>(s.cache.release_free_segments()));
 }
 
 void release_arena(Device device) {

@@ -7,8 +7,9 @@
 //     backward is done. After the first step the block is sized to that step's high-water mark, so a
 //     steady-state step makes no system allocation (cudaMalloc / malloc).
 //   * everything else (parameters, gradients, optimizer state, workspace, activations in no-grad
-//     mode, activation gradients during backward): the caching allocator, which keeps freed blocks in
-//     per-size free lists and hands them out again, so repeated steps also make no system allocation.
+//     mode, activation gradients during backward): the caching allocator (core/block_cache.h), which
+//     carves best-fit blocks out of cached segments, splitting and merging them, so repeated steps
+//     make no system allocation and the bytes held stay close to the live peak.
 //
 // The category of an allocation is the innermost CategoryScope on this thread (default:
 // activations). Statistics count live bytes (current, peak) per category, plus bytes reserved from
@@ -68,7 +69,7 @@ void arena_step_done(Device device);
 
 MemoryStats stats(Device device);
 void reset_peak(Device device);
-/// Returns every cached (free) block to the system. The arena keeps its block.
+/// Returns every cached segment with no block in use to the system. The arena keeps its block.
 void empty_cache(Device device);
 /// Gives the tape arena's blocks back to the system (a block still used by a live tensor is
 /// retired and freed with its last tensor); the next recorded step starts a fresh arena sized by

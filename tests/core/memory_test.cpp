@@ -93,19 +93,59 @@ TEST(Memory, ExactBytesPerCategoryRoundedTo256) {
 
 TEST(Memory, CacheReusesFreedBlocksAndEmptyCacheReturnsThem) {
   autograd::NoGradGuard no_grad;
-  const size_t odd = 987'653;  // a size no other test uses -> 987'904 after rounding
+  memory::empty_cache(Device::cpu);  // no free segment left over from other tests
+  const int64_t n = (int64_t(37) << 20) + 12'345;  // large pool: one segment, rounded up to 38 MiB
   MemoryStats s0 = cpu_stats();
-  { Tensor t = Tensor::empty({static_cast<int64_t>(odd)}, DType::u8); }
+  { Tensor t = Tensor::empty({n}, DType::u8); }
   MemoryStats s1 = cpu_stats();
   EXPECT_EQ(s1.system_allocs - s0.system_allocs, 1) << "a new size comes from the system";
-  EXPECT_EQ(s1.reserved - s0.reserved, 987'904) << "and stays reserved (cached) when freed";
+  EXPECT_EQ(s1.reserved - s0.reserved, int64_t(38) << 20) << "and stays reserved (cached) when freed";
   EXPECT_EQ(s1.total_current, s0.total_current);
   for (int i = 0; i < 3; ++i) {
-    Tensor t = Tensor::empty({static_cast<int64_t>(odd)}, DType::u8);
+    Tensor t = Tensor::empty({n}, DType::u8);
     EXPECT_EQ(cpu_stats().system_allocs, s1.system_allocs) << "the same size reuses the cached block";
   }
   memory::empty_cache(Device::cpu);
-  EXPECT_LE(cpu_stats().reserved, s1.reserved - 987'904) << "empty_cache returns cached blocks";
+  EXPECT_EQ(cpu_stats().reserved, s0.reserved) << "empty_cache returns cached segments";
+}
+
+// A freed block serves smaller requests (split) and becomes whole again when they are freed
+// (merge); a request takes the smallest free block that fits.
+TEST(Memory, FreedBlocksAreSplitMergedAndBestFit) {
+  autograd::NoGradGuard no_grad;
+  memory::empty_cache(Device::cpu);
+  const MemoryStats s0 = cpu_stats();
+  const int64_t big = int64_t(40) << 20;
+  char* base = nullptr;
+  {
+    Tensor t = Tensor::empty({big}, DType::u8);
+    base = static_cast<char*>(t.data_ptr());
+  }
+  const MemoryStats s1 = cpu_stats();
+  ASSERT_EQ(s1.system_allocs - s0.system_allocs, 1);
+  {
+    Tensor a = Tensor::empty({big / 2}, DType::u8), b = Tensor::empty({big / 2}, DType::u8);
+    EXPECT_EQ(static_cast<char*>(a.data_ptr()), base) << "split from the cached 40 MiB block";
+    EXPECT_EQ(static_cast<char*>(b.data_ptr()), base + big / 2) << "the remainder serves the second";
+    EXPECT_EQ(cpu_stats().system_allocs, s1.system_allocs);
+    EXPECT_EQ(cpu_stats().reserved, s1.reserved);
+  }
+  {
+    Tensor t = Tensor::empty({big}, DType::u8);
+    EXPECT_EQ(static_cast<char*>(t.data_ptr()), base) << "the freed halves merged back";
+    EXPECT_EQ(cpu_stats().system_allocs, s1.system_allocs);
+  }
+  char* small_block = nullptr;
+  {
+    Tensor t = Tensor::empty({int64_t(12) << 20}, DType::u8);  // a second segment
+    small_block = static_cast<char*>(t.data_ptr());
+  }
+  {
+    Tensor t = Tensor::empty({int64_t(11) << 20}, DType::u8);
+    EXPECT_EQ(static_cast<char*>(t.data_ptr()), small_block) << "best fit: 12 MiB, not 40 MiB";
+  }
+  memory::empty_cache(Device::cpu);
+  EXPECT_EQ(cpu_stats().reserved, s0.reserved);
 }
 
 TEST(Memory, TapeArenaActivationsReturnToBaselineAfterBackward) {
