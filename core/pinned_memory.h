@@ -7,9 +7,8 @@
 //
 // The catch is lifetime: a block may be freed on the host while its copy is still queued. So every
 // block has a CUDA event; record_pinned_use() records it after the copy is queued, and a freed
-// block is handed out again only once its event has completed. Blocks are cached in exact-size free
-// lists, like the device caching allocator (core/memory.h), so a steady-state epoch makes no
-// cudaHostAlloc call.
+// block is handed out again only once its event has completed. Blocks are cached by exact size
+// (batches all have one size), so a steady-state epoch makes no cudaHostAlloc call.
 //
 // Without CUDA, or without a usable GPU, allocate_pinned() returns ordinary host memory from
 // memory::allocate and is_pinned() is false for it: callers need no special case.
