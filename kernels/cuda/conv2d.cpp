@@ -10,7 +10,9 @@
 //
 // Depthwise shapes (groups == C == O, square K, stride 1 or 2) go to the hand-written kernels of
 // kernels/depthwise_conv.h, which are several times faster than cuDNN's NHWC depthwise kernels;
-// HAARGRAD_DWCONV=cudnn (read once per process) keeps them on cuDNN, for comparisons.
+// HAARGRAD_DWCONV=cudnn (read once per process) keeps them on cuDNN, for comparisons. Patchify shapes
+// (kernel == stride, pad 0, groups 1: the ConvNeXt stem and downsampling) are GEMMs
+// (kernels/patchify_conv.h; HAARGRAD_PATCHIFY=cudnn keeps them on cuDNN).
 #include "kernels/conv2d.h"
 
 #include <cstdlib>
@@ -25,6 +27,7 @@
 #include "kernels/cuda/context.h"
 #include "kernels/depthwise_conv.h"
 #include "kernels/linear.h"
+#include "kernels/patchify_conv.h"
 
 // The convolution part of cuDNN's legacy API is marked deprecated in cuDNN 9 (in favour of the
 // graph API) but is still supported; the brief asks for the legacy API, so silence those warnings
@@ -205,6 +208,7 @@ void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, c
                     float* y) {
   if (own_depthwise(s)) return depthwise_conv_forward(s, x, weight, bias, y);
   if (empty(s)) return;
+  if (patchify_conv_supported(s)) return patchify_conv_forward(s, x, weight, bias, y);
   Plan& p = plan_for(s);
   const float one = 1.0f, zero = 0.0f;
   std::shared_ptr<void> wt;
@@ -231,6 +235,7 @@ void conv2d_backward_data(const Conv2dShape& s, const float* gy, const float* we
         cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(float)));
     return;
   }
+  if (patchify_conv_supported(s)) return patchify_conv_backward_data(s, gy, weight, gx);
   Plan& p = plan_for(s);
   const float one = 1.0f, zero = 0.0f;
   std::shared_ptr<void> wt;
@@ -257,6 +262,7 @@ void conv2d_backward_weight(const Conv2dShape& s, const float* x, const float* g
     HG_CUDA_CHECK(cudaMemsetAsync(gw, 0, weight_bytes(s)));
     return;
   }
+  if (patchify_conv_supported(s)) return patchify_conv_backward_weight(s, x, gy, gw);
   Plan& p = plan_for(s);
   const float one = 1.0f, zero = 0.0f;
   std::shared_ptr<void> gwt;
