@@ -35,6 +35,7 @@ struct Options {
   std::string output;
 };
 
+#ifdef HAARGRAD_WITH_CUDA
 // ---- the I/O model: HBM elements read + written, kernel by kernel, as the kernels are written ----
 // Each tensor a kernel touches counts once per kernel (halo re-reads of neighbours are assumed to hit
 // L1/L2; the weight-gradient kernels run their K row shifts side by side for that reason). Parameters
@@ -105,7 +106,6 @@ IoCount io_reference(int B, int H, int W, int C, int L) {
   return {fwd, fwd + bwd};
 }
 
-#ifdef HAARGRAD_WITH_CUDA
 
 Tensor random_gpu(const Shape& shape, Generator& gen, double std) {
   std::vector<float> v(static_cast<size_t>(shape_numel(shape)));

@@ -15,7 +15,7 @@ struct InfoArgs {
   std::string model;
   int img_size = 224;
   int batch = 1;
-  bool measure = true;
+  bool no_measure = false;
 };
 
 // Records one training step's forward + loss at `batch` images on the CPU and returns the bytes the
@@ -42,7 +42,7 @@ void run_info(const InfoArgs& a) {
   std::printf("forward GMACs    %.4g per image at %dx%d", gmacs, a.img_size, a.img_size);
   if (a.batch > 1) std::printf(" (%.4g for batch %d)", gmacs * a.batch, a.batch);
   std::printf("\n");
-  if (a.measure) {
+  if (!a.no_measure) {
     // Activation memory is linear in the batch: measure one image, scale (fast even for tiny@224).
     const int64_t one = measured_activation_bytes(model, 1, a.img_size);
     std::printf("activation bytes %lld for one fp32 training step at batch %d (%.1f MiB; measured on the tape "
@@ -59,7 +59,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("model", args->model, "model name, e.g. convnext_tiny, wtconvnext_tiny")->required();
   cmd->add_option("--img-size", args->img_size, "input height = width in pixels")->check(CLI::PositiveNumber);
   cmd->add_option("--batch", args->batch, "batch size for the activation bytes")->check(CLI::PositiveNumber);
-  cmd->add_flag("!--no-measure", args->measure, "skip the measured activation bytes");
+  cmd->add_flag("--no-measure", args->no_measure, "skip the measured activation bytes");
   cmd->callback([args] { run_info(*args); });
 });
 

@@ -1,5 +1,7 @@
 // The `haargrad` program: parses the command line and runs one subcommand (train, validate, info,
 // bench, bench-layer, export-png, ...; each lives in its own app/<command>.cpp).
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <exception>
 
@@ -14,6 +16,7 @@ std::vector<CommandSetup>& commands() {
 }  // namespace hg::app
 
 int main(int argc, char** argv) {
+  spdlog::set_pattern("[%H:%M:%S] %^%l%$: %v");  // the trainer's console format (train/console.cpp)
   CLI::App app{"haargrad: train image classifiers with fused wavelet convolutions"};
   app.require_subcommand(1);
   for (auto& setup : hg::app::commands()) setup(app);

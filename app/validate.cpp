@@ -53,7 +53,8 @@ void run_validate(const ValidateArgs& a) {
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<ValidateArgs>();
-  CLI::App* cmd = root.add_subcommand("validate", "Evaluate a checkpoint (timm validate.py columns)");
+  CLI::App* cmd = root.add_subcommand("validate", "Evaluate a checkpoint on the whole validation split (timm validate.py "
+                                                   "columns); other --key value pairs override config keys");
   cmd->add_option("config", a->config, "YAML config of the model and data")->required();
   cmd->add_option("--checkpoint", a->checkpoint, "safetensors checkpoint (haargrad's or a converted timm state_dict)")
       ->required();

@@ -61,7 +61,7 @@ LoaderOptions make_loader_options(const train::Config& cfg, bool train) {
   o.drop_last = train;
   o.workers = cfg.workers;
   o.seed = static_cast<uint64_t>(cfg.seed);
-  o.max_steps = cfg.max_steps_per_epoch;
+  o.max_steps = train ? cfg.max_steps_per_epoch : 0;  // evaluation always covers the whole split
   o.pin_memory = cfg.pin_mem && cfg.device != "cpu";  // pinning only helps copies to a GPU
   return o;
 }

@@ -26,8 +26,9 @@ Datasets make_datasets(const train::Config& cfg);
 /// Train (random resized crop + flip) or eval (resize + center crop) options from the config.
 TransformOptions make_transform_options(const train::Config& cfg, bool train);
 
-/// Train: batch_size, shuffle, drop_last. Eval: validation_batch_size (or batch_size), dataset order,
-/// keep the last partial batch. Both: workers, seed, max_steps_per_epoch, and pin_mem unless device is cpu.
+/// Train: batch_size, shuffle, drop_last, max_steps_per_epoch. Eval: validation_batch_size (or
+/// batch_size), dataset order, keep the last partial batch, never capped (so top-1 is always over the
+/// whole validation split). Both: workers, seed, and pin_mem unless device is cpu.
 LoaderOptions make_loader_options(const train::Config& cfg, bool train);
 
 /// A loader over `dataset` with the options and transform above.

@@ -78,7 +78,7 @@ struct Config {
   std::string resume = "";                       ///< checkpoint to resume from; "" = none
   std::string output = "";                       ///< output root; "" = ./output/train (timm)
   std::string experiment = "";                   ///< run folder name; "" = generated
-  int64_t max_steps_per_epoch = 0;               ///< 0 = all; small values for smoke tests
+  int64_t max_steps_per_epoch = 0;               ///< training batches per epoch; 0 = all (evaluation is never capped)
 
   bool operator==(const Config&) const = default;
 };

@@ -90,6 +90,39 @@ std::string find_latest_checkpoint(const std::string& root) {
   return best.string();
 }
 
+// The whole file, or "" when it does not exist.
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return "";
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+// "key old -> new, ..." for the keys whose values differ between two to_yaml() texts ("resume",
+// which names the checkpoint being resumed, is left out).
+std::string config_changes(const std::string& before, const std::string& after) {
+  auto parse = [](const std::string& text) {
+    std::map<std::string, std::string> kv;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      const size_t colon = line.find(": ");
+      if (line.empty() || line[0] == '#' || colon == std::string::npos) continue;
+      kv[line.substr(0, colon)] = line.substr(colon + 2);
+    }
+    return kv;
+  };
+  const auto a = parse(before), b = parse(after);
+  std::string out;
+  for (const auto& [key, value] : b) {
+    if (key == "resume") continue;
+    auto it = a.find(key);
+    const std::string old = it == a.end() ? "(unset)" : it->second;
+    if (old != value) out += (out.empty() ? "" : ", ") + key + " " + old + " -> " + value;
+  }
+  return out;
+}
+
 struct EvalResult {
   double loss = 0, top1 = 0, top5 = 0;
 };
@@ -173,7 +206,10 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   }
   fs::create_directories(run_dir);
   const std::string config_yaml = to_yaml(cfg);
-  write_file_atomic(run_dir / "args.yaml", config_yaml);
+  // A resumed run keeps the args.yaml it started with (so `haargrad train run/args.yaml` reruns it);
+  // what this session changes is said once below, and every checkpoint stores the config it used.
+  const std::string run_args = read_file(run_dir / "args.yaml");
+  if (resume_path.empty() || run_args.empty()) write_file_atomic(run_dir / "args.yaml", config_yaml);
 
   Console console((run_dir / "log.txt").string(), opts.plain_output);
   const Device device = resolve_device(cfg.device);
@@ -181,6 +217,10 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   if (device == Device::cuda) hg::cuda::set_allow_tf32(cfg.precision == "tf32");
 #endif
   spdlog::info("run folder {}", run_dir.string());
+  if (!resume_path.empty() && !run_args.empty()) {
+    const std::string changed = config_changes(run_args, config_yaml);
+    if (!changed.empty()) spdlog::warn("resuming with settings that differ from the run's args.yaml: {}", changed);
+  }
 
   // ---- data ----
   data::Datasets ds = data::make_datasets(cfg);
@@ -223,8 +263,9 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   std::vector<std::string> summary_lines;
   if (!resume_path.empty()) {
     st = load_checkpoint(resume_path, model, opt.get());
-    spdlog::info("resumed from {}: {} epochs done, continuing at epoch {} step {}", resume_path, st.epoch,
-                 st.epoch + 1, st.step_in_epoch);
+    if (st.epoch < cfg.epochs)
+      spdlog::info("resumed from {}: {} epochs done, continuing at epoch {} step {}", resume_path, st.epoch,
+                   st.epoch + 1, st.step_in_epoch);
     std::ifstream f(run_dir / "summary.csv");
     std::string line;
     for (std::getline(f, line); std::getline(f, line);)  // skip the header
@@ -243,6 +284,16 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
       int64_t ep = std::stoll(n.substr(11));
       kept.emplace_back(-1.0, ep);
     }
+  }
+
+  if (st.epoch >= cfg.epochs) {
+    spdlog::warn("nothing to train: all {} epochs of this run are done (best top-1 {:.2f}% at epoch {}); "
+                 "set --epochs higher to train on", cfg.epochs, st.best_top1, st.best_epoch);
+    TrainResult done;
+    done.run_dir = run_dir.string();
+    done.best_top1 = st.best_top1;
+    done.best_epoch = st.best_epoch;
+    return done;
   }
 
   g_interrupt = false;
@@ -363,8 +414,12 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   result.data_img_per_sec = train_loader->stats().images_per_second();
   result.peak_mib = static_cast<double>(memory::stats(device).total_peak) / (1 << 20);
   result.corrupt_skipped = ds.train->corrupt_skipped() + ds.val->corrupt_skipped();
-  spdlog::info("done: best top-1 {:.2f}% (epoch {}), train {:.0f} img/s, data loading {:.0f} img/s", result.best_top1,
-               result.best_epoch, result.train_img_per_sec, result.data_img_per_sec);
+  if (result.best_epoch >= 1)
+    spdlog::info("done: best top-1 {:.2f}% (epoch {}), train {:.0f} img/s, data loading {:.0f} img/s",
+                 result.best_top1, result.best_epoch, result.train_img_per_sec, result.data_img_per_sec);
+  else
+    spdlog::info("done: no epoch finished yet, train {:.0f} img/s, data loading {:.0f} img/s",
+                 result.train_img_per_sec, result.data_img_per_sec);
   spdlog::info("{}", memory::format_stats(device));
   if (result.corrupt_skipped > 0) spdlog::warn("{} corrupt images were skipped", result.corrupt_skipped);
   spdlog::info("run folder {}", run_dir.string());

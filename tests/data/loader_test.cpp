@@ -194,6 +194,13 @@ TEST(Loader, SyntheticFromConfig) {
   auto val = hg::data::make_loader(cfg, false, sets.val);
   EXPECT_EQ(train->batches_per_epoch(), 6);
   EXPECT_EQ(val->batches_per_epoch(), 1);
+  // max_steps_per_epoch caps training only: top-1 is always over the whole validation split
+  cfg.max_steps_per_epoch = 2;
+  cfg.validation_batch_size = 4;
+  EXPECT_EQ(hg::data::make_loader(cfg, true, sets.train)->batches_per_epoch(), 2);
+  EXPECT_EQ(hg::data::make_loader(cfg, false, sets.val)->batches_per_epoch(), 3);  // 10 images / 4
+  cfg.max_steps_per_epoch = 0;
+  cfg.validation_batch_size = 20;
   train->start_epoch(0);
   Batch batch;
   ASSERT_TRUE(train->next(batch));

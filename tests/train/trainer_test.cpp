@@ -112,6 +112,33 @@ TEST_F(TrainerTest, RunFolderHoldsArgsSummaryLogAndCheckpoints) {
   EXPECT_GT(r.best_top1, 0);
 }
 
+// Resuming keeps the run's args.yaml (so it still reruns the original run) even with other
+// settings, and resuming a finished run trains nothing and keeps its results.
+TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
+  train::Config c = smoke_config(root_.string());
+  c.epochs = 1;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const train::TrainResult first = train::train(c, quiet);
+  const fs::path dir = first.run_dir;
+  const std::vector<std::string> args = lines(dir / "args.yaml");
+  const std::vector<std::string> summary = lines(dir / "summary.csv");
+
+  train::Config again = c;
+  again.resume = (dir / "last.safetensors").string();
+  const train::TrainResult done = train::train(again, quiet);  // 1 of 1 epochs done already
+  EXPECT_EQ(done.best_top1, first.best_top1);
+  EXPECT_EQ(done.best_epoch, 1);
+  EXPECT_EQ(done.train_img_per_sec, 0.0);
+  EXPECT_EQ(lines(dir / "summary.csv"), summary) << "nothing was trained or rewritten";
+
+  again.epochs = 2;  // a longer schedule: trains epoch 2 in the same folder
+  const train::TrainResult longer = train::train(again, quiet);
+  EXPECT_EQ(lines(dir / "summary.csv").size(), summary.size() + 1);
+  EXPECT_GT(longer.train_img_per_sec, 0.0);
+  EXPECT_EQ(lines(dir / "args.yaml"), args) << "args.yaml still describes the run as started";
+}
+
 TEST_F(TrainerTest, NonFiniteLossStopsWithStepAndKeepsNoBrokenCheckpoint) {
   train::Config c = smoke_config(root_.string());
   c.lr = 1e30;  // diverges within the first steps of epoch 2 (warmup starts at warmup_lr)
