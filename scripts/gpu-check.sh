@@ -91,4 +91,7 @@ fi
 echo
 echo "== summary ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
 for k in "${!status[@]}"; do printf '%-12s %s\n' "$k" "$([ "${status[$k]}" -eq 0 ] && echo ok || echo "FAILED (${status[$k]})")"; done
-grep -hE "^\[  (PASSED|FAILED)" "$OUT"/gpu-tests.log 2>/dev/null
+[ -f "$OUT/gpu-tests.log" ] && grep -hE "^\[  (PASSED|FAILED)" "$OUT/gpu-tests.log"
+# exit status: 0 only when every stage that ran passed
+for k in "${!status[@]}"; do [ "${status[$k]}" -eq 0 ] || exit 1; done
+exit 0
