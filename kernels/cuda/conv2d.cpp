@@ -25,6 +25,7 @@
 #include "core/memory.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/depthwise_conv.h"
 #include "kernels/linear.h"
 #include "kernels/patchify_conv.h"
@@ -176,13 +177,6 @@ const Choice& bwd_filter_choice(Plan& p) {
     p.bwd_filter = pick(perf, n, true, "backward-filter");
   }
   return p.bwd_filter;
-}
-
-// Device scratch from the caching allocator, counted as workspace.
-std::shared_ptr<void> scratch(size_t bytes) {
-  if (bytes == 0) return nullptr;
-  memory::CategoryScope scope(Category::workspace);
-  return memory::allocate(bytes, Device::cuda);
 }
 
 size_t weight_bytes(const Conv2dShape& s) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/copy.h"
 
 namespace hg::kernels::cuda {
@@ -54,7 +55,6 @@ Layout make_layout(const Tensor& dst, const Tensor* src) {
   return l;
 }
 
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535)); }
 
 }  // namespace
 
@@ -65,10 +65,10 @@ void strided_copy(const Tensor& dst, const Tensor& src) {
   if (n == 0) return;
   Layout l = make_layout(dst, &src);
   switch (dtype_size(dst.dtype())) {
-    case 1: strided_copy_kernel<<<blocks_for(n), 256>>>((uint8_t*)dst.data_ptr(), (const uint8_t*)src.data_ptr(), l, n); break;
-    case 2: strided_copy_kernel<<<blocks_for(n), 256>>>((uint16_t*)dst.data_ptr(), (const uint16_t*)src.data_ptr(), l, n); break;
-    case 4: strided_copy_kernel<<<blocks_for(n), 256>>>((uint32_t*)dst.data_ptr(), (const uint32_t*)src.data_ptr(), l, n); break;
-    default: strided_copy_kernel<<<blocks_for(n), 256>>>((uint64_t*)dst.data_ptr(), (const uint64_t*)src.data_ptr(), l, n); break;
+    case 1: strided_copy_kernel<<<grid_stride_blocks(n), 256>>>((uint8_t*)dst.data_ptr(), (const uint8_t*)src.data_ptr(), l, n); break;
+    case 2: strided_copy_kernel<<<grid_stride_blocks(n), 256>>>((uint16_t*)dst.data_ptr(), (const uint16_t*)src.data_ptr(), l, n); break;
+    case 4: strided_copy_kernel<<<grid_stride_blocks(n), 256>>>((uint32_t*)dst.data_ptr(), (const uint32_t*)src.data_ptr(), l, n); break;
+    default: strided_copy_kernel<<<grid_stride_blocks(n), 256>>>((uint64_t*)dst.data_ptr(), (const uint64_t*)src.data_ptr(), l, n); break;
   }
   HG_CUDA_LAUNCH_CHECK();
 }
@@ -78,16 +78,16 @@ void fill(const Tensor& dst, double value) {
   if (n == 0) return;
   Layout l = make_layout(dst, nullptr);
   switch (dst.dtype()) {
-    case DType::f32: fill_kernel<<<blocks_for(n), 256>>>((float*)dst.data_ptr(), float(value), l, n); break;
-    case DType::f64: fill_kernel<<<blocks_for(n), 256>>>((double*)dst.data_ptr(), value, l, n); break;
-    case DType::i64: fill_kernel<<<blocks_for(n), 256>>>((int64_t*)dst.data_ptr(), int64_t(value), l, n); break;
-    case DType::i32: fill_kernel<<<blocks_for(n), 256>>>((int32_t*)dst.data_ptr(), int32_t(value), l, n); break;
+    case DType::f32: fill_kernel<<<grid_stride_blocks(n), 256>>>((float*)dst.data_ptr(), float(value), l, n); break;
+    case DType::f64: fill_kernel<<<grid_stride_blocks(n), 256>>>((double*)dst.data_ptr(), value, l, n); break;
+    case DType::i64: fill_kernel<<<grid_stride_blocks(n), 256>>>((int64_t*)dst.data_ptr(), int64_t(value), l, n); break;
+    case DType::i32: fill_kernel<<<grid_stride_blocks(n), 256>>>((int32_t*)dst.data_ptr(), int32_t(value), l, n); break;
     case DType::u8: case DType::boolean:
-      fill_kernel<<<blocks_for(n), 256>>>((uint8_t*)dst.data_ptr(), uint8_t(value), l, n); break;
+      fill_kernel<<<grid_stride_blocks(n), 256>>>((uint8_t*)dst.data_ptr(), uint8_t(value), l, n); break;
     case DType::bf16:
-      fill_kernel<<<blocks_for(n), 256>>>((uint16_t*)dst.data_ptr(), f32_to_bf16(float(value)), l, n); break;
+      fill_kernel<<<grid_stride_blocks(n), 256>>>((uint16_t*)dst.data_ptr(), f32_to_bf16(float(value)), l, n); break;
     case DType::f16:
-      fill_kernel<<<blocks_for(n), 256>>>((uint16_t*)dst.data_ptr(), f32_to_f16(float(value)), l, n); break;
+      fill_kernel<<<grid_stride_blocks(n), 256>>>((uint16_t*)dst.data_ptr(), f32_to_f16(float(value)), l, n); break;
   }
   HG_CUDA_LAUNCH_CHECK();
 }

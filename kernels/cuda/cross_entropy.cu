@@ -8,6 +8,7 @@
 #include "core/tensor.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 
 namespace hg::kernels::cuda {
 namespace {
@@ -85,11 +86,7 @@ __global__ void backward_kernel(const T* logits, const int64_t* labels, const fl
 void cross_entropy_forward(const float* logits, const int64_t* labels, float* lse, float* loss,
                            int64_t N, int64_t K, float smoothing) {
   HG_CHECK(N > 0 && K > 0, "cross_entropy (cuda): empty logits (", N, ", ", K, ")");
-  Tensor ws;
-  {
-    memory::CategoryScope scope(Category::workspace);
-    ws = Tensor::empty({N}, DType::f32, Device::cuda);
-  }
+  const Tensor ws = scratch_tensor({N});
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
   forward_rows<float>
       <<<blocks, dim3(32, kRowsPerBlock)>>>(logits, labels, lse, ws.data<float>(), N, K, smoothing);

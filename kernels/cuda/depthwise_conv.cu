@@ -39,6 +39,7 @@
 
 #include "core/tensor.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/depthwise_conv.h"
 
 namespace hg::kernels::cuda {
@@ -572,11 +573,6 @@ TileLaunch tile_launch(int C, int V, int KK, int64_t tiles) {
                     sizeof(float) * size_t(KK) * size_t(cvb) * size_t(V)};
 }
 
-std::shared_ptr<void> workspace(size_t bytes) {
-  memory::CategoryScope scope(Category::workspace);
-  return memory::allocate(bytes, Device::cuda);
-}
-
 }  // namespace
 
 bool depthwise_conv_supported(const Conv2dShape& s) {
@@ -657,9 +653,9 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const 
   const int slices = int((R + rows_per_block - 1) / rows_per_block);
   HG_CHECK(rows_per_block <= INT32_MAX, "depthwise_conv_backward_weight: ", R, " rows");
 
-  std::shared_ptr<void> part = workspace(sizeof(float) * size_t(slices) * size_t(nw));
+  std::shared_ptr<void> part = scratch(sizeof(float) * size_t(slices) * size_t(nw));
   std::shared_ptr<void> bpart =
-      grad_bias ? workspace(sizeof(float) * size_t(slices) * size_t(s.C)) : nullptr;
+      grad_bias ? scratch(sizeof(float) * size_t(slices) * size_t(s.C)) : nullptr;
   float* partial = static_cast<float*>(part.get());
   float* bias_partial = static_cast<float*>(bpart.get());
   const dim3 block(32, kWgradWarps);

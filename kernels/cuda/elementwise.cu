@@ -2,11 +2,11 @@
 #include <algorithm>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/elementwise.h"
 
 namespace hg::kernels::cuda {
 namespace {
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535)); }
 
 template <typename F>
 __global__ void map2(const float* a, const float* b, float* out, int64_t n, F f) {
@@ -29,27 +29,27 @@ __global__ void axpy_kernel(float alpha, const float* x, float* y, int64_t n) {
 
 void add(const float* a, const float* b, float* out, int64_t n) {
   if (n == 0) return;
-  map2<<<blocks_for(n), 256>>>(a, b, out, n, Add{});
+  map2<<<grid_stride_blocks(n), 256>>>(a, b, out, n, Add{});
   HG_CUDA_LAUNCH_CHECK();
 }
 void sub(const float* a, const float* b, float* out, int64_t n) {
   if (n == 0) return;
-  map2<<<blocks_for(n), 256>>>(a, b, out, n, Sub{});
+  map2<<<grid_stride_blocks(n), 256>>>(a, b, out, n, Sub{});
   HG_CUDA_LAUNCH_CHECK();
 }
 void mul(const float* a, const float* b, float* out, int64_t n) {
   if (n == 0) return;
-  map2<<<blocks_for(n), 256>>>(a, b, out, n, Mul{});
+  map2<<<grid_stride_blocks(n), 256>>>(a, b, out, n, Mul{});
   HG_CUDA_LAUNCH_CHECK();
 }
 void scale(const float* a, float s, float* out, int64_t n) {
   if (n == 0) return;
-  scale_kernel<<<blocks_for(n), 256>>>(a, s, out, n);
+  scale_kernel<<<grid_stride_blocks(n), 256>>>(a, s, out, n);
   HG_CUDA_LAUNCH_CHECK();
 }
 void axpy(float alpha, const float* x, float* y, int64_t n) {
   if (n == 0) return;
-  axpy_kernel<<<blocks_for(n), 256>>>(alpha, x, y, n);
+  axpy_kernel<<<grid_stride_blocks(n), 256>>>(alpha, x, y, n);
   HG_CUDA_LAUNCH_CHECK();
 }
 

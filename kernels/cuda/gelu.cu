@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/gelu.h"
 
 namespace hg::kernels::cuda {
 namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535)); }
 
 template <typename T>
 __global__ void gelu_forward_kernel(const T* x, T* y, int64_t n) {
@@ -46,19 +46,19 @@ __global__ void gelu_forward_backward_kernel(const T* x, const T* dy, T* y, T* d
 
 void gelu_forward_backward(const float* x, const float* dy, float* y, float* dx, int64_t n) {
   if (n == 0) return;
-  gelu_forward_backward_kernel<float><<<blocks_for(n), 256>>>(x, dy, y, dx, n);
+  gelu_forward_backward_kernel<float><<<grid_stride_blocks(n), 256>>>(x, dy, y, dx, n);
   HG_CUDA_LAUNCH_CHECK();
 }
 
 void gelu_forward(const float* x, float* y, int64_t n) {
   if (n == 0) return;
-  gelu_forward_kernel<float><<<blocks_for(n), 256>>>(x, y, n);
+  gelu_forward_kernel<float><<<grid_stride_blocks(n), 256>>>(x, y, n);
   HG_CUDA_LAUNCH_CHECK();
 }
 
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
   if (n == 0) return;
-  gelu_backward_kernel<float><<<blocks_for(n), 256>>>(x, dy, dx, n);
+  gelu_backward_kernel<float><<<grid_stride_blocks(n), 256>>>(x, dy, dx, n);
   HG_CUDA_LAUNCH_CHECK();
 }
 

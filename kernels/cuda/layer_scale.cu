@@ -4,6 +4,7 @@
 
 #include "core/tensor.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/layer_scale.h"
 #include "kernels/reduce.h"
 
@@ -50,11 +51,7 @@ void layer_scale_grad_gamma(const float* x, const float* dy, float* dgamma, int6
                             int64_t C) {
   if (C == 0) return;
   const int64_t P = column_partial_chunks(rows), chunk = (rows + P - 1) / P;
-  Tensor ws;
-  {
-    memory::CategoryScope scope(Category::workspace);
-    ws = Tensor::empty({P, C}, DType::f32, Device::cuda);
-  }
+  const Tensor ws = scratch_tensor({P, C});
   dim3 grid(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(P)), block(32, 8);
   grad_gamma_partial<float><<<grid, block>>>(x, dy, ws.data<float>(), rows, C, chunk);
   HG_CUDA_LAUNCH_CHECK();

@@ -7,6 +7,7 @@
 
 #include "core/tensor.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/layernorm.h"
 #include "kernels/reduce.h"
 
@@ -118,11 +119,7 @@ void layernorm_backward(const float* x, const float* weight, const float* mean, 
   }
   if (!dweight && !dbias) return;
   const int64_t P = column_partial_chunks(rows), chunk = (rows + P - 1) / P;
-  Tensor ws;
-  {
-    memory::CategoryScope scope(Category::workspace);
-    ws = Tensor::empty({2, P, C}, DType::f32, Device::cuda);
-  }
+  const Tensor ws = scratch_tensor({2, P, C});
   float* pw = ws.data<float>();
   float* pb = pw + P * C;
   dim3 grid(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(P)), block(32, 8);

@@ -6,13 +6,13 @@
 
 #include "core/memory.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/linear.h"
 #include "kernels/matmul.h"
 
 namespace hg::kernels::cuda {
 namespace {
 
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535)); }
 
 template <typename S>
 __global__ void add_bias_rows_kernel(int64_t rows, int64_t cols, const S* bias, S* y) {
@@ -59,7 +59,7 @@ __global__ void sum_chunks(int64_t chunks, int64_t cols, const float* partial, S
 
 void add_bias_rows(int64_t rows, int64_t cols, const float* bias, float* y) {
   if (rows * cols == 0) return;
-  add_bias_rows_kernel<float><<<blocks_for(rows * cols), 256>>>(rows, cols, bias, y);
+  add_bias_rows_kernel<float><<<grid_stride_blocks(rows * cols), 256>>>(rows, cols, bias, y);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -68,11 +68,7 @@ void bias_grad_rows(int64_t rows, int64_t cols, const float* gy, float* gb) {
   // The chunking depends on the shape only, so the summation order is fixed.
   const int64_t rows_per_chunk = std::max<int64_t>(256, (rows + kMaxChunks - 1) / kMaxChunks);
   const int64_t chunks = std::max<int64_t>(1, (rows + rows_per_chunk - 1) / rows_per_chunk);
-  std::shared_ptr<void> mem;
-  {
-    memory::CategoryScope scope(Category::workspace);
-    mem = memory::allocate(static_cast<size_t>(chunks * cols) * sizeof(float), Device::cuda);
-  }
+  const std::shared_ptr<void> mem = scratch(static_cast<size_t>(chunks * cols) * sizeof(float));
   float* partial = static_cast<float*>(mem.get());
   dim3 block(kColsPerBlock, kRowLanes),
       grid(static_cast<unsigned>((cols + kColsPerBlock - 1) / kColsPerBlock),

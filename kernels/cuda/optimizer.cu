@@ -4,11 +4,11 @@
 #include <cmath>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/optimizer.h"
 
 namespace hg::kernels::cuda {
 namespace {
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535)); }
 
 __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, float decay,
                              float b1, float b2, float step_size, float bc2_sqrt, float eps) {
@@ -50,7 +50,7 @@ __global__ void clip_kernel(float* g, int64_t n, const float* total_norm, double
 
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h) {
   if (n == 0) return;
-  adamw_kernel<<<blocks_for(n), 256>>>(
+  adamw_kernel<<<grid_stride_blocks(n), 256>>>(
       p, g, m, v, n, static_cast<float>(1.0 - h.lr * h.weight_decay), static_cast<float>(h.beta1),
       static_cast<float>(h.beta2), static_cast<float>(h.lr / h.bias_correction1),
       static_cast<float>(std::sqrt(h.bias_correction2)), static_cast<float>(h.eps));
@@ -59,7 +59,7 @@ void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const
 
 void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper& h) {
   if (n == 0) return;
-  sgd_kernel<<<blocks_for(n), 256>>>(p, g, h.momentum != 0 ? buf : nullptr, n,
+  sgd_kernel<<<grid_stride_blocks(n), 256>>>(p, g, h.momentum != 0 ? buf : nullptr, n,
                                      static_cast<float>(h.lr), static_cast<float>(h.momentum),
                                      static_cast<float>(h.weight_decay), h.nesterov, h.first_step);
   HG_CUDA_LAUNCH_CHECK();
@@ -67,7 +67,7 @@ void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper&
 
 void clip_scale(float* g, int64_t n, const float* total_norm, double max_norm) {
   if (n == 0) return;
-  clip_kernel<<<blocks_for(n), 256>>>(g, n, total_norm, max_norm);
+  clip_kernel<<<grid_stride_blocks(n), 256>>>(g, n, total_norm, max_norm);
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -6,19 +6,13 @@
 #include "core/memory.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/linear.h"
 #include "kernels/matmul.h"
 #include "kernels/patchify_conv.h"
 
 namespace hg::kernels::cuda {
 namespace {
-
-unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + 255) / 256); }
-
-std::shared_ptr<void> workspace(size_t bytes) {
-  memory::CategoryScope scope(Category::workspace);
-  return memory::allocate(bytes, Device::cuda);
-}
 
 // One thread per element of P (M, k*k*C): gather (to_patches) or scatter back (from_patches).
 // e = ((m * k + kh) * k + kw) * C + c with m = (n * OH + oh) * OW + ow.
@@ -87,7 +81,7 @@ Sizes sizes(const Conv2dShape& s) {
 /// The patch matrix of x, in workspace.
 std::shared_ptr<void> patches(const Conv2dShape& s, const float* x) {
   const Sizes z = sizes(s);
-  std::shared_ptr<void> p = workspace(size_t(z.total) * sizeof(float));
+  std::shared_ptr<void> p = scratch(size_t(z.total) * sizeof(float));
   to_patches_kernel<<<blocks_for(z.total), 256>>>(x, z.total, int(s.C), int(s.KH), int(s.H),
                                                    int(s.W), int(s.OH), int(s.OW),
                                                    static_cast<float*>(p.get()));
@@ -98,7 +92,7 @@ std::shared_ptr<void> patches(const Conv2dShape& s, const float* x) {
 /// The weight in (O, kh, kw, C) order, in workspace.
 std::shared_ptr<void> weight_khwc(const Conv2dShape& s, const float* weight) {
   const int64_t n = s.O * s.C * s.KH * s.KW;
-  std::shared_ptr<void> w = workspace(size_t(n) * sizeof(float));
+  std::shared_ptr<void> w = scratch(size_t(n) * sizeof(float));
   weight_to_khwc_kernel<<<blocks_for(n), 256>>>(weight, n, int(s.C), int(s.KH * s.KW),
                                                 static_cast<float*>(w.get()));
   HG_CUDA_LAUNCH_CHECK();
@@ -135,7 +129,7 @@ void patchify_conv_backward_data(const Conv2dShape& s, const float* grad_y, cons
   if (s.OH * s.KH != s.H || s.OW * s.KW != s.W)  // rows / columns no patch covers get 0
     HG_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, size_t(s.N * s.H * s.W * s.C) * sizeof(float)));
   const std::shared_ptr<void> w = weight_khwc(s, weight);
-  std::shared_ptr<void> gp = workspace(size_t(z.total) * sizeof(float));
+  std::shared_ptr<void> gp = scratch(size_t(z.total) * sizeof(float));
   gemm(false, false, z.M, z.Kd, s.O, 1.0f, grad_y, static_cast<const float*>(w.get()), 0.0f,
        static_cast<float*>(gp.get()));
   from_patches_kernel<<<blocks_for(z.total), 256>>>(static_cast<const float*>(gp.get()), z.total,
@@ -150,7 +144,7 @@ void patchify_conv_backward_weight(const Conv2dShape& s, const float* x, const f
   const Sizes z = sizes(s);
   const std::shared_ptr<void> p = patches(s, x);
   const int64_t n = s.O * z.Kd;
-  std::shared_ptr<void> gw = workspace(size_t(n) * sizeof(float));
+  std::shared_ptr<void> gw = scratch(size_t(n) * sizeof(float));
   gemm(true, false, s.O, z.Kd, z.M, 1.0f, grad_y, static_cast<const float*>(p.get()), 0.0f,
        static_cast<float*>(gw.get()));
   weight_from_khwc_kernel<<<blocks_for(n), 256>>>(static_cast<const float*>(gw.get()), n, int(s.C),

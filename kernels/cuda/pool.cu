@@ -3,12 +3,12 @@
 #include <algorithm>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/pool.h"
 
 namespace hg::kernels::cuda {
 namespace {
 
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535)); }
 
 // One thread per (n, c): neighbouring threads read neighbouring channels (coalesced).
 template <typename S>
@@ -40,13 +40,13 @@ __global__ void gap_backward(int64_t N, int64_t HW, int64_t C, const S* gy, S* g
 
 void global_avg_pool_forward(int64_t N, int64_t HW, int64_t C, const float* x, float* y) {
   if (N * C == 0) return;
-  gap_forward<float><<<blocks_for(N * C), 256>>>(N, HW, C, x, y);
+  gap_forward<float><<<grid_stride_blocks(N * C), 256>>>(N, HW, C, x, y);
   HG_CUDA_LAUNCH_CHECK();
 }
 
 void global_avg_pool_backward(int64_t N, int64_t HW, int64_t C, const float* gy, float* gx) {
   if (N * HW * C == 0) return;
-  gap_backward<float><<<blocks_for(N * HW * C), 256>>>(N, HW, C, gy, gx);
+  gap_backward<float><<<grid_stride_blocks(N * HW * C), 256>>>(N, HW, C, gy, gx);
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/tensor.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/reduce.h"
 
 namespace hg::kernels::cuda {
@@ -61,11 +62,7 @@ void sum_squares_impl(const std::vector<const float*>& xs, const std::vector<int
            " sizes");
   int64_t total_blocks = 0;
   for (int64_t n : sizes) total_blocks += n > 0 ? partial_blocks(n) : 0;
-  Tensor ws;
-  {
-    memory::CategoryScope scope(Category::workspace);
-    ws = Tensor::empty({std::max<int64_t>(total_blocks, 1)}, DType::f64, Device::cuda);
-  }
+  const Tensor ws = scratch_tensor({std::max<int64_t>(total_blocks, 1)}, DType::f64);
   double* partial = ws.data<double>();
   int64_t offset = 0;
   for (size_t k = 0; k < xs.size(); ++k) {

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/wtconv.h"
 
 namespace hg::kernels::cuda::wtconv_detail {
@@ -211,10 +212,6 @@ __global__ void upsample_kernel(const T* __restrict__ gy, int B, int H, int W, i
 /// A workspace tensor of f32 on the GPU (Category::workspace), never cudaMalloc directly.
 Tensor workspace(const Shape& shape);
 
-/// Grid size for a 1-D launch over n threads of 256.
-inline unsigned blocks_for(int64_t n, int threads = 256) {
-  return static_cast<unsigned>((n + threads - 1) / threads);
-}
 
 /// Result of a weight-gradient launch: sums[K*K][C*NS] (already reduced) and, when asked, the
 /// bias sums[C].

@@ -22,10 +22,7 @@
 namespace hg::kernels::cuda {
 namespace wtconv_detail {
 
-Tensor workspace(const Shape& shape) {
-  memory::CategoryScope scope(Category::workspace);
-  return Tensor::empty(shape, DType::f32, Device::cuda);
-}
+Tensor workspace(const Shape& shape) { return scratch_tensor(shape); }
 
 std::vector<std::pair<int, int>> level_dims(int H, int W, int L) {
   std::vector<std::pair<int, int>> d{{H, W}};
