@@ -166,28 +166,26 @@ void device_memcpy(void* dst, Device dd, const void* src, Device sd, size_t byte
 
 // ---- creation ----------------------------------------------------------------------------------
 
-Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
-  for (int64_t d : shape) HG_CHECK(d >= 0, "Tensor::empty_pinned: negative size in shape ", shape_str(shape));
-  Tensor t;
-  t.impl_ = std::make_shared<Impl>();
-  t.impl_->shape = shape;
-  t.impl_->strides = contiguous_strides(shape);
-  t.impl_->dtype = dtype;
-  t.impl_->device = Device::cpu;
-  t.impl_->storage = memory::allocate_pinned(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
-  return t;
-}
-
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t d : shape) HG_CHECK(d >= 0, "Tensor::empty: negative size in shape ", shape_str(shape));
+Tensor Tensor::with_storage(const char* op, const Shape& shape, DType dtype, Device device,
+                            std::shared_ptr<void> (*alloc)(size_t, Device)) {
+  for (int64_t d : shape) HG_CHECK(d >= 0, op, ": negative size in shape ", shape_str(shape));
   Tensor t;
   t.impl_ = std::make_shared<Impl>();
   t.impl_->shape = shape;
   t.impl_->strides = contiguous_strides(shape);
   t.impl_->dtype = dtype;
   t.impl_->device = device;
-  t.impl_->storage = memory::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  t.impl_->storage = alloc(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
   return t;
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  return with_storage("Tensor::empty", shape, dtype, device, memory::allocate);
+}
+
+Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
+  return with_storage("Tensor::empty_pinned", shape, dtype, Device::cpu,
+                      [](size_t bytes, Device) { return memory::allocate_pinned(bytes); });
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {

@@ -111,6 +111,9 @@ class Tensor {
   const Impl& impl() const;  // throws on an undefined tensor
   Tensor make_view(const Shape& shape, const Shape& strides, int64_t offset) const;
   static Tensor dense_copy(const Tensor& t);  // not recorded
+  // A contiguous tensor whose storage comes from alloc(bytes, device); op names it in errors.
+  static Tensor with_storage(const char* op, const Shape& shape, DType dtype, Device device,
+                             std::shared_ptr<void> (*alloc)(size_t, Device));
 };
 
 /// Throws hg::Error "<op>: expected <what> ..., got ..." unless the condition holds.

@@ -44,9 +44,9 @@ if has test; then
   fi
 fi
 if has sanitize; then
-  log "compute-sanitizer memcheck (WTConv GPU tests)"
+  log "compute-sanitizer memcheck (WTConv, conv, depthwise and pinned-memory GPU tests)"
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_gpu --gtest_filter='*WTConv*' \
+  "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_gpu --gtest_filter='*WTConv*:*Conv2d*:*Depthwise*:*Pinned*' \
     > "$OUT/memcheck.log" 2>&1
   status[memcheck]=$?
   tail -4 "$OUT/memcheck.log"

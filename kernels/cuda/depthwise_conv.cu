@@ -279,6 +279,42 @@ __device__ __forceinline__ float load1(const T* p) {
   return v[0];
 }
 
+// The end of both weight-gradient kernels: sums the block's warps in a fixed order and writes the
+// block's slice partial[z][c][tap] (the chunk's channels are one contiguous run of C*KK, so the
+// writes are contiguous) and, when asked, bias_partial[z][c]. acc is this thread's K x K sums.
+template <int K>
+__device__ __forceinline__ void store_block_sums(float (&red)[kWgradWarps][K * K][33],
+                                                 const float (&acc)[K][K], float gsum, const Dims& d,
+                                                 float* __restrict__ partial,
+                                                 float* __restrict__ bias_partial) {
+  constexpr int KK = K * K;
+  const int lane = threadIdx.x, warp = threadIdx.y, c = blockIdx.x * 32 + lane;
+#pragma unroll
+  for (int p = 0; p < K; ++p)
+#pragma unroll
+    for (int q = 0; q < K; ++q) red[warp][p * K + q][lane] = acc[p][q];
+  __syncthreads();
+  const int tid = warp * 32 + lane;
+  const int present = min(32, d.C - int(blockIdx.x) * 32);
+  float* out = partial + int64_t(blockIdx.y) * d.C * KK + int64_t(blockIdx.x) * 32 * KK;
+  for (int e = tid; e < present * KK; e += 32 * kWgradWarps) {
+    const int cl = e / KK, k = e % KK;
+    float sum = 0.f;
+    for (int wp = 0; wp < kWgradWarps; ++wp) sum += red[wp][k][cl];
+    out[e] = sum;
+  }
+  if (bias_partial) {
+    __syncthreads();  // red is reused
+    red[warp][0][lane] = gsum;
+    __syncthreads();
+    if (warp == 0 && c < d.C) {
+      float sum = 0.f;
+      for (int wp = 0; wp < kWgradWarps; ++wp) sum += red[wp][0][lane];
+      bias_partial[int64_t(blockIdx.y) * d.C + c] = sum;
+    }
+  }
+}
+
 // Block (32, kWgradWarps): channel c = blockIdx.x*32 + lane; slice z = blockIdx.y covers gy rows
 // r = (n*OH + i) in [z*rows, (z+1)*rows). win[p][q] = x[n, i*S - pad + p, j*S - pad + q, c] for
 // the current output column j; each step shifts it by S columns and loads S new ones per row.
@@ -347,32 +383,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
       }
     }
   }
-  // fixed-order sum of the block's warps -> partial[z][c][tap] (the chunk's channels are one
-  // contiguous run of C*KK, so the writes are contiguous)
-#pragma unroll
-  for (int p = 0; p < K; ++p)
-#pragma unroll
-    for (int q = 0; q < K; ++q) red[warp][p * K + q][lane] = acc[p][q];
-  __syncthreads();
-  const int tid = warp * 32 + lane;
-  const int present = min(32, d.C - int(blockIdx.x) * 32);
-  float* out = partial + int64_t(blockIdx.y) * d.C * KK + int64_t(blockIdx.x) * 32 * KK;
-  for (int e = tid; e < present * KK; e += 32 * kWgradWarps) {
-    const int cl = e / KK, k = e % KK;
-    float s = 0.f;
-    for (int wp = 0; wp < kWgradWarps; ++wp) s += red[wp][k][cl];
-    out[e] = s;
-  }
-  if (bias_partial) {
-    __syncthreads();  // red is reused
-    red[warp][0][lane] = gsum;
-    __syncthreads();
-    if (warp == 0 && c < d.C) {
-      float s = 0.f;
-      for (int wp = 0; wp < kWgradWarps; ++wp) s += red[wp][0][lane];
-      bias_partial[int64_t(blockIdx.y) * d.C + c] = s;
-    }
-  }
+  store_block_sums<K>(red, acc, gsum, d, partial, bias_partial);
 }
 
 // Stride 1, two output rows per thread: rows i and i + 1 of one image read input rows i - pad ..
@@ -440,30 +451,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
       }
     }
   }
-#pragma unroll
-  for (int p = 0; p < K; ++p)
-#pragma unroll
-    for (int q = 0; q < K; ++q) red[warp][p * K + q][lane] = acc[p][q];
-  __syncthreads();
-  const int tid = warp * 32 + lane;
-  const int present = min(32, d.C - int(blockIdx.x) * 32);
-  float* out = partial + int64_t(blockIdx.y) * d.C * KK + int64_t(blockIdx.x) * 32 * KK;
-  for (int e = tid; e < present * KK; e += 32 * kWgradWarps) {
-    const int cl = e / KK, k = e % KK;
-    float sum = 0.f;
-    for (int wp = 0; wp < kWgradWarps; ++wp) sum += red[wp][k][cl];
-    out[e] = sum;
-  }
-  if (bias_partial) {
-    __syncthreads();  // red is reused
-    red[warp][0][lane] = gsum;
-    __syncthreads();
-    if (warp == 0 && c < d.C) {
-      float sum = 0.f;
-      for (int wp = 0; wp < kWgradWarps; ++wp) sum += red[wp][0][lane];
-      bias_partial[int64_t(blockIdx.y) * d.C + c] = sum;
-    }
-  }
+  store_block_sums<K>(red, acc, gsum, d, partial, bias_partial);
 }
 
 // Run-time K (any K up to kDepthwiseMaxK, any stride): one tap per block row, blockIdx.z = tap

@@ -30,38 +30,35 @@ __device__ __forceinline__ int64_t x_index(int64_t e, int C, int k, int H, int W
   return ((n * H + oh * k + kh) * W + ow * k + kw) * C + c;
 }
 
-__global__ void to_patches_kernel(const float* __restrict__ x, int64_t total, int C, int k, int H,
-                                  int W, int OH, int OW, float* __restrict__ p) {
+// kToPatches: P[e] = x[x_index(e)] (gather, src = x, dst = P); else x[x_index(e)] = P[e] (scatter
+// back, src = P, dst = x; patches never overlap, so every x element is written at most once).
+template <bool kToPatches>
+__global__ void patch_copy_kernel(const float* __restrict__ src, int64_t total, int C, int k, int H,
+                                  int W, int OH, int OW, float* __restrict__ dst) {
   const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (e < total) p[e] = x[x_index(e, C, k, H, W, OH, OW)];
+  if (e >= total) return;
+  const int64_t xi = x_index(e, C, k, H, W, OH, OW);
+  if (kToPatches)
+    dst[e] = src[xi];
+  else
+    dst[xi] = src[e];
 }
 
-__global__ void from_patches_kernel(const float* __restrict__ p, int64_t total, int C, int k, int H,
-                                    int W, int OH, int OW, float* __restrict__ x) {
-  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (e < total) x[x_index(e, C, k, H, W, OH, OW)] = p[e];
-}
-
-// PyTorch (O, C, k, k) <-> (O, k, k, C). One thread per element of the (O, C, k*k) tensor.
-__global__ void weight_to_khwc_kernel(const float* __restrict__ w, int64_t total, int C, int kk,
-                                      float* __restrict__ out) {
+// PyTorch (O, C, k, k) <-> (O, k, k, C); e runs over the (O, C, k*k) order. kToKhwc: src is the
+// PyTorch weight, dst the (O, k, k, C) one; else the other way round.
+template <bool kToKhwc>
+__global__ void weight_order_kernel(const float* __restrict__ src, int64_t total, int C, int kk,
+                                    float* __restrict__ dst) {
   const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (e >= total) return;
   const int t = int(e % kk);
   const int64_t r = e / kk;
   const int c = int(r % C);
-  const int64_t o = r / C;
-  out[(o * kk + t) * C + c] = w[e];
-}
-__global__ void weight_from_khwc_kernel(const float* __restrict__ w, int64_t total, int C, int kk,
-                                        float* __restrict__ out) {
-  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (e >= total) return;
-  const int t = int(e % kk);
-  const int64_t r = e / kk;
-  const int c = int(r % C);
-  const int64_t o = r / C;
-  out[e] = w[(o * kk + t) * C + c];
+  const int64_t f = ((r / C) * kk + t) * C + c;
+  if (kToKhwc)
+    dst[f] = src[e];
+  else
+    dst[e] = src[f];
 }
 
 void check(const char* op, const Conv2dShape& s) {
@@ -82,9 +79,9 @@ Sizes sizes(const Conv2dShape& s) {
 std::shared_ptr<void> patches(const Conv2dShape& s, const float* x) {
   const Sizes z = sizes(s);
   std::shared_ptr<void> p = scratch(size_t(z.total) * sizeof(float));
-  to_patches_kernel<<<blocks_for(z.total), 256>>>(x, z.total, int(s.C), int(s.KH), int(s.H),
-                                                   int(s.W), int(s.OH), int(s.OW),
-                                                   static_cast<float*>(p.get()));
+  patch_copy_kernel<true><<<blocks_for(z.total), 256>>>(x, z.total, int(s.C),
+                                                        int(s.KH), int(s.H), int(s.W), int(s.OH),
+                                                        int(s.OW), static_cast<float*>(p.get()));
   HG_CUDA_LAUNCH_CHECK();
   return p;
 }
@@ -93,8 +90,8 @@ std::shared_ptr<void> patches(const Conv2dShape& s, const float* x) {
 std::shared_ptr<void> weight_khwc(const Conv2dShape& s, const float* weight) {
   const int64_t n = s.O * s.C * s.KH * s.KW;
   std::shared_ptr<void> w = scratch(size_t(n) * sizeof(float));
-  weight_to_khwc_kernel<<<blocks_for(n), 256>>>(weight, n, int(s.C), int(s.KH * s.KW),
-                                                static_cast<float*>(w.get()));
+  weight_order_kernel<true><<<blocks_for(n), 256>>>(weight, n, int(s.C),
+                                                    int(s.KH * s.KW), static_cast<float*>(w.get()));
   HG_CUDA_LAUNCH_CHECK();
   return w;
 }
@@ -132,9 +129,9 @@ void patchify_conv_backward_data(const Conv2dShape& s, const float* grad_y, cons
   std::shared_ptr<void> gp = scratch(size_t(z.total) * sizeof(float));
   gemm(false, false, z.M, z.Kd, s.O, 1.0f, grad_y, static_cast<const float*>(w.get()), 0.0f,
        static_cast<float*>(gp.get()));
-  from_patches_kernel<<<blocks_for(z.total), 256>>>(static_cast<const float*>(gp.get()), z.total,
-                                                     int(s.C), int(s.KH), int(s.H), int(s.W),
-                                                     int(s.OH), int(s.OW), grad_x);
+  patch_copy_kernel<false><<<blocks_for(z.total), 256>>>(static_cast<const float*>(gp.get()),
+                                                         z.total, int(s.C), int(s.KH), int(s.H),
+                                                         int(s.W), int(s.OH), int(s.OW), grad_x);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -147,8 +144,8 @@ void patchify_conv_backward_weight(const Conv2dShape& s, const float* x, const f
   std::shared_ptr<void> gw = scratch(size_t(n) * sizeof(float));
   gemm(true, false, s.O, z.Kd, z.M, 1.0f, grad_y, static_cast<const float*>(p.get()), 0.0f,
        static_cast<float*>(gw.get()));
-  weight_from_khwc_kernel<<<blocks_for(n), 256>>>(static_cast<const float*>(gw.get()), n, int(s.C),
-                                                  int(s.KH * s.KW), grad_weight);
+  weight_order_kernel<false><<<blocks_for(n), 256>>>(static_cast<const float*>(gw.get()), n,
+                                                     int(s.C), int(s.KH * s.KW), grad_weight);
   HG_CUDA_LAUNCH_CHECK();
 }
 

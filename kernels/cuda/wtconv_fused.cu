@@ -219,21 +219,10 @@ __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C
   }
 }
 
-// Raw LL of the next level: out(b, p, q, c) = (a + b + c + d) / 2 of the 2x2 block (zero-padded).
-template <typename T>
-__global__ void ll_down_kernel(HaarSrc<T> src, int B, float* __restrict__ out) {
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx >= int64_t(B) * src.hp * src.wp * src.C) return;
-  const int c = int(idx % src.C);
-  int64_t rest = idx / src.C;
-  const int q = int(rest % src.wp);
-  rest /= src.wp;
-  out[idx] = src.at(int(rest / src.hp), int(rest % src.hp), q, c).x;
-}
-
 // The Haar coefficients of a level, materialised: coef (B, hp, wp, C, 4) = H(src) (float4 per
 // position and channel: the NHWC tensor of 4C channels 4c+s that the depthwise kernels take), and
-// the raw LL band again as ll_next (B, hp, wp, C), the next level's input (optional).
+// the raw LL band again as ll_next (B, hp, wp, C), the next level's input. Either may be nullptr
+// (the on-the-fly path uses it for the LL pyramids alone).
 template <typename T>
 __global__ void haar_kernel(HaarSrc<T> src, int B, float4* __restrict__ coef,
                             float* __restrict__ ll_next) {
@@ -244,7 +233,7 @@ __global__ void haar_kernel(HaarSrc<T> src, int B, float4* __restrict__ coef,
   const int q = int(rest % src.wp);
   rest /= src.wp;
   const float4 v = src.at(int(rest / src.hp), int(rest % src.hp), q, c);
-  coef[idx] = v;
+  if (coef) coef[idx] = v;
   if (ll_next) ll_next[idx] = v.x;
 }
 
@@ -471,6 +460,23 @@ void analysis_convs_split(const float* in, int B, int C, int K,
   }
 }
 
+/// Appends level l's wavelet_weight and wavelet_scale gradients to g from the folded-weight
+/// gradient sums (element (k, e) at k * ks + e * es, e = 4c+s; see unfold_level_kernel).
+void unfold_level(const Tensor& sums, int64_t ks, int64_t es, const WTConvWeights& w, int l,
+                  WTConvGrads& g) {
+  const int C4 = static_cast<int>(w.wavelet_weight[l].size(0));
+  const int KK = static_cast<int>(w.wavelet_weight[l].numel() / C4);
+  Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
+  Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
+  unfold_level_kernel<<<blocks_for(C4), 256>>>(sums.data<float>(), ks, es,
+                                               w.wavelet_weight[l].data<float>(),
+                                               w.wavelet_scale[l].data<float>(), C4, KK,
+                                               gww.data<float>(), gws.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  g.wavelet_weight.push_back(gww);
+  g.wavelet_scale.push_back(gws);
+}
+
 /// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x needs),
 /// one level at a time so only one level's coefficient tensors live at once:
 /// gc_l = H(gR_l) = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l).
@@ -495,15 +501,7 @@ void level_grads_split(const float* x, const float* G, int B, int C, int K,
     Tensor sums = workspace({4 * C, KK});
     depthwise_conv_backward_weight(cs, xcoef.data<float>(), gc.data<float>(), sums.data<float>(),
                                    nullptr);
-    Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
-    Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
-    unfold_level_kernel<<<blocks_for(4 * C), 256>>>(sums.data<float>(), 1, KK,
-                                                    w.wavelet_weight[l].data<float>(),
-                                                    w.wavelet_scale[l].data<float>(), 4 * C, KK,
-                                                    gww.data<float>(), gws.data<float>());
-    HG_CUDA_LAUNCH_CHECK();
-    g.wavelet_weight.push_back(gww);
-    g.wavelet_scale.push_back(gws);
+    unfold_level(sums, 1, KK, w, l, g);
     gR = gnext;
     ll = xnext;
     gcur = gR.defined() ? gR.data<float>() : nullptr;
@@ -549,7 +547,7 @@ void level_grads_onthefly(const Tensor& xc, const Tensor& G, int B, int C, int K
       gR[l] = workspace({B, d[l].first, d[l].second, C});
       HaarSrc<float> src{l == 1 ? G.data<float>() : gR[l - 1].data<float>(), d[l - 1].first,
                          d[l - 1].second, C, d[l].first, d[l].second};
-      ll_down_kernel<<<blocks_for(gR[l].numel()), 256>>>(src, B, gR[l].data<float>());
+      haar_kernel<<<blocks_for(gR[l].numel()), 256>>>(src, B, nullptr, gR[l].data<float>());
       HG_CUDA_LAUNCH_CHECK();
     }
   }
@@ -559,24 +557,15 @@ void level_grads_onthefly(const Tensor& xc, const Tensor& G, int B, int C, int K
     ll[l] = workspace({B, d[l].first, d[l].second, C});
     HaarSrc<float> src{l == 1 ? xc.data<float>() : ll[l - 1].data<float>(), d[l - 1].first,
                        d[l - 1].second, C, d[l].first, d[l].second};
-    ll_down_kernel<<<blocks_for(ll[l].numel()), 256>>>(src, B, ll[l].data<float>());
+    haar_kernel<<<blocks_for(ll[l].numel()), 256>>>(src, B, nullptr, ll[l].data<float>());
     HG_CUDA_LAUNCH_CHECK();
   }
-  const int KK = K * K;
   for (int l = 0; l < L; ++l) {
     const int hi = d[l].first, wi = d[l].second, hp = d[l + 1].first, wp = d[l + 1].second;
     HaarSrc<float> xs{l == 0 ? xc.data<float>() : ll[l].data<float>(), hi, wi, C, hp, wp};
     HaarSrc<float> gs{l == 0 ? G.data<float>() : gR[l].data<float>(), hi, wi, C, hp, wp};
     WgradResult r = run_wgrad(xs, gs, B, hp, wp, C, K, /*bias=*/false);
-    Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
-    Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
-    unfold_level_kernel<<<blocks_for(4 * C), 256>>>(r.sums.data<float>(), 4 * C, 1,
-                                                    w.wavelet_weight[l].data<float>(),
-                                                    w.wavelet_scale[l].data<float>(), 4 * C, KK,
-                                                    gww.data<float>(), gws.data<float>());
-    HG_CUDA_LAUNCH_CHECK();
-    g.wavelet_weight.push_back(gww);
-    g.wavelet_scale.push_back(gws);
+    unfold_level(r.sums, 4 * C, 1, w, l, g);
   }
 }
 
