@@ -13,7 +13,7 @@ namespace {
 
 struct InfoArgs {
   std::string model;
-  int img_size = 224;
+  int img_size = 0;  // 0: the model's default_img_size
   int batch = 1;
   bool no_measure = false;
 };
@@ -32,8 +32,9 @@ int64_t measured_activation_bytes(ConvNeXt& model, int batch, int img_size) {
   return after - before;
 }
 
-void run_info(const InfoArgs& a) {
+void run_info(InfoArgs a) {
   ModelConfig cfg = model_config(a.model);
+  if (a.img_size == 0) a.img_size = cfg.default_img_size;
   ConvNeXt model(cfg, 0);
   const double gmacs = forward_macs(cfg, a.img_size) / 1e9;
   std::printf("model            %s\n", a.model.c_str());
@@ -57,7 +58,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   auto args = std::make_shared<InfoArgs>();
   CLI::App* cmd = root.add_subcommand("info", "Parameter counts, GMACs and activation memory of a model");
   cmd->add_option("model", args->model, "model name, e.g. convnext_tiny, wtconvnext_tiny")->required();
-  cmd->add_option("--img-size", args->img_size, "input height = width in pixels")->check(CLI::PositiveNumber);
+  cmd->add_option("--img-size", args->img_size, "input height = width in pixels (default: the model's, 224; 28 for wtconvnext_fmnist)")->check(CLI::PositiveNumber);
   cmd->add_option("--batch", args->batch, "batch size for the activation bytes")->check(CLI::PositiveNumber);
   cmd->add_flag("--no-measure", args->no_measure, "skip the measured activation bytes");
   cmd->callback([args] { run_info(*args); });

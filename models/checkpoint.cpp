@@ -52,8 +52,10 @@ void load_state_dict(const Module& m, const std::map<std::string, Tensor>& tenso
     if (name.rfind(prefix, 0) == 0 && !used.count(name)) unexpected.push_back(name.substr(prefix.size()));
 
   auto join = [](const std::vector<std::string>& v) {
+    // the first 8 names: enough to see the pattern without a wall of text
     std::string s;
-    for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
+    for (size_t i = 0; i < v.size() && i < 8; ++i) s += (s.empty() ? "" : ", ") + v[i];
+    if (v.size() > 8) s += str(", ... (", v.size() - 8, " more)");
     return s;
   };
   std::string problems;

@@ -82,6 +82,7 @@ ModelConfig model_config(const std::string& name) {
     c.ls_init_value = 1.0;    // short schedules: see configs/fashion_mnist.yaml
     c.in_chans = 1;
     c.num_classes = 10;
+    c.default_img_size = 28;
     return c;
   }
   std::string family, size;

@@ -20,6 +20,7 @@ struct ModelConfig {
   int in_chans = 3;
   int patch_size = 4;                    ///< stem: patch_size x patch_size conv, stride patch_size
   double head_init_scale = 1.0;          ///< head.fc weight and bias are multiplied by this at init
+  int default_img_size = 224;            ///< the input size (pixels) the variant is meant for
 
   /// Throws hg::Error naming the field when a value is out of range or sizes disagree.
   void validate() const;

@@ -41,7 +41,20 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
   try {
     load_state_dict(model, weights);
   } catch (const Error& e) {
-    throw Error(str("checkpoint ", path, ": ", e.what()));
+    // name the model the checkpoint was saved from (a line "model: X" of its stored config)
+    std::string saved_from;
+    if (auto c = f.metadata.find("config"); c != f.metadata.end()) {
+      const size_t at = c->second.find("\nmodel: ");
+      if (at != std::string::npos) {
+        const size_t b = at + 8, e2 = c->second.find('\n', b);
+        saved_from = c->second.substr(b, e2 == std::string::npos ? std::string::npos : e2 - b);
+        if (saved_from.size() >= 2 && saved_from.front() == '"' && saved_from.back() == '"')
+          saved_from = saved_from.substr(1, saved_from.size() - 2);
+      }
+    }
+    throw Error(str("checkpoint ", path,
+                    saved_from.empty() ? std::string() : str(" (saved from model ", saved_from, ")"),
+                    " does not fit model ", model.config.model, ": ", e.what()));
   }
   TrainState s;
   auto it = f.metadata.find("state");

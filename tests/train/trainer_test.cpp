@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "core/safetensors.h"
+#include "models/convnext.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
@@ -244,4 +246,29 @@ TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
   train::TrainResult r = train::train(a, quiet);
   EXPECT_EQ(r.run_dir, ra.run_dir);
   EXPECT_EQ(lines(fs::path(ra.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
+}
+
+// Loading a checkpoint into a model it was not saved from: one error that names the file, both
+// models and a few of the mismatching keys, not every key.
+TEST_F(TrainerTest, CheckpointForAnotherModelNamesBothModels) {
+  fs::create_directories(root_);
+  const std::string path = (root_ / "atto.safetensors").string();
+  train::Config c = smoke_config(root_.string());
+  c.model = "convnext_atto";
+  {
+    ConvNeXt saved(model_config("convnext_atto"), 1);
+    train::save_checkpoint(path, saved, nullptr, train::TrainState{}, train::to_yaml(c));
+  }
+  ConvNeXt other(model_config("wtconvnext_atto"), 1);
+  try {
+    train::load_checkpoint(path, other, nullptr);
+    FAIL() << "expected a mismatch error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(path), std::string::npos) << m;
+    EXPECT_NE(m.find("saved from model convnext_atto"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not fit model wtconvnext_atto"), std::string::npos) << m;
+    EXPECT_NE(m.find("more)"), std::string::npos) << m;  // long key lists are cut
+    EXPECT_LT(m.size(), 3000u) << m;
+  }
 }
