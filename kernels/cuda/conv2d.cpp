@@ -183,6 +183,18 @@ size_t weight_bytes(const Conv2dShape& s) {
   return static_cast<size_t>(s.O * s.Cg() * s.KH * s.KW) * sizeof(float);
 }
 
+// The filter in the order cuDNN takes for NHWC data: `weight` itself, or (dense KxK) its KRSC
+// transpose in scratch memory that `hold` keeps alive.
+const float* filter_for_cudnn(const Plan& p, const Conv2dShape& s, const float* weight,
+                              std::shared_ptr<void>& hold) {
+  if (!p.transpose_weight) return weight;
+  const float one = 1.0f, zero = 0.0f;
+  hold = scratch(weight_bytes(s));
+  HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), weight, &zero,
+                                      p.w_krsc.get(), hold.get()));
+  return static_cast<const float*>(hold.get());
+}
+
 bool empty(const Conv2dShape& s) {
   return s.N == 0 || s.OH <= 0 || s.OW <= 0 || s.O == 0 || s.C == 0;
 }
@@ -205,14 +217,8 @@ void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, c
   if (patchify_conv_supported(s)) return patchify_conv_forward(s, x, weight, bias, y);
   Plan& p = plan_for(s);
   const float one = 1.0f, zero = 0.0f;
-  std::shared_ptr<void> wt;
-  const float* w = weight;
-  if (p.transpose_weight) {
-    wt = scratch(weight_bytes(s));
-    HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), weight, &zero,
-                                        p.w_krsc.get(), wt.get()));
-    w = static_cast<const float*>(wt.get());
-  }
+  std::shared_ptr<void> wt;  // keeps a transposed filter alive until the call is queued
+  const float* w = filter_for_cudnn(p, s, weight, wt);
   const Choice& c = forward_choice(p);
   std::shared_ptr<void> ws = scratch(c.workspace);
   HG_CUDNN_CHECK(cudnnConvolutionForward(
@@ -232,14 +238,8 @@ void conv2d_backward_data(const Conv2dShape& s, const float* gy, const float* we
   if (patchify_conv_supported(s)) return patchify_conv_backward_data(s, gy, weight, gx);
   Plan& p = plan_for(s);
   const float one = 1.0f, zero = 0.0f;
-  std::shared_ptr<void> wt;
-  const float* w = weight;
-  if (p.transpose_weight) {
-    wt = scratch(weight_bytes(s));
-    HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), weight, &zero,
-                                        p.w_krsc.get(), wt.get()));
-    w = static_cast<const float*>(wt.get());
-  }
+  std::shared_ptr<void> wt;  // keeps a transposed filter alive until the call is queued
+  const float* w = filter_for_cudnn(p, s, weight, wt);
   const Choice& c = bwd_data_choice(p);
   std::shared_ptr<void> ws = scratch(c.workspace);
   HG_CUDNN_CHECK(cudnnConvolutionBackwardData(hg::cuda::cudnn(), &one, p.w.get(), w, p.y.get(), gy,

@@ -40,6 +40,7 @@
 #include "core/tensor.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/reduce_slices.cuh"
 #include "kernels/depthwise_conv.h"
 
 namespace hg::kernels::cuda {
@@ -498,16 +499,6 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   }
 }
 
-/// out[e] = sum over slices z = 0, 1, ... (in order) of partial[z][e], e < n.
-__global__ void sum_slices_kernel(const float* __restrict__ partial, int slices, int64_t n,
-                                  float* __restrict__ out) {
-  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (e >= n) return;
-  float s = 0.f;
-  for (int z = 0; z < slices; ++z) s += partial[int64_t(z) * n + e];
-  out[e] = s;
-}
-
 // ---- host side ----------------------------------------------------------------------------------
 bool fits_int(int64_t v) { return v >= 0 && v <= INT32_MAX; }
 
@@ -674,12 +665,9 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const 
             x, grad_y, d, int(s.stride), int(rows_per_block), partial, bias_partial);
     HG_CUDA_LAUNCH_CHECK();
   }
-  sum_slices_kernel<<<unsigned((nw + 255) / 256), 256>>>(partial, slices, nw, grad_weight);
-  HG_CUDA_LAUNCH_CHECK();
-  if (grad_bias) {
-    sum_slices_kernel<<<unsigned((s.C + 255) / 256), 256>>>(bias_partial, slices, s.C, grad_bias);
-    HG_CUDA_LAUNCH_CHECK();
-  }
+  reduce_slices(partial, slices, nw, grad_weight);
+  if (grad_bias) reduce_slices(bias_partial, slices, s.C, grad_bias);
+
 }
 
 }  // namespace hg::kernels::cuda

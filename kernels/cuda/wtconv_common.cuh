@@ -1,6 +1,6 @@
 // Device building blocks shared by the fused and the unfused (reference-order) WTConv CUDA paths:
 // storage-type loads, the Haar 2x2 transform, input "sources" (plain NHWC or Haar-on-the-fly), the
-// deterministic depthwise weight-gradient kernel, its fixed-order reduction, and launch helpers.
+// deterministic depthwise weight-gradient kernel (second stage: reduce_slices.cuh), launch helpers.
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
 //
 // Layouts (all NHWC, C fastest): an activation (B, h, w, C); a "coefficient" tensor (B, hp, wp, C, 4)
@@ -18,6 +18,7 @@
 #include "core/tensor.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/reduce_slices.cuh"
 #include "kernels/wtconv.h"
 
 namespace hg::kernels::cuda::wtconv_detail {
@@ -181,18 +182,6 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   }
 }
 
-/// out[e] = sum over slices y (in order) of partial[y][e], e < n: the second, fixed-order stage.
-/// (A template so that each .cu file gets its own copy: the library is not built with -rdc.)
-template <typename Acc>
-__global__ void reduce_slices_kernel(const Acc* __restrict__ partial, int slices, int64_t n,
-                                     Acc* __restrict__ out) {
-  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (e >= n) return;
-  Acc sum = 0;
-  for (int y = 0; y < slices; ++y) sum += partial[int64_t(y) * n + e];
-  out[e] = sum;
-}
-
 // G = dL/dy scattered back to input resolution for stride > 1 (zeros between the samples).
 template <typename T>
 __global__ void upsample_kernel(const T* __restrict__ gy, int B, int H, int W, int C, int Ho,
@@ -272,13 +261,10 @@ WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, 
   });
   WgradResult res;
   res.sums = workspace({int64_t(K) * K, int64_t(C) * NS});
-  reduce_slices_kernel<<<blocks_for(n), 256>>>(partial.data<float>(), gy, n, res.sums.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
+  reduce_slices(partial.data<float>(), gy, n, res.sums.data<float>());
   if (bias) {
     res.bias = workspace({C});
-    reduce_slices_kernel<<<blocks_for(C), 256>>>(bias_partial.data<float>(), gy, C,
-                                                 res.bias.data<float>());
-    HG_CUDA_LAUNCH_CHECK();
+    reduce_slices(bias_partial.data<float>(), gy, int64_t(C), res.bias.data<float>());
   }
   return res;
 }
