@@ -1,5 +1,7 @@
-// Element types and devices. Storage exists for every dtype; CPU arithmetic is done in f32 and f64
-// (bf16/f16 are storage formats converted on load, ready for the mixed-precision GPU path).
+// Element types and devices. Storage exists for every dtype; arithmetic is done in f32 or f64.
+// bf16 is the activation dtype of mixed precision (`precision: bf16`): stored as bf16, computed in
+// f32 (CUDA kernels load bf16 and accumulate in f32; the CPU reference widens bf16 tensors to f32,
+// computes, and rounds its outputs to bf16 with round-to-nearest-even: layers/dispatch.h).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,12 @@ inline bool is_floating(DType t) {
   return t == DType::f32 || t == DType::f64 || t == DType::bf16 || t == DType::f16;
 }
 
+/// One bf16 element as raw bits (same layout as CUDA's __nv_bfloat16); convert with bf16_to_f32 /
+/// f32_to_bf16 below. Host code never does arithmetic on it.
+struct bf16 {
+  uint16_t bits;
+};
+
 /// The DType of a C++ element type: dtype_of<float>() == DType::f32.
 template <typename T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::f32; }
@@ -47,6 +55,7 @@ template <> constexpr DType dtype_of<double>() { return DType::f64; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
 template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
+template <> constexpr DType dtype_of<bf16>() { return DType::bf16; }
 
 // ---- bf16 / f16 <-> f32 (round to nearest even), for storage conversion on the CPU -------------
 inline float bf16_to_f32(uint16_t h) {

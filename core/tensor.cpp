@@ -271,6 +271,7 @@ template double* Tensor::data<double>() const;
 template int64_t* Tensor::data<int64_t>() const;
 template int32_t* Tensor::data<int32_t>() const;
 template uint8_t* Tensor::data<uint8_t>() const;
+template bf16* Tensor::data<bf16>() const;
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
@@ -451,6 +452,22 @@ void Tensor::copy_(const Tensor& src) {
   if (device() == Device::cuda && src.device() == Device::cuda && dtype() == src.dtype()) {
 #ifdef HAARGRAD_WITH_CUDA
     kernels::cuda::strided_copy(*this, src);
+    return;
+#endif
+  }
+  const auto is_f32_bf16 = [](DType t) { return t == DType::f32 || t == DType::bf16; };
+  if (device() == Device::cuda && src.device() == Device::cuda && is_f32_bf16(dtype()) &&
+      is_f32_bf16(src.dtype())) {
+#ifdef HAARGRAD_WITH_CUDA
+    // f32 <-> bf16 on the GPU (mixed precision casts every step: never through the host)
+    const Tensor s = src.contiguous();
+    if (is_contiguous()) {
+      kernels::cuda::convert(*this, s);
+    } else {
+      Tensor dense = Tensor::empty(shape(), dtype(), device());
+      kernels::cuda::convert(dense, s);
+      kernels::cuda::strided_copy(*this, dense);
+    }
     return;
 #endif
   }

@@ -140,14 +140,14 @@ Tensor ConvNeXt::forward(const Tensor& x, bool training, std::vector<std::pair<s
            config.in_chans, ") NHWC, got ", x.describe());
   HG_CHECK(x.size(1) >= config.patch_size && x.size(2) >= config.patch_size, "ConvNeXt.forward: input ",
            x.describe(), " is smaller than the stem's patch size ", config.patch_size);
-  Tensor h = stem_norm->forward(stem_conv->forward(x));
+  Tensor h = stem_norm->forward(stem_conv->forward(x.to(compute_dtype)));
   if (acts) acts->emplace_back("act.stem", h);
   for (size_t s = 0; s < stages.size(); ++s) {
     h = stages[s]->forward(h, training, drop_gen);
     if (acts) acts->emplace_back("act.stages." + std::to_string(s), h);
   }
   h = head_norm->forward(global_avg_pool(h));
-  return head_fc->forward(h);
+  return head_fc->forward(h).to(DType::f32);  // loss and metrics in f32
 }
 
 void ConvNeXt::collect(const std::string& prefix, std::vector<ParamRef>& out) const {

@@ -71,8 +71,11 @@ class ConvNeXt : public Module {
   int64_t num_fixed() const;      ///< elements of fixed buffers (WTConv Haar filters)
 
   ModelConfig config;
-  DType dtype;
+  DType dtype;  ///< the parameters' dtype (f32 master weights in training)
   Device device;
+  /// The activations' dtype: forward casts its input to it and the logits back to f32. bf16 gives
+  /// mixed precision (f32 parameters, bf16 activations, f32 accumulation; layers/dispatch.h).
+  DType compute_dtype = DType::f32;
   Generator drop_gen;  ///< drop-path randomness (its state goes into checkpoints)
 
   std::unique_ptr<Conv2d> stem_conv;  ///< "stem.0"

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/copy.h"
@@ -56,7 +57,28 @@ Layout make_layout(const Tensor& dst, const Tensor* src) {
 }
 
 
+template <typename D, typename S>
+__global__ void convert_kernel(D* dst, const S* src, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = from_f32<D>(to_f32(src[i]));
+}
+
 }  // namespace
+
+void convert(const Tensor& dst, const Tensor& src) {
+  HG_CHECK(dst.shape() == src.shape() && dst.is_contiguous() && src.is_contiguous(),
+           "cuda convert: ", dst.describe(), " <- ", src.describe());
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  if (dst.dtype() == DType::bf16 && src.dtype() == DType::f32)
+    convert_kernel<<<grid_stride_blocks(n), 256>>>(dev(dst.data<bf16>()), src.data<float>(), n);
+  else if (dst.dtype() == DType::f32 && src.dtype() == DType::bf16)
+    convert_kernel<<<grid_stride_blocks(n), 256>>>(dst.data<float>(), dev(src.data<bf16>()), n);
+  else
+    throw Error(str("cuda convert: ", dtype_name(src.dtype()), " -> ", dtype_name(dst.dtype()),
+                    " not supported (f32 <-> bf16)"));
+  HG_CUDA_LAUNCH_CHECK();
+}
 
 void strided_copy(const Tensor& dst, const Tensor& src) {
   HG_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype(), "cuda strided_copy: ",

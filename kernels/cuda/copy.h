@@ -7,4 +7,6 @@
 namespace hg::kernels::cuda {
 void strided_copy(const Tensor& dst, const Tensor& src);
 void fill(const Tensor& dst, double value);
+/// dst = src converted between f32 and bf16 (round to nearest even), both dense, same shape.
+void convert(const Tensor& dst, const Tensor& src);
 }  // namespace hg::kernels::cuda
