@@ -76,7 +76,7 @@ void run_bench(const BenchArgs& a) {
   const Device device = a.device == "cuda" ? Device::cuda : Device::cpu;
   if (!a.output.empty()) check_output_path(a.output);
   std::vector<std::string> precisions = a.precisions;
-  if (precisions.empty()) precisions = device == Device::cuda ? std::vector<std::string>{"fp32", "tf32"}
+  if (precisions.empty()) precisions = device == Device::cuda ? std::vector<std::string>{"fp32", "tf32", "bf16"}
                                                               : std::vector<std::string>{"fp32"};
   for (const std::string& w : a.wtconv)
     HG_CHECK(w == "fused" || w == "unfused" || w == "reference", "bench: unknown --wtconv mode '", w,
@@ -87,8 +87,9 @@ void run_bench(const BenchArgs& a) {
   for (const std::string& model : a.models) {
     const ModelConfig mc = model_config(model);  // throws for an unknown name, listing the known ones
     for (const std::string& p : precisions) {
-      HG_CHECK(p == "fp32" || p == "tf32", "bench: unknown precision '", p, "' (fp32 or tf32)");
-      HG_CHECK(p == "fp32" || device == Device::cuda, "bench: precision tf32 needs --device cuda");
+      HG_CHECK(p == "fp32" || p == "tf32" || p == "bf16", "bench: unknown precision '", p,
+               "' (fp32, tf32 or bf16)");
+      HG_CHECK(p != "tf32" || device == Device::cuda, "bench: precision tf32 needs --device cuda");
       const std::vector<std::string> modes = mc.wtconv ? a.wtconv : std::vector<std::string>{""};
       for (const std::string& w : modes) {
         BenchConfig c;
@@ -132,7 +133,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--models", a->models, "comma-separated model names")->delimiter(',');
   cmd->add_option("--batch", a->batch, "batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--img-size", a->img_size, "input height = width in pixels")->check(CLI::PositiveNumber);
-  cmd->add_option("--precision", a->precisions, "fp32 and/or tf32, comma-separated (default fp32,tf32 on cuda)")
+  cmd->add_option("--precision", a->precisions, "fp32, tf32 and/or bf16, comma-separated (default fp32,tf32,bf16 on cuda)")
       ->delimiter(',');
   cmd->add_option("--wtconv", a->wtconv, "WTConv modes for WTConv models: fused and/or unfused")->delimiter(',');
   cmd->add_option("--steps", a->steps, "timed steps per phase")->check(CLI::PositiveNumber);

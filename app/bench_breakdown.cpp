@@ -36,7 +36,7 @@ class PieceTimer {
       next = p.fn(in);
     }
     // The upstream gradient: random of the output's shape (a scalar loss is seeded with 1).
-    const Tensor g = next.ndim() == 0 ? Tensor() : upstream(next.shape());
+    const Tensor g = next.ndim() == 0 ? Tensor() : upstream(next.shape(), next.dtype());
     const bool made_leaf = p.input_needs_grad && !in.requires_grad();
     if (made_leaf) in.requires_grad_(true);
     DeviceClock clock(device_, 3 * (reps_ + 1));
@@ -86,16 +86,18 @@ class PieceTimer {
 
  private:
   // One random gradient per shape (a ConvNeXt has few distinct shapes; making them is slow).
-  const Tensor& upstream(const Shape& shape) {
-    auto it = grads_.find(shape);
-    if (it == grads_.end()) it = grads_.emplace(shape, random_uniform(shape, 1000 + grads_.size(), device_)).first;
+  const Tensor& upstream(const Shape& shape, DType dtype) {
+    auto key = std::make_pair(shape, dtype);
+    auto it = grads_.find(key);
+    if (it == grads_.end())
+      it = grads_.emplace(key, random_uniform(shape, 1000 + grads_.size(), device_).to(dtype)).first;
     return it->second;
   }
 
   Device device_;
   int reps_;
   std::map<std::string, BreakdownEntry>& out_;
-  std::map<Shape, Tensor> grads_;
+  std::map<std::pair<Shape, DType>, Tensor> grads_;
 };
 
 }  // namespace
@@ -113,7 +115,9 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
   PieceTimer timer(model.device, reps, out);
   opt.zero_grad();
 
-  Tensor h = timer.run({"stem/downsample", [&](const Tensor& t) { return model.stem_conv->forward(t); }, false}, x);
+  // the model's activation dtype (bf16 in mixed precision), as ConvNeXt::forward casts it
+  Tensor h = timer.run({"stem/downsample", [&](const Tensor& t) { return model.stem_conv->forward(t); }, false},
+                       x.to(model.compute_dtype));
   h = timer.run({"stem/downsample", [&](const Tensor& t) { return model.stem_norm->forward(t); }}, h);
   for (auto& stage : model.stages) {
     if (stage->down_conv) {
@@ -142,7 +146,7 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
     }
   }
   h = timer.run({"head", [&](const Tensor& t) {
-                   return model.head_fc->forward(model.head_norm->forward(global_avg_pool(t)));
+                   return model.head_fc->forward(model.head_norm->forward(global_avg_pool(t))).to(DType::f32);
                  }}, h);
   timer.run({"loss", [&](const Tensor& logits) { return cross_entropy(logits, labels); }}, h);
   timer.run_optimizer(opt);  // the parameters hold the gradients of all the pieces' backwards

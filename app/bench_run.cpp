@@ -24,9 +24,9 @@ namespace {
 class PrecisionScope {
  public:
   PrecisionScope(const std::string& precision, Device device) : device_(device) {
-    HG_CHECK(precision == "fp32" || precision == "tf32", "bench: unknown precision '", precision,
-             "' (fp32 or tf32)");
-    HG_CHECK(precision == "fp32" || device == Device::cuda,
+    HG_CHECK(precision == "fp32" || precision == "tf32" || precision == "bf16",
+             "bench: unknown precision '", precision, "' (fp32, tf32 or bf16)");
+    HG_CHECK(precision != "tf32" || device == Device::cuda,
              "bench: precision tf32 needs --device cuda (the CPU computes exact fp32)");
 #ifdef HAARGRAD_WITH_CUDA
     if (device == Device::cuda) cuda::set_allow_tf32(precision == "tf32");
@@ -157,6 +157,7 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
     model = std::make_unique<ConvNeXt>(mc, cfg.seed, DType::f32, dev);
   }
   if (mc.wtconv) model->set_wtconv_mode(parse_wtconv_mode(cfg.wtconv));
+  model->compute_dtype = cfg.precision == "bf16" ? DType::bf16 : DType::f32;
   r.params_trainable = model->num_trainable();
   r.params_fixed = model->num_fixed();
   const Tensor x = random_uniform({cfg.batch, cfg.img_size, cfg.img_size, mc.in_chans}, cfg.seed + 1, dev);

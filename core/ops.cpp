@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 
@@ -12,16 +13,18 @@ namespace {
 
 bool on_cuda(const Tensor& t) { return t.device() == Device::cuda; }
 
-// Runs a binary elementwise kernel on dense copies of a and b.
+// Runs a binary elementwise kernel on dense copies of a and b (bf16 on the CPU: in f32, rounded).
 template <typename CpuF, typename CudaF>
 Tensor binary(const char* name, const Tensor& a_in, const Tensor& b_in, CpuF cpu_f, CudaF cuda_f) {
   check_same_shape(name, a_in, b_in);
   check_same_dtype_device(name, a_in, b_in);
+  if (cpu_bf16(a_in)) return round_bf16(binary(name, cpu_f32(a_in), cpu_f32(b_in), cpu_f, cuda_f));
   Tensor a = a_in.contiguous(), b = b_in.contiguous();
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
   if (on_cuda(a)) {
-    check_dtype(name, a, DType::f32);
-    cuda_f(a.data<float>(), b.data<float>(), out.data<float>(), a.numel());
+    HG_DISPATCH_CUDA(a.dtype(), name, [&] {
+      cuda_f(a.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), a.numel());
+    });
   } else {
     HG_DISPATCH_FLOAT(a.dtype(), name, [&] {
       cpu_f(a.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), a.numel());
@@ -31,9 +34,9 @@ Tensor binary(const char* name, const Tensor& a_in, const Tensor& b_in, CpuF cpu
 }
 
 #ifdef HAARGRAD_WITH_CUDA
-#define HG_CUDA_FN(f) [](const float* x, const float* y, float* o, int64_t n) { kernels::cuda::f(x, y, o, n); }
+#define HG_CUDA_FN(f) [](const auto* x, const auto* y, auto* o, int64_t n) { kernels::cuda::f(x, y, o, n); }
 #else
-#define HG_CUDA_FN(f) [](const float*, const float*, float*, int64_t) { throw Error("built without CUDA"); }
+#define HG_CUDA_FN(f) [](const auto*, const auto*, auto*, int64_t) { throw Error("built without CUDA"); }
 #endif
 
 std::vector<size_t> normalize_axes(const char* op, const Tensor& x, const std::vector<int>& axes) {
@@ -83,9 +86,13 @@ Tensor scale(const Tensor& a_in, double s) {
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
   if (on_cuda(a)) {
 #ifdef HAARGRAD_WITH_CUDA
-    check_dtype("scale", a, DType::f32);
-    kernels::cuda::scale(a.data<float>(), static_cast<float>(s), out.data<float>(), a.numel());
+    HG_DISPATCH_CUDA(a.dtype(), "scale", [&] {
+      kernels::cuda::scale(a.data<scalar_t>(), static_cast<float>(s), out.data<scalar_t>(), a.numel());
+    });
 #endif
+  } else if (cpu_bf16(a)) {
+    autograd::NoGradGuard no_grad;
+    out.copy_(scale(cpu_f32(a), s));
   } else {
     HG_DISPATCH_FLOAT(a.dtype(), "scale", [&] {
       kernels::cpu::scale(a.data<scalar_t>(), static_cast<scalar_t>(s), out.data<scalar_t>(), a.numel());
@@ -104,8 +111,16 @@ void add_(Tensor& dst, const Tensor& src_in) {
   Tensor src = src_in.contiguous();
   if (on_cuda(dst)) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::axpy(1.0f, src.data<float>(), dst.data<float>(), dst.numel());
+    HG_DISPATCH_CUDA(dst.dtype(), "add_", [&] {
+      kernels::cuda::axpy(1.0f, src.data<scalar_t>(), dst.data<scalar_t>(), dst.numel());
+    });
 #endif
+    return;
+  }
+  if (cpu_bf16(dst)) {  // f32 sum, rounded once
+    Tensor sum = cpu_f32(dst);
+    add_(sum, cpu_f32(src));
+    dst.copy_(sum);
     return;
   }
   HG_DISPATCH_FLOAT(dst.dtype(), "add_", [&] {
@@ -125,9 +140,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   Tensor c = Tensor::empty({M, N}, a.dtype(), a.device());
   if (on_cuda(a)) {
 #ifdef HAARGRAD_WITH_CUDA
-    check_dtype("matmul", a, DType::f32);
-    kernels::cuda::gemm(ta, tb, M, N, K, 1.0f, a.data<float>(), b.data<float>(), 0.0f, c.data<float>());
+    HG_DISPATCH_CUDA(a.dtype(), "matmul", [&] {
+      kernels::cuda::gemm(ta, tb, M, N, K, 1.0f, a.data<scalar_t>(), b.data<scalar_t>(), 0.0f,
+                          c.data<scalar_t>());
+    });
 #endif
+  } else if (cpu_bf16(a)) {
+    autograd::NoGradGuard no_grad;
+    c.copy_(matmul(cpu_f32(a), cpu_f32(b), ta, tb));
   } else {
     HG_DISPATCH_FLOAT(a.dtype(), "matmul", [&] {
       kernels::cpu::gemm<scalar_t>(ta, tb, M, N, K, 1, a.data<scalar_t>(), b.data<scalar_t>(), 0,

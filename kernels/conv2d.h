@@ -69,23 +69,18 @@ void conv2d_backward_weight_reference(const Conv2dShape& s, const T* x, const T*
 
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
-// cuDNN (legacy API) with NHWC tensor descriptors. Filter format: cuDNN's NHWC-activation kernels
-// take KRSC filters (O, KH, KW, C/groups); a PyTorch (O, C/groups, KH, KW) weight is transposed
-// into workspace per call (and grad_weight transposed back). For depthwise and 1x1 convolutions the
-// two layouts are the same bytes, so no copy is made. Algorithms are chosen once per shape
-// (cudnnGet*_v7 heuristics, first supported deterministic one within the workspace limit) and
-// cached. Math: CUDNN_FMA_MATH (exact fp32) unless hg::cuda::allow_tf32() (then
-// CUDNN_TENSOR_OP_MATH, which lets Ampere+ GPUs use TF32 tensor cores). All pointers on the GPU.
-// Throws hg::Error on any CUDA / cuDNN failure.
-void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, const float* bias,
-                    float* y);
-void conv2d_backward_data(const Conv2dShape& s, const float* grad_y, const float* weight,
-                          float* grad_x);
-void conv2d_backward_weight(const Conv2dShape& s, const float* x, const float* grad_y,
-                            float* grad_weight);
-void conv2d_backward_bias(const Conv2dShape& s, const float* grad_y, float* grad_bias);
-/// Drops the cached algorithm choices (e.g. after set_allow_tf32; the cache key includes it
-/// anyway).
+/// T (x, y, grad_y, grad_x) = float or hg::bf16; weight, bias and their gradients are float (the
+/// f32 master parameters; for bf16 the weight is rounded to bf16 where the math runs on bf16
+/// tensor cores, and the gradients are accumulated in f32). Routes: depthwise shapes to
+/// kernels/depthwise_conv.h, patchify shapes to kernels/patchify_conv.h, the rest to cuDNN.
+template <typename T>
+void conv2d_forward(const Conv2dShape& s, const T* x, const float* weight, const float* bias, T* y);
+template <typename T>
+void conv2d_backward_data(const Conv2dShape& s, const T* grad_y, const float* weight, T* grad_x);
+template <typename T>
+void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* grad_y, float* grad_weight);
+template <typename T>
+void conv2d_backward_bias(const Conv2dShape& s, const T* grad_y, float* grad_bias);
 void conv2d_clear_algorithm_cache();
 }  // namespace cuda
 #endif

@@ -33,23 +33,20 @@ inline constexpr int64_t kDepthwiseMaxK = 31;
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
 
-/// True when s is a depthwise convolution these kernels handle (see the header comment).
 bool depthwise_conv_supported(const Conv2dShape& s);
 
-/// y (N, OH, OW, C) from x (N, H, W, C), weight (C, 1, K, K), bias (C) or nullptr.
-/// Throws hg::Error (naming the shape) when !depthwise_conv_supported(s), or on a CUDA failure.
-void depthwise_conv_forward(const Conv2dShape& s, const float* x, const float* weight,
-                            const float* bias, float* y);
+/// T (x, y, grad_y, grad_x) = float or hg::bf16; weight, bias and their gradients float (for bf16
+/// activations the filter values are rounded to bf16 before use, as kernels/conv2d.h states).
+template <typename T>
+void depthwise_conv_forward(const Conv2dShape& s, const T* x, const float* weight,
+                            const float* bias, T* y);
 
-/// grad_x (N, H, W, C) from grad_y (N, OH, OW, C): the transposed convolution (flipped taps; for
-/// stride 2 computed per output parity class, so no zero-stuffed upsampled grad_y is formed).
-void depthwise_conv_backward_data(const Conv2dShape& s, const float* grad_y, const float* weight,
-                                  float* grad_x);
+template <typename T>
+void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y, const float* weight,
+                                  T* grad_x);
 
-/// grad_weight (C, 1, K, K) = sum_{n,i,j} grad_y[n,i,j,c] * x[n, i*s-pad+p, j*s-pad+q, c], and,
-/// when grad_bias is not nullptr, grad_bias (C) = sum_{n,i,j} grad_y[n,i,j,c] (same pass).
-/// Deterministic: fixed row slices per block, fixed-order sums.
-void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const float* grad_y,
+template <typename T>
+void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x, const T* grad_y,
                                     float* grad_weight, float* grad_bias);
 
 }  // namespace cuda

@@ -13,7 +13,9 @@ void scale_rows(const T* x, const T* scale, T* y, int64_t N, int64_t inner);
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
-void scale_rows(const float* x, const float* scale, float* y, int64_t N, int64_t inner);
+/// T = float or hg::bf16 (x, y); scale is float; math in float.
+template <typename T>
+void scale_rows(const T* x, const float* scale, T* y, int64_t N, int64_t inner);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

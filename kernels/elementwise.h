@@ -1,5 +1,5 @@
-// Elementwise kernels on dense arrays of n elements. CPU: T = float or double. CUDA: float (bf16
-// activations with fp32 math come with mixed precision). Outputs are overwritten unless "_acc".
+// Elementwise kernels on dense arrays of n elements. CPU: T = float or double. CUDA: float or bf16
+// storage with float math. Outputs are overwritten unless "_acc".
 #pragma once
 
 #include <cstdint>
@@ -13,12 +13,12 @@ template <typename T> void scale(const T* a, T s, T* out, int64_t n);          /
 template <typename T> void axpy(T alpha, const T* x, T* y, int64_t n);         ///< y += alpha * x
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
-namespace cuda {
-void add(const float* a, const float* b, float* out, int64_t n);
-void sub(const float* a, const float* b, float* out, int64_t n);
-void mul(const float* a, const float* b, float* out, int64_t n);
-void scale(const float* a, float s, float* out, int64_t n);
-void axpy(float alpha, const float* x, float* y, int64_t n);
+namespace cuda {  // T = float or hg::bf16 (storage); math in float
+template <typename T> void add(const T* a, const T* b, T* out, int64_t n);
+template <typename T> void sub(const T* a, const T* b, T* out, int64_t n);
+template <typename T> void mul(const T* a, const T* b, T* out, int64_t n);
+template <typename T> void scale(const T* a, float s, T* out, int64_t n);
+template <typename T> void axpy(float alpha, const T* x, T* y, int64_t n);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

@@ -1,8 +1,8 @@
 // GELU, exact erf form (torch.nn.GELU(approximate='none'), used by timm's ConvNeXt Mlp):
 //   y = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))),
 //   dy/dx = Phi(x) + x * phi(x), phi(x) = exp(-x^2/2) / sqrt(2*pi).
-// Dense arrays of n elements; dx is OVERWRITTEN. CPU: T = float or double; CUDA: float storage,
-// float math.
+// Dense arrays of n elements; dx is OVERWRITTEN. CPU: T = float or double; CUDA: float or bf16
+// storage, float math.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +19,10 @@ template <typename T>
 void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, int64_t n);
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
-namespace cuda {
-void gelu_forward(const float* x, float* y, int64_t n);
-void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
-void gelu_forward_backward(const float* x, const float* dy, float* y, float* dx, int64_t n);
+namespace cuda {  // T = float or hg::bf16 storage, float math
+template <typename T> void gelu_forward(const T* x, T* y, int64_t n);
+template <typename T> void gelu_backward(const T* x, const T* dy, T* dx, int64_t n);
+template <typename T> void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, int64_t n);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

@@ -28,11 +28,14 @@ void layernorm_backward(const T* x, const T* weight, const T* mean, const T* rst
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
-void layernorm_forward(const float* x, const float* weight, const float* bias, float* y,
-                       float* mean, float* rstd, int64_t rows, int64_t C, float eps);
-void layernorm_backward(const float* x, const float* weight, const float* mean, const float* rstd,
-                        const float* dy, float* dx, float* dweight, float* dbias, int64_t rows,
-                        int64_t C);
+/// T (x, y, dy, dx) = float or hg::bf16; weight, bias, statistics and their gradients are float
+/// (f32 master parameters are read directly in mixed precision), accumulation in float.
+template <typename T>
+void layernorm_forward(const T* x, const float* weight, const float* bias, T* y, float* mean,
+                       float* rstd, int64_t rows, int64_t C, float eps);
+template <typename T>
+void layernorm_backward(const T* x, const float* weight, const float* mean, const float* rstd,
+                        const T* dy, T* dx, float* dweight, float* dbias, int64_t rows, int64_t C);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

@@ -5,8 +5,7 @@
 // Layouts (dense, row-major): x (M, in), weight (out, in) (PyTorch layout), bias (out) or nullptr,
 // y (M, out). Gradients: grad_x (M, in), grad_weight (out, in), grad_bias (out).
 // Every output buffer is OVERWRITTEN. Bias gradients are deterministic (fixed summation order).
-// dtype: CPU float or double (accumulation in T); CUDA float storage with float accumulation (the
-// bias kernels are templated on the storage type so bf16 activations can be added later).
+// dtype: CPU float or double (accumulation in T); CUDA float or bf16 storage with float accumulation.
 // Shapes are validated by the layer (layers/linear.cpp).
 #pragma once
 
@@ -40,17 +39,25 @@ void bias_grad_rows(int64_t rows, int64_t cols, const T* grad_y, T* grad_bias);
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
 /// cuBLAS (kernels::cuda::gemm) plus the bias kernels below. All pointers on the GPU.
-void linear_forward(int64_t M, int64_t in, int64_t out, const float* x, const float* weight,
-                    const float* bias, float* y);
-void linear_backward_input(int64_t M, int64_t in, int64_t out, const float* grad_y,
-                           const float* weight, float* grad_x);
-void linear_backward_weight(int64_t M, int64_t in, int64_t out, const float* x, const float* grad_y,
-                            float* grad_weight);
-/// y[m, c] += bias[c].
-void add_bias_rows(int64_t rows, int64_t cols, const float* bias, float* y);
+/// T = float or hg::bf16 (storage; accumulation in float).
+template <typename T>
+void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* weight, const T* bias,
+                    T* y);
+template <typename T>
+void linear_backward_input(int64_t M, int64_t in, int64_t out, const T* grad_y, const T* weight,
+                           T* grad_x);
+template <typename T>
+void linear_backward_weight(int64_t M, int64_t in, int64_t out, const T* x, const T* grad_y,
+                            T* grad_weight);
+/// y[m, c] += bias[c]. (B, T) = (float, float), (bf16, bf16) or (float, bf16): an f32 bias on
+/// bf16 activations (convolutions keep their f32 parameters).
+template <typename B, typename T>
+void add_bias_rows(int64_t rows, int64_t cols, const B* bias, T* y);
 /// grad_bias[c] = sum over m of grad_y[m, c]: per-chunk partial sums in workspace, then a
-/// fixed-order sum of the chunks (deterministic, no atomics).
-void bias_grad_rows(int64_t rows, int64_t cols, const float* grad_y, float* grad_bias);
+/// fixed-order sum of the chunks (deterministic, no atomics). (T, G) = (float, float),
+/// (bf16, bf16) or (bf16, float).
+template <typename T, typename G>
+void bias_grad_rows(int64_t rows, int64_t cols, const T* grad_y, G* grad_bias);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

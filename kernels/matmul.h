@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace hg::kernels {
 namespace cpu {
 template <typename T>
@@ -18,8 +20,14 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          const float* B, float beta, float* C);
+/// T = float (cublasSgemm; TF32 when allowed) or hg::bf16 (bf16 A, B, C with f32 accumulation,
+/// cublasGemmEx). alpha and beta are float for both.
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const T* A,
+          const T* B, float beta, T* C);
+/// bf16 A and B, f32 C (f32 accumulation): weight gradients that stay in f32.
+void gemm_f32_out(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const hg::bf16* A, const hg::bf16* B, float beta, float* C);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

@@ -30,11 +30,16 @@ namespace cuda {
 bool patchify_conv_supported(const Conv2dShape& s);
 
 /// Throw hg::Error (naming the shape) when !patchify_conv_supported(s), or on a CUDA failure.
-void patchify_conv_forward(const Conv2dShape& s, const float* x, const float* weight,
-                           const float* bias, float* y);
-void patchify_conv_backward_data(const Conv2dShape& s, const float* grad_y, const float* weight,
-                                 float* grad_x);
-void patchify_conv_backward_weight(const Conv2dShape& s, const float* x, const float* grad_y,
+/// T (x, y, grad_y, grad_x) = float or hg::bf16; weight, bias and grad_weight are float (for bf16
+/// the weight is rounded to bf16 for the GEMM; the weight gradient is accumulated and kept in f32).
+template <typename T>
+void patchify_conv_forward(const Conv2dShape& s, const T* x, const float* weight, const float* bias,
+                           T* y);
+template <typename T>
+void patchify_conv_backward_data(const Conv2dShape& s, const T* grad_y, const float* weight,
+                                 T* grad_x);
+template <typename T>
+void patchify_conv_backward_weight(const Conv2dShape& s, const T* x, const T* grad_y,
                                    float* grad_weight);
 
 }  // namespace cuda

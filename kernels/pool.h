@@ -15,9 +15,11 @@ template <typename T>
 void global_avg_pool_backward(int64_t N, int64_t HW, int64_t C, const T* grad_y, T* grad_x);
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
-namespace cuda {
-void global_avg_pool_forward(int64_t N, int64_t HW, int64_t C, const float* x, float* y);
-void global_avg_pool_backward(int64_t N, int64_t HW, int64_t C, const float* grad_y, float* grad_x);
+namespace cuda {  // T = float or hg::bf16 storage, float accumulation
+template <typename T>
+void global_avg_pool_forward(int64_t N, int64_t HW, int64_t C, const T* x, T* y);
+template <typename T>
+void global_avg_pool_backward(int64_t N, int64_t HW, int64_t C, const T* grad_y, T* grad_x);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

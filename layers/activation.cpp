@@ -2,17 +2,20 @@
 #include "layers/activation.h"
 
 #include "core/autograd.h"
+#include "layers/dispatch.h"
 #include "kernels/gelu.h"
 
 namespace hg {
+namespace {
 
-Tensor gelu(const Tensor& x_in) {
-  const Tensor x = x_in.contiguous();
+Tensor gelu_kernel(const Tensor& x) {
+  if (cpu_bf16(x)) return round_bf16(gelu_kernel(cpu_f32(x)));
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    check_dtype("gelu", x, DType::f32);
-    kernels::cuda::gelu_forward(x.data<float>(), y.data<float>(), x.numel());
+    HG_DISPATCH_CUDA(x.dtype(), "gelu", [&] {
+      kernels::cuda::gelu_forward(x.data<scalar_t>(), y.data<scalar_t>(), x.numel());
+    });
 #else
     throw Error("gelu: built without CUDA");
 #endif
@@ -21,20 +24,35 @@ Tensor gelu(const Tensor& x_in) {
       kernels::cpu::gelu_forward(x.data<scalar_t>(), y.data<scalar_t>(), x.numel());
     });
   }
-  autograd::record("gelu", {x_in}, {y}, [x](autograd::Backward& g) {
-    const Tensor dy = g.grad_output(0).contiguous();
-    Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-    if (x.device() == Device::cuda) {
+  return y;
+}
+
+Tensor gelu_grad_kernel(const Tensor& x, const Tensor& dy) {
+  if (cpu_bf16(x)) return round_bf16(gelu_grad_kernel(cpu_f32(x), cpu_f32(dy)));
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-      kernels::cuda::gelu_backward(x.data<float>(), dy.data<float>(), dx.data<float>(), x.numel());
+    HG_DISPATCH_CUDA(x.dtype(), "gelu backward", [&] {
+      kernels::cuda::gelu_backward(x.data<scalar_t>(), dy.data<scalar_t>(), dx.data<scalar_t>(),
+                                   x.numel());
+    });
 #endif
-    } else {
-      HG_DISPATCH_FLOAT(x.dtype(), "gelu backward", [&] {
-        kernels::cpu::gelu_backward(x.data<scalar_t>(), dy.data<scalar_t>(), dx.data<scalar_t>(),
-                                    x.numel());
-      });
-    }
-    return std::vector<Tensor>{dx};
+  } else {
+    HG_DISPATCH_FLOAT(x.dtype(), "gelu backward", [&] {
+      kernels::cpu::gelu_backward(x.data<scalar_t>(), dy.data<scalar_t>(), dx.data<scalar_t>(),
+                                  x.numel());
+    });
+  }
+  return dx;
+}
+
+}  // namespace
+
+Tensor gelu(const Tensor& x_in) {
+  const Tensor x = x_in.contiguous();
+  Tensor y = gelu_kernel(x);
+  autograd::record("gelu", {x_in}, {y}, [x](autograd::Backward& g) {
+    return std::vector<Tensor>{gelu_grad_kernel(x, g.grad_output(0).contiguous())};
   });
   return y;
 }

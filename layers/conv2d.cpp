@@ -2,6 +2,7 @@
 #include "layers/conv2d.h"
 
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/conv2d.h"
 
 namespace hg {
@@ -14,6 +15,21 @@ std::string describe_call(const Tensor& x, const Tensor& w, const Tensor& b, int
              padding, ", groups ", groups);
 }
 
+// Parameters have x's dtype, or f32 for bf16 activations (mixed precision: f32 master weights,
+// rounded to bf16 inside the kernels), on x's device.
+void check_param(const char* op, const Tensor& x, const Tensor& p) {
+  if (x.dtype() == DType::bf16) {
+    check_dtype(op, p, DType::f32);
+    HG_CHECK(p.device() == x.device(), op, ": parameter ", p.describe(), " is not on the device of x ",
+             x.describe());
+  } else {
+    check_same_dtype_device(op, x, p);
+  }
+}
+
+// The CPU reference of bf16 convolutions: the weight's values rounded to bf16, kept in f32.
+Tensor cpu_weight_bf16(const Tensor& w) { return cpu_f32(round_bf16(w)); }
+
 kernels::Conv2dShape check_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, int stride,
                                   int padding, int groups) {
   const std::string call = describe_call(x, w, b, stride, padding, groups);
@@ -22,20 +38,18 @@ kernels::Conv2dShape check_conv2d(const Tensor& x, const Tensor& w, const Tensor
   HG_CHECK(w.ndim() == 4, "conv2d: weight must be (O, C/groups, KH, KW); got ", call);
   HG_CHECK(stride >= 1 && padding >= 0 && groups >= 1,
            "conv2d: need stride >= 1, padding >= 0, groups >= 1; got ", call);
-  check_same_dtype_device("conv2d", x, w);
+  check_param("conv2d", x, w);
   const int64_t C = x.size(3), O = w.size(0);
   HG_CHECK(C % groups == 0 && O % groups == 0, "conv2d: channels in (", C, ") and out (", O,
            ") must be divisible by groups; got ", call);
   HG_CHECK(w.size(1) == C / groups, "conv2d: weight.size(1) must be C/groups = ", C / groups,
            "; got ", call);
   if (b.defined()) {
-    check_same_dtype_device("conv2d", x, b);
+    check_param("conv2d", x, b);
     HG_CHECK(b.ndim() == 1 && b.size(0) == O, "conv2d: bias must be (", O, "); got ", call);
   }
   HG_CHECK(x.size(1) + 2 * padding >= w.size(2) && x.size(2) + 2 * padding >= w.size(3),
            "conv2d: kernel larger than the padded input; got ", call);
-  HG_CHECK(x.device() == Device::cpu || x.dtype() == DType::f32,
-           "conv2d: CUDA computes in f32 only; got ", call);
   return kernels::make_conv2d_shape(x.size(0), x.size(1), x.size(2), C, O, w.size(2), w.size(3),
                                     stride, padding, groups);
 }
@@ -46,11 +60,14 @@ kernels::Conv2dShape check_conv2d(const Tensor& x, const Tensor& w, const Tensor
 
 Tensor forward_kernel(const kernels::Conv2dShape& s, const Tensor& x, const Tensor& w,
                       const Tensor& b) {
+  if (cpu_bf16(x)) return round_bf16(forward_kernel(s, cpu_f32(x), cpu_weight_bf16(w), b));
   Tensor y = Tensor::empty({s.N, s.OH, s.OW, s.O}, x.dtype(), x.device());
   if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::conv2d_forward(s, x.data<float>(), w.data<float>(),
-                                  b.defined() ? b.data<float>() : nullptr, y.data<float>());
+    HG_DISPATCH_CUDA(x.dtype(), "conv2d", [&] {
+      kernels::cuda::conv2d_forward(s, x.data<scalar_t>(), w.data<float>(),
+                                    b.defined() ? b.data<float>() : nullptr, y.data<scalar_t>());
+    });
 #else
     no_cuda();
 #endif
@@ -65,10 +82,14 @@ Tensor forward_kernel(const kernels::Conv2dShape& s, const Tensor& x, const Tens
 }
 
 Tensor grad_input(const kernels::Conv2dShape& s, const Tensor& gy, const Tensor& w) {
+  if (cpu_bf16(gy)) return round_bf16(grad_input(s, cpu_f32(gy), cpu_weight_bf16(w)));
   Tensor gx = Tensor::empty({s.N, s.H, s.W, s.C}, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::conv2d_backward_data(s, gy.data<float>(), w.data<float>(), gx.data<float>());
+    HG_DISPATCH_CUDA(gy.dtype(), "conv2d backward", [&] {
+      kernels::cuda::conv2d_backward_data(s, gy.data<scalar_t>(), w.data<float>(),
+                                          gx.data<scalar_t>());
+    });
 #else
     no_cuda();
 #endif
@@ -81,11 +102,17 @@ Tensor grad_input(const kernels::Conv2dShape& s, const Tensor& gy, const Tensor&
   return gx;
 }
 
+// The weight gradient in the parameters' dtype (f32 for bf16 activations: never rounded).
 Tensor grad_weight(const kernels::Conv2dShape& s, const Tensor& x, const Tensor& gy) {
-  Tensor gw = Tensor::empty({s.O, s.Cg(), s.KH, s.KW}, gy.dtype(), gy.device());
+  if (cpu_bf16(gy)) return grad_weight(s, cpu_f32(x), cpu_f32(gy));
+  const DType pdt = gy.dtype() == DType::bf16 ? DType::f32 : gy.dtype();
+  Tensor gw = Tensor::empty({s.O, s.Cg(), s.KH, s.KW}, pdt, gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(), gw.data<float>());
+    HG_DISPATCH_CUDA(gy.dtype(), "conv2d backward", [&] {
+      kernels::cuda::conv2d_backward_weight(s, x.data<scalar_t>(), gy.data<scalar_t>(),
+                                            gw.data<float>());
+    });
 #else
     no_cuda();
 #endif
@@ -99,10 +126,14 @@ Tensor grad_weight(const kernels::Conv2dShape& s, const Tensor& x, const Tensor&
 }
 
 Tensor grad_bias(const kernels::Conv2dShape& s, const Tensor& gy) {
-  Tensor gb = Tensor::empty({s.O}, gy.dtype(), gy.device());
+  if (cpu_bf16(gy)) return grad_bias(s, cpu_f32(gy));
+  const DType pdt = gy.dtype() == DType::bf16 ? DType::f32 : gy.dtype();
+  Tensor gb = Tensor::empty({s.O}, pdt, gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::conv2d_backward_bias(s, gy.data<float>(), gb.data<float>());
+    HG_DISPATCH_CUDA(gy.dtype(), "conv2d backward", [&] {
+      kernels::cuda::conv2d_backward_bias(s, gy.data<scalar_t>(), gb.data<float>());
+    });
 #else
     no_cuda();
 #endif

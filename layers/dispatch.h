@@ -3,40 +3,18 @@
 // * Parameters stay f32 (the master weights the optimizer updates). A layer that receives bf16
 //   activations uses `compute_copy(param, x)`: a bf16 copy made by the recorded cast (Tensor::to),
 //   whose backward widens the gradient to f32 and accumulates it into the f32 parameter's
-//   gradient. One cast per parameter per step.
-// * On the GPU, kernels take bf16 storage and compute (and accumulate) in f32.
+//   gradient. One cast per parameter per step. (As in PyTorch autocast, the parameter gradient
+//   is accumulated in f32 inside the kernel and rounded to bf16 once before it is widened.)
+// * On the GPU, kernels take bf16 storage and compute (and accumulate) in f32 (HG_DISPATCH_CUDA).
 // * On the CPU (the reference that CI tests), a bf16 op computes in f32 on widened copies of its
-//   bf16 inputs and rounds its outputs to bf16 (round to nearest even). The pattern, at the top of
-//   a layer's kernel-calling helper:
+//   bf16 inputs and rounds its outputs to bf16 (round to nearest even): core/dispatch.h's
 //       if (cpu_bf16(x)) return round_bf16(helper(cpu_f32(x), cpu_f32(w), ...));
 //   so the CPU bf16 result is exactly "f32 math, bf16 storage", the same contract as the GPU's.
 #pragma once
 
-#include "core/autograd.h"
-#include "core/tensor.h"
+#include "core/dispatch.h"
 
 namespace hg {
-
-/// True for a bf16 tensor on the CPU: compute it through cpu_f32 / round_bf16.
-inline bool cpu_bf16(const Tensor& t) {
-  return t.defined() && t.device() == Device::cpu && t.dtype() == DType::bf16;
-}
-
-/// An f32 copy of a bf16 tensor (not recorded); any other (or undefined) tensor as it is.
-inline Tensor cpu_f32(const Tensor& t) {
-  if (!t.defined() || t.dtype() != DType::bf16) return t;
-  Tensor out = Tensor::empty(t.shape(), DType::f32, t.device());
-  out.copy_(t);
-  return out;
-}
-
-/// `t` rounded to bf16 (not recorded); undefined stays undefined.
-inline Tensor round_bf16(const Tensor& t) {
-  if (!t.defined() || t.dtype() == DType::bf16) return t;
-  Tensor out = Tensor::empty(t.shape(), DType::bf16, t.device());
-  out.copy_(t);
-  return out;
-}
 
 /// The parameter in the activation's dtype: `p` itself when they match, else the recorded cast
 /// (f32 master -> bf16 compute copy; its gradient flows back into p in f32).

@@ -5,16 +5,26 @@
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/drop_path.h"
 
 namespace hg {
 namespace {
+// y = x * scale[n] per sample; scale is f32 when x is bf16 (else x's dtype).
 void run_scale_rows(const Tensor& x, const Tensor& scale, Tensor& y) {
+  if (cpu_bf16(x)) {  // f32 math, rounded to bf16
+    Tensor y32 = Tensor::empty(x.shape(), DType::f32, x.device());
+    run_scale_rows(cpu_f32(x), scale, y32);
+    y.copy_(y32);
+    return;
+  }
   const int64_t N = x.size(0), inner = N ? x.numel() / N : 0;
   if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    check_dtype("scale_samples", x, DType::f32);
-    kernels::cuda::scale_rows(x.data<float>(), scale.data<float>(), y.data<float>(), N, inner);
+    HG_DISPATCH_CUDA(x.dtype(), "scale_samples", [&] {
+      kernels::cuda::scale_rows(x.data<scalar_t>(), scale.data<float>(), y.data<scalar_t>(), N,
+                                inner);
+    });
 #else
     throw Error("scale_samples: built without CUDA");
 #endif
@@ -25,13 +35,18 @@ void run_scale_rows(const Tensor& x, const Tensor& scale, Tensor& y) {
     });
   }
 }
+
+/// The dtype of a per-sample scale for activations of dtype t (f32 for bf16 activations).
+DType scale_dtype(DType t) { return t == DType::bf16 ? DType::f32 : t; }
 }  // namespace
 
 Tensor scale_samples(const Tensor& x_in, const Tensor& scale_in) {
   HG_CHECK(x_in.ndim() >= 1, "scale_samples: input must have a batch dim, got ", x_in.describe());
   HG_CHECK(scale_in.shape() == Shape{x_in.size(0)}, "scale_samples: scale must be [", x_in.size(0),
            "] for input ", x_in.describe(), ", got ", scale_in.describe());
-  check_same_dtype_device("scale_samples", x_in, scale_in);
+  HG_CHECK(scale_in.dtype() == scale_dtype(x_in.dtype()) && scale_in.device() == x_in.device(),
+           "scale_samples: scale must be ", dtype_name(scale_dtype(x_in.dtype())), " on the device of ",
+           x_in.describe(), ", got ", scale_in.describe());
   const Tensor x = x_in.contiguous(), scale = scale_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   run_scale_rows(x, scale, y);
@@ -52,7 +67,7 @@ Tensor drop_path(const Tensor& x, double drop_prob, bool training, Generator& ge
   const double keep = 1.0 - drop_prob;
   std::vector<double> s(static_cast<size_t>(x.size(0)));
   for (double& v : s) v = gen.uniform() < keep ? 1.0 / keep : 0.0;  // keep == 0 never keeps
-  Tensor scale = Tensor::from_vector<double>({x.size(0)}, s).to(x.dtype()).to(x.device());
+  Tensor scale = Tensor::from_vector<double>({x.size(0)}, s).to(scale_dtype(x.dtype())).to(x.device());
   return scale_samples(x, scale);
 }
 

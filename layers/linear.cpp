@@ -3,6 +3,7 @@
 
 #include "core/autograd.h"
 #include "core/memory.h"
+#include "layers/dispatch.h"
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 
@@ -20,11 +21,14 @@ struct LinearSizes {
 
 Tensor forward_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, const Tensor& b,
                       Shape yshape) {
+  if (cpu_bf16(x)) return round_bf16(forward_kernel(z, cpu_f32(x), cpu_f32(w), cpu_f32(b), yshape));
   Tensor y = Tensor::empty(yshape, x.dtype(), x.device());
   if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::linear_forward(z.M, z.in, z.out, x.data<float>(), w.data<float>(),
-                                  b.defined() ? b.data<float>() : nullptr, y.data<float>());
+    HG_DISPATCH_CUDA(x.dtype(), "linear", [&] {
+      kernels::cuda::linear_forward(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
+                                    b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
+    });
 #else
     no_cuda();
 #endif
@@ -39,11 +43,14 @@ Tensor forward_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, co
 }
 
 Tensor grad_input(const LinearSizes& z, const Tensor& gy, const Tensor& w, const Shape& xshape) {
+  if (cpu_bf16(gy)) return round_bf16(grad_input(z, cpu_f32(gy), cpu_f32(w), xshape));
   Tensor gx = Tensor::empty(xshape, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::linear_backward_input(z.M, z.in, z.out, gy.data<float>(), w.data<float>(),
-                                         gx.data<float>());
+    HG_DISPATCH_CUDA(gy.dtype(), "linear backward", [&] {
+      kernels::cuda::linear_backward_input(z.M, z.in, z.out, gy.data<scalar_t>(), w.data<scalar_t>(),
+                                           gx.data<scalar_t>());
+    });
 #else
     no_cuda();
 #endif
@@ -57,11 +64,14 @@ Tensor grad_input(const LinearSizes& z, const Tensor& gy, const Tensor& w, const
 }
 
 Tensor grad_weight(const LinearSizes& z, const Tensor& x, const Tensor& gy) {
+  if (cpu_bf16(gy)) return round_bf16(grad_weight(z, cpu_f32(x), cpu_f32(gy)));
   Tensor gw = Tensor::empty({z.out, z.in}, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::linear_backward_weight(z.M, z.in, z.out, x.data<float>(), gy.data<float>(),
-                                          gw.data<float>());
+    HG_DISPATCH_CUDA(gy.dtype(), "linear backward", [&] {
+      kernels::cuda::linear_backward_weight(z.M, z.in, z.out, x.data<scalar_t>(), gy.data<scalar_t>(),
+                                            gw.data<scalar_t>());
+    });
 #else
     no_cuda();
 #endif
@@ -75,10 +85,13 @@ Tensor grad_weight(const LinearSizes& z, const Tensor& x, const Tensor& gy) {
 }
 
 Tensor grad_bias(const LinearSizes& z, const Tensor& gy) {
+  if (cpu_bf16(gy)) return round_bf16(grad_bias(z, cpu_f32(gy)));
   Tensor gb = Tensor::empty({z.out}, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::bias_grad_rows(z.M, z.out, gy.data<float>(), gb.data<float>());
+    HG_DISPATCH_CUDA(gy.dtype(), "linear backward", [&] {
+      kernels::cuda::bias_grad_rows(z.M, z.out, gy.data<scalar_t>(), gb.data<scalar_t>());
+    });
 #else
     no_cuda();
 #endif
@@ -92,8 +105,9 @@ Tensor grad_bias(const LinearSizes& z, const Tensor& gy) {
 
 }  // namespace
 
-Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
-  HG_CHECK(x_in.defined() && w_in.defined(), "linear: x and weight must be defined");
+Tensor linear(const Tensor& x_in, const Tensor& w_param, const Tensor& b_param) {
+  HG_CHECK(x_in.defined() && w_param.defined(), "linear: x and weight must be defined");
+  const Tensor w_in = compute_copy(w_param, x_in), b_in = compute_copy(b_param, x_in);
   const std::string call = str("x ", x_in.describe(), ", weight ", w_in.describe(), ", bias ",
                                b_in.defined() ? b_in.describe() : std::string("none"));
   HG_CHECK(x_in.ndim() >= 1, "linear: x must have at least one dim; got ", call);
@@ -106,8 +120,6 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
     HG_CHECK(b_in.ndim() == 1 && b_in.size(0) == w_in.size(0), "linear: bias must be (",
              w_in.size(0), "); got ", call);
   }
-  HG_CHECK(x_in.device() == Device::cpu || x_in.dtype() == DType::f32,
-           "linear: CUDA computes in f32 only; got ", call);
 
   const LinearSizes z{x_in.numel() / x_in.size(-1), w_in.size(1), w_in.size(0)};
   Shape yshape = x_in.shape();
@@ -131,10 +143,13 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
 
 // GELU on a dense tensor, no autograd (the fused op below records itself).
 Tensor gelu_raw(const Tensor& h) {
+  if (cpu_bf16(h)) return round_bf16(gelu_raw(cpu_f32(h)));
   Tensor g = Tensor::empty(h.shape(), h.dtype(), h.device());
   if (h.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::gelu_forward(h.data<float>(), g.data<float>(), h.numel());
+    HG_DISPATCH_CUDA(h.dtype(), "gelu_linear", [&] {
+      kernels::cuda::gelu_forward(h.data<scalar_t>(), g.data<scalar_t>(), h.numel());
+    });
 #else
     no_cuda();
 #endif
@@ -146,8 +161,10 @@ Tensor gelu_raw(const Tensor& h) {
   return g;
 }
 
-Tensor gelu_linear(const Tensor& h_in, const Tensor& w_in, const Tensor& b_in) {
-  HG_CHECK(h_in.defined() && w_in.defined() && w_in.ndim() == 2 && h_in.ndim() >= 1 &&
+Tensor gelu_linear(const Tensor& h_in, const Tensor& w_param, const Tensor& b_param) {
+  HG_CHECK(h_in.defined() && w_param.defined(), "gelu_linear: h and weight must be defined");
+  const Tensor w_in = compute_copy(w_param, h_in), b_in = compute_copy(b_param, h_in);
+  HG_CHECK(w_in.ndim() == 2 && h_in.ndim() >= 1 &&
                h_in.size(-1) == w_in.size(1),
            "gelu_linear: h ", h_in.describe(), " does not match weight ", w_in.describe());
   check_same_dtype_device("gelu_linear", h_in, w_in);
@@ -173,12 +190,21 @@ Tensor gelu_linear(const Tensor& h_in, const Tensor& w_in, const Tensor& b_in) {
     Tensor gh = Tensor::empty(h.shape(), h.dtype(), h.device()), gw, gb;
     {
       memory::CategoryScope scratch(Category::workspace);
-      const Tensor g = Tensor::empty(h.shape(), h.dtype(), h.device());
+      Tensor g = Tensor::empty(h.shape(), h.dtype(), h.device());
       if (h.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-        kernels::cuda::gelu_forward_backward(h.data<float>(), dg.data<float>(), g.data<float>(), gh.data<float>(),
-                                             h.numel());
+        HG_DISPATCH_CUDA(h.dtype(), "gelu_linear backward", [&] {
+          kernels::cuda::gelu_forward_backward(h.data<scalar_t>(), dg.data<scalar_t>(), g.data<scalar_t>(),
+                                               gh.data<scalar_t>(), h.numel());
+        });
 #endif
+      } else if (cpu_bf16(h)) {  // f32 math, both outputs rounded to bf16
+        const Tensor h32 = cpu_f32(h), dg32 = cpu_f32(dg);
+        Tensor g32 = Tensor::empty(h.shape(), DType::f32, h.device()), gh32 = g32.clone();
+        kernels::cpu::gelu_forward_backward(h32.data<float>(), dg32.data<float>(), g32.data<float>(),
+                                            gh32.data<float>(), h.numel());
+        g.copy_(g32);
+        gh.copy_(gh32);
       } else {
         HG_DISPATCH_FLOAT(h.dtype(), "gelu_linear backward", [&] {
           kernels::cpu::gelu_forward_backward(h.data<scalar_t>(), dg.data<scalar_t>(), g.data<scalar_t>(),

@@ -2,6 +2,7 @@
 #include "layers/pool.h"
 
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/pool.h"
 
 namespace hg {
@@ -12,11 +13,14 @@ namespace {
 }
 
 Tensor pool_backward(const Tensor& gy, const Shape& xshape) {
+  if (cpu_bf16(gy)) return round_bf16(pool_backward(cpu_f32(gy), xshape));
   const int64_t N = xshape[0], HW = xshape[1] * xshape[2], C = xshape[3];
   Tensor gx = Tensor::empty(xshape, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::global_avg_pool_backward(N, HW, C, gy.data<float>(), gx.data<float>());
+    HG_DISPATCH_CUDA(gy.dtype(), "global_avg_pool backward", [&] {
+      kernels::cuda::global_avg_pool_backward(N, HW, C, gy.data<scalar_t>(), gx.data<scalar_t>());
+    });
 #else
     no_cuda();
 #endif
@@ -35,14 +39,17 @@ Tensor global_avg_pool(const Tensor& x_in) {
   HG_CHECK(x_in.defined(), "global_avg_pool: x is undefined");
   HG_CHECK(x_in.ndim() == 4 && x_in.size(1) * x_in.size(2) > 0,
            "global_avg_pool: x must be (N, H, W, C) NHWC with H*W > 0; got ", x_in.describe());
-  HG_CHECK(x_in.device() == Device::cpu || x_in.dtype() == DType::f32,
-           "global_avg_pool: CUDA computes in f32 only; got ", x_in.describe());
   Tensor x = x_in.contiguous();
   const int64_t N = x.size(0), HW = x.size(1) * x.size(2), C = x.size(3);
   Tensor y = Tensor::empty({N, C}, x.dtype(), x.device());
-  if (x.device() == Device::cuda) {
+  if (cpu_bf16(x)) {
+    autograd::NoGradGuard no_grad;
+    y.copy_(global_avg_pool(cpu_f32(x)));  // f32 math, rounded to bf16
+  } else if (x.device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::global_avg_pool_forward(N, HW, C, x.data<float>(), y.data<float>());
+    HG_DISPATCH_CUDA(x.dtype(), "global_avg_pool", [&] {
+      kernels::cuda::global_avg_pool_forward(N, HW, C, x.data<scalar_t>(), y.data<scalar_t>());
+    });
 #else
     no_cuda();
 #endif

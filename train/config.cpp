@@ -124,7 +124,7 @@ const std::vector<Field>& table() {
       {"smoothing", &Config::smoothing, half_open(0, 1)},
       {"seed", &Config::seed, at_least(0)},
       {"deterministic", &Config::deterministic, any()},
-      {"precision", &Config::precision, one_of({"fp32", "tf32"})},
+      {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"})},
       {"device", &Config::device, one_of({"auto", "cpu", "cuda"})},
       {"log_interval", &Config::log_interval, at_least(1)},
       {"checkpoint_hist", &Config::checkpoint_hist, at_least(0)},

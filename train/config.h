@@ -71,7 +71,7 @@ struct Config {
   // ---- run ----------------------------------------------------------------------------------
   int64_t seed = 42;
   bool deterministic = false;                    ///< prefer deterministic kernels
-  std::string precision = "fp32";                ///< "fp32" | "tf32"
+  std::string precision = "fp32";                ///< "fp32" | "tf32" | "bf16" (mixed precision)
   std::string device = "auto";                   ///< "auto" | "cpu" | "cuda"
   int64_t log_interval = 50;                     ///< steps between log lines
   int64_t checkpoint_hist = 10;                  ///< best checkpoints kept

@@ -233,6 +233,9 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   ModelConfig mcfg = model_config_from(cfg);
   ConvNeXt model(mcfg, static_cast<uint64_t>(cfg.seed), DType::f32, device);
   model.set_wtconv_mode(cfg.wtconv_mode == "reference" ? WTConvMode::reference : WTConvMode::fused);
+  // bf16: mixed precision (f32 master weights and optimizer state, bf16 activations; no loss scaling
+  // is needed: bf16 has f32's exponent range, so gradients do not underflow as in fp16)
+  model.compute_dtype = cfg.precision == "bf16" ? DType::bf16 : DType::f32;
   std::vector<ParamRef> params;
   for (const ParamRef& p : model.named_tensors())
     if (p.trainable) params.push_back(p);

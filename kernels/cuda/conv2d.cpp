@@ -1,4 +1,4 @@
-// cuDNN 2-D convolution on NHWC fp32 tensors (kernels/conv2d.h): RAII descriptors, one plan per
+// cuDNN 2-D convolution on NHWC fp32 or bf16 tensors (f32 weights, f32 accumulation) (kernels/conv2d.h): RAII descriptors, one plan per
 // shape (descriptors + chosen algorithms), workspace from the caching allocator.
 //
 // Filter layout: cuDNN's kernels for NHWC activations take the filter in KRSC order (O, KH, KW,
@@ -21,10 +21,12 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "core/memory.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/copy.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/depthwise_conv.h"
 #include "kernels/linear.h"
@@ -86,13 +88,18 @@ cudnnMathType_t math_type() {
   return hg::cuda::allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
-std::unique_ptr<Plan> make_plan(const Conv2dShape& s, cudnnMathType_t math) {
+template <typename T> cudnnDataType_t cudnn_type();
+template <> cudnnDataType_t cudnn_type<float>() { return CUDNN_DATA_FLOAT; }
+template <> cudnnDataType_t cudnn_type<hg::bf16>() { return CUDNN_DATA_BFLOAT16; }
+
+// dt: the data type of x, y and the filter; the convolution computes in float either way.
+std::unique_ptr<Plan> make_plan(const Conv2dShape& s, cudnnMathType_t math, cudnnDataType_t dt) {
   auto p = std::make_unique<Plan>();
-  HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+  HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt,
                                             to_int(s.N), to_int(s.C), to_int(s.H), to_int(s.W)));
-  HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+  HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, dt,
                                             to_int(s.N), to_int(s.O), to_int(s.OH), to_int(s.OW)));
-  HG_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
+  HG_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NHWC,
                                             to_int(s.O), to_int(s.Cg()), to_int(s.KH),
                                             to_int(s.KW)));
   HG_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), to_int(s.pad), to_int(s.pad),
@@ -108,10 +115,10 @@ std::unique_ptr<Plan> make_plan(const Conv2dShape& s, cudnnMathType_t math) {
            s.OW, ")");
   p->transpose_weight = s.Cg() > 1 && s.KH * s.KW > 1;
   if (p->transpose_weight) {
-    HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->w_kcrs.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+    HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->w_kcrs.get(), CUDNN_TENSOR_NCHW, dt,
                                               to_int(s.O), to_int(s.Cg()), to_int(s.KH),
                                               to_int(s.KW)));
-    HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->w_krsc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+    HG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->w_krsc.get(), CUDNN_TENSOR_NHWC, dt,
                                               to_int(s.O), to_int(s.Cg()), to_int(s.KH),
                                               to_int(s.KW)));
   }
@@ -120,13 +127,15 @@ std::unique_ptr<Plan> make_plan(const Conv2dShape& s, cudnnMathType_t math) {
 
 // Plans are keyed by shape and math mode; the mutex makes the cache safe to share across threads.
 std::mutex g_mutex;
-std::map<std::pair<Conv2dShape, int>, std::unique_ptr<Plan>> g_plans;
+std::map<std::tuple<Conv2dShape, int, int>, std::unique_ptr<Plan>> g_plans;
 
+template <typename T>
 Plan& plan_for(const Conv2dShape& s) {
   const cudnnMathType_t math = math_type();
+  const cudnnDataType_t dt = cudnn_type<T>();
   std::lock_guard<std::mutex> lock(g_mutex);
-  auto& slot = g_plans[{s, static_cast<int>(math)}];
-  if (!slot) slot = make_plan(s, math);
+  auto& slot = g_plans[{s, static_cast<int>(math), static_cast<int>(dt)}];
+  if (!slot) slot = make_plan(s, math, dt);
   return *slot;
 }
 
@@ -179,20 +188,42 @@ const Choice& bwd_filter_choice(Plan& p) {
   return p.bwd_filter;
 }
 
+int64_t weight_numel(const Conv2dShape& s) { return s.O * s.Cg() * s.KH * s.KW; }
 size_t weight_bytes(const Conv2dShape& s) {
-  return static_cast<size_t>(s.O * s.Cg() * s.KH * s.KW) * sizeof(float);
+  return static_cast<size_t>(weight_numel(s)) * sizeof(float);
 }
 
-// The filter in the order cuDNN takes for NHWC data: `weight` itself, or (dense KxK) its KRSC
-// transpose in scratch memory that `hold` keeps alive.
-const float* filter_for_cudnn(const Plan& p, const Conv2dShape& s, const float* weight,
-                              std::shared_ptr<void>& hold) {
-  if (!p.transpose_weight) return weight;
+// The f32 weight as type T (bf16: rounded, in scratch that `hold` keeps alive).
+template <typename T>
+const T* weight_as(const Conv2dShape& s, const float* weight, std::shared_ptr<void>& hold);
+template <>
+const float* weight_as<float>(const Conv2dShape&, const float* weight, std::shared_ptr<void>&) {
+  return weight;
+}
+template <>
+const hg::bf16* weight_as<hg::bf16>(const Conv2dShape& s, const float* weight,
+                                    std::shared_ptr<void>& hold) {
+  hold = scratch(static_cast<size_t>(weight_numel(s)) * sizeof(hg::bf16));
+  convert(weight, static_cast<hg::bf16*>(hold.get()), weight_numel(s));
+  return static_cast<const hg::bf16*>(hold.get());
+}
+
+// The filter in type T and the order cuDNN takes for NHWC data: the weight itself (f32), its bf16
+// copy, or (dense KxK) its KRSC transpose, in scratch memory that `hold` keeps alive.
+template <typename T>
+const T* filter_for_cudnn(const Plan& p, const Conv2dShape& s, const float* weight,
+                          std::shared_ptr<void>& hold) {
+  std::shared_ptr<void> typed;
+  const T* w = weight_as<T>(s, weight, typed);
+  if (!p.transpose_weight) {
+    hold = typed;
+    return w;
+  }
   const float one = 1.0f, zero = 0.0f;
-  hold = scratch(weight_bytes(s));
-  HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), weight, &zero,
+  hold = scratch(static_cast<size_t>(weight_numel(s)) * sizeof(T));
+  HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_kcrs.get(), w, &zero,
                                       p.w_krsc.get(), hold.get()));
-  return static_cast<const float*>(hold.get());
+  return static_cast<const T*>(hold.get());
 }
 
 bool empty(const Conv2dShape& s) {
@@ -210,15 +241,15 @@ bool own_depthwise(const Conv2dShape& s) {
 
 }  // namespace
 
-void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, const float* bias,
-                    float* y) {
+template <typename T>
+void conv2d_forward(const Conv2dShape& s, const T* x, const float* weight, const float* bias, T* y) {
   if (own_depthwise(s)) return depthwise_conv_forward(s, x, weight, bias, y);
   if (empty(s)) return;
   if (patchify_conv_supported(s)) return patchify_conv_forward(s, x, weight, bias, y);
-  Plan& p = plan_for(s);
+  Plan& p = plan_for<T>(s);
   const float one = 1.0f, zero = 0.0f;
-  std::shared_ptr<void> wt;  // keeps a transposed filter alive until the call is queued
-  const float* w = filter_for_cudnn(p, s, weight, wt);
+  std::shared_ptr<void> wt;  // keeps a converted / transposed filter alive until the call is queued
+  const T* w = filter_for_cudnn<T>(p, s, weight, wt);
   const Choice& c = forward_choice(p);
   std::shared_ptr<void> ws = scratch(c.workspace);
   HG_CUDNN_CHECK(cudnnConvolutionForward(
@@ -227,19 +258,19 @@ void conv2d_forward(const Conv2dShape& s, const float* x, const float* weight, c
   if (bias) add_bias_rows(s.N * s.OH * s.OW, s.O, bias, y);
 }
 
-void conv2d_backward_data(const Conv2dShape& s, const float* gy, const float* weight, float* gx) {
+template <typename T>
+void conv2d_backward_data(const Conv2dShape& s, const T* gy, const float* weight, T* gx) {
   if (own_depthwise(s)) return depthwise_conv_backward_data(s, gy, weight, gx);
   if (s.N * s.H * s.W * s.C == 0) return;
   if (empty(s)) {
-    HG_CUDA_CHECK(
-        cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(float)));
+    HG_CUDA_CHECK(cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(T)));
     return;
   }
   if (patchify_conv_supported(s)) return patchify_conv_backward_data(s, gy, weight, gx);
-  Plan& p = plan_for(s);
+  Plan& p = plan_for<T>(s);
   const float one = 1.0f, zero = 0.0f;
-  std::shared_ptr<void> wt;  // keeps a transposed filter alive until the call is queued
-  const float* w = filter_for_cudnn(p, s, weight, wt);
+  std::shared_ptr<void> wt;  // keeps a converted / transposed filter alive until the call is queued
+  const T* w = filter_for_cudnn<T>(p, s, weight, wt);
   const Choice& c = bwd_data_choice(p);
   std::shared_ptr<void> ws = scratch(c.workspace);
   HG_CUDNN_CHECK(cudnnConvolutionBackwardData(hg::cuda::cudnn(), &one, p.w.get(), w, p.y.get(), gy,
@@ -248,7 +279,8 @@ void conv2d_backward_data(const Conv2dShape& s, const float* gy, const float* we
                                               ws.get(), c.workspace, &zero, p.x.get(), gx));
 }
 
-void conv2d_backward_weight(const Conv2dShape& s, const float* x, const float* gy, float* gw) {
+template <typename T>
+void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* gy, float* gw) {
   // (the bias gradient stays with bias_grad_rows below, also deterministic)
   if (own_depthwise(s)) return depthwise_conv_backward_weight(s, x, gy, gw, nullptr);
   if (weight_bytes(s) == 0) return;
@@ -257,28 +289,45 @@ void conv2d_backward_weight(const Conv2dShape& s, const float* x, const float* g
     return;
   }
   if (patchify_conv_supported(s)) return patchify_conv_backward_weight(s, x, gy, gw);
-  Plan& p = plan_for(s);
+  Plan& p = plan_for<T>(s);
   const float one = 1.0f, zero = 0.0f;
-  std::shared_ptr<void> gwt;
-  float* out = gw;
-  if (p.transpose_weight) {
-    gwt = scratch(weight_bytes(s));
-    out = static_cast<float*>(gwt.get());
-  }
+  // cuDNN writes the filter gradient in T and KRSC order (dense KxK); we want f32 KCRS.
+  const bool direct = std::is_same_v<T, float> && !p.transpose_weight;
+  const size_t tbytes = static_cast<size_t>(weight_numel(s)) * sizeof(T);
+  std::shared_ptr<void> krsc = direct ? nullptr : scratch(tbytes);
+  T* out = direct ? reinterpret_cast<T*>(gw) : static_cast<T*>(krsc.get());
   const Choice& c = bwd_filter_choice(p);
   std::shared_ptr<void> ws = scratch(c.workspace);
   HG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       hg::cuda::cudnn(), &one, p.x.get(), x, p.y.get(), gy, p.conv.get(),
       static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.get(), c.workspace, &zero, p.w.get(),
       out));
-  if (p.transpose_weight)  // KRSC -> KCRS
+  if (direct) return;
+  const T* kcrs = out;
+  std::shared_ptr<void> kcrs_mem;
+  if (p.transpose_weight) {  // KRSC -> KCRS
+    kcrs_mem = std::is_same_v<T, float> ? nullptr : scratch(tbytes);
+    T* dst = std::is_same_v<T, float> ? reinterpret_cast<T*>(gw) : static_cast<T*>(kcrs_mem.get());
     HG_CUDNN_CHECK(cudnnTransformTensor(hg::cuda::cudnn(), &one, p.w_krsc.get(), out, &zero,
-                                        p.w_kcrs.get(), gw));
+                                        p.w_kcrs.get(), dst));
+    kcrs = dst;
+  }
+  if constexpr (!std::is_same_v<T, float>) convert(kcrs, gw, weight_numel(s));
 }
 
-void conv2d_backward_bias(const Conv2dShape& s, const float* gy, float* gb) {
+template <typename T>
+void conv2d_backward_bias(const Conv2dShape& s, const T* gy, float* gb) {
   bias_grad_rows(s.N * s.OH * s.OW, s.O, gy, gb);
 }
+
+#define HG_INSTANTIATE(T)                                                                          \
+  template void conv2d_forward<T>(const Conv2dShape&, const T*, const float*, const float*, T*);   \
+  template void conv2d_backward_data<T>(const Conv2dShape&, const T*, const float*, T*);           \
+  template void conv2d_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*);         \
+  template void conv2d_backward_bias<T>(const Conv2dShape&, const T*, float*);
+HG_INSTANTIATE(float)
+HG_INSTANTIATE(hg::bf16)
+#undef HG_INSTANTIATE
 
 void conv2d_clear_algorithm_cache() {
   std::lock_guard<std::mutex> lock(g_mutex);

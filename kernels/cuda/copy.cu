@@ -80,6 +80,18 @@ void convert(const Tensor& dst, const Tensor& src) {
   HG_CUDA_LAUNCH_CHECK();
 }
 
+void convert(const float* src, hg::bf16* dst, int64_t n) {
+  if (n == 0) return;
+  convert_kernel<<<grid_stride_blocks(n), 256>>>(dev(dst), src, n);
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+void convert(const hg::bf16* src, float* dst, int64_t n) {
+  if (n == 0) return;
+  convert_kernel<<<grid_stride_blocks(n), 256>>>(dst, dev(src), n);
+  HG_CUDA_LAUNCH_CHECK();
+}
+
 void strided_copy(const Tensor& dst, const Tensor& src) {
   HG_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype(), "cuda strided_copy: ",
            dst.describe(), " <- ", src.describe());

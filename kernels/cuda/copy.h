@@ -9,4 +9,7 @@ void strided_copy(const Tensor& dst, const Tensor& src);
 void fill(const Tensor& dst, double value);
 /// dst = src converted between f32 and bf16 (round to nearest even), both dense, same shape.
 void convert(const Tensor& dst, const Tensor& src);
+/// The same on raw device arrays of n elements.
+void convert(const float* src, hg::bf16* dst, int64_t n);
+void convert(const hg::bf16* src, float* dst, int64_t n);
 }  // namespace hg::kernels::cuda

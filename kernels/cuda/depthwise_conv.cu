@@ -1,4 +1,4 @@
-// Hand-written depthwise convolution on NHWC fp32 tensors (kernels/depthwise_conv.h): forward,
+// Hand-written depthwise convolution on NHWC fp32 or bf16 tensors (f32 filters and accumulation) (kernels/depthwise_conv.h): forward,
 // backward data (transposed conv) and a deterministic weight/bias gradient.
 // Compiled as C++17 by nvcc: includes only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
 //
@@ -38,6 +38,7 @@
 #include <type_traits>
 
 #include "core/tensor.h"
+#include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce_slices.cuh"
@@ -76,6 +77,41 @@ struct Io<float, 4> {
   }
 };
 
+template <>
+struct Io<__nv_bfloat16, 1> {
+  static __device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[1]) {
+    v[0] = __bfloat162float(__ldg(p));
+  }
+  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[1]) {
+    *p = __float2bfloat16_rn(v[0]);
+  }
+};
+template <>
+struct Io<__nv_bfloat16, 4> {  // 4 bf16 = one 8-byte access
+  static __device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[4]) {
+    const uint2 t = __ldg(reinterpret_cast<const uint2*>(p));
+    const __nv_bfloat162 a = *reinterpret_cast<const __nv_bfloat162*>(&t.x);
+    const __nv_bfloat162 b = *reinterpret_cast<const __nv_bfloat162*>(&t.y);
+    const float2 fa = __bfloat1622float2(a), fb = __bfloat1622float2(b);
+    v[0] = fa.x, v[1] = fa.y, v[2] = fb.x, v[3] = fb.y;
+  }
+  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[4]) {
+    const __nv_bfloat162 a = __floats2bfloat162_rn(v[0], v[1]), b = __floats2bfloat162_rn(v[2], v[3]);
+    uint2 t;
+    t.x = *reinterpret_cast<const uint32_t*>(&a);
+    t.y = *reinterpret_cast<const uint32_t*>(&b);
+    *reinterpret_cast<uint2*>(p) = t;
+  }
+};
+
+/// A filter value as the math uses it: f32 for f32 activations, rounded to bf16 for bf16 ones
+/// (the contract of kernels/conv2d.h, which the CPU reference follows).
+template <typename T>
+__device__ __forceinline__ float filter_value(float w) {
+  if constexpr (std::is_same_v<T, float>) return w;
+  else return __bfloat162float(__float2bfloat16_rn(w));
+}
+
 /// v = row[col * C .. + V) when 0 <= col < width, else zeros (the conv's zero padding).
 template <typename T, int V>
 __device__ __forceinline__ void load_or_zero(const T* row, int col, int width, int C,
@@ -108,13 +144,14 @@ __device__ __forceinline__ void fma_v(float (&acc)[V], const float (&w)[V], cons
 
 /// Copies the filters of channels [c0, c0 + CB) from w (C, K*K) into wsm[tap][CB] (zeros for
 /// channels past C). Global reads are contiguous in the loop index.
+template <typename T>
 __device__ __forceinline__ void stage_filters(const float* __restrict__ w, int C, int KK, int c0,
                                               int CB, float* wsm) {
   const int nthreads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
   const int present = min(CB, C - c0);
   for (int e = tid; e < CB * KK; e += nthreads) {
     const int cl = e / KK, k = e % KK;
-    wsm[k * CB + cl] = cl < present ? w[int64_t(c0 + cl) * KK + k] : 0.f;
+    wsm[k * CB + cl] = cl < present ? filter_value<T>(w[int64_t(c0 + cl) * KK + k]) : 0.f;
   }
 }
 
@@ -135,7 +172,7 @@ __global__ void __launch_bounds__(kThreads)
   float* wsm = reinterpret_cast<float*>(smem_f4);
   const int K = KT > 0 ? KT : d.K;
   const int CB = blockDim.x * V, c0 = blockIdx.y * CB;
-  stage_filters(w, d.C, K * K, c0, CB, wsm);
+  stage_filters<T>(w, d.C, K * K, c0, CB, wsm);
   __syncthreads();
 
   const int cl = threadIdx.x * V, c = c0 + cl;
@@ -204,7 +241,7 @@ __global__ void __launch_bounds__(kThreads)
   float* wsm = reinterpret_cast<float*>(smem_f4);
   const int K = KT > 0 ? KT : d.K;
   const int CB = blockDim.x * V, c0 = blockIdx.y * CB;
-  stage_filters(w, d.C, K * K, c0, CB, wsm);
+  stage_filters<T>(w, d.C, K * K, c0, CB, wsm);
   __syncthreads();
 
   const int cl = threadIdx.x * V, c = c0 + cl;
@@ -514,7 +551,6 @@ void check_supported(const char* op, const Conv2dShape& s) {
            ", stride 1 or 2)");
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 /// Calls f(integral_constant<int, KT>) with KT = K for K in {3, 5, 7}, else KT = 0 (run-time K).
 template <class F>
@@ -561,8 +597,12 @@ bool depthwise_conv_supported(const Conv2dShape& s) {
          fits_int(s.H + 2 * s.pad);
 }
 
-void depthwise_conv_forward(const Conv2dShape& s, const float* x, const float* weight,
-                            const float* bias, float* y) {
+template <typename T>
+void depthwise_conv_forward(const Conv2dShape& s, const T* x_in, const float* weight,
+                            const float* bias, T* y_in) {
+  const auto* x = dev(x_in);
+  auto* y = dev(y_in);
+  using D = device_t<T>;
   check_supported("depthwise_conv_forward", s);
   if (s.N == 0 || s.C == 0 || s.OH <= 0 || s.OW <= 0) return;
   const Dims d = dims_of(s);
@@ -573,21 +613,25 @@ void depthwise_conv_forward(const Conv2dShape& s, const float* x, const float* w
       const int64_t tiles = s.N * s.OH * ((s.OW + TW - 1) / TW);
       const TileLaunch l = tile_launch(d.C, V, d.K * d.K, tiles);
       if (V == 4)
-        forward_kernel<float, 4, KT, S, TW><<<l.grid, l.block, l.smem>>>(x, weight, bias, d, y);
+        forward_kernel<D, 4, KT, S, TW><<<l.grid, l.block, l.smem>>>(x, weight, bias, d, y);
       else
-        forward_kernel<float, 1, KT, S, TW><<<l.grid, l.block, l.smem>>>(x, weight, bias, d, y);
+        forward_kernel<D, 1, KT, S, TW><<<l.grid, l.block, l.smem>>>(x, weight, bias, d, y);
       HG_CUDA_LAUNCH_CHECK();
     });
   });
 }
 
-void depthwise_conv_backward_data(const Conv2dShape& s, const float* grad_y, const float* weight,
-                                  float* grad_x) {
+template <typename T>
+void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y_in, const float* weight,
+                                  T* grad_x_in) {
+  const auto* grad_y = dev(grad_y_in);
+  auto* grad_x = dev(grad_x_in);
+  using D = device_t<T>;
   check_supported("depthwise_conv_backward_data", s);
   const int64_t nx = s.N * s.H * s.W * s.C;
   if (nx == 0) return;
   if (s.OH <= 0 || s.OW <= 0) {  // no output: nothing flows back
-    HG_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, size_t(nx) * sizeof(float)));
+    HG_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, size_t(nx) * sizeof(T)));
     return;
   }
   const Dims d = dims_of(s);
@@ -599,18 +643,22 @@ void depthwise_conv_backward_data(const Conv2dShape& s, const float* grad_y, con
       const int64_t tiles = s.N * s.H * S * nmb;
       const TileLaunch l = tile_launch(d.C, V, d.K * d.K, tiles);
       if (V == 4)
-        backward_data_kernel<float, 4, KT, S, TW>
+        backward_data_kernel<D, 4, KT, S, TW>
             <<<l.grid, l.block, l.smem>>>(grad_y, weight, d, grad_x);
       else
-        backward_data_kernel<float, 1, KT, S, TW>
+        backward_data_kernel<D, 1, KT, S, TW>
             <<<l.grid, l.block, l.smem>>>(grad_y, weight, d, grad_x);
       HG_CUDA_LAUNCH_CHECK();
     });
   });
 }
 
-void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const float* grad_y,
+template <typename T>
+void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T* grad_y_in,
                                     float* grad_weight, float* grad_bias) {
+  const auto* x = dev(x_in);
+  const auto* grad_y = dev(grad_y_in);
+  using D = device_t<T>;
   check_supported("depthwise_conv_backward_weight", s);
   const int64_t KK = s.KH * s.KW, nw = s.C * KK;
   if (s.C == 0) return;
@@ -642,7 +690,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const 
     dispatch_k(d.K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
-        wgrad_rows2_kernel<float, KT><<<dim3(unsigned(chunks), unsigned(slices)), block>>>(
+        wgrad_rows2_kernel<D, KT><<<dim3(unsigned(chunks), unsigned(slices)), block>>>(
             x, grad_y, d, int(rows_per_block), partial, bias_partial);
         HG_CUDA_LAUNCH_CHECK();
       }
@@ -653,14 +701,14 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const 
       if constexpr (KT > 0) {
         dispatch_s(int(s.stride), [&](auto st) {
           constexpr int S = decltype(st)::value;
-          wgrad_kernel<float, KT, S><<<dim3(unsigned(chunks), unsigned(slices)), block>>>(
+          wgrad_kernel<D, KT, S><<<dim3(unsigned(chunks), unsigned(slices)), block>>>(
               x, grad_y, d, int(rows_per_block), partial, bias_partial);
           HG_CUDA_LAUNCH_CHECK();
         });
       }
     });
   } else {
-    wgrad_generic_kernel<float>
+    wgrad_generic_kernel<D>
         <<<dim3(unsigned(chunks), unsigned(slices), unsigned(KK)), block>>>(
             x, grad_y, d, int(s.stride), int(rows_per_block), partial, bias_partial);
     HG_CUDA_LAUNCH_CHECK();
@@ -669,5 +717,15 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const float* x, const 
   if (grad_bias) reduce_slices(bias_partial, slices, s.C, grad_bias);
 
 }
+
+#define HG_INSTANTIATE(T)                                                                        \
+  template void depthwise_conv_forward<T>(const Conv2dShape&, const T*, const float*, const float*,\
+                                          T*);                                                   \
+  template void depthwise_conv_backward_data<T>(const Conv2dShape&, const T*, const float*, T*);  \
+  template void depthwise_conv_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*,  \
+                                                  float*);
+HG_INSTANTIATE(float)
+HG_INSTANTIATE(hg::bf16)
+#undef HG_INSTANTIATE
 
 }  // namespace hg::kernels::cuda

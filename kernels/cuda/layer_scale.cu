@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/tensor.h"
+#include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/layer_scale.h"
@@ -15,7 +16,16 @@ __global__ void layer_scale_kernel(const T* x, const float* gamma, T* y, int64_t
   const int64_t n = rows * C;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = T(static_cast<float>(x[i]) * gamma[i % C]);
+    y[i] = from_f32<T>(to_f32(x[i]) * gamma[i % C]);
+}
+
+template <typename T>
+__global__ void residual_layer_scale_kernel(const T* s, const T* x, const float* gamma, T* y,
+                                            int64_t rows, int64_t C) {
+  const int64_t n = rows * C;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = from_f32<T>(to_f32(s[i]) + to_f32(x[i]) * gamma[i % C]);
 }
 
 // grid (ceil(C/32), P), block (32, 8): column c = blockIdx.x*32 + tx, rows of chunk blockIdx.y.
@@ -28,7 +38,7 @@ __global__ void grad_gamma_partial(const T* x, const T* dy, float* partial, int6
   float acc = 0;
   if (c < C)
     for (int64_t r = r0 + threadIdx.y; r < r1; r += 8)
-      acc += static_cast<float>(dy[r * C + c]) * static_cast<float>(x[r * C + c]);
+      acc += to_f32(dy[r * C + c]) * to_f32(x[r * C + c]);
   s[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.y == 0 && c < C) {
@@ -39,23 +49,42 @@ __global__ void grad_gamma_partial(const T* x, const T* dy, float* partial, int6
 }
 }  // namespace
 
-void layer_scale_forward(const float* x, const float* gamma, float* y, int64_t rows, int64_t C) {
+template <typename T>
+void layer_scale_forward(const T* x, const float* gamma, T* y, int64_t rows, int64_t C) {
   const int64_t n = rows * C;
   if (n == 0) return;
-  const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535));
-  layer_scale_kernel<float><<<blocks, 256>>>(x, gamma, y, rows, C);
+  layer_scale_kernel<<<grid_stride_blocks(n), 256>>>(dev(x), gamma, dev(y), rows, C);
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void layer_scale_grad_gamma(const float* x, const float* dy, float* dgamma, int64_t rows,
-                            int64_t C) {
+template <typename T>
+void residual_layer_scale_forward(const T* shortcut, const T* x, const float* gamma, T* y,
+                                  int64_t rows, int64_t C) {
+  const int64_t n = rows * C;
+  if (n == 0) return;
+  residual_layer_scale_kernel<<<grid_stride_blocks(n), 256>>>(dev(shortcut), dev(x), gamma, dev(y),
+                                                             rows, C);
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+template <typename T>
+void layer_scale_grad_gamma(const T* x, const T* dy, float* dgamma, int64_t rows, int64_t C) {
   if (C == 0) return;
   const int64_t P = column_partial_chunks(rows), chunk = (rows + P - 1) / P;
   const Tensor ws = scratch_tensor({P, C});
   dim3 grid(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(P)), block(32, 8);
-  grad_gamma_partial<float><<<grid, block>>>(x, dy, ws.data<float>(), rows, C, chunk);
+  grad_gamma_partial<<<grid, block>>>(dev(x), dev(dy), ws.data<float>(), rows, C, chunk);
   HG_CUDA_LAUNCH_CHECK();
   sum_rows(ws.data<float>(), P, C, dgamma);
 }
+
+#define HG_INSTANTIATE(T)                                                                        \
+  template void layer_scale_forward<T>(const T*, const float*, T*, int64_t, int64_t);           \
+  template void residual_layer_scale_forward<T>(const T*, const T*, const float*, T*, int64_t,  \
+                                                int64_t);                                       \
+  template void layer_scale_grad_gamma<T>(const T*, const T*, float*, int64_t, int64_t);
+HG_INSTANTIATE(float)
+HG_INSTANTIATE(hg::bf16)
+#undef HG_INSTANTIATE
 
 }  // namespace hg::kernels::cuda

@@ -1,11 +1,12 @@
 // CUDA LayerNorm of kernels/layernorm.h. One warp per row for the forward and for dx (rows are the
 // channel vectors of NHWC pixels, C <= a few thousand); dweight / dbias are summed per row chunk
 // into (P, C) workspaces and finished by reduce.h's fixed-order sum_rows (deterministic).
-// Kernels are templated on the activation storage type T (float now, bf16 later); parameters,
+// Kernels are templated on the activation storage type T (float or __nv_bfloat16); parameters,
 // statistics and accumulation stay float.
 #include <algorithm>
 
 #include "core/tensor.h"
+#include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/layernorm.h"
@@ -28,16 +29,16 @@ __global__ void forward_kernel(const T* x, const float* w, const float* b, T* y,
   const T* xr = x + r * C;
   const int lane = threadIdx.x;
   float s = 0;
-  for (int64_t c = lane; c < C; c += 32) s += static_cast<float>(xr[c]);
+  for (int64_t c = lane; c < C; c += 32) s += to_f32(xr[c]);
   const float mu = warp_sum(s) / static_cast<float>(C);
   float ss = 0;  // two-pass variance: no cancellation
   for (int64_t c = lane; c < C; c += 32) {
-    const float d = static_cast<float>(xr[c]) - mu;
+    const float d = to_f32(xr[c]) - mu;
     ss += d * d;
   }
   const float rs = rsqrtf(warp_sum(ss) / static_cast<float>(C) + eps);
   for (int64_t c = lane; c < C; c += 32)
-    y[r * C + c] = T((static_cast<float>(xr[c]) - mu) * rs * w[c] + b[c]);
+    y[r * C + c] = from_f32<T>((to_f32(xr[c]) - mu) * rs * w[c] + b[c]);
   if (lane == 0) {
     mean[r] = mu;
     rstd[r] = rs;
@@ -53,16 +54,16 @@ __global__ void backward_dx_kernel(const T* x, const float* w, const float* mean
   const float mu = mean[r], rs = rstd[r];
   float sum_g = 0, sum_gx = 0;
   for (int64_t c = lane; c < C; c += 32) {
-    const float g = static_cast<float>(dy[r * C + c]) * w[c];
+    const float g = to_f32(dy[r * C + c]) * w[c];
     sum_g += g;
-    sum_gx += g * (static_cast<float>(x[r * C + c]) - mu) * rs;
+    sum_gx += g * (to_f32(x[r * C + c]) - mu) * rs;
   }
   const float mg = warp_sum(sum_g) / static_cast<float>(C);
   const float mgx = warp_sum(sum_gx) / static_cast<float>(C);
   for (int64_t c = lane; c < C; c += 32) {
-    const float g = static_cast<float>(dy[r * C + c]) * w[c];
-    const float xhat = (static_cast<float>(x[r * C + c]) - mu) * rs;
-    dx[r * C + c] = T(rs * (g - mg - xhat * mgx));
+    const float g = to_f32(dy[r * C + c]) * w[c];
+    const float xhat = (to_f32(x[r * C + c]) - mu) * rs;
+    dx[r * C + c] = from_f32<T>(rs * (g - mg - xhat * mgx));
   }
 }
 
@@ -78,8 +79,8 @@ __global__ void backward_dwdb_partial(const T* x, const float* mean, const float
   float aw = 0, ab = 0;
   if (c < C)
     for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
-      const float g = static_cast<float>(dy[r * C + c]);
-      aw += g * (static_cast<float>(x[r * C + c]) - mean[r]) * rstd[r];
+      const float g = to_f32(dy[r * C + c]);
+      aw += g * (to_f32(x[r * C + c]) - mean[r]) * rstd[r];
       ab += g;
     }
   sw[threadIdx.y][threadIdx.x] = aw;
@@ -101,20 +102,21 @@ unsigned row_blocks(int64_t rows) {
 }
 }  // namespace
 
-void layernorm_forward(const float* x, const float* weight, const float* bias, float* y,
-                       float* mean, float* rstd, int64_t rows, int64_t C, float eps) {
+template <typename T>
+void layernorm_forward(const T* x, const float* weight, const float* bias, T* y, float* mean,
+                       float* rstd, int64_t rows, int64_t C, float eps) {
   if (rows == 0) return;
-  forward_kernel<float>
-      <<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(x, weight, bias, y, mean, rstd, rows, C, eps);
+  forward_kernel<<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(dev(x), weight, bias, dev(y), mean,
+                                                                rstd, rows, C, eps);
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void layernorm_backward(const float* x, const float* weight, const float* mean, const float* rstd,
-                        const float* dy, float* dx, float* dweight, float* dbias, int64_t rows,
-                        int64_t C) {
+template <typename T>
+void layernorm_backward(const T* x, const float* weight, const float* mean, const float* rstd,
+                        const T* dy, T* dx, float* dweight, float* dbias, int64_t rows, int64_t C) {
   if (dx && rows > 0) {
-    backward_dx_kernel<float>
-        <<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(x, weight, mean, rstd, dy, dx, rows, C);
+    backward_dx_kernel<<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(dev(x), weight, mean, rstd,
+                                                                      dev(dy), dev(dx), rows, C);
     HG_CUDA_LAUNCH_CHECK();
   }
   if (!dweight && !dbias) return;
@@ -123,10 +125,19 @@ void layernorm_backward(const float* x, const float* weight, const float* mean, 
   float* pw = ws.data<float>();
   float* pb = pw + P * C;
   dim3 grid(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(P)), block(32, 8);
-  backward_dwdb_partial<float><<<grid, block>>>(x, mean, rstd, dy, pw, pb, rows, C, chunk);
+  backward_dwdb_partial<<<grid, block>>>(dev(x), mean, rstd, dev(dy), pw, pb, rows, C, chunk);
   HG_CUDA_LAUNCH_CHECK();
   if (dweight) sum_rows(pw, P, C, dweight);
   if (dbias) sum_rows(pb, P, C, dbias);
 }
+
+#define HG_INSTANTIATE(T)                                                                   \
+  template void layernorm_forward<T>(const T*, const float*, const float*, T*, float*, float*, \
+                                     int64_t, int64_t, float);                               \
+  template void layernorm_backward<T>(const T*, const float*, const float*, const float*,     \
+                                      const T*, T*, float*, float*, int64_t, int64_t);
+HG_INSTANTIATE(float)
+HG_INSTANTIATE(hg::bf16)
+#undef HG_INSTANTIATE
 
 }  // namespace hg::kernels::cuda

@@ -1,10 +1,11 @@
 // CUDA fully connected layer (kernels/linear.h): cuBLAS GEMMs plus the row-bias kernels.
-// The bias kernels are templated on the storage type S (float now, bf16 later) and accumulate in
+// The bias kernels are templated on the storage type S (float or __nv_bfloat16) and accumulate in
 // float.
 #include <algorithm>
 #include <memory>
 
 #include "core/memory.h"
+#include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/linear.h"
@@ -14,12 +15,12 @@ namespace hg::kernels::cuda {
 namespace {
 
 
-template <typename S>
-__global__ void add_bias_rows_kernel(int64_t rows, int64_t cols, const S* bias, S* y) {
+template <typename B, typename S>
+__global__ void add_bias_rows_kernel(int64_t rows, int64_t cols, const B* bias, S* y) {
   const int64_t n = rows * cols;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = static_cast<S>(static_cast<float>(y[i]) + static_cast<float>(bias[i % cols]));
+    y[i] = from_f32<S>(to_f32(y[i]) + to_f32(bias[i % cols]));
 }
 
 // Column sums in two deterministic passes. Pass 1: block (32, 8) covers 32 columns of one chunk of
@@ -36,7 +37,7 @@ __global__ void column_sum_chunks(int64_t rows, int64_t cols, int64_t rows_per_c
   float acc = 0.0f;
   if (col < cols)
     for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes)
-      acc += static_cast<float>(gy[r * cols + col]);
+      acc += to_f32(gy[r * cols + col]);
   lane_sum[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.y == 0 && col < cols) {
@@ -52,18 +53,20 @@ __global__ void sum_chunks(int64_t chunks, int64_t cols, const float* partial, S
   if (col >= cols) return;
   float total = 0.0f;
   for (int64_t k = 0; k < chunks; ++k) total += partial[k * cols + col];
-  out[col] = static_cast<S>(total);
+  out[col] = from_f32<S>(total);
 }
 
 }  // namespace
 
-void add_bias_rows(int64_t rows, int64_t cols, const float* bias, float* y) {
+template <typename B, typename T>
+void add_bias_rows(int64_t rows, int64_t cols, const B* bias, T* y) {
   if (rows * cols == 0) return;
-  add_bias_rows_kernel<float><<<grid_stride_blocks(rows * cols), 256>>>(rows, cols, bias, y);
+  add_bias_rows_kernel<<<grid_stride_blocks(rows * cols), 256>>>(rows, cols, dev(bias), dev(y));
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void bias_grad_rows(int64_t rows, int64_t cols, const float* gy, float* gb) {
+template <typename T, typename G>
+void bias_grad_rows(int64_t rows, int64_t cols, const T* gy, G* gb) {
   if (cols == 0) return;
   // The chunking depends on the shape only, so the summation order is fixed.
   const int64_t rows_per_chunk = std::max<int64_t>(256, (rows + kMaxChunks - 1) / kMaxChunks);
@@ -73,29 +76,42 @@ void bias_grad_rows(int64_t rows, int64_t cols, const float* gy, float* gb) {
   dim3 block(kColsPerBlock, kRowLanes),
       grid(static_cast<unsigned>((cols + kColsPerBlock - 1) / kColsPerBlock),
            static_cast<unsigned>(chunks));
-  column_sum_chunks<float><<<grid, block>>>(rows, cols, rows_per_chunk, gy, partial);
+  column_sum_chunks<<<grid, block>>>(rows, cols, rows_per_chunk, dev(gy), partial);
   HG_CUDA_LAUNCH_CHECK();
-  sum_chunks<float><<<static_cast<unsigned>((cols + 255) / 256), 256>>>(chunks, cols, partial, gb);
+  sum_chunks<<<static_cast<unsigned>((cols + 255) / 256), 256>>>(chunks, cols, partial, dev(gb));
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void linear_forward(int64_t M, int64_t in, int64_t out, const float* x, const float* w,
-                    const float* bias, float* y) {
+template <typename T>
+void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* w, const T* bias,
+                    T* y) {
   if (M * out == 0) return;
-  gemm(false, true, M, out, in, 1.0f, x, w, 0.0f, y);  // y = x w^T
+  gemm<T>(false, true, M, out, in, 1.0f, x, w, 0.0f, y);  // y = x w^T
   if (bias) add_bias_rows(M, out, bias, y);
 }
 
-void linear_backward_input(int64_t M, int64_t in, int64_t out, const float* gy, const float* w,
-                           float* gx) {
+template <typename T>
+void linear_backward_input(int64_t M, int64_t in, int64_t out, const T* gy, const T* w, T* gx) {
   if (M * in == 0) return;
-  gemm(false, false, M, in, out, 1.0f, gy, w, 0.0f, gx);  // gx = gy w
+  gemm<T>(false, false, M, in, out, 1.0f, gy, w, 0.0f, gx);  // gx = gy w
 }
 
-void linear_backward_weight(int64_t M, int64_t in, int64_t out, const float* x, const float* gy,
-                            float* gw) {
+template <typename T>
+void linear_backward_weight(int64_t M, int64_t in, int64_t out, const T* x, const T* gy, T* gw) {
   if (in * out == 0) return;
-  gemm(true, false, out, in, M, 1.0f, gy, x, 0.0f, gw);  // gw = gy^T x
+  gemm<T>(true, false, out, in, M, 1.0f, gy, x, 0.0f, gw);  // gw = gy^T x
 }
+
+#define HG_INSTANTIATE(T)                                                                       \
+  template void add_bias_rows<T, T>(int64_t, int64_t, const T*, T*);                             \
+  template void bias_grad_rows<T, T>(int64_t, int64_t, const T*, T*);                            \
+  template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);  \
+  template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);     \
+  template void linear_backward_weight<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);
+HG_INSTANTIATE(float)
+HG_INSTANTIATE(hg::bf16)
+#undef HG_INSTANTIATE
+template void add_bias_rows<float, hg::bf16>(int64_t, int64_t, const float*, hg::bf16*);
+template void bias_grad_rows<hg::bf16, float>(int64_t, int64_t, const hg::bf16*, float*);
 
 }  // namespace hg::kernels::cuda

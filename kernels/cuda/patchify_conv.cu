@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/memory.h"
+#include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/launch.h"
@@ -32,9 +33,9 @@ __device__ __forceinline__ int64_t x_index(int64_t e, int C, int k, int H, int W
 
 // kToPatches: P[e] = x[x_index(e)] (gather, src = x, dst = P); else x[x_index(e)] = P[e] (scatter
 // back, src = P, dst = x; patches never overlap, so every x element is written at most once).
-template <bool kToPatches>
-__global__ void patch_copy_kernel(const float* __restrict__ src, int64_t total, int C, int k, int H,
-                                  int W, int OH, int OW, float* __restrict__ dst) {
+template <bool kToPatches, typename T>
+__global__ void patch_copy_kernel(const T* __restrict__ src, int64_t total, int C, int k, int H,
+                                  int W, int OH, int OW, T* __restrict__ dst) {
   const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (e >= total) return;
   const int64_t xi = x_index(e, C, k, H, W, OH, OW);
@@ -46,9 +47,10 @@ __global__ void patch_copy_kernel(const float* __restrict__ src, int64_t total, 
 
 // PyTorch (O, C, k, k) <-> (O, k, k, C); e runs over the (O, C, k*k) order. kToKhwc: src is the
 // PyTorch weight, dst the (O, k, k, C) one; else the other way round.
-template <bool kToKhwc>
-__global__ void weight_order_kernel(const float* __restrict__ src, int64_t total, int C, int kk,
-                                    float* __restrict__ dst) {
+// S -> D converts (f32 master weight -> bf16 compute copy, and back for the gradient).
+template <bool kToKhwc, typename S, typename D>
+__global__ void weight_order_kernel(const S* __restrict__ src, int64_t total, int C, int kk,
+                                    D* __restrict__ dst) {
   const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (e >= total) return;
   const int t = int(e % kk);
@@ -56,9 +58,9 @@ __global__ void weight_order_kernel(const float* __restrict__ src, int64_t total
   const int c = int(r % C);
   const int64_t f = ((r / C) * kk + t) * C + c;
   if (kToKhwc)
-    dst[f] = src[e];
+    dst[f] = from_f32<D>(to_f32(src[e]));
   else
-    dst[e] = src[f];
+    dst[e] = from_f32<D>(to_f32(src[f]));
 }
 
 void check(const char* op, const Conv2dShape& s) {
@@ -75,25 +77,37 @@ Sizes sizes(const Conv2dShape& s) {
   return {M, Kd, M * Kd};
 }
 
-/// The patch matrix of x, in workspace.
-std::shared_ptr<void> patches(const Conv2dShape& s, const float* x) {
+/// The patch matrix of x (storage type T), in workspace.
+template <typename T>
+std::shared_ptr<void> patches(const Conv2dShape& s, const T* x) {
   const Sizes z = sizes(s);
-  std::shared_ptr<void> p = scratch(size_t(z.total) * sizeof(float));
-  patch_copy_kernel<true><<<blocks_for(z.total), 256>>>(x, z.total, int(s.C),
-                                                        int(s.KH), int(s.H), int(s.W), int(s.OH),
-                                                        int(s.OW), static_cast<float*>(p.get()));
+  std::shared_ptr<void> p = scratch(size_t(z.total) * sizeof(T));
+  patch_copy_kernel<true><<<blocks_for(z.total), 256>>>(dev(x), z.total, int(s.C), int(s.KH),
+                                                        int(s.H), int(s.W), int(s.OH), int(s.OW),
+                                                        static_cast<device_t<T>*>(p.get()));
   HG_CUDA_LAUNCH_CHECK();
   return p;
 }
 
-/// The weight in (O, kh, kw, C) order, in workspace.
+/// The f32 weight in (O, kh, kw, C) order and storage type T, in workspace.
+template <typename T>
 std::shared_ptr<void> weight_khwc(const Conv2dShape& s, const float* weight) {
   const int64_t n = s.O * s.C * s.KH * s.KW;
-  std::shared_ptr<void> w = scratch(size_t(n) * sizeof(float));
-  weight_order_kernel<true><<<blocks_for(n), 256>>>(weight, n, int(s.C),
-                                                    int(s.KH * s.KW), static_cast<float*>(w.get()));
+  std::shared_ptr<void> w = scratch(size_t(n) * sizeof(T));
+  weight_order_kernel<true><<<blocks_for(n), 256>>>(weight, n, int(s.C), int(s.KH * s.KW),
+                                                    static_cast<device_t<T>*>(w.get()));
   HG_CUDA_LAUNCH_CHECK();
   return w;
+}
+
+/// gw (O, Kd) = gy^T P with float output for both storage types (bf16 inputs: f32 accumulation
+/// and an f32 result, the weight gradient never rounds to bf16).
+void gemm_weight_grad(const Conv2dShape& s, const Sizes& z, const float* gy, const float* p, float* gw) {
+  gemm(true, false, s.O, z.Kd, z.M, 1.0f, gy, p, 0.0f, gw);
+}
+void gemm_weight_grad(const Conv2dShape& s, const Sizes& z, const hg::bf16* gy, const hg::bf16* p,
+                      float* gw) {
+  gemm_f32_out(true, false, s.O, z.Kd, z.M, 1.0f, gy, p, 0.0f, gw);
 }
 
 }  // namespace
@@ -109,44 +123,55 @@ bool patchify_conv_supported(const Conv2dShape& s) {
          s.pad == 0 && s.N > 0 && s.OH > 0 && s.OW > 0 && s.C > 0 && s.O > 0;
 }
 
-void patchify_conv_forward(const Conv2dShape& s, const float* x, const float* weight,
-                           const float* bias, float* y) {
+template <typename T>
+void patchify_conv_forward(const Conv2dShape& s, const T* x, const float* weight, const float* bias,
+                           T* y) {
   check("patchify_conv_forward", s);
   const Sizes z = sizes(s);
-  const std::shared_ptr<void> p = patches(s, x), w = weight_khwc(s, weight);
-  gemm(false, true, z.M, s.O, z.Kd, 1.0f, static_cast<const float*>(p.get()),
-       static_cast<const float*>(w.get()), 0.0f, y);
+  const std::shared_ptr<void> p = patches(s, x), w = weight_khwc<T>(s, weight);
+  gemm<T>(false, true, z.M, s.O, z.Kd, 1.0f, static_cast<const T*>(p.get()),
+          static_cast<const T*>(w.get()), 0.0f, y);
   if (bias != nullptr) add_bias_rows(z.M, s.O, bias, y);
 }
 
-void patchify_conv_backward_data(const Conv2dShape& s, const float* grad_y, const float* weight,
-                                 float* grad_x) {
+template <typename T>
+void patchify_conv_backward_data(const Conv2dShape& s, const T* grad_y, const float* weight,
+                                 T* grad_x) {
   check("patchify_conv_backward_data", s);
   const Sizes z = sizes(s);
   if (s.OH * s.KH != s.H || s.OW * s.KW != s.W)  // rows / columns no patch covers get 0
-    HG_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, size_t(s.N * s.H * s.W * s.C) * sizeof(float)));
-  const std::shared_ptr<void> w = weight_khwc(s, weight);
-  std::shared_ptr<void> gp = scratch(size_t(z.total) * sizeof(float));
-  gemm(false, false, z.M, z.Kd, s.O, 1.0f, grad_y, static_cast<const float*>(w.get()), 0.0f,
-       static_cast<float*>(gp.get()));
-  patch_copy_kernel<false><<<blocks_for(z.total), 256>>>(static_cast<const float*>(gp.get()),
-                                                         z.total, int(s.C), int(s.KH), int(s.H),
-                                                         int(s.W), int(s.OH), int(s.OW), grad_x);
+    HG_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, size_t(s.N * s.H * s.W * s.C) * sizeof(T)));
+  const std::shared_ptr<void> w = weight_khwc<T>(s, weight);
+  std::shared_ptr<void> gp = scratch(size_t(z.total) * sizeof(T));
+  gemm<T>(false, false, z.M, z.Kd, s.O, 1.0f, grad_y, static_cast<const T*>(w.get()), 0.0f,
+          static_cast<T*>(gp.get()));
+  patch_copy_kernel<false><<<blocks_for(z.total), 256>>>(
+      static_cast<const device_t<T>*>(gp.get()), z.total, int(s.C), int(s.KH), int(s.H), int(s.W),
+      int(s.OH), int(s.OW), dev(grad_x));
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void patchify_conv_backward_weight(const Conv2dShape& s, const float* x, const float* grad_y,
+template <typename T>
+void patchify_conv_backward_weight(const Conv2dShape& s, const T* x, const T* grad_y,
                                    float* grad_weight) {
   check("patchify_conv_backward_weight", s);
   const Sizes z = sizes(s);
   const std::shared_ptr<void> p = patches(s, x);
   const int64_t n = s.O * z.Kd;
   std::shared_ptr<void> gw = scratch(size_t(n) * sizeof(float));
-  gemm(true, false, s.O, z.Kd, z.M, 1.0f, grad_y, static_cast<const float*>(p.get()), 0.0f,
-       static_cast<float*>(gw.get()));
+  gemm_weight_grad(s, z, grad_y, static_cast<const T*>(p.get()), static_cast<float*>(gw.get()));
   weight_order_kernel<false><<<blocks_for(n), 256>>>(static_cast<const float*>(gw.get()), n,
                                                      int(s.C), int(s.KH * s.KW), grad_weight);
   HG_CUDA_LAUNCH_CHECK();
 }
+
+#define HG_INSTANTIATE(T)                                                                          \
+  template void patchify_conv_forward<T>(const Conv2dShape&, const T*, const float*, const float*, \
+                                         T*);                                                      \
+  template void patchify_conv_backward_data<T>(const Conv2dShape&, const T*, const float*, T*);    \
+  template void patchify_conv_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*);
+HG_INSTANTIATE(float)
+HG_INSTANTIATE(hg::bf16)
+#undef HG_INSTANTIATE
 
 }  // namespace hg::kernels::cuda

@@ -47,18 +47,24 @@ bool is_model_file(const safetensors::File& f) {
 
 std::vector<GoldenCheck> check_model_file(const safetensors::File& f, DType dtype, Device device) {
   HG_CHECK(is_model_file(f), "check_model_file: not a model golden file");
-  const double tol = dtype == DType::f64 ? 1e-10 : 1e-4;
+  // bf16 (mixed precision: f32 parameters, bf16 activations): every stored activation is rounded
+  // to 8 significant bits (relative 2^-9 = 2e-3 per rounding), and a few dozen roundings in
+  // sequence through the blocks grow that to ~1e-2 (measured worst: see the test's printout).
+  const double tol = dtype == DType::f64 ? 1e-10 : dtype == DType::bf16 ? 5e-2 : 1e-4;
+  const bool mixed = dtype == DType::bf16;
+  const DType param_dtype = mixed ? DType::f32 : dtype;
   std::vector<GoldenCheck> checks;
   auto compare = [&](const std::string& key, const Tensor& ours, const Tensor& ref) {
     checks.push_back({key, rel_error(ours.to(Device::cpu).to(DType::f64), ref.to(DType::f64)), tol});
   };
 
   ModelConfig cfg = config_from_metadata(f);
-  ConvNeXt model(cfg, 0, dtype, device);
+  ConvNeXt model(cfg, 0, param_dtype, device);
+  if (mixed) model.compute_dtype = DType::bf16;
   const std::map<std::string, Tensor> params = with_prefix(f, "param.");
   load_state_dict(model, params);
 
-  Tensor x = nchw_to_nhwc(f.tensors.at("input")).to(dtype).to(device);
+  Tensor x = nchw_to_nhwc(f.tensors.at("input")).to(param_dtype).to(device);
   Tensor labels = f.tensors.at("labels").to(device);
 
   // forward + backward (eval mode: no drop path)

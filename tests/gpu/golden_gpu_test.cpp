@@ -1,5 +1,6 @@
 // The golden test on the GPU: every file of $HAARGRAD_GOLDEN_DIR recognised by kind and checked in
-// float32 on CUDA (1e-5 for a layer, 1e-4 for a whole model, as ../shared/golden/README.md states).
+// float32 on CUDA (1e-5 for a layer, 1e-4 for a whole model, as ../shared/golden/README.md states)
+// and in bf16 mixed precision (tolerances in tests/golden/*.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +12,9 @@
 
 using namespace hg;
 
-TEST(GoldenGpu, golden_files_float32_cuda) {
-  HG_REQUIRE_GPU();
+namespace {
+
+void check_folder_cuda(DType dtype) {
   std::vector<std::string> files;
   if (std::filesystem::is_directory(test::golden_dir()))
     for (const auto& e : std::filesystem::directory_iterator(test::golden_dir()))
@@ -23,9 +25,9 @@ TEST(GoldenGpu, golden_files_float32_cuda) {
     safetensors::File f = safetensors::load(path);
     std::vector<test::GoldenCheck> checks;
     if (test::is_wtconv_cases(f))
-      checks = test::check_wtconv_cases(f, DType::f32, Device::cuda);
+      checks = test::check_wtconv_cases(f, dtype, Device::cuda);
     else if (test::is_model_file(f))
-      checks = test::check_model_file(f, DType::f32, Device::cuda);
+      checks = test::check_model_file(f, dtype, Device::cuda);
     else
       ADD_FAILURE() << path << ": unknown kind of golden file";
     double worst = 0;
@@ -37,7 +39,19 @@ TEST(GoldenGpu, golden_files_float32_cuda) {
         worst_key = c.key;
       }
     }
-    std::printf("[golden f32 cuda] %s: %zu checks, worst relative error %.3g (%s)\n",
+    std::printf("[golden %s cuda] %s: %zu checks, worst relative error %.3g (%s)\n", dtype_name(dtype),
                 std::filesystem::path(path).filename().c_str(), checks.size(), worst, worst_key.c_str());
   }
+}
+
+}  // namespace
+
+TEST(GoldenGpu, golden_files_float32_cuda) {
+  HG_REQUIRE_GPU();
+  check_folder_cuda(DType::f32);
+}
+
+TEST(GoldenGpu, golden_files_bf16_cuda) {
+  HG_REQUIRE_GPU();
+  check_folder_cuda(DType::bf16);
 }

@@ -33,7 +33,7 @@ void check_case(const Shape& shape, uint64_t seed) {
   test::Guarded y(shape), mean({rows}), rstd({rows}), dx(shape), dw({C}), db({C});
   kernels::cuda::layernorm_forward(xg.data<float>(), wg.data<float>(), bg.data<float>(), y.tensor().data<float>(),
                                    mean.tensor().data<float>(), rstd.tensor().data<float>(), rows, C, 1e-6f);
-  kernels::cuda::layernorm_backward(xg.data<float>(), wg.data<float>(), mean.tensor().data<float>(),
+  kernels::cuda::layernorm_backward<float>(xg.data<float>(), wg.data<float>(), mean.tensor().data<float>(),
                                     rstd.tensor().data<float>(), dyg.data<float>(), dx.tensor().data<float>(),
                                     dw.tensor().data<float>(), db.tensor().data<float>(), rows, C);
   const std::string what = shape_str(shape);
@@ -47,7 +47,7 @@ void check_case(const Shape& shape, uint64_t seed) {
 
   // Deterministic weight gradients: a second run gives the same bits.
   Tensor dw2 = Tensor::empty({C}, DType::f32, Device::cuda), db2 = Tensor::empty({C}, DType::f32, Device::cuda);
-  kernels::cuda::layernorm_backward(xg.data<float>(), wg.data<float>(), mean.tensor().data<float>(),
+  kernels::cuda::layernorm_backward<float>(xg.data<float>(), wg.data<float>(), mean.tensor().data<float>(),
                                     rstd.tensor().data<float>(), dyg.data<float>(), nullptr, dw2.data<float>(),
                                     db2.data<float>(), rows, C);
   EXPECT_EQ(dw2.to_vector<float>(), dw.tensor().to_vector<float>()) << what;

@@ -60,3 +60,4 @@ void check_folder(DType dtype) {
 
 TEST(Golden, golden_files_float64) { check_folder(DType::f64); }
 TEST(Golden, golden_files_float32) { check_folder(DType::f32); }
+TEST(Golden, golden_files_bf16) { check_folder(DType::bf16); }

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""PyTorch + timm ConvNeXt-T on the same GPU, in the same columns as `haargrad bench`.
+
+Run on the GPU machine (it has torch and timm; no network needed: the model is built, not
+downloaded), in the same call as `haargrad bench`, so every published ratio is measured in one run:
+
+    python3 scripts/peer-bench.py --output gpu-out/peer_bench.json [--modes fp32,tf32,amp_bf16,compile_bf16]
+
+Modes (timm train.py's options):
+  fp32          torch defaults (cuDNN convolutions may use TF32, matmuls do not)
+  tf32          torch.backends.{cuda.matmul,cudnn}.allow_tf32 = True
+  amp_bf16      torch.autocast(bfloat16), channels-last
+  compile_bf16  torch.compile + channels-last + autocast(bfloat16)
+Each row: a training step (zero_grad, forward, cross-entropy, backward, AdamW lr 1e-3 wd 0.05 as
+`haargrad bench`) timed with CUDA events after warm-up, median of --steps; inference likewise;
+peak allocated (live) and reserved (held from the driver) memory of the training phase.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="convnext_tiny")
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--img-size", type=int, default=224)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--modes", default="fp32,tf32,amp_bf16,compile_bf16")
+    p.add_argument("--output", default="", help="a .json file for the rows (stdout table always)")
+    return p.parse_args()
+
+
+def timed(torch, fn, warmup, steps):
+    """Median/min/max milliseconds of fn() over `steps` calls, after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(steps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        ms.append(start.elapsed_time(end))
+    return {"median": statistics.median(ms), "min": min(ms), "max": max(ms)}
+
+
+def run_mode(torch, timm, args, mode):
+    torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+    torch.backends.cudnn.allow_tf32 = True  # PyTorch's default in every mode (anchors.md "fp32")
+    torch.backends.cudnn.benchmark = True
+    torch.cuda.empty_cache()
+    torch.manual_seed(0)
+    model = timm.create_model(args.model, num_classes=1000).cuda()
+    channels_last = mode in ("amp_bf16", "compile_bf16")
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    step_model = torch.compile(model) if mode == "compile_bf16" else model
+    amp = mode in ("amp_bf16", "compile_bf16")
+    x = torch.rand(args.batch, 3, args.img_size, args.img_size, device="cuda")
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (args.batch,), device="cuda")
+    decay = [p for n, p in model.named_parameters() if p.ndim > 1]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def infer():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            step_model(x)
+
+    def train():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            loss = loss_fn(step_model(x), y)
+        loss.backward()
+        opt.step()
+
+    model.eval()
+    inf = timed(torch, infer, args.warmup, args.steps)
+    model.train()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    tr = timed(torch, train, args.warmup, args.steps)
+    mib = 1024.0 * 1024.0
+    row = {
+        "impl": "timm " + timm.__version__ + " / torch " + torch.__version__,
+        "model": args.model, "precision": mode, "device": "cuda", "status": "ok",
+        "infer_samples_per_sec": round(args.batch * 1000.0 / inf["median"], 2),
+        "infer_step_time": round(inf["median"], 3),
+        "train_samples_per_sec": round(args.batch * 1000.0 / tr["median"], 2),
+        "train_step_time": round(tr["median"], 3),
+        "train_step_time_min": round(tr["min"], 3), "train_step_time_max": round(tr["max"], 3),
+        "train_batch_size": args.batch, "train_img_size": args.img_size,
+        "train_peak_total_mib": round(torch.cuda.max_memory_allocated() / mib, 1),
+        "train_reserved_mib": round(torch.cuda.max_memory_reserved() / mib, 1),
+        "steps": args.steps, "warmup": args.warmup,
+    }
+    del model, step_model, opt
+    return row
+
+
+def main():
+    args = parse_args()
+    try:
+        import torch
+        import timm
+    except ImportError as e:
+        sys.exit(f"peer-bench: needs torch and timm ({e}); run it on the GPU machine")
+    if not torch.cuda.is_available():
+        sys.exit("peer-bench: no CUDA device")
+    rows = []
+    for mode in args.modes.split(","):
+        try:
+            rows.append(run_mode(torch, timm, args, mode))
+        except Exception as e:  # one failing mode must not hide the others' figures
+            rows.append({"model": args.model, "precision": mode, "status": "failed", "error": str(e)[:300]})
+    print(f"{'peer':<16} {'precision':<13} {'train img/s':>11} {'ms/step':>8} {'live MiB':>9} "
+          f"{'reserved MiB':>12} {'infer img/s':>11}")
+    for r in rows:
+        if r["status"] != "ok":
+            print(f"{r['model']:<16} {r['precision']:<13} failed: {r['error']}")
+            continue
+        print(f"{r['model']:<16} {r['precision']:<13} {r['train_samples_per_sec']:>11.1f} "
+              f"{r['train_step_time']:>8.2f} {r['train_peak_total_mib']:>9.0f} {r['train_reserved_mib']:>12.0f} "
+              f"{r['infer_samples_per_sec']:>11.1f}")
+    if args.output:
+        with open(args.output + ".tmp", "w") as f:
+            json.dump(rows, f, indent=2)
+        import os
+        os.replace(args.output + ".tmp", args.output)
+
+
+if __name__ == "__main__":
+    main()
