@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "core/dtype.h"
 #include <vector>
 
 namespace hg::kernels {
@@ -35,9 +37,12 @@ void sum_squares(const std::vector<const float*>& xs, const std::vector<int64_t>
                  float* out);
 /// out[0] = sqrt(sum_squares(xs)): the global L2 norm of a list of arrays (gradient clipping).
 void l2_norm(const std::vector<const float*>& xs, const std::vector<int64_t>& sizes, float* out);
-/// out[c] = sum_r a[r, c] for a dense (rows, cols) float array on the GPU, r in increasing order
-/// (one thread per column: meant for partial matrices with few rows, e.g. column_partial_chunks).
+/// out[c] = sum_r a[r, c] for a dense (rows, cols) float array on the GPU, meant for partial-sum
+/// matrices (rows = chunks, e.g. column_partial_chunks). Deterministic: 32 row lanes per column
+/// each sum rows lane, lane + 32, ... in order, then the lanes are added in a fixed order. out is
+/// float or hg::bf16 (rounded once at the end).
 void sum_rows(const float* a, int64_t rows, int64_t cols, float* out);
+void sum_rows(const float* a, int64_t rows, int64_t cols, hg::bf16* out);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

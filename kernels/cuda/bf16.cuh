@@ -40,3 +40,63 @@ template <typename T> struct alignas(16) Vec16 {
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace hg::kernels::cuda
+
+namespace hg::kernels::cuda {
+
+/// NI input and NO output arrays of n elements of type T (device pointers).
+template <typename T, int NI, int NO> struct MapArgs {
+  const T* in[NI];
+  T* out[NO];
+};
+
+/// out_k[i] = f(in_0[i], ..) for i < n, elementwise: f(int64_t base, int e, const float (&x)[NI],
+/// float (&y)[NO]) with i = base + e (base is the same for the elements of one vector, so a
+/// functor can compute base % C once). Each thread takes one 16-byte vector of every array (8 bf16 or 4 float: single
+/// 128-bit loads and stores) in a grid-stride loop; `vec` false (unaligned arrays) takes the
+/// scalar loop for all elements. Math in float, one rounding per output.
+template <typename T, int NI, int NO, typename F>
+__global__ void map_elements_kernel(MapArgs<T, NI, NO> a, int64_t n, bool vec, F f) {
+  constexpr int V = Vec16<T>::n;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t tid = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t nvec = vec ? n / V : 0;
+  for (int64_t k = tid; k < nvec; k += stride) {
+    Vec16<T> xv[NI], yv[NO];
+#pragma unroll
+    for (int j = 0; j < NI; ++j) xv[j] = reinterpret_cast<const Vec16<T>*>(a.in[j])[k];
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      float x[NI], y[NO];
+#pragma unroll
+      for (int j = 0; j < NI; ++j) x[j] = to_f32(xv[j].v[e]);
+      f(k * V, e, x, y);
+#pragma unroll
+      for (int j = 0; j < NO; ++j) yv[j].v[e] = from_f32<T>(y[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < NO; ++j) reinterpret_cast<Vec16<T>*>(a.out[j])[k] = yv[j];
+  }
+  for (int64_t i = nvec * V + tid; i < n; i += stride) {  // the tail (or everything, unaligned)
+    float x[NI], y[NO];
+#pragma unroll
+    for (int j = 0; j < NI; ++j) x[j] = to_f32(a.in[j][i]);
+    f(i, 0, x, y);
+#pragma unroll
+    for (int j = 0; j < NO; ++j) a.out[j][i] = from_f32<T>(y[j]);
+  }
+}
+
+/// Launches map_elements_kernel on the default stream (T: the device element type).
+template <typename T, int NI, int NO, typename F>
+void map_elements(const MapArgs<T, NI, NO>& a, int64_t n, F f) {
+  if (n == 0) return;
+  bool vec = true;
+  for (int j = 0; j < NI; ++j) vec = vec && aligned16(a.in[j]);
+  for (int j = 0; j < NO; ++j) vec = vec && aligned16(a.out[j]);
+  constexpr int V = Vec16<T>::n;
+  const int64_t work = vec ? (n + V - 1) / V : n;
+  const int blocks = static_cast<int>(work < 256 ? 1 : (work + 255) / 256 > 65535 * 4 ? 65535 * 4 : (work + 255) / 256);
+  map_elements_kernel<<<blocks, 256>>>(a, n, vec, f);
+}
+
+}  // namespace hg::kernels::cuda

@@ -11,22 +11,28 @@
 
 namespace hg::kernels::cuda {
 namespace {
-template <typename T>
-__global__ void layer_scale_kernel(const T* x, const float* gamma, T* y, int64_t rows, int64_t C) {
-  const int64_t n = rows * C;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_f32<T>(to_f32(x[i]) * gamma[i % C]);
+// (base + e) % C with one 64-bit modulo per vector (base % C is the same for its elements).
+__device__ __forceinline__ int64_t column(int64_t base, int e, int64_t C) {
+  int64_t c = base % C + e;
+  while (c >= C) c -= C;
+  return c;
 }
 
-template <typename T>
-__global__ void residual_layer_scale_kernel(const T* s, const T* x, const float* gamma, T* y,
-                                            int64_t rows, int64_t C) {
-  const int64_t n = rows * C;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_f32<T>(to_f32(s[i]) + to_f32(x[i]) * gamma[i % C]);
-}
+// y = x * gamma[c] (in = {x}) or y = shortcut + x * gamma[c] (in = {shortcut, x}), c = i % C.
+struct ScaleRows {
+  const float* gamma;
+  int64_t C;
+  __device__ void operator()(int64_t base, int e, const float (&x)[1], float (&y)[1]) const {
+    y[0] = x[0] * gamma[column(base, e, C)];
+  }
+};
+struct ResidualScaleRows {
+  const float* gamma;
+  int64_t C;
+  __device__ void operator()(int64_t base, int e, const float (&in)[2], float (&y)[1]) const {
+    y[0] = in[0] + in[1] * gamma[column(base, e, C)];
+  }
+};
 
 // grid (ceil(C/32), P), block (32, 8): column c = blockIdx.x*32 + tx, rows of chunk blockIdx.y.
 template <typename T>
@@ -53,7 +59,7 @@ template <typename T>
 void layer_scale_forward(const T* x, const float* gamma, T* y, int64_t rows, int64_t C) {
   const int64_t n = rows * C;
   if (n == 0) return;
-  layer_scale_kernel<<<grid_stride_blocks(n), 256>>>(dev(x), gamma, dev(y), rows, C);
+  map_elements(MapArgs<device_t<T>, 1, 1>{{dev(x)}, {dev(y)}}, n, ScaleRows{gamma, C});
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -62,8 +68,8 @@ void residual_layer_scale_forward(const T* shortcut, const T* x, const float* ga
                                   int64_t rows, int64_t C) {
   const int64_t n = rows * C;
   if (n == 0) return;
-  residual_layer_scale_kernel<<<grid_stride_blocks(n), 256>>>(dev(shortcut), dev(x), gamma, dev(y),
-                                                             rows, C);
+  map_elements(MapArgs<device_t<T>, 2, 1>{{dev(shortcut), dev(x)}, {dev(y)}}, n,
+               ResidualScaleRows{gamma, C});
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -10,23 +10,28 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/linear.h"
 #include "kernels/matmul.h"
+#include "kernels/reduce.h"
 
 namespace hg::kernels::cuda {
 namespace {
 
 
-template <typename B, typename S>
-__global__ void add_bias_rows_kernel(int64_t rows, int64_t cols, const B* bias, S* y) {
-  const int64_t n = rows * cols;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_f32<S>(to_f32(y[i]) + to_f32(bias[i % cols]));
-}
+// y[i] += bias[i % cols] through bf16.cuh's vectorised map (one 64-bit modulo per 16-byte vector).
+template <typename B>
+struct AddBias {
+  const B* bias;
+  int64_t cols;
+  __device__ void operator()(int64_t base, int e, const float (&y)[1], float (&out)[1]) const {
+    int64_t c = base % cols + e;
+    while (c >= cols) c -= cols;
+    out[0] = y[0] + to_f32(bias[c]);
+  }
+};
 
 // Column sums in two deterministic passes. Pass 1: block (32, 8) covers 32 columns of one chunk of
 // rows; each of the 8 row lanes sums every 8th row of the chunk, then lane 0 adds the 8 lane sums
-// in order. Pass 2: one thread per column adds the chunk sums in chunk order.
-constexpr int kColsPerBlock = 32, kRowLanes = 8, kMaxChunks = 1024;
+// in order. Pass 2: reduce.h's sum_rows adds the chunk sums in a fixed order.
+constexpr int kColsPerBlock = 32, kRowLanes = 8, kMaxChunks = 512;
 
 template <typename S>
 __global__ void column_sum_chunks(int64_t rows, int64_t cols, int64_t rows_per_chunk, const S* gy,
@@ -47,21 +52,13 @@ __global__ void column_sum_chunks(int64_t rows, int64_t cols, int64_t rows_per_c
   }
 }
 
-template <typename S>
-__global__ void sum_chunks(int64_t chunks, int64_t cols, const float* partial, S* out) {
-  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (col >= cols) return;
-  float total = 0.0f;
-  for (int64_t k = 0; k < chunks; ++k) total += partial[k * cols + col];
-  out[col] = from_f32<S>(total);
-}
-
 }  // namespace
 
 template <typename B, typename T>
 void add_bias_rows(int64_t rows, int64_t cols, const B* bias, T* y) {
   if (rows * cols == 0) return;
-  add_bias_rows_kernel<<<grid_stride_blocks(rows * cols), 256>>>(rows, cols, dev(bias), dev(y));
+  map_elements(MapArgs<device_t<T>, 1, 1>{{dev(y)}, {dev(y)}}, rows * cols,
+               AddBias<device_t<B>>{dev(bias), cols});
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -78,8 +75,7 @@ void bias_grad_rows(int64_t rows, int64_t cols, const T* gy, G* gb) {
            static_cast<unsigned>(chunks));
   column_sum_chunks<<<grid, block>>>(rows, cols, rows_per_chunk, dev(gy), partial);
   HG_CUDA_LAUNCH_CHECK();
-  sum_chunks<<<static_cast<unsigned>((cols + 255) / 256), 256>>>(chunks, cols, partial, dev(gb));
-  HG_CUDA_LAUNCH_CHECK();
+  sum_rows(partial, chunks, cols, gb);  // the chunks in a fixed order
 }
 
 template <typename T>

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/tensor.h"
+#include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/reduce.h"
@@ -42,13 +43,32 @@ __global__ void sum_partials(const double* partial, int64_t n, bool take_sqrt, f
   if (threadIdx.x == 0) out[0] = static_cast<float>(take_sqrt ? sqrt(s) : s);
 }
 
-template <typename T>
-__global__ void sum_rows_kernel(const T* a, int64_t rows, int64_t cols, float* out) {
-  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (c >= cols) return;
+// Block (32 columns, kRowLanes lanes): lane y sums rows y, y + kRowLanes, ... of its column in
+// order; the lanes' sums are then added in lane order (fixed: the result is bit-identical run to
+// run). Meant for partial-sum matrices of up to a few thousand rows.
+constexpr int kRowLanes = 32;
+template <typename O>
+__global__ void sum_rows_kernel(const float* a, int64_t rows, int64_t cols, O* out) {
+  __shared__ float lane_sum[kRowLanes][33];
+  const int64_t c = blockIdx.x * int64_t(32) + threadIdx.x;
   float acc = 0;
-  for (int64_t r = 0; r < rows; ++r) acc += static_cast<float>(a[r * cols + c]);
-  out[c] = acc;
+  if (c < cols)
+    for (int64_t r = threadIdx.y; r < rows; r += kRowLanes) acc += a[r * cols + c];
+  lane_sum[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    float total = 0;
+    for (int l = 0; l < kRowLanes; ++l) total += lane_sum[l][threadIdx.x];
+    out[c] = from_f32<O>(total);
+  }
+}
+
+template <typename O>
+void launch_sum_rows(const float* a, int64_t rows, int64_t cols, O* out) {
+  if (cols == 0) return;
+  const unsigned blocks = static_cast<unsigned>((cols + 31) / 32);
+  sum_rows_kernel<<<blocks, dim3(32, kRowLanes)>>>(a, rows, cols, out);
+  HG_CUDA_LAUNCH_CHECK();
 }
 
 // Blocks of pass 1 for an array of n elements: a function of n only (determinism).
@@ -88,10 +108,11 @@ void l2_norm(const std::vector<const float*>& xs, const std::vector<int64_t>& si
 }
 
 void sum_rows(const float* a, int64_t rows, int64_t cols, float* out) {
-  if (cols == 0) return;
-  const int64_t blocks = (cols + kThreads - 1) / kThreads;
-  sum_rows_kernel<float><<<static_cast<unsigned>(blocks), kThreads>>>(a, rows, cols, out);
-  HG_CUDA_LAUNCH_CHECK();
+  launch_sum_rows(a, rows, cols, out);
+}
+
+void sum_rows(const float* a, int64_t rows, int64_t cols, hg::bf16* out) {
+  launch_sum_rows(a, rows, cols, dev(out));
 }
 
 }  // namespace hg::kernels::cuda
