@@ -471,18 +471,28 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
           const int col = -1 - d.pad + q;
           win[m][q] = (q >= 1 && rok[m] && col >= 0 && col < d.W) ? load1(xr[m] + int64_t(col) * d.C) : 0.f;
         }
-#pragma unroll (KT)
-      for (int j = 0; j < d.OW; ++j) {
+      // Software pipelining: the loads of column j + 1 are issued before the FMAs of column j, so
+      // their latency hides behind K^2 FMAs (the kernel runs at 2 blocks per SM: 226 registers).
+      float nxt[KR], nga, ngb;
+      auto load_column = [&](int j) {
         const int col = j - d.pad + K - 1;
         const bool cok = col >= 0 && col < d.W;
+#pragma unroll
+        for (int m = 0; m < KR; ++m) nxt[m] = (rok[m] && cok) ? load1(xr[m] + int64_t(col) * d.C) : 0.f;
+        nga = load1(g0 + int64_t(j) * d.C);
+        ngb = two ? load1(g1 + int64_t(j) * d.C) : 0.f;
+      };
+      if (d.OW > 0) load_column(0);
+#pragma unroll (KT)
+      for (int j = 0; j < d.OW; ++j) {
 #pragma unroll
         for (int m = 0; m < KR; ++m) {
 #pragma unroll
           for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
-          win[m][K - 1] = (rok[m] && cok) ? load1(xr[m] + int64_t(col) * d.C) : 0.f;
+          win[m][K - 1] = nxt[m];
         }
-        const float ga = load1(g0 + int64_t(j) * d.C);
-        const float gb = two ? load1(g1 + int64_t(j) * d.C) : 0.f;
+        const float ga = nga, gb = ngb;
+        if (j + 1 < d.OW) load_column(j + 1);
         gsum += ga + gb;
 #pragma unroll
         for (int p = 0; p < K; ++p)
