@@ -33,16 +33,35 @@ __device__ __forceinline__ int64_t x_index(int64_t e, int C, int k, int H, int W
 
 // kToPatches: P[e] = x[x_index(e)] (gather, src = x, dst = P); else x[x_index(e)] = P[e] (scatter
 // back, src = P, dst = x; patches never overlap, so every x element is written at most once).
-template <bool kToPatches, typename T>
-__global__ void patch_copy_kernel(const T* __restrict__ src, int64_t total, int C, int k, int H,
-                                  int W, int OH, int OW, T* __restrict__ dst) {
-  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (e >= total) return;
-  const int64_t xi = x_index(e, C, k, H, W, OH, OW);
+// One thread per unit U of V = sizeof(U) / element-size elements: with C % V == 0 the V elements
+// of a unit are consecutive in both P and x (a patch row is k*C contiguous elements in each), so
+// U = uint4 moves 16 bytes per thread with the index arithmetic done once per unit.
+template <bool kToPatches, typename U>
+__global__ void patch_copy_kernel(const U* __restrict__ src, int64_t units, int V, int C, int k,
+                                  int H, int W, int OH, int OW, U* __restrict__ dst) {
+  const int64_t u = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (u >= units) return;
+  const int64_t xu = x_index(u * V, C, k, H, W, OH, OW) / V;
   if (kToPatches)
-    dst[e] = src[xi];
+    dst[u] = src[xu];
   else
-    dst[xi] = src[e];
+    dst[xu] = src[u];
+}
+
+/// Launches patch_copy_kernel over `total` elements of size `elem` bytes: 16-byte units when the
+/// channels allow (C * elem % 16 == 0) and both arrays are 16-byte aligned, else one element each.
+template <bool kToPatches, typename T>
+void patch_copy(const T* src, int64_t total, const Conv2dShape& s, T* dst) {
+  const int C = int(s.C), k = int(s.KH), H = int(s.H), W = int(s.W), OH = int(s.OH), OW = int(s.OW);
+  if ((C * sizeof(T)) % 16 == 0 && aligned16(src) && aligned16(dst)) {
+    const int V = int(16 / sizeof(T));
+    const int64_t units = total / V;
+    patch_copy_kernel<kToPatches><<<blocks_for(units), 256>>>(
+        reinterpret_cast<const uint4*>(src), units, V, C, k, H, W, OH, OW, reinterpret_cast<uint4*>(dst));
+  } else {
+    patch_copy_kernel<kToPatches><<<blocks_for(total), 256>>>(src, total, 1, C, k, H, W, OH, OW, dst);
+  }
+  HG_CUDA_LAUNCH_CHECK();
 }
 
 // PyTorch (O, C, k, k) <-> (O, k, k, C); e runs over the (O, C, k*k) order. kToKhwc: src is the
@@ -82,10 +101,7 @@ template <typename T>
 std::shared_ptr<void> patches(const Conv2dShape& s, const T* x) {
   const Sizes z = sizes(s);
   std::shared_ptr<void> p = scratch(size_t(z.total) * sizeof(T));
-  patch_copy_kernel<true><<<blocks_for(z.total), 256>>>(dev(x), z.total, int(s.C), int(s.KH),
-                                                        int(s.H), int(s.W), int(s.OH), int(s.OW),
-                                                        static_cast<device_t<T>*>(p.get()));
-  HG_CUDA_LAUNCH_CHECK();
+  patch_copy<true>(dev(x), z.total, s, static_cast<device_t<T>*>(p.get()));
   return p;
 }
 
@@ -145,10 +161,7 @@ void patchify_conv_backward_data(const Conv2dShape& s, const T* grad_y, const fl
   std::shared_ptr<void> gp = scratch(size_t(z.total) * sizeof(T));
   gemm<T>(false, false, z.M, z.Kd, s.O, 1.0f, grad_y, static_cast<const T*>(w.get()), 0.0f,
           static_cast<T*>(gp.get()));
-  patch_copy_kernel<false><<<blocks_for(z.total), 256>>>(
-      static_cast<const device_t<T>*>(gp.get()), z.total, int(s.C), int(s.KH), int(s.H), int(s.W),
-      int(s.OH), int(s.OW), dev(grad_x));
-  HG_CUDA_LAUNCH_CHECK();
+  patch_copy<false>(static_cast<const device_t<T>*>(gp.get()), z.total, s, dev(grad_x));
 }
 
 template <typename T>
