@@ -33,11 +33,7 @@ Tensor binary(const char* name, const Tensor& a_in, const Tensor& b_in, CpuF cpu
   return out;
 }
 
-#ifdef HAARGRAD_WITH_CUDA
 #define HG_CUDA_FN(f) [](const auto* x, const auto* y, auto* o, int64_t n) { kernels::cuda::f(x, y, o, n); }
-#else
-#define HG_CUDA_FN(f) [](const auto*, const auto*, auto*, int64_t) { throw Error("built without CUDA"); }
-#endif
 
 std::vector<size_t> normalize_axes(const char* op, const Tensor& x, const std::vector<int>& axes) {
   const int n = x.ndim();
@@ -85,11 +81,9 @@ Tensor scale(const Tensor& a_in, double s) {
   Tensor a = a_in.contiguous();
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
   if (on_cuda(a)) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(a.dtype(), "scale", [&] {
       kernels::cuda::scale(a.data<scalar_t>(), static_cast<float>(s), out.data<scalar_t>(), a.numel());
     });
-#endif
   } else if (cpu_bf16(a)) {
     autograd::NoGradGuard no_grad;
     out.copy_(scale(cpu_f32(a), s));
@@ -110,11 +104,9 @@ void add_(Tensor& dst, const Tensor& src_in) {
   HG_CHECK(dst.is_contiguous(), "add_: destination must be contiguous, got ", dst.describe());
   Tensor src = src_in.contiguous();
   if (on_cuda(dst)) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(dst.dtype(), "add_", [&] {
       kernels::cuda::axpy(1.0f, src.data<scalar_t>(), dst.data<scalar_t>(), dst.numel());
     });
-#endif
     return;
   }
   if (cpu_bf16(dst)) {  // f32 sum, rounded once
@@ -139,12 +131,10 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   Tensor a = a_in.contiguous(), b = b_in.contiguous();
   Tensor c = Tensor::empty({M, N}, a.dtype(), a.device());
   if (on_cuda(a)) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(a.dtype(), "matmul", [&] {
       kernels::cuda::gemm(ta, tb, M, N, K, 1.0f, a.data<scalar_t>(), b.data<scalar_t>(), 0.0f,
                           c.data<scalar_t>());
     });
-#endif
   } else if (cpu_bf16(a)) {
     autograd::NoGradGuard no_grad;
     c.copy_(matmul(cpu_f32(a), cpu_f32(b), ta, tb));

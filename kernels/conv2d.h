@@ -67,7 +67,8 @@ void conv2d_backward_weight_reference(const Conv2dShape& s, const T* x, const T*
                                       T* grad_weight);
 }  // namespace cpu
 
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {
 /// T (x, y, grad_y, grad_x) = float or hg::bf16; weight, bias and their gradients are float (the
 /// f32 master parameters; for bf16 the weight is rounded to bf16 where the math runs on bf16
@@ -83,6 +84,5 @@ template <typename T>
 void conv2d_backward_bias(const Conv2dShape& s, const T* grad_y, float* grad_bias);
 void conv2d_clear_algorithm_cache();
 }  // namespace cuda
-#endif
 
 }  // namespace hg::kernels

@@ -11,11 +11,11 @@ namespace cpu {
 template <typename T>
 void scale_rows(const T* x, const T* scale, T* y, int64_t N, int64_t inner);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {
 /// T = float or hg::bf16 (x, y); scale is float; math in float.
 template <typename T>
 void scale_rows(const T* x, const float* scale, T* y, int64_t N, int64_t inner);
 }  // namespace cuda
-#endif
 }  // namespace hg::kernels

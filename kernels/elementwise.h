@@ -12,7 +12,8 @@ template <typename T> void mul(const T* a, const T* b, T* out, int64_t n);     /
 template <typename T> void scale(const T* a, T s, T* out, int64_t n);          ///< out = s * a
 template <typename T> void axpy(T alpha, const T* x, T* y, int64_t n);         ///< y += alpha * x
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {  // T = float or hg::bf16 (storage); math in float
 template <typename T> void add(const T* a, const T* b, T* out, int64_t n);
 template <typename T> void sub(const T* a, const T* b, T* out, int64_t n);
@@ -20,5 +21,4 @@ template <typename T> void mul(const T* a, const T* b, T* out, int64_t n);
 template <typename T> void scale(const T* a, float s, T* out, int64_t n);
 template <typename T> void axpy(float alpha, const T* x, T* y, int64_t n);
 }  // namespace cuda
-#endif
 }  // namespace hg::kernels

@@ -18,11 +18,11 @@ void gelu_backward(const T* x, const T* dy, T* dx, int64_t n);
 template <typename T>
 void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, int64_t n);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {  // T = float or hg::bf16 storage, float math
 template <typename T> void gelu_forward(const T* x, T* y, int64_t n);
 template <typename T> void gelu_backward(const T* x, const T* dy, T* dx, int64_t n);
 template <typename T> void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, int64_t n);
 }  // namespace cuda
-#endif
 }  // namespace hg::kernels

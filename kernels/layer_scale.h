@@ -14,7 +14,8 @@ void layer_scale_forward(const T* x, const T* gamma, T* y, int64_t rows, int64_t
 template <typename T>
 void layer_scale_grad_gamma(const T* x, const T* dy, T* dgamma, int64_t rows, int64_t C);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {
 /// T (x, y, dy) = float or hg::bf16; gamma and dgamma float (the f32 master parameter, read as it
 /// is in mixed precision), math in float.
@@ -27,5 +28,4 @@ void residual_layer_scale_forward(const T* shortcut, const T* x, const float* ga
 template <typename T>
 void layer_scale_grad_gamma(const T* x, const T* dy, float* dgamma, int64_t rows, int64_t C);
 }  // namespace cuda
-#endif
 }  // namespace hg::kernels

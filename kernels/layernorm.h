@@ -26,7 +26,8 @@ template <typename T>
 void layernorm_backward(const T* x, const T* weight, const T* mean, const T* rstd, const T* dy,
                         T* dx, T* dweight, T* dbias, int64_t rows, int64_t C);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {
 /// T (x, y, dy, dx) = float or hg::bf16; weight, bias, statistics and their gradients are float
 /// (f32 master parameters are read directly in mixed precision), accumulation in float.
@@ -37,5 +38,4 @@ template <typename T>
 void layernorm_backward(const T* x, const float* weight, const float* mean, const float* rstd,
                         const T* dy, T* dx, float* dweight, float* dbias, int64_t rows, int64_t C);
 }  // namespace cuda
-#endif
 }  // namespace hg::kernels

@@ -36,7 +36,8 @@ template <typename T>
 void bias_grad_rows(int64_t rows, int64_t cols, const T* grad_y, T* grad_bias);
 }  // namespace cpu
 
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {
 /// cuBLAS (kernels::cuda::gemm) plus the bias kernels below. All pointers on the GPU.
 /// T = float or hg::bf16 (storage; accumulation in float).
@@ -59,5 +60,4 @@ void add_bias_rows(int64_t rows, int64_t cols, const B* bias, T* y);
 template <typename T, typename G>
 void bias_grad_rows(int64_t rows, int64_t cols, const T* grad_y, G* grad_bias);
 }  // namespace cuda
-#endif
 }  // namespace hg::kernels

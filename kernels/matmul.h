@@ -18,7 +18,8 @@ template <typename T>
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha,
                     const T* A, const T* B, T beta, T* C);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {
 /// T = float (cublasSgemm; TF32 when allowed) or hg::bf16 (bf16 A, B, C with f32 accumulation,
 /// cublasGemmEx). alpha and beta are float for both.
@@ -29,5 +30,4 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 void gemm_f32_out(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   const hg::bf16* A, const hg::bf16* B, float beta, float* C);
 }  // namespace cuda
-#endif
 }  // namespace hg::kernels

@@ -14,12 +14,12 @@ void global_avg_pool_forward(int64_t N, int64_t HW, int64_t C, const T* x, T* y)
 template <typename T>
 void global_avg_pool_backward(int64_t N, int64_t HW, int64_t C, const T* grad_y, T* grad_x);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
+// that throw "built without CUDA".
 namespace cuda {  // T = float or hg::bf16 storage, float accumulation
 template <typename T>
 void global_avg_pool_forward(int64_t N, int64_t HW, int64_t C, const T* x, T* y);
 template <typename T>
 void global_avg_pool_backward(int64_t N, int64_t HW, int64_t C, const T* grad_y, T* grad_x);
 }  // namespace cuda
-#endif
 }  // namespace hg::kernels

@@ -54,23 +54,15 @@ kernels::Conv2dShape check_conv2d(const Tensor& x, const Tensor& w, const Tensor
                                     stride, padding, groups);
 }
 
-[[maybe_unused, noreturn]] void no_cuda() {
-  throw Error("conv2d: haargrad was built without CUDA");
-}
-
 Tensor forward_kernel(const kernels::Conv2dShape& s, const Tensor& x, const Tensor& w,
                       const Tensor& b) {
   if (cpu_bf16(x)) return round_bf16(forward_kernel(s, cpu_f32(x), cpu_weight_bf16(w), b));
   Tensor y = Tensor::empty({s.N, s.OH, s.OW, s.O}, x.dtype(), x.device());
   if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(x.dtype(), "conv2d", [&] {
       kernels::cuda::conv2d_forward(s, x.data<scalar_t>(), w.data<float>(),
                                     b.defined() ? b.data<float>() : nullptr, y.data<scalar_t>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "conv2d", [&] {
       kernels::cpu::conv2d_forward<scalar_t>(s, x.data<scalar_t>(), w.data<scalar_t>(),
@@ -85,14 +77,10 @@ Tensor grad_input(const kernels::Conv2dShape& s, const Tensor& gy, const Tensor&
   if (cpu_bf16(gy)) return round_bf16(grad_input(s, cpu_f32(gy), cpu_weight_bf16(w)));
   Tensor gx = Tensor::empty({s.N, s.H, s.W, s.C}, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(gy.dtype(), "conv2d backward", [&] {
       kernels::cuda::conv2d_backward_data(s, gy.data<scalar_t>(), w.data<float>(),
                                           gx.data<scalar_t>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "conv2d backward", [&] {
       kernels::cpu::conv2d_backward_data<scalar_t>(s, gy.data<scalar_t>(), w.data<scalar_t>(),
@@ -108,14 +96,10 @@ Tensor grad_weight(const kernels::Conv2dShape& s, const Tensor& x, const Tensor&
   const DType pdt = gy.dtype() == DType::bf16 ? DType::f32 : gy.dtype();
   Tensor gw = Tensor::empty({s.O, s.Cg(), s.KH, s.KW}, pdt, gy.device());
   if (gy.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(gy.dtype(), "conv2d backward", [&] {
       kernels::cuda::conv2d_backward_weight(s, x.data<scalar_t>(), gy.data<scalar_t>(),
                                             gw.data<float>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "conv2d backward", [&] {
       kernels::cpu::conv2d_backward_weight<scalar_t>(s, x.data<scalar_t>(), gy.data<scalar_t>(),
@@ -130,13 +114,9 @@ Tensor grad_bias(const kernels::Conv2dShape& s, const Tensor& gy) {
   const DType pdt = gy.dtype() == DType::bf16 ? DType::f32 : gy.dtype();
   Tensor gb = Tensor::empty({s.O}, pdt, gy.device());
   if (gy.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(gy.dtype(), "conv2d backward", [&] {
       kernels::cuda::conv2d_backward_bias(s, gy.data<scalar_t>(), gb.data<float>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "conv2d backward", [&] {
       kernels::cpu::conv2d_backward_bias<scalar_t>(s, gy.data<scalar_t>(), gb.data<scalar_t>());

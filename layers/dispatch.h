@@ -16,11 +16,11 @@
 
 namespace hg {
 
-/// The parameter in the activation's dtype: `p` itself when they match, else the recorded cast
-/// (f32 master -> bf16 compute copy; its gradient flows back into p in f32).
+/// For bf16 activations, the f32 parameter's bf16 compute copy: the recorded cast, whose gradient
+/// flows back into p in f32. Any other pair is returned as it is (a mismatch is the op's error).
 inline Tensor compute_copy(const Tensor& p, const Tensor& x) {
-  if (!p.defined() || p.dtype() == x.dtype()) return p;
-  return p.to(x.dtype());
+  if (!p.defined() || x.dtype() != DType::bf16 || p.dtype() != DType::f32) return p;
+  return p.to(DType::bf16);
 }
 
 }  // namespace hg

@@ -20,14 +20,10 @@ void run_scale_rows(const Tensor& x, const Tensor& scale, Tensor& y) {
   }
   const int64_t N = x.size(0), inner = N ? x.numel() / N : 0;
   if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(x.dtype(), "scale_samples", [&] {
       kernels::cuda::scale_rows(x.data<scalar_t>(), scale.data<float>(), y.data<scalar_t>(), N,
                                 inner);
     });
-#else
-    throw Error("scale_samples: built without CUDA");
-#endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "scale_samples", [&] {
       kernels::cpu::scale_rows(x.data<scalar_t>(), scale.data<scalar_t>(), y.data<scalar_t>(), N,

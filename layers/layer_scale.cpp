@@ -21,7 +21,6 @@ void run_forward(const Tensor& x, const Tensor& gamma, const Tensor& shortcut, T
     return;
   }
   if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     check_dtype("layer_scale", gamma, DType::f32);
     HG_DISPATCH_CUDA(x.dtype(), "layer_scale", [&] {
       if (shortcut.defined())
@@ -31,9 +30,6 @@ void run_forward(const Tensor& x, const Tensor& gamma, const Tensor& shortcut, T
         kernels::cuda::layer_scale_forward(x.data<scalar_t>(), gamma.data<float>(),
                                            y.data<scalar_t>(), rows, C);
     });
-#else
-    throw Error("layer_scale: built without CUDA");
-#endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "layer_scale", [&] {
       kernels::cpu::layer_scale_forward(x.data<scalar_t>(), gamma.data<scalar_t>(),
@@ -50,12 +46,10 @@ Tensor run_grad_gamma(const Tensor& x, const Tensor& dy, DType gamma_dtype, int6
   if (cpu_bf16(x)) return run_grad_gamma(cpu_f32(x), cpu_f32(dy), gamma_dtype, rows, C);
   Tensor dgamma = Tensor::empty({C}, gamma_dtype, x.device());
   if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(x.dtype(), "layer_scale backward", [&] {
       kernels::cuda::layer_scale_grad_gamma(x.data<scalar_t>(), dy.data<scalar_t>(),
                                             dgamma.data<float>(), rows, C);
     });
-#endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "layer_scale backward", [&] {
       kernels::cpu::layer_scale_grad_gamma(x.data<scalar_t>(), dy.data<scalar_t>(),

@@ -10,10 +10,6 @@
 namespace hg {
 namespace {
 
-[[maybe_unused, noreturn]] void no_cuda() {
-  throw Error("linear: haargrad was built without CUDA");
-}
-
 // The three matrix kernels on (M, in) / (out, in) / (M, out) views of the operands.
 struct LinearSizes {
   int64_t M, in, out;
@@ -24,14 +20,10 @@ Tensor forward_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, co
   if (cpu_bf16(x)) return round_bf16(forward_kernel(z, cpu_f32(x), cpu_f32(w), cpu_f32(b), yshape));
   Tensor y = Tensor::empty(yshape, x.dtype(), x.device());
   if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(x.dtype(), "linear", [&] {
       kernels::cuda::linear_forward(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
                                     b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
       kernels::cpu::linear_forward<scalar_t>(
@@ -46,14 +38,10 @@ Tensor grad_input(const LinearSizes& z, const Tensor& gy, const Tensor& w, const
   if (cpu_bf16(gy)) return round_bf16(grad_input(z, cpu_f32(gy), cpu_f32(w), xshape));
   Tensor gx = Tensor::empty(xshape, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(gy.dtype(), "linear backward", [&] {
       kernels::cuda::linear_backward_input(z.M, z.in, z.out, gy.data<scalar_t>(), w.data<scalar_t>(),
                                            gx.data<scalar_t>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "linear backward", [&] {
       kernels::cpu::linear_backward_input<scalar_t>(z.M, z.in, z.out, gy.data<scalar_t>(),
@@ -67,14 +55,10 @@ Tensor grad_weight(const LinearSizes& z, const Tensor& x, const Tensor& gy) {
   if (cpu_bf16(gy)) return round_bf16(grad_weight(z, cpu_f32(x), cpu_f32(gy)));
   Tensor gw = Tensor::empty({z.out, z.in}, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(gy.dtype(), "linear backward", [&] {
       kernels::cuda::linear_backward_weight(z.M, z.in, z.out, x.data<scalar_t>(), gy.data<scalar_t>(),
                                             gw.data<scalar_t>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "linear backward", [&] {
       kernels::cpu::linear_backward_weight<scalar_t>(z.M, z.in, z.out, x.data<scalar_t>(),
@@ -88,13 +72,9 @@ Tensor grad_bias(const LinearSizes& z, const Tensor& gy) {
   if (cpu_bf16(gy)) return round_bf16(grad_bias(z, cpu_f32(gy)));
   Tensor gb = Tensor::empty({z.out}, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(gy.dtype(), "linear backward", [&] {
       kernels::cuda::bias_grad_rows(z.M, z.out, gy.data<scalar_t>(), gb.data<scalar_t>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "linear backward", [&] {
       kernels::cpu::bias_grad_rows<scalar_t>(z.M, z.out, gy.data<scalar_t>(), gb.data<scalar_t>());
@@ -146,13 +126,9 @@ Tensor gelu_raw(const Tensor& h) {
   if (cpu_bf16(h)) return round_bf16(gelu_raw(cpu_f32(h)));
   Tensor g = Tensor::empty(h.shape(), h.dtype(), h.device());
   if (h.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(h.dtype(), "gelu_linear", [&] {
       kernels::cuda::gelu_forward(h.data<scalar_t>(), g.data<scalar_t>(), h.numel());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(h.dtype(), "gelu_linear", [&] {
       kernels::cpu::gelu_forward(h.data<scalar_t>(), g.data<scalar_t>(), h.numel());
@@ -192,12 +168,10 @@ Tensor gelu_linear(const Tensor& h_in, const Tensor& w_param, const Tensor& b_pa
       memory::CategoryScope scratch(Category::workspace);
       Tensor g = Tensor::empty(h.shape(), h.dtype(), h.device());
       if (h.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
         HG_DISPATCH_CUDA(h.dtype(), "gelu_linear backward", [&] {
           kernels::cuda::gelu_forward_backward(h.data<scalar_t>(), dg.data<scalar_t>(), g.data<scalar_t>(),
                                                gh.data<scalar_t>(), h.numel());
         });
-#endif
       } else if (cpu_bf16(h)) {  // f32 math, both outputs rounded to bf16
         const Tensor h32 = cpu_f32(h), dg32 = cpu_f32(dg);
         Tensor g32 = Tensor::empty(h.shape(), DType::f32, h.device()), gh32 = g32.clone();

@@ -20,16 +20,12 @@ void forward_kernel(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
     return;
   }
   if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     check_dtype("layer_norm", w, DType::f32);
     HG_DISPATCH_CUDA(x.dtype(), "layer_norm", [&] {
       kernels::cuda::layernorm_forward(x.data<scalar_t>(), w.data<float>(), b.data<float>(),
                                        y.data<scalar_t>(), mean.data<float>(), rstd.data<float>(),
                                        rows, C, static_cast<float>(eps));
     });
-#else
-    throw Error("layer_norm: built without CUDA");
-#endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
       kernels::cpu::layernorm_forward(x.data<scalar_t>(), w.data<scalar_t>(), b.data<scalar_t>(),
@@ -50,7 +46,6 @@ void backward_kernel(const Tensor& x, const Tensor& w, const Tensor& mean, const
     return;
   }
   if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(x.dtype(), "layer_norm backward", [&] {
       auto ptr = [](const Tensor& t) { return t.defined() ? t.data<scalar_t>() : nullptr; };
       auto ptr32 = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
@@ -58,7 +53,6 @@ void backward_kernel(const Tensor& x, const Tensor& w, const Tensor& mean, const
                                         rstd.data<float>(), dy.data<scalar_t>(), ptr(dx), ptr32(dw),
                                         ptr32(db), rows, C);
     });
-#endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "layer_norm backward", [&] {
       auto ptr = [](const Tensor& t) { return t.defined() ? t.data<scalar_t>() : nullptr; };

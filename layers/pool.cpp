@@ -8,22 +8,14 @@
 namespace hg {
 namespace {
 
-[[maybe_unused, noreturn]] void no_cuda() {
-  throw Error("global_avg_pool: haargrad was built without CUDA");
-}
-
 Tensor pool_backward(const Tensor& gy, const Shape& xshape) {
   if (cpu_bf16(gy)) return round_bf16(pool_backward(cpu_f32(gy), xshape));
   const int64_t N = xshape[0], HW = xshape[1] * xshape[2], C = xshape[3];
   Tensor gx = Tensor::empty(xshape, gy.dtype(), gy.device());
   if (gy.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(gy.dtype(), "global_avg_pool backward", [&] {
       kernels::cuda::global_avg_pool_backward(N, HW, C, gy.data<scalar_t>(), gx.data<scalar_t>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(gy.dtype(), "global_avg_pool backward", [&] {
       kernels::cpu::global_avg_pool_backward<scalar_t>(N, HW, C, gy.data<scalar_t>(),
@@ -46,13 +38,9 @@ Tensor global_avg_pool(const Tensor& x_in) {
     autograd::NoGradGuard no_grad;
     y.copy_(global_avg_pool(cpu_f32(x)));  // f32 math, rounded to bf16
   } else if (x.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_DISPATCH_CUDA(x.dtype(), "global_avg_pool", [&] {
       kernels::cuda::global_avg_pool_forward(N, HW, C, x.data<scalar_t>(), y.data<scalar_t>());
     });
-#else
-    no_cuda();
-#endif
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "global_avg_pool", [&] {
       kernels::cpu::global_avg_pool_forward<scalar_t>(N, HW, C, x.data<scalar_t>(),

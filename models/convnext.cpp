@@ -103,7 +103,7 @@ void ConvNeXtStage::collect(const std::string& prefix, std::vector<ParamRef>& ou
 // ---- model ----------------------------------------------------------------------------------------
 
 ConvNeXt::ConvNeXt(const ModelConfig& cfg, uint64_t seed, DType dt, Device dev)
-    : config(cfg), dtype(dt), device(dev), drop_gen(seed ^ 0x9e3779b97f4a7c15ull) {
+    : config(cfg), dtype(dt), device(dev), compute_dtype(dt), drop_gen(seed ^ 0x9e3779b97f4a7c15ull) {
   config.validate();
   Generator gen(seed);
   stem_conv = make_conv(cfg.in_chans, cfg.dims[0], cfg.patch_size, cfg.patch_size, 0, 1, gen, dtype, device);
@@ -147,7 +147,7 @@ Tensor ConvNeXt::forward(const Tensor& x, bool training, std::vector<std::pair<s
     if (acts) acts->emplace_back("act.stages." + std::to_string(s), h);
   }
   h = head_norm->forward(global_avg_pool(h));
-  return head_fc->forward(h).to(DType::f32);  // loss and metrics in f32
+  return head_fc->forward(h).to(dtype);  // loss and metrics in the parameters' dtype (f32 for bf16)
 }
 
 void ConvNeXt::collect(const std::string& prefix, std::vector<ParamRef>& out) const {

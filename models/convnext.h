@@ -73,9 +73,10 @@ class ConvNeXt : public Module {
   ModelConfig config;
   DType dtype;  ///< the parameters' dtype (f32 master weights in training)
   Device device;
-  /// The activations' dtype: forward casts its input to it and the logits back to f32. bf16 gives
-  /// mixed precision (f32 parameters, bf16 activations, f32 accumulation; layers/dispatch.h).
-  DType compute_dtype = DType::f32;
+  /// The activations' dtype (the parameters' dtype unless set): forward casts its input to it and
+  /// the logits back to the parameters' dtype. bf16 with f32 parameters is mixed precision (bf16
+  /// activations, f32 accumulation; layers/dispatch.h).
+  DType compute_dtype;
   Generator drop_gen;  ///< drop-path randomness (its state goes into checkpoints)
 
   std::unique_ptr<Conv2d> stem_conv;  ///< "stem.0"
