@@ -45,6 +45,11 @@ Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len) {
 
 }  // namespace
 
+int64_t resample_reach(double box_len, int64_t out_len) {
+  // axis_taps reads [floor(center - stretch), ceil(center + stretch)) with centers inside the box.
+  return static_cast<int64_t>(std::ceil(std::max(box_len / static_cast<double>(out_len), 1.0))) + 1;
+}
+
 void resample_bilinear(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
                        float* out) {
   HG_CHECK(src.height > 0 && src.width > 0 && src.channels > 0, "resample_bilinear: empty image ", src.height,
@@ -148,19 +153,26 @@ int64_t Transform::output_numel() const {
   return opts_.img_size * opts_.img_size * static_cast<int64_t>(opts_.mean.size());
 }
 
+CropPlan Transform::plan(int64_t height, int64_t width, Generator& rng) const {
+  CropPlan p;
+  if (opts_.train) {
+    p.box = random_resized_crop_box(height, width, opts_.scale, opts_.ratio, rng);
+    p.flip = opts_.hflip > 0 && rng.uniform() < opts_.hflip;
+  } else {
+    p.box = center_crop_box(height, width, opts_.img_size, opts_.crop_pct);
+  }
+  return p;
+}
+
 void Transform::apply(const Image& img, Generator& rng, float* out) const {
+  apply_plan(img, plan(img.height, img.width, rng), out);
+}
+
+void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out) const {
   const int64_t C = static_cast<int64_t>(opts_.mean.size());
   HG_CHECK(img.channels == C, "Transform: image has ", img.channels, " channels, mean/std have ", C);
   const int64_t S = opts_.img_size;
-  CropBox box;
-  bool flip = false;
-  if (opts_.train) {
-    box = random_resized_crop_box(img.height, img.width, opts_.scale, opts_.ratio, rng);
-    flip = opts_.hflip > 0 && rng.uniform() < opts_.hflip;
-  } else {
-    box = center_crop_box(img.height, img.width, S, opts_.crop_pct);
-  }
-  resample_bilinear(img, box, S, S, flip, out);
+  resample_bilinear(img, plan.box, S, S, plan.flip, out);
   for (int64_t p = 0; p < S * S; ++p)
     for (int64_t c = 0; c < C; ++c) out[p * C + c] = out[p * C + c] * gain_[size_t(c)] + bias_[size_t(c)];
 }
