@@ -47,22 +47,23 @@ __global__ void crop_resize_kernel(const uint8_t* __restrict__ pixels, const Cro
     // A center outside the image (not for boxes inside it): the nearest pixel, as the CPU does.
     if (sx <= 0) { ax.lo = min(max(static_cast<int>(floor(ax.center)), 0), it.width - 1); ax.hi = ax.lo + 1; }
     if (sy <= 0) { ay.lo = min(max(static_cast<int>(floor(ay.center)), 0), it.height - 1); ay.hi = ay.lo + 1; }
+    // Vertical sums first, then the horizontal one: the CPU reference's order (data/transforms.cpp).
     float acc[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) acc[c] = 0.f;
-    for (int y = ay.lo; y < ay.hi; ++y) {
-      const float wy = sy > 0 ? static_cast<float>(tap(ay, y) / sy) : 1.f;
-      const uint8_t* row = img + static_cast<int64_t>(y) * it.width * C;
-      float racc[C];
+    for (int x = ax.lo; x < ax.hi; ++x) {
+      const float wx = sx > 0 ? static_cast<float>(tap(ax, x) / sx) : 1.f;
+      float col[C];
 #pragma unroll
-      for (int c = 0; c < C; ++c) racc[c] = 0.f;
-      for (int x = ax.lo; x < ax.hi; ++x) {
-        const float wx = sx > 0 ? static_cast<float>(tap(ax, x) / sx) : 1.f;
+      for (int c = 0; c < C; ++c) col[c] = 0.f;
+      for (int y = ay.lo; y < ay.hi; ++y) {
+        const float wy = sy > 0 ? static_cast<float>(tap(ay, y) / sy) : 1.f;
+        const uint8_t* px = img + (static_cast<int64_t>(y) * it.width + x) * C;
 #pragma unroll
-        for (int c = 0; c < C; ++c) racc[c] += wx * static_cast<float>(row[x * C + c]);
+        for (int c = 0; c < C; ++c) col[c] += wy * static_cast<float>(px[c]);
       }
 #pragma unroll
-      for (int c = 0; c < C; ++c) acc[c] += wy * racc[c];
+      for (int c = 0; c < C; ++c) acc[c] += wx * col[c];
     }
     Out* o = dst + (static_cast<int64_t>(oy) * S + (it.flip ? S - 1 - ox : ox)) * C;
 #pragma unroll
