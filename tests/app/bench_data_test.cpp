@@ -17,13 +17,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Run {
+struct ProgramRun {
   int exit_code = -1;
   std::string output;
 };
 
-Run run_program(const std::string& args) {
-  Run r;
+ProgramRun run_program(const std::string& args) {
+  ProgramRun r;
   FILE* p = popen((HAARGRAD_BINARY_DIR "/haargrad " + args + " 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -65,7 +65,7 @@ class BenchData : public ::testing::Test {
 
 TEST_F(BenchData, OneRowPerDecoder) {
   const std::string out = (dir_ / "rows.json").string();
-  const Run r = run_program("bench-data" + args() + " --output " + out);
+  const ProgramRun r = run_program("bench-data" + args() + " --output " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream f(out);
   const json rows = json::parse(f);
@@ -92,7 +92,7 @@ TEST_F(BenchData, OneRowPerDecoder) {
 }
 
 TEST_F(BenchData, BadArgumentsFailWithAMessage) {
-  Run r = run_program("bench-data" + args() + " --decoders turbo,nvjpg");
+  ProgramRun r = run_program("bench-data" + args() + " --decoders turbo,nvjpg");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("nvjpg"), std::string::npos) << r.output;
   r = run_program("bench-data" + args() + " --split test");
