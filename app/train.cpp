@@ -41,9 +41,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
     const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
     auto pct = [](double v) { return v < 0 ? std::string("n/a") : str(std::fixed, std::setprecision(2), v); };
     std::printf("best_top1 %s  last_top1 %s  last_top5 %s  train_img_per_sec %.1f  data_img_per_sec %.1f  "
-                "peak_mib %.1f  minutes %.2f\n",
+                "data_wait_pct %.1f  peak_mib %.1f  minutes %.2f\n",
                 pct(r.best_top1).c_str(), pct(r.last_top1).c_str(), pct(r.last_top5).c_str(),
-                r.train_img_per_sec, r.data_img_per_sec, r.peak_mib, minutes);
+                r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction, r.peak_mib, minutes);
   });
 });
 

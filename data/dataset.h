@@ -6,6 +6,7 @@
 #include <string>
 
 #include "data/image.h"
+#include "data/image_region.h"
 
 namespace hg::data {
 
@@ -19,6 +20,12 @@ struct Sample {
   int64_t label = 0;  ///< class index in [0, num_classes)
 };
 
+/// A sample decoded for one crop (Dataset::get_region).
+struct RegionSample {
+  ImageRegion region;  ///< the pixels the chooser's box needs, and the box in them
+  int64_t label = 0;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -29,6 +36,9 @@ class Dataset {
   /// Sample `index` in [0, size()). Must be thread-safe and deterministic (same index, same sample).
   /// Throws hg::Error for a bad index or an unreadable sample the dataset cannot skip.
   virtual Sample get(int64_t index) const = 0;
+  /// Sample `index` decoded for the crop `choose` picks from its full size (see image_region.h); a
+  /// file-backed dataset may decode only that region, at reduced scale. The default decodes whole.
+  virtual RegionSample get_region(int64_t index, const CropChooser& choose) const;
   /// One line for logs: kind, root, split, size, classes.
   virtual std::string describe() const = 0;
   /// Corrupt images skipped so far (at scan time and while loading).

@@ -18,6 +18,7 @@ Datasets make_datasets(const train::Config& cfg) {
     ImageFolderOptions opts;
     opts.channels = cfg.in_chans;
     opts.corrupt = parse_corrupt_policy(cfg.corrupt_images);
+    opts.jpeg = parse_jpeg_decoder(cfg.jpeg_decoder);
     auto train = std::make_shared<ImageFolder>(cfg.data_dir, cfg.train_split, opts);
     opts.classes = train->classes();  // the same name -> index mapping in both splits
     d.val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);

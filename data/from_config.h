@@ -17,7 +17,7 @@ struct Datasets {
 
 /// The train and validation datasets of cfg.dataset:
 ///   idx:          IdxDataset(data_dir, train_split / val_split)  ("train" / "test" for Fashion-MNIST)
-///   image_folder: ImageFolder(data_dir, split); val uses the train split's class list
+///   image_folder: ImageFolder(data_dir, split) with jpeg_decoder; val uses the train split's class list
 ///   synthetic:    SyntheticDataset of synthetic_size (val: a fifth of it, another seed), img_size px
 /// Images come with cfg.in_chans channels. Throws hg::Error when a dataset has more classes than
 /// cfg.num_classes.

@@ -17,24 +17,96 @@
 #include <stb_image_write.h>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
+
+#include "data/jpeg_decode.h"
 
 namespace hg::data {
 
-Image read_image(const std::string& path, int channels) {
-  HG_CHECK(channels == 1 || channels == 3, "read_image: channels must be 1 or 3, got ", channels);
+ImageFormat sniff_image_format(const uint8_t* d, size_t n) {
+  static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (is_jpeg(d, n)) return ImageFormat::jpeg;
+  if (n >= 8 && std::equal(kPng, kPng + 8, d)) return ImageFormat::png;
+  if (n >= 2 && d[0] == 'B' && d[1] == 'M') return ImageFormat::bmp;
+  if (n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) return ImageFormat::pnm;  // binary PGM / PPM
+  return ImageFormat::unknown;
+}
+
+const char* format_name(ImageFormat f) {
+  switch (f) {
+    case ImageFormat::jpeg: return "jpeg";
+    case ImageFormat::png: return "png";
+    case ImageFormat::bmp: return "bmp";
+    case ImageFormat::pnm: return "pnm";
+    default: return "unknown";
+  }
+}
+
+JpegDecoder parse_jpeg_decoder(const std::string& s) {
+  if (s == "turbo") return JpegDecoder::turbo;
+  if (s == "turbo_full") return JpegDecoder::turbo_full;
+  if (s == "stb") return JpegDecoder::stb;
+  throw Error(str("jpeg_decoder: expected 'turbo', 'turbo_full' or 'stb', got '", s, "'"));
+}
+
+const char* decoder_name(JpegDecoder d) {
+  switch (d) {
+    case JpegDecoder::turbo: return "turbo";
+    case JpegDecoder::turbo_full: return "turbo_full";
+    default: return "stb";
+  }
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!f) throw CorruptImage(path, "cannot open the file");
+  std::vector<uint8_t> bytes;
+  uint8_t buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.insert(bytes.end(), buf, buf + got);
+  if (std::ferror(f.get())) throw CorruptImage(path, "read error");
+  return bytes;
+}
+
+Image decode_with_stb(const uint8_t* data, size_t size, const std::string& path, int channels) {
+  HG_CHECK(channels == 1 || channels == 3, "decode_with_stb: channels must be 1 or 3, got ", channels);
+  HG_CHECK(size <= static_cast<size_t>(INT32_MAX), "decode_with_stb: '", path, "' is too large for stb_image");
   int w = 0, h = 0, file_channels = 0;
   // stb converts to the requested channel count itself; its failure reason is thread-local.
-  std::unique_ptr<stbi_uc, void (*)(void*)> data(stbi_load(path.c_str(), &w, &h, &file_channels, channels),
-                                                 stbi_image_free);
-  if (!data) throw CorruptImage(path, stbi_failure_reason() ? stbi_failure_reason() : "unknown error");
+  std::unique_ptr<stbi_uc, void (*)(void*)> px(
+      stbi_load_from_memory(data, static_cast<int>(size), &w, &h, &file_channels, channels), stbi_image_free);
+  if (!px) throw CorruptImage(path, stbi_failure_reason() ? stbi_failure_reason() : "unknown error");
   if (w <= 0 || h <= 0) throw CorruptImage(path, str("empty image ", w, "x", h));
   Image img;
   img.height = h;
   img.width = w;
   img.channels = channels;
-  img.pixels.assign(data.get(), data.get() + static_cast<size_t>(w) * h * channels);
+  img.pixels.assign(px.get(), px.get() + static_cast<size_t>(w) * h * channels);
   return img;
+}
+
+Image read_image(const std::string& path, int channels, JpegDecoder jpeg) {
+  HG_CHECK(channels == 1 || channels == 3, "read_image: channels must be 1 or 3, got ", channels);
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  const ImageFormat format = sniff_image_format(bytes.data(), bytes.size());
+  if (format == ImageFormat::unknown) throw not_an_image(path, bytes);
+  if (format == ImageFormat::jpeg && jpeg != JpegDecoder::stb)
+    return decode_jpeg(bytes.data(), bytes.size(), path, channels, 1).image;
+  return decode_with_stb(bytes.data(), bytes.size(), path, channels);
+}
+
+CorruptImage not_an_image(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::string head;
+  char hex[4];
+  for (size_t i = 0; i < std::min<size_t>(8, bytes.size()); ++i) {
+    std::snprintf(hex, sizeof hex, "%02x ", bytes[i]);
+    head += hex;
+  }
+  return CorruptImage(path, bytes.empty() ? std::string("empty file")
+                                          : str("not a JPEG, PNG, BMP, PPM or PGM file (it starts with bytes ",
+                                                head.substr(0, head.size() - 1), "), whatever its name says"));
 }
 
 bool probe_image(const std::string& path, std::string* reason) {

@@ -17,6 +17,15 @@ CorruptPolicy parse_corrupt_policy(const std::string& s) {
   throw Error(str("corrupt_images: expected 'skip' or 'error', got '", s, "'"));
 }
 
+RegionSample Dataset::get_region(int64_t index, const CropChooser& choose) const {
+  Sample s = get(index);
+  RegionSample r;
+  r.region.box = choose(s.image.height, s.image.width).box;
+  r.region.image = std::move(s.image);
+  r.label = s.label;
+  return r;
+}
+
 bool is_image_file(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -102,8 +111,24 @@ Sample ImageFolder::get(int64_t index) const {
   for (int64_t k = 0; k < size(); ++k) {
     const int64_t j = (index + k) % size();
     try {
-      return Sample{read_image(files_[static_cast<size_t>(j)], static_cast<int>(opts_.channels)),
+      return Sample{read_image(files_[static_cast<size_t>(j)], static_cast<int>(opts_.channels), opts_.jpeg),
                     labels_[static_cast<size_t>(j)]};
+    } catch (const CorruptImage& e) {
+      if (opts_.corrupt == CorruptPolicy::error) throw;
+      note_corrupt(e.path(), e.what());
+    }
+  }
+  throw Error(str("ImageFolder: every image under '", dir_, "' failed to decode"));
+}
+
+RegionSample ImageFolder::get_region(int64_t index, const CropChooser& choose) const {
+  HG_CHECK(index >= 0 && index < size(), "ImageFolder::get_region: index ", index, " out of range [0, ", size(), ")");
+  for (int64_t k = 0; k < size(); ++k) {  // as get(): a corrupt file is replaced by its next good neighbour
+    const int64_t j = (index + k) % size();
+    try {
+      return RegionSample{read_image_region(files_[static_cast<size_t>(j)], static_cast<int>(opts_.channels), choose,
+                                            opts_.jpeg),
+                          labels_[static_cast<size_t>(j)]};
     } catch (const CorruptImage& e) {
       if (opts_.corrupt == CorruptPolicy::error) throw;
       note_corrupt(e.path(), e.what());
@@ -114,7 +139,7 @@ Sample ImageFolder::get(int64_t index) const {
 
 std::string ImageFolder::describe() const {
   return str("ImageFolder '", dir_, "': ", size(), " images, ", num_classes(), " classes, ", opts_.channels,
-             " channels");
+             " channels, JPEG decoder ", decoder_name(opts_.jpeg));
 }
 
 const std::string& ImageFolder::path(int64_t index) const {

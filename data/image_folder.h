@@ -21,12 +21,14 @@ struct ImageFolderOptions {
   std::vector<std::string> classes;
   /// Read every file's header while scanning, so files stb cannot recognise are dropped up front.
   bool probe = true;
+  JpegDecoder jpeg = JpegDecoder::turbo;         ///< how JPEG files are decoded (image.h)
 };
 
 class ImageFolder : public Dataset {
  public:
   /// Scans <root>/<split> (or <root> when split is empty). Files ending in .jpg .jpeg .png .bmp .ppm
-  /// .pgm (any case) under a class folder, at any depth, are images; other files are ignored.
+  /// .pgm (any case) under a class folder, at any depth, are images; other files are ignored. How a
+  /// file is decoded follows its first bytes, not its name (a PNG named .jpg decodes as PNG).
   /// Throws hg::Error when the folder is missing, has images but no class sub-folders (the message
   /// shows the expected layout), has no images at all, or has a folder not in options.classes;
   /// throws CorruptImage for an unrecognised file under CorruptPolicy::error.
@@ -38,6 +40,8 @@ class ImageFolder : public Dataset {
   /// Decodes file `index`. A file that fails to decode is skipped under CorruptPolicy::skip: the next
   /// file in order (wrapping) is returned instead, so the result depends on the index only.
   Sample get(int64_t index) const override;
+  /// As get(), decoding only what `choose`'s crop needs (image_region.h) with options.jpeg.
+  RegionSample get_region(int64_t index, const CropChooser& choose) const override;
   std::string describe() const override;
   int64_t corrupt_skipped() const override { return skipped_.load(); }
 

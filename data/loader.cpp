@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <ctime>
 
 #include "core/autograd.h"
 #include "core/random.h"
@@ -14,6 +15,12 @@ namespace hg::data {
 
 namespace {
 constexpr uint64_t kShuffleStream = 1, kSampleStream = 2;
+// CPU time of the calling thread, s.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -22,6 +29,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 double LoaderStats::images_per_second() const {
   return worker_seconds > 0 ? static_cast<double>(images) / worker_seconds * static_cast<double>(std::max<int64_t>(workers, 1))
                             : 0.0;
+}
+
+double LoaderStats::busy_fraction() const {
+  const double capacity = wall_seconds * static_cast<double>(std::max<int64_t>(workers, 1));
+  return capacity > 0 ? std::min(1.0, worker_seconds / capacity) : 0.0;
 }
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transform, LoaderOptions opts)
@@ -80,8 +92,9 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
     ready_.clear();
     stop_ = false;
     error_ = nullptr;
-    images_ = 0;
-    busy_ = wait_ = 0;
+    images_ = file_bytes_ = 0;
+    decoded_.clear();
+    busy_ = busy_cpu_ = wait_ = 0;
   }
   for (int64_t w = 0; w < opts_.workers; ++w) threads_.emplace_back([this] { worker_loop(); });
 }
@@ -107,12 +120,22 @@ Batch DataLoader::make_batch(int64_t step) const {
   int64_t* lb = batch.labels.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t index = order_[static_cast<size_t>(begin + i)];
-    Sample s = dataset_->get(index);
+    // The plan draws from a generator seeded by (seed, epoch, index) inside the chooser, so the crop
+    // and flip depend on the image size only, whichever decoder (or decode attempt) asks.
+    CropPlan plan;
+    const CropChooser choose = [&](int64_t h, int64_t w) {
+      Generator gen(mix_seed(opts_.seed, kSampleStream, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index)));
+      plan = transform_.plan(h, w, gen);
+      return CropRequest{plan.box, S, S};
+    };
+    RegionSample s = dataset_->get_region(index, choose);
     HG_CHECK(s.label >= 0 && s.label < dataset_->num_classes(), "DataLoader: sample ", index, " has label ",
              s.label, " outside [0, ", dataset_->num_classes(), ")");
-    Generator gen(mix_seed(opts_.seed, kSampleStream, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index)));
-    transform_.apply(s.image, gen, px + i * transform_.output_numel());
+    plan.box = s.region.box;  // the same box, in the decoded region's pixels
+    transform_.apply_plan(s.region.image, plan, px + i * transform_.output_numel());
     lb[i] = s.label;
+    batch.file_bytes += s.region.info.file_bytes;
+    ++batch.decoded[s.region.info.key()];
   }
   return batch;
 }
@@ -127,6 +150,7 @@ void DataLoader::worker_loop() {
       step = next_make_++;
     }
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_seconds();
     Batch batch;
     std::exception_ptr err;
     try {
@@ -134,15 +158,16 @@ void DataLoader::worker_loop() {
     } catch (...) {
       err = std::current_exception();
     }
-    const double dt = seconds_since(t0);
+    const double dt = seconds_since(t0), dc = thread_cpu_seconds() - c0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_ += dt;
+      busy_cpu_ += dc;
       if (err) {
         if (!error_) error_ = err;
         stop_ = true;
       } else {
-        images_ += batch.labels.numel();
+        count(batch);
         ready_.emplace(step, std::move(batch));
       }
     }
@@ -165,10 +190,12 @@ bool DataLoader::next(Batch& out) {
   }
   if (opts_.workers == 0) {
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_seconds();
     out = make_batch(next_take_);
     std::lock_guard<std::mutex> lock(mu_);
     busy_ += seconds_since(t0);
-    images_ += out.labels.numel();
+    busy_cpu_ += thread_cpu_seconds() - c0;
+    count(out);
     ++next_take_;
     return true;
   }
@@ -192,11 +219,20 @@ bool DataLoader::next(Batch& out) {
   return true;
 }
 
+void DataLoader::count(const Batch& b) {
+  images_ += b.labels.numel();
+  file_bytes_ += b.file_bytes;
+  for (const auto& [key, n] : b.decoded) decoded_[key] += n;
+}
+
 LoaderStats DataLoader::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   LoaderStats s;
   s.images = images_;
+  s.file_bytes = file_bytes_;
+  s.decoded = decoded_;
   s.worker_seconds = busy_;
+  s.worker_cpu_seconds = busy_cpu_;
   s.wait_seconds = wait_;
   s.wall_seconds = seconds_since(started_);
   s.workers = opts_.workers;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -41,17 +42,26 @@ struct Batch {
   Tensor images;  ///< f32 (N, img_size, img_size, C), normalised
   Tensor labels;  ///< i64 (N), class indices
   int64_t epoch = 0, step = 0;
+  int64_t file_bytes = 0;                   ///< compressed bytes decoded for it
+  std::map<std::string, int64_t> decoded;   ///< images per DecodeInfo::key()
 };
 
 /// Counters since the last start_epoch.
 struct LoaderStats {
   int64_t images = 0;          ///< images delivered into batches
+  int64_t file_bytes = 0;      ///< compressed bytes those images were decoded from
+  /// Images per way of decoding (DecodeInfo::key(): "jpeg turbo 1/2", "png stb", ...).
+  std::map<std::string, int64_t> decoded;
   double worker_seconds = 0;   ///< busy time summed over workers (decode + transform), s
+  double worker_cpu_seconds = 0;  ///< CPU time of that busy time (thread CPU clock), s: unlike
+                                  ///< worker_seconds, not inflated when other processes share the cores
   double wait_seconds = 0;     ///< time next() spent blocked waiting for a batch, s
   double wall_seconds = 0;     ///< since start_epoch, s
   int64_t workers = 0;
   /// Throughput the workers sustain together: images / worker_seconds * max(workers, 1), img/s.
   double images_per_second() const;
+  /// Share of the workers' time spent busy: worker_seconds / (wall_seconds * workers), in [0, 1].
+  double busy_fraction() const;
 };
 
 class DataLoader {
@@ -80,6 +90,7 @@ class DataLoader {
   Batch make_batch(int64_t step) const;
   void worker_loop();
   void stop_workers();
+  void count(const Batch& b);  // adds a finished batch to the counters; mu_ held
 
   std::shared_ptr<const Dataset> dataset_;
   Transform transform_;
@@ -99,8 +110,9 @@ class DataLoader {
   std::map<int64_t, Batch> ready_;  // built, not yet taken
   bool stop_ = false;
   std::exception_ptr error_;
-  int64_t images_ = 0;
-  double busy_ = 0, wait_ = 0;
+  int64_t images_ = 0, file_bytes_ = 0;
+  std::map<std::string, int64_t> decoded_;
+  double busy_ = 0, busy_cpu_ = 0, wait_ = 0;
   std::vector<std::thread> threads_;
 };
 

@@ -8,10 +8,11 @@ namespace hg::data {
 
 namespace {
 
-// Filter taps of one output axis: output i reads input pixels first[i] .. first[i] + w[i].size() - 1.
+// Filter taps of one output axis: output i reads input pixels first[i] .. first[i] + count[i] - 1
+// with weights w[offset[i] ..]. Flat arrays: no allocation per output pixel.
 struct Taps {
-  std::vector<int64_t> first;
-  std::vector<std::vector<float>> w;
+  std::vector<int64_t> first, count, offset;
+  std::vector<float> w;
 };
 
 Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len) {
@@ -19,31 +20,38 @@ Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len) {
   const double stretch = std::max(scale, 1.0);  // shrinking widens the triangle: every input counts
   Taps t;
   t.first.resize(static_cast<size_t>(out_len));
-  t.w.resize(static_cast<size_t>(out_len));
+  t.count.resize(static_cast<size_t>(out_len));
+  t.offset.resize(static_cast<size_t>(out_len));
+  std::vector<double> v;
   for (int64_t i = 0; i < out_len; ++i) {
     const double center = start + (static_cast<double>(i) + 0.5) * scale;  // pixel j has center j + 0.5
     int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(center - stretch)));
-    int64_t hi = std::min<int64_t>(in_len, static_cast<int64_t>(std::ceil(center + stretch)));
-    std::vector<float> w;
+    const int64_t hi = std::min<int64_t>(in_len, static_cast<int64_t>(std::ceil(center + stretch)));
+    v.clear();
     double sum = 0;
     for (int64_t j = lo; j < hi; ++j) {
-      double v = std::max(0.0, 1.0 - std::fabs((static_cast<double>(j) + 0.5 - center) / stretch));
-      w.push_back(static_cast<float>(v));
-      sum += v;
+      v.push_back(std::max(0.0, 1.0 - std::fabs((static_cast<double>(j) + 0.5 - center) / stretch)));
+      sum += v.back();
     }
     if (sum <= 0) {  // center outside the image (cannot happen for boxes inside it): nearest pixel
       lo = std::clamp<int64_t>(static_cast<int64_t>(std::floor(center)), 0, in_len - 1);
-      w.assign(1, 1.0f);
+      v.assign(1, 1.0);
       sum = 1;
     }
-    for (float& v : w) v = static_cast<float>(v / sum);  // edges renormalise instead of reading outside
-    t.first[static_cast<size_t>(i)] = lo;
-    t.w[static_cast<size_t>(i)] = std::move(w);
+    t.first[size_t(i)] = lo;
+    t.count[size_t(i)] = static_cast<int64_t>(v.size());
+    t.offset[size_t(i)] = static_cast<int64_t>(t.w.size());
+    for (double x : v) t.w.push_back(static_cast<float>(x / sum));  // edges renormalise instead of reading outside
   }
   return t;
 }
 
 }  // namespace
+
+int64_t resample_reach(double box_len, int64_t out_len) {
+  // axis_taps reads [floor(center - stretch), ceil(center + stretch)) with centers inside the box.
+  return static_cast<int64_t>(std::ceil(std::max(box_len / static_cast<double>(out_len), 1.0))) + 1;
+}
 
 void resample_bilinear(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
                        float* out) {
@@ -53,38 +61,48 @@ void resample_bilinear(const Image& src, const CropBox& box, int64_t out_h, int6
            " or output ", out_h, "x", out_w);
   const int64_t C = src.channels;
   const Taps tx = axis_taps(box.x, box.w, src.width, out_w), ty = axis_taps(box.y, box.h, src.height, out_h);
-  // Rows the vertical pass reads.
-  int64_t y0 = src.height, y1 = 0;
-  for (int64_t i = 0; i < out_h; ++i) {
-    y0 = std::min(y0, ty.first[size_t(i)]);
-    y1 = std::max(y1, ty.first[size_t(i)] + static_cast<int64_t>(ty.w[size_t(i)].size()));
+  // Columns the horizontal pass reads.
+  int64_t x0 = src.width, x1 = 0;
+  for (int64_t i = 0; i < out_w; ++i) {
+    x0 = std::min(x0, tx.first[size_t(i)]);
+    x1 = std::max(x1, tx.first[size_t(i)] + tx.count[size_t(i)]);
   }
-  // Horizontal pass: tmp is (y1 - y0, out_w, C).
-  std::vector<float> tmp(static_cast<size_t>((y1 - y0) * out_w * C));
-  for (int64_t y = y0; y < y1; ++y) {
-    const uint8_t* row = src.pixels.data() + y * src.width * C;
-    float* trow = tmp.data() + (y - y0) * out_w * C;
-    for (int64_t ox = 0; ox < out_w; ++ox) {
-      const auto& w = tx.w[size_t(ox)];
-      const uint8_t* p = row + tx.first[size_t(ox)] * C;
-      for (int64_t c = 0; c < C; ++c) {
-        float acc = 0;
-        for (size_t k = 0; k < w.size(); ++k) acc += w[k] * p[static_cast<int64_t>(k) * C + c];
-        trow[ox * C + c] = acc;
-      }
-    }
-  }
-  // Vertical pass, mirroring columns when flipping.
+  const int64_t span = (x1 - x0) * C;
+  // Vertical pass first, one output row at a time: a weighted sum of whole input rows over the
+  // columns in use (contiguous, so the compiler vectorises it); then the horizontal pass on that row.
+  std::vector<float> row(static_cast<size_t>(span));
   for (int64_t oy = 0; oy < out_h; ++oy) {
-    const auto& w = ty.w[size_t(oy)];
-    const float* base = tmp.data() + (ty.first[size_t(oy)] - y0) * out_w * C;
+    const float* wy = ty.w.data() + ty.offset[size_t(oy)];
+    const int64_t fy = ty.first[size_t(oy)], ny = ty.count[size_t(oy)];
+    std::fill(row.begin(), row.end(), 0.0f);
+    float* r = row.data();
+    for (int64_t k = 0; k < ny; ++k) {
+      const uint8_t* in = src.pixels.data() + ((fy + k) * src.width + x0) * C;
+      const float w = wy[k];
+      for (int64_t j = 0; j < span; ++j) r[j] += w * static_cast<float>(in[j]);
+    }
     float* orow = out + oy * out_w * C;
     for (int64_t ox = 0; ox < out_w; ++ox) {
+      const float* wx = tx.w.data() + tx.offset[size_t(ox)];
+      const int64_t nx = tx.count[size_t(ox)];
+      const float* p = r + (tx.first[size_t(ox)] - x0) * C;
       float* o = orow + (flip ? out_w - 1 - ox : ox) * C;
-      for (int64_t c = 0; c < C; ++c) {
-        float acc = 0;
-        for (size_t k = 0; k < w.size(); ++k) acc += w[k] * base[static_cast<int64_t>(k) * out_w * C + ox * C + c];
-        o[c] = acc;
+      if (C == 3) {  // the common case, unrolled over channels
+        float a0 = 0, a1 = 0, a2 = 0;
+        for (int64_t k = 0; k < nx; ++k, p += 3) {
+          a0 += wx[k] * p[0];
+          a1 += wx[k] * p[1];
+          a2 += wx[k] * p[2];
+        }
+        o[0] = a0;
+        o[1] = a1;
+        o[2] = a2;
+      } else {
+        for (int64_t c = 0; c < C; ++c) {
+          float acc = 0;
+          for (int64_t k = 0; k < nx; ++k) acc += wx[k] * p[k * C + c];
+          o[c] = acc;
+        }
       }
     }
   }
@@ -148,19 +166,26 @@ int64_t Transform::output_numel() const {
   return opts_.img_size * opts_.img_size * static_cast<int64_t>(opts_.mean.size());
 }
 
+CropPlan Transform::plan(int64_t height, int64_t width, Generator& rng) const {
+  CropPlan p;
+  if (opts_.train) {
+    p.box = random_resized_crop_box(height, width, opts_.scale, opts_.ratio, rng);
+    p.flip = opts_.hflip > 0 && rng.uniform() < opts_.hflip;
+  } else {
+    p.box = center_crop_box(height, width, opts_.img_size, opts_.crop_pct);
+  }
+  return p;
+}
+
 void Transform::apply(const Image& img, Generator& rng, float* out) const {
+  apply_plan(img, plan(img.height, img.width, rng), out);
+}
+
+void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out) const {
   const int64_t C = static_cast<int64_t>(opts_.mean.size());
   HG_CHECK(img.channels == C, "Transform: image has ", img.channels, " channels, mean/std have ", C);
   const int64_t S = opts_.img_size;
-  CropBox box;
-  bool flip = false;
-  if (opts_.train) {
-    box = random_resized_crop_box(img.height, img.width, opts_.scale, opts_.ratio, rng);
-    flip = opts_.hflip > 0 && rng.uniform() < opts_.hflip;
-  } else {
-    box = center_crop_box(img.height, img.width, S, opts_.crop_pct);
-  }
-  resample_bilinear(img, box, S, S, flip, out);
+  resample_bilinear(img, plan.box, S, S, plan.flip, out);
   for (int64_t p = 0; p < S * S; ++p)
     for (int64_t c = 0; c < C; ++c) out[p * C + c] = out[p * C + c] * gain_[size_t(c)] + bias_[size_t(c)];
 }

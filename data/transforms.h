@@ -17,11 +17,6 @@
 
 namespace hg::data {
 
-/// A region of a source image in pixel units: x, y of the top-left corner, width w, height h.
-struct CropBox {
-  double x = 0, y = 0, w = 0, h = 0;
-};
-
 struct TransformOptions {
   int64_t img_size = 224;        ///< output side, pixels
   bool train = false;            ///< random resized crop + flip (train) or resize + center crop (eval)
@@ -33,6 +28,12 @@ struct TransformOptions {
   std::vector<double> std{0.229, 0.224, 0.225};        ///< per channel, > 0
 };
 
+/// The random part of a transform: the source box and whether to flip.
+struct CropPlan {
+  CropBox box;
+  bool flip = false;
+};
+
 class Transform {
  public:
   /// Throws hg::Error for a non-positive img_size, crop_pct outside (0, 1], a bad range, or std <= 0.
@@ -40,7 +41,15 @@ class Transform {
 
   /// Transforms `img` (channels == mean.size()) into `out`: img_size * img_size * channels floats,
   /// (H, W, C) row-major. Draws from `rng` in train mode only. Throws hg::Error on a channel mismatch.
+  /// Equals apply_plan(img, plan(img.height, img.width, rng), out).
   void apply(const Image& img, Generator& rng, float* out) const;
+  /// The crop box (source pixels) and flip for an image of (height, width): train draws the
+  /// random-resized-crop box then the flip from `rng` (in that order), eval takes the center crop.
+  CropPlan plan(int64_t height, int64_t width, Generator& rng) const;
+  /// Resamples plan.box of `img` to img_size x img_size (mirrored when plan.flip) and normalises it
+  /// into `out` as apply() does. The box may be in the pixels of a region or a reduced-scale decode
+  /// (data/image_region.h). Throws hg::Error on a channel mismatch.
+  void apply_plan(const Image& img, const CropPlan& plan, float* out) const;
   /// Floats written by apply().
   int64_t output_numel() const;
   const TransformOptions& options() const { return opts_; }
@@ -59,6 +68,10 @@ CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<
 /// The source box of Resize(shorter side = floor(img_size / crop_pct)) then CenterCrop(img_size),
 /// with torchvision's rounding (long side truncated, crop offset rounded half to even).
 CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double crop_pct);
+
+/// Pixels beyond a box of `box_len` source pixels (resampled to `out_len`) that resample_bilinear may
+/// read on each side: the filter's half-width, rounded up, plus one.
+int64_t resample_reach(double box_len, int64_t out_len);
 
 /// Resamples `box` of `src` to (out_h, out_w, src.channels) floats in pixel units [0, 255], mirrored
 /// left-right when `flip`. See the file comment for the filter.

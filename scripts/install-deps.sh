@@ -9,6 +9,6 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config ca-certificates ccache \
   libyaml-cpp-dev libspdlog-dev libfmt-dev libstb-dev libgtest-dev libgmock-dev zlib1g-dev \
-  nlohmann-json3-dev libcli11-dev libopenblas-dev \
+  nlohmann-json3-dev libcli11-dev libopenblas-dev libjpeg62-turbo-dev python3-numpy python3-pil \
   dataset-fashion-mnist >/dev/null
 echo "haargrad: dependencies installed"

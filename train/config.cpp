@@ -101,6 +101,7 @@ const std::vector<Field>& table() {
       {"workers", &Config::workers, closed(0, 256)},
       {"pin_mem", &Config::pin_mem, any()},
       {"corrupt_images", &Config::corrupt_images, one_of({"skip", "error"})},
+      {"jpeg_decoder", &Config::jpeg_decoder, one_of({"turbo", "turbo_full", "stb"})},
       {"crop_pct", &Config::crop_pct, left_open(0, 1)},
       {"mean", &Config::mean, any().len(1, 3)},
       {"std", &Config::std, above(0).len(1, 3)},

@@ -42,6 +42,7 @@ struct Config {
   int64_t workers = 4;                           ///< loader threads; 0 = load on the calling thread
   bool pin_mem = true;                           ///< batches in page-locked memory for the GPU (timm --pin-mem; on by default here)
   std::string corrupt_images = "skip";           ///< "skip" (warn and count) | "error"
+  std::string jpeg_decoder = "turbo";            ///< "turbo" (libjpeg-turbo, crop + DCT downscale) | "turbo_full" | "stb"
 
   // ---- augmentation (timm create_transform) ---------------------------------------------------
   double crop_pct = 0.875;                       ///< eval: resize shorter side to img_size/crop_pct

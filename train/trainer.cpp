@@ -303,7 +303,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   auto old_handler = std::signal(SIGINT, on_sigint);
   TrainResult result;
   result.run_dir = run_dir.string();
-  double total_train_seconds = 0;
+  double total_train_seconds = 0, total_data_wait = 0;
   int64_t total_train_images = 0;
   const int64_t last_epoch = opts.stop_after_epoch >= 0 ? std::min<int64_t>(cfg.epochs, opts.stop_after_epoch) : cfg.epochs;
 
@@ -356,6 +356,8 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     const double train_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     total_train_seconds += train_secs;
     total_train_images += epoch_images_timed;
+    const double epoch_data_wait = train_loader->stats().wait_seconds;
+    total_data_wait += epoch_data_wait;
 
     if (g_interrupt) {  // Ctrl-C: save where we are (only whole steps), then leave cleanly
       TrainState rs = st;
@@ -381,8 +383,12 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     std::string csv = std::string(kSummaryHeader) + "\n";
     for (const auto& l : summary_lines) csv += l + "\n";
     write_file_atomic(run_dir / "summary.csv", csv);
-    spdlog::info("epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} img/s, peak {:.1f} MiB",
-                 epoch + 1, cfg.epochs, row.train_loss, ev.loss, ev.top1, ev.top5, row.img_per_sec, peak_mib);
+    // Share of the epoch's step time spent blocked on the loader: above a few % the loader is the step.
+    const double data_wait = train_secs > 0 ? std::min(1.0, epoch_data_wait / train_secs) : 0.0;
+    spdlog::info("epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} img/s, "
+                 "waited for data {:.1f}% of the time, peak {:.1f} MiB",
+                 epoch + 1, cfg.epochs, row.train_loss, ev.loss, ev.top1, ev.top5, row.img_per_sec, 100 * data_wait,
+                 peak_mib);
     result.last_top1 = ev.top1;
     result.last_top5 = ev.top5;
     st.epoch = epoch + 1;
@@ -415,14 +421,18 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   result.best_epoch = st.best_epoch;
   result.train_img_per_sec = total_train_seconds > 0 ? static_cast<double>(total_train_images) / total_train_seconds : 0;
   result.data_img_per_sec = train_loader->stats().images_per_second();
+  result.data_wait_fraction = total_train_seconds > 0 ? std::min(1.0, total_data_wait / total_train_seconds) : 0.0;
   result.peak_mib = static_cast<double>(memory::stats(device).total_peak) / (1 << 20);
   result.corrupt_skipped = ds.train->corrupt_skipped() + ds.val->corrupt_skipped();
   if (result.best_epoch >= 1)
-    spdlog::info("done: best top-1 {:.2f}% (epoch {}), train {:.0f} img/s, data loading {:.0f} img/s",
-                 result.best_top1, result.best_epoch, result.train_img_per_sec, result.data_img_per_sec);
+    spdlog::info("done: best top-1 {:.2f}% (epoch {}), train {:.0f} img/s, data loading {:.0f} img/s, "
+                 "waited for data {:.1f}% of the time",
+                 result.best_top1, result.best_epoch, result.train_img_per_sec, result.data_img_per_sec,
+                 100 * result.data_wait_fraction);
   else
-    spdlog::info("done: no epoch finished yet, train {:.0f} img/s, data loading {:.0f} img/s",
-                 result.train_img_per_sec, result.data_img_per_sec);
+    spdlog::info("done: no epoch finished yet, train {:.0f} img/s, data loading {:.0f} img/s, waited for data "
+                 "{:.1f}% of the time",
+                 result.train_img_per_sec, result.data_img_per_sec, 100 * result.data_wait_fraction);
   spdlog::info("{}", memory::format_stats(device));
   if (result.corrupt_skipped > 0) spdlog::warn("{} corrupt images were skipped", result.corrupt_skipped);
   spdlog::info("run folder {}", run_dir.string());

@@ -1,0 +1,103 @@
+// `haargrad bench-data CONFIG [--key value ...]`: the data loader alone on the config's dataset, one
+// row per JPEG decoder: warm-up epochs, then timed epochs with img/s, compressed MB/s, the workers'
+// busy fraction and how the files were decoded. Compare img/s with `train`'s img/s: a loader slower
+// than the step makes the step wait (train logs that wait per epoch).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "app/command.h"
+#include "core/error.h"
+#include "data/loader_bench.h"
+#include "train/config.h"
+
+namespace hg::app {
+namespace {
+
+struct BenchDataArgs {
+  std::string config;
+  std::vector<std::string> decoders{"stb", "turbo_full", "turbo"};
+  int64_t warmup = 1, epochs = 2;
+  std::string split = "train";
+  std::string output;
+};
+
+std::string decoded_str(const std::map<std::string, int64_t>& m) {
+  std::string s;
+  for (const auto& [key, n] : m) s += str(s.empty() ? "" : ", ", key, " ", n);
+  return s;
+}
+
+void write_json_atomic(const std::string& path, const nlohmann::ordered_json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    HG_CHECK(f.good(), "bench-data: cannot write '", tmp, "'");
+    f << j.dump(2) << "\n";
+    f.flush();
+    HG_CHECK(f.good(), "bench-data: writing '", tmp, "' failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  HG_CHECK(!ec, "bench-data: cannot rename '", tmp, "' to '", path, "': ", ec.message());
+}
+
+void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
+  HG_CHECK(a.split == "train" || a.split == "val", "bench-data: --split must be train or val, got '", a.split, "'");
+  HG_CHECK(!a.decoders.empty(), "bench-data: --decoders is empty");
+  train::Config cfg = train::load_config(a.config);
+  train::apply_overrides(cfg, overrides);
+  std::printf("bench-data: %s split, %lld workers, batch %lld, %lld px, %lld warm-up + %lld timed epochs\n",
+              a.split.c_str(), static_cast<long long>(cfg.workers), static_cast<long long>(cfg.batch_size),
+              static_cast<long long>(cfg.img_size), static_cast<long long>(a.warmup), static_cast<long long>(a.epochs));
+  std::printf("%-11s %9s %9s %8s %10s %10s %8s  %s\n", "decoder", "img/s", "MB/s", "busy", "worker/s",
+              "cpu ms/img", "images", "decoded as");
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const std::string& dec : a.decoders) {
+    data::LoaderBenchOptions o;
+    o.jpeg_decoder = dec;
+    o.train = a.split == "train";
+    o.warmup_epochs = a.warmup;
+    o.epochs = a.epochs;
+    train::Config c = cfg;
+    train::apply_overrides(c, {"--jpeg-decoder", dec});  // validates the name like the config key
+    const data::LoaderBenchResult r = data::bench_loader(c, o);
+    std::printf("%-11s %9.0f %9.1f %7.0f%% %10.0f %10.2f %8lld  %s\n", dec.c_str(), r.images_per_second,
+                r.megabytes_per_second, 100 * r.busy_fraction, r.worker_images_per_second, r.cpu_ms_per_image,
+                static_cast<long long>(r.images), decoded_str(r.decoded).c_str());
+    std::fflush(stdout);
+    rows.push_back({{"jpeg_decoder", dec}, {"split", a.split}, {"workers", r.workers}, {"batch_size", cfg.batch_size},
+                    {"img_size", cfg.img_size}, {"images", r.images}, {"seconds", r.seconds},
+                    {"img_per_sec", r.images_per_second}, {"mb_per_sec", r.megabytes_per_second},
+                    {"busy_fraction", r.busy_fraction}, {"worker_img_per_sec", r.worker_images_per_second},
+                    {"cpu_ms_per_img", r.cpu_ms_per_image},
+                    {"decoded", r.decoded}, {"dataset", r.dataset}});
+  }
+  if (!a.output.empty()) {
+    write_json_atomic(a.output, rows);
+    std::printf("wrote %s\n", a.output.c_str());
+  }
+}
+
+}  // namespace
+
+HG_REGISTER_COMMAND([](CLI::App& root) {
+  auto a = std::make_shared<BenchDataArgs>();
+  CLI::App* cmd = root.add_subcommand(
+      "bench-data", "Time the data loader alone on a config's dataset, per JPEG decoder (img/s, MB/s, workers' "
+                    "busy fraction); config keys can be overridden as --key value (e.g. --workers 8)");
+  cmd->add_option("config", a->config, "YAML config whose dataset, transforms and workers are used")->required();
+  cmd->add_option("--decoders", a->decoders, "JPEG decoders to time, one row each: turbo, turbo_full, stb")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--bench-warmup", a->warmup, "untimed epochs first")->capture_default_str();
+  cmd->add_option("--bench-epochs", a->epochs, "timed epochs")->capture_default_str();
+  cmd->add_option("--split", a->split, "train (train transforms) or val (eval transforms)")->capture_default_str();
+  cmd->add_option("--output", a->output, "also write the rows as JSON to this file");
+  cmd->allow_extras();  // everything else is a --key value config override
+  cmd->callback([a, cmd] { run(*a, cmd->remaining()); });
+});
+
+}  // namespace hg::app

@@ -1,0 +1,230 @@
+// libjpeg-turbo decoding (see jpeg_decode.h). libjpeg reports fatal errors through a callback that
+// must not return, so run_libjpeg() longjmps out of it: that function holds only plain data (a longjmp
+// skips C++ destructors) and everything with a destructor lives in its caller.
+#include "data/jpeg_decode.h"
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>
+#include <vector>
+
+// jpeglib.h needs size_t and FILE declared first.
+#include <jerror.h>
+#include <jpeglib.h>
+
+namespace hg::data {
+
+namespace {
+
+// Larger images are refused rather than allocated (a 16-byte file can claim 65535 x 65535 pixels).
+constexpr int64_t kMaxPixels = int64_t(1) << 28;
+
+struct ErrorState {
+  jpeg_error_mgr mgr;  // first member: libjpeg hands back this pointer as cinfo->err
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+  bool hit_eof;        // libjpeg ran out of data and invented an end-of-image marker
+};
+
+void on_error(j_common_ptr c) {
+  auto* st = reinterpret_cast<ErrorState*>(c->err);
+  c->err->format_message(c, st->message);
+  std::longjmp(st->jump, 1);
+}
+
+// Warnings (level -1) are not printed: corrupt-data warnings are tolerated as PIL does, except running
+// out of data, which the caller turns into a "truncated" error.
+void on_message(j_common_ptr c, int level) {
+  if (level >= 0) return;
+  auto* st = reinterpret_cast<ErrorState*>(c->err);
+  if (c->err->msg_code == JWRN_JPEG_EOF) st->hit_eof = true;
+  c->err->num_warnings++;
+}
+
+// Everything run_libjpeg reads and writes: plain data only.
+struct Job {
+  const uint8_t* data;
+  size_t size;
+  bool header_only;
+  int channels;
+  int scale;
+  PixelRect want;
+  bool ends_with_eoi;
+  std::vector<uint8_t>* pixels;   // owned by the caller; filled with rows * width * components bytes
+  std::vector<uint8_t>* scratch;  // owned by the caller; one row read past the region
+  // results
+  JpegHeader header;
+  int64_t x0, y0, width, rows;
+  int components;
+};
+
+bool run_libjpeg(Job* job, ErrorState* st, jpeg_decompress_struct* cinfo) {
+  if (setjmp(st->jump)) return false;
+  jpeg_create_decompress(cinfo);
+  jpeg_mem_src(cinfo, job->data, static_cast<unsigned long>(job->size));
+  jpeg_read_header(cinfo, TRUE);
+  job->header.width = cinfo->image_width;
+  job->header.height = cinfo->image_height;
+  job->header.components = cinfo->num_components;
+  job->header.progressive = cinfo->progressive_mode;
+  job->header.adobe = cinfo->saw_Adobe_marker;
+  if (job->header_only) return true;
+  if (job->header.width * job->header.height > kMaxPixels) {
+    std::snprintf(st->message, sizeof st->message, "%lld x %lld pixels is more than the %lld allowed",
+                  static_cast<long long>(job->header.width), static_cast<long long>(job->header.height),
+                  static_cast<long long>(kMaxPixels));
+    return false;
+  }
+
+  // libjpeg-turbo converts gray/YCbCr/RGB to RGB or gray itself, but 4-component data only to CMYK.
+  if (cinfo->num_components == 4) cinfo->out_color_space = JCS_CMYK;
+  else cinfo->out_color_space = job->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = static_cast<unsigned>(job->scale);
+  cinfo->dct_method = JDCT_ISLOW;  // libjpeg's and PIL's default: the accurate integer IDCT
+  jpeg_start_decompress(cinfo);
+  const int64_t W = cinfo->output_width, H = cinfo->output_height;
+
+  PixelRect r = job->want;
+  if (r.empty()) r = PixelRect{0, 0, W, H};
+  r.x0 = std::max<int64_t>(r.x0, 0);
+  r.y0 = std::max<int64_t>(r.y0, 0);
+  r.x1 = std::min(r.x1, W);
+  r.y1 = std::min(r.y1, H);
+  if (r.empty()) r = PixelRect{0, 0, W, H};
+  JDIMENSION xoff = static_cast<JDIMENSION>(r.x0), cw = static_cast<JDIMENSION>(r.x1 - r.x0);
+  if (cw < W) jpeg_crop_scanline(cinfo, &xoff, &cw);  // widens to the block grid
+  if (r.y0 > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(r.y0));
+
+  job->x0 = xoff;
+  job->y0 = r.y0;
+  job->width = cw;
+  job->rows = r.y1 - r.y0;
+  job->components = cinfo->output_components;
+  const size_t stride = static_cast<size_t>(cw) * static_cast<size_t>(cinfo->output_components);
+  job->pixels->resize(stride * static_cast<size_t>(job->rows));
+  JSAMPROW rows[16];
+  while (static_cast<int64_t>(cinfo->output_scanline) < r.y1) {
+    const int64_t done = static_cast<int64_t>(cinfo->output_scanline) - r.y0;
+    const int64_t n = std::min<int64_t>(16, r.y1 - static_cast<int64_t>(cinfo->output_scanline));
+    for (int64_t i = 0; i < n; ++i) rows[i] = job->pixels->data() + static_cast<size_t>(done + i) * stride;
+    jpeg_read_scanlines(cinfo, rows, static_cast<JDIMENSION>(n));
+  }
+  if (r.y1 < H && job->ends_with_eoi) {
+    jpeg_abort_decompress(cinfo);  // the file is complete: the rows below are not needed
+    return true;
+  }
+  // Read to the end, so that a truncated file is found whatever region was asked for. Skipping to the
+  // very end decodes nothing (libjpeg-turbo marks the input done), so the last row is read.
+  if (r.y1 < H) {
+    if (H - r.y1 > 1) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(H - r.y1 - 1));
+    job->scratch->resize(stride);
+    JSAMPROW last = job->scratch->data();
+    jpeg_read_scanlines(cinfo, &last, 1);
+  }
+  jpeg_finish_decompress(cinfo);
+  return true;
+}
+
+// Runs a job with libjpeg's state created and destroyed here; throws CorruptImage on failure.
+void run(Job& job, const std::string& path) {
+  ErrorState st{};
+  jpeg_decompress_struct cinfo{};
+  cinfo.err = jpeg_std_error(&st.mgr);
+  st.mgr.error_exit = on_error;
+  st.mgr.emit_message = on_message;
+  const bool ok = run_libjpeg(&job, &st, &cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  // Past the end of the data libjpeg reads an invented end-of-image marker, which can make a cut
+  // marker segment look bogus: the truncation is the cause to report.
+  if (!ok && st.hit_eof)
+    throw CorruptImage(path, str("truncated: the data ends early (", job.size, " bytes; libjpeg-turbo: ", st.message, ")"));
+  if (!ok) throw CorruptImage(path, str("libjpeg-turbo: ", st.message));
+  if (st.hit_eof && !job.header_only)
+    throw CorruptImage(path, str("truncated: the data ends before the end-of-image marker (", job.size, " bytes)"));
+}
+
+// Photoshop-style files (an Adobe marker) store 255 - ink.
+void cmyk_to_rgb(const uint8_t* src, int64_t n, bool inverted, uint8_t* rgb) {
+  for (int64_t p = 0; p < n; ++p, src += 4, rgb += 3) {
+    const int k = inverted ? src[3] : 255 - src[3];  // 255 - K
+    for (int c = 0; c < 3; ++c) {
+      const int v = inverted ? src[c] : 255 - src[c];  // 255 - ink
+      rgb[c] = static_cast<uint8_t>((v * k + 127) / 255);
+    }
+  }
+}
+
+bool ends_with_eoi(const uint8_t* data, size_t size) {
+  // Some writers pad after the marker; look at the last few bytes only.
+  const size_t from = size > 32 ? size - 32 : 0;
+  for (size_t i = size; i-- > from + 1;)
+    if (data[i - 1] == 0xFF && data[i] == 0xD9) return true;
+  return false;
+}
+
+}  // namespace
+
+bool is_jpeg(const uint8_t* data, size_t size) {
+  return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+int64_t jpeg_scaled_size(int64_t full, int scale) { return (full + scale - 1) / scale; }
+
+JpegHeader read_jpeg_header(const uint8_t* data, size_t size, const std::string& path) {
+  if (!is_jpeg(data, size)) throw CorruptImage(path, "not a JPEG file (no start-of-image marker)");
+  Job job{};
+  job.data = data;
+  job.size = size;
+  job.header_only = true;
+  run(job, path);
+  return job.header;
+}
+
+JpegRegion decode_jpeg(const uint8_t* data, size_t size, const std::string& path, int channels, int scale,
+                       PixelRect want) {
+  HG_CHECK(channels == 1 || channels == 3, "decode_jpeg: channels must be 1 or 3, got ", channels);
+  HG_CHECK(scale == 1 || scale == 2 || scale == 4 || scale == 8, "decode_jpeg: scale must be 1, 2, 4 or 8, got ",
+           scale);
+  if (!is_jpeg(data, size)) throw CorruptImage(path, "not a JPEG file (no start-of-image marker)");
+  std::vector<uint8_t> raw, scratch;
+  Job job{};
+  job.data = data;
+  job.size = size;
+  job.channels = channels;
+  job.scale = scale;
+  job.want = want;
+  job.ends_with_eoi = ends_with_eoi(data, size);
+  job.pixels = &raw;
+  job.scratch = &scratch;
+  run(job, path);
+
+  JpegRegion out;
+  out.x0 = job.x0;
+  out.y0 = job.y0;
+  Image& img = out.image;
+  img.height = job.rows;
+  img.width = job.width;
+  img.channels = channels;
+  const int64_t n = job.rows * job.width;
+  if (job.components == channels) {
+    img.pixels = std::move(raw);
+  } else if (job.components == 4) {
+    std::vector<uint8_t> rgb(static_cast<size_t>(n * 3));
+    cmyk_to_rgb(raw.data(), n, job.header.adobe, rgb.data());
+    if (channels == 3) {
+      img.pixels = std::move(rgb);
+    } else {
+      img.pixels.resize(static_cast<size_t>(n));
+      for (int64_t p = 0; p < n; ++p) {
+        const uint8_t* q = &rgb[static_cast<size_t>(3 * p)];
+        img.pixels[static_cast<size_t>(p)] = static_cast<uint8_t>((299 * q[0] + 587 * q[1] + 114 * q[2] + 500) / 1000);
+      }
+    }
+  } else {
+    throw CorruptImage(path, str("libjpeg-turbo gave ", job.components, " components for ", channels, " channels"));
+  }
+  return out;
+}
+
+}  // namespace hg::data

@@ -1,0 +1,48 @@
+// Timing the data loader alone (see loader_bench.h).
+#include "data/loader_bench.h"
+
+#include <chrono>
+
+#include "data/from_config.h"
+
+namespace hg::data {
+
+LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts) {
+  HG_CHECK(opts.warmup_epochs >= 0 && opts.epochs >= 1, "bench_loader: need warmup_epochs >= 0 and epochs >= 1, got ",
+           opts.warmup_epochs, " and ", opts.epochs);
+  cfg.jpeg_decoder = opts.jpeg_decoder;
+  const Datasets ds = make_datasets(cfg);
+  auto loader = make_loader(cfg, opts.train, opts.train ? ds.train : ds.val);
+  LoaderBenchResult r;
+  r.jpeg_decoder = opts.jpeg_decoder;
+  r.workers = cfg.workers;
+  r.dataset = loader->dataset().describe();
+  Batch b;
+  double busy = 0, cpu = 0;
+  int64_t bytes = 0;
+  for (int64_t e = 0; e < opts.warmup_epochs + opts.epochs; ++e) {
+    const bool timed = e >= opts.warmup_epochs;
+    const auto t0 = std::chrono::steady_clock::now();
+    loader->start_epoch(e);
+    while (loader->next(b)) b = Batch{};  // drop it at once: only the loader is measured
+    if (!timed) continue;
+    r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const LoaderStats s = loader->stats();
+    r.images += s.images;
+    bytes += s.file_bytes;
+    busy += s.worker_seconds;
+    cpu += s.worker_cpu_seconds;
+    for (const auto& [key, n] : s.decoded) r.decoded[key] += n;
+  }
+  const double workers = static_cast<double>(std::max<int64_t>(cfg.workers, 1));
+  if (r.seconds > 0) {
+    r.images_per_second = static_cast<double>(r.images) / r.seconds;
+    r.megabytes_per_second = static_cast<double>(bytes) / 1e6 / r.seconds;
+    r.busy_fraction = std::min(1.0, busy / (r.seconds * workers));
+  }
+  if (r.images > 0) r.cpu_ms_per_image = 1e3 * cpu / static_cast<double>(r.images);
+  if (busy > 0) r.worker_images_per_second = static_cast<double>(r.images) / busy * workers;
+  return r;
+}
+
+}  // namespace hg::data

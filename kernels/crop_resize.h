@@ -1,0 +1,46 @@
+// Batched crop + resize + flip + normalise of 8-bit images into one NHWC batch on the GPU: the train /
+// eval transform of data/transforms.h (Transform::apply_plan) for a whole batch in one kernel, so the
+// loader can hand over uint8 crops (a quarter of the bytes of fp32) and the GPU does the rest.
+//
+// For item n, output pixel (oy, ox) and channel c:
+//   out[n, oy, flip ? S-1-ox : ox, c] = gain[c] * sum_{y,x} wy(y) wx(x) img_n[y, x, c] + bias[c]
+// with the antialiased triangle filter of data/transforms.cpp: input pixel j (center j + 0.5) weighs
+// max(0, 1 - |j + 0.5 - center| / stretch), center = box.x + (ox + 0.5) * box.w / S,
+// stretch = max(box.w / S, 1), weights renormalised over the pixels inside the image (same in y).
+// Tap positions and weights in double, sums in float, like the CPU reference; the GPU result equals
+// Transform::apply_plan up to float summation order (tests/gpu/crop_resize_test.cpp: < 1e-4).
+//
+// Shapes: pixels = the N images packed, item n at byte offset items[n].offset, (height, width, C)
+// row-major; out (N, S, S, C) dense, f32 or bf16 (rounded to nearest even), OVERWRITTEN. C in 1..4.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace hg::kernels {
+
+/// One image of a batch: where its pixels are, which box of them to resample, and the flip.
+struct CropResizeItem {
+  int64_t offset = 0;             ///< bytes from the start of the packed pixels
+  int32_t height = 0, width = 0;  ///< of the stored image (a decoded region, maybe at reduced scale)
+  double box_x = 0, box_y = 0, box_w = 0, box_h = 0;  ///< source box in the stored image's pixels
+  int32_t flip = 0;               ///< mirror the output left-right
+};
+
+/// Per-channel affine after resampling: out = pixel * gain[c] + bias[c] (pixel in [0, 255]).
+struct ChannelAffine {
+  float gain[4] = {1, 1, 1, 1};
+  float bias[4] = {0, 0, 0, 0};
+};
+
+#ifdef HAARGRAD_WITH_CUDA
+namespace cuda {
+/// Device pointers `pixels`, `items` (N entries), `out` (N*S*S*C of `out_dtype`: f32 or bf16). Runs on
+/// the current stream. Throws hg::Error for C outside 1..4, S < 1 or another out_dtype.
+void crop_resize_normalize(const uint8_t* pixels, const CropResizeItem* items, int64_t N, int64_t C, int64_t S,
+                           const ChannelAffine& affine, void* out, DType out_dtype);
+}  // namespace cuda
+#endif
+
+}  // namespace hg::kernels

@@ -1,0 +1,103 @@
+// Smoke test of `haargrad bench-data` on the CPU: the built program over a small JPEG folder writes
+// one row per decoder with the counts and rates it printed, and bad arguments fail with a message.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "data/image.h"
+#include "data/jpeg_encode.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct ProgramRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+ProgramRun run_program(const std::string& args) {
+  ProgramRun r;
+  FILE* p = popen((HAARGRAD_BINARY_DIR "/haargrad " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class BenchData : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("hg_bench_data_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    for (const char* cls : {"x", "y"})
+      for (int i = 0; i < 5; ++i) {
+        hg::data::Image img{90 + 10 * i, 120, 3, {}};
+        img.pixels.resize(static_cast<size_t>(img.height * img.width * 3));
+        for (size_t k = 0; k < img.pixels.size(); ++k) img.pixels[k] = static_cast<uint8_t>((k * 7 + i * 13) % 251);
+        const auto bytes = hg::data::encode_jpeg(img, {});
+        for (const char* split : {"train", "validation"}) {
+          fs::create_directories(dir_ / split / cls);
+          std::ofstream(dir_ / split / cls / (std::to_string(i) + ".jpg"), std::ios::binary)
+              .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        }
+      }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string args() const {
+    return str(" " HAARGRAD_SOURCE_DIR "/configs/smoke.yaml --dataset image_folder --data-dir ", dir_.string(),
+               " --workers 2 --batch-size 3 --bench-warmup 1 --bench-epochs 2");
+  }
+  template <typename... A>
+  static std::string str(const A&... a) {
+    return hg::str(a...);
+  }
+  fs::path dir_;
+};
+
+TEST_F(BenchData, OneRowPerDecoder) {
+  const std::string out = (dir_ / "rows.json").string();
+  const ProgramRun r = run_program("bench-data" + args() + " --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(out);
+  const json rows = json::parse(f);
+  ASSERT_EQ(rows.size(), 3u) << rows.dump(1);
+  const std::vector<std::string> decoders = {"stb", "turbo_full", "turbo"};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const json& row = rows[i];
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["jpeg_decoder"], decoders[i]);
+    EXPECT_EQ(row["images"], 2 * 3 * 3);  // 2 timed epochs of 3 full batches of 3 (10 images, drop_last)
+    EXPECT_GT(row["img_per_sec"].get<double>(), 0);
+    EXPECT_GT(row["mb_per_sec"].get<double>(), 0);
+    EXPECT_GT(row["busy_fraction"].get<double>(), 0);
+    EXPECT_GT(row["cpu_ms_per_img"].get<double>(), 0);
+    EXPECT_LE(row["busy_fraction"].get<double>(), 1);
+    int64_t decoded = 0;
+    for (auto it = row["decoded"].begin(); it != row["decoded"].end(); ++it) {
+      decoded += it.value().get<int64_t>();
+      EXPECT_EQ(it.key().rfind(i == 0 ? "jpeg stb" : "jpeg turbo", 0), 0u) << it.key();
+    }
+    EXPECT_EQ(decoded, 18);
+  }
+  EXPECT_NE(r.output.find("img/s"), std::string::npos) << r.output;
+}
+
+TEST_F(BenchData, BadArgumentsFailWithAMessage) {
+  ProgramRun r = run_program("bench-data" + args() + " --decoders turbo,nvjpg");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("nvjpg"), std::string::npos) << r.output;
+  r = run_program("bench-data" + args() + " --split test");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--split"), std::string::npos) << r.output;
+}
+
+}  // namespace
