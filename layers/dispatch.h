@@ -16,11 +16,13 @@
 
 namespace hg {
 
-/// The parameter in the activation's dtype: `p` itself when they match, else the recorded cast
-/// (f32 master -> bf16 compute copy; its gradient flows back into p in f32).
+/// The parameter in the activation's dtype: for bf16 activations and an f32 parameter the
+/// recorded cast (f32 master -> bf16 compute copy; its gradient flows back into p in f32);
+/// otherwise `p` itself, so any other dtype mismatch reaches the op's dtype check.
 inline Tensor compute_copy(const Tensor& p, const Tensor& x) {
   if (!p.defined() || p.dtype() == x.dtype()) return p;
-  return p.to(x.dtype());
+  if (x.dtype() == DType::bf16 && p.dtype() == DType::f32) return p.to(DType::bf16);
+  return p;
 }
 
 }  // namespace hg

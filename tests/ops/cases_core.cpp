@@ -5,7 +5,8 @@
 namespace hg::test::ops {
 namespace {
 
-constexpr bool kPending = true;  // bf16: flip once core/ops.cpp takes bf16
+// bf16: elementwise ops and matmul are supported; the reductions (sum, mean, sum_all) are not yet.
+constexpr bool kPending = false;
 
 OpCase binary_case(std::string op, Shape s, OpFn fn, unsigned modes, double fwd, double bwd) {
   const double n = double(shape_numel(s));
@@ -31,14 +32,15 @@ OpCase matmul_case(std::string name, int64_t M, int64_t K, int64_t N, bool ta, b
   return c;
 }
 
-OpCase reduce_case(std::string op, std::string name, Shape s, OpFn fn, unsigned modes) {
+OpCase reduce_case(std::string op, std::string name, Shape s, OpFn fn, unsigned modes,
+                   bool pending = true) {
   return {.op = std::move(op),
           .name = std::move(name),
           .inputs = {act("x", s)},
           .fn = std::move(fn),
           .modes = modes,
           .flops = per_element(double(shape_numel(s)), 1, 1),
-          .bf16_pending = kPending};
+          .bf16_pending = pending};
 }
 
 Tensor add_fn(const std::vector<Tensor>& v) { return hg::ops::add(v[0], v[1]); }
@@ -54,7 +56,7 @@ const bool registered = register_cases({
     binary_case("mul", {2, 3}, mul_fn, kSmall, 1, 2),
     binary_case("mul", {3, 5, 7, 33}, mul_fn, kDevice | kBf16, 1, 2),
     reduce_case("scale", "4", {4}, [](const std::vector<Tensor>& v) { return hg::ops::scale(v[0], 0.7); },
-                kSmall),
+                kSmall, kPending),
     matmul_case("nn_3x4x5", 3, 4, 5, false, false, kSmall),
     matmul_case("tn_3x4x5", 3, 4, 5, true, false, kSmall),
     matmul_case("nt_3x4x5", 3, 4, 5, false, true, kSmall),

@@ -5,7 +5,7 @@
 namespace hg::test::ops {
 namespace {
 
-constexpr bool kPending = true;  // bf16: flip once layers/linear.cpp takes bf16
+constexpr bool kPending = false;  // bf16 supported (set true for a case whose bf16 path is missing)
 
 Tensor linear_fn(const std::vector<Tensor>& v) { return linear(v[0], v[1], v.size() > 2 ? v[2] : Tensor()); }
 Tensor gelu_linear_fn(const std::vector<Tensor>& v) {
@@ -20,14 +20,19 @@ OpCase linear_case(std::string name, Shape x, int64_t out, bool bias, unsigned m
   if (bias) inputs.push_back(param("bias", {out}));
   Flops f = gemm_flops(double(M), double(in), double(out), bias);
   if (fused_gelu) f = {f.fwd + 8.0 * M * in, f.bwd + 20.0 * M * in};  // GELU, recomputed backward
-  return {.op = fused_gelu ? "gelu_linear" : "linear",
-          .name = std::move(name),
-          .inputs = std::move(inputs),
-          .fn = fused_gelu ? OpFn(gelu_linear_fn) : OpFn(linear_fn),
-          .modes = modes,
-          .flops = f,
-          .tensor_cores = true,
-          .bf16_pending = kPending};
+  OpCase c{.op = fused_gelu ? "gelu_linear" : "linear",
+           .name = std::move(name),
+           .inputs = std::move(inputs),
+           .fn = fused_gelu ? OpFn(gelu_linear_fn) : OpFn(linear_fn),
+           .modes = modes,
+           .flops = f,
+           .tensor_cores = true,
+           .bf16_pending = kPending};
+  if (fused_gelu) {  // GELU(h) goes into the GEMM as bf16, like the CUDA path's scratch
+    c.bf16_out = kBf16OutIntermediateTol;
+    c.bf16_grad = kBf16GradIntermediateTol;
+  }
+  return c;
 }
 
 const bool registered = register_cases({

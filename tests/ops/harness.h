@@ -74,9 +74,14 @@ inline constexpr Tol kF32Tol{1e-5, "fp32 layer tolerance (project rule) against 
 inline constexpr Tol kTf32GemmTol{
     5e-3, "TF32 keeps 10 mantissa bits: 2^-11 relative rounding per product"};
 inline constexpr Tol kBf16OutTol{
-    1.0 / 128, "one bf16 ulp at the largest output (2^-7): f32 math rounded once to bf16"};
+    1e-12, "bit-identical: a CPU bf16 op is f32 math rounded once to bf16 (layers/dispatch.h)"};
 inline constexpr Tol kBf16GradTol{
-    1.0 / 64, "gradients rounded to bf16, plus one rounding of a bf16 intermediate: 2^-6"};
+    1.0 / 256, "f32 math rounded once to bf16: half an ulp, at most 2^-8 of the largest"};
+// For a composition (or a fused op) that keeps an intermediate in bf16.
+inline constexpr Tol kBf16OutIntermediateTol{
+    1.0 / 128, "an intermediate rounded to bf16 on the way: up to one more ulp (2^-7)"};
+inline constexpr Tol kBf16GradIntermediateTol{
+    1.0 / 64, "gradients through an intermediate rounded to bf16: a few ulps (2^-6)"};
 inline constexpr Tol kBf16DeviceTol{
     1.0 / 64, "both sides f32 math with bf16 storage, summed in other orders: an ulp or two"};
 
