@@ -2,13 +2,16 @@
 #include "core/memory.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/block_cache.h"
+#include "core/debug_fill.h"
 
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
@@ -151,6 +154,50 @@ std::shared_ptr<void> cache_allocate(DeviceState& s, size_t bytes, Device device
   });
 }
 
+// ---- debug fill (memory.h: set_debug_fill) ---------------------------------------------------
+constexpr uint8_t kPoisonByte = 0xFF, kGuardByte = 0xA5;
+std::atomic<bool> g_debug_fill[2] = {false, false};
+std::atomic<int64_t> g_guard_violations{0};
+
+void fill_bytes(void* p, uint8_t value, size_t n, Device device) {
+  if (device == Device::cpu) {
+    std::memset(p, value, n);
+    return;
+  }
+#ifdef HAARGRAD_WITH_CUDA
+  const cudaError_t err = cudaMemset(p, value, n);  // queued on the default stream, like the ops
+  HG_CHECK(err == cudaSuccess, "debug fill: cudaMemset failed: ", cudaGetErrorString(err));
+#endif
+}
+
+bool guard_intact(const void* p, Device device) {
+  uint8_t host[kGuardBytes];
+  if (device == Device::cpu) {
+    std::memcpy(host, p, kGuardBytes);
+  } else {
+#ifdef HAARGRAD_WITH_CUDA
+    // Ordered after every kernel queued before the free; no throw (called from a deleter).
+    if (cudaMemcpy(host, p, kGuardBytes, cudaMemcpyDeviceToHost) != cudaSuccess) return false;
+#endif
+  }
+  for (uint8_t b : host)
+    if (b != kGuardByte) return false;
+  return true;
+}
+
+std::shared_ptr<void> allocate_plain(size_t bytes, Device device);
+
+// `bytes` of 0xFF followed by the guard bytes; the guard is checked when the last owner lets go.
+std::shared_ptr<void> allocate_guarded(size_t bytes, Device device) {
+  std::shared_ptr<void> block = allocate_plain(bytes + kGuardBytes, device);
+  char* base = static_cast<char*>(block.get());
+  fill_bytes(base, kPoisonByte, bytes, device);
+  fill_bytes(base + bytes, kGuardByte, kGuardBytes, device);
+  return std::shared_ptr<void>(base, [block, bytes, device](void* p) {
+    if (!guard_intact(static_cast<char*>(p) + bytes, device)) ++g_guard_violations;
+  });
+}
+
 }  // namespace
 
 const char* hg_category_names[kNumCategories] = {"parameters", "gradients", "optimizer_state",
@@ -198,6 +245,17 @@ void system_free(void* p, Device device) {
 }
 
 std::shared_ptr<void> allocate(size_t bytes, Device device) {
+  // The guard starts right after the bytes asked for, so even a one-element overrun is caught.
+  if (g_debug_fill[static_cast<int>(device)]) return allocate_guarded(std::max<size_t>(bytes, 1), device);
+  return allocate_plain(bytes, device);
+}
+
+void set_debug_fill(Device device, bool on) { g_debug_fill[static_cast<int>(device)] = on; }
+bool debug_fill(Device device) { return g_debug_fill[static_cast<int>(device)]; }
+int64_t guard_violations() { return g_guard_violations; }
+
+namespace {
+std::shared_ptr<void> allocate_plain(size_t bytes, Device device) {
   bytes = round_up(std::max<size_t>(bytes, 1), kAlign);
   DeviceState& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
@@ -213,6 +271,7 @@ std::shared_ptr<void> allocate(size_t bytes, Device device) {
     return cache_allocate(s, bytes, device, cat);
   }
 }
+}  // namespace
 
 void arena_step_done(Device device) {
   DeviceState& s = state(device);

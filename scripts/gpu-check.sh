@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole GPU check, run ON the GPU machine from the repo root (see README "GPU"):
 #   configure with CUDA for sm_90, build, run the gpu-labelled tests (incl. the golden test on the
-#   GPU), compute-sanitizer memcheck on a WTConv test, the layer benchmark and the model benchmark,
-#   then print a summary table last. Results go to $OUT (or ./gpu-out).
+#   GPU and the op harness's device tests), compute-sanitizer memcheck on the WTConv / conv tests,
+#   the op harness's perf table, the layer benchmark and the model benchmark, then print a summary
+#   table last. Results go to $OUT (or ./gpu-out).
 # Prepare first, on the development machine:  ./scripts/gpu-deps.sh  (creates .deps/) and
 #   mkdir -p .golden && cp ../shared/golden/*.safetensors .golden/   (the golden files travel too)
 # Device tool:  run(command="./scripts/gpu-check.sh", carry=[".deps", ".golden"])
@@ -13,7 +14,7 @@ mkdir -p "$OUT"
 D=$PWD/.deps/root/usr
 export LD_LIBRARY_PATH=$D/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export HAARGRAD_GOLDEN_DIR=${HAARGRAD_GOLDEN_DIR:-$PWD/.golden}
-STAGES=${STAGES:-build,test,sanitize,bench-layer,bench,train}
+STAGES=${STAGES:-build,test,sanitize,ops-perf,bench-layer,bench,train}
 BUILD=${BUILD:-build-gpu}   # an existing build folder may be given (then leave "build" out of STAGES)
 declare -A status
 
@@ -36,6 +37,10 @@ if has test; then
   "$BUILD/tests/test_gpu" > "$OUT/gpu-tests.log" 2>&1
   status[gpu_tests]=$?
   grep -E "^\[  (PASSED|FAILED) |tests? ran|golden f32 cuda|FAILED  \]" "$OUT/gpu-tests.log" | tail -25
+  log "op harness on the GPU (f32, tf32, bf16 against the CPU; CUDA kernel tests)"
+  "$BUILD/tests/test_ops" --gtest_filter='*Gpu*' > "$OUT/ops-gpu-tests.log" 2>&1
+  status[ops_gpu_tests]=$?
+  grep -E "^\[  (PASSED|FAILED) |tests? ran|FAILED  \]|PENDING" "$OUT/ops-gpu-tests.log" | tail -40
   if [ -x "$BUILD/tests/test_models" ]; then
     log "golden test on the CPU (f64 + f32)"
     "$BUILD/tests/test_models" --gtest_filter='Golden*' > "$OUT/golden-cpu.log" 2>&1
@@ -46,10 +51,19 @@ fi
 if has sanitize; then
   log "compute-sanitizer memcheck (WTConv, conv, depthwise and pinned-memory GPU tests)"
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_gpu --gtest_filter='*WTConv*:*Conv2d*:*Depthwise*:*Pinned*' \
-    > "$OUT/memcheck.log" 2>&1
+  "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_ops \
+    --gtest_filter='*WTConvGpu*:*GpuConv2d*:*GpuDepthwise*' > "$OUT/memcheck.log" 2>&1
   status[memcheck]=$?
   tail -4 "$OUT/memcheck.log"
+  "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_gpu --gtest_filter='*Pinned*' \
+    > "$OUT/memcheck-pinned.log" 2>&1
+  status[memcheck_pinned]=$?
+  tail -2 "$OUT/memcheck-pinned.log"
+fi
+if has ops-perf; then
+  log "op harness perf table (ConvNeXt-T / WTConvNeXt-T layer shapes, f32 / tf32 / bf16)"
+  $BUILD/tests/test_ops --perf 2>&1 | tee "$OUT/ops_perf.txt"
+  status[ops_perf]=${PIPESTATUS[0]}
 fi
 if has bench-layer; then
   log "bench-layer"
@@ -91,7 +105,7 @@ fi
 echo
 echo "== summary ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
 for k in "${!status[@]}"; do printf '%-12s %s\n' "$k" "$([ "${status[$k]}" -eq 0 ] && echo ok || echo "FAILED (${status[$k]})")"; done
-[ -f "$OUT/gpu-tests.log" ] && grep -hE "^\[  (PASSED|FAILED)" "$OUT/gpu-tests.log"
+[ -f "$OUT/gpu-tests.log" ] && grep -hE "^\[  (PASSED|FAILED)" "$OUT/gpu-tests.log" "$OUT/ops-gpu-tests.log"
 # exit status: 0 only when every stage that ran passed
 for k in "${!status[@]}"; do [ "${status[$k]}" -eq 0 ] || exit 1; done
 exit 0

@@ -1,9 +1,11 @@
 // GPU test helpers: skip without a GPU, poisoned outputs, guard bytes after buffers.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
@@ -17,29 +19,41 @@
 
 namespace hg::test {
 
-/// A CUDA tensor that lives inside a larger buffer whose tail (kGuard floats) holds a known
-/// pattern; check() fails the test when a kernel wrote past the end. The tensor is poisoned (NaN)
-/// so a kernel that forgets to write an element is caught too.
+/// A CUDA tensor of any dtype that lives inside a larger byte buffer whose tail (kGuardBytes)
+/// holds a known pattern; guard_intact() is false when a kernel wrote past the end. The tensor
+/// starts poisoned: every byte 0xFF, which is NaN in f32, f64, bf16 and f16, so a kernel that
+/// forgets to write an element is caught by the comparison too (integer outputs read as -1).
 class Guarded {
  public:
-  static constexpr int64_t kGuard = 64;
-  explicit Guarded(const Shape& shape) {
-    int64_t n = shape_numel(shape);
-    buffer_ = Tensor::full({n + kGuard}, 12345.0, DType::f32, Device::cuda);
+  static constexpr int64_t kGuardBytes = 256;  // a multiple of every dtype's size
+  static constexpr uint8_t kPoison = 0xFF, kPattern = 0xA5;
+
+  explicit Guarded(const Shape& shape, DType dtype = DType::f32) {
+    const int64_t n = shape_numel(shape), esize = static_cast<int64_t>(dtype_size(dtype));
+    buffer_ = Tensor::empty({n + kGuardBytes / esize}, dtype, Device::cuda);
     tensor_ = buffer_.slice(0, 0, n).reshape(shape);
-    tensor_.fill_(std::nan(""));
+    bytes_ = static_cast<size_t>(n * esize);
+    std::vector<uint8_t> init(bytes_ + kGuardBytes, kPoison);
+    std::fill(init.begin() + static_cast<std::ptrdiff_t>(bytes_), init.end(), kPattern);
+    HG_CHECK(cudaMemcpy(buffer_.data_ptr(), init.data(), init.size(), cudaMemcpyHostToDevice) ==
+                 cudaSuccess,
+             "Guarded: cudaMemcpy failed");
   }
   Tensor& tensor() { return tensor_; }
-  /// True when every guard float still holds the pattern.
+  /// True when every guard byte still holds the pattern.
   bool guard_intact() const {
-    std::vector<float> all = buffer_.to_vector<float>();
-    for (size_t i = all.size() - kGuard; i < all.size(); ++i)
-      if (all[i] != 12345.0f) return false;
+    std::vector<uint8_t> tail(kGuardBytes);
+    HG_CHECK(cudaMemcpy(tail.data(), static_cast<const char*>(buffer_.data_ptr()) + bytes_,
+                        tail.size(), cudaMemcpyDeviceToHost) == cudaSuccess,
+             "Guarded: cudaMemcpy failed");
+    for (uint8_t b : tail)
+      if (b != kPattern) return false;
     return true;
   }
 
  private:
   Tensor buffer_, tensor_;
+  size_t bytes_ = 0;
 };
 
 }  // namespace hg::test

@@ -1,5 +1,6 @@
-// LayerNorm: values against an independent loop, f64 gradients by finite differences on a 4-D NHWC
-// tensor, the module's names and init, and error messages.
+// layer_norm: values against an independent loop (f64 and f32), and error messages. Gradients,
+// devices and dtypes: the op harness (cases_norm.cpp); the LayerNorm module:
+// tests/layers/modules_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,44 +38,6 @@ TEST(LayerNorm, ValuesMatchDefinitionF64AndF32) {
     Tensor y32 = layer_norm(x.to(DType::f32), w.to(DType::f32), b.to(DType::f32), eps);
     EXPECT_EQ(y32.dtype(), DType::f32);
     EXPECT_LT(test::rel_error(y32, Tensor::from_vector(x.shape(), want)), 1e-6);
-  }
-}
-
-TEST(LayerNorm, GradcheckNHWCAllInputs) {
-  Tensor x = test::random({2, 3, 3, 5}, 11).requires_grad_();
-  Tensor w = test::random({5}, 12, DType::f64, 0.5, 1.5).requires_grad_();
-  Tensor b = test::random({5}, 13).requires_grad_();
-  auto f = [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], 1e-6); };
-  EXPECT_LT(test::gradcheck(f, {x, w, b}), 1e-7);
-}
-
-TEST(LayerNorm, GradcheckNonContiguousInputAndOnlyX) {
-  // A permuted (non-dense) view and a 2-D input; weight and bias constants.
-  Tensor x = test::random({4, 3, 5}, 21).requires_grad_();
-  Tensor w = test::random({4}, 22), b = test::random({4}, 23);
-  auto f = [w, b](const std::vector<Tensor>& in) { return layer_norm(in[0].permute({2, 1, 0}), w, b, 1e-5); };
-  EXPECT_LT(test::gradcheck(f, {x}), 1e-7);
-}
-
-TEST(LayerNorm, ModuleInitNamesAndNormalisation) {
-  LayerNorm ln(7, 1e-6, DType::f64);
-  EXPECT_EQ(ln.weight.to_vector<double>(), std::vector<double>(7, 1.0));
-  EXPECT_EQ(ln.bias.to_vector<double>(), std::vector<double>(7, 0.0));
-  EXPECT_TRUE(ln.weight.requires_grad());
-  std::vector<ParamRef> refs;
-  ln.collect("head.norm.", refs);
-  ASSERT_EQ(refs.size(), 2u);
-  EXPECT_EQ(refs[0].name, "head.norm.weight");
-  EXPECT_EQ(refs[1].name, "head.norm.bias");
-  EXPECT_TRUE(refs[0].no_weight_decay && refs[1].no_weight_decay);
-  Tensor y = ln.forward(test::random({3, 7}, 31, DType::f64, 5, 9));
-  std::vector<double> v = y.to_vector<double>();
-  for (int r = 0; r < 3; ++r) {
-    double mean = 0, sq = 0;
-    for (int c = 0; c < 7; ++c) mean += v[static_cast<size_t>(r * 7 + c)] / 7;
-    for (int c = 0; c < 7; ++c) sq += v[static_cast<size_t>(r * 7 + c)] * v[static_cast<size_t>(r * 7 + c)] / 7;
-    EXPECT_NEAR(mean, 0.0, 1e-12);
-    EXPECT_NEAR(sq - mean * mean, 1.0, 1e-4);  // var / (var + eps) with var ~ 1
   }
 }
 

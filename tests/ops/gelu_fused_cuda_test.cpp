@@ -1,7 +1,7 @@
 // kernels::cuda::gelu_forward_backward (one pass: GELU and its backward) against the CPU reference.
 #include <gtest/gtest.h>
 
-#include "gpu_util.h"
+#include "gpu/gpu_util.h"
 #include "kernels/gelu.h"
 #include "test_util.h"
 

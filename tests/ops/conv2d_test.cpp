@@ -1,6 +1,7 @@
-// conv2d / Conv2d: layout conventions against an independent NCHW loop, float64 finite-difference
-// gradients for every configuration ConvNeXt uses (and the odd ones), fast paths against the
-// reference loops, determinism, errors, and the module's parameters and init.
+// conv2d: layout conventions against an independent NCHW loop for every configuration ConvNeXt uses
+// (and the odd ones), fast paths against the reference loops, the bias gradient, determinism and
+// errors. Gradients, devices and dtypes: the op harness (cases_conv2d.cpp); the Conv2d module:
+// tests/layers/modules_test.cpp.
 #include "kernels/conv2d.h"
 
 #include <gtest/gtest.h>
@@ -10,39 +11,17 @@
 
 #include "core/autograd.h"
 #include "layers/conv2d.h"
+#include "conv2d_configs.h"
 #include "test_util.h"
 
 using namespace hg;
 
 namespace {
 
-Tensor param(const Shape& s, uint64_t seed) { return test::random(s, seed).requires_grad_(); }
+using test::ops::ConvConfig;
+using test::ops::kConvConfigs;
 
-struct Cfg {
-  const char* name;
-  int64_t N, H, W, C, O, K;
-  int stride, pad, groups;
-  bool bias;
-};
-
-// Every path of the CPU kernels: dense (im2col), pointwise, patchify, depthwise, grouped; odd
-// sizes, stride 2 with and without padding, no bias, a patchify conv whose input is not a multiple
-// of k.
-const Cfg kConfigs[] = {
-    {"dense3x3_pad1", 2, 5, 4, 3, 4, 3, 1, 1, 1, true},
-    {"dense3x3_stride2_pad1_odd", 2, 5, 6, 2, 3, 3, 2, 1, 1, true},
-    {"dense3x3_nobias", 1, 4, 5, 3, 2, 3, 1, 1, 1, false},
-    {"pointwise1x1", 2, 3, 4, 5, 3, 1, 1, 0, 1, true},
-    {"patchify4x4_in1", 2, 8, 8, 1, 5, 4, 4, 0, 1, true},
-    {"downsample2x2", 2, 4, 6, 3, 6, 2, 2, 0, 1, true},
-    {"patchify2x2_remainder", 1, 5, 7, 2, 3, 2, 2, 0, 1, true},
-    {"groups2", 2, 4, 4, 4, 6, 3, 1, 1, 2, true},
-    {"depthwise3x3", 2, 5, 4, 3, 3, 3, 1, 1, 3, true},
-    {"depthwise7x7_pad3", 1, 6, 5, 2, 2, 7, 1, 3, 2, true},
-    {"depthwise5x5_stride2_nobias", 2, 7, 6, 3, 3, 5, 2, 2, 3, false},
-};
-
-Tensor weight_for(const Cfg& c, uint64_t seed, DType dt = DType::f64) {
+Tensor weight_for(const ConvConfig& c, uint64_t seed, DType dt = DType::f64) {
   return test::random({c.O, c.C / c.groups, c.K, c.K}, seed, dt);
 }
 
@@ -51,7 +30,7 @@ Tensor weight_for(const Cfg& c, uint64_t seed, DType dt = DType::f64) {
 // The NHWC result, read back in NCHW, equals conv2d written directly on NCHW data with the PyTorch
 // weight layout (an oracle that shares no code or index helpers with the kernels).
 TEST(Conv2d, MatchesIndependentNchwLoops) {
-  for (const Cfg& c : kConfigs) {
+  for (const ConvConfig& c : kConvConfigs) {
     Tensor x = test::random({c.N, c.H, c.W, c.C}, 1), w = weight_for(c, 2),
            b = test::random({c.O}, 3);
     Tensor y = conv2d(x, w, c.bias ? b : Tensor(), c.stride, c.pad, c.groups);
@@ -80,18 +59,6 @@ TEST(Conv2d, MatchesIndependentNchwLoops) {
             worst = std::max(worst, std::fabs(acc - yn[((n * c.O + o) * OH + i) * OW + j]));
           }
     EXPECT_LT(worst, 1e-12) << c.name;
-  }
-}
-
-TEST(Conv2d, GradcheckFloat64AllConfigs) {
-  for (const Cfg& c : kConfigs) {
-    const Cfg cc = c;
-    std::vector<Tensor> in = {param({c.N, c.H, c.W, c.C}, 10), weight_for(c, 11).requires_grad_()};
-    if (c.bias) in.push_back(param({c.O}, 12));
-    auto f = [cc](const std::vector<Tensor>& v) {
-      return conv2d(v[0], v[1], cc.bias ? v[2] : Tensor(), cc.stride, cc.pad, cc.groups);
-    };
-    EXPECT_LT(test::gradcheck(f, in), 1e-8) << c.name;
   }
 }
 
@@ -171,14 +138,6 @@ TEST(Conv2d, WeightGradientsAreDeterministic) {
   }
 }
 
-// Gradients flow only to what requires grad; a frozen weight still gives the input its gradient.
-TEST(Conv2d, GradientOnlyWhereRequired) {
-  Tensor x = param({1, 4, 4, 2}, 51), w = test::random({3, 2, 3, 3}, 52);
-  auto f = [w](const std::vector<Tensor>& v) { return conv2d(v[0], w, Tensor(), 1, 1, 1); };
-  EXPECT_LT(test::gradcheck(f, {x}), 1e-8);
-  EXPECT_FALSE(w.grad().defined());
-}
-
 namespace {
 void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
   try {
@@ -212,40 +171,4 @@ TEST(Conv2d, BadInputsThrowNamingOpAndShapes) {
   expect_error([&] { conv2d(x, test::random({6, 4, 7, 7}, 2), b); }, {"conv2d", "[6, 4, 7, 7]"});
   expect_error([&] { conv2d(x.to(DType::f32), w, b); }, {"conv2d"});
   expect_error([&] { conv2d(x, w, b.to(DType::f32)); }, {"conv2d"});
-}
-
-TEST(Conv2d, ModuleParametersInitAndForward) {
-  Generator gen(7);
-  Conv2d dw({.in_channels = 64, .out_channels = 64, .kernel_size = 7, .padding = 3, .groups = 64},
-            gen, DType::f64);
-  auto named = dw.named_tensors();
-  ASSERT_EQ(named.size(), 2u);
-  EXPECT_EQ(named[0].name, "weight");
-  EXPECT_EQ(named[0].tensor.shape(), (Shape{64, 1, 7, 7}));
-  EXPECT_FALSE(named[0].no_weight_decay);
-  EXPECT_EQ(named[1].name, "bias");
-  EXPECT_TRUE(named[1].no_weight_decay);
-  EXPECT_TRUE(dw.weight.requires_grad() && dw.bias.requires_grad());
-  for (double v : dw.bias.to_vector<double>()) EXPECT_EQ(v, 0.0);
-  // trunc_normal(std 0.02): the sample std of 3136 values is within 10% of 0.02, mean near 0.
-  std::vector<double> wv = dw.weight.to_vector<double>();
-  double mean = 0, sq = 0;
-  for (double v : wv) mean += v;
-  mean /= wv.size();
-  for (double v : wv) sq += (v - mean) * (v - mean);
-  EXPECT_NEAR(std::sqrt(sq / wv.size()), 0.02, 0.002);
-  EXPECT_NEAR(mean, 0.0, 0.002);
-
-  Conv2d stem({.in_channels = 1, .out_channels = 8, .kernel_size = 4, .stride = 4, .bias = false},
-              gen, DType::f64);
-  EXPECT_EQ(stem.named_tensors().size(), 1u);
-  EXPECT_FALSE(stem.bias.defined());
-  Tensor y = stem.forward(test::random({2, 28, 28, 1}, 5));
-  EXPECT_EQ(y.shape(), (Shape{2, 7, 7, 8}));
-  EXPECT_THROW(Conv2d({.in_channels = 6, .out_channels = 4, .kernel_size = 3, .groups = 4}, gen),
-               Error);
-
-  std::vector<ParamRef> prefixed;
-  dw.collect("stages.0.blocks.1.conv_dw.", prefixed);
-  EXPECT_EQ(prefixed[1].name, "stages.0.blocks.1.conv_dw.bias");
 }

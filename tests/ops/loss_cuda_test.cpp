@@ -1,11 +1,11 @@
 // GPU cross-entropy vs the CPU reference: loss and dlogits with and without label smoothing
-// (poisoned, guarded outputs), ImageNet-sized rows, a bad label giving NaN, and the autograd layer.
+// (poisoned, guarded outputs), ImageNet-sized rows, a bad label giving NaN, top-k on CUDA. The
+// autograd op on CUDA in f32 / tf32 / bf16: the op harness (cases_loss.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "core/autograd.h"
 #include "gpu/gpu_util.h"
 #include "kernels/cross_entropy.h"
 #include "layers/loss.h"
@@ -55,17 +55,9 @@ TEST(GpuCrossEntropy, BadLabelGivesNaNNotACrash) {
   EXPECT_TRUE(std::isnan(cross_entropy(z, y).item()));
 }
 
-TEST(GpuCrossEntropy, AutogradLayerMatchesCpu) {
+TEST(GpuCrossEntropy, TopKMatchesCpu) {
   HG_REQUIRE_GPU();
   Tensor z = test::random({16, 100}, 5, DType::f32, -3, 3);
   Tensor y = random_labels(16, 100, 6);
-  Tensor zc = z.clone().requires_grad_(), zg = z.to(Device::cuda).requires_grad_();
-  // One tape per thread: finish the CPU step before recording the GPU one.
-  Tensor lc = cross_entropy(zc, y, 0.1);
-  autograd::backward(lc);
-  Tensor lg = cross_entropy(zg, y.to(Device::cuda), 0.1);
-  autograd::backward(lg);
-  EXPECT_LT(test::rel_error(lg, lc), 1e-5);
-  EXPECT_LT(test::rel_error(zg.grad(), zc.grad()), 1e-5);
-  EXPECT_EQ(correct_topk(zg, y.to(Device::cuda), 5), correct_topk(zc, y, 5));
+  EXPECT_EQ(correct_topk(z.to(Device::cuda), y.to(Device::cuda), 5), correct_topk(z, y, 5));
 }

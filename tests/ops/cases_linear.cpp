@@ -1,0 +1,71 @@
+// Registry cases: linear and gelu_linear (layers/linear.h).
+#include "harness.h"
+#include "layers/linear.h"
+
+namespace hg::test::ops {
+namespace {
+
+constexpr bool kPending = false;  // bf16 supported (set true for a case whose bf16 path is missing)
+
+Tensor linear_fn(const std::vector<Tensor>& v) { return linear(v[0], v[1], v.size() > 2 ? v[2] : Tensor()); }
+Tensor gelu_linear_fn(const std::vector<Tensor>& v) {
+  return gelu_linear(v[0], v[1], v.size() > 2 ? v[2] : Tensor());
+}
+
+// x (..., in) -> (..., out); M = the product of the leading dims.
+OpCase linear_case(std::string name, Shape x, int64_t out, bool bias, unsigned modes,
+                   bool fused_gelu = false) {
+  const int64_t in = x.back(), M = shape_numel(x) / in;
+  std::vector<Input> inputs = {act(fused_gelu ? "h" : "x", x), param("weight", {out, in})};
+  if (bias) inputs.push_back(param("bias", {out}));
+  Flops f = gemm_flops(double(M), double(in), double(out), bias);
+  if (fused_gelu) f = {f.fwd + 8.0 * M * in, f.bwd + 20.0 * M * in};  // GELU, recomputed backward
+  OpCase c{.op = fused_gelu ? "gelu_linear" : "linear",
+           .name = std::move(name),
+           .inputs = std::move(inputs),
+           .fn = fused_gelu ? OpFn(gelu_linear_fn) : OpFn(linear_fn),
+           .modes = modes,
+           .flops = f,
+           .tensor_cores = true,
+           .bf16_pending = kPending};
+  if (fused_gelu) {  // GELU(h) goes into the GEMM as bf16, like the CUDA path's scratch
+    c.bf16_out = kBf16OutIntermediateTol;
+    c.bf16_grad = kBf16GradIntermediateTol;
+  }
+  return c;
+}
+
+const bool registered = register_cases({
+    // every rank, with and without bias
+    linear_case("rank3", {2, 3, 4}, 5, true, kGrad | kBf16 | kDevice),
+    linear_case("rank4", {2, 2, 2, 3}, 6, true, kGrad | kBf16 | kDevice),
+    linear_case("rank2_nobias", {3, 4}, 2, false, kGrad | kBf16 | kDevice),
+    linear_case("rank1", {4}, 3, true, kGrad | kBf16 | kDevice),
+    // a permuted NCHW view as input: (2, 5, 2, 2) -> (2, 2, 2, 5)
+    [] {
+      OpCase c = linear_case("permuted_input", {2, 2, 2, 5}, 3, true, kGrad | kBf16 | kDevice);
+      c.inputs[0].shape = {2, 5, 2, 2};  // NCHW, viewed as NHWC by the op
+      c.fn = [](const std::vector<Tensor>& v) { return linear(v[0].permute({0, 2, 3, 1}), v[1], v[2]); };
+      return c;
+    }(),
+    // launch shapes: NHWC MLP, odd sizes, the head, one row
+    linear_case("nhwc_2x5x5x24_40", {2, 5, 5, 24}, 40, true, kDevice | kBf16),
+    linear_case("odd_37x19_23", {37, 19}, 23, true, kDevice | kBf16),
+    linear_case("odd_37x19_23_nobias", {37, 19}, 23, false, kDevice),
+    linear_case("one_row_1x5_3", {1, 5}, 3, true, kDevice),
+    linear_case("fc1_2x14x14x96_384", {2, 14, 14, 96}, 384, true, kDevice),
+    linear_case("fc2_2x7x7x3072_768", {2, 7, 7, 3072}, 768, true, kDevice),
+    linear_case("head_4x768_10", {4, 768}, 10, true, kDevice),
+    // ConvNeXt-T at batch 64 (stage 1 MLP) and the ImageNet head at batch 128
+    linear_case("fc1_convnext_t_s1_b64", {64, 56, 56, 96}, 384, true, kPerf),
+    linear_case("fc2_convnext_t_s1_b64", {64, 56, 56, 384}, 96, true, kPerf),
+    linear_case("head_b128_1000", {128, 768}, 1000, true, kPerf),
+
+    linear_case("small", {2, 3, 5}, 4, true, kGrad | kBf16 | kDevice, true),
+    linear_case("nobias", {3, 6}, 2, false, kGrad | kBf16 | kDevice, true),
+    linear_case("fc2_2x7x7x384_96", {2, 7, 7, 384}, 96, true, kDevice | kBf16, true),
+    linear_case("fc2_convnext_t_s1_b64", {64, 56, 56, 384}, 96, true, kPerf, true),
+});
+
+}  // namespace
+}  // namespace hg::test::ops

@@ -1,0 +1,126 @@
+// Registry cases: wtconv2d (layers/wtconv.h), fused and reference order, on odd sizes, every K in
+// {1, 3, 5, 7}, wt_levels 1..5, strides 1..3, thin inputs, without bias; on CUDA also the
+// on-the-fly level convolutions of the fused path.
+#include <cmath>
+
+#include "harness.h"
+#include "layers/wtconv.h"
+
+namespace hg::test::ops {
+namespace {
+
+constexpr bool kPending = true;  // bf16: wtconv2d refuses bf16 (kernels/cpu/wtconv_*.cpp)
+
+struct Cfg {
+  int64_t B, H, W, C;
+  int K, L, stride;
+};
+
+enum class Levels { split, onthefly };  // the CUDA fused path's level convolutions
+
+// Sets the CUDA fused path's level convolutions while it lives (no-op in CPU builds).
+class LevelsScope {
+ public:
+  explicit LevelsScope(Levels l) {
+#ifdef HAARGRAD_WITH_CUDA
+    saved_ = kernels::cuda::wtconv_levels();
+    kernels::cuda::set_wtconv_levels(l == Levels::split ? kernels::cuda::WTConvLevels::split
+                                                        : kernels::cuda::WTConvLevels::onthefly);
+#else
+    (void)l;
+#endif
+  }
+  ~LevelsScope() {
+#ifdef HAARGRAD_WITH_CUDA
+    kernels::cuda::set_wtconv_levels(saved_);
+#endif
+  }
+
+ private:
+#ifdef HAARGRAD_WITH_CUDA
+  kernels::cuda::WTConvLevels saved_ = kernels::cuda::WTConvLevels::split;
+#endif
+};
+
+// Base conv, L level convs on 4C channels (each on a map halved L times) and the Haar analysis /
+// synthesis (4 outputs x 4 taps per coefficient each way); the backward is counted as twice.
+Flops wtconv_flops(const Cfg& c) {
+  const double K2 = double(c.K) * c.K;
+  double f = 2.0 * c.B * c.H * c.W * c.C * K2;
+  double h = double(c.H), w = double(c.W);
+  for (int l = 0; l < c.L; ++l) {
+    h = std::ceil(h / 2), w = std::ceil(w / 2);
+    f += 2.0 * c.B * h * w * 4 * c.C * K2 + 2 * 2.0 * c.B * h * w * 4 * c.C * 4;
+  }
+  return {f, 2 * f};
+}
+
+OpCase wt_case(std::string name, Cfg c, WTConvMode mode, unsigned modes, bool bias = true,
+               Levels levels = Levels::split) {
+  // Scales away from 0 so every path carries signal; never the init's constants.
+  std::vector<Input> in = {act("x", {c.B, c.H, c.W, c.C}), param("base_weight", {c.C, 1, c.K, c.K})};
+  if (bias) in.push_back(param("base_bias", {c.C}));
+  in.push_back(param("base_scale", {1, c.C, 1, 1}, 0.5, 1.5));
+  for (int l = 0; l < c.L; ++l) in.push_back(param(str("wavelet_weight", l), {4 * c.C, 1, c.K, c.K}));
+  for (int l = 0; l < c.L; ++l)
+    in.push_back(param(str("wavelet_scale", l), {1, 4 * c.C, 1, 1}, -1.5, 1.5));
+  const int L = c.L, stride = c.stride;
+  const char* mode_name = mode == WTConvMode::fused ? "fused_" : "reference_";
+  return {.op = "wtconv2d",
+          .name = mode_name + std::string(levels == Levels::onthefly ? "onthefly_" : "") + name,
+          .inputs = std::move(in),
+          .fn = [L, stride, mode, bias, levels](const std::vector<Tensor>& v) {
+            LevelsScope scope(levels);
+            const size_t o = bias ? 1 : 0;  // offset of the tensors after the optional bias
+            kernels::WTConvWeights w{v[1], bias ? v[2] : Tensor(), v[2 + o], {}, {}};
+            for (int l = 0; l < L; ++l) w.wavelet_weight.push_back(v[3 + o + size_t(l)]);
+            for (int l = 0; l < L; ++l) w.wavelet_scale.push_back(v[3 + o + size_t(L + l)]);
+            return wtconv2d(v[0], w, stride, mode);
+          },
+          .modes = modes,
+          .flops = wtconv_flops(c),
+          .bf16_pending = kPending,
+          .grad = {1e-7, "f64 central differences over up to 5 levels of Haar transforms"},
+          // y is linear in each single input (x, a weight, a scale), so central differences
+          // carry no truncation error: a large step only shrinks the round-off of the quotient.
+          .grad_step = {1e-2, "y is linear in each input: no truncation error at any step"}};
+}
+
+// Odd sizes, every K in {1, 3, 5, 7}, wt_levels 1..5, strides 1..3, thin inputs (H or W = 1).
+const Cfg kSmall[] = {{1, 5, 7, 2, 3, 1, 1}, {2, 7, 6, 1, 5, 2, 1}, {1, 9, 5, 2, 7, 3, 1},
+                      {1, 6, 7, 1, 3, 4, 1}, {1, 5, 5, 1, 3, 5, 1}, {1, 7, 5, 2, 3, 2, 2},
+                      {1, 1, 9, 2, 3, 2, 1}, {1, 8, 1, 1, 5, 3, 1}, {1, 1, 1, 2, 3, 2, 1},
+                      {1, 6, 9, 1, 1, 2, 3}};
+
+std::string cfg_name(const Cfg& c) {
+  return str("B", c.B, "_H", c.H, "_W", c.W, "_C", c.C, "_K", c.K, "_L", c.L, "_s", c.stride);
+}
+
+std::vector<OpCase> all_cases() {
+  std::vector<OpCase> v;
+  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    for (const Cfg& c : kSmall) v.push_back(wt_case(cfg_name(c), c, mode, kGrad | kBf16));
+    v.push_back(wt_case("nobias_B1_H5_W6_C2_K3_L2", {1, 5, 6, 2, 3, 2, 1}, mode, kGrad | kBf16 | kDevice,
+                        false));
+    // launch shapes: C above one 32-channel chunk and not a multiple of 4; C % 4 == 0 (the
+    // 4-channel kernels) and C % 8 == 0 (bf16 16-byte vectors); strides 2; 5 levels
+    for (const Cfg& c : {Cfg{2, 16, 16, 8, 5, 2, 1}, Cfg{1, 13, 11, 5, 3, 3, 1}, Cfg{2, 15, 14, 6, 5, 2, 2},
+                         Cfg{1, 10, 9, 40, 5, 3, 1}, Cfg{1, 21, 23, 36, 5, 4, 1},
+                         Cfg{2, 19, 21, 20, 5, 5, 2}, Cfg{2, 28, 28, 96, 5, 4, 1}})
+      v.push_back(wt_case(cfg_name(c), c, mode, kDevice));
+    v.push_back(wt_case(cfg_name({1, 14, 17, 16, 7, 2, 1}), {1, 14, 17, 16, 7, 2, 1}, mode,
+                        kDevice | kBf16));
+    // WTConvNeXt-T stage 1 at batch 64 (docs/fused-wtconv.md)
+    v.push_back(wt_case("wtconvnext_t_s1_b64", {64, 56, 56, 96, 5, 5, 1}, mode, kPerf));
+  }
+  for (const Cfg& c : {Cfg{2, 16, 16, 8, 5, 2, 1}, Cfg{1, 21, 23, 36, 5, 4, 1}, Cfg{2, 19, 21, 20, 5, 5, 2}})
+    v.push_back(wt_case(cfg_name(c), c, WTConvMode::fused, kDevice, true, Levels::onthefly));
+  v.push_back(wt_case("wtconvnext_t_s1_b64", {64, 56, 56, 96, 5, 5, 1}, WTConvMode::fused, kPerf, true,
+                      Levels::onthefly));
+  return v;
+}
+
+const bool registered = register_cases(all_cases());
+
+}  // namespace
+}  // namespace hg::test::ops
