@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app/command.h"
+#include "core/atomic_file.h"
 #include "core/autograd.h"
 #include "core/dispatch.h"
 #include "core/memory.h"
@@ -285,9 +286,7 @@ void run_bench(const Options& o) {
     out.push_back(j);
   }
   if (!o.output.empty()) {
-    std::ofstream f(o.output);
-    HG_CHECK(f.good(), "bench-layer: cannot write ", o.output);
-    f << out.dump(2) << "\n";
+    io::write_file_atomic(o.output, out.dump(2) + "\n");
     std::printf("wrote %s\n", o.output.c_str());
   }
 }

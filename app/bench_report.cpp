@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "app/bench_breakdown.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace hg::app {
@@ -122,8 +124,7 @@ void write_rows(const std::string& path, const std::vector<BenchResult>& rows) {
   check_output_path(path);
   std::vector<ojson> js;
   for (const BenchResult& r : rows) js.push_back(row_json(r));
-  std::ofstream f(path);
-  HG_CHECK(f.good(), "bench: cannot write ", path);
+  std::ostringstream f;
   if (ends_with(path, ".json")) {
     f << ojson(js).dump(2) << "\n";
   } else {
@@ -140,7 +141,7 @@ void write_rows(const std::string& path, const std::vector<BenchResult>& rows) {
       f << "\n";
     }
   }
-  HG_CHECK(f.good(), "bench: writing ", path, " failed");
+  io::write_file_atomic(path, f.str());
 }
 
 void print_tables(const std::vector<BenchResult>& rows) {

@@ -135,6 +135,7 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
   HG_CHECK(device_available(cfg.device), "bench: device ", device_name(cfg.device),
            " is not available (no GPU found, or built without CUDA)");
   const ModelConfig mc = model_config(cfg.model);
+  mc.check_img_size(cfg.img_size);
   HG_CHECK(mc.wtconv == !cfg.wtconv.empty(), "bench: model ", cfg.model,
            mc.wtconv ? " needs a --wtconv mode" : " has no WTConv layers, yet a --wtconv mode was given");
   const Device dev = cfg.device;

@@ -35,6 +35,7 @@ int64_t measured_activation_bytes(ConvNeXt& model, int batch, int img_size) {
 void run_info(InfoArgs a) {
   ModelConfig cfg = model_config(a.model);
   if (a.img_size == 0) a.img_size = cfg.default_img_size;
+  cfg.check_img_size(a.img_size);
   ConvNeXt model(cfg, 0);
   const double gmacs = forward_macs(cfg, a.img_size) / 1e9;
   std::printf("model            %s\n", a.model.c_str());

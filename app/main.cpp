@@ -2,24 +2,66 @@
 // bench, bench-layer, export-png, ...; each lives in its own app/<command>.cpp).
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
+#include <optional>
+#include <string>
 
 #include "app/command.h"
 #include "core/error.h"
+#include "core/parse_number.h"
 
 namespace hg::app {
 std::vector<CommandSetup>& commands() {
   static std::vector<CommandSetup> list;
   return list;
 }
+
+namespace {
+
+// Every numeric option of every command parses as a decimal number: CLI11 alone would read "010"
+// as 8 and "0x10" as 16. Integers are rewritten without leading zeros (CLI11's conversion would
+// still take "010" as octal); the transform runs before an option's other checks.
+void require_decimal_numbers(CLI::App& app) {
+  const CLI::Validator integer(
+      [](std::string& text) {
+        std::string why;
+        const std::optional<int64_t> v = parse_decimal_int(text, &why);
+        if (!v) return str("'", text, "' is ", why);
+        text = std::to_string(*v);
+        return std::string();
+      },
+      "", "decimal integer");
+  const CLI::Validator number(
+      [](std::string& text) {
+        std::string why;
+        return parse_decimal_float(text, &why) ? std::string() : str("'", text, "' is ", why);
+      },
+      "", "decimal number");
+  for (CLI::Option* o : app.get_options()) {
+    const std::string full = o->get_type_name();  // e.g. "INT" or "INT:POSITIVE" (with its checks)
+    const std::string type = full.substr(0, full.find(':'));
+    if (type == "INT" || type == "UINT") o->transform(integer);
+    if (type == "FLOAT" || type == "NUMBER") o->check(number);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) require_decimal_numbers(*sub);
+}
+
+}  // namespace
 }  // namespace hg::app
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) makes writes fail with EFBIG, reported by the file writer with
+  // the file's name, instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   spdlog::set_pattern("[%H:%M:%S] %^%l%$: %v");  // the trainer's console format (train/console.cpp)
   CLI::App app{"haargrad: train image classifiers with fused wavelet convolutions"};
   app.require_subcommand(1);
   for (auto& setup : hg::app::commands()) setup(app);
+  hg::app::require_decimal_numbers(app);
   try {
     app.parse(argc, argv);  // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
@@ -27,8 +69,16 @@ int main(int argc, char** argv) {
   } catch (const hg::Error& e) {
     std::fprintf(stderr, "haargrad: error: %s\n", e.what());
     return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A file-system call outside the checked writers: its text names the operation and path(s).
+    std::fprintf(stderr, "haargrad: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "haargrad: error: out of host memory (an allocation failed); try a smaller batch_size, "
+                         "img_size or workers\n");
+    return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "haargrad: unexpected error: %s\n", e.what());
+    std::fprintf(stderr, "haargrad: error: %s (an unexpected C++ exception: please report it)\n", e.what());
     return 2;
   }
   return 0;

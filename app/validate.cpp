@@ -1,5 +1,6 @@
 // `haargrad validate CONFIG --checkpoint FILE`: evaluates a checkpoint on the config's val split
 // and prints timm validate.py's columns.
+#include <cmath>
 #include <cstdio>
 
 #include <spdlog/spdlog.h>
@@ -33,16 +34,27 @@ void run_validate(const ValidateArgs& a) {
   autograd::NoGradGuard no_grad;
   loader->start_epoch(0);
   data::Batch b;
-  int64_t n = 0, c1 = 0, c5 = 0;
+  int64_t n = 0, c1 = 0, c5 = 0, nonfinite = 0;
   const int64_t k5 = std::min<int64_t>(5, cfg.num_classes);
   while (loader->next(b)) {
     Tensor logits = model.forward(b.images.to(device), false);
     Tensor y = b.labels.to(device);
     c1 += correct_topk(logits, y, 1);
     c5 += correct_topk(logits, y, k5);
+    nonfinite += nonfinite_rows(logits);
     n += b.labels.numel();
   }
   HG_CHECK(n > 0, "validate: the validation split is empty");
+  if (nonfinite > 0) {  // a diverged model: no accuracy to report (such rows count as wrong anyway)
+    int64_t bad = 0, total = 0;
+    for (const ParamRef& p : model.named_tensors()) {
+      for (double v : p.tensor.to_vector<double>()) bad += !std::isfinite(v);
+      total += p.tensor.numel();
+    }
+    throw Error(str("validate: the outputs of ", a.checkpoint, " are non-finite (NaN or Inf) for ", nonfinite, " of ",
+                    n, " images; ", bad, " of ", total, " of its weights are non-finite: the run it comes from ",
+                    "diverged; use an earlier checkpoint"));
+  }
   const double top1 = 100.0 * double(c1) / double(n), top5 = 100.0 * double(c5) / double(n);
   std::printf("model,img_size,top1,top1_err,top5,top5_err,param_count\n");
   std::printf("%s,%lld,%.3f,%.3f,%.3f,%.3f,%.3f\n", cfg.model.c_str(), static_cast<long long>(cfg.img_size), top1,

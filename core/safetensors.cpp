@@ -2,10 +2,6 @@
 // every field is validated before a byte of tensor data is touched, and every error names the file.
 #include "core/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -18,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/autograd.h"
 
 namespace hg::safetensors {
@@ -160,18 +157,6 @@ std::map<std::string, std::string> parse_metadata(const json& v, const std::stri
   return out;
 }
 
-void write_all(int fd, const std::string& bytes, const std::string& tmp) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      throw Error(str("safetensors save: writing '", tmp, "' failed after ", done, " of ", bytes.size(),
-                      " bytes: ", n < 0 ? std::strerror(errno) : "no progress"));
-    done += static_cast<size_t>(n);
-  }
-}
-
 }  // namespace
 
 File parse(const std::string& bytes, const std::string& what) {
@@ -235,6 +220,27 @@ File load(const std::string& path) {
   return parse(buffer.str(), path);
 }
 
+std::map<std::string, std::string> read_metadata(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(str("safetensors '", path, "': cannot open: ", std::strerror(errno)));
+  in.seekg(0, std::ios::end);
+  const uint64_t size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  if (size < 8) fail(path, "file has ", size, " bytes, too short for the 8-byte header length");
+  uint64_t header_len = 0;
+  in.read(reinterpret_cast<char*>(&header_len), 8);  // little-endian (see the static_assert)
+  if (header_len > size - 8)
+    fail(path, "header length ", header_len, " runs past the end of the file (", size - 8,
+         " bytes after the length field)");
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (!in) throw Error(str("safetensors '", path, "': read failed: ", std::strerror(errno)));
+  json j = parse_header(header, path);
+  if (!j.is_object()) fail(path, "header must be a JSON object, got ", j.type_name());
+  auto it = j.find("__metadata__");
+  return it == j.end() ? std::map<std::string, std::string>{} : parse_metadata(*it, path);
+}
+
 std::string serialize(const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   autograd::NoGradGuard no_grad;  // the host copies below must not be recorded or use the arena
@@ -270,34 +276,7 @@ std::string serialize(const std::vector<std::pair<std::string, Tensor>>& tensors
 
 void save(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
           const std::map<std::string, std::string>& metadata) {
-  const std::string bytes = serialize(tensors, metadata);
-  const std::string tmp = str(path, ".tmp.", ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error(str("safetensors save: cannot create '", tmp, "': ", std::strerror(errno)));
-  try {
-    write_all(fd, bytes, tmp);
-    if (::fsync(fd) != 0)
-      throw Error(str("safetensors save: fsync of '", tmp, "' failed: ", std::strerror(errno)));
-    int rc = ::close(fd);
-    fd = -1;
-    if (rc != 0) throw Error(str("safetensors save: closing '", tmp, "' failed: ", std::strerror(errno)));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(str("safetensors save: renaming '", tmp, "' to '", path, "' failed: ", std::strerror(errno)));
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());  // leave no half-written file behind; `path` is untouched
-    throw;
-  }
-  // Make the rename itself durable: fsync the directory that holds the entry.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) throw Error(str("safetensors save: cannot open directory '", dir, "': ", std::strerror(errno)));
-  int rc = ::fsync(dfd);
-  int err = errno;
-  ::close(dfd);
-  if (rc != 0) throw Error(str("safetensors save: fsync of directory '", dir, "' failed: ", std::strerror(err)));
+  io::write_file_atomic(path, serialize(tensors, metadata));
 }
 
 }  // namespace hg::safetensors

@@ -32,11 +32,15 @@ File load(const std::string& path);
 /// entries tile the data section exactly (sorted by offset, each begins where the last ended).
 File parse(const std::string& bytes, const std::string& what);
 
+/// The "__metadata__" map alone (empty when absent), reading only the header: cheap for large
+/// checkpoints. Throws hg::Error naming the file when it cannot be read or the header is malformed.
+std::map<std::string, std::string> read_metadata(const std::string& path);
+
 /// Writes tensors (any device; copied to the host) in the order given, data 8-byte aligned.
-/// Atomic: writes `path`.tmp.<pid>, fsyncs, then renames over `path`, so a reader never sees a
-/// half-written file and an interrupted write leaves the previous file intact.
-/// Throws hg::Error naming the path and the system error when a write, fsync or rename fails
-/// (the temporary file is removed), and for an empty, repeated or "__metadata__" tensor name.
+/// Atomic through io::write_file_atomic (core/atomic_file.h): a reader never sees a half-written
+/// file and a failed write leaves the previous file intact. Throws hg::Error naming the path and
+/// the system error when a write, fsync, close or rename fails (the temporary file is removed),
+/// and for an empty, repeated or "__metadata__" tensor name.
 void save(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
           const std::map<std::string, std::string>& metadata = {});
 /// The bytes save() would write: the header is compact JSON ("__metadata__" first when not empty,

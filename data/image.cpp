@@ -20,6 +20,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
+
+#include "core/atomic_file.h"
 
 #include "data/jpeg_decode.h"
 
@@ -125,24 +128,39 @@ void check_writable(const char* fn, const std::string& path, const Image& img) {
 }
 }  // namespace
 
+namespace {
+// stb's writers hand the encoded bytes to this callback; the file itself goes through the checked,
+// atomic writer (a full disk is an error naming the file, never a truncated image).
+void append_bytes(void* context, void* data, int size) {
+  static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+}
+}  // namespace
+
 void write_png(const std::string& path, const Image& img) {
   check_writable("write_png", path, img);
-  int ok = stbi_write_png(path.c_str(), int(img.width), int(img.height), int(img.channels), img.pixels.data(),
-                          int(img.width * img.channels));
-  HG_CHECK(ok, "write_png: cannot write '", path, "'");
+  std::string bytes;
+  int ok = stbi_write_png_to_func(append_bytes, &bytes, int(img.width), int(img.height), int(img.channels),
+                                  img.pixels.data(), int(img.width * img.channels));
+  HG_CHECK(ok, "write_png: cannot encode '", path, "'");
+  io::write_file_atomic(path, bytes);
 }
 
 void write_jpeg(const std::string& path, const Image& img, int quality) {
   check_writable("write_jpeg", path, img);
-  int ok = stbi_write_jpg(path.c_str(), int(img.width), int(img.height), int(img.channels), img.pixels.data(),
-                          quality);
-  HG_CHECK(ok, "write_jpeg: cannot write '", path, "'");
+  std::string bytes;
+  int ok = stbi_write_jpg_to_func(append_bytes, &bytes, int(img.width), int(img.height), int(img.channels),
+                                  img.pixels.data(), quality);
+  HG_CHECK(ok, "write_jpeg: cannot encode '", path, "'");
+  io::write_file_atomic(path, bytes);
 }
 
 void write_bmp(const std::string& path, const Image& img) {
   check_writable("write_bmp", path, img);
-  int ok = stbi_write_bmp(path.c_str(), int(img.width), int(img.height), int(img.channels), img.pixels.data());
-  HG_CHECK(ok, "write_bmp: cannot write '", path, "'");
+  std::string bytes;
+  int ok = stbi_write_bmp_to_func(append_bytes, &bytes, int(img.width), int(img.height), int(img.channels),
+                                  img.pixels.data());
+  HG_CHECK(ok, "write_bmp: cannot encode '", path, "'");
+  io::write_file_atomic(path, bytes);
 }
 
 }  // namespace hg::data

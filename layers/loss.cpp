@@ -1,6 +1,7 @@
 // cross_entropy with autograd and the top-k accuracy helper (see loss.h).
 #include "layers/loss.h"
 
+#include <cmath>
 #include <vector>
 
 #include "core/autograd.h"
@@ -81,10 +82,28 @@ int64_t correct_topk(const Tensor& logits, const Tensor& labels, int64_t k) {
              " out of range [0, ", K, ")");
     const double target = z[static_cast<size_t>(i * K + label)];
     int64_t larger = 0;  // rank of the label's logit: how many logits beat it
-    for (int64_t j = 0; j < K; ++j) larger += z[static_cast<size_t>(i * K + j)] > target;
-    correct += larger < k;
+    bool finite = true;  // NaN compares false with everything: without this a NaN row ranks first
+    for (int64_t j = 0; j < K; ++j) {
+      const double v = z[static_cast<size_t>(i * K + j)];
+      larger += v > target;
+      finite = finite && std::isfinite(v);
+    }
+    correct += finite && larger < k;
   }
   return correct;
+}
+
+int64_t nonfinite_rows(const Tensor& logits) {
+  HG_CHECK(logits.ndim() == 2, "nonfinite_rows: expected logits (N, K), got ", logits.describe());
+  const int64_t N = logits.size(0), K = logits.size(1);
+  const std::vector<double> z = logits.to_vector<double>();
+  int64_t rows = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    bool finite = true;
+    for (int64_t j = 0; j < K && finite; ++j) finite = std::isfinite(z[static_cast<size_t>(i * K + j)]);
+    rows += !finite;
+  }
+  return rows;
 }
 
 double accuracy_topk(const Tensor& logits, const Tensor& labels, int64_t k) {

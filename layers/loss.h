@@ -19,9 +19,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_sm
 
 /// Number of samples whose label is among the k largest logits of its row (no gradient; copies to
 /// the host). A label ties with others of equal value in its favour only when fewer than k logits
-/// are strictly larger. logits (N, K) any float dtype/device; labels (N) i64; 1 <= k <= K.
+/// are strictly larger. A row with any non-finite logit (NaN, +-Inf) counts as wrong: a diverged
+/// model scores 0, never 100%. logits (N, K) any float dtype/device; labels (N) i64; 1 <= k <= K.
 /// Throws hg::Error on bad shapes or k.
 int64_t correct_topk(const Tensor& logits, const Tensor& labels, int64_t k);
+/// Number of rows of logits (N, K) with at least one NaN or +-Inf (copies to the host).
+int64_t nonfinite_rows(const Tensor& logits);
 /// correct_topk / N, in [0, 1] (top-1 / top-5 accuracy of a batch).
 double accuracy_topk(const Tensor& logits, const Tensor& labels, int64_t k);
 

@@ -1,6 +1,7 @@
 // Model variants (timm's depths / dims) and the analytic MAC count.
 #include "models/config.h"
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -38,9 +39,28 @@ int64_t conv_out(int64_t n, int k, int s, int p) { return (n + 2 * p - k) / s + 
 
 }  // namespace
 
+namespace {
+
+// timm's ConvNeXt builds its stages with output_stride 32: a stage that would stride 2 once the
+// running stride has reached 32 is dilated instead. Returns the stage index where that happens for
+// this patch size and stage count, or -1.
+int first_dilated_stage(int patch_size, size_t stages) {
+  int64_t curr = patch_size;
+  for (size_t i = 0; i < stages; ++i) {
+    const int stride = (curr == 2 || i > 0) ? 2 : 1;
+    if (curr >= 32 && stride > 1) return static_cast<int>(i);
+    curr *= stride;
+  }
+  return -1;
+}
+
+}  // namespace
+
 void ModelConfig::validate() const {
   HG_CHECK(!depths.empty() && depths.size() == dims.size(), "model config: depths ",
            shape_str(depths), " and dims ", shape_str(dims), " must have the same, non-zero length");
+  HG_CHECK(depths.size() <= 4, "model config: ", depths.size(), " stages (depths ", shape_str(depths),
+           "); timm's ConvNeXt has at most 4");
   for (int d : depths) HG_CHECK(d >= 0, "model config: depths must be >= 0, got ", shape_str(depths));
   for (int d : dims) HG_CHECK(d > 0, "model config: dims must be > 0, got ", shape_str(dims));
   HG_CHECK(kernel_size > 0 && kernel_size % 2 == 1, "model config: kernel_size must be odd and positive, got ",
@@ -52,9 +72,46 @@ void ModelConfig::validate() const {
   }
   HG_CHECK(drop_path_rate >= 0 && drop_path_rate < 1, "model config: drop_path_rate must be in [0, 1), got ",
            drop_path_rate);
+  HG_CHECK(!ls_init_value || std::isfinite(*ls_init_value), "model config: ls_init_value must be finite, got ",
+           *ls_init_value);
   HG_CHECK(num_classes > 0, "model config: num_classes must be > 0, got ", num_classes);
   HG_CHECK(in_chans > 0, "model config: in_chans must be > 0, got ", in_chans);
   HG_CHECK(patch_size > 0, "model config: patch_size must be > 0, got ", patch_size);
+  const int dilated = first_dilated_stage(patch_size, depths.size());
+  if (dilated >= 0) {
+    int largest = patch_size;
+    while (largest > 1 && first_dilated_stage(largest, depths.size()) >= 0) --largest;
+    throw Error(str("model config: patch_size ", patch_size, " with ", depths.size(), " stages passes a total stride ",
+                    "of 32 before stage ", dilated, "; timm dilates such stages instead of downsampling (output ",
+                    "stride 32), which haargrad does not implement: use patch_size <= ", largest, " or fewer stages"));
+  }
+}
+
+std::vector<int> ModelConfig::stage_strides() const {
+  std::vector<int> strides;
+  int64_t curr = patch_size;
+  for (size_t i = 0; i < depths.size(); ++i) {
+    const int stride = (curr == 2 || i > 0) ? 2 : 1;  // timm ConvNeXt.__init__
+    strides.push_back(stride);
+    curr *= stride;
+  }
+  return strides;
+}
+
+int ModelConfig::total_stride() const {
+  int total = patch_size;
+  for (int s : stage_strides()) total *= s;
+  return total;
+}
+
+void ModelConfig::check_img_size(int64_t img_size) const {
+  const int total = total_stride();
+  if (img_size >= total) return;
+  std::string how = str("patch_size ", patch_size);
+  for (int s : stage_strides())
+    if (s > 1) how += str(" x ", s);
+  throw Error(str("img_size ", img_size, " is below the total stride ", total, " of model ", model, " (", how,
+                  "): the last stage would get no pixel; the smallest img_size for this model is ", total));
 }
 
 std::string ModelConfig::to_json() const {
@@ -65,7 +122,12 @@ std::string ModelConfig::to_json() const {
      << ", \"num_classes\": " << num_classes << ", \"kernel_size\": " << kernel_size;
   if (wtconv) os << ", \"wt_levels\": " << json_list(wt_levels);
   os << ", \"in_chans\": " << in_chans << ", \"patch_size\": " << patch_size
-     << ", \"ls_init_value\": " << ls_init_value << ", \"drop_path_rate\": " << drop_path_rate << "}";
+     << ", \"ls_init_value\": ";
+  if (ls_init_value)
+    os << *ls_init_value;
+  else
+    os << "null";
+  os << ", \"drop_path_rate\": " << drop_path_rate << "}";
   return os.str();
 }
 
@@ -122,12 +184,15 @@ double forward_macs(const ModelConfig& cfg, int img_size) {
   int64_t h = conv_out(img_size, cfg.patch_size, cfg.patch_size, 0), w = h;
   macs += double(h * w) * cfg.dims[0] * cfg.in_chans * cfg.patch_size * cfg.patch_size;  // stem
   const int K2 = cfg.kernel_size * cfg.kernel_size;
+  const std::vector<int> strides = cfg.stage_strides();
   for (size_t s = 0; s < cfg.depths.size(); ++s) {
     const int64_t c = cfg.dims[s];
-    if (s > 0) {  // downsample 2x2 stride 2
-      h = conv_out(h, 2, 2, 0);
-      w = conv_out(w, 2, 2, 0);
-      macs += double(h * w) * c * cfg.dims[s - 1] * 4;
+    const int64_t c_in = s > 0 ? cfg.dims[s - 1] : cfg.dims[0];
+    if (strides[s] > 1 || c_in != c) {  // downsample: kernel 2 stride 2, or a 1x1 conv
+      const int k = strides[s] > 1 ? 2 : 1;
+      h = conv_out(h, k, strides[s], 0);
+      w = conv_out(w, k, strides[s], 0);
+      macs += double(h * w) * c * c_in * k * k;
     }
     double dw = double(h * w) * c * K2;  // depthwise (or WTConv base conv)
     if (cfg.wtconv) {

@@ -2,6 +2,7 @@
 // with every field settable. Field names and defaults follow timm's `ConvNeXt.__init__`.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,15 +16,27 @@ struct ModelConfig {
   int kernel_size = 7;                   ///< depthwise (or WTConv) kernel size, odd
   std::vector<int> wt_levels{5, 4, 3, 2};    ///< WTConv levels per stage (wtconv only)
   double drop_path_rate = 0.0;           ///< stochastic depth, linear 0 -> rate over all blocks
-  double ls_init_value = 1e-6;           ///< layer scale gamma init; <= 0 disables gamma
+  std::optional<double> ls_init_value = 1e-6;  ///< layer scale gamma init; nullopt = no gamma (timm: None)
   int num_classes = 1000;
   int in_chans = 3;
   int patch_size = 4;                    ///< stem: patch_size x patch_size conv, stride patch_size
   double head_init_scale = 1.0;          ///< head.fc weight and bias are multiplied by this at init
   int default_img_size = 224;            ///< the input size (pixels) the variant is meant for
 
-  /// Throws hg::Error naming the field when a value is out of range or sizes disagree.
+  /// Throws hg::Error naming the field when a value is out of range, sizes disagree, there are more
+  /// than 4 stages (timm's ConvNeXt builds 4), or the strides would pass timm's output stride 32
+  /// (where timm dilates instead of downsampling, which haargrad does not implement).
   void validate() const;
+
+  /// Stride of each stage's downsample, by timm's rule: stage 0 strides 2 only after a patch-2
+  /// stem, every later stage 2. A stage has a downsample (LayerNorm2d + Conv2d, kernel 2 when the
+  /// stride is 2, else 1) when its stride is > 1 or its width differs from the previous one.
+  std::vector<int> stage_strides() const;
+  /// patch_size x the stage strides: the input side (pixels) that maps to one pixel at the end,
+  /// which is also the smallest input side the model takes (every stage keeps >= 1x1).
+  int total_stride() const;
+  /// Throws hg::Error when an img_size x img_size input cannot pass the model, naming the minimum.
+  void check_img_size(int64_t img_size) const;
   /// JSON object text of the fields (stored in checkpoints' __metadata__.config).
   std::string to_json() const;
 };

@@ -44,9 +44,9 @@ ConvNeXtBlock::ConvNeXtBlock(int64_t dim, const ModelConfig& cfg, int wt_levels,
     conv_dw = make_conv(dim, dim, cfg.kernel_size, 1, cfg.kernel_size / 2, static_cast<int>(dim), gen,
                         dtype, device);
   }
-  if (cfg.ls_init_value > 0) {
+  if (cfg.ls_init_value) {  // timm: a gamma whenever ls_init_value is not None (0 gives zeros)
     gamma = make_parameter({dim}, dtype, device);
-    gamma.fill_(cfg.ls_init_value);
+    gamma.fill_(*cfg.ls_init_value);
   }
 }
 
@@ -73,12 +73,13 @@ void ConvNeXtBlock::collect(const std::string& prefix, std::vector<ParamRef>& ou
 
 // ---- stage ----------------------------------------------------------------------------------------
 
-ConvNeXtStage::ConvNeXtStage(int64_t in_dim, int64_t out_dim, int depth, const ModelConfig& cfg,
+ConvNeXtStage::ConvNeXtStage(int64_t in_dim, int64_t out_dim, int stride, int depth, const ModelConfig& cfg,
                              int wt_levels, const std::vector<double>& drop_path, Generator& gen,
                              DType dtype, Device device, const std::string& name) {
-  if (in_dim != out_dim) {  // timm: downsample when channels change or stride > 1 (stages 1..)
+  if (in_dim != out_dim || stride > 1) {  // timm ConvNeXtStage: kernel 2 when striding, else 1
+    const int k = stride > 1 ? 2 : 1;
     down_norm = std::make_unique<LayerNorm>(in_dim, 1e-6, dtype, device);
-    down_conv = make_conv(in_dim, out_dim, 2, 2, 0, 1, gen, dtype, device);
+    down_conv = make_conv(in_dim, out_dim, k, stride, 0, 1, gen, dtype, device);
   }
   for (int j = 0; j < depth; ++j)
     blocks.push_back(std::make_unique<ConvNeXtBlock>(out_dim, cfg, wt_levels, drop_path[static_cast<size_t>(j)],
@@ -115,12 +116,13 @@ ConvNeXt::ConvNeXt(const ModelConfig& cfg, uint64_t seed, DType dt, Device dev)
   std::vector<double> rates(static_cast<size_t>(total));
   for (int i = 0; i < total; ++i) rates[static_cast<size_t>(i)] = total > 1 ? cfg.drop_path_rate * i / (total - 1) : 0.0;
 
+  const std::vector<int> strides = cfg.stage_strides();
   int64_t prev = cfg.dims[0];
   size_t at = 0;
   for (size_t s = 0; s < cfg.depths.size(); ++s) {
     std::vector<double> dp(rates.begin() + static_cast<long>(at), rates.begin() + static_cast<long>(at + static_cast<size_t>(cfg.depths[s])));
     at += static_cast<size_t>(cfg.depths[s]);
-    stages.push_back(std::make_unique<ConvNeXtStage>(prev, cfg.dims[s], cfg.depths[s], cfg,
+    stages.push_back(std::make_unique<ConvNeXtStage>(prev, cfg.dims[s], strides[s], cfg.depths[s], cfg,
                                                      cfg.wtconv ? cfg.wt_levels[s] : 0, dp, gen, dtype,
                                                      device, "stages." + std::to_string(s)));
     prev = cfg.dims[s];
@@ -138,8 +140,10 @@ ConvNeXt::ConvNeXt(const ModelConfig& cfg, uint64_t seed, DType dt, Device dev)
 Tensor ConvNeXt::forward(const Tensor& x, bool training, std::vector<std::pair<std::string, Tensor>>* acts) {
   HG_CHECK(x.ndim() == 4 && x.size(3) == config.in_chans, "ConvNeXt.forward: expected input (N, H, W, ",
            config.in_chans, ") NHWC, got ", x.describe());
-  HG_CHECK(x.size(1) >= config.patch_size && x.size(2) >= config.patch_size, "ConvNeXt.forward: input ",
-           x.describe(), " is smaller than the stem's patch size ", config.patch_size);
+  const int64_t min_side = config.total_stride();
+  HG_CHECK(x.size(1) >= min_side && x.size(2) >= min_side, "ConvNeXt.forward: input ", x.describe(),
+           " is smaller than the model's total stride ", min_side, " (patch_size ", config.patch_size,
+           " and the stage strides): every side must be at least ", min_side, " pixels");
   Tensor h = stem_norm->forward(stem_conv->forward(x.to(compute_dtype)));
   if (acts) acts->emplace_back("act.stem", h);
   for (size_t s = 0; s < stages.size(); ++s) {

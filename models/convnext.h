@@ -2,7 +2,9 @@
 // depthwise conv replaced by WTConv2d). Same structure, parameter names and init as timm:
 //
 //   stem      = Conv2d(in_chans, dims[0], k=patch, s=patch) -> LayerNorm2d        "stem.0", "stem.1"
-//   stage i   = [downsample: LayerNorm2d -> Conv2d(k=2, s=2), stages 1..]           "stages.i.downsample.{0,1}"
+//   stage i   = [downsample: LayerNorm2d -> Conv2d(k=2, s=2)]                        "stages.i.downsample.{0,1}"
+//               (timm's rule: when the stage strides (every stage after the first, and the first
+//               after a patch-2 stem; ModelConfig::stage_strides) or its width changes)
 //               blocks: x + drop_path(gamma * fc2(gelu(fc1(norm(conv_dw(x))))))     "stages.i.blocks.j.*"
 //   head      = global avg pool -> LayerNorm2d -> Linear                          "head.norm", "head.fc"
 //
@@ -36,19 +38,19 @@ class ConvNeXtBlock : public Module {
   std::unique_ptr<WTConv2d> wt_conv_dw;  ///< WTConvNeXt: WTConv2d (same name "conv_dw")
   LayerNorm norm;
   Linear fc1, fc2;                      ///< "mlp.fc1", "mlp.fc2"
-  Tensor gamma;                          ///< layer scale (C); undefined when ls_init_value <= 0
+  Tensor gamma;                          ///< layer scale (C); undefined when ls_init_value is nullopt
   double drop_path_prob;
 };
 
 class ConvNeXtStage : public Module {
  public:
-  ConvNeXtStage(int64_t in_dim, int64_t out_dim, int depth, const ModelConfig& cfg, int wt_levels,
+  ConvNeXtStage(int64_t in_dim, int64_t out_dim, int stride, int depth, const ModelConfig& cfg, int wt_levels,
                 const std::vector<double>& drop_path, Generator& gen, DType dtype, Device device,
                 const std::string& name);
   Tensor forward(const Tensor& x, bool training, Generator& gen);
   void collect(const std::string& prefix, std::vector<ParamRef>& out) const override;
 
-  std::unique_ptr<LayerNorm> down_norm;  ///< "downsample.0" (absent in stage 0)
+  std::unique_ptr<LayerNorm> down_norm;  ///< "downsample.0" (absent when stride 1 and same width)
   std::unique_ptr<Conv2d> down_conv;     ///< "downsample.1"
   std::vector<std::unique_ptr<ConvNeXtBlock>> blocks;
 };

@@ -10,6 +10,34 @@ namespace hg::train {
 
 static const char* kOptPrefix = "optimizer.";
 
+namespace {
+
+// The "state" entry of a checkpoint's metadata; nullopt when there is none.
+std::optional<TrainState> state_from_metadata(const std::map<std::string, std::string>& meta, const std::string& path) {
+  auto it = meta.find("state");
+  if (it == meta.end()) return std::nullopt;
+  TrainState s;
+  try {
+    auto j = nlohmann::json::parse(it->second);
+    s.epoch = j.at("epoch");
+    s.step_in_epoch = j.at("step_in_epoch");
+    s.updates = j.at("updates");
+    s.best_top1 = j.at("best_top1");
+    s.best_epoch = j.at("best_epoch");
+    s.epoch_loss_sum = j.at("epoch_loss_sum");
+    s.epoch_images = j.at("epoch_images");
+    // recorded since the eval scores rank checkpoint-N files; absent in older checkpoints
+    s.eval_top1 = j.value("eval_top1", -1.0);
+    s.eval_top5 = j.value("eval_top5", -1.0);
+    s.eval_loss = j.value("eval_loss", -1.0);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(str("checkpoint ", path, ": malformed metadata 'state': ", e.what()));
+  }
+  return s;
+}
+
+}  // namespace
+
 void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optimizer* opt,
                      const TrainState& s, const std::string& config_yaml) {
   std::vector<std::pair<std::string, Tensor>> tensors = state_dict(model);
@@ -18,7 +46,8 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
   nlohmann::json state = {{"epoch", s.epoch},           {"step_in_epoch", s.step_in_epoch},
                           {"updates", s.updates},       {"best_top1", s.best_top1},
                           {"best_epoch", s.best_epoch}, {"epoch_loss_sum", s.epoch_loss_sum},
-                          {"epoch_images", s.epoch_images}};
+                          {"epoch_images", s.epoch_images}, {"eval_top1", s.eval_top1},
+                          {"eval_top5", s.eval_top5},   {"eval_loss", s.eval_loss}};
   std::map<std::string, std::string> meta = {
       {"format", "haargrad-train-checkpoint-1"},
       {"state", state.dump()},
@@ -56,31 +85,20 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
                     saved_from.empty() ? std::string() : str(" (saved from model ", saved_from, ")"),
                     " does not fit model ", model.config.model, ": ", e.what()));
   }
-  TrainState s;
-  auto it = f.metadata.find("state");
-  if (it != f.metadata.end()) {
-    try {
-      auto j = nlohmann::json::parse(it->second);
-      s.epoch = j.at("epoch");
-      s.step_in_epoch = j.at("step_in_epoch");
-      s.updates = j.at("updates");
-      s.best_top1 = j.at("best_top1");
-      s.best_epoch = j.at("best_epoch");
-      s.epoch_loss_sum = j.at("epoch_loss_sum");
-      s.epoch_images = j.at("epoch_images");
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(str("checkpoint ", path, ": malformed metadata 'state': ", e.what()));
-    }
-  }
+  const TrainState s = state_from_metadata(f.metadata, path).value_or(TrainState{});
   if (auto r = f.metadata.find("rng.drop_path"); r != f.metadata.end()) model.drop_gen.set_state(r->second);
   if (opt && !opt_state.empty()) opt->load_state_dict(opt_state, kOptPrefix);
   return s;
 }
 
 std::string checkpoint_config_yaml(const std::string& path) {
-  safetensors::File f = safetensors::load(path);
-  auto it = f.metadata.find("config");
-  return it == f.metadata.end() ? "" : it->second;
+  const std::map<std::string, std::string> meta = safetensors::read_metadata(path);
+  auto it = meta.find("config");
+  return it == meta.end() ? "" : it->second;
+}
+
+std::optional<TrainState> read_train_state(const std::string& path) {
+  return state_from_metadata(safetensors::read_metadata(path), path);
 }
 
 }  // namespace hg::train

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "models/convnext.h"
@@ -22,6 +23,9 @@ struct TrainState {
   int64_t best_epoch = -1;
   double epoch_loss_sum = 0;  ///< partial epoch: sum of micro-batch losses so far
   int64_t epoch_images = 0;   ///< partial epoch: images so far
+  /// The evaluation of the epoch this checkpoint closes (always finite: the trainer never saves a
+  /// state whose evaluation was not); -1 = none (recovery checkpoints, files from older versions).
+  double eval_top1 = -1, eval_top5 = -1, eval_loss = -1;
 };
 
 /// Writes model + optimizer + state + config_yaml to `path` atomically.
@@ -35,5 +39,10 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
 
 /// The config YAML stored in a checkpoint's metadata ("" when absent).
 std::string checkpoint_config_yaml(const std::string& path);
+
+/// The state stored in a checkpoint, reading only its header (cheap for large files); nullopt for
+/// a file without one (a plain state_dict). Throws hg::Error naming the file when it cannot be read
+/// or its metadata is malformed.
+std::optional<TrainState> read_train_state(const std::string& path);
 
 }  // namespace hg::train

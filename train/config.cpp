@@ -10,11 +10,14 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <type_traits>
 #include <variant>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/parse_number.h"
 
 namespace hg::train {
 namespace {
@@ -70,7 +73,8 @@ bool in_range(const Rule& r, double v) {
 
 using Member = std::variant<int64_t Config::*, double Config::*, bool Config::*, std::string Config::*,
                             std::optional<int64_t> Config::*, std::optional<double> Config::*,
-                            std::vector<int64_t> Config::*, std::vector<double> Config::*>;
+                            std::vector<int64_t> Config::*, std::vector<double> Config::*,
+                            std::vector<ScheduleSegment> Config::*>;
 
 struct Field {
   const char* key;
@@ -85,12 +89,12 @@ const std::vector<Field>& table() {
       {"num_classes", &Config::num_classes, at_least(1)},
       {"img_size", &Config::img_size, at_least(1)},
       {"in_chans", &Config::in_chans, closed(1, 3)},
-      {"depths", &Config::depths, at_least(1).len(0, 8)},
-      {"dims", &Config::dims, at_least(1).len(0, 8)},
+      {"depths", &Config::depths, at_least(1).len(0, 4)},
+      {"dims", &Config::dims, at_least(1).len(0, 4)},
       {"patch_size", &Config::patch_size, at_least(1)},
       {"kernel_size", &Config::kernel_size, at_least(1)},
-      {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 8)},
-      {"ls_init_value", &Config::ls_init_value, at_least(0)},
+      {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 4)},
+      {"ls_init_value", &Config::ls_init_value, any()},
       {"wtconv_mode", &Config::wtconv_mode, one_of({"fused", "reference"})},
       {"drop_path", &Config::drop_path, half_open(0, 1)},
       {"data_dir", &Config::data_dir, any()},
@@ -121,6 +125,7 @@ const std::vector<Field>& table() {
       {"warmup_lr", &Config::warmup_lr, at_least(0)},
       {"min_lr", &Config::min_lr, at_least(0)},
       {"sched_on_updates", &Config::sched_on_updates, any()},
+      {"schedule_history", &Config::schedule_history, any()},
       {"grad_accum_steps", &Config::grad_accum_steps, at_least(1)},
       {"smoothing", &Config::smoothing, half_open(0, 1)},
       {"seed", &Config::seed, at_least(0)},
@@ -209,11 +214,65 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
     if (node.IsNull()) return "";  // `resume:` left empty means no value
   }
   if (!node.IsScalar()) fail(key, where, str("expected ", what, ", got ", shown(node)));
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    fail(key, where, str("expected ", what, ", got ", shown(node)));
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+    // Decimal only: YAML would read "010" as 8, "0x10" as 16 and ".inf" as infinity.
+    std::string why;
+    std::optional<T> v;
+    if constexpr (std::is_same_v<T, int64_t>)
+      v = parse_decimal_int(node.Scalar(), &why);
+    else
+      v = parse_decimal_float(node.Scalar(), &why);
+    if (!v) fail(key, where, str("expected ", what, ", got ", shown(node), " (", why, ")"));
+    return *v;
+  } else {
+    try {
+      return node.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(key, where, str("expected ", what, ", got ", shown(node)));
+    }
   }
+}
+
+// schedule_history: a list of mappings with exactly the ScheduleSegment keys. Values are read like
+// the top-level keys of the same names; their ranges are checked by check_rule.
+std::vector<ScheduleSegment> read_segments(const YAML::Node& node, const std::string& key, const Where& where) {
+  static const char* const keys[] = {"until_epoch", "until_step", "epochs",    "lr",      "sched",
+                                     "warmup_epochs", "warmup_lr", "min_lr", "sched_on_updates"};
+  if (node.IsNull()) return {};
+  if (!node.IsSequence()) fail(key, where, str("expected a list of mappings, got ", shown(node)));
+  std::vector<ScheduleSegment> out;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    const Where at = where_of(item, where);
+    const std::string name = str(key, "[", i, "]");
+    if (!item.IsMap()) fail(name, at, str("expected a mapping of ", std::size(keys), " schedule keys, got ", shown(item)));
+    ScheduleSegment s;
+    std::set<std::string> seen;
+    for (const auto& kv : item) {
+      const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+      const std::string sub = str(name, ".", k);
+      const YAML::Node& v = kv.second;
+      if (!seen.insert(k).second) fail(sub, at, "given twice");
+      if (k == "until_epoch") s.until_epoch = read_scalar<int64_t>(v, sub, at, "an integer");
+      else if (k == "until_step") s.until_step = read_scalar<int64_t>(v, sub, at, "an integer");
+      else if (k == "epochs") s.epochs = read_scalar<int64_t>(v, sub, at, "an integer");
+      else if (k == "lr") s.lr = read_scalar<double>(v, sub, at, "a number");
+      else if (k == "sched") s.sched = read_scalar<std::string>(v, sub, at, "a string");
+      else if (k == "warmup_epochs") s.warmup_epochs = read_scalar<int64_t>(v, sub, at, "an integer");
+      else if (k == "warmup_lr") s.warmup_lr = read_scalar<double>(v, sub, at, "a number");
+      else if (k == "min_lr") s.min_lr = read_scalar<double>(v, sub, at, "a number");
+      else if (k == "sched_on_updates") s.sched_on_updates = read_scalar<bool>(v, sub, at, "true or false");
+      else {
+        std::string list;
+        for (const char* known : keys) list += str(list.empty() ? "" : ", ", known);
+        fail(name, at, str("unknown key '", k, "'; expected ", list));
+      }
+    }
+    for (const char* k : keys)
+      if (!seen.count(k)) fail(name, at, str("missing key '", k, "'"));
+    out.push_back(s);
+  }
+  return out;
 }
 
 template <typename T>
@@ -229,17 +288,22 @@ T read_value(const YAML::Node& node, const std::string& key, const Where& where)
     T out;
     for (const YAML::Node& item : node) out.push_back(read_scalar<V>(item, key, where_of(item, where), what.c_str()));
     return out;
+  } else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
+    return read_segments(node, key, where);
   } else {
     return read_scalar<T>(node, key, where, type_name(static_cast<T*>(nullptr)));
   }
 }
 
-// Checks the value of `f` in `cfg` against its rule.
-void check_rule(const Field& f, const Config& cfg, const Where& where) {
+void check_segments(const std::string& key, const std::vector<ScheduleSegment>& segments, const Where& where);
+
+// Checks the value of `f` in `cfg` against its rule; `name` replaces the key in messages.
+void check_rule(const Field& f, const Config& cfg, const Where& where, const std::string& name = "") {
+  const std::string key = name.empty() ? std::string(f.key) : name;
   const Rule& r = f.rule;
   auto check_number = [&](double v, const char* what) {
     if (!in_range(r, v))
-      fail(f.key, where, str("expected ", what, describe_range(r), ", got ", format_double(v)));
+      fail(key, where, str("expected ", what, describe_range(r), ", got ", format_double(v)));
   };
   std::visit(
       [&](auto member) {
@@ -253,7 +317,7 @@ void check_rule(const Field& f, const Config& cfg, const Where& where) {
           if (!r.choices.empty() && std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
             std::string list;
             for (const auto& c : r.choices) list += str(list.empty() ? "" : ", ", "'", c, "'");
-            fail(f.key, where, str("expected one of ", list, ", got '", v, "'"));
+            fail(key, where, str("expected one of ", list, ", got '", v, "'"));
           }
         } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
           if (v) check_number(static_cast<double>(*v), "an integer");
@@ -262,14 +326,44 @@ void check_rule(const Field& f, const Config& cfg, const Where& where) {
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
                              std::is_same_v<T, std::vector<double>>) {
           if (v.size() < r.min_len || v.size() > r.max_len)
-            fail(f.key, where,
+            fail(key, where,
                  r.min_len == r.max_len ? str("expected a list of ", r.min_len, " values, got ", v.size())
                                         : str("expected a list of ", r.min_len, " to ", r.max_len,
                                               " values, got ", v.size()));
           for (auto x : v) check_number(static_cast<double>(x), "list elements");
+        } else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
+          check_segments(key, v, where);
         }
       },
       f.member);
+}
+
+// Each entry's values obey the rules of the top-level keys of the same names, min_lr <= lr, and the
+// positions grow strictly (each entry ends after the one before, and after the start).
+void check_segments(const std::string& key, const std::vector<ScheduleSegment>& segments, const Where& where) {
+  std::pair<int64_t, int64_t> previous{0, 0};
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const ScheduleSegment& s = segments[i];
+    const std::string name = str(key, "[", i, "]");
+    Config probe;
+    probe.epochs = s.epochs;
+    probe.lr = s.lr;
+    probe.sched = s.sched;
+    probe.warmup_epochs = s.warmup_epochs;
+    probe.warmup_lr = s.warmup_lr;
+    probe.min_lr = s.min_lr;
+    for (const char* k : {"epochs", "lr", "sched", "warmup_epochs", "warmup_lr", "min_lr"})
+      check_rule(*find_field(k), probe, where, str(name, ".", k));
+    if (s.min_lr > s.lr) fail(name, where, str("min_lr ", s.min_lr, " is above lr ", s.lr));
+    if (s.until_epoch < 0 || s.until_step < 0)
+      fail(name, where, str("until_epoch and until_step must be >= 0, got ", s.until_epoch, " and ", s.until_step));
+    const std::pair<int64_t, int64_t> at{s.until_epoch, s.until_step};
+    if (at <= previous)
+      fail(name, where, str("ends at epoch ", s.until_epoch, " step ", s.until_step, ", not after ",
+                            i == 0 ? std::string("the start") : str("the previous entry (epoch ", previous.first,
+                                                                     " step ", previous.second, ")")));
+    previous = at;
+  }
 }
 
 // Parses `node` into the field's member of `cfg` and checks it.
@@ -287,6 +381,34 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
 Where location(const Locations& locs, const std::string& key, const char* unset) {
   auto it = locs.find(key);
   return it != locs.end() ? it->second : Where{unset, -1};
+}
+
+// The model keys, for messages about the model they build together.
+const char* const kModelKeys[] = {"model", "depths", "dims", "patch_size", "kernel_size", "wt_levels",
+                                  "ls_init_value", "drop_path", "num_classes", "in_chans"};
+
+// The model must exist, its keys must build a valid model, and img_size must reach through it.
+void validate_model(const Config& c, const Locations& locs, const char* unset) {
+  ModelConfig m;
+  try {
+    m = model_config(c.model);
+  } catch (const Error& e) {
+    fail("model", location(locs, "model", unset), e.what());
+  }
+  try {
+    m = model_config_from(c);
+  } catch (const Error& e) {
+    std::string keys;
+    for (const char* k : kModelKeys)
+      if (locs.count(k)) keys += str(keys.empty() ? "" : ", ", "'", k, "' (", locs.at(k).text(), ")");
+    throw Error(str("config: model '", c.model, "'", keys.empty() ? std::string() : " with keys " + keys, ": ",
+                    e.what()));
+  }
+  try {
+    m.check_img_size(c.img_size);
+  } catch (const Error& e) {
+    fail("img_size", location(locs, "img_size", unset), e.what());
+  }
 }
 
 void validate_at(const Config& c, const Locations& locs, const char* unset = "default value") {
@@ -311,6 +433,7 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   if (c.ratio[0] > c.ratio[1])
     fail("ratio", location(locs, "ratio"), str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
   if (c.min_lr > c.lr) pair_fail("min_lr", "lr", str("min_lr ", c.min_lr, " is above lr ", c.lr));
+  validate_model(c, locs, unset);
 }
 
 Config parse_root(const YAML::Node& root, const std::string& source) {
@@ -364,7 +487,18 @@ std::string yaml_value(const Config& cfg, const Field& f) {
         else if constexpr (std::is_same_v<T, std::string>) return quote(v);
         else if constexpr (std::is_same_v<T, std::optional<int64_t>>) return v ? std::to_string(*v) : "null";
         else if constexpr (std::is_same_v<T, std::optional<double>>) return v ? format_double(*v) : "null";
-        else {
+        else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
+          std::string out = "[";
+          for (size_t i = 0; i < v.size(); ++i) {
+            const ScheduleSegment& g = v[i];
+            out += str(i ? ", " : "", "{until_epoch: ", g.until_epoch, ", until_step: ", g.until_step,
+                       ", epochs: ", g.epochs, ", lr: ", format_double(g.lr), ", sched: ", quote(g.sched),
+                       ", warmup_epochs: ", g.warmup_epochs, ", warmup_lr: ", format_double(g.warmup_lr),
+                       ", min_lr: ", format_double(g.min_lr), ", sched_on_updates: ",
+                       g.sched_on_updates ? "true" : "false", "}");
+          }
+          return out + "]";
+        } else {
           std::string out = "[";
           for (size_t i = 0; i < v.size(); ++i) {
             if (i) out += ", ";
@@ -447,15 +581,31 @@ std::string to_yaml(const Config& cfg) {
   return out;
 }
 
-void save_config(const Config& cfg, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  HG_CHECK(out.good(), "config: cannot write '", path, "'");
-  out << to_yaml(cfg);
-  out.flush();
-  HG_CHECK(out.good(), "config: writing '", path, "' failed");
-}
+void save_config(const Config& cfg, const std::string& path) { io::write_file_atomic(path, to_yaml(cfg)); }
 
 void validate(const Config& cfg) { validate_at(cfg, Locations{}, "config value"); }
+
+ModelConfig model_config_from(const Config& c) {
+  auto ints = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };
+  ModelConfig m = model_config(c.model);
+  m.num_classes = static_cast<int>(c.num_classes);
+  m.in_chans = static_cast<int>(c.in_chans);
+  m.drop_path_rate = c.drop_path;
+  m.ls_init_value = c.ls_init_value;
+  if (!c.depths.empty()) m.depths = ints(c.depths);
+  if (!c.dims.empty()) m.dims = ints(c.dims);
+  if (c.patch_size) m.patch_size = static_cast<int>(*c.patch_size);
+  if (c.kernel_size) m.kernel_size = static_cast<int>(*c.kernel_size);
+  if (!c.wt_levels.empty()) m.wt_levels = ints(c.wt_levels);
+  m.validate();
+  return m;
+}
+
+std::string value_text(const Config& cfg, const std::string& key) {
+  const Field* f = find_field(key);
+  HG_CHECK(f, "config: unknown key '", key, "'");
+  return yaml_value(cfg, *f);
+}
 
 std::vector<std::string> config_keys() {
   std::vector<std::string> keys;

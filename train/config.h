@@ -14,7 +14,23 @@
 #include <string>
 #include <vector>
 
+#include "models/config.h"
+
 namespace hg::train {
+
+/// The schedule keys a run used before a resume changed them (one entry of schedule_history).
+struct ScheduleSegment {
+  int64_t until_epoch = 0;  ///< in use until this position: epochs done ...
+  int64_t until_step = 0;   ///< ... plus micro-batches of the next epoch (0-based step index)
+  int64_t epochs = 0;       ///< the values of the keys of the same names
+  double lr = 0;
+  std::string sched;
+  int64_t warmup_epochs = 0;
+  double warmup_lr = 0;
+  double min_lr = 0;
+  bool sched_on_updates = false;
+  bool operator==(const ScheduleSegment&) const = default;
+};
 
 struct Config {
   // ---- model --------------------------------------------------------------------------------
@@ -24,12 +40,12 @@ struct Config {
   int64_t in_chans = 3;                          ///< 1 (grayscale) or 3 (RGB)
   // Architecture fields: empty / null = the named model variant's value (models/config.h), so
   // `model: convnext_small` alone gives timm's convnext_small.
-  std::vector<int64_t> depths = {};              ///< blocks per stage; [] = the model's
+  std::vector<int64_t> depths = {};              ///< blocks per stage (at most 4, as timm); [] = the model's
   std::vector<int64_t> dims = {};                ///< channels per stage; [] = the model's
   std::optional<int64_t> patch_size;             ///< stem conv kernel = stride (pixels); null = the model's
   std::optional<int64_t> kernel_size;            ///< depthwise / WTConv kernel; null = the model's
   std::vector<int64_t> wt_levels = {};           ///< Haar levels per stage; [] = the model's
-  double ls_init_value = 1e-6;                   ///< layer-scale init (timm); 0 = no layer scale
+  std::optional<double> ls_init_value = 1e-6;    ///< layer-scale init (timm); null = no layer scale (timm None)
   std::string wtconv_mode = "fused";             ///< "fused" kernels or the "reference" composition
   double drop_path = 0.0;                        ///< stochastic depth rate (timm: None = 0)
 
@@ -66,6 +82,11 @@ struct Config {
   double warmup_lr = 1e-5;                       ///< lr at the start of warmup
   double min_lr = 0.0;                           ///< cosine floor
   bool sched_on_updates = false;                 ///< step the schedule per update, not per epoch
+  /// Earlier schedules of this run, oldest first: a resume that changes epochs, lr, sched,
+  /// warmup_epochs, warmup_lr, min_lr or sched_on_updates records here what was used until then,
+  /// and the keys above hold the schedule from the last entry's position on. The trainer writes it
+  /// into args.yaml, so that `haargrad train args.yaml` follows the same learning rates.
+  std::vector<ScheduleSegment> schedule_history = {};
   int64_t grad_accum_steps = 1;                  ///< micro-batches per optimizer update
   double smoothing = 0.1;                        ///< label smoothing
 
@@ -102,11 +123,21 @@ std::string to_yaml(const Config& cfg);
 /// Writes to_yaml(cfg) to `path` (e.g. <output>/args.yaml). Throws hg::Error if it cannot.
 void save_config(const Config& cfg, const std::string& path);
 
-/// Cross-key checks (list lengths agree with depths / in_chans, ranges ordered, min_lr <= lr).
+/// Cross-key checks (list lengths agree with depths / in_chans, ranges ordered, min_lr <= lr), and
+/// the model: `model` must be a registered name, the model keys must build a valid model, and
+/// img_size must be at least the model's total stride (the message states that minimum).
 /// load/override call it; the message names the keys involved.
 void validate(const Config& cfg);
 
+/// The model a config describes: the named variant, with every model key of the config applied
+/// (validated). Throws hg::Error for an unknown model name or an invalid combination.
+ModelConfig model_config_from(const Config& cfg);
+
 /// Every key, in table order (for help text and tests).
 std::vector<std::string> config_keys();
+
+/// The value of `key` as to_yaml writes it (e.g. "0.001", "[2, 2]", "\"cosine\""). Throws hg::Error
+/// for an unknown key.
+std::string value_text(const Config& cfg, const std::string& key);
 
 }  // namespace hg::train

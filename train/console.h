@@ -1,12 +1,18 @@
 // The one output path of a training run: log lines (spdlog, also from loader threads and layers)
 // and the progress bar go through Console, so a log line never garbles the bar.
 //
-// On a terminal the bar is redrawn in place ("\r", cleared line); when stdout is not a terminal
-// (a pipe, a file, CI) there is no bar at all: the trainer prints a plain line every log_interval
-// steps instead, and no bar characters ever reach the log.
+// On a terminal the bar is redrawn in place ("\r", cleared line) and always fits the terminal's
+// current width (read at every draw, so a resized window gets a fitting bar at the next step): it
+// never wraps, so it never leaves stale lines behind. When the output is not a terminal (a pipe, a
+// file, CI) there is no bar at all: the trainer prints a plain line every log_interval steps
+// instead, and no bar characters ever reach the log.
+//
+// log.txt is appended through io::AppendFile (every write checked); if it cannot be written (disk
+// full), the console says so once, naming the file and the error, and the run goes on.
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,10 +21,29 @@
 
 namespace hg::train {
 
+/// What the bar shows.
+struct BarState {
+  std::string title;          ///< e.g. "epoch 3/12"
+  int64_t step = 0;           ///< steps done (0..total)
+  int64_t total = 0;
+  double elapsed_seconds = 0;
+  std::string suffix;         ///< free form, space-separated items, e.g. "loss 0.51 lr 0.001 123 img/s"
+};
+
+/// The bar as one line of at most `columns - 1` characters (a character in the last column makes
+/// some terminals wrap), ASCII only. When space runs short it drops, in order: trailing suffix
+/// items (two words at a time: "loss 0.51"), the times, the bar itself; the rest is cut.
+/// `columns` < 2 gives "".
+std::string format_bar(const BarState& state, int columns);
+
+/// The width of the terminal on `fd` (TIOCGWINSZ), else $COLUMNS, else 80.
+int terminal_columns(int fd);
+
 class Console {
  public:
-  /// `log_file` (may be empty) receives every log line too (never the bar).
-  explicit Console(const std::string& log_file = "", bool force_plain = false);
+  /// `log_file` (may be empty) receives every log line too (never the bar); throws hg::Error naming
+  /// it when it cannot be opened. `out` is the console (stdout; a test passes a pseudo-terminal).
+  explicit Console(const std::string& log_file = "", bool force_plain = false, std::FILE* out = stdout);
   ~Console();
   bool is_terminal() const { return terminal_; }
 
@@ -36,11 +61,11 @@ class Console {
 
  private:
   void draw_locked();
+  std::FILE* out_;
   bool terminal_;
   std::mutex mu_;
   bool bar_active_ = false;
-  std::string title_, suffix_;
-  int64_t total_ = 0, step_ = 0;
+  BarState bar_;
   std::chrono::steady_clock::time_point bar_start_;
   std::shared_ptr<spdlog::logger> previous_, logger_;
 };

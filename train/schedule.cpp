@@ -1,7 +1,9 @@
-// LrSchedule::at (see schedule.h for the formula).
+// LrSchedule::at (see schedule.h for the formula) and RunSchedule.
 #include "train/schedule.h"
 
 #include <cmath>
+#include <limits>
+#include <utility>
 
 namespace hg::train {
 
@@ -12,6 +14,37 @@ double LrSchedule::at(double t) const {
   const double span = t_total - warmup_t;
   if (span <= 0) return lr;
   return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * (t - warmup_t) / span));
+}
+
+namespace {
+
+LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch) {
+  LrSchedule out;
+  out.kind = s.sched;
+  out.lr = s.lr;
+  out.warmup_lr = s.warmup_lr;
+  out.min_lr = s.min_lr;
+  const double unit = s.sched_on_updates ? static_cast<double>(updates_per_epoch) : 1.0;
+  out.warmup_t = static_cast<double>(s.warmup_epochs) * unit;
+  out.t_total = static_cast<double>(s.epochs) * unit;
+  return out;
+}
+
+}  // namespace
+
+RunSchedule::RunSchedule(const Config& cfg, int64_t updates_per_epoch) {
+  for (const ScheduleSegment& s : cfg.schedule_history)
+    parts_.push_back({s.until_epoch, s.until_step, make(s, updates_per_epoch), s.sched_on_updates});
+  ScheduleSegment now{std::numeric_limits<int64_t>::max(), 0, cfg.epochs, cfg.lr, cfg.sched, cfg.warmup_epochs,
+                      cfg.warmup_lr, cfg.min_lr, cfg.sched_on_updates};
+  parts_.push_back({now.until_epoch, now.until_step, make(now, updates_per_epoch), now.sched_on_updates});
+}
+
+double RunSchedule::lr(int64_t epoch, int64_t step, int64_t updates) const {
+  for (const Part& p : parts_)
+    if (std::pair(epoch, step) < std::pair(p.until_epoch, p.until_step) || &p == &parts_.back())
+      return p.schedule.at(p.on_updates ? static_cast<double>(updates) : static_cast<double>(epoch));
+  return parts_.back().schedule.at(0);  // not reached: the last part is open-ended
 }
 
 }  // namespace hg::train

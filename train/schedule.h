@@ -5,9 +5,16 @@
 //   otherwise:     lr(t) = min_lr + 0.5 * (lr - min_lr) * (1 + cos(pi * (t - warmup_t) / (t_total - warmup_t)))
 //   after t_total: min_lr
 // with t, warmup_t and t_total in epochs, or in updates when stepping per update. "none" keeps lr.
+//
+// RunSchedule is the lr of a whole run: the config's schedule, or, for the positions before a
+// resume changed it, the earlier schedule recorded in schedule_history (train/config.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
+
+#include "train/config.h"
 
 namespace hg::train {
 
@@ -19,6 +26,24 @@ struct LrSchedule {
 
   /// Learning rate at time t (epoch index or update index, starting at 0).
   double at(double t) const;
+};
+
+class RunSchedule {
+ public:
+  /// `updates_per_epoch` (>= 1) converts epochs to updates when a schedule steps per update.
+  RunSchedule(const Config& cfg, int64_t updates_per_epoch);
+
+  /// The lr of the optimizer update made after micro-batch `step` (0-based) of epoch `epoch`
+  /// (0-based), with `updates` updates made before it in the run.
+  double lr(int64_t epoch, int64_t step, int64_t updates) const;
+
+ private:
+  struct Part {
+    int64_t until_epoch, until_step;  // used for positions before this one
+    LrSchedule schedule;
+    bool on_updates;
+  };
+  std::vector<Part> parts_;  // schedule_history, then the config's own (open-ended) schedule
 };
 
 }  // namespace hg::train

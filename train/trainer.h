@@ -3,16 +3,19 @@
 // recovery and a final report (accuracy, img/s, peak memory by category).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/dtype.h"
 #include "models/config.h"
 #include "train/config.h"
 
+namespace hg {
+class ConvNeXt;
+}
+
 namespace hg::train {
 
-/// The model a config describes: the named variant, with every model key of the config applied.
-ModelConfig model_config_from(const Config& cfg);
 /// "cpu" or "cuda" for cfg.device ("auto": cuda when a GPU is usable). Throws hg::Error for "cuda"
 /// without a GPU / without the CUDA build.
 Device resolve_device(const std::string& device);
@@ -20,6 +23,10 @@ Device resolve_device(const std::string& device);
 struct TrainOptions {
   int64_t stop_after_epoch = -1;  ///< stop (checkpointed) after this many epochs; -1 = run all
   bool plain_output = false;      ///< force log lines instead of a progress bar
+  /// Fault injection (tests): called after every training step with the epoch (0-based), the steps
+  /// done in it (1-based) and the model; returning true stops the run as Ctrl-C does (a recovery
+  /// checkpoint is written). Empty = none.
+  std::function<bool(int64_t epoch, int64_t step, ConvNeXt& model)> after_step;
 };
 
 struct TrainResult {
@@ -36,8 +43,12 @@ struct TrainResult {
 };
 
 /// Runs (or resumes: cfg.resume = checkpoint path or "auto") the training described by cfg.
-/// Throws hg::Error on bad config / data; a non-finite loss stops the run with an error naming the
-/// epoch and step (no checkpoint is written from that state).
+/// Throws hg::Error on bad config / data, on a failed file write (naming the file; the previous
+/// files stay intact), and when the run diverges: a non-finite loss (naming the epoch and step) or
+/// a non-finite evaluation (no checkpoint is written from such a state, and the message names the
+/// checkpoint the run can go on from and the best one). A new run claims a folder of its own
+/// (run_folder.h); a resume may change the schedule, which args.yaml then records
+/// (resume_settings.h).
 TrainResult train(Config cfg, const TrainOptions& opts = {});
 
 }  // namespace hg::train

@@ -112,7 +112,7 @@ TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
 }
 
 TEST_F(ConfigTest, OutOfRangeNamesKeyFileAndLine) {
-  expect_contains(load_error("model: m\nlr: -1\n"), {"'lr'", path_, "line 2", "> 0", "-1"});
+  expect_contains(load_error("model: convnext_atto\nlr: -1\n"), {"'lr'", path_, "line 2", "> 0", "-1"});
   expect_contains(load_error("opt: adam\n"), {"'opt'", "line 1", "'adamw'", "'sgd'", "'adam'"});
   expect_contains(load_error("a_comment: 1\n"), {"unknown key 'a_comment'"});
   expect_contains(load_error("x: 1\n"), {"unknown key 'x'"});
@@ -146,7 +146,7 @@ TEST_F(ConfigTest, DuplicateKeyAndSyntaxErrors) {
 TEST_F(ConfigTest, CommandLineOverrides) {
   Config c;
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
-                                 "--deterministic", "--clip-grad=1.5", "--model", "m", "--validation_batch_size",
+                                 "--deterministic", "--clip-grad=1.5", "--model", "convnext_atto", "--validation_batch_size",
                                  "null", "--mean", "0.5", "--std", "[0.25]", "--in_chans", "1"});
   EXPECT_DOUBLE_EQ(c.lr, 0.5);
   EXPECT_EQ(c.depths, (std::vector<int64_t>{1, 2, 3}));
@@ -154,7 +154,7 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   EXPECT_EQ(c.wt_levels, (std::vector<int64_t>{1, 1, 1}));
   EXPECT_TRUE(c.deterministic);
   EXPECT_EQ(c.clip_grad, std::optional<double>(1.5));
-  EXPECT_EQ(c.model, "m");
+  EXPECT_EQ(c.model, "convnext_atto");
   EXPECT_FALSE(c.validation_batch_size.has_value());
   EXPECT_EQ(c.mean, (std::vector<double>{0.5}));
   EXPECT_EQ(c.in_chans, 1);
@@ -171,7 +171,8 @@ TEST_F(ConfigTest, CommandLineOverrides) {
 
 TEST_F(ConfigTest, ArgsYamlRoundTrip) {
   Config c;
-  c.model = "wtconvnext \"odd\": #name\\";  // quoting and escapes survive
+  c.model = "wtconvnext_atto";
+  c.data_dir = "wtconvnext \"odd\": #name\\";  // quoting and escapes survive
   c.output = "";
   c.experiment = "line1\nline2";
   c.lr = 1.0 / 3.0;  // needs all 17 digits
@@ -189,6 +190,8 @@ TEST_F(ConfigTest, ArgsYamlRoundTrip) {
   c.deterministic = true;
   c.sched_on_updates = true;
   c.seed = 123456789012345;
+  c.ls_init_value = std::nullopt;
+  c.schedule_history = {{3, 0, 10, 0.25, "cosine", 2, 1e-5, 0.0, false}, {5, 7, 12, 1.0 / 3.0, "none", 0, 0.0, 0.0, true}};
   ASSERT_NE(c, Config{});
   const std::string path = (dir_ / "args.yaml").string();
   hg::train::save_config(c, path);

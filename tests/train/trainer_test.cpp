@@ -114,8 +114,8 @@ TEST_F(TrainerTest, RunFolderHoldsArgsSummaryLogAndCheckpoints) {
   EXPECT_GT(r.best_top1, 0);
 }
 
-// Resuming keeps the run's args.yaml (so it still reruns the original run) even with other
-// settings, and resuming a finished run trains nothing and keeps its results.
+// Resuming a finished run trains nothing and keeps its results; a longer schedule trains on and
+// args.yaml records it (with the schedule the first part ran with).
 TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
   train::Config c = smoke_config(root_.string());
   c.epochs = 1;
@@ -134,11 +134,19 @@ TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
   EXPECT_EQ(done.train_img_per_sec, 0.0);
   EXPECT_EQ(lines(dir / "summary.csv"), summary) << "nothing was trained or rewritten";
 
+  EXPECT_EQ(lines(dir / "args.yaml"), args) << "a resume that trains nothing changes nothing";
+
   again.epochs = 2;  // a longer schedule: trains epoch 2 in the same folder
   const train::TrainResult longer = train::train(again, quiet);
   EXPECT_EQ(lines(dir / "summary.csv").size(), summary.size() + 1);
   EXPECT_GT(longer.train_img_per_sec, 0.0);
-  EXPECT_EQ(lines(dir / "args.yaml"), args) << "args.yaml still describes the run as started";
+  // args.yaml reruns what was run: the new epochs, and the schedule of epoch 1 in schedule_history
+  const train::Config rerun = train::load_config((dir / "args.yaml").string());
+  EXPECT_EQ(rerun.epochs, 2);
+  ASSERT_EQ(rerun.schedule_history.size(), 1u);
+  EXPECT_EQ(rerun.schedule_history[0],
+            (train::ScheduleSegment{1, 0, 1, c.lr, c.sched, c.warmup_epochs, c.warmup_lr, c.min_lr, c.sched_on_updates}));
+  EXPECT_EQ(rerun.resume, "");
 }
 
 TEST_F(TrainerTest, NonFiniteLossStopsWithStepAndKeepsNoBrokenCheckpoint) {

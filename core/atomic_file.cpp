@@ -1,0 +1,167 @@
+// Checked, atomic file writes (see atomic_file.h).
+#include "core/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace hg::io {
+namespace {
+
+std::string sys_error(int err) { return std::strerror(err); }
+
+// The folder that holds `path` ("." for a bare file name).
+std::string folder_of(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+// A temporary file beside `target` that becomes `target` on commit() and is removed otherwise.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& target) : target_(target) {
+    static std::atomic<uint64_t> counter{0};  // unique among threads of this process
+    tmp_ = str(target, ".tmp.", ::getpid(), ".", counter++);
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0 && errno == EEXIST) {  // left by a crashed process that had our pid: no one else owns it
+      ::unlink(tmp_.c_str());
+      fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
+    if (fd_ < 0)
+      throw Error(str("cannot write '", target_, "': ", sys_error(errno), " (creating the temporary file '", tmp_,
+                      "' failed); '", target_, "' is unchanged"));
+  }
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(tmp_.c_str());  // never leave a partial file behind
+  }
+
+  // Appends all of `bytes`; `total` (for the message) is the size of the whole file being written.
+  void write(std::string_view bytes, uint64_t total) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        fail(str(sys_error(err), " (write of the temporary file '", tmp_, "' failed after ", written_ + done,
+                 " of ", total, " bytes)"));
+      }
+      done += static_cast<size_t>(n);
+    }
+    written_ += done;
+  }
+
+  // fsync, close, rename over the target, fsync the folder; throws (and cleans up) on any failure.
+  void commit() {
+    if (::fsync(fd_) != 0) fail(str(sys_error(errno), " (fsync of '", tmp_, "')"));
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) fail(str(sys_error(errno), " (closing '", tmp_, "')"));
+    if (::rename(tmp_.c_str(), target_.c_str()) != 0) fail(str(sys_error(errno), " (renaming '", tmp_, "' to it)"));
+    committed_ = true;
+    // Make the rename itself durable. The new content is in place already, so a failure here is
+    // reported but the file is not "unchanged".
+    const std::string dir = folder_of(target_);
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) throw Error(str("wrote '", target_, "' but cannot open its folder to fsync it: ", sys_error(errno)));
+    const int frc = ::fsync(dfd);
+    const int err = errno;
+    ::close(dfd);
+    if (frc != 0) throw Error(str("wrote '", target_, "' but the fsync of its folder failed: ", sys_error(err)));
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) {
+    throw Error(str("cannot write '", target_, "': ", why, "; '", target_, "' is unchanged"));
+  }
+  std::string target_, tmp_;
+  int fd_ = -1;
+  uint64_t written_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  TempFile f(path);
+  f.write(bytes, bytes.size());
+  f.commit();
+}
+
+void copy_file_atomic(const std::string& from, const std::string& to) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw Error(str("cannot copy '", from, "' to '", to, "': cannot open it: ", sys_error(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{in};
+  struct stat st {};
+  if (::fstat(in, &st) != 0) throw Error(str("cannot copy '", from, "': fstat failed: ", sys_error(errno)));
+  TempFile out(to);
+  std::string buf(1 << 20, '\0');
+  for (;;) {
+    const ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw Error(str("cannot copy '", from, "' to '", to, "': reading it failed: ", sys_error(errno), "; '", to,
+                      "' is unchanged"));
+    if (n == 0) break;
+    out.write(std::string_view(buf.data(), static_cast<size_t>(n)), static_cast<uint64_t>(st.st_size));
+  }
+  out.commit();
+}
+
+std::string read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(str("cannot read '", path, "': ", sys_error(errno)));
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(str("cannot read '", path, "': ", sys_error(err)));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+AppendFile::AppendFile(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(str("cannot open '", path, "' for appending: ", sys_error(errno)));
+}
+
+AppendFile::~AppendFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void AppendFile::append(std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(str("cannot append to '", path_, "': ", sys_error(n < 0 ? errno : EIO), " (", done, " of ",
+                      bytes.size(), " bytes written)"));
+    done += static_cast<size_t>(n);
+  }
+}
+
+void AppendFile::sync() {
+  if (::fsync(fd_) != 0) throw Error(str("fsync of '", path_, "' failed: ", sys_error(errno)));
+}
+
+}  // namespace hg::io

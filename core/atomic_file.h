@@ -1,0 +1,49 @@
+// The one way haargrad writes files: checkpoints, summary.csv, args.yaml, run markers, reports
+// (whole files, atomically) and log.txt (appended line by line). Every step is checked: a failed
+// write(2) (disk full: ENOSPC; `ulimit -f`: EFBIG), fsync, close or rename throws hg::Error naming
+// the file and the system error.
+//
+// Whole files: the bytes go to `<path>.tmp.<pid>.<n>` in the same folder, which is fsynced, closed
+// and renamed over `path`, then the folder is fsynced. On any failure the temporary file is removed
+// and `path` keeps its previous content (or stays absent), so a reader never sees a partial file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hg::io {
+
+/// Replaces `path` with `bytes` atomically (see above). Throws hg::Error on any failure, e.g.
+/// "cannot write 'run/summary.csv': No space left on device (write of the temporary file
+/// 'run/summary.csv.tmp.123.4' failed after 0 of 180 bytes); 'run/summary.csv' is unchanged".
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+/// Replaces `to` with a copy of the file `from`, atomically (streamed in chunks; `from` may be large).
+/// Throws hg::Error naming both files when reading or writing fails; `to` is then unchanged.
+void copy_file_atomic(const std::string& from, const std::string& to);
+
+/// The whole file; throws hg::Error naming it when it cannot be opened or read.
+std::string read_file(const std::string& path);
+
+/// A file opened for appending (log.txt). Each append() writes all its bytes or throws hg::Error
+/// naming the file; bytes that were written stay (a log is never rewritten).
+class AppendFile {
+ public:
+  /// Opens (creating it, mode 0644) `path` for appending. Throws hg::Error naming it on failure.
+  explicit AppendFile(const std::string& path);
+  ~AppendFile();
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+
+  void append(std::string_view bytes);
+  /// fsync: the appended bytes are on the disk. Throws hg::Error naming the file.
+  void sync();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace hg::io

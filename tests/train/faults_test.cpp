@@ -1,0 +1,672 @@
+// Fault injection, one test (or a few) per class of fault of issue 17: nothing lost, nothing
+// misleading. Diverged evaluations, full disks and read-only folders, run-folder identity, resume
+// auto, the console bar's width, schedule changes at resume, decimal numbers, errors that reach
+// the user, timm's downsample rule, checkpoint_hist after a resume, and inputs below the stride.
+// The runs are the smoke config (synthetic data, a tiny model): about a second each on a CPU.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/parse_number.h"
+#include "core/safetensors.h"
+#include "layers/loss.h"
+#include "models/convnext.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_history.h"
+#include "train/config.h"
+#include "train/console.h"
+#include "train/run_folder.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+using namespace hg;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::vector<std::string> lines(const fs::path& p) {
+  std::istringstream in(slurp(p));
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// The temporary files a failed write could have left in `dir`.
+std::vector<std::string> temp_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
+  return out;
+}
+
+std::string contains_msg(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos ? std::string() : str("'", part, "' not in: ", text);
+}
+#define EXPECT_CONTAINS(text, part) EXPECT_EQ(contains_msg(text, part), "")
+
+// Runs `f` and returns the hg::Error message it throws ("" when it does not throw).
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct CommandResult {
+  int rc;
+  std::string output;
+};
+CommandResult run_command(const std::string& args) {
+  const std::string cmd = std::string(HAARGRAD_BINARY_DIR) + "/haargrad " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, text};
+}
+
+std::string smoke_yaml() { return std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml"; }
+
+// The state of a checkpoint (header only).
+train::TrainState state_of(const fs::path& p) { return train::read_train_state(p.string()).value(); }
+
+// Sets RLIMIT_FSIZE (writes past `bytes` fail with EFBIG, as on a full disk) until destroyed.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    old_ = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of being killed
+    rlimit small = saved_;
+    small.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &small);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, old_);
+  }
+
+ private:
+  rlimit saved_{};
+  void (*old_)(int);
+};
+
+// Runs `body` in a child process without the privileges that would let it write into a read-only
+// folder (root ignores permission bits: the child becomes nobody). Returns the child's message.
+// Only for code without OpenMP regions (see run_command_unprivileged).
+std::string run_unprivileged(const std::function<std::string()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    std::string msg;
+    try {
+      msg = body();
+    } catch (const std::exception& e) {
+      msg = str("unexpected exception: ", e.what());
+    }
+    if (write(fds[1], msg.data(), msg.size()) < 0) _exit(4);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return str("child failed, status ", status, ": ", msg);
+  return msg;
+}
+
+// `haargrad <args>` run as nobody when we are root (root ignores permission bits). A separate
+// program, not a forked copy of this one: OpenMP's thread pool does not survive a fork.
+CommandResult run_command_unprivileged(const std::string& args) {
+  int fds[2];
+  if (pipe(fds) != 0) return {-1, "pipe failed"};
+  const std::string cmd = std::string(HAARGRAD_BINARY_DIR) + "/haargrad " + args;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, text};
+}
+
+class Faults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("hg_faults_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    fs::permissions(root_, fs::perms::all);  // the unprivileged children may write here
+    quiet_.plain_output = true;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    for (auto& e : fs::recursive_directory_iterator(root_, ec)) fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(root_, ec);
+  }
+  train::Config smoke(const std::string& experiment, int64_t epochs) const {
+    train::Config c = train::load_config(smoke_yaml());
+    c.output = root_.string();
+    c.experiment = experiment;
+    c.device = "cpu";
+    c.workers = 2;
+    c.deterministic = true;
+    c.epochs = epochs;
+    return c;
+  }
+  fs::path root_;
+  train::TrainOptions quiet_;
+};
+
+// Stops the run (as Ctrl-C) after step `step` of epoch `epoch` (0-based).
+std::function<bool(int64_t, int64_t, ConvNeXt&)> interrupt_at(int64_t epoch, int64_t step) {
+  return [=](int64_t e, int64_t s, ConvNeXt&) { return e == epoch && s == step; };
+}
+
+}  // namespace
+
+// ---- 1. non-finite outputs are never best --------------------------------------------------------
+
+TEST(FaultsMetrics, NonFiniteLogitRowsCountAsWrong) {
+  // row 0: NaN everywhere (every comparison is false: it used to rank the label first); row 1: an
+  // Inf; row 2: finite and right. Labels 0, 1, 2.
+  const double nan = std::nan("");
+  Tensor logits = Tensor::from_vector({3, 3}, std::vector<double>{nan, nan, nan, 0, INFINITY, 1, 0, 0, 5});
+  Tensor labels = Tensor::from_vector({3}, std::vector<int64_t>{0, 1, 2});
+  EXPECT_EQ(correct_topk(logits, labels, 1), 1);
+  EXPECT_EQ(correct_topk(logits, labels, 3), 1);
+  EXPECT_EQ(nonfinite_rows(logits), 2);
+}
+
+TEST_F(Faults, NonFiniteEvalIsNotBestAndTheEarlierCheckpointSurvivesRotation) {
+  train::Config c = smoke("div", 3);
+  c.checkpoint_hist = 1;  // rotation keeps one: it must stay the finite epoch 1
+  train::TrainOptions opts = quiet_;
+  opts.after_step = [](int64_t epoch, int64_t step, ConvNeXt& m) {
+    if (epoch == 1 && step == 3) m.head_fc->bias.fill_(std::nan(""));  // the model diverges in epoch 2
+    return false;
+  };
+  const std::string msg = error_of([&] { train::train(c, opts); });
+  const fs::path dir = root_ / "div";
+  EXPECT_CONTAINS(msg, "epoch 2: the evaluation gave non-finite outputs for 12 of 12 images");
+  EXPECT_CONTAINS(msg, "nothing of this epoch is saved");
+  EXPECT_CONTAINS(msg, "the run can go on from " + (dir / "last.safetensors").string() + " (end of epoch 1)");
+  EXPECT_CONTAINS(msg, "the best model is " + (dir / "model_best.safetensors").string() + " (epoch 1");
+  EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 1);
+  EXPECT_EQ(state_of(dir / "model_best.safetensors").best_epoch, 1);
+  EXPECT_TRUE(fs::exists(dir / "checkpoint-1.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "checkpoint-2.safetensors"));
+  const auto rows = lines(dir / "summary.csv");
+  ASSERT_EQ(rows.size(), 3u);  // header, epoch 1, epoch 2 (recorded as it was)
+  EXPECT_CONTAINS(rows[2], "2,");
+  EXPECT_CONTAINS(rows[2], ",nan,0,0,");  // eval loss nan, top-1 0, top-5 0: never 100%
+}
+
+TEST(FaultsMetrics, RotationNeverDeletesTheLastFiniteCheckpoint) {
+  using train::HistoryEntry;
+  const double nan = std::nan("");
+  // an unknown / non-finite score ranks last, whatever its epoch
+  EXPECT_EQ(train::history_to_delete({{1, 40.0}, {2, nan}}, 1), (std::vector<int64_t>{2}));
+  EXPECT_EQ(train::history_to_delete({{1, nan}, {2, 10.0}, {3, 90.0}}, 2), (std::vector<int64_t>{1}));
+  // ties keep the earlier epoch (timm's stable sort)
+  EXPECT_EQ(train::history_to_delete({{1, 50.0}, {2, 50.0}, {3, 20.0}}, 1), (std::vector<int64_t>{2, 3}));
+}
+
+TEST_F(Faults, ValidateSaysTheOutputsAreNonFinite) {
+  train::Config c = train::load_config(smoke_yaml());
+  ConvNeXt model(train::model_config_from(c), 0);
+  model.stages[0]->blocks[0]->fc1.weight.fill_(std::nan(""));
+  const std::string ckpt = (root_ / "nan.safetensors").string();
+  train::save_checkpoint(ckpt, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const CommandResult r = run_command("validate " + smoke_yaml() + " --checkpoint " + ckpt + " --device cpu");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_CONTAINS(r.output, "non-finite (NaN or Inf) for 12 of 12 images");
+  EXPECT_EQ(r.output.find("100.000"), std::string::npos) << r.output;
+}
+
+// ---- 2. failed writes lose nothing -------------------------------------------------------------
+
+TEST_F(Faults, AtomicWriterKeepsThePreviousFileOnEveryFailure) {
+  const std::string path = (root_ / "a.txt").string();
+  io::write_file_atomic(path, "first version\n");
+  {
+    FileSizeLimit limit(4);  // the disk is "full" after 4 bytes
+    const std::string msg = error_of([&] { io::write_file_atomic(path, "second, longer version\n"); });
+    EXPECT_CONTAINS(msg, "cannot write '" + path + "'");
+    EXPECT_CONTAINS(msg, "File too large");
+    EXPECT_CONTAINS(msg, "is unchanged");
+    const std::string copy = error_of([&] { io::copy_file_atomic(path, (root_ / "b.txt").string()); });
+    EXPECT_CONTAINS(copy, "b.txt");
+  }
+  EXPECT_EQ(slurp(path), "first version\n");
+  EXPECT_FALSE(fs::exists(root_ / "b.txt"));
+  EXPECT_TRUE(temp_files(root_).empty());
+
+  // a read-only folder: creating the temporary file fails, the file stays
+  fs::create_directories(root_ / "ro");
+  io::write_file_atomic((root_ / "ro" / "x.yaml").string(), "x: 1\n");
+  fs::permissions(root_ / "ro", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::others_read |
+                                    fs::perms::others_exec | fs::perms::group_read | fs::perms::group_exec);
+  const std::string ro = run_unprivileged([&] {
+    return error_of([&] { io::write_file_atomic((root_ / "ro" / "x.yaml").string(), "x: 2\n"); });
+  });
+  EXPECT_CONTAINS(ro, "cannot write '" + (root_ / "ro" / "x.yaml").string() + "': Permission denied");
+  EXPECT_EQ(slurp(root_ / "ro" / "x.yaml"), "x: 1\n");
+}
+
+TEST_F(Faults, DiskFullAtTheSecondSaveKeepsSummaryAndArgs) {
+  train::Config c = smoke("full", 2);
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const fs::path dir = root_ / "full";
+  const std::string summary = slurp(dir / "summary.csv"), args = slurp(dir / "args.yaml"),
+                    last = slurp(dir / "last.safetensors");
+  ASSERT_EQ(lines(dir / "summary.csv").size(), 2u);
+
+  c.resume = (dir / "last.safetensors").string();
+  std::string msg;
+  {
+    FileSizeLimit full(16);  // no file can grow past 16 bytes: every save of epoch 2 fails
+    msg = error_of([&] { train::train(c, quiet_); });
+  }
+  EXPECT_CONTAINS(msg, "cannot write '" + (dir / "summary.csv").string() + "': File too large");
+  EXPECT_EQ(slurp(dir / "summary.csv"), summary) << "summary.csv must keep epoch 1";
+  EXPECT_EQ(slurp(dir / "args.yaml"), args);
+  EXPECT_EQ(slurp(dir / "last.safetensors"), last);
+  EXPECT_TRUE(temp_files(dir).empty());
+
+  {
+    FileSizeLimit small(16 << 10);  // room for summary.csv and the log, not for a checkpoint
+    msg = error_of([&] { train::train(c, quiet_); });
+  }
+  EXPECT_CONTAINS(msg, "cannot write '" + (dir / "last.safetensors").string() + "': File too large");
+  EXPECT_EQ(slurp(dir / "last.safetensors"), last) << "the epoch-1 checkpoint must stay loadable";
+  EXPECT_EQ(slurp(dir / "args.yaml"), args);
+  EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);  // epoch 2 recorded before its checkpoint failed
+  EXPECT_TRUE(temp_files(dir).empty());
+
+  // with room again, the resume redoes epoch 2 from the intact checkpoint
+  train::train(c, quiet_);
+  EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);
+  EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 2);
+}
+
+TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
+  train::Config c = smoke("ro", 2);
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const fs::path dir = root_ / "ro";
+  const std::string summary = slurp(dir / "summary.csv"), args = slurp(dir / "args.yaml");
+  fs::permissions(dir / "log.txt", fs::perms::all);  // the log can be appended, the folder not written
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                           fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  const CommandResult r = run_command_unprivileged("train " + (dir / "args.yaml").string() + " --plain --resume " +
+                                                   (dir / "last.safetensors").string());
+  EXPECT_EQ(r.rc, 1) << r.output;
+  EXPECT_CONTAINS(r.output, "haargrad: error: cannot write '" + (dir / "summary.csv").string() + "': Permission denied");
+  EXPECT_EQ(slurp(dir / "summary.csv"), summary);
+  EXPECT_EQ(slurp(dir / "args.yaml"), args);
+  EXPECT_TRUE(temp_files(dir).empty());
+}
+
+// ---- 3. a run folder has an identity -----------------------------------------------------------
+
+TEST_F(Faults, ReusedExperimentNameAfterAnInterruptedEpoch1GetsANewFolder) {
+  train::Config c = smoke("s", 2);
+  train::TrainOptions stop = quiet_;
+  stop.after_step = interrupt_at(0, 2);  // Ctrl-C in epoch 1: no summary.csv yet
+  const train::TrainResult first = train::train(c, stop);
+  ASSERT_TRUE(first.interrupted);
+  const fs::path dir = root_ / "s";
+  ASSERT_TRUE(fs::exists(dir / "recovery.safetensors"));
+  ASSERT_FALSE(fs::exists(dir / "summary.csv"));
+  const std::string args = slurp(dir / "args.yaml"), log = slurp(dir / "log.txt"),
+                    recovery = slurp(dir / "recovery.safetensors");
+
+  const train::TrainResult second = train::train(c, quiet_);  // the same experiment, no --resume
+  EXPECT_EQ(fs::path(second.run_dir), root_ / "s-2");
+  EXPECT_EQ(slurp(dir / "args.yaml"), args);
+  EXPECT_EQ(slurp(dir / "log.txt"), log);
+  EXPECT_EQ(slurp(dir / "recovery.safetensors"), recovery);
+  EXPECT_TRUE(fs::exists(root_ / "s-2" / train::kRunMarker));
+
+  // an empty folder of that name (made by hand) is free; a non-empty one without a marker is not
+  fs::create_directories(root_ / "e");
+  EXPECT_EQ(fs::path(train::claim_run_folder(root_, "e")), root_ / "e");
+  fs::create_directories(root_ / "f");
+  std::ofstream(root_ / "f" / "notes.txt") << "mine\n";
+  EXPECT_EQ(fs::path(train::claim_run_folder(root_, "f")), root_ / "f-2");
+}
+
+TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {
+  train::Config c = smoke("s", 1);
+  train::train(c, quiet_);  // s: finished
+  train::TrainOptions stop = quiet_;
+  stop.after_step = interrupt_at(0, 2);
+  ASSERT_TRUE(train::train(c, stop).interrupted);  // s-2: interrupted in epoch 1
+  train::train(c, quiet_);  // s-3: finished, and the newest
+  train::Config other = smoke("t", 1);
+  train::train(other, stop);  // another family: not a candidate
+
+  c.resume = "auto";
+  const train::TrainResult r = train::train(c, quiet_);
+  EXPECT_EQ(fs::path(r.run_dir), root_ / "s-2");
+  EXPECT_EQ(lines(root_ / "s-2" / "summary.csv").size(), 2u);
+  EXPECT_FALSE(fs::exists(root_ / "s-2" / "recovery.safetensors"));
+  const std::string log = slurp(root_ / "s-2" / "log.txt");
+  EXPECT_CONTAINS(log, "resume auto: " + (root_ / "s-2" / "recovery.safetensors").string());
+  EXPECT_CONTAINS(log, "stopped in epoch 1 after step 2");
+  EXPECT_CONTAINS(log, "the newest unfinished run of experiment 's'");
+  EXPECT_CONTAINS(log, "s-3 (finished: 1 of 1 epochs)");
+  const std::string auto_line = log.substr(log.find("resume auto:"), log.find('\n', log.find("resume auto:")) - log.find("resume auto:"));
+  EXPECT_EQ(auto_line.find(" t ("), std::string::npos) << auto_line;  // another experiment's run
+
+  // everything finished: the newest is named as such, and nothing is trained
+  const std::string s3 = slurp(root_ / "s-3" / "summary.csv");
+  const train::TrainResult again = train::train(c, quiet_);
+  EXPECT_EQ(fs::path(again.run_dir), root_ / "s-2");  // s-2 finished last
+  EXPECT_CONTAINS(slurp(root_ / "s-2" / "log.txt"), "no run of experiment 's'");
+  EXPECT_EQ(slurp(root_ / "s-3" / "summary.csv"), s3);
+}
+
+// ---- 4. the console bar fits the terminal --------------------------------------------------------
+
+TEST(FaultsConsole, BarNeverExceedsTheWidth) {
+  train::BarState s{"epoch 12/300", 1234, 46875, 754.0, "loss 2.3456 lr 0.000123 12345 img/s"};
+  for (int width : {40, 80, 200}) {
+    const std::string line = train::format_bar(s, width);
+    EXPECT_LE(line.size(), static_cast<size_t>(width - 1)) << width << ": " << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    EXPECT_CONTAINS(line, "epoch 12/300");
+    EXPECT_CONTAINS(line, "1234/46875");
+  }
+  EXPECT_CONTAINS(train::format_bar(s, 200), "12345 img/s");  // room for everything
+  EXPECT_CONTAINS(train::format_bar(s, 80), "[");             // still a bar
+  for (int width = 2; width <= 220; ++width)
+    EXPECT_LE(train::format_bar(s, width).size(), static_cast<size_t>(width - 1)) << width;
+}
+
+TEST(FaultsConsole, BarFollowsTheTerminalThroughAResize) {
+  // A pseudo-terminal whose window size we set: what the Console writes is read back from the
+  // master side, split at "\r" / "\n" with the clear-line escape removed.
+  const int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  const int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+  ASSERT_GE(slave, 0);
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  FILE* out = fdopen(slave, "w");
+  auto set_width = [&](int cols) {
+    winsize ws{};
+    ws.ws_row = 24;
+    ws.ws_col = static_cast<unsigned short>(cols);
+    ioctl(slave, TIOCSWINSZ, &ws);
+  };
+  auto longest_line = [&] {
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    for (size_t at; (at = text.find("\033[2K")) != std::string::npos;) text.erase(at, 4);
+    size_t longest = 0, run = 0;
+    for (char ch : text) run = (ch == '\r' || ch == '\n') ? 0 : run + 1, longest = std::max(longest, run);
+    return longest;
+  };
+  const std::string suffix = "loss 2.3456 lr 0.000123 12345 img/s";
+  {
+    train::Console console("", false, out);
+    ASSERT_TRUE(console.is_terminal());
+    set_width(40);
+    console.start_bar("epoch 3/300", 5000);
+    console.update_bar(1, suffix);
+    console.update_bar(2, suffix);
+    EXPECT_LE(longest_line(), 39u);
+    set_width(200);  // the window grows: the next draw uses it
+    console.update_bar(3, suffix);
+    const size_t wide = longest_line();
+    EXPECT_GT(wide, 40u);
+    EXPECT_LE(wide, 199u);
+    set_width(80);
+    console.update_bar(4, suffix);
+    console.end_bar();
+    EXPECT_LE(longest_line(), 79u);
+  }
+  fclose(out);
+  close(master);
+}
+
+// ---- 5. a resume that changes the schedule says so and records it -------------------------------
+
+TEST_F(Faults, ScheduleChangedAtResumeIsRecordedAndArgsYamlRerunsIt) {
+  train::Config c = smoke("a", 2);
+  c.drop_path = 0.1;
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const fs::path dir = root_ / "a";
+  train::Config more = c;
+  more.resume = (dir / "last.safetensors").string();
+  more.epochs = 3;
+  more.lr = 2e-3;
+  train::train(more, quiet_);
+
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_CONTAINS(log, "the schedule changes from epoch 2 step 1 (after 3 updates) on: epochs 2 -> 3, lr 0.001 -> 0.002");
+  const train::Config args = train::load_config((dir / "args.yaml").string());
+  EXPECT_EQ(args.epochs, 3);
+  EXPECT_EQ(args.lr, 2e-3);
+  ASSERT_EQ(args.schedule_history.size(), 1u);
+  EXPECT_EQ(args.schedule_history[0].until_epoch, 1);
+  EXPECT_EQ(args.schedule_history[0].epochs, 2);
+  EXPECT_EQ(args.schedule_history[0].lr, 1e-3);
+
+  // `haargrad train args.yaml` reruns what was run: the same losses and learning rates
+  train::Config rerun = args;
+  rerun.output = (root_ / "rerun").string();
+  train::train(rerun, quiet_);
+  auto columns = [](const fs::path& p) {  // epoch .. lr: throughput and memory are measurements
+    std::vector<std::string> out;
+    for (const std::string& row : lines(p)) {
+      std::stringstream ss(row);
+      std::string kept, cell;
+      for (int i = 0; i < 6 && std::getline(ss, cell, ','); ++i) kept += cell + ",";
+      out.push_back(kept);
+    }
+    return out;
+  };
+  EXPECT_EQ(columns(root_ / "rerun" / "a" / "summary.csv"), columns(dir / "summary.csv"));
+}
+
+TEST_F(Faults, ResumeRefusesChangesToKeysThatShapeTheResults) {
+  train::Config c = smoke("b", 2);
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const fs::path dir = root_ / "b";
+  const std::string summary = slurp(dir / "summary.csv");
+  c.resume = (dir / "last.safetensors").string();
+  c.weight_decay = 0.1;
+  c.seed = 5;
+  const std::string msg = error_of([&] { train::train(c, quiet_); });
+  EXPECT_CONTAINS(msg, "weight_decay 0.05 -> 0.1");
+  EXPECT_CONTAINS(msg, "seed 0 -> 5");
+  EXPECT_CONTAINS(msg, (dir / "args.yaml").string());
+  EXPECT_EQ(slurp(dir / "summary.csv"), summary);
+}
+
+// ---- 6. numbers are decimal ----------------------------------------------------------------------
+
+TEST(FaultsNumbers, DecimalOnly) {
+  EXPECT_EQ(parse_decimal_int("010"), 10);  // not octal 8
+  EXPECT_EQ(parse_decimal_int("-7"), -7);
+  EXPECT_EQ(parse_decimal_int("+3"), 3);
+  std::string why;
+  for (const char* bad : {"0x10", "1e3", "2.0", "1_000", " 5", "", "-", "0b11"}) {
+    EXPECT_FALSE(parse_decimal_int(bad, &why)) << bad;
+    EXPECT_EQ(why, "not a decimal integer") << bad;
+  }
+  EXPECT_FALSE(parse_decimal_int("99999999999999999999", &why));
+  EXPECT_EQ(why, "out of the 64-bit integer range");
+  EXPECT_EQ(parse_decimal_float(".5"), 0.5);
+  EXPECT_EQ(parse_decimal_float("5."), 5.0);
+  EXPECT_EQ(parse_decimal_float("-2.5E+3"), -2500.0);
+  EXPECT_EQ(parse_decimal_float("1e-3"), 1e-3);
+  for (const char* bad : {"0x1p3", ".inf", "nan", "inf", "1,5", "e3", "1e", ".", "0x10"}) {
+    EXPECT_FALSE(parse_decimal_float(bad, &why)) << bad;
+    EXPECT_EQ(why, "not a decimal number") << bad;
+  }
+  EXPECT_FALSE(parse_decimal_float("1e400", &why));
+  EXPECT_EQ(why, "out of the double range");
+
+  EXPECT_EQ(train::config_from_yaml("epochs: 010\n", "x.yaml").epochs, 10);
+  EXPECT_CONTAINS(error_of([] { train::config_from_yaml("lr: 0.1\nepochs: 0x10\n", "x.yaml"); }),
+                  "key 'epochs' (x.yaml line 2): expected an integer, got '0x10' (not a decimal integer)");
+  EXPECT_CONTAINS(error_of([] { train::config_from_yaml("lr: 1e400\n", "x.yaml"); }), "out of the double range");
+  EXPECT_CONTAINS(error_of([] { train::config_from_yaml("lr: .inf\n", "x.yaml"); }), "not a decimal number");
+  EXPECT_CONTAINS(error_of([] { train::config_from_yaml("dims: [8, 0x10]\ndepths: [1, 1]\n", "x.yaml"); }),
+                  "'0x10' (not a decimal integer)");
+  train::Config c;
+  EXPECT_CONTAINS(error_of([&] { train::apply_overrides(c, {"--batch-size", "0x20"}); }),
+                  "key 'batch_size' (command line)");
+  train::apply_overrides(c, {"--batch-size", "064"});
+  EXPECT_EQ(c.batch_size, 64);
+}
+
+TEST(FaultsNumbers, CommandLineOptionsAreDecimal) {
+  const CommandResult hex = run_command("info convnext_atto --no-measure --img-size 0x40");
+  EXPECT_NE(hex.rc, 0) << hex.output;
+  EXPECT_CONTAINS(hex.output, "'0x40' is not a decimal integer");
+  const CommandResult leading_zero = run_command("info convnext_atto --no-measure --img-size 064");
+  EXPECT_EQ(leading_zero.rc, 0) << leading_zero.output;
+  EXPECT_CONTAINS(leading_zero.output, "at 64x64");  // not octal 52
+}
+
+// ---- 7. errors that reach the user name the thing -----------------------------------------------
+
+TEST_F(Faults, FileSystemErrorsNameThePathAndExitNonZero) {
+  std::ofstream(root_ / "a_file") << "not a folder\n";
+  const std::string out = (root_ / "a_file" / "runs").string();
+  const CommandResult r = run_command("train " + smoke_yaml() + " --device cpu --output " + out);
+  EXPECT_EQ(r.rc, 1) << r.output;
+  EXPECT_CONTAINS(r.output, (root_ / "a_file").string());
+  EXPECT_EQ(r.output.find("unexpected"), std::string::npos) << r.output;
+
+  // a damaged summary.csv met by a resume: the file and line, not "stoll"
+  train::Config c = smoke("d", 2);
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  std::ofstream(root_ / "d" / "summary.csv") << "epoch,train_loss\nx1,2\n";
+  c.resume = (root_ / "d" / "last.safetensors").string();
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), (root_ / "d" / "summary.csv").string() + " line 2");
+}
+
+// ---- 8. the model follows timm: equal widths still downsample ------------------------------------
+
+TEST(FaultsModel, EqualWidthStagesBuildTimmsDownsample) {
+  ModelConfig m = model_config("wtconvnext_fmnist");
+  m.dims = {48, 96, 96};
+  const ConvNeXt model(m, 0);
+  ASSERT_TRUE(model.stages[2]->down_conv);
+  EXPECT_EQ(model.stages[2]->down_conv->weight.shape(), (Shape{96, 96, 2, 2}));
+  std::vector<std::pair<std::string, Tensor>> acts;
+  ConvNeXt net(m, 0);
+  net.forward(Tensor::full({1, 28, 28, 1}, 0.5), false, &acts);
+  EXPECT_EQ(acts.back().second.shape(), (Shape{1, 1, 1, 96}));  // 28 / 4 = 7 -> 3 -> 1
+}
+
+// ---- 9. checkpoint_hist ranks by the recorded score, also after a resume ------------------------
+
+TEST_F(Faults, RotationAfterAResumeKeepsTheBest) {
+  train::Config c = smoke("r", 4);
+  c.checkpoint_hist = 2;
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 2;
+  train::train(c, first);
+  const fs::path dir = root_ / "r";
+  // give the first two epochs scores no later epoch can reach (recorded in their metadata)
+  for (auto [epoch, top1] : {std::pair<int, double>{1, 101.0}, {2, 100.5}}) {
+    const std::string p = (dir / train::history_file_name(epoch)).string();
+    safetensors::File f = safetensors::load(p);
+    auto state = nlohmann::json::parse(f.metadata.at("state"));
+    state["eval_top1"] = top1;
+    f.metadata["state"] = state.dump();
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+    safetensors::save(p, tensors, f.metadata);
+  }
+  c.resume = (dir / "last.safetensors").string();
+  train::train(c, quiet_);
+  EXPECT_TRUE(fs::exists(dir / "checkpoint-1.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / "checkpoint-2.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "checkpoint-3.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "checkpoint-4.safetensors"));
+  EXPECT_EQ(state_of(dir / "checkpoint-1.safetensors").eval_top1, 101.0);
+}
+
+// ---- 10. an input the model cannot take is rejected at configuration time ------------------------
+
+TEST_F(Faults, ImgSizeBelowTheTotalStrideIsRejectedWithTheMinimum) {
+  EXPECT_CONTAINS(error_of([] {
+                    train::config_from_yaml("model: wtconvnext_fmnist\nimg_size: 12\nin_chans: 1\nmean: [0.5]\n"
+                                            "std: [0.5]\n", "fm.yaml");
+                  }),
+                  "key 'img_size' (fm.yaml line 2): img_size 12 is below the total stride 16");
+  EXPECT_CONTAINS(error_of([] {
+                    train::config_from_yaml("model: wtconvnext_fmnist\nimg_size: 12\nin_chans: 1\nmean: [0.5]\n"
+                                            "std: [0.5]\n", "fm.yaml");
+                  }),
+                  "the smallest img_size for this model is 16");
+  // patch 2: timm strides stage 0 too, so the smoke model needs 2 x 2 x 2 = 8 pixels
+  train::Config c = smoke("tiny", 1);
+  EXPECT_CONTAINS(error_of([&] { train::apply_overrides(c, {"--img-size", "4"}); }),
+                  "key 'img_size' (command line): img_size 4 is below the total stride 8");
+  c.img_size = 4;  // set in code: train() checks before it creates anything
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), "the smallest img_size for this model is 8");
+  EXPECT_FALSE(fs::exists(root_ / "tiny"));
+  const CommandResult info = run_command("info convnext_atto --no-measure --img-size 16");
+  EXPECT_NE(info.rc, 0);
+  EXPECT_CONTAINS(info.output, "the smallest img_size for this model is 32");
+}

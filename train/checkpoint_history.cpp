@@ -1,0 +1,62 @@
+// checkpoint-N ranking and rotation (see checkpoint_history.h).
+#include "train/checkpoint_history.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/parse_number.h"
+#include "train/checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace hg::train {
+
+std::string history_file_name(int64_t epoch) { return str("checkpoint-", epoch, ".safetensors"); }
+
+std::vector<HistoryEntry> scan_history(const fs::path& dir, const std::map<int64_t, double>& fallback_top1,
+                                       std::vector<std::string>* notes) {
+  const std::string prefix = "checkpoint-", suffix = ".safetensors";
+  std::vector<HistoryEntry> out;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const auto epoch = parse_decimal_int(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+    if (!epoch || *epoch < 1 || name != history_file_name(*epoch)) continue;  // not one of ours
+    double top1 = std::numeric_limits<double>::quiet_NaN();
+    std::string why;
+    try {
+      const auto st = read_train_state(it->path().string());
+      if (st && st->eval_top1 >= 0) top1 = st->eval_top1;
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (std::isnan(top1) && why.empty()) {
+      auto f = fallback_top1.find(*epoch);
+      if (f != fallback_top1.end() && std::isfinite(f->second)) top1 = f->second;
+      else why = "no eval score in its metadata or in summary.csv";
+    }
+    if (std::isnan(top1) && notes) notes->push_back(str(it->path().string(), ": ", why, "; ranked last"));
+    out.push_back({*epoch, top1});
+  }
+  return out;
+}
+
+std::vector<int64_t> history_to_delete(std::vector<HistoryEntry> entries, int64_t keep) {
+  std::sort(entries.begin(), entries.end(), [](const HistoryEntry& a, const HistoryEntry& b) {
+    const bool ka = std::isfinite(a.top1), kb = std::isfinite(b.top1);
+    if (ka != kb) return ka;                          // known scores first
+    if (ka && a.top1 != b.top1) return a.top1 > b.top1;  // higher first
+    return a.epoch < b.epoch;                         // ties: the earlier stays (timm)
+  });
+  std::vector<int64_t> out;
+  for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 0)); i < entries.size(); ++i)
+    out.push_back(entries[i].epoch);
+  return out;
+}
+
+}  // namespace hg::train

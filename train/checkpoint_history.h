@@ -1,0 +1,35 @@
+// The checkpoint-<epoch>.safetensors files of a run (timm's CheckpointSaver, checkpoint_hist): the
+// best `keep` epochs by eval top-1. Every file is ranked by the score recorded in its own metadata,
+// so the ranking survives a resume; a file without one (written by an older version) takes the
+// summary.csv row of its epoch, else ranks last. Only finite evaluations are ever saved, so the
+// best kept file is always a sane model.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hg::train {
+
+struct HistoryEntry {
+  int64_t epoch;  ///< 1-based, as in the file name
+  double top1;    ///< recorded eval top-1 (%); NaN when unknown
+};
+
+/// "checkpoint-<epoch>.safetensors".
+std::string history_file_name(int64_t epoch);
+
+/// The checkpoint-<N>.safetensors files in `dir` (other names, e.g. checkpoint-x.safetensors, are
+/// not ours and are left alone) with their scores; `fallback_top1` gives scores by epoch for files
+/// without one. Files whose metadata cannot be read rank last; `notes` (may be null) gets a line
+/// for each file ranked without a score.
+std::vector<HistoryEntry> scan_history(const std::filesystem::path& dir, const std::map<int64_t, double>& fallback_top1,
+                                       std::vector<std::string>* notes);
+
+/// The epochs whose files go when only `keep` (>= 0) may stay: entries ranked by top-1, higher
+/// first, an equal score keeping the earlier epoch (timm's stable sort), unknown scores last.
+std::vector<int64_t> history_to_delete(std::vector<HistoryEntry> entries, int64_t keep);
+
+}  // namespace hg::train

@@ -1,0 +1,126 @@
+// reconcile_resume (see resume_settings.h).
+#include "train/resume_settings.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "core/error.h"
+#include "train/schedule.h"
+
+namespace hg::train {
+namespace {
+
+const std::set<std::string> kScheduleKeys = {"epochs",    "lr",     "sched", "warmup_epochs",
+                                             "warmup_lr", "min_lr", "sched_on_updates"};
+const std::set<std::string> kSessionKeys = {"device",          "precision",       "deterministic",
+                                            "wtconv_mode",     "workers",         "pin_mem",
+                                            "data_dir",        "corrupt_images",  "validation_batch_size",
+                                            "log_interval",    "checkpoint_hist", "output",
+                                            "experiment",      "resume"};
+
+ScheduleSegment schedule_of(const Config& c, int64_t until_epoch, int64_t until_step) {
+  return {until_epoch, until_step, c.epochs,    c.lr,    c.sched, c.warmup_epochs, c.warmup_lr,
+          c.min_lr,    c.sched_on_updates};
+}
+
+void set_schedule(Config& c, const Config& from) {
+  c.epochs = from.epochs;
+  c.lr = from.lr;
+  c.sched = from.sched;
+  c.warmup_epochs = from.warmup_epochs;
+  c.warmup_lr = from.warmup_lr;
+  c.min_lr = from.min_lr;
+  c.sched_on_updates = from.sched_on_updates;
+}
+
+bool same_schedule(const ScheduleSegment& a, const ScheduleSegment& b) {
+  return a.epochs == b.epochs && a.lr == b.lr && a.sched == b.sched && a.warmup_epochs == b.warmup_epochs &&
+         a.warmup_lr == b.warmup_lr && a.min_lr == b.min_lr && a.sched_on_updates == b.sched_on_updates;
+}
+
+// "key old -> new, ..." over `keys` for the values that differ.
+std::string differences(const Config& a, const Config& b, const std::set<std::string>& keys) {
+  std::string out;
+  for (const std::string& k : config_keys()) {
+    if (!keys.count(k)) continue;
+    const std::string va = value_text(a, k), vb = value_text(b, k);
+    if (va != vb) out += str(out.empty() ? "" : ", ", k, " ", va, " -> ", vb);
+  }
+  return out;
+}
+
+}  // namespace
+
+ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source, const Config& session,
+                                int64_t epoch, int64_t step, int64_t updates, int64_t updates_per_epoch) {
+  // ---- keys that shape the results must not change ----
+  std::set<std::string> fixed;
+  for (const std::string& k : config_keys())
+    if (!kScheduleKeys.count(k) && !kSessionKeys.count(k) && k != "schedule_history") fixed.insert(k);
+  const std::string changed = differences(recorded, session, fixed);
+  if (!changed.empty())
+    throw Error(str("resume: this session's settings differ from the run's (", recorded_source, ") in keys that ",
+                    "shape its results: ", changed, ". A resumed run may change only its schedule (epochs, lr, ",
+                    "sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates) and session keys (device, ",
+                    "workers, ...): resume with the run's values (e.g. its args.yaml) or start a new run"));
+  if (!session.schedule_history.empty() && session.schedule_history != recorded.schedule_history)
+    throw Error(str("resume: schedule_history of this session differs from the run's (", recorded_source,
+                    "); leave it out (the run's record is used) or resume with the run's args.yaml"));
+
+  // ---- the schedule: what ran up to the position stays in the history ----
+  const std::pair<int64_t, int64_t> pos{epoch, step};
+  std::vector<ScheduleSegment> history;
+  ScheduleSegment active = schedule_of(recorded, 0, 0);  // the recorded schedule in use at `pos`
+  bool found_active = false;
+  for (const ScheduleSegment& s : recorded.schedule_history) {
+    if (std::pair(s.until_epoch, s.until_step) <= pos) {
+      history.push_back(s);
+    } else if (!found_active) {
+      active = s;
+      found_active = true;
+    }
+  }
+  const ScheduleSegment next = schedule_of(session, 0, 0);
+  const std::pair<int64_t, int64_t> last_end =
+      history.empty() ? std::pair<int64_t, int64_t>{0, 0} : std::pair(history.back().until_epoch, history.back().until_step);
+  if (!same_schedule(active, next) && pos > last_end) {  // (nothing ran with `active` when pos == last_end)
+    active.until_epoch = epoch;
+    active.until_step = step;
+    history.push_back(active);
+  }
+
+  ResumeSettings out;
+  out.session = session;
+  out.session.schedule_history = history;
+  out.args = recorded;
+  set_schedule(out.args, session);
+  out.args.schedule_history = history;
+  out.args.resume = "";
+  Config recorded_args = recorded;
+  recorded_args.resume = "";
+  out.args_changed = !(out.args == recorded_args);
+
+  const std::string where = str("epoch ", epoch + 1, " step ", step + 1, " (after ", updates, " updates)");
+  const std::string sched_changes = differences(recorded, session, kScheduleKeys);
+  const double lr_before = RunSchedule(recorded, updates_per_epoch).lr(epoch, step, updates);
+  const double lr_after = RunSchedule(out.session, updates_per_epoch).lr(epoch, step, updates);
+  if (!sched_changes.empty() || lr_before != lr_after)
+    out.notes.push_back(str("resume: the schedule changes from ", where, " on: ",
+                            sched_changes.empty() ? std::string("the recorded changes after this point are dropped")
+                                                  : sched_changes,
+                            "; lr there ", lr_before, " -> ", lr_after,
+                            ". args.yaml now holds the new values, and schedule_history what ran before"));
+  else if (out.args_changed)
+    out.notes.push_back(str("resume: from ", where, " the run follows its args.yaml again; the schedule changes ",
+                            "recorded after this point are dropped from schedule_history"));
+  std::string shown;  // "resume" names the checkpoint of every resume: not worth a note
+  for (const std::string& k : kSessionKeys)
+    if (k != "resume" && value_text(recorded, k) != value_text(session, k))
+      shown += str(shown.empty() ? "" : ", ", k, " ", value_text(recorded, k), " -> ", value_text(session, k));
+  if (!shown.empty())
+    out.notes.push_back(str("resume: settings of this session only: ", shown, " (args.yaml keeps the run's)"));
+  return out;
+}
+
+}  // namespace hg::train

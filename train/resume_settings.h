@@ -1,0 +1,37 @@
+// What a resumed session runs, given the config the run recorded (its args.yaml) and the config of
+// this session, so that args.yaml always reruns what was run.
+//
+// Keys fall into three kinds:
+//  - the schedule (epochs, lr, sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates) may
+//    change: the schedule the run used up to the resume position joins schedule_history, args.yaml
+//    gets the new values, and the notes say what changes from which epoch / step / update, with the
+//    learning rate there before and after;
+//  - keys of the session (device, precision, deterministic, wtconv_mode, workers, pin_mem, data_dir,
+//    corrupt_images, validation_batch_size, log_interval, checkpoint_hist, output, experiment,
+//    resume) may change for this session; args.yaml keeps the run's values;
+//  - every other key shapes the results (model, data, augmentation, optimizer, batch, seed, ...):
+//    a change is an error naming each key with both values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/config.h"
+
+namespace hg::train {
+
+struct ResumeSettings {
+  Config session;                  ///< what this session runs (schedule_history merged)
+  Config args;                     ///< what args.yaml holds from now on (resume is always "")
+  bool args_changed = false;       ///< args differs from the recorded config
+  std::vector<std::string> notes;  ///< what changes, for the log
+};
+
+/// `recorded`: the run's config, from `recorded_source` (named in messages); the position: `epoch`
+/// epochs done plus `step` micro-batches of the next, `updates` optimizer updates made. A session
+/// schedule_history must be empty or the recorded one. Throws hg::Error for a changed result key.
+ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source, const Config& session,
+                                int64_t epoch, int64_t step, int64_t updates, int64_t updates_per_epoch);
+
+}  // namespace hg::train

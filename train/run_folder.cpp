@@ -1,0 +1,205 @@
+// Run folder identity and the choice of `--resume auto` (see run_folder.h).
+#include "train/run_folder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <optional>
+#include <vector>
+
+#include "core/error.h"
+#include "train/checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace hg::train {
+namespace {
+
+std::string local_time(std::time_t t, const char* format) {
+  char b[64];
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::strftime(b, sizeof b, format, &tm);
+  return b;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      out += b;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Creates `dir/run.json` exclusively and writes the marker into it. false: another run's marker
+// is there already. Throws naming the file when it cannot be written.
+bool write_marker(const fs::path& dir) {
+  const fs::path path = dir / kRunMarker;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return false;
+    throw Error(str("cannot claim the run folder '", dir.string(), "': creating '", path.string(),
+                    "' failed: ", std::strerror(errno)));
+  }
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  const std::string text = str("{\"format\": \"haargrad-run-1\", \"created\": \"",
+                               local_time(std::time(nullptr), "%Y-%m-%dT%H:%M:%S%z"), "\", \"pid\": ", ::getpid(),
+                               ", \"host\": \"", json_escape(host), "\", \"folder\": \"", json_escape(dir.string()),
+                               "\"}\n");
+  size_t done = 0;
+  int err = 0;
+  while (done < text.size() && err == 0) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? errno : EIO;
+    else done += static_cast<size_t>(n);
+  }
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    ::unlink(path.c_str());
+    throw Error(str("cannot claim the run folder '", dir.string(), "': writing '", path.string(), "' failed: ",
+                    std::strerror(err)));
+  }
+  return true;
+}
+
+// ---- resume auto -----------------------------------------------------------------------------------
+
+struct Candidate {
+  fs::path dir, checkpoint;
+  TrainState state;
+  int64_t written_ns = 0;  // modification time, ns since the epoch (runs seconds apart must order)
+};
+
+std::optional<int64_t> mtime_ns(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+bool is_family_member(const std::string& name, const std::string& base) {
+  if (name == base) return true;
+  if (name.size() <= base.size() + 1 || name.compare(0, base.size(), base) != 0 || name[base.size()] != '-')
+    return false;
+  return std::all_of(name.begin() + static_cast<long>(base.size()) + 1, name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The folders that may hold the run to resume.
+std::vector<fs::path> family_folders(const fs::path& root, const std::string& experiment) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (experiment.empty()) {
+    for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_directory(ec)) out.push_back(it->path());
+    return out;
+  }
+  const fs::path exp(experiment);
+  const fs::path parent = root / exp.parent_path();
+  const std::string base = exp.filename().string();
+  for (auto it = fs::directory_iterator(parent, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->is_directory(ec) && is_family_member(it->path().filename().string(), base)) out.push_back(it->path());
+  return out;
+}
+
+std::string progress(const TrainState& s, int64_t epochs) {
+  if (s.step_in_epoch > 0) return str("stopped in epoch ", s.epoch + 1, " after step ", s.step_in_epoch);
+  if (s.epoch >= epochs) return str("finished: ", s.epoch, " of ", epochs, " epochs");
+  return str(s.epoch, " of ", epochs, " epochs done");
+}
+
+bool resumable(const TrainState& s, int64_t epochs) { return s.step_in_epoch > 0 || s.epoch < epochs; }
+
+}  // namespace
+
+fs::path claim_run_folder(const fs::path& root, const std::string& name) {
+  std::error_code ec;
+  for (int i = 1; i <= 100000; ++i) {
+    const fs::path dir = root / (i == 1 ? name : name + "-" + std::to_string(i));
+    fs::create_directories(dir.parent_path(), ec);
+    if (ec) throw Error(str("cannot create the output folder '", dir.parent_path().string(), "': ", ec.message()));
+    const bool created = fs::create_directory(dir, ec);
+    if (ec) throw Error(str("cannot create the run folder '", dir.string(), "': ", ec.message()));
+    // An existing folder is free only when empty; anything in it belongs to another run.
+    if (!created && (!fs::is_directory(dir, ec) || !fs::is_empty(dir, ec) || ec)) continue;
+    try {
+      if (write_marker(dir)) return dir;
+    } catch (const Error&) {
+      if (created) fs::remove(dir, ec);  // leave nothing of this attempt behind
+      throw;
+    }
+  }
+  throw Error(str("cannot find a free run folder for '", name, "' under '", root.string(), "' (", name, "-2 .. ",
+                  name, "-100000 are taken)"));
+}
+
+ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& experiment, int64_t epochs) {
+  std::vector<Candidate> found;
+  std::vector<std::string> unreadable;
+  for (const fs::path& dir : family_folders(root, experiment)) {
+    std::optional<Candidate> best;
+    for (const char* file : {"recovery.safetensors", "last.safetensors"}) {
+      const fs::path p = dir / file;
+      const auto written = mtime_ns(p);
+      if (!written) continue;
+      try {
+        Candidate c{dir, p, read_train_state(p.string()).value_or(TrainState{}), *written};
+        if (!best || std::pair(c.state.epoch, c.state.step_in_epoch) > std::pair(best->state.epoch, best->state.step_in_epoch))
+          best = c;
+      } catch (const Error& e) {
+        unreadable.push_back(e.what());
+      }
+    }
+    if (best) found.push_back(*best);
+  }
+  const std::string family = experiment.empty() ? str("under ", root.string())
+                                                : str("of experiment '", experiment, "' (", (root / experiment).string(),
+                                                      " and its -N siblings)");
+  if (found.empty())
+    throw Error(str("resume auto: no run ", family, " has a last.safetensors or recovery.safetensors",
+                    unreadable.empty() ? std::string() : str(" that can be read (", unreadable.front(), ")")));
+
+  // newest first
+  std::sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.written_ns > b.written_ns; });
+  auto pick = std::find_if(found.begin(), found.end(), [&](const Candidate& c) { return resumable(c.state, epochs); });
+  const bool finished = pick == found.end();
+  if (finished) pick = found.begin();
+
+  std::string others;
+  int listed = 0;
+  for (const Candidate& c : found) {
+    if (&c == &*pick) continue;
+    if (++listed > 6) {
+      others += ", ...";
+      break;
+    }
+    others += str(others.empty() ? "" : ", ", c.dir.filename().string(), " (", progress(c.state, epochs), ")");
+  }
+  ResumePick out;
+  out.checkpoint = pick->checkpoint.string();
+  out.finished = finished;
+  out.reason = str("resume auto: ", pick->checkpoint.string(), " (", progress(pick->state, epochs), ", written ",
+                   local_time(static_cast<std::time_t>(pick->written_ns / 1000000000), "%Y-%m-%d %H:%M:%S"), "): ",
+                   finished ? str("no run ", family, " is unfinished; this is the newest")
+                            : str("the newest unfinished run ", family),
+                   others.empty() ? std::string() : str("; also found: ", others),
+                   unreadable.empty() ? std::string() : str("; unreadable: ", unreadable.front()));
+  return out;
+}
+
+}  // namespace hg::train

@@ -1,0 +1,69 @@
+// summary.csv rows (see summary.h).
+#include "train/summary.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/parse_number.h"
+
+namespace hg::train {
+namespace {
+
+std::string number(double v, const char* format) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char b[64];
+  std::snprintf(b, sizeof b, format, v);
+  return b;
+}
+
+// A cell written by format_summary_row: a decimal number or nan / inf / -inf.
+std::optional<double> read_cell(const std::string& text) {
+  if (text == "nan" || text == "-nan") return std::numeric_limits<double>::quiet_NaN();
+  if (text == "inf") return std::numeric_limits<double>::infinity();
+  if (text == "-inf") return -std::numeric_limits<double>::infinity();
+  return parse_decimal_float(text);
+}
+
+}  // namespace
+
+std::string format_summary_row(const SummaryRow& r) {
+  return str(r.epoch, ",", number(r.train_loss, "%.8g"), ",", number(r.eval_loss, "%.8g"), ",",
+             number(r.eval_top1, "%.6g"), ",", number(r.eval_top5, "%.6g"), ",", number(r.lr, "%.8g"), ",",
+             number(r.img_per_sec, "%.1f"), ",", number(r.peak_mib, "%.1f"));
+}
+
+SummaryLines read_summary(const std::string& path, int64_t upto) {
+  SummaryLines out;
+  if (!std::filesystem::exists(path)) return out;
+  std::istringstream in(io::read_file(path));
+  std::string line;
+  std::getline(in, line);  // the header
+  for (int line_no = 2; std::getline(in, line); ++line_no) {
+    if (line.empty()) continue;
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    const auto epoch = cells.empty() ? std::nullopt : parse_decimal_int(cells[0]);
+    const auto top1 = cells.size() < 4 ? std::nullopt : read_cell(cells[3]);
+    HG_CHECK(epoch && top1, path, " line ", line_no, ": expected '", kSummaryHeader, "' values, got '", line, "'");
+    if (*epoch > upto) continue;  // after the resumed checkpoint: redone
+    out.lines.push_back(line);
+    out.eval_top1[*epoch] = std::isfinite(*top1) ? *top1 : std::numeric_limits<double>::quiet_NaN();
+  }
+  return out;
+}
+
+std::string summary_csv(const std::vector<std::string>& lines) {
+  std::string csv = std::string(kSummaryHeader) + "\n";
+  for (const auto& l : lines) csv += l + "\n";
+  return csv;
+}
+
+}  // namespace hg::train
