@@ -25,6 +25,7 @@ ModelConfig config_from_metadata(const safetensors::File& f) {
   c.dims = j.at("dims").get<std::vector<int>>();
   c.num_classes = j.at("num_classes").get<int>();
   c.kernel_size = j.value("kernel_size", c.wtconv ? 5 : 7);
+  c.patch_size = j.value("patch_size", 4);  // timm's default; the shared files do not set it
   if (c.wtconv) c.wt_levels = j.at("wt_levels").get<std::vector<int>>();
   const Tensor& input = f.tensors.at("input");
   c.in_chans = static_cast<int>(input.size(1));

@@ -179,8 +179,8 @@ def make_wtconv_file(cases, seed):
 
 
 def build_model(cfg, in_chans):
-    """timm ConvNeXt (patch 4, eval, no drop path); for wtconvnext every block's conv_dw becomes a
-    WTConv2d(dim, kernel_size, wt_levels[stage])."""
+    """timm ConvNeXt (patch cfg["patch_size"], default 4; eval, no drop path); for wtconvnext every
+    block's conv_dw becomes a WTConv2d(dim, kernel_size, wt_levels[stage])."""
     k, n = cfg["kernel_size"], len(cfg["depths"])
     assert 1 <= n <= 4 and len(cfg["dims"]) == n
     # timm always builds 4 stages: pad with stages of the last width (so the head is built for
@@ -188,7 +188,8 @@ def build_model(cfg, in_chans):
     depths = list(cfg["depths"]) + [1] * (4 - n)
     dims = list(cfg["dims"]) + [cfg["dims"][-1]] * (4 - n)
     model = ConvNeXt(in_chans=in_chans, num_classes=cfg["num_classes"], depths=tuple(depths),
-                     dims=tuple(dims), kernel_sizes=k, drop_path_rate=0.0, drop_rate=0.0)
+                     dims=tuple(dims), kernel_sizes=k, patch_size=cfg.get("patch_size", 4),
+                     drop_path_rate=0.0, drop_rate=0.0)
     model.stages = model.stages[:n]
     if cfg["model"] == "wtconvnext":
         for i, stage in enumerate(model.stages):
@@ -344,7 +345,7 @@ EXTRA_WTCONV_CASES = [
     {"B": 1, "C": 5, "H": 29, "W": 31, "kernel_size": 3, "wt_levels": 5},
 ]
 
-# (file name, config, input shape (B, in_chans, H, W)); patch 4, so H, W / 4 are the stage-0 sizes.
+# (file name, config, input shape (B, in_chans, H, W)); patch 4 unless the config says "patch_size".
 EXTRA_MODELS = [
     ("convnext_d21_k3_c1_36x36",
      {"model": "convnext", "depths": [2, 1], "dims": [4, 12], "num_classes": 3, "kernel_size": 3}, (2, 1, 36, 36)),
@@ -363,6 +364,14 @@ EXTRA_MODELS = [
     ("wtconvnext_d1211_k5_l4321_44x60",
      {"model": "wtconvnext", "depths": [1, 2, 1, 1], "dims": [4, 8, 12, 16], "num_classes": 7, "kernel_size": 5,
       "wt_levels": [4, 3, 2, 1]}, (2, 3, 44, 60)),
+    # Repeated widths: timm still downsamples a stage whose width does not change (its stride is 2).
+    ("convnext_d121_k3_w688_36x44",
+     {"model": "convnext", "depths": [1, 2, 1], "dims": [6, 8, 8], "num_classes": 5, "kernel_size": 3},
+     (2, 3, 36, 44)),
+    # Patch 2: timm strides stage 0 too (a downsample with the stem's width), and widths repeat.
+    ("wtconvnext_d1111_k3_l2111_w6699_p2_40x40",
+     {"model": "wtconvnext", "depths": [1, 1, 1, 1], "dims": [6, 6, 9, 9], "num_classes": 4, "kernel_size": 3,
+      "wt_levels": [2, 1, 1, 1], "patch_size": 2}, (1, 3, 40, 40)),
 ]
 
 # Beyond the shapes above: an input not a multiple of the patch (stem and downsample floor), one
