@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "core/error.h"
 
@@ -133,7 +134,12 @@ std::string read_file(const std::string& path) {
       throw Error(str("cannot read '", path, "': ", sys_error(err)));
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    try {
+      out.append(buf, static_cast<size_t>(n));
+    } catch (const std::bad_alloc&) {
+      ::close(fd);
+      throw Error(str("cannot read '", path, "': out of host memory after ", out.size(), " bytes"));
+    }
   }
   ::close(fd);
   return out;

@@ -212,12 +212,12 @@ File parse(const std::string& bytes, const std::string& what) {
 }
 
 File load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(str("safetensors '", path, "': cannot open: ", std::strerror(errno)));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw Error(str("safetensors '", path, "': read failed: ", std::strerror(errno)));
-  return parse(buffer.str(), path);
+  const std::string bytes = io::read_file(path);  // its errors name the file
+  try {
+    return parse(bytes, path);
+  } catch (const std::bad_alloc&) {
+    throw Error(str("safetensors '", path, "': out of host memory holding its ", bytes.size(), " bytes as tensors"));
+  }
 }
 
 std::map<std::string, std::string> read_metadata(const std::string& path) {

@@ -53,7 +53,7 @@ class LogFileSink : public spdlog::sinks::base_sink<std::mutex> {
       file_.append(std::string_view(buf.data(), buf.size()));
     } catch (const Error& e) {
       failed_ = true;
-      console_->write_line(str("warning: ", e.what(), "; the log goes on on the console only"));
+      console_->write_line(str("warning: ", e.what(), "; later log lines go to the console only"));
     }
   }
   void flush_() override {}
