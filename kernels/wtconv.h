@@ -6,7 +6,11 @@
 // layouts: base_weight (C, 1, K, K), base_bias (C), base_scale (1, C, 1, 1),
 // wavelet_weight[l] (4C, 1, K, K), wavelet_scale[l] (1, 4C, 1, 1), l = 0..L-1; channel 4c+s of a
 // wavelet tensor is sub-band s of input channel c. K odd, "same" zero padding, stride subsamples y.
-// dtype: CPU f32 or f64 (all tensors the same); CUDA f32 (accumulation in f32).
+// dtype: CPU f32 or f64 (all tensors the same). CUDA: x, grad_y, y and grad_x f32 or bf16 (the
+// activations; all four the same), the parameters and their gradients always f32; every kernel
+// loads bf16 as f32, computes, accumulates and keeps every intermediate (Haar coefficients, level
+// outputs, LL pyramids) in f32, and rounds only y and grad_x to bf16 (round to nearest even). The
+// CPU reference of the bf16 contract is layers/wtconv.h (f32 kernels on widened inputs, rounded).
 #pragma once
 
 #include <vector>
@@ -44,11 +48,16 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
 
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
-/// Same contract as cpu::, f32 tensors on the GPU. Weight gradients are deterministic
-/// (bit-identical run to run: no floating-point atomics).
-Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode);
+/// Same contract as cpu::, on the GPU: x (and grad_y) f32 or bf16 with f32 weights (see the top of
+/// this file). Weight gradients are deterministic (bit-identical run to run: no floating-point
+/// atomics), f32 for either activation dtype. `out` / `grad_x_out`, when defined, are where y /
+/// grad_x are written (a dense cuda tensor of their shape and x's dtype, e.g. inside a guarded
+/// test buffer) and are returned; else new tensors are allocated.
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
+                      const Tensor& out = Tensor());
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                            int stride, bool need_grad_x, WTConvMode mode);
+                            int stride, bool need_grad_x, WTConvMode mode,
+                            const Tensor& grad_x_out = Tensor());
 
 /// How WTConvMode::fused computes the level convolutions (docs/fused-wtconv.md, section 7). Both
 /// give the same results up to fp32 rounding.
@@ -59,6 +68,8 @@ enum class WTConvLevels {
 };
 /// The process-wide choice; the default is split, or onthefly when the environment variable
 /// HAARGRAD_WTCONV_LEVELS=onthefly is set. Not thread-safe: set it before training starts.
+/// (bf16 synthesis: 8 channels per thread, 16-byte accesses, when C % 8 == 0; the environment
+/// variable HAARGRAD_WTCONV_BF16_V4=1 selects the 4-channel kernel instead, to compare the two.)
 void set_wtconv_levels(WTConvLevels levels);
 WTConvLevels wtconv_levels();
 }  // namespace cuda

@@ -7,28 +7,81 @@
 
 #include "core/autograd.h"
 #include "core/memory.h"
+#include "layers/dispatch.h"
 
 namespace hg {
+
+namespace {
+
+/// The mixed-precision contract of the kernels: bf16 activations (x, grad_y) with f32 parameters.
+void check_dtypes(const char* op, const Tensor& x, const kernels::WTConvWeights& w) {
+  if (x.dtype() != DType::bf16) return;  // f32 / f64: the kernels check that everything matches
+  auto f32 = [&](const Tensor& t, const std::string& what) {
+    HG_CHECK(t.defined() && t.dtype() == DType::f32, op, ": x is ", x.describe(), " so ", what,
+             " must be f32 (the master parameters; WTConv reads them in f32 and returns f32 "
+             "gradients), got ", t.defined() ? t.describe() : std::string("undefined"));
+  };
+  f32(w.base_weight, "base_weight");
+  f32(w.base_bias, "base_bias");
+  f32(w.base_scale, "base_scale");
+  for (size_t l = 0; l < w.wavelet_weight.size(); ++l)
+    f32(w.wavelet_weight[l], str("wavelet_weight[", l, "]"));
+  for (size_t l = 0; l < w.wavelet_scale.size(); ++l)
+    f32(w.wavelet_scale[l], str("wavelet_scale[", l, "]"));
+}
+
+}  // namespace
+
+Tensor wtconv2d_run_forward(const Tensor& x, const kernels::WTConvWeights& w, int stride,
+                            WTConvMode mode) {
+  check_dtypes("wtconv2d", x, w);
+  if (x.device() == Device::cpu) {
+    // bf16: f32 math on the widened input, y rounded to bf16 (layers/dispatch.h)
+    if (cpu_bf16(x)) return round_bf16(kernels::cpu::wtconv_forward(cpu_f32(x), w, stride, mode));
+    return kernels::cpu::wtconv_forward(x, w, stride, mode);
+  }
+#ifdef HAARGRAD_WITH_CUDA
+  return kernels::cuda::wtconv_forward(x, w, stride, mode);
+#else
+  throw Error(str("wtconv2d: ", x.describe(), " needs the CUDA backend (built without it)"));
+#endif
+}
+
+kernels::WTConvGrads wtconv2d_run_backward(const Tensor& x, const kernels::WTConvWeights& w,
+                                           const Tensor& grad_y, int stride, bool need_grad_x,
+                                           WTConvMode mode) {
+  check_dtypes("wtconv2d backward", x, w);
+  HG_CHECK(grad_y.defined() && grad_y.dtype() == x.dtype(), "wtconv2d backward: grad_y ",
+           grad_y.defined() ? grad_y.describe() : std::string("undefined"),
+           " must have the dtype of x ", x.describe());
+  if (x.device() == Device::cpu) {
+    if (!cpu_bf16(x)) return kernels::cpu::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
+    // bf16: f32 math on the widened x and grad_y; grad_x rounded to bf16, the parameter
+    // gradients stay f32 (the parameters are f32)
+    kernels::WTConvGrads d =
+        kernels::cpu::wtconv_backward(cpu_f32(x), w, cpu_f32(grad_y), stride, need_grad_x, mode);
+    d.x = round_bf16(d.x);
+    return d;
+  }
+#ifdef HAARGRAD_WITH_CUDA
+  return kernels::cuda::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
+#else
+  throw Error(
+      str("wtconv2d backward: ", x.describe(), " needs the CUDA backend (built without it)"));
+#endif
+}
 
 Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride, WTConvMode mode) {
   HG_CHECK(x.defined() && x.ndim() == 4, "wtconv2d: x must be NHWC (B, H, W, C), got ",
            x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
   HG_CHECK(w.base_weight.defined(), "wtconv2d: base_weight is undefined");
-  // The kernels always take a bias; "no bias" is a zero bias that receives no gradient.
+  // The kernels always take a bias; "no bias" is a zero bias (in the parameters' dtype) that
+  // receives no gradient.
   kernels::WTConvWeights kw = w;
   if (!kw.base_bias.defined())
-    kw.base_bias = Tensor::zeros({w.base_weight.size(0)}, x.dtype(), x.device());
+    kw.base_bias = Tensor::zeros({w.base_weight.size(0)}, w.base_weight.dtype(), x.device());
 
-  Tensor y;
-  if (x.device() == Device::cpu) {
-    y = kernels::cpu::wtconv_forward(x, kw, stride, mode);
-  } else {
-#ifdef HAARGRAD_WITH_CUDA
-    y = kernels::cuda::wtconv_forward(x, kw, stride, mode);
-#else
-    HG_CHECK(false, "wtconv2d: ", x.describe(), " needs the CUDA backend (built without it)");
-#endif
-  }
+  Tensor y = wtconv2d_run_forward(x, kw, stride, mode);
 
   // Inputs: x, base weight, bias, scale, then per level its weight and scale.
   std::vector<Tensor> inputs{x, kw.base_weight, kw.base_bias, kw.base_scale};
@@ -37,15 +90,8 @@ Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride, WT
     inputs.push_back(kw.wavelet_scale.at(l));
   }
   autograd::record("wtconv2d", inputs, {y}, [x, kw, stride, mode](autograd::Backward& g) {
-    const Tensor& gy = g.grad_output(0);
-    kernels::WTConvGrads d;
-    if (x.device() == Device::cpu) {
-      d = kernels::cpu::wtconv_backward(x, kw, gy, stride, g.needs_grad(0), mode);
-    } else {
-#ifdef HAARGRAD_WITH_CUDA
-      d = kernels::cuda::wtconv_backward(x, kw, gy, stride, g.needs_grad(0), mode);
-#endif
-    }
+    const kernels::WTConvGrads d =
+        wtconv2d_run_backward(x, kw, g.grad_output(0), stride, g.needs_grad(0), mode);
     auto pick = [&g](int i, const Tensor& t) { return g.needs_grad(i) ? t : Tensor(); };
     std::vector<Tensor> out{pick(0, d.x), pick(1, d.base_weight), pick(2, d.base_bias),
                             pick(3, d.base_scale)};

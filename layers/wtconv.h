@@ -17,14 +17,27 @@ namespace hg {
 
 using kernels::WTConvMode;
 
-/// y = wtconv2d(x, w, stride, mode): x (B, H, W, C) NHWC, f32/f64 on the CPU or f32 on CUDA; y
-/// (B, ceil(H/stride), ceil(W/stride), C), same dtype/device. The weights follow the PyTorch
-/// checkpoint layouts of kernels::WTConvWeights; an undefined base_bias means "no bias".
+/// y = wtconv2d(x, w, stride, mode): x (B, H, W, C) NHWC; y (B, ceil(H/stride), ceil(W/stride), C),
+/// same dtype/device as x. The weights follow the PyTorch checkpoint layouts of
+/// kernels::WTConvWeights; an undefined base_bias means "no bias".
+/// dtypes: x and the weights all f32 (CPU, CUDA) or all f64 (CPU); or mixed precision: x bf16
+/// (CPU, CUDA) with f32 weights, read in f32 by the kernels (no bf16 copy of the parameters), y
+/// and grad_x bf16, the parameter gradients f32, all arithmetic in f32. On the CPU the bf16 op is
+/// the f32 op on the widened x (and grad_y) with y and grad_x rounded to bf16 (layers/dispatch.h).
 /// Records one autograd entry (forward and backward kernels of the chosen mode), with gradients
 /// for x and every weight that requires one. Throws hg::Error on shape / dtype / device mismatch
 /// (message names "wtconv2d" and the shapes).
 Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride = 1,
                 WTConvMode mode = WTConvMode::fused);
+
+/// The kernels wtconv2d runs, for x's device and dtype, without recording anything (bf16 on the
+/// CPU as described above). Used by wtconv2d and by tests that compare devices. w.base_bias must
+/// be defined; grad_y must have x's dtype.
+Tensor wtconv2d_run_forward(const Tensor& x, const kernels::WTConvWeights& w, int stride,
+                            WTConvMode mode);
+kernels::WTConvGrads wtconv2d_run_backward(const Tensor& x, const kernels::WTConvWeights& w,
+                                           const Tensor& grad_y, int stride, bool need_grad_x,
+                                           WTConvMode mode);
 
 /// Hyper-parameters of a WTConv2d besides its channel counts (defaults: WTConvNeXt's).
 struct WTConv2dOptions {

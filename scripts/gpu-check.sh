@@ -14,7 +14,7 @@ mkdir -p "$OUT"
 D=$PWD/.deps/root/usr
 export LD_LIBRARY_PATH=$D/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export HAARGRAD_GOLDEN_DIR=${HAARGRAD_GOLDEN_DIR:-$PWD/.golden}
-STAGES=${STAGES:-build,test,sanitize,ops-perf,bench-layer,bench,train}
+STAGES=${STAGES:-build,test,sanitize,ops-perf,bench-layer,bench,peer,train}
 BUILD=${BUILD:-build-gpu}   # an existing build folder may be given (then leave "build" out of STAGES)
 declare -A status
 
@@ -69,19 +69,27 @@ if has bench-layer; then
   log "bench-layer"
   $BUILD/haargrad bench-layer --output "$OUT/bench_layer.json" 2>&1 | tee "$OUT/bench_layer.txt"
   status[bench_layer]=${PIPESTATUS[0]}
+  log "bench-layer, bf16 activations"
+  $BUILD/haargrad bench-layer --precision bf16 --output "$OUT/bench_layer_bf16.json" 2>&1 | tee "$OUT/bench_layer_bf16.txt"
+  status[bench_layer_bf16]=${PIPESTATUS[0]}
   log "bench-layer with cuDNN's depthwise conv (HAARGRAD_DWCONV=cudnn) for the dw rows"
   HAARGRAD_DWCONV=cudnn $BUILD/haargrad bench-layer --iters 10 --output "$OUT/bench_layer_cudnn.json" 2>&1 \
     | grep -E "^impl|dw " | tee "$OUT/bench_layer_cudnn.txt"
 fi
 if has bench; then
   log "bench (ConvNeXt-T vs WTConvNeXt-T, batch 128, 224 px)"
-  $BUILD/haargrad bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32 \
-    --wtconv fused,unfused --output "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
+  $BUILD/haargrad bench --device cuda --batch 128 --img-size 224 --precision ${PRECISIONS:-fp32,tf32,bf16} \
+    --wtconv ${WTCONV:-fused,unfused} --output "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
   status[bench]=${PIPESTATUS[0]}
-  log "bench --breakdown (where the time of one training step goes, fp32)"
-  $BUILD/haargrad bench --device cuda --batch 128 --img-size 224 --precision fp32 --wtconv fused \
+  log "bench --breakdown (where the time of one training step goes, bf16)"
+  $BUILD/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --wtconv fused \
     --steps 5 --warmup 3 --breakdown --output "$OUT/bench_breakdown.json" 2>&1 | tee "$OUT/bench_breakdown.txt" | tail -40
   status[breakdown]=${PIPESTATUS[0]}
+fi
+if has peer; then
+  log "peer: timm ConvNeXt-T on the same GPU in the same run (scripts/peer-bench.py)"
+  python3 scripts/peer-bench.py --output "$OUT/peer_bench.json" 2>&1 | tee "$OUT/peer_bench.txt"
+  status[peer]=${PIPESTATUS[0]}
 fi
 if has train; then
   # Fashion-MNIST: Debian's package path, or a copy carried in .fmnist/ (the GPU machine lacks the package)
@@ -92,6 +100,11 @@ if has train; then
     --output "$OUT/runs" --experiment fmnist_cuda --workers 8 > "$OUT/train_fmnist.log" 2>&1
   status[train_fmnist]=$?
   tail -4 "$OUT/train_fmnist.log"
+  log "train: configs/fashion_mnist.yaml on cuda in bf16 mixed precision"
+  $BUILD/haargrad train configs/fashion_mnist.yaml --device cuda --precision bf16 --data-dir "$FMNIST" \
+    --output "$OUT/runs" --experiment fmnist_cuda_bf16 --workers 8 > "$OUT/train_fmnist_bf16.log" 2>&1
+  status[train_fmnist_bf16]=$?
+  tail -4 "$OUT/train_fmnist_bf16.log"
   log "train: ConvNeXt-T and WTConvNeXt-T at 224 px from an ImageFolder of Fashion-MNIST PNGs (40 steps)"
   $BUILD/haargrad export-png --data-dir "$FMNIST" --out /tmp/fmnist_png --limit-per-class 600 > "$OUT/export.log" 2>&1
   for m in convnext_tiny wtconvnext_tiny; do

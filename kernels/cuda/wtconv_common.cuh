@@ -1,6 +1,7 @@
 // Device building blocks shared by the fused and the unfused (reference-order) WTConv CUDA paths:
-// storage-type loads, the Haar 2x2 transform, input "sources" (plain NHWC or Haar-on-the-fly), the
-// deterministic depthwise weight-gradient kernel (second stage: reduce_slices.cuh), launch helpers.
+// storage-type loads (T = float or __nv_bfloat16, arithmetic always in float), the Haar 2x2
+// transform, input "sources" (plain NHWC or Haar-on-the-fly), the deterministic depthwise
+// weight-gradient kernel (second stage: reduce_slices.cuh), launch helpers.
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
 //
 // Layouts (all NHWC, C fastest): an activation (B, h, w, C); a "coefficient" tensor (B, hp, wp, C, 4)
@@ -14,8 +15,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/dispatch.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce_slices.cuh"
@@ -29,9 +32,21 @@ constexpr int kMaxK = 15;
 // Most levels the one-pass synthesis takes as kernel arguments (a 2^12 = 4096-pixel-wide map).
 constexpr int kMaxLevels = 12;
 
-// ---- storage loads: float now; a bf16 overload is all that mixed precision needs ----------------
-__device__ __forceinline__ float ld(const float* p) { return *p; }
-__device__ __forceinline__ void st(float* p, float v) { *p = v; }
+// ---- storage I/O: activations (x, y, grad_y, grad_x) are T = float or __nv_bfloat16; everything
+// the kernels compute and every intermediate they write (coefficients, level outputs, LL pyramids,
+// weight-gradient sums) is float. Loads widen, stores round to nearest even (kernels/cuda/bf16.cuh).
+template <typename T>
+__device__ __forceinline__ float ld(const T* p) { return to_f32(*p); }
+template <typename T>
+__device__ __forceinline__ void st(T* p, float v) { *p = from_f32<T>(v); }
+
+/// The typed data pointer of a float or bf16 tensor, as the kernels take it (T = float or
+/// __nv_bfloat16; Tensor::data checks the dtype).
+template <typename T>
+inline T* typed(const Tensor& t) {
+  if constexpr (std::is_same_v<T, float>) return t.data<float>();
+  else return dev(t.data<hg::bf16>());
+}
 
 __device__ __forceinline__ float4 f4(float v) { return make_float4(v, v, v, v); }
 __device__ __forceinline__ void fma4(float4& acc, const float4& w, const float4& v) {
@@ -195,7 +210,7 @@ __global__ void upsample_kernel(const T* __restrict__ gy, int B, int H, int W, i
   const int i = int(rest % H), b = int(rest / H);
   g[idx] = (i % stride == 0 && j % stride == 0)
                ? gy[((int64_t(b) * Ho + i / stride) * Wo + j / stride) * C + c]
-               : T(0);
+               : from_f32<T>(0.f);
 }
 
 /// A workspace tensor of f32 on the GPU (Category::workspace), never cudaMalloc directly.
@@ -225,15 +240,23 @@ void dispatch_k(int K, F&& f) {
   }
 }
 
-/// Checks the contract of kernels/wtconv.h (NHWC f32 CUDA x, PyTorch-layout weights); returns K.
+/// Checks the contract of kernels/wtconv.h (NHWC f32 or bf16 CUDA x, f32 PyTorch-layout weights);
+/// returns K.
 int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int stride);
 /// Sizes of the level grids: dims[l] = (h_l, w_l), l = 0..L (dims[0] = (H, W)).
 std::vector<std::pair<int, int>> level_dims(int H, int W, int L);
 
 // ---- the two implementations (reference order in wtconv_unfused.cu, fused in wtconv_fused.cu) ----
-Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride);
+/// Checks grad_y against x (same dtype, the output shape of `stride`, on cuda).
+void check_grad_y(const char* op, const Tensor& x, const Tensor& grad_y, int stride);
+/// The output tensor: `out` when defined (after checking it is a dense tensor of that shape and
+/// dtype on cuda), else a new one.
+Tensor output_tensor(const char* op, const char* what, const Shape& shape, DType dtype,
+                     const Tensor& out);
+
+Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out);
 WTConvGrads unfused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                             int stride, bool need_grad_x);
+                             int stride, bool need_grad_x, const Tensor& grad_x_out);
 
 // ---- template definition (header so both .cu files instantiate what they use) --------------------
 template <class XS, class GS>

@@ -10,6 +10,8 @@
 // cascade is the analysis cascade, and vice versa), and the weight gradients come from one
 // deterministic kernel per level that recomputes the Haar coefficients of x and of G from their LL
 // pyramids (1/4 + 1/16 + ... of x) instead of saving any coefficient tensor. See docs/fused-wtconv.md.
+// Storage: x, G, y, grad_x are T = float or __nv_bfloat16 (kernels/wtconv.h); the kernels that
+// touch them are templated on T, everything behind them (coefficients, t_l, pyramids, sums) is f32.
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -33,8 +35,8 @@ std::vector<std::pair<int, int>> level_dims(int H, int W, int L) {
 int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int stride) {
   HG_CHECK(x.defined() && x.ndim() == 4, op, ": x must be NHWC (B, H, W, C), got ",
            x.defined() ? x.describe() : std::string("undefined"));
-  HG_CHECK(x.device() == Device::cuda && x.dtype() == DType::f32, op,
-           ": x must be f32 on cuda, got ", x.describe());
+  HG_CHECK(x.device() == Device::cuda && (x.dtype() == DType::f32 || x.dtype() == DType::bf16), op,
+           ": x must be f32 or bf16 on cuda, got ", x.describe());
   HG_CHECK(stride >= 1, op, ": stride must be >= 1, got ", stride);
   const int64_t C = x.size(3);
   HG_CHECK(w.base_weight.defined() && w.base_weight.ndim() == 4 && w.base_weight.size(0) == C &&
@@ -58,18 +60,40 @@ int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int st
     HG_CHECK(w.wavelet_scale[l].defined() && w.wavelet_scale[l].numel() == 4 * C, op,
              ": wavelet_scale[", l, "] must be (1, 4C, 1, 1) with 4C = ", 4 * C);
   }
-  auto on_gpu = [&](const Tensor& t, const char* name) {
+  // the parameters are f32 whatever x is (mixed precision: f32 master weights, read in f32)
+  auto on_gpu = [&](const Tensor& t, const std::string& name) {
     HG_CHECK(t.device() == Device::cuda && t.dtype() == DType::f32 && t.is_contiguous(), op, ": ",
-             name, " must be a contiguous f32 cuda tensor, got ", t.describe());
+             name, " must be a contiguous f32 cuda tensor (for x ", x.describe(), "), got ",
+             t.describe());
   };
   on_gpu(w.base_weight, "base_weight");
   on_gpu(w.base_bias, "base_bias");
   on_gpu(w.base_scale, "base_scale");
   for (int l = 0; l < w.levels(); ++l) {
-    on_gpu(w.wavelet_weight[l], "wavelet_weight");
-    on_gpu(w.wavelet_scale[l], "wavelet_scale");
+    on_gpu(w.wavelet_weight[l], str("wavelet_weight[", l, "]"));
+    on_gpu(w.wavelet_scale[l], str("wavelet_scale[", l, "]"));
   }
   return K;
+}
+
+void check_grad_y(const char* op, const Tensor& x, const Tensor& grad_y, int stride) {
+  const int64_t B = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3);
+  const int64_t Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
+  HG_CHECK(grad_y.defined() && grad_y.shape() == Shape({B, Ho, Wo, C}) &&
+               grad_y.device() == Device::cuda && grad_y.dtype() == x.dtype(),
+           op, ": grad_y must be ", dtype_name(x.dtype()), " cuda (", B, ", ", Ho, ", ", Wo, ", ",
+           C, ") like x ", x.describe(), ", got ",
+           grad_y.defined() ? grad_y.describe() : std::string("undefined"));
+}
+
+Tensor output_tensor(const char* op, const char* what, const Shape& shape, DType dtype,
+                     const Tensor& out) {
+  if (!out.defined()) return Tensor::empty(shape, dtype, Device::cuda);
+  HG_CHECK(out.shape() == shape && out.dtype() == dtype && out.device() == Device::cuda &&
+               out.is_contiguous(),
+           op, ": ", what, " must be a dense ", dtype_name(dtype), " cuda tensor of shape ",
+           shape_str(shape), ", got ", out.describe());
+  return out;
 }
 
 namespace {
@@ -286,7 +310,12 @@ constexpr int kTQ = 4;  // outputs per thread along a row (register reuse of the
 // the 4-channel level conv holds 4x the window per output: 2 outputs keep it within registers
 constexpr int kTQv = 2;
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+/// True when p can be read as 4 consecutive elements of T in one access (16 bytes for float,
+/// 8 for bf16), given that every offset used is a multiple of 4 elements (C % 4 == 0).
+template <typename T>
+bool aligned4(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
+}
 
 /// Folded weights of every level and of the base path (flipped for the transposed convolution).
 struct Folded {
@@ -313,49 +342,70 @@ Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias, boo
   return f;
 }
 
+/// One level_conv launch: t (B, hp, wp, C, 4) = conv(H(src), w~) from src (B, hi, wi, C) of
+/// storage type S (the layer's input type at level 0, float above); the raw LL into ll_next.
+template <typename S>
+void level_conv(const S* src, int B, int hi, int wi, int C, int hp, int wp, int K,
+                const Tensor& wl, const Tensor& t, float* ll_next) {
+  const bool vec = C % 4 == 0 && (K == 3 || K == 5) && aligned4<S>(src) &&
+                   aligned16(t.data<float>()) && (!ll_next || aligned16(ll_next)) &&
+                   aligned16(wl.data<float>());
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (KT == 3 || KT == 5) {
+      if (vec) {
+        const VecLaunch v = vec_launch(C, int64_t(B) * hp * ((wp + kTQv - 1) / kTQv));
+        level_conv_v4_kernel<KT, kTQv, S><<<v.grid, v.block>>>(
+            src, B, hi, wi, C, hp, wp, reinterpret_cast<const float4*>(wl.data<float>()),
+            reinterpret_cast<float4*>(t.data<float>()), ll_next);
+        HG_CUDA_LAUNCH_CHECK();
+        return;
+      }
+    }
+    const int64_t n = int64_t(B) * hp * ((wp + kTQ - 1) / kTQ) * C;
+    level_conv_kernel<KT, kTQ, S><<<blocks_for(n), 256>>>(
+        HaarSrc<S>{src, hi, wi, C, hp, wp}, B, K,
+        reinterpret_cast<const float4*>(wl.data<float>()),
+        reinterpret_cast<float4*>(t.data<float>()), ll_next);
+    HG_CUDA_LAUNCH_CHECK();
+  });
+}
+
 /// Runs level_conv for l = 0..L-1 on `in` (B, H, W, C): fills t[l] and, when `pyramid` is given,
-/// the raw LL of levels 1..L-1 (pyramid[l] = LL of level l, pyramid[0] unused).
-void analysis_convs(const float* in, int B, int C, int K, const std::vector<std::pair<int, int>>& d,
+/// the raw LL of levels 1..L-1 (pyramid[l] = LL of level l, pyramid[0] unused; always f32).
+template <typename T>
+void analysis_convs(const T* in, int B, int C, int K, const std::vector<std::pair<int, int>>& d,
                     const Folded& f, std::vector<Tensor>& t, std::vector<Tensor>& pyramid) {
   const int L = static_cast<int>(f.level.size());
   t.assign(L, Tensor());
   pyramid.assign(L, Tensor());
-  const float* cur = in;
   for (int l = 0; l < L; ++l) {
     const int hp = d[l + 1].first, wp = d[l + 1].second;
     t[l] = workspace({B, hp, wp, C, 4});
     if (l + 1 < L) pyramid[l + 1] = workspace({B, hp, wp, C});
-    HaarSrc<float> src{cur, d[l].first, d[l].second, C, hp, wp};
     float* ll_next = l + 1 < L ? pyramid[l + 1].data<float>() : nullptr;
-    const bool vec = C % 4 == 0 && (K == 3 || K == 5) && aligned16(cur) &&
-                     aligned16(t[l].data<float>()) && (!ll_next || aligned16(ll_next)) &&
-                     aligned16(f.level[l].data<float>());
-    dispatch_k(K, [&](auto kt) {
-      constexpr int KT = decltype(kt)::value;
-      if constexpr (KT == 3 || KT == 5) {
-        if (vec) {
-          const VecLaunch v = vec_launch(C, int64_t(B) * hp * ((wp + kTQv - 1) / kTQv));
-          level_conv_v4_kernel<KT, kTQv, float><<<v.grid, v.block>>>(
-              cur, B, d[l].first, d[l].second, C, hp, wp,
-              reinterpret_cast<const float4*>(f.level[l].data<float>()),
-              reinterpret_cast<float4*>(t[l].data<float>()), ll_next);
-          HG_CUDA_LAUNCH_CHECK();
-          return;
-        }
-      }
-      const int64_t n = int64_t(B) * hp * ((wp + kTQ - 1) / kTQ) * C;
-      level_conv_kernel<KT, kTQ, float><<<blocks_for(n), 256>>>(
-          src, B, K, reinterpret_cast<const float4*>(f.level[l].data<float>()),
-          reinterpret_cast<float4*>(t[l].data<float>()), ll_next);
-      HG_CUDA_LAUNCH_CHECK();
-    });
-    if (l + 1 < L) cur = pyramid[l + 1].data<float>();
+    if (l == 0)
+      level_conv(in, B, d[0].first, d[0].second, C, hp, wp, K, f.level[0], t[0], ll_next);
+    else
+      level_conv(pyramid[l].data<float>(), B, d[l].first, d[l].second, C, hp, wp, K, f.level[l],
+                 t[l], ll_next);
   }
 }
 
-/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C).
-void synthesis(const float* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
-               const Folded& f, const std::vector<Tensor>& t, float* out) {
+/// True when HAARGRAD_WTCONV_BF16_V4 is set (and not "0"): bf16 synthesis with 4 channels (8-byte
+/// accesses, 115 registers) instead of 8 (16-byte accesses, 130-200 registers); read once.
+bool bf16_synth_v4() {
+  static const bool v4 = [] {
+    const char* e = std::getenv("HAARGRAD_WTCONV_BF16_V4");
+    return e != nullptr && std::string(e) != "0";
+  }();
+  return v4;
+}
+
+/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in and out of storage T.
+template <typename T>
+void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
+               const Folded& f, const std::vector<Tensor>& t, T* out) {
   Levels lv{};
   lv.L = static_cast<int>(t.size());
   for (int l = 0; l < lv.L; ++l) {
@@ -364,8 +414,8 @@ void synthesis(const float* in, int B, int H, int W, int C, int Ho, int Wo, int 
     lv.wp[l] = static_cast<int>(t[l].size(2));
   }
   const float* bf = f.base_b.defined() ? f.base_b.data<float>() : nullptr;
-  bool vec = stride == 1 && C % 4 == 0 && K >= 3 && K <= 9 && aligned16(in) && aligned16(out) &&
-             aligned16(f.base_w.data<float>()) && (!bf || aligned16(bf));
+  bool vec = stride == 1 && C % 4 == 0 && K >= 3 && K <= 9 && aligned4<T>(in) &&
+             aligned4<T>(out) && aligned16(f.base_w.data<float>()) && (!bf || aligned16(bf));
   LevelsV lvv{};
   lvv.L = lv.L;
   for (int l = 0; l < lv.L; ++l) {
@@ -374,26 +424,41 @@ void synthesis(const float* in, int B, int H, int W, int C, int Ho, int Wo, int 
     lvv.hp[l] = lv.hp[l];
     lvv.wp[l] = lv.wp[l];
   }
+  // bf16: 8 channels (16 bytes) per thread where C and the pointers allow (unless
+  // HAARGRAD_WTCONV_BF16_V4 asks for the 4-channel kernel, for comparing the two on a GPU)
+  const bool vec8 = std::is_same_v<T, __nv_bfloat16> && vec && !bf16_synth_v4() && C % 8 == 0 &&
+                    aligned16(in) && aligned16(out);
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
+    if constexpr (KT >= 3 && std::is_same_v<T, __nv_bfloat16>) {
+      if (vec8) {
+        const int64_t tiles = int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW);
+        const VecLaunch v = vec_launch(C, tiles, 256, 8, kSynthV8Cvb);
+        const size_t smem = sizeof(float) * KT * KT * v.block.x * 8;
+        synth_v8_kernel<KT><<<v.grid, v.block, smem>>>(in, B, H, W, C, f.base_w.data<float>(), bf,
+                                                       lvv, out);
+        HG_CUDA_LAUNCH_CHECK();
+        return;
+      }
+    }
     if constexpr (KT >= 3) {
       if (vec) {
         const VecLaunch v = vec_launch(C, int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW));
         const size_t smem = sizeof(float) * KT * KT * v.block.x * 4;
-        synth_v4_kernel<KT, float><<<v.grid, v.block, smem>>>(in, B, H, W, C,
-                                                             f.base_w.data<float>(), bf, lvv, out);
+        synth_v4_kernel<KT, T><<<v.grid, v.block, smem>>>(in, B, H, W, C,
+                                                         f.base_w.data<float>(), bf, lvv, out);
         HG_CUDA_LAUNCH_CHECK();
         return;
       }
     }
     if (stride == 1) {
       const int64_t n = int64_t(B) * Ho * ((Wo + kTQ - 1) / kTQ) * C;
-      synth_kernel<KT, kTQ, float><<<blocks_for(n), 256>>>(in, B, H, W, C, Ho, Wo, 1, K,
-                                                          f.base_w.data<float>(), bf, lv, out);
+      synth_kernel<KT, kTQ, T><<<blocks_for(n), 256>>>(in, B, H, W, C, Ho, Wo, 1, K,
+                                                      f.base_w.data<float>(), bf, lv, out);
     } else {
       const int64_t n = int64_t(B) * Ho * Wo * C;
-      synth_kernel<KT, 1, float><<<blocks_for(n), 256>>>(in, B, H, W, C, Ho, Wo, stride, K,
-                                                        f.base_w.data<float>(), bf, lv, out);
+      synth_kernel<KT, 1, T><<<blocks_for(n), 256>>>(in, B, H, W, C, Ho, Wo, stride, K,
+                                                    f.base_w.data<float>(), bf, lv, out);
     }
     HG_CUDA_LAUNCH_CHECK();
   });
@@ -405,7 +470,7 @@ void synthesis(const float* in, int B, int H, int W, int C, int Ho, int Wo, int 
 // the level convs. Writing each level's coefficients once (n_l reads, n_l writes) and running the
 // depthwise kernels of depthwise_conv.cu on them as a 4C-channel NHWC tensor is faster there
 // (docs/fused-wtconv.md, section 7). WTConvLevels::onthefly (kernels/wtconv.h) selects the
-// on-the-fly kernels.
+// on-the-fly kernels. The coefficients are f32 for either storage type of the layer's input.
 bool split_levels() { return wtconv_levels() == WTConvLevels::split; }
 
 /// The depthwise conv of one level: 4C channels (4c+s) on the (hp, wp) grid, "same" padding.
@@ -425,7 +490,9 @@ Tensor fold_level_pt(const WTConvWeights& w, int l, int C, int KK) {
 }
 
 /// H(src) on grid `out` from src (B, in) (B, out.h, out.w, C, 4); the raw LL into *ll_next if given.
-Tensor haar(const float* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
+/// src has storage type S (the layer's input type at level 0, float above).
+template <typename S>
+Tensor haar(const S* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
             Tensor* ll_next) {
   Tensor coef = workspace({B, out.first, out.second, C, 4});
   float* lln = nullptr;
@@ -433,30 +500,41 @@ Tensor haar(const float* src, int B, int C, std::pair<int, int> in, std::pair<in
     *ll_next = workspace({B, out.first, out.second, C});
     lln = ll_next->data<float>();
   }
-  HaarSrc<float> hs{src, in.first, in.second, C, out.first, out.second};
-  haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256>>>(
-      hs, B, reinterpret_cast<float4*>(coef.data<float>()), lln);
+  float4* cp = reinterpret_cast<float4*>(coef.data<float>());
+  if constexpr (std::is_same_v<S, __nv_bfloat16>) {
+    // 8 channels per thread: one 16-byte load per pixel of the 2x2 block
+    if (C % 8 == 0 && aligned16(src) && aligned16(cp) && (!lln || aligned16(lln))) {
+      const int64_t n = int64_t(B) * out.first * out.second * (C / 8);
+      haar_v8_kernel<<<blocks_for(n), 256>>>(src, B, in.first, in.second, C, out.first,
+                                             out.second, cp, lln);
+      HG_CUDA_LAUNCH_CHECK();
+      return coef;
+    }
+  }
+  HaarSrc<S> hs{src, in.first, in.second, C, out.first, out.second};
+  haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256>>>(hs, B, cp, lln);
   HG_CUDA_LAUNCH_CHECK();
   return coef;
 }
 
 /// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in: the split counterpart of analysis_convs.
-void analysis_convs_split(const float* in, int B, int C, int K,
+template <typename T>
+void analysis_convs_split(const T* in, int B, int C, int K,
                           const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
                           std::vector<Tensor>& t) {
   const int L = w.levels();
   t.assign(L, Tensor());
-  Tensor ll;  // keeps the current level's input alive
-  const float* cur = in;
+  Tensor ll;  // keeps the current level's input (f32, levels >= 1) alive
   for (int l = 0; l < L; ++l) {
     Tensor next;
-    const Tensor coef = haar(cur, B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
+    Tensor* lln = l + 1 < L ? &next : nullptr;
+    const Tensor coef = l == 0 ? haar(in, B, C, d[0], d[1], lln)
+                               : haar(ll.data<float>(), B, C, d[l], d[l + 1], lln);
     const Tensor wl = fold_level_pt(w, l, C, K * K);
     t[l] = workspace({B, d[l + 1].first, d[l + 1].second, C, 4});
     depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
                            coef.data<float>(), wl.data<float>(), nullptr, t[l].data<float>());
     ll = next;
-    cur = ll.defined() ? ll.data<float>() : nullptr;
   }
 }
 
@@ -477,139 +555,166 @@ void unfold_level(const Tensor& sums, int64_t ks, int64_t es, const WTConvWeight
   g.wavelet_scale.push_back(gws);
 }
 
+/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]) of storage type S.
+template <typename S>
+void level_grads_split_one(const S* gsrc, const S* xsrc, int B, int C, int K, int l,
+                           const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                           Tensor* gt, Tensor* gnext, Tensor* xnext, WTConvGrads& g) {
+  const int hp = d[l + 1].first, wp = d[l + 1].second, KK = K * K;
+  const Conv2dShape cs = level_shape(B, hp, wp, C, K);
+  const Tensor gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
+  const Tensor wl = fold_level_pt(w, l, C, KK);
+  if (gt != nullptr) {
+    *gt = workspace({B, hp, wp, C, 4});
+    depthwise_conv_backward_data(cs, gc.data<float>(), wl.data<float>(), gt->data<float>());
+  }
+  const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext);
+  Tensor sums = workspace({4 * C, KK});
+  depthwise_conv_backward_weight(cs, xcoef.data<float>(), gc.data<float>(), sums.data<float>(),
+                                 nullptr);
+  unfold_level(sums, 1, KK, w, l, g);
+}
+
 /// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x needs),
 /// one level at a time so only one level's coefficient tensors live at once:
 /// gc_l = H(gR_l) = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l).
-void level_grads_split(const float* x, const float* G, int B, int C, int K,
+/// x and G are the layer's input and output gradient (storage T); the pyramids above are f32.
+template <typename T>
+void level_grads_split(const T* x, const T* G, int B, int C, int K,
                        const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
                        std::vector<Tensor>* gt, WTConvGrads& g) {
-  const int L = w.levels(), KK = K * K;
+  const int L = w.levels();
   if (gt != nullptr) gt->assign(L, Tensor());
   Tensor gR, ll;  // keep the current level's inputs alive
-  const float *gcur = G, *xcur = x;
   for (int l = 0; l < L; ++l) {
-    const int hp = d[l + 1].first, wp = d[l + 1].second;
-    const Conv2dShape cs = level_shape(B, hp, wp, C, K);
     Tensor gnext, xnext;
-    const Tensor gc = haar(gcur, B, C, d[l], d[l + 1], l + 1 < L ? &gnext : nullptr);
-    const Tensor wl = fold_level_pt(w, l, C, KK);
-    if (gt != nullptr) {
-      (*gt)[l] = workspace({B, hp, wp, C, 4});
-      depthwise_conv_backward_data(cs, gc.data<float>(), wl.data<float>(), (*gt)[l].data<float>());
-    }
-    const Tensor xcoef = haar(xcur, B, C, d[l], d[l + 1], l + 1 < L ? &xnext : nullptr);
-    Tensor sums = workspace({4 * C, KK});
-    depthwise_conv_backward_weight(cs, xcoef.data<float>(), gc.data<float>(), sums.data<float>(),
-                                   nullptr);
-    unfold_level(sums, 1, KK, w, l, g);
+    Tensor* gtl = gt != nullptr ? &(*gt)[l] : nullptr;
+    Tensor* gn = l + 1 < L ? &gnext : nullptr;
+    Tensor* xn = l + 1 < L ? &xnext : nullptr;
+    if (l == 0)
+      level_grads_split_one(G, x, B, C, K, l, d, w, gtl, gn, xn, g);
+    else
+      level_grads_split_one(gR.data<float>(), ll.data<float>(), B, C, K, l, d, w, gtl, gn, xn, g);
     gR = gnext;
     ll = xnext;
-    gcur = gR.defined() ? gR.data<float>() : nullptr;
-    xcur = ll.defined() ? ll.data<float>() : nullptr;
   }
 }
 
-Tensor fused_forward(const Tensor& x, const WTConvWeights& w, int stride) {
-  const int K = check_inputs("wtconv_forward (cuda, fused)", x, w, stride);
-  const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
+template <typename T>
+void fused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K, const Tensor& y) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
-  const Tensor xc = x.contiguous();
   const auto d = level_dims(H, W, w.levels());
   const bool split = split_levels();
   Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true, /*levels=*/!split);
   std::vector<Tensor> t, ll;
   if (split) {
-    analysis_convs_split(xc.data<float>(), B, C, K, d, w, t);
+    analysis_convs_split(typed<T>(xc), B, C, K, d, w, t);
   } else {
-    analysis_convs(xc.data<float>(), B, C, K, d, f, t, ll);
+    analysis_convs(typed<T>(xc), B, C, K, d, f, t, ll);
     ll.clear();  // the forward needs the pyramid only inside analysis_convs
   }
-  Tensor y = Tensor::empty({B, Ho, Wo, C}, DType::f32, Device::cuda);
-  synthesis(xc.data<float>(), B, H, W, C, Ho, Wo, stride, K, f, t, y.data<float>());
+  synthesis(typed<T>(xc), B, H, W, C, Ho, Wo, stride, K, f, t, typed<T>(y));
+}
+
+Tensor fused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out) {
+  const char* op = "wtconv_forward (cuda, fused)";
+  const int K = check_inputs(op, x, w, stride);
+  const int64_t Ho = (x.size(1) + stride - 1) / stride, Wo = (x.size(2) + stride - 1) / stride;
+  const Tensor y = output_tensor(op, "out", {x.size(0), Ho, Wo, x.size(3)}, x.dtype(), out);
+  const Tensor xc = x.contiguous();
+  HG_DISPATCH_CUDA(x.dtype(), op,
+                   [&] { fused_forward_t<device_t<scalar_t>>(xc, w, stride, K, y); });
   return y;
 }
 
-/// The on-the-fly counterpart of level_grads_split, plus grad_x (HAARGRAD_WTCONV_LEVELS=onthefly).
+/// The on-the-fly counterpart of level_grads_split, plus grad_x (HAARGRAD_WTCONV_LEVELS=onthefly)
+/// into gx (B, H, W, C) of storage T when defined.
+template <typename T>
 void level_grads_onthefly(const Tensor& xc, const Tensor& G, int B, int C, int K,
                           const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                          bool need_grad_x, WTConvGrads& g) {
+                          const Tensor& gx, WTConvGrads& g) {
   const int L = w.levels(), H = d[0].first, W = d[0].second;
-  // gradient pyramid gR_l (raw LL of the Haar cascade applied to G), level 0 is G itself
+  // gradient pyramid gR_l (raw LL of the Haar cascade applied to G, f32), level 0 is G itself
   std::vector<Tensor> gR(L);
-  if (need_grad_x) {
+  auto ll_of = [B, C, &d](auto* src, int l, const Tensor& out) {  // out = LL of level l from l-1
+    using S = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
+    HaarSrc<S> hs{src, d[l - 1].first, d[l - 1].second, C, d[l].first, d[l].second};
+    haar_kernel<<<blocks_for(out.numel()), 256>>>(hs, B, nullptr, out.data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+  };
+  if (gx.defined()) {
     Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
     std::vector<Tensor> gt;
-    analysis_convs(G.data<float>(), B, C, K, d, f, gt, gR);
-    g.x = Tensor::empty({B, H, W, C}, DType::f32, Device::cuda);
-    synthesis(G.data<float>(), B, H, W, C, H, W, 1, K, f, gt, g.x.data<float>());
+    analysis_convs(typed<T>(G), B, C, K, d, f, gt, gR);
+    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, typed<T>(gx));
   } else {
     for (int l = 1; l < L; ++l) {
       gR[l] = workspace({B, d[l].first, d[l].second, C});
-      HaarSrc<float> src{l == 1 ? G.data<float>() : gR[l - 1].data<float>(), d[l - 1].first,
-                         d[l - 1].second, C, d[l].first, d[l].second};
-      haar_kernel<<<blocks_for(gR[l].numel()), 256>>>(src, B, nullptr, gR[l].data<float>());
-      HG_CUDA_LAUNCH_CHECK();
+      if (l == 1)
+        ll_of(typed<T>(G), l, gR[l]);
+      else
+        ll_of(static_cast<const float*>(gR[l - 1].data<float>()), l, gR[l]);
     }
   }
   // the raw LL pyramid of x, recomputed (1/4 + 1/16 + ... of x) rather than saved by the forward
   std::vector<Tensor> ll(L);
   for (int l = 1; l < L; ++l) {
     ll[l] = workspace({B, d[l].first, d[l].second, C});
-    HaarSrc<float> src{l == 1 ? xc.data<float>() : ll[l - 1].data<float>(), d[l - 1].first,
-                       d[l - 1].second, C, d[l].first, d[l].second};
-    haar_kernel<<<blocks_for(ll[l].numel()), 256>>>(src, B, nullptr, ll[l].data<float>());
-    HG_CUDA_LAUNCH_CHECK();
+    if (l == 1)
+      ll_of(typed<T>(xc), l, ll[l]);
+    else
+      ll_of(static_cast<const float*>(ll[l - 1].data<float>()), l, ll[l]);
   }
   for (int l = 0; l < L; ++l) {
     const int hi = d[l].first, wi = d[l].second, hp = d[l + 1].first, wp = d[l + 1].second;
-    HaarSrc<float> xs{l == 0 ? xc.data<float>() : ll[l].data<float>(), hi, wi, C, hp, wp};
-    HaarSrc<float> gs{l == 0 ? G.data<float>() : gR[l].data<float>(), hi, wi, C, hp, wp};
-    WgradResult r = run_wgrad(xs, gs, B, hp, wp, C, K, /*bias=*/false);
+    WgradResult r;
+    if (l == 0) {
+      HaarSrc<T> xs{typed<T>(xc), hi, wi, C, hp, wp}, gs{typed<T>(G), hi, wi, C, hp, wp};
+      r = run_wgrad(xs, gs, B, hp, wp, C, K, /*bias=*/false);
+    } else {
+      HaarSrc<float> xs{ll[l].data<float>(), hi, wi, C, hp, wp};
+      HaarSrc<float> gs{gR[l].data<float>(), hi, wi, C, hp, wp};
+      r = run_wgrad(xs, gs, B, hp, wp, C, K, /*bias=*/false);
+    }
     unfold_level(r.sums, 4 * C, 1, w, l, g);
   }
 }
 
 /// Gradients of the base path: its folded-weight gradient, unfolded into base_weight, base_bias
-/// and base_scale gradients.
+/// and base_scale gradients (f32 for either storage type T of x and G).
+template <typename T>
 void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, int K,
                 const WTConvWeights& w, WTConvGrads& g) {
   const int KK = K * K;
-  {
-    // the base path's folded-weight gradient is a plain depthwise weight gradient of x against G
-    // (stride 1, "same" padding): the hand-written deterministic kernel of depthwise_conv.cu
-    const Conv2dShape cs = make_conv2d_shape(B, H, W, C, C, K, K, 1, K / 2, C);
-    WgradResult r;
-    r.sums = workspace({C, KK});
-    r.bias = workspace({C});
-    depthwise_conv_backward_weight(cs, xc.data<float>(), G.data<float>(), r.sums.data<float>(),
-                                   r.bias.data<float>());
-    g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
-    g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
-    g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
-    unfold_base_kernel<<<blocks_for(C), 256>>>(
-        r.sums.data<float>(), r.bias.data<float>(), w.base_weight.data<float>(),
-        w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK, g.base_weight.data<float>(),
-        g.base_bias.data<float>(), g.base_scale.data<float>());
-    HG_CUDA_LAUNCH_CHECK();
-  }
+  // the base path's folded-weight gradient is a plain depthwise weight gradient of x against G
+  // (stride 1, "same" padding): the hand-written deterministic kernel of depthwise_conv.cu, which
+  // takes f32 or bf16 activations and accumulates in f32
+  using Host = std::conditional_t<std::is_same_v<T, float>, float, hg::bf16>;
+  const Conv2dShape cs = make_conv2d_shape(B, H, W, C, C, K, K, 1, K / 2, C);
+  const Tensor sums = workspace({C, KK}), bias = workspace({C});
+  depthwise_conv_backward_weight(cs, xc.data<Host>(), G.data<Host>(), sums.data<float>(),
+                                 bias.data<float>());
+  g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
+  g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
+  g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
+  unfold_base_kernel<<<blocks_for(C), 256>>>(
+      sums.data<float>(), bias.data<float>(), w.base_weight.data<float>(),
+      w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK, g.base_weight.data<float>(),
+      g.base_bias.data<float>(), g.base_scale.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
 }
 
-WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y, int stride,
-                           bool need_grad_x) {
-  const char* op = "wtconv_backward (cuda, fused)";
-  const int K = check_inputs(op, x, w, stride);
-  const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
+template <typename T>
+WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Tensor& grad_y,
+                             int stride, int K, const Tensor& gx) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride, L = w.levels();
-  HG_CHECK(grad_y.defined() && grad_y.shape() == Shape({B, Ho, Wo, C}) &&
-               grad_y.device() == Device::cuda && grad_y.dtype() == DType::f32,
-           op, ": grad_y must be f32 cuda (", B, ", ", Ho, ", ", Wo, ", ", C, "), got ",
-           grad_y.defined() ? grad_y.describe() : std::string("undefined"));
-  const Tensor xc = x.contiguous();
   Tensor G = grad_y.contiguous();
   if (stride > 1) {
-    Tensor up = workspace({B, H, W, C});
-    upsample_kernel<float><<<blocks_for(up.numel()), 256>>>(G.data<float>(), B, H, W, C, Ho, Wo, stride,
-                                                      up.data<float>());
+    Tensor up = scratch_tensor({B, H, W, C}, G.dtype());
+    upsample_kernel<T><<<blocks_for(up.numel()), 256>>>(typed<T>(G), B, H, W, C, Ho, Wo, stride,
+                                                        typed<T>(up));
     HG_CUDA_LAUNCH_CHECK();
     G = up;
   }
@@ -617,16 +722,31 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
   WTConvGrads g;
   if (split_levels()) {
     std::vector<Tensor> gt;
-    level_grads_split(xc.data<float>(), G.data<float>(), B, C, K, d, w, need_grad_x ? &gt : nullptr, g);
-    if (need_grad_x) {
+    level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, gx.defined() ? &gt : nullptr, g);
+    if (gx.defined()) {
       const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false, /*levels=*/false);
-      g.x = Tensor::empty({B, H, W, C}, DType::f32, Device::cuda);
-      synthesis(G.data<float>(), B, H, W, C, H, W, 1, K, f, gt, g.x.data<float>());
+      synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, typed<T>(gx));
     }
   } else {
-    level_grads_onthefly(xc, G, B, C, K, d, w, need_grad_x, g);
+    level_grads_onthefly<T>(xc, G, B, C, K, d, w, gx, g);
   }
-  base_grads(xc, G, B, H, W, C, K, w, g);
+  base_grads<T>(xc, G, B, H, W, C, K, w, g);
+  if (gx.defined()) g.x = gx;
+  return g;
+}
+
+WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y, int stride,
+                           bool need_grad_x, const Tensor& grad_x_out) {
+  const char* op = "wtconv_backward (cuda, fused)";
+  const int K = check_inputs(op, x, w, stride);
+  check_grad_y(op, x, grad_y, stride);
+  const Tensor gx =
+      need_grad_x ? output_tensor(op, "grad_x_out", x.shape(), x.dtype(), grad_x_out) : Tensor();
+  const Tensor xc = x.contiguous();
+  WTConvGrads g;
+  HG_DISPATCH_CUDA(x.dtype(), op, [&] {
+    g = fused_backward_t<device_t<scalar_t>>(xc, w, grad_y, stride, K, gx);
+  });
   return g;
 }
 
@@ -643,16 +763,18 @@ WTConvLevels g_levels = [] {
 void set_wtconv_levels(WTConvLevels levels) { g_levels = levels; }
 WTConvLevels wtconv_levels() { return g_levels; }
 
-Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode) {
-  return mode == WTConvMode::fused ? wtconv_detail::fused_forward(x, w, stride)
-                                   : wtconv_detail::unfused_forward(x, w, stride);
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
+                      const Tensor& out) {
+  return mode == WTConvMode::fused ? wtconv_detail::fused_forward(x, w, stride, out)
+                                   : wtconv_detail::unfused_forward(x, w, stride, out);
 }
 
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                            int stride, bool need_grad_x, WTConvMode mode) {
+                            int stride, bool need_grad_x, WTConvMode mode,
+                            const Tensor& grad_x_out) {
   return mode == WTConvMode::fused
-             ? wtconv_detail::fused_backward(x, w, grad_y, stride, need_grad_x)
-             : wtconv_detail::unfused_backward(x, w, grad_y, stride, need_grad_x);
+             ? wtconv_detail::fused_backward(x, w, grad_y, stride, need_grad_x, grad_x_out)
+             : wtconv_detail::unfused_backward(x, w, grad_y, stride, need_grad_x, grad_x_out);
 }
 
 }  // namespace hg::kernels::cuda

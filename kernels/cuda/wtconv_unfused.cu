@@ -5,15 +5,17 @@
 // the reference inside one binary (correctness and the I/O / time / memory comparison of
 // `haargrad bench-layer`). The backward recomputes the forward intermediates that PyTorch's autograd
 // would have saved (the API of kernels/wtconv.h passes only x), then runs the adjoint ops in order.
+// bf16 (mixed precision): the kernels that read x or grad_y and write y or grad_x take the storage
+// type T (float or __nv_bfloat16); every intermediate is f32, as the CPU reference computes them.
 #include "kernels/cuda/wtconv_common.cuh"
-#include "kernels/elementwise.h"
 
 namespace hg::kernels::cuda::wtconv_detail {
 namespace {
 
 // Haar analysis: in (B, hi, wi, C) read with channel stride `cs` (cs = 4 reads the LL band of a
 // coefficient tensor in place) -> out (B, hp, wp, C, 4), zero padding at the bottom / right.
-__global__ void u_haar_kernel(const float* __restrict__ in, int cs, int B, int hi, int wi, int C,
+template <typename T>
+__global__ void u_haar_kernel(const T* __restrict__ in, int cs, int B, int hi, int wi, int C,
                               int hp, int wp, float4* __restrict__ out) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (idx >= int64_t(B) * hp * wp * C) return;
@@ -23,7 +25,7 @@ __global__ void u_haar_kernel(const float* __restrict__ in, int cs, int B, int h
   rest /= wp;
   const int p = int(rest % hp), b = int(rest / hp);
   auto at = [&](int i, int j) {
-    return (i < hi && j < wi) ? in[(((int64_t(b) * hi + i) * wi + j) * C + c) * cs] : 0.f;
+    return (i < hi && j < wi) ? ld(in + (((int64_t(b) * hi + i) * wi + j) * C + c) * cs) : 0.f;
   };
   out[idx] = haar4(at(2 * p, 2 * q), at(2 * p, 2 * q + 1), at(2 * p + 1, 2 * q),
                    at(2 * p + 1, 2 * q + 1));
@@ -31,7 +33,8 @@ __global__ void u_haar_kernel(const float* __restrict__ in, int cs, int B, int h
 
 // Depthwise "same" correlation, stride 1: out(b,i,j,ch) = bias[ch] + sum_k w[ch][k'] in(b,i+kh-r,j+kw-r,ch),
 // w in PyTorch layout (Cc, 1, K, K); k' = flip ? K*K-1-k : k (flip gives the transposed conv).
-__global__ void u_dwconv_kernel(const float* __restrict__ in, int B, int h, int w, int Cc, int K,
+template <typename T>
+__global__ void u_dwconv_kernel(const T* __restrict__ in, int B, int h, int w, int Cc, int K,
                                 const float* __restrict__ wt, const float* __restrict__ bias,
                                 bool flip, float* __restrict__ out) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
@@ -50,17 +53,26 @@ __global__ void u_dwconv_kernel(const float* __restrict__ in, int B, int h, int 
       if (jj < 0 || jj >= w) continue;
       const int k = kh * K + kw;
       acc = fmaf(wt[int64_t(ch) * KK + (flip ? KK - 1 - k : k)],
-                 in[((int64_t(b) * h + ii) * w + jj) * Cc + ch], acc);
+                 ld(in + ((int64_t(b) * h + ii) * w + jj) * Cc + ch), acc);
     }
   }
   out[idx] = acc;
 }
 
 // Per-channel scaling: out[e] = in[e] * scale[e % Cc].
-__global__ void u_scale_kernel(const float* __restrict__ in, const float* __restrict__ scale,
+template <typename T>
+__global__ void u_scale_kernel(const T* __restrict__ in, const float* __restrict__ scale,
                                int64_t n, int Cc, float* __restrict__ out) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx < n) out[idx] = in[idx] * scale[idx % Cc];
+  if (idx < n) out[idx] = ld(in + idx) * scale[idx % Cc];
+}
+
+// The final sum into the layer's output type: out[e] = a[e] + b[e] (b may be nullptr: out = a).
+template <typename T>
+__global__ void u_sum_kernel(const float* __restrict__ a, const float* __restrict__ b, int64_t n,
+                             T* __restrict__ out) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx < n) st(out + idx, b ? a[idx] + b[idx] : a[idx]);
 }
 
 // out = t with the LL band plus rec: t, out (B, hp, wp, C, 4), rec (B, hp, wp, C).
@@ -87,9 +99,12 @@ __global__ void u_ihaar_kernel(const float4* __restrict__ in, int B, int h, int 
   out[idx] = 0.5f * unhaar_at(t, i & 1, j & 1);
 }
 
-// y = full[:, ::s, ::s]: in (B, H, W, C) -> out (B, Ho, Wo, C).
-__global__ void u_subsample_kernel(const float* __restrict__ in, int B, int H, int W, int C, int Ho,
-                                   int Wo, int s, float* __restrict__ out) {
+// y = full[:, ::s, ::s] + rec[:, ::s, ::s]: in, rec (B, H, W, C) -> out (B, Ho, Wo, C); rec may
+// be nullptr.
+template <typename T>
+__global__ void u_subsample_kernel(const float* __restrict__ in, const float* __restrict__ rec,
+                                   int B, int H, int W, int C, int Ho, int Wo, int s,
+                                   T* __restrict__ out) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (idx >= int64_t(B) * Ho * Wo * C) return;
   const int c = int(idx % C);
@@ -97,7 +112,8 @@ __global__ void u_subsample_kernel(const float* __restrict__ in, int B, int H, i
   const int j = int(rest % Wo);
   rest /= Wo;
   const int i = int(rest % Ho), b = int(rest / Ho);
-  out[idx] = in[((int64_t(b) * H + i * s) * W + j * s) * C + c];
+  const int64_t src = ((int64_t(b) * H + i * s) * W + j * s) * C + c;
+  st(out + idx, rec ? in[src] + rec[src] : in[src]);
 }
 
 // (K*K, Cc) -> (Cc, K*K): reduced weight-gradient sums to the PyTorch weight layout.
@@ -109,8 +125,9 @@ __global__ void u_transpose_kernel(const float* __restrict__ in, int KK, int Cc,
   out[idx] = in[int64_t(k) * Cc + ch];
 }
 
-// ---- host wrappers: each op allocates and writes its own intermediate ----------------------------
-Tensor haar(const float* in, int cs, int B, int hi, int wi, int C) {
+// ---- host wrappers: each op allocates and writes its own intermediate (f32) ----------------------
+template <typename T>
+Tensor haar(const T* in, int cs, int B, int hi, int wi, int C) {
   const int hp = (hi + 1) / 2, wp = (wi + 1) / 2;
   Tensor out = workspace({B, hp, wp, C, 4});
   u_haar_kernel<<<blocks_for(int64_t(B) * hp * wp * C), 256>>>(
@@ -118,20 +135,31 @@ Tensor haar(const float* in, int cs, int B, int hi, int wi, int C) {
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
+/// Depthwise "same" conv of `in` (B, h, w, Cc) of storage T -> f32 (B, h, w, Cc).
+template <typename T>
+Tensor dwconv(const T* in, const Shape& shape, int Cc, int K, const Tensor& wt, const float* bias,
+              bool flip) {
+  const int B = int(shape[0]), h = int(shape[1]), w = int(shape[2]);
+  Tensor out = workspace(shape);
+  u_dwconv_kernel<<<blocks_for(out.numel()), 256>>>(in, B, h, w, Cc, K, wt.data<float>(), bias,
+                                                    flip, out.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  return out;
+}
 Tensor dwconv(const Tensor& in, int Cc, int K, const Tensor& wt, const float* bias, bool flip) {
-  const int B = int(in.size(0)), h = int(in.size(1)), w = int(in.size(2));
-  Tensor out = workspace(in.shape());
-  u_dwconv_kernel<<<blocks_for(in.numel()), 256>>>(in.data<float>(), B, h, w, Cc, K,
-                                                    wt.data<float>(), bias, flip, out.data<float>());
+  return dwconv(in.data<float>(), in.shape(), Cc, K, wt, bias, flip);
+}
+/// in * scale per channel, in (.., Cc) of storage T -> f32.
+template <typename T>
+Tensor scale(const T* in, const Shape& shape, const Tensor& s, int Cc) {
+  Tensor out = workspace(shape);
+  u_scale_kernel<<<blocks_for(out.numel()), 256>>>(in, s.data<float>(), out.numel(), Cc,
+                                                   out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
 Tensor scale(const Tensor& in, const Tensor& s, int Cc) {
-  Tensor out = workspace(in.shape());
-  u_scale_kernel<<<blocks_for(in.numel()), 256>>>(in.data<float>(), s.data<float>(), in.numel(), Cc,
-                                                   out.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
-  return out;
+  return scale(in.data<float>(), in.shape(), s, Cc);
 }
 Tensor add_ll(const Tensor& t, const Tensor& rec) {
   Tensor out = workspace(t.shape());
@@ -149,29 +177,43 @@ Tensor ihaar(const Tensor& t, int h, int w) {
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
+/// out (dense, storage T) = a + b (b undefined: out = a); a, b f32 of out's shape.
+template <typename T>
+void sum_into(const Tensor& a, const Tensor& b, const Tensor& out) {
+  u_sum_kernel<<<blocks_for(out.numel()), 256>>>(a.data<float>(),
+                                                 b.defined() ? b.data<float>() : nullptr,
+                                                 out.numel(), typed<T>(out));
+  HG_CUDA_LAUNCH_CHECK();
+}
 /// Flattens (B, h, w, C, 4) to (B, h, w, 4C): channel 4c+s, as the reference's conv sees it.
 Tensor as4c(const Tensor& t) {
   return t.reshape({t.size(0), t.size(1), t.size(2), t.size(3) * 4});
 }
-/// dL/dweight (Cc, 1, K, K) of a depthwise conv from its input and output gradient; deterministic.
-void dw_wgrad(const Tensor& in, const Tensor& g, int K, Tensor& out, Tensor* bias_out) {
-  const int B = int(in.size(0)), h = int(in.size(1)), w = int(in.size(2)), Cc = int(in.size(3));
-  PlainSrc<float> xs{in.data<float>(), h, w, Cc}, gs{g.data<float>(), h, w, Cc};
+/// dL/dweight (Cc, 1, K, K) of a depthwise conv from its input (storage T) and its f32 output
+/// gradient; deterministic.
+template <typename T>
+void dw_wgrad(const T* in, const Tensor& g, int K, Tensor& out, Tensor* bias_out) {
+  const int B = int(g.size(0)), h = int(g.size(1)), w = int(g.size(2)), Cc = int(g.size(3));
+  PlainSrc<T> xs{in, h, w, Cc};
+  PlainSrc<float> gs{g.data<float>(), h, w, Cc};
   WgradResult r = run_wgrad(xs, gs, B, h, w, Cc, K, bias_out != nullptr);
   u_transpose_kernel<<<blocks_for(int64_t(K) * K * Cc), 256>>>(r.sums.data<float>(), K * K, Cc,
                                                                out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   if (bias_out) bias_out->copy_(r.bias.reshape(bias_out->shape()));
 }
-/// dL/dscale (Cc) of out = in * scale: per-channel sum of g * in (a K = 1 "weight gradient").
-void scale_grad(const Tensor& in, const Tensor& g, Tensor& out) {
+/// dL/dscale (Cc) of out = in * scale: per-channel sum of g * in (a K = 1 "weight gradient");
+/// in f32, g of storage T.
+template <typename T>
+void scale_grad(const Tensor& in, const T* g, Tensor& out) {
   const int B = int(in.size(0)), h = int(in.size(1)), w = int(in.size(2)), Cc = int(in.size(3));
-  PlainSrc<float> xs{in.data<float>(), h, w, Cc}, gs{g.data<float>(), h, w, Cc};
+  PlainSrc<float> xs{in.data<float>(), h, w, Cc};
+  PlainSrc<T> gs{g, h, w, Cc};
   WgradResult r = run_wgrad(xs, gs, B, h, w, Cc, 1, false);
   out.copy_(r.sums.reshape(out.shape()));
 }
 
-/// The forward intermediates of the reference order, kept for the backward.
+/// The forward intermediates of the reference order, kept for the backward (all f32).
 struct Intermediates {
   std::vector<Tensor> coeff;  // (B, h_{l+1}, w_{l+1}, 4C)
   std::vector<Tensor> conv;   // dwconv(coeff_l), same shape
@@ -179,101 +221,87 @@ struct Intermediates {
   Tensor base;                // dwconv(x) + bias, (B, H, W, C)
 };
 
+template <typename T>
 Intermediates forward_intermediates(const Tensor& xc, const WTConvWeights& w, int K) {
   const int B = int(xc.size(0)), C = int(xc.size(3)), L = w.levels();
   const auto d = level_dims(int(xc.size(1)), int(xc.size(2)), L);
   Intermediates m;
-  const float* cur = xc.data<float>();
-  int cs = 1;
   for (int l = 0; l < L; ++l) {
-    m.coeff.push_back(as4c(haar(cur, cs, B, d[l].first, d[l].second, C)));
+    // level 0 analyses x; each next level the raw LL band (channel 4c) of the previous coefficients
+    m.coeff.push_back(as4c(l == 0 ? haar(typed<T>(xc), 1, B, d[0].first, d[0].second, C)
+                                  : haar(m.coeff[l - 1].data<float>(), 4, B, d[l].first,
+                                         d[l].second, C)));
     m.conv.push_back(dwconv(m.coeff[l], 4 * C, K, w.wavelet_weight[l], nullptr, false));
     m.t.push_back(scale(m.conv[l], w.wavelet_scale[l], 4 * C));
-    cur = m.coeff[l].data<float>();  // the raw LL band (channel 4c) feeds the next level
-    cs = 4;
   }
-  m.base = dwconv(xc, C, K, w.base_weight, w.base_bias.data<float>(), false);
+  m.base = dwconv(typed<T>(xc), xc.shape(), C, K, w.base_weight, w.base_bias.data<float>(), false);
   return m;
 }
 
-}  // namespace
-
-Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride) {
-  const int K = check_inputs("wtconv_forward (cuda, reference)", x, w, stride);
-  const Tensor xc = x.contiguous();
-  const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
+template <typename T>
+void unfused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K,
+                       const Tensor& y) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int L = w.levels(), Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
   const auto d = level_dims(H, W, L);
-  Intermediates m = forward_intermediates(xc, w, K);
+  Intermediates m = forward_intermediates<T>(xc, w, K);
   Tensor rec;
   for (int l = L - 1; l >= 0; --l) {
     const Tensor t = rec.defined() ? add_ll(m.t[l], rec) : m.t[l];
     rec = ihaar(t.reshape({B, d[l + 1].first, d[l + 1].second, C, 4}), d[l].first, d[l].second);
   }
   const Tensor scaled = scale(m.base, w.base_scale, C);
-  // stride 1: the final sum is y itself; stride > 1: the full-resolution sum, then subsampled
-  Tensor y = Tensor::empty({B, Ho, Wo, C}, DType::f32, Device::cuda);
-  Tensor full = stride == 1 ? y : workspace({B, H, W, C});
-  if (rec.defined())
-    kernels::cuda::add(scaled.data<float>(), rec.data<float>(), full.data<float>(), full.numel());
-  else
-    full.copy_(scaled);
-  if (stride > 1) {
-    u_subsample_kernel<<<blocks_for(y.numel()), 256>>>(full.data<float>(), B, H, W, C, Ho, Wo,
-                                                        stride, y.data<float>());
+  // the final sum: y itself (stride 1) or subsampled (stride > 1), rounded to T once
+  if (stride == 1) {
+    sum_into<T>(scaled, rec, y);
+  } else {
+    u_subsample_kernel<<<blocks_for(y.numel()), 256>>>(
+        scaled.data<float>(), rec.defined() ? rec.data<float>() : nullptr, B, H, W, C, Ho, Wo,
+        stride, typed<T>(y));
     HG_CUDA_LAUNCH_CHECK();
   }
-  return y;
 }
 
-WTConvGrads unfused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                             int stride, bool need_grad_x) {
-  const char* op = "wtconv_backward (cuda, reference)";
-  const int K = check_inputs(op, x, w, stride);
-  const Tensor xc = x.contiguous();
-  const int B = int(x.size(0)), H = int(x.size(1)), W = int(x.size(2)), C = int(x.size(3));
+template <typename T>
+WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const Tensor& grad_y,
+                               int stride, int K, const Tensor& gx) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int L = w.levels(), Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
-  HG_CHECK(grad_y.defined() && grad_y.shape() == Shape({B, Ho, Wo, C}) &&
-               grad_y.device() == Device::cuda && grad_y.dtype() == DType::f32,
-           op, ": grad_y must be f32 cuda (", B, ", ", Ho, ", ", Wo, ", ", C, "), got ",
-           grad_y.defined() ? grad_y.describe() : std::string("undefined"));
   const auto d = level_dims(H, W, L);
-  Intermediates m = forward_intermediates(xc, w, K);
+  Intermediates m = forward_intermediates<T>(xc, w, K);
   Tensor G = grad_y.contiguous();
   if (stride > 1) {
-    Tensor up = workspace({B, H, W, C});
-    upsample_kernel<float><<<blocks_for(up.numel()), 256>>>(G.data<float>(), B, H, W, C, Ho, Wo,
-                                                            stride, up.data<float>());
+    Tensor up = scratch_tensor({B, H, W, C}, G.dtype());
+    upsample_kernel<T><<<blocks_for(up.numel()), 256>>>(typed<T>(G), B, H, W, C, Ho, Wo, stride,
+                                                        typed<T>(up));
     HG_CUDA_LAUNCH_CHECK();
     G = up;
   }
+  const Shape full{B, H, W, C};
   WTConvGrads g;
   // base path: full = base_scale * base + rec
   g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
-  scale_grad(m.base, G, g.base_scale);
-  const Tensor g_base = scale(G, w.base_scale, C);
+  scale_grad(m.base, typed<T>(G), g.base_scale);
+  const Tensor g_base = scale(typed<T>(G), full, w.base_scale, C);
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
-  dw_wgrad(xc, g_base, K, g.base_weight, &g.base_bias);
+  dw_wgrad(typed<T>(xc), g_base, K, g.base_weight, &g.base_bias);
   // levels, finest first: gT_l = haar(g_rec_l), g_rec_{l+1} = gT_l[LL]
   std::vector<Tensor> g_coeff(L);
-  const float* gcur = G.data<float>();
-  int cs = 1;
   std::vector<Tensor> gT(L);
   for (int l = 0; l < L; ++l) {
-    gT[l] = as4c(haar(gcur, cs, B, d[l].first, d[l].second, C));
+    gT[l] = as4c(l == 0 ? haar(typed<T>(G), 1, B, d[0].first, d[0].second, C)
+                        : haar(gT[l - 1].data<float>(), 4, B, d[l].first, d[l].second, C));
     Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
-    scale_grad(m.conv[l], gT[l], gws);
+    scale_grad(m.conv[l], gT[l].data<float>(), gws);
     const Tensor g_conv = scale(gT[l], w.wavelet_scale[l], 4 * C);
     Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
-    dw_wgrad(m.coeff[l], g_conv, K, gww, nullptr);
+    dw_wgrad(m.coeff[l].data<float>(), g_conv, K, gww, nullptr);
     g.wavelet_weight.push_back(gww);
     g.wavelet_scale.push_back(gws);
-    if (need_grad_x) g_coeff[l] = dwconv(g_conv, 4 * C, K, w.wavelet_weight[l], nullptr, true);
-    gcur = gT[l].data<float>();
-    cs = 4;
+    if (gx.defined()) g_coeff[l] = dwconv(g_conv, 4 * C, K, w.wavelet_weight[l], nullptr, true);
   }
-  if (need_grad_x) {
+  if (gx.defined()) {
     // coarsest first: g_ll_l = ihaar(g_coeff_l + g_ll_{l+1} on the LL band), cropped
     Tensor g_ll;
     for (int l = L - 1; l >= 0; --l) {
@@ -282,12 +310,37 @@ WTConvGrads unfused_backward(const Tensor& x, const WTConvWeights& w, const Tens
                    d[l].second);
     }
     const Tensor gx_base = dwconv(g_base, C, K, w.base_weight, nullptr, true);
-    g.x = Tensor::empty({B, H, W, C}, DType::f32, Device::cuda);
-    if (g_ll.defined())
-      kernels::cuda::add(gx_base.data<float>(), g_ll.data<float>(), g.x.data<float>(), g.x.numel());
-    else
-      g.x.copy_(gx_base);
+    sum_into<T>(gx_base, g_ll, gx);
+    g.x = gx;
   }
+  return g;
+}
+
+}  // namespace
+
+Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out) {
+  const char* op = "wtconv_forward (cuda, reference)";
+  const int K = check_inputs(op, x, w, stride);
+  const int64_t Ho = (x.size(1) + stride - 1) / stride, Wo = (x.size(2) + stride - 1) / stride;
+  const Tensor y = output_tensor(op, "out", {x.size(0), Ho, Wo, x.size(3)}, x.dtype(), out);
+  const Tensor xc = x.contiguous();
+  HG_DISPATCH_CUDA(x.dtype(), op,
+                   [&] { unfused_forward_t<device_t<scalar_t>>(xc, w, stride, K, y); });
+  return y;
+}
+
+WTConvGrads unfused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                             int stride, bool need_grad_x, const Tensor& grad_x_out) {
+  const char* op = "wtconv_backward (cuda, reference)";
+  const int K = check_inputs(op, x, w, stride);
+  check_grad_y(op, x, grad_y, stride);
+  const Tensor gx =
+      need_grad_x ? output_tensor(op, "grad_x_out", x.shape(), x.dtype(), grad_x_out) : Tensor();
+  const Tensor xc = x.contiguous();
+  WTConvGrads g;
+  HG_DISPATCH_CUDA(x.dtype(), op, [&] {
+    g = unfused_backward_t<device_t<scalar_t>>(xc, w, grad_y, stride, K, gx);
+  });
   return g;
 }
 

@@ -20,7 +20,8 @@ struct GoldenCheck {
 /// True when the file holds WTConv2d layer cases (keys case{i}.x / case{i}.y, metadata "cases").
 bool is_wtconv_cases(const safetensors::File& f);
 /// Runs every case in `dtype` on `device`: y and every gradient vs the file (fused and reference
-/// modes). tolerance: 1e-10 for f64, 1e-5 for f32 (layer).
+/// modes). tolerance: 1e-10 for f64, 1e-5 for f32 (layer), 2e-2 for bf16 (x and grad_y bf16,
+/// parameters f32: mixed precision).
 std::vector<GoldenCheck> check_wtconv_cases(const safetensors::File& f, DType dtype, Device device);
 
 /// True when the file holds a ConvNeXt / WTConvNeXt model (metadata "config", keys input/logits).

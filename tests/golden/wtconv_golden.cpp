@@ -42,9 +42,14 @@ bool is_wtconv_cases(const safetensors::File& f) {
 std::vector<GoldenCheck> check_wtconv_cases(const safetensors::File& f, DType dtype,
                                             Device device) {
   HG_CHECK(is_wtconv_cases(f), "check_wtconv_cases: not a WTConv2d cases file");
-  HG_CHECK(dtype == DType::f32 || dtype == DType::f64, "check_wtconv_cases: dtype ",
-           dtype_name(dtype), " not supported");
-  const double tol = dtype == DType::f64 ? 1e-10 : 1e-5;
+  HG_CHECK(dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16,
+           "check_wtconv_cases: dtype ", dtype_name(dtype), " not supported");
+  // bf16 (mixed precision): x and grad_y rounded to bf16 move every result by up to ~2^-9 of the
+  // sum of the |terms| behind it (a few times the largest result), and y / grad_x are rounded to
+  // bf16 once more: 2e-2 of the largest element.
+  const double tol = dtype == DType::f64 ? 1e-10 : dtype == DType::f32 ? 1e-5 : 2e-2;
+  // mixed precision keeps the parameters f32
+  const DType param_dtype = dtype == DType::bf16 ? DType::f32 : dtype;
   nlohmann::json cases = nlohmann::json::parse(f.metadata.at("cases"));
   HG_CHECK(cases.is_array() && !cases.empty(),
            "check_wtconv_cases: metadata 'cases' is not a list");
@@ -55,24 +60,25 @@ std::vector<GoldenCheck> check_wtconv_cases(const safetensors::File& f, DType dt
     const int L = cases[i].at("wt_levels").get<int>();
     const int stride = cases[i].value("stride", 1);
     // clone: to() may return the file's own tensor, whose gradient must not accumulate.
-    auto load = [&](const std::string& key) {
-      return get(f, p + key).to(dtype).to(device).clone();
+    auto load = [&](const std::string& key, DType dt) {
+      return get(f, p + key).to(dt).to(device).clone();
     };
+    auto load_param = [&](const std::string& key) { return load(key, param_dtype); };
 
     for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
       CaseTensors c;
-      c.x = nchw_to_nhwc(load("x"));
-      c.grad_y = nchw_to_nhwc(load("grad_y"));
-      c.w.base_weight = load("base_conv.weight");
-      c.w.base_bias = load("base_conv.bias");
-      c.w.base_scale = load("base_scale.weight");
+      c.x = nchw_to_nhwc(load("x", dtype));
+      c.grad_y = nchw_to_nhwc(load("grad_y", dtype));
+      c.w.base_weight = load_param("base_conv.weight");
+      c.w.base_bias = load_param("base_conv.bias");
+      c.w.base_scale = load_param("base_scale.weight");
       c.param_names = {"base_conv.weight", "base_conv.bias", "base_scale.weight"};
       for (int l = 0; l < L; ++l) {
-        c.w.wavelet_weight.push_back(load(str("wavelet_convs.", l, ".weight")));
+        c.w.wavelet_weight.push_back(load_param(str("wavelet_convs.", l, ".weight")));
         c.param_names.push_back(str("wavelet_convs.", l, ".weight"));
       }
       for (int l = 0; l < L; ++l) {
-        c.w.wavelet_scale.push_back(load(str("wavelet_scale.", l, ".weight")));
+        c.w.wavelet_scale.push_back(load_param(str("wavelet_scale.", l, ".weight")));
         c.param_names.push_back(str("wavelet_scale.", l, ".weight"));
       }
       c.x.requires_grad_();

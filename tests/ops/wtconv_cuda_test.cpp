@@ -1,8 +1,11 @@
 // GPU WTConv2d kernels (fused and reference order) against the f32 CPU implementation of
 // kernels/wtconv.h on random inputs: forward, every gradient, odd sizes, K = 1..11, 1..5 levels,
 // strides 1..3; fused == reference order; bit-identical weight gradients run to run; input errors.
+// bf16 (mixed precision): the same against the CPU bf16 reference of layers/wtconv.h, y and grad_x
+// written into poisoned, guarded buffers (f32 too).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +16,7 @@
 #include "core/memory.h"
 #include "gpu/gpu_util.h"
 #include "kernels/wtconv.h"
+#include "layers/wtconv.h"
 #include "test_util.h"
 
 namespace hg {
@@ -108,8 +112,10 @@ void expect_grads_close(const WTConvGrads& got, const WTConvGrads& want, const s
 }
 
 bool bit_identical(const Tensor& a, const Tensor& b) {
-  std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+  // widened to double (exact and one-to-one for f32 and bf16), then compared bit by bit
+  std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  return a.dtype() == b.dtype() && x.size() == y.size() &&
+         std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
 }
 
 class WTConvGpu : public ::testing::TestWithParam<Case> {};
@@ -196,23 +202,30 @@ TEST(WTConvGpuDeterminism, WeightGradientsBitIdentical) {
   HG_REQUIRE_GPU();
   autograd::NoGradGuard ng;
   const int B = 4, H = 40, W = 36, C = 72, K = 5, L = 3;
-  Tensor x = test::random({B, H, W, C}, 7, DType::f32).to(Device::cuda);
-  Tensor gy = test::random({B, H, W, C}, 8, DType::f32).to(Device::cuda);
   const WTConvWeights w = to_gpu(random_weights(C, K, L, 9));
-  for (int path = 0; path < 3; ++path) {
-    const WTConvMode mode = path < 2 ? WTConvMode::fused : WTConvMode::reference;
-    LevelsScope scope(path == 1 ? kernels::cuda::WTConvLevels::onthefly : kernels::cuda::WTConvLevels::split);
-    SCOPED_TRACE(path);
-    const WTConvGrads a = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
-    const WTConvGrads b = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
-    EXPECT_TRUE(bit_identical(a.base_weight, b.base_weight));
-    EXPECT_TRUE(bit_identical(a.base_bias, b.base_bias));
-    EXPECT_TRUE(bit_identical(a.base_scale, b.base_scale));
-    for (int l = 0; l < L; ++l) {
-      EXPECT_TRUE(bit_identical(a.wavelet_weight[l], b.wavelet_weight[l])) << "level " << l;
-      EXPECT_TRUE(bit_identical(a.wavelet_scale[l], b.wavelet_scale[l])) << "level " << l;
+  for (DType dt : {DType::f32, DType::bf16}) {  // bf16: activations bf16, gradients still f32
+    Tensor x = test::random({B, H, W, C}, 7, DType::f32).to(dt).to(Device::cuda);
+    Tensor gy = test::random({B, H, W, C}, 8, DType::f32).to(dt).to(Device::cuda);
+    for (int path = 0; path < 3; ++path) {
+      const WTConvMode mode = path < 2 ? WTConvMode::fused : WTConvMode::reference;
+      LevelsScope scope(path == 1 ? kernels::cuda::WTConvLevels::onthefly
+                                  : kernels::cuda::WTConvLevels::split);
+      SCOPED_TRACE(str(dtype_name(dt), " path ", path));
+      const WTConvGrads a = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
+      const WTConvGrads b = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
+      EXPECT_EQ(a.base_weight.dtype(), DType::f32);
+      EXPECT_TRUE(bit_identical(a.base_weight, b.base_weight));
+      EXPECT_TRUE(bit_identical(a.base_bias, b.base_bias));
+      EXPECT_TRUE(bit_identical(a.base_scale, b.base_scale));
+      for (int l = 0; l < L; ++l) {
+        EXPECT_TRUE(bit_identical(a.wavelet_weight[l], b.wavelet_weight[l])) << "level " << l;
+        EXPECT_TRUE(bit_identical(a.wavelet_scale[l], b.wavelet_scale[l])) << "level " << l;
+      }
+      EXPECT_EQ(a.x.dtype(), dt);
+      EXPECT_TRUE(bit_identical(a.x, b.x));
+      EXPECT_TRUE(bit_identical(kernels::cuda::wtconv_forward(x, w, 1, mode),
+                                kernels::cuda::wtconv_forward(x, w, 1, mode)));
     }
-    EXPECT_TRUE(bit_identical(a.x, b.x));
   }
 }
 
@@ -256,6 +269,233 @@ TEST(WTConvGpuErrors, BadInputsThrow) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("stride"), std::string::npos) << e.what();
     }
+  }
+}
+
+// ---- bf16 (and f32) into poisoned, guarded outputs ---------------------------------------------
+// The CPU reference of a bf16 call is layers/wtconv.h's wtconv2d_run_*: the f32 CPU kernels on the
+// widened bf16 inputs, y and grad_x rounded to bf16, parameter gradients f32. The CUDA kernels see
+// the same f32 values (widening is exact) and do the same f32 math in another order, so:
+//  * y, grad_x (bf16): both sides round an f32 value, and the two f32 values differ by at most the
+//    f32 tolerance kTol of the largest element; rounding each to nearest moves it by at most half a
+//    bf16 ulp, so |gpu - cpu| <= 1 ulp_bf16(max(|gpu|, |cpu|)) + kTol * max|cpu| per element.
+//  * parameter gradients (f32): the f32 rule kTol (same inputs, same f32 accumulation).
+
+/// One bf16 ulp at |v| (2^(e - 7) for v in [2^e, 2^(e+1)); bf16 keeps 8 significant bits).
+double ulp_bf16(double v) {
+  v = std::fabs(v);
+  if (v < 1.1754943508222875e-38) return std::ldexp(1.0, -133);  // subnormal spacing
+  return std::ldexp(1.0, std::ilogb(v) - 7);
+}
+
+/// bf16 outputs: the per-element rule above. Prints the worst error in ulps and the share of
+/// elements that differ at all (the GPU log keeps them).
+void expect_bf16_close(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_TRUE(got.defined()) << what << ": undefined";
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), DType::bf16) << what;
+  ASSERT_EQ(want.dtype(), DType::bf16) << what;
+  const std::vector<double> g = got.to_vector<double>(), r = want.to_vector<double>();
+  double max_ref = 0;
+  for (double v : r) max_ref = std::max(max_ref, std::fabs(v));
+  ASSERT_GT(max_ref, 0.0) << what << ": an all-zero reference tests nothing";
+  const double atol = kTol * max_ref;
+  size_t bad = 0, differ = 0, first_bad = 0;
+  double worst_ulps = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double d = std::fabs(g[i] - r[i]);
+    const double ulp = ulp_bf16(std::max(std::fabs(g[i]), std::fabs(r[i])));
+    if (!(d <= ulp + atol)) {  // NaN (a poisoned element never written) fails here too
+      if (bad++ == 0) first_bad = i;
+    }
+    if (d != 0) ++differ;
+    worst_ulps = std::max(worst_ulps, std::isnan(d) ? INFINITY : d / ulp);
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << g.size()
+                     << " elements beyond 1 bf16 ulp + " << atol << "; first at " << first_bad
+                     << ": gpu " << g[first_bad] << " vs cpu " << r[first_bad];
+  std::printf("  bf16: worst %.2f ulp, %.2f%% of elements differ  %s\n", worst_ulps,
+              100.0 * double(differ) / double(g.size()), what.c_str());
+}
+
+/// y or grad_x against the CPU reference in its dtype's rule.
+void expect_output_close(const Tensor& got, const Tensor& want, const std::string& what) {
+  if (want.dtype() == DType::bf16)
+    expect_bf16_close(got, want, what);
+  else
+    expect_close(got, want, what);
+}
+
+struct DtCase {
+  Case c;
+  DType dtype;
+  std::string name() const { return str(dtype_name(dtype), "_", c.name()); }
+};
+
+// K in {1, 3, 5, 7} (and 9, and the generic 11), 1..5 levels, odd sizes, strides 1..3, and every
+// kernel variant the dtype can take: C % 4 != 0 (one-channel kernels), C % 4 == 0 but C % 8 != 0
+// (4-channel kernels, scalar Haar), C % 8 == 0 (bf16: the 16-byte Haar kernel too), C > 32 vectors.
+const std::vector<Case> kGuardedCases = {
+    {2, 13, 11, 3, 1, 2, 1},  {1, 15, 17, 5, 3, 3, 1},  {2, 9, 10, 6, 7, 2, 1},
+    {1, 12, 15, 4, 5, 4, 1},  {1, 21, 23, 8, 3, 3, 1},  {2, 19, 21, 16, 5, 5, 1},
+    {1, 14, 17, 24, 7, 2, 1}, {1, 11, 13, 40, 1, 3, 1}, {2, 15, 14, 12, 5, 2, 2},
+    {1, 11, 13, 8, 3, 4, 3},  {3, 6, 5, 33, 3, 1, 1},   {1, 9, 11, 136, 5, 2, 1},
+    {1, 7, 7, 2, 7, 3, 2},    {1, 32, 29, 4, 5, 5, 1},  {1, 10, 13, 8, 9, 2, 1},
+    {1, 12, 12, 8, 11, 2, 1}, {1, 17, 9, 20, 7, 3, 1},  {2, 5, 21, 8, 1, 1, 2},
+};
+
+std::vector<DtCase> guarded_cases() {
+  std::vector<DtCase> v;
+  for (DType dt : {DType::bf16, DType::f32})
+    for (const Case& c : kGuardedCases) v.push_back({c, dt});
+  return v;
+}
+
+class WTConvGpuGuarded : public ::testing::TestWithParam<DtCase> {};
+
+/// The three CUDA paths (fused split, fused on the fly, reference order).
+struct Path {
+  WTConvMode mode;
+  kernels::cuda::WTConvLevels levels;
+  const char* name;
+};
+const Path kPaths[] = {
+    {WTConvMode::fused, kernels::cuda::WTConvLevels::split, "fused (split) "},
+    {WTConvMode::fused, kernels::cuda::WTConvLevels::onthefly, "fused (onthefly) "},
+    {WTConvMode::reference, kernels::cuda::WTConvLevels::split, "reference "}};
+
+TEST_P(WTConvGpuGuarded, ForwardMatchesCpuReference) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  const Case c = GetParam().c;
+  const DType dt = GetParam().dtype;
+  const uint64_t seed = 700 + c.K * 7 + c.L;
+  const Tensor x = test::random({c.B, c.H, c.W, c.C}, seed, DType::f32).to(dt);
+  const WTConvWeights w = random_weights(c.C, c.K, c.L, seed);
+  // the CPU reference in the dtype's contract (reference order: the oracle of the f32 tests too)
+  const Tensor want = wtconv2d_run_forward(x, w, c.stride, WTConvMode::reference);
+  ASSERT_EQ(want.dtype(), dt);
+  const Tensor xg = x.to(Device::cuda);
+  const WTConvWeights wg = to_gpu(w);
+  for (const Path& path : kPaths) {
+    LevelsScope scope(path.levels);
+    const std::string what = str(path.name, "forward ", GetParam().name());
+    poison_cache(output_shapes(c));
+    test::Guarded y(want.shape(), dt);
+    const Tensor got = kernels::cuda::wtconv_forward(xg, wg, c.stride, path.mode, y.tensor());
+    EXPECT_EQ(got.data_ptr(), y.tensor().data_ptr()) << what << ": not written into `out`";
+    EXPECT_TRUE(y.guard_intact()) << what << ": wrote past the end of y";
+    expect_output_close(y.tensor(), want, what);
+  }
+}
+
+TEST_P(WTConvGpuGuarded, BackwardMatchesCpuReference) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  const Case c = GetParam().c;
+  const DType dt = GetParam().dtype;
+  const uint64_t seed = 900 + c.K * 7 + c.L;
+  const int Ho = (c.H + c.stride - 1) / c.stride, Wo = (c.W + c.stride - 1) / c.stride;
+  const Tensor x = test::random({c.B, c.H, c.W, c.C}, seed, DType::f32).to(dt);
+  const Tensor gy = test::random({c.B, Ho, Wo, c.C}, seed + 99, DType::f32).to(dt);
+  const WTConvWeights w = random_weights(c.C, c.K, c.L, seed);
+  const WTConvGrads want = wtconv2d_run_backward(x, w, gy, c.stride, true, WTConvMode::reference);
+  ASSERT_EQ(want.x.dtype(), dt);
+  const Tensor xg = x.to(Device::cuda), gyg = gy.to(Device::cuda);
+  const WTConvWeights wg = to_gpu(w);
+  for (const Path& path : kPaths) {
+    LevelsScope scope(path.levels);
+    const std::string what = str(path.name, GetParam().name());
+    poison_cache(output_shapes(c));
+    test::Guarded gx(x.shape(), dt);
+    const WTConvGrads got =
+        kernels::cuda::wtconv_backward(xg, wg, gyg, c.stride, true, path.mode, gx.tensor());
+    EXPECT_TRUE(gx.guard_intact()) << what << ": wrote past the end of grad_x";
+    ASSERT_TRUE(got.x.defined()) << what;
+    EXPECT_EQ(got.x.data_ptr(), gx.tensor().data_ptr()) << what << ": not written into grad_x_out";
+    expect_output_close(gx.tensor(), want.x, what + " grad x");
+    // the parameter gradients are f32 for either dtype: the f32 rule
+    WTConvGrads params = got;
+    params.x = Tensor();
+    expect_grads_close(params, want, what, false);
+    EXPECT_EQ(got.base_weight.dtype(), DType::f32) << what;
+    EXPECT_EQ(got.wavelet_scale.back().dtype(), DType::f32) << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, WTConvGpuGuarded, ::testing::ValuesIn(guarded_cases()),
+                         [](const ::testing::TestParamInfo<DtCase>& i) { return i.param.name(); });
+
+// bf16 at ConvNeXt-like stage shapes (C % 8 == 0: every vector kernel; many blocks): the fused
+// paths against the reference order, all on the GPU, and both against the CPU bf16 reference.
+TEST(WTConvGpuBf16, StageShapesFusedVsReference) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  struct Stage {
+    int B, H, C, K, L;
+  };
+  const Stage stages[] = {{2, 28, 96, 5, 4}, {2, 14, 192, 5, 3}, {4, 7, 384, 7, 2}};
+  for (const Stage& st : stages) {
+    const std::string name = str("B", st.B, " H", st.H, " C", st.C, " K", st.K, " L", st.L);
+    const Tensor x = test::random({st.B, st.H, st.H, st.C}, 31, DType::f32).to(DType::bf16);
+    const Tensor gy = test::random({st.B, st.H, st.H, st.C}, 32, DType::f32).to(DType::bf16);
+    const WTConvWeights w = random_weights(st.C, st.K, st.L, 33);
+    const Tensor y_cpu = wtconv2d_run_forward(x, w, 1, WTConvMode::fused);
+    const WTConvGrads g_cpu = wtconv2d_run_backward(x, w, gy, 1, true, WTConvMode::fused);
+    const Tensor xg = x.to(Device::cuda), gyg = gy.to(Device::cuda);
+    const WTConvWeights wg = to_gpu(w);
+    const Tensor y_ref = kernels::cuda::wtconv_forward(xg, wg, 1, WTConvMode::reference);
+    const WTConvGrads g_ref =
+        kernels::cuda::wtconv_backward(xg, wg, gyg, 1, true, WTConvMode::reference);
+    expect_bf16_close(y_ref, y_cpu, "reference vs cpu forward " + name);
+    expect_bf16_close(g_ref.x, g_cpu.x, "reference vs cpu grad x " + name);
+    for (auto levels : kLevels) {
+      LevelsScope scope(levels);
+      const std::string what = str("fused (", levels_name(levels), ") ", name);
+      expect_bf16_close(kernels::cuda::wtconv_forward(xg, wg, 1, WTConvMode::fused), y_ref,
+                        what + " vs reference forward");
+      const WTConvGrads g =
+          kernels::cuda::wtconv_backward(xg, wg, gyg, 1, true, WTConvMode::fused);
+      expect_bf16_close(g.x, g_ref.x, what + " vs reference grad x");
+      WTConvGrads params = g;
+      params.x = Tensor();
+      expect_grads_close(params, g_ref, what + " vs reference", false);
+      expect_grads_close(params, g_cpu, what + " vs cpu", false);
+    }
+  }
+}
+
+TEST(WTConvGpuBf16, MixedDtypeErrors) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  const int C = 8, K = 3;
+  const Tensor x = test::random({1, 9, 9, C}, 41, DType::bf16).to(Device::cuda);
+  const WTConvWeights w = to_gpu(random_weights(C, K, 2, 42));
+  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    // bf16 parameters: the kernels read f32 master weights only
+    WTConvWeights wb = w;
+    wb.base_weight = w.base_weight.to(DType::bf16);
+    try {
+      kernels::cuda::wtconv_forward(x, wb, 1, mode);
+      ADD_FAILURE() << "bf16 base_weight accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("base_weight"), std::string::npos) << e.what();
+    }
+    // grad_y of another dtype than x
+    const Tensor gy32 = test::random({1, 9, 9, C}, 43, DType::f32).to(Device::cuda);
+    try {
+      kernels::cuda::wtconv_backward(x, w, gy32, 1, true, mode);
+      ADD_FAILURE() << "f32 grad_y accepted for bf16 x";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("grad_y"), std::string::npos) << e.what();
+    }
+    // an output buffer of the wrong dtype or shape
+    const Tensor out_f32 = Tensor::empty({1, 9, 9, C}, DType::f32, Device::cuda);
+    const Tensor out_bf16 = Tensor::empty({1, 9, 9, C}, DType::bf16, Device::cuda);
+    EXPECT_THROW(kernels::cuda::wtconv_forward(x, w, 1, mode, out_f32), Error);
+    EXPECT_THROW(kernels::cuda::wtconv_forward(x, w, 2, mode, out_bf16), Error);  // y is 5x5
+    // f16 activations are not supported
+    EXPECT_THROW(kernels::cuda::wtconv_forward(x.to(DType::f16), w, 1, mode), Error);
   }
 }
 
