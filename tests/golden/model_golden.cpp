@@ -50,8 +50,11 @@ std::vector<GoldenCheck> check_model_file(const safetensors::File& f, DType dtyp
   HG_CHECK(is_model_file(f), "check_model_file: not a model golden file");
   // bf16 (mixed precision: f32 parameters, bf16 activations): every stored activation is rounded
   // to 8 significant bits (relative 2^-9 = 2e-3 per rounding), and a few dozen roundings in
-  // sequence through the blocks grow that to ~1e-2 (measured worst: see the test's printout).
-  const double tol = dtype == DType::f64 ? 1e-10 : dtype == DType::bf16 ? 5e-2 : 1e-4;
+  // sequence through the blocks grow that to ~1e-2 for activations and logits. The worst are the
+  // gradients of per-channel parameters (biases, layer scale, WTConv scales): sums over every
+  // pixel of products of two bf16 tensors, measured up to 3.5e-2 on the CPU and 5.0e-2 on the
+  // H200 (grad of a WTConv wavelet_scale); 8e-2 leaves room for the summation order.
+  const double tol = dtype == DType::f64 ? 1e-10 : dtype == DType::bf16 ? 8e-2 : 1e-4;
   const bool mixed = dtype == DType::bf16;
   const DType param_dtype = mixed ? DType::f32 : dtype;
   std::vector<GoldenCheck> checks;

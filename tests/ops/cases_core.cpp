@@ -34,13 +34,15 @@ OpCase matmul_case(std::string name, int64_t M, int64_t K, int64_t N, bool ta, b
 
 OpCase reduce_case(std::string op, std::string name, Shape s, OpFn fn, unsigned modes,
                    bool pending = true) {
+  const bool cpu_only = op != "scale";  // sum, mean, sum_all: CPU reductions only (core/ops.h)
   return {.op = std::move(op),
           .name = std::move(name),
           .inputs = {act("x", s)},
           .fn = std::move(fn),
-          .modes = modes,
+          .modes = cpu_only ? modes & ~unsigned(kDevice) : modes,
           .flops = per_element(double(shape_numel(s)), 1, 1),
-          .bf16_pending = pending};
+          .bf16_pending = pending,
+          .cpu_only = cpu_only};
 }
 
 Tensor add_fn(const std::vector<Tensor>& v) { return hg::ops::add(v[0], v[1]); }

@@ -97,6 +97,9 @@ struct OpCase {
   /// bf16 not implemented by the layer yet: the bf16 checks still run and report their failure,
   /// but do not fail the test (a pending case that passes fails: flip the flag).
   bool bf16_pending = false;
+  /// The op has no CUDA implementation (core/ops.h's sum / mean / sum_all reduce on the CPU only):
+  /// the case never runs in device mode and the registry does not ask the op for a device case.
+  bool cpu_only = false;
   /// dtype of the output in the bf16 modes (f32 for a loss: cross-entropy stays f32).
   DType bf16_output = DType::bf16;
 

@@ -70,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Gpu, OpDevice, ::testing::ValuesIn(cases_with(kDevice))
 // count, at least one mode; every op has a grad case and a bf16 case.
 TEST(OpRegistry, EveryCaseIsWellFormed) {
   ASSERT_FALSE(registry().empty());
-  std::set<std::string> ids, ops, with_grad, with_bf16, with_device;
+  std::set<std::string> ids, ops, with_grad, with_bf16, with_device, cpu_only_ops;
   for (const OpCase& c : registry()) {
     SCOPED_TRACE(c.id());
     EXPECT_TRUE(ids.insert(c.id()).second) << "duplicate id";
@@ -98,11 +98,15 @@ TEST(OpRegistry, EveryCaseIsWellFormed) {
     if (c.modes & kGrad) with_grad.insert(c.op);
     if (c.modes & kBf16) with_bf16.insert(c.op);
     if (c.modes & kDevice) with_device.insert(c.op);
+    if (c.cpu_only) {
+      cpu_only_ops.insert(c.op);
+      EXPECT_FALSE(c.modes & kDevice) << "a CPU-only op in device mode";
+    }
   }
   for (const std::string& op : ops) {
     EXPECT_TRUE(with_grad.count(op)) << op << " has no grad case";
     EXPECT_TRUE(with_bf16.count(op)) << op << " has no bf16 case";
-    EXPECT_TRUE(with_device.count(op)) << op << " has no device case";
+    EXPECT_TRUE(with_device.count(op) || cpu_only_ops.count(op)) << op << " has no device case";
   }
 }
 

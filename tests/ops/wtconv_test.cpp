@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #ifdef _OPENMP
@@ -247,3 +248,171 @@ TEST(WTConvKernels, BadWeightShapesThrow) {
   });
   EXPECT_NE(m.find("grad_y"), std::string::npos) << m;
 }
+
+// ---- bf16 mixed precision (CPU reference) -------------------------------------------------------
+// Contract (layers/wtconv.h): x / grad_y bf16, parameters f32; the op is the f32 op on the widened
+// bf16 inputs, with y and grad_x rounded to bf16 (round to nearest even) and f32 parameter
+// gradients. The CUDA bf16 kernels are tested against exactly this (tests/gpu/wtconv_test.cpp).
+
+namespace {
+
+/// Element-wise bf16 rounding done here, independently of Tensor::copy_ (round to nearest even).
+std::vector<uint16_t> rne_bits(const std::vector<float>& v) {
+  std::vector<uint16_t> out;
+  for (float f : v) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    out.push_back(uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16));  // inputs are finite
+  }
+  return out;
+}
+
+std::vector<uint16_t> bits_of(const Tensor& t) {
+  EXPECT_EQ(t.dtype(), DType::bf16);
+  const Tensor c = t.contiguous();
+  const uint16_t* p = reinterpret_cast<const uint16_t*>(c.data<bf16>());
+  return std::vector<uint16_t>(p, p + c.numel());
+}
+
+/// K in {1, 3, 5, 7}, 1..5 levels, odd sizes, strides 1..3, a thin input, C not a power of two.
+const std::vector<Config>& bf16_configs() {
+  static const std::vector<Config> v{
+      {2, 13, 11, 3, 5, 3, 1}, {1, 9, 10, 5, 3, 2, 1}, {1, 12, 15, 2, 7, 4, 1},
+      {1, 11, 7, 4, 1, 2, 1},  {1, 17, 19, 3, 5, 5, 1}, {2, 9, 7, 2, 3, 2, 2},
+      {1, 10, 11, 3, 7, 3, 3}, {1, 1, 9, 2, 3, 2, 1}};
+  return v;
+}
+
+// Widening bf16 -> f32 is exact and each input element moves by at most 2^-9 of itself when
+// rounded to bf16. y is linear in x with sum |w x| <= ~4 max|y| for these random weights, and the
+// gradients are bilinear in (x, grad_y), so rounding the inputs moves every result by at most
+// ~2 * 4 * 2^-9 = 1.6e-2 of its largest element, plus the output rounding (2^-9): 2e-2.
+// (Measured: forward <= 3.2e-3, gradients <= 9.8e-3 on these cases.)
+constexpr double kBf16VsF32Tol = 2e-2;
+
+}  // namespace
+
+TEST(WTConvBf16, CpuForwardIsTheRoundedF32OpOnTheRoundedInput) {
+  autograd::NoGradGuard ng;
+  uint64_t seed = 3000;
+  for (const Config& c : bf16_configs()) {
+    for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+      SCOPED_TRACE(describe(c) + (mode == WTConvMode::fused ? " fused" : " reference"));
+      const kernels::WTConvWeights w = random_weights(c, seed, DType::f32);
+      const Tensor x32 = test::random({c.B, c.H, c.W, c.C}, seed + 1, DType::f32);
+      const Tensor xb = x32.to(DType::bf16);
+      const Tensor y = wtconv2d(xb, w, c.stride, mode);
+      ASSERT_EQ(y.dtype(), DType::bf16);
+      // exactly: f32 math on the widened input, then round to nearest even
+      const Tensor want32 = kernels::cpu::wtconv_forward(xb.to(DType::f32), w, c.stride, mode);
+      EXPECT_EQ(bits_of(y), rne_bits(want32.to_vector<float>()));
+      // and close to the f32 op on the unrounded input (see kBf16VsF32Tol)
+      const double err =
+          test::rel_error(y, kernels::cpu::wtconv_forward(x32, w, c.stride, mode));
+      EXPECT_LT(err, kBf16VsF32Tol);
+      EXPECT_GT(err, 0.0);  // the bf16 path really rounded something
+      std::printf("  bf16 vs f32 forward %s %s: rel error %.2e\n", describe(c).c_str(),
+                  mode == WTConvMode::fused ? "fused" : "reference", err);
+    }
+    seed += 10;
+  }
+}
+
+TEST(WTConvBf16, CpuGradientsThroughAutograd) {
+  uint64_t seed = 4000;
+  for (const Config& c : bf16_configs()) {
+    for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+      SCOPED_TRACE(describe(c) + (mode == WTConvMode::fused ? " fused" : " reference"));
+      kernels::WTConvWeights w = random_weights(c, seed, DType::f32);
+      const int64_t Ho = (c.H + c.stride - 1) / c.stride, Wo = (c.W + c.stride - 1) / c.stride;
+      const Tensor x32 = test::random({c.B, c.H, c.W, c.C}, seed + 1, DType::f32);
+      const Tensor gy32 = test::random({c.B, Ho, Wo, c.C}, seed + 2, DType::f32);
+      Tensor xb = x32.to(DType::bf16).requires_grad_();
+      const Tensor gyb = gy32.to(DType::bf16);
+      std::vector<Tensor> params{w.base_weight, w.base_bias, w.base_scale};
+      for (int l = 0; l < c.L; ++l) params.push_back(w.wavelet_weight[l]);
+      for (int l = 0; l < c.L; ++l) params.push_back(w.wavelet_scale[l]);
+      for (Tensor& p : params) p.requires_grad_();
+
+      autograd::backward(wtconv2d(xb, w, c.stride, mode), gyb);
+      ASSERT_TRUE(xb.grad().defined());
+      ASSERT_EQ(xb.grad().dtype(), DType::bf16);
+
+      autograd::NoGradGuard ng;  // the checks below record nothing
+      // exactly the f32 backward on the widened x and grad_y, grad_x rounded to nearest even
+      const kernels::WTConvGrads want = kernels::cpu::wtconv_backward(
+          xb.to(DType::f32), w, gyb.to(DType::f32), c.stride, true, mode);
+      EXPECT_EQ(bits_of(xb.grad()), rne_bits(want.x.to_vector<float>()));
+      std::vector<Tensor> want_p{want.base_weight, want.base_bias, want.base_scale};
+      for (int l = 0; l < c.L; ++l) want_p.push_back(want.wavelet_weight[l]);
+      for (int l = 0; l < c.L; ++l) want_p.push_back(want.wavelet_scale[l]);
+      for (size_t k = 0; k < params.size(); ++k) {
+        ASSERT_EQ(params[k].grad().dtype(), DType::f32) << "parameter " << k;
+        EXPECT_EQ(params[k].grad().to_vector<float>(), want_p[k].to_vector<float>())
+            << "parameter " << k;
+      }
+
+      // close to the f32 backward on the unrounded inputs (see kBf16VsF32Tol)
+      const auto g32 =
+          all_grads(kernels::cpu::wtconv_backward(x32, w, gy32, c.stride, true, mode));
+      std::vector<Tensor> got{xb.grad()};
+      for (const Tensor& p : params) got.push_back(p.grad());
+      // all_grads order: x, base_weight, base_bias, base_scale, then (weight, scale) per level
+      std::vector<Tensor> ordered{got[0], got[1], got[2], got[3]};
+      for (int l = 0; l < c.L; ++l) {
+        ordered.push_back(got[4 + l]);
+        ordered.push_back(got[4 + c.L + l]);
+      }
+      double worst = 0;
+      for (size_t k = 0; k < g32.size(); ++k) {
+        const double err = test::rel_error(ordered[k], g32[k].second);
+        EXPECT_LT(err, kBf16VsF32Tol) << g32[k].first;
+        worst = std::max(worst, err);
+      }
+      std::printf("  bf16 vs f32 gradients %s %s: worst rel error %.2e\n", describe(c).c_str(),
+                  mode == WTConvMode::fused ? "fused" : "reference", worst);
+    }
+    seed += 10;
+  }
+}
+
+TEST(WTConvBf16, LayerRunsOnBf16WithF32Parameters) {
+  Generator gen(12);
+  WTConv2d m(6, 6, {.kernel_size = 5, .wt_levels = 3}, gen);
+  Tensor x = test::random({2, 15, 13, 6}, 13, DType::f32).to(DType::bf16).requires_grad_();
+  Tensor y = m.forward(x);
+  EXPECT_EQ(y.dtype(), DType::bf16);
+  EXPECT_EQ(y.shape(), x.shape());
+  autograd::backward(y, test::random(y.shape(), 14, DType::f32).to(DType::bf16));
+  EXPECT_EQ(x.grad().dtype(), DType::bf16);
+  EXPECT_EQ(m.base_weight.grad().dtype(), DType::f32);
+  EXPECT_EQ(m.wavelet_scale[2].grad().dtype(), DType::f32);
+  for (float v : m.wavelet_weight[2].grad().to_vector<float>()) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_EQ(autograd::tape_size(), 0u);
+
+  // a bias-free layer: the zero bias the op adds has the parameters' dtype
+  WTConv2d nb(3, 3, {.kernel_size = 3, .wt_levels = 2, .bias = false}, gen);
+  EXPECT_EQ(nb.forward(test::random({1, 7, 9, 3}, 15, DType::bf16)).dtype(), DType::bf16);
+}
+
+TEST(WTConvBf16, MixedDtypeErrorsNameTheTensors) {
+  const Config c{1, 6, 6, 2, 3, 2, 1};
+  const Tensor xb = test::random({1, 6, 6, 2}, 16, DType::bf16);
+  // bf16 x needs f32 parameters
+  std::string m = error_of(
+      [&] { wtconv2d(xb, random_weights(c, 17, DType::f64), 1, WTConvMode::fused); });
+  EXPECT_NE(m.find("base_weight"), std::string::npos) << m;
+  EXPECT_NE(m.find("must be f32"), std::string::npos) << m;
+  kernels::WTConvWeights w = random_weights(c, 18, DType::f32);
+  w.wavelet_scale[1] = w.wavelet_scale[1].to(DType::bf16);
+  m = error_of([&] { wtconv2d(xb, w, 1, WTConvMode::reference); });
+  EXPECT_NE(m.find("wavelet_scale[1]"), std::string::npos) << m;
+  // grad_y must have x's dtype
+  m = error_of([&] {
+    wtconv2d_run_backward(xb, random_weights(c, 19, DType::f32),
+                          test::random({1, 6, 6, 2}, 20, DType::f32), 1, true, WTConvMode::fused);
+  });
+  EXPECT_NE(m.find("grad_y"), std::string::npos) << m;
+  EXPECT_NE(m.find("bf16"), std::string::npos) << m;
+}
+
