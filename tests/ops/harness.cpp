@@ -179,19 +179,19 @@ std::vector<Diff> compare(const OpCase& c, const Result& got, const Result& want
 
 std::string format_diffs(const std::vector<Diff>& diffs) {
   std::vector<Diff> v = diffs;
-  std::stable_sort(v.begin(), v.end(), [](const Diff& a, const Diff& b) { return !(a.error < a.bound) && b.error < b.bound; });
+  std::stable_sort(v.begin(), v.end(), [](const Diff& a, const Diff& b) { return !a.ok() && b.ok(); });
   std::ostringstream os;
   os.precision(3);
   for (const Diff& x : v)
     os << (os.tellp() > 0 ? ", " : "") << x.what << ' ' << x.error
-       << (x.error < x.bound ? " < " : " NOT < ") << x.bound;
+       << (x.ok() ? " < " : " NOT < ") << x.bound;
   return os.str();
 }
 
 namespace {
 
 bool all_ok(const std::vector<Diff>& diffs) {
-  return std::all_of(diffs.begin(), diffs.end(), [](const Diff& x) { return x.error < x.bound; });
+  return std::all_of(diffs.begin(), diffs.end(), [](const Diff& x) { return x.ok(); });
 }
 
 /// Fills (poison + guard bytes) every allocation on `device` while it lives; reports the guards
