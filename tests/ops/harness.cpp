@@ -217,6 +217,17 @@ Tensor upstream(const OpCase& c, const Shape& shape, DType dtype) {
   return test::random(shape, c.seed * 7919 + 5, DType::f64).to(dtype).to(DType::f64);
 }
 
+// Each gradient must come in its input's dtype: bf16 for bf16 activations, f32 for the f32 master
+// parameters (never rounded to bf16 on the way into the optimizer).
+std::string grad_dtype_failures(const OpCase& c, const Result& got, const std::vector<Tensor>& inputs) {
+  std::string f;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (got.grads[i].defined() && got.grads[i].dtype() != inputs[i].dtype())
+      f += str("grad ", c.inputs[i].name, " is ", dtype_name(got.grads[i].dtype()), ", its input ",
+               dtype_name(inputs[i].dtype()), "; ");
+  return f;
+}
+
 Shape output_shape(const OpCase& c, const std::vector<Tensor>& inputs) {
   autograd::NoGradGuard ng;
   return c.fn(inputs).shape();
@@ -264,10 +275,7 @@ std::string check_bf16_cpu(const OpCase& c) {
     if (got.y.dtype() != c.bf16_output)
       failure += str("output dtype ", dtype_name(got.y.dtype()), ", want ",
                      dtype_name(c.bf16_output), "; ");
-    for (size_t i = 0; i < in_b.size(); ++i)
-      if (got.grads[i].defined() && got.grads[i].dtype() != in_b[i].dtype())
-        failure += str("grad ", c.inputs[i].name, " is ", dtype_name(got.grads[i].dtype()),
-                       ", its input ", dtype_name(in_b[i].dtype()), "; ");
+    failure += grad_dtype_failures(c, got, in_b);
     // The output must be the f32 result rounded once to the output dtype.
     Result want = ref;
     {
@@ -353,6 +361,7 @@ std::string check_device(const OpCase& c, const Precision& p) {
         return str("the CPU bf16 reference throws: ", e.what());
       }
       got = run_cuda(in_cpu, gy);
+      failure += grad_dtype_failures(c, got, in_cpu);
       out = grad = c.bf16_device;
       overrides.clear();
       want_dtype = c.bf16_output;

@@ -83,7 +83,8 @@ inline constexpr Tol kBf16OutIntermediateTol{
 inline constexpr Tol kBf16GradIntermediateTol{
     1.0 / 64, "gradients through an intermediate rounded to bf16: a few ulps (2^-6)"};
 inline constexpr Tol kBf16DeviceTol{
-    1.0 / 64, "both sides f32 math with bf16 storage, summed in other orders: an ulp or two"};
+    2e-2, "f32 math, bf16 storage, other summation orders: a sum near a rounding boundary rounds "
+          "the other way (2^-8) and feeds later roundings"};
 
 struct OpCase {
   std::string op;    ///< the op or family ("conv2d"); test names are op_name
