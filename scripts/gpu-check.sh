@@ -49,10 +49,10 @@ if has test; then
   fi
 fi
 if has sanitize; then
-  log "compute-sanitizer memcheck (WTConv, conv, depthwise and pinned-memory GPU tests)"
+  log "compute-sanitizer memcheck (WTConv, conv, depthwise, bf16 kernel and pinned-memory GPU tests)"
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_ops \
-    --gtest_filter='*WTConvGpu*:*GpuConv2d*:*GpuDepthwise*' > "$OUT/memcheck.log" 2>&1
+    --gtest_filter='*WTConvGpu*:*GpuConv2d*:*GpuDepthwise*:*GpuBf16Kernels*' > "$OUT/memcheck.log" 2>&1
   status[memcheck]=$?
   tail -4 "$OUT/memcheck.log"
   "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_gpu --gtest_filter='*Pinned*' \

@@ -38,6 +38,13 @@ OpCase conv_case(std::string name, Conv c, unsigned modes) {
 
 constexpr unsigned kSmall = kGrad | kBf16 | kDevice;
 
+// Weights in [-0.3, 0.3], the scale of trained layers.
+OpCase narrow(OpCase c) {
+  c.inputs[1].lo = -0.3;
+  c.inputs[1].hi = 0.3;
+  return c;
+}
+
 std::vector<OpCase> small_cases() {
   std::vector<OpCase> v;
   for (const ConvConfig& c : kConvConfigs)
@@ -62,6 +69,15 @@ const bool registered = register_cases({
     conv_case("dense3x3_pad1_16_24", {2, 9, 10, 16, 24, 3, 1, 1, 1, true}, kDevice),
     conv_case("groups2_8_6", {2, 8, 7, 8, 6, 3, 1, 1, 2, true}, kDevice),
     conv_case("pointwise_12_20", {2, 5, 6, 12, 20, 1, 1, 0, 1, true}, kDevice),
+    // every route of the bf16 kernels at 12x12: depthwise vector widths 8 / 4 / 1, a run-time K,
+    // patchify GEMMs, cuDNN (weights in [-0.3, 0.3])
+    narrow(conv_case("bf16_dw7x7_vec8_C96", {2, 12, 12, 96, 96, 7, 1, 3, 96, true}, kDevice | kBf16)),
+    narrow(conv_case("bf16_dw5x5_vec4_C12", {2, 12, 12, 12, 12, 5, 1, 2, 12, true}, kDevice)),
+    narrow(conv_case("bf16_dw3x3_s2_vec1_C7", {2, 12, 12, 7, 7, 3, 2, 1, 7, true}, kDevice | kBf16)),
+    narrow(conv_case("bf16_dw9x9_runtime_K", {2, 12, 12, 16, 16, 9, 1, 4, 16, true}, kDevice)),
+    narrow(conv_case("bf16_patchify2x2_16_32", {2, 12, 12, 16, 32, 2, 2, 0, 1, true}, kDevice)),
+    narrow(conv_case("bf16_stem4x4_3_24", {2, 12, 12, 3, 24, 4, 4, 0, 1, true}, kDevice | kBf16)),
+    narrow(conv_case("bf16_dense3x3_8_12", {2, 12, 12, 8, 12, 3, 1, 1, 1, true}, kDevice)),
     // ConvNeXt-T at batch 64: stage-1 depthwise 7x7, the stem, the first downsampling
     conv_case("dw7x7_convnext_t_s1_b64", {64, 56, 56, 96, 96, 7, 1, 3, 96, true}, kPerf),
     conv_case("stem4x4_convnext_t_b64", {64, 224, 224, 3, 96, 4, 4, 0, 1, true}, kPerf),

@@ -25,7 +25,31 @@ OpCase drop_case(std::string name, Shape x, double p, uint64_t gen_seed, unsigne
           .f32 = {1e-6, "one f32 multiply per element (the scale is exact in f32)"}};
 }
 
+// scale_samples, the op drop_path records, with a dropped (0), a doubled and a 1.25 sample; the
+// scale is f32 for bf16 activations (the f32 draw of the host), else x's dtype.
+OpCase samples_case(std::string name, Shape x, unsigned modes) {
+  return {.op = "scale_samples",
+          .name = std::move(name),
+          .inputs = {act("x", x)},
+          .fn = [](const std::vector<Tensor>& v) {
+            const DType dt = v[0].dtype() == DType::bf16 ? DType::f32 : v[0].dtype();
+            std::vector<double> s(static_cast<size_t>(v[0].size(0)));
+            for (size_t i = 0; i < s.size(); ++i) s[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 2.0 : 1.25;
+            return scale_samples(v[0], Tensor::from_vector<double>({v[0].size(0)}, s).to(dt).to(v[0].device()));
+          },
+          .modes = modes,
+          .flops = per_element(double(shape_numel(x)), 1, 1),
+          .bf16_pending = kPending,
+          .f32 = {1e-6, "one f32 multiply per element by an exact scale"}};
+}
+
 const bool registered = register_cases({
+    samples_case("small_3x2x2", {3, 2, 2}, kGrad | kBf16 | kDevice),
+    samples_case("vec8_3x5x7x96", {3, 5, 7, 96}, kDevice | kBf16),
+    samples_case("vec4_3x5x7x12", {3, 5, 7, 12}, kDevice),
+    samples_case("vec1_3x5x7x7", {3, 5, 7, 7}, kDevice),
+    samples_case("convnext_t_s1_b64", {64, 56, 56, 96}, kPerf),
+
     drop_case("p05_6x2x2x3", {6, 2, 2, 3}, 0.5, 5, kGrad | kBf16 | kDevice),
     drop_case("p04_16x4x4x8", {16, 4, 4, 8}, 0.4, 9, kDevice | kBf16),
     drop_case("p03_8x14x14x48", {8, 14, 14, 48}, 0.3, 3, kDevice),

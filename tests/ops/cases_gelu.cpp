@@ -30,6 +30,10 @@ const bool registered = register_cases({
     gelu_case("n100003", {100003}, kDevice),
     gelu_case("nhwc_4x8x8x24", {4, 8, 8, 24}, kDevice | kBf16),
     gelu_case("mlp_2x28x28x384", {2, 28, 28, 384}, kDevice),
+    // the vector widths of the bf16 kernels: C % 8 == 0, C % 4 == 0, odd C
+    gelu_case("vec8_3x5x7x96", {3, 5, 7, 96}, kDevice | kBf16),
+    gelu_case("vec4_3x5x7x12", {3, 5, 7, 12}, kDevice),
+    gelu_case("vec1_3x5x7x7", {3, 5, 7, 7}, kDevice | kBf16),
     gelu_case("convnext_t_s1_b64", {64, 56, 56, 384}, kPerf),
 });
 

@@ -44,6 +44,12 @@ OpCase fused_case(std::string name, Shape x, unsigned modes) {
           .bf16_pending = kPending};
 }
 
+OpCase positive_gamma(OpCase c) {
+  c.inputs.back().lo = 0.1;
+  c.inputs.back().hi = 1.0;
+  return c;
+}
+
 const bool registered = register_cases({
     scale_case("nhwc_2x3x3x5", {2, 3, 3, 5}, kGrad | kBf16 | kDevice),
     // gamma only, x a constant permuted view
@@ -56,6 +62,10 @@ const bool registered = register_cases({
     scale_case("convnext_4x28x28x96", {4, 28, 28, 96}, kDevice),
     scale_case("odd_3x5x5x33", {3, 5, 5, 33}, kDevice | kBf16),
     scale_case("one_row_1x1x1x5", {1, 1, 1, 5}, kDevice | kBf16),
+    // the vector widths of the bf16 kernels (C % 8, C % 4, odd), gamma in [0.1, 1) as trained
+    positive_gamma(scale_case("vec8_3x5x7x96", {3, 5, 7, 96}, kDevice)),
+    positive_gamma(scale_case("vec4_3x5x7x12", {3, 5, 7, 12}, kDevice | kBf16)),
+    positive_gamma(scale_case("vec1_3x5x7x7", {3, 5, 7, 7}, kDevice)),
     scale_case("convnext_t_s1_b64", {64, 56, 56, 96}, kPerf),
 
     residual_case("block_2x2x3", {2, 2, 3}, kGrad | kBf16 | kDevice),
@@ -70,6 +80,9 @@ const bool registered = register_cases({
     fused_case("small_2x3x4", {2, 3, 4}, kGrad | kBf16 | kDevice),
     fused_case("convnext_2x14x14x96", {2, 14, 14, 96}, kDevice | kBf16),
     fused_case("odd_3x5x5x33", {3, 5, 5, 33}, kDevice),
+    positive_gamma(fused_case("vec8_3x5x7x96", {3, 5, 7, 96}, kDevice | kBf16)),
+    positive_gamma(fused_case("vec4_3x5x7x12", {3, 5, 7, 12}, kDevice)),
+    positive_gamma(fused_case("vec1_3x5x7x7", {3, 5, 7, 7}, kDevice)),
     fused_case("convnext_t_s1_b64", {64, 56, 56, 96}, kPerf),
 });
 

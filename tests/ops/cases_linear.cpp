@@ -35,6 +35,13 @@ OpCase linear_case(std::string name, Shape x, int64_t out, bool bias, unsigned m
   return c;
 }
 
+// Weights in [-0.3, 0.3], the scale of trained layers (outputs stay O(1) for wide inputs).
+OpCase narrow(OpCase c) {
+  c.inputs[1].lo = -0.3;
+  c.inputs[1].hi = 0.3;
+  return c;
+}
+
 const bool registered = register_cases({
     // every rank, with and without bias
     linear_case("rank3", {2, 3, 4}, 5, true, kGrad | kBf16 | kDevice),
@@ -60,6 +67,14 @@ const bool registered = register_cases({
     linear_case("fc1_convnext_t_s1_b64", {64, 56, 56, 96}, 384, true, kPerf),
     linear_case("fc2_convnext_t_s1_b64", {64, 56, 56, 384}, 96, true, kPerf),
     linear_case("head_b128_1000", {128, 768}, 1000, true, kPerf),
+
+    // every vector width of the bf16 kernels (in % 8 == 0, % 4 == 0, odd); weights in [-0.3, 0.3]
+    narrow(linear_case("vec8_2x5x6x8_25", {2, 5, 6, 8}, 25, true, kDevice | kBf16)),
+    narrow(linear_case("vec4_2x5x6x12_37", {2, 5, 6, 12}, 37, true, kDevice)),
+    narrow(linear_case("vec1_2x5x6x7_22", {2, 5, 6, 7}, 22, true, kDevice)),
+    narrow(linear_case("vec8_2x5x6x8_25", {2, 5, 6, 8}, 25, true, kDevice | kBf16, true)),
+    narrow(linear_case("vec4_2x5x6x12_37", {2, 5, 6, 12}, 37, true, kDevice, true)),
+    narrow(linear_case("vec1_2x5x6x7_22", {2, 5, 6, 7}, 22, true, kDevice, true)),
 
     linear_case("small", {2, 3, 5}, 4, true, kGrad | kBf16 | kDevice, true),
     linear_case("nobias", {3, 6}, 2, false, kGrad | kBf16 | kDevice, true),

@@ -42,6 +42,10 @@ const bool registered = register_cases({
     norm_case("wide_3x1000", {3, 1000}, -2, 3, kDevice),
     norm_case("rows_4x32x32x64", {4, 32, 32, 64}, -2, 3, kDevice),
     norm_case("one_row_1x1x1x7", {1, 1, 1, 7}, -2, 3, kDevice | kBf16),
+    // the vector widths of the bf16 kernels: C % 8 == 0, C % 4 == 0, odd C
+    norm_case("vec8_3x5x7x96", {3, 5, 7, 96}, -2, 3, kDevice),
+    norm_case("vec4_3x5x7x12", {3, 5, 7, 12}, -2, 3, kDevice | kBf16),
+    norm_case("vec1_3x5x7x7", {3, 5, 7, 7}, -2, 3, kDevice),
     // ConvNeXt-T at batch 64: stage 1 and stage 4
     norm_case("convnext_t_s1_b64", {64, 56, 56, 96}, -2, 3, kPerf),
     norm_case("convnext_t_s4_b64", {64, 7, 7, 768}, -2, 3, kPerf),

@@ -59,6 +59,9 @@ const bool registered = register_cases({
     pool_case("odd_3x5x3x37", {3, 5, 3, 37}, kDevice),
     pool_case("large_map_1x56x56x96", {1, 56, 56, 96}, kDevice),
     pool_case("one_pixel_2x1x1x5", {2, 1, 1, 5}, kDevice | kBf16),
+    pool_case("vec8_3x5x7x96", {3, 5, 7, 96}, kDevice),
+    pool_case("vec4_3x5x7x12", {3, 5, 7, 12}, kDevice | kBf16),
+    pool_case("vec1_3x5x7x7", {3, 5, 7, 7}, kDevice),
     pool_case("head_convnext_t_b128", {128, 7, 7, 768}, kPerf),
 
     flatten_case("permuted_2x3x2", {2, 3, 2}, {0, 2, 1}, 1, kGrad | kBf16 | kDevice),

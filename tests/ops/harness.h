@@ -83,7 +83,8 @@ inline constexpr Tol kBf16OutIntermediateTol{
 inline constexpr Tol kBf16GradIntermediateTol{
     1.0 / 64, "gradients through an intermediate rounded to bf16: a few ulps (2^-6)"};
 inline constexpr Tol kBf16DeviceTol{
-    1.0 / 64, "both sides f32 math with bf16 storage, summed in other orders: an ulp or two"};
+    2e-2, "f32 math, bf16 storage, other summation orders: a sum near a rounding boundary rounds "
+          "the other way (2^-8) and feeds later roundings"};
 
 struct OpCase {
   std::string op;    ///< the op or family ("conv2d"); test names are op_name
@@ -146,8 +147,8 @@ inline Flops per_element(double n, double fwd, double bwd) { return {n * fwd, n 
 std::vector<Tensor> make_inputs(const OpCase& c, DType dtype, Device device);
 /// The bf16 set: activations bf16, parameters f32 holding bf16-representable values, labels i64.
 std::vector<Tensor> make_bf16_inputs(const OpCase& c, Device device);
-/// `inputs` on `device`, every floating tensor converted to `dtype` (bf16 widens exactly), or
-/// kept in its own dtype when `dtype` is undefined (std::nullopt-like: pass keep_dtype = true).
+/// `inputs` copied to `device`, every floating tensor converted to `dtype` (bf16 widens exactly),
+/// or kept in its own dtype when keep_dtype.
 std::vector<Tensor> convert_inputs(const OpCase& c, const std::vector<Tensor>& inputs,
                                    DType dtype, Device device, bool keep_dtype = false);
 
@@ -168,17 +169,18 @@ struct Diff {
   std::string what;
   double error;
   double bound;
-  bool ok() const { return error <= bound; }
+  bool ok() const { return error < bound; }  ///< strict, as the tests' EXPECT_LT
 };
 /// Compares y and every gradient of `got` against `want` with bound `out` for y and `grad` (or
 /// an override) for gradients; a gradient that is defined on one side only is an error.
 std::vector<Diff> compare(const OpCase& c, const Result& got, const Result& want, Tol out,
                           Tol grad, const std::map<std::string, Tol>& grad_overrides = {});
-/// "y 1.2e-06 <= 1e-05, grad x ..." (the failing ones first).
+/// "y 3e-06 NOT < 1e-06, grad x 2e-07 < 1e-05" (the failing ones first).
 std::string format_diffs(const std::vector<Diff>& diffs);
 
-// ---- modes (each throws nothing; failures are gtest failures) ------------------------------------
+// ---- modes (they catch the op's errors and report them) -------------------------------------------
 
+/// The grad mode; failures are gtest failures.
 void run_grad(const OpCase& c);
 /// The bf16 CPU check; returns "" on success, else why it failed.
 std::string check_bf16_cpu(const OpCase& c);
