@@ -52,6 +52,14 @@ TransformOptions make_transform_options(const train::Config& cfg, bool train) {
   t.ratio = {cfg.ratio.at(0), cfg.ratio.at(1)};
   t.mean = cfg.mean;
   t.std = cfg.std;
+  if (train) {
+    t.interpolation = cfg.train_interpolation;
+    t.auto_augment = cfg.aa;
+    t.color_jitter = cfg.color_jitter;
+    t.random_erasing.probability = cfg.reprob;
+    t.random_erasing.mode = cfg.remode;
+    t.random_erasing.max_count = cfg.recount;
+  }
   return t;
 }
 
@@ -64,7 +72,29 @@ LoaderOptions make_loader_options(const train::Config& cfg, bool train) {
   o.seed = static_cast<uint64_t>(cfg.seed);
   o.max_steps = train ? cfg.max_steps_per_epoch : 0;  // evaluation always covers the whole split
   o.pin_memory = cfg.pin_mem && cfg.device != "cpu";  // pinning only helps copies to a GPU
+  if (train && mixup_active(cfg)) {
+    o.mixup = std::make_shared<const Mixup>(mixup_options(cfg));
+    o.mixup_off_epoch = cfg.mixup_off_epoch;
+  }
   return o;
+}
+
+bool mixup_active(const train::Config& cfg) {
+  return cfg.mixup > 0 || cfg.cutmix > 0 || !cfg.cutmix_minmax.empty();
+}
+
+MixupOptions mixup_options(const train::Config& cfg) {
+  MixupOptions m;
+  m.mixup_alpha = cfg.mixup;
+  m.cutmix_alpha = cfg.cutmix;
+  if (cfg.cutmix_minmax.size() == 2)
+    m.cutmix_minmax = std::array<double, 2>{cfg.cutmix_minmax[0], cfg.cutmix_minmax[1]};
+  m.prob = cfg.mixup_prob;
+  m.switch_prob = cfg.mixup_switch_prob;
+  m.mode = cfg.mixup_mode;
+  m.label_smoothing = cfg.smoothing;
+  m.num_classes = cfg.num_classes;
+  return m;
 }
 
 std::unique_ptr<DataLoader> make_loader(const train::Config& cfg, bool train, std::shared_ptr<const Dataset> dataset) {

@@ -23,13 +23,22 @@ struct Datasets {
 /// cfg.num_classes.
 Datasets make_datasets(const train::Config& cfg);
 
-/// Train (random resized crop + flip) or eval (resize + center crop) options from the config.
+/// Train (random resized crop with train_interpolation + flip + aa / color_jitter + random erasing
+/// reprob / remode / recount) or eval (resize + center crop) options from the config.
 TransformOptions make_transform_options(const train::Config& cfg, bool train);
 
 /// Train: batch_size, shuffle, drop_last, max_steps_per_epoch. Eval: validation_batch_size (or
-/// batch_size), dataset order, keep the last partial batch, never capped (so top-1 is always over the
-/// whole validation split). Both: workers, seed, and pin_mem unless device is cpu.
+/// batch_size), dataset order, keep the last partial batch, never capped (so top-1 is always over
+/// the whole validation split). Both: workers, seed, and pin_mem unless device is cpu. Train with
+/// mixup or cutmix on: the batch Mixup of mixup_options (soft targets), off from mixup_off_epoch.
 LoaderOptions make_loader_options(const train::Config& cfg, bool train);
+
+/// Mixup / CutMix from mixup, cutmix, cutmix_minmax, mixup_prob, mixup_switch_prob, mixup_mode,
+/// smoothing and num_classes (timm's mixup_args).
+MixupOptions mixup_options(const train::Config& cfg);
+/// Whether the config mixes batches (mixup > 0, cutmix > 0 or cutmix_minmax set): the loss then
+/// takes the loader's soft targets.
+bool mixup_active(const train::Config& cfg);
 
 /// A loader over `dataset` with the options and transform above.
 std::unique_ptr<DataLoader> make_loader(const train::Config& cfg, bool train, std::shared_ptr<const Dataset> dataset);

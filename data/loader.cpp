@@ -14,7 +14,7 @@
 namespace hg::data {
 
 namespace {
-constexpr uint64_t kShuffleStream = 1, kSampleStream = 2;
+constexpr uint64_t kShuffleStream = 1, kSampleStream = 2, kMixStream = 3;
 // CPU time of the calling thread, s.
 double thread_cpu_seconds() {
   timespec ts{};
@@ -137,7 +137,20 @@ Batch DataLoader::make_batch(int64_t step) const {
     batch.file_bytes += s.region.info.file_bytes;
     ++batch.decoded[s.region.info.key()];
   }
+  if (opts_.mixup) mix_batch(batch);
   return batch;
+}
+
+void DataLoader::mix_batch(Batch& batch) const {
+  const int64_t n = batch.labels.numel(), K = opts_.mixup->options().num_classes;
+  batch.targets = opts_.pin_memory ? Tensor::empty_pinned({n, K}, DType::f32)
+                                   : Tensor::empty({n, K}, DType::f32, Device::cpu);
+  Generator gen(mix_seed(opts_.seed, kMixStream, static_cast<uint64_t>(batch.epoch),
+                         static_cast<uint64_t>(batch.step)));
+  const bool enabled = opts_.mixup_off_epoch <= 0 || batch.epoch < opts_.mixup_off_epoch;
+  const Shape& s = batch.images.shape();
+  opts_.mixup->apply(batch.images.data<float>(), n, s[1], s[2], s[3], batch.labels.data<int64_t>(),
+                     batch.targets.data<float>(), gen, enabled);
 }
 
 void DataLoader::worker_loop() {

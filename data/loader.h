@@ -20,6 +20,7 @@
 
 #include "core/tensor.h"
 #include "data/dataset.h"
+#include "data/mixup.h"
 #include "data/transforms.h"
 
 namespace hg::data {
@@ -35,12 +36,18 @@ struct LoaderOptions {
   /// Build batches in page-locked host memory (core/pinned_memory.h) so that Tensor::to(cuda)
   /// queues the copy and returns; PyTorch's pin_memory. Has no effect without a usable GPU.
   bool pin_memory = false;
+  /// Batch-level mixup / cutmix (data/mixup.h), applied by the worker that builds the batch with a
+  /// generator seeded by (seed, epoch, step); null = none. Batches then carry soft targets.
+  std::shared_ptr<const Mixup> mixup;
+  /// Epochs >= this (when > 0) get smoothed one-hot targets and no mixing.
+  int64_t mixup_off_epoch = 0;
 };
 
 /// One batch, in CPU memory (page-locked with LoaderOptions::pin_memory).
 struct Batch {
   Tensor images;  ///< f32 (N, img_size, img_size, C), normalised
   Tensor labels;  ///< i64 (N), class indices
+  Tensor targets;  ///< f32 (N, num_classes) soft targets when the loader mixes (else undefined)
   int64_t epoch = 0, step = 0;
   int64_t file_bytes = 0;                   ///< compressed bytes decoded for it
   std::map<std::string, int64_t> decoded;   ///< images per DecodeInfo::key()
@@ -88,6 +95,7 @@ class DataLoader {
 
  private:
   Batch make_batch(int64_t step) const;
+  void mix_batch(Batch& batch) const;  // opts_.mixup on the finished batch
   void worker_loop();
   void stop_workers();
   void count(const Batch& b);  // adds a finished batch to the counters; mu_ held

@@ -1,4 +1,5 @@
-// Random resized crop, center crop, bilinear resampling and normalisation (see transforms.h).
+// Random resized crop, center crop, resampling, the 8-bit augmentations and normalisation, random
+// erasing (see transforms.h).
 #include "data/transforms.h"
 
 #include <algorithm>
@@ -15,9 +16,21 @@ struct Taps {
   std::vector<float> w;
 };
 
-Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len) {
+// PIL's resampling filters of a distance t in input pixels (before widening): support 1 and 2.
+double triangle(double t) { return std::max(0.0, 1.0 - std::fabs(t)); }
+double cubic_half(double t) {  // Keys' cubic with a = -0.5 (PIL's BICUBIC resize)
+  constexpr double a = -0.5;
+  t = std::fabs(t);
+  if (t < 1.0) return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+  if (t < 2.0) return (((t - 5.0) * t + 8.0) * t - 4.0) * a;
+  return 0.0;
+}
+double support_of(Interp interp) { return interp == Interp::bicubic ? 2.0 : 1.0; }
+
+Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len, Interp interp) {
   const double scale = len / static_cast<double>(out_len);  // input pixels per output pixel
-  const double stretch = std::max(scale, 1.0);  // shrinking widens the triangle: every input counts
+  const double stretch = std::max(scale, 1.0);  // shrinking widens the filter: every input counts
+  const double support = support_of(interp) * stretch;
   Taps t;
   t.first.resize(static_cast<size_t>(out_len));
   t.count.resize(static_cast<size_t>(out_len));
@@ -25,15 +38,18 @@ Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len) {
   std::vector<double> v;
   for (int64_t i = 0; i < out_len; ++i) {
     const double center = start + (static_cast<double>(i) + 0.5) * scale;  // pixel j has center j + 0.5
-    int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(center - stretch)));
-    const int64_t hi = std::min<int64_t>(in_len, static_cast<int64_t>(std::ceil(center + stretch)));
+    int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(center - support)));
+    const int64_t hi = interp == Interp::nearest  // nearest: no taps, the one pixel is chosen below
+                           ? lo
+                           : std::min<int64_t>(in_len, static_cast<int64_t>(std::ceil(center + support)));
     v.clear();
     double sum = 0;
     for (int64_t j = lo; j < hi; ++j) {
-      v.push_back(std::max(0.0, 1.0 - std::fabs((static_cast<double>(j) + 0.5 - center) / stretch)));
+      const double d = (static_cast<double>(j) + 0.5 - center) / stretch;
+      v.push_back(interp == Interp::bicubic ? cubic_half(d) : triangle(d));
       sum += v.back();
     }
-    if (sum <= 0) {  // center outside the image (cannot happen for boxes inside it): nearest pixel
+    if (sum == 0) {  // nearest, or a center outside the image (not for boxes inside it)
       lo = std::clamp<int64_t>(static_cast<int64_t>(std::floor(center)), 0, in_len - 1);
       v.assign(1, 1.0);
       sum = 1;
@@ -49,18 +65,25 @@ Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len) {
 }  // namespace
 
 int64_t resample_reach(double box_len, int64_t out_len) {
-  // axis_taps reads [floor(center - stretch), ceil(center + stretch)) with centers inside the box.
-  return static_cast<int64_t>(std::ceil(std::max(box_len / static_cast<double>(out_len), 1.0))) + 1;
+  // axis_taps reads [floor(center - support), ceil(center + support)) with centers inside the box.
+  const double stretch = std::max(box_len / static_cast<double>(out_len), 1.0);
+  return static_cast<int64_t>(std::ceil(support_of(Interp::bicubic) * stretch)) + 1;
 }
 
 void resample_bilinear(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
                        float* out) {
-  HG_CHECK(src.height > 0 && src.width > 0 && src.channels > 0, "resample_bilinear: empty image ", src.height,
+  resample(src, box, out_h, out_w, flip, Interp::bilinear, out);
+}
+
+void resample(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
+              Interp interp, float* out) {
+  HG_CHECK(src.height > 0 && src.width > 0 && src.channels > 0, "resample: empty image ", src.height,
            "x", src.width, "x", src.channels);
-  HG_CHECK(out_h > 0 && out_w > 0 && box.w > 0 && box.h > 0, "resample_bilinear: bad box ", box.w, "x", box.h,
+  HG_CHECK(out_h > 0 && out_w > 0 && box.w > 0 && box.h > 0, "resample: bad box ", box.w, "x", box.h,
            " or output ", out_h, "x", out_w);
   const int64_t C = src.channels;
-  const Taps tx = axis_taps(box.x, box.w, src.width, out_w), ty = axis_taps(box.y, box.h, src.height, out_h);
+  const Taps tx = axis_taps(box.x, box.w, src.width, out_w, interp),
+             ty = axis_taps(box.y, box.h, src.height, out_h, interp);
   // Columns the horizontal pass reads.
   int64_t x0 = src.width, x1 = 0;
   for (int64_t i = 0; i < out_w; ++i) {
@@ -146,7 +169,7 @@ CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double 
   return CropBox{left * sx, top * sy, img_size * sx, img_size * sy};
 }
 
-Transform::Transform(TransformOptions opts) : opts_(std::move(opts)) {
+Transform::Transform(TransformOptions opts) : opts_(std::move(opts)), random_erasing_(opts_.random_erasing) {
   HG_CHECK(opts_.img_size > 0, "Transform: img_size must be positive, got ", opts_.img_size);
   HG_CHECK(opts_.crop_pct > 0 && opts_.crop_pct <= 1, "Transform: crop_pct must be in (0, 1], got ", opts_.crop_pct);
   HG_CHECK(opts_.scale[0] > 0 && opts_.scale[0] <= opts_.scale[1] && opts_.scale[1] <= 1,
@@ -160,6 +183,17 @@ Transform::Transform(TransformOptions opts) : opts_(std::move(opts)) {
     gain_.push_back(static_cast<float>(1.0 / (255.0 * opts_.std[c])));
     bias_.push_back(static_cast<float>(-opts_.mean[c] / opts_.std[c]));
   }
+  if (opts_.interpolation != "random") parse_interp(opts_.interpolation);  // throws on a bad name
+  if (!opts_.auto_augment.empty()) {
+    AugmentParams params;
+    for (size_t c = 0; c < 3; ++c)  // timm's img_mean: the mean as an 8-bit colour
+      params.fill[c] = static_cast<uint8_t>(
+          std::min(255.0, std::round(255.0 * opts_.mean[std::min(c, opts_.mean.size() - 1)])));
+    if (opts_.interpolation != "random") params.interp = parse_interp(opts_.interpolation);
+    rand_augment_ = std::make_shared<RandAugment>(parse_rand_augment(opts_.auto_augment), params);
+  } else if (opts_.color_jitter > 0) {  // timm turns color jitter off when RandAugment is on
+    color_jitter_ = std::make_shared<ColorJitter>(opts_.color_jitter, opts_.color_jitter, opts_.color_jitter);
+  }
 }
 
 int64_t Transform::output_numel() const {
@@ -168,12 +202,15 @@ int64_t Transform::output_numel() const {
 
 CropPlan Transform::plan(int64_t height, int64_t width, Generator& rng) const {
   CropPlan p;
-  if (opts_.train) {
-    p.box = random_resized_crop_box(height, width, opts_.scale, opts_.ratio, rng);
-    p.flip = opts_.hflip > 0 && rng.uniform() < opts_.hflip;
-  } else {
+  if (!opts_.train) {
     p.box = center_crop_box(height, width, opts_.img_size, opts_.crop_pct);
+    return p;
   }
+  p.box = random_resized_crop_box(height, width, opts_.scale, opts_.ratio, rng);
+  p.flip = opts_.hflip > 0 && rng.uniform() < opts_.hflip;
+  if (opts_.interpolation == "random") p.interp = rng.randint(2) == 0 ? Interp::bilinear : Interp::bicubic;
+  else p.interp = parse_interp(opts_.interpolation);
+  if (rand_augment_ || color_jitter_ || random_erasing_.active()) p.augment_seed = rng.next_u64();
   return p;
 }
 
@@ -181,13 +218,37 @@ void Transform::apply(const Image& img, Generator& rng, float* out) const {
   apply_plan(img, plan(img.height, img.width, rng), out);
 }
 
+Image Transform::augment_8bit(const Image& crop, Generator& rng) const {
+  if (rand_augment_) return rand_augment_->apply(crop, rng);
+  if (color_jitter_) return color_jitter_->apply(crop, rng);
+  return crop;
+}
+
 void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out) const {
   const int64_t C = static_cast<int64_t>(opts_.mean.size());
   HG_CHECK(img.channels == C, "Transform: image has ", img.channels, " channels, mean/std have ", C);
   const int64_t S = opts_.img_size;
-  resample_bilinear(img, plan.box, S, S, plan.flip, out);
-  for (int64_t p = 0; p < S * S; ++p)
-    for (int64_t c = 0; c < C; ++c) out[p * C + c] = out[p * C + c] * gain_[size_t(c)] + bias_[size_t(c)];
+  auto normalise = [&](auto pixel) {  // out[i] = pixel(i) * gain + bias
+    for (int64_t p = 0; p < S * S; ++p)
+      for (int64_t c = 0; c < C; ++c)
+        out[p * C + c] = static_cast<float>(pixel(p * C + c)) * gain_[size_t(c)] + bias_[size_t(c)];
+  };
+  resample(img, plan.box, S, S, plan.flip, plan.interp, out);
+  if (!opts_.train) {
+    normalise([&](int64_t i) { return out[i]; });
+    return;
+  }
+  Generator rng(plan.augment_seed);
+  if (rand_augment_ || color_jitter_) {
+    Image crop{S, S, C, std::vector<uint8_t>(static_cast<size_t>(S * S * C))};
+    for (size_t i = 0; i < crop.pixels.size(); ++i)  // PIL rounds the resized image to 8 bits
+      crop.pixels[i] = static_cast<uint8_t>(std::clamp(std::lround(out[i]), 0L, 255L));
+    const Image aug = augment_8bit(crop, rng);
+    normalise([&](int64_t i) { return aug.pixels[size_t(i)]; });
+  } else {
+    normalise([&](int64_t i) { return out[i]; });
+  }
+  random_erasing_.apply(out, S, S, C, rng);
 }
 
 }  // namespace hg::data

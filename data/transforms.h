@@ -1,19 +1,29 @@
 // Image transforms of timm's create_transform, from an 8-bit image to a normalised float HWC array:
-//   train: RandomResizedCrop(img_size, scale, ratio, bilinear) -> horizontal flip (p = hflip)
-//   eval:  Resize(shorter side -> floor(img_size / crop_pct)) -> CenterCrop(img_size)
+//   train: RandomResizedCrop(img_size, scale, ratio, interpolation) -> horizontal flip (p = hflip)
+//          -> RandAugment (auto_augment) or else ColorJitter (color_jitter), on the 8-bit image
+//          -> normalise -> RandomErasing (random_erasing)
+//   eval:  Resize(shorter side -> floor(img_size / crop_pct)) -> CenterCrop(img_size) (bilinear)
 //   both:  x = (pixel / 255 - mean[c]) / std[c]
 // Crops are never materialised: a crop box (in source pixels, fractional for the eval resize) is
-// resampled straight to the output size. Resampling is separable bilinear with a triangle filter
-// widened by the shrink factor when downscaling (antialiased, like PIL's BILINEAR), so it equals
-// resize-then-crop and an unscaled box copies pixels exactly.
+// resampled straight to the output size. Resampling is separable with PIL's filters widened by the
+// shrink factor when downscaling (antialiased): bilinear (triangle, support 1), bicubic (a = -0.5,
+// support 2), nearest; so it equals resize-then-crop and an unscaled box copies pixels exactly.
+// Without RandAugment / ColorJitter the resampled values stay floats; with them the crop is rounded
+// to 8 bits first (PIL hands an 8-bit image to the ops).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "core/random.h"
+#include "data/color_jitter.h"
 #include "data/image.h"
+#include "data/image_ops.h"
+#include "data/rand_augment.h"
+#include "data/random_erasing.h"
 
 namespace hg::data {
 
@@ -26,12 +36,22 @@ struct TransformOptions {
   std::array<double, 2> ratio{3.0 / 4.0, 4.0 / 3.0};   ///< train: crop aspect (w / h) range
   std::vector<double> mean{0.485, 0.456, 0.406};       ///< per channel, pixel values in [0, 1]
   std::vector<double> std{0.229, 0.224, 0.225};        ///< per channel, > 0
+  /// train: crop filter, "bilinear" | "bicubic" | "nearest" | "random" (bilinear or bicubic per
+  /// image); RandAugment's geometric ops use it too (random: drawn per op).
+  std::string interpolation = "bilinear";
+  std::string auto_augment;   ///< train: RandAugment spec (data/rand_augment.h); "" = none
+  double color_jitter = 0.0;  ///< train: ColorJitter strength when auto_augment is ""; 0 = off
+  RandomErasingOptions random_erasing;  ///< train: probability 0 = off
 };
 
-/// The random part of a transform: the source box and whether to flip.
+/// The random part of a transform: the source box, whether to flip, the crop filter, and the seed
+/// of the image's 8-bit ops and random erasing (drawn with the box, so a plan fixes the whole
+/// augmentation of an image).
 struct CropPlan {
   CropBox box;
   bool flip = false;
+  Interp interp = Interp::bilinear;
+  uint64_t augment_seed = 0;
 };
 
 class Transform {
@@ -44,12 +64,15 @@ class Transform {
   /// Equals apply_plan(img, plan(img.height, img.width, rng), out).
   void apply(const Image& img, Generator& rng, float* out) const;
   /// The crop box (source pixels) and flip for an image of (height, width): train draws the
-  /// random-resized-crop box then the flip from `rng` (in that order), eval takes the center crop.
+  /// random-resized-crop box, the flip, the filter (interpolation "random") and, when an 8-bit op or
+  /// random erasing is on, the augment seed from `rng` (in that order); eval takes the center crop.
   CropPlan plan(int64_t height, int64_t width, Generator& rng) const;
   /// Resamples plan.box of `img` to img_size x img_size (mirrored when plan.flip) and normalises it
   /// into `out` as apply() does. The box may be in the pixels of a region or a reduced-scale decode
   /// (data/image_region.h). Throws hg::Error on a channel mismatch.
   void apply_plan(const Image& img, const CropPlan& plan, float* out) const;
+  /// The 8-bit stage of training: RandAugment, or ColorJitter, or the image unchanged.
+  Image augment_8bit(const Image& crop, Generator& rng) const;
   /// Floats written by apply().
   int64_t output_numel() const;
   const TransformOptions& options() const { return opts_; }
@@ -57,6 +80,9 @@ class Transform {
  private:
   TransformOptions opts_;
   std::vector<float> gain_, bias_;  // out = pixel * gain + bias, per channel
+  std::shared_ptr<const RandAugment> rand_augment_;  // null when off
+  std::shared_ptr<const ColorJitter> color_jitter_;  // null when off (or when RandAugment is on)
+  RandomErasing random_erasing_;
 };
 
 /// torchvision's RandomResizedCrop.get_params: up to 10 tries of an area fraction in `scale` and a
@@ -69,12 +95,15 @@ CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<
 /// with torchvision's rounding (long side truncated, crop offset rounded half to even).
 CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double crop_pct);
 
-/// Pixels beyond a box of `box_len` source pixels (resampled to `out_len`) that resample_bilinear may
-/// read on each side: the filter's half-width, rounded up, plus one.
+/// Pixels beyond a box of `box_len` source pixels (resampled to `out_len`) that resample may read
+/// on each side with any of its filters: the widest (bicubic) half-width, rounded up, plus one.
 int64_t resample_reach(double box_len, int64_t out_len);
 
-/// Resamples `box` of `src` to (out_h, out_w, src.channels) floats in pixel units [0, 255], mirrored
-/// left-right when `flip`. See the file comment for the filter.
+/// Resamples `box` of `src` to (out_h, out_w, src.channels) floats in pixel units (bicubic can
+/// overshoot [0, 255]), mirrored left-right when `flip`. See the file comment for the filters.
+void resample(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
+              Interp interp, float* out);
+/// resample() with the bilinear filter.
 void resample_bilinear(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
                        float* out);
 

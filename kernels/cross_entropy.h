@@ -9,6 +9,11 @@
 // CPU: T = float or double, sums in double; labels are checked by the caller (layers/loss.cpp).
 // CUDA: float; an out-of-range label makes that row's loss NaN (no out-of-bounds read); the batch
 // mean is a fixed-order reduction (deterministic). g is read from device memory (no host sync).
+//
+// Soft targets (timm's SoftTargetCrossEntropy, the loss of mixup / cutmix):
+//   loss_i = sum_j t_ij (lse_i - z_ij),  loss = mean_i loss_i,
+//   dz_ij  = g / N * (softmax_ij * sum_k t_ik - t_ij)   (softmax - t for targets summing to 1).
+// Shapes: targets (N, K) of the logits' dtype; otherwise as above. No gradient for the targets.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +26,12 @@ void cross_entropy_forward(const T* logits, const int64_t* labels, T* lse, T* lo
 template <typename T>
 void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse,
                             const T* grad_loss, T* dlogits, int64_t N, int64_t K, double smoothing);
+template <typename T>
+void soft_cross_entropy_forward(const T* logits, const T* targets, T* lse, T* loss, int64_t N,
+                                int64_t K);
+template <typename T>
+void soft_cross_entropy_backward(const T* logits, const T* targets, const T* lse,
+                                 const T* grad_loss, T* dlogits, int64_t N, int64_t K);
 }  // namespace cpu
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
@@ -29,6 +40,10 @@ void cross_entropy_forward(const float* logits, const int64_t* labels, float* ls
 void cross_entropy_backward(const float* logits, const int64_t* labels, const float* lse,
                             const float* grad_loss, float* dlogits, int64_t N, int64_t K,
                             float smoothing);
+void soft_cross_entropy_forward(const float* logits, const float* targets, float* lse, float* loss,
+                                int64_t N, int64_t K);
+void soft_cross_entropy_backward(const float* logits, const float* targets, const float* lse,
+                                 const float* grad_loss, float* dlogits, int64_t N, int64_t K);
 }  // namespace cuda
 #endif
 }  // namespace hg::kernels

@@ -68,6 +68,55 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s)
   return loss;
 }
 
+Tensor soft_target_cross_entropy(const Tensor& logits_in, const Tensor& targets_in) {
+  const char* op = "soft_target_cross_entropy";
+  HG_CHECK(logits_in.ndim() == 2 && logits_in.size(0) > 0 && logits_in.size(1) > 0, op,
+           ": logits must be non-empty (N, classes), got ", logits_in.describe());
+  HG_CHECK(targets_in.shape() == logits_in.shape(), op, ": targets must have the logits' shape ",
+           shape_str(logits_in.shape()), ", got ", targets_in.describe());
+  HG_CHECK(targets_in.dtype() == logits_in.dtype(), op, ": targets ", targets_in.describe(),
+           " must have the logits' dtype (", logits_in.describe(), ")");
+  HG_CHECK(targets_in.device() == logits_in.device(), op, ": logits ", logits_in.describe(),
+           " and targets ", targets_in.describe(), " are on different devices");
+  const Tensor logits = logits_in.contiguous(), targets = targets_in.contiguous();
+  const int64_t N = logits.size(0), K = logits.size(1);
+  Tensor lse = Tensor::empty({N}, logits.dtype(), logits.device());
+  Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
+  if (logits.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+    check_dtype(op, logits, DType::f32);
+    kernels::cuda::soft_cross_entropy_forward(logits.data<float>(), targets.data<float>(),
+                                              lse.data<float>(), loss.data<float>(), N, K);
+#else
+    throw Error("soft_target_cross_entropy: built without CUDA");
+#endif
+  } else {
+    HG_DISPATCH_FLOAT(logits.dtype(), op, [&] {
+      kernels::cpu::soft_cross_entropy_forward(logits.data<scalar_t>(), targets.data<scalar_t>(),
+                                               lse.data<scalar_t>(), loss.data<scalar_t>(), N, K);
+    });
+  }
+  autograd::record(op, {logits_in}, {loss}, [logits, targets, lse, N, K](autograd::Backward& g) {
+    const Tensor gl = g.grad_output(0).contiguous();
+    Tensor dz = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+    if (logits.device() == Device::cuda) {
+#ifdef HAARGRAD_WITH_CUDA
+      kernels::cuda::soft_cross_entropy_backward(logits.data<float>(), targets.data<float>(),
+                                                 lse.data<float>(), gl.data<float>(),
+                                                 dz.data<float>(), N, K);
+#endif
+    } else {
+      HG_DISPATCH_FLOAT(logits.dtype(), "soft_target_cross_entropy backward", [&] {
+        kernels::cpu::soft_cross_entropy_backward(logits.data<scalar_t>(), targets.data<scalar_t>(),
+                                                  lse.data<scalar_t>(), gl.data<scalar_t>(),
+                                                  dz.data<scalar_t>(), N, K);
+      });
+    }
+    return std::vector<Tensor>{dz};
+  });
+  return loss;
+}
+
 int64_t correct_topk(const Tensor& logits, const Tensor& labels, int64_t k) {
   check_logits_labels("correct_topk", logits, labels);
   const int64_t N = logits.size(0), K = logits.size(1);

@@ -17,6 +17,13 @@ namespace hg {
 /// a device-to-host copy every step).
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoothing = 0.0);
 
+/// Mean cross-entropy against soft targets, timm's SoftTargetCrossEntropy (the loss of mixup /
+/// cutmix, whose targets already carry the label smoothing): mean_i sum_j -t_ij log softmax(z_i)_j.
+/// logits (N, K) f32/f64 (CUDA: f32); targets (N, K) of the same dtype and device, rows normally
+/// summing to 1 (not required). Returns a scalar; gradient for logits only. Throws hg::Error
+/// ("soft_target_cross_entropy: ...") on bad shapes, dtypes or devices.
+Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& targets);
+
 /// Number of samples whose label is among the k largest logits of its row (no gradient; copies to
 /// the host). A label ties with others of equal value in its favour only when fewer than k logits
 /// are strictly larger. A row with any non-finite logit (NaN, +-Inf) counts as wrong: a diverged

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install every Debian 12 package haargrad needs to build, test and run its default job.
+# Install every Debian 12 package haargrad needs to build, test and run its default job
+# (gnuplot-nox draws the training curves, clang-format checks the code layout).
 # Run as root (or with sudo). Idempotent. The CUDA Toolkit is optional and not installed here:
 # when nvcc is on PATH or under /usr/local/cuda, the CUDA part is built as well.
 set -euo pipefail
@@ -10,5 +11,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config ca-certificates ccache \
   libyaml-cpp-dev libspdlog-dev libfmt-dev libstb-dev libgtest-dev libgmock-dev zlib1g-dev \
   nlohmann-json3-dev libcli11-dev libopenblas-dev libjpeg62-turbo-dev python3-numpy python3-pil \
+  gnuplot-nox clang-format \
   dataset-fashion-mnist >/dev/null
 echo "haargrad: dependencies installed"

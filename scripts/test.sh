@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Install dependencies, build (CPU, plus CUDA when nvcc exists) and run all tests with ctest.
+# Install dependencies, check the code layout (clang-format), build (CPU, plus CUDA when nvcc exists)
+# and run all tests with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+./scripts/check-format.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON -DHAARGRAD_CUDA=AUTO
 cmake --build build -j"$(nproc)"
 cd build && ctest --no-tests=error --output-on-failure -j"$(nproc)" --timeout 900

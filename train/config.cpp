@@ -18,6 +18,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/parse_number.h"
+#include "data/rand_augment.h"
 
 namespace hg::train {
 namespace {
@@ -112,6 +113,20 @@ const std::vector<Field>& table() {
       {"hflip", &Config::hflip, closed(0, 1)},
       {"scale", &Config::scale, left_open(0, 1).len(2, 2)},
       {"ratio", &Config::ratio, above(0).len(2, 2)},
+      {"train_interpolation", &Config::train_interpolation,
+       one_of({"random", "bilinear", "bicubic", "nearest"})},
+      {"color_jitter", &Config::color_jitter, at_least(0)},
+      {"aa", &Config::aa, any()},
+      {"reprob", &Config::reprob, closed(0, 1)},
+      {"remode", &Config::remode, one_of({"pixel", "rand", "const"})},
+      {"recount", &Config::recount, at_least(1)},
+      {"mixup", &Config::mixup, at_least(0)},
+      {"cutmix", &Config::cutmix, at_least(0)},
+      {"cutmix_minmax", &Config::cutmix_minmax, left_open(0, 1).len(0, 2)},
+      {"mixup_prob", &Config::mixup_prob, closed(0, 1)},
+      {"mixup_switch_prob", &Config::mixup_switch_prob, closed(0, 1)},
+      {"mixup_mode", &Config::mixup_mode, one_of({"batch", "pair", "elem"})},
+      {"mixup_off_epoch", &Config::mixup_off_epoch, at_least(0)},
       {"batch_size", &Config::batch_size, at_least(1)},
       {"validation_batch_size", &Config::validation_batch_size, at_least(1)},
       {"epochs", &Config::epochs, at_least(1)},
@@ -128,8 +143,11 @@ const std::vector<Field>& table() {
       {"schedule_history", &Config::schedule_history, any()},
       {"grad_accum_steps", &Config::grad_accum_steps, at_least(1)},
       {"smoothing", &Config::smoothing, half_open(0, 1)},
+      {"model_ema", &Config::model_ema, any()},
+      {"model_ema_decay", &Config::model_ema_decay, closed(0, 1)},
+      {"model_ema_warmup", &Config::model_ema_warmup, any()},
+      {"initial_checkpoint", &Config::initial_checkpoint, any()},
       {"seed", &Config::seed, at_least(0)},
-      {"deterministic", &Config::deterministic, any()},
       {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"})},
       {"device", &Config::device, one_of({"auto", "cpu", "cuda"})},
       {"log_interval", &Config::log_interval, at_least(1)},
@@ -433,6 +451,22 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   if (c.ratio[0] > c.ratio[1])
     fail("ratio", location(locs, "ratio"), str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
   if (c.min_lr > c.lr) pair_fail("min_lr", "lr", str("min_lr ", c.min_lr, " is above lr ", c.lr));
+  if (!c.aa.empty()) {
+    try {
+      data::parse_rand_augment(c.aa);
+    } catch (const Error& e) {
+      fail("aa", location(locs, "aa"), e.what());
+    }
+  }
+  if (c.cutmix_minmax.size() == 1 ||
+      (c.cutmix_minmax.size() == 2 && c.cutmix_minmax[0] >= c.cutmix_minmax[1]))
+    fail("cutmix_minmax", location(locs, "cutmix_minmax"),
+         "expected [] or [min, max] with min < max");
+  const bool mixing = c.mixup > 0 || c.cutmix > 0 || !c.cutmix_minmax.empty();
+  if (mixing && c.batch_size % 2 != 0)
+    pair_fail("batch_size", "mixup",
+              str("mixup / cutmix mix image i with image N-1-i: batch_size must be even, got ",
+                  c.batch_size));
   validate_model(c, locs, unset);
 }
 

@@ -68,6 +68,25 @@ struct Config {
   std::vector<double> scale = {0.08, 1.0};       ///< random-resized-crop area fraction range
   std::vector<double> ratio = {3.0 / 4.0, 4.0 / 3.0};  ///< random-resized-crop aspect range (w/h)
 
+  // ---- the ImageNet recipe's augmentations (timm train.py keys and defaults) -----------------
+  /// train crop filter: "random" (bilinear or bicubic per image), "bilinear", "bicubic", "nearest"
+  std::string train_interpolation = "random";
+  /// brightness / contrast / saturation jitter strength; off when aa is set (timm)
+  double color_jitter = 0.4;
+  /// RandAugment spec (data/rand_augment.h), e.g. "rand-m9-mstd0.5-inc1"; "" = none
+  std::string aa = "";
+  double reprob = 0.0;           ///< random erasing probability
+  std::string remode = "pixel";  ///< random erasing fill: "pixel" | "rand" | "const"
+  int64_t recount = 1;           ///< random erasing boxes per image, at most
+  double mixup = 0.0;            ///< mixup alpha; on when > 0
+  double cutmix = 0.0;           ///< cutmix alpha; on when > 0
+  /// [min, max] cutmix box side fractions (turns cutmix on); [] = box from the cutmix alpha
+  std::vector<double> cutmix_minmax = {};
+  double mixup_prob = 1.0;           ///< chance of mixing a batch / pair / image
+  double mixup_switch_prob = 0.5;    ///< chance of cutmix instead of mixup when both are on
+  std::string mixup_mode = "batch";  ///< "batch" | "pair" | "elem"
+  int64_t mixup_off_epoch = 0;       ///< stop mixing from this epoch on (0-based); 0 = never
+
   // ---- optimisation -------------------------------------------------------------------------
   int64_t batch_size = 128;                      ///< per step (before accumulation)
   std::optional<int64_t> validation_batch_size;  ///< null = batch_size
@@ -89,10 +108,13 @@ struct Config {
   std::vector<ScheduleSegment> schedule_history = {};
   int64_t grad_accum_steps = 1;                  ///< micro-batches per optimizer update
   double smoothing = 0.1;                        ///< label smoothing
+  bool model_ema = false;                        ///< keep an EMA of the weights (timm ModelEmaV3)
+  double model_ema_decay = 0.9998;               ///< EMA decay per optimizer update
+  bool model_ema_warmup = false;                 ///< ramp the decay up (1 - (1 + step)^(-2/3))
+  std::string initial_checkpoint = "";           ///< weights to start from (fine-tuning); "" = none
 
   // ---- run ----------------------------------------------------------------------------------
   int64_t seed = 42;
-  bool deterministic = false;                    ///< prefer deterministic kernels
   std::string precision = "fp32";                ///< "fp32" | "tf32" | "bf16" (mixed precision)
   std::string device = "auto";                   ///< "auto" | "cpu" | "cuda"
   int64_t log_interval = 50;                     ///< steps between log lines
@@ -113,7 +135,7 @@ Config load_config(const std::string& path);
 Config config_from_yaml(const std::string& text, const std::string& source);
 
 /// Applies `--key value` / `--key=value` pairs on top of `cfg` and re-validates. A value is parsed as
-/// YAML, so lists are "[2, 2, 2]" (or "2,2,2"), null is "null"; a bool key alone (`--deterministic`)
+/// YAML, so lists are "[2, 2, 2]" (or "2,2,2"), null is "null"; a bool key alone (`--model-ema`)
 /// means true. Errors name the key and "command line".
 void apply_overrides(Config& cfg, const std::vector<std::string>& args);
 

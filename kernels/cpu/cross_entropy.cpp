@@ -42,11 +42,48 @@ void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse
     }
 }
 
+template <typename T>
+void soft_cross_entropy_forward(const T* logits, const T* targets, T* lse, T* loss, int64_t N,
+                                int64_t K) {
+  double total = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const T* z = logits + i * K;
+    const T* t = targets + i * K;
+    double mx = z[0];
+    for (int64_t j = 1; j < K; ++j) mx = std::max(mx, static_cast<double>(z[j]));
+    double se = 0;
+    for (int64_t j = 0; j < K; ++j) se += std::exp(z[j] - mx);
+    const double l = mx + std::log(se);
+    lse[i] = static_cast<T>(l);
+    for (int64_t j = 0; j < K; ++j)
+      total += static_cast<double>(t[j]) * (l - static_cast<double>(z[j]));
+  }
+  loss[0] = static_cast<T>(total / static_cast<double>(N));
+}
+
+template <typename T>
+void soft_cross_entropy_backward(const T* logits, const T* targets, const T* lse,
+                                 const T* grad_loss, T* dlogits, int64_t N, int64_t K) {
+  const double g = static_cast<double>(grad_loss[0]) / static_cast<double>(N);
+  for (int64_t i = 0; i < N; ++i) {
+    const T* t = targets + i * K;
+    double mass = 0;  // sum_j t_ij (1 for mixed one-hot targets)
+    for (int64_t j = 0; j < K; ++j) mass += t[j];
+    for (int64_t j = 0; j < K; ++j) {
+      const double p = std::exp(static_cast<double>(logits[i * K + j]) - lse[i]);
+      dlogits[i * K + j] = static_cast<T>(g * (p * mass - static_cast<double>(t[j])));
+    }
+  }
+}
+
 #define HG_INSTANTIATE(T)                                                                    \
   template void cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, int64_t, int64_t, \
                                          double);                                            \
   template void cross_entropy_backward<T>(const T*, const int64_t*, const T*, const T*, T*,  \
-                                          int64_t, int64_t, double);
+                                          int64_t, int64_t, double);                         \
+  template void soft_cross_entropy_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t); \
+  template void soft_cross_entropy_backward<T>(const T*, const T*, const T*, const T*, T*,   \
+                                               int64_t, int64_t);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(double)
 #undef HG_INSTANTIATE

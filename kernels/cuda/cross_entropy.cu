@@ -81,7 +81,69 @@ __global__ void backward_kernel(const T* logits, const int64_t* labels, const fl
     dlogits[idx] = T(g * (p - target));
   }
 }
+// Soft targets: one warp per row, like forward_rows; the row loss is sum_j t_j (lse - z_j).
+__global__ void soft_forward_rows(const float* logits, const float* targets, float* lse,
+                                  float* row_loss, int64_t N, int64_t K) {
+  const int64_t i = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;
+  if (i >= N) return;
+  const float* z = logits + i * K;
+  const float* t = targets + i * K;
+  const int lane = threadIdx.x;
+  float mx = -INFINITY;
+  for (int64_t j = lane; j < K; j += 32) mx = fmaxf(mx, z[j]);
+  mx = warp_max(mx);
+  float se = 0, st = 0, stz = 0;
+  for (int64_t j = lane; j < K; j += 32) {
+    se += expf(z[j] - mx);
+    st += t[j];
+    stz += t[j] * z[j];
+  }
+  se = warp_sum(se);
+  st = warp_sum(st);
+  stz = warp_sum(stz);
+  if (lane == 0) {
+    const float l = mx + logf(se);
+    lse[i] = l;
+    row_loss[i] = l * st - stz;
+  }
+}
+
+// One warp per row: the row's target mass first, then dz = g / N (p * mass - t).
+__global__ void soft_backward_rows(const float* logits, const float* targets, const float* lse,
+                                   const float* grad_loss, float* dlogits, int64_t N, int64_t K) {
+  const int64_t i = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;
+  if (i >= N) return;
+  const float g = grad_loss[0] / static_cast<float>(N);
+  const float* z = logits + i * K;
+  const float* t = targets + i * K;
+  float mass = 0;
+  for (int64_t j = threadIdx.x; j < K; j += 32) mass += t[j];
+  mass = warp_sum(mass);
+  for (int64_t j = threadIdx.x; j < K; j += 32)
+    dlogits[i * K + j] = g * (expf(z[j] - lse[i]) * mass - t[j]);
+}
 }  // namespace
+
+void soft_cross_entropy_forward(const float* logits, const float* targets, float* lse, float* loss,
+                                int64_t N, int64_t K) {
+  HG_CHECK(N > 0 && K > 0, "soft_cross_entropy (cuda): empty logits (", N, ", ", K, ")");
+  const Tensor ws = scratch_tensor({N});
+  const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
+  soft_forward_rows<<<blocks, dim3(32, kRowsPerBlock)>>>(logits, targets, lse, ws.data<float>(), N,
+                                                         K);
+  HG_CUDA_LAUNCH_CHECK();
+  mean_kernel<<<1, kThreads>>>(ws.data<float>(), N, loss);
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+void soft_cross_entropy_backward(const float* logits, const float* targets, const float* lse,
+                                 const float* grad_loss, float* dlogits, int64_t N, int64_t K) {
+  if (N * K == 0) return;
+  const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
+  soft_backward_rows<<<blocks, dim3(32, kRowsPerBlock)>>>(logits, targets, lse, grad_loss, dlogits,
+                                                          N, K);
+  HG_CUDA_LAUNCH_CHECK();
+}
 
 void cross_entropy_forward(const float* logits, const int64_t* labels, float* lse, float* loss,
                            int64_t N, int64_t K, float smoothing) {

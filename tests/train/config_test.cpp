@@ -81,7 +81,7 @@ TEST_F(ConfigTest, LoadsValues) {
                                           "depths: [1, 2]\n"
                                           "dims: [8, 16]\n"
                                           "wt_levels: [2, 1]\n"
-                                          "deterministic: true\n"
+                                          "model_ema: true\n"
                                           "resume:\n"));
   EXPECT_EQ(c.model, "wtconvnext_tiny");
   EXPECT_DOUBLE_EQ(c.lr, 4e-3);
@@ -89,7 +89,7 @@ TEST_F(ConfigTest, LoadsValues) {
   EXPECT_DOUBLE_EQ(*c.clip_grad, 1.5);
   EXPECT_EQ(c.validation_batch_size, std::optional<int64_t>(64));
   EXPECT_EQ(c.depths, (std::vector<int64_t>{1, 2}));
-  EXPECT_TRUE(c.deterministic);
+  EXPECT_TRUE(c.model_ema);
   EXPECT_EQ(c.resume, "");
   EXPECT_EQ(c.epochs, Config{}.epochs);  // untouched keys keep their defaults
   Config empty = hg::train::load_config(write("empty.yaml", "# nothing\n"));
@@ -107,7 +107,7 @@ TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
   expect_contains(load_error("dims: [1, x, 3]\n"), {"'dims'", "line 1", "'x'"});
   expect_contains(load_error("clip_grad: off\n"), {"'clip_grad'", "line 1", "number or null"});
   expect_contains(load_error("hflip: [1]\n"), {"'hflip'", "line 1", "a number"});
-  expect_contains(load_error("deterministic: 3\n"), {"'deterministic'", "true or false"});
+  expect_contains(load_error("model_ema: 3\n"), {"'model_ema'", "true or false"});
   expect_contains(load_error("model: [a]\n"), {"'model'", "a string"});
 }
 
@@ -146,20 +146,20 @@ TEST_F(ConfigTest, DuplicateKeyAndSyntaxErrors) {
 TEST_F(ConfigTest, CommandLineOverrides) {
   Config c;
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
-                                 "--deterministic", "--clip-grad=1.5", "--model", "convnext_atto", "--validation_batch_size",
+                                 "--model-ema", "--clip-grad=1.5", "--model", "convnext_atto", "--validation_batch_size",
                                  "null", "--mean", "0.5", "--std", "[0.25]", "--in_chans", "1"});
   EXPECT_DOUBLE_EQ(c.lr, 0.5);
   EXPECT_EQ(c.depths, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(c.dims, (std::vector<int64_t>{4, 8, 16}));
   EXPECT_EQ(c.wt_levels, (std::vector<int64_t>{1, 1, 1}));
-  EXPECT_TRUE(c.deterministic);
+  EXPECT_TRUE(c.model_ema);
   EXPECT_EQ(c.clip_grad, std::optional<double>(1.5));
   EXPECT_EQ(c.model, "convnext_atto");
   EXPECT_FALSE(c.validation_batch_size.has_value());
   EXPECT_EQ(c.mean, (std::vector<double>{0.5}));
   EXPECT_EQ(c.in_chans, 1);
-  hg::train::apply_overrides(c, {"--deterministic", "false"});
-  EXPECT_FALSE(c.deterministic);
+  hg::train::apply_overrides(c, {"--model-ema", "false"});
+  EXPECT_FALSE(c.model_ema);
 
   expect_contains(override_error({"--lrr", "1"}), {"'lrr'", "command line", "did you mean 'lr'"});
   expect_contains(override_error({"--lr", "abc"}), {"'lr'", "command line", "'abc'"});
@@ -187,7 +187,7 @@ TEST_F(ConfigTest, ArgsYamlRoundTrip) {
   c.mean = {0.123456789012345678};
   c.std = {0.9};
   c.scale = {0.3, 0.7};
-  c.deterministic = true;
+  c.model_ema = true;
   c.sched_on_updates = true;
   c.seed = 123456789012345;
   c.ls_init_value = std::nullopt;

@@ -190,7 +190,6 @@ class Faults : public ::testing::Test {
     c.experiment = experiment;
     c.device = "cpu";
     c.workers = 2;
-    c.deterministic = true;
     c.epochs = epochs;
     return c;
   }

@@ -1,0 +1,59 @@
+// `haargrad plot RUN_DIR [RUN_DIR ...] [--out FILE.png]`: training curves of one or several runs
+// side by side (loss, top-1 and EMA top-1, learning rate, img/s per epoch), drawn with gnuplot.
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/command.h"
+#include "train/plot.h"
+
+namespace {
+
+struct PlotArgs {
+  std::vector<std::string> runs;
+  std::string out;
+  int width = 1280, height = 960;
+  std::string title;
+};
+
+void run_plot(const PlotArgs& a) {
+  // One run: its own curves.png; several: curves.png in the current folder unless --out says.
+  const std::string out =
+      !a.out.empty()
+          ? a.out
+          : (a.runs.size() == 1 ? (std::filesystem::path(a.runs[0]) / "curves.png").string()
+                                : "curves.png");
+  hg::train::PlotOptions opts;
+  opts.width = a.width;
+  opts.height = a.height;
+  opts.title = a.title;
+  hg::train::plot_runs(a.runs, out, opts);
+  spdlog::info("plot: wrote {} ({} run{})", out, a.runs.size(), a.runs.size() == 1 ? "" : "s");
+}
+
+}  // namespace
+
+HG_REGISTER_COMMAND([](CLI::App& root) {
+  auto args = std::make_shared<PlotArgs>();
+  CLI::App* cmd =
+      root.add_subcommand("plot",
+                          "Draw training curves (train/eval loss, top-1 and EMA top-1, lr, img/s "
+                          "per epoch) of one or more run "
+                          "folders into a PNG with gnuplot (Debian package gnuplot-nox)");
+  cmd->add_option("runs", args->runs, "run folders (each holding summary.csv)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--out", args->out,
+                  "output PNG (default: RUN_DIR/curves.png for one run, ./curves.png for several)");
+  cmd->add_option("--width", args->width, "PNG width, pixels")
+      ->capture_default_str()
+      ->check(CLI::Range(64, 10000));
+  cmd->add_option("--height", args->height, "PNG height, pixels")
+      ->capture_default_str()
+      ->check(CLI::Range(64, 10000));
+  cmd->add_option("--title", args->title, "plot title (default: the run folder names)");
+  cmd->callback([args] { run_plot(*args); });
+});

@@ -1,0 +1,82 @@
+// Fine-tuning start (initial_checkpoint): weights of a checkpoint made for another number of
+// classes go into a new model, whose head keeps its fresh initialisation; same classes load
+// everything; other mismatches are errors naming the keys.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/safetensors.h"
+#include "models/checkpoint.h"
+#include "train/config.h"
+#include "train/finetune.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+using namespace hg;
+
+namespace {
+ModelConfig smoke_model(int64_t classes) {
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  c.num_classes = classes;
+  return train::model_config_from(c);
+}
+std::string temp_file(const char* name) {
+  return (fs::temp_directory_path() /
+          (std::string("hg_finetune_") + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+std::map<std::string, std::vector<float>> values(const ConvNeXt& m) {
+  std::map<std::string, std::vector<float>> out;
+  for (const ParamRef& p : m.named_tensors()) out[p.name] = p.tensor.to_vector<float>();
+  return out;
+}
+}  // namespace
+
+TEST(InitialCheckpoint, OtherClassesReinitialiseTheHeadOnly) {
+  const ConvNeXt pretrained(smoke_model(4), 11);
+  const std::string path = temp_file("other.safetensors");
+  // a haargrad checkpoint also holds optimizer state: it must be ignored here
+  auto tensors = state_dict(pretrained);
+  tensors.emplace_back("optimizer.step", Tensor::zeros({1}));
+  safetensors::save(path, tensors);
+
+  ConvNeXt model(smoke_model(7), 12);
+  const auto fresh = values(model), want = values(pretrained);
+  const train::InitialCheckpoint r = train::load_initial_checkpoint(path, model);
+  EXPECT_TRUE(r.head_reinitialised);
+  EXPECT_EQ(r.checkpoint_classes, 4);
+  int loaded = 0;
+  for (const auto& [name, v] : values(model)) {
+    if (name.rfind("head.fc.", 0) == 0) {
+      EXPECT_EQ(v, fresh.at(name)) << name;  // the new head as initialised
+      EXPECT_EQ(v.size() % 7, 0u);
+    } else {
+      EXPECT_EQ(v, want.at(name)) << name;  // everything else from the checkpoint
+      ++loaded;
+    }
+  }
+  EXPECT_GT(loaded, 10);
+  fs::remove(path);
+}
+
+TEST(InitialCheckpoint, SameClassesLoadTheHeadAndMismatchesAreErrors) {
+  const ConvNeXt pretrained(smoke_model(4), 13);
+  const std::string path = temp_file("same.safetensors");
+  safetensors::save(path, state_dict(pretrained));
+  ConvNeXt model(smoke_model(4), 14);
+  EXPECT_FALSE(train::load_initial_checkpoint(path, model).head_reinitialised);
+  EXPECT_EQ(values(model), values(pretrained));
+
+  train::Config wide = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  wide.dims = {16, 32};  // another body: not a fine-tuning case
+  ConvNeXt other(train::model_config_from(wide), 15);
+  try {
+    train::load_initial_checkpoint(path, other);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("initial_checkpoint"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mis-shaped"), std::string::npos) << e.what();
+  }
+  fs::remove(path);
+}

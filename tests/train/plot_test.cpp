@@ -1,0 +1,128 @@
+// Training curves: summary.csv read by column name, the data file gnuplot plots (it matches
+// summary.csv), and a PNG of the requested size. gnuplot comes with scripts/install-deps.sh
+// (gnuplot-nox); without it these tests fail and say so.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "train/plot.h"
+
+namespace fs = std::filesystem;
+using namespace hg;
+
+namespace {
+class PlotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("hg_plot_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path run(const std::string& name, const std::string& csv) {
+    fs::create_directories(root_ / name);
+    std::ofstream(root_ / name / "summary.csv") << csv;
+    return root_ / name;
+  }
+  fs::path root_;
+};
+
+const char* kSummary =
+    "epoch,train_loss,eval_loss,eval_top1,eval_top5,lr,train_img_per_sec,peak_memory_mib,eval_loss_"
+    "ema,"
+    "eval_top1_ema,eval_top5_ema\n"
+    "1,2.25,2.0,31.5,80,0.001,1200.5,50.1,2.1,28,79\n"
+    "2,1.5,1.25,55.25,90,0.0005,1250,50.1,1.4,52.5,91\n"
+    "3,1.125,1.0,61,95,1e-05,1249.5,50.1,1.1,60.5,94\n";
+
+}  // namespace
+
+// PNG: 8-byte signature, then the IHDR chunk whose data starts with width and height (big endian).
+std::pair<uint32_t, uint32_t> png_size(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  unsigned char b[24] = {};
+  f.read(reinterpret_cast<char*>(b), 24);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(b) + 1, 3), "PNG");
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(b) + 12, 4), "IHDR");
+  auto be = [&](int o) {
+    return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | b[o + 3];
+  };
+  return {be(16), be(20)};
+}
+
+// Rows of a plot data file (the '#' header line skipped).
+std::vector<std::vector<double>> data_rows(const fs::path& p) {
+  std::ifstream f(p);
+  std::vector<std::vector<double>> rows;
+  for (std::string line; std::getline(f, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream in(line);
+    std::vector<double> row;
+    for (std::string cell; in >> cell;) row.push_back(cell == "NaN" ? NAN : std::stod(cell));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST_F(PlotTest, ReadsSummaryColumnsByName) {
+  const auto cols = train::read_csv_columns((run("a", kSummary) / "summary.csv").string());
+  EXPECT_EQ(cols.at("epoch"), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(cols.at("eval_top1_ema"), (std::vector<double>{28, 52.5, 60.5}));
+  EXPECT_EQ(cols.at("lr")[2], 1e-5);
+  const fs::path bad = run("bad", "epoch,lr\n1,0.1\n2,fast\n");
+  try {
+    train::read_csv_columns((bad / "summary.csv").string());
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'lr'"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(PlotTest, PngOfTheRightSizeAndDataMatchingTheSummary) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path dir = run("run1", kSummary);
+  train::PlotOptions opts;
+  opts.width = 800;
+  opts.height = 600;
+  train::plot_runs({dir.string()}, (dir / "curves.png").string(), opts);
+  EXPECT_EQ(png_size(dir / "curves.png"), std::make_pair(800u, 600u));
+  EXPECT_TRUE(fs::exists(dir / "curves.gp"));
+  EXPECT_FALSE(fs::exists(dir / "curves.png.tmp"));
+  // epoch train_loss eval_loss eval_top1 eval_top1_ema lr train_img_per_sec, from summary.csv
+  const auto rows = data_rows(dir / "curves.dat");
+  const auto cols = train::read_csv_columns((dir / "summary.csv").string());
+  ASSERT_EQ(rows.size(), 3u);
+  for (size_t r = 0; r < 3; ++r) {
+    ASSERT_EQ(rows[r].size(), train::plot_columns().size());
+    for (size_t c = 0; c < rows[r].size(); ++c)
+      EXPECT_DOUBLE_EQ(rows[r][c], cols.at(train::plot_columns()[c])[r])
+          << train::plot_columns()[c];
+  }
+}
+
+TEST_F(PlotTest, SeveralRunsAndRunsWithoutEma) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path a = run("a", kSummary);
+  const fs::path b = run(
+      "b",
+      "epoch,train_loss,eval_loss,eval_top1,eval_top5,lr,train_img_per_sec\n1,2,2,30,70,0.1,900\n");
+  const fs::path out = root_ / "both.png";
+  train::plot_runs({a.string(), b.string()}, out.string());
+  EXPECT_EQ(png_size(out), std::make_pair(1280u, 960u));
+  const auto rb = data_rows(root_ / "both.2.dat");
+  ASSERT_EQ(rb.size(), 1u);
+  EXPECT_TRUE(std::isnan(rb[0][4]));  // no EMA column in run b
+  EXPECT_EQ(rb[0][3], 30);
+  EXPECT_EQ(data_rows(root_ / "both.1.dat").size(), 3u);
+  EXPECT_THROW(train::plot_runs({(root_ / "nothing").string()}, out.string()), Error);
+}

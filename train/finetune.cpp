@@ -1,0 +1,48 @@
+// Fine-tuning start from a checkpoint's weights (see finetune.h).
+#include "train/finetune.h"
+
+#include <spdlog/spdlog.h>
+
+#include "core/safetensors.h"
+#include "models/checkpoint.h"
+
+namespace hg::train {
+namespace {
+bool has_prefix(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+}  // namespace
+
+InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& model) {
+  safetensors::File f = safetensors::load(path);
+  std::map<std::string, Tensor> weights;
+  for (auto& [name, t] : f.tensors)  // training state of a haargrad checkpoint is not wanted here
+    if (!has_prefix(name, "optimizer.") && !has_prefix(name, "state_dict_ema."))
+      weights.emplace(name, t);
+  InitialCheckpoint r;
+  const int64_t classes = model.config.num_classes;
+  if (auto w = weights.find("head.fc.weight"); w != weights.end()) {
+    r.checkpoint_classes = w->second.ndim() >= 1 ? w->second.size(0) : 0;
+    if (r.checkpoint_classes != classes) {
+      // keep the model's own (freshly initialised) classifier: it stands in for the checkpoint's
+      r.head_reinitialised = true;
+      for (const ParamRef& p : model.named_tensors())
+        if (has_prefix(p.name, "head.fc.")) weights[p.name] = p.tensor.to(Device::cpu);
+    }
+  }
+  try {
+    load_state_dict(model, weights);
+  } catch (const Error& e) {
+    throw Error(str("initial_checkpoint ", path, " does not fit model ", model.config.model, ": ",
+                    e.what()));
+  }
+  if (r.head_reinitialised)
+    spdlog::warn(
+        "initial_checkpoint {}: its classifier has {} classes, the model {}: head.fc is "
+        "re-initialised "
+        "(fine-tuning on a new label set)",
+        path, r.checkpoint_classes, classes);
+  else
+    spdlog::info("initial_checkpoint {}: weights loaded", path);
+  return r;
+}
+
+}  // namespace hg::train

@@ -1,0 +1,27 @@
+// Fine-tuning start (config key initial_checkpoint; timm's --initial-checkpoint, with the head
+// adaptation of timm's pretrained loading): the weights of a checkpoint go into a freshly built
+// model, nothing else (no optimizer state, no run position, no EMA). The checkpoint is a haargrad
+// training checkpoint or any safetensors state_dict with timm names (a converted timm ConvNeXt /
+// WTConvNeXt). When its classifier has another number of classes than the model (fine-tuning on a
+// new label set), the model's head.fc keeps its fresh initialisation, as timm's
+// pretrained + num_classes does, and a warning says so.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/convnext.h"
+
+namespace hg::train {
+
+struct InitialCheckpoint {
+  bool head_reinitialised = false;  ///< the checkpoint's head did not fit and was left out
+  int64_t checkpoint_classes = 0;   ///< classes of the checkpoint's head.fc (0 when it has none)
+};
+
+/// Loads the weights of `path` into `model` as described above. Throws hg::Error naming the file
+/// and the keys for a checkpoint that does not fit otherwise (missing, unexpected or mis-shaped
+/// tensors besides the head).
+InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& model);
+
+}  // namespace hg::train

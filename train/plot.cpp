@@ -1,0 +1,231 @@
+// Training curves through gnuplot (see plot.h).
+#include "train/plot.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace hg::train {
+namespace {
+
+// Text to `path` through a temporary file and a rename.
+void write_atomic(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    HG_CHECK(f.good(), "plot: cannot write ", tmp.string());
+    f << text;
+    f.flush();
+    HG_CHECK(f.good(), "plot: writing ", tmp.string(), " failed");
+  }
+  fs::rename(tmp, path);
+}
+
+// Runs argv (no shell), returns the exit status (-1: did not exit normally) and stdout + stderr.
+int run_program(const std::vector<std::string>& argv, std::string* output) {
+  int fds[2];
+  HG_CHECK(::pipe(fds) == 0, "plot: pipe failed");
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // child: only async-signal-safe calls until exec
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  HG_CHECK(pid > 0, "plot: fork failed");
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    output->append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream ss(line);
+  for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+double parse_cell(const std::string& cell, const std::string& path, int line,
+                  const std::string& column) {
+  if (cell.empty() || cell == "n/a" || cell == "nan" || cell == "NaN") return NAN;
+  char* end = nullptr;
+  const double v = std::strtod(cell.c_str(), &end);
+  HG_CHECK(end == cell.c_str() + cell.size(), path, " line ", line, ": column '", column,
+           "' holds '", cell, "', not a number");
+  return v;
+}
+
+// gnuplot single-quoted string: a quote is written twice.
+std::string gp_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string format_value(double v) {
+  if (std::isnan(v)) return "NaN";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+// The data file of one run: plot_columns() in order, a '#' header line first. `has_ema` is set
+// when the run has EMA evaluations.
+std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch) {
+  const fs::path summary = run_dir / "summary.csv";
+  HG_CHECK(fs::exists(summary), "plot: ", run_dir.string(),
+           " holds no summary.csv (is it a run folder?)");
+  const auto columns = read_csv_columns(summary.string());
+  HG_CHECK(columns.count("epoch"), "plot: ", summary.string(), " has no 'epoch' column");
+  const size_t rows = columns.at("epoch").size();
+  for (double e : columns.at("epoch")) *max_epoch = std::max(*max_epoch, e);
+  if (auto ema = columns.find("eval_top1_ema"); ema != columns.end())
+    for (double v : ema->second) *has_ema = *has_ema || !std::isnan(v);
+  std::string out = "#";
+  for (const std::string& c : plot_columns()) out += " " + c;
+  out += "\n";
+  for (size_t r = 0; r < rows; ++r) {
+    std::string line;
+    for (const std::string& c : plot_columns()) {
+      auto it = columns.find(c);
+      line += (line.empty() ? "" : " ") + format_value(it == columns.end() ? NAN : it->second[r]);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// One panel: `plot` of column `col` (1-based in plot_columns) of every run, optionally a second
+// one.
+std::string panel(const std::string& title, const std::string& ylabel,
+                  const std::vector<fs::path>& data, const std::vector<std::string>& names,
+                  const std::vector<std::pair<int, std::string>>& series, bool logscale) {
+  std::string s = "set title " + gp_quote(title) + "\nset ylabel " + gp_quote(ylabel) + "\n";
+  s += logscale ? "set logscale y\nset format y '%.0e'\n" : "unset logscale y\nset format y '%g'\n";
+  std::string plots;
+  for (size_t r = 0; r < data.size(); ++r)
+    for (size_t k = 0; k < series.size(); ++k) {
+      const auto& [col, what] = series[k];
+      const std::string label = (data.size() > 1 ? names[r] + " " : std::string()) + what;
+      plots += plots.empty() ? "plot " : ", \\\n     ";
+      plots += gp_quote(data[r].string()) + " using 1:" + std::to_string(col) +
+               " with linespoints lc " + std::to_string(r + 1) + " dt " + std::to_string(k + 1) +
+               " pt " + std::to_string(k + 6) + " title " + gp_quote(label);
+    }
+  return s + plots + "\n";
+}
+
+}  // namespace
+
+const std::vector<std::string>& plot_columns() {
+  static const std::vector<std::string> cols = {
+      "epoch", "train_loss", "eval_loss", "eval_top1", "eval_top1_ema", "lr", "train_img_per_sec"};
+  return cols;
+}
+
+std::map<std::string, std::vector<double>> read_csv_columns(const std::string& path) {
+  std::ifstream f(path);
+  HG_CHECK(f.good(), "cannot open ", path);
+  std::string line;
+  HG_CHECK(static_cast<bool>(std::getline(f, line)), path, ": empty file (expected a header row)");
+  const std::vector<std::string> header = split_csv_line(line);
+  std::map<std::string, std::vector<double>> out;
+  for (const std::string& h : header) out[h];
+  for (int n = 2; std::getline(f, line); ++n) {
+    if (line.empty()) continue;
+    const std::vector<std::string> cells = split_csv_line(line);
+    HG_CHECK(cells.size() == header.size(), path, " line ", n, ": ", cells.size(),
+             " cells, the header has ", header.size());
+    for (size_t c = 0; c < cells.size(); ++c)
+      out[header[c]].push_back(parse_cell(cells[c], path, n, header[c]));
+  }
+  return out;
+}
+
+bool gnuplot_available() {
+  const char* path = std::getenv("PATH");
+  if (!path) return false;
+  std::stringstream ss(path);
+  for (std::string dir; std::getline(ss, dir, ':');)
+    if (!dir.empty() && ::access((fs::path(dir) / "gnuplot").c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_png,
+               const PlotOptions& opts) {
+  HG_CHECK(!run_dirs.empty(), "plot: no run folder given");
+  HG_CHECK(opts.width >= 64 && opts.height >= 64, "plot: size ", opts.width, "x", opts.height,
+           " is too small");
+  HG_CHECK(gnuplot_available(), "plot: gnuplot is not on PATH (Debian package gnuplot-nox)");
+  const fs::path png = out_png, stem = fs::path(out_png).replace_extension();
+  std::vector<fs::path> data;
+  std::vector<std::string> names;
+  bool has_ema = false;
+  double max_epoch = 1;
+  for (size_t r = 0; r < run_dirs.size(); ++r) {
+    fs::path dat = stem;
+    dat += run_dirs.size() == 1 ? std::string(".dat") : "." + std::to_string(r + 1) + ".dat";
+    write_atomic(dat, run_data(run_dirs[r], &has_ema, &max_epoch));
+    data.push_back(dat);
+    names.push_back(fs::path(run_dirs[r]).lexically_normal().filename().string());
+    if (names.back().empty())
+      names.back() = fs::path(run_dirs[r]).lexically_normal().parent_path().filename().string();
+  }
+  std::string title = opts.title;
+  if (title.empty())
+    for (size_t r = 0; r < names.size(); ++r) title += (r ? ", " : "") + names[r];
+  fs::path tmp_png = png;
+  tmp_png += ".tmp";
+  std::string gp =
+      "# haargrad training curves (rerun: gnuplot " + stem.filename().string() + ".gp)\n";
+  gp += "set terminal pngcairo size " + std::to_string(opts.width) + "," +
+        std::to_string(opts.height) + " noenhanced font ',10'\n";
+  gp += "set output " + gp_quote(tmp_png.string()) + "\n";
+  gp += "set datafile missing 'NaN'\nset grid\nset key top right\nset xlabel 'epoch'\n";
+  // whole epochs on the x axis, about ten ticks
+  gp += "set xtics " +
+        std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(max_epoch / 10)))) +
+        "\n";
+  gp += "set multiplot layout 2,2 title " + gp_quote(title) + "\n";
+  gp += panel("loss", "loss", data, names, {{2, "train"}, {3, "eval"}}, false);
+  std::vector<std::pair<int, std::string>> top1 = {{4, "model"}};
+  if (has_ema) top1.emplace_back(5, "EMA");
+  gp += panel("top-1", "top-1 (%)", data, names, top1, false);
+  gp += panel("learning rate", "lr", data, names, {{6, "lr"}}, true);
+  gp += panel("throughput", "train img/s", data, names, {{7, "img/s"}}, false);
+  gp += "unset multiplot\nset output\n";
+  fs::path script = stem;
+  script += ".gp";
+  write_atomic(script, gp);
+  std::string output;
+  const int rc = run_program({"gnuplot", script.string()}, &output);
+  HG_CHECK(rc == 0 && fs::exists(tmp_png), "plot: gnuplot failed (exit status ", rc, ") on ",
+           script.string(), output.empty() ? std::string() : ":\n" + output);
+  fs::rename(tmp_png, png);
+}
+
+}  // namespace hg::train
