@@ -13,7 +13,7 @@ namespace {
 
 const std::set<std::string> kScheduleKeys = {"epochs",    "lr",     "sched", "warmup_epochs",
                                              "warmup_lr", "min_lr", "sched_on_updates"};
-const std::set<std::string> kSessionKeys = {"device",          "precision",       "deterministic",
+const std::set<std::string> kSessionKeys = {"device",          "precision",
                                             "wtconv_mode",     "workers",         "pin_mem",
                                             "data_dir",        "corrupt_images",  "validation_batch_size",
                                             "log_interval",    "checkpoint_hist", "output",

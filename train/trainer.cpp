@@ -107,6 +107,14 @@ Device resolve_device(const std::string& device) {
 TrainResult train(Config cfg, const TrainOptions& opts) {
   // Configuration time: the model exists, its keys fit together, img_size reaches through it.
   validate(cfg);
+  // train/model_ema.h and train/finetune.h exist and are tested, but the epoch loop does not use
+  // them yet: refuse rather than silently ignore (issue 14).
+  HG_CHECK(!cfg.model_ema, "model_ema: true (decay ", cfg.model_ema_decay, ", warmup ",
+           cfg.model_ema_warmup ? "on" : "off",
+           ") is not wired into `haargrad train` yet; set model_ema: false (or --model-ema false)");
+  HG_CHECK(cfg.initial_checkpoint.empty(), "initial_checkpoint '", cfg.initial_checkpoint,
+           "': fine-tuning from a checkpoint is not wired into `haargrad train` yet; use --resume to "
+           "continue a run");
   const fs::path out_root = cfg.output.empty() ? "output/train" : cfg.output;
 
   // ---- the run folder: the resumed checkpoint's, or one claimed for this run alone ----
@@ -241,7 +249,10 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     int64_t step = start_step;
     while (train_loader->next(b)) {
       Tensor x = b.images.to(device), y = b.labels.to(device);
-      Tensor loss = cross_entropy(model.forward(x, true), y, cfg.smoothing);
+      // mixup / cutmix batches carry soft targets (with the label smoothing already in them)
+      Tensor loss = b.targets.defined()
+                        ? soft_target_cross_entropy(model.forward(x, true), b.targets.to(device))
+                        : cross_entropy(model.forward(x, true), y, cfg.smoothing);
       const double lv = loss.item();
       HG_CHECK(std::isfinite(lv), "non-finite loss (", lv, ") at epoch ", epoch + 1, " step ", step + 1,
                ": stopping; nothing of this epoch is saved; ", good.describe());

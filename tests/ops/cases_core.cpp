@@ -74,7 +74,7 @@ const bool registered = register_cases({
     reduce_case("mean", "last_keepdim_2x3x4", {2, 3, 4},
                 [](const std::vector<Tensor>& v) { return hg::ops::mean(v[0], {-1}, true); }, kSmall),
     reduce_case("mean", "axes0_100x7", {100, 7},
-                [](const std::vector<Tensor>& v) { return hg::ops::mean(v[0], {0}, false); }, kDevice),
+                [](const std::vector<Tensor>& v) { return hg::ops::mean(v[0], {0}, false); }, kGrad),
     reduce_case("sum_all", "3x5x7", {3, 5, 7},
                 [](const std::vector<Tensor>& v) { return hg::ops::sum_all(v[0]); }, kSmall),
 });
