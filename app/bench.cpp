@@ -1,35 +1,47 @@
 // `haargrad bench`: ConvNeXt vs WTConvNeXt end to end. For every model x precision x WTConv mode,
 // times a full training step (zero_grad, forward, cross-entropy, backward, AdamW) and inference on
-// synthetic data already on the device, with timm benchmark.py's columns plus memory per category,
-// steady-state allocation counts and the driver's view; optionally a per-op breakdown. A batch
+// synthetic data already on the device, or, for `bench CONFIG.yaml`, the one row of the config's
+// model with the trainer's loss and optimizer. Both report timm benchmark.py's columns plus memory
+// per category, steady-state allocation counts and the driver's view; optionally a per-op breakdown. A batch
 // that does not fit is reported (and with --retry halved until it fits), never a crash.
 // docs/benchmark.md describes the columns.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "app/bench_report.h"
 #include "app/bench_run.h"
 #include "app/command.h"
+#include "app/config_help.h"
 #include "core/error.h"
+#include "core/threads.h"
 #include "models/config.h"
+#include "train/config.h"
+#include "train/trainer.h"
 
 namespace hg::app {
 namespace {
 
 struct BenchArgs {
   std::vector<std::string> models{"convnext_tiny", "wtconvnext_tiny"};
-  std::vector<std::string> precisions;  // default: fp32,tf32 on cuda, fp32 on the cpu
+  std::vector<std::string> precisions;  // default: fp32,tf32,bf16 on cuda, fp32 on the cpu
   std::vector<std::string> wtconv{"fused", "unfused"};
   int batch = 128, img_size = 224, steps = 20, warmup = 5;
-  std::string device = "cuda";
+  std::string device = "auto";
   std::string output;
   bool retry = false;
   bool breakdown = false;
   uint64_t seed = 0;
+  int threads = 0;
+  // `bench CONFIG.yaml [--key value ...]`: the config's model and training step; the options above
+  // that were given on the command line (`given`) still win over the config's values.
+  std::string config;
+  std::vector<std::string> overrides;
+  std::set<std::string> given;
 };
 
 // "asked for N bytes" and "M bytes (... MiB) free" from our allocator's message, for the report.
@@ -71,18 +83,24 @@ BenchResult run_with_retry(BenchConfig cfg, bool retry) {
   }
 }
 
-void run_bench(const BenchArgs& a) {
-  HG_CHECK(a.device == "cuda" || a.device == "cpu", "bench: --device must be cuda or cpu, got '", a.device, "'");
-  const Device device = a.device == "cuda" ? Device::cuda : Device::cpu;
-  if (!a.output.empty()) check_output_path(a.output);
+Device bench_device(const std::string& device) {
+  HG_CHECK(device == "auto" || device == "cuda" || device == "cpu", "bench: --device must be auto, cuda or cpu, got '",
+           device, "'");
+  if (device == "auto") return device_available(Device::cuda) ? Device::cuda : Device::cpu;
+  const Device d = device == "cuda" ? Device::cuda : Device::cpu;
+  HG_CHECK(device_available(d), "bench: device cuda is not available (no GPU found, or haargrad was built without "
+           "CUDA); run on the CPU with --device cpu");
+  return d;
+}
+
+// One row per model x precision x WTConv mode, from the named models (timm benchmark.py's step).
+std::vector<BenchConfig> configs_from_names(const BenchArgs& a, Device device) {
   std::vector<std::string> precisions = a.precisions;
   if (precisions.empty()) precisions = device == Device::cuda ? std::vector<std::string>{"fp32", "tf32", "bf16"}
                                                               : std::vector<std::string>{"fp32"};
   for (const std::string& w : a.wtconv)
     HG_CHECK(w == "fused" || w == "unfused" || w == "reference", "bench: unknown --wtconv mode '", w,
              "' (fused, or unfused = reference as the config key wtconv_mode calls it)");
-
-  // Every combination, checked up front so a typo fails before minutes of benchmarking.
   std::vector<BenchConfig> configs;
   for (const std::string& model : a.models) {
     const ModelConfig mc = model_config(model);  // throws for an unknown name, listing the known ones
@@ -107,12 +125,65 @@ void run_bench(const BenchArgs& a) {
       }
     }
   }
+  return configs;
+}
 
+// The one row a training config describes: its model (any the trainer can build), batch, image
+// size, precision, WTConv mode, loss (label smoothing) and optimizer, unless an option overrides.
+BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, Device device) {
+  HG_CHECK(!a.given.count("models"), "bench: give either CONFIG.yaml or --models, not both (the model is the "
+           "config's `model`: override it with --model NAME)");
+  BenchConfig c;
+  c.model = cfg.model;
+  c.model_config = train::model_config_from(cfg);
+  c.precision = a.given.count("precision") ? a.precisions.at(0) : cfg.precision;
+  HG_CHECK(!a.given.count("precision") || a.precisions.size() == 1, "bench: with a CONFIG, --precision takes one value");
+  HG_CHECK(c.precision != "tf32" || device == Device::cuda, "bench: precision tf32 needs --device cuda");
+  if (c.model_config->wtconv) {
+    c.wtconv = a.given.count("wtconv") ? a.wtconv.at(0) : (cfg.wtconv_mode == "reference" ? "unfused" : "fused");
+    HG_CHECK(!a.given.count("wtconv") || a.wtconv.size() == 1, "bench: with a CONFIG, --wtconv takes one value");
+  }
+  c.batch = a.given.count("batch") ? a.batch : static_cast<int>(cfg.batch_size);
+  c.img_size = a.given.count("img-size") ? a.img_size : static_cast<int>(cfg.img_size);
+  c.steps = a.steps;
+  c.warmup = a.warmup;
+  c.device = device;
+  c.breakdown = a.breakdown;
+  c.seed = a.given.count("seed") ? a.seed : static_cast<uint64_t>(cfg.seed);
+  c.smoothing = cfg.smoothing;
+  c.opt = cfg.opt;
+  c.lr = cfg.lr;
+  c.weight_decay = cfg.weight_decay;
+  c.momentum = cfg.momentum;
+  c.clip_grad = cfg.clip_grad;
+  return c;
+}
+
+void run_bench(const BenchArgs& a) {
+  if (!a.output.empty()) check_output_path(a.output);
+  HG_CHECK(!a.config.empty() || a.overrides.empty(), "bench: '", a.overrides.empty() ? "" : a.overrides[0],
+           "' is not a bench option; config keys (--key value) need a CONFIG.yaml first: "
+           "haargrad bench CONFIG.yaml --key value");
+  std::vector<BenchConfig> configs;
+  Device device;
+  if (a.config.empty()) {
+    set_cpu_threads(a.threads);
+    device = bench_device(a.device);
+    configs = configs_from_names(a, device);
+  } else {
+    train::Config cfg = train::load_config(a.config);
+    train::apply_overrides(cfg, a.overrides);
+    set_cpu_threads(a.given.count("threads") ? a.threads : static_cast<int>(cfg.threads));
+    device = bench_device(a.given.count("device") ? a.device : cfg.device);
+    configs.push_back(config_from_yaml_file(a, cfg, device));
+  }
+
+  if (device == Device::cpu) std::printf("cpu: %s\n", describe_cpu_threads().c_str());
   std::vector<BenchResult> rows;
   for (const BenchConfig& c : configs) {
     std::printf("bench: %s%s %s batch %d @%d on %s: %d warm-up + %d timed steps\n", c.model.c_str(),
                 c.wtconv.empty() ? "" : (" (" + c.wtconv + ")").c_str(), c.precision.c_str(), c.batch,
-                c.img_size, a.device.c_str(), std::max(1, c.warmup), c.steps);
+                c.img_size, device_name(device), std::max(1, c.warmup), c.steps);
     std::fflush(stdout);
     rows.push_back(run_with_retry(c, a.retry));
     print_breakdown(rows.back());
@@ -129,22 +200,40 @@ void run_bench(const BenchArgs& a) {
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = root.add_subcommand(
-      "bench", "ConvNeXt vs WTConvNeXt end to end: training-step and inference throughput and memory");
-  cmd->add_option("--models", a->models, "comma-separated model names")->delimiter(',');
+      "bench",
+      "haargrad bench [options]  or  haargrad bench CONFIG.yaml [options] [--key value ...]\n"
+      "Training-step and inference throughput and memory on synthetic data already on the device\n"
+      "(docs/benchmark.md). By name: ConvNeXt vs WTConvNeXt with timm benchmark.py's step (AdamW, plain\n"
+      "cross-entropy). With a training config: its model (any the trainer can build), batch, image size,\n"
+      "precision, optimizer and label smoothing; the options below still win when given.");
+  cmd->add_option("--models", a->models, "comma-separated model names (`haargrad models` lists them)")
+      ->delimiter(',');
   cmd->add_option("--batch", a->batch, "batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--img-size", a->img_size, "input height = width in pixels")->check(CLI::PositiveNumber);
-  cmd->add_option("--precision", a->precisions, "fp32, tf32 and/or bf16, comma-separated (default fp32,tf32,bf16 on cuda)")
+  cmd->add_option("--precision", a->precisions,
+                  "fp32, tf32 and/or bf16, comma-separated (default: fp32,tf32,bf16 on cuda, fp32 on the cpu)")
       ->delimiter(',');
   cmd->add_option("--wtconv", a->wtconv, "WTConv modes for WTConv models: fused and/or unfused")->delimiter(',');
   cmd->add_option("--steps", a->steps, "timed steps per phase")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", a->warmup, "untimed steps first (at least 1 is always run)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--device", a->device, "cuda or cpu");
+  cmd->add_option("--device", a->device, "auto (cuda when a GPU is usable), cuda or cpu");
+  cmd->add_option("--threads", a->threads, "CPU threads (0: $OMP_NUM_THREADS if set, else the cores available to this process)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--output", a->output, "write the rows to FILE.json or FILE.csv");
   cmd->add_flag("--retry", a->retry, "on out-of-memory, retry the row at half the batch until it fits");
   cmd->add_flag("--breakdown", a->breakdown, "also time one training step per op type");
   cmd->add_option("--seed", a->seed, "seed of the model init and the synthetic data");
-  cmd->callback([a] { run_bench(*a); });
+  cmd->allow_extras();  // CONFIG.yaml and its --key value overrides
+  cmd->footer(config_keys_pointer());
+  cmd->callback([a, cmd] {
+    for (const char* name : {"models", "batch", "img-size", "precision", "wtconv", "device", "threads", "seed"})
+      if (cmd->count(std::string("--") + name) > 0) a->given.insert(name);
+    ConfigArgs ca = split_config_args(cmd->remaining());
+    a->config = ca.config;
+    a->overrides = ca.overrides;
+    run_bench(*a);
+  });
 });
 
 }  // namespace hg::app

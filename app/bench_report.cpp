@@ -99,6 +99,10 @@ ojson row_json(const BenchResult& r) {
   j["requested_batch_size"] = r.requested_batch;
   j["steps"] = r.config.steps;
   j["warmup"] = r.config.warmup;
+  j["opt"] = r.config.opt;  // the training step's optimizer and loss
+  j["lr"] = r.config.lr;
+  j["weight_decay"] = r.config.weight_decay;
+  j["smoothing"] = r.config.smoothing;
   add_memory(j, "infer", r, r.infer.mem);
   add_memory(j, "train", r, r.train.mem);
   j["baseline_device_used_mib"] =

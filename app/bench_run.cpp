@@ -133,8 +133,8 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
   HG_CHECK(cfg.batch >= 1 && cfg.img_size >= 1 && cfg.steps >= 1, "bench: batch, img-size and steps must be >= 1, got ",
            cfg.batch, ", ", cfg.img_size, ", ", cfg.steps);
   HG_CHECK(device_available(cfg.device), "bench: device ", device_name(cfg.device),
-           " is not available (no GPU found, or built without CUDA)");
-  const ModelConfig mc = model_config(cfg.model);
+           " is not available (no GPU found, or built without CUDA); run on the CPU with --device cpu");
+  const ModelConfig mc = cfg.model_config ? *cfg.model_config : model_config(cfg.model);
   mc.check_img_size(cfg.img_size);
   HG_CHECK(mc.wtconv == !cfg.wtconv.empty(), "bench: model ", cfg.model,
            mc.wtconv ? " needs a --wtconv mode" : " has no WTConv layers, yet a --wtconv mode was given");
@@ -173,21 +173,33 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
   memory::empty_cache(dev);  // inference's cached blocks are not the training step's memory
   memory::reset_peak(dev);
 
-  // ---- full training step: zero_grad, forward, loss, backward, AdamW (timm's defaults: lr 1e-3,
-  // weight decay 0.05 on weights, none on norms / biases / scales)
-  train::AdamW opt(train::param_groups_weight_decay(model->named_tensors(), 1e-3, 0.05));
+  // ---- full training step: zero_grad, forward, loss, backward, optimizer step (default: timm's
+  // AdamW, lr 1e-3, weight decay 0.05 on weights, none on norms / biases / scales; with a config,
+  // its opt, lr, weight_decay, momentum, clip_grad and label smoothing, as the trainer's step)
+  std::vector<ParamRef> params;
+  for (const ParamRef& p : model->named_tensors())
+    if (p.trainable) params.push_back(p);
+  const auto groups = train::param_groups_weight_decay(params, cfg.lr, cfg.weight_decay);
+  std::unique_ptr<train::Optimizer> opt;
+  if (cfg.opt == "adamw")
+    opt = std::make_unique<train::AdamW>(groups);
+  else if (cfg.opt == "sgd")
+    opt = std::make_unique<train::SGD>(groups, cfg.momentum);
+  else
+    throw Error(str("bench: unknown optimizer '", cfg.opt, "' (adamw or sgd)"));
   r.train = run_phase(dev, warmup, cfg.steps, [&] {
-    opt.zero_grad();
+    opt->zero_grad();
     {
       // The loss lives in the tape arena: it must be gone before the next step's forward starts
       // the arena over, or the arena block is retired and a new one allocated every step.
-      Tensor loss = cross_entropy(model->forward(x, true), labels);
+      Tensor loss = cross_entropy(model->forward(x, true), labels, cfg.smoothing);
       autograd::backward(loss);
     }
     autograd::NoGradGuard no_grad;  // like torch.optim: the update is not recorded
-    opt.step();
+    if (cfg.clip_grad) train::clip_grad_norm(opt->parameters(), *cfg.clip_grad);
+    opt->step();
   });
-  if (cfg.breakdown) r.breakdown = time_breakdown(*model, opt, x, labels, 3);
+  if (cfg.breakdown) r.breakdown = time_breakdown(*model, *opt, x, labels, 3);
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include "app/bench_timer.h"
 #include "core/memory.h"
 #include "core/tensor.h"
+#include "models/config.h"
 
 namespace hg::app {
 
@@ -26,6 +27,13 @@ struct BenchConfig {
   Device device = Device::cuda;
   bool breakdown = false;     ///< also time one training step op type by op type
   uint64_t seed = 0;
+  /// The training step's loss and optimizer. Defaults: timm benchmark.py's (plain cross-entropy,
+  /// AdamW lr 1e-3, weight decay 0.05); `bench CONFIG.yaml` takes the config's, as the trainer does.
+  std::optional<ModelConfig> model_config;  ///< the model a config describes; unset: model_config(model)
+  double smoothing = 0.0;                   ///< label smoothing
+  std::string opt = "adamw";                ///< "adamw" | "sgd"
+  double lr = 1e-3, weight_decay = 0.05, momentum = 0.9;
+  std::optional<double> clip_grad;          ///< global-norm clip before each update; unset: none
 };
 
 /// Memory of one phase, in bytes (system_allocs is a count).

@@ -1,9 +1,11 @@
 // The `haargrad` program: parses the command line and runs one subcommand (train, validate, info,
-// bench, bench-layer, export-png, ...; each lives in its own app/<command>.cpp).
+// bench, bench-layer, export, models, ...; each lives in its own app/<command>.cpp).
 #include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -11,8 +13,10 @@
 #include <string>
 
 #include "app/command.h"
+#include "app/version.h"
 #include "core/error.h"
 #include "core/parse_number.h"
+#include "core/threads.h"
 
 namespace hg::app {
 std::vector<CommandSetup>& commands() {
@@ -53,17 +57,46 @@ void require_decimal_numbers(CLI::App& app) {
 }  // namespace
 }  // namespace hg::app
 
+namespace {
+
+// Idle OpenMP threads wait for the next parallel loop by spinning (GCC's libgomp: 300,000 spins, up
+// to about a millisecond). When another process wants the same cores, that spinning takes the time
+// the working threads need: a 2-core CPU training step ran 2-3x slower beside one busy process. A
+// short spin, then sleep, keeps the quick hand-off between the many small loops of a step and gives
+// the cores back otherwise. libgomp reads its settings once, while the program loads, before main()
+// and before any constructor of ours (and a .preinit_array function cannot set the environment: libc
+// resets it afterwards). So, unless the user chose a policy, the program sets GOMP_SPINCOUNT and
+// starts itself again, once (the variable is then set): a few milliseconds.
+void default_openmp_wait_policy(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only on failure: then run on with libgomp's default
+}
+
+std::string without_trailing_newline(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  default_openmp_wait_policy(argv);
   // A file-size limit (ulimit -f) makes writes fail with EFBIG, reported by the file writer with
   // the file's name, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
   spdlog::set_pattern("[%H:%M:%S] %^%l%$: %v");  // the trainer's console format (train/console.cpp)
   CLI::App app{"haargrad: train image classifiers with fused wavelet convolutions"};
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // every --help shows each option's default
+  app.set_version_flag("--version", [] { return without_trailing_newline(hg::app::version_text()); },
+                       "print the version, the git commit, the CUDA / cuDNN versions and the optional parts built");
+  app.footer("Each command has its own --help; `haargrad train --help` lists every config key.");
   for (auto& setup : hg::app::commands()) setup(app);
   hg::app::require_decimal_numbers(app);
   try {
-    app.parse(argc, argv);  // subcommand callbacks run here
+    hg::set_cpu_threads(0);  // the cores available; commands with a config apply its `threads`
+    app.parse(argc, argv);   // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const hg::Error& e) {

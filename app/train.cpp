@@ -1,10 +1,14 @@
 // `haargrad train CONFIG.yaml [--key value ...]`: the main job (see train/trainer.h).
 #include <chrono>
-#include <iomanip>
 #include <cstdio>
+#include <filesystem>
+#include <iomanip>
 
 #include "app/command.h"
+#include "app/config_help.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/threads.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
@@ -18,32 +22,50 @@ struct TrainArgs {
   bool plain = false;
 };
 
+// The run's last line, also appended to its log.txt (the log then holds the whole story).
+void append_line(const std::string& path, const std::string& line) {
+  io::AppendFile log(path);
+  log.append(line + "\n");
+  log.sync();
+}
+
+void run_train(TrainArgs& a) {
+  train::Config cfg = train::load_config(a.config);
+  train::apply_overrides(cfg, a.overrides);
+  set_cpu_threads(static_cast<int>(cfg.threads));
+  train::TrainOptions opts;
+  opts.stop_after_epoch = a.stop_after_epoch;
+  opts.plain_output = a.plain;
+  const auto t0 = std::chrono::steady_clock::now();
+  train::TrainResult r = train::train(cfg, opts);
+  const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
+  auto pct = [](double v) { return v < 0 ? std::string("n/a") : str(std::fixed, std::setprecision(2), v); };
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "best_top1 %s  last_top1 %s  last_top5 %s  train_img_per_sec %.1f  data_img_per_sec %.1f  "
+                "data_wait_pct %.1f  peak_mib %.1f  minutes %.2f",
+                pct(r.best_top1).c_str(), pct(r.last_top1).c_str(), pct(r.last_top5).c_str(), r.train_img_per_sec,
+                r.data_img_per_sec, 100 * r.data_wait_fraction, r.peak_mib, minutes);
+  std::printf("%s\n", line);
+  std::fflush(stdout);
+  if (!r.run_dir.empty()) append_line((std::filesystem::path(r.run_dir) / "log.txt").string(), line);
+}
+
 }  // namespace
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = root.add_subcommand("train", "Train a model from a YAML config; any config key can be overridden as "
-                                                "--key value (e.g. --epochs 3 --device cpu; train/config.h lists them)");
+                                                "--key value (e.g. --epochs 3 --device cpu --threads 2)");
   cmd->add_option("config", a->config, "YAML config, e.g. configs/fashion_mnist.yaml or a run's args.yaml")->required();
   cmd->add_option("--stop-after-epoch", a->stop_after_epoch,
-                  "stop (with checkpoints) after this many epochs; resume later with --resume");
+                  "stop (with checkpoints) after this many epochs (-1: run them all); resume later with --resume");
   cmd->add_flag("--plain", a->plain, "log lines instead of a progress bar, even on a terminal");
   cmd->allow_extras();  // everything else is a --key value config override
+  cmd->footer(config_keys_help());
   cmd->callback([a, cmd] {
     a->overrides = cmd->remaining();
-    train::Config cfg = train::load_config(a->config);
-    train::apply_overrides(cfg, a->overrides);
-    train::TrainOptions opts;
-    opts.stop_after_epoch = a->stop_after_epoch;
-    opts.plain_output = a->plain;
-    const auto t0 = std::chrono::steady_clock::now();
-    train::TrainResult r = train::train(cfg, opts);
-    const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
-    auto pct = [](double v) { return v < 0 ? std::string("n/a") : str(std::fixed, std::setprecision(2), v); };
-    std::printf("best_top1 %s  last_top1 %s  last_top5 %s  train_img_per_sec %.1f  data_img_per_sec %.1f  "
-                "data_wait_pct %.1f  peak_mib %.1f  minutes %.2f\n",
-                pct(r.best_top1).c_str(), pct(r.last_top1).c_str(), pct(r.last_top5).c_str(),
-                r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction, r.peak_mib, minutes);
+    run_train(*a);
   });
 });
 

@@ -1,12 +1,21 @@
-// `haargrad validate CONFIG --checkpoint FILE`: evaluates a checkpoint on the config's val split
-// and prints timm validate.py's columns.
+// `haargrad validate [CONFIG] --checkpoint FILE [--results-file FILE.csv|.json]`: evaluates a
+// checkpoint on the whole validation split, like timm's validate.py: model, img_size, top1,
+// top1_err, top5, top5_err, loss (cross-entropy, no smoothing), img_per_sec, param_count (millions).
+// Without CONFIG the config stored in the checkpoint by `haargrad train` is used.
+#include <cctype>
+#include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 
-#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "app/command.h"
+#include "app/config_help.h"
+#include "app/model_from_args.h"
+#include "core/atomic_file.h"
 #include "core/autograd.h"
+#include "core/threads.h"
 #include "data/from_config.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
@@ -18,61 +27,132 @@ namespace hg::app {
 namespace {
 
 struct ValidateArgs {
-  std::string config, checkpoint;
+  std::string config, checkpoint, results_file;
   std::vector<std::string> overrides;
 };
 
-void run_validate(const ValidateArgs& a) {
-  train::Config cfg = train::load_config(a.config);
-  train::apply_overrides(cfg, a.overrides);
+// One row, named as timm's validate.py names its results (plus loss and img_per_sec).
+struct Row {
+  std::string model;
+  int64_t img_size = 0;
+  double top1 = 0, top5 = 0, loss = 0, img_per_sec = 0, param_count = 0;
+};
+
+// "results.CSV" -> "csv"; "" when there is none.
+std::string extension_of(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  if (!ext.empty()) ext.erase(0, 1);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+const char* kColumns = "model,img_size,top1,top1_err,top5,top5_err,loss,img_per_sec,param_count";
+
+// timm rounds accuracies to 4 decimals and the parameter count (millions) to 2.
+std::string csv_text(const Row& r) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%s\n%s,%lld,%.4f,%.4f,%.4f,%.4f,%.6g,%.1f,%.2f\n", kColumns, r.model.c_str(),
+                static_cast<long long>(r.img_size), r.top1, 100.0 - r.top1, r.top5, 100.0 - r.top5, r.loss,
+                r.img_per_sec, r.param_count);
+  return line;
+}
+
+std::string json_text(const Row& r) {
+  auto round_to = [](double v, double scale) { return std::round(v * scale) / scale; };
+  nlohmann::ordered_json j;
+  j["model"] = r.model;
+  j["img_size"] = r.img_size;
+  j["top1"] = round_to(r.top1, 1e4);
+  j["top1_err"] = round_to(100.0 - r.top1, 1e4);
+  j["top5"] = round_to(r.top5, 1e4);
+  j["top5_err"] = round_to(100.0 - r.top5, 1e4);
+  j["loss"] = r.loss;
+  j["img_per_sec"] = round_to(r.img_per_sec, 10);
+  j["param_count"] = round_to(r.param_count, 100);
+  return j.dump(2) + "\n";
+}
+
+Row evaluate(const train::Config& cfg, const std::string& checkpoint) {
   const Device device = train::resolve_device(cfg.device);
   ConvNeXt model(train::model_config_from(cfg), 0, DType::f32, device);
-  train::load_checkpoint(a.checkpoint, model, nullptr);
+  train::load_checkpoint(checkpoint, model, nullptr);
   data::Datasets ds = data::make_datasets(cfg);
   auto loader = data::make_loader(cfg, false, ds.val);
 
   autograd::NoGradGuard no_grad;
+  const auto t0 = std::chrono::steady_clock::now();  // timm: data loading included
   loader->start_epoch(0);
   data::Batch b;
   int64_t n = 0, c1 = 0, c5 = 0, nonfinite = 0;
+  double loss_sum = 0;
   const int64_t k5 = std::min<int64_t>(5, cfg.num_classes);
   while (loader->next(b)) {
     Tensor logits = model.forward(b.images.to(device), false);
     Tensor y = b.labels.to(device);
+    const int64_t bs = b.labels.numel();
+    loss_sum += cross_entropy(logits, y).item() * static_cast<double>(bs);
     c1 += correct_topk(logits, y, 1);
     c5 += correct_topk(logits, y, k5);
     nonfinite += nonfinite_rows(logits);
-    n += b.labels.numel();
+    n += bs;
   }
-  HG_CHECK(n > 0, "validate: the validation split is empty");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  HG_CHECK(n > 0, "validate: the validation split '", cfg.val_split, "' of ", cfg.data_dir, " is empty");
   if (nonfinite > 0) {  // a diverged model: no accuracy to report (such rows count as wrong anyway)
     int64_t bad = 0, total = 0;
     for (const ParamRef& p : model.named_tensors()) {
       for (double v : p.tensor.to_vector<double>()) bad += !std::isfinite(v);
       total += p.tensor.numel();
     }
-    throw Error(str("validate: the outputs of ", a.checkpoint, " are non-finite (NaN or Inf) for ", nonfinite, " of ",
+    throw Error(str("validate: the outputs of ", checkpoint, " are non-finite (NaN or Inf) for ", nonfinite, " of ",
                     n, " images; ", bad, " of ", total, " of its weights are non-finite: the run it comes from ",
                     "diverged; use an earlier checkpoint"));
   }
-  const double top1 = 100.0 * double(c1) / double(n), top5 = 100.0 * double(c5) / double(n);
-  std::printf("model,img_size,top1,top1_err,top5,top5_err,param_count\n");
-  std::printf("%s,%lld,%.3f,%.3f,%.3f,%.3f,%.3f\n", cfg.model.c_str(), static_cast<long long>(cfg.img_size), top1,
-              100.0 - top1, top5, 100.0 - top5, double(model.num_trainable()) / 1e6);
+  Row r;
+  r.model = cfg.model;
+  r.img_size = cfg.img_size;
+  r.top1 = 100.0 * double(c1) / double(n);
+  r.top5 = 100.0 * double(c5) / double(n);
+  r.loss = loss_sum / double(n);
+  r.img_per_sec = seconds > 0 ? double(n) / seconds : 0.0;
+  r.param_count = double(model.num_trainable()) / 1e6;
+  return r;
+}
+
+void run_validate(const ValidateArgs& a) {
+  const std::string ext = a.results_file.empty() ? "" : extension_of(a.results_file);
+  HG_CHECK(a.results_file.empty() || ext == "csv" || ext == "json", "validate: --results-file '", a.results_file,
+           "' must end in .csv or .json");
+  const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
+  const train::Config& cfg = rc.config;
+  HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,
+           "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
+  set_cpu_threads(static_cast<int>(cfg.threads));
+  const Row r = evaluate(cfg, a.checkpoint);
+  const std::string csv = csv_text(r);
+  std::printf("%s", csv.c_str());
+  if (!a.results_file.empty()) io::write_file_atomic(a.results_file, ext == "csv" ? csv : json_text(r));
 }
 
 }  // namespace
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<ValidateArgs>();
-  CLI::App* cmd = root.add_subcommand("validate", "Evaluate a checkpoint on the whole validation split (timm validate.py "
-                                                   "columns); other --key value pairs override config keys");
-  cmd->add_option("config", a->config, "YAML config of the model and data")->required();
-  cmd->add_option("--checkpoint", a->checkpoint, "safetensors checkpoint (haargrad's or a converted timm state_dict)")
+  CLI::App* cmd = root.add_subcommand(
+      "validate",
+      "haargrad validate [CONFIG.yaml] --checkpoint FILE [--results-file FILE.csv|.json] [--key value ...]\n"
+      "Evaluate a checkpoint on the whole validation split: model, img_size, top1, top1_err, top5, top5_err, loss,\n"
+      "img_per_sec, param_count (timm validate.py's columns, plus loss and speed). CONFIG (the model and data)\n"
+      "defaults to the config that `haargrad train` stored in the checkpoint.");
+  cmd->add_option("--checkpoint", a->checkpoint, "safetensors checkpoint (haargrad's, exported, or a timm state_dict)")
       ->required();
+  cmd->add_option("--results-file", a->results_file, "also write the row to FILE.csv or FILE.json");
   cmd->allow_extras();
+  cmd->footer(config_keys_pointer());
   cmd->callback([a, cmd] {
-    a->overrides = cmd->remaining();
+    ConfigArgs ca = split_config_args(cmd->remaining());
+    a->config = ca.config;
+    a->overrides = ca.overrides;
     run_validate(*a);
   });
 });

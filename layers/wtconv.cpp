@@ -1,8 +1,6 @@
 // WTConv2d layer and the wtconv2d functional op (see wtconv.h).
 #include "layers/wtconv.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cmath>
 
 #include "core/autograd.h"
@@ -161,23 +159,6 @@ Tensor WTConv2d::forward(const Tensor& x) {
            x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
   HG_CHECK(x.size(3) == channels_, "WTConv2d '", name, "': input has ", x.size(3), " channels (x ",
            shape_str(x.shape()), ") but the layer has ", channels_);
-  if (!warned_) {
-    // The deepest level convolves a ceil(H / 2^L) x ceil(W / 2^L) map; at 1x1 only the centre
-    // tap of its kernel sees data, so the extra levels add parameters but little receptive field.
-    int64_t h = x.size(1), w = x.size(2);
-    int first_1x1 = -1;
-    for (int l = 0; l < wt_levels(); ++l) {
-      h = (h + 1) / 2, w = (w + 1) / 2;
-      if (h == 1 && w == 1 && first_1x1 < 0) first_1x1 = l;
-    }
-    if (first_1x1 >= 0) {
-      spdlog::warn(
-          "WTConv2d '{}': input {}x{} with wt_levels={}: levels {}..{} convolve a 1x1 map (only "
-          "the kernel centre sees data); fewer levels would do the same",
-          name, x.size(1), x.size(2), wt_levels(), first_1x1, wt_levels() - 1);
-      warned_ = true;
-    }
-  }
   return wtconv2d(x, weights(), stride_, mode_);
 }
 

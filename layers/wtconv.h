@@ -60,8 +60,8 @@ class WTConv2d : public Module {
   WTConv2d(int64_t in_channels, int64_t out_channels, const WTConv2dOptions& opt, Generator& gen);
 
   /// x (B, H, W, C) NHWC -> y (B, ceil(H/stride), ceil(W/stride), C). Throws hg::Error naming the
-  /// layer when x is not 4-D or its channel count differs. Warns once (spdlog) when the deepest
-  /// level's conv works on a 1x1 map (the input is too small for wt_levels).
+  /// layer when x is not 4-D or its channel count differs. Levels deeper than the input allows
+  /// (a 1x1 map) still run; the model says so once (models/config.h wtconv_level_advice).
   Tensor forward(const Tensor& x);
 
   /// Tensors in the reference WTConv2d's state_dict order: wt_filter, iwt_filter,
@@ -84,8 +84,6 @@ class WTConv2d : public Module {
   int kernel_size() const { return kernel_size_; }
   int wt_levels() const { return static_cast<int>(wavelet_weight.size()); }
   int stride() const { return stride_; }
-  /// True once forward() has warned about levels on a 1x1 map.
-  bool warned_deep_levels() const { return warned_; }
 
   std::string name = "WTConv2d";  ///< state_dict prefix set by the model, used in messages
 
@@ -102,7 +100,6 @@ class WTConv2d : public Module {
   int64_t channels_;
   int kernel_size_, stride_;
   WTConvMode mode_ = WTConvMode::fused;
-  bool warned_ = false;
 };
 
 /// The reference WTConv2d's Haar filters for C channels, (4C, 1, 2, 2): filter 4c + s is

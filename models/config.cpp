@@ -136,11 +136,11 @@ ModelConfig model_config(const std::string& name) {
   c.model = name;
   if (name == "wtconvnext_fmnist") {  // small WTConvNeXt for 28x28 grayscale (the default main job)
     c.wtconv = true;
-    c.depths = {2, 2, 2};
-    c.dims = {48, 96, 192};
+    c.depths = {2, 2};
+    c.dims = {48, 96};
     c.kernel_size = 5;
-    c.wt_levels = {1, 1, 1};
-    c.patch_size = 4;         // 7x7 -> 3x3 -> 1x1 maps
+    c.wt_levels = {2, 2};     // level maps 4x4, 2x2 (stage 0) and 2x2, 1x1 of a 2x2 map (stage 1)
+    c.patch_size = 4;         // 7x7 -> 3x3 maps: a third stage would be 1x1
     c.ls_init_value = 1.0;    // short schedules: see configs/fashion_mnist.yaml
     c.in_chans = 1;
     c.num_classes = 10;
@@ -208,6 +208,82 @@ double forward_macs(const ModelConfig& cfg, int img_size) {
   }
   macs += double(cfg.dims.back()) * cfg.num_classes;  // head fc
   return macs;
+}
+
+ParamCount param_count(const ModelConfig& cfg) {
+  cfg.validate();
+  ParamCount n;
+  const int64_t k2 = int64_t(cfg.kernel_size) * cfg.kernel_size;
+  const int64_t d0 = cfg.dims[0];
+  n.trainable += int64_t(cfg.in_chans) * d0 * cfg.patch_size * cfg.patch_size + d0;  // stem conv
+  n.trainable += 2 * d0;                                                               // stem norm
+  for (size_t s = 0; s < cfg.depths.size(); ++s) {
+    const int64_t c = cfg.dims[s];
+    if (s > 0) n.trainable += 2 * cfg.dims[s - 1] + int64_t(cfg.dims[s - 1]) * c * 4 + c;  // norm + 2x2 conv
+    int64_t block = 2 * c + (c * 4 * c + 4 * c) + (4 * c * c + c);  // norm, fc1, fc2
+    if (cfg.ls_init_value > 0) block += c;                            // gamma
+    int64_t fixed = 0;
+    if (cfg.wtconv) {
+      // base conv (weight + bias) and scale; per level a (4C, 1, K, K) conv and a (1, 4C) scale
+      block += c * k2 + c + c + cfg.wt_levels[s] * (4 * c * k2 + 4 * c);
+      fixed = 2 * 4 * c * 4;  // wt_filter and iwt_filter, (4C, 1, 2, 2) each
+    } else {
+      block += c * k2 + c;  // depthwise conv weight + bias
+    }
+    n.trainable += cfg.depths[s] * block;
+    n.fixed += cfg.depths[s] * fixed;
+  }
+  const int64_t last = cfg.dims.back();
+  n.trainable += 2 * last + last * cfg.num_classes + cfg.num_classes;  // head norm + fc
+  return n;
+}
+
+std::vector<int64_t> stage_sizes(const ModelConfig& cfg, int64_t img_size) {
+  std::vector<int64_t> sizes;
+  int64_t h = conv_out(img_size, cfg.patch_size, cfg.patch_size, 0);
+  for (size_t s = 0; s < cfg.depths.size(); ++s) {
+    if (s > 0) h = conv_out(h, 2, 2, 0);
+    sizes.push_back(h);
+  }
+  return sizes;
+}
+
+std::string wtconv_level_advice(const ModelConfig& cfg, int64_t img_size) {
+  if (!cfg.wtconv) return "";
+  const std::vector<int64_t> sizes = stage_sizes(cfg, img_size);
+  std::vector<std::string> flat_stages;   // stages whose input is already 1x1
+  std::vector<int> useful(sizes.size());  // levels that see more than one pixel
+  bool extra_levels = false;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    if (cfg.depths[s] == 0) {
+      useful[s] = cfg.wt_levels[s];
+      continue;
+    }
+    if (sizes[s] <= 1) flat_stages.push_back(std::to_string(s));
+    // Level l takes a ceil(h / 2^l) map: the first level whose input is 1x1 or smaller only scales
+    // the same pixel, and so does every level after it.
+    int64_t in = sizes[s];
+    int keep = 0;
+    for (int l = 0; l < cfg.wt_levels[s] && in > 1; ++l, in = (in + 1) / 2) ++keep;
+    useful[s] = std::max(keep, 1);
+    if (useful[s] < cfg.wt_levels[s]) extra_levels = true;
+  }
+  std::string msg;
+  if (extra_levels) {
+    std::string levels;
+    for (size_t s = 0; s < useful.size(); ++s) levels += str(s ? ", " : "", useful[s]);
+    msg += str("WTConv levels past a 1x1 map add parameters but no receptive field at img_size ", img_size,
+               " (stage maps ", shape_str(sizes), "): wt_levels [", levels, "] gives the same receptive field");
+  }
+  if (!flat_stages.empty()) {
+    std::string list;
+    for (size_t i = 0; i < flat_stages.size(); ++i) list += (i ? ", " : "") + flat_stages[i];
+    msg += str(msg.empty() ? "" : "; ", flat_stages.size() == 1 ? "stage " : "stages ", list, " of ", cfg.model,
+               " work on 1x1 maps at img_size ", img_size, " (stage maps ", shape_str(sizes),
+               "), where every WTConv level and kernel sees only its centre: a larger img_size, a smaller "
+               "patch_size or one stage fewer (depths / dims / wt_levels) gives them spatial data");
+  }
+  return msg;
 }
 
 }  // namespace hg

@@ -2,6 +2,7 @@
 // with every field settable. Field names and defaults follow timm's `ConvNeXt.__init__`.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,5 +50,24 @@ std::vector<std::string> model_names();
 
 /// Forward multiply-accumulates for one image of img_size x img_size (analytic count).
 double forward_macs(const ModelConfig& cfg, int img_size);
+
+/// Parameter elements of the model `cfg` describes, counted from the config (no model is built):
+/// trainable = what ConvNeXt::num_trainable() reports, fixed = the WTConv Haar filter buffers
+/// (ConvNeXt::num_fixed()).
+struct ParamCount {
+  int64_t trainable = 0, fixed = 0;
+};
+ParamCount param_count(const ModelConfig& cfg);
+
+/// Spatial side of each stage's maps for an img_size x img_size input (stem: patch_size stride,
+/// then 2x2 stride-2 downsampling per stage).
+std::vector<int64_t> stage_sizes(const ModelConfig& cfg, int64_t img_size);
+
+/// For a WTConv model at img_size, the one-line advice when some WTConv level sees no spatial data,
+/// else "": a stage whose input map is already 1x1 (every level, and the base kernel, see just the
+/// centre tap: a larger img_size, a smaller patch_size or one stage fewer would change that), or
+/// levels beyond the first whose map is 1x1 (their input is 1x1, so they add parameters but no
+/// receptive field: the advice names the wt_levels that gives the same). ConvNeXt models: "".
+std::string wtconv_level_advice(const ModelConfig& cfg, int64_t img_size);
 
 }  // namespace hg

@@ -1,6 +1,10 @@
 // ConvNeXt / WTConvNeXt construction and forward (see convnext.h).
 #include "models/convnext.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
 #include "core/autograd.h"
 #include "layers/activation.h"
 #include "layers/drop_path.h"
@@ -144,6 +148,11 @@ Tensor ConvNeXt::forward(const Tensor& x, bool training, std::vector<std::pair<s
   HG_CHECK(x.size(1) >= min_side && x.size(2) >= min_side, "ConvNeXt.forward: input ", x.describe(),
            " is smaller than the model's total stride ", min_side, " (patch_size ", config.patch_size,
            " and the stage strides): every side must be at least ", min_side, " pixels");
+  if (!level_advice_given_) {  // once per model, with the input size it really gets
+    level_advice_given_ = true;
+    const std::string advice = wtconv_level_advice(config, std::min(x.size(1), x.size(2)));
+    if (!advice.empty()) spdlog::warn("{}", advice);
+  }
   Tensor h = stem_norm->forward(stem_conv->forward(x.to(compute_dtype)));
   if (acts) acts->emplace_back("act.stem", h);
   for (size_t s = 0; s < stages.size(); ++s) {

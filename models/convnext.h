@@ -62,7 +62,8 @@ class ConvNeXt : public Module {
            Device device = Device::cpu);
 
   /// x (N, H, W, in_chans) -> logits (N, num_classes). `training` enables drop path (drawn from
-  /// the model's generator). When `acts` is given, appends ("act.stem", ...), ("act.stages.i", ...).
+  /// the model's generator). The first call warns (spdlog, once) when WTConv levels see no spatial
+  /// data at this input size (wtconv_level_advice). When `acts` is given, appends ("act.stem", ...), ("act.stages.i", ...).
   Tensor forward(const Tensor& x, bool training = false,
                  std::vector<std::pair<std::string, Tensor>>* acts = nullptr);
   void collect(const std::string& prefix, std::vector<ParamRef>& out) const override;
@@ -86,6 +87,9 @@ class ConvNeXt : public Module {
   std::vector<std::unique_ptr<ConvNeXtStage>> stages;
   std::unique_ptr<LayerNorm> head_norm;  ///< "head.norm"
   std::unique_ptr<Linear> head_fc;       ///< "head.fc"
+
+ private:
+  bool level_advice_given_ = false;  ///< forward() warns once (wtconv_level_advice) per model
 };
 
 }  // namespace hg

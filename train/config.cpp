@@ -81,81 +81,107 @@ struct Field {
   const char* key;
   Member member;
   Rule rule;
+  const char* help = "";  // one line for `haargrad train --help` (config_key_docs)
 };
 
 const std::vector<Field>& table() {
-  // One row per key: name (timm's), member, allowed values.
+  // One row per key: name (timm's), member, allowed values, one line of help. This table is the
+  // only description of the keys: `haargrad train --help` prints it (config_key_docs).
   static const std::vector<Field> rows = {
-      {"model", &Config::model, any()},
-      {"num_classes", &Config::num_classes, at_least(1)},
-      {"img_size", &Config::img_size, at_least(1)},
-      {"in_chans", &Config::in_chans, closed(1, 3)},
-      {"depths", &Config::depths, at_least(1).len(0, 4)},
-      {"dims", &Config::dims, at_least(1).len(0, 4)},
-      {"patch_size", &Config::patch_size, at_least(1)},
-      {"kernel_size", &Config::kernel_size, at_least(1)},
-      {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 4)},
-      {"ls_init_value", &Config::ls_init_value, any()},
-      {"wtconv_mode", &Config::wtconv_mode, one_of({"fused", "reference"})},
-      {"drop_path", &Config::drop_path, half_open(0, 1)},
-      {"data_dir", &Config::data_dir, any()},
-      {"dataset", &Config::dataset, one_of({"idx", "image_folder", "synthetic"})},
-      {"train_split", &Config::train_split, any()},
-      {"val_split", &Config::val_split, any()},
-      {"synthetic_size", &Config::synthetic_size, at_least(1)},
-      {"workers", &Config::workers, closed(0, 256)},
-      {"pin_mem", &Config::pin_mem, any()},
-      {"corrupt_images", &Config::corrupt_images, one_of({"skip", "error"})},
-      {"jpeg_decoder", &Config::jpeg_decoder, one_of({"turbo", "turbo_full", "stb"})},
-      {"crop_pct", &Config::crop_pct, left_open(0, 1)},
-      {"mean", &Config::mean, any().len(1, 3)},
-      {"std", &Config::std, above(0).len(1, 3)},
-      {"hflip", &Config::hflip, closed(0, 1)},
-      {"scale", &Config::scale, left_open(0, 1).len(2, 2)},
-      {"ratio", &Config::ratio, above(0).len(2, 2)},
-      {"train_interpolation", &Config::train_interpolation,
-       one_of({"random", "bilinear", "bicubic", "nearest"})},
-      {"color_jitter", &Config::color_jitter, at_least(0)},
-      {"aa", &Config::aa, any()},
-      {"reprob", &Config::reprob, closed(0, 1)},
-      {"remode", &Config::remode, one_of({"pixel", "rand", "const"})},
-      {"recount", &Config::recount, at_least(1)},
-      {"mixup", &Config::mixup, at_least(0)},
-      {"cutmix", &Config::cutmix, at_least(0)},
-      {"cutmix_minmax", &Config::cutmix_minmax, left_open(0, 1).len(0, 2)},
-      {"mixup_prob", &Config::mixup_prob, closed(0, 1)},
-      {"mixup_switch_prob", &Config::mixup_switch_prob, closed(0, 1)},
-      {"mixup_mode", &Config::mixup_mode, one_of({"batch", "pair", "elem"})},
-      {"mixup_off_epoch", &Config::mixup_off_epoch, at_least(0)},
-      {"batch_size", &Config::batch_size, at_least(1)},
-      {"validation_batch_size", &Config::validation_batch_size, at_least(1)},
-      {"epochs", &Config::epochs, at_least(1)},
-      {"opt", &Config::opt, one_of({"adamw", "sgd"})},
-      {"lr", &Config::lr, above(0)},
-      {"weight_decay", &Config::weight_decay, at_least(0)},
-      {"momentum", &Config::momentum, half_open(0, 1)},
-      {"clip_grad", &Config::clip_grad, above(0)},
-      {"sched", &Config::sched, one_of({"cosine", "none"})},
-      {"warmup_epochs", &Config::warmup_epochs, at_least(0)},
-      {"warmup_lr", &Config::warmup_lr, at_least(0)},
-      {"min_lr", &Config::min_lr, at_least(0)},
-      {"sched_on_updates", &Config::sched_on_updates, any()},
-      {"schedule_history", &Config::schedule_history, any()},
-      {"grad_accum_steps", &Config::grad_accum_steps, at_least(1)},
-      {"smoothing", &Config::smoothing, half_open(0, 1)},
-      {"model_ema", &Config::model_ema, any()},
-      {"model_ema_decay", &Config::model_ema_decay, closed(0, 1)},
-      {"model_ema_warmup", &Config::model_ema_warmup, any()},
-      {"initial_checkpoint", &Config::initial_checkpoint, any()},
-      {"seed", &Config::seed, at_least(0)},
-      {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"})},
-      {"device", &Config::device, one_of({"auto", "cpu", "cuda"})},
-      {"log_interval", &Config::log_interval, at_least(1)},
-      {"checkpoint_hist", &Config::checkpoint_hist, at_least(0)},
-      {"resume", &Config::resume, any()},
-      {"output", &Config::output, any()},
-      {"experiment", &Config::experiment, any()},
-      {"max_steps_per_epoch", &Config::max_steps_per_epoch, at_least(0)},
+      {"model", &Config::model, any(),
+        "model name (`haargrad models` lists them); model fields left empty take its values"},
+      {"num_classes", &Config::num_classes, at_least(1), "classifier outputs"},
+      {"img_size", &Config::img_size, at_least(1), "square input side in pixels (train crop and eval size)"},
+      {"in_chans", &Config::in_chans, closed(1, 3), "input channels: 1 (grayscale) or 3 (RGB)"},
+      {"depths", &Config::depths, at_least(1).len(0, 4), "blocks per stage (at most 4, as timm); [] = the model's"},
+      {"dims", &Config::dims, at_least(1).len(0, 4), "channels per stage; [] = the model's"},
+      {"patch_size", &Config::patch_size, at_least(1), "stem conv kernel = stride in pixels; null = the model's"},
+      {"kernel_size", &Config::kernel_size, at_least(1), "depthwise / WTConv kernel size (odd); null = the model's"},
+      {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 4), "WTConv Haar levels per stage; [] = the model's"},
+      {"ls_init_value", &Config::ls_init_value, any(),
+        "layer-scale (gamma) init; null = no layer scale (timm's None)"},
+      {"wtconv_mode", &Config::wtconv_mode, one_of({"fused", "reference"}),
+        "WTConv kernels: fused, or the reference composition (slower, same values)"},
+      {"drop_path", &Config::drop_path, half_open(0, 1), "stochastic depth rate, rising linearly over the blocks"},
+      {"data_dir", &Config::data_dir, any(), "dataset root folder"},
+      {"dataset", &Config::dataset, one_of({"idx", "image_folder", "synthetic"}),
+        "idx (MNIST-format files), image_folder (DIR/<split>/<class>/*), synthetic (made on the fly)"},
+      {"train_split", &Config::train_split, any(),
+        "training split: a sub-folder of data_dir (image_folder) or train (idx)"},
+      {"val_split", &Config::val_split, any(), "validation split: a sub-folder (timm's default name) or test (idx)"},
+      {"synthetic_size", &Config::synthetic_size, at_least(1), "images in the synthetic training split"},
+      {"workers", &Config::workers, closed(0, 256), "data loader threads; 0 = load on the training thread"},
+      {"pin_mem", &Config::pin_mem, any(), "build batches in page-locked memory for faster copies to the GPU"},
+      {"corrupt_images", &Config::corrupt_images, one_of({"skip", "error"}),
+        "an unreadable image: skip (warn and count) or error"},
+      {"jpeg_decoder", &Config::jpeg_decoder, one_of({"turbo", "turbo_full", "stb"}),
+        "JPEG decoding: turbo (libjpeg-turbo, crop + DCT downscale), turbo_full, or stb"},
+      {"crop_pct", &Config::crop_pct, left_open(0, 1),
+        "eval: resize the shorter side to img_size / crop_pct, then centre-crop"},
+      {"mean", &Config::mean, any().len(1, 3), "per-channel mean subtracted from [0, 1] pixels"},
+      {"std", &Config::std, above(0).len(1, 3), "per-channel standard deviation pixels are divided by"},
+      {"hflip", &Config::hflip, closed(0, 1), "horizontal flip probability (train)"},
+      {"scale", &Config::scale, left_open(0, 1).len(2, 2),
+        "random-resized-crop area fraction range [min, max] (train)"},
+      {"ratio", &Config::ratio, above(0).len(2, 2),
+        "random-resized-crop aspect ratio range (w/h) [min, max] (train)"},
+      {"train_interpolation", &Config::train_interpolation, one_of({"random", "bilinear", "bicubic", "nearest"}),
+        "resize filter of the train crop (random: one of bilinear / bicubic per image)"},
+      {"color_jitter", &Config::color_jitter, at_least(0),
+        "colour jitter strength (brightness, contrast, saturation); 0 = off"},
+      {"aa", &Config::aa, any(), "auto-augment policy, timm's spec string (e.g. rand-m9-mstd0.5-inc1); empty = off"},
+      {"reprob", &Config::reprob, closed(0, 1), "random erasing probability"},
+      {"remode", &Config::remode, one_of({"pixel", "rand", "const"}), "random erasing fill: pixel, rand or const"},
+      {"recount", &Config::recount, at_least(1), "random erasing boxes per image, at most"},
+      {"mixup", &Config::mixup, at_least(0), "mixup alpha; on when > 0"},
+      {"cutmix", &Config::cutmix, at_least(0), "cutmix alpha; on when > 0"},
+      {"cutmix_minmax", &Config::cutmix_minmax, left_open(0, 1).len(0, 2),
+        "[min, max] cutmix box side fractions (turns cutmix on); [] = from the cutmix alpha"},
+      {"mixup_prob", &Config::mixup_prob, closed(0, 1), "chance of mixing a batch / pair / image"},
+      {"mixup_switch_prob", &Config::mixup_switch_prob, closed(0, 1),
+        "chance of cutmix instead of mixup when both are on"},
+      {"mixup_mode", &Config::mixup_mode, one_of({"batch", "pair", "elem"}),
+        "what is mixed together: batch, pair or elem"},
+      {"mixup_off_epoch", &Config::mixup_off_epoch, at_least(0),
+        "stop mixing from this epoch on (0-based); 0 = never"},
+      {"batch_size", &Config::batch_size, at_least(1), "images per step (before gradient accumulation)"},
+      {"validation_batch_size", &Config::validation_batch_size, at_least(1),
+        "images per evaluation batch; null = batch_size"},
+      {"epochs", &Config::epochs, at_least(1), "training epochs"},
+      {"opt", &Config::opt, one_of({"adamw", "sgd"}), "optimizer"},
+      {"lr", &Config::lr, above(0), "peak learning rate"},
+      {"weight_decay", &Config::weight_decay, at_least(0),
+        "decoupled weight decay (adamw) / L2 (sgd); never on norms, biases, scales"},
+      {"momentum", &Config::momentum, half_open(0, 1), "sgd momentum"},
+      {"clip_grad", &Config::clip_grad, above(0), "clip the global gradient norm to this; null = off"},
+      {"sched", &Config::sched, one_of({"cosine", "none"}), "learning-rate schedule after warmup"},
+      {"warmup_epochs", &Config::warmup_epochs, at_least(0), "epochs of linear warmup from warmup_lr to lr"},
+      {"warmup_lr", &Config::warmup_lr, at_least(0), "learning rate at the start of warmup"},
+      {"min_lr", &Config::min_lr, at_least(0), "floor of the cosine schedule"},
+      {"sched_on_updates", &Config::sched_on_updates, any(),
+        "step the schedule every optimizer update instead of every epoch"},
+      {"schedule_history", &Config::schedule_history, any(),
+        "written by the trainer: schedule keys of earlier sessions of a resumed run"},
+      {"grad_accum_steps", &Config::grad_accum_steps, at_least(1), "micro-batches per optimizer update"},
+      {"smoothing", &Config::smoothing, half_open(0, 1), "label smoothing of the cross-entropy loss"},
+      {"model_ema", &Config::model_ema, any(), "keep an exponential moving average of the weights (timm ModelEmaV3)"},
+      {"model_ema_decay", &Config::model_ema_decay, closed(0, 1), "EMA decay per optimizer update"},
+      {"model_ema_warmup", &Config::model_ema_warmup, any(), "ramp the EMA decay up (1 - (1 + step)^(-2/3))"},
+      {"initial_checkpoint", &Config::initial_checkpoint, any(), "weights to start from (fine-tuning); empty = none"},
+      {"seed", &Config::seed, at_least(0), "seed of the model init, data order and augmentation"},
+      {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"}),
+        "fp32; tf32 (GPU matrix products on TF32 tensor cores); bf16 (bf16 activations, f32 weights)"},
+      {"device", &Config::device, one_of({"auto", "cpu", "cuda"}), "auto (the GPU when one is usable), cpu or cuda"},
+      {"threads", &Config::threads, closed(0, 4096),
+        "CPU threads of the kernels; 0 = $OMP_NUM_THREADS if set, else the cores this process may use"},
+      {"log_interval", &Config::log_interval, at_least(1), "steps between log lines (when not on a terminal)"},
+      {"checkpoint_hist", &Config::checkpoint_hist, at_least(0), "best checkpoint-<epoch> files kept"},
+      {"resume", &Config::resume, any(),
+        "checkpoint to continue from, or auto (the newest of the experiment); empty = none"},
+      {"output", &Config::output, any(), "output root folder; empty = output/train"},
+      {"experiment", &Config::experiment, any(), "run folder name under output; empty = <date>-<model>-<img_size>"},
+      {"max_steps_per_epoch", &Config::max_steps_per_epoch, at_least(0),
+        "training batches per epoch; 0 = all (evaluation always covers the whole split)"},
   };
   return rows;
 }
@@ -185,31 +211,28 @@ Where where_of(const YAML::Node& node, const Where& fallback) {
   return Where{fallback.source, m.line + 1};
 }
 
-// Levenshtein distance, for "did you mean" on unknown keys.
+// Edit distance with adjacent transpositions counted once ("wieght" -> "weight" is 1), for
+// "did you mean" on unknown keys.
 size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
-  }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 [[noreturn]] void fail_unknown(const std::string& key, const Where& where) {
-  std::string best;
-  size_t best_d = 3;  // suggest only close matches
-  for (const Field& f : table()) {
-    size_t d = edit_distance(key, f.key);
-    if (d < best_d) best_d = d, best = f.key;
-  }
-  throw Error(str("config: unknown key '", key, "' (", where.text(), ")",
-                  best.empty() ? std::string("") : str("; did you mean '", best, "'?")));
+  const std::vector<std::string> close = similar_keys(key);
+  std::string hint;
+  for (size_t i = 0; i < close.size(); ++i)
+    hint += str(i == 0 ? "; did you mean " : i + 1 == close.size() ? " or " : ", ", "'", close[i], "'");
+  if (!close.empty()) hint += "?";
+  throw Error(str("config: unknown key '", key, "' (", where.text(), ")", hint,
+                  close.empty() ? " (`haargrad train --help` lists every key)" : ""));
 }
 
 // ---- reading one value --------------------------------------------------------------------------
@@ -545,6 +568,34 @@ std::string yaml_value(const Config& cfg, const Field& f) {
       f.member);
 }
 
+// "int >= 1", "float in [0, 1)", "one of fused|reference", "list of 2 floats > 0", ...
+std::string type_text(const Field& f) {
+  const Rule& r = f.rule;
+  auto len_text = [&r]() -> std::string {
+    if (r.min_len == r.max_len) return str(r.min_len, " ");
+    if (r.max_len == std::numeric_limits<size_t>::max()) return "";
+    return str(r.min_len, "-", r.max_len, " ");
+  };
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::decay_t<decltype(Config{}.*member)>;
+        if constexpr (std::is_same_v<T, int64_t>) return "int" + describe_range(r);
+        else if constexpr (std::is_same_v<T, double>) return "float" + describe_range(r);
+        else if constexpr (std::is_same_v<T, bool>) return "bool";
+        else if constexpr (std::is_same_v<T, std::string>) {
+          if (r.choices.empty()) return "string";
+          std::string c;
+          for (const auto& x : r.choices) c += (c.empty() ? "" : "|") + x;
+          return "one of " + c;
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) return "int" + describe_range(r) + " or null";
+        else if constexpr (std::is_same_v<T, std::optional<double>>) return "float" + describe_range(r) + " or null";
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return "list of " + len_text() + "ints" + describe_range(r);
+        else if constexpr (std::is_same_v<T, std::vector<double>>) return "list of " + len_text() + "floats" + describe_range(r);
+        else return "list of schedule mappings";
+      },
+      f.member);
+}
+
 }  // namespace
 
 // ---- public API ----------------------------------------------------------------------------------
@@ -639,6 +690,26 @@ std::string value_text(const Config& cfg, const std::string& key) {
   const Field* f = find_field(key);
   HG_CHECK(f, "config: unknown key '", key, "'");
   return yaml_value(cfg, *f);
+std::vector<std::string> similar_keys(const std::string& key) {
+  // Close means a few typos for the key's length: 1 up to 5 letters, then one more per 4 letters
+  // ("lrr" -> "lr", "wieght_decay" -> "weight_decay"), so "aa" (2 edits from "lr") gets nothing.
+  const size_t max_edits = key.size() <= 5 ? 1 : 1 + (key.size() - 2) / 4;
+  std::vector<std::pair<size_t, std::string>> found;
+  for (const Field& f : table()) {
+    const size_t d = edit_distance(key, f.key);
+    if (d <= max_edits) found.emplace_back(d, f.key);
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < found.size() && i < 3; ++i) out.push_back(found[i].second);
+  return out;
+}
+
+std::vector<KeyDoc> config_key_docs() {
+  const Config defaults;
+  std::vector<KeyDoc> docs;
+  for (const Field& f : table()) docs.push_back({f.key, type_text(f), yaml_value(defaults, f), f.help});
+  return docs;
 }
 
 std::vector<std::string> config_keys() {

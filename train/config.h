@@ -1,8 +1,9 @@
 // The training configuration: one struct whose keys carry timm train.py's names and defaults, loaded
 // from YAML, overridden from the command line, and written back as args.yaml.
 //
-// Every key is one row of a table in config.cpp (name, member, allowed values), so loading, writing,
-// overriding and validation all walk the same list: adding a key is one member here and one row there.
+// Every key is one row of a table in config.cpp (name, member, allowed values, one line of help), so
+// loading, writing, overriding, validation and `haargrad train --help` all walk the same list: adding
+// a key is one member here and one row there.
 //
 // Errors: every problem throws hg::Error naming the key and where the value came from, e.g.
 //   "config: key 'lr' (configs/x.yaml line 7): expected a number > 0, got '-1'"
@@ -117,6 +118,7 @@ struct Config {
   int64_t seed = 42;
   std::string precision = "fp32";                ///< "fp32" | "tf32" | "bf16" (mixed precision)
   std::string device = "auto";                   ///< "auto" | "cpu" | "cuda"
+  int64_t threads = 0;                           ///< CPU kernel threads; 0 = the cores available (core/threads.h)
   int64_t log_interval = 50;                     ///< steps between log lines
   int64_t checkpoint_hist = 10;                  ///< best checkpoints kept
   std::string resume = "";                       ///< checkpoint to resume from; "" = none
@@ -161,5 +163,18 @@ std::vector<std::string> config_keys();
 /// The value of `key` as to_yaml writes it (e.g. "0.001", "[2, 2]", "\"cosine\""). Throws hg::Error
 /// for an unknown key.
 std::string value_text(const Config& cfg, const std::string& key);
+/// One key as `haargrad train --help` shows it, from the key table (its only description).
+struct KeyDoc {
+  std::string key;            ///< e.g. "weight_decay" (the command line also takes --weight-decay)
+  std::string type;           ///< e.g. "float >= 0", "one of adamw|sgd", "list of 0-8 ints >= 1"
+  std::string default_value;  ///< the default as YAML, e.g. "2e-05", "\"sgd\"", "[]", "null"
+  std::string help;           ///< one line
+};
+/// Every key, in table order.
+std::vector<KeyDoc> config_key_docs();
+
+/// Keys close to an unknown `key` (a few typos for its length), best first, at most 3; empty when
+/// nothing is close ("lrr" -> {"lr"}, "aa" -> {}).
+std::vector<std::string> similar_keys(const std::string& key);
 
 }  // namespace hg::train

@@ -97,7 +97,8 @@ Device resolve_device(const std::string& device) {
 #endif
   if (device == "cpu") return Device::cpu;
   if (device == "cuda") {
-    HG_CHECK(gpu, "device 'cuda' requested but no usable GPU (or haargrad was built without CUDA)");
+    HG_CHECK(gpu, "device 'cuda' requested but no usable GPU (or haargrad was built without CUDA); "
+                  "run on the CPU with --device cpu");
     return Device::cuda;
   }
   HG_CHECK(device == "auto", "device must be auto, cpu or cuda, got '", device, "'");

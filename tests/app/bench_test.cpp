@@ -2,8 +2,6 @@
 // checks the rows and columns it writes (JSON and CSV), the per-op breakdown, and that bad
 // arguments fail with a message instead of running.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "models/convnext.h"
+#include "program.h"
 
 namespace hg {
 namespace {
@@ -22,40 +21,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kProgram = HAARGRAD_BINARY_DIR "/haargrad";
 // The smallest configuration that still runs every layer (atto at 32x32: stage 3 is 1x1).
-const std::string kTiny = " bench --device cpu --batch 2 --img-size 32 --steps 2 --warmup 2";
+const std::string kTiny = "bench --device cpu --batch 2 --img-size 32 --steps 2 --warmup 2";
 
-struct ProgramRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-ProgramRun run_program(const std::string& args) {
-  ProgramRun r;
-  const std::string cmd = kProgram + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), p)) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-class BenchCommand : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(fs::exists(kProgram)) << kProgram << " is missing: build the `haargrad` target first";
-    dir_ = fs::temp_directory_path() / ("hg_bench_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
-};
+using test::ProgramRun;
+using test::run_program;
+using BenchCommand = test::ProgramTest;
 
 json read_json(const std::string& path) {
   std::ifstream f(path);

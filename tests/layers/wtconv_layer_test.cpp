@@ -249,7 +249,9 @@ TEST(WTConvLayer, UserErrorsNameTheValue) {
   EXPECT_NE(m.find("f64"), std::string::npos) << m;
 }
 
-TEST(WTConvLayer, DeepLevelsOnTinyInputWarnOnceAndRun) {
+TEST(WTConvLayer, DeepLevelsOnTinyInputRunQuietly) {
+  // Levels past a 1x1 map still compute (fused == reference); the layer itself logs nothing: the
+  // model gives one line of advice per model (tests/models/model_config_test.cpp).
   Generator gen(7);
   WTConv2d m(3, 3, {.kernel_size = 5, .wt_levels = 4, .dtype = DType::f64}, gen);
   m.name = "stages.3.blocks.0.conv_dw";
@@ -260,25 +262,13 @@ TEST(WTConvLayer, DeepLevelsOnTinyInputWarnOnceAndRun) {
 
   Tensor small = test::random({1, 7, 5, 3}, 11);  // levels: 4x3, 2x2, 1x1, 1x1
   Tensor y = m.forward(small);
-  Tensor y2 = m.forward(small);
   m.set_mode(WTConvMode::reference);
   Tensor yr = m.forward(small);
   spdlog::set_default_logger(saved);
 
-  EXPECT_TRUE(m.warned_deep_levels());
-  const std::string log = stream->str();
-  EXPECT_NE(log.find("stages.3.blocks.0.conv_dw"), std::string::npos) << log;
-  EXPECT_NE(log.find("7x5"), std::string::npos) << log;
-  EXPECT_NE(log.find("wt_levels=4"), std::string::npos) << log;
-  EXPECT_NE(log.find("levels 2..3"), std::string::npos) << log;
-  EXPECT_EQ(log.find("wt_levels=4", log.find("wt_levels=4") + 1), std::string::npos)
-      << "warned twice: " << log;
+  EXPECT_EQ(stream->str(), "");
   EXPECT_EQ(y.shape(), small.shape());
   EXPECT_LT(test::rel_error(y, yr), 1e-12);
-
-  WTConv2d quiet(3, 3, {.kernel_size = 5, .wt_levels = 2}, gen);
-  quiet.forward(test::random({1, 7, 5, 3}, 12, DType::f32));
-  EXPECT_FALSE(quiet.warned_deep_levels());
 }
 
 // ---- golden file --------------------------------------------------------------------------------

@@ -169,6 +169,40 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   expect_contains(override_error({"--depths", "1,2", "--dims", "4,8,16"}), {"'dims'", "'depths'", "command line"});
 }
 
+TEST(ConfigKeys, SuggestionsAreCloseMatchesOnly) {
+  using hg::train::similar_keys;
+  EXPECT_EQ(similar_keys("lrr"), std::vector<std::string>{"lr"});
+  EXPECT_EQ(similar_keys("wieght_decay"), std::vector<std::string>{"weight_decay"});
+  EXPECT_EQ(similar_keys("epoch").at(0), "epochs");
+  EXPECT_EQ(similar_keys("batchsize").at(0), "batch_size");
+  // timm train.py keys haargrad does not have: nothing close, so no suggestion
+  for (const char* k : {"aa", "reprob", "mixup", "amp", "model_ema", "drop_path_rate", "x"})
+    EXPECT_TRUE(similar_keys(k).empty()) << k << " -> " << similar_keys(k).at(0);
+  expect_contains(override_error({"--aa", "rand-m9"}), {"unknown key 'aa'", "haargrad train --help"});
+  EXPECT_EQ(override_error({"--aa", "rand-m9"}).find("did you mean"), std::string::npos);
+}
+
+TEST(ConfigKeys, EveryKeyHasTypeDefaultAndHelp) {
+  const auto docs = hg::train::config_key_docs();
+  ASSERT_EQ(docs.size(), hg::train::config_keys().size());
+  for (const auto& d : docs) {
+    EXPECT_FALSE(d.help.empty()) << d.key;
+    EXPECT_FALSE(d.type.empty()) << d.key;
+    EXPECT_FALSE(d.default_value.empty()) << d.key;
+    // the default shown is the one a config without the key gets
+    hg::train::Config from_default = hg::train::config_from_yaml(d.key + ": " + d.default_value + "\n", "doc");
+    EXPECT_EQ(from_default, Config{}) << d.key;
+  }
+}
+
+TEST(ConfigKeys, ThreadsKey) {
+  Config c;
+  EXPECT_EQ(c.threads, 0);  // the cores available
+  hg::train::apply_overrides(c, {"--threads", "3"});
+  EXPECT_EQ(c.threads, 3);
+  expect_contains(override_error({"--threads", "-1"}), {"'threads'", "[0, 4096]"});
+}
+
 TEST_F(ConfigTest, ArgsYamlRoundTrip) {
   Config c;
   c.model = "wtconvnext_atto";

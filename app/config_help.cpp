@@ -1,0 +1,41 @@
+// Config keys in --help (see config_help.h).
+#include "app/config_help.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "train/config.h"
+
+namespace hg::app {
+
+std::string config_keys_help() {
+  const std::vector<train::KeyDoc> docs = train::config_key_docs();
+  size_t width = 0;
+  for (const auto& d : docs) width = std::max(width, d.key.size());
+  std::string out =
+      "Config keys (the YAML file's keys; any of them can be overridden on the command line as --key value,\n"
+      "dashes or underscores: --weight-decay 0.05; lists as 1,2,3 or [1, 2, 3]; a bool key alone means true):\n";
+  for (const auto& d : docs) {
+    out += str("  ", d.key, std::string(width - d.key.size() + 2, ' '), d.type, " (default ", d.default_value, ")\n");
+    out += str("  ", std::string(width + 2, ' '), d.help, "\n");
+  }
+  return out;
+}
+
+std::string config_keys_pointer() {
+  return "Other --key value pairs override config keys; `haargrad train --help` lists every key with its type "
+         "and default.";
+}
+
+ConfigArgs split_config_args(const std::vector<std::string>& remaining) {
+  ConfigArgs out;
+  size_t first = 0;
+  if (!remaining.empty() && remaining[0].rfind("--", 0) != 0) {
+    out.config = remaining[0];
+    first = 1;
+  }
+  out.overrides.assign(remaining.begin() + static_cast<std::ptrdiff_t>(first), remaining.end());
+  return out;
+}
+
+}  // namespace hg::app

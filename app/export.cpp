@@ -1,0 +1,69 @@
+// `haargrad export CHECKPOINT --out weights.safetensors`: the model's weights alone (no optimizer
+// state, no run position), under timm's names and shapes, so that
+// `timm.create_model(name).load_state_dict(safetensors.torch.load_file(path), strict=True)` takes
+// them (WTConvNeXt: the reference implementation's names, Haar filter buffers included).
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "app/command.h"
+#include "app/config_help.h"
+#include "app/model_from_args.h"
+#include "core/autograd.h"
+#include "core/safetensors.h"
+#include "models/checkpoint.h"
+#include "models/convnext.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace hg::app {
+namespace {
+
+struct ExportArgs {
+  std::string checkpoint, out, config;
+  std::vector<std::string> overrides;
+};
+
+void run_export(const ExportArgs& a) {
+  namespace fs = std::filesystem;
+  HG_CHECK(fs::exists(a.checkpoint), "export: checkpoint ", a.checkpoint, " does not exist");
+  HG_CHECK(!fs::exists(a.out) || !fs::equivalent(a.checkpoint, a.out), "export: --out ", a.out,
+           " is the checkpoint itself; write the weights to another file");
+  const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
+  // Loading into the model checks every name and shape (and the Haar filters) before anything is
+  // written; the file then holds exactly the model's state_dict.
+  autograd::NoGradGuard no_grad;
+  ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, Device::cpu);
+  train::load_checkpoint(a.checkpoint, model, nullptr);
+  const auto tensors = state_dict(model);
+  const safetensors::File in = safetensors::load(a.checkpoint);
+  safetensors::save(a.out, tensors,
+                    {{"format", "pt"}, {"model", rc.config.model}, {"model_config", model.config.to_json()}});
+  int64_t elements = 0;
+  for (const auto& [name, t] : tensors) elements += t.numel();
+  spdlog::info("export: wrote {} tensors ({} values) of {} to {} (left out {} other tensors of {}: optimizer state)",
+               tensors.size(), elements, rc.config.model, a.out, in.tensors.size() - tensors.size(), a.checkpoint);
+}
+
+}  // namespace
+
+HG_REGISTER_COMMAND([](CLI::App& root) {
+  auto a = std::make_shared<ExportArgs>();
+  CLI::App* cmd = root.add_subcommand(
+      "export", "haargrad export CHECKPOINT --out weights.safetensors [--config CONFIG.yaml] [--key value ...]\n"
+                "Write a checkpoint's model weights alone (timm names and shapes, float32; no optimizer state),\n"
+                "loadable by timm's load_state_dict(strict=True). The model comes from the config stored in the\n"
+                "checkpoint, or --config, with any --key value overrides.");
+  cmd->add_option("checkpoint", a->checkpoint, "checkpoint written by haargrad train (last, model_best, ...)")
+      ->required();
+  cmd->add_option("--out", a->out, "the weights file to write (.safetensors)")->required();
+  cmd->add_option("--config", a->config, "YAML config of the model (default: the one stored in the checkpoint)");
+  cmd->allow_extras();
+  cmd->footer(config_keys_pointer());
+  cmd->callback([a, cmd] {
+    a->overrides = cmd->remaining();
+    run_export(*a);
+  });
+});
+
+}  // namespace hg::app

@@ -1,0 +1,83 @@
+// `haargrad infer --checkpoint W --input BATCH.safetensors --out LOGITS.safetensors`: the logits of
+// one batch, for comparing haargrad with another implementation on the same input
+// (scripts/timm-check.py does so with timm). The input tensor is named "input" (or is the file's
+// only tensor), NCHW like PyTorch's (--layout nhwc for channels-last), any float dtype; the output
+// holds "logits" (N, num_classes) float32.
+#include <spdlog/spdlog.h>
+
+#include "app/command.h"
+#include "app/config_help.h"
+#include "app/model_from_args.h"
+#include "core/autograd.h"
+#include "core/safetensors.h"
+#include "core/threads.h"
+#include "models/convnext.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace hg::app {
+namespace {
+
+struct InferArgs {
+  std::string checkpoint, input, out, config, layout = "nchw";
+  std::vector<std::string> overrides;
+};
+
+Tensor read_input(const std::string& path, const std::string& layout) {
+  safetensors::File f = safetensors::load(path);
+  auto it = f.tensors.find("input");
+  if (it == f.tensors.end()) {
+    HG_CHECK(f.tensors.size() == 1, "infer: ", path, " has no tensor named 'input' and ", f.tensors.size(),
+             " tensors in all; name the batch 'input'");
+    it = f.tensors.begin();
+  }
+  const Tensor& x = it->second;
+  HG_CHECK(x.ndim() == 4, "infer: '", it->first, "' of ", path, " must be a batch of images (4-D), got ",
+           shape_str(x.shape()));
+  HG_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "infer: '", it->first, "' of ", path,
+           " must be float32 or float64, got ", dtype_name(x.dtype()));
+  const Tensor nhwc = layout == "nchw" ? x.permute({0, 2, 3, 1}).contiguous() : x;
+  return nhwc.to(DType::f32);
+}
+
+void run_infer(const InferArgs& a) {
+  HG_CHECK(a.layout == "nchw" || a.layout == "nhwc", "infer: --layout must be nchw or nhwc, got '", a.layout, "'");
+  const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
+  set_cpu_threads(static_cast<int>(rc.config.threads));
+  const Device device = train::resolve_device(rc.config.device);
+  ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, device);
+  train::load_checkpoint(a.checkpoint, model, nullptr);
+  const Tensor x = read_input(a.input, a.layout);
+  HG_CHECK(x.size(3) == model.config.in_chans, "infer: the input has ", x.size(3), " channels (", a.layout,
+           " batch of shape ", shape_str(x.shape()), "), ", rc.config.model, " takes ", model.config.in_chans);
+  autograd::NoGradGuard no_grad;
+  const Tensor logits = model.forward(x.to(device), false).to(Device::cpu);
+  safetensors::save(a.out, {{"logits", logits}}, {{"format", "pt"}, {"model", rc.config.model}});
+  spdlog::info("infer: {} logits of {} ({}) on {} written to {}", shape_str(logits.shape()), rc.config.model,
+               rc.source, device_name(device), a.out);
+}
+
+}  // namespace
+
+HG_REGISTER_COMMAND([](CLI::App& root) {
+  auto a = std::make_shared<InferArgs>();
+  CLI::App* cmd = root.add_subcommand(
+      "infer", "haargrad infer --checkpoint W --input BATCH.safetensors --out LOGITS.safetensors [--key value ...]\n"
+               "The logits of one batch (eval mode). The model comes from --config, else the config stored in\n"
+               "the checkpoint, else the config defaults; --key value overrides apply on top (a timm\n"
+               "state_dict: --model convnext_tiny, plus --num-classes N when it is not 1000).");
+  cmd->add_option("--checkpoint", a->checkpoint, "weights: a haargrad checkpoint, an export, or a timm state_dict")
+      ->required();
+  cmd->add_option("--input", a->input, "safetensors file with the batch, a tensor named 'input'")->required();
+  cmd->add_option("--out", a->out, "safetensors file to write, with the tensor 'logits'")->required();
+  cmd->add_option("--layout", a->layout, "the input's layout: nchw (PyTorch) or nhwc");
+  cmd->add_option("--config", a->config, "YAML config of the model");
+  cmd->allow_extras();
+  cmd->footer(config_keys_pointer());
+  cmd->callback([a, cmd] {
+    a->overrides = cmd->remaining();
+    run_infer(*a);
+  });
+});
+
+}  // namespace hg::app

@@ -1,0 +1,51 @@
+// CPU threads: one pool for every CPU kernel. Our kernels parallelise with OpenMP; OpenBLAS is kept
+// on the calling thread (kernels/cpu/matmul.cpp splits a GEMM over the OpenMP threads itself), so
+// the two libraries never run two sets of busy-waiting threads on the same cores.
+//
+// The default thread count is the number of cores this process may use: the CPUs of its affinity
+// mask (taskset, cpuset cgroups, container runtimes), capped by a cgroup CPU quota (docker
+// --cpus=2 on a 64-core host means 2, not 64), which OpenMP's own default ignores.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace hg {
+
+/// Cores this process may run on: the CPUs of the calling thread's affinity mask, capped by the
+/// cgroup CPU quota (v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us of this process's cgroup
+/// and its ancestors), the quota rounded up. At least 1.
+int available_cores();
+
+/// Cores a cgroup quota allows: ceil(quota / period) from the text of a v2 `cpu.max` file
+/// ("200000 100000" -> 2, "150000 100000" -> 2, "max 100000" -> none). nullopt for no limit or text
+/// that is not a quota.
+std::optional<int> cores_from_cpu_max(const std::string& text);
+/// The same from the v1 files' texts (quota "-1" = no limit).
+std::optional<int> cores_from_cfs(const std::string& quota_text, const std::string& period_text);
+
+/// Sets the threads of the CPU kernels: `n` >= 1, or 0 for the default: OMP_NUM_THREADS when set
+/// to a positive integer (the user's choice), else available_cores(). Also confines
+/// OpenBLAS to one thread per call and checks that it took (when the BLAS is OpenBLAS). Returns the
+/// number of threads now used. Throws hg::Error for n < 0 or when OpenBLAS keeps more than one
+/// thread. Call it before the first kernel runs (the program does, at start-up, and again with the
+/// config's `threads`).
+int set_cpu_threads(int n);
+
+/// Confines OpenBLAS to one thread per call and checks that it took; a no-op for other BLAS
+/// libraries. Throws hg::Error when OpenBLAS keeps more threads. set_cpu_threads and the first GEMM
+/// call it.
+void confine_blas_threads();
+
+/// Threads the CPU kernels use now (OpenMP's max threads; 1 in a build without OpenMP).
+int cpu_threads();
+
+/// Threads one OpenBLAS call may use (1 once set_cpu_threads ran), or -1 when the BLAS is not
+/// OpenBLAS or there is no BLAS.
+int blas_threads();
+
+/// One line for logs and --version, e.g. "2 threads (2 cores available), OpenBLAS 0.3.21 ... on 1
+/// thread per call, OpenMP 201511".
+std::string describe_cpu_threads();
+
+}  // namespace hg

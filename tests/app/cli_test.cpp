@@ -1,0 +1,242 @@
+// The program explains itself: `train --help` lists every config key with type, default and help;
+// every --help shows defaults; --version; `models`; unknown keys get close suggestions only; no GPU
+// suggests --device cpu; the thread settings reach OpenMP and OpenBLAS; the default model prints no
+// warning; `bench CONFIG.yaml` benches the config's model and training step.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "models/config.h"
+#include "program.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+#ifdef HAARGRAD_WITH_CUDA
+#include "kernels/cuda/context.h"
+#endif
+
+namespace hg {
+namespace {
+
+using test::ProgramRun;
+using test::run_program;
+using CliTest = test::ProgramTest;
+
+const std::string kSource = HAARGRAD_SOURCE_DIR;
+const std::string kDefaultConfig = kSource + "/configs/fashion_mnist.yaml";
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream s(text);
+  for (std::string line; std::getline(s, line);) out.push_back(line);
+  return out;
+}
+
+std::string with_commas(int64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(CliTest, TrainHelpListsEveryConfigKeyWithTypeDefaultAndHelp) {
+  const ProgramRun r = run_program("train --help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<std::string> lines = lines_of(r.output);
+  const auto docs = train::config_key_docs();
+  ASSERT_EQ(docs.size(), train::config_keys().size());
+  for (const auto& d : docs) {
+    EXPECT_FALSE(d.help.empty()) << "config key '" << d.key << "' has no help line in the key table (train/config.cpp)";
+    EXPECT_FALSE(d.type.empty()) << d.key;
+    // "  key   type (default value)" then the help line below it
+    bool found = false;
+    for (size_t i = 0; i + 1 < lines.size() && !found; ++i) {
+      const std::string& l = lines[i];
+      if (l.rfind("  " + d.key + " ", 0) != 0) continue;
+      found = true;
+      EXPECT_NE(l.find(d.type + " (default " + d.default_value + ")"), std::string::npos) << l;
+      EXPECT_NE(lines[i + 1].find(d.help), std::string::npos) << lines[i + 1];
+    }
+    EXPECT_TRUE(found) << "`train --help` does not list config key '" << d.key << "':\n" << r.output;
+  }
+  // A few rows spelled out, so the generator itself is checked too.
+  EXPECT_NE(r.output.find("weight_decay           float >= 0 (default 2e-05)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("opt                    one of adamw|sgd (default \"sgd\")"), std::string::npos);
+  EXPECT_NE(r.output.find("threads                int in [0, 4096] (default 0)"), std::string::npos);
+  EXPECT_NE(r.output.find("clip_grad              float > 0 or null (default null)"), std::string::npos);
+}
+
+TEST_F(CliTest, EveryHelpShowsDefaults) {
+  struct Case {
+    std::string command;
+    std::vector<std::string> defaults;
+  };
+  const std::vector<Case> cases = {
+      {"bench", {"--batch INT:POSITIVE=128", "=224", "=20", "=5", "--device TEXT=auto", "--threads INT:NONNEGATIVE=0"}},
+      {"info", {"--img-size INT:POSITIVE=0", "--batch INT:POSITIVE=1"}},
+      {"train", {"--stop-after-epoch INT=-1"}},
+      {"validate", {"--results-file"}},
+      {"export-png", {"TEXT=/usr/share/datasets/fashion-mnist", "NONNEGATIVE=0"}},
+      {"infer", {"--layout TEXT=nchw"}},
+  };
+  for (const Case& c : cases) {
+    const ProgramRun r = run_program(c.command + " --help");
+    EXPECT_EQ(r.exit_code, 0) << c.command << "\n" << r.output;
+    for (const std::string& d : c.defaults) EXPECT_NE(r.output.find(d), std::string::npos) << c.command << " --help: " << r.output;
+  }
+  const ProgramRun root = run_program("--help");
+  for (const char* cmd : {"train", "validate", "bench", "export", "infer", "models", "info", "--version"})
+    EXPECT_NE(root.output.find(cmd), std::string::npos) << root.output;
+}
+
+TEST_F(CliTest, VersionNamesCommitAndOptionalParts) {
+  const ProgramRun r = run_program("--version");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(^haargrad (\d+\.\d+\.\d+) \(commit ([0-9a-f]{12}|unknown))")))
+      << r.output;
+  // The commit baked in at configure time is the one these sources are at (when git can tell).
+  FILE* git = popen(("git -C " + kSource + " rev-parse --short=12 HEAD 2>/dev/null").c_str(), "r");
+  char buf[64] = {0};
+  const bool have_git = git && fgets(buf, sizeof buf, git) != nullptr;
+  if (git) pclose(git);
+  if (have_git) {
+    EXPECT_EQ(m[2].str(), std::string(buf).substr(0, 12)) << r.output;
+  }
+  for (const char* part : {"\ncuda: ", "\nblas: ", "\nopenmp: ", "\ncpu: "})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << " missing:\n" << r.output;
+#ifdef HAARGRAD_WITH_CUDA
+  EXPECT_NE(r.output.find("cudnn: built with"), std::string::npos) << r.output;
+#else
+  EXPECT_NE(r.output.find("cuda: not built"), std::string::npos) << r.output;
+#endif
+#ifdef HAARGRAD_WITH_BLAS
+  EXPECT_NE(r.output.find("on 1 thread per call"), std::string::npos) << r.output;
+#endif
+}
+
+TEST_F(CliTest, ModelsListsEveryNameWithParameterCounts) {
+  const ProgramRun r = run_program("models");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string& name : model_names()) {
+    const ParamCount n = param_count(model_config(name));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, std::regex("\n" + name + " +([0-9,]+) +([0-9,]+) ")))
+        << name << " missing:\n" << r.output;
+    EXPECT_EQ(m[1].str(), with_commas(n.trainable)) << name;
+    EXPECT_EQ(m[2].str(), with_commas(n.fixed)) << name;
+  }
+  // timm's / the reference's counts (README)
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\nconvnext_tiny +28,589,128 +0 "))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\nwtconvnext_tiny +30,383,656 +211,968 "))) << r.output;
+}
+
+TEST_F(CliTest, UnknownKeysSuggestOnlyCloseMatches) {
+  const ProgramRun aa = run_program("train " + kDefaultConfig + " --aa rand-m9");
+  EXPECT_NE(aa.exit_code, 0);
+  EXPECT_NE(aa.output.find("unknown key 'aa'"), std::string::npos) << aa.output;
+  EXPECT_EQ(aa.output.find("did you mean"), std::string::npos) << aa.output;
+  EXPECT_NE(aa.output.find("train --help"), std::string::npos) << aa.output;
+  const ProgramRun wd = run_program("train " + kDefaultConfig + " --wieght-decay 0.1");
+  EXPECT_NE(wd.output.find("did you mean 'weight_decay'?"), std::string::npos) << wd.output;
+}
+
+TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
+#ifdef HAARGRAD_WITH_CUDA
+  if (cuda::available()) GTEST_SKIP() << "a GPU is present";
+#endif
+  const ProgramRun b = run_program("bench --device cuda --models convnext_atto --steps 1");
+  EXPECT_NE(b.exit_code, 0);
+  EXPECT_NE(b.output.find("--device cpu"), std::string::npos) << b.output;
+  const ProgramRun t = run_program("train " + kDefaultConfig + " --device cuda --epochs 1");
+  EXPECT_NE(t.exit_code, 0);
+  EXPECT_NE(t.output.find("--device cpu"), std::string::npos) << t.output;
+}
+
+TEST_F(CliTest, ThreadsOptionReachesTheKernelsAndOpenMpWaitsBriefly) {
+  const std::string bench = "bench --device cpu --models convnext_atto --batch 2 --img-size 32 --steps 1 --warmup 1";
+  const ProgramRun one = run_program(bench + " --threads 1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("cpu: 1 threads"), std::string::npos) << one.output;
+  const ProgramRun three = run_program(bench + " --threads 3");
+  EXPECT_NE(three.output.find("cpu: 3 threads"), std::string::npos) << three.output;
+  // a config's `threads` key, and --threads as its override
+  const ProgramRun cfg = run_program("bench " + kSource + "/configs/smoke.yaml --device cpu --steps 1 --warmup 1 --threads 2");
+  EXPECT_NE(cfg.output.find("cpu: 2 threads"), std::string::npos) << cfg.output;
+  const ProgramRun bad = run_program("train " + kDefaultConfig + " --threads -1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("'threads'"), std::string::npos) << bad.output;
+  // OpenMP's idle threads spin briefly by default, and the user's own setting wins (app/main.cpp).
+  const ProgramRun env = run_program("--version", "OMP_DISPLAY_ENV=verbose ");
+  EXPECT_NE(env.output.find("GOMP_SPINCOUNT = '10000'"), std::string::npos) << env.output;
+  const ProgramRun mine = run_program("--version", "OMP_DISPLAY_ENV=verbose GOMP_SPINCOUNT=123 ");
+  EXPECT_NE(mine.output.find("GOMP_SPINCOUNT = '123'"), std::string::npos) << mine.output;
+}
+
+TEST_F(CliTest, DefaultModelPrintsNoWarning) {
+  // The default job's model at its image size: every WTConv level sees more than one pixel.
+  train::Config cfg = train::load_config(kDefaultConfig);
+  EXPECT_EQ(wtconv_level_advice(train::model_config_from(cfg), cfg.img_size), "");
+  const ProgramRun b = run_program("bench " + kDefaultConfig + " --device cpu --batch 8 --steps 1 --warmup 2");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(b.output.find("warn"), std::string::npos) << b.output;
+  const ProgramRun i = run_program("info wtconvnext_fmnist");
+  ASSERT_EQ(i.exit_code, 0) << i.output;
+  EXPECT_EQ(i.output.find("warn"), std::string::npos) << i.output;
+  // Too many levels for the input: one line for the whole model, with wt_levels that exist.
+  const ProgramRun deep = run_program("info wtconvnext_atto --img-size 32");
+  ASSERT_EQ(deep.exit_code, 0) << deep.output;
+  EXPECT_EQ(count_of(deep.output, "warning"), 1) << deep.output;
+  EXPECT_NE(deep.output.find("wt_levels [3, 2, 1, 1]"), std::string::npos) << deep.output;
+}
+
+TEST_F(CliTest, BenchTakesATrainingConfig) {
+  const std::string out = file("row.json");
+  const ProgramRun r = run_program("bench " + kSource + "/configs/smoke.yaml --device cpu --steps 2 --warmup 2 "
+                                   "--smoothing 0.2 --opt sgd --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(out);
+  const nlohmann::json rows = nlohmann::json::parse(f);
+  ASSERT_EQ(rows.size(), 1u) << rows.dump(1);
+  const nlohmann::json& row = rows[0];
+  EXPECT_EQ(row["model"], "wtconvnext_fmnist");
+  EXPECT_EQ(row["train_batch_size"], 8);  // the config's batch_size and img_size
+  EXPECT_EQ(row["train_img_size"], 32);
+  EXPECT_EQ(row["smoothing"], 0.2);  // the trainer's loss and optimizer
+  EXPECT_EQ(row["opt"], "sgd");
+  // the config's own model (dims 8, 16; 4 classes; 3 channels), not the registered one
+  ModelConfig mc = model_config("wtconvnext_fmnist");
+  mc.depths = {1, 1};
+  mc.dims = {8, 16};
+  mc.wt_levels = {1, 1};
+  mc.patch_size = 2;
+  mc.num_classes = 4;
+  mc.in_chans = 3;
+  mc.ls_init_value = 1e-6;
+  EXPECT_EQ(row["param_count_exact"], param_count(mc).trainable);
+  // options that belong to the name mode, and config keys without a config, are errors
+  const ProgramRun both = run_program("bench " + kSource + "/configs/smoke.yaml --models convnext_atto --device cpu");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.output.find("either CONFIG.yaml or --models"), std::string::npos) << both.output;
+  const ProgramRun stray = run_program("bench --batch-size 4 --device cpu");
+  EXPECT_NE(stray.exit_code, 0);
+  EXPECT_NE(stray.output.find("need a CONFIG.yaml"), std::string::npos) << stray.output;
+}
+
+}  // namespace
+}  // namespace hg

@@ -1,0 +1,147 @@
+// Weights out and in, checked against timm itself through the golden model files (../shared/golden:
+// `param.<name>` there is timm's state_dict, `logits` timm's output):
+//  - `haargrad export` writes exactly timm's names and shapes (what load_state_dict(strict=True)
+//    needs), the model's values, and no optimizer state;
+//  - `haargrad infer` on timm's weights and input gives timm's logits (fp32 tolerance).
+// The same with torch and timm themselves: scripts/timm-check.py (on the GPU machine).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/autograd.h"
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "golden/golden.h"
+#include "models/checkpoint.h"
+#include "models/convnext.h"
+#include "program.h"
+#include "test_util.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"
+
+namespace hg {
+namespace {
+
+using test::ProgramRun;
+using test::run_program;
+namespace fs = std::filesystem;
+
+struct GoldenModel {
+  std::string path;
+  safetensors::File file;
+  train::Config config;                 // the golden model as a training config
+  std::map<std::string, Tensor> params;  // timm's state_dict
+};
+
+// The golden ConvNeXt model files (recognised by keys and metadata, not by name).
+std::vector<GoldenModel> golden_convnext_models() {
+  std::vector<GoldenModel> out;
+  if (!fs::is_directory(test::golden_dir())) return out;
+  for (const auto& e : fs::directory_iterator(test::golden_dir())) {
+    if (e.path().extension() != ".safetensors") continue;
+    GoldenModel g;
+    g.path = e.path().string();
+    g.file = safetensors::load(g.path);
+    if (!test::is_model_file(g.file)) continue;
+    const auto meta = nlohmann::json::parse(g.file.metadata.at("config"));
+    const bool wtconv = meta.at("model") == "wtconvnext";
+    g.config.model = wtconv ? "wtconvnext_atto" : "convnext_atto";
+    g.config.depths = meta.at("depths").get<std::vector<int64_t>>();
+    g.config.dims = meta.at("dims").get<std::vector<int64_t>>();
+    g.config.num_classes = meta.at("num_classes").get<int64_t>();
+    g.config.kernel_size = meta.value("kernel_size", wtconv ? 5 : 7);
+    if (wtconv) g.config.wt_levels = meta.at("wt_levels").get<std::vector<int64_t>>();
+    g.config.device = "cpu";
+    for (const auto& [k, t] : g.file.tensors)
+      if (k.rfind("param.", 0) == 0) g.params.emplace(k.substr(6), t);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+using ExportCommand = test::ProgramTest;
+
+TEST_F(ExportCommand, WritesTimmsStateDictNamesAndShapesWithoutOptimizerState) {
+  const std::vector<GoldenModel> models = golden_convnext_models();
+  ASSERT_FALSE(models.empty()) << "no golden model files in " << test::golden_dir();
+  for (const GoldenModel& g : models) {
+    SCOPED_TRACE(g.path);
+    // A training checkpoint of the golden weights after one AdamW step: it holds optimizer.* too.
+    ConvNeXt model(train::model_config_from(g.config), 0);
+    load_state_dict(model, g.params);
+    std::vector<ParamRef> trainable;
+    for (const ParamRef& p : model.named_tensors())
+      if (p.trainable) trainable.push_back(p);
+    train::AdamW opt(train::param_groups_weight_decay(trainable, 1e-3, 0.05));
+    for (const ParamRef& p : trainable) p.tensor.grad_slot()->grad = Tensor::full(p.tensor.shape(), 0.01);
+    {
+      autograd::NoGradGuard no_grad;
+      opt.step();
+    }
+    const std::string ck = file("ck.safetensors"), out = file("weights.safetensors");
+    train::save_checkpoint(ck, model, &opt, train::TrainState{}, train::to_yaml(g.config));
+    int64_t optimizer_keys = 0;
+    for (const auto& [k, t] : safetensors::load(ck).tensors) optimizer_keys += k.rfind("optimizer.", 0) == 0;
+    ASSERT_GT(optimizer_keys, 0);
+
+    const ProgramRun r = run_program("export " + ck + " --out " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const safetensors::File w = safetensors::load(out);
+    // Exactly timm's state_dict keys and shapes: load_state_dict(strict=True) needs no more, no less.
+    std::map<std::string, Shape> got, want;
+    for (const auto& [k, t] : w.tensors) got[k] = t.shape();
+    for (const auto& [k, t] : g.params) want[k] = t.shape();
+    EXPECT_EQ(got, want);
+    // ... and the model's own state_dict, in its order (PyTorch's), float32, values as trained.
+    const auto sd = state_dict(model);
+    ASSERT_EQ(w.order.size(), sd.size());
+    for (size_t i = 0; i < sd.size(); ++i) {
+      EXPECT_EQ(w.order[i], sd[i].first);
+      const Tensor& t = w.tensors.at(sd[i].first);
+      EXPECT_EQ(t.dtype(), DType::f32) << sd[i].first;
+      EXPECT_EQ(test::rel_error(t.to(DType::f64), sd[i].second.to(DType::f64)), 0.0) << sd[i].first;
+    }
+    EXPECT_EQ(w.metadata.at("format"), "pt");
+  }
+  // Refuses to overwrite the checkpoint with its own weights.
+  const ProgramRun same = run_program("export " + file("ck.safetensors") + " --out " + file("ck.safetensors"));
+  EXPECT_NE(same.exit_code, 0);
+  EXPECT_NE(same.output.find("another file"), std::string::npos) << same.output;
+}
+
+TEST_F(ExportCommand, InferOnTimmWeightsGivesTimmsLogits) {
+  const std::vector<GoldenModel> models = golden_convnext_models();
+  ASSERT_FALSE(models.empty()) << "no golden model files in " << test::golden_dir();
+  for (const GoldenModel& g : models) {
+    SCOPED_TRACE(g.path);
+    // timm's state_dict alone (no config in the file) and timm's NCHW input, as float64
+    const std::string weights = file("timm.safetensors"), input = file("input.safetensors"), out = file("logits.safetensors");
+    std::vector<std::pair<std::string, Tensor>> sd(g.params.begin(), g.params.end());
+    safetensors::save(weights, sd);
+    safetensors::save(input, {{"input", g.file.tensors.at("input")}});
+    auto list = [](const std::vector<int64_t>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) s += str(i ? "," : "", v[i]);
+      return s;
+    };
+    std::string model_args = str("--model ", g.config.model, " --num-classes ", g.config.num_classes, " --depths ",
+                                 list(g.config.depths), " --dims ", list(g.config.dims), " --kernel-size ",
+                                 *g.config.kernel_size, " --device cpu");
+    if (!g.config.wt_levels.empty()) model_args += " --wt-levels " + list(g.config.wt_levels);
+    const ProgramRun r = run_program("infer --checkpoint " + weights + " --input " + input + " --out " + out + " " + model_args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const Tensor logits = safetensors::load(out).tensors.at("logits");
+    EXPECT_EQ(logits.dtype(), DType::f32);
+    const Tensor& want = g.file.tensors.at("logits");
+    ASSERT_EQ(logits.shape(), want.shape());
+    EXPECT_LT(test::rel_error(logits.to(DType::f64), want.to(DType::f64)), 1e-4);  // fp32, whole model
+  }
+}
+
+}  // namespace
+}  // namespace hg

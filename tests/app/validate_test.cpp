@@ -1,0 +1,135 @@
+// `haargrad validate` like timm's validate.py: its columns, the results file (CSV or JSON), the config
+// taken from the checkpoint when none is given, and the same top-1 / loss as the trainer's own
+// evaluation of the same weights.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+#include "program.h"
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace hg {
+namespace {
+
+using test::ProgramRun;
+using test::run_program;
+
+const std::string kSmoke = HAARGRAD_SOURCE_DIR "/configs/smoke.yaml";
+const std::vector<std::string> kColumns = {"model", "img_size", "top1",        "top1_err",   "top5",
+                                           "top5_err", "loss",  "img_per_sec", "param_count"};
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::stringstream s(line);
+  for (std::string cell; std::getline(s, cell, sep);) out.push_back(cell);
+  return out;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class ValidateCommand : public test::ProgramTest {
+ protected:
+  // One short smoke run (synthetic data, tiny model) per test; its run folder.
+  std::string train_once() {
+    const ProgramRun r = run_program("train " + kSmoke + " --device cpu --output " + file("out") +
+                                     " --experiment run --plain --epochs 1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return file("out/run");
+  }
+};
+
+TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
+  const std::string run = train_once();
+  const std::string csv = file("results.csv"), js = file("results.json");
+  // No CONFIG: the one stored in the checkpoint (synthetic data, the smoke model).
+  const ProgramRun r = run_program("validate --checkpoint " + run + "/last.safetensors --results-file " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const ProgramRun rj =
+      run_program("validate " + kSmoke + " --device cpu --checkpoint " + run + "/last.safetensors --results-file " + js);
+  ASSERT_EQ(rj.exit_code, 0) << rj.output;
+
+  // stdout: the header and one row, as in the CSV file
+  const std::string printed = r.output.substr(r.output.find("model,img_size"));
+  const std::vector<std::string> lines = split(read(csv), '\n');
+  ASSERT_EQ(lines.size(), 2u) << read(csv);
+  EXPECT_EQ(printed, read(csv));
+  EXPECT_EQ(split(lines[0], ','), kColumns);
+  const std::vector<std::string> row = split(lines[1], ',');
+  ASSERT_EQ(row.size(), kColumns.size()) << lines[1];
+  EXPECT_EQ(row[0], "wtconvnext_fmnist");
+  EXPECT_EQ(row[1], "32");
+  const double top1 = std::stod(row[2]), top1_err = std::stod(row[3]), top5 = std::stod(row[4]),
+               top5_err = std::stod(row[5]), loss = std::stod(row[6]), ips = std::stod(row[7]);
+  EXPECT_GE(top1, 0);
+  EXPECT_LE(top1, top5);
+  EXPECT_NEAR(top1 + top1_err, 100.0, 1e-9);
+  EXPECT_NEAR(top5 + top5_err, 100.0, 1e-9);
+  EXPECT_EQ(top5, 100.0);  // 4 classes: the top 5 always holds the label
+  EXPECT_GT(loss, 0);
+  EXPECT_GT(ips, 0);
+  // param_count: millions, 2 decimals (timm); the smoke model has a few thousand parameters
+  train::Config cfg = train::load_config(kSmoke);
+  char expect_params[32];
+  std::snprintf(expect_params, sizeof expect_params, "%.2f",
+                double(param_count(train::model_config_from(cfg)).trainable) / 1e6);
+  EXPECT_EQ(row[8], expect_params);
+
+  // The trainer evaluated the same weights on the same split after its epoch: same top-1 and loss.
+  const std::vector<std::string> summary = split(read(run + "/summary.csv"), '\n');
+  const std::vector<std::string> header = split(summary[0], ','), last = split(summary.back(), ',');
+  auto col = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return std::stod(last.at(i));
+    ADD_FAILURE() << "summary.csv has no column " << name;
+    return -1.0;
+  };
+  EXPECT_NEAR(top1, col("eval_top1"), 1e-4);
+  EXPECT_NEAR(loss, col("eval_loss"), 1e-5 * std::max(1.0, loss));
+
+  // JSON: the same columns, in order, the same numbers
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(read(js));
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, kColumns);
+  EXPECT_EQ(j["model"], "wtconvnext_fmnist");
+  EXPECT_EQ(j["img_size"], 32);
+  EXPECT_NEAR(j["top1"].get<double>(), top1, 1e-4);
+  EXPECT_NEAR(j["loss"].get<double>(), loss, 1e-5 * loss);
+  EXPECT_EQ(j["param_count"].get<double>(), std::stod(expect_params));
+}
+
+TEST_F(ValidateCommand, BadResultsFileAndMissingConfigFailClearly) {
+  const std::string run = train_once();
+  const ProgramRun txt = run_program("validate --checkpoint " + run + "/last.safetensors --results-file " +
+                                     file("r.txt"));
+  EXPECT_NE(txt.exit_code, 0);
+  EXPECT_NE(txt.output.find(".csv or .json"), std::string::npos) << txt.output;
+  EXPECT_EQ(txt.output.find("model,img_size"), std::string::npos) << "evaluated before failing: " << txt.output;
+  // Weights without a stored config (an export): the message says what to give.
+  const ProgramRun ex = run_program("export " + run + "/last.safetensors --out " + file("w.safetensors"));
+  ASSERT_EQ(ex.exit_code, 0) << ex.output;
+  const ProgramRun none = run_program("validate --checkpoint " + file("w.safetensors"));
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.output.find("CONFIG.yaml"), std::string::npos) << none.output;
+  // ... and with the config, exported weights validate like the checkpoint they came from.
+  const ProgramRun a = run_program("validate " + kSmoke + " --device cpu --checkpoint " + run + "/last.safetensors");
+  const ProgramRun b = run_program("validate " + kSmoke + " --device cpu --checkpoint " + file("w.safetensors"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto row = [](const std::string& out) { return split(split(out.substr(out.find("model,img_size")), '\n').at(1), ','); };
+  const std::vector<std::string> ra = row(a.output), rb = row(b.output);
+  for (size_t i : {0, 1, 2, 4, 6, 8}) EXPECT_EQ(ra.at(i), rb.at(i)) << kColumns[i];
+}
+
+}  // namespace
+}  // namespace hg
