@@ -217,11 +217,15 @@ ParamCount param_count(const ModelConfig& cfg) {
   const int64_t d0 = cfg.dims[0];
   n.trainable += int64_t(cfg.in_chans) * d0 * cfg.patch_size * cfg.patch_size + d0;  // stem conv
   n.trainable += 2 * d0;                                                               // stem norm
+  const std::vector<int> strides = cfg.stage_strides();
   for (size_t s = 0; s < cfg.depths.size(); ++s) {
-    const int64_t c = cfg.dims[s];
-    if (s > 0) n.trainable += 2 * cfg.dims[s - 1] + int64_t(cfg.dims[s - 1]) * c * 4 + c;  // norm + 2x2 conv
+    const int64_t c = cfg.dims[s], in = s == 0 ? d0 : cfg.dims[s - 1];
+    if (in != c || strides[s] > 1) {  // downsample: norm + conv, kernel 2 when striding, else 1
+      const int64_t k = strides[s] > 1 ? 2 : 1;
+      n.trainable += 2 * in + in * c * k * k + c;
+    }
     int64_t block = 2 * c + (c * 4 * c + 4 * c) + (4 * c * c + c);  // norm, fc1, fc2
-    if (cfg.ls_init_value > 0) block += c;                            // gamma
+    if (cfg.ls_init_value) block += c;  // gamma whenever ls_init_value is set (timm: not None)
     int64_t fixed = 0;
     if (cfg.wtconv) {
       // base conv (weight + bias) and scale; per level a (4C, 1, K, K) conv and a (1, 4C) scale
@@ -241,8 +245,9 @@ ParamCount param_count(const ModelConfig& cfg) {
 std::vector<int64_t> stage_sizes(const ModelConfig& cfg, int64_t img_size) {
   std::vector<int64_t> sizes;
   int64_t h = conv_out(img_size, cfg.patch_size, cfg.patch_size, 0);
+  const std::vector<int> strides = cfg.stage_strides();
   for (size_t s = 0; s < cfg.depths.size(); ++s) {
-    if (s > 0) h = conv_out(h, 2, 2, 0);
+    if (strides[s] > 1) h = conv_out(h, 2, 2, 0);
     sizes.push_back(h);
   }
   return sizes;

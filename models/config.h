@@ -60,7 +60,7 @@ struct ParamCount {
 ParamCount param_count(const ModelConfig& cfg);
 
 /// Spatial side of each stage's maps for an img_size x img_size input (stem: patch_size stride,
-/// then 2x2 stride-2 downsampling per stage).
+/// then each stage's stride, stage_strides()).
 std::vector<int64_t> stage_sizes(const ModelConfig& cfg, int64_t img_size);
 
 /// For a WTConv model at img_size, the one-line advice when some WTConv level sees no spatial data,

@@ -24,7 +24,7 @@ TEST(ModelConfig, ParamCountMatchesBuiltModels) {
   odd.patch_size = 2;
   odd.in_chans = 1;
   odd.num_classes = 7;
-  odd.ls_init_value = 0;  // no gamma
+  odd.ls_init_value = std::nullopt;  // no gamma
   configs.push_back(odd);
   ModelConfig plain = odd;
   plain.wtconv = false;

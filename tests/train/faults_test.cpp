@@ -605,8 +605,10 @@ TEST_F(Faults, FileSystemErrorsNameThePathAndExitNonZero) {
 // ---- 8. the model follows timm: equal widths still downsample ------------------------------------
 
 TEST(FaultsModel, EqualWidthStagesBuildTimmsDownsample) {
-  ModelConfig m = model_config("wtconvnext_fmnist");
+  ModelConfig m = model_config("wtconvnext_fmnist");  // three stages here, the last as wide as the second
+  m.depths = {2, 2, 2};
   m.dims = {48, 96, 96};
+  m.wt_levels = {1, 1, 1};
   const ConvNeXt model(m, 0);
   ASSERT_TRUE(model.stages[2]->down_conv);
   EXPECT_EQ(model.stages[2]->down_conv->weight.shape(), (Shape{96, 96, 2, 2}));
@@ -649,15 +651,15 @@ TEST_F(Faults, RotationAfterAResumeKeepsTheBest) {
 
 TEST_F(Faults, ImgSizeBelowTheTotalStrideIsRejectedWithTheMinimum) {
   EXPECT_CONTAINS(error_of([] {
-                    train::config_from_yaml("model: wtconvnext_fmnist\nimg_size: 12\nin_chans: 1\nmean: [0.5]\n"
+                    train::config_from_yaml("model: wtconvnext_fmnist\nimg_size: 6\nin_chans: 1\nmean: [0.5]\n"
                                             "std: [0.5]\n", "fm.yaml");
                   }),
-                  "key 'img_size' (fm.yaml line 2): img_size 12 is below the total stride 16");
+                  "key 'img_size' (fm.yaml line 2): img_size 6 is below the total stride 8");
   EXPECT_CONTAINS(error_of([] {
-                    train::config_from_yaml("model: wtconvnext_fmnist\nimg_size: 12\nin_chans: 1\nmean: [0.5]\n"
+                    train::config_from_yaml("model: wtconvnext_fmnist\nimg_size: 6\nin_chans: 1\nmean: [0.5]\n"
                                             "std: [0.5]\n", "fm.yaml");
                   }),
-                  "the smallest img_size for this model is 16");
+                  "the smallest img_size for this model is 8");
   // patch 2: timm strides stage 0 too, so the smoke model needs 2 x 2 x 2 = 8 pixels
   train::Config c = smoke("tiny", 1);
   EXPECT_CONTAINS(error_of([&] { train::apply_overrides(c, {"--img-size", "4"}); }),
