@@ -700,6 +700,8 @@ std::string value_text(const Config& cfg, const std::string& key) {
   const Field* f = find_field(key);
   HG_CHECK(f, "config: unknown key '", key, "'");
   return yaml_value(cfg, *f);
+}
+
 std::vector<std::string> similar_keys(const std::string& key) {
   // Close means a few typos for the key's length: 1 up to 5 letters, then one more per 4 letters
   // ("lrr" -> "lr", "wieght_decay" -> "weight_decay"), so "aa" (2 edits from "lr") gets nothing.
