@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "dist/process_group.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
@@ -40,6 +41,7 @@ void run_train(TrainArgs& a) {
   train::TrainResult r = train::train(cfg, opts);
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
   auto pct = [](double v) { return v < 0 ? std::string("n/a") : str(std::fixed, std::setprecision(2), v); };
+  if (!dist::is_main()) return;  // under mpirun rank 0 reports for the run
   char line[512];
   std::snprintf(line, sizeof line,
                 "best_top1 %s  last_top1 %s  last_top5 %s  train_img_per_sec %.1f  data_img_per_sec %.1f  "
@@ -65,7 +67,15 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->footer(config_keys_help());
   cmd->callback([a, cmd] {
     a->overrides = cmd->remaining();
-    run_train(*a);
+    // mpirun -np N: one process per GPU (dist/process_group.h); a plain process stays rank 0 of 1
+    dist::init();
+    try {
+      run_train(*a);
+    } catch (const std::exception& e) {
+      if (dist::info().mpi) dist::abort_all(e.what());  // a failing rank stops every rank, no hang
+      throw;
+    }
+    dist::finalize();
   });
 });
 

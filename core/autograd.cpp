@@ -1,6 +1,8 @@
 // The tape: record() appends, backward() replays in reverse (see autograd.h for the rules).
 #include "core/autograd.h"
 
+#include <unordered_map>
+
 #include "core/ops.h"
 
 namespace hg::autograd {
@@ -82,12 +84,29 @@ void backward(const Tensor& loss, const Tensor& grad) {
     check_same_shape("backward (seed gradient)", seed, loss);
     accumulate(*loss.grad_slot(), seed);
 
+    // Leaves with an on_grad_final hook: how many entries still take each as an input. When the
+    // count reaches 0 the leaf's gradient is final and the hook runs (reached or not).
+    std::unordered_map<GradSlot*, int> pending;
+    for (const Entry& e : t_tape)
+      for (const auto& s : e.inputs)
+        if (s && s->is_leaf && s->on_grad_final) ++pending[s.get()];
+    auto inputs_done = [&pending](const Entry& e) {
+      if (pending.empty()) return;
+      for (const auto& s : e.inputs) {
+        auto it = s ? pending.find(s.get()) : pending.end();
+        if (it != pending.end() && --it->second == 0) s->on_grad_final();
+      }
+    };
+
     while (!t_tape.empty()) {
       Entry e = std::move(t_tape.back());
       t_tape.pop_back();
       bool reached = false;
       for (auto& s : e.outputs) reached = reached || s->grad.defined();
-      if (!reached) continue;  // this op does not lead to the loss
+      if (!reached) {  // this op does not lead to the loss
+        inputs_done(e);
+        continue;
+      }
 
       std::vector<Tensor> grad_outputs;
       for (size_t i = 0; i < e.outputs.size(); ++i) {
@@ -109,6 +128,7 @@ void backward(const Tensor& loss, const Tensor& grad) {
                  ", the input has ", shape_str(e.input_shapes[i]));
         accumulate(*e.inputs[i], grad_inputs[i]);
       }
+      inputs_done(e);
       // e (and the tensors its lambda saved) is destroyed here
     }
     if (!loss.grad_slot()->is_leaf) loss.grad_slot()->grad = Tensor();

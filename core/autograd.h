@@ -46,6 +46,11 @@ namespace hg::autograd {
 struct GradSlot {
   Tensor grad;         ///< accumulated gradient (undefined until reached)
   bool is_leaf = true; ///< leaves keep their gradient after backward; non-leaves free it
+  /// Leaves only: called by backward() as soon as this leaf's gradient is final for that call,
+  /// i.e. right after the last tape entry that takes the leaf as an input has run (not called for a
+  /// leaf that no entry takes). Data-parallel training starts reducing a gradient bucket here,
+  /// while the rest of the backward goes on (train/data_parallel.h). Empty = no hook.
+  std::function<void()> on_grad_final;
 };
 
 /// What a backward function receives: one gradient per output and which inputs need one.

@@ -6,6 +6,7 @@
 #include "data/idx_dataset.h"
 #include "data/image_folder.h"
 #include "data/synthetic.h"
+#include "dist/process_group.h"
 
 namespace hg::data {
 
@@ -76,6 +77,9 @@ LoaderOptions make_loader_options(const train::Config& cfg, bool train) {
     o.mixup = std::make_shared<const Mixup>(mixup_options(cfg));
     o.mixup_off_epoch = cfg.mixup_off_epoch;
   }
+  o.num_replicas = dist::size();  // data parallel: this rank's shard (data/shard.h)
+  o.rank = dist::rank();
+  o.pad_shards = train;           // evaluation reads every sample exactly once
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include "core/autograd.h"
 #include "core/random.h"
 #include "data/seeds.h"
+#include "data/shard.h"
 
 namespace hg::data {
 
@@ -41,6 +42,8 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transfo
   HG_CHECK(dataset_ != nullptr, "DataLoader: no dataset");
   HG_CHECK(opts_.batch_size >= 1, "DataLoader: batch_size must be >= 1, got ", opts_.batch_size);
   HG_CHECK(opts_.workers >= 0, "DataLoader: workers must be >= 0, got ", opts_.workers);
+  HG_CHECK(opts_.num_replicas >= 1 && opts_.rank >= 0 && opts_.rank < opts_.num_replicas, "DataLoader: rank ",
+           opts_.rank, " is not in [0, num_replicas ", opts_.num_replicas, ")");
   HG_CHECK(opts_.max_steps >= 0, "DataLoader: max_steps must be >= 0, got ", opts_.max_steps);
   const auto C = static_cast<int64_t>(transform_.options().mean.size());
   HG_CHECK(dataset_->channels() == C, "DataLoader: dataset gives ", dataset_->channels(),
@@ -50,8 +53,12 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transfo
 
 DataLoader::~DataLoader() { stop_workers(); }
 
+int64_t DataLoader::samples_per_epoch() const {
+  return shard_size(dataset_->size(), opts_.rank, opts_.num_replicas, opts_.pad_shards);
+}
+
 int64_t DataLoader::batches_per_epoch() const {
-  const int64_t n = dataset_->size(), B = opts_.batch_size;
+  const int64_t n = samples_per_epoch(), B = opts_.batch_size;
   int64_t batches = opts_.drop_last ? n / B : (n + B - 1) / B;
   if (opts_.max_steps > 0) batches = std::min(batches, opts_.max_steps);
   return batches;
@@ -82,7 +89,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
   HG_CHECK(start_step >= 0 && start_step <= batches_per_epoch(), "DataLoader::start_epoch: start_step ",
            start_step, " outside [0, ", batches_per_epoch(), "]");
   epoch_ = epoch;
-  order_ = epoch_order(epoch);
+  order_ = shard_order(epoch_order(epoch), opts_.rank, opts_.num_replicas, opts_.pad_shards);
   end_ = batches_per_epoch();
   reported_ = false;
   started_ = std::chrono::steady_clock::now();
@@ -104,7 +111,7 @@ Batch DataLoader::make_batch(int64_t step) const {
   autograd::NoGradGuard no_grad;
   memory::CategoryScope scope(Category::workspace);
   const int64_t B = opts_.batch_size, begin = step * B;
-  const int64_t n = std::min(B, dataset_->size() - begin);
+  const int64_t n = std::min(B, static_cast<int64_t>(order_.size()) - begin);
   const int64_t S = transform_.options().img_size, C = dataset_->channels();
   Batch batch;
   batch.epoch = epoch_;

@@ -41,6 +41,12 @@ struct LoaderOptions {
   std::shared_ptr<const Mixup> mixup;
   /// Epochs >= this (when > 0) get smoothed one-hot targets and no mixing.
   int64_t mixup_off_epoch = 0;
+  /// Data-parallel training (data/shard.h): this process reads shard `rank` of `num_replicas` of
+  /// every epoch's order; `pad_shards` pads the order so all shards are equally long (training),
+  /// else shards differ by at most one sample and each sample is read once (evaluation).
+  int64_t num_replicas = 1;
+  int64_t rank = 0;
+  bool pad_shards = true;
 };
 
 /// One batch, in CPU memory (page-locked with LoaderOptions::pin_memory).
@@ -80,8 +86,10 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  /// Batches in one epoch (after drop_last and max_steps).
+  /// Batches in one epoch (of this rank's shard, after drop_last and max_steps).
   int64_t batches_per_epoch() const;
+  /// Samples this rank reads in one epoch before batching (the whole dataset in one process).
+  int64_t samples_per_epoch() const;
   /// Begins `epoch` at batch `start_step` (0 for a fresh epoch), stopping any epoch in progress.
   /// Throws hg::Error if start_step > batches_per_epoch().
   void start_epoch(int64_t epoch, int64_t start_step = 0);
@@ -89,7 +97,7 @@ class DataLoader {
   /// (e.g. a CorruptImage under CorruptPolicy::error).
   bool next(Batch& out);
   LoaderStats stats() const;
-  /// The sample order of `epoch` (dataset indices).
+  /// The sample order of `epoch` (dataset indices), the same on every rank (before sharding).
   std::vector<int64_t> epoch_order(int64_t epoch) const;
   const Dataset& dataset() const { return *dataset_; }
 

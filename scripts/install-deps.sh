@@ -2,7 +2,8 @@
 # Install every Debian 12 package haargrad needs to build, test and run its default job
 # (gnuplot-nox draws the training curves, clang-format checks the code layout).
 # Run as root (or with sudo). Idempotent. The CUDA Toolkit is optional and not installed here:
-# when nvcc is on PATH or under /usr/local/cuda, the CUDA part is built as well.
+# when nvcc is on PATH or under /usr/local/cuda, the CUDA part is built as well (with NCCL, from the
+# CUDA install, for multi-GPU runs). Open MPI launches data-parallel runs (mpirun) and is tested on the CPU.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
@@ -12,5 +13,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libyaml-cpp-dev libspdlog-dev libfmt-dev libstb-dev libgtest-dev libgmock-dev zlib1g-dev \
   nlohmann-json3-dev libcli11-dev libopenblas-dev libjpeg62-turbo-dev python3-numpy python3-pil \
   gnuplot-nox clang-format \
+  libopenmpi-dev openmpi-bin \
   dataset-fashion-mnist >/dev/null
 echo "haargrad: dependencies installed"

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/safetensors.h"
+#include "dist/process_group.h"
 #include "models/checkpoint.h"
 
 namespace hg::train {
@@ -30,6 +31,7 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
     s.eval_top1 = j.value("eval_top1", -1.0);
     s.eval_top5 = j.value("eval_top5", -1.0);
     s.eval_loss = j.value("eval_loss", -1.0);
+    s.world_size = j.value("world_size", int64_t{1});
   } catch (const nlohmann::json::exception& e) {
     throw Error(str("checkpoint ", path, ": malformed metadata 'state': ", e.what()));
   }
@@ -47,7 +49,8 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
                           {"updates", s.updates},       {"best_top1", s.best_top1},
                           {"best_epoch", s.best_epoch}, {"epoch_loss_sum", s.epoch_loss_sum},
                           {"epoch_images", s.epoch_images}, {"eval_top1", s.eval_top1},
-                          {"eval_top5", s.eval_top5},   {"eval_loss", s.eval_loss}};
+                          {"eval_top5", s.eval_top5},   {"eval_loss", s.eval_loss},
+                          {"world_size", s.world_size}};
   std::map<std::string, std::string> meta = {
       {"format", "haargrad-train-checkpoint-1"},
       {"state", state.dump()},
@@ -55,7 +58,7 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
       {"rng.drop_path", model.drop_gen.state()},
       {"config", config_yaml},
   };
-  safetensors::save(path, tensors, meta);
+  if (dist::is_main()) safetensors::save(path, tensors, meta);  // data parallel: rank 0 writes
 }
 
 TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* opt) {

@@ -26,9 +26,12 @@ struct TrainState {
   /// The evaluation of the epoch this checkpoint closes (always finite: the trainer never saves a
   /// state whose evaluation was not); -1 = none (recovery checkpoints, files from older versions).
   double eval_top1 = -1, eval_top5 = -1, eval_loss = -1;
+  /// Ranks of the run that wrote it (data parallel: batch_size is per rank); 1 in older files.
+  int64_t world_size = 1;
 };
 
-/// Writes model + optimizer + state + config_yaml to `path` atomically.
+/// Writes model + optimizer + state + config_yaml to `path` atomically. Data parallel: every rank
+/// calls it (a ZeRO-1 optimizer gathers its shards), rank 0 alone writes.
 void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optimizer* opt,
                      const TrainState& state, const std::string& config_yaml);
 

@@ -182,6 +182,16 @@ const std::vector<Field>& table() {
       {"experiment", &Config::experiment, any(), "run folder name under output; empty = <date>-<model>-<img_size>"},
       {"max_steps_per_epoch", &Config::max_steps_per_epoch, at_least(0),
         "training batches per epoch; 0 = all (evaluation always covers the whole split)"},
+      {"dist_bucket_mb", &Config::dist_bucket_mb, above(0),
+        "data parallel (mpirun): gradient bucket size in MiB, reduced as soon as its gradients are final"},
+      {"zero_stage", &Config::zero_stage, closed(0, 1),
+        "data parallel: 1 = optimizer state sharded over the ranks (ZeRO-1); 0 = replicated"},
+      {"dist_check_every", &Config::dist_check_every, at_least(0),
+        "data parallel, debug: compare a hash of every parameter across ranks every N updates; 0 = off"},
+      {"dist_timeout", &Config::dist_timeout, above(0),
+        "data parallel: seconds a collective may wait before the run stops, naming the rank"},
+      {"dist_force", &Config::dist_force, any(),
+        "the data-parallel code path even in one process (tests NCCL / MPI on one GPU or CPU)"},
   };
   return rows;
 }

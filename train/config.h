@@ -126,6 +126,13 @@ struct Config {
   std::string experiment = "";                   ///< run folder name; "" = generated
   int64_t max_steps_per_epoch = 0;               ///< training batches per epoch; 0 = all (evaluation is never capped)
 
+  // ---- data parallel (mpirun -np N; train/data_parallel.h) -----------------------------------
+  double dist_bucket_mb = 25;                    ///< gradient bucket size, MiB (PyTorch DDP bucket_cap_mb)
+  int64_t zero_stage = 0;                        ///< 0 = plain data parallel; 1 = optimizer state sharded (ZeRO-1)
+  int64_t dist_check_every = 0;                  ///< debug: compare parameter hashes across ranks every N updates; 0 = off
+  double dist_timeout = 300;                     ///< seconds a collective may wait before the run is stopped
+  bool dist_force = false;                       ///< data-parallel code path even in one process (tests the NCCL/MPI path)
+
   bool operator==(const Config&) const = default;
 };
 

@@ -17,7 +17,12 @@ const std::set<std::string> kSessionKeys = {"device",          "precision",
                                             "wtconv_mode",     "workers",         "pin_mem",
                                             "data_dir",        "corrupt_images",  "validation_batch_size",
                                             "log_interval",    "checkpoint_hist", "output",
-                                            "experiment",      "resume"};
+                                            "experiment",      "resume",
+                                            // data parallel: how the same updates are computed
+                                            // (a batch_size per rank follows the ranks' count:
+                                            // rescale_batch_for_ranks in train/data_parallel.h)
+                                            "dist_bucket_mb", "zero_stage", "dist_check_every",
+                                            "dist_timeout",   "dist_force"};
 
 ScheduleSegment schedule_of(const Config& c, int64_t until_epoch, int64_t until_step) {
   return {until_epoch, until_step, c.epochs,    c.lr,    c.sched, c.warmup_epochs, c.warmup_lr,

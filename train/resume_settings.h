@@ -8,7 +8,8 @@
 //    learning rate there before and after;
 //  - keys of the session (device, precision, deterministic, wtconv_mode, workers, pin_mem, data_dir,
 //    corrupt_images, validation_batch_size, log_interval, checkpoint_hist, output, experiment,
-//    resume) may change for this session; args.yaml keeps the run's values;
+//    resume, and the data-parallel keys dist_bucket_mb, zero_stage, dist_check_every,
+//    dist_timeout, dist_force) may change for this session; args.yaml keeps the run's values;
 //  - every other key shapes the results (model, data, augmentation, optimizer, batch, seed, ...):
 //    a change is an error naming each key with both values.
 #pragma once

@@ -20,11 +20,13 @@
 #include "core/memory.h"
 #include "core/ops.h"
 #include "data/from_config.h"
+#include "dist/process_group.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_history.h"
 #include "train/console.h"
+#include "train/data_parallel.h"
 #include "train/evaluate.h"
 #include "train/optimizer.h"
 #include "train/resume_settings.h"
@@ -125,6 +127,8 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     resume_path = pick.checkpoint;
     resume_reason = pick.reason;
   }
+  // data parallel: rank 0 picks the checkpoint and the run folder, and alone writes (dist/)
+  resume_path = dist::broadcast(resume_path, 0, "checkpoint to resume");
   fs::path run_dir;
   std::optional<TrainState> resumed;  // the position of the checkpoint resumed from
   if (!resume_path.empty()) {
@@ -136,11 +140,15 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     const std::string name = cfg.experiment.empty()
                                  ? timestamp() + "-" + cfg.model + "-" + std::to_string(cfg.img_size)
                                  : cfg.experiment;
-    run_dir = claim_run_folder(out_root, name);
-    io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(cfg));
+    if (dist::is_main()) {
+      run_dir = claim_run_folder(out_root, name);
+      io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(cfg));
+    }
+    run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
   }
 
-  Console console((run_dir / "log.txt").string(), opts.plain_output);
+  Console console(dist::is_main() ? (run_dir / "log.txt").string() : "", opts.plain_output);
+  if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
   spdlog::info("run folder {}", run_dir.string());
   if (!resume_reason.empty()) spdlog::info("{}", resume_reason);
   if (resumed && resumed->step_in_epoch == 0 && resumed->epoch >= cfg.epochs) {
@@ -175,16 +183,19 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     const std::string recorded_text = have_args ? io::read_file(args_path.string()) : checkpoint_config_yaml(resume_path);
     const std::string source = have_args ? args_path.string() : str("the config stored in ", resume_path);
     if (!recorded_text.empty()) {
-      const Config recorded = config_from_yaml(recorded_text, source);
+      Config recorded = config_from_yaml(recorded_text, source);
+      // another number of ranks: the same images per update need another batch_size per rank
+      const std::string rescaled = rescale_batch_for_ranks(recorded, resumed->world_size, dist::size());
+      if (!rescaled.empty()) spdlog::info("{}", rescaled);
       const ResumeSettings rs = reconcile_resume(recorded, source, cfg, resumed->epoch, resumed->step_in_epoch,
                                                  resumed->updates, updates_per_epoch);
       for (const std::string& note : rs.notes) spdlog::warn("{}", note);
       cfg = rs.session;
-      if (rs.args_changed || !have_args) io::write_file_atomic(args_path.string(), to_yaml(rs.args));
+      if (dist::is_main() && (rs.args_changed || !have_args)) io::write_file_atomic(args_path.string(), to_yaml(rs.args));
     } else {  // a plain state_dict: this session's config is the run's
       Config args = cfg;
       args.resume = "";
-      io::write_file_atomic(args_path.string(), to_yaml(args));
+      if (dist::is_main()) io::write_file_atomic(args_path.string(), to_yaml(args));
     }
   }
   const std::string config_yaml = to_yaml(cfg);
@@ -228,6 +239,9 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     }
   }
 
+  DataParallel dp(cfg, model, opt);  // mpirun -np N: averages gradients over the ranks (no-op alone)
+  st.world_size = dist::size();
+
   SigintGuard sigint;
   TrainResult result;
   result.run_dir = run_dir.string();
@@ -257,16 +271,18 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
       const double lv = loss.item();
       HG_CHECK(std::isfinite(lv), "non-finite loss (", lv, ") at epoch ", epoch + 1, " step ", step + 1,
                ": stopping; nothing of this epoch is saved; ", good.describe());
-      autograd::backward(accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(accum)) : loss);
+      dp.backward(accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(accum)) : loss,
+                  (step + 1) % accum == 0 || step + 1 == steps_per_epoch);  // only an update's last micro-step syncs
       ++step;
-      const int64_t bs = b.labels.numel();
-      loss_sum += lv * static_cast<double>(bs);
+      const std::vector<double> global = dp.sum_over_ranks({lv * static_cast<double>(b.labels.numel()),
+                                                            static_cast<double>(b.labels.numel())});
+      const auto bs = static_cast<int64_t>(global[1]);  // images of the step over all ranks
+      loss_sum += global[0];
       images += bs;
       epoch_images_timed += bs;
       if (step % accum == 0 || step == steps_per_epoch) {
         opt->set_lr(sched.lr(epoch, step - 1, st.updates));
-        if (cfg.clip_grad) clip_grad_norm(opt->parameters(), *cfg.clip_grad);
-        opt->step();
+        dp.clip_and_step(*opt, cfg.clip_grad);
         opt->zero_grad();
         ++st.updates;
       }
@@ -281,7 +297,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
                      steps_per_epoch, loss_sum / static_cast<double>(images), lr_now, ips);
       }
       if (opts.after_step && opts.after_step(epoch, step, model)) g_interrupt = true;
-      if (g_interrupt) break;
+      if (dp.any_rank(g_interrupt)) break;
     }
     console.end_bar();
     const double train_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -290,7 +306,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     const double epoch_data_wait = train_loader->stats().wait_seconds;
     total_data_wait += epoch_data_wait;
 
-    if (g_interrupt) {  // Ctrl-C: save where we are (only whole steps), then leave cleanly
+    if (dp.any_rank(g_interrupt)) {  // Ctrl-C: save where we are (only whole steps), then leave cleanly
       TrainState rs = st;
       rs.epoch = epoch;
       rs.step_in_epoch = step;
@@ -305,14 +321,15 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     }
 
     // ---- evaluate, summarise; a non-finite evaluation stops the run and saves nothing ----
-    const EvalResult ev = evaluate(model, *val_loader, device, epoch);
+    EvalResult ev = evaluate(model, *val_loader, device, epoch);
+    dp.reduce_evaluation(ev);  // data parallel: each rank evaluated its shard
     const double peak_mib = static_cast<double>(memory::stats(device).total_peak) / (1 << 20);
     const SummaryRow row{epoch + 1, loss_sum / static_cast<double>(std::max<int64_t>(images, 1)), ev.loss, ev.top1,
                          ev.top5, opt->param_groups()[0].lr,
                          train_secs > 0 ? static_cast<double>(epoch_images_timed) / train_secs : 0.0, peak_mib};
     summary.lines.push_back(format_summary_row(row));
     summary.eval_top1[epoch + 1] = ev.finite() ? ev.top1 : NAN;
-    io::write_file_atomic(summary_path.string(), summary_csv(summary.lines));
+    if (dist::is_main()) io::write_file_atomic(summary_path.string(), summary_csv(summary.lines));
     // Share of the epoch's step time spent blocked on the loader: above a few % the loader is the step.
     const double data_wait = train_secs > 0 ? std::min(1.0, epoch_data_wait / train_secs) : 0.0;
     spdlog::info("epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} img/s, "
@@ -340,12 +357,13 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     save_checkpoint(last_path.string(), model, opt.get(), st, config_yaml);
     good.resumable = last_path.string();
     good.resumable_at = position(st.epoch, 0);
+    // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it
     if (is_best) {
-      io::copy_file_atomic(last_path.string(), best_path.string());
+      if (dist::is_main()) io::copy_file_atomic(last_path.string(), best_path.string());
       good.best = best_path.string();
       good.best_is = str("epoch ", st.best_epoch, ", top-1 ", st.best_top1, "%");
     }
-    if (cfg.checkpoint_hist > 0) {
+    if (dist::is_main() && cfg.checkpoint_hist > 0) {
       io::copy_file_atomic(last_path.string(), (run_dir / history_file_name(epoch + 1)).string());
       std::vector<std::string> notes;
       const std::vector<HistoryEntry> kept = scan_history(run_dir, summary.eval_top1, &notes);
@@ -358,7 +376,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
       }
     }
     std::error_code ec;
-    if (fs::remove(recovery_path, ec); ec)
+    if (dist::is_main() && (fs::remove(recovery_path, ec), ec))
       spdlog::warn("cannot remove the stale {}: {}", recovery_path.string(), ec.message());
   }
 

@@ -1,0 +1,156 @@
+// Data-parallel training end to end on the CPU: `mpirun -np 2 haargrad train` against one process
+// (the acceptance of README "Data-parallel training"): 2 ranks with batch B/2 reproduce 1 rank with
+// batch B; ZeRO-1 equals plain data parallel; checkpoints move between 2 ranks and 1 rank (ZeRO
+// shards included) both ways; a failing or stalled rank stops every rank with a message.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include "data/export.h"
+#include "data/temp_dir.h"
+#include "dist_util.h"
+
+namespace fs = std::filesystem;
+using namespace hg;
+
+namespace {
+
+const std::string kProgram = HAARGRAD_BINARY_DIR "/haargrad";
+
+// The smoke config (every kernel is deterministic), 3 epochs, clipping on (so the global norm is tested too),
+// one loader thread and one OpenMP thread per rank.
+std::string train_args(const fs::path& out, const std::string& experiment, int batch) {
+  return " train " HAARGRAD_SOURCE_DIR "/configs/smoke.yaml --plain --device cpu --workers 0"
+         " --epochs 3 --clip_grad 1.0 --output " +
+         out.string() + " --experiment " + experiment + " --batch_size " + std::to_string(batch);
+}
+
+class MpiTrain : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("hg_mpi_train_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+  void SetUp() override {
+    if (test::mpiexec().empty()) GTEST_SKIP() << "MPI not found at configure time (scripts/install-deps.sh installs it)";
+    ASSERT_TRUE(fs::exists(kProgram)) << kProgram << " is missing: build the `haargrad` target first";
+  }
+  // Runs `args` on n ranks (n == 0: a plain process); fails the test on a non-zero exit.
+  static test::ProgramRun train(int n, const std::string& args) {
+    const std::string cmd = (n == 0 ? std::string() : test::mpirun(n)) + kProgram + args;
+    test::ProgramRun r = test::run_command(cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+    return r;
+  }
+  // The reference: one process, batch 8, 3 epochs (made once for the suite).
+  static fs::path reference() {
+    static fs::path dir;
+    if (dir.empty()) {
+      train(0, train_args(root_, "one_rank_b8", 8));
+      dir = root_ / "one_rank_b8";
+    }
+    return dir;
+  }
+  static fs::path root_;
+};
+fs::path MpiTrain::root_;
+
+}  // namespace
+
+TEST_F(MpiTrain, TwoRanksWithHalfTheBatchReproduceOneRank) {
+  const auto r = train(2, train_args(root_, "two_ranks_b4", 4) + " --dist_check_every 1");
+  EXPECT_NE(r.output.find("data parallel: 2 ranks, batch 4 per rank x 1 accumulation steps x 2 ranks = 8"),
+            std::string::npos)
+      << r.output;
+  test::expect_summaries_match(reference() / "summary.csv", root_ / "two_ranks_b4" / "summary.csv", 1e-5,
+                               "2 ranks x batch 4 vs 1 rank x batch 8");
+  // rank 0 alone wrote the run folder, in today's format
+  for (const char* f : {"args.yaml", "summary.csv", "log.txt", "last.safetensors", "model_best.safetensors"})
+    EXPECT_TRUE(fs::exists(root_ / "two_ranks_b4" / f)) << f;
+  EXPECT_FALSE(fs::exists(root_ / "two_ranks_b4-2")) << "a second rank made a run folder of its own";
+}
+
+TEST_F(MpiTrain, GradientAccumulationOnTwoRanksReproducesOneRank) {
+  // 2 ranks x batch 2 x 2 micro-steps = 8 images per update, as the reference's one batch of 8;
+  // 6 steps per epoch so that there are as many updates (3) as in the reference
+  train(2, train_args(root_, "two_ranks_accum", 2) + " --grad_accum_steps 2 --max_steps_per_epoch 6");
+  test::expect_summaries_match(reference() / "summary.csv", root_ / "two_ranks_accum" / "summary.csv", 1e-5,
+                               "2 ranks x batch 2 x 2 accumulation steps vs 1 rank x batch 8");
+}
+
+// Peak optimizer_state MiB of the memory report at the end of a run's output.
+double optimizer_state_mib(const std::string& output) {
+  const size_t at = output.rfind("optimizer_state ");
+  return at == std::string::npos ? -1.0 : std::stod(output.substr(at + 16));
+}
+
+TEST_F(MpiTrain, ZeroOneEqualsPlainDataParallel) {
+  // wider than the smoke model (225k parameters) so that the state's MiB show the sharding
+  const std::string wide = " --dims [64,128] --epochs 2";
+  const auto dp = train(2, train_args(root_, "dp", 4) + wide);
+  const auto z = train(2, train_args(root_, "zero1", 4) + wide + " --zero_stage 1 --dist_check_every 1");
+  EXPECT_NE(z.output.find("ZeRO-1 optimizer state sharding"), std::string::npos) << z.output;
+  test::expect_summaries_match(root_ / "dp" / "summary.csv", root_ / "zero1" / "summary.csv", 1e-5,
+                               "ZeRO-1 vs plain data parallel, 2 ranks");
+  // the memory report: each rank holds half the optimizer state (1.7 MiB -> 0.86 MiB)
+  const double full = optimizer_state_mib(dp.output), half = optimizer_state_mib(z.output);
+  ASSERT_GT(full, 1.0) << dp.output;
+  EXPECT_NEAR(half / full, 0.5, 0.05) << dp.output << z.output;
+}
+
+// 2 ranks (ZeRO-1: shards gathered into the checkpoint) -> 1 rank, and 1 rank -> 2 ranks (ZeRO-1:
+// the full state split into shards), each against the uninterrupted single process.
+TEST_F(MpiTrain, ResumeFromTwoRanksOnOneAndBack) {
+  train(2, train_args(root_, "two_then_one", 4) + " --zero_stage 1 --stop-after-epoch 1");
+  train(0, train_args(root_, "two_then_one", 8) + " --resume " + (root_ / "two_then_one/last.safetensors").string());
+  test::expect_summaries_match(reference() / "summary.csv", root_ / "two_then_one" / "summary.csv", 1e-5,
+                               "epoch 1 on 2 ranks (ZeRO-1), epochs 2-3 on 1 rank");
+
+  train(0, train_args(root_, "one_then_two", 8) + " --stop-after-epoch 1");
+  train(2, train_args(root_, "one_then_two", 4) + " --zero_stage 1 --resume " +
+               (root_ / "one_then_two/last.safetensors").string());
+  test::expect_summaries_match(reference() / "summary.csv", root_ / "one_then_two" / "summary.csv", 1e-5,
+                               "epoch 1 on 1 rank, epochs 2-3 on 2 ranks (ZeRO-1)");
+}
+
+// One rank meets a truncated image (corrupt_images: error) while the other waits in a collective:
+// the run ends on both, with the failing rank's message, well before any timeout.
+TEST_F(MpiTrain, ARankThatThrowsStopsTheRun) {
+  test::TempDir tmp;
+  for (const char* d : {"train/c0", "train/c1", "validation/c0", "validation/c1"}) fs::create_directories(tmp.path() / d);
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 8; ++i)
+      data::write_png(tmp / ("train/c" + std::to_string(c) + "/" + std::to_string(i) + ".png"),
+                      test::random_image(8, 8, 3, static_cast<uint64_t>(10 * c + i)));
+  data::write_png(tmp / "validation/c0/v.png", test::random_image(8, 8, 3, 99));
+  data::write_png(tmp / "validation/c1/v.png", test::random_image(8, 8, 3, 98));
+  data::write_png(tmp / "full.png", test::random_image(64, 64, 3, 5));
+  const std::string png = test::read_bytes(tmp / "full.png");
+  test::write_bytes(tmp / "train/c1/truncated.png", png.substr(0, png.size() / 2));  // header fine, pixels not
+  const std::string args = " train " HAARGRAD_SOURCE_DIR "/configs/smoke.yaml --plain --device cpu --workers 0"
+                           " --dataset image_folder --data_dir " + tmp.path().string() +
+                           " --img_size 8 --num_classes 2 --batch_size 3 --max_steps_per_epoch 0 --corrupt_images error"
+                           " --dist_timeout 120 --output " + (tmp.path() / "out").string();
+  const auto r = test::run_command(test::mpirun(2) + kProgram + args, 180);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("haargrad: error on rank"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("truncated.png"), std::string::npos) << r.output;
+  EXPECT_LT(r.seconds, 100.0) << "the other rank waited for its timeout instead of being stopped";
+}
+
+// A rank that stops answering: the other ends on dist_timeout with a message naming itself and
+// the collective it waited in, and mpirun stops the stalled one.
+TEST_F(MpiTrain, AStalledRankEndsTheRunOnTheTimeout) {
+  const auto r = test::run_command("env HAARGRAD_DIST_TEST_STALL_RANK=1 " + test::mpirun(2) +
+                                       "-x HAARGRAD_DIST_TEST_STALL_RANK " + kProgram +
+                                       train_args(root_, "stalled", 4) + " --dist_timeout 3",
+                                   180);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("haargrad: error on rank 0 of 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gradient bucket"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("did not complete within 3 s"), std::string::npos) << r.output;
+  EXPECT_LT(r.seconds, 100.0);
+}
