@@ -31,8 +31,7 @@
 // block sums its warps in a fixed order through shared memory and writes partial[z][c][tap]; a
 // second kernel sums the slices in order z = 0, 1, ... The slice count depends only on the shape,
 // so the result is bit-identical run to run. The bias gradient comes from the same pass. At stride 1
-// a thread takes two neighbouring output rows (wgrad_rows2_kernel), which share K of their K + 1
-// input rows, halving the loads per multiply-add.
+// (ConvNeXt's case) wgrad_staged_kernel stages the rows in shared memory first (see there).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -426,82 +425,109 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   store_block_sums<K>(red, acc, gsum, d, partial, bias_partial);
 }
 
-// Stride 1, two output rows per thread: rows i and i + 1 of one image read input rows i - pad ..
-// i - pad + K, K of which they share, so a window of (K + 1) x K input values feeds 2 K^2 FMAs per
-// column step for K + 1 new loads (one row per thread: K loads for K^2 FMAs). The (n, row pair)
-// units are split into slices like the rows of wgrad_kernel; same fixed-order reductions.
+// Stride 1, staged through shared memory. Work unit: a "row group" of 2 * PR consecutive output
+// rows of one image (PR row pairs). The block copies the group's gy rows and the 2 * PR + K - 1
+// input rows they read, over the whole padded width (OW + K - 1 columns; rows and columns outside
+// the image, and channels past C, are staged as zeros), for its 32 channels, into shared memory
+// with 16-byte loads, in the storage type. Every warp then takes one (row pair, column strip) of
+// the group: PR pairs x kWgradWarps / PR strips (PR grows as OW shrinks, so strips stay long).
+// A thread (one channel) slides a (K + 1) x K window of x along its strip: rows i and i + 1 share
+// K of their K + 1 input rows, so K + 3 shared-memory reads feed 2 K^2 FMAs, with no bounds
+// checks (the padding is staged). Reading shared memory instead of global memory is what makes
+// this fast: the previous kernel (same window, loads from global memory, 226 registers, 2 blocks
+// per SM) waited on load latency most of the time. Groups are split into slices by the shape
+// only, and the block's sums are reduced in a fixed order (store_block_sums): deterministic.
+template <typename T>
+__device__ __forceinline__ float staged_value(const T* p) {
+  if constexpr (std::is_same_v<T, float>) return *p;
+  else return __uint_as_float(uint32_t(*reinterpret_cast<const unsigned short*>(p)) << 16);
+}
+
+/// Copies rows [row0, row0 + nrows) x columns [col0, col0 + ncols) x channels [c0, c0 + 32) of the
+/// NHWC image `img` (rows H, columns W, channels C) into dst[nrows][ncols][32], zeros outside.
+/// 16-byte vectors: needs C a multiple of 16 / sizeof(T) and a 16-byte aligned img.
+template <typename T>
+__device__ __forceinline__ void stage_rows(const T* __restrict__ img, int H, int W, int C, int row0,
+                                           int nrows, int col0, int ncols, int c0, uint4* dst) {
+  constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements per vector, vectors per pixel
+  const int n = nrows * ncols * VPP, tid = threadIdx.y * 32 + threadIdx.x;
+  for (int e = tid; e < n; e += 32 * kWgradWarps) {
+    const int v = e % VPP, pix = e / VPP;
+    const int r = row0 + pix / ncols, col = col0 + pix % ncols, cc = c0 + v * VE;
+    uint4 val = make_uint4(0, 0, 0, 0);
+    if (r >= 0 && r < H && col >= 0 && col < W && cc < C)
+      val = __ldg(reinterpret_cast<const uint4*>(img + (int64_t(r) * W + col) * C + cc));
+    dst[e] = val;
+  }
+}
+
+/// Shared memory of wgrad_staged_kernel: the staged rows, or the block's warp sums (reused).
+template <typename T>
+size_t wgrad_staged_smem(int K, int PR, int OW) {
+  const size_t staged = sizeof(T) * 32 * (size_t(2 * PR + K - 1) * (OW + K - 1) + size_t(2 * PR) * OW);
+  const size_t sums = sizeof(float) * kWgradWarps * K * K * 33;
+  return std::max(staged, sums);
+}
+
 template <typename T, int KT>
 __global__ void __launch_bounds__(32 * kWgradWarps)
-    wgrad_rows2_kernel(const T* __restrict__ x, const T* __restrict__ gy, Dims d, int pairs_per_block,
-                       float* __restrict__ partial, float* __restrict__ bias_partial) {
-  constexpr int K = KT, KK = KT * KT, KR = KT + 1;
-  __shared__ float red[kWgradWarps][KK][33];  // pitch 33: the summing loop reads along taps
-  const int lane = threadIdx.x, warp = threadIdx.y;
-  const int c = blockIdx.x * 32 + lane;
+    wgrad_staged_kernel(const T* __restrict__ x, const T* __restrict__ gy, Dims d, int PR,
+                        int groups_per_block, float* __restrict__ partial,
+                        float* __restrict__ bias_partial) {
+  constexpr int K = KT, KR = KT + 1;
+  extern __shared__ uint4 stage[];
+  const int RS = 2 * PR + K - 1, WS = d.OW + K - 1;  // staged x rows and columns
+  T* xs = reinterpret_cast<T*>(stage);                // [RS][WS][32]
+  T* gs = xs + RS * WS * 32;                          // [2 * PR][OW][32]
+  const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.x * 32;
+  const int strips = kWgradWarps / PR, pair = warp / strips, strip = warp % strips;
+  const int SW = (d.OW + strips - 1) / strips, ja = strip * SW, jb = min(d.OW, ja + SW);
+  const int G = (d.OH + 2 * PR - 1) / (2 * PR);  // groups per image
+  const int64_t g0 = int64_t(blockIdx.y) * groups_per_block;
+  const int64_t g1 = std::min<int64_t>(int64_t(d.N) * G, g0 + groups_per_block);
   float acc[K][K];
 #pragma unroll
   for (int p = 0; p < K; ++p)
 #pragma unroll
     for (int q = 0; q < K; ++q) acc[p][q] = 0.f;
   float gsum = 0.f;
-  const int OH2 = (d.OH + 1) / 2;
-  const int64_t P = int64_t(d.N) * OH2;
-  const int64_t p0 = int64_t(blockIdx.y) * pairs_per_block;
-  const int64_t p1 = std::min<int64_t>(P, p0 + pairs_per_block);
-  if (c < d.C) {
-    for (int64_t pr = p0 + warp; pr < p1; pr += kWgradWarps) {
-      const int n = int(pr / OH2), i = 2 * int(pr % OH2);
-      const bool two = i + 1 < d.OH;  // an odd OH leaves the last row alone
-      const T* xr[KR];
-      bool rok[KR];
+  for (int64_t g = g0; g < g1; ++g) {
+    const int n = int(g / G), i0 = int(g % G) * 2 * PR;
+    __syncthreads();  // every warp is done with the previous group's rows
+    stage_rows<T>(x + int64_t(n) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - d.pad, RS, -d.pad, WS, c0,
+                  stage);
+    stage_rows<T>(gy + int64_t(n) * d.OH * d.OW * d.C, d.OH, d.OW, d.C, i0, 2 * PR, 0, d.OW, c0,
+                  reinterpret_cast<uint4*>(gs));
+    __syncthreads();
+    if (c0 + lane >= d.C || i0 + 2 * pair >= d.OH || ja >= jb) continue;
+    const T* xr = xs + 2 * pair * WS * 32 + lane;  // input row m of the pair: xr + m * WS * 32
+    const T* ga_row = gs + 2 * pair * d.OW * 32 + lane;
+    const T* gb_row = ga_row + d.OW * 32;  // zeros past OH (staged)
+    float win[KR][K];
+    // the window "at j = ja - 1": slots q >= 1 hold staged columns ja - 1 + q
+#pragma unroll
+    for (int m = 0; m < KR; ++m)
+#pragma unroll
+      for (int q = 1; q < K; ++q) win[m][q] = staged_value(xr + (m * WS + ja - 1 + q) * 32);
+#pragma unroll (KT)
+    for (int j = ja; j < jb; ++j) {
 #pragma unroll
       for (int m = 0; m < KR; ++m) {
-        const int ii = i - d.pad + m;
-        rok[m] = ii >= 0 && ii < d.H && (m < K || two);
-        xr[m] = x + (int64_t(n) * d.H + (rok[m] ? ii : 0)) * d.W * d.C + c;
+#pragma unroll
+        for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
+        win[m][K - 1] = staged_value(xr + (m * WS + j + K - 1) * 32);
       }
-      const T* g0 = gy + (int64_t(n) * d.OH + i) * d.OW * d.C + c;
-      const T* g1 = two ? g0 + int64_t(d.OW) * d.C : g0;
-      float win[KR][K];
-      // the window "at j = -1": slots q >= 1 are shifted into q - 1 by the first step
+      const float ga = staged_value(ga_row + j * 32), gb = staged_value(gb_row + j * 32);
+      gsum += ga + gb;
 #pragma unroll
-      for (int m = 0; m < KR; ++m)
+      for (int p = 0; p < K; ++p)
 #pragma unroll
-        for (int q = 0; q < K; ++q) {
-          const int col = -1 - d.pad + q;
-          win[m][q] = (q >= 1 && rok[m] && col >= 0 && col < d.W) ? load1(xr[m] + int64_t(col) * d.C) : 0.f;
-        }
-      // Software pipelining: the loads of column j + 1 are issued before the FMAs of column j, so
-      // their latency hides behind K^2 FMAs (the kernel runs at 2 blocks per SM: 226 registers).
-      float nxt[KR], nga, ngb;
-      auto load_column = [&](int j) {
-        const int col = j - d.pad + K - 1;
-        const bool cok = col >= 0 && col < d.W;
-#pragma unroll
-        for (int m = 0; m < KR; ++m) nxt[m] = (rok[m] && cok) ? load1(xr[m] + int64_t(col) * d.C) : 0.f;
-        nga = load1(g0 + int64_t(j) * d.C);
-        ngb = two ? load1(g1 + int64_t(j) * d.C) : 0.f;
-      };
-      if (d.OW > 0) load_column(0);
-#pragma unroll (KT)
-      for (int j = 0; j < d.OW; ++j) {
-#pragma unroll
-        for (int m = 0; m < KR; ++m) {
-#pragma unroll
-          for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
-          win[m][K - 1] = nxt[m];
-        }
-        const float ga = nga, gb = ngb;
-        if (j + 1 < d.OW) load_column(j + 1);
-        gsum += ga + gb;
-#pragma unroll
-        for (int p = 0; p < K; ++p)
-#pragma unroll
-          for (int q = 0; q < K; ++q) acc[p][q] = fmaf(gb, win[p + 1][q], fmaf(ga, win[p][q], acc[p][q]));
-      }
+        for (int q = 0; q < K; ++q) acc[p][q] = fmaf(gb, win[p + 1][q], fmaf(ga, win[p][q], acc[p][q]));
     }
   }
-  store_block_sums<K>(red, acc, gsum, d, partial, bias_partial);
+  __syncthreads();  // the staged rows are dead: their memory takes the warp sums
+  using Sums = float[kWgradWarps][K * K][33];
+  store_block_sums<K>(*reinterpret_cast<Sums*>(stage), acc, gsum, d, partial, bias_partial);
 }
 
 // Run-time K (any K up to kDepthwiseMaxK, any stride): one tap per block row, blockIdx.z = tap
@@ -563,6 +589,17 @@ void check_supported(const char* op, const Conv2dShape& s) {
            ", stride 1 or 2)");
 }
 
+
+/// The most dynamic shared memory one block of this device may opt in to (read once).
+size_t max_dynamic_smem() {
+  static const size_t bytes = [] {
+    int dev = 0, v = 0;
+    HG_CUDA_CHECK(cudaGetDevice(&dev));
+    HG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return size_t(v);
+  }();
+  return bytes;
+}
 
 /// Calls f(integral_constant<int, KT>) with KT = K for K in {3, 5, 7}, else KT = 0 (run-time K).
 template <class F>
@@ -690,10 +727,14 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   const Dims d = dims_of(s);
   const bool compiled = d.K == 3 || d.K == 5 || d.K == 7;
   const int chunks = (d.C + 31) / 32;
+  // stride 1 with 16-byte channel vectors takes the staged kernel: its units are row groups of
+  // 2 * PR output rows (PR row pairs: more when the rows are short, so warps keep long strips)
+  const int PR = d.OW >= 32 ? 1 : d.OW >= 16 ? 2 : 4;
+  const size_t staged_smem = wgrad_staged_smem<D>(d.K, PR, d.OW);
+  const bool staged = compiled && s.stride == 1 && s.C % (16 / int64_t(sizeof(D))) == 0 &&
+                      aligned16(x) && aligned16(grad_y) && staged_smem <= max_dynamic_smem();
   // Slices: enough blocks to fill the GPU; a function of the shape only (determinism).
-  // stride 1 takes the two-rows kernel: its units are (image, row pair)
-  const bool rows2 = compiled && s.stride == 1;
-  const int64_t R = rows2 ? s.N * ((s.OH + 1) / 2) : s.N * s.OH;
+  const int64_t R = staged ? s.N * ((s.OH + 2 * PR - 1) / (2 * PR)) : s.N * s.OH;
   const int64_t blocks_per_slice = compiled ? chunks : int64_t(chunks) * KK;
   const int64_t want = std::max<int64_t>(1, kWgradTargetBlocks / blocks_per_slice);
   const int64_t rows_per_block = (R + std::min(R, want) - 1) / std::min(R, want);
@@ -706,12 +747,16 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   float* partial = static_cast<float*>(part.get());
   float* bias_partial = static_cast<float*>(bpart.get());
   const dim3 block(32, kWgradWarps);
-  if (rows2) {
+  if (staged) {
     dispatch_k(d.K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
-        wgrad_rows2_kernel<D, KT><<<dim3(unsigned(chunks), unsigned(slices)), block>>>(
-            x, grad_y, d, int(rows_per_block), partial, bias_partial);
+        const auto kernel = wgrad_staged_kernel<D, KT>;
+        if (staged_smem > 48 * 1024)  // above the default limit: opt in (per kernel)
+          HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(staged_smem)));
+        kernel<<<dim3(unsigned(chunks), unsigned(slices)), block, staged_smem>>>(
+            x, grad_y, d, PR, int(rows_per_block), partial, bias_partial);
         HG_CUDA_LAUNCH_CHECK();
       }
     });
