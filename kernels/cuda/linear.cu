@@ -1,4 +1,5 @@
-// CUDA fully connected layer (kernels/linear.h): cuBLAS GEMMs plus the row-bias kernels.
+// CUDA fully connected layer (kernels/linear.h): cuBLAS GEMMs (the forward with its bias fused
+// through cuBLASLt, gemm_lt.h) plus the row-bias kernels.
 // The bias kernels are templated on the storage type S (float or __nv_bfloat16) and accumulate in
 // float.
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include "core/memory.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/gemm_lt.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/linear.h"
 #include "kernels/matmul.h"
@@ -82,7 +84,9 @@ template <typename T>
 void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* w, const T* bias,
                     T* y) {
   if (M * out == 0) return;
-  gemm<T>(false, true, M, out, in, 1.0f, x, w, 0.0f, y);  // y = x w^T
+  // y = x w^T + bias, in one pass over y when cuBLASLt takes the bias into its epilogue
+  if (bias != nullptr && gemm_bias<T>(false, true, M, out, in, x, w, bias, y)) return;
+  gemm<T>(false, true, M, out, in, 1.0f, x, w, 0.0f, y);
   if (bias) add_bias_rows(M, out, bias, y);
 }
 

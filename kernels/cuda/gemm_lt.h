@@ -1,0 +1,23 @@
+// GEMM with the bias add fused into its epilogue, through cuBLASLt (CUDA-only, used by
+// kernels/cuda/linear.cu). Row-major, as kernels/matmul.h:
+//   C (M, N) = op(A) (M, K) @ op(B) (K, N) + bias (N, broadcast over the M rows).
+// The bias is added to the f32 accumulator before C is stored, so C is written once instead of
+// written, read and written again by a separate bias kernel (for ConvNeXt's fc1 that second pass
+// moves as many bytes as the GEMM's own output).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace hg::kernels::cuda {
+
+/// T = float (TF32 tensor cores only when hg::cuda::allow_tf32()) or hg::bf16 (bf16 A, B, C and
+/// bias, f32 accumulation). Returns false, having done nothing, when cuBLASLt offers no algorithm
+/// for this shape and these pointer alignments (the caller then runs gemm + its bias kernel).
+/// Throws hg::Error on a cuBLASLt failure.
+template <typename T>
+bool gemm_bias(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
+               const T* bias, T* C);
+
+}  // namespace hg::kernels::cuda
