@@ -70,8 +70,9 @@ TEST(GpuStage, ConfigKeysAndLoaderOptions) {
   EXPECT_TRUE(o.gpu_augment);
   EXPECT_EQ(o.decode, DecodeBackend::cpu);
   EXPECT_EQ(o.gpu_dtype, DType::f32);
-  EXPECT_THROW(train::apply_overrides(cfg, {"--decode", "gpu"}), Error);
-  cfg.device = "cpu";
+  train::Config bad = cfg;
+  EXPECT_THROW(train::apply_overrides(bad, {"--decode", "gpu"}), Error);
+  cfg.device = "cpu";  // gpu_augment stays on
   const std::string m = message_of([&] { make_loader_options(cfg, true); });
   EXPECT_NE(m.find("device is cpu"), std::string::npos) << m;
 }
