@@ -1,6 +1,7 @@
 // `haargrad bench-data CONFIG [--key value ...]`: the data loader alone on the config's dataset, one
-// row per JPEG decoder: warm-up epochs, then timed epochs with img/s, compressed MB/s, the workers'
-// busy fraction and how the files were decoded. Compare img/s with `train`'s img/s: a loader slower
+// row per decode backend (data/loader_bench.h: stb, turbo_full, turbo on the CPU; turbo_gpu_aug,
+// nvjpeg, nvjpeg_gpu with the GPU transform): warm-up epochs, then timed epochs with img/s, compressed
+// MB/s, the workers' busy fraction, the GPU stage's share of the time and how the files were decoded. Compare img/s with `train`'s img/s: a loader slower
 // than the step makes the step wait (train logs that wait per epoch).
 #include <cstdio>
 #include <filesystem>
@@ -49,10 +50,14 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
   HG_CHECK(!a.decoders.empty(), "bench-data: --decoders is empty");
   train::Config cfg = train::load_config(a.config);
   train::apply_overrides(cfg, overrides);
+  for (const std::string& dec : a.decoders) {  // every name checked before the first row runs
+    train::Config c = cfg;
+    data::apply_bench_row(c, dec);
+  }
   std::printf("bench-data: %s split, %lld workers, batch %lld, %lld px, %lld warm-up + %lld timed epochs\n",
               a.split.c_str(), static_cast<long long>(cfg.workers), static_cast<long long>(cfg.batch_size),
               static_cast<long long>(cfg.img_size), static_cast<long long>(a.warmup), static_cast<long long>(a.epochs));
-  std::printf("%-11s %9s %9s %8s %10s %10s %8s  %s\n", "decoder", "img/s", "MB/s", "busy", "worker/s",
+  std::printf("%-13s %9s %9s %8s %8s %10s %10s %8s  %s\n", "decoder", "img/s", "MB/s", "busy", "gpu", "worker/s",
               "cpu ms/img", "images", "decoded as");
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const std::string& dec : a.decoders) {
@@ -62,16 +67,19 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
     o.warmup_epochs = a.warmup;
     o.epochs = a.epochs;
     train::Config c = cfg;
-    train::apply_overrides(c, {"--jpeg-decoder", dec});  // validates the name like the config key
+    data::apply_bench_row(c, dec);  // validates the name first
     const data::LoaderBenchResult r = data::bench_loader(c, o);
-    std::printf("%-11s %9.0f %9.1f %7.0f%% %10.0f %10.2f %8lld  %s\n", dec.c_str(), r.images_per_second,
-                r.megabytes_per_second, 100 * r.busy_fraction, r.worker_images_per_second, r.cpu_ms_per_image,
+    std::printf("%-13s %9.0f %9.1f %7.0f%% %7.0f%% %10.0f %10.2f %8lld  %s\n", dec.c_str(), r.images_per_second,
+                r.megabytes_per_second, 100 * r.busy_fraction, 100 * r.gpu_fraction, r.worker_images_per_second,
+                r.cpu_ms_per_image,
                 static_cast<long long>(r.images), decoded_str(r.decoded).c_str());
     std::fflush(stdout);
     rows.push_back({{"jpeg_decoder", dec}, {"split", a.split}, {"workers", r.workers}, {"batch_size", cfg.batch_size},
                     {"img_size", cfg.img_size}, {"images", r.images}, {"seconds", r.seconds},
                     {"img_per_sec", r.images_per_second}, {"mb_per_sec", r.megabytes_per_second},
-                    {"busy_fraction", r.busy_fraction}, {"worker_img_per_sec", r.worker_images_per_second},
+                    {"decode", c.decode}, {"gpu_augment", c.gpu_augment},
+                    {"busy_fraction", r.busy_fraction}, {"gpu_fraction", r.gpu_fraction},
+                    {"worker_img_per_sec", r.worker_images_per_second},
                     {"cpu_ms_per_img", r.cpu_ms_per_image},
                     {"decoded", r.decoded}, {"dataset", r.dataset}});
   }
@@ -89,7 +97,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       "bench-data", "Time the data loader alone on a config's dataset, per JPEG decoder (img/s, MB/s, workers' "
                     "busy fraction); config keys can be overridden as --key value (e.g. --workers 8)");
   cmd->add_option("config", a->config, "YAML config whose dataset, transforms and workers are used")->required();
-  cmd->add_option("--decoders", a->decoders, "JPEG decoders to time, one row each: turbo, turbo_full, stb")
+  cmd->add_option("--decoders", a->decoders,
+                  "decode backends to time, one row each: stb, turbo_full, turbo (CPU); turbo_gpu_aug, nvjpeg, "
+                  "nvjpeg_gpu (GPU transform; need CUDA, nvjpeg* need nvJPEG)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--bench-warmup", a->warmup, "untimed epochs first")->capture_default_str();

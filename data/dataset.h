@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/image.h"
 #include "data/image_region.h"
@@ -26,6 +27,17 @@ struct RegionSample {
   int64_t label = 0;
 };
 
+/// A sample for a GPU JPEG decoder (Dataset::get_encoded): either a JPEG file's compressed bytes with
+/// the chooser's request (full-size pixels), or, for anything else, the sample decoded on the CPU.
+struct EncodedSample {
+  std::vector<uint8_t> jpeg;  ///< non-empty: a whole JPEG file (header parsed, end marker present)
+  std::string path;           ///< the file (for error messages); empty when not from a file
+  int64_t height = 0, width = 0;  ///< full size of the JPEG, pixels
+  CropRequest request;        ///< what the chooser asked for, in full-size pixels (jpeg non-empty)
+  RegionSample decoded;       ///< jpeg empty: the sample decoded as get_region() does
+  int64_t label = 0;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -39,6 +51,9 @@ class Dataset {
   /// Sample `index` decoded for the crop `choose` picks from its full size (see image_region.h); a
   /// file-backed dataset may decode only that region, at reduced scale. The default decodes whole.
   virtual RegionSample get_region(int64_t index, const CropChooser& choose) const;
+  /// Sample `index` for a GPU decoder: a JPEG file's bytes left undecoded (after `choose` saw its
+  /// size), anything else decoded on the CPU as get_region(). The default decodes everything on the CPU.
+  virtual EncodedSample get_encoded(int64_t index, const CropChooser& choose) const;
   /// One line for logs: kind, root, split, size, classes.
   virtual std::string describe() const = 0;
   /// Corrupt images skipped so far (at scan time and while loading).

@@ -80,6 +80,13 @@ LoaderOptions make_loader_options(const train::Config& cfg, bool train) {
   o.num_replicas = dist::size();  // data parallel: this rank's shard (data/shard.h)
   o.rank = dist::rank();
   o.pad_shards = train;           // evaluation reads every sample exactly once
+  o.decode = parse_decode_backend(cfg.decode);
+  o.gpu_augment = cfg.gpu_augment || o.decode != DecodeBackend::cpu;
+  if (o.gpu_augment) {
+    HG_CHECK(cfg.device != "cpu", "gpu_augment / decode: ", cfg.decode, " run on the GPU; device is cpu");
+    o.gpu_dtype = cfg.precision == "bf16" ? DType::bf16 : DType::f32;  // the model's input dtype
+    o.pin_memory = false;  // the images never sit in host batches
+  }
   return o;
 }
 

@@ -31,6 +31,8 @@ TransformOptions make_transform_options(const train::Config& cfg, bool train);
 /// batch_size), dataset order, keep the last partial batch, never capped (so top-1 is always over
 /// the whole validation split). Both: workers, seed, and pin_mem unless device is cpu. Train with
 /// mixup or cutmix on: the batch Mixup of mixup_options (soft targets), off from mixup_off_epoch.
+/// Both: decode (cpu | nvjpeg | nvjpeg_gpu) and gpu_augment (implied by an nvjpeg decode), batches
+/// in bf16 on the GPU under precision bf16; throws hg::Error for a GPU mode with device cpu.
 LoaderOptions make_loader_options(const train::Config& cfg, bool train);
 
 /// Mixup / CutMix from mixup, cutmix, cutmix_minmax, mixup_prob, mixup_switch_prob, mixup_mode,

@@ -3,12 +3,82 @@
 
 #include <cstring>
 
-#include "kernels/crop_resize.h"
 #ifdef HAARGRAD_WITH_CUDA
 #include "kernels/cuda/context.h"
 #endif
 
 namespace hg::data {
+
+void check_gpu_augment(const TransformOptions& o) {
+  HG_CHECK(o.auto_augment.empty(), "gpu_augment: RandAugment (aa '", o.auto_augment,
+           "') runs on the CPU only; set aa to '' or gpu_augment to false");
+  HG_CHECK(o.color_jitter <= 0 || !o.train, "gpu_augment: color_jitter ", o.color_jitter,
+           " runs on the CPU only; set color_jitter to 0 or gpu_augment to false");
+  HG_CHECK(o.random_erasing.probability <= 0 || !o.train, "gpu_augment: random erasing (reprob ",
+           o.random_erasing.probability, ") runs on the CPU only; set reprob to 0 or gpu_augment to false");
+}
+
+kernels::CropResizeItem crop_item(const CropPlan& plan, int64_t height, int64_t width, int64_t offset) {
+  const CropBox& b = plan.box;
+  HG_CHECK(b.w > 0 && b.h > 0 && b.x < static_cast<double>(width) && b.y < static_cast<double>(height) &&
+               b.x + b.w > 0 && b.y + b.h > 0,
+           "gpu augment: box (", b.x, ", ", b.y, ", ", b.w, ", ", b.h, ") misses the ", height, "x", width, " image");
+  HG_CHECK(height > 0 && width > 0 && height < (1 << 30) && width < (1 << 30), "gpu augment: bad image size ", height,
+           "x", width);
+  kernels::CropResizeItem it;
+  it.offset = offset;
+  it.height = static_cast<int32_t>(height);
+  it.width = static_cast<int32_t>(width);
+  it.box_x = b.x;
+  it.box_y = b.y;
+  it.box_w = b.w;
+  it.box_h = b.h;
+  it.flip = plan.flip ? 1 : 0;
+  it.interp = static_cast<int32_t>(plan.interp);
+  return it;
+}
+
+void resample_on_gpu(const Tensor& pixels, const std::vector<kernels::CropResizeItem>& items, const Transform& t,
+                     Tensor& out) {
+#ifndef HAARGRAD_WITH_CUDA
+  (void)pixels, (void)items, (void)t, (void)out;
+  throw Error("resample_on_gpu: this build has no CUDA backend (configure with -DHAARGRAD_CUDA=ON)");
+#else
+  HG_CHECK(cuda::available(), "resample_on_gpu: no usable CUDA device");
+  const TransformOptions& o = t.options();
+  const auto C = static_cast<int64_t>(o.mean.size());
+  const auto N = static_cast<int64_t>(items.size());
+  HG_CHECK(C >= 1 && C <= 4, "resample_on_gpu: ", C, " channels (1 to 4 supported)");
+  HG_CHECK(pixels.device() == Device::cuda && pixels.dtype() == DType::u8 && pixels.is_contiguous(),
+           "resample_on_gpu: pixels must be a contiguous CUDA u8 tensor");
+  HG_CHECK(out.device() == Device::cuda && (out.dtype() == DType::f32 || out.dtype() == DType::bf16) &&
+               out.is_contiguous() && out.shape() == Shape({N, o.img_size, o.img_size, C}),
+           "resample_on_gpu: out must be a contiguous CUDA f32/bf16 tensor (", N, ", ", o.img_size, ", ", o.img_size,
+           ", ", C, "), got ", shape_str(out.shape()), " ", dtype_name(out.dtype()));
+  for (int64_t i = 0; i < N; ++i) {
+    const kernels::CropResizeItem& it = items[size_t(i)];
+    HG_CHECK(it.height > 0 && it.width > 0 && it.offset >= 0 &&
+                 it.offset + int64_t(it.height) * it.width * C <= pixels.numel(),
+             "resample_on_gpu: item ", i, " (", it.height, "x", it.width, "x", C, " at byte ", it.offset,
+             ") lies outside the ", pixels.numel(), " bytes of pixels");
+    HG_CHECK(it.interp >= 0 && it.interp <= 2, "resample_on_gpu: item ", i, " has filter ", it.interp);
+    HG_CHECK(it.box_w > 0 && it.box_h > 0 && it.box_x < it.width && it.box_y < it.height && it.box_x + it.box_w > 0 &&
+                 it.box_y + it.box_h > 0,
+             "resample_on_gpu: item ", i, " box misses its ", it.height, "x", it.width, " image");
+  }
+  if (N == 0) return;
+  const Tensor item_t = Tensor::from_bytes({static_cast<int64_t>(items.size() * sizeof(kernels::CropResizeItem))},
+                                           DType::u8, items.data(), Device::cuda);
+  kernels::ChannelAffine affine;
+  for (int64_t c = 0; c < C; ++c) {
+    affine.gain[c] = static_cast<float>(1.0 / (255.0 * o.std[size_t(c)]));
+    affine.bias[c] = static_cast<float>(-o.mean[size_t(c)] / o.std[size_t(c)]);
+  }
+  kernels::cuda::crop_resize_normalize(static_cast<const uint8_t*>(pixels.data_ptr()),
+                                       static_cast<const kernels::CropResizeItem*>(item_t.data_ptr()), N, C,
+                                       o.img_size, affine, out.data_ptr(), out.dtype());
+#endif
+}
 
 Tensor augment_on_gpu(const std::vector<const Image*>& images, const std::vector<CropPlan>& plans, const Transform& t,
                       DType dtype) {
@@ -18,11 +88,13 @@ Tensor augment_on_gpu(const std::vector<const Image*>& images, const std::vector
 #else
   HG_CHECK(cuda::available(), "augment_on_gpu: no usable CUDA device");
   HG_CHECK(images.size() == plans.size(), "augment_on_gpu: ", images.size(), " images but ", plans.size(), " plans");
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "augment_on_gpu: dtype must be f32 or bf16, got ",
+           dtype_name(dtype));
   const TransformOptions& o = t.options();
   const auto C = static_cast<int64_t>(o.mean.size());
-  HG_CHECK(C >= 1 && C <= 4, "augment_on_gpu: ", C, " channels (1 to 4 supported)");
   const auto N = static_cast<int64_t>(images.size());
-  std::vector<kernels::CropResizeItem> items(static_cast<size_t>(N));
+  std::vector<kernels::CropResizeItem> items;
+  items.reserve(images.size());
   int64_t bytes = 0;
   for (int64_t i = 0; i < N; ++i) {
     const Image& img = *images[size_t(i)];
@@ -30,37 +102,17 @@ Tensor augment_on_gpu(const std::vector<const Image*>& images, const std::vector
                  img.pixels.size() == static_cast<size_t>(img.height * img.width * C),
              "augment_on_gpu: image ", i, " is ", img.height, "x", img.width, "x", img.channels, " with ",
              img.pixels.size(), " bytes; expected ", C, " channels");
-    const CropBox& b = plans[size_t(i)].box;
-    HG_CHECK(b.w > 0 && b.h > 0, "augment_on_gpu: empty box for image ", i);
-    auto& it = items[size_t(i)];
-    it.offset = bytes;
-    it.height = static_cast<int32_t>(img.height);
-    it.width = static_cast<int32_t>(img.width);
-    it.box_x = b.x;
-    it.box_y = b.y;
-    it.box_w = b.w;
-    it.box_h = b.h;
-    it.flip = plans[size_t(i)].flip ? 1 : 0;
+    items.push_back(crop_item(plans[size_t(i)], img.height, img.width, bytes));
     bytes += static_cast<int64_t>(img.pixels.size());
   }
-  // One page-locked staging buffer, one copy of the pixels and one of the items.
+  // One page-locked staging buffer and one copy of the pixels.
   Tensor host = Tensor::empty_pinned({std::max<int64_t>(bytes, 1)}, DType::u8);
   auto* dst = static_cast<uint8_t*>(host.data_ptr());
   for (int64_t i = 0; i < N; ++i)
     std::memcpy(dst + items[size_t(i)].offset, images[size_t(i)]->pixels.data(), images[size_t(i)]->pixels.size());
   const Tensor pixels = host.to(Device::cuda);
-  const Tensor item_t = Tensor::from_bytes({static_cast<int64_t>(items.size() * sizeof(kernels::CropResizeItem))},
-                                           DType::u8, items.data(), Device::cuda);
-  kernels::ChannelAffine affine;
-  for (int64_t c = 0; c < C; ++c) {
-    HG_CHECK(o.std[size_t(c)] > 0, "augment_on_gpu: std[", c, "] must be > 0");
-    affine.gain[c] = static_cast<float>(1.0 / (255.0 * o.std[size_t(c)]));
-    affine.bias[c] = static_cast<float>(-o.mean[size_t(c)] / o.std[size_t(c)]);
-  }
   Tensor out = Tensor::empty({N, o.img_size, o.img_size, C}, dtype, Device::cuda);
-  kernels::cuda::crop_resize_normalize(static_cast<const uint8_t*>(pixels.data_ptr()),
-                                       static_cast<const kernels::CropResizeItem*>(item_t.data_ptr()), N, C,
-                                       o.img_size, affine, out.data_ptr(), dtype);
+  resample_on_gpu(pixels, items, t, out);
   return out;
 #endif
 }

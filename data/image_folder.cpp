@@ -7,6 +7,8 @@
 #include <cctype>
 #include <filesystem>
 
+#include "data/jpeg_decode.h"
+
 namespace fs = std::filesystem;
 
 namespace hg::data {
@@ -24,6 +26,13 @@ RegionSample Dataset::get_region(int64_t index, const CropChooser& choose) const
   r.region.image = std::move(s.image);
   r.label = s.label;
   return r;
+}
+
+EncodedSample Dataset::get_encoded(int64_t index, const CropChooser& choose) const {
+  EncodedSample e;
+  e.decoded = get_region(index, choose);
+  e.label = e.decoded.label;
+  return e;
 }
 
 bool is_image_file(const std::string& path) {
@@ -129,6 +138,37 @@ RegionSample ImageFolder::get_region(int64_t index, const CropChooser& choose) c
       return RegionSample{read_image_region(files_[static_cast<size_t>(j)], static_cast<int>(opts_.channels), choose,
                                             opts_.jpeg),
                           labels_[static_cast<size_t>(j)]};
+    } catch (const CorruptImage& e) {
+      if (opts_.corrupt == CorruptPolicy::error) throw;
+      note_corrupt(e.path(), e.what());
+    }
+  }
+  throw Error(str("ImageFolder: every image under '", dir_, "' failed to decode"));
+}
+
+EncodedSample ImageFolder::get_encoded(int64_t index, const CropChooser& choose) const {
+  HG_CHECK(index >= 0 && index < size(), "ImageFolder::get_encoded: index ", index, " out of range [0, ", size(), ")");
+  for (int64_t k = 0; k < size(); ++k) {  // as get(): a corrupt file is replaced by its next good neighbour
+    const int64_t j = (index + k) % size();
+    const std::string& path = files_[static_cast<size_t>(j)];
+    try {
+      EncodedSample e;
+      e.path = path;
+      e.label = labels_[static_cast<size_t>(j)];
+      std::vector<uint8_t> bytes = read_file_bytes(path);
+      // A JPEG whose header parses and whose data reaches the end-of-image marker goes to the GPU; a
+      // truncated one is decoded here, where libjpeg-turbo finds and names the truncation.
+      if (opts_.jpeg != JpegDecoder::stb && is_jpeg(bytes.data(), bytes.size()) &&
+          jpeg_has_end_marker(bytes.data(), bytes.size())) {
+        const JpegHeader h = read_jpeg_header(bytes.data(), bytes.size(), path);
+        e.height = h.height;
+        e.width = h.width;
+        e.request = choose(h.height, h.width);
+        e.jpeg = std::move(bytes);
+        return e;
+      }
+      e.decoded = RegionSample{read_image_region(path, static_cast<int>(opts_.channels), choose, opts_.jpeg), e.label};
+      return e;
     } catch (const CorruptImage& e) {
       if (opts_.corrupt == CorruptPolicy::error) throw;
       note_corrupt(e.path(), e.what());

@@ -1,6 +1,7 @@
 // Decoding the region a crop needs (see image_region.h).
 #include "data/image_region.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "data/jpeg_decode.h"
@@ -18,6 +19,19 @@ int jpeg_scale_for(const CropRequest& req) {
   for (int s : {8, 4, 2})
     if (req.box.w / s >= static_cast<double>(req.out_w) && req.box.h / s >= static_cast<double>(req.out_h)) return s;
   return 1;
+}
+
+PixelRect crop_reach_rect(const CropBox& box, int64_t out_h, int64_t out_w, int64_t height, int64_t width) {
+  // The filter's reach, plus 2 pixels: at a column-crop edge libjpeg's fancy upsampling lacks its
+  // neighbour, so the outermost decoded pixels may differ from a whole-image decode.
+  const int64_t mx = resample_reach(box.w, out_w) + 2, my = resample_reach(box.h, out_h) + 2;
+  PixelRect r{static_cast<int64_t>(std::floor(box.x)) - mx, static_cast<int64_t>(std::floor(box.y)) - my,
+              static_cast<int64_t>(std::ceil(box.x + box.w)) + mx, static_cast<int64_t>(std::ceil(box.y + box.h)) + my};
+  r.x0 = std::clamp<int64_t>(r.x0, 0, width);
+  r.x1 = std::clamp<int64_t>(r.x1, 0, width);
+  r.y0 = std::clamp<int64_t>(r.y0, 0, height);
+  r.y1 = std::clamp<int64_t>(r.y1, 0, height);
+  return r;
 }
 
 ImageRegion read_image_region(const std::string& path, int channels, const CropChooser& choose, JpegDecoder jpeg) {
@@ -43,11 +57,8 @@ ImageRegion read_image_region(const std::string& path, int channels, const CropC
   }
   const int s = jpeg_scale_for(req);
   const CropBox b{req.box.x / s, req.box.y / s, req.box.w / s, req.box.h / s};  // in the 1/s image
-  // The filter's reach, plus 2 pixels: at a column-crop edge libjpeg's fancy upsampling lacks its
-  // neighbour, so the outermost decoded pixels may differ from a whole-image decode.
-  const int64_t mx = resample_reach(b.w, req.out_w) + 2, my = resample_reach(b.h, req.out_h) + 2;
-  const PixelRect want{static_cast<int64_t>(std::floor(b.x)) - mx, static_cast<int64_t>(std::floor(b.y)) - my,
-                       static_cast<int64_t>(std::ceil(b.x + b.w)) + mx, static_cast<int64_t>(std::ceil(b.y + b.h)) + my};
+  const PixelRect want = crop_reach_rect(b, req.out_h, req.out_w, jpeg_scaled_size(h.height, s),
+                                         jpeg_scaled_size(h.width, s));
   JpegRegion r = decode_jpeg(bytes.data(), bytes.size(), path, channels, s, want);
   out.image = std::move(r.image);
   out.box = CropBox{b.x - static_cast<double>(r.x0), b.y - static_cast<double>(r.y0), b.w, b.h};

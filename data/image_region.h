@@ -8,6 +8,7 @@
 #include <string>
 
 #include "data/image.h"
+#include "data/jpeg_decode.h"
 
 namespace hg::data {
 
@@ -39,6 +40,11 @@ struct ImageRegion {
 /// The largest s in {8, 4, 2} with box.w / s >= out_w and box.h / s >= out_h, else 1: the reduced
 /// image still has at least one pixel per output pixel (the rule of PIL's Image.draft).
 int jpeg_scale_for(const CropRequest& req);
+
+/// The pixels that resampling `box` (pixels of a (height, width) image) to out_h x out_w may read with
+/// any filter, plus 2 pixels (libjpeg's fancy upsampling lacks its neighbour at a region's edge),
+/// clipped to the image. Never empty for a box that overlaps the image.
+PixelRect crop_reach_rect(const CropBox& box, int64_t out_h, int64_t out_w, int64_t height, int64_t width);
 
 /// Reads `path`, calls `choose` once with the full image size, and decodes what its box needs into
 /// `channels` (1 or 3): with JpegDecoder::turbo a JPEG is decoded at jpeg_scale_for() scale and only

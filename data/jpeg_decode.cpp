@@ -165,6 +165,14 @@ bool ends_with_eoi(const uint8_t* data, size_t size) {
 
 }  // namespace
 
+bool jpeg_has_end_marker(const uint8_t* data, size_t size) {
+  if (size < 4) return false;
+  const size_t from = size > 64 ? size - 64 : 2;  // after the start-of-image marker
+  for (size_t i = size - 1; i > from; --i)
+    if (data[i] == 0xD9 && data[i - 1] == 0xFF) return true;
+  return false;
+}
+
 bool is_jpeg(const uint8_t* data, size_t size) {
   return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
 }

@@ -40,6 +40,11 @@ struct JpegRegion {
 /// True when `data` starts with a JPEG start-of-image marker and a marker after it (FF D8 FF).
 bool is_jpeg(const uint8_t* data, size_t size);
 
+/// True when an end-of-image marker (FF D9) lies within the last 64 bytes of `data` (files may carry
+/// a few bytes of padding after it): a cheap test for truncation before handing a file to a decoder
+/// that would not report it. Entropy-coded data never holds FF D9 (an FF there is stuffed with 00).
+bool jpeg_has_end_marker(const uint8_t* data, size_t size);
+
 /// The frame header. Throws CorruptImage naming `path` when libjpeg cannot parse it.
 JpegHeader read_jpeg_header(const uint8_t* data, size_t size, const std::string& path);
 

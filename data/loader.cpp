@@ -49,6 +49,14 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transfo
   HG_CHECK(dataset_->channels() == C, "DataLoader: dataset gives ", dataset_->channels(),
            " channels but mean/std have ", C, " values (", dataset_->describe(), ")");
   if (opts_.prefetch <= 0) opts_.prefetch = 2 * std::max<int64_t>(opts_.workers, 1);
+  if (opts_.gpu_augment) {
+    HG_CHECK(opts_.mixup == nullptr, "gpu_augment: mixup / cutmix mix the batch on the CPU; set gpu_augment to false "
+             "or mixup, cutmix to 0");
+    gpu_maker_ = std::make_unique<GpuBatchMaker>(transform_, opts_.decode, C, opts_.gpu_dtype);
+  } else {
+    HG_CHECK(opts_.decode == DecodeBackend::cpu, "decode: ", decode_backend_name(opts_.decode),
+             " decodes on the GPU and needs gpu_augment: true");
+  }
 }
 
 DataLoader::~DataLoader() { stop_workers(); }
@@ -101,7 +109,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
     error_ = nullptr;
     images_ = file_bytes_ = 0;
     decoded_.clear();
-    busy_ = busy_cpu_ = wait_ = 0;
+    busy_ = busy_cpu_ = wait_ = gpu_ = 0;
   }
   for (int64_t w = 0; w < opts_.workers; ++w) threads_.emplace_back([this] { worker_loop(); });
 }
@@ -116,6 +124,10 @@ Batch DataLoader::make_batch(int64_t step) const {
   Batch batch;
   batch.epoch = epoch_;
   batch.step = step;
+  if (opts_.gpu_augment) {
+    stage_batch(batch, begin, n);
+    return batch;
+  }
   if (opts_.pin_memory) {
     batch.images = Tensor::empty_pinned({n, S, S, C}, DType::f32);
     batch.labels = Tensor::empty_pinned({n}, DType::i64);
@@ -146,6 +158,65 @@ Batch DataLoader::make_batch(int64_t step) const {
   }
   if (opts_.mixup) mix_batch(batch);
   return batch;
+}
+
+void DataLoader::stage_batch(Batch& batch, int64_t begin, int64_t n) const {
+  const int64_t S = transform_.options().img_size;
+  batch.staged = std::make_shared<StagedBatch>();
+  batch.staged->samples.resize(static_cast<size_t>(n));
+  batch.labels = Tensor::empty({n}, DType::i64, Device::cpu);
+  int64_t* lb = batch.labels.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t index = order_[static_cast<size_t>(begin + i)];
+    StagedSample& st = batch.staged->samples[static_cast<size_t>(i)];
+    // The same chooser as make_batch: the plan depends on (seed, epoch, index) and the image size only,
+    // so the crops and flips equal the CPU path's whatever decodes the file.
+    const CropChooser choose = [&](int64_t h, int64_t w) {
+      Generator gen(mix_seed(opts_.seed, kSampleStream, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index)));
+      st.plan = transform_.plan(h, w, gen);
+      return CropRequest{st.plan.box, S, S};
+    };
+    int64_t label = 0;
+    if (opts_.decode != DecodeBackend::cpu) {
+      EncodedSample e = dataset_->get_encoded(index, choose);
+      label = e.label;
+      st.path = e.path;
+      if (!e.jpeg.empty()) {
+        st.request = e.request;
+        batch.file_bytes += static_cast<int64_t>(e.jpeg.size());
+        st.jpeg = std::move(e.jpeg);
+      } else {
+        st.plan.box = e.decoded.region.box;
+        st.decoded_as = e.decoded.region.info.key();
+        batch.file_bytes += e.decoded.region.info.file_bytes;
+        st.image = std::move(e.decoded.region.image);
+      }
+    } else {
+      RegionSample s = dataset_->get_region(index, choose);
+      label = s.label;
+      st.plan.box = s.region.box;
+      st.decoded_as = s.region.info.key();
+      batch.file_bytes += s.region.info.file_bytes;
+      st.image = std::move(s.region.image);
+    }
+    HG_CHECK(label >= 0 && label < dataset_->num_classes(), "DataLoader: sample ", index, " has label ", label,
+             " outside [0, ", dataset_->num_classes(), ")");
+    lb[i] = label;
+  }
+}
+
+void DataLoader::finish_on_gpu(Batch& batch) {
+  if (!batch.staged) return;
+  autograd::NoGradGuard no_grad;  // as make_batch: never in the tape arena of a step being recorded
+  memory::CategoryScope scope(Category::workspace);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::map<std::string, int64_t> decoded;
+  batch.images = gpu_maker_->make(*batch.staged, decoded);
+  batch.staged.reset();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, k] : decoded) decoded_[key] += k;
+  batch.decoded = std::move(decoded);
+  gpu_ += seconds_since(t0);
 }
 
 void DataLoader::mix_batch(Batch& batch) const {
@@ -212,11 +283,14 @@ bool DataLoader::next(Batch& out) {
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = thread_cpu_seconds();
     out = make_batch(next_take_);
-    std::lock_guard<std::mutex> lock(mu_);
-    busy_ += seconds_since(t0);
-    busy_cpu_ += thread_cpu_seconds() - c0;
-    count(out);
-    ++next_take_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ += seconds_since(t0);
+      busy_cpu_ += thread_cpu_seconds() - c0;
+      count(out);
+      ++next_take_;
+    }
+    finish_on_gpu(out);
     return true;
   }
   std::unique_lock<std::mutex> lock(mu_);
@@ -236,6 +310,7 @@ bool DataLoader::next(Batch& out) {
   ++next_take_;
   lock.unlock();
   cv_.notify_all();
+  finish_on_gpu(out);
   return true;
 }
 
@@ -254,6 +329,7 @@ LoaderStats DataLoader::stats() const {
   s.worker_seconds = busy_;
   s.worker_cpu_seconds = busy_cpu_;
   s.wait_seconds = wait_;
+  s.gpu_seconds = gpu_;
   s.wall_seconds = seconds_since(started_);
   s.workers = opts_.workers;
   return s;

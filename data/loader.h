@@ -20,6 +20,7 @@
 
 #include "core/tensor.h"
 #include "data/dataset.h"
+#include "data/gpu_batch.h"
 #include "data/mixup.h"
 #include "data/transforms.h"
 
@@ -47,16 +48,26 @@ struct LoaderOptions {
   int64_t num_replicas = 1;
   int64_t rank = 0;
   bool pad_shards = true;
+  /// Run the transform's resize + flip + normalise on the GPU (config gpu_augment; data/gpu_batch.h):
+  /// workers hand over uint8 regions (or, with an nvJPEG decode, the JPEG files' bytes) and the thread
+  /// calling next() decodes and transforms them in one batched kernel on the training stream, so
+  /// Batch::images is a CUDA tensor. Needs the CUDA build and a GPU; not with mixup / cutmix, RandAugment,
+  /// ColorJitter or random erasing (CPU-only ops: the constructor says which key to change).
+  bool gpu_augment = false;
+  DecodeBackend decode = DecodeBackend::cpu;  ///< where JPEGs are decoded with gpu_augment (data/gpu_batch.h)
+  DType gpu_dtype = DType::f32;               ///< Batch::images dtype with gpu_augment: f32 or bf16
 };
 
-/// One batch, in CPU memory (page-locked with LoaderOptions::pin_memory).
+/// One batch, in CPU memory (page-locked with LoaderOptions::pin_memory), or with gpu_augment its
+/// images on the GPU.
 struct Batch {
-  Tensor images;  ///< f32 (N, img_size, img_size, C), normalised
+  Tensor images;  ///< f32 (N, img_size, img_size, C), normalised; gpu_augment: CUDA, f32 or bf16
   Tensor labels;  ///< i64 (N), class indices
   Tensor targets;  ///< f32 (N, num_classes) soft targets when the loader mixes (else undefined)
   int64_t epoch = 0, step = 0;
   int64_t file_bytes = 0;                   ///< compressed bytes decoded for it
-  std::map<std::string, int64_t> decoded;   ///< images per DecodeInfo::key()
+  std::map<std::string, int64_t> decoded;   ///< images per DecodeInfo::key() (or nvjpeg_backend_name)
+  std::shared_ptr<StagedBatch> staged;      ///< gpu_augment: what the workers handed over (next() clears it)
 };
 
 /// Counters since the last start_epoch.
@@ -69,6 +80,7 @@ struct LoaderStats {
   double worker_cpu_seconds = 0;  ///< CPU time of that busy time (thread CPU clock), s: unlike
                                   ///< worker_seconds, not inflated when other processes share the cores
   double wait_seconds = 0;     ///< time next() spent blocked waiting for a batch, s
+  double gpu_seconds = 0;      ///< gpu_augment: host time next() spent on the GPU stage (nvJPEG + kernel), s
   double wall_seconds = 0;     ///< since start_epoch, s
   int64_t workers = 0;
   /// Throughput the workers sustain together: images / worker_seconds * max(workers, 1), img/s.
@@ -103,6 +115,8 @@ class DataLoader {
 
  private:
   Batch make_batch(int64_t step) const;
+  void stage_batch(Batch& batch, int64_t begin, int64_t n) const;  // gpu_augment: the workers' part
+  void finish_on_gpu(Batch& batch);  // gpu_augment: next()'s part
   void mix_batch(Batch& batch) const;  // opts_.mixup on the finished batch
   void worker_loop();
   void stop_workers();
@@ -128,7 +142,8 @@ class DataLoader {
   std::exception_ptr error_;
   int64_t images_ = 0, file_bytes_ = 0;
   std::map<std::string, int64_t> decoded_;
-  double busy_ = 0, busy_cpu_ = 0, wait_ = 0;
+  double busy_ = 0, busy_cpu_ = 0, wait_ = 0, gpu_ = 0;
+  std::unique_ptr<GpuBatchMaker> gpu_maker_;  // gpu_augment only; used by the thread calling next()
   std::vector<std::thread> threads_;
 };
 

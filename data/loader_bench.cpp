@@ -7,10 +7,28 @@
 
 namespace hg::data {
 
+void apply_bench_row(train::Config& cfg, const std::string& row) {
+  if (row == "stb" || row == "turbo_full" || row == "turbo") {
+    cfg.jpeg_decoder = row;
+    cfg.decode = "cpu";
+    cfg.gpu_augment = false;
+  } else if (row == "turbo_gpu_aug") {
+    cfg.jpeg_decoder = "turbo";
+    cfg.decode = "cpu";
+    cfg.gpu_augment = true;
+  } else if (row == "nvjpeg" || row == "nvjpeg_gpu") {
+    cfg.decode = row;
+    cfg.gpu_augment = true;
+  } else {
+    throw Error(str("bench-data: unknown decode backend '", row,
+                    "' (expected stb, turbo_full, turbo, turbo_gpu_aug, nvjpeg or nvjpeg_gpu)"));
+  }
+}
+
 LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts) {
   HG_CHECK(opts.warmup_epochs >= 0 && opts.epochs >= 1, "bench_loader: need warmup_epochs >= 0 and epochs >= 1, got ",
            opts.warmup_epochs, " and ", opts.epochs);
-  cfg.jpeg_decoder = opts.jpeg_decoder;
+  apply_bench_row(cfg, opts.jpeg_decoder);
   const Datasets ds = make_datasets(cfg);
   auto loader = make_loader(cfg, opts.train, opts.train ? ds.train : ds.val);
   LoaderBenchResult r;
@@ -18,7 +36,7 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
   r.workers = cfg.workers;
   r.dataset = loader->dataset().describe();
   Batch b;
-  double busy = 0, cpu = 0;
+  double busy = 0, cpu = 0, gpu = 0;
   int64_t bytes = 0;
   for (int64_t e = 0; e < opts.warmup_epochs + opts.epochs; ++e) {
     const bool timed = e >= opts.warmup_epochs;
@@ -32,6 +50,7 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
     bytes += s.file_bytes;
     busy += s.worker_seconds;
     cpu += s.worker_cpu_seconds;
+    gpu += s.gpu_seconds;
     for (const auto& [key, n] : s.decoded) r.decoded[key] += n;
   }
   const double workers = static_cast<double>(std::max<int64_t>(cfg.workers, 1));
@@ -39,6 +58,7 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
     r.images_per_second = static_cast<double>(r.images) / r.seconds;
     r.megabytes_per_second = static_cast<double>(bytes) / 1e6 / r.seconds;
     r.busy_fraction = std::min(1.0, busy / (r.seconds * workers));
+    r.gpu_fraction = std::min(1.0, gpu / r.seconds);
   }
   if (r.images > 0) r.cpu_ms_per_image = 1e3 * cpu / static_cast<double>(r.images);
   if (busy > 0) r.worker_images_per_second = static_cast<double>(r.images) / busy * workers;

@@ -4,9 +4,10 @@
 //
 // For item n, output pixel (oy, ox) and channel c:
 //   out[n, oy, flip ? S-1-ox : ox, c] = gain[c] * sum_{y,x} wy(y) wx(x) img_n[y, x, c] + bias[c]
-// with the antialiased triangle filter of data/transforms.cpp: input pixel j (center j + 0.5) weighs
-// max(0, 1 - |j + 0.5 - center| / stretch), center = box.x + (ox + 0.5) * box.w / S,
-// stretch = max(box.w / S, 1), weights renormalised over the pixels inside the image (same in y).
+// with the antialiased filters of data/transforms.cpp: input pixel j (center j + 0.5) weighs
+// f((j + 0.5 - center) / stretch), center = box.x + (ox + 0.5) * box.w / S, stretch = max(box.w / S, 1),
+// f = triangle (bilinear, support 1) or Keys' cubic a = -0.5 (bicubic, support 2), weights
+// renormalised over the pixels inside the image (same in y); nearest takes pixel floor(center).
 // Tap positions and weights in double, sums in float, like the CPU reference; the GPU result equals
 // Transform::apply_plan up to float summation order (tests/gpu/crop_resize_test.cpp: < 1e-4).
 //
@@ -26,6 +27,7 @@ struct CropResizeItem {
   int32_t height = 0, width = 0;  ///< of the stored image (a decoded region, maybe at reduced scale)
   double box_x = 0, box_y = 0, box_w = 0, box_h = 0;  ///< source box in the stored image's pixels
   int32_t flip = 0;               ///< mirror the output left-right
+  int32_t interp = 1;             ///< filter: 0 nearest, 1 bilinear, 2 bicubic (data::Interp's order)
 };
 
 /// Per-channel affine after resampling: out = pixel * gain[c] + bias[c] (pixel in [0, 255]).
@@ -37,7 +39,8 @@ struct ChannelAffine {
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
 /// Device pointers `pixels`, `items` (N entries), `out` (N*S*S*C of `out_dtype`: f32 or bf16). Runs on
-/// the current stream. Throws hg::Error for C outside 1..4, S < 1 or another out_dtype.
+/// the current stream. Throws hg::Error for C outside 1..4, S < 1 or another out_dtype. Items' boxes
+/// must overlap their images and interp be 0..2 (checked by the host caller, data/gpu_augment.cpp).
 void crop_resize_normalize(const uint8_t* pixels, const CropResizeItem* items, int64_t N, int64_t C, int64_t S,
                            const ChannelAffine& affine, void* out, DType out_dtype);
 }  // namespace cuda

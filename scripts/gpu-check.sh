@@ -2,8 +2,9 @@
 # The whole GPU check, run ON the GPU machine from the repo root (see README "GPU"):
 #   configure with CUDA for sm_90, build, run the gpu-labelled tests (incl. the golden test on the
 #   GPU and the op harness's device tests), compute-sanitizer memcheck on the WTConv / conv tests,
-#   the op harness's perf table, the layer benchmark and the model benchmark, then print a summary
-#   table last. Results go to $OUT (or ./gpu-out).
+#   the op harness's perf table, the layer benchmark and the model benchmark, the data loader per
+#   decode backend beside torchvision (data-bench), then print a summary table last. Results go to
+#   $OUT (or ./gpu-out).
 # Prepare first, on the development machine:  ./scripts/gpu-deps.sh  (creates .deps/) and
 #   mkdir -p .golden && cp ../shared/golden/*.safetensors .golden/   (the golden files travel too)
 # Device tool:  run(command="./scripts/gpu-check.sh", carry=[".deps", ".golden"])
@@ -14,7 +15,7 @@ mkdir -p "$OUT"
 D=$PWD/.deps/root/usr
 export LD_LIBRARY_PATH=$D/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export HAARGRAD_GOLDEN_DIR=${HAARGRAD_GOLDEN_DIR:-$PWD/.golden}
-STAGES=${STAGES:-build,test,sanitize,ops-perf,bench-layer,bench,peer,train}
+STAGES=${STAGES:-build,test,sanitize,ops-perf,bench-layer,bench,peer,data-bench,train}
 BUILD=${BUILD:-build-gpu}   # an existing build folder may be given (then leave "build" out of STAGES)
 declare -A status
 
@@ -90,6 +91,29 @@ if has peer; then
   log "peer: timm ConvNeXt-T on the same GPU in the same run (scripts/peer-bench.py)"
   python3 scripts/peer-bench.py --output "$OUT/peer_bench.json" 2>&1 | tee "$OUT/peer_bench.txt"
   status[peer]=${PIPESTATUS[0]}
+fi
+if has data-bench; then
+  # An ImageNet-like folder (scripts/make-jpeg-folder.py: 300-500 px, ~110 KiB, a few progressive /
+  # grayscale / CMYK files), then the loader alone per decode backend and torchvision + PIL with the same
+  # workers, batch and transform (RandomResizedCrop 224 + flip + normalise: no RandAugment, erasing or
+  # mixup, which the GPU transform lacks). GPU rows give bf16 batches (--precision bf16).
+  JPEG_DIR=${JPEG_DIR:-/tmp/hg-jpeg-folder}
+  DATA_WORKERS=${DATA_WORKERS:-14}
+  log "data-bench: make $JPEG_DIR (scripts/make-jpeg-folder.py), bench-data per decode backend, torchvision peer"
+  if [ ! -d "$JPEG_DIR/train" ]; then
+    python3 scripts/make-jpeg-folder.py --out "$JPEG_DIR" --classes ${JPEG_CLASSES:-20} \
+      --train-per-class ${JPEG_PER_CLASS:-250} --val-per-class 10 > "$OUT/make_jpeg_folder.log" 2>&1
+    status[make_jpeg_folder]=$?
+    tail -2 "$OUT/make_jpeg_folder.log"
+  fi
+  $BUILD/haargrad bench-data configs/convnext_tiny.yaml --device cuda --precision bf16 --dataset image_folder \
+    --data-dir "$JPEG_DIR" --workers "$DATA_WORKERS" --batch-size 128 --img-size 224 --aa '' --reprob 0 --color-jitter 0 \
+    --mixup 0 --cutmix 0 --train-interpolation bilinear --decoders turbo,turbo_gpu_aug,nvjpeg,nvjpeg_gpu \
+    --output "$OUT/bench_data.json" 2>&1 | tee "$OUT/bench_data.txt"
+  status[bench_data]=${PIPESTATUS[0]}
+  python3 scripts/peer-data-bench.py --data-dir "$JPEG_DIR" --workers "$DATA_WORKERS" --batch-size 128 \
+    --img-size 224 --output "$OUT/peer_data.json" 2>&1 | tee "$OUT/peer_data.txt"
+  status[peer_data]=${PIPESTATUS[0]}
 fi
 if has train; then
   # Fashion-MNIST: Debian's package path, or a copy carried in .fmnist/ (the GPU machine lacks the package)

@@ -116,6 +116,11 @@ const std::vector<Field>& table() {
         "an unreadable image: skip (warn and count) or error"},
       {"jpeg_decoder", &Config::jpeg_decoder, one_of({"turbo", "turbo_full", "stb"}),
         "JPEG decoding: turbo (libjpeg-turbo, crop + DCT downscale), turbo_full, or stb"},
+      {"gpu_augment", &Config::gpu_augment, any(),
+        "workers hand over uint8 crops; resize, flip, normalise (and bf16) run batched on the GPU"},
+      {"decode", &Config::decode, one_of({"cpu", "nvjpeg", "nvjpeg_gpu"}),
+        "JPEG decoding: cpu (workers, jpeg_decoder), nvjpeg (GPU hardware, then GPU, then CPU), nvjpeg_gpu "
+        "(no hardware); nvjpeg* imply gpu_augment"},
       {"crop_pct", &Config::crop_pct, left_open(0, 1),
         "eval: resize the shorter side to img_size / crop_pct, then centre-crop"},
       {"mean", &Config::mean, any().len(1, 3), "per-channel mean subtracted from [0, 1] pixels"},

@@ -60,6 +60,8 @@ struct Config {
   bool pin_mem = true;                           ///< batches in page-locked memory for the GPU (timm --pin-mem; on by default here)
   std::string corrupt_images = "skip";           ///< "skip" (warn and count) | "error"
   std::string jpeg_decoder = "turbo";            ///< "turbo" (libjpeg-turbo, crop + DCT downscale) | "turbo_full" | "stb"
+  bool gpu_augment = false;                      ///< resize + flip + normalise of uint8 crops on the GPU (data/gpu_batch.h)
+  std::string decode = "cpu";                    ///< JPEG decode: "cpu" (workers) | "nvjpeg" | "nvjpeg_gpu" (imply gpu_augment)
 
   // ---- augmentation (timm create_transform) ---------------------------------------------------
   double crop_pct = 0.875;                       ///< eval: resize shorter side to img_size/crop_pct

@@ -11,24 +11,48 @@
 namespace hg::kernels::cuda {
 namespace {
 
-// The pixels [lo, hi) one output pixel reads along an axis, and its filter's center and half-width.
+// The pixels [lo, hi) one output pixel reads along an axis, its filter's center and widening, and
+// the sum of its weights (0 when it reads one pixel unweighted: nearest, or a center off the image).
 struct Axis {
-  int lo, hi;
-  double center, stretch;
+  int lo, hi, interp;
+  double center, stretch, sum;
 };
 
-__device__ Axis axis_taps(double start, double len, int in_len, int out_len, int i) {
-  const double scale = len / out_len;
-  Axis a;
-  a.stretch = scale > 1.0 ? scale : 1.0;
-  a.center = start + (i + 0.5) * scale;
-  a.lo = max(0, static_cast<int>(floor(a.center - a.stretch)));
-  a.hi = min(in_len, static_cast<int>(ceil(a.center + a.stretch)));
-  return a;
+// PIL's filters (data/transforms.cpp): triangle (support 1) and Keys' cubic with a = -0.5 (support 2).
+__device__ __forceinline__ double filter(int interp, double t) {
+  t = fabs(t);
+  if (interp != 2) return fmax(0.0, 1.0 - t);
+  constexpr double a = -0.5;
+  if (t < 1.0) return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+  if (t < 2.0) return (((t - 5.0) * t + 8.0) * t - 4.0) * a;
+  return 0.0;
 }
 
 __device__ __forceinline__ double tap(const Axis& a, int j) {
-  return fmax(0.0, 1.0 - fabs((j + 0.5 - a.center) / a.stretch));
+  return filter(a.interp, (j + 0.5 - a.center) / a.stretch);
+}
+
+__device__ Axis axis_taps(double start, double len, int in_len, int out_len, int i, int interp) {
+  const double scale = len / out_len;
+  Axis a;
+  a.interp = interp;
+  a.stretch = scale > 1.0 ? scale : 1.0;
+  a.center = start + (i + 0.5) * scale;
+  const double support = (interp == 2 ? 2.0 : 1.0) * a.stretch;
+  a.lo = max(0, static_cast<int>(floor(a.center - support)));
+  a.hi = interp == 0 ? a.lo : min(in_len, static_cast<int>(ceil(a.center + support)));
+  a.sum = 0;
+  for (int j = a.lo; j < a.hi; ++j) a.sum += tap(a, j);
+  if (a.sum == 0) {  // nearest, or a center outside the image (not for boxes inside it): one pixel
+    a.lo = min(max(static_cast<int>(floor(a.center)), 0), in_len - 1);
+    a.hi = a.lo + 1;
+  }
+  return a;
+}
+
+// The normalised weight of pixel j, rounded to float as the CPU reference stores it.
+__device__ __forceinline__ float weight(const Axis& a, int j) {
+  return a.sum != 0 ? static_cast<float>(tap(a, j) / a.sum) : 1.f;
 }
 
 template <typename Out, int C>
@@ -39,25 +63,19 @@ __global__ void crop_resize_kernel(const uint8_t* __restrict__ pixels, const Cro
   Out* dst = out + static_cast<int64_t>(blockIdx.y) * S * S * C;
   for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < S * S; p += gridDim.x * blockDim.x) {
     const int oy = p / S, ox = p % S;
-    Axis ax = axis_taps(it.box_x, it.box_w, it.width, S, ox);
-    Axis ay = axis_taps(it.box_y, it.box_h, it.height, S, oy);
-    double sx = 0, sy = 0;
-    for (int x = ax.lo; x < ax.hi; ++x) sx += tap(ax, x);
-    for (int y = ay.lo; y < ay.hi; ++y) sy += tap(ay, y);
-    // A center outside the image (not for boxes inside it): the nearest pixel, as the CPU does.
-    if (sx <= 0) { ax.lo = min(max(static_cast<int>(floor(ax.center)), 0), it.width - 1); ax.hi = ax.lo + 1; }
-    if (sy <= 0) { ay.lo = min(max(static_cast<int>(floor(ay.center)), 0), it.height - 1); ay.hi = ay.lo + 1; }
+    const Axis ax = axis_taps(it.box_x, it.box_w, it.width, S, ox, it.interp);
+    const Axis ay = axis_taps(it.box_y, it.box_h, it.height, S, oy, it.interp);
     // Vertical sums first, then the horizontal one: the CPU reference's order (data/transforms.cpp).
     float acc[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) acc[c] = 0.f;
     for (int x = ax.lo; x < ax.hi; ++x) {
-      const float wx = sx > 0 ? static_cast<float>(tap(ax, x) / sx) : 1.f;
+      const float wx = weight(ax, x);
       float col[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) col[c] = 0.f;
       for (int y = ay.lo; y < ay.hi; ++y) {
-        const float wy = sy > 0 ? static_cast<float>(tap(ay, y) / sy) : 1.f;
+        const float wy = weight(ay, y);
         const uint8_t* px = img + (static_cast<int64_t>(y) * it.width + x) * C;
 #pragma unroll
         for (int c = 0; c < C; ++c) col[c] += wy * static_cast<float>(px[c]);

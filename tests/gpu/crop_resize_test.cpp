@@ -110,3 +110,71 @@ TEST(GpuCropResize, RegionsDecodedFromJpegAtReducedScale) {
   EXPECT_LT(max_error(imgs, plans, t, DType::f32), 1e-4);
   std::remove(path.c_str());
 }
+
+// resample_on_gpu into a poisoned, guarded output (tests/gpu/gpu_util.h): every filter (bilinear,
+// bicubic, nearest), 1 and 3 channels, several output sides, f32 and bf16; every element written, none
+// past the end, and equal to the CPU transform (f32 within 1e-4, bf16 within its rounding).
+TEST(GpuCropResize, PoisonedOutputEveryFilterAndDtype) {
+  HG_REQUIRE_GPU();
+  for (int64_t C : {3, 1})
+    for (int64_t S : {1, 17, 64})
+      for (DType dtype : {DType::f32, DType::bf16}) {
+        TransformOptions o;
+        o.train = true;
+        o.img_size = S;
+        o.interpolation = "random";
+        o.mean.assign(size_t(C), 0.5);
+        o.std.assign(size_t(C), 0.25);
+        const Transform t(o);
+        std::vector<Image> imgs;
+        std::vector<CropPlan> plans;
+        std::vector<kernels::CropResizeItem> items;
+        std::vector<uint8_t> packed;
+        Generator g(31 * S + C);
+        for (int i = 0; i < 9; ++i) {
+          const int64_t h = 3 + g.randint(300), w = 3 + g.randint(300);
+          imgs.push_back(random_image(h, w, C, uint64_t(100 * S + i)));
+          CropPlan p = t.plan(h, w, g);
+          p.interp = static_cast<Interp>(i % 3);  // nearest, bilinear, bicubic in turn
+          plans.push_back(p);
+          items.push_back(crop_item(p, h, w, static_cast<int64_t>(packed.size())));
+          packed.insert(packed.end(), imgs.back().pixels.begin(), imgs.back().pixels.end());
+        }
+        SCOPED_TRACE(testing::Message() << "C " << C << " S " << S << " " << dtype_name(dtype));
+        const Tensor pixels = Tensor::from_bytes({int64_t(packed.size())}, DType::u8, packed.data(), Device::cuda);
+        test::Guarded out({int64_t(items.size()), S, S, C}, dtype);
+        resample_on_gpu(pixels, items, t, out.tensor());
+        EXPECT_TRUE(out.guard_intact());
+        const std::vector<float> gpu = out.tensor().to(Device::cpu).to(DType::f32).to_vector<float>();
+        std::vector<float> cpu(size_t(t.output_numel()));
+        double worst = 0;
+        for (size_t i = 0; i < imgs.size(); ++i) {
+          t.apply_plan(imgs[i], plans[i], cpu.data());
+          for (size_t k = 0; k < cpu.size(); ++k) {
+            const float v = gpu[i * cpu.size() + k];
+            ASSERT_FALSE(std::isnan(v)) << "unwritten element " << k << " of item " << i;
+            worst = std::max(worst, double(std::abs(v - cpu[k])));
+          }
+        }
+        // bf16 keeps 8 significant bits: values here reach ~|2| (bicubic overshoot a little more).
+        EXPECT_LT(worst, dtype == DType::f32 ? 1e-4 : 0.02);
+      }
+}
+
+TEST(GpuCropResize, RejectsItemsOutsideTheirPixels) {
+  HG_REQUIRE_GPU();
+  TransformOptions o;
+  o.img_size = 8;
+  const Transform t(o);
+  const Tensor pixels = Tensor::zeros({10 * 10 * 3}, DType::u8, Device::cuda);
+  Tensor out = Tensor::empty({1, 8, 8, 3}, DType::f32, Device::cuda);
+  CropPlan p;
+  p.box = CropBox{0, 0, 10, 10};
+  auto it = crop_item(p, 10, 11, 0);  // one column more than the buffer holds
+  EXPECT_THROW(resample_on_gpu(pixels, {it}, t, out), Error);
+  it = crop_item(p, 10, 10, 0);
+  it.interp = 7;
+  EXPECT_THROW(resample_on_gpu(pixels, {it}, t, out), Error);
+  Tensor wrong = Tensor::empty({1, 8, 8, 1}, DType::f32, Device::cuda);
+  EXPECT_THROW(resample_on_gpu(pixels, {crop_item(p, 10, 10, 0)}, t, wrong), Error);
+}

@@ -1,0 +1,130 @@
+// GPU decode + transform of a staged batch (see gpu_batch.h).
+#include "data/gpu_batch.h"
+
+#include <cstring>
+
+#include "core/memory.h"
+#include "data/gpu_augment.h"
+#include "data/nvjpeg_decoder.h"
+#ifdef HAARGRAD_WITH_CUDA
+#include "core/pinned_memory.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
+#endif
+
+namespace hg::data {
+
+DecodeBackend parse_decode_backend(const std::string& s) {
+  if (s == "cpu") return DecodeBackend::cpu;
+  if (s == "nvjpeg") return DecodeBackend::nvjpeg;
+  if (s == "nvjpeg_gpu") return DecodeBackend::nvjpeg_gpu;
+  throw Error(str("decode: expected 'cpu', 'nvjpeg' or 'nvjpeg_gpu', got '", s, "'"));
+}
+
+const char* decode_backend_name(DecodeBackend d) {
+  switch (d) {
+    case DecodeBackend::cpu: return "cpu";
+    case DecodeBackend::nvjpeg: return "nvjpeg";
+    case DecodeBackend::nvjpeg_gpu: return "nvjpeg_gpu";
+  }
+  return "?";
+}
+
+GpuBatchMaker::GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t channels, DType dtype)
+    : transform_(t), decode_(decode), channels_(channels), dtype_(dtype) {
+  HG_CHECK(channels == 1 || channels == 3, "gpu_augment: channels must be 1 or 3, got ", channels);
+  HG_CHECK(static_cast<int64_t>(t.options().mean.size()) == channels, "gpu_augment: the transform has ",
+           t.options().mean.size(), " channels, the data ", channels);
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "gpu_augment: dtype must be f32 or bf16, got ",
+           dtype_name(dtype));
+  check_gpu_augment(t.options());
+#ifndef HAARGRAD_WITH_CUDA
+  throw Error("gpu_augment: this build has no CUDA backend (configure with -DHAARGRAD_CUDA=ON)");
+#else
+  HG_CHECK(cuda::available(), "gpu_augment: no usable CUDA device");
+  if (decode != DecodeBackend::cpu) {
+    NvjpegOptions o;
+    o.channels = static_cast<int>(channels);
+    o.hardware = decode == DecodeBackend::nvjpeg;
+    nvjpeg_ = std::make_unique<NvjpegDecoder>(o);
+  }
+#endif
+}
+
+GpuBatchMaker::~GpuBatchMaker() = default;
+
+Tensor GpuBatchMaker::make(const StagedBatch& staged, std::map<std::string, int64_t>& decoded) {
+#ifndef HAARGRAD_WITH_CUDA
+  (void)staged, (void)decoded;
+  throw Error("gpu_augment: this build has no CUDA backend");
+#else
+  const TransformOptions& o = transform_.options();
+  const int64_t C = channels_, N = static_cast<int64_t>(staged.samples.size());
+  memory::CategoryScope scope(Category::workspace);
+  // The JPEGs, decoded on the GPU.
+  std::vector<size_t> jpeg_idx, image_idx;
+  std::vector<JpegJob> jobs;
+  for (size_t i = 0; i < staged.samples.size(); ++i) {
+    const StagedSample& s = staged.samples[i];
+    if (!s.jpeg.empty()) {
+      HG_CHECK(nvjpeg_ != nullptr, "gpu_augment: '", s.path, "' was handed over undecoded but decode is cpu");
+      jobs.push_back(JpegJob{s.jpeg.data(), s.jpeg.size(), s.path, s.request});
+      jpeg_idx.push_back(i);
+    } else {
+      HG_CHECK(s.image.channels == C && s.image.height > 0 && s.image.width > 0 &&
+                   s.image.pixels.size() == static_cast<size_t>(s.image.height * s.image.width * C),
+               "gpu_augment: sample ", i, " ('", s.path, "') is ", s.image.height, "x", s.image.width, "x",
+               s.image.channels, "; expected ", C, " channels");
+      image_idx.push_back(i);
+    }
+  }
+  GpuImages gpu;
+  if (!jobs.empty()) gpu = nvjpeg_->decode(jobs);
+  const int64_t gpu_bytes = jobs.empty() ? 0 : gpu.pixels.numel();
+  int64_t host_bytes = 0;
+  for (size_t i : image_idx) host_bytes += static_cast<int64_t>(staged.samples[i].image.pixels.size());
+  // One device buffer: the nvJPEG output as it is (when it is all), else both parts copied together.
+  Tensor pixels;
+  if (image_idx.empty()) {
+    pixels = gpu.pixels;
+  } else {
+    pixels = Tensor::empty({std::max<int64_t>(gpu_bytes + host_bytes, 1)}, DType::u8, Device::cuda);
+    auto* base = static_cast<uint8_t*>(pixels.data_ptr());
+    if (gpu_bytes > 0)
+      HG_CUDA_CHECK(cudaMemcpyAsync(base, gpu.pixels.data_ptr(), static_cast<size_t>(gpu_bytes),
+                                    cudaMemcpyDeviceToDevice, nullptr));
+    Tensor host = Tensor::empty_pinned({std::max<int64_t>(host_bytes, 1)}, DType::u8);
+    auto* h = static_cast<uint8_t*>(host.data_ptr());
+    int64_t at = 0;
+    for (size_t i : image_idx) {
+      const auto& px = staged.samples[i].image.pixels;
+      std::memcpy(h + at, px.data(), px.size());
+      at += static_cast<int64_t>(px.size());
+    }
+    HG_CUDA_CHECK(cudaMemcpyAsync(base + gpu_bytes, h, static_cast<size_t>(host_bytes), cudaMemcpyHostToDevice, nullptr));
+    memory::record_pinned_use(h);
+  }
+  // The kernel items, in batch order.
+  std::vector<kernels::CropResizeItem> items(static_cast<size_t>(N));
+  for (size_t k = 0; k < jpeg_idx.size(); ++k) {
+    const StagedSample& s = staged.samples[jpeg_idx[k]];
+    kernels::CropResizeItem it = gpu.items[k];
+    it.flip = s.plan.flip ? 1 : 0;
+    it.interp = static_cast<int32_t>(s.plan.interp);
+    items[jpeg_idx[k]] = it;
+    ++decoded[nvjpeg_backend_name(gpu.backends[k])];
+  }
+  int64_t at = gpu_bytes;
+  for (size_t i : image_idx) {
+    const StagedSample& s = staged.samples[i];
+    items[i] = crop_item(s.plan, s.image.height, s.image.width, at);
+    at += static_cast<int64_t>(s.image.pixels.size());
+    ++decoded[s.decoded_as];
+  }
+  Tensor out = Tensor::empty({N, o.img_size, o.img_size, C}, dtype_, Device::cuda);
+  resample_on_gpu(pixels, items, transform_, out);
+  return out;
+#endif
+}
+
+}  // namespace hg::data

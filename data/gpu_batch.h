@@ -1,0 +1,66 @@
+// The GPU half of a batch when the loader runs its transform on the GPU (LoaderOptions::gpu_augment):
+// workers hand over each sample as uint8 (a region decoded on the CPU) or, with an nvJPEG decode
+// mode, as the JPEG file's bytes; GpuBatchMaker decodes the JPEGs on the GPU (data/nvjpeg_decoder.h)
+// and runs the batched crop + resize + flip + normalise kernel (data/gpu_augment.h) on the training
+// stream, giving the batch as a CUDA tensor (N, S, S, C) of f32 or bf16.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/image_region.h"
+#include "data/transforms.h"
+
+namespace hg::data {
+
+class NvjpegDecoder;
+
+/// Where JPEG files are decoded (config key `decode`): cpu = the loader's workers with libjpeg-turbo
+/// (jpeg_decoder); nvjpeg = nvJPEG's hardware decoder, then its GPU decoder, then libjpeg-turbo per
+/// file (nvjpeg_decoder.h); nvjpeg_gpu = the same without the hardware decoder.
+enum class DecodeBackend { cpu, nvjpeg, nvjpeg_gpu };
+/// Parses "cpu" | "nvjpeg" | "nvjpeg_gpu"; throws hg::Error naming the value otherwise.
+DecodeBackend parse_decode_backend(const std::string& s);
+const char* decode_backend_name(DecodeBackend d);
+
+/// One sample as a worker hands it over.
+struct StagedSample {
+  Image image;                ///< decoded on the CPU (jpeg empty): the pixels plan.box reads
+  std::vector<uint8_t> jpeg;  ///< else the whole JPEG file, decoded by the GPU stage
+  std::string path;           ///< the file, for errors
+  CropPlan plan;              ///< box in image's pixels, or in the JPEG's full-size pixels
+  CropRequest request;        ///< jpeg: the chooser's request (box == plan.box)
+  std::string decoded_as;     ///< image: its DecodeInfo::key()
+};
+
+struct StagedBatch {
+  std::vector<StagedSample> samples;
+};
+
+class GpuBatchMaker {
+ public:
+  /// `t`: the transform whose plans the samples carry (check_gpu_augment must pass); channels: 1 or 3;
+  /// dtype: f32 or bf16. Creates the nvJPEG decoder for an nvjpeg mode. Throws hg::Error when the build
+  /// lacks CUDA (or nvJPEG for an nvjpeg mode) or no GPU is usable.
+  GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t channels, DType dtype);
+  ~GpuBatchMaker();
+  GpuBatchMaker(const GpuBatchMaker&) = delete;
+  GpuBatchMaker& operator=(const GpuBatchMaker&) = delete;
+
+  /// The batch's images as a CUDA tensor (N, img_size, img_size, C) of the dtype, queued on the default
+  /// stream; adds one count per sample to `decoded` (nvjpeg_backend_name or the CPU decode key).
+  Tensor make(const StagedBatch& staged, std::map<std::string, int64_t>& decoded);
+
+ private:
+  const Transform& transform_;
+  DecodeBackend decode_;
+  int64_t channels_;
+  DType dtype_;
+  std::unique_ptr<NvjpegDecoder> nvjpeg_;
+};
+
+}  // namespace hg::data

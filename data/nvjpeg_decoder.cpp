@@ -1,0 +1,320 @@
+// nvJPEG decoding: backend choice per file, the hardware batch, the GPU_HYBRID ROI decode and the
+// libjpeg-turbo fallback, all into one packed device buffer (see nvjpeg_decoder.h).
+#include "data/nvjpeg_decoder.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "data/jpeg_decode.h"
+
+#ifdef HAARGRAD_WITH_NVJPEG
+#include <nvjpeg.h>
+
+#include "core/pinned_memory.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
+#endif
+
+namespace hg::data {
+
+const char* nvjpeg_backend_name(NvjpegBackend b) {
+  switch (b) {
+    case NvjpegBackend::hardware: return "nvjpeg hardware";
+    case NvjpegBackend::gpu: return "nvjpeg gpu";
+    case NvjpegBackend::cpu: return "nvjpeg cpu-fallback";
+  }
+  return "?";
+}
+
+namespace {
+// Exactly the pixels of `rect` (full scale), decoded by libjpeg-turbo: decode_jpeg may widen a region
+// to its block grid, so the rows are cut to the rect. Throws CorruptImage naming `path`.
+Image cpu_decode_rect(const uint8_t* data, size_t size, const std::string& path, int channels, const PixelRect& rect) {
+  const JpegRegion r = decode_jpeg(data, size, path, channels, 1, rect);
+  const int64_t w = rect.x1 - rect.x0, h = rect.y1 - rect.y0, C = channels;
+  HG_CHECK(r.x0 <= rect.x0 && r.y0 <= rect.y0 && r.x0 + r.image.width >= rect.x1 && r.y0 + r.image.height >= rect.y1,
+           "nvjpeg cpu fallback: libjpeg-turbo decoded columns [", r.x0, ", ", r.x0 + r.image.width, ") rows [", r.y0,
+           ", ", r.y0 + r.image.height, ") of '", path, "', short of the region [", rect.x0, ", ", rect.x1, ") x [",
+           rect.y0, ", ", rect.y1, ")");
+  Image out{h, w, C, std::vector<uint8_t>(static_cast<size_t>(h * w * C))};
+  for (int64_t y = 0; y < h; ++y)
+    std::memcpy(out.pixels.data() + y * w * C,
+                r.image.pixels.data() + ((y + rect.y0 - r.y0) * r.image.width + (rect.x0 - r.x0)) * C,
+                static_cast<size_t>(w * C));
+  return out;
+}
+}  // namespace
+
+#ifndef HAARGRAD_WITH_NVJPEG
+
+bool nvjpeg_built() { return false; }
+struct NvjpegDecoder::Impl {};
+NvjpegDecoder::NvjpegDecoder(NvjpegOptions) {
+  throw Error("decode: nvjpeg: this build has no nvJPEG (configure with CUDA and nvJPEG: -DHAARGRAD_CUDA=ON, "
+              "NVJPEG_ROOT if nvjpeg.h is not in the CUDA toolkit)");
+}
+NvjpegDecoder::~NvjpegDecoder() = default;
+bool NvjpegDecoder::hardware() const { return false; }
+NvjpegBackend NvjpegDecoder::backend_for(const uint8_t*, size_t, const std::string&) { return NvjpegBackend::cpu; }
+GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
+  (void)cpu_decode_rect;
+  (void)jobs;
+  throw Error("NvjpegDecoder: this build has no nvJPEG");
+}
+
+#else
+
+bool nvjpeg_built() { return true; }
+
+namespace {
+
+const char* status_name(nvjpegStatus_t s) {
+  switch (s) {
+    case NVJPEG_STATUS_SUCCESS: return "success";
+    case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialized";
+    case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
+    case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocator failure";
+    case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
+    case NVJPEG_STATUS_ARCH_MISMATCH: return "architecture mismatch";
+    case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "implementation not supported";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "incomplete bitstream";
+  }
+  return "unknown status";
+}
+
+// Throws hg::Error naming the call and what it was working on (a file, or "setup").
+void check(nvjpegStatus_t s, const char* call, const std::string& what) {
+  if (s != NVJPEG_STATUS_SUCCESS)
+    throw Error(str("nvJPEG: ", call, " failed for ", what, ": ", status_name(s), " (", static_cast<int>(s), ")"));
+}
+// Destructors: report, never throw.
+void warn_on(nvjpegStatus_t s, const char* call) {
+  if (s != NVJPEG_STATUS_SUCCESS) spdlog::warn("nvJPEG: {} failed: {}", call, status_name(s));
+}
+
+}  // namespace
+
+struct NvjpegDecoder::Impl {
+  NvjpegOptions opts;
+  nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;
+  bool hardware = false;
+  nvjpegHandle_t handle = nullptr;
+  nvjpegJpegState_t batch_state = nullptr;  // the hardware batch
+  nvjpegJpegDecoder_t gpu_decoder = nullptr;  // GPU_HYBRID, decoupled phases
+  nvjpegJpegState_t gpu_state = nullptr;
+  nvjpegBufferPinned_t pinned = nullptr;
+  nvjpegBufferDevice_t device = nullptr;
+  nvjpegDecodeParams_t params = nullptr;
+  nvjpegJpegStream_t stream = nullptr;
+  int64_t warnings = 0;  // failures logged at warn level (the first few), then at debug
+
+  void failed(const std::string& msg) {
+    if (warnings++ < 5) spdlog::warn("nvJPEG: {}", msg);
+    else spdlog::debug("nvJPEG: {}", msg);
+  }
+
+  ~Impl() {
+    if (stream) warn_on(nvjpegJpegStreamDestroy(stream), "nvjpegJpegStreamDestroy");
+    if (params) warn_on(nvjpegDecodeParamsDestroy(params), "nvjpegDecodeParamsDestroy");
+    if (gpu_state) warn_on(nvjpegJpegStateDestroy(gpu_state), "nvjpegJpegStateDestroy");
+    if (device) warn_on(nvjpegBufferDeviceDestroy(device), "nvjpegBufferDeviceDestroy");
+    if (pinned) warn_on(nvjpegBufferPinnedDestroy(pinned), "nvjpegBufferPinnedDestroy");
+    if (gpu_decoder) warn_on(nvjpegDecoderDestroy(gpu_decoder), "nvjpegDecoderDestroy");
+    if (batch_state) warn_on(nvjpegJpegStateDestroy(batch_state), "nvjpegJpegStateDestroy");
+    if (handle) warn_on(nvjpegDestroy(handle), "nvjpegDestroy");
+  }
+
+  // Sets the decode parameters for `rect` (the output format never changes).
+  void set_roi(const PixelRect& rect, const std::string& path) {
+    check(nvjpegDecodeParamsSetOutputFormat(params, format), "nvjpegDecodeParamsSetOutputFormat", path);
+    check(nvjpegDecodeParamsSetROI(params, static_cast<int>(rect.x0), static_cast<int>(rect.y0),
+                                   static_cast<int>(rect.x1 - rect.x0), static_cast<int>(rect.y1 - rect.y0)),
+          "nvjpegDecodeParamsSetROI", path);
+  }
+
+  // One image through GPU_HYBRID's three phases into `dst` (pitch: the rect's row bytes). False (and
+  // a warning naming the file) when nvJPEG fails: the caller decodes it on the CPU instead.
+  bool decode_gpu(const JpegJob& job, const PixelRect& rect, uint8_t* dst) {
+    const std::string& path = job.path;
+    const int64_t C = opts.channels;
+    nvjpegImage_t out{};
+    out.channel[0] = dst;
+    out.pitch[0] = static_cast<size_t>((rect.x1 - rect.x0) * C);
+    set_roi(rect, path);
+    nvjpegStatus_t s = nvjpegJpegStreamParse(handle, job.data, job.size, 0, 0, stream);
+    if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegHost(handle, gpu_decoder, gpu_state, params, stream);
+    if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegTransferToDevice(handle, gpu_decoder, gpu_state, stream, nullptr);
+    if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegDevice(handle, gpu_decoder, gpu_state, &out, nullptr);
+    // The next image's host phase rewrites the pinned buffer this one's copy reads: wait for it.
+    HG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    if (s != NVJPEG_STATUS_SUCCESS) {
+      failed(str("GPU decode of '", path, "' failed (", status_name(s), "): decoding it with libjpeg-turbo"));
+      return false;
+    }
+    return true;
+  }
+
+  // The hardware batch: whole images into their slots. False (with a warning naming the first file)
+  // when the batch fails: the caller decodes those files on the CPU.
+  bool decode_hardware(const std::vector<const JpegJob*>& jobs, const std::vector<uint8_t*>& dst,
+                       const std::vector<int64_t>& widths) {
+    const auto n = static_cast<int>(jobs.size());
+    std::vector<const unsigned char*> data(jobs.size());
+    std::vector<size_t> lengths(jobs.size());
+    std::vector<nvjpegImage_t> out(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      data[i] = jobs[i]->data;
+      lengths[i] = jobs[i]->size;
+      out[i] = nvjpegImage_t{};
+      out[i].channel[0] = dst[i];
+      out[i].pitch[0] = static_cast<size_t>(widths[i] * opts.channels);
+    }
+    const std::string what = str("a batch of ", n, " files from '", jobs[0]->path, "'");
+    check(nvjpegDecodeBatchedInitialize(handle, batch_state, n, 1, format), "nvjpegDecodeBatchedInitialize", what);
+    const nvjpegStatus_t s = nvjpegDecodeBatched(handle, batch_state, data.data(), lengths.data(), out.data(), nullptr);
+    if (s != NVJPEG_STATUS_SUCCESS) {
+      failed(str("hardware decode of ", what, " failed (", status_name(s), "): decoding them with libjpeg-turbo"));
+      HG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+      return false;
+    }
+    return true;
+  }
+};
+
+NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>()) {
+  HG_CHECK(opts.channels == 1 || opts.channels == 3, "NvjpegDecoder: channels must be 1 or 3, got ", opts.channels);
+  HG_CHECK(cuda::available(), "NvjpegDecoder: no usable CUDA device");
+  Impl& m = *impl_;
+  m.opts = opts;
+  m.format = opts.channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI;
+  if (opts.hardware) {
+    const nvjpegStatus_t s = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &m.handle);
+    if (s == NVJPEG_STATUS_SUCCESS) {
+      m.hardware = true;
+    } else {
+      m.handle = nullptr;
+      spdlog::info("nvJPEG: no hardware decoder on this GPU ({}): GPU_HYBRID and libjpeg-turbo decode", status_name(s));
+    }
+  }
+  if (!m.handle) check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &m.handle), "nvjpegCreateEx", "setup");
+  if (m.hardware) check(nvjpegJpegStateCreate(m.handle, &m.batch_state), "nvjpegJpegStateCreate", "setup");
+  check(nvjpegDecoderCreate(m.handle, NVJPEG_BACKEND_GPU_HYBRID, &m.gpu_decoder), "nvjpegDecoderCreate", "setup");
+  check(nvjpegDecoderStateCreate(m.handle, m.gpu_decoder, &m.gpu_state), "nvjpegDecoderStateCreate", "setup");
+  check(nvjpegBufferPinnedCreate(m.handle, nullptr, &m.pinned), "nvjpegBufferPinnedCreate", "setup");
+  check(nvjpegBufferDeviceCreate(m.handle, nullptr, &m.device), "nvjpegBufferDeviceCreate", "setup");
+  check(nvjpegStateAttachPinnedBuffer(m.gpu_state, m.pinned), "nvjpegStateAttachPinnedBuffer", "setup");
+  check(nvjpegStateAttachDeviceBuffer(m.gpu_state, m.device), "nvjpegStateAttachDeviceBuffer", "setup");
+  check(nvjpegDecodeParamsCreate(m.handle, &m.params), "nvjpegDecodeParamsCreate", "setup");
+  check(nvjpegJpegStreamCreate(m.handle, &m.stream), "nvjpegJpegStreamCreate", "setup");
+}
+
+NvjpegDecoder::~NvjpegDecoder() = default;
+
+bool NvjpegDecoder::hardware() const { return impl_->hardware; }
+
+NvjpegBackend NvjpegDecoder::backend_for(const uint8_t* data, size_t size, const std::string& path) {
+  Impl& m = *impl_;
+  if (nvjpegJpegStreamParse(m.handle, data, size, 0, 0, m.stream) != NVJPEG_STATUS_SUCCESS) return NvjpegBackend::cpu;
+  unsigned components = 0, width = 0, height = 0;
+  check(nvjpegJpegStreamGetComponentsNum(m.stream, &components), "nvjpegJpegStreamGetComponentsNum", path);
+  check(nvjpegJpegStreamGetFrameDimensions(m.stream, &width, &height), "nvjpegJpegStreamGetFrameDimensions", path);
+  // CMYK / YCCK: libjpeg-turbo undoes Adobe's inversion and converts as PIL does; nvJPEG would not match.
+  if ((components != 1 && components != 3) || width == 0 || height == 0) return NvjpegBackend::cpu;
+  int unsupported = 1;  // nvJPEG's convention: 0 = supported
+  if (m.hardware) {
+    check(nvjpegDecodeBatchedSupported(m.handle, m.stream, &unsupported), "nvjpegDecodeBatchedSupported", path);
+    if (unsupported == 0) return NvjpegBackend::hardware;
+  }
+  // GPU_HYBRID with a whole-image ROI: whether the decoder takes this kind of file at all.
+  m.set_roi(PixelRect{0, 0, int64_t(width), int64_t(height)}, path);
+  unsupported = 1;
+  check(nvjpegDecoderJpegSupported(m.gpu_decoder, m.stream, m.params, &unsupported), "nvjpegDecoderJpegSupported", path);
+  return unsupported == 0 ? NvjpegBackend::gpu : NvjpegBackend::cpu;
+}
+
+GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
+  Impl& m = *impl_;
+  const int64_t C = m.opts.channels;
+  const size_t n = jobs.size();
+  GpuImages out;
+  out.items.resize(n);
+  out.backends.resize(n);
+  // 1. Per job: its backend and the pixels it stores (whole image for hardware, else the crop's reach).
+  std::vector<PixelRect> rects(n);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const JpegJob& job = jobs[i];
+    HG_CHECK(job.data != nullptr && job.size > 0, "NvjpegDecoder: no data for '", job.path, "'");
+    const JpegHeader h = read_jpeg_header(job.data, job.size, job.path);  // the size the crop was chosen for
+    out.backends[i] = backend_for(job.data, job.size, job.path);
+    const CropRequest& req = job.request;
+    rects[i] = out.backends[i] == NvjpegBackend::hardware
+                   ? PixelRect{0, 0, h.width, h.height}
+                   : crop_reach_rect(req.box, req.out_h, req.out_w, h.height, h.width);
+    HG_CHECK(!rects[i].empty(), "NvjpegDecoder: the crop box (", req.box.x, ", ", req.box.y, ", ", req.box.w, ", ",
+             req.box.h, ") misses the ", h.height, "x", h.width, " image '", job.path, "'");
+    kernels::CropResizeItem& it = out.items[i];
+    it.offset = bytes;
+    it.height = static_cast<int32_t>(rects[i].y1 - rects[i].y0);
+    it.width = static_cast<int32_t>(rects[i].x1 - rects[i].x0);
+    it.box_x = req.box.x - static_cast<double>(rects[i].x0);
+    it.box_y = req.box.y - static_cast<double>(rects[i].y0);
+    it.box_w = req.box.w;
+    it.box_h = req.box.h;
+    bytes += int64_t(it.height) * it.width * C;
+  }
+  {
+    memory::CategoryScope scope(Category::workspace);
+    out.pixels = Tensor::empty({std::max<int64_t>(bytes, 1)}, DType::u8, Device::cuda);
+  }
+  auto* base = static_cast<uint8_t*>(out.pixels.data_ptr());
+  // 2. The hardware batch.
+  std::vector<size_t> to_cpu;
+  {
+    std::vector<const JpegJob*> hw;
+    std::vector<uint8_t*> dst;
+    std::vector<int64_t> widths;
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < n; ++i)
+      if (out.backends[i] == NvjpegBackend::hardware) {
+        hw.push_back(&jobs[i]);
+        dst.push_back(base + out.items[i].offset);
+        widths.push_back(out.items[i].width);
+        idx.push_back(i);
+      }
+    if (!hw.empty() && !m.decode_hardware(hw, dst, widths))
+      for (size_t i : idx) to_cpu.push_back(i);
+  }
+  // 3. GPU_HYBRID, one ROI at a time.
+  for (size_t i = 0; i < n; ++i)
+    if (out.backends[i] == NvjpegBackend::gpu && !m.decode_gpu(jobs[i], rects[i], base + out.items[i].offset))
+      to_cpu.push_back(i);
+  // 4. libjpeg-turbo for the rest, staged in one page-locked buffer and copied up.
+  for (size_t i = 0; i < n; ++i)
+    if (out.backends[i] == NvjpegBackend::cpu) to_cpu.push_back(i);
+  if (!to_cpu.empty()) {
+    int64_t staged = 0;
+    for (size_t i : to_cpu) staged += int64_t(out.items[i].height) * out.items[i].width * C;
+    Tensor host = Tensor::empty_pinned({std::max<int64_t>(staged, 1)}, DType::u8);
+    auto* h = static_cast<uint8_t*>(host.data_ptr());
+    int64_t at = 0;
+    for (size_t i : to_cpu) {
+      const Image img = cpu_decode_rect(jobs[i].data, jobs[i].size, jobs[i].path, static_cast<int>(C), rects[i]);
+      std::memcpy(h + at, img.pixels.data(), img.pixels.size());
+      HG_CUDA_CHECK(cudaMemcpyAsync(base + out.items[i].offset, h + at, img.pixels.size(), cudaMemcpyHostToDevice,
+                                    nullptr));
+      at += static_cast<int64_t>(img.pixels.size());
+      out.backends[i] = NvjpegBackend::cpu;
+    }
+    memory::record_pinned_use(h);  // `host` is not reused before the copies are done
+  }
+  return out;
+}
+
+#endif  // HAARGRAD_WITH_NVJPEG
+
+}  // namespace hg::data

@@ -1,0 +1,88 @@
+// GPU JPEG decoding with NVIDIA's nvJPEG (config `decode: nvjpeg` / `nvjpeg_gpu`), for the GPU
+// transform (data/gpu_augment.h): compressed bytes go to the GPU, uint8 pixels stay there.
+//
+// Which decoder takes a file (NvjpegDecoder::backend_for, per file, from its parsed header):
+//   1. hardware: the GPU's JPEG engines (NVJPEG_BACKEND_HARDWARE, batched), when the handle could be
+//      made with it (A100, H100/H200, ...) and nvjpegDecodeBatchedSupported accepts the file: baseline
+//      single-scan JPEG (not 4:1:0 / 4:1:1). The whole image is decoded; the crop is read from it by
+//      the resize kernel (this backend has no ROI).
+//   2. gpu: nvJPEG's GPU-assisted decoder (NVJPEG_BACKEND_GPU_HYBRID, one image at a time) when
+//      nvjpegDecoderJpegSupported accepts it, decoding only the crop's region (nvjpegDecodeParamsSetROI).
+//   3. cpu: libjpeg-turbo (data/jpeg_decode.h) at full scale, the crop's region only, copied up: 4-
+//      component files (CMYK / YCCK: their Adobe inversion and PIL's conversion are ours, not nvJPEG's),
+//      files neither GPU decoder accepts (progressive ones where GPU_HYBRID declines them, odd
+//      subsampling), and any file a GPU decode fails on (the failure is logged with the file's name).
+// All three decode at full scale (no DCT downscaling), so the pixels agree with libjpeg-turbo's full
+// decode (JpegDecoder::turbo_full) up to IDCT and chroma-upsampling rounding (tests/gpu/nvjpeg_test.cpp
+// states the tolerance). One channel = luma (NVJPEG_OUTPUT_Y), three = interleaved RGB (RGBI).
+//
+// Not thread-safe: one decoder per thread (the loader uses it from the thread that takes batches).
+// Work is queued on the default CUDA stream, the training stream.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/image_region.h"
+#include "kernels/crop_resize.h"
+
+namespace hg::data {
+
+enum class NvjpegBackend { hardware, gpu, cpu };
+/// "nvjpeg hardware", "nvjpeg gpu", "nvjpeg cpu-fallback" (the keys of LoaderStats::decoded).
+const char* nvjpeg_backend_name(NvjpegBackend b);
+
+/// True when this build has nvJPEG (CMake found it: HAARGRAD_WITH_NVJPEG).
+bool nvjpeg_built();
+
+struct NvjpegOptions {
+  int channels = 3;       ///< 1 (luma) or 3 (RGB)
+  bool hardware = true;   ///< try the hardware backend first; false = GPU_HYBRID, then the CPU
+};
+
+/// One file to decode: its bytes (alive until decode returns) and the crop its transform reads.
+struct JpegJob {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  std::string path;      ///< names the file in errors
+  CropRequest request;   ///< box in full-size pixels, and the output size (for the filter's reach)
+};
+
+/// A decoded batch on the GPU: job i's pixels ((items[i].height, items[i].width, channels) uint8) at
+/// byte items[i].offset of `pixels`, a region of the image or all of it, with items[i]'s box = the
+/// job's box in that region's pixels (flip 0, bilinear: the caller sets flip and filter).
+struct GpuImages {
+  Tensor pixels;  ///< CUDA u8, packed
+  std::vector<kernels::CropResizeItem> items;
+  std::vector<NvjpegBackend> backends;  ///< what decoded each job
+};
+
+class NvjpegDecoder {
+ public:
+  /// Creates the nvJPEG handle (hardware backend when asked and available, else the default one),
+  /// the GPU_HYBRID decoder and their states. Throws hg::Error when the build lacks nvJPEG or CUDA, no
+  /// GPU is usable, channels is not 1 or 3, or an nvJPEG call fails (the message names the call).
+  explicit NvjpegDecoder(NvjpegOptions opts = {});
+  ~NvjpegDecoder();
+  NvjpegDecoder(const NvjpegDecoder&) = delete;
+  NvjpegDecoder& operator=(const NvjpegDecoder&) = delete;
+
+  /// Whether the hardware backend is in use (asked for, and the GPU and driver have it).
+  bool hardware() const;
+  /// The decoder decode() uses for this file (parses its header). Throws nothing for bad data: a
+  /// file nvJPEG cannot parse goes to the CPU, where libjpeg-turbo names the problem.
+  NvjpegBackend backend_for(const uint8_t* data, size_t size, const std::string& path);
+  /// Decodes the jobs (hardware ones in one batch), queued on the default stream. Throws CorruptImage
+  /// naming the file when libjpeg-turbo, the last resort, cannot decode it; hg::Error naming the file
+  /// for a failing CUDA call.
+  GpuImages decode(const std::vector<JpegJob>& jobs);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hg::data

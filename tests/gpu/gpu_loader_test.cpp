@@ -1,0 +1,159 @@
+// The loader with the GPU transform (LoaderOptions::gpu_augment) against the CPU loader, on a folder
+// of JPEGs of every kind (baseline, progressive, grayscale, CMYK) and a PNG named .jpg, same seed:
+//   decode cpu (workers, libjpeg-turbo) + GPU transform: the same labels, images within 1e-4 (f32);
+//   decode nvjpeg / nvjpeg_gpu: the same labels, images within the decoders' rounding (the CPU side
+//   decodes at full scale too: jpeg_decoder turbo_full), for any worker count; bf16 within its rounding.
+// Equal labels and close pixels mean the same crops and flips (another crop or a flip moves the smooth,
+// asymmetric images by far more).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "data/image_folder.h"
+#include "data/jpeg_encode.h"
+#include "data/loader.h"
+#include "data/nvjpeg_decoder.h"
+#include "data/temp_dir.h"
+#include "gpu/gpu_util.h"
+
+namespace fs = std::filesystem;
+using namespace hg;
+using namespace hg::data;
+
+namespace {
+
+Image smooth(int64_t h, int64_t w, int64_t c, double phase) {
+  Image img{h, w, c, std::vector<uint8_t>(static_cast<size_t>(h * w * c))};
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x)
+      for (int64_t k = 0; k < c; ++k) {
+        const double v = 128 + 70 * std::sin(x / 17.0 + phase + k) * std::cos(y / 23.0 - k) + 0.3 * (x - w / 2);
+        img.pixels[size_t((y * w + x) * c + k)] = static_cast<uint8_t>(std::clamp(v, 0.0, 255.0));
+      }
+  return img;
+}
+
+void make_folder(const test::TempDir& t) {
+  int n = 0;
+  for (const char* cls : {"a", "b", "c"}) {
+    fs::create_directories(t.path() / "train" / cls);
+    for (int k = 0; k < 6; ++k, ++n) {
+      const std::string path = (t.path() / "train" / cls / ("img" + std::to_string(k) + ".jpg")).string();
+      const Image rgb = smooth(180 + 9 * n, 260 - 5 * n, 3, 0.37 * n);
+      JpegEncodeOptions o;
+      o.quality = 93;
+      Image img = rgb;
+      if (k == 1) o.progressive = true;
+      if (k == 2) img = smooth(170, 230, 1, n);  // grayscale file
+      if (k == 3) o.cmyk = true;
+      if (k == 4) {  // a PNG with a .jpg name
+        write_png(path, rgb);
+        continue;
+      }
+      const auto bytes = encode_jpeg(img, o);
+      test::write_bytes(path, std::string(bytes.begin(), bytes.end()));
+    }
+  }
+}
+
+struct LoaderRun {
+  std::vector<std::vector<float>> images;
+  std::vector<std::vector<int64_t>> labels;
+  LoaderStats stats;
+};
+
+LoaderRun run(const std::string& root, bool gpu, DecodeBackend decode, int64_t workers, bool train,
+        DType dtype = DType::f32) {
+  ImageFolderOptions fo;
+  fo.jpeg = JpegDecoder::turbo_full;  // full-scale decodes everywhere: only decoder rounding differs
+  fo.corrupt = CorruptPolicy::error;
+  auto ds = std::make_shared<ImageFolder>(root, "train", fo);
+  LoaderOptions o;
+  o.batch_size = 5;
+  o.drop_last = false;
+  o.workers = workers;
+  o.seed = 11;
+  o.gpu_augment = gpu;
+  o.decode = decode;
+  o.gpu_dtype = dtype;
+  TransformOptions t;
+  t.train = train;
+  t.img_size = 40;
+  t.interpolation = train ? "random" : "bilinear";
+  DataLoader dl(ds, Transform(t), o);
+  LoaderRun r;
+  dl.start_epoch(1);
+  Batch b;
+  while (dl.next(b)) {
+    EXPECT_EQ(b.images.device(), gpu ? Device::cuda : Device::cpu);
+    EXPECT_EQ(b.images.dtype(), gpu ? dtype : DType::f32);
+    r.images.push_back(b.images.to(Device::cpu).to(DType::f32).to_vector<float>());
+    r.labels.push_back(b.labels.to_vector<int64_t>());
+  }
+  r.stats = dl.stats();
+  return r;
+}
+
+// Max and mean |a - b| over all batches; labels must be equal.
+void compare(const LoaderRun& a, const LoaderRun& b, double max_tol, double mean_tol) {
+  ASSERT_EQ(a.labels, b.labels);
+  ASSERT_EQ(a.images.size(), b.images.size());
+  double worst = 0, sum = 0, n = 0;
+  for (size_t i = 0; i < a.images.size(); ++i) {
+    ASSERT_EQ(a.images[i].size(), b.images[i].size());
+    for (size_t k = 0; k < a.images[i].size(); ++k) {
+      const double d = std::abs(double(a.images[i][k]) - b.images[i][k]);
+      ASSERT_FALSE(std::isnan(d));
+      worst = std::max(worst, d);
+      sum += d;
+      n += 1;
+    }
+  }
+  EXPECT_LE(worst, max_tol) << "mean " << sum / n;
+  EXPECT_LE(sum / n, mean_tol) << "worst " << worst;
+}
+
+}  // namespace
+
+TEST(GpuLoader, CpuDecodeGpuTransformMatchesCpuLoader) {
+  HG_REQUIRE_GPU();
+  test::TempDir t;
+  make_folder(t);
+  for (bool train : {true, false}) {
+    SCOPED_TRACE(train ? "train" : "eval");
+    const LoaderRun cpu = run(t.path().string(), false, DecodeBackend::cpu, 2, train);
+    compare(cpu, run(t.path().string(), true, DecodeBackend::cpu, 3, train), 1e-4, 1e-5);
+    compare(cpu, run(t.path().string(), true, DecodeBackend::cpu, 0, train), 1e-4, 1e-5);
+    // bf16: 8 significant bits of values up to ~2.7.
+    compare(cpu, run(t.path().string(), true, DecodeBackend::cpu, 1, train, DType::bf16), 0.0125, 0.004);
+  }
+}
+
+TEST(GpuLoader, NvjpegMatchesCpuLoaderForAnyWorkerCount) {
+  HG_REQUIRE_GPU();
+  if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
+  test::TempDir t;
+  make_folder(t);
+  // Normalised units: one 8-bit level is 1 / (255 * 0.225) ~ 0.017. Resampling averages the decoders'
+  // per-pixel differences (<= 3 levels in luma, more at sharp chroma edges; nvjpeg_test.cpp).
+  for (bool train : {true, false}) {
+    const LoaderRun cpu = run(t.path().string(), false, DecodeBackend::cpu, 2, train);
+    for (DecodeBackend d : {DecodeBackend::nvjpeg, DecodeBackend::nvjpeg_gpu})
+      for (int64_t workers : {0, 3}) {
+        SCOPED_TRACE(testing::Message() << (train ? "train " : "eval ") << decode_backend_name(d) << " workers "
+                                        << workers);
+        const LoaderRun gpu = run(t.path().string(), true, d, workers, train);
+        compare(cpu, gpu, 0.35, 0.02);
+        int64_t nv = 0, png = 0;
+        for (const auto& [key, k] : gpu.stats.decoded) {
+          std::cout << "[ decoded ] " << decode_backend_name(d) << " " << key << ": " << k << "\n";
+          nv += key.rfind("nvjpeg", 0) == 0 ? k : 0;
+          png += key.rfind("png", 0) == 0 ? k : 0;
+        }
+        EXPECT_EQ(png, 3);        // one PNG per class, decoded by the workers
+        EXPECT_EQ(nv, 18 - 3);    // every JPEG through the nvJPEG decoder (some on its CPU fallback)
+        EXPECT_GT(gpu.stats.gpu_seconds, 0);
+      }
+  }
+}
