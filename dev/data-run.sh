@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Dev use on the GPU machine (device tool): build, the GPU decode/augment tests, the loader per
+# decode backend beside torchvision, training WTConvNeXt-T bf16 from the JPEG folder against
+# synthetic data, and the allocator experiment. Logs under $OUT.
+set -uo pipefail
+source dev/gpu-build.sh
+T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
+el built; grep -E "nvJPEG|NCCL|MPI" /tmp/b.log | head -4
+timeout 120 /tmp/b/tests/test_gpu --gtest_filter='*Nvjpeg*:*CropResize*:*GpuLoader*' > $OUT/t-gpu.log 2>&1; grep -E "^\[  (FAILED|PASSED)|FAILED  \]|decoder|backend" $OUT/t-gpu.log | head -20
+timeout 60 /tmp/b/tests/test_data --gtest_filter='GpuStage*' 2>&1 | grep -E "^\[  (FAILED|PASSED)|FAILED  \]"
+el tests
+STAGES=data-bench BUILD=/tmp/b JPEG_PER_CLASS=${JPEG_PER_CLASS:-250} timeout 300 scripts/gpu-check.sh > $OUT/data-bench.txt 2>&1; grep -vE "^\s*$" $OUT/data-bench.txt | tail -25
+el data-bench
+for m in "" 1; do env ${m:+HAARGRAD_EXPERIMENT_NO_ARENA=1} timeout 60 /tmp/b/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny --steps 6 --warmup 3 2>&1 | grep -E "convnext_tiny +bf16 +(128|train)" ; done
+el done
