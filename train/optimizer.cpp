@@ -132,6 +132,10 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double b1, double b2, double e)
 }
 
 void AdamW::step() {
+  // CUDA tensors are updated together after the loop (one launch per 256 chunks: a launch per
+  // tensor made the step launch-bound); `keep` holds the contiguous gradients until then.
+  std::vector<kernels::AdamWTensor> on_gpu;
+  std::vector<Tensor> keep;
   for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup& grp) {
     const Tensor g_raw = p.grad();
     if (!g_raw.defined()) return;
@@ -151,10 +155,9 @@ void AdamW::step() {
                                 1.0 - std::pow(beta1, static_cast<double>(s.step)),
                                 1.0 - std::pow(beta2, static_cast<double>(s.step))};
     if (p.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
-      kernels::cuda::adamw_update(p.data<float>(), g.data<float>(), s.exp_avg.data<float>(),
-                                  s.exp_avg_sq.data<float>(), p.numel(), h);
-#endif
+      on_gpu.push_back({p.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(),
+                        g.data<float>(), p.numel(), h});
+      keep.push_back(g);
     } else {
       HG_DISPATCH_FLOAT(p.dtype(), "AdamW", [&] {
         kernels::cpu::adamw_update(p.data<scalar_t>(), g.data<scalar_t>(),
@@ -163,6 +166,9 @@ void AdamW::step() {
       });
     }
   });
+#ifdef HAARGRAD_WITH_CUDA
+  kernels::cuda::adamw_update_multi(on_gpu);
+#endif
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state_dict(const std::string& prefix) const {

@@ -1,8 +1,10 @@
-// CUDA optimizer updates of kernels/optimizer.h: one elementwise launch per parameter tensor, each
-// element independent, so results do not depend on the launch configuration.
+// CUDA optimizer updates of kernels/optimizer.h: one elementwise launch per parameter tensor (or,
+// for AdamW, one per 256 chunks of many tensors), each element independent, so results do not
+// depend on the launch configuration.
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/optimizer.h"
@@ -22,6 +24,34 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64
     m[i] = mi;
     v[i] = vi;
     p[i] = pi;
+  }
+}
+
+// Multi-tensor AdamW: the chunk table travels as the kernel's parameter (a __grid_constant__
+// struct of at most 256 chunks, ~13 KB; kernel parameters may hold 32 KB on sm_70+ with CUDA 12.1+),
+// so a step needs no host-to-device copy and no synchronisation. Block b updates chunk b.
+struct AdamWChunk {
+  float *p, *m, *v;
+  const float* g;
+  int n;
+  float decay, step_size, bc2_sqrt;
+};
+constexpr int kChunksPerLaunch = 256;
+struct AdamWTable {
+  AdamWChunk c[kChunksPerLaunch];
+};
+
+__global__ void adamw_multi_kernel(const __grid_constant__ AdamWTable t, float b1, float b2, float eps) {
+  const AdamWChunk& c = t.c[blockIdx.x];
+  for (int i = threadIdx.x; i < c.n; i += blockDim.x) {
+    const float gi = c.g[i];
+    float pi = c.p[i] * c.decay;
+    const float mi = b1 * c.m[i] + (1.0f - b1) * gi;
+    const float vi = b2 * c.v[i] + (1.0f - b2) * gi * gi;
+    pi -= c.step_size * mi / (sqrtf(vi) / c.bc2_sqrt + eps);
+    c.m[i] = mi;
+    c.v[i] = vi;
+    c.p[i] = pi;
   }
 }
 
@@ -55,6 +85,33 @@ void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const
       static_cast<float>(h.beta2), static_cast<float>(h.lr / h.bias_correction1),
       static_cast<float>(std::sqrt(h.bias_correction2)), static_cast<float>(h.eps));
   HG_CUDA_LAUNCH_CHECK();
+}
+
+void adamw_update_multi(const std::vector<AdamWTensor>& tensors) {
+  if (tensors.empty()) return;
+  const AdamWHyper& h0 = tensors[0].h;
+  AdamWTable table{};
+  int count = 0;
+  auto flush = [&] {
+    if (count == 0) return;
+    adamw_multi_kernel<<<count, 256>>>(table, float(h0.beta1), float(h0.beta2), float(h0.eps));
+    HG_CUDA_LAUNCH_CHECK();
+    count = 0;
+  };
+  for (const AdamWTensor& t : tensors) {
+    HG_CHECK(t.h.beta1 == h0.beta1 && t.h.beta2 == h0.beta2 && t.h.eps == h0.eps,
+             "adamw_update_multi: every tensor must share beta1, beta2 and eps");
+    // the same float hyper-parameters as adamw_update, so the same bits
+    const float decay = static_cast<float>(1.0 - t.h.lr * t.h.weight_decay);
+    const float step_size = static_cast<float>(t.h.lr / t.h.bias_correction1);
+    const float bc2_sqrt = static_cast<float>(std::sqrt(t.h.bias_correction2));
+    for (int64_t s = 0; s < t.n; s += kAdamWChunk) {
+      const int n = static_cast<int>(std::min(kAdamWChunk, t.n - s));
+      table.c[count++] = AdamWChunk{t.p + s, t.m + s, t.v + s, t.g + s, n, decay, step_size, bc2_sqrt};
+      if (count == kChunksPerLaunch) flush();
+    }
+  }
+  flush();
 }
 
 void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper& h) {

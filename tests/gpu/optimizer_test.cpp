@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "core/autograd.h"
 #include "gpu/gpu_util.h"
@@ -49,6 +50,49 @@ TEST(GpuOptimizer, AdamWAndSGDKernelsMatchCpu) {
     EXPECT_LT(test::rel_error(pgs.tensor(), ps), 1e-6) << nesterov;
     EXPECT_LT(test::rel_error(bgs.tensor(), bs), 1e-6) << nesterov;
     EXPECT_TRUE(pgs.guard_intact() && bgs.guard_intact());
+  }
+}
+
+// The multi-tensor AdamW against the one-tensor kernel, bit for bit: 300 tensors (two launches of
+// at most 256 chunks), one of them split into three chunks, sizes not multiples of anything, each
+// tensor with its own lr, weight decay and step; guards after every tensor.
+TEST(GpuOptimizer, AdamWMultiTensorEqualsOneTensorKernel) {
+  HG_REQUIRE_GPU();
+  struct Case {
+    Tensor g;
+    test::Guarded p, m, v;  // multi-tensor
+    Tensor p1, m1, v1;      // one-tensor kernel
+    kernels::AdamWHyper h;
+  };
+  std::vector<std::unique_ptr<Case>> cases;
+  std::vector<kernels::AdamWTensor> list;
+  for (int t = 0; t < 300; ++t) {
+    const int64_t n = t == 7 ? 2 * kernels::kAdamWChunk + 1001 : 1 + (t * 37) % 500;
+    const int step = 1 + t % 4;
+    const kernels::AdamWHyper h{1e-3 * (1 + t % 3), 0.9, 0.999, 1e-8, t % 2 ? 0.05 : 0.0,
+                                1 - std::pow(0.9, step), 1 - std::pow(0.999, step)};
+    auto c = std::make_unique<Case>(Case{test::random({n}, 100 + t, DType::f32).to(Device::cuda),
+                                         test::Guarded({n}), test::Guarded({n}), test::Guarded({n}),
+                                         Tensor(), Tensor(), Tensor(), h});
+    c->p.tensor().copy_(test::random({n}, 1000 + t, DType::f32));
+    c->m.tensor().copy_(test::random({n}, 2000 + t, DType::f32));
+    c->v.tensor().copy_(test::random({n}, 3000 + t, DType::f32, 0, 1));
+    c->p1 = c->p.tensor().clone();
+    c->m1 = c->m.tensor().clone();
+    c->v1 = c->v.tensor().clone();
+    kernels::cuda::adamw_update(c->p1.data<float>(), c->g.data<float>(), c->m1.data<float>(),
+                                c->v1.data<float>(), n, h);
+    list.push_back({c->p.tensor().data<float>(), c->m.tensor().data<float>(), c->v.tensor().data<float>(),
+                    c->g.data<float>(), n, h});
+    cases.push_back(std::move(c));
+  }
+  kernels::cuda::adamw_update_multi(list);
+  for (size_t t = 0; t < cases.size(); ++t) {
+    Case& c = *cases[t];
+    EXPECT_EQ(test::rel_error(c.p.tensor(), c.p1), 0.0) << "tensor " << t;
+    EXPECT_EQ(test::rel_error(c.m.tensor(), c.m1), 0.0) << "tensor " << t;
+    EXPECT_EQ(test::rel_error(c.v.tensor(), c.v1), 0.0) << "tensor " << t;
+    EXPECT_TRUE(c.p.guard_intact() && c.m.guard_intact() && c.v.guard_intact()) << "tensor " << t;
   }
 }
 
