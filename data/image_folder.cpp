@@ -114,67 +114,57 @@ void ImageFolder::note_corrupt(const std::string& path, const std::string& reaso
   spdlog::warn("ImageFolder: skipping corrupt image '{}': {}", path, reason);
 }
 
-Sample ImageFolder::get(int64_t index) const {
-  HG_CHECK(index >= 0 && index < size(), "ImageFolder::get: index ", index, " out of range [0, ", size(), ")");
-  // Try the file, then its successors: a corrupt file is replaced by the same neighbour every time.
+// Reads file `index` with read(j) (j = the file's index); a corrupt file (CorruptImage) is
+// replaced by its next good neighbour, the same one every time, unless the policy is to fail.
+template <class Read>
+auto ImageFolder::read_good(const char* what, int64_t index, Read&& read) const {
+  HG_CHECK(index >= 0 && index < size(), "ImageFolder::", what, ": index ", index, " out of range [0, ", size(), ")");
   for (int64_t k = 0; k < size(); ++k) {
     const int64_t j = (index + k) % size();
     try {
-      return Sample{read_image(files_[static_cast<size_t>(j)], static_cast<int>(opts_.channels), opts_.jpeg),
-                    labels_[static_cast<size_t>(j)]};
+      return read(static_cast<size_t>(j));
     } catch (const CorruptImage& e) {
       if (opts_.corrupt == CorruptPolicy::error) throw;
       note_corrupt(e.path(), e.what());
     }
   }
   throw Error(str("ImageFolder: every image under '", dir_, "' failed to decode"));
+}
+
+Sample ImageFolder::get(int64_t index) const {
+  return read_good("get", index, [&](size_t j) {
+    return Sample{read_image(files_[j], static_cast<int>(opts_.channels), opts_.jpeg), labels_[j]};
+  });
 }
 
 RegionSample ImageFolder::get_region(int64_t index, const CropChooser& choose) const {
-  HG_CHECK(index >= 0 && index < size(), "ImageFolder::get_region: index ", index, " out of range [0, ", size(), ")");
-  for (int64_t k = 0; k < size(); ++k) {  // as get(): a corrupt file is replaced by its next good neighbour
-    const int64_t j = (index + k) % size();
-    try {
-      return RegionSample{read_image_region(files_[static_cast<size_t>(j)], static_cast<int>(opts_.channels), choose,
-                                            opts_.jpeg),
-                          labels_[static_cast<size_t>(j)]};
-    } catch (const CorruptImage& e) {
-      if (opts_.corrupt == CorruptPolicy::error) throw;
-      note_corrupt(e.path(), e.what());
-    }
-  }
-  throw Error(str("ImageFolder: every image under '", dir_, "' failed to decode"));
+  return read_good("get_region", index, [&](size_t j) {
+    return RegionSample{read_image_region(files_[j], static_cast<int>(opts_.channels), choose, opts_.jpeg),
+                        labels_[j]};
+  });
 }
 
 EncodedSample ImageFolder::get_encoded(int64_t index, const CropChooser& choose) const {
-  HG_CHECK(index >= 0 && index < size(), "ImageFolder::get_encoded: index ", index, " out of range [0, ", size(), ")");
-  for (int64_t k = 0; k < size(); ++k) {  // as get(): a corrupt file is replaced by its next good neighbour
-    const int64_t j = (index + k) % size();
-    const std::string& path = files_[static_cast<size_t>(j)];
-    try {
-      EncodedSample e;
-      e.path = path;
-      e.label = labels_[static_cast<size_t>(j)];
-      std::vector<uint8_t> bytes = read_file_bytes(path);
-      // A JPEG whose header parses and whose data reaches the end-of-image marker goes to the GPU; a
-      // truncated one is decoded here, where libjpeg-turbo finds and names the truncation.
-      if (opts_.jpeg != JpegDecoder::stb && is_jpeg(bytes.data(), bytes.size()) &&
-          jpeg_has_end_marker(bytes.data(), bytes.size())) {
-        const JpegHeader h = read_jpeg_header(bytes.data(), bytes.size(), path);
-        e.height = h.height;
-        e.width = h.width;
-        e.request = choose(h.height, h.width);
-        e.jpeg = std::move(bytes);
-        return e;
-      }
-      e.decoded = RegionSample{read_image_region(path, static_cast<int>(opts_.channels), choose, opts_.jpeg), e.label};
+  return read_good("get_encoded", index, [&](size_t j) {
+    const std::string& path = files_[j];
+    EncodedSample e;
+    e.path = path;
+    e.label = labels_[j];
+    std::vector<uint8_t> bytes = read_file_bytes(path);
+    // A JPEG whose header parses and whose data reaches the end-of-image marker goes to the GPU; a
+    // truncated one is decoded here, where libjpeg-turbo finds and names the truncation.
+    if (opts_.jpeg != JpegDecoder::stb && is_jpeg(bytes.data(), bytes.size()) &&
+        jpeg_has_end_marker(bytes.data(), bytes.size())) {
+      const JpegHeader h = read_jpeg_header(bytes.data(), bytes.size(), path);
+      e.height = h.height;
+      e.width = h.width;
+      e.request = choose(h.height, h.width);
+      e.jpeg = std::move(bytes);
       return e;
-    } catch (const CorruptImage& e) {
-      if (opts_.corrupt == CorruptPolicy::error) throw;
-      note_corrupt(e.path(), e.what());
     }
-  }
-  throw Error(str("ImageFolder: every image under '", dir_, "' failed to decode"));
+    e.decoded = RegionSample{read_image_region(path, static_cast<int>(opts_.channels), choose, opts_.jpeg), e.label};
+    return e;
+  });
 }
 
 std::string ImageFolder::describe() const {

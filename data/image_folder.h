@@ -57,6 +57,8 @@ class ImageFolder : public Dataset {
 
  private:
   void note_corrupt(const std::string& path, const std::string& reason) const;
+  template <class Read>
+  auto read_good(const char* what, int64_t index, Read&& read) const;
 
   std::string dir_;
   ImageFolderOptions opts_;
