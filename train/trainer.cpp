@@ -31,6 +31,7 @@
 #include "train/console.h"
 #include "train/data_parallel.h"
 #include "train/evaluate.h"
+#include "train/model_ema.h"
 #include "train/optimizer.h"
 #include "train/resume_settings.h"
 #include "train/run_folder.h"
@@ -112,6 +113,7 @@ struct RunPaths {
 // What the steps of one train() call share. Members are destroyed in reverse order: the data
 // parallel state before the optimizer and model it refers to, the console last.
 struct Session {
+  Session(Config c, const TrainOptions& o) : cfg(std::move(c)), opts(o) {}
   Config cfg;
   const TrainOptions& opts;
   std::string resume_path, resume_reason;
@@ -127,6 +129,7 @@ struct Session {
   std::unique_ptr<Optimizer> opt;
   std::unique_ptr<RunSchedule> sched;
   std::unique_ptr<DataParallel> dp;
+  std::unique_ptr<ModelEma> ema;  // model_ema: on
   TrainState st;
   SummaryLines summary;
   GoodCheckpoints good;
@@ -287,6 +290,27 @@ void restore_checkpoint(Session& s) {
   }
 }
 
+// The model EMA (model_ema), made after the data-parallel broadcast so that every rank starts from
+// rank 0's weights; a resume restores the checkpoint's EMA. A checkpoint without one (a run that
+// kept none, a plain state_dict) starts it from the model's weights, as timm's resume does.
+void create_ema(Session& s) {
+  if (!s.cfg.model_ema) return;
+  s.ema = std::make_unique<ModelEma>(*s.model, s.cfg.model_ema_decay, s.cfg.model_ema_warmup);
+  s.ema->module().compute_dtype = s.model->compute_dtype;  // evaluated as the model is
+  s.ema->module().set_wtconv_mode(s.cfg.wtconv_mode == "reference" ? WTConvMode::reference
+                                                                   : WTConvMode::fused);
+  if (s.resumed && !load_ema_weights(s.resume_path, s.ema->module()))
+    spdlog::warn(
+        "model_ema: {} holds no EMA weights ({}*): the EMA starts from the model's weights",
+        s.resume_path, kEmaPrefix);
+  else if (s.resumed)
+    spdlog::info("model_ema: restored from {}", s.resume_path);
+  spdlog::info("model_ema: decay {}, warmup {}", s.cfg.model_ema_decay,
+               s.cfg.model_ema_warmup ? "on" : "off");
+}
+
+const ConvNeXt* ema_module(const Session& s) { return s.ema ? &s.ema->module() : nullptr; }
+
 // ---- one epoch of training ----------------------------------------------------------------------
 
 // One micro-batch: forward, loss, backward (gradients averaged over the ranks on an update's last
@@ -316,6 +340,7 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
     s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
     s.opt->zero_grad();
     ++s.st.updates;
+    if (s.ema) s.ema->update(*s.model, s.st.updates);  // timm: step = updates so far
   }
 }
 
@@ -372,7 +397,9 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   rs.epoch_loss_sum = p.loss_sum;
   rs.epoch_images = p.images;
   rs.eval_top1 = rs.eval_top5 = rs.eval_loss = -1;  // no evaluation closes a partial epoch
-  save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml);
+  rs.eval_top1_ema = rs.eval_top5_ema = rs.eval_loss_ema = -1;
+  save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
+                  ema_module(s));
   spdlog::warn("interrupted at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
                epoch + 1, p.step, s.paths.recovery.string(), s.paths.recovery.string());
   s.result.interrupted = true;
@@ -380,24 +407,48 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
 
 // ---- evaluation, summary, checkpoints -----------------------------------------------------------
 
-// Evaluates the model, writes its summary.csv row and logs the epoch. A non-finite evaluation stops
-// the run (after its row is written) and saves nothing.
-EvalResult evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p) {
-  EvalResult ev = evaluate(*s.model, *s.val_loader, s.device, epoch);
-  s.dp->reduce_evaluation(ev);  // data parallel: each rank evaluated its shard
+// An epoch's evaluation: the model's and, in a run with a model EMA, the EMA's.
+struct Evaluation {
+  EvalResult model;
+  std::optional<EvalResult> ema;
+  // The score that picks the best checkpoint: the EMA's top-1 when the run keeps one (timm's
+  // train.py replaces the model's metrics by the EMA's), else the model's.
+  double rank_top1() const { return ema ? ema->top1 : model.top1; }
+  bool finite() const { return model.finite() && (!ema || ema->finite()); }
+};
+
+Evaluation evaluate_models(Session& s, int64_t epoch) {
+  Evaluation ev;
+  ev.model = evaluate(*s.model, *s.val_loader, s.device, epoch);
+  s.dp->reduce_evaluation(ev.model);  // data parallel: each rank evaluated its shard
+  if (s.ema) {
+    ev.ema = evaluate(s.ema->module(), *s.val_loader, s.device, epoch);
+    s.dp->reduce_evaluation(*ev.ema);
+  }
+  return ev;
+}
+
+// The epoch's summary.csv row (rank 0 writes the file) and its log lines.
+void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
   const double peak_mib = static_cast<double>(memory::stats(s.device).total_peak) / (1 << 20);
-  const SummaryRow row{epoch + 1,
-                       p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1)),
-                       ev.loss,
-                       ev.top1,
-                       ev.top5,
-                       s.opt->param_groups()[0].lr,
-                       p.train_secs > 0 ? static_cast<double>(p.images_timed) / p.train_secs : 0.0,
-                       peak_mib};
+  SummaryRow row{epoch + 1,
+                 p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1)),
+                 ev.model.loss,
+                 ev.model.top1,
+                 ev.model.top5,
+                 s.opt->param_groups()[0].lr,
+                 p.train_secs > 0 ? static_cast<double>(p.images_timed) / p.train_secs : 0.0,
+                 peak_mib};
+  if (ev.ema) {
+    row.has_ema = true;
+    row.eval_loss_ema = ev.ema->loss;
+    row.eval_top1_ema = ev.ema->top1;
+    row.eval_top5_ema = ev.ema->top5;
+  }
   s.summary.lines.push_back(format_summary_row(row));
-  s.summary.eval_top1[epoch + 1] = ev.finite() ? ev.top1 : NAN;
+  s.summary.eval_top1[epoch + 1] = ev.finite() ? ev.rank_top1() : NAN;
   if (dist::is_main())
-    io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines));
+    io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, row.has_ema));
   // Share of the epoch's step time spent blocked on the loader: above a few % the loader is the
   // step.
   const double data_wait = p.train_secs > 0 ? std::min(1.0, p.data_wait_secs / p.train_secs) : 0.0;
@@ -405,15 +456,29 @@ EvalResult evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p) {
       "epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} "
       "img/s, "
       "waited for data {:.1f}% of the time, peak {:.1f} MiB",
-      epoch + 1, s.cfg.epochs, row.train_loss, ev.loss, ev.top1, ev.top5, row.img_per_sec,
-      100 * data_wait, peak_mib);
-  s.result.last_top1 = ev.top1;
-  s.result.last_top5 = ev.top5;
-  HG_CHECK(ev.finite(), "epoch ", epoch + 1, ": the evaluation gave non-finite outputs for ",
-           ev.nonfinite, " of ", ev.images, " images (eval loss ", ev.loss,
-           "): the model has diverged (a lower lr or clip_grad may help); ",
-           "stopping; nothing of this epoch is saved (summary.csv records it); ",
-           s.good.describe());
+      epoch + 1, s.cfg.epochs, row.train_loss, ev.model.loss, ev.model.top1, ev.model.top5,
+      row.img_per_sec, 100 * data_wait, peak_mib);
+  if (ev.ema)
+    spdlog::info("epoch {}/{}: EMA eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%", epoch + 1,
+                 s.cfg.epochs, ev.ema->loss, ev.ema->top1, ev.ema->top5);
+}
+
+// Evaluates the model (and EMA), records the epoch, and stops the run after its row is written when
+// an evaluation was not finite (nothing of the epoch is saved then).
+Evaluation evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p) {
+  const Evaluation ev = evaluate_models(s, epoch);
+  record_epoch(s, epoch, p, ev);
+  s.result.last_top1 = ev.model.top1;
+  s.result.last_top5 = ev.model.top5;
+  if (ev.ema) s.result.last_top1_ema = ev.ema->top1;
+  for (const EvalResult* e : {&ev.model, ev.ema ? &*ev.ema : nullptr})
+    HG_CHECK(!e || e->finite(), "epoch ", epoch + 1, ": the evaluation ",
+             e == &ev.model ? "" : "of the EMA ", "gave non-finite outputs for ", e->nonfinite,
+             " of ", e->images, " images (eval loss ", e->loss,
+             "): the model has diverged (a lower lr or clip_grad may help); stopping; nothing of "
+             "this epoch is "
+             "saved (summary.csv records it); ",
+             s.good.describe());
   return ev;
 }
 
@@ -437,21 +502,26 @@ void rotate_history(Session& s, int64_t epoch) {
 
 // The end of a finished, finitely evaluated epoch: last.safetensors, model_best when it is the
 // best so far, the history, and no stale recovery checkpoint.
-void save_epoch_checkpoints(Session& s, int64_t epoch, const EvalResult& ev) {
+void save_epoch_checkpoints(Session& s, int64_t epoch, const Evaluation& ev) {
   TrainState& st = s.st;
   st.epoch = epoch + 1;
   st.step_in_epoch = 0;
   st.epoch_loss_sum = 0;
   st.epoch_images = 0;
-  st.eval_top1 = ev.top1;
-  st.eval_top5 = ev.top5;
-  st.eval_loss = ev.loss;
-  const bool is_best = ev.top1 > st.best_top1;
+  st.eval_top1 = ev.model.top1;
+  st.eval_top5 = ev.model.top5;
+  st.eval_loss = ev.model.loss;
+  if (ev.ema) {
+    st.eval_top1_ema = ev.ema->top1;
+    st.eval_top5_ema = ev.ema->top5;
+    st.eval_loss_ema = ev.ema->loss;
+  }
+  const bool is_best = ev.rank_top1() > st.best_top1;
   if (is_best) {
-    st.best_top1 = ev.top1;
+    st.best_top1 = ev.rank_top1();
     st.best_epoch = epoch + 1;
   }
-  save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml);
+  save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
   s.good.resumable = s.paths.last.string();
   s.good.resumable_at = position(st.epoch, 0);
   // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it
@@ -479,18 +549,14 @@ TrainResult final_report(Session& s) {
   r.data_wait_fraction = secs > 0 ? std::min(1.0, s.total_data_wait / secs) : 0.0;
   r.peak_mib = static_cast<double>(memory::stats(s.device).total_peak) / (1 << 20);
   r.corrupt_skipped = s.ds.train->corrupt_skipped() + s.ds.val->corrupt_skipped();
+  const std::string speed = fmt::format(
+      "train {:.0f} img/s, data loading {:.0f} img/s, waited for data {:.1f}% of the time",
+      r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction);
   if (r.best_epoch >= 1)
-    spdlog::info(
-        "done: best top-1 {:.2f}% (epoch {}), train {:.0f} img/s, data loading {:.0f} img/s, "
-        "waited for data {:.1f}% of the time",
-        r.best_top1, r.best_epoch, r.train_img_per_sec, r.data_img_per_sec,
-        100 * r.data_wait_fraction);
+    spdlog::info("done: best {}top-1 {:.2f}% (epoch {}), {}", s.ema ? "EMA " : "", r.best_top1,
+                 r.best_epoch, speed);
   else
-    spdlog::info(
-        "done: no epoch finished yet, train {:.0f} img/s, data loading {:.0f} img/s, waited for "
-        "data "
-        "{:.1f}% of the time",
-        r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction);
+    spdlog::info("done: no epoch finished yet, {}", speed);
   spdlog::info("{}", memory::format_stats(s.device));
   if (r.corrupt_skipped > 0) spdlog::warn("{} corrupt images were skipped", r.corrupt_skipped);
   spdlog::info("run folder {}", s.paths.dir.string());
@@ -517,14 +583,11 @@ Device resolve_device(const std::string& device) {
 
 TrainResult train(Config cfg, const TrainOptions& opts) {
   validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
-  HG_CHECK(!cfg.model_ema, "model_ema: true (decay ", cfg.model_ema_decay, ", warmup ",
-           cfg.model_ema_warmup ? "on" : "off",
-           ") is not wired into `haargrad train` yet; set model_ema: false (or --model-ema false)");
   HG_CHECK(
       cfg.initial_checkpoint.empty(), "initial_checkpoint '", cfg.initial_checkpoint,
       "': fine-tuning from a checkpoint is not wired into `haargrad train` yet; use --resume to "
       "continue a run");
-  Session s{std::move(cfg), opts};
+  Session s(std::move(cfg), opts);
   open_run_folder(s);
   if (std::optional<TrainResult> done = already_finished(s)) return *done;
   open_data(s);
@@ -534,6 +597,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   restore_checkpoint(s);
   s.dp = std::make_unique<DataParallel>(s.cfg, *s.model, s.opt);  // mpirun -np N (no-op alone)
   s.st.world_size = dist::size();
+  create_ema(s);
 
   SigintGuard sigint;
   const int64_t stop = s.opts.stop_after_epoch;
@@ -544,7 +608,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
       save_recovery(s, epoch, p);
       break;
     }
-    const EvalResult ev = evaluate_epoch(s, epoch, p);
+    const Evaluation ev = evaluate_epoch(s, epoch, p);
     save_epoch_checkpoints(s, epoch, ev);
   }
   return final_report(s);

@@ -46,7 +46,7 @@ TEST(Recipe, ImageNetConfigsCarryTheWholeRecipe) {
     EXPECT_DOUBLE_EQ(c.mixup_switch_prob, 0.5);
     EXPECT_EQ(c.mixup_mode, "batch");
     EXPECT_EQ(c.train_interpolation, "bicubic");
-    EXPECT_FALSE(c.model_ema);  // the EMA is not wired into `train` yet: the trainer refuses it
+    EXPECT_TRUE(c.model_ema);
     EXPECT_DOUBLE_EQ(c.model_ema_decay, 0.9999);
     EXPECT_DOUBLE_EQ(c.crop_pct, 0.875);
     EXPECT_EQ(c.img_size, 224);
