@@ -31,6 +31,8 @@
 #include "train/console.h"
 #include "train/data_parallel.h"
 #include "train/evaluate.h"
+#include "train/finetune.h"
+#include "train/layer_decay.h"
 #include "train/model_ema.h"
 #include "train/optimizer.h"
 #include "train/resume_settings.h"
@@ -130,6 +132,7 @@ struct Session {
   std::unique_ptr<RunSchedule> sched;
   std::unique_ptr<DataParallel> dp;
   std::unique_ptr<ModelEma> ema;  // model_ema: on
+  double lr = 0;  // the schedule's lr now: the head's (layer_decay scales the layers below it)
   TrainState st;
   SummaryLines summary;
   GoodCheckpoints good;
@@ -250,6 +253,20 @@ void reconcile_resumed_settings(Session& s) {
 // ---- model, optimizer, schedule, restore
 // ----------------------------------------------------------
 
+// The parameter groups: timm's weight-decay split, by layer too with layer_decay.
+std::vector<ParamGroup> parameter_groups(const Config& cfg, const ConvNeXt& model) {
+  std::vector<ParamRef> params;
+  for (const ParamRef& p : model.named_tensors())
+    if (p.trainable) params.push_back(p);
+  if (!cfg.layer_decay) return param_groups_weight_decay(params, cfg.lr, cfg.weight_decay);
+  const std::vector<int64_t> depths(model.config.depths.begin(), model.config.depths.end());
+  spdlog::info("layer_decay {}: {} layers, lr scale {:.3g} (stem) to 1 (head)", *cfg.layer_decay,
+               convnext_num_layers(depths),
+               std::pow(*cfg.layer_decay, static_cast<double>(convnext_num_layers(depths) - 1)));
+  return param_groups_layer_decay(params, depths, cfg.lr, cfg.weight_decay, *cfg.layer_decay);
+}
+
+// The model (with the initial_checkpoint's weights when fine-tuning), optimizer and schedule.
 void build_model(Session& s) {
   const Config& cfg = s.cfg;
   const ModelConfig mcfg = model_config_from(cfg);
@@ -259,10 +276,12 @@ void build_model(Session& s) {
   // bf16: mixed precision (f32 master weights and optimizer state, bf16 activations; no loss
   // scaling is needed: bf16 has f32's exponent range, so gradients do not underflow as in fp16)
   model.compute_dtype = cfg.precision == "bf16" ? DType::bf16 : DType::f32;
-  std::vector<ParamRef> params;
-  for (const ParamRef& p : model.named_tensors())
-    if (p.trainable) params.push_back(p);
-  auto groups = param_groups_weight_decay(params, cfg.lr, cfg.weight_decay);
+  if (!cfg.initial_checkpoint.empty() && s.resumed)  // timm: the resumed weights win
+    spdlog::info("initial_checkpoint {} is not loaded: a resume continues from {}",
+                 cfg.initial_checkpoint, s.resume_path);
+  else if (!cfg.initial_checkpoint.empty())
+    load_initial_checkpoint(cfg.initial_checkpoint, model);
+  auto groups = parameter_groups(cfg, model);
   if (cfg.opt == "adamw")
     s.opt = std::make_unique<AdamW>(groups);
   else
@@ -313,6 +332,11 @@ const ConvNeXt* ema_module(const Session& s) { return s.ema ? &s.ema->module() :
 
 // ---- one epoch of training ----------------------------------------------------------------------
 
+void set_lr(Session& s, double lr) {
+  s.lr = lr;
+  s.opt->set_lr(lr);  // times each group's lr_scale
+}
+
 // One micro-batch: forward, loss, backward (gradients averaged over the ranks on an update's last
 // micro-step), and the optimizer update when one is due.
 void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& p) {
@@ -336,7 +360,7 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
   p.images += bs;
   p.images_timed += bs;
   if (p.step % s.accum == 0 || p.step == s.steps_per_epoch) {
-    s.opt->set_lr(s.sched->lr(epoch, p.step - 1, s.st.updates));
+    set_lr(s, s.sched->lr(epoch, p.step - 1, s.st.updates));
     s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
     s.opt->zero_grad();
     ++s.st.updates;
@@ -346,7 +370,7 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
 
 // The progress bar on a terminal, else a log line every log_interval steps.
 void report_progress(Session& s, int64_t epoch, const EpochProgress& p, double secs) {
-  const double lr_now = s.opt->param_groups()[0].lr;
+  const double lr_now = s.lr;
   const double ips = secs > 0 ? static_cast<double>(p.images_timed) / secs : 0.0;
   const double loss = p.loss_sum / static_cast<double>(p.images);
   if (s.console->is_terminal()) {
@@ -370,7 +394,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     p.images = s.st.epoch_images;
   }
   s.train_loader->start_epoch(epoch, p.step);
-  s.opt->set_lr(s.sched->lr(epoch, p.step, s.st.updates));
+  set_lr(s, s.sched->lr(epoch, p.step, s.st.updates));
   s.console->start_bar(str("epoch ", epoch + 1, "/", s.cfg.epochs), s.steps_per_epoch);
   const auto t0 = std::chrono::steady_clock::now();
   data::Batch b;
@@ -436,7 +460,7 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
                  ev.model.loss,
                  ev.model.top1,
                  ev.model.top5,
-                 s.opt->param_groups()[0].lr,
+                 s.lr,
                  p.train_secs > 0 ? static_cast<double>(p.images_timed) / p.train_secs : 0.0,
                  peak_mib};
   if (ev.ema) {
@@ -583,10 +607,6 @@ Device resolve_device(const std::string& device) {
 
 TrainResult train(Config cfg, const TrainOptions& opts) {
   validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
-  HG_CHECK(
-      cfg.initial_checkpoint.empty(), "initial_checkpoint '", cfg.initial_checkpoint,
-      "': fine-tuning from a checkpoint is not wired into `haargrad train` yet; use --resume to "
-      "continue a run");
   Session s(std::move(cfg), opts);
   open_run_folder(s);
   if (std::optional<TrainResult> done = already_finished(s)) return *done;
