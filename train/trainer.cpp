@@ -35,6 +35,7 @@
 #include "train/layer_decay.h"
 #include "train/model_ema.h"
 #include "train/optimizer.h"
+#include "train/plot.h"
 #include "train/resume_settings.h"
 #include "train/run_folder.h"
 #include "train/schedule.h"
@@ -140,6 +141,7 @@ struct Session {
   double total_train_seconds = 0, total_data_wait = 0;
   int64_t total_train_images = 0;
   std::set<std::string> history_notes_said;
+  bool plot = false;  // gnuplot is there: curves.png is redrawn after every epoch (rank 0)
 };
 
 // Where one epoch stands: the micro-batches done, their loss and images, the time spent.
@@ -186,6 +188,9 @@ void open_run_folder(Session& s) {
   if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
   spdlog::info("run folder {}", run_dir.string());
   if (!s.resume_reason.empty()) spdlog::info("{}", s.resume_reason);
+  s.plot = dist::is_main() && gnuplot_available();
+  if (dist::is_main() && !s.plot)
+    spdlog::info("gnuplot is not on PATH: no curves.png (Debian package gnuplot-nox)");
 }
 
 // A resumed run whose epochs are all done: its result, trained no further.
@@ -452,6 +457,17 @@ Evaluation evaluate_models(Session& s, int64_t epoch) {
   return ev;
 }
 
+// The run's curves (train/plot.h) into RUN/curves.png, the file `haargrad plot RUN` writes. A
+// plot is a convenience: its failure is a warning, never a failed run.
+void plot_curves(const Session& s) {
+  if (!s.plot || !dist::is_main()) return;
+  try {
+    plot_runs({s.paths.dir.string()}, (s.paths.dir / "curves.png").string());
+  } catch (const std::exception& e) {
+    spdlog::warn("plot: no curves.png this epoch: {}", e.what());
+  }
+}
+
 // The epoch's summary.csv row (rank 0 writes the file) and its log lines.
 void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
   const double peak_mib = static_cast<double>(memory::stats(s.device).total_peak) / (1 << 20);
@@ -473,6 +489,7 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
   s.summary.eval_top1[epoch + 1] = ev.finite() ? ev.rank_top1() : NAN;
   if (dist::is_main())
     io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, row.has_ema));
+  plot_curves(s);
   // Share of the epoch's step time spent blocked on the loader: above a few % the loader is the
   // step.
   const double data_wait = p.train_secs > 0 ? std::min(1.0, p.data_wait_secs / p.train_secs) : 0.0;
