@@ -39,8 +39,8 @@ void run_export(const ExportArgs& a) {
   if (!a.ema)
     train::load_checkpoint(a.checkpoint, model, nullptr);
   else
-    HG_CHECK(train::load_ema_weights(a.checkpoint, model), "export --ema: checkpoint ", a.checkpoint,
-             " holds no model EMA weights (", train::kEmaPrefix,
+    HG_CHECK(train::load_ema_weights(a.checkpoint, model), "export --ema: checkpoint ",
+             a.checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run was trained without model_ema; export without --ema");
   const auto tensors = state_dict(model);
   const safetensors::File in = safetensors::load(a.checkpoint);
@@ -48,25 +48,30 @@ void run_export(const ExportArgs& a) {
                     {{"format", "pt"}, {"model", rc.config.model}, {"model_config", model.config.to_json()}});
   int64_t elements = 0;
   for (const auto& [name, t] : tensors) elements += t.numel();
-  spdlog::info("export: wrote {} tensors ({} values) of {}{} to {} (left out {} other tensors of {}: {})",
-               tensors.size(), elements, rc.config.model, a.ema ? "'s model EMA" : "", a.out,
-               in.tensors.size() - tensors.size(), a.checkpoint,
-               a.ema ? "the model and optimizer state" : "optimizer state, model EMA");
+  spdlog::info(
+      "export: wrote {} tensors ({} values) of {}{} to {} (left out {} other tensors of {}: {})",
+      tensors.size(), elements, rc.config.model, a.ema ? "'s model EMA" : "", a.out,
+      in.tensors.size() - tensors.size(), a.checkpoint,
+      a.ema ? "the model and optimizer state" : "optimizer state, model EMA");
 }
 
 }  // namespace
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<ExportArgs>();
-  CLI::App* cmd = root.add_subcommand(
-      "export", "haargrad export CHECKPOINT --out weights.safetensors [--ema] [--config CONFIG.yaml] [--key value ...]\n"
-                "Write a checkpoint's model weights alone (timm names and shapes, float32; no optimizer state),\n"
-                "loadable by timm's load_state_dict(strict=True). The model comes from the config stored in the\n"
-                "checkpoint, or --config, with any --key value overrides.");
+  CLI::App* cmd = root.add_subcommand("export",
+                                      "haargrad export CHECKPOINT --out weights.safetensors "
+                                      "[--ema] [--config CONFIG.yaml] [--key value ...]\n"
+                                      "Write a checkpoint's model weights alone (timm names and "
+                                      "shapes, float32; no optimizer state),\n"
+                                      "loadable by timm's load_state_dict(strict=True). The model "
+                                      "comes from the config stored in the\n"
+                                      "checkpoint, or --config, with any --key value overrides.");
   cmd->add_option("checkpoint", a->checkpoint, "checkpoint written by haargrad train (last, model_best, ...)")
       ->required();
   cmd->add_option("--out", a->out, "the weights file to write (.safetensors)")->required();
-  cmd->add_flag("--ema", a->ema, "write the model EMA's weights (state_dict_ema.*) instead of the model's");
+  cmd->add_flag("--ema", a->ema,
+                "write the model EMA's weights (state_dict_ema.*) instead of the model's");
   cmd->add_option("--config", a->config, "YAML config of the model (default: the one stored in the checkpoint)");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());

@@ -35,10 +35,11 @@ std::optional<double> read_cell(const std::string& text) {
 
 std::string format_summary_row(const SummaryRow& r) {
   return str(r.epoch, ",", number(r.train_loss, "%.8g"), ",", number(r.eval_loss, "%.8g"), ",",
-             number(r.eval_top1, "%.6g"), ",", number(r.eval_top5, "%.6g"), ",", number(r.lr, "%.8g"), ",",
-             number(r.img_per_sec, "%.1f"), ",", number(r.peak_mib, "%.1f"),
-             r.has_ema ? str(",", number(r.eval_loss_ema, "%.8g"), ",", number(r.eval_top1_ema, "%.6g"), ",",
-                             number(r.eval_top5_ema, "%.6g"))
+             number(r.eval_top1, "%.6g"), ",", number(r.eval_top5, "%.6g"), ",",
+             number(r.lr, "%.8g"), ",", number(r.img_per_sec, "%.1f"), ",",
+             number(r.peak_mib, "%.1f"),
+             r.has_ema ? str(",", number(r.eval_loss_ema, "%.8g"), ",",
+                             number(r.eval_top1_ema, "%.6g"), ",", number(r.eval_top5_ema, "%.6g"))
                        : std::string());
 }
 

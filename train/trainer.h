@@ -31,7 +31,7 @@ struct TrainOptions {
 
 struct TrainResult {
   std::string run_dir;
-  double best_top1 = -1;       ///< % (the EMA's top-1 in a run with a model EMA, as timm)
+  double best_top1 = -1;  ///< % (the EMA's top-1 in a run with a model EMA, as timm)
   int64_t best_epoch = -1;
   double last_top1 = -1, last_top5 = -1;  ///< % (the model's)
   double last_top1_ema = -1;              ///< % (the model EMA's; -1 = none)

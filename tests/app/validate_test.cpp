@@ -115,8 +115,9 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
 // plain call still evaluates the model. `export --ema` writes the EMA under the plain names. A
 // checkpoint without an EMA is refused by both, clearly.
 TEST_F(ValidateCommand, UseEmaEvaluatesTheEmaAndExportEmaWritesIt) {
-  const ProgramRun t = run_program("train " + kSmoke + " --device cpu --output " + file("out") +
-                                   " --experiment ema --plain --epochs 1 --model_ema --model_ema_decay 0.5");
+  const ProgramRun t =
+      run_program("train " + kSmoke + " --device cpu --output " + file("out") +
+                  " --experiment ema --plain --epochs 1 --model_ema --model_ema_decay 0.5");
   ASSERT_EQ(t.exit_code, 0) << t.output;
   const std::string ck = file("out/ema") + "/last.safetensors";
   const std::vector<std::string> summary = split(read(file("out/ema") + "/summary.csv"), '\n');
@@ -128,7 +129,8 @@ TEST_F(ValidateCommand, UseEmaEvaluatesTheEmaAndExportEmaWritesIt) {
     return -1.0;
   };
   auto row_of = [&](const std::string& args) {
-    const ProgramRun r = run_program("validate --checkpoint " + ck + args + " --results-file " + file("r.csv"));
+    const ProgramRun r =
+        run_program("validate --checkpoint " + ck + args + " --results-file " + file("r.csv"));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return split(split(read(file("r.csv")), '\n').at(1), ',');
   };
@@ -140,13 +142,15 @@ TEST_F(ValidateCommand, UseEmaEvaluatesTheEmaAndExportEmaWritesIt) {
 
   const ProgramRun e = run_program("export " + ck + " --ema --out " + file("ema.safetensors"));
   ASSERT_EQ(e.exit_code, 0) << e.output;
-  const safetensors::File exported = safetensors::load(file("ema.safetensors")), in = safetensors::load(ck);
+  const safetensors::File exported = safetensors::load(file("ema.safetensors")),
+                          in = safetensors::load(ck);
   size_t ema_tensors = 0;
   for (const auto& [name, t] : in.tensors) ema_tensors += name.rfind(train::kEmaPrefix, 0) == 0;
   ASSERT_GT(ema_tensors, 0u);
   EXPECT_EQ(exported.tensors.size(), ema_tensors);
   for (const auto& [name, t] : exported.tensors)
-    EXPECT_EQ(t.to_vector<float>(), in.tensors.at(train::kEmaPrefix + name).to_vector<float>()) << name;
+    EXPECT_EQ(t.to_vector<float>(), in.tensors.at(train::kEmaPrefix + name).to_vector<float>())
+        << name;
 
   const std::string plain = train_once() + "/last.safetensors";  // a run without an EMA
   const ProgramRun v = run_program("validate --checkpoint " + plain + " --use-ema");

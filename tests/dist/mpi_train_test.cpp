@@ -136,11 +136,14 @@ TEST_F(MpiTrain, EmaWithZeroOneMatchesOneRank) {
     }
     return v;
   };
-  const auto a = cols(root_ / "ema_one" / "summary.csv"), b = cols(root_ / "ema_zero1" / "summary.csv");
+  const auto a = cols(root_ / "ema_one" / "summary.csv"),
+             b = cols(root_ / "ema_zero1" / "summary.csv");
   ASSERT_EQ(a.size(), 6u);
   ASSERT_EQ(b.size(), 6u);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * std::max(1.0, std::abs(a[i]))) << i;
-  test::expect_summaries_match(root_ / "ema_one" / "summary.csv", root_ / "ema_zero1" / "summary.csv", 1e-5,
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5 * std::max(1.0, std::abs(a[i]))) << i;
+  test::expect_summaries_match(root_ / "ema_one" / "summary.csv",
+                               root_ / "ema_zero1" / "summary.csv", 1e-5,
                                "model EMA: 2 ranks ZeRO-1 vs 1 rank");
 }
 

@@ -3,10 +3,10 @@
 // weight decay split inside each layer, and the optimizer applying the scales on set_lr.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <unistd.h>
 
 #include "models/convnext.h"
 #include "train/config.h"
@@ -80,9 +80,9 @@ TEST(LayerDecay, GroupsCarryTimmScalesAndTheWeightDecaySplit) {
 // moves over an epoch while the head learns at the full rate.
 TEST(LayerDecay, TheTrainerScalesTheLearningRatesByLayer) {
   train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
-  c.output = (std::filesystem::temp_directory_path() /
-              ("hg_layer_decay_" + std::to_string(::getpid())))
-                 .string();
+  c.output =
+      (std::filesystem::temp_directory_path() / ("hg_layer_decay_" + std::to_string(::getpid())))
+          .string();
   c.device = "cpu";
   c.epochs = 1;
   c.warmup_epochs = 0;
@@ -103,6 +103,6 @@ TEST(LayerDecay, TheTrainerScalesTheLearningRatesByLayer) {
       m = std::max(m, double(std::abs(after[3][name][i] - after[1][name][i])));
     return m;
   };
-  EXPECT_LT(max_change("stem.0.weight"), 1e-9);  // lr 1e-3 x 1e-9 per step
+  EXPECT_LT(max_change("stem.0.weight"), 1e-9);   // lr 1e-3 x 1e-9 per step
   EXPECT_GT(max_change("head.fc.weight"), 1e-5);  // lr 1e-3 per step
 }

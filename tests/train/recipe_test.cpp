@@ -121,43 +121,81 @@ TEST(Recipe, EveryConfigKeyIsReadSomewhere) {
 // model through model_config_from in train/config.cpp.)
 TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
   const std::map<std::string, std::string> consumer = {
-      {"model", "train/config.cpp"}, {"num_classes", "data/from_config.cpp"},
-      {"img_size", "data/from_config.cpp"}, {"in_chans", "data/from_config.cpp"},
-      {"depths", "train/config.cpp"}, {"dims", "train/config.cpp"},
-      {"patch_size", "train/config.cpp"}, {"kernel_size", "train/config.cpp"},
-      {"wt_levels", "train/config.cpp"}, {"ls_init_value", "train/config.cpp"},
-      {"wtconv_mode", "train/trainer.cpp"}, {"drop_path", "train/config.cpp"},
-      {"data_dir", "data/from_config.cpp"}, {"dataset", "data/from_config.cpp"},
-      {"train_split", "data/from_config.cpp"}, {"val_split", "data/from_config.cpp"},
-      {"synthetic_size", "data/from_config.cpp"}, {"workers", "data/from_config.cpp"},
-      {"pin_mem", "data/from_config.cpp"}, {"corrupt_images", "data/from_config.cpp"},
-      {"jpeg_decoder", "data/from_config.cpp"}, {"crop_pct", "data/from_config.cpp"},
-      {"mean", "data/from_config.cpp"}, {"std", "data/from_config.cpp"},
-      {"hflip", "data/from_config.cpp"}, {"scale", "data/from_config.cpp"},
-      {"ratio", "data/from_config.cpp"}, {"train_interpolation", "data/from_config.cpp"},
-      {"color_jitter", "data/from_config.cpp"}, {"aa", "data/from_config.cpp"},
-      {"reprob", "data/from_config.cpp"}, {"remode", "data/from_config.cpp"},
-      {"recount", "data/from_config.cpp"}, {"mixup", "data/from_config.cpp"},
-      {"cutmix", "data/from_config.cpp"}, {"cutmix_minmax", "data/from_config.cpp"},
-      {"mixup_prob", "data/from_config.cpp"}, {"mixup_switch_prob", "data/from_config.cpp"},
-      {"mixup_mode", "data/from_config.cpp"}, {"mixup_off_epoch", "data/from_config.cpp"},
-      {"batch_size", "data/from_config.cpp"}, {"validation_batch_size", "data/from_config.cpp"},
-      {"epochs", "train/trainer.cpp"}, {"opt", "train/trainer.cpp"}, {"lr", "train/trainer.cpp"},
-      {"weight_decay", "train/trainer.cpp"}, {"layer_decay", "train/trainer.cpp"},
-      {"momentum", "train/trainer.cpp"}, {"clip_grad", "train/trainer.cpp"},
-      {"sched", "train/schedule.cpp"}, {"warmup_epochs", "train/schedule.cpp"},
-      {"warmup_lr", "train/schedule.cpp"}, {"min_lr", "train/schedule.cpp"},
-      {"sched_on_updates", "train/schedule.cpp"}, {"schedule_history", "train/schedule.cpp"},
-      {"grad_accum_steps", "train/trainer.cpp"}, {"smoothing", "train/trainer.cpp"},
-      {"model_ema", "train/trainer.cpp"}, {"model_ema_decay", "train/trainer.cpp"},
-      {"model_ema_warmup", "train/trainer.cpp"}, {"initial_checkpoint", "train/trainer.cpp"},
-      {"seed", "train/trainer.cpp"}, {"precision", "train/trainer.cpp"},
-      {"device", "train/trainer.cpp"}, {"threads", "app/train.cpp"},
-      {"log_interval", "train/trainer.cpp"}, {"checkpoint_hist", "train/trainer.cpp"},
-      {"resume", "train/trainer.cpp"}, {"output", "train/trainer.cpp"},
-      {"experiment", "train/trainer.cpp"}, {"max_steps_per_epoch", "data/from_config.cpp"},
-      {"dist_bucket_mb", "train/data_parallel.cpp"}, {"zero_stage", "train/data_parallel.cpp"},
-      {"dist_check_every", "train/data_parallel.cpp"}, {"dist_timeout", "train/data_parallel.cpp"},
+      {"model", "train/config.cpp"},
+      {"num_classes", "data/from_config.cpp"},
+      {"img_size", "data/from_config.cpp"},
+      {"in_chans", "data/from_config.cpp"},
+      {"depths", "train/config.cpp"},
+      {"dims", "train/config.cpp"},
+      {"patch_size", "train/config.cpp"},
+      {"kernel_size", "train/config.cpp"},
+      {"wt_levels", "train/config.cpp"},
+      {"ls_init_value", "train/config.cpp"},
+      {"wtconv_mode", "train/trainer.cpp"},
+      {"drop_path", "train/config.cpp"},
+      {"data_dir", "data/from_config.cpp"},
+      {"dataset", "data/from_config.cpp"},
+      {"train_split", "data/from_config.cpp"},
+      {"val_split", "data/from_config.cpp"},
+      {"synthetic_size", "data/from_config.cpp"},
+      {"workers", "data/from_config.cpp"},
+      {"pin_mem", "data/from_config.cpp"},
+      {"corrupt_images", "data/from_config.cpp"},
+      {"jpeg_decoder", "data/from_config.cpp"},
+      {"crop_pct", "data/from_config.cpp"},
+      {"mean", "data/from_config.cpp"},
+      {"std", "data/from_config.cpp"},
+      {"hflip", "data/from_config.cpp"},
+      {"scale", "data/from_config.cpp"},
+      {"ratio", "data/from_config.cpp"},
+      {"train_interpolation", "data/from_config.cpp"},
+      {"color_jitter", "data/from_config.cpp"},
+      {"aa", "data/from_config.cpp"},
+      {"reprob", "data/from_config.cpp"},
+      {"remode", "data/from_config.cpp"},
+      {"recount", "data/from_config.cpp"},
+      {"mixup", "data/from_config.cpp"},
+      {"cutmix", "data/from_config.cpp"},
+      {"cutmix_minmax", "data/from_config.cpp"},
+      {"mixup_prob", "data/from_config.cpp"},
+      {"mixup_switch_prob", "data/from_config.cpp"},
+      {"mixup_mode", "data/from_config.cpp"},
+      {"mixup_off_epoch", "data/from_config.cpp"},
+      {"batch_size", "data/from_config.cpp"},
+      {"validation_batch_size", "data/from_config.cpp"},
+      {"epochs", "train/trainer.cpp"},
+      {"opt", "train/trainer.cpp"},
+      {"lr", "train/trainer.cpp"},
+      {"weight_decay", "train/trainer.cpp"},
+      {"layer_decay", "train/trainer.cpp"},
+      {"momentum", "train/trainer.cpp"},
+      {"clip_grad", "train/trainer.cpp"},
+      {"sched", "train/schedule.cpp"},
+      {"warmup_epochs", "train/schedule.cpp"},
+      {"warmup_lr", "train/schedule.cpp"},
+      {"min_lr", "train/schedule.cpp"},
+      {"sched_on_updates", "train/schedule.cpp"},
+      {"schedule_history", "train/schedule.cpp"},
+      {"grad_accum_steps", "train/trainer.cpp"},
+      {"smoothing", "train/trainer.cpp"},
+      {"model_ema", "train/trainer.cpp"},
+      {"model_ema_decay", "train/trainer.cpp"},
+      {"model_ema_warmup", "train/trainer.cpp"},
+      {"initial_checkpoint", "train/trainer.cpp"},
+      {"seed", "train/trainer.cpp"},
+      {"precision", "train/trainer.cpp"},
+      {"device", "train/trainer.cpp"},
+      {"threads", "app/train.cpp"},
+      {"log_interval", "train/trainer.cpp"},
+      {"checkpoint_hist", "train/trainer.cpp"},
+      {"resume", "train/trainer.cpp"},
+      {"output", "train/trainer.cpp"},
+      {"experiment", "train/trainer.cpp"},
+      {"max_steps_per_epoch", "data/from_config.cpp"},
+      {"dist_bucket_mb", "train/data_parallel.cpp"},
+      {"zero_stage", "train/data_parallel.cpp"},
+      {"dist_check_every", "train/data_parallel.cpp"},
+      {"dist_timeout", "train/data_parallel.cpp"},
       {"dist_force", "train/data_parallel.cpp"},
   };
   const std::vector<std::string> all = hg::train::config_keys();
@@ -185,12 +223,16 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
 // The HAARGRAD_* kernel switches select another GPU kernel for comparisons (same results, in
 // kernels/cuda/, the kernel work's files); they change no result on the CPU.
 TEST(Recipe, EnvironmentVariablesReadAreKnown) {
-  const std::set<std::string> known = {
-      "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS",  // OpenMP's own (core/threads.h)
-      "COLUMNS", "PATH",                                       // console width, finding gnuplot
-      "HAARGRAD_DIST_TEST_STALL_RANK",                         // a test hook (tests/dist)
-      "HAARGRAD_DWCONV", "HAARGRAD_WTCONV_LEVELS", "HAARGRAD_PATCHIFY",
-      "HAARGRAD_WTCONV_BF16_V4"};  // GPU kernel comparisons
+  const std::set<std::string> known = {"OMP_WAIT_POLICY",
+                                       "GOMP_SPINCOUNT",
+                                       "OMP_NUM_THREADS",  // OpenMP's own (core/threads.h)
+                                       "COLUMNS",
+                                       "PATH",  // console width, finding gnuplot
+                                       "HAARGRAD_DIST_TEST_STALL_RANK",  // a test hook (tests/dist)
+                                       "HAARGRAD_DWCONV",
+                                       "HAARGRAD_WTCONV_LEVELS",
+                                       "HAARGRAD_PATCHIFY",
+                                       "HAARGRAD_WTCONV_BF16_V4"};  // GPU kernel comparisons
   std::set<std::string> found;
   for (const char* dir : {"app", "core", "data", "dist", "kernels", "layers", "models", "train"})
     for (const auto& e : fs::recursive_directory_iterator(fs::path(HAARGRAD_SOURCE_DIR) / dir)) {
@@ -206,5 +248,6 @@ TEST(Recipe, EnvironmentVariablesReadAreKnown) {
         found.insert(text.substr(b, end - b));
       }
     }
-  for (const std::string& v : found) EXPECT_TRUE(known.count(v)) << "unlisted environment switch " << v;
+  for (const std::string& v : found)
+    EXPECT_TRUE(known.count(v)) << "unlisted environment switch " << v;
 }

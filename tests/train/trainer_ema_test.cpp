@@ -105,7 +105,8 @@ TEST_F(TrainerEma, UpdatedAfterEveryOptimizerUpdateAsTimm) {
     ASSERT_EQ(w, after.back().at(name)) << name;  // the saved model is the one after update 3
     std::vector<double> expect(after[0].at(name).begin(), after[0].at(name).end());
     for (size_t u = 1; u < after.size(); ++u)
-      for (size_t i = 0; i < expect.size(); ++i) expect[i] += 0.5 * (after[u].at(name)[i] - expect[i]);
+      for (size_t i = 0; i < expect.size(); ++i)
+        expect[i] += 0.5 * (after[u].at(name)[i] - expect[i]);
     const std::vector<float>& got = ema.at(name);
     ASSERT_EQ(got.size(), expect.size()) << name;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -149,7 +150,9 @@ TEST_F(TrainerEma, ResumeWithEmaAndMixupIsExact) {
   const train::TrainResult b1 = train::train(b, first);
   b.resume = (fs::path(b1.run_dir) / "last.safetensors").string();
   train::TrainOptions interrupt = quiet();
-  interrupt.after_step = [](int64_t epoch, int64_t step, ConvNeXt&) { return epoch == 1 && step == 2; };
+  interrupt.after_step = [](int64_t epoch, int64_t step, ConvNeXt&) {
+    return epoch == 1 && step == 2;
+  };
   const train::TrainResult b2 = train::train(b, interrupt);
   ASSERT_TRUE(b2.interrupted);
   b.resume = (fs::path(b1.run_dir) / "recovery.safetensors").string();
@@ -159,7 +162,8 @@ TEST_F(TrainerEma, ResumeWithEmaAndMixupIsExact) {
   const auto sb = lines(fs::path(b3.run_dir) / "summary.csv");
   ASSERT_EQ(sa.size(), 3u);
   EXPECT_EQ(deterministic_cells(sa), deterministic_cells(sb));
-  const fs::path la = fs::path(a.run_dir) / "last.safetensors", lb = fs::path(b3.run_dir) / "last.safetensors";
+  const fs::path la = fs::path(a.run_dir) / "last.safetensors",
+                 lb = fs::path(b3.run_dir) / "last.safetensors";
   EXPECT_EQ(tensors(la, ""), tensors(lb, ""));
   EXPECT_EQ(tensors(la, train::kEmaPrefix), tensors(lb, train::kEmaPrefix));
   EXPECT_EQ(tensors(la, "optimizer."), tensors(lb, "optimizer."));
