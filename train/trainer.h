@@ -1,6 +1,7 @@
-// The training loop of `haargrad train`: config -> data, model, optimizer, schedule -> epochs of
-// train + eval, with a run folder (args.yaml, summary.csv, log, checkpoints), resume, Ctrl-C
-// recovery and a final report (accuracy, img/s, peak memory by category).
+// The training loop of `haargrad train`: config -> data, model (initial_checkpoint), optimizer
+// (layer_decay), schedule, model EMA (model_ema) -> epochs of train + eval (model and EMA), with a
+// run folder (args.yaml, summary.csv, curves.png, log, checkpoints), resume, Ctrl-C recovery and a
+// final report (accuracy, img/s, peak memory by category).
 #pragma once
 
 #include <functional>
