@@ -142,6 +142,8 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"pin_mem", "data/from_config.cpp"},
       {"corrupt_images", "data/from_config.cpp"},
       {"jpeg_decoder", "data/from_config.cpp"},
+      {"gpu_augment", "data/from_config.cpp"},
+      {"decode", "data/from_config.cpp"},
       {"crop_pct", "data/from_config.cpp"},
       {"mean", "data/from_config.cpp"},
       {"std", "data/from_config.cpp"},
