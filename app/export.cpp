@@ -1,7 +1,8 @@
 // `haargrad export CHECKPOINT --out weights.safetensors`: the model's weights alone (no optimizer
 // state, no run position), under timm's names and shapes, so that
 // `timm.create_model(name).load_state_dict(safetensors.torch.load_file(path), strict=True)` takes
-// them (WTConvNeXt: the reference implementation's names, Haar filter buffers included).
+// them (WTConvNeXt: the reference implementation's names, Haar filter buffers included). --ema
+// writes the model EMA's weights ("state_dict_ema.*" in the checkpoint) under the same plain names.
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -22,6 +23,7 @@ namespace {
 struct ExportArgs {
   std::string checkpoint, out, config;
   std::vector<std::string> overrides;
+  bool ema = false;
 };
 
 void run_export(const ExportArgs& a) {
@@ -34,29 +36,42 @@ void run_export(const ExportArgs& a) {
   // written; the file then holds exactly the model's state_dict.
   autograd::NoGradGuard no_grad;
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, Device::cpu);
-  train::load_checkpoint(a.checkpoint, model, nullptr);
+  if (!a.ema)
+    train::load_checkpoint(a.checkpoint, model, nullptr);
+  else
+    HG_CHECK(train::load_ema_weights(a.checkpoint, model), "export --ema: checkpoint ",
+             a.checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
+             "*): its run was trained without model_ema; export without --ema");
   const auto tensors = state_dict(model);
   const safetensors::File in = safetensors::load(a.checkpoint);
   safetensors::save(a.out, tensors,
                     {{"format", "pt"}, {"model", rc.config.model}, {"model_config", model.config.to_json()}});
   int64_t elements = 0;
   for (const auto& [name, t] : tensors) elements += t.numel();
-  spdlog::info("export: wrote {} tensors ({} values) of {} to {} (left out {} other tensors of {}: optimizer state)",
-               tensors.size(), elements, rc.config.model, a.out, in.tensors.size() - tensors.size(), a.checkpoint);
+  spdlog::info(
+      "export: wrote {} tensors ({} values) of {}{} to {} (left out {} other tensors of {}: {})",
+      tensors.size(), elements, rc.config.model, a.ema ? "'s model EMA" : "", a.out,
+      in.tensors.size() - tensors.size(), a.checkpoint,
+      a.ema ? "the model and optimizer state" : "optimizer state, model EMA");
 }
 
 }  // namespace
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<ExportArgs>();
-  CLI::App* cmd = root.add_subcommand(
-      "export", "haargrad export CHECKPOINT --out weights.safetensors [--config CONFIG.yaml] [--key value ...]\n"
-                "Write a checkpoint's model weights alone (timm names and shapes, float32; no optimizer state),\n"
-                "loadable by timm's load_state_dict(strict=True). The model comes from the config stored in the\n"
-                "checkpoint, or --config, with any --key value overrides.");
+  CLI::App* cmd = root.add_subcommand("export",
+                                      "haargrad export CHECKPOINT --out weights.safetensors "
+                                      "[--ema] [--config CONFIG.yaml] [--key value ...]\n"
+                                      "Write a checkpoint's model weights alone (timm names and "
+                                      "shapes, float32; no optimizer state),\n"
+                                      "loadable by timm's load_state_dict(strict=True). The model "
+                                      "comes from the config stored in the\n"
+                                      "checkpoint, or --config, with any --key value overrides.");
   cmd->add_option("checkpoint", a->checkpoint, "checkpoint written by haargrad train (last, model_best, ...)")
       ->required();
   cmd->add_option("--out", a->out, "the weights file to write (.safetensors)")->required();
+  cmd->add_flag("--ema", a->ema,
+                "write the model EMA's weights (state_dict_ema.*) instead of the model's");
   cmd->add_option("--config", a->config, "YAML config of the model (default: the one stored in the checkpoint)");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());

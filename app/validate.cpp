@@ -1,7 +1,9 @@
 // `haargrad validate [CONFIG] --checkpoint FILE [--results-file FILE.csv|.json]`: evaluates a
 // checkpoint on the whole validation split, like timm's validate.py: model, img_size, top1,
-// top1_err, top5, top5_err, loss (cross-entropy, no smoothing), img_per_sec, param_count (millions).
-// Without CONFIG the config stored in the checkpoint by `haargrad train` is used.
+// top1_err, top5, top5_err, loss (cross-entropy, no smoothing), img_per_sec, param_count
+// (millions). Without CONFIG the config stored in the checkpoint by `haargrad train` is used.
+// --use-ema evaluates the model EMA's weights of the checkpoint ("state_dict_ema.*"), as timm's
+// --use-ema.
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -29,6 +31,7 @@ namespace {
 struct ValidateArgs {
   std::string config, checkpoint, results_file;
   std::vector<std::string> overrides;
+  bool use_ema = false;
 };
 
 // One row, named as timm's validate.py names its results (plus loss and img_per_sec).
@@ -72,10 +75,15 @@ std::string json_text(const Row& r) {
   return j.dump(2) + "\n";
 }
 
-Row evaluate(const train::Config& cfg, const std::string& checkpoint) {
+Row evaluate(const train::Config& cfg, const std::string& checkpoint, bool use_ema) {
   const Device device = train::resolve_device(cfg.device);
   ConvNeXt model(train::model_config_from(cfg), 0, DType::f32, device);
-  train::load_checkpoint(checkpoint, model, nullptr);
+  if (!use_ema)
+    train::load_checkpoint(checkpoint, model, nullptr);
+  else
+    HG_CHECK(train::load_ema_weights(checkpoint, model), "validate --use-ema: checkpoint ",
+             checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
+             "*): its run was trained without model_ema; validate it without --use-ema");
   data::Datasets ds = data::make_datasets(cfg);
   auto loader = data::make_loader(cfg, false, ds.val);
 
@@ -128,7 +136,7 @@ void run_validate(const ValidateArgs& a) {
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
   set_cpu_threads(static_cast<int>(cfg.threads));
-  const Row r = evaluate(cfg, a.checkpoint);
+  const Row r = evaluate(cfg, a.checkpoint, a.use_ema);
   const std::string csv = csv_text(r);
   std::printf("%s", csv.c_str());
   if (!a.results_file.empty()) io::write_file_atomic(a.results_file, ext == "csv" ? csv : json_text(r));
@@ -138,15 +146,21 @@ void run_validate(const ValidateArgs& a) {
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<ValidateArgs>();
-  CLI::App* cmd = root.add_subcommand(
-      "validate",
-      "haargrad validate [CONFIG.yaml] --checkpoint FILE [--results-file FILE.csv|.json] [--key value ...]\n"
-      "Evaluate a checkpoint on the whole validation split: model, img_size, top1, top1_err, top5, top5_err, loss,\n"
-      "img_per_sec, param_count (timm validate.py's columns, plus loss and speed). CONFIG (the model and data)\n"
-      "defaults to the config that `haargrad train` stored in the checkpoint.");
+  CLI::App* cmd =
+      root.add_subcommand("validate",
+                          "haargrad validate [CONFIG.yaml] --checkpoint FILE [--use-ema] "
+                          "[--results-file FILE.csv|.json] [--key value ...]\n"
+                          "Evaluate a checkpoint on the whole validation split: model, img_size, "
+                          "top1, top1_err, top5, top5_err, loss,\n"
+                          "img_per_sec, param_count (timm validate.py's columns, plus loss and "
+                          "speed). CONFIG (the model and data)\n"
+                          "defaults to the config that `haargrad train` stored in the checkpoint.");
   cmd->add_option("--checkpoint", a->checkpoint, "safetensors checkpoint (haargrad's, exported, or a timm state_dict)")
       ->required();
   cmd->add_option("--results-file", a->results_file, "also write the row to FILE.csv or FILE.json");
+  cmd->add_flag(
+      "--use-ema", a->use_ema,
+      "evaluate the checkpoint's model EMA weights (state_dict_ema.*) instead of the model's");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());
   cmd->callback([a, cmd] {

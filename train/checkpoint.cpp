@@ -32,6 +32,9 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
     s.eval_top5 = j.value("eval_top5", -1.0);
     s.eval_loss = j.value("eval_loss", -1.0);
     s.world_size = j.value("world_size", int64_t{1});
+    s.eval_top1_ema = j.value("eval_top1_ema", -1.0);  // runs with a model EMA
+    s.eval_top5_ema = j.value("eval_top5_ema", -1.0);
+    s.eval_loss_ema = j.value("eval_loss_ema", -1.0);
   } catch (const nlohmann::json::exception& e) {
     throw Error(str("checkpoint ", path, ": malformed metadata 'state': ", e.what()));
   }
@@ -41,16 +44,23 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
 }  // namespace
 
 void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optimizer* opt,
-                     const TrainState& s, const std::string& config_yaml) {
+                     const TrainState& s, const std::string& config_yaml, const ConvNeXt* ema) {
   std::vector<std::pair<std::string, Tensor>> tensors = state_dict(model);
   if (opt)
     for (auto& [name, t] : opt->state_dict(kOptPrefix)) tensors.emplace_back(name, t);
+  if (ema)
+    for (auto& [name, t] : state_dict(*ema)) tensors.emplace_back(kEmaPrefix + name, t);
   nlohmann::json state = {{"epoch", s.epoch},           {"step_in_epoch", s.step_in_epoch},
                           {"updates", s.updates},       {"best_top1", s.best_top1},
                           {"best_epoch", s.best_epoch}, {"epoch_loss_sum", s.epoch_loss_sum},
                           {"epoch_images", s.epoch_images}, {"eval_top1", s.eval_top1},
                           {"eval_top5", s.eval_top5},   {"eval_loss", s.eval_loss},
                           {"world_size", s.world_size}};
+  if (s.eval_top1_ema >= 0 || s.eval_loss_ema >= 0) {
+    state["eval_top1_ema"] = s.eval_top1_ema;
+    state["eval_top5_ema"] = s.eval_top5_ema;
+    state["eval_loss_ema"] = s.eval_loss_ema;
+  }
   std::map<std::string, std::string> meta = {
       {"format", "haargrad-train-checkpoint-1"},
       {"state", state.dump()},
@@ -67,7 +77,7 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
   for (auto& [name, t] : f.tensors) {
     if (name.rfind(kOptPrefix, 0) == 0)
       opt_state.emplace(name, t);
-    else
+    else if (name.rfind(kEmaPrefix, 0) != 0)  // the EMA: load_ema_weights
       weights.emplace(name, t);
   }
   try {
@@ -92,6 +102,21 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
   if (auto r = f.metadata.find("rng.drop_path"); r != f.metadata.end()) model.drop_gen.set_state(r->second);
   if (opt && !opt_state.empty()) opt->load_state_dict(opt_state, kOptPrefix);
   return s;
+}
+
+bool load_ema_weights(const std::string& path, ConvNeXt& model) {
+  safetensors::File f = safetensors::load(path);
+  std::map<std::string, Tensor> ema;
+  for (auto& [name, t] : f.tensors)
+    if (name.rfind(kEmaPrefix, 0) == 0) ema.emplace(name, t);
+  if (ema.empty()) return false;
+  try {
+    load_state_dict(model, ema, /*strict=*/true, kEmaPrefix);
+  } catch (const Error& e) {
+    throw Error(str("checkpoint ", path, ": its EMA weights (", kEmaPrefix, "*) do not fit model ",
+                    model.config.model, ": ", e.what()));
+  }
+  return true;
 }
 
 std::string checkpoint_config_yaml(const std::string& path) {

@@ -1,5 +1,6 @@
 // Training checkpoints: one safetensors file holding the model weights (timm names, loadable by
-// PyTorch as a state_dict), the optimizer state (under "optimizer."), and in __metadata__ the
+// PyTorch as a state_dict), the optimizer state (under "optimizer."), the model EMA's weights when
+// the run keeps one (under "state_dict_ema.", timm's checkpoint key), and in __metadata__ the
 // position in the run (epoch, step, updates), the best metric, the RNG states and the config.
 // Written atomically (safetensors::save: temporary file + fsync + rename), so a run killed while
 // saving leaves the previous checkpoint intact and loadable.
@@ -26,19 +27,33 @@ struct TrainState {
   /// The evaluation of the epoch this checkpoint closes (always finite: the trainer never saves a
   /// state whose evaluation was not); -1 = none (recovery checkpoints, files from older versions).
   double eval_top1 = -1, eval_top5 = -1, eval_loss = -1;
+  /// The same for the model EMA; -1 = the run keeps none. With an EMA, best_top1 and the
+  /// checkpoint_hist ranking follow the EMA's top-1 (timm: the EMA's metrics replace the model's).
+  double eval_top1_ema = -1, eval_top5_ema = -1, eval_loss_ema = -1;
   /// Ranks of the run that wrote it (data parallel: batch_size is per rank); 1 in older files.
   int64_t world_size = 1;
 };
 
-/// Writes model + optimizer + state + config_yaml to `path` atomically. Data parallel: every rank
-/// calls it (a ZeRO-1 optimizer gathers its shards), rank 0 alone writes.
+/// The prefix of the model EMA's tensors in a checkpoint ("state_dict_ema.<timm name>").
+inline constexpr const char* kEmaPrefix = "state_dict_ema.";
+
+/// Writes model + optimizer + EMA (`ema` may be null: none) + state + config_yaml to `path`
+/// atomically. Data parallel: every rank calls it (a ZeRO-1 optimizer gathers its shards), rank 0
+/// alone writes.
 void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optimizer* opt,
-                     const TrainState& state, const std::string& config_yaml);
+                     const TrainState& state, const std::string& config_yaml,
+                     const ConvNeXt* ema = nullptr);
 
 /// Reads a checkpoint written by save_checkpoint (or any safetensors state_dict with timm names:
 /// then only the weights are loaded and the state is the default). Throws hg::Error naming the file
-/// and the mismatching keys. `opt` may be null (validation).
+/// and the mismatching keys. `opt` may be null (validation). EMA tensors are not read here
+/// (load_ema_weights).
 TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* opt);
+
+/// Copies the checkpoint's EMA weights ("state_dict_ema.*") into `model` (the trainer's EMA on a
+/// resume; validate --use-ema; export --ema). Returns false, loading nothing, when the file holds
+/// no EMA tensor; throws hg::Error naming the file and keys when they do not fit the model.
+bool load_ema_weights(const std::string& path, ConvNeXt& model);
 
 /// The config YAML stored in a checkpoint's metadata ("" when absent).
 std::string checkpoint_config_yaml(const std::string& path);

@@ -31,7 +31,11 @@ std::vector<HistoryEntry> scan_history(const fs::path& dir, const std::map<int64
     std::string why;
     try {
       const auto st = read_train_state(it->path().string());
-      if (st && st->eval_top1 >= 0) top1 = st->eval_top1;
+      // a run with a model EMA ranks by the EMA's top-1, as it picks its best (checkpoint.h)
+      if (st && st->eval_top1_ema >= 0)
+        top1 = st->eval_top1_ema;
+      else if (st && st->eval_top1 >= 0)
+        top1 = st->eval_top1;
     } catch (const Error& e) {
       why = e.what();
     }

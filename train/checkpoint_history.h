@@ -1,5 +1,6 @@
 // The checkpoint-<epoch>.safetensors files of a run (timm's CheckpointSaver, checkpoint_hist): the
-// best `keep` epochs by eval top-1. Every file is ranked by the score recorded in its own metadata,
+// best `keep` epochs by eval top-1 (the EMA's, in a run with a model EMA). Every file is ranked
+// by the score recorded in its own metadata,
 // so the ranking survives a resume; a file without one (written by an older version) takes the
 // summary.csv row of its epoch, else ranks last. Only finite evaluations are ever saved, so the
 // best kept file is always a sane model.

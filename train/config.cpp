@@ -157,6 +157,9 @@ const std::vector<Field>& table() {
       {"lr", &Config::lr, above(0), "peak learning rate"},
       {"weight_decay", &Config::weight_decay, at_least(0),
         "decoupled weight decay (adamw) / L2 (sgd); never on norms, biases, scales"},
+      {"layer_decay", &Config::layer_decay, left_open(0, 1),
+        "layer-wise lr decay (fine-tuning): lr x layer_decay^(head layer - layer), stem = 0, one "
+        "layer per block, head last (timm); null = off"},
       {"momentum", &Config::momentum, half_open(0, 1), "sgd momentum"},
       {"clip_grad", &Config::clip_grad, above(0), "clip the global gradient norm to this; null = off"},
       {"sched", &Config::sched, one_of({"cosine", "none"}), "learning-rate schedule after warmup"},

@@ -97,6 +97,8 @@ struct Config {
   std::string opt = "sgd";                       ///< "adamw" | "sgd" (timm default sgd)
   double lr = 0.1;                               ///< peak learning rate (timm lr_base at 256)
   double weight_decay = 2e-5;
+  /// layer-wise lr decay (train/layer_decay.h): lr x layer_decay^(last layer - layer); null = off
+  std::optional<double> layer_decay;
   double momentum = 0.9;                         ///< sgd momentum
   std::optional<double> clip_grad;               ///< global-norm clip; null = off
   std::string sched = "cosine";                  ///< "cosine" | "none"

@@ -90,7 +90,7 @@ void Optimizer::zero_grad() {
 }
 
 void Optimizer::set_lr(double lr) {
-  for (ParamGroup& grp : groups_) grp.lr = lr;
+  for (ParamGroup& grp : groups_) grp.lr = lr * grp.lr_scale;
 }
 
 std::vector<Tensor> Optimizer::parameters() const {

@@ -33,6 +33,9 @@ struct ParamGroup {
   std::vector<std::string> names;
   double lr = 1e-3;
   double weight_decay = 0.0;
+  /// set_lr(lr) gives this group lr * lr_scale (layer-wise lr decay, train/layer_decay.h; timm's
+  /// param_group['lr_scale'], applied by its schedulers)
+  double lr_scale = 1.0;
 };
 
 /// True when timm would exempt the parameter from weight decay: ndim <= 1, a name ending in
@@ -59,7 +62,7 @@ class Optimizer {
   /// Mutable: change lr / weight_decay of a group between steps (schedules).
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
-  /// Sets lr of every group.
+  /// Sets lr of every group, times the group's lr_scale.
   void set_lr(double lr);
   /// All parameters, in group order.
   std::vector<Tensor> parameters() const;

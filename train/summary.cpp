@@ -35,8 +35,12 @@ std::optional<double> read_cell(const std::string& text) {
 
 std::string format_summary_row(const SummaryRow& r) {
   return str(r.epoch, ",", number(r.train_loss, "%.8g"), ",", number(r.eval_loss, "%.8g"), ",",
-             number(r.eval_top1, "%.6g"), ",", number(r.eval_top5, "%.6g"), ",", number(r.lr, "%.8g"), ",",
-             number(r.img_per_sec, "%.1f"), ",", number(r.peak_mib, "%.1f"));
+             number(r.eval_top1, "%.6g"), ",", number(r.eval_top5, "%.6g"), ",",
+             number(r.lr, "%.8g"), ",", number(r.img_per_sec, "%.1f"), ",",
+             number(r.peak_mib, "%.1f"),
+             r.has_ema ? str(",", number(r.eval_loss_ema, "%.8g"), ",",
+                             number(r.eval_top1_ema, "%.6g"), ",", number(r.eval_top5_ema, "%.6g"))
+                       : std::string());
 }
 
 SummaryLines read_summary(const std::string& path, int64_t upto) {
@@ -45,14 +49,15 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   if (!std::filesystem::exists(path, ec)) return out;  // (an unreadable one fails in read_file, named)
   std::istringstream in(io::read_file(path));
   std::string line;
-  std::getline(in, line);  // the header
+  std::getline(in, line);  // the header: a run with an EMA ranks by its top-1 (summary.h)
+  const size_t top1_at = line.find(",eval_top1_ema,") != std::string::npos ? 9 : 3;
   for (int line_no = 2; std::getline(in, line); ++line_no) {
     if (line.empty()) continue;
     std::vector<std::string> cells;
     std::stringstream ss(line);
     for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
     const auto epoch = cells.empty() ? std::nullopt : parse_decimal_int(cells[0]);
-    const auto top1 = cells.size() < 4 ? std::nullopt : read_cell(cells[3]);
+    const auto top1 = cells.size() <= top1_at ? std::nullopt : read_cell(cells[top1_at]);
     HG_CHECK(epoch && top1, path, " line ", line_no, ": expected '", kSummaryHeader, "' values, got '", line, "'");
     if (*epoch > upto) continue;  // after the resumed checkpoint: redone
     out.lines.push_back(line);
@@ -61,8 +66,8 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   return out;
 }
 
-std::string summary_csv(const std::vector<std::string>& lines) {
-  std::string csv = std::string(kSummaryHeader) + "\n";
+std::string summary_csv(const std::vector<std::string>& lines, bool ema) {
+  std::string csv = std::string(kSummaryHeader) + (ema ? str(",", kSummaryEmaColumns) : "") + "\n";
   for (const auto& l : lines) csv += l + "\n";
   return csv;
 }

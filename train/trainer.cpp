@@ -1,5 +1,8 @@
-// The training loop (see trainer.h). The pieces it relies on live in their own files: the run folder
-// and resume choice (run_folder.h), what a resume may change (resume_settings.h), evaluation
+// The training loop (see trainer.h), one function per job: the run folder and resume choice, a
+// resume's settings, the model / optimizer / schedule, restoring a checkpoint, one epoch of
+// training, its evaluation and summary row, its checkpoints, and the final report. A Session
+// carries what they share. The pieces they rely on live in their own files: the run folder and
+// resume choice (run_folder.h), what a resume may change (resume_settings.h), evaluation
 // (evaluate.h), summary.csv (summary.h), checkpoint-N ranking (checkpoint_history.h), and the one
 // file writer (core/atomic_file.h).
 #include "train/trainer.h"
@@ -28,7 +31,11 @@
 #include "train/console.h"
 #include "train/data_parallel.h"
 #include "train/evaluate.h"
+#include "train/finetune.h"
+#include "train/layer_decay.h"
+#include "train/model_ema.h"
 #include "train/optimizer.h"
+#include "train/plot.h"
 #include "train/resume_settings.h"
 #include "train/run_folder.h"
 #include "train/schedule.h"
@@ -70,12 +77,16 @@ bool file_exists(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // The checkpoints a stopped run can be taken up from, for the messages that stop it: only files
 // this run wrote after a finite evaluation (or the checkpoint it resumed from) are named.
 struct GoodCheckpoints {
   std::optional<std::string> resumable;  // path, with where it stands
   std::string resumable_at;
-  std::optional<std::string> best;       // model_best.safetensors, with its epoch and top-1
+  std::optional<std::string> best;  // model_best.safetensors, with its epoch and top-1
   std::string best_is;
 
   std::string describe() const {
@@ -90,6 +101,509 @@ std::string position(int64_t epoch, int64_t step) {
   return step > 0 ? str("epoch ", epoch + 1, " after step ", step) : str("end of epoch ", epoch);
 }
 
+// The files of a run folder the trainer writes.
+struct RunPaths {
+  fs::path dir, args, summary, last, best, recovery;
+  explicit RunPaths(const fs::path& d = {})
+      : dir(d),
+        args(d / "args.yaml"),
+        summary(d / "summary.csv"),
+        last(d / "last.safetensors"),
+        best(d / "model_best.safetensors"),
+        recovery(d / "recovery.safetensors") {}
+};
+
+// What the steps of one train() call share. Members are destroyed in reverse order: the data
+// parallel state before the optimizer and model it refers to, the console last.
+struct Session {
+  Session(Config c, const TrainOptions& o) : cfg(std::move(c)), opts(o) {}
+  Config cfg;
+  const TrainOptions& opts;
+  std::string resume_path, resume_reason;
+  std::optional<TrainState> resumed;  // the position of the checkpoint resumed from
+  RunPaths paths;
+  std::unique_ptr<Console> console;
+  Device device = Device::cpu;
+  data::Datasets ds;
+  std::unique_ptr<data::DataLoader> train_loader, val_loader;
+  int64_t steps_per_epoch = 0, accum = 1, updates_per_epoch = 1;
+  std::string config_yaml;  // the session's config, stored in every checkpoint
+  std::unique_ptr<ConvNeXt> model;
+  std::unique_ptr<Optimizer> opt;
+  std::unique_ptr<RunSchedule> sched;
+  std::unique_ptr<DataParallel> dp;
+  std::unique_ptr<ModelEma> ema;  // model_ema: on
+  double lr = 0;  // the schedule's lr now: the head's (layer_decay scales the layers below it)
+  TrainState st;
+  SummaryLines summary;
+  GoodCheckpoints good;
+  TrainResult result;
+  double total_train_seconds = 0, total_data_wait = 0;
+  int64_t total_train_images = 0;
+  std::set<std::string> history_notes_said;
+  bool plot = false;  // gnuplot is there: curves.png is redrawn after every epoch (rank 0)
+};
+
+// Where one epoch stands: the micro-batches done, their loss and images, the time spent.
+struct EpochProgress {
+  int64_t step = 0;
+  double loss_sum = 0;
+  int64_t images = 0, images_timed = 0;
+  double train_secs = 0, data_wait_secs = 0;  // training time, and the part spent waiting for data
+};
+
+// ---- the run folder
+// ------------------------------------------------------------------------------
+
+// The checkpoint to resume (resume: auto picks one) and the run folder: the resumed checkpoint's,
+// or one claimed for this run alone. Data parallel: rank 0 picks both and alone writes (dist/).
+void open_run_folder(Session& s) {
+  const fs::path out_root = s.cfg.output.empty() ? "output/train" : s.cfg.output;
+  s.resume_path = s.cfg.resume;
+  if (s.resume_path == "auto") {
+    const ResumePick pick = pick_resume_checkpoint(out_root, s.cfg.experiment, s.cfg.epochs);
+    s.resume_path = pick.checkpoint;
+    s.resume_reason = pick.reason;
+  }
+  s.resume_path = dist::broadcast(s.resume_path, 0, "checkpoint to resume");
+  fs::path run_dir;
+  if (!s.resume_path.empty()) {
+    HG_CHECK(file_exists(s.resume_path), "resume: checkpoint ", s.resume_path, " does not exist");
+    run_dir = fs::path(s.resume_path).parent_path();
+    if (run_dir.empty()) run_dir = ".";
+    s.resumed = read_train_state(s.resume_path).value_or(TrainState{});
+  } else {
+    const std::string name = s.cfg.experiment.empty() ? timestamp() + "-" + s.cfg.model + "-" +
+                                                            std::to_string(s.cfg.img_size)
+                                                      : s.cfg.experiment;
+    if (dist::is_main()) {
+      run_dir = claim_run_folder(out_root, name);
+      io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(s.cfg));
+    }
+    run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
+  }
+  s.paths = RunPaths(run_dir);
+  s.console = std::make_unique<Console>(dist::is_main() ? (s.paths.dir / "log.txt").string() : "",
+                                        s.opts.plain_output);
+  if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
+  spdlog::info("run folder {}", run_dir.string());
+  if (!s.resume_reason.empty()) spdlog::info("{}", s.resume_reason);
+  s.plot = dist::is_main() && gnuplot_available();
+  if (dist::is_main() && !s.plot)
+    spdlog::info("gnuplot is not on PATH: no curves.png (Debian package gnuplot-nox)");
+}
+
+// A resumed run whose epochs are all done: its result, trained no further.
+std::optional<TrainResult> already_finished(const Session& s) {
+  if (!s.resumed || s.resumed->step_in_epoch != 0 || s.resumed->epoch < s.cfg.epochs)
+    return std::nullopt;
+  spdlog::warn(
+      "nothing to train: all {} epochs of this run are done (best top-1 {:.2f}% at epoch {}); "
+      "set --epochs higher to train on",
+      s.cfg.epochs, s.resumed->best_top1, s.resumed->best_epoch);
+  TrainResult done;
+  done.run_dir = s.paths.dir.string();
+  done.best_top1 = s.resumed->best_top1;
+  done.best_epoch = s.resumed->best_epoch;
+  return done;
+}
+
+// The device, the datasets and their loaders, and the steps and updates of an epoch.
+void open_data(Session& s) {
+  s.device = resolve_device(s.cfg.device);
+#ifdef HAARGRAD_WITH_CUDA
+  if (s.device == Device::cuda) hg::cuda::set_allow_tf32(s.cfg.precision == "tf32");
+#endif
+  s.ds = data::make_datasets(s.cfg);
+  s.train_loader = data::make_loader(s.cfg, true, s.ds.train);
+  s.val_loader = data::make_loader(s.cfg, false, s.ds.val);
+  spdlog::info("train: {}", s.ds.train->describe());
+  spdlog::info("val:   {}", s.ds.val->describe());
+  s.steps_per_epoch = s.train_loader->batches_per_epoch();
+  HG_CHECK(s.steps_per_epoch > 0, "the training set (", s.ds.train->size(),
+           " images) gives no full batch of ", s.cfg.batch_size);
+  s.accum = s.cfg.grad_accum_steps;
+  s.updates_per_epoch = std::max<int64_t>(1, s.steps_per_epoch / s.accum);
+}
+
+// A resume: what this session may change against the run's recorded config (args.yaml, else the
+// checkpoint's), with args.yaml kept rerunnable.
+void reconcile_resumed_settings(Session& s) {
+  if (!s.resumed) return;
+  const std::string args_path = s.paths.args.string();
+  const bool have_args = file_exists(s.paths.args);
+  const std::string recorded_text =
+      have_args ? io::read_file(args_path) : checkpoint_config_yaml(s.resume_path);
+  const std::string source = have_args ? args_path : str("the config stored in ", s.resume_path);
+  if (recorded_text.empty()) {  // a plain state_dict: this session's config is the run's
+    Config args = s.cfg;
+    args.resume = "";
+    if (dist::is_main()) io::write_file_atomic(args_path, to_yaml(args));
+    return;
+  }
+  Config recorded = config_from_yaml(recorded_text, source);
+  // another number of ranks: the same images per update need another batch_size per rank
+  const std::string rescaled =
+      rescale_batch_for_ranks(recorded, s.resumed->world_size, dist::size());
+  if (!rescaled.empty()) spdlog::info("{}", rescaled);
+  const ResumeSettings rs =
+      reconcile_resume(recorded, source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
+                       s.resumed->updates, s.updates_per_epoch);
+  for (const std::string& note : rs.notes) spdlog::warn("{}", note);
+  s.cfg = rs.session;
+  if (dist::is_main() && (rs.args_changed || !have_args))
+    io::write_file_atomic(args_path, to_yaml(rs.args));
+}
+
+// ---- model, optimizer, schedule, restore
+// ----------------------------------------------------------
+
+// The parameter groups: timm's weight-decay split, by layer too with layer_decay.
+std::vector<ParamGroup> parameter_groups(const Config& cfg, const ConvNeXt& model) {
+  std::vector<ParamRef> params;
+  for (const ParamRef& p : model.named_tensors())
+    if (p.trainable) params.push_back(p);
+  if (!cfg.layer_decay) return param_groups_weight_decay(params, cfg.lr, cfg.weight_decay);
+  const std::vector<int64_t> depths(model.config.depths.begin(), model.config.depths.end());
+  spdlog::info("layer_decay {}: {} layers, lr scale {:.3g} (stem) to 1 (head)", *cfg.layer_decay,
+               convnext_num_layers(depths),
+               std::pow(*cfg.layer_decay, static_cast<double>(convnext_num_layers(depths) - 1)));
+  return param_groups_layer_decay(params, depths, cfg.lr, cfg.weight_decay, *cfg.layer_decay);
+}
+
+// The model (with the initial_checkpoint's weights when fine-tuning), optimizer and schedule.
+void build_model(Session& s) {
+  const Config& cfg = s.cfg;
+  const ModelConfig mcfg = model_config_from(cfg);
+  s.model = std::make_unique<ConvNeXt>(mcfg, static_cast<uint64_t>(cfg.seed), DType::f32, s.device);
+  ConvNeXt& model = *s.model;
+  model.set_wtconv_mode(cfg.wtconv_mode == "reference" ? WTConvMode::reference : WTConvMode::fused);
+  // bf16: mixed precision (f32 master weights and optimizer state, bf16 activations; no loss
+  // scaling is needed: bf16 has f32's exponent range, so gradients do not underflow as in fp16)
+  model.compute_dtype = cfg.precision == "bf16" ? DType::bf16 : DType::f32;
+  if (!cfg.initial_checkpoint.empty() && s.resumed)  // timm: the resumed weights win
+    spdlog::info("initial_checkpoint {} is not loaded: a resume continues from {}",
+                 cfg.initial_checkpoint, s.resume_path);
+  else if (!cfg.initial_checkpoint.empty())
+    load_initial_checkpoint(cfg.initial_checkpoint, model);
+  auto groups = parameter_groups(cfg, model);
+  if (cfg.opt == "adamw")
+    s.opt = std::make_unique<AdamW>(groups);
+  else
+    s.opt = std::make_unique<SGD>(groups, cfg.momentum);
+  spdlog::info(
+      "model {}: {} trainable parameters ({} fixed), {:.4g} GMACs/image at {} px, device {}",
+      cfg.model, model.num_trainable(), model.num_fixed(),
+      forward_macs(mcfg, static_cast<int>(cfg.img_size)) / 1e9, cfg.img_size,
+      device_name(s.device));
+  s.sched = std::make_unique<RunSchedule>(cfg, s.updates_per_epoch);
+}
+
+// Weights, optimizer state and position of the resumed checkpoint, and the summary rows before it.
+void restore_checkpoint(Session& s) {
+  if (!s.resumed) return;
+  s.st = load_checkpoint(s.resume_path, *s.model, s.opt.get());
+  spdlog::info("resumed from {}: {} epochs done, continuing at epoch {} step {}", s.resume_path,
+               s.st.epoch, s.st.epoch + 1, s.st.step_in_epoch);
+  s.summary = read_summary(s.paths.summary.string(), s.st.epoch);
+  s.good.resumable = s.resume_path;
+  s.good.resumable_at = position(s.st.epoch, s.st.step_in_epoch);
+  if (s.st.best_epoch >= 1 && file_exists(s.paths.best)) {
+    s.good.best = s.paths.best.string();
+    s.good.best_is = str("epoch ", s.st.best_epoch, ", top-1 ", s.st.best_top1, "%");
+  }
+}
+
+// The model EMA (model_ema), made after the data-parallel broadcast so that every rank starts from
+// rank 0's weights; a resume restores the checkpoint's EMA. A checkpoint without one (a run that
+// kept none, a plain state_dict) starts it from the model's weights, as timm's resume does.
+void create_ema(Session& s) {
+  if (!s.cfg.model_ema) return;
+  s.ema = std::make_unique<ModelEma>(*s.model, s.cfg.model_ema_decay, s.cfg.model_ema_warmup);
+  s.ema->module().compute_dtype = s.model->compute_dtype;  // evaluated as the model is
+  s.ema->module().set_wtconv_mode(s.cfg.wtconv_mode == "reference" ? WTConvMode::reference
+                                                                   : WTConvMode::fused);
+  if (s.resumed && !load_ema_weights(s.resume_path, s.ema->module()))
+    spdlog::warn(
+        "model_ema: {} holds no EMA weights ({}*): the EMA starts from the model's weights",
+        s.resume_path, kEmaPrefix);
+  else if (s.resumed)
+    spdlog::info("model_ema: restored from {}", s.resume_path);
+  spdlog::info("model_ema: decay {}, warmup {}", s.cfg.model_ema_decay,
+               s.cfg.model_ema_warmup ? "on" : "off");
+}
+
+const ConvNeXt* ema_module(const Session& s) { return s.ema ? &s.ema->module() : nullptr; }
+
+// ---- one epoch of training ----------------------------------------------------------------------
+
+void set_lr(Session& s, double lr) {
+  s.lr = lr;
+  s.opt->set_lr(lr);  // times each group's lr_scale
+}
+
+// One micro-batch: forward, loss, backward (gradients averaged over the ranks on an update's last
+// micro-step), and the optimizer update when one is due.
+void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& p) {
+  ConvNeXt& model = *s.model;
+  Tensor x = b.images.to(s.device), y = b.labels.to(s.device);
+  // mixup / cutmix batches carry soft targets (with the label smoothing already in them)
+  Tensor loss = b.targets.defined()
+                    ? soft_target_cross_entropy(model.forward(x, true), b.targets.to(s.device))
+                    : cross_entropy(model.forward(x, true), y, s.cfg.smoothing);
+  const double lv = loss.item();
+  HG_CHECK(std::isfinite(lv), "non-finite loss (", lv, ") at epoch ", epoch + 1, " step ",
+           p.step + 1, ": stopping; nothing of this epoch is saved; ", s.good.describe());
+  const bool last_micro = (p.step + 1) % s.accum == 0 || p.step + 1 == s.steps_per_epoch;
+  s.dp->backward(s.accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(s.accum)) : loss,
+                 last_micro);
+  ++p.step;
+  const std::vector<double> global = s.dp->sum_over_ranks(
+      {lv * static_cast<double>(b.labels.numel()), static_cast<double>(b.labels.numel())});
+  const auto bs = static_cast<int64_t>(global[1]);  // images of the step over all ranks
+  p.loss_sum += global[0];
+  p.images += bs;
+  p.images_timed += bs;
+  if (p.step % s.accum == 0 || p.step == s.steps_per_epoch) {
+    set_lr(s, s.sched->lr(epoch, p.step - 1, s.st.updates));
+    s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
+    s.opt->zero_grad();
+    ++s.st.updates;
+    if (s.ema) s.ema->update(*s.model, s.st.updates);  // timm: step = updates so far
+  }
+}
+
+// The progress bar on a terminal, else a log line every log_interval steps.
+void report_progress(Session& s, int64_t epoch, const EpochProgress& p, double secs) {
+  const double lr_now = s.lr;
+  const double ips = secs > 0 ? static_cast<double>(p.images_timed) / secs : 0.0;
+  const double loss = p.loss_sum / static_cast<double>(p.images);
+  if (s.console->is_terminal()) {
+    s.console->update_bar(
+        p.step, str("loss ", fmt::format("{:.4f}", loss), " lr ", fmt::format("{:.3g}", lr_now),
+                    " ", fmt::format("{:.0f}", ips), " img/s"));
+  } else if (p.step % s.cfg.log_interval == 0 || p.step == s.steps_per_epoch) {
+    spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.3g} {:.0f} img/s", epoch + 1,
+                 s.cfg.epochs, p.step, s.steps_per_epoch, loss, lr_now, ips);
+  }
+}
+
+// Trains epoch `epoch` from where the run stands (a recovery checkpoint may have done part of it);
+// stops early at Ctrl-C (or the test hook) on any rank.
+EpochProgress train_epoch(Session& s, int64_t epoch) {
+  memory::reset_peak(s.device);
+  EpochProgress p;
+  p.step = (epoch == s.st.epoch) ? s.st.step_in_epoch : 0;
+  if (p.step > 0) {
+    p.loss_sum = s.st.epoch_loss_sum;
+    p.images = s.st.epoch_images;
+  }
+  s.train_loader->start_epoch(epoch, p.step);
+  set_lr(s, s.sched->lr(epoch, p.step, s.st.updates));
+  s.console->start_bar(str("epoch ", epoch + 1, "/", s.cfg.epochs), s.steps_per_epoch);
+  const auto t0 = std::chrono::steady_clock::now();
+  data::Batch b;
+  while (s.train_loader->next(b)) {
+    train_step(s, epoch, b, p);
+    report_progress(s, epoch, p, seconds_since(t0));
+    if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) g_interrupt = true;
+    if (s.dp->any_rank(g_interrupt)) break;
+  }
+  s.console->end_bar();
+  p.train_secs = seconds_since(t0);
+  s.total_train_seconds += p.train_secs;
+  s.total_train_images += p.images_timed;
+  p.data_wait_secs = s.train_loader->stats().wait_seconds;
+  s.total_data_wait += p.data_wait_secs;
+  return p;
+}
+
+// Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
+void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
+  TrainState rs = s.st;
+  rs.epoch = epoch;
+  rs.step_in_epoch = p.step;
+  rs.epoch_loss_sum = p.loss_sum;
+  rs.epoch_images = p.images;
+  rs.eval_top1 = rs.eval_top5 = rs.eval_loss = -1;  // no evaluation closes a partial epoch
+  rs.eval_top1_ema = rs.eval_top5_ema = rs.eval_loss_ema = -1;
+  save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
+                  ema_module(s));
+  spdlog::warn("interrupted at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
+               epoch + 1, p.step, s.paths.recovery.string(), s.paths.recovery.string());
+  s.result.interrupted = true;
+}
+
+// ---- evaluation, summary, checkpoints -----------------------------------------------------------
+
+// An epoch's evaluation: the model's and, in a run with a model EMA, the EMA's.
+struct Evaluation {
+  EvalResult model;
+  std::optional<EvalResult> ema;
+  // The score that picks the best checkpoint: the EMA's top-1 when the run keeps one (timm's
+  // train.py replaces the model's metrics by the EMA's), else the model's.
+  double rank_top1() const { return ema ? ema->top1 : model.top1; }
+  bool finite() const { return model.finite() && (!ema || ema->finite()); }
+};
+
+Evaluation evaluate_models(Session& s, int64_t epoch) {
+  Evaluation ev;
+  ev.model = evaluate(*s.model, *s.val_loader, s.device, epoch);
+  s.dp->reduce_evaluation(ev.model);  // data parallel: each rank evaluated its shard
+  if (s.ema) {
+    ev.ema = evaluate(s.ema->module(), *s.val_loader, s.device, epoch);
+    s.dp->reduce_evaluation(*ev.ema);
+  }
+  return ev;
+}
+
+// The run's curves (train/plot.h) into RUN/curves.png, the file `haargrad plot RUN` writes. A
+// plot is a convenience: its failure is a warning, never a failed run.
+void plot_curves(const Session& s) {
+  if (!s.plot || !dist::is_main()) return;
+  try {
+    plot_runs({s.paths.dir.string()}, (s.paths.dir / "curves.png").string());
+  } catch (const std::exception& e) {
+    spdlog::warn("plot: no curves.png this epoch: {}", e.what());
+  }
+}
+
+// The epoch's summary.csv row (rank 0 writes the file) and its log lines.
+void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
+  const double peak_mib = static_cast<double>(memory::stats(s.device).total_peak) / (1 << 20);
+  SummaryRow row{epoch + 1,
+                 p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1)),
+                 ev.model.loss,
+                 ev.model.top1,
+                 ev.model.top5,
+                 s.lr,
+                 p.train_secs > 0 ? static_cast<double>(p.images_timed) / p.train_secs : 0.0,
+                 peak_mib};
+  if (ev.ema) {
+    row.has_ema = true;
+    row.eval_loss_ema = ev.ema->loss;
+    row.eval_top1_ema = ev.ema->top1;
+    row.eval_top5_ema = ev.ema->top5;
+  }
+  s.summary.lines.push_back(format_summary_row(row));
+  s.summary.eval_top1[epoch + 1] = ev.finite() ? ev.rank_top1() : NAN;
+  if (dist::is_main())
+    io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, row.has_ema));
+  plot_curves(s);
+  // Share of the epoch's step time spent blocked on the loader: above a few % the loader is the
+  // step.
+  const double data_wait = p.train_secs > 0 ? std::min(1.0, p.data_wait_secs / p.train_secs) : 0.0;
+  spdlog::info(
+      "epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} "
+      "img/s, "
+      "waited for data {:.1f}% of the time, peak {:.1f} MiB",
+      epoch + 1, s.cfg.epochs, row.train_loss, ev.model.loss, ev.model.top1, ev.model.top5,
+      row.img_per_sec, 100 * data_wait, peak_mib);
+  if (ev.ema)
+    spdlog::info("epoch {}/{}: EMA eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%", epoch + 1,
+                 s.cfg.epochs, ev.ema->loss, ev.ema->top1, ev.ema->top5);
+}
+
+// Evaluates the model (and EMA), records the epoch, and stops the run after its row is written when
+// an evaluation was not finite (nothing of the epoch is saved then).
+Evaluation evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p) {
+  const Evaluation ev = evaluate_models(s, epoch);
+  record_epoch(s, epoch, p, ev);
+  s.result.last_top1 = ev.model.top1;
+  s.result.last_top5 = ev.model.top5;
+  if (ev.ema) s.result.last_top1_ema = ev.ema->top1;
+  for (const EvalResult* e : {&ev.model, ev.ema ? &*ev.ema : nullptr})
+    HG_CHECK(!e || e->finite(), "epoch ", epoch + 1, ": the evaluation ",
+             e == &ev.model ? "" : "of the EMA ", "gave non-finite outputs for ", e->nonfinite,
+             " of ", e->images, " images (eval loss ", e->loss,
+             "): the model has diverged (a lower lr or clip_grad may help); stopping; nothing of "
+             "this epoch is "
+             "saved (summary.csv records it); ",
+             s.good.describe());
+  return ev;
+}
+
+// checkpoint-<epoch> joins the history; the worst beyond checkpoint_hist go (rank 0 only).
+void rotate_history(Session& s, int64_t epoch) {
+  if (!dist::is_main() || s.cfg.checkpoint_hist <= 0) return;
+  const fs::path& dir = s.paths.dir;
+  io::copy_file_atomic(s.paths.last.string(), (dir / history_file_name(epoch + 1)).string());
+  std::vector<std::string> notes;
+  const std::vector<HistoryEntry> kept = scan_history(dir, s.summary.eval_top1, &notes);
+  for (const std::string& n : notes)
+    if (s.history_notes_said.insert(n).second) spdlog::warn("checkpoint_hist: {}", n);
+  for (int64_t victim : history_to_delete(kept, s.cfg.checkpoint_hist)) {
+    std::error_code ec;
+    fs::remove(dir / history_file_name(victim), ec);
+    if (ec)
+      spdlog::warn("checkpoint_hist: cannot remove {}: {}",
+                   (dir / history_file_name(victim)).string(), ec.message());
+  }
+}
+
+// The end of a finished, finitely evaluated epoch: last.safetensors, model_best when it is the
+// best so far, the history, and no stale recovery checkpoint.
+void save_epoch_checkpoints(Session& s, int64_t epoch, const Evaluation& ev) {
+  TrainState& st = s.st;
+  st.epoch = epoch + 1;
+  st.step_in_epoch = 0;
+  st.epoch_loss_sum = 0;
+  st.epoch_images = 0;
+  st.eval_top1 = ev.model.top1;
+  st.eval_top5 = ev.model.top5;
+  st.eval_loss = ev.model.loss;
+  if (ev.ema) {
+    st.eval_top1_ema = ev.ema->top1;
+    st.eval_top5_ema = ev.ema->top5;
+    st.eval_loss_ema = ev.ema->loss;
+  }
+  const bool is_best = ev.rank_top1() > st.best_top1;
+  if (is_best) {
+    st.best_top1 = ev.rank_top1();
+    st.best_epoch = epoch + 1;
+  }
+  save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
+  s.good.resumable = s.paths.last.string();
+  s.good.resumable_at = position(st.epoch, 0);
+  // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it
+  if (is_best) {
+    if (dist::is_main()) io::copy_file_atomic(s.paths.last.string(), s.paths.best.string());
+    s.good.best = s.paths.best.string();
+    s.good.best_is = str("epoch ", st.best_epoch, ", top-1 ", st.best_top1, "%");
+  }
+  rotate_history(s, epoch);
+  std::error_code ec;
+  if (dist::is_main() && (fs::remove(s.paths.recovery, ec), ec))
+    spdlog::warn("cannot remove the stale {}: {}", s.paths.recovery.string(), ec.message());
+}
+
+// ---- the report ---------------------------------------------------------------------------------
+
+TrainResult final_report(Session& s) {
+  TrainResult& r = s.result;
+  r.run_dir = s.paths.dir.string();
+  r.best_top1 = s.st.best_top1;
+  r.best_epoch = s.st.best_epoch;
+  const double secs = s.total_train_seconds;
+  r.train_img_per_sec = secs > 0 ? static_cast<double>(s.total_train_images) / secs : 0;
+  r.data_img_per_sec = s.train_loader->stats().images_per_second();
+  r.data_wait_fraction = secs > 0 ? std::min(1.0, s.total_data_wait / secs) : 0.0;
+  r.peak_mib = static_cast<double>(memory::stats(s.device).total_peak) / (1 << 20);
+  r.corrupt_skipped = s.ds.train->corrupt_skipped() + s.ds.val->corrupt_skipped();
+  const std::string speed = fmt::format(
+      "train {:.0f} img/s, data loading {:.0f} img/s, waited for data {:.1f}% of the time",
+      r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction);
+  if (r.best_epoch >= 1)
+    spdlog::info("done: best {}top-1 {:.2f}% (epoch {}), {}", s.ema ? "EMA " : "", r.best_top1,
+                 r.best_epoch, speed);
+  else
+    spdlog::info("done: no epoch finished yet, {}", speed);
+  spdlog::info("{}", memory::format_stats(s.device));
+  if (r.corrupt_skipped > 0) spdlog::warn("{} corrupt images were skipped", r.corrupt_skipped);
+  spdlog::info("run folder {}", s.paths.dir.string());
+  return r;
+}
+
 }  // namespace
 
 Device resolve_device(const std::string& device) {
@@ -99,8 +613,9 @@ Device resolve_device(const std::string& device) {
 #endif
   if (device == "cpu") return Device::cpu;
   if (device == "cuda") {
-    HG_CHECK(gpu, "device 'cuda' requested but no usable GPU (or haargrad was built without CUDA); "
-                  "run on the CPU with --device cpu");
+    HG_CHECK(gpu,
+             "device 'cuda' requested but no usable GPU (or haargrad was built without CUDA); "
+             "run on the CPU with --device cpu");
     return Device::cuda;
   }
   HG_CHECK(device == "auto", "device must be auto, cpu or cuda, got '", device, "'");
@@ -108,298 +623,32 @@ Device resolve_device(const std::string& device) {
 }
 
 TrainResult train(Config cfg, const TrainOptions& opts) {
-  // Configuration time: the model exists, its keys fit together, img_size reaches through it.
-  validate(cfg);
-  // train/model_ema.h and train/finetune.h exist and are tested, but the epoch loop does not use
-  // them yet: refuse rather than silently ignore (issue 14).
-  HG_CHECK(!cfg.model_ema, "model_ema: true (decay ", cfg.model_ema_decay, ", warmup ",
-           cfg.model_ema_warmup ? "on" : "off",
-           ") is not wired into `haargrad train` yet; set model_ema: false (or --model-ema false)");
-  HG_CHECK(cfg.initial_checkpoint.empty(), "initial_checkpoint '", cfg.initial_checkpoint,
-           "': fine-tuning from a checkpoint is not wired into `haargrad train` yet; use --resume to "
-           "continue a run");
-  const fs::path out_root = cfg.output.empty() ? "output/train" : cfg.output;
-
-  // ---- the run folder: the resumed checkpoint's, or one claimed for this run alone ----
-  std::string resume_path = cfg.resume, resume_reason;
-  if (resume_path == "auto") {
-    const ResumePick pick = pick_resume_checkpoint(out_root, cfg.experiment, cfg.epochs);
-    resume_path = pick.checkpoint;
-    resume_reason = pick.reason;
-  }
-  // data parallel: rank 0 picks the checkpoint and the run folder, and alone writes (dist/)
-  resume_path = dist::broadcast(resume_path, 0, "checkpoint to resume");
-  fs::path run_dir;
-  std::optional<TrainState> resumed;  // the position of the checkpoint resumed from
-  if (!resume_path.empty()) {
-    HG_CHECK(file_exists(resume_path), "resume: checkpoint ", resume_path, " does not exist");
-    run_dir = fs::path(resume_path).parent_path();
-    if (run_dir.empty()) run_dir = ".";
-    resumed = read_train_state(resume_path).value_or(TrainState{});
-  } else {
-    const std::string name = cfg.experiment.empty()
-                                 ? timestamp() + "-" + cfg.model + "-" + std::to_string(cfg.img_size)
-                                 : cfg.experiment;
-    if (dist::is_main()) {
-      run_dir = claim_run_folder(out_root, name);
-      io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(cfg));
-    }
-    run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
-  }
-
-  Console console(dist::is_main() ? (run_dir / "log.txt").string() : "", opts.plain_output);
-  if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
-  spdlog::info("run folder {}", run_dir.string());
-  if (!resume_reason.empty()) spdlog::info("{}", resume_reason);
-  if (resumed && resumed->step_in_epoch == 0 && resumed->epoch >= cfg.epochs) {
-    spdlog::warn("nothing to train: all {} epochs of this run are done (best top-1 {:.2f}% at epoch {}); "
-                 "set --epochs higher to train on", cfg.epochs, resumed->best_top1, resumed->best_epoch);
-    TrainResult done;
-    done.run_dir = run_dir.string();
-    done.best_top1 = resumed->best_top1;
-    done.best_epoch = resumed->best_epoch;
-    return done;
-  }
-  const Device device = resolve_device(cfg.device);
-#ifdef HAARGRAD_WITH_CUDA
-  if (device == Device::cuda) hg::cuda::set_allow_tf32(cfg.precision == "tf32");
-#endif
-
-  // ---- data ----
-  data::Datasets ds = data::make_datasets(cfg);
-  auto train_loader = data::make_loader(cfg, true, ds.train);
-  auto val_loader = data::make_loader(cfg, false, ds.val);
-  spdlog::info("train: {}", ds.train->describe());
-  spdlog::info("val:   {}", ds.val->describe());
-  const int64_t steps_per_epoch = train_loader->batches_per_epoch();
-  HG_CHECK(steps_per_epoch > 0, "the training set (", ds.train->size(), " images) gives no full batch of ", cfg.batch_size);
-  const int64_t accum = cfg.grad_accum_steps;
-  const int64_t updates_per_epoch = std::max<int64_t>(1, steps_per_epoch / accum);
-
-  // ---- a resume: what this session may change, and args.yaml kept rerunnable ----
-  const fs::path args_path = run_dir / "args.yaml";
-  if (resumed) {
-    const bool have_args = file_exists(args_path);
-    const std::string recorded_text = have_args ? io::read_file(args_path.string()) : checkpoint_config_yaml(resume_path);
-    const std::string source = have_args ? args_path.string() : str("the config stored in ", resume_path);
-    if (!recorded_text.empty()) {
-      Config recorded = config_from_yaml(recorded_text, source);
-      // another number of ranks: the same images per update need another batch_size per rank
-      const std::string rescaled = rescale_batch_for_ranks(recorded, resumed->world_size, dist::size());
-      if (!rescaled.empty()) spdlog::info("{}", rescaled);
-      const ResumeSettings rs = reconcile_resume(recorded, source, cfg, resumed->epoch, resumed->step_in_epoch,
-                                                 resumed->updates, updates_per_epoch);
-      for (const std::string& note : rs.notes) spdlog::warn("{}", note);
-      cfg = rs.session;
-      if (dist::is_main() && (rs.args_changed || !have_args)) io::write_file_atomic(args_path.string(), to_yaml(rs.args));
-    } else {  // a plain state_dict: this session's config is the run's
-      Config args = cfg;
-      args.resume = "";
-      if (dist::is_main()) io::write_file_atomic(args_path.string(), to_yaml(args));
-    }
-  }
-  const std::string config_yaml = to_yaml(cfg);
-
-  // ---- model, optimizer, schedule ----
-  ModelConfig mcfg = model_config_from(cfg);
-  ConvNeXt model(mcfg, static_cast<uint64_t>(cfg.seed), DType::f32, device);
-  model.set_wtconv_mode(cfg.wtconv_mode == "reference" ? WTConvMode::reference : WTConvMode::fused);
-  // bf16: mixed precision (f32 master weights and optimizer state, bf16 activations; no loss scaling
-  // is needed: bf16 has f32's exponent range, so gradients do not underflow as in fp16)
-  model.compute_dtype = cfg.precision == "bf16" ? DType::bf16 : DType::f32;
-  std::vector<ParamRef> params;
-  for (const ParamRef& p : model.named_tensors())
-    if (p.trainable) params.push_back(p);
-  std::unique_ptr<Optimizer> opt;
-  auto groups = param_groups_weight_decay(params, cfg.lr, cfg.weight_decay);
-  if (cfg.opt == "adamw")
-    opt = std::make_unique<AdamW>(groups);
-  else
-    opt = std::make_unique<SGD>(groups, cfg.momentum);
-  spdlog::info("model {}: {} trainable parameters ({} fixed), {:.4g} GMACs/image at {} px, device {}", cfg.model,
-               model.num_trainable(), model.num_fixed(), forward_macs(mcfg, static_cast<int>(cfg.img_size)) / 1e9,
-               cfg.img_size, device_name(device));
-  const RunSchedule sched(cfg, updates_per_epoch);
-
-  TrainState st;
-  SummaryLines summary;
-  GoodCheckpoints good;
-  const fs::path summary_path = run_dir / "summary.csv", last_path = run_dir / "last.safetensors",
-                 best_path = run_dir / "model_best.safetensors", recovery_path = run_dir / "recovery.safetensors";
-  if (resumed) {
-    st = load_checkpoint(resume_path, model, opt.get());
-    spdlog::info("resumed from {}: {} epochs done, continuing at epoch {} step {}", resume_path, st.epoch,
-                 st.epoch + 1, st.step_in_epoch);
-    summary = read_summary(summary_path.string(), st.epoch);
-    good.resumable = resume_path;
-    good.resumable_at = position(st.epoch, st.step_in_epoch);
-    if (st.best_epoch >= 1 && file_exists(best_path)) {
-      good.best = best_path.string();
-      good.best_is = str("epoch ", st.best_epoch, ", top-1 ", st.best_top1, "%");
-    }
-  }
-
-  DataParallel dp(cfg, model, opt);  // mpirun -np N: averages gradients over the ranks (no-op alone)
-  st.world_size = dist::size();
+  validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
+  Session s(std::move(cfg), opts);
+  open_run_folder(s);
+  if (std::optional<TrainResult> done = already_finished(s)) return *done;
+  open_data(s);
+  reconcile_resumed_settings(s);
+  s.config_yaml = to_yaml(s.cfg);
+  build_model(s);
+  restore_checkpoint(s);
+  s.dp = std::make_unique<DataParallel>(s.cfg, *s.model, s.opt);  // mpirun -np N (no-op alone)
+  s.st.world_size = dist::size();
+  create_ema(s);
 
   SigintGuard sigint;
-  TrainResult result;
-  result.run_dir = run_dir.string();
-  double total_train_seconds = 0, total_data_wait = 0;
-  int64_t total_train_images = 0;
-  std::set<std::string> history_notes_said;
-  const int64_t last_epoch = opts.stop_after_epoch >= 0 ? std::min<int64_t>(cfg.epochs, opts.stop_after_epoch) : cfg.epochs;
-
-  for (int64_t epoch = st.epoch; epoch < last_epoch; ++epoch) {
-    memory::reset_peak(device);
-    const int64_t start_step = (epoch == st.epoch) ? st.step_in_epoch : 0;
-    double loss_sum = start_step > 0 ? st.epoch_loss_sum : 0.0;
-    int64_t images = start_step > 0 ? st.epoch_images : 0;
-    train_loader->start_epoch(epoch, start_step);
-    opt->set_lr(sched.lr(epoch, start_step, st.updates));
-    console.start_bar(str("epoch ", epoch + 1, "/", cfg.epochs), steps_per_epoch);
-    auto t0 = std::chrono::steady_clock::now();
-    int64_t epoch_images_timed = 0;
-    data::Batch b;
-    int64_t step = start_step;
-    while (train_loader->next(b)) {
-      Tensor x = b.images.to(device), y = b.labels.to(device);
-      // mixup / cutmix batches carry soft targets (with the label smoothing already in them)
-      Tensor loss = b.targets.defined()
-                        ? soft_target_cross_entropy(model.forward(x, true), b.targets.to(device))
-                        : cross_entropy(model.forward(x, true), y, cfg.smoothing);
-      const double lv = loss.item();
-      HG_CHECK(std::isfinite(lv), "non-finite loss (", lv, ") at epoch ", epoch + 1, " step ", step + 1,
-               ": stopping; nothing of this epoch is saved; ", good.describe());
-      dp.backward(accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(accum)) : loss,
-                  (step + 1) % accum == 0 || step + 1 == steps_per_epoch);  // only an update's last micro-step syncs
-      ++step;
-      const std::vector<double> global = dp.sum_over_ranks({lv * static_cast<double>(b.labels.numel()),
-                                                            static_cast<double>(b.labels.numel())});
-      const auto bs = static_cast<int64_t>(global[1]);  // images of the step over all ranks
-      loss_sum += global[0];
-      images += bs;
-      epoch_images_timed += bs;
-      if (step % accum == 0 || step == steps_per_epoch) {
-        opt->set_lr(sched.lr(epoch, step - 1, st.updates));
-        dp.clip_and_step(*opt, cfg.clip_grad);
-        opt->zero_grad();
-        ++st.updates;
-      }
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double lr_now = opt->param_groups()[0].lr;
-      const double ips = secs > 0 ? static_cast<double>(epoch_images_timed) / secs : 0.0;
-      if (console.is_terminal()) {
-        console.update_bar(step, str("loss ", fmt::format("{:.4f}", loss_sum / static_cast<double>(images)), " lr ",
-                                     fmt::format("{:.3g}", lr_now), " ", fmt::format("{:.0f}", ips), " img/s"));
-      } else if (step % cfg.log_interval == 0 || step == steps_per_epoch) {
-        spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.3g} {:.0f} img/s", epoch + 1, cfg.epochs, step,
-                     steps_per_epoch, loss_sum / static_cast<double>(images), lr_now, ips);
-      }
-      if (opts.after_step && opts.after_step(epoch, step, model)) g_interrupt = true;
-      if (dp.any_rank(g_interrupt)) break;
-    }
-    console.end_bar();
-    const double train_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    total_train_seconds += train_secs;
-    total_train_images += epoch_images_timed;
-    const double epoch_data_wait = train_loader->stats().wait_seconds;
-    total_data_wait += epoch_data_wait;
-
-    if (dp.any_rank(g_interrupt)) {  // Ctrl-C: save where we are (only whole steps), then leave cleanly
-      TrainState rs = st;
-      rs.epoch = epoch;
-      rs.step_in_epoch = step;
-      rs.epoch_loss_sum = loss_sum;
-      rs.epoch_images = images;
-      rs.eval_top1 = rs.eval_top5 = rs.eval_loss = -1;  // no evaluation closes a partial epoch
-      save_checkpoint(recovery_path.string(), model, opt.get(), rs, config_yaml);
-      spdlog::warn("interrupted at epoch {} step {}: recovery checkpoint {} (resume with --resume {})", epoch + 1,
-                   step, recovery_path.string(), recovery_path.string());
-      result.interrupted = true;
+  const int64_t stop = s.opts.stop_after_epoch;
+  const int64_t last_epoch = stop >= 0 ? std::min<int64_t>(s.cfg.epochs, stop) : s.cfg.epochs;
+  for (int64_t epoch = s.st.epoch; epoch < last_epoch; ++epoch) {
+    const EpochProgress p = train_epoch(s, epoch);
+    if (s.dp->any_rank(g_interrupt)) {  // Ctrl-C: save where we are, then leave cleanly
+      save_recovery(s, epoch, p);
       break;
     }
-
-    // ---- evaluate, summarise; a non-finite evaluation stops the run and saves nothing ----
-    EvalResult ev = evaluate(model, *val_loader, device, epoch);
-    dp.reduce_evaluation(ev);  // data parallel: each rank evaluated its shard
-    const double peak_mib = static_cast<double>(memory::stats(device).total_peak) / (1 << 20);
-    const SummaryRow row{epoch + 1, loss_sum / static_cast<double>(std::max<int64_t>(images, 1)), ev.loss, ev.top1,
-                         ev.top5, opt->param_groups()[0].lr,
-                         train_secs > 0 ? static_cast<double>(epoch_images_timed) / train_secs : 0.0, peak_mib};
-    summary.lines.push_back(format_summary_row(row));
-    summary.eval_top1[epoch + 1] = ev.finite() ? ev.top1 : NAN;
-    if (dist::is_main()) io::write_file_atomic(summary_path.string(), summary_csv(summary.lines));
-    // Share of the epoch's step time spent blocked on the loader: above a few % the loader is the step.
-    const double data_wait = train_secs > 0 ? std::min(1.0, epoch_data_wait / train_secs) : 0.0;
-    spdlog::info("epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} img/s, "
-                 "waited for data {:.1f}% of the time, peak {:.1f} MiB",
-                 epoch + 1, cfg.epochs, row.train_loss, ev.loss, ev.top1, ev.top5, row.img_per_sec, 100 * data_wait,
-                 peak_mib);
-    result.last_top1 = ev.top1;
-    result.last_top5 = ev.top5;
-    HG_CHECK(ev.finite(), "epoch ", epoch + 1, ": the evaluation gave non-finite outputs for ", ev.nonfinite, " of ",
-             ev.images, " images (eval loss ", ev.loss, "): the model has diverged (a lower lr or clip_grad may help); ",
-             "stopping; nothing of this epoch is saved (summary.csv records it); ", good.describe());
-
-    st.epoch = epoch + 1;
-    st.step_in_epoch = 0;
-    st.epoch_loss_sum = 0;
-    st.epoch_images = 0;
-    st.eval_top1 = ev.top1;
-    st.eval_top5 = ev.top5;
-    st.eval_loss = ev.loss;
-    const bool is_best = ev.top1 > st.best_top1;
-    if (is_best) {
-      st.best_top1 = ev.top1;
-      st.best_epoch = epoch + 1;
-    }
-    save_checkpoint(last_path.string(), model, opt.get(), st, config_yaml);
-    good.resumable = last_path.string();
-    good.resumable_at = position(st.epoch, 0);
-    // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it
-    if (is_best) {
-      if (dist::is_main()) io::copy_file_atomic(last_path.string(), best_path.string());
-      good.best = best_path.string();
-      good.best_is = str("epoch ", st.best_epoch, ", top-1 ", st.best_top1, "%");
-    }
-    if (dist::is_main() && cfg.checkpoint_hist > 0) {
-      io::copy_file_atomic(last_path.string(), (run_dir / history_file_name(epoch + 1)).string());
-      std::vector<std::string> notes;
-      const std::vector<HistoryEntry> kept = scan_history(run_dir, summary.eval_top1, &notes);
-      for (const std::string& n : notes)
-        if (history_notes_said.insert(n).second) spdlog::warn("checkpoint_hist: {}", n);
-      for (int64_t victim : history_to_delete(kept, cfg.checkpoint_hist)) {
-        std::error_code ec;
-        fs::remove(run_dir / history_file_name(victim), ec);
-        if (ec) spdlog::warn("checkpoint_hist: cannot remove {}: {}", (run_dir / history_file_name(victim)).string(), ec.message());
-      }
-    }
-    std::error_code ec;
-    if (dist::is_main() && (fs::remove(recovery_path, ec), ec))
-      spdlog::warn("cannot remove the stale {}: {}", recovery_path.string(), ec.message());
+    const Evaluation ev = evaluate_epoch(s, epoch, p);
+    save_epoch_checkpoints(s, epoch, ev);
   }
-
-  result.best_top1 = st.best_top1;
-  result.best_epoch = st.best_epoch;
-  result.train_img_per_sec = total_train_seconds > 0 ? static_cast<double>(total_train_images) / total_train_seconds : 0;
-  result.data_img_per_sec = train_loader->stats().images_per_second();
-  result.data_wait_fraction = total_train_seconds > 0 ? std::min(1.0, total_data_wait / total_train_seconds) : 0.0;
-  result.peak_mib = static_cast<double>(memory::stats(device).total_peak) / (1 << 20);
-  result.corrupt_skipped = ds.train->corrupt_skipped() + ds.val->corrupt_skipped();
-  if (result.best_epoch >= 1)
-    spdlog::info("done: best top-1 {:.2f}% (epoch {}), train {:.0f} img/s, data loading {:.0f} img/s, "
-                 "waited for data {:.1f}% of the time",
-                 result.best_top1, result.best_epoch, result.train_img_per_sec, result.data_img_per_sec,
-                 100 * result.data_wait_fraction);
-  else
-    spdlog::info("done: no epoch finished yet, train {:.0f} img/s, data loading {:.0f} img/s, waited for data "
-                 "{:.1f}% of the time",
-                 result.train_img_per_sec, result.data_img_per_sec, 100 * result.data_wait_fraction);
-  spdlog::info("{}", memory::format_stats(device));
-  if (result.corrupt_skipped > 0) spdlog::warn("{} corrupt images were skipped", result.corrupt_skipped);
-  spdlog::info("run folder {}", run_dir.string());
-  return result;
+  return final_report(s);
 }
 
 }  // namespace hg::train

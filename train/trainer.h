@@ -1,6 +1,7 @@
-// The training loop of `haargrad train`: config -> data, model, optimizer, schedule -> epochs of
-// train + eval, with a run folder (args.yaml, summary.csv, log, checkpoints), resume, Ctrl-C
-// recovery and a final report (accuracy, img/s, peak memory by category).
+// The training loop of `haargrad train`: config -> data, model (initial_checkpoint), optimizer
+// (layer_decay), schedule, model EMA (model_ema) -> epochs of train + eval (model and EMA), with a
+// run folder (args.yaml, summary.csv, curves.png, log, checkpoints), resume, Ctrl-C recovery and a
+// final report (accuracy, img/s, peak memory by category).
 #pragma once
 
 #include <functional>
@@ -31,9 +32,10 @@ struct TrainOptions {
 
 struct TrainResult {
   std::string run_dir;
-  double best_top1 = -1;       ///< %
+  double best_top1 = -1;  ///< % (the EMA's top-1 in a run with a model EMA, as timm)
   int64_t best_epoch = -1;
-  double last_top1 = -1, last_top5 = -1;  ///< %
+  double last_top1 = -1, last_top5 = -1;  ///< % (the model's)
+  double last_top1_ema = -1;              ///< % (the model EMA's; -1 = none)
   double train_img_per_sec = 0;     ///< images / training seconds, over the run
   double data_img_per_sec = 0;      ///< loader workers' sustainable rate
   double data_wait_fraction = 0;    ///< share of training time next() spent waiting for a batch, [0, 1]

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/safetensors.h"
 #include "models/config.h"
 #include "program.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
@@ -107,6 +109,56 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
   EXPECT_NEAR(j["top1"].get<double>(), top1, 1e-4);
   EXPECT_NEAR(j["loss"].get<double>(), loss, 1e-5 * loss);
   EXPECT_EQ(j["param_count"].get<double>(), std::stod(expect_params));
+}
+
+// --use-ema evaluates the checkpoint's model EMA: the trainer's EMA columns of the same epoch; the
+// plain call still evaluates the model. `export --ema` writes the EMA under the plain names. A
+// checkpoint without an EMA is refused by both, clearly.
+TEST_F(ValidateCommand, UseEmaEvaluatesTheEmaAndExportEmaWritesIt) {
+  const ProgramRun t =
+      run_program("train " + kSmoke + " --device cpu --output " + file("out") +
+                  " --experiment ema --plain --epochs 1 --model_ema --model_ema_decay 0.5");
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  const std::string ck = file("out/ema") + "/last.safetensors";
+  const std::vector<std::string> summary = split(read(file("out/ema") + "/summary.csv"), '\n');
+  const std::vector<std::string> header = split(summary[0], ','), last = split(summary.back(), ',');
+  auto col = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return std::stod(last.at(i));
+    ADD_FAILURE() << "summary.csv has no column " << name;
+    return -1.0;
+  };
+  auto row_of = [&](const std::string& args) {
+    const ProgramRun r =
+        run_program("validate --checkpoint " + ck + args + " --results-file " + file("r.csv"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return split(split(read(file("r.csv")), '\n').at(1), ',');
+  };
+  const std::vector<std::string> ema = row_of(" --use-ema"), model = row_of("");
+  EXPECT_NEAR(std::stod(ema[2]), col("eval_top1_ema"), 1e-4);
+  EXPECT_NEAR(std::stod(ema[6]), col("eval_loss_ema"), 1e-5 * std::max(1.0, col("eval_loss_ema")));
+  EXPECT_NEAR(std::stod(model[6]), col("eval_loss"), 1e-5 * std::max(1.0, col("eval_loss")));
+  EXPECT_NE(col("eval_loss"), col("eval_loss_ema")) << "decay 0.5 over 3 updates: the EMA differs";
+
+  const ProgramRun e = run_program("export " + ck + " --ema --out " + file("ema.safetensors"));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  const safetensors::File exported = safetensors::load(file("ema.safetensors")),
+                          in = safetensors::load(ck);
+  size_t ema_tensors = 0;
+  for (const auto& [name, t] : in.tensors) ema_tensors += name.rfind(train::kEmaPrefix, 0) == 0;
+  ASSERT_GT(ema_tensors, 0u);
+  EXPECT_EQ(exported.tensors.size(), ema_tensors);
+  for (const auto& [name, t] : exported.tensors)
+    EXPECT_EQ(t.to_vector<float>(), in.tensors.at(train::kEmaPrefix + name).to_vector<float>())
+        << name;
+
+  const std::string plain = train_once() + "/last.safetensors";  // a run without an EMA
+  const ProgramRun v = run_program("validate --checkpoint " + plain + " --use-ema");
+  EXPECT_NE(v.exit_code, 0);
+  EXPECT_NE(v.output.find("holds no model EMA weights"), std::string::npos) << v.output;
+  const ProgramRun x = run_program("export " + plain + " --ema --out " + file("none.safetensors"));
+  EXPECT_NE(x.exit_code, 0);
+  EXPECT_NE(x.output.find("holds no model EMA weights"), std::string::npos) << x.output;
 }
 
 TEST_F(ValidateCommand, BadResultsFileAndMissingConfigFailClearly) {

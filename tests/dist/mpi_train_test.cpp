@@ -116,6 +116,37 @@ TEST_F(MpiTrain, ResumeFromTwoRanksOnOneAndBack) {
                                "epoch 1 on 1 rank, epochs 2-3 on 2 ranks (ZeRO-1)");
 }
 
+// Model EMA on 2 ranks with ZeRO-1: the EMA follows the all-gathered parameters, so it is the same
+// on every rank (each rank evaluates its shard with its own EMA) and equals one process's EMA.
+TEST_F(MpiTrain, EmaWithZeroOneMatchesOneRank) {
+  const std::string ema = " --epochs 2 --model_ema --model_ema_decay 0.5";
+  train(0, train_args(root_, "ema_one", 8) + ema);
+  train(2, train_args(root_, "ema_zero1", 4) + ema + " --zero_stage 1");
+  const auto cols = [](const fs::path& csv) {  // eval_loss_ema, eval_top1_ema, eval_top5_ema
+    std::ifstream f(csv);
+    std::string line;
+    std::getline(f, line);
+    EXPECT_NE(line.find(",eval_loss_ema,eval_top1_ema,eval_top5_ema"), std::string::npos) << line;
+    std::vector<double> v;
+    while (std::getline(f, line)) {
+      std::stringstream cells(line);
+      std::string cell;
+      for (int i = 0; std::getline(cells, cell, ','); ++i)
+        if (i >= 8) v.push_back(std::stod(cell));
+    }
+    return v;
+  };
+  const auto a = cols(root_ / "ema_one" / "summary.csv"),
+             b = cols(root_ / "ema_zero1" / "summary.csv");
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), 6u);
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5 * std::max(1.0, std::abs(a[i]))) << i;
+  test::expect_summaries_match(root_ / "ema_one" / "summary.csv",
+                               root_ / "ema_zero1" / "summary.csv", 1e-5,
+                               "model EMA: 2 ranks ZeRO-1 vs 1 rank");
+}
+
 // One rank meets a truncated image (corrupt_images: error) while the other waits in a collective:
 // the run ends on both, with the failing rank's message, well before any timeout.
 TEST_F(MpiTrain, ARankThatThrowsStopsTheRun) {

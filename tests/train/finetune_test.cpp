@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/safetensors.h"
 #include "models/checkpoint.h"
@@ -79,4 +81,49 @@ TEST(InitialCheckpoint, SameClassesLoadTheHeadAndMismatchesAreErrors) {
     EXPECT_NE(std::string(e.what()).find("mis-shaped"), std::string::npos) << e.what();
   }
   fs::remove(path);
+}
+
+// `haargrad train` with initial_checkpoint from a run with another num_classes: the weights load
+// (head.fc re-initialised, said in the log), and the run trains on.
+TEST(InitialCheckpoint, TrainerFineTunesFromACheckpointWithOtherClasses) {
+  const fs::path root = temp_file("run");
+  fs::remove_all(root);
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  c.output = root.string();
+  c.device = "cpu";
+  c.epochs = 1;
+  c.experiment = "pretrain";
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const train::TrainResult pre = train::train(c, quiet);
+  const std::string ckpt = (fs::path(pre.run_dir) / "last.safetensors").string();
+  const auto pretrained = safetensors::load(ckpt).tensors;
+
+  c.num_classes = 3;
+  c.experiment = "finetune";
+  c.initial_checkpoint = ckpt;
+  c.lr = c.warmup_lr = 1e-12;  // the first step leaves the loaded weights as they are (to 1e-9)
+  c.min_lr = 0;
+  std::map<std::string, std::vector<float>> first_step;
+  train::TrainOptions o = quiet;
+  o.after_step = [&](int64_t, int64_t step, ConvNeXt& m) {
+    if (step == 1) first_step = values(m);
+    return false;
+  };
+  const train::TrainResult ft = train::train(c, o);
+  EXPECT_GE(ft.best_top1, 0);
+  ASSERT_FALSE(first_step.empty());
+  for (const auto& [name, v] : first_step) {
+    if (name.rfind("head.fc.", 0) == 0) {
+      EXPECT_EQ(v.size() % 3, 0u) << name;  // the new 3-class head
+      continue;
+    }
+    const std::vector<float> p = pretrained.at(name).to_vector<float>();
+    ASSERT_EQ(p.size(), v.size()) << name;
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_NEAR(v[i], p[i], 1e-9) << name << "[" << i << "]";
+  }
+  std::ifstream log(fs::path(ft.run_dir) / "log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("head.fc is re-initialised"), std::string::npos) << text;
+  fs::remove_all(root);
 }

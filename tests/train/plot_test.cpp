@@ -7,10 +7,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "core/error.h"
+#include "train/config.h"
 #include "train/plot.h"
+#include "train/trainer.h"
 
 namespace fs = std::filesystem;
 using namespace hg;
@@ -125,4 +128,53 @@ TEST_F(PlotTest, SeveralRunsAndRunsWithoutEma) {
   EXPECT_EQ(rb[0][3], 30);
   EXPECT_EQ(data_rows(root_ / "both.1.dat").size(), 3u);
   EXPECT_THROW(train::plot_runs({(root_ / "nothing").string()}, out.string()), Error);
+}
+
+// The trainer redraws RUN/curves.png after every epoch: after a short CPU run with a model EMA the
+// PNG has the default size and its data file holds summary.csv's values (EMA top-1 included).
+TEST_F(PlotTest, TheTrainerPlotsItsRunAfterEveryEpoch) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  c.output = root_.string();
+  c.device = "cpu";
+  c.model_ema = true;
+  c.model_ema_decay = 0.9;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const fs::path dir = train::train(c, quiet).run_dir;
+  EXPECT_EQ(png_size(dir / "curves.png"), std::make_pair(1280u, 960u));
+  const auto rows = data_rows(dir / "curves.dat");
+  const auto cols = train::read_csv_columns((dir / "summary.csv").string());
+  ASSERT_EQ(rows.size(), 2u);  // the smoke config's 2 epochs
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ASSERT_EQ(rows[r].size(), train::plot_columns().size());
+    for (size_t k = 0; k < rows[r].size(); ++k)
+      EXPECT_DOUBLE_EQ(rows[r][k], cols.at(train::plot_columns()[k])[r])
+          << train::plot_columns()[k];
+  }
+  EXPECT_FALSE(std::isnan(rows[1][4])) << "eval_top1_ema is plotted";
+}
+
+// A gnuplot that fails costs a warning, never the run.
+TEST_F(PlotTest, APlotFailureIsAWarningOnly) {
+  const fs::path bin = root_ / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "gnuplot") << "#!/bin/sh\necho broken >&2\nexit 3\n";
+  fs::permissions(bin / "gnuplot", fs::perms::owner_all);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin.string() + ":" + old_path).c_str(), 1);
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  c.output = root_.string();
+  c.device = "cpu";
+  c.epochs = 1;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::TrainResult r;
+  EXPECT_NO_THROW(r = train::train(c, quiet));
+  ::setenv("PATH", old_path.c_str(), 1);
+  EXPECT_EQ(r.best_epoch, 1);
+  std::ifstream log(fs::path(r.run_dir) / "log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("plot: no curves.png this epoch"), std::string::npos) << text;
 }

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "data/from_config.h"
@@ -46,7 +48,7 @@ TEST(Recipe, ImageNetConfigsCarryTheWholeRecipe) {
     EXPECT_DOUBLE_EQ(c.mixup_switch_prob, 0.5);
     EXPECT_EQ(c.mixup_mode, "batch");
     EXPECT_EQ(c.train_interpolation, "bicubic");
-    EXPECT_FALSE(c.model_ema);  // the EMA is not wired into `train` yet: the trainer refuses it
+    EXPECT_TRUE(c.model_ema);
     EXPECT_DOUBLE_EQ(c.model_ema_decay, 0.9999);
     EXPECT_DOUBLE_EQ(c.crop_pct, 0.875);
     EXPECT_EQ(c.img_size, 224);
@@ -112,4 +114,142 @@ TEST(Recipe, EveryConfigKeyIsReadSomewhere) {
   for (const std::string& key : hg::train::config_keys())
     if (!read_as_member(key)) unread.push_back(key);
   EXPECT_TRUE(unread.empty()) << "config keys read nowhere: " << ::testing::PrintToString(unread);
+}
+
+// Every key with the file of the code path that consumes it: a key added to the table without
+// an entry here, or an entry whose file no longer reads the key, fails. (Model keys reach the
+// model through model_config_from in train/config.cpp.)
+TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
+  const std::map<std::string, std::string> consumer = {
+      {"model", "train/config.cpp"},
+      {"num_classes", "data/from_config.cpp"},
+      {"img_size", "data/from_config.cpp"},
+      {"in_chans", "data/from_config.cpp"},
+      {"depths", "train/config.cpp"},
+      {"dims", "train/config.cpp"},
+      {"patch_size", "train/config.cpp"},
+      {"kernel_size", "train/config.cpp"},
+      {"wt_levels", "train/config.cpp"},
+      {"ls_init_value", "train/config.cpp"},
+      {"wtconv_mode", "train/trainer.cpp"},
+      {"drop_path", "train/config.cpp"},
+      {"data_dir", "data/from_config.cpp"},
+      {"dataset", "data/from_config.cpp"},
+      {"train_split", "data/from_config.cpp"},
+      {"val_split", "data/from_config.cpp"},
+      {"synthetic_size", "data/from_config.cpp"},
+      {"workers", "data/from_config.cpp"},
+      {"pin_mem", "data/from_config.cpp"},
+      {"corrupt_images", "data/from_config.cpp"},
+      {"jpeg_decoder", "data/from_config.cpp"},
+      {"gpu_augment", "data/from_config.cpp"},
+      {"decode", "data/from_config.cpp"},
+      {"crop_pct", "data/from_config.cpp"},
+      {"mean", "data/from_config.cpp"},
+      {"std", "data/from_config.cpp"},
+      {"hflip", "data/from_config.cpp"},
+      {"scale", "data/from_config.cpp"},
+      {"ratio", "data/from_config.cpp"},
+      {"train_interpolation", "data/from_config.cpp"},
+      {"color_jitter", "data/from_config.cpp"},
+      {"aa", "data/from_config.cpp"},
+      {"reprob", "data/from_config.cpp"},
+      {"remode", "data/from_config.cpp"},
+      {"recount", "data/from_config.cpp"},
+      {"mixup", "data/from_config.cpp"},
+      {"cutmix", "data/from_config.cpp"},
+      {"cutmix_minmax", "data/from_config.cpp"},
+      {"mixup_prob", "data/from_config.cpp"},
+      {"mixup_switch_prob", "data/from_config.cpp"},
+      {"mixup_mode", "data/from_config.cpp"},
+      {"mixup_off_epoch", "data/from_config.cpp"},
+      {"batch_size", "data/from_config.cpp"},
+      {"validation_batch_size", "data/from_config.cpp"},
+      {"epochs", "train/trainer.cpp"},
+      {"opt", "train/trainer.cpp"},
+      {"lr", "train/trainer.cpp"},
+      {"weight_decay", "train/trainer.cpp"},
+      {"layer_decay", "train/trainer.cpp"},
+      {"momentum", "train/trainer.cpp"},
+      {"clip_grad", "train/trainer.cpp"},
+      {"sched", "train/schedule.cpp"},
+      {"warmup_epochs", "train/schedule.cpp"},
+      {"warmup_lr", "train/schedule.cpp"},
+      {"min_lr", "train/schedule.cpp"},
+      {"sched_on_updates", "train/schedule.cpp"},
+      {"schedule_history", "train/schedule.cpp"},
+      {"grad_accum_steps", "train/trainer.cpp"},
+      {"smoothing", "train/trainer.cpp"},
+      {"model_ema", "train/trainer.cpp"},
+      {"model_ema_decay", "train/trainer.cpp"},
+      {"model_ema_warmup", "train/trainer.cpp"},
+      {"initial_checkpoint", "train/trainer.cpp"},
+      {"seed", "train/trainer.cpp"},
+      {"precision", "train/trainer.cpp"},
+      {"device", "train/trainer.cpp"},
+      {"threads", "app/train.cpp"},
+      {"log_interval", "train/trainer.cpp"},
+      {"checkpoint_hist", "train/trainer.cpp"},
+      {"resume", "train/trainer.cpp"},
+      {"output", "train/trainer.cpp"},
+      {"experiment", "train/trainer.cpp"},
+      {"max_steps_per_epoch", "data/from_config.cpp"},
+      {"dist_bucket_mb", "train/data_parallel.cpp"},
+      {"zero_stage", "train/data_parallel.cpp"},
+      {"dist_check_every", "train/data_parallel.cpp"},
+      {"dist_timeout", "train/data_parallel.cpp"},
+      {"dist_force", "train/data_parallel.cpp"},
+  };
+  const std::vector<std::string> all = hg::train::config_keys();
+  std::set<std::string> keys(all.begin(), all.end()), listed;
+  for (const auto& [k, f] : consumer) listed.insert(k);
+  EXPECT_EQ(keys, listed) << "a config key without its consumer here, or a key that is gone";
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (const auto& [key, file] : consumer) {
+    std::ifstream f(fs::path(HAARGRAD_SOURCE_DIR) / file);
+    std::ostringstream os;
+    os << f.rdbuf();
+    const std::string text = os.str();
+    bool read = false;
+    for (const std::string var : {"cfg.", "c.", "config."})
+      for (size_t at = text.find(var + key); !read && at != std::string::npos;
+           at = text.find(var + key, at + 1)) {
+        const size_t end = at + var.size() + key.size();
+        read = (at == 0 || !ident(text[at - 1])) && (end == text.size() || !ident(text[end]));
+      }
+    EXPECT_TRUE(read) << "config key '" << key << "' is not read in " << file;
+  }
+}
+
+// No setting hides in the environment: the variables the sources read are listed here with why.
+// The HAARGRAD_* kernel switches select another GPU kernel for comparisons (same results, in
+// kernels/cuda/, the kernel work's files); they change no result on the CPU.
+TEST(Recipe, EnvironmentVariablesReadAreKnown) {
+  const std::set<std::string> known = {"OMP_WAIT_POLICY",
+                                       "GOMP_SPINCOUNT",
+                                       "OMP_NUM_THREADS",  // OpenMP's own (core/threads.h)
+                                       "COLUMNS",
+                                       "PATH",  // console width, finding gnuplot
+                                       "HAARGRAD_DIST_TEST_STALL_RANK",  // a test hook (tests/dist)
+                                       "HAARGRAD_DWCONV",
+                                       "HAARGRAD_WTCONV_LEVELS",
+                                       "HAARGRAD_PATCHIFY",
+                                       "HAARGRAD_WTCONV_BF16_V4"};  // GPU kernel comparisons
+  std::set<std::string> found;
+  for (const char* dir : {"app", "core", "data", "dist", "kernels", "layers", "models", "train"})
+    for (const auto& e : fs::recursive_directory_iterator(fs::path(HAARGRAD_SOURCE_DIR) / dir)) {
+      const std::string ext = e.path().extension().string();
+      if (ext != ".cpp" && ext != ".h" && ext != ".cu" && ext != ".cuh") continue;
+      std::ifstream f(e.path());
+      std::ostringstream os;
+      os << f.rdbuf();
+      const std::string text = os.str();
+      for (size_t at = text.find("getenv(\""); at != std::string::npos;
+           at = text.find("getenv(\"", at + 1)) {
+        const size_t b = at + 8, end = text.find('"', b);
+        found.insert(text.substr(b, end - b));
+      }
+    }
+  for (const std::string& v : found)
+    EXPECT_TRUE(known.count(v)) << "unlisted environment switch " << v;
 }
