@@ -17,7 +17,7 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float gi = g[i];
-    float pi = p[i] * decay;
+    float pi = __fmul_rn(p[i], decay);  // never contracted into an FMA: as the CPU
     const float mi = b1 * m[i] + (1.0f - b1) * gi;
     const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
     pi -= step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
@@ -45,7 +45,7 @@ __global__ void adamw_multi_kernel(const __grid_constant__ AdamWTable t, float b
   const AdamWChunk& c = t.c[blockIdx.x];
   for (int i = threadIdx.x; i < c.n; i += blockDim.x) {
     const float gi = c.g[i];
-    float pi = c.p[i] * c.decay;
+    float pi = __fmul_rn(c.p[i], c.decay);  // as adamw_kernel
     const float mi = b1 * c.m[i] + (1.0f - b1) * gi;
     const float vi = b2 * c.v[i] + (1.0f - b2) * gi * gi;
     pi -= c.step_size * mi / (sqrtf(vi) / c.bc2_sqrt + eps);
