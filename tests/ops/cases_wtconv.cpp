@@ -1,6 +1,7 @@
 // Registry cases: wtconv2d (layers/wtconv.h), fused and reference order, on odd sizes, every K in
-// {1, 3, 5, 7}, wt_levels 1..5, strides 1..3, thin inputs, without bias; on CUDA also the
-// on-the-fly level convolutions of the fused path.
+// {1, 3, 5, 7, 9, 15} with every wt_levels 1..5 (grad, bf16 and device modes), strides 1..3, thin
+// inputs, without bias; on CUDA also the on-the-fly level convolutions of the fused path.
+#include <algorithm>
 #include <cmath>
 
 #include "harness.h"
@@ -96,10 +97,29 @@ std::string cfg_name(const Cfg& c) {
   return str("B", c.B, "_H", c.H, "_W", c.W, "_C", c.C, "_K", c.K, "_L", c.L, "_s", c.stride);
 }
 
+// The CI grid of issue 12: every K in {1, 3, 5, 7, 9, 15} (15 is the CUDA fused path's kMaxK,
+// kernels/wtconv.h; 1..9 are compiled constants there, 15 the run-time-K kernels) with every
+// wt_levels 1..5, at odd sizes that shrink through odd and even level grids (9 -> 5 -> 3 -> 2 -> 1),
+// at least K / 2 + 1 so that every tap of the base filter meets an image pixel (a nonzero gradient).
+// At most 9 x 11 and one channel at K >= 9 keep the f64 finite differences (two forwards per
+// weight, 4750 weights at K = 15, L = 5) at about 9 s for the 120 grad and bf16 cases on one core.
+std::vector<Cfg> k_level_grid() {
+  std::vector<Cfg> v;
+  for (int K : {1, 3, 5, 7, 9, 15})
+    for (int L = 1; L <= 5; ++L) {
+      const int64_t H = std::max(std::min(2 * L + 1, 9), (K / 2 + 1) | 1), W = H + 2;
+      const int64_t C = K >= 9 ? 1 : 2;
+      v.push_back({1, H, W, C, K, L, 1});
+    }
+  return v;
+}
+
 std::vector<OpCase> all_cases() {
   std::vector<OpCase> v;
   for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
     for (const Cfg& c : kSmall) v.push_back(wt_case(cfg_name(c), c, mode, kGrad | kBf16));
+    for (const Cfg& c : k_level_grid())
+      v.push_back(wt_case(cfg_name(c), c, mode, kGrad | kBf16 | kDevice));
     v.push_back(wt_case("nobias_B1_H5_W6_C2_K3_L2", {1, 5, 6, 2, 3, 2, 1}, mode, kGrad | kBf16 | kDevice,
                         false));
     // launch shapes: C above one 32-channel chunk and not a multiple of 4; C % 4 == 0 (the
