@@ -57,21 +57,7 @@ std::vector<double> level_sizes(double B, int H, int W, double C, int L) {
   return n;
 }
 
-IoCount io_fused(int B, int H, int W, int C, int L) {
-  const auto n = level_sizes(B, H, W, C, L);
-  double fwd = 0;
-  for (int l = 0; l < L; ++l) fwd += n[l] + 4 * n[l + 1] + (l + 1 < L ? n[l + 1] : 0);  // level_conv
-  double synth = n[0] + n[0];  // base-conv input + output
-  for (int l = 0; l < L; ++l) synth += 4 * n[l + 1];
-  fwd += synth;
-  double bwd = fwd;  // gx: the same level convs + synthesis, run on G
-  for (int l = 1; l < L; ++l) bwd += n[l - 1] + n[l];  // LL pyramid of x (recomputed)
-  for (int l = 0; l < L; ++l) bwd += 2 * n[l];         // level weight grads: LL_l of x and of G
-  bwd += 2 * n[0];                                     // base weight grad: x and G
-  return {fwd, fwd + bwd};
-}
-
-// The split level convs (kernels::cuda::WTConvLevels::split): each level's coefficients written by
+// The fused path (its level convs split: kernels/wtconv.h): each level's coefficients written by
 // one Haar pass (read n_l, write 4 n_{l+1} and the LL n_{l+1}), then a depthwise conv over them.
 IoCount io_fused_split(int B, int H, int W, int C, int L) {
   const auto n = level_sizes(B, H, W, C, L);
@@ -192,33 +178,25 @@ void run_bench(const Options& o) {
     }
     int64_t wbytes = int64_t(w.base_weight.nbytes() + w.base_bias.nbytes() + w.base_scale.nbytes());
     for (int l = 0; l < s.L; ++l) wbytes += int64_t(w.wavelet_weight[l].nbytes() + w.wavelet_scale[l].nbytes());
-    enum Impl { split, onthefly, reference };
-    for (Impl impl : {split, onthefly, reference}) {
-      const auto mode = impl == reference ? kernels::WTConvMode::reference : kernels::WTConvMode::fused;
-      const auto saved = kernels::cuda::wtconv_levels();
-      kernels::cuda::set_wtconv_levels(impl == onthefly ? kernels::cuda::WTConvLevels::onthefly
-                                                        : kernels::cuda::WTConvLevels::split);
+    for (const auto mode : {kernels::WTConvMode::fused, kernels::WTConvMode::reference}) {
+      const bool fused = mode == kernels::WTConvMode::fused;
       auto step = [&] {
         Tensor y = kernels::cuda::wtconv_forward(x, w, 1, mode);
         kernels::WTConvGrads g = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
         return int64_t(g.x.nbytes()) + wbytes;  // grad_x and weight grads are not "extra"
       };
-      Row r{impl == split ? "wtconv fused" : impl == onthefly ? "wtconv fused otf" : "wtconv reference",
-            s.C, s.HW, s.L, 0, 0, 0};
+      Row r{fused ? "wtconv fused" : "wtconv reference", s.C, s.HW, s.L, 0, 0, 0};
       try {
         step();
       } catch (const Error& e) {  // e.g. a dtype this path does not take: say so, bench the rest
         std::printf("  %-17s C=%d: skipped (%s)\n", r.impl.c_str(), s.C, e.what());
-        kernels::cuda::set_wtconv_levels(saved);
         continue;
       }
       r.train_ms = median_ms([&] { step(); }, o.warmup, o.iters);
       r.infer_ms = median_ms([&] { kernels::cuda::wtconv_forward(x, w, 1, mode); }, o.warmup, o.iters);
       r.extra_mib = double(extra_bytes(step)) / (1 << 20);
-      const IoCount io = impl == split      ? io_fused_split(B, s.HW, s.HW, s.C, s.L)
-                         : impl == onthefly ? io_fused(B, s.HW, s.HW, s.C, s.L)
-                                            : io_reference(B, s.HW, s.HW, s.C, s.L);
-      kernels::cuda::set_wtconv_levels(saved);
+      const IoCount io = fused ? io_fused_split(B, s.HW, s.HW, s.C, s.L)
+                               : io_reference(B, s.HW, s.HW, s.C, s.L);
       r.io_step_gb = io.step * double(dtype_size(act)) / 1e9;
       r.io_fwd_gb = io.forward * double(dtype_size(act)) / 1e9;
       std::printf("  %-17s C=%d: I/O model fwd %.2f N, step %.2f N elements (N = %.0f)\n",

@@ -33,7 +33,8 @@ struct WTConvGrads {
 
 enum class WTConvMode {
   fused,      ///< one-pass synthesis fused with the base conv, scales folded into weights, no
-              ///< intermediate kept for the backward (CUDA: see WTConvLevels for the level convs)
+              ///< intermediate kept for the backward (CUDA: each level's Haar coefficients written
+              ///< once, then the depthwise kernels of kernels/depthwise_conv.h on them)
   reference,  ///< reference order: every intermediate (coefficients, conv outputs, scaled,
               ///< reconstructions) materialised, as the PyTorch reference does
 };
@@ -48,6 +49,14 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
 
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
+/// Limits of the CUDA entry points (hg::Error beyond them; the CPU has none): K odd in
+/// [1, kWTConvMaxK] (K = 1, 3, 5, 7, 9 run kernels compiled for that K, other K run-time-K kernels
+/// whose register windows are sized for kWTConvMaxK), at most kWTConvMaxLevels levels (the
+/// one-pass synthesis takes every level's pointer as a kernel argument: a 2^12 = 4096-pixel-wide
+/// map). B, H, W and 4C are int32 in the kernels (element offsets are 64-bit).
+inline constexpr int kWTConvMaxK = 15;
+inline constexpr int kWTConvMaxLevels = 12;
+
 /// Same contract as cpu::, on the GPU: x (and grad_y) f32 or bf16 with f32 weights (see the top of
 /// this file). Weight gradients are deterministic (bit-identical run to run: no floating-point
 /// atomics), f32 for either activation dtype. `out` / `grad_x_out`, when defined, are where y /
@@ -59,19 +68,6 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
                             int stride, bool need_grad_x, WTConvMode mode,
                             const Tensor& grad_x_out = Tensor());
 
-/// How WTConvMode::fused computes the level convolutions (docs/fused-wtconv.md, section 7). Both
-/// give the same results up to fp32 rounding.
-enum class WTConvLevels {
-  split,     ///< each level's Haar coefficients written once, then the depthwise conv kernels of
-             ///< kernels/depthwise_conv.h on them (default: 1.4x faster on the H200, more memory)
-  onthefly,  ///< Haar analysis formed inside the level conv, no coefficient tensor (the paper's (a))
-};
-/// The process-wide choice; the default is split, or onthefly when the environment variable
-/// HAARGRAD_WTCONV_LEVELS=onthefly is set. Not thread-safe: set it before training starts.
-/// (bf16 synthesis: 8 channels per thread, 16-byte accesses, when C % 8 == 0; the environment
-/// variable HAARGRAD_WTCONV_BF16_V4=1 selects the 4-channel kernel instead, to compare the two.)
-void set_wtconv_levels(WTConvLevels levels);
-WTConvLevels wtconv_levels();
 }  // namespace cuda
 #endif
 

@@ -102,26 +102,29 @@ void low_band(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, T* ll_nex
   }
 }
 
-/// Level forward: t (B, h2, w2, 4, C) = dwconv(analysis(pad(ll)), w~) with the coefficients formed
-/// per tap from ll (B, h, w, C); also writes the raw low band ll_next (B, h2, w2, C) when given.
+/// One level's depthwise conv on Haar coefficients formed per tap from src (B, h, w, C), shared by
+/// forward and backward: out (B, h2, w2, 4, C) = sum_taps wf[tap] * analysis(pad(src))(p + (ki - r)
+/// * dir, q + (kj - r) * dir). dir = +1 is the level conv of the raw low band ll (forward: t_l),
+/// dir = -1 its transpose applied to the level gradient G (backward: e_l). When ll_next is given
+/// (forward), also writes the raw low band of src (B, h2, w2, C), the next level's input.
 template <typename T>
-void level_forward(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, int K, const T* wf,
-                   T* t, T* ll_next) {
+void level_pass(const T* src, int64_t B, int64_t h, int64_t w, int64_t C, int K, const T* wf,
+                int dir, T* out_t, T* ll_next) {
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
   const int r = K / 2;
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
 #pragma omp parallel for schedule(static) if (worth_parallel(B * h * w * C * K * K))
   for (int64_t row = 0; row < B * h2; ++row) {
     const int64_t b = row / h2, p = row % h2;
-    const T* img = ll + b * h * w * C;
+    const T* img = src + b * h * w * C;
     for (int64_t q = 0; q < w2; ++q) {
-      T* out = t + (row * w2 + q) * 4 * C;
+      T* out = out_t + (row * w2 + q) * 4 * C;
       std::fill(out, out + 4 * C, T(0));
       for (int ki = 0; ki < K; ++ki) {
-        const int64_t pp = p + ki - r;
+        const int64_t pp = p + dir * (ki - r);
         if (pp < 0 || pp >= h2) continue;
         for (int kj = 0; kj < K; ++kj) {
-          const int64_t qq = q + kj - r;
+          const int64_t qq = q + dir * (kj - r);
           if (qq < 0 || qq >= w2) continue;
           Block<T> k = block(img, h, w, C, pp, qq, zeros.data());
           const T* wt = wf + (ki * K + kj) * 4 * C;
@@ -292,44 +295,6 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
   return reduce_chunks(partial, chunks, n);
 }
 
-/// Level backward, input part: e (B, h2, w2, 4, C) = transposed dwconv of dt with w~, where dt is
-/// formed per tap as the analysis of the level gradient G (B, h, w, C).
-template <typename T>
-void level_input_grads(const T* G, int64_t B, int64_t h, int64_t w, int64_t C, int K, const T* wf,
-                       T* e) {
-  const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
-  const int r = K / 2;
-  const std::vector<T> zeros(static_cast<size_t>(C), T(0));
-#pragma omp parallel for schedule(static) if (worth_parallel(B * h * w * C * K * K))
-  for (int64_t row = 0; row < B * h2; ++row) {
-    const int64_t b = row / h2, p = row % h2;
-    const T* gimg = G + b * h * w * C;
-    for (int64_t q = 0; q < w2; ++q) {
-      T* out = e + (row * w2 + q) * 4 * C;
-      std::fill(out, out + 4 * C, T(0));
-      for (int ki = 0; ki < K; ++ki) {
-        const int64_t pp = p - ki + r;
-        if (pp < 0 || pp >= h2) continue;
-        for (int kj = 0; kj < K; ++kj) {
-          const int64_t qq = q - kj + r;
-          if (qq < 0 || qq >= w2) continue;
-          Block<T> gb = block(gimg, h, w, C, pp, qq, zeros.data());
-          const T* wt = wf + (ki * K + kj) * 4 * C;
-#pragma omp simd
-          for (int64_t c = 0; c < C; ++c) {
-            T s0, s1, s2, s3;
-            haar_analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], s0, s1, s2, s3);
-            out[c] += wt[c] * s0;
-            out[C + c] += wt[C + c] * s1;
-            out[2 * C + c] += wt[2 * C + c] * s2;
-            out[3 * C + c] += wt[3 * C + c] * s3;
-          }
-        }
-      }
-    }
-  }
-}
-
 }  // namespace
 
 template <typename T>
@@ -344,8 +309,8 @@ Tensor forward_fused(const Tensor& x, const WTConvWeights& weights, const Geomet
     t.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
     const bool need_next = l + 1 < g.L;
     if (need_next) ll.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false));
-    level_forward(ll_prev, g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), t.back().data<T>(),
-                  need_next ? ll.back().data<T>() : nullptr);
+    level_pass(ll_prev, g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), +1, t.back().data<T>(),
+               need_next ? ll.back().data<T>() : nullptr);
     if (need_next) ll_prev = ll.back().data<T>();
   }
   std::vector<const T*> levels;
@@ -428,8 +393,8 @@ WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const 
       }
     if (need_grad_x) {
       e.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
-      level_input_grads(G.data<T>(), g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(),
-                        e.back().data<T>());
+      level_pass(G.data<T>(), g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), -1,
+                 e.back().data<T>(), static_cast<T*>(nullptr));
     }
     G = G_next;
   }

@@ -27,10 +27,10 @@
 namespace hg::kernels::cuda::wtconv_detail {
 
 // Largest K the generic (run-time K) instantiation supports; K = 1, 3, 5, 7, 9 are compiled
-// separately with the window and accumulator arrays sized at compile time.
-constexpr int kMaxK = 15;
+// separately with the window and accumulator arrays sized at compile time (kernels/wtconv.h).
+constexpr int kMaxK = kWTConvMaxK;
 // Most levels the one-pass synthesis takes as kernel arguments (a 2^12 = 4096-pixel-wide map).
-constexpr int kMaxLevels = 12;
+constexpr int kMaxLevels = kWTConvMaxLevels;
 
 // ---- storage I/O: activations (x, y, grad_y, grad_x) are T = float or __nv_bfloat16; everything
 // the kernels compute and every intermediate they write (coefficients, level outputs, LL pyramids,

@@ -1,19 +1,19 @@
 // Fused WTConv2d on the GPU (Aflalo et al. 2026's three transformations, our own kernels), and the
 // public kernels::cuda::wtconv_forward / wtconv_backward that dispatch on WTConvMode.
 //
-// Forward, per call:  fold (scales into weights)  ->  for each level l: level_conv (Haar of ll_l formed
-// on the fly inside the depthwise conv; writes t_l (B, h_{l+1}, w_{l+1}, C, 4) and the raw LL
-// ll_{l+1} that feeds level l+1)  ->  synth (base conv + bias of x, plus every level's t_l at
-// (i >> (l+1), j >> (l+1)) with parity signs and 1/2 per level: one pass, no reconstruction stored).
-// Backward: gx is the same pipeline run on G = dL/dy with flipped folded weights (the transpose of a
-// "same" correlation is the correlation with the flipped kernel; the transpose of the Haar synthesis
-// cascade is the analysis cascade, and vice versa), and the weight gradients come from one
-// deterministic kernel per level that recomputes the Haar coefficients of x and of G from their LL
-// pyramids (1/4 + 1/16 + ... of x) instead of saving any coefficient tensor. See docs/fused-wtconv.md.
+// Forward, per call:  fold (scales into weights)  ->  for each level l: haar (the Haar coefficients of
+// ll_l written once, (B, h_{l+1}, w_{l+1}, C, 4), and the raw LL ll_{l+1} that feeds level l+1), then
+// the depthwise conv of kernels/depthwise_conv.h over them as 4C channels (t_l)  ->  synth (base
+// conv + bias of x, plus every level's t_l at (i >> (l+1), j >> (l+1)) with parity signs and 1/2 per
+// level: one pass, no reconstruction stored). Backward: gx is the same synthesis run on G = dL/dy
+// with flipped folded weights over the transposed level convs of H(G's LL pyramid) (the transpose of
+// a "same" correlation is the correlation with the flipped kernel; the transpose of the Haar
+// synthesis cascade is the analysis cascade, and vice versa); the weight gradients are the
+// deterministic depthwise weight gradients of H(x's LL pyramid) against H(G's), recomputed level by
+// level (1/4 + 1/16 + ... of x) instead of saved by the forward. See docs/fused-wtconv.md.
 // Storage: x, G, y, grad_x are T = float or __nv_bfloat16 (kernels/wtconv.h); the kernels that
 // touch them are templated on T, everything behind them (coefficients, t_l, pyramids, sums) is f32.
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/conv2d.h"
@@ -99,16 +99,6 @@ Tensor output_tensor(const char* op, const char* what, const Shape& shape, DType
 namespace {
 
 // ---- (c) scales folded into the weights: tiny kernels, one thread per (tap, channel) --------------
-// level: wl[k][c] (float4 over s) = ws[4c+s] * ww[4c+s][k'], k' = flip ? KK-1-k : k.
-__global__ void fold_level_kernel(const float* __restrict__ ww, const float* __restrict__ ws, int C,
-                                  int KK, bool flip, float4* __restrict__ wl) {
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx >= int64_t(KK) * C) return;
-  const int c = int(idx % C), k = int(idx / C), ks = flip ? KK - 1 - k : k;
-  float v[4];
-  for (int s = 0; s < 4; ++s) v[s] = ws[4 * c + s] * ww[int64_t(4 * c + s) * KK + ks];
-  wl[idx] = make_float4(v[0], v[1], v[2], v[3]);
-}
 // base: wb[k][c] = bs[c] * bw[c][k'], bf[c] = bs[c] * bb[c] (bf only when asked).
 __global__ void fold_base_kernel(const float* __restrict__ bw, const float* __restrict__ bb,
                                  const float* __restrict__ bs, int C, int KK, bool flip,
@@ -118,61 +108,6 @@ __global__ void fold_base_kernel(const float* __restrict__ bw, const float* __re
   const int c = int(idx % C), k = int(idx / C), ks = flip ? KK - 1 - k : k;
   wb[idx] = bs[c] * bw[int64_t(c) * KK + ks];
   if (bf && k == 0) bf[c] = bs[c] * bb[c];
-}
-
-// ---- (a) Haar analysis inside the depthwise conv --------------------------------------------------
-// One thread: channel c, TQ consecutive outputs of one row p of level l's grid. For each kernel row it
-// forms the TQ+K-1 Haar coefficients of the input row window once (4 loads each) and applies all K
-// taps to all TQ outputs. out (B, hp, wp, C) float4; ll_next (B, hp, wp, C) = sub-band 0 (optional).
-template <int KT, int TQ, typename T>
-__global__ void level_conv_kernel(HaarSrc<T> src, int B, int K_rt, const float4* __restrict__ wl,
-                                  float4* __restrict__ out, float* __restrict__ ll_next) {
-  constexpr int KA = KT > 0 ? KT : kMaxK;
-  const int K = KT > 0 ? KT : K_rt, r = K / 2;
-  const int C = src.C, hp = src.hp, wp = src.wp, nqb = (wp + TQ - 1) / TQ;
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx >= int64_t(B) * hp * nqb * C) return;
-  const int c = int(idx % C);
-  int64_t rest = idx / C;
-  const int qb = int(rest % nqb);
-  rest /= nqb;
-  const int p = int(rest % hp), b = int(rest / hp), q0 = qb * TQ;
-  float4 acc[TQ];
-  float center[TQ];
-#pragma unroll
-  for (int t = 0; t < TQ; ++t) {
-    acc[t] = f4(0.f);
-    center[t] = 0.f;
-  }
-#pragma unroll
-  for (int kh = 0; kh < KA; ++kh) {
-    if (kh >= K) break;
-    const int pp = p + kh - r;
-    if (pp < 0 || pp >= hp) continue;
-    float4 win[TQ + KA - 1];
-#pragma unroll
-    for (int m = 0; m < TQ + KA - 1; ++m)
-      if (m < TQ + K - 1) win[m] = src.at(b, pp, q0 - r + m, c);
-    if (kh == r) {
-#pragma unroll
-      for (int t = 0; t < TQ; ++t) center[t] = win[t + r].x;
-    }
-#pragma unroll
-    for (int kw = 0; kw < KA; ++kw)
-      if (kw < K) {
-        const float4 wv = wl[int64_t(kh * K + kw) * C + c];
-#pragma unroll
-        for (int t = 0; t < TQ; ++t) fma4(acc[t], wv, win[t + kw]);
-      }
-  }
-#pragma unroll
-  for (int t = 0; t < TQ; ++t) {
-    const int q = q0 + t;
-    if (q >= wp) break;
-    const int64_t o = ((int64_t(b) * hp + p) * wp + q) * C + c;
-    out[o] = acc[t];
-    if (ll_next) ll_next[o] = center[t];
-  }
 }
 
 /// Level outputs for the one-pass synthesis (kernel argument: pointers and grid sizes).
@@ -245,8 +180,7 @@ __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C
 
 // The Haar coefficients of a level, materialised: coef (B, hp, wp, C, 4) = H(src) (float4 per
 // position and channel: the NHWC tensor of 4C channels 4c+s that the depthwise kernels take), and
-// the raw LL band again as ll_next (B, hp, wp, C), the next level's input. Either may be nullptr
-// (the on-the-fly path uses it for the LL pyramids alone).
+// the raw LL band again as ll_next (B, hp, wp, C), the next level's input (nullptr: not written).
 template <typename T>
 __global__ void haar_kernel(HaarSrc<T> src, int B, float4* __restrict__ coef,
                             float* __restrict__ ll_next) {
@@ -307,8 +241,6 @@ __global__ void unfold_base_kernel(const float* __restrict__ sums, const float* 
 }
 
 constexpr int kTQ = 4;  // outputs per thread along a row (register reuse of the input window)
-// the 4-channel level conv holds 4x the window per output: 2 outputs keep it within registers
-constexpr int kTQv = 2;
 
 /// True when p can be read as 4 consecutive elements of T in one access (16 bytes for float,
 /// 8 for bf16), given that every offset used is a multiple of 4 elements (C % 4 == 0).
@@ -317,12 +249,12 @@ bool aligned4(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
 }
 
-/// Folded weights of every level and of the base path (flipped for the transposed convolution).
+/// Folded weights of the base path (flipped for the transposed convolution); the level convs fold
+/// theirs in PyTorch's layout (fold_level_pt).
 struct Folded {
-  std::vector<Tensor> level;  // (K*K, C, 4)
-  Tensor base_w, base_b;      // (K*K, C), (C)
+  Tensor base_w, base_b;  // (K*K, C), (C)
 };
-Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias, bool levels = true) {
+Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
   const int KK = K * K;
   Folded f;
   f.base_w = workspace({KK, C});
@@ -331,75 +263,7 @@ Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias, boo
       w.base_weight.data<float>(), w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK,
       flip, f.base_w.data<float>(), with_bias ? f.base_b.data<float>() : nullptr);
   HG_CUDA_LAUNCH_CHECK();
-  for (int l = 0; levels && l < w.levels(); ++l) {
-    Tensor wl = workspace({KK, C, 4});
-    fold_level_kernel<<<blocks_for(int64_t(KK) * C), 256>>>(
-        w.wavelet_weight[l].data<float>(), w.wavelet_scale[l].data<float>(), C, KK, flip,
-        reinterpret_cast<float4*>(wl.data<float>()));
-    HG_CUDA_LAUNCH_CHECK();
-    f.level.push_back(wl);
-  }
   return f;
-}
-
-/// One level_conv launch: t (B, hp, wp, C, 4) = conv(H(src), w~) from src (B, hi, wi, C) of
-/// storage type S (the layer's input type at level 0, float above); the raw LL into ll_next.
-template <typename S>
-void level_conv(const S* src, int B, int hi, int wi, int C, int hp, int wp, int K,
-                const Tensor& wl, const Tensor& t, float* ll_next) {
-  const bool vec = C % 4 == 0 && (K == 3 || K == 5) && aligned4<S>(src) &&
-                   aligned16(t.data<float>()) && (!ll_next || aligned16(ll_next)) &&
-                   aligned16(wl.data<float>());
-  dispatch_k(K, [&](auto kt) {
-    constexpr int KT = decltype(kt)::value;
-    if constexpr (KT == 3 || KT == 5) {
-      if (vec) {
-        const VecLaunch v = vec_launch(C, int64_t(B) * hp * ((wp + kTQv - 1) / kTQv));
-        level_conv_v4_kernel<KT, kTQv, S><<<v.grid, v.block>>>(
-            src, B, hi, wi, C, hp, wp, reinterpret_cast<const float4*>(wl.data<float>()),
-            reinterpret_cast<float4*>(t.data<float>()), ll_next);
-        HG_CUDA_LAUNCH_CHECK();
-        return;
-      }
-    }
-    const int64_t n = int64_t(B) * hp * ((wp + kTQ - 1) / kTQ) * C;
-    level_conv_kernel<KT, kTQ, S><<<blocks_for(n), 256>>>(
-        HaarSrc<S>{src, hi, wi, C, hp, wp}, B, K,
-        reinterpret_cast<const float4*>(wl.data<float>()),
-        reinterpret_cast<float4*>(t.data<float>()), ll_next);
-    HG_CUDA_LAUNCH_CHECK();
-  });
-}
-
-/// Runs level_conv for l = 0..L-1 on `in` (B, H, W, C): fills t[l] and, when `pyramid` is given,
-/// the raw LL of levels 1..L-1 (pyramid[l] = LL of level l, pyramid[0] unused; always f32).
-template <typename T>
-void analysis_convs(const T* in, int B, int C, int K, const std::vector<std::pair<int, int>>& d,
-                    const Folded& f, std::vector<Tensor>& t, std::vector<Tensor>& pyramid) {
-  const int L = static_cast<int>(f.level.size());
-  t.assign(L, Tensor());
-  pyramid.assign(L, Tensor());
-  for (int l = 0; l < L; ++l) {
-    const int hp = d[l + 1].first, wp = d[l + 1].second;
-    t[l] = workspace({B, hp, wp, C, 4});
-    if (l + 1 < L) pyramid[l + 1] = workspace({B, hp, wp, C});
-    float* ll_next = l + 1 < L ? pyramid[l + 1].data<float>() : nullptr;
-    if (l == 0)
-      level_conv(in, B, d[0].first, d[0].second, C, hp, wp, K, f.level[0], t[0], ll_next);
-    else
-      level_conv(pyramid[l].data<float>(), B, d[l].first, d[l].second, C, hp, wp, K, f.level[l],
-                 t[l], ll_next);
-  }
-}
-
-/// True when HAARGRAD_WTCONV_BF16_V4 is set (and not "0"): bf16 synthesis with 4 channels (8-byte
-/// accesses, 115 registers) instead of 8 (16-byte accesses, 130-200 registers); read once.
-bool bf16_synth_v4() {
-  static const bool v4 = [] {
-    const char* e = std::getenv("HAARGRAD_WTCONV_BF16_V4");
-    return e != nullptr && std::string(e) != "0";
-  }();
-  return v4;
 }
 
 /// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in and out of storage T.
@@ -424,10 +288,9 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
     lvv.hp[l] = lv.hp[l];
     lvv.wp[l] = lv.wp[l];
   }
-  // bf16: 8 channels (16 bytes) per thread where C and the pointers allow (unless
-  // HAARGRAD_WTCONV_BF16_V4 asks for the 4-channel kernel, for comparing the two on a GPU)
-  const bool vec8 = std::is_same_v<T, __nv_bfloat16> && vec && !bf16_synth_v4() && C % 8 == 0 &&
-                    aligned16(in) && aligned16(out);
+  // bf16: 8 channels (16 bytes) per thread where C and the pointers allow
+  const bool vec8 = std::is_same_v<T, __nv_bfloat16> && vec && C % 8 == 0 && aligned16(in) &&
+                    aligned16(out);
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT >= 3 && std::is_same_v<T, __nv_bfloat16>) {
@@ -464,14 +327,13 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
   });
 }
 
-// ---- the level convolutions with materialised coefficients ("split", the default) ----------------
-// Forming the Haar coefficients inside the conv (level_conv_*) re-forms each one K times per row
-// and (TQ + K - 1) / TQ times along it; on the H200 that arithmetic, not memory traffic, bounded
-// the level convs. Writing each level's coefficients once (n_l reads, n_l writes) and running the
+// ---- the level convolutions with materialised coefficients ("split") ------------------------------
+// Forming the Haar coefficients inside the conv re-forms each one K times per row and
+// (TQ + K - 1) / TQ times along it; on the H200 that arithmetic, not memory traffic, bounded the
+// level convs. Writing each level's coefficients once (n_l reads, n_l writes) and running the
 // depthwise kernels of depthwise_conv.cu on them as a 4C-channel NHWC tensor is faster there
-// (docs/fused-wtconv.md, section 7). WTConvLevels::onthefly (kernels/wtconv.h) selects the
-// on-the-fly kernels. The coefficients are f32 for either storage type of the layer's input.
-bool split_levels() { return wtconv_levels() == WTConvLevels::split; }
+// (docs/fused-wtconv.md, section 7; the on-the-fly kernels are in the lab, dev/wtconv/). The
+// coefficients are f32 for either storage type of the layer's input.
 
 /// The depthwise conv of one level: 4C channels (4c+s) on the (hp, wp) grid, "same" padding.
 Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
@@ -517,7 +379,7 @@ Tensor haar(const S* src, int B, int C, std::pair<int, int> in, std::pair<int, i
   return coef;
 }
 
-/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in: the split counterpart of analysis_convs.
+/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in.
 template <typename T>
 void analysis_convs_split(const T* in, int B, int C, int K,
                           const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
@@ -605,15 +467,9 @@ void fused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
   const auto d = level_dims(H, W, w.levels());
-  const bool split = split_levels();
-  Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true, /*levels=*/!split);
-  std::vector<Tensor> t, ll;
-  if (split) {
-    analysis_convs_split(typed<T>(xc), B, C, K, d, w, t);
-  } else {
-    analysis_convs(typed<T>(xc), B, C, K, d, f, t, ll);
-    ll.clear();  // the forward needs the pyramid only inside analysis_convs
-  }
+  Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
+  std::vector<Tensor> t;
+  analysis_convs_split(typed<T>(xc), B, C, K, d, w, t);
   synthesis(typed<T>(xc), B, H, W, C, Ho, Wo, stride, K, f, t, typed<T>(y));
 }
 
@@ -626,59 +482,6 @@ Tensor fused_forward(const Tensor& x, const WTConvWeights& w, int stride, const 
   HG_DISPATCH_CUDA(x.dtype(), op,
                    [&] { fused_forward_t<device_t<scalar_t>>(xc, w, stride, K, y); });
   return y;
-}
-
-/// The on-the-fly counterpart of level_grads_split, plus grad_x (HAARGRAD_WTCONV_LEVELS=onthefly)
-/// into gx (B, H, W, C) of storage T when defined.
-template <typename T>
-void level_grads_onthefly(const Tensor& xc, const Tensor& G, int B, int C, int K,
-                          const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                          const Tensor& gx, WTConvGrads& g) {
-  const int L = w.levels(), H = d[0].first, W = d[0].second;
-  // gradient pyramid gR_l (raw LL of the Haar cascade applied to G, f32), level 0 is G itself
-  std::vector<Tensor> gR(L);
-  auto ll_of = [B, C, &d](auto* src, int l, const Tensor& out) {  // out = LL of level l from l-1
-    using S = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
-    HaarSrc<S> hs{src, d[l - 1].first, d[l - 1].second, C, d[l].first, d[l].second};
-    haar_kernel<<<blocks_for(out.numel()), 256>>>(hs, B, nullptr, out.data<float>());
-    HG_CUDA_LAUNCH_CHECK();
-  };
-  if (gx.defined()) {
-    Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
-    std::vector<Tensor> gt;
-    analysis_convs(typed<T>(G), B, C, K, d, f, gt, gR);
-    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, typed<T>(gx));
-  } else {
-    for (int l = 1; l < L; ++l) {
-      gR[l] = workspace({B, d[l].first, d[l].second, C});
-      if (l == 1)
-        ll_of(typed<T>(G), l, gR[l]);
-      else
-        ll_of(static_cast<const float*>(gR[l - 1].data<float>()), l, gR[l]);
-    }
-  }
-  // the raw LL pyramid of x, recomputed (1/4 + 1/16 + ... of x) rather than saved by the forward
-  std::vector<Tensor> ll(L);
-  for (int l = 1; l < L; ++l) {
-    ll[l] = workspace({B, d[l].first, d[l].second, C});
-    if (l == 1)
-      ll_of(typed<T>(xc), l, ll[l]);
-    else
-      ll_of(static_cast<const float*>(ll[l - 1].data<float>()), l, ll[l]);
-  }
-  for (int l = 0; l < L; ++l) {
-    const int hi = d[l].first, wi = d[l].second, hp = d[l + 1].first, wp = d[l + 1].second;
-    WgradResult r;
-    if (l == 0) {
-      HaarSrc<T> xs{typed<T>(xc), hi, wi, C, hp, wp}, gs{typed<T>(G), hi, wi, C, hp, wp};
-      r = run_wgrad(xs, gs, B, hp, wp, C, K, /*bias=*/false);
-    } else {
-      HaarSrc<float> xs{ll[l].data<float>(), hi, wi, C, hp, wp};
-      HaarSrc<float> gs{gR[l].data<float>(), hi, wi, C, hp, wp};
-      r = run_wgrad(xs, gs, B, hp, wp, C, K, /*bias=*/false);
-    }
-    unfold_level(r.sums, 4 * C, 1, w, l, g);
-  }
 }
 
 /// Gradients of the base path: its folded-weight gradient, unfolded into base_weight, base_bias
@@ -720,15 +523,11 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
   }
   const auto d = level_dims(H, W, L);
   WTConvGrads g;
-  if (split_levels()) {
-    std::vector<Tensor> gt;
-    level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, gx.defined() ? &gt : nullptr, g);
-    if (gx.defined()) {
-      const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false, /*levels=*/false);
-      synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, typed<T>(gx));
-    }
-  } else {
-    level_grads_onthefly<T>(xc, G, B, C, K, d, w, gx, g);
+  std::vector<Tensor> gt;
+  level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, gx.defined() ? &gt : nullptr, g);
+  if (gx.defined()) {
+    const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
+    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, typed<T>(gx));
   }
   base_grads<T>(xc, G, B, H, W, C, K, w, g);
   if (gx.defined()) g.x = gx;
@@ -752,16 +551,6 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
 
 }  // namespace
 }  // namespace wtconv_detail
-
-namespace {
-WTConvLevels g_levels = [] {
-  const char* e = std::getenv("HAARGRAD_WTCONV_LEVELS");
-  return e != nullptr && std::string(e) == "onthefly" ? WTConvLevels::onthefly : WTConvLevels::split;
-}();
-}  // namespace
-
-void set_wtconv_levels(WTConvLevels levels) { g_levels = levels; }
-WTConvLevels wtconv_levels() { return g_levels; }
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
                       const Tensor& out) {

@@ -1,16 +1,16 @@
 // Vectorised fast paths of the fused WTConv kernels (4 channels per thread, float4 loads, a
-// register tile of outputs along W): the level conv with Haar on the fly, and the one-pass
-// synthesis fused with the base conv. Activations are T = float (16-byte accesses of 4 channels)
-// or __nv_bfloat16 (8-byte accesses of 4 channels), everything else float; for bf16 with C % 8 == 0
-// there are 8-channel (16-byte) versions of the synthesis and of the Haar pass at the end of this
-// file. Used when C % 4 == 0, the pointers are aligned,
-// K is a compiled constant (3, 5, 7, 9) and (synthesis) stride == 1; wtconv_fused.cu keeps the
+// register tile of outputs along W): the one-pass synthesis fused with the base conv. Activations
+// are T = float (16-byte accesses of 4 channels) or __nv_bfloat16 (8-byte accesses of 4 channels),
+// everything else float; for bf16 with C % 8 == 0 there are 8-channel (16-byte) versions of the
+// synthesis and of the Haar pass at the end of this file. Used when C % 4 == 0, the pointers are
+// aligned, K is a compiled constant (3, 5, 7, 9) and stride == 1; wtconv_fused.cu keeps the
 // one-channel kernels for every other case. Same math as those kernels, fewer instructions: the
 // one-channel versions spent most of their issue slots on scalar loads and 64-bit index
-// arithmetic, which the 4-channel vectors amortise 4x (docs/fused-wtconv.md).
+// arithmetic, which the 4-channel vectors amortise 4x (docs/fused-wtconv.md). (The 4-channel
+// on-the-fly level conv that used to live here is in the kernel lab, dev/wtconv/.)
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
 //
-// Thread mapping (both kernels), after kernels/cuda/depthwise_conv.cu: block (cvb, ty); lane x takes
+// Thread mapping, after kernels/cuda/depthwise_conv.cu: block (cvb, ty); lane x takes
 // channel vector cv = blockIdx.y * cvb + threadIdx.x (channels 4cv .. 4cv+3, one 16-byte load per
 // pixel, consecutive lanes on consecutive memory), threadIdx.y + blockIdx.x * ty picks the tile =
 // (b, row, column block) of TW consecutive outputs.
@@ -60,30 +60,6 @@ __device__ __forceinline__ void ld8(const __nv_bfloat16* p, float (&v)[8]) {
   }
 }
 
-/// Haar coefficients of 4 channels at position (pp, qq) of the half-resolution grid (hp, wp) of
-/// the NHWC tensor src (B, hi, wi, C): o[e] = (LL, s1, s2, s3) of channel c + e. Zero outside the
-/// grid (conv padding); a missing second row / column of the last block is zero (analysis padding).
-template <typename T>
-__device__ __forceinline__ void haar_v4(const T* src, int b, int pp, int qq, int hi, int wi,
-                                        int hp, int wp, int C, int c, float4 (&o)[4]) {
-  if (pp < 0 || pp >= hp || qq < 0 || qq >= wp) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[e] = f4(0.f);
-    return;
-  }
-  const int i = 2 * pp, j = 2 * qq;
-  const bool i1 = i + 1 < hi, j1 = j + 1 < wi;
-  const T* r0 = src + ((int64_t(b) * hi + i) * wi + j) * C + c;
-  const T* r1 = r0 + int64_t(wi) * C;
-  const float4 z = f4(0.f);
-  const float4 a = ld4(r0), bb = j1 ? ld4(r0 + C) : z;
-  const float4 cc = i1 ? ld4(r1) : z, d = (i1 && j1) ? ld4(r1 + C) : z;
-  o[0] = haar4(a.x, bb.x, cc.x, d.x);
-  o[1] = haar4(a.y, bb.y, cc.y, d.y);
-  o[2] = haar4(a.z, bb.z, cc.z, d.z);
-  o[3] = haar4(a.w, bb.w, cc.w, d.w);
-}
-
 /// Block shape for the 4-channel kernels: cvb channel vectors across x (at most a warp), ty tiles.
 struct VecLaunch {
   dim3 grid, block;
@@ -97,70 +73,6 @@ inline VecLaunch vec_launch(int C, int64_t tiles, int threads = 256, int V = 4, 
   HG_CHECK(gx <= INT32_MAX && gy <= 65535, "wtconv (cuda, fused): grid (", gx, ", ", gy,
            ") too large for C ", C, " and ", tiles, " tiles");
   return VecLaunch{dim3(unsigned(gx), unsigned(gy)), dim3(unsigned(cvb), unsigned(ty))};
-}
-
-// ---- (a) level conv, 4 channels x TQ outputs per thread ------------------------------------------
-// t(b, p, q, c..c+3) = sum_{kh,kw} wl[kh*K+kw][c+e] * H(src)(p+kh-r, q+kw-r) for q = q0..q0+TQ-1.
-// Per kernel row the TQ+K-1 coefficients of the window are formed once (4 float4 loads each) and
-// feed all K taps of the TQ outputs from registers. wl (K*K, C) float4 (folded, sub-bands in the
-// float4) is read through the read-only cache: a level's weights are a few tens of KB, L1-resident.
-// Writes out (B, hp, wp, C) float4 and, when ll_next is given, the LL band (B, hp, wp, C).
-template <int KT, int TQ, typename T>
-__global__ void __launch_bounds__(256)
-    level_conv_v4_kernel(const T* __restrict__ src, int B, int hi, int wi, int C, int hp, int wp,
-                         const float4* __restrict__ wl, float4* __restrict__ out,
-                         float* __restrict__ ll_next) {
-  constexpr int K = KT, r = KT / 2, NW = TQ + KT - 1;
-  const int cv = blockIdx.y * blockDim.x + threadIdx.x, c = 4 * cv;
-  const int nqb = (wp + TQ - 1) / TQ;
-  const int64_t tile = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-  if (c >= C || tile >= int64_t(B) * hp * nqb) return;
-  const int qb = int(tile % nqb);
-  const int64_t bp = tile / nqb;
-  const int p = int(bp % hp), b = int(bp / hp), q0 = qb * TQ;
-  float4 acc[TQ][4];
-  float4 center[TQ];
-#pragma unroll
-  for (int t = 0; t < TQ; ++t) {
-    center[t] = f4(0.f);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[t][e] = f4(0.f);
-  }
-  // (K = 5: ~185 registers, 8 warps per SM, each with 24 independent 16-byte loads per row in
-  // flight; K = 7 would spill, so wtconv_fused.cu takes this path for K = 3 and 5 only)
-#pragma unroll
-  for (int kh = 0; kh < K; ++kh) {
-    const int pp = p + kh - r;
-    if (pp < 0 || pp >= hp) continue;  // a zero-padding row adds nothing
-    float4 win[NW][4];
-#pragma unroll
-    for (int m = 0; m < NW; ++m) haar_v4(src, b, pp, q0 - r + m, hi, wi, hp, wp, C, c, win[m]);
-    if (kh == r) {
-#pragma unroll
-      for (int t = 0; t < TQ; ++t)
-        center[t] = make_float4(win[t + r][0].x, win[t + r][1].x, win[t + r][2].x, win[t + r][3].x);
-    }
-#pragma unroll
-    for (int kw = 0; kw < K; ++kw) {
-      const float4* wp4 = wl + int64_t(kh * K + kw) * C + c;
-      float4 wv[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) wv[e] = __ldg(wp4 + e);
-#pragma unroll
-      for (int t = 0; t < TQ; ++t)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) fma4(acc[t][e], wv[e], win[t + kw][e]);
-    }
-  }
-#pragma unroll
-  for (int t = 0; t < TQ; ++t) {
-    const int q = q0 + t;
-    if (q >= wp) break;
-    const int64_t o = ((int64_t(b) * hp + p) * wp + q) * C + c;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) out[o + e] = acc[t][e];
-    if (ll_next) st4(ll_next + o, center[t]);
-  }
 }
 
 // ---- (b) base conv + one-pass synthesis, 4 channels x TW outputs per thread (stride 1) -----------

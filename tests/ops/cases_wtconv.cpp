@@ -1,6 +1,7 @@
 // Registry cases: wtconv2d (layers/wtconv.h), fused and reference order, on odd sizes, every K in
-// {1, 3, 5, 7}, wt_levels 1..5, strides 1..3, thin inputs, without bias; on CUDA also the
-// on-the-fly level convolutions of the fused path.
+// {1, 3, 5, 7, 9, 15} with every wt_levels 1..5 (grad, bf16 and device modes), strides 1..3, thin
+// inputs, without bias.
+#include <algorithm>
 #include <cmath>
 
 #include "harness.h"
@@ -16,32 +17,6 @@ struct Cfg {
   int K, L, stride;
 };
 
-enum class Levels { split, onthefly };  // the CUDA fused path's level convolutions
-
-// Sets the CUDA fused path's level convolutions while it lives (no-op in CPU builds).
-class LevelsScope {
- public:
-  explicit LevelsScope(Levels l) {
-#ifdef HAARGRAD_WITH_CUDA
-    saved_ = kernels::cuda::wtconv_levels();
-    kernels::cuda::set_wtconv_levels(l == Levels::split ? kernels::cuda::WTConvLevels::split
-                                                        : kernels::cuda::WTConvLevels::onthefly);
-#else
-    (void)l;
-#endif
-  }
-  ~LevelsScope() {
-#ifdef HAARGRAD_WITH_CUDA
-    kernels::cuda::set_wtconv_levels(saved_);
-#endif
-  }
-
- private:
-#ifdef HAARGRAD_WITH_CUDA
-  kernels::cuda::WTConvLevels saved_ = kernels::cuda::WTConvLevels::split;
-#endif
-};
-
 // Base conv, L level convs on 4C channels (each on a map halved L times) and the Haar analysis /
 // synthesis (4 outputs x 4 taps per coefficient each way); the backward is counted as twice.
 Flops wtconv_flops(const Cfg& c) {
@@ -55,8 +30,7 @@ Flops wtconv_flops(const Cfg& c) {
   return {f, 2 * f};
 }
 
-OpCase wt_case(std::string name, Cfg c, WTConvMode mode, unsigned modes, bool bias = true,
-               Levels levels = Levels::split) {
+OpCase wt_case(std::string name, Cfg c, WTConvMode mode, unsigned modes, bool bias = true) {
   // Scales away from 0 so every path carries signal; never the init's constants.
   std::vector<Input> in = {act("x", {c.B, c.H, c.W, c.C}), param("base_weight", {c.C, 1, c.K, c.K})};
   if (bias) in.push_back(param("base_bias", {c.C}));
@@ -67,10 +41,9 @@ OpCase wt_case(std::string name, Cfg c, WTConvMode mode, unsigned modes, bool bi
   const int L = c.L, stride = c.stride;
   const char* mode_name = mode == WTConvMode::fused ? "fused_" : "reference_";
   return {.op = "wtconv2d",
-          .name = mode_name + std::string(levels == Levels::onthefly ? "onthefly_" : "") + name,
+          .name = mode_name + name,
           .inputs = std::move(in),
-          .fn = [L, stride, mode, bias, levels](const std::vector<Tensor>& v) {
-            LevelsScope scope(levels);
+          .fn = [L, stride, mode, bias](const std::vector<Tensor>& v) {
             const size_t o = bias ? 1 : 0;  // offset of the tensors after the optional bias
             kernels::WTConvWeights w{v[1], bias ? v[2] : Tensor(), v[2 + o], {}, {}};
             for (int l = 0; l < L; ++l) w.wavelet_weight.push_back(v[3 + o + size_t(l)]);
@@ -96,10 +69,29 @@ std::string cfg_name(const Cfg& c) {
   return str("B", c.B, "_H", c.H, "_W", c.W, "_C", c.C, "_K", c.K, "_L", c.L, "_s", c.stride);
 }
 
+// The CI grid of issue 12: every K in {1, 3, 5, 7, 9, 15} (15 is the CUDA fused path's kMaxK,
+// kernels/wtconv.h; 1..9 are compiled constants there, 15 the run-time-K kernels) with every
+// wt_levels 1..5, at odd sizes that shrink through odd and even level grids (9 -> 5 -> 3 -> 2 -> 1),
+// at least K / 2 + 1 so that every tap of the base filter meets an image pixel (a nonzero gradient).
+// At most 9 x 11 and one channel at K >= 9 keep the f64 finite differences (two forwards per
+// weight, 4750 weights at K = 15, L = 5) at about 9 s for the 120 grad and bf16 cases on one core.
+std::vector<Cfg> k_level_grid() {
+  std::vector<Cfg> v;
+  for (int K : {1, 3, 5, 7, 9, 15})
+    for (int L = 1; L <= 5; ++L) {
+      const int64_t H = std::max(std::min(2 * L + 1, 9), (K / 2 + 1) | 1), W = H + 2;
+      const int64_t C = K >= 9 ? 1 : 2;
+      v.push_back({1, H, W, C, K, L, 1});
+    }
+  return v;
+}
+
 std::vector<OpCase> all_cases() {
   std::vector<OpCase> v;
   for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
     for (const Cfg& c : kSmall) v.push_back(wt_case(cfg_name(c), c, mode, kGrad | kBf16));
+    for (const Cfg& c : k_level_grid())
+      v.push_back(wt_case(cfg_name(c), c, mode, kGrad | kBf16 | kDevice));
     v.push_back(wt_case("nobias_B1_H5_W6_C2_K3_L2", {1, 5, 6, 2, 3, 2, 1}, mode, kGrad | kBf16 | kDevice,
                         false));
     // launch shapes: C above one 32-channel chunk and not a multiple of 4; C % 4 == 0 (the
@@ -113,10 +105,6 @@ std::vector<OpCase> all_cases() {
     // WTConvNeXt-T stage 1 at batch 64 (docs/fused-wtconv.md)
     v.push_back(wt_case("wtconvnext_t_s1_b64", {64, 56, 56, 96, 5, 5, 1}, mode, kPerf));
   }
-  for (const Cfg& c : {Cfg{2, 16, 16, 8, 5, 2, 1}, Cfg{1, 21, 23, 36, 5, 4, 1}, Cfg{2, 19, 21, 20, 5, 5, 2}})
-    v.push_back(wt_case(cfg_name(c), c, WTConvMode::fused, kDevice, true, Levels::onthefly));
-  v.push_back(wt_case("wtconvnext_t_s1_b64", {64, 56, 56, 96, 5, 5, 1}, WTConvMode::fused, kPerf, true,
-                      Levels::onthefly));
   return v;
 }
 

@@ -120,23 +120,6 @@ bool bit_identical(const Tensor& a, const Tensor& b) {
 
 class WTConvGpu : public ::testing::TestWithParam<Case> {};
 
-/// Selects how the fused path computes its level convolutions while it lives.
-class LevelsScope {
- public:
-  explicit LevelsScope(kernels::cuda::WTConvLevels v) : saved_(kernels::cuda::wtconv_levels()) {
-    kernels::cuda::set_wtconv_levels(v);
-  }
-  ~LevelsScope() { kernels::cuda::set_wtconv_levels(saved_); }
-
- private:
-  kernels::cuda::WTConvLevels saved_;
-};
-const kernels::cuda::WTConvLevels kLevels[] = {kernels::cuda::WTConvLevels::split,
-                                               kernels::cuda::WTConvLevels::onthefly};
-std::string levels_name(kernels::cuda::WTConvLevels v) {
-  return v == kernels::cuda::WTConvLevels::split ? "split" : "onthefly";
-}
-
 TEST_P(WTConvGpu, ForwardMatchesCpu) {
   HG_REQUIRE_GPU();
   autograd::NoGradGuard ng;
@@ -150,13 +133,10 @@ TEST_P(WTConvGpu, ForwardMatchesCpu) {
   poison_cache(output_shapes(c));
   const Tensor ref = kernels::cuda::wtconv_forward(xg, wg, c.stride, WTConvMode::reference);
   expect_close(ref, want, "reference forward " + c.name());
-  for (auto levels : kLevels) {
-    LevelsScope scope(levels);
-    poison_cache(output_shapes(c));
-    const Tensor fused = kernels::cuda::wtconv_forward(xg, wg, c.stride, WTConvMode::fused);
-    expect_close(fused, want, str("fused (", levels_name(levels), ") forward ", c.name()));
-    expect_close(fused, ref, str("fused (", levels_name(levels), ") vs reference forward ", c.name()));
-  }
+  poison_cache(output_shapes(c));
+  const Tensor fused = kernels::cuda::wtconv_forward(xg, wg, c.stride, WTConvMode::fused);
+  expect_close(fused, want, "fused forward " + c.name());
+  expect_close(fused, ref, "fused vs reference forward " + c.name());
 }
 
 TEST_P(WTConvGpu, BackwardMatchesCpu) {
@@ -171,17 +151,8 @@ TEST_P(WTConvGpu, BackwardMatchesCpu) {
   const WTConvGrads want = kernels::cpu::wtconv_backward(x, w, gy, c.stride, true, WTConvMode::reference);
   const Tensor xg = x.to(Device::cuda), gyg = gy.to(Device::cuda);
   const WTConvWeights wg = to_gpu(w);
-  struct Path {
-    WTConvMode mode;
-    kernels::cuda::WTConvLevels levels;
-    const char* name;
-  };
-  for (const Path& path : {Path{WTConvMode::fused, kernels::cuda::WTConvLevels::split, "fused (split) "},
-                           Path{WTConvMode::fused, kernels::cuda::WTConvLevels::onthefly, "fused (onthefly) "},
-                           Path{WTConvMode::reference, kernels::cuda::WTConvLevels::split, "reference "}}) {
-    LevelsScope scope(path.levels);
-    const WTConvMode mode = path.mode;
-    const std::string what = str(path.name, c.name());
+  for (const WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    const std::string what = str(mode == WTConvMode::fused ? "fused " : "reference ", c.name());
     poison_cache(output_shapes(c));
     const WTConvGrads got = kernels::cuda::wtconv_backward(xg, wg, gyg, c.stride, true, mode);
     expect_grads_close(got, want, what, true);
@@ -206,11 +177,8 @@ TEST(WTConvGpuDeterminism, WeightGradientsBitIdentical) {
   for (DType dt : {DType::f32, DType::bf16}) {  // bf16: activations bf16, gradients still f32
     Tensor x = test::random({B, H, W, C}, 7, DType::f32).to(dt).to(Device::cuda);
     Tensor gy = test::random({B, H, W, C}, 8, DType::f32).to(dt).to(Device::cuda);
-    for (int path = 0; path < 3; ++path) {
-      const WTConvMode mode = path < 2 ? WTConvMode::fused : WTConvMode::reference;
-      LevelsScope scope(path == 1 ? kernels::cuda::WTConvLevels::onthefly
-                                  : kernels::cuda::WTConvLevels::split);
-      SCOPED_TRACE(str(dtype_name(dt), " path ", path));
+    for (const WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+      SCOPED_TRACE(str(dtype_name(dt), mode == WTConvMode::fused ? " fused" : " reference"));
       const WTConvGrads a = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
       const WTConvGrads b = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
       EXPECT_EQ(a.base_weight.dtype(), DType::f32);
@@ -237,14 +205,11 @@ TEST(WTConvGpuFusedVsReference, StageShape) {
   Tensor x = test::random({B, H, W, C}, 21, DType::f32).to(Device::cuda);
   Tensor gy = test::random({B, H, W, C}, 22, DType::f32).to(Device::cuda);
   const WTConvWeights w = to_gpu(random_weights(C, K, L, 23));
-  for (auto levels : kLevels) {
-    LevelsScope scope(levels);
-    expect_close(kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::fused),
-                 kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::reference), "forward " + levels_name(levels));
-    expect_grads_close(kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused),
-                       kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference),
-                       "backward " + levels_name(levels), true);
-  }
+  expect_close(kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::fused),
+               kernels::cuda::wtconv_forward(x, w, 1, WTConvMode::reference), "forward");
+  expect_grads_close(kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused),
+                     kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference),
+                     "backward", true);
 }
 
 TEST(WTConvGpuErrors, BadInputsThrow) {
@@ -353,16 +318,12 @@ std::vector<DtCase> guarded_cases() {
 
 class WTConvGpuGuarded : public ::testing::TestWithParam<DtCase> {};
 
-/// The three CUDA paths (fused split, fused on the fly, reference order).
+/// The two CUDA paths (fused, reference order).
 struct Path {
   WTConvMode mode;
-  kernels::cuda::WTConvLevels levels;
   const char* name;
 };
-const Path kPaths[] = {
-    {WTConvMode::fused, kernels::cuda::WTConvLevels::split, "fused (split) "},
-    {WTConvMode::fused, kernels::cuda::WTConvLevels::onthefly, "fused (onthefly) "},
-    {WTConvMode::reference, kernels::cuda::WTConvLevels::split, "reference "}};
+const Path kPaths[] = {{WTConvMode::fused, "fused "}, {WTConvMode::reference, "reference "}};
 
 TEST_P(WTConvGpuGuarded, ForwardMatchesCpuReference) {
   HG_REQUIRE_GPU();
@@ -378,7 +339,6 @@ TEST_P(WTConvGpuGuarded, ForwardMatchesCpuReference) {
   const Tensor xg = x.to(Device::cuda);
   const WTConvWeights wg = to_gpu(w);
   for (const Path& path : kPaths) {
-    LevelsScope scope(path.levels);
     const std::string what = str(path.name, "forward ", GetParam().name());
     poison_cache(output_shapes(c));
     test::Guarded y(want.shape(), dt);
@@ -404,7 +364,6 @@ TEST_P(WTConvGpuGuarded, BackwardMatchesCpuReference) {
   const Tensor xg = x.to(Device::cuda), gyg = gy.to(Device::cuda);
   const WTConvWeights wg = to_gpu(w);
   for (const Path& path : kPaths) {
-    LevelsScope scope(path.levels);
     const std::string what = str(path.name, GetParam().name());
     poison_cache(output_shapes(c));
     test::Guarded gx(x.shape(), dt);
@@ -449,19 +408,15 @@ TEST(WTConvGpuBf16, StageShapesFusedVsReference) {
         kernels::cuda::wtconv_backward(xg, wg, gyg, 1, true, WTConvMode::reference);
     expect_bf16_close(y_ref, y_cpu, "reference vs cpu forward " + name);
     expect_bf16_close(g_ref.x, g_cpu.x, "reference vs cpu grad x " + name);
-    for (auto levels : kLevels) {
-      LevelsScope scope(levels);
-      const std::string what = str("fused (", levels_name(levels), ") ", name);
-      expect_bf16_close(kernels::cuda::wtconv_forward(xg, wg, 1, WTConvMode::fused), y_ref,
-                        what + " vs reference forward");
-      const WTConvGrads g =
-          kernels::cuda::wtconv_backward(xg, wg, gyg, 1, true, WTConvMode::fused);
-      expect_bf16_close(g.x, g_ref.x, what + " vs reference grad x");
-      WTConvGrads params = g;
-      params.x = Tensor();
-      expect_grads_close(params, g_ref, what + " vs reference", false);
-      expect_grads_close(params, g_cpu, what + " vs cpu", false);
-    }
+    const std::string what = "fused " + name;
+    expect_bf16_close(kernels::cuda::wtconv_forward(xg, wg, 1, WTConvMode::fused), y_ref,
+                      what + " vs reference forward");
+    const WTConvGrads g = kernels::cuda::wtconv_backward(xg, wg, gyg, 1, true, WTConvMode::fused);
+    expect_bf16_close(g.x, g_ref.x, what + " vs reference grad x");
+    WTConvGrads params = g;
+    params.x = Tensor();
+    expect_grads_close(params, g_ref, what + " vs reference", false);
+    expect_grads_close(params, g_cpu, what + " vs cpu", false);
   }
 }
 

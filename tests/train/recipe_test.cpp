@@ -232,9 +232,7 @@ TEST(Recipe, EnvironmentVariablesReadAreKnown) {
                                        "PATH",  // console width, finding gnuplot
                                        "HAARGRAD_DIST_TEST_STALL_RANK",  // a test hook (tests/dist)
                                        "HAARGRAD_DWCONV",
-                                       "HAARGRAD_WTCONV_LEVELS",
-                                       "HAARGRAD_PATCHIFY",
-                                       "HAARGRAD_WTCONV_BF16_V4"};  // GPU kernel comparisons
+                                       "HAARGRAD_PATCHIFY"};  // GPU kernel comparisons
   std::set<std::string> found;
   for (const char* dir : {"app", "core", "data", "dist", "kernels", "layers", "models", "train"})
     for (const auto& e : fs::recursive_directory_iterator(fs::path(HAARGRAD_SOURCE_DIR) / dir)) {
