@@ -23,21 +23,23 @@ if [ "${PART:-a}" = a ]; then
   el timm-check
 else
   el built
-  STAGES=data-bench BUILD=/tmp/b timeout 200 scripts/gpu-check.sh > $OUT/data-bench.txt 2>&1; grep -E "^(decoder|turbo|nvjpeg|torchvision)|error" $OUT/data-bench.txt | head -12
+  timeout 100 /tmp/b/tests/test_gpu > $OUT/gpu-tests-b.log 2>&1; grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $OUT/gpu-tests-b.log | head -6
+  timeout 120 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops-gpu-b.log 2>&1; grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $OUT/ops-gpu-b.log | head -6
+  el tests
+  STAGES=data-bench BUILD=/tmp/b timeout 150 scripts/gpu-check.sh > $OUT/data-bench.txt 2>&1; grep -E "^(decoder|turbo|nvjpeg|torchvision)|error" $OUT/data-bench.txt | head -12
   el data-bench
   J="--dataset image_folder --data-dir /tmp/hg-jpeg-folder --val-split validation --num-classes 20 --workers 14 --output /tmp/runs --plain --device cuda --precision bf16"
   OFF="--aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false --train-interpolation bilinear"
-  r() { n=$1; shift; timeout 120 $HG train configs/wtconvnext_tiny.yaml --experiment $n "$@" > $OUT/train-$n.log 2>&1; echo "$n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-190)"; }
-  r synthetic --dataset synthetic --synthetic-size 5000 --num-classes 20 --output /tmp/runs --plain --device cuda --precision bf16 --epochs 3 --warmup-epochs 0 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false
+  r() { n=$1; shift; timeout 100 $HG train configs/wtconvnext_tiny.yaml --experiment $n "$@" > $OUT/train-$n.log 2>&1; echo "$n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-190)"; }
+  r synthetic --dataset synthetic --synthetic-size 5000 --num-classes 20 --output /tmp/runs --plain --device cuda --precision bf16 --epochs 3 --warmup-epochs 0 --grad-accum-steps 1 --workers 14 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false
   eval r jpeg_nvjpeg $J $OFF --decode nvjpeg --epochs 3 --warmup-epochs 0 --grad-accum-steps 1
-  eval r jpeg_cpu $J $OFF --epochs 3 --warmup-epochs 0 --grad-accum-steps 1
-  r recipe_on $J --epochs 8 --decode cpu; grep -E "ema" $OUT/train-recipe_on.log | tail -2 | cut -c1-200
-  cp /tmp/runs/recipe_on/summary.csv $OUT/recipe_on_summary.csv; cp /tmp/runs/recipe_on/*.png $OUT/ 2>/dev/null
-  eval r recipe_off $J $OFF --epochs 8
+  el jpeg
+  r recipe_on $J --epochs 6; grep -E "epoch 6/6:" $OUT/train-recipe_on.log | cut -c1-220
+  cp /tmp/runs/recipe_on/summary.csv $OUT/recipe_on_summary.csv 2>/dev/null
+  eval r recipe_off $J $OFF --epochs 6
   el recipe
-  for f in false true; do timeout 90 $HG train configs/convnext_tiny.yaml --dataset synthetic --synthetic-size 6400 --num-classes 100 --epochs 2 --warmup-epochs 0 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --model-ema false --device cuda --precision bf16 --workers 14 --dist_force $f --output /tmp/runs --experiment dist_$f --plain > $OUT/dist-$f.log 2>&1; echo "dist_force $f: $(grep -E 'done:|error' $OUT/dist-$f.log | tail -1 | cut -c1-160)"; done
+  for f in false true; do timeout 60 $HG train configs/convnext_tiny.yaml --dataset synthetic --synthetic-size 6400 --num-classes 100 --epochs 1 --warmup-epochs 0 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --model-ema false --device cuda --precision bf16 --workers 14 --dist_force $f --output /tmp/runs --experiment dist_$f --plain > $OUT/dist-$f.log 2>&1; echo "dist_force $f: $(grep -E 'done:|error' $OUT/dist-$f.log | tail -1 | cut -c1-160)"; done
   el dist
-  timeout 100 $HG train configs/fashion_mnist.yaml --device cuda --precision bf16 --data-dir $PWD/.fmnist --output /tmp/runs --experiment fmnist_bf16 --workers 8 > $OUT/fmnist-bf16.log 2>&1; grep -E "done:" $OUT/fmnist-bf16.log | cut -c1-150
-  timeout 60 $HG bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny --breakdown --steps 5 --warmup 2 > $OUT/breakdown.txt 2>&1; grep -A13 "^op type" $OUT/breakdown.txt | head -14
+  timeout 150 python3 -u scripts/timm-check.py --haargrad $HG --out $OUT/timm-check.json > $OUT/timm-check.txt 2>&1; tail -5 $OUT/timm-check.txt | cut -c1-200
   el done
 fi
