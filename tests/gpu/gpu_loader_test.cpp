@@ -157,3 +157,50 @@ TEST(GpuLoader, NvjpegMatchesCpuLoaderForAnyWorkerCount) {
       }
   }
 }
+
+// The batches a training loop holds while the loader goes on: every GPU batch is kept on the device,
+// unread, while the next ones are made (no synchronisation in between), then all are compared with
+// the CPU loader. A batch whose memory, decoded pixels or source bytes were released or reused
+// before the GPU work that reads them ran would show here (the tests above copy each batch back at
+// once, which waits for it). Written after a bf16 training run from decode: nvjpeg stopped with a
+// non-finite loss at step 3 on the H200 (its settings, lr 4e-3 without warmup, may also diverge by
+// themselves: this test tells the two apart).
+TEST(GpuLoader, NvjpegBatchesHeldUnreadStayValid) {
+  HG_REQUIRE_GPU();
+  if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
+  test::TempDir t;
+  make_folder(t);
+  const LoaderRun cpu = run(t.path().string(), false, DecodeBackend::cpu, 2, true);
+  for (int64_t workers : {0, 3}) {
+    SCOPED_TRACE(testing::Message() << "workers " << workers);
+    ImageFolderOptions fo;
+    fo.jpeg = JpegDecoder::turbo_full;
+    fo.corrupt = CorruptPolicy::error;
+    auto ds = std::make_shared<ImageFolder>(t.path().string(), "train", fo);
+    LoaderOptions o;
+    o.batch_size = 5;
+    o.drop_last = false;
+    o.workers = workers;
+    o.seed = 11;
+    o.gpu_augment = true;
+    o.decode = DecodeBackend::nvjpeg;
+    TransformOptions tr;
+    tr.train = true;
+    tr.img_size = 40;
+    tr.interpolation = "random";
+    DataLoader dl(ds, Transform(tr), o);
+    dl.start_epoch(1);
+    std::vector<Tensor> held;
+    std::vector<std::vector<int64_t>> labels;
+    Batch b;
+    while (dl.next(b)) {
+      held.push_back(b.images);  // on the GPU, not read yet
+      labels.push_back(b.labels.to_vector<int64_t>());
+      b = Batch{};
+    }
+    LoaderRun gpu;
+    gpu.labels = labels;
+    for (const Tensor& x : held) gpu.images.push_back(x.to(Device::cpu).to_vector<float>());
+    compare(cpu, gpu, 0.35, 0.02);
+  }
+}
