@@ -39,11 +39,16 @@ std::vector<EraseBox> RandomErasing::apply(float* img, int64_t H, int64_t W, int
       std::vector<float> colour(static_cast<size_t>(C), 0.0f);
       if (opts_.mode == "rand")
         for (float& v : colour) v = static_cast<float>(gen.normal());
-      for (int64_t y = b.top; y < b.top + h; ++y)
-        for (int64_t x = b.left; x < b.left + w; ++x)
-          for (int64_t c = 0; c < C; ++c)
-            img[(y * W + x) * C + c] =
-                opts_.mode == "pixel" ? static_cast<float>(gen.normal()) : colour[size_t(c)];
+      const bool per_pixel = opts_.mode == "pixel";  // decided once, not per value
+      for (int64_t y = b.top; y < b.top + h; ++y) {
+        float* row = img + (y * W + b.left) * C;
+        if (per_pixel) {
+          for (int64_t i = 0; i < w * C; ++i) row[i] = static_cast<float>(gen.normal());
+        } else {
+          for (int64_t x = 0; x < w; ++x)
+            for (int64_t c = 0; c < C; ++c) row[x * C + c] = colour[size_t(c)];
+        }
+      }
       boxes.push_back(b);
       break;
     }

@@ -103,6 +103,10 @@ int64_t resample_reach(double box_len, int64_t out_len);
 /// overshoot [0, 255]), mirrored left-right when `flip`. See the file comment for the filters.
 void resample(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
               Interp interp, float* out);
+/// Rounds resampled pixel values to 8 bits as PIL does for the crop that 8-bit ops see: out[i] =
+/// lround(in[i]) clamped to [0, 255] (halves away from zero), for n values.
+void round_to_u8(const float* in, int64_t n, uint8_t* out);
+
 /// resample() with the bilinear filter.
 void resample_bilinear(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
                        float* out);
