@@ -111,6 +111,13 @@ inline int64_t floor_i64(double s) {
   return s < static_cast<double>(t) ? t - 1 : t;
 }
 
+// Byte values as doubles: a load instead of an int-to-double conversion in the filter loops.
+constexpr std::array<double, 256> kByteValue = [] {
+  std::array<double, 256> t{};
+  for (int v = 0; v < 256; ++v) t[size_t(v)] = v;
+  return t;
+}();
+
 inline uint8_t clamp_truncate(double v) {
   return v <= 0.0 ? 0 : v >= 255.0 ? 255 : static_cast<uint8_t>(v);
 }
@@ -119,7 +126,7 @@ inline uint8_t clamp_truncate(double v) {
 // A zero fractional offset makes the weights exactly {1, 0} / {0, 1, 0, 0}: every skipped term is
 // +-0 added to a finite value, so the sum is the one tap's value bit for bit.
 template <int C>
-void sample_bilinear(const uint8_t* img, int64_t H, int64_t W, double sx, double sy, uint8_t* o) {
+[[gnu::always_inline]] inline void sample_bilinear(const uint8_t* img, int64_t H, int64_t W, double sx, double sy, uint8_t* o) {
   const int64_t x0 = floor_i64(sx), y0 = floor_i64(sy);
   const double dx = sx - static_cast<double>(x0), dy = sy - static_cast<double>(y0);
   const int64_t xa = std::clamp<int64_t>(x0, 0, W - 1) * C, xb = std::clamp<int64_t>(x0 + 1, 0, W - 1) * C;
@@ -141,48 +148,56 @@ void sample_bilinear(const uint8_t* img, int64_t H, int64_t W, double sx, double
 }
 
 template <int C>
-void sample_bicubic(const uint8_t* img, int64_t H, int64_t W, double sx, double sy, uint8_t* o) {
+[[gnu::always_inline]] inline void sample_bicubic(const uint8_t* img, int64_t H, int64_t W, double sx, double sy, uint8_t* o) {
   const int64_t x0 = floor_i64(sx), y0 = floor_i64(sy);
   const double dx = sx - static_cast<double>(x0), dy = sy - static_cast<double>(y0);
   int64_t col[4];
+#pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) col[j] = std::clamp<int64_t>(x0 - 1 + j, 0, W - 1) * C;
   const uint8_t* row[4];
   int64_t prev = std::clamp<int64_t>(y0 - 1, 0, H - 1);
   row[0] = img + prev * W * C;
+#pragma GCC unroll 3
   for (int k = 1; k < 4; ++k) {  // PIL repeats the previous row below (and above) the image
     const int64_t yy = y0 - 1 + k;
     if (yy >= 0 && yy < H) prev = yy;
     row[k] = img + prev * W * C;
   }
-  const int k_lo = dy == 0.0 ? 1 : 0, k_hi = dy == 0.0 ? 2 : 4;  // dy = 0: only row 1 counts
-  double r[4][C];
-  if (dx == 0.0) {
-    for (int k = k_lo; k < k_hi; ++k)
-      for (int c = 0; c < C; ++c) r[k][c] = row[k][col[1] + c];
-  } else {
-    const std::array<double, 4> wx = cubic_weights(dx);
-    for (int k = k_lo; k < k_hi; ++k) {
-      const uint8_t* p0 = row[k] + col[0];
-      const uint8_t* p1 = row[k] + col[1];
-      const uint8_t* p2 = row[k] + col[2];
-      const uint8_t* p3 = row[k] + col[3];
-      for (int c = 0; c < C; ++c) {
-        double s = 0;
-        s += wx[0] * p0[c];
-        s += wx[1] * p1[c];
-        s += wx[2] * p2[c];
-        s += wx[3] * p3[c];
-        r[k][c] = s;
+  // One row's horizontal filter, all channels (dx = 0: the middle tap's value, see above).
+  struct Sum {
+    double v[C];
+  };
+  const std::array<double, 4> wx = cubic_weights(dx);
+  const bool whole_x = dx == 0.0;
+  auto filter_row = [&](const uint8_t* r) [[gnu::always_inline]] {
+    Sum out;
+#pragma GCC unroll 3
+    for (int c = 0; c < C; ++c) {
+      if (whole_x) {
+        out.v[c] = kByteValue[r[col[1] + c]];
+        continue;
       }
+      double s = 0;
+      s += wx[0] * kByteValue[r[col[0] + c]];
+      s += wx[1] * kByteValue[r[col[1] + c]];
+      s += wx[2] * kByteValue[r[col[2] + c]];
+      s += wx[3] * kByteValue[r[col[3] + c]];
+      out.v[c] = s;
     }
-  }
-  if (dy == 0.0) {
-    for (int c = 0; c < C; ++c) o[c] = clamp_truncate(r[1][c]);
+    return out;
+  };
+  if (dy == 0.0) {  // only row 1 counts
+    const Sum r1 = filter_row(row[1]);
+#pragma GCC unroll 3
+    for (int c = 0; c < C; ++c) o[c] = clamp_truncate(r1.v[c]);
     return;
   }
+  const Sum r0 = filter_row(row[0]), r1 = filter_row(row[1]), r2 = filter_row(row[2]),
+            r3 = filter_row(row[3]);
   const std::array<double, 4> wy = cubic_weights(dy);
+#pragma GCC unroll 3
   for (int c = 0; c < C; ++c)
-    o[c] = clamp_truncate(wy[0] * r[0][c] + wy[1] * r[1][c] + wy[2] * r[2][c] + wy[3] * r[3][c]);
+    o[c] = clamp_truncate(wy[0] * r0.v[c] + wy[1] * r1.v[c] + wy[2] * r2.v[c] + wy[3] * r3.v[c]);
 }
 
 template <int C>

@@ -194,6 +194,10 @@ Transform::Transform(TransformOptions opts) : opts_(std::move(opts)), random_era
     gain_.push_back(static_cast<float>(1.0 / (255.0 * opts_.std[c])));
     bias_.push_back(static_cast<float>(-opts_.mean[c] / opts_.std[c]));
   }
+  for (int64_t x = 0; x < opts_.img_size; ++x) {
+    gain_row_.insert(gain_row_.end(), gain_.begin(), gain_.end());
+    bias_row_.insert(bias_row_.end(), bias_.begin(), bias_.end());
+  }
   if (opts_.interpolation != "random") parse_interp(opts_.interpolation);  // throws on a bad name
   if (!opts_.auto_augment.empty()) {
     AugmentParams params;
@@ -239,14 +243,21 @@ void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out) c
   const int64_t C = static_cast<int64_t>(opts_.mean.size());
   HG_CHECK(img.channels == C, "Transform: image has ", img.channels, " channels, mean/std have ", C);
   const int64_t S = opts_.img_size;
-  auto normalise = [&](auto pixel) {  // out[i] = pixel(i) * gain + bias
-    for (int64_t p = 0; p < S * S; ++p)
-      for (int64_t c = 0; c < C; ++c)
-        out[p * C + c] = static_cast<float>(pixel(p * C + c)) * gain_[size_t(c)] + bias_[size_t(c)];
+  // out[i] = pixel[i] * gain[c] + bias[c], one row at a time against the row-long gain / bias
+  // patterns (contiguous, so the loop vectorises).
+  auto normalise = [&](const auto* pixel) {
+    const int64_t n = S * C;
+    const float* g = gain_row_.data();
+    const float* b = bias_row_.data();
+    for (int64_t y = 0; y < S; ++y) {
+      const auto* in = pixel + y * n;
+      float* o = out + y * n;
+      for (int64_t j = 0; j < n; ++j) o[j] = static_cast<float>(in[j]) * g[j] + b[j];
+    }
   };
   resample(img, plan.box, S, S, plan.flip, plan.interp, out);
   if (!opts_.train) {
-    normalise([&](int64_t i) { return out[i]; });
+    normalise(out);
     return;
   }
   Generator rng(plan.augment_seed);
@@ -254,9 +265,9 @@ void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out) c
     Image crop{S, S, C, std::vector<uint8_t>(static_cast<size_t>(S * S * C))};
     round_to_u8(out, S * S * C, crop.pixels.data());  // PIL rounds the resized image to 8 bits
     const Image aug = augment_8bit(crop, rng);
-    normalise([&](int64_t i) { return aug.pixels[size_t(i)]; });
+    normalise(aug.pixels.data());
   } else {
-    normalise([&](int64_t i) { return out[i]; });
+    normalise(out);
   }
   random_erasing_.apply(out, S, S, C, rng);
 }

@@ -80,6 +80,7 @@ class Transform {
  private:
   TransformOptions opts_;
   std::vector<float> gain_, bias_;  // out = pixel * gain + bias, per channel
+  std::vector<float> gain_row_, bias_row_;  // the same repeated over one output row (img_size * C)
   std::shared_ptr<const RandAugment> rand_augment_;  // null when off
   std::shared_ptr<const ColorJitter> color_jitter_;  // null when off (or when RandAugment is on)
   RandomErasing random_erasing_;
