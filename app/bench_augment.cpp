@@ -3,13 +3,14 @@
 // every RandAugment op at one magnitude (default 9) on the img_size x img_size 8-bit crop, the whole
 // RandAugment of a spec, ColorJitter, random erasing (probability 1, so the cost of an erased image),
 // and Transform::apply_plan end to end with each stage on or off. Each row: mean and min microseconds
-// per image over --reps calls after --warmup calls, single thread. The source is a smooth synthetic
+// per image over --reps calls after --warmup calls, single thread, in the thread's CPU time (so time
+// the thread spends preempted on a shared machine does not count). The source is a smooth synthetic
 // picture with noise (ops whose cost depends on content, equalize / autocontrast, see real ranges), or
 // a file given with --image. Use it to find the hot ops and to compare builds (docs/data-loading.md).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -59,15 +60,21 @@ struct Row {
   double mean_us = 0, min_us = 0;
 };
 
+// CPU time of the calling thread, microseconds.
+double thread_cpu_us() {
+  timespec ts{};
+  HG_CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0, "bench-augment: clock_gettime failed");
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
 // Runs `f(i)` warmup + reps times (i counts calls, to vary seeds); times the last reps.
 Row time_it(const std::string& name, const Options& o, const std::function<void(int64_t)>& f) {
   for (int64_t i = 0; i < o.warmup; ++i) f(i);
   double total = 0, best = 1e300;
   for (int64_t i = 0; i < o.reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_us();
     f(o.warmup + i);
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    const double us = thread_cpu_us() - t0;
     total += us;
     best = std::min(best, us);
   }
@@ -90,7 +97,7 @@ void run(const Options& o) {
   data::Image crop{S, S, 3, std::vector<uint8_t>(buf.size())};
   for (size_t i = 0; i < buf.size(); ++i)
     crop.pixels[i] = uint8_t(std::clamp(std::lround(buf[i]), 0L, 255L));
-  std::printf("bench-augment: %lldx%lld source -> %lldx%lld crop, %s, M %g, %lld reps after %lld warm-up, 1 thread\n",
+  std::printf("bench-augment: %lldx%lld source -> %lldx%lld crop, %s, M %g, %lld reps after %lld warm-up, 1 thread, CPU time\n",
               (long long)src.height, (long long)src.width, (long long)S, (long long)S, o.interp.c_str(),
               o.magnitude, (long long)o.reps, (long long)o.warmup);
   std::printf("%-34s %10s %10s\n", "stage", "mean us", "min us");
