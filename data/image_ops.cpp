@@ -1,12 +1,12 @@
 // 8-bit image operations with PIL's semantics (see image_ops.h). These run on every training image
 // (RandAugment, ColorJitter), so they are written for speed with the arithmetic of the plain
 // per-pixel definitions kept operation for operation: the same float / double expressions in the
-// same order, so every pixel equals the straightforward loops' (tests/data/image_ops_reference.cpp is
-// that oracle, image_ops_fast_test.cpp compares them). What changes is only the work around the
+// same order, so every pixel equals the straightforward loops' (tests/data/image_ops_reference.cpp
+// is that oracle, image_ops_fast_test.cpp compares them). What changes is only the work around the
 // arithmetic: 256-entry tables where an output depends on one input byte, row pointers instead of
-// per-tap index math, no libm floor, one pass over all channels, no degenerate-image copies, and the
-// taps a geometric op's sample provably does not need skipped (a zero fractional offset: weights
-// exactly {0, 1, 0, 0}).
+// per-tap index math, no libm floor, one pass over all channels, no degenerate-image copies, and
+// the taps a geometric op's sample provably does not need skipped (a zero fractional offset:
+// weights exactly {0, 1, 0, 0}).
 #include "data/image_ops.h"
 
 #include <algorithm>
@@ -44,7 +44,8 @@ Image apply_lut(const Image& img, const Lut& lut) {
   return out;
 }
 
-// One table per channel, each built from that channel's histogram (all channels counted in one pass).
+// One table per channel, each built from that channel's histogram (all channels counted in one
+// pass).
 template <typename MakeLut>
 Image point_per_channel(const Image& img, MakeLut make) {
   const int64_t C = img.channels, n = img.height * img.width;
@@ -88,7 +89,8 @@ inline uint8_t blend_value(float a, float b, float alpha) {
 }
 
 // out[i] = blend(degenerate[i], img[i]) over n contiguous bytes.
-void blend_row(const uint8_t* degenerate, const uint8_t* img, float alpha, uint8_t* out, int64_t n) {
+void blend_row(const uint8_t* degenerate, const uint8_t* img, float alpha, uint8_t* out,
+               int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = blend_value(static_cast<float>(degenerate[i]), static_cast<float>(img[i]), alpha);
 }
@@ -96,7 +98,8 @@ void blend_row(const uint8_t* degenerate, const uint8_t* img, float alpha, uint8
 // A blend whose degenerate image is one constant: a table of the 256 values.
 Image blend_with_constant(const Image& img, uint8_t degenerate, double factor) {
   const float alpha = static_cast<float>(factor), a = degenerate;
-  return apply_lut(img, make_lut([&](int v) { return blend_value(a, static_cast<float>(v), alpha); }));
+  return apply_lut(img,
+                   make_lut([&](int v) { return blend_value(a, static_cast<float>(v), alpha); }));
 }
 
 // The a = -1 cubic convolution weights of the 4 taps at offsets -1, 0, 1, 2 from floor(p).
@@ -126,10 +129,12 @@ inline uint8_t clamp_truncate(double v) {
 // A zero fractional offset makes the weights exactly {1, 0} / {0, 1, 0, 0}: every skipped term is
 // +-0 added to a finite value, so the sum is the one tap's value bit for bit.
 template <int C>
-[[gnu::always_inline]] inline void sample_bilinear(const uint8_t* img, int64_t H, int64_t W, double sx, double sy, uint8_t* o) {
+[[gnu::always_inline]] inline void sample_bilinear(const uint8_t* img, int64_t H, int64_t W,
+                                                   double sx, double sy, uint8_t* o) {
   const int64_t x0 = floor_i64(sx), y0 = floor_i64(sy);
   const double dx = sx - static_cast<double>(x0), dy = sy - static_cast<double>(y0);
-  const int64_t xa = std::clamp<int64_t>(x0, 0, W - 1) * C, xb = std::clamp<int64_t>(x0 + 1, 0, W - 1) * C;
+  const int64_t xa = std::clamp<int64_t>(x0, 0, W - 1) * C,
+                xb = std::clamp<int64_t>(x0 + 1, 0, W - 1) * C;
   const int64_t ya = std::clamp<int64_t>(y0, 0, H - 1);
   const int64_t yb = y0 + 1 < H ? std::clamp<int64_t>(y0 + 1, 0, H - 1) : ya;  // PIL: no row below
   const uint8_t* ra = img + ya * W * C;
@@ -148,7 +153,8 @@ template <int C>
 }
 
 template <int C>
-[[gnu::always_inline]] inline void sample_bicubic(const uint8_t* img, int64_t H, int64_t W, double sx, double sy, uint8_t* o) {
+[[gnu::always_inline]] inline void sample_bicubic(const uint8_t* img, int64_t H, int64_t W,
+                                                  double sx, double sy, uint8_t* o) {
   const int64_t x0 = floor_i64(sx), y0 = floor_i64(sy);
   const double dx = sx - static_cast<double>(x0), dy = sy - static_cast<double>(y0);
   int64_t col[4];
@@ -363,8 +369,8 @@ Image adjust_sharpness(const Image& img, double factor) {
       const uint8_t* r2 = r1 + n;
       uint8_t* s = smooth.data();
       for (int64_t j = C; j < n - C; ++j) {
-        const int32_t sum = 4 * r1[j] + r0[j - C] + r0[j] + r0[j + C] + r1[j - C] + r1[j] + r1[j + C] +
-                            r2[j - C] + r2[j] + r2[j + C];
+        const int32_t sum = 4 * r1[j] + r0[j - C] + r0[j] + r0[j + C] + r1[j - C] + r1[j] +
+                            r1[j + C] + r2[j - C] + r2[j] + r2[j + C];
         s[j] = static_cast<uint8_t>((2 * sum + 13) / 26);  // round(sum / 13), at most 255
       }
     }
@@ -376,8 +382,10 @@ Image adjust_sharpness(const Image& img, double factor) {
 Image affine(const Image& img, const std::array<double, 6>& m, Interp interp, const Fill& fill) {
   check_image("affine", img);
   Image out = same_shape(img);
-  if (img.channels == 3) affine_impl<3>(img, m, interp, fill, out);
-  else affine_impl<1>(img, m, interp, fill, out);
+  if (img.channels == 3)
+    affine_impl<3>(img, m, interp, fill, out);
+  else
+    affine_impl<1>(img, m, interp, fill, out);
   return out;
 }
 
