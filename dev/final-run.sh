@@ -19,7 +19,7 @@ if [ "${PART:-a}" = a ]; then
   el bench
   timeout 200 python3 scripts/peer-bench.py --steps 12 --warmup 5 --modes tf32,amp_bf16,compile_bf16 --output $OUT/peer_bench.json > $OUT/peer.txt 2>&1; tail -6 $OUT/peer.txt
   el peer
-  timeout 120 python3 scripts/timm-check.py --haargrad $HG --out $OUT/timm-check.json > $OUT/timm-check.txt 2>&1; tail -4 $OUT/timm-check.txt
+  timeout 240 python3 -u scripts/timm-check.py --haargrad $HG --out $OUT/timm-check.json > $OUT/timm-check.txt 2>&1; tail -4 $OUT/timm-check.txt
   el timm-check
 else
   el built
@@ -40,6 +40,6 @@ else
   el recipe
   for f in false true; do timeout 60 $HG train configs/convnext_tiny.yaml --dataset synthetic --synthetic-size 6400 --num-classes 100 --epochs 1 --warmup-epochs 0 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --model-ema false --device cuda --precision bf16 --workers 14 --dist_force $f --output /tmp/runs --experiment dist_$f --plain > $OUT/dist-$f.log 2>&1; echo "dist_force $f: $(grep -E 'done:|error' $OUT/dist-$f.log | tail -1 | cut -c1-160)"; done
   el dist
-  timeout 150 python3 -u scripts/timm-check.py --haargrad $HG --out $OUT/timm-check.json > $OUT/timm-check.txt 2>&1; tail -5 $OUT/timm-check.txt | cut -c1-200
+  timeout 240 python3 -u scripts/timm-check.py --haargrad $HG --out $OUT/timm-check.json > $OUT/timm-check.txt 2>&1; tail -5 $OUT/timm-check.txt | cut -c1-200
   el done
 fi
