@@ -67,13 +67,8 @@ struct Io<float, 1> {
 };
 template <>
 struct Io<float, 4> {
-  static __device__ __forceinline__ void load(const float* p, float (&v)[4]) {
-    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
-    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
-  }
-  static __device__ __forceinline__ void store(float* p, const float (&v)[4]) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  }
+  static __device__ __forceinline__ void load(const float* p, float (&v)[4]) { load4(p, v); }
+  static __device__ __forceinline__ void store(float* p, const float (&v)[4]) { store4(p, v); }
 };
 
 template <>
@@ -89,20 +84,8 @@ struct Io<__nv_bfloat16, 1> {
 };
 template <>
 struct Io<__nv_bfloat16, 4> {  // 4 bf16 = one 8-byte access
-  static __device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[4]) {
-    const uint2 t = __ldg(reinterpret_cast<const uint2*>(p));
-    const __nv_bfloat162 a = *reinterpret_cast<const __nv_bfloat162*>(&t.x);
-    const __nv_bfloat162 b = *reinterpret_cast<const __nv_bfloat162*>(&t.y);
-    const float2 fa = __bfloat1622float2(a), fb = __bfloat1622float2(b);
-    v[0] = fa.x, v[1] = fa.y, v[2] = fb.x, v[3] = fb.y;
-  }
-  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[4]) {
-    const __nv_bfloat162 a = __floats2bfloat162_rn(v[0], v[1]), b = __floats2bfloat162_rn(v[2], v[3]);
-    uint2 t;
-    t.x = *reinterpret_cast<const uint32_t*>(&a);
-    t.y = *reinterpret_cast<const uint32_t*>(&b);
-    *reinterpret_cast<uint2*>(p) = t;
-  }
+  static __device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[4]) { load4(p, v); }
+  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[4]) { store4(p, v); }
 };
 
 /// A filter value as the math uses it: f32 for f32 activations, rounded to bf16 for bf16 ones
@@ -752,9 +735,13 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
         const auto kernel = wgrad_staged_kernel<D, KT>;
-        if (staged_smem > 48 * 1024)  // above the default limit: opt in (per kernel)
+        // above the default 48 KB a kernel must opt in: once per kernel, up to the device's limit
+        static const bool opted_in = [&] {
           HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(staged_smem)));
+                                             int(max_dynamic_smem())));
+          return true;
+        }();
+        (void)opted_in;
         kernel<<<dim3(unsigned(chunks), unsigned(slices)), block, staged_smem>>>(
             x, grad_y, d, PR, int(rows_per_block), partial, bias_partial);
         HG_CUDA_LAUNCH_CHECK();

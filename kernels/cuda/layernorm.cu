@@ -73,29 +73,7 @@ __global__ void backward_dx_kernel(const T* x, const float* w, const float* mean
 // 8-byte (bf16) or 16-byte (f32) accesses, instead of once per pass with 2- or 4-byte accesses
 // (the scalar kernels above read x three times: mean, variance, output). Same statistics (two-pass
 // variance), only the summation order of the warp differs.
-constexpr int kMaxVec = 8;  // 4-channel vectors per lane: rows up to 1,024 channels
-
-/// 4 consecutive T as floats (8- or 16-byte aligned access), and back.
-__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
-  const float4 t = *reinterpret_cast<const float4*>(p);
-  v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
-}
-__device__ __forceinline__ void load4(const __nv_bfloat16* p, float (&v)[4]) {
-  const uint2 t = *reinterpret_cast<const uint2*>(p);
-  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&t.x));
-  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&t.y));
-  v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
-}
-__device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
-  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-}
-__device__ __forceinline__ void store4(__nv_bfloat16* p, const float (&v)[4]) {
-  const __nv_bfloat162 a = __floats2bfloat162_rn(v[0], v[1]), b = __floats2bfloat162_rn(v[2], v[3]);
-  uint2 t;
-  t.x = *reinterpret_cast<const uint32_t*>(&a);
-  t.y = *reinterpret_cast<const uint32_t*>(&b);
-  *reinterpret_cast<uint2*>(p) = t;
-}
+constexpr int kMaxVec = 8;  // 4-channel vectors per lane: rows up to 1,024 channels (load4: bf16.cuh)
 
 /// Loads the lane's vectors of row `row` (C channels) into v (zeros past C); returns their sum.
 template <typename T, int NV>

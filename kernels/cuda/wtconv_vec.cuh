@@ -21,12 +21,6 @@
 namespace hg::kernels::cuda::wtconv_detail {
 
 // ---- 4-channel storage I/O: one 16-byte (float) or 8-byte (bf16) access, float in registers -----
-__device__ __forceinline__ float4 ld4(const float* p) {
-  return __ldg(reinterpret_cast<const float4*>(p));
-}
-__device__ __forceinline__ void st4(float* p, const float4& v) {
-  *reinterpret_cast<float4*>(p) = v;
-}
 /// Two bf16 (the low half of the word is the element at the lower address) -> float2.
 __device__ __forceinline__ float2 unpack_bf16x2(uint32_t u) {
   return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
@@ -35,13 +29,17 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // round to nearest even
   return *reinterpret_cast<const uint32_t*>(&v);
 }
-__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p) {
-  const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
-  const float2 a = unpack_bf16x2(u.x), b = unpack_bf16x2(u.y);
-  return make_float4(a.x, a.y, b.x, b.y);
+// ld4 / st4: bf16.cuh's load4 / store4 with the 4 values as one float4
+template <typename T>
+__device__ __forceinline__ float4 ld4(const T* p) {
+  float v[4];
+  load4(p, v);
+  return make_float4(v[0], v[1], v[2], v[3]);
 }
-__device__ __forceinline__ void st4(__nv_bfloat16* p, const float4& v) {
-  *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w));
+template <typename T>
+__device__ __forceinline__ void st4(T* p, const float4& v) {
+  const float a[4] = {v.x, v.y, v.z, v.w};
+  store4(p, a);
 }
 /// 8 floats -> 8 bf16 channels (one 16-byte store, round to nearest even).
 __device__ __forceinline__ void st8(__nv_bfloat16* p, const float (&v)[8]) {
