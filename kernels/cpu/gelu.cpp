@@ -75,6 +75,17 @@ void gelu_forward_backward_f32(const float* x, const float* dy, float* y, float*
   over_chunks(n, [&](int64_t c, int64_t len) { gelu_forward_backward_chunk(x + c, dy + c, y + c, dx + c, len); });
 }
 
+// Phi(v) and phi(v), the normal cdf and pdf that GELU's backward needs (exact erf / exp; the
+// float path above has its own vectorised ones).
+template <typename T>
+struct CdfPdf {
+  T cdf, pdf;
+};
+template <typename T>
+CdfPdf<T> cdf_pdf(T v) {
+  return {T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2))), T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v)};
+}
+
 }  // namespace
 
 template <typename T>
@@ -94,10 +105,8 @@ void gelu_backward(const T* x, const T* dy, T* dx, int64_t n) {
   } else {
 #pragma omp parallel for if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
-      const T v = x[i];
-      const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
-      const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
-      dx[i] = dy[i] * (cdf + v * pdf);
+      const CdfPdf<T> p = cdf_pdf(x[i]);
+      dx[i] = dy[i] * (p.cdf + x[i] * p.pdf);
     }
   }
 }
@@ -109,11 +118,9 @@ void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, int64_t n) {
   } else {
 #pragma omp parallel for if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
-      const T v = x[i];
-      const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
-      const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
-      y[i] = v * cdf;
-      dx[i] = dy[i] * (cdf + v * pdf);
+      const CdfPdf<T> p = cdf_pdf(x[i]);
+      y[i] = x[i] * p.cdf;
+      dx[i] = dy[i] * (p.cdf + x[i] * p.pdf);
     }
   }
 }
