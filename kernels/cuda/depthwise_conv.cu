@@ -84,8 +84,12 @@ struct Io<__nv_bfloat16, 1> {
 };
 template <>
 struct Io<__nv_bfloat16, 4> {  // 4 bf16 = one 8-byte access
-  static __device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[4]) { load4(p, v); }
-  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[4]) { store4(p, v); }
+  static __device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[4]) {
+    load4(p, v);
+  }
+  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[4]) {
+    store4(p, v);
+  }
 };
 
 /// A filter value as the math uses it: f32 for f32 activations, rounded to bf16 for bf16 ones

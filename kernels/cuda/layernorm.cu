@@ -73,7 +73,8 @@ __global__ void backward_dx_kernel(const T* x, const float* w, const float* mean
 // 8-byte (bf16) or 16-byte (f32) accesses, instead of once per pass with 2- or 4-byte accesses
 // (the scalar kernels above read x three times: mean, variance, output). Same statistics (two-pass
 // variance), only the summation order of the warp differs.
-constexpr int kMaxVec = 8;  // 4-channel vectors per lane: rows up to 1,024 channels (load4: bf16.cuh)
+constexpr int kMaxVec =
+    8;  // 4-channel vectors per lane: rows up to 1,024 channels (load4: bf16.cuh)
 
 /// Loads the lane's vectors of row `row` (C channels) into v (zeros past C); returns their sum.
 template <typename T, int NV>
