@@ -41,6 +41,16 @@ void set_allow_tf32(bool on) {
 }
 bool allow_tf32() { return g_tf32; }
 
+int multiprocessor_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    HG_CUDA_CHECK(cudaGetDevice(&dev));
+    HG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
+
 void synchronize() { HG_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 }  // namespace hg::cuda

@@ -15,6 +15,9 @@ cudnnHandle_t cudnn();
 /// TF32 tensor-core math for cuBLAS and cuDNN (precision "tf32"); off by default (exact fp32).
 void set_allow_tf32(bool on);
 bool allow_tf32();
+/// Streaming multiprocessors of the current device (read once; 132 on an H200). Kernels that size
+/// their grid or a reduction split by it stay deterministic run to run on one device.
+int multiprocessor_count();
 /// Blocks until all queued GPU work is done; throws on an asynchronous kernel error.
 void synchronize();
 

@@ -39,6 +39,7 @@
 #include "core/tensor.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce_slices.cuh"
 #include "kernels/depthwise_conv.h"
@@ -49,7 +50,7 @@ namespace {
 constexpr int kThreads = 256;          // forward / backward-data block size (upper bound)
 constexpr int kSmemFloats = 12288;     // 48 KB: the staged filters must fit the default limit
 constexpr int kWgradWarps = 4;         // warps per weight-gradient block
-constexpr int kWgradTargetBlocks = 1056;  // ~8 blocks per SM of an H200 (132 SMs): fills it
+constexpr int kWgradBlocksPerSM = 8;    // weight-gradient blocks wanted per SM: fills the GPU
 
 /// Sizes passed to the kernels (all fit int32: depthwise_conv_supported checks).
 struct Dims {
@@ -723,7 +724,8 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   // Slices: enough blocks to fill the GPU; a function of the shape only (determinism).
   const int64_t R = staged ? s.N * ((s.OH + 2 * PR - 1) / (2 * PR)) : s.N * s.OH;
   const int64_t blocks_per_slice = compiled ? chunks : int64_t(chunks) * KK;
-  const int64_t want = std::max<int64_t>(1, kWgradTargetBlocks / blocks_per_slice);
+  const int64_t target = int64_t(kWgradBlocksPerSM) * hg::cuda::multiprocessor_count();
+  const int64_t want = std::max<int64_t>(1, target / blocks_per_slice);
   const int64_t rows_per_block = (R + std::min(R, want) - 1) / std::min(R, want);
   const int slices = int((R + rows_per_block - 1) / rows_per_block);
   HG_CHECK(rows_per_block <= INT32_MAX, "depthwise_conv_backward_weight: ", R, " rows");

@@ -4,9 +4,11 @@
 // weight-gradient kernel (second stage: reduce_slices.cuh), launch helpers.
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
 //
-// Layouts (all NHWC, C fastest): an activation (B, h, w, C); a "coefficient" tensor (B, hp, wp, C, 4)
-// whose last index is the sub-band s (so it is also the PyTorch channel 4c+s, and one float4 per
-// (position, channel)). Folded weights are (K*K, C) for the base path and (K*K, C) float4 for a level.
+// Layouts (all NHWC, C fastest): an activation (B, h, w, C); in the reference-order path a
+// "coefficient" tensor (B, hp, wp, C, 4) whose last index is the sub-band s (so it is also the
+// PyTorch channel 4c+s, and one float4 per (position, channel)); the fused path keeps its
+// coefficients as sub-band planes (B, hp, wp, 4, C) instead (wtconv_vec.cuh says why). Folded
+// weights are (K*K, C) for the base path.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "core/tensor.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce_slices.cuh"
 #include "kernels/wtconv.h"
@@ -266,8 +269,10 @@ WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, 
   HG_CHECK(K >= 1 && K <= kMaxK && K % 2 == 1, "wtconv wgrad: K must be odd in [1, ", kMaxK, "], got ", K);
   const int chunks = (C + 31) / 32;
   const int64_t R = int64_t(B) * hp;
-  // enough blocks to fill an H200 (132 SMs) a few times over; the split depends only on shapes
-  const int64_t want = std::max<int64_t>(1, (132 * 8) / std::max(1, chunks * K));
+  // enough blocks to fill the GPU a few times over; the split depends only on the shape and the
+  // device (bit-identical run to run)
+  const int64_t want =
+      std::max<int64_t>(1, (8 * int64_t(hg::cuda::multiprocessor_count())) / std::max(1, chunks * K));
   const int gy = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(R, want)));
   const int rows_per_block = static_cast<int>((R + gy - 1) / gy);
   const int64_t n = int64_t(K) * K * C * NS;

@@ -2,7 +2,8 @@
 // public kernels::cuda::wtconv_forward / wtconv_backward that dispatch on WTConvMode.
 //
 // Forward, per call:  fold (scales into weights)  ->  for each level l: haar (the Haar coefficients of
-// ll_l written once, (B, h_{l+1}, w_{l+1}, C, 4), and the raw LL ll_{l+1} that feeds level l+1), then
+// ll_l written once as sub-band planes (B, h_{l+1}, w_{l+1}, 4, C), see wtconv_vec.cuh, and the raw
+// LL ll_{l+1} that feeds level l+1), then
 // the depthwise conv of kernels/depthwise_conv.h over them as 4C channels (t_l)  ->  synth (base
 // conv + bias of x, plus every level's t_l at (i >> (l+1), j >> (l+1)) with parity signs and 1/2 per
 // level: one pass, no reconstruction stored). Backward: gx is the same synthesis run on G = dL/dy
@@ -110,13 +111,6 @@ __global__ void fold_base_kernel(const float* __restrict__ bw, const float* __re
   if (bf && k == 0) bf[c] = bs[c] * bb[c];
 }
 
-/// Level outputs for the one-pass synthesis (kernel argument: pointers and grid sizes).
-struct Levels {
-  const float4* t[kMaxLevels];
-  int hp[kMaxLevels], wp[kMaxLevels];
-  int L;
-};
-
 // ---- (b) one-pass synthesis, fused with the base depthwise conv -----------------------------------
 // y(b, io, jo, c) at input pixel (i, j) = (io*stride, jo*stride):
 //   bf[c] + sum_k wb[k][c] x(i+kh-r, j+kw-r, c) + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1), j>>(l+1)), bits l).
@@ -170,56 +164,79 @@ __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C
 #pragma unroll
     for (int l = 0; l < kMaxLevels; ++l, f *= 0.5f) {
       if (l >= lv.L) break;
-      const float4 tv =
-          lv.t[l][((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * C + c];
+      const float* tp =
+          lv.t[l] + ((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * 4 * C + c;
+      const float4 tv = make_float4(tp[0], tp[C], tp[2 * C], tp[3 * C]);  // sub-band planes
       s = fmaf(f, unhaar_at(tv, (i >> l) & 1, (j >> l) & 1), s);
     }
     st(y + ((int64_t(b) * Ho + io) * Wo + jo) * C + c, acc[t] + s);
   }
 }
 
-// The Haar coefficients of a level, materialised: coef (B, hp, wp, C, 4) = H(src) (float4 per
-// position and channel: the NHWC tensor of 4C channels 4c+s that the depthwise kernels take), and
-// the raw LL band again as ll_next (B, hp, wp, C), the next level's input (nullptr: not written).
+// The Haar coefficients of a level, materialised, one channel per thread (the fallback of
+// haar_v4_kernel): coef (B, hp, wp, 4, C) = H(src) as sub-band planes, and the raw LL band again as
+// ll_next (B, hp, wp, C), the next level's input (nullptr: not written).
 template <typename T>
-__global__ void haar_kernel(HaarSrc<T> src, int B, float4* __restrict__ coef,
+__global__ void haar_kernel(HaarSrc<T> src, int B, float* __restrict__ coef,
                             float* __restrict__ ll_next) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (idx >= int64_t(B) * src.hp * src.wp * src.C) return;
   const int c = int(idx % src.C);
-  int64_t rest = idx / src.C;
-  const int q = int(rest % src.wp);
-  rest /= src.wp;
+  const int64_t pos = idx / src.C;
+  const int q = int(pos % src.wp);
+  const int64_t rest = pos / src.wp;
   const float4 v = src.at(int(rest / src.hp), int(rest % src.hp), q, c);
-  if (coef) coef[idx] = v;
+  if (coef) {
+    float* o = coef + pos * 4 * src.C + c;
+    o[0] = v.x;
+    o[src.C] = v.y;
+    o[2 * src.C] = v.z;
+    o[3 * src.C] = v.w;
+  }
   if (ll_next) ll_next[idx] = v.x;
 }
 
-// Folded level weights in PyTorch's layout (4C, K*K), for the depthwise kernels:
-// out[e][k] = ws[e] * ww[e][k], e = 4c+s.
-__global__ void fold_level_pt_kernel(const float* __restrict__ ww, const float* __restrict__ ws,
-                                     int64_t n, int KK, float* __restrict__ out) {
+/// Every level's parameters and, for the backward, their gradients (a kernel argument).
+struct LevelParams {
+  const float* ww[kMaxLevels];  // wavelet_weight[l] (4C, K*K), channel e = 4c + s
+  const float* ws[kMaxLevels];  // wavelet_scale[l] (4C)
+  float* gww[kMaxLevels];       // their gradients (backward only)
+  float* gws[kMaxLevels];
+};
+
+// Folded level weights of all levels in the sub-band-plane channel order the level convs use:
+// out[l][e'][k] = ws_l[e] * ww_l[e][k], e' = s*C + c for PyTorch's e = 4c + s; out is (L, 4C, K*K).
+__global__ void fold_levels_kernel(LevelParams lp, int L, int C, int KK, float* __restrict__ out) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx < n) out[idx] = ws[idx / KK] * ww[idx];
+  const int64_t per = int64_t(4) * C * KK;
+  if (idx >= L * per) return;
+  const int l = int(idx / per);
+  const int64_t rem = idx % per;
+  const int ep = int(rem / KK), k = int(rem % KK);
+  const int e = 4 * (ep % C) + ep / C;
+  out[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + k];
 }
 
 // ---- gradients unfold from the folded weights ------------------------------------------------------
-// level: dL/dw~[e][k] = sums[k * ks + e * es] (e = 4c+s; (K*K, 4C) layout: ks = 4C, es = 1; the
-// depthwise kernels' (4C, K*K): ks = 1, es = K*K); dL/dww[e][k] = ws[e] * dL/dw~[e][k],
-// dL/dws[e] = sum_k dL/dw~[e][k] * ww[e][k].
-__global__ void unfold_level_kernel(const float* __restrict__ sums, int64_t ks, int64_t es,
-                                    const float* __restrict__ ww, const float* __restrict__ ws,
-                                    int C4, int KK, float* __restrict__ gww,
-                                    float* __restrict__ gws) {
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  if (e >= C4) return;
+// levels: sums (L, 4C, K*K) in the sub-band-plane channel order e' = s*C + c (the depthwise weight
+// gradients of the level convs); for PyTorch's e = 4c + s: dL/dww_l[e][k] = ws_l[e] * sums[l][e'][k],
+// dL/dws_l[e] = sum_k sums[l][e'][k] * ww_l[e][k]. One thread per (level, e).
+__global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ sums, int L, int C,
+                                     int KK) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(L) * 4 * C) return;
+  const int l = int(idx / (4 * C)), e = int(idx % (4 * C));
+  const int ep = (e % 4) * C + e / 4;
+  const float* v = sums + (int64_t(l) * 4 * C + ep) * KK;
+  const float* ww = lp.ww[l] + int64_t(e) * KK;
+  float* gww = lp.gww[l] + int64_t(e) * KK;
+  const float ws = lp.ws[l][e];
   float gs = 0.f;
   for (int k = 0; k < KK; ++k) {
-    const float v = sums[k * ks + e * es];
-    gww[int64_t(e) * KK + k] = ws[e] * v;
-    gs = fmaf(v, ww[int64_t(e) * KK + k], gs);
+    gww[k] = ws * v[k];
+    gs = fmaf(v[k], ww[k], gs);
   }
-  gws[e] = gs;
+  lp.gws[l][e] = gs;
 }
 // base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
 // sums is (C, K*K), the layout of kernels::cuda::depthwise_conv_backward_weight.
@@ -250,7 +267,7 @@ bool aligned4(const void* p) {
 }
 
 /// Folded weights of the base path (flipped for the transposed convolution); the level convs fold
-/// theirs in PyTorch's layout (fold_level_pt).
+/// theirs with fold_levels.
 struct Folded {
   Tensor base_w, base_b;  // (K*K, C), (C)
 };
@@ -266,50 +283,30 @@ Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
   return f;
 }
 
-/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in and out of storage T.
+/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in and out of storage T,
+/// t[l] the level outputs (B, hp, wp, 4, C).
 template <typename T>
 void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
                const Folded& f, const std::vector<Tensor>& t, T* out) {
   Levels lv{};
   lv.L = static_cast<int>(t.size());
   for (int l = 0; l < lv.L; ++l) {
-    lv.t[l] = reinterpret_cast<const float4*>(t[l].data<float>());
+    lv.t[l] = t[l].data<float>();
     lv.hp[l] = static_cast<int>(t[l].size(1));
     lv.wp[l] = static_cast<int>(t[l].size(2));
   }
   const float* bf = f.base_b.defined() ? f.base_b.data<float>() : nullptr;
   bool vec = stride == 1 && C % 4 == 0 && K >= 3 && K <= 9 && aligned4<T>(in) &&
              aligned4<T>(out) && aligned16(f.base_w.data<float>()) && (!bf || aligned16(bf));
-  LevelsV lvv{};
-  lvv.L = lv.L;
-  for (int l = 0; l < lv.L; ++l) {
-    vec = vec && aligned16(lv.t[l]);
-    lvv.t[l] = lv.t[l];
-    lvv.hp[l] = lv.hp[l];
-    lvv.wp[l] = lv.wp[l];
-  }
-  // bf16: 8 channels (16 bytes) per thread where C and the pointers allow
-  const bool vec8 = std::is_same_v<T, __nv_bfloat16> && vec && C % 8 == 0 && aligned16(in) &&
-                    aligned16(out);
+  for (int l = 0; l < lv.L; ++l) vec = vec && aligned16(lv.t[l]);
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
-    if constexpr (KT >= 3 && std::is_same_v<T, __nv_bfloat16>) {
-      if (vec8) {
-        const int64_t tiles = int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW);
-        const VecLaunch v = vec_launch(C, tiles, 256, 8, kSynthV8Cvb);
-        const size_t smem = sizeof(float) * KT * KT * v.block.x * 8;
-        synth_v8_kernel<KT><<<v.grid, v.block, smem>>>(in, B, H, W, C, f.base_w.data<float>(), bf,
-                                                       lvv, out);
-        HG_CUDA_LAUNCH_CHECK();
-        return;
-      }
-    }
     if constexpr (KT >= 3) {
       if (vec) {
         const VecLaunch v = vec_launch(C, int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW));
         const size_t smem = sizeof(float) * KT * KT * v.block.x * 4;
         synth_v4_kernel<KT, T><<<v.grid, v.block, smem>>>(in, B, H, W, C,
-                                                         f.base_w.data<float>(), bf, lvv, out);
+                                                         f.base_w.data<float>(), bf, lv, out);
         HG_CUDA_LAUNCH_CHECK();
         return;
       }
@@ -327,6 +324,34 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
   });
 }
 
+/// The pointers of every level's parameters (and, when g is given, of new gradient tensors it gets).
+LevelParams level_params(const WTConvWeights& w, WTConvGrads* g) {
+  LevelParams lp{};
+  for (int l = 0; l < w.levels(); ++l) {
+    lp.ww[l] = w.wavelet_weight[l].data<float>();
+    lp.ws[l] = w.wavelet_scale[l].data<float>();
+    if (g != nullptr) {
+      g->wavelet_weight.push_back(
+          Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda));
+      g->wavelet_scale.push_back(Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda));
+      lp.gww[l] = g->wavelet_weight[l].data<float>();
+      lp.gws[l] = g->wavelet_scale[l].data<float>();
+    }
+  }
+  return lp;
+}
+
+/// Folded weights of every level, (L, 4C, K*K) in the level convs' channel order (one launch).
+Tensor fold_levels(const WTConvWeights& w, int C, int KK) {
+  const int L = w.levels();
+  if (L == 0) return Tensor();
+  Tensor out = workspace({L, 4 * C, KK});
+  fold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C * KK), 256>>>(level_params(w, nullptr), L, C,
+                                                                   KK, out.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  return out;
+}
+
 // ---- the level convolutions with materialised coefficients ("split") ------------------------------
 // Forming the Haar coefficients inside the conv re-forms each one K times per row and
 // (TQ + K - 1) / TQ times along it; on the H200 that arithmetic, not memory traffic, bounded the
@@ -340,101 +365,68 @@ Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
   return make_conv2d_shape(B, hp, wp, 4 * C, 4 * C, K, K, 1, K / 2, 4 * C);
 }
 
-/// Folded weights of level l in PyTorch's layout (4C, K*K).
-Tensor fold_level_pt(const WTConvWeights& w, int l, int C, int KK) {
-  Tensor out = workspace({4 * C, KK});
-  const int64_t n = int64_t(4) * C * KK;
-  fold_level_pt_kernel<<<blocks_for(n), 256>>>(w.wavelet_weight[l].data<float>(),
-                                               w.wavelet_scale[l].data<float>(), n, KK,
-                                               out.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
-  return out;
-}
-
-/// H(src) on grid `out` from src (B, in) (B, out.h, out.w, C, 4); the raw LL into *ll_next if given.
-/// src has storage type S (the layer's input type at level 0, float above).
+/// H(src) on grid `out` from src (B, in): coefficients (B, out.h, out.w, 4, C) as sub-band planes;
+/// the raw LL into *ll_next if given. src has storage type S (the layer's input type at level 0,
+/// float above).
 template <typename S>
 Tensor haar(const S* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
             Tensor* ll_next) {
-  Tensor coef = workspace({B, out.first, out.second, C, 4});
+  Tensor coef = workspace({B, out.first, out.second, 4, C});
   float* lln = nullptr;
   if (ll_next != nullptr) {
     *ll_next = workspace({B, out.first, out.second, C});
     lln = ll_next->data<float>();
   }
-  float4* cp = reinterpret_cast<float4*>(coef.data<float>());
-  if constexpr (std::is_same_v<S, __nv_bfloat16>) {
-    // 8 channels per thread: one 16-byte load per pixel of the 2x2 block
-    if (C % 8 == 0 && aligned16(src) && aligned16(cp) && (!lln || aligned16(lln))) {
-      const int64_t n = int64_t(B) * out.first * out.second * (C / 8);
-      haar_v8_kernel<<<blocks_for(n), 256>>>(src, B, in.first, in.second, C, out.first,
-                                             out.second, cp, lln);
-      HG_CUDA_LAUNCH_CHECK();
-      return coef;
-    }
+  float* cp = coef.data<float>();
+  if (C % 4 == 0 && aligned4<S>(src) && aligned16(cp) && (!lln || aligned16(lln))) {
+    const int64_t n = int64_t(B) * out.first * out.second * (C / 4);
+    haar_v4_kernel<S><<<blocks_for(n), 256>>>(src, B, in.first, in.second, C, out.first,
+                                              out.second, cp, lln);
+  } else {
+    HaarSrc<S> hs{src, in.first, in.second, C, out.first, out.second};
+    haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256>>>(hs, B, cp, lln);
   }
-  HaarSrc<S> hs{src, in.first, in.second, C, out.first, out.second};
-  haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256>>>(hs, B, cp, lln);
   HG_CUDA_LAUNCH_CHECK();
   return coef;
 }
 
-/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in.
+/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in; t_l is (B, hp, wp, 4, C).
 template <typename T>
 void analysis_convs_split(const T* in, int B, int C, int K,
                           const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
                           std::vector<Tensor>& t) {
-  const int L = w.levels();
+  const int L = w.levels(), KK = K * K;
   t.assign(L, Tensor());
+  const Tensor wl = fold_levels(w, C, KK);
   Tensor ll;  // keeps the current level's input (f32, levels >= 1) alive
   for (int l = 0; l < L; ++l) {
     Tensor next;
     Tensor* lln = l + 1 < L ? &next : nullptr;
     const Tensor coef = l == 0 ? haar(in, B, C, d[0], d[1], lln)
                                : haar(ll.data<float>(), B, C, d[l], d[l + 1], lln);
-    const Tensor wl = fold_level_pt(w, l, C, K * K);
-    t[l] = workspace({B, d[l + 1].first, d[l + 1].second, C, 4});
+    t[l] = workspace({B, d[l + 1].first, d[l + 1].second, 4, C});
     depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
-                           coef.data<float>(), wl.data<float>(), nullptr, t[l].data<float>());
+                           coef.data<float>(), wl.data<float>() + int64_t(l) * 4 * C * KK,
+                           nullptr, t[l].data<float>());
     ll = next;
   }
 }
 
-/// Appends level l's wavelet_weight and wavelet_scale gradients to g from the folded-weight
-/// gradient sums (element (k, e) at k * ks + e * es, e = 4c+s; see unfold_level_kernel).
-void unfold_level(const Tensor& sums, int64_t ks, int64_t es, const WTConvWeights& w, int l,
-                  WTConvGrads& g) {
-  const int C4 = static_cast<int>(w.wavelet_weight[l].size(0));
-  const int KK = static_cast<int>(w.wavelet_weight[l].numel() / C4);
-  Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
-  Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
-  unfold_level_kernel<<<blocks_for(C4), 256>>>(sums.data<float>(), ks, es,
-                                               w.wavelet_weight[l].data<float>(),
-                                               w.wavelet_scale[l].data<float>(), C4, KK,
-                                               gww.data<float>(), gws.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
-  g.wavelet_weight.push_back(gww);
-  g.wavelet_scale.push_back(gws);
-}
-
-/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]) of storage type S.
+/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]) of storage type S; wl the
+/// level's folded weights (4C, K*K), sums where its folded-weight gradient goes (4C, K*K).
 template <typename S>
 void level_grads_split_one(const S* gsrc, const S* xsrc, int B, int C, int K, int l,
-                           const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                           Tensor* gt, Tensor* gnext, Tensor* xnext, WTConvGrads& g) {
-  const int hp = d[l + 1].first, wp = d[l + 1].second, KK = K * K;
+                           const std::vector<std::pair<int, int>>& d, const float* wl,
+                           Tensor* gt, Tensor* gnext, Tensor* xnext, float* sums) {
+  const int hp = d[l + 1].first, wp = d[l + 1].second;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
   const Tensor gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
-  const Tensor wl = fold_level_pt(w, l, C, KK);
   if (gt != nullptr) {
-    *gt = workspace({B, hp, wp, C, 4});
-    depthwise_conv_backward_data(cs, gc.data<float>(), wl.data<float>(), gt->data<float>());
+    *gt = workspace({B, hp, wp, 4, C});
+    depthwise_conv_backward_data(cs, gc.data<float>(), wl, gt->data<float>());
   }
   const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext);
-  Tensor sums = workspace({4 * C, KK});
-  depthwise_conv_backward_weight(cs, xcoef.data<float>(), gc.data<float>(), sums.data<float>(),
-                                 nullptr);
-  unfold_level(sums, 1, KK, w, l, g);
+  depthwise_conv_backward_weight(cs, xcoef.data<float>(), gc.data<float>(), sums, nullptr);
 }
 
 /// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x needs),
@@ -445,21 +437,31 @@ template <typename T>
 void level_grads_split(const T* x, const T* G, int B, int C, int K,
                        const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
                        std::vector<Tensor>* gt, WTConvGrads& g) {
-  const int L = w.levels();
+  const int L = w.levels(), KK = K * K;
+  const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
   if (gt != nullptr) gt->assign(L, Tensor());
+  if (L == 0) return;
+  const Tensor wl = fold_levels(w, C, KK);
+  const Tensor sums = workspace({L, 4 * C, KK});
   Tensor gR, ll;  // keep the current level's inputs alive
   for (int l = 0; l < L; ++l) {
     Tensor gnext, xnext;
     Tensor* gtl = gt != nullptr ? &(*gt)[l] : nullptr;
     Tensor* gn = l + 1 < L ? &gnext : nullptr;
     Tensor* xn = l + 1 < L ? &xnext : nullptr;
+    const float* wll = wl.data<float>() + l * per;
+    float* sl = sums.data<float>() + l * per;
     if (l == 0)
-      level_grads_split_one(G, x, B, C, K, l, d, w, gtl, gn, xn, g);
+      level_grads_split_one(G, x, B, C, K, l, d, wll, gtl, gn, xn, sl);
     else
-      level_grads_split_one(gR.data<float>(), ll.data<float>(), B, C, K, l, d, w, gtl, gn, xn, g);
+      level_grads_split_one(gR.data<float>(), ll.data<float>(), B, C, K, l, d, wll, gtl, gn, xn, sl);
     gR = gnext;
     ll = xnext;
   }
+  // every level's wavelet_weight and wavelet_scale gradients, unfolded in one launch
+  const LevelParams lp = level_params(w, &g);
+  unfold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C), 256>>>(lp, sums.data<float>(), L, C, KK);
+  HG_CUDA_LAUNCH_CHECK();
 }
 
 template <typename T>
