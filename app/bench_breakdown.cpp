@@ -13,15 +13,77 @@
 namespace hg::app {
 namespace {
 
-// One piece of the step: an op type and a function of the piece's input activation.
+/// Multiply-adds of one forward pass of a piece, from its input and output (0: no matmul or conv).
+using MacsFn = std::function<double(const Tensor& in, const Tensor& out)>;
+
+// One piece of the step: an op type, a function of the piece's input activation, and what the
+// roofline counts for it: its parameters (read, and their gradients written) and its multiply-adds.
 struct Piece {
   Piece(std::string c, std::function<Tensor(const Tensor&)> f, bool needs_grad = true, Tensor side = Tensor())
       : category(std::move(c)), fn(std::move(f)), input_needs_grad(needs_grad), side_input(std::move(side)) {}
+  Piece& with(std::vector<Tensor> p, MacsFn m = nullptr) {
+    params = std::move(p);
+    macs = std::move(m);
+    return *this;
+  }
   std::string category;
   std::function<Tensor(const Tensor&)> fn;
   bool input_needs_grad;  ///< false for the image (the real step needs no grad for it)
   Tensor side_input;     ///< another leaf the piece reads (the block's shortcut), or none
+  std::vector<Tensor> params;
+  MacsFn macs;
 };
+
+/// The trainable tensors of a module (what its backward writes gradients for).
+std::vector<Tensor> trainable(const Module& m) {
+  std::vector<Tensor> out;
+  for (const ParamRef& p : m.named_tensors())
+    if (p.trainable) out.push_back(p.tensor);
+  return out;
+}
+
+/// Multiply-adds of a convolution or linear layer: each output element takes in_features (= the
+/// weight's elements per output channel: C_in/groups * K * K, or C_in) of them.
+MacsFn weight_macs(const Tensor& weight) {
+  const double per_out = static_cast<double>(weight.numel()) / static_cast<double>(weight.size(0));
+  return [per_out](const Tensor&, const Tensor& out) { return static_cast<double>(out.numel()) * per_out; };
+}
+
+/// Multiply-adds of a WTConv2d: the base K x K depthwise conv at every output element, and each
+/// level's K x K depthwise conv over 4C sub-band channels at ceil(h/2^(l+1)) x ceil(w/2^(l+1)).
+MacsFn wtconv_macs(const WTConv2d& m) {
+  const int K = m.kernel_size(), L = m.wt_levels();
+  return [K, L](const Tensor&, const Tensor& out) {
+    const double n = static_cast<double>(out.size(0)), C = static_cast<double>(out.size(3));
+    int64_t h = out.size(1), w = out.size(2);
+    double macs = static_cast<double>(out.numel()) * K * K;
+    for (int l = 0; l < L; ++l) {
+      h = (h + 1) / 2, w = (w + 1) / 2;
+      macs += n * static_cast<double>(h * w) * 4 * C * K * K;
+    }
+    return macs;
+  };
+}
+
+/// What one training step of piece p must at least do (the roofline's numerator): FLOPs = 2 per
+/// multiply-add, for the forward, the weight gradient and (when its input needs one) the input
+/// gradient; bytes = forward (read the input, the side input and the parameters, write the output)
+/// + backward (read the output's gradient, the saved input and the parameters; write the input's
+/// and side input's gradients and the parameters' gradients in f32). What a fully fused
+/// implementation would move: intermediates inside a piece (a WTConv's sub-bands, a GEMM's tiles)
+/// are not counted.
+void add_cost(const Piece& p, const Tensor& in, const Tensor& out, BreakdownEntry& e) {
+  const double in_b = static_cast<double>(in.nbytes()), out_b = static_cast<double>(out.nbytes());
+  const double side_b = p.side_input.defined() ? static_cast<double>(p.side_input.nbytes()) : 0.0;
+  double param_b = 0, grad_b = 0;
+  for (const Tensor& t : p.params) {
+    param_b += static_cast<double>(t.nbytes());
+    grad_b += static_cast<double>(t.numel()) * 4;
+  }
+  e.bytes += in_b + side_b + param_b + out_b;                                    // forward
+  e.bytes += out_b + in_b + (p.input_needs_grad ? in_b : 0) + side_b + param_b + grad_b;  // backward
+  if (p.macs) e.flops += 2 * p.macs(in, out) * (p.input_needs_grad ? 3 : 2);
+}
 
 class PieceTimer {
  public:
@@ -64,6 +126,7 @@ class PieceTimer {
     BreakdownEntry& e = out_[p.category];
     e.forward_ms += summarize(fwd).median;
     e.backward_ms += summarize(bwd).median;
+    add_cost(p, in, next, e);
     return next;
   }
 
@@ -81,7 +144,12 @@ class PieceTimer {
         ms.push_back(clock.elapsed_ms(m0, m1));
       }
     }
-    out_["optimizer"].forward_ms += summarize(ms).median;  // an update has no backward
+    BreakdownEntry& e = out_["optimizer"];
+    e.forward_ms += summarize(ms).median;  // an update has no backward
+    // AdamW / SGD read each parameter, its gradient and its state, and write parameter and state
+    const int state = dynamic_cast<const train::AdamW*>(&opt) != nullptr ? 2 : 1;
+    for (const Tensor& t : opt.parameters())
+      e.bytes += static_cast<double>(t.numel()) * 4 * (2 + state + 1 + state);
   }
 
  private:
@@ -116,38 +184,62 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
   opt.zero_grad();
 
   // the model's activation dtype (bf16 in mixed precision), as ConvNeXt::forward casts it
-  Tensor h = timer.run({"stem/downsample", [&](const Tensor& t) { return model.stem_conv->forward(t); }, false},
+  Tensor h = timer.run(Piece("stem/downsample", [&](const Tensor& t) { return model.stem_conv->forward(t); }, false)
+                           .with(trainable(*model.stem_conv), weight_macs(model.stem_conv->weight)),
                        x.to(model.compute_dtype));
-  h = timer.run({"stem/downsample", [&](const Tensor& t) { return model.stem_norm->forward(t); }}, h);
+  h = timer.run(Piece("stem/downsample", [&](const Tensor& t) { return model.stem_norm->forward(t); })
+                    .with(trainable(*model.stem_norm)),
+                h);
   for (auto& stage : model.stages) {
     if (stage->down_conv) {
-      h = timer.run({"stem/downsample", [&](const Tensor& t) { return stage->down_norm->forward(t); }}, h);
-      h = timer.run({"stem/downsample", [&](const Tensor& t) { return stage->down_conv->forward(t); }}, h);
+      h = timer.run(Piece("stem/downsample", [&](const Tensor& t) { return stage->down_norm->forward(t); })
+                        .with(trainable(*stage->down_norm)),
+                    h);
+      h = timer.run(Piece("stem/downsample", [&](const Tensor& t) { return stage->down_conv->forward(t); })
+                        .with(trainable(*stage->down_conv), weight_macs(stage->down_conv->weight)),
+                    h);
     }
     for (auto& block : stage->blocks) {
       ConvNeXtBlock& b = *block;
       Tensor shortcut = h;
       shortcut.requires_grad_(true);  // the residual add sends a gradient to the block input too
       const std::string conv_cat = b.wt_conv_dw ? "wtconv" : "conv_dw";
-      Tensor t = timer.run({conv_cat, [&](const Tensor& in) {
-                              return b.wt_conv_dw ? b.wt_conv_dw->forward(in) : b.conv_dw->forward(in);
-                            }}, h);
-      t = timer.run({"norm", [&](const Tensor& in) { return b.norm.forward(in); }}, t);
-      t = timer.run({"mlp fc1", [&](const Tensor& in) { return b.fc1.forward(in); }}, t);
-      t = timer.run({"gelu", [](const Tensor& in) { return gelu(in); }}, t);
-      t = timer.run({"mlp fc2", [&](const Tensor& in) { return b.fc2.forward(in); }}, t);
-      h = timer.run({"layer scale + residual", [&](const Tensor& in) {
-                       Tensor branch = b.gamma.defined() ? layer_scale(in, b.gamma) : in;
-                       branch = drop_path(branch, b.drop_path_prob, true, model.drop_gen);
-                       return residual_add(shortcut, branch);
-                     }, true, shortcut}, t);
+      Piece conv(conv_cat, [&](const Tensor& in) {
+        return b.wt_conv_dw ? b.wt_conv_dw->forward(in) : b.conv_dw->forward(in);
+      });
+      if (b.wt_conv_dw)
+        conv.with(trainable(*b.wt_conv_dw), wtconv_macs(*b.wt_conv_dw));
+      else
+        conv.with(trainable(*b.conv_dw), weight_macs(b.conv_dw->weight));
+      Tensor t = timer.run(conv, h);
+      t = timer.run(Piece("norm", [&](const Tensor& in) { return b.norm.forward(in); }).with(trainable(b.norm)), t);
+      t = timer.run(Piece("mlp fc1", [&](const Tensor& in) { return b.fc1.forward(in); })
+                        .with(trainable(b.fc1), weight_macs(b.fc1.weight)),
+                    t);
+      t = timer.run(Piece("gelu", [](const Tensor& in) { return gelu(in); }), t);
+      t = timer.run(Piece("mlp fc2", [&](const Tensor& in) { return b.fc2.forward(in); })
+                        .with(trainable(b.fc2), weight_macs(b.fc2.weight)),
+                    t);
+      Piece ls("layer scale + residual", [&](const Tensor& in) {
+        Tensor branch = b.gamma.defined() ? layer_scale(in, b.gamma) : in;
+        branch = drop_path(branch, b.drop_path_prob, true, model.drop_gen);
+        return residual_add(shortcut, branch);
+      }, true, shortcut);
+      if (b.gamma.defined()) ls.with({b.gamma});
+      h = timer.run(ls, t);
       shortcut.clear_grad();
       shortcut.requires_grad_(false);
     }
   }
-  h = timer.run({"head", [&](const Tensor& t) {
-                   return model.head_fc->forward(model.head_norm->forward(global_avg_pool(t))).to(DType::f32);
-                 }}, h);
+  std::vector<Tensor> head_params = trainable(*model.head_norm);
+  for (const Tensor& t : trainable(*model.head_fc)) head_params.push_back(t);
+  const double head_macs = static_cast<double>(model.head_fc->weight.numel());  // per image
+  h = timer.run(Piece("head", [&](const Tensor& t) {
+                  return model.head_fc->forward(model.head_norm->forward(global_avg_pool(t))).to(DType::f32);
+                }).with(head_params, [head_macs](const Tensor& in, const Tensor&) {
+                  return head_macs * static_cast<double>(in.size(0));
+                }),
+                h);
   timer.run({"loss", [&](const Tensor& logits) { return cross_entropy(logits, labels); }}, h);
   timer.run_optimizer(opt);  // the parameters hold the gradients of all the pieces' backwards
   opt.zero_grad();

@@ -5,6 +5,11 @@
 // its forward is recorded on a tape of its own and timed, then autograd::backward(out, g) with a
 // random upstream gradient g is timed. Times are medians over repetitions, summed per op type.
 //
+// Each op type also gets the FLOPs (2 per multiply-add of its matmuls and convolutions: forward,
+// weight gradient, input gradient) and the bytes (inputs, outputs, parameters and gradients,
+// forward and backward) that one step must at least do; bench prints them against the device's
+// measured ceilings (app/device_ceilings.h) as a roofline column.
+//
 // Caveat (why the sum differs a little from a measured step): the piece's input is a leaf that
 // requires grad, so its gradient is copied once into a fresh buffer (one extra pass over the
 // input), and each piece pays its own launch latency without overlap with its neighbours.

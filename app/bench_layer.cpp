@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app/command.h"
+#include "app/device_ceilings.h"
 #include "core/atomic_file.h"
 #include "core/autograd.h"
 #include "core/dispatch.h"
@@ -124,17 +125,6 @@ double median_ms(const std::function<void()>& fn, int warmup, int iters) {
   return ms[ms.size() / 2];
 }
 
-/// Device-to-device copy bandwidth in bytes/s (read + write counted), 1 GiB buffers.
-double copy_bandwidth() {
-  const int64_t n = int64_t(1) << 28;
-  Tensor src = Tensor::full({n}, 1.0, DType::f32, Device::cuda), dst = Tensor::empty({n}, DType::f32, Device::cuda);
-  const size_t bytes = static_cast<size_t>(n) * 4;
-  const double ms = median_ms(
-      [&] { HG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice)); },
-      3, 20);
-  return 2.0 * bytes / (ms * 1e-3);
-}
-
 /// Peak live device bytes of one call of fn beyond what was live before it and `kept` bytes.
 int64_t extra_bytes(const std::function<int64_t()>& fn) {
   cuda::synchronize();
@@ -155,7 +145,7 @@ struct Row {
 void run_bench(const Options& o) {
   HG_CHECK(cuda::available(), "bench-layer: no CUDA device");
   autograd::NoGradGuard no_grad;  // kernel-level calls; allocations come from the caching allocator
-  const double bw = copy_bandwidth();
+  const double bw = copy_bytes_per_second(Device::cuda);
   std::printf("device-to-device copy bandwidth: %.0f GB/s (read + write)\n", bw / 1e9);
   struct ShapeCfg { int C, HW, L; };
   const std::vector<ShapeCfg> shapes = {{96, 56, 5}, {192, 28, 4}, {384, 14, 3}, {768, 7, 2}};

@@ -12,7 +12,18 @@
 #include "core/error.h"
 
 namespace hg::app {
+
 namespace {
+
+/// 100 x the time the op type's FLOPs and bytes take at the ceilings (the larger of the two: the
+/// roofline's bound) / its measured time; 0 when nothing was measured.
+double roofline_pct(const BreakdownEntry& e, const Ceilings& c) {
+  const double t = (e.forward_ms + e.backward_ms) * 1e-3;
+  if (t <= 0) return 0.0;
+  const double t_bytes = c.copy_bytes_per_s > 0 ? e.bytes / c.copy_bytes_per_s : 0.0;
+  const double t_flops = c.gemm_flops_per_s > 0 ? e.flops / c.gemm_flops_per_s : 0.0;
+  return 100 * std::max(t_bytes, t_flops) / t;
+}
 
 using ojson = nlohmann::ordered_json;
 
@@ -112,9 +123,16 @@ ojson row_json(const BenchResult& r) {
     for (const std::string& c : breakdown_categories(!r.config.wtconv.empty())) {
       auto it = r.breakdown.find(c);
       if (it == r.breakdown.end()) continue;
-      b[c] = {{"forward_ms", round_to(it->second.forward_ms, 4)}, {"backward_ms", round_to(it->second.backward_ms, 4)}};
+      const BreakdownEntry& e = it->second;
+      b[c] = {{"forward_ms", round_to(e.forward_ms, 4)},
+              {"backward_ms", round_to(e.backward_ms, 4)},
+              {"gflop", round_to(e.flops / 1e9, 6)},
+              {"gbytes", round_to(e.bytes / 1e9, 6)},
+              {"roofline_pct", round_to(roofline_pct(e, r.ceilings), 1)}};
     }
     j["breakdown"] = b;
+    j["ceiling_copy_gb_per_s"] = round_to(r.ceilings.copy_bytes_per_s / 1e9, 1);
+    j["ceiling_gemm_tflop_per_s"] = round_to(r.ceilings.gemm_flops_per_s / 1e12, 2);
   }
   return j;
 }
@@ -217,15 +235,21 @@ void print_breakdown(const BenchResult& r) {
   for (const auto& [name, e] : r.breakdown) sum += e.forward_ms + e.backward_ms;
   std::printf("\nbreakdown of one training step: %s, %s, batch %d (medians per piece, summed over the model)\n",
               label(r).c_str(), r.config.precision.c_str(), r.config.batch);
-  std::printf("%-24s %10s %10s %10s %7s\n", "op type", "fwd ms", "bwd ms", "total ms", "%");
+  std::printf("roofline: the FLOPs and bytes each op type must at least do (fwd + bwd), against the measured\n"
+              "ceilings: copy %.0f GB/s, %s GEMM %.2f TFLOP/s; roofline %% = the ceiling-bound time / measured time\n",
+              r.ceilings.copy_bytes_per_s / 1e9, r.config.precision.c_str(), r.ceilings.gemm_flops_per_s / 1e12);
+  std::printf("%-24s %9s %9s %9s %6s %9s %8s %8s %8s %9s\n", "op type", "fwd ms", "bwd ms", "total ms", "%",
+              "GFLOP", "GB", "TFLOP/s", "GB/s", "roofline");
   for (const std::string& c : breakdown_categories(!r.config.wtconv.empty())) {
     auto it = r.breakdown.find(c);
     if (it == r.breakdown.end()) continue;
-    const double t = it->second.forward_ms + it->second.backward_ms;
-    std::printf("%-24s %10.3f %10.3f %10.3f %6.1f%%\n", c.c_str(), it->second.forward_ms, it->second.backward_ms, t,
-                sum > 0 ? 100 * t / sum : 0.0);
+    const BreakdownEntry& e = it->second;
+    const double t = e.forward_ms + e.backward_ms, s = t * 1e-3;
+    std::printf("%-24s %9.3f %9.3f %9.3f %5.1f%% %9.1f %8.3f %8.2f %8.0f %8.1f%%\n", c.c_str(), e.forward_ms,
+                e.backward_ms, t, sum > 0 ? 100 * t / sum : 0.0, e.flops / 1e9, e.bytes / 1e9,
+                s > 0 ? e.flops / s / 1e12 : 0.0, s > 0 ? e.bytes / s / 1e9 : 0.0, roofline_pct(e, r.ceilings));
   }
-  std::printf("%-24s %32.3f   (measured step: %.3f ms median; pieces run one by one)\n", "sum", sum,
+  std::printf("%-24s %29.3f   (measured step: %.3f ms median; pieces run one by one)\n", "sum", sum,
               r.train.ms.median);
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "app/bench_breakdown.h"
+#include "app/device_ceilings.h"
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -199,7 +200,11 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
     if (cfg.clip_grad) train::clip_grad_norm(opt->parameters(), *cfg.clip_grad);
     opt->step();
   });
-  if (cfg.breakdown) r.breakdown = time_breakdown(*model, *opt, x, labels, 3);
+  if (cfg.breakdown) {
+    r.breakdown = time_breakdown(*model, *opt, x, labels, 3);
+    r.ceilings.copy_bytes_per_s = copy_bytes_per_second(dev);
+    r.ceilings.gemm_flops_per_s = gemm_flops_per_second(dev, model->compute_dtype);
+  }
   return r;
 }
 

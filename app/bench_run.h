@@ -51,8 +51,16 @@ struct PhaseResult {
 };
 
 /// Per op type of one training step: forward and backward ms summed over the model.
+/// One op type's share of a training step: measured times and what the pieces must at least do
+/// (see bench_breakdown.h: FLOPs of their matmuls and convolutions, bytes of their inputs,
+/// outputs, parameters and gradients, forward + backward).
 struct BreakdownEntry {
   double forward_ms = 0, backward_ms = 0;
+  double flops = 0, bytes = 0;
+};
+/// The device's measured ceilings for the roofline column (app/device_ceilings.h).
+struct Ceilings {
+  double copy_bytes_per_s = 0, gemm_flops_per_s = 0;
 };
 
 struct BenchResult {
@@ -63,6 +71,7 @@ struct BenchResult {
   PhaseResult infer, train;
   /// Op type -> times, in the order of kBreakdownCategories (empty unless config.breakdown).
   std::map<std::string, BreakdownEntry> breakdown;
+  Ceilings ceilings;           ///< measured with the breakdown (zeros without one)
   std::string error;           ///< non-empty when the row failed (out of memory)
   bool ok() const { return error.empty(); }
 };

@@ -121,7 +121,7 @@ __device__ __forceinline__ void synth_add_level(float4 (&acc)[kSynthTW], const f
 }
 
 template <int KT, typename T>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 3)
     synth_v4_kernel(const T* __restrict__ x, int B, int H, int W, int C,
                     const float* __restrict__ wb, const float* __restrict__ bf, Levels lv,
                     T* __restrict__ y) {

@@ -154,6 +154,21 @@ TEST_F(BenchCommand, BreakdownTimesEveryOpType) {
   }
   EXPECT_GT(b["optimizer"]["forward_ms"].get<double>(), 0.0);
   EXPECT_FALSE(b.contains("conv_dw"));  // a WTConvNeXt has no plain depthwise conv
+  // The roofline columns. fc1 of wtconvnext_atto (dims 40, 80, 160, 320, depths 2, 2, 6, 2) at
+  // 32 px has 8x8, 4x4, 2x2, 1x1 tokens per stage: 4,915,200 multiply-adds per image, 2 images,
+  // 2 FLOPs each, forward + input gradient + weight gradient: 0.0590 GFLOP; fc2 the same.
+  EXPECT_NEAR(b["mlp fc1"]["gflop"].get<double>(), 0.0590, 6e-4);
+  EXPECT_NEAR(b["mlp fc2"]["gflop"].get<double>(), 0.0590, 6e-4);
+  for (const char* c : {"stem/downsample", "wtconv", "head"}) EXPECT_GT(b[c]["gflop"].get<double>(), 0.0) << c;
+  for (const char* c : {"norm", "gelu", "layer scale + residual", "loss", "optimizer"})
+    EXPECT_EQ(b[c]["gflop"].get<double>(), 0.0) << c;  // no matmul: bytes only
+  for (const auto& [c, e] : b.items()) {
+    EXPECT_GT(e["gbytes"].get<double>(), 0.0) << c;
+    EXPECT_GT(e["roofline_pct"].get<double>(), 0.0) << c;
+  }
+  EXPECT_GT(rows[0]["ceiling_copy_gb_per_s"].get<double>(), 0.0);
+  EXPECT_GT(rows[0]["ceiling_gemm_tflop_per_s"].get<double>(), 0.0);
+  EXPECT_NE(r.output.find("roofline"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("breakdown of one training step"), std::string::npos) << r.output;
 }
 
