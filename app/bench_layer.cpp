@@ -1,16 +1,17 @@
-// `haargrad bench-layer`: one WTConv2d layer (fused and reference-order CUDA kernels) against cuDNN
-// depthwise 7x7 and 5x5 convolutions at the WTConvNeXt stage shapes (../shared/docs/anchors.md):
+// `haargrad bench-layer`: one WTConv2d layer (fused and reference-order CUDA kernels) against our
+// depthwise 7x7 and 5x5 convolutions (and cuDNN's with --cudnn-dw: conv2d's
+// Conv2dBackend::cudnn) at the WTConvNeXt stage shapes (../shared/docs/anchors.md):
 // training step (forward + backward) and inference medians over CUDA events after warm-up, extra
 // device memory of a training step, and for WTConv the I/O model's bytes and achieved bandwidth
 // against a measured device-to-device copy. Kernel-level calls (no autograd tape) for all four.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/command.h"
@@ -37,6 +38,7 @@ struct Options {
   int only_channels = 0;  ///< run only the stage shape with this C (0: all four)
   std::string output;
   std::string precision = "fp32";  ///< fp32 or bf16 activations (f32 weights either way)
+  bool cudnn_dw = false;           ///< also time cuDNN's depthwise convs ("cudnn dw KxK" rows)
 };
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -193,15 +195,23 @@ void run_bench(const Options& o) {
                   r.impl.c_str(), s.C, io.forward / x.numel(), io.step / x.numel(), double(x.numel()));
       rows.push_back(r);
     }
-    // ---- cuDNN depthwise convs at the same shape ----
-    for (int kc : {7, 5}) {
+    // ---- depthwise convs at the same shape: ours (conv2d's default route), cuDNN's if asked ----
+    using kernels::cuda::Conv2dBackend;
+    std::vector<std::pair<int, Conv2dBackend>> dw_runs;  // (K, backend)
+    for (int k : {7, 5}) {
+      dw_runs.emplace_back(k, Conv2dBackend::automatic);
+      if (o.cudnn_dw) dw_runs.emplace_back(k, Conv2dBackend::cudnn);
+    }
+    for (const auto& run : dw_runs) {
+      const int kc = run.first;
+      const Conv2dBackend backend = run.second;
       const auto cs = kernels::make_conv2d_shape(B, s.HW, s.HW, s.C, s.C, kc, kc, 1, kc / 2, s.C);
       const Tensor cw = random_gpu({s.C, 1, kc, kc}, gen, 0.02), cb = random_gpu({s.C}, gen, 0.02);
       auto fwd = [&] {
         Tensor y = Tensor::empty({B, s.HW, s.HW, s.C}, act, Device::cuda);
         HG_DISPATCH_CUDA(act, "bench-layer", [&] {
           kernels::cuda::conv2d_forward(cs, x.data<scalar_t>(), cw.data<float>(), cb.data<float>(),
-                                        y.data<scalar_t>());
+                                        y.data<scalar_t>(), backend);
         });
         return y;
       };
@@ -211,15 +221,15 @@ void run_bench(const Options& o) {
         Tensor gw = Tensor::empty(cw.shape(), DType::f32, Device::cuda);
         Tensor gb = Tensor::empty(cb.shape(), DType::f32, Device::cuda);
         HG_DISPATCH_CUDA(act, "bench-layer", [&] {
-          kernels::cuda::conv2d_backward_data(cs, gy.data<scalar_t>(), cw.data<float>(), gx.data<scalar_t>());
-          kernels::cuda::conv2d_backward_weight(cs, x.data<scalar_t>(), gy.data<scalar_t>(), gw.data<float>());
+          kernels::cuda::conv2d_backward_data(cs, gy.data<scalar_t>(), cw.data<float>(),
+                                              gx.data<scalar_t>(), backend);
+          kernels::cuda::conv2d_backward_weight(cs, x.data<scalar_t>(), gy.data<scalar_t>(),
+                                                gw.data<float>(), backend);
           kernels::cuda::conv2d_backward_bias(cs, gy.data<scalar_t>(), gb.data<float>());
         });
         return int64_t(gx.nbytes() + gw.nbytes() + gb.nbytes());
       };
-      // conv2d's depthwise path: our NHWC kernel, or cuDNN with HAARGRAD_DWCONV=cudnn
-      const char* backend = std::getenv("HAARGRAD_DWCONV");
-      const bool cudnn = backend && std::string(backend) == "cudnn";
+      const bool cudnn = backend == Conv2dBackend::cudnn;
       Row r{str(cudnn ? "cudnn dw " : "ours dw ", kc, "x", kc), s.C, s.HW, s.L, 0, 0, 0};
       r.train_ms = median_ms([&] { step(); }, o.warmup, o.iters);
       r.infer_ms = median_ms([&] { fwd(); }, o.warmup, o.iters);
@@ -265,7 +275,7 @@ void run_bench(const Options& o) {
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = root.add_subcommand(
-      "bench-layer", "time one WTConv2d layer (fused, reference order) against cuDNN depthwise convs");
+      "bench-layer", "time one WTConv2d layer (fused, reference order) against depthwise convs");
   cmd->add_option("--batch", opts->batch, "batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--iters", opts->iters, "timed runs (median reported)")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", opts->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
@@ -275,6 +285,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--precision", opts->precision, "activation dtype: fp32 or bf16 (weights stay f32)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
+  cmd->add_flag("--cudnn-dw", opts->cudnn_dw,
+                "also time cuDNN's depthwise convs (rows \"cudnn dw KxK\" beside \"ours dw KxK\")");
   cmd->callback([opts] {
 #ifdef HAARGRAD_WITH_CUDA
     run_bench(*opts);

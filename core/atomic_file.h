@@ -19,8 +19,9 @@ namespace hg::io {
 /// 'run/summary.csv.tmp.123.4' failed after 0 of 180 bytes); 'run/summary.csv' is unchanged".
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
-/// Replaces `to` with a copy of the file `from`, atomically (streamed in chunks; `from` may be large).
-/// Throws hg::Error naming both files when reading or writing fails; `to` is then unchanged.
+/// Replaces `to` with a copy of the file `from`, atomically (streamed in chunks; `from` may be
+/// large). Throws hg::Error naming both files when reading or writing fails; `to` is then
+/// unchanged.
 void copy_file_atomic(const std::string& from, const std::string& to);
 
 /// The whole file; throws hg::Error naming it when it cannot be opened or read.

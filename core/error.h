@@ -37,7 +37,7 @@ std::string shape_str(const std::vector<T>& v) {
 }  // namespace hg
 
 /// Throw hg::Error with the message built from the remaining arguments when `cond` is false.
-#define HG_CHECK(cond, ...)                                   \
-  do {                                                        \
-    if (!(cond)) throw ::hg::Error(::hg::str(__VA_ARGS__));  \
+#define HG_CHECK(cond, ...)                                 \
+  do {                                                      \
+    if (!(cond)) throw ::hg::Error(::hg::str(__VA_ARGS__)); \
   } while (0)

@@ -12,7 +12,7 @@ namespace hg::ops {
 Tensor add(const Tensor& a, const Tensor& b);  ///< same shape, dtype, device
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
-Tensor scale(const Tensor& a, double s);       ///< s * a
+Tensor scale(const Tensor& a, double s);  ///< s * a
 
 /// dst += src in place (same shape); not recorded: for gradients and optimizer state.
 void add_(Tensor& dst, const Tensor& src);

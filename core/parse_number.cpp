@@ -34,8 +34,10 @@ std::optional<int64_t> parse_decimal_int(std::string_view text, std::string* why
   std::string_view body = text.substr(first);
   std::string signed_text = negative ? "-" + std::string(body) : std::string(body);
   int64_t v = 0;
-  auto [end, ec] = std::from_chars(signed_text.data(), signed_text.data() + signed_text.size(), v, 10);
-  if (ec == std::errc::result_out_of_range) return fail<int64_t>(why, "out of the 64-bit integer range");
+  auto [end, ec] =
+      std::from_chars(signed_text.data(), signed_text.data() + signed_text.size(), v, 10);
+  if (ec == std::errc::result_out_of_range)
+    return fail<int64_t>(why, "out of the 64-bit integer range");
   if (ec != std::errc() || end != signed_text.data() + signed_text.size())
     return fail<int64_t>(why, "not a decimal integer");
   return v;
@@ -59,10 +61,12 @@ std::optional<double> parse_decimal_float(std::string_view text, std::string* wh
   if (i != text.size()) return fail<double>(why, "not a decimal number");
   std::string_view body = text.substr(mantissa_start);
   double v = 0;
-  auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v, std::chars_format::general);
+  auto [end, ec] =
+      std::from_chars(body.data(), body.data() + body.size(), v, std::chars_format::general);
   if (ec == std::errc::result_out_of_range || (ec == std::errc() && !std::isfinite(v)))
     return fail<double>(why, "out of the double range");
-  if (ec != std::errc() || end != body.data() + body.size()) return fail<double>(why, "not a decimal number");
+  if (ec != std::errc() || end != body.data() + body.size())
+    return fail<double>(why, "not a decimal number");
   return text[0] == '-' ? -v : v;
 }
 

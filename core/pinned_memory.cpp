@@ -46,7 +46,8 @@ struct Pool {
       if (b.used_by_gpu) {
         const cudaError_t err = cudaEventQuery(b.last_use);
         if (err == cudaErrorNotReady) continue;
-        HG_CHECK(err == cudaSuccess, "pinned memory: cudaEventQuery failed: ", cudaGetErrorString(err));
+        HG_CHECK(err == cudaSuccess,
+                 "pinned memory: cudaEventQuery failed: ", cudaGetErrorString(err));
       }
       b.in_use = true;
       return const_cast<char*>(base);
@@ -83,8 +84,8 @@ std::shared_ptr<void> allocate_pinned(size_t bytes) {
     // Page-locking is slow (milliseconds for a large batch): let other workers go on meanwhile.
     lock.unlock();
     cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
-    HG_CHECK(err == cudaSuccess, "pinned memory: cudaHostAlloc of ", bytes, " bytes failed: ",
-             cudaGetErrorString(err));
+    HG_CHECK(err == cudaSuccess, "pinned memory: cudaHostAlloc of ", bytes,
+             " bytes failed: ", cudaGetErrorString(err));
     Block b;
     b.bytes = bytes;
     b.in_use = true;

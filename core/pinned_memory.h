@@ -35,9 +35,9 @@ void record_pinned_use(const void* p);
 
 /// Byte counts of the pinned pool, in bytes.
 struct PinnedStats {
-  int64_t live = 0;         ///< bytes in blocks handed out
-  int64_t reserved = 0;     ///< bytes page-locked from the system (live + cached)
-  int64_t system_allocs = 0;///< cudaHostAlloc calls since process start
+  int64_t live = 0;           ///< bytes in blocks handed out
+  int64_t reserved = 0;       ///< bytes page-locked from the system (live + cached)
+  int64_t system_allocs = 0;  ///< cudaHostAlloc calls since process start
 };
 PinnedStats pinned_stats();
 

@@ -18,8 +18,8 @@ class Generator {
   uint64_t next_u64() { return engine_(); }
   /// Uniform integer in [0, n).
   int64_t randint(int64_t n);
-  std::string state() const;              ///< serialised engine state
-  void set_state(const std::string& s);   ///< throws hg::Error on a malformed state string
+  std::string state() const;             ///< serialised engine state
+  void set_state(const std::string& s);  ///< throws hg::Error on a malformed state string
   std::mt19937_64& engine() { return engine_; }
 
  private:
@@ -28,6 +28,7 @@ class Generator {
 
 /// Fills a CPU or CUDA floating tensor like torch.nn.init.trunc_normal_(t, mean, std, a, b): normal
 /// samples redrawn until they lie in [a, b] (absolute bounds, timm's defaults a=-2, b=2).
-void trunc_normal_(Tensor& t, Generator& gen, double mean, double std, double a = -2.0, double b = 2.0);
+void trunc_normal_(Tensor& t, Generator& gen, double mean, double std, double a = -2.0,
+                   double b = 2.0);
 
 }  // namespace hg

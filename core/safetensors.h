@@ -17,9 +17,9 @@
 namespace hg::safetensors {
 
 struct File {
-  std::map<std::string, Tensor> tensors;             ///< CPU tensors, by name
-  std::map<std::string, std::string> metadata;       ///< "__metadata__" (may be empty)
-  std::vector<std::string> order;                    ///< names in file (data offset) order
+  std::map<std::string, Tensor> tensors;        ///< CPU tensors, by name
+  std::map<std::string, std::string> metadata;  ///< "__metadata__" (may be empty)
+  std::vector<std::string> order;               ///< names in file (data offset) order
 };
 
 /// Reads a whole file into CPU tensors. Throws hg::Error (file name + problem) on any defect.

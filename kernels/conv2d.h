@@ -70,16 +70,27 @@ void conv2d_backward_weight_reference(const Conv2dShape& s, const T* x, const T*
 // CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
 // that throw "built without CUDA".
 namespace cuda {
+/// Which implementation a CUDA conv2d call runs. It exists for benchmarks and tests
+/// (`haargrad bench-layer --cudnn-dw` times cuDNN's depthwise conv beside ours); the layers
+/// always use `automatic`.
+enum class Conv2dBackend {
+  automatic,  ///< depthwise shapes -> kernels/depthwise_conv.h, patchify shapes with TF32 off
+              ///< -> kernels/patchify_conv.h, the rest -> cuDNN
+  cudnn,      ///< every shape -> cuDNN (same results within fp32 rounding, usually slower)
+};
+
 /// T (x, y, grad_y, grad_x) = float or hg::bf16; weight, bias and their gradients are float (the
 /// f32 master parameters; for bf16 the weight is rounded to bf16 where the math runs on bf16
-/// tensor cores, and the gradients are accumulated in f32). Routes: depthwise shapes to
-/// kernels/depthwise_conv.h, patchify shapes to kernels/patchify_conv.h, the rest to cuDNN.
+/// tensor cores, and the gradients are accumulated in f32). Routes: see Conv2dBackend.
 template <typename T>
-void conv2d_forward(const Conv2dShape& s, const T* x, const float* weight, const float* bias, T* y);
+void conv2d_forward(const Conv2dShape& s, const T* x, const float* weight, const float* bias, T* y,
+                    Conv2dBackend backend = Conv2dBackend::automatic);
 template <typename T>
-void conv2d_backward_data(const Conv2dShape& s, const T* grad_y, const float* weight, T* grad_x);
+void conv2d_backward_data(const Conv2dShape& s, const T* grad_y, const float* weight, T* grad_x,
+                          Conv2dBackend backend = Conv2dBackend::automatic);
 template <typename T>
-void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* grad_y, float* grad_weight);
+void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* grad_y, float* grad_weight,
+                            Conv2dBackend backend = Conv2dBackend::automatic);
 template <typename T>
 void conv2d_backward_bias(const Conv2dShape& s, const T* grad_y, float* grad_bias);
 void conv2d_clear_algorithm_cache();

@@ -3,19 +3,20 @@
 // kernels/cuda/conv2d.cpp instead of cuDNN.
 //
 // Why: with kernel == stride the k x k input patches do not overlap, so gathering them is a plain
-// copy: P (M, k*k*C) with M = N*OH*OW, row m = (n, oh, ow), column (kh*k + kw)*C + c = x[n, oh*k + kh,
-// ow*k + kw, c] (in NHWC each (kh) piece is k*C contiguous floats). Then, with the weight in
-// (O, kh, kw, C) order, W' (O, k*k*C):
+// copy: P (M, k*k*C) with M = N*OH*OW, row m = (n, oh, ow), column (kh*k + kw)*C + c =
+// x[n, oh*k + kh, ow*k + kw, c] (in NHWC each (kh) piece is k*C contiguous floats). Then, with the
+// weight in (O, kh, kw, C) order, W' (O, k*k*C):
 //   y   (M, O)     = P W'^T (+ bias)
 //   gP  (M, k*k*C) = gy W'      -> scattered back to gx (rows / columns past OH*k, OW*k get 0)
 //   gW' (O, k*k*C) = gy^T P     -> reordered to PyTorch's (O, C, kh, kw)
-// Measured on the H200 (ConvNeXt-T, batch 128, stem + downsampling, forward + backward): fp32 7.9 ms
-// here vs 11.7 ms with cuDNN; with TF32 cuDNN is faster (4.2 vs 5.2 ms), so these kernels take
-// only exact-fp32 work.
+// Measured on the H200 (ConvNeXt-T, batch 128, stem + downsampling, forward + backward): fp32
+// 7.9 ms here vs 11.7 ms with cuDNN; with TF32 cuDNN is faster (4.2 vs 5.2 ms), so these kernels
+// take only exact-fp32 work.
 // Same contract as kernels/conv2d.h (x (N, H, W, C), weight (O, C, k, k), y (N, OH, OW, O), every
-// output overwritten). Workspace: one patch matrix (the size of the used part of x) from the caching
-// allocator (Category::workspace). TF32 follows hg::cuda::allow_tf32 like every cuBLAS call.
-// HAARGRAD_PATCHIFY=cudnn (read once per process) sends these shapes to cuDNN, for comparisons.
+// output overwritten). Workspace: one patch matrix (the size of the used part of x) from the
+// caching allocator (Category::workspace). TF32 follows hg::cuda::allow_tf32 like every cuBLAS
+// call. kernels::cuda::Conv2dBackend::cudnn (kernels/conv2d.h) sends these shapes to cuDNN, for
+// comparisons.
 #pragma once
 
 #include "kernels/conv2d.h"
@@ -25,8 +26,7 @@ namespace hg::kernels {
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
 
-/// True for groups == 1, KH == KW == stride > 1, pad == 0, when TF32 is off (hg::cuda::allow_tf32)
-/// and HAARGRAD_PATCHIFY is not "cudnn".
+/// True for groups == 1, KH == KW == stride > 1, pad == 0, when TF32 is off (hg::cuda::allow_tf32).
 bool patchify_conv_supported(const Conv2dShape& s);
 
 /// Throw hg::Error (naming the shape) when !patchify_conv_supported(s), or on a CUDA failure.

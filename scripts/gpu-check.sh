@@ -73,8 +73,8 @@ if has bench-layer; then
   log "bench-layer, bf16 activations"
   $BUILD/haargrad bench-layer --precision bf16 --output "$OUT/bench_layer_bf16.json" 2>&1 | tee "$OUT/bench_layer_bf16.txt"
   status[bench_layer_bf16]=${PIPESTATUS[0]}
-  log "bench-layer with cuDNN's depthwise conv (HAARGRAD_DWCONV=cudnn) for the dw rows"
-  HAARGRAD_DWCONV=cudnn $BUILD/haargrad bench-layer --iters 10 --output "$OUT/bench_layer_cudnn.json" 2>&1 \
+  log "bench-layer --cudnn-dw: cuDNN's depthwise convs beside ours (the dw rows)"
+  $BUILD/haargrad bench-layer --cudnn-dw --iters 10 --output "$OUT/bench_layer_cudnn.json" 2>&1 \
     | grep -E "^impl|dw " | tee "$OUT/bench_layer_cudnn.txt"
 fi
 if has bench; then

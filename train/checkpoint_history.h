@@ -26,7 +26,8 @@ std::string history_file_name(int64_t epoch);
 /// not ours and are left alone) with their scores; `fallback_top1` gives scores by epoch for files
 /// without one. Files whose metadata cannot be read rank last; `notes` (may be null) gets a line
 /// for each file ranked without a score.
-std::vector<HistoryEntry> scan_history(const std::filesystem::path& dir, const std::map<int64_t, double>& fallback_top1,
+std::vector<HistoryEntry> scan_history(const std::filesystem::path& dir,
+                                       const std::map<int64_t, double>& fallback_top1,
                                        std::vector<std::string>* notes);
 
 /// The epochs whose files go when only `keep` (>= 0) may stay: entries ranked by top-1, higher

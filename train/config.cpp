@@ -30,7 +30,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Rule {
   double lo = -kInf, hi = kInf;  // numbers and list elements
   bool lo_open = false, hi_open = false;
-  std::vector<std::string> choices;  // strings; empty = any
+  std::vector<std::string> choices;                                  // strings; empty = any
   size_t min_len = 0, max_len = std::numeric_limits<size_t>::max();  // lists
 
   Rule len(size_t lo_len, size_t hi_len) const {
@@ -47,7 +47,11 @@ Rule above(double lo) { return Rule{lo, kInf, true, false, {}}; }
 Rule closed(double lo, double hi) { return Rule{lo, hi, false, false, {}}; }
 Rule half_open(double lo, double hi) { return Rule{lo, hi, false, true, {}}; }
 Rule left_open(double lo, double hi) { return Rule{lo, hi, true, false, {}}; }
-Rule one_of(std::vector<std::string> c) { Rule r; r.choices = std::move(c); return r; }
+Rule one_of(std::vector<std::string> c) {
+  Rule r;
+  r.choices = std::move(c);
+  return r;
+}
 
 std::string format_double(double v) {
   char buf[64];
@@ -70,12 +74,12 @@ bool in_range(const Rule& r, double v) {
   return true;
 }
 
-// ---- the key table --------------------------------------------------------------------------------
+// ---- the key table ------------------------------------------------------------------------------
 
-using Member = std::variant<int64_t Config::*, double Config::*, bool Config::*, std::string Config::*,
-                            std::optional<int64_t> Config::*, std::optional<double> Config::*,
-                            std::vector<int64_t> Config::*, std::vector<double> Config::*,
-                            std::vector<ScheduleSegment> Config::*>;
+using Member = std::variant<int64_t Config::*, double Config::*, bool Config::*,
+                            std::string Config::*, std::optional<int64_t> Config::*,
+                            std::optional<double> Config::*, std::vector<int64_t> Config::*,
+                            std::vector<double> Config::*, std::vector<ScheduleSegment> Config::*>;
 
 struct Field {
   const char* key;
@@ -89,117 +93,148 @@ const std::vector<Field>& table() {
   // only description of the keys: `haargrad train --help` prints it (config_key_docs).
   static const std::vector<Field> rows = {
       {"model", &Config::model, any(),
-        "model name (`haargrad models` lists them); model fields left empty take its values"},
+       "model name (`haargrad models` lists them); model fields left empty take its values"},
       {"num_classes", &Config::num_classes, at_least(1), "classifier outputs"},
-      {"img_size", &Config::img_size, at_least(1), "square input side in pixels (train crop and eval size)"},
+      {"img_size", &Config::img_size, at_least(1),
+       "square input side in pixels (train crop and eval size)"},
       {"in_chans", &Config::in_chans, closed(1, 3), "input channels: 1 (grayscale) or 3 (RGB)"},
-      {"depths", &Config::depths, at_least(1).len(0, 4), "blocks per stage (at most 4, as timm); [] = the model's"},
+      {"depths", &Config::depths, at_least(1).len(0, 4),
+       "blocks per stage (at most 4, as timm); [] = the model's"},
       {"dims", &Config::dims, at_least(1).len(0, 4), "channels per stage; [] = the model's"},
-      {"patch_size", &Config::patch_size, at_least(1), "stem conv kernel = stride in pixels; null = the model's"},
-      {"kernel_size", &Config::kernel_size, at_least(1), "depthwise / WTConv kernel size (odd); null = the model's"},
-      {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 4), "WTConv Haar levels per stage; [] = the model's"},
+      {"patch_size", &Config::patch_size, at_least(1),
+       "stem conv kernel = stride in pixels; null = the model's"},
+      {"kernel_size", &Config::kernel_size, at_least(1),
+       "depthwise / WTConv kernel size (odd); null = the model's"},
+      {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 4),
+       "WTConv Haar levels per stage; [] = the model's"},
       {"ls_init_value", &Config::ls_init_value, any(),
-        "layer-scale (gamma) init; null = no layer scale (timm's None)"},
+       "layer-scale (gamma) init; null = no layer scale (timm's None)"},
       {"wtconv_mode", &Config::wtconv_mode, one_of({"fused", "reference"}),
-        "WTConv kernels: fused, or the reference composition (slower, same values)"},
-      {"drop_path", &Config::drop_path, half_open(0, 1), "stochastic depth rate, rising linearly over the blocks"},
+       "WTConv kernels: fused, or the reference composition (slower, same values)"},
+      {"drop_path", &Config::drop_path, half_open(0, 1),
+       "stochastic depth rate, rising linearly over the blocks"},
       {"data_dir", &Config::data_dir, any(), "dataset root folder"},
       {"dataset", &Config::dataset, one_of({"idx", "image_folder", "synthetic"}),
-        "idx (MNIST-format files), image_folder (DIR/<split>/<class>/*), synthetic (made on the fly)"},
+       "idx (MNIST-format files), image_folder (DIR/<split>/<class>/*), "
+       "synthetic (made on the fly)"},
       {"train_split", &Config::train_split, any(),
-        "training split: a sub-folder of data_dir (image_folder) or train (idx)"},
-      {"val_split", &Config::val_split, any(), "validation split: a sub-folder (timm's default name) or test (idx)"},
-      {"synthetic_size", &Config::synthetic_size, at_least(1), "images in the synthetic training split"},
-      {"workers", &Config::workers, closed(0, 256), "data loader threads; 0 = load on the training thread"},
-      {"pin_mem", &Config::pin_mem, any(), "build batches in page-locked memory for faster copies to the GPU"},
+       "training split: a sub-folder of data_dir (image_folder) or train (idx)"},
+      {"val_split", &Config::val_split, any(),
+       "validation split: a sub-folder (timm's default name) or test (idx)"},
+      {"synthetic_size", &Config::synthetic_size, at_least(1),
+       "images in the synthetic training split"},
+      {"workers", &Config::workers, closed(0, 256),
+       "data loader threads; 0 = load on the training thread"},
+      {"pin_mem", &Config::pin_mem, any(),
+       "build batches in page-locked memory for faster copies to the GPU"},
       {"corrupt_images", &Config::corrupt_images, one_of({"skip", "error"}),
-        "an unreadable image: skip (warn and count) or error"},
+       "an unreadable image: skip (warn and count) or error"},
       {"jpeg_decoder", &Config::jpeg_decoder, one_of({"turbo", "turbo_full", "stb"}),
-        "JPEG decoding: turbo (libjpeg-turbo, crop + DCT downscale), turbo_full, or stb"},
+       "JPEG decoding: turbo (libjpeg-turbo, crop + DCT downscale), turbo_full, or stb"},
       {"gpu_augment", &Config::gpu_augment, any(),
-        "workers hand over uint8 crops; resize, flip, normalise (and bf16) run batched on the GPU"},
+       "workers hand over uint8 crops; resize, flip, normalise (and bf16) run batched on the GPU"},
       {"decode", &Config::decode, one_of({"cpu", "nvjpeg", "nvjpeg_gpu"}),
-        "JPEG decoding: cpu (workers, jpeg_decoder), nvjpeg (GPU hardware, then GPU, then CPU), nvjpeg_gpu "
-        "(no hardware); nvjpeg* imply gpu_augment"},
+       "JPEG decoding: cpu (workers, jpeg_decoder), nvjpeg (GPU hardware, then GPU, then CPU), "
+       "nvjpeg_gpu (no hardware); nvjpeg* imply gpu_augment"},
       {"crop_pct", &Config::crop_pct, left_open(0, 1),
-        "eval: resize the shorter side to img_size / crop_pct, then centre-crop"},
+       "eval: resize the shorter side to img_size / crop_pct, then centre-crop"},
       {"mean", &Config::mean, any().len(1, 3), "per-channel mean subtracted from [0, 1] pixels"},
-      {"std", &Config::std, above(0).len(1, 3), "per-channel standard deviation pixels are divided by"},
+      {"std", &Config::std, above(0).len(1, 3),
+       "per-channel standard deviation pixels are divided by"},
       {"hflip", &Config::hflip, closed(0, 1), "horizontal flip probability (train)"},
       {"scale", &Config::scale, left_open(0, 1).len(2, 2),
-        "random-resized-crop area fraction range [min, max] (train)"},
+       "random-resized-crop area fraction range [min, max] (train)"},
       {"ratio", &Config::ratio, above(0).len(2, 2),
-        "random-resized-crop aspect ratio range (w/h) [min, max] (train)"},
-      {"train_interpolation", &Config::train_interpolation, one_of({"random", "bilinear", "bicubic", "nearest"}),
-        "resize filter of the train crop (random: one of bilinear / bicubic per image)"},
+       "random-resized-crop aspect ratio range (w/h) [min, max] (train)"},
+      {"train_interpolation", &Config::train_interpolation,
+       one_of({"random", "bilinear", "bicubic", "nearest"}),
+       "resize filter of the train crop (random: one of bilinear / bicubic per image)"},
       {"color_jitter", &Config::color_jitter, at_least(0),
-        "colour jitter strength (brightness, contrast, saturation); 0 = off"},
-      {"aa", &Config::aa, any(), "auto-augment policy, timm's spec string (e.g. rand-m9-mstd0.5-inc1); empty = off"},
+       "colour jitter strength (brightness, contrast, saturation); 0 = off"},
+      {"aa", &Config::aa, any(),
+       "auto-augment policy, timm's spec string (e.g. rand-m9-mstd0.5-inc1); empty = off"},
       {"reprob", &Config::reprob, closed(0, 1), "random erasing probability"},
-      {"remode", &Config::remode, one_of({"pixel", "rand", "const"}), "random erasing fill: pixel, rand or const"},
+      {"remode", &Config::remode, one_of({"pixel", "rand", "const"}),
+       "random erasing fill: pixel, rand or const"},
       {"recount", &Config::recount, at_least(1), "random erasing boxes per image, at most"},
       {"mixup", &Config::mixup, at_least(0), "mixup alpha; on when > 0"},
       {"cutmix", &Config::cutmix, at_least(0), "cutmix alpha; on when > 0"},
       {"cutmix_minmax", &Config::cutmix_minmax, left_open(0, 1).len(0, 2),
-        "[min, max] cutmix box side fractions (turns cutmix on); [] = from the cutmix alpha"},
+       "[min, max] cutmix box side fractions (turns cutmix on); [] = from the cutmix alpha"},
       {"mixup_prob", &Config::mixup_prob, closed(0, 1), "chance of mixing a batch / pair / image"},
       {"mixup_switch_prob", &Config::mixup_switch_prob, closed(0, 1),
-        "chance of cutmix instead of mixup when both are on"},
+       "chance of cutmix instead of mixup when both are on"},
       {"mixup_mode", &Config::mixup_mode, one_of({"batch", "pair", "elem"}),
-        "what is mixed together: batch, pair or elem"},
+       "what is mixed together: batch, pair or elem"},
       {"mixup_off_epoch", &Config::mixup_off_epoch, at_least(0),
-        "stop mixing from this epoch on (0-based); 0 = never"},
-      {"batch_size", &Config::batch_size, at_least(1), "images per step (before gradient accumulation)"},
+       "stop mixing from this epoch on (0-based); 0 = never"},
+      {"batch_size", &Config::batch_size, at_least(1),
+       "images per step (before gradient accumulation)"},
       {"validation_batch_size", &Config::validation_batch_size, at_least(1),
-        "images per evaluation batch; null = batch_size"},
+       "images per evaluation batch; null = batch_size"},
       {"epochs", &Config::epochs, at_least(1), "training epochs"},
       {"opt", &Config::opt, one_of({"adamw", "sgd"}), "optimizer"},
       {"lr", &Config::lr, above(0), "peak learning rate"},
       {"weight_decay", &Config::weight_decay, at_least(0),
-        "decoupled weight decay (adamw) / L2 (sgd); never on norms, biases, scales"},
+       "decoupled weight decay (adamw) / L2 (sgd); never on norms, biases, scales"},
       {"layer_decay", &Config::layer_decay, left_open(0, 1),
-        "layer-wise lr decay (fine-tuning): lr x layer_decay^(head layer - layer), stem = 0, one "
-        "layer per block, head last (timm); null = off"},
+       "layer-wise lr decay (fine-tuning): lr x layer_decay^(head layer - layer), stem = 0, one "
+       "layer per block, head last (timm); null = off"},
       {"momentum", &Config::momentum, half_open(0, 1), "sgd momentum"},
-      {"clip_grad", &Config::clip_grad, above(0), "clip the global gradient norm to this; null = off"},
+      {"clip_grad", &Config::clip_grad, above(0),
+       "clip the global gradient norm to this; null = off"},
       {"sched", &Config::sched, one_of({"cosine", "none"}), "learning-rate schedule after warmup"},
-      {"warmup_epochs", &Config::warmup_epochs, at_least(0), "epochs of linear warmup from warmup_lr to lr"},
+      {"warmup_epochs", &Config::warmup_epochs, at_least(0),
+       "epochs of linear warmup from warmup_lr to lr"},
       {"warmup_lr", &Config::warmup_lr, at_least(0), "learning rate at the start of warmup"},
       {"min_lr", &Config::min_lr, at_least(0), "floor of the cosine schedule"},
       {"sched_on_updates", &Config::sched_on_updates, any(),
-        "step the schedule every optimizer update instead of every epoch"},
+       "step the schedule every optimizer update instead of every epoch"},
       {"schedule_history", &Config::schedule_history, any(),
-        "written by the trainer: schedule keys of earlier sessions of a resumed run"},
-      {"grad_accum_steps", &Config::grad_accum_steps, at_least(1), "micro-batches per optimizer update"},
-      {"smoothing", &Config::smoothing, half_open(0, 1), "label smoothing of the cross-entropy loss"},
-      {"model_ema", &Config::model_ema, any(), "keep an exponential moving average of the weights (timm ModelEmaV3)"},
+       "written by the trainer: schedule keys of earlier sessions of a resumed run"},
+      {"grad_accum_steps", &Config::grad_accum_steps, at_least(1),
+       "micro-batches per optimizer update"},
+      {"smoothing", &Config::smoothing, half_open(0, 1),
+       "label smoothing of the cross-entropy loss"},
+      {"model_ema", &Config::model_ema, any(),
+       "keep an exponential moving average of the weights (timm ModelEmaV3)"},
       {"model_ema_decay", &Config::model_ema_decay, closed(0, 1), "EMA decay per optimizer update"},
-      {"model_ema_warmup", &Config::model_ema_warmup, any(), "ramp the EMA decay up (1 - (1 + step)^(-2/3))"},
-      {"initial_checkpoint", &Config::initial_checkpoint, any(), "weights to start from (fine-tuning); empty = none"},
+      {"model_ema_warmup", &Config::model_ema_warmup, any(),
+       "ramp the EMA decay up (1 - (1 + step)^(-2/3))"},
+      {"initial_checkpoint", &Config::initial_checkpoint, any(),
+       "weights to start from (fine-tuning); empty = none"},
       {"seed", &Config::seed, at_least(0), "seed of the model init, data order and augmentation"},
       {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"}),
-        "fp32; tf32 (GPU matrix products on TF32 tensor cores); bf16 (bf16 activations, f32 weights)"},
-      {"device", &Config::device, one_of({"auto", "cpu", "cuda"}), "auto (the GPU when one is usable), cpu or cuda"},
+       "fp32; tf32 (GPU matrix products on TF32 tensor cores); "
+       "bf16 (bf16 activations, f32 weights)"},
+      {"device", &Config::device, one_of({"auto", "cpu", "cuda"}),
+       "auto (the GPU when one is usable), cpu or cuda"},
       {"threads", &Config::threads, closed(0, 4096),
-        "CPU threads of the kernels; 0 = $OMP_NUM_THREADS if set, else the cores this process may use"},
-      {"log_interval", &Config::log_interval, at_least(1), "steps between log lines (when not on a terminal)"},
-      {"checkpoint_hist", &Config::checkpoint_hist, at_least(0), "best checkpoint-<epoch> files kept"},
+       "CPU threads of the kernels; "
+       "0 = $OMP_NUM_THREADS if set, else the cores this process may use"},
+      {"log_interval", &Config::log_interval, at_least(1),
+       "steps between log lines (when not on a terminal)"},
+      {"checkpoint_hist", &Config::checkpoint_hist, at_least(0),
+       "best checkpoint-<epoch> files kept"},
       {"resume", &Config::resume, any(),
-        "checkpoint to continue from, or auto (the newest of the experiment); empty = none"},
+       "checkpoint to continue from, or auto (the newest of the experiment); empty = none"},
       {"output", &Config::output, any(), "output root folder; empty = output/train"},
-      {"experiment", &Config::experiment, any(), "run folder name under output; empty = <date>-<model>-<img_size>"},
+      {"experiment", &Config::experiment, any(),
+       "run folder name under output; empty = <date>-<model>-<img_size>"},
       {"max_steps_per_epoch", &Config::max_steps_per_epoch, at_least(0),
-        "training batches per epoch; 0 = all (evaluation always covers the whole split)"},
+       "training batches per epoch; 0 = all (evaluation always covers the whole split)"},
       {"dist_bucket_mb", &Config::dist_bucket_mb, above(0),
-        "data parallel (mpirun): gradient bucket size in MiB, reduced as soon as its gradients are final"},
+       "data parallel (mpirun): gradient bucket size in MiB, "
+       "reduced as soon as its gradients are final"},
       {"zero_stage", &Config::zero_stage, closed(0, 1),
-        "data parallel: 1 = optimizer state sharded over the ranks (ZeRO-1); 0 = replicated"},
+       "data parallel: 1 = optimizer state sharded over the ranks (ZeRO-1); 0 = replicated"},
       {"dist_check_every", &Config::dist_check_every, at_least(0),
-        "data parallel, debug: compare a hash of every parameter across ranks every N updates; 0 = off"},
+       "data parallel, debug: compare a hash of every parameter across ranks every N updates; "
+       "0 = off"},
       {"dist_timeout", &Config::dist_timeout, above(0),
-        "data parallel: seconds a collective may wait before the run stops, naming the rank"},
+       "data parallel: seconds a collective may wait before the run stops, naming the rank"},
       {"dist_force", &Config::dist_force, any(),
-        "the data-parallel code path even in one process (tests NCCL / MPI on one GPU or CPU)"},
+       "the data-parallel code path even in one process (tests NCCL / MPI on one GPU or CPU)"},
   };
   return rows;
 }
@@ -237,8 +272,10 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[a.size()][b.size()];
 }
@@ -247,7 +284,10 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   const std::vector<std::string> close = similar_keys(key);
   std::string hint;
   for (size_t i = 0; i < close.size(); ++i)
-    hint += str(i == 0 ? "; did you mean " : i + 1 == close.size() ? " or " : ", ", "'", close[i], "'");
+    hint += str(i == 0                  ? "; did you mean "
+                : i + 1 == close.size() ? " or "
+                                        : ", ",
+                "'", close[i], "'");
   if (!close.empty()) hint += "?";
   throw Error(str("config: unknown key '", key, "' (", where.text(), ")", hint,
                   close.empty() ? " (`haargrad train --help` lists every key)" : ""));
@@ -268,7 +308,8 @@ std::string shown(const YAML::Node& node) {
 }
 
 template <typename T>
-T read_scalar(const YAML::Node& node, const std::string& key, const Where& where, const char* what) {
+T read_scalar(const YAML::Node& node, const std::string& key, const Where& where,
+              const char* what) {
   if constexpr (std::is_same_v<T, std::string>) {
     if (node.IsNull()) return "";  // `resume:` left empty means no value
   }
@@ -294,9 +335,11 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
 
 // schedule_history: a list of mappings with exactly the ScheduleSegment keys. Values are read like
 // the top-level keys of the same names; their ranges are checked by check_rule.
-std::vector<ScheduleSegment> read_segments(const YAML::Node& node, const std::string& key, const Where& where) {
-  static const char* const keys[] = {"until_epoch", "until_step", "epochs",    "lr",      "sched",
-                                     "warmup_epochs", "warmup_lr", "min_lr", "sched_on_updates"};
+std::vector<ScheduleSegment> read_segments(const YAML::Node& node, const std::string& key,
+                                           const Where& where) {
+  static const char* const keys[] = {"until_epoch", "until_step", "epochs",
+                                     "lr",          "sched",      "warmup_epochs",
+                                     "warmup_lr",   "min_lr",     "sched_on_updates"};
   if (node.IsNull()) return {};
   if (!node.IsSequence()) fail(key, where, str("expected a list of mappings, got ", shown(node)));
   std::vector<ScheduleSegment> out;
@@ -304,7 +347,9 @@ std::vector<ScheduleSegment> read_segments(const YAML::Node& node, const std::st
     const YAML::Node item = node[i];
     const Where at = where_of(item, where);
     const std::string name = str(key, "[", i, "]");
-    if (!item.IsMap()) fail(name, at, str("expected a mapping of ", std::size(keys), " schedule keys, got ", shown(item)));
+    if (!item.IsMap())
+      fail(name, at,
+           str("expected a mapping of ", std::size(keys), " schedule keys, got ", shown(item)));
     ScheduleSegment s;
     std::set<std::string> seen;
     for (const auto& kv : item) {
@@ -312,15 +357,24 @@ std::vector<ScheduleSegment> read_segments(const YAML::Node& node, const std::st
       const std::string sub = str(name, ".", k);
       const YAML::Node& v = kv.second;
       if (!seen.insert(k).second) fail(sub, at, "given twice");
-      if (k == "until_epoch") s.until_epoch = read_scalar<int64_t>(v, sub, at, "an integer");
-      else if (k == "until_step") s.until_step = read_scalar<int64_t>(v, sub, at, "an integer");
-      else if (k == "epochs") s.epochs = read_scalar<int64_t>(v, sub, at, "an integer");
-      else if (k == "lr") s.lr = read_scalar<double>(v, sub, at, "a number");
-      else if (k == "sched") s.sched = read_scalar<std::string>(v, sub, at, "a string");
-      else if (k == "warmup_epochs") s.warmup_epochs = read_scalar<int64_t>(v, sub, at, "an integer");
-      else if (k == "warmup_lr") s.warmup_lr = read_scalar<double>(v, sub, at, "a number");
-      else if (k == "min_lr") s.min_lr = read_scalar<double>(v, sub, at, "a number");
-      else if (k == "sched_on_updates") s.sched_on_updates = read_scalar<bool>(v, sub, at, "true or false");
+      if (k == "until_epoch")
+        s.until_epoch = read_scalar<int64_t>(v, sub, at, "an integer");
+      else if (k == "until_step")
+        s.until_step = read_scalar<int64_t>(v, sub, at, "an integer");
+      else if (k == "epochs")
+        s.epochs = read_scalar<int64_t>(v, sub, at, "an integer");
+      else if (k == "lr")
+        s.lr = read_scalar<double>(v, sub, at, "a number");
+      else if (k == "sched")
+        s.sched = read_scalar<std::string>(v, sub, at, "a string");
+      else if (k == "warmup_epochs")
+        s.warmup_epochs = read_scalar<int64_t>(v, sub, at, "an integer");
+      else if (k == "warmup_lr")
+        s.warmup_lr = read_scalar<double>(v, sub, at, "a number");
+      else if (k == "min_lr")
+        s.min_lr = read_scalar<double>(v, sub, at, "a number");
+      else if (k == "sched_on_updates")
+        s.sched_on_updates = read_scalar<bool>(v, sub, at, "true or false");
       else {
         std::string list;
         for (const char* known : keys) list += str(list.empty() ? "" : ", ", known);
@@ -336,16 +390,20 @@ std::vector<ScheduleSegment> read_segments(const YAML::Node& node, const std::st
 
 template <typename T>
 T read_value(const YAML::Node& node, const std::string& key, const Where& where) {
-  if constexpr (std::is_same_v<T, std::optional<int64_t>> || std::is_same_v<T, std::optional<double>>) {
+  if constexpr (std::is_same_v<T, std::optional<int64_t>> ||
+                std::is_same_v<T, std::optional<double>>) {
     if (node.IsNull()) return std::nullopt;
     using V = typename T::value_type;
-    return read_scalar<V>(node, key, where, str(type_name(static_cast<V*>(nullptr)), " or null").c_str());
-  } else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<double>>) {
+    return read_scalar<V>(node, key, where,
+                          str(type_name(static_cast<V*>(nullptr)), " or null").c_str());
+  } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                       std::is_same_v<T, std::vector<double>>) {
     using V = typename T::value_type;
     const std::string what = str("a list of ", std::is_same_v<V, double> ? "numbers" : "integers");
     if (!node.IsSequence()) fail(key, where, str("expected ", what, ", got ", shown(node)));
     T out;
-    for (const YAML::Node& item : node) out.push_back(read_scalar<V>(item, key, where_of(item, where), what.c_str()));
+    for (const YAML::Node& item : node)
+      out.push_back(read_scalar<V>(item, key, where_of(item, where), what.c_str()));
     return out;
   } else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
     return read_segments(node, key, where);
@@ -354,10 +412,12 @@ T read_value(const YAML::Node& node, const std::string& key, const Where& where)
   }
 }
 
-void check_segments(const std::string& key, const std::vector<ScheduleSegment>& segments, const Where& where);
+void check_segments(const std::string& key, const std::vector<ScheduleSegment>& segments,
+                    const Where& where);
 
 // Checks the value of `f` in `cfg` against its rule; `name` replaces the key in messages.
-void check_rule(const Field& f, const Config& cfg, const Where& where, const std::string& name = "") {
+void check_rule(const Field& f, const Config& cfg, const Where& where,
+                const std::string& name = "") {
   const std::string key = name.empty() ? std::string(f.key) : name;
   const Rule& r = f.rule;
   auto check_number = [&](double v, const char* what) {
@@ -373,7 +433,8 @@ void check_rule(const Field& f, const Config& cfg, const Where& where, const std
         } else if constexpr (std::is_same_v<T, double>) {
           check_number(v, "a number");
         } else if constexpr (std::is_same_v<T, std::string>) {
-          if (!r.choices.empty() && std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
+          if (!r.choices.empty() &&
+              std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
             std::string list;
             for (const auto& c : r.choices) list += str(list.empty() ? "" : ", ", "'", c, "'");
             fail(key, where, str("expected one of ", list, ", got '", v, "'"));
@@ -386,9 +447,10 @@ void check_rule(const Field& f, const Config& cfg, const Where& where, const std
                              std::is_same_v<T, std::vector<double>>) {
           if (v.size() < r.min_len || v.size() > r.max_len)
             fail(key, where,
-                 r.min_len == r.max_len ? str("expected a list of ", r.min_len, " values, got ", v.size())
-                                        : str("expected a list of ", r.min_len, " to ", r.max_len,
-                                              " values, got ", v.size()));
+                 r.min_len == r.max_len
+                     ? str("expected a list of ", r.min_len, " values, got ", v.size())
+                     : str("expected a list of ", r.min_len, " to ", r.max_len, " values, got ",
+                           v.size()));
           for (auto x : v) check_number(static_cast<double>(x), "list elements");
         } else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
           check_segments(key, v, where);
@@ -399,7 +461,8 @@ void check_rule(const Field& f, const Config& cfg, const Where& where, const std
 
 // Each entry's values obey the rules of the top-level keys of the same names, min_lr <= lr, and the
 // positions grow strictly (each entry ends after the one before, and after the start).
-void check_segments(const std::string& key, const std::vector<ScheduleSegment>& segments, const Where& where) {
+void check_segments(const std::string& key, const std::vector<ScheduleSegment>& segments,
+                    const Where& where) {
   std::pair<int64_t, int64_t> previous{0, 0};
   for (size_t i = 0; i < segments.size(); ++i) {
     const ScheduleSegment& s = segments[i];
@@ -415,12 +478,16 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
       check_rule(*find_field(k), probe, where, str(name, ".", k));
     if (s.min_lr > s.lr) fail(name, where, str("min_lr ", s.min_lr, " is above lr ", s.lr));
     if (s.until_epoch < 0 || s.until_step < 0)
-      fail(name, where, str("until_epoch and until_step must be >= 0, got ", s.until_epoch, " and ", s.until_step));
+      fail(name, where,
+           str("until_epoch and until_step must be >= 0, got ", s.until_epoch, " and ",
+               s.until_step));
     const std::pair<int64_t, int64_t> at{s.until_epoch, s.until_step};
     if (at <= previous)
-      fail(name, where, str("ends at epoch ", s.until_epoch, " step ", s.until_step, ", not after ",
-                            i == 0 ? std::string("the start") : str("the previous entry (epoch ", previous.first,
-                                                                     " step ", previous.second, ")")));
+      fail(name, where,
+           str("ends at epoch ", s.until_epoch, " step ", s.until_step, ", not after ",
+               i == 0 ? std::string("the start")
+                      : str("the previous entry (epoch ", previous.first, " step ", previous.second,
+                            ")")));
     previous = at;
   }
 }
@@ -443,8 +510,9 @@ Where location(const Locations& locs, const std::string& key, const char* unset)
 }
 
 // The model keys, for messages about the model they build together.
-const char* const kModelKeys[] = {"model", "depths", "dims", "patch_size", "kernel_size", "wt_levels",
-                                  "ls_init_value", "drop_path", "num_classes", "in_chans"};
+const char* const kModelKeys[] = {"model",       "depths",    "dims",          "patch_size",
+                                  "kernel_size", "wt_levels", "ls_init_value", "drop_path",
+                                  "num_classes", "in_chans"};
 
 // The model must exist, its keys must build a valid model, and img_size must reach through it.
 void validate_model(const Config& c, const Locations& locs, const char* unset) {
@@ -459,9 +527,10 @@ void validate_model(const Config& c, const Locations& locs, const char* unset) {
   } catch (const Error& e) {
     std::string keys;
     for (const char* k : kModelKeys)
-      if (locs.count(k)) keys += str(keys.empty() ? "" : ", ", "'", k, "' (", locs.at(k).text(), ")");
-    throw Error(str("config: model '", c.model, "'", keys.empty() ? std::string() : " with keys " + keys, ": ",
-                    e.what()));
+      if (locs.count(k))
+        keys += str(keys.empty() ? "" : ", ", "'", k, "' (", locs.at(k).text(), ")");
+    throw Error(str("config: model '", c.model, "'",
+                    keys.empty() ? std::string() : " with keys " + keys, ": ", e.what()));
   }
   try {
     m.check_img_size(c.img_size);
@@ -471,26 +540,33 @@ void validate_model(const Config& c, const Locations& locs, const char* unset) {
 }
 
 void validate_at(const Config& c, const Locations& locs, const char* unset = "default value") {
-  auto location = [&](const Locations& l, const std::string& key) { return train::location(l, key, unset); };
+  auto location = [&](const Locations& l, const std::string& key) {
+    return train::location(l, key, unset);
+  };
   for (const Field& f : table()) check_rule(f, c, location(locs, f.key));
   auto pair_fail = [&](const char* a, const char* b, const std::string& msg) {
     throw Error(str("config: keys '", a, "' (", location(locs, a).text(), ") and '", b, "' (",
                     location(locs, b).text(), "): ", msg));
   };
   if (!c.dims.empty() && !c.depths.empty() && c.dims.size() != c.depths.size())
-    pair_fail("dims", "depths", str("dims has ", c.dims.size(), " stages, depths has ", c.depths.size()));
+    pair_fail("dims", "depths",
+              str("dims has ", c.dims.size(), " stages, depths has ", c.depths.size()));
   if (!c.wt_levels.empty() && !c.depths.empty() && c.wt_levels.size() != c.depths.size())
     pair_fail("wt_levels", "depths",
               str("wt_levels has ", c.wt_levels.size(), " stages, depths has ", c.depths.size()));
   if (static_cast<int64_t>(c.mean.size()) != c.in_chans)
-    pair_fail("mean", "in_chans", str("mean has ", c.mean.size(), " values, in_chans is ", c.in_chans));
+    pair_fail("mean", "in_chans",
+              str("mean has ", c.mean.size(), " values, in_chans is ", c.in_chans));
   if (static_cast<int64_t>(c.std.size()) != c.in_chans)
-    pair_fail("std", "in_chans", str("std has ", c.std.size(), " values, in_chans is ", c.in_chans));
+    pair_fail("std", "in_chans",
+              str("std has ", c.std.size(), " values, in_chans is ", c.in_chans));
   if (c.in_chans == 2) fail("in_chans", location(locs, "in_chans"), "expected 1 or 3, got 2");
   if (c.scale[0] > c.scale[1])
-    fail("scale", location(locs, "scale"), str("expected [min, max], got min ", c.scale[0], " > max ", c.scale[1]));
+    fail("scale", location(locs, "scale"),
+         str("expected [min, max], got min ", c.scale[0], " > max ", c.scale[1]));
   if (c.ratio[0] > c.ratio[1])
-    fail("ratio", location(locs, "ratio"), str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
+    fail("ratio", location(locs, "ratio"),
+         str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
   if (c.min_lr > c.lr) pair_fail("min_lr", "lr", str("min_lr ", c.min_lr, " is above lr ", c.lr));
   if (!c.aa.empty()) {
     try {
@@ -520,7 +596,8 @@ Config parse_root(const YAML::Node& root, const std::string& source) {
   Locations locs;
   for (const auto& kv : root) {
     const Where where = where_of(kv.first, Where{source, 1});
-    if (!kv.first.IsScalar()) throw Error(str("config: ", where.text(), ": keys must be plain names"));
+    if (!kv.first.IsScalar())
+      throw Error(str("config: ", where.text(), ": keys must be plain names"));
     const std::string key = kv.first.Scalar();
     const Field* f = find_field(key);
     if (!f) fail_unknown(key, where);
@@ -532,7 +609,7 @@ Config parse_root(const YAML::Node& root, const std::string& source) {
   return cfg;
 }
 
-// ---- writing -------------------------------------------------------------------------------------
+// ---- writing ------------------------------------------------------------------------------------
 
 std::string quote(const std::string& s) {
   std::string out = "\"";
@@ -556,29 +633,38 @@ std::string yaml_value(const Config& cfg, const Field& f) {
       [&](auto member) -> std::string {
         const auto& v = cfg.*member;
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
-        else if constexpr (std::is_same_v<T, double>) return format_double(v);
-        else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-        else if constexpr (std::is_same_v<T, std::string>) return quote(v);
-        else if constexpr (std::is_same_v<T, std::optional<int64_t>>) return v ? std::to_string(*v) : "null";
-        else if constexpr (std::is_same_v<T, std::optional<double>>) return v ? format_double(*v) : "null";
+        if constexpr (std::is_same_v<T, int64_t>)
+          return std::to_string(v);
+        else if constexpr (std::is_same_v<T, double>)
+          return format_double(v);
+        else if constexpr (std::is_same_v<T, bool>)
+          return v ? "true" : "false";
+        else if constexpr (std::is_same_v<T, std::string>)
+          return quote(v);
+        else if constexpr (std::is_same_v<T, std::optional<int64_t>>)
+          return v ? std::to_string(*v) : "null";
+        else if constexpr (std::is_same_v<T, std::optional<double>>)
+          return v ? format_double(*v) : "null";
         else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
           std::string out = "[";
           for (size_t i = 0; i < v.size(); ++i) {
             const ScheduleSegment& g = v[i];
-            out += str(i ? ", " : "", "{until_epoch: ", g.until_epoch, ", until_step: ", g.until_step,
-                       ", epochs: ", g.epochs, ", lr: ", format_double(g.lr), ", sched: ", quote(g.sched),
-                       ", warmup_epochs: ", g.warmup_epochs, ", warmup_lr: ", format_double(g.warmup_lr),
-                       ", min_lr: ", format_double(g.min_lr), ", sched_on_updates: ",
-                       g.sched_on_updates ? "true" : "false", "}");
+            out += str(
+                i ? ", " : "", "{until_epoch: ", g.until_epoch, ", until_step: ", g.until_step,
+                ", epochs: ", g.epochs, ", lr: ", format_double(g.lr), ", sched: ", quote(g.sched),
+                ", warmup_epochs: ", g.warmup_epochs, ", warmup_lr: ", format_double(g.warmup_lr),
+                ", min_lr: ", format_double(g.min_lr),
+                ", sched_on_updates: ", g.sched_on_updates ? "true" : "false", "}");
           }
           return out + "]";
         } else {
           std::string out = "[";
           for (size_t i = 0; i < v.size(); ++i) {
             if (i) out += ", ";
-            if constexpr (std::is_same_v<T, std::vector<double>>) out += format_double(v[i]);
-            else out += std::to_string(v[i]);
+            if constexpr (std::is_same_v<T, std::vector<double>>)
+              out += format_double(v[i]);
+            else
+              out += std::to_string(v[i]);
           }
           return out + "]";
         }
@@ -597,26 +683,34 @@ std::string type_text(const Field& f) {
   return std::visit(
       [&](auto member) -> std::string {
         using T = std::decay_t<decltype(Config{}.*member)>;
-        if constexpr (std::is_same_v<T, int64_t>) return "int" + describe_range(r);
-        else if constexpr (std::is_same_v<T, double>) return "float" + describe_range(r);
-        else if constexpr (std::is_same_v<T, bool>) return "bool";
+        if constexpr (std::is_same_v<T, int64_t>)
+          return "int" + describe_range(r);
+        else if constexpr (std::is_same_v<T, double>)
+          return "float" + describe_range(r);
+        else if constexpr (std::is_same_v<T, bool>)
+          return "bool";
         else if constexpr (std::is_same_v<T, std::string>) {
           if (r.choices.empty()) return "string";
           std::string c;
           for (const auto& x : r.choices) c += (c.empty() ? "" : "|") + x;
           return "one of " + c;
-        } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) return "int" + describe_range(r) + " or null";
-        else if constexpr (std::is_same_v<T, std::optional<double>>) return "float" + describe_range(r) + " or null";
-        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return "list of " + len_text() + "ints" + describe_range(r);
-        else if constexpr (std::is_same_v<T, std::vector<double>>) return "list of " + len_text() + "floats" + describe_range(r);
-        else return "list of schedule mappings";
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>>)
+          return "int" + describe_range(r) + " or null";
+        else if constexpr (std::is_same_v<T, std::optional<double>>)
+          return "float" + describe_range(r) + " or null";
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          return "list of " + len_text() + "ints" + describe_range(r);
+        else if constexpr (std::is_same_v<T, std::vector<double>>)
+          return "list of " + len_text() + "floats" + describe_range(r);
+        else
+          return "list of schedule mappings";
       },
       f.member);
 }
 
 }  // namespace
 
-// ---- public API ----------------------------------------------------------------------------------
+// ---- public API ---------------------------------------------------------------------------------
 
 Config config_from_yaml(const std::string& text, const std::string& source) {
   YAML::Node root;
@@ -641,8 +735,8 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
   Locations locs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    HG_CHECK(arg.size() > 2 && arg.rfind("--", 0) == 0, "config: expected '--key value' on the command line, got '",
-             arg, "'");
+    HG_CHECK(arg.size() > 2 && arg.rfind("--", 0) == 0,
+             "config: expected '--key value' on the command line, got '", arg, "'");
     std::string key = arg.substr(2), value;
     bool has_value = false;
     if (auto eq = key.find('='); eq != std::string::npos) {
@@ -679,12 +773,15 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
 }
 
 std::string to_yaml(const Config& cfg) {
-  std::string out = "# haargrad training config (effective values; rerun with: haargrad train <this file>)\n";
+  std::string out =
+      "# haargrad training config (effective values; rerun with: haargrad train <this file>)\n";
   for (const Field& f : table()) out += str(f.key, ": ", yaml_value(cfg, f), "\n");
   return out;
 }
 
-void save_config(const Config& cfg, const std::string& path) { io::write_file_atomic(path, to_yaml(cfg)); }
+void save_config(const Config& cfg, const std::string& path) {
+  io::write_file_atomic(path, to_yaml(cfg));
+}
 
 void validate(const Config& cfg) { validate_at(cfg, Locations{}, "config value"); }
 
@@ -719,7 +816,8 @@ std::vector<std::string> similar_keys(const std::string& key) {
     const size_t d = edit_distance(key, f.key);
     if (d <= max_edits) found.emplace_back(d, f.key);
   }
-  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> out;
   for (size_t i = 0; i < found.size() && i < 3; ++i) out.push_back(found[i].second);
   return out;
@@ -728,7 +826,8 @@ std::vector<std::string> similar_keys(const std::string& key) {
 std::vector<KeyDoc> config_key_docs() {
   const Config defaults;
   std::vector<KeyDoc> docs;
-  for (const Field& f : table()) docs.push_back({f.key, type_text(f), yaml_value(defaults, f), f.help});
+  for (const Field& f : table())
+    docs.push_back({f.key, type_text(f), yaml_value(defaults, f), f.help});
   return docs;
 }
 

@@ -85,8 +85,10 @@ std::string format_bar(const BarState& s, int columns) {
   const size_t avail = static_cast<size_t>(columns) - 1;
   constexpr size_t kMinBar = 10, kMaxBar = 30;
   const double frac =
-      s.total > 0 ? std::clamp(static_cast<double>(s.step) / static_cast<double>(s.total), 0.0, 1.0) : 0.0;
-  const double eta = s.step > 0 ? s.elapsed_seconds * static_cast<double>(std::max<int64_t>(s.total - s.step, 0)) /
+      s.total > 0 ? std::clamp(static_cast<double>(s.step) / static_cast<double>(s.total), 0.0, 1.0)
+                  : 0.0;
+  const double eta = s.step > 0 ? s.elapsed_seconds *
+                                      static_cast<double>(std::max<int64_t>(s.total - s.step, 0)) /
                                       static_cast<double>(s.step)
                                 : 0.0;
   const std::string counts = str(s.step, "/", s.total);
@@ -106,7 +108,8 @@ std::string format_bar(const BarState& s, int columns) {
     for (size_t n = words.size();; n -= std::min<size_t>(n, 2)) {
       if (!with_times && n > 0) continue;  // times go before the last suffix words
       const size_t others = compose(n, with_times, 0).size();
-      if (others + kMinBar <= avail) return compose(n, with_times, std::min(kMaxBar, avail - others));
+      if (others + kMinBar <= avail)
+        return compose(n, with_times, std::min(kMaxBar, avail - others));
       if (n == 0) break;
     }
   }
@@ -188,7 +191,8 @@ void Console::end_bar() {
 }
 
 void Console::draw_locked() {
-  bar_.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - bar_start_).count();
+  bar_.elapsed_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - bar_start_).count();
   // The width is read at every draw: a resized terminal gets a fitting bar at the next step.
   std::fputs(format_bar(bar_, terminal_columns(fileno(out_))).c_str(), out_);
 }

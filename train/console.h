@@ -23,11 +23,11 @@ namespace hg::train {
 
 /// What the bar shows.
 struct BarState {
-  std::string title;          ///< e.g. "epoch 3/12"
-  int64_t step = 0;           ///< steps done (0..total)
+  std::string title;  ///< e.g. "epoch 3/12"
+  int64_t step = 0;   ///< steps done (0..total)
   int64_t total = 0;
   double elapsed_seconds = 0;
-  std::string suffix;         ///< free form, space-separated items, e.g. "loss 0.51 lr 0.001 123 img/s"
+  std::string suffix;  ///< free form, space-separated items, e.g. "loss 0.51 lr 0.001 123 img/s"
 };
 
 /// The bar as one line of at most `columns - 1` characters (a character in the last column makes
@@ -43,7 +43,8 @@ class Console {
  public:
   /// `log_file` (may be empty) receives every log line too (never the bar); throws hg::Error naming
   /// it when it cannot be opened. `out` is the console (stdout; a test passes a pseudo-terminal).
-  explicit Console(const std::string& log_file = "", bool force_plain = false, std::FILE* out = stdout);
+  explicit Console(const std::string& log_file = "", bool force_plain = false,
+                   std::FILE* out = stdout);
   ~Console();
   bool is_terminal() const { return terminal_; }
 

@@ -40,10 +40,10 @@ namespace hg::train {
 
 class ZeroOptimizer;
 
-/// Resuming on another number of ranks: a run recorded with batch_size B per rank on `recorded_ranks`
-/// ranks takes B * recorded_ranks / ranks per rank for the same images per update. Sets
-/// recorded.batch_size to that when it divides (so that a resume compares the global batch, and a
-/// checkpoint of N ranks resumes on M ranks) and returns a sentence for the log; else "" and
+/// Resuming on another number of ranks: a run recorded with batch_size B per rank on
+/// `recorded_ranks` ranks takes B * recorded_ranks / ranks per rank for the same images per update.
+/// Sets recorded.batch_size to that when it divides (so that a resume compares the global batch,
+/// and a checkpoint of N ranks resumes on M ranks) and returns a sentence for the log; else "" and
 /// recorded unchanged (then a batch_size that differs is the resume's usual error).
 std::string rescale_batch_for_ranks(Config& recorded, int64_t recorded_ranks, int64_t ranks);
 
@@ -89,11 +89,11 @@ class DataParallel {
   bool sync_ = false;
   int64_t check_every_ = 0;
   int64_t updates_ = 0;
-  std::vector<ParamRef> named_;   // trainable parameters in model order (hash check, names)
-  std::vector<Tensor> params_;    // bucket order: reverse model order
+  std::vector<ParamRef> named_;  // trainable parameters in model order (hash check, names)
+  std::vector<Tensor> params_;   // bucket order: reverse model order
   std::shared_ptr<std::vector<GradBucket>> buckets_;
-  std::vector<int> pending_;      // per bucket: gradients not final yet in this backward
-  size_t next_launch_ = 0;        // buckets [0, next_launch_) are in flight
+  std::vector<int> pending_;  // per bucket: gradients not final yet in this backward
+  size_t next_launch_ = 0;    // buckets [0, next_launch_) are in flight
   std::vector<dist::Work> works_;
   ZeroOptimizer* zero_opt_ = nullptr;  // owned by the trainer's optimizer pointer
 };

@@ -13,10 +13,10 @@
 namespace hg::train {
 
 struct EvalResult {
-  double loss = 0;           ///< mean cross-entropy (no smoothing); NaN/Inf when outputs were
-  double top1 = 0, top5 = 0; ///< % of images; rows with non-finite logits count as wrong
+  double loss = 0;            ///< mean cross-entropy (no smoothing); NaN/Inf when outputs were
+  double top1 = 0, top5 = 0;  ///< % of images; rows with non-finite logits count as wrong
   int64_t images = 0;
-  int64_t nonfinite = 0;     ///< images whose logits had a NaN or Inf
+  int64_t nonfinite = 0;  ///< images whose logits had a NaN or Inf
   /// True when every output and the loss were finite: only such an evaluation can be "best".
   bool finite() const { return nonfinite == 0 && std::isfinite(loss); }
 };

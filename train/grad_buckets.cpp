@@ -8,7 +8,8 @@
 
 namespace hg::train {
 
-std::vector<GradBucket> plan_buckets(const std::vector<Tensor>& params, double cap_bytes, int world) {
+std::vector<GradBucket> plan_buckets(const std::vector<Tensor>& params, double cap_bytes,
+                                     int world) {
   HG_CHECK(cap_bytes > 0, "plan_buckets: the bucket size must be > 0 bytes, got ", cap_bytes);
   HG_CHECK(world >= 1, "plan_buckets: world size must be >= 1, got ", world);
   std::vector<GradBucket> out;
@@ -22,10 +23,12 @@ std::vector<GradBucket> plan_buckets(const std::vector<Tensor>& params, double c
   };
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
-    HG_CHECK(p.defined() && p.is_contiguous(), "plan_buckets: parameter ", i, " must be defined and contiguous");
+    HG_CHECK(p.defined() && p.is_contiguous(), "plan_buckets: parameter ", i,
+             " must be defined and contiguous");
     if (!cur.entries.empty()) {
       const Tensor& first = params[cur.entries.front().param];
-      const double bytes = static_cast<double>((cur.numel + p.numel()) * static_cast<int64_t>(dtype_size(p.dtype())));
+      const double bytes = static_cast<double>((cur.numel + p.numel()) *
+                                               static_cast<int64_t>(dtype_size(p.dtype())));
       if (first.dtype() != p.dtype() || first.device() != p.device() || bytes > cap_bytes) close();
     }
     cur.entries.push_back({i, cur.numel, p.numel()});
@@ -45,7 +48,8 @@ void attach_bucket_grads(std::vector<GradBucket>& buckets, const std::vector<Ten
       const Tensor& p = params.at(e.param);
       Tensor view = b.flat.slice(0, e.offset, e.offset + e.numel).reshape(p.shape());
       auto slot = p.grad_slot();
-      HG_CHECK(slot != nullptr, "attach_bucket_grads: parameter ", e.param, " ", p.describe(), " does not require grad");
+      HG_CHECK(slot != nullptr, "attach_bucket_grads: parameter ", e.param, " ", p.describe(),
+               " does not require grad");
       if (slot->grad.defined()) view.copy_(slot->grad);
       slot->grad = view;
     }

@@ -27,7 +27,7 @@ struct GradBucket {
   int64_t numel = 0;   ///< elements of the parameters
   int64_t padded = 0;  ///< numel rounded up to a multiple of the world size
   int world = 1;
-  Tensor flat;         ///< (padded,) gradients, dtype and device of the parameters (Category::gradients)
+  Tensor flat;  ///< (padded,) gradients, dtype and device of the parameters (Category::gradients)
   int64_t chunk() const { return padded / world; }
 };
 
@@ -35,7 +35,8 @@ struct GradBucket {
 /// would take it past `cap_bytes`, or that differs from it in dtype or device; a parameter larger
 /// than the cap gets a bucket of its own. Plans only (no memory). Throws hg::Error for an
 /// undefined or non-contiguous parameter, cap_bytes <= 0 or world < 1.
-std::vector<GradBucket> plan_buckets(const std::vector<Tensor>& params, double cap_bytes, int world);
+std::vector<GradBucket> plan_buckets(const std::vector<Tensor>& params, double cap_bytes,
+                                     int world);
 
 /// Allocates each bucket's flat buffer (zeros) and makes every parameter's gradient the view of
 /// its slice (a gradient it already had is copied in). Afterwards backward() accumulates straight

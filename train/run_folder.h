@@ -17,15 +17,15 @@ namespace hg::train {
 inline constexpr const char* kRunMarker = "run.json";
 
 /// Claims `root/name`, else `root/name-2`, `root/name-3`, ...: the first that this call creates or
-/// finds empty, marked with kRunMarker. Creates `root` as needed. Throws hg::Error naming the folder
-/// when it cannot be created or marked (read-only or full file system).
+/// finds empty, marked with kRunMarker. Creates `root` as needed. Throws hg::Error naming the
+/// folder when it cannot be created or marked (read-only or full file system).
 std::filesystem::path claim_run_folder(const std::filesystem::path& root, const std::string& name);
 
 /// What `--resume auto` chose, and why (a sentence for the log).
 struct ResumePick {
   std::string checkpoint;  ///< last.safetensors or recovery.safetensors of the chosen run
   std::string reason;
-  bool finished = false;   ///< no run of the family was resumable: this is the newest finished one
+  bool finished = false;  ///< no run of the family was resumable: this is the newest finished one
 };
 
 /// The run `--resume auto` continues. Candidates: with an experiment name, the folders
@@ -36,6 +36,7 @@ struct ResumePick {
 /// pick is the resumable candidate whose checkpoint was written last; if none is resumable, the
 /// newest finished one (`finished`). Throws hg::Error naming where it looked when there is no
 /// candidate at all.
-ResumePick pick_resume_checkpoint(const std::filesystem::path& root, const std::string& experiment, int64_t epochs);
+ResumePick pick_resume_checkpoint(const std::filesystem::path& root, const std::string& experiment,
+                                  int64_t epochs);
 
 }  // namespace hg::train

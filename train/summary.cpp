@@ -46,7 +46,8 @@ std::string format_summary_row(const SummaryRow& r) {
 SummaryLines read_summary(const std::string& path, int64_t upto) {
   SummaryLines out;
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return out;  // (an unreadable one fails in read_file, named)
+  if (!std::filesystem::exists(path, ec))
+    return out;  // (an unreadable one fails in read_file, named)
   std::istringstream in(io::read_file(path));
   std::string line;
   std::getline(in, line);  // the header: a run with an EMA ranks by its top-1 (summary.h)
@@ -58,7 +59,8 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
     for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
     const auto epoch = cells.empty() ? std::nullopt : parse_decimal_int(cells[0]);
     const auto top1 = cells.size() <= top1_at ? std::nullopt : read_cell(cells[top1_at]);
-    HG_CHECK(epoch && top1, path, " line ", line_no, ": expected '", kSummaryHeader, "' values, got '", line, "'");
+    HG_CHECK(epoch && top1, path, " line ", line_no, ": expected '", kSummaryHeader,
+             "' values, got '", line, "'");
     if (*epoch > upto) continue;  // after the resumed checkpoint: redone
     out.lines.push_back(line);
     out.eval_top1[*epoch] = std::isfinite(*top1) ? *top1 : std::numeric_limits<double>::quiet_NaN();

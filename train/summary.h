@@ -27,7 +27,7 @@ struct SummaryRow {
 std::string format_summary_row(const SummaryRow& row);
 
 struct SummaryLines {
-  std::vector<std::string> lines;        ///< rows as written, epochs <= upto, file order
+  std::vector<std::string> lines;  ///< rows as written, epochs <= upto, file order
   /// epoch -> eval_top1 of those rows (eval_top1_ema when the file has that column, as the run
   /// ranks its checkpoints by it; NaN when not finite)
   std::map<int64_t, double> eval_top1;

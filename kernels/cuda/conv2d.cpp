@@ -1,5 +1,6 @@
-// cuDNN 2-D convolution on NHWC fp32 or bf16 tensors (f32 weights, f32 accumulation) (kernels/conv2d.h): RAII descriptors, one plan per
-// shape (descriptors + chosen algorithms), workspace from the caching allocator.
+// cuDNN 2-D convolution on NHWC fp32 or bf16 tensors (f32 weights, f32 accumulation)
+// (kernels/conv2d.h): RAII descriptors, one plan per shape (descriptors + chosen algorithms),
+// workspace from the caching allocator.
 //
 // Filter layout: cuDNN's kernels for NHWC activations take the filter in KRSC order (O, KH, KW,
 // C/groups), described as CUDNN_TENSOR_NHWC. Our weights are PyTorch KCRS (O, C/groups, KH, KW), so
@@ -9,14 +10,13 @@
 // cheap.
 //
 // Depthwise shapes (groups == C == O, square K, stride 1 or 2) go to the hand-written kernels of
-// kernels/depthwise_conv.h, which are several times faster than cuDNN's NHWC depthwise kernels;
-// HAARGRAD_DWCONV=cudnn (read once per process) keeps them on cuDNN, for comparisons. Patchify shapes
-// (kernel == stride, pad 0, groups 1: the ConvNeXt stem and downsampling) are GEMMs
-// (kernels/patchify_conv.h; HAARGRAD_PATCHIFY=cudnn keeps them on cuDNN).
+// kernels/depthwise_conv.h, which are several times faster than cuDNN's NHWC depthwise kernels.
+// Patchify shapes (kernel == stride, pad 0, groups 1: the ConvNeXt stem and downsampling) are
+// GEMMs (kernels/patchify_conv.h) when TF32 is off. Conv2dBackend::cudnn keeps every shape on
+// cuDNN, for comparisons (bench-layer --cudnn-dw, tests).
 #include "kernels/conv2d.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -231,21 +231,23 @@ bool empty(const Conv2dShape& s) {
 }
 
 // True when s goes to kernels/depthwise_conv.h instead of cuDNN.
-bool own_depthwise(const Conv2dShape& s) {
-  static const bool cudnn_only = [] {
-    const char* v = std::getenv("HAARGRAD_DWCONV");
-    return v != nullptr && std::strcmp(v, "cudnn") == 0;
-  }();
-  return !cudnn_only && depthwise_conv_supported(s);
+bool own_depthwise(const Conv2dShape& s, Conv2dBackend backend) {
+  return backend == Conv2dBackend::automatic && depthwise_conv_supported(s);
+}
+
+// True when s goes to kernels/patchify_conv.h instead of cuDNN.
+bool own_patchify(const Conv2dShape& s, Conv2dBackend backend) {
+  return backend == Conv2dBackend::automatic && patchify_conv_supported(s);
 }
 
 }  // namespace
 
 template <typename T>
-void conv2d_forward(const Conv2dShape& s, const T* x, const float* weight, const float* bias, T* y) {
-  if (own_depthwise(s)) return depthwise_conv_forward(s, x, weight, bias, y);
+void conv2d_forward(const Conv2dShape& s, const T* x, const float* weight, const float* bias, T* y,
+                    Conv2dBackend backend) {
+  if (own_depthwise(s, backend)) return depthwise_conv_forward(s, x, weight, bias, y);
   if (empty(s)) return;
-  if (patchify_conv_supported(s)) return patchify_conv_forward(s, x, weight, bias, y);
+  if (own_patchify(s, backend)) return patchify_conv_forward(s, x, weight, bias, y);
   Plan& p = plan_for<T>(s);
   const float one = 1.0f, zero = 0.0f;
   std::shared_ptr<void> wt;  // keeps a converted / transposed filter alive until the call is queued
@@ -259,14 +261,15 @@ void conv2d_forward(const Conv2dShape& s, const T* x, const float* weight, const
 }
 
 template <typename T>
-void conv2d_backward_data(const Conv2dShape& s, const T* gy, const float* weight, T* gx) {
-  if (own_depthwise(s)) return depthwise_conv_backward_data(s, gy, weight, gx);
+void conv2d_backward_data(const Conv2dShape& s, const T* gy, const float* weight, T* gx,
+                          Conv2dBackend backend) {
+  if (own_depthwise(s, backend)) return depthwise_conv_backward_data(s, gy, weight, gx);
   if (s.N * s.H * s.W * s.C == 0) return;
   if (empty(s)) {
     HG_CUDA_CHECK(cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(T)));
     return;
   }
-  if (patchify_conv_supported(s)) return patchify_conv_backward_data(s, gy, weight, gx);
+  if (own_patchify(s, backend)) return patchify_conv_backward_data(s, gy, weight, gx);
   Plan& p = plan_for<T>(s);
   const float one = 1.0f, zero = 0.0f;
   std::shared_ptr<void> wt;  // keeps a converted / transposed filter alive until the call is queued
@@ -280,15 +283,16 @@ void conv2d_backward_data(const Conv2dShape& s, const T* gy, const float* weight
 }
 
 template <typename T>
-void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* gy, float* gw) {
+void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* gy, float* gw,
+                            Conv2dBackend backend) {
   // (the bias gradient stays with bias_grad_rows below, also deterministic)
-  if (own_depthwise(s)) return depthwise_conv_backward_weight(s, x, gy, gw, nullptr);
+  if (own_depthwise(s, backend)) return depthwise_conv_backward_weight(s, x, gy, gw, nullptr);
   if (weight_bytes(s) == 0) return;
   if (empty(s)) {
     HG_CUDA_CHECK(cudaMemsetAsync(gw, 0, weight_bytes(s)));
     return;
   }
-  if (patchify_conv_supported(s)) return patchify_conv_backward_weight(s, x, gy, gw);
+  if (own_patchify(s, backend)) return patchify_conv_backward_weight(s, x, gy, gw);
   Plan& p = plan_for<T>(s);
   const float one = 1.0f, zero = 0.0f;
   // cuDNN writes the filter gradient in T and KRSC order (dense KxK); we want f32 KCRS.
@@ -320,10 +324,13 @@ void conv2d_backward_bias(const Conv2dShape& s, const T* gy, float* gb) {
   bias_grad_rows(s.N * s.OH * s.OW, s.O, gy, gb);
 }
 
-#define HG_INSTANTIATE(T)                                                                          \
-  template void conv2d_forward<T>(const Conv2dShape&, const T*, const float*, const float*, T*);   \
-  template void conv2d_backward_data<T>(const Conv2dShape&, const T*, const float*, T*);           \
-  template void conv2d_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*);         \
+#define HG_INSTANTIATE(T)                                                                       \
+  template void conv2d_forward<T>(const Conv2dShape&, const T*, const float*, const float*, T*, \
+                                  Conv2dBackend);                                               \
+  template void conv2d_backward_data<T>(const Conv2dShape&, const T*, const float*, T*,         \
+                                        Conv2dBackend);                                         \
+  template void conv2d_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*,       \
+                                          Conv2dBackend);                                       \
   template void conv2d_backward_bias<T>(const Conv2dShape&, const T*, float*);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(hg::bf16)

@@ -1,8 +1,6 @@
 // Patchify convolutions as GEMMs (see kernels/patchify_conv.h for the formulation).
-// Compiled as C++17 by nvcc: includes only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
-#include <cstdlib>
-#include <cstring>
-
+// Compiled as C++17 by nvcc: includes only core/tensor.h, core/error.h, kernels/*.h and
+// kernels/cuda/*.h.
 #include "core/memory.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
@@ -129,14 +127,10 @@ void gemm_weight_grad(const Conv2dShape& s, const Sizes& z, const hg::bf16* gy, 
 }  // namespace
 
 bool patchify_conv_supported(const Conv2dShape& s) {
-  static const bool cudnn_only = [] {
-    const char* v = std::getenv("HAARGRAD_PATCHIFY");
-    return v != nullptr && std::strcmp(v, "cudnn") == 0;
-  }();
   // With TF32 on, cuDNN's tensor-core kernels beat GEMM + patch copy (H200, ConvNeXt-T: 4.2 vs
   // 5.2 ms per step); in exact fp32 the GEMM wins (7.9 vs 11.7 ms).
-  return !cudnn_only && !hg::cuda::allow_tf32() && s.groups == 1 && s.KH == s.KW && s.KH == s.stride && s.stride > 1 &&
-         s.pad == 0 && s.N > 0 && s.OH > 0 && s.OW > 0 && s.C > 0 && s.O > 0;
+  return !hg::cuda::allow_tf32() && s.groups == 1 && s.KH == s.KW && s.KH == s.stride &&
+         s.stride > 1 && s.pad == 0 && s.N > 0 && s.OH > 0 && s.OW > 0 && s.C > 0 && s.O > 0;
 }
 
 template <typename T>

@@ -1,7 +1,8 @@
 // GPU conv2d (cuDNN, NHWC) against the CPU kernels on random inputs: forward, grad_x, grad_weight,
 // grad_bias for ConvNeXt's shapes (depthwise 7x7 and 5x5, patchify 4x4, downsample 2x2) and odd
-// ones (grouped, strided, padded, no bias, non-multiple sizes); outputs poisoned and guarded;
-// deterministic weight gradients; TF32 mode; f64 refused on CUDA. The autograd op on CUDA in
+// ones (grouped, strided, padded, no bias, non-multiple sizes), also all on cuDNN
+// (Conv2dBackend::cudnn); outputs poisoned and guarded; deterministic weight gradients; TF32 mode;
+// f64 refused on CUDA. The autograd op on CUDA in
 // f32 / tf32 / bf16: the op harness (cases_conv2d.cpp).
 #include "kernels/conv2d.h"
 
@@ -78,7 +79,8 @@ Expected cpu_oracle(const Conv2dShape& s, const Data& d, bool bias) {
   return e;
 }
 
-void run_case(const Case& c, bool bias, double tol) {
+void run_case(const Case& c, bool bias, double tol,
+              kernels::cuda::Conv2dBackend backend = kernels::cuda::Conv2dBackend::automatic) {
   const Conv2dShape& s = c.s;
   Data d = make_data(s, 100);
   Expected e = cpu_oracle(s, d, bias);
@@ -86,14 +88,16 @@ void run_case(const Case& c, bool bias, double tol) {
          gy = d.gy.to(Device::cuda);
   test::Guarded y(e.y.shape()), gx(e.gx.shape()), gw(e.gw.shape()), gb(e.gb.shape());
   kernels::cuda::conv2d_forward(s, x.data<float>(), w.data<float>(),
-                                bias ? b.data<float>() : nullptr, y.tensor().data<float>());
+                                bias ? b.data<float>() : nullptr, y.tensor().data<float>(),
+                                backend);
   kernels::cuda::conv2d_backward_data(s, gy.data<float>(), w.data<float>(),
-                                      gx.tensor().data<float>());
+                                      gx.tensor().data<float>(), backend);
   kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(),
-                                        gw.tensor().data<float>());
+                                        gw.tensor().data<float>(), backend);
   kernels::cuda::conv2d_backward_bias(s, gy.data<float>(), gb.tensor().data<float>());
   hg::cuda::synchronize();
-  const std::string name = str(c.name, bias ? "" : " (no bias)");
+  const std::string name = str(c.name, bias ? "" : " (no bias)",
+                               backend == kernels::cuda::Conv2dBackend::cudnn ? " (cuDNN)" : "");
   EXPECT_LT(test::rel_error(y.tensor(), e.y), tol) << name << " forward";
   EXPECT_LT(test::rel_error(gx.tensor(), e.gx), tol) << name << " grad_x";
   EXPECT_LT(test::rel_error(gw.tensor(), e.gw), tol) << name << " grad_weight";
@@ -108,6 +112,14 @@ TEST(GpuConv2d, MatchesCpuAllShapes) {
   HG_REQUIRE_GPU();
   hg::cuda::set_allow_tf32(false);
   for (const Case& c : kCases) run_case(c, true, kTol);
+}
+
+// Conv2dBackend::cudnn (bench-layer --cudnn-dw) sends the depthwise and patchify shapes to cuDNN
+// too: the same results.
+TEST(GpuConv2d, CudnnBackendMatchesCpuAllShapes) {
+  HG_REQUIRE_GPU();
+  hg::cuda::set_allow_tf32(false);
+  for (const Case& c : kCases) run_case(c, true, kTol, kernels::cuda::Conv2dBackend::cudnn);
 }
 
 TEST(GpuConv2d, MatchesCpuWithoutBias) {

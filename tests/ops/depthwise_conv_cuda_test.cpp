@@ -191,30 +191,35 @@ TEST(GpuDepthwiseConv, WeightGradientsBitIdenticalRunToRun) {
   }
 }
 
-// kernels::cuda::conv2d_* route depthwise shapes here (unless HAARGRAD_DWCONV=cudnn): the results
-// match the oracle either way, and the bias gradient (bias_grad_rows) too.
+// kernels::cuda::conv2d_* route depthwise shapes here (Conv2dBackend::automatic) or to cuDNN
+// (Conv2dBackend::cudnn, bench-layer --cudnn-dw): the results match the oracle either way.
 TEST(GpuDepthwiseConv, Conv2dDispatchMatchesCpu) {
   HG_REQUIRE_GPU();
-  for (int i : {2, 8}) {
-    const Case& c = kCases[static_cast<size_t>(i)];
-    const Conv2dShape& s = c.s;
-    Data d = make_data(s, 55);
-    Expected e = cpu_oracle(s, d, true);
-    Tensor x = d.x.to(Device::cuda), w = d.w.to(Device::cuda), b = d.b.to(Device::cuda),
-           gy = d.gy.to(Device::cuda);
-    test::Guarded y(e.y.shape()), gx(e.gx.shape()), gw(e.gw.shape());
-    kernels::cuda::conv2d_forward(s, x.data<float>(), w.data<float>(), b.data<float>(),
-                                  y.tensor().data<float>());
-    kernels::cuda::conv2d_backward_data(s, gy.data<float>(), w.data<float>(),
-                                        gx.tensor().data<float>());
-    kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(),
-                                          gw.tensor().data<float>());
-    hg::cuda::synchronize();
-    EXPECT_LT(test::rel_error(y.tensor(), e.y), kTol) << c.name;
-    EXPECT_LT(test::rel_error(gx.tensor(), e.gx), kTol) << c.name;
-    EXPECT_LT(test::rel_error(gw.tensor(), e.gw), kTol) << c.name;
-    EXPECT_TRUE(y.guard_intact() && gx.guard_intact() && gw.guard_intact()) << c.name;
-  }
+  hg::cuda::set_allow_tf32(false);  // cuDNN in exact fp32
+  using kernels::cuda::Conv2dBackend;
+  for (const Conv2dBackend backend : {Conv2dBackend::automatic, Conv2dBackend::cudnn})
+    for (int i : {2, 8}) {
+      const Case& c = kCases[static_cast<size_t>(i)];
+      const Conv2dShape& s = c.s;
+      const std::string name =
+          str(c.name, backend == Conv2dBackend::cudnn ? " (cuDNN)" : " (ours)");
+      Data d = make_data(s, 55);
+      Expected e = cpu_oracle(s, d, true);
+      Tensor x = d.x.to(Device::cuda), w = d.w.to(Device::cuda), b = d.b.to(Device::cuda),
+             gy = d.gy.to(Device::cuda);
+      test::Guarded y(e.y.shape()), gx(e.gx.shape()), gw(e.gw.shape());
+      kernels::cuda::conv2d_forward(s, x.data<float>(), w.data<float>(), b.data<float>(),
+                                    y.tensor().data<float>(), backend);
+      kernels::cuda::conv2d_backward_data(s, gy.data<float>(), w.data<float>(),
+                                          gx.tensor().data<float>(), backend);
+      kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(),
+                                            gw.tensor().data<float>(), backend);
+      hg::cuda::synchronize();
+      EXPECT_LT(test::rel_error(y.tensor(), e.y), kTol) << name;
+      EXPECT_LT(test::rel_error(gx.tensor(), e.gx), kTol) << name;
+      EXPECT_LT(test::rel_error(gw.tensor(), e.gw), kTol) << name;
+      EXPECT_TRUE(y.guard_intact() && gx.guard_intact() && gw.guard_intact()) << name;
+    }
 }
 
 TEST(GpuDepthwiseConv, UnsupportedShapesThrow) {

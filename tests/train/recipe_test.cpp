@@ -222,17 +222,16 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
 }
 
 // No setting hides in the environment: the variables the sources read are listed here with why.
-// The HAARGRAD_* kernel switches select another GPU kernel for comparisons (same results, in
-// kernels/cuda/, the kernel work's files); they change no result on the CPU.
+// Kernel choices for comparisons are explicit arguments (kernels::cuda::Conv2dBackend), not
+// environment switches.
 TEST(Recipe, EnvironmentVariablesReadAreKnown) {
-  const std::set<std::string> known = {"OMP_WAIT_POLICY",
-                                       "GOMP_SPINCOUNT",
-                                       "OMP_NUM_THREADS",  // OpenMP's own (core/threads.h)
-                                       "COLUMNS",
-                                       "PATH",  // console width, finding gnuplot
-                                       "HAARGRAD_DIST_TEST_STALL_RANK",  // a test hook (tests/dist)
-                                       "HAARGRAD_DWCONV",
-                                       "HAARGRAD_PATCHIFY"};  // GPU kernel comparisons
+  const std::set<std::string> known = {
+      "OMP_WAIT_POLICY",
+      "GOMP_SPINCOUNT",
+      "OMP_NUM_THREADS",  // OpenMP's own (core/threads.h)
+      "COLUMNS",
+      "PATH",                            // console width, finding gnuplot
+      "HAARGRAD_DIST_TEST_STALL_RANK"};  // a test hook (tests/dist)
   std::set<std::string> found;
   for (const char* dir : {"app", "core", "data", "dist", "kernels", "layers", "models", "train"})
     for (const auto& e : fs::recursive_directory_iterator(fs::path(HAARGRAD_SOURCE_DIR) / dir)) {
