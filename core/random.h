@@ -16,6 +16,10 @@ class Generator {
   double uniform(double lo = 0.0, double hi = 1.0);  ///< [lo, hi)
   double normal(double mean = 0.0, double std = 1.0);
   uint64_t next_u64() { return engine_(); }
+  /// n standard normal floats into out (random erasing's per-pixel noise): Box-Muller on two 24-bit
+  /// uniforms per engine draw, two values per draw, so |value| <= sqrt(48 ln 2) = 5.77 (the tail
+  /// beyond has probability 8e-9). About 4x faster than n calls of normal(); a different stream.
+  void fill_normal(float* out, int64_t n);
   /// Uniform integer in [0, n).
   int64_t randint(int64_t n);
   std::string state() const;             ///< serialised engine state

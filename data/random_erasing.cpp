@@ -43,7 +43,7 @@ std::vector<EraseBox> RandomErasing::apply(float* img, int64_t H, int64_t W, int
       for (int64_t y = b.top; y < b.top + h; ++y) {
         float* row = img + (y * W + b.left) * C;
         if (per_pixel) {
-          for (int64_t i = 0; i < w * C; ++i) row[i] = static_cast<float>(gen.normal());
+          gen.fill_normal(row, w * C);
         } else {
           for (int64_t x = 0; x < w; ++x)
             for (int64_t c = 0; c < C; ++c) row[x * C + c] = colour[size_t(c)];

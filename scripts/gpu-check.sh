@@ -108,7 +108,7 @@ if has data-bench; then
   fi
   $BUILD/haargrad bench-data configs/convnext_tiny.yaml --device cuda --precision bf16 --dataset image_folder \
     --data-dir "$JPEG_DIR" --val-split validation --workers "$DATA_WORKERS" --batch-size 128 --img-size 224 --aa '' --reprob 0 --color-jitter 0 \
-    --mixup 0 --cutmix 0 --train-interpolation bilinear --decoders turbo,turbo_gpu_aug,nvjpeg,nvjpeg_gpu \
+    --mixup 0 --cutmix 0 --train-interpolation bilinear --decoders "${DATA_DECODERS:-stb,turbo,turbo_gpu_aug,nvjpeg,nvjpeg_gpu}" \
     --output "$OUT/bench_data.json" 2>&1 | tee "$OUT/bench_data.txt"
   status[bench_data]=${PIPESTATUS[0]}
   python3 scripts/peer-data-bench.py --data-dir "$JPEG_DIR" --workers "$DATA_WORKERS" --batch-size 128 \

@@ -21,6 +21,7 @@
 #include "kernels/cuda/wtconv_common.cuh"
 #include "kernels/cuda/wtconv_vec.cuh"
 #include "kernels/depthwise_conv.h"
+#include "kernels/wtconv_check.h"
 
 namespace hg::kernels::cuda {
 namespace wtconv_detail {
@@ -34,33 +35,11 @@ std::vector<std::pair<int, int>> level_dims(int H, int W, int L) {
 }
 
 int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int stride) {
-  HG_CHECK(x.defined() && x.ndim() == 4, op, ": x must be NHWC (B, H, W, C), got ",
-           x.defined() ? x.describe() : std::string("undefined"));
+  const int K = wtconv_check_shapes(op, x, w, stride);  // the shapes, as the CPU checks them
   HG_CHECK(x.device() == Device::cuda && (x.dtype() == DType::f32 || x.dtype() == DType::bf16), op,
            ": x must be f32 or bf16 on cuda, got ", x.describe());
-  HG_CHECK(stride >= 1, op, ": stride must be >= 1, got ", stride);
-  const int64_t C = x.size(3);
-  HG_CHECK(w.base_weight.defined() && w.base_weight.ndim() == 4 && w.base_weight.size(0) == C &&
-               w.base_weight.size(1) == 1 && w.base_weight.size(2) == w.base_weight.size(3),
-           op, ": base_weight must be (C, 1, K, K) with C = ", C, ", got ",
-           w.base_weight.defined() ? w.base_weight.describe() : std::string("undefined"));
-  const int K = static_cast<int>(w.base_weight.size(2));
-  HG_CHECK(K % 2 == 1 && K <= kMaxK, op, ": K must be odd and <= ", kMaxK, ", got ", K);
-  HG_CHECK(w.base_bias.defined() && w.base_bias.numel() == C, op, ": base_bias must be (C) = (", C,
-           "), got ", w.base_bias.defined() ? w.base_bias.describe() : std::string("undefined"));
-  HG_CHECK(w.base_scale.defined() && w.base_scale.numel() == C, op,
-           ": base_scale must be (1, C, 1, 1) with C = ", C);
-  HG_CHECK(w.wavelet_scale.size() == w.wavelet_weight.size(), op, ": ", w.wavelet_weight.size(),
-           " wavelet weights but ", w.wavelet_scale.size(), " wavelet scales");
-  HG_CHECK(w.levels() <= kMaxLevels, op, ": at most ", kMaxLevels, " levels, got ", w.levels());
-  for (int l = 0; l < w.levels(); ++l) {
-    const Tensor& ww = w.wavelet_weight[l];
-    HG_CHECK(ww.defined() && ww.numel() == 4 * C * K * K && ww.size(0) == 4 * C, op,
-             ": wavelet_weight[", l, "] must be (4C, 1, K, K) = (", 4 * C, ", 1, ", K, ", ", K,
-             "), got ", ww.defined() ? ww.describe() : std::string("undefined"));
-    HG_CHECK(w.wavelet_scale[l].defined() && w.wavelet_scale[l].numel() == 4 * C, op,
-             ": wavelet_scale[", l, "] must be (1, 4C, 1, 1) with 4C = ", 4 * C);
-  }
+  HG_CHECK(K <= kMaxK, op, ": K must be <= ", kMaxK, " on cuda, got ", K);
+  HG_CHECK(w.levels() <= kMaxLevels, op, ": at most ", kMaxLevels, " levels on cuda, got ", w.levels());
   // the parameters are f32 whatever x is (mixed precision: f32 master weights, read in f32)
   auto on_gpu = [&](const Tensor& t, const std::string& name) {
     HG_CHECK(t.device() == Device::cuda && t.dtype() == DType::f32 && t.is_contiguous(), op, ": ",
@@ -78,13 +57,9 @@ int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int st
 }
 
 void check_grad_y(const char* op, const Tensor& x, const Tensor& grad_y, int stride) {
-  const int64_t B = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3);
-  const int64_t Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
-  HG_CHECK(grad_y.defined() && grad_y.shape() == Shape({B, Ho, Wo, C}) &&
-               grad_y.device() == Device::cuda && grad_y.dtype() == x.dtype(),
-           op, ": grad_y must be ", dtype_name(x.dtype()), " cuda (", B, ", ", Ho, ", ", Wo, ", ",
-           C, ") like x ", x.describe(), ", got ",
-           grad_y.defined() ? grad_y.describe() : std::string("undefined"));
+  wtconv_check_grad_y(op, x, grad_y, stride);
+  HG_CHECK(grad_y.device() == Device::cuda && grad_y.dtype() == x.dtype(), op, ": grad_y must be ",
+           dtype_name(x.dtype()), " on cuda like x ", x.describe(), ", got ", grad_y.describe());
 }
 
 Tensor output_tensor(const char* op, const char* what, const Shape& shape, DType dtype,
