@@ -4,9 +4,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
+#include "core/memory.h"
+#include "data/image_ops.h"
 #include "data/jpeg_decode.h"
+#include "data/slot_ring.h"
 
 #ifdef HAARGRAD_WITH_NVJPEG
 #include <nvjpeg.h>
@@ -46,6 +52,32 @@ Image cpu_decode_rect(const uint8_t* data, size_t size, const std::string& path,
 }
 }  // namespace
 
+StoredRegion stored_region(NvjpegBackend backend, const CropRequest& req, int64_t height, int64_t width,
+                           const std::string& path) {
+  const CropBox& b = req.box;
+  HG_CHECK(height > 0 && width > 0 && height < (1 << 30) && width < (1 << 30), "NvjpegDecoder: '", path,
+           "' has the size ", height, "x", width);
+  HG_CHECK(b.w > 0 && b.h > 0 && b.x < double(width) && b.y < double(height) && b.x + b.w > 0 && b.y + b.h > 0,
+           "NvjpegDecoder: the crop box (", b.x, ", ", b.y, ", ", b.w, ", ", b.h, ") misses the ", height, "x", width,
+           " image '", path, "'");
+  StoredRegion r;
+  r.rect = backend == NvjpegBackend::hardware ? PixelRect{0, 0, width, height}
+                                              : crop_reach_rect(b, req.out_h, req.out_w, height, width);
+  HG_CHECK(!r.rect.empty(), "NvjpegDecoder: the crop box (", b.x, ", ", b.y, ", ", b.w, ", ", b.h,
+           ") gives no pixels of the ", height, "x", width, " image '", path, "'");
+  kernels::CropResizeItem& it = r.item;
+  it.offset = 0;
+  it.height = static_cast<int32_t>(r.rect.y1 - r.rect.y0);
+  it.width = static_cast<int32_t>(r.rect.x1 - r.rect.x0);
+  it.box_x = b.x - static_cast<double>(r.rect.x0);
+  it.box_y = b.y - static_cast<double>(r.rect.y0);
+  it.box_w = b.w;
+  it.box_h = b.h;
+  it.flip = 0;
+  it.interp = static_cast<int32_t>(Interp::bilinear);
+  return r;
+}
+
 #ifndef HAARGRAD_WITH_NVJPEG
 
 bool nvjpeg_built() { return false; }
@@ -62,6 +94,7 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
   (void)jobs;
   throw Error("NvjpegDecoder: this build has no nvJPEG");
 }
+void NvjpegDecoder::reads_queued(const GpuImages&) { throw Error("NvjpegDecoder: this build has no nvJPEG"); }
 
 #else
 
@@ -111,6 +144,11 @@ struct NvjpegDecoder::Impl {
   nvjpegDecodeParams_t params = nullptr;
   nvjpegJpegStream_t stream = nullptr;
   int64_t warnings = 0;  // failures logged at warn level (the first few), then at debug
+  // The output buffers (see nvjpeg_decoder.h): slot i's bytes, and the event recorded after the
+  // queued readers of its current contents.
+  SlotRing ring{2};
+  std::vector<Tensor> buffers = std::vector<Tensor>(2);
+  std::vector<cudaEvent_t> read_done = std::vector<cudaEvent_t>(2, nullptr);
 
   void failed(const std::string& msg) {
     if (warnings++ < 5) spdlog::warn("nvJPEG: {}", msg);
@@ -118,6 +156,8 @@ struct NvjpegDecoder::Impl {
   }
 
   ~Impl() {
+    for (cudaEvent_t e : read_done)
+      if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
     if (stream) warn_on(nvjpegJpegStreamDestroy(stream), "nvjpegJpegStreamDestroy");
     if (params) warn_on(nvjpegDecodeParamsDestroy(params), "nvjpegDecodeParamsDestroy");
     if (gpu_state) warn_on(nvjpegJpegStateDestroy(gpu_state), "nvjpegJpegStateDestroy");
@@ -134,6 +174,23 @@ struct NvjpegDecoder::Impl {
     check(nvjpegDecodeParamsSetROI(params, static_cast<int>(rect.x0), static_cast<int>(rect.y0),
                                    static_cast<int>(rect.x1 - rect.x0), static_cast<int>(rect.y1 - rect.y0)),
           "nvjpegDecodeParamsSetROI", path);
+  }
+
+  // A view of `bytes` of the next output buffer, safe to write outside stream order (the readers of
+  // its previous contents are done: host wait; a new block has no queued user left: device sync),
+  // and the ticket of this use.
+  std::pair<Tensor, int64_t> output_buffer(int64_t bytes) {
+    const SlotUse u = ring.acquire(bytes);
+    const auto k = static_cast<size_t>(u.slot);
+    if (u.wait == SlotUse::Wait::reads) HG_CUDA_CHECK(cudaEventSynchronize(read_done[k]));
+    if (u.wait == SlotUse::Wait::stream) HG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    if (u.grow_to > 0) {
+      memory::CategoryScope scope(Category::workspace);
+      buffers[k] = Tensor::empty({u.grow_to}, DType::u8, Device::cuda);
+      ring.grown(u.slot, u.grow_to);
+      HG_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    return {buffers[k].slice(0, 0, std::max<int64_t>(bytes, 1)), u.ticket};
   }
 
   // One image through GPU_HYBRID's three phases into `dst` (pitch: the rect's row bytes). False (and
@@ -210,6 +267,7 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   check(nvjpegStateAttachDeviceBuffer(m.gpu_state, m.device), "nvjpegStateAttachDeviceBuffer", "setup");
   check(nvjpegDecodeParamsCreate(m.handle, &m.params), "nvjpegDecodeParamsCreate", "setup");
   check(nvjpegJpegStreamCreate(m.handle, &m.stream), "nvjpegJpegStreamCreate", "setup");
+  for (cudaEvent_t& e : m.read_done) HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
 NvjpegDecoder::~NvjpegDecoder() = default;
@@ -251,26 +309,13 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
     HG_CHECK(job.data != nullptr && job.size > 0, "NvjpegDecoder: no data for '", job.path, "'");
     const JpegHeader h = read_jpeg_header(job.data, job.size, job.path);  // the size the crop was chosen for
     out.backends[i] = backend_for(job.data, job.size, job.path);
-    const CropRequest& req = job.request;
-    rects[i] = out.backends[i] == NvjpegBackend::hardware
-                   ? PixelRect{0, 0, h.width, h.height}
-                   : crop_reach_rect(req.box, req.out_h, req.out_w, h.height, h.width);
-    HG_CHECK(!rects[i].empty(), "NvjpegDecoder: the crop box (", req.box.x, ", ", req.box.y, ", ", req.box.w, ", ",
-             req.box.h, ") misses the ", h.height, "x", h.width, " image '", job.path, "'");
-    kernels::CropResizeItem& it = out.items[i];
-    it.offset = bytes;
-    it.height = static_cast<int32_t>(rects[i].y1 - rects[i].y0);
-    it.width = static_cast<int32_t>(rects[i].x1 - rects[i].x0);
-    it.box_x = req.box.x - static_cast<double>(rects[i].x0);
-    it.box_y = req.box.y - static_cast<double>(rects[i].y0);
-    it.box_w = req.box.w;
-    it.box_h = req.box.h;
-    bytes += int64_t(it.height) * it.width * C;
+    const StoredRegion r = stored_region(out.backends[i], job.request, h.height, h.width, job.path);
+    rects[i] = r.rect;
+    out.items[i] = r.item;
+    out.items[i].offset = bytes;
+    bytes += int64_t(r.item.height) * r.item.width * C;
   }
-  {
-    memory::CategoryScope scope(Category::workspace);
-    out.pixels = Tensor::empty({std::max<int64_t>(bytes, 1)}, DType::u8, Device::cuda);
-  }
+  std::tie(out.pixels, out.ticket) = m.output_buffer(bytes);
   auto* base = static_cast<uint8_t*>(out.pixels.data_ptr());
   // 2. The hardware batch.
   std::vector<size_t> to_cpu;
@@ -313,6 +358,12 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
     memory::record_pinned_use(h);  // `host` is not reused before the copies are done
   }
   return out;
+}
+
+void NvjpegDecoder::reads_queued(const GpuImages& images) {
+  Impl& m = *impl_;
+  m.ring.reads_queued(images.ticket);  // throws for a buffer written again since
+  HG_CUDA_CHECK(cudaEventRecord(m.read_done[static_cast<size_t>(images.ticket % m.ring.slots())], nullptr));
 }
 
 #endif  // HAARGRAD_WITH_NVJPEG

@@ -18,6 +18,13 @@
 //
 // Not thread-safe: one decoder per thread (the loader uses it from the thread that takes batches).
 // Work is queued on the default CUDA stream, the training stream.
+//
+// Where the pixels go: the hardware decoder writes its output when nvjpegDecodeBatched is called,
+// not in stream order after the work already queued (data/slot_ring.h), so its output must never
+// be a block of the caching allocator, which hands out memory freed by kernels still queued (a
+// backward's activation gradients: written over, they gave NaN weights after a training run). The
+// decoder keeps two buffers of its own and writes them in turn; before writing one it waits on the
+// host for the readers of its previous contents, which the caller marks with reads_queued().
 #pragma once
 
 #include <cstdint>
@@ -55,10 +62,22 @@ struct JpegJob {
 /// byte items[i].offset of `pixels`, a region of the image or all of it, with items[i]'s box = the
 /// job's box in that region's pixels (flip 0, bilinear: the caller sets flip and filter).
 struct GpuImages {
-  Tensor pixels;  ///< CUDA u8, packed
+  Tensor pixels;  ///< CUDA u8, packed: a view of one of the decoder's two buffers (see the file comment)
   std::vector<kernels::CropResizeItem> items;
   std::vector<NvjpegBackend> backends;  ///< what decoded each job
+  int64_t ticket = -1;  ///< which use of the decoder's buffers this is (for reads_queued)
 };
+
+/// What decode() stores for one job and how the crop kernel reads it: the whole (height, width) image
+/// for the hardware backend (it has no ROI), else the pixels resampling the box may read
+/// (crop_reach_rect); item: offset 0, (height, width) of `rect`, the request's box in rect's pixels,
+/// flip 0, bilinear. Throws hg::Error naming `path` when the box misses the image.
+struct StoredRegion {
+  PixelRect rect;
+  kernels::CropResizeItem item;
+};
+StoredRegion stored_region(NvjpegBackend backend, const CropRequest& request, int64_t height, int64_t width,
+                           const std::string& path);
 
 class NvjpegDecoder {
  public:
@@ -75,10 +94,16 @@ class NvjpegDecoder {
   /// The decoder decode() uses for this file (parses its header). Throws nothing for bad data: a
   /// file nvJPEG cannot parse goes to the CPU, where libjpeg-turbo names the problem.
   NvjpegBackend backend_for(const uint8_t* data, size_t size, const std::string& path);
-  /// Decodes the jobs (hardware ones in one batch), queued on the default stream. Throws CorruptImage
-  /// naming the file when libjpeg-turbo, the last resort, cannot decode it; hg::Error naming the file
-  /// for a failing CUDA call.
+  /// Decodes the jobs (hardware ones in one batch), queued on the default stream, into the decoder's
+  /// next buffer; first waits on the host for the readers of that buffer's previous contents (marked
+  /// by reads_queued, else for the whole default stream). The pixels stay valid until the decode()
+  /// after next. Throws CorruptImage naming the file when libjpeg-turbo, the last resort, cannot
+  /// decode it; hg::Error naming the file for a failing CUDA call.
   GpuImages decode(const std::vector<JpegJob>& jobs);
+  /// Call once the GPU work that reads `images.pixels` is queued (the crop kernel): records an event
+  /// after it on the default stream, which the decode() that reuses the buffer waits for. Throws
+  /// hg::Error when the buffer was already written again (the pixels were read stale).
+  void reads_queued(const GpuImages& images);
 
  private:
   struct Impl;

@@ -16,6 +16,7 @@
 #include "data/nvjpeg_decoder.h"
 #include "data/temp_dir.h"
 #include "gpu/gpu_util.h"
+#include "gpu/queued_work.h"
 
 namespace fs = std::filesystem;
 using namespace hg;
@@ -202,5 +203,66 @@ TEST(GpuLoader, NvjpegBatchesHeldUnreadStayValid) {
     gpu.labels = labels;
     for (const Tensor& x : held) gpu.images.push_back(x.to(Device::cpu).to_vector<float>());
     compare(cpu, gpu, 0.35, 0.02);
+  }
+}
+
+// A training loop asks for the next batch while its step is still queued on the GPU, and that step's
+// backward reads memory it has already given back to the caching allocator (activation gradients).
+// Here each batch is followed by such work: zeroed scratch blocks of several sizes, read by a kernel
+// queued behind a spin, freed at once; the batches stay on the GPU unread until the end. Both the
+// train transform and the eval transform (fractional center-crop boxes), nvjpeg and nvjpeg_gpu: every
+// value finite and within the decoders' tolerance of the CPU loader, and no queued reader saw a byte
+// a decode wrote early. Before the decoder kept its own buffers, nvjpeg (the hardware decoder writes
+// when called) decoded into such blocks: the training run behind this had NaN weights after one
+// epoch, so every evaluation output was NaN, while nvjpeg_gpu and the CPU decode trained fine.
+TEST(GpuLoader, NvjpegBatchesBehindQueuedWorkMatchCpuLoader) {
+  HG_REQUIRE_GPU();
+  if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
+  test::TempDir t;
+  make_folder(t);
+  for (bool train : {true, false}) {
+    const LoaderRun cpu = run(t.path().string(), false, DecodeBackend::cpu, 2, train);
+    for (DecodeBackend d : {DecodeBackend::nvjpeg, DecodeBackend::nvjpeg_gpu}) {
+      SCOPED_TRACE(testing::Message() << (train ? "train " : "eval ") << decode_backend_name(d));
+      ImageFolderOptions fo;
+      fo.jpeg = JpegDecoder::turbo_full;
+      fo.corrupt = CorruptPolicy::error;
+      auto ds = std::make_shared<ImageFolder>(t.path().string(), "train", fo);
+      LoaderOptions o;
+      o.batch_size = 5;
+      o.drop_last = false;
+      o.workers = 2;
+      o.seed = 11;
+      o.gpu_augment = true;
+      o.decode = d;
+      TransformOptions tr;
+      tr.train = train;
+      tr.img_size = 40;
+      tr.interpolation = train ? "random" : "bilinear";
+      DataLoader dl(ds, Transform(tr), o);
+      const Tensor sums = Tensor::empty({1}, DType::i64, Device::cuda);  // what the queued readers saw
+      ASSERT_EQ(cudaMemset(sums.data_ptr(), 0, sizeof(int64_t)), cudaSuccess);
+      auto* sum = static_cast<unsigned long long*>(sums.data_ptr());
+      dl.start_epoch(1);
+      std::vector<Tensor> held;
+      LoaderRun gpu;
+      Batch b;
+      while (dl.next(b)) {
+        held.push_back(b.images);  // on the GPU, not read yet
+        gpu.labels.push_back(b.labels.to_vector<int64_t>());
+        b = Batch{};
+        for (int64_t bytes : {int64_t(200) << 10, int64_t(700) << 10, int64_t(3) << 20, int64_t(12) << 20}) {
+          Tensor scratch = Tensor::empty({bytes}, DType::u8, Device::cuda);
+          ASSERT_EQ(cudaMemsetAsync(scratch.data_ptr(), 0, size_t(bytes), nullptr), cudaSuccess);
+          test::queue_spin_then_sum(static_cast<const uint8_t*>(scratch.data_ptr()), size_t(bytes), sum, 25);
+        }  // each scratch block is freed with its reader still queued
+      }
+      for (const Tensor& x : held) {
+        gpu.images.push_back(x.to(Device::cpu).to_vector<float>());
+        for (float v : gpu.images.back()) ASSERT_TRUE(std::isfinite(v));
+      }
+      EXPECT_EQ(sums.to(Device::cpu).to_vector<int64_t>()[0], 0) << "a decode wrote into memory queued work still read";
+      compare(cpu, gpu, 0.35, 0.02);
+    }
   }
 }
