@@ -123,7 +123,8 @@ Tensor GpuBatchMaker::make(const StagedBatch& staged, std::map<std::string, int6
   }
   Tensor out = Tensor::empty({N, o.img_size, o.img_size, C}, dtype_, Device::cuda);
   resample_on_gpu(pixels, items, transform_, out);
-  // The decoder's buffer is read by the copy above and the kernel: a later decode into it waits for them.
+  // The decoder's buffer is read by the copy above and the kernel: a later decode into it waits for
+  // them.
   if (!jobs.empty()) nvjpeg_->reads_queued(gpu);
   return out;
 #endif

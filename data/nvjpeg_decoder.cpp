@@ -52,17 +52,19 @@ Image cpu_decode_rect(const uint8_t* data, size_t size, const std::string& path,
 }
 }  // namespace
 
-StoredRegion stored_region(NvjpegBackend backend, const CropRequest& req, int64_t height, int64_t width,
-                           const std::string& path) {
+StoredRegion stored_region(NvjpegBackend backend, const CropRequest& req, int64_t height,
+                           int64_t width, const std::string& path) {
   const CropBox& b = req.box;
-  HG_CHECK(height > 0 && width > 0 && height < (1 << 30) && width < (1 << 30), "NvjpegDecoder: '", path,
-           "' has the size ", height, "x", width);
-  HG_CHECK(b.w > 0 && b.h > 0 && b.x < double(width) && b.y < double(height) && b.x + b.w > 0 && b.y + b.h > 0,
-           "NvjpegDecoder: the crop box (", b.x, ", ", b.y, ", ", b.w, ", ", b.h, ") misses the ", height, "x", width,
-           " image '", path, "'");
+  HG_CHECK(height > 0 && width > 0 && height < (1 << 30) && width < (1 << 30), "NvjpegDecoder: '",
+           path, "' has the size ", height, "x", width);
+  HG_CHECK(b.w > 0 && b.h > 0 && b.x < double(width) && b.y < double(height) && b.x + b.w > 0 &&
+               b.y + b.h > 0,
+           "NvjpegDecoder: the crop box (", b.x, ", ", b.y, ", ", b.w, ", ", b.h, ") misses the ",
+           height, "x", width, " image '", path, "'");
   StoredRegion r;
-  r.rect = backend == NvjpegBackend::hardware ? PixelRect{0, 0, width, height}
-                                              : crop_reach_rect(b, req.out_h, req.out_w, height, width);
+  r.rect = backend == NvjpegBackend::hardware
+               ? PixelRect{0, 0, width, height}
+               : crop_reach_rect(b, req.out_h, req.out_w, height, width);
   HG_CHECK(!r.rect.empty(), "NvjpegDecoder: the crop box (", b.x, ", ", b.y, ", ", b.w, ", ", b.h,
            ") gives no pixels of the ", height, "x", width, " image '", path, "'");
   kernels::CropResizeItem& it = r.item;
@@ -94,7 +96,9 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
   (void)jobs;
   throw Error("NvjpegDecoder: this build has no nvJPEG");
 }
-void NvjpegDecoder::reads_queued(const GpuImages&) { throw Error("NvjpegDecoder: this build has no nvJPEG"); }
+void NvjpegDecoder::reads_queued(const GpuImages&) {
+  throw Error("NvjpegDecoder: this build has no nvJPEG");
+}
 
 #else
 
@@ -267,7 +271,8 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   check(nvjpegStateAttachDeviceBuffer(m.gpu_state, m.device), "nvjpegStateAttachDeviceBuffer", "setup");
   check(nvjpegDecodeParamsCreate(m.handle, &m.params), "nvjpegDecodeParamsCreate", "setup");
   check(nvjpegJpegStreamCreate(m.handle, &m.stream), "nvjpegJpegStreamCreate", "setup");
-  for (cudaEvent_t& e : m.read_done) HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (cudaEvent_t& e : m.read_done)
+    HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
 NvjpegDecoder::~NvjpegDecoder() = default;
@@ -363,7 +368,8 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
 void NvjpegDecoder::reads_queued(const GpuImages& images) {
   Impl& m = *impl_;
   m.ring.reads_queued(images.ticket);  // throws for a buffer written again since
-  HG_CUDA_CHECK(cudaEventRecord(m.read_done[static_cast<size_t>(images.ticket % m.ring.slots())], nullptr));
+  HG_CUDA_CHECK(
+      cudaEventRecord(m.read_done[static_cast<size_t>(images.ticket % m.ring.slots())], nullptr));
 }
 
 #endif  // HAARGRAD_WITH_NVJPEG

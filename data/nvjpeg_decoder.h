@@ -2,19 +2,22 @@
 // transform (data/gpu_augment.h): compressed bytes go to the GPU, uint8 pixels stay there.
 //
 // Which decoder takes a file (NvjpegDecoder::backend_for, per file, from its parsed header):
-//   1. hardware: the GPU's JPEG engines (NVJPEG_BACKEND_HARDWARE, batched), when the handle could be
-//      made with it (A100, H100/H200, ...) and nvjpegDecodeBatchedSupported accepts the file: baseline
-//      single-scan JPEG (not 4:1:0 / 4:1:1). The whole image is decoded; the crop is read from it by
-//      the resize kernel (this backend has no ROI).
+//   1. hardware: the GPU's JPEG engines (NVJPEG_BACKEND_HARDWARE, batched), when the handle could
+//      be made with it (A100, H100/H200, ...) and nvjpegDecodeBatchedSupported accepts the file:
+//      baseline single-scan JPEG (not 4:1:0 / 4:1:1). The whole image is decoded; the crop is read
+//      from it by the resize kernel (this backend has no ROI).
 //   2. gpu: nvJPEG's GPU-assisted decoder (NVJPEG_BACKEND_GPU_HYBRID, one image at a time) when
-//      nvjpegDecoderJpegSupported accepts it, decoding only the crop's region (nvjpegDecodeParamsSetROI).
-//   3. cpu: libjpeg-turbo (data/jpeg_decode.h) at full scale, the crop's region only, copied up: 4-
-//      component files (CMYK / YCCK: their Adobe inversion and PIL's conversion are ours, not nvJPEG's),
-//      files neither GPU decoder accepts (progressive ones where GPU_HYBRID declines them, odd
-//      subsampling), and any file a GPU decode fails on (the failure is logged with the file's name).
-// All three decode at full scale (no DCT downscaling), so the pixels agree with libjpeg-turbo's full
-// decode (JpegDecoder::turbo_full) up to IDCT and chroma-upsampling rounding (tests/gpu/nvjpeg_test.cpp
-// states the tolerance). One channel = luma (NVJPEG_OUTPUT_Y), three = interleaved RGB (RGBI).
+//      nvjpegDecoderJpegSupported accepts it, decoding only the crop's region
+//      (nvjpegDecodeParamsSetROI).
+//   3. cpu: libjpeg-turbo (data/jpeg_decode.h) at full scale, the crop's region only, copied up:
+//      4-component files (CMYK / YCCK: their Adobe inversion and PIL's conversion are ours, not
+//      nvJPEG's), files neither GPU decoder accepts (progressive ones where GPU_HYBRID declines
+//      them, odd subsampling), and any file a GPU decode fails on (the failure is logged with the
+//      file's name).
+// All three decode at full scale (no DCT downscaling), so the pixels agree with libjpeg-turbo's
+// full decode (JpegDecoder::turbo_full) up to IDCT and chroma-upsampling rounding
+// (tests/gpu/nvjpeg_test.cpp states the tolerance). One channel = luma (NVJPEG_OUTPUT_Y), three =
+// interleaved RGB (RGBI).
 //
 // Not thread-safe: one decoder per thread (the loader uses it from the thread that takes batches).
 // Work is queued on the default CUDA stream, the training stream.
@@ -62,22 +65,22 @@ struct JpegJob {
 /// byte items[i].offset of `pixels`, a region of the image or all of it, with items[i]'s box = the
 /// job's box in that region's pixels (flip 0, bilinear: the caller sets flip and filter).
 struct GpuImages {
-  Tensor pixels;  ///< CUDA u8, packed: a view of one of the decoder's two buffers (see the file comment)
+  Tensor pixels;  ///< CUDA u8, packed: a view of one of the decoder's two buffers (file comment)
   std::vector<kernels::CropResizeItem> items;
   std::vector<NvjpegBackend> backends;  ///< what decoded each job
   int64_t ticket = -1;  ///< which use of the decoder's buffers this is (for reads_queued)
 };
 
-/// What decode() stores for one job and how the crop kernel reads it: the whole (height, width) image
-/// for the hardware backend (it has no ROI), else the pixels resampling the box may read
-/// (crop_reach_rect); item: offset 0, (height, width) of `rect`, the request's box in rect's pixels,
-/// flip 0, bilinear. Throws hg::Error naming `path` when the box misses the image.
+/// What decode() stores for one job and how the crop kernel reads it: the whole (height, width)
+/// image for the hardware backend (it has no ROI), else the pixels resampling the box may read
+/// (crop_reach_rect); item: offset 0, (height, width) of `rect`, the request's box in rect's
+/// pixels, flip 0, bilinear. Throws hg::Error naming `path` when the box misses the image.
 struct StoredRegion {
   PixelRect rect;
   kernels::CropResizeItem item;
 };
-StoredRegion stored_region(NvjpegBackend backend, const CropRequest& request, int64_t height, int64_t width,
-                           const std::string& path);
+StoredRegion stored_region(NvjpegBackend backend, const CropRequest& request, int64_t height,
+                           int64_t width, const std::string& path);
 
 class NvjpegDecoder {
  public:
@@ -94,15 +97,15 @@ class NvjpegDecoder {
   /// The decoder decode() uses for this file (parses its header). Throws nothing for bad data: a
   /// file nvJPEG cannot parse goes to the CPU, where libjpeg-turbo names the problem.
   NvjpegBackend backend_for(const uint8_t* data, size_t size, const std::string& path);
-  /// Decodes the jobs (hardware ones in one batch), queued on the default stream, into the decoder's
-  /// next buffer; first waits on the host for the readers of that buffer's previous contents (marked
-  /// by reads_queued, else for the whole default stream). The pixels stay valid until the decode()
-  /// after next. Throws CorruptImage naming the file when libjpeg-turbo, the last resort, cannot
-  /// decode it; hg::Error naming the file for a failing CUDA call.
+  /// Decodes the jobs (hardware ones in one batch), queued on the default stream, into the
+  /// decoder's next buffer; first waits on the host for the readers of that buffer's previous
+  /// contents (marked by reads_queued, else for the whole default stream). The pixels stay valid
+  /// until the decode() after next. Throws CorruptImage naming the file when libjpeg-turbo, the
+  /// last resort, cannot decode it; hg::Error naming the file for a failing CUDA call.
   GpuImages decode(const std::vector<JpegJob>& jobs);
-  /// Call once the GPU work that reads `images.pixels` is queued (the crop kernel): records an event
-  /// after it on the default stream, which the decode() that reuses the buffer waits for. Throws
-  /// hg::Error when the buffer was already written again (the pixels were read stale).
+  /// Call once the GPU work that reads `images.pixels` is queued (the crop kernel): records an
+  /// event after it on the default stream, which the decode() that reuses the buffer waits for.
+  /// Throws hg::Error when the buffer was already written again (the pixels were read stale).
   void reads_queued(const GpuImages& images);
 
  private:

@@ -19,7 +19,8 @@ SlotUse SlotRing::acquire(int64_t bytes) {
   u.slot = static_cast<int>(u.ticket % static_cast<int64_t>(slots_.size()));
   Slot& s = slots_[static_cast<size_t>(u.slot)];
   if (s.ticket >= 0) u.wait = s.marked ? SlotUse::Wait::reads : SlotUse::Wait::stream;
-  if (bytes > s.capacity || s.capacity == 0) u.grow_to = std::max(bytes + bytes / 4, int64_t(1) << 20);
+  if (bytes > s.capacity || s.capacity == 0)
+    u.grow_to = std::max(bytes + bytes / 4, int64_t(1) << 20);
   s.ticket = u.ticket;
   s.marked = false;
   return u;
@@ -30,18 +31,20 @@ void SlotRing::reads_queued(int64_t ticket) {
            " was never handed out (", next_ticket_, " so far)");
   Slot& s = slots_[static_cast<size_t>(ticket % static_cast<int64_t>(slots_.size()))];
   HG_CHECK(s.ticket == ticket, "SlotRing::reads_queued: the buffer of use ", ticket,
-           " was written again by use ", s.ticket, ": its pixels were read after they were overwritten");
+           " was written again by use ", s.ticket,
+           ": its pixels were read after they were overwritten");
   s.marked = true;
 }
 
 void SlotRing::grown(int slot, int64_t bytes) {
-  HG_CHECK(slot >= 0 && slot < slots() && bytes >= 0, "SlotRing::grown: slot ", slot, " of ", slots(), ", ", bytes,
-           " bytes");
+  HG_CHECK(slot >= 0 && slot < slots() && bytes >= 0, "SlotRing::grown: slot ", slot, " of ",
+           slots(), ", ", bytes, " bytes");
   slots_[static_cast<size_t>(slot)].capacity = bytes;
 }
 
 int64_t SlotRing::capacity(int slot) const {
-  HG_CHECK(slot >= 0 && slot < slots(), "SlotRing::capacity: slot ", slot, " outside [0, ", slots(), ")");
+  HG_CHECK(slot >= 0 && slot < slots(), "SlotRing::capacity: slot ", slot, " outside [0, ", slots(),
+           ")");
   return slots_[static_cast<size_t>(slot)].capacity;
 }
 

@@ -1,9 +1,9 @@
 // The CPU-side logic of the nvJPEG decode stage (data/nvjpeg_decoder.h, data/slot_ring.h):
 //   * stored_region: what each backend stores (the whole image for the hardware decoder, the crop's
 //     reach otherwise) and the kernel item that reads the crop from it. The CPU transform
-//     (Transform::apply_plan, the crop kernel's reference) fed those pixels and the item's box gives
-//     the values of the whole image with the plan's box, finite, for eval center crops (fractional
-//     boxes) and train crops on photo sizes, both orientations, odd and tiny images;
+//     (Transform::apply_plan, the crop kernel's reference) fed those pixels and the item's box
+//     gives the values of the whole image with the plan's box, finite, for eval center crops
+//     (fractional boxes) and train crops on photo sizes, both orientations, odd and tiny images;
 //   * SlotRing: the order of waits before the decoder writes a buffer outside stream order.
 #include <gtest/gtest.h>
 
@@ -32,14 +32,17 @@ Image cut(const Image& img, const PixelRect& rect) {
   Image out{h, w, C, std::vector<uint8_t>(static_cast<size_t>(h * w * C))};
   for (int64_t y = 0; y < h; ++y)
     for (int64_t x = 0; x < w * C; ++x)
-      out.pixels[size_t(y * w * C + x)] = img.pixels[size_t((y + rect.y0) * img.width * C + rect.x0 * C + x)];
+      out.pixels[size_t(y * w * C + x)] =
+          img.pixels[size_t((y + rect.y0) * img.width * C + rect.x0 * C + x)];
   return out;
 }
 
 // apply_plan of the stored pixels with the item's box against apply_plan of the whole image.
-void expect_same_output(const Transform& t, const Image& img, const CropPlan& plan, NvjpegBackend backend) {
+void expect_same_output(const Transform& t, const Image& img, const CropPlan& plan,
+                        NvjpegBackend backend) {
   const int64_t S = t.options().img_size;
-  const StoredRegion r = stored_region(backend, CropRequest{plan.box, S, S}, img.height, img.width, "x.jpg");
+  const StoredRegion r =
+      stored_region(backend, CropRequest{plan.box, S, S}, img.height, img.width, "x.jpg");
   ASSERT_EQ(r.item.height, r.rect.y1 - r.rect.y0);
   ASSERT_EQ(r.item.width, r.rect.x1 - r.rect.x0);
   ASSERT_EQ(r.item.offset, 0);
@@ -76,7 +79,8 @@ TEST(NvjpegStage, StoredRegionsResampleLikeTheWholeImage) {
       for (bool train : {false, true}) {
         TransformOptions o;
         o.train = train;
-        o.img_size = train ? 32 : 224;  // eval at the model's size: fractional boxes, up- and downscaling
+        o.img_size =
+            train ? 32 : 224;  // eval at the model's size: fractional boxes, up- and downscaling
         o.interpolation = "random";
         o.mean.assign(size_t(C), 0.45);
         o.std.assign(size_t(C), 0.23);
@@ -84,10 +88,12 @@ TEST(NvjpegStage, StoredRegionsResampleLikeTheWholeImage) {
         for (uint64_t seed = 0; seed < (train ? 6u : 1u); ++seed) {
           Generator g(seed);
           const CropPlan plan = t.plan(h, w, g);
-          for (NvjpegBackend b : {NvjpegBackend::hardware, NvjpegBackend::gpu, NvjpegBackend::cpu}) {
-            SCOPED_TRACE(testing::Message() << h << "x" << w << "x" << C << (train ? " train" : " eval") << " seed "
-                                            << seed << " " << nvjpeg_backend_name(b) << " box (" << plan.box.x
-                                            << ", " << plan.box.y << ", " << plan.box.w << ", " << plan.box.h << ")");
+          for (NvjpegBackend b :
+               {NvjpegBackend::hardware, NvjpegBackend::gpu, NvjpegBackend::cpu}) {
+            SCOPED_TRACE(testing::Message()
+                         << h << "x" << w << "x" << C << (train ? " train" : " eval") << " seed "
+                         << seed << " " << nvjpeg_backend_name(b) << " box (" << plan.box.x << ", "
+                         << plan.box.y << ", " << plan.box.w << ", " << plan.box.h << ")");
             expect_same_output(t, img, plan, b);
           }
         }
@@ -98,12 +104,14 @@ TEST(NvjpegStage, StoredRegionsResampleLikeTheWholeImage) {
 
 TEST(NvjpegStage, StoredRegionNamesTheFileWhenTheBoxMissesTheImage) {
   try {
-    stored_region(NvjpegBackend::hardware, CropRequest{CropBox{500, 0, 10, 10}, 8, 8}, 100, 200, "far.jpg");
+    stored_region(NvjpegBackend::hardware, CropRequest{CropBox{500, 0, 10, 10}, 8, 8}, 100, 200,
+                  "far.jpg");
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("far.jpg"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(stored_region(NvjpegBackend::gpu, CropRequest{CropBox{0, 0, 10, 10}, 8, 8}, 0, 200, "empty.jpg"),
+  EXPECT_THROW(stored_region(NvjpegBackend::gpu, CropRequest{CropBox{0, 0, 10, 10}, 8, 8}, 0, 200,
+                             "empty.jpg"),
                Error);
 }
 
@@ -133,7 +141,8 @@ TEST(SlotRing, SlotsInTurnWaitForMarkedReadersOrTheStream) {
   EXPECT_EQ(u3.slot, 1);
   EXPECT_EQ(u3.wait, SlotUse::Wait::stream);
   EXPECT_EQ(u3.grow_to, (2 << 20) + (2 << 20) / 4);
-  // A failed allocation (grown not called) leaves the old size: the next use of the slot grows again.
+  // A failed allocation (grown not called) leaves the old size: the next use of the slot grows
+  // again.
   ring.reads_queued(u3.ticket);
   ring.acquire(0);
   SlotUse u5 = ring.acquire(2 << 20);

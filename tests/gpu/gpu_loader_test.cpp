@@ -206,15 +206,16 @@ TEST(GpuLoader, NvjpegBatchesHeldUnreadStayValid) {
   }
 }
 
-// A training loop asks for the next batch while its step is still queued on the GPU, and that step's
-// backward reads memory it has already given back to the caching allocator (activation gradients).
-// Here each batch is followed by such work: zeroed scratch blocks of several sizes, read by a kernel
-// queued behind a spin, freed at once; the batches stay on the GPU unread until the end. Both the
-// train transform and the eval transform (fractional center-crop boxes), nvjpeg and nvjpeg_gpu: every
-// value finite and within the decoders' tolerance of the CPU loader, and no queued reader saw a byte
-// a decode wrote early. Before the decoder kept its own buffers, nvjpeg (the hardware decoder writes
-// when called) decoded into such blocks: the training run behind this had NaN weights after one
-// epoch, so every evaluation output was NaN, while nvjpeg_gpu and the CPU decode trained fine.
+// A training loop asks for the next batch while its step is still queued on the GPU, and that
+// step's backward reads memory it has already given back to the caching allocator (activation
+// gradients). Here each batch is followed by such work: zeroed scratch blocks of several sizes,
+// read by a kernel queued behind a spin, freed at once; the batches stay on the GPU unread until
+// the end. Both the train transform and the eval transform (fractional center-crop boxes), nvjpeg
+// and nvjpeg_gpu: every value finite and within the decoders' tolerance of the CPU loader, and no
+// queued reader saw a byte a decode wrote early. Before the decoder kept its own buffers, nvjpeg
+// (the hardware decoder writes when called) decoded into such blocks: the training run behind this
+// had NaN weights after one epoch, so every evaluation output was NaN, while nvjpeg_gpu and the CPU
+// decode trained fine.
 TEST(GpuLoader, NvjpegBatchesBehindQueuedWorkMatchCpuLoader) {
   HG_REQUIRE_GPU();
   if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
@@ -240,7 +241,8 @@ TEST(GpuLoader, NvjpegBatchesBehindQueuedWorkMatchCpuLoader) {
       tr.img_size = 40;
       tr.interpolation = train ? "random" : "bilinear";
       DataLoader dl(ds, Transform(tr), o);
-      const Tensor sums = Tensor::empty({1}, DType::i64, Device::cuda);  // what the queued readers saw
+      const Tensor sums =
+          Tensor::empty({1}, DType::i64, Device::cuda);  // what the queued readers saw
       ASSERT_EQ(cudaMemset(sums.data_ptr(), 0, sizeof(int64_t)), cudaSuccess);
       auto* sum = static_cast<unsigned long long*>(sums.data_ptr());
       dl.start_epoch(1);
@@ -251,17 +253,20 @@ TEST(GpuLoader, NvjpegBatchesBehindQueuedWorkMatchCpuLoader) {
         held.push_back(b.images);  // on the GPU, not read yet
         gpu.labels.push_back(b.labels.to_vector<int64_t>());
         b = Batch{};
-        for (int64_t bytes : {int64_t(200) << 10, int64_t(700) << 10, int64_t(3) << 20, int64_t(12) << 20}) {
+        for (int64_t bytes :
+             {int64_t(200) << 10, int64_t(700) << 10, int64_t(3) << 20, int64_t(12) << 20}) {
           Tensor scratch = Tensor::empty({bytes}, DType::u8, Device::cuda);
           ASSERT_EQ(cudaMemsetAsync(scratch.data_ptr(), 0, size_t(bytes), nullptr), cudaSuccess);
-          test::queue_spin_then_sum(static_cast<const uint8_t*>(scratch.data_ptr()), size_t(bytes), sum, 25);
+          test::queue_spin_then_sum(static_cast<const uint8_t*>(scratch.data_ptr()), size_t(bytes),
+                                    sum, 25);
         }  // each scratch block is freed with its reader still queued
       }
       for (const Tensor& x : held) {
         gpu.images.push_back(x.to(Device::cpu).to_vector<float>());
         for (float v : gpu.images.back()) ASSERT_TRUE(std::isfinite(v));
       }
-      EXPECT_EQ(sums.to(Device::cpu).to_vector<int64_t>()[0], 0) << "a decode wrote into memory queued work still read";
+      EXPECT_EQ(sums.to(Device::cpu).to_vector<int64_t>()[0], 0)
+          << "a decode wrote into memory queued work still read";
       compare(cpu, gpu, 0.35, 0.02);
     }
   }

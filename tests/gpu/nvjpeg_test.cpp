@@ -1,19 +1,20 @@
 // nvJPEG decode (data/nvjpeg_decoder.h) against libjpeg-turbo's full-scale decode, per file kind:
-// baseline 4:2:0 and 4:4:4, progressive, grayscale and Adobe CMYK files made by our encoder, plus the
-// files scripts/make-jpeg-folder.py makes when python3 with numpy and Pillow is present. Prints the
-// backend each kind gets (hardware / gpu / cpu-fallback) and checks the choices that are ours to make
-// (CMYK on the CPU; the hardware takes baseline colour files when it is there, never progressive ones).
+// baseline 4:2:0 and 4:4:4, progressive, grayscale and Adobe CMYK files made by our encoder, plus
+// the files scripts/make-jpeg-folder.py makes when python3 with numpy and Pillow is present. Prints
+// the backend each kind gets (hardware / gpu / cpu-fallback) and checks the choices that are ours
+// to make (CMYK on the CPU; the hardware takes baseline colour files when it is there, never
+// progressive ones).
 //
 // Tolerance (8-bit levels, decoded pixels): nvJPEG's IDCT and chroma upsampling differ from
 // libjpeg-turbo's accurate integer IDCT with fancy (triangle) upsampling. Luma-only output (gray
-// files, or channels = 1) and 4:4:4: |diff| <= 3 everywhere. Subsampled colour: mean |diff| <= 4 and
-// under 3% of values differing by more than 12 (where nvJPEG replicates chroma instead of
+// files, or channels = 1) and 4:4:4: |diff| <= 3 everywhere. Subsampled colour: mean |diff| <= 4
+// and under 3% of values differing by more than 12 (where nvJPEG replicates chroma instead of
 // interpolating, sharp colour edges move by a few tens of levels; see expect_close).
 //
 // And the ordering the loader relies on: the hardware decoder writes its output when it is called,
-// not after the work queued before it on the stream, so a decode must never write memory that queued
-// kernels still use (the decoder's own buffers, data/slot_ring.h); and it writes nothing past an
-// image of (height, width) at pitch width * channels.
+// not after the work queued before it on the stream, so a decode must never write memory that
+// queued kernels still use (the decoder's own buffers, data/slot_ring.h); and it writes nothing
+// past an image of (height, width) at pitch width * channels.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -234,11 +235,13 @@ namespace {
 // `count` baseline 4:2:0 files of one size (the hardware decoder takes them), different content.
 std::vector<std::vector<uint8_t>> baseline_files(int count, uint64_t seed) {
   std::vector<std::vector<uint8_t>> f;
-  for (int i = 0; i < count; ++i) f.push_back(encode_jpeg(test_image(333, 457, seed + uint64_t(i)), {}));
+  for (int i = 0; i < count; ++i)
+    f.push_back(encode_jpeg(test_image(333, 457, seed + uint64_t(i)), {}));
   return f;
 }
 
-std::vector<JpegJob> whole_image_jobs(const std::vector<std::vector<uint8_t>>& files, const std::string& tag) {
+std::vector<JpegJob> whole_image_jobs(const std::vector<std::vector<uint8_t>>& files,
+                                      const std::string& tag) {
   std::vector<JpegJob> jobs;
   for (size_t i = 0; i < files.size(); ++i)
     jobs.push_back({files[i].data(), files[i].size(), tag + std::to_string(i) + ".jpg",
@@ -257,7 +260,8 @@ void expect_decoded(const GpuImages& g, const std::vector<std::vector<uint8_t>>&
     ASSERT_EQ(g.items[i].height, ref.height);
     ASSERT_EQ(g.items[i].width, ref.width);
     const uint8_t* p = all + g.items[i].offset;
-    expect_close(std::vector<uint8_t>(p, p + ref.pixels.size()), ref, 0, 0, ref.width, ref.height, false);
+    expect_close(std::vector<uint8_t>(p, p + ref.pixels.size()), ref, 0, 0, ref.width, ref.height,
+                 false);
   }
 }
 
@@ -281,23 +285,26 @@ unsigned long long counter_value(const Tensor& c) {
 
 }  // namespace
 
-// The run that motivated this: training from decode: nvjpeg gave NaN weights (every evaluation output
-// non-finite) while nvjpeg_gpu and the CPU decode trained fine. The loader decodes the next batch
-// while the step before is still queued on the GPU, and its backward reads memory that it has already
-// given back to the caching allocator. Here: a block whose queued reader (a spin, then a sum of its
-// zeroed bytes) has not run yet is freed, as a backward frees an activation gradient, and the next
-// batch is decoded at once. A decode into that block (the hardware decoder writes when called) makes
-// the sum non-zero. The block has the size of the first decode's buffer, so an allocator that hands
-// out the best fit gives a decoder that allocates per batch exactly this block.
+// The run that motivated this: training from decode: nvjpeg gave NaN weights (every evaluation
+// output non-finite) while nvjpeg_gpu and the CPU decode trained fine. The loader decodes the next
+// batch while the step before is still queued on the GPU, and its backward reads memory that it has
+// already given back to the caching allocator. Here: a block whose queued reader (a spin, then a
+// sum of its zeroed bytes) has not run yet is freed, as a backward frees an activation gradient,
+// and the next batch is decoded at once. A decode into that block (the hardware decoder writes when
+// called) makes the sum non-zero. The block has the size of the first decode's buffer, so an
+// allocator that hands out the best fit gives a decoder that allocates per batch exactly this
+// block.
 TEST(NvjpegDecode, DecodeNeverWritesMemoryQueuedWorkStillUses) {
   HG_REQUIRE_GPU();
   if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
   const auto files_a = baseline_files(8, 10), files_b = baseline_files(8, 40);
-  const std::vector<JpegJob> jobs_a = whole_image_jobs(files_a, "a"), jobs_b = whole_image_jobs(files_b, "b");
+  const std::vector<JpegJob> jobs_a = whole_image_jobs(files_a, "a"),
+                             jobs_b = whole_image_jobs(files_b, "b");
   for (bool hardware : {true, false}) {
     SCOPED_TRACE(hardware ? "nvjpeg" : "nvjpeg_gpu");
     NvjpegDecoder dec(NvjpegOptions{3, hardware});
-    if (hardware && !dec.hardware()) std::cout << "[ note ] no hardware JPEG decoder: GPU_HYBRID decodes\n";
+    if (hardware && !dec.hardware())
+      std::cout << "[ note ] no hardware JPEG decoder: GPU_HYBRID decodes\n";
     int64_t n = 0;
     const void* first = nullptr;
     {
@@ -309,27 +316,31 @@ TEST(NvjpegDecode, DecodeNeverWritesMemoryQueuedWorkStillUses) {
     const Tensor sum = device_counter();
     {
       Tensor victim = Tensor::empty({n}, DType::u8, Device::cuda);
-      std::cout << "[ note ] the queued work's block " << (victim.data_ptr() == first ? "is" : "is not")
-                << " the first decode's buffer\n";
-      ASSERT_EQ(cudaMemsetAsync(victim.data_ptr(), 0, static_cast<size_t>(n), nullptr), cudaSuccess);
-      test::queue_spin_then_sum(static_cast<const uint8_t*>(victim.data_ptr()), static_cast<size_t>(n),
+      std::cout << "[ note ] the queued work's block "
+                << (victim.data_ptr() == first ? "is" : "is not") << " the first decode's buffer\n";
+      ASSERT_EQ(cudaMemsetAsync(victim.data_ptr(), 0, static_cast<size_t>(n), nullptr),
+                cudaSuccess);
+      test::queue_spin_then_sum(static_cast<const uint8_t*>(victim.data_ptr()),
+                                static_cast<size_t>(n),
                                 static_cast<unsigned long long*>(sum.data_ptr()), 400);
     }  // freed while its reader is still queued
     const GpuImages g = dec.decode(jobs_b);
-    EXPECT_EQ(counter_value(sum), 0u) << "the decode wrote into memory that kernels queued before it still read";
+    EXPECT_EQ(counter_value(sum), 0u)
+        << "the decode wrote into memory that kernels queued before it still read";
     expect_decoded(g, files_b);
   }
 }
 
-// The decoder's buffers are reused in turn: a decode into a buffer waits (on the host) for the queued
-// work that reads its previous contents, marked by reads_queued. The reader here (a spin, then a sum
-// of the pixels) must see batch A's pixels although the decode of batch B into the same buffer was
-// asked for while it was still queued.
+// The decoder's buffers are reused in turn: a decode into a buffer waits (on the host) for the
+// queued work that reads its previous contents, marked by reads_queued. The reader here (a spin,
+// then a sum of the pixels) must see batch A's pixels although the decode of batch B into the same
+// buffer was asked for while it was still queued.
 TEST(NvjpegDecode, ReusedBufferWaitsForItsQueuedReaders) {
   HG_REQUIRE_GPU();
   if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
   const auto files_a = baseline_files(8, 10), files_b = baseline_files(8, 40);
-  const std::vector<JpegJob> jobs_a = whole_image_jobs(files_a, "a"), jobs_b = whole_image_jobs(files_b, "b");
+  const std::vector<JpegJob> jobs_a = whole_image_jobs(files_a, "a"),
+                             jobs_b = whole_image_jobs(files_b, "b");
   for (bool hardware : {true, false}) {
     SCOPED_TRACE(hardware ? "nvjpeg" : "nvjpeg_gpu");
     NvjpegDecoder dec(NvjpegOptions{3, hardware});
@@ -345,32 +356,38 @@ TEST(NvjpegDecode, ReusedBufferWaitsForItsQueuedReaders) {
     ASSERT_NE(sum_a, sum_b);  // else the test could not tell the batches apart
     const Tensor sum = device_counter();
     const GpuImages a = dec.decode(jobs_a);
-    test::queue_spin_then_sum(static_cast<const uint8_t*>(a.pixels.data_ptr()), static_cast<size_t>(a.pixels.numel()),
+    test::queue_spin_then_sum(static_cast<const uint8_t*>(a.pixels.data_ptr()),
+                              static_cast<size_t>(a.pixels.numel()),
                               static_cast<unsigned long long*>(sum.data_ptr()), 400);
     dec.reads_queued(a);
     const GpuImages other = dec.decode(jobs_a);  // the other buffer
     dec.reads_queued(other);
     const auto t0 = std::chrono::steady_clock::now();
     const GpuImages b = dec.decode(jobs_b);  // a's buffer again
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << "[ note ] the decode into the reused buffer returned after " << waited * 1e3 << " ms\n";
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "[ note ] the decode into the reused buffer returned after " << waited * 1e3
+              << " ms\n";
     EXPECT_EQ(b.pixels.data_ptr(), a.pixels.data_ptr());
-    EXPECT_EQ(counter_value(sum), sum_a) << "batch B was written over batch A before A's queued reader ran";
+    EXPECT_EQ(counter_value(sum), sum_a)
+        << "batch B was written over batch A before A's queued reader ran";
     expect_decoded(b, files_b);
-    EXPECT_THROW(dec.reads_queued(a), Error);  // a's pixels are gone: marking them is a caller's bug
+    EXPECT_THROW(dec.reads_queued(a),
+                 Error);  // a's pixels are gone: marking them is a caller's bug
   }
 }
 
 #ifdef HAARGRAD_WITH_NVJPEG
-// nvjpegDecodeBatched with the hardware backend, straight: each image into its own buffer of exactly
-// height * width * channels bytes (pitch width * channels, as the decoder packs them) followed by
-// guard bytes (16 rows and 4 KiB, more than an MCU row's padding). Odd sizes, 4:2:0, 4:4:4 and gray;
-// interleaved RGB and luma output. A decoder that rounds rows or columns up to its block grid, or
-// assumes another pitch, writes into the guard.
+// nvjpegDecodeBatched with the hardware backend, straight: each image into its own buffer of
+// exactly height * width * channels bytes (pitch width * channels, as the decoder packs them)
+// followed by guard bytes (16 rows and 4 KiB, more than an MCU row's padding). Odd sizes, 4:2:0,
+// 4:4:4 and gray; interleaved RGB and luma output. A decoder that rounds rows or columns up to its
+// block grid, or assumes another pitch, writes into the guard.
 TEST(NvjpegDecode, HardwareWritesNothingPastItsImage) {
   HG_REQUIRE_GPU();
   nvjpegHandle_t handle = nullptr;
-  if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle) != NVJPEG_STATUS_SUCCESS)
+  if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle) !=
+      NVJPEG_STATUS_SUCCESS)
     GTEST_SKIP() << "no hardware JPEG decoder on this GPU";
   nvjpegJpegState_t state = nullptr;
   nvjpegJpegStream_t parsed = nullptr;
@@ -382,11 +399,14 @@ TEST(NvjpegDecode, HardwareWritesNothingPastItsImage) {
     bool subsampled;
   };
   std::vector<File> files;
-  for (const auto& [h, w] : std::vector<std::pair<int64_t, int64_t>>{{333, 457}, {241, 199}, {17, 29}, {375, 500}}) {
-    files.push_back({str("4:2:0 ", h, "x", w), encode_jpeg(test_image(h, w, uint64_t(h)), {}), true});
+  for (const auto& [h, w] :
+       std::vector<std::pair<int64_t, int64_t>>{{333, 457}, {241, 199}, {17, 29}, {375, 500}}) {
+    files.push_back(
+        {str("4:2:0 ", h, "x", w), encode_jpeg(test_image(h, w, uint64_t(h)), {}), true});
     JpegEncodeOptions o;
     o.chroma_subsampling = 1;
-    files.push_back({str("4:4:4 ", h, "x", w), encode_jpeg(test_image(h, w, uint64_t(w)), o), false});
+    files.push_back(
+        {str("4:4:4 ", h, "x", w), encode_jpeg(test_image(h, w, uint64_t(w)), o), false});
     Image gray{h, w, 1, std::vector<uint8_t>(size_t(h * w))};
     const Image rgb = test_image(h, w, 3);
     for (size_t i = 0; i < gray.pixels.size(); ++i) gray.pixels[i] = rgb.pixels[3 * i + 1];
@@ -395,8 +415,10 @@ TEST(NvjpegDecode, HardwareWritesNothingPastItsImage) {
   std::vector<const File*> taken;
   for (const File& f : files) {
     int unsupported = 1;
-    if (nvjpegJpegStreamParse(handle, f.bytes.data(), f.bytes.size(), 0, 0, parsed) == NVJPEG_STATUS_SUCCESS &&
-        nvjpegDecodeBatchedSupported(handle, parsed, &unsupported) == NVJPEG_STATUS_SUCCESS && unsupported == 0)
+    if (nvjpegJpegStreamParse(handle, f.bytes.data(), f.bytes.size(), 0, 0, parsed) ==
+            NVJPEG_STATUS_SUCCESS &&
+        nvjpegDecodeBatchedSupported(handle, parsed, &unsupported) == NVJPEG_STATUS_SUCCESS &&
+        unsupported == 0)
       taken.push_back(&f);
     else
       std::cout << "[ note ] the hardware decoder declines " << f.kind << "\n";
@@ -430,20 +452,22 @@ TEST(NvjpegDecode, HardwareWritesNothingPastItsImage) {
     }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fills are done before the engine writes
     const nvjpegOutputFormat_t fmt = C == 3 ? NVJPEG_OUTPUT_RGBI : NVJPEG_OUTPUT_Y;
-    ASSERT_EQ(nvjpegDecodeBatchedInitialize(handle, state, int(taken.size()), 1, fmt), NVJPEG_STATUS_SUCCESS);
+    ASSERT_EQ(nvjpegDecodeBatchedInitialize(handle, state, int(taken.size()), 1, fmt),
+              NVJPEG_STATUS_SUCCESS);
     ASSERT_EQ(nvjpegDecodeBatched(handle, state, data.data(), lengths.data(), out.data(), nullptr),
               NVJPEG_STATUS_SUCCESS);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     for (size_t i = 0; i < taken.size(); ++i) {
       SCOPED_TRACE(taken[i]->kind);
       std::vector<uint8_t> back(image_bytes[i] + guard_bytes[i]);
-      ASSERT_EQ(cudaMemcpy(back.data(), buffers[i], back.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(back.data(), buffers[i], back.size(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
       size_t damaged = 0;
       for (size_t k = image_bytes[i]; k < back.size(); ++k) damaged += back[k] != kPattern;
-      EXPECT_EQ(damaged, 0u) << "bytes written past the " << refs[i].height << "x" << refs[i].width << "x" << C
-                             << " image";
-      expect_close(std::vector<uint8_t>(back.begin(), back.begin() + long(image_bytes[i])), refs[i], 0, 0,
-                   refs[i].width, refs[i].height, C == 1 || !taken[i]->subsampled);
+      EXPECT_EQ(damaged, 0u) << "bytes written past the " << refs[i].height << "x" << refs[i].width
+                             << "x" << C << " image";
+      expect_close(std::vector<uint8_t>(back.begin(), back.begin() + long(image_bytes[i])), refs[i],
+                   0, 0, refs[i].width, refs[i].height, C == 1 || !taken[i]->subsampled);
       cudaFree(buffers[i]);
     }
   }

@@ -20,7 +20,8 @@ __global__ void spin(unsigned long long ns) {
 
 __global__ void sum_bytes(const uint8_t* p, size_t n, unsigned long long* sum) {
   unsigned long long local = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
     local += p[i];
   atomicAdd(sum, local);
 }
