@@ -46,7 +46,9 @@ std::vector<Tensor> trainable(const Module& m) {
 /// weight's elements per output channel: C_in/groups * K * K, or C_in) of them.
 MacsFn weight_macs(const Tensor& weight) {
   const double per_out = static_cast<double>(weight.numel()) / static_cast<double>(weight.size(0));
-  return [per_out](const Tensor&, const Tensor& out) { return static_cast<double>(out.numel()) * per_out; };
+  return [per_out](const Tensor&, const Tensor& out) {
+    return static_cast<double>(out.numel()) * per_out;
+  };
 }
 
 /// Multiply-adds of a WTConv2d: the base K x K depthwise conv at every output element, and each
@@ -80,8 +82,9 @@ void add_cost(const Piece& p, const Tensor& in, const Tensor& out, BreakdownEntr
     param_b += static_cast<double>(t.nbytes());
     grad_b += static_cast<double>(t.numel()) * 4;
   }
-  e.bytes += in_b + side_b + param_b + out_b;                                    // forward
-  e.bytes += out_b + in_b + (p.input_needs_grad ? in_b : 0) + side_b + param_b + grad_b;  // backward
+  e.bytes += in_b + side_b + param_b + out_b;  // forward
+  e.bytes +=
+      out_b + in_b + (p.input_needs_grad ? in_b : 0) + side_b + param_b + grad_b;  // backward
   if (p.macs) e.flops += 2 * p.macs(in, out) * (p.input_needs_grad ? 3 : 2);
 }
 
@@ -184,20 +187,25 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
   opt.zero_grad();
 
   // the model's activation dtype (bf16 in mixed precision), as ConvNeXt::forward casts it
-  Tensor h = timer.run(Piece("stem/downsample", [&](const Tensor& t) { return model.stem_conv->forward(t); }, false)
-                           .with(trainable(*model.stem_conv), weight_macs(model.stem_conv->weight)),
-                       x.to(model.compute_dtype));
-  h = timer.run(Piece("stem/downsample", [&](const Tensor& t) { return model.stem_norm->forward(t); })
-                    .with(trainable(*model.stem_norm)),
-                h);
+  Tensor h = timer.run(
+      Piece(
+          "stem/downsample", [&](const Tensor& t) { return model.stem_conv->forward(t); }, false)
+          .with(trainable(*model.stem_conv), weight_macs(model.stem_conv->weight)),
+      x.to(model.compute_dtype));
+  h = timer.run(
+      Piece("stem/downsample", [&](const Tensor& t) { return model.stem_norm->forward(t); })
+          .with(trainable(*model.stem_norm)),
+      h);
   for (auto& stage : model.stages) {
     if (stage->down_conv) {
-      h = timer.run(Piece("stem/downsample", [&](const Tensor& t) { return stage->down_norm->forward(t); })
-                        .with(trainable(*stage->down_norm)),
-                    h);
-      h = timer.run(Piece("stem/downsample", [&](const Tensor& t) { return stage->down_conv->forward(t); })
-                        .with(trainable(*stage->down_conv), weight_macs(stage->down_conv->weight)),
-                    h);
+      h = timer.run(
+          Piece("stem/downsample", [&](const Tensor& t) { return stage->down_norm->forward(t); })
+              .with(trainable(*stage->down_norm)),
+          h);
+      h = timer.run(
+          Piece("stem/downsample", [&](const Tensor& t) { return stage->down_conv->forward(t); })
+              .with(trainable(*stage->down_conv), weight_macs(stage->down_conv->weight)),
+          h);
     }
     for (auto& block : stage->blocks) {
       ConvNeXtBlock& b = *block;
@@ -212,7 +220,9 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
       else
         conv.with(trainable(*b.conv_dw), weight_macs(b.conv_dw->weight));
       Tensor t = timer.run(conv, h);
-      t = timer.run(Piece("norm", [&](const Tensor& in) { return b.norm.forward(in); }).with(trainable(b.norm)), t);
+      t = timer.run(Piece("norm", [&](const Tensor& in) { return b.norm.forward(in); })
+                        .with(trainable(b.norm)),
+                    t);
       t = timer.run(Piece("mlp fc1", [&](const Tensor& in) { return b.fc1.forward(in); })
                         .with(trainable(b.fc1), weight_macs(b.fc1.weight)),
                     t);
@@ -220,11 +230,14 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
       t = timer.run(Piece("mlp fc2", [&](const Tensor& in) { return b.fc2.forward(in); })
                         .with(trainable(b.fc2), weight_macs(b.fc2.weight)),
                     t);
-      Piece ls("layer scale + residual", [&](const Tensor& in) {
-        Tensor branch = b.gamma.defined() ? layer_scale(in, b.gamma) : in;
-        branch = drop_path(branch, b.drop_path_prob, true, model.drop_gen);
-        return residual_add(shortcut, branch);
-      }, true, shortcut);
+      Piece ls(
+          "layer scale + residual",
+          [&](const Tensor& in) {
+            Tensor branch = b.gamma.defined() ? layer_scale(in, b.gamma) : in;
+            branch = drop_path(branch, b.drop_path_prob, true, model.drop_gen);
+            return residual_add(shortcut, branch);
+          },
+          true, shortcut);
       if (b.gamma.defined()) ls.with({b.gamma});
       h = timer.run(ls, t);
       shortcut.clear_grad();
@@ -234,11 +247,15 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
   std::vector<Tensor> head_params = trainable(*model.head_norm);
   for (const Tensor& t : trainable(*model.head_fc)) head_params.push_back(t);
   const double head_macs = static_cast<double>(model.head_fc->weight.numel());  // per image
-  h = timer.run(Piece("head", [&](const Tensor& t) {
-                  return model.head_fc->forward(model.head_norm->forward(global_avg_pool(t))).to(DType::f32);
-                }).with(head_params, [head_macs](const Tensor& in, const Tensor&) {
-                  return head_macs * static_cast<double>(in.size(0));
-                }),
+  h = timer.run(Piece("head",
+                      [&](const Tensor& t) {
+                        return model.head_fc->forward(model.head_norm->forward(global_avg_pool(t)))
+                            .to(DType::f32);
+                      })
+                    .with(head_params,
+                          [head_macs](const Tensor& in, const Tensor&) {
+                            return head_macs * static_cast<double>(in.size(0));
+                          }),
                 h);
   timer.run({"loss", [&](const Tensor& logits) { return cross_entropy(logits, labels); }}, h);
   timer.run_optimizer(opt);  // the parameters hold the gradients of all the pieces' backwards

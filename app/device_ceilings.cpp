@@ -6,11 +6,11 @@
 #include <functional>
 #include <vector>
 
+#include "app/bench_run.h"
 #include "app/bench_timer.h"
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/ops.h"
-#include "app/bench_run.h"
 #include "core/tensor.h"
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -52,7 +52,8 @@ double copy_bytes_per_second(Device device) {
 #ifdef HAARGRAD_WITH_CUDA
   if (device == Device::cuda)
     copy = [&] {
-      HG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice));
+      HG_CUDA_CHECK(
+          cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice));
     };
 #endif
   if (!copy) copy = [&] { std::memcpy(dst.data_ptr(), src.data_ptr(), bytes); };
@@ -61,14 +62,16 @@ double copy_bytes_per_second(Device device) {
 }
 
 double gemm_flops_per_second(Device device, DType dtype) {
-  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "gemm_flops_per_second: dtype must be f32 or bf16, got ",
-           dtype_name(dtype));
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16,
+           "gemm_flops_per_second: dtype must be f32 or bf16, got ", dtype_name(dtype));
   HG_CHECK(device_available(device), "gemm_flops_per_second: device ", device_name(device),
            " is not available");
   autograd::NoGradGuard no_grad;
   const int64_t n = device == Device::cuda ? 8192 : 512;
-  const Tensor a = random_uniform({n, n}, 11, device).to(dtype), b = random_uniform({n, n}, 12, device).to(dtype);
-  const double ms = median_ms(device, [&] { Tensor c = ops::matmul(a, b); }, 2, device == Device::cuda ? 10 : 3);
+  const Tensor a = random_uniform({n, n}, 11, device).to(dtype),
+               b = random_uniform({n, n}, 12, device).to(dtype);
+  const double ms = median_ms(
+      device, [&] { Tensor c = ops::matmul(a, b); }, 2, device == Device::cuda ? 10 : 3);
   return 2.0 * static_cast<double>(n) * n * n / (ms * 1e-3);
 }
 

@@ -16,7 +16,8 @@ double copy_bytes_per_second(Device device);
 
 /// FLOPs per second (2 per multiply-add) of a square matmul on `device` with `dtype` operands
 /// (f32 or bf16; on CUDA f32 follows the current TF32 setting, bf16 accumulates in f32), size 8192
-/// on the GPU and 512 on the CPU, median of repeated runs. Throws hg::Error as copy_bytes_per_second.
+/// on the GPU and 512 on the CPU, median of repeated runs. Throws hg::Error as
+/// copy_bytes_per_second.
 double gemm_flops_per_second(Device device, DType dtype);
 
 }  // namespace hg::app

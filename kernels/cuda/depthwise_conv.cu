@@ -50,7 +50,7 @@ namespace {
 constexpr int kThreads = 256;          // forward / backward-data block size (upper bound)
 constexpr int kSmemFloats = 12288;     // 48 KB: the staged filters must fit the default limit
 constexpr int kWgradWarps = 4;         // warps per weight-gradient block
-constexpr int kWgradBlocksPerSM = 8;    // weight-gradient blocks wanted per SM: fills the GPU
+constexpr int kWgradBlocksPerSM = 8;   // weight-gradient blocks wanted per SM: fills the GPU
 
 /// Sizes passed to the kernels (all fit int32: depthwise_conv_supported checks).
 struct Dims {

@@ -2,7 +2,8 @@
 // storage-type loads (T = float or __nv_bfloat16, arithmetic always in float), the Haar 2x2
 // transform, input "sources" (plain NHWC or Haar-on-the-fly), the deterministic depthwise
 // weight-gradient kernel (second stage: reduce_slices.cuh), launch helpers.
-// Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
+// Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
+// kernels/cuda/*.h.
 //
 // Layouts (all NHWC, C fastest): an activation (B, h, w, C); in the reference-order path a
 // "coefficient" tensor (B, hp, wp, C, 4) whose last index is the sub-band s (so it is also the
@@ -271,8 +272,8 @@ WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, 
   const int64_t R = int64_t(B) * hp;
   // enough blocks to fill the GPU a few times over; the split depends only on the shape and the
   // device (bit-identical run to run)
-  const int64_t want =
-      std::max<int64_t>(1, (8 * int64_t(hg::cuda::multiprocessor_count())) / std::max(1, chunks * K));
+  const int64_t want = std::max<int64_t>(
+      1, (8 * int64_t(hg::cuda::multiprocessor_count())) / std::max(1, chunks * K));
   const int gy = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(R, want)));
   const int rows_per_block = static_cast<int>((R + gy - 1) / gy);
   const int64_t n = int64_t(K) * K * C * NS;

@@ -1,19 +1,19 @@
 // Fused WTConv2d on the GPU (Aflalo et al. 2026's three transformations, our own kernels), and the
 // public kernels::cuda::wtconv_forward / wtconv_backward that dispatch on WTConvMode.
 //
-// Forward, per call:  fold (scales into weights)  ->  for each level l: haar (the Haar coefficients of
-// ll_l written once as sub-band planes (B, h_{l+1}, w_{l+1}, 4, C), see wtconv_vec.cuh, and the raw
-// LL ll_{l+1} that feeds level l+1), then
-// the depthwise conv of kernels/depthwise_conv.h over them as 4C channels (t_l)  ->  synth (base
-// conv + bias of x, plus every level's t_l at (i >> (l+1), j >> (l+1)) with parity signs and 1/2 per
-// level: one pass, no reconstruction stored). Backward: gx is the same synthesis run on G = dL/dy
-// with flipped folded weights over the transposed level convs of H(G's LL pyramid) (the transpose of
-// a "same" correlation is the correlation with the flipped kernel; the transpose of the Haar
-// synthesis cascade is the analysis cascade, and vice versa); the weight gradients are the
-// deterministic depthwise weight gradients of H(x's LL pyramid) against H(G's), recomputed level by
-// level (1/4 + 1/16 + ... of x) instead of saved by the forward. See docs/fused-wtconv.md.
-// Storage: x, G, y, grad_x are T = float or __nv_bfloat16 (kernels/wtconv.h); the kernels that
-// touch them are templated on T, everything behind them (coefficients, t_l, pyramids, sums) is f32.
+// Forward, per call:  fold (scales into weights)  ->  for each level l: haar (the Haar coefficients
+// of ll_l written once as sub-band planes (B, h_{l+1}, w_{l+1}, 4, C), see wtconv_vec.cuh, and the
+// raw LL ll_{l+1} that feeds level l+1), then the depthwise conv of kernels/depthwise_conv.h over
+// them as 4C channels (t_l)  ->  synth (base conv + bias of x, plus every level's t_l at (i >>
+// (l+1), j >> (l+1)) with parity signs and 1/2 per level: one pass, no reconstruction stored).
+// Backward: gx is the same synthesis run on G = dL/dy with flipped folded weights over the
+// transposed level convs of H(G's LL pyramid) (the transpose of a "same" correlation is the
+// correlation with the flipped kernel; the transpose of the Haar synthesis cascade is the analysis
+// cascade, and vice versa); the weight gradients are the deterministic depthwise weight gradients
+// of H(x's LL pyramid) against H(G's), recomputed level by level (1/4 + 1/16 + ... of x) instead of
+// saved by the forward. See docs/fused-wtconv.md. Storage: x, G, y, grad_x are T = float or
+// __nv_bfloat16 (kernels/wtconv.h); the kernels that touch them are templated on T, everything
+// behind them (coefficients, t_l, pyramids, sums) is f32.
 #include <cmath>
 #include <string>
 
@@ -39,7 +39,8 @@ int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int st
   HG_CHECK(x.device() == Device::cuda && (x.dtype() == DType::f32 || x.dtype() == DType::bf16), op,
            ": x must be f32 or bf16 on cuda, got ", x.describe());
   HG_CHECK(K <= kMaxK, op, ": K must be <= ", kMaxK, " on cuda, got ", K);
-  HG_CHECK(w.levels() <= kMaxLevels, op, ": at most ", kMaxLevels, " levels on cuda, got ", w.levels());
+  HG_CHECK(w.levels() <= kMaxLevels, op, ": at most ", kMaxLevels, " levels on cuda, got ",
+           w.levels());
   // the parameters are f32 whatever x is (mixed precision: f32 master weights, read in f32)
   auto on_gpu = [&](const Tensor& t, const std::string& name) {
     HG_CHECK(t.device() == Device::cuda && t.dtype() == DType::f32 && t.is_contiguous(), op, ": ",
@@ -140,7 +141,8 @@ __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C
     for (int l = 0; l < kMaxLevels; ++l, f *= 0.5f) {
       if (l >= lv.L) break;
       const float* tp =
-          lv.t[l] + ((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * 4 * C + c;
+          lv.t[l] + ((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * 4 * C +
+          c;
       const float4 tv = make_float4(tp[0], tp[C], tp[2 * C], tp[3 * C]);  // sub-band planes
       s = fmaf(f, unhaar_at(tv, (i >> l) & 1, (j >> l) & 1), s);
     }
@@ -192,10 +194,11 @@ __global__ void fold_levels_kernel(LevelParams lp, int L, int C, int KK, float* 
   out[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + k];
 }
 
-// ---- gradients unfold from the folded weights ------------------------------------------------------
-// levels: sums (L, 4C, K*K) in the sub-band-plane channel order e' = s*C + c (the depthwise weight
-// gradients of the level convs); for PyTorch's e = 4c + s: dL/dww_l[e][k] = ws_l[e] * sums[l][e'][k],
-// dL/dws_l[e] = sum_k sums[l][e'][k] * ww_l[e][k]. One thread per (level, e).
+// ---- gradients unfold from the folded weights
+// ------------------------------------------------------ levels: sums (L, 4C, K*K) in the
+// sub-band-plane channel order e' = s*C + c (the depthwise weight gradients of the level convs);
+// for PyTorch's e = 4c + s: dL/dww_l[e][k] = ws_l[e] * sums[l][e'][k], dL/dws_l[e] = sum_k
+// sums[l][e'][k] * ww_l[e][k]. One thread per (level, e).
 __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ sums, int L, int C,
                                      int KK) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
@@ -280,8 +283,8 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
       if (vec) {
         const VecLaunch v = vec_launch(C, int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW));
         const size_t smem = sizeof(float) * KT * KT * v.block.x * 4;
-        synth_v4_kernel<KT, T><<<v.grid, v.block, smem>>>(in, B, H, W, C,
-                                                         f.base_w.data<float>(), bf, lv, out);
+        synth_v4_kernel<KT, T>
+            <<<v.grid, v.block, smem>>>(in, B, H, W, C, f.base_w.data<float>(), bf, lv, out);
         HG_CUDA_LAUNCH_CHECK();
         return;
       }
@@ -299,7 +302,8 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
   });
 }
 
-/// The pointers of every level's parameters (and, when g is given, of new gradient tensors it gets).
+/// The pointers of every level's parameters (and, when g is given, of new gradient tensors it
+/// gets).
 LevelParams level_params(const WTConvWeights& w, WTConvGrads* g) {
   LevelParams lp{};
   for (int l = 0; l < w.levels(); ++l) {
@@ -308,7 +312,8 @@ LevelParams level_params(const WTConvWeights& w, WTConvGrads* g) {
     if (g != nullptr) {
       g->wavelet_weight.push_back(
           Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda));
-      g->wavelet_scale.push_back(Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda));
+      g->wavelet_scale.push_back(
+          Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda));
       lp.gww[l] = g->wavelet_weight[l].data<float>();
       lp.gws[l] = g->wavelet_scale[l].data<float>();
     }
@@ -355,8 +360,8 @@ Tensor haar(const S* src, int B, int C, std::pair<int, int> in, std::pair<int, i
   float* cp = coef.data<float>();
   if (C % 4 == 0 && aligned4<S>(src) && aligned16(cp) && (!lln || aligned16(lln))) {
     const int64_t n = int64_t(B) * out.first * out.second * (C / 4);
-    haar_v4_kernel<S><<<blocks_for(n), 256>>>(src, B, in.first, in.second, C, out.first,
-                                              out.second, cp, lln);
+    haar_v4_kernel<S>
+        <<<blocks_for(n), 256>>>(src, B, in.first, in.second, C, out.first, out.second, cp, lln);
   } else {
     HaarSrc<S> hs{src, in.first, in.second, C, out.first, out.second};
     haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256>>>(hs, B, cp, lln);
@@ -381,8 +386,8 @@ void analysis_convs_split(const T* in, int B, int C, int K,
                                : haar(ll.data<float>(), B, C, d[l], d[l + 1], lln);
     t[l] = workspace({B, d[l + 1].first, d[l + 1].second, 4, C});
     depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
-                           coef.data<float>(), wl.data<float>() + int64_t(l) * 4 * C * KK,
-                           nullptr, t[l].data<float>());
+                           coef.data<float>(), wl.data<float>() + int64_t(l) * 4 * C * KK, nullptr,
+                           t[l].data<float>());
     ll = next;
   }
 }
@@ -391,8 +396,8 @@ void analysis_convs_split(const T* in, int B, int C, int K,
 /// level's folded weights (4C, K*K), sums where its folded-weight gradient goes (4C, K*K).
 template <typename S>
 void level_grads_split_one(const S* gsrc, const S* xsrc, int B, int C, int K, int l,
-                           const std::vector<std::pair<int, int>>& d, const float* wl,
-                           Tensor* gt, Tensor* gnext, Tensor* xnext, float* sums) {
+                           const std::vector<std::pair<int, int>>& d, const float* wl, Tensor* gt,
+                           Tensor* gnext, Tensor* xnext, float* sums) {
   const int hp = d[l + 1].first, wp = d[l + 1].second;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
   const Tensor gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
@@ -429,7 +434,8 @@ void level_grads_split(const T* x, const T* G, int B, int C, int K,
     if (l == 0)
       level_grads_split_one(G, x, B, C, K, l, d, wll, gtl, gn, xn, sl);
     else
-      level_grads_split_one(gR.data<float>(), ll.data<float>(), B, C, K, l, d, wll, gtl, gn, xn, sl);
+      level_grads_split_one(gR.data<float>(), ll.data<float>(), B, C, K, l, d, wll, gtl, gn, xn,
+                            sl);
     gR = gnext;
     ll = xnext;
   }

@@ -7,15 +7,16 @@
 // one-channel versions spent most of their issue slots on scalar loads and 64-bit index
 // arithmetic, which the 4-channel vectors amortise 4x (docs/fused-wtconv.md). (The 4-channel
 // on-the-fly level conv that used to live here is in the kernel lab, dev/wtconv/.)
-// Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h, kernels/cuda/*.h.
+// Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
+// kernels/cuda/*.h.
 //
 // Coefficient tensors (the Haar coefficients and the level outputs t_l) are "sub-band planes":
 // (B, hp, wp, 4, C) f32, element (b, p, q, s, c) at ((b*hp + p)*wp + q)*4C + s*C + c. Seen as an
 // NHWC tensor of 4C channels (channel s*C + c) they are what the depthwise kernels take; and 4
 // consecutive channels of one sub-band are one 16-byte access, so the lanes of a warp, which take
 // consecutive channel vectors, read and write contiguous memory. (Before, the layout was PyTorch's
-// channel 4c + s, one float4 per channel: 8-channel threads then touched 128 bytes each and a warp's
-// access spanned 4 KB, which made the bf16 synthesis 1.6x slower than the fp32 one on the H200.)
+// channel 4c + s, one float4 per channel: 8-channel threads then touched 128 bytes each and a
+// warp's access spanned 4 KB: the bf16 synthesis was 1.6x slower than the fp32 one on the H200.)
 //
 // Thread mapping, after kernels/cuda/depthwise_conv.cu: block (cvb, ty); lane x takes
 // channel vector cv = blockIdx.y * cvb + threadIdx.x (channels 4cv .. 4cv+3, one 16-byte load per
@@ -55,7 +56,8 @@ inline VecLaunch vec_launch(int C, int64_t tiles, int threads = 256, int V = 4, 
   return VecLaunch{dim3(unsigned(gx), unsigned(gy)), dim3(unsigned(cvb), unsigned(ty))};
 }
 
-/// Level outputs for the one-pass synthesis (a kernel argument): t[l] is t_l (B, hp[l], wp[l], 4, C).
+/// Level outputs for the one-pass synthesis (a kernel argument):
+/// t[l] is t_l, (B, hp[l], wp[l], 4, C).
 struct Levels {
   const float* t[kMaxLevels];
   int hp[kMaxLevels], wp[kMaxLevels];
@@ -101,7 +103,7 @@ __device__ __forceinline__ void synth_add_level(float4 (&acc)[kSynthTW], const f
   for (int a = 0; a < NA; ++a) {
     const int q = qa0 + a;
     if (q >= wp) break;  // only pixels past W would read it
-    float4 tb[4];  // sub-bands 0..3 of channels c .. c+3
+    float4 tb[4];        // sub-bands 0..3 of channels c .. c+3
     load_bands4(tl, rowbase + q, C, c, tb);
     float4 u0, u1;
     unhaar_pair(make_float4(tb[0].x, tb[1].x, tb[2].x, tb[3].x), f, fr, u0.x, u1.x);
@@ -185,12 +187,13 @@ __global__ void __launch_bounds__(256, 3)
     if (j0 + t < W) st4(out + int64_t(j0 + t) * C, acc[t]);
 }
 
-// ---- Haar analysis, 4 channels per thread --------------------------------------------------------
-// The coefficients of src (B, hi, wi, C) of storage type S on the grid (hp, wp) = (ceil(hi/2),
-// ceil(wi/2)) (haar4 of the four pixels of a 2x2 block, zero past hi / wi): coef (B, hp, wp, 4, C)
-// when not nullptr, and the raw LL band again as ll_next (B, hp, wp, C) when not nullptr (the next
-// level's input). One thread: one position, 4 channels (one 16- or 8-byte load per pixel, one
-// 16-byte store per sub-band). Requires C % 4 == 0 and 16-byte aligned outputs (8-byte for bf16 src).
+// ---- Haar analysis, 4 channels per thread
+// -------------------------------------------------------- The coefficients of src (B, hi, wi, C)
+// of storage type S on the grid (hp, wp) = (ceil(hi/2), ceil(wi/2)) (haar4 of the four pixels of a
+// 2x2 block, zero past hi / wi): coef (B, hp, wp, 4, C) when not nullptr, and the raw LL band again
+// as ll_next (B, hp, wp, C) when not nullptr (the next level's input). One thread: one position, 4
+// channels (one 16- or 8-byte load per pixel, one 16-byte store per sub-band). Requires C % 4 == 0
+// and 16-byte aligned outputs (8-byte for bf16 src).
 template <typename S>
 __global__ void __launch_bounds__(256)
     haar_v4_kernel(const S* __restrict__ src, int B, int hi, int wi, int C, int hp, int wp,

@@ -159,7 +159,8 @@ TEST_F(BenchCommand, BreakdownTimesEveryOpType) {
   // 2 FLOPs each, forward + input gradient + weight gradient: 0.0590 GFLOP; fc2 the same.
   EXPECT_NEAR(b["mlp fc1"]["gflop"].get<double>(), 0.0590, 6e-4);
   EXPECT_NEAR(b["mlp fc2"]["gflop"].get<double>(), 0.0590, 6e-4);
-  for (const char* c : {"stem/downsample", "wtconv", "head"}) EXPECT_GT(b[c]["gflop"].get<double>(), 0.0) << c;
+  for (const char* c : {"stem/downsample", "wtconv", "head"})
+    EXPECT_GT(b[c]["gflop"].get<double>(), 0.0) << c;
   for (const char* c : {"norm", "gelu", "layer scale + residual", "loss", "optimizer"})
     EXPECT_EQ(b[c]["gflop"].get<double>(), 0.0) << c;  // no matmul: bytes only
   for (const auto& [c, e] : b.items()) {
