@@ -36,7 +36,8 @@ else
   eval r wt_jpeg_nvjpeg $HG train configs/wtconvnext_tiny.yaml $R --dataset image_folder --data-dir /tmp/hg-jpeg-folder --val-split validation --decode nvjpeg
   el jpeg
   if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-    M="mpirun --allow-run-as-root -np 2 --bind-to none -x LD_LIBRARY_PATH -x PATH"
+    export NCCL_NVLS_ENABLE=0  # never NVLink multicast on this shared host (KINDS.md)
+    M="mpirun --allow-run-as-root -np 2 --bind-to none -x LD_LIBRARY_PATH -x PATH -x NCCL_NVLS_ENABLE"
     eval r wt_2gpu $M $HG train configs/wtconvnext_tiny.yaml $R $S
     eval r cn_1gpu $HG train configs/convnext_tiny.yaml $R $S
     eval r cn_2gpu $M $HG train configs/convnext_tiny.yaml $R $S
