@@ -8,8 +8,9 @@
 // their own (they live as long as the model), and at the end of a step that had to take memory from
 // the system (step_done, called by autograd::backward) the step's free segments become one. The
 // first two or three steps size the memory; from then on a step makes no system allocation and the
-// bytes held from the system stay within ~10% of the live peak (measured on recorded traces:
-// core/alloc_trace.h, `haargrad alloc-trace`, tests/core/alloc_trace_test.cpp).
+// bytes held from the system stay within 10% of the live peak at the GPU benchmark's sizes
+// (measured on recorded traces: core/alloc_trace.h, `haargrad alloc-trace`,
+// tests/train/step_memory_test.cpp).
 //
 // The category of an allocation is the innermost CategoryScope on this thread (default:
 // activations). Statistics count live bytes (current, peak) per category, plus bytes reserved from
