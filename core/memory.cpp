@@ -32,8 +32,8 @@ struct DeviceState {
   std::mutex mu;
   MemoryStats stats;
   detail::BlockCache cache;  // the caching allocator (core/block_cache.h)
-  // The allocation trace being recorded (core/alloc_trace.h), when `tracing`.
-  // Ids grow across recordings, so a block traced in an earlier one is never taken for one of this.
+  // The allocation trace being recorded (core/alloc_trace.h), when `tracing`. Ids grow across
+  // recordings, so freeing a block of an earlier recording never reads as a free in this one.
   bool tracing = false;
   int64_t trace_next_id = 0, trace_first_id = 1;
   std::vector<AllocEvent> trace;
