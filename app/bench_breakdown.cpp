@@ -112,7 +112,6 @@ class PieceTimer {
       const int m0 = clock.mark();
       int m1;
       {
-        // `out` lives in the tape arena and must die before the next forward restarts the arena.
         Tensor out = p.fn(in);
         m1 = clock.mark();
         autograd::backward(out, g);

@@ -36,6 +36,11 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 double samples_per_sec(int batch, double ms) { return ms > 0 ? batch * 1000.0 / ms : 0.0; }
+// Bytes held from the system per live byte at the peak (issue 11: at most 1.10 in a training step).
+double reserved_ratio(const PhaseMemory& m) {
+  return m.total_peak > 0 ? static_cast<double>(m.reserved_peak) / static_cast<double>(m.total_peak)
+                          : 0.0;
+}
 
 void add_phase(ojson& j, const char* phase, const BenchResult& r, const PhaseResult& p) {
   const std::string pre = phase;
@@ -58,6 +63,8 @@ void add_memory(ojson& j, const char* phase, const BenchResult& r, const PhaseMe
     j[pre + "_peak_" + category_name(static_cast<Category>(c)) + "_mib"] = num(mib(m.peak[static_cast<size_t>(c)]));
   j[pre + "_peak_total_mib"] = num(mib(m.total_peak));
   j[pre + "_reserved_mib"] = num(mib(m.reserved_peak));
+  j[pre + "_reserved_ratio"] =
+      ok && m.total_peak > 0 ? ojson(round_to(reserved_ratio(m), 3)) : ojson(nullptr);
   j[pre + "_system_allocs"] = ok ? ojson(m.system_allocs) : ojson(nullptr);
   j[pre + "_device_used_mib"] = ok && m.device_used ? ojson(round_to(mib(*m.device_used), 2)) : ojson(nullptr);
 }
@@ -184,11 +191,14 @@ void print_tables(const std::vector<BenchResult>& rows) {
                 double(r.params_trainable) / 1e6);
   }
 
-  std::printf("\npeak memory (MiB; our allocator's live bytes per category, reserved = held from the system,\n"
-              "driver = cudaMemGetInfo used after the timed steps minus before the model; allocs = system\n"
-              "allocations during the timed steps, expected 0)\n");
-  std::printf("%-30s %-5s %-5s %8s %8s %8s %9s %8s %9s %9s %9s %6s\n", "model", "prec", "phase", "params",
-              "grads", "optim", "activ", "work", "total", "reserved", "driver", "allocs");
+  std::printf(
+      "\npeak memory of the timed steps (MiB; our allocator's live bytes per category, reserved =\n"
+      "held from the system, ratio = reserved / total; driver = cudaMemGetInfo used after the\n"
+      "timed steps minus before the model; allocs = system allocations during the timed steps,\n"
+      "expected 0)\n");
+  std::printf("%-30s %-5s %-5s %8s %8s %8s %9s %8s %9s %9s %6s %9s %6s\n", "model", "prec", "phase",
+              "params", "grads", "optim", "activ", "work", "total", "reserved", "ratio", "driver",
+              "allocs");
   for (const BenchResult& r : rows) {
     if (!r.ok()) continue;
     for (int phase = 0; phase < 2; ++phase) {
@@ -196,10 +206,11 @@ void print_tables(const std::vector<BenchResult>& rows) {
       std::string driver = "-";
       if (m.device_used && r.baseline_device_used)
         driver = str(static_cast<int64_t>(mib(*m.device_used - *r.baseline_device_used)));
-      std::printf("%-30s %-5s %-5s %8.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f %9s %6lld\n", label(r).c_str(),
-                  r.config.precision.c_str(), phase ? "train" : "infer", mib(m.peak[0]), mib(m.peak[1]),
-                  mib(m.peak[2]), mib(m.peak[3]), mib(m.peak[4]), mib(m.total_peak), mib(m.reserved_peak),
-                  driver.c_str(), static_cast<long long>(m.system_allocs));
+      std::printf("%-30s %-5s %-5s %8.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f %6.3f %9s %6lld\n",
+                  label(r).c_str(), r.config.precision.c_str(), phase ? "train" : "infer",
+                  mib(m.peak[0]), mib(m.peak[1]), mib(m.peak[2]), mib(m.peak[3]), mib(m.peak[4]),
+                  mib(m.total_peak), mib(m.reserved_peak), reserved_ratio(m), driver.c_str(),
+                  static_cast<long long>(m.system_allocs));
       if (m.system_allocs != 0)
         std::printf("  warning: %lld system allocations during the timed %s steps (not a steady state; more "
                     "warm-up steps?)\n", static_cast<long long>(m.system_allocs), phase ? "train" : "infer");

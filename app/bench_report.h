@@ -17,9 +17,10 @@ namespace hg::app {
 ///   (trainable, millions, 2 decimals as timm prints), param_count_exact, param_count_fixed,
 ///   requested_batch_size, steps, warmup, for infer_ and train_: peak_<category>_mib (parameters,
 ///   gradients, optimizer_state, activations, workspace), peak_total_mib, reserved_mib (peak),
-///   system_allocs (during the timed steps), device_used_mib (cudaMemGetInfo after the timed
-///   steps), and baseline_device_used_mib. Measurements of a failed row are null. With a
-///   breakdown: "breakdown": {op type: {forward_ms, backward_ms}} (JSON only).
+///   reserved_ratio (reserved / peak total), system_allocs (all of the timed steps),
+///   device_used_mib (cudaMemGetInfo after the timed steps), and baseline_device_used_mib.
+///   Measurements of a failed row are null. With a breakdown: "breakdown": {op type: {forward_ms,
+///   backward_ms}} (JSON only).
 nlohmann::ordered_json row_json(const BenchResult& r);
 
 /// Writes the rows to `path`: a JSON array of row objects for *.json, CSV (header + one line per

@@ -67,11 +67,13 @@ WTConvMode parse_wtconv_mode(const std::string& s) {
 }
 
 // Runs `warmup` untimed steps, then `steps` timed ones between consecutive device marks (so the
-// time includes any gap the host leaves between steps), and records the phase's memory.
+// time includes any gap the host leaves between steps), and records the timed steps' memory (the
+// warm-up steps size the allocator's memory: their peaks are not the steady state's).
 PhaseResult run_phase(Device device, int warmup, int steps, const std::function<void()>& step) {
   DeviceClock clock(device, steps + 1);
   for (int i = 0; i < warmup; ++i) step();
   device_sync(device);
+  memory::reset_peak(device);
   const int64_t allocs_before = memory::stats(device).system_allocs;
   clock.mark();
   for (int i = 0; i < steps; ++i) {
@@ -94,7 +96,7 @@ PhaseResult run_phase(Device device, int warmup, int steps, const std::function<
 }
 
 Tensor random_labels(int64_t n, int64_t num_classes, uint64_t seed, Device device) {
-  autograd::NoGradGuard no_grad;  // data lives outside the tape arena
+  autograd::NoGradGuard no_grad;  // data is not recorded
   Generator gen(seed);
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t& y : v) y = gen.randint(num_classes);
@@ -111,12 +113,11 @@ bool is_out_of_memory(const std::string& message) {
 void release_device_memory(Device device) {
   autograd::clear_tape();
   memory::empty_cache(device);
-  memory::release_arena(device);
   memory::reset_peak(device);
 }
 
 Tensor random_uniform(const Shape& shape, uint64_t seed, Device device) {
-  autograd::NoGradGuard no_grad;  // not an activation of a recorded step: keep it out of the arena
+  autograd::NoGradGuard no_grad;  // not an activation of a recorded step
   std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
   // splitmix64: a std::mt19937 normal per element costs seconds at 19M elements (batch 128 @224).
   uint64_t state = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e5ull;
@@ -155,7 +156,7 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
 
   std::unique_ptr<ConvNeXt> model;
   {
-    autograd::NoGradGuard no_grad;  // construction temporaries stay out of the tape arena
+    autograd::NoGradGuard no_grad;  // construction is not recorded
     model = std::make_unique<ConvNeXt>(mc, cfg.seed, DType::f32, dev);
   }
   if (mc.wtconv) model->set_wtconv_mode(parse_wtconv_mode(cfg.wtconv));
@@ -191,8 +192,6 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
   r.train = run_phase(dev, warmup, cfg.steps, [&] {
     opt->zero_grad();
     {
-      // The loss lives in the tape arena: it must be gone before the next step's forward starts
-      // the arena over, or the arena block is retired and a new one allocated every step.
       Tensor loss = cross_entropy(model->forward(x, true), labels, cfg.smoothing);
       autograd::backward(loss);
     }

@@ -40,7 +40,7 @@ struct BenchConfig {
 struct PhaseMemory {
   std::array<int64_t, kNumCategories> peak{};  ///< memory::stats peak per category
   int64_t total_peak = 0;      ///< peak of live bytes, all categories
-  int64_t reserved_peak = 0;   ///< peak of bytes held from the system (caches + arena)
+  int64_t reserved_peak = 0;   ///< peak of bytes held from the system (segments in use or cached)
   int64_t system_allocs = 0;   ///< malloc / cudaMalloc calls during the timed steps (expect 0)
   std::optional<int64_t> device_used;  ///< cudaMemGetInfo total - free right after the timed steps
 };
@@ -77,17 +77,17 @@ struct BenchResult {
 };
 
 /// Runs one row. The model, optimizer and data live only inside this call; on return (or throw)
-/// everything the row held is released (tape cleared, caches and arena emptied) so rows do not
+/// everything the row held is released (tape cleared, cached segments given back) so rows do not
 /// see each other's memory. Throws hg::Error when the device runs out of memory ("CUDA out of
 /// memory: asked for N bytes ...") or on any other failure.
 BenchResult run_bench_row(const BenchConfig& cfg);
 
-/// Releases what a row left behind on `device`: clears the tape, empties the caching allocator and
-/// gives the tape arena back, then resets the peaks.
+/// Releases what a row left behind on `device`: clears the tape, gives the allocator's cached
+/// segments back, then resets the peaks.
 void release_device_memory(Device device);
 
 /// A tensor of `shape` on `device` with values uniform in [-1, 1) drawn from `seed` (cheap to
-/// make at the sizes of a benchmark batch). Allocated outside the tape arena.
+/// make at the sizes of a benchmark batch). Not recorded on the tape.
 Tensor random_uniform(const Shape& shape, uint64_t seed, Device device);
 
 /// True when the message is an out-of-memory failure of our allocator, CUDA, cuDNN or cuBLAS.

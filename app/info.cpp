@@ -19,11 +19,11 @@ struct InfoArgs {
 };
 
 // Records one training step's forward + loss at `batch` images on the CPU and returns the bytes the
-// tape arena handed out (the activations the tape holds until backward).
+// activation bytes live when the loss is computed (what the tape holds until backward).
 int64_t measured_activation_bytes(ConvNeXt& model, int batch, int img_size) {
   Tensor x = Tensor::full({batch, img_size, img_size, model.config.in_chans}, 0.5);
   Tensor labels = Tensor::zeros({batch}, DType::i64);
-  memory::arena_step_done(Device::cpu);
+  memory::step_done(Device::cpu);
   autograd::clear_tape();
   const int64_t before = memory::stats(Device::cpu).current[static_cast<int>(Category::activations)];
   Tensor loss = cross_entropy(model.forward(x, true), labels);

@@ -79,7 +79,7 @@ void backward(const Tensor& loss, const Tensor& grad) {
            "backward: the loss does not require grad (was it computed in no-grad mode, or from "
            "tensors none of which requires grad?)");
   {
-    NoGradGuard no_grad;  // backward itself is not recorded and allocates outside the arena
+    NoGradGuard no_grad;  // backward itself is not recorded
     Tensor seed = grad.defined() ? grad : Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device());
     check_same_shape("backward (seed gradient)", seed, loss);
     accumulate(*loss.grad_slot(), seed);
@@ -133,14 +133,14 @@ void backward(const Tensor& loss, const Tensor& grad) {
     }
     if (!loss.grad_slot()->is_leaf) loss.grad_slot()->grad = Tensor();
   }
-  memory::arena_step_done(Device::cpu);
-  memory::arena_step_done(Device::cuda);
+  memory::step_done(Device::cpu);
+  memory::step_done(Device::cuda);
 }
 
 void clear_tape() {
   t_tape.clear();
-  memory::arena_step_done(Device::cpu);
-  memory::arena_step_done(Device::cuda);
+  memory::step_done(Device::cpu);
+  memory::step_done(Device::cuda);
 }
 
 size_t tape_size() { return t_tape.size(); }

@@ -78,7 +78,7 @@ void record(const char* name, const std::vector<Tensor>& inputs,
             const std::vector<Tensor>& outputs, BackwardFn backward);
 
 /// Runs the tape backwards from `loss` (seeded with dL/dloss = 1, or `grad` when given), then
-/// clears the tape and marks the activation arena's step as done.
+/// clears the tape and marks the step as done for the allocator (memory::step_done).
 /// Throws hg::Error when loss does not require grad or a backward returns a mis-shaped gradient.
 void backward(const Tensor& loss, const Tensor& grad = Tensor());
 
@@ -88,7 +88,7 @@ void clear_tape();
 size_t tape_size();
 
 bool is_grad_enabled();
-/// Disables recording (and the activation arena) on this thread while it lives; like torch.no_grad.
+/// Disables recording on this thread while it lives; like torch.no_grad.
 class NoGradGuard {
  public:
   NoGradGuard();

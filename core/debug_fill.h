@@ -13,7 +13,7 @@ namespace hg::memory {
 /// Bytes of the known pattern that follow every allocation made while the debug fill is on.
 inline constexpr size_t kGuardBytes = 256;
 
-/// While on for `device`, every allocation there (tape arena and cache) starts filled with 0xFF
+/// While on for `device`, every allocation there (in grad mode or not) starts filled with 0xFF
 /// bytes, which read as NaN in f32, f64 and bf16, and is followed by kGuardBytes of a pattern that
 /// is checked when the memory is freed (also after the fill was turned off again). Costs a fill
 /// per allocation and a device-to-host copy per free: tests only, never in training.

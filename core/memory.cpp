@@ -1,4 +1,4 @@
-// Caching allocator, tape arena and byte accounting (see memory.h for the policy).
+// The device allocator, byte accounting and the allocation trace recorder (see memory.h).
 #include "core/memory.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "core/autograd.h"
+#include "core/alloc_trace.h"
 #include "core/block_cache.h"
 #include "core/debug_fill.h"
 
@@ -25,29 +25,18 @@ size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 thread_local Category t_category = Category::activations;
 
-// One block the arena carves allocations from.
-struct Chunk {
-  void* base = nullptr;
-  size_t capacity = 0;
-  Device device;
-  Chunk(size_t bytes, Device d) : base(system_alloc(bytes, d)), capacity(bytes), device(d) {}
-  ~Chunk() { system_free(base, device); }
-};
-
 struct DeviceState {
-  explicit DeviceState(Device d) : cache(d) {}
+  explicit DeviceState(Device d)
+      : cache(detail::SystemMemory{[d](size_t bytes) { return system_alloc(bytes, d); },
+                                   [d](void* p) { system_free(p, d); }}) {}
   std::mutex mu;
   MemoryStats stats;
   detail::BlockCache cache;  // the caching allocator (core/block_cache.h)
-  // tape arena
-  std::vector<std::shared_ptr<Chunk>> chunks;
-  // Blocks taken out of service while a tensor still used them. Kept (and counted as reserved)
-  // so one can serve again once its tensors die: a caller that holds one tensor of each step
-  // into the next (e.g. the last loss) then alternates between two blocks instead of making a
-  // system allocation (and, on CUDA, a synchronising cudaFree) every step.
-  std::vector<std::shared_ptr<Chunk>> retired;
-  size_t chunk_index = 0, chunk_offset = 0, step_bytes = 0;
-  bool step_done = false;
+  // The allocation trace being recorded (core/alloc_trace.h), when `tracing`. Ids grow across
+  // recordings, so freeing a block of an earlier recording never reads as a free in this one.
+  bool tracing = false;
+  int64_t trace_next_id = 0, trace_first_id = 1;
+  std::vector<AllocEvent> trace;
 
   void add_live(Category c, int64_t bytes) {
     auto i = static_cast<int>(c);
@@ -60,6 +49,24 @@ struct DeviceState {
     stats.reserved += bytes;
     if (stats.reserved > stats.reserved_peak) stats.reserved_peak = stats.reserved;
   }
+  // Records an allocation when tracing; returns its trace id (0: not traced).
+  int64_t trace_alloc(size_t bytes, Category cat) {
+    if (!tracing) return 0;
+    AllocEvent e;
+    e.kind = AllocEvent::Kind::alloc;
+    e.id = ++trace_next_id;
+    e.bytes = static_cast<int64_t>(bytes);
+    e.category = cat;
+    trace.push_back(e);
+    return e.id;
+  }
+  void trace_free(int64_t id) {
+    if (!tracing || id < trace_first_id) return;
+    AllocEvent e;
+    e.kind = AllocEvent::Kind::free;
+    e.id = id;
+    trace.push_back(e);
+  }
 };
 
 // Never destroyed: tensors in other statics may be freed during exit, after this function's statics.
@@ -69,87 +76,17 @@ DeviceState& state(Device d) {
   return d == Device::cpu ? *cpu : *cuda;
 }
 
-// Start the arena over for a new step: keep blocks no live tensor uses, and when the last step
-// overflowed into several blocks, replace them by one block of the step's high-water mark.
-void arena_begin_step(DeviceState& s, Device device) {
-  s.stats.arena_high_water = static_cast<int64_t>(s.step_bytes);
-  bool all_free = true;
-  size_t capacity = 0;
-  for (auto& c : s.chunks) {
-    all_free = all_free && c.use_count() == 1;
-    capacity += c->capacity;
-  }
-  if (!all_free || s.chunks.size() > 1) {
-    for (auto& c : s.chunks) s.retired.push_back(c);
-    s.chunks.clear();
-    size_t want = round_up(std::max(s.step_bytes, capacity), size_t(2) << 20);
-    if (s.step_bytes > 0) {
-      auto reusable = std::find_if(s.retired.begin(), s.retired.end(), [&](const auto& c) {
-        return c.use_count() == 1 && c->capacity >= want;
-      });
-      if (reusable != s.retired.end()) {
-        s.chunks.push_back(*reusable);
-        s.retired.erase(reusable);
-      }
-    }
-  }
-  // Retired blocks no tensor uses any more go back to the system -- before a new block is taken,
-  // so the device never holds the old blocks and the new one at the same time.
-  for (auto it = s.retired.begin(); it != s.retired.end();) {
-    if (it->use_count() == 1) {
-      s.add_reserved(-static_cast<int64_t>((*it)->capacity));
-      it = s.retired.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (s.chunks.empty() && s.step_bytes > 0) {
-    const size_t want = round_up(std::max(s.step_bytes, capacity), size_t(2) << 20);
-    s.chunks.push_back(std::make_shared<Chunk>(want, device));
-    s.add_reserved(static_cast<int64_t>(want));
-  }
-  s.stats.arena_capacity = s.chunks.empty() ? 0 : static_cast<int64_t>(s.chunks[0]->capacity);
-  s.chunk_index = 0;
-  s.chunk_offset = 0;
-  s.step_bytes = 0;
-  s.step_done = false;
-}
-
-std::shared_ptr<void> arena_allocate(DeviceState& s, size_t bytes, Device device, Category cat) {
-  if (s.step_done) arena_begin_step(s, device);
-  while (s.chunk_index < s.chunks.size() &&
-         s.chunk_offset + bytes > s.chunks[s.chunk_index]->capacity) {
-    ++s.chunk_index;
-    s.chunk_offset = 0;
-  }
-  if (s.chunk_index == s.chunks.size()) {  // first step, or a bigger one: grow
-    size_t grow = std::max(round_up(bytes, size_t(2) << 20), size_t(64) << 20);
-    s.chunks.push_back(std::make_shared<Chunk>(grow, device));
-    s.add_reserved(static_cast<int64_t>(grow));
-    s.chunk_offset = 0;
-  }
-  std::shared_ptr<Chunk> chunk = s.chunks[s.chunk_index];
-  void* p = static_cast<char*>(chunk->base) + s.chunk_offset;
-  s.chunk_offset += bytes;
-  s.step_bytes += bytes;
-  s.add_live(cat, static_cast<int64_t>(bytes));
-  // The deleter keeps the block alive while this tensor lives and returns the bytes to the stats.
-  return std::shared_ptr<void>(p, [chunk, bytes, device, cat](void*) {
-    DeviceState& st = state(device);
-    std::lock_guard<std::mutex> lock(st.mu);
-    st.add_live(cat, -static_cast<int64_t>(bytes));
-  });
-}
-
 std::shared_ptr<void> cache_allocate(DeviceState& s, size_t bytes, Device device, Category cat) {
-  int64_t reserved = 0;
-  void* p = s.cache.allocate(bytes, &reserved);
-  s.add_reserved(reserved);
+  const int64_t reserved = s.cache.reserved();
+  void* p = s.cache.allocate(bytes, cat);
+  s.add_reserved(s.cache.reserved() - reserved);
   s.add_live(cat, static_cast<int64_t>(bytes));
-  return std::shared_ptr<void>(p, [bytes, device, cat](void* q) {
+  const int64_t id = s.trace_alloc(bytes, cat);
+  return std::shared_ptr<void>(p, [bytes, device, cat, id](void* q) {
     DeviceState& st = state(device);
     std::lock_guard<std::mutex> lock(st.mu);
     st.add_live(cat, -static_cast<int64_t>(bytes));
+    st.trace_free(id);
     st.cache.free(q);
   });
 }
@@ -259,9 +196,7 @@ std::shared_ptr<void> allocate_plain(size_t bytes, Device device) {
   bytes = round_up(std::max<size_t>(bytes, 1), kAlign);
   DeviceState& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
-  Category cat = t_category;
-  if (cat == Category::activations && autograd::is_grad_enabled())
-    return arena_allocate(s, bytes, device, cat);
+  const Category cat = t_category;
   try {
     return cache_allocate(s, bytes, device, cat);
   } catch (const Error&) {
@@ -273,10 +208,35 @@ std::shared_ptr<void> allocate_plain(size_t bytes, Device device) {
 }
 }  // namespace
 
-void arena_step_done(Device device) {
+void step_done(Device device) {
   DeviceState& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
-  s.step_done = true;
+  if (s.tracing) s.trace.push_back(AllocEvent{AllocEvent::Kind::step_end});
+  const int64_t reserved = s.cache.reserved();
+  s.cache.step_done();
+  s.add_reserved(s.cache.reserved() - reserved);
+}
+
+void start_trace(Device device) {
+  DeviceState& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  HG_CHECK(!s.tracing, "memory::start_trace: an allocation trace is already being recorded on ",
+           device_name(device));
+  s.tracing = true;
+  s.trace_first_id = s.trace_next_id + 1;
+  s.trace.clear();
+}
+
+AllocTrace stop_trace(Device device) {
+  DeviceState& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  AllocTrace t;
+  t.events = std::move(s.trace);
+  s.trace.clear();
+  s.tracing = false;
+  for (AllocEvent& e : t.events)  // numbered from 1 in every recording
+    if (e.kind != AllocEvent::Kind::step_end) e.id -= s.trace_first_id - 1;
+  return t;
 }
 
 MemoryStats stats(Device device) {
@@ -297,18 +257,6 @@ void empty_cache(Device device) {
   DeviceState& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
   s.add_reserved(-static_cast<int64_t>(s.cache.release_free_segments()));
-}
-
-void release_arena(Device device) {
-  DeviceState& s = state(device);
-  std::lock_guard<std::mutex> lock(s.mu);
-  for (auto& c : s.chunks) s.add_reserved(-static_cast<int64_t>(c->capacity));
-  s.chunks.clear();  // like arena_begin_step: a block in use dies with its last tensor
-  s.chunk_index = 0;
-  s.chunk_offset = 0;
-  s.step_bytes = 0;
-  s.step_done = false;
-  s.stats.arena_capacity = 0;
 }
 
 std::string format_stats(Device device) {

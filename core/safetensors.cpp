@@ -243,7 +243,7 @@ std::map<std::string, std::string> read_metadata(const std::string& path) {
 
 std::string serialize(const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
-  autograd::NoGradGuard no_grad;  // the host copies below must not be recorded or use the arena
+  autograd::NoGradGuard no_grad;  // the host copies below must not be recorded
   nlohmann::ordered_json header = nlohmann::ordered_json::object();  // keeps the given order
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::vector<Tensor> host;

@@ -23,8 +23,8 @@ struct File {
 };
 
 /// Reads a whole file into CPU tensors. Throws hg::Error (file name + problem) on any defect.
-/// The tensors are contiguous, allocated in the caller's memory::CategoryScope (never the tape
-/// arena: loading is not recorded), dtypes as stored (no conversion).
+/// The tensors are contiguous, allocated in the caller's memory::CategoryScope (loading is not
+/// recorded on the tape), dtypes as stored (no conversion).
 File load(const std::string& path);
 /// Parses an in-memory image of a file; `what` names it in errors (e.g. the path).
 /// Beyond the checks listed above: every key of the header appears once (in any object), tensor

@@ -115,7 +115,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
 }
 
 Batch DataLoader::make_batch(int64_t step) const {
-  // Batches live in the caching allocator, never in the tape arena of a step being recorded.
+  // Batches are workspace, never activations of a step being recorded.
   autograd::NoGradGuard no_grad;
   memory::CategoryScope scope(Category::workspace);
   const int64_t B = opts_.batch_size, begin = step * B;
@@ -207,7 +207,7 @@ void DataLoader::stage_batch(Batch& batch, int64_t begin, int64_t n) const {
 
 void DataLoader::finish_on_gpu(Batch& batch) {
   if (!batch.staged) return;
-  autograd::NoGradGuard no_grad;  // as make_batch: never in the tape arena of a step being recorded
+  autograd::NoGradGuard no_grad;  // as make_batch: never activations of a step being recorded
   memory::CategoryScope scope(Category::workspace);
   const auto t0 = std::chrono::steady_clock::now();
   std::map<std::string, int64_t> decoded;

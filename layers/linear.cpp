@@ -151,8 +151,8 @@ Tensor gelu_linear(const Tensor& h_in, const Tensor& w_param, const Tensor& b_pa
   const Tensor b = b_in.defined() ? b_in.contiguous() : Tensor();
   Tensor y;
   {
-    // GELU(h) is a temporary: workspace memory from the cache, returned right after the GEMM,
-    // never a tape-arena activation.
+    // GELU(h) is a temporary: workspace memory, returned right after the GEMM, never saved for
+    // the backward.
     memory::CategoryScope scratch(Category::workspace);
     const Tensor g = gelu_raw(h);
     memory::CategoryScope act(Category::activations);

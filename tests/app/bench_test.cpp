@@ -69,7 +69,7 @@ TEST_F(BenchCommand, CpuJsonHasOneRowPerCombinationWithTimmColumns) {
       EXPECT_LE(med, hi);
       // samples/s = batch / median step (both rounded in the file)
       EXPECT_NEAR(row[p + "_samples_per_sec"].get<double>(), 2 * 1000.0 / med, 0.01 * 2000.0 / med + 0.01);
-      // Steady state: the timed steps make no malloc (warm-up 2 lets the tape arena settle).
+      // Steady state: the timed steps make no malloc (warm-up 2 lets the allocator settle).
       EXPECT_EQ(row[p + "_system_allocs"], 0) << phase;
       EXPECT_TRUE(row[p + "_device_used_mib"].is_null());  // no driver figure on the CPU
       // total peak lies between the largest category peak and the sum of them
@@ -83,6 +83,9 @@ TEST_F(BenchCommand, CpuJsonHasOneRowPerCombinationWithTimmColumns) {
       EXPECT_GE(total, largest - 0.01);
       EXPECT_LE(total, sum + 0.01);
       EXPECT_GE(row[p + "_reserved_mib"].get<double>(), total - 0.01);
+      EXPECT_NEAR(row[p + "_reserved_ratio"].get<double>(),
+                  row[p + "_reserved_mib"].get<double>() / total,
+                  0.002 + 0.01 / total);  // both MiB figures rounded to 0.01
     }
     // Parameter counts as the model reports them (timm prints millions with 2 decimals).
     const ConvNeXt model(model_config(expect[i].first), 0);

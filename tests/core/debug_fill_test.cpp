@@ -1,5 +1,5 @@
 // The allocator's debug fill (core/debug_fill.h): new allocations read as NaN in every float dtype,
-// in the tape arena and in the cache, and a write past the end is counted when the memory is freed.
+// in and out of grad mode, and a write past the end is counted when the memory is freed.
 #include "core/debug_fill.h"
 
 #include <gtest/gtest.h>
@@ -20,10 +20,10 @@ class FillScope {
 };
 }  // namespace
 
-TEST(DebugFill, NewAllocationsAreNaNInTheArenaAndTheCache) {
+TEST(DebugFill, NewAllocationsAreNaNInAndOutOfGradMode) {
   FillScope fill;
   EXPECT_TRUE(memory::debug_fill(Device::cpu));
-  for (bool grad_mode : {true, false}) {  // grad mode: the tape arena; no-grad: the cache
+  for (bool grad_mode : {true, false}) {
     std::unique_ptr<autograd::NoGradGuard> ng;
     if (!grad_mode) ng = std::make_unique<autograd::NoGradGuard>();
     for (DType dt : {DType::f32, DType::f64, DType::bf16}) {

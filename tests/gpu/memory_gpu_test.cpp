@@ -1,5 +1,5 @@
-// The allocator on the GPU: activations in the tape arena, no cudaMalloc in a steady-state training
-// step, and our byte accounting compared with what the driver reports (cudaMemGetInfo).
+// The allocator on the GPU: no cudaMalloc in a steady-state training step, and our byte accounting
+// compared with what the driver reports (cudaMemGetInfo).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -72,5 +72,4 @@ TEST(GpuMemory, SteadyStateTrainingStepMakesNoCudaMalloc) {
   EXPECT_LE(std::llabs(driver_used() - used_after_warmup), int64_t(4) << 20);
   EXPECT_GT(st.peak[static_cast<int>(Category::activations)], 0);
   EXPECT_GT(st.peak[static_cast<int>(Category::optimizer_state)], 0);
-  EXPECT_GT(st.arena_capacity, 0);
 }

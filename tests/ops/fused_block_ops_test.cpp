@@ -21,7 +21,7 @@ TEST(FusedBlockOps, GeluLinearMatchesComposed) {
 }
 
 TEST(FusedBlockOps, GeluLinearSavesOnlyItsInput) {
-  // One (rows, 4C) hidden tensor is kept for backward, not two: the arena grows by y only.
+  // One (rows, 4C) hidden tensor is kept for backward, not two: live activations grow by y only.
   Tensor h = test::random({64, 32}, 4, DType::f32).requires_grad_();
   Tensor w = test::random({8, 32}, 5, DType::f32).requires_grad_();
   autograd::clear_tape();

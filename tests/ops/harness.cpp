@@ -95,7 +95,7 @@ Tensor leaf(Tensor t, const Input& in) {
 }  // namespace
 
 std::vector<Tensor> make_inputs(const OpCase& c, DType dtype, Device device) {
-  autograd::NoGradGuard ng;  // inputs come from the cache, never the tape arena
+  autograd::NoGradGuard ng;  // making the inputs is not recorded
   std::vector<Tensor> out;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     Tensor t = base_values(c, i);

@@ -74,8 +74,7 @@ WTConvWeights to_gpu(const WTConvWeights& w) {
 
 /// Fills the caching allocator with NaN blocks of the sizes the kernels are about to ask for, so an
 /// output (or workspace) element that a kernel forgets to write stays NaN and fails the comparison.
-/// The allocator reuses freed blocks of exactly the same size (core/memory.h); the tests run in
-/// no-grad mode so outputs come from that cache rather than from the tape arena.
+/// The allocator reuses freed blocks of exactly the same size (core/block_cache.h: best fit).
 void poison_cache(const std::vector<Shape>& shapes) {
   std::vector<Tensor> held;
   for (const Shape& s : shapes)

@@ -1,0 +1,160 @@
+// `haargrad alloc-trace`: records the allocation trace (core/alloc_trace.h) of a few real training
+// steps (bench's step: train/step_trace.h) at two batches, replays it against the allocator at the
+// recorded batch and at a larger one (the trace extrapolated), and prints per step the peak of live
+// bytes, the bytes held from the system, their ratio and the system allocations: the allocator at
+// the GPU's sizes, seen on any machine. `--load` replays saved traces instead (e.g. the GPU's own).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/bench_timer.h"
+#include "app/command.h"
+#include "core/alloc_trace.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "train/step_trace.h"
+
+namespace hg::app {
+namespace {
+
+struct AllocTraceArgs {
+  std::vector<std::string> models{"convnext_tiny", "wtconvnext_tiny"};
+  std::vector<int> batches{1, 2};
+  int img_size = 224;
+  std::string precision = "fp32";
+  int steps = 4;
+  int scale_batch = 128;
+  std::string device = "cpu";
+  std::string save_dir;
+  std::vector<std::string> load;
+  int threads = 0;
+};
+
+double mib(int64_t b) { return static_cast<double>(b) / (1 << 20); }
+
+void print_steps(const std::string& title, const std::vector<ReplayStep>& steps) {
+  std::printf("  %s\n  %6s %12s %14s %7s %14s\n", title.c_str(), "step", "live MiB", "reserved MiB",
+              "ratio", "system allocs");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const ReplayStep& s = steps[i];
+    // The last entry is what followed the last backward (the last optimizer update).
+    const std::string name = i + 1 < steps.size() ? std::to_string(i + 1) : "end";
+    std::printf(
+        "  %6s %12.1f %14.1f %7.3f %14lld\n", name.c_str(), mib(s.live_peak), mib(s.reserved_peak),
+        s.live_peak > 0 ? static_cast<double>(s.reserved_peak) / static_cast<double>(s.live_peak)
+                        : 0.0,
+        static_cast<long long>(s.system_allocs));
+  }
+}
+
+void save(const AllocTrace& t, const AllocTraceArgs& a, const std::string& name) {
+  if (a.save_dir.empty()) return;
+  const std::string path = a.save_dir + "/" + name + ".trace";
+  save_trace(t, path);
+  std::printf("  wrote %s\n", path.c_str());
+}
+
+// The replay at the second recorded batch and at --scale-batch.
+void replay_both(const std::string& name, const AllocTrace& t0, const AllocTrace& t1,
+                 const AllocTraceArgs& a) {
+  print_steps(str("batch ", a.batches[1], ": replay"), replay_trace(t1));
+  const AllocTrace scaled = extrapolate_trace(t0, a.batches[0], t1, a.batches[1], a.scale_batch);
+  print_steps(str("batch ", a.scale_batch, ": replay of the trace extrapolated from batches ",
+                  a.batches[0], " and ", a.batches[1]),
+              replay_trace(scaled));
+  save(scaled, a, str(name, "-b", a.scale_batch, "-extrapolated"));
+}
+
+void run_alloc_trace(const AllocTraceArgs& a) {
+  HG_CHECK(a.batches.size() == 2 && a.batches[0] != a.batches[1] && a.batches[0] >= 1 &&
+               a.batches[1] >= 1,
+           "alloc-trace: --batches takes two different batches >= 1, e.g. 1,2");
+  HG_CHECK(a.load.size() <= 2,
+           "alloc-trace: --load takes one trace (replayed as it is) or two (recorded at "
+           "--batches, extrapolated to --scale-batch)");
+  if (a.load.size() == 1) {
+    const AllocTrace t = load_trace(a.load[0]);
+    std::printf("%s: %s\n", a.load[0].c_str(), t.note.c_str());
+    print_steps("replay", replay_trace(t));
+    return;
+  }
+  if (a.load.size() == 2) {
+    const AllocTrace t0 = load_trace(a.load[0]), t1 = load_trace(a.load[1]);
+    std::printf("%s: %s\n%s: %s\n", a.load[0].c_str(), t0.note.c_str(), a.load[1].c_str(),
+                t1.note.c_str());
+    replay_both("loaded", t0, t1, a);
+    return;
+  }
+  HG_CHECK(a.device == "cpu" || a.device == "cuda", "alloc-trace: --device is cpu or cuda, got '",
+           a.device, "'");
+  const Device dev = a.device == "cuda" ? Device::cuda : Device::cpu;
+  HG_CHECK(device_available(dev), "alloc-trace: device ", a.device,
+           " is not available (no GPU found, or haargrad was built without CUDA)");
+  set_cpu_threads(a.threads);
+  for (const std::string& model : a.models) {
+    std::vector<train::RecordedSteps> rec;
+    for (int b : a.batches) {
+      train::StepTraceOptions o;
+      o.model = model;
+      o.batch = b;
+      o.img_size = a.img_size;
+      o.precision = a.precision;
+      o.steps = a.steps;
+      o.device = dev;
+      rec.push_back(train::record_training_steps(o));
+    }
+    std::printf("\n%s %s @%d on %s, %d training steps (step k ends with the k-th backward)\n",
+                model.c_str(), a.precision.c_str(), a.img_size, device_name(dev), a.steps);
+    const std::string name = str(model, "-", a.precision, "-", a.img_size);
+    for (size_t i = 0; i < rec.size(); ++i) save(rec[i].trace, a, str(name, "-b", a.batches[i]));
+    print_steps(str("batch ", a.batches[1], ": the allocator itself during the recording"),
+                rec[1].allocator);
+    replay_both(name, rec[0].trace, rec[1].trace, a);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+HG_REGISTER_COMMAND([](CLI::App& root) {
+  auto a = std::make_shared<AllocTraceArgs>();
+  CLI::App* cmd = root.add_subcommand("alloc-trace",
+                                      "Records the allocation trace of a few training steps at two "
+                                      "batches and replays it against the allocator: "
+                                      "live and reserved bytes, their ratio and system allocations "
+                                      "per step, at the recorded and a larger batch");
+  cmd->add_option("--models", a->models, "comma-separated model names")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--batches", a->batches,
+                  "the two batches recorded (sizes are extrapolated from them)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--img-size", a->img_size, "input height = width in pixels")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--precision", a->precision, "fp32 or bf16")->capture_default_str();
+  cmd->add_option("--steps", a->steps, "training steps recorded")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--scale-batch", a->scale_batch,
+                  "the batch the trace is extrapolated to and replayed at")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--device", a->device, "cpu or cuda: where the steps run")->capture_default_str();
+  cmd->add_option(
+      "--save", a->save_dir,
+      "folder to write the traces to (MODEL-PRECISION-IMG-bBATCH.trace, and the extrapolated one)");
+  cmd->add_option("--load", a->load,
+                  "replay saved traces instead of recording: one as it is, or two (at --batches) "
+                  "extrapolated")
+      ->delimiter(',');
+  cmd->add_option("--threads", a->threads,
+                  "CPU threads (0: $OMP_NUM_THREADS if set, else the cores available)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->callback([a] { run_alloc_trace(*a); });
+});
+
+}  // namespace hg::app
