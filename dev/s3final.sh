@@ -42,6 +42,9 @@ else
     eval r cn_1gpu $HG train configs/convnext_tiny.yaml $R $S
     eval r cn_2gpu $M $HG train configs/convnext_tiny.yaml $R $S
     eval r cn_2gpu_zero1 $M $HG train configs/convnext_tiny.yaml $R $S --zero_stage 1
+  else  # one GPU: the data-parallel path (buckets, hooks, NCCL) with one rank against the plain step
+    eval r cn_1gpu $HG train configs/convnext_tiny.yaml $R $S
+    eval r cn_dist_force $HG train configs/convnext_tiny.yaml $R $S --dist_force true
   fi
   el done
 fi
