@@ -153,6 +153,12 @@ struct NvjpegDecoder::Impl {
   SlotRing ring{2};
   std::vector<Tensor> buffers = std::vector<Tensor>(2);
   std::vector<cudaEvent_t> read_done = std::vector<cudaEvent_t>(2, nullptr);
+  // The decodes run on a stream of their own that does not synchronise with the training stream
+  // (non-blocking): waiting for a decode (GPU_HYBRID's pinned buffer, see decode_gpu) then waits
+  // for that decode alone, not for the queued training step. The training stream waits for
+  // `decoded` before it reads the pixels.
+  cudaStream_t decode_stream = nullptr;
+  cudaEvent_t decoded = nullptr;
 
   void failed(const std::string& msg) {
     if (warnings++ < 5) spdlog::warn("nvJPEG: {}", msg);
@@ -160,6 +166,9 @@ struct NvjpegDecoder::Impl {
   }
 
   ~Impl() {
+    if (decoded && cudaEventDestroy(decoded) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
+    if (decode_stream && cudaStreamDestroy(decode_stream) != cudaSuccess)
+      spdlog::warn("nvJPEG: cudaStreamDestroy failed");
     for (cudaEvent_t e : read_done)
       if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
     if (stream) warn_on(nvjpegJpegStreamDestroy(stream), "nvjpegJpegStreamDestroy");
@@ -208,10 +217,12 @@ struct NvjpegDecoder::Impl {
     set_roi(rect, path);
     nvjpegStatus_t s = nvjpegJpegStreamParse(handle, job.data, job.size, 0, 0, stream);
     if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegHost(handle, gpu_decoder, gpu_state, params, stream);
-    if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegTransferToDevice(handle, gpu_decoder, gpu_state, stream, nullptr);
-    if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegDevice(handle, gpu_decoder, gpu_state, &out, nullptr);
-    // The next image's host phase rewrites the pinned buffer this one's copy reads: wait for it.
-    HG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    if (s == NVJPEG_STATUS_SUCCESS)
+      s = nvjpegDecodeJpegTransferToDevice(handle, gpu_decoder, gpu_state, stream, decode_stream);
+    if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegDevice(handle, gpu_decoder, gpu_state, &out, decode_stream);
+    // The next image's host phase rewrites the pinned buffer this one's copy reads: wait for it
+    // (for this decode only: the training work queued on the default stream goes on).
+    HG_CUDA_CHECK(cudaStreamSynchronize(decode_stream));
     if (s != NVJPEG_STATUS_SUCCESS) {
       failed(str("GPU decode of '", path, "' failed (", status_name(s), "): decoding it with libjpeg-turbo"));
       return false;
@@ -236,10 +247,11 @@ struct NvjpegDecoder::Impl {
     }
     const std::string what = str("a batch of ", n, " files from '", jobs[0]->path, "'");
     check(nvjpegDecodeBatchedInitialize(handle, batch_state, n, 1, format), "nvjpegDecodeBatchedInitialize", what);
-    const nvjpegStatus_t s = nvjpegDecodeBatched(handle, batch_state, data.data(), lengths.data(), out.data(), nullptr);
+    const nvjpegStatus_t s =
+        nvjpegDecodeBatched(handle, batch_state, data.data(), lengths.data(), out.data(), decode_stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
       failed(str("hardware decode of ", what, " failed (", status_name(s), "): decoding them with libjpeg-turbo"));
-      HG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+      HG_CUDA_CHECK(cudaStreamSynchronize(decode_stream));
       return false;
     }
     return true;
@@ -273,6 +285,8 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   check(nvjpegJpegStreamCreate(m.handle, &m.stream), "nvjpegJpegStreamCreate", "setup");
   for (cudaEvent_t& e : m.read_done)
     HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  HG_CUDA_CHECK(cudaStreamCreateWithFlags(&m.decode_stream, cudaStreamNonBlocking));
+  HG_CUDA_CHECK(cudaEventCreateWithFlags(&m.decoded, cudaEventDisableTiming));
 }
 
 NvjpegDecoder::~NvjpegDecoder() = default;
@@ -343,6 +357,9 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
   for (size_t i = 0; i < n; ++i)
     if (out.backends[i] == NvjpegBackend::gpu && !m.decode_gpu(jobs[i], rects[i], base + out.items[i].offset))
       to_cpu.push_back(i);
+  // The training stream (the CPU-decoded copies below, the crop kernel) reads after the decodes.
+  HG_CUDA_CHECK(cudaEventRecord(m.decoded, m.decode_stream));
+  HG_CUDA_CHECK(cudaStreamWaitEvent(nullptr, m.decoded, 0));
   // 4. libjpeg-turbo for the rest, staged in one page-locked buffer and copied up.
   for (size_t i = 0; i < n; ++i)
     if (out.backends[i] == NvjpegBackend::cpu) to_cpu.push_back(i);
