@@ -4,8 +4,7 @@ set -uo pipefail
 source dev/gpu-build.sh
 T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
 el built
-timeout 120 /tmp/b/tests/test_ops --gtest_filter='*Depthwise*:*depthwise*:*dw*:*Conv2d*Cuda*:*Harness*Device*' > $OUT/ops.log 2>&1; grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $OUT/ops.log | head -12
-timeout 60 /tmp/b/tests/test_ops --gtest_filter='*Wtconv*:*WTConv*' > $OUT/wt.log 2>&1; grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $OUT/wt.log | head -5
+timeout 120 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $OUT/ops.log | head -12
 el tests
 for p in bf16 fp32; do timeout 60 /tmp/b/haargrad bench-layer --kernel 5 --precision $p > $OUT/bl-$p.txt 2>&1; grep -iE "dw|C/H|96|192|384|768" $OUT/bl-$p.txt | head -14; done
 el bench-layer
