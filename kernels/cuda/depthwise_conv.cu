@@ -73,17 +73,6 @@ struct Io<float, 4> {
 };
 
 template <>
-struct Io<float, 2> {  // one 8-byte access
-  static __device__ __forceinline__ void load(const float* p, float (&v)[2]) {
-    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
-    v[0] = t.x, v[1] = t.y;
-  }
-  static __device__ __forceinline__ void store(float* p, const float (&v)[2]) {
-    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
-  }
-};
-
-template <>
 struct Io<__nv_bfloat16, 1> {
   // Through the native unsigned-short __ldg: cuda_bf16.hpp's __ldg(const __nv_bfloat16*) is
   // inline asm, which the compiler cannot schedule ahead of use (measured: 3x slower wgrad).
@@ -92,16 +81,6 @@ struct Io<__nv_bfloat16, 1> {
   }
   static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[1]) {
     *p = __float2bfloat16_rn(v[0]);
-  }
-};
-template <>
-struct Io<__nv_bfloat16, 2> {  // 2 bf16 = one 4-byte access, through the native 32-bit __ldg
-  static __device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[2]) {
-    const uint32_t t = __ldg(reinterpret_cast<const unsigned int*>(p));
-    v[0] = __uint_as_float(t << 16), v[1] = __uint_as_float(t & 0xffff0000u);
-  }
-  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[2]) {
-    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(v[0], v[1]);
   }
 };
 template <>
@@ -323,34 +302,37 @@ __global__ void __launch_bounds__(kThreads)
 // ---- stride 1: row streaming (forward, and backward data as a forward conv) --------------------
 // At stride 1 with pad <= K - 1, backward data is the forward conv of gy with the filter rotated by
 // 180 degrees and padding K - 1 - pad (gx[h, w] = sum_{p,q} gy[h + pad - p, w + pad - q] w[p, q]),
-// so one kernel serves both. A thread owns V channels x TW output columns x a strip of TH output
-// rows. It streams the strip's TH + K - 1 input rows top to bottom, loads each row's window
-// (TW + K - 1 pixels) once, and applies all K filter rows to it: input row m of the strip feeds
-// output rows o = m - p (p = 0 .. K-1), whose accumulators live in a ring of K register slots
-// (output row o in slot o % K). After row m, output row m - K + 1 has all K of its rows: it is
-// stored and its slot restarts. The row loop is unrolled by K, so every slot index is a
-// compile-time constant. Each input value is loaded (TH + K - 1) / TH times per strip, where the
-// tile kernel above loads it K times (once per output row); that load traffic and its latency,
-// not the FMAs, limited the tile kernel (13% of the fp32 FMA rate for ConvNeXt-T's 7x7 on the
-// H200). Block (CVB, TY) as the tile kernels; tile = (n * nth + strip) * ntw + column tile.
-template <int TW, int TH>
-struct RowsTile {
-  static constexpr int tw = TW, th = TH;
+// so one kernel serves both. A thread owns ONE channel, TW output columns and a strip of TH
+// output rows, and holds its channel's K x K filter in registers: the inner loop is FMAs on
+// registers only. (The tile kernels above read a filter tap from shared memory per TW x V FMAs:
+// 1 byte per FMA, as much as shared memory delivers per FMA the SM can issue, which capped them
+// at ~15% of the fp32 FMA rate on the H200.) The thread streams the strip's TH + K - 1 input rows
+// top to bottom, loads each row's window (TW + K - 1 pixels) once and applies all K filter rows
+// to it: input row m of the strip feeds output rows o = m - p (p = 0 .. K-1), whose accumulators
+// live in a ring of K register slots (output row o in slot o % K). After row m, output row
+// m - K + 1 has all K of its rows: it is stored and its slot restarts. The row loop is unrolled by
+// K, so every slot index is a compile-time constant. Lanes take consecutive channels (coalesced
+// 2- or 4-byte accesses). Block (CB channels, TY tiles); tile = (n * nth + strip) * ntw + column
+// tile.
+template <int KT>
+struct RowsShape {  // K x (TW + K) + K x K registers (+ addressing) fit the register budget
+  static constexpr int tw = KT >= 7 ? 4 : 8, th = 16;
 };
-using RowsShape = RowsTile<4, 16>;
 
-template <typename T, int V, int KT>
-__global__ void __launch_bounds__(kThreads, 2)  // <= 128 registers: 2 blocks (16 warps) per SM
+constexpr int kRowsThreads = 128;  // 3 blocks (12 warps) per SM at up to 168 registers
+
+template <typename T, int KT>
+__global__ void __launch_bounds__(kRowsThreads, 3)
     rows_kernel(const T* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
                 Dims d, bool flip, T* __restrict__ y) {
-  constexpr int K = KT, TW = RowsShape::tw, TH = RowsShape::th, NW = TW + K - 1;
+  constexpr int K = KT, TW = RowsShape<KT>::tw, TH = RowsShape<KT>::th, NW = TW + K - 1;
   extern __shared__ float4 smem_f4[];
   float* wsm = reinterpret_cast<float*>(smem_f4);
-  const int CB = blockDim.x * V, c0 = blockIdx.y * CB;
+  const int CB = blockDim.x, c0 = blockIdx.y * CB;
   stage_filters<T>(w, d.C, K * K, c0, CB, wsm, flip);
   __syncthreads();
 
-  const int cl = threadIdx.x * V, c = c0 + cl;
+  const int cl = threadIdx.x, c = c0 + cl;
   const int ntw = (d.OW + TW - 1) / TW, nth = (d.OH + TH - 1) / TH;
   const int64_t tile = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   if (c >= d.C || tile >= int64_t(d.N) * nth * ntw) return;
@@ -363,16 +345,17 @@ __global__ void __launch_bounds__(kThreads, 2)  // <= 128 registers: 2 blocks (1
   const T* img = x + int64_t(n) * d.H * d.W * d.C + c;
   T* out = y + (int64_t(n) * d.OH + i0) * d.OW * d.C + c;
 
-  float b[V];
+  float wr[K][K];
 #pragma unroll
-  for (int e = 0; e < V; ++e) b[e] = bias ? bias[c + e] : 0.f;
-  float acc[K][TW][V];
+  for (int p = 0; p < K; ++p)
+#pragma unroll
+    for (int q = 0; q < K; ++q) wr[p][q] = wsm[(p * K + q) * CB + cl];
+  const float b = bias ? bias[c] : 0.f;
+  float acc[K][TW];
 #pragma unroll
   for (int s = 0; s < K; ++s)
 #pragma unroll
-    for (int t = 0; t < TW; ++t)
-#pragma unroll
-      for (int e = 0; e < V; ++e) acc[s][t][e] = b[e];
+    for (int t = 0; t < TW; ++t) acc[s][t] = b;
 
   for (int m0 = 0; m0 < nin; m0 += K) {
 #pragma unroll
@@ -382,22 +365,22 @@ __global__ void __launch_bounds__(kThreads, 2)  // <= 128 registers: 2 blocks (1
       const int ii = i0 - d.pad + m;
       if (ii >= 0 && ii < d.H) {  // a zero-padding row adds nothing
         const T* row = img + int64_t(ii) * d.W * d.C;
-        float win[NW][V];
+        float win[NW];
 #pragma unroll
-        for (int s = 0; s < NW; ++s) load_or_zero<T, V>(row, col0 + s, d.W, d.C, win[s]);
+        for (int s = 0; s < NW; ++s) {
+          float v[1];
+          load_or_zero<T, 1>(row, col0 + s, d.W, d.C, v);
+          win[s] = v[0];
+        }
 #pragma unroll
         for (int p = 0; p < K; ++p) {
           const int o = m - p;
           if (o < 0 || o >= rows) continue;
           const int slot = ((u - p) % K + K) % K;  // = o % K, a constant once unrolled
-          const float* wrow = wsm + p * K * CB + cl;
 #pragma unroll
-          for (int q = 0; q < K; ++q) {
-            float wv[V];
-            load_shared<V>(wrow + q * CB, wv);
+          for (int q = 0; q < K; ++q)
 #pragma unroll
-            for (int t = 0; t < TW; ++t) fma_v<V>(acc[slot][t], wv, win[t + q]);
-          }
+            for (int t = 0; t < TW; ++t) acc[slot][t] = fmaf(wr[p][q], win[t + q], acc[slot][t]);
         }
       }
       const int o = m - (K - 1);  // complete now (o < rows since m < nin)
@@ -405,12 +388,11 @@ __global__ void __launch_bounds__(kThreads, 2)  // <= 128 registers: 2 blocks (1
         const int slot = (u + 1) % K;  // = o % K
         T* orow = out + int64_t(o) * d.OW * d.C;
 #pragma unroll
-        for (int t = 0; t < TW; ++t)
-          if (j0 + t < d.OW) Io<T, V>::store(orow + int64_t(j0 + t) * d.C, acc[slot][t]);
-#pragma unroll
-        for (int t = 0; t < TW; ++t)
-#pragma unroll
-          for (int e = 0; e < V; ++e) acc[slot][t][e] = b[e];
+        for (int t = 0; t < TW; ++t) {
+          const float v[1] = {acc[slot][t]};
+          if (j0 + t < d.OW) Io<T, 1>::store(orow + int64_t(j0 + t) * d.C, v);
+          acc[slot][t] = b;
+        }
       }
     }
   }
@@ -742,11 +724,11 @@ struct TileLaunch {
   dim3 grid, block;
   size_t smem;
 };
-TileLaunch tile_launch(int C, int V, int KK, int64_t tiles) {
+TileLaunch tile_launch(int C, int V, int KK, int64_t tiles, int threads = kThreads) {
   const int cv = C / V;
   int cvb = std::min(cv, 32);
   cvb = std::max(1, std::min(cvb, kSmemFloats / (KK * V)));
-  const int ty = std::max(1, kThreads / cvb);
+  const int ty = std::max(1, threads / cvb);
   const int64_t gx = (tiles + ty - 1) / ty, gy = (cv + cvb - 1) / cvb;
   HG_CHECK(gx <= INT32_MAX && gy <= 65535, "depthwise_conv: grid (", gx, ", ", gy,
            ") too large for C ", C, " and ", tiles, " tiles");
@@ -754,24 +736,21 @@ TileLaunch tile_launch(int C, int V, int KK, int64_t tiles) {
                     sizeof(float) * size_t(KK) * size_t(cvb) * size_t(V)};
 }
 
-/// The row-streaming kernel takes stride 1, K = 3, 5 or 7 (compiled), an even C and pointers
-/// aligned to two channels; the caller checks the stride and (for backward data) the padding.
-bool rows_kernel_fits(int K, int64_t C, const void* a, const void* b, size_t elem) {
-  const auto al = [&](const void* p) { return reinterpret_cast<uintptr_t>(p) % (2 * elem) == 0; };
-  return (K == 3 || K == 5 || K == 7) && C % 2 == 0 && al(a) && al(b);
-}
+/// The row-streaming kernel takes stride 1 and K = 3, 5 or 7 (compiled); the caller checks the
+/// stride and (for backward data) the padding.
+bool rows_kernel_fits(int K) { return K == 3 || K == 5 || K == 7; }
 
 /// Launches rows_kernel with dims d (d.H x d.W in, d.OH x d.OW out, stride 1).
 template <typename D>
 void launch_rows(const Dims& d, const D* in, const float* w, const float* bias, bool flip, D* out) {
-  constexpr int V = 2;
-  const int64_t tiles = int64_t(d.N) * ((d.OH + RowsShape::th - 1) / RowsShape::th) *
-                        ((d.OW + RowsShape::tw - 1) / RowsShape::tw);
-  const TileLaunch l = tile_launch(d.C, V, d.K * d.K, tiles);
   dispatch_k(d.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT > 0) {
-      rows_kernel<D, V, KT><<<l.grid, l.block, l.smem>>>(in, w, bias, d, flip, out);
+      using Shape = RowsShape<KT>;
+      const int64_t tiles = int64_t(d.N) * ((d.OH + Shape::th - 1) / Shape::th) *
+                            ((d.OW + Shape::tw - 1) / Shape::tw);
+      const TileLaunch l = tile_launch(d.C, 1, d.K * d.K, tiles, kRowsThreads);
+      rows_kernel<D, KT><<<l.grid, l.block, l.smem>>>(in, w, bias, d, flip, out);
       HG_CUDA_LAUNCH_CHECK();
     }
   });
@@ -795,7 +774,7 @@ void depthwise_conv_forward(const Conv2dShape& s, const T* x_in, const float* we
   check_supported("depthwise_conv_forward", s);
   if (s.N == 0 || s.C == 0 || s.OH <= 0 || s.OW <= 0) return;
   const Dims d = dims_of(s);
-  if (s.stride == 1 && rows_kernel_fits(d.K, s.C, x, y, sizeof(D)))
+  if (s.stride == 1 && rows_kernel_fits(d.K))
     return launch_rows<D>(d, x, weight, bias, /*flip=*/false, y);
   auto launch = [&](auto vc) {
     constexpr int V = decltype(vc)::value;
@@ -826,7 +805,7 @@ void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y_in, cons
     return;
   }
   const Dims d = dims_of(s);
-  if (s.stride == 1 && s.pad <= s.KH - 1 && rows_kernel_fits(d.K, s.C, grad_y, grad_x, sizeof(D))) {
+  if (s.stride == 1 && s.pad <= s.KH - 1 && rows_kernel_fits(d.K)) {
     // the forward conv of gy (OH x OW) with the rotated filter and padding K - 1 - pad gives H x W
     const Dims t{d.N, d.OH, d.OW, d.C, d.H, d.W, d.K, d.K - 1 - d.pad};
     return launch_rows<D>(t, grad_y, weight, nullptr, /*flip=*/true, grad_x);
