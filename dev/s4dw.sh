@@ -14,3 +14,7 @@ timeout 100 ncu --clock-control none --metrics gpu__time_duration.sum --csv --pa
   /tmp/b/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny --steps 1 --warmup 1 > $OUT/ncu-dw.csv 2>/dev/null
 python3 dev/ncu_sum.py $OUT/ncu-dw.csv 2 2>/dev/null | head -12
 el done
+timeout 120 ncu --clock-control none -k regex:rows_kernel -c 1 --section WarpStateStats --section SchedulerStats --section Occupancy --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+  /tmp/b/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny --steps 1 --warmup 1 > $OUT/ncu-detail.txt 2>&1
+grep -E "Duration|Stall|Warp Cycles|Issued|Eligible|Active Warps|Achieved Occupancy|Theoretical Occ|Executed Ipc|Mem Busy|Max Bandwidth|L1/TEX Hit|L2 Hit|Registers|Block Limit" $OUT/ncu-detail.txt | head -40
+el detail
