@@ -133,16 +133,14 @@ __device__ __forceinline__ void fma_v(float (&acc)[V], const float (&w)[V], cons
 
 /// Copies the filters of channels [c0, c0 + CB) from w (C, K*K) into wsm[tap][CB] (zeros for
 /// channels past C). Global reads are contiguous in the loop index.
-/// With `flip`, tap k takes the filter's tap KK - 1 - k: the filter rotated by 180 degrees (a square
-/// filter's (p, q) -> (K-1-p, K-1-q)), which turns the stride-1 backward data into a forward conv.
 template <typename T>
 __device__ __forceinline__ void stage_filters(const float* __restrict__ w, int C, int KK, int c0,
-                                              int CB, float* wsm, bool flip = false) {
+                                              int CB, float* wsm) {
   const int nthreads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
   const int present = min(CB, C - c0);
   for (int e = tid; e < CB * KK; e += nthreads) {
-    const int cl = e / KK, k = e % KK, src = flip ? KK - 1 - k : k;
-    wsm[k * CB + cl] = cl < present ? filter_value<T>(w[int64_t(c0 + cl) * KK + src]) : 0.f;
+    const int cl = e / KK, k = e % KK;
+    wsm[k * CB + cl] = cl < present ? filter_value<T>(w[int64_t(c0 + cl) * KK + k]) : 0.f;
   }
 }
 
@@ -296,116 +294,6 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = 0; t < TW; ++t) {
     const int col = S * (m0 + t) + par;
     if (col < d.W) Io<T, V>::store(out + int64_t(col) * d.C, acc[t]);
-  }
-}
-
-// ---- stride 1: row streaming (forward, and backward data as a forward conv) --------------------
-// At stride 1 with pad <= K - 1, backward data is the forward conv of gy with the filter rotated by
-// 180 degrees and padding K - 1 - pad (gx[h, w] = sum_{p,q} gy[h + pad - p, w + pad - q] w[p, q]),
-// so one kernel serves both. A thread owns ONE channel, TW output columns and a strip of TH
-// output rows, and holds its channel's K x K filter in registers: the inner loop is FMAs on
-// registers only. (The tile kernels above read a filter tap from shared memory per TW x V FMAs:
-// 1 byte per FMA, as much as shared memory delivers per FMA the SM can issue, which capped them
-// at ~15% of the fp32 FMA rate on the H200.) The thread streams the strip's TH + K - 1 input rows
-// top to bottom, loads each row's window (TW + K - 1 pixels) once and applies all K filter rows
-// to it: input row m of the strip feeds output rows o = m - p (p = 0 .. K-1), whose accumulators
-// live in a ring of K register slots (output row o in slot o % K). After row m, output row
-// m - K + 1 has all K of its rows: it is stored and its slot restarts. The row loop is unrolled by
-// K, so every slot index is a compile-time constant. Lanes take consecutive channels (coalesced
-// 2- or 4-byte accesses). Block (CB channels, TY tiles); tile = (n * nth + strip) * ntw + column
-// tile.
-template <int KT>
-struct RowsShape {  // K x (TW + K) + K x K registers (+ addressing) fit the register budget
-  static constexpr int tw = KT >= 7 ? 4 : 8, th = 16;
-};
-
-constexpr int kRowsThreads = 128;  // 3 blocks (12 warps) per SM at up to 168 registers
-
-template <typename T, int KT>
-__global__ void __launch_bounds__(kRowsThreads, 3)
-    rows_kernel(const T* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-                Dims d, bool flip, T* __restrict__ y) {
-  constexpr int K = KT, TW = RowsShape<KT>::tw, TH = RowsShape<KT>::th, NW = TW + K - 1;
-  extern __shared__ float4 smem_f4[];
-  float* wsm = reinterpret_cast<float*>(smem_f4);
-  const int CB = blockDim.x, c0 = blockIdx.y * CB;
-  stage_filters<T>(w, d.C, K * K, c0, CB, wsm, flip);
-  __syncthreads();
-
-  const int cl = threadIdx.x, c = c0 + cl;
-  const int ntw = (d.OW + TW - 1) / TW, nth = (d.OH + TH - 1) / TH;
-  const int64_t tile = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-  if (c >= d.C || tile >= int64_t(d.N) * nth * ntw) return;
-  const int j0 = int(tile % ntw) * TW;
-  const int64_t rest = tile / ntw;
-  const int i0 = int(rest % nth) * TH, n = int(rest / nth);
-  const int rows = min(TH, d.OH - i0);  // output rows of this strip
-  const int nin = rows + K - 1;         // input rows m: image row i0 - pad + m
-  const int col0 = j0 - d.pad;          // image column of window slot 0
-  const T* img = x + int64_t(n) * d.H * d.W * d.C + c;
-  T* out = y + (int64_t(n) * d.OH + i0) * d.OW * d.C + c;
-
-  float wr[K][K];
-#pragma unroll
-  for (int p = 0; p < K; ++p)
-#pragma unroll
-    for (int q = 0; q < K; ++q) wr[p][q] = wsm[(p * K + q) * CB + cl];
-  const float b = bias ? bias[c] : 0.f;
-  float acc[K][TW];
-#pragma unroll
-  for (int s = 0; s < K; ++s)
-#pragma unroll
-    for (int t = 0; t < TW; ++t) acc[s][t] = b;
-
-  // The window of input row m: zeros outside the image (padding rows and columns).
-  const auto load_window = [&](int m, float (&win)[NW]) {
-    const int ii = i0 - d.pad + m;
-    const bool inside = m < nin && ii >= 0 && ii < d.H;
-    const T* row = img + int64_t(inside ? ii : 0) * d.W * d.C;
-#pragma unroll
-    for (int s = 0; s < NW; ++s) {
-      float v[1];
-      load_or_zero<T, 1>(row, inside ? col0 + s : -1, d.W, d.C, v);
-      win[s] = v[0];
-    }
-  };
-  // The next row's window is loaded before this row's FMAs, so its latency hides behind them
-  // (without it the kernel waited on every row's loads: 15% of the FMA rate).
-  float win[NW];
-  load_window(0, win);
-  for (int m0 = 0; m0 < nin; m0 += K) {
-#pragma unroll
-    for (int u = 0; u < K; ++u) {
-      const int m = m0 + u;
-      if (m >= nin) break;
-      float next[NW];
-      load_window(m + 1, next);
-      {
-#pragma unroll
-        for (int p = 0; p < K; ++p) {
-          const int o = m - p;
-          if (o < 0 || o >= rows) continue;
-          const int slot = ((u - p) % K + K) % K;  // = o % K, a constant once unrolled
-#pragma unroll
-          for (int q = 0; q < K; ++q)
-#pragma unroll
-            for (int t = 0; t < TW; ++t) acc[slot][t] = fmaf(wr[p][q], win[t + q], acc[slot][t]);
-        }
-      }
-#pragma unroll
-      for (int s = 0; s < NW; ++s) win[s] = next[s];
-      const int o = m - (K - 1);  // complete now (o < rows since m < nin)
-      if (o >= 0) {
-        const int slot = (u + 1) % K;  // = o % K
-        T* orow = out + int64_t(o) * d.OW * d.C;
-#pragma unroll
-        for (int t = 0; t < TW; ++t) {
-          const float v[1] = {acc[slot][t]};
-          if (j0 + t < d.OW) Io<T, 1>::store(orow + int64_t(j0 + t) * d.C, v);
-          acc[slot][t] = b;
-        }
-      }
-    }
   }
 }
 
@@ -735,36 +623,16 @@ struct TileLaunch {
   dim3 grid, block;
   size_t smem;
 };
-TileLaunch tile_launch(int C, int V, int KK, int64_t tiles, int threads = kThreads) {
+TileLaunch tile_launch(int C, int V, int KK, int64_t tiles) {
   const int cv = C / V;
   int cvb = std::min(cv, 32);
   cvb = std::max(1, std::min(cvb, kSmemFloats / (KK * V)));
-  const int ty = std::max(1, threads / cvb);
+  const int ty = std::max(1, kThreads / cvb);
   const int64_t gx = (tiles + ty - 1) / ty, gy = (cv + cvb - 1) / cvb;
   HG_CHECK(gx <= INT32_MAX && gy <= 65535, "depthwise_conv: grid (", gx, ", ", gy,
            ") too large for C ", C, " and ", tiles, " tiles");
   return TileLaunch{dim3(unsigned(gx), unsigned(gy)), dim3(unsigned(cvb), unsigned(ty)),
                     sizeof(float) * size_t(KK) * size_t(cvb) * size_t(V)};
-}
-
-/// The row-streaming kernel takes stride 1 and K = 3, 5 or 7 (compiled); the caller checks the
-/// stride and (for backward data) the padding.
-bool rows_kernel_fits(int K) { return K == 3 || K == 5 || K == 7; }
-
-/// Launches rows_kernel with dims d (d.H x d.W in, d.OH x d.OW out, stride 1).
-template <typename D>
-void launch_rows(const Dims& d, const D* in, const float* w, const float* bias, bool flip, D* out) {
-  dispatch_k(d.K, [&](auto kt) {
-    constexpr int KT = decltype(kt)::value;
-    if constexpr (KT > 0) {
-      using Shape = RowsShape<KT>;
-      const int64_t tiles = int64_t(d.N) * ((d.OH + Shape::th - 1) / Shape::th) *
-                            ((d.OW + Shape::tw - 1) / Shape::tw);
-      const TileLaunch l = tile_launch(d.C, 1, d.K * d.K, tiles, kRowsThreads);
-      rows_kernel<D, KT><<<l.grid, l.block, l.smem>>>(in, w, bias, d, flip, out);
-      HG_CUDA_LAUNCH_CHECK();
-    }
-  });
 }
 
 }  // namespace
@@ -785,8 +653,6 @@ void depthwise_conv_forward(const Conv2dShape& s, const T* x_in, const float* we
   check_supported("depthwise_conv_forward", s);
   if (s.N == 0 || s.C == 0 || s.OH <= 0 || s.OW <= 0) return;
   const Dims d = dims_of(s);
-  if (s.stride == 1 && rows_kernel_fits(d.K))
-    return launch_rows<D>(d, x, weight, bias, /*flip=*/false, y);
   auto launch = [&](auto vc) {
     constexpr int V = decltype(vc)::value;
     dispatch_k(d.K, [&](auto kt) {
@@ -816,11 +682,6 @@ void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y_in, cons
     return;
   }
   const Dims d = dims_of(s);
-  if (s.stride == 1 && s.pad <= s.KH - 1 && rows_kernel_fits(d.K)) {
-    // the forward conv of gy (OH x OW) with the rotated filter and padding K - 1 - pad gives H x W
-    const Dims t{d.N, d.OH, d.OW, d.C, d.H, d.W, d.K, d.K - 1 - d.pad};
-    return launch_rows<D>(t, grad_y, weight, nullptr, /*flip=*/true, grad_x);
-  }
   auto launch = [&](auto vc) {
     constexpr int V = decltype(vc)::value;
     dispatch_k(d.K, [&](auto kt) {
