@@ -32,6 +32,9 @@ void accumulate(GradSlot& slot, const Tensor& g) {
     } else {
       slot.grad = g;
     }
+  } else if (slot.is_leaf && slot.stale) {  // zero_grad left the buffer: overwrite it
+    slot.grad.copy_(g);
+    slot.stale = false;
   } else if (slot.is_leaf) {
     ops::add_(slot.grad, g);
   } else {

@@ -46,6 +46,11 @@ namespace hg::autograd {
 struct GradSlot {
   Tensor grad;         ///< accumulated gradient (undefined until reached)
   bool is_leaf = true; ///< leaves keep their gradient after backward; non-leaves free it
+  /// Leaves only: `grad` keeps its buffer but holds no gradient yet (Tensor::zero_grad marks it
+  /// instead of filling zeros): the next accumulation overwrites the buffer instead of adding to
+  /// it, and Tensor::grad() zero-fills it first if it is read before. Saves a fill and an add
+  /// kernel per parameter per step.
+  bool stale = false;
   /// Leaves only: called by backward() as soon as this leaf's gradient is final for that call,
   /// i.e. right after the last tape entry that takes the leaf as an input has run (not called for a
   /// leaf that no entry takes). Data-parallel training starts reducing a gradient bucket here,

@@ -517,16 +517,26 @@ Tensor& Tensor::requires_grad_(bool on) {
 bool Tensor::is_leaf() const { return !impl_ || !impl_->slot || impl_->slot->is_leaf; }
 
 Tensor Tensor::grad() const {
-  return impl_ && impl_->slot ? impl_->slot->grad : Tensor();
+  if (!impl_ || !impl_->slot) return Tensor();
+  autograd::GradSlot& slot = *impl_->slot;
+  if (slot.stale) {  // zeroed but not reached since: the zeros are written now
+    slot.grad.fill_(0.0);
+    slot.stale = false;
+  }
+  return slot.grad;
 }
 
 void Tensor::zero_grad() const {
-  if (impl_ && impl_->slot && impl_->slot->grad.defined()) impl_->slot->grad.fill_(0.0);
+  if (impl_ && impl_->slot && impl_->slot->grad.defined()) impl_->slot->stale = true;
 }
 
 void Tensor::clear_grad() const {
-  if (impl_ && impl_->slot) impl_->slot->grad = Tensor();
+  if (impl_ && impl_->slot) {
+    impl_->slot->grad = Tensor();
+    impl_->slot->stale = false;
+  }
 }
+
 
 std::shared_ptr<autograd::GradSlot> Tensor::grad_slot() const { return impl_ ? impl_->slot : nullptr; }
 

@@ -96,7 +96,9 @@ class Tensor {
   bool is_leaf() const;
   /// The accumulated gradient (undefined until backward reached this tensor).
   Tensor grad() const;
-  /// Sets the gradient to zero in place (keeps its memory, so steady state does not allocate).
+  /// Sets the gradient to zero, keeping its memory (steady state does not allocate). Lazily: the
+  /// buffer is marked, the next backward overwrites it, and grad() fills zeros only if it is read
+  /// before any backward reached the tensor (no kernel per parameter in a training step).
   void zero_grad() const;
   /// Drops the gradient (set_to_none).
   void clear_grad() const;

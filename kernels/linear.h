@@ -50,6 +50,12 @@ void linear_backward_input(int64_t M, int64_t in, int64_t out, const T* grad_y, 
 template <typename T>
 void linear_backward_weight(int64_t M, int64_t in, int64_t out, const T* x, const T* grad_y,
                             T* grad_weight);
+/// Both parameter gradients: grad_weight (out, in) and grad_bias (out) = the column sums of grad_y,
+/// computed by the weight-gradient GEMM's epilogue while it reads grad_y (cuBLASLt BGRADB) where
+/// cuBLASLt offers it, else by bias_grad_rows. Deterministic either way.
+template <typename T>
+void linear_backward_weight_bias(int64_t M, int64_t in, int64_t out, const T* x, const T* grad_y,
+                                 T* grad_weight, T* grad_bias);
 /// y[m, c] += bias[c]. (B, T) = (float, float), (bf16, bf16) or (float, bf16): an f32 bias on
 /// bf16 activations (convolutions keep their f32 parameters).
 template <typename B, typename T>

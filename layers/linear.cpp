@@ -1,6 +1,9 @@
 // linear op (checks, CPU / CUDA dispatch, backward) and the Linear module.
 #include "layers/linear.h"
 
+#include <tuple>
+#include <utility>
+
 #include "core/autograd.h"
 #include "core/memory.h"
 #include "layers/dispatch.h"
@@ -83,6 +86,23 @@ Tensor grad_bias(const LinearSizes& z, const Tensor& gy) {
   return gb;
 }
 
+/// The weight gradient and, when `want_bias`, the bias gradient. On the GPU both come from one
+/// GEMM (its epilogue sums grad_y's columns while reading it); elsewhere from the two kernels.
+std::pair<Tensor, Tensor> grad_weight_bias(const LinearSizes& z, const Tensor& x, const Tensor& gy,
+                                           bool want_bias) {
+  if (!want_bias || gy.device() != Device::cuda) {
+    return {grad_weight(z, x, gy), want_bias ? grad_bias(z, gy) : Tensor()};
+  }
+  Tensor gw = Tensor::empty({z.out, z.in}, gy.dtype(), gy.device());
+  Tensor gb = Tensor::empty({z.out}, gy.dtype(), gy.device());
+  HG_DISPATCH_CUDA(gy.dtype(), "linear backward", [&] {
+    kernels::cuda::linear_backward_weight_bias(z.M, z.in, z.out, x.data<scalar_t>(),
+                                               gy.data<scalar_t>(), gw.data<scalar_t>(),
+                                               gb.data<scalar_t>());
+  });
+  return {gw, gb};
+}
+
 }  // namespace
 
 Tensor linear(const Tensor& x_in, const Tensor& w_param, const Tensor& b_param) {
@@ -114,9 +134,10 @@ Tensor linear(const Tensor& x_in, const Tensor& w_param, const Tensor& b_param) 
   autograd::record(
       "linear", {x_in, w_in, b_in}, {y}, [z, saved_x, saved_w, xshape](autograd::Backward& g) {
         Tensor gy = g.grad_output(0).contiguous();
-        return std::vector<Tensor>{g.needs_grad(0) ? grad_input(z, gy, saved_w, xshape) : Tensor(),
-                                   g.needs_grad(1) ? grad_weight(z, saved_x, gy) : Tensor(),
-                                   g.needs_grad(2) ? grad_bias(z, gy) : Tensor()};
+        Tensor gx = g.needs_grad(0) ? grad_input(z, gy, saved_w, xshape) : Tensor(), gw, gb;
+        if (g.needs_grad(1)) std::tie(gw, gb) = grad_weight_bias(z, saved_x, gy, g.needs_grad(2));
+        else if (g.needs_grad(2)) gb = grad_bias(z, gy);
+        return std::vector<Tensor>{gx, gw, gb};
       });
   return y;
 }
@@ -186,9 +207,9 @@ Tensor gelu_linear(const Tensor& h_in, const Tensor& w_param, const Tensor& b_pa
         });
       }
       memory::CategoryScope grads(Category::activations);
-      if (gr.needs_grad(1)) gw = grad_weight(z, g, gy);
+      if (gr.needs_grad(1)) std::tie(gw, gb) = grad_weight_bias(z, g, gy, gr.needs_grad(2));
     }
-    if (gr.needs_grad(2)) gb = grad_bias(z, gy);
+    if (gr.needs_grad(2) && !gb.defined()) gb = grad_bias(z, gy);
     return std::vector<Tensor>{gr.needs_grad(0) ? gh : Tensor(), gw, gb};
   });
   return y;

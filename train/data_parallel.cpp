@@ -128,6 +128,8 @@ void DataParallel::launch_ready_buckets(bool all) {
   while (next_launch_ < buckets_->size() && (all || pending_[next_launch_] == 0)) {
     const size_t b = next_launch_++;
     GradBucket& bucket = (*buckets_)[b];
+    // a parameter that no entry reached since zero_grad holds a stale buffer: grad() zero-fills it
+    for (const BucketEntry& e : bucket.entries) (void)params_[e.param].grad();
     const std::string what = str(zero_ ? "reduce-scatter" : "all-reduce", " of gradient bucket ", b, " (",
                                  bucket.entries.size(), " parameters)");
     works_[b] = zero_ ? dist::reduce_scatter(bucket.flat, dist::Reduce::avg, what)

@@ -50,8 +50,9 @@ void attach_bucket_grads(std::vector<GradBucket>& buckets, const std::vector<Ten
       auto slot = p.grad_slot();
       HG_CHECK(slot != nullptr, "attach_bucket_grads: parameter ", e.param, " ", p.describe(),
                " does not require grad");
-      if (slot->grad.defined()) view.copy_(slot->grad);
+      if (slot->grad.defined() && !slot->stale) view.copy_(slot->grad);
       slot->grad = view;
+      slot->stale = false;  // the new buffer holds zeros or the copied gradient
     }
   }
 }

@@ -42,6 +42,7 @@ uint32_t alignment(const void* p) {
 }
 
 struct Key {
+  cublasLtEpilogue_t epilogue;  // BIAS or BGRADB
   bool ta, tb, bf16, tf32;
   int64_t M, N, K;
   uint32_t align_a, align_b, align_c, align_bias;
@@ -69,7 +70,7 @@ Plan make_plan(const Key& k) {
   const cublasOperation_t op_second = k.ta ? CUBLAS_OP_T : CUBLAS_OP_N;  // our A
   set_desc(p.op, CUBLASLT_MATMUL_DESC_TRANSA, op_first);
   set_desc(p.op, CUBLASLT_MATMUL_DESC_TRANSB, op_second);
-  set_desc(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
+  set_desc(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, k.epilogue);
   // column-major stored shapes: B is (N, K) with ld N, or (K, N) with ld K when transposed;
   // A is (K, M) with ld K, or (M, K) with ld M when transposed; C^T is (N, M) with ld N
   const uint64_t M = uint64_t(k.M), N = uint64_t(k.N), K = uint64_t(k.K);
@@ -99,22 +100,23 @@ Plan make_plan(const Key& k) {
   return p;
 }
 
-}  // namespace
-
+/// Runs C = op(A) op(B) with the epilogue of `epilogue`, whose vector (bias in, or bias gradient
+/// out) is `vec`; false when cuBLASLt has no algorithm for it.
 template <typename T>
-bool gemm_bias(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
-               const T* bias, T* C) {
+bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                  const T* A, const T* B, const void* vec, T* C) {
   if (M == 0 || N == 0 || K == 0) return false;
-  // the bias pointer's alignment is not a heuristic input; cuBLASLt needs the element size
-  if (reinterpret_cast<uintptr_t>(bias) % 16 != 0) return false;
-  const Key key{ta, tb, std::is_same_v<T, hg::bf16>, std::is_same_v<T, float> && hg::cuda::allow_tf32(),
-                M, N, K, alignment(A), alignment(B), alignment(C), 16};
+  // the vector's alignment is not a heuristic input; cuBLASLt needs the element size
+  if (reinterpret_cast<uintptr_t>(vec) % 16 != 0) return false;
+  const Key key{epilogue, ta, tb, std::is_same_v<T, hg::bf16>,
+                std::is_same_v<T, float> && hg::cuda::allow_tf32(), M, N, K, alignment(A), alignment(B),
+                alignment(C), 16};
   static std::map<Key, Plan> plans;  // kept for the process: a run has few shapes
   auto it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
   const Plan& p = it->second;
   if (!p.ok) return false;
-  set_desc(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(bias));
+  set_desc(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, vec);
   const std::shared_ptr<void> ws = scratch(kWorkspaceBytes);
   const float alpha = 1.0f, beta = 0.0f;
   HG_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), p.op, &alpha, B, p.first, A, p.second, &beta, C, p.out, C,
@@ -122,9 +124,29 @@ bool gemm_bias(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, co
   return true;
 }
 
+}  // namespace
+
+template <typename T>
+bool gemm_bias(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
+               const T* bias, T* C) {
+  return run_epilogue<T>(CUBLASLT_EPILOGUE_BIAS, ta, tb, M, N, K, A, B, bias, C);
+}
+
+// C (M, N) = A^T B. In cuBLASLt's column-major terms D (N, M) = B^T-view x A-view, its second
+// operand is our A, and BGRADB reduces that operand over k: the bias gradient has D's column
+// count, M.
+template <typename T>
+bool gemm_bias_grad(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C, T* grad_bias) {
+  return run_epilogue<T>(CUBLASLT_EPILOGUE_BGRADB, true, false, M, N, K, A, B, grad_bias, C);
+}
+
 template bool gemm_bias<float>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*,
                                const float*, float*);
 template bool gemm_bias<hg::bf16>(bool, bool, int64_t, int64_t, int64_t, const hg::bf16*,
                                   const hg::bf16*, const hg::bf16*, hg::bf16*);
+template bool gemm_bias_grad<float>(int64_t, int64_t, int64_t, const float*, const float*, float*,
+                                    float*);
+template bool gemm_bias_grad<hg::bf16>(int64_t, int64_t, int64_t, const hg::bf16*, const hg::bf16*,
+                                       hg::bf16*, hg::bf16*);
 
 }  // namespace hg::kernels::cuda

@@ -102,7 +102,18 @@ void linear_backward_weight(int64_t M, int64_t in, int64_t out, const T* x, cons
   gemm<T>(true, false, out, in, M, 1.0f, gy, x, 0.0f, gw);  // gw = gy^T x
 }
 
+template <typename T>
+void linear_backward_weight_bias(int64_t M, int64_t in, int64_t out, const T* x, const T* gy, T* gw,
+                                 T* gb) {
+  if (out == 0) return;
+  if (gemm_bias_grad<T>(out, in, M, gy, x, gw, gb)) return;  // gw = gy^T x, gb = column sums of gy
+  linear_backward_weight(M, in, out, x, gy, gw);
+  bias_grad_rows(M, out, gy, gb);
+}
+
 #define HG_INSTANTIATE(T)                                                                       \
+  template void linear_backward_weight_bias<T>(int64_t, int64_t, int64_t, const T*, const T*, T*,  \
+                                               T*);                                              \
   template void add_bias_rows<T, T>(int64_t, int64_t, const T*, T*);                             \
   template void bias_grad_rows<T, T>(int64_t, int64_t, const T*, T*);                            \
   template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);  \

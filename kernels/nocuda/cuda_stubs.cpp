@@ -43,6 +43,10 @@ template <typename T>
 void linear_backward_input(int64_t, int64_t, int64_t, const T*, const T*, T*) { HG_STUB(linear_backward_input); }
 template <typename T>
 void linear_backward_weight(int64_t, int64_t, int64_t, const T*, const T*, T*) { HG_STUB(linear_backward_weight); }
+template <typename T>
+void linear_backward_weight_bias(int64_t, int64_t, int64_t, const T*, const T*, T*, T*) {
+  HG_STUB(linear_backward_weight_bias);
+}
 template <typename T, typename G>
 void bias_grad_rows(int64_t, int64_t, const T*, G*) { HG_STUB(bias_grad_rows); }
 template <typename T>
@@ -98,6 +102,7 @@ void conv2d_clear_algorithm_cache() {}  // no cuDNN plans exist
   template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);  \
   template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);     \
   template void linear_backward_weight<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);    \
+  template void linear_backward_weight_bias<T>(int64_t, int64_t, int64_t, const T*, const T*, T*, T*); \
   template void bias_grad_rows<T, T>(int64_t, int64_t, const T*, T*);                            \
   template void layernorm_forward<T>(const T*, const float*, const float*, T*, float*, float*,   \
                                      int64_t, int64_t, float);                                   \

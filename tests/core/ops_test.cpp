@@ -94,6 +94,29 @@ TEST(Autograd, ParameterGradientsAccumulateAndActivationGradsAreFreed) {
   EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{0, 0, 0}));
 }
 
+// zero_grad marks the buffer instead of filling it: the next backward overwrites the old values
+// (it must not add to them), a second backward adds, the buffer is the same memory throughout,
+// and a parameter that no backward reached reads as zeros.
+TEST(Autograd, ZeroGradIsLazyAndTheNextBackwardOverwrites) {
+  Tensor w = param({3}, 51), unused = param({2}, 52);
+  Tensor x = test::random({3}, 53);
+  autograd::backward(ops::sum_all(ops::mul(ops::mul(w, x), x)));
+  autograd::backward(ops::sum_all(ops::add(ops::mul(unused, unused), unused)));
+  const void* buffer = w.grad().data_ptr();
+  ASSERT_NE(unused.grad().to_vector<double>(), (std::vector<double>{0, 0}));
+  w.zero_grad();
+  unused.zero_grad();
+  autograd::backward(ops::sum_all(ops::mul(w, x)));  // overwrites: x, not x^2 + x
+  const std::vector<double> xv = x.to_vector<double>();
+  std::vector<double> g = w.grad().to_vector<double>();
+  for (size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(g[i], xv[i]);
+  autograd::backward(ops::sum_all(ops::mul(w, x)));  // then accumulates
+  g = w.grad().to_vector<double>();
+  for (size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(g[i], 2 * xv[i]);
+  EXPECT_EQ(w.grad().data_ptr(), buffer);
+  EXPECT_EQ(unused.grad().to_vector<double>(), (std::vector<double>{0, 0}));
+}
+
 TEST(Autograd, NoGradRecordsNothing) {
   Tensor w = param({3}, 41);
   autograd::NoGradGuard ng;

@@ -59,10 +59,15 @@ TEST(GradBuckets, GradientsAccumulateIntoTheBucketViews) {
   for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(flat[static_cast<size_t>(i)], 8.0) << "db = 4 rows x 2 calls";
   for (int i = 3; i < 9; ++i) EXPECT_DOUBLE_EQ(flat[static_cast<size_t>(i)], 8.0) << "dw = 4 x 1 x 2 calls";
   EXPECT_EQ(flat[9], 0.0);
-  // zero_grad keeps the views
+  // zero_grad keeps the views; it is lazy: the next backward overwrites them (4, not 8 + 4) ...
   w.zero_grad();
   b.zero_grad();
-  for (double v : buckets[0].flat.to_vector<double>()) EXPECT_EQ(v, 0.0);
+  autograd::backward(ops::sum_all(ops::matmul(x, w)));
+  const auto after = buckets[0].flat.to_vector<double>();
+  for (int i = 3; i < 9; ++i) EXPECT_DOUBLE_EQ(after[static_cast<size_t>(i)], 4.0) << "dw of one call";
+  // ... and a view that no backward reached reads as zeros (grad() writes them)
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(buckets[0].flat.to_vector<double>()[static_cast<size_t>(i)], 0.0);
   EXPECT_EQ(w.grad().data_ptr(), static_cast<char*>(buckets[0].flat.data_ptr()) + 3 * sizeof(double));
 }
 
