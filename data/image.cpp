@@ -68,7 +68,8 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!f) throw CorruptImage(path, "cannot open the file");
   // Straight into a vector sized from fstat (one read, no stdio buffer copy, no regrowth); one byte
-  // more, so that the read that fills it also finds the end; grown if the file is longer than it said.
+  // more, so that the read that fills it also finds the end; grown if the file is longer than it
+  // said.
   std::setvbuf(f.get(), nullptr, _IONBF, 0);
   struct stat st {};
   const bool sized = fstat(fileno(f.get()), &st) == 0 && st.st_size > 0;

@@ -73,7 +73,8 @@ MixDraw Mixup::draw(int64_t H, int64_t W, Generator& gen) const {
 namespace {
 
 bool same_draw(const MixDraw& a, const MixDraw& b) {
-  return a.lam == b.lam && a.cutmix == b.cutmix && a.y0 == b.y0 && a.y1 == b.y1 && a.x0 == b.x0 && a.x1 == b.x1;
+  return a.lam == b.lam && a.cutmix == b.cutmix && a.y0 == b.y0 && a.y1 == b.y1 && a.x0 == b.x0 &&
+         a.x1 == b.x1;
 }
 
 // x = its draw's mix of x and `other` (the partner's unmixed image), per floats.
@@ -123,7 +124,8 @@ std::vector<MixDraw> Mixup::apply(float* images, int64_t N, int64_t H, int64_t W
         if (da.lam == 1.0) continue;
         if (da.cutmix) {
           for (int64_t y = da.y0; y < da.y1; ++y)
-            std::swap_ranges(a + (y * W + da.x0) * C, a + (y * W + da.x1) * C, b + (y * W + da.x0) * C);
+            std::swap_ranges(a + (y * W + da.x0) * C, a + (y * W + da.x1) * C,
+                             b + (y * W + da.x0) * C);
         } else {
           const auto lam = static_cast<float>(da.lam);
           for (int64_t k = 0; k < per; ++k) {

@@ -11,10 +11,10 @@ namespace hg::data {
 namespace {
 
 // Filter taps of one output axis. Output i reads input pixels first[i] .. first[i] + count[i] - 1
-// with weights w[i * K ..], K = the largest count; the weights past count[i] are 0. The vertical pass
-// uses count[i] taps; the horizontal pass runs all K so that every output pixel takes the same loop.
-// Adding 0 * v (v finite) to a float sum leaves its value unchanged, so the padded sums equal the
-// unpadded ones. Flat arrays: no allocation per output pixel.
+// with weights w[i * K ..], K = the largest count; the weights past count[i] are 0. The vertical
+// pass uses count[i] taps; the horizontal pass runs all K so that every output pixel takes the same
+// loop. Adding 0 * v (v finite) to a float sum leaves its value unchanged, so the padded sums equal
+// the unpadded ones. Flat arrays: no allocation per output pixel.
 struct Taps {
   int64_t K = 0;
   std::vector<int64_t> first, count;
@@ -37,7 +37,8 @@ Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len, Interp
   const double stretch = std::max(scale, 1.0);  // shrinking widens the filter: every input counts
   const double support = support_of(interp) * stretch;
   // At most 2 * support + 1 taps each (plus one for rounding): the row stride of w.
-  const int64_t max_taps = interp == Interp::nearest ? 1 : static_cast<int64_t>(std::ceil(2 * support)) + 2;
+  const int64_t max_taps =
+      interp == Interp::nearest ? 1 : static_cast<int64_t>(std::ceil(2 * support)) + 2;
   Taps t;
   t.first.resize(static_cast<size_t>(out_len));
   t.count.resize(static_cast<size_t>(out_len));
@@ -70,7 +71,8 @@ Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len, Interp
       count = 1;
       sum = 1;
     }
-    HG_CHECK(count <= max_taps, "resample: ", count, " taps for output ", i, ", room for ", max_taps);
+    HG_CHECK(count <= max_taps, "resample: ", count, " taps for output ", i, ", room for ",
+             max_taps);
     t.first[size_t(i)] = lo;
     t.count[size_t(i)] = count;
     t.K = std::max(t.K, count);
@@ -93,11 +95,11 @@ Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len, Interp
 #endif
 
 // The vertical pass of one output row: r[j] = sum over k of w[k] * rows[k][j], k = 0 .. n - 1 in
-// order, for j in [0, span). Taps are taken G at a time (r read and written once per group, not once
-// per tap); within a group each value is still (((r + w0 a0) + w1 a1) + ...), the plain order.
+// order, for j in [0, span). Taps are taken G at a time (r read and written once per group, not
+// once per tap); within a group each value is still (((r + w0 a0) + w1 a1) + ...), the plain order.
 template <int G, bool First>
-[[gnu::always_inline]] inline void vertical_group(const uint8_t* const* rows, const float* w, float* __restrict r,
-                                                  int64_t span) {
+[[gnu::always_inline]] inline void vertical_group(const uint8_t* const* rows, const float* w,
+                                                  float* __restrict r, int64_t span) {
   const uint8_t* __restrict a[G];
   float wk[G];
   for (int k = 0; k < G; ++k) {
@@ -113,14 +115,17 @@ template <int G, bool First>
 }
 
 template <int G>
-[[gnu::always_inline]] inline void vertical_group(const uint8_t* const* rows, const float* w, bool first, float* r,
-                                                  int64_t span) {
-  if (first) vertical_group<G, true>(rows, w, r, span);
-  else vertical_group<G, false>(rows, w, r, span);
+[[gnu::always_inline]] inline void vertical_group(const uint8_t* const* rows, const float* w,
+                                                  bool first, float* r, int64_t span) {
+  if (first)
+    vertical_group<G, true>(rows, w, r, span);
+  else
+    vertical_group<G, false>(rows, w, r, span);
 }
 
-HG_RESAMPLE_CLONES __attribute__((noinline)) void vertical_row(const uint8_t* const* rows, const float* w, int64_t n,
-                                                               float* r, int64_t span) {
+HG_RESAMPLE_CLONES __attribute__((noinline)) void vertical_row(const uint8_t* const* rows,
+                                                               const float* w, int64_t n, float* r,
+                                                               int64_t span) {
   int64_t k = 0;
   for (; k + 4 <= n; k += 4) vertical_group<4>(rows + k, w + k, k == 0, r, span);
   switch (n - k) {
@@ -131,19 +136,20 @@ HG_RESAMPLE_CLONES __attribute__((noinline)) void vertical_row(const uint8_t* co
   }
 }
 
-// The horizontal pass of one output row, 3 channels: each tap adds w * (R, G, B, next R) to a 4-lane
-// sum (GCC's vector extension: SSE on x86, NEON on ARM), the 4th lane unused; the same per-channel
-// sums, in the same order, as one accumulator per channel. Four output pixels at a time, so that
-// four independent sums hide the add latency. `r` has 1 + 3 K readable floats past the last tap any
-// output uses (zeros).
+// The horizontal pass of one output row, 3 channels: each tap adds w * (R, G, B, next R) to a
+// 4-lane sum (GCC's vector extension: SSE on x86, NEON on ARM), the 4th lane unused; the same
+// per-channel sums, in the same order, as one accumulator per channel. Four output pixels at a
+// time, so that four independent sums hide the add latency. `r` has 1 + 3 K readable floats past
+// the last tap any output uses (zeros).
 using Float4 = float __attribute__((vector_size(16)));
 inline Float4 load4(const float* p) {
   Float4 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-HG_RESAMPLE_CLONES __attribute__((noinline)) void horizontal_row3(const float* r, const Taps& tx, int64_t x0,
-                                                                  int64_t out_w, bool flip, float* orow) {
+HG_RESAMPLE_CLONES __attribute__((noinline)) void horizontal_row3(const float* r, const Taps& tx,
+                                                                  int64_t x0, int64_t out_w,
+                                                                  bool flip, float* orow) {
   const int64_t K = tx.K;
   auto store = [&](int64_t ox, Float4 acc) {
     float* o = orow + (flip ? out_w - 1 - ox : ox) * 3;
@@ -180,7 +186,8 @@ HG_RESAMPLE_CLONES __attribute__((noinline)) void horizontal_row3(const float* r
 }
 
 // Any channel count: one accumulator per channel.
-void horizontal_row(const float* r, const Taps& tx, int64_t x0, int64_t out_w, bool flip, int64_t C, float* orow) {
+void horizontal_row(const float* r, const Taps& tx, int64_t x0, int64_t out_w, bool flip, int64_t C,
+                    float* orow) {
   const int64_t K = tx.K;
   for (int64_t ox = 0; ox < out_w; ++ox) {
     const float* wx = tx.w.data() + ox * K;
@@ -213,8 +220,9 @@ void resample(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w
            "x", src.width, "x", src.channels);
   HG_CHECK(out_h > 0 && out_w > 0 && box.w > 0 && box.h > 0, "resample: bad box ", box.w, "x", box.h,
            " or output ", out_h, "x", out_w);
-  HG_CHECK(src.pixels.size() == static_cast<size_t>(src.height * src.width * src.channels), "resample: image holds ",
-           src.pixels.size(), " bytes, expected ", src.height, "x", src.width, "x", src.channels);
+  HG_CHECK(src.pixels.size() == static_cast<size_t>(src.height * src.width * src.channels),
+           "resample: image holds ", src.pixels.size(), " bytes, expected ", src.height, "x",
+           src.width, "x", src.channels);
   const int64_t C = src.channels;
   const Taps tx = axis_taps(box.x, box.w, src.width, out_w, interp),
              ty = axis_taps(box.y, box.h, src.height, out_h, interp);
@@ -226,17 +234,20 @@ void resample(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w
   }
   const int64_t span = (x1 - x0) * C;
   // Vertical pass first, one output row at a time: a weighted sum of whole input rows over the
-  // columns in use (contiguous, so the compiler vectorises it); then the horizontal pass on that row.
-  // The row's zero tail is what the horizontal pass's padded taps (and its 4th lane) read.
+  // columns in use (contiguous, so the compiler vectorises it); then the horizontal pass on that
+  // row. The row's zero tail is what the horizontal pass's padded taps (and its 4th lane) read.
   std::vector<float> row(static_cast<size_t>(span + (tx.K + 1) * C + 1), 0.0f);
   std::vector<const uint8_t*> rows(static_cast<size_t>(ty.K));
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const int64_t fy = ty.first[size_t(oy)], ny = ty.count[size_t(oy)];
-    for (int64_t k = 0; k < ny; ++k) rows[size_t(k)] = src.pixels.data() + ((fy + k) * src.width + x0) * C;
+    for (int64_t k = 0; k < ny; ++k)
+      rows[size_t(k)] = src.pixels.data() + ((fy + k) * src.width + x0) * C;
     vertical_row(rows.data(), ty.w.data() + oy * ty.K, ny, row.data(), span);
     float* orow = out + oy * out_w * C;
-    if (C == 3) horizontal_row3(row.data(), tx, x0, out_w, flip, orow);
-    else horizontal_row(row.data(), tx, x0, out_w, flip, C, orow);
+    if (C == 3)
+      horizontal_row3(row.data(), tx, x0, out_w, flip, orow);
+    else
+      horizontal_row(row.data(), tx, x0, out_w, flip, C, orow);
   }
 }
 

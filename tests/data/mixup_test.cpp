@@ -151,8 +151,10 @@ TEST(Mixup, EveryModeMixesEachImageWithItsUnmixedPartner) {
           float want = own[k];
           if (d.cutmix && y >= d.y0 && y < d.y1 && xx >= d.x0 && xx < d.x1) want = other[k];
           if (!d.cutmix && d.lam < 1.0)
-            want = own[k] * static_cast<float>(d.lam) + other[k] * (1.0f - static_cast<float>(d.lam));
-          ASSERT_EQ(x[size_t(i * per + k)], want) << mode << " seed " << seed << " image " << i << " value " << k;
+            want =
+                own[k] * static_cast<float>(d.lam) + other[k] * (1.0f - static_cast<float>(d.lam));
+          ASSERT_EQ(x[size_t(i * per + k)], want)
+              << mode << " seed " << seed << " image " << i << " value " << k;
         }
       }
     }

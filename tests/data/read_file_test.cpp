@@ -1,5 +1,5 @@
-// read_file_bytes: every byte of files of assorted sizes (empty, one byte, around the old 64 KiB read
-// block, larger than a JPEG usually is), and a clear error for a missing file.
+// read_file_bytes: every byte of files of assorted sizes (empty, one byte, around the old 64 KiB
+// read block, larger than a JPEG usually is), and a clear error for a missing file.
 #include <gtest/gtest.h>
 
 #include "core/random.h"
@@ -11,7 +11,8 @@ using namespace hg::data;
 TEST(ReadFileBytes, EveryByteOfAnySize) {
   hg::test::TempDir dir;
   hg::Generator g(3);
-  for (size_t size : {size_t(0), size_t(1), size_t(65535), size_t(65536), size_t(65537), size_t(300001)}) {
+  for (size_t size :
+       {size_t(0), size_t(1), size_t(65535), size_t(65536), size_t(65537), size_t(300001)}) {
     std::string data(size, '\0');
     for (char& c : data) c = static_cast<char>(g.randint(256));
     const std::string path = dir / ("f" + std::to_string(size) + ".bin");

@@ -39,7 +39,9 @@ Tap tap_of(double start, double len, int64_t in_len, int64_t out_len, Interp int
   Tap t;
   t.lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(center - support)));
   const int64_t hi =
-      interp == Interp::nearest ? t.lo : std::min<int64_t>(in_len, static_cast<int64_t>(std::ceil(center + support)));
+      interp == Interp::nearest
+          ? t.lo
+          : std::min<int64_t>(in_len, static_cast<int64_t>(std::ceil(center + support)));
   std::vector<double> v;
   double sum = 0;
   for (int64_t j = t.lo; j < hi; ++j) {
@@ -58,8 +60,8 @@ Tap tap_of(double start, double len, int64_t in_len, int64_t out_len, Interp int
 
 // The plain definition: for output (oy, ox, c), first the vertical sums of the input rows at every
 // column the horizontal taps read, then the horizontal sum of those, each in tap order from 0.
-std::vector<float> reference_resample(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
-                                      Interp interp) {
+std::vector<float> reference_resample(const Image& src, const CropBox& box, int64_t out_h,
+                                      int64_t out_w, bool flip, Interp interp) {
   const int64_t C = src.channels;
   std::vector<float> out(static_cast<size_t>(out_h * out_w * C));
   for (int64_t oy = 0; oy < out_h; ++oy) {
@@ -74,7 +76,8 @@ std::vector<float> reference_resample(const Image& src, const CropBox& box, int6
           float col = 0;
           for (size_t ky = 0; ky < ty.w.size(); ++ky) {
             const int64_t y = ty.lo + static_cast<int64_t>(ky);
-            col += ty.w[ky] * static_cast<float>(src.pixels[static_cast<size_t>((y * src.width + x) * C + c)]);
+            col += ty.w[ky] *
+                   static_cast<float>(src.pixels[static_cast<size_t>((y * src.width + x) * C + c)]);
           }
           acc += tx.w[kx] * col;
         }
@@ -92,8 +95,10 @@ Image textured(int64_t h, int64_t w, int64_t c, uint64_t seed) {
   for (int64_t y = 0; y < h; ++y)
     for (int64_t x = 0; x < w; ++x)
       for (int64_t k = 0; k < c; ++k) {
-        const double v = 128 + 90 * std::sin(0.37 * x + k) * std::cos(0.21 * y - k) + g.uniform(-40, 40);
-        img.pixels[static_cast<size_t>((y * w + x) * c + k)] = static_cast<uint8_t>(std::clamp(v, 0.0, 255.0));
+        const double v =
+            128 + 90 * std::sin(0.37 * x + k) * std::cos(0.21 * y - k) + g.uniform(-40, 40);
+        img.pixels[static_cast<size_t>((y * w + x) * c + k)] =
+            static_cast<uint8_t>(std::clamp(v, 0.0, 255.0));
       }
   return img;
 }
@@ -107,16 +112,19 @@ TEST(Resample, EqualsThePlainLoopsBitForBit) {
     const Image img = textured(53 + C, 71 - C, C, static_cast<uint64_t>(C));
     for (Interp interp : {Interp::nearest, Interp::bilinear, Interp::bicubic}) {
       for (int trial = 0; trial < 12; ++trial) {
-        // Fractional boxes: shrinking (up to 6x), enlarging, thin, and some reaching past the image.
+        // Fractional boxes: shrinking (up to 6x), enlarging, thin, and some reaching past the
+        // image.
         const double bw = g.uniform(1.5, static_cast<double>(img.width));
         const double bh = g.uniform(1.5, static_cast<double>(img.height));
         const double bx = g.uniform(-2.0, static_cast<double>(img.width) - bw + 2.0);
         const double by = g.uniform(-2.0, static_cast<double>(img.height) - bh + 2.0);
-        const int64_t out_h = 1 + g.randint(trial % 3 == 0 ? 60 : 20), out_w = 1 + g.randint(trial % 2 ? 64 : 12);
+        const int64_t out_h = 1 + g.randint(trial % 3 == 0 ? 60 : 20),
+                      out_w = 1 + g.randint(trial % 2 ? 64 : 12);
         const bool flip = trial % 2 == 1;
         const CropBox box{bx, by, bw, bh};
-        SCOPED_TRACE(testing::Message() << "C " << C << " " << interp_name(interp) << " box " << bx << "," << by << " "
-                                        << bw << "x" << bh << " -> " << out_h << "x" << out_w << " flip " << flip);
+        SCOPED_TRACE(testing::Message()
+                     << "C " << C << " " << interp_name(interp) << " box " << bx << "," << by << " "
+                     << bw << "x" << bh << " -> " << out_h << "x" << out_w << " flip " << flip);
         std::vector<float> fast(static_cast<size_t>(out_h * out_w * C), NAN);
         resample(img, box, out_h, out_w, flip, interp, fast.data());
         const std::vector<float> want = reference_resample(img, box, out_h, out_w, flip, interp);
@@ -142,7 +150,8 @@ TEST(Resample, LargeShrinkAndTheImageEdge) {
       std::vector<float> fast(9 * 5 * 3, NAN);
       resample(img, box, 5, 9, false, interp, fast.data());
       const std::vector<float> want = reference_resample(img, box, 5, 9, false, interp);
-      for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(fast[i], want[i]) << interp_name(interp) << " value " << i;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(fast[i], want[i]) << interp_name(interp) << " value " << i;
     }
   }
 }
