@@ -17,6 +17,8 @@
 #include <stb_image_write.h>
 #pragma GCC diagnostic pop
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -65,11 +67,20 @@ const char* decoder_name(JpegDecoder d) {
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!f) throw CorruptImage(path, "cannot open the file");
-  std::vector<uint8_t> bytes;
-  uint8_t buf[1 << 16];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.insert(bytes.end(), buf, buf + got);
+  // Straight into a vector sized from fstat (one read, no stdio buffer copy, no regrowth); one byte
+  // more, so that the read that fills it also finds the end; grown if the file is longer than it
+  // said.
+  std::setvbuf(f.get(), nullptr, _IONBF, 0);
+  struct stat st {};
+  const bool sized = fstat(fileno(f.get()), &st) == 0 && st.st_size > 0;
+  std::vector<uint8_t> bytes(sized ? static_cast<size_t>(st.st_size) + 1 : size_t(1) << 16);
+  size_t n = 0, got;
+  while ((got = std::fread(bytes.data() + n, 1, bytes.size() - n, f.get())) > 0) {
+    n += got;
+    if (n == bytes.size()) bytes.resize(2 * n);
+  }
   if (std::ferror(f.get())) throw CorruptImage(path, "read error");
+  bytes.resize(n);
   return bytes;
 }
 

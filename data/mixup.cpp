@@ -70,6 +70,27 @@ MixDraw Mixup::draw(int64_t H, int64_t W, Generator& gen) const {
   return d;
 }
 
+namespace {
+
+bool same_draw(const MixDraw& a, const MixDraw& b) {
+  return a.lam == b.lam && a.cutmix == b.cutmix && a.y0 == b.y0 && a.y1 == b.y1 && a.x0 == b.x0 &&
+         a.x1 == b.x1;
+}
+
+// x = its draw's mix of x and `other` (the partner's unmixed image), per floats.
+void mix_into(float* x, const float* other, const MixDraw& d, int64_t W, int64_t C, int64_t per) {
+  if (d.lam == 1.0) return;
+  if (d.cutmix) {
+    for (int64_t y = d.y0; y < d.y1; ++y)
+      std::copy(other + (y * W + d.x0) * C, other + (y * W + d.x1) * C, x + (y * W + d.x0) * C);
+  } else {
+    const auto lam = static_cast<float>(d.lam);
+    for (int64_t k = 0; k < per; ++k) x[k] = x[k] * lam + other[k] * (1.0f - lam);
+  }
+}
+
+}  // namespace
+
 std::vector<MixDraw> Mixup::apply(float* images, int64_t N, int64_t H, int64_t W, int64_t C,
                                   const int64_t* labels, float* targets, Generator& gen,
                                   bool enabled) const {
@@ -89,19 +110,34 @@ std::vector<MixDraw> Mixup::apply(float* images, int64_t N, int64_t H, int64_t W
     } else {
       for (auto& d : draws) d = draw(H, W, gen);
     }
+    // Sample i mixes with sample N - 1 - i, so each pair is mixed in place: no copy of the batch.
+    // A pair with one draw (modes batch and pair) swaps its cutmix box or blends both images in one
+    // pass; a pair with two draws (elem) keeps a copy of the first image for the second.
     const int64_t per = H * W * C;
-    const std::vector<float> orig(images, images + N * per);  // mixing reads the unmixed batch
-    for (int64_t i = 0; i < N; ++i) {
-      const MixDraw& d = draws[size_t(i)];
-      if (d.lam == 1.0) continue;
-      float* x = images + i * per;
-      const float* other = orig.data() + (N - 1 - i) * per;
-      if (d.cutmix) {
-        for (int64_t y = d.y0; y < d.y1; ++y)
-          std::copy(other + (y * W + d.x0) * C, other + (y * W + d.x1) * C, x + (y * W + d.x0) * C);
+    std::vector<float> keep;
+    for (int64_t i = 0; i < N / 2; ++i) {
+      const int64_t j = N - 1 - i;
+      float* a = images + i * per;
+      float* b = images + j * per;
+      const MixDraw &da = draws[size_t(i)], &db = draws[size_t(j)];
+      if (same_draw(da, db)) {
+        if (da.lam == 1.0) continue;
+        if (da.cutmix) {
+          for (int64_t y = da.y0; y < da.y1; ++y)
+            std::swap_ranges(a + (y * W + da.x0) * C, a + (y * W + da.x1) * C,
+                             b + (y * W + da.x0) * C);
+        } else {
+          const auto lam = static_cast<float>(da.lam);
+          for (int64_t k = 0; k < per; ++k) {
+            const float u = a[k], v = b[k];
+            a[k] = u * lam + v * (1.0f - lam);
+            b[k] = v * lam + u * (1.0f - lam);
+          }
+        }
       } else {
-        const auto lam = static_cast<float>(d.lam);
-        for (int64_t k = 0; k < per; ++k) x[k] = x[k] * lam + other[k] * (1.0f - lam);
+        keep.assign(a, a + per);
+        mix_into(a, b, da, W, C, per);
+        mix_into(b, keep.data(), db, W, C, per);
       }
     }
   }

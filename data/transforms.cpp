@@ -4,15 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace hg::data {
 
 namespace {
 
-// Filter taps of one output axis: output i reads input pixels first[i] .. first[i] + count[i] - 1
-// with weights w[offset[i] ..]. Flat arrays: no allocation per output pixel.
+// Filter taps of one output axis. Output i reads input pixels first[i] .. first[i] + count[i] - 1
+// with weights w[i * K ..], K = the largest count; the weights past count[i] are 0. The vertical
+// pass uses count[i] taps; the horizontal pass runs all K so that every output pixel takes the same
+// loop. Adding 0 * v (v finite) to a float sum leaves its value unchanged, so the padded sums equal
+// the unpadded ones. Flat arrays: no allocation per output pixel.
 struct Taps {
-  std::vector<int64_t> first, count, offset;
+  int64_t K = 0;
+  std::vector<int64_t> first, count;
   std::vector<float> w;
 };
 
@@ -31,35 +36,169 @@ Taps axis_taps(double start, double len, int64_t in_len, int64_t out_len, Interp
   const double scale = len / static_cast<double>(out_len);  // input pixels per output pixel
   const double stretch = std::max(scale, 1.0);  // shrinking widens the filter: every input counts
   const double support = support_of(interp) * stretch;
+  // At most 2 * support + 1 taps each (plus one for rounding): the row stride of w.
+  const int64_t max_taps =
+      interp == Interp::nearest ? 1 : static_cast<int64_t>(std::ceil(2 * support)) + 2;
   Taps t;
   t.first.resize(static_cast<size_t>(out_len));
   t.count.resize(static_cast<size_t>(out_len));
-  t.offset.resize(static_cast<size_t>(out_len));
-  std::vector<double> v;
+  std::vector<float> w(static_cast<size_t>(out_len * max_taps), 0.0f);
+  double v[64];
+  std::vector<double> big;  // for filters wider than v (shrinking by more than ~15x)
   for (int64_t i = 0; i < out_len; ++i) {
     const double center = start + (static_cast<double>(i) + 0.5) * scale;  // pixel j has center j + 0.5
     int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(center - support)));
     const int64_t hi = interp == Interp::nearest  // nearest: no taps, the one pixel is chosen below
                            ? lo
                            : std::min<int64_t>(in_len, static_cast<int64_t>(std::ceil(center + support)));
-    v.clear();
+    const int64_t n = std::max<int64_t>(hi - lo, 0);
+    double* vals = v;
+    if (n > 64) {
+      big.resize(static_cast<size_t>(n));
+      vals = big.data();
+    }
     double sum = 0;
     for (int64_t j = lo; j < hi; ++j) {
       const double d = (static_cast<double>(j) + 0.5 - center) / stretch;
-      v.push_back(interp == Interp::bicubic ? cubic_half(d) : triangle(d));
-      sum += v.back();
+      vals[j - lo] = interp == Interp::bicubic ? cubic_half(d) : triangle(d);
+      sum += vals[j - lo];
     }
+    int64_t count = n;
     if (sum == 0) {  // nearest, or a center outside the image (not for boxes inside it)
       lo = std::clamp<int64_t>(static_cast<int64_t>(std::floor(center)), 0, in_len - 1);
-      v.assign(1, 1.0);
+      vals = v;
+      v[0] = 1.0;
+      count = 1;
       sum = 1;
     }
+    HG_CHECK(count <= max_taps, "resample: ", count, " taps for output ", i, ", room for ",
+             max_taps);
     t.first[size_t(i)] = lo;
-    t.count[size_t(i)] = static_cast<int64_t>(v.size());
-    t.offset[size_t(i)] = static_cast<int64_t>(t.w.size());
-    for (double x : v) t.w.push_back(static_cast<float>(x / sum));  // edges renormalise instead of reading outside
+    t.count[size_t(i)] = count;
+    t.K = std::max(t.K, count);
+    for (int64_t k = 0; k < count; ++k)  // edges renormalise instead of reading outside
+      w[size_t(i * max_taps + k)] = static_cast<float>(vals[k] / sum);
   }
+  // Repack with stride K.
+  t.w.assign(static_cast<size_t>(out_len * t.K), 0.0f);
+  for (int64_t i = 0; i < out_len; ++i)
+    std::copy_n(w.begin() + i * max_taps, t.K, t.w.begin() + i * t.K);
   return t;
+}
+
+// GCC on x86-64: an AVX2 clone of the pixel loops beside the baseline (SSE2) one, picked at load
+// time. Not "arch=x86-64-v3": that brings FMA, and a fused multiply-add would change the sums.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HG_RESAMPLE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define HG_RESAMPLE_CLONES
+#endif
+
+// The vertical pass of one output row: r[j] = sum over k of w[k] * rows[k][j], k = 0 .. n - 1 in
+// order, for j in [0, span). Taps are taken G at a time (r read and written once per group, not
+// once per tap); within a group each value is still (((r + w0 a0) + w1 a1) + ...), the plain order.
+template <int G, bool First>
+[[gnu::always_inline]] inline void vertical_group(const uint8_t* const* rows, const float* w,
+                                                  float* __restrict r, int64_t span) {
+  const uint8_t* __restrict a[G];
+  float wk[G];
+  for (int k = 0; k < G; ++k) {
+    a[k] = rows[k];
+    wk[k] = w[k];
+  }
+  for (int64_t j = 0; j < span; ++j) {
+    float s = First ? 0.0f : r[j];
+#pragma GCC unroll 4
+    for (int k = 0; k < G; ++k) s += wk[k] * static_cast<float>(a[k][j]);
+    r[j] = s;
+  }
+}
+
+template <int G>
+[[gnu::always_inline]] inline void vertical_group(const uint8_t* const* rows, const float* w,
+                                                  bool first, float* r, int64_t span) {
+  if (first)
+    vertical_group<G, true>(rows, w, r, span);
+  else
+    vertical_group<G, false>(rows, w, r, span);
+}
+
+HG_RESAMPLE_CLONES __attribute__((noinline)) void vertical_row(const uint8_t* const* rows,
+                                                               const float* w, int64_t n, float* r,
+                                                               int64_t span) {
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) vertical_group<4>(rows + k, w + k, k == 0, r, span);
+  switch (n - k) {
+    case 3: vertical_group<3>(rows + k, w + k, k == 0, r, span); break;
+    case 2: vertical_group<2>(rows + k, w + k, k == 0, r, span); break;
+    case 1: vertical_group<1>(rows + k, w + k, k == 0, r, span); break;
+    default: break;
+  }
+}
+
+// The horizontal pass of one output row, 3 channels: each tap adds w * (R, G, B, next R) to a
+// 4-lane sum (GCC's vector extension: SSE on x86, NEON on ARM), the 4th lane unused; the same
+// per-channel sums, in the same order, as one accumulator per channel. Four output pixels at a
+// time, so that four independent sums hide the add latency. `r` has 1 + 3 K readable floats past
+// the last tap any output uses (zeros).
+using Float4 = float __attribute__((vector_size(16)));
+inline Float4 load4(const float* p) {
+  Float4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+HG_RESAMPLE_CLONES __attribute__((noinline)) void horizontal_row3(const float* r, const Taps& tx,
+                                                                  int64_t x0, int64_t out_w,
+                                                                  bool flip, float* orow) {
+  const int64_t K = tx.K;
+  auto store = [&](int64_t ox, Float4 acc) {
+    float* o = orow + (flip ? out_w - 1 - ox : ox) * 3;
+    o[0] = acc[0];
+    o[1] = acc[1];
+    o[2] = acc[2];
+  };
+  int64_t ox = 0;
+  for (; ox + 4 <= out_w; ox += 4) {
+    const float* w = tx.w.data() + ox * K;
+    const float* p0 = r + (tx.first[size_t(ox)] - x0) * 3;
+    const float* p1 = r + (tx.first[size_t(ox + 1)] - x0) * 3;
+    const float* p2 = r + (tx.first[size_t(ox + 2)] - x0) * 3;
+    const float* p3 = r + (tx.first[size_t(ox + 3)] - x0) * 3;
+    Float4 a0 = {0.0f, 0.0f, 0.0f, 0.0f}, a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t k = 0; k < K; ++k) {
+      a0 += w[k] * load4(p0 + 3 * k);
+      a1 += w[K + k] * load4(p1 + 3 * k);
+      a2 += w[2 * K + k] * load4(p2 + 3 * k);
+      a3 += w[3 * K + k] * load4(p3 + 3 * k);
+    }
+    store(ox, a0);
+    store(ox + 1, a1);
+    store(ox + 2, a2);
+    store(ox + 3, a3);
+  }
+  for (; ox < out_w; ++ox) {
+    const float* w = tx.w.data() + ox * K;
+    const float* p = r + (tx.first[size_t(ox)] - x0) * 3;
+    Float4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t k = 0; k < K; ++k) acc += w[k] * load4(p + 3 * k);
+    store(ox, acc);
+  }
+}
+
+// Any channel count: one accumulator per channel.
+void horizontal_row(const float* r, const Taps& tx, int64_t x0, int64_t out_w, bool flip, int64_t C,
+                    float* orow) {
+  const int64_t K = tx.K;
+  for (int64_t ox = 0; ox < out_w; ++ox) {
+    const float* wx = tx.w.data() + ox * K;
+    const float* p = r + (tx.first[size_t(ox)] - x0) * C;
+    float* o = orow + (flip ? out_w - 1 - ox : ox) * C;
+    for (int64_t c = 0; c < C; ++c) {
+      float acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += wx[k] * p[k * C + c];
+      o[c] = acc;
+    }
+  }
 }
 
 }  // namespace
@@ -81,6 +220,9 @@ void resample(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w
            "x", src.width, "x", src.channels);
   HG_CHECK(out_h > 0 && out_w > 0 && box.w > 0 && box.h > 0, "resample: bad box ", box.w, "x", box.h,
            " or output ", out_h, "x", out_w);
+  HG_CHECK(src.pixels.size() == static_cast<size_t>(src.height * src.width * src.channels),
+           "resample: image holds ", src.pixels.size(), " bytes, expected ", src.height, "x",
+           src.width, "x", src.channels);
   const int64_t C = src.channels;
   const Taps tx = axis_taps(box.x, box.w, src.width, out_w, interp),
              ty = axis_taps(box.y, box.h, src.height, out_h, interp);
@@ -92,42 +234,20 @@ void resample(const Image& src, const CropBox& box, int64_t out_h, int64_t out_w
   }
   const int64_t span = (x1 - x0) * C;
   // Vertical pass first, one output row at a time: a weighted sum of whole input rows over the
-  // columns in use (contiguous, so the compiler vectorises it); then the horizontal pass on that row.
-  std::vector<float> row(static_cast<size_t>(span));
+  // columns in use (contiguous, so the compiler vectorises it); then the horizontal pass on that
+  // row. The row's zero tail is what the horizontal pass's padded taps (and its 4th lane) read.
+  std::vector<float> row(static_cast<size_t>(span + (tx.K + 1) * C + 1), 0.0f);
+  std::vector<const uint8_t*> rows(static_cast<size_t>(ty.K));
   for (int64_t oy = 0; oy < out_h; ++oy) {
-    const float* wy = ty.w.data() + ty.offset[size_t(oy)];
     const int64_t fy = ty.first[size_t(oy)], ny = ty.count[size_t(oy)];
-    std::fill(row.begin(), row.end(), 0.0f);
-    float* r = row.data();
-    for (int64_t k = 0; k < ny; ++k) {
-      const uint8_t* in = src.pixels.data() + ((fy + k) * src.width + x0) * C;
-      const float w = wy[k];
-      for (int64_t j = 0; j < span; ++j) r[j] += w * static_cast<float>(in[j]);
-    }
+    for (int64_t k = 0; k < ny; ++k)
+      rows[size_t(k)] = src.pixels.data() + ((fy + k) * src.width + x0) * C;
+    vertical_row(rows.data(), ty.w.data() + oy * ty.K, ny, row.data(), span);
     float* orow = out + oy * out_w * C;
-    for (int64_t ox = 0; ox < out_w; ++ox) {
-      const float* wx = tx.w.data() + tx.offset[size_t(ox)];
-      const int64_t nx = tx.count[size_t(ox)];
-      const float* p = r + (tx.first[size_t(ox)] - x0) * C;
-      float* o = orow + (flip ? out_w - 1 - ox : ox) * C;
-      if (C == 3) {  // the common case, unrolled over channels
-        float a0 = 0, a1 = 0, a2 = 0;
-        for (int64_t k = 0; k < nx; ++k, p += 3) {
-          a0 += wx[k] * p[0];
-          a1 += wx[k] * p[1];
-          a2 += wx[k] * p[2];
-        }
-        o[0] = a0;
-        o[1] = a1;
-        o[2] = a2;
-      } else {
-        for (int64_t c = 0; c < C; ++c) {
-          float acc = 0;
-          for (int64_t k = 0; k < nx; ++k) acc += wx[k] * p[k * C + c];
-          o[c] = acc;
-        }
-      }
-    }
+    if (C == 3)
+      horizontal_row3(row.data(), tx, x0, out_w, flip, orow);
+    else
+      horizontal_row(row.data(), tx, x0, out_w, flip, C, orow);
   }
 }
 

@@ -123,6 +123,46 @@ TEST(Mixup, PairAndElemModes) {
   EXPECT_GT(distinct, 40);                  // per-image draws
 }
 
+// Every pixel of every mode (batch, pair, elem; mixup and cutmix drawn) against its draw applied to
+// the unmixed images i and N - 1 - i: images are mixed pairwise in place, so a pair with two draws
+// (elem) must still read its partner's unmixed pixels.
+TEST(Mixup, EveryModeMixesEachImageWithItsUnmixedPartner) {
+  MixupOptions o;
+  o.mixup_alpha = 0.8;
+  o.cutmix_alpha = 1.0;
+  o.num_classes = K;
+  const int64_t per = H * W * C;
+  for (const char* mode : {"batch", "pair", "elem"}) {
+    o.mode = mode;
+    int mixed = 0, cut = 0;
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      std::vector<float> x = batch_images(), t(size_t(N * K));
+      const std::vector<float> x0 = x;
+      hg::Generator gen(seed);
+      const auto draws = Mixup(o).apply(x.data(), N, H, W, C, kLabels.data(), t.data(), gen);
+      for (int64_t i = 0; i < N; ++i) {
+        const MixDraw& d = draws[size_t(i)];
+        mixed += !d.cutmix && d.lam < 1.0;
+        cut += d.cutmix && d.lam < 1.0;
+        const float* own = x0.data() + i * per;
+        const float* other = x0.data() + (N - 1 - i) * per;
+        for (int64_t k = 0; k < per; ++k) {
+          const int64_t y = k / (W * C), xx = (k / C) % W;
+          float want = own[k];
+          if (d.cutmix && y >= d.y0 && y < d.y1 && xx >= d.x0 && xx < d.x1) want = other[k];
+          if (!d.cutmix && d.lam < 1.0)
+            want =
+                own[k] * static_cast<float>(d.lam) + other[k] * (1.0f - static_cast<float>(d.lam));
+          ASSERT_EQ(x[size_t(i * per + k)], want)
+              << mode << " seed " << seed << " image " << i << " value " << k;
+        }
+      }
+    }
+    EXPECT_GT(mixed, 0) << mode;
+    EXPECT_GT(cut, 0) << mode;
+  }
+}
+
 TEST(Mixup, ProbabilityZeroOrDisabledGivesSmoothedOneHot) {
   MixupOptions o;
   o.mixup_alpha = 0.8;

@@ -1,0 +1,38 @@
+// read_file_bytes: every byte of files of assorted sizes (empty, one byte, around the old 64 KiB
+// read block, larger than a JPEG usually is), and a clear error for a missing file.
+#include <gtest/gtest.h>
+
+#include "core/random.h"
+#include "data/image.h"
+#include "temp_dir.h"
+
+using namespace hg::data;
+
+TEST(ReadFileBytes, EveryByteOfAnySize) {
+  hg::test::TempDir dir;
+  hg::Generator g(3);
+  for (size_t size :
+       {size_t(0), size_t(1), size_t(65535), size_t(65536), size_t(65537), size_t(300001)}) {
+    std::string data(size, '\0');
+    for (char& c : data) c = static_cast<char>(g.randint(256));
+    const std::string path = dir / ("f" + std::to_string(size) + ".bin");
+    hg::test::write_bytes(path, data);
+    const std::vector<uint8_t> got = read_file_bytes(path);
+    ASSERT_EQ(got.size(), size);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin(),
+                           [](uint8_t a, char b) { return a == static_cast<uint8_t>(b); }))
+        << size << " bytes";
+  }
+}
+
+TEST(ReadFileBytes, MissingFileNamesIt) {
+  hg::test::TempDir dir;
+  const std::string path = dir / "nope.jpg";
+  try {
+    read_file_bytes(path);
+    FAIL() << "no error";
+  } catch (const CorruptImage& e) {
+    EXPECT_NE(std::string(e.what()).find("nope.jpg"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
+  }
+}
