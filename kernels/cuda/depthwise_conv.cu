@@ -518,6 +518,85 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   store_block_sums<K>(*reinterpret_cast<Sums*>(stage), acc, gsum, d, partial, bias_partial);
 }
 
+// Stride 1, staged: the forward and, as a forward conv of gy with the filter rotated by 180
+// degrees and padding K - 1 - pad, the backward data (gx[h, w] = sum_{p,q} gy[h + pad - p,
+// w + pad - q] w[p, q]). Block (32 channels, kWgradWarps warps) = output rows [i0, i0 + 2 PR) of
+// one image, every column. The block stages the 2 PR + K - 1 input rows they read over the padded
+// width (OW + K - 1 columns, zeros outside the image and past C) with 16-byte loads, as
+// wgrad_staged_kernel does; each warp then takes one (row pair, column strip). A thread (one
+// channel) holds its K x K filter in registers and slides a (K + 1) x K window along its strip:
+// K + 1 shared-memory reads feed 2 K^2 FMAs, with no bounds checks and no global loads in the
+// loop. (The tile kernels above load every tap's input from global memory with a bounds check:
+// ~3 instructions per FMA, ~15% of the fp32 FMA rate on the H200; perf notes, fourth session.)
+template <typename T, int KT>
+__global__ void __launch_bounds__(32 * kWgradWarps)
+    conv_staged_kernel(const T* __restrict__ x, const float* __restrict__ w,
+                       const float* __restrict__ bias, Dims d, int PR, bool flip,
+                       T* __restrict__ y) {
+  constexpr int K = KT, KR = KT + 1, KK = KT * KT;
+  extern __shared__ uint4 stage[];
+  const int RS = 2 * PR + K - 1, WS = d.OW + K - 1;  // staged rows and columns
+  const T* xs = reinterpret_cast<const T*>(stage);     // [RS][WS][32]
+  const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.y * 32, c = c0 + lane;
+  const int strips = kWgradWarps / PR, pair = warp / strips, strip = warp % strips;
+  const int SW = (d.OW + strips - 1) / strips, ja = strip * SW, jb = min(d.OW, ja + SW);
+  const int G = (d.OH + 2 * PR - 1) / (2 * PR);  // row groups per image; blockIdx.x = n * G + group
+  const int n = int(blockIdx.x / G), i0 = int(blockIdx.x % G) * 2 * PR;
+  stage_rows<T>(x + int64_t(n) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - d.pad, RS, -d.pad, WS, c0,
+                stage);
+  float wr[K][K];
+#pragma unroll
+  for (int p = 0; p < K; ++p)
+#pragma unroll
+    for (int q = 0; q < K; ++q) {
+      const int k = flip ? KK - 1 - (p * K + q) : p * K + q;
+      wr[p][q] = c < d.C ? filter_value<T>(w[int64_t(c) * KK + k]) : 0.f;
+    }
+  const float b = bias && c < d.C ? bias[c] : 0.f;
+  __syncthreads();
+  const int ia = i0 + 2 * pair;  // this warp's output rows: ia and ia + 1
+  if (c >= d.C || ia >= d.OH || ja >= jb) return;
+  const bool second = ia + 1 < d.OH;
+  const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: xr + m * WS * 32
+  T* ya = y + (int64_t(n) * d.OH + ia) * d.OW * d.C + c;
+  T* yb = ya + int64_t(d.OW) * d.C;
+  float win[KR][K];
+  // the window "at j = ja - 1": slots q >= 1 hold staged columns ja - 1 + q
+#pragma unroll
+  for (int m = 0; m < KR; ++m)
+#pragma unroll
+    for (int q = 1; q < K; ++q) win[m][q] = staged_value(xr + (m * WS + ja - 1 + q) * 32);
+#pragma unroll(KT)
+  for (int j = ja; j < jb; ++j) {
+#pragma unroll
+    for (int m = 0; m < KR; ++m) {
+#pragma unroll
+      for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
+      win[m][K - 1] = staged_value(xr + (m * WS + j + K - 1) * 32);
+    }
+    float a0 = b, a1 = b;
+#pragma unroll
+    for (int p = 0; p < K; ++p)
+#pragma unroll
+      for (int q = 0; q < K; ++q) {
+        a0 = fmaf(wr[p][q], win[p][q], a0);
+        a1 = fmaf(wr[p][q], win[p + 1][q], a1);
+      }
+    const float v0[1] = {a0}, v1[1] = {a1};
+    Io<T, 1>::store(ya + int64_t(j) * d.C, v0);
+    if (second) Io<T, 1>::store(yb + int64_t(j) * d.C, v1);
+  }
+}
+
+/// Rows per group of conv_staged_kernel: 2 PR output rows (PR row pairs), more when rows are short.
+int conv_staged_pairs(int OW) { return OW >= 16 ? 2 : 4; }
+
+/// Shared memory of conv_staged_kernel: the staged input rows.
+template <typename T>
+size_t conv_staged_smem(int K, int PR, int OW) {
+  return sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(OW + K - 1);
+}
+
 // Run-time K (any K up to kDepthwiseMaxK, any stride): one tap per block row, blockIdx.z = tap
 // (p, q); one running sum per thread; same slices, same fixed-order reductions. The bias sum is
 // taken by the tap-0 blocks.
@@ -635,6 +714,38 @@ TileLaunch tile_launch(int C, int V, int KK, int64_t tiles) {
                     sizeof(float) * size_t(KK) * size_t(cvb) * size_t(V)};
 }
 
+/// Runs conv_staged_kernel (d: d.H x d.W in, d.OH x d.OW out, stride 1) when it takes the shape:
+/// K = 3, 5 or 7, C a multiple of one 16-byte vector, a 16-byte aligned input, and staged rows that
+/// fit the device's shared memory. Returns false, having done nothing, otherwise.
+template <typename D>
+bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bias, bool flip, D* out) {
+  const int PR = conv_staged_pairs(d.OW);
+  const size_t smem = conv_staged_smem<D>(d.K, PR, d.OW);
+  if (!(d.K == 3 || d.K == 5 || d.K == 7) || d.C % (16 / int(sizeof(D))) != 0 || !aligned16(in) ||
+      smem > max_dynamic_smem())
+    return false;
+  const int64_t groups = int64_t(d.N) * ((d.OH + 2 * PR - 1) / (2 * PR));
+  if (groups > INT32_MAX || (d.C + 31) / 32 > 65535) return false;
+  bool launched = false;
+  dispatch_k(d.K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (KT > 0) {
+      const auto kernel = conv_staged_kernel<D, KT>;
+      static const bool opted_in = [&] {  // above 48 KB a kernel must opt in (once)
+        HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(max_dynamic_smem())));
+        return true;
+      }();
+      (void)opted_in;
+      kernel<<<dim3(unsigned(groups), unsigned((d.C + 31) / 32)), dim3(32, kWgradWarps), smem>>>(
+          in, w, bias, d, PR, flip, out);
+      HG_CUDA_LAUNCH_CHECK();
+      launched = true;
+    }
+  });
+  return launched;
+}
+
 }  // namespace
 
 bool depthwise_conv_supported(const Conv2dShape& s) {
@@ -653,6 +764,7 @@ void depthwise_conv_forward(const Conv2dShape& s, const T* x_in, const float* we
   check_supported("depthwise_conv_forward", s);
   if (s.N == 0 || s.C == 0 || s.OH <= 0 || s.OW <= 0) return;
   const Dims d = dims_of(s);
+  if (s.stride == 1 && try_conv_staged<D>(d, x, weight, bias, /*flip=*/false, y)) return;
   auto launch = [&](auto vc) {
     constexpr int V = decltype(vc)::value;
     dispatch_k(d.K, [&](auto kt) {
@@ -682,6 +794,11 @@ void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y_in, cons
     return;
   }
   const Dims d = dims_of(s);
+  if (s.stride == 1 && s.pad <= s.KH - 1) {
+    // the forward conv of gy (OH x OW) with the rotated filter and padding K - 1 - pad gives H x W
+    const Dims t{d.N, d.OH, d.OW, d.C, d.H, d.W, d.K, d.K - 1 - d.pad};
+    if (try_conv_staged<D>(t, grad_y, weight, nullptr, /*flip=*/true, grad_x)) return;
+  }
   auto launch = [&](auto vc) {
     constexpr int V = decltype(vc)::value;
     dispatch_k(d.K, [&](auto kt) {
