@@ -6,7 +6,9 @@
 // arithmetic: 256-entry tables where an output depends on one input byte, row pointers instead of
 // per-tap index math, no libm floor, one pass over all channels, no degenerate-image copies, and
 // the taps a geometric op's sample provably does not need skipped (a zero fractional offset:
-// weights exactly {0, 1, 0, 0}).
+// weights exactly {0, 1, 0, 0}). The affine warp works in runs of pixels that share one filter
+// (translations, shears: contiguous bytes, vectorised), ShearY on the transposed image, and lone
+// pixels (rotations) with the RGB channels in the lanes of one AVX2 vector where the CPU has it.
 #include "data/image_ops.h"
 
 #include <algorithm>
@@ -259,14 +261,20 @@ template <int C>
     for (int64_t j = 0; j < n; ++j) o[j] = r1[j + C];
     return;
   }
-  if (dy == 0.0) {  // only row 1
-    for (int64_t j = 0; j < n; ++j) {
-      double s = 0;
-      s += wx[0] * r1[j];
-      s += wx[1] * r1[j + C];
-      s += wx[2] * r1[j + 2 * C];
-      s += wx[3] * r1[j + 3 * C];
-      o[j] = clamp_truncate(s);
+  if (dy == 0.0) {  // only row 1; each source byte feeds 4 outputs: converted once, in chunks
+    constexpr int64_t kChunk = 1024;
+    double b[kChunk + 3 * C];
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+      const int64_t len = std::min(kChunk, n - j0);
+      for (int64_t j = 0; j < len + 3 * C; ++j) b[j] = r1[j0 + j];
+      for (int64_t j = 0; j < len; ++j) {
+        double s = 0;
+        s += wx[0] * b[j];
+        s += wx[1] * b[j + C];
+        s += wx[2] * b[j + 2 * C];
+        s += wx[3] * b[j + 3 * C];
+        o[j0 + j] = clamp_truncate(s);
+      }
     }
     return;
   }
@@ -400,7 +408,11 @@ template <int C>
   std::memcpy(o, &bytes, 3);
 }
 
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+bool cpu_has_avx2() {
+  __builtin_cpu_init();  // this may run before libgcc's own initialiser
+  return __builtin_cpu_supports("avx2");
+}
+const bool kHaveAvx2 = cpu_has_avx2();
 #else
 constexpr bool kHaveAvx2 = false;
 void bicubic_pixel_rgb_avx2(const uint8_t*, int64_t, double, double, uint8_t*) {}
