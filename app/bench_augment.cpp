@@ -169,7 +169,8 @@ void run(const Options& o) {
   if (!o.output.empty()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const Row& r : rows)
-      if (r.mean_us >= 0) j.push_back({{"stage", r.name}, {"mean_us", r.mean_us}, {"min_us", r.min_us}});
+      if (r.mean_us >= 0)
+        j.push_back({{"stage", r.name}, {"mean_us", r.mean_us}, {"min_us", r.min_us}});
     io::write_file_atomic(o.output, j.dump(2) + "\n");
     std::printf("wrote %s\n", o.output.c_str());
   }
@@ -192,7 +193,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--image", o->image, "source image file (default: a synthetic 500 x 375 picture)");
   cmd->add_option("--output", o->output, "also write the rows as JSON to this file");
-  cmd->add_option("--only", o->only, "time only the rows whose name contains this text (e.g. 'op ')");
+  cmd->add_option("--only", o->only,
+                  "time only the rows whose name contains this text (e.g. 'op ')");
   cmd->callback([o] { run(*o); });
 });
 

@@ -233,7 +233,9 @@ void row_points(const std::array<double, 6>& m, int64_t y, int64_t W, double* __
 // Per byte, the arithmetic is the per-pixel definition's, term for term (zero offsets skip terms
 // that are exactly +-0, see sample_bilinear).
 template <int C>
-[[gnu::target_clones("avx2", "default")]] void bilinear_run(const uint8_t* src, int64_t stride, double dx, double dy, uint8_t* o, int64_t n) {
+[[gnu::target_clones("avx2", "default")]] void bilinear_run(const uint8_t* src, int64_t stride,
+                                                            double dx, double dy, uint8_t* o,
+                                                            int64_t n) {
   const uint8_t* a = src;
   const uint8_t* b = src + stride;
   if (dy == 0.0) {
@@ -251,7 +253,9 @@ template <int C>
 }
 
 template <int C>
-[[gnu::target_clones("avx2", "default")]] void bicubic_run(const uint8_t* src, int64_t stride, double dx, double dy, uint8_t* o, int64_t n) {
+[[gnu::target_clones("avx2", "default")]] void bicubic_run(const uint8_t* src, int64_t stride,
+                                                           double dx, double dy, uint8_t* o,
+                                                           int64_t n) {
   const std::array<double, 4> wx = cubic_weights(dx), wy = cubic_weights(dy);
   const uint8_t* r0 = src - stride - C;  // tap (x0 - 1, y0 - 1)
   const uint8_t* r1 = r0 + stride;
@@ -352,8 +356,7 @@ template <int C>
       o[c] = clamp_truncate(row(r));
       continue;
     }
-    const double h0 = row(r - stride), h1 = row(r), h2 = row(r + stride),
-                 h3 = row(r + 2 * stride);
+    const double h0 = row(r - stride), h1 = row(r), h2 = row(r + stride), h3 = row(r + 2 * stride);
     o[c] = clamp_truncate(wy[0] * h0 + wy[1] * h1 + wy[2] * h2 + wy[3] * h3);
   }
 }
@@ -380,7 +383,7 @@ template <int C>
 }
 
 [[gnu::target("avx2"), gnu::always_inline]] inline __m256d cubic_row_avx2(const uint8_t* r,
-                                                                           const __m256d* w) {
+                                                                          const __m256d* w) {
   __m256d s = _mm256_setzero_pd();
   s = _mm256_add_pd(s, _mm256_mul_pd(w[0], load4_avx2(r)));
   s = _mm256_add_pd(s, _mm256_mul_pd(w[1], load4_avx2(r + 3)));
@@ -390,7 +393,7 @@ template <int C>
 }
 
 [[gnu::target("avx2")]] void bicubic_pixel_rgb_avx2(const uint8_t* src, int64_t stride, double dx,
-                                                     double dy, uint8_t* o) {
+                                                    double dy, uint8_t* o) {
   const std::array<double, 4> wx = cubic_weights(dx), wy = cubic_weights(dy);
   const __m256d w[4] = {_mm256_set1_pd(wx[0]), _mm256_set1_pd(wx[1]), _mm256_set1_pd(wx[2]),
                         _mm256_set1_pd(wx[3])};
@@ -413,8 +416,10 @@ bool cpu_has_avx2() {
   return __builtin_cpu_supports("avx2");
 }
 const bool kHaveAvx2 = cpu_has_avx2();
+bool g_affine_avx2 = kHaveAvx2;  // affine_simd_for_tests() can turn the AVX2 path off
 #else
 constexpr bool kHaveAvx2 = false;
+bool g_affine_avx2 = false;
 void bicubic_pixel_rgb_avx2(const uint8_t*, int64_t, double, double, uint8_t*) {}
 #endif
 
@@ -469,7 +474,7 @@ void affine_impl(const Image& img, const std::array<double, 6>& m, Interp interp
       if (e == x + 1) {  // a lone pixel (rotations, ShearY): no run set-up
         if (interp == Interp::bilinear)
           bilinear_pixel<C>(src, stride, dx, dy, o);
-        else if (C == 3 && kHaveAvx2 && src + 2 * stride + 2 * C + 3 < in_end)  // loads inside
+        else if (C == 3 && g_affine_avx2 && src + 2 * stride + 2 * C + 3 < in_end)  // loads inside
           bicubic_pixel_rgb_avx2(src, stride, dx, dy, o);
         else
           bicubic_pixel<C>(src, stride, dx, dy, o);
@@ -674,6 +679,12 @@ Image affine(const Image& img, const std::array<double, 6>& m, Interp interp, co
       std::isfinite(m[3]))
     return transpose(run(transpose(img), {1, m[3], 0, 0, 1, 0}));
   return run(img, m);
+}
+
+bool affine_simd_for_tests(bool on) {
+  const bool was = g_affine_avx2;
+  g_affine_avx2 = on && kHaveAvx2;
+  return was;
 }
 
 Image rotate(const Image& img, double degrees, Interp interp, const Fill& fill) {

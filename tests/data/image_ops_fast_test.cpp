@@ -119,7 +119,9 @@ TEST(ImageOpsFast, AffineMatchesTheReference) {
 // 64 and 128 here) and lone pixels, interior or clamped at the border; every pixel must still equal
 // the per-pixel reference. Random RGB / gray bytes (never a constant image), odd sizes, the
 // arguments RandAugment draws (M in [0, 10], both signs) and both filters of train_interpolation.
-TEST(ImageOpsFast, AffineAtTrainingSizesMatchesTheReference) {
+namespace {
+
+void expect_affine_at_training_sizes_match() {
   hg::Generator gen(21);
   const Shape shapes[] = {{224, 224, 3}, {131, 97, 3}, {97, 131, 1}, {161, 257, 3}};
   for (const Shape& s : shapes) {
@@ -131,10 +133,13 @@ TEST(ImageOpsFast, AffineAtTrainingSizesMatchesTheReference) {
       const double cs = std::cos(a), sn = std::sin(a), cx = W / 2, cy = H / 2;
       const double shear = sign * 0.3 * level, tx = sign * 0.45 * level * W,
                    ty = -sign * 0.45 * level * H;
+      // Rotate, ShearX, ShearY, TranslateXRel, TranslateYRel
       const std::array<double, 6> ms[] = {
-          {cs, sn, cx - cs * cx - sn * cy, -sn, cs, cy + sn * cx - cs * cy},  // Rotate
-          {1, shear, 0, 0, 1, 0}, {1, 0, 0, shear, 1, 0},                      // ShearX, ShearY
-          {1, 0, tx, 0, 1, 0}, {1, 0, 0, 0, 1, ty}};                           // Translate
+          {cs, sn, cx - cs * cx - sn * cy, -sn, cs, cy + sn * cx - cs * cy},
+          {1, shear, 0, 0, 1, 0},
+          {1, 0, 0, shear, 1, 0},
+          {1, 0, tx, 0, 1, 0},
+          {1, 0, 0, 0, 1, ty}};
       const Fill fill{128, 128, 128};
       for (const auto& m : ms)
         for (Interp ip : {Interp::bilinear, Interp::bicubic, Interp::nearest})
@@ -142,6 +147,18 @@ TEST(ImageOpsFast, AffineAtTrainingSizesMatchesTheReference) {
               << s.h << "x" << s.w << "x" << s.c << " " << interp_name(ip) << " m " << m[0] << " "
               << m[1] << " " << m[2] << " " << m[3] << " " << m[4] << " " << m[5];
     }
+  }
+}
+
+}  // namespace
+
+TEST(ImageOpsFast, AffineAtTrainingSizesMatchesTheReference) {
+  // The AVX2 lone-pixel path (where the CPU has it), then the scalar one.
+  for (const bool simd : {true, false}) {
+    SCOPED_TRACE(simd ? "simd on" : "simd off");
+    const bool was = affine_simd_for_tests(simd);
+    expect_affine_at_training_sizes_match();
+    affine_simd_for_tests(was);
   }
 }
 
