@@ -38,6 +38,7 @@ struct Options {
   std::string spec = "rand-m9-mstd0.5-inc1";
   std::string image;         // optional source file; else a synthetic 500 x 375 picture
   std::string output;        // optional JSON of the rows
+  std::string only;          // optional: time only the rows whose name contains this text
 };
 
 // A 375 x 500 RGB picture with smooth gradients, a few blobs and pixel noise: a histogram spread
@@ -69,6 +70,7 @@ double thread_cpu_us() {
 
 // Runs `f(i)` warmup + reps times (i counts calls, to vary seeds); times the last reps.
 Row time_it(const std::string& name, const Options& o, const std::function<void(int64_t)>& f) {
+  if (!o.only.empty() && name.find(o.only) == std::string::npos) return Row{name, -1, -1};
   for (int64_t i = 0; i < o.warmup; ++i) f(i);
   double total = 0, best = 1e300;
   for (int64_t i = 0; i < o.reps; ++i) {
@@ -166,7 +168,9 @@ void run(const Options& o) {
   }
   if (!o.output.empty()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const Row& r : rows) j.push_back({{"stage", r.name}, {"mean_us", r.mean_us}, {"min_us", r.min_us}});
+    for (const Row& r : rows)
+      if (r.mean_us >= 0)
+        j.push_back({{"stage", r.name}, {"mean_us", r.mean_us}, {"min_us", r.min_us}});
     io::write_file_atomic(o.output, j.dump(2) + "\n");
     std::printf("wrote %s\n", o.output.c_str());
   }
@@ -189,6 +193,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--image", o->image, "source image file (default: a synthetic 500 x 375 picture)");
   cmd->add_option("--output", o->output, "also write the rows as JSON to this file");
+  cmd->add_option("--only", o->only,
+                  "time only the rows whose name contains this text (e.g. 'op ')");
   cmd->callback([o] { run(*o); });
 });
 

@@ -6,11 +6,17 @@
 // arithmetic: 256-entry tables where an output depends on one input byte, row pointers instead of
 // per-tap index math, no libm floor, one pass over all channels, no degenerate-image copies, and
 // the taps a geometric op's sample provably does not need skipped (a zero fractional offset:
-// weights exactly {0, 1, 0, 0}).
+// weights exactly {0, 1, 0, 0}). The affine warp works in runs of pixels that share one filter
+// (translations, shears: contiguous bytes, vectorised), ShearY on the transposed image, and lone
+// pixels (rotations) with the RGB channels in the lanes of one AVX2 vector where the CPU has it.
 #include "data/image_ops.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <numbers>
 #include <vector>
 
@@ -125,14 +131,14 @@ inline uint8_t clamp_truncate(double v) {
   return v <= 0.0 ? 0 : v >= 255.0 ? 255 : static_cast<uint8_t>(v);
 }
 
-// One output pixel of a bilinear / bicubic sample at (sx, sy) = p - 0.5, inside the image.
+// One output pixel of a bilinear / bicubic sample at (sx, sy) = p - 0.5 = (x0 + dx, y0 + dy),
+// x0 = floor(sx), y0 = floor(sy), with taps clamped to the image as PIL does.
 // A zero fractional offset makes the weights exactly {1, 0} / {0, 1, 0, 0}: every skipped term is
 // +-0 added to a finite value, so the sum is the one tap's value bit for bit.
 template <int C>
 [[gnu::always_inline]] inline void sample_bilinear(const uint8_t* img, int64_t H, int64_t W,
-                                                   double sx, double sy, uint8_t* o) {
-  const int64_t x0 = floor_i64(sx), y0 = floor_i64(sy);
-  const double dx = sx - static_cast<double>(x0), dy = sy - static_cast<double>(y0);
+                                                   int64_t x0, int64_t y0, double dx, double dy,
+                                                   uint8_t* o) {
   const int64_t xa = std::clamp<int64_t>(x0, 0, W - 1) * C,
                 xb = std::clamp<int64_t>(x0 + 1, 0, W - 1) * C;
   const int64_t ya = std::clamp<int64_t>(y0, 0, H - 1);
@@ -154,9 +160,8 @@ template <int C>
 
 template <int C>
 [[gnu::always_inline]] inline void sample_bicubic(const uint8_t* img, int64_t H, int64_t W,
-                                                  double sx, double sy, uint8_t* o) {
-  const int64_t x0 = floor_i64(sx), y0 = floor_i64(sy);
-  const double dx = sx - static_cast<double>(x0), dy = sy - static_cast<double>(y0);
+                                                  int64_t x0, int64_t y0, double dx, double dy,
+                                                  uint8_t* o) {
   int64_t col[4];
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) col[j] = std::clamp<int64_t>(x0 - 1 + j, 0, W - 1) * C;
@@ -206,32 +211,306 @@ template <int C>
     o[c] = clamp_truncate(wy[0] * r0.v[c] + wy[1] * r1.v[c] + wy[2] * r2.v[c] + wy[3] * r3.v[c]);
 }
 
+// One output row's sample points p = M (u, v), u = x + 0.5, v = y + 0.5, with the reference's
+// arithmetic ((m[0] u + m[1] v) + m[2], the m[1] v term the same for the whole row). Pure
+// arithmetic, no branches: the loop vectorises.
+void row_points(const std::array<double, 6>& m, int64_t y, int64_t W, double* __restrict px,
+                double* __restrict py) {
+  const double v = static_cast<double>(y) + 0.5;
+  const double m0 = m[0], mvx = m[1] * v, m2 = m[2], m3 = m[3], mvy = m[4] * v, m5 = m[5];
+  const auto n = static_cast<int32_t>(W);  // an int32 counter: its conversion vectorises
+  for (int32_t x = 0; x < n; ++x) {
+    const double u = static_cast<double>(x) + 0.5;
+    px[x] = m0 * u + mvx + m2;
+    py[x] = m3 * u + mvy + m5;
+  }
+}
+
+// A run of interior output bytes o[0, n) whose samples share (dx, dy), source row y0 and column
+// offset: each byte is the same fixed filter over the source bytes at the same relative
+// positions, so the loop runs over contiguous bytes and vectorises. `src` points at the source
+// byte of the run's first output byte at tap (x0, y0); `stride` is a source row in bytes.
+// Per byte, the arithmetic is the per-pixel definition's, term for term (zero offsets skip terms
+// that are exactly +-0, see sample_bilinear).
+template <int C>
+[[gnu::target_clones("avx2", "default")]] void bilinear_run(const uint8_t* src, int64_t stride,
+                                                            double dx, double dy, uint8_t* o,
+                                                            int64_t n) {
+  const uint8_t* a = src;
+  const uint8_t* b = src + stride;
+  if (dy == 0.0) {
+    for (int64_t j = 0; j < n; ++j) {
+      const double p = a[j], q = a[j + C];
+      o[j] = clamp_truncate(p + (q - p) * dx);
+    }
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const double p = a[j], q = a[j + C], p2 = b[j], q2 = b[j + C];
+    const double top = p + (q - p) * dx, bottom = p2 + (q2 - p2) * dx;
+    o[j] = clamp_truncate(top + (bottom - top) * dy);
+  }
+}
+
+template <int C>
+[[gnu::target_clones("avx2", "default")]] void bicubic_run(const uint8_t* src, int64_t stride,
+                                                           double dx, double dy, uint8_t* o,
+                                                           int64_t n) {
+  const std::array<double, 4> wx = cubic_weights(dx), wy = cubic_weights(dy);
+  const uint8_t* r0 = src - stride - C;  // tap (x0 - 1, y0 - 1)
+  const uint8_t* r1 = r0 + stride;
+  const uint8_t* r2 = r1 + stride;
+  const uint8_t* r3 = r2 + stride;
+  if (dx == 0.0 && dy == 0.0) {  // an integer shift: the tap itself
+    for (int64_t j = 0; j < n; ++j) o[j] = r1[j + C];
+    return;
+  }
+  if (dy == 0.0) {  // only row 1; each source byte feeds 4 outputs: converted once, in chunks
+    constexpr int64_t kChunk = 1024;
+    double b[kChunk + 3 * C];
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+      const int64_t len = std::min(kChunk, n - j0);
+      for (int64_t j = 0; j < len + 3 * C; ++j) b[j] = r1[j0 + j];
+      for (int64_t j = 0; j < len; ++j) {
+        double s = 0;
+        s += wx[0] * b[j];
+        s += wx[1] * b[j + C];
+        s += wx[2] * b[j + 2 * C];
+        s += wx[3] * b[j + 3 * C];
+        o[j0 + j] = clamp_truncate(s);
+      }
+    }
+    return;
+  }
+  if (dx == 0.0) {  // each row's value is its middle tap
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = wy[0] * double(r0[j + C]) + wy[1] * double(r1[j + C]) +
+                       wy[2] * double(r2[j + C]) + wy[3] * double(r3[j + C]);
+      o[j] = clamp_truncate(v);
+    }
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    double h[4];
+    const uint8_t* rows[4] = {r0, r1, r2, r3};
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* r = rows[k];
+      double s = 0;
+      s += wx[0] * r[j];
+      s += wx[1] * r[j + C];
+      s += wx[2] * r[j + 2 * C];
+      s += wx[3] * r[j + 3 * C];
+      h[k] = s;
+    }
+    o[j] = clamp_truncate(wy[0] * h[0] + wy[1] * h[1] + wy[2] * h[2] + wy[3] * h[3]);
+  }
+}
+
+// One interior pixel (all C channels) of the runs above: the same arithmetic, unrolled.
+template <int C>
+[[gnu::always_inline]] inline void bilinear_pixel(const uint8_t* src, int64_t stride, double dx,
+                                                  double dy, uint8_t* o) {
+  const uint8_t* a = src;
+  const uint8_t* b = src + stride;
+#pragma GCC unroll 3
+  for (int c = 0; c < C; ++c) {
+    const double p = kByteValue[a[c]], q = kByteValue[a[c + C]];
+    const double top = p + (q - p) * dx;
+    double v = top;
+    if (dy != 0.0) {
+      const double p2 = kByteValue[b[c]], q2 = kByteValue[b[c + C]];
+      v = top + ((p2 + (q2 - p2) * dx) - top) * dy;
+    }
+    o[c] = clamp_truncate(v);
+  }
+}
+
+template <int C>
+[[gnu::always_inline]] inline void bicubic_pixel(const uint8_t* src, int64_t stride, double dx,
+                                                 double dy, uint8_t* o) {
+  const uint8_t* r1 = src - C;  // tap (x0 - 1, y0)
+  const std::array<double, 4> wy = cubic_weights(dy);
+  if (dx == 0.0) {  // each row's value is its middle tap
+#pragma GCC unroll 3
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* t = r1 + C + c;
+      o[c] = clamp_truncate(wy[0] * kByteValue[t[-stride]] + wy[1] * kByteValue[t[0]] +
+                            wy[2] * kByteValue[t[stride]] + wy[3] * kByteValue[t[2 * stride]]);
+    }
+    return;
+  }
+  const std::array<double, 4> wx = cubic_weights(dx);
+  auto row = [&](const uint8_t* r) [[gnu::always_inline]] {
+    double s = 0;
+    s += wx[0] * kByteValue[r[0]];
+    s += wx[1] * kByteValue[r[C]];
+    s += wx[2] * kByteValue[r[2 * C]];
+    s += wx[3] * kByteValue[r[3 * C]];
+    return s;
+  };
+#pragma GCC unroll 3
+  for (int c = 0; c < C; ++c) {
+    const uint8_t* r = r1 + c;
+    if (dy == 0.0) {
+      o[c] = clamp_truncate(row(r));
+      continue;
+    }
+    const double h0 = row(r - stride), h1 = row(r), h2 = row(r + stride), h3 = row(r + 2 * stride);
+    o[c] = clamp_truncate(wy[0] * h0 + wy[1] * h1 + wy[2] * h2 + wy[3] * h3);
+  }
+}
+
+// Output row by output row: the sample points first (row_points), then runs of pixels.
+// A pixel whose point lies outside gets `fill`; one whose filter taps reach outside the image goes
+// through the clamping sampler; an interior pixel starts a run that extends while the next pixel's
+// point is this one's moved by exactly one column: px[e] - (e - x) == px[x], py[e] == py[x]. For
+// px[x] >= 1 (interior) the subtraction is exact (a multiple of px[e]'s ulp, no larger than
+// px[e]), so equality means the same fractional offsets and source row, and columns moving by one:
+// the run's bytes are one fixed filter (translations and ShearX give whole rows; rotations and
+// ShearY lone pixels).
+#if defined(__x86_64__)
+// bicubic_pixel for RGB with AVX2: the three channels in lanes 0-2 of a 4-double vector (lane 3
+// holds the next pixel's byte, computed and dropped). Per lane the same operations in the same
+// order as the scalar definition (0 + w0 b0 + w1 b1 + w2 b2 + w3 b3 per row, then the rows'
+// weighted sum left to right; no fused multiply-add), so the same bits; the +-0 terms of a zero
+// offset, which the scalar path skips, do not change a finite sum. Reads 4 bytes at each tap: the
+// caller keeps the last one inside the buffer.
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d load4_avx2(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_cvtepi32_pd(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(v)));
+}
+
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d cubic_row_avx2(const uint8_t* r,
+                                                                          const __m256d* w) {
+  __m256d s = _mm256_setzero_pd();
+  s = _mm256_add_pd(s, _mm256_mul_pd(w[0], load4_avx2(r)));
+  s = _mm256_add_pd(s, _mm256_mul_pd(w[1], load4_avx2(r + 3)));
+  s = _mm256_add_pd(s, _mm256_mul_pd(w[2], load4_avx2(r + 6)));
+  s = _mm256_add_pd(s, _mm256_mul_pd(w[3], load4_avx2(r + 9)));
+  return s;
+}
+
+[[gnu::target("avx2")]] void bicubic_pixel_rgb_avx2(const uint8_t* src, int64_t stride, double dx,
+                                                    double dy, uint8_t* o) {
+  const std::array<double, 4> wx = cubic_weights(dx), wy = cubic_weights(dy);
+  const __m256d w[4] = {_mm256_set1_pd(wx[0]), _mm256_set1_pd(wx[1]), _mm256_set1_pd(wx[2]),
+                        _mm256_set1_pd(wx[3])};
+  const uint8_t* r1 = src - 3;  // tap (x0 - 1, y0)
+  const __m256d h0 = cubic_row_avx2(r1 - stride, w), h1 = cubic_row_avx2(r1, w),
+                h2 = cubic_row_avx2(r1 + stride, w), h3 = cubic_row_avx2(r1 + 2 * stride, w);
+  __m256d v = _mm256_mul_pd(_mm256_set1_pd(wy[0]), h0);
+  v = _mm256_add_pd(v, _mm256_mul_pd(_mm256_set1_pd(wy[1]), h1));
+  v = _mm256_add_pd(v, _mm256_mul_pd(_mm256_set1_pd(wy[2]), h2));
+  v = _mm256_add_pd(v, _mm256_mul_pd(_mm256_set1_pd(wy[3]), h3));
+  // clamp_truncate: <= 0 -> 0, >= 255 -> 255, else truncated
+  v = _mm256_min_pd(_mm256_max_pd(v, _mm256_setzero_pd()), _mm256_set1_pd(255.0));
+  const __m128i t = _mm256_cvttpd_epi32(v);
+  const int32_t bytes = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packus_epi32(t, t), t));
+  std::memcpy(o, &bytes, 3);
+}
+
+bool cpu_has_avx2() {
+  __builtin_cpu_init();  // this may run before libgcc's own initialiser
+  return __builtin_cpu_supports("avx2");
+}
+const bool kHaveAvx2 = cpu_has_avx2();
+bool g_affine_avx2 = kHaveAvx2;  // affine_simd_for_tests() can turn the AVX2 path off
+#else
+constexpr bool kHaveAvx2 = false;
+bool g_affine_avx2 = false;
+void bicubic_pixel_rgb_avx2(const uint8_t*, int64_t, double, double, uint8_t*) {}
+#endif
+
 template <int C>
 void affine_impl(const Image& img, const std::array<double, 6>& m, Interp interp, const Fill& fill,
                  Image& out) {
-  const int64_t H = img.height, W = img.width;
+  const int64_t H = img.height, W = img.width, stride = W * C;
   const double Wd = static_cast<double>(W), Hd = static_cast<double>(H);
+  // the taps a filter reads around floor(s): [x0 - lo, x0 + hi]
+  const int64_t lo = interp == Interp::bicubic ? 1 : 0, hi = interp == Interp::bicubic ? 2 : 1;
   const uint8_t* in = img.pixels.data();
+  const uint8_t* in_end = in + img.pixels.size();
+  std::vector<double> pxs(static_cast<size_t>(W)), pys(static_cast<size_t>(W));
   for (int64_t y = 0; y < H; ++y) {
-    const double v = static_cast<double>(y) + 0.5;
-    uint8_t* o = out.pixels.data() + y * W * C;
-    for (int64_t x = 0; x < W; ++x, o += C) {
-      const double u = static_cast<double>(x) + 0.5;
-      const double px = m[0] * u + m[1] * v + m[2], py = m[3] * u + m[4] * v + m[5];
-      if (!(px >= 0.0 && px < Wd && py >= 0.0 && py < Hd)) {
-        for (int c = 0; c < C; ++c) o[c] = fill[size_t(c)];
+    row_points(m, y, W, pxs.data(), pys.data());
+    const double* px = pxs.data();
+    const double* py = pys.data();
+    auto inside = [&](int64_t x) {
+      return px[x] >= 0.0 && px[x] < Wd && py[x] >= 0.0 && py[x] < Hd;
+    };
+    uint8_t* orow = out.pixels.data() + y * stride;
+    for (int64_t x = 0; x < W;) {
+      uint8_t* o = orow + x * C;
+      if (!inside(x)) {
+        for (; x < W && !inside(x); ++x, o += C)
+          for (int c = 0; c < C; ++c) o[c] = fill[size_t(c)];
         continue;
       }
-      if (interp == Interp::nearest) {
-        const uint8_t* s = in + (static_cast<int64_t>(py) * W + static_cast<int64_t>(px)) * C;
+      if (interp == Interp::nearest) {  // the pixel containing p
+        const uint8_t* s =
+            in + static_cast<int64_t>(py[x]) * stride + static_cast<int64_t>(px[x]) * C;
         for (int c = 0; c < C; ++c) o[c] = s[c];
-      } else if (interp == Interp::bilinear) {
-        sample_bilinear<C>(in, H, W, px - 0.5, py - 0.5, o);
-      } else {
-        sample_bicubic<C>(in, H, W, px - 0.5, py - 0.5, o);
+        ++x;
+        continue;
       }
+      const double sx = px[x] - 0.5, sy = py[x] - 0.5;
+      const int64_t x0 = floor_i64(sx), y0 = floor_i64(sy);
+      const double dx = sx - static_cast<double>(x0), dy = sy - static_cast<double>(y0);
+      if (!(x0 - lo >= 0 && x0 + hi < W && y0 - lo >= 0 && y0 + hi < H)) {
+        if (interp == Interp::bilinear)
+          sample_bilinear<C>(in, H, W, x0, y0, dx, dy, o);
+        else
+          sample_bicubic<C>(in, H, W, x0, y0, dx, dy, o);
+        ++x;
+        continue;
+      }
+      // Interior: x0 + k + hi < W keeps the run's taps inside (see the comment above).
+      const int64_t end = std::min(W, x + (W - hi - x0));
+      int64_t e = x + 1;
+      while (e < end && px[e] - static_cast<double>(e - x) == px[x] && py[e] == py[x]) ++e;
+      const uint8_t* src = in + y0 * stride + x0 * C;
+      if (e == x + 1) {  // a lone pixel (rotations, ShearY): no run set-up
+        if (interp == Interp::bilinear)
+          bilinear_pixel<C>(src, stride, dx, dy, o);
+        else if (C == 3 && g_affine_avx2 && src + 2 * stride + 2 * C + 3 < in_end)  // loads inside
+          bicubic_pixel_rgb_avx2(src, stride, dx, dy, o);
+        else
+          bicubic_pixel<C>(src, stride, dx, dy, o);
+      } else if (interp == Interp::bilinear) {
+        bilinear_run<C>(src, stride, dx, dy, o, (e - x) * C);
+      } else {
+        bicubic_run<C>(src, stride, dx, dy, o, (e - x) * C);
+      }
+      x = e;
     }
   }
+}
+
+// Rows become columns: out(x, y) = img(y, x), all channels.
+template <int C>
+void transpose_impl(const uint8_t* in, int64_t H, int64_t W, uint8_t* o) {
+  constexpr int64_t kBlock = 32;  // tiles that stay in cache on both sides
+  for (int64_t y0 = 0; y0 < H; y0 += kBlock)
+    for (int64_t x0 = 0; x0 < W; x0 += kBlock) {
+      const int64_t ye = std::min(H, y0 + kBlock), xe = std::min(W, x0 + kBlock);
+      for (int64_t x = x0; x < xe; ++x) {
+        uint8_t* d = o + (x * H + y0) * C;
+        const uint8_t* s = in + (y0 * W + x) * C;
+        for (int64_t y = y0; y < ye; ++y, d += C, s += W * C)
+          for (int c = 0; c < C; ++c) d[c] = s[c];
+      }
+    }
+}
+
+Image transpose(const Image& img) {
+  Image out{img.width, img.height, img.channels, std::vector<uint8_t>(img.pixels.size())};
+  if (img.channels == 3)
+    transpose_impl<3>(img.pixels.data(), img.height, img.width, out.pixels.data());
+  else
+    transpose_impl<1>(img.pixels.data(), img.height, img.width, out.pixels.data());
+  return out;
 }
 
 }  // namespace
@@ -381,12 +660,31 @@ Image adjust_sharpness(const Image& img, double factor) {
 
 Image affine(const Image& img, const std::array<double, 6>& m, Interp interp, const Fill& fill) {
   check_image("affine", img);
-  Image out = same_shape(img);
-  if (img.channels == 3)
-    affine_impl<3>(img, m, interp, fill, out);
-  else
-    affine_impl<1>(img, m, interp, fill, out);
-  return out;
+  HG_CHECK(img.height < (1 << 30) && img.width < (1 << 30), "affine: image ", img.height, "x",
+           img.width, " is too large (sides must be < 2^30)");
+  auto run = [&](const Image& src, const std::array<double, 6>& mat) {
+    Image out = same_shape(src);
+    if (src.channels == 3)
+      affine_impl<3>(src, mat, interp, fill, out);
+    else
+      affine_impl<1>(src, mat, interp, fill, out);
+    return out;
+  };
+  // A vertical shear (1, 0, 0, f, 1, 0) gives every pixel of a row its own vertical offset (no
+  // runs). On the transposed image it is the horizontal shear (1, f, 0, 0, 1, 0), whose rows are
+  // runs: p' = (v + f u, u) is p = (u, f u + v) swapped exactly (1 u, 0 v and + 0 are exact, and
+  // the sum commutes), and the filter's arithmetic is the same term for term (PIL's repeated rows
+  // below the image are the clamped columns; a zero offset's skipped terms are +-0).
+  if (m[0] == 1 && m[1] == 0 && m[2] == 0 && m[3] != 0 && m[4] == 1 && m[5] == 0 &&
+      std::isfinite(m[3]))
+    return transpose(run(transpose(img), {1, m[3], 0, 0, 1, 0}));
+  return run(img, m);
+}
+
+bool affine_simd_for_tests(bool on) {
+  const bool was = g_affine_avx2;
+  g_affine_avx2 = on && kHaveAvx2;
+  return was;
 }
 
 Image rotate(const Image& img, double degrees, Interp interp, const Fill& fill) {

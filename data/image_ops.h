@@ -63,6 +63,9 @@ Image adjust_sharpness(const Image& img, double factor);   ///< ImageEnhance.Sha
 /// Output (x, y) = input at (m[0] u + m[1] v + m[2], m[3] u + m[4] v + m[5]),
 /// u = x + 0.5, v = y + 0.5.
 Image affine(const Image& img, const std::array<double, 6>& m, Interp interp, const Fill& fill);
+/// Tests only (not thread-safe): false makes affine use its scalar path where it would use AVX2
+/// (true: AVX2 again, if the CPU has it). Returns the previous setting. Both give the same pixels.
+bool affine_simd_for_tests(bool on);
 /// Counter-clockwise by `degrees` about the image centre (W / 2, H / 2), same size (PIL rotate).
 Image rotate(const Image& img, double degrees, Interp interp, const Fill& fill);
 /// Input x = x + factor * y (PIL transform (1, factor, 0, 0, 1, 0)).

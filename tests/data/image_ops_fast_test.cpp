@@ -114,6 +114,54 @@ TEST(ImageOpsFast, AffineMatchesTheReference) {
   });
 }
 
+// The geometric ops at training sizes: the fast path splits each output row into runs of equal
+// fractional offsets (their length changes where the source coordinate crosses a power of two, at
+// 64 and 128 here) and lone pixels, interior or clamped at the border; every pixel must still equal
+// the per-pixel reference. Random RGB / gray bytes (never a constant image), odd sizes, the
+// arguments RandAugment draws (M in [0, 10], both signs) and both filters of train_interpolation.
+namespace {
+
+void expect_affine_at_training_sizes_match() {
+  hg::Generator gen(21);
+  const Shape shapes[] = {{224, 224, 3}, {131, 97, 3}, {97, 131, 1}, {161, 257, 3}};
+  for (const Shape& s : shapes) {
+    const Image img = make_image(s.h, s.w, s.c, 0, gen);
+    const double W = double(s.w), H = double(s.h);
+    for (int trial = 0; trial < 6; ++trial) {
+      const double level = gen.uniform(0.0, 1.0), sign = trial % 2 ? -1.0 : 1.0;
+      const double deg = sign * 30 * level, a = -deg * std::numbers::pi / 180.0;
+      const double cs = std::cos(a), sn = std::sin(a), cx = W / 2, cy = H / 2;
+      const double shear = sign * 0.3 * level, tx = sign * 0.45 * level * W,
+                   ty = -sign * 0.45 * level * H;
+      // Rotate, ShearX, ShearY, TranslateXRel, TranslateYRel
+      const std::array<double, 6> ms[] = {
+          {cs, sn, cx - cs * cx - sn * cy, -sn, cs, cy + sn * cx - cs * cy},
+          {1, shear, 0, 0, 1, 0},
+          {1, 0, 0, shear, 1, 0},
+          {1, 0, tx, 0, 1, 0},
+          {1, 0, 0, 0, 1, ty}};
+      const Fill fill{128, 128, 128};
+      for (const auto& m : ms)
+        for (Interp ip : {Interp::bilinear, Interp::bicubic, Interp::nearest})
+          ASSERT_EQ(affine(img, m, ip, fill).pixels, reference::affine(img, m, ip, fill).pixels)
+              << s.h << "x" << s.w << "x" << s.c << " " << interp_name(ip) << " m " << m[0] << " "
+              << m[1] << " " << m[2] << " " << m[3] << " " << m[4] << " " << m[5];
+    }
+  }
+}
+
+}  // namespace
+
+TEST(ImageOpsFast, AffineAtTrainingSizesMatchesTheReference) {
+  // The AVX2 lone-pixel path (where the CPU has it), then the scalar one.
+  for (const bool simd : {true, false}) {
+    SCOPED_TRACE(simd ? "simd on" : "simd off");
+    const bool was = affine_simd_for_tests(simd);
+    expect_affine_at_training_sizes_match();
+    affine_simd_for_tests(was);
+  }
+}
+
 TEST(ImageOpsFast, RoundingToEightBitsMatchesLround) {
   // Every float near each half-integer and integer of [-2, 258], the range's ends and beyond.
   std::vector<float> values{-1e9f, -0.0f, 0.0f, 1e9f, 255.49998f, 255.5f, 0.49999997f, 0.5f};
