@@ -537,7 +537,6 @@ void Tensor::clear_grad() const {
   }
 }
 
-
 std::shared_ptr<autograd::GradSlot> Tensor::grad_slot() const { return impl_ ? impl_->slot : nullptr; }
 
 void Tensor::set_grad_slot(std::shared_ptr<autograd::GradSlot> slot) const {

@@ -166,7 +166,8 @@ struct NvjpegDecoder::Impl {
   }
 
   ~Impl() {
-    if (decoded && cudaEventDestroy(decoded) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
+    if (decoded && cudaEventDestroy(decoded) != cudaSuccess)
+      spdlog::warn("nvJPEG: cudaEventDestroy failed");
     if (decode_stream && cudaStreamDestroy(decode_stream) != cudaSuccess)
       spdlog::warn("nvJPEG: cudaStreamDestroy failed");
     for (cudaEvent_t e : read_done)
@@ -219,7 +220,8 @@ struct NvjpegDecoder::Impl {
     if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegHost(handle, gpu_decoder, gpu_state, params, stream);
     if (s == NVJPEG_STATUS_SUCCESS)
       s = nvjpegDecodeJpegTransferToDevice(handle, gpu_decoder, gpu_state, stream, decode_stream);
-    if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegDecodeJpegDevice(handle, gpu_decoder, gpu_state, &out, decode_stream);
+    if (s == NVJPEG_STATUS_SUCCESS)
+      s = nvjpegDecodeJpegDevice(handle, gpu_decoder, gpu_state, &out, decode_stream);
     // The next image's host phase rewrites the pinned buffer this one's copy reads: wait for it
     // (for this decode only: the training work queued on the default stream goes on).
     HG_CUDA_CHECK(cudaStreamSynchronize(decode_stream));
@@ -247,8 +249,8 @@ struct NvjpegDecoder::Impl {
     }
     const std::string what = str("a batch of ", n, " files from '", jobs[0]->path, "'");
     check(nvjpegDecodeBatchedInitialize(handle, batch_state, n, 1, format), "nvjpegDecodeBatchedInitialize", what);
-    const nvjpegStatus_t s =
-        nvjpegDecodeBatched(handle, batch_state, data.data(), lengths.data(), out.data(), decode_stream);
+    const nvjpegStatus_t s = nvjpegDecodeBatched(handle, batch_state, data.data(), lengths.data(),
+                                                 out.data(), decode_stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
       failed(str("hardware decode of ", what, " failed (", status_name(s), "): decoding them with libjpeg-turbo"));
       HG_CUDA_CHECK(cudaStreamSynchronize(decode_stream));

@@ -135,8 +135,10 @@ Tensor linear(const Tensor& x_in, const Tensor& w_param, const Tensor& b_param) 
       "linear", {x_in, w_in, b_in}, {y}, [z, saved_x, saved_w, xshape](autograd::Backward& g) {
         Tensor gy = g.grad_output(0).contiguous();
         Tensor gx = g.needs_grad(0) ? grad_input(z, gy, saved_w, xshape) : Tensor(), gw, gb;
-        if (g.needs_grad(1)) std::tie(gw, gb) = grad_weight_bias(z, saved_x, gy, g.needs_grad(2));
-        else if (g.needs_grad(2)) gb = grad_bias(z, gy);
+        if (g.needs_grad(1))
+          std::tie(gw, gb) = grad_weight_bias(z, saved_x, gy, g.needs_grad(2));
+        else if (g.needs_grad(2))
+          gb = grad_bias(z, gy);
         return std::vector<Tensor>{gx, gw, gb};
       });
   return y;

@@ -536,7 +536,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   constexpr int K = KT, KR = KT + 1, KK = KT * KT;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.OW + K - 1;  // staged rows and columns
-  const T* xs = reinterpret_cast<const T*>(stage);     // [RS][WS][32]
+  const T* xs = reinterpret_cast<const T*>(stage);   // [RS][WS][32]
   const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.y * 32, c = c0 + lane;
   const int strips = kWgradWarps / PR, pair = warp / strips, strip = warp % strips;
   const int SW = (d.OW + strips - 1) / strips, ja = strip * SW, jb = min(d.OW, ja + SW);
@@ -718,7 +718,8 @@ TileLaunch tile_launch(int C, int V, int KK, int64_t tiles) {
 /// K = 3, 5 or 7, C a multiple of one 16-byte vector, a 16-byte aligned input, and staged rows that
 /// fit the device's shared memory. Returns false, having done nothing, otherwise.
 template <typename D>
-bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bias, bool flip, D* out) {
+bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bias, bool flip,
+                     D* out) {
   const int PR = conv_staged_pairs(d.OW);
   const size_t smem = conv_staged_smem<D>(d.K, PR, d.OW);
   if (!(d.K == 3 || d.K == 5 || d.K == 7) || d.C % (16 / int(sizeof(D))) != 0 || !aligned16(in) ||

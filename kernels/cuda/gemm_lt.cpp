@@ -108,9 +108,18 @@ bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int6
   if (M == 0 || N == 0 || K == 0) return false;
   // the vector's alignment is not a heuristic input; cuBLASLt needs the element size
   if (reinterpret_cast<uintptr_t>(vec) % 16 != 0) return false;
-  const Key key{epilogue, ta, tb, std::is_same_v<T, hg::bf16>,
-                std::is_same_v<T, float> && hg::cuda::allow_tf32(), M, N, K, alignment(A), alignment(B),
-                alignment(C), 16};
+  const Key key{epilogue,
+                ta,
+                tb,
+                std::is_same_v<T, hg::bf16>,
+                std::is_same_v<T, float> && hg::cuda::allow_tf32(),
+                M,
+                N,
+                K,
+                alignment(A),
+                alignment(B),
+                alignment(C),
+                16};
   static std::map<Key, Plan> plans;  // kept for the process: a run has few shapes
   auto it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;

@@ -116,13 +116,13 @@ void linear_backward_weight_bias(int64_t M, int64_t in, int64_t out, const T* x,
   bias_grad_rows(M, out, gy, gb);
 }
 
-#define HG_INSTANTIATE(T)                                                                       \
-  template void linear_backward_weight_bias<T>(int64_t, int64_t, int64_t, const T*, const T*, T*,  \
-                                               T*);                                              \
-  template void add_bias_rows<T, T>(int64_t, int64_t, const T*, T*);                             \
-  template void bias_grad_rows<T, T>(int64_t, int64_t, const T*, T*);                            \
-  template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);  \
-  template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);     \
+#define HG_INSTANTIATE(T)                                                                         \
+  template void linear_backward_weight_bias<T>(int64_t, int64_t, int64_t, const T*, const T*, T*, \
+                                               T*);                                               \
+  template void add_bias_rows<T, T>(int64_t, int64_t, const T*, T*);                              \
+  template void bias_grad_rows<T, T>(int64_t, int64_t, const T*, T*);                             \
+  template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);   \
+  template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);      \
   template void linear_backward_weight<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(hg::bf16)

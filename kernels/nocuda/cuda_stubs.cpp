@@ -88,39 +88,40 @@ void conv2d_backward_bias(const Conv2dShape&, const T*, float*) { HG_STUB(conv2d
 
 void conv2d_clear_algorithm_cache() {}  // no cuDNN plans exist
 
-#define HG_INSTANTIATE(T)                                                                        \
-  template void add<T>(const T*, const T*, T*, int64_t);                                         \
-  template void sub<T>(const T*, const T*, T*, int64_t);                                         \
-  template void mul<T>(const T*, const T*, T*, int64_t);                                         \
-  template void scale<T>(const T*, float, T*, int64_t);                                          \
-  template void axpy<T>(float, const T*, T*, int64_t);                                           \
-  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, float, const T*, const T*, float, \
-                        T*);                                                                     \
-  template void gelu_forward<T>(const T*, T*, int64_t);                                          \
-  template void gelu_backward<T>(const T*, const T*, T*, int64_t);                               \
-  template void gelu_forward_backward<T>(const T*, const T*, T*, T*, int64_t);                   \
-  template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);  \
-  template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);     \
-  template void linear_backward_weight<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);    \
-  template void linear_backward_weight_bias<T>(int64_t, int64_t, int64_t, const T*, const T*, T*, T*); \
-  template void bias_grad_rows<T, T>(int64_t, int64_t, const T*, T*);                            \
-  template void layernorm_forward<T>(const T*, const float*, const float*, T*, float*, float*,   \
-                                     int64_t, int64_t, float);                                   \
-  template void layernorm_backward<T>(const T*, const float*, const float*, const float*,        \
-                                      const T*, T*, float*, float*, int64_t, int64_t);           \
-  template void layer_scale_forward<T>(const T*, const float*, T*, int64_t, int64_t);            \
-  template void residual_layer_scale_forward<T>(const T*, const T*, const float*, T*, int64_t,   \
-                                                int64_t);                                        \
-  template void layer_scale_grad_gamma<T>(const T*, const T*, float*, int64_t, int64_t);         \
-  template void scale_rows<T>(const T*, const float*, T*, int64_t, int64_t);                     \
-  template void global_avg_pool_forward<T>(int64_t, int64_t, int64_t, const T*, T*);             \
-  template void global_avg_pool_backward<T>(int64_t, int64_t, int64_t, const T*, T*);            \
-  template void conv2d_forward<T>(const Conv2dShape&, const T*, const float*, const float*, T*,  \
-                                  Conv2dBackend);                                                \
-  template void conv2d_backward_data<T>(const Conv2dShape&, const T*, const float*, T*,          \
-                                        Conv2dBackend);                                          \
-  template void conv2d_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*,        \
-                                          Conv2dBackend);                                        \
+#define HG_INSTANTIATE(T)                                                                         \
+  template void add<T>(const T*, const T*, T*, int64_t);                                          \
+  template void sub<T>(const T*, const T*, T*, int64_t);                                          \
+  template void mul<T>(const T*, const T*, T*, int64_t);                                          \
+  template void scale<T>(const T*, float, T*, int64_t);                                           \
+  template void axpy<T>(float, const T*, T*, int64_t);                                            \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, float, const T*, const T*, float,  \
+                        T*);                                                                      \
+  template void gelu_forward<T>(const T*, T*, int64_t);                                           \
+  template void gelu_backward<T>(const T*, const T*, T*, int64_t);                                \
+  template void gelu_forward_backward<T>(const T*, const T*, T*, T*, int64_t);                    \
+  template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);   \
+  template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);      \
+  template void linear_backward_weight<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);     \
+  template void linear_backward_weight_bias<T>(int64_t, int64_t, int64_t, const T*, const T*, T*, \
+                                               T*);                                               \
+  template void bias_grad_rows<T, T>(int64_t, int64_t, const T*, T*);                             \
+  template void layernorm_forward<T>(const T*, const float*, const float*, T*, float*, float*,    \
+                                     int64_t, int64_t, float);                                    \
+  template void layernorm_backward<T>(const T*, const float*, const float*, const float*,         \
+                                      const T*, T*, float*, float*, int64_t, int64_t);            \
+  template void layer_scale_forward<T>(const T*, const float*, T*, int64_t, int64_t);             \
+  template void residual_layer_scale_forward<T>(const T*, const T*, const float*, T*, int64_t,    \
+                                                int64_t);                                         \
+  template void layer_scale_grad_gamma<T>(const T*, const T*, float*, int64_t, int64_t);          \
+  template void scale_rows<T>(const T*, const float*, T*, int64_t, int64_t);                      \
+  template void global_avg_pool_forward<T>(int64_t, int64_t, int64_t, const T*, T*);              \
+  template void global_avg_pool_backward<T>(int64_t, int64_t, int64_t, const T*, T*);             \
+  template void conv2d_forward<T>(const Conv2dShape&, const T*, const float*, const float*, T*,   \
+                                  Conv2dBackend);                                                 \
+  template void conv2d_backward_data<T>(const Conv2dShape&, const T*, const float*, T*,           \
+                                        Conv2dBackend);                                           \
+  template void conv2d_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*,         \
+                                          Conv2dBackend);                                         \
   template void conv2d_backward_bias<T>(const Conv2dShape&, const T*, float*);
 HG_FOR_TYPES(HG_INSTANTIATE)
 #undef HG_INSTANTIATE

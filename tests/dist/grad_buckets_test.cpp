@@ -64,10 +64,12 @@ TEST(GradBuckets, GradientsAccumulateIntoTheBucketViews) {
   b.zero_grad();
   autograd::backward(ops::sum_all(ops::matmul(x, w)));
   const auto after = buckets[0].flat.to_vector<double>();
-  for (int i = 3; i < 9; ++i) EXPECT_DOUBLE_EQ(after[static_cast<size_t>(i)], 4.0) << "dw of one call";
+  for (int i = 3; i < 9; ++i)
+    EXPECT_DOUBLE_EQ(after[static_cast<size_t>(i)], 4.0) << "dw of one call";
   // ... and a view that no backward reached reads as zeros (grad() writes them)
   EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{0, 0, 0}));
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(buckets[0].flat.to_vector<double>()[static_cast<size_t>(i)], 0.0);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(buckets[0].flat.to_vector<double>()[static_cast<size_t>(i)], 0.0);
   EXPECT_EQ(w.grad().data_ptr(), static_cast<char*>(buckets[0].flat.data_ptr()) + 3 * sizeof(double));
 }
 
