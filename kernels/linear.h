@@ -51,8 +51,8 @@ template <typename T>
 void linear_backward_weight(int64_t M, int64_t in, int64_t out, const T* x, const T* grad_y,
                             T* grad_weight);
 /// Both parameter gradients: grad_weight (out, in) and grad_bias (out) = the column sums of grad_y,
-/// computed by the weight-gradient GEMM's epilogue while it reads grad_y (cuBLASLt BGRADB) where
-/// cuBLASLt offers it, else by bias_grad_rows. Deterministic either way.
+/// computed by the weight-gradient GEMM's epilogue while it reads grad_y (cuBLASLt BGRADB) for bf16
+/// where cuBLASLt offers it, else by the GEMM and bias_grad_rows. Deterministic either way.
 template <typename T>
 void linear_backward_weight_bias(int64_t M, int64_t in, int64_t out, const T* x, const T* grad_y,
                                  T* grad_weight, T* grad_bias);
