@@ -25,19 +25,34 @@ std::optional<int> cores_from_cpu_max(const std::string& text);
 std::optional<int> cores_from_cfs(const std::string& quota_text, const std::string& period_text);
 
 /// Sets the threads of the CPU kernels: `n` >= 1, or 0 for the default: OMP_NUM_THREADS when set
-/// to a positive integer (the user's choice), else available_cores(). Also confines
-/// OpenBLAS to one thread per call and checks that it took (when the BLAS is OpenBLAS). Returns the
-/// number of threads now used. Throws hg::Error for n < 0 or when OpenBLAS keeps more than one
-/// thread. Call it before the first kernel runs (the program does, at start-up, and again with the
-/// config's `threads`).
+/// to a positive integer (the user's choice), else available_cores(). The kernels split their work
+/// for this count (which fixes their results: a GEMM's blocks, hence its rounding, follow it), and
+/// run on it until set_active_cpu_threads lowers it. Also confines OpenBLAS to one thread per call
+/// and checks that it took (when the BLAS is OpenBLAS). Returns the number of threads now used.
+/// Throws hg::Error for n < 0 or when OpenBLAS keeps more than one thread. Call it before the first
+/// kernel runs (the program does, at start-up, and again with the config's `threads`).
 int set_cpu_threads(int n);
+
+/// Runs the CPU kernels on `n` threads (1 <= n <= cpu_split_threads()) without changing how they
+/// split their work, so without changing any result: what ThreadTuner (core/thread_tuner.h) does
+/// while other processes keep cores busy. Throws hg::Error for n out of that range.
+void set_active_cpu_threads(int n);
+
+/// The count the CPU kernels split their work for: the last set_cpu_threads (cpu_threads() before
+/// any call).
+int cpu_split_threads();
 
 /// Confines OpenBLAS to one thread per call and checks that it took; a no-op for other BLAS
 /// libraries. Throws hg::Error when OpenBLAS keeps more threads. set_cpu_threads and the first GEMM
 /// call it.
 void confine_blas_threads();
 
-/// Threads the CPU kernels use now (OpenMP's max threads; 1 in a build without OpenMP).
+/// Whether the thread count of a run with config `threads` = `configured` is the program's own
+/// choice: configured is 0 and OMP_NUM_THREADS is not set. Only then may a training run lower it
+/// while other processes keep cores busy (core/thread_tuner.h); a count the user chose stays.
+bool cpu_threads_are_automatic(int configured);
+
+/// Threads the CPU kernels run on now (OpenMP's max threads; 1 in a build without OpenMP).
 int cpu_threads();
 
 /// Threads one OpenBLAS call may use (1 once set_cpu_threads ran), or -1 when the BLAS is not
