@@ -14,7 +14,8 @@ ThreadTuner::ThreadTuner(int max_threads, Options options) : o_(options), max_(m
            "ThreadTuner: options out of range (window_steps ", o_.window_steps, ", window_seconds ",
            o_.window_seconds, ", gain ", o_.gain, ", change ", o_.change, ", first_wait ", o_.first_wait,
            ", max_wait ", o_.max_wait, ")");
-  wait_ = wait_length_ = o_.first_wait;
+  wait_ = 1;  // the first try right after the first measured window: a busy core costs from the start
+  wait_length_ = o_.first_wait;
 }
 
 int ThreadTuner::add_step(double seconds, int64_t images) {

@@ -27,7 +27,7 @@ class ThreadTuner {
     double window_seconds = 0.4;      ///< and at least this long
     double gain = 0.10;               ///< a try is kept when its seconds per image are this much lower
     double change = 0.30;             ///< a window this far from the one before it makes the next try come at once
-    int first_wait = 4;               ///< windows before the first try, and after a kept one or a change
+    int first_wait = 4;               ///< windows before a try after a kept one (the first try follows the first window)
     int max_wait = 128;               ///< the wait doubles after each failed try, up to this
   };
 

@@ -90,6 +90,14 @@ TEST(ThreadTuner, ABusyCoreDropsAThreadAndAFreedOneGetsItBack) {
   EXPECT_LT(r.seconds, 1.03 * best);
 }
 
+TEST(ThreadTuner, ABusyCoreFromTheStartCostsOnlyTheFirstWindows) {
+  ThreadTuner t(2);
+  const Trace r = simulate(t, 2, 1000, [](int64_t) { return 1; });
+  // one skipped window, one measured, one try: 3 windows of 8 steps (0.4 s at least) at two threads
+  EXPECT_EQ(r.used[30], 1);
+  EXPECT_GT(steps_at(r, 1, 30, 1000), 970 * 95 / 100);  // then a try of two now and then
+}
+
 TEST(ThreadTuner, EightCoresWithOneBusyUseSeven) {
   ThreadTuner t(8);
   const Trace r = simulate(t, 8, 4000, [](int64_t i) { return i >= 500 ? 1 : 0; });
