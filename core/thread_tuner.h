@@ -3,17 +3,20 @@
 //
 // Every parallel loop of a CPU step ends at a barrier, so it takes as long as its slowest thread.
 // When another process keeps one core busy, the thread that shares that core runs in turns with it
-// (time slices of milliseconds) and every loop waits for it: two threads on two cores with one core
-// taken trained at 754 img/s, one thread at 1,256, while two threads alone run at 1,884 (this
-// machine, default job). No fixed count is right both ways, and no wait policy of OpenMP's fixes it
-// (core/threads.h has the figures). So the trainer measures: it runs at the full count, and every
-// few seconds tries one thread fewer (or, after a cut, one more) for one short window of steps, and
-// keeps whichever was faster by a clear margin. A failed try doubles the wait before the next one
-// (the tries cost about 1% once the count has settled); a window much slower or faster than the
-// one before (another process started or stopped) makes the next try come at once.
+// (time slices of milliseconds) and every loop waits for it: on the 2-core development machine two
+// threads trained the default job at 678 img/s beside a busy process, one thread at 952, while two
+// threads alone ran at 1,378 and one at 901 (core/threads.h has the figures). No fixed count is
+// right both ways. So the trainer measures: it runs at the full count, and now and then tries one
+// thread fewer (or, after a cut, one more) for one short window of steps, and keeps whichever was
+// faster by a clear margin. The first try follows the first measured window; a failed try doubles
+// the wait before the next one (up to 128 windows, about a minute alone: the tries then cost about
+// 1%); a window much slower or faster than the one before it (another process started or stopped)
+// brings the next try forward. It steps one thread at a time, so with more cores it finds the count
+// when one fewer thread is measurably faster (one busy core), not necessarily beyond.
 //
 // This class is the decision alone (no clock, no OpenMP): the trainer feeds it each step's time and
-// applies the count it returns (set_cpu_threads), which keeps it testable with made-up timings.
+// applies the count it returns (set_active_cpu_threads, which keeps the kernels' split of the work
+// and so every result), which keeps it testable with made-up timings.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +61,7 @@ class ThreadTuner {
   bool trying_ = false;
   int trial_ = 0;
   int direction_ = -1;    // the next try: one thread fewer (-1) or one more (+1)
-  bool skip_window_ = true;  // the first window after a count change: warm-up, not measured
+  bool skip_window_ = true;  // the run's first window: warm-up (allocations, caches), not measured
   double last_rate_ = 0;  // seconds per image of the last window at current_ (0: none yet)
   int wait_ = 0;          // windows left before the next try
   int wait_length_ = 0;   // the wait after a failed try
