@@ -20,7 +20,9 @@ struct Command {
 std::vector<Command>& commands();
 
 struct CommandRegistrar {
-  CommandRegistrar(const char* file, CommandSetup setup) { commands().push_back({file, std::move(setup)}); }
+  CommandRegistrar(const char* file, CommandSetup setup) {
+    commands().push_back({file, std::move(setup)});
+  }
 };
 
 }  // namespace hg::app

@@ -2,11 +2,11 @@
 // bench, bench-layer, export, models, ...; each lives in its own app/<command>.cpp).
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
                        "print the version, the git commit, the CUDA / cuDNN versions and the optional parts built");
   app.footer("Each command has its own --help; `haargrad train --help` lists every config key.");
   std::vector<hg::app::Command>& commands = hg::app::commands();
-  std::stable_sort(commands.begin(), commands.end(), [](const auto& a, const auto& b) { return a.file < b.file; });
+  std::stable_sort(commands.begin(), commands.end(),
+                   [](const auto& a, const auto& b) { return a.file < b.file; });
   for (auto& c : commands) c.setup(app);
   hg::app::require_decimal_numbers(app);
   try {

@@ -7,14 +7,16 @@
 
 namespace hg {
 
-ThreadTuner::ThreadTuner(int max_threads, Options options) : o_(options), max_(max_threads), current_(max_threads) {
+ThreadTuner::ThreadTuner(int max_threads, Options options)
+    : o_(options), max_(max_threads), current_(max_threads) {
   HG_CHECK(max_threads >= 1, "ThreadTuner: max_threads must be >= 1, got ", max_threads);
-  HG_CHECK(o_.window_steps >= 1 && o_.window_seconds >= 0 && o_.gain >= 0 && o_.gain < 1 && o_.change > 0 &&
-               o_.first_wait >= 1 && o_.max_wait >= o_.first_wait,
+  HG_CHECK(o_.window_steps >= 1 && o_.window_seconds >= 0 && o_.gain >= 0 && o_.gain < 1 &&
+               o_.change > 0 && o_.first_wait >= 1 && o_.max_wait >= o_.first_wait,
            "ThreadTuner: options out of range (window_steps ", o_.window_steps, ", window_seconds ",
-           o_.window_seconds, ", gain ", o_.gain, ", change ", o_.change, ", first_wait ", o_.first_wait,
-           ", max_wait ", o_.max_wait, ")");
-  wait_ = 1;  // the first try right after the first measured window: a busy core costs from the start
+           o_.window_seconds, ", gain ", o_.gain, ", change ", o_.change, ", first_wait ",
+           o_.first_wait, ", max_wait ", o_.max_wait, ")");
+  // The first try right after the first measured window: a busy core costs from the start.
+  wait_ = 1;
   wait_length_ = o_.first_wait;
 }
 
@@ -52,7 +54,8 @@ void ThreadTuner::end_window(double rate) {
     }
     return;
   }
-  if (last_rate_ > 0 && (rate > last_rate_ * (1 + o_.change) || rate < last_rate_ * (1 - o_.change))) {
+  if (last_rate_ > 0 &&
+      (rate > last_rate_ * (1 + o_.change) || rate < last_rate_ * (1 - o_.change))) {
     wait_ = 1;  // the load changed: try at once (after this window), and soon again after a failure
     wait_length_ = o_.first_wait;
   }

@@ -26,12 +26,14 @@ namespace hg {
 class ThreadTuner {
  public:
   struct Options {
-    int window_steps = 8;             ///< steps per measured window (at least)
-    double window_seconds = 0.4;      ///< and at least this long
-    double gain = 0.10;               ///< a try is kept when its seconds per image are this much lower
-    double change = 0.30;             ///< a window this far from the one before it makes the next try come at once
-    int first_wait = 4;               ///< windows before a try after a kept one (the first try follows the first window)
-    int max_wait = 128;               ///< the wait doubles after each failed try, up to this
+    int window_steps = 8;         ///< steps per measured window (at least)
+    double window_seconds = 0.4;  ///< and at least this long
+    double gain = 0.10;           ///< a try is kept when its seconds per image are this much lower
+    /// a window this far from the one before it makes the next try come at once
+    double change = 0.30;
+    /// windows before a try after a kept one (the first try follows the first measured window)
+    int first_wait = 4;
+    int max_wait = 128;  ///< the wait doubles after each failed try, up to this
   };
 
   /// Chooses between 1 and `max_threads` threads (>= 1; 1 never tries anything), starting at
@@ -60,11 +62,11 @@ class ThreadTuner {
   int current_;
   bool trying_ = false;
   int trial_ = 0;
-  int direction_ = -1;    // the next try: one thread fewer (-1) or one more (+1)
+  int direction_ = -1;       // the next try: one thread fewer (-1) or one more (+1)
   bool skip_window_ = true;  // the run's first window: warm-up (allocations, caches), not measured
-  double last_rate_ = 0;  // seconds per image of the last window at current_ (0: none yet)
-  int wait_ = 0;          // windows left before the next try
-  int wait_length_ = 0;   // the wait after a failed try
+  double last_rate_ = 0;     // seconds per image of the last window at current_ (0: none yet)
+  int wait_ = 0;             // windows left before the next try
+  int wait_length_ = 0;      // the wait after a failed try
   int64_t steps_ = 0, images_ = 0;
   double seconds_ = 0;
   int64_t tries_ = 0, kept_ = 0;

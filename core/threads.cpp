@@ -164,8 +164,8 @@ int set_cpu_threads(int n) {
 }
 
 void set_active_cpu_threads(int n) {
-  HG_CHECK(n >= 1 && n <= cpu_split_threads(), "active CPU threads must be in [1, ", cpu_split_threads(),
-           "] (the threads the kernels split their work for), got ", n);
+  HG_CHECK(n >= 1 && n <= cpu_split_threads(), "active CPU threads must be in [1, ",
+           cpu_split_threads(), "] (the threads the kernels split their work for), got ", n);
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif

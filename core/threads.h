@@ -6,13 +6,13 @@
 // mask (taskset, cpuset cgroups, container runtimes), capped by a cgroup CPU quota (docker
 // --cpus=2 on a 64-core host means 2, not 64), which OpenMP's own default ignores.
 //
-// Another process on the cores. Idle OpenMP threads spin 10,000 times, then sleep (app/main.cpp sets
-// GOMP_SPINCOUNT unless the user chose a policy), and a training run with the default count runs one
-// thread fewer while its steps are measured faster so (core/thread_tuner.h). Measured on the 2-core
-// development machine, default job (`haargrad train configs/fashion_mnist.yaml`, 300 steps), img/s,
-// median of 3, candidates interleaved; "busy": one `yes > /dev/null` beside it. Two sets, 40 minutes
-// apart, as other helpers' builds came and went (the load average before each run, the run's own
-// threads included, was 0.3 to 2.7 in the second set, 1.6 to 4.9 in the first):
+// Another process on the cores. Idle OpenMP threads spin 10,000 times, then sleep (app/main.cpp
+// sets GOMP_SPINCOUNT unless the user chose a policy), and a training run with the default count
+// runs one thread fewer while its steps are measured faster so (core/thread_tuner.h). Measured on
+// the 2-core development machine, default job (`haargrad train configs/fashion_mnist.yaml`, 300
+// steps), img/s, median of 3, candidates interleaved; "busy": one `yes > /dev/null` beside it. Two
+// sets, 40 minutes apart, as other helpers' builds came and went (the load average before each run,
+// the run's own threads included, was 0.3 to 2.7 in the second set, 1.6 to 4.9 in the first):
 //
 //                                               second set       first set
 //                                               alone   busy     alone   busy
@@ -21,17 +21,18 @@
 //   2 threads, GOMP_SPINCOUNT=1000                  -      -     1,415    892
 //   2 threads, OMP_WAIT_POLICY=passive          1,393    918     1,467    959
 //   1 thread                                      901    952     1,027    985
-//   ThreadTuner (now the default)               1,379    907     1,308    964 (first try later then)
+//   ThreadTuner (now the default)               1,379    907     1,308    964 (*)
 //   ThreadTuner + OMP_WAIT_POLICY=passive       1,318    937         -      -
+//   (*) with a later first try than now
 //
 // Every parallel loop ends at a barrier, and a thread that shares its core with another process is
 // the slowest by far: two spinning threads lose half their speed. Sleeping waiters (passive)
-// probably let the OS move that thread to the core its partner frees, which avoids the collapse too;
-// but the previous session measured them 11% slower than the short spin alone on a quieter machine
-// (1,680 vs 1,884 img/s; here the two were within the +-10% the machine's speed varied from run to
-// run), presumably a futex wake for each of a step's many small loops. Measuring keeps the short
-// spin while alone and one thread while busy. In 300-step runs the tuner's first windows (at two
-// threads) and its tries cost a few percent; over the default job's 4,221 steps its tries cost
+// probably let the OS move that thread to the core its partner frees, which avoids the collapse
+// too; but the previous session measured them 11% slower than the short spin alone on a quieter
+// machine (1,680 vs 1,884 img/s; here the two were within the +-10% the machine's speed varied from
+// run to run), presumably a futex wake for each of a step's many small loops. Measuring keeps the
+// short spin while alone and one thread while busy. In 300-step runs the tuner's first windows (at
+// two threads) and its tries cost a few percent; over the default job's 4,221 steps its tries cost
 // under 1.2% alone (simulated with these timings: tests/core/thread_tuner_test.cpp).
 #pragma once
 

@@ -1,6 +1,7 @@
-// The measured thread count (core/thread_tuner.h) on a made-up machine: step times per thread count,
-// alone and with other processes on some cores, as measured on the 2-core development machine
-// (default job: 2 threads 1,884 img/s alone, 754 with one core busy; 1 thread ~1,150 alone, 1,256 busy).
+// The measured thread count (core/thread_tuner.h) on a made-up machine: step times per thread
+// count, alone and with other processes on some cores, as measured on the 2-core development
+// machine (default job: 2 threads 1,884 img/s alone, 754 with one core busy; 1 thread ~1,150 alone,
+// 1,256 busy).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,14 +16,15 @@ namespace {
 
 constexpr int64_t kBatch = 128;
 
-// Seconds of one step at `threads` threads, with `busy` cores taken by others, on `cores` cores: the
-// threads that share a core with another process make every loop wait (the measured collapse).
+// Seconds of one step at `threads` threads, with `busy` cores taken by others, on `cores` cores:
+// the threads that share a core with another process make every loop wait (the measured collapse).
 double step_seconds(int threads, int busy, int cores) {
   const double one = kBatch / 1150.0;  // one thread alone
   if (busy == 0) return one / (threads == 1 ? 1.0 : 1.0 + 0.64 * (threads - 1) / (cores - 1));
   const int free_cores = cores - busy;
   if (threads <= free_cores) return one / (1.0 + 0.64 * (threads - 1) / (cores - 1)) * 0.95;
-  return kBatch / 754.0 * (1.0 + 0.1 * (threads - free_cores - 1));  // a thread beside another process
+  return kBatch / 754.0 *
+         (1.0 + 0.1 * (threads - free_cores - 1));  // a thread beside another process
 }
 
 struct Trace {
@@ -30,11 +32,14 @@ struct Trace {
   double seconds = 0;
 };
 
-double wobble(int64_t step, double jitter) { return 1.0 + jitter * (((step * 7919) % 17) / 8.0 - 1.0); }
+double wobble(int64_t step, double jitter) {
+  return 1.0 + jitter * (((step * 7919) % 17) / 8.0 - 1.0);
+}
 
 // `steps` steps; busy(step) gives the cores other processes take at that step. Step times vary
 // deterministically by up to `jitter`.
-Trace simulate(ThreadTuner& t, int cores, int64_t steps, const std::function<int(int64_t)>& busy, double jitter = 0.08) {
+Trace simulate(ThreadTuner& t, int cores, int64_t steps, const std::function<int(int64_t)>& busy,
+               double jitter = 0.08) {
   Trace r;
   for (int64_t i = 0; i < steps; ++i) {
     const int n = t.threads();
@@ -50,7 +55,8 @@ Trace simulate(ThreadTuner& t, int cores, int64_t steps, const std::function<int
 double fixed_seconds(int threads, int cores, int64_t steps, const std::function<int(int64_t)>& busy,
                      double jitter = 0.08) {
   double total = 0;
-  for (int64_t i = 0; i < steps; ++i) total += step_seconds(threads, busy(i), cores) * wobble(i, jitter);
+  for (int64_t i = 0; i < steps; ++i)
+    total += step_seconds(threads, busy(i), cores) * wobble(i, jitter);
   return total;
 }
 
