@@ -69,7 +69,8 @@ double thread_cpu_us() {
 }
 
 // Runs `f(i)` warmup + reps times (i counts calls, to vary seeds); times the last reps.
-AugmentRow time_it(const std::string& name, const AugmentOptions& o, const std::function<void(int64_t)>& f) {
+AugmentRow time_it(const std::string& name, const AugmentOptions& o,
+                   const std::function<void(int64_t)>& f) {
   if (!o.only.empty() && name.find(o.only) == std::string::npos) return AugmentRow{name, -1, -1};
   for (int64_t i = 0; i < o.warmup; ++i) f(i);
   double total = 0, best = 1e300;
