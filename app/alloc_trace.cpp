@@ -31,7 +31,7 @@ struct AllocTraceArgs {
   int threads = 0;
 };
 
-double mib(int64_t b) { return static_cast<double>(b) / (1 << 20); }
+double to_mib(int64_t b) { return static_cast<double>(b) / (1 << 20); }
 
 void print_steps(const std::string& title, const std::vector<ReplayStep>& steps) {
   std::printf("  %s\n  %6s %12s %14s %7s %14s\n", title.c_str(), "step", "live MiB", "reserved MiB",
@@ -40,11 +40,12 @@ void print_steps(const std::string& title, const std::vector<ReplayStep>& steps)
     const ReplayStep& s = steps[i];
     // The last entry is what followed the last backward (the last optimizer update).
     const std::string name = i + 1 < steps.size() ? std::to_string(i + 1) : "end";
-    std::printf(
-        "  %6s %12.1f %14.1f %7.3f %14lld\n", name.c_str(), mib(s.live_peak), mib(s.reserved_peak),
-        s.live_peak > 0 ? static_cast<double>(s.reserved_peak) / static_cast<double>(s.live_peak)
-                        : 0.0,
-        static_cast<long long>(s.system_allocs));
+    std::printf("  %6s %12.1f %14.1f %7.3f %14lld\n", name.c_str(), to_mib(s.live_peak),
+                to_mib(s.reserved_peak),
+                s.live_peak > 0
+                    ? static_cast<double>(s.reserved_peak) / static_cast<double>(s.live_peak)
+                    : 0.0,
+                static_cast<long long>(s.system_allocs));
   }
 }
 

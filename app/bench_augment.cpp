@@ -30,7 +30,7 @@
 namespace hg::app {
 namespace {
 
-struct Options {
+struct AugmentOptions {
   int64_t size = 224;        // crop side, pixels
   int64_t reps = 200, warmup = 10;
   double magnitude = 9;      // RandAugment M of the per-op rows
@@ -56,7 +56,7 @@ data::Image synthetic_source(Generator& gen) {
   return img;
 }
 
-struct Row {
+struct AugmentRow {
   std::string name;
   double mean_us = 0, min_us = 0;
 };
@@ -69,8 +69,9 @@ double thread_cpu_us() {
 }
 
 // Runs `f(i)` warmup + reps times (i counts calls, to vary seeds); times the last reps.
-Row time_it(const std::string& name, const Options& o, const std::function<void(int64_t)>& f) {
-  if (!o.only.empty() && name.find(o.only) == std::string::npos) return Row{name, -1, -1};
+AugmentRow time_it(const std::string& name, const AugmentOptions& o,
+                   const std::function<void(int64_t)>& f) {
+  if (!o.only.empty() && name.find(o.only) == std::string::npos) return AugmentRow{name, -1, -1};
   for (int64_t i = 0; i < o.warmup; ++i) f(i);
   double total = 0, best = 1e300;
   for (int64_t i = 0; i < o.reps; ++i) {
@@ -80,13 +81,13 @@ Row time_it(const std::string& name, const Options& o, const std::function<void(
     total += us;
     best = std::min(best, us);
   }
-  Row r{name, total / double(o.reps), best};
+  AugmentRow r{name, total / double(o.reps), best};
   std::printf("%-34s %10.1f %10.1f\n", r.name.c_str(), r.mean_us, r.min_us);
   std::fflush(stdout);
   return r;
 }
 
-void run(const Options& o) {
+void run(const AugmentOptions& o) {
   HG_CHECK(o.size > 0 && o.reps > 0 && o.warmup >= 0, "bench-augment: --size and --reps must be > 0, --warmup >= 0");
   const data::Interp interp = data::parse_interp(o.interp);
   Generator gen(1);
@@ -103,7 +104,7 @@ void run(const Options& o) {
               (long long)src.height, (long long)src.width, (long long)S, (long long)S, o.interp.c_str(),
               o.magnitude, (long long)o.reps, (long long)o.warmup);
   std::printf("%-34s %10s %10s\n", "stage", "mean us", "min us");
-  std::vector<Row> rows;
+  std::vector<AugmentRow> rows;
   volatile uint8_t sink = 0;  // keeps results alive
 
   for (const data::Interp ip : {data::Interp::bilinear, data::Interp::bicubic})
@@ -168,7 +169,7 @@ void run(const Options& o) {
   }
   if (!o.output.empty()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const Row& r : rows)
+    for (const AugmentRow& r : rows)
       if (r.mean_us >= 0)
         j.push_back({{"stage", r.name}, {"mean_us", r.mean_us}, {"min_us", r.min_us}});
     io::write_file_atomic(o.output, j.dump(2) + "\n");
@@ -179,7 +180,7 @@ void run(const Options& o) {
 }  // namespace
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<AugmentOptions>();
   CLI::App* cmd = root.add_subcommand(
       "bench-augment", "Time each CPU training augmentation (crop resample, every RandAugment op, ColorJitter, "
                        "random erasing, the whole transform) on one image, single thread: microseconds per image");

@@ -4,16 +4,25 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace hg::app {
 
 /// Adds one subcommand (and its callback) to the program's CLI::App.
 using CommandSetup = std::function<void(CLI::App& root)>;
-std::vector<CommandSetup>& commands();
+/// A subcommand's setup and the file that registered it: `haargrad --help` lists the commands in
+/// the order of their files' names (static registrations run in an order the linker picks).
+struct Command {
+  std::string file;
+  CommandSetup setup;
+};
+std::vector<Command>& commands();
 
 struct CommandRegistrar {
-  explicit CommandRegistrar(CommandSetup setup) { commands().push_back(std::move(setup)); }
+  CommandRegistrar(const char* file, CommandSetup setup) {
+    commands().push_back({file, std::move(setup)});
+  }
 };
 
 }  // namespace hg::app
@@ -22,4 +31,4 @@ struct CommandRegistrar {
 #define HG_APP_CONCAT(a, b) HG_APP_CONCAT2(a, b)
 /// At namespace scope in app/<command>.cpp: HG_REGISTER_COMMAND([](CLI::App& root) { ... });
 #define HG_REGISTER_COMMAND(setup) \
-  static ::hg::app::CommandRegistrar HG_APP_CONCAT(hg_command_, __LINE__)(setup)
+  static ::hg::app::CommandRegistrar HG_APP_CONCAT(hg_command_, __COUNTER__)(__FILE__, setup)

@@ -2,10 +2,11 @@
 // bench, bench-layer, export, models, ...; each lives in its own app/<command>.cpp).
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -19,8 +20,8 @@
 #include "core/threads.h"
 
 namespace hg::app {
-std::vector<CommandSetup>& commands() {
-  static std::vector<CommandSetup> list;
+std::vector<Command>& commands() {
+  static std::vector<Command> list;
   return list;
 }
 
@@ -92,7 +93,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", [] { return without_trailing_newline(hg::app::version_text()); },
                        "print the version, the git commit, the CUDA / cuDNN versions and the optional parts built");
   app.footer("Each command has its own --help; `haargrad train --help` lists every config key.");
-  for (auto& setup : hg::app::commands()) setup(app);
+  std::vector<hg::app::Command>& commands = hg::app::commands();
+  std::stable_sort(commands.begin(), commands.end(),
+                   [](const auto& a, const auto& b) { return a.file < b.file; });
+  for (auto& c : commands) c.setup(app);
   hg::app::require_decimal_numbers(app);
   try {
     hg::set_cpu_threads(0);  // the cores available; commands with a config apply its `threads`

@@ -35,7 +35,7 @@ struct ValidateArgs {
 };
 
 // One row, named as timm's validate.py names its results (plus loss and img_per_sec).
-struct Row {
+struct ResultRow {
   std::string model;
   int64_t img_size = 0;
   double top1 = 0, top5 = 0, loss = 0, img_per_sec = 0, param_count = 0;
@@ -52,7 +52,7 @@ std::string extension_of(const std::string& path) {
 const char* kColumns = "model,img_size,top1,top1_err,top5,top5_err,loss,img_per_sec,param_count";
 
 // timm rounds accuracies to 4 decimals and the parameter count (millions) to 2.
-std::string csv_text(const Row& r) {
+std::string csv_text(const ResultRow& r) {
   char line[512];
   std::snprintf(line, sizeof line, "%s\n%s,%lld,%.4f,%.4f,%.4f,%.4f,%.6g,%.1f,%.2f\n", kColumns, r.model.c_str(),
                 static_cast<long long>(r.img_size), r.top1, 100.0 - r.top1, r.top5, 100.0 - r.top5, r.loss,
@@ -60,7 +60,7 @@ std::string csv_text(const Row& r) {
   return line;
 }
 
-std::string json_text(const Row& r) {
+std::string json_text(const ResultRow& r) {
   auto round_to = [](double v, double scale) { return std::round(v * scale) / scale; };
   nlohmann::ordered_json j;
   j["model"] = r.model;
@@ -75,7 +75,7 @@ std::string json_text(const Row& r) {
   return j.dump(2) + "\n";
 }
 
-Row evaluate(const train::Config& cfg, const std::string& checkpoint, bool use_ema) {
+ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool use_ema) {
   const Device device = train::resolve_device(cfg.device);
   ConvNeXt model(train::model_config_from(cfg), 0, DType::f32, device);
   if (!use_ema)
@@ -116,7 +116,7 @@ Row evaluate(const train::Config& cfg, const std::string& checkpoint, bool use_e
                     n, " images; ", bad, " of ", total, " of its weights are non-finite: the run it comes from ",
                     "diverged; use an earlier checkpoint"));
   }
-  Row r;
+  ResultRow r;
   r.model = cfg.model;
   r.img_size = cfg.img_size;
   r.top1 = 100.0 * double(c1) / double(n);
@@ -136,7 +136,7 @@ void run_validate(const ValidateArgs& a) {
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
   set_cpu_threads(static_cast<int>(cfg.threads));
-  const Row r = evaluate(cfg, a.checkpoint, a.use_ema);
+  const ResultRow r = evaluate(cfg, a.checkpoint, a.use_ema);
   const std::string csv = csv_text(r);
   std::printf("%s", csv.c_str());
   if (!a.results_file.empty()) io::write_file_atomic(a.results_file, ext == "csv" ? csv : json_text(r));

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -145,6 +146,10 @@ void confine_blas_threads() {
              "OpenMP threads (set OPENBLAS_NUM_THREADS=1)");
 }
 
+namespace {
+std::atomic<int> g_split_threads{0};  // 0: set_cpu_threads not called yet
+}  // namespace
+
 int set_cpu_threads(int n) {
   HG_CHECK(n >= 0, "threads must be >= 0 (0 = the cores available), got ", n);
   if (n == 0) n = env_threads().value_or(available_cores());
@@ -154,8 +159,24 @@ int set_cpu_threads(int n) {
 #else
   n = 1;
 #endif
+  g_split_threads = n;
   return n;
 }
+
+void set_active_cpu_threads(int n) {
+  HG_CHECK(n >= 1 && n <= cpu_split_threads(), "active CPU threads must be in [1, ",
+           cpu_split_threads(), "] (the threads the kernels split their work for), got ", n);
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+}
+
+int cpu_split_threads() {
+  const int n = g_split_threads;
+  return n > 0 ? n : cpu_threads();
+}
+
+bool cpu_threads_are_automatic(int configured) { return configured == 0 && !env_threads(); }
 
 int cpu_threads() {
 #ifdef _OPENMP

@@ -22,6 +22,8 @@
 #include "core/autograd.h"
 #include "core/memory.h"
 #include "core/ops.h"
+#include "core/thread_tuner.h"
+#include "core/threads.h"
 #include "data/from_config.h"
 #include "dist/process_group.h"
 #include "layers/loss.h"
@@ -113,6 +115,20 @@ struct RunPaths {
         recovery(d / "recovery.safetensors") {}
 };
 
+// The measured CPU thread count of a run (core/thread_tuner.h), which starts at every thread the
+// kernels split their work for. When the run ends (also by an error) the kernels get them all back,
+// so whatever the process runs next (another run, a test) starts at the configured count, not at
+// the count this run settled on.
+struct TunedThreads {
+  explicit TunedThreads(int max_threads) : tuner(max_threads) {
+    set_active_cpu_threads(max_threads);
+  }
+  ~TunedThreads() { set_active_cpu_threads(cpu_split_threads()); }
+  TunedThreads(const TunedThreads&) = delete;
+  TunedThreads& operator=(const TunedThreads&) = delete;
+  ThreadTuner tuner;
+};
+
 // What the steps of one train() call share. Members are destroyed in reverse order: the data
 // parallel state before the optimizer and model it refers to, the console last.
 struct Session {
@@ -133,6 +149,8 @@ struct Session {
   std::unique_ptr<RunSchedule> sched;
   std::unique_ptr<DataParallel> dp;
   std::unique_ptr<ModelEma> ema;  // model_ema: on
+  // CPU, one process, the thread count the program's choice: measured (core/thread_tuner.h)
+  std::unique_ptr<TunedThreads> threads;
   double lr = 0;  // the schedule's lr now: the head's (layer_decay scales the layers below it)
   TrainState st;
   SummaryLines summary;
@@ -388,6 +406,23 @@ void report_progress(Session& s, int64_t epoch, const EpochProgress& p, double s
   }
 }
 
+// Fewer CPU threads while other processes keep cores busy, measured (core/thread_tuner.h).
+void create_thread_tuner(Session& s) {
+  if (s.device != Device::cpu || dist::size() > 1 ||
+      !cpu_threads_are_automatic(static_cast<int>(s.cfg.threads)) || cpu_split_threads() < 2)
+    return;
+  s.threads = std::make_unique<TunedThreads>(cpu_split_threads());
+}
+
+void tune_threads(ThreadTuner& tuner, double step_seconds, int64_t images) {
+  const int before = tuner.settled_threads(), now = tuner.threads();
+  if (tuner.add_step(step_seconds, images) != now) set_active_cpu_threads(tuner.threads());
+  if (tuner.settled_threads() != before)
+    spdlog::info(
+        "cpu threads {} -> {}: steps measured faster ({})", before, tuner.settled_threads(),
+        tuner.settled_threads() < before ? "other processes are using cores" : "cores came free");
+}
+
 // Trains epoch `epoch` from where the run stands (a recovery checkpoint may have done part of it);
 // stops early at Ctrl-C (or the test hook) on any rank.
 EpochProgress train_epoch(Session& s, int64_t epoch) {
@@ -404,7 +439,9 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   const auto t0 = std::chrono::steady_clock::now();
   data::Batch b;
   while (s.train_loader->next(b)) {
+    const auto step_t0 = std::chrono::steady_clock::now();
     train_step(s, epoch, b, p);
+    if (s.threads) tune_threads(s.threads->tuner, seconds_since(step_t0), b.labels.numel());
     report_progress(s, epoch, p, seconds_since(t0));
     if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) g_interrupt = true;
     if (s.dp->any_rank(g_interrupt)) break;
@@ -635,6 +672,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   s.dp = std::make_unique<DataParallel>(s.cfg, *s.model, s.opt);  // mpirun -np N (no-op alone)
   s.st.world_size = dist::size();
   create_ema(s);
+  create_thread_tuner(s);
 
   SigintGuard sigint;
   const int64_t stop = s.opts.stop_after_epoch;

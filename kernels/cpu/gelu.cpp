@@ -10,7 +10,11 @@
 #include "kernels/cpu/normal_cdf.h"
 
 // GCC and Clang: build an AVX2+FMA clone beside the baseline one, chosen at load time (ifunc).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not when the baseline has them already (-march=native on such a CPU, HAARGRAD_NATIVE): GCC then
+// cannot inline normal_cdf_pdf (built for the whole native ISA) into the x86-64-v3 clone, and the
+// clone, which the loader picks, runs a call per element: GELU 7x slower (measured, znver3).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !(defined(__AVX2__) && defined(__FMA__))
 #define HG_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define HG_VECTOR_CLONES

@@ -76,22 +76,27 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A
   }
   static std::once_flag blas_confined;  // also when no program start-up ran (tests, libraries)
   std::call_once(blas_confined, confine_blas_threads);
-  int threads = 1;
+  // The blocks follow the threads the work is split for (set_cpu_threads), not the threads running
+  // now (fewer while ThreadTuner sees other processes on the cores): same blocks, same rounding.
+  int split = 1, threads = 1;
 #ifdef _OPENMP
-  if (!omp_in_parallel()) threads = omp_get_max_threads();
+  if (!omp_in_parallel()) {
+    split = cpu_split_threads();
+    threads = std::min(omp_get_max_threads(), split);
+  }
 #endif
   // Below ~2 MFLOP a block's start-up costs more than it saves. Blocks are whole rows of C when M
   // is large enough (each thread streams its own rows of A and C), else whole columns; 4 blocks per
   // thread taken dynamically, so a thread slowed by another process does not hold up the rest.
-  const bool parallel = threads > 1 && M * N * K >= (int64_t(1) << 20);
+  const bool parallel = split > 1 && M * N * K >= (int64_t(1) << 20);
   if (!parallel) {
     gemm_block(ta, tb, M, N, K, alpha, A, B, beta, C, 0, M, 0, N);
     return;
   }
-  const bool by_rows = M >= N || M >= 64 * threads;
+  const bool by_rows = M >= N || M >= 64 * split;
   const int64_t extent = by_rows ? M : N;
   const int64_t min_block = 16;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(4 * threads, extent / min_block));
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(4 * split, extent / min_block));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int64_t i = 0; i < blocks; ++i) {
     const int64_t lo = extent * i / blocks, hi = extent * (i + 1) / blocks;

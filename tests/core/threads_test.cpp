@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -88,6 +89,45 @@ TEST(Threads, ThreadedGemmEqualsOneThread) {
     for (size_t i = 0; i < R.size(); ++i) ASSERT_NEAR(C4[i], R[i], 1e-4f * (1 + std::abs(R[i]))) << i;
   }
   set_cpu_threads(before);
+}
+
+// Fewer threads running (ThreadTuner, while other processes use cores) keep the split, hence every
+// bit of the result; the split follows set_cpu_threads only, and the active count stays within it.
+TEST(Threads, FewerActiveThreadsGiveTheSameBits) {
+  const int before = cpu_threads();
+  const int64_t M = 300, N = 70, K = 64;
+  std::vector<float> A(M * K), B(K * N), C4(M * N), C1(M * N);
+  for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < B.size(); ++i) B[i] = std::cos(0.53f * static_cast<float>(i));
+  set_cpu_threads(4);
+  kernels::cpu::gemm<float>(false, true, M, N, K, 1.0f, A.data(), B.data(), 0.0f, C4.data());
+  set_active_cpu_threads(1);
+  EXPECT_EQ(cpu_split_threads(), 4);
+#ifdef _OPENMP
+  EXPECT_EQ(cpu_threads(), 1);
+#endif
+  kernels::cpu::gemm<float>(false, true, M, N, K, 1.0f, A.data(), B.data(), 0.0f, C1.data());
+  EXPECT_EQ(C1, C4);
+  EXPECT_THROW(set_active_cpu_threads(5), Error);
+  EXPECT_THROW(set_active_cpu_threads(0), Error);
+  EXPECT_EQ(set_cpu_threads(2), 2);
+  EXPECT_EQ(cpu_split_threads(), 2);
+  set_cpu_threads(before);
+}
+
+// The program's own thread count (threads: 0, no OMP_NUM_THREADS) is the only one a run may lower.
+TEST(Threads, OnlyTheAutomaticCountIsTuned) {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = env ? env : "";
+  unsetenv("OMP_NUM_THREADS");
+  EXPECT_TRUE(cpu_threads_are_automatic(0));
+  EXPECT_FALSE(cpu_threads_are_automatic(2));
+  setenv("OMP_NUM_THREADS", "2", 1);
+  EXPECT_FALSE(cpu_threads_are_automatic(0));
+  if (env)
+    setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  else
+    unsetenv("OMP_NUM_THREADS");
 }
 
 }  // namespace

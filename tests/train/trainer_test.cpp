@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/safetensors.h"
+#include "core/threads.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -278,4 +279,33 @@ TEST_F(TrainerTest, CheckpointForAnotherModelNamesBothModels) {
     EXPECT_NE(m.find("more)"), std::string::npos) << m;  // long key lists are cut
     EXPECT_LT(m.size(), 3000u) << m;
   }
+}
+
+// A run with the program's own thread count may run fewer threads while other processes keep cores
+// busy (core/thread_tuner.h); when it ends, the kernels run on every thread again.
+TEST_F(TrainerTest, ThreadsLoweredDuringARunAreGivenBackAtItsEnd) {
+  const int saved = cpu_threads();
+  if (set_cpu_threads(2) != 2) GTEST_SKIP() << "built without OpenMP: one thread";
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  const std::string saved_env = env ? env : "";
+  unsetenv("OMP_NUM_THREADS");  // the count is the program's choice only without it
+  train::Config c = smoke_config((root_ / "t").string());
+  c.epochs = 1;
+  c.threads = 0;
+  train::TrainOptions o;
+  o.plain_output = true;
+  int during = 0;
+  o.after_step = [&](int64_t, int64_t step, ConvNeXt&) {
+    if (step == 1) {
+      during = cpu_threads();
+      set_active_cpu_threads(1);  // what the tuner does beside a busy process
+    }
+    return false;
+  };
+  train::train(c, o);
+  EXPECT_EQ(during, 2);
+  EXPECT_EQ(cpu_threads(), 2);
+  EXPECT_EQ(cpu_split_threads(), 2);
+  set_cpu_threads(saved);
+  if (env) setenv("OMP_NUM_THREADS", saved_env.c_str(), 1);
 }
