@@ -449,6 +449,28 @@ __device__ __forceinline__ void stage_rows(const T* __restrict__ img, int H, int
   }
 }
 
+/// The (K + 1) x K window that the stride-1 staged kernels slide along a column strip of staged
+/// rows (xr: staged row 0 at this thread's channel; WS staged columns of 32 channels):
+/// win[m][q] = staged row m, column j + q. window_start sets it "at j = ja - 1" (slots q >= 1);
+/// window_advance moves it to column j (the shifts become register renames once unrolled) and reads
+/// the new column j + K - 1.
+template <typename T, int K>
+__device__ __forceinline__ void window_start(const T* xr, int WS, int ja, float (&win)[K + 1][K]) {
+#pragma unroll
+  for (int m = 0; m < K + 1; ++m)
+#pragma unroll
+    for (int q = 1; q < K; ++q) win[m][q] = staged_value(xr + (m * WS + ja - 1 + q) * 32);
+}
+template <typename T, int K>
+__device__ __forceinline__ void window_advance(const T* xr, int WS, int j, float (&win)[K + 1][K]) {
+#pragma unroll
+  for (int m = 0; m < K + 1; ++m) {
+#pragma unroll
+    for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
+    win[m][K - 1] = staged_value(xr + (m * WS + j + K - 1) * 32);
+  }
+}
+
 /// Shared memory of wgrad_staged_kernel: the staged rows, or the block's warp sums (reused).
 template <typename T>
 size_t wgrad_staged_smem(int K, int PR, int OW) {
@@ -492,19 +514,10 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
     const T* ga_row = gs + 2 * pair * d.OW * 32 + lane;
     const T* gb_row = ga_row + d.OW * 32;  // zeros past OH (staged)
     float win[KR][K];
-    // the window "at j = ja - 1": slots q >= 1 hold staged columns ja - 1 + q
-#pragma unroll
-    for (int m = 0; m < KR; ++m)
-#pragma unroll
-      for (int q = 1; q < K; ++q) win[m][q] = staged_value(xr + (m * WS + ja - 1 + q) * 32);
+    window_start<T, K>(xr, WS, ja, win);
 #pragma unroll (KT)
     for (int j = ja; j < jb; ++j) {
-#pragma unroll
-      for (int m = 0; m < KR; ++m) {
-#pragma unroll
-        for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
-        win[m][K - 1] = staged_value(xr + (m * WS + j + K - 1) * 32);
-      }
+      window_advance<T, K>(xr, WS, j, win);
       const float ga = staged_value(ga_row + j * 32), gb = staged_value(gb_row + j * 32);
       gsum += ga + gb;
 #pragma unroll
@@ -561,19 +574,10 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   T* ya = y + (int64_t(n) * d.OH + ia) * d.OW * d.C + c;
   T* yb = ya + int64_t(d.OW) * d.C;
   float win[KR][K];
-  // the window "at j = ja - 1": slots q >= 1 hold staged columns ja - 1 + q
-#pragma unroll
-  for (int m = 0; m < KR; ++m)
-#pragma unroll
-    for (int q = 1; q < K; ++q) win[m][q] = staged_value(xr + (m * WS + ja - 1 + q) * 32);
+  window_start<T, K>(xr, WS, ja, win);
 #pragma unroll(KT)
   for (int j = ja; j < jb; ++j) {
-#pragma unroll
-    for (int m = 0; m < KR; ++m) {
-#pragma unroll
-      for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
-      win[m][K - 1] = staged_value(xr + (m * WS + j + K - 1) * 32);
-    }
+    window_advance<T, K>(xr, WS, j, win);
     float a0 = b, a1 = b;
 #pragma unroll
     for (int p = 0; p < K; ++p)

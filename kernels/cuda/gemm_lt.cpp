@@ -153,8 +153,6 @@ template bool gemm_bias<float>(bool, bool, int64_t, int64_t, int64_t, const floa
                                const float*, float*);
 template bool gemm_bias<hg::bf16>(bool, bool, int64_t, int64_t, int64_t, const hg::bf16*,
                                   const hg::bf16*, const hg::bf16*, hg::bf16*);
-template bool gemm_bias_grad<float>(int64_t, int64_t, int64_t, const float*, const float*, float*,
-                                    float*);
 template bool gemm_bias_grad<hg::bf16>(int64_t, int64_t, int64_t, const hg::bf16*, const hg::bf16*,
                                        hg::bf16*, hg::bf16*);
 

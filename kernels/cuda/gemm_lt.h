@@ -24,9 +24,9 @@ bool gemm_bias(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
 /// epilogue): C (M, N) = A^T B for A (K, M), B (K, N) row-major, and grad_bias[m] = sum over k of
 /// A[k, m] (the column sums of A, length M), reduced by cuBLASLt while it reads A instead of by a
 /// second pass over it. For a linear layer: A = grad_y (rows, out), B = x (rows, in), C =
-/// grad_weight. Same T, alignment rule and return value as gemm_bias (false: nothing done, the
-/// caller runs the GEMM and its column-sum kernel). Deterministic: cuBLASLt's reductions use no
-/// atomics.
+/// grad_weight. T = hg::bf16 only (the one type measured faster with it); alignment rule and return
+/// value as gemm_bias (false: nothing done, the caller runs the GEMM and its column-sum kernel).
+/// Deterministic: cuBLASLt's reductions use no atomics.
 template <typename T>
 bool gemm_bias_grad(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C, T* grad_bias);
 

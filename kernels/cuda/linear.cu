@@ -111,7 +111,8 @@ void linear_backward_weight_bias(int64_t M, int64_t in, int64_t out, const T* x,
   // step gained with it, while the fp32 / tf32 steps measured with it (and the staged depthwise
   // kernel, not separated) were 3-5% slower; fp32 / tf32 keep the GEMM + column-sum kernels until
   // the epilogue alone is measured there (perf notes, fourth session).
-  if (std::is_same_v<T, hg::bf16> && gemm_bias_grad<T>(out, in, M, gy, x, gw, gb)) return;
+  if constexpr (std::is_same_v<T, hg::bf16>)
+    if (gemm_bias_grad<T>(out, in, M, gy, x, gw, gb)) return;
   linear_backward_weight(M, in, out, x, gy, gw);
   bias_grad_rows(M, out, gy, gb);
 }
