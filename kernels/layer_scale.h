@@ -1,8 +1,17 @@
 // Layer scale (timm ConvNeXt block "gamma"): y[r, c] = x[r, c] * gamma[c] over a dense (rows, C)
 // array (NHWC activations: C is the last dim). Backward: dx = dy * gamma (the forward kernel
 // again), dgamma[c] = sum_r dy[r, c] * x[r, c]. Outputs are OVERWRITTEN.
-// CPU: T = float or double (dgamma summed in double); CUDA: float or bf16 activations, dgamma in float and deterministic
-// (per-chunk partial sums, then a fixed-order reduction; no atomics).
+// CPU: T = float or double (dgamma summed in double); CUDA: float or bf16 activations, dgamma in
+// float and deterministic (per-chunk partial sums, then a fixed-order reduction; no atomics).
+//
+// Folded into the linear layer before it (the ConvNeXt block's gamma * fc2(g)): gamma * (g W^T +
+// b) = g (gamma W)^T + gamma b, so the scale costs one pass over the (out, in) weight instead of
+// passes over the (rows, out) activation, and its gradient comes from the weight's:
+//   fold:   wf[o, i] = gamma[o] w[o, i], bf[o] = gamma[o] b[o]
+//   unfold: gw[o, i] = gamma[o] gwf[o, i], gb[o] = gamma[o] gbf[o],
+//           dgamma[o] = sum_i gwf[o, i] w[o, i] + gbf[o] b[o]
+// where gwf, gbf are the gradients of wf, bf. w, wf, gwf, gw are (out, in) row-major; b, bf, gbf,
+// gb, gamma, dgamma are (out); b == nullptr means no bias (bf, gbf, gb then unused).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +22,13 @@ template <typename T>
 void layer_scale_forward(const T* x, const T* gamma, T* y, int64_t rows, int64_t C);
 template <typename T>
 void layer_scale_grad_gamma(const T* x, const T* dy, T* dgamma, int64_t rows, int64_t C);
+/// T = float or double for every array; dgamma summed in double.
+template <typename T>
+void layer_scale_fold(const T* w, const T* b, const T* gamma, T* wf, T* bf, int64_t out,
+                      int64_t in);
+template <typename T>
+void layer_scale_unfold(const T* gwf, const T* gbf, const T* w, const T* b, const T* gamma, T* gw,
+                        T* gb, T* dgamma, int64_t out, int64_t in);
 }  // namespace cpu
 // CUDA entry points: declared in every build; a build without CUDA links kernels/nocuda/ stubs
 // that throw "built without CUDA".
@@ -27,5 +43,15 @@ void residual_layer_scale_forward(const T* shortcut, const T* x, const float* ga
                                   int64_t rows, int64_t C);
 template <typename T>
 void layer_scale_grad_gamma(const T* x, const T* dy, float* dgamma, int64_t rows, int64_t C);
+/// w, b, gamma and the unfolded gradients f32 (the master parameters); wf, bf, gwf, gbf in T =
+/// float or hg::bf16 (the compute copy: wf, bf rounded once). dgamma: one block per row, summed in
+/// a fixed order (deterministic).
+template <typename T>
+void layer_scale_fold(const float* w, const float* b, const float* gamma, T* wf, T* bf, int64_t out,
+                      int64_t in);
+template <typename T>
+void layer_scale_unfold(const T* gwf, const T* gbf, const float* w, const float* b,
+                        const float* gamma, float* gw, float* gb, float* dgamma, int64_t out,
+                        int64_t in);
 }  // namespace cuda
 }  // namespace hg::kernels

@@ -44,6 +44,12 @@ namespace cuda {
 template <typename T>
 void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* weight, const T* bias,
                     T* y);
+/// y = x @ weight^T + bias + shortcut, shortcut (M, out) like y: the residual add read by the
+/// GEMM's epilogue (cuBLASLt, one rounding), else the GEMM accumulating onto a copy of shortcut.
+/// shortcut must not overlap y.
+template <typename T>
+void linear_forward_add(int64_t M, int64_t in, int64_t out, const T* x, const T* weight,
+                        const T* bias, const T* shortcut, T* y);
 template <typename T>
 void linear_backward_input(int64_t M, int64_t in, int64_t out, const T* grad_y, const T* weight,
                            T* grad_x);

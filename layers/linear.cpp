@@ -6,9 +6,11 @@
 
 #include "core/autograd.h"
 #include "core/memory.h"
-#include "layers/dispatch.h"
+#include "kernels/elementwise.h"
 #include "kernels/gelu.h"
+#include "kernels/layer_scale.h"
 #include "kernels/linear.h"
+#include "layers/dispatch.h"
 
 namespace hg {
 namespace {
@@ -103,6 +105,108 @@ std::pair<Tensor, Tensor> grad_weight_bias(const LinearSizes& z, const Tensor& x
   return {gw, gb};
 }
 
+/// The backward of GELU with GELU recomputed: from h and dL/dGELU(h) = dg, one pass writes
+/// g = GELU(h) (for the next layer's weight gradient) and gh = dL/dh, one erf and one exp per
+/// element. g and gh are dense tensors of h's shape, dtype and device (the caller's memory).
+void gelu_recompute_backward(const Tensor& h, const Tensor& dg, Tensor& g, Tensor& gh) {
+  if (h.device() == Device::cuda) {
+    HG_DISPATCH_CUDA(h.dtype(), "gelu backward", [&] {
+      kernels::cuda::gelu_forward_backward(h.data<scalar_t>(), dg.data<scalar_t>(),
+                                           g.data<scalar_t>(), gh.data<scalar_t>(), h.numel());
+    });
+  } else if (cpu_bf16(h)) {  // f32 math, both outputs rounded to bf16
+    const Tensor h32 = cpu_f32(h), dg32 = cpu_f32(dg);
+    Tensor g32 = Tensor::empty(h.shape(), DType::f32, h.device()), gh32 = g32.clone();
+    kernels::cpu::gelu_forward_backward(h32.data<float>(), dg32.data<float>(), g32.data<float>(),
+                                        gh32.data<float>(), h.numel());
+    g.copy_(g32);
+    gh.copy_(gh32);
+  } else {
+    HG_DISPATCH_FLOAT(h.dtype(), "gelu backward", [&] {
+      kernels::cpu::gelu_forward_backward(h.data<scalar_t>(), dg.data<scalar_t>(),
+                                          g.data<scalar_t>(), gh.data<scalar_t>(), h.numel());
+    });
+  }
+}
+
+/// y = x w^T + b + shortcut (y of shortcut's shape), rounded once (bf16: f32 math on the CPU).
+Tensor forward_add_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, const Tensor& b,
+                          const Tensor& shortcut) {
+  if (cpu_bf16(x))
+    return round_bf16(forward_add_kernel(z, cpu_f32(x), cpu_f32(w), cpu_f32(b), cpu_f32(shortcut)));
+  Tensor y = Tensor::empty(shortcut.shape(), x.dtype(), x.device());
+  if (x.device() == Device::cuda) {
+    HG_DISPATCH_CUDA(x.dtype(), "gelu_linear_residual", [&] {
+      kernels::cuda::linear_forward_add(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
+                                        b.defined() ? b.data<scalar_t>() : nullptr,
+                                        shortcut.data<scalar_t>(), y.data<scalar_t>());
+    });
+  } else {
+    HG_DISPATCH_FLOAT(x.dtype(), "gelu_linear_residual", [&] {
+      kernels::cpu::linear_forward<scalar_t>(
+          z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
+          b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
+      kernels::cpu::axpy(scalar_t(1), shortcut.data<scalar_t>(), y.data<scalar_t>(), y.numel());
+    });
+  }
+  return y;
+}
+
+/// The layer scale folded into the weight and bias (kernels/layer_scale.h), in the activations'
+/// dtype `act`: (gamma w, gamma b); the second is undefined without a bias. w, b, gamma are the
+/// parameters (f32 for bf16 activations).
+std::pair<Tensor, Tensor> fold_scale(const Tensor& w, const Tensor& b, const Tensor& gamma,
+                                     DType act) {
+  if (w.device() == Device::cpu && act == DType::bf16) {  // f32 math, rounded once
+    const auto [wf, bf] = fold_scale(w, b, gamma, DType::f32);
+    return {round_bf16(wf), round_bf16(bf)};
+  }
+  const int64_t out = w.size(0), in = w.size(1);
+  Tensor wf = Tensor::empty({out, in}, act, w.device());
+  Tensor bf = b.defined() ? Tensor::empty({out}, act, w.device()) : Tensor();
+  if (w.device() == Device::cuda) {
+    HG_DISPATCH_CUDA(act, "gelu_linear_residual", [&] {
+      kernels::cuda::layer_scale_fold(w.data<float>(), b.defined() ? b.data<float>() : nullptr,
+                                      gamma.data<float>(), wf.data<scalar_t>(),
+                                      bf.defined() ? bf.data<scalar_t>() : nullptr, out, in);
+    });
+  } else {
+    HG_DISPATCH_FLOAT(act, "gelu_linear_residual", [&] {
+      kernels::cpu::layer_scale_fold<scalar_t>(
+          w.data<scalar_t>(), b.defined() ? b.data<scalar_t>() : nullptr, gamma.data<scalar_t>(),
+          wf.data<scalar_t>(), bf.defined() ? bf.data<scalar_t>() : nullptr, out, in);
+    });
+  }
+  return {wf, bf};
+}
+
+/// Parameter gradients from the folded weight's and bias's (gwf, gbf: activation dtype): the
+/// gradients of w, b (undefined without a bias) and gamma, in the parameters' dtype.
+std::vector<Tensor> unfold_scale(const Tensor& gwf, const Tensor& gbf, const Tensor& w,
+                                 const Tensor& b, const Tensor& gamma) {
+  if (cpu_bf16(gwf)) return unfold_scale(cpu_f32(gwf), cpu_f32(gbf), w, b, gamma);
+  const int64_t out = w.size(0), in = w.size(1);
+  Tensor gw = Tensor::empty(w.shape(), w.dtype(), w.device());
+  Tensor gb = b.defined() ? Tensor::empty(b.shape(), b.dtype(), b.device()) : Tensor();
+  Tensor dgamma = Tensor::empty(gamma.shape(), gamma.dtype(), gamma.device());
+  if (w.device() == Device::cuda) {
+    HG_DISPATCH_CUDA(gwf.dtype(), "gelu_linear_residual backward", [&] {
+      kernels::cuda::layer_scale_unfold(
+          gwf.data<scalar_t>(), b.defined() ? gbf.data<scalar_t>() : nullptr, w.data<float>(),
+          b.defined() ? b.data<float>() : nullptr, gamma.data<float>(), gw.data<float>(),
+          b.defined() ? gb.data<float>() : nullptr, dgamma.data<float>(), out, in);
+    });
+  } else {
+    HG_DISPATCH_FLOAT(w.dtype(), "gelu_linear_residual backward", [&] {
+      kernels::cpu::layer_scale_unfold<scalar_t>(
+          gwf.data<scalar_t>(), b.defined() ? gbf.data<scalar_t>() : nullptr, w.data<scalar_t>(),
+          b.defined() ? b.data<scalar_t>() : nullptr, gamma.data<scalar_t>(), gw.data<scalar_t>(),
+          b.defined() ? gb.data<scalar_t>() : nullptr, dgamma.data<scalar_t>(), out, in);
+    });
+  }
+  return {gw, gb, dgamma};
+}
+
 }  // namespace
 
 Tensor linear(const Tensor& x_in, const Tensor& w_param, const Tensor& b_param) {
@@ -190,30 +294,83 @@ Tensor gelu_linear(const Tensor& h_in, const Tensor& w_param, const Tensor& b_pa
     {
       memory::CategoryScope scratch(Category::workspace);
       Tensor g = Tensor::empty(h.shape(), h.dtype(), h.device());
-      if (h.device() == Device::cuda) {
-        HG_DISPATCH_CUDA(h.dtype(), "gelu_linear backward", [&] {
-          kernels::cuda::gelu_forward_backward(h.data<scalar_t>(), dg.data<scalar_t>(), g.data<scalar_t>(),
-                                               gh.data<scalar_t>(), h.numel());
-        });
-      } else if (cpu_bf16(h)) {  // f32 math, both outputs rounded to bf16
-        const Tensor h32 = cpu_f32(h), dg32 = cpu_f32(dg);
-        Tensor g32 = Tensor::empty(h.shape(), DType::f32, h.device()), gh32 = g32.clone();
-        kernels::cpu::gelu_forward_backward(h32.data<float>(), dg32.data<float>(), g32.data<float>(),
-                                            gh32.data<float>(), h.numel());
-        g.copy_(g32);
-        gh.copy_(gh32);
-      } else {
-        HG_DISPATCH_FLOAT(h.dtype(), "gelu_linear backward", [&] {
-          kernels::cpu::gelu_forward_backward(h.data<scalar_t>(), dg.data<scalar_t>(), g.data<scalar_t>(),
-                                              gh.data<scalar_t>(), h.numel());
-        });
-      }
+      gelu_recompute_backward(h, dg, g, gh);
       memory::CategoryScope grads(Category::activations);
       if (gr.needs_grad(1)) std::tie(gw, gb) = grad_weight_bias(z, g, gy, gr.needs_grad(2));
     }
     if (gr.needs_grad(2) && !gb.defined()) gb = grad_bias(z, gy);
     return std::vector<Tensor>{gr.needs_grad(0) ? gh : Tensor(), gw, gb};
   });
+  return y;
+}
+
+Tensor gelu_linear_residual(const Tensor& shortcut, const Tensor& h_in, const Tensor& weight,
+                            const Tensor& bias, const Tensor& gamma) {
+  const char* op = "gelu_linear_residual";
+  HG_CHECK(shortcut.defined() && h_in.defined() && weight.defined() && gamma.defined(), op,
+           ": shortcut, h, weight and gamma must be defined");
+  const std::string call =
+      str("shortcut ", shortcut.describe(), ", h ", h_in.describe(), ", weight ", weight.describe(),
+          ", bias ", bias.defined() ? bias.describe() : std::string("none"), ", gamma ",
+          gamma.describe());
+  HG_CHECK(h_in.ndim() >= 1 && weight.ndim() == 2 && h_in.size(-1) == weight.size(1), op,
+           ": h (..., in) and weight (out, in) do not match; got ", call);
+  const int64_t out = weight.size(0);
+  Shape yshape = h_in.shape();
+  yshape.back() = out;
+  HG_CHECK(shortcut.shape() == yshape, op, ": shortcut must be ", shape_str(yshape), "; got ",
+           call);
+  HG_CHECK(gamma.shape() == Shape{out} && (!bias.defined() || bias.shape() == Shape{out}), op,
+           ": gamma and bias must be (", out, "); got ", call);
+  check_same_dtype_device(op, shortcut, h_in);
+  // parameters: f32 master weights for bf16 activations, else the activations' dtype
+  const DType pdt = h_in.dtype() == DType::bf16 ? DType::f32 : h_in.dtype();
+  for (const Tensor* p : {&weight, &bias, &gamma})
+    if (p->defined())
+      HG_CHECK(p->dtype() == pdt && p->device() == h_in.device(), op, ": parameters must be ",
+               dtype_name(pdt), " on the device of h; got ", call);
+
+  const LinearSizes z{h_in.numel() / h_in.size(-1), weight.size(1), out};
+  const Tensor h = h_in.contiguous(), x = shortcut.contiguous(), w = weight.contiguous();
+  const Tensor b = bias.defined() ? bias.contiguous() : Tensor(), gm = gamma.contiguous();
+  const auto [wf, bf] = fold_scale(w, b, gm, h.dtype());  // (out, in): saved for the backward
+  Tensor y;
+  {
+    memory::CategoryScope scratch(Category::workspace);  // GELU(h): as in gelu_linear
+    const Tensor g = gelu_raw(h);
+    memory::CategoryScope act(Category::activations);
+    y = forward_add_kernel(z, g, wf, bf, x);
+  }
+  autograd::record(
+      op, {shortcut, h_in, weight, bias, gamma}, {y}, [z, h, wf, w, b, gm](autograd::Backward& gr) {
+        const Tensor gy = gr.grad_output(0).contiguous();
+        const bool want_h = gr.needs_grad(1);
+        const bool want_params = gr.needs_grad(2) || gr.needs_grad(3) || gr.needs_grad(4);
+        // dL/dGELU(h) = gy (gamma w), through the folded weight; then gelu_linear's order (dg,
+        // gh, then GELU(h) in scratch), which keeps the step's pool as packed as before
+        const Tensor dg = want_h ? grad_input(z, gy, wf, h.shape()) : Tensor();
+        Tensor gh = want_h ? Tensor::empty(h.shape(), h.dtype(), h.device()) : Tensor();
+        std::vector<Tensor> gp(3);  // weight, bias, gamma
+        {
+          memory::CategoryScope scratch(Category::workspace);
+          Tensor g;
+          if (want_h) {
+            g = Tensor::empty(h.shape(), h.dtype(), h.device());
+            gelu_recompute_backward(h, dg, g, gh);
+          } else if (want_params) {
+            g = gelu_raw(h);
+          }
+          if (want_params) {
+            const auto [gwf, gbf] = grad_weight_bias(z, g, gy, b.defined());
+            memory::CategoryScope grads(Category::activations);
+            gp = unfold_scale(gwf, gbf, w, b, gm);
+          }
+        }
+        // the shortcut's gradient is gy itself (y = shortcut + ...)
+        return std::vector<Tensor>{
+            gr.needs_grad(0) ? gy : Tensor(), gh, gr.needs_grad(2) ? gp[0] : Tensor(),
+            gr.needs_grad(3) ? gp[1] : Tensor(), gr.needs_grad(4) ? gp[2] : Tensor()};
+      });
   return y;
 }
 

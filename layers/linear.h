@@ -22,14 +22,25 @@ namespace hg {
 /// mismatches.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
-/// nn.Linear with timm's ConvNeXt init: weight ~ trunc_normal(std 0.02, [-2, 2]), bias = 0.
-/// Tensors (state_dict names): "weight" (out, in); "bias" (out) when has_bias (no_weight_decay).
 /// linear(gelu(h), weight, bias) fused for memory: GELU(h) is computed into scratch memory for
 /// the GEMM and recomputed in the backward, so the only activation saved is h (the ConvNeXt MLP's
 /// hidden tensor is stored once, not twice: 4C instead of 8C floats per pixel). h (..., in),
 /// weight (out, in), bias (out) or undefined; gradients for all three. Same dtypes as linear.
 Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias);
 
+/// The end of a ConvNeXt block without drop path: shortcut + gamma * linear(gelu(h), weight, bias),
+/// with the layer scale folded into the weight (kernels/layer_scale.h: gamma w, gamma b, made once
+/// per call) and the residual add read by the GEMM's epilogue, so no pass over the (..., out)
+/// activation is left besides the GEMM's own output; GELU(h) is recomputed in the backward as in
+/// gelu_linear, and gamma's gradient comes from the folded weight's (no activation is saved for
+/// it). shortcut (..., out) and h (..., in) of one dtype (f32, f64 on the CPU; f32 or bf16);
+/// weight (out, in), bias (out) or undefined, gamma (out): the activations' dtype, or f32 for
+/// bf16 activations. One rounding of y in bf16. Gradients for all five.
+Tensor gelu_linear_residual(const Tensor& shortcut, const Tensor& h, const Tensor& weight,
+                            const Tensor& bias, const Tensor& gamma);
+
+/// nn.Linear with timm's ConvNeXt init: weight ~ trunc_normal(std 0.02, [-2, 2]), bias = 0.
+/// Tensors (state_dict names): "weight" (out, in); "bias" (out) when has_bias (no_weight_decay).
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, Generator& gen, bool has_bias = true,

@@ -56,9 +56,12 @@ ConvNeXtBlock::ConvNeXtBlock(int64_t dim, const ModelConfig& cfg, int wt_levels,
 
 Tensor ConvNeXtBlock::forward(const Tensor& x, bool training, Generator& gen) {
   Tensor h = wt_conv_dw ? wt_conv_dw->forward(x) : conv_dw->forward(x);
-  h = norm.forward(h);
-  h = gelu_linear(fc1.forward(h), fc2.weight, fc2.bias);  // fc2(gelu(fc1(h))), GELU recomputed in backward
-  if (training && drop_path_prob > 0) {
+  h = fc1.forward(norm.forward(h));
+  const bool dropping = training && drop_path_prob > 0;
+  // x + gamma * fc2(gelu(h)) in one op: gamma folded into fc2's weight, x added by fc2's GEMM
+  if (gamma.defined() && !dropping) return gelu_linear_residual(x, h, fc2.weight, fc2.bias, gamma);
+  h = gelu_linear(h, fc2.weight, fc2.bias);  // fc2(gelu(fc1(h))), GELU recomputed in backward
+  if (dropping) {
     if (gamma.defined()) h = layer_scale(h, gamma);
     return residual_add(x, drop_path(h, drop_path_prob, training, gen));
   }

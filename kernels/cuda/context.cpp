@@ -51,6 +51,16 @@ int multiprocessor_count() {
   return n;
 }
 
+size_t max_dynamic_smem() {
+  static const size_t bytes = [] {
+    int dev = 0, v = 0;
+    HG_CUDA_CHECK(cudaGetDevice(&dev));
+    HG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return size_t(v);
+  }();
+  return bytes;
+}
+
 void synchronize() { HG_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 }  // namespace hg::cuda

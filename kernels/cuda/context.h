@@ -6,6 +6,8 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 
+#include <cstddef>
+
 namespace hg::cuda {
 
 /// True when a CUDA device is usable (driver present and at least one GPU).
@@ -18,6 +20,10 @@ bool allow_tf32();
 /// Streaming multiprocessors of the current device (read once; 132 on an H200). Kernels that size
 /// their grid or a reduction split by it stay deterministic run to run on one device.
 int multiprocessor_count();
+/// The most dynamic shared memory one block may opt in to on the current device, bytes (read
+/// once; 227 KB on an H200). A kernel that asks for more than 48 KB must opt in first
+/// (cudaFuncSetAttribute, cudaFuncAttributeMaxDynamicSharedMemorySize).
+size_t max_dynamic_smem();
 /// Blocks until all queued GPU work is done; throws on an asynchronous kernel error.
 void synchronize();
 

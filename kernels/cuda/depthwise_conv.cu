@@ -42,6 +42,7 @@
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce_slices.cuh"
+#include "kernels/cuda/staged_rows.cuh"
 #include "kernels/depthwise_conv.h"
 
 namespace hg::kernels::cuda {
@@ -49,7 +50,7 @@ namespace {
 
 constexpr int kThreads = 256;          // forward / backward-data block size (upper bound)
 constexpr int kSmemFloats = 12288;     // 48 KB: the staged filters must fit the default limit
-constexpr int kWgradWarps = 4;         // warps per weight-gradient block
+constexpr int kWgradWarps = kStagedWarps;  // warps per weight-gradient / staged block
 constexpr int kWgradBlocksPerSM = 8;   // weight-gradient blocks wanted per SM: fills the GPU
 
 /// Sizes passed to the kernels (all fit int32: depthwise_conv_supported checks).
@@ -425,51 +426,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
 // this fast: the previous kernel (same window, loads from global memory, 226 registers, 2 blocks
 // per SM) waited on load latency most of the time. Groups are split into slices by the shape
 // only, and the block's sums are reduced in a fixed order (store_block_sums): deterministic.
-template <typename T>
-__device__ __forceinline__ float staged_value(const T* p) {
-  if constexpr (std::is_same_v<T, float>) return *p;
-  else return __uint_as_float(uint32_t(*reinterpret_cast<const unsigned short*>(p)) << 16);
-}
-
-/// Copies rows [row0, row0 + nrows) x columns [col0, col0 + ncols) x channels [c0, c0 + 32) of the
-/// NHWC image `img` (rows H, columns W, channels C) into dst[nrows][ncols][32], zeros outside.
-/// 16-byte vectors: needs C a multiple of 16 / sizeof(T) and a 16-byte aligned img.
-template <typename T>
-__device__ __forceinline__ void stage_rows(const T* __restrict__ img, int H, int W, int C, int row0,
-                                           int nrows, int col0, int ncols, int c0, uint4* dst) {
-  constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements per vector, vectors per pixel
-  const int n = nrows * ncols * VPP, tid = threadIdx.y * 32 + threadIdx.x;
-  for (int e = tid; e < n; e += 32 * kWgradWarps) {
-    const int v = e % VPP, pix = e / VPP;
-    const int r = row0 + pix / ncols, col = col0 + pix % ncols, cc = c0 + v * VE;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (r >= 0 && r < H && col >= 0 && col < W && cc < C)
-      val = __ldg(reinterpret_cast<const uint4*>(img + (int64_t(r) * W + col) * C + cc));
-    dst[e] = val;
-  }
-}
-
-/// The (K + 1) x K window that the stride-1 staged kernels slide along a column strip of staged
-/// rows (xr: staged row 0 at this thread's channel; WS staged columns of 32 channels):
-/// win[m][q] = staged row m, column j + q. window_start sets it "at j = ja - 1" (slots q >= 1);
-/// window_advance moves it to column j (the shifts become register renames once unrolled) and reads
-/// the new column j + K - 1.
-template <typename T, int K>
-__device__ __forceinline__ void window_start(const T* xr, int WS, int ja, float (&win)[K + 1][K]) {
-#pragma unroll
-  for (int m = 0; m < K + 1; ++m)
-#pragma unroll
-    for (int q = 1; q < K; ++q) win[m][q] = staged_value(xr + (m * WS + ja - 1 + q) * 32);
-}
-template <typename T, int K>
-__device__ __forceinline__ void window_advance(const T* xr, int WS, int j, float (&win)[K + 1][K]) {
-#pragma unroll
-  for (int m = 0; m < K + 1; ++m) {
-#pragma unroll
-    for (int q = 0; q + 1 < K; ++q) win[m][q] = win[m][q + 1];
-    win[m][K - 1] = staged_value(xr + (m * WS + j + K - 1) * 32);
-  }
-}
+// The staging and the window are kernels/cuda/staged_rows.cuh (shared with the WTConv synthesis).
 
 /// Shared memory of wgrad_staged_kernel: the staged rows, or the block's warp sums (reused).
 template <typename T>
@@ -660,18 +617,6 @@ void check_supported(const char* op, const Conv2dShape& s) {
            ", stride 1 or 2)");
 }
 
-
-/// The most dynamic shared memory one block of this device may opt in to (read once).
-size_t max_dynamic_smem() {
-  static const size_t bytes = [] {
-    int dev = 0, v = 0;
-    HG_CUDA_CHECK(cudaGetDevice(&dev));
-    HG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    return size_t(v);
-  }();
-  return bytes;
-}
-
 /// Calls f(integral_constant<int, KT>) with KT = K for K in {3, 5, 7}, else KT = 0 (run-time K).
 template <class F>
 void dispatch_k(int K, F&& f) {
@@ -727,7 +672,7 @@ bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bi
   const int PR = conv_staged_pairs(d.OW);
   const size_t smem = conv_staged_smem<D>(d.K, PR, d.OW);
   if (!(d.K == 3 || d.K == 5 || d.K == 7) || d.C % (16 / int(sizeof(D))) != 0 || !aligned16(in) ||
-      smem > max_dynamic_smem())
+      smem > hg::cuda::max_dynamic_smem())
     return false;
   const int64_t groups = int64_t(d.N) * ((d.OH + 2 * PR - 1) / (2 * PR));
   if (groups > INT32_MAX || (d.C + 31) / 32 > 65535) return false;
@@ -738,7 +683,7 @@ bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bi
       const auto kernel = conv_staged_kernel<D, KT>;
       static const bool opted_in = [&] {  // above 48 KB a kernel must opt in (once)
         HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(max_dynamic_smem())));
+                                           int(hg::cuda::max_dynamic_smem())));
         return true;
       }();
       (void)opted_in;
@@ -842,7 +787,8 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   const int PR = d.OW >= 32 ? 1 : d.OW >= 16 ? 2 : 4;
   const size_t staged_smem = wgrad_staged_smem<D>(d.K, PR, d.OW);
   const bool staged = compiled && s.stride == 1 && s.C % (16 / int64_t(sizeof(D))) == 0 &&
-                      aligned16(x) && aligned16(grad_y) && staged_smem <= max_dynamic_smem();
+                      aligned16(x) && aligned16(grad_y) &&
+                      staged_smem <= hg::cuda::max_dynamic_smem();
   // Slices: enough blocks to fill the GPU; a function of the shape only (determinism).
   const int64_t R = staged ? s.N * ((s.OH + 2 * PR - 1) / (2 * PR)) : s.N * s.OH;
   const int64_t blocks_per_slice = compiled ? chunks : int64_t(chunks) * KK;
@@ -866,7 +812,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
         // above the default 48 KB a kernel must opt in: once per kernel, up to the device's limit
         static const bool opted_in = [&] {
           HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(max_dynamic_smem())));
+                                             int(hg::cuda::max_dynamic_smem())));
           return true;
         }();
         (void)opted_in;

@@ -46,6 +46,7 @@ struct Key {
   bool ta, tb, bf16, tf32;
   int64_t M, N, K;
   uint32_t align_a, align_b, align_c, align_bias;
+  uint32_t align_addend;  // 0: no addend (beta = 0)
   auto operator<=>(const Key&) const = default;
 };
 
@@ -86,7 +87,7 @@ Plan make_plan(const Key& k) {
   set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t(kWorkspaceBytes));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, k.align_b);  // first operand = our B
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, k.align_a);
-  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, k.align_c);
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, k.align_addend ? k.align_addend : k.align_c);
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, k.align_c);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
@@ -100,11 +101,12 @@ Plan make_plan(const Key& k) {
   return p;
 }
 
-/// Runs C = op(A) op(B) with the epilogue of `epilogue`, whose vector (bias in, or bias gradient
-/// out) is `vec`; false when cuBLASLt has no algorithm for it.
+/// Runs C = op(A) op(B) (+ addend, when not nullptr: cuBLASLt's beta = 1 input, of C's shape)
+/// with the epilogue of `epilogue`, whose vector (bias in, or bias gradient out) is `vec`; false
+/// when cuBLASLt has no algorithm for it.
 template <typename T>
 bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                  const T* A, const T* B, const void* vec, T* C) {
+                  const T* A, const T* B, const void* vec, const T* addend, T* C) {
   if (M == 0 || N == 0 || K == 0) return false;
   // the vector's alignment is not a heuristic input; cuBLASLt needs the element size
   if (reinterpret_cast<uintptr_t>(vec) % 16 != 0) return false;
@@ -119,7 +121,8 @@ bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int6
                 alignment(A),
                 alignment(B),
                 alignment(C),
-                16};
+                16,
+                addend ? alignment(addend) : 0u};
   static std::map<Key, Plan> plans;  // kept for the process: a run has few shapes
   auto it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
@@ -127,9 +130,10 @@ bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int6
   if (!p.ok) return false;
   set_desc(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, vec);
   const std::shared_ptr<void> ws = scratch(kWorkspaceBytes);
-  const float alpha = 1.0f, beta = 0.0f;
-  HG_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), p.op, &alpha, B, p.first, A, p.second, &beta, C, p.out, C,
-                                 p.out, &p.algo, ws.get(), kWorkspaceBytes, /*stream=*/0));
+  const float alpha = 1.0f, beta = addend ? 1.0f : 0.0f;
+  HG_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), p.op, &alpha, B, p.first, A, p.second, &beta,
+                                 addend ? addend : C, p.out, C, p.out, &p.algo, ws.get(),
+                                 kWorkspaceBytes, /*stream=*/0));
   return true;
 }
 
@@ -138,7 +142,13 @@ bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int6
 template <typename T>
 bool gemm_bias(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
                const T* bias, T* C) {
-  return run_epilogue<T>(CUBLASLT_EPILOGUE_BIAS, ta, tb, M, N, K, A, B, bias, C);
+  return run_epilogue<T>(CUBLASLT_EPILOGUE_BIAS, ta, tb, M, N, K, A, B, bias, nullptr, C);
+}
+
+template <typename T>
+bool gemm_bias_add(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
+                   const T* bias, const T* addend, T* C) {
+  return run_epilogue<T>(CUBLASLT_EPILOGUE_BIAS, ta, tb, M, N, K, A, B, bias, addend, C);
 }
 
 // C (M, N) = A^T B. In cuBLASLt's column-major terms D (N, M) = B^T-view x A-view, its second
@@ -146,13 +156,18 @@ bool gemm_bias(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, co
 // count, M.
 template <typename T>
 bool gemm_bias_grad(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C, T* grad_bias) {
-  return run_epilogue<T>(CUBLASLT_EPILOGUE_BGRADB, true, false, M, N, K, A, B, grad_bias, C);
+  return run_epilogue<T>(CUBLASLT_EPILOGUE_BGRADB, true, false, M, N, K, A, B, grad_bias, nullptr,
+                         C);
 }
 
 template bool gemm_bias<float>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*,
                                const float*, float*);
 template bool gemm_bias<hg::bf16>(bool, bool, int64_t, int64_t, int64_t, const hg::bf16*,
                                   const hg::bf16*, const hg::bf16*, hg::bf16*);
+template bool gemm_bias_add<float>(bool, bool, int64_t, int64_t, int64_t, const float*,
+                                   const float*, const float*, const float*, float*);
+template bool gemm_bias_add<hg::bf16>(bool, bool, int64_t, int64_t, int64_t, const hg::bf16*,
+                                      const hg::bf16*, const hg::bf16*, const hg::bf16*, hg::bf16*);
 template bool gemm_bias_grad<hg::bf16>(int64_t, int64_t, int64_t, const hg::bf16*, const hg::bf16*,
                                        hg::bf16*, hg::bf16*);
 

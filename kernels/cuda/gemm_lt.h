@@ -20,6 +20,15 @@ template <typename T>
 bool gemm_bias(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
                const T* bias, T* C);
 
+/// gemm_bias plus an addend R of C's shape (M, N), dense row-major, read by the epilogue
+/// (cuBLASLt's beta = 1 input): C = op(A) op(B) + bias + R, rounded once. R may not alias C's
+/// memory partly (equal pointers are allowed). For a residual block that ends in a linear layer,
+/// the shortcut add costs the GEMM one read of R instead of a separate pass that reads two tensors
+/// and writes one. Same alignment rule and return value as gemm_bias.
+template <typename T>
+bool gemm_bias_add(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* A,
+                   const T* B, const T* bias, const T* addend, T* C);
+
 /// The weight-gradient product with the bias gradient in the same pass (cuBLASLt's BGRADB
 /// epilogue): C (M, N) = A^T B for A (K, M), B (K, N) row-major, and grad_bias[m] = sum over k of
 /// A[k, m] (the column sums of A, length M), reduced by cuBLASLt while it reads A instead of by a

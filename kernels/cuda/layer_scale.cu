@@ -53,7 +53,72 @@ __global__ void grad_gamma_partial(const T* x, const T* dy, float* partial, int6
     partial[blockIdx.y * C + c] = t;
   }
 }
+
+// wf = gamma w row by row (and bf = gamma b), rounded once to T.
+template <typename T>
+__global__ void fold_kernel(const float* w, const float* b, const float* gamma, T* wf, T* bf,
+                            int64_t out, int64_t in) {
+  const int64_t n = out * in;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = e / in;
+    wf[e] = from_f32<T>(gamma[o] * w[e]);
+    if (b && e % in == 0) bf[o] = from_f32<T>(gamma[o] * b[o]);
+  }
+}
+
+// One block per row o: gw = gamma gwf over the row, and dgamma[o] = sum gwf w (+ gbf b): each
+// thread sums a fixed strided subset, then a fixed tree in shared memory (deterministic).
+constexpr int kUnfoldThreads = 256;
+template <typename T>
+__global__ void __launch_bounds__(kUnfoldThreads)
+    unfold_kernel(const T* gwf, const T* gbf, const float* w, const float* b, const float* gamma,
+                  float* gw, float* gb, float* dgamma, int64_t in) {
+  __shared__ float red[kUnfoldThreads];
+  const int64_t o = blockIdx.x;
+  const float g = gamma[o];
+  float acc = 0.f;
+  for (int64_t i = threadIdx.x; i < in; i += kUnfoldThreads) {
+    const float v = to_f32(gwf[o * in + i]);
+    gw[o * in + i] = g * v;
+    acc = fmaf(v, w[o * in + i], acc);
+  }
+  red[threadIdx.x] = acc;
+  __syncthreads();
+  for (int s = kUnfoldThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    float total = red[0];
+    if (b) {
+      const float vb = to_f32(gbf[o]);
+      gb[o] = g * vb;
+      total = fmaf(vb, b[o], total);
+    }
+    dgamma[o] = total;
+  }
+}
 }  // namespace
+
+template <typename T>
+void layer_scale_fold(const float* w, const float* b, const float* gamma, T* wf, T* bf, int64_t out,
+                      int64_t in) {
+  if (out * in == 0) return;
+  fold_kernel<<<grid_stride_blocks(out * in), 256>>>(w, b, gamma, dev(wf), dev(bf), out, in);
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+template <typename T>
+void layer_scale_unfold(const T* gwf, const T* gbf, const float* w, const float* b,
+                        const float* gamma, float* gw, float* gb, float* dgamma, int64_t out,
+                        int64_t in) {
+  if (out == 0) return;
+  HG_CHECK(out <= INT32_MAX, "layer_scale_unfold: ", out, " rows exceed the grid");
+  unfold_kernel<<<unsigned(out), kUnfoldThreads>>>(dev(gwf), dev(gbf), w, b, gamma, gw, gb, dgamma,
+                                                   in);
+  HG_CUDA_LAUNCH_CHECK();
+}
 
 template <typename T>
 void layer_scale_forward(const T* x, const float* gamma, T* y, int64_t rows, int64_t C) {
@@ -84,11 +149,15 @@ void layer_scale_grad_gamma(const T* x, const T* dy, float* dgamma, int64_t rows
   sum_rows(ws.data<float>(), P, C, dgamma);
 }
 
-#define HG_INSTANTIATE(T)                                                                        \
-  template void layer_scale_forward<T>(const T*, const float*, T*, int64_t, int64_t);           \
-  template void residual_layer_scale_forward<T>(const T*, const T*, const float*, T*, int64_t,  \
-                                                int64_t);                                       \
-  template void layer_scale_grad_gamma<T>(const T*, const T*, float*, int64_t, int64_t);
+#define HG_INSTANTIATE(T)                                                                      \
+  template void layer_scale_forward<T>(const T*, const float*, T*, int64_t, int64_t);          \
+  template void residual_layer_scale_forward<T>(const T*, const T*, const float*, T*, int64_t, \
+                                                int64_t);                                      \
+  template void layer_scale_grad_gamma<T>(const T*, const T*, float*, int64_t, int64_t);       \
+  template void layer_scale_fold<T>(const float*, const float*, const float*, T*, T*, int64_t, \
+                                    int64_t);                                                  \
+  template void layer_scale_unfold<T>(const T*, const T*, const float*, const float*,          \
+                                      const float*, float*, float*, float*, int64_t, int64_t);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(hg::bf16)
 #undef HG_INSTANTIATE

@@ -92,6 +92,17 @@ void linear_forward(int64_t M, int64_t in, int64_t out, const T* x, const T* w, 
 }
 
 template <typename T>
+void linear_forward_add(int64_t M, int64_t in, int64_t out, const T* x, const T* w, const T* bias,
+                        const T* shortcut, T* y) {
+  if (M * out == 0) return;
+  if (bias != nullptr && gemm_bias_add<T>(false, true, M, out, in, x, w, bias, shortcut, y)) return;
+  HG_CUDA_CHECK(
+      cudaMemcpyAsync(y, shortcut, size_t(M * out) * sizeof(T), cudaMemcpyDeviceToDevice));
+  gemm<T>(false, true, M, out, in, 1.0f, x, w, 1.0f, y);  // y = x w^T + y
+  if (bias) add_bias_rows(M, out, bias, y);
+}
+
+template <typename T>
 void linear_backward_input(int64_t M, int64_t in, int64_t out, const T* gy, const T* w, T* gx) {
   if (M * in == 0) return;
   gemm<T>(false, false, M, in, out, 1.0f, gy, w, 0.0f, gx);  // gx = gy w
@@ -123,6 +134,8 @@ void linear_backward_weight_bias(int64_t M, int64_t in, int64_t out, const T* x,
   template void add_bias_rows<T, T>(int64_t, int64_t, const T*, T*);                              \
   template void bias_grad_rows<T, T>(int64_t, int64_t, const T*, T*);                             \
   template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);   \
+  template void linear_forward_add<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*,    \
+                                      const T*, T*);                                              \
   template void linear_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);      \
   template void linear_backward_weight<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);
 HG_INSTANTIATE(float)

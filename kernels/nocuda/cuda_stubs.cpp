@@ -66,6 +66,19 @@ void residual_layer_scale_forward(const T*, const T*, const float*, T*, int64_t,
 }
 template <typename T>
 void layer_scale_grad_gamma(const T*, const T*, float*, int64_t, int64_t) { HG_STUB(layer_scale_grad_gamma); }
+template <typename T>
+void layer_scale_fold(const float*, const float*, const float*, T*, T*, int64_t, int64_t) {
+  HG_STUB(layer_scale_fold);
+}
+template <typename T>
+void layer_scale_unfold(const T*, const T*, const float*, const float*, const float*, float*,
+                        float*, float*, int64_t, int64_t) {
+  HG_STUB(layer_scale_unfold);
+}
+template <typename T>
+void linear_forward_add(int64_t, int64_t, int64_t, const T*, const T*, const T*, const T*, T*) {
+  HG_STUB(linear_forward_add);
+}
 template <typename T> void scale_rows(const T*, const float*, T*, int64_t, int64_t) { HG_STUB(scale_rows); }
 template <typename T>
 void global_avg_pool_forward(int64_t, int64_t, int64_t, const T*, T*) { HG_STUB(global_avg_pool_forward); }
@@ -113,6 +126,12 @@ void conv2d_clear_algorithm_cache() {}  // no cuDNN plans exist
   template void residual_layer_scale_forward<T>(const T*, const T*, const float*, T*, int64_t,    \
                                                 int64_t);                                         \
   template void layer_scale_grad_gamma<T>(const T*, const T*, float*, int64_t, int64_t);          \
+  template void layer_scale_fold<T>(const float*, const float*, const float*, T*, T*, int64_t,    \
+                                    int64_t);                                                     \
+  template void layer_scale_unfold<T>(const T*, const T*, const float*, const float*,             \
+                                      const float*, float*, float*, float*, int64_t, int64_t);    \
+  template void linear_forward_add<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*,    \
+                                      const T*, T*);                                              \
   template void scale_rows<T>(const T*, const float*, T*, int64_t, int64_t);                      \
   template void global_avg_pool_forward<T>(int64_t, int64_t, int64_t, const T*, T*);              \
   template void global_avg_pool_backward<T>(int64_t, int64_t, int64_t, const T*, T*);             \

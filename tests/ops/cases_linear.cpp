@@ -1,4 +1,4 @@
-// Registry cases: linear and gelu_linear (layers/linear.h).
+// Registry cases: linear, gelu_linear and gelu_linear_residual (layers/linear.h).
 #include "harness.h"
 #include "layers/linear.h"
 
@@ -32,6 +32,34 @@ OpCase linear_case(std::string name, Shape x, int64_t out, bool bias, unsigned m
     c.bf16_out = kBf16OutIntermediateTol;
     c.bf16_grad = kBf16GradIntermediateTol;
   }
+  return c;
+}
+
+Tensor gelu_linear_residual_fn(const std::vector<Tensor>& v) {
+  return gelu_linear_residual(v[0], v[1], v[2], v.size() > 4 ? v[4] : Tensor(), v[3]);
+}
+
+// The ConvNeXt block's end: shortcut (..., out) + gamma * fc2(gelu(h)), h (..., in).
+OpCase residual_case(std::string name, Shape h, int64_t out, bool bias, unsigned modes) {
+  const int64_t in = h.back(), M = shape_numel(h) / in;
+  Shape x = h;
+  x.back() = out;
+  std::vector<Input> inputs = {act("shortcut", x), act("h", h),
+                               param("weight", {out, in}, -0.3, 0.3),
+                               param("gamma", {out}, 0.1, 1.0)};
+  if (bias) inputs.push_back(param("bias", {out}));
+  const Flops f = gemm_flops(double(M), double(in), double(out), bias);
+  OpCase c{.op = "gelu_linear_residual",
+           .name = std::move(name),
+           .inputs = std::move(inputs),
+           .fn = OpFn(gelu_linear_residual_fn),
+           .modes = modes,
+           .flops = {f.fwd + 8.0 * M * in + M * out, f.bwd + 20.0 * M * in},
+           .tensor_cores = true,
+           .bf16_pending = kPending};
+  // GELU(h) and the folded weight gamma w enter the GEMM as bf16 (the f32 op keeps both in f32)
+  c.bf16_out = kBf16OutIntermediateTol;
+  c.bf16_grad = kBf16GradIntermediateTol;
   return c;
 }
 
@@ -80,6 +108,14 @@ const bool registered = register_cases({
     linear_case("nobias", {3, 6}, 2, false, kGrad | kBf16 | kDevice, true),
     linear_case("fc2_2x7x7x384_96", {2, 7, 7, 384}, 96, true, kDevice | kBf16, true),
     linear_case("fc2_convnext_t_s1_b64", {64, 56, 56, 384}, 96, true, kPerf, true),
+
+    // fc2 + layer scale + residual in one op (layers/linear.h: gelu_linear_residual)
+    residual_case("small", {2, 3, 5}, 4, true, kGrad | kBf16 | kDevice),
+    residual_case("nobias", {3, 6}, 2, false, kGrad | kBf16 | kDevice),
+    residual_case("nhwc_2x5x5x24_8", {2, 5, 5, 24}, 8, true, kDevice | kBf16),
+    residual_case("odd_37x19_23", {37, 19}, 23, true, kDevice | kBf16),
+    residual_case("fc2_2x7x7x384_96", {2, 7, 7, 384}, 96, true, kDevice | kBf16),
+    residual_case("fc2_convnext_t_s1_b64", {64, 56, 56, 384}, 96, true, kPerf),
 });
 
 }  // namespace

@@ -40,3 +40,47 @@ TEST(FusedBlockOps, ResidualLayerScaleMatchesComposed) {
   EXPECT_LT(test::rel_error(residual_layer_scale(x, h, gamma), residual_add(x, layer_scale(h, gamma))), 1e-15);
   EXPECT_THROW(residual_layer_scale(x, h, test::random({3}, 9)), Error);
 }
+
+TEST(FusedBlockOps, GeluLinearResidualMatchesComposedWithGradients) {
+  // x + gamma * fc2(gelu(h)) with gamma folded into fc2's weight: the same values and the same
+  // gradients (f64) for every input as the composed ops, with and without a bias.
+  for (bool with_bias : {true, false}) {
+    Tensor x = test::random({2, 3, 4}, 10).requires_grad_(),
+           h = test::random({2, 3, 6}, 11).requires_grad_();
+    Tensor w = test::random({4, 6}, 12).requires_grad_(),
+           g = test::random({4}, 13).requires_grad_();
+    Tensor b = with_bias ? test::random({4}, 14).requires_grad_() : Tensor();
+    Tensor up = test::random({2, 3, 4}, 15);  // a non-uniform upstream gradient
+    auto grads = [&](const Tensor& y) {
+      for (Tensor* t : {&x, &h, &w, &g, &b})
+        if (t->defined()) t->clear_grad();
+      autograd::backward(ops::sum_all(ops::mul(y, up)));
+      std::vector<Tensor> out;
+      for (Tensor* t : {&x, &h, &w, &g, &b})
+        if (t->defined()) out.push_back(t->grad().clone());
+      return out;
+    };
+    const Tensor y_fused = gelu_linear_residual(x, h, w, b, g);
+    const std::vector<Tensor> g_fused = grads(y_fused);
+    const Tensor y_ref = residual_layer_scale(x, gelu_linear(h, w, b), g);
+    const std::vector<Tensor> g_ref = grads(y_ref);
+    EXPECT_LT(test::rel_error(y_fused, y_ref), 1e-14) << "bias " << with_bias;
+    ASSERT_EQ(g_fused.size(), g_ref.size());
+    for (size_t i = 0; i < g_ref.size(); ++i)
+      EXPECT_LT(test::rel_error(g_fused[i], g_ref[i]), 1e-13)
+          << "input " << i << " bias " << with_bias;
+  }
+}
+
+TEST(FusedBlockOps, GeluLinearResidualNamesMismatchedShapes) {
+  const Tensor x = test::random({2, 4}, 16), h = test::random({2, 6}, 17);
+  const Tensor w = test::random({4, 6}, 18), g = test::random({4}, 19), b = test::random({4}, 20);
+  try {
+    gelu_linear_residual(test::random({2, 5}, 21), h, w, b, g);
+    FAIL() << "a shortcut of the wrong width was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shortcut must be [2, 4]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(gelu_linear_residual(x, h, w, b, test::random({3}, 22)), Error);
+  EXPECT_THROW(gelu_linear_residual(x, h, test::random({4, 5}, 23), b, g), Error);
+}
