@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -94,8 +95,9 @@ std::string format_value(double v) {
 }
 
 // The data file of one run: plot_columns() in order, a '#' header line first. `has_ema` is set
-// when the run has EMA evaluations.
-std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch) {
+// when the run has EMA evaluations; `valid` gets the 1-based columns with at least one value.
+std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch,
+                     std::set<int>* valid) {
   const fs::path summary = run_dir / "summary.csv";
   HG_CHECK(fs::exists(summary), "plot: ", run_dir.string(),
            " holds no summary.csv (is it a run folder?)");
@@ -110,9 +112,11 @@ std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch) 
   out += "\n";
   for (size_t r = 0; r < rows; ++r) {
     std::string line;
-    for (const std::string& c : plot_columns()) {
-      auto it = columns.find(c);
-      line += (line.empty() ? "" : " ") + format_value(it == columns.end() ? NAN : it->second[r]);
+    for (size_t c = 0; c < plot_columns().size(); ++c) {
+      auto it = columns.find(plot_columns()[c]);
+      const double v = it == columns.end() ? NAN : it->second[r];
+      if (!std::isnan(v)) valid->insert(static_cast<int>(c) + 1);
+      line += (line.empty() ? "" : " ") + format_value(v);
     }
     out += line + "\n";
   }
@@ -120,9 +124,11 @@ std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch) 
 }
 
 // One panel: `plot` of column `col` (1-based in plot_columns) of every run, optionally a second
-// one.
+// one. A series is drawn only for the runs that have a value in its column (`valid[r]`: gnuplot
+// fails on a series without one); a panel with nothing to draw says so instead.
 std::string panel(const std::string& title, const std::string& ylabel,
                   const std::vector<fs::path>& data, const std::vector<std::string>& names,
+                  const std::vector<std::set<int>>& valid,
                   const std::vector<std::pair<int, std::string>>& series, bool logscale) {
   std::string s = "set title " + gp_quote(title) + "\nset ylabel " + gp_quote(ylabel) + "\n";
   s += logscale ? "set logscale y\nset format y '%.0e'\n" : "unset logscale y\nset format y '%g'\n";
@@ -130,12 +136,17 @@ std::string panel(const std::string& title, const std::string& ylabel,
   for (size_t r = 0; r < data.size(); ++r)
     for (size_t k = 0; k < series.size(); ++k) {
       const auto& [col, what] = series[k];
+      if (!valid[r].count(col)) continue;
       const std::string label = (data.size() > 1 ? names[r] + " " : std::string()) + what;
       plots += plots.empty() ? "plot " : ", \\\n     ";
       plots += gp_quote(data[r].string()) + " using 1:" + std::to_string(col) +
                " with linespoints lc " + std::to_string(r + 1) + " dt " + std::to_string(k + 1) +
                " pt " + std::to_string(k + 6) + " title " + gp_quote(label);
     }
+  if (plots.empty())  // an empty frame with a note: keeps the 2 x 2 layout
+    return s +
+           "unset logscale y\nset format y '%g'\nset label 1 'no data' at graph 0.5, 0.5 center\n"
+           "plot [0:1] [0:1] NaN notitle\nunset label 1\n";
   return s + plots + "\n";
 }
 
@@ -184,12 +195,13 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   const fs::path png = out_png, stem = fs::path(out_png).replace_extension();
   std::vector<fs::path> data;
   std::vector<std::string> names;
+  std::vector<std::set<int>> valid(run_dirs.size());
   bool has_ema = false;
   double max_epoch = 1;
   for (size_t r = 0; r < run_dirs.size(); ++r) {
     fs::path dat = stem;
     dat += run_dirs.size() == 1 ? std::string(".dat") : "." + std::to_string(r + 1) + ".dat";
-    write_atomic(dat, run_data(run_dirs[r], &has_ema, &max_epoch));
+    write_atomic(dat, run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r]));
     data.push_back(dat);
     names.push_back(fs::path(run_dirs[r]).lexically_normal().filename().string());
     if (names.back().empty())
@@ -211,20 +223,24 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
         std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(max_epoch / 10)))) +
         "\n";
   gp += "set multiplot layout 2,2 title " + gp_quote(title) + "\n";
-  gp += panel("loss", "loss", data, names, {{2, "train"}, {3, "eval"}}, false);
+  gp += panel("loss", "loss", data, names, valid, {{2, "train"}, {3, "eval"}}, false);
   std::vector<std::pair<int, std::string>> top1 = {{4, "model"}};
   if (has_ema) top1.emplace_back(5, "EMA");
-  gp += panel("top-1", "top-1 (%)", data, names, top1, false);
-  gp += panel("learning rate", "lr", data, names, {{6, "lr"}}, true);
-  gp += panel("throughput", "train img/s", data, names, {{7, "img/s"}}, false);
+  gp += panel("top-1", "top-1 (%)", data, names, valid, top1, false);
+  gp += panel("learning rate", "lr", data, names, valid, {{6, "lr"}}, true);
+  gp += panel("throughput", "train img/s", data, names, valid, {{7, "img/s"}}, false);
   gp += "unset multiplot\nset output\n";
   fs::path script = stem;
   script += ".gp";
   write_atomic(script, gp);
   std::string output;
   const int rc = run_program({"gnuplot", script.string()}, &output);
-  HG_CHECK(rc == 0 && fs::exists(tmp_png), "plot: gnuplot failed (exit status ", rc, ") on ",
-           script.string(), output.empty() ? std::string() : ":\n" + output);
+  if (rc != 0 || !fs::exists(tmp_png)) {
+    std::error_code ignored;
+    fs::remove(tmp_png, ignored);  // no half-drawn image left beside the output
+    throw Error(str("plot: gnuplot failed (exit status ", rc, ") on ", script.string(),
+                    output.empty() ? std::string() : ":\n" + output));
+  }
   fs::rename(tmp_png, png);
 }
 

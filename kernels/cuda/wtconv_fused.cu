@@ -263,46 +263,52 @@ Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
 }
 
 /// The staged synthesis (wtconv_staged.cuh: levels 1.. summed onto level 0's grid, then the
-/// staged base conv adding level 0 and that sum) when it takes the shape: stride 1 (the caller's
-/// case), K = 3, 5 or 7, at least one level, C a multiple of one 16-byte vector of T, 16-byte
+/// staged base conv adding level 0 and that sum) when it takes the shape: bf16 activations,
+/// stride 1 (the caller's case), K = 3, 5 or 7, at least one level, C a multiple of 8, 16-byte
 /// aligned tensors, staged rows within the device's shared memory. Returns false, having done
-/// nothing, otherwise.
+/// nothing, otherwise. bf16 only: on the H200 (bench-layer, B = 64, K = 5) it beat synth_v4_kernel
+/// in bf16 (96/56/5 train 1.102 -> 1.082 ms, 192/28/4 0.698 -> 0.642) but lost in fp32 (96/56/5
+/// 1.181 -> 1.247: f32 rows take twice the shared memory, so fewer blocks fit an SM).
 template <typename T>
 bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const float* wb,
                       const float* bf, const Levels& lv, T* out) {
-  const int PR = W >= 16 ? 2 : 4;  // row pairs per block: more when rows are short
-  const size_t smem = synth_staged_smem<T>(K, PR, W);
-  bool ok = (K == 3 || K == 5 || K == 7) && lv.L >= 1 && C % (16 / int(sizeof(T))) == 0 &&
-            aligned16(in) && aligned16(out) && aligned16(wb) && (!bf || aligned16(bf)) &&
-            smem <= hg::cuda::max_dynamic_smem();
-  for (int l = 0; l < lv.L; ++l) ok = ok && aligned16(lv.t[l]);
-  const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
-  if (!ok || groups > INT32_MAX || (C + 31) / 32 > 65535) return false;
-  const int hp = lv.hp[0], wp = lv.wp[0];
-  Tensor R;  // levels >= 1 on level 0's grid; none with one level
-  if (lv.L >= 2) {
-    R = workspace({B, hp, wp, C});
-    levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256>>>(lv, B, hp, wp, C,
-                                                                             R.data<float>());
-    HG_CUDA_LAUNCH_CHECK();
-  }
-  const SynthDims d{B, H, W, C, hp, wp};
-  dispatch_k(K, [&](auto kt) {
-    constexpr int KT = decltype(kt)::value;
-    if constexpr (KT == 3 || KT == 5 || KT == 7) {
-      const auto kernel = synth_staged_kernel<T, KT>;
-      static const bool opted_in = [&] {  // above 48 KB a kernel must opt in (once)
-        HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(hg::cuda::max_dynamic_smem())));
-        return true;
-      }();
-      (void)opted_in;
-      kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kStagedWarps), smem>>>(
-          in, wb, bf, d, PR, lv.t[0], R.defined() ? R.data<float>() : nullptr, out);
+  if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
+    return false;
+  } else {
+    const int PR = W >= 16 ? 2 : 4;  // row pairs per block: more when rows are short
+    const size_t smem = synth_staged_smem<T>(K, PR, W);
+    bool ok = (K == 3 || K == 5 || K == 7) && lv.L >= 1 && C % (16 / int(sizeof(T))) == 0 &&
+              aligned16(in) && aligned16(out) && aligned16(wb) && (!bf || aligned16(bf)) &&
+              smem <= hg::cuda::max_dynamic_smem();
+    for (int l = 0; l < lv.L; ++l) ok = ok && aligned16(lv.t[l]);
+    const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
+    if (!ok || groups > INT32_MAX || (C + 31) / 32 > 65535) return false;
+    const int hp = lv.hp[0], wp = lv.wp[0];
+    Tensor R;  // levels >= 1 on level 0's grid; none with one level
+    if (lv.L >= 2) {
+      R = workspace({B, hp, wp, C});
+      levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256>>>(lv, B, hp, wp, C,
+                                                                               R.data<float>());
       HG_CUDA_LAUNCH_CHECK();
     }
-  });
-  return true;
+    const SynthDims d{B, H, W, C, hp, wp};
+    dispatch_k(K, [&](auto kt) {
+      constexpr int KT = decltype(kt)::value;
+      if constexpr (KT == 3 || KT == 5 || KT == 7) {
+        const auto kernel = synth_staged_kernel<T, KT>;
+        static const bool opted_in = [&] {  // above 48 KB a kernel must opt in (once)
+          HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(hg::cuda::max_dynamic_smem())));
+          return true;
+        }();
+        (void)opted_in;
+        kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kStagedWarps), smem>>>(
+            in, wb, bf, d, PR, lv.t[0], R.defined() ? R.data<float>() : nullptr, out);
+        HG_CUDA_LAUNCH_CHECK();
+      }
+    });
+    return true;
+  }
 }
 
 /// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in and out of storage T,

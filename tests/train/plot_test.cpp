@@ -130,6 +130,31 @@ TEST_F(PlotTest, SeveralRunsAndRunsWithoutEma) {
   EXPECT_THROW(train::plot_runs({(root_ / "nothing").string()}, out.string()), Error);
 }
 
+// A summary without some plotted column (here lr, as in a summary rebuilt from a log, or an older
+// run) still plots: the series without values are left out (gnuplot fails on an empty one: "x range
+// is invalid") and their panel says "no data"; a run that has the column keeps its curve.
+TEST_F(PlotTest, AColumnWithoutValuesLeavesItsSeriesOut) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path a = run("no_lr",
+                         "epoch,train_loss,eval_loss,eval_top1,train_img_per_sec\n"
+                         "1,2,2,30,900\n2,1.5,1.8,35,950\n");
+  const fs::path alone = root_ / "alone.png";
+  train::plot_runs({a.string()}, alone.string());
+  EXPECT_EQ(png_size(alone), std::make_pair(1280u, 960u));
+  std::ifstream gp(root_ / "alone.gp");
+  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(script.find("using 1:6"), std::string::npos) << script;  // no lr series
+  EXPECT_NE(script.find("no data"), std::string::npos) << script;
+  const fs::path b = run("with_lr", kSummary), both = root_ / "both.png";
+  train::plot_runs({a.string(), b.string()}, both.string());
+  std::ifstream gp2(root_ / "both.gp");
+  const std::string s2((std::istreambuf_iterator<char>(gp2)), std::istreambuf_iterator<char>());
+  EXPECT_NE(s2.find("both.2.dat' using 1:6"), std::string::npos) << s2;  // b's lr curve stays
+  EXPECT_EQ(s2.find("both.1.dat' using 1:6"), std::string::npos) << s2;
+  EXPECT_FALSE(fs::exists(root_ / "both.png.tmp"));
+}
+
 // The trainer redraws RUN/curves.png after every epoch: after a short CPU run with a model EMA the
 // PNG has the default size and its data file holds summary.csv's values (EMA top-1 included).
 TEST_F(PlotTest, TheTrainerPlotsItsRunAfterEveryEpoch) {
