@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Dev use on the GPU machine (device tool): build, the GPU decode/augment tests, the loader per
 # decode backend beside torchvision, training WTConvNeXt-T bf16 from the JPEG folder against
-# synthetic data, and the allocator experiment. Logs under $OUT.
+# synthetic data, and the step's memory. Logs under $OUT.
 set -uo pipefail
 source dev/gpu-build.sh
 T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
@@ -15,5 +15,6 @@ R="configs/wtconvnext_tiny.yaml --device cuda --precision bf16 --num-classes 20 
 for d in "--dataset synthetic --synthetic-size 5000" "--dataset image_folder --data-dir /tmp/hg-jpeg-folder --val-split validation --decode nvjpeg" "--dataset image_folder --data-dir /tmp/hg-jpeg-folder --val-split validation"; do
   timeout 100 /tmp/b/haargrad train $R $d --experiment "r$RANDOM" > $OUT/train-jpeg.log 2>&1; echo "$d: $(grep -E 'done:|error' $OUT/train-jpeg.log | tail -1 | cut -c1-200)"; done
 el train
-for m in "" 1; do env ${m:+HAARGRAD_EXPERIMENT_NO_ARENA=1} timeout 60 /tmp/b/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny --steps 6 --warmup 3 2>&1 | grep -E "convnext_tiny +bf16 +(128|train)" ; done
+# (the arena experiment this loop once toggled is gone: one allocator serves the step)
+timeout 60 /tmp/b/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny --steps 6 --warmup 3 2>&1 | grep -E "convnext_tiny +bf16 +(128|train)"
 el done

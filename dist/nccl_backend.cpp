@@ -4,6 +4,7 @@
 #ifdef HAARGRAD_WITH_NCCL
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -191,12 +192,19 @@ std::shared_ptr<WorkImpl> nccl_start(NcclOp op, void* data, size_t count, DType 
   return work;
 }
 
+// Teardown, also on the way out of a failed run: a failing call is reported (a warning naming it)
+// but does not throw, so it cannot hide the error that ended the run, and the rest still runs.
 void nccl_shutdown() {
   if (!g_nccl) return;  // no CUDA collective ran
-  cudaStreamSynchronize(g_nccl->stream);
+  const auto warn_cuda = [](cudaError_t e, const char* call) {
+    if (e != cudaSuccess)
+      spdlog::warn("{}: at shutdown, {} failed: {}", describe(), call, cudaGetErrorString(e));
+  };
+  warn_cuda(cudaStreamSynchronize(g_nccl->stream), "cudaStreamSynchronize");
   g_nccl->watchdog.reset();
-  ncclCommDestroy(g_nccl->comm);
-  cudaStreamDestroy(g_nccl->stream);
+  if (const ncclResult_t r = ncclCommDestroy(g_nccl->comm); r != ncclSuccess)
+    spdlog::warn("{}: at shutdown, ncclCommDestroy failed: {}", describe(), ncclGetErrorString(r));
+  warn_cuda(cudaStreamDestroy(g_nccl->stream), "cudaStreamDestroy");
   delete g_nccl;
   g_nccl = nullptr;
 }
