@@ -82,7 +82,8 @@ class Watchdog {
     while (!stop_) {
       cv_.wait_for(lock, std::chrono::milliseconds(100));
       ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &async);
+      if (const ncclResult_t r = ncclCommGetAsyncError(comm_, &async); r != ncclSuccess)
+        fail(str("ncclCommGetAsyncError failed: ", ncclGetErrorString(r)));
       if (async != ncclSuccess && async != ncclInProgress)
         fail(str("NCCL reported an asynchronous error: ", ncclGetErrorString(async)));
       for (size_t i = 0; i < items_.size();) {
