@@ -212,10 +212,10 @@ TEST(Loader, SyntheticFromConfig) {
 }
 
 TEST(Loader, FashionMnistConfigTransformsAreSane) {
-  // At 28 px with scale [1, 1] and ratio [1, 1], train images are the normalised image or its mirror,
-  // and eval images are the normalised image. The config itself trains without flips (hflip 0: its
-  // short schedule reaches a better top-1 without them): every train image is then unflipped; with
-  // hflip 0.5 about half are mirrored.
+  // At 28 px with scale [1, 1] and ratio [1, 1], train images are the normalised image or its
+  // mirror, and eval images are the normalised image. The config itself trains without flips (hflip
+  // 0: its short schedule reaches a better top-1 without them): every train image is then
+  // unflipped; with hflip 0.5 about half are mirrored.
   const std::string path = std::string(HAARGRAD_SOURCE_DIR) + "/configs/fashion_mnist.yaml";
   hg::train::Config cfg = hg::train::load_config(path);
   if (!std::filesystem::exists(cfg.data_dir)) GTEST_SKIP() << cfg.data_dir << " missing";
@@ -224,7 +224,8 @@ TEST(Loader, FashionMnistConfigTransformsAreSane) {
   for (double hflip : {cfg.hflip, 0.5}) {
     SCOPED_TRACE(hflip);
     cfg.hflip = hflip;
-    hg::data::Transform tr(hg::data::make_transform_options(cfg, true)), ev(hg::data::make_transform_options(cfg, false));
+    hg::data::Transform tr(hg::data::make_transform_options(cfg, true)),
+        ev(hg::data::make_transform_options(cfg, false));
     int flipped = 0;
     for (int64_t i = 0; i < 40; ++i) {
       hg::data::Image img = test.get(i).image;
