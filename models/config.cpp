@@ -138,7 +138,7 @@ ModelConfig model_config(const std::string& name) {
     c.wtconv = true;
     c.depths = {2, 2};
     c.dims = {48, 96};
-    c.kernel_size = 5;
+    c.kernel_size = 3;        // maps of 7x7 and less: a 5x5 kernel is mostly padding
     c.wt_levels = {2, 2};     // level maps 4x4, 2x2 (stage 0) and 2x2, 1x1 of a 2x2 map (stage 1)
     c.patch_size = 4;         // 7x7 -> 3x3 maps: a third stage would be 1x1
     c.ls_init_value = 1.0;    // short schedules: see configs/fashion_mnist.yaml

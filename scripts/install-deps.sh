@@ -7,12 +7,19 @@
 set -euo pipefail
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
+pkgs=(build-essential cmake pkg-config ca-certificates ccache
+      libyaml-cpp-dev libspdlog-dev libfmt-dev libstb-dev libgtest-dev libgmock-dev zlib1g-dev
+      nlohmann-json3-dev libcli11-dev libopenblas-dev libjpeg62-turbo-dev python3-numpy python3-pil
+      gnuplot-nox clang-format
+      libopenmpi-dev openmpi-bin
+      dataset-fashion-mnist)
+# Every package already installed (a second run, a prepared machine): no apt-get update, which
+# alone takes about a minute of the README's first command.
+installed=$(dpkg-query -W -f='${db:Status-Abbrev}\n' "${pkgs[@]}" 2>/dev/null | grep -c '^ii' || true)
+if [ "$installed" -eq "${#pkgs[@]}" ]; then
+  echo "haargrad: dependencies already installed"
+  exit 0
+fi
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
-  build-essential cmake pkg-config ca-certificates ccache \
-  libyaml-cpp-dev libspdlog-dev libfmt-dev libstb-dev libgtest-dev libgmock-dev zlib1g-dev \
-  nlohmann-json3-dev libcli11-dev libopenblas-dev libjpeg62-turbo-dev python3-numpy python3-pil \
-  gnuplot-nox clang-format \
-  libopenmpi-dev openmpi-bin \
-  dataset-fashion-mnist >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 echo "haargrad: dependencies installed"

