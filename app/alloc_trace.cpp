@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "train/step_trace.h"
+#include "train/trainer.h"
 
 namespace hg::app {
 namespace {
@@ -91,7 +92,7 @@ void run_alloc_trace(const AllocTraceArgs& a) {
            a.device, "'");
   const Device dev = a.device == "cuda" ? Device::cuda : Device::cpu;
   HG_CHECK(device_available(dev), "alloc-trace: device ", a.device,
-           " is not available (no GPU found, or haargrad was built without CUDA)");
+           " is not available: ", train::cuda_unavailable_reason());
   set_cpu_threads(a.threads);
   for (const std::string& model : a.models) {
     std::vector<train::RecordedSteps> rec;

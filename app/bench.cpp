@@ -88,8 +88,9 @@ Device bench_device(const std::string& device) {
            device, "'");
   if (device == "auto") return device_available(Device::cuda) ? Device::cuda : Device::cpu;
   const Device d = device == "cuda" ? Device::cuda : Device::cpu;
-  HG_CHECK(device_available(d), "bench: device cuda is not available (no GPU found, or haargrad was built without "
-           "CUDA); run on the CPU with --device cpu");
+  HG_CHECK(device_available(d),
+           "bench: device cuda is not available: ", train::cuda_unavailable_reason(),
+           "; run on the CPU with --device cpu");
   return d;
 }
 

@@ -13,6 +13,7 @@
 #include "layers/loss.h"
 #include "models/convnext.h"
 #include "train/optimizer.h"
+#include "train/trainer.h"
 
 #ifdef HAARGRAD_WITH_CUDA
 #include "kernels/cuda/context.h"
@@ -135,7 +136,8 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
   HG_CHECK(cfg.batch >= 1 && cfg.img_size >= 1 && cfg.steps >= 1, "bench: batch, img-size and steps must be >= 1, got ",
            cfg.batch, ", ", cfg.img_size, ", ", cfg.steps);
   HG_CHECK(device_available(cfg.device), "bench: device ", device_name(cfg.device),
-           " is not available (no GPU found, or built without CUDA); run on the CPU with --device cpu");
+           " is not available: ", train::cuda_unavailable_reason(),
+           "; run on the CPU with --device cpu");
   const ModelConfig mc = cfg.model_config ? *cfg.model_config : model_config(cfg.model);
   mc.check_img_size(cfg.img_size);
   HG_CHECK(mc.wtconv == !cfg.wtconv.empty(), "bench: model ", cfg.model,

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <set>
 
 #include "app/command.h"
 #include "app/config_help.h"
@@ -25,6 +26,28 @@ struct ExportArgs {
   std::vector<std::string> overrides;
   bool ema = false;
 };
+
+/// What a checkpoint holds besides the exported tensors (their names in the file: `prefix` +
+/// name), by kind, for the log line ("optimizer state, model EMA"): only the kinds that are there.
+template <class Exported>
+std::string left_out_kinds(const safetensors::File& in, const Exported& exported,
+                           const std::string& prefix) {
+  std::set<std::string> names;
+  for (const auto& [name, t] : exported) names.insert(prefix + name);
+  std::set<std::string> kinds;
+  for (const auto& [name, t] : in.tensors) {
+    if (names.count(name)) continue;
+    if (name.rfind(train::kEmaPrefix, 0) == 0)
+      kinds.insert("model EMA");
+    else if (name.rfind("optimizer.", 0) == 0)
+      kinds.insert("optimizer state");
+    else
+      kinds.insert("the model");  // the model weights, when the EMA's were exported
+  }
+  std::string out;
+  for (const std::string& k : kinds) out += (out.empty() ? "" : ", ") + k;
+  return out.empty() ? "nothing" : out;
+}
 
 void run_export(const ExportArgs& a) {
   namespace fs = std::filesystem;
@@ -52,7 +75,7 @@ void run_export(const ExportArgs& a) {
       "export: wrote {} tensors ({} values) of {}{} to {} (left out {} other tensors of {}: {})",
       tensors.size(), elements, rc.config.model, a.ema ? "'s model EMA" : "", a.out,
       in.tensors.size() - tensors.size(), a.checkpoint,
-      a.ema ? "the model and optimizer state" : "optimizer state, model EMA");
+      left_out_kinds(in, tensors, a.ema ? train::kEmaPrefix : ""));
 }
 
 }  // namespace

@@ -12,11 +12,13 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/command.h"
 #include "app/version.h"
 #include "core/error.h"
 #include "core/parse_number.h"
+#include "core/similar_names.h"
 #include "core/threads.h"
 
 namespace hg::app {
@@ -98,6 +100,21 @@ int main(int argc, char** argv) {
                    [](const auto& a, const auto& b) { return a.file < b.file; });
   for (auto& c : commands) c.setup(app);
   hg::app::require_decimal_numbers(app);
+  // A mistyped command ("trian") would otherwise read as a missing one ("A subcommand is
+  // required").
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const std::vector<std::string> close = hg::similar_names(argv[1], names);
+      std::fprintf(
+          stderr,
+          "haargrad: error: unknown command '%s'%s (`haargrad --help` lists the commands)\n",
+          argv[1], close.empty() ? "" : ("; did you mean '" + close[0] + "'?").c_str());
+      return 1;
+    }
+  }
   try {
     hg::set_cpu_threads(0);  // the cores available; commands with a config apply its `threads`
     app.parse(argc, argv);   // subcommand callbacks run here

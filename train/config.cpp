@@ -5,8 +5,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -18,6 +21,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/parse_number.h"
+#include "core/similar_names.h"
 #include "data/rand_augment.h"
 
 namespace hg::train {
@@ -262,22 +266,6 @@ Where where_of(const YAML::Node& node, const Where& fallback) {
   const YAML::Mark m = node.Mark();
   if (m.is_null() || fallback.line < 0) return fallback;
   return Where{fallback.source, m.line + 1};
-}
-
-// Edit distance with adjacent transpositions counted once ("wieght" -> "weight" is 1), for
-// "did you mean" on unknown keys.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min(
-          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
 }
 
 [[noreturn]] void fail_unknown(const std::string& key, const Where& where) {
@@ -722,9 +710,29 @@ Config config_from_yaml(const std::string& text, const std::string& source) {
   return parse_root(root, source);
 }
 
+namespace {
+// Why `path` cannot be read, for the error message: the system's reason, and for a missing file
+// the .yaml files of its folder whose names are close ("fashion-mnist.yaml" ->
+// "fashion_mnist.yaml").
+std::string unreadable_reason(const std::string& path, int err) {
+  namespace fs = std::filesystem;
+  std::string why = std::strerror(err);
+  std::error_code ec;
+  const fs::path p(path), dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (err != ENOENT || !fs::is_directory(dir, ec)) return why;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".yaml") names.push_back(e.path().filename().string());
+  const std::vector<std::string> close = similar_names(p.filename().string(), names);
+  if (!close.empty()) why += str("; did you mean '", (dir / close[0]).string(), "'?");
+  return why;
+}
+}  // namespace
+
 Config load_config(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  HG_CHECK(in.good(), "config: cannot open file '", path, "'");
+  const int err = errno;
+  HG_CHECK(in.good(), "config: cannot open file '", path, "': ", unreadable_reason(path, err));
   std::ostringstream text;
   text << in.rdbuf();
   return config_from_yaml(text.str(), path);
@@ -808,19 +816,9 @@ std::string value_text(const Config& cfg, const std::string& key) {
 }
 
 std::vector<std::string> similar_keys(const std::string& key) {
-  // Close means a few typos for the key's length: 1 up to 5 letters, then one more per 4 letters
-  // ("lrr" -> "lr", "wieght_decay" -> "weight_decay"), so "aa" (2 edits from "lr") gets nothing.
-  const size_t max_edits = key.size() <= 5 ? 1 : 1 + (key.size() - 2) / 4;
-  std::vector<std::pair<size_t, std::string>> found;
-  for (const Field& f : table()) {
-    const size_t d = edit_distance(key, f.key);
-    if (d <= max_edits) found.emplace_back(d, f.key);
-  }
-  std::stable_sort(found.begin(), found.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (size_t i = 0; i < found.size() && i < 3; ++i) out.push_back(found[i].second);
-  return out;
+  std::vector<std::string> keys;
+  for (const Field& f : table()) keys.push_back(f.key);
+  return similar_names(key, keys);  // "lrr" -> "lr", "wieght_decay" -> "weight_decay"
 }
 
 std::vector<KeyDoc> config_key_docs() {

@@ -643,24 +643,32 @@ TrainResult final_report(Session& s) {
 
 }  // namespace
 
-Device resolve_device(const std::string& device) {
-  bool gpu = false;
+std::string cuda_unavailable_reason() {
 #ifdef HAARGRAD_WITH_CUDA
-  gpu = hg::cuda::available();
+  if (hg::cuda::available()) return "";
+  return "no usable GPU was found (the CUDA driver reports none)";
+#else
+  return "this haargrad was built without CUDA (scripts/quickstart.sh builds the CUDA part only "
+         "where nvidia-smi lists a GPU; elsewhere configure with -DHAARGRAD_CUDA=ON next to a "
+         "CUDA toolkit)";
 #endif
+}
+
+Device resolve_device(const std::string& device) {
+  const std::string why = cuda_unavailable_reason();
   if (device == "cpu") return Device::cpu;
   if (device == "cuda") {
-    HG_CHECK(gpu,
-             "device 'cuda' requested but no usable GPU (or haargrad was built without CUDA); "
-             "run on the CPU with --device cpu");
+    HG_CHECK(why.empty(), "device 'cuda' requested but ", why,
+             "; run on the CPU with --device cpu");
     return Device::cuda;
   }
   HG_CHECK(device == "auto", "device must be auto, cpu or cuda, got '", device, "'");
-  return gpu ? Device::cuda : Device::cpu;
+  return why.empty() ? Device::cuda : Device::cpu;
 }
 
 TrainResult train(Config cfg, const TrainOptions& opts) {
   validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
+  resolve_device(cfg.device);  // an unusable device fails before a run folder is claimed
   Session s(std::move(cfg), opts);
   open_run_folder(s);
   if (std::optional<TrainResult> done = already_finished(s)) return *done;

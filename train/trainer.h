@@ -18,8 +18,11 @@ class ConvNeXt;
 namespace hg::train {
 
 /// "cpu" or "cuda" for cfg.device ("auto": cuda when a GPU is usable). Throws hg::Error for "cuda"
-/// without a GPU / without the CUDA build.
+/// without a GPU / without the CUDA build, saying which of the two (cuda_unavailable_reason).
 Device resolve_device(const std::string& device);
+/// Why device cuda cannot be used here: this binary was built without CUDA (and how to build it),
+/// or the driver reports no usable GPU; empty when a GPU is usable.
+std::string cuda_unavailable_reason();
 
 struct TrainOptions {
   int64_t stop_after_epoch = -1;  ///< stop (checkpointed) after this many epochs; -1 = run all

@@ -4,7 +4,10 @@
 // warning; `bench CONFIG.yaml` benches the config's model and training step.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -157,6 +160,18 @@ TEST_F(CliTest, UnknownKeysSuggestOnlyCloseMatches) {
   EXPECT_NE(wd.output.find("did you mean 'weight_decay'?"), std::string::npos) << wd.output;
 }
 
+TEST_F(CliTest, AMistypedCommandIsNamedWithASuggestion) {
+  const ProgramRun t = run_program("trian " + kDefaultConfig);
+  EXPECT_EQ(t.exit_code, 1);
+  EXPECT_NE(t.output.find("unknown command 'trian'; did you mean 'train'?"), std::string::npos)
+      << t.output;
+  const ProgramRun far = run_program("frobnicate");
+  EXPECT_EQ(far.exit_code, 1);
+  EXPECT_NE(far.output.find("unknown command 'frobnicate' (`haargrad --help`"), std::string::npos)
+      << far.output;
+  EXPECT_EQ(run_program("models").exit_code, 0);  // a real command still runs
+}
+
 TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
 #ifdef HAARGRAD_WITH_CUDA
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";
@@ -164,9 +179,25 @@ TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
   const ProgramRun b = run_program("bench --device cuda --models convnext_atto --steps 1");
   EXPECT_NE(b.exit_code, 0);
   EXPECT_NE(b.output.find("--device cpu"), std::string::npos) << b.output;
-  const ProgramRun t = run_program("train " + kDefaultConfig + " --device cuda --epochs 1");
+  // the message says which it is: a build without CUDA, or no GPU
+#ifdef HAARGRAD_WITH_CUDA
+  const std::string why = "no usable GPU";
+#else
+  const std::string why = "built without CUDA";
+#endif
+  EXPECT_NE(b.output.find(why), std::string::npos) << b.output;
+  // and a run that cannot start leaves no run folder behind (the next run keeps the plain name)
+  const std::filesystem::path out =
+      std::filesystem::temp_directory_path() / ("hg_cli_nogpu_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(out);
+  const ProgramRun t =
+      run_program("train " + kDefaultConfig + " --device cuda --epochs 1 --output " + out.string());
   EXPECT_NE(t.exit_code, 0);
   EXPECT_NE(t.output.find("--device cpu"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find(why), std::string::npos) << t.output;
+  EXPECT_EQ(t.output.find("run folder"), std::string::npos) << t.output;
+  EXPECT_FALSE(std::filesystem::exists(out / "fashion_mnist")) << t.output;
+  std::filesystem::remove_all(out);
 }
 
 TEST_F(CliTest, ThreadsOptionReachesTheKernelsAndOpenMpWaitsBriefly) {

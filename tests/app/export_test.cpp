@@ -91,6 +91,10 @@ TEST_F(ExportCommand, WritesTimmsStateDictNamesAndShapesWithoutOptimizerState) {
 
     const ProgramRun r = run_program("export " + ck + " --out " + out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    // the log names what it left out, and only what the checkpoint holds (no EMA here)
+    EXPECT_NE(r.output.find("other tensors of " + ck + ": optimizer state)"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("model EMA"), std::string::npos) << r.output;
     const safetensors::File w = safetensors::load(out);
     // Exactly timm's state_dict keys and shapes: load_state_dict(strict=True) needs no more, no less.
     std::map<std::string, Shape> got, want;

@@ -3,6 +3,8 @@
 // evaluation of the same weights.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -109,6 +111,28 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
   EXPECT_NEAR(j["top1"].get<double>(), top1, 1e-4);
   EXPECT_NEAR(j["loss"].get<double>(), loss, 1e-5 * loss);
   EXPECT_EQ(j["param_count"].get<double>(), std::stod(expect_params));
+}
+
+// A run folder as --checkpoint evaluates its model_best.safetensors (the log says so); a folder
+// without one is refused with what to give.
+TEST_F(ValidateCommand, ARunFolderMeansItsBestCheckpoint) {
+  const std::string run = train_once();
+  const ProgramRun folder = run_program("validate --checkpoint " + run);
+  ASSERT_EQ(folder.exit_code, 0) << folder.output;
+  EXPECT_NE(folder.output.find("model_best.safetensors"), std::string::npos) << folder.output;
+  const ProgramRun best = run_program("validate --checkpoint " + run + "/model_best.safetensors");
+  ASSERT_EQ(best.exit_code, 0) << best.output;
+  auto row = [](const std::string& out) {
+    return split(split(out.substr(out.find("model,img_size")), '\n').at(1), ',');
+  };
+  const std::vector<std::string> rf = row(folder.output), rb = row(best.output);
+  for (size_t i : {0, 1, 2, 4, 6}) EXPECT_EQ(rf.at(i), rb.at(i)) << kColumns[i];
+  const std::string empty = file("empty_run");
+  std::filesystem::create_directories(empty);
+  const ProgramRun none = run_program("validate --checkpoint " + empty);
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.output.find("is a folder without model_best.safetensors"), std::string::npos)
+      << none.output;
 }
 
 // --use-ema evaluates the checkpoint's model EMA: the trainer's EMA columns of the same epoch; the

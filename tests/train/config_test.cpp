@@ -96,6 +96,25 @@ TEST_F(ConfigTest, LoadsValues) {
   EXPECT_EQ(empty, Config{});
 }
 
+TEST_F(ConfigTest, AMissingFileSaysWhyAndSuggestsACloseName) {
+  write("fashion_mnist.yaml", "epochs: 1\n");
+  auto error_of = [](const std::string& path) {
+    try {
+      hg::train::load_config(path);
+    } catch (const hg::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string typo = (dir_ / "fashion-mnist.yaml").string();
+  expect_contains(error_of(typo),
+                  {"cannot open file '" + typo + "'", "No such file or directory",
+                   "did you mean '" + (dir_ / "fashion_mnist.yaml").string() + "'?"});
+  const std::string msg = error_of((dir_ / "zzz.yaml").string());
+  expect_contains(msg, {"No such file or directory"});
+  EXPECT_EQ(msg.find("did you mean"), std::string::npos) << msg;
+}
+
 TEST_F(ConfigTest, UnknownKeyNamesKeyFileAndLine) {
   std::string msg = load_error("model: convnext_tiny\nepochs: 3\nlrr: 0.1\n");
   expect_contains(msg, {"'lrr'", path_, "line 3", "did you mean 'lr'"});
