@@ -1,12 +1,14 @@
-// `haargrad info MODEL [--img-size N] [--batch N]`: parameter counts, forward GMACs and the
-// activation bytes the tape holds for one training step.
+// `haargrad info MODEL|CONFIG.yaml [--img-size N] [--batch N]`: parameter counts, forward GMACs
+// and the activation bytes the tape holds for one training step.
 #include <cstdio>
+#include <filesystem>
 
 #include "app/command.h"
 #include "core/autograd.h"
 #include "core/memory.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
+#include "train/config.h"
 
 namespace hg::app {
 namespace {
@@ -32,8 +34,21 @@ int64_t measured_activation_bytes(ConvNeXt& model, int batch, int img_size) {
   return after - before;
 }
 
+// MODEL is a registered name, or a config file (as train, bench and validate take): then its model
+// with the config's model keys (kernel_size, dims, ...) and its img_size unless --img-size is
+// given.
+ModelConfig model_of(InfoArgs& a) {
+  const std::string ext = std::filesystem::path(a.model).extension().string();
+  if (ext != ".yaml" && ext != ".yml" && !std::filesystem::is_regular_file(a.model))
+    return model_config(a.model);
+  const train::Config c = train::load_config(a.model);
+  if (a.img_size == 0) a.img_size = static_cast<int>(c.img_size);
+  a.model = c.model + " (" + a.model + ")";
+  return train::model_config_from(c);
+}
+
 void run_info(InfoArgs a) {
-  ModelConfig cfg = model_config(a.model);
+  ModelConfig cfg = model_of(a);
   if (a.img_size == 0) a.img_size = cfg.default_img_size;
   cfg.check_img_size(a.img_size);
   ConvNeXt model(cfg, 0);
@@ -58,7 +73,11 @@ void run_info(InfoArgs a) {
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto args = std::make_shared<InfoArgs>();
   CLI::App* cmd = root.add_subcommand("info", "Parameter counts, GMACs and activation memory of a model");
-  cmd->add_option("model", args->model, "model name, e.g. convnext_tiny, wtconvnext_tiny")->required();
+  cmd->add_option(
+         "model", args->model,
+         "model name (e.g. convnext_tiny, wtconvnext_tiny; `haargrad models` lists them) or a "
+         "CONFIG.yaml (its model, model keys and img_size)")
+      ->required();
   cmd->add_option("--img-size", args->img_size, "input height = width in pixels (default: the model's, 224; 28 for wtconvnext_fmnist)")->check(CLI::PositiveNumber);
   cmd->add_option("--batch", args->batch, "batch size for the activation bytes")->check(CLI::PositiveNumber);
   cmd->add_flag("--no-measure", args->no_measure, "skip the measured activation bytes");

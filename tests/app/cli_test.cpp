@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "models/config.h"
+#include "models/convnext.h"
 #include "program.h"
 #include "train/config.h"
 #include "train/trainer.h"
@@ -235,6 +236,32 @@ TEST_F(CliTest, DefaultModelPrintsNoWarning) {
   ASSERT_EQ(deep.exit_code, 0) << deep.output;
   EXPECT_EQ(count_of(deep.output, "warning"), 1) << deep.output;
   EXPECT_NE(deep.output.find("wt_levels [3, 2, 1, 1]"), std::string::npos) << deep.output;
+}
+
+// info takes a config too (as train, bench and validate do): the config's model with its model keys
+// and img_size. The smoke config changes its model's dims, so the counts differ from the name's.
+TEST_F(CliTest, InfoTakesAConfig) {
+  const ProgramRun by_config = run_program("info " + kDefaultConfig + " --no-measure");
+  ASSERT_EQ(by_config.exit_code, 0) << by_config.output;
+  const ProgramRun by_name = run_program("info wtconvnext_fmnist --no-measure");
+  ASSERT_EQ(by_name.exit_code, 0) << by_name.output;
+  auto line = [](const std::string& out, const std::string& key) {
+    const size_t at = out.find(key);
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_NE(by_config.output.find("wtconvnext_fmnist (" + kDefaultConfig + ")"), std::string::npos)
+      << by_config.output;
+  EXPECT_EQ(line(by_config.output, "trainable params"), line(by_name.output, "trainable params"));
+  EXPECT_NE(by_config.output.find("at 28x28"), std::string::npos) << by_config.output;
+  train::Config smoke = train::load_config(kSource + "/configs/smoke.yaml");
+  ConvNeXt smoke_model(train::model_config_from(smoke), 0);
+  const ProgramRun s = run_program("info " + kSource + "/configs/smoke.yaml --no-measure");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_EQ(line(s.output, "trainable params"),
+            "trainable params " + std::to_string(smoke_model.num_trainable()));
+  const ProgramRun missing = run_program("info " + kSource + "/configs/nope.yaml");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("cannot open file"), std::string::npos) << missing.output;
 }
 
 TEST_F(CliTest, BenchTakesATrainingConfig) {
