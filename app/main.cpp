@@ -119,7 +119,13 @@ int main(int argc, char** argv) {
     hg::set_cpu_threads(0);  // the cores available; commands with a config apply its `threads`
     app.parse(argc, argv);   // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // a command-line mistake reads like every other error, with where to look (CLI11's exit code)
+    const std::vector<CLI::App*> given = app.get_subcommands();
+    const std::string help =
+        given.empty() ? "haargrad --help" : "haargrad " + given.front()->get_name() + " --help";
+    std::fprintf(stderr, "haargrad: error: %s (`%s` lists the options)\n", e.what(), help.c_str());
+    return e.get_exit_code();
   } catch (const hg::Error& e) {
     std::fprintf(stderr, "haargrad: error: %s\n", e.what());
     return 1;

@@ -171,6 +171,15 @@ TEST_F(CliTest, AMistypedCommandIsNamedWithASuggestion) {
   EXPECT_NE(far.output.find("unknown command 'frobnicate' (`haargrad --help`"), std::string::npos)
       << far.output;
   EXPECT_EQ(run_program("models").exit_code, 0);  // a real command still runs
+  // a missing or malformed argument reads like every other error, with where to look
+  const ProgramRun v = run_program("validate");
+  EXPECT_NE(v.exit_code, 0);
+  EXPECT_NE(v.output.find("haargrad: error: --checkpoint is required (`haargrad validate --help`"),
+            std::string::npos)
+      << v.output;
+  const ProgramRun b = run_program("bench --batch abc");
+  EXPECT_NE(b.exit_code, 0);
+  EXPECT_NE(b.output.find("haargrad: error: --batch: 'abc'"), std::string::npos) << b.output;
 }
 
 TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
