@@ -20,20 +20,31 @@ struct LinearSizes {
   int64_t M, in, out;
 };
 
+/// y = x w^T + b, plus `shortcut` (y's shape) when it is defined: added by the GEMM's epilogue on
+/// the GPU, so y is rounded once either way (bf16: f32 math on the CPU).
 Tensor forward_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, const Tensor& b,
-                      Shape yshape) {
-  if (cpu_bf16(x)) return round_bf16(forward_kernel(z, cpu_f32(x), cpu_f32(w), cpu_f32(b), yshape));
+                      Shape yshape, const Tensor& shortcut = Tensor()) {
+  if (cpu_bf16(x))
+    return round_bf16(
+        forward_kernel(z, cpu_f32(x), cpu_f32(w), cpu_f32(b), yshape, cpu_f32(shortcut)));
   Tensor y = Tensor::empty(yshape, x.dtype(), x.device());
   if (x.device() == Device::cuda) {
     HG_DISPATCH_CUDA(x.dtype(), "linear", [&] {
-      kernels::cuda::linear_forward(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
-                                    b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
+      const scalar_t* bias = b.defined() ? b.data<scalar_t>() : nullptr;
+      if (shortcut.defined())
+        kernels::cuda::linear_forward_add(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
+                                          bias, shortcut.data<scalar_t>(), y.data<scalar_t>());
+      else
+        kernels::cuda::linear_forward(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
+                                      bias, y.data<scalar_t>());
     });
   } else {
     HG_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
       kernels::cpu::linear_forward<scalar_t>(
           z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
           b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
+      if (shortcut.defined())
+        kernels::cpu::axpy(scalar_t(1), shortcut.data<scalar_t>(), y.data<scalar_t>(), y.numel());
     });
   }
   return y;
@@ -127,29 +138,6 @@ void gelu_recompute_backward(const Tensor& h, const Tensor& dg, Tensor& g, Tenso
                                           g.data<scalar_t>(), gh.data<scalar_t>(), h.numel());
     });
   }
-}
-
-/// y = x w^T + b + shortcut (y of shortcut's shape), rounded once (bf16: f32 math on the CPU).
-Tensor forward_add_kernel(const LinearSizes& z, const Tensor& x, const Tensor& w, const Tensor& b,
-                          const Tensor& shortcut) {
-  if (cpu_bf16(x))
-    return round_bf16(forward_add_kernel(z, cpu_f32(x), cpu_f32(w), cpu_f32(b), cpu_f32(shortcut)));
-  Tensor y = Tensor::empty(shortcut.shape(), x.dtype(), x.device());
-  if (x.device() == Device::cuda) {
-    HG_DISPATCH_CUDA(x.dtype(), "gelu_linear_residual", [&] {
-      kernels::cuda::linear_forward_add(z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
-                                        b.defined() ? b.data<scalar_t>() : nullptr,
-                                        shortcut.data<scalar_t>(), y.data<scalar_t>());
-    });
-  } else {
-    HG_DISPATCH_FLOAT(x.dtype(), "gelu_linear_residual", [&] {
-      kernels::cpu::linear_forward<scalar_t>(
-          z.M, z.in, z.out, x.data<scalar_t>(), w.data<scalar_t>(),
-          b.defined() ? b.data<scalar_t>() : nullptr, y.data<scalar_t>());
-      kernels::cpu::axpy(scalar_t(1), shortcut.data<scalar_t>(), y.data<scalar_t>(), y.numel());
-    });
-  }
-  return y;
 }
 
 /// The layer scale folded into the weight and bias (kernels/layer_scale.h), in the activations'
@@ -339,7 +327,7 @@ Tensor gelu_linear_residual(const Tensor& shortcut, const Tensor& h_in, const Te
     memory::CategoryScope scratch(Category::workspace);  // GELU(h): as in gelu_linear
     const Tensor g = gelu_raw(h);
     memory::CategoryScope act(Category::activations);
-    y = forward_add_kernel(z, g, wf, bf, x);
+    y = forward_kernel(z, g, wf, bf, x.shape(), x);
   }
   autograd::record(
       op, {shortcut, h_in, weight, bias, gamma}, {y}, [z, h, wf, w, b, gm](autograd::Backward& gr) {

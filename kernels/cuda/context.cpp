@@ -1,6 +1,9 @@
 // CUDA handles and switches (see context.h).
 #include "kernels/cuda/context.h"
 
+#include <mutex>
+#include <unordered_set>
+
 #include "kernels/cuda/check.h"
 
 namespace hg::cuda {
@@ -59,6 +62,16 @@ size_t max_dynamic_smem() {
     return size_t(v);
   }();
   return bytes;
+}
+
+void allow_max_dynamic_smem(const void* kernel) {
+  static std::mutex mu;
+  static std::unordered_set<const void*> done;
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.count(kernel)) return;
+  HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(max_dynamic_smem())));
+  done.insert(kernel);
 }
 
 void synchronize() { HG_CUDA_CHECK(cudaDeviceSynchronize()); }

@@ -24,6 +24,10 @@ int multiprocessor_count();
 /// once; 227 KB on an H200). A kernel that asks for more than 48 KB must opt in first
 /// (cudaFuncSetAttribute, cudaFuncAttributeMaxDynamicSharedMemorySize).
 size_t max_dynamic_smem();
+/// Lets `kernel` (a __global__ function's address) launch with up to max_dynamic_smem() bytes of
+/// dynamic shared memory: the opt-in above 48 KB, done once per kernel (later calls only look it
+/// up). Call it before the kernel's first launch that may need more than 48 KB.
+void allow_max_dynamic_smem(const void* kernel);
 /// Blocks until all queued GPU work is done; throws on an asynchronous kernel error.
 void synchronize();
 

@@ -536,13 +536,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   for (int j = ja; j < jb; ++j) {
     window_advance<T, K>(xr, WS, j, win);
     float a0 = b, a1 = b;
-#pragma unroll
-    for (int p = 0; p < K; ++p)
-#pragma unroll
-      for (int q = 0; q < K; ++q) {
-        a0 = fmaf(wr[p][q], win[p][q], a0);
-        a1 = fmaf(wr[p][q], win[p + 1][q], a1);
-      }
+    pair_taps<K>(wr, win, a0, a1);
     const float v0[1] = {a0}, v1[1] = {a1};
     Io<T, 1>::store(ya + int64_t(j) * d.C, v0);
     if (second) Io<T, 1>::store(yb + int64_t(j) * d.C, v1);
@@ -681,12 +675,7 @@ bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bi
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT > 0) {
       const auto kernel = conv_staged_kernel<D, KT>;
-      static const bool opted_in = [&] {  // above 48 KB a kernel must opt in (once)
-        HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(hg::cuda::max_dynamic_smem())));
-        return true;
-      }();
-      (void)opted_in;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
       kernel<<<dim3(unsigned(groups), unsigned((d.C + 31) / 32)), dim3(32, kWgradWarps), smem>>>(
           in, w, bias, d, PR, flip, out);
       HG_CUDA_LAUNCH_CHECK();
@@ -809,13 +798,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
         const auto kernel = wgrad_staged_kernel<D, KT>;
-        // above the default 48 KB a kernel must opt in: once per kernel, up to the device's limit
-        static const bool opted_in = [&] {
-          HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(hg::cuda::max_dynamic_smem())));
-          return true;
-        }();
-        (void)opted_in;
+        hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
         kernel<<<dim3(unsigned(chunks), unsigned(slices)), block, staged_smem>>>(
             x, grad_y, d, PR, int(rows_per_block), partial, bias_partial);
         HG_CUDA_LAUNCH_CHECK();

@@ -68,4 +68,19 @@ __device__ __forceinline__ void window_advance(const T* xr, int WS, int j, float
   }
 }
 
+/// The K x K taps w at the window's column for both rows of a pair: a0 += sum w[p][q] win[p][q]
+/// (the pair's first output row), a1 += sum w[p][q] win[p + 1][q] (its second): 2 K^2 FMAs on the
+/// window's K + 1 rows, in row-major tap order.
+template <int K>
+__device__ __forceinline__ void pair_taps(const float (&w)[K][K], const float (&win)[K + 1][K],
+                                          float& a0, float& a1) {
+#pragma unroll
+  for (int p = 0; p < K; ++p)
+#pragma unroll
+    for (int q = 0; q < K; ++q) {
+      a0 = fmaf(w[p][q], win[p][q], a0);
+      a1 = fmaf(w[p][q], win[p + 1][q], a1);
+    }
+}
+
 }  // namespace hg::kernels::cuda

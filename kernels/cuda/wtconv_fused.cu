@@ -296,12 +296,7 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT == 3 || KT == 5 || KT == 7) {
         const auto kernel = synth_staged_kernel<T, KT>;
-        static const bool opted_in = [&] {  // above 48 KB a kernel must opt in (once)
-          HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(hg::cuda::max_dynamic_smem())));
-          return true;
-        }();
-        (void)opted_in;
+        hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
         kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kStagedWarps), smem>>>(
             in, wb, bf, d, PR, lv.t[0], R.defined() ? R.data<float>() : nullptr, out);
         HG_CUDA_LAUNCH_CHECK();

@@ -109,13 +109,7 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
       ob = 0.5f * (s2 - s3);
     }
     float a0 = bias, a1 = bias;
-#pragma unroll
-    for (int p = 0; p < K; ++p)
-#pragma unroll
-      for (int q = 0; q < K; ++q) {
-        a0 = fmaf(wr[p][q], win[p][q], a0);
-        a1 = fmaf(wr[p][q], win[p + 1][q], a1);
-      }
+    pair_taps<K>(wr, win, a0, a1);
     const bool odd = j & 1;
     st(ya + int64_t(j) * d.C, a0 + (odd ? ea - oa : ea + oa));
     if (second) st(yb + int64_t(j) * d.C, a1 + (odd ? eb - ob : eb + ob));
