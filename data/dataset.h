@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "data/image.h"
 #include "data/image_region.h"
+#include "data/jpeg_decode.h"
 
 namespace hg::data {
 
@@ -26,6 +28,9 @@ struct RegionSample {
   ImageRegion region;  ///< the pixels the chooser's box needs, and the box in them
   int64_t label = 0;
 };
+
+/// Which JPEG files a GPU decoder takes, from their parsed header; the rest are decoded on the CPU.
+using GpuTakes = std::function<bool(const JpegHeader&)>;
 
 /// A sample for a GPU JPEG decoder (Dataset::get_encoded): either a JPEG file's compressed bytes with
 /// the chooser's request (full-size pixels), or, for anything else, the sample decoded on the CPU.
@@ -52,8 +57,9 @@ class Dataset {
   /// file-backed dataset may decode only that region, at reduced scale. The default decodes whole.
   virtual RegionSample get_region(int64_t index, const CropChooser& choose) const;
   /// Sample `index` for a GPU decoder: a JPEG file's bytes left undecoded (after `choose` saw its
-  /// size), anything else decoded on the CPU as get_region(). The default decodes everything on the CPU.
-  virtual EncodedSample get_encoded(int64_t index, const CropChooser& choose) const;
+  /// size) when `gpu_takes` accepts its header (null: every JPEG), anything else decoded on the CPU
+  /// as get_region(). The default decodes everything on the CPU.
+  virtual EncodedSample get_encoded(int64_t index, const CropChooser& choose, const GpuTakes& gpu_takes = {}) const;
   /// One line for logs: kind, root, split, size, classes.
   virtual std::string describe() const = 0;
   /// Corrupt images skipped so far (at scan time and while loading).

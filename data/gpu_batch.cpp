@@ -30,6 +30,11 @@ const char* decode_backend_name(DecodeBackend d) {
   return "?";
 }
 
+GpuTakes gpu_takes(DecodeBackend d) {
+  if (d == DecodeBackend::nvjpeg) return [](const JpegHeader& h) { return h.components != 4 && !h.progressive; };
+  return [](const JpegHeader& h) { return h.components != 4; };
+}
+
 GpuBatchMaker::GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t channels, DType dtype)
     : transform_(t), decode_(decode), channels_(channels), dtype_(dtype) {
   HG_CHECK(channels == 1 || channels == 3, "gpu_augment: channels must be 1 or 3, got ", channels);
@@ -53,69 +58,96 @@ GpuBatchMaker::GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t c
 
 GpuBatchMaker::~GpuBatchMaker() = default;
 
-Tensor GpuBatchMaker::make(const StagedBatch& staged, std::map<std::string, int64_t>& decoded) {
+Tensor GpuBatchMaker::make(StagedBatch& staged, std::map<std::string, int64_t>& decoded) {
+  if (!staged.prepared) prepare(staged);
+  return finish(staged, decoded);
+}
+
 #ifndef HAARGRAD_WITH_CUDA
-  (void)staged, (void)decoded;
+struct PreparedBatch {};
+void GpuBatchMaker::prepare(StagedBatch&) { throw Error("gpu_augment: this build has no CUDA backend"); }
+Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
   throw Error("gpu_augment: this build has no CUDA backend");
+}
 #else
-  const TransformOptions& o = transform_.options();
-  const int64_t C = channels_, N = static_cast<int64_t>(staged.samples.size());
+
+// What prepare() leaves for finish(): the nvJPEG output and the CPU-decoded pixels, page-locked.
+struct PreparedBatch {
+  std::vector<size_t> jpeg_idx, image_idx;  // samples handed over as JPEG bytes / as pixels
+  GpuImages gpu;                            // jpeg_idx's pixels, decoded (nvjpeg modes)
+  Tensor host;                              // image_idx's pixels back to back (page-locked)
+  int64_t host_bytes = 0;
+};
+
+void GpuBatchMaker::prepare(StagedBatch& staged) {
+  const int64_t C = channels_;
   memory::CategoryScope scope(Category::workspace);
-  // The JPEGs, decoded on the GPU.
-  std::vector<size_t> jpeg_idx, image_idx;
+  auto p = std::make_shared<PreparedBatch>();
   std::vector<JpegJob> jobs;
   for (size_t i = 0; i < staged.samples.size(); ++i) {
     const StagedSample& s = staged.samples[i];
     if (!s.jpeg.empty()) {
       HG_CHECK(nvjpeg_ != nullptr, "gpu_augment: '", s.path, "' was handed over undecoded but decode is cpu");
       jobs.push_back(JpegJob{s.jpeg.data(), s.jpeg.size(), s.path, s.request});
-      jpeg_idx.push_back(i);
+      p->jpeg_idx.push_back(i);
     } else {
       HG_CHECK(s.image.channels == C && s.image.height > 0 && s.image.width > 0 &&
                    s.image.pixels.size() == static_cast<size_t>(s.image.height * s.image.width * C),
                "gpu_augment: sample ", i, " ('", s.path, "') is ", s.image.height, "x", s.image.width, "x",
                s.image.channels, "; expected ", C, " channels");
-      image_idx.push_back(i);
+      p->image_idx.push_back(i);
+      p->host_bytes += static_cast<int64_t>(s.image.pixels.size());
     }
   }
-  GpuImages gpu;
-  if (!jobs.empty()) gpu = nvjpeg_->decode(jobs);
-  const int64_t gpu_bytes = jobs.empty() ? 0 : gpu.pixels.numel();
-  int64_t host_bytes = 0;
-  for (size_t i : image_idx) host_bytes += static_cast<int64_t>(staged.samples[i].image.pixels.size());
-  // One device buffer: the nvJPEG output as it is (when it is all), else both parts copied together.
-  Tensor pixels;
-  if (image_idx.empty()) {
-    pixels = gpu.pixels;
-  } else {
-    pixels = Tensor::empty({std::max<int64_t>(gpu_bytes + host_bytes, 1)}, DType::u8, Device::cuda);
-    auto* base = static_cast<uint8_t*>(pixels.data_ptr());
-    if (gpu_bytes > 0)
-      HG_CUDA_CHECK(cudaMemcpyAsync(base, gpu.pixels.data_ptr(), static_cast<size_t>(gpu_bytes),
-                                    cudaMemcpyDeviceToDevice, nullptr));
-    Tensor host = Tensor::empty_pinned({std::max<int64_t>(host_bytes, 1)}, DType::u8);
-    auto* h = static_cast<uint8_t*>(host.data_ptr());
+  if (!jobs.empty()) p->gpu = nvjpeg_->decode_ahead(jobs);
+  if (!p->image_idx.empty()) {
+    p->host = Tensor::empty_pinned({std::max<int64_t>(p->host_bytes, 1)}, DType::u8);
+    auto* h = static_cast<uint8_t*>(p->host.data_ptr());
     int64_t at = 0;
-    for (size_t i : image_idx) {
+    for (size_t i : p->image_idx) {
       const auto& px = staged.samples[i].image.pixels;
       std::memcpy(h + at, px.data(), px.size());
       at += static_cast<int64_t>(px.size());
     }
-    HG_CUDA_CHECK(cudaMemcpyAsync(base + gpu_bytes, h, static_cast<size_t>(host_bytes), cudaMemcpyHostToDevice, nullptr));
-    memory::record_pinned_use(h);
+  }
+  staged.prepared = std::move(p);
+}
+
+Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>& decoded) {
+  HG_CHECK(staged.prepared != nullptr, "gpu_augment: finish() of a batch that was not prepared");
+  PreparedBatch& p = *staged.prepared;
+  const TransformOptions& o = transform_.options();
+  const int64_t C = channels_, N = static_cast<int64_t>(staged.samples.size());
+  memory::CategoryScope scope(Category::workspace);
+  const bool jpegs = !p.jpeg_idx.empty();
+  if (jpegs) nvjpeg_->ready(p.gpu);
+  const int64_t gpu_bytes = jpegs ? p.gpu.pixels.numel() : 0;
+  // One device buffer: the nvJPEG output as it is (when it is all), else both parts copied together.
+  Tensor pixels;
+  if (p.image_idx.empty()) {
+    pixels = p.gpu.pixels;
+  } else {
+    pixels = Tensor::empty({std::max<int64_t>(gpu_bytes + p.host_bytes, 1)}, DType::u8, Device::cuda);
+    auto* base = static_cast<uint8_t*>(pixels.data_ptr());
+    if (gpu_bytes > 0)
+      HG_CUDA_CHECK(cudaMemcpyAsync(base, p.gpu.pixels.data_ptr(), static_cast<size_t>(gpu_bytes),
+                                    cudaMemcpyDeviceToDevice, nullptr));
+    HG_CUDA_CHECK(cudaMemcpyAsync(base + gpu_bytes, p.host.data_ptr(), static_cast<size_t>(p.host_bytes),
+                                  cudaMemcpyHostToDevice, nullptr));
+    memory::record_pinned_use(p.host.data_ptr());
   }
   // The kernel items, in batch order.
   std::vector<kernels::CropResizeItem> items(static_cast<size_t>(N));
-  for (size_t k = 0; k < jpeg_idx.size(); ++k) {
-    const StagedSample& s = staged.samples[jpeg_idx[k]];
-    kernels::CropResizeItem it = gpu.items[k];
+  for (size_t k = 0; k < p.jpeg_idx.size(); ++k) {
+    const StagedSample& s = staged.samples[p.jpeg_idx[k]];
+    kernels::CropResizeItem it = p.gpu.items[k];
     it.flip = s.plan.flip ? 1 : 0;
     it.interp = static_cast<int32_t>(s.plan.interp);
-    items[jpeg_idx[k]] = it;
-    ++decoded[nvjpeg_backend_name(gpu.backends[k])];
+    items[p.jpeg_idx[k]] = it;
+    ++decoded[nvjpeg_backend_name(p.gpu.backends[k])];
   }
   int64_t at = gpu_bytes;
-  for (size_t i : image_idx) {
+  for (size_t i : p.image_idx) {
     const StagedSample& s = staged.samples[i];
     items[i] = crop_item(s.plan, s.image.height, s.image.width, at);
     at += static_cast<int64_t>(s.image.pixels.size());
@@ -125,9 +157,10 @@ Tensor GpuBatchMaker::make(const StagedBatch& staged, std::map<std::string, int6
   resample_on_gpu(pixels, items, transform_, out);
   // The decoder's buffer is read by the copy above and the kernel: a later decode into it waits for
   // them.
-  if (!jobs.empty()) nvjpeg_->reads_queued(gpu);
+  if (jpegs) nvjpeg_->reads_queued(p.gpu);
+  staged.prepared.reset();
   return out;
-#endif
 }
+#endif
 
 }  // namespace hg::data

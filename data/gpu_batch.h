@@ -3,6 +3,11 @@
 // mode, as the JPEG file's bytes; GpuBatchMaker decodes the JPEGs on the GPU (data/nvjpeg_decoder.h)
 // and runs the batched crop + resize + flip + normalise kernel (data/gpu_augment.h) on the training
 // stream, giving the batch as a CUDA tensor (N, S, S, C) of f32 or bf16.
+//
+// In two halves, so that the slow host part runs beside the training step: prepare() (nvJPEG's
+// decode, which blocks the calling thread while the JPEG engines work, and the page-locked staging
+// of CPU-decoded pixels) in the loader's GPU thread, then finish() (what is queued on the training
+// stream) in the thread that takes the batch.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +17,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "data/dataset.h"
 #include "data/image_region.h"
 #include "data/transforms.h"
 
@@ -26,6 +32,12 @@ enum class DecodeBackend { cpu, nvjpeg, nvjpeg_gpu };
 /// Parses "cpu" | "nvjpeg" | "nvjpeg_gpu"; throws hg::Error naming the value otherwise.
 DecodeBackend parse_decode_backend(const std::string& s);
 const char* decode_backend_name(DecodeBackend d);
+/// The JPEG files the workers hand over undecoded for `d` (an nvjpeg mode); they decode the rest
+/// themselves with libjpeg-turbo. Never 4-component files (CMYK / YCCK: nvJPEG's conversion is
+/// not PIL's). With the hardware decoder (nvjpeg) not progressive files either: the hardware
+/// cannot take them and nvJPEG's GPU decoder does them one at a time in the GPU thread (327 img/s
+/// on the H200), while the workers decode them in parallel, at reduced scale where the crop allows.
+GpuTakes gpu_takes(DecodeBackend d);
 
 /// One sample as a worker hands it over.
 struct StagedSample {
@@ -37,8 +49,11 @@ struct StagedSample {
   std::string decoded_as;     ///< image: its DecodeInfo::key()
 };
 
+struct PreparedBatch;  // prepare()'s result (gpu_batch.cpp)
+
 struct StagedBatch {
   std::vector<StagedSample> samples;
+  std::shared_ptr<PreparedBatch> prepared;  ///< set by GpuBatchMaker::prepare
 };
 
 class GpuBatchMaker {
@@ -53,7 +68,16 @@ class GpuBatchMaker {
 
   /// The batch's images as a CUDA tensor (N, img_size, img_size, C) of the dtype, queued on the default
   /// stream; adds one count per sample to `decoded` (nvjpeg_backend_name or the CPU decode key).
-  Tensor make(const StagedBatch& staged, std::map<std::string, int64_t>& decoded);
+  /// prepare() (unless done already) then finish().
+  Tensor make(StagedBatch& staged, std::map<std::string, int64_t>& decoded);
+  /// The host half: decodes the JPEGs (nvjpeg modes) and stages the CPU-decoded pixels in page-locked
+  /// memory; queues nothing on the training stream. May run in another thread than finish(), one
+  /// batch at a time, at most two batches ahead of the last finish() (the decoder's two buffers).
+  /// Throws as make().
+  void prepare(StagedBatch& staged);
+  /// The training-stream half of a prepared batch: waits for its decode, copies the pixels up, runs
+  /// the kernel. Throws hg::Error for a batch not prepared.
+  Tensor finish(StagedBatch& staged, std::map<std::string, int64_t>& decoded);
 
  private:
   const Transform& transform_;

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -103,7 +104,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
   started_ = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    next_make_ = next_take_ = start_step;
+    next_make_ = next_take_ = next_prepare_ = finished_ = start_step;
     ready_.clear();
     stop_ = false;
     error_ = nullptr;
@@ -112,6 +113,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
     busy_ = busy_cpu_ = wait_ = gpu_ = 0;
   }
   for (int64_t w = 0; w < opts_.workers; ++w) threads_.emplace_back([this] { worker_loop(); });
+  if (gpu_maker_ && opts_.workers > 0) threads_.emplace_back([this] { gpu_loop(); });
 }
 
 Batch DataLoader::make_batch(int64_t step) const {
@@ -164,7 +166,9 @@ void DataLoader::stage_batch(Batch& batch, int64_t begin, int64_t n) const {
   const int64_t S = transform_.options().img_size;
   batch.staged = std::make_shared<StagedBatch>();
   batch.staged->samples.resize(static_cast<size_t>(n));
-  batch.labels = Tensor::empty({n}, DType::i64, Device::cpu);
+  // Page-locked: the copy to the GPU is then queued, where a pageable copy would wait for the whole
+  // training stream first (a host sync per step).
+  batch.labels = Tensor::empty_pinned({n}, DType::i64);
   int64_t* lb = batch.labels.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t index = order_[static_cast<size_t>(begin + i)];
@@ -178,7 +182,7 @@ void DataLoader::stage_batch(Batch& batch, int64_t begin, int64_t n) const {
     };
     int64_t label = 0;
     if (opts_.decode != DecodeBackend::cpu) {
-      EncodedSample e = dataset_->get_encoded(index, choose);
+      EncodedSample e = dataset_->get_encoded(index, choose, gpu_takes(opts_.decode));
       label = e.label;
       st.path = e.path;
       if (!e.jpeg.empty()) {
@@ -213,10 +217,52 @@ void DataLoader::finish_on_gpu(Batch& batch) {
   std::map<std::string, int64_t> decoded;
   batch.images = gpu_maker_->make(*batch.staged, decoded);
   batch.staged.reset();
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [key, k] : decoded) decoded_[key] += k;
-  batch.decoded = std::move(decoded);
-  gpu_ += seconds_since(t0);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, k] : decoded) decoded_[key] += k;
+    batch.decoded = std::move(decoded);
+    gpu_ += seconds_since(t0);
+    finished_ = std::max(finished_, batch.step + 1);
+  }
+  cv_.notify_all();
+}
+
+// Batches in order: the host half of the GPU stage (nvJPEG blocks this thread while the JPEG engines
+// decode) runs here, beside the training step, instead of in next(). At most two batches ahead of
+// the last one queued on the training stream (NvjpegDecoder's two buffers; GpuBatchMaker::prepare).
+void DataLoader::gpu_loop() {
+  for (;;) {
+    int64_t step;
+    std::shared_ptr<StagedBatch> staged;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return stop_ || next_prepare_ >= end_ || (ready_.count(next_prepare_) > 0 && next_prepare_ <= finished_ + 1);
+      });
+      if (stop_ || next_prepare_ >= end_) return;
+      step = next_prepare_;
+      staged = ready_.at(step).staged;  // next() leaves it in ready_ until it is prepared
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::exception_ptr err;
+    try {
+      autograd::NoGradGuard no_grad;
+      if (staged) gpu_maker_->prepare(*staged);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      gpu_ += seconds_since(t0);
+      if (err) {
+        if (!error_) error_ = err;
+        stop_ = true;
+      } else {
+        ++next_prepare_;
+      }
+    }
+    cv_.notify_all();
+  }
 }
 
 void DataLoader::mix_batch(Batch& batch) const {
@@ -295,7 +341,11 @@ bool DataLoader::next(Batch& out) {
   }
   std::unique_lock<std::mutex> lock(mu_);
   const auto t0 = std::chrono::steady_clock::now();
-  cv_.wait(lock, [&] { return error_ != nullptr || ready_.count(next_take_) > 0; });
+  // With a GPU thread, a batch is ready once it is prepared too.
+  const bool gpu_thread = gpu_maker_ != nullptr;
+  cv_.wait(lock, [&] {
+    return error_ != nullptr || (ready_.count(next_take_) > 0 && (!gpu_thread || next_prepare_ > next_take_));
+  });
   wait_ += seconds_since(t0);
   if (error_) {
     std::exception_ptr err = error_;

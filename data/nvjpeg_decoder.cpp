@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <tuple>
 #include <utility>
 
@@ -91,11 +92,13 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions) {
 NvjpegDecoder::~NvjpegDecoder() = default;
 bool NvjpegDecoder::hardware() const { return false; }
 NvjpegBackend NvjpegDecoder::backend_for(const uint8_t*, size_t, const std::string&) { return NvjpegBackend::cpu; }
-GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
+GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) { return decode_ahead(jobs); }
+GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   (void)cpu_decode_rect;
   (void)jobs;
   throw Error("NvjpegDecoder: this build has no nvJPEG");
 }
+void NvjpegDecoder::ready(GpuImages&) { throw Error("NvjpegDecoder: this build has no nvJPEG"); }
 void NvjpegDecoder::reads_queued(const GpuImages&) {
   throw Error("NvjpegDecoder: this build has no nvJPEG");
 }
@@ -149,16 +152,18 @@ struct NvjpegDecoder::Impl {
   nvjpegJpegStream_t stream = nullptr;
   int64_t warnings = 0;  // failures logged at warn level (the first few), then at debug
   // The output buffers (see nvjpeg_decoder.h): slot i's bytes, and the event recorded after the
-  // queued readers of its current contents.
+  // queued readers of its current contents. ring_mu guards the ring: decode_ahead (the loader's GPU
+  // thread) and reads_queued (the training thread) use it at the same time.
+  std::mutex ring_mu;
   SlotRing ring{2};
   std::vector<Tensor> buffers = std::vector<Tensor>(2);
   std::vector<cudaEvent_t> read_done = std::vector<cudaEvent_t>(2, nullptr);
   // The decodes run on a stream of their own that does not synchronise with the training stream
   // (non-blocking): waiting for a decode (GPU_HYBRID's pinned buffer, see decode_gpu) then waits
   // for that decode alone, not for the queued training step. The training stream waits for
-  // `decoded` before it reads the pixels.
+  // decoded[slot] (recorded after the slot's decodes) before it reads the pixels.
   cudaStream_t decode_stream = nullptr;
-  cudaEvent_t decoded = nullptr;
+  std::vector<cudaEvent_t> decoded = std::vector<cudaEvent_t>(2, nullptr);
 
   void failed(const std::string& msg) {
     if (warnings++ < 5) spdlog::warn("nvJPEG: {}", msg);
@@ -166,8 +171,8 @@ struct NvjpegDecoder::Impl {
   }
 
   ~Impl() {
-    if (decoded && cudaEventDestroy(decoded) != cudaSuccess)
-      spdlog::warn("nvJPEG: cudaEventDestroy failed");
+    for (cudaEvent_t e : decoded)
+      if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
     if (decode_stream && cudaStreamDestroy(decode_stream) != cudaSuccess)
       spdlog::warn("nvJPEG: cudaStreamDestroy failed");
     for (cudaEvent_t e : read_done)
@@ -194,13 +199,18 @@ struct NvjpegDecoder::Impl {
   // its previous contents are done: host wait; a new block has no queued user left: device sync),
   // and the ticket of this use.
   std::pair<Tensor, int64_t> output_buffer(int64_t bytes) {
-    const SlotUse u = ring.acquire(bytes);
+    SlotUse u;
+    {
+      std::lock_guard<std::mutex> lock(ring_mu);
+      u = ring.acquire(bytes);
+    }
     const auto k = static_cast<size_t>(u.slot);
     if (u.wait == SlotUse::Wait::reads) HG_CUDA_CHECK(cudaEventSynchronize(read_done[k]));
     if (u.wait == SlotUse::Wait::stream) HG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
     if (u.grow_to > 0) {
       memory::CategoryScope scope(Category::workspace);
       buffers[k] = Tensor::empty({u.grow_to}, DType::u8, Device::cuda);
+      std::lock_guard<std::mutex> lock(ring_mu);
       ring.grown(u.slot, u.grow_to);
       HG_CUDA_CHECK(cudaDeviceSynchronize());
     }
@@ -288,7 +298,8 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   for (cudaEvent_t& e : m.read_done)
     HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   HG_CUDA_CHECK(cudaStreamCreateWithFlags(&m.decode_stream, cudaStreamNonBlocking));
-  HG_CUDA_CHECK(cudaEventCreateWithFlags(&m.decoded, cudaEventDisableTiming));
+  for (cudaEvent_t& e : m.decoded)
+    HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
 NvjpegDecoder::~NvjpegDecoder() = default;
@@ -316,6 +327,12 @@ NvjpegBackend NvjpegDecoder::backend_for(const uint8_t* data, size_t size, const
 }
 
 GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
+  GpuImages out = decode_ahead(jobs);
+  ready(out);
+  return out;
+}
+
+GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   Impl& m = *impl_;
   const int64_t C = m.opts.channels;
   const size_t n = jobs.size();
@@ -359,33 +376,50 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
   for (size_t i = 0; i < n; ++i)
     if (out.backends[i] == NvjpegBackend::gpu && !m.decode_gpu(jobs[i], rects[i], base + out.items[i].offset))
       to_cpu.push_back(i);
-  // The training stream (the CPU-decoded copies below, the crop kernel) reads after the decodes.
-  HG_CUDA_CHECK(cudaEventRecord(m.decoded, m.decode_stream));
-  HG_CUDA_CHECK(cudaStreamWaitEvent(nullptr, m.decoded, 0));
-  // 4. libjpeg-turbo for the rest, staged in one page-locked buffer and copied up.
+  // ready() makes the training stream (the fallback copies, the crop kernel) wait for this.
+  HG_CUDA_CHECK(cudaEventRecord(m.decoded[static_cast<size_t>(out.ticket % m.ring.slots())], m.decode_stream));
+  // 4. libjpeg-turbo for the rest, staged in one page-locked buffer that ready() copies up.
   for (size_t i = 0; i < n; ++i)
     if (out.backends[i] == NvjpegBackend::cpu) to_cpu.push_back(i);
   if (!to_cpu.empty()) {
     int64_t staged = 0;
     for (size_t i : to_cpu) staged += int64_t(out.items[i].height) * out.items[i].width * C;
-    Tensor host = Tensor::empty_pinned({std::max<int64_t>(staged, 1)}, DType::u8);
-    auto* h = static_cast<uint8_t*>(host.data_ptr());
+    out.fallback = Tensor::empty_pinned({std::max<int64_t>(staged, 1)}, DType::u8);
+    auto* h = static_cast<uint8_t*>(out.fallback.data_ptr());
     int64_t at = 0;
     for (size_t i : to_cpu) {
       const Image img = cpu_decode_rect(jobs[i].data, jobs[i].size, jobs[i].path, static_cast<int>(C), rects[i]);
       std::memcpy(h + at, img.pixels.data(), img.pixels.size());
-      HG_CUDA_CHECK(cudaMemcpyAsync(base + out.items[i].offset, h + at, img.pixels.size(), cudaMemcpyHostToDevice,
-                                    nullptr));
+      out.fallback_at.push_back(at);
+      out.fallback_offset.push_back(out.items[i].offset);
+      out.fallback_bytes.push_back(static_cast<int64_t>(img.pixels.size()));
       at += static_cast<int64_t>(img.pixels.size());
       out.backends[i] = NvjpegBackend::cpu;
     }
-    memory::record_pinned_use(h);  // `host` is not reused before the copies are done
   }
   return out;
 }
 
+void NvjpegDecoder::ready(GpuImages& images) {
+  Impl& m = *impl_;
+  HG_CHECK(!images.queued, "NvjpegDecoder::ready: batch ", images.ticket, " is queued already");
+  HG_CHECK(images.ticket >= 0, "NvjpegDecoder::ready: not a decoded batch");
+  HG_CUDA_CHECK(cudaStreamWaitEvent(nullptr, m.decoded[static_cast<size_t>(images.ticket % m.ring.slots())], 0));
+  if (!images.fallback_at.empty()) {
+    auto* base = static_cast<uint8_t*>(images.pixels.data_ptr());
+    const auto* h = static_cast<const uint8_t*>(images.fallback.data_ptr());
+    for (size_t i = 0; i < images.fallback_at.size(); ++i)
+      HG_CUDA_CHECK(cudaMemcpyAsync(base + images.fallback_offset[i], h + images.fallback_at[i],
+                                    static_cast<size_t>(images.fallback_bytes[i]), cudaMemcpyHostToDevice, nullptr));
+    memory::record_pinned_use(images.fallback.data_ptr());  // not reused before the copies are done
+  }
+  images.queued = true;
+}
+
 void NvjpegDecoder::reads_queued(const GpuImages& images) {
   Impl& m = *impl_;
+  HG_CHECK(images.queued, "NvjpegDecoder::reads_queued: batch ", images.ticket, " was never made ready()");
+  std::lock_guard<std::mutex> lock(m.ring_mu);
   m.ring.reads_queued(images.ticket);  // throws for a buffer written again since
   HG_CUDA_CHECK(
       cudaEventRecord(m.read_done[static_cast<size_t>(images.ticket % m.ring.slots())], nullptr));

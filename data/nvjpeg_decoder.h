@@ -19,8 +19,11 @@
 // (tests/gpu/nvjpeg_test.cpp states the tolerance). One channel = luma (NVJPEG_OUTPUT_Y), three =
 // interleaved RGB (RGBI).
 //
-// Not thread-safe: one decoder per thread (the loader uses it from the thread that takes batches).
-// Work is queued on the default CUDA stream, the training stream.
+// Threads: decode_ahead may run in one thread (the loader's GPU thread) while another (the training
+// thread) calls ready() and reads_queued() for earlier batches; decode() is both in one thread. At
+// most two decodes may be outstanding (decoded, their readers not yet marked by reads_queued): a third
+// would wait for readers that are not queued yet. The decodes run on a stream of their own; ready()
+// makes the default CUDA stream, the training stream, wait for them.
 //
 // Where the pixels go: the hardware decoder writes its output when nvjpegDecodeBatched is called,
 // not in stream order after the work already queued (data/slot_ring.h), so its output must never
@@ -69,6 +72,11 @@ struct GpuImages {
   std::vector<kernels::CropResizeItem> items;
   std::vector<NvjpegBackend> backends;  ///< what decoded each job
   int64_t ticket = -1;  ///< which use of the decoder's buffers this is (for reads_queued)
+  /// decode_ahead: the libjpeg-turbo fallbacks' pixels, page-locked, that ready() copies up: copy i
+  /// takes fallback_bytes[i] bytes from fallback_at[i] of `fallback` to fallback_offset[i] of pixels.
+  Tensor fallback;
+  std::vector<int64_t> fallback_at, fallback_offset, fallback_bytes;
+  bool queued = false;  ///< ready() was called: the training stream reads it in order
 };
 
 /// What decode() stores for one job and how the crop kernel reads it: the whole (height, width)
@@ -97,12 +105,20 @@ class NvjpegDecoder {
   /// The decoder decode() uses for this file (parses its header). Throws nothing for bad data: a
   /// file nvJPEG cannot parse goes to the CPU, where libjpeg-turbo names the problem.
   NvjpegBackend backend_for(const uint8_t* data, size_t size, const std::string& path);
-  /// Decodes the jobs (hardware ones in one batch), queued on the default stream, into the
-  /// decoder's next buffer; first waits on the host for the readers of that buffer's previous
-  /// contents (marked by reads_queued, else for the whole default stream). The pixels stay valid
-  /// until the decode() after next. Throws CorruptImage naming the file when libjpeg-turbo, the
-  /// last resort, cannot decode it; hg::Error naming the file for a failing CUDA call.
+  /// Decodes the jobs (hardware ones in one batch) into the decoder's next buffer and makes the
+  /// training stream wait for them: decode_ahead + ready. The pixels stay valid until the decode()
+  /// after next.
   GpuImages decode(const std::vector<JpegJob>& jobs);
+  /// The host side of decode(), touching nothing queued on the training stream: first waits on the
+  /// host for the readers of the next buffer's previous contents (marked by reads_queued, else for
+  /// the whole default stream), then decodes on the GPU (hardware batch, GPU_HYBRID) on the
+  /// decoder's own stream and the rest with libjpeg-turbo into page-locked memory. Throws
+  /// CorruptImage naming the file when libjpeg-turbo, the last resort, cannot decode it; hg::Error
+  /// naming the file for a failing CUDA call.
+  GpuImages decode_ahead(const std::vector<JpegJob>& jobs);
+  /// Call in the thread that queues the readers, before them: the training stream waits for the
+  /// GPU decodes of `images` and copies its fallback pixels up. Throws hg::Error when called twice.
+  void ready(GpuImages& images);
   /// Call once the GPU work that reads `images.pixels` is queued (the crop kernel): records an
   /// event after it on the default stream, which the decode() that reuses the buffer waits for.
   /// Throws hg::Error when the buffer was already written again (the pixels were read stale).

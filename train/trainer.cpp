@@ -41,6 +41,7 @@
 #include "train/resume_settings.h"
 #include "train/run_folder.h"
 #include "train/schedule.h"
+#include "train/step_losses.h"
 #include "train/summary.h"
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -149,6 +150,7 @@ struct Session {
   std::unique_ptr<RunSchedule> sched;
   std::unique_ptr<DataParallel> dp;
   std::unique_ptr<ModelEma> ema;  // model_ema: on
+  std::unique_ptr<StepLosses> losses;  // the steps' losses until they are read
   // CPU, one process, the thread count the program's choice: measured (core/thread_tuner.h)
   std::unique_ptr<TunedThreads> threads;
   double lr = 0;  // the schedule's lr now: the head's (layer_decay scales the layers below it)
@@ -360,6 +362,30 @@ void set_lr(Session& s, double lr) {
   s.opt->set_lr(lr);  // times each group's lr_scale
 }
 
+// The losses of the steps since the last read (StepLosses: this waits for those steps): the
+// epoch's loss sum over all ranks, and the stop at a non-finite loss on any rank.
+void read_losses(Session& s, int64_t epoch, EpochProgress& p) {
+  const StepLosses::Read r = s.losses->take();
+  double sum = 0, images = 0;
+  int64_t bad = -1;  // index of this rank's first non-finite loss
+  for (size_t i = 0; i < r.losses.size(); ++i) {
+    if (bad < 0 && !std::isfinite(r.losses[i])) bad = static_cast<int64_t>(i);
+    sum += r.losses[i] * static_cast<double>(r.images[i]);
+    images += static_cast<double>(r.images[i]);
+  }
+  const std::vector<double> global = s.dp->sum_over_ranks({sum, images});  // NaN on any rank: NaN
+  if (!std::isfinite(global[0])) {
+    const std::string where =
+        bad >= 0 ? str("step ", r.steps[static_cast<size_t>(bad)] + 1, " (", r.losses[static_cast<size_t>(bad)], ")")
+        : r.steps.empty() ? std::string("another rank's steps")
+                          : str("another rank's steps ", r.steps.front() + 1, "..", r.steps.back() + 1);
+    throw Error(str("non-finite loss at epoch ", epoch + 1, " ", where, ": stopping; nothing of this epoch is saved; ",
+                    s.good.describe()));
+  }
+  p.loss_sum += global[0];
+  p.images += static_cast<int64_t>(global[1]);
+}
+
 // One micro-batch: forward, loss, backward (gradients averaged over the ranks on an update's last
 // micro-step), and the optimizer update when one is due.
 void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& p) {
@@ -369,19 +395,15 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
   Tensor loss = b.targets.defined()
                     ? soft_target_cross_entropy(model.forward(x, true), b.targets.to(s.device))
                     : cross_entropy(model.forward(x, true), y, s.cfg.smoothing);
-  const double lv = loss.item();
-  HG_CHECK(std::isfinite(lv), "non-finite loss (", lv, ") at epoch ", epoch + 1, " step ",
-           p.step + 1, ": stopping; nothing of this epoch is saved; ", s.good.describe());
+  s.losses->add(loss, p.step, b.labels.numel());  // read back every log_interval steps, no wait here
   const bool last_micro = (p.step + 1) % s.accum == 0 || p.step + 1 == s.steps_per_epoch;
   s.dp->backward(s.accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(s.accum)) : loss,
                  last_micro);
   ++p.step;
-  const std::vector<double> global = s.dp->sum_over_ranks(
-      {lv * static_cast<double>(b.labels.numel()), static_cast<double>(b.labels.numel())});
-  const auto bs = static_cast<int64_t>(global[1]);  // images of the step over all ranks
-  p.loss_sum += global[0];
-  p.images += bs;
-  p.images_timed += bs;
+  // Every rank reads the same batch size (training shards are padded to equal length).
+  p.images_timed += b.labels.numel() * dist::size();
+  if (s.losses->full() || p.step % s.cfg.log_interval == 0 || p.step == s.steps_per_epoch)
+    read_losses(s, epoch, p);
   if (p.step % s.accum == 0 || p.step == s.steps_per_epoch) {
     set_lr(s, s.sched->lr(epoch, p.step - 1, s.st.updates));
     s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
@@ -395,7 +417,8 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
 void report_progress(Session& s, int64_t epoch, const EpochProgress& p, double secs) {
   const double lr_now = s.lr;
   const double ips = secs > 0 ? static_cast<double>(p.images_timed) / secs : 0.0;
-  const double loss = p.loss_sum / static_cast<double>(p.images);
+  // The loss as of the last read (read_losses: every log_interval steps).
+  const double loss = p.images > 0 ? p.loss_sum / static_cast<double>(p.images) : std::nan("");
   if (s.console->is_terminal()) {
     s.console->update_bar(
         p.step, str("loss ", fmt::format("{:.4f}", loss), " lr ", fmt::format("{:.3g}", lr_now),
@@ -446,6 +469,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) g_interrupt = true;
     if (s.dp->any_rank(g_interrupt)) break;
   }
+  read_losses(s, epoch, p);  // an interrupted epoch's last steps
   s.console->end_bar();
   p.train_secs = seconds_since(t0);
   s.total_train_seconds += p.train_secs;
@@ -681,6 +705,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   s.st.world_size = dist::size();
   create_ema(s);
   create_thread_tuner(s);
+  s.losses = std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval, 1), s.device);
 
   SigintGuard sigint;
   const int64_t stop = s.opts.stop_after_epoch;

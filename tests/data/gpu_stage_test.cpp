@@ -146,6 +146,47 @@ TEST(GpuStage, ImageFolderHandsOverJpegBytesOnly) {
   EXPECT_EQ(e.decoded.region.image.width, 80);
 }
 
+// Which JPEGs the workers keep (gpu_takes): CMYK always, progressive ones when the hardware decoder
+// runs (nvjpeg); those come back decoded, at reduced scale where the crop allows, like decode: cpu.
+TEST(GpuStage, WorkersKeepTheJpegsTheGpuDecoderDoesNotTake) {
+  test::TempDir t;
+  fs::create_directories(t.path() / "train" / "a");
+  const Image rgb = ramp(96, 128);
+  JpegEncodeOptions prog, cmyk;
+  prog.progressive = true;
+  cmyk.cmyk = true;
+  const auto base = encode_jpeg(rgb, {}), p = encode_jpeg(rgb, prog), c = encode_jpeg(rgb, cmyk);
+  test::write_bytes(t / "train/a/0.jpg", std::string(base.begin(), base.end()));
+  test::write_bytes(t / "train/a/1.jpg", std::string(p.begin(), p.end()));
+  test::write_bytes(t / "train/a/2.jpg", std::string(c.begin(), c.end()));
+  ImageFolderOptions fo;
+  fo.probe = false;
+  const ImageFolder folder(t.path().string(), "train", fo);
+  ASSERT_EQ(folder.size(), 3);
+  // A box a quarter of the image and an 8 px output: the CPU decode may use 1/2 scale (or less).
+  const CropChooser choose = [](int64_t h, int64_t w) {
+    return CropRequest{CropBox{0, 0, double(w) / 2, double(h) / 2}, 8, 8};
+  };
+  struct Want { DecodeBackend d; bool base, prog, cmyk; };
+  for (const Want& w : {Want{DecodeBackend::nvjpeg, true, false, false}, Want{DecodeBackend::nvjpeg_gpu, true, true, false}}) {
+    SCOPED_TRACE(decode_backend_name(w.d));
+    const GpuTakes takes = gpu_takes(w.d);
+    const bool want[3] = {w.base, w.prog, w.cmyk};
+    for (int64_t i = 0; i < 3; ++i) {
+      SCOPED_TRACE(i);
+      const EncodedSample e = folder.get_encoded(i, choose, takes);
+      EXPECT_EQ(!e.jpeg.empty(), want[i]);
+      if (!want[i]) {
+        EXPECT_TRUE(e.decoded.region.info.turbo);
+        EXPECT_GT(e.decoded.region.info.scale, 1);  // the crop allowed a reduced-scale decode
+        EXPECT_EQ(e.decoded.region.image.channels, 3);
+      }
+    }
+  }
+  // No predicate: every JPEG handed over.
+  for (int64_t i = 0; i < 3; ++i) EXPECT_FALSE(folder.get_encoded(i, choose).jpeg.empty());
+}
+
 TEST(GpuStage, DefaultDatasetDecodesOnTheCpu) {
   const SyntheticDataset ds(4, 3, 16, 16, 3, 7);
   const EncodedSample e = ds.get_encoded(2, [](int64_t h, int64_t w) {

@@ -7,8 +7,10 @@
 // asymmetric images by far more).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "data/image_folder.h"
 #include "data/jpeg_encode.h"
@@ -146,16 +148,63 @@ TEST(GpuLoader, NvjpegMatchesCpuLoaderForAnyWorkerCount) {
                                         << workers);
         const LoaderRun gpu = run(t.path().string(), true, d, workers, train);
         compare(cpu, gpu, 0.35, 0.02);
-        int64_t nv = 0, png = 0;
+        int64_t nv = 0, png = 0, jpeg_cpu = 0;
         for (const auto& [key, k] : gpu.stats.decoded) {
           std::cout << "[ decoded ] " << decode_backend_name(d) << " " << key << ": " << k << "\n";
           nv += key.rfind("nvjpeg", 0) == 0 ? k : 0;
           png += key.rfind("png", 0) == 0 ? k : 0;
+          jpeg_cpu += key.rfind("jpeg turbo", 0) == 0 ? k : 0;
         }
-        EXPECT_EQ(png, 3);        // one PNG per class, decoded by the workers
-        EXPECT_EQ(nv, 18 - 3);    // every JPEG through the nvJPEG decoder (some on its CPU fallback)
+        EXPECT_EQ(png, 3);  // one PNG per class, decoded by the workers
+        // The workers keep CMYK files (3) and, for the hardware mode, progressive ones (3): gpu_takes.
+        const int64_t kept = d == DecodeBackend::nvjpeg ? 6 : 3;
+        EXPECT_EQ(jpeg_cpu, kept);
+        EXPECT_EQ(nv, 18 - 3 - kept);  // every other JPEG through the nvJPEG decoder
         EXPECT_GT(gpu.stats.gpu_seconds, 0);
       }
+  }
+}
+
+// With workers, the GPU stage's host half (nvJPEG's decode, the page-locked staging) runs in the
+// loader's GPU thread while the training thread is busy elsewhere: here nothing calls next() and
+// the stage still gets done for the first batches (up to two ahead), which the batches then match.
+TEST(GpuLoader, GpuThreadPreparesBatchesBeforeNextIsCalled) {
+  HG_REQUIRE_GPU();
+  test::TempDir t;
+  make_folder(t);
+  const LoaderRun cpu = run(t.path().string(), false, DecodeBackend::cpu, 2, true);
+  std::vector<DecodeBackend> modes = {DecodeBackend::cpu};
+  if (nvjpeg_built()) modes.push_back(DecodeBackend::nvjpeg);
+  for (DecodeBackend d : modes) {
+    SCOPED_TRACE(decode_backend_name(d));
+    ImageFolderOptions fo;
+    fo.jpeg = JpegDecoder::turbo_full;
+    fo.corrupt = CorruptPolicy::error;
+    auto ds = std::make_shared<ImageFolder>(t.path().string(), "train", fo);
+    LoaderOptions o;
+    o.batch_size = 5;
+    o.drop_last = false;
+    o.workers = 2;
+    o.seed = 11;
+    o.gpu_augment = true;
+    o.decode = d;
+    TransformOptions tr;
+    tr.train = true;
+    tr.img_size = 40;
+    tr.interpolation = "random";
+    DataLoader dl(ds, Transform(tr), o);
+    dl.start_epoch(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (dl.stats().gpu_seconds == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_GT(dl.stats().gpu_seconds, 0) << "no batch was prepared without a call to next()";
+    LoaderRun gpu;
+    Batch b;
+    while (dl.next(b)) {
+      gpu.images.push_back(b.images.to(Device::cpu).to_vector<float>());
+      gpu.labels.push_back(b.labels.to_vector<int64_t>());
+    }
+    compare(cpu, gpu, d == DecodeBackend::cpu ? 1e-4 : 0.35, d == DecodeBackend::cpu ? 1e-5 : 0.02);
   }
 }
 
