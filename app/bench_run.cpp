@@ -8,6 +8,7 @@
 #include "app/bench_breakdown.h"
 #include "app/device_ceilings.h"
 #include "core/autograd.h"
+#include "core/host_sync.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "layers/loss.h"
@@ -75,12 +76,13 @@ PhaseResult run_phase(Device device, int warmup, int steps, const std::function<
   for (int i = 0; i < warmup; ++i) step();
   device_sync(device);
   memory::reset_peak(device);
-  const int64_t allocs_before = memory::stats(device).system_allocs;
+  const int64_t allocs_before = memory::stats(device).system_allocs, syncs_before = host_syncs();
   clock.mark();
   for (int i = 0; i < steps; ++i) {
     step();
     clock.mark();
   }
+  const int64_t syncs = host_syncs() - syncs_before;  // before the waits that end the timing
   clock.sync();
   device_sync(device);  // surfaces asynchronous kernel errors here, not in the next row
   PhaseResult r;
@@ -92,6 +94,7 @@ PhaseResult run_phase(Device device, int warmup, int steps, const std::function<
   r.mem.total_peak = st.total_peak;
   r.mem.reserved_peak = st.reserved_peak;
   r.mem.system_allocs = st.system_allocs - allocs_before;
+  r.mem.host_syncs = syncs;
   r.mem.device_used = device_used_bytes(device);
   return r;
 }

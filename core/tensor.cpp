@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/autograd.h"
+#include "core/host_sync.h"
 #include "core/pinned_memory.h"
 #ifdef HAARGRAD_WITH_CUDA
 #include "kernels/cuda/copy.h"
@@ -155,6 +156,8 @@ void device_memcpy(void* dst, Device dd, const void* src, Device sd, size_t byte
     memory::record_pinned_use(src);
     return;
   }
+  // To the host, or from pageable host memory: the runtime waits for the stream (a host wait).
+  if (kind != cudaMemcpyDeviceToDevice) note_host_sync();
   cudaError_t err = cudaMemcpy(dst, src, bytes, kind);
   HG_CHECK(err == cudaSuccess, "cudaMemcpy of ", bytes, " bytes failed: ", cudaGetErrorString(err));
 #else

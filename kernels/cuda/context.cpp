@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "core/host_sync.h"
 #include "kernels/cuda/check.h"
 
 namespace hg::cuda {
@@ -74,6 +75,9 @@ void allow_max_dynamic_smem(const void* kernel) {
   done.insert(kernel);
 }
 
-void synchronize() { HG_CUDA_CHECK(cudaDeviceSynchronize()); }
+void synchronize() {
+  note_host_sync();
+  HG_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 }  // namespace hg::cuda

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/autograd.h"
+#include "core/host_sync.h"
 #include "core/memory.h"
 #include "gpu_util.h"
 #include "layers/loss.h"
@@ -72,4 +73,44 @@ TEST(GpuMemory, SteadyStateTrainingStepMakesNoCudaMalloc) {
   EXPECT_LE(std::llabs(driver_used() - used_after_warmup), int64_t(4) << 20);
   EXPECT_GT(st.peak[static_cast<int>(Category::activations)], 0);
   EXPECT_GT(st.peak[static_cast<int>(Category::optimizer_state)], 0);
+}
+
+// The host-wait count (core/host_sync.h): a copy to the host and a copy from pageable memory wait
+// for the stream and are counted; device-to-device and page-locked uploads are queued and are not;
+// and a whole training step (forward, loss, backward, AdamW) queues without one.
+TEST(GpuMemory, HostSyncsCountTheCopiesThatWaitAndNoneInATrainingStep) {
+  HG_REQUIRE_GPU();
+  const Tensor host = test::random({64}, 3, DType::f32);
+  int64_t before = host_syncs();
+  Tensor d = host.to(Device::cuda);  // pageable: counted
+  EXPECT_EQ(host_syncs() - before, 1);
+  before = host_syncs();
+  Tensor d2 = Tensor::empty({64}, DType::f32, Device::cuda);
+  d2.copy_(d);  // device to device: queued
+  Tensor pinned = Tensor::empty_pinned({64}, DType::f32);
+  pinned.copy_(host);
+  Tensor d3 = pinned.to(Device::cuda);  // page-locked: queued
+  EXPECT_EQ(host_syncs() - before, 0);
+  EXPECT_EQ(d2.to(Device::cpu).to_vector<float>(), host.to_vector<float>());  // to the host: counted
+  EXPECT_EQ(d3.to(Device::cpu).to_vector<float>(), host.to_vector<float>());
+  EXPECT_EQ(host_syncs() - before, 2);
+
+  ModelConfig cfg = model_config("convnext_atto");
+  cfg.num_classes = 10;
+  ConvNeXt model(cfg, 1, DType::f32, Device::cuda);
+  std::vector<ParamRef> params;
+  for (const ParamRef& p : model.named_tensors())
+    if (p.trainable) params.push_back(p);
+  train::AdamW opt(train::param_groups_weight_decay(params, 1e-3, 0.05));
+  Tensor x = test::random({4, 64, 64, 3}, 2, DType::f32).to(Device::cuda);
+  Tensor y = Tensor::from_vector<int64_t>({4}, {1, 2, 3, 4}).to(Device::cuda);
+  for (int step = 0; step < 3; ++step) {
+    before = host_syncs();
+    opt.zero_grad();
+    Tensor loss = cross_entropy(model.forward(x, true), y);
+    autograd::backward(loss);
+    opt.step();
+    EXPECT_EQ(host_syncs() - before, 0) << "step " << step;
+  }
+  cudaDeviceSynchronize();
 }
