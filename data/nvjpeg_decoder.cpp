@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <tuple>
 #include <utility>
@@ -138,7 +139,63 @@ void warn_on(nvjpegStatus_t s, const char* call) {
 
 }  // namespace
 
+// nvJPEG's own buffers (its states' work memory, grown as batches need). Its default allocators are
+// cudaMalloc / cudaFree and cudaHostAlloc / cudaFreeHost, and a cudaFree waits for the whole
+// device while holding up other threads' CUDA calls: the training thread's launches stall and the
+// GPU's queue runs dry. These keep every freed block for reuse instead (a block is reused only
+// after the stream nvJPEG freed it on is done with it: a wait for that stream alone) and give the
+// memory back when the decoder goes. One per decoder; nvJPEG calls it from the decoding thread.
+class BlockCache {
+ public:
+  explicit BlockCache(bool pinned) : pinned_(pinned) {}
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+  ~BlockCache() {
+    for (const auto& [p, size] : all_) {
+      (void)size;
+      if ((pinned_ ? cudaFreeHost(p) : cudaFree(p)) != cudaSuccess) spdlog::warn("nvJPEG: freeing a cached block failed");
+    }
+    spdlog::debug("nvJPEG: {} {} allocations over the decoder's life", allocations_, pinned_ ? "page-locked" : "device");
+  }
+  // A cached block of at least `size` bytes (at most twice that), else a new one. 0 = success.
+  int get(void** ptr, size_t size) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.lower_bound(size);
+    if (it != free_.end() && it->first <= 2 * std::max<size_t>(size, 1)) {
+      *ptr = it->second;
+      free_.erase(it);
+      return 0;
+    }
+    const cudaError_t e = pinned_ ? cudaHostAlloc(ptr, size, cudaHostAllocDefault) : cudaMalloc(ptr, size);
+    if (e != cudaSuccess) return 1;
+    all_[*ptr] = size;
+    ++allocations_;
+    return 0;
+  }
+  int put(void* ptr, cudaStream_t stream) {
+    if (cudaStreamSynchronize(stream) != cudaSuccess) return 1;  // its queued readers are done
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = all_.find(ptr);
+    if (it == all_.end()) return 1;
+    free_.emplace(it->second, ptr);
+    return 0;
+  }
+  static int dev_malloc(void* c, void** p, size_t size, cudaStream_t) { return static_cast<BlockCache*>(c)->get(p, size); }
+  static int dev_free(void* c, void* p, size_t, cudaStream_t s) { return static_cast<BlockCache*>(c)->put(p, s); }
+
+ private:
+  bool pinned_;
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;  // size -> block
+  std::map<void*, size_t> all_;        // every block made, for the destructor
+  int64_t allocations_ = 0;
+};
+
 struct NvjpegDecoder::Impl {
+  // Declared first, so destroyed last: nvJPEG's objects (destroyed in ~Impl) free into them.
+  BlockCache device_blocks{false}, pinned_blocks{true};
+  nvjpegDevAllocatorV2_t device_allocator{&BlockCache::dev_malloc, &BlockCache::dev_free, &device_blocks};
+  nvjpegPinnedAllocatorV2_t pinned_allocator{&BlockCache::dev_malloc, &BlockCache::dev_free, &pinned_blocks};
   NvjpegOptions opts;
   nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;
   bool hardware = false;
@@ -277,7 +334,8 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   m.opts = opts;
   m.format = opts.channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI;
   if (opts.hardware) {
-    const nvjpegStatus_t s = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &m.handle);
+    const nvjpegStatus_t s = nvjpegCreateExV2(NVJPEG_BACKEND_HARDWARE, &m.device_allocator,
+                                                &m.pinned_allocator, 0, &m.handle);
     if (s == NVJPEG_STATUS_SUCCESS) {
       m.hardware = true;
     } else {
@@ -285,12 +343,14 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
       spdlog::info("nvJPEG: no hardware decoder on this GPU ({}): GPU_HYBRID and libjpeg-turbo decode", status_name(s));
     }
   }
-  if (!m.handle) check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &m.handle), "nvjpegCreateEx", "setup");
+  if (!m.handle)
+    check(nvjpegCreateExV2(NVJPEG_BACKEND_DEFAULT, &m.device_allocator, &m.pinned_allocator, 0, &m.handle),
+          "nvjpegCreateExV2", "setup");
   if (m.hardware) check(nvjpegJpegStateCreate(m.handle, &m.batch_state), "nvjpegJpegStateCreate", "setup");
   check(nvjpegDecoderCreate(m.handle, NVJPEG_BACKEND_GPU_HYBRID, &m.gpu_decoder), "nvjpegDecoderCreate", "setup");
   check(nvjpegDecoderStateCreate(m.handle, m.gpu_decoder, &m.gpu_state), "nvjpegDecoderStateCreate", "setup");
-  check(nvjpegBufferPinnedCreate(m.handle, nullptr, &m.pinned), "nvjpegBufferPinnedCreate", "setup");
-  check(nvjpegBufferDeviceCreate(m.handle, nullptr, &m.device), "nvjpegBufferDeviceCreate", "setup");
+  check(nvjpegBufferPinnedCreateV2(m.handle, &m.pinned_allocator, &m.pinned), "nvjpegBufferPinnedCreateV2", "setup");
+  check(nvjpegBufferDeviceCreateV2(m.handle, &m.device_allocator, &m.device), "nvjpegBufferDeviceCreateV2", "setup");
   check(nvjpegStateAttachPinnedBuffer(m.gpu_state, m.pinned), "nvjpegStateAttachPinnedBuffer", "setup");
   check(nvjpegStateAttachDeviceBuffer(m.gpu_state, m.device), "nvjpegStateAttachDeviceBuffer", "setup");
   check(nvjpegDecodeParamsCreate(m.handle, &m.params), "nvjpegDecodeParamsCreate", "setup");
