@@ -11,10 +11,12 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -225,6 +227,18 @@ std::optional<TrainResult> already_finished(const Session& s) {
   done.run_dir = s.paths.dir.string();
   done.best_top1 = s.resumed->best_top1;
   done.best_epoch = s.resumed->best_epoch;
+  // The last epoch's evaluation, as the run reported it (summary.csv: epoch, train_loss, eval_loss,
+  // eval_top1, eval_top5, ...); nothing was trained now, so the throughput fields stay 0.
+  const SummaryLines rows = read_summary(s.paths.summary.string(), s.cfg.epochs);
+  if (!rows.lines.empty()) {
+    std::vector<std::string> cells;
+    std::stringstream line(rows.lines.back());
+    for (std::string cell; std::getline(line, cell, ',');) cells.push_back(cell);
+    if (cells.size() > 4) {
+      done.last_top1 = std::strtod(cells[3].c_str(), nullptr);
+      done.last_top5 = std::strtod(cells[4].c_str(), nullptr);
+    }
+  }
   return done;
 }
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Dev use (device tool), sixth session: WTConv bf16 intermediates (GPU tests, bench, bench-layer),
+# Fashion-MNIST in bf16 (issue 10), and WTConvNeXt-T bf16 from JPEGs (nvjpeg, nvJPEG's allocators
+# cached) against synthetic data with the GPU transform, 100 steps an epoch.
+set -uo pipefail
+source dev/gpu-build.sh
+T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
+left() { echo $(( ${BUDGET:-570} - ($(date +%s) - T0) )); }
+HG=/tmp/b/haargrad
+el built
+JF=/tmp/jf7
+( [ -d $JF/train ] || python3 scripts/make-jpeg-folder.py --out $JF --classes 40 --train-per-class 320 --val-per-class 4 --jobs 6 > /tmp/mk7.log 2>&1 ) &
+MK=$!
+ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $1 | head -8; }
+timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
+timeout 150 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
+el tests
+timeout 120 $HG bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32,bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 --output $OUT/bench.json > $OUT/bench.txt 2>&1; grep -A20 "^model  " $OUT/bench.txt | cut -c1-150 | head -24
+el bench
+for p in bf16 fp32; do timeout 60 $HG bench-layer --kernel 5 --precision $p > $OUT/bl-$p.txt 2>&1; grep -E "^(impl|wtconv fused|wtconv ref|ours dw 7)" $OUT/bl-$p.txt | cut -c1-150; done
+el bench-layer
+timeout 120 $HG train configs/fashion_mnist.yaml --device cuda --precision bf16 --data-dir $PWD/.fmnist --output /tmp/runs --experiment fmnist_bf16 --workers 8 --plain > $OUT/fmnist_bf16.log 2>&1; grep -E "done:|error" $OUT/fmnist_bf16.log | tail -2 | cut -c1-200
+el fmnist
+wait $MK; tail -1 /tmp/mk7.log
+W=14
+R="configs/wtconvnext_tiny.yaml --num-classes 40 --workers $W --output /tmp/runs --plain --device cuda --precision bf16 --warmup-epochs 1 --lr 1e-3 --epochs 3 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false"
+r() { n=$1; shift; timeout $(( $(left) > 100 ? 100 : $(left) )) $HG train $R --experiment $n "$@" > $OUT/train-$n.log 2>&1; echo "== $n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-220)"; grep -E "epoch [0-9]/3:" $OUT/train-$n.log | sed -E 's/.*(epoch [0-9]\/3).*top-5 [0-9.]+%, /\1 /' | cut -c1-150; }
+eval r jpeg_nvjpeg --dataset image_folder --data-dir $JF --val-split validation --decode nvjpeg
+eval r synth_gpu --dataset synthetic --synthetic-size 12800 --gpu-augment true
+el done
