@@ -6,11 +6,20 @@
 // layouts: base_weight (C, 1, K, K), base_bias (C), base_scale (1, C, 1, 1),
 // wavelet_weight[l] (4C, 1, K, K), wavelet_scale[l] (1, 4C, 1, 1), l = 0..L-1; channel 4c+s of a
 // wavelet tensor is sub-band s of input channel c. K odd, "same" zero padding, stride subsamples y.
-// dtype: CPU f32 or f64 (all tensors the same). CUDA: x, grad_y, y and grad_x f32 or bf16 (the
-// activations; all four the same), the parameters and their gradients always f32; every kernel
-// loads bf16 as f32, computes, accumulates and keeps every intermediate (Haar coefficients, level
-// outputs, LL pyramids) in f32, and rounds only y and grad_x to bf16 (round to nearest even). The
-// CPU reference of the bf16 contract is layers/wtconv.h (f32 kernels on widened inputs, rounded).
+// dtype: f32 (CPU, CUDA) or f64 (CPU) with every tensor the same; or mixed precision (CPU, CUDA):
+// x, grad_y, y and grad_x bf16 (all four), the parameters and their gradients f32. The bf16 op
+// computes and accumulates in f32 everywhere (bf16 loads widen exactly) and rounds to bf16 (round
+// to nearest even) once per stored value: y and grad_x; and, in the fused mode, the values its
+// split path stores, as autocast would store these conv inputs and outputs in bf16: the Haar
+// coefficient planes c_l = H(ll_l) of x and of G = dL/dy and their LL bands (the next level's
+// input, so the LL pyramids of x and G are bf16 too), the level outputs t_l = conv(c_l, w~_l),
+// and the level gradients conv^T(H(gR_l), w~_l); its level convs take the folded filters
+// w~_l = s_l * w_l (an f32 product) rounded to bf16, as the bf16 depthwise conv does
+// (kernels/conv2d.h). Everything else stays f32: the base conv's folded filter and bias, R (the
+// levels >= 1 summed onto level 0's grid), the sums before y and grad_x, every weight-gradient sum.
+// The reference mode keeps all its intermediates f32 (bf16 x is the f32 op on the widened input,
+// y and grad_x rounded). The CPU rounds at exactly these points, on the f32 values the CUDA
+// kernels round (kernels/cpu/wtconv_fused.cpp, Bf16Planes).
 #pragma once
 
 #include <vector>
@@ -40,7 +49,8 @@ enum class WTConvMode {
 };
 
 namespace cpu {
-/// y (B, ceil(H/stride), ceil(W/stride), C). Throws hg::Error on inconsistent shapes.
+/// y (B, ceil(H/stride), ceil(W/stride), C), x's dtype. Throws hg::Error on inconsistent shapes or
+/// dtypes (naming the tensor).
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode);
 /// All parameter gradients, plus grad_x when need_grad_x.
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
@@ -57,8 +67,8 @@ namespace cuda {
 inline constexpr int kWTConvMaxK = 15;
 inline constexpr int kWTConvMaxLevels = 12;
 
-/// Same contract as cpu::, on the GPU: x (and grad_y) f32 or bf16 with f32 weights (see the top of
-/// this file). Weight gradients are deterministic (bit-identical run to run: no floating-point
+/// Same contract as cpu::, on the GPU: x (and grad_y) f32 or bf16 with f32 weights, the same
+/// bf16 rounding points (see the top of this file). Weight gradients are deterministic (bit-identical run to run: no floating-point
 /// atomics), f32 for either activation dtype. `out` / `grad_x_out`, when defined, are where y /
 /// grad_x are written (a dense cuda tensor of their shape and x's dtype, e.g. inside a guarded
 /// test buffer) and are returned; else new tensors are allocated.

@@ -5,7 +5,6 @@
 
 #include "core/autograd.h"
 #include "core/memory.h"
-#include "layers/dispatch.h"
 
 namespace hg {
 
@@ -33,11 +32,9 @@ void check_dtypes(const char* op, const Tensor& x, const kernels::WTConvWeights&
 Tensor wtconv2d_run_forward(const Tensor& x, const kernels::WTConvWeights& w, int stride,
                             WTConvMode mode) {
   check_dtypes("wtconv2d", x, w);
-  if (x.device() == Device::cpu) {
-    // bf16: f32 math on the widened input, y rounded to bf16 (layers/dispatch.h)
-    if (cpu_bf16(x)) return round_bf16(kernels::cpu::wtconv_forward(cpu_f32(x), w, stride, mode));
-    return kernels::cpu::wtconv_forward(x, w, stride, mode);
-  }
+  // bf16 on the CPU: the kernels' bf16 op (kernels/wtconv.h: f32 math, bf16 storage at the same
+  // points as the CUDA kernels)
+  if (x.device() == Device::cpu) return kernels::cpu::wtconv_forward(x, w, stride, mode);
 #ifdef HAARGRAD_WITH_CUDA
   return kernels::cuda::wtconv_forward(x, w, stride, mode);
 #else
@@ -52,15 +49,8 @@ kernels::WTConvGrads wtconv2d_run_backward(const Tensor& x, const kernels::WTCon
   HG_CHECK(grad_y.defined() && grad_y.dtype() == x.dtype(), "wtconv2d backward: grad_y ",
            grad_y.defined() ? grad_y.describe() : std::string("undefined"),
            " must have the dtype of x ", x.describe());
-  if (x.device() == Device::cpu) {
-    if (!cpu_bf16(x)) return kernels::cpu::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
-    // bf16: f32 math on the widened x and grad_y; grad_x rounded to bf16, the parameter
-    // gradients stay f32 (the parameters are f32)
-    kernels::WTConvGrads d =
-        kernels::cpu::wtconv_backward(cpu_f32(x), w, cpu_f32(grad_y), stride, need_grad_x, mode);
-    d.x = round_bf16(d.x);
-    return d;
-  }
+  if (x.device() == Device::cpu)
+    return kernels::cpu::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
 #ifdef HAARGRAD_WITH_CUDA
   return kernels::cuda::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
 #else

@@ -22,8 +22,8 @@ using kernels::WTConvMode;
 /// kernels::WTConvWeights; an undefined base_bias means "no bias".
 /// dtypes: x and the weights all f32 (CPU, CUDA) or all f64 (CPU); or mixed precision: x bf16
 /// (CPU, CUDA) with f32 weights, read in f32 by the kernels (no bf16 copy of the parameters), y
-/// and grad_x bf16, the parameter gradients f32, all arithmetic in f32. On the CPU the bf16 op is
-/// the f32 op on the widened x (and grad_y) with y and grad_x rounded to bf16 (layers/dispatch.h).
+/// and grad_x bf16, the parameter gradients f32, all arithmetic in f32; the fused mode also
+/// stores its level intermediates in bf16 (kernels/wtconv.h says where), on the CPU and CUDA alike.
 /// Records one autograd entry (forward and backward kernels of the chosen mode), with gradients
 /// for x and every weight that requires one. Throws hg::Error on shape / dtype / device mismatch
 /// (message names "wtconv2d" and the shapes).

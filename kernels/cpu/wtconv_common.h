@@ -20,8 +20,8 @@ struct Geometry {
 };
 
 /// Checks x (B, H, W, C) and every weight against the contract of kernels/wtconv.h (same dtype
-/// f32/f64, CPU, PyTorch shapes, K odd, at least one level, stride >= 1); throws hg::Error naming
-/// `op` and the offending tensor's shape otherwise.
+/// f32/f64, or bf16 x with f32 weights; CPU, PyTorch shapes, K odd, at least one level,
+/// stride >= 1); throws hg::Error naming `op` and the offending tensor's shape otherwise.
 Geometry check_args(const char* op, const Tensor& x, const WTConvWeights& w, int stride);
 /// Checks grad_y against the output shape of the call described by g.
 void check_grad_y(const char* op, const Geometry& g, const Tensor& x, const Tensor& grad_y);
@@ -55,16 +55,22 @@ inline bool worth_parallel(int64_t work) { return work >= (int64_t(1) << 16); }
 /// partial sums are added in the same order on every machine: deterministic gradients.
 inline int64_t reduction_chunks(int64_t rows) { return rows < 32 ? rows : 32; }
 
-// Implementations, instantiated for float and double in their .cpp files.
+/// Where the fused op keeps its intermediates (kernels/wtconv.h): keep = in T (the f32 and f64
+/// ops); bf16 = the bf16 op's (T = float): the coefficient planes, LL pyramids, level outputs and
+/// level gradients rounded to bf16 where the CUDA kernels store them, the level filters rounded.
+enum class Planes { keep, bf16 };
+
+// Implementations, instantiated for float and double in their .cpp files. The reference order
+// keeps every intermediate in T (also for the bf16 op, which runs it on the widened input).
 template <typename T>
 Tensor forward_reference(const Tensor& x, const WTConvWeights& w, const Geometry& g);
 template <typename T>
 WTConvGrads backward_reference(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
                                const Geometry& g, bool need_grad_x);
 template <typename T>
-Tensor forward_fused(const Tensor& x, const WTConvWeights& w, const Geometry& g);
+Tensor forward_fused(const Tensor& x, const WTConvWeights& w, const Geometry& g, Planes planes);
 template <typename T>
 WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                           const Geometry& g, bool need_grad_x);
+                           const Geometry& g, bool need_grad_x, Planes planes);
 
 }  // namespace hg::kernels::cpu::wtconv_detail

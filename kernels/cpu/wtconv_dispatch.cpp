@@ -1,10 +1,12 @@
 // CPU entry points of kernels/wtconv.h: check the arguments once (the shapes with the check the
 // CUDA entry points share, kernels/wtconv_check.h), then run the reference or the fused
-// implementation in the tensors' dtype.
+// implementation in the tensors' dtype; bf16 x (mixed precision) runs the f32 implementation on
+// the widened input with the bf16 op's rounding points and rounds y / grad_x.
 #include "kernels/cpu/wtconv_common.h"
 
 #include <string>
 
+#include "core/dispatch.h"
 #include "kernels/wtconv_check.h"
 
 namespace hg::kernels::cpu {
@@ -12,18 +14,20 @@ namespace wtconv_detail {
 
 namespace {
 /// The CPU part of the check (the shapes are wtconv_check_shapes'): every parameter has x's dtype
-/// and device.
+/// (f32 for bf16 x: the f32 master weights of mixed precision) and device.
 void check_same(const char* op, const std::string& what, const Tensor& t, const Tensor& x) {
-  HG_CHECK(t.dtype() == x.dtype() && t.device() == x.device(), op, ": ", what, " is ", t.describe(),
-           " but x is ", x.describe(), " (all tensors must share dtype and device)");
+  const DType want = x.dtype() == DType::bf16 ? DType::f32 : x.dtype();
+  HG_CHECK(t.dtype() == want && t.device() == x.device(), op, ": ", what, " is ", t.describe(),
+           " but x is ", x.describe(), " (the parameters must be ", dtype_name(want),
+           " on x's device)");
 }
 }  // namespace
 
 Geometry check_args(const char* op, const Tensor& x, const WTConvWeights& w, int stride) {
   const int K = wtconv_check_shapes(op, x, w, stride);
   HG_CHECK(x.device() == Device::cpu, op, ": CPU kernel called with ", x.describe());
-  HG_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": x must be f32 or f64, got ",
-           x.describe());
+  HG_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64 || x.dtype() == DType::bf16, op,
+           ": x must be f32, f64 or bf16, got ", x.describe());
   check_same(op, "base_weight", w.base_weight, x);
   check_same(op, "base_bias", w.base_bias, x);
   check_same(op, "base_scale", w.base_scale, x);
@@ -78,9 +82,14 @@ Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTCon
   using namespace wtconv_detail;
   const char* op = "wtconv_forward";
   Geometry g = check_args(op, x, w, stride);
+  if (x.dtype() == DType::bf16) {  // f32 math on the widened input (exact), y rounded once
+    const Tensor xf = cpu_f32(x);  // core/dispatch.h: unrecorded copies
+    return round_bf16(mode == WTConvMode::fused ? forward_fused<float>(xf, w, g, Planes::bf16)
+                                                : forward_reference<float>(xf, w, g));
+  }
   Tensor xc = x.contiguous();
   return HG_DISPATCH_FLOAT(x.dtype(), op, [&] {
-    return mode == WTConvMode::fused ? forward_fused<scalar_t>(xc, w, g)
+    return mode == WTConvMode::fused ? forward_fused<scalar_t>(xc, w, g, Planes::keep)
                                      : forward_reference<scalar_t>(xc, w, g);
   });
 }
@@ -91,10 +100,20 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
   const char* op = "wtconv_backward";
   Geometry g = check_args(op, x, w, stride);
   check_grad_y(op, g, x, grad_y);
+  if (x.dtype() == DType::bf16) {  // f32 math on the widened x and grad_y; grad_x rounded once
+    const Tensor xf = cpu_f32(x), gyf = cpu_f32(grad_y);
+    WTConvGrads d =
+        mode == WTConvMode::fused
+            ? backward_fused<float>(xf, w, gyf, g, need_grad_x, Planes::bf16)
+            : backward_reference<float>(xf, w, gyf, g, need_grad_x);
+    d.x = round_bf16(d.x);
+    return d;
+  }
   Tensor xc = x.contiguous(), gyc = grad_y.contiguous();
   return HG_DISPATCH_FLOAT(x.dtype(), op, [&] {
-    return mode == WTConvMode::fused ? backward_fused<scalar_t>(xc, w, gyc, g, need_grad_x)
-                                     : backward_reference<scalar_t>(xc, w, gyc, g, need_grad_x);
+    return mode == WTConvMode::fused
+               ? backward_fused<scalar_t>(xc, w, gyc, g, need_grad_x, Planes::keep)
+               : backward_reference<scalar_t>(xc, w, gyc, g, need_grad_x);
   });
 }
 

@@ -12,13 +12,55 @@
 // Layout: NHWC with channels innermost in every loop; folded weights are re-laid out as
 // [tap][sub-band][C] so the channel loop reads them contiguously. Rows are split over OpenMP
 // threads; weight gradients sum fixed chunks of rows in a fixed order (deterministic).
+//
+// Storage policy S: KeepPlanes (the f32 and f64 ops: every intermediate in T) or Bf16Planes (the
+// bf16 op, T = float: the values the CUDA kernels store as bf16 are rounded where they store them;
+// kernels/wtconv.h, docs/fused-wtconv.md section 8).
 #include <algorithm>
+#include <cmath>
 
 #include "core/memory.h"
 #include "kernels/cpu/wtconv_common.h"
 
 namespace hg::kernels::cpu::wtconv_detail {
 namespace {
+
+/// The f32 and f64 ops: coefficients, level outputs and pyramids kept in T, sums in loop order.
+struct KeepPlanes {
+  template <typename T>
+  static void analysis(T a, T b, T c, T d, T (&s)[4]) {
+    haar_analysis(a, b, c, d, s[0], s[1], s[2], s[3]);
+  }
+  template <typename T>
+  static T filter(T w) { return w; }
+  template <typename T>
+  static void mac(T& acc, T w, T v) { acc += w * v; }
+  template <typename T>
+  static T store(T v) { return v; }
+  static constexpr bool kRounds = false;
+};
+
+/// The bf16 op (T = float): the CUDA split path stores the Haar coefficient planes of x and G, the
+/// LL pyramids, the level outputs t_l and the level gradients as bf16, each computed in f32 and
+/// rounded once (round to nearest even), and its bf16 level convs use the folded filters rounded to
+/// bf16 (kernels/conv2d.h). To round the same f32 values the GPU rounds, this policy also follows
+/// the GPU's f32 operation order where a rounding follows: the Haar sums as haar4 adds them
+/// (kernels/cuda/wtconv_common.cuh), and each level conv as one fused multiply-add per tap in
+/// row-major order of the filter it applies (the flipped one for the transposed conv), starting
+/// from 0, as every variant of depthwise_conv_forward does.
+struct Bf16Planes {
+  static float round(float v) { return bf16_to_f32(f32_to_bf16(v)); }
+  static void analysis(float a, float b, float c, float d, float (&s)[4]) {
+    s[0] = round(0.5f * (a + b + c + d));
+    s[1] = round(0.5f * (a + b - c - d));
+    s[2] = round(0.5f * (a - b + c - d));
+    s[3] = round(0.5f * (a - b - c + d));
+  }
+  static float filter(float w) { return round(w); }
+  static void mac(float& acc, float w, float v) { acc = std::fma(w, v, acc); }
+  static float store(float v) { return round(v); }
+  static constexpr bool kRounds = true;
+};
 
 /// Weights with the scales folded in, in kernel-friendly layouts.
 template <typename T>
@@ -28,7 +70,8 @@ struct Folded {
   std::vector<std::vector<T>> wave;  ///< per level [K*K][4][C]: scale[4c+s] * weight[4c+s, tap]
 };
 
-template <typename T>
+/// Folds the scales in; the level filters as S's level convs apply them (S::filter).
+template <typename T, typename S>
 Folded<T> fold(const DenseWeights& w, const Geometry& g) {
   const int64_t C = g.C, KK = int64_t(g.K) * g.K;
   Folded<T> f;
@@ -45,7 +88,7 @@ Folded<T> fold(const DenseWeights& w, const Geometry& g) {
     for (int64_t c = 0; c < C; ++c)
       for (int s = 0; s < 4; ++s)
         for (int64_t tap = 0; tap < KK; ++tap)
-          v[(tap * 4 + s) * C + c] = ws[4 * c + s] * ww[(4 * c + s) * KK + tap];
+          v[(tap * 4 + s) * C + c] = S::filter(ws[4 * c + s] * ww[(4 * c + s) * KK + tap]);
     f.wave.push_back(std::move(v));
   }
   return f;
@@ -85,8 +128,8 @@ Tensor workspace(const Shape& shape, bool zero) {
               : Tensor::empty(shape, dtype_of<T>(), Device::cpu);
 }
 
-/// ll_next = raw low band of ll (B, h, w, C) -> (B, ceil(h/2), ceil(w/2), C).
-template <typename T>
+/// ll_next = raw low band of ll (B, h, w, C) -> (B, ceil(h/2), ceil(w/2), C), as S stores it.
+template <typename T, typename S>
 void low_band(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, T* ll_next) {
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
@@ -97,7 +140,11 @@ void low_band(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, T* ll_nex
     for (int64_t q = 0; q < w2; ++q) {
       Block<T> k = block(img, h, w, C, p, q, zeros.data());
       T* out = ll_next + (row * w2 + q) * C;
-      for (int64_t c = 0; c < C; ++c) out[c] = T(0.5) * ((k.a[c] + k.b[c]) + (k.c[c] + k.d[c]));
+      for (int64_t c = 0; c < C; ++c) {
+        T sb[4];
+        S::analysis(k.a[c], k.b[c], k.c[c], k.d[c], sb);
+        out[c] = sb[0];
+      }
     }
   }
 }
@@ -106,8 +153,10 @@ void low_band(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, T* ll_nex
 /// forward and backward: out (B, h2, w2, 4, C) = sum_taps wf[tap] * analysis(pad(src))(p + (ki - r)
 /// * dir, q + (kj - r) * dir). dir = +1 is the level conv of the raw low band ll (forward: t_l),
 /// dir = -1 its transpose applied to the level gradient G (backward: e_l). When ll_next is given
-/// (forward), also writes the raw low band of src (B, h2, w2, C), the next level's input.
-template <typename T>
+/// (forward), also writes the raw low band of src (B, h2, w2, C), the next level's input. S forms
+/// and stores the coefficients, accumulates and stores out; Bf16Planes takes the taps of the
+/// transpose in the order of the flipped filter's rows and columns (ki, kj descending).
+template <typename T, typename S>
 void level_pass(const T* src, int64_t B, int64_t h, int64_t w, int64_t C, int K, const T* wf,
                 int dir, T* out_t, T* ll_next) {
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
@@ -120,31 +169,36 @@ void level_pass(const T* src, int64_t B, int64_t h, int64_t w, int64_t C, int K,
     for (int64_t q = 0; q < w2; ++q) {
       T* out = out_t + (row * w2 + q) * 4 * C;
       std::fill(out, out + 4 * C, T(0));
-      for (int ki = 0; ki < K; ++ki) {
+      const bool flipped = S::kRounds && dir < 0;
+      for (int a = 0; a < K; ++a) {
+        const int ki = flipped ? K - 1 - a : a;
         const int64_t pp = p + dir * (ki - r);
         if (pp < 0 || pp >= h2) continue;
-        for (int kj = 0; kj < K; ++kj) {
+        for (int b2 = 0; b2 < K; ++b2) {
+          const int kj = flipped ? K - 1 - b2 : b2;
           const int64_t qq = q + dir * (kj - r);
           if (qq < 0 || qq >= w2) continue;
           Block<T> k = block(img, h, w, C, pp, qq, zeros.data());
           const T* wt = wf + (ki * K + kj) * 4 * C;
 #pragma omp simd
           for (int64_t c = 0; c < C; ++c) {
-            T s0, s1, s2, s3;
-            haar_analysis(k.a[c], k.b[c], k.c[c], k.d[c], s0, s1, s2, s3);
-            out[c] += wt[c] * s0;
-            out[C + c] += wt[C + c] * s1;
-            out[2 * C + c] += wt[2 * C + c] * s2;
-            out[3 * C + c] += wt[3 * C + c] * s3;
+            T sb[4];
+            S::analysis(k.a[c], k.b[c], k.c[c], k.d[c], sb);
+            for (int s = 0; s < 4; ++s) S::mac(out[s * C + c], wt[s * C + c], sb[s]);
           }
         }
       }
+      if constexpr (S::kRounds)
+        for (int64_t e = 0; e < 4 * C; ++e) out[e] = S::store(out[e]);
       if (ll_next) {
         Block<T> k = block(img, h, w, C, p, q, zeros.data());
         T* out_ll = ll_next + (row * w2 + q) * C;
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c)
-          out_ll[c] = T(0.5) * ((k.a[c] + k.b[c]) + (k.c[c] + k.d[c]));
+        for (int64_t c = 0; c < C; ++c) {
+          T sb[4];
+          S::analysis(k.a[c], k.b[c], k.c[c], k.d[c], sb);
+          out_ll[c] = sb[0];
+        }
       }
     }
   }
@@ -246,7 +300,7 @@ std::vector<double> base_param_grads(const Geometry& g, const T* x, const T* G) 
 /// Level backward, weight part: with dt = analysis(pad(G)) formed per block from G (B, h, w, C),
 /// returns dL/dw~ [K*K][4][C] = sum dt(p, q, s, c) * coeff(p+ki-r, q+kj-r, s, c) (coefficients
 /// formed per tap from ll), in double; writes G_next = dt band 0 (B, h2, w2, C) when given.
-template <typename T>
+template <typename T, typename S>
 std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64_t h, int64_t w,
                                        int64_t C, int K, T* G_next) {
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2, rows = B * h2;
@@ -266,9 +320,11 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
       for (int64_t q = 0; q < w2; ++q) {
         Block<T> gb = block(gimg, h, w, C, p, q, zeros.data());
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c)
-          haar_analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], dt[c], dt[C + c], dt[2 * C + c],
-                        dt[3 * C + c]);
+        for (int64_t c = 0; c < C; ++c) {
+          T sb[4];
+          S::analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], sb);
+          for (int s = 0; s < 4; ++s) dt[s * C + c] = sb[s];
+        }
         if (G_next) std::copy(dt.begin(), dt.begin() + C, G_next + (row * w2 + q) * C);
         for (int ki = 0; ki < K; ++ki) {
           const int64_t pp = p + ki - r;
@@ -280,12 +336,9 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
             double* a = acc + (ki * K + kj) * 4 * C;
 #pragma omp simd
             for (int64_t c = 0; c < C; ++c) {
-              T s0, s1, s2, s3;
-              haar_analysis(xb.a[c], xb.b[c], xb.c[c], xb.d[c], s0, s1, s2, s3);
-              a[c] += double(dt[c]) * double(s0);
-              a[C + c] += double(dt[C + c]) * double(s1);
-              a[2 * C + c] += double(dt[2 * C + c]) * double(s2);
-              a[3 * C + c] += double(dt[3 * C + c]) * double(s3);
+              T sb[4];
+              S::analysis(xb.a[c], xb.b[c], xb.c[c], xb.d[c], sb);
+              for (int s = 0; s < 4; ++s) a[s * C + c] += double(dt[s * C + c]) * double(sb[s]);
             }
           }
         }
@@ -295,12 +348,10 @@ std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64
   return reduce_chunks(partial, chunks, n);
 }
 
-}  // namespace
-
-template <typename T>
-Tensor forward_fused(const Tensor& x, const WTConvWeights& weights, const Geometry& g) {
+template <typename T, typename S>
+Tensor forward_fused_s(const Tensor& x, const WTConvWeights& weights, const Geometry& g) {
   DenseWeights w(weights);
-  Folded<T> f = fold<T>(w, g);
+  Folded<T> f = fold<T, S>(w, g);
   const int64_t C = g.C;
   // Per level: the conv output t_l (B, h[l+1], w[l+1], 4, C) and the raw low band ll_{l+1}.
   std::vector<Tensor> t, ll;
@@ -309,7 +360,7 @@ Tensor forward_fused(const Tensor& x, const WTConvWeights& weights, const Geomet
     t.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
     const bool need_next = l + 1 < g.L;
     if (need_next) ll.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false));
-    level_pass(ll_prev, g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), +1, t.back().data<T>(),
+    level_pass<T, S>(ll_prev, g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), +1, t.back().data<T>(),
                need_next ? ll.back().data<T>() : nullptr);
     if (need_next) ll_prev = ll.back().data<T>();
   }
@@ -320,11 +371,11 @@ Tensor forward_fused(const Tensor& x, const WTConvWeights& weights, const Geomet
   return y;
 }
 
-template <typename T>
-WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const Tensor& grad_y,
-                           const Geometry& g, bool need_grad_x) {
+template <typename T, typename S>
+WTConvGrads backward_fused_s(const Tensor& x, const WTConvWeights& weights, const Tensor& grad_y,
+                             const Geometry& g, bool need_grad_x) {
   DenseWeights w(weights);
-  Folded<T> f = fold<T>(w, g);
+  Folded<T> f = fold<T, S>(w, g);
   const int64_t C = g.C, KK = int64_t(g.K) * g.K;
   WTConvGrads grads = allocate_param_grads(weights);
 
@@ -366,7 +417,7 @@ WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const 
   std::vector<Tensor> ll{x};
   for (int l = 1; l < g.L; ++l) {
     ll.push_back(workspace<T>({g.B, g.h[l], g.w[l], C}, false));
-    low_band(ll[l - 1].data<T>(), g.B, g.h[l - 1], g.w[l - 1], C, ll[l].data<T>());
+    low_band<T, S>(ll[l - 1].data<T>(), g.B, g.h[l - 1], g.w[l - 1], C, ll[l].data<T>());
   }
 
   // Levels upwards: G_l is dL/d(rec_l); dt_l = analysis(pad(G_l)), G_{l+1} = band 0 of dt_l.
@@ -376,7 +427,7 @@ WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const 
     Tensor G_next;
     if (l + 1 < g.L) G_next = workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false);
     std::vector<double> acc =
-        level_weight_grads(ll[l].data<T>(), G.data<T>(), g.B, g.h[l], g.w[l], C, g.K,
+        level_weight_grads<T, S>(ll[l].data<T>(), G.data<T>(), g.B, g.h[l], g.w[l], C, g.K,
                            G_next.defined() ? G_next.data<T>() : nullptr);
     const T *ww = w.wavelet_weight[l].data<T>(), *ws = w.wavelet_scale[l].data<T>();
     T *gw = grads.wavelet_weight[l].data<T>(), *gs = grads.wavelet_scale[l].data<T>();
@@ -393,7 +444,7 @@ WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const 
       }
     if (need_grad_x) {
       e.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
-      level_pass(G.data<T>(), g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), -1,
+      level_pass<T, S>(G.data<T>(), g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), -1,
                  e.back().data<T>(), static_cast<T*>(nullptr));
     }
     G = G_next;
@@ -411,10 +462,32 @@ WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& weights, const 
   return grads;
 }
 
-#define HG_INSTANTIATE(T)                                                                    \
-  template Tensor forward_fused<T>(const Tensor&, const WTConvWeights&, const Geometry&);    \
-  template WTConvGrads backward_fused<T>(const Tensor&, const WTConvWeights&, const Tensor&, \
-                                         const Geometry&, bool);
+}  // namespace
+
+template <typename T>
+Tensor forward_fused(const Tensor& x, const WTConvWeights& w, const Geometry& g, Planes planes) {
+  if (planes == Planes::keep) return forward_fused_s<T, KeepPlanes>(x, w, g);
+  HG_CHECK((std::is_same_v<T, float>), "wtconv_forward: bf16 planes need the f32 op, got ",
+           x.describe());
+  if constexpr (std::is_same_v<T, float>) return forward_fused_s<T, Bf16Planes>(x, w, g);
+  return Tensor();
+}
+
+template <typename T>
+WTConvGrads backward_fused(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                           const Geometry& g, bool need_grad_x, Planes planes) {
+  if (planes == Planes::keep) return backward_fused_s<T, KeepPlanes>(x, w, grad_y, g, need_grad_x);
+  HG_CHECK((std::is_same_v<T, float>), "wtconv_backward: bf16 planes need the f32 op, got ",
+           x.describe());
+  if constexpr (std::is_same_v<T, float>)
+    return backward_fused_s<T, Bf16Planes>(x, w, grad_y, g, need_grad_x);
+  return WTConvGrads();
+}
+
+#define HG_INSTANTIATE(T)                                                                         \
+  template Tensor forward_fused<T>(const Tensor&, const WTConvWeights&, const Geometry&, Planes); \
+  template WTConvGrads backward_fused<T>(const Tensor&, const WTConvWeights&, const Tensor&,      \
+                                         const Geometry&, bool, Planes);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(double)
 #undef HG_INSTANTIATE

@@ -6,10 +6,10 @@
 // kernels/cuda/*.h.
 //
 // Layouts (all NHWC, C fastest): an activation (B, h, w, C); in the reference-order path a
-// "coefficient" tensor (B, hp, wp, C, 4) whose last index is the sub-band s (so it is also the
+// "coefficient" tensor (B, hp, wp, C, 4) f32 whose last index is the sub-band s (so it is also the
 // PyTorch channel 4c+s, and one float4 per (position, channel)); the fused path keeps its
-// coefficients as sub-band planes (B, hp, wp, 4, C) instead (wtconv_vec.cuh says why). Folded
-// weights are (K*K, C) for the base path.
+// coefficients as sub-band planes (B, hp, wp, 4, C) of the activations' storage type instead
+// (wtconv_vec.cuh says why). Folded weights are (K*K, C) for the base path, always f32.
 #pragma once
 
 #include <algorithm>
@@ -36,13 +36,19 @@ constexpr int kMaxK = kWTConvMaxK;
 // Most levels the one-pass synthesis takes as kernel arguments (a 2^12 = 4096-pixel-wide map).
 constexpr int kMaxLevels = kWTConvMaxLevels;
 
-// ---- storage I/O: activations (x, y, grad_y, grad_x) are T = float or __nv_bfloat16; everything
-// the kernels compute and every intermediate they write (coefficients, level outputs, LL pyramids,
-// weight-gradient sums) is float. Loads widen, stores round to nearest even (kernels/cuda/bf16.cuh).
+// ---- storage I/O: activations (x, y, grad_y, grad_x) are T = float or __nv_bfloat16, and so are
+// the fused path's coefficient planes, level outputs and LL pyramids (kernels/wtconv.h); the
+// reference-order path's intermediates, the weight-gradient sums and every register are float.
+// Loads widen, stores round to nearest even (kernels/cuda/bf16.cuh).
 template <typename T>
 __device__ __forceinline__ float ld(const T* p) { return to_f32(*p); }
 template <typename T>
 __device__ __forceinline__ void st(T* p, float v) { *p = from_f32<T>(v); }
+
+/// The host element type of a device storage type (float -> float, __nv_bfloat16 -> hg::bf16), as
+/// the host entry points of kernels/depthwise_conv.h take it.
+template <typename T>
+using host_t = std::conditional_t<std::is_same_v<T, float>, float, hg::bf16>;
 
 /// The typed data pointer of a float or bf16 tensor, as the kernels take it (T = float or
 /// __nv_bfloat16; Tensor::data checks the dtype).
@@ -50,6 +56,16 @@ template <typename T>
 inline T* typed(const Tensor& t) {
   if constexpr (std::is_same_v<T, float>) return t.data<float>();
   else return dev(t.data<hg::bf16>());
+}
+/// The same pointer as the host type (for kernels/depthwise_conv.h).
+template <typename T>
+inline host_t<T>* host_typed(const Tensor& t) {
+  return t.data<host_t<T>>();
+}
+/// The DType of storage type T.
+template <typename T>
+constexpr DType dtype_of_storage() {
+  return std::is_same_v<T, float> ? DType::f32 : DType::bf16;
 }
 
 __device__ __forceinline__ float4 f4(float v) { return make_float4(v, v, v, v); }
@@ -219,6 +235,11 @@ __global__ void upsample_kernel(const T* __restrict__ gy, int B, int H, int W, i
 
 /// A workspace tensor of f32 on the GPU (Category::workspace), never cudaMalloc directly.
 Tensor workspace(const Shape& shape);
+/// The same of storage type T (float or __nv_bfloat16).
+template <typename T>
+Tensor workspace_of(const Shape& shape) {
+  return scratch_tensor(shape, dtype_of_storage<T>());
+}
 
 
 /// Result of a weight-gradient launch: sums[K*K][C*NS] (already reduced) and, when asked, the

@@ -12,8 +12,10 @@
 // cascade, and vice versa); the weight gradients are the deterministic depthwise weight gradients
 // of H(x's LL pyramid) against H(G's), recomputed level by level (1/4 + 1/16 + ... of x) instead of
 // saved by the forward. See docs/fused-wtconv.md. Storage: x, G, y, grad_x are T = float or
-// __nv_bfloat16 (kernels/wtconv.h); the kernels that touch them are templated on T, everything
-// behind them (coefficients, t_l, pyramids, sums) is f32.
+// __nv_bfloat16 (kernels/wtconv.h), and so are the coefficient planes of x and G, the level
+// outputs t_l, the level gradients and the LL pyramids (each kernel accumulates in f32 and rounds
+// once on store); the folded weights, R (levels_synth_kernel), the weight-gradient sums and every
+// parameter gradient are f32.
 #include <cmath>
 #include <string>
 
@@ -95,7 +97,7 @@ __global__ void fold_base_kernel(const float* __restrict__ bw, const float* __re
 template <int KT, int TQ, typename T>
 __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C, int Ho, int Wo,
                              int stride, int K_rt, const float* __restrict__ wb,
-                             const float* __restrict__ bf, Levels lv, T* __restrict__ y) {
+                             const float* __restrict__ bf, Levels<T> lv, T* __restrict__ y) {
   constexpr int KA = KT > 0 ? KT : kMaxK;
   const int K = KT > 0 ? KT : K_rt, r = K / 2;
   const int nqb = (Wo + TQ - 1) / TQ;
@@ -141,10 +143,10 @@ __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C
 #pragma unroll
     for (int l = 0; l < kMaxLevels; ++l, f *= 0.5f) {
       if (l >= lv.L) break;
-      const float* tp =
+      const T* tp =
           lv.t[l] + ((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * 4 * C +
           c;
-      const float4 tv = make_float4(tp[0], tp[C], tp[2 * C], tp[3 * C]);  // sub-band planes
+      const float4 tv = make_float4(ld(tp), ld(tp + C), ld(tp + 2 * C), ld(tp + 3 * C));  // planes
       s = fmaf(f, unhaar_at(tv, (i >> l) & 1, (j >> l) & 1), s);
     }
     st(y + ((int64_t(b) * Ho + io) * Wo + jo) * C + c, acc[t] + s);
@@ -152,11 +154,11 @@ __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C
 }
 
 // The Haar coefficients of a level, materialised, one channel per thread (the fallback of
-// haar_v4_kernel): coef (B, hp, wp, 4, C) = H(src) as sub-band planes, and the raw LL band again as
-// ll_next (B, hp, wp, C), the next level's input (nullptr: not written).
+// haar_v4_kernel): coef (B, hp, wp, 4, C) = H(src) as sub-band planes, and the (same rounded) LL
+// band again as ll_next (B, hp, wp, C), the next level's input (nullptr: not written); both of
+// src's storage type T, computed in f32 and rounded once.
 template <typename T>
-__global__ void haar_kernel(HaarSrc<T> src, int B, float* __restrict__ coef,
-                            float* __restrict__ ll_next) {
+__global__ void haar_kernel(HaarSrc<T> src, int B, T* __restrict__ coef, T* __restrict__ ll_next) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (idx >= int64_t(B) * src.hp * src.wp * src.C) return;
   const int c = int(idx % src.C);
@@ -165,13 +167,13 @@ __global__ void haar_kernel(HaarSrc<T> src, int B, float* __restrict__ coef,
   const int64_t rest = pos / src.wp;
   const float4 v = src.at(int(rest / src.hp), int(rest % src.hp), q, c);
   if (coef) {
-    float* o = coef + pos * 4 * src.C + c;
-    o[0] = v.x;
-    o[src.C] = v.y;
-    o[2 * src.C] = v.z;
-    o[3 * src.C] = v.w;
+    T* o = coef + pos * 4 * src.C + c;
+    st(o, v.x);
+    st(o + src.C, v.y);
+    st(o + 2 * src.C, v.z);
+    st(o + 3 * src.C, v.w);
   }
-  if (ll_next) ll_next[idx] = v.x;
+  if (ll_next) st(ll_next + idx, v.x);
 }
 
 /// Every level's parameters and, for the backward, their gradients (a kernel argument).
@@ -183,16 +185,18 @@ struct LevelParams {
 };
 
 // Folded level weights of all levels in the sub-band-plane channel order the level convs use:
-// out[l][e'][k] = ws_l[e] * ww_l[e][k], e' = s*C + c for PyTorch's e = 4c + s; out is (L, 4C, K*K).
-__global__ void fold_levels_kernel(LevelParams lp, int L, int C, int KK, float* __restrict__ out) {
+// out[l][e'][k] = ws_l[e] * ww_l[e][k'], e' = s*C + c for PyTorch's e = 4c + s, k' = k or (flip,
+// the filter rotated by 180 degrees) K*K - 1 - k; out is (L, 4C, K*K).
+__global__ void fold_levels_kernel(LevelParams lp, int L, int C, int KK, bool flip,
+                                   float* __restrict__ out) {
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t per = int64_t(4) * C * KK;
   if (idx >= L * per) return;
   const int l = int(idx / per);
   const int64_t rem = idx % per;
   const int ep = int(rem / KK), k = int(rem % KK);
-  const int e = 4 * (ep % C) + ep / C;
-  out[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + k];
+  const int e = 4 * (ep % C) + ep / C, ks = flip ? KK - 1 - k : k;
+  out[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
 }
 
 // ---- gradients unfold from the folded weights
@@ -271,7 +275,7 @@ Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
 /// 1.181 -> 1.247: f32 rows take twice the shared memory, so fewer blocks fit an SM).
 template <typename T>
 bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const float* wb,
-                      const float* bf, const Levels& lv, T* out) {
+                      const float* bf, const Levels<T>& lv, T* out) {
   if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
     return false;
   } else {
@@ -280,7 +284,7 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
     bool ok = (K == 3 || K == 5 || K == 7) && lv.L >= 1 && C % (16 / int(sizeof(T))) == 0 &&
               aligned16(in) && aligned16(out) && aligned16(wb) && (!bf || aligned16(bf)) &&
               smem <= hg::cuda::max_dynamic_smem();
-    for (int l = 0; l < lv.L; ++l) ok = ok && aligned16(lv.t[l]);
+    for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
     const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
     if (!ok || groups > INT32_MAX || (C + 31) / 32 > 65535) return false;
     const int hp = lv.hp[0], wp = lv.wp[0];
@@ -306,15 +310,15 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   }
 }
 
-/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in and out of storage T,
-/// t[l] the level outputs (B, hp, wp, 4, C).
+/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in, out and t[l], the level
+/// outputs (B, hp, wp, 4, C), of storage T.
 template <typename T>
 void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
                const Folded& f, const std::vector<Tensor>& t, T* out) {
-  Levels lv{};
+  Levels<T> lv{};
   lv.L = static_cast<int>(t.size());
   for (int l = 0; l < lv.L; ++l) {
-    lv.t[l] = t[l].data<float>();
+    lv.t[l] = typed<T>(t[l]);
     lv.hp[l] = static_cast<int>(t[l].size(1));
     lv.wp[l] = static_cast<int>(t[l].size(2));
   }
@@ -323,7 +327,7 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
     return;
   bool vec = stride == 1 && C % 4 == 0 && K >= 3 && K <= 9 && aligned4<T>(in) &&
              aligned4<T>(out) && aligned16(f.base_w.data<float>()) && (!bf || aligned16(bf));
-  for (int l = 0; l < lv.L; ++l) vec = vec && aligned16(lv.t[l]);
+  for (int l = 0; l < lv.L; ++l) vec = vec && aligned4<T>(lv.t[l]);
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT >= 3) {
@@ -368,13 +372,14 @@ LevelParams level_params(const WTConvWeights& w, WTConvGrads* g) {
   return lp;
 }
 
-/// Folded weights of every level, (L, 4C, K*K) in the level convs' channel order (one launch).
-Tensor fold_levels(const WTConvWeights& w, int C, int KK) {
+/// Folded weights of every level, (L, 4C, K*K) in the level convs' channel order (one launch);
+/// flip: each filter rotated by 180 degrees (the transposed conv as a forward conv).
+Tensor fold_levels(const WTConvWeights& w, int C, int KK, bool flip) {
   const int L = w.levels();
   if (L == 0) return Tensor();
   Tensor out = workspace({L, 4 * C, KK});
   fold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C * KK), 256>>>(level_params(w, nullptr), L, C,
-                                                                   KK, out.data<float>());
+                                                                   KK, flip, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
@@ -385,7 +390,10 @@ Tensor fold_levels(const WTConvWeights& w, int C, int KK) {
 // level convs. Writing each level's coefficients once (n_l reads, n_l writes) and running the
 // depthwise kernels of depthwise_conv.cu on them as a 4C-channel NHWC tensor is faster there
 // (docs/fused-wtconv.md, section 7; the on-the-fly kernels are in the lab, dev/wtconv/). The
-// coefficients are f32 for either storage type of the layer's input.
+// coefficients, the level outputs and the level gradients have the layer's storage type T, as
+// autocast would store these conv inputs and outputs: the bf16 level convs are the depthwise
+// kernels' bf16 instantiations (f32 accumulation; their filters, the folded f32 weights, rounded
+// to bf16 as kernels/conv2d.h states).
 
 /// The depthwise conv of one level: 4C channels (4c+s) on the (hp, wp) grid, "same" padding.
 Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
@@ -393,73 +401,80 @@ Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
 }
 
 /// H(src) on grid `out` from src (B, in): coefficients (B, out.h, out.w, 4, C) as sub-band planes;
-/// the raw LL into *ll_next if given. src has storage type S (the layer's input type at level 0,
-/// float above).
-template <typename S>
-Tensor haar(const S* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
+/// the (rounded) LL into *ll_next if given. src and both outputs have storage type T.
+template <typename T>
+Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
             Tensor* ll_next) {
-  Tensor coef = workspace({B, out.first, out.second, 4, C});
-  float* lln = nullptr;
+  Tensor coef = workspace_of<T>({B, out.first, out.second, 4, C});
+  T* lln = nullptr;
   if (ll_next != nullptr) {
-    *ll_next = workspace({B, out.first, out.second, C});
-    lln = ll_next->data<float>();
+    *ll_next = workspace_of<T>({B, out.first, out.second, C});
+    lln = typed<T>(*ll_next);
   }
-  float* cp = coef.data<float>();
-  if (C % 4 == 0 && aligned4<S>(src) && aligned16(cp) && (!lln || aligned16(lln))) {
+  T* cp = typed<T>(coef);
+  if (C % 4 == 0 && aligned4<T>(src) && aligned4<T>(cp) && (!lln || aligned4<T>(lln))) {
     const int64_t n = int64_t(B) * out.first * out.second * (C / 4);
-    haar_v4_kernel<S>
+    haar_v4_kernel<T>
         <<<blocks_for(n), 256>>>(src, B, in.first, in.second, C, out.first, out.second, cp, lln);
   } else {
-    HaarSrc<S> hs{src, in.first, in.second, C, out.first, out.second};
+    HaarSrc<T> hs{src, in.first, in.second, C, out.first, out.second};
     haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256>>>(hs, B, cp, lln);
   }
   HG_CUDA_LAUNCH_CHECK();
   return coef;
 }
 
-/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in; t_l is (B, hp, wp, 4, C).
+/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in; t_l is (B, hp, wp, 4, C) of storage T.
 template <typename T>
 void analysis_convs_split(const T* in, int B, int C, int K,
                           const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
                           std::vector<Tensor>& t) {
   const int L = w.levels(), KK = K * K;
   t.assign(L, Tensor());
-  const Tensor wl = fold_levels(w, C, KK);
-  Tensor ll;  // keeps the current level's input (f32, levels >= 1) alive
+  const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
+  Tensor ll;  // keeps the current level's input (levels >= 1) alive
   for (int l = 0; l < L; ++l) {
     Tensor next;
-    Tensor* lln = l + 1 < L ? &next : nullptr;
-    const Tensor coef = l == 0 ? haar(in, B, C, d[0], d[1], lln)
-                               : haar(ll.data<float>(), B, C, d[l], d[l + 1], lln);
-    t[l] = workspace({B, d[l + 1].first, d[l + 1].second, 4, C});
+    const Tensor coef =
+        haar(l == 0 ? in : typed<T>(ll), B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
+    t[l] = workspace_of<T>({B, d[l + 1].first, d[l + 1].second, 4, C});
     depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
-                           coef.data<float>(), wl.data<float>() + int64_t(l) * 4 * C * KK, nullptr,
-                           t[l].data<float>());
+                           host_typed<T>(coef), wl.data<float>() + int64_t(l) * 4 * C * KK,
+                           nullptr, host_typed<T>(t[l]));
     ll = next;
   }
 }
 
-/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]) of storage type S; wl the
-/// level's folded weights (4C, K*K), sums where its folded-weight gradient goes (4C, K*K).
-template <typename S>
-void level_grads_split_one(const S* gsrc, const S* xsrc, int B, int C, int K, int l,
-                           const std::vector<std::pair<int, int>>& d, const float* wl, Tensor* gt,
-                           Tensor* gnext, Tensor* xnext, float* sums) {
+/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wl the level's folded
+/// weights (4C, K*K) and wlf the same flipped (bf16 only), sums where its folded-weight gradient
+/// goes (4C, K*K). The level gradient gt = conv^T(gc, w~) is, in f32, the depthwise backward data
+/// (its historical kernels, unchanged); in bf16 the forward conv with the flipped filters: the same
+/// staged kernel at K = 3, 5, 7, and one tap order (row-major over the flipped filter) in every
+/// variant, which the CPU reference reproduces exactly before it rounds gt
+/// (kernels/cpu/wtconv_fused.cpp), where the backward-data tile kernel sums in another order.
+template <typename T>
+void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
+                           const std::vector<std::pair<int, int>>& d, const float* wl,
+                           const float* wlf, Tensor* gt, Tensor* gnext, Tensor* xnext,
+                           float* sums) {
   const int hp = d[l + 1].first, wp = d[l + 1].second;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
   const Tensor gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
   if (gt != nullptr) {
-    *gt = workspace({B, hp, wp, 4, C});
-    depthwise_conv_backward_data(cs, gc.data<float>(), wl, gt->data<float>());
+    *gt = workspace_of<T>({B, hp, wp, 4, C});
+    if constexpr (std::is_same_v<T, float>)
+      depthwise_conv_backward_data(cs, gc.data<float>(), wl, gt->data<float>());
+    else
+      depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
   }
   const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext);
-  depthwise_conv_backward_weight(cs, xcoef.data<float>(), gc.data<float>(), sums, nullptr);
+  depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc), sums, nullptr);
 }
 
 /// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x needs),
 /// one level at a time so only one level's coefficient tensors live at once:
 /// gc_l = H(gR_l) = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l).
-/// x and G are the layer's input and output gradient (storage T); the pyramids above are f32.
+/// x and G are the layer's input and output gradient; every tensor here has their storage T.
 template <typename T>
 void level_grads_split(const T* x, const T* G, int B, int C, int K,
                        const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
@@ -468,7 +483,9 @@ void level_grads_split(const T* x, const T* G, int B, int C, int K,
   const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
   if (gt != nullptr) gt->assign(L, Tensor());
   if (L == 0) return;
-  const Tensor wl = fold_levels(w, C, KK);
+  constexpr bool kBf16 = !std::is_same_v<T, float>;
+  const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
+  const Tensor wlf = kBf16 && gt != nullptr ? fold_levels(w, C, KK, /*flip=*/true) : Tensor();
   const Tensor sums = workspace({L, 4 * C, KK});
   Tensor gR, ll;  // keep the current level's inputs alive
   for (int l = 0; l < L; ++l) {
@@ -477,12 +494,10 @@ void level_grads_split(const T* x, const T* G, int B, int C, int K,
     Tensor* gn = l + 1 < L ? &gnext : nullptr;
     Tensor* xn = l + 1 < L ? &xnext : nullptr;
     const float* wll = wl.data<float>() + l * per;
+    const float* wlfl = wlf.defined() ? wlf.data<float>() + l * per : nullptr;
     float* sl = sums.data<float>() + l * per;
-    if (l == 0)
-      level_grads_split_one(G, x, B, C, K, l, d, wll, gtl, gn, xn, sl);
-    else
-      level_grads_split_one(gR.data<float>(), ll.data<float>(), B, C, K, l, d, wll, gtl, gn, xn,
-                            sl);
+    level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wll,
+                          wlfl, gtl, gn, xn, sl);
     gR = gnext;
     ll = xnext;
   }
@@ -523,10 +538,9 @@ void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, i
   // the base path's folded-weight gradient is a plain depthwise weight gradient of x against G
   // (stride 1, "same" padding): the hand-written deterministic kernel of depthwise_conv.cu, which
   // takes f32 or bf16 activations and accumulates in f32
-  using Host = std::conditional_t<std::is_same_v<T, float>, float, hg::bf16>;
   const Conv2dShape cs = make_conv2d_shape(B, H, W, C, C, K, K, 1, K / 2, C);
   const Tensor sums = workspace({C, KK}), bias = workspace({C});
-  depthwise_conv_backward_weight(cs, xc.data<Host>(), G.data<Host>(), sums.data<float>(),
+  depthwise_conv_backward_weight(cs, host_typed<T>(xc), host_typed<T>(G), sums.data<float>(),
                                  bias.data<float>());
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);

@@ -10,7 +10,8 @@
 //   R(p, q) = sum_{l >= 1} 2^-(l+1) unhaar(t_l(p>>l, q>>l); bit l-1 of p, bit l-1 of q),
 // which is the one-pass synthesis of ../shared/docs/wtconv.md, item 2, summed in another order.
 // (synth_v4_kernel in wtconv_vec.cuh, the fallback, reads the input from global memory per tap
-// and every level per pixel.) Activations T = float or __nv_bfloat16; weights, t_l, R f32.
+// and every level per pixel.) Activations and t_l of storage T = float or __nv_bfloat16 (the
+// caller runs it for bf16 only); weights and R f32.
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
 // kernels/cuda/*.h.
 #pragma once
@@ -21,10 +22,12 @@
 namespace hg::kernels::cuda::wtconv_detail {
 
 /// R = levels 1 .. lv.L - 1 synthesised onto level 0's grid (hp, wp) (formula above; t_l is
-/// lv.t[l], of grid (lv.hp[l], lv.wp[l])). One thread: one position, 4 channels (16-byte loads and
-/// stores; C % 4 == 0, 16-byte aligned tensors). Needs lv.L >= 2.
+/// lv.t[l], of grid (lv.hp[l], lv.wp[l]), storage P). R stays f32: it is summed into y (or grad_x)
+/// before the one rounding there. One thread: one position, 4 channels (4-element loads of t_l,
+/// 16-byte stores of R; C % 4 == 0, t_l aligned to 4 elements, R to 16 bytes). Needs lv.L >= 2.
+template <typename P>
 __global__ void __launch_bounds__(256)
-    levels_synth_kernel(Levels lv, int B, int hp, int wp, int C, float* __restrict__ R) {
+    levels_synth_kernel(Levels<P> lv, int B, int hp, int wp, int C, float* __restrict__ R) {
   const int cv = C / 4;
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (idx >= int64_t(B) * hp * wp * cv) return;
@@ -57,13 +60,13 @@ struct SynthDims {
 // [i0 - r, i0 + 2 PR + r) over columns [-r, W + r) (zeros outside). Each warp takes one row pair
 // (ia even, ia + 1) and one column strip; a thread (one channel) keeps the K x K folded filter in
 // registers (wb is (K*K, C), already flipped for grad_x, not rounded: the WTConv kernels compute
-// with f32 weights). Both rows of the pair and two neighbouring columns share one t_0 and one R
-// position, loaded once per even column.
+// with f32 weights). Both rows of the pair and two neighbouring columns share one t_0 (storage T)
+// and one R (f32) position, loaded once per even column.
 template <typename T, int KT>
 __global__ void __launch_bounds__(32 * kStagedWarps)
     synth_staged_kernel(const T* __restrict__ x, const float* __restrict__ wb,
                         const float* __restrict__ bf, SynthDims d, int PR,
-                        const float* __restrict__ t0, const float* __restrict__ R,
+                        const T* __restrict__ t0, const float* __restrict__ R,
                         T* __restrict__ y) {
   constexpr int K = KT, KR = KT + 1, r = KT / 2;
   extern __shared__ uint4 stage[];
@@ -89,7 +92,7 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
   T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
   T* yb = ya + int64_t(d.W) * d.C;
   const int64_t lrow = (int64_t(b) * d.hp + (ia >> 1)) * d.wp;  // level-0 grid row of the pair
-  const float* t0r = t0 + lrow * 4 * d.C + c;
+  const T* t0r = t0 + lrow * 4 * d.C + c;
   const float* Rr = R ? R + lrow * d.C + c : nullptr;
   // Level terms of the current column pair: row ia (sr = +1) and row ia + 1 (sr = -1) get
   // e +- o, + for even columns, - for odd ones (unhaar_at with the 1/2 of level 0).
@@ -100,8 +103,8 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
   for (int j = ja; j < jb; ++j) {
     window_advance<T, K>(xr, WS, j, win);
     if (j == ja || (j & 1) == 0) {
-      const float* tp = t0r + int64_t(j >> 1) * 4 * d.C;
-      const float s0 = tp[0], s1 = tp[d.C], s2 = tp[2 * d.C], s3 = tp[3 * d.C];
+      const T* tp = t0r + int64_t(j >> 1) * 4 * d.C;
+      const float s0 = ld(tp), s1 = ld(tp + d.C), s2 = ld(tp + 2 * d.C), s3 = ld(tp + 3 * d.C);
       const float rv = Rr ? Rr[int64_t(j >> 1) * d.C] : 0.f;
       ea = fmaf(0.5f, s0 + s1, rv);
       oa = 0.5f * (s2 + s3);

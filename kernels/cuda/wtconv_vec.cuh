@@ -1,7 +1,7 @@
 // Vectorised fast paths of the fused WTConv kernels (4 channels per thread, a register tile of
 // outputs along W): the Haar analysis and the one-pass synthesis fused with the base conv.
-// Activations are T = float (16-byte accesses of 4 channels) or __nv_bfloat16 (8-byte accesses of
-// 4 channels), everything else float. Used when C % 4 == 0 and the pointers are aligned; the
+// Activations and the coefficient planes are T = float (16-byte accesses of 4 channels) or
+// __nv_bfloat16 (8-byte accesses of 4 channels), weights and registers float. Used when C % 4 == 0 and the pointers are aligned; the
 // synthesis also needs K a compiled constant (3, 5, 7, 9) and stride == 1; wtconv_fused.cu keeps
 // the one-channel kernels for every other case. Same math as those kernels, fewer instructions: the
 // one-channel versions spent most of their issue slots on scalar loads and 64-bit index
@@ -11,9 +11,10 @@
 // kernels/cuda/*.h.
 //
 // Coefficient tensors (the Haar coefficients and the level outputs t_l) are "sub-band planes":
-// (B, hp, wp, 4, C) f32, element (b, p, q, s, c) at ((b*hp + p)*wp + q)*4C + s*C + c. Seen as an
-// NHWC tensor of 4C channels (channel s*C + c) they are what the depthwise kernels take; and 4
-// consecutive channels of one sub-band are one 16-byte access, so the lanes of a warp, which take
+// (B, hp, wp, 4, C) of the activations' storage type, element (b, p, q, s, c) at
+// ((b*hp + p)*wp + q)*4C + s*C + c. Seen as an NHWC tensor of 4C channels (channel s*C + c) they
+// are what the depthwise kernels take; and 4 consecutive channels of one sub-band are one 16-byte
+// (f32) or 8-byte (bf16) access, so the lanes of a warp, which take
 // consecutive channel vectors, read and write contiguous memory. (Before, the layout was PyTorch's
 // channel 4c + s, one float4 per channel: 8-channel threads then touched 128 bytes each and a
 // warp's access spanned 4 KB: the bf16 synthesis was 1.6x slower than the fp32 one on the H200.)
@@ -57,9 +58,10 @@ inline VecLaunch vec_launch(int C, int64_t tiles, int threads = 256, int V = 4, 
 }
 
 /// Level outputs for the one-pass synthesis (a kernel argument):
-/// t[l] is t_l, (B, hp[l], wp[l], 4, C).
+/// t[l] is t_l, (B, hp[l], wp[l], 4, C) of storage type P (the activations' type).
+template <typename P>
 struct Levels {
-  const float* t[kMaxLevels];
+  const P* t[kMaxLevels];
   int hp[kMaxLevels], wp[kMaxLevels];
   int L;
 };
@@ -83,18 +85,19 @@ __device__ __forceinline__ void unhaar_pair(const float4& tv, float f, float fr,
 }
 
 /// 4 channels (c .. c+3) of the 4 sub-bands at one position of a sub-band-plane tensor:
-/// v[s] = t[pos * 4C + s * C + c ..], one 16-byte load each.
-__device__ __forceinline__ void load_bands4(const float* t, int64_t pos, int C, int c,
+/// v[s] = t[pos * 4C + s * C + c ..], one 16-byte (f32) or 8-byte (bf16) load each.
+template <typename P>
+__device__ __forceinline__ void load_bands4(const P* t, int64_t pos, int C, int c,
                                             float4 (&v)[4]) {
-  const float* p = t + pos * 4 * C + c;
+  const P* p = t + pos * 4 * C + c;
 #pragma unroll
-  for (int s = 0; s < 4; ++s) v[s] = __ldg(reinterpret_cast<const float4*>(p + int64_t(s) * C));
+  for (int s = 0; s < 4; ++s) v[s] = ld4(p + int64_t(s) * C);
 }
 
 /// Adds level l's contribution to the TW = 8 accumulators: NA ancestors of 8 / NA pixels each.
 /// tl is t_l (B, hp, wp, 4, C); rowbase = (b * hp + (i >> (l+1))) * wp.
-template <int NA>
-__device__ __forceinline__ void synth_add_level(float4 (&acc)[kSynthTW], const float* tl,
+template <int NA, typename P>
+__device__ __forceinline__ void synth_add_level(float4 (&acc)[kSynthTW], const P* tl,
                                                 int64_t rowbase, int wp, int C, int c, int j0,
                                                 int l, float fr, float f) {
   constexpr int PER = kSynthTW / NA;
@@ -125,7 +128,7 @@ __device__ __forceinline__ void synth_add_level(float4 (&acc)[kSynthTW], const f
 template <int KT, typename T>
 __global__ void __launch_bounds__(256, 3)
     synth_v4_kernel(const T* __restrict__ x, int B, int H, int W, int C,
-                    const float* __restrict__ wb, const float* __restrict__ bf, Levels lv,
+                    const float* __restrict__ wb, const float* __restrict__ bf, Levels<T> lv,
                     T* __restrict__ y) {
   constexpr int K = KT, r = KT / 2, TW = kSynthTW, NW = TW + KT - 1;
   extern __shared__ float4 smem_f4[];  // [K*K][CB] floats, 16-byte aligned
@@ -187,17 +190,17 @@ __global__ void __launch_bounds__(256, 3)
     if (j0 + t < W) st4(out + int64_t(j0 + t) * C, acc[t]);
 }
 
-// ---- Haar analysis, 4 channels per thread
-// -------------------------------------------------------- The coefficients of src (B, hi, wi, C)
-// of storage type S on the grid (hp, wp) = (ceil(hi/2), ceil(wi/2)) (haar4 of the four pixels of a
-// 2x2 block, zero past hi / wi): coef (B, hp, wp, 4, C) when not nullptr, and the raw LL band again
-// as ll_next (B, hp, wp, C) when not nullptr (the next level's input). One thread: one position, 4
-// channels (one 16- or 8-byte load per pixel, one 16-byte store per sub-band). Requires C % 4 == 0
-// and 16-byte aligned outputs (8-byte for bf16 src).
+// ---- Haar analysis, 4 channels per thread -------------------------------------------------------
+// The coefficients of src (B, hi, wi, C) on the grid (hp, wp) = (ceil(hi/2), ceil(wi/2)) (haar4
+// of the four pixels of a 2x2 block in f32, zero past hi / wi, rounded once to S on store): coef
+// (B, hp, wp, 4, C) when not nullptr, and the (same rounded) LL band again as ll_next
+// (B, hp, wp, C) when not nullptr (the next level's input). S = float or __nv_bfloat16 for src
+// and both outputs. One thread: one position, 4 channels (one 16- or 8-byte access per pixel and
+// per sub-band). Requires C % 4 == 0 and every pointer aligned to 4 elements of S.
 template <typename S>
 __global__ void __launch_bounds__(256)
     haar_v4_kernel(const S* __restrict__ src, int B, int hi, int wi, int C, int hp, int wp,
-                   float* __restrict__ coef, float* __restrict__ ll_next) {
+                   S* __restrict__ coef, S* __restrict__ ll_next) {
   const int cv = C / 4;
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (idx >= int64_t(B) * hp * wp * cv) return;
@@ -214,15 +217,13 @@ __global__ void __launch_bounds__(256)
   const float4 hx = haar4(a.x, bb.x, cc.x, d.x), hy = haar4(a.y, bb.y, cc.y, d.y);
   const float4 hz = haar4(a.z, bb.z, cc.z, d.z), hw = haar4(a.w, bb.w, cc.w, d.w);
   if (coef) {
-    float4* o = reinterpret_cast<float4*>(coef + pos * 4 * C + c);
-    const int64_t sc = C / 4;  // one sub-band plane, in float4
-    o[0] = make_float4(hx.x, hy.x, hz.x, hw.x);
-    o[sc] = make_float4(hx.y, hy.y, hz.y, hw.y);
-    o[2 * sc] = make_float4(hx.z, hy.z, hz.z, hw.z);
-    o[3 * sc] = make_float4(hx.w, hy.w, hz.w, hw.w);
+    S* o = coef + pos * 4 * C + c;
+    st4(o, make_float4(hx.x, hy.x, hz.x, hw.x));
+    st4(o + C, make_float4(hx.y, hy.y, hz.y, hw.y));
+    st4(o + 2 * int64_t(C), make_float4(hx.z, hy.z, hz.z, hw.z));
+    st4(o + 3 * int64_t(C), make_float4(hx.w, hy.w, hz.w, hw.w));
   }
-  if (ll_next)
-    *reinterpret_cast<float4*>(ll_next + pos * C + c) = make_float4(hx.x, hy.x, hz.x, hw.x);
+  if (ll_next) st4(ll_next + pos * C + c, make_float4(hx.x, hy.x, hz.x, hw.x));
 }
 
 }  // namespace hg::kernels::cuda::wtconv_detail

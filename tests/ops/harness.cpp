@@ -282,7 +282,7 @@ std::string check_bf16_cpu(const OpCase& c) {
       autograd::NoGradGuard ng;
       want.y = ref.y.to(c.bf16_output);
     }
-    std::vector<Diff> d = compare(c, got, want, c.bf16_out, c.bf16_grad);
+    std::vector<Diff> d = compare(c, got, want, c.bf16_out, c.bf16_grad, c.bf16_grad_overrides);
     if (!all_ok(d)) failure += format_diffs(d);
     else std::printf("  [bf16 cpu] %-40s %s\n", c.id().c_str(), format_diffs(d).c_str());
   } catch (const Error& e) {

@@ -113,6 +113,9 @@ struct OpCase {
   Tol bf16_device = kBf16DeviceTol;
   /// Per-input device bounds (input name -> bound), e.g. a reduction's gradient in f32.
   std::map<std::string, Tol> f32_grad_overrides = {};
+  /// Per-input bounds of the bf16 CPU mode (input name -> bound), e.g. gradients through many
+  /// intermediates rounded to bf16.
+  std::map<std::string, Tol> bf16_grad_overrides = {};
   uint64_t seed = 1;
 
   std::string id() const { return op + "_" + name; }
