@@ -68,10 +68,11 @@ inline constexpr int kWTConvMaxK = 15;
 inline constexpr int kWTConvMaxLevels = 12;
 
 /// Same contract as cpu::, on the GPU: x (and grad_y) f32 or bf16 with f32 weights, the same
-/// bf16 rounding points (see the top of this file). Weight gradients are deterministic (bit-identical run to run: no floating-point
-/// atomics), f32 for either activation dtype. `out` / `grad_x_out`, when defined, are where y /
-/// grad_x are written (a dense cuda tensor of their shape and x's dtype, e.g. inside a guarded
-/// test buffer) and are returned; else new tensors are allocated.
+/// bf16 rounding points (see the top of this file). Weight gradients are deterministic
+/// (bit-identical run to run: no floating-point atomics), f32 for either activation dtype.
+/// `out` / `grad_x_out`, when defined, are where y / grad_x are written (a dense cuda tensor of
+/// their shape and x's dtype, e.g. inside a guarded test buffer) and are returned; else new
+/// tensors are allocated.
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
                       const Tensor& out = Tensor());
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,

@@ -384,7 +384,7 @@ Tensor fold_levels(const WTConvWeights& w, int C, int KK, bool flip) {
   return out;
 }
 
-// ---- the level convolutions with materialised coefficients ("split") ------------------------------
+// ---- the level convolutions with materialised coefficients ("split") ----------------------------
 // Forming the Haar coefficients inside the conv re-forms each one K times per row and
 // (TQ + K - 1) / TQ times along it; on the H200 that arithmetic, not memory traffic, bounded the
 // level convs. Writing each level's coefficients once (n_l reads, n_l writes) and running the
@@ -448,10 +448,10 @@ void analysis_convs_split(const T* in, int B, int C, int K,
 /// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wl the level's folded
 /// weights (4C, K*K) and wlf the same flipped (bf16 only), sums where its folded-weight gradient
 /// goes (4C, K*K). The level gradient gt = conv^T(gc, w~) is, in f32, the depthwise backward data
-/// (its historical kernels, unchanged); in bf16 the forward conv with the flipped filters: the same
-/// staged kernel at K = 3, 5, 7, and one tap order (row-major over the flipped filter) in every
-/// variant, which the CPU reference reproduces exactly before it rounds gt
-/// (kernels/cpu/wtconv_fused.cpp), where the backward-data tile kernel sums in another order.
+/// (the kernels it always ran); in bf16 the forward conv with the flipped filters: at K = 3, 5, 7
+/// the very staged kernel backward data runs, and in every variant one tap order (row-major over
+/// the flipped filter), which the CPU reproduces before it rounds gt (kernels/cpu/wtconv_fused.cpp);
+/// backward data's tile kernel sums the taps in the opposite order.
 template <typename T>
 void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
                            const std::vector<std::pair<int, int>>& d, const float* wl,
