@@ -102,10 +102,9 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
   check_grad_y(op, g, x, grad_y);
   if (x.dtype() == DType::bf16) {  // f32 math on the widened x and grad_y; grad_x rounded once
     const Tensor xf = cpu_f32(x), gyf = cpu_f32(grad_y);
-    WTConvGrads d =
-        mode == WTConvMode::fused
-            ? backward_fused<float>(xf, w, gyf, g, need_grad_x, Planes::bf16)
-            : backward_reference<float>(xf, w, gyf, g, need_grad_x);
+    WTConvGrads d = mode == WTConvMode::fused
+                        ? backward_fused<float>(xf, w, gyf, g, need_grad_x, Planes::bf16)
+                        : backward_reference<float>(xf, w, gyf, g, need_grad_x);
     d.x = round_bf16(d.x);
     return d;
   }

@@ -32,11 +32,17 @@ struct KeepPlanes {
     haar_analysis(a, b, c, d, s[0], s[1], s[2], s[3]);
   }
   template <typename T>
-  static T filter(T w) { return w; }
+  static T filter(T w) {
+    return w;
+  }
   template <typename T>
-  static void mac(T& acc, T w, T v) { acc += w * v; }
+  static void mac(T& acc, T w, T v) {
+    acc += w * v;
+  }
   template <typename T>
-  static T store(T v) { return v; }
+  static T store(T v) {
+    return v;
+  }
   static constexpr bool kRounds = false;
 };
 
@@ -361,7 +367,7 @@ Tensor forward_fused_s(const Tensor& x, const WTConvWeights& weights, const Geom
     const bool need_next = l + 1 < g.L;
     if (need_next) ll.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false));
     level_pass<T, S>(ll_prev, g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), +1, t.back().data<T>(),
-               need_next ? ll.back().data<T>() : nullptr);
+                     need_next ? ll.back().data<T>() : nullptr);
     if (need_next) ll_prev = ll.back().data<T>();
   }
   std::vector<const T*> levels;
@@ -428,7 +434,7 @@ WTConvGrads backward_fused_s(const Tensor& x, const WTConvWeights& weights, cons
     if (l + 1 < g.L) G_next = workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false);
     std::vector<double> acc =
         level_weight_grads<T, S>(ll[l].data<T>(), G.data<T>(), g.B, g.h[l], g.w[l], C, g.K,
-                           G_next.defined() ? G_next.data<T>() : nullptr);
+                                 G_next.defined() ? G_next.data<T>() : nullptr);
     const T *ww = w.wavelet_weight[l].data<T>(), *ws = w.wavelet_scale[l].data<T>();
     T *gw = grads.wavelet_weight[l].data<T>(), *gs = grads.wavelet_scale[l].data<T>();
     for (int64_t c = 0; c < C; ++c)
@@ -445,7 +451,7 @@ WTConvGrads backward_fused_s(const Tensor& x, const WTConvWeights& weights, cons
     if (need_grad_x) {
       e.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
       level_pass<T, S>(G.data<T>(), g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), -1,
-                 e.back().data<T>(), static_cast<T*>(nullptr));
+                       e.back().data<T>(), static_cast<T*>(nullptr));
     }
     G = G_next;
   }

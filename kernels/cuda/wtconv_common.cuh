@@ -241,7 +241,6 @@ Tensor workspace_of(const Shape& shape) {
   return scratch_tensor(shape, dtype_of_storage<T>());
 }
 
-
 /// Result of a weight-gradient launch: sums[K*K][C*NS] (already reduced) and, when asked, the
 /// bias sums[C].
 struct WgradResult {

@@ -143,9 +143,9 @@ __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C
 #pragma unroll
     for (int l = 0; l < kMaxLevels; ++l, f *= 0.5f) {
       if (l >= lv.L) break;
-      const T* tp =
-          lv.t[l] + ((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * 4 * C +
-          c;
+      const T* tp = lv.t[l] +
+                    ((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * 4 * C +
+                    c;
       const float4 tv = make_float4(ld(tp), ld(tp + C), ld(tp + 2 * C), ld(tp + 3 * C));  // planes
       s = fmaf(f, unhaar_at(tv, (i >> l) & 1, (j >> l) & 1), s);
     }
@@ -439,8 +439,8 @@ void analysis_convs_split(const T* in, int B, int C, int K,
         haar(l == 0 ? in : typed<T>(ll), B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
     t[l] = workspace_of<T>({B, d[l + 1].first, d[l + 1].second, 4, C});
     depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
-                           host_typed<T>(coef), wl.data<float>() + int64_t(l) * 4 * C * KK,
-                           nullptr, host_typed<T>(t[l]));
+                           host_typed<T>(coef), wl.data<float>() + int64_t(l) * 4 * C * KK, nullptr,
+                           host_typed<T>(t[l]));
     ll = next;
   }
 }
@@ -450,8 +450,8 @@ void analysis_convs_split(const T* in, int B, int C, int K,
 /// goes (4C, K*K). The level gradient gt = conv^T(gc, w~) is, in f32, the depthwise backward data
 /// (the kernels it always ran); in bf16 the forward conv with the flipped filters: at K = 3, 5, 7
 /// the very staged kernel backward data runs, and in every variant one tap order (row-major over
-/// the flipped filter), which the CPU reproduces before it rounds gt (kernels/cpu/wtconv_fused.cpp);
-/// backward data's tile kernel sums the taps in the opposite order.
+/// the flipped filter), which the CPU reproduces before it rounds gt
+/// (kernels/cpu/wtconv_fused.cpp); backward data's tile kernel sums the taps in the opposite order.
 template <typename T>
 void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
                            const std::vector<std::pair<int, int>>& d, const float* wl,
@@ -471,10 +471,10 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
   depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc), sums, nullptr);
 }
 
-/// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x needs),
-/// one level at a time so only one level's coefficient tensors live at once:
-/// gc_l = H(gR_l) = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l).
-/// x and G are the layer's input and output gradient; every tensor here has their storage T.
+/// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x
+/// needs), one level at a time so only one level's coefficient tensors live at once: gc_l = H(gR_l)
+/// = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l). x and G are the layer's
+/// input and output gradient; every tensor here has their storage T.
 template <typename T>
 void level_grads_split(const T* x, const T* G, int B, int C, int K,
                        const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,

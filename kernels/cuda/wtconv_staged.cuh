@@ -65,9 +65,8 @@ struct SynthDims {
 template <typename T, int KT>
 __global__ void __launch_bounds__(32 * kStagedWarps)
     synth_staged_kernel(const T* __restrict__ x, const float* __restrict__ wb,
-                        const float* __restrict__ bf, SynthDims d, int PR,
-                        const T* __restrict__ t0, const float* __restrict__ R,
-                        T* __restrict__ y) {
+                        const float* __restrict__ bf, SynthDims d, int PR, const T* __restrict__ t0,
+                        const float* __restrict__ R, T* __restrict__ y) {
   constexpr int K = KT, KR = KT + 1, r = KT / 2;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.W + K - 1;  // staged rows and columns

@@ -88,8 +88,7 @@ __device__ __forceinline__ void unhaar_pair(const float4& tv, float f, float fr,
 /// 4 channels (c .. c+3) of the 4 sub-bands at one position of a sub-band-plane tensor:
 /// v[s] = t[pos * 4C + s * C + c ..], one 16-byte (f32) or 8-byte (bf16) load each.
 template <typename P>
-__device__ __forceinline__ void load_bands4(const P* t, int64_t pos, int C, int c,
-                                            float4 (&v)[4]) {
+__device__ __forceinline__ void load_bands4(const P* t, int64_t pos, int C, int c, float4 (&v)[4]) {
   const P* p = t + pos * 4 * C + c;
 #pragma unroll
   for (int s = 0; s < 4; ++s) v[s] = ld4(p + int64_t(s) * C);

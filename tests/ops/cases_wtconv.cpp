@@ -41,22 +41,23 @@ OpCase wt_case(std::string name, Cfg c, WTConvMode mode, unsigned modes, bool bi
   const int L = c.L, stride = c.stride;
   const char* mode_name = mode == WTConvMode::fused ? "fused_" : "reference_";
   OpCase oc{.op = "wtconv2d",
-          .name = mode_name + name,
-          .inputs = std::move(in),
-          .fn = [L, stride, mode, bias](const std::vector<Tensor>& v) {
-            const size_t o = bias ? 1 : 0;  // offset of the tensors after the optional bias
-            kernels::WTConvWeights w{v[1], bias ? v[2] : Tensor(), v[2 + o], {}, {}};
-            for (int l = 0; l < L; ++l) w.wavelet_weight.push_back(v[3 + o + size_t(l)]);
-            for (int l = 0; l < L; ++l) w.wavelet_scale.push_back(v[3 + o + size_t(L + l)]);
-            return wtconv2d(v[0], w, stride, mode);
-          },
-          .modes = modes,
-          .flops = wtconv_flops(c),
-          .bf16_pending = kPending,
-          .grad = {1e-7, "f64 central differences over up to 5 levels of Haar transforms"},
-          // y is linear in each single input (x, a weight, a scale), so central differences
-          // carry no truncation error: a large step only shrinks the round-off of the quotient.
-          .grad_step = {1e-2, "y is linear in each input: no truncation error at any step"}};
+            .name = mode_name + name,
+            .inputs = std::move(in),
+            .fn =
+                [L, stride, mode, bias](const std::vector<Tensor>& v) {
+                  const size_t o = bias ? 1 : 0;  // offset of the tensors after the optional bias
+                  kernels::WTConvWeights w{v[1], bias ? v[2] : Tensor(), v[2 + o], {}, {}};
+                  for (int l = 0; l < L; ++l) w.wavelet_weight.push_back(v[3 + o + size_t(l)]);
+                  for (int l = 0; l < L; ++l) w.wavelet_scale.push_back(v[3 + o + size_t(L + l)]);
+                  return wtconv2d(v[0], w, stride, mode);
+                },
+            .modes = modes,
+            .flops = wtconv_flops(c),
+            .bf16_pending = kPending,
+            .grad = {1e-7, "f64 central differences over up to 5 levels of Haar transforms"},
+            // y is linear in each single input (x, a weight, a scale), so central differences
+            // carry no truncation error: a large step only shrinks the round-off of the quotient.
+            .grad_step = {1e-2, "y is linear in each input: no truncation error at any step"}};
   if (mode == WTConvMode::fused) {
     // The fused bf16 op stores its coefficient planes, level outputs and level gradients in bf16
     // and its level convs use bf16-rounded folded filters (kernels/wtconv.h); the reference order
@@ -66,8 +67,8 @@ OpCase wt_case(std::string name, Cfg c, WTConvMode mode, unsigned modes, bool bi
     // A level's weight gradient sums products with H(gR_l), G's LL pyramid at level l: sums of
     // up to 4^l values of G, each level rounded to bf16 on the way. Where that sum nearly cancels
     // (deep levels, 1x1 maps: measured 0.27 at B1_H6_W7_C1_K3_L4 level 3) its error relative to
-    // the level's own largest gradient is not bounded by a few ulps; a wrong gradient (sign, layout,
-    // missing term) is still off by about 1.
+    // the level's own largest gradient is not bounded by a few ulps; a wrong gradient (sign,
+    // layout, missing term) is still off by about 1.
     const Tol level{0.5, "G's LL pyramid rounded to bf16 at every level, deep sums cancel"};
     for (int l = 0; l < c.L; ++l) {
       oc.bf16_grad_overrides.emplace(str("wavelet_weight", l), level);

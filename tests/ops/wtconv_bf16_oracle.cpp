@@ -124,7 +124,7 @@ std::vector<double> wgrad(const Img& m, const Img& g, int K) {
 struct Setup {
   int K = 0, L = 0;
   int64_t C = 0;
-  std::vector<double> base_w, base_b;              // bs * bw (C, K, K), bs * bb (C): f32 products
+  std::vector<double> base_w, base_b;  // bs * bw (C, K, K), bs * bb (C): f32 products
   std::vector<std::array<std::vector<double>, 4>> level_w;  // [l][s]: bf16(ws * ww) (C, K, K)
 };
 
@@ -134,7 +134,8 @@ Setup setup(const WTConvWeights& w) {
   st.L = w.levels();
   st.C = w.base_weight.size(0);
   const int64_t KK = int64_t(st.K) * st.K;
-  const std::vector<float> bw = w.base_weight.to_vector<float>(), bb = w.base_bias.to_vector<float>(),
+  const std::vector<float> bw = w.base_weight.to_vector<float>(),
+                           bb = w.base_bias.to_vector<float>(),
                            bs = w.base_scale.to_vector<float>();
   for (int64_t c = 0; c < st.C; ++c) {
     st.base_b.push_back(bs[c] * bb[c]);
@@ -234,7 +235,8 @@ WTConvGrads wtconv_bf16_oracle_backward(const Tensor& x, const WTConvWeights& w,
         }
       }
     }
-    g.wavelet_weight.push_back(Tensor::from_vector(w.wavelet_weight[l].shape(), gww).to(DType::f32));
+    g.wavelet_weight.push_back(
+        Tensor::from_vector(w.wavelet_weight[l].shape(), gww).to(DType::f32));
     g.wavelet_scale.push_back(Tensor::from_vector(w.wavelet_scale[l].shape(), gws).to(DType::f32));
     gt.push_back(gtl);
     gR = gc[0];
@@ -243,7 +245,8 @@ WTConvGrads wtconv_bf16_oracle_backward(const Tensor& x, const WTConvWeights& w,
 
   // base path: dL/d(bs bw) = wgrad(x, G0), dL/d(bs bb) = sum G0, then unfolded
   const std::vector<double> dbw = wgrad(X, G0, st.K);
-  const std::vector<float> bw = w.base_weight.to_vector<float>(), bb = w.base_bias.to_vector<float>(),
+  const std::vector<float> bw = w.base_weight.to_vector<float>(),
+                           bb = w.base_bias.to_vector<float>(),
                            bs = w.base_scale.to_vector<float>();
   std::vector<double> gbw(static_cast<size_t>(C * KK)), gbb(static_cast<size_t>(C)),
       gbs(static_cast<size_t>(C));

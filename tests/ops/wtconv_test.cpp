@@ -253,13 +253,13 @@ TEST(WTConvKernels, BadWeightShapesThrow) {
 // ---- bf16 mixed precision (CPU reference) -------------------------------------------------------
 // Contract (kernels/wtconv.h): x / grad_y bf16, parameters f32, y and grad_x bf16, parameter
 // gradients f32, f32 arithmetic; every stored value rounded once to bf16 (round to nearest even).
-// The reference order stores nothing else: it is exactly the f32 op on the widened inputs with y and
-// grad_x rounded. The fused op also stores its Haar coefficient planes (of x and of dL/dy, hence
-// their LL pyramids), its level outputs and its level gradients in bf16, and its level convs use
-// the folded filters rounded to bf16: it must equal wtconv_bf16_oracle.h, an independent plain-loop
-// statement of that contract, up to rare one-ulp differences (a value within f32 noise of a bf16
-// rounding boundary, summed in another order), and must differ from "the f32 op, rounded once"
-// far more often than that. The CUDA bf16 kernels are tested against the CPU op
+// The reference order stores nothing else: it is exactly the f32 op on the widened inputs with y
+// and grad_x rounded. The fused op also stores its Haar coefficient planes (of x and of dL/dy,
+// hence their LL pyramids), its level outputs and its level gradients in bf16, and its level convs
+// use the folded filters rounded to bf16: it must equal wtconv_bf16_oracle.h, an independent
+// plain-loop statement of that contract, up to rare one-ulp differences (a value within f32 noise
+// of a bf16 rounding boundary, summed in another order), and must differ from "the f32 op, rounded
+// once" far more often than that. The CUDA bf16 kernels are tested against the CPU op
 // (tests/ops/wtconv_cuda_test.cpp), which rounds the same f32 values they round.
 
 namespace {
@@ -307,7 +307,7 @@ Bf16Diff bf16_diff(const Tensor& a, const Tensor& b) {
 // at most one ulp, in a few elements. Measured on bf16_configs(): no element differs, y or grad_x.
 // Intermediates left f32 (or rounded at other points) differ in a large share instead (measured:
 // "the f32 op, rounded once" differs from the fused op in 28-58 % of the elements).
-constexpr double kRareShare = 0.01;   // the oracle: at most 1 % of the elements differ
+constexpr double kRareShare = 0.01;     // the oracle: at most 1 % of the elements differ
 constexpr double kRoundedShare = 0.05;  // "the f32 op, rounded": at least 5 % differ
 // Parameter gradients: sums of the same products of bf16 values on both sides (the CPU op sums in
 // double too; measured: equal), up to the rare flipped value: the f32 layer tolerance.
@@ -356,10 +356,10 @@ TEST(WTConvBf16, CpuForwardRoundsWhereTheContractSays) {
         EXPECT_LE(oracle.max_ulps, 1.0);
         EXPECT_LE(oracle.share, kRareShare);
         EXPECT_GE(rounded_once.share, kRoundedShare);
-        std::printf("  fused bf16 forward %s: vs oracle %.2f ulp, %.2f%% differ; vs the f32 op "
-                    "rounded once %.2f%% differ\n",
-                    describe(c).c_str(), oracle.max_ulps, 100 * oracle.share,
-                    100 * rounded_once.share);
+        std::printf(
+            "  fused bf16 forward %s: vs oracle %.2f ulp, %.2f%% differ; vs the f32 op "
+            "rounded once %.2f%% differ\n",
+            describe(c).c_str(), oracle.max_ulps, 100 * oracle.share, 100 * rounded_once.share);
       }
       // and close to the f32 op on the unrounded input (see kBf16VsF32Tol)
       const double err = test::rel_error(y, kernels::cpu::wtconv_forward(x32, w, c.stride, mode));
@@ -409,10 +409,10 @@ TEST(WTConvBf16, CpuGradientsThroughAutograd) {
         EXPECT_LE(oracle.max_ulps, 1.0);
         EXPECT_LE(oracle.share, kRareShare);
         EXPECT_GE(rounded_once.share, kRoundedShare);
-        std::printf("  fused bf16 grad_x %s: vs oracle %.2f ulp, %.2f%% differ; vs the f32 op "
-                    "rounded once %.2f%% differ\n",
-                    describe(c).c_str(), oracle.max_ulps, 100 * oracle.share,
-                    100 * rounded_once.share);
+        std::printf(
+            "  fused bf16 grad_x %s: vs oracle %.2f ulp, %.2f%% differ; vs the f32 op "
+            "rounded once %.2f%% differ\n",
+            describe(c).c_str(), oracle.max_ulps, 100 * oracle.share, 100 * rounded_once.share);
       }
       std::vector<Tensor> want_p{want.base_weight, want.base_bias, want.base_scale};
       for (int l = 0; l < c.L; ++l) want_p.push_back(want.wavelet_weight[l]);
