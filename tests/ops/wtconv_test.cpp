@@ -481,6 +481,12 @@ TEST(WTConvBf16, MixedDtypeErrorsNameTheTensors) {
       [&] { wtconv2d(xb, random_weights(c, 17, DType::f64), 1, WTConvMode::fused); });
   EXPECT_NE(m.find("base_weight"), std::string::npos) << m;
   EXPECT_NE(m.find("must be f32"), std::string::npos) << m;
+  // the CPU kernels check the same themselves (they take bf16 x directly)
+  m = error_of([&] {
+    kernels::cpu::wtconv_forward(xb, random_weights(c, 17, DType::f64), 1, WTConvMode::fused);
+  });
+  EXPECT_NE(m.find("base_weight"), std::string::npos) << m;
+  EXPECT_NE(m.find("must be f32"), std::string::npos) << m;
   kernels::WTConvWeights w = random_weights(c, 18, DType::f32);
   w.wavelet_scale[1] = w.wavelet_scale[1].to(DType::bf16);
   m = error_of([&] { wtconv2d(xb, w, 1, WTConvMode::reference); });
