@@ -37,6 +37,9 @@ bool depthwise_conv_supported(const Conv2dShape& s);
 
 /// T (x, y, grad_y, grad_x) = float or hg::bf16; weight, bias and their gradients float (for bf16
 /// activations the filter values are rounded to bf16 before use, as kernels/conv2d.h states).
+/// The forward sums each output as one fmaf per tap in row-major filter order, starting from the
+/// bias (or 0), in every kernel variant: the CPU reference of the bf16 WTConv
+/// (kernels/cpu/wtconv_fused.cpp) reproduces that f32 value bit for bit before it rounds it.
 template <typename T>
 void depthwise_conv_forward(const Conv2dShape& s, const T* x, const float* weight,
                             const float* bias, T* y);
