@@ -67,8 +67,12 @@ void resample_on_gpu(const Tensor& pixels, const std::vector<kernels::CropResize
              "resample_on_gpu: item ", i, " box misses its ", it.height, "x", it.width, " image");
   }
   if (N == 0) return;
-  const Tensor item_t = Tensor::from_bytes({static_cast<int64_t>(items.size() * sizeof(kernels::CropResizeItem))},
-                                           DType::u8, items.data(), Device::cuda);
+  // Through page-locked memory: the upload is queued; one from pageable memory would first wait for
+  // everything queued on the training stream (a host sync per batch).
+  const auto item_bytes = static_cast<int64_t>(items.size() * sizeof(kernels::CropResizeItem));
+  Tensor item_host = Tensor::empty_pinned({item_bytes}, DType::u8);
+  std::memcpy(item_host.data_ptr(), items.data(), static_cast<size_t>(item_bytes));
+  const Tensor item_t = item_host.to(Device::cuda);
   kernels::ChannelAffine affine;
   for (int64_t c = 0; c < C; ++c) {
     affine.gain[c] = static_cast<float>(1.0 / (255.0 * o.std[size_t(c)]));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/host_sync.h"
 #include "data/image_folder.h"
 #include "data/jpeg_encode.h"
 #include "data/loader.h"
@@ -167,7 +168,8 @@ TEST(GpuLoader, NvjpegMatchesCpuLoaderForAnyWorkerCount) {
 
 // With workers, the GPU stage's host half (nvJPEG's decode, the page-locked staging) runs in the
 // loader's GPU thread while the training thread is busy elsewhere: here nothing calls next() and
-// the stage still gets done for the first batches (up to two ahead), which the batches then match.
+// the stage still gets done for the first batches (up to two ahead), which the batches then match;
+// and next() itself never waits for the GPU.
 TEST(GpuLoader, GpuThreadPreparesBatchesBeforeNextIsCalled) {
   HG_REQUIRE_GPU();
   test::TempDir t;
@@ -198,12 +200,21 @@ TEST(GpuLoader, GpuThreadPreparesBatchesBeforeNextIsCalled) {
     while (dl.stats().gpu_seconds == 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     EXPECT_GT(dl.stats().gpu_seconds, 0) << "no batch was prepared without a call to next()";
+    // next() queues its GPU work without waiting for the training stream (core/host_sync.h).
     LoaderRun gpu;
+    std::vector<Tensor> held;
+    int64_t syncs = 0;
     Batch b;
-    while (dl.next(b)) {
-      gpu.images.push_back(b.images.to(Device::cpu).to_vector<float>());
+    for (;;) {
+      const int64_t before = host_syncs();
+      const bool more = dl.next(b);
+      syncs += host_syncs() - before;
+      if (!more) break;
+      held.push_back(b.images);
       gpu.labels.push_back(b.labels.to_vector<int64_t>());
     }
+    EXPECT_EQ(syncs, 0) << "next() waited for the GPU";
+    for (const Tensor& x : held) gpu.images.push_back(x.to(Device::cpu).to_vector<float>());
     compare(cpu, gpu, d == DecodeBackend::cpu ? 1e-4 : 0.35, d == DecodeBackend::cpu ? 1e-5 : 0.02);
   }
 }
