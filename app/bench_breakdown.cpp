@@ -7,6 +7,7 @@
 #include "layers/activation.h"
 #include "layers/drop_path.h"
 #include "layers/layer_scale.h"
+#include "layers/linear.h"
 #include "layers/loss.h"
 #include "layers/pool.h"
 
@@ -174,14 +175,13 @@ class PieceTimer {
 
 std::vector<std::string> breakdown_categories(bool wtconv) {
   return {"stem/downsample", wtconv ? "wtconv" : "conv_dw", "norm", "mlp fc1", "gelu", "mlp fc2",
-          "layer scale + residual", "head", "loss", "optimizer"};
+          "layer scale + residual", kFusedBlockEnd, "head", "loss", "optimizer"};
 }
 
 std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Optimizer& opt,
                                                      const Tensor& x, const Tensor& labels, int reps) {
   HG_CHECK(reps >= 1, "bench --breakdown: reps must be >= 1, got ", reps);
-  std::map<std::string, BreakdownEntry> out;
-  for (const std::string& c : breakdown_categories(model.config.wtconv)) out[c] = {};
+  std::map<std::string, BreakdownEntry> out;  // the op types the model's step uses (PieceTimer adds them)
   PieceTimer timer(model.device, reps, out);
   opt.zero_grad();
 
@@ -225,6 +225,23 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
       t = timer.run(Piece("mlp fc1", [&](const Tensor& in) { return b.fc1.forward(in); })
                         .with(trainable(b.fc1), weight_macs(b.fc1.weight)),
                     t);
+      if (b.gamma.defined() && b.drop_path_prob <= 0) {
+        // As ConvNeXtBlock::forward without drop path: GELU, fc2 with the layer scale folded in
+        // and the shortcut added by its GEMM, one op (layers/linear.h gelu_linear_residual).
+        std::vector<Tensor> params = trainable(b.fc2);
+        params.push_back(b.gamma);
+        h = timer.run(Piece(
+                          kFusedBlockEnd,
+                          [&](const Tensor& in) {
+                            return gelu_linear_residual(shortcut, in, b.fc2.weight, b.fc2.bias, b.gamma);
+                          },
+                          true, shortcut)
+                          .with(params, weight_macs(b.fc2.weight)),
+                      t);
+        shortcut.clear_grad();
+        shortcut.requires_grad_(false);
+        continue;
+      }
       t = timer.run(Piece("gelu", [](const Tensor& in) { return gelu(in); }), t);
       t = timer.run(Piece("mlp fc2", [&](const Tensor& in) { return b.fc2.forward(in); })
                         .with(trainable(b.fc2), weight_macs(b.fc2.weight)),

@@ -26,9 +26,14 @@
 
 namespace hg::app {
 
+/// The op type of a block's end run as one op (gelu_linear_residual: GELU, fc2 with the layer scale
+/// folded in, the residual add in its GEMM), as the model runs it without drop path.
+inline constexpr const char* kFusedBlockEnd = "gelu + fc2 + scale + residual";
+
 /// Op types in the order they are printed: "stem/downsample", "conv_dw" (ConvNeXt) or "wtconv"
-/// (WTConvNeXt), "norm", "mlp fc1", "gelu", "mlp fc2", "layer scale + residual", "head", "loss",
-/// "optimizer".
+/// (WTConvNeXt), "norm", "mlp fc1", "gelu", "mlp fc2", "layer scale + residual", kFusedBlockEnd,
+/// "head", "loss", "optimizer". time_breakdown returns only those the model's step uses: blocks
+/// with drop path run GELU, fc2 and the layer scale + residual as separate ops, the others fused.
 std::vector<std::string> breakdown_categories(bool wtconv);
 
 /// Times the pieces of one training step of `model` on input x (N, H, W, C) and labels (N) (both

@@ -254,19 +254,19 @@ void print_breakdown(const BenchResult& r) {
       "measured time\n",
       r.ceilings.copy_bytes_per_s / 1e9, r.config.precision.c_str(),
       r.ceilings.gemm_flops_per_s / 1e12);
-  std::printf("%-24s %9s %9s %9s %6s %9s %8s %8s %8s %9s\n", "op type", "fwd ms", "bwd ms",
+  std::printf("%-29s %9s %9s %9s %6s %9s %8s %8s %8s %9s\n", "op type", "fwd ms", "bwd ms",
               "total ms", "%", "GFLOP", "GB", "TFLOP/s", "GB/s", "roofline");
   for (const std::string& c : breakdown_categories(!r.config.wtconv.empty())) {
     auto it = r.breakdown.find(c);
     if (it == r.breakdown.end()) continue;
     const BreakdownEntry& e = it->second;
     const double t = e.forward_ms + e.backward_ms, s = t * 1e-3;
-    std::printf("%-24s %9.3f %9.3f %9.3f %5.1f%% %9.1f %8.3f %8.2f %8.0f %8.1f%%\n", c.c_str(),
+    std::printf("%-29s %9.3f %9.3f %9.3f %5.1f%% %9.1f %8.3f %8.2f %8.0f %8.1f%%\n", c.c_str(),
                 e.forward_ms, e.backward_ms, t, sum > 0 ? 100 * t / sum : 0.0, e.flops / 1e9,
                 e.bytes / 1e9, s > 0 ? e.flops / s / 1e12 : 0.0, s > 0 ? e.bytes / s / 1e9 : 0.0,
                 roofline_pct(e, r.ceilings));
   }
-  std::printf("%-24s %29.3f   (measured step: %.3f ms median; pieces run one by one)\n", "sum", sum,
+  std::printf("%-29s %29.3f   (measured step: %.3f ms median; pieces run one by one)\n", "sum", sum,
               r.train.ms.median);
 }
 
