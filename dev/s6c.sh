@@ -17,6 +17,8 @@ timeout 150 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2
 el tests
 timeout 120 $HG bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32,bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 --output $OUT/bench.json > $OUT/bench.txt 2>&1; grep -A20 "^model  " $OUT/bench.txt | cut -c1-150 | head -24
 el bench
+timeout 60 $HG bench configs/wtconvnext_tiny.yaml --device cuda --batch 128 --precision bf16 --steps 6 --warmup 2 2>&1 | grep -A2 "^model  " | head -3 | cut -c1-150
+el bench-config
 for p in bf16 fp32; do timeout 60 $HG bench-layer --kernel 5 --precision $p > $OUT/bl-$p.txt 2>&1; grep -E "^(impl|wtconv fused|wtconv ref|ours dw 7)" $OUT/bl-$p.txt | cut -c1-150; done
 el bench-layer
 timeout 120 $HG train configs/fashion_mnist.yaml --device cuda --precision bf16 --data-dir $PWD/.fmnist --output /tmp/runs --experiment fmnist_bf16 --workers 8 --plain > $OUT/fmnist_bf16.log 2>&1; grep -E "done:|error" $OUT/fmnist_bf16.log | tail -2 | cut -c1-200
