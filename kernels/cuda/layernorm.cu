@@ -1,6 +1,7 @@
 // CUDA LayerNorm of kernels/layernorm.h. One warp per row for the forward and for dx (rows are the
-// channel vectors of NHWC pixels, C <= a few thousand); dweight / dbias are summed per row chunk
-// into (P, C) workspaces and finished by reduce.h's fixed-order sum_rows (deterministic).
+// channel vectors of NHWC pixels, C <= a few thousand); dweight / dbias are summed per block of rows
+// into (P, C) workspaces and finished by reduce.h's fixed-order sum_rows (deterministic). For rows
+// of up to 1,024 channels (C % 4 == 0) dx and those sums come from one pass (backward_vec_kernel).
 // Kernels are templated on the activation storage type T (float or __nv_bfloat16); parameters,
 // statistics and accumulation stay float.
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "core/tensor.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/layernorm.h"
 #include "kernels/reduce.h"
@@ -161,6 +163,77 @@ __global__ void backward_dx_vec_kernel(const T* x, const float* w, const float* 
   }
 }
 
+// dx and the parameter gradients' partial sums in one pass over x and dy (the separate
+// backward_dwdb_partial below reads both again, 32 channels per warp access). A block's warps take
+// rows blockIdx.x * 8 + warp, then + gridDim.x * 8, ... (a fixed assignment, so the sums are the
+// same run to run); each lane keeps dy * xhat and dy of its channels in registers; the block then
+// adds its 8 warps' sums in a fixed order through shared memory (8 x C floats, dynamic) and writes
+// row blockIdx.x of partial_w / partial_b (gridDim.x, C). dx may be null (no input gradient).
+template <typename T, int NV>
+__global__ void backward_vec_kernel(const T* x, const float* w, const float* mean, const float* rstd,
+                                    const T* dy, T* dx, float* partial_w, float* partial_b, int64_t rows,
+                                    int C) {
+  extern __shared__ float warp_sums[];  // [kRowsPerBlock][C]
+  float wv[NV][4], aw[NV][4], ab[NV][4];
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int c = 4 * (threadIdx.x + 32 * k);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) wv[k][e] = aw[k][e] = ab[k][e] = 0.f;
+    if (c < C) load4(w + c, wv[k]);
+  }
+  const int64_t step = int64_t(gridDim.x) * kRowsPerBlock;
+  for (int64_t r = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y; r < rows; r += step) {
+    const float mu = mean[r], rs = rstd[r];
+    float xv[NV][4], g[NV][4];
+    load_row<T, NV>(x + r * C, C, xv);  // becomes xhat below
+    load_row<T, NV>(dy + r * C, C, g);  // becomes dy * w below
+    float sum_g = 0, sum_gx = 0;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      if (4 * (threadIdx.x + 32 * k) >= C) continue;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        xv[k][e] = (xv[k][e] - mu) * rs;
+        aw[k][e] += g[k][e] * xv[k][e];
+        ab[k][e] += g[k][e];
+        g[k][e] *= wv[k][e];
+        sum_g += g[k][e];
+        sum_gx += g[k][e] * xv[k][e];
+      }
+    }
+    const float mg = warp_sum(sum_g) / static_cast<float>(C);
+    const float mgx = warp_sum(sum_gx) / static_cast<float>(C);
+    if (!dx) continue;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int c = 4 * (threadIdx.x + 32 * k);
+      if (c >= C) continue;
+      float o[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[e] = rs * (g[k][e] - mg - xv[k][e] * mgx);
+      store4(dx + r * C + c, o);
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {  // dweight's sums, then dbias's
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int c = 4 * (threadIdx.x + 32 * k);
+      if (c >= C) continue;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) warp_sums[threadIdx.y * C + c + e] = pass == 0 ? aw[k][e] : ab[k][e];
+    }
+    __syncthreads();
+    float* out = (pass == 0 ? partial_w : partial_b) + int64_t(blockIdx.x) * C;
+    for (int c = threadIdx.y * 32 + threadIdx.x; c < C; c += 32 * kRowsPerBlock) {
+      float t = 0;
+      for (int j = 0; j < kRowsPerBlock; ++j) t += warp_sums[j * C + c];
+      out[c] = t;
+    }
+    __syncthreads();
+  }
+}
+
 /// Calls f(integral_constant<int, NV>) with the fewest vectors per lane that hold C channels, and
 /// returns true; false (nothing called) when the row does not fit the vector kernels.
 template <class F>
@@ -229,7 +302,31 @@ void layernorm_forward(const T* x, const float* weight, const float* bias, T* y,
 template <typename T>
 void layernorm_backward(const T* x, const float* weight, const float* mean, const float* rstd,
                         const T* dy, T* dx, float* dweight, float* dbias, int64_t rows, int64_t C) {
-  const bool aligned = aligned16(x) && aligned16(dy) && aligned16(dx) && aligned16(weight);
+  const bool aligned = aligned16(x) && aligned16(dy) && (!dx || aligned16(dx)) && aligned16(weight);
+  if ((dweight || dbias) && rows > 0) {
+    // One pass for dx and the parameter gradients (backward_vec_kernel): as many row-strided
+    // blocks as the GPU holds at once (one wave; the count depends on the device only, so the sums
+    // are the same run to run), their (P, C) partial sums added by sum_rows.
+    const size_t smem = sizeof(float) * kRowsPerBlock * size_t(C);
+    Tensor ws;
+    int64_t P = 0;
+    if (dispatch_vec(C, aligned, [&](auto nv) {
+          const auto kernel = backward_vec_kernel<device_t<T>, decltype(nv)::value>;
+          int per_sm = 0;
+          HG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kRowsPerBlock, smem));
+          P = std::min<int64_t>(row_blocks(rows), int64_t(std::max(per_sm, 1)) * hg::cuda::multiprocessor_count());
+          ws = scratch_tensor({2, P, C});
+          float* pw = ws.data<float>();
+          kernel<<<static_cast<unsigned>(P), dim3(32, kRowsPerBlock), smem>>>(
+              dev(x), weight, mean, rstd, dev(dy), dx ? dev(dx) : nullptr, pw, pw + P * C, rows, int(C));
+        })) {
+      HG_CUDA_LAUNCH_CHECK();
+      const float* pw = ws.data<float>();
+      if (dweight) sum_rows(pw, P, C, dweight);
+      if (dbias) sum_rows(pw + P * C, P, C, dbias);
+      return;
+    }
+  }
   if (dx && rows > 0 && dispatch_vec(C, aligned, [&](auto nv) {
         backward_dx_vec_kernel<device_t<T>, decltype(nv)::value><<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(
             dev(x), weight, mean, rstd, dev(dy), dev(dx), rows, int(C));

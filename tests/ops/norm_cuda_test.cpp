@@ -61,4 +61,10 @@ TEST(GpuLayerNorm, KernelsMatchCpuReference) {
   check_case({3, 1000}, 20);        // large C, few rows
   check_case({4, 32, 32, 64}, 30);  // 4096 rows: many row chunks for dweight / dbias
   check_case({1, 1, 1, 7}, 40);     // a single row
+  // The one-pass backward (dx and the parameter sums, rows strided over one wave of blocks) at
+  // ConvNeXt-T's widths: 4 and 6 (of 8) vectors a lane, a full 8, and more rows than one sweep.
+  check_case({2, 28, 28, 384}, 50);
+  check_case({1, 40, 40, 768}, 60);
+  check_case({2, 3, 1024}, 70);
+  check_case({16, 56, 56, 96}, 80);
 }
