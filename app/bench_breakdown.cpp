@@ -174,14 +174,16 @@ class PieceTimer {
 }  // namespace
 
 std::vector<std::string> breakdown_categories(bool wtconv) {
-  return {"stem/downsample", wtconv ? "wtconv" : "conv_dw", "norm", "mlp fc1", "gelu", "mlp fc2",
-          "layer scale + residual", kFusedBlockEnd, "head", "loss", "optimizer"};
+  return {"stem/downsample", wtconv ? "wtconv" : "conv_dw", "norm",         "mlp fc1", "gelu",
+          "mlp fc2",         "layer scale + residual",      kFusedBlockEnd, "head",    "loss",
+          "optimizer"};
 }
 
 std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Optimizer& opt,
                                                      const Tensor& x, const Tensor& labels, int reps) {
   HG_CHECK(reps >= 1, "bench --breakdown: reps must be >= 1, got ", reps);
-  std::map<std::string, BreakdownEntry> out;  // the op types the model's step uses (PieceTimer adds them)
+  std::map<std::string, BreakdownEntry>
+      out;  // the op types the model's step uses (PieceTimer adds them)
   PieceTimer timer(model.device, reps, out);
   opt.zero_grad();
 
@@ -233,7 +235,8 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
         h = timer.run(Piece(
                           kFusedBlockEnd,
                           [&](const Tensor& in) {
-                            return gelu_linear_residual(shortcut, in, b.fc2.weight, b.fc2.bias, b.gamma);
+                            return gelu_linear_residual(shortcut, in, b.fc2.weight, b.fc2.bias,
+                                                        b.gamma);
                           },
                           true, shortcut)
                           .with(params, weight_macs(b.fc2.weight)),

@@ -196,10 +196,11 @@ void print_tables(const std::vector<BenchResult>& rows) {
       "\npeak memory of the timed steps (MiB; our allocator's live bytes per category, reserved =\n"
       "held from the system, ratio = reserved / total; driver = cudaMemGetInfo used after the\n"
       "timed steps minus before the model; allocs = system allocations during the timed steps,\n"
-      "syncs = host waits on the GPU our code asked for in them (core/host_sync.h); both expected 0)\n");
-  std::printf("%-30s %-5s %-5s %8s %8s %8s %9s %8s %9s %9s %6s %9s %6s %6s\n", "model", "prec", "phase",
-              "params", "grads", "optim", "activ", "work", "total", "reserved", "ratio", "driver",
-              "allocs", "syncs");
+      "syncs = host waits on the GPU our code asked for in them (core/host_sync.h); both expected "
+      "0)\n");
+  std::printf("%-30s %-5s %-5s %8s %8s %8s %9s %8s %9s %9s %6s %9s %6s %6s\n", "model", "prec",
+              "phase", "params", "grads", "optim", "activ", "work", "total", "reserved", "ratio",
+              "driver", "allocs", "syncs");
   for (const BenchResult& r : rows) {
     if (!r.ok()) continue;
     for (int phase = 0; phase < 2; ++phase) {
@@ -207,11 +208,12 @@ void print_tables(const std::vector<BenchResult>& rows) {
       std::string driver = "-";
       if (m.device_used && r.baseline_device_used)
         driver = str(static_cast<int64_t>(mib(*m.device_used - *r.baseline_device_used)));
-      std::printf("%-30s %-5s %-5s %8.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f %6.3f %9s %6lld %6lld\n",
-                  label(r).c_str(), r.config.precision.c_str(), phase ? "train" : "infer",
-                  mib(m.peak[0]), mib(m.peak[1]), mib(m.peak[2]), mib(m.peak[3]), mib(m.peak[4]),
-                  mib(m.total_peak), mib(m.reserved_peak), reserved_ratio(m), driver.c_str(),
-                  static_cast<long long>(m.system_allocs), static_cast<long long>(m.host_syncs));
+      std::printf(
+          "%-30s %-5s %-5s %8.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f %6.3f %9s %6lld %6lld\n",
+          label(r).c_str(), r.config.precision.c_str(), phase ? "train" : "infer", mib(m.peak[0]),
+          mib(m.peak[1]), mib(m.peak[2]), mib(m.peak[3]), mib(m.peak[4]), mib(m.total_peak),
+          mib(m.reserved_peak), reserved_ratio(m), driver.c_str(),
+          static_cast<long long>(m.system_allocs), static_cast<long long>(m.host_syncs));
       if (m.system_allocs != 0)
         std::printf("  warning: %lld system allocations during the timed %s steps (not a steady state; more "
                     "warm-up steps?)\n", static_cast<long long>(m.system_allocs), phase ? "train" : "infer");

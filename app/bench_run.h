@@ -42,7 +42,8 @@ struct PhaseMemory {
   int64_t total_peak = 0;      ///< peak of live bytes, all categories
   int64_t reserved_peak = 0;   ///< peak of bytes held from the system (segments in use or cached)
   int64_t system_allocs = 0;   ///< malloc / cudaMalloc calls during the timed steps (expect 0)
-  int64_t host_syncs = 0;      ///< host waits on the GPU during the timed steps (core/host_sync.h; expect 0)
+  int64_t host_syncs =
+      0;  ///< host waits on the GPU during the timed steps (core/host_sync.h; expect 0)
   std::optional<int64_t> device_used;  ///< cudaMemGetInfo total - free right after the timed steps
 };
 

@@ -59,7 +59,8 @@ class Dataset {
   /// Sample `index` for a GPU decoder: a JPEG file's bytes left undecoded (after `choose` saw its
   /// size) when `gpu_takes` accepts its header (null: every JPEG), anything else decoded on the CPU
   /// as get_region(). The default decodes everything on the CPU.
-  virtual EncodedSample get_encoded(int64_t index, const CropChooser& choose, const GpuTakes& gpu_takes = {}) const;
+  virtual EncodedSample get_encoded(int64_t index, const CropChooser& choose,
+                                    const GpuTakes& gpu_takes = {}) const;
   /// One line for logs: kind, root, split, size, classes.
   virtual std::string describe() const = 0;
   /// Corrupt images skipped so far (at scan time and while loading).

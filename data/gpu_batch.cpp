@@ -31,7 +31,8 @@ const char* decode_backend_name(DecodeBackend d) {
 }
 
 GpuTakes gpu_takes(DecodeBackend d) {
-  if (d == DecodeBackend::nvjpeg) return [](const JpegHeader& h) { return h.components != 4 && !h.progressive; };
+  if (d == DecodeBackend::nvjpeg)
+    return [](const JpegHeader& h) { return h.components != 4 && !h.progressive; };
   return [](const JpegHeader& h) { return h.components != 4; };
 }
 
@@ -65,7 +66,9 @@ Tensor GpuBatchMaker::make(StagedBatch& staged, std::map<std::string, int64_t>& 
 
 #ifndef HAARGRAD_WITH_CUDA
 struct PreparedBatch {};
-void GpuBatchMaker::prepare(StagedBatch&) { throw Error("gpu_augment: this build has no CUDA backend"); }
+void GpuBatchMaker::prepare(StagedBatch&) {
+  throw Error("gpu_augment: this build has no CUDA backend");
+}
 Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
   throw Error("gpu_augment: this build has no CUDA backend");
 }
@@ -127,13 +130,15 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   if (p.image_idx.empty()) {
     pixels = p.gpu.pixels;
   } else {
-    pixels = Tensor::empty({std::max<int64_t>(gpu_bytes + p.host_bytes, 1)}, DType::u8, Device::cuda);
+    pixels =
+        Tensor::empty({std::max<int64_t>(gpu_bytes + p.host_bytes, 1)}, DType::u8, Device::cuda);
     auto* base = static_cast<uint8_t*>(pixels.data_ptr());
     if (gpu_bytes > 0)
       HG_CUDA_CHECK(cudaMemcpyAsync(base, p.gpu.pixels.data_ptr(), static_cast<size_t>(gpu_bytes),
                                     cudaMemcpyDeviceToDevice, nullptr));
-    HG_CUDA_CHECK(cudaMemcpyAsync(base + gpu_bytes, p.host.data_ptr(), static_cast<size_t>(p.host_bytes),
-                                  cudaMemcpyHostToDevice, nullptr));
+    HG_CUDA_CHECK(cudaMemcpyAsync(base + gpu_bytes, p.host.data_ptr(),
+                                  static_cast<size_t>(p.host_bytes), cudaMemcpyHostToDevice,
+                                  nullptr));
     memory::record_pinned_use(p.host.data_ptr());
   }
   // The kernel items, in batch order.

@@ -1,8 +1,9 @@
-// The GPU half of a batch when the loader runs its transform on the GPU (LoaderOptions::gpu_augment):
-// workers hand over each sample as uint8 (a region decoded on the CPU) or, with an nvJPEG decode
-// mode, as the JPEG file's bytes; GpuBatchMaker decodes the JPEGs on the GPU (data/nvjpeg_decoder.h)
-// and runs the batched crop + resize + flip + normalise kernel (data/gpu_augment.h) on the training
-// stream, giving the batch as a CUDA tensor (N, S, S, C) of f32 or bf16.
+// The GPU half of a batch when the loader runs its transform on the GPU
+// (LoaderOptions::gpu_augment): workers hand over each sample as uint8 (a region decoded on the
+// CPU) or, with an nvJPEG decode mode, as the JPEG file's bytes; GpuBatchMaker decodes the JPEGs on
+// the GPU (data/nvjpeg_decoder.h) and runs the batched crop + resize + flip + normalise kernel
+// (data/gpu_augment.h) on the training stream, giving the batch as a CUDA tensor (N, S, S, C) of
+// f32 or bf16.
 //
 // In two halves, so that the slow host part runs beside the training step: prepare() (nvJPEG's
 // decode, which blocks the calling thread while the JPEG engines work, and the page-locked staging
@@ -66,14 +67,14 @@ class GpuBatchMaker {
   GpuBatchMaker(const GpuBatchMaker&) = delete;
   GpuBatchMaker& operator=(const GpuBatchMaker&) = delete;
 
-  /// The batch's images as a CUDA tensor (N, img_size, img_size, C) of the dtype, queued on the default
-  /// stream; adds one count per sample to `decoded` (nvjpeg_backend_name or the CPU decode key).
-  /// prepare() (unless done already) then finish().
+  /// The batch's images as a CUDA tensor (N, img_size, img_size, C) of the dtype, queued on the
+  /// default stream; adds one count per sample to `decoded` (nvjpeg_backend_name or the CPU decode
+  /// key). prepare() (unless done already) then finish().
   Tensor make(StagedBatch& staged, std::map<std::string, int64_t>& decoded);
-  /// The host half: decodes the JPEGs (nvjpeg modes) and stages the CPU-decoded pixels in page-locked
-  /// memory; queues nothing on the training stream. May run in another thread than finish(), one
-  /// batch at a time, at most two batches ahead of the last finish() (the decoder's two buffers).
-  /// Throws as make().
+  /// The host half: decodes the JPEGs (nvjpeg modes) and stages the CPU-decoded pixels in
+  /// page-locked memory; queues nothing on the training stream. May run in another thread than
+  /// finish(), one batch at a time, at most two batches ahead of the last finish() (the decoder's
+  /// two buffers). Throws as make().
   void prepare(StagedBatch& staged);
   /// The training-stream half of a prepared batch: waits for its decode, copies the pixels up, runs
   /// the kernel. Throws hg::Error for a batch not prepared.

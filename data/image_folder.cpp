@@ -28,7 +28,8 @@ RegionSample Dataset::get_region(int64_t index, const CropChooser& choose) const
   return r;
 }
 
-EncodedSample Dataset::get_encoded(int64_t index, const CropChooser& choose, const GpuTakes&) const {
+EncodedSample Dataset::get_encoded(int64_t index, const CropChooser& choose,
+                                   const GpuTakes&) const {
   EncodedSample e;
   e.decoded = get_region(index, choose);
   e.label = e.decoded.label;
@@ -144,7 +145,8 @@ RegionSample ImageFolder::get_region(int64_t index, const CropChooser& choose) c
   });
 }
 
-EncodedSample ImageFolder::get_encoded(int64_t index, const CropChooser& choose, const GpuTakes& gpu_takes) const {
+EncodedSample ImageFolder::get_encoded(int64_t index, const CropChooser& choose,
+                                       const GpuTakes& gpu_takes) const {
   return read_good("get_encoded", index, [&](size_t j) {
     const std::string& path = files_[j];
     EncodedSample e;
@@ -158,7 +160,8 @@ EncodedSample ImageFolder::get_encoded(int64_t index, const CropChooser& choose,
       const JpegHeader h = read_jpeg_header(bytes.data(), bytes.size(), path);
       if (gpu_takes && !gpu_takes(h)) {  // decoded here, at reduced scale where the crop allows
         e.decoded = RegionSample{
-            decode_image_region(bytes, path, static_cast<int>(opts_.channels), choose, opts_.jpeg), e.label};
+            decode_image_region(bytes, path, static_cast<int>(opts_.channels), choose, opts_.jpeg),
+            e.label};
         return e;
       }
       e.height = h.height;

@@ -43,9 +43,10 @@ class ImageFolder : public Dataset {
   /// As get(), decoding only what `choose`'s crop needs (image_region.h) with options.jpeg.
   RegionSample get_region(int64_t index, const CropChooser& choose) const override;
   /// A JPEG file (unless options.jpeg is stb) whose header parses, whose data reaches its
-  /// end-of-image marker and that `gpu_takes` accepts: its bytes, undecoded; anything else decoded as
-  /// get_region(). Corrupt files are skipped as in get().
-  EncodedSample get_encoded(int64_t index, const CropChooser& choose, const GpuTakes& gpu_takes = {}) const override;
+  /// end-of-image marker and that `gpu_takes` accepts: its bytes, undecoded; anything else decoded
+  /// as get_region(). Corrupt files are skipped as in get().
+  EncodedSample get_encoded(int64_t index, const CropChooser& choose,
+                            const GpuTakes& gpu_takes = {}) const override;
   std::string describe() const override;
   int64_t corrupt_skipped() const override { return skipped_.load(); }
 

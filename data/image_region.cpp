@@ -38,9 +38,10 @@ ImageRegion read_image_region(const std::string& path, int channels, const CropC
   return decode_image_region(read_file_bytes(path), path, channels, choose, jpeg);
 }
 
-ImageRegion decode_image_region(const std::vector<uint8_t>& bytes, const std::string& path, int channels,
-                                const CropChooser& choose, JpegDecoder jpeg) {
-  HG_CHECK(channels == 1 || channels == 3, "read_image_region: channels must be 1 or 3, got ", channels);
+ImageRegion decode_image_region(const std::vector<uint8_t>& bytes, const std::string& path,
+                                int channels, const CropChooser& choose, JpegDecoder jpeg) {
+  HG_CHECK(channels == 1 || channels == 3, "read_image_region: channels must be 1 or 3, got ",
+           channels);
   ImageRegion out;
   out.info.format = sniff_image_format(bytes.data(), bytes.size());
   out.info.file_bytes = static_cast<int64_t>(bytes.size());

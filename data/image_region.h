@@ -54,7 +54,8 @@ PixelRect crop_reach_rect(const CropBox& box, int64_t out_h, int64_t out_w, int6
 ImageRegion read_image_region(const std::string& path, int channels, const CropChooser& choose,
                               JpegDecoder jpeg = JpegDecoder::turbo);
 /// As read_image_region, for a file already read into `bytes` (`path` names it in errors).
-ImageRegion decode_image_region(const std::vector<uint8_t>& bytes, const std::string& path, int channels,
-                                const CropChooser& choose, JpegDecoder jpeg = JpegDecoder::turbo);
+ImageRegion decode_image_region(const std::vector<uint8_t>& bytes, const std::string& path,
+                                int channels, const CropChooser& choose,
+                                JpegDecoder jpeg = JpegDecoder::turbo);
 
 }  // namespace hg::data

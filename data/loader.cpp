@@ -227,9 +227,10 @@ void DataLoader::finish_on_gpu(Batch& batch) {
   cv_.notify_all();
 }
 
-// Batches in order: the host half of the GPU stage (nvJPEG blocks this thread while the JPEG engines
-// decode) runs here, beside the training step, instead of in next(). At most two batches ahead of
-// the last one queued on the training stream (NvjpegDecoder's two buffers; GpuBatchMaker::prepare).
+// Batches in order: the host half of the GPU stage (nvJPEG blocks this thread while the JPEG
+// engines decode) runs here, beside the training step, instead of in next(). At most two batches
+// ahead of the last one queued on the training stream (NvjpegDecoder's two buffers;
+// GpuBatchMaker::prepare).
 void DataLoader::gpu_loop() {
   for (;;) {
     int64_t step;
@@ -237,7 +238,8 @@ void DataLoader::gpu_loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stop_ || next_prepare_ >= end_ || (ready_.count(next_prepare_) > 0 && next_prepare_ <= finished_ + 1);
+        return stop_ || next_prepare_ >= end_ ||
+               (ready_.count(next_prepare_) > 0 && next_prepare_ <= finished_ + 1);
       });
       if (stop_ || next_prepare_ >= end_) return;
       step = next_prepare_;
@@ -344,7 +346,8 @@ bool DataLoader::next(Batch& out) {
   // With a GPU thread, a batch is ready once it is prepared too.
   const bool gpu_thread = gpu_maker_ != nullptr;
   cv_.wait(lock, [&] {
-    return error_ != nullptr || (ready_.count(next_take_) > 0 && (!gpu_thread || next_prepare_ > next_take_));
+    return error_ != nullptr ||
+           (ready_.count(next_take_) > 0 && (!gpu_thread || next_prepare_ > next_take_));
   });
   wait_ += seconds_since(t0);
   if (error_) {

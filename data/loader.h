@@ -48,12 +48,13 @@ struct LoaderOptions {
   int64_t num_replicas = 1;
   int64_t rank = 0;
   bool pad_shards = true;
-  /// Run the transform's resize + flip + normalise on the GPU (config gpu_augment; data/gpu_batch.h):
-  /// workers hand over uint8 regions (or, with an nvJPEG decode, the JPEG files' bytes), one GPU
-  /// thread decodes them with nvJPEG and stages them (up to two batches ahead of the training
-  /// step), and next() queues the batched kernel on the training stream, so Batch::images is a CUDA
-  /// tensor. Needs the CUDA build and a GPU; not with mixup / cutmix, RandAugment,
-  /// ColorJitter or random erasing (CPU-only ops: the constructor says which key to change).
+  /// Run the transform's resize + flip + normalise on the GPU (config gpu_augment;
+  /// data/gpu_batch.h): workers hand over uint8 regions (or, with an nvJPEG decode, the JPEG files'
+  /// bytes), one GPU thread decodes them with nvJPEG and stages them (up to two batches ahead of
+  /// the training step), and next() queues the batched kernel on the training stream, so
+  /// Batch::images is a CUDA tensor. Needs the CUDA build and a GPU; not with mixup / cutmix,
+  /// RandAugment, ColorJitter or random erasing (CPU-only ops: the constructor says which key to
+  /// change).
   bool gpu_augment = false;
   DecodeBackend decode = DecodeBackend::cpu;  ///< where JPEGs are decoded with gpu_augment (data/gpu_batch.h)
   DType gpu_dtype = DType::f32;               ///< Batch::images dtype with gpu_augment: f32 or bf16
@@ -81,8 +82,8 @@ struct LoaderStats {
   double worker_cpu_seconds = 0;  ///< CPU time of that busy time (thread CPU clock), s: unlike
                                   ///< worker_seconds, not inflated when other processes share the cores
   double wait_seconds = 0;     ///< time next() spent blocked waiting for a batch, s
-  double gpu_seconds = 0;      ///< gpu_augment: host time of the GPU stage (the GPU thread's nvJPEG decode
-                               ///< and staging, next()'s queued copies and kernel), s
+  double gpu_seconds = 0;      ///< gpu_augment: host time of the GPU stage (the GPU thread's nvJPEG
+                               ///< decode and staging, next()'s queued copies and kernel), s
   double wall_seconds = 0;     ///< since start_epoch, s
   int64_t workers = 0;
   /// Throughput the workers sustain together: images / worker_seconds * max(workers, 1), img/s.
@@ -118,8 +119,9 @@ class DataLoader {
  private:
   Batch make_batch(int64_t step) const;
   void stage_batch(Batch& batch, int64_t begin, int64_t n) const;  // gpu_augment: the workers' part
-  void finish_on_gpu(Batch& batch);  // gpu_augment: next()'s part (prepares it first without a GPU thread)
-  void gpu_loop();                   // gpu_augment with workers: the GPU thread (prepare, in order)
+  void finish_on_gpu(
+      Batch& batch);  // gpu_augment: next()'s part (prepares it first without a GPU thread)
+  void gpu_loop();    // gpu_augment with workers: the GPU thread (prepare, in order)
   void mix_batch(Batch& batch) const;  // opts_.mixup on the finished batch
   void worker_loop();
   void stop_workers();
@@ -141,14 +143,15 @@ class DataLoader {
   int64_t next_make_ = 0;           // next batch a worker will build
   int64_t next_take_ = 0;           // next batch next() returns
   int64_t next_prepare_ = 0;        // gpu_augment: next batch the GPU thread prepares
-  int64_t finished_ = 0;            // gpu_augment: batches before this are queued on the training stream
+  int64_t finished_ = 0;  // gpu_augment: batches before this are queued on the training stream
   std::map<int64_t, Batch> ready_;  // built, not yet taken
   bool stop_ = false;
   std::exception_ptr error_;
   int64_t images_ = 0, file_bytes_ = 0;
   std::map<std::string, int64_t> decoded_;
   double busy_ = 0, busy_cpu_ = 0, wait_ = 0, gpu_ = 0;
-  std::unique_ptr<GpuBatchMaker> gpu_maker_;  // gpu_augment only: prepare in the GPU thread, finish in next()
+  std::unique_ptr<GpuBatchMaker>
+      gpu_maker_;  // gpu_augment only: prepare in the GPU thread, finish in next()
   std::vector<std::thread> threads_;
 };
 

@@ -153,9 +153,11 @@ class BlockCache {
   ~BlockCache() {
     for (const auto& [p, size] : all_) {
       (void)size;
-      if ((pinned_ ? cudaFreeHost(p) : cudaFree(p)) != cudaSuccess) spdlog::warn("nvJPEG: freeing a cached block failed");
+      if ((pinned_ ? cudaFreeHost(p) : cudaFree(p)) != cudaSuccess)
+        spdlog::warn("nvJPEG: freeing a cached block failed");
     }
-    spdlog::debug("nvJPEG: {} {} allocations over the decoder's life", allocations_, pinned_ ? "page-locked" : "device");
+    spdlog::debug("nvJPEG: {} {} allocations over the decoder's life", allocations_,
+                  pinned_ ? "page-locked" : "device");
   }
   // A cached block of at least `size` bytes (at most twice that), else a new one. 0 = success.
   int get(void** ptr, size_t size) {
@@ -166,7 +168,8 @@ class BlockCache {
       free_.erase(it);
       return 0;
     }
-    const cudaError_t e = pinned_ ? cudaHostAlloc(ptr, size, cudaHostAllocDefault) : cudaMalloc(ptr, size);
+    const cudaError_t e =
+        pinned_ ? cudaHostAlloc(ptr, size, cudaHostAllocDefault) : cudaMalloc(ptr, size);
     if (e != cudaSuccess) return 1;
     all_[*ptr] = size;
     ++allocations_;
@@ -180,8 +183,12 @@ class BlockCache {
     free_.emplace(it->second, ptr);
     return 0;
   }
-  static int dev_malloc(void* c, void** p, size_t size, cudaStream_t) { return static_cast<BlockCache*>(c)->get(p, size); }
-  static int dev_free(void* c, void* p, size_t, cudaStream_t s) { return static_cast<BlockCache*>(c)->put(p, s); }
+  static int dev_malloc(void* c, void** p, size_t size, cudaStream_t) {
+    return static_cast<BlockCache*>(c)->get(p, size);
+  }
+  static int dev_free(void* c, void* p, size_t, cudaStream_t s) {
+    return static_cast<BlockCache*>(c)->put(p, s);
+  }
 
  private:
   bool pinned_;
@@ -194,8 +201,10 @@ class BlockCache {
 struct NvjpegDecoder::Impl {
   // Declared first, so destroyed last: nvJPEG's objects (destroyed in ~Impl) free into them.
   BlockCache device_blocks{false}, pinned_blocks{true};
-  nvjpegDevAllocatorV2_t device_allocator{&BlockCache::dev_malloc, &BlockCache::dev_free, &device_blocks};
-  nvjpegPinnedAllocatorV2_t pinned_allocator{&BlockCache::dev_malloc, &BlockCache::dev_free, &pinned_blocks};
+  nvjpegDevAllocatorV2_t device_allocator{&BlockCache::dev_malloc, &BlockCache::dev_free,
+                                          &device_blocks};
+  nvjpegPinnedAllocatorV2_t pinned_allocator{&BlockCache::dev_malloc, &BlockCache::dev_free,
+                                             &pinned_blocks};
   NvjpegOptions opts;
   nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;
   bool hardware = false;
@@ -335,7 +344,7 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   m.format = opts.channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI;
   if (opts.hardware) {
     const nvjpegStatus_t s = nvjpegCreateExV2(NVJPEG_BACKEND_HARDWARE, &m.device_allocator,
-                                                &m.pinned_allocator, 0, &m.handle);
+                                              &m.pinned_allocator, 0, &m.handle);
     if (s == NVJPEG_STATUS_SUCCESS) {
       m.hardware = true;
     } else {
@@ -344,13 +353,16 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
     }
   }
   if (!m.handle)
-    check(nvjpegCreateExV2(NVJPEG_BACKEND_DEFAULT, &m.device_allocator, &m.pinned_allocator, 0, &m.handle),
+    check(nvjpegCreateExV2(NVJPEG_BACKEND_DEFAULT, &m.device_allocator, &m.pinned_allocator, 0,
+                           &m.handle),
           "nvjpegCreateExV2", "setup");
   if (m.hardware) check(nvjpegJpegStateCreate(m.handle, &m.batch_state), "nvjpegJpegStateCreate", "setup");
   check(nvjpegDecoderCreate(m.handle, NVJPEG_BACKEND_GPU_HYBRID, &m.gpu_decoder), "nvjpegDecoderCreate", "setup");
   check(nvjpegDecoderStateCreate(m.handle, m.gpu_decoder, &m.gpu_state), "nvjpegDecoderStateCreate", "setup");
-  check(nvjpegBufferPinnedCreateV2(m.handle, &m.pinned_allocator, &m.pinned), "nvjpegBufferPinnedCreateV2", "setup");
-  check(nvjpegBufferDeviceCreateV2(m.handle, &m.device_allocator, &m.device), "nvjpegBufferDeviceCreateV2", "setup");
+  check(nvjpegBufferPinnedCreateV2(m.handle, &m.pinned_allocator, &m.pinned),
+        "nvjpegBufferPinnedCreateV2", "setup");
+  check(nvjpegBufferDeviceCreateV2(m.handle, &m.device_allocator, &m.device),
+        "nvjpegBufferDeviceCreateV2", "setup");
   check(nvjpegStateAttachPinnedBuffer(m.gpu_state, m.pinned), "nvjpegStateAttachPinnedBuffer", "setup");
   check(nvjpegStateAttachDeviceBuffer(m.gpu_state, m.device), "nvjpegStateAttachDeviceBuffer", "setup");
   check(nvjpegDecodeParamsCreate(m.handle, &m.params), "nvjpegDecodeParamsCreate", "setup");
@@ -437,7 +449,8 @@ GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
     if (out.backends[i] == NvjpegBackend::gpu && !m.decode_gpu(jobs[i], rects[i], base + out.items[i].offset))
       to_cpu.push_back(i);
   // ready() makes the training stream (the fallback copies, the crop kernel) wait for this.
-  HG_CUDA_CHECK(cudaEventRecord(m.decoded[static_cast<size_t>(out.ticket % m.ring.slots())], m.decode_stream));
+  HG_CUDA_CHECK(cudaEventRecord(m.decoded[static_cast<size_t>(out.ticket % m.ring.slots())],
+                                m.decode_stream));
   // 4. libjpeg-turbo for the rest, staged in one page-locked buffer that ready() copies up.
   for (size_t i = 0; i < n; ++i)
     if (out.backends[i] == NvjpegBackend::cpu) to_cpu.push_back(i);
@@ -464,13 +477,15 @@ void NvjpegDecoder::ready(GpuImages& images) {
   Impl& m = *impl_;
   HG_CHECK(!images.queued, "NvjpegDecoder::ready: batch ", images.ticket, " is queued already");
   HG_CHECK(images.ticket >= 0, "NvjpegDecoder::ready: not a decoded batch");
-  HG_CUDA_CHECK(cudaStreamWaitEvent(nullptr, m.decoded[static_cast<size_t>(images.ticket % m.ring.slots())], 0));
+  HG_CUDA_CHECK(cudaStreamWaitEvent(
+      nullptr, m.decoded[static_cast<size_t>(images.ticket % m.ring.slots())], 0));
   if (!images.fallback_at.empty()) {
     auto* base = static_cast<uint8_t*>(images.pixels.data_ptr());
     const auto* h = static_cast<const uint8_t*>(images.fallback.data_ptr());
     for (size_t i = 0; i < images.fallback_at.size(); ++i)
       HG_CUDA_CHECK(cudaMemcpyAsync(base + images.fallback_offset[i], h + images.fallback_at[i],
-                                    static_cast<size_t>(images.fallback_bytes[i]), cudaMemcpyHostToDevice, nullptr));
+                                    static_cast<size_t>(images.fallback_bytes[i]),
+                                    cudaMemcpyHostToDevice, nullptr));
     memory::record_pinned_use(images.fallback.data_ptr());  // not reused before the copies are done
   }
   images.queued = true;
@@ -478,7 +493,8 @@ void NvjpegDecoder::ready(GpuImages& images) {
 
 void NvjpegDecoder::reads_queued(const GpuImages& images) {
   Impl& m = *impl_;
-  HG_CHECK(images.queued, "NvjpegDecoder::reads_queued: batch ", images.ticket, " was never made ready()");
+  HG_CHECK(images.queued, "NvjpegDecoder::reads_queued: batch ", images.ticket,
+           " was never made ready()");
   std::lock_guard<std::mutex> lock(m.ring_mu);
   m.ring.reads_queued(images.ticket);  // throws for a buffer written again since
   HG_CUDA_CHECK(

@@ -21,9 +21,9 @@
 //
 // Threads: decode_ahead may run in one thread (the loader's GPU thread) while another (the training
 // thread) calls ready() and reads_queued() for earlier batches; decode() is both in one thread. At
-// most two decodes may be outstanding (decoded, their readers not yet marked by reads_queued): a third
-// would wait for readers that are not queued yet. The decodes run on a stream of their own; ready()
-// makes the default CUDA stream, the training stream, wait for them.
+// most two decodes may be outstanding (decoded, their readers not yet marked by reads_queued): a
+// third would wait for readers that are not queued yet. The decodes run on a stream of their own;
+// ready() makes the default CUDA stream, the training stream, wait for them.
 //
 // Where the pixels go: the hardware decoder writes its output when nvjpegDecodeBatched is called,
 // not in stream order after the work already queued (data/slot_ring.h), so its output must never
@@ -73,7 +73,8 @@ struct GpuImages {
   std::vector<NvjpegBackend> backends;  ///< what decoded each job
   int64_t ticket = -1;  ///< which use of the decoder's buffers this is (for reads_queued)
   /// decode_ahead: the libjpeg-turbo fallbacks' pixels, page-locked, that ready() copies up: copy i
-  /// takes fallback_bytes[i] bytes from fallback_at[i] of `fallback` to fallback_offset[i] of pixels.
+  /// takes fallback_bytes[i] bytes from fallback_at[i] of `fallback` to fallback_offset[i] of
+  /// pixels.
   Tensor fallback;
   std::vector<int64_t> fallback_at, fallback_offset, fallback_bytes;
   bool queued = false;  ///< ready() was called: the training stream reads it in order

@@ -15,8 +15,8 @@ StepLosses::StepLosses(int64_t capacity, Device device) : capacity_(capacity) {
 void StepLosses::add(const Tensor& loss, int64_t step, int64_t images) {
   HG_CHECK(!full(), "StepLosses: ", capacity_, " steps pending; take() them first");
   HG_CHECK(loss.numel() == 1 && loss.dtype() == DType::f32 && loss.device() == buffer_.device(),
-           "StepLosses: the loss must be one f32 element on ", device_name(buffer_.device()), ", got ",
-           loss.describe());
+           "StepLosses: the loss must be one f32 element on ", device_name(buffer_.device()),
+           ", got ", loss.describe());
   autograd::NoGradGuard no_grad;  // a copy of the value, not part of the step's graph
   const auto k = pending();
   buffer_.slice(0, k, k + 1).copy_(loss.reshape({1}));  // queued in stream order: no wait

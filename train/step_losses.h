@@ -20,14 +20,14 @@ class StepLosses {
   StepLosses(int64_t capacity, Device device);
 
   /// Queues the copy of `loss` (one f32 element on the buffer's device) as the loss
-  /// of step `step` (0-based in its epoch) over `images` images. Throws hg::Error when the buffer is
-  /// full (take() first), or for a loss that is not one f32 element on the buffer's device.
+  /// of step `step` (0-based in its epoch) over `images` images. Throws hg::Error when the buffer
+  /// is full (take() first), or for a loss that is not one f32 element on the buffer's device.
   void add(const Tensor& loss, int64_t step, int64_t images);
   int64_t pending() const { return static_cast<int64_t>(steps_.size()); }
   bool full() const { return pending() == capacity_; }
 
   struct Read {
-    std::vector<double> losses;         ///< per pending step, in order
+    std::vector<double> losses;  ///< per pending step, in order
     std::vector<int64_t> steps, images;
   };
   /// The pending steps' losses (waits for their steps on the GPU), and empties the buffer.

@@ -151,7 +151,7 @@ struct Session {
   std::unique_ptr<Optimizer> opt;
   std::unique_ptr<RunSchedule> sched;
   std::unique_ptr<DataParallel> dp;
-  std::unique_ptr<ModelEma> ema;  // model_ema: on
+  std::unique_ptr<ModelEma> ema;       // model_ema: on
   std::unique_ptr<StepLosses> losses;  // the steps' losses until they are read
   // CPU, one process, the thread count the program's choice: measured (core/thread_tuner.h)
   std::unique_ptr<TunedThreads> threads;
@@ -389,12 +389,13 @@ void read_losses(Session& s, int64_t epoch, EpochProgress& p) {
   }
   const std::vector<double> global = s.dp->sum_over_ranks({sum, images});  // NaN on any rank: NaN
   if (!std::isfinite(global[0])) {
-    const std::string where =
-        bad >= 0 ? str("step ", r.steps[static_cast<size_t>(bad)] + 1, " (", r.losses[static_cast<size_t>(bad)], ")")
-        : r.steps.empty() ? std::string("another rank's steps")
-                          : str("another rank's steps ", r.steps.front() + 1, "..", r.steps.back() + 1);
-    throw Error(str("non-finite loss at epoch ", epoch + 1, " ", where, ": stopping; nothing of this epoch is saved; ",
-                    s.good.describe()));
+    const std::string where = bad >= 0 ? str("step ", r.steps[static_cast<size_t>(bad)] + 1, " (",
+                                             r.losses[static_cast<size_t>(bad)], ")")
+                              : r.steps.empty() ? std::string("another rank's steps")
+                                                : str("another rank's steps ", r.steps.front() + 1,
+                                                      "..", r.steps.back() + 1);
+    throw Error(str("non-finite loss at epoch ", epoch + 1, " ", where,
+                    ": stopping; nothing of this epoch is saved; ", s.good.describe()));
   }
   p.loss_sum += global[0];
   p.images += static_cast<int64_t>(global[1]);
@@ -409,7 +410,8 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
   Tensor loss = b.targets.defined()
                     ? soft_target_cross_entropy(model.forward(x, true), b.targets.to(s.device))
                     : cross_entropy(model.forward(x, true), y, s.cfg.smoothing);
-  s.losses->add(loss, p.step, b.labels.numel());  // read back every log_interval steps, no wait here
+  s.losses->add(loss, p.step,
+                b.labels.numel());  // read back every log_interval steps, no wait here
   const bool last_micro = (p.step + 1) % s.accum == 0 || p.step + 1 == s.steps_per_epoch;
   s.dp->backward(s.accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(s.accum)) : loss,
                  last_micro);

@@ -1,9 +1,9 @@
 // CUDA LayerNorm of kernels/layernorm.h. One warp per row for the forward and for dx (rows are the
-// channel vectors of NHWC pixels, C <= a few thousand); dweight / dbias are summed per block of rows
-// into (P, C) workspaces and finished by reduce.h's fixed-order sum_rows (deterministic). For rows
-// of up to 1,024 channels (C % 4 == 0) dx and those sums come from one pass (backward_vec_kernel).
-// Kernels are templated on the activation storage type T (float or __nv_bfloat16); parameters,
-// statistics and accumulation stay float.
+// channel vectors of NHWC pixels, C <= a few thousand); dweight / dbias are summed per block of
+// rows into (P, C) workspaces and finished by reduce.h's fixed-order sum_rows (deterministic). For
+// rows of up to 1,024 channels (C % 4 == 0) dx and those sums come from one pass
+// (backward_vec_kernel). Kernels are templated on the activation storage type T (float or
+// __nv_bfloat16); parameters, statistics and accumulation stay float.
 #include <algorithm>
 #include <type_traits>
 
@@ -170,9 +170,9 @@ __global__ void backward_dx_vec_kernel(const T* x, const float* w, const float* 
 // adds its 8 warps' sums in a fixed order through shared memory (8 x C floats, dynamic) and writes
 // row blockIdx.x of partial_w / partial_b (gridDim.x, C). dx may be null (no input gradient).
 template <typename T, int NV>
-__global__ void backward_vec_kernel(const T* x, const float* w, const float* mean, const float* rstd,
-                                    const T* dy, T* dx, float* partial_w, float* partial_b, int64_t rows,
-                                    int C) {
+__global__ void backward_vec_kernel(const T* x, const float* w, const float* mean,
+                                    const float* rstd, const T* dy, T* dx, float* partial_w,
+                                    float* partial_b, int64_t rows, int C) {
   extern __shared__ float warp_sums[];  // [kRowsPerBlock][C]
   float wv[NV][4], aw[NV][4], ab[NV][4];
 #pragma unroll
@@ -221,7 +221,8 @@ __global__ void backward_vec_kernel(const T* x, const float* w, const float* mea
       const int c = 4 * (threadIdx.x + 32 * k);
       if (c >= C) continue;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) warp_sums[threadIdx.y * C + c + e] = pass == 0 ? aw[k][e] : ab[k][e];
+      for (int e = 0; e < 4; ++e)
+        warp_sums[threadIdx.y * C + c + e] = pass == 0 ? aw[k][e] : ab[k][e];
     }
     __syncthreads();
     float* out = (pass == 0 ? partial_w : partial_b) + int64_t(blockIdx.x) * C;
@@ -313,12 +314,15 @@ void layernorm_backward(const T* x, const float* weight, const float* mean, cons
     if (dispatch_vec(C, aligned, [&](auto nv) {
           const auto kernel = backward_vec_kernel<device_t<T>, decltype(nv)::value>;
           int per_sm = 0;
-          HG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kRowsPerBlock, smem));
-          P = std::min<int64_t>(row_blocks(rows), int64_t(std::max(per_sm, 1)) * hg::cuda::multiprocessor_count());
+          HG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                                      32 * kRowsPerBlock, smem));
+          P = std::min<int64_t>(row_blocks(rows),
+                                int64_t(std::max(per_sm, 1)) * hg::cuda::multiprocessor_count());
           ws = scratch_tensor({2, P, C});
           float* pw = ws.data<float>();
           kernel<<<static_cast<unsigned>(P), dim3(32, kRowsPerBlock), smem>>>(
-              dev(x), weight, mean, rstd, dev(dy), dx ? dev(dx) : nullptr, pw, pw + P * C, rows, int(C));
+              dev(x), weight, mean, rstd, dev(dy), dx ? dev(dx) : nullptr, pw, pw + P * C, rows,
+              int(C));
         })) {
       HG_CUDA_LAUNCH_CHECK();
       const float* pw = ws.data<float>();

@@ -150,8 +150,8 @@ TEST_F(BenchCommand, BreakdownTimesEveryOpType) {
   ASSERT_TRUE(rows[0].contains("breakdown")) << rows.dump(1);
   const json& b = rows[0]["breakdown"];
   // Without drop path a block ends in one op (gelu_linear_residual), timed as such.
-  for (const char* c : {"stem/downsample", "wtconv", "norm", "mlp fc1", "gelu + fc2 + scale + residual",
-                        "head", "loss"}) {
+  for (const char* c : {"stem/downsample", "wtconv", "norm", "mlp fc1",
+                        "gelu + fc2 + scale + residual", "head", "loss"}) {
     ASSERT_TRUE(b.contains(c)) << c;
     EXPECT_GT(b[c]["forward_ms"].get<double>(), 0.0) << c;
     EXPECT_GT(b[c]["backward_ms"].get<double>(), 0.0) << c;

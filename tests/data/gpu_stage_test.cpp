@@ -167,8 +167,12 @@ TEST(GpuStage, WorkersKeepTheJpegsTheGpuDecoderDoesNotTake) {
   const CropChooser choose = [](int64_t h, int64_t w) {
     return CropRequest{CropBox{0, 0, double(w) / 2, double(h) / 2}, 8, 8};
   };
-  struct Want { DecodeBackend d; bool base, prog, cmyk; };
-  for (const Want& w : {Want{DecodeBackend::nvjpeg, true, false, false}, Want{DecodeBackend::nvjpeg_gpu, true, true, false}}) {
+  struct Want {
+    DecodeBackend d;
+    bool base, prog, cmyk;
+  };
+  for (const Want& w : {Want{DecodeBackend::nvjpeg, true, false, false},
+                        Want{DecodeBackend::nvjpeg_gpu, true, true, false}}) {
     SCOPED_TRACE(decode_backend_name(w.d));
     const GpuTakes takes = gpu_takes(w.d);
     const bool want[3] = {w.base, w.prog, w.cmyk};

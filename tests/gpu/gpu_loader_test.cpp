@@ -157,7 +157,8 @@ TEST(GpuLoader, NvjpegMatchesCpuLoaderForAnyWorkerCount) {
           jpeg_cpu += key.rfind("jpeg turbo", 0) == 0 ? k : 0;
         }
         EXPECT_EQ(png, 3);  // one PNG per class, decoded by the workers
-        // The workers keep CMYK files (3) and, for the hardware mode, progressive ones (3): gpu_takes.
+        // The workers keep CMYK files (3) and, for the hardware mode, progressive ones (3):
+        // gpu_takes.
         const int64_t kept = d == DecodeBackend::nvjpeg ? 6 : 3;
         EXPECT_EQ(jpeg_cpu, kept);
         EXPECT_EQ(nv, 18 - 3 - kept);  // every other JPEG through the nvJPEG decoder

@@ -91,7 +91,8 @@ TEST(GpuMemory, HostSyncsCountTheCopiesThatWaitAndNoneInATrainingStep) {
   pinned.copy_(host);
   Tensor d3 = pinned.to(Device::cuda);  // page-locked: queued
   EXPECT_EQ(host_syncs() - before, 0);
-  EXPECT_EQ(d2.to(Device::cpu).to_vector<float>(), host.to_vector<float>());  // to the host: counted
+  EXPECT_EQ(d2.to(Device::cpu).to_vector<float>(),
+            host.to_vector<float>());  // to the host: counted
   EXPECT_EQ(d3.to(Device::cpu).to_vector<float>(), host.to_vector<float>());
   EXPECT_EQ(host_syncs() - before, 2);
 

@@ -131,7 +131,8 @@ TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
   const train::TrainResult done = train::train(again, quiet);  // 1 of 1 epochs done already
   EXPECT_EQ(done.best_top1, first.best_top1);
   EXPECT_EQ(done.best_epoch, 1);
-  EXPECT_NEAR(done.last_top1, first.last_top1, 1e-3);  // the last evaluation, from summary.csv (6 digits)
+  EXPECT_NEAR(done.last_top1, first.last_top1,
+              1e-3);  // the last evaluation, from summary.csv (6 digits)
   EXPECT_NEAR(done.last_top5, first.last_top5, 1e-3);
   EXPECT_EQ(done.train_img_per_sec, 0.0);
   EXPECT_EQ(lines(dir / "summary.csv"), summary) << "nothing was trained or rewritten";
