@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "core/host_sync.h"
@@ -67,8 +68,10 @@ struct LoaderRun {
   LoaderStats stats;
 };
 
-LoaderRun run(const std::string& root, bool gpu, DecodeBackend decode, int64_t workers, bool train,
-        DType dtype = DType::f32) {
+// The loader every test here reads the folder with: batches of 5, seed 11, 40 px, the train
+// transform (random filter) or the eval one (bilinear), full-scale JPEG decodes on the CPU side.
+std::unique_ptr<DataLoader> make_loader(const std::string& root, bool gpu, DecodeBackend decode,
+                                        int64_t workers, bool train, DType dtype = DType::f32) {
   ImageFolderOptions fo;
   fo.jpeg = JpegDecoder::turbo_full;  // full-scale decodes everywhere: only decoder rounding differs
   fo.corrupt = CorruptPolicy::error;
@@ -85,7 +88,13 @@ LoaderRun run(const std::string& root, bool gpu, DecodeBackend decode, int64_t w
   t.train = train;
   t.img_size = 40;
   t.interpolation = train ? "random" : "bilinear";
-  DataLoader dl(ds, Transform(t), o);
+  return std::make_unique<DataLoader>(ds, Transform(t), o);
+}
+
+LoaderRun run(const std::string& root, bool gpu, DecodeBackend decode, int64_t workers, bool train,
+              DType dtype = DType::f32) {
+  const std::unique_ptr<DataLoader> loader = make_loader(root, gpu, decode, workers, train, dtype);
+  DataLoader& dl = *loader;
   LoaderRun r;
   dl.start_epoch(1);
   Batch b;
@@ -180,22 +189,8 @@ TEST(GpuLoader, GpuThreadPreparesBatchesBeforeNextIsCalled) {
   if (nvjpeg_built()) modes.push_back(DecodeBackend::nvjpeg);
   for (DecodeBackend d : modes) {
     SCOPED_TRACE(decode_backend_name(d));
-    ImageFolderOptions fo;
-    fo.jpeg = JpegDecoder::turbo_full;
-    fo.corrupt = CorruptPolicy::error;
-    auto ds = std::make_shared<ImageFolder>(t.path().string(), "train", fo);
-    LoaderOptions o;
-    o.batch_size = 5;
-    o.drop_last = false;
-    o.workers = 2;
-    o.seed = 11;
-    o.gpu_augment = true;
-    o.decode = d;
-    TransformOptions tr;
-    tr.train = true;
-    tr.img_size = 40;
-    tr.interpolation = "random";
-    DataLoader dl(ds, Transform(tr), o);
+    const std::unique_ptr<DataLoader> loader = make_loader(t.path().string(), true, d, 2, true);
+    DataLoader& dl = *loader;
     dl.start_epoch(1);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (dl.stats().gpu_seconds == 0 && std::chrono::steady_clock::now() < deadline)
@@ -235,22 +230,9 @@ TEST(GpuLoader, NvjpegBatchesHeldUnreadStayValid) {
   const LoaderRun cpu = run(t.path().string(), false, DecodeBackend::cpu, 2, true);
   for (int64_t workers : {0, 3}) {
     SCOPED_TRACE(testing::Message() << "workers " << workers);
-    ImageFolderOptions fo;
-    fo.jpeg = JpegDecoder::turbo_full;
-    fo.corrupt = CorruptPolicy::error;
-    auto ds = std::make_shared<ImageFolder>(t.path().string(), "train", fo);
-    LoaderOptions o;
-    o.batch_size = 5;
-    o.drop_last = false;
-    o.workers = workers;
-    o.seed = 11;
-    o.gpu_augment = true;
-    o.decode = DecodeBackend::nvjpeg;
-    TransformOptions tr;
-    tr.train = true;
-    tr.img_size = 40;
-    tr.interpolation = "random";
-    DataLoader dl(ds, Transform(tr), o);
+    const std::unique_ptr<DataLoader> loader =
+        make_loader(t.path().string(), true, DecodeBackend::nvjpeg, workers, true);
+    DataLoader& dl = *loader;
     dl.start_epoch(1);
     std::vector<Tensor> held;
     std::vector<std::vector<int64_t>> labels;
@@ -286,22 +268,8 @@ TEST(GpuLoader, NvjpegBatchesBehindQueuedWorkMatchCpuLoader) {
     const LoaderRun cpu = run(t.path().string(), false, DecodeBackend::cpu, 2, train);
     for (DecodeBackend d : {DecodeBackend::nvjpeg, DecodeBackend::nvjpeg_gpu}) {
       SCOPED_TRACE(testing::Message() << (train ? "train " : "eval ") << decode_backend_name(d));
-      ImageFolderOptions fo;
-      fo.jpeg = JpegDecoder::turbo_full;
-      fo.corrupt = CorruptPolicy::error;
-      auto ds = std::make_shared<ImageFolder>(t.path().string(), "train", fo);
-      LoaderOptions o;
-      o.batch_size = 5;
-      o.drop_last = false;
-      o.workers = 2;
-      o.seed = 11;
-      o.gpu_augment = true;
-      o.decode = d;
-      TransformOptions tr;
-      tr.train = train;
-      tr.img_size = 40;
-      tr.interpolation = train ? "random" : "bilinear";
-      DataLoader dl(ds, Transform(tr), o);
+      const std::unique_ptr<DataLoader> loader = make_loader(t.path().string(), true, d, 2, train);
+      DataLoader& dl = *loader;
       const Tensor sums =
           Tensor::empty({1}, DType::i64, Device::cuda);  // what the queued readers saw
       ASSERT_EQ(cudaMemset(sums.data_ptr(), 0, sizeof(int64_t)), cudaSuccess);
