@@ -66,7 +66,8 @@ void add_memory(ojson& j, const char* phase, const BenchResult& r, const PhaseMe
   j[pre + "_reserved_ratio"] =
       ok && m.total_peak > 0 ? ojson(round_to(reserved_ratio(m), 3)) : ojson(nullptr);
   j[pre + "_system_allocs"] = ok ? ojson(m.system_allocs) : ojson(nullptr);
-  j[pre + "_host_syncs"] = ok ? ojson(m.host_syncs) : ojson(nullptr);
+  j[pre + "_host_syncs"] =
+      ok && r.config.device == Device::cuda ? ojson(m.host_syncs) : ojson(nullptr);
   j[pre + "_device_used_mib"] = ok && m.device_used ? ojson(round_to(mib(*m.device_used), 2)) : ojson(nullptr);
 }
 
@@ -208,12 +209,13 @@ void print_tables(const std::vector<BenchResult>& rows) {
       std::string driver = "-";
       if (m.device_used && r.baseline_device_used)
         driver = str(static_cast<int64_t>(mib(*m.device_used - *r.baseline_device_used)));
-      std::printf(
-          "%-30s %-5s %-5s %8.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f %6.3f %9s %6lld %6lld\n",
-          label(r).c_str(), r.config.precision.c_str(), phase ? "train" : "infer", mib(m.peak[0]),
-          mib(m.peak[1]), mib(m.peak[2]), mib(m.peak[3]), mib(m.peak[4]), mib(m.total_peak),
-          mib(m.reserved_peak), reserved_ratio(m), driver.c_str(),
-          static_cast<long long>(m.system_allocs), static_cast<long long>(m.host_syncs));
+      // host waits on a GPU: none to count on the CPU
+      const std::string syncs = r.config.device == Device::cpu ? "-" : str(m.host_syncs);
+      std::printf("%-30s %-5s %-5s %8.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f %6.3f %9s %6lld %6s\n",
+                  label(r).c_str(), r.config.precision.c_str(), phase ? "train" : "infer",
+                  mib(m.peak[0]), mib(m.peak[1]), mib(m.peak[2]), mib(m.peak[3]), mib(m.peak[4]),
+                  mib(m.total_peak), mib(m.reserved_peak), reserved_ratio(m), driver.c_str(),
+                  static_cast<long long>(m.system_allocs), syncs.c_str());
       if (m.system_allocs != 0)
         std::printf("  warning: %lld system allocations during the timed %s steps (not a steady state; more "
                     "warm-up steps?)\n", static_cast<long long>(m.system_allocs), phase ? "train" : "infer");

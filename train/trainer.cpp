@@ -227,18 +227,26 @@ std::optional<TrainResult> already_finished(const Session& s) {
   done.run_dir = s.paths.dir.string();
   done.best_top1 = s.resumed->best_top1;
   done.best_epoch = s.resumed->best_epoch;
-  // The last epoch's evaluation, as the run reported it (summary.csv: epoch, train_loss, eval_loss,
-  // eval_top1, eval_top5, ...); nothing was trained now, so the throughput fields stay 0.
+  // The run's results as summary.csv holds them (epoch, train_loss, eval_loss, eval_top1,
+  // eval_top5, lr, train_img_per_sec, peak_memory_mib, ...): the last evaluation, the training rate
+  // over the run's epochs (equal images each: 1 / the mean of 1 / rate) and the memory peak. The
+  // loader figures are not in it: -1, printed n/a.
+  done.data_img_per_sec = done.data_wait_fraction = -1;
   const SummaryLines rows = read_summary(s.paths.summary.string(), s.cfg.epochs);
-  if (!rows.lines.empty()) {
+  double inv_rate = 0;
+  int64_t rated = 0;
+  for (const std::string& row : rows.lines) {
     std::vector<std::string> cells;
-    std::stringstream line(rows.lines.back());
+    std::stringstream line(row);
     for (std::string cell; std::getline(line, cell, ',');) cells.push_back(cell);
-    if (cells.size() > 4) {
-      done.last_top1 = std::strtod(cells[3].c_str(), nullptr);
-      done.last_top5 = std::strtod(cells[4].c_str(), nullptr);
-    }
+    if (cells.size() < 8) continue;
+    done.last_top1 = std::strtod(cells[3].c_str(), nullptr);
+    done.last_top5 = std::strtod(cells[4].c_str(), nullptr);
+    const double rate = std::strtod(cells[6].c_str(), nullptr);
+    if (rate > 0) inv_rate += 1 / rate, ++rated;
+    done.peak_mib = std::max(done.peak_mib, std::strtod(cells[7].c_str(), nullptr));
   }
+  if (rated > 0) done.train_img_per_sec = static_cast<double>(rated) / inv_rate;
   return done;
 }
 
@@ -338,7 +346,8 @@ void restore_checkpoint(Session& s) {
   if (!s.resumed) return;
   s.st = load_checkpoint(s.resume_path, *s.model, s.opt.get());
   spdlog::info("resumed from {}: {} epochs done, continuing at epoch {} step {}", s.resume_path,
-               s.st.epoch, s.st.epoch + 1, s.st.step_in_epoch);
+               s.st.epoch, s.st.epoch + 1,
+               s.st.step_in_epoch + 1);  // 1-based, as the schedule's log
   s.summary = read_summary(s.paths.summary.string(), s.st.epoch);
   s.good.resumable = s.resume_path;
   s.good.resumable_at = position(s.st.epoch, s.st.step_in_epoch);

@@ -40,8 +40,10 @@ struct TrainResult {
   double last_top1 = -1, last_top5 = -1;  ///< % (the model's)
   double last_top1_ema = -1;              ///< % (the model EMA's; -1 = none)
   double train_img_per_sec = 0;     ///< images / training seconds, over the run
-  double data_img_per_sec = 0;      ///< loader workers' sustainable rate
-  double data_wait_fraction = 0;    ///< share of training time next() spent waiting for a batch, [0, 1]
+  double data_img_per_sec =
+      0;  ///< loader workers' sustainable rate (-1: not known, a run resumed finished)
+  double data_wait_fraction =
+      0;  ///< share of training time next() spent waiting for a batch, [0, 1] (-1: not known)
   double peak_mib = 0;              ///< peak live bytes on the training device (MiB)
   int64_t corrupt_skipped = 0;
   bool interrupted = false;         ///< Ctrl-C: a recovery checkpoint was written
