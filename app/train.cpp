@@ -40,9 +40,9 @@ void run_train(TrainArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   train::TrainResult r = train::train(cfg, opts);
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
-  auto pct = [](double v) { return v < 0 ? std::string("n/a") : str(std::fixed, std::setprecision(2), v); };
-  auto one = [](double v) {
-    return v < 0 ? std::string("n/a") : str(std::fixed, std::setprecision(1), v);
+  // a figure with `digits` decimals, "n/a" for one the run does not know (negative)
+  auto fixed = [](double v, int digits) {
+    return v < 0 ? std::string("n/a") : str(std::fixed, std::setprecision(digits), v);
   };
   if (!dist::is_main()) return;  // under mpirun rank 0 reports for the run
   char line[512];
@@ -50,10 +50,9 @@ void run_train(TrainArgs& a) {
       line, sizeof line,
       "best_top1 %s  last_top1 %s  last_top5 %s  train_img_per_sec %.1f  data_img_per_sec %s  "
       "data_wait_pct %s  peak_mib %.1f  minutes %.2f",
-      pct(r.best_top1).c_str(), pct(r.last_top1).c_str(), pct(r.last_top5).c_str(),
-      r.train_img_per_sec, one(r.data_img_per_sec).c_str(),
-      r.data_wait_fraction < 0 ? "n/a" : one(100 * r.data_wait_fraction).c_str(), r.peak_mib,
-      minutes);
+      fixed(r.best_top1, 2).c_str(), fixed(r.last_top1, 2).c_str(), fixed(r.last_top5, 2).c_str(),
+      r.train_img_per_sec, fixed(r.data_img_per_sec, 1).c_str(),
+      fixed(100 * r.data_wait_fraction, 1).c_str(), r.peak_mib, minutes);
   std::printf("%s\n", line);
   std::fflush(stdout);
   if (!r.run_dir.empty()) append_line((std::filesystem::path(r.run_dir) / "log.txt").string(), line);

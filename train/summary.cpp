@@ -63,6 +63,12 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
              "' values, got '", line, "'");
     if (*epoch > upto) continue;  // after the resumed checkpoint: redone
     out.lines.push_back(line);
+    auto value = [&](size_t i) {
+      const auto v = i < cells.size() ? read_cell(cells[i]) : std::nullopt;
+      return v ? *v : std::numeric_limits<double>::quiet_NaN();
+    };
+    out.rows.push_back(
+        SummaryRow{*epoch, value(1), value(2), value(3), value(4), value(5), value(6), value(7)});
     out.eval_top1[*epoch] = std::isfinite(*top1) ? *top1 : std::numeric_limits<double>::quiet_NaN();
   }
   return out;

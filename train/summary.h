@@ -28,6 +28,9 @@ std::string format_summary_row(const SummaryRow& row);
 
 struct SummaryLines {
   std::vector<std::string> lines;  ///< rows as written, epochs <= upto, file order
+  /// The same rows parsed (the first eight columns; a cell that does not parse is NaN; the EMA
+  /// columns are left at their defaults)
+  std::vector<SummaryRow> rows;
   /// epoch -> eval_top1 of those rows (eval_top1_ema when the file has that column, as the run
   /// ranks its checkpoints by it; NaN when not finite)
   std::map<int64_t, double> eval_top1;

@@ -11,12 +11,10 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -227,24 +225,17 @@ std::optional<TrainResult> already_finished(const Session& s) {
   done.run_dir = s.paths.dir.string();
   done.best_top1 = s.resumed->best_top1;
   done.best_epoch = s.resumed->best_epoch;
-  // The run's results as summary.csv holds them (epoch, train_loss, eval_loss, eval_top1,
-  // eval_top5, lr, train_img_per_sec, peak_memory_mib, ...): the last evaluation, the training rate
-  // over the run's epochs (equal images each: 1 / the mean of 1 / rate) and the memory peak. The
-  // loader figures are not in it: -1, printed n/a.
+  // The run's results as summary.csv holds them: the last evaluation, the training rate over the
+  // run's epochs (equal images each: 1 / the mean of 1 / rate) and the memory peak. The loader
+  // figures are not in it: -1, printed n/a.
   done.data_img_per_sec = done.data_wait_fraction = -1;
-  const SummaryLines rows = read_summary(s.paths.summary.string(), s.cfg.epochs);
   double inv_rate = 0;
   int64_t rated = 0;
-  for (const std::string& row : rows.lines) {
-    std::vector<std::string> cells;
-    std::stringstream line(row);
-    for (std::string cell; std::getline(line, cell, ',');) cells.push_back(cell);
-    if (cells.size() < 8) continue;
-    done.last_top1 = std::strtod(cells[3].c_str(), nullptr);
-    done.last_top5 = std::strtod(cells[4].c_str(), nullptr);
-    const double rate = std::strtod(cells[6].c_str(), nullptr);
-    if (rate > 0) inv_rate += 1 / rate, ++rated;
-    done.peak_mib = std::max(done.peak_mib, std::strtod(cells[7].c_str(), nullptr));
+  for (const SummaryRow& row : read_summary(s.paths.summary.string(), s.cfg.epochs).rows) {
+    done.last_top1 = row.eval_top1;
+    done.last_top5 = row.eval_top5;
+    if (row.img_per_sec > 0) inv_rate += 1 / row.img_per_sec, ++rated;
+    if (row.peak_mib > done.peak_mib) done.peak_mib = row.peak_mib;
   }
   if (rated > 0) done.train_img_per_sec = static_cast<double>(rated) / inv_rate;
   return done;
