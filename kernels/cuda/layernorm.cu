@@ -126,49 +126,13 @@ __global__ void forward_vec_kernel(const T* x, const float* w, const float* b, T
   }
 }
 
-template <typename T, int NV>
-__global__ void backward_dx_vec_kernel(const T* x, const float* w, const float* mean,
-                                       const float* rstd, const T* dy, T* dx, int64_t rows, int C) {
-  const int64_t r = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;
-  if (r >= rows) return;
-  const float mu = mean[r], rs = rstd[r];
-  float xv[NV][4], g[NV][4];
-  load_row<T, NV>(x + r * C, C, xv);  // becomes xhat below
-  load_row<T, NV>(dy + r * C, C, g);  // becomes dy * w below
-  float sum_g = 0, sum_gx = 0;
-#pragma unroll
-  for (int k = 0; k < NV; ++k) {
-    const int c = 4 * (threadIdx.x + 32 * k);
-    if (c >= C) continue;
-    float wv[4];
-    load4(w + c, wv);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      g[k][e] *= wv[e];
-      xv[k][e] = (xv[k][e] - mu) * rs;
-      sum_g += g[k][e];
-      sum_gx += g[k][e] * xv[k][e];
-    }
-  }
-  const float mg = warp_sum(sum_g) / static_cast<float>(C);
-  const float mgx = warp_sum(sum_gx) / static_cast<float>(C);
-#pragma unroll
-  for (int k = 0; k < NV; ++k) {
-    const int c = 4 * (threadIdx.x + 32 * k);
-    if (c >= C) continue;
-    float o[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[e] = rs * (g[k][e] - mg - xv[k][e] * mgx);
-    store4(dx + r * C + c, o);
-  }
-}
-
 // dx and the parameter gradients' partial sums in one pass over x and dy (the separate
 // backward_dwdb_partial below reads both again, 32 channels per warp access). A block's warps take
 // rows blockIdx.x * 8 + warp, then + gridDim.x * 8, ... (a fixed assignment, so the sums are the
 // same run to run); each lane keeps dy * xhat and dy of its channels in registers; the block then
 // adds its 8 warps' sums in a fixed order through shared memory (8 x C floats, dynamic) and writes
-// row blockIdx.x of partial_w / partial_b (gridDim.x, C). dx may be null (no input gradient).
+// row blockIdx.x of partial_w / partial_b (gridDim.x, C). dx may be null (no input gradient), and
+// so may partial_w and partial_b together (no parameter gradient: dx alone).
 template <typename T, int NV>
 __global__ void backward_vec_kernel(const T* x, const float* w, const float* mean,
                                     const float* rstd, const T* dy, T* dx, float* partial_w,
@@ -215,6 +179,7 @@ __global__ void backward_vec_kernel(const T* x, const float* w, const float* mea
       store4(dx + r * C + c, o);
     }
   }
+  if (!partial_w) return;                 // the same for every thread of the block
   for (int pass = 0; pass < 2; ++pass) {  // dweight's sums, then dbias's
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
@@ -304,53 +269,51 @@ template <typename T>
 void layernorm_backward(const T* x, const float* weight, const float* mean, const float* rstd,
                         const T* dy, T* dx, float* dweight, float* dbias, int64_t rows, int64_t C) {
   const bool aligned = aligned16(x) && aligned16(dy) && (!dx || aligned16(dx)) && aligned16(weight);
-  if ((dweight || dbias) && rows > 0) {
-    // One pass for dx and the parameter gradients (backward_vec_kernel): as many row-strided
-    // blocks as the GPU holds at once (one wave; the count depends on the device only, so the sums
-    // are the same run to run), their (P, C) partial sums added by sum_rows.
-    const size_t smem = sizeof(float) * kRowsPerBlock * size_t(C);
-    Tensor ws;
-    int64_t P = 0;
-    if (dispatch_vec(C, aligned, [&](auto nv) {
-          const auto kernel = backward_vec_kernel<device_t<T>, decltype(nv)::value>;
-          int per_sm = 0;
-          HG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
-                                                                      32 * kRowsPerBlock, smem));
-          P = std::min<int64_t>(row_blocks(rows),
-                                int64_t(std::max(per_sm, 1)) * hg::cuda::multiprocessor_count());
+  if (rows == 0 || (!dx && !dweight && !dbias)) return;
+  const bool sums = dweight || dbias;
+  // One pass for dx and the parameter gradients (backward_vec_kernel): as many row-strided blocks
+  // as the GPU holds at once (one wave; the count depends on the device only, so the sums are the
+  // same run to run), their (P, C) partial sums added by sum_rows.
+  const size_t smem = sums ? sizeof(float) * kRowsPerBlock * size_t(C) : 0;
+  Tensor ws;
+  int64_t P = 0;
+  if (dispatch_vec(C, aligned, [&](auto nv) {
+        const auto kernel = backward_vec_kernel<device_t<T>, decltype(nv)::value>;
+        int per_sm = 0;
+        HG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                                    32 * kRowsPerBlock, smem));
+        P = std::min<int64_t>(row_blocks(rows),
+                              int64_t(std::max(per_sm, 1)) * hg::cuda::multiprocessor_count());
+        float* pw = nullptr;
+        if (sums) {
           ws = scratch_tensor({2, P, C});
-          float* pw = ws.data<float>();
-          kernel<<<static_cast<unsigned>(P), dim3(32, kRowsPerBlock), smem>>>(
-              dev(x), weight, mean, rstd, dev(dy), dx ? dev(dx) : nullptr, pw, pw + P * C, rows,
-              int(C));
-        })) {
-      HG_CUDA_LAUNCH_CHECK();
-      const float* pw = ws.data<float>();
-      if (dweight) sum_rows(pw, P, C, dweight);
-      if (dbias) sum_rows(pw + P * C, P, C, dbias);
-      return;
-    }
-  }
-  if (dx && rows > 0 && dispatch_vec(C, aligned, [&](auto nv) {
-        backward_dx_vec_kernel<device_t<T>, decltype(nv)::value><<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(
-            dev(x), weight, mean, rstd, dev(dy), dev(dx), rows, int(C));
+          pw = ws.data<float>();
+        }
+        kernel<<<static_cast<unsigned>(P), dim3(32, kRowsPerBlock), smem>>>(
+            dev(x), weight, mean, rstd, dev(dy), dx ? dev(dx) : nullptr, pw,
+            pw ? pw + P * C : nullptr, rows, int(C));
       })) {
     HG_CUDA_LAUNCH_CHECK();
-  } else if (dx && rows > 0) {
+    if (dweight) sum_rows(ws.data<float>(), P, C, dweight);
+    if (dbias) sum_rows(ws.data<float>() + P * C, P, C, dbias);
+    return;
+  }
+  // Rows the vector kernel does not take: one warp per row for dx, then a column pass for the sums.
+  if (dx) {
     backward_dx_kernel<<<row_blocks(rows), dim3(32, kRowsPerBlock)>>>(dev(x), weight, mean, rstd,
                                                                       dev(dy), dev(dx), rows, C);
     HG_CUDA_LAUNCH_CHECK();
   }
-  if (!dweight && !dbias) return;
-  const int64_t P = column_partial_chunks(rows), chunk = (rows + P - 1) / P;
-  const Tensor ws = scratch_tensor({2, P, C});
-  float* pw = ws.data<float>();
-  float* pb = pw + P * C;
-  dim3 grid(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(P)), block(32, 8);
+  if (!sums) return;
+  const int64_t Pc = column_partial_chunks(rows), chunk = (rows + Pc - 1) / Pc;
+  const Tensor cs = scratch_tensor({2, Pc, C});
+  float* pw = cs.data<float>();
+  float* pb = pw + Pc * C;
+  dim3 grid(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(Pc)), block(32, 8);
   backward_dwdb_partial<<<grid, block>>>(dev(x), mean, rstd, dev(dy), pw, pb, rows, C, chunk);
   HG_CUDA_LAUNCH_CHECK();
-  if (dweight) sum_rows(pw, P, C, dweight);
-  if (dbias) sum_rows(pb, P, C, dbias);
+  if (dweight) sum_rows(pw, Pc, C, dweight);
+  if (dbias) sum_rows(pb, Pc, C, dbias);
 }
 
 #define HG_INSTANTIATE(T)                                                                   \
