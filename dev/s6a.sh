@@ -3,20 +3,15 @@
 # step, issue 13). GPU tests of the data path, bench-data per decode backend beside torchvision, then
 # WTConvNeXt-T bf16 trained from JPEGs (decode nvjpeg, and turbo on the CPU) against synthetic data.
 set -uo pipefail
-source dev/gpu-build.sh
-T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-left() { echo $(( ${BUDGET:-570} - ($(date +%s) - T0) )); }
-HG=/tmp/b/haargrad
+source dev/run-lib.sh
 el built
 JF=/tmp/jf6
-( [ -d $JF/train ] || python3 scripts/make-jpeg-folder.py --out $JF --classes 40 --train-per-class 160 --val-per-class 4 --jobs 10 > /tmp/mk.log 2>&1 ) &
-MK=$!
-ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $1 | head -8; }
+jpeg_folder $JF 160 10
 timeout 150 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
 grep -E "GpuThread|OK \] GpuLoader" $OUT/gpu.log | head
 timeout 60 /tmp/b/tests/test_data --gtest_filter='*Gpu*:*Nvjpeg*' > $OUT/data.log 2>&1; ok $OUT/data.log
 el tests
-wait $MK; tail -1 /tmp/mk.log; du -sh $JF | cut -f1
+wait $MK; tail -1 /tmp/mk-$(basename $JF).log; du -sh $JF | cut -f1
 el folder
 W=14
 timeout 150 $HG bench-data configs/wtconvnext_tiny.yaml --device cuda --precision bf16 --dataset image_folder \

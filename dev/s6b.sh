@@ -4,21 +4,16 @@
 # GPU tests of the data path, bench-data, torchvision, then WTConvNeXt-T bf16 trained from JPEGs
 # (nvjpeg; turbo on the CPU) against synthetic data (with the GPU transform, and with the CPU one).
 set -uo pipefail
-source dev/gpu-build.sh
-T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-left() { echo $(( ${BUDGET:-570} - ($(date +%s) - T0) )); }
-HG=/tmp/b/haargrad
+source dev/run-lib.sh
 el built
 JF=/tmp/jf6
-( [ -d $JF/train ] || python3 scripts/make-jpeg-folder.py --out $JF --classes 40 --train-per-class 160 --val-per-class 4 --jobs 10 > /tmp/mk.log 2>&1 ) &
-MK=$!
-ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $1 | head -8; }
+jpeg_folder $JF 160 10
 timeout 150 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
 grep -E "decoded \]" $OUT/gpu.log | sort -u | head -12
 timeout 60 /tmp/b/tests/test_data --gtest_filter='*Gpu*:*Nvjpeg*' > $OUT/data.log 2>&1; ok $OUT/data.log
 timeout 100 /tmp/b/tests/test_train > $OUT/train-tests.log 2>&1; ok $OUT/train-tests.log
 el tests
-wait $MK; tail -1 /tmp/mk.log
+wait $MK; tail -1 /tmp/mk-$(basename $JF).log
 W=14
 timeout 120 $HG bench-data configs/wtconvnext_tiny.yaml --device cuda --precision bf16 --dataset image_folder \
     --data-dir $JF --val-split validation --workers $W --batch-size 128 --img-size 224 --aa '' --reprob 0 --color-jitter 0 \

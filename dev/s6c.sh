@@ -3,15 +3,10 @@
 # Fashion-MNIST in bf16 (issue 10), and WTConvNeXt-T bf16 from JPEGs (nvjpeg, nvJPEG's allocators
 # cached) against synthetic data with the GPU transform, 100 steps an epoch.
 set -uo pipefail
-source dev/gpu-build.sh
-T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-left() { echo $(( ${BUDGET:-570} - ($(date +%s) - T0) )); }
-HG=/tmp/b/haargrad
+source dev/run-lib.sh
 el built
 JF=/tmp/jf7
-( [ -d $JF/train ] || python3 scripts/make-jpeg-folder.py --out $JF --classes 40 --train-per-class 320 --val-per-class 4 --jobs 6 > /tmp/mk7.log 2>&1 ) &
-MK=$!
-ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $1 | head -8; }
+jpeg_folder $JF 320 6
 timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
 timeout 150 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
 el tests
@@ -23,7 +18,7 @@ for p in bf16 fp32; do timeout 60 $HG bench-layer --kernel 5 --precision $p > $O
 el bench-layer
 timeout 120 $HG train configs/fashion_mnist.yaml --device cuda --precision bf16 --data-dir $PWD/.fmnist --output /tmp/runs --experiment fmnist_bf16 --workers 8 --plain > $OUT/fmnist_bf16.log 2>&1; grep -E "done:|error" $OUT/fmnist_bf16.log | tail -2 | cut -c1-200
 el fmnist
-wait $MK; tail -1 /tmp/mk7.log
+wait $MK; tail -1 /tmp/mk-$(basename $JF).log
 W=14
 R="configs/wtconvnext_tiny.yaml --num-classes 40 --workers $W --output /tmp/runs --plain --device cuda --precision bf16 --warmup-epochs 1 --lr 1e-3 --epochs 3 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false"
 r() { n=$1; shift; timeout $(( $(left) > 100 ? 100 : $(left) )) $HG train $R --experiment $n "$@" > $OUT/train-$n.log 2>&1; echo "== $n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-220)"; grep -E "epoch [0-9]/3:" $OUT/train-$n.log | sed -E 's/.*(epoch [0-9]\/3).*top-5 [0-9.]+%, /\1 /' | cut -c1-150; }

@@ -2,20 +2,15 @@
 # Dev use (device tool), sixth session: training from JPEGs against synthetic data over longer epochs
 # (12,800 images, 100 steps an epoch), GPU tests, bench with the host-sync column.
 set -uo pipefail
-source dev/gpu-build.sh
-T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-left() { echo $(( ${BUDGET:-570} - ($(date +%s) - T0) )); }
-HG=/tmp/b/haargrad
+source dev/run-lib.sh
 el built
 JF=/tmp/jf7
-( [ -d $JF/train ] || python3 scripts/make-jpeg-folder.py --out $JF --classes 40 --train-per-class 320 --val-per-class 4 --jobs 12 > /tmp/mk7.log 2>&1 ) &
-MK=$!
-ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $1 | head -8; }
+jpeg_folder $JF 320 12
 timeout 150 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
 el tests
 timeout 80 $HG bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 2>&1 | grep -E -A5 "^model  " | cut -c1-160
 el bench
-wait $MK; tail -1 /tmp/mk7.log
+wait $MK; tail -1 /tmp/mk-$(basename $JF).log
 el folder
 W=14
 R="configs/wtconvnext_tiny.yaml --num-classes 40 --workers $W --output /tmp/runs --plain --device cuda --precision bf16 --warmup-epochs 1 --lr 1e-3 --epochs 3 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false"

@@ -3,15 +3,11 @@
 # cuBLASLt's epilogue computes (through PyTorch), bench of both models, JPEG against synthetic
 # training (100-step epochs), the ConvNeXt-T bf16 breakdown, and timm's peer bench if time is left.
 set -uo pipefail
-source dev/gpu-build.sh
-T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-left() { echo $(( ${BUDGET:-500} - ($(date +%s) - T0) )); }
-HG=/tmp/b/haargrad
+source dev/run-lib.sh
+BUDGET=${BUDGET:-500}
 el built
 JF=/tmp/jf7
-( [ -d $JF/train ] || python3 scripts/make-jpeg-folder.py --out $JF --classes 40 --train-per-class 320 --val-per-class 4 --jobs 6 > /tmp/mk7.log 2>&1 ) &
-MK=$!
-ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $1 | head -8; }
+jpeg_folder $JF 320 6
 timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
 timeout 150 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
 el tests
@@ -27,7 +23,7 @@ PY
 el gelu
 timeout 120 $HG bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32,bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 --output $OUT/bench.json > $OUT/bench.txt 2>&1; grep -A22 "^model  " $OUT/bench.txt | cut -c1-150 | head -24
 el bench
-wait $MK; tail -1 /tmp/mk7.log
+wait $MK; tail -1 /tmp/mk-$(basename $JF).log
 R="configs/wtconvnext_tiny.yaml --num-classes 40 --workers 14 --output /tmp/runs --plain --device cuda --precision bf16 --warmup-epochs 1 --lr 1e-3 --epochs 3 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false"
 r() { n=$1; shift; timeout $(( $(left) > 100 ? 100 : $(left) )) $HG train $R --experiment $n "$@" > $OUT/train-$n.log 2>&1; echo "== $n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-220)"; grep -E "epoch [0-9]/3:" $OUT/train-$n.log | sed -E 's/.*(epoch [0-9]\/3).*top-5 [0-9.]+%, /\1 /' | cut -c1-150; }
 eval r jpeg_nvjpeg --dataset image_folder --data-dir $JF --val-split validation --decode nvjpeg

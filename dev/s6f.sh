@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Dev use (device tool), sixth session, check of the one-pass LayerNorm backward: GPU tests, bench.
 set -uo pipefail
-source dev/gpu-build.sh
-T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-HG=/tmp/b/haargrad
+source dev/run-lib.sh
 el built
-ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" $1 | head -8; }
 timeout 150 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
 timeout 100 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
 el tests
