@@ -76,6 +76,16 @@ IoCount io_fused_split(int B, int H, int W, int C, int L) {
   return {fwd, fwd + bwd};
 }
 
+/// The whole-plane kernels (kernels/wtconv.h, wtconv_plane_path): the forward reads x and writes
+/// y; the backward reads x and G and writes grad_x (weight-gradient partials omitted, as above).
+IoCount io_fused(int B, int H, int W, int C, int L, bool plane_fwd, bool plane_bwd) {
+  const IoCount split = io_fused_split(B, H, W, C, L);
+  const double N = double(B) * H * W * C;
+  const double fwd = plane_fwd ? 2 * N : split.forward;
+  const double bwd = plane_bwd ? 3 * N : split.step - split.forward;
+  return {fwd, fwd + bwd};
+}
+
 IoCount io_reference(int B, int H, int W, int C, int L) {
   const auto n = level_sizes(B, H, W, C, L);
   double lv = 0;  // per level: haar (read LL, write 4), dwconv (4 + 4), scale (4 + 4)
@@ -187,12 +197,18 @@ void run_bench(const Options& o) {
       r.train_ms = median_ms([&] { step(); }, o.warmup, o.iters);
       r.infer_ms = median_ms([&] { kernels::cuda::wtconv_forward(x, w, 1, mode); }, o.warmup, o.iters);
       r.extra_mib = double(extra_bytes(step)) / (1 << 20);
-      const IoCount io = fused ? io_fused_split(B, s.HW, s.HW, s.C, s.L)
+      const int K = int(w.base_weight.size(2));
+      const bool plane_fwd =
+          fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, false);
+      const bool plane_bwd =
+          fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, true);
+      const IoCount io = fused ? io_fused(B, s.HW, s.HW, s.C, s.L, plane_fwd, plane_bwd)
                                : io_reference(B, s.HW, s.HW, s.C, s.L);
       r.io_step_gb = io.step * double(dtype_size(act)) / 1e9;
       r.io_fwd_gb = io.forward * double(dtype_size(act)) / 1e9;
-      std::printf("  %-17s C=%d: I/O model fwd %.2f N, step %.2f N elements (N = %.0f)\n",
-                  r.impl.c_str(), s.C, io.forward / x.numel(), io.step / x.numel(), double(x.numel()));
+      std::printf("  %-17s C=%d: I/O model fwd %.2f N, step %.2f N elements (N = %.0f)%s\n",
+                  r.impl.c_str(), s.C, io.forward / x.numel(), io.step / x.numel(),
+                  double(x.numel()), plane_fwd || plane_bwd ? ", whole-plane kernels" : "");
       rows.push_back(r);
     }
     // ---- depthwise convs at the same shape: ours (conv2d's default route), cuDNN's if asked ----

@@ -42,8 +42,10 @@ struct WTConvGrads {
 
 enum class WTConvMode {
   fused,      ///< one-pass synthesis fused with the base conv, scales folded into weights, no
-              ///< intermediate kept for the backward (CUDA: each level's Haar coefficients written
-              ///< once, then the depthwise kernels of kernels/depthwise_conv.h on them)
+              ///< intermediate kept for the backward (CUDA: small maps run the whole layer in one
+              ///< block per image and 32 channels, see wtconv_plane_path; larger ones write each
+              ///< level's Haar coefficients once, then run the depthwise kernels of
+              ///< kernels/depthwise_conv.h on them)
   reference,  ///< reference order: every intermediate (coefficients, conv outputs, scaled,
               ///< reconstructions) materialised, as the PyTorch reference does
 };
@@ -78,6 +80,14 @@ Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTCon
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
                             int stride, bool need_grad_x, WTConvMode mode,
                             const Tensor& grad_x_out = Tensor());
+
+/// Whether the fused mode runs the whole-plane kernels (kernels/cuda/wtconv_plane.cuh: one block
+/// holds an image's whole H x W plane for 32 channels; one forward launch, one backward launch plus
+/// a reduction) for x of shape (B, H, W, C) and dtype `dtype` (f32 or bf16), rather than the split
+/// path. It does for stride 1, K = 3, 5 or 7, at least one level, H * W <= 256 (the environment
+/// variable HG_WTCONV_PLANE sets another bound; 0 turns the path off) and planes that fit the
+/// device's shared memory. Benchmarks label their I/O model with it.
+bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward);
 
 }  // namespace cuda
 #endif

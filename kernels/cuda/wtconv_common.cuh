@@ -36,6 +36,14 @@ constexpr int kMaxK = kWTConvMaxK;
 // Most levels the one-pass synthesis takes as kernel arguments (a 2^12 = 4096-pixel-wide map).
 constexpr int kMaxLevels = kWTConvMaxLevels;
 
+/// Every level's parameters and, for the backward, their gradients (a kernel argument).
+struct LevelParams {
+  const float* ww[kMaxLevels];  // wavelet_weight[l] (4C, K*K), channel e = 4c + s
+  const float* ws[kMaxLevels];  // wavelet_scale[l] (4C)
+  float* gww[kMaxLevels];       // their gradients (backward only)
+  float* gws[kMaxLevels];
+};
+
 // ---- storage I/O: activations (x, y, grad_y, grad_x) are T = float or __nv_bfloat16, and so are
 // the fused path's coefficient planes, level outputs and LL pyramids (kernels/wtconv.h); the
 // reference-order path's intermediates, the weight-gradient sums and every register are float.

@@ -1,6 +1,8 @@
 // Fused WTConv2d on the GPU (Aflalo et al. 2026's three transformations, our own kernels), and the
 // public kernels::cuda::wtconv_forward / wtconv_backward that dispatch on WTConvMode.
 //
+// Small maps (wtconv_plane_path in kernels/wtconv.h) run the whole-plane kernels of
+// wtconv_plane.cuh (docs/fused-wtconv.md, section 10); the rest is the split path.
 // Forward, per call:  fold (scales into weights)  ->  for each level l: haar (the Haar coefficients
 // of ll_l written once as sub-band planes (B, h_{l+1}, w_{l+1}, 4, C), see wtconv_vec.cuh, and the
 // raw LL ll_{l+1} that feeds level l+1), then the depthwise conv of kernels/depthwise_conv.h over
@@ -17,10 +19,12 @@
 // once on store); the folded weights, R (levels_synth_kernel), the weight-gradient sums and every
 // parameter gradient are f32.
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/conv2d.h"
 #include "kernels/cuda/wtconv_common.cuh"
+#include "kernels/cuda/wtconv_plane.cuh"
 #include "kernels/cuda/wtconv_staged.cuh"
 #include "kernels/cuda/wtconv_vec.cuh"
 #include "kernels/depthwise_conv.h"
@@ -175,14 +179,6 @@ __global__ void haar_kernel(HaarSrc<T> src, int B, T* __restrict__ coef, T* __re
   }
   if (ll_next) st(ll_next + idx, v.x);
 }
-
-/// Every level's parameters and, for the backward, their gradients (a kernel argument).
-struct LevelParams {
-  const float* ww[kMaxLevels];  // wavelet_weight[l] (4C, K*K), channel e = 4c + s
-  const float* ws[kMaxLevels];  // wavelet_scale[l] (4C)
-  float* gww[kMaxLevels];       // their gradients (backward only)
-  float* gws[kMaxLevels];
-};
 
 // Folded level weights of all levels in the sub-band-plane channel order the level convs use:
 // out[l][e'][k] = ws_l[e] * ww_l[e][k'], e' = s*C + c for PyTorch's e = 4c + s, k' = k or (flip,
@@ -507,10 +503,122 @@ void level_grads_split(const T* x, const T* G, int B, int C, int K,
   HG_CUDA_LAUNCH_CHECK();
 }
 
+// ---- the whole-plane path (wtconv_plane.cuh)
+// -------------------------------------------------------
+
+/// Largest H * W the whole-plane kernels take: 256 (WTConvNeXt's 14 x 14 and 7 x 7 stages; at
+/// 28 x 28 a block's planes leave room for one block per multiprocessor), or HG_WTCONV_PLANE from
+/// the environment (0: never, for comparing the two paths in one run).
+int plane_max_pixels() {
+  static const int v = [] {
+    const char* e = std::getenv("HG_WTCONV_PLANE");
+    return e != nullptr && *e != '\0' ? std::atoi(e) : 256;
+  }();
+  return v;
+}
+
+/// The geometry when the whole-plane kernels take the shape (stride 1, K = 3, 5 or 7, at least
+/// one level, H * W within plane_max_pixels(), the planes within the device's shared memory).
+template <typename T>
+bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, PlaneGeom* g) {
+  if (stride != 1 || !(K == 3 || K == 5 || K == 7) || L < 1 || B > 65535 ||
+      int64_t(H) * W > plane_max_pixels())
+    return false;
+  *g = plane_geom(H, W, L, K, backward);
+  return plane_smem<T>(*g) <= hg::cuda::max_dynamic_smem();
+}
+
+/// Runs f with the compile-time K of a K the whole-plane kernels take (3, 5 or 7).
+template <typename F>
+void dispatch_plane_k(int K, F&& f) {
+  if (K == 3)
+    f(std::integral_constant<int, 3>{});
+  else if (K == 5)
+    f(std::integral_constant<int, 5>{});
+  else
+    f(std::integral_constant<int, 7>{});
+}
+
+/// Folded level filters (L, K*K, 4, C) as the whole-plane kernels read them (bf16-rounded for a
+/// bf16 T).
+template <typename T>
+Tensor fold_plane_levels(const WTConvWeights& w, int C, int KK, bool flip) {
+  const int L = w.levels();
+  Tensor out = workspace({L, KK, 4, C});
+  fold_plane_levels_kernel<<<blocks_for(int64_t(L) * KK * 4 * C), 256>>>(
+      level_params(w, nullptr), L, C, KK, flip, !std::is_same_v<T, float>, out.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  return out;
+}
+
+template <typename T>
+bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int K,
+                       const Tensor& y) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
+  PlaneGeom g;
+  if (!plane_takes<T>(B, H, W, K, w.levels(), stride, /*backward=*/false, &g)) return false;
+  const Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
+  const Tensor wl = fold_plane_levels<T>(w, C, K * K, /*flip=*/false);
+  dispatch_plane_k(K, [&](auto kt) {
+    const auto kernel = plane_forward_kernel<T, decltype(kt)::value>;
+    hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+    kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<T>(g)>>>(
+        typed<T>(xc), C, g, f.base_w.data<float>(), f.base_b.data<float>(), wl.data<float>(),
+        typed<T>(y));
+    HG_CUDA_LAUNCH_CHECK();
+  });
+  return true;
+}
+
+template <typename T>
+bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& w, int stride,
+                        int K, const Tensor& gx, WTConvGrads& g) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
+  const int L = w.levels(), KK = K * K, groups = (C + 31) / 32;
+  PlaneGeom pg;
+  if (!plane_takes<T>(B, H, W, K, L, stride, /*backward=*/true, &pg)) return false;
+  const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
+  const Tensor wl = fold_plane_levels<T>(w, C, KK, /*flip=*/true);
+  const size_t smem = plane_smem<T>(pg);
+  const int NE = (1 + 4 * L) * KK + 1;
+  dispatch_plane_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    const auto kernel = plane_backward_kernel<T, KT>;
+    hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+    // Images per block: enough blocks for about two waves of resident blocks; fewer slices keep
+    // the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so the
+    // summation order (and the result) is the same run to run.
+    int per_sm = 0;
+    HG_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kPlaneWarps, smem));
+    const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
+    const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
+    const int slices = (B + ipb - 1) / ipb;
+    const Tensor partial = workspace({slices, NE, C});
+    kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem>>>(
+        typed<T>(xc), typed<T>(G), B, C, ipb, pg, f.base_w.data<float>(), wl.data<float>(),
+        partial.data<float>(), gx.defined() ? typed<T>(gx) : nullptr);
+    HG_CUDA_LAUNCH_CHECK();
+    g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
+    g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
+    g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
+    const LevelParams lp = level_params(w, &g);
+    plane_wgrad_reduce_kernel<KT>
+        <<<dim3(unsigned(1 + 4 * L), unsigned(groups)), dim3(32, kPlaneWarps)>>>(
+            partial.data<float>(), slices, C, L, w.base_weight.data<float>(),
+            w.base_bias.data<float>(), w.base_scale.data<float>(), g.base_weight.data<float>(),
+            g.base_bias.data<float>(), g.base_scale.data<float>(), lp);
+    HG_CUDA_LAUNCH_CHECK();
+  });
+  if (gx.defined()) g.x = gx;
+  return true;
+}
+
 template <typename T>
 void fused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K, const Tensor& y) {
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
+  if (try_plane_forward<T>(xc, w, stride, K, y)) return;
   const auto d = level_dims(H, W, w.levels());
   Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
   std::vector<Tensor> t;
@@ -565,8 +673,9 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
     HG_CUDA_LAUNCH_CHECK();
     G = up;
   }
-  const auto d = level_dims(H, W, L);
   WTConvGrads g;
+  if (try_plane_backward<T>(xc, G, w, stride, K, gx, g)) return g;
+  const auto d = level_dims(H, W, L);
   std::vector<Tensor> gt;
   level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, gx.defined() ? &gt : nullptr, g);
   if (gx.defined()) {
@@ -595,6 +704,17 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
 
 }  // namespace
 }  // namespace wtconv_detail
+
+bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward) {
+  HG_CHECK(x.size() == 4, "wtconv_plane_path: x must be (B, H, W, C), got ", shape_str(x));
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_plane_path: f32 or bf16, got ",
+           dtype_name(dtype));
+  const int B = int(x[0]), H = int(x[1]), W = int(x[2]);
+  wtconv_detail::PlaneGeom g;
+  return dtype == DType::bf16
+             ? wtconv_detail::plane_takes<__nv_bfloat16>(B, H, W, K, levels, stride, backward, &g)
+             : wtconv_detail::plane_takes<float>(B, H, W, K, levels, stride, backward, &g);
+}
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
                       const Tensor& out) {
