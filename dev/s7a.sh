@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Dev use (device tool), seventh session: the whole-plane WTConv kernels (wtconv_plane.cuh):
 # WTConv GPU tests, bench-layer with the plane path on and off (HG_WTCONV_PLANE=0), model bench.
+# (HG_WTCONV_PLANE existed at commit dd51a8d only; the project now reads no such switch.)
 set -uo pipefail
 source dev/run-lib.sh
 el built

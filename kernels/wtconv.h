@@ -84,9 +84,8 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
 /// Whether the fused mode runs the whole-plane kernels (kernels/cuda/wtconv_plane.cuh: one block
 /// holds an image's whole H x W plane for 32 channels; one forward launch, one backward launch plus
 /// a reduction) for x of shape (B, H, W, C) and dtype `dtype` (f32 or bf16), rather than the split
-/// path. It does for stride 1, K = 3, 5 or 7, at least one level, H * W <= 256 (the environment
-/// variable HG_WTCONV_PLANE sets another bound; 0 turns the path off) and planes that fit the
-/// device's shared memory. Benchmarks label their I/O model with it.
+/// path. It does for stride 1, K = 3, 5 or 7, at least one level, H * W <= 256 and planes that fit
+/// the device's shared memory. Benchmarks label their I/O model with it.
 bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward);
 
 }  // namespace cuda

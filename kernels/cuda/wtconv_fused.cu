@@ -19,7 +19,6 @@
 // once on store); the folded weights, R (levels_synth_kernel), the weight-gradient sums and every
 // parameter gradient are f32.
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/conv2d.h"
@@ -506,23 +505,17 @@ void level_grads_split(const T* x, const T* G, int B, int C, int K,
 // ---- the whole-plane path (wtconv_plane.cuh)
 // -------------------------------------------------------
 
-/// Largest H * W the whole-plane kernels take: 256 (WTConvNeXt's 14 x 14 and 7 x 7 stages; at
-/// 28 x 28 a block's planes leave room for one block per multiprocessor), or HG_WTCONV_PLANE from
-/// the environment (0: never, for comparing the two paths in one run).
-int plane_max_pixels() {
-  static const int v = [] {
-    const char* e = std::getenv("HG_WTCONV_PLANE");
-    return e != nullptr && *e != '\0' ? std::atoi(e) : 256;
-  }();
-  return v;
-}
+/// Largest H * W the whole-plane kernels take: WTConvNeXt's 14 x 14 and 7 x 7 stages. At 28 x 28
+/// the backward's planes do not fit the shared memory, and a bf16 forward would leave room for one
+/// block per multiprocessor.
+constexpr int kPlaneMaxPixels = 256;
 
 /// The geometry when the whole-plane kernels take the shape (stride 1, K = 3, 5 or 7, at least
-/// one level, H * W within plane_max_pixels(), the planes within the device's shared memory).
+/// one level, H * W within kPlaneMaxPixels, the planes within the device's shared memory).
 template <typename T>
 bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, PlaneGeom* g) {
   if (stride != 1 || !(K == 3 || K == 5 || K == 7) || L < 1 || B > 65535 ||
-      int64_t(H) * W > plane_max_pixels())
+      int64_t(H) * W > kPlaneMaxPixels)
     return false;
   *g = plane_geom(H, W, L, K, backward);
   return plane_smem<T>(*g) <= hg::cuda::max_dynamic_smem();
