@@ -518,7 +518,8 @@ bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, P
       int64_t(H) * W > kPlaneMaxPixels)
     return false;
   *g = plane_geom(H, W, L, K, backward);
-  return plane_smem<T>(*g) <= hg::cuda::max_dynamic_smem();
+  const size_t smem = backward ? plane_smem<T>(*g) : plane_smem<float>(*g);
+  return smem <= hg::cuda::max_dynamic_smem();
 }
 
 /// Runs f with the compile-time K of a K the whole-plane kernels take (3, 5 or 7).
@@ -555,7 +556,7 @@ bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int
   dispatch_plane_k(K, [&](auto kt) {
     const auto kernel = plane_forward_kernel<T, decltype(kt)::value>;
     hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-    kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<T>(g)>>>(
+    kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<float>(g)>>>(
         typed<T>(xc), C, g, f.base_w.data<float>(), f.base_b.data<float>(), wl.data<float>(),
         typed<T>(y));
     HG_CUDA_LAUNCH_CHECK();

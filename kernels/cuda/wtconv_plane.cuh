@@ -17,7 +17,9 @@
 //      filter flipped, no bias). By linearity this equals the split path's one-pass synthesis; only
 //      f32 summation order differs.
 // Shared memory holds x (and G) and their pyramids in T (bf16 values are exact there), the two
-// reconstruction buffers in f32; the host picks this path only when that fits (plane_smem()).
+// reconstruction buffers and the block's folded filters (staged once, so a tap's weight is one
+// shared load at a fixed offset) in f32; the host picks this path only when that fits
+// (plane_smem()).
 // Compiled as C++17 by nvcc (see wtconv_common.cuh).
 #pragma once
 
@@ -37,7 +39,8 @@ struct PlaneGeom {
   int pyr_size;         // T entries of one pyramid
   int n_t;              // T entries in all: x, pyramid (forward); x, G, 2 pyramids (backward)
   int rec[2];           // f32 entry offsets of the rec buffers: rec_l (l >= 1) in rec[rec_slot(l)]
-  int n_f;              // f32 entries in all
+  int n_f;              // f32 entries of the rec buffers
+  int n_w;              // f32 entries of the staged filters: L * K*K * 4 level taps, then K*K base
 };
 
 /// The rec buffer of level l >= 1: rec_1, rec_3, ... in rec[0] (sized for rec_1 on grid 1), rec_2,
@@ -45,10 +48,12 @@ struct PlaneGeom {
 /// it does not write.
 __host__ __device__ inline int rec_slot(int l) { return (l + 1) % 2; }
 
-template <typename T>
+/// Shared-memory bytes of a block whose planes are stored as S (the forward: float; the backward:
+/// the storage type T, so that x, G and both pyramids fit).
+template <typename S>
 size_t plane_smem(const PlaneGeom& g) {
-  const size_t t_bytes = size_t(g.n_t) * 32 * sizeof(T);
-  return (t_bytes + 15) / 16 * 16 + size_t(g.n_f) * 32 * sizeof(float);
+  const size_t t_bytes = size_t(g.n_t) * 32 * sizeof(S);
+  return (t_bytes + 15) / 16 * 16 + size_t(g.n_f + g.n_w) * 32 * sizeof(float);
 }
 
 /// The geometry of an H x W plane with L levels; backward: room for G and its pyramid too.
@@ -71,6 +76,7 @@ inline PlaneGeom plane_geom(int H, int W, int L, int K, bool backward) {
   g.rec[1] = L >= 2 ? g.h[1] * g.w[1] : 0;
   g.n_f = g.rec[1] + (L >= 3 ? g.h[2] * g.w[2] : 0);
   if (L < 2) g.n_f = 0;
+  g.n_w = (4 * L + 1) * K * K;
   return g;
 }
 
@@ -86,32 +92,55 @@ struct SPlane {
 };
 
 /// Loads the lane's channel of image b's plane (B, H, W, C) into smem (zeros for lanes past C).
-template <typename T>
-__device__ void plane_load(const T* __restrict__ src, int b, int H, int W, int C, int c, T* dst,
+/// v rounded to the storage type T (the bf16 op's rounding point), kept as S.
+template <typename T, typename S>
+__device__ __forceinline__ S round_as(float v) {
+  return from_f32<S>(to_f32(from_f32<T>(v)));
+}
+
+template <typename T, typename S>
+__device__ void plane_load(const T* __restrict__ src, int b, int H, int W, int C, int c, S* dst,
                            int warp) {
   const int n = H * W;
   const T* p = src + int64_t(b) * n * C + c;
   const bool active = c < C;
 #pragma unroll 4
   for (int pix = warp; pix < n; pix += kPlaneWarps)
-    dst[pix * 32] = active ? p[int64_t(pix) * C] : from_f32<T>(0.f);
+    dst[pix * 32] = from_f32<S>(active ? to_f32(p[int64_t(pix) * C]) : 0.f);
+}
+
+/// Stages the block's folded filters in shared memory, entry e times 32 lanes: e = (l * K*K + k) *
+/// 4 + s for the level taps (wl (L, K*K, 4, C)), then L * K*K * 4 + k for the base taps (wb (K*K,
+/// C)); zeros for lanes past C. Synchronises the block.
+__device__ inline void plane_stage_filters(const PlaneGeom& g, const float* __restrict__ wl,
+                                           const float* __restrict__ wb, int C, int c, int warp,
+                                           float* wsm) {
+  // unrolled so that several loads are in flight at once: these are L2 reads, one per entry
+  const int nl = g.L * g.K * g.K * 4, cs = c < C ? c : 0;
+  const float keep = c < C ? 1.f : 0.f;
+#pragma unroll 8
+  for (int e = warp; e < nl; e += kPlaneWarps) wsm[e * 32] = keep * __ldg(wl + int64_t(e) * C + cs);
+#pragma unroll 8
+  for (int e = nl + warp; e < g.n_w; e += kPlaneWarps)
+    wsm[e * 32] = keep * __ldg(wb + int64_t(e - nl) * C + cs);
+  __syncthreads();
 }
 
 /// The Haar pyramid of the plane at `src` (grid 0) into `pyr` (levels 0 .. L-1), each coefficient
 /// computed as haar4 adds and rounded to T once; synchronises the block after every level.
-template <typename T>
-__device__ void plane_pyramid(const PlaneGeom& g, const T* src, T* pyr, int warp) {
+template <typename T, typename S>
+__device__ void plane_pyramid(const PlaneGeom& g, const S* src, S* pyr, int warp) {
   for (int l = 0; l < g.L; ++l) {
-    const SPlane<const T> in{l == 0 ? src : pyr + g.pyr[l - 1] * 32, g.h[l], g.w[l]};
+    const SPlane<const S> in{l == 0 ? src : pyr + g.pyr[l - 1] * 32, g.h[l], g.w[l]};
     const int hp = g.h[l + 1], wp = g.w[l + 1], n = hp * wp;
-    T* out = pyr + g.pyr[l] * 32;
+    S* out = pyr + g.pyr[l] * 32;
     for (int pos = warp; pos < n; pos += kPlaneWarps) {
       const int p = pos / wp, q = pos % wp, i = 2 * p, j = 2 * q;
       const float4 v = haar4(in.at(i, j), in.at(i, j + 1), in.at(i + 1, j), in.at(i + 1, j + 1));
-      out[pos * 32] = from_f32<T>(v.x);
-      out[(n + pos) * 32] = from_f32<T>(v.y);
-      out[(2 * n + pos) * 32] = from_f32<T>(v.z);
-      out[(3 * n + pos) * 32] = from_f32<T>(v.w);
+      out[pos * 32] = round_as<T, S>(v.x);
+      out[(n + pos) * 32] = round_as<T, S>(v.y);
+      out[(2 * n + pos) * 32] = round_as<T, S>(v.z);
+      out[(3 * n + pos) * 32] = round_as<T, S>(v.w);
     }
     __syncthreads();
   }
@@ -122,18 +151,17 @@ __device__ void plane_pyramid(const PlaneGeom& g, const T* src, T* pyr, int warp
 /// (already folded, flipped for the backward, rounded to bf16 for a bf16 T), ending in the level-0
 /// step that writes out(b) = [bias] + conv(src, wb) + rec_0, rounded to T. wb (K*K, C) f32.
 /// Synchronises after every level. out is (B, H, W, C).
-template <typename T, int K>
-__device__ void plane_cascade(const PlaneGeom& g, const T* src, const T* pyr, float* recs,
-                              const float* __restrict__ wl, const float* __restrict__ wb,
-                              const float* __restrict__ bias, int C, int c, int b, int warp,
-                              int lane, T* __restrict__ out) {
+template <typename T, typename S, int K>
+__device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, float* recs,
+                              const float* wsm, const float* __restrict__ bias, int C, int c, int b,
+                              int warp, int lane, T* __restrict__ out) {
   constexpr int r = K / 2, KK = K * K, TQ = kPlaneTQ;
   const bool active = c < C;
   const int cs = active ? c : 0;  // a valid column for the weight loads of idle lanes
   for (int l = g.L - 1; l >= 0; --l) {
     const int hp = g.h[l + 1], wp = g.w[l + 1], n = hp * wp, nseg = (wp + TQ - 1) / TQ;
-    const T* cl = pyr + g.pyr[l] * 32;
-    const float* w_l = wl + int64_t(l) * KK * 4 * C + cs;
+    const S* cl = pyr + g.pyr[l] * 32;
+    const float* w_l = wsm + l * KK * 4 * 32;  // this lane's staged level-l taps
     const SPlane<const float> rin{l + 1 < g.L ? recs + g.rec[rec_slot(l + 1)] * 32 + lane : nullptr,
                                   hp, wp};
     const SPlane<float> rout{l >= 1 ? recs + g.rec[rec_slot(l)] * 32 + lane : nullptr, g.h[l],
@@ -153,13 +181,15 @@ __device__ void plane_cascade(const PlaneGeom& g, const T* src, const T* pyr, fl
         if (pr < 0 || pr >= hp) continue;
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-          const SPlane<const T> cp{cl + s * n * 32, hp, wp};
+          // row pr of sub-band s from column q0 - r: one bounds test per column, the row is valid
+          const S* row = cl + (s * n + pr * wp + q0 - r) * 32;
           float win[TQ + K - 1];
 #pragma unroll
-          for (int m = 0; m < TQ + K - 1; ++m) win[m] = cp.at(pr, q0 - r + m);
+          for (int m = 0; m < TQ + K - 1; ++m)
+            win[m] = unsigned(q0 - r + m) < unsigned(wp) ? to_f32(row[m * 32]) : 0.f;
 #pragma unroll
           for (int kw = 0; kw < K; ++kw) {
-            const float wv = w_l[((kh * K + kw) * 4 + s) * C];
+            const float wv = w_l[((kh * K + kw) * 4 + s) * 32];
 #pragma unroll
             for (int t = 0; t < TQ; ++t) acc[s][t] = fmaf(wv, win[t + kw], acc[s][t]);
           }
@@ -188,7 +218,7 @@ __device__ void plane_cascade(const PlaneGeom& g, const T* src, const T* pyr, fl
         continue;
       }
       // level 0: out rows 2p, 2p+1, columns 2 q0 .. 2 q0 + 2TQ - 1 = bias + base conv + rec_0
-      const SPlane<const T> xs{src, g.h[0], g.w[0]};
+      const float* w_b = wsm + g.L * KK * 4 * 32;  // the staged base taps
       float y[2][2 * TQ];
 #pragma unroll
       for (int di = 0; di < 2; ++di)
@@ -199,16 +229,18 @@ __device__ void plane_cascade(const PlaneGeom& g, const T* src, const T* pyr, fl
       for (int a = 0; a < K + 1; ++a) {  // input rows i0 - r .. i0 + 1 + r
         const int ii = i0 - r + a;
         if (ii < 0 || ii >= g.h[0]) continue;
+        const S* row = src + (ii * g.w[0] + j0 - r) * 32;
         float win[2 * TQ + K - 1];
 #pragma unroll
-        for (int m = 0; m < 2 * TQ + K - 1; ++m) win[m] = xs.at(ii, j0 - r + m);
+        for (int m = 0; m < 2 * TQ + K - 1; ++m)
+          win[m] = unsigned(j0 - r + m) < unsigned(g.w[0]) ? to_f32(row[m * 32]) : 0.f;
 #pragma unroll
         for (int di = 0; di < 2; ++di) {
           const int kh = a - di;  // ii = (i0 + di) + kh - r
           if (kh < 0 || kh >= K) continue;
 #pragma unroll
           for (int kw = 0; kw < K; ++kw) {
-            const float wv = wb[(kh * K + kw) * C + cs];
+            const float wv = w_b[(kh * K + kw) * 32];
 #pragma unroll
             for (int m = 0; m < 2 * TQ; ++m) y[di][m] = fmaf(wv, win[m + kw], y[di][m]);
           }
@@ -229,24 +261,26 @@ __device__ void plane_cascade(const PlaneGeom& g, const T* src, const T* pyr, fl
   }
 }
 
-/// Forward: grid (ceil(C / 32), B), kPlaneWarps warps, plane_smem<T>(g) bytes of shared memory.
+/// Forward: grid (ceil(C / 32), B), kPlaneWarps warps, plane_smem<float>(g) bytes of shared memory
+/// (its planes in f32: no widening on every load, and at 14 x 14 as many blocks fit an SM as in T).
 template <typename T, int K>
 __global__ void __launch_bounds__(32 * kPlaneWarps)
     plane_forward_kernel(const T* __restrict__ x, int C, PlaneGeom g, const float* __restrict__ wb,
                          const float* __restrict__ bias, const float* __restrict__ wl,
                          T* __restrict__ y) {
   extern __shared__ __align__(16) unsigned char plane_smem_raw[];
-  T* st = reinterpret_cast<T*>(plane_smem_raw);
-  float* sf =
-      reinterpret_cast<float*>(plane_smem_raw + (size_t(g.n_t) * 32 * sizeof(T) + 15) / 16 * 16);
+  float* st = reinterpret_cast<float*>(plane_smem_raw);
+  float* sf = reinterpret_cast<float*>(plane_smem_raw +
+                                       (size_t(g.n_t) * 32 * sizeof(float) + 15) / 16 * 16);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int c = blockIdx.x * 32 + lane, b = blockIdx.y;
-  T* xs = st + lane;
-  T* pyr = st + g.h[0] * g.w[0] * 32 + lane;
+  float* xs = st + lane;
+  float* pyr = st + g.h[0] * g.w[0] * 32 + lane;
+  float* wsm = sf + g.n_f * 32 + lane;
   plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
-  __syncthreads();
-  plane_pyramid(g, xs, pyr, warp);
-  plane_cascade<T, K>(g, xs, pyr, sf, wl, wb, bias, C, c, b, warp, lane, y);
+  plane_stage_filters(g, wl, wb, C, c, warp, wsm);  // synchronises: x is in place too
+  plane_pyramid<T>(g, xs, pyr, warp);
+  plane_cascade<T, float, K>(g, xs, pyr, sf, wsm, bias, C, c, b, warp, lane, y);
 }
 
 /// This image's weight-gradient sums of one plane pair, item (plane, kh): acc[kw] = sum over
@@ -257,17 +291,21 @@ __device__ void plane_wgrad_row(const SPlane<const T>& xp, const SPlane<const T>
   constexpr int r = K / 2;
 #pragma unroll
   for (int kw = 0; kw < K; ++kw) acc[kw] = 0.f;
+  const int w = xp.w;  // the planes of a pair share their grid
   for (int i = 0; i < gp.h; ++i) {
     const int ii = i + kh - r;
     if (ii < 0 || ii >= xp.h) continue;
+    const T* xrow = xp.base + ii * w * 32;  // a valid row: one bounds test per column
+    const T* grow = gp.base + i * w * 32;
     float win[K];
 #pragma unroll
-    for (int m = 0; m + 1 < K; ++m) win[m + 1] = xp.at(ii, m - r);
-    for (int j = 0; j < gp.w; ++j) {
+    for (int m = 0; m + 1 < K; ++m)
+      win[m + 1] = unsigned(m - r) < unsigned(w) ? to_f32(xrow[(m - r) * 32]) : 0.f;
+    for (int j = 0; j < w; ++j) {
 #pragma unroll
       for (int m = 0; m + 1 < K; ++m) win[m] = win[m + 1];
-      win[K - 1] = xp.at(ii, j + r);
-      const float gv = to_f32(gp.base[(i * gp.w + j) * 32]);
+      win[K - 1] = j + r < w ? to_f32(xrow[(j + r) * 32]) : 0.f;
+      const float gv = to_f32(grow[j * 32]);
 #pragma unroll
       for (int kw = 0; kw < K; ++kw) acc[kw] = fmaf(gv, win[kw], acc[kw]);
     }
@@ -298,12 +336,14 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
   const int planes = 1 + 4 * g.L, items = planes * K, NE = planes * KK + 1;
   float* part = partial + int64_t(blockIdx.y) * NE * C + c;
   const int b0 = blockIdx.y * ipb, b1 = min(B, b0 + ipb);
+  float* wsm = sf + g.n_f * 32 + lane;
+  if (gx != nullptr) plane_stage_filters(g, wl, wb, C, c, warp, wsm);
   for (int b = b0; b < b1; ++b) {
     plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
     plane_load(G, b, g.h[0], g.w[0], C, c, gs, warp);
     __syncthreads();
-    plane_pyramid(g, xs, xpyr, warp);
-    plane_pyramid(g, gs, gpyr, warp);
+    plane_pyramid<T>(g, xs, xpyr, warp);
+    plane_pyramid<T>(g, gs, gpyr, warp);
     // weight-gradient sums, one (plane, kh) item per warp at a time; the same thread owns an
     // entry for every image of the slice, so adding into `part` needs no atomics (deterministic)
     for (int it = warp; it < items; it += kPlaneWarps) {
@@ -332,7 +372,7 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
       *e = (b == b0 ? 0.f : *e) + s;
     }
     if (gx != nullptr)
-      plane_cascade<T, K>(g, gs, gpyr, sf, wl, wb, nullptr, C, c, b, warp, lane, gx);
+      plane_cascade<T, T, K>(g, gs, gpyr, sf, wsm, nullptr, C, c, b, warp, lane, gx);
     __syncthreads();  // the next image overwrites the planes
   }
 }
