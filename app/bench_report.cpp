@@ -28,6 +28,21 @@ double roofline_pct(const BreakdownEntry& e, const Ceilings& c) {
 using ojson = nlohmann::ordered_json;
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+/// v with three significant digits, without an exponent down to 1e-3 (a breakdown of a tiny model
+/// has 0.0590 GFLOP where a fixed "%.1f" would print 0.0), "0" for 0.
+std::string sig3(double v) {
+  if (v == 0) return "0";
+  const double a = std::fabs(v);
+  char buf[32];
+  if (a < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.2e", v);
+  } else {
+    const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(a))), 0, 8);
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  }
+  return buf;
+}
 double round_to(double v, int decimals) {
   const double f = std::pow(10.0, decimals);
   return std::round(v * f) / f;
@@ -265,10 +280,11 @@ void print_breakdown(const BenchResult& r) {
     if (it == r.breakdown.end()) continue;
     const BreakdownEntry& e = it->second;
     const double t = e.forward_ms + e.backward_ms, s = t * 1e-3;
-    std::printf("%-29s %9.3f %9.3f %9.3f %5.1f%% %9.1f %8.3f %8.2f %8.0f %8.1f%%\n", c.c_str(),
-                e.forward_ms, e.backward_ms, t, sum > 0 ? 100 * t / sum : 0.0, e.flops / 1e9,
-                e.bytes / 1e9, s > 0 ? e.flops / s / 1e12 : 0.0, s > 0 ? e.bytes / s / 1e9 : 0.0,
-                roofline_pct(e, r.ceilings));
+    std::printf("%-29s %9.3f %9.3f %9.3f %5.1f%% %9s %8s %8s %8s %8.1f%%\n", c.c_str(),
+                e.forward_ms, e.backward_ms, t, sum > 0 ? 100 * t / sum : 0.0,
+                sig3(e.flops / 1e9).c_str(), sig3(e.bytes / 1e9).c_str(),
+                sig3(s > 0 ? e.flops / s / 1e12 : 0.0).c_str(),
+                sig3(s > 0 ? e.bytes / s / 1e9 : 0.0).c_str(), roofline_pct(e, r.ceilings));
   }
   std::printf("%-29s %29.3f   (measured step: %.3f ms median; pieces run one by one)\n", "sum", sum,
               r.train.ms.median);

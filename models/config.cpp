@@ -1,6 +1,7 @@
 // Model variants (timm's depths / dims) and the analytic MAC count.
 #include "models/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -172,9 +173,20 @@ ModelConfig model_config(const std::string& name) {
 }
 
 std::vector<std::string> model_names() {
+  // smallest first within a family (timm's order: atto, femto, pico, nano, tiny, small, base), not
+  // the map's alphabetical order: by stem width, then depth
+  std::vector<std::pair<std::string, const Variant*>> sizes;
+  for (const auto& [size, v] : variants()) sizes.emplace_back(size, &v);
+  auto key = [](const Variant& v) {
+    int64_t depth = 0;
+    for (int64_t d : v.depths) depth += d;
+    return std::make_pair(v.dims[0], depth);
+  };
+  std::sort(sizes.begin(), sizes.end(),
+            [&](const auto& a, const auto& b) { return key(*a.second) < key(*b.second); });
   std::vector<std::string> names;
   for (const char* family : {"convnext_", "wtconvnext_"})
-    for (const auto& [size, v] : variants()) names.push_back(family + size);
+    for (const auto& sv : sizes) names.push_back(family + sv.first);
   names.push_back("wtconvnext_fmnist");
   return names;
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -177,6 +178,8 @@ TEST_F(BenchCommand, BreakdownTimesEveryOpType) {
   EXPECT_GT(rows[0]["ceiling_gemm_tflop_per_s"].get<double>(), 0.0);
   EXPECT_NE(r.output.find("roofline"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("breakdown of one training step"), std::string::npos) << r.output;
+  // the table prints three significant digits, so a tiny model's 0.0590 GFLOP is not "0.0"
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\nmlp fc1 [^\n]* 0\\.0590 "))) << r.output;
 }
 
 TEST_F(BenchCommand, BadArgumentsFailBeforeRunning) {

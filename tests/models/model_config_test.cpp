@@ -94,5 +94,20 @@ TEST(ModelConfig, ModelWarnsOncePerModel) {
   EXPECT_NE(log.find("wt_levels [3, 2, 1, 1]"), std::string::npos) << log;
 }
 
+TEST(ModelConfig, NamesListEachFamilySmallestFirst) {
+  const std::vector<std::string> want = {
+      "convnext_atto",    "convnext_femto",  "convnext_pico",    "convnext_nano",
+      "convnext_tiny",    "convnext_small",  "convnext_base",    "wtconvnext_atto",
+      "wtconvnext_femto", "wtconvnext_pico", "wtconvnext_nano",  "wtconvnext_tiny",
+      "wtconvnext_small", "wtconvnext_base", "wtconvnext_fmnist"};
+  EXPECT_EQ(model_names(), want);
+  // and each family grows in parameters along the list (timm's order is by size)
+  const std::vector<std::string> names = model_names();
+  for (size_t i = 1; i < 7; ++i)
+    EXPECT_LT(param_count(model_config(names[i - 1])).trainable,
+              param_count(model_config(names[i])).trainable)
+        << names[i - 1] << " vs " << names[i];
+}
+
 }  // namespace
 }  // namespace hg
