@@ -522,16 +522,9 @@ bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, P
   return smem <= hg::cuda::max_dynamic_smem();
 }
 
-/// Runs f with the compile-time K of a K the whole-plane kernels take (3, 5 or 7).
-template <typename F>
-void dispatch_plane_k(int K, F&& f) {
-  if (K == 3)
-    f(std::integral_constant<int, 3>{});
-  else if (K == 5)
-    f(std::integral_constant<int, 5>{});
-  else
-    f(std::integral_constant<int, 7>{});
-}
+/// The K the whole-plane kernels are compiled for (plane_takes admits no other).
+template <int KT>
+constexpr bool plane_k = KT == 3 || KT == 5 || KT == 7;
 
 /// Folded level filters (L, K*K, 4, C) as the whole-plane kernels read them (bf16-rounded for a
 /// bf16 T).
@@ -553,13 +546,16 @@ bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int
   if (!plane_takes<T>(B, H, W, K, w.levels(), stride, /*backward=*/false, &g)) return false;
   const Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
   const Tensor wl = fold_plane_levels<T>(w, C, K * K, /*flip=*/false);
-  dispatch_plane_k(K, [&](auto kt) {
-    const auto kernel = plane_forward_kernel<T, decltype(kt)::value>;
-    hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-    kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<float>(g)>>>(
-        typed<T>(xc), C, g, f.base_w.data<float>(), f.base_b.data<float>(), wl.data<float>(),
-        typed<T>(y));
-    HG_CUDA_LAUNCH_CHECK();
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (plane_k<KT>) {
+      const auto kernel = plane_forward_kernel<T, KT>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps,
+               plane_smem<float>(g)>>>(typed<T>(xc), C, g, f.base_w.data<float>(),
+                                       f.base_b.data<float>(), wl.data<float>(), typed<T>(y));
+      HG_CUDA_LAUNCH_CHECK();
+    }
   });
   return true;
 }
@@ -575,34 +571,36 @@ bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& 
   const Tensor wl = fold_plane_levels<T>(w, C, KK, /*flip=*/true);
   const size_t smem = plane_smem<T>(pg);
   const int NE = (1 + 4 * L) * KK + 1;
-  dispatch_plane_k(K, [&](auto kt) {
+  dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
-    const auto kernel = plane_backward_kernel<T, KT>;
-    hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-    // Images per block: enough blocks for about two waves of resident blocks; fewer slices keep
-    // the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so the
-    // summation order (and the result) is the same run to run.
-    int per_sm = 0;
-    HG_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kPlaneWarps, smem));
-    const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
-    const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
-    const int slices = (B + ipb - 1) / ipb;
-    const Tensor partial = workspace({slices, NE, C});
-    kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem>>>(
-        typed<T>(xc), typed<T>(G), B, C, ipb, pg, f.base_w.data<float>(), wl.data<float>(),
-        partial.data<float>(), gx.defined() ? typed<T>(gx) : nullptr);
-    HG_CUDA_LAUNCH_CHECK();
-    g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
-    g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
-    g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
-    const LevelParams lp = level_params(w, &g);
-    plane_wgrad_reduce_kernel<KT>
-        <<<dim3(unsigned(1 + 4 * L), unsigned(groups)), dim3(32, kPlaneWarps)>>>(
-            partial.data<float>(), slices, C, L, w.base_weight.data<float>(),
-            w.base_bias.data<float>(), w.base_scale.data<float>(), g.base_weight.data<float>(),
-            g.base_bias.data<float>(), g.base_scale.data<float>(), lp);
-    HG_CUDA_LAUNCH_CHECK();
+    if constexpr (plane_k<KT>) {
+      const auto kernel = plane_backward_kernel<T, KT>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      // Images per block: enough blocks for about two waves of resident blocks; fewer slices keep
+      // the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so the
+      // summation order (and the result) is the same run to run.
+      int per_sm = 0;
+      HG_CUDA_CHECK(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kPlaneWarps, smem));
+      const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
+      const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
+      const int slices = (B + ipb - 1) / ipb;
+      const Tensor partial = workspace({slices, NE, C});
+      kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem>>>(
+          typed<T>(xc), typed<T>(G), B, C, ipb, pg, f.base_w.data<float>(), wl.data<float>(),
+          partial.data<float>(), gx.defined() ? typed<T>(gx) : nullptr);
+      HG_CUDA_LAUNCH_CHECK();
+      g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
+      g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
+      g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
+      const LevelParams lp = level_params(w, &g);
+      plane_wgrad_reduce_kernel<KT>
+          <<<dim3(unsigned(1 + 4 * L), unsigned(groups)), dim3(32, kPlaneWarps)>>>(
+              partial.data<float>(), slices, C, L, w.base_weight.data<float>(),
+              w.base_bias.data<float>(), w.base_scale.data<float>(), g.base_weight.data<float>(),
+              g.base_bias.data<float>(), g.base_scale.data<float>(), lp);
+      HG_CUDA_LAUNCH_CHECK();
+    }
   });
   if (gx.defined()) g.x = gx;
   return true;
