@@ -213,6 +213,32 @@ TEST(WTConvGpuFusedVsReference, StageShape) {
                      "backward", true);
 }
 
+// Which shapes take the whole-plane kernels (kernels/wtconv.h): WTConvNeXt-T's 14 x 14 and 7 x 7
+// stages in f32 and bf16, forward and backward; not 28 x 28 (over the 256-pixel bound), not K = 9
+// (no kernel compiled for it), not stride 2, not zero levels. The GPU tests of this file run both
+// paths only because their shapes lie on both sides of this choice.
+TEST(WTConvGpuPlanePath, TakesTheSmallStagesOnly) {
+  HG_REQUIRE_GPU();
+  for (DType dt : {DType::f32, DType::bf16})
+    for (bool backward : {false, true}) {
+      const std::string what = str(dtype_name(dt), backward ? " backward" : " forward");
+      EXPECT_TRUE(kernels::cuda::wtconv_plane_path({128, 14, 14, 384}, 5, 3, 1, dt, backward))
+          << what;
+      EXPECT_TRUE(kernels::cuda::wtconv_plane_path({128, 7, 7, 768}, 5, 2, 1, dt, backward))
+          << what;
+      EXPECT_TRUE(kernels::cuda::wtconv_plane_path({1, 15, 17, 5}, 3, 3, 1, dt, backward)) << what;
+      EXPECT_FALSE(kernels::cuda::wtconv_plane_path({128, 28, 28, 192}, 5, 4, 1, dt, backward))
+          << what;
+      EXPECT_FALSE(kernels::cuda::wtconv_plane_path({128, 14, 14, 384}, 9, 3, 1, dt, backward))
+          << what;
+      EXPECT_FALSE(kernels::cuda::wtconv_plane_path({128, 14, 14, 384}, 5, 3, 2, dt, backward))
+          << what;
+      EXPECT_FALSE(kernels::cuda::wtconv_plane_path({128, 14, 14, 384}, 5, 0, 1, dt, backward))
+          << what;
+    }
+  EXPECT_THROW(kernels::cuda::wtconv_plane_path({14, 14, 384}, 5, 3, 1, DType::f32, false), Error);
+}
+
 TEST(WTConvGpuErrors, BadInputsThrow) {
   HG_REQUIRE_GPU();
   autograd::NoGradGuard ng;
