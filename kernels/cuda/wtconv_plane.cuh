@@ -5,7 +5,8 @@
 // at the 14 x 14 and 7 x 7 maps of WTConvNeXt's stages 3 and 4 (docs/fused-wtconv.md, section 10).
 //
 // Per block (image b, channels c0 .. c0 + 31), all in shared memory:
-//   1. load the plane x (and, backward, G = dL/dy) in its storage type T;
+//   1. load the plane x (and, backward, G = dL/dy): as f32 in the forward, in the storage type T
+//      in the backward (two planes and two pyramids must fit; bf16 values are exact either way);
 //   2. the Haar pyramid: c_l = H(ll_l) as 4 sub-band planes on grid l + 1, ll_{l+1} = its LL plane
 //      (rounded to T on store: the bf16 op's rounding points, kernels/wtconv.h);
 //   3. (backward) every weight-gradient sum of this image: base taps sum_ij G(i,j) x(i+kh-r,
@@ -16,10 +17,9 @@
 //      step writes y = bias + conv(x, w~_base) + rec_0 directly (backward: grad_x from G with every
 //      filter flipped, no bias). By linearity this equals the split path's one-pass synthesis; only
 //      f32 summation order differs.
-// Shared memory holds x (and G) and their pyramids in T (bf16 values are exact there), the two
+// Shared memory holds x (and G) and their pyramids (f32 forward, T backward), then, in f32, the two
 // reconstruction buffers and the block's folded filters (staged once, so a tap's weight is one
-// shared load at a fixed offset) in f32; the host picks this path only when that fits
-// (plane_smem()).
+// shared load at a fixed offset); the host picks this path only when that fits (plane_smem()).
 // Compiled as C++17 by nvcc (see wtconv_common.cuh).
 #pragma once
 
@@ -31,13 +31,14 @@ constexpr int kPlaneWarps = 8;  // warps per block; lane = channel
 constexpr int kPlaneTQ = 2;     // level-grid columns per thread in the cascade (register window)
 
 /// The grids of one plane and where each buffer lies in shared memory, in "entries" of 32 values
-/// (one per lane): T entries first (x, G, the pyramids), then f32 entries (rec buffers).
+/// (one per lane): plane entries first (x, G, the pyramids; type S of plane_smem), then f32 entries
+/// (rec buffers, staged filters).
 struct PlaneGeom {
   int L, K;
   int h[kMaxLevels + 1], w[kMaxLevels + 1];  // grid l: h[l] x w[l]; h[0] = H
-  int pyr[kMaxLevels];  // T entry offset of c_l (4 planes of h[l+1] * w[l+1]) in a pyramid
-  int pyr_size;         // T entries of one pyramid
-  int n_t;              // T entries in all: x, pyramid (forward); x, G, 2 pyramids (backward)
+  int pyr[kMaxLevels];  // entry offset of c_l (4 planes of h[l+1] * w[l+1]) in a pyramid
+  int pyr_size;         // entries of one pyramid
+  int n_t;              // plane entries in all: x, pyramid (forward); x, G, 2 pyramids (backward)
   int rec[2];           // f32 entry offsets of the rec buffers: rec_l (l >= 1) in rec[rec_slot(l)]
   int n_f;              // f32 entries of the rec buffers
   int n_w;              // f32 entries of the staged filters: L * K*K * 4 level taps, then K*K base
@@ -80,7 +81,7 @@ inline PlaneGeom plane_geom(int H, int W, int L, int K, bool backward) {
   return g;
 }
 
-// A shared-memory plane: entry (i, j) of an h x w grid at entry offset `off`, this lane's value.
+// A shared-memory plane seen by one lane: its value at (i, j) of an h x w grid, zero outside.
 template <typename S>
 struct SPlane {
   S* base;  // the lane's first value: smem + lane
@@ -91,13 +92,14 @@ struct SPlane {
   __device__ __forceinline__ S& ref(int i, int j) const { return base[(i * w + j) * 32]; }
 };
 
-/// Loads the lane's channel of image b's plane (B, H, W, C) into smem (zeros for lanes past C).
 /// v rounded to the storage type T (the bf16 op's rounding point), kept as S.
 template <typename T, typename S>
 __device__ __forceinline__ S round_as(float v) {
   return from_f32<S>(to_f32(from_f32<T>(v)));
 }
 
+/// Loads the lane's channel of image b's plane (B, H, W, C) into smem as S (zeros for lanes past
+/// C).
 template <typename T, typename S>
 __device__ void plane_load(const T* __restrict__ src, int b, int H, int W, int C, int c, S* dst,
                            int warp) {
@@ -146,11 +148,11 @@ __device__ void plane_pyramid(const PlaneGeom& g, const S* src, S* pyr, int warp
   }
 }
 
-/// src, pyr: this lane's first value of the plane and of its pyramid (smem + lane); recs: the f32
-/// region's start. The synthesis cascade of the pyramid `pyr` with level filters wl (L, K*K, 4, C)
-/// (already folded, flipped for the backward, rounded to bf16 for a bf16 T), ending in the level-0
-/// step that writes out(b) = [bias] + conv(src, wb) + rec_0, rounded to T. wb (K*K, C) f32.
-/// Synchronises after every level. out is (B, H, W, C).
+/// The synthesis cascade of the pyramid `pyr`, ending in the level-0 step that writes out(b) =
+/// [bias] + conv(src, base filter) + rec_0, rounded to T; out is (B, H, W, C). src, pyr: this
+/// lane's first value of the plane and of its pyramid (smem + lane); recs: the rec buffers' start;
+/// wsm: this lane's staged filters (plane_stage_filters: folded, flipped for the backward, level
+/// taps rounded to bf16 for a bf16 T). Synchronises after every level.
 template <typename T, typename S, int K>
 __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, float* recs,
                               const float* wsm, const float* __restrict__ bias, int C, int c, int b,
