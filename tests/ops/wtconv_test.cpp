@@ -333,6 +333,22 @@ constexpr double kBf16VsF32Tol = 2e-2;
 
 const char* mode_name(WTConvMode mode) { return mode == WTConvMode::fused ? "fused" : "reference"; }
 
+/// A fused bf16 output (`what`: y or grad_x) against the oracle (up to the rare one-ulp
+/// differences of kRareShare) and against the f32 op's result `f32_once` rounded once, which it
+/// must differ from in a large share (its intermediates really were rounded); prints both.
+void expect_fused_bf16(const Tensor& got, const Tensor& oracle_ref, const Tensor& f32_once,
+                       const char* what, const Config& c) {
+  const Bf16Diff oracle = bf16_diff(got, oracle_ref);
+  const Bf16Diff rounded_once = bf16_diff(got, f32_once.to(DType::bf16));
+  EXPECT_LE(oracle.max_ulps, 1.0);
+  EXPECT_LE(oracle.share, kRareShare);
+  EXPECT_GE(rounded_once.share, kRoundedShare);
+  std::printf(
+      "  fused bf16 %s %s: vs oracle %.2f ulp, %.2f%% differ; vs the f32 op rounded once %.2f%% "
+      "differ\n",
+      what, describe(c).c_str(), oracle.max_ulps, 100 * oracle.share, 100 * rounded_once.share);
+}
+
 }  // namespace
 
 TEST(WTConvBf16, CpuForwardRoundsWhereTheContractSays) {
@@ -351,15 +367,7 @@ TEST(WTConvBf16, CpuForwardRoundsWhereTheContractSays) {
       if (mode == WTConvMode::reference) {
         EXPECT_EQ(bits_of(y), rne_bits(once.to_vector<float>()));  // exactly
       } else {
-        const Bf16Diff oracle = bf16_diff(y, test::wtconv_bf16_oracle_forward(xb, w, c.stride));
-        const Bf16Diff rounded_once = bf16_diff(y, once.to(DType::bf16));
-        EXPECT_LE(oracle.max_ulps, 1.0);
-        EXPECT_LE(oracle.share, kRareShare);
-        EXPECT_GE(rounded_once.share, kRoundedShare);
-        std::printf(
-            "  fused bf16 forward %s: vs oracle %.2f ulp, %.2f%% differ; vs the f32 op "
-            "rounded once %.2f%% differ\n",
-            describe(c).c_str(), oracle.max_ulps, 100 * oracle.share, 100 * rounded_once.share);
+        expect_fused_bf16(y, test::wtconv_bf16_oracle_forward(xb, w, c.stride), once, "forward", c);
       }
       // and close to the f32 op on the unrounded input (see kBf16VsF32Tol)
       const double err = test::rel_error(y, kernels::cpu::wtconv_forward(x32, w, c.stride, mode));
@@ -404,15 +412,7 @@ TEST(WTConvBf16, CpuGradientsThroughAutograd) {
       if (mode == WTConvMode::reference) {
         EXPECT_EQ(bits_of(xb.grad()), rne_bits(once.x.to_vector<float>()));
       } else {
-        const Bf16Diff oracle = bf16_diff(xb.grad(), want.x);
-        const Bf16Diff rounded_once = bf16_diff(xb.grad(), once.x.to(DType::bf16));
-        EXPECT_LE(oracle.max_ulps, 1.0);
-        EXPECT_LE(oracle.share, kRareShare);
-        EXPECT_GE(rounded_once.share, kRoundedShare);
-        std::printf(
-            "  fused bf16 grad_x %s: vs oracle %.2f ulp, %.2f%% differ; vs the f32 op "
-            "rounded once %.2f%% differ\n",
-            describe(c).c_str(), oracle.max_ulps, 100 * oracle.share, 100 * rounded_once.share);
+        expect_fused_bf16(xb.grad(), want.x, once.x, "grad_x", c);
       }
       std::vector<Tensor> want_p{want.base_weight, want.base_bias, want.base_scale};
       for (int l = 0; l < c.L; ++l) want_p.push_back(want.wavelet_weight[l]);
