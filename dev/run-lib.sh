@@ -5,6 +5,11 @@
 #   left              seconds of $BUDGET (default 570) still left
 #   ok LOG            the gtest PASSED / FAILED lines of LOG
 #   HG                the program
+#   gpu_tests         test_gpu and test_ops' GPU / CUDA cases, logs $OUT/gpu.log, $OUT/ops.log
+#   train3 NAME [--key value ...]
+#                     WTConvNeXt-T bf16, 3 epochs on 40 classes, augmentation off (the JPEG against
+#                     synthetic runs; give --workers and the dataset), log $OUT/train-NAME.log;
+#                     prints its done line and the img/s of each epoch; call it through eval
 #   jpeg_folder DIR PER_CLASS JOBS
 #                     scripts/make-jpeg-folder.py into DIR (40 classes, PER_CLASS training and 4
 #                     validation images each) in the background unless DIR/train exists; MK is its
@@ -19,4 +24,15 @@ jpeg_folder() {
   ( [ -d "$1/train" ] || python3 scripts/make-jpeg-folder.py --out "$1" --classes 40 --train-per-class "$2" \
       --val-per-class 4 --jobs "$3" > "/tmp/mk-$(basename "$1").log" 2>&1 ) &
   MK=$!
+}
+gpu_tests() {
+  timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
+  timeout 170 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
+}
+TRAIN3="configs/wtconvnext_tiny.yaml --num-classes 40 --output /tmp/runs --plain --device cuda --precision bf16 --warmup-epochs 1 --lr 1e-3 --epochs 3 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false"
+train3() {
+  n=$1; shift
+  timeout $(( $(left) > 100 ? 100 : $(left) )) $HG train $TRAIN3 --experiment $n "$@" > $OUT/train-$n.log 2>&1
+  echo "== $n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-220)"
+  grep -E "epoch [0-9]/3:" $OUT/train-$n.log | sed -E 's/.*(epoch [0-9]\/3).*top-5 [0-9.]+%, /\1 /' | cut -c1-150
 }

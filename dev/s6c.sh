@@ -7,8 +7,7 @@ source dev/run-lib.sh
 el built
 JF=/tmp/jf7
 jpeg_folder $JF 320 6
-timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
-timeout 150 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
+gpu_tests
 el tests
 timeout 120 $HG bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32,bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 --output $OUT/bench.json > $OUT/bench.txt 2>&1; grep -A20 "^model  " $OUT/bench.txt | cut -c1-150 | head -24
 el bench
@@ -19,9 +18,6 @@ el bench-layer
 timeout 120 $HG train configs/fashion_mnist.yaml --device cuda --precision bf16 --data-dir $PWD/.fmnist --output /tmp/runs --experiment fmnist_bf16 --workers 8 --plain > $OUT/fmnist_bf16.log 2>&1; grep -E "done:|error" $OUT/fmnist_bf16.log | tail -2 | cut -c1-200
 el fmnist
 wait $MK; tail -1 /tmp/mk-$(basename $JF).log
-W=14
-R="configs/wtconvnext_tiny.yaml --num-classes 40 --workers $W --output /tmp/runs --plain --device cuda --precision bf16 --warmup-epochs 1 --lr 1e-3 --epochs 3 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false"
-r() { n=$1; shift; timeout $(( $(left) > 100 ? 100 : $(left) )) $HG train $R --experiment $n "$@" > $OUT/train-$n.log 2>&1; echo "== $n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-220)"; grep -E "epoch [0-9]/3:" $OUT/train-$n.log | sed -E 's/.*(epoch [0-9]\/3).*top-5 [0-9.]+%, /\1 /' | cut -c1-150; }
-eval r jpeg_nvjpeg --dataset image_folder --data-dir $JF --val-split validation --decode nvjpeg
-eval r synth_gpu --dataset synthetic --synthetic-size 12800 --gpu-augment true
+eval train3 jpeg_nvjpeg --workers 14 --dataset image_folder --data-dir $JF --val-split validation --decode nvjpeg
+eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true
 el done

@@ -8,8 +8,7 @@ BUDGET=${BUDGET:-500}
 el built
 JF=/tmp/jf7
 jpeg_folder $JF 320 6
-timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
-timeout 150 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
+gpu_tests
 el tests
 timeout 60 python3 - <<'PY' 2>&1 | tail -3
 import torch, torch.nn.functional as F
@@ -24,10 +23,8 @@ el gelu
 timeout 120 $HG bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32,bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 --output $OUT/bench.json > $OUT/bench.txt 2>&1; grep -A22 "^model  " $OUT/bench.txt | cut -c1-150 | head -24
 el bench
 wait $MK; tail -1 /tmp/mk-$(basename $JF).log
-R="configs/wtconvnext_tiny.yaml --num-classes 40 --workers 14 --output /tmp/runs --plain --device cuda --precision bf16 --warmup-epochs 1 --lr 1e-3 --epochs 3 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false"
-r() { n=$1; shift; timeout $(( $(left) > 100 ? 100 : $(left) )) $HG train $R --experiment $n "$@" > $OUT/train-$n.log 2>&1; echo "== $n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-220)"; grep -E "epoch [0-9]/3:" $OUT/train-$n.log | sed -E 's/.*(epoch [0-9]\/3).*top-5 [0-9.]+%, /\1 /' | cut -c1-150; }
-eval r jpeg_nvjpeg --dataset image_folder --data-dir $JF --val-split validation --decode nvjpeg
-eval r synth_gpu --dataset synthetic --synthetic-size 12800 --gpu-augment true
+eval train3 jpeg_nvjpeg --workers 14 --dataset image_folder --data-dir $JF --val-split validation --decode nvjpeg
+eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true
 el train
 timeout 60 $HG bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny --steps 4 --warmup 2 --breakdown > $OUT/breakdown.txt 2>&1; grep -A16 "^op type" $OUT/breakdown.txt | cut -c1-130
 el breakdown

@@ -4,8 +4,7 @@
 set -uo pipefail
 source dev/run-lib.sh
 el built
-timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
-timeout 170 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
+gpu_tests
 el tests
 timeout 120 $HG bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32,bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 --output $OUT/bench.json > $OUT/bench.txt 2>&1; grep -A22 "^model  " $OUT/bench.txt | cut -c1-170 | head -24
 el bench

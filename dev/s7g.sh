@@ -4,8 +4,7 @@
 set -uo pipefail
 source dev/run-lib.sh
 el built
-timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
-timeout 170 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
+gpu_tests
 grep -A4 "Failure" $OUT/ops.log | head -20
 el tests
 for p in bf16 fp32; do timeout 60 $HG bench-layer --kernel 5 --precision $p > $OUT/bl-$p.txt 2>&1; grep -E "^(impl|wtconv fused|ours dw 7)|error" $OUT/bl-$p.txt | cut -c1-150; done
