@@ -1,6 +1,7 @@
 // Packing regions for kernels::cuda::crop_resize_normalize (see gpu_augment.h).
 #include "data/gpu_augment.h"
 
+#include <algorithm>
 #include <cstring>
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -67,6 +68,9 @@ void resample_on_gpu(const Tensor& pixels, const std::vector<kernels::CropResize
              "resample_on_gpu: item ", i, " box misses its ", it.height, "x", it.width, " image");
   }
   if (N == 0) return;
+  int64_t max_taps = 1;
+  for (const kernels::CropResizeItem& it : items)
+    max_taps = std::max(max_taps, kernels::crop_resize_max_taps(it, o.img_size));
   // Through page-locked memory: the upload is queued; one from pageable memory would first wait for
   // everything queued on the training stream (a host sync per batch).
   const auto item_bytes = static_cast<int64_t>(items.size() * sizeof(kernels::CropResizeItem));
@@ -78,9 +82,10 @@ void resample_on_gpu(const Tensor& pixels, const std::vector<kernels::CropResize
     affine.gain[c] = static_cast<float>(1.0 / (255.0 * o.std[size_t(c)]));
     affine.bias[c] = static_cast<float>(-o.mean[size_t(c)] / o.std[size_t(c)]);
   }
-  kernels::cuda::crop_resize_normalize(static_cast<const uint8_t*>(pixels.data_ptr()),
-                                       static_cast<const kernels::CropResizeItem*>(item_t.data_ptr()), N, C,
-                                       o.img_size, affine, out.data_ptr(), out.dtype());
+  kernels::cuda::crop_resize_normalize(
+      static_cast<const uint8_t*>(pixels.data_ptr()),
+      static_cast<const kernels::CropResizeItem*>(item_t.data_ptr()), N, C, o.img_size, max_taps,
+      affine, out.data_ptr(), out.dtype());
 #endif
 }
 

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include <spdlog/spdlog.h>
+
 #include "core/memory.h"
 #include "data/gpu_augment.h"
 #include "data/nvjpeg_decoder.h"
@@ -57,14 +59,15 @@ GpuBatchMaker::GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t c
 #endif
 }
 
-GpuBatchMaker::~GpuBatchMaker() = default;
-
 Tensor GpuBatchMaker::make(StagedBatch& staged, std::map<std::string, int64_t>& decoded) {
   if (!staged.prepared) prepare(staged);
   return finish(staged, decoded);
 }
 
 #ifndef HAARGRAD_WITH_CUDA
+struct StageEvents {
+  void drop_pending() {}
+};
 struct PreparedBatch {};
 void GpuBatchMaker::prepare(StagedBatch&) {
   throw Error("gpu_augment: this build has no CUDA backend");
@@ -73,6 +76,54 @@ Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
   throw Error("gpu_augment: this build has no CUDA backend");
 }
 #else
+
+// finish()'s timing events on the training stream, per batch: before the wait for its decodes,
+// after it, after the crop kernel. A ring of kSlots: a slot is read when it comes round again, four
+// batches later, by which time the stream has passed it (the decoder's two buffers keep the
+// training thread about two batches ahead); a slot whose events are not complete then is dropped,
+// never waited for.
+struct StageEvents {
+  static constexpr int kSlots = 4;
+  struct Slot {
+    cudaEvent_t begin = nullptr, ready = nullptr, end = nullptr;
+    bool pending = false;  // recorded, not read yet
+  };
+  Slot slots[kSlots];
+  int64_t next = 0;
+
+  StageEvents() {
+    for (Slot& s : slots)
+      for (cudaEvent_t* e : {&s.begin, &s.ready, &s.end}) HG_CUDA_CHECK(cudaEventCreate(e));
+  }
+  ~StageEvents() {
+    for (Slot& s : slots)
+      for (cudaEvent_t e : {s.begin, s.ready, s.end})
+        if (e && cudaEventDestroy(e) != cudaSuccess)
+          spdlog::warn("gpu_augment: cudaEventDestroy failed");
+  }
+  StageEvents(const StageEvents&) = delete;
+  StageEvents& operator=(const StageEvents&) = delete;
+
+  void drop_pending() {
+    for (Slot& s : slots) s.pending = false;
+  }
+  // The next slot, its previous batch's times added to `t` when they are complete.
+  Slot& take(GpuStageTimes& t) {
+    Slot& s = slots[next++ % kSlots];
+    if (!s.pending) return s;
+    s.pending = false;
+    const cudaError_t q = cudaEventQuery(s.end);
+    if (q == cudaErrorNotReady) return s;
+    HG_CUDA_CHECK(q);
+    float wait_ms = 0, transform_ms = 0;
+    HG_CUDA_CHECK(cudaEventElapsedTime(&wait_ms, s.begin, s.ready));
+    HG_CUDA_CHECK(cudaEventElapsedTime(&transform_ms, s.ready, s.end));
+    t.decode_wait_seconds += 1e-3 * wait_ms;
+    t.transform_seconds += 1e-3 * transform_ms;
+    ++t.batches;
+    return s;
+  }
+};
 
 // What prepare() leaves for finish(): the nvJPEG output and the CPU-decoded pixels, page-locked.
 struct PreparedBatch {
@@ -123,7 +174,12 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   const int64_t C = channels_, N = static_cast<int64_t>(staged.samples.size());
   memory::CategoryScope scope(Category::workspace);
   const bool jpegs = !p.jpeg_idx.empty();
-  if (jpegs) nvjpeg_->ready(p.gpu);
+  if (!events_) events_ = std::make_unique<StageEvents>();
+  StageEvents::Slot& ev = events_->take(times_);
+  HG_CUDA_CHECK(cudaEventRecord(ev.begin, nullptr));
+  if (jpegs)
+    nvjpeg_->ready(p.gpu);  // the stream waits for the decodes (and queues CPU fallbacks' copies)
+  HG_CUDA_CHECK(cudaEventRecord(ev.ready, nullptr));
   const int64_t gpu_bytes = jpegs ? p.gpu.pixels.numel() : 0;
   // One device buffer: the nvJPEG output as it is (when it is all), else both parts copied together.
   Tensor pixels;
@@ -160,6 +216,8 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   }
   Tensor out = Tensor::empty({N, o.img_size, o.img_size, C}, dtype_, Device::cuda);
   resample_on_gpu(pixels, items, transform_, out);
+  HG_CUDA_CHECK(cudaEventRecord(ev.end, nullptr));
+  ev.pending = true;
   // The decoder's buffer is read by the copy above and the kernel: a later decode into it waits for
   // them.
   if (jpegs) nvjpeg_->reads_queued(p.gpu);
@@ -167,5 +225,12 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   return out;
 }
 #endif
+
+GpuBatchMaker::~GpuBatchMaker() = default;
+
+void GpuBatchMaker::reset_times() {
+  times_ = GpuStageTimes{};
+  if (events_) events_->drop_pending();
+}
 
 }  // namespace hg::data

@@ -51,6 +51,15 @@ struct StagedSample {
 };
 
 struct PreparedBatch;  // prepare()'s result (gpu_batch.cpp)
+struct StageEvents;    // finish()'s CUDA events (gpu_batch.cpp)
+
+/// Training-stream time of the GPU stage, summed over the batches measured: what the loader's host
+/// wait cannot see, because finish() queues its work and returns.
+struct GpuStageTimes {
+  double decode_wait_seconds = 0;  ///< the stream stalled for nvJPEG decodes not done yet, s
+  double transform_seconds = 0;    ///< the stage's copies and crop kernel on the stream, s
+  int64_t batches = 0;             ///< batches these sums cover (read a few batches late)
+};
 
 struct StagedBatch {
   std::vector<StagedSample> samples;
@@ -79,6 +88,11 @@ class GpuBatchMaker {
   /// The training-stream half of a prepared batch: waits for its decode, copies the pixels up, runs
   /// the kernel. Throws hg::Error for a batch not prepared.
   Tensor finish(StagedBatch& staged, std::map<std::string, int64_t>& decoded);
+  /// The stage's training-stream times since the last reset_times(). They are read from CUDA
+  /// events a few finish() calls after they were recorded, when they are complete (never a host
+  /// wait), so the last few batches are not in them yet.
+  GpuStageTimes times() const { return times_; }
+  void reset_times();
 
  private:
   const Transform& transform_;
@@ -86,6 +100,8 @@ class GpuBatchMaker {
   int64_t channels_;
   DType dtype_;
   std::unique_ptr<NvjpegDecoder> nvjpeg_;
+  std::unique_ptr<StageEvents> events_;  // CUDA builds: finish()'s events, read later
+  GpuStageTimes times_;
 };
 
 }  // namespace hg::data

@@ -102,6 +102,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
   end_ = batches_per_epoch();
   reported_ = false;
   started_ = std::chrono::steady_clock::now();
+  if (gpu_maker_) gpu_maker_->reset_times();  // the workers and the GPU thread are stopped
   {
     std::lock_guard<std::mutex> lock(mu_);
     next_make_ = next_take_ = next_prepare_ = finished_ = start_step;
@@ -111,6 +112,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
     images_ = file_bytes_ = 0;
     decoded_.clear();
     busy_ = busy_cpu_ = wait_ = gpu_ = 0;
+    gpu_times_ = GpuStageTimes{};
   }
   for (int64_t w = 0; w < opts_.workers; ++w) threads_.emplace_back([this] { worker_loop(); });
   if (gpu_maker_ && opts_.workers > 0) threads_.emplace_back([this] { gpu_loop(); });
@@ -220,6 +222,7 @@ void DataLoader::finish_on_gpu(Batch& batch) {
   batch.staged.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    gpu_times_ = gpu_maker_->times();
     for (const auto& [key, k] : decoded) decoded_[key] += k;
     batch.decoded = std::move(decoded);
     gpu_ += seconds_since(t0);
@@ -384,6 +387,9 @@ LoaderStats DataLoader::stats() const {
   s.worker_cpu_seconds = busy_cpu_;
   s.wait_seconds = wait_;
   s.gpu_seconds = gpu_;
+  s.gpu_decode_wait_seconds = gpu_times_.decode_wait_seconds;
+  s.gpu_transform_seconds = gpu_times_.transform_seconds;
+  s.gpu_batches_timed = gpu_times_.batches;
   s.wall_seconds = seconds_since(started_);
   s.workers = opts_.workers;
   return s;

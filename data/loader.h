@@ -84,6 +84,11 @@ struct LoaderStats {
   double wait_seconds = 0;     ///< time next() spent blocked waiting for a batch, s
   double gpu_seconds = 0;      ///< gpu_augment: host time of the GPU stage (the GPU thread's nvJPEG
                                ///< decode and staging, next()'s queued copies and kernel), s
+  /// gpu_augment: the training stream's time in the GPU stage (GpuBatchMaker::times()): stalled
+  /// for nvJPEG decodes, and in the copies + crop kernel, summed over gpu_batches_timed batches.
+  /// The host wait above cannot see a stall on the stream.
+  double gpu_decode_wait_seconds = 0, gpu_transform_seconds = 0;
+  int64_t gpu_batches_timed = 0;
   double wall_seconds = 0;     ///< since start_epoch, s
   int64_t workers = 0;
   /// Throughput the workers sustain together: images / worker_seconds * max(workers, 1), img/s.
@@ -150,6 +155,7 @@ class DataLoader {
   int64_t images_ = 0, file_bytes_ = 0;
   std::map<std::string, int64_t> decoded_;
   double busy_ = 0, busy_cpu_ = 0, wait_ = 0, gpu_ = 0;
+  GpuStageTimes gpu_times_;  // gpu_maker_->times() after the last finish_on_gpu
   std::unique_ptr<GpuBatchMaker>
       gpu_maker_;  // gpu_augment only: prepare in the GPU thread, finish in next()
   std::vector<std::thread> threads_;

@@ -170,6 +170,7 @@ struct EpochProgress {
   double loss_sum = 0;
   int64_t images = 0, images_timed = 0;
   double train_secs = 0, data_wait_secs = 0;  // training time, and the part spent waiting for data
+  data::LoaderStats loader;                   // the loader's counters at the epoch's end
 };
 
 // ---- the run folder
@@ -490,7 +491,8 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   p.train_secs = seconds_since(t0);
   s.total_train_seconds += p.train_secs;
   s.total_train_images += p.images_timed;
-  p.data_wait_secs = s.train_loader->stats().wait_seconds;
+  p.loader = s.train_loader->stats();
+  p.data_wait_secs = p.loader.wait_seconds;
   s.total_data_wait += p.data_wait_secs;
   return p;
 }
@@ -576,6 +578,15 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
       "waited for data {:.1f}% of the time, peak {:.1f} MiB",
       epoch + 1, s.cfg.epochs, row.train_loss, ev.model.loss, ev.model.top1, ev.model.top5,
       row.img_per_sec, 100 * data_wait, peak_mib);
+  // gpu_augment: what the host wait above cannot see (the stream's own wait for decodes)
+  if (const data::LoaderStats& l = p.loader; l.gpu_batches_timed > 0) {
+    const double per = 1e3 / static_cast<double>(l.gpu_batches_timed);
+    spdlog::info(
+        "epoch {}/{}: GPU data stage per batch: the training stream waited {:.3f} ms for decodes, "
+        "copies + crop kernel {:.3f} ms ({} batches timed)",
+        epoch + 1, s.cfg.epochs, per * l.gpu_decode_wait_seconds, per * l.gpu_transform_seconds,
+        l.gpu_batches_timed);
+  }
   if (ev.ema)
     spdlog::info("epoch {}/{}: EMA eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%", epoch + 1,
                  s.cfg.epochs, ev.ema->loss, ev.ema->top1, ev.ema->top5);

@@ -215,6 +215,61 @@ TEST(GpuLoader, GpuThreadPreparesBatchesBeforeNextIsCalled) {
   }
 }
 
+// The GPU stage's training-stream times (LoaderStats::gpu_*): each batch is copied back at once
+// (the stream has passed it), so every batch but the last four (the event ring: read when its slot
+// comes round again) is timed, every timed batch ran the crop kernel (transform > 0), and a new
+// epoch starts from zero.
+TEST(GpuLoader, StageTimesCoverTheFinishedBatches) {
+  HG_REQUIRE_GPU();
+  test::TempDir t;
+  make_folder(t);
+  std::vector<DecodeBackend> modes = {DecodeBackend::cpu};
+  if (nvjpeg_built()) modes.push_back(DecodeBackend::nvjpeg);
+  for (DecodeBackend d : modes)
+    for (int64_t workers : {0, 2}) {
+      SCOPED_TRACE(testing::Message() << decode_backend_name(d) << " workers " << workers);
+      const std::unique_ptr<DataLoader> loader =
+          make_loader(t.path().string(), true, d, workers, true);
+      DataLoader& dl = *loader;
+      for (int64_t epoch : {1, 2}) {
+        dl.start_epoch(epoch);
+        EXPECT_EQ(dl.stats().gpu_batches_timed, 0);
+        Batch b;
+        int64_t batches = 0;
+        while (dl.next(b)) {
+          (void)b.images.to(Device::cpu);
+          ++batches;
+        }
+        const LoaderStats s = dl.stats();
+        EXPECT_EQ(batches, 4);  // 18 images in batches of 5
+        EXPECT_EQ(s.gpu_batches_timed, 0) << "read before its slot came round";
+      }
+    }
+  // Batches of 2: 9 per epoch, the first 5 timed.
+  for (DecodeBackend d : modes) {
+    SCOPED_TRACE(decode_backend_name(d));
+    ImageFolderOptions fo;
+    fo.jpeg = JpegDecoder::turbo_full;
+    LoaderOptions o;
+    o.batch_size = 2;
+    o.drop_last = false;
+    o.workers = 2;
+    o.gpu_augment = true;
+    o.decode = d;
+    TransformOptions to;
+    to.img_size = 40;
+    DataLoader dl(std::make_shared<ImageFolder>(t.path().string(), "train", fo), Transform(to), o);
+    dl.start_epoch(0);
+    Batch b;
+    while (dl.next(b)) (void)b.images.to(Device::cpu);
+    const LoaderStats s = dl.stats();
+    EXPECT_EQ(s.gpu_batches_timed, 9 - 4);
+    EXPECT_GT(s.gpu_transform_seconds, 0);
+    EXPECT_GE(s.gpu_decode_wait_seconds, 0);
+    EXPECT_LT(s.gpu_transform_seconds + s.gpu_decode_wait_seconds, 60);
+  }
+}
+
 // The batches a training loop holds while the loader goes on: every GPU batch is kept on the device,
 // unread, while the next ones are made (no synchronisation in between), then all are compared with
 // the CPU loader. A batch whose memory, decoded pixels or source bytes were released or reused

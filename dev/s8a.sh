@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Dev use (device tool), eighth session: the GPU tests (the seventh session's last two commits had
+# not run on a GPU), then WTConvNeXt-T bf16 from JPEGs (nvjpeg) against synthetic data with the new
+# per-batch GPU data-stage times (does the training stream wait for decodes? how long is the crop?).
+set -uo pipefail
+source dev/run-lib.sh
+el built
+JF=/tmp/jf8
+jpeg_folder $JF 320 16
+gpu_tests
+timeout 60 /tmp/b/tests/test_gpu --gtest_filter='GpuLoader.StageTimes*' 2>&1 | grep -E "OK|FAILED|Failure|Expected|Which" | head
+el tests
+wait $MK; tail -1 /tmp/mk-$(basename $JF).log
+el folder
+stage() { grep -E "GPU data stage" $OUT/train-$1.log | cut -c1-200; }
+eval train3 jpeg_nvjpeg --workers 14 --dataset image_folder --data-dir $JF --val-split validation --decode nvjpeg; stage jpeg_nvjpeg
+eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true; stage synth_gpu
+el done
