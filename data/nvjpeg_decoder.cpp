@@ -224,6 +224,7 @@ struct NvjpegDecoder::Impl {
   SlotRing ring{2};
   std::vector<Tensor> buffers = std::vector<Tensor>(2);
   std::vector<cudaEvent_t> read_done = std::vector<cudaEvent_t>(2, nullptr);
+  cudaEvent_t queued_work = nullptr;  // output_buffer's wait for everything queued (Wait::stream)
   // The decodes run on a stream of their own that does not synchronise with the training stream
   // (non-blocking): waiting for a decode (GPU_HYBRID's pinned buffer, see decode_gpu) then waits
   // for that decode alone, not for the queued training step. The training stream waits for
@@ -243,6 +244,8 @@ struct NvjpegDecoder::Impl {
       spdlog::warn("nvJPEG: cudaStreamDestroy failed");
     for (cudaEvent_t e : read_done)
       if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
+    if (queued_work && cudaEventDestroy(queued_work) != cudaSuccess)
+      spdlog::warn("nvJPEG: cudaEventDestroy failed");
     if (stream) warn_on(nvjpegJpegStreamDestroy(stream), "nvjpegJpegStreamDestroy");
     if (params) warn_on(nvjpegDecodeParamsDestroy(params), "nvjpegDecodeParamsDestroy");
     if (gpu_state) warn_on(nvjpegJpegStateDestroy(gpu_state), "nvjpegJpegStateDestroy");
@@ -271,8 +274,14 @@ struct NvjpegDecoder::Impl {
       u = ring.acquire(bytes);
     }
     const auto k = static_cast<size_t>(u.slot);
-    if (u.wait == SlotUse::Wait::reads) HG_CUDA_CHECK(cudaEventSynchronize(read_done[k]));
-    if (u.wait == SlotUse::Wait::stream) HG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    // Sleeping waits: this runs in the loader's GPU thread, often for most of a training step, and
+    // a spinning CUDA wait there slows the training thread's kernel launches
+    // (hg::cuda::wait_polling).
+    if (u.wait == SlotUse::Wait::reads) cuda::wait_polling(read_done[k]);
+    if (u.wait == SlotUse::Wait::stream) {
+      HG_CUDA_CHECK(cudaEventRecord(queued_work, nullptr));  // after all work queued so far
+      cuda::wait_polling(queued_work);
+    }
     if (u.grow_to > 0) {
       memory::CategoryScope scope(Category::workspace);
       buffers[k] = Tensor::empty({u.grow_to}, DType::u8, Device::cuda);
@@ -369,6 +378,7 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   check(nvjpegJpegStreamCreate(m.handle, &m.stream), "nvjpegJpegStreamCreate", "setup");
   for (cudaEvent_t& e : m.read_done)
     HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  HG_CUDA_CHECK(cudaEventCreateWithFlags(&m.queued_work, cudaEventDisableTiming));
   HG_CUDA_CHECK(cudaStreamCreateWithFlags(&m.decode_stream, cudaStreamNonBlocking));
   for (cudaEvent_t& e : m.decoded)
     HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));

@@ -1,7 +1,9 @@
 // CUDA handles and switches (see context.h).
 #include "kernels/cuda/context.h"
 
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <unordered_set>
 
 #include "core/host_sync.h"
@@ -73,6 +75,15 @@ void allow_max_dynamic_smem(const void* kernel) {
   HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(max_dynamic_smem())));
   done.insert(kernel);
+}
+
+void wait_polling(cudaEvent_t event, int poll_us) {
+  for (;;) {
+    const cudaError_t q = cudaEventQuery(event);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) HG_CUDA_CHECK(q);
+    std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
+  }
 }
 
 void synchronize() {

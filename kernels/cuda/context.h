@@ -28,6 +28,12 @@ size_t max_dynamic_smem();
 /// dynamic shared memory: the opt-in above 48 KB, done once per kernel (later calls only look it
 /// up). Call it before the kernel's first launch that may need more than 48 KB.
 void allow_max_dynamic_smem(const void* kernel);
+/// Waits on the host until `event` has completed, sleeping `poll_us` between queries instead of
+/// spinning as cudaEventSynchronize does (CUDA's default schedule). For helper threads that wait
+/// beside the training thread (the loader's GPU thread): measured on the H200
+/// (dev/nvjpeg_probe.cu), a thread spinning in a CUDA wait slows another thread's kernel launches
+/// by tens of percent. Adds up to poll_us of latency. Throws hg::Error on a CUDA error.
+void wait_polling(cudaEvent_t event, int poll_us = 50);
 /// Blocks until all queued GPU work is done; throws on an asynchronous kernel error.
 void synchronize();
 
