@@ -10,6 +10,9 @@
 #                     WTConvNeXt-T bf16, 3 epochs on 40 classes, augmentation off (the JPEG against
 #                     synthetic runs; give --workers and the dataset), log $OUT/train-NAME.log;
 #                     prints its done line and the img/s of each epoch; call it through eval
+#   stage NAME        the last "GPU data stage" line of train3 NAME's log
+#   jpeg_vs_synth DIR train3 from DIR's JPEGs (decode nvjpeg, 14 workers) and from synthetic data
+#                     through the same GPU transform, each followed by its stage line
 #   jpeg_folder DIR PER_CLASS JOBS
 #                     scripts/make-jpeg-folder.py into DIR (40 classes, PER_CLASS training and 4
 #                     validation images each) in the background unless DIR/train exists; MK is its
@@ -35,4 +38,11 @@ train3() {
   timeout $(( $(left) > 100 ? 100 : $(left) )) $HG train $TRAIN3 --experiment $n "$@" > $OUT/train-$n.log 2>&1
   echo "== $n: $(grep -E 'done:|error' $OUT/train-$n.log | tail -1 | cut -c1-220)"
   grep -E "epoch [0-9]/3:" $OUT/train-$n.log | sed -E 's/.*(epoch [0-9]\/3).*top-5 [0-9.]+%, /\1 /' | cut -c1-150
+}
+stage() { grep -E "GPU data stage" $OUT/train-$1.log | tail -1 | cut -c1-200; }
+jpeg_vs_synth() {
+  eval train3 jpeg_nvjpeg --workers 14 --dataset image_folder --data-dir "$1" --val-split validation --decode nvjpeg
+  stage jpeg_nvjpeg
+  eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true
+  stage synth_gpu
 }

@@ -12,7 +12,5 @@ timeout 60 /tmp/b/tests/test_gpu --gtest_filter='GpuLoader.StageTimes*' 2>&1 | g
 el tests
 wait $MK; tail -1 /tmp/mk-$(basename $JF).log
 el folder
-stage() { grep -E "GPU data stage" $OUT/train-$1.log | cut -c1-200; }
-eval train3 jpeg_nvjpeg --workers 14 --dataset image_folder --data-dir $JF --val-split validation --decode nvjpeg; stage jpeg_nvjpeg
-eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true; stage synth_gpu
+jpeg_vs_synth $JF
 el done

@@ -17,7 +17,5 @@ timeout 150 ncu --clock-control none --launch-count 400 --metrics gpu__time_dura
 python3 dev/ncu_sum.py $OUT/ncu-data.csv 1 | head -20
 el ncu
 wait $MK; tail -1 /tmp/mk-jf8.log
-stage() { grep -E "GPU data stage" $OUT/train-$1.log | cut -c1-200; }
-eval train3 jpeg_nvjpeg --workers 14 --dataset image_folder --data-dir /tmp/jf8 --val-split validation --decode nvjpeg; stage jpeg_nvjpeg
-eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true; stage synth_gpu
+jpeg_vs_synth /tmp/jf8
 el done

@@ -11,7 +11,6 @@ gpu_tests
 grep -A4 "Failure" $OUT/gpu.log $OUT/ops.log | head -20
 el tests
 wait $MK; tail -1 /tmp/mk-jf8.log
-stage() { grep -E "GPU data stage" $OUT/train-$1.log | tail -1 | cut -c1-200; }
 J="--workers 14 --dataset image_folder --data-dir /tmp/jf8 --val-split validation --decode nvjpeg"
 S="--workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true"
 eval train3 jpeg_auto $J; stage jpeg_auto

@@ -9,9 +9,7 @@ gpu_tests
 grep -A4 "Failure" $OUT/gpu.log $OUT/ops.log | head -20
 el tests
 wait $MK; tail -1 /tmp/mk-jf8.log
-stage() { grep -E "GPU data stage" $OUT/train-$1.log | tail -1 | cut -c1-200; }
-eval train3 jpeg_nvjpeg --workers 14 --dataset image_folder --data-dir /tmp/jf8 --val-split validation --decode nvjpeg; stage jpeg_nvjpeg
-eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true; stage synth_gpu
+jpeg_vs_synth /tmp/jf8
 el train
 timeout 60 $HG bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 2>&1 | grep -A3 "^model  " | cut -c1-150
 el done

@@ -18,7 +18,5 @@ timeout 100 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
 grep -A4 "Failure" $OUT/gpu.log | head -10
 el tests
 wait $MK; tail -1 /tmp/mk-jf8.log
-stage() { grep -E "GPU data stage" $OUT/train-$1.log | tail -1 | cut -c1-200; }
-eval train3 jpeg_nvjpeg --workers 14 --dataset image_folder --data-dir /tmp/jf8 --val-split validation --decode nvjpeg; stage jpeg_nvjpeg
-eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true; stage synth_gpu
+jpeg_vs_synth /tmp/jf8
 el done
