@@ -1,8 +1,10 @@
 // Kernel lab, not part of the product (build by hand on the GPU machine):
 //   nvcc -O2 -std=c++17 -arch=sm_90 dev/nvjpeg_probe.cu -lnvjpeg -o /tmp/nvjpeg_probe
-//   /tmp/nvjpeg_probe FOLDER/train [BATCH [list|time [blocking]]]  (blocking: waits sleep, not
-//   spin)   (list: each format's decode twice, nothing else: for `ncu --kernel-name regex:'^[^b]'`,
-//   which lists the kernels nvJPEG launches per format)
+//   /tmp/nvjpeg_probe FOLDER/train [BATCH [list | time [blocking | poll | priority]]]
+//   list: each format's decode twice, nothing else (for `ncu --kernel-name regex:'^[^b]'`, which
+//   lists the kernels nvJPEG launches per format); time: the timings below, with every CUDA wait of
+//   the process sleeping (blocking), the decode thread waiting by sleeping between event queries
+//   (poll), or the decode stream at the device's greatest priority (priority).
 // nvJPEG's hardware batched decode in several output formats: img/s of the decode alone, and how
 // much it slows a stream of compute kernels on the legacy default stream (the training step's
 // stream) while a second thread decodes in a loop on a non-blocking stream. Question behind it:
@@ -44,6 +46,8 @@
   } while (0)
 
 namespace fs = std::filesystem;
+bool high_priority =
+    false;  // the decode stream at the device's greatest priority (argument "priority")
 using Clock = std::chrono::steady_clock;
 
 // ~100 us of FMAs on every SM: the stand-in for a training kernel.
@@ -117,7 +121,13 @@ struct Decoder {
   std::vector<size_t> len;
   Decoder(nvjpegHandle_t h, const Batch& b, nvjpegOutputFormat_t f) : handle(h), fmt(f) {
     NK(nvjpegJpegStateCreate(handle, &state));
-    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if (high_priority) {  // nvJPEG's per-image kernels then start between the busy kernels' blocks
+      int least = 0, greatest = 0;
+      CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      CK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
+    } else {
+      CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    }
     const int n = (int)b.files.size();
     out.resize(n);
     for (int i = 0; i < n; ++i) {
@@ -179,6 +189,7 @@ int main(int argc, char** argv) {
   const int n = argc > 2 ? std::atoi(argv[2]) : 128;
   const bool list = argc > 3 && std::string(argv[3]) == "list";
   const bool poll = argc > 4 && std::string(argv[4]) == "poll";
+  high_priority = argc > 4 && std::string(argv[4]) == "priority";
   if (argc > 4 && std::string(argv[4]) == "blocking")
     CK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
   nvjpegHandle_t handle;
