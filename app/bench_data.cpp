@@ -3,6 +3,8 @@
 // nvjpeg, nvjpeg_gpu with the GPU transform): warm-up epochs, then timed epochs with img/s, compressed
 // MB/s, the workers' busy fraction, the GPU stage's share of the time and how the files were decoded. Compare img/s with `train`'s img/s: a loader slower
 // than the step makes the step wait (train logs that wait per epoch).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -57,8 +59,8 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
   std::printf("bench-data: %s split, %lld workers, batch %lld, %lld px, %lld warm-up + %lld timed epochs\n",
               a.split.c_str(), static_cast<long long>(cfg.workers), static_cast<long long>(cfg.batch_size),
               static_cast<long long>(cfg.img_size), static_cast<long long>(a.warmup), static_cast<long long>(a.epochs));
-  std::printf("%-13s %9s %9s %8s %8s %10s %10s %8s  %s\n", "decoder", "img/s", "MB/s", "busy", "gpu", "worker/s",
-              "cpu ms/img", "images", "decoded as");
+  std::printf("%-13s %9s %9s %8s %8s %10s %10s %9s %8s  %s\n", "decoder", "img/s", "MB/s", "busy",
+              "gpu", "worker/s", "cpu ms/img", "stage ms", "images", "decoded as");
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const std::string& dec : a.decoders) {
     data::LoaderBenchOptions o;
@@ -69,19 +71,34 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
     train::Config c = cfg;
     data::apply_bench_row(c, dec);  // validates the name first
     const data::LoaderBenchResult r = data::bench_loader(c, o);
-    std::printf("%-13s %9.0f %9.1f %7.0f%% %7.0f%% %10.0f %10.2f %8lld  %s\n", dec.c_str(), r.images_per_second,
-                r.megabytes_per_second, 100 * r.busy_fraction, 100 * r.gpu_fraction, r.worker_images_per_second,
-                r.cpu_ms_per_image,
+    // stage ms: the GPU stage's stream time per batch (copies + crop kernel), GPU transform rows
+    // only
+    const std::string stage =
+        r.gpu_stage_ms_per_batch > 0 ? fmt::format("{:.3f}", r.gpu_stage_ms_per_batch) : "-";
+    std::printf("%-13s %9.0f %9.1f %7.0f%% %7.0f%% %10.0f %10.2f %9s %8lld  %s\n", dec.c_str(),
+                r.images_per_second, r.megabytes_per_second, 100 * r.busy_fraction,
+                100 * r.gpu_fraction, r.worker_images_per_second, r.cpu_ms_per_image, stage.c_str(),
                 static_cast<long long>(r.images), decoded_str(r.decoded).c_str());
     std::fflush(stdout);
-    rows.push_back({{"jpeg_decoder", dec}, {"split", a.split}, {"workers", r.workers}, {"batch_size", cfg.batch_size},
-                    {"img_size", cfg.img_size}, {"images", r.images}, {"seconds", r.seconds},
-                    {"img_per_sec", r.images_per_second}, {"mb_per_sec", r.megabytes_per_second},
-                    {"decode", c.decode}, {"gpu_augment", c.gpu_augment},
-                    {"busy_fraction", r.busy_fraction}, {"gpu_fraction", r.gpu_fraction},
+    rows.push_back({{"jpeg_decoder", dec},
+                    {"split", a.split},
+                    {"workers", r.workers},
+                    {"batch_size", cfg.batch_size},
+                    {"img_size", cfg.img_size},
+                    {"images", r.images},
+                    {"seconds", r.seconds},
+                    {"img_per_sec", r.images_per_second},
+                    {"mb_per_sec", r.megabytes_per_second},
+                    {"decode", c.decode},
+                    {"gpu_augment", c.gpu_augment},
+                    {"busy_fraction", r.busy_fraction},
+                    {"gpu_fraction", r.gpu_fraction},
                     {"worker_img_per_sec", r.worker_images_per_second},
                     {"cpu_ms_per_img", r.cpu_ms_per_image},
-                    {"decoded", r.decoded}, {"dataset", r.dataset}});
+                    {"gpu_stage_ms_per_batch", r.gpu_stage_ms_per_batch},
+                    {"gpu_decode_wait_ms_per_batch", r.gpu_decode_wait_ms_per_batch},
+                    {"decoded", r.decoded},
+                    {"dataset", r.dataset}});
   }
   if (!a.output.empty()) {
     write_json_atomic(a.output, rows);

@@ -36,7 +36,8 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
   r.workers = cfg.workers;
   r.dataset = loader->dataset().describe();
   Batch b;
-  double busy = 0, cpu = 0, gpu = 0;
+  double busy = 0, cpu = 0, gpu = 0, stage = 0, decode_wait = 0;
+  int64_t stage_batches = 0;
   int64_t bytes = 0;
   for (int64_t e = 0; e < opts.warmup_epochs + opts.epochs; ++e) {
     const bool timed = e >= opts.warmup_epochs;
@@ -51,6 +52,9 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
     busy += s.worker_seconds;
     cpu += s.worker_cpu_seconds;
     gpu += s.gpu_seconds;
+    stage += s.gpu_transform_seconds;
+    decode_wait += s.gpu_decode_wait_seconds;
+    stage_batches += s.gpu_batches_timed;
     for (const auto& [key, n] : s.decoded) r.decoded[key] += n;
   }
   const double workers = static_cast<double>(std::max<int64_t>(cfg.workers, 1));
@@ -61,6 +65,10 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
     r.gpu_fraction = std::min(1.0, gpu / r.seconds);
   }
   if (r.images > 0) r.cpu_ms_per_image = 1e3 * cpu / static_cast<double>(r.images);
+  if (stage_batches > 0) {
+    r.gpu_stage_ms_per_batch = 1e3 * stage / static_cast<double>(stage_batches);
+    r.gpu_decode_wait_ms_per_batch = 1e3 * decode_wait / static_cast<double>(stage_batches);
+  }
   if (busy > 0) r.worker_images_per_second = static_cast<double>(r.images) / busy * workers;
   return r;
 }

@@ -37,6 +37,9 @@ struct LoaderBenchResult {
   double worker_images_per_second = 0; ///< what the workers sustain when never idle (LoaderStats)
   double cpu_ms_per_image = 0;         ///< workers' CPU time per image (decode + transform), ms: the
                                        ///< cost figure that holds on a shared machine
+  /// GPU transform rows: the GPU stage's training-stream time per batch (LoaderStats::gpu_*): the
+  /// copies + crop kernel, and the stream's wait for nvJPEG decodes, ms; 0 for CPU rows.
+  double gpu_stage_ms_per_batch = 0, gpu_decode_wait_ms_per_batch = 0;
   std::map<std::string, int64_t> decoded;  ///< images per DecodeInfo::key() over the timed epochs
   std::string dataset;                 ///< Dataset::describe()
 };

@@ -104,9 +104,9 @@ def main():
         "torch": torch.__version__,
     }
     print(f"{'decoder':<13} {'img/s':>9} {'MB/s':>9} {'busy':>8} {'gpu':>8} {'worker/s':>10} {'cpu ms/img':>10} "
-          f"{'images':>8}  decoded as")
+          f"{'stage ms':>9} {'images':>8}  decoded as")
     print(f"{'torchvision':<13} {row['img_per_sec']:9.0f} {row['mb_per_sec']:9.1f} {100 * row['busy_fraction']:7.0f}% "
-          f"{'-':>8} {row['worker_img_per_sec']:10.0f} {row['cpu_ms_per_img']:10.2f} {images:8d}  PIL "
+          f"{'-':>8} {row['worker_img_per_sec']:10.0f} {row['cpu_ms_per_img']:10.2f} {'-':>9} {images:8d}  PIL "
           f"(torch {torch.__version__}, {a.workers} workers, batch {a.batch_size}, {a.img_size} px)")
     if a.output:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.output)) or ".", suffix=".tmp")

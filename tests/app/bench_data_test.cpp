@@ -81,6 +81,7 @@ TEST_F(BenchData, OneRowPerDecoder) {
     EXPECT_GT(row["busy_fraction"].get<double>(), 0);
     EXPECT_GT(row["cpu_ms_per_img"].get<double>(), 0);
     EXPECT_LE(row["busy_fraction"].get<double>(), 1);
+    EXPECT_EQ(row["gpu_stage_ms_per_batch"].get<double>(), 0);  // CPU rows: no GPU stage
     int64_t decoded = 0;
     for (auto it = row["decoded"].begin(); it != row["decoded"].end(); ++it) {
       decoded += it.value().get<int64_t>();
@@ -89,6 +90,7 @@ TEST_F(BenchData, OneRowPerDecoder) {
     EXPECT_EQ(decoded, 18);
   }
   EXPECT_NE(r.output.find("img/s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stage ms"), std::string::npos) << r.output;
 }
 
 TEST_F(BenchData, BadArgumentsFailWithAMessage) {
