@@ -79,9 +79,9 @@ Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
 
 // finish()'s timing events on the training stream, per batch: before the wait for its decodes,
 // after it, after the crop kernel. A ring of kSlots: a slot is read when it comes round again, four
-// batches later, by which time the stream has passed it (the decoder's two buffers keep the
-// training thread about two batches ahead); a slot whose events are not complete then is dropped,
-// never waited for.
+// batches later, by which time the stream has usually passed it (a training loop's host runs about
+// one step ahead of the stream); a slot whose events are not complete then is dropped from the
+// times, never waited for.
 struct StageEvents {
   static constexpr int kSlots = 4;
   struct Slot {
