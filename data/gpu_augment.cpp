@@ -2,6 +2,7 @@
 #include "data/gpu_augment.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -63,6 +64,9 @@ void resample_on_gpu(const Tensor& pixels, const std::vector<kernels::CropResize
              "resample_on_gpu: item ", i, " (", it.height, "x", it.width, "x", C, " at byte ", it.offset,
              ") lies outside the ", pixels.numel(), " bytes of pixels");
     HG_CHECK(it.interp >= 0 && it.interp <= 2, "resample_on_gpu: item ", i, " has filter ", it.interp);
+    HG_CHECK(std::isfinite(it.box_x) && std::isfinite(it.box_y) && std::isfinite(it.box_w) &&
+                 std::isfinite(it.box_h),
+             "resample_on_gpu: item ", i, " has a box that is not finite");
     HG_CHECK(it.box_w > 0 && it.box_h > 0 && it.box_x < it.width && it.box_y < it.height && it.box_x + it.box_w > 0 &&
                  it.box_y + it.box_h > 0,
              "resample_on_gpu: item ", i, " box misses its ", it.height, "x", it.width, " image");

@@ -80,8 +80,8 @@ Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
 // finish()'s timing events on the training stream, per batch: before the wait for its decodes,
 // after it, after the crop kernel. A ring of kSlots: a slot is read when it comes round again, four
 // batches later, by which time the stream has usually passed it (a training loop's host runs about
-// one step ahead of the stream); a slot whose events are not complete then is dropped from the
-// times, never waited for.
+// one step ahead of the stream); a slot whose events are not complete then is left out of the
+// sums (counted in GpuStageTimes::dropped), never waited for.
 struct StageEvents {
   static constexpr int kSlots = 4;
   struct Slot {
@@ -113,7 +113,10 @@ struct StageEvents {
     if (!s.pending) return s;
     s.pending = false;
     const cudaError_t q = cudaEventQuery(s.end);
-    if (q == cudaErrorNotReady) return s;
+    if (q == cudaErrorNotReady) {
+      ++t.dropped;
+      return s;
+    }
     HG_CUDA_CHECK(q);
     float wait_ms = 0, transform_ms = 0;
     HG_CUDA_CHECK(cudaEventElapsedTime(&wait_ms, s.begin, s.ready));

@@ -56,9 +56,14 @@ struct StageEvents;    // finish()'s CUDA events (gpu_batch.cpp)
 /// Training-stream time of the GPU stage, summed over the batches measured: what the loader's host
 /// wait cannot see, because finish() queues its work and returns.
 struct GpuStageTimes {
-  double decode_wait_seconds = 0;  ///< the stream stalled for nvJPEG decodes not done yet, s
-  double transform_seconds = 0;    ///< the stage's copies and crop kernel on the stream, s
-  int64_t batches = 0;             ///< batches these sums cover (read a few batches late)
+  /// the stream stalled for nvJPEG decodes not done yet (and queued the few CPU-fallback files'
+  /// uploads), s
+  double decode_wait_seconds = 0;
+  double transform_seconds = 0;  ///< the stage's copies and crop kernel on the stream, s
+  int64_t batches = 0;           ///< batches these sums cover (read a few batches late)
+  /// batches left out because their events were not complete when read (the stream was more than
+  /// four batches behind): a share well above 0 means the sums lean to the faster batches
+  int64_t dropped = 0;
 };
 
 struct StagedBatch {

@@ -390,6 +390,7 @@ LoaderStats DataLoader::stats() const {
   s.gpu_decode_wait_seconds = gpu_times_.decode_wait_seconds;
   s.gpu_transform_seconds = gpu_times_.transform_seconds;
   s.gpu_batches_timed = gpu_times_.batches;
+  s.gpu_batches_dropped = gpu_times_.dropped;
   s.wall_seconds = seconds_since(started_);
   s.workers = opts_.workers;
   return s;

@@ -88,7 +88,7 @@ struct LoaderStats {
   /// for nvJPEG decodes, and in the copies + crop kernel, summed over gpu_batches_timed batches.
   /// The host wait above cannot see a stall on the stream.
   double gpu_decode_wait_seconds = 0, gpu_transform_seconds = 0;
-  int64_t gpu_batches_timed = 0;
+  int64_t gpu_batches_timed = 0, gpu_batches_dropped = 0;  ///< GpuStageTimes::batches, dropped
   double wall_seconds = 0;     ///< since start_epoch, s
   int64_t workers = 0;
   /// Throughput the workers sustain together: images / worker_seconds * max(workers, 1), img/s.

@@ -583,9 +583,9 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
     const double per = 1e3 / static_cast<double>(l.gpu_batches_timed);
     spdlog::info(
         "epoch {}/{}: GPU data stage per batch: the training stream waited {:.3f} ms for decodes, "
-        "copies + crop kernel {:.3f} ms ({} batches timed)",
+        "copies + crop kernel {:.3f} ms ({} batches timed, {} not complete when read)",
         epoch + 1, s.cfg.epochs, per * l.gpu_decode_wait_seconds, per * l.gpu_transform_seconds,
-        l.gpu_batches_timed);
+        l.gpu_batches_timed, l.gpu_batches_dropped);
   }
   if (ev.ema)
     spdlog::info("epoch {}/{}: EMA eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%", epoch + 1,

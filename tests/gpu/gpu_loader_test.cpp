@@ -264,6 +264,7 @@ TEST(GpuLoader, StageTimesCoverTheFinishedBatches) {
     while (dl.next(b)) (void)b.images.to(Device::cpu);
     const LoaderStats s = dl.stats();
     EXPECT_EQ(s.gpu_batches_timed, 9 - 4);
+    EXPECT_EQ(s.gpu_batches_dropped, 0);  // each batch was copied back: the stream had passed it
     EXPECT_GT(s.gpu_transform_seconds, 0);
     EXPECT_GE(s.gpu_decode_wait_seconds, 0);
     EXPECT_LT(s.gpu_transform_seconds + s.gpu_decode_wait_seconds, 60);

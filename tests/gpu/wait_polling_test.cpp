@@ -1,6 +1,6 @@
 // hg::cuda::wait_polling: returns only once the event's work is done (a 200 ms spin queued before
-// it: not done when the wait starts, done when it returns, and the sum behind it holds the bytes),
-// and at once for an event that is complete already.
+// it: not done when the wait starts, done when it returns), and at once for an event that is
+// complete already.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -25,10 +25,8 @@ TEST(WaitPolling, ReturnsWhenTheQueuedWorkIsDone) {
   ASSERT_EQ(cudaEventRecord(e, nullptr), cudaSuccess);
   EXPECT_EQ(cudaEventQuery(e), cudaErrorNotReady);  // the spin is still running
   cuda::wait_polling(e);
-  EXPECT_EQ(cudaEventQuery(e), cudaSuccess);
-  unsigned long long host = 0;
-  ASSERT_EQ(cudaMemcpy(&host, s, sizeof(host), cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(host, 3000u);
-  cuda::wait_polling(e);  // complete already: returns at once
+  EXPECT_EQ(cudaEventQuery(e),
+            cudaSuccess);  // what wait_polling promises (a copy back would wait anyway)
+  cuda::wait_polling(e);   // complete already: returns at once
   ASSERT_EQ(cudaEventDestroy(e), cudaSuccess);
 }
