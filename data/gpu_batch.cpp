@@ -38,45 +38,7 @@ GpuTakes gpu_takes(DecodeBackend d) {
   return [](const JpegHeader& h) { return h.components != 4; };
 }
 
-GpuBatchMaker::GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t channels, DType dtype)
-    : transform_(t), decode_(decode), channels_(channels), dtype_(dtype) {
-  HG_CHECK(channels == 1 || channels == 3, "gpu_augment: channels must be 1 or 3, got ", channels);
-  HG_CHECK(static_cast<int64_t>(t.options().mean.size()) == channels, "gpu_augment: the transform has ",
-           t.options().mean.size(), " channels, the data ", channels);
-  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "gpu_augment: dtype must be f32 or bf16, got ",
-           dtype_name(dtype));
-  check_gpu_augment(t.options());
-#ifndef HAARGRAD_WITH_CUDA
-  throw Error("gpu_augment: this build has no CUDA backend (configure with -DHAARGRAD_CUDA=ON)");
-#else
-  HG_CHECK(cuda::available(), "gpu_augment: no usable CUDA device");
-  if (decode != DecodeBackend::cpu) {
-    NvjpegOptions o;
-    o.channels = static_cast<int>(channels);
-    o.hardware = decode == DecodeBackend::nvjpeg;
-    nvjpeg_ = std::make_unique<NvjpegDecoder>(o);
-  }
-#endif
-}
-
-Tensor GpuBatchMaker::make(StagedBatch& staged, std::map<std::string, int64_t>& decoded) {
-  if (!staged.prepared) prepare(staged);
-  return finish(staged, decoded);
-}
-
-#ifndef HAARGRAD_WITH_CUDA
-struct StageEvents {
-  void drop_pending() {}
-};
-struct PreparedBatch {};
-void GpuBatchMaker::prepare(StagedBatch&) {
-  throw Error("gpu_augment: this build has no CUDA backend");
-}
-Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
-  throw Error("gpu_augment: this build has no CUDA backend");
-}
-#else
-
+#ifdef HAARGRAD_WITH_CUDA
 // finish()'s timing events on the training stream, per batch: before the wait for its decodes,
 // after it, after the crop kernel. A ring of kSlots: a slot is read when it comes round again, four
 // batches later, by which time the stream has usually passed it (a training loop's host runs about
@@ -127,6 +89,48 @@ struct StageEvents {
     return s;
   }
 };
+#else
+struct StageEvents {  // never made: the constructor throws without CUDA
+  void drop_pending() {}
+};
+#endif
+
+GpuBatchMaker::GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t channels, DType dtype)
+    : transform_(t), decode_(decode), channels_(channels), dtype_(dtype) {
+  HG_CHECK(channels == 1 || channels == 3, "gpu_augment: channels must be 1 or 3, got ", channels);
+  HG_CHECK(static_cast<int64_t>(t.options().mean.size()) == channels, "gpu_augment: the transform has ",
+           t.options().mean.size(), " channels, the data ", channels);
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "gpu_augment: dtype must be f32 or bf16, got ",
+           dtype_name(dtype));
+  check_gpu_augment(t.options());
+#ifndef HAARGRAD_WITH_CUDA
+  throw Error("gpu_augment: this build has no CUDA backend (configure with -DHAARGRAD_CUDA=ON)");
+#else
+  HG_CHECK(cuda::available(), "gpu_augment: no usable CUDA device");
+  events_ = std::make_unique<StageEvents>();
+  if (decode != DecodeBackend::cpu) {
+    NvjpegOptions o;
+    o.channels = static_cast<int>(channels);
+    o.hardware = decode == DecodeBackend::nvjpeg;
+    nvjpeg_ = std::make_unique<NvjpegDecoder>(o);
+  }
+#endif
+}
+
+Tensor GpuBatchMaker::make(StagedBatch& staged, std::map<std::string, int64_t>& decoded) {
+  if (!staged.prepared) prepare(staged);
+  return finish(staged, decoded);
+}
+
+#ifndef HAARGRAD_WITH_CUDA
+struct PreparedBatch {};
+void GpuBatchMaker::prepare(StagedBatch&) {
+  throw Error("gpu_augment: this build has no CUDA backend");
+}
+Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
+  throw Error("gpu_augment: this build has no CUDA backend");
+}
+#else
 
 // What prepare() leaves for finish(): the nvJPEG output and the CPU-decoded pixels, page-locked.
 struct PreparedBatch {
@@ -177,7 +181,6 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   const int64_t C = channels_, N = static_cast<int64_t>(staged.samples.size());
   memory::CategoryScope scope(Category::workspace);
   const bool jpegs = !p.jpeg_idx.empty();
-  if (!events_) events_ = std::make_unique<StageEvents>();
   StageEvents::Slot& ev = events_->take(times_);
   HG_CUDA_CHECK(cudaEventRecord(ev.begin, nullptr));
   if (jpegs)
@@ -233,7 +236,7 @@ GpuBatchMaker::~GpuBatchMaker() = default;
 
 void GpuBatchMaker::reset_times() {
   times_ = GpuStageTimes{};
-  if (events_) events_->drop_pending();
+  events_->drop_pending();
 }
 
 }  // namespace hg::data

@@ -105,7 +105,7 @@ class GpuBatchMaker {
   int64_t channels_;
   DType dtype_;
   std::unique_ptr<NvjpegDecoder> nvjpeg_;
-  std::unique_ptr<StageEvents> events_;  // CUDA builds: finish()'s events, read later
+  std::unique_ptr<StageEvents> events_;  // finish()'s events, read later (made by the constructor)
   GpuStageTimes times_;
 };
 

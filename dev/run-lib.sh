@@ -5,7 +5,8 @@
 #   left              seconds of $BUDGET (default 570) still left
 #   ok LOG            the gtest PASSED / FAILED lines of LOG
 #   HG                the program
-#   gpu_tests         test_gpu and test_ops' GPU / CUDA cases, logs $OUT/gpu.log, $OUT/ops.log
+#   gpu_tests         test_gpu and test_ops' GPU / CUDA cases, logs $OUT/gpu.log, $OUT/ops.log;
+#                     prints the PASSED / FAILED lines and the first failures
 #   train3 NAME [--key value ...]
 #                     WTConvNeXt-T bf16, 3 epochs on 40 classes, augmentation off (the JPEG against
 #                     synthetic runs; give --workers and the dataset), log $OUT/train-NAME.log;
@@ -17,6 +18,7 @@
 #                     scripts/make-jpeg-folder.py into DIR (40 classes, PER_CLASS training and 4
 #                     validation images each) in the background unless DIR/train exists; MK is its
 #                     pid, its log /tmp/mk-$(basename DIR).log
+#   folder_ready DIR  waits for jpeg_folder DIR (its pid in MK) and prints its summary line
 source dev/gpu-build.sh
 T0=$(date +%s)
 el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
@@ -28,9 +30,11 @@ jpeg_folder() {
       --val-per-class 4 --jobs "$3" > "/tmp/mk-$(basename "$1").log" 2>&1 ) &
   MK=$!
 }
+folder_ready() { wait $MK; tail -1 "/tmp/mk-$(basename "$1").log"; }
 gpu_tests() {
   timeout 120 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
   timeout 170 /tmp/b/tests/test_ops --gtest_filter='*Gpu*:*Cuda*' > $OUT/ops.log 2>&1; ok $OUT/ops.log
+  grep -A4 "Failure" $OUT/gpu.log $OUT/ops.log | head -20
 }
 TRAIN3="configs/wtconvnext_tiny.yaml --num-classes 40 --output /tmp/runs --plain --device cuda --precision bf16 --warmup-epochs 1 --lr 1e-3 --epochs 3 --grad-accum-steps 1 --aa '' --reprob 0 --mixup 0 --cutmix 0 --color-jitter 0 --model-ema false"
 train3() {

@@ -7,7 +7,7 @@ source dev/run-lib.sh
 el built
 JF=/tmp/jf7
 jpeg_folder $JF 320 16
-wait $MK; tail -1 /tmp/mk-$(basename $JF).log
+folder_ready $JF
 el folder
 eval train3 jpeg_turbo_gpu --workers 14 --dataset image_folder --data-dir $JF --val-split validation --decode cpu --jpeg-decoder turbo --gpu-augment true
 eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true

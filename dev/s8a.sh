@@ -10,7 +10,7 @@ jpeg_folder $JF 320 16
 gpu_tests
 timeout 60 /tmp/b/tests/test_gpu --gtest_filter='GpuLoader.StageTimes*' 2>&1 | grep -E "OK|FAILED|Failure|Expected|Which" | head
 el tests
-wait $MK; tail -1 /tmp/mk-$(basename $JF).log
+folder_ready $JF
 el folder
 jpeg_vs_synth $JF
 el done

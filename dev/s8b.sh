@@ -16,6 +16,6 @@ timeout 150 ncu --clock-control none --launch-count 400 --metrics gpu__time_dura
   --color-jitter 0 --mixup 0 --cutmix 0 --decoders nvjpeg --bench-warmup 0 --bench-epochs 1 > $OUT/ncu-data.csv 2>$OUT/ncu-data.err
 python3 dev/ncu_sum.py $OUT/ncu-data.csv 1 | head -20
 el ncu
-wait $MK; tail -1 /tmp/mk-jf8.log
+folder_ready /tmp/jf8
 jpeg_vs_synth /tmp/jf8
 el done

@@ -8,9 +8,8 @@ source dev/run-lib.sh
 el built
 jpeg_folder /tmp/jf8 320 14
 gpu_tests
-grep -A4 "Failure" $OUT/gpu.log $OUT/ops.log | head -20
 el tests
-wait $MK; tail -1 /tmp/mk-jf8.log
+folder_ready /tmp/jf8
 J="--workers 14 --dataset image_folder --data-dir /tmp/jf8 --val-split validation --decode nvjpeg"
 S="--workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true"
 eval train3 jpeg_auto $J; stage jpeg_auto

@@ -6,9 +6,8 @@ source dev/run-lib.sh
 el built
 jpeg_folder /tmp/jf8 320 14
 gpu_tests
-grep -A4 "Failure" $OUT/gpu.log $OUT/ops.log | head -20
 el tests
-wait $MK; tail -1 /tmp/mk-jf8.log
+folder_ready /tmp/jf8
 jpeg_vs_synth /tmp/jf8
 el train
 timeout 60 $HG bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 6 --warmup 2 2>&1 | grep -A3 "^model  " | cut -c1-150

@@ -17,6 +17,6 @@ jpeg_folder /tmp/jf8 320 14
 timeout 100 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
 grep -A4 "Failure" $OUT/gpu.log | head -10
 el tests
-wait $MK; tail -1 /tmp/mk-jf8.log
+folder_ready /tmp/jf8
 jpeg_vs_synth /tmp/jf8
 el done

@@ -492,8 +492,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   s.total_train_seconds += p.train_secs;
   s.total_train_images += p.images_timed;
   p.loader = s.train_loader->stats();
-  p.data_wait_secs = p.loader.wait_seconds;
-  s.total_data_wait += p.data_wait_secs;
+  s.total_data_wait += p.loader.wait_seconds;
   return p;
 }
 
@@ -571,7 +570,8 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
   plot_curves(s);
   // Share of the epoch's step time spent blocked on the loader: above a few % the loader is the
   // step.
-  const double data_wait = p.train_secs > 0 ? std::min(1.0, p.data_wait_secs / p.train_secs) : 0.0;
+  const double data_wait =
+      p.train_secs > 0 ? std::min(1.0, p.loader.wait_seconds / p.train_secs) : 0.0;
   spdlog::info(
       "epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} "
       "img/s, "
