@@ -35,6 +35,7 @@ struct BenchArgs {
   std::string output;
   bool retry = false;
   bool breakdown = false;
+  bool cuda_graph = true;
   uint64_t seed = 0;
   int threads = 0;
   // `bench CONFIG.yaml [--key value ...]`: the config's model and training step; the options above
@@ -121,6 +122,7 @@ std::vector<BenchConfig> configs_from_names(const BenchArgs& a, Device device) {
         c.warmup = a.warmup;
         c.device = device;
         c.breakdown = a.breakdown;
+        c.cuda_graph = a.cuda_graph;
         c.seed = a.seed;
         configs.push_back(c);
       }
@@ -150,6 +152,7 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
   c.warmup = a.warmup;
   c.device = device;
   c.breakdown = a.breakdown;
+  c.cuda_graph = a.cuda_graph;
   c.seed = a.given.count("seed") ? a.seed : static_cast<uint64_t>(cfg.seed);
   c.smoothing = cfg.smoothing;
   c.opt = cfg.opt;
@@ -224,6 +227,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--output", a->output, "write the rows to FILE.json or FILE.csv");
   cmd->add_flag("--retry", a->retry, "on out-of-memory, retry the row at half the batch until it fits");
   cmd->add_flag("--breakdown", a->breakdown, "also time one training step per op type");
+  cmd->add_option("--cuda-graph", a->cuda_graph,
+                  "true (default): the training step as one CUDA graph where it can be (cuda, AdamW, no drop "
+                  "path); false: launched op by op");
   cmd->add_option("--seed", a->seed, "seed of the model init and the synthetic data");
   cmd->allow_extras();  // CONFIG.yaml and its --key value overrides
   cmd->footer(config_keys_pointer());

@@ -123,9 +123,9 @@ double median_ms(const std::function<void()>& fn, int warmup, int iters) {
   HG_CUDA_CHECK(cudaEventCreate(&b));
   std::vector<float> ms;
   for (int i = 0; i < iters; ++i) {
-    HG_CUDA_CHECK(cudaEventRecord(a));
+    HG_CUDA_CHECK(cudaEventRecord(a, cuda::stream()));
     fn();
-    HG_CUDA_CHECK(cudaEventRecord(b));
+    HG_CUDA_CHECK(cudaEventRecord(b, cuda::stream()));
     HG_CUDA_CHECK(cudaEventSynchronize(b));
     float t = 0;
     HG_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));

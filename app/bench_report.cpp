@@ -84,6 +84,7 @@ void add_memory(ojson& j, const char* phase, const BenchResult& r, const PhaseMe
   j[pre + "_host_syncs"] =
       ok && r.config.device == Device::cuda ? ojson(m.host_syncs) : ojson(nullptr);
   j[pre + "_device_used_mib"] = ok && m.device_used ? ojson(round_to(mib(*m.device_used), 2)) : ojson(nullptr);
+  if (pre == "train") j["train_graph_nodes"] = ok ? ojson(r.graph_nodes) : ojson(nullptr);
 }
 
 std::string csv_cell(const ojson& v) {
@@ -207,6 +208,10 @@ void print_tables(const std::vector<BenchResult>& rows) {
                 samples_per_sec(r.config.batch, r.train.ms.median), train_ms,
                 double(r.params_trainable) / 1e6);
   }
+  for (const BenchResult& r : rows)
+    if (r.ok() && r.graph_nodes > 0)
+      std::printf("%s %s: the training step replayed as one CUDA graph of %lld nodes\n", label(r).c_str(),
+                  r.config.precision.c_str(), static_cast<long long>(r.graph_nodes));
 
   std::printf(
       "\npeak memory of the timed steps (MiB; our allocator's live bytes per category, reserved =\n"

@@ -14,6 +14,7 @@
 #include "layers/loss.h"
 #include "models/convnext.h"
 #include "train/optimizer.h"
+#include "train/step_graph.h"
 #include "train/trainer.h"
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -194,7 +195,7 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
     opt = std::make_unique<train::SGD>(groups, cfg.momentum);
   else
     throw Error(str("bench: unknown optimizer '", cfg.opt, "' (adamw or sgd)"));
-  r.train = run_phase(dev, warmup, cfg.steps, [&] {
+  auto forward_backward = [&] {  // the step up to the update
     opt->zero_grad();
     {
       Tensor loss = cross_entropy(model->forward(x, true), labels, cfg.smoothing);
@@ -202,8 +203,37 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
     }
     autograd::NoGradGuard no_grad;  // like torch.optim: the update is not recorded
     if (cfg.clip_grad) train::clip_grad_norm(opt->parameters(), *cfg.clip_grad);
+  };
+  auto eager_step = [&] {
+    forward_backward();
+    autograd::NoGradGuard no_grad;
     opt->step();
+  };
+  std::unique_ptr<train::StepGraph> graph;
+  if (cfg.cuda_graph && dev == Device::cuda && opt->replayable() && mc.drop_path_rate == 0.0)
+    graph = std::make_unique<train::StepGraph>(dev);
+  const train::StepParts parts{eager_step, [&] { opt->prepare_step(); },
+                               [&] {
+                                 forward_backward();
+                                 autograd::NoGradGuard no_grad;
+                                 opt->queue_step();
+                               },
+                               [&] { return opt->queue_signature(); }};
+  // With a graph, the warm-up includes its eager steps and the capture: the timed steps replay.
+  r.train = run_phase(dev, graph ? std::max(warmup, 5) : warmup, cfg.steps, [&] {
+    if (graph)
+      graph->step(parts);
+    else
+      eager_step();
   });
+  if (graph) {
+    r.graph_nodes = static_cast<int64_t>(graph->nodes());
+    // A replay allocates nothing: the step's live peaks are those of the captured step.
+    const MemoryStats& cm = graph->capture_memory();
+    for (int i = 0; i < kNumCategories; ++i) r.train.mem.peak[i] = std::max(r.train.mem.peak[i], cm.peak[i]);
+    r.train.mem.total_peak = std::max(r.train.mem.total_peak, cm.total_peak);
+    r.train.mem.reserved_peak = std::max(r.train.mem.reserved_peak, cm.reserved_peak);
+  }
   if (cfg.breakdown) {
     r.breakdown = time_breakdown(*model, *opt, x, labels, 3);
     r.ceilings.copy_bytes_per_s = copy_bytes_per_second(dev);

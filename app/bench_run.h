@@ -34,6 +34,9 @@ struct BenchConfig {
   std::string opt = "adamw";                ///< "adamw" | "sgd"
   double lr = 1e-3, weight_decay = 0.05, momentum = 0.9;
   std::optional<double> clip_grad;          ///< global-norm clip before each update; unset: none
+  /// The training step as one CUDA graph (train/step_graph.h) where it can be: device cuda, AdamW,
+  /// no drop path (its masks are drawn on the host). The row says whether it was.
+  bool cuda_graph = true;
 };
 
 /// Memory of one phase, in bytes (system_allocs and host_syncs are counts).
@@ -74,6 +77,7 @@ struct BenchResult {
   /// Op type -> times, in the order of kBreakdownCategories (empty unless config.breakdown).
   std::map<std::string, BreakdownEntry> breakdown;
   Ceilings ceilings;           ///< measured with the breakdown (zeros without one)
+  int64_t graph_nodes = 0;     ///< nodes of the training step's CUDA graph; 0: the step ran eagerly
   std::string error;           ///< non-empty when the row failed (out of memory)
   bool ok() const { return error.empty(); }
 };

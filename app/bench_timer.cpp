@@ -51,7 +51,7 @@ int DeviceClock::mark() {
   const auto i = static_cast<size_t>(used_);
   if (impl_->device == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
-    HG_CUDA_CHECK(cudaEventRecord(impl_->events[i]));
+    HG_CUDA_CHECK(cudaEventRecord(impl_->events[i], cuda::stream()));
 #endif
   } else {
     impl_->cpu_marks[i] = std::chrono::steady_clock::now();

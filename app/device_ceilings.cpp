@@ -16,6 +16,8 @@
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include "core/cuda_stream.h"
+
 #include "kernels/cuda/check.h"
 #endif
 
@@ -53,7 +55,7 @@ double copy_bytes_per_second(Device device) {
   if (device == Device::cuda)
     copy = [&] {
       HG_CUDA_CHECK(
-          cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice));
+          cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, cuda::stream()));
     };
 #endif
   if (!copy) copy = [&] { std::memcpy(dst.data_ptr(), src.data_ptr(), bytes); };

@@ -15,6 +15,8 @@
 
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "core/cuda_stream.h"
 #endif
 
 namespace hg::memory {
@@ -76,18 +78,46 @@ DeviceState& state(Device d) {
   return d == Device::cpu ? *cpu : *cuda;
 }
 
-std::shared_ptr<void> cache_allocate(DeviceState& s, size_t bytes, Device device, Category cat) {
-  const int64_t reserved = s.cache.reserved();
-  void* p = s.cache.allocate(bytes, cat);
-  s.add_reserved(s.cache.reserved() - reserved);
+}  // namespace
+
+class PrivatePool {
+ public:
+  explicit PrivatePool(Device d)
+      : device(d),
+        cache(detail::SystemMemory{[d](size_t bytes) { return system_alloc(bytes, d); },
+                                   [d](void* p) { system_free(p, d); }}) {}
+  ~PrivatePool() {
+    DeviceState& s = state(device);
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.add_reserved(-cache.reserved());  // the cache's destructor gives the segments back
+  }
+  const Device device;
+  detail::BlockCache cache;  // used under the device's mutex, like DeviceState::cache
+};
+
+namespace {
+
+thread_local std::shared_ptr<PrivatePool> t_pool;  // PrivatePoolScope's pool on this thread, if any
+
+// The cache this thread allocates from on `device`: its pool's, or the shared one.
+detail::BlockCache& thread_cache(DeviceState& s, Device device) {
+  return t_pool && t_pool->device == device ? t_pool->cache : s.cache;
+}
+
+// `cache` is s.cache or the cache of `pool` (kept alive until the block is freed).
+std::shared_ptr<void> cache_allocate(DeviceState& s, detail::BlockCache& cache, std::shared_ptr<PrivatePool> pool,
+                                     size_t bytes, Device device, Category cat) {
+  const int64_t reserved = cache.reserved();
+  void* p = cache.allocate(bytes, cat);
+  s.add_reserved(cache.reserved() - reserved);
   s.add_live(cat, static_cast<int64_t>(bytes));
   const int64_t id = s.trace_alloc(bytes, cat);
-  return std::shared_ptr<void>(p, [bytes, device, cat, id](void* q) {
+  return std::shared_ptr<void>(p, [bytes, device, cat, id, pool = std::move(pool)](void* q) {
     DeviceState& st = state(device);
     std::lock_guard<std::mutex> lock(st.mu);
     st.add_live(cat, -static_cast<int64_t>(bytes));
     st.trace_free(id);
-    st.cache.free(q);
+    (pool ? pool->cache : st.cache).free(q);
   });
 }
 
@@ -102,7 +132,7 @@ void fill_bytes(void* p, uint8_t value, size_t n, Device device) {
     return;
   }
 #ifdef HAARGRAD_WITH_CUDA
-  const cudaError_t err = cudaMemset(p, value, n);  // queued on the default stream, like the ops
+  const cudaError_t err = cudaMemsetAsync(p, value, n, cuda::stream());  // queued like the ops
   HG_CHECK(err == cudaSuccess, "debug fill: cudaMemset failed: ", cudaGetErrorString(err));
 #endif
 }
@@ -139,6 +169,11 @@ std::shared_ptr<void> allocate_guarded(size_t bytes, Device device) {
 
 const char* hg_category_names[kNumCategories] = {"parameters", "gradients", "optimizer_state",
                                                  "activations", "workspace"};
+
+std::shared_ptr<PrivatePool> make_private_pool(Device device) { return std::make_shared<PrivatePool>(device); }
+
+PrivatePoolScope::PrivatePoolScope(std::shared_ptr<PrivatePool> pool) : saved_(std::move(t_pool)) { t_pool = std::move(pool); }
+PrivatePoolScope::~PrivatePoolScope() { t_pool = std::move(saved_); }
 
 CategoryScope::CategoryScope(Category c) : saved_(t_category) { t_category = c; }
 CategoryScope::~CategoryScope() { t_category = saved_; }
@@ -197,13 +232,15 @@ std::shared_ptr<void> allocate_plain(size_t bytes, Device device) {
   DeviceState& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
   const Category cat = t_category;
+  detail::BlockCache& cache = thread_cache(s, device);
+  std::shared_ptr<PrivatePool> pool = &cache == &s.cache ? nullptr : t_pool;
   try {
-    return cache_allocate(s, bytes, device, cat);
+    return cache_allocate(s, cache, pool, bytes, device, cat);
   } catch (const Error&) {
-    const size_t released = s.cache.release_free_segments();  // give cached memory back, retry once
+    const size_t released = cache.release_free_segments();  // give cached memory back, retry once
     if (released == 0) throw;
     s.add_reserved(-static_cast<int64_t>(released));
-    return cache_allocate(s, bytes, device, cat);
+    return cache_allocate(s, cache, pool, bytes, device, cat);
   }
 }
 }  // namespace
@@ -212,9 +249,10 @@ void step_done(Device device) {
   DeviceState& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.tracing) s.trace.push_back(AllocEvent{AllocEvent::Kind::step_end});
-  const int64_t reserved = s.cache.reserved();
-  s.cache.step_done();
-  s.add_reserved(s.cache.reserved() - reserved);
+  detail::BlockCache& cache = thread_cache(s, device);
+  const int64_t reserved = cache.reserved();
+  cache.step_done();
+  s.add_reserved(cache.reserved() - reserved);
 }
 
 void start_trace(Device device) {

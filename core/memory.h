@@ -57,6 +57,28 @@ class CategoryScope {
 };
 Category current_category();
 
+/// A private pool of memory on one device, for a CUDA graph (train/step_graph.h): the blocks a
+/// captured step uses must not go to anything else between its replays. While a PrivatePoolScope for it
+/// lives on a thread, that thread's allocations on the pool's device come from the pool instead of
+/// the shared allocator, and step_done() sizes the pool (as core/block_cache.h says). A block goes
+/// back to the pool it came from, whichever thread frees it; the pool's memory goes back to the
+/// system when the last owner of the pool and of its blocks is gone. Counted in the device's stats
+/// like the shared allocator's memory.
+class PrivatePool;
+std::shared_ptr<PrivatePool> make_private_pool(Device device);
+
+/// Routes this thread's allocations on the pool's device to `pool` while it lives.
+class PrivatePoolScope {
+ public:
+  explicit PrivatePoolScope(std::shared_ptr<PrivatePool> pool);
+  ~PrivatePoolScope();
+  PrivatePoolScope(const PrivatePoolScope&) = delete;
+  PrivatePoolScope& operator=(const PrivatePoolScope&) = delete;
+
+ private:
+  std::shared_ptr<PrivatePool> saved_;
+};
+
 /// Allocates `bytes` (aligned to 256) on `device` in the current category; the memory goes back to
 /// the allocator when the last owner drops the pointer. Throws hg::Error on out-of-memory, naming
 /// the bytes asked for and the bytes free.

@@ -10,6 +10,8 @@
 
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "core/cuda_stream.h"
 #endif
 
 namespace hg::memory {
@@ -120,7 +122,7 @@ void record_pinned_use(const void* p) {
   std::lock_guard<std::mutex> lock(P.mu);
   auto it = P.find(p);
   if (it == P.blocks.end()) return;
-  const cudaError_t err = cudaEventRecord(it->second.last_use, 0);
+  const cudaError_t err = cudaEventRecord(it->second.last_use, cuda::stream());
   HG_CHECK(err == cudaSuccess, "pinned memory: cudaEventRecord failed: ", cudaGetErrorString(err));
   it->second.used_by_gpu = true;
 }

@@ -16,6 +16,8 @@
 
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "core/cuda_stream.h"
 #endif
 
 namespace hg {
@@ -149,16 +151,20 @@ void device_memcpy(void* dst, Device dd, const void* src, Device sd, size_t byte
                         : dd == Device::cpu ? cudaMemcpyDeviceToHost
                                             : cudaMemcpyDeviceToDevice;
   if (kind == cudaMemcpyHostToDevice && memory::is_pinned(src)) {
-    // Queued on the default stream, like every kernel, so later work sees the bytes; the pinned
+    // Queued on the thread's stream, like every kernel, so later work sees the bytes; the pinned
     // pool keeps the source block until the copy is done.
-    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, 0);
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, cuda::stream());
     HG_CHECK(err == cudaSuccess, "cudaMemcpyAsync of ", bytes, " bytes failed: ", cudaGetErrorString(err));
     memory::record_pinned_use(src);
     return;
   }
-  // To the host, or from pageable host memory: the runtime waits for the stream (a host wait).
-  if (kind != cudaMemcpyDeviceToDevice) note_host_sync();
-  cudaError_t err = cudaMemcpy(dst, src, bytes, kind);
+  // Device to device: queued. To the host, or from pageable host memory: a host wait for the
+  // thread's stream (the source or destination is host memory the caller uses next).
+  cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, cuda::stream());
+  if (err == cudaSuccess && kind != cudaMemcpyDeviceToDevice) {
+    note_host_sync();
+    err = cudaStreamSynchronize(cuda::stream());
+  }
   HG_CHECK(err == cudaSuccess, "cudaMemcpy of ", bytes, " bytes failed: ", cudaGetErrorString(err));
 #else
   throw Error("this haargrad was built without CUDA: cannot copy to or from a cuda tensor");

@@ -182,10 +182,10 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   memory::CategoryScope scope(Category::workspace);
   const bool jpegs = !p.jpeg_idx.empty();
   StageEvents::Slot& ev = events_->take(times_);
-  HG_CUDA_CHECK(cudaEventRecord(ev.begin, nullptr));
+  HG_CUDA_CHECK(cudaEventRecord(ev.begin, cuda::stream()));
   if (jpegs)
     nvjpeg_->ready(p.gpu);  // the stream waits for the decodes (and queues CPU fallbacks' copies)
-  HG_CUDA_CHECK(cudaEventRecord(ev.ready, nullptr));
+  HG_CUDA_CHECK(cudaEventRecord(ev.ready, cuda::stream()));
   const int64_t gpu_bytes = jpegs ? p.gpu.pixels.numel() : 0;
   // One device buffer: the nvJPEG output as it is (when it is all), else both parts copied together.
   Tensor pixels;
@@ -197,10 +197,10 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
     auto* base = static_cast<uint8_t*>(pixels.data_ptr());
     if (gpu_bytes > 0)
       HG_CUDA_CHECK(cudaMemcpyAsync(base, p.gpu.pixels.data_ptr(), static_cast<size_t>(gpu_bytes),
-                                    cudaMemcpyDeviceToDevice, nullptr));
+                                    cudaMemcpyDeviceToDevice, cuda::stream()));
     HG_CUDA_CHECK(cudaMemcpyAsync(base + gpu_bytes, p.host.data_ptr(),
                                   static_cast<size_t>(p.host_bytes), cudaMemcpyHostToDevice,
-                                  nullptr));
+                                  cuda::stream()));
     memory::record_pinned_use(p.host.data_ptr());
   }
   // The kernel items, in batch order.
@@ -222,7 +222,7 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   }
   Tensor out = Tensor::empty({N, o.img_size, o.img_size, C}, dtype_, Device::cuda);
   resample_on_gpu(pixels, items, transform_, out);
-  HG_CUDA_CHECK(cudaEventRecord(ev.end, nullptr));
+  HG_CUDA_CHECK(cudaEventRecord(ev.end, cuda::stream()));
   ev.pending = true;
   // The decoder's buffer is read by the copy above and the kernel: a later decode into it waits for
   // them.

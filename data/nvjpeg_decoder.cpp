@@ -289,7 +289,9 @@ struct NvjpegDecoder::Impl {
     // (hg::cuda::wait_polling).
     if (u.wait == SlotUse::Wait::reads) cuda::wait_polling(read_done[k]);
     if (u.wait == SlotUse::Wait::stream) {
-      HG_CUDA_CHECK(cudaEventRecord(queued_work, nullptr));  // after all work queued so far
+      // On the legacy stream: after the work queued so far on every thread's stream (the training
+      // thread's stream is a blocking one, core/cuda_stream.h).
+      HG_CUDA_CHECK(cudaEventRecord(queued_work, cudaStreamLegacy));
       cuda::wait_polling(queued_work);
     }
     if (u.grow_to > 0) {
@@ -506,14 +508,14 @@ void NvjpegDecoder::ready(GpuImages& images) {
   HG_CHECK(!images.queued, "NvjpegDecoder::ready: batch ", images.ticket, " is queued already");
   HG_CHECK(images.ticket >= 0, "NvjpegDecoder::ready: not a decoded batch");
   HG_CUDA_CHECK(cudaStreamWaitEvent(
-      nullptr, m.decoded[static_cast<size_t>(images.ticket % m.ring.slots())], 0));
+      cuda::stream(), m.decoded[static_cast<size_t>(images.ticket % m.ring.slots())], 0));
   if (!images.fallback_at.empty()) {
     auto* base = static_cast<uint8_t*>(images.pixels.data_ptr());
     const auto* h = static_cast<const uint8_t*>(images.fallback.data_ptr());
     for (size_t i = 0; i < images.fallback_at.size(); ++i)
       HG_CUDA_CHECK(cudaMemcpyAsync(base + images.fallback_offset[i], h + images.fallback_at[i],
                                     static_cast<size_t>(images.fallback_bytes[i]),
-                                    cudaMemcpyHostToDevice, nullptr));
+                                    cudaMemcpyHostToDevice, cuda::stream()));
     memory::record_pinned_use(images.fallback.data_ptr());  // not reused before the copies are done
   }
   images.queued = true;
@@ -526,7 +528,7 @@ void NvjpegDecoder::reads_queued(const GpuImages& images) {
   std::lock_guard<std::mutex> lock(m.ring_mu);
   m.ring.reads_queued(images.ticket);  // throws for a buffer written again since
   HG_CUDA_CHECK(
-      cudaEventRecord(m.read_done[static_cast<size_t>(images.ticket % m.ring.slots())], nullptr));
+      cudaEventRecord(m.read_done[static_cast<size_t>(images.ticket % m.ring.slots())], cuda::stream()));
 }
 
 #endif  // HAARGRAD_WITH_NVJPEG

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cuda_stream.h"
 #include "core/error.h"
 #include "dist/mpi_util.h"
 #include "dist/process_group.h"
@@ -150,8 +151,8 @@ Nccl& nccl() {
 struct NcclWork : WorkImpl {
   std::shared_ptr<Event> done;
   void wait() override {
-    // later work on the default (legacy) stream, where haargrad's kernels run, waits for it
-    cuda_check(cudaStreamWaitEvent(cudaStreamLegacy, done->ev, 0), "cudaStreamWaitEvent", "collective");
+    // later work on the thread's stream, where haargrad's kernels run, waits for it
+    cuda_check(cudaStreamWaitEvent(hg::cuda::stream(), done->ev, 0), "cudaStreamWaitEvent", "collective");
   }
 };
 
@@ -166,8 +167,8 @@ std::shared_ptr<WorkImpl> nccl_start(NcclOp op, void* data, size_t count, DType 
   char* base = static_cast<char*>(data);
   const size_t chunk_bytes = chunk * dtype_size(dtype);
 
-  auto ready = std::make_shared<Event>();  // everything queued so far on the default stream
-  cuda_check(cudaEventRecord(ready->ev, cudaStreamLegacy), "cudaEventRecord", what);
+  auto ready = std::make_shared<Event>();  // everything queued so far on the thread's stream
+  cuda_check(cudaEventRecord(ready->ev, hg::cuda::stream()), "cudaEventRecord", what);
   cuda_check(cudaStreamWaitEvent(n.stream, ready->ev, 0), "cudaStreamWaitEvent", what);
   switch (op) {
     case NcclOp::all_reduce:

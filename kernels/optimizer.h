@@ -10,7 +10,9 @@
 //
 // CUDA multi-tensor AdamW: the same update for a list of tensors in one launch per 256 chunks of
 // at most kAdamWChunk elements (a step of ConvNeXt-T: 2 launches instead of ~180), each element's
-// math identical to adamw_update's, so the results are bit-identical to it.
+// math identical to adamw_update's, so the results are bit-identical to it. Its per-tensor
+// hyper-parameters (which change every step: lr, bias corrections) are read from device memory, so
+// a CUDA graph that captured the launch reads each replay's values (train/step_graph.h).
 //
 // Arrays are dense, n elements, updated in place. Hyper-parameters arrive as doubles computed on
 // the host (bias corrections included). CPU: T = float or double; CUDA: float (math in float).
@@ -40,6 +42,11 @@ struct AdamWTensor {
   AdamWHyper h;
 };
 constexpr int64_t kAdamWChunk = int64_t(1) << 16;
+/// Floats per tensor in adamw_multi_hyper's table: 1 - lr * wd, lr / bc1, sqrt(bc2).
+constexpr int kAdamWHyperFloats = 3;
+/// adamw_update_multi's hyper-parameter table (host), kAdamWHyperFloats per tensor in list order:
+/// computed in double and rounded to float, as adamw_update rounds its arguments.
+std::vector<float> adamw_multi_hyper(const std::vector<AdamWTensor>& tensors);
 
 namespace cpu {
 template <typename T>
@@ -53,8 +60,9 @@ void clip_scale(T* g, int64_t n, const T* total_norm, double max_norm);
 #ifdef HAARGRAD_WITH_CUDA
 namespace cuda {
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h);
-/// adamw_update for every tensor of the list (beta1, beta2, eps the same for all).
-void adamw_update_multi(const std::vector<AdamWTensor>& tensors);
+/// adamw_update for every tensor of the list (beta1, beta2, eps the same for all). `hyper`: device
+/// memory holding adamw_multi_hyper(tensors) (the list's AdamWTensor::h is not read otherwise).
+void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hyper);
 void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper& h);
 void clip_scale(float* g, int64_t n, const float* total_norm, double max_norm);
 }  // namespace cuda

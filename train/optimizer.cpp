@@ -1,6 +1,7 @@
 // AdamW, SGD, parameter groups and gradient clipping (see optimizer.h).
 #include "train/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -132,10 +133,15 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double b1, double b2, double e)
 }
 
 void AdamW::step() {
-  // CUDA tensors are updated together after the loop (one launch per 256 chunks: a launch per
-  // tensor made the step launch-bound); `keep` holds the contiguous gradients until then.
-  std::vector<kernels::AdamWTensor> on_gpu;
-  std::vector<Tensor> keep;
+  prepare_step();
+  queue_step();
+}
+
+void AdamW::prepare_step() {
+  // CUDA tensors are updated together by queue_step (one launch per 256 chunks: a launch per
+  // tensor made the step launch-bound); keep_ holds the contiguous gradients until then.
+  on_gpu_.clear();
+  keep_.clear();
   for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup& grp) {
     const Tensor g_raw = p.grad();
     if (!g_raw.defined()) return;
@@ -155,9 +161,9 @@ void AdamW::step() {
                                 1.0 - std::pow(beta1, static_cast<double>(s.step)),
                                 1.0 - std::pow(beta2, static_cast<double>(s.step))};
     if (p.device() == Device::cuda) {
-      on_gpu.push_back({p.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(),
-                        g.data<float>(), p.numel(), h});
-      keep.push_back(g);
+      on_gpu_.push_back({p.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(),
+                         g.data<float>(), p.numel(), h});
+      keep_.push_back(g);
     } else {
       HG_DISPATCH_FLOAT(p.dtype(), "AdamW", [&] {
         kernels::cpu::adamw_update(p.data<scalar_t>(), g.data<scalar_t>(),
@@ -166,9 +172,32 @@ void AdamW::step() {
       });
     }
   });
+  if (on_gpu_.empty()) return;
+  // This step's table through page-locked memory into a buffer that stays at one address (a
+  // captured graph reads it there); the copy is queued before the update reads it.
+  const std::vector<float> table = kernels::adamw_multi_hyper(on_gpu_);
+  const auto n = static_cast<int64_t>(table.size());
+  if (!hyper_.defined() || hyper_.numel() != n) {
+    memory::CategoryScope scope(Category::optimizer_state);
+    hyper_ = Tensor::empty({n}, DType::f32, Device::cuda);
+  }
+  Tensor staged = Tensor::empty_pinned({n}, DType::f32);
+  std::copy(table.begin(), table.end(), staged.data<float>());
+  hyper_.copy_(staged);
+}
+
+void AdamW::queue_step() {
+  if (on_gpu_.empty()) return;
 #ifdef HAARGRAD_WITH_CUDA
-  kernels::cuda::adamw_update_multi(on_gpu);
+  kernels::cuda::adamw_update_multi(on_gpu_, hyper_.data<float>());
 #endif
+}
+
+std::vector<const void*> AdamW::queue_signature() const {
+  std::vector<const void*> sig;
+  for (const kernels::AdamWTensor& t : on_gpu_) sig.insert(sig.end(), {t.p, t.m, t.v, t.g});
+  if (hyper_.defined()) sig.push_back(hyper_.data_ptr());
+  return sig;
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state_dict(const std::string& prefix) const {

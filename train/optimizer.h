@@ -21,7 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
+#include "kernels/optimizer.h"
 #include "layers/module.h"
 
 namespace hg::train {
@@ -57,6 +59,17 @@ class Optimizer {
   virtual ~Optimizer() = default;
   /// One update of every parameter with a defined gradient.
   virtual void step() = 0;
+
+  /// For a CUDA graph of the training step (train/step_graph.h): a replayable optimizer's step()
+  /// is prepare_step() (host: state, step counts, this step's hyper-parameters uploaded to device
+  /// memory) then queue_step() (the update kernels, reading the hyper-parameters from there), so
+  /// a graph captures queue_step() once and replays it after each later prepare_step().
+  virtual bool replayable() const { return false; }
+  virtual void prepare_step() { HG_CHECK(false, "this optimizer cannot be split for a CUDA graph"); }
+  virtual void queue_step() { HG_CHECK(false, "this optimizer cannot be split for a CUDA graph"); }
+  /// The device addresses queue_step() launches with; a graph checks at every replay that they
+  /// are those it captured.
+  virtual std::vector<const void*> queue_signature() const { return {}; }
   /// Zeroes every defined parameter gradient in place (keeps the memory).
   void zero_grad();
   /// Mutable: change lr / weight_decay of a group between steps (schedules).
@@ -99,6 +112,10 @@ class AdamW : public Optimizer {
   explicit AdamW(std::vector<ParamGroup> groups, double beta1 = 0.9, double beta2 = 0.999,
                  double eps = 1e-8);
   void step() override;
+  bool replayable() const override { return true; }
+  void prepare_step() override;
+  void queue_step() override;
+  std::vector<const void*> queue_signature() const override;
   /// keys "<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step"
   std::vector<std::pair<std::string, Tensor>> state_dict(
       const std::string& prefix = "") const override;
@@ -113,6 +130,11 @@ class AdamW : public Optimizer {
     int64_t step = 0;
   };
   std::map<const void*, State> state_;  // by Tensor::id()
+  // prepare_step's work for queue_step: the CUDA tensors to update (their contiguous gradients
+  // kept alive in keep_) and their hyper-parameter table in device memory.
+  std::vector<kernels::AdamWTensor> on_gpu_;
+  std::vector<Tensor> keep_;
+  Tensor hyper_;
 };
 
 /// torch.optim.SGD (dampening 0; weight decay added to the gradient; optional Nesterov).

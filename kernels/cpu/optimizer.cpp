@@ -51,3 +51,18 @@ HG_INSTANTIATE(double)
 #undef HG_INSTANTIATE
 
 }  // namespace hg::kernels::cpu
+
+namespace hg::kernels {
+
+std::vector<float> adamw_multi_hyper(const std::vector<AdamWTensor>& tensors) {
+  std::vector<float> table;
+  table.reserve(tensors.size() * kAdamWHyperFloats);
+  for (const AdamWTensor& t : tensors) {
+    table.push_back(static_cast<float>(1.0 - t.h.lr * t.h.weight_decay));
+    table.push_back(static_cast<float>(t.h.lr / t.h.bias_correction1));
+    table.push_back(static_cast<float>(std::sqrt(t.h.bias_correction2)));
+  }
+  return table;
+}
+
+}  // namespace hg::kernels

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_stream.h"
 #include "core/dtype.h"
 
 namespace hg::kernels::cuda {
@@ -120,7 +121,7 @@ void map_elements(const MapArgs<T, NI, NO>& a, int64_t n, F f) {
   constexpr int V = Vec16<T>::n;
   const int64_t work = vec ? (n + V - 1) / V : n;
   const int blocks = static_cast<int>(work < 256 ? 1 : (work + 255) / 256 > 65535 * 4 ? 65535 * 4 : (work + 255) / 256);
-  map_elements_kernel<<<blocks, 256>>>(a, n, vec, f);
+  map_elements_kernel<<<blocks, 256, 0, hg::cuda::stream()>>>(a, n, vec, f);
 }
 
 }  // namespace hg::kernels::cuda

@@ -27,6 +27,7 @@ cublasHandle_t cublas() {
     cublasHandle_t handle;
     HG_CUBLAS_CHECK(cublasCreate(&handle));
     HG_CUBLAS_CHECK(cublasSetMathMode(handle, g_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    HG_CUBLAS_CHECK(cublasSetStream(handle, stream()));  // resolved per calling thread
     return handle;
   }();
   return h;
@@ -36,6 +37,7 @@ cudnnHandle_t cudnn() {
   static cudnnHandle_t h = [] {
     cudnnHandle_t handle;
     HG_CUDNN_CHECK(cudnnCreate(&handle));
+    HG_CUDNN_CHECK(cudnnSetStream(handle, stream()));  // resolved per calling thread
     return handle;
   }();
   return h;

@@ -1,5 +1,5 @@
-// Per-process CUDA context: the cuBLAS and cuDNN handles (created on first use, on the default
-// stream), the TF32 switch, and whether a GPU is present at all.
+// Per-process CUDA context: the cuBLAS and cuDNN handles (created on first use, queuing on the
+// calling thread's stream, hg::cuda::stream()), the TF32 switch, and whether a GPU is present at all.
 #pragma once
 
 #include <cublasLt.h>
@@ -7,6 +7,8 @@
 #include <cudnn.h>
 
 #include <cstddef>
+
+#include "core/cuda_stream.h"
 
 namespace hg::cuda {
 

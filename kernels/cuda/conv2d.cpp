@@ -266,7 +266,7 @@ void conv2d_backward_data(const Conv2dShape& s, const T* gy, const float* weight
   if (own_depthwise(s, backend)) return depthwise_conv_backward_data(s, gy, weight, gx);
   if (s.N * s.H * s.W * s.C == 0) return;
   if (empty(s)) {
-    HG_CUDA_CHECK(cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(T)));
+    HG_CUDA_CHECK(cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(T), hg::cuda::stream()));
     return;
   }
   if (own_patchify(s, backend)) return patchify_conv_backward_data(s, gy, weight, gx);
@@ -289,7 +289,7 @@ void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* gy, float
   if (own_depthwise(s, backend)) return depthwise_conv_backward_weight(s, x, gy, gw, nullptr);
   if (weight_bytes(s) == 0) return;
   if (empty(s)) {
-    HG_CUDA_CHECK(cudaMemsetAsync(gw, 0, weight_bytes(s)));
+    HG_CUDA_CHECK(cudaMemsetAsync(gw, 0, weight_bytes(s), hg::cuda::stream()));
     return;
   }
   if (own_patchify(s, backend)) return patchify_conv_backward_weight(s, x, gy, gw);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/cuda_stream.h"
 #include "core/tensor.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/cuda/check.h"
@@ -129,10 +130,10 @@ void soft_cross_entropy_forward(const float* logits, const float* targets, float
   HG_CHECK(N > 0 && K > 0, "soft_cross_entropy (cuda): empty logits (", N, ", ", K, ")");
   const Tensor ws = scratch_tensor({N});
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  soft_forward_rows<<<blocks, dim3(32, kRowsPerBlock)>>>(logits, targets, lse, ws.data<float>(), N,
+  soft_forward_rows<<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(logits, targets, lse, ws.data<float>(), N,
                                                          K);
   HG_CUDA_LAUNCH_CHECK();
-  mean_kernel<<<1, kThreads>>>(ws.data<float>(), N, loss);
+  mean_kernel<<<1, kThreads, 0, hg::cuda::stream()>>>(ws.data<float>(), N, loss);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -140,7 +141,7 @@ void soft_cross_entropy_backward(const float* logits, const float* targets, cons
                                  const float* grad_loss, float* dlogits, int64_t N, int64_t K) {
   if (N * K == 0) return;
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  soft_backward_rows<<<blocks, dim3(32, kRowsPerBlock)>>>(logits, targets, lse, grad_loss, dlogits,
+  soft_backward_rows<<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(logits, targets, lse, grad_loss, dlogits,
                                                           N, K);
   HG_CUDA_LAUNCH_CHECK();
 }
@@ -151,9 +152,9 @@ void cross_entropy_forward(const float* logits, const int64_t* labels, float* ls
   const Tensor ws = scratch_tensor({N});
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
   forward_rows<float>
-      <<<blocks, dim3(32, kRowsPerBlock)>>>(logits, labels, lse, ws.data<float>(), N, K, smoothing);
+      <<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(logits, labels, lse, ws.data<float>(), N, K, smoothing);
   HG_CUDA_LAUNCH_CHECK();
-  mean_kernel<<<1, kThreads>>>(ws.data<float>(), N, loss);
+  mean_kernel<<<1, kThreads, 0, hg::cuda::stream()>>>(ws.data<float>(), N, loss);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -163,7 +164,7 @@ void cross_entropy_backward(const float* logits, const int64_t* labels, const fl
   const int64_t n = N * K;
   if (n == 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535));
-  backward_kernel<float><<<blocks, 256>>>(logits, labels, lse, grad_loss, dlogits, N, K, smoothing);
+  backward_kernel<float><<<blocks, 256, 0, hg::cuda::stream()>>>(logits, labels, lse, grad_loss, dlogits, N, K, smoothing);
   HG_CUDA_LAUNCH_CHECK();
 }
 

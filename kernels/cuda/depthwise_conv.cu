@@ -676,7 +676,7 @@ bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bi
     if constexpr (KT > 0) {
       const auto kernel = conv_staged_kernel<D, KT>;
       hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-      kernel<<<dim3(unsigned(groups), unsigned((d.C + 31) / 32)), dim3(32, kWgradWarps), smem>>>(
+      kernel<<<dim3(unsigned(groups), unsigned((d.C + 31) / 32)), dim3(32, kWgradWarps), smem, hg::cuda::stream()>>>(
           in, w, bias, d, PR, flip, out);
       HG_CUDA_LAUNCH_CHECK();
       launched = true;
@@ -711,7 +711,7 @@ void depthwise_conv_forward(const Conv2dShape& s, const T* x_in, const float* we
         constexpr int KT = decltype(kt)::value, S = decltype(st)::value, TW = forward_tile<S>();
         const int64_t tiles = s.N * s.OH * ((s.OW + TW - 1) / TW);
         const TileLaunch l = tile_launch(d.C, V, d.K * d.K, tiles);
-        forward_kernel<D, V, KT, S, TW><<<l.grid, l.block, l.smem>>>(x, weight, bias, d, y);
+        forward_kernel<D, V, KT, S, TW><<<l.grid, l.block, l.smem, hg::cuda::stream()>>>(x, weight, bias, d, y);
         HG_CUDA_LAUNCH_CHECK();
       });
     });
@@ -729,7 +729,7 @@ void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y_in, cons
   const int64_t nx = s.N * s.H * s.W * s.C;
   if (nx == 0) return;
   if (s.OH <= 0 || s.OW <= 0) {  // no output: nothing flows back
-    HG_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, size_t(nx) * sizeof(T)));
+    HG_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, size_t(nx) * sizeof(T), hg::cuda::stream()));
     return;
   }
   const Dims d = dims_of(s);
@@ -746,7 +746,7 @@ void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y_in, cons
         const int64_t nmb = ((s.W + S - 1) / S + TW - 1) / TW;
         const int64_t tiles = s.N * s.H * S * nmb;
         const TileLaunch l = tile_launch(d.C, V, d.K * d.K, tiles);
-        backward_data_kernel<D, V, KT, S, TW><<<l.grid, l.block, l.smem>>>(grad_y, weight, d, grad_x);
+        backward_data_kernel<D, V, KT, S, TW><<<l.grid, l.block, l.smem, hg::cuda::stream()>>>(grad_y, weight, d, grad_x);
         HG_CUDA_LAUNCH_CHECK();
       });
     });
@@ -764,8 +764,8 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   const int64_t KK = s.KH * s.KW, nw = s.C * KK;
   if (s.C == 0) return;
   if (s.N == 0 || s.OH <= 0 || s.OW <= 0) {  // empty sums
-    HG_CUDA_CHECK(cudaMemsetAsync(grad_weight, 0, size_t(nw) * sizeof(float)));
-    if (grad_bias) HG_CUDA_CHECK(cudaMemsetAsync(grad_bias, 0, size_t(s.C) * sizeof(float)));
+    HG_CUDA_CHECK(cudaMemsetAsync(grad_weight, 0, size_t(nw) * sizeof(float), hg::cuda::stream()));
+    if (grad_bias) HG_CUDA_CHECK(cudaMemsetAsync(grad_bias, 0, size_t(s.C) * sizeof(float), hg::cuda::stream()));
     return;
   }
   const Dims d = dims_of(s);
@@ -799,7 +799,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
       if constexpr (KT > 0) {
         const auto kernel = wgrad_staged_kernel<D, KT>;
         hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-        kernel<<<dim3(unsigned(chunks), unsigned(slices)), block, staged_smem>>>(
+        kernel<<<dim3(unsigned(chunks), unsigned(slices)), block, staged_smem, hg::cuda::stream()>>>(
             x, grad_y, d, PR, int(rows_per_block), partial, bias_partial);
         HG_CUDA_LAUNCH_CHECK();
       }
@@ -810,7 +810,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
       if constexpr (KT > 0) {
         dispatch_s(int(s.stride), [&](auto st) {
           constexpr int S = decltype(st)::value;
-          wgrad_kernel<D, KT, S><<<dim3(unsigned(chunks), unsigned(slices)), block>>>(
+          wgrad_kernel<D, KT, S><<<dim3(unsigned(chunks), unsigned(slices)), block, 0, hg::cuda::stream()>>>(
               x, grad_y, d, int(rows_per_block), partial, bias_partial);
           HG_CUDA_LAUNCH_CHECK();
         });
@@ -818,7 +818,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
     });
   } else {
     wgrad_generic_kernel<D>
-        <<<dim3(unsigned(chunks), unsigned(slices), unsigned(KK)), block>>>(
+        <<<dim3(unsigned(chunks), unsigned(slices), unsigned(KK)), block, 0, hg::cuda::stream()>>>(
             x, grad_y, d, int(s.stride), int(rows_per_block), partial, bias_partial);
     HG_CUDA_LAUNCH_CHECK();
   }

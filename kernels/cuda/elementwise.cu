@@ -1,6 +1,7 @@
 // CUDA versions of kernels/elementwise.h: grid-stride loops over float or bf16 storage, float math.
 #include <algorithm>
 
+#include "core/cuda_stream.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
@@ -34,7 +35,7 @@ __global__ void axpy_kernel(float alpha, const T* x, T* y, int64_t n) {
 template <typename T, typename F>
 void launch_map2(const T* a, const T* b, T* out, int64_t n, F f) {
   if (n == 0) return;
-  map2<<<grid_stride_blocks(n), 256>>>(dev(a), dev(b), dev(out), n, f);
+  map2<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(dev(a), dev(b), dev(out), n, f);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -47,14 +48,14 @@ template <typename T> void mul(const T* a, const T* b, T* out, int64_t n) { laun
 template <typename T>
 void scale(const T* a, float s, T* out, int64_t n) {
   if (n == 0) return;
-  scale_kernel<<<grid_stride_blocks(n), 256>>>(dev(a), s, dev(out), n);
+  scale_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(dev(a), s, dev(out), n);
   HG_CUDA_LAUNCH_CHECK();
 }
 
 template <typename T>
 void axpy(float alpha, const T* x, T* y, int64_t n) {
   if (n == 0) return;
-  axpy_kernel<<<grid_stride_blocks(n), 256>>>(alpha, dev(x), dev(y), n);
+  axpy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(alpha, dev(x), dev(y), n);
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -1,5 +1,6 @@
 // CUDA model-EMA update of kernels/ema.h: one block per chunk of the table, explicit round-to-
 // nearest operations (no FMA contraction) so that the result equals the CPU loop bit for bit.
+#include "core/cuda_stream.h"
 #include "kernels/cuda/check.h"
 #include "kernels/ema.h"
 
@@ -25,7 +26,7 @@ void ema_update(const EmaChunk* chunks, int64_t num_chunks, float weight) {
   if (num_chunks == 0) return;
   HG_CHECK(num_chunks < (int64_t(1) << 31), "ema_update (cuda): ", num_chunks,
            " chunks exceed one grid");
-  ema_kernel<<<static_cast<unsigned>(num_chunks), kThreads>>>(chunks, weight);
+  ema_kernel<<<static_cast<unsigned>(num_chunks), kThreads, 0, hg::cuda::stream()>>>(chunks, weight);
   HG_CUDA_LAUNCH_CHECK();
 }
 

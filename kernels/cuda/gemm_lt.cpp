@@ -133,7 +133,7 @@ bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int6
   const float alpha = 1.0f, beta = addend ? 1.0f : 0.0f;
   HG_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), p.op, &alpha, B, p.first, A, p.second, &beta,
                                  addend ? addend : C, p.out, C, p.out, &p.algo, ws.get(),
-                                 kWorkspaceBytes, /*stream=*/0));
+                                 kWorkspaceBytes, hg::cuda::stream()));
   return true;
 }
 

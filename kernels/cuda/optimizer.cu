@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/cuda_stream.h"
 #include "core/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
@@ -28,27 +29,30 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64
 }
 
 // Multi-tensor AdamW: the chunk table travels as the kernel's parameter (a __grid_constant__
-// struct of at most 256 chunks, ~13 KB; kernel parameters may hold 32 KB on sm_70+ with CUDA 12.1+),
-// so a step needs no host-to-device copy and no synchronisation. Block b updates chunk b.
+// struct of at most 256 chunks, ~11 KB; kernel parameters may hold 32 KB on sm_70+ with CUDA 12.1+),
+// the per-tensor hyper-parameters in device memory (kernels/optimizer.h). Block b updates chunk b.
 struct AdamWChunk {
   float *p, *m, *v;
   const float* g;
   int n;
-  float decay, step_size, bc2_sqrt;
+  int tensor;  // index into the hyper-parameter table
 };
 constexpr int kChunksPerLaunch = 256;
 struct AdamWTable {
   AdamWChunk c[kChunksPerLaunch];
 };
 
-__global__ void adamw_multi_kernel(const __grid_constant__ AdamWTable t, float b1, float b2, float eps) {
+__global__ void adamw_multi_kernel(const __grid_constant__ AdamWTable t, const float* hyper, float b1, float b2,
+                                   float eps) {
   const AdamWChunk& c = t.c[blockIdx.x];
+  const float* h = hyper + c.tensor * kAdamWHyperFloats;
+  const float decay = h[0], step_size = h[1], bc2_sqrt = h[2];
   for (int i = threadIdx.x; i < c.n; i += blockDim.x) {
     const float gi = c.g[i];
-    float pi = __fmul_rn(c.p[i], c.decay);  // as adamw_kernel
+    float pi = __fmul_rn(c.p[i], decay);  // as adamw_kernel
     const float mi = b1 * c.m[i] + (1.0f - b1) * gi;
     const float vi = b2 * c.v[i] + (1.0f - b2) * gi * gi;
-    pi -= c.step_size * mi / (sqrtf(vi) / c.bc2_sqrt + eps);
+    pi -= step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
     c.m[i] = mi;
     c.v[i] = vi;
     c.p[i] = pi;
@@ -80,34 +84,32 @@ __global__ void clip_kernel(float* g, int64_t n, const float* total_norm, double
 
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h) {
   if (n == 0) return;
-  adamw_kernel<<<grid_stride_blocks(n), 256>>>(
+  adamw_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(
       p, g, m, v, n, static_cast<float>(1.0 - h.lr * h.weight_decay), static_cast<float>(h.beta1),
       static_cast<float>(h.beta2), static_cast<float>(h.lr / h.bias_correction1),
       static_cast<float>(std::sqrt(h.bias_correction2)), static_cast<float>(h.eps));
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void adamw_update_multi(const std::vector<AdamWTensor>& tensors) {
+void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hyper) {
   if (tensors.empty()) return;
   const AdamWHyper& h0 = tensors[0].h;
   AdamWTable table{};
   int count = 0;
   auto flush = [&] {
     if (count == 0) return;
-    adamw_multi_kernel<<<count, 256>>>(table, float(h0.beta1), float(h0.beta2), float(h0.eps));
+    adamw_multi_kernel<<<count, 256, 0, hg::cuda::stream()>>>(table, hyper, float(h0.beta1), float(h0.beta2),
+                                                              float(h0.eps));
     HG_CUDA_LAUNCH_CHECK();
     count = 0;
   };
-  for (const AdamWTensor& t : tensors) {
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const AdamWTensor& t = tensors[k];
     HG_CHECK(t.h.beta1 == h0.beta1 && t.h.beta2 == h0.beta2 && t.h.eps == h0.eps,
              "adamw_update_multi: every tensor must share beta1, beta2 and eps");
-    // the same float hyper-parameters as adamw_update, so the same bits
-    const float decay = static_cast<float>(1.0 - t.h.lr * t.h.weight_decay);
-    const float step_size = static_cast<float>(t.h.lr / t.h.bias_correction1);
-    const float bc2_sqrt = static_cast<float>(std::sqrt(t.h.bias_correction2));
     for (int64_t s = 0; s < t.n; s += kAdamWChunk) {
       const int n = static_cast<int>(std::min(kAdamWChunk, t.n - s));
-      table.c[count++] = AdamWChunk{t.p + s, t.m + s, t.v + s, t.g + s, n, decay, step_size, bc2_sqrt};
+      table.c[count++] = AdamWChunk{t.p + s, t.m + s, t.v + s, t.g + s, n, static_cast<int>(k)};
       if (count == kChunksPerLaunch) flush();
     }
   }
@@ -116,7 +118,7 @@ void adamw_update_multi(const std::vector<AdamWTensor>& tensors) {
 
 void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper& h) {
   if (n == 0) return;
-  sgd_kernel<<<grid_stride_blocks(n), 256>>>(p, g, h.momentum != 0 ? buf : nullptr, n,
+  sgd_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(p, g, h.momentum != 0 ? buf : nullptr, n,
                                      static_cast<float>(h.lr), static_cast<float>(h.momentum),
                                      static_cast<float>(h.weight_decay), h.nesterov, h.first_step);
   HG_CUDA_LAUNCH_CHECK();
@@ -124,7 +126,7 @@ void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper&
 
 void clip_scale(float* g, int64_t n, const float* total_norm, double max_norm) {
   if (n == 0) return;
-  clip_kernel<<<grid_stride_blocks(n), 256>>>(g, n, total_norm, max_norm);
+  clip_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(g, n, total_norm, max_norm);
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -2,6 +2,7 @@
 // storage type S (float or __nv_bfloat16), accumulation in float.
 #include <algorithm>
 
+#include "core/cuda_stream.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
@@ -42,14 +43,14 @@ __global__ void gap_backward(int64_t N, int64_t HW, int64_t C, const S* gy, S* g
 template <typename T>
 void global_avg_pool_forward(int64_t N, int64_t HW, int64_t C, const T* x, T* y) {
   if (N * C == 0) return;
-  gap_forward<<<grid_stride_blocks(N * C), 256>>>(N, HW, C, dev(x), dev(y));
+  gap_forward<<<grid_stride_blocks(N * C), 256, 0, hg::cuda::stream()>>>(N, HW, C, dev(x), dev(y));
   HG_CUDA_LAUNCH_CHECK();
 }
 
 template <typename T>
 void global_avg_pool_backward(int64_t N, int64_t HW, int64_t C, const T* gy, T* gx) {
   if (N * HW * C == 0) return;
-  gap_backward<<<grid_stride_blocks(N * HW * C), 256>>>(N, HW, C, dev(gy), dev(gx));
+  gap_backward<<<grid_stride_blocks(N * HW * C), 256, 0, hg::cuda::stream()>>>(N, HW, C, dev(gy), dev(gx));
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -2,6 +2,7 @@
 // workspace, a fixed-order second pass (no atomics), accumulation in double.
 #include <algorithm>
 
+#include "core/cuda_stream.h"
 #include "core/tensor.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
@@ -67,7 +68,7 @@ template <typename O>
 void launch_sum_rows(const float* a, int64_t rows, int64_t cols, O* out) {
   if (cols == 0) return;
   const unsigned blocks = static_cast<unsigned>((cols + 31) / 32);
-  sum_rows_kernel<<<blocks, dim3(32, kRowLanes)>>>(a, rows, cols, out);
+  sum_rows_kernel<<<blocks, dim3(32, kRowLanes), 0, hg::cuda::stream()>>>(a, rows, cols, out);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -89,11 +90,11 @@ void sum_squares_impl(const std::vector<const float*>& xs, const std::vector<int
     if (sizes[k] <= 0) continue;
     const int64_t blocks = partial_blocks(sizes[k]);
     sum_squares_partial<float>
-        <<<static_cast<unsigned>(blocks), kThreads>>>(xs[k], sizes[k], partial + offset);
+        <<<static_cast<unsigned>(blocks), kThreads, 0, hg::cuda::stream()>>>(xs[k], sizes[k], partial + offset);
     HG_CUDA_LAUNCH_CHECK();
     offset += blocks;
   }
-  sum_partials<<<1, kThreads>>>(partial, total_blocks, take_sqrt, out);
+  sum_partials<<<1, kThreads, 0, hg::cuda::stream()>>>(partial, total_blocks, take_sqrt, out);
   HG_CUDA_LAUNCH_CHECK();
 }
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_stream.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 
@@ -26,7 +27,7 @@ __global__ void reduce_slices_kernel(const Acc* __restrict__ partial, int slices
 /// Launches reduce_slices_kernel over partial (slices, n) into out (n) on the default stream.
 template <typename Acc>
 inline void reduce_slices(const Acc* partial, int slices, int64_t n, Acc* out) {
-  reduce_slices_kernel<Acc><<<blocks_for(n), 256>>>(partial, slices, n, out);
+  reduce_slices_kernel<Acc><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(partial, slices, n, out);
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -7,6 +7,7 @@
 // would have saved (the API of kernels/wtconv.h passes only x), then runs the adjoint ops in order.
 // bf16 (mixed precision): the kernels that read x or grad_y and write y or grad_x take the storage
 // type T (float or __nv_bfloat16); every intermediate is f32, as the CPU reference computes them.
+#include "core/cuda_stream.h"
 #include "kernels/cuda/wtconv_common.cuh"
 
 namespace hg::kernels::cuda::wtconv_detail {
@@ -130,7 +131,7 @@ template <typename T>
 Tensor haar(const T* in, int cs, int B, int hi, int wi, int C) {
   const int hp = (hi + 1) / 2, wp = (wi + 1) / 2;
   Tensor out = workspace({B, hp, wp, C, 4});
-  u_haar_kernel<<<blocks_for(int64_t(B) * hp * wp * C), 256>>>(
+  u_haar_kernel<<<blocks_for(int64_t(B) * hp * wp * C), 256, 0, hg::cuda::stream()>>>(
       in, cs, B, hi, wi, C, hp, wp, reinterpret_cast<float4*>(out.data<float>()));
   HG_CUDA_LAUNCH_CHECK();
   return out;
@@ -141,7 +142,7 @@ Tensor dwconv(const T* in, const Shape& shape, int Cc, int K, const Tensor& wt, 
               bool flip) {
   const int B = int(shape[0]), h = int(shape[1]), w = int(shape[2]);
   Tensor out = workspace(shape);
-  u_dwconv_kernel<<<blocks_for(out.numel()), 256>>>(in, B, h, w, Cc, K, wt.data<float>(), bias,
+  u_dwconv_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(in, B, h, w, Cc, K, wt.data<float>(), bias,
                                                     flip, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
@@ -153,7 +154,7 @@ Tensor dwconv(const Tensor& in, int Cc, int K, const Tensor& wt, const float* bi
 template <typename T>
 Tensor scale(const T* in, const Shape& shape, const Tensor& s, int Cc) {
   Tensor out = workspace(shape);
-  u_scale_kernel<<<blocks_for(out.numel()), 256>>>(in, s.data<float>(), out.numel(), Cc,
+  u_scale_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(in, s.data<float>(), out.numel(), Cc,
                                                    out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
@@ -163,7 +164,7 @@ Tensor scale(const Tensor& in, const Tensor& s, int Cc) {
 }
 Tensor add_ll(const Tensor& t, const Tensor& rec) {
   Tensor out = workspace(t.shape());
-  u_add_ll_kernel<<<blocks_for(rec.numel()), 256>>>(
+  u_add_ll_kernel<<<blocks_for(rec.numel()), 256, 0, hg::cuda::stream()>>>(
       reinterpret_cast<const float4*>(t.data<float>()), rec.data<float>(), rec.numel(),
       reinterpret_cast<float4*>(out.data<float>()));
   HG_CUDA_LAUNCH_CHECK();
@@ -172,7 +173,7 @@ Tensor add_ll(const Tensor& t, const Tensor& rec) {
 Tensor ihaar(const Tensor& t, int h, int w) {
   const int B = int(t.size(0)), hp = int(t.size(1)), wp = int(t.size(2)), C = int(t.size(3));
   Tensor out = workspace({B, h, w, C});
-  u_ihaar_kernel<<<blocks_for(out.numel()), 256>>>(reinterpret_cast<const float4*>(t.data<float>()),
+  u_ihaar_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(reinterpret_cast<const float4*>(t.data<float>()),
                                                     B, h, w, C, hp, wp, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
@@ -180,7 +181,7 @@ Tensor ihaar(const Tensor& t, int h, int w) {
 /// out (dense, storage T) = a + b (b undefined: out = a); a, b f32 of out's shape.
 template <typename T>
 void sum_into(const Tensor& a, const Tensor& b, const Tensor& out) {
-  u_sum_kernel<<<blocks_for(out.numel()), 256>>>(a.data<float>(),
+  u_sum_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(a.data<float>(),
                                                  b.defined() ? b.data<float>() : nullptr,
                                                  out.numel(), typed<T>(out));
   HG_CUDA_LAUNCH_CHECK();
@@ -197,7 +198,7 @@ void dw_wgrad(const T* in, const Tensor& g, int K, Tensor& out, Tensor* bias_out
   PlainSrc<T> xs{in, h, w, Cc};
   PlainSrc<float> gs{g.data<float>(), h, w, Cc};
   WgradResult r = run_wgrad(xs, gs, B, h, w, Cc, K, bias_out != nullptr);
-  u_transpose_kernel<<<blocks_for(int64_t(K) * K * Cc), 256>>>(r.sums.data<float>(), K * K, Cc,
+  u_transpose_kernel<<<blocks_for(int64_t(K) * K * Cc), 256, 0, hg::cuda::stream()>>>(r.sums.data<float>(), K * K, Cc,
                                                                out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   if (bias_out) bias_out->copy_(r.bias.reshape(bias_out->shape()));
@@ -255,7 +256,7 @@ void unfused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int
   if (stride == 1) {
     sum_into<T>(scaled, rec, y);
   } else {
-    u_subsample_kernel<<<blocks_for(y.numel()), 256>>>(
+    u_subsample_kernel<<<blocks_for(y.numel()), 256, 0, hg::cuda::stream()>>>(
         scaled.data<float>(), rec.defined() ? rec.data<float>() : nullptr, B, H, W, C, Ho, Wo,
         stride, typed<T>(y));
     HG_CUDA_LAUNCH_CHECK();
@@ -272,7 +273,7 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
   Tensor G = grad_y.contiguous();
   if (stride > 1) {
     Tensor up = scratch_tensor({B, H, W, C}, G.dtype());
-    upsample_kernel<T><<<blocks_for(up.numel()), 256>>>(typed<T>(G), B, H, W, C, Ho, Wo, stride,
+    upsample_kernel<T><<<blocks_for(up.numel()), 256, 0, hg::cuda::stream()>>>(typed<T>(G), B, H, W, C, Ho, Wo, stride,
                                                         typed<T>(up));
     HG_CUDA_LAUNCH_CHECK();
     G = up;

@@ -111,6 +111,39 @@ TEST(Memory, CacheReusesFreedBlocksAndEmptyCacheReturnsThem) {
 
 // A freed block serves smaller requests (split) and becomes whole again when they are freed
 // (merge); a request takes the smallest free block that fits.
+TEST(Memory, APoolServesOnlyItsScopeAndGivesItsMemoryBackWhenGone) {
+  autograd::NoGradGuard no_grad;
+  memory::empty_cache(Device::cpu);
+  const int64_t n = int64_t(24) << 20;  // large pool: a segment of its own
+  const MemoryStats s0 = cpu_stats();
+  void* in_pool = nullptr;
+  {
+    std::shared_ptr<memory::PrivatePool> pool = memory::make_private_pool(Device::cpu);
+    {
+      memory::PrivatePoolScope scope(pool);
+      Tensor t = Tensor::empty({n}, DType::u8);
+      in_pool = t.data_ptr();
+    }
+    EXPECT_EQ(cpu_stats().reserved - s0.reserved, n) << "the pool's segment is counted, cached after the free";
+    {
+      Tensor outside = Tensor::empty({n}, DType::u8);
+      EXPECT_NE(outside.data_ptr(), in_pool) << "the shared allocator never hands out the pool's free block";
+    }
+    Tensor kept;
+    {
+      memory::PrivatePoolScope scope(pool);
+      kept = Tensor::empty({n}, DType::u8);
+      EXPECT_EQ(kept.data_ptr(), in_pool) << "the pool reuses its own block";
+    }
+    pool.reset();  // the block still in use keeps the pool's memory
+    EXPECT_EQ(cpu_stats().reserved - s0.reserved, 2 * n);
+    kept = Tensor();
+    EXPECT_EQ(cpu_stats().reserved - s0.reserved, n) << "the pool's segment went back with its last block";
+  }
+  memory::empty_cache(Device::cpu);
+  EXPECT_EQ(cpu_stats().reserved, s0.reserved);
+}
+
 TEST(Memory, FreedBlocksAreSplitMergedAndBestFit) {
   autograd::NoGradGuard no_grad;
   memory::empty_cache(Device::cpu);

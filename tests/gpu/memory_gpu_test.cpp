@@ -7,6 +7,7 @@
 #include "core/host_sync.h"
 #include "core/memory.h"
 #include "gpu_util.h"
+#include "small_step.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
 #include "test_util.h"
@@ -21,35 +22,6 @@ int64_t driver_used() {
   return static_cast<int64_t>(total_b - free_b);
 }
 
-// A small model on the GPU with AdamW, a fixed batch of 4 images of 64 px and 10 classes.
-struct SmallStep {
-  ConvNeXt model;
-  train::AdamW opt;
-  Tensor x, y;
-  explicit SmallStep(const char* name)
-      : model(config(name), 1, DType::f32, Device::cuda), opt(groups(model)) {
-    x = test::random({4, 64, 64, 3}, 2, DType::f32).to(Device::cuda);
-    y = Tensor::from_vector<int64_t>({4}, {1, 2, 3, 4}).to(Device::cuda);
-  }
-  // zero_grad, forward in training mode, cross-entropy, backward, AdamW step
-  void run() {
-    opt.zero_grad();
-    Tensor loss = cross_entropy(model.forward(x, true), y);
-    autograd::backward(loss);
-    opt.step();
-  }
-  static ModelConfig config(const char* name) {
-    ModelConfig cfg = model_config(name);
-    cfg.num_classes = 10;
-    return cfg;
-  }
-  static std::vector<train::ParamGroup> groups(const ConvNeXt& m) {
-    std::vector<ParamRef> params;
-    for (const ParamRef& p : m.named_tensors())
-      if (p.trainable) params.push_back(p);
-    return train::param_groups_weight_decay(params, 1e-3, 0.05);
-  }
-};
 }  // namespace
 
 TEST(GpuMemory, ReservedBytesMatchCudaMemGetInfo) {
@@ -74,7 +46,7 @@ TEST(GpuMemory, ReservedBytesMatchCudaMemGetInfo) {
 
 TEST(GpuMemory, SteadyStateTrainingStepMakesNoCudaMalloc) {
   HG_REQUIRE_GPU();
-  SmallStep s("wtconvnext_atto");
+  test::SmallStep s("wtconvnext_atto");
   int64_t allocs_after_warmup = 0, used_after_warmup = 0;
   for (int step = 0; step < 6; ++step) {
     s.run();
@@ -113,7 +85,7 @@ TEST(GpuMemory, HostSyncsCountTheCopiesThatWaitAndNoneInATrainingStep) {
   EXPECT_EQ(d3.to(Device::cpu).to_vector<float>(), host.to_vector<float>());
   EXPECT_EQ(host_syncs() - before, 2);
 
-  SmallStep s("convnext_atto");
+  test::SmallStep s("convnext_atto");
   for (int step = 0; step < 3; ++step) {
     before = host_syncs();
     s.run();

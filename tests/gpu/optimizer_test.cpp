@@ -86,7 +86,9 @@ TEST(GpuOptimizer, AdamWMultiTensorEqualsOneTensorKernel) {
                     c->g.data<float>(), n, h});
     cases.push_back(std::move(c));
   }
-  kernels::cuda::adamw_update_multi(list);
+  const std::vector<float> hyper = kernels::adamw_multi_hyper(list);
+  const Tensor hyper_gpu = Tensor::from_vector({static_cast<int64_t>(hyper.size())}, hyper, Device::cuda);
+  kernels::cuda::adamw_update_multi(list, hyper_gpu.data<float>());
   for (size_t t = 0; t < cases.size(); ++t) {
     Case& c = *cases[t];
     EXPECT_EQ(test::rel_error(c.p.tensor(), c.p1), 0.0) << "tensor " << t;

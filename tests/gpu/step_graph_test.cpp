@@ -1,0 +1,91 @@
+// The training step as a CUDA graph (train/step_graph.h): replays give the parameters an eager
+// run gives, bit for bit; a step that cannot be captured fails with an error and leaves the stream
+// usable.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/autograd.h"
+#include "core/ops.h"
+#include "gpu_util.h"
+#include "small_step.h"
+#include "test_util.h"
+#include "train/step_graph.h"
+
+using namespace hg;
+
+namespace {
+
+// One step of `s` through `graph`, with global-norm clipping (its scale is read on the device).
+void graph_step(train::StepGraph& graph, test::SmallStep& s) {
+  auto clip = [&] {
+    autograd::NoGradGuard no_grad;
+    train::clip_grad_norm(s.opt.parameters(), 0.5);
+  };
+  graph.step(train::StepParts{[&] {
+                                s.forward_backward();
+                                clip();
+                                s.opt.step();
+                              },
+                              [&] { s.opt.prepare_step(); },
+                              [&] {
+                                s.forward_backward();
+                                clip();
+                                s.opt.queue_step();
+                              },
+                              [&] { return s.opt.queue_signature(); }});
+}
+
+void expect_same_parameters(const ConvNeXt& a, const ConvNeXt& b) {
+  const auto pa = a.named_tensors(), pb = b.named_tensors();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_EQ(test::rel_error(pa[i].tensor, pb[i].tensor), 0.0) << pa[i].name;
+}
+
+}  // namespace
+
+class StepGraphTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StepGraphTest, ReplayedStepsEqualEagerSteps) {
+  HG_REQUIRE_GPU();
+  test::SmallStep eager(GetParam()), graphed(GetParam());
+  train::StepGraph graph(Device::cuda, 3);
+  for (int i = 0; i < 7; ++i) {  // 3 eager, the capture, 3 replays
+    eager.forward_backward();
+    {
+      autograd::NoGradGuard no_grad;
+      train::clip_grad_norm(eager.opt.parameters(), 0.5);
+    }
+    eager.opt.step();
+    graph_step(graph, graphed);
+    EXPECT_EQ(graph.captured(), i >= 3) << "step " << i;
+  }
+  EXPECT_GT(graph.nodes(), 100u) << "a whole step: forward, backward, clipping, update";
+  EXPECT_GT(graph.capture_memory().total_peak, 0);
+  expect_same_parameters(eager.model, graphed.model);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, StepGraphTest, ::testing::Values("convnext_atto", "wtconvnext_atto"));
+
+TEST(StepGraph, AStepThatWaitsOnTheHostFailsToCaptureAndLeavesTheStreamUsable) {
+  HG_REQUIRE_GPU();
+  test::SmallStep s("convnext_atto");
+  train::StepGraph graph(Device::cuda, 3);
+  auto waiting_step = [&] {
+    s.forward_backward();
+    (void)ops::sum_all(s.opt.parameters()[0].grad()).item();  // a host wait: cannot be replayed
+  };
+  const train::StepParts parts{[&] { s.run(); }, [&] { s.opt.prepare_step(); }, waiting_step, nullptr};
+  for (int i = 0; i < 3; ++i) graph.step(parts);
+  try {
+    graph.step(parts);
+    FAIL() << "the capture of a step with a host wait did not fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda_graph: false"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(graph.captured());
+  s.run();  // eager work on the same stream still runs
+  const Tensor w = s.model.named_tensors()[0].tensor.to(Device::cpu);
+  EXPECT_TRUE(std::isfinite(w.data<float>()[0]));
+}

@@ -1,0 +1,103 @@
+// One training step as a CUDA graph (see step_graph.h).
+#include "train/step_graph.h"
+
+#include <string>
+
+#include "core/error.h"
+
+#ifdef HAARGRAD_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda_stream.h"
+#endif
+
+namespace hg::train {
+
+#ifdef HAARGRAD_WITH_CUDA
+
+namespace {
+void check(cudaError_t e, const char* call) {
+  HG_CHECK(e == cudaSuccess, "CUDA graph of the training step: ", call, " failed: ", cudaGetErrorString(e));
+}
+}  // namespace
+
+struct StepGraph::Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {  // no throw: errors here leave nothing to recover
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+StepGraph::StepGraph(Device device, int warmup)
+    : device_(device), warmup_(warmup), pool_(memory::make_private_pool(device)) {
+  HG_CHECK(device == Device::cuda, "a CUDA graph of the training step needs device cuda, got ",
+           device_name(device));
+  HG_CHECK(warmup >= 3, "StepGraph: warmup must be >= 3 (the allocator sizes its memory in the first steps), got ",
+           warmup);
+}
+
+StepGraph::~StepGraph() = default;
+
+bool StepGraph::captured() const { return graph_ && graph_->exec; }
+
+void StepGraph::step(const StepParts& parts) {
+  if (calls_ < warmup_) {
+    ++calls_;
+    memory::PrivatePoolScope scope(pool_);
+    parts.eager();
+    return;
+  }
+  if (parts.prepare) parts.prepare();
+  memory::PrivatePoolScope scope(pool_);  // every allocation of the GPU work, eager or captured
+  if (!captured()) {
+    capture(parts);
+  } else if (parts.addresses) {
+    HG_CHECK(parts.addresses() == addresses_,
+             "CUDA graph of the training step: the optimizer's tensors moved since the step was captured "
+             "(a parameter gained or lost its gradient?); set cuda_graph: false to run such steps eagerly");
+  }
+  launch();
+}
+
+void StepGraph::capture(const StepParts& parts) {
+  memory::reset_peak(device_);
+  cudaStream_t s = cuda::stream();
+  // Thread-local mode: a host wait or an allocation from the system inside the step is an error
+  // here (it would not be replayed), while the loader's threads may go on using CUDA.
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  auto g = std::make_unique<Graph>();
+  try {
+    parts.queue();
+  } catch (const std::exception& e) {
+    cudaStreamEndCapture(s, &g->graph);  // ends the capture; the graph (if any) is discarded
+    cudaGetLastError();                  // the capture's sticky error, not the next caller's
+    throw Error(str("CUDA graph of the training step: capturing the step failed: ", e.what(),
+                    "; set cuda_graph: false to run the step eagerly"));
+  }
+  check(cudaStreamEndCapture(s, &g->graph), "cudaStreamEndCapture");
+  check(cudaGraphInstantiate(&g->exec, g->graph, 0), "cudaGraphInstantiate");
+  check(cudaGraphGetNodes(g->graph, nullptr, &nodes_), "cudaGraphGetNodes");
+  graph_ = std::move(g);
+  capture_memory_ = memory::stats(device_);
+  if (parts.addresses) addresses_ = parts.addresses();
+}
+
+void StepGraph::launch() { check(cudaGraphLaunch(graph_->exec, cuda::stream()), "cudaGraphLaunch"); }
+
+#else  // a build without CUDA
+
+struct StepGraph::Graph {};
+StepGraph::StepGraph(Device device, int warmup) : device_(device), warmup_(warmup) {
+  throw Error("a CUDA graph of the training step needs CUDA: this haargrad was built without it");
+}
+StepGraph::~StepGraph() = default;
+bool StepGraph::captured() const { return false; }
+void StepGraph::step(const StepParts&) {}
+void StepGraph::capture(const StepParts&) {}
+void StepGraph::launch() {}
+
+#endif
+
+}  // namespace hg::train

@@ -1,0 +1,86 @@
+// One training step as a CUDA graph: the step's thousand-odd kernel launches captured once and
+// replayed with one cudaGraphLaunch per step (issue 11; docs/autograd.md, "CUDA graphs").
+//
+// Why: the host queues a step's launches one by one (~1,100 for ConvNeXt-T, more for WTConvNeXt-T)
+// and anything that slows the training thread (nvJPEG's decode in the loader's GPU thread,
+// docs/perf-notes.md, eighth session) shows up as GPU idle time. A replay is one launch.
+//
+// How a step is split: `eager` is the whole step as it runs without a graph; `prepare` is the host
+// work every step needs (the optimizer's prepare_step: step counts, this step's learning rate and
+// bias corrections uploaded to device memory); `queue` is the GPU work (forward, loss, backward,
+// clipping, the optimizer's queue_step), so that prepare + queue = eager. The first `warmup`
+// calls run `eager` in the graph's private memory pool (core/memory.h: memory::PrivatePool), which sizes
+// the pool and creates gradients and optimizer state; the next call runs `prepare`, captures
+// `queue` (cudaStreamBeginCapture on hg::cuda::stream()) and launches the graph; later calls run
+// `prepare` and launch the graph.
+//
+// What makes a replay the same step: every address the captured kernels use stays fixed. The
+// inputs are the caller's fixed tensors; parameters, gradients and optimizer state live as long as
+// the model; the step's activations come from the private pool, which nothing else allocates
+// from, and whose blocks the replay uses in the captured order. `addresses` (optional) names the
+// device addresses `prepare` could move (the optimizer's queue_signature): a replay after they
+// changed throws instead of updating stale memory.
+//
+// `prepare` allocates from the shared allocator as usual (not from the pool): what it allocates may
+// outlive a replay without the replay writing over it.
+//
+// What the caller must keep out of `queue`: per-step values passed as kernel arguments from the
+// host (they would be frozen at their captured values: drop path's host-drawn masks, SGD's
+// learning rate), host waits, and system allocations. A capture that meets one fails with
+// hg::Error naming the CUDA error. CUDA only; one graph per StepGraph, used from one thread.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/memory.h"
+
+namespace hg::train {
+
+struct StepParts {
+  std::function<void()> eager;    ///< the whole step, for the warm-up
+  std::function<void()> prepare;  ///< host work of every step (may be empty)
+  std::function<void()> queue;    ///< the GPU work, captured once
+  std::function<std::vector<const void*>()> addresses;  ///< checked at every replay (may be empty)
+};
+
+class StepGraph {
+ public:
+  /// `warmup` eager steps before the capture (at least 3: the allocator needs two or three steps
+  /// to size its memory, core/block_cache.h). Throws hg::Error for a device other than cuda or a
+  /// build without CUDA.
+  explicit StepGraph(Device device, int warmup = 3);
+  ~StepGraph();
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+
+  /// One training step (see the file comment). Throws hg::Error when the capture fails, when
+  /// `addresses` changed since the capture, or on a CUDA error.
+  void step(const StepParts& parts);
+
+  bool captured() const;
+  /// Nodes of the captured graph (kernels, copies, memsets); 0 before the capture.
+  size_t nodes() const { return nodes_; }
+  /// The device's memory statistics over the captured step. A replay allocates nothing, so
+  /// memory::stats after it shows no activations; this is the step's live peak. The capture
+  /// resets the device's peaks (memory::reset_peak) first.
+  const MemoryStats& capture_memory() const { return capture_memory_; }
+
+ private:
+  void capture(const StepParts& parts);
+  void launch();
+
+  Device device_;
+  int warmup_, calls_ = 0;
+  std::shared_ptr<memory::PrivatePool> pool_;
+  struct Graph;  // the CUDA graph and its executable instance
+  std::unique_ptr<Graph> graph_;
+  size_t nodes_ = 0;
+  MemoryStats capture_memory_;
+  std::vector<const void*> addresses_;  // parts.addresses() at the capture
+};
+
+}  // namespace hg::train
