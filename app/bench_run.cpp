@@ -210,7 +210,7 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
     opt->step();
   };
   std::unique_ptr<train::StepGraph> graph;
-  if (cfg.cuda_graph && dev == Device::cuda && opt->replayable() && mc.drop_path_rate == 0.0)
+  if (cfg.cuda_graph && dev == Device::cuda && opt->replayable())
     graph = std::make_unique<train::StepGraph>(dev);
   const train::StepParts parts{eager_step, [&] { opt->prepare_step(); },
                                [&] {

@@ -34,8 +34,8 @@ struct BenchConfig {
   std::string opt = "adamw";                ///< "adamw" | "sgd"
   double lr = 1e-3, weight_decay = 0.05, momentum = 0.9;
   std::optional<double> clip_grad;          ///< global-norm clip before each update; unset: none
-  /// The training step as one CUDA graph (train/step_graph.h) where it can be: device cuda, AdamW,
-  /// no drop path (its masks are drawn on the host). The row says whether it was.
+  /// The training step as one CUDA graph (train/step_graph.h) where it can be: device cuda and
+  /// AdamW. The row says whether it was.
   bool cuda_graph = true;
 };
 

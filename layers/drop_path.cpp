@@ -6,6 +6,7 @@
 
 #include "core/autograd.h"
 #include "core/dispatch.h"
+#include "core/host_drawn.h"
 #include "kernels/drop_path.h"
 
 namespace hg {
@@ -61,9 +62,11 @@ Tensor drop_path(const Tensor& x, double drop_prob, bool training, Generator& ge
   if (!training || drop_prob == 0.0) return x;
   HG_CHECK(x.ndim() >= 1, "drop_path: input must have a batch dim, got ", x.describe());
   const double keep = 1.0 - drop_prob;
-  std::vector<double> s(static_cast<size_t>(x.size(0)));
-  for (double& v : s) v = gen.uniform() < keep ? 1.0 / keep : 0.0;  // keep == 0 never keeps
-  Tensor scale = Tensor::from_vector<double>({x.size(0)}, s).to(scale_dtype(x.dtype())).to(x.device());
+  // Drawn through host_drawn: uploaded without a host wait, and drawn again at every replay of a
+  // captured CUDA graph of the step (core/host_drawn.h); `gen` is the model's, which outlives both.
+  const Tensor scale = host_drawn(x.size(0), scale_dtype(x.dtype()), x.device(), [&gen, keep](std::vector<double>& s) {
+    for (double& v : s) v = gen.uniform() < keep ? 1.0 / keep : 0.0;  // keep == 0 never keeps
+  });
   return scale_samples(x, scale);
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/host_drawn.h"
 
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
@@ -50,14 +51,15 @@ void StepGraph::step(const StepParts& parts) {
     return;
   }
   if (parts.prepare) parts.prepare();
-  memory::PrivatePoolScope scope(pool_);  // every allocation of the GPU work, eager or captured
   if (!captured()) {
+    memory::PrivatePoolScope scope(pool_);  // every allocation of the captured work
     capture(parts);
   } else if (parts.addresses) {
     HG_CHECK(parts.addresses() == addresses_,
              "CUDA graph of the training step: the optimizer's tensors moved since the step was captured "
              "(a parameter gained or lost its gradient?); set cuda_graph: false to run such steps eagerly");
   }
+  drawn_.refill();  // this step's host-drawn values (drop path's masks), into the graph's buffers
   launch();
 }
 
@@ -69,6 +71,7 @@ void StepGraph::capture(const StepParts& parts) {
   check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
   auto g = std::make_unique<Graph>();
   try {
+    HostDrawnCapture record(drawn_);
     parts.queue();
   } catch (const std::exception& e) {
     cudaStreamEndCapture(s, &g->graph);  // ends the capture; the graph (if any) is discarded

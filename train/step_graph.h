@@ -24,9 +24,13 @@
 // `prepare` allocates from the shared allocator as usual (not from the pool): what it allocates may
 // outlive a replay without the replay writing over it.
 //
-// What the caller must keep out of `queue`: per-step values passed as kernel arguments from the
-// host (they would be frozen at their captured values: drop path's host-drawn masks, SGD's
-// learning rate), host waits, and system allocations. A capture that meets one fails with
+// Values the step draws on the host (drop path's per-sample masks) go through host_drawn
+// (core/host_drawn.h): the capture records the calls, and every launch draws and uploads them anew,
+// from the same generator in the same order as an eager step.
+//
+// What the caller must keep out of `queue`: other per-step values passed as kernel arguments from
+// the host (they would be frozen at their captured values: SGD's learning rate), host waits, and
+// system allocations. A capture that meets one fails with
 // hg::Error naming the CUDA error. CUDA only; one graph per StepGraph, used from one thread.
 #pragma once
 
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/host_drawn.h"
 #include "core/memory.h"
 
 namespace hg::train {
@@ -52,7 +57,8 @@ class StepGraph {
   /// `warmup` eager steps before the capture (at least 3: the allocator needs two or three steps
   /// to size its memory, core/block_cache.h). Throws hg::Error for a device other than cuda or a
   /// build without CUDA.
-  explicit StepGraph(Device device, int warmup = 3);
+  static constexpr int kDefaultWarmup = 3;
+  explicit StepGraph(Device device, int warmup = kDefaultWarmup);
   ~StepGraph();
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
@@ -81,6 +87,7 @@ class StepGraph {
   size_t nodes_ = 0;
   MemoryStats capture_memory_;
   std::vector<const void*> addresses_;  // parts.addresses() at the capture
+  HostDrawnLog drawn_;                   // the captured step's host_drawn calls
 };
 
 }  // namespace hg::train

@@ -41,6 +41,7 @@
 #include "train/resume_settings.h"
 #include "train/run_folder.h"
 #include "train/schedule.h"
+#include "train/step_graph.h"
 #include "train/step_losses.h"
 #include "train/summary.h"
 
@@ -130,6 +131,18 @@ struct TunedThreads {
   ThreadTuner tuner;
 };
 
+// The training step as one CUDA graph (cuda_graph; train/step_graph.h): the graph, and the fixed
+// tensors it reads its batch from and writes its loss to.
+struct TrainGraph {
+  StepGraph graph{Device::cuda};
+  Tensor x, y, targets;  // the batch is copied here before each step
+  Tensor loss;           // the step's loss: a replay writes it here
+  bool fits(const data::Batch& b) const {  // a batch of the captured kind (the last may be smaller)
+    return b.images.shape() == x.shape() && b.images.dtype() == x.dtype() &&
+           b.targets.defined() == targets.defined() && (!targets.defined() || b.targets.shape() == targets.shape());
+  }
+};
+
 // What the steps of one train() call share. Members are destroyed in reverse order: the data
 // parallel state before the optimizer and model it refers to, the console last.
 struct Session {
@@ -151,6 +164,8 @@ struct Session {
   std::unique_ptr<DataParallel> dp;
   std::unique_ptr<ModelEma> ema;       // model_ema: on
   std::unique_ptr<StepLosses> losses;  // the steps' losses until they are read
+  std::unique_ptr<TrainGraph> graph;   // cuda_graph: made at the first step where one fits
+  bool graph_decided = false, graph_ok = false;
   // CPU, one process, the thread count the program's choice: measured (core/thread_tuner.h)
   std::unique_ptr<TunedThreads> threads;
   double lr = 0;  // the schedule's lr now: the head's (layer_decay scales the layers below it)
@@ -402,29 +417,98 @@ void read_losses(Session& s, int64_t epoch, EpochProgress& p) {
   p.images += static_cast<int64_t>(global[1]);
 }
 
+// Forward, loss and backward of one micro-batch (gradients averaged over the ranks when `sync`);
+// mixup / cutmix batches carry soft targets (with the label smoothing already in them).
+Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tensor& targets, bool sync) {
+  Tensor loss = targets.defined() ? soft_target_cross_entropy(s.model->forward(x, true), targets)
+                                  : cross_entropy(s.model->forward(x, true), y, s.cfg.smoothing);
+  s.dp->backward(s.accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(s.accum)) : loss, sync);
+  return loss;
+}
+
+// Whether the steps can run as one CUDA graph (cuda_graph), said once: one GPU, an optimizer whose
+// update reads its per-step values from device memory (AdamW), one micro-batch per update.
+bool use_graph(Session& s) {
+  if (!s.graph_decided) {
+    s.graph_decided = true;
+    const char* why_not = !s.cfg.cuda_graph             ? "cuda_graph: false"
+                          : s.device != Device::cuda     ? nullptr
+                          : dist::size() > 1             ? "several processes"
+                          : s.accum > 1                  ? "grad_accum_steps > 1"
+                          : !s.opt->replayable()         ? "optimizer sgd"
+                                                         : "";
+    if (why_not && *why_not)
+      spdlog::info("training step: launched op by op ({})", why_not);
+    else if (why_not)
+      spdlog::info("training step: one CUDA graph, captured after {} eager steps", StepGraph::kDefaultWarmup);
+    s.graph_ok = why_not && !*why_not;
+  }
+  return s.graph_ok;
+}
+
+// One update as a replay of the captured step (TrainGraph): the batch copied into the graph's
+// inputs, the update's host part (lr, step counts), then the graph. Returns the step's loss.
+Tensor graph_step(Session& s, const data::Batch& b) {
+  TrainGraph& g = *s.graph;
+  g.x.copy_(b.images);
+  g.y.copy_(b.labels);
+  if (g.targets.defined()) g.targets.copy_(b.targets);
+  auto clip = [&] {
+    if (s.cfg.clip_grad) clip_grad_norm(s.opt->parameters(), *s.cfg.clip_grad);
+  };
+  const StepParts parts{[&] {
+                          g.loss = forward_backward(s, g.x, g.y, g.targets, true);
+                          s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
+                          s.opt->zero_grad();
+                        },
+                        [&] { s.opt->prepare_step(); },
+                        [&] {
+                          s.opt->zero_grad();
+                          g.loss = forward_backward(s, g.x, g.y, g.targets, true);
+                          autograd::NoGradGuard no_grad;
+                          clip();
+                          s.opt->queue_step();
+                        },
+                        [&] { return s.opt->queue_signature(); }};
+  g.graph.step(parts);
+  return g.loss;
+}
+
 // One micro-batch: forward, loss, backward (gradients averaged over the ranks on an update's last
-// micro-step), and the optimizer update when one is due.
+// micro-step), and the optimizer update when one is due; as one CUDA graph where it can be.
 void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& p) {
-  ConvNeXt& model = *s.model;
-  Tensor x = b.images.to(s.device), y = b.labels.to(s.device);
-  // mixup / cutmix batches carry soft targets (with the label smoothing already in them)
-  Tensor loss = b.targets.defined()
-                    ? soft_target_cross_entropy(model.forward(x, true), b.targets.to(s.device))
-                    : cross_entropy(model.forward(x, true), y, s.cfg.smoothing);
+  const bool last_micro = (p.step + 1) % s.accum == 0 || p.step + 1 == s.steps_per_epoch;
+  if (last_micro) set_lr(s, s.sched->lr(epoch, p.step, s.st.updates));  // read by the update
+  Tensor loss;
+  if (use_graph(s)) {
+    if (!s.graph) {
+      s.graph = std::make_unique<TrainGraph>();
+      memory::CategoryScope scope(Category::parameters);  // the inputs live as long as the graph
+      s.graph->x = Tensor::empty(b.images.shape(), b.images.dtype(), Device::cuda);
+      s.graph->y = Tensor::empty(b.labels.shape(), b.labels.dtype(), Device::cuda);
+      if (b.targets.defined())
+        s.graph->targets = Tensor::empty(b.targets.shape(), b.targets.dtype(), Device::cuda);
+    }
+  }
+  const bool graphed = s.graph && s.graph->fits(b);
+  if (graphed) {
+    loss = graph_step(s, b);
+  } else {
+    const Tensor targets = b.targets.defined() ? b.targets.to(s.device) : Tensor();
+    loss = forward_backward(s, b.images.to(s.device), b.labels.to(s.device), targets, last_micro);
+  }
   s.losses->add(loss, p.step,
                 b.labels.numel());  // read back every log_interval steps, no wait here
-  const bool last_micro = (p.step + 1) % s.accum == 0 || p.step + 1 == s.steps_per_epoch;
-  s.dp->backward(s.accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(s.accum)) : loss,
-                 last_micro);
   ++p.step;
   // Every rank reads the same batch size (training shards are padded to equal length).
   p.images_timed += b.labels.numel() * dist::size();
   if (s.losses->full() || p.step % s.cfg.log_interval == 0 || p.step == s.steps_per_epoch)
     read_losses(s, epoch, p);
-  if (p.step % s.accum == 0 || p.step == s.steps_per_epoch) {
-    set_lr(s, s.sched->lr(epoch, p.step - 1, s.st.updates));
-    s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
-    s.opt->zero_grad();
+  if (last_micro) {
+    if (!graphed) {  // the graph's step made the update
+      s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
+      s.opt->zero_grad();
+    }
     ++s.st.updates;
     if (s.ema) s.ema->update(*s.model, s.st.updates);  // timm: step = updates so far
   }

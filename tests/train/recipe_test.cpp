@@ -187,6 +187,7 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"seed", "train/trainer.cpp"},
       {"precision", "train/trainer.cpp"},
       {"device", "train/trainer.cpp"},
+      {"cuda_graph", "train/trainer.cpp"},
       {"threads", "app/train.cpp"},
       {"log_interval", "train/trainer.cpp"},
       {"checkpoint_hist", "train/trainer.cpp"},
