@@ -40,12 +40,13 @@ GpuTakes gpu_takes(DecodeBackend d) {
 
 #ifdef HAARGRAD_WITH_CUDA
 // finish()'s timing events on the training stream, per batch: before the wait for its decodes,
-// after it, after the crop kernel. A ring of kSlots: a slot is read when it comes round again, four
-// batches later, by which time the stream has usually passed it (a training loop's host runs about
-// one step ahead of the stream); a slot whose events are not complete then is left out of the
-// sums (counted in GpuStageTimes::dropped), never waited for.
+// after it, after the crop kernel. A ring of kSlots: a slot is read when it comes round again,
+// sixteen batches later, by which time the stream has usually passed it (a training loop's host
+// runs a few steps ahead of the stream, more when the step is one CUDA graph); a slot whose events
+// are not complete then is left out of the sums (counted in GpuStageTimes::dropped), never waited
+// for.
 struct StageEvents {
-  static constexpr int kSlots = 4;
+  static constexpr int kSlots = 16;
   struct Slot {
     cudaEvent_t begin = nullptr, ready = nullptr, end = nullptr;
     bool pending = false;  // recorded, not read yet

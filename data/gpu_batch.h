@@ -62,7 +62,7 @@ struct GpuStageTimes {
   double transform_seconds = 0;  ///< the stage's copies and crop kernel on the stream, s
   int64_t batches = 0;           ///< batches these sums cover (read a few batches late)
   /// batches left out because their events were not complete when read (the stream was more than
-  /// four batches behind): a share well above 0 means the sums lean to the faster batches
+  /// sixteen batches behind): a share well above 0 means the sums lean to the faster batches
   int64_t dropped = 0;
 };
 

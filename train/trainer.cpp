@@ -433,10 +433,10 @@ bool use_graph(Session& s) {
     s.graph_decided = true;
     const char* why_not = !s.cfg.cuda_graph             ? "cuda_graph: false"
                           : s.device != Device::cuda     ? nullptr
-                          : dist::size() > 1             ? "several processes"
-                          : s.accum > 1                  ? "grad_accum_steps > 1"
-                          : !s.opt->replayable()         ? "optimizer sgd"
-                                                         : "";
+                          : dist::size() > 1 || s.dp->active() ? "data parallel: NCCL's work is not captured"
+                          : s.accum > 1                        ? "grad_accum_steps > 1"
+                          : !s.opt->replayable()               ? "the optimizer (sgd, zero_stage 1) is not replayable"
+                                                               : "";
     if (why_not && *why_not)
       spdlog::info("training step: launched op by op ({})", why_not);
     else if (why_not)
@@ -630,9 +630,17 @@ void plot_curves(const Session& s) {
   }
 }
 
+// The peak of live bytes on the device since the last reset, in MiB. A replay of the step's CUDA
+// graph allocates nothing, so its activations count from the captured step's statistics.
+double peak_mib(const Session& s) {
+  int64_t peak = memory::stats(s.device).total_peak;
+  if (s.graph && s.graph->graph.captured()) peak = std::max(peak, s.graph->graph.capture_memory().total_peak);
+  return static_cast<double>(peak) / (1 << 20);
+}
+
 // The epoch's summary.csv row (rank 0 writes the file) and its log lines.
 void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
-  const double peak_mib = static_cast<double>(memory::stats(s.device).total_peak) / (1 << 20);
+  const double peak_mib = hg::train::peak_mib(s);
   SummaryRow row{epoch + 1,
                  p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1)),
                  ev.model.loss,
@@ -760,7 +768,7 @@ TrainResult final_report(Session& s) {
   r.train_img_per_sec = secs > 0 ? static_cast<double>(s.total_train_images) / secs : 0;
   r.data_img_per_sec = s.train_loader->stats().images_per_second();
   r.data_wait_fraction = secs > 0 ? std::min(1.0, s.total_data_wait / secs) : 0.0;
-  r.peak_mib = static_cast<double>(memory::stats(s.device).total_peak) / (1 << 20);
+  r.peak_mib = peak_mib(s);
   r.corrupt_skipped = s.ds.train->corrupt_skipped() + s.ds.val->corrupt_skipped();
   const std::string speed = fmt::format(
       "train {:.0f} img/s, data loading {:.0f} img/s, waited for data {:.1f}% of the time",

@@ -216,7 +216,7 @@ TEST(GpuLoader, GpuThreadPreparesBatchesBeforeNextIsCalled) {
 }
 
 // The GPU stage's training-stream times (LoaderStats::gpu_*): each batch is copied back at once
-// (the stream has passed it), so every batch but the last four (the event ring: read when its slot
+// (the stream has passed it), so every batch but the last sixteen (the event ring: read when its slot
 // comes round again) is timed, every timed batch ran the crop kernel (transform > 0), and a new
 // epoch starts from zero.
 TEST(GpuLoader, StageTimesCoverTheFinishedBatches) {
@@ -245,13 +245,13 @@ TEST(GpuLoader, StageTimesCoverTheFinishedBatches) {
         EXPECT_EQ(s.gpu_batches_timed, 0) << "read before its slot came round";
       }
     }
-  // Batches of 2: 9 per epoch, the first 5 timed.
+  // Batches of 1: 18 per epoch, the first 2 timed.
   for (DecodeBackend d : modes) {
     SCOPED_TRACE(decode_backend_name(d));
     ImageFolderOptions fo;
     fo.jpeg = JpegDecoder::turbo_full;
     LoaderOptions o;
-    o.batch_size = 2;
+    o.batch_size = 1;
     o.drop_last = false;
     o.workers = 2;
     o.gpu_augment = true;
@@ -263,7 +263,7 @@ TEST(GpuLoader, StageTimesCoverTheFinishedBatches) {
     Batch b;
     while (dl.next(b)) (void)b.images.to(Device::cpu);
     const LoaderStats s = dl.stats();
-    EXPECT_EQ(s.gpu_batches_timed, 9 - 4);
+    EXPECT_EQ(s.gpu_batches_timed, 18 - 16);
     EXPECT_EQ(s.gpu_batches_dropped, 0);  // each batch was copied back: the stream had passed it
     EXPECT_GT(s.gpu_transform_seconds, 0);
     EXPECT_GE(s.gpu_decode_wait_seconds, 0);
