@@ -227,9 +227,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--output", a->output, "write the rows to FILE.json or FILE.csv");
   cmd->add_flag("--retry", a->retry, "on out-of-memory, retry the row at half the batch until it fits");
   cmd->add_flag("--breakdown", a->breakdown, "also time one training step per op type");
-  cmd->add_option("--cuda-graph", a->cuda_graph,
-                  "true (default): the training step as one CUDA graph where it can be (cuda, AdamW); false: "
-                  "launched op by op");
+  cmd->add_option(
+      "--cuda-graph", a->cuda_graph,
+      "true (default): the training step as one CUDA graph where it can be (cuda, AdamW); false: "
+      "launched op by op");
   cmd->add_option("--seed", a->seed, "seed of the model init and the synthetic data");
   cmd->allow_extras();  // CONFIG.yaml and its --key value overrides
   cmd->footer(config_keys_pointer());

@@ -210,8 +210,9 @@ void print_tables(const std::vector<BenchResult>& rows) {
   }
   for (const BenchResult& r : rows)
     if (r.ok() && r.graph_nodes > 0)
-      std::printf("%s %s: the training step replayed as one CUDA graph of %lld nodes\n", label(r).c_str(),
-                  r.config.precision.c_str(), static_cast<long long>(r.graph_nodes));
+      std::printf("%s %s: the training step replayed as one CUDA graph of %lld nodes\n",
+                  label(r).c_str(), r.config.precision.c_str(),
+                  static_cast<long long>(r.graph_nodes));
 
   std::printf(
       "\npeak memory of the timed steps (MiB; our allocator's live bytes per category, reserved =\n"

@@ -230,7 +230,8 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
     r.graph_nodes = static_cast<int64_t>(graph->nodes());
     // A replay allocates nothing: the step's live peaks are those of the captured step.
     const MemoryStats& cm = graph->capture_memory();
-    for (int i = 0; i < kNumCategories; ++i) r.train.mem.peak[i] = std::max(r.train.mem.peak[i], cm.peak[i]);
+    for (int i = 0; i < kNumCategories; ++i)
+      r.train.mem.peak[i] = std::max(r.train.mem.peak[i], cm.peak[i]);
     r.train.mem.total_peak = std::max(r.train.mem.total_peak, cm.total_peak);
     r.train.mem.reserved_peak = std::max(r.train.mem.reserved_peak, cm.reserved_peak);
   }

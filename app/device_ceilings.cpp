@@ -54,8 +54,8 @@ double copy_bytes_per_second(Device device) {
 #ifdef HAARGRAD_WITH_CUDA
   if (device == Device::cuda)
     copy = [&] {
-      HG_CUDA_CHECK(
-          cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, cuda::stream()));
+      HG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice,
+                                    cuda::stream()));
     };
 #endif
   if (!copy) copy = [&] { std::memcpy(dst.data_ptr(), src.data_ptr(), bytes); };

@@ -14,7 +14,8 @@ Tensor staged(const std::vector<double>& values, DType dtype, Device device) {
   if (device == Device::cpu) return Tensor::from_vector<double>({n}, values).to(dtype);
   Tensor t = Tensor::empty_pinned({n}, dtype);
   if (dtype == DType::f32)
-    for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(values[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < n; ++i)
+      t.data<float>()[i] = static_cast<float>(values[static_cast<size_t>(i)]);
   else
     for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = values[static_cast<size_t>(i)];
   return t;
@@ -23,8 +24,8 @@ Tensor staged(const std::vector<double>& values, DType dtype, Device device) {
 }  // namespace
 
 Tensor host_drawn(int64_t n, DType dtype, Device device, const DrawFn& draw) {
-  HG_CHECK(n >= 0 && (dtype == DType::f32 || dtype == DType::f64), "host_drawn: n >= 0 and dtype f32 or f64, got ",
-           n, ", ", dtype_name(dtype));
+  HG_CHECK(n >= 0 && (dtype == DType::f32 || dtype == DType::f64),
+           "host_drawn: n >= 0 and dtype f32 or f64, got ", n, ", ", dtype_name(dtype));
   if (t_log && device != Device::cpu) {
     HostDrawnLog::Entry e{Tensor::empty({n}, dtype, device), draw};
     t_log->entries_.push_back(e);

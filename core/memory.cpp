@@ -105,8 +105,9 @@ detail::BlockCache& thread_cache(DeviceState& s, Device device) {
 }
 
 // `cache` is s.cache or the cache of `pool` (kept alive until the block is freed).
-std::shared_ptr<void> cache_allocate(DeviceState& s, detail::BlockCache& cache, std::shared_ptr<PrivatePool> pool,
-                                     size_t bytes, Device device, Category cat) {
+std::shared_ptr<void> cache_allocate(DeviceState& s, detail::BlockCache& cache,
+                                     std::shared_ptr<PrivatePool> pool, size_t bytes, Device device,
+                                     Category cat) {
   const int64_t reserved = cache.reserved();
   void* p = cache.allocate(bytes, cat);
   s.add_reserved(cache.reserved() - reserved);
@@ -170,9 +171,13 @@ std::shared_ptr<void> allocate_guarded(size_t bytes, Device device) {
 const char* hg_category_names[kNumCategories] = {"parameters", "gradients", "optimizer_state",
                                                  "activations", "workspace"};
 
-std::shared_ptr<PrivatePool> make_private_pool(Device device) { return std::make_shared<PrivatePool>(device); }
+std::shared_ptr<PrivatePool> make_private_pool(Device device) {
+  return std::make_shared<PrivatePool>(device);
+}
 
-PrivatePoolScope::PrivatePoolScope(std::shared_ptr<PrivatePool> pool) : saved_(std::move(t_pool)) { t_pool = std::move(pool); }
+PrivatePoolScope::PrivatePoolScope(std::shared_ptr<PrivatePool> pool) : saved_(std::move(t_pool)) {
+  t_pool = std::move(pool);
+}
 PrivatePoolScope::~PrivatePoolScope() { t_pool = std::move(saved_); }
 
 CategoryScope::CategoryScope(Category c) : saved_(t_category) { t_category = c; }

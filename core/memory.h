@@ -58,12 +58,12 @@ class CategoryScope {
 Category current_category();
 
 /// A private pool of memory on one device, for a CUDA graph (train/step_graph.h): the blocks a
-/// captured step uses must not go to anything else between its replays. While a PrivatePoolScope for it
-/// lives on a thread, that thread's allocations on the pool's device come from the pool instead of
-/// the shared allocator, and step_done() sizes the pool (as core/block_cache.h says). A block goes
-/// back to the pool it came from, whichever thread frees it; the pool's memory goes back to the
-/// system when the last owner of the pool and of its blocks is gone. Counted in the device's stats
-/// like the shared allocator's memory.
+/// captured step uses must not go to anything else between its replays. While a PrivatePoolScope
+/// for it lives on a thread, that thread's allocations on the pool's device come from the pool
+/// instead of the shared allocator, and step_done() sizes the pool (as core/block_cache.h says). A
+/// block goes back to the pool it came from, whichever thread frees it; the pool's memory goes back
+/// to the system when the last owner of the pool and of its blocks is gone. Counted in the device's
+/// stats like the shared allocator's memory.
 class PrivatePool;
 std::shared_ptr<PrivatePool> make_private_pool(Device device);
 

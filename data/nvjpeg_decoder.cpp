@@ -527,8 +527,8 @@ void NvjpegDecoder::reads_queued(const GpuImages& images) {
            " was never made ready()");
   std::lock_guard<std::mutex> lock(m.ring_mu);
   m.ring.reads_queued(images.ticket);  // throws for a buffer written again since
-  HG_CUDA_CHECK(
-      cudaEventRecord(m.read_done[static_cast<size_t>(images.ticket % m.ring.slots())], cuda::stream()));
+  HG_CUDA_CHECK(cudaEventRecord(m.read_done[static_cast<size_t>(images.ticket % m.ring.slots())],
+                                cuda::stream()));
 }
 
 #endif  // HAARGRAD_WITH_NVJPEG

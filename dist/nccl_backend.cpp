@@ -152,7 +152,8 @@ struct NcclWork : WorkImpl {
   std::shared_ptr<Event> done;
   void wait() override {
     // later work on the thread's stream, where haargrad's kernels run, waits for it
-    cuda_check(cudaStreamWaitEvent(hg::cuda::stream(), done->ev, 0), "cudaStreamWaitEvent", "collective");
+    cuda_check(cudaStreamWaitEvent(hg::cuda::stream(), done->ev, 0), "cudaStreamWaitEvent",
+               "collective");
   }
 };
 

@@ -64,9 +64,10 @@ Tensor drop_path(const Tensor& x, double drop_prob, bool training, Generator& ge
   const double keep = 1.0 - drop_prob;
   // Drawn through host_drawn: uploaded without a host wait, and drawn again at every replay of a
   // captured CUDA graph of the step (core/host_drawn.h); `gen` is the model's, which outlives both.
-  const Tensor scale = host_drawn(x.size(0), scale_dtype(x.dtype()), x.device(), [&gen, keep](std::vector<double>& s) {
-    for (double& v : s) v = gen.uniform() < keep ? 1.0 / keep : 0.0;  // keep == 0 never keeps
-  });
+  const Tensor scale = host_drawn(
+      x.size(0), scale_dtype(x.dtype()), x.device(), [&gen, keep](std::vector<double>& s) {
+        for (double& v : s) v = gen.uniform() < keep ? 1.0 / keep : 0.0;  // keep == 0 never keeps
+      });
   return scale_samples(x, scale);
 }
 

@@ -122,7 +122,8 @@ struct Config {
   int64_t seed = 42;
   std::string precision = "fp32";                ///< "fp32" | "tf32" | "bf16" (mixed precision)
   std::string device = "auto";                   ///< "auto" | "cpu" | "cuda"
-  bool cuda_graph = true;                        ///< the training step as one CUDA graph where it can be (train/step_graph.h)
+  bool cuda_graph =
+      true;  ///< the training step as one CUDA graph where it can be (train/trainer.cpp: use_graph)
   int64_t threads = 0;                           ///< CPU kernel threads; 0 = the cores available (core/threads.h)
   int64_t log_interval = 50;                     ///< steps between log lines
   int64_t checkpoint_hist = 10;                  ///< best checkpoints kept

@@ -65,7 +65,9 @@ class Optimizer {
   /// memory) then queue_step() (the update kernels, reading the hyper-parameters from there), so
   /// a graph captures queue_step() once and replays it after each later prepare_step().
   virtual bool replayable() const { return false; }
-  virtual void prepare_step() { HG_CHECK(false, "this optimizer cannot be split for a CUDA graph"); }
+  virtual void prepare_step() {
+    HG_CHECK(false, "this optimizer cannot be split for a CUDA graph");
+  }
   virtual void queue_step() { HG_CHECK(false, "this optimizer cannot be split for a CUDA graph"); }
   /// The device addresses queue_step() launches with; a graph checks at every replay that they
   /// are those it captured.

@@ -18,7 +18,8 @@ namespace hg::train {
 
 namespace {
 void check(cudaError_t e, const char* call) {
-  HG_CHECK(e == cudaSuccess, "CUDA graph of the training step: ", call, " failed: ", cudaGetErrorString(e));
+  HG_CHECK(e == cudaSuccess, "CUDA graph of the training step: ", call,
+           " failed: ", cudaGetErrorString(e));
 }
 }  // namespace
 
@@ -35,8 +36,10 @@ StepGraph::StepGraph(Device device, int warmup)
     : device_(device), warmup_(warmup), pool_(memory::make_private_pool(device)) {
   HG_CHECK(device == Device::cuda, "a CUDA graph of the training step needs device cuda, got ",
            device_name(device));
-  HG_CHECK(warmup >= 3, "StepGraph: warmup must be >= 3 (the allocator sizes its memory in the first steps), got ",
-           warmup);
+  HG_CHECK(
+      warmup >= 3,
+      "StepGraph: warmup must be >= 3 (the allocator sizes its memory in the first steps), got ",
+      warmup);
 }
 
 StepGraph::~StepGraph() = default;
@@ -56,8 +59,10 @@ void StepGraph::step(const StepParts& parts) {
     capture(parts);
   } else if (parts.addresses) {
     HG_CHECK(parts.addresses() == addresses_,
-             "CUDA graph of the training step: the optimizer's tensors moved since the step was captured "
-             "(a parameter gained or lost its gradient?); set cuda_graph: false to run such steps eagerly");
+             "CUDA graph of the training step: the optimizer's tensors moved since the step was "
+             "captured "
+             "(a parameter gained or lost its gradient?); set cuda_graph: false to run such steps "
+             "eagerly");
   }
   drawn_.refill();  // this step's host-drawn values (drop path's masks), into the graph's buffers
   launch();
@@ -87,7 +92,9 @@ void StepGraph::capture(const StepParts& parts) {
   if (parts.addresses) addresses_ = parts.addresses();
 }
 
-void StepGraph::launch() { check(cudaGraphLaunch(graph_->exec, cuda::stream()), "cudaGraphLaunch"); }
+void StepGraph::launch() {
+  check(cudaGraphLaunch(graph_->exec, cuda::stream()), "cudaGraphLaunch");
+}
 
 #else  // a build without CUDA
 

@@ -9,8 +9,8 @@
 // work every step needs (the optimizer's prepare_step: step counts, this step's learning rate and
 // bias corrections uploaded to device memory); `queue` is the GPU work (forward, loss, backward,
 // clipping, the optimizer's queue_step), so that prepare + queue = eager. The first `warmup`
-// calls run `eager` in the graph's private memory pool (core/memory.h: memory::PrivatePool), which sizes
-// the pool and creates gradients and optimizer state; the next call runs `prepare`, captures
+// calls run `eager` in the graph's private memory pool (core/memory.h: memory::PrivatePool), which
+// sizes the pool and creates gradients and optimizer state; the next call runs `prepare`, captures
 // `queue` (cudaStreamBeginCapture on hg::cuda::stream()) and launches the graph; later calls run
 // `prepare` and launch the graph.
 //
@@ -46,9 +46,9 @@
 namespace hg::train {
 
 struct StepParts {
-  std::function<void()> eager;    ///< the whole step, for the warm-up
-  std::function<void()> prepare;  ///< host work of every step (may be empty)
-  std::function<void()> queue;    ///< the GPU work, captured once
+  std::function<void()> eager;                          ///< the whole step, for the warm-up
+  std::function<void()> prepare;                        ///< host work of every step (may be empty)
+  std::function<void()> queue;                          ///< the GPU work, captured once
   std::function<std::vector<const void*>()> addresses;  ///< checked at every replay (may be empty)
 };
 
@@ -87,7 +87,7 @@ class StepGraph {
   size_t nodes_ = 0;
   MemoryStats capture_memory_;
   std::vector<const void*> addresses_;  // parts.addresses() at the capture
-  HostDrawnLog drawn_;                   // the captured step's host_drawn calls
+  HostDrawnLog drawn_;                  // the captured step's host_drawn calls
 };
 
 }  // namespace hg::train

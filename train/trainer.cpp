@@ -135,11 +135,12 @@ struct TunedThreads {
 // tensors it reads its batch from and writes its loss to.
 struct TrainGraph {
   StepGraph graph{Device::cuda};
-  Tensor x, y, targets;  // the batch is copied here before each step
-  Tensor loss;           // the step's loss: a replay writes it here
+  Tensor x, y, targets;                    // the batch is copied here before each step
+  Tensor loss;                             // the step's loss: a replay writes it here
   bool fits(const data::Batch& b) const {  // a batch of the captured kind (the last may be smaller)
     return b.images.shape() == x.shape() && b.images.dtype() == x.dtype() &&
-           b.targets.defined() == targets.defined() && (!targets.defined() || b.targets.shape() == targets.shape());
+           b.targets.defined() == targets.defined() &&
+           (!targets.defined() || b.targets.shape() == targets.shape());
   }
 };
 
@@ -419,7 +420,8 @@ void read_losses(Session& s, int64_t epoch, EpochProgress& p) {
 
 // Forward, loss and backward of one micro-batch (gradients averaged over the ranks when `sync`);
 // mixup / cutmix batches carry soft targets (with the label smoothing already in them).
-Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tensor& targets, bool sync) {
+Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tensor& targets,
+                        bool sync) {
   Tensor loss = targets.defined() ? soft_target_cross_entropy(s.model->forward(x, true), targets)
                                   : cross_entropy(s.model->forward(x, true), y, s.cfg.smoothing);
   s.dp->backward(s.accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(s.accum)) : loss, sync);
@@ -427,20 +429,26 @@ Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tens
 }
 
 // Whether the steps can run as one CUDA graph (cuda_graph), said once: one GPU, an optimizer whose
-// update reads its per-step values from device memory (AdamW), one micro-batch per update.
+// update reads its per-step values from device memory (AdamW), one micro-batch per update, and
+// no nvJPEG decode: beside a graphed step nvJPEG's hardware decode slowed down until the loader
+// limited the run (H200, WTConvNeXt-T bf16 from JPEGs: 3,105-3,149 img/s graphed, waiting for data
+// 95% of the time, against 3,576-3,589 op by op; docs/perf-notes.md, ninth session).
 bool use_graph(Session& s) {
   if (!s.graph_decided) {
     s.graph_decided = true;
-    const char* why_not = !s.cfg.cuda_graph             ? "cuda_graph: false"
-                          : s.device != Device::cuda     ? nullptr
-                          : dist::size() > 1 || s.dp->active() ? "data parallel: NCCL's work is not captured"
-                          : s.accum > 1                        ? "grad_accum_steps > 1"
-                          : !s.opt->replayable()               ? "the optimizer (sgd, zero_stage 1) is not replayable"
-                                                               : "";
+    const char* why_not =
+        !s.cfg.cuda_graph          ? "cuda_graph: false"
+        : s.device != Device::cuda ? nullptr
+        : s.cfg.decode != "cpu"    ? "decode: nvjpeg runs faster beside steps launched op by op"
+        : dist::size() > 1 || s.dp->active() ? "data parallel: NCCL's work is not captured"
+        : s.accum > 1                        ? "grad_accum_steps > 1"
+        : !s.opt->replayable()               ? "the optimizer (sgd, zero_stage 1) is not replayable"
+                                             : "";
     if (why_not && *why_not)
       spdlog::info("training step: launched op by op ({})", why_not);
     else if (why_not)
-      spdlog::info("training step: one CUDA graph, captured after {} eager steps", StepGraph::kDefaultWarmup);
+      spdlog::info("training step: one CUDA graph, captured after {} eager steps",
+                   StepGraph::kDefaultWarmup);
     s.graph_ok = why_not && !*why_not;
   }
   return s.graph_ok;
@@ -634,7 +642,8 @@ void plot_curves(const Session& s) {
 // graph allocates nothing, so its activations count from the captured step's statistics.
 double peak_mib(const Session& s) {
   int64_t peak = memory::stats(s.device).total_peak;
-  if (s.graph && s.graph->graph.captured()) peak = std::max(peak, s.graph->graph.capture_memory().total_peak);
+  if (s.graph && s.graph->graph.captured())
+    peak = std::max(peak, s.graph->graph.capture_memory().total_peak);
   return static_cast<double>(peak) / (1 << 20);
 }
 

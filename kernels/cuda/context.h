@@ -1,5 +1,6 @@
 // Per-process CUDA context: the cuBLAS and cuDNN handles (created on first use, queuing on the
-// calling thread's stream, hg::cuda::stream()), the TF32 switch, and whether a GPU is present at all.
+// calling thread's stream, hg::cuda::stream()), the TF32 switch, and whether a GPU is present at
+// all.
 #pragma once
 
 #include <cublasLt.h>

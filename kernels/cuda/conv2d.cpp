@@ -266,7 +266,8 @@ void conv2d_backward_data(const Conv2dShape& s, const T* gy, const float* weight
   if (own_depthwise(s, backend)) return depthwise_conv_backward_data(s, gy, weight, gx);
   if (s.N * s.H * s.W * s.C == 0) return;
   if (empty(s)) {
-    HG_CUDA_CHECK(cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(T), hg::cuda::stream()));
+    HG_CUDA_CHECK(cudaMemsetAsync(gx, 0, static_cast<size_t>(s.N * s.H * s.W * s.C) * sizeof(T),
+                                  hg::cuda::stream()));
     return;
   }
   if (own_patchify(s, backend)) return patchify_conv_backward_data(s, gy, weight, gx);

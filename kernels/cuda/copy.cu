@@ -5,8 +5,8 @@
 #include "core/cuda_stream.h"
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/launch.h"
 #include "kernels/cuda/copy.h"
+#include "kernels/cuda/launch.h"
 
 namespace hg::kernels::cuda {
 namespace {
@@ -72,9 +72,11 @@ void convert(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   if (dst.dtype() == DType::bf16 && src.dtype() == DType::f32)
-    convert_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(dev(dst.data<bf16>()), src.data<float>(), n);
+    convert_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(dev(dst.data<bf16>()),
+                                                                          src.data<float>(), n);
   else if (dst.dtype() == DType::f32 && src.dtype() == DType::bf16)
-    convert_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(dst.data<float>(), dev(src.data<bf16>()), n);
+    convert_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(dst.data<float>(),
+                                                                          dev(src.data<bf16>()), n);
   else
     throw Error(str("cuda convert: ", dtype_name(src.dtype()), " -> ", dtype_name(dst.dtype()),
                     " not supported (f32 <-> bf16)"));
@@ -100,10 +102,22 @@ void strided_copy(const Tensor& dst, const Tensor& src) {
   if (n == 0) return;
   Layout l = make_layout(dst, &src);
   switch (dtype_size(dst.dtype())) {
-    case 1: strided_copy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((uint8_t*)dst.data_ptr(), (const uint8_t*)src.data_ptr(), l, n); break;
-    case 2: strided_copy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((uint16_t*)dst.data_ptr(), (const uint16_t*)src.data_ptr(), l, n); break;
-    case 4: strided_copy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((uint32_t*)dst.data_ptr(), (const uint32_t*)src.data_ptr(), l, n); break;
-    default: strided_copy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((uint64_t*)dst.data_ptr(), (const uint64_t*)src.data_ptr(), l, n); break;
+    case 1:
+      strided_copy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(
+          (uint8_t*)dst.data_ptr(), (const uint8_t*)src.data_ptr(), l, n);
+      break;
+    case 2:
+      strided_copy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(
+          (uint16_t*)dst.data_ptr(), (const uint16_t*)src.data_ptr(), l, n);
+      break;
+    case 4:
+      strided_copy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(
+          (uint32_t*)dst.data_ptr(), (const uint32_t*)src.data_ptr(), l, n);
+      break;
+    default:
+      strided_copy_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(
+          (uint64_t*)dst.data_ptr(), (const uint64_t*)src.data_ptr(), l, n);
+      break;
   }
   HG_CUDA_LAUNCH_CHECK();
 }
@@ -113,16 +127,34 @@ void fill(const Tensor& dst, double value) {
   if (n == 0) return;
   Layout l = make_layout(dst, nullptr);
   switch (dst.dtype()) {
-    case DType::f32: fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((float*)dst.data_ptr(), float(value), l, n); break;
-    case DType::f64: fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((double*)dst.data_ptr(), value, l, n); break;
-    case DType::i64: fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((int64_t*)dst.data_ptr(), int64_t(value), l, n); break;
-    case DType::i32: fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((int32_t*)dst.data_ptr(), int32_t(value), l, n); break;
+    case DType::f32:
+      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((float*)dst.data_ptr(),
+                                                                         float(value), l, n);
+      break;
+    case DType::f64:
+      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((double*)dst.data_ptr(),
+                                                                         value, l, n);
+      break;
+    case DType::i64:
+      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((int64_t*)dst.data_ptr(),
+                                                                         int64_t(value), l, n);
+      break;
+    case DType::i32:
+      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((int32_t*)dst.data_ptr(),
+                                                                         int32_t(value), l, n);
+      break;
     case DType::u8: case DType::boolean:
-      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((uint8_t*)dst.data_ptr(), uint8_t(value), l, n); break;
+      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((uint8_t*)dst.data_ptr(),
+                                                                         uint8_t(value), l, n);
+      break;
     case DType::bf16:
-      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((uint16_t*)dst.data_ptr(), f32_to_bf16(float(value)), l, n); break;
+      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(
+          (uint16_t*)dst.data_ptr(), f32_to_bf16(float(value)), l, n);
+      break;
     case DType::f16:
-      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>((uint16_t*)dst.data_ptr(), f32_to_f16(float(value)), l, n); break;
+      fill_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(
+          (uint16_t*)dst.data_ptr(), f32_to_f16(float(value)), l, n);
+      break;
   }
   HG_CUDA_LAUNCH_CHECK();
 }

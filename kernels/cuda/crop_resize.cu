@@ -130,16 +130,20 @@ void launch(const uint8_t* pixels, const CropResizeItem* items, int64_t N, int64
                   static_cast<unsigned>(N));
   switch (C) {
     case 1:
-      crop_resize_kernel<Out, 1><<<grid, 256, 0, hg::cuda::stream()>>>(pixels, items, s, t, taps, weights, affine, out);
+      crop_resize_kernel<Out, 1>
+          <<<grid, 256, 0, hg::cuda::stream()>>>(pixels, items, s, t, taps, weights, affine, out);
       break;
     case 2:
-      crop_resize_kernel<Out, 2><<<grid, 256, 0, hg::cuda::stream()>>>(pixels, items, s, t, taps, weights, affine, out);
+      crop_resize_kernel<Out, 2>
+          <<<grid, 256, 0, hg::cuda::stream()>>>(pixels, items, s, t, taps, weights, affine, out);
       break;
     case 3:
-      crop_resize_kernel<Out, 3><<<grid, 256, 0, hg::cuda::stream()>>>(pixels, items, s, t, taps, weights, affine, out);
+      crop_resize_kernel<Out, 3>
+          <<<grid, 256, 0, hg::cuda::stream()>>>(pixels, items, s, t, taps, weights, affine, out);
       break;
     default:
-      crop_resize_kernel<Out, 4><<<grid, 256, 0, hg::cuda::stream()>>>(pixels, items, s, t, taps, weights, affine, out);
+      crop_resize_kernel<Out, 4>
+          <<<grid, 256, 0, hg::cuda::stream()>>>(pixels, items, s, t, taps, weights, affine, out);
       break;
   }
   HG_CUDA_LAUNCH_CHECK();

@@ -130,8 +130,8 @@ void soft_cross_entropy_forward(const float* logits, const float* targets, float
   HG_CHECK(N > 0 && K > 0, "soft_cross_entropy (cuda): empty logits (", N, ", ", K, ")");
   const Tensor ws = scratch_tensor({N});
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  soft_forward_rows<<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(logits, targets, lse, ws.data<float>(), N,
-                                                         K);
+  soft_forward_rows<<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
+      logits, targets, lse, ws.data<float>(), N, K);
   HG_CUDA_LAUNCH_CHECK();
   mean_kernel<<<1, kThreads, 0, hg::cuda::stream()>>>(ws.data<float>(), N, loss);
   HG_CUDA_LAUNCH_CHECK();
@@ -141,8 +141,8 @@ void soft_cross_entropy_backward(const float* logits, const float* targets, cons
                                  const float* grad_loss, float* dlogits, int64_t N, int64_t K) {
   if (N * K == 0) return;
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  soft_backward_rows<<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(logits, targets, lse, grad_loss, dlogits,
-                                                          N, K);
+  soft_backward_rows<<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
+      logits, targets, lse, grad_loss, dlogits, N, K);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -151,8 +151,8 @@ void cross_entropy_forward(const float* logits, const int64_t* labels, float* ls
   HG_CHECK(N > 0 && K > 0, "cross_entropy (cuda): empty logits (", N, ", ", K, ")");
   const Tensor ws = scratch_tensor({N});
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  forward_rows<float>
-      <<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(logits, labels, lse, ws.data<float>(), N, K, smoothing);
+  forward_rows<float><<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
+      logits, labels, lse, ws.data<float>(), N, K, smoothing);
   HG_CUDA_LAUNCH_CHECK();
   mean_kernel<<<1, kThreads, 0, hg::cuda::stream()>>>(ws.data<float>(), N, loss);
   HG_CUDA_LAUNCH_CHECK();
@@ -164,7 +164,8 @@ void cross_entropy_backward(const float* logits, const int64_t* labels, const fl
   const int64_t n = N * K;
   if (n == 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535));
-  backward_kernel<float><<<blocks, 256, 0, hg::cuda::stream()>>>(logits, labels, lse, grad_loss, dlogits, N, K, smoothing);
+  backward_kernel<float><<<blocks, 256, 0, hg::cuda::stream()>>>(logits, labels, lse, grad_loss,
+                                                                 dlogits, N, K, smoothing);
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -676,8 +676,8 @@ bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bi
     if constexpr (KT > 0) {
       const auto kernel = conv_staged_kernel<D, KT>;
       hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-      kernel<<<dim3(unsigned(groups), unsigned((d.C + 31) / 32)), dim3(32, kWgradWarps), smem, hg::cuda::stream()>>>(
-          in, w, bias, d, PR, flip, out);
+      kernel<<<dim3(unsigned(groups), unsigned((d.C + 31) / 32)), dim3(32, kWgradWarps), smem,
+               hg::cuda::stream()>>>(in, w, bias, d, PR, flip, out);
       HG_CUDA_LAUNCH_CHECK();
       launched = true;
     }
@@ -711,7 +711,8 @@ void depthwise_conv_forward(const Conv2dShape& s, const T* x_in, const float* we
         constexpr int KT = decltype(kt)::value, S = decltype(st)::value, TW = forward_tile<S>();
         const int64_t tiles = s.N * s.OH * ((s.OW + TW - 1) / TW);
         const TileLaunch l = tile_launch(d.C, V, d.K * d.K, tiles);
-        forward_kernel<D, V, KT, S, TW><<<l.grid, l.block, l.smem, hg::cuda::stream()>>>(x, weight, bias, d, y);
+        forward_kernel<D, V, KT, S, TW>
+            <<<l.grid, l.block, l.smem, hg::cuda::stream()>>>(x, weight, bias, d, y);
         HG_CUDA_LAUNCH_CHECK();
       });
     });
@@ -746,7 +747,8 @@ void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y_in, cons
         const int64_t nmb = ((s.W + S - 1) / S + TW - 1) / TW;
         const int64_t tiles = s.N * s.H * S * nmb;
         const TileLaunch l = tile_launch(d.C, V, d.K * d.K, tiles);
-        backward_data_kernel<D, V, KT, S, TW><<<l.grid, l.block, l.smem, hg::cuda::stream()>>>(grad_y, weight, d, grad_x);
+        backward_data_kernel<D, V, KT, S, TW>
+            <<<l.grid, l.block, l.smem, hg::cuda::stream()>>>(grad_y, weight, d, grad_x);
         HG_CUDA_LAUNCH_CHECK();
       });
     });
@@ -765,7 +767,8 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   if (s.C == 0) return;
   if (s.N == 0 || s.OH <= 0 || s.OW <= 0) {  // empty sums
     HG_CUDA_CHECK(cudaMemsetAsync(grad_weight, 0, size_t(nw) * sizeof(float), hg::cuda::stream()));
-    if (grad_bias) HG_CUDA_CHECK(cudaMemsetAsync(grad_bias, 0, size_t(s.C) * sizeof(float), hg::cuda::stream()));
+    if (grad_bias)
+      HG_CUDA_CHECK(cudaMemsetAsync(grad_bias, 0, size_t(s.C) * sizeof(float), hg::cuda::stream()));
     return;
   }
   const Dims d = dims_of(s);
@@ -799,8 +802,9 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
       if constexpr (KT > 0) {
         const auto kernel = wgrad_staged_kernel<D, KT>;
         hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-        kernel<<<dim3(unsigned(chunks), unsigned(slices)), block, staged_smem, hg::cuda::stream()>>>(
-            x, grad_y, d, PR, int(rows_per_block), partial, bias_partial);
+        kernel<<<dim3(unsigned(chunks), unsigned(slices)), block, staged_smem,
+                 hg::cuda::stream()>>>(x, grad_y, d, PR, int(rows_per_block), partial,
+                                       bias_partial);
         HG_CUDA_LAUNCH_CHECK();
       }
     });
@@ -810,8 +814,9 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
       if constexpr (KT > 0) {
         dispatch_s(int(s.stride), [&](auto st) {
           constexpr int S = decltype(st)::value;
-          wgrad_kernel<D, KT, S><<<dim3(unsigned(chunks), unsigned(slices)), block, 0, hg::cuda::stream()>>>(
-              x, grad_y, d, int(rows_per_block), partial, bias_partial);
+          wgrad_kernel<D, KT, S>
+              <<<dim3(unsigned(chunks), unsigned(slices)), block, 0, hg::cuda::stream()>>>(
+                  x, grad_y, d, int(rows_per_block), partial, bias_partial);
           HG_CUDA_LAUNCH_CHECK();
         });
       }

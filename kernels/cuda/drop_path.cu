@@ -22,7 +22,8 @@ template <typename T>
 void scale_rows(const T* x, const float* scale, T* y, int64_t N, int64_t inner) {
   const int64_t n = N * inner;
   if (n == 0) return;
-  scale_rows_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(dev(x), scale, dev(y), N, inner);
+  scale_rows_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(dev(x), scale, dev(y), N,
+                                                                           inner);
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -26,7 +26,8 @@ void ema_update(const EmaChunk* chunks, int64_t num_chunks, float weight) {
   if (num_chunks == 0) return;
   HG_CHECK(num_chunks < (int64_t(1) << 31), "ema_update (cuda): ", num_chunks,
            " chunks exceed one grid");
-  ema_kernel<<<static_cast<unsigned>(num_chunks), kThreads, 0, hg::cuda::stream()>>>(chunks, weight);
+  ema_kernel<<<static_cast<unsigned>(num_chunks), kThreads, 0, hg::cuda::stream()>>>(chunks,
+                                                                                     weight);
   HG_CUDA_LAUNCH_CHECK();
 }
 

@@ -106,7 +106,8 @@ template <typename T>
 void layer_scale_fold(const float* w, const float* b, const float* gamma, T* wf, T* bf, int64_t out,
                       int64_t in) {
   if (out * in == 0) return;
-  fold_kernel<<<grid_stride_blocks(out * in), 256, 0, hg::cuda::stream()>>>(w, b, gamma, dev(wf), dev(bf), out, in);
+  fold_kernel<<<grid_stride_blocks(out * in), 256, 0, hg::cuda::stream()>>>(w, b, gamma, dev(wf),
+                                                                            dev(bf), out, in);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -116,8 +117,8 @@ void layer_scale_unfold(const T* gwf, const T* gbf, const float* w, const float*
                         int64_t in) {
   if (out == 0) return;
   HG_CHECK(out <= INT32_MAX, "layer_scale_unfold: ", out, " rows exceed the grid");
-  unfold_kernel<<<unsigned(out), kUnfoldThreads, 0, hg::cuda::stream()>>>(dev(gwf), dev(gbf), w, b, gamma, gw, gb, dgamma,
-                                                   in);
+  unfold_kernel<<<unsigned(out), kUnfoldThreads, 0, hg::cuda::stream()>>>(
+      dev(gwf), dev(gbf), w, b, gamma, gw, gb, dgamma, in);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -145,7 +146,8 @@ void layer_scale_grad_gamma(const T* x, const T* dy, float* dgamma, int64_t rows
   const int64_t P = column_partial_chunks(rows), chunk = (rows + P - 1) / P;
   const Tensor ws = scratch_tensor({P, C});
   dim3 grid(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(P)), block(32, 8);
-  grad_gamma_partial<<<grid, block, 0, hg::cuda::stream()>>>(dev(x), dev(dy), ws.data<float>(), rows, C, chunk);
+  grad_gamma_partial<<<grid, block, 0, hg::cuda::stream()>>>(dev(x), dev(dy), ws.data<float>(),
+                                                             rows, C, chunk);
   HG_CUDA_LAUNCH_CHECK();
   sum_rows(ws.data<float>(), P, C, dgamma);
 }

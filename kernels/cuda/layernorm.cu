@@ -254,14 +254,15 @@ void layernorm_forward(const T* x, const float* weight, const float* bias, T* y,
   if (rows == 0) return;
   const bool aligned = aligned16(x) && aligned16(y) && aligned16(weight) && aligned16(bias);
   if (dispatch_vec(C, aligned, [&](auto nv) {
-        forward_vec_kernel<device_t<T>, decltype(nv)::value><<<row_blocks(rows), dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
-            dev(x), weight, bias, dev(y), mean, rstd, rows, int(C), eps);
+        forward_vec_kernel<device_t<T>, decltype(nv)::value>
+            <<<row_blocks(rows), dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
+                dev(x), weight, bias, dev(y), mean, rstd, rows, int(C), eps);
       })) {
     HG_CUDA_LAUNCH_CHECK();
     return;
   }
-  forward_kernel<<<row_blocks(rows), dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(dev(x), weight, bias, dev(y), mean,
-                                                                rstd, rows, C, eps);
+  forward_kernel<<<row_blocks(rows), dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
+      dev(x), weight, bias, dev(y), mean, rstd, rows, C, eps);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -300,8 +301,8 @@ void layernorm_backward(const T* x, const float* weight, const float* mean, cons
   }
   // Rows the vector kernel does not take: one warp per row for dx, then a column pass for the sums.
   if (dx) {
-    backward_dx_kernel<<<row_blocks(rows), dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(dev(x), weight, mean, rstd,
-                                                                      dev(dy), dev(dx), rows, C);
+    backward_dx_kernel<<<row_blocks(rows), dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
+        dev(x), weight, mean, rstd, dev(dy), dev(dx), rows, C);
     HG_CUDA_LAUNCH_CHECK();
   }
   if (!sums) return;
@@ -310,7 +311,8 @@ void layernorm_backward(const T* x, const float* weight, const float* mean, cons
   float* pw = cs.data<float>();
   float* pb = pw + Pc * C;
   dim3 grid(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(Pc)), block(32, 8);
-  backward_dwdb_partial<<<grid, block, 0, hg::cuda::stream()>>>(dev(x), mean, rstd, dev(dy), pw, pb, rows, C, chunk);
+  backward_dwdb_partial<<<grid, block, 0, hg::cuda::stream()>>>(dev(x), mean, rstd, dev(dy), pw, pb,
+                                                                rows, C, chunk);
   HG_CUDA_LAUNCH_CHECK();
   if (dweight) sum_rows(pw, Pc, C, dweight);
   if (dbias) sum_rows(pb, Pc, C, dbias);

@@ -77,7 +77,8 @@ void bias_grad_rows(int64_t rows, int64_t cols, const T* gy, G* gb) {
   dim3 block(kColsPerBlock, kRowLanes),
       grid(static_cast<unsigned>((cols + kColsPerBlock - 1) / kColsPerBlock),
            static_cast<unsigned>(chunks));
-  column_sum_chunks<<<grid, block, 0, hg::cuda::stream()>>>(rows, cols, rows_per_chunk, dev(gy), partial);
+  column_sum_chunks<<<grid, block, 0, hg::cuda::stream()>>>(rows, cols, rows_per_chunk, dev(gy),
+                                                            partial);
   HG_CUDA_LAUNCH_CHECK();
   sum_rows(partial, chunks, cols, gb);  // the chunks in a fixed order
 }
@@ -97,9 +98,8 @@ void linear_forward_add(int64_t M, int64_t in, int64_t out, const T* x, const T*
                         const T* shortcut, T* y) {
   if (M * out == 0) return;
   if (bias != nullptr && gemm_bias_add<T>(false, true, M, out, in, x, w, bias, shortcut, y)) return;
-  HG_CUDA_CHECK(
-      cudaMemcpyAsync(y, shortcut, size_t(M * out) * sizeof(T), cudaMemcpyDeviceToDevice,
-                      hg::cuda::stream()));
+  HG_CUDA_CHECK(cudaMemcpyAsync(y, shortcut, size_t(M * out) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                hg::cuda::stream()));
   gemm<T>(false, true, M, out, in, 1.0f, x, w, 1.0f, y);  // y = x w^T + y
   if (bias) add_bias_rows(M, out, bias, y);
 }

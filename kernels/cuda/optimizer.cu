@@ -29,8 +29,9 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64
 }
 
 // Multi-tensor AdamW: the chunk table travels as the kernel's parameter (a __grid_constant__
-// struct of at most 256 chunks, ~11 KB; kernel parameters may hold 32 KB on sm_70+ with CUDA 12.1+),
-// the per-tensor hyper-parameters in device memory (kernels/optimizer.h). Block b updates chunk b.
+// struct of at most 256 chunks, ~11 KB; kernel parameters may hold 32 KB on sm_70+ with
+// CUDA 12.1+), the per-tensor hyper-parameters in device memory (kernels/optimizer.h). Block b
+// updates chunk b.
 struct AdamWChunk {
   float *p, *m, *v;
   const float* g;
@@ -42,8 +43,8 @@ struct AdamWTable {
   AdamWChunk c[kChunksPerLaunch];
 };
 
-__global__ void adamw_multi_kernel(const __grid_constant__ AdamWTable t, const float* hyper, float b1, float b2,
-                                   float eps) {
+__global__ void adamw_multi_kernel(const __grid_constant__ AdamWTable t, const float* hyper,
+                                   float b1, float b2, float eps) {
   const AdamWChunk& c = t.c[blockIdx.x];
   const float* h = hyper + c.tensor * kAdamWHyperFloats;
   const float decay = h[0], step_size = h[1], bc2_sqrt = h[2];
@@ -98,8 +99,8 @@ void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hy
   int count = 0;
   auto flush = [&] {
     if (count == 0) return;
-    adamw_multi_kernel<<<count, 256, 0, hg::cuda::stream()>>>(table, hyper, float(h0.beta1), float(h0.beta2),
-                                                              float(h0.eps));
+    adamw_multi_kernel<<<count, 256, 0, hg::cuda::stream()>>>(table, hyper, float(h0.beta1),
+                                                              float(h0.beta2), float(h0.eps));
     HG_CUDA_LAUNCH_CHECK();
     count = 0;
   };
@@ -118,9 +119,9 @@ void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hy
 
 void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper& h) {
   if (n == 0) return;
-  sgd_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(p, g, h.momentum != 0 ? buf : nullptr, n,
-                                     static_cast<float>(h.lr), static_cast<float>(h.momentum),
-                                     static_cast<float>(h.weight_decay), h.nesterov, h.first_step);
+  sgd_kernel<<<grid_stride_blocks(n), 256, 0, hg::cuda::stream()>>>(
+      p, g, h.momentum != 0 ? buf : nullptr, n, static_cast<float>(h.lr),
+      static_cast<float>(h.momentum), static_cast<float>(h.weight_decay), h.nesterov, h.first_step);
   HG_CUDA_LAUNCH_CHECK();
 }
 

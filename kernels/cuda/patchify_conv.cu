@@ -55,9 +55,11 @@ void patch_copy(const T* src, int64_t total, const Conv2dShape& s, T* dst) {
     const int V = int(16 / sizeof(T));
     const int64_t units = total / V;
     patch_copy_kernel<kToPatches><<<blocks_for(units), 256, 0, hg::cuda::stream()>>>(
-        reinterpret_cast<const uint4*>(src), units, V, C, k, H, W, OH, OW, reinterpret_cast<uint4*>(dst));
+        reinterpret_cast<const uint4*>(src), units, V, C, k, H, W, OH, OW,
+        reinterpret_cast<uint4*>(dst));
   } else {
-    patch_copy_kernel<kToPatches><<<blocks_for(total), 256, 0, hg::cuda::stream()>>>(src, total, 1, C, k, H, W, OH, OW, dst);
+    patch_copy_kernel<kToPatches>
+        <<<blocks_for(total), 256, 0, hg::cuda::stream()>>>(src, total, 1, C, k, H, W, OH, OW, dst);
   }
   HG_CUDA_LAUNCH_CHECK();
 }
@@ -108,8 +110,8 @@ template <typename T>
 std::shared_ptr<void> weight_khwc(const Conv2dShape& s, const float* weight) {
   const int64_t n = s.O * s.C * s.KH * s.KW;
   std::shared_ptr<void> w = scratch(size_t(n) * sizeof(T));
-  weight_order_kernel<true><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(weight, n, int(s.C), int(s.KH * s.KW),
-                                                    static_cast<device_t<T>*>(w.get()));
+  weight_order_kernel<true><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+      weight, n, int(s.C), int(s.KH * s.KW), static_cast<device_t<T>*>(w.get()));
   HG_CUDA_LAUNCH_CHECK();
   return w;
 }
@@ -150,7 +152,8 @@ void patchify_conv_backward_data(const Conv2dShape& s, const T* grad_y, const fl
   check("patchify_conv_backward_data", s);
   const Sizes z = sizes(s);
   if (s.OH * s.KH != s.H || s.OW * s.KW != s.W)  // rows / columns no patch covers get 0
-    HG_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, size_t(s.N * s.H * s.W * s.C) * sizeof(T), hg::cuda::stream()));
+    HG_CUDA_CHECK(
+        cudaMemsetAsync(grad_x, 0, size_t(s.N * s.H * s.W * s.C) * sizeof(T), hg::cuda::stream()));
   const std::shared_ptr<void> w = weight_khwc<T>(s, weight);
   std::shared_ptr<void> gp = scratch(size_t(z.total) * sizeof(T));
   gemm<T>(false, false, z.M, z.Kd, s.O, 1.0f, grad_y, static_cast<const T*>(w.get()), 0.0f,
@@ -167,8 +170,8 @@ void patchify_conv_backward_weight(const Conv2dShape& s, const T* x, const T* gr
   const int64_t n = s.O * z.Kd;
   std::shared_ptr<void> gw = scratch(size_t(n) * sizeof(float));
   gemm_weight_grad(s, z, grad_y, static_cast<const T*>(p.get()), static_cast<float*>(gw.get()));
-  weight_order_kernel<false><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(static_cast<const float*>(gw.get()), n,
-                                                     int(s.C), int(s.KH * s.KW), grad_weight);
+  weight_order_kernel<false><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+      static_cast<const float*>(gw.get()), n, int(s.C), int(s.KH * s.KW), grad_weight);
   HG_CUDA_LAUNCH_CHECK();
 }
 

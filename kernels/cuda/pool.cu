@@ -50,7 +50,8 @@ void global_avg_pool_forward(int64_t N, int64_t HW, int64_t C, const T* x, T* y)
 template <typename T>
 void global_avg_pool_backward(int64_t N, int64_t HW, int64_t C, const T* gy, T* gx) {
   if (N * HW * C == 0) return;
-  gap_backward<<<grid_stride_blocks(N * HW * C), 256, 0, hg::cuda::stream()>>>(N, HW, C, dev(gy), dev(gx));
+  gap_backward<<<grid_stride_blocks(N * HW * C), 256, 0, hg::cuda::stream()>>>(N, HW, C, dev(gy),
+                                                                               dev(gx));
   HG_CUDA_LAUNCH_CHECK();
 }
 

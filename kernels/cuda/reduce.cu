@@ -89,8 +89,8 @@ void sum_squares_impl(const std::vector<const float*>& xs, const std::vector<int
   for (size_t k = 0; k < xs.size(); ++k) {
     if (sizes[k] <= 0) continue;
     const int64_t blocks = partial_blocks(sizes[k]);
-    sum_squares_partial<float>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, hg::cuda::stream()>>>(xs[k], sizes[k], partial + offset);
+    sum_squares_partial<float><<<static_cast<unsigned>(blocks), kThreads, 0, hg::cuda::stream()>>>(
+        xs[k], sizes[k], partial + offset);
     HG_CUDA_LAUNCH_CHECK();
     offset += blocks;
   }

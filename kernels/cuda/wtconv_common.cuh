@@ -311,9 +311,9 @@ WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, 
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     dim3 grid(K, chunks, gy), block(32, kWgradWarps);
-    wgrad_kernel<KT><<<grid, block, smem, hg::cuda::stream()>>>(xs, gs, B, hp, wp, C, K, rows_per_block,
-                                            partial.data<float>(),
-                                            bias ? bias_partial.data<float>() : nullptr);
+    wgrad_kernel<KT><<<grid, block, smem, hg::cuda::stream()>>>(
+        xs, gs, B, hp, wp, C, K, rows_per_block, partial.data<float>(),
+        bias ? bias_partial.data<float>() : nullptr);
     HG_CUDA_LAUNCH_CHECK();
   });
   WgradResult res;

@@ -287,8 +287,8 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
     Tensor R;  // levels >= 1 on level 0's grid; none with one level
     if (lv.L >= 2) {
       R = workspace({B, hp, wp, C});
-      levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256, 0, hg::cuda::stream()>>>(lv, B, hp, wp, C,
-                                                                               R.data<float>());
+      levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256, 0,
+                            hg::cuda::stream()>>>(lv, B, hp, wp, C, R.data<float>());
       HG_CUDA_LAUNCH_CHECK();
     }
     const SynthDims d{B, H, W, C, hp, wp};
@@ -297,8 +297,9 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
       if constexpr (KT == 3 || KT == 5 || KT == 7) {
         const auto kernel = synth_staged_kernel<T, KT>;
         hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-        kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kStagedWarps), smem, hg::cuda::stream()>>>(
-            in, wb, bf, d, PR, lv.t[0], R.defined() ? R.data<float>() : nullptr, out);
+        kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kStagedWarps), smem,
+                 hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0],
+                                       R.defined() ? R.data<float>() : nullptr, out);
         HG_CUDA_LAUNCH_CHECK();
       }
     });
@@ -330,20 +331,20 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
       if (vec) {
         const VecLaunch v = vec_launch(C, int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW));
         const size_t smem = sizeof(float) * KT * KT * v.block.x * 4;
-        synth_v4_kernel<KT, T>
-            <<<v.grid, v.block, smem, hg::cuda::stream()>>>(in, B, H, W, C, f.base_w.data<float>(), bf, lv, out);
+        synth_v4_kernel<KT, T><<<v.grid, v.block, smem, hg::cuda::stream()>>>(
+            in, B, H, W, C, f.base_w.data<float>(), bf, lv, out);
         HG_CUDA_LAUNCH_CHECK();
         return;
       }
     }
     if (stride == 1) {
       const int64_t n = int64_t(B) * Ho * ((Wo + kTQ - 1) / kTQ) * C;
-      synth_kernel<KT, kTQ, T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(in, B, H, W, C, Ho, Wo, 1, K,
-                                                      f.base_w.data<float>(), bf, lv, out);
+      synth_kernel<KT, kTQ, T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+          in, B, H, W, C, Ho, Wo, 1, K, f.base_w.data<float>(), bf, lv, out);
     } else {
       const int64_t n = int64_t(B) * Ho * Wo * C;
-      synth_kernel<KT, 1, T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(in, B, H, W, C, Ho, Wo, stride, K,
-                                                    f.base_w.data<float>(), bf, lv, out);
+      synth_kernel<KT, 1, T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+          in, B, H, W, C, Ho, Wo, stride, K, f.base_w.data<float>(), bf, lv, out);
     }
     HG_CUDA_LAUNCH_CHECK();
   });
@@ -374,8 +375,8 @@ Tensor fold_levels(const WTConvWeights& w, int C, int KK, bool flip) {
   const int L = w.levels();
   if (L == 0) return Tensor();
   Tensor out = workspace({L, 4 * C, KK});
-  fold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C * KK), 256, 0, hg::cuda::stream()>>>(level_params(w, nullptr), L, C,
-                                                                   KK, flip, out.data<float>());
+  fold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C * KK), 256, 0, hg::cuda::stream()>>>(
+      level_params(w, nullptr), L, C, KK, flip, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
@@ -410,11 +411,12 @@ Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, i
   T* cp = typed<T>(coef);
   if (C % 4 == 0 && aligned4<T>(src) && aligned4<T>(cp) && (!lln || aligned4<T>(lln))) {
     const int64_t n = int64_t(B) * out.first * out.second * (C / 4);
-    haar_v4_kernel<T>
-        <<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(src, B, in.first, in.second, C, out.first, out.second, cp, lln);
+    haar_v4_kernel<T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+        src, B, in.first, in.second, C, out.first, out.second, cp, lln);
   } else {
     HaarSrc<T> hs{src, in.first, in.second, C, out.first, out.second};
-    haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256, 0, hg::cuda::stream()>>>(hs, B, cp, lln);
+    haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256, 0,
+                  hg::cuda::stream()>>>(hs, B, cp, lln);
   }
   HG_CUDA_LAUNCH_CHECK();
   return coef;
@@ -499,7 +501,8 @@ void level_grads_split(const T* x, const T* G, int B, int C, int K,
   }
   // every level's wavelet_weight and wavelet_scale gradients, unfolded in one launch
   const LevelParams lp = level_params(w, &g);
-  unfold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C), 256, 0, hg::cuda::stream()>>>(lp, sums.data<float>(), L, C, KK);
+  unfold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C), 256, 0, hg::cuda::stream()>>>(
+      lp, sums.data<float>(), L, C, KK);
   HG_CUDA_LAUNCH_CHECK();
 }
 
@@ -552,9 +555,9 @@ bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int
     if constexpr (plane_k<KT>) {
       const auto kernel = plane_forward_kernel<T, KT>;
       hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-      kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps,
-               plane_smem<float>(g), hg::cuda::stream()>>>(typed<T>(xc), C, g, f.base_w.data<float>(),
-                                       f.base_b.data<float>(), wl.data<float>(), typed<T>(y));
+      kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<float>(g),
+               hg::cuda::stream()>>>(typed<T>(xc), C, g, f.base_w.data<float>(),
+                                     f.base_b.data<float>(), wl.data<float>(), typed<T>(y));
       HG_CUDA_LAUNCH_CHECK();
     }
   });
@@ -587,19 +590,20 @@ bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& 
       const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
       const int slices = (B + ipb - 1) / ipb;
       const Tensor partial = workspace({slices, NE, C});
-      kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem, hg::cuda::stream()>>>(
-          typed<T>(xc), typed<T>(G), B, C, ipb, pg, f.base_w.data<float>(), wl.data<float>(),
-          partial.data<float>(), gx.defined() ? typed<T>(gx) : nullptr);
+      kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem,
+               hg::cuda::stream()>>>(typed<T>(xc), typed<T>(G), B, C, ipb, pg,
+                                     f.base_w.data<float>(), wl.data<float>(),
+                                     partial.data<float>(), gx.defined() ? typed<T>(gx) : nullptr);
       HG_CUDA_LAUNCH_CHECK();
       g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
       g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
       g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
       const LevelParams lp = level_params(w, &g);
-      plane_wgrad_reduce_kernel<KT>
-          <<<dim3(unsigned(1 + 4 * L), unsigned(groups)), dim3(32, kPlaneWarps), 0, hg::cuda::stream()>>>(
-              partial.data<float>(), slices, C, L, w.base_weight.data<float>(),
-              w.base_bias.data<float>(), w.base_scale.data<float>(), g.base_weight.data<float>(),
-              g.base_bias.data<float>(), g.base_scale.data<float>(), lp);
+      plane_wgrad_reduce_kernel<KT><<<dim3(unsigned(1 + 4 * L), unsigned(groups)),
+                                      dim3(32, kPlaneWarps), 0, hg::cuda::stream()>>>(
+          partial.data<float>(), slices, C, L, w.base_weight.data<float>(),
+          w.base_bias.data<float>(), w.base_scale.data<float>(), g.base_weight.data<float>(),
+          g.base_bias.data<float>(), g.base_scale.data<float>(), lp);
       HG_CUDA_LAUNCH_CHECK();
     }
   });
@@ -661,8 +665,8 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
   Tensor G = grad_y.contiguous();
   if (stride > 1) {
     Tensor up = scratch_tensor({B, H, W, C}, G.dtype());
-    upsample_kernel<T><<<blocks_for(up.numel()), 256, 0, hg::cuda::stream()>>>(typed<T>(G), B, H, W, C, Ho, Wo, stride,
-                                                        typed<T>(up));
+    upsample_kernel<T><<<blocks_for(up.numel()), 256, 0, hg::cuda::stream()>>>(
+        typed<T>(G), B, H, W, C, Ho, Wo, stride, typed<T>(up));
     HG_CUDA_LAUNCH_CHECK();
     G = up;
   }

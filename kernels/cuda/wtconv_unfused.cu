@@ -142,8 +142,8 @@ Tensor dwconv(const T* in, const Shape& shape, int Cc, int K, const Tensor& wt, 
               bool flip) {
   const int B = int(shape[0]), h = int(shape[1]), w = int(shape[2]);
   Tensor out = workspace(shape);
-  u_dwconv_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(in, B, h, w, Cc, K, wt.data<float>(), bias,
-                                                    flip, out.data<float>());
+  u_dwconv_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(
+      in, B, h, w, Cc, K, wt.data<float>(), bias, flip, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
@@ -154,8 +154,8 @@ Tensor dwconv(const Tensor& in, int Cc, int K, const Tensor& wt, const float* bi
 template <typename T>
 Tensor scale(const T* in, const Shape& shape, const Tensor& s, int Cc) {
   Tensor out = workspace(shape);
-  u_scale_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(in, s.data<float>(), out.numel(), Cc,
-                                                   out.data<float>());
+  u_scale_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(
+      in, s.data<float>(), out.numel(), Cc, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
@@ -173,17 +173,16 @@ Tensor add_ll(const Tensor& t, const Tensor& rec) {
 Tensor ihaar(const Tensor& t, int h, int w) {
   const int B = int(t.size(0)), hp = int(t.size(1)), wp = int(t.size(2)), C = int(t.size(3));
   Tensor out = workspace({B, h, w, C});
-  u_ihaar_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(reinterpret_cast<const float4*>(t.data<float>()),
-                                                    B, h, w, C, hp, wp, out.data<float>());
+  u_ihaar_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(
+      reinterpret_cast<const float4*>(t.data<float>()), B, h, w, C, hp, wp, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
 /// out (dense, storage T) = a + b (b undefined: out = a); a, b f32 of out's shape.
 template <typename T>
 void sum_into(const Tensor& a, const Tensor& b, const Tensor& out) {
-  u_sum_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(a.data<float>(),
-                                                 b.defined() ? b.data<float>() : nullptr,
-                                                 out.numel(), typed<T>(out));
+  u_sum_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(
+      a.data<float>(), b.defined() ? b.data<float>() : nullptr, out.numel(), typed<T>(out));
   HG_CUDA_LAUNCH_CHECK();
 }
 /// Flattens (B, h, w, C, 4) to (B, h, w, 4C): channel 4c+s, as the reference's conv sees it.
@@ -198,8 +197,8 @@ void dw_wgrad(const T* in, const Tensor& g, int K, Tensor& out, Tensor* bias_out
   PlainSrc<T> xs{in, h, w, Cc};
   PlainSrc<float> gs{g.data<float>(), h, w, Cc};
   WgradResult r = run_wgrad(xs, gs, B, h, w, Cc, K, bias_out != nullptr);
-  u_transpose_kernel<<<blocks_for(int64_t(K) * K * Cc), 256, 0, hg::cuda::stream()>>>(r.sums.data<float>(), K * K, Cc,
-                                                               out.data<float>());
+  u_transpose_kernel<<<blocks_for(int64_t(K) * K * Cc), 256, 0, hg::cuda::stream()>>>(
+      r.sums.data<float>(), K * K, Cc, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   if (bias_out) bias_out->copy_(r.bias.reshape(bias_out->shape()));
 }
@@ -273,8 +272,8 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
   Tensor G = grad_y.contiguous();
   if (stride > 1) {
     Tensor up = scratch_tensor({B, H, W, C}, G.dtype());
-    upsample_kernel<T><<<blocks_for(up.numel()), 256, 0, hg::cuda::stream()>>>(typed<T>(G), B, H, W, C, Ho, Wo, stride,
-                                                        typed<T>(up));
+    upsample_kernel<T><<<blocks_for(up.numel()), 256, 0, hg::cuda::stream()>>>(
+        typed<T>(G), B, H, W, C, Ho, Wo, stride, typed<T>(up));
     HG_CUDA_LAUNCH_CHECK();
     G = up;
   }

@@ -124,10 +124,12 @@ TEST(Memory, APoolServesOnlyItsScopeAndGivesItsMemoryBackWhenGone) {
       Tensor t = Tensor::empty({n}, DType::u8);
       in_pool = t.data_ptr();
     }
-    EXPECT_EQ(cpu_stats().reserved - s0.reserved, n) << "the pool's segment is counted, cached after the free";
+    EXPECT_EQ(cpu_stats().reserved - s0.reserved, n)
+        << "the pool's segment is counted, cached after the free";
     {
       Tensor outside = Tensor::empty({n}, DType::u8);
-      EXPECT_NE(outside.data_ptr(), in_pool) << "the shared allocator never hands out the pool's free block";
+      EXPECT_NE(outside.data_ptr(), in_pool)
+          << "the shared allocator never hands out the pool's free block";
     }
     Tensor kept;
     {
@@ -138,7 +140,8 @@ TEST(Memory, APoolServesOnlyItsScopeAndGivesItsMemoryBackWhenGone) {
     pool.reset();  // the block still in use keeps the pool's memory
     EXPECT_EQ(cpu_stats().reserved - s0.reserved, 2 * n);
     kept = Tensor();
-    EXPECT_EQ(cpu_stats().reserved - s0.reserved, n) << "the pool's segment went back with its last block";
+    EXPECT_EQ(cpu_stats().reserved - s0.reserved, n)
+        << "the pool's segment went back with its last block";
   }
   memory::empty_cache(Device::cpu);
   EXPECT_EQ(cpu_stats().reserved, s0.reserved);

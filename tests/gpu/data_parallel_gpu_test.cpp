@@ -13,37 +13,12 @@
 
 #include "dist/collectives.h"
 #include "gpu_util.h"
+#include "run_summary.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
 using namespace hg;
-
-namespace {
-
-// summary.csv's deterministic columns (epoch .. lr), all rows, as numbers
-std::vector<double> summary(const std::string& run_dir) {
-  std::ifstream f(fs::path(run_dir) / "summary.csv");
-  std::vector<double> out;
-  std::string line;
-  std::getline(f, line);  // header
-  while (std::getline(f, line)) {
-    std::stringstream cells(line);
-    std::string cell;
-    for (int i = 0; i < 6 && std::getline(cells, cell, ','); ++i) out.push_back(std::stod(cell));
-  }
-  return out;
-}
-
-// Equal up to summation order (a bucketed reduction over one rank changes nothing; cuDNN may pick
-// another algorithm run to run): 1e-6 relative.
-void expect_close(const std::vector<double>& a, const std::vector<double>& b, const char* what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  ASSERT_FALSE(a.empty()) << what;
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::max(1.0, std::abs(a[i]))) << what << " " << i;
-}
-
-}  // namespace
 
 TEST(DataParallelGpu, NcclPathOnOneGpuTrainsLikeThePlainTrainer) {
   HG_REQUIRE_GPU();
@@ -62,10 +37,10 @@ TEST(DataParallelGpu, NcclPathOnOneGpuTrainsLikeThePlainTrainer) {
     x.zero_stage = zero;
     x.dist_bucket_mb = 0.002;  // many buckets in flight at once
     x.dist_check_every = 1;
-    return summary(train::train(x, quiet).run_dir);
+    return test::summary(train::train(x, quiet).run_dir);
   };
   const auto plain = run("plain", false, 0);
-  expect_close(run("nccl", true, 0), plain, "NCCL path, one rank");
-  expect_close(run("zero1", true, 1), plain, "ZeRO-1, one rank");
+  test::expect_close(run("nccl", true, 0), plain, "NCCL path, one rank");
+  test::expect_close(run("zero1", true, 1), plain, "ZeRO-1, one rank");
   fs::remove_all(root);
 }

@@ -216,9 +216,9 @@ TEST(GpuLoader, GpuThreadPreparesBatchesBeforeNextIsCalled) {
 }
 
 // The GPU stage's training-stream times (LoaderStats::gpu_*): each batch is copied back at once
-// (the stream has passed it), so every batch but the last sixteen (the event ring: read when its slot
-// comes round again) is timed, every timed batch ran the crop kernel (transform > 0), and a new
-// epoch starts from zero.
+// (the stream has passed it), so every batch but the last sixteen (the event ring: read when its
+// slot comes round again) is timed, every timed batch ran the crop kernel (transform > 0), and a
+// new epoch starts from zero.
 TEST(GpuLoader, StageTimesCoverTheFinishedBatches) {
   HG_REQUIRE_GPU();
   test::TempDir t;

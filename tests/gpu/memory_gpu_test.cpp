@@ -7,9 +7,9 @@
 #include "core/host_sync.h"
 #include "core/memory.h"
 #include "gpu_util.h"
-#include "small_step.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
+#include "small_step.h"
 #include "test_util.h"
 #include "train/optimizer.h"
 

@@ -87,7 +87,8 @@ TEST(GpuOptimizer, AdamWMultiTensorEqualsOneTensorKernel) {
     cases.push_back(std::move(c));
   }
   const std::vector<float> hyper = kernels::adamw_multi_hyper(list);
-  const Tensor hyper_gpu = Tensor::from_vector({static_cast<int64_t>(hyper.size())}, hyper, Device::cuda);
+  const Tensor hyper_gpu =
+      Tensor::from_vector({static_cast<int64_t>(hyper.size())}, hyper, Device::cuda);
   kernels::cuda::adamw_update_multi(list, hyper_gpu.data<float>());
   for (size_t t = 0; t < cases.size(); ++t) {
     Case& c = *cases[t];
