@@ -7,7 +7,6 @@
 #include <unordered_set>
 
 #include "core/host_sync.h"
-#include "core/memory.h"
 #include "kernels/cuda/check.h"
 
 namespace hg::cuda {
@@ -29,14 +28,6 @@ cublasHandle_t cublas() {
     HG_CUBLAS_CHECK(cublasCreate(&handle));
     HG_CUBLAS_CHECK(cublasSetMathMode(handle, g_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     HG_CUBLAS_CHECK(cublasSetStream(handle, stream()));  // resolved per calling thread
-    // A workspace of our own, set after the stream (cublasSetStream resets it): without one, cuBLAS
-    // gives a captured CUDA graph a workspace of the graph's own and may pick other algorithms in
-    // it than in eager steps (measured: a graphed trainer drifted 5e-6 from the eager one in fp32;
-    // PyTorch sets one for the same reason, pytorch#83461). 32 MiB, cuBLAS's own size on sm_90;
-    // taken once from the system for the process.
-    constexpr size_t kWorkspaceBytes = size_t(32) << 20;
-    HG_CUBLAS_CHECK(cublasSetWorkspace(handle, memory::system_alloc(kWorkspaceBytes, Device::cuda),
-                                       kWorkspaceBytes));
     return handle;
   }();
   return h;
