@@ -128,7 +128,8 @@ TEST(StepGraph, TrainerWithTheGraphTrainsAsLaunchedOpByOp) {
   const std::vector<double> eager = run("eager", false), graphed = run("graph", true);
   ASSERT_EQ(graphed.size(), eager.size());
   for (size_t i = 0; i < eager.size(); ++i)
-    EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::max(1.0, std::abs(eager[i]))) << "summary value " << i;
+    EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::max(1.0, std::abs(eager[i])))
+        << "summary value " << i;
   train::Config no_drop = c;
   no_drop.drop_path = 0.0;
   no_drop.output = (root / "nodrop").string();
