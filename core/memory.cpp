@@ -104,6 +104,21 @@ detail::BlockCache& thread_cache(DeviceState& s, Device device) {
   return t_pool && t_pool->device == device ? t_pool->cache : s.cache;
 }
 
+// Whether this thread's stream is being captured into a CUDA graph (train/step_graph.h): then no
+// segment may be given back (cudaFree is not allowed in a capture, and the graph's blocks must
+// stay where they are).
+bool capturing(Device device) {
+#ifdef HAARGRAD_WITH_CUDA
+  if (device != Device::cuda) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(cuda::stream(), &status) == cudaSuccess &&
+         status != cudaStreamCaptureStatusNone;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 // `cache` is s.cache or the cache of `pool` (kept alive until the block is freed).
 std::shared_ptr<void> cache_allocate(DeviceState& s, detail::BlockCache& cache,
                                      std::shared_ptr<PrivatePool> pool, size_t bytes, Device device,
@@ -242,6 +257,7 @@ std::shared_ptr<void> allocate_plain(size_t bytes, Device device) {
   try {
     return cache_allocate(s, cache, pool, bytes, device, cat);
   } catch (const Error&) {
+    if (capturing(device)) throw;
     const size_t released = cache.release_free_segments();  // give cached memory back, retry once
     if (released == 0) throw;
     s.add_reserved(-static_cast<int64_t>(released));
@@ -254,6 +270,7 @@ void step_done(Device device) {
   DeviceState& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.tracing) s.trace.push_back(AllocEvent{AllocEvent::Kind::step_end});
+  if (capturing(device)) return;  // the captured step keeps the segments its warm-up steps sized
   detail::BlockCache& cache = thread_cache(s, device);
   const int64_t reserved = cache.reserved();
   cache.step_done();

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/autograd.h"
 #include "core/error.h"
 #include "core/host_drawn.h"
 
@@ -73,20 +74,30 @@ void StepGraph::capture(const StepParts& parts) {
   cudaStream_t s = cuda::stream();
   // Thread-local mode: a host wait or an allocation from the system inside the step is an error
   // here (it would not be replayed), while the loader's threads may go on using CUDA.
+  drawn_ = HostDrawnLog{};
   check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
   auto g = std::make_unique<Graph>();
   try {
-    HostDrawnCapture record(drawn_);
-    parts.queue();
+    {
+      HostDrawnCapture record(drawn_);
+      parts.queue();
+    }
+    check(cudaStreamEndCapture(s, &g->graph), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&g->exec, g->graph, 0), "cudaGraphInstantiate");
+    check(cudaGraphGetNodes(g->graph, nullptr, &nodes_), "cudaGraphGetNodes");
   } catch (const std::exception& e) {
-    cudaStreamEndCapture(s, &g->graph);  // ends the capture; the graph (if any) is discarded
-    cudaGetLastError();                  // the capture's sticky error, not the next caller's
-    throw Error(str("CUDA graph of the training step: capturing the step failed: ", e.what(),
-                    "; set cuda_graph: false to run the step eagerly"));
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t ended = nullptr;  // ends the capture; what it holds is discarded
+      if (cudaStreamEndCapture(s, &ended) == cudaSuccess && ended) cudaGraphDestroy(ended);
+    }
+    cudaGetLastError();       // the capture's sticky error, not the next caller's
+    drawn_ = HostDrawnLog{};  // the failed capture's draws are not this graph's
+    autograd::clear_tape();   // what the step's forward recorded before it failed
+    nodes_ = 0;
+    throw GraphCaptureError(str("CUDA graph of the training step: capturing the step failed: ",
+                                e.what(), "; set cuda_graph: false to run the step eagerly"));
   }
-  check(cudaStreamEndCapture(s, &g->graph), "cudaStreamEndCapture");
-  check(cudaGraphInstantiate(&g->exec, g->graph, 0), "cudaGraphInstantiate");
-  check(cudaGraphGetNodes(g->graph, nullptr, &nodes_), "cudaGraphGetNodes");
   graph_ = std::move(g);
   capture_memory_ = memory::stats(device_);
   if (parts.addresses) addresses_ = parts.addresses();

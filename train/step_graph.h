@@ -30,8 +30,10 @@
 //
 // What the caller must keep out of `queue`: other per-step values passed as kernel arguments from
 // the host (they would be frozen at their captured values: SGD's learning rate), host waits, and
-// system allocations. A capture that meets one fails with
-// hg::Error naming the CUDA error. CUDA only; one graph per StepGraph, used from one thread.
+// system allocations. A capture that meets one fails with GraphCaptureError naming the CUDA error
+// (the trainer then runs that step and the later ones op by op, with a warning). During a capture
+// the allocator gives no segment back (memory::step_done does nothing), so the warm-up steps must
+// have sized the pool. CUDA only; one graph per StepGraph, used from one thread.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +46,13 @@
 #include "core/memory.h"
 
 namespace hg::train {
+
+/// A capture that failed (the step's GPU work did not run; `prepare` had run for it). The caller
+/// may run `queue` eagerly for this step and launch later steps op by op.
+class GraphCaptureError : public Error {
+ public:
+  using Error::Error;
+};
 
 struct StepParts {
   std::function<void()> eager;                          ///< the whole step, for the warm-up
@@ -63,8 +72,9 @@ class StepGraph {
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
 
-  /// One training step (see the file comment). Throws hg::Error when the capture fails, when
-  /// `addresses` changed since the capture, or on a CUDA error.
+  /// One training step (see the file comment). Throws GraphCaptureError when the capture fails
+  /// (the graph is then left uncaptured, its recorded draws and the step's tape cleared), hg::Error
+  /// when `addresses` changed since the capture or on a CUDA error.
   void step(const StepParts& parts);
 
   bool captured() const;

@@ -139,7 +139,7 @@ struct TrainGraph {
   Tensor loss;                             // the step's loss: a replay writes it here
   bool fits(const data::Batch& b) const {  // a batch of the captured kind (the last may be smaller)
     return b.images.shape() == x.shape() && b.images.dtype() == x.dtype() &&
-           b.targets.defined() == targets.defined() &&
+           b.labels.shape() == y.shape() && b.targets.defined() == targets.defined() &&
            (!targets.defined() || b.targets.shape() == targets.shape());
   }
 };
@@ -478,7 +478,17 @@ Tensor graph_step(Session& s, const data::Batch& b) {
                           s.opt->queue_step();
                         },
                         [&] { return s.opt->queue_signature(); }};
-  g.graph.step(parts);
+  try {
+    g.graph.step(parts);
+  } catch (const GraphCaptureError& e) {
+    // This step's prepare_step has run: its GPU work runs eagerly, and so do the later steps.
+    spdlog::warn("training step: {}; launching op by op from now on", e.what());
+    parts.queue();
+    const Tensor loss = g.loss;
+    s.graph_ok = false;
+    s.graph.reset();
+    return loss;
+  }
   return g.loss;
 }
 
@@ -502,6 +512,9 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
   if (graphed) {
     loss = graph_step(s, b);
   } else {
+    // After replays the gradients' zero_grad marks are the captured step's (a replay sets none):
+    // set them, or this backward would add to the last replay's gradients.
+    if (s.graph) s.opt->zero_grad();
     const Tensor targets = b.targets.defined() ? b.targets.to(s.device) : Tensor();
     loss = forward_backward(s, b.images.to(s.device), b.labels.to(s.device), targets, last_micro);
   }
