@@ -26,7 +26,7 @@ Tensor staged(const std::vector<double>& values, DType dtype, Device device) {
 Tensor host_drawn(int64_t n, DType dtype, Device device, const DrawFn& draw) {
   HG_CHECK(n >= 0 && (dtype == DType::f32 || dtype == DType::f64),
            "host_drawn: n >= 0 and dtype f32 or f64, got ", n, ", ", dtype_name(dtype));
-  if (t_log && device != Device::cpu) {
+  if (t_log) {  // (captures are of GPU steps; the CPU takes this path only in tests)
     HostDrawnLog::Entry e{Tensor::empty({n}, dtype, device), draw};
     t_log->entries_.push_back(e);
     return e.buffer;

@@ -17,8 +17,9 @@ using DrawFn = std::function<void(std::vector<double>& values)>;
 
 /// A tensor {n} of `dtype` (f32 or f64) on `device` holding draw's values. On the CPU a plain
 /// tensor; on the GPU uploaded from page-locked memory (queued on hg::cuda::stream(), no host
-/// wait). While a HostDrawnCapture lives on this thread, the tensor is a buffer the capture keeps,
-/// left unfilled: HostDrawnLog::refill() draws and uploads its values before each launch.
+/// wait). While a HostDrawnCapture lives on this thread (any device), the tensor is a buffer the
+/// capture keeps, left unfilled: HostDrawnLog::refill() draws and uploads its values before each
+/// launch.
 Tensor host_drawn(int64_t n, DType dtype, Device device, const DrawFn& draw);
 
 /// The host_drawn calls of one captured step, in the order they were made.
