@@ -195,36 +195,27 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
     opt = std::make_unique<train::SGD>(groups, cfg.momentum);
   else
     throw Error(str("bench: unknown optimizer '", cfg.opt, "' (adamw or sgd)"));
-  auto forward_backward = [&] {  // the step up to the update
-    opt->zero_grad();
-    {
-      Tensor loss = cross_entropy(model->forward(x, true), labels, cfg.smoothing);
-      autograd::backward(loss);
-    }
-    autograd::NoGradGuard no_grad;  // like torch.optim: the update is not recorded
-    if (cfg.clip_grad) train::clip_grad_norm(opt->parameters(), *cfg.clip_grad);
-  };
-  auto eager_step = [&] {
-    forward_backward();
-    autograd::NoGradGuard no_grad;
-    opt->step();
-  };
+  const train::StepParts parts =
+      train::optimizer_step_parts(*opt, [&] {  // the step up to the update
+        opt->zero_grad();
+        {
+          Tensor loss = cross_entropy(model->forward(x, true), labels, cfg.smoothing);
+          autograd::backward(loss);
+        }
+        autograd::NoGradGuard no_grad;
+        if (cfg.clip_grad) train::clip_grad_norm(opt->parameters(), *cfg.clip_grad);
+      });
   std::unique_ptr<train::StepGraph> graph;
   if (cfg.cuda_graph && dev == Device::cuda && opt->replayable())
     graph = std::make_unique<train::StepGraph>(dev);
-  const train::StepParts parts{eager_step, [&] { opt->prepare_step(); },
-                               [&] {
-                                 forward_backward();
-                                 autograd::NoGradGuard no_grad;
-                                 opt->queue_step();
-                               },
-                               [&] { return opt->queue_signature(); }};
-  // With a graph, the warm-up includes its eager steps and the capture: the timed steps replay.
-  r.train = run_phase(dev, graph ? std::max(warmup, 5) : warmup, cfg.steps, [&] {
+  // With a graph, the warm-up covers its eager steps, the capture and one replay: the timed steps
+  // are all replays.
+  const int train_warmup = graph ? std::max(warmup, train::StepGraph::kDefaultWarmup + 2) : warmup;
+  r.train = run_phase(dev, train_warmup, cfg.steps, [&] {
     if (graph)
       graph->step(parts);
     else
-      eager_step();
+      parts.eager();
   });
   if (graph) {
     r.graph_nodes = static_cast<int64_t>(graph->nodes());

@@ -224,13 +224,12 @@ struct NvjpegDecoder::Impl {
   SlotRing ring{2};
   std::vector<Tensor> buffers = std::vector<Tensor>(2);
   std::vector<cudaEvent_t> read_done = std::vector<cudaEvent_t>(2, nullptr);
-  cudaEvent_t queued_work = nullptr;  // output_buffer's wait for everything queued (Wait::stream)
+  cudaEvent_t drained = nullptr;  // drain()'s event (the GPU thread's only)
   // The decodes run on a stream of their own that does not synchronise with the training stream
   // (non-blocking): waiting for a decode (GPU_HYBRID's pinned buffer, see decode_gpu) then waits
   // for that decode alone, not for the queued training step. The training stream waits for
   // decoded[slot] (recorded after the slot's decodes) before it reads the pixels.
   cudaStream_t decode_stream = nullptr;
-  cudaEvent_t decode_stream_done = nullptr;  // wait_for_decode_stream's event
   std::vector<cudaEvent_t> decoded = std::vector<cudaEvent_t>(2, nullptr);
 
   void failed(const std::string& msg) {
@@ -245,9 +244,7 @@ struct NvjpegDecoder::Impl {
       spdlog::warn("nvJPEG: cudaStreamDestroy failed");
     for (cudaEvent_t e : read_done)
       if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
-    if (queued_work && cudaEventDestroy(queued_work) != cudaSuccess)
-      spdlog::warn("nvJPEG: cudaEventDestroy failed");
-    if (decode_stream_done && cudaEventDestroy(decode_stream_done) != cudaSuccess)
+    if (drained && cudaEventDestroy(drained) != cudaSuccess)
       spdlog::warn("nvJPEG: cudaEventDestroy failed");
     if (stream) warn_on(nvjpegJpegStreamDestroy(stream), "nvjpegJpegStreamDestroy");
     if (params) warn_on(nvjpegDecodeParamsDestroy(params), "nvjpegDecodeParamsDestroy");
@@ -259,11 +256,12 @@ struct NvjpegDecoder::Impl {
     if (handle) warn_on(nvjpegDestroy(handle), "nvjpegDestroy");
   }
 
-  // Waits on the host until the work queued on decode_stream is done, sleeping between queries
-  // (a spinning wait slows the training thread's launches: hg::cuda::wait_polling).
-  void wait_for_decode_stream() {
-    HG_CUDA_CHECK(cudaEventRecord(decode_stream_done, decode_stream));
-    cuda::wait_polling(decode_stream_done);
+  // Waits on the host until the work queued on `stream` so far is done, sleeping between queries
+  // (this runs in the loader's GPU thread, and a spinning CUDA wait there slows the training
+  // thread's launches: hg::cuda::wait_polling).
+  void drain(cudaStream_t stream) {
+    HG_CUDA_CHECK(cudaEventRecord(drained, stream));
+    cuda::wait_polling(drained);
   }
 
   // Sets the decode parameters for `rect` (the output format never changes).
@@ -288,12 +286,9 @@ struct NvjpegDecoder::Impl {
     // a spinning CUDA wait there slows the training thread's kernel launches
     // (hg::cuda::wait_polling).
     if (u.wait == SlotUse::Wait::reads) cuda::wait_polling(read_done[k]);
-    if (u.wait == SlotUse::Wait::stream) {
-      // On the legacy stream: after the work queued so far on every thread's stream (the training
-      // thread's stream is a blocking one, core/cuda_stream.h).
-      HG_CUDA_CHECK(cudaEventRecord(queued_work, cudaStreamLegacy));
-      cuda::wait_polling(queued_work);
-    }
+    // The legacy stream: the work queued so far on every thread's stream (the training thread's
+    // stream is a blocking one, core/cuda_stream.h).
+    if (u.wait == SlotUse::Wait::stream) drain(cudaStreamLegacy);
     if (u.grow_to > 0) {
       memory::CategoryScope scope(Category::workspace);
       buffers[k] = Tensor::empty({u.grow_to}, DType::u8, Device::cuda);
@@ -321,7 +316,7 @@ struct NvjpegDecoder::Impl {
       s = nvjpegDecodeJpegDevice(handle, gpu_decoder, gpu_state, &out, decode_stream);
     // The next image's host phase rewrites the pinned buffer this one's copy reads: wait for it
     // (for this decode only: the training work queued on the default stream goes on).
-    wait_for_decode_stream();
+    drain(decode_stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
       failed(str("GPU decode of '", path, "' failed (", status_name(s), "): decoding it with libjpeg-turbo"));
       return false;
@@ -350,7 +345,7 @@ struct NvjpegDecoder::Impl {
                                                  out.data(), decode_stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
       failed(str("hardware decode of ", what, " failed (", status_name(s), "): decoding them with libjpeg-turbo"));
-      wait_for_decode_stream();
+      drain(decode_stream);
       return false;
     }
     return true;
@@ -390,8 +385,7 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   check(nvjpegJpegStreamCreate(m.handle, &m.stream), "nvjpegJpegStreamCreate", "setup");
   for (cudaEvent_t& e : m.read_done)
     HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  HG_CUDA_CHECK(cudaEventCreateWithFlags(&m.queued_work, cudaEventDisableTiming));
-  HG_CUDA_CHECK(cudaEventCreateWithFlags(&m.decode_stream_done, cudaEventDisableTiming));
+  HG_CUDA_CHECK(cudaEventCreateWithFlags(&m.drained, cudaEventDisableTiming));
   // The decode stream at the device's greatest priority: nvJPEG's hardware path launches one small
   // kernel per image on it, and nvjpegDecodeBatched blocks its thread (slowing the training
   // thread's launches) until they ran. At normal priority they wait behind the training kernels'

@@ -15,6 +15,19 @@
 
 namespace hg::train {
 
+StepParts optimizer_step_parts(Optimizer& opt, std::function<void()> forward_backward) {
+  auto update = [&opt, forward_backward](bool queue_only) {
+    forward_backward();
+    autograd::NoGradGuard no_grad;  // like torch.optim: the update is not recorded
+    if (queue_only)
+      opt.queue_step();
+    else
+      opt.step();
+  };
+  return StepParts{[update] { update(false); }, [&opt] { opt.prepare_step(); },
+                   [update] { update(true); }, [&opt] { return opt.queue_signature(); }};
+}
+
 #ifdef HAARGRAD_WITH_CUDA
 
 namespace {

@@ -44,6 +44,7 @@
 #include "core/dtype.h"
 #include "core/host_drawn.h"
 #include "core/memory.h"
+#include "train/optimizer.h"
 
 namespace hg::train {
 
@@ -60,6 +61,13 @@ struct StepParts {
   std::function<void()> queue;                          ///< the GPU work, captured once
   std::function<std::vector<const void*>()> addresses;  ///< checked at every replay (may be empty)
 };
+
+/// The parts of a training step that ends in `opt`'s update (AdamW: opt.replayable()).
+/// `forward_backward` is the step up to the update: zero_grad, forward, loss, backward and any
+/// clipping; eager = forward_backward + opt.step(), prepare = opt.prepare_step(), queue =
+/// forward_backward + opt.queue_step() (the update without autograd recording), addresses =
+/// opt.queue_signature(). `opt` and what forward_backward refers to must outlive the parts.
+StepParts optimizer_step_parts(Optimizer& opt, std::function<void()> forward_backward);
 
 class StepGraph {
  public:

@@ -137,6 +137,7 @@ struct TrainGraph {
   StepGraph graph{Device::cuda};
   Tensor x, y, targets;                    // the batch is copied here before each step
   Tensor loss;                             // the step's loss: a replay writes it here
+  StepParts parts;                         // the step on x, y, targets (made with the graph)
   bool fits(const data::Batch& b) const {  // a batch of the captured kind (the last may be smaller)
     return b.images.shape() == x.shape() && b.images.dtype() == x.dtype() &&
            b.labels.shape() == y.shape() && b.targets.defined() == targets.defined() &&
@@ -166,7 +167,7 @@ struct Session {
   std::unique_ptr<ModelEma> ema;       // model_ema: on
   std::unique_ptr<StepLosses> losses;  // the steps' losses until they are read
   std::unique_ptr<TrainGraph> graph;   // cuda_graph: made at the first step where one fits
-  bool graph_decided = false, graph_ok = false;
+  std::optional<bool> graph_ok;        // use_graph's decision, made at the first step
   // CPU, one process, the thread count the program's choice: measured (core/thread_tuner.h)
   std::unique_ptr<TunedThreads> threads;
   double lr = 0;  // the schedule's lr now: the head's (layer_decay scales the layers below it)
@@ -434,8 +435,7 @@ Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tens
 // limited the run (H200, WTConvNeXt-T bf16 from JPEGs: 3,105-3,149 img/s graphed, waiting for data
 // 95% of the time, against 3,576-3,589 op by op; docs/perf-notes.md, ninth session).
 bool use_graph(Session& s) {
-  if (!s.graph_decided) {
-    s.graph_decided = true;
+  if (!s.graph_ok) {
     const char* why_not =
         !s.cfg.cuda_graph          ? "cuda_graph: false"
         : s.device != Device::cuda ? nullptr
@@ -451,7 +451,7 @@ bool use_graph(Session& s) {
                    StepGraph::kDefaultWarmup);
     s.graph_ok = why_not && !*why_not;
   }
-  return s.graph_ok;
+  return *s.graph_ok;
 }
 
 // One update as a replay of the captured step (TrainGraph): the batch copied into the graph's
@@ -461,29 +461,12 @@ Tensor graph_step(Session& s, const data::Batch& b) {
   g.x.copy_(b.images);
   g.y.copy_(b.labels);
   if (g.targets.defined()) g.targets.copy_(b.targets);
-  auto clip = [&] {
-    if (s.cfg.clip_grad) clip_grad_norm(s.opt->parameters(), *s.cfg.clip_grad);
-  };
-  const StepParts parts{[&] {
-                          g.loss = forward_backward(s, g.x, g.y, g.targets, true);
-                          s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
-                          s.opt->zero_grad();
-                        },
-                        [&] { s.opt->prepare_step(); },
-                        [&] {
-                          s.opt->zero_grad();
-                          g.loss = forward_backward(s, g.x, g.y, g.targets, true);
-                          autograd::NoGradGuard no_grad;
-                          clip();
-                          s.opt->queue_step();
-                        },
-                        [&] { return s.opt->queue_signature(); }};
   try {
-    g.graph.step(parts);
+    g.graph.step(g.parts);
   } catch (const GraphCaptureError& e) {
     // This step's prepare_step has run: its GPU work runs eagerly, and so do the later steps.
     spdlog::warn("training step: {}; launching op by op from now on", e.what());
-    parts.queue();
+    g.parts.queue();
     const Tensor loss = g.loss;
     s.graph_ok = false;
     s.graph.reset();
@@ -506,6 +489,13 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
       s.graph->y = Tensor::empty(b.labels.shape(), b.labels.dtype(), Device::cuda);
       if (b.targets.defined())
         s.graph->targets = Tensor::empty(b.targets.shape(), b.targets.dtype(), Device::cuda);
+      TrainGraph& g = *s.graph;
+      g.parts = optimizer_step_parts(*s.opt, [&s, &g] {
+        s.opt->zero_grad();
+        g.loss = forward_backward(s, g.x, g.y, g.targets, true);
+        autograd::NoGradGuard no_grad;
+        if (s.cfg.clip_grad) clip_grad_norm(s.opt->parameters(), *s.cfg.clip_grad);
+      });
     }
   }
   const bool graphed = s.graph && s.graph->fits(b);
@@ -653,7 +643,7 @@ void plot_curves(const Session& s) {
 
 // The peak of live bytes on the device since the last reset, in MiB. A replay of the step's CUDA
 // graph allocates nothing, so its activations count from the captured step's statistics.
-double peak_mib(const Session& s) {
+double step_peak_mib(const Session& s) {
   int64_t peak = memory::stats(s.device).total_peak;
   if (s.graph && s.graph->graph.captured())
     peak = std::max(peak, s.graph->graph.capture_memory().total_peak);
@@ -662,7 +652,7 @@ double peak_mib(const Session& s) {
 
 // The epoch's summary.csv row (rank 0 writes the file) and its log lines.
 void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
-  const double peak_mib = hg::train::peak_mib(s);
+  const double peak_mib = step_peak_mib(s);
   SummaryRow row{epoch + 1,
                  p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1)),
                  ev.model.loss,
@@ -790,7 +780,7 @@ TrainResult final_report(Session& s) {
   r.train_img_per_sec = secs > 0 ? static_cast<double>(s.total_train_images) / secs : 0;
   r.data_img_per_sec = s.train_loader->stats().images_per_second();
   r.data_wait_fraction = secs > 0 ? std::min(1.0, s.total_data_wait / secs) : 0.0;
-  r.peak_mib = peak_mib(s);
+  r.peak_mib = step_peak_mib(s);
   r.corrupt_skipped = s.ds.train->corrupt_skipped() + s.ds.val->corrupt_skipped();
   const std::string speed = fmt::format(
       "train {:.0f} img/s, data loading {:.0f} img/s, waited for data {:.1f}% of the time",

@@ -24,22 +24,11 @@ namespace {
 
 // One step of `s` through `graph`, with global-norm clipping (its scale is read on the device).
 void graph_step(train::StepGraph& graph, test::SmallStep& s) {
-  auto clip = [&] {
+  graph.step(train::optimizer_step_parts(s.opt, [&] {
+    s.forward_backward();
     autograd::NoGradGuard no_grad;
     train::clip_grad_norm(s.opt.parameters(), 0.5);
-  };
-  graph.step(train::StepParts{[&] {
-                                s.forward_backward();
-                                clip();
-                                s.opt.step();
-                              },
-                              [&] { s.opt.prepare_step(); },
-                              [&] {
-                                s.forward_backward();
-                                clip();
-                                s.opt.queue_step();
-                              },
-                              [&] { return s.opt.queue_signature(); }});
+  }));
 }
 
 void expect_same_parameters(const ConvNeXt& a, const ConvNeXt& b) {
