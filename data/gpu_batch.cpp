@@ -113,12 +113,10 @@ GpuBatchMaker::GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t c
     NvjpegOptions o;
     o.channels = static_cast<int>(channels);
     o.hardware = decode == DecodeBackend::nvjpeg;
-    for (int l = 0; l < kNvjpegLanes; ++l) decoders_.push_back(std::make_unique<NvjpegDecoder>(o));
+    nvjpeg_ = std::make_unique<NvjpegDecoder>(o);
   }
 #endif
 }
-
-int GpuBatchMaker::lanes() const { return decoders_.empty() ? 1 : static_cast<int>(decoders_.size()); }
 
 Tensor GpuBatchMaker::make(StagedBatch& staged, std::map<std::string, int64_t>& decoded) {
   if (!staged.prepared) prepare(staged);
@@ -127,7 +125,7 @@ Tensor GpuBatchMaker::make(StagedBatch& staged, std::map<std::string, int64_t>& 
 
 #ifndef HAARGRAD_WITH_CUDA
 struct PreparedBatch {};
-void GpuBatchMaker::prepare(StagedBatch&, int) {
+void GpuBatchMaker::prepare(StagedBatch&) {
   throw Error("gpu_augment: this build has no CUDA backend");
 }
 Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
@@ -139,13 +137,11 @@ Tensor GpuBatchMaker::finish(StagedBatch&, std::map<std::string, int64_t>&) {
 struct PreparedBatch {
   std::vector<size_t> jpeg_idx, image_idx;  // samples handed over as JPEG bytes / as pixels
   GpuImages gpu;                            // jpeg_idx's pixels, decoded (nvjpeg modes)
-  NvjpegDecoder* decoder = nullptr;         // the lane's decoder that decoded them
   Tensor host;                              // image_idx's pixels back to back (page-locked)
   int64_t host_bytes = 0;
 };
 
-void GpuBatchMaker::prepare(StagedBatch& staged, int lane) {
-  HG_CHECK(lane >= 0 && lane < lanes(), "gpu_augment: lane ", lane, " outside [0, ", lanes(), ")");
+void GpuBatchMaker::prepare(StagedBatch& staged) {
   const int64_t C = channels_;
   memory::CategoryScope scope(Category::workspace);
   auto p = std::make_shared<PreparedBatch>();
@@ -153,7 +149,7 @@ void GpuBatchMaker::prepare(StagedBatch& staged, int lane) {
   for (size_t i = 0; i < staged.samples.size(); ++i) {
     const StagedSample& s = staged.samples[i];
     if (!s.jpeg.empty()) {
-      HG_CHECK(!decoders_.empty(), "gpu_augment: '", s.path, "' was handed over undecoded but decode is cpu");
+      HG_CHECK(nvjpeg_ != nullptr, "gpu_augment: '", s.path, "' was handed over undecoded but decode is cpu");
       jobs.push_back(JpegJob{s.jpeg.data(), s.jpeg.size(), s.path, s.request});
       p->jpeg_idx.push_back(i);
     } else {
@@ -165,10 +161,7 @@ void GpuBatchMaker::prepare(StagedBatch& staged, int lane) {
       p->host_bytes += static_cast<int64_t>(s.image.pixels.size());
     }
   }
-  if (!jobs.empty()) {
-    p->decoder = decoders_[static_cast<size_t>(lane)].get();
-    p->gpu = p->decoder->decode_ahead(jobs);
-  }
+  if (!jobs.empty()) p->gpu = nvjpeg_->decode_ahead(jobs);
   if (!p->image_idx.empty()) {
     p->host = Tensor::empty_pinned({std::max<int64_t>(p->host_bytes, 1)}, DType::u8);
     auto* h = static_cast<uint8_t*>(p->host.data_ptr());
@@ -192,7 +185,7 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   StageEvents::Slot& ev = events_->take(times_);
   HG_CUDA_CHECK(cudaEventRecord(ev.begin, cuda::stream()));
   if (jpegs)
-    p.decoder->ready(p.gpu);  // the stream waits for the decodes (and queues CPU fallbacks' copies)
+    nvjpeg_->ready(p.gpu);  // the stream waits for the decodes (and queues CPU fallbacks' copies)
   HG_CUDA_CHECK(cudaEventRecord(ev.ready, cuda::stream()));
   const int64_t gpu_bytes = jpegs ? p.gpu.pixels.numel() : 0;
   // One device buffer: the nvJPEG output as it is (when it is all), else both parts copied together.
@@ -234,7 +227,7 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
   ev.pending = true;
   // The decoder's buffer is read by the copy above and the kernel: a later decode into it waits for
   // them.
-  if (jpegs) p.decoder->reads_queued(p.gpu);
+  if (jpegs) nvjpeg_->reads_queued(p.gpu);
   staged.prepared.reset();
   return out;
 }

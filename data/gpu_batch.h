@@ -7,8 +7,8 @@
 //
 // In two halves, so that the slow host part runs beside the training step: prepare() (nvJPEG's
 // decode, which blocks the calling thread while the JPEG engines work, and the page-locked staging
-// of CPU-decoded pixels) in the loader's GPU threads, one per lane (lanes()), then finish() (what is
-// queued on the training stream) in the thread that takes the batch.
+// of CPU-decoded pixels) in the loader's GPU thread, then finish() (what is queued on the training
+// stream) in the thread that takes the batch.
 #pragma once
 
 #include <cstdint>
@@ -85,21 +85,11 @@ class GpuBatchMaker {
   /// default stream; adds one count per sample to `decoded` (nvjpeg_backend_name or the CPU decode
   /// key). prepare() (unless done already) then finish().
   Tensor make(StagedBatch& staged, std::map<std::string, int64_t>& decoded);
-  /// The host half: decodes the JPEGs (nvjpeg modes) with lane `lane`'s decoder and stages the
-  /// CPU-decoded pixels in page-locked memory; queues nothing on the training stream. May run in
-  /// another thread than finish(), one thread per lane; a lane's batches go to finish() in the order
-  /// it prepared them, and it may be at most two of them ahead of finish() (its decoder's two
-  /// buffers). Throws hg::Error for a lane outside [0, lanes()), else as make().
-  void prepare(StagedBatch& staged, int lane = 0);
-  /// How many batches may be prepared at once, each by a thread of its own: kNvjpegLanes with an
-  /// nvjpeg mode (a decoder each), else 1.
-  int lanes() const;
-  /// nvJPEG decoders, each with its own thread, for the nvjpeg modes. Two, because a batched
-  /// hardware decode takes ~6 ms alone but 40 ms and more beside a training step replayed as one
-  /// CUDA graph (its per-image conversion kernels wait for SM room between the step's kernels):
-  /// one decoder then limits training to ~3,100 img/s, below WTConvNeXt-T bf16's step
-  /// (docs/perf-notes.md, ninth and tenth sessions).
-  static constexpr int kNvjpegLanes = 2;
+  /// The host half: decodes the JPEGs (nvjpeg modes) and stages the CPU-decoded pixels in
+  /// page-locked memory; queues nothing on the training stream. May run in another thread than
+  /// finish(), one batch at a time, at most two batches ahead of the last finish() (the decoder's
+  /// two buffers). Throws as make().
+  void prepare(StagedBatch& staged);
   /// The training-stream half of a prepared batch: waits for its decode, copies the pixels up, runs
   /// the kernel. Throws hg::Error for a batch not prepared.
   Tensor finish(StagedBatch& staged, std::map<std::string, int64_t>& decoded);
@@ -114,7 +104,7 @@ class GpuBatchMaker {
   DecodeBackend decode_;
   int64_t channels_;
   DType dtype_;
-  std::vector<std::unique_ptr<NvjpegDecoder>> decoders_;  // one per lane (nvjpeg modes), else none
+  std::unique_ptr<NvjpegDecoder> nvjpeg_;
   std::unique_ptr<StageEvents> events_;  // finish()'s events, read later (made by the constructor)
   GpuStageTimes times_;
 };

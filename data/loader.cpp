@@ -105,11 +105,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
   if (gpu_maker_) gpu_maker_->reset_times();  // the workers and the GPU thread are stopped
   {
     std::lock_guard<std::mutex> lock(mu_);
-    next_make_ = next_take_ = finished_ = start_step;
-    lane_next_.clear();
-    const int lanes = gpu_maker_ ? gpu_maker_->lanes() : 0;
-    for (int l = 0; l < lanes; ++l)  // the first batch from start_step on with step % lanes == l
-      lane_next_.push_back(start_step + ((l - start_step % lanes) + lanes) % lanes);
+    next_make_ = next_take_ = next_prepare_ = finished_ = start_step;
     ready_.clear();
     stop_ = false;
     error_ = nullptr;
@@ -119,8 +115,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
     gpu_times_ = GpuStageTimes{};
   }
   for (int64_t w = 0; w < opts_.workers; ++w) threads_.emplace_back([this] { worker_loop(); });
-  if (gpu_maker_ && opts_.workers > 0)
-    for (int l = 0; l < gpu_maker_->lanes(); ++l) threads_.emplace_back([this, l] { gpu_loop(l); });
+  if (gpu_maker_ && opts_.workers > 0) threads_.emplace_back([this] { gpu_loop(); });
 }
 
 Batch DataLoader::make_batch(int64_t step) const {
@@ -236,31 +231,29 @@ void DataLoader::finish_on_gpu(Batch& batch) {
   cv_.notify_all();
 }
 
-// The host half of the GPU stage (nvJPEG blocks this thread while the JPEG engines decode), beside
-// the training step instead of in next(): lane `lane` prepares batches lane, lane + L, lane + 2L, ...
-// (L = lanes()) in order with its own decoder, at most two of them ahead of the last batch queued
-// on the training stream (the decoder's two buffers; GpuBatchMaker::prepare).
-void DataLoader::gpu_loop(int lane) {
-  const int64_t L = gpu_maker_->lanes();
+// Batches in order: the host half of the GPU stage (nvJPEG blocks this thread while the JPEG
+// engines decode) runs here, beside the training step, instead of in next(). At most two batches
+// ahead of the last one queued on the training stream (NvjpegDecoder's two buffers;
+// GpuBatchMaker::prepare).
+void DataLoader::gpu_loop() {
   for (;;) {
     int64_t step;
     std::shared_ptr<StagedBatch> staged;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      int64_t& next = lane_next_[static_cast<size_t>(lane)];
-      // next - 2L, this lane's batch two before, must be queued: next - 2L < finished_.
       cv_.wait(lock, [&] {
-        return stop_ || next >= end_ || (ready_.count(next) > 0 && next < finished_ + 2 * L);
+        return stop_ || next_prepare_ >= end_ ||
+               (ready_.count(next_prepare_) > 0 && next_prepare_ <= finished_ + 1);
       });
-      if (stop_ || next >= end_) return;
-      step = next;
+      if (stop_ || next_prepare_ >= end_) return;
+      step = next_prepare_;
       staged = ready_.at(step).staged;  // next() leaves it in ready_ until it is prepared
     }
     const auto t0 = std::chrono::steady_clock::now();
     std::exception_ptr err;
     try {
       autograd::NoGradGuard no_grad;
-      if (staged) gpu_maker_->prepare(*staged, lane);
+      if (staged) gpu_maker_->prepare(*staged);
     } catch (...) {
       err = std::current_exception();
     }
@@ -271,16 +264,11 @@ void DataLoader::gpu_loop(int lane) {
         if (!error_) error_ = err;
         stop_ = true;
       } else {
-        lane_next_[static_cast<size_t>(lane)] += L;
+        ++next_prepare_;
       }
     }
     cv_.notify_all();
   }
-}
-
-bool DataLoader::prepared(int64_t step) const {
-  const auto L = static_cast<int64_t>(lane_next_.size());
-  return lane_next_[static_cast<size_t>(step % L)] > step;
 }
 
 void DataLoader::mix_batch(Batch& batch) const {
@@ -363,7 +351,7 @@ bool DataLoader::next(Batch& out) {
   const bool gpu_thread = gpu_maker_ != nullptr;
   cv_.wait(lock, [&] {
     return error_ != nullptr ||
-           (ready_.count(next_take_) > 0 && (!gpu_thread || prepared(next_take_)));
+           (ready_.count(next_take_) > 0 && (!gpu_thread || next_prepare_ > next_take_));
   });
   wait_ += seconds_since(t0);
   if (error_) {
@@ -399,7 +387,6 @@ LoaderStats DataLoader::stats() const {
   s.worker_cpu_seconds = busy_cpu_;
   s.wait_seconds = wait_;
   s.gpu_seconds = gpu_;
-  s.gpu_threads = gpu_maker_ && opts_.workers > 0 ? gpu_maker_->lanes() : 0;
   s.gpu_decode_wait_seconds = gpu_times_.decode_wait_seconds;
   s.gpu_transform_seconds = gpu_times_.transform_seconds;
   s.gpu_batches_timed = gpu_times_.batches;

@@ -82,9 +82,8 @@ struct LoaderStats {
   double worker_cpu_seconds = 0;  ///< CPU time of that busy time (thread CPU clock), s: unlike
                                   ///< worker_seconds, not inflated when other processes share the cores
   double wait_seconds = 0;     ///< time next() spent blocked waiting for a batch, s
-  double gpu_seconds = 0;      ///< gpu_augment: host time of the GPU stage (the GPU threads' nvJPEG
+  double gpu_seconds = 0;      ///< gpu_augment: host time of the GPU stage (the GPU thread's nvJPEG
                                ///< decode and staging, next()'s queued copies and kernel), s
-  int64_t gpu_threads = 0;     ///< gpu_augment with workers: the GPU threads gpu_seconds is summed over
   /// gpu_augment: the training stream's time in the GPU stage (GpuBatchMaker::times()): stalled
   /// for nvJPEG decodes, and in the copies + crop kernel, summed over gpu_batches_timed batches.
   /// The host wait above cannot see a stall on the stream.
@@ -127,8 +126,7 @@ class DataLoader {
   void stage_batch(Batch& batch, int64_t begin, int64_t n) const;  // gpu_augment: the workers' part
   void finish_on_gpu(
       Batch& batch);  // gpu_augment: next()'s part (prepares it first without a GPU thread)
-  void gpu_loop(int lane);  // gpu_augment with workers: a GPU thread (prepares its lane's batches, in order)
-  bool prepared(int64_t step) const;  // gpu_augment with workers: step's GPU thread prepared it; mu_ held
+  void gpu_loop();    // gpu_augment with workers: the GPU thread (prepare, in order)
   void mix_batch(Batch& batch) const;  // opts_.mixup on the finished batch
   void worker_loop();
   void stop_workers();
@@ -149,8 +147,7 @@ class DataLoader {
   std::condition_variable cv_;
   int64_t next_make_ = 0;           // next batch a worker will build
   int64_t next_take_ = 0;           // next batch next() returns
-  // gpu_augment with workers: the next batch each GPU thread prepares; batch s is lane s % lanes'
-  std::vector<int64_t> lane_next_;
+  int64_t next_prepare_ = 0;        // gpu_augment: next batch the GPU thread prepares
   int64_t finished_ = 0;  // gpu_augment: batches before this are queued on the training stream
   std::map<int64_t, Batch> ready_;  // built, not yet taken
   bool stop_ = false;

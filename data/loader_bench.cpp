@@ -37,7 +37,6 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
   r.dataset = loader->dataset().describe();
   Batch b;
   double busy = 0, cpu = 0, gpu = 0, stage = 0, decode_wait = 0;
-  int64_t gpu_threads = 1;
   int64_t stage_batches = 0;
   int64_t bytes = 0;
   for (int64_t e = 0; e < opts.warmup_epochs + opts.epochs; ++e) {
@@ -53,7 +52,6 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
     busy += s.worker_seconds;
     cpu += s.worker_cpu_seconds;
     gpu += s.gpu_seconds;
-    gpu_threads = std::max<int64_t>(s.gpu_threads, 1);
     stage += s.gpu_transform_seconds;
     decode_wait += s.gpu_decode_wait_seconds;
     stage_batches += s.gpu_batches_timed;
@@ -64,7 +62,7 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
     r.images_per_second = static_cast<double>(r.images) / r.seconds;
     r.megabytes_per_second = static_cast<double>(bytes) / 1e6 / r.seconds;
     r.busy_fraction = std::min(1.0, busy / (r.seconds * workers));
-    r.gpu_fraction = std::min(1.0, gpu / (r.seconds * static_cast<double>(gpu_threads)));
+    r.gpu_fraction = std::min(1.0, gpu / r.seconds);
   }
   if (r.images > 0) r.cpu_ms_per_image = 1e3 * cpu / static_cast<double>(r.images);
   if (stage_batches > 0) {

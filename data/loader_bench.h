@@ -32,9 +32,8 @@ struct LoaderBenchResult {
   double images_per_second = 0;        ///< images / seconds
   double megabytes_per_second = 0;     ///< compressed MB (1e6 bytes) decoded per second
   double busy_fraction = 0;            ///< workers' busy time / (seconds * workers), in [0, 1]
-  double gpu_fraction = 0;             ///< gpu_augment: share of the wall time the GPU threads (mean over
-                                       ///< them) and next() spent on the GPU stage (nvJPEG decode,
-                                       ///< staging, the resize kernel's launch), in [0, 1]
+  double gpu_fraction = 0;             ///< gpu_augment: share of the wall time the taking thread spent on
+                                       ///< the GPU stage (nvJPEG + resize kernel launch), in [0, 1]
   double worker_images_per_second = 0; ///< what the workers sustain when never idle (LoaderStats)
   double cpu_ms_per_image = 0;         ///< workers' CPU time per image (decode + transform), ms: the
                                        ///< cost figure that holds on a shared machine

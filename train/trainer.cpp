@@ -430,15 +430,16 @@ Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tens
 }
 
 // Whether the steps can run as one CUDA graph (cuda_graph), said once: one GPU, an optimizer whose
-// update reads its per-step values from device memory (AdamW), one micro-batch per update. With
-// decode: nvjpeg the loader decodes in two lanes (GpuBatchMaker::kNvjpegLanes): with one, nvJPEG's
-// hardware decode slowed down beside a graphed step until the loader limited the run
-// (docs/perf-notes.md, ninth session).
+// update reads its per-step values from device memory (AdamW), one micro-batch per update, and
+// no nvJPEG decode: beside a graphed step nvJPEG's hardware decode slowed down until the loader
+// limited the run (H200, WTConvNeXt-T bf16 from JPEGs: 3,105-3,149 img/s graphed, waiting for data
+// 95% of the time, against 3,576-3,589 op by op; docs/perf-notes.md, ninth session).
 bool use_graph(Session& s) {
   if (!s.graph_ok) {
     const char* why_not =
         !s.cfg.cuda_graph          ? "cuda_graph: false"
         : s.device != Device::cuda ? nullptr
+        : s.cfg.decode != "cpu"    ? "decode: nvjpeg runs faster beside steps launched op by op"
         : dist::size() > 1 || s.dp->active() ? "data parallel: NCCL's work is not captured"
         : s.accum > 1                        ? "grad_accum_steps > 1"
         : !s.opt->replayable()               ? "the optimizer (sgd, zero_stage 1) is not replayable"

@@ -176,25 +176,6 @@ TEST(GpuLoader, NvjpegMatchesCpuLoaderForAnyWorkerCount) {
   }
 }
 
-// With workers and decode: nvjpeg*, two GPU threads prepare every other batch, each with a decoder
-// of its own (GpuBatchMaker::kNvjpegLanes): the batches must be the very ones one decoder gives
-// without workers (the same decoders, the same crops), in order.
-TEST(GpuLoader, NvjpegLanesGiveTheBatchesOfOneDecoder) {
-  HG_REQUIRE_GPU();
-  if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
-  test::TempDir t;
-  make_folder(t);
-  for (DecodeBackend d : {DecodeBackend::nvjpeg, DecodeBackend::nvjpeg_gpu}) {
-    SCOPED_TRACE(decode_backend_name(d));
-    const LoaderRun one = run(t.path().string(), true, d, 0, true);
-    const LoaderRun lanes = run(t.path().string(), true, d, 3, true);
-    EXPECT_EQ(lanes.stats.gpu_threads, GpuBatchMaker::kNvjpegLanes);
-    EXPECT_EQ(one.stats.gpu_threads, 0);
-    ASSERT_GE(one.images.size(), 4u) << "too few batches for each lane to decode twice";
-    compare(one, lanes, 0.0, 0.0);
-  }
-}
-
 // With workers, the GPU stage's host half (nvJPEG's decode, the page-locked staging) runs in the
 // loader's GPU thread while the training thread is busy elsewhere: here nothing calls next() and
 // the stage still gets done for the first batches (up to two ahead), which the batches then match;
