@@ -17,13 +17,12 @@
 #include "app/config_help.h"
 #include "app/model_from_args.h"
 #include "core/atomic_file.h"
-#include "core/autograd.h"
 #include "core/threads.h"
 #include "data/from_config.h"
-#include "layers/loss.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/evaluate.h"
 #include "train/trainer.h"
 
 namespace hg::app {
@@ -88,23 +87,9 @@ ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool
   data::Datasets ds = data::make_datasets(cfg);
   auto loader = data::make_loader(cfg, false, ds.val);
 
-  autograd::NoGradGuard no_grad;
   const auto t0 = std::chrono::steady_clock::now();  // timm: data loading included
-  loader->start_epoch(0);
-  data::Batch b;
-  int64_t n = 0, c1 = 0, c5 = 0, nonfinite = 0;
-  double loss_sum = 0;
-  const int64_t k5 = std::min<int64_t>(5, cfg.num_classes);
-  while (loader->next(b)) {
-    Tensor logits = model.forward(b.images.to(device), false);
-    Tensor y = b.labels.to(device);
-    const int64_t bs = b.labels.numel();
-    loss_sum += cross_entropy(logits, y).item() * static_cast<double>(bs);
-    c1 += correct_topk(logits, y, 1);
-    c5 += correct_topk(logits, y, k5);
-    nonfinite += nonfinite_rows(logits);
-    n += bs;
-  }
+  const train::EvalResult ev = train::evaluate(model, *loader, device, 0);
+  const int64_t n = ev.images, nonfinite = ev.nonfinite;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   HG_CHECK(n > 0, "validate: the validation split '", cfg.val_split, "' of ", cfg.data_dir, " is empty");
   if (nonfinite > 0) {  // a diverged model: no accuracy to report (such rows count as wrong anyway)
@@ -120,9 +105,9 @@ ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool
   ResultRow r;
   r.model = cfg.model;
   r.img_size = cfg.img_size;
-  r.top1 = 100.0 * double(c1) / double(n);
-  r.top5 = 100.0 * double(c5) / double(n);
-  r.loss = loss_sum / double(n);
+  r.top1 = ev.top1;
+  r.top5 = ev.top5;
+  r.loss = ev.loss;
   r.img_per_sec = seconds > 0 ? double(n) / seconds : 0.0;
   r.param_count = double(model.num_trainable()) / 1e6;
   return r;

@@ -12,6 +12,7 @@
 
 #include <compare>
 #include <map>
+#include <mutex>
 #include <memory>
 
 #include "kernels/cuda/check.h"
@@ -124,6 +125,10 @@ bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int6
                 16,
                 addend ? alignment(addend) : 0u};
   static std::map<Key, Plan> plans;  // kept for the process: a run has few shapes
+  // The map, and the plan's descriptor (its bias pointer is set per call), are shared by every
+  // thread: one call at a time (enqueueing the GEMM takes microseconds).
+  static std::mutex plans_mu;
+  std::lock_guard<std::mutex> lock(plans_mu);
   auto it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
   const Plan& p = it->second;
