@@ -12,8 +12,8 @@
 
 #include <compare>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
