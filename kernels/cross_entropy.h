@@ -33,7 +33,7 @@ template <typename T>
 void soft_cross_entropy_backward(const T* logits, const T* targets, const T* lse,
                                  const T* grad_loss, T* dlogits, int64_t N, int64_t K);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
 namespace cuda {
 void cross_entropy_forward(const float* logits, const int64_t* labels, float* lse, float* loss,
                            int64_t N, int64_t K, float smoothing);
@@ -45,5 +45,5 @@ void soft_cross_entropy_forward(const float* logits, const float* targets, float
 void soft_cross_entropy_backward(const float* logits, const float* targets, const float* lse,
                                  const float* grad_loss, float* dlogits, int64_t N, int64_t K);
 }  // namespace cuda
-#endif
+
 }  // namespace hg::kernels

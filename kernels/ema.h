@@ -36,10 +36,10 @@ inline std::vector<EmaChunk> ema_chunks(const std::vector<float*>& ema,
 namespace cpu {
 void ema_update(float* ema, const float* model, int64_t n, float weight);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
 namespace cuda {
 /// `chunks` is a device array of num_chunks EmaChunk (device pointers); one block per chunk.
 void ema_update(const EmaChunk* chunks, int64_t num_chunks, float weight);
 }  // namespace cuda
-#endif
+
 }  // namespace hg::kernels

@@ -57,7 +57,7 @@ void sgd_update(T* p, const T* g, T* buf, int64_t n, const SGDHyper& h);
 template <typename T>
 void clip_scale(T* g, int64_t n, const T* total_norm, double max_norm);
 }  // namespace cpu
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
 namespace cuda {
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h);
 /// adamw_update for every tensor of the list (beta1, beta2, eps the same for all). `hyper`: device
@@ -66,5 +66,5 @@ void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hy
 void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper& h);
 void clip_scale(float* g, int64_t n, const float* total_norm, double max_norm);
 }  // namespace cuda
-#endif
+
 }  // namespace hg::kernels

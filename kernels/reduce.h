@@ -29,7 +29,7 @@ template <typename T>
 double sum_squares(const T* x, int64_t n);
 }  // namespace cpu
 
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
 namespace cuda {
 /// out[0] = sum over all arrays of sum_i x[i]^2 (one float in device memory). xs[k] holds sizes[k]
 /// floats on the GPU; empty lists give 0. One pass-1 launch per array, one pass-2 launch.
@@ -44,5 +44,5 @@ void l2_norm(const std::vector<const float*>& xs, const std::vector<int64_t>& si
 void sum_rows(const float* a, int64_t rows, int64_t cols, float* out);
 void sum_rows(const float* a, int64_t rows, int64_t cols, hg::bf16* out);
 }  // namespace cuda
-#endif
+
 }  // namespace hg::kernels

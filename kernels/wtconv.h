@@ -59,7 +59,7 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
                             int stride, bool need_grad_x, WTConvMode mode);
 }  // namespace cpu
 
-#ifdef HAARGRAD_WITH_CUDA
+// CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
 namespace cuda {
 /// Limits of the CUDA entry points (hg::Error beyond them; the CPU has none): K odd in
 /// [1, kWTConvMaxK] (K = 1, 3, 5, 7, 9 run kernels compiled for that K, other K run-time-K kernels
@@ -89,6 +89,5 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
 bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward);
 
 }  // namespace cuda
-#endif
 
 }  // namespace hg::kernels

@@ -28,14 +28,10 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s)
   Tensor lse = Tensor::empty({N}, logits.dtype(), logits.device());
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   if (logits.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     check_dtype("cross_entropy", logits, DType::f32);
     kernels::cuda::cross_entropy_forward(logits.data<float>(), labels.data<int64_t>(),
                                          lse.data<float>(), loss.data<float>(), N, K,
                                          static_cast<float>(s));
-#else
-    throw Error("cross_entropy: built without CUDA");
-#endif
   } else {
     const int64_t* y = labels.data<int64_t>();
     for (int64_t i = 0; i < N; ++i)
@@ -51,11 +47,9 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s)
         const Tensor gl = g.grad_output(0).contiguous();
         Tensor dz = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
         if (logits.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
           kernels::cuda::cross_entropy_backward(logits.data<float>(), labels.data<int64_t>(),
                                                 lse.data<float>(), gl.data<float>(),
                                                 dz.data<float>(), N, K, static_cast<float>(s));
-#endif
         } else {
           HG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy backward", [&] {
             kernels::cpu::cross_entropy_backward(logits.data<scalar_t>(), labels.data<int64_t>(),
@@ -83,13 +77,9 @@ Tensor soft_target_cross_entropy(const Tensor& logits_in, const Tensor& targets_
   Tensor lse = Tensor::empty({N}, logits.dtype(), logits.device());
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   if (logits.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     check_dtype(op, logits, DType::f32);
     kernels::cuda::soft_cross_entropy_forward(logits.data<float>(), targets.data<float>(),
                                               lse.data<float>(), loss.data<float>(), N, K);
-#else
-    throw Error("soft_target_cross_entropy: built without CUDA");
-#endif
   } else {
     HG_DISPATCH_FLOAT(logits.dtype(), op, [&] {
       kernels::cpu::soft_cross_entropy_forward(logits.data<scalar_t>(), targets.data<scalar_t>(),
@@ -100,11 +90,9 @@ Tensor soft_target_cross_entropy(const Tensor& logits_in, const Tensor& targets_
     const Tensor gl = g.grad_output(0).contiguous();
     Tensor dz = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
     if (logits.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
       kernels::cuda::soft_cross_entropy_backward(logits.data<float>(), targets.data<float>(),
                                                  lse.data<float>(), gl.data<float>(),
                                                  dz.data<float>(), N, K);
-#endif
     } else {
       HG_DISPATCH_FLOAT(logits.dtype(), "soft_target_cross_entropy backward", [&] {
         kernels::cpu::soft_cross_entropy_backward(logits.data<scalar_t>(), targets.data<scalar_t>(),

@@ -35,11 +35,7 @@ Tensor wtconv2d_run_forward(const Tensor& x, const kernels::WTConvWeights& w, in
   // bf16 on the CPU: the kernels' bf16 op (kernels/wtconv.h: f32 math, bf16 storage at the same
   // points as the CUDA kernels)
   if (x.device() == Device::cpu) return kernels::cpu::wtconv_forward(x, w, stride, mode);
-#ifdef HAARGRAD_WITH_CUDA
   return kernels::cuda::wtconv_forward(x, w, stride, mode);
-#else
-  throw Error(str("wtconv2d: ", x.describe(), " needs the CUDA backend (built without it)"));
-#endif
 }
 
 kernels::WTConvGrads wtconv2d_run_backward(const Tensor& x, const kernels::WTConvWeights& w,
@@ -51,12 +47,7 @@ kernels::WTConvGrads wtconv2d_run_backward(const Tensor& x, const kernels::WTCon
            " must have the dtype of x ", x.describe());
   if (x.device() == Device::cpu)
     return kernels::cpu::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
-#ifdef HAARGRAD_WITH_CUDA
   return kernels::cuda::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
-#else
-  throw Error(
-      str("wtconv2d backward: ", x.describe(), " needs the CUDA backend (built without it)"));
-#endif
 }
 
 Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride, WTConvMode mode) {

@@ -30,14 +30,12 @@ ModelEma::ModelEma(const ConvNeXt& model, double decay, bool warmup)
     numel.push_back(src[i].tensor.numel());
   }
   set(model);
-#ifdef HAARGRAD_WITH_CUDA
   if (model.device == Device::cuda) {
     const std::vector<kernels::EmaChunk> chunks = kernels::ema_chunks(ema_ptrs, model_ptrs, numel);
     num_chunks_ = static_cast<int64_t>(chunks.size());
     const int64_t bytes = num_chunks_ * static_cast<int64_t>(sizeof(kernels::EmaChunk));
     chunk_table_ = Tensor::from_bytes({bytes}, DType::u8, chunks.data(), Device::cuda);
   }
-#endif
 }
 
 double ModelEma::decay_at(int64_t step) const {
@@ -57,10 +55,8 @@ void ModelEma::update(const ConvNeXt& model, int64_t step) {
              " moved since the EMA was made from this model");
   const auto weight = static_cast<float>(1.0 - decay_at(step));
   if (model.device == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     kernels::cuda::ema_update(static_cast<const kernels::EmaChunk*>(chunk_table_.data_ptr()),
                               num_chunks_, weight);
-#endif
     return;
   }
   for (size_t i = 0; i < src.size(); ++i)

@@ -188,9 +188,7 @@ void AdamW::prepare_step() {
 
 void AdamW::queue_step() {
   if (on_gpu_.empty()) return;
-#ifdef HAARGRAD_WITH_CUDA
   kernels::cuda::adamw_update_multi(on_gpu_, hyper_.data<float>());
-#endif
 }
 
 std::vector<const void*> AdamW::queue_signature() const {
@@ -257,10 +255,8 @@ void SGD::step() {
     }
     const kernels::SGDHyper h{grp.lr, momentum, grp.weight_decay, nesterov, first};
     if (p.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
       kernels::cuda::sgd_update(p.data<float>(), g.data<float>(),
                                 buf.defined() ? buf.data<float>() : nullptr, p.numel(), h);
-#endif
     } else {
       HG_DISPATCH_FLOAT(p.dtype(), "SGD", [&] {
         kernels::cpu::sgd_update(p.data<scalar_t>(), g.data<scalar_t>(),
@@ -309,7 +305,6 @@ Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   }
   Tensor total = Tensor::empty({}, dt, dev);
   if (dev == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     HG_CHECK(dt == DType::f32, "clip_grad_norm: CUDA gradients must be f32, got ",
              grads[0].describe());
     std::vector<const float*> ptrs;
@@ -321,7 +316,6 @@ Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     kernels::cuda::l2_norm(ptrs, sizes, total.data<float>());
     for (const Tensor& g : grads)
       kernels::cuda::clip_scale(g.data<float>(), g.numel(), total.data<float>(), max_norm);
-#endif
   } else {
     HG_DISPATCH_FLOAT(dt, "clip_grad_norm", [&] {
       double ss = 0;

@@ -110,9 +110,8 @@ void ZeroOptimizer::step() {
                                     1.0 - std::pow(beta1_, static_cast<double>(pi.step)),
                                     1.0 - std::pow(beta2_, static_cast<double>(pi.step))};
         if (p.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
-          kernels::cuda::adamw_update(pv.data<float>(), gv.data<float>(), m.data<float>(), v.data<float>(), n, h);
-#endif
+          kernels::cuda::adamw_update(pv.data<float>(), gv.data<float>(), m.data<float>(),
+                                      v.data<float>(), n, h);
         } else {
           HG_DISPATCH_FLOAT(p.dtype(), "ZeRO-1 AdamW", [&] {
             kernels::cpu::adamw_update(pv.data<scalar_t>(), gv.data<scalar_t>(), m.data<scalar_t>(),
@@ -123,10 +122,8 @@ void ZeroOptimizer::step() {
         Tensor buf = momentum_ != 0 ? chunk_slice(shard(bi, 0), b, c) : Tensor();
         const kernels::SGDHyper h{grp.lr, momentum_, grp.weight_decay, nesterov_, pi.step == 1};
         if (p.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
-          kernels::cuda::sgd_update(pv.data<float>(), gv.data<float>(), buf.defined() ? buf.data<float>() : nullptr, n,
-                                    h);
-#endif
+          kernels::cuda::sgd_update(pv.data<float>(), gv.data<float>(),
+                                    buf.defined() ? buf.data<float>() : nullptr, n, h);
         } else {
           HG_DISPATCH_FLOAT(p.dtype(), "ZeRO-1 SGD", [&] {
             kernels::cpu::sgd_update(pv.data<scalar_t>(), gv.data<scalar_t>(),
@@ -169,7 +166,6 @@ double ZeroOptimizer::clip_grad_norm(double max_norm) {
   }
   double local = 0;
   if (!parts.empty() && parts[0].device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
     std::vector<const float*> ptrs;
     std::vector<int64_t> sizes;
     for (const Tensor& t : parts) {
@@ -179,7 +175,6 @@ double ZeroOptimizer::clip_grad_norm(double max_norm) {
     Tensor ss = Tensor::empty({}, DType::f32, Device::cuda);
     kernels::cuda::sum_squares(ptrs, sizes, ss.data<float>());
     local = ss.item();
-#endif
   } else {
     for (const Tensor& t : parts)
       HG_DISPATCH_FLOAT(t.dtype(), "clip_grad_norm", [&] { local += kernels::cpu::sum_squares(t.data<scalar_t>(), t.numel()); });
@@ -187,10 +182,8 @@ double ZeroOptimizer::clip_grad_norm(double max_norm) {
   const double total = std::sqrt(dist::sum({local}, "ZeRO-1 gradient norm (clip_grad)")[0]);
   for (const Tensor& t : parts) {
     if (t.device() == Device::cuda) {
-#ifdef HAARGRAD_WITH_CUDA
       Tensor norm = Tensor::full({}, total, DType::f32, Device::cuda);
       kernels::cuda::clip_scale(t.data<float>(), t.numel(), norm.data<float>(), max_norm);
-#endif
     } else {
       HG_DISPATCH_FLOAT(t.dtype(), "clip_grad_norm", [&] {
         const auto norm = static_cast<scalar_t>(total);

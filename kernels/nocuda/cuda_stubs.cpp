@@ -6,14 +6,19 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/conv2d.h"
+#include "kernels/cross_entropy.h"
 #include "kernels/drop_path.h"
 #include "kernels/elementwise.h"
+#include "kernels/ema.h"
 #include "kernels/gelu.h"
 #include "kernels/layer_scale.h"
 #include "kernels/layernorm.h"
 #include "kernels/linear.h"
 #include "kernels/matmul.h"
+#include "kernels/optimizer.h"
 #include "kernels/pool.h"
+#include "kernels/reduce.h"
+#include "kernels/wtconv.h"
 
 namespace hg::kernels::cuda {
 namespace {
@@ -100,6 +105,46 @@ template <typename T>
 void conv2d_backward_bias(const Conv2dShape&, const T*, float*) { HG_STUB(conv2d_backward_bias); }
 
 void conv2d_clear_algorithm_cache() {}  // no cuDNN plans exist
+
+void cross_entropy_forward(const float*, const int64_t*, float*, float*, int64_t, int64_t, float) {
+  HG_STUB(cross_entropy_forward);
+}
+void cross_entropy_backward(const float*, const int64_t*, const float*, const float*, float*,
+                            int64_t, int64_t, float) {
+  HG_STUB(cross_entropy_backward);
+}
+void soft_cross_entropy_forward(const float*, const float*, float*, float*, int64_t, int64_t) {
+  HG_STUB(soft_cross_entropy_forward);
+}
+void soft_cross_entropy_backward(const float*, const float*, const float*, const float*, float*,
+                                 int64_t, int64_t) {
+  HG_STUB(soft_cross_entropy_backward);
+}
+void ema_update(const EmaChunk*, int64_t, float) { HG_STUB(ema_update); }
+void adamw_update(float*, const float*, float*, float*, int64_t, const AdamWHyper&) {
+  HG_STUB(adamw_update);
+}
+void adamw_update_multi(const std::vector<AdamWTensor>&, const float*) {
+  HG_STUB(adamw_update_multi);
+}
+void sgd_update(float*, const float*, float*, int64_t, const SGDHyper&) { HG_STUB(sgd_update); }
+void clip_scale(float*, int64_t, const float*, double) { HG_STUB(clip_scale); }
+void sum_squares(const std::vector<const float*>&, const std::vector<int64_t>&, float*) {
+  HG_STUB(sum_squares);
+}
+void l2_norm(const std::vector<const float*>&, const std::vector<int64_t>&, float*) {
+  HG_STUB(l2_norm);
+}
+void sum_rows(const float*, int64_t, int64_t, float*) { HG_STUB(sum_rows); }
+void sum_rows(const float*, int64_t, int64_t, hg::bf16*) { HG_STUB(sum_rows); }
+Tensor wtconv_forward(const Tensor&, const WTConvWeights&, int, WTConvMode, const Tensor&) {
+  HG_STUB(wtconv_forward);
+}
+WTConvGrads wtconv_backward(const Tensor&, const WTConvWeights&, const Tensor&, int, bool,
+                            WTConvMode, const Tensor&) {
+  HG_STUB(wtconv_backward);
+}
+bool wtconv_plane_path(const Shape&, int, int, int, DType, bool) { return false; }
 
 #define HG_INSTANTIATE(T)                                                                         \
   template void add<T>(const T*, const T*, T*, int64_t);                                          \
