@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_stream.h"
+#include "kernels/cuda/check.h"
 #endif
 
 namespace hg::train {
@@ -29,13 +30,6 @@ StepParts optimizer_step_parts(Optimizer& opt, std::function<void()> forward_bac
 }
 
 #ifdef HAARGRAD_WITH_CUDA
-
-namespace {
-void check(cudaError_t e, const char* call) {
-  HG_CHECK(e == cudaSuccess, "CUDA graph of the training step: ", call,
-           " failed: ", cudaGetErrorString(e));
-}
-}  // namespace
 
 struct StepGraph::Graph {
   cudaGraph_t graph = nullptr;
@@ -88,16 +82,16 @@ void StepGraph::capture(const StepParts& parts) {
   // Thread-local mode: a host wait or an allocation from the system inside the step is an error
   // here (it would not be replayed), while the loader's threads may go on using CUDA.
   drawn_ = HostDrawnLog{};
-  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  HG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   auto g = std::make_unique<Graph>();
   try {
     {
       HostDrawnCapture record(drawn_);
       parts.queue();
     }
-    check(cudaStreamEndCapture(s, &g->graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&g->exec, g->graph, 0), "cudaGraphInstantiate");
-    check(cudaGraphGetNodes(g->graph, nullptr, &nodes_), "cudaGraphGetNodes");
+    HG_CUDA_CHECK(cudaStreamEndCapture(s, &g->graph));
+    HG_CUDA_CHECK(cudaGraphInstantiate(&g->exec, g->graph, 0));
+    HG_CUDA_CHECK(cudaGraphGetNodes(g->graph, nullptr, &nodes_));
   } catch (const std::exception& e) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(s, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
@@ -116,9 +110,7 @@ void StepGraph::capture(const StepParts& parts) {
   if (parts.addresses) addresses_ = parts.addresses();
 }
 
-void StepGraph::launch() {
-  check(cudaGraphLaunch(graph_->exec, cuda::stream()), "cudaGraphLaunch");
-}
+void StepGraph::launch() { HG_CUDA_CHECK(cudaGraphLaunch(graph_->exec, cuda::stream())); }
 
 #else  // a build without CUDA
 
