@@ -235,9 +235,21 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
 
 GpuBatchMaker::~GpuBatchMaker() = default;
 
+GpuStageTimes GpuBatchMaker::times() const {
+  GpuStageTimes t = times_;
+  if (nvjpeg_) {
+    const NvjpegHostTimes h = nvjpeg_->host_times();
+    t.decoder_buffer_wait_seconds = h.buffer_wait_seconds;
+    t.decoder_seconds = h.decode_seconds;
+    t.decoder_batches = h.batches;
+  }
+  return t;
+}
+
 void GpuBatchMaker::reset_times() {
   times_ = GpuStageTimes{};
   events_->drop_pending();
+  if (nvjpeg_) nvjpeg_->reset_host_times();
 }
 
 }  // namespace hg::data

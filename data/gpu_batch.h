@@ -64,6 +64,10 @@ struct GpuStageTimes {
   /// batches left out because their events were not complete when read (the stream was more than
   /// sixteen batches behind): a share well above 0 means the sums lean to the faster batches
   int64_t dropped = 0;
+  /// nvjpeg modes: the decoder thread's host time (NvjpegDecoder::host_times), s, over
+  /// decoder_batches batches: waiting for a free output buffer, and decoding
+  double decoder_buffer_wait_seconds = 0, decoder_seconds = 0;
+  int64_t decoder_batches = 0;
 };
 
 struct StagedBatch {
@@ -96,7 +100,7 @@ class GpuBatchMaker {
   /// The stage's training-stream times since the last reset_times(). They are read from CUDA
   /// events a few finish() calls after they were recorded, when they are complete (never a host
   /// wait), so the last few batches are not in them yet.
-  GpuStageTimes times() const { return times_; }
+  GpuStageTimes times() const;
   void reset_times();
 
  private:

@@ -16,8 +16,10 @@
 //      file's name).
 // All three decode at full scale (no DCT downscaling), so the pixels agree with libjpeg-turbo's
 // full decode (JpegDecoder::turbo_full) up to IDCT and chroma-upsampling rounding
-// (tests/gpu/nvjpeg_test.cpp states the tolerance). One channel = luma (NVJPEG_OUTPUT_Y), three =
-// interleaved RGB (RGBI).
+// (tests/gpu/nvjpeg_test.cpp states the tolerance). One channel = luma (NVJPEG_OUTPUT_Y); three =
+// interleaved RGB: GPU_HYBRID writes it (RGBI), the hardware batch writes YCbCr planes
+// (NVJPEG_OUTPUT_YUV) that one kernel per batch converts (kernels/yuv_rgb.h: with RGBI nvJPEG
+// launches a kernel per image, which wait behind a graphed training step's kernels).
 //
 // Threads: decode_ahead may run in one thread (the loader's GPU thread) while another (the training
 // thread) calls ready() and reads_queued() for earlier batches; decode() is both in one thread. At
@@ -91,6 +93,15 @@ struct StoredRegion {
 StoredRegion stored_region(NvjpegBackend backend, const CropRequest& request, int64_t height,
                            int64_t width, const std::string& path);
 
+/// Host time of decode_ahead calls (the loader's GPU thread), s: waiting for an output buffer's
+/// readers (the training stream had not yet read the batch before last: the decodes are as far ahead
+/// as the two buffers allow) and the rest (parsing, the engines' batch, GPU_HYBRID, libjpeg-turbo
+/// fallbacks).
+struct NvjpegHostTimes {
+  double buffer_wait_seconds = 0, decode_seconds = 0;
+  int64_t batches = 0;
+};
+
 class NvjpegDecoder {
  public:
   /// Creates the nvJPEG handle (hardware backend when asked and available, else the default one),
@@ -124,6 +135,9 @@ class NvjpegDecoder {
   /// event after it on the default stream, which the decode() that reuses the buffer waits for.
   /// Throws hg::Error when the buffer was already written again (the pixels were read stale).
   void reads_queued(const GpuImages& images);
+  /// decode_ahead's host times since the last reset_host_times() (any thread may ask).
+  NvjpegHostTimes host_times() const;
+  void reset_host_times();
 
  private:
   struct Impl;

@@ -1,10 +1,15 @@
 // Kernel lab, not part of the product (build by hand on the GPU machine):
 //   nvcc -O2 -std=c++17 -arch=sm_90 dev/nvjpeg_probe.cu -lnvjpeg -o /tmp/nvjpeg_probe
-//   /tmp/nvjpeg_probe FOLDER/train [BATCH [list | time [blocking | poll | priority]]]
+//   /tmp/nvjpeg_probe FOLDER/train [BATCH [list | time [blocking | poll | priority | plain
+//                                  [legacy | perthread | nonblocking]]]]
 //   list: each format's decode twice, nothing else (for `ncu --kernel-name regex:'^[^b]'`, which
 //   lists the kernels nvJPEG launches per format); time: the timings below, with every CUDA wait of
 //   the process sleeping (blocking), the decode thread waiting by sleeping between event queries
-//   (poll), or the decode stream at the device's greatest priority (priority).
+//   (poll), or the decode stream at the device's greatest priority (priority); the last argument
+//   picks the busy kernels' stream (eleventh session): the legacy default stream (default), the
+//   per-thread default stream (haargrad's training stream, which synchronises with the legacy
+//   one) or a non-blocking stream (which does not). Question: does nvJPEG queue something on the
+//   legacy stream, so that a decode waits for all the training work queued before it?
 // nvJPEG's hardware batched decode in several output formats: img/s of the decode alone, and how
 // much it slows a stream of compute kernels on the legacy default stream (the training step's
 // stream) while a second thread decodes in a loop on a non-blocking stream. Question behind it:
@@ -48,6 +53,7 @@
 namespace fs = std::filesystem;
 bool high_priority =
     false;  // the decode stream at the device's greatest priority (argument "priority")
+cudaStream_t busy_stream = 0;  // where busy_ms queues its kernels (argument 5)
 using Clock = std::chrono::steady_clock;
 
 // ~100 us of FMAs on every SM: the stand-in for a training kernel.
@@ -172,9 +178,9 @@ double busy_ms(float* scratch, int iters, int reps) {
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
-  CK(cudaEventRecord(a, 0));
-  for (int r = 0; r < reps; ++r) busy<<<132 * 8, 256>>>(scratch, iters);
-  CK(cudaEventRecord(b, 0));
+  CK(cudaEventRecord(a, busy_stream));
+  for (int r = 0; r < reps; ++r) busy<<<132 * 8, 256, 0, busy_stream>>>(scratch, iters);
+  CK(cudaEventRecord(b, busy_stream));
   CK(cudaEventSynchronize(b));
   float ms = 0;
   CK(cudaEventElapsedTime(&ms, a, b));
@@ -192,6 +198,10 @@ int main(int argc, char** argv) {
   high_priority = argc > 4 && std::string(argv[4]) == "priority";
   if (argc > 4 && std::string(argv[4]) == "blocking")
     CK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+  const std::string bs = argc > 5 ? argv[5] : "legacy";
+  if (bs == "perthread") busy_stream = cudaStreamPerThread;
+  if (bs == "nonblocking") CK(cudaStreamCreateWithFlags(&busy_stream, cudaStreamNonBlocking));
+  std::printf("busy kernels on the %s stream\n", bs.c_str());
   nvjpegHandle_t handle;
   NK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle));
   const Batch b = read_batch(argv[1], n, handle);

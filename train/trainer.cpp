@@ -430,16 +430,15 @@ Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tens
 }
 
 // Whether the steps can run as one CUDA graph (cuda_graph), said once: one GPU, an optimizer whose
-// update reads its per-step values from device memory (AdamW), one micro-batch per update, and
-// no nvJPEG decode: beside a graphed step nvJPEG's hardware decode slowed down until the loader
-// limited the run (H200, WTConvNeXt-T bf16 from JPEGs: 3,105-3,149 img/s graphed, waiting for data
-// 95% of the time, against 3,576-3,589 op by op; docs/perf-notes.md, ninth session).
+// update reads its per-step values from device memory (AdamW) and one micro-batch per update.
+// (Until the eleventh session nvJPEG's decode was excluded too: its per-image conversion kernels
+// waited behind the graphed step's; the decoder now converts a batch in one kernel of its own,
+// data/nvjpeg_decoder.h, and a capture waits for a running decode, kernels/cuda/context.h.)
 bool use_graph(Session& s) {
   if (!s.graph_ok) {
     const char* why_not =
         !s.cfg.cuda_graph          ? "cuda_graph: false"
         : s.device != Device::cuda ? nullptr
-        : s.cfg.decode != "cpu"    ? "decode: nvjpeg runs faster beside steps launched op by op"
         : dist::size() > 1 || s.dp->active() ? "data parallel: NCCL's work is not captured"
         : s.accum > 1                        ? "grad_accum_steps > 1"
         : !s.opt->replayable()               ? "the optimizer (sgd, zero_stage 1) is not replayable"
@@ -690,6 +689,15 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
         "copies + crop kernel {:.3f} ms ({} batches timed, {} not complete when read)",
         epoch + 1, s.cfg.epochs, per * l.gpu_decode_wait_seconds, per * l.gpu_transform_seconds,
         l.gpu_batches_timed, l.gpu_batches_dropped);
+  }
+  // nvjpeg: the decoder thread's own time; decoding near the step time means the loader is the step
+  if (const data::LoaderStats& l = p.loader; l.gpu_decoder_batches > 0) {
+    const double per = 1e3 / static_cast<double>(l.gpu_decoder_batches);
+    spdlog::info(
+        "epoch {}/{}: JPEG decoder thread per batch: {:.2f} ms decoding, {:.2f} ms waiting for a "
+        "free output buffer ({} batches)",
+        epoch + 1, s.cfg.epochs, per * l.gpu_decoder_seconds,
+        per * l.gpu_decoder_buffer_wait_seconds, l.gpu_decoder_batches);
   }
   if (ev.ema)
     spdlog::info("epoch {}/{}: EMA eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%", epoch + 1,
