@@ -9,7 +9,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <shared_mutex>
 #include <tuple>
 #include <utility>
 
@@ -24,7 +23,6 @@
 #include "core/pinned_memory.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
-#include "kernels/yuv_rgb.h"
 #endif
 
 namespace hg::data {
@@ -142,24 +140,6 @@ void warn_on(nvjpegStatus_t s, const char* call) {
   if (s != NVJPEG_STATUS_SUCCESS) spdlog::warn("nvJPEG: {} failed: {}", call, status_name(s));
 }
 
-// The chroma subsampling of a YCbCr file as the conversion's shifts (kernels/yuv_rgb.h); false for
-// the kinds it does not take (those files are not given to the hardware batch).
-bool chroma_shifts(nvjpegChromaSubsampling_t css, kernels::YuvItem* it) {
-  it->gray = 0;
-  switch (css) {
-    case NVJPEG_CSS_444: it->shift_x = 0, it->shift_y = 0; return true;
-    case NVJPEG_CSS_422: it->shift_x = 1, it->shift_y = 0; return true;
-    case NVJPEG_CSS_420: it->shift_x = 1, it->shift_y = 1; return true;
-    case NVJPEG_CSS_440: it->shift_x = 0, it->shift_y = 1; return true;
-    case NVJPEG_CSS_411: it->shift_x = 2, it->shift_y = 0; return true;
-    case NVJPEG_CSS_410: it->shift_x = 2, it->shift_y = 1; return true;
-    case NVJPEG_CSS_GRAY: it->gray = 1, it->shift_x = 0, it->shift_y = 0; return true;
-    default: return false;
-  }
-}
-
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
 }  // namespace
 
 // nvJPEG's own buffers (its states' work memory, grown as batches need). Its default allocators are
@@ -229,27 +209,7 @@ struct NvjpegDecoder::Impl {
   nvjpegPinnedAllocatorV2_t pinned_allocator{&BlockCache::dev_malloc, &BlockCache::dev_free,
                                              &pinned_blocks};
   NvjpegOptions opts;
-  nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;  // GPU_HYBRID's output, and the hardware's for luma
-  kernels::YuvItem parsed;  // backend_for's last hardware file (3 channels): sizes and subsampling
-  // RGB from the hardware batch: the engines write YCbCr planes here (NVJPEG_OUTPUT_YUV) and one
-  // kernel converts the batch into the output buffer (kernels/yuv_rgb.h). Asked for interleaved RGB,
-  // nvJPEG launches a conversion kernel per image and its call returns after the last one ran:
-  // beside a training step replayed as a CUDA graph, whose kernels leave no gaps, those 128 small
-  // launches a batch waited behind it, and the loader fell behind the step (ninth session; the
-  // probe, eleventh session: RGBI 13.5-59.7 batches/s beside busy kernels, YUV 119).
-  // Memory of its own (cudaMalloc: the engines write outside stream order, slot_ring.h); a buffer
-  // that grows keeps its predecessor until the decoder goes, so growing waits for nothing (cudaFree
-  // would wait for the whole device, the training stream too). `converted` is recorded after the
-  // last conversion, which reads the planes and the items the next batch overwrites.
-  struct YuvStage {
-    uint8_t* planes = nullptr;  // the items (device copy), then each job's Y, Cb and Cr planes
-    int64_t capacity = 0;
-    kernels::YuvItem* items = nullptr;  // page-locked, uploaded before each conversion
-    int64_t item_capacity = 0;
-    std::vector<void*> retired, retired_host;
-    cudaEvent_t converted = nullptr;
-    bool pending = false;  // a conversion was queued since `converted` was last waited for
-  } yuv;
+  nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;
   bool hardware = false;
   nvjpegHandle_t handle = nullptr;
   nvjpegJpegState_t batch_state = nullptr;  // the hardware batch
@@ -283,17 +243,6 @@ struct NvjpegDecoder::Impl {
   }
 
   ~Impl() {
-    if (yuv.converted) {
-      if (yuv.pending && cudaEventSynchronize(yuv.converted) != cudaSuccess)
-        spdlog::warn("nvJPEG: waiting for the last YCbCr conversion failed");
-      if (cudaEventDestroy(yuv.converted) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
-    }
-    yuv.retired.push_back(yuv.planes);
-    yuv.retired_host.push_back(yuv.items);
-    for (void* p : yuv.retired)
-      if (p && cudaFree(p) != cudaSuccess) spdlog::warn("nvJPEG: cudaFree of the YCbCr planes failed");
-    for (void* p : yuv.retired_host)
-      if (p && cudaFreeHost(p) != cudaSuccess) spdlog::warn("nvJPEG: cudaFreeHost of the YCbCr items failed");
     for (cudaEvent_t e : decoded)
       if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
     if (decode_stream && cudaStreamDestroy(decode_stream) != cudaSuccess)
@@ -386,15 +335,10 @@ struct NvjpegDecoder::Impl {
     return true;
   }
 
-  // The hardware batch: whole images into their slots (byte offsets in `base`). False (with a
-  // warning naming the first file) when the batch fails: the caller decodes those files on the CPU.
-  // geoms: for 3 channels, each job's sizes and subsampling (backend_for's parse).
-  bool decode_hardware(const std::vector<const JpegJob*>& jobs, uint8_t* base,
-                       const std::vector<int64_t>& offsets, const std::vector<int64_t>& widths,
-                       const std::vector<kernels::YuvItem>& geoms) {
-    if (opts.channels == 3) return decode_hardware_yuv(jobs, base, offsets, geoms);
-    std::vector<uint8_t*> dst(jobs.size());
-    for (size_t i = 0; i < jobs.size(); ++i) dst[i] = base + offsets[i];
+  // The hardware batch: whole images into their slots. False (with a warning naming the first file)
+  // when the batch fails: the caller decodes those files on the CPU.
+  bool decode_hardware(const std::vector<const JpegJob*>& jobs, const std::vector<uint8_t*>& dst,
+                       const std::vector<int64_t>& widths) {
     const auto n = static_cast<int>(jobs.size());
     std::vector<const unsigned char*> data(jobs.size());
     std::vector<size_t> lengths(jobs.size());
@@ -415,81 +359,6 @@ struct NvjpegDecoder::Impl {
       drain(decode_stream);
       return false;
     }
-    return true;
-  }
-
-  // The 3-channel hardware batch: YCbCr planes into yuv.planes, then one conversion kernel into the
-  // output buffer, both on the decode stream (the training stream waits for `decoded`, recorded
-  // after them). Same contract as decode_hardware.
-  bool decode_hardware_yuv(const std::vector<const JpegJob*>& jobs, uint8_t* base,
-                           const std::vector<int64_t>& offsets,
-                           const std::vector<kernels::YuvItem>& geoms) {
-    const size_t n = jobs.size();
-    const std::string what = str("a batch of ", n, " files from '", jobs[0]->path, "'");
-    // 1. Each job's planes (padded: 16 spare rows and columns, rows at 64-byte pitches).
-    std::vector<kernels::YuvItem> items(geoms);
-    std::vector<nvjpegImage_t> out(n);
-    std::vector<const unsigned char*> data(n);
-    std::vector<size_t> lengths(n);
-    int64_t at = round_up(int64_t(n * sizeof(kernels::YuvItem)), 256);
-    for (size_t i = 0; i < n; ++i) {
-      data[i] = jobs[i]->data;
-      lengths[i] = jobs[i]->size;
-      kernels::YuvItem& it = items[i];
-      it.y_pitch = static_cast<int32_t>(round_up(it.width + 16, 64));
-      it.c_pitch = static_cast<int32_t>(round_up(it.c_width + 16, 64));
-      const int64_t y_bytes = int64_t(it.y_pitch) * (it.height + 16);
-      const int64_t c_bytes = int64_t(it.c_pitch) * (it.c_height + 16);
-      it.y_offset = at;
-      it.cb_offset = at + y_bytes;
-      it.cr_offset = at + y_bytes + c_bytes;
-      at += y_bytes + 2 * c_bytes;
-      it.dst_offset = offsets[i];
-      out[i] = nvjpegImage_t{};
-      for (int c = 0; c < 3; ++c) out[i].pitch[c] = size_t(c == 0 ? it.y_pitch : it.c_pitch);
-    }
-    // 2. The previous conversion reads the planes and items rewritten now: wait for it (it ran at
-    // the decode stream's high priority right after its decode, so this rarely waits at all).
-    if (yuv.pending) {
-      cuda::wait_polling(yuv.converted);
-      yuv.pending = false;
-    }
-    if (at > yuv.capacity) {
-      yuv.retired.push_back(yuv.planes);
-      yuv.planes = nullptr;
-      const int64_t bytes = at + at / 4;
-      HG_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&yuv.planes), static_cast<size_t>(bytes)));
-      yuv.capacity = bytes;
-    }
-    if (int64_t(n) > yuv.item_capacity) {
-      yuv.retired_host.push_back(yuv.items);
-      yuv.items = nullptr;
-      HG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&yuv.items), n * sizeof(kernels::YuvItem),
-                                  cudaHostAllocDefault));
-      yuv.item_capacity = int64_t(n);
-    }
-    std::copy(items.begin(), items.end(), yuv.items);
-    for (size_t i = 0; i < n; ++i) {
-      out[i].channel[0] = yuv.planes + items[i].y_offset;
-      out[i].channel[1] = yuv.planes + items[i].cb_offset;
-      out[i].channel[2] = yuv.planes + items[i].cr_offset;
-    }
-    // 3. Decode, upload the items, convert.
-    check(nvjpegDecodeBatchedInitialize(handle, batch_state, int(n), 1, NVJPEG_OUTPUT_YUV),
-          "nvjpegDecodeBatchedInitialize", what);
-    const nvjpegStatus_t s = nvjpegDecodeBatched(handle, batch_state, data.data(), lengths.data(),
-                                                 out.data(), decode_stream);
-    if (s != NVJPEG_STATUS_SUCCESS) {
-      failed(str("hardware decode of ", what, " failed (", status_name(s), "): decoding them with libjpeg-turbo"));
-      drain(decode_stream);
-      return false;
-    }
-    HG_CUDA_CHECK(cudaMemcpyAsync(yuv.planes, yuv.items, n * sizeof(kernels::YuvItem),
-                                  cudaMemcpyHostToDevice, decode_stream));
-    kernels::cuda::yuv_to_rgb(yuv.planes, reinterpret_cast<const kernels::YuvItem*>(yuv.planes),
-                              int64_t(n), base, decode_stream);
-    HG_CUDA_CHECK(cudaEventRecord(yuv.converted, decode_stream));
-    yuv.pending = true;
     return true;
   }
 };
@@ -538,7 +407,6 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   HG_CUDA_CHECK(cudaStreamCreateWithPriority(&m.decode_stream, cudaStreamNonBlocking, greatest));
   for (cudaEvent_t& e : m.decoded)
     HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  HG_CUDA_CHECK(cudaEventCreateWithFlags(&m.yuv.converted, cudaEventDisableTiming));
 }
 
 NvjpegDecoder::~NvjpegDecoder() = default;
@@ -547,10 +415,11 @@ bool NvjpegDecoder::hardware() const { return impl_->hardware; }
 
 NvjpegBackend NvjpegDecoder::backend_for(const uint8_t* data, size_t size, const std::string& path) {
   Impl& m = *impl_;
-  // The header alone (markers up to the first scan): the full parse scans every entropy-coded byte,
-  // ~0.1 ms for an ImageNet-size file, and the loader's GPU thread parses a whole batch per step.
-  // A file damaged past its header is found by the decode itself (hardware or GPU_HYBRID failing
-  // sends it to libjpeg-turbo, which names it).
+  // The header alone (the markers up to the first scan): a full parse reads every entropy-coded
+  // byte, and the loader's GPU thread does this for a whole batch per step (bench-data nvjpeg with
+  // header-only parses: 11,678 img/s on the H200, eleventh session; 8,005-8,102 before). A file
+  // damaged past its header is caught by the decode itself: a failing hardware or GPU_HYBRID decode
+  // sends it to libjpeg-turbo, which names it.
   if (nvjpegJpegStreamParseHeader(m.handle, data, size, m.stream) != NVJPEG_STATUS_SUCCESS)
     return NvjpegBackend::cpu;
   unsigned components = 0, width = 0, height = 0;
@@ -561,26 +430,7 @@ NvjpegBackend NvjpegDecoder::backend_for(const uint8_t* data, size_t size, const
   int unsupported = 1;  // nvJPEG's convention: 0 = supported
   if (m.hardware) {
     check(nvjpegDecodeBatchedSupported(m.handle, m.stream, &unsupported), "nvjpegDecodeBatchedSupported", path);
-    nvjpegChromaSubsampling_t css{};
-    check(nvjpegJpegStreamGetChromaSubsampling(m.stream, &css), "nvjpegJpegStreamGetChromaSubsampling", path);
-    // 3 channels: the conversion's geometry, from this parse (decode_hardware_yuv takes it)
-    kernels::YuvItem& g = m.parsed;
-    g = kernels::YuvItem{};
-    if (unsupported == 0 && m.opts.channels == 1) return NvjpegBackend::hardware;
-    if (unsupported == 0 && chroma_shifts(css, &g)) {
-      unsigned w = 0, h = 0;
-      g.width = static_cast<int32_t>(width);
-      g.height = static_cast<int32_t>(height);
-      g.c_width = g.width;
-      g.c_height = g.height;
-      if (!g.gray) {
-        check(nvjpegJpegStreamGetComponentDimensions(m.stream, 1, &w, &h),
-              "nvjpegJpegStreamGetComponentDimensions", path);
-        g.c_width = std::max(static_cast<int32_t>(w), 1);
-        g.c_height = std::max(static_cast<int32_t>(h), 1);
-      }
-      return NvjpegBackend::hardware;
-    }
+    if (unsupported == 0) return NvjpegBackend::hardware;
   }
   // GPU_HYBRID with a whole-image ROI: whether the decoder takes this kind of file at all.
   m.set_roi(PixelRect{0, 0, int64_t(width), int64_t(height)}, path);
@@ -597,11 +447,8 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
 
 GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   Impl& m = *impl_;
-  // Not while another thread captures a CUDA graph: output_buffer's device-wide and legacy-stream
-  // waits would invalidate the capture (kernels/cuda/context.h, capture_mutex).
-  std::shared_lock<std::shared_mutex> no_capture(cuda::capture_mutex());
   const auto started = std::chrono::steady_clock::now();
-  double waited = 0;
+  double waited = 0;  // output_buffer's wait so far, to leave out of this call's decode time
   {
     std::lock_guard<std::mutex> lock(m.times_mu);
     waited = m.times.buffer_wait_seconds;
@@ -613,19 +460,13 @@ GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   out.backends.resize(n);
   // 1. Per job: its backend and the pixels it stores (whole image for hardware, else the crop's reach).
   std::vector<PixelRect> rects(n);
-  std::vector<kernels::YuvItem> hw_geoms(n);  // backend_for's parse of the hardware files
   int64_t bytes = 0;
   for (size_t i = 0; i < n; ++i) {
     const JpegJob& job = jobs[i];
     HG_CHECK(job.data != nullptr && job.size > 0, "NvjpegDecoder: no data for '", job.path, "'");
     const JpegHeader h = read_jpeg_header(job.data, job.size, job.path);  // the size the crop was chosen for
     out.backends[i] = backend_for(job.data, job.size, job.path);
-    hw_geoms[i] = m.parsed;
     const StoredRegion r = stored_region(out.backends[i], job.request, h.height, h.width, job.path);
-    HG_CHECK(out.backends[i] != NvjpegBackend::hardware || C == 1 ||
-                 (hw_geoms[i].width == r.item.width && hw_geoms[i].height == r.item.height),
-             "NvjpegDecoder: nvJPEG reads '", job.path, "' as ", hw_geoms[i].height, "x",
-             hw_geoms[i].width, ", its header says ", r.item.height, "x", r.item.width);
     rects[i] = r.rect;
     out.items[i] = r.item;
     out.items[i].offset = bytes;
@@ -637,18 +478,17 @@ GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   std::vector<size_t> to_cpu;
   {
     std::vector<const JpegJob*> hw;
-    std::vector<int64_t> offsets, widths;
-    std::vector<kernels::YuvItem> geoms;
+    std::vector<uint8_t*> dst;
+    std::vector<int64_t> widths;
     std::vector<size_t> idx;
     for (size_t i = 0; i < n; ++i)
       if (out.backends[i] == NvjpegBackend::hardware) {
         hw.push_back(&jobs[i]);
-        offsets.push_back(out.items[i].offset);
+        dst.push_back(base + out.items[i].offset);
         widths.push_back(out.items[i].width);
-        geoms.push_back(hw_geoms[i]);
         idx.push_back(i);
       }
-    if (!hw.empty() && !m.decode_hardware(hw, base, offsets, widths, geoms))
+    if (!hw.empty() && !m.decode_hardware(hw, dst, widths))
       for (size_t i : idx) to_cpu.push_back(i);
   }
   // 3. GPU_HYBRID, one ROI at a time.

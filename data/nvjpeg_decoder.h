@@ -16,10 +16,8 @@
 //      file's name).
 // All three decode at full scale (no DCT downscaling), so the pixels agree with libjpeg-turbo's
 // full decode (JpegDecoder::turbo_full) up to IDCT and chroma-upsampling rounding
-// (tests/gpu/nvjpeg_test.cpp states the tolerance). One channel = luma (NVJPEG_OUTPUT_Y); three =
-// interleaved RGB: GPU_HYBRID writes it (RGBI), the hardware batch writes YCbCr planes
-// (NVJPEG_OUTPUT_YUV) that one kernel per batch converts (kernels/yuv_rgb.h: with RGBI nvJPEG
-// launches a kernel per image, which wait behind a graphed training step's kernels).
+// (tests/gpu/nvjpeg_test.cpp states the tolerance). One channel = luma (NVJPEG_OUTPUT_Y), three =
+// interleaved RGB (RGBI).
 //
 // Threads: decode_ahead may run in one thread (the loader's GPU thread) while another (the training
 // thread) calls ready() and reads_queued() for earlier batches; decode() is both in one thread. At

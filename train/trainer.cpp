@@ -430,15 +430,17 @@ Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tens
 }
 
 // Whether the steps can run as one CUDA graph (cuda_graph), said once: one GPU, an optimizer whose
-// update reads its per-step values from device memory (AdamW) and one micro-batch per update.
-// (Until the eleventh session nvJPEG's decode was excluded too: its per-image conversion kernels
-// waited behind the graphed step's; the decoder now converts a batch in one kernel of its own,
-// data/nvjpeg_decoder.h, and a capture waits for a running decode, kernels/cuda/context.h.)
+// update reads its per-step values from device memory (AdamW), one micro-batch per update, and
+// no nvJPEG decode: beside a graphed step nvJPEG's hardware decode slows down until the loader
+// limits the run (H200, WTConvNeXt-T bf16 from JPEGs, eleventh session: the decoder thread takes
+// 41-44 ms a batch beside the graphed step, 32-35 ms beside steps launched op by op, ~11 ms alone;
+// graphed 2,833-2,977 img/s waiting for data 94% of the time; docs/perf-notes.md).
 bool use_graph(Session& s) {
   if (!s.graph_ok) {
     const char* why_not =
         !s.cfg.cuda_graph          ? "cuda_graph: false"
         : s.device != Device::cuda ? nullptr
+        : s.cfg.decode != "cpu"    ? "decode: nvjpeg runs faster beside steps launched op by op"
         : dist::size() > 1 || s.dp->active() ? "data parallel: NCCL's work is not captured"
         : s.accum > 1                        ? "grad_accum_steps > 1"
         : !s.opt->replayable()               ? "the optimizer (sgd, zero_stage 1) is not replayable"
