@@ -417,7 +417,7 @@ NvjpegBackend NvjpegDecoder::backend_for(const uint8_t* data, size_t size, const
   Impl& m = *impl_;
   // The header alone (the markers up to the first scan): a full parse reads every entropy-coded
   // byte, and the loader's GPU thread does this for a whole batch per step (bench-data nvjpeg with
-  // header-only parses: 11,678 img/s on the H200, eleventh session; 8,005-8,102 before). A file
+  // header-only parses: 10,766 img/s on the H200, eleventh session; 8,005-8,102 before). A file
   // damaged past its header is caught by the decode itself: a failing hardware or GPU_HYBRID decode
   // sends it to libjpeg-turbo, which names it.
   if (nvjpegJpegStreamParseHeader(m.handle, data, size, m.stream) != NVJPEG_STATUS_SUCCESS)
