@@ -481,3 +481,27 @@ TEST(NvjpegDecode, HardwareWritesNothingPastItsImage) {
   nvjpegDestroy(handle);
 }
 #endif
+
+// The decoder thread's host times (train logs them per epoch): one batch per decode, a positive
+// decode time that leaves out no more than it measured, and nothing after a reset.
+TEST(NvjpegDecode, HostTimesCountBatches) {
+  HG_REQUIRE_GPU();
+  if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
+  const std::vector<std::vector<uint8_t>> files = baseline_files(3, 40);
+  NvjpegDecoder dec;
+  EXPECT_EQ(dec.host_times().batches, 0);
+  const GpuImages a = dec.decode(whole_image_jobs(files, "a"));
+  dec.reads_queued(a);
+  const GpuImages b = dec.decode(whole_image_jobs(files, "b"));
+  dec.reads_queued(b);
+  const NvjpegHostTimes t = dec.host_times();
+  EXPECT_EQ(t.batches, 2);
+  EXPECT_GT(t.decode_seconds, 0.0);
+  EXPECT_GE(t.buffer_wait_seconds, 0.0);
+  EXPECT_LT(t.decode_seconds + t.buffer_wait_seconds, 60.0);
+  dec.reset_host_times();
+  const NvjpegHostTimes z = dec.host_times();
+  EXPECT_EQ(z.batches, 0);
+  EXPECT_EQ(z.decode_seconds, 0.0);
+  EXPECT_EQ(z.buffer_wait_seconds, 0.0);
+}
