@@ -290,7 +290,6 @@ struct NvjpegDecoder::Impl {
     // Sleeping waits: this runs in the loader's GPU thread, often for most of a training step, and
     // a spinning CUDA wait there slows the training thread's kernel launches
     // (hg::cuda::wait_polling).
-    const auto t0 = std::chrono::steady_clock::now();
     if (u.wait == SlotUse::Wait::reads) cuda::wait_polling(read_done[k]);
     // The legacy stream: the work queued so far on every thread's stream (the training thread's
     // stream is a blocking one, core/cuda_stream.h).
@@ -301,11 +300,6 @@ struct NvjpegDecoder::Impl {
       std::lock_guard<std::mutex> lock(ring_mu);
       ring.grown(u.slot, u.grow_to);
       HG_CUDA_CHECK(cudaDeviceSynchronize());
-    }
-    {
-      std::lock_guard<std::mutex> lock(times_mu);
-      times.buffer_wait_seconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     return {buffers[k].slice(0, 0, std::max<int64_t>(bytes, 1)), u.ticket};
   }
@@ -447,12 +441,11 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
 
 GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   Impl& m = *impl_;
-  const auto started = std::chrono::steady_clock::now();
-  double waited = 0;  // output_buffer's wait so far, to leave out of this call's decode time
-  {
-    std::lock_guard<std::mutex> lock(m.times_mu);
-    waited = m.times.buffer_wait_seconds;
-  }
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto started = Clock::now();
   const int64_t C = m.opts.channels;
   const size_t n = jobs.size();
   GpuImages out;
@@ -472,7 +465,9 @@ GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
     out.items[i].offset = bytes;
     bytes += int64_t(r.item.height) * r.item.width * C;
   }
+  const auto buffer_asked = Clock::now();
   std::tie(out.pixels, out.ticket) = m.output_buffer(bytes);
+  const double buffer_wait = seconds_since(buffer_asked);
   auto* base = static_cast<uint8_t*>(out.pixels.data_ptr());
   // 2. The hardware batch.
   std::vector<size_t> to_cpu;
@@ -518,9 +513,8 @@ GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
     }
   }
   std::lock_guard<std::mutex> lock(m.times_mu);
-  m.times.decode_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() -
-      (m.times.buffer_wait_seconds - waited);
+  m.times.buffer_wait_seconds += buffer_wait;
+  m.times.decode_seconds += seconds_since(started) - buffer_wait;
   ++m.times.batches;
   return out;
 }

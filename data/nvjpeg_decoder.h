@@ -91,10 +91,10 @@ struct StoredRegion {
 StoredRegion stored_region(NvjpegBackend backend, const CropRequest& request, int64_t height,
                            int64_t width, const std::string& path);
 
-/// Host time of decode_ahead calls (the loader's GPU thread), s: waiting for an output buffer's
-/// readers (the training stream had not yet read the batch before last: the decodes are as far
-/// ahead as the two buffers allow) and the rest (parsing, the engines' batch, GPU_HYBRID,
-/// libjpeg-turbo fallbacks).
+/// Host time of decode_ahead calls (the loader's GPU thread), s: getting the output buffer, which
+/// is mostly waiting for its readers (the training stream had not yet read the batch before last:
+/// the decodes are as far ahead as the two buffers allow), and the rest (parsing, the engines'
+/// batch, GPU_HYBRID, libjpeg-turbo fallbacks).
 struct NvjpegHostTimes {
   double buffer_wait_seconds = 0, decode_seconds = 0;
   int64_t batches = 0;
