@@ -13,7 +13,6 @@ el bench-layer
 for c in 96 192; do
   timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv --page raw \
     $HG bench-layer --precision bf16 --channels $c --warmup 0 --iters 1 > $OUT/ncu-$c.csv 2> $OUT/ncu-$c.err
-  echo "== ncu $c: first fused step (try call)"
-  python3 dev/ncu_seq.py $OUT/ncu-$c.csv 0 75
+  python3 dev/ncu_seq.py $OUT/ncu-$c.csv 0 100000 > $OUT/seq-$c.txt; tail -1 $OUT/seq-$c.txt
   el "ncu $c"
 done
