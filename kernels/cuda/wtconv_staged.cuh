@@ -94,7 +94,21 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
   const T* t0r = t0 + lrow * 4 * d.C + c;
   const float* Rr = R ? R + lrow * d.C + c : nullptr;
   // Level terms of the current column pair: row ia (sr = +1) and row ia + 1 (sr = -1) get
-  // e +- o, + for even columns, - for odd ones (unhaar_at with the 1/2 of level 0).
+  // e +- o, + for even columns, - for odd ones (unhaar_at with the 1/2 of level 0). The next
+  // pair's t_0 and R are loaded one pair ahead (nt, nr): loaded where they are used, each pair
+  // waited one L2 latency.
+  float4 nt = f4(0.f);
+  float nr = 0.f;
+  auto load_pair = [&](int q) {  // level-0 column q's t_0 (4 sub-bands) and R, zeros past wp
+    nt = f4(0.f);
+    nr = 0.f;
+    if (q < d.wp) {
+      const T* tp = t0r + int64_t(q) * 4 * d.C;
+      nt = make_float4(ld(tp), ld(tp + d.C), ld(tp + 2 * d.C), ld(tp + 3 * d.C));
+      if (Rr) nr = Rr[int64_t(q) * d.C];
+    }
+  };
+  load_pair(ja >> 1);
   float ea = 0.f, oa = 0.f, eb = 0.f, ob = 0.f;
   float win[KR][K];
   window_start<T, K>(xr, WS, ja, win);
@@ -102,9 +116,8 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
   for (int j = ja; j < jb; ++j) {
     window_advance<T, K>(xr, WS, j, win);
     if (j == ja || (j & 1) == 0) {
-      const T* tp = t0r + int64_t(j >> 1) * 4 * d.C;
-      const float s0 = ld(tp), s1 = ld(tp + d.C), s2 = ld(tp + 2 * d.C), s3 = ld(tp + 3 * d.C);
-      const float rv = Rr ? Rr[int64_t(j >> 1) * d.C] : 0.f;
+      const float s0 = nt.x, s1 = nt.y, s2 = nt.z, s3 = nt.w, rv = nr;
+      load_pair((j >> 1) + 1);
       ea = fmaf(0.5f, s0 + s1, rv);
       oa = 0.5f * (s2 + s3);
       eb = fmaf(0.5f, s0 - s1, rv);
