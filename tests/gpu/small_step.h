@@ -10,14 +10,16 @@
 
 namespace hg::test {
 
-// A small model on the GPU with AdamW, a fixed batch of 4 images of 64 px and 10 classes.
+// A small model on the GPU with AdamW, a fixed batch of 4 images of `px` pixels (64 unless given)
+// and 10 classes; activations in `compute` (f32 unless given; bf16 is mixed precision).
 struct SmallStep {
   ConvNeXt model;
   train::AdamW opt;
   Tensor x, y;
-  explicit SmallStep(const char* name)
+  explicit SmallStep(const char* name, int64_t px = 64, DType compute = DType::f32)
       : model(config(name), 1, DType::f32, Device::cuda), opt(groups(model)) {
-    x = test::random({4, 64, 64, 3}, 2, DType::f32).to(Device::cuda);
+    model.compute_dtype = compute;
+    x = test::random({4, px, px, 3}, 2, DType::f32).to(Device::cuda);
     y = Tensor::from_vector<int64_t>({4}, {1, 2, 3, 4}).to(Device::cuda);
   }
   // zero_grad, forward in training mode, cross-entropy, backward

@@ -64,6 +64,22 @@ TEST_P(StepGraphTest, ReplayedStepsEqualEagerSteps) {
 INSTANTIATE_TEST_SUITE_P(Models, StepGraphTest,
                          ::testing::Values("convnext_atto", "wtconvnext_atto"));
 
+// At 96 px the first stage's WTConv maps are 24 x 24, past the whole-plane kernels: the split path,
+// whose levels >= 1 run on a second stream (kernels/cuda/overlap.h), forked and joined inside the
+// capture; in bf16 its R comes from that stream too.
+TEST(StepGraph, ReplayedStepsEqualEagerStepsWithWTConvsSplitPathInBf16) {
+  HG_REQUIRE_GPU();
+  test::SmallStep eager("wtconvnext_atto", 96, DType::bf16), graphed("wtconvnext_atto", 96, DType::bf16);
+  train::StepGraph graph(Device::cuda, 3);
+  for (int i = 0; i < 6; ++i) {  // 3 eager, the capture, 2 replays
+    eager.forward_backward();
+    eager.opt.step();
+    graph.step(train::optimizer_step_parts(graphed.opt, [&] { graphed.forward_backward(); }));
+  }
+  EXPECT_TRUE(graph.captured());
+  expect_same_parameters(eager.model, graphed.model);
+}
+
 TEST(StepGraph, AStepThatWaitsOnTheHostFailsToCaptureAndLeavesTheStreamUsable) {
   HG_REQUIRE_GPU();
   test::SmallStep s("convnext_atto");
