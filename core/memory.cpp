@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -98,8 +97,6 @@ class PrivatePool {
 
 namespace {
 
-thread_local int t_defer_depth = 0;                        // DeferFreesScopes alive on this thread
-thread_local std::vector<std::function<void()>> t_deferred;  // their frees, in order
 thread_local std::shared_ptr<PrivatePool> t_pool;  // PrivatePoolScope's pool on this thread, if any
 
 // The cache this thread allocates from on `device`: its pool's, or the shared one.
@@ -132,18 +129,11 @@ std::shared_ptr<void> cache_allocate(DeviceState& s, detail::BlockCache& cache,
   s.add_live(cat, static_cast<int64_t>(bytes));
   const int64_t id = s.trace_alloc(bytes, cat);
   return std::shared_ptr<void>(p, [bytes, device, cat, id, pool = std::move(pool)](void* q) {
-    auto give_back = [bytes, device, cat, id, pool, q] {
-      DeviceState& st = state(device);
-      std::lock_guard<std::mutex> lock(st.mu);
-      st.add_live(cat, -static_cast<int64_t>(bytes));
-      st.trace_free(id);
-      (pool ? pool->cache : st.cache).free(q);
-    };
-    if (t_defer_depth > 0) {
-      t_deferred.push_back(std::move(give_back));  // DeferFreesScope: later, on this thread
-      return;
-    }
-    give_back();
+    DeviceState& st = state(device);
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.add_live(cat, -static_cast<int64_t>(bytes));
+    st.trace_free(id);
+    (pool ? pool->cache : st.cache).free(q);
   });
 }
 
@@ -204,14 +194,6 @@ PrivatePoolScope::PrivatePoolScope(std::shared_ptr<PrivatePool> pool) : saved_(s
   t_pool = std::move(pool);
 }
 PrivatePoolScope::~PrivatePoolScope() { t_pool = std::move(saved_); }
-
-DeferFreesScope::DeferFreesScope() { ++t_defer_depth; }
-DeferFreesScope::~DeferFreesScope() {
-  if (--t_defer_depth > 0) return;
-  std::vector<std::function<void()>> frees;
-  frees.swap(t_deferred);
-  for (auto& f : frees) f();
-}
 
 CategoryScope::CategoryScope(Category c) : saved_(t_category) { t_category = c; }
 CategoryScope::~CategoryScope() { t_category = saved_; }

@@ -79,20 +79,6 @@ class PrivatePoolScope {
   std::shared_ptr<PrivatePool> saved_;
 };
 
-/// While a DeferFreesScope lives on a thread, the blocks that thread frees stay allocated (and
-/// counted live) until the outermost scope ends, then go back to the allocator. The allocator
-/// orders reuse by one stream (a freed block may serve the next allocation because later work on
-/// the same stream runs after the work that used it); work queued on a second stream
-/// (kernels/cuda/overlap.h) breaks that, so no block freed while two streams run side by side may
-/// be reused before they are joined. Frees by other threads are not deferred.
-class DeferFreesScope {
- public:
-  DeferFreesScope();
-  ~DeferFreesScope();
-  DeferFreesScope(const DeferFreesScope&) = delete;
-  DeferFreesScope& operator=(const DeferFreesScope&) = delete;
-};
-
 /// Allocates `bytes` (aligned to 256) on `device` in the current category; the memory goes back to
 /// the allocator when the last owner drops the pointer. Throws hg::Error on out-of-memory, naming
 /// the bytes asked for and the bytes free.

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <shared_mutex>
 #include <tuple>
 #include <utility>
 
@@ -447,9 +446,6 @@ GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const auto started = Clock::now();
-  // Not while another thread captures a CUDA graph: output_buffer's device-wide and legacy-stream
-  // waits would invalidate the capture (kernels/cuda/context.h, capture_mutex).
-  std::shared_lock<std::shared_mutex> no_capture(cuda::capture_mutex());
   const int64_t C = m.opts.channels;
   const size_t n = jobs.size();
   GpuImages out;

@@ -4,6 +4,7 @@
 # tree (/tmp/b) and the same tree with the three headers as they were (dev/s12b-base/, /tmp/b0),
 # runs the GPU tests on the new one, then bench-layer and the bf16 model bench on both (A/B in one
 # call), and the ncu launch sequence of the new fused step at 96/56/5.
+# The base files it copied (dev/s12b-base/) were removed after the run; they are in commit 96bfd16 (the headers as they were: a61c836).
 set -uo pipefail
 rm -rf /tmp/base && mkdir -p /tmp/base && tar --exclude=./.git -cf - . | tar -C /tmp/base -xf -
 cp dev/s12b-base/staged_rows.cuh dev/s12b-base/reduce_slices.cuh dev/s12b-base/wtconv_staged.cuh /tmp/base/kernels/cuda/

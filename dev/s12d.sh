@@ -4,6 +4,7 @@
 # before it (dev/s12d-base/, /tmp/b0); GPU tests on the new one (with the Overlap tests and a graph
 # replay of the split path in bf16); bench-layer bf16 / fp32 and the bf16 model bench on both (A/B
 # in one call); then s12c's issue-13 experiment (the trainer graphed with decode: nvjpeg).
+# The base files it copied (dev/s12d-base/) were removed after the run; they are in commit 7132007 (wtconv_fused.cu as it was: f88f5dd).
 set -uo pipefail
 rm -rf /tmp/base && mkdir -p /tmp/base && tar --exclude=./.git -cf - . | tar -C /tmp/base -xf -
 cp dev/s12d-base/wtconv_fused.cu /tmp/base/kernels/cuda/

@@ -13,20 +13,16 @@
 // correlation with the flipped kernel; the transpose of the Haar synthesis cascade is the analysis
 // cascade, and vice versa); the weight gradients are the deterministic depthwise weight gradients
 // of H(x's LL pyramid) against H(G's), recomputed level by level (1/4 + 1/16 + ... of x) instead of
-// saved by the forward. In both directions the levels >= 1 (a chain of small launches) run on a
-// second stream beside level 0 and the base path (kernels/cuda/overlap.h; docs/fused-wtconv.md,
-// section 11). See docs/fused-wtconv.md. Storage: x, G, y, grad_x are T = float or
+// saved by the forward. See docs/fused-wtconv.md. Storage: x, G, y, grad_x are T = float or
 // __nv_bfloat16 (kernels/wtconv.h), and so are the coefficient planes of x and G, the level
 // outputs t_l, the level gradients and the LL pyramids (each kernel accumulates in f32 and rounds
 // once on store); the folded weights, R (levels_synth_kernel), the weight-gradient sums and every
 // parameter gradient are f32.
 #include <cmath>
-#include <optional>
 #include <string>
 
 #include "core/cuda_stream.h"
 #include "kernels/conv2d.h"
-#include "kernels/cuda/overlap.h"
 #include "kernels/cuda/wtconv_common.cuh"
 #include "kernels/cuda/wtconv_plane.cuh"
 #include "kernels/cuda/wtconv_staged.cuh"
@@ -266,37 +262,16 @@ Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
   return f;
 }
 
-/// R = levels 1 .. L-1 of lv summed onto level 0's grid (levels_synth_kernel), (B, hp, wp, C)
-/// f32; undefined with fewer than two levels. Needs C % 4 == 0 and every t_l aligned to 4 elements.
-template <typename T>
-Tensor levels_synth(const Levels<T>& lv, int B, int C) {
-  if (lv.L < 2) return Tensor();
-  const int hp = lv.hp[0], wp = lv.wp[0];
-  Tensor R = workspace({B, hp, wp, C});
-  levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256, 0, hg::cuda::stream()>>>(
-      lv, B, hp, wp, C, R.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
-  return R;
-}
-
-/// Whether the staged synthesis may need R from levels_synth: bf16 activations, stride 1, two
-/// levels or more, C % 8 == 0 (try_synth_staged checks the rest and may still decline).
-template <typename T>
-bool staged_wants_r(int stride, int L, int C) {
-  return std::is_same_v<T, __nv_bfloat16> && stride == 1 && L >= 2 && C % 8 == 0;
-}
-
 /// The staged synthesis (wtconv_staged.cuh: levels 1.. summed onto level 0's grid, then the
 /// staged base conv adding level 0 and that sum) when it takes the shape: bf16 activations,
 /// stride 1 (the caller's case), K = 3, 5 or 7, at least one level, C a multiple of 8, 16-byte
 /// aligned tensors, staged rows within the device's shared memory. Returns false, having done
 /// nothing, otherwise. bf16 only: on the H200 (bench-layer, B = 64, K = 5) it beat synth_v4_kernel
 /// in bf16 (96/56/5 train 1.102 -> 1.082 ms, 192/28/4 0.698 -> 0.642) but lost in fp32 (96/56/5
-/// 1.181 -> 1.247: f32 rows take twice the shared memory, so fewer blocks fit an SM). R: the
-/// levels' levels_synth when the caller made it (on the side stream), else made here.
+/// 1.181 -> 1.247: f32 rows take twice the shared memory, so fewer blocks fit an SM).
 template <typename T>
 bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const float* wb,
-                      const float* bf, const Levels<T>& lv, Tensor R, T* out) {
+                      const float* bf, const Levels<T>& lv, T* out) {
   if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
     return false;
   } else {
@@ -308,8 +283,15 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
     for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
     const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
     if (!ok || groups > INT32_MAX || (C + 31) / 32 > 65535) return false;
-    if (!R.defined()) R = levels_synth(lv, B, C);  // levels >= 1 on level 0's grid; none with one level
-    const SynthDims d{B, H, W, C, lv.hp[0], lv.wp[0]};
+    const int hp = lv.hp[0], wp = lv.wp[0];
+    Tensor R;  // levels >= 1 on level 0's grid; none with one level
+    if (lv.L >= 2) {
+      R = workspace({B, hp, wp, C});
+      levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256, 0,
+                            hg::cuda::stream()>>>(lv, B, hp, wp, C, R.data<float>());
+      HG_CUDA_LAUNCH_CHECK();
+    }
+    const SynthDims d{B, H, W, C, hp, wp};
     dispatch_k(K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT == 3 || KT == 5 || KT == 7) {
@@ -325,25 +307,11 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   }
 }
 
-/// Levels<T> for levels_synth from levels 1.. of t (each (B, hp, wp, 4, C) of storage T) and level
-/// 0's grid d1 (t[0] is not read, and may not be made yet).
+/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in, out and t[l], the level
+/// outputs (B, hp, wp, 4, C), of storage T.
 template <typename T>
-Levels<T> levels_above_0(const std::vector<Tensor>& t, std::pair<int, int> d1) {
-  Levels<T> lv{};
-  lv.L = static_cast<int>(t.size());
-  lv.hp[0] = d1.first;
-  lv.wp[0] = d1.second;
-  for (int l = 1; l < lv.L; ++l) {
-    lv.t[l] = typed<T>(t[l]);
-    lv.hp[l] = static_cast<int>(t[l].size(1));
-    lv.wp[l] = static_cast<int>(t[l].size(2));
-  }
-  return lv;
-}
-
-/// Levels<T> of the level outputs t (each (B, hp, wp, 4, C) of storage T).
-template <typename T>
-Levels<T> levels_of(const std::vector<Tensor>& t) {
+void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
+               const Folded& f, const std::vector<Tensor>& t, T* out) {
   Levels<T> lv{};
   lv.L = static_cast<int>(t.size());
   for (int l = 0; l < lv.L; ++l) {
@@ -351,18 +319,8 @@ Levels<T> levels_of(const std::vector<Tensor>& t) {
     lv.hp[l] = static_cast<int>(t[l].size(1));
     lv.wp[l] = static_cast<int>(t[l].size(2));
   }
-  return lv;
-}
-
-/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in, out and t[l], the level
-/// outputs (B, hp, wp, 4, C), of storage T.
-/// R: levels_synth of t when already made (undefined: made here if needed).
-template <typename T>
-void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
-               const Folded& f, const std::vector<Tensor>& t, const Tensor& R, T* out) {
-  const Levels<T> lv = levels_of<T>(t);
   const float* bf = f.base_b.defined() ? f.base_b.data<float>() : nullptr;
-  if (stride == 1 && try_synth_staged(in, B, H, W, C, K, f.base_w.data<float>(), bf, lv, R, out))
+  if (stride == 1 && try_synth_staged(in, B, H, W, C, K, f.base_w.data<float>(), bf, lv, out))
     return;
   bool vec = stride == 1 && C % 4 == 0 && K >= 3 && K <= 9 && aligned4<T>(in) &&
              aligned4<T>(out) && aligned16(f.base_w.data<float>()) && (!bf || aligned16(bf));
@@ -465,109 +423,81 @@ Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, i
 }
 
 /// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in; t_l is (B, hp, wp, 4, C) of storage T.
-/// Levels >= 1 (a chain of small, latency-bound launches) run on a side stream beside level 0's
-/// conv (kernels/cuda/overlap.h); with want_r they end with R = levels_synth of t_1.., which the
-/// staged synthesis reads (*R; undefined otherwise).
 template <typename T>
 void analysis_convs_split(const T* in, int B, int C, int K,
                           const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                          bool want_r, std::vector<Tensor>& t, Tensor* R) {
+                          std::vector<Tensor>& t) {
   const int L = w.levels(), KK = K * K;
   t.assign(L, Tensor());
-  *R = Tensor();
-  if (L == 0) return;
   const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
-  auto level_conv = [&](int l, const Tensor& coef) {
+  Tensor ll;  // keeps the current level's input (levels >= 1) alive
+  for (int l = 0; l < L; ++l) {
+    Tensor next;
+    const Tensor coef =
+        haar(l == 0 ? in : typed<T>(ll), B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
     t[l] = workspace_of<T>({B, d[l + 1].first, d[l + 1].second, 4, C});
     depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
                            host_typed<T>(coef), wl.data<float>() + int64_t(l) * 4 * C * KK, nullptr,
                            host_typed<T>(t[l]));
-  };
-  Tensor ll;  // ll_1: level 1's input
-  const Tensor coef0 = haar(in, B, C, d[0], d[1], L > 1 ? &ll : nullptr);
-  if (L == 1) {
-    level_conv(0, coef0);
-    return;
+    ll = next;
   }
-  hg::cuda::Overlap ov;
-  ov.side([&] {
-    for (int l = 1; l < L; ++l) {
-      Tensor next;
-      const Tensor coef = haar(typed<T>(ll), B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
-      level_conv(l, coef);
-      ll = next;
-    }
-    if (want_r) *R = levels_synth(levels_above_0<T>(t, d[1]), B, C);
-  });
-  level_conv(0, coef0);
+}
+
+/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wl the level's folded
+/// weights (4C, K*K) and wlf the same flipped (bf16 only), sums where its folded-weight gradient
+/// goes (4C, K*K). The level gradient gt = conv^T(gc, w~) is, in f32, the depthwise backward data
+/// (the kernels it always ran); in bf16 the forward conv with the flipped filters: at K = 3, 5, 7
+/// the very staged kernel backward data runs, and in every variant one tap order (row-major over
+/// the flipped filter), which the CPU reproduces before it rounds gt
+/// (kernels/cpu/wtconv_fused.cpp); backward data's tile kernel sums the taps in the opposite order.
+template <typename T>
+void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
+                           const std::vector<std::pair<int, int>>& d, const float* wl,
+                           const float* wlf, Tensor* gt, Tensor* gnext, Tensor* xnext,
+                           float* sums) {
+  const int hp = d[l + 1].first, wp = d[l + 1].second;
+  const Conv2dShape cs = level_shape(B, hp, wp, C, K);
+  const Tensor gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
+  if (gt != nullptr) {
+    *gt = workspace_of<T>({B, hp, wp, 4, C});
+    if constexpr (std::is_same_v<T, float>)
+      depthwise_conv_backward_data(cs, gc.data<float>(), wl, gt->data<float>());
+    else
+      depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
+  }
+  const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext);
+  depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc), sums, nullptr);
 }
 
 /// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x
-/// needs): gc_l = H(gR_l) = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l). x
-/// and G are the layer's input and output gradient; every tensor here has their storage T. Level
-/// 0's two Haar passes run first; then levels >= 1 (one level at a time, so only one level's
-/// coefficient tensors live at once; with want_r ending with *R = levels_synth of gt_1..) run on a
-/// side stream (kernels/cuda/overlap.h) beside level 0's conv and weight gradient and `beside`
-/// (the base path's gradients), queued on the thread's stream.
-template <typename T, class Beside>
+/// needs), one level at a time so only one level's coefficient tensors live at once: gc_l = H(gR_l)
+/// = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l). x and G are the layer's
+/// input and output gradient; every tensor here has their storage T.
+template <typename T>
 void level_grads_split(const T* x, const T* G, int B, int C, int K,
                        const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                       std::vector<Tensor>* gt, bool want_r, Tensor* R, const Beside& beside,
-                       WTConvGrads& g) {
+                       std::vector<Tensor>* gt, WTConvGrads& g) {
   const int L = w.levels(), KK = K * K;
   const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
   if (gt != nullptr) gt->assign(L, Tensor());
-  *R = Tensor();
-  if (L == 0) {
-    beside();
-    return;
-  }
+  if (L == 0) return;
   constexpr bool kBf16 = !std::is_same_v<T, float>;
   const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
   const Tensor wlf = kBf16 && gt != nullptr ? fold_levels(w, C, KK, /*flip=*/true) : Tensor();
   const Tensor sums = workspace({L, 4 * C, KK});
-  // Level l's gradient gt_l = conv^T(gc_l, w~_l) and folded-weight gradient. gt_l is, in f32, the
-  // depthwise backward data (the kernels it always ran); in bf16 the forward conv with the flipped
-  // filters: at K = 3, 5, 7 the very staged kernel backward data runs, and in every variant one
-  // tap order (row-major over the flipped filter), which the CPU reproduces before it rounds gt
-  // (kernels/cpu/wtconv_fused.cpp); backward data's tile kernel sums the taps in the opposite order.
-  auto level_work = [&](int l, const Tensor& gc, const Tensor& xcoef) {
-    const Conv2dShape cs = level_shape(B, d[l + 1].first, d[l + 1].second, C, K);
-    if (gt != nullptr) {
-      Tensor& gtl = (*gt)[l];
-      gtl = workspace_of<T>({B, d[l + 1].first, d[l + 1].second, 4, C});
-      if constexpr (!kBf16)
-        depthwise_conv_backward_data(cs, gc.data<float>(), wl.data<float>() + l * per,
-                                     gtl.data<float>());
-      else
-        depthwise_conv_forward(cs, host_typed<T>(gc), wlf.data<float>() + l * per, nullptr,
-                               host_typed<T>(gtl));
-    }
-    depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc),
-                                   sums.data<float>() + l * per, nullptr);
-  };
-  Tensor gR, ll;  // gR_1, ll_1: level 1's inputs
-  const Tensor gc0 = haar(G, B, C, d[0], d[1], L > 1 ? &gR : nullptr);
-  const Tensor xc0 = haar(x, B, C, d[0], d[1], L > 1 ? &ll : nullptr);
-  {
-    std::optional<hg::cuda::Overlap> ov;
-    if (L > 1) {
-      ov.emplace();
-      ov->side([&] {
-        for (int l = 1; l < L; ++l) {
-          Tensor gnext, xnext;
-          const Tensor gc = haar(typed<T>(gR), B, C, d[l], d[l + 1], l + 1 < L ? &gnext : nullptr);
-          const Tensor xcoef =
-              haar(typed<T>(ll), B, C, d[l], d[l + 1], l + 1 < L ? &xnext : nullptr);
-          level_work(l, gc, xcoef);
-          gR = gnext;
-          ll = xnext;
-        }
-        if (want_r && gt != nullptr) *R = levels_synth(levels_above_0<T>(*gt, d[1]), B, C);
-      });
-    }
-    level_work(0, gc0, xc0);
-    beside();
+  Tensor gR, ll;  // keep the current level's inputs alive
+  for (int l = 0; l < L; ++l) {
+    Tensor gnext, xnext;
+    Tensor* gtl = gt != nullptr ? &(*gt)[l] : nullptr;
+    Tensor* gn = l + 1 < L ? &gnext : nullptr;
+    Tensor* xn = l + 1 < L ? &xnext : nullptr;
+    const float* wll = wl.data<float>() + l * per;
+    const float* wlfl = wlf.defined() ? wlf.data<float>() + l * per : nullptr;
+    float* sl = sums.data<float>() + l * per;
+    level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wll,
+                          wlfl, gtl, gn, xn, sl);
+    gR = gnext;
+    ll = xnext;
   }
   // every level's wavelet_weight and wavelet_scale gradients, unfolded in one launch
   const LevelParams lp = level_params(w, &g);
@@ -689,10 +619,8 @@ void fused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K
   const auto d = level_dims(H, W, w.levels());
   Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
   std::vector<Tensor> t;
-  Tensor R;
-  analysis_convs_split(typed<T>(xc), B, C, K, d, w, staged_wants_r<T>(stride, w.levels(), C), t,
-                       &R);
-  synthesis(typed<T>(xc), B, H, W, C, Ho, Wo, stride, K, f, t, R, typed<T>(y));
+  analysis_convs_split(typed<T>(xc), B, C, K, d, w, t);
+  synthesis(typed<T>(xc), B, H, W, C, Ho, Wo, stride, K, f, t, typed<T>(y));
 }
 
 Tensor fused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out) {
@@ -746,15 +674,13 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
   if (try_plane_backward<T>(xc, G, w, stride, K, gx, g)) return g;
   const auto d = level_dims(H, W, L);
   std::vector<Tensor> gt;
-  Tensor R;
-  level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, gx.defined() ? &gt : nullptr,
-                    staged_wants_r<T>(1, L, C), &R,
-                    [&] { base_grads<T>(xc, G, B, H, W, C, K, w, g); }, g);
+  level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, gx.defined() ? &gt : nullptr, g);
   if (gx.defined()) {
     const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
-    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, R, typed<T>(gx));
-    g.x = gx;
+    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, typed<T>(gx));
   }
+  base_grads<T>(xc, G, B, H, W, C, K, w, g);
+  if (gx.defined()) g.x = gx;
   return g;
 }
 

@@ -109,34 +109,6 @@ TEST(Memory, CacheReusesFreedBlocksAndEmptyCacheReturnsThem) {
   EXPECT_EQ(cpu_stats().reserved, s0.reserved) << "empty_cache returns cached segments";
 }
 
-// Inside a DeferFreesScope a freed block stays allocated: the next request of its size gets
-// another block, and the live bytes fall only when the outermost scope ends (kernels/cuda/
-// overlap.h relies on it while two streams run side by side).
-TEST(Memory, DeferredFreesAreNotReusedUntilTheOutermostScopeEnds) {
-  autograd::NoGradGuard no_grad;
-  const int64_t n = int64_t(1) << 20;
-  const MemoryStats s0 = cpu_stats();
-  const void* first = nullptr;
-  {
-    memory::DeferFreesScope outer;
-    {
-      memory::DeferFreesScope inner;
-      {
-        Tensor a = Tensor::empty({n}, DType::u8);
-        first = a.data<uint8_t>();
-      }
-      Tensor b = Tensor::empty({n}, DType::u8);
-      EXPECT_NE(static_cast<const void*>(b.data<uint8_t>()), first) << "a's block is not reused";
-    }
-    EXPECT_EQ(cpu_stats().total_current - s0.total_current, 2 * n)
-        << "both blocks still live after the inner scope";
-  }
-  EXPECT_EQ(cpu_stats().total_current, s0.total_current) << "both freed at the outer scope's end";
-  Tensor c = Tensor::empty({n}, DType::u8);
-  (void)c;
-  EXPECT_EQ(cpu_stats().total_current - s0.total_current, n);
-}
-
 // A freed block serves smaller requests (split) and becomes whole again when they are freed
 // (merge); a request takes the smallest free block that fits.
 TEST(Memory, APoolServesOnlyItsScopeAndGivesItsMemoryBackWhenGone) {

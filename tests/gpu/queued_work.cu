@@ -28,11 +28,10 @@ __global__ void sum_bytes(const uint8_t* p, size_t n, unsigned long long* sum) {
 
 }  // namespace
 
-void queue_spin_then_sum(const uint8_t* bytes, size_t n, unsigned long long* sum, double ms,
-                         cudaStream_t stream) {
-  spin<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(ms * 1e6));
+void queue_spin_then_sum(const uint8_t* bytes, size_t n, unsigned long long* sum, double ms) {
+  spin<<<1, 1>>>(static_cast<unsigned long long>(ms * 1e6));
   HG_CUDA_CHECK(cudaGetLastError());
-  sum_bytes<<<256, 256, 0, stream>>>(bytes, n, sum);
+  sum_bytes<<<256, 256>>>(bytes, n, sum);
   HG_CUDA_CHECK(cudaGetLastError());
 }
 

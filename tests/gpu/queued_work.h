@@ -6,15 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 namespace hg::test {
 
-/// Queues on `stream` (the legacy default stream unless given), returning at once: a one-thread
-/// kernel that spins for `ms` milliseconds of GPU time (%globaltimer), then a kernel that adds the
-/// `n` bytes at device pointer `bytes` into *sum (a device uint64, not cleared). So *sum holds the
-/// bytes as they are `ms` after the queue reaches this point.
-void queue_spin_then_sum(const uint8_t* bytes, size_t n, unsigned long long* sum, double ms,
-                         cudaStream_t stream = 0);
+/// Queues on the default stream, returning at once: a one-thread kernel that spins for `ms`
+/// milliseconds of GPU time (%globaltimer), then a kernel that adds the `n` bytes at device pointer
+/// `bytes` into *sum (a device uint64, not cleared). So *sum holds the bytes as they are `ms` after
+/// the queue reaches this point.
+void queue_spin_then_sum(const uint8_t* bytes, size_t n, unsigned long long* sum, double ms);
 
 }  // namespace hg::test

@@ -64,9 +64,9 @@ TEST_P(StepGraphTest, ReplayedStepsEqualEagerSteps) {
 INSTANTIATE_TEST_SUITE_P(Models, StepGraphTest,
                          ::testing::Values("convnext_atto", "wtconvnext_atto"));
 
-// At 96 px the first stage's WTConv maps are 24 x 24, past the whole-plane kernels: the split path,
-// whose levels >= 1 run on a second stream (kernels/cuda/overlap.h), forked and joined inside the
-// capture; in bf16 its R comes from that stream too.
+// At 96 px the first stage's WTConv maps are 24 x 24, past the whole-plane kernels: the split path
+// (Haar passes, level convs, levels_synth and the staged synthesis in bf16), which the 64 px
+// models above never reach.
 TEST(StepGraph, ReplayedStepsEqualEagerStepsWithWTConvsSplitPathInBf16) {
   HG_REQUIRE_GPU();
   test::SmallStep eager("wtconvnext_atto", 96, DType::bf16), graphed("wtconvnext_atto", 96, DType::bf16);
