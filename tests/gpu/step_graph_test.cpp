@@ -69,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Models, StepGraphTest,
 // models above never reach.
 TEST(StepGraph, ReplayedStepsEqualEagerStepsWithWTConvsSplitPathInBf16) {
   HG_REQUIRE_GPU();
-  test::SmallStep eager("wtconvnext_atto", 96, DType::bf16), graphed("wtconvnext_atto", 96, DType::bf16);
+  test::SmallStep eager("wtconvnext_atto", 96, DType::bf16),
+      graphed("wtconvnext_atto", 96, DType::bf16);
   train::StepGraph graph(Device::cuda, 3);
   for (int i = 0; i < 6; ++i) {  // 3 eager, the capture, 2 replays
     eager.forward_backward();
