@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "core/autograd.h"
+#include "core/clock.h"
 #include "core/random.h"
 #include "data/seeds.h"
 #include "data/shard.h"
@@ -22,9 +23,6 @@ double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
 

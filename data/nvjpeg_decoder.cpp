@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/clock.h"
 #include "core/memory.h"
 #include "data/image_ops.h"
 #include "data/jpeg_decode.h"
@@ -441,11 +442,7 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
 
 GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   Impl& m = *impl_;
-  using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  const auto started = Clock::now();
+  const auto started = std::chrono::steady_clock::now();
   const int64_t C = m.opts.channels;
   const size_t n = jobs.size();
   GpuImages out;
@@ -465,7 +462,7 @@ GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
     out.items[i].offset = bytes;
     bytes += int64_t(r.item.height) * r.item.width * C;
   }
-  const auto buffer_asked = Clock::now();
+  const auto buffer_asked = std::chrono::steady_clock::now();
   std::tie(out.pixels, out.ticket) = m.output_buffer(bytes);
   const double buffer_wait = seconds_since(buffer_asked);
   auto* base = static_cast<uint8_t*>(out.pixels.data_ptr());

@@ -20,6 +20,7 @@
 
 #include "core/atomic_file.h"
 #include "core/autograd.h"
+#include "core/clock.h"
 #include "core/memory.h"
 #include "core/ops.h"
 #include "core/thread_tuner.h"
@@ -79,10 +80,6 @@ std::string timestamp() {
 bool file_exists(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // The checkpoints a stopped run can be taken up from, for the messages that stop it: only files
