@@ -9,8 +9,10 @@ source dev/run-lib.sh
 el built
 gpu_tests
 el tests
-timeout 90 $HG bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32,bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 10 --warmup 3 --output $OUT/bench.json > $OUT/bench.txt 2>&1; grep -A30 "^model  " $OUT/bench.txt | cut -c1-170 | grep -v "^$\|^timed\|^syncs\|replayed" | head -24
+timeout 60 $HG bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 10 --warmup 3 --output $OUT/bench.json > $OUT/bench.txt 2>&1; grep -A30 "^model  " $OUT/bench.txt | cut -c1-170 | grep -v "^$\|^timed\|^syncs\|replayed" | head -24
 el bench
+timeout 90 $HG bench --device cuda --batch 128 --img-size 224 --precision fp32,tf32 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 10 --warmup 3 --output $OUT/bench-f32.json > $OUT/bench-f32.txt 2>&1; grep -A12 "^model  " $OUT/bench-f32.txt | cut -c1-170 | grep -v "^$\|^timed\|^syncs\|replayed" | head -16
+el "bench fp32 tf32"
 timeout 100 python3 scripts/peer-bench.py --steps 10 --warmup 3 --modes amp_bf16,compile_bf16 --output $OUT/peer_bench.json > $OUT/peer.txt 2>&1; tail -3 $OUT/peer.txt
 el peer
 for p in bf16; do timeout 45 $HG bench-layer --kernel 5 --precision $p > $OUT/bench-layer-$p.txt 2>&1; grep -E "^(wtconv fused|ours dw 7)" $OUT/bench-layer-$p.txt; done
