@@ -38,29 +38,14 @@ __global__ void __launch_bounds__(256)
   const int p = int(bp % hp), b = int(bp / hp);
   float4 s = f4(0.f);
   float f = 0.25f;  // 2^-(l+1) at l = 1
-  // Levels in chunks of 4, each chunk's loads issued before its sums: one level at a time, a
-  // thread waited one L2 latency per level (25 us per call at 96/56/5, B = 64; ncu, twelfth
-  // session). The sums keep the order l = 1, 2, ...
-  constexpr int kChunk = 4;
-  for (int l0 = 1; l0 < lv.L; l0 += kChunk) {
-    float4 tb[kChunk][4];  // per level: sub-bands 0..3 of channels c .. c+3
-#pragma unroll
-    for (int u = 0; u < kChunk; ++u) {
-      const int l = l0 + u;
-      if (l < lv.L)
-        load_bands4(lv.t[l], (int64_t(b) * lv.hp[l] + (p >> l)) * lv.wp[l] + (q >> l), C, c, tb[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < kChunk; ++u, f *= 0.5f) {
-      const int l = l0 + u;
-      if (l >= lv.L) break;
-      const int rb = (p >> (l - 1)) & 1, cb = (q >> (l - 1)) & 1;
-      const float4* v = tb[u];
-      s.x = fmaf(f, unhaar_at(make_float4(v[0].x, v[1].x, v[2].x, v[3].x), rb, cb), s.x);
-      s.y = fmaf(f, unhaar_at(make_float4(v[0].y, v[1].y, v[2].y, v[3].y), rb, cb), s.y);
-      s.z = fmaf(f, unhaar_at(make_float4(v[0].z, v[1].z, v[2].z, v[3].z), rb, cb), s.z);
-      s.w = fmaf(f, unhaar_at(make_float4(v[0].w, v[1].w, v[2].w, v[3].w), rb, cb), s.w);
-    }
+  for (int l = 1; l < lv.L; ++l, f *= 0.5f) {
+    float4 tb[4];  // sub-bands 0..3 of channels c .. c+3
+    load_bands4(lv.t[l], (int64_t(b) * lv.hp[l] + (p >> l)) * lv.wp[l] + (q >> l), C, c, tb);
+    const int rb = (p >> (l - 1)) & 1, cb = (q >> (l - 1)) & 1;
+    s.x = fmaf(f, unhaar_at(make_float4(tb[0].x, tb[1].x, tb[2].x, tb[3].x), rb, cb), s.x);
+    s.y = fmaf(f, unhaar_at(make_float4(tb[0].y, tb[1].y, tb[2].y, tb[3].y), rb, cb), s.y);
+    s.z = fmaf(f, unhaar_at(make_float4(tb[0].z, tb[1].z, tb[2].z, tb[3].z), rb, cb), s.z);
+    s.w = fmaf(f, unhaar_at(make_float4(tb[0].w, tb[1].w, tb[2].w, tb[3].w), rb, cb), s.w);
   }
   *reinterpret_cast<float4*>(R + pos * C + c) = s;
 }
