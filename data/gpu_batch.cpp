@@ -237,12 +237,7 @@ GpuBatchMaker::~GpuBatchMaker() = default;
 
 GpuStageTimes GpuBatchMaker::times() const {
   GpuStageTimes t = times_;
-  if (nvjpeg_) {
-    const NvjpegHostTimes h = nvjpeg_->host_times();
-    t.decoder_buffer_wait_seconds = h.buffer_wait_seconds;
-    t.decoder_seconds = h.decode_seconds;
-    t.decoder_batches = h.batches;
-  }
+  if (nvjpeg_) t.decoder = nvjpeg_->host_times();
   return t;
 }
 

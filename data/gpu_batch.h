@@ -20,11 +20,10 @@
 #include "core/tensor.h"
 #include "data/dataset.h"
 #include "data/image_region.h"
+#include "data/nvjpeg_decoder.h"
 #include "data/transforms.h"
 
 namespace hg::data {
-
-class NvjpegDecoder;
 
 /// Where JPEG files are decoded (config key `decode`): cpu = the loader's workers with libjpeg-turbo
 /// (jpeg_decoder); nvjpeg = nvJPEG's hardware decoder, then its GPU decoder, then libjpeg-turbo per
@@ -64,10 +63,8 @@ struct GpuStageTimes {
   /// batches left out because their events were not complete when read (the stream was more than
   /// sixteen batches behind): a share well above 0 means the sums lean to the faster batches
   int64_t dropped = 0;
-  /// nvjpeg modes: the decoder thread's host time (NvjpegDecoder::host_times), s, over
-  /// decoder_batches batches: waiting for a free output buffer, and decoding
-  double decoder_buffer_wait_seconds = 0, decoder_seconds = 0;
-  int64_t decoder_batches = 0;
+  /// nvjpeg modes: the decoder thread's host time (NvjpegDecoder::host_times)
+  NvjpegHostTimes decoder;
 };
 
 struct StagedBatch {

@@ -389,9 +389,7 @@ LoaderStats DataLoader::stats() const {
   s.gpu_transform_seconds = gpu_times_.transform_seconds;
   s.gpu_batches_timed = gpu_times_.batches;
   s.gpu_batches_dropped = gpu_times_.dropped;
-  s.gpu_decoder_buffer_wait_seconds = gpu_times_.decoder_buffer_wait_seconds;
-  s.gpu_decoder_seconds = gpu_times_.decoder_seconds;
-  s.gpu_decoder_batches = gpu_times_.decoder_batches;
+  s.gpu_decoder = gpu_times_.decoder;
   s.wall_seconds = seconds_since(started_);
   s.workers = opts_.workers;
   return s;

@@ -89,10 +89,8 @@ struct LoaderStats {
   /// The host wait above cannot see a stall on the stream.
   double gpu_decode_wait_seconds = 0, gpu_transform_seconds = 0;
   int64_t gpu_batches_timed = 0, gpu_batches_dropped = 0;  ///< GpuStageTimes::batches, dropped
-  /// nvjpeg modes: the decoder thread's host time waiting for a free output buffer and decoding,
-  /// s, over gpu_decoder_batches batches (GpuStageTimes::decoder_*)
-  double gpu_decoder_buffer_wait_seconds = 0, gpu_decoder_seconds = 0;
-  int64_t gpu_decoder_batches = 0;
+  /// nvjpeg modes: the decoder thread's host time (GpuStageTimes::decoder)
+  NvjpegHostTimes gpu_decoder;
   double wall_seconds = 0;     ///< since start_epoch, s
   int64_t workers = 0;
   /// Throughput the workers sustain together: images / worker_seconds * max(workers, 1), img/s.

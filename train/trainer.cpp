@@ -429,9 +429,9 @@ Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tens
 // Whether the steps can run as one CUDA graph (cuda_graph), said once: one GPU, an optimizer whose
 // update reads its per-step values from device memory (AdamW), one micro-batch per update, and
 // no nvJPEG decode: beside a graphed step nvJPEG's hardware decode slows down until the loader
-// limits the run (H200, WTConvNeXt-T bf16 from JPEGs, eleventh session: the decoder thread takes
-// 41-44 ms a batch beside the graphed step, 32-35 ms beside steps launched op by op, ~11 ms alone;
-// graphed 2,833-2,977 img/s waiting for data 94% of the time; docs/perf-notes.md).
+// limits the run (H200, WTConvNeXt-T bf16 from JPEGs, twelfth session: the decoder thread takes
+// 39 ms a batch beside the graphed step, against 11-14 ms beside steps launched op by op; graphed
+// 3,155-3,185 img/s waiting for data 95% of the time, 0.87x synthetic data; docs/perf-notes.md).
 bool use_graph(Session& s) {
   if (!s.graph_ok) {
     const char* why_not =
@@ -690,13 +690,12 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
         l.gpu_batches_timed, l.gpu_batches_dropped);
   }
   // nvjpeg: the decoder thread's own time; decoding near the step time means the loader is the step
-  if (const data::LoaderStats& l = p.loader; l.gpu_decoder_batches > 0) {
-    const double per = 1e3 / static_cast<double>(l.gpu_decoder_batches);
+  if (const data::NvjpegHostTimes& d = p.loader.gpu_decoder; d.batches > 0) {
+    const double per = 1e3 / static_cast<double>(d.batches);
     spdlog::info(
         "epoch {}/{}: JPEG decoder thread per batch: {:.2f} ms decoding, {:.2f} ms waiting for a "
         "free output buffer ({} batches)",
-        epoch + 1, s.cfg.epochs, per * l.gpu_decoder_seconds,
-        per * l.gpu_decoder_buffer_wait_seconds, l.gpu_decoder_batches);
+        epoch + 1, s.cfg.epochs, per * d.decode_seconds, per * d.buffer_wait_seconds, d.batches);
   }
   if (ev.ema)
     spdlog::info("epoch {}/{}: EMA eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%", epoch + 1,
