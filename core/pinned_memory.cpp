@@ -41,20 +41,25 @@ struct Pool {
     --it;
     return c < it->first + it->second.bytes ? it : blocks.end();
   }
-  // A cached block of exactly `bytes` whose queued reads are done.
-  void* reusable(size_t bytes) {
-    for (auto& [base, b] : blocks) {
-      if (b.in_use || b.bytes != bytes) continue;
+  // The smallest cached block of `bytes` to twice that whose queued reads are done (marked in
+  // use), or nullptr. Not only exact sizes: batches of GPU-bound crops differ in bytes from batch
+  // to batch, and exact sizes made every batch a new cudaHostAlloc and the pool grow without end.
+  std::map<const char*, Block>::iterator reusable(size_t bytes) {
+    auto best = blocks.end();
+    for (auto it = blocks.begin(); it != blocks.end(); ++it) {
+      const Block& b = it->second;
+      if (b.in_use || b.bytes < bytes || b.bytes > 2 * bytes) continue;
+      if (best != blocks.end() && best->second.bytes <= b.bytes) continue;
       if (b.used_by_gpu) {
         const cudaError_t err = cudaEventQuery(b.last_use);
         if (err == cudaErrorNotReady) continue;
         HG_CHECK(err == cudaSuccess,
                  "pinned memory: cudaEventQuery failed: ", cudaGetErrorString(err));
       }
-      b.in_use = true;
-      return const_cast<char*>(base);
+      best = it;
     }
-    return nullptr;
+    if (best != blocks.end()) best->second.in_use = true;
+    return best;
   }
 };
 
@@ -81,8 +86,13 @@ std::shared_ptr<void> allocate_pinned(size_t bytes) {
   bytes = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
   Pool& P = pool();
   std::unique_lock<std::mutex> lock(P.mu);
-  void* p = P.reusable(bytes);
-  if (p == nullptr) {
+  void* p = nullptr;
+  if (const auto it = P.reusable(bytes); it != P.blocks.end()) {
+    p = const_cast<char*>(it->first);
+    bytes = it->second.bytes;
+  } else {
+    // An eighth more than asked, so that the next batches' slightly larger requests reuse it.
+    bytes = (bytes + bytes / 8 + kAlign - 1) / kAlign * kAlign;
     // Page-locking is slow (milliseconds for a large batch): let other workers go on meanwhile.
     lock.unlock();
     cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);

@@ -7,8 +7,10 @@
 //
 // The catch is lifetime: a block may be freed on the host while its copy is still queued. So every
 // block has a CUDA event; record_pinned_use() records it after the copy is queued, and a freed
-// block is handed out again only once its event has completed. Blocks are cached by exact size
-// (batches all have one size), so a steady-state epoch makes no cudaHostAlloc call.
+// block is handed out again only once its event has completed. A request reuses the smallest free
+// block of its size to twice that, and a new block is an eighth larger than asked: batches of crops
+// differ in bytes from batch to batch, and a steady-state epoch then makes no cudaHostAlloc call
+// and holds a few blocks (exact sizes made a new block per batch, kept for ever).
 //
 // Without CUDA, or without a usable GPU, allocate_pinned() returns ordinary host memory from
 // memory::allocate and is_pinned() is false for it: callers need no special case.

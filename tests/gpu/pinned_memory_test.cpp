@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/pinned_memory.h"
 #include "data/loader.h"
 #include "data/synthetic.h"
@@ -49,6 +51,27 @@ TEST(PinnedMemory, SteadyStateMakesNoHostAlloc) {
   }
   EXPECT_EQ(memory::pinned_stats().system_allocs, after_warmup);
   EXPECT_GT(memory::pinned_stats().reserved, 0);
+}
+
+// Batches of GPU-bound crops differ in size from batch to batch (+-20% here): blocks are reused
+// across sizes, so the pool stops allocating and stays a few blocks big.
+TEST(PinnedMemory, VaryingSizesReuseBlocks) {
+  HG_REQUIRE_GPU();
+  Tensor dev = Tensor::empty({int64_t(1) << 18}, DType::u8, Device::cuda);
+  const int64_t before = memory::pinned_stats().system_allocs;
+  int64_t after_warmup = 0;
+  for (int step = 0; step < 40; ++step) {
+    const int64_t n = int64_t(200000 + 50000 * std::sin(step * 1.7));
+    Tensor host = Tensor::empty_pinned({n}, DType::u8);
+    host.fill_(static_cast<double>(step % 200));
+    dev.slice(0, 0, n).copy_(host);
+    host = Tensor();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(dev.slice(0, n - 1, n).to_vector<uint8_t>()[0], static_cast<uint8_t>(step % 200));
+    if (step == 9) after_warmup = memory::pinned_stats().system_allocs;
+  }
+  EXPECT_EQ(memory::pinned_stats().system_allocs, after_warmup);
+  EXPECT_LE(after_warmup - before, 3);
 }
 
 TEST(PinnedMemory, LoaderBatchesArePinnedAndCopyExactly) {
