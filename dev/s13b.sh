@@ -6,13 +6,12 @@
 # frees with stream 0 (the per-thread training stream is a blocking one). Now such frees wait for
 # the decode stream; the log counts them. Runs: synthetic graphed; nvjpeg graphed (load 1); nvjpeg
 # graphed at load 0.45 under a watchdog (s13a's 0.45 and 0.3 runs stopped after step 50: a
-# backtrace of every thread if the log stalls for 25 s).
+# backtrace of every thread if the log stalls for 25 s). All GPU tests first (the last call).
 set -uo pipefail
 source dev/run-lib.sh
 jpeg_folder /tmp/jf8 320 14
 el built
-timeout 150 /tmp/b/tests/test_gpu --gtest_filter='GpuLoader*:Nvjpeg*:GpuCropResize*:StepGraph*:PinnedMemory*' > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
-grep -A4 "Failure" $OUT/gpu.log | head -20
+gpu_tests
 el tests
 folder_ready /tmp/jf8
 J="--workers 14 --dataset image_folder --data-dir /tmp/jf8 --val-split validation --decode nvjpeg"
