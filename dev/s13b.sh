@@ -37,4 +37,7 @@ watch_run() {  # NAME ARGS...: train3 in the background; on a 25 s stall, every 
 }
 watch_run nv_graph_045 $J --hw-decoder-load 0.45
 grep -H "training step:\|JPEG decoder thread\|nvJPEG: [0-9]" $OUT/train-*.log | sed -E 's/^[^:]*train-//' | cut -c1-230
+if [ $(left) -gt 70 ]; then
+  timeout 60 $HG bench --device cuda --batch 128 --img-size 224 --precision bf16 --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 10 --warmup 3 > $OUT/bench.txt 2>&1; grep -A30 "^model  " $OUT/bench.txt | cut -c1-170 | grep -v "^$\|^timed\|^syncs\|replayed" | head -12
+fi
 el done
