@@ -81,7 +81,6 @@ LoaderOptions make_loader_options(const train::Config& cfg, bool train) {
   o.rank = dist::rank();
   o.pad_shards = train;           // evaluation reads every sample exactly once
   o.decode = parse_decode_backend(cfg.decode);
-  o.hw_decoder_load = cfg.hw_decoder_load;
   o.gpu_augment = cfg.gpu_augment || o.decode != DecodeBackend::cpu;
   if (o.gpu_augment) {
     HG_CHECK(cfg.device != "cpu", "gpu_augment / decode: ", cfg.decode, " run on the GPU; device is cpu");

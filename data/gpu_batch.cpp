@@ -1,12 +1,10 @@
 // GPU decode + transform of a staged batch (see gpu_batch.h).
 #include "data/gpu_batch.h"
 
-#include <cmath>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
 
-#include "core/error.h"
 #include "core/memory.h"
 #include "data/gpu_augment.h"
 #include "data/nvjpeg_decoder.h"
@@ -38,12 +36,6 @@ GpuTakes gpu_takes(DecodeBackend d) {
   if (d == DecodeBackend::nvjpeg)
     return [](const JpegHeader& h) { return h.components != 4 && !h.progressive; };
   return [](const JpegHeader& h) { return h.components != 4; };
-}
-
-bool gpu_decodes_slot(int64_t i, double load) {
-  HG_CHECK(i >= 0 && load >= 0 && load <= 1, "gpu_decodes_slot: slot ", i, ", load ", load,
-           " (want slot >= 0, load in [0, 1])");
-  return std::floor(static_cast<double>(i + 1) * load) > std::floor(static_cast<double>(i) * load);
 }
 
 #ifdef HAARGRAD_WITH_CUDA

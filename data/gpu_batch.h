@@ -38,13 +38,6 @@ const char* decode_backend_name(DecodeBackend d);
 /// cannot take them and nvJPEG's GPU decoder does them one at a time in the GPU thread (327 img/s
 /// on the H200), while the workers decode them in parallel, at reduced scale where the crop allows.
 GpuTakes gpu_takes(DecodeBackend d);
-/// Whether sample `i` (>= 0) of a batch is offered to the GPU decoder when the GPU takes the share
-/// `load` in [0, 1] of every batch (config hw_decoder_load): slot i is the GPU's when
-/// floor((i + 1) * load) > floor(i * load), so any n consecutive slots hold floor(n * load) or one
-/// more of them, spread evenly, the same for every batch, backend and worker count. The others are
-/// decoded by the workers (libjpeg-turbo), in parallel with the GPU decoder: beside a busy GPU its
-/// host time per batch grows with the images in it (docs/data-loading.md).
-bool gpu_decodes_slot(int64_t i, double load);
 
 /// One sample as a worker hands it over.
 struct StagedSample {

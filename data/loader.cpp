@@ -171,7 +171,6 @@ void DataLoader::stage_batch(Batch& batch, int64_t begin, int64_t n) const {
   batch.labels = Tensor::empty_pinned({n}, DType::i64);
   int64_t* lb = batch.labels.data<int64_t>();
   const GpuTakes takes = gpu_takes(opts_.decode);  // which JPEGs the GPU decodes (nvjpeg modes)
-  const GpuTakes none = [](const JpegHeader&) { return false; };  // slots the workers decode
   for (int64_t i = 0; i < n; ++i) {
     const int64_t index = order_[static_cast<size_t>(begin + i)];
     StagedSample& st = batch.staged->samples[static_cast<size_t>(i)];
@@ -184,8 +183,7 @@ void DataLoader::stage_batch(Batch& batch, int64_t begin, int64_t n) const {
     };
     int64_t label = 0;
     if (opts_.decode != DecodeBackend::cpu) {
-      EncodedSample e = dataset_->get_encoded(
-          index, choose, gpu_decodes_slot(i, opts_.hw_decoder_load) ? takes : none);
+      EncodedSample e = dataset_->get_encoded(index, choose, takes);
       label = e.label;
       st.path = e.path;
       if (!e.jpeg.empty()) {

@@ -57,9 +57,6 @@ struct LoaderOptions {
   /// change).
   bool gpu_augment = false;
   DecodeBackend decode = DecodeBackend::cpu;  ///< where JPEGs are decoded with gpu_augment (data/gpu_batch.h)
-  /// nvjpeg modes: the share of each batch's JPEGs the GPU decoder gets, in [0, 1], spread evenly
-  /// over the batch (gpu_decodes_slot); the workers decode the others with libjpeg-turbo, beside it
-  double hw_decoder_load = 1.0;
   DType gpu_dtype = DType::f32;               ///< Batch::images dtype with gpu_augment: f32 or bf16
 };
 

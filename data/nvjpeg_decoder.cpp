@@ -9,7 +9,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <shared_mutex>
 #include <tuple>
 #include <utility>
 
@@ -150,15 +149,9 @@ void warn_on(nvjpegStatus_t s, const char* call) {
 // GPU's queue runs dry. These keep every freed block for reuse instead (a block is reused only
 // after the stream nvJPEG freed it on is done with it: a wait for that stream alone) and give the
 // memory back when the decoder goes. One per decoder; nvJPEG calls it from the decoding thread.
-// A block freed with the legacy default stream (0) is waited for on the decode stream instead:
-// nvJPEG's own work runs there, and a wait on the legacy stream would also wait for all the
-// training work queued on the (blocking) per-thread stream so far, a whole step when it is one
-// CUDA graph.
 class BlockCache {
  public:
   explicit BlockCache(bool pinned) : pinned_(pinned) {}
-  /// The stream nvJPEG's work runs on (set before the first decode).
-  void set_own_stream(cudaStream_t s) { own_ = s; }
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
   ~BlockCache() {
@@ -167,11 +160,8 @@ class BlockCache {
       if ((pinned_ ? cudaFreeHost(p) : cudaFree(p)) != cudaSuccess)
         spdlog::warn("nvJPEG: freeing a cached block failed");
     }
-    spdlog::info(
-        "nvJPEG: {} {} allocations over the decoder's life; {} frees, {} of them with the "
-        "legacy stream (waited for on the decode stream), {:.1f} ms waiting",
-        allocations_, pinned_ ? "page-locked" : "device", frees_, legacy_frees_,
-        1e3 * free_wait_seconds_);
+    spdlog::debug("nvJPEG: {} {} allocations over the decoder's life", allocations_,
+                  pinned_ ? "page-locked" : "device");
   }
   // A cached block of at least `size` bytes (at most twice that), else a new one. 0 = success.
   int get(void** ptr, size_t size) {
@@ -190,14 +180,8 @@ class BlockCache {
     return 0;
   }
   int put(void* ptr, cudaStream_t stream) {
-    const bool legacy = stream == nullptr || stream == cudaStreamLegacy;
-    const auto t0 = std::chrono::steady_clock::now();
-    // its queued readers are done
-    if (cudaStreamSynchronize(legacy && own_ ? own_ : stream) != cudaSuccess) return 1;
+    if (cudaStreamSynchronize(stream) != cudaSuccess) return 1;  // its queued readers are done
     std::lock_guard<std::mutex> lock(mu_);
-    ++frees_;
-    legacy_frees_ += legacy ? 1 : 0;
-    free_wait_seconds_ += seconds_since(t0);
     const auto it = all_.find(ptr);
     if (it == all_.end()) return 1;
     free_.emplace(it->second, ptr);
@@ -216,9 +200,6 @@ class BlockCache {
   std::multimap<size_t, void*> free_;  // size -> block
   std::map<void*, size_t> all_;        // every block made, for the destructor
   int64_t allocations_ = 0;
-  cudaStream_t own_ = nullptr;
-  int64_t frees_ = 0, legacy_frees_ = 0;
-  double free_wait_seconds_ = 0;
 };
 
 struct NvjpegDecoder::Impl {
@@ -419,8 +400,6 @@ NvjpegDecoder::NvjpegDecoder(NvjpegOptions opts) : impl_(std::make_unique<Impl>(
   int least = 0, greatest = 0;
   HG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   HG_CUDA_CHECK(cudaStreamCreateWithPriority(&m.decode_stream, cudaStreamNonBlocking, greatest));
-  m.device_blocks.set_own_stream(m.decode_stream);
-  m.pinned_blocks.set_own_stream(m.decode_stream);
   for (cudaEvent_t& e : m.decoded)
     HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
@@ -464,9 +443,6 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
 GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   Impl& m = *impl_;
   const auto started = std::chrono::steady_clock::now();
-  // Not while another thread captures a CUDA graph: output_buffer's device-wide and legacy-stream
-  // waits would invalidate the capture (kernels/cuda/context.h, capture_mutex).
-  std::shared_lock<std::shared_mutex> no_capture(cuda::capture_mutex());
   const int64_t C = m.opts.channels;
   const size_t n = jobs.size();
   GpuImages out;

@@ -140,9 +140,6 @@ const std::vector<Field>& table() {
       {"decode", &Config::decode, one_of({"cpu", "nvjpeg", "nvjpeg_gpu"}),
        "JPEG decoding: cpu (workers, jpeg_decoder), nvjpeg (GPU hardware, then GPU, then CPU), "
        "nvjpeg_gpu (no hardware); nvjpeg* imply gpu_augment"},
-      {"hw_decoder_load", &Config::hw_decoder_load, closed(0, 1),
-       "nvjpeg modes: the share of each batch's JPEGs sent to the GPU decoder (DALI's name); the "
-       "workers decode the rest with libjpeg-turbo"},
       {"crop_pct", &Config::crop_pct, left_open(0, 1),
        "eval: resize the shorter side to img_size / crop_pct, then centre-crop"},
       {"mean", &Config::mean, any().len(1, 3), "per-channel mean subtracted from [0, 1] pixels"},

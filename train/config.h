@@ -62,8 +62,6 @@ struct Config {
   std::string jpeg_decoder = "turbo";            ///< "turbo" (libjpeg-turbo, crop + DCT downscale) | "turbo_full" | "stb"
   bool gpu_augment = false;                      ///< resize + flip + normalise of uint8 crops on the GPU (data/gpu_batch.h)
   std::string decode = "cpu";                    ///< JPEG decode: "cpu" (workers) | "nvjpeg" | "nvjpeg_gpu" (imply gpu_augment)
-  double hw_decoder_load =
-      1.0;  ///< nvjpeg modes: share of each batch's JPEGs the GPU decodes, [0, 1]
 
   // ---- augmentation (timm create_transform) ---------------------------------------------------
   double crop_pct = 0.875;                       ///< eval: resize shorter side to img_size/crop_pct

@@ -435,8 +435,9 @@ Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tens
 bool use_graph(Session& s) {
   if (!s.graph_ok) {
     const char* why_not =
-        !s.cfg.cuda_graph                    ? "cuda_graph: false"
-        : s.device != Device::cuda           ? nullptr
+        !s.cfg.cuda_graph          ? "cuda_graph: false"
+        : s.device != Device::cuda ? nullptr
+        : s.cfg.decode != "cpu"    ? "decode: nvjpeg runs faster beside steps launched op by op"
         : dist::size() > 1 || s.dp->active() ? "data parallel: NCCL's work is not captured"
         : s.accum > 1                        ? "grad_accum_steps > 1"
         : !s.opt->replayable()               ? "the optimizer (sgd, zero_stage 1) is not replayable"

@@ -4,7 +4,6 @@
 // decode without gpu_augment, a build or machine without a GPU).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <filesystem>
 
 #include "data/from_config.h"
@@ -190,42 +189,6 @@ TEST(GpuStage, WorkersKeepTheJpegsTheGpuDecoderDoesNotTake) {
   }
   // No predicate: every JPEG handed over.
   for (int64_t i = 0; i < 3; ++i) EXPECT_FALSE(folder.get_encoded(i, choose).jpeg.empty());
-}
-
-// hw_decoder_load: the GPU's slots of a batch, spread evenly and the same for every batch.
-TEST(GpuStage, GpuDecodesAnEvenShareOfEachBatch) {
-  for (double load : {0.0, 0.25, 0.4, 0.65, 1.0}) {
-    SCOPED_TRACE(load);
-    std::vector<int> slot(256);
-    for (int64_t i = 0; i < 256; ++i) slot[size_t(i)] = gpu_decodes_slot(i, load) ? 1 : 0;
-    // Any n consecutive slots from the start hold floor(n * load); any window floor or one more.
-    for (int64_t n : {1, 5, 64, 128, 256}) {
-      int64_t from_start = 0;
-      for (int64_t i = 0; i < n; ++i) from_start += slot[size_t(i)];
-      EXPECT_EQ(from_start, static_cast<int64_t>(std::floor(double(n) * load)));
-      for (int64_t a = 0; a + n <= 256; a += 37) {
-        int64_t k = 0;
-        for (int64_t i = a; i < a + n; ++i) k += slot[size_t(i)];
-        EXPECT_GE(k, static_cast<int64_t>(std::floor(double(n) * load)));
-        EXPECT_LE(k, static_cast<int64_t>(std::floor(double(n) * load)) + 1);
-      }
-    }
-  }
-  EXPECT_THROW(gpu_decodes_slot(0, 1.5), Error);
-  EXPECT_THROW(gpu_decodes_slot(-1, 0.5), Error);
-  // The config key reaches the loader, and is checked.
-  train::Config cfg;
-  EXPECT_DOUBLE_EQ(cfg.hw_decoder_load, 1.0);
-  cfg.device = "cuda";
-  cfg.decode = "nvjpeg";
-  cfg.hw_decoder_load = 0.65;
-  EXPECT_DOUBLE_EQ(make_loader_options(cfg, true).hw_decoder_load, 0.65);
-  train::apply_overrides(cfg, {"--hw-decoder-load", "0.25"});
-  EXPECT_DOUBLE_EQ(cfg.hw_decoder_load, 0.25);
-  const std::string m = message_of([&] {
-    train::apply_overrides(cfg, {"--hw-decoder-load", "1.5"});
-  });
-  EXPECT_NE(m.find("hw_decoder_load"), std::string::npos) << m;
 }
 
 TEST(GpuStage, DefaultDatasetDecodesOnTheCpu) {

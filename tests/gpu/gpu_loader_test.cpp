@@ -71,8 +71,7 @@ struct LoaderRun {
 // The loader every test here reads the folder with: batches of 5, seed 11, 40 px, the train
 // transform (random filter) or the eval one (bilinear), full-scale JPEG decodes on the CPU side.
 std::unique_ptr<DataLoader> make_loader(const std::string& root, bool gpu, DecodeBackend decode,
-                                        int64_t workers, bool train, DType dtype = DType::f32,
-                                        double hw_decoder_load = 1.0) {
+                                        int64_t workers, bool train, DType dtype = DType::f32) {
   ImageFolderOptions fo;
   fo.jpeg = JpegDecoder::turbo_full;  // full-scale decodes everywhere: only decoder rounding differs
   fo.corrupt = CorruptPolicy::error;
@@ -85,7 +84,6 @@ std::unique_ptr<DataLoader> make_loader(const std::string& root, bool gpu, Decod
   o.gpu_augment = gpu;
   o.decode = decode;
   o.gpu_dtype = dtype;
-  o.hw_decoder_load = hw_decoder_load;
   TransformOptions t;
   t.train = train;
   t.img_size = 40;
@@ -94,9 +92,8 @@ std::unique_ptr<DataLoader> make_loader(const std::string& root, bool gpu, Decod
 }
 
 LoaderRun run(const std::string& root, bool gpu, DecodeBackend decode, int64_t workers, bool train,
-              DType dtype = DType::f32, double hw_decoder_load = 1.0) {
-  const std::unique_ptr<DataLoader> loader =
-      make_loader(root, gpu, decode, workers, train, dtype, hw_decoder_load);
+              DType dtype = DType::f32) {
+  const std::unique_ptr<DataLoader> loader = make_loader(root, gpu, decode, workers, train, dtype);
   DataLoader& dl = *loader;
   LoaderRun r;
   dl.start_epoch(1);
@@ -176,44 +173,6 @@ TEST(GpuLoader, NvjpegMatchesCpuLoaderForAnyWorkerCount) {
         EXPECT_EQ(nv, 18 - 3 - kept);  // every other JPEG through the nvJPEG decoder
         EXPECT_GT(gpu.stats.gpu_seconds, 0);
       }
-  }
-}
-
-// hw_decoder_load: the workers decode the slots the GPU decoder is not offered (gpu_decodes_slot);
-// the batches still match the CPU loader, and the GPU decodes fewer files the lower the load (none
-// at 0).
-TEST(GpuLoader, NvjpegSharesEachBatchWithTheWorkers) {
-  HG_REQUIRE_GPU();
-  if (!nvjpeg_built()) GTEST_SKIP() << "built without nvJPEG";
-  test::TempDir t;
-  make_folder(t);
-  const LoaderRun cpu = run(t.path().string(), false, DecodeBackend::cpu, 2, true);
-  auto gpu_decoded = [](const LoaderRun& r) {
-    int64_t nv = 0, all = 0;
-    for (const auto& [key, k] : r.stats.decoded) {
-      nv += key.rfind("nvjpeg", 0) == 0 ? k : 0;
-      all += k;
-    }
-    EXPECT_EQ(all, 18);
-    return nv;
-  };
-  const int64_t full = gpu_decoded(run(t.path().string(), true, DecodeBackend::nvjpeg, 3, true));
-  EXPECT_EQ(full, 9);  // as NvjpegMatchesCpuLoaderForAnyWorkerCount: 18 - 3 PNG - 6 kept
-  for (double load : {0.0, 0.4}) {
-    SCOPED_TRACE(load);
-    const LoaderRun gpu =
-        run(t.path().string(), true, DecodeBackend::nvjpeg, 3, true, DType::f32, load);
-    compare(cpu, gpu, 0.35, 0.02);
-    // Batches of 5 at 0.4: slots 2 and 4 go to the GPU (7 of the 18 slots), some of them holding
-    // files the workers keep anyway.
-    const int64_t nv = gpu_decoded(gpu);
-    if (load == 0)
-      EXPECT_EQ(nv, 0);
-    else {
-      EXPECT_GT(nv, 0);
-      EXPECT_LT(nv, full);
-      EXPECT_LE(nv, 7);
-    }
   }
 }
 

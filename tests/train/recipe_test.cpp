@@ -144,7 +144,6 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"jpeg_decoder", "data/from_config.cpp"},
       {"gpu_augment", "data/from_config.cpp"},
       {"decode", "data/from_config.cpp"},
-      {"hw_decoder_load", "data/from_config.cpp"},
       {"crop_pct", "data/from_config.cpp"},
       {"mean", "data/from_config.cpp"},
       {"std", "data/from_config.cpp"},
