@@ -244,14 +244,8 @@ struct NvjpegDecoder::Impl {
   }
 
   ~Impl() {
-    for (cudaEvent_t e : decoded)
-      if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
-    if (decode_stream && cudaStreamDestroy(decode_stream) != cudaSuccess)
-      spdlog::warn("nvJPEG: cudaStreamDestroy failed");
-    for (cudaEvent_t e : read_done)
-      if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
-    if (drained && cudaEventDestroy(drained) != cudaSuccess)
-      spdlog::warn("nvJPEG: cudaEventDestroy failed");
+    // nvJPEG's objects first: their buffers go back to the BlockCaches, whose put() waits for the
+    // stream they were used on, the decode stream, which must still exist then.
     if (stream) warn_on(nvjpegJpegStreamDestroy(stream), "nvjpegJpegStreamDestroy");
     if (params) warn_on(nvjpegDecodeParamsDestroy(params), "nvjpegDecodeParamsDestroy");
     if (gpu_state) warn_on(nvjpegJpegStateDestroy(gpu_state), "nvjpegJpegStateDestroy");
@@ -260,6 +254,14 @@ struct NvjpegDecoder::Impl {
     if (gpu_decoder) warn_on(nvjpegDecoderDestroy(gpu_decoder), "nvjpegDecoderDestroy");
     if (batch_state) warn_on(nvjpegJpegStateDestroy(batch_state), "nvjpegJpegStateDestroy");
     if (handle) warn_on(nvjpegDestroy(handle), "nvjpegDestroy");
+    for (cudaEvent_t e : decoded)
+      if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
+    if (decode_stream && cudaStreamDestroy(decode_stream) != cudaSuccess)
+      spdlog::warn("nvJPEG: cudaStreamDestroy failed");
+    for (cudaEvent_t e : read_done)
+      if (e && cudaEventDestroy(e) != cudaSuccess) spdlog::warn("nvJPEG: cudaEventDestroy failed");
+    if (drained && cudaEventDestroy(drained) != cudaSuccess)
+      spdlog::warn("nvJPEG: cudaEventDestroy failed");
   }
 
   // Waits on the host until the work queued on `stream` so far is done, sleeping between queries
