@@ -11,6 +11,7 @@
 #include "core/autograd.h"
 #include "core/clock.h"
 #include "core/random.h"
+#include "core/thread_name.h"
 #include "data/seeds.h"
 #include "data/shard.h"
 
@@ -112,8 +113,16 @@ void DataLoader::start_epoch(int64_t epoch, int64_t start_step) {
     busy_ = busy_cpu_ = wait_ = gpu_ = 0;
     gpu_times_ = GpuStageTimes{};
   }
-  for (int64_t w = 0; w < opts_.workers; ++w) threads_.emplace_back([this] { worker_loop(); });
-  if (gpu_maker_ && opts_.workers > 0) threads_.emplace_back([this] { gpu_loop(); });
+  for (int64_t w = 0; w < opts_.workers; ++w)
+    threads_.emplace_back([this, w] {
+      name_this_thread(str("hg-load-", w));
+      worker_loop();
+    });
+  if (gpu_maker_ && opts_.workers > 0)
+    threads_.emplace_back([this] {
+      name_this_thread("hg-load-gpu");
+      gpu_loop();
+    });
 }
 
 Batch DataLoader::make_batch(int64_t step) const {

@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
 
 #include "data/from_config.h"
 #include "data/idx_dataset.h"
@@ -14,6 +19,7 @@
 using hg::data::Batch;
 using hg::data::DataLoader;
 using hg::data::LoaderOptions;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -97,6 +103,35 @@ TEST(Loader, ShapesAndDropLast) {
   for (int64_t i = 0; i < 23; ++i) expect[size_t(i)] = i;
   EXPECT_EQ(labels_of(all), expect);  // dataset order when not shuffling
 }
+
+#ifdef __linux__
+// The loader names its worker threads (core/thread_name.h), so that a debugger's or a profiler's
+// list of threads says which are the workers.
+TEST(Loader, WorkerThreadsAreNamed) {
+  auto ds = std::make_shared<IndexDataset>(400);  // 80 batches: the workers wait for the consumer
+  LoaderOptions o;
+  o.batch_size = 5;
+  o.workers = 2;
+  DataLoader dl(ds, train_transform(8), o);
+  dl.start_epoch(0);
+  std::set<std::string> names;
+  auto have_both = [&] { return names.count("hg-load-0") == 1 && names.count("hg-load-1") == 1; };
+  for (int tries = 0; tries < 200 && !have_both(); ++tries) {  // each names itself once started
+    names.clear();
+    for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      names.insert(name);
+    }
+    if (!have_both()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(have_both());
+  Batch b;
+  while (dl.next(b)) {
+  }
+}
+#endif
 
 TEST(Loader, DeterministicAcrossWorkerCounts) {
   auto ds = std::make_shared<IndexDataset>(37);
