@@ -32,9 +32,12 @@ for path in sys.argv[1:]:
         continue
     h = rows[0]
     dur, name, tid = column(h, "duration"), column(h, "name"), column(h, "tid")
+    # the thread's name where the report has it (the loader's: hg-load-N, hg-load-gpu)
+    tname = next((i for i, c in enumerate(h) if "thread" in c.lower() and "name" in c.lower()), None)
     for r in rows[1:]:
         if len(r) > max(dur, name, tid):
-            calls[r[tid]][r[name]].append(float(r[dur]) / 1e6)
+            who = r[tid] + (f" ({r[tname]})" if tname is not None and len(r) > tname and r[tname] else "")
+            calls[who][r[name]].append(float(r[dur]) / 1e6)
 
 threads = sorted(calls, key=lambda t: -sum(sum(v) for v in calls[t].values()))
 for t in threads[:6]:
