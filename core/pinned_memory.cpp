@@ -21,6 +21,8 @@ namespace {
 
 constexpr size_t kAlign = 256;
 
+size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
 struct Block {
   size_t bytes = 0;
   cudaEvent_t last_use = nullptr;  // recorded after each queued read of the block
@@ -42,8 +44,9 @@ struct Pool {
     return c < it->first + it->second.bytes ? it : blocks.end();
   }
   // The smallest cached block of `bytes` to twice that whose queued reads are done (marked in
-  // use), or nullptr. Not only exact sizes: batches of GPU-bound crops differ in bytes from batch
-  // to batch, and exact sizes made every batch a new cudaHostAlloc and the pool grow without end.
+  // use), or blocks.end(). Not only exact sizes: batches of GPU-bound crops differ in bytes from
+  // batch to batch, and exact sizes made every batch a new cudaHostAlloc and the pool grow without
+  // end.
   std::map<const char*, Block>::iterator reusable(size_t bytes) {
     auto best = blocks.end();
     for (auto it = blocks.begin(); it != blocks.end(); ++it) {
@@ -83,7 +86,7 @@ bool gpu_usable() {
 
 std::shared_ptr<void> allocate_pinned(size_t bytes) {
   if (!gpu_usable()) return allocate(bytes, Device::cpu);
-  bytes = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+  bytes = round_up(std::max<size_t>(bytes, 1));
   Pool& P = pool();
   std::unique_lock<std::mutex> lock(P.mu);
   void* p = nullptr;
@@ -92,7 +95,7 @@ std::shared_ptr<void> allocate_pinned(size_t bytes) {
     bytes = it->second.bytes;
   } else {
     // An eighth more than asked, so that the next batches' slightly larger requests reuse it.
-    bytes = (bytes + bytes / 8 + kAlign - 1) / kAlign * kAlign;
+    bytes = round_up(bytes + bytes / 8);
     // Page-locking is slow (milliseconds for a large batch): let other workers go on meanwhile.
     lock.unlock();
     cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
