@@ -16,6 +16,7 @@
 
 #include "app/command.h"
 #include "app/version.h"
+#include "core/cuda_queues.h"
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "core/similar_names.h"
@@ -85,6 +86,8 @@ std::string without_trailing_newline(std::string s) {
 
 int main(int argc, char** argv) {
   default_openmp_wait_policy(argv);
+  // Before any CUDA call: the driver reads it when it creates the context (core/cuda_queues.h).
+  hg::default_cuda_queues();
   // A file-size limit (ulimit -f) makes writes fail with EFBIG, reported by the file writer with
   // the file's name, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <shared_mutex>
 #include <tuple>
 #include <utility>
 
@@ -445,6 +446,9 @@ GpuImages NvjpegDecoder::decode(const std::vector<JpegJob>& jobs) {
 GpuImages NvjpegDecoder::decode_ahead(const std::vector<JpegJob>& jobs) {
   Impl& m = *impl_;
   const auto started = std::chrono::steady_clock::now();
+  // Not while another thread captures a CUDA graph: output_buffer's device-wide and legacy-stream
+  // waits would invalidate the capture (kernels/cuda/context.h, capture_mutex).
+  std::shared_lock<std::shared_mutex> no_capture(cuda::capture_mutex());
   const int64_t C = m.opts.channels;
   const size_t n = jobs.size();
   GpuImages out;

@@ -10,8 +10,12 @@
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include <mutex>
+#include <shared_mutex>
+
 #include "core/cuda_stream.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
 #endif
 
 namespace hg::train {
@@ -82,6 +86,8 @@ void StepGraph::capture(const StepParts& parts) {
   // Thread-local mode: a host wait or an allocation from the system inside the step is an error
   // here (it would not be replayed), while the loader's threads may go on using CUDA.
   drawn_ = HostDrawnLog{};
+  // No helper thread's device-wide wait or legacy-stream work while capturing (context.h).
+  std::unique_lock<std::shared_mutex> guard(cuda::capture_mutex());
   HG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   auto g = std::make_unique<Graph>();
   try {

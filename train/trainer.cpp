@@ -427,17 +427,16 @@ Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tens
 }
 
 // Whether the steps can run as one CUDA graph (cuda_graph), said once: one GPU, an optimizer whose
-// update reads its per-step values from device memory (AdamW), one micro-batch per update, and
-// no nvJPEG decode: beside a graphed step nvJPEG's hardware decode slows down until the loader
-// limits the run (H200, WTConvNeXt-T bf16 from JPEGs, twelfth session: the decoder thread takes
-// 39 ms a batch beside the graphed step, against 11-14 ms beside steps launched op by op; graphed
-// 3,155-3,185 img/s waiting for data 95% of the time, 0.87x synthetic data; docs/perf-notes.md).
+// update reads its per-step values from device memory (AdamW), one micro-batch per update. With
+// decode: nvjpeg the decoder thread runs beside the graph; it keeps up only with enough hardware
+// queues (core/cuda_queues.h, which the program sets): with the driver's default 8 its decodes
+// waited behind each whole graphed step (39 ms a batch, 0.87x synthetic data; 32 queues: 18 ms,
+// fourteenth session, docs/perf-notes.md). A capture waits for a running decode (capture_mutex).
 bool use_graph(Session& s) {
   if (!s.graph_ok) {
     const char* why_not =
-        !s.cfg.cuda_graph          ? "cuda_graph: false"
-        : s.device != Device::cuda ? nullptr
-        : s.cfg.decode != "cpu"    ? "decode: nvjpeg runs faster beside steps launched op by op"
+        !s.cfg.cuda_graph                    ? "cuda_graph: false"
+        : s.device != Device::cuda           ? nullptr
         : dist::size() > 1 || s.dp->active() ? "data parallel: NCCL's work is not captured"
         : s.accum > 1                        ? "grad_accum_steps > 1"
         : !s.opt->replayable()               ? "the optimizer (sgd, zero_stage 1) is not replayable"

@@ -88,6 +88,11 @@ void wait_polling(cudaEvent_t event, int poll_us) {
   }
 }
 
+std::shared_mutex& capture_mutex() {
+  static std::shared_mutex mu;
+  return mu;
+}
+
 void synchronize() {
   note_host_sync();
   HG_CUDA_CHECK(cudaDeviceSynchronize());

@@ -8,6 +8,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <shared_mutex>
 
 #include "core/cuda_stream.h"
 
@@ -37,6 +38,14 @@ void allow_max_dynamic_smem(const void* kernel);
 /// (dev/nvjpeg_probe.cu), a thread spinning in a CUDA wait slows another thread's kernel launches
 /// by tens of percent. Adds up to poll_us of latency. Throws hg::Error on a CUDA error.
 void wait_polling(cudaEvent_t event, int poll_us = 50);
+/// Held exclusively by a thread while it captures a CUDA graph (train/step_graph.cpp), and shared
+/// by helper threads around GPU work a capture must not overlap (the JPEG decoder's
+/// NvjpegDecoder::decode_ahead: its device-wide waits, legacy-stream events and allocations). Even
+/// in thread-local capture mode, a legacy-stream operation or a device-wide synchronisation from
+/// another thread meets the capturing stream (a blocking stream, core/cuda_stream.h) and
+/// invalidates the capture; with this lock a capture waits for a running decode (milliseconds, once
+/// per run) and a decode waits for the capture.
+std::shared_mutex& capture_mutex();
 /// Blocks until all queued GPU work is done; throws on an asynchronous kernel error.
 void synchronize();
 
