@@ -215,8 +215,7 @@ const std::vector<Field>& table() {
        "auto (the GPU when one is usable), cpu or cuda"},
       {"cuda_graph", &Config::cuda_graph, any(),
        "replay the training step as one CUDA graph where it can be (one GPU, AdamW, "
-       "grad_accum_steps 1, "
-       "decode cpu); false = launch op by op (debugging)"},
+       "grad_accum_steps 1); false = launch op by op (debugging)"},
       {"threads", &Config::threads, closed(0, 4096),
        "CPU threads of the kernels; "
        "0 = $OMP_NUM_THREADS if set, else the cores this process may use"},

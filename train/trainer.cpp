@@ -33,6 +33,7 @@
 #include "train/checkpoint_history.h"
 #include "train/console.h"
 #include "train/data_parallel.h"
+#include "train/data_wait.h"
 #include "train/evaluate.h"
 #include "train/finetune.h"
 #include "train/layer_decay.h"
@@ -570,7 +571,12 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   s.console->start_bar(str("epoch ", epoch + 1, "/", s.cfg.epochs), s.steps_per_epoch);
   const auto t0 = std::chrono::steady_clock::now();
   data::Batch b;
-  while (s.train_loader->next(b)) {
+  DataWait wait(s.device);
+  for (;;) {
+    wait.begin();
+    const bool more = s.train_loader->next(b);
+    p.data_wait_secs += wait.end();
+    if (!more) break;
     const auto step_t0 = std::chrono::steady_clock::now();
     train_step(s, epoch, b, p);
     if (s.threads) tune_threads(s.threads->tuner, seconds_since(step_t0), b.labels.numel());
@@ -584,7 +590,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   s.total_train_seconds += p.train_secs;
   s.total_train_images += p.images_timed;
   p.loader = s.train_loader->stats();
-  s.total_data_wait += p.loader.wait_seconds;
+  s.total_data_wait += p.data_wait_secs;
   return p;
 }
 
@@ -669,10 +675,9 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
   if (dist::is_main())
     io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, row.has_ema));
   plot_curves(s);
-  // Share of the epoch's step time spent blocked on the loader: above a few % the loader is the
-  // step.
-  const double data_wait =
-      p.train_secs > 0 ? std::min(1.0, p.loader.wait_seconds / p.train_secs) : 0.0;
+  // Share of the epoch's step time spent waiting for data (train/data_wait.h: on a GPU, the waits
+  // during which it ran out of work): above a few % the loader is the step.
+  const double data_wait = p.train_secs > 0 ? std::min(1.0, p.data_wait_secs / p.train_secs) : 0.0;
   spdlog::info(
       "epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} "
       "img/s, "
