@@ -11,41 +11,76 @@
 
 namespace hg::train {
 
+namespace {
+// Pairs in the ring: a pair is read when its slot comes round again, by then long done (the host
+// runs at most a few steps ahead of the GPU).
+constexpr size_t kPairs = 8;
+}  // namespace
+
 DataWait::DataWait(Device device) : device_(device) {
   if (device_ != Device::cuda) return;
 #ifdef HAARGRAD_WITH_CUDA
-  cudaEvent_t e = nullptr;
-  HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  marker_ = e;
+  marks_.assign(2 * kPairs, nullptr);
+  pending_.assign(kPairs, false);
+  for (void*& m : marks_) {
+    cudaEvent_t e = nullptr;
+    HG_CUDA_CHECK(cudaEventCreate(&e));  // timed: the pair's elapsed GPU time is the figure
+    m = e;
+  }
 #else
-  throw Error("DataWait: built without CUDA");
+  throw Error("DataWait: device cuda in a build without CUDA");
 #endif
 }
 
 DataWait::~DataWait() {
 #ifdef HAARGRAD_WITH_CUDA
-  if (marker_) HG_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(marker_)));
+  for (void* m : marks_)
+    if (m) HG_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(m)));
+#endif
+}
+
+void DataWait::harvest(size_t pair, bool wait) {
+#ifdef HAARGRAD_WITH_CUDA
+  if (!pending_[pair]) return;
+  auto a = static_cast<cudaEvent_t>(marks_[2 * pair]),
+       b = static_cast<cudaEvent_t>(marks_[2 * pair + 1]);
+  if (wait) HG_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0.f;
+  HG_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  seconds_ += ms > 0.f ? 1e-3 * double(ms) : 0.0;
+  pending_[pair] = false;
+#else
+  (void)pair;
+  (void)wait;
 #endif
 }
 
 void DataWait::begin() {
 #ifdef HAARGRAD_WITH_CUDA
-  if (marker_) HG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(marker_), cuda::stream()));
+  if (!marks_.empty()) {
+    harvest(next_, /*wait=*/true);  // kPairs steps old: done
+    HG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(marks_[2 * next_]), cuda::stream()));
+    return;
+  }
 #endif
   t0_ = std::chrono::steady_clock::now();
 }
 
-double DataWait::end() {
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+void DataWait::end() {
 #ifdef HAARGRAD_WITH_CUDA
-  if (marker_) {
-    const cudaError_t r = cudaEventQuery(static_cast<cudaEvent_t>(marker_));
-    if (r == cudaErrorNotReady) return 0.0;  // the GPU still had earlier steps' work to run
-    HG_CUDA_CHECK(r);
+  if (!marks_.empty()) {
+    HG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(marks_[2 * next_ + 1]), cuda::stream()));
+    pending_[next_] = true;
+    next_ = (next_ + 1) % kPairs;
+    return;
   }
 #endif
-  return waited;
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+double DataWait::seconds() {
+  for (size_t p = 0; p < pending_.size(); ++p) harvest(p, /*wait=*/true);
+  return seconds_;
 }
 
 }  // namespace hg::train

@@ -575,7 +575,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   for (;;) {
     wait.begin();
     const bool more = s.train_loader->next(b);
-    p.data_wait_secs += wait.end();
+    wait.end();
     if (!more) break;
     const auto step_t0 = std::chrono::steady_clock::now();
     train_step(s, epoch, b, p);
@@ -590,6 +590,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   s.total_train_seconds += p.train_secs;
   s.total_train_images += p.images_timed;
   p.loader = s.train_loader->stats();
+  p.data_wait_secs = wait.seconds();
   s.total_data_wait += p.data_wait_secs;
   return p;
 }
@@ -675,8 +676,8 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
   if (dist::is_main())
     io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, row.has_ema));
   plot_curves(s);
-  // Share of the epoch's step time spent waiting for data (train/data_wait.h: on a GPU, the waits
-  // during which it ran out of work): above a few % the loader is the step.
+  // Share of the epoch's step time spent waiting for data (train/data_wait.h: on a GPU, the time
+  // it had no work while the host waited for a batch): above a few % the loader is the step.
   const double data_wait = p.train_secs > 0 ? std::min(1.0, p.data_wait_secs / p.train_secs) : 0.0;
   spdlog::info(
       "epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} "

@@ -44,7 +44,7 @@ struct TrainResult {
       0;  ///< loader workers' sustainable rate (-1: not known, a run resumed finished)
   double data_wait_fraction =
       0;  ///< share of training time spent waiting for a batch (train/data_wait.h: on a GPU, the
-          ///< waits during which it ran out of work), [0, 1] (-1: not known)
+          ///< time it had no work while the host waited for one), [0, 1] (-1: not known)
   double peak_mib = 0;              ///< peak live bytes on the training device (MiB)
   int64_t corrupt_skipped = 0;
   bool interrupted = false;         ///< Ctrl-C: a recovery checkpoint was written
