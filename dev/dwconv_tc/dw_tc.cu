@@ -1,0 +1,352 @@
+// Kernel lab (fourteenth session): a depthwise K x K "same" convolution (stride 1, NHWC, bf16 in
+// and out, f32 accumulation) on the tensor cores, against the product's staged FMA kernel
+// (kernels/cuda/depthwise_conv.cu, conv_staged_kernel).
+//
+// Why: issue 12 asks WTConv's kernels to be 1.19x as efficient per multiply-add as our 7x7, and
+// the product's depthwise kernels run the FP32 pipe at ~1.1 outputs a clock per multiprocessor at
+// K = 5 (7.4 T multiply-adds/s, docs/perf-notes.md, thirteenth session): latency and issue bound,
+// 1.2 TB/s. A tensor-core form has ~10x the multiply-add rate even wasting two thirds of it, so
+// the kernel would be bound by memory (~3x faster at 3.5 TB/s).
+//
+// The form (per channel; the filter is rounded to bf16, as the product does for bf16 activations):
+// for a tile of 16 output rows x 8 output columns of one channel and filter row p,
+//   D[m][n] += sum_k A_p[m][k] B_p[k][n],  A_p[m][k] = x(r0 + m + p - pad, j0 + k - pad),
+//   B_p[k][n] = w[p][k - n] for 0 <= k - n < K, else 0,
+// one mma.sync m16n8k16 per filter row (k = n + q <= 7 + K - 1 <= 15: K <= 9), K of them per tile:
+// 16 x 8 x K^2 useful of 16 x 8 x 16 x K multiply-adds (K / 16: 31% at K = 5, 44% at K = 7).
+// A block stages 16 + K - 1 input rows of 16 channels as per-channel planes in shared memory
+// (ldmatrix wants 8 consecutive columns of one channel in 16 bytes), each warp runs 4 channels'
+// tiles, and the outputs go back through shared memory as NHWC for 16-byte stores.
+//
+// Not in the product: the mma sums in another order (and the tensor core's f32 accumulation is its
+// own), so outputs differ from the product's fmaf chain by rounding; the CPU references that
+// reproduce that chain bit for bit (kernels/depthwise_conv.h) would have to take a tolerance.
+//
+// Usage: build/dev/dwconv_tc/dwconv_tc_lab [reps]: checks odd shapes and every K in {3, 5, 7, 9}
+// against a CPU loop in double, then times the WTConvNeXt-T / ConvNeXt-T shapes (B = 64) against
+// the product's depthwise_conv_forward<bf16>. Exit status 1 when a check fails.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/conv2d.h"
+#include "kernels/depthwise_conv.h"
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+namespace {
+
+constexpr int kCB = 16;    // channels per block
+constexpr int kWarps = 4;  // each warp: kCB / kWarps channels
+constexpr int kTR = 16;    // output rows per block (the mma's M)
+
+/// Staged row pitch in elements: at least `cols`, and 16 bytes past a multiple of 128 bytes, so the
+/// 8 rows an ldmatrix reads fall on 8 different 16-byte bank groups.
+__host__ __device__ inline int plane_pitch(int cols) { return (cols + 55) / 64 * 64 + 8; }
+
+struct Geom {
+  int N, H, W, C, K, pad;
+  int NB;     // 8-column output blocks
+  int RS;     // staged rows: kTR + K - 1
+  int WSP;    // staged columns used: 8 NB + 8
+  int PITCH;  // staged row pitch (elements)
+};
+
+Geom geom(int N, int H, int W, int C, int K) {
+  Geom g{N, H, W, C, K, K / 2, (W + 7) / 8, kTR + K - 1, 0, 0};
+  g.WSP = 8 * g.NB + 8;
+  g.PITCH = plane_pitch(g.WSP);
+  return g;
+}
+
+size_t smem_bytes(const Geom& g) {
+  const size_t in = size_t(kCB) * g.RS * g.PITCH * 2;     // planes
+  const size_t out = size_t(kTR) * (8 * g.NB) * kCB * 2;  // [row][col][ch] bf16
+  return in + out;
+}
+
+__device__ inline uint32_t pack_bf16(float lo, float hi) {
+  const uint32_t l = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
+  const uint32_t h = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
+  return l | (h << 16);
+}
+
+template <int K>
+__global__ void __launch_bounds__(32 * kWarps)
+    dw_fwd_tc_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
+                     const float* __restrict__ bias, Geom g, __nv_bfloat16* __restrict__ y) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __nv_bfloat16* planes = reinterpret_cast<__nv_bfloat16*>(smem);  // [kCB][RS][PITCH]
+  __nv_bfloat16* outs = planes + size_t(kCB) * g.RS * g.PITCH;     // [kTR][8 NB][kCB]
+  const int tiles = (g.H + kTR - 1) / kTR;
+  const int n = blockIdx.x / tiles, r0 = (blockIdx.x % tiles) * kTR, c0 = blockIdx.y * kCB;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  // 1. stage rows r0 - pad .. r0 - pad + RS - 1, staged column s = input column s - pad, as planes;
+  //    16-byte loads of 8 channels, 8 in flight per thread, zeros outside the image.
+  const int vecs = g.RS * g.WSP * 2;
+  for (int e0 = tid; e0 < vecs; e0 += 8 * 32 * kWarps) {
+    uint4 v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const int e = e0 + u * 32 * kWarps, half = e & 1, pix = e >> 1;
+      const int sr = pix / g.WSP, sc = pix % g.WSP;
+      const int r = r0 - g.pad + sr, col = sc - g.pad;
+      v[u] = make_uint4(0, 0, 0, 0);
+      if (e < vecs && r >= 0 && r < g.H && col >= 0 && col < g.W)
+        v[u] = __ldg(reinterpret_cast<const uint4*>(x + ((int64_t(n) * g.H + r) * g.W + col) * g.C +
+                                                    c0 + 8 * half));
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const int e = e0 + u * 32 * kWarps;
+      if (e >= vecs) break;
+      const int half = e & 1, pix = e >> 1, sr = pix / g.WSP, sc = pix % g.WSP;
+      const __nv_bfloat16* h = reinterpret_cast<const __nv_bfloat16*>(&v[u]);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) planes[(size_t(8 * half + k) * g.RS + sr) * g.PITCH + sc] = h[k];
+    }
+  }
+  __syncthreads();
+
+  // 2. per channel of this warp: the Toeplitz B fragments of each filter row, then the tiles.
+  const int grp = lane >> 2, tig = lane & 3;
+  const int mi = lane >> 3, rr = lane & 7;  // ldmatrix: this lane's matrix and row
+  const int a_row = rr + 8 * (mi & 1), a_col = 8 * (mi >> 1);
+  for (int cl = warp; cl < kCB; cl += kWarps) {
+    const int c = c0 + cl;
+    uint32_t b[K][2];
+#pragma unroll
+    for (int p = 0; p < K; ++p) {
+      float v[4];
+#pragma unroll
+      for (int h = 0; h < 4;
+           ++h) {  // b0: k = 2 tig, 2 tig + 1; b1: k = 2 tig + 8, 2 tig + 9; n = grp
+        const int k = 2 * tig + (h & 1) + 8 * (h >> 1), q = k - grp;
+        v[h] = (q >= 0 && q < K) ? w[(int64_t(c) * K + p) * K + q] : 0.f;
+      }
+      b[p][0] = pack_bf16(v[0], v[1]);
+      b[p][1] = pack_bf16(v[2], v[3]);
+    }
+    const float b0 = bias ? bias[c] : 0.f;
+    const __nv_bfloat16* plane = planes + size_t(cl) * g.RS * g.PITCH;
+    for (int nb = 0; nb < g.NB; ++nb) {
+      float d[4] = {b0, b0, b0, b0};
+#pragma unroll
+      for (int p = 0; p < K; ++p) {
+        uint32_t a[4];
+        const unsigned addr = static_cast<unsigned>(
+            __cvta_generic_to_shared(plane + (p + a_row) * g.PITCH + 8 * nb + a_col));
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                     : "r"(addr));
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[p][0]), "r"(b[p][1]));
+      }
+      // d0, d1: row grp, columns 2 tig, 2 tig + 1; d2, d3: row grp + 8
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const int row = grp + 8 * (h >> 1), col = 8 * nb + 2 * tig + (h & 1);
+        outs[(size_t(row) * (8 * g.NB) + col) * kCB + cl] = __float2bfloat16_rn(d[h]);
+      }
+    }
+  }
+  __syncthreads();
+
+  // 3. the tile back to NHWC: 16 channels of a pixel = two 16-byte stores.
+  const int pix_vecs = kTR * g.W * 2;
+  for (int e = tid; e < pix_vecs; e += 32 * kWarps) {
+    const int half = e & 1, pix = e >> 1, row = pix / g.W, col = pix % g.W;
+    if (r0 + row >= g.H) continue;
+    const uint4 v =
+        *reinterpret_cast<const uint4*>(outs + (size_t(row) * (8 * g.NB) + col) * kCB + 8 * half);
+    *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + r0 + row) * g.W + col) * g.C + c0 +
+                              8 * half) = v;
+  }
+}
+
+void dw_fwd_tc(const Geom& g, const __nv_bfloat16* x, const float* w, const float* bias,
+               __nv_bfloat16* y) {
+  const dim3 grid(unsigned(g.N * ((g.H + kTR - 1) / kTR)), unsigned(g.C / kCB));
+  const size_t smem = smem_bytes(g);
+  auto launch = [&](auto kernel) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, 32 * kWarps, smem, cudaStreamPerThread>>>(x, w, bias, g,
+                                                             y);  // the product's stream
+    CK(cudaGetLastError());
+  };
+  switch (g.K) {
+    case 3: launch(dw_fwd_tc_kernel<3>); break;
+    case 5: launch(dw_fwd_tc_kernel<5>); break;
+    case 7: launch(dw_fwd_tc_kernel<7>); break;
+    case 9: launch(dw_fwd_tc_kernel<9>); break;
+    default: std::fprintf(stderr, "K %d not built\n", g.K); std::exit(2);
+  }
+}
+
+// ---- host: data, reference, timing --------------------------------------------------------------
+
+float round_bf16(float v) { return hg::bf16_to_f32(hg::f32_to_bf16(v)); }
+
+struct Case {
+  int N, H, W, C, K;
+};
+
+struct Buffers {
+  std::vector<uint16_t> x;  // bf16 bits
+  std::vector<float> w, bias;
+  __nv_bfloat16 *dx = nullptr, *dy = nullptr, *dy_ref = nullptr;
+  float *dw = nullptr, *db = nullptr;
+};
+
+Buffers make(const Case& s, uint32_t seed) {
+  Buffers b;
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const size_t nx = size_t(s.N) * s.H * s.W * s.C;
+  b.x.resize(nx);
+  for (auto& e : b.x) e = hg::f32_to_bf16(u(gen));
+  b.w.resize(size_t(s.C) * s.K * s.K);
+  for (auto& e : b.w) e = 0.3f * u(gen);
+  b.bias.resize(size_t(s.C));
+  for (auto& e : b.bias) e = 0.1f * u(gen);
+  CK(cudaMalloc(&b.dx, nx * 2));
+  CK(cudaMalloc(&b.dy, nx * 2));
+  CK(cudaMalloc(&b.dy_ref, nx * 2));
+  CK(cudaMalloc(&b.dw, b.w.size() * 4));
+  CK(cudaMalloc(&b.db, b.bias.size() * 4));
+  CK(cudaMemcpy(b.dx, b.x.data(), nx * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b.dw, b.w.data(), b.w.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b.db, b.bias.data(), b.bias.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemset(b.dy, 0xff, nx * 2));  // poisoned: NaN in bf16
+  return b;
+}
+
+void release(Buffers& b) {
+  cudaFree(b.dx);
+  cudaFree(b.dy);
+  cudaFree(b.dy_ref);
+  cudaFree(b.dw);
+  cudaFree(b.db);
+}
+
+hg::kernels::Conv2dShape shape_of(const Case& s) {
+  return hg::kernels::make_conv2d_shape(s.N, s.H, s.W, s.C, s.C, s.K, s.K, 1, s.K / 2, s.C);
+}
+
+void product(const Case& s, const Buffers& b, __nv_bfloat16* out) {
+  hg::kernels::cuda::depthwise_conv_forward<hg::bf16>(shape_of(s),
+                                                      reinterpret_cast<const hg::bf16*>(b.dx), b.dw,
+                                                      b.db, reinterpret_cast<hg::bf16*>(out));
+}
+
+// Max |got - want| / max |want| against a CPU loop in double over bf16-rounded filters.
+bool check(const Case& s, uint32_t seed) {
+  Buffers b = make(s, seed);
+  const Geom g = geom(s.N, s.H, s.W, s.C, s.K);
+  dw_fwd_tc(g, b.dx, b.dw, b.db, b.dy);
+  product(s, b, b.dy_ref);
+  CK(cudaDeviceSynchronize());
+  const size_t nx = b.x.size();
+  std::vector<uint16_t> got(nx), prod(nx);
+  CK(cudaMemcpy(got.data(), b.dy, nx * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(prod.data(), b.dy_ref, nx * 2, cudaMemcpyDeviceToHost));
+  const int r = s.K / 2;
+  double err = 0, err_prod = 0, scale = 0, vs_prod = 0;
+  for (int n = 0; n < s.N; ++n)
+    for (int i = 0; i < s.H; ++i)
+      for (int j = 0; j < s.W; ++j)
+        for (int c = 0; c < s.C; ++c) {
+          double want = double(b.bias[size_t(c)]);
+          for (int p = 0; p < s.K; ++p)
+            for (int q = 0; q < s.K; ++q) {
+              const int ii = i + p - r, jj = j + q - r;
+              if (ii < 0 || ii >= s.H || jj < 0 || jj >= s.W) continue;
+              want += double(round_bf16(b.w[(size_t(c) * s.K + p) * s.K + q])) *
+                      hg::bf16_to_f32(b.x[((size_t(n) * s.H + ii) * s.W + jj) * s.C + c]);
+            }
+          const size_t o = ((size_t(n) * s.H + i) * s.W + j) * s.C + c;
+          const double gv = hg::bf16_to_f32(got[o]), pv = hg::bf16_to_f32(prod[o]);
+          err = std::max(err, std::isnan(gv) ? INFINITY : std::abs(gv - want));
+          err_prod = std::max(err_prod, std::abs(pv - want));
+          vs_prod = std::max(vs_prod, std::isnan(gv) ? INFINITY : std::abs(gv - pv));
+          scale = std::max(scale, std::abs(want));
+        }
+  release(b);
+  // bf16 output rounding: 2^-8 relative; the mma's own f32 sums add far less
+  const bool ok = err / scale < 8e-3;
+  std::printf(
+      "check N %d H %2d W %2d C %3d K %d: tensor cores %.2e, product %.2e (of max |y| %.2f), "
+      "apart %.2e  %s\n",
+      s.N, s.H, s.W, s.C, s.K, err / scale, err_prod / scale, scale, vs_prod / scale,
+      ok ? "ok" : "FAILED");
+  return ok;
+}
+
+template <class F>
+float median_ms(F&& f, int reps) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> ms(static_cast<size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(a, cudaStreamPerThread));
+    f();
+    CK(cudaEventRecord(b, cudaStreamPerThread));
+    CK(cudaEventSynchronize(b));
+    float t = 0.f;
+    CK(cudaEventElapsedTime(&t, a, b));
+    ms[size_t(i)] = t;
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void time_case(const Case& s, int reps) {
+  Buffers b = make(s, 7);
+  const Geom g = geom(s.N, s.H, s.W, s.C, s.K);
+  const float tc = median_ms([&] { dw_fwd_tc(g, b.dx, b.dw, b.db, b.dy); }, reps);
+  const float pr = median_ms([&] { product(s, b, b.dy_ref); }, reps);
+  const double bytes = 2.0 * 2 * double(b.x.size());
+  std::printf(
+      "time N %d %3d/%2d K %d: tensor cores %.4f ms (%.0f GB/s), product %.4f ms (%.0f GB/s): "
+      "%.2fx\n",
+      s.N, s.C, s.H, s.K, tc, bytes / tc / 1e6, pr, bytes / pr / 1e6, pr / tc);
+  release(b);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  bool ok = true;
+  for (int K : {3, 5, 7, 9}) ok &= check({2, 13, 19, 32, K}, 11u + unsigned(K));
+  ok &= check({1, 17, 8, 16, 5}, 3);
+  ok &= check({2, 56, 56, 96, 5}, 5);
+  ok &= check({1, 7, 7, 768, 7}, 9);
+  for (int K : {5, 7})
+    for (Case s : {Case{64, 56, 56, 96, K}, Case{64, 28, 28, 192, K}, Case{64, 14, 14, 384, K},
+                   Case{64, 7, 7, 768, K}, Case{64, 28, 28, 384, K}})
+      time_case(s, reps);
+  return ok ? 0 : 1;
+}
