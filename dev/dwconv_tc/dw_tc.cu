@@ -194,7 +194,8 @@ __global__ void __launch_bounds__(32 * kWarps)
 template <int K>
 __global__ void __launch_bounds__(32 * kWarps)
     dw_fwd_tc2_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
-                      const float* __restrict__ bias, Geom g, __nv_bfloat16* __restrict__ y) {
+                      const float* __restrict__ bias, Geom g, bool flip,
+                      __nv_bfloat16* __restrict__ y) {
   extern __shared__ __align__(16) unsigned char smem[];
   __nv_bfloat16* planes = reinterpret_cast<__nv_bfloat16*>(smem);  // [kCB][RS][PITCH]
   const int PS = g.RS * g.PITCH;                                   // plane stride
@@ -249,7 +250,9 @@ __global__ void __launch_bounds__(32 * kWarps)
 #pragma unroll
       for (int h = 0; h < 4; ++h) {
         const int k = 2 * tig + (h & 1) + 8 * (h >> 1), q = k - grp;
-        v[h] = (q >= 0 && q < K) ? w[(int64_t(c) * K + p) * K + q] : 0.f;
+        // flip: the filter rotated by 180 degrees (backward data: grad_x = conv(grad_y, rot(w)))
+        const int tap = flip ? (K - 1 - p) * K + (K - 1 - q) : p * K + q;
+        v[h] = (q >= 0 && q < K) ? w[int64_t(c) * K * K + tap] : 0.f;
       }
       b[p][0] = pack_bf16(v[0], v[1]);
       b[p][1] = pack_bf16(v[2], v[3]);
@@ -319,27 +322,167 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
 }
 
-/// variant 1: dw_fwd_tc_kernel; 2: dw_fwd_tc2_kernel.
+/// variant 1: dw_fwd_tc_kernel; 2: dw_fwd_tc2_kernel (flip: the filter rotated, variant 2 only).
 void dw_fwd_tc(int variant, const Geom& g, const __nv_bfloat16* x, const float* w,
-               const float* bias, __nv_bfloat16* y) {
+               const float* bias, __nv_bfloat16* y, bool flip = false) {
   const dim3 grid(unsigned(g.N * ((g.H + kTR - 1) / kTR)), unsigned(g.C / kCB));
   const size_t smem = variant == 1 ? smem_bytes(g) : size_t(kCB) * g.RS * g.PITCH * 2;
-  auto launch = [&](auto kernel) {
+  auto launch = [&](auto kernel) {  // on the product's stream
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    kernel<<<grid, 32 * kWarps, smem, cudaStreamPerThread>>>(x, w, bias, g,
-                                                             y);  // the product's stream
+    kernel<<<grid, 32 * kWarps, smem, cudaStreamPerThread>>>(x, w, bias, g, y);
     CK(cudaGetLastError());
   };
+  auto launch2 = [&](auto kernel) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, 32 * kWarps, smem, cudaStreamPerThread>>>(x, w, bias, g, flip, y);
+    CK(cudaGetLastError());
+  };
+  if (flip && variant != 2) {
+    std::fprintf(stderr, "flip: variant 2 only\n");
+    std::exit(2);
+  }
   switch (g.K * 10 + variant) {
     case 31: launch(dw_fwd_tc_kernel<3>); break;
     case 51: launch(dw_fwd_tc_kernel<5>); break;
     case 71: launch(dw_fwd_tc_kernel<7>); break;
     case 91: launch(dw_fwd_tc_kernel<9>); break;
-    case 32: launch(dw_fwd_tc2_kernel<3>); break;
-    case 52: launch(dw_fwd_tc2_kernel<5>); break;
-    case 72: launch(dw_fwd_tc2_kernel<7>); break;
-    case 92: launch(dw_fwd_tc2_kernel<9>); break;
+    case 32: launch2(dw_fwd_tc2_kernel<3>); break;
+    case 52: launch2(dw_fwd_tc2_kernel<5>); break;
+    case 72: launch2(dw_fwd_tc2_kernel<7>); break;
+    case 92: launch2(dw_fwd_tc2_kernel<9>); break;
     default: std::fprintf(stderr, "K %d variant %d not built\n", g.K, variant); std::exit(2);
+  }
+}
+
+// ---- the weight gradient on the tensor cores (variant w1) ------------------------------------
+// dW[c][p][q] = sum_{n,i,j} G(n,i,j,c) x(n, i+p-pad, j+q-pad, c). With u = j + q (a staged column
+// of x) and one output row i at a time: D[p][q] += sum_u Xs[i + p][u] G[i][u - q], an mma with
+// A[p][u] = 16 staged rows from row i (only p < K kept), B[u][q] = G's row i as a Toeplitz band
+// (q < 8: K <= 7), k = 16 staged columns per mma. Useful: 16 x K^2 of 2048 multiply-adds (20% at
+// K = 5, 38% at K = 7; the same mma count for both). A block: 8 channels x 16 output rows; each
+// warp's two channels accumulate over the block's rows in registers, then atomicAdd into dW (the
+// lab's shortcut: the product would write per-slice partials and sum them in a fixed order).
+constexpr int kCBW = 8;
+
+struct WGeom {
+  int N, H, W, C, K, pad;
+  int NCH;     // 16-column chunks of u: ceil((W + K - 1) / 16)
+  int RS;      // staged x rows: kTR + K - 1 (A reads 15 rows past a row; the tail is zeroed)
+  int XPITCH;  // x plane row pitch (>= 16 NCH, 16 bytes past a multiple of 128 bytes)
+  int GPITCH;  // G plane row pitch: column j at j + 8 (8 zeros before column 0), >= 16 NCH + 8
+};
+
+WGeom wgeom(int N, int H, int W, int C, int K) {
+  WGeom g{N, H, W, C, K, K / 2, (W + K - 1 + 15) / 16, kTR + K - 1, 0, 0};
+  g.XPITCH = plane_pitch(16 * g.NCH);
+  g.GPITCH = 16 * g.NCH + 8;
+  return g;
+}
+
+// x planes [kCBW][RS][XPITCH], then 16 zero rows, then G planes [kCBW][kTR][GPITCH]
+size_t wgrad_smem(const WGeom& g) {
+  return (size_t(kCBW * g.RS + kTR) * g.XPITCH + size_t(kCBW) * kTR * g.GPITCH) * 2;
+}
+
+template <int K>
+__global__ void __launch_bounds__(32 * kWarps)
+    dw_wgrad_tc_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ gy,
+                       WGeom g, float* __restrict__ dw) {
+  static_assert(K <= 7, "the Toeplitz B holds q < 8");
+  extern __shared__ __align__(16) unsigned char smem[];
+  __nv_bfloat16* xs = reinterpret_cast<__nv_bfloat16*>(smem);
+  const int XS = g.RS * g.XPITCH;  // x plane stride
+  __nv_bfloat16* gs = xs + (kCBW * g.RS + kTR) * g.XPITCH;
+  const int GS = kTR * g.GPITCH;
+  const int tiles = (g.H + kTR - 1) / kTR;
+  const int n = blockIdx.x / tiles, r0 = (blockIdx.x % tiles) * kTR, c0 = blockIdx.y * kCBW;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  // 1. staging as column pairs (4-byte words per channel plane): x rows r0 - pad .. + RS - 1,
+  //    staged column s = input column s - pad; G rows r0 .. r0 + 15, column j at j + 8.
+  const int xpairs = g.RS * (g.XPITCH / 2), gpairs = kTR * (g.GPITCH / 2);
+  for (int e = tid; e < xpairs + gpairs; e += 32 * kWarps) {
+    const bool isx = e < xpairs;
+    const int f = isx ? e : e - xpairs, half_cols = (isx ? g.XPITCH : g.GPITCH) / 2;
+    const int sr = f / half_cols, sc = 2 * (f % half_cols);
+    const int r = isx ? r0 - g.pad + sr : r0 + sr;
+    uint4 v[2];
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      const int col = isx ? sc + t - g.pad : sc + t - 8;
+      v[t] = make_uint4(0, 0, 0, 0);
+      if (r >= 0 && r < g.H && col >= 0 && col < g.W)
+        v[t] = __ldg(reinterpret_cast<const uint4*>(
+            (isx ? x : gy) + ((int64_t(n) * g.H + r) * g.W + col) * g.C + c0));
+    }
+    const unsigned short* a = reinterpret_cast<const unsigned short*>(&v[0]);
+    const unsigned short* b = reinterpret_cast<const unsigned short*>(&v[1]);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      __nv_bfloat16* dst =
+          isx ? xs + k * XS + sr * g.XPITCH + sc : gs + k * GS + sr * g.GPITCH + sc;
+      *reinterpret_cast<uint32_t*>(dst) = uint32_t(a[k]) | (uint32_t(b[k]) << 16);
+    }
+  }
+  for (int e = tid; e < kTR * g.XPITCH / 2; e += 32 * kWarps)  // the zero tail after the x planes
+    reinterpret_cast<uint32_t*>(xs + kCBW * XS)[e] = 0u;
+  __syncthreads();
+
+  // 2. per channel: A from the x plane (ldmatrix.x4), B gathered from G's row, D in registers.
+  const int grp = lane >> 2, tig = lane & 3;
+  const int mi = lane >> 3, rr = lane & 7;
+  const int a_row = rr + 8 * (mi & 1), a_col = 8 * (mi >> 1);
+  const int rows = min(kTR, g.H - r0);
+  for (int cl = warp; cl < kCBW; cl += kWarps) {
+    const __nv_bfloat16* xp = xs + cl * XS;
+    const unsigned short* gp = reinterpret_cast<const unsigned short*>(gs + cl * GS);
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int i = 0; i < rows; ++i) {
+      const unsigned short* grow =
+          gp + i * g.GPITCH + 8 - grp + 2 * tig;  // G[i][u - grp], u = 2 tig
+      for (int ch = 0; ch < g.NCH; ++ch) {
+        uint32_t a[4];
+        const unsigned addr = static_cast<unsigned>(
+            __cvta_generic_to_shared(xp + (i + a_row) * g.XPITCH + 16 * ch + a_col));
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                     : "r"(addr));
+        const unsigned short* gq = grow + 16 * ch;
+        // b0: k = 2 tig, 2 tig + 1; b1: k = 2 tig + 8, 2 tig + 9; n = q = grp: B[k][q] = G[i][16 ch
+        // + k - q]
+        const uint32_t b0 = uint32_t(gq[0]) | (uint32_t(gq[1]) << 16);
+        const uint32_t b1 = uint32_t(gq[8]) | (uint32_t(gq[9]) << 16);
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+      }
+    }
+    // D[p][q]: d0, d1 row grp, columns 2 tig, 2 tig + 1; d2, d3 row grp + 8
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const int p = grp + 8 * (h >> 1), q = 2 * tig + (h & 1);
+      if (p < K && q < K) atomicAdd(dw + (int64_t(c0 + cl) * K + p) * K + q, d[h]);
+    }
+  }
+}
+
+/// dw (C, K, K) f32 = the weight gradient of the stride-1 "same" depthwise conv; zeroes it first.
+void dw_wgrad_tc(const WGeom& g, const __nv_bfloat16* x, const __nv_bfloat16* gy, float* dw) {
+  CK(cudaMemsetAsync(dw, 0, size_t(g.C) * g.K * g.K * 4, cudaStreamPerThread));
+  const dim3 grid(unsigned(g.N * ((g.H + kTR - 1) / kTR)), unsigned(g.C / kCBW));
+  const size_t smem = wgrad_smem(g);
+  auto launch = [&](auto kernel) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, 32 * kWarps, smem, cudaStreamPerThread>>>(x, gy, g, dw);
+    CK(cudaGetLastError());
+  };
+  switch (g.K) {
+    case 3: launch(dw_wgrad_tc_kernel<3>); break;
+    case 5: launch(dw_wgrad_tc_kernel<5>); break;
+    case 7: launch(dw_wgrad_tc_kernel<7>); break;
+    default: std::fprintf(stderr, "wgrad: K %d not built\n", g.K); std::exit(2);
   }
 }
 
@@ -352,10 +495,10 @@ struct Case {
 };
 
 struct Buffers {
-  std::vector<uint16_t> x;  // bf16 bits
+  std::vector<uint16_t> x, g;  // bf16 bits: the input, and a gradient of the output (wgrad)
   std::vector<float> w, bias;
-  __nv_bfloat16 *dx = nullptr, *dy = nullptr, *dy_ref = nullptr;
-  float *dw = nullptr, *db = nullptr;
+  __nv_bfloat16 *dx = nullptr, *dy = nullptr, *dy_ref = nullptr, *dg = nullptr;
+  float *dw = nullptr, *db = nullptr, *gw = nullptr, *gw_ref = nullptr;  // filter, bias, dW twice
 };
 
 Buffers make(const Case& s, uint32_t seed) {
@@ -365,6 +508,8 @@ Buffers make(const Case& s, uint32_t seed) {
   const size_t nx = size_t(s.N) * s.H * s.W * s.C;
   b.x.resize(nx);
   for (auto& e : b.x) e = hg::f32_to_bf16(u(gen));
+  b.g.resize(nx);
+  for (auto& e : b.g) e = hg::f32_to_bf16(u(gen));
   b.w.resize(size_t(s.C) * s.K * s.K);
   for (auto& e : b.w) e = 0.3f * u(gen);
   b.bias.resize(size_t(s.C));
@@ -372,6 +517,10 @@ Buffers make(const Case& s, uint32_t seed) {
   CK(cudaMalloc(&b.dx, nx * 2));
   CK(cudaMalloc(&b.dy, nx * 2));
   CK(cudaMalloc(&b.dy_ref, nx * 2));
+  CK(cudaMalloc(&b.dg, nx * 2));
+  CK(cudaMalloc(&b.gw, b.w.size() * 4 + 4));
+  CK(cudaMalloc(&b.gw_ref, b.w.size() * 4 + 4));
+  CK(cudaMemcpy(b.dg, b.g.data(), nx * 2, cudaMemcpyHostToDevice));
   CK(cudaMalloc(&b.dw, b.w.size() * 4));
   CK(cudaMalloc(&b.db, b.bias.size() * 4));
   CK(cudaMemcpy(b.dx, b.x.data(), nx * 2, cudaMemcpyHostToDevice));
@@ -387,6 +536,9 @@ void release(Buffers& b) {
   cudaFree(b.dy_ref);
   cudaFree(b.dw);
   cudaFree(b.db);
+  cudaFree(b.dg);
+  cudaFree(b.gw);
+  cudaFree(b.gw_ref);
 }
 
 hg::kernels::Conv2dShape shape_of(const Case& s) {
@@ -397,6 +549,17 @@ void product(const Case& s, const Buffers& b, __nv_bfloat16* out) {
   hg::kernels::cuda::depthwise_conv_forward<hg::bf16>(shape_of(s),
                                                       reinterpret_cast<const hg::bf16*>(b.dx), b.dw,
                                                       b.db, reinterpret_cast<hg::bf16*>(out));
+}
+
+void product_bwd_data(const Case& s, const Buffers& b, __nv_bfloat16* out) {  // of grad_y = x
+  hg::kernels::cuda::depthwise_conv_backward_data<hg::bf16>(
+      shape_of(s), reinterpret_cast<const hg::bf16*>(b.dx), b.dw, reinterpret_cast<hg::bf16*>(out));
+}
+
+void product_wgrad(const Case& s, const Buffers& b, float* out) {  // x = dx, grad_y = dg
+  hg::kernels::cuda::depthwise_conv_backward_weight<hg::bf16>(
+      shape_of(s), reinterpret_cast<const hg::bf16*>(b.dx), reinterpret_cast<const hg::bf16*>(b.dg),
+      out, nullptr);
 }
 
 // Max |got - want| / max |want| against a CPU loop in double over bf16-rounded filters.
@@ -442,6 +605,83 @@ bool check(int variant, const Case& s, uint32_t seed) {
   return ok;
 }
 
+// Backward data: variant 2 with the filter flipped on grad_y (= x here) against a CPU loop,
+// grad_x(i, j) = sum_pq w[p][q] gy(i - p + pad, j - q + pad), and against the product.
+bool check_bwd_data(const Case& s, uint32_t seed) {
+  Buffers b = make(s, seed);
+  const Geom g = geom(s.N, s.H, s.W, s.C, s.K);
+  dw_fwd_tc(2, g, b.dx, b.dw, nullptr, b.dy, /*flip=*/true);
+  product_bwd_data(s, b, b.dy_ref);
+  CK(cudaDeviceSynchronize());
+  const size_t nx = b.x.size();
+  std::vector<uint16_t> got(nx), prod(nx);
+  CK(cudaMemcpy(got.data(), b.dy, nx * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(prod.data(), b.dy_ref, nx * 2, cudaMemcpyDeviceToHost));
+  const int r = s.K / 2;
+  double err = 0, err_prod = 0, scale = 0;
+  for (int n = 0; n < s.N; ++n)
+    for (int i = 0; i < s.H; ++i)
+      for (int j = 0; j < s.W; ++j)
+        for (int c = 0; c < s.C; ++c) {
+          double want = 0;
+          for (int p = 0; p < s.K; ++p)
+            for (int q = 0; q < s.K; ++q) {
+              const int ii = i - p + r, jj = j - q + r;
+              if (ii < 0 || ii >= s.H || jj < 0 || jj >= s.W) continue;
+              want += double(round_bf16(b.w[(size_t(c) * s.K + p) * s.K + q])) *
+                      hg::bf16_to_f32(b.x[((size_t(n) * s.H + ii) * s.W + jj) * s.C + c]);
+            }
+          const size_t o = ((size_t(n) * s.H + i) * s.W + j) * s.C + c;
+          const double gv = hg::bf16_to_f32(got[o]), pv = hg::bf16_to_f32(prod[o]);
+          err = std::max(err, std::isnan(gv) ? INFINITY : std::abs(gv - want));
+          err_prod = std::max(err_prod, std::abs(pv - want));
+          scale = std::max(scale, std::abs(want));
+        }
+  release(b);
+  const bool ok = err / scale < 8e-3;
+  std::printf("check bwd data N %d H %2d W %2d C %3d K %d: tensor cores %.2e, product %.2e  %s\n",
+              s.N, s.H, s.W, s.C, s.K, err / scale, err_prod / scale, ok ? "ok" : "FAILED");
+  return ok;
+}
+
+// Weight gradient: w1 against a CPU loop in double and against the product (f32 sums of bf16
+// products: both far inside 1e-3 of max |dW|).
+bool check_wgrad(const Case& s, uint32_t seed) {
+  Buffers b = make(s, seed);
+  const WGeom g = wgeom(s.N, s.H, s.W, s.C, s.K);
+  dw_wgrad_tc(g, b.dx, b.dg, b.gw);
+  product_wgrad(s, b, b.gw_ref);
+  CK(cudaDeviceSynchronize());
+  const size_t nw = b.w.size();
+  std::vector<float> got(nw), prod(nw);
+  CK(cudaMemcpy(got.data(), b.gw, nw * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(prod.data(), b.gw_ref, nw * 4, cudaMemcpyDeviceToHost));
+  const int r = s.K / 2;
+  double err = 0, err_prod = 0, scale = 0;
+  for (int c = 0; c < s.C; ++c)
+    for (int p = 0; p < s.K; ++p)
+      for (int q = 0; q < s.K; ++q) {
+        double want = 0;
+        for (int n = 0; n < s.N; ++n)
+          for (int i = 0; i < s.H; ++i)
+            for (int j = 0; j < s.W; ++j) {
+              const int ii = i + p - r, jj = j + q - r;
+              if (ii < 0 || ii >= s.H || jj < 0 || jj >= s.W) continue;
+              want += double(hg::bf16_to_f32(b.g[((size_t(n) * s.H + i) * s.W + j) * s.C + c])) *
+                      hg::bf16_to_f32(b.x[((size_t(n) * s.H + ii) * s.W + jj) * s.C + c]);
+            }
+        const size_t o = (size_t(c) * s.K + p) * s.K + q;
+        err = std::max(err, std::isnan(got[o]) ? INFINITY : std::abs(got[o] - want));
+        err_prod = std::max(err_prod, std::abs(prod[o] - want));
+        scale = std::max(scale, std::abs(want));
+      }
+  release(b);
+  const bool ok = err / scale < 1e-3;
+  std::printf("check wgrad N %d H %2d W %2d C %3d K %d: tensor cores %.2e, product %.2e  %s\n", s.N,
+              s.H, s.W, s.C, s.K, err / scale, err_prod / scale, ok ? "ok" : "FAILED");
+  return ok;
+}
+
 template <class F>
 float median_ms(F&& f, int reps) {
   cudaEvent_t a, b;
@@ -475,6 +715,17 @@ void time_case(const Case& s, int reps) {
       "time N %d %3d/%2d K %d: product %.4f ms (%.0f GB/s); tensor cores v1 %.4f ms (%.2fx), "
       "v2 %.4f ms (%.0f GB/s, %.2fx)\n",
       s.N, s.C, s.H, s.K, pr, bytes / pr / 1e6, v1, pr / v1, v2, bytes / v2 / 1e6, pr / v2);
+  const float bd = median_ms([&] { dw_fwd_tc(2, g, b.dx, b.dw, nullptr, b.dy, true); }, reps);
+  const float bdp = median_ms([&] { product_bwd_data(s, b, b.dy_ref); }, reps);
+  std::printf("     backward data: product %.4f ms, tensor cores v2 %.4f ms (%.2fx)\n", bdp, bd,
+              bdp / bd);
+  if (s.K <= 7) {
+    const WGeom wg = wgeom(s.N, s.H, s.W, s.C, s.K);
+    const float wt = median_ms([&] { dw_wgrad_tc(wg, b.dx, b.dg, b.gw); }, reps);
+    const float wp = median_ms([&] { product_wgrad(s, b, b.gw_ref); }, reps);
+    std::printf("     weight gradient: product %.4f ms, tensor cores w1 %.4f ms (%.2fx; atomics)\n",
+                wp, wt, wp / wt);
+  }
   release(b);
 }
 
@@ -490,6 +741,12 @@ int main(int argc, char** argv) {
     ok &= check(v, {1, 7, 7, 768, 7}, 9);
     ok &= check(v, {1, 33, 41, 48, 7}, 13);
   }
+  for (int K : {3, 5, 7, 9}) ok &= check_bwd_data({2, 13, 19, 32, K}, 21u + unsigned(K));
+  ok &= check_bwd_data({2, 56, 56, 96, 5}, 23);
+  for (int K : {3, 5, 7}) ok &= check_wgrad({2, 13, 19, 32, K}, 31u + unsigned(K));
+  ok &= check_wgrad({2, 56, 56, 96, 5}, 37);
+  ok &= check_wgrad({3, 7, 7, 64, 7}, 41);
+  ok &= check_wgrad({1, 33, 41, 48, 7}, 43);
   for (int K : {5, 7})
     for (Case s : {Case{64, 56, 56, 96, K}, Case{64, 28, 28, 192, K}, Case{64, 14, 14, 384, K},
                    Case{64, 7, 7, 768, K}, Case{64, 28, 28, 384, K}})
