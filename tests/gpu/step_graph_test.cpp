@@ -5,11 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <shared_mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "core/autograd.h"
 #include "core/ops.h"
@@ -17,6 +21,7 @@
 #include "data/nvjpeg_decoder.h"
 #include "data/temp_dir.h"
 #include "gpu_util.h"
+#include "kernels/cuda/context.h"
 #include "run_summary.h"
 #include "small_step.h"
 #include "test_util.h"
@@ -65,6 +70,30 @@ TEST_P(StepGraphTest, ReplayedStepsEqualEagerSteps) {
   EXPECT_GT(graph.nodes(), 100u) << "a whole step: forward, backward, clipping, update";
   EXPECT_GT(graph.capture_memory().total_peak, 0);
   expect_same_parameters(eager.model, graphed.model);
+}
+
+// The capture lock (kernels/cuda/context.h, capture_mutex): while a helper thread holds it shared
+// (the nvJPEG decoder does, around a decode), the step's capture waits, and then captures.
+TEST(StepGraph, CaptureWaitsWhileAnotherThreadHoldsTheCaptureLock) {
+  HG_REQUIRE_GPU();
+  test::SmallStep s("convnext_atto");
+  train::StepGraph graph(Device::cuda, 1);
+  graph_step(graph, s);  // the one eager step
+  ASSERT_FALSE(graph.captured());
+  std::atomic<bool> held{false};
+  std::thread decoder([&] {
+    std::shared_lock<std::shared_mutex> lock(cuda::capture_mutex());
+    held = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  });
+  while (!held) std::this_thread::yield();
+  const auto t0 = std::chrono::steady_clock::now();
+  graph_step(graph, s);  // the capture
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  decoder.join();
+  EXPECT_TRUE(graph.captured());
+  EXPECT_GE(waited, 0.25) << "the capture did not wait for the shared holder";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, StepGraphTest,
