@@ -11,68 +11,55 @@
 
 namespace hg::train {
 
-#ifdef HAARGRAD_WITH_CUDA
-// Two timed events, destroyed with the pair (also when a later creation throws).
-struct DataWait::Pair {
-  cudaEvent_t a = nullptr, b = nullptr;
-  Pair() {
-    HG_CUDA_CHECK(cudaEventCreate(&a));  // timed: the pair's elapsed GPU time is the figure
-    try {
-      HG_CUDA_CHECK(cudaEventCreate(&b));
-    } catch (...) {
-      HG_CUDA_CHECK_NOTHROW(cudaEventDestroy(a));
-      throw;
-    }
-  }
-  ~Pair() {
-    HG_CUDA_CHECK_NOTHROW(cudaEventDestroy(a));
-    HG_CUDA_CHECK_NOTHROW(cudaEventDestroy(b));
-  }
-  Pair(const Pair&) = delete;
-  Pair& operator=(const Pair&) = delete;
-};
-#else
-struct DataWait::Pair {};
-#endif
+namespace {
+// Pairs in the ring: a pair is read when its slot comes round again, by then long done (the host
+// runs at most a few steps ahead of the GPU).
+constexpr size_t kPairs = 8;
+}  // namespace
 
 DataWait::DataWait(Device device) : device_(device) {
-#ifndef HAARGRAD_WITH_CUDA
-  HG_CHECK(device_ != Device::cuda, "DataWait: device cuda in a build without CUDA");
+  if (device_ != Device::cuda) return;
+#ifdef HAARGRAD_WITH_CUDA
+  marks_.assign(2 * kPairs, nullptr);
+  pending_.assign(kPairs, false);
+  for (void*& m : marks_) {
+    cudaEvent_t e = nullptr;
+    HG_CUDA_CHECK(cudaEventCreate(&e));  // timed: the pair's elapsed GPU time is the figure
+    m = e;
+  }
+#else
+  throw Error("DataWait: device cuda in a build without CUDA");
 #endif
 }
 
-DataWait::~DataWait() = default;
-
-void DataWait::harvest(bool wait) {
+DataWait::~DataWait() {
 #ifdef HAARGRAD_WITH_CUDA
-  while (!pending_.empty()) {
-    Pair& p = *pending_.front();
-    if (wait) {
-      HG_CUDA_CHECK(cudaEventSynchronize(p.b));
-    } else {
-      const cudaError_t q = cudaEventQuery(p.b);
-      if (q == cudaErrorNotReady) return;  // later pairs are not done either (one stream)
-      HG_CUDA_CHECK(q);
-    }
-    float ms = 0.f;
-    HG_CUDA_CHECK(cudaEventElapsedTime(&ms, p.a, p.b));
-    seconds_ += ms > 0.f ? 1e-3 * double(ms) : 0.0;
-    free_.push_back(std::move(pending_.front()));
-    pending_.pop_front();
-  }
+  for (void* m : marks_)
+    if (m) HG_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(m)));
+#endif
+}
+
+void DataWait::harvest(size_t pair, bool wait) {
+#ifdef HAARGRAD_WITH_CUDA
+  if (!pending_[pair]) return;
+  auto a = static_cast<cudaEvent_t>(marks_[2 * pair]),
+       b = static_cast<cudaEvent_t>(marks_[2 * pair + 1]);
+  if (wait) HG_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0.f;
+  HG_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  seconds_ += ms > 0.f ? 1e-3 * double(ms) : 0.0;
+  pending_[pair] = false;
 #else
+  (void)pair;
   (void)wait;
 #endif
 }
 
 void DataWait::begin() {
 #ifdef HAARGRAD_WITH_CUDA
-  if (device_ == Device::cuda) {
-    harvest(/*wait=*/false);
-    if (free_.empty()) free_.push_back(std::make_unique<Pair>());
-    open_ = std::move(free_.back());
-    free_.pop_back();
-    HG_CUDA_CHECK(cudaEventRecord(open_->a, cuda::stream()));
+  if (!marks_.empty()) {
+    harvest(next_, /*wait=*/true);  // kPairs steps old: done
+    HG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(marks_[2 * next_]), cuda::stream()));
     return;
   }
 #endif
@@ -81,10 +68,10 @@ void DataWait::begin() {
 
 void DataWait::end() {
 #ifdef HAARGRAD_WITH_CUDA
-  if (device_ == Device::cuda) {
-    HG_CHECK(open_ != nullptr, "DataWait::end without begin");
-    HG_CUDA_CHECK(cudaEventRecord(open_->b, cuda::stream()));
-    pending_.push_back(std::move(open_));
+  if (!marks_.empty()) {
+    HG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(marks_[2 * next_ + 1]), cuda::stream()));
+    pending_[next_] = true;
+    next_ = (next_ + 1) % kPairs;
     return;
   }
 #endif
@@ -92,7 +79,7 @@ void DataWait::end() {
 }
 
 double DataWait::seconds() {
-  harvest(/*wait=*/true);
+  for (size_t p = 0; p < pending_.size(); ++p) harvest(p, /*wait=*/true);
   return seconds_;
 }
 

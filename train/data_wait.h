@@ -9,15 +9,12 @@
 // GPU has nothing left to run. So on CUDA DataWait measures, with two timed events around each
 // next(), the GPU's time from finishing the work queued before the call to reaching the point where
 // the call returned: 0 when the GPU was busy throughout; it also includes the GPU work next()
-// itself queues (the GPU transform's copies and crop kernel, ~0.4 ms a batch of 128 at 224 px). A
-// pair is read once its events are done (queried at each begin(), never waited for: the host may
-// run up to log_interval steps ahead), so the pairs in flight grow with the host's lead. On the CPU
-// every host wait counts.
+// itself queues (the GPU transform's copies and crop kernel, ~0.4 ms a batch of 128 at 224 px).
+// Events are read a few steps later, never waited for while they run. On the CPU every host wait
+// counts.
 #pragma once
 
 #include <chrono>
-#include <deque>
-#include <memory>
 #include <vector>
 
 #include "core/dtype.h"
@@ -27,29 +24,27 @@ namespace hg::train {
 class DataWait {
  public:
   /// device: where the training step runs (cuda: the calling thread's stream, core/cuda_stream.h).
-  /// Throws hg::Error for cuda in a build without CUDA.
+  /// Throws hg::Error on a CUDA error, and for cuda in a build without CUDA.
   explicit DataWait(Device device);
   ~DataWait();
   DataWait(const DataWait&) = delete;
   DataWait& operator=(const DataWait&) = delete;
 
-  /// Before the loader's next(): marks the work queued so far. Throws hg::Error on a CUDA error.
+  /// Before the loader's next(): marks the work queued so far.
   void begin();
-  /// After it: marks where the batch arrived. Throws hg::Error on a CUDA error.
+  /// After it: marks where the batch arrived.
   void end();
-  /// Seconds counted over every begin() / end() pair so far. CUDA: waits for the pairs still in
-  /// flight (a host wait: call it when a reading is wanted, e.g. at an epoch's end). Throws
-  /// hg::Error on a CUDA error.
+  /// Seconds counted over every begin() / end() pair so far (CUDA: waits for the last pairs'
+  /// events, a host wait: call it when a reading is wanted, e.g. at an epoch's end).
   double seconds();
 
  private:
-  struct Pair;              // two timed CUDA events (data_wait.cpp)
-  void harvest(bool wait);  // adds the finished pairs' times (all of them: wait)
+  void harvest(size_t pair, bool wait);  // adds pair's time once its events are done
 
   Device device_;
-  std::vector<std::unique_ptr<Pair>> free_;    // CUDA: pairs to record next
-  std::deque<std::unique_ptr<Pair>> pending_;  // recorded, not read yet (oldest first)
-  std::unique_ptr<Pair> open_;                 // begin() recorded, end() not yet
+  std::vector<void*> marks_;  // CUDA: cudaEvent_t pairs (begin, end) in a ring
+  std::vector<bool> pending_;
+  size_t next_ = 0;
   double seconds_ = 0;
   std::chrono::steady_clock::time_point t0_;
 };

@@ -1,6 +1,6 @@
 // train::DataWait on CUDA counts the GPU's idle time while the host waits for a batch:
 // ~0 for a wait while the GPU still runs earlier work (a 300 ms spin queued before it), the wait's
-// length once that work is done; and many pairs in a row are all counted.
+// length once that work is done; and more pairs than its ring holds are all counted.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -36,7 +36,7 @@ TEST(DataWait, CountsOnlyTheGpusIdleTimeInAWait) {
   const double idle = wait.seconds() - busy;
   EXPECT_GE(idle, 0.019) << "the GPU was idle the whole wait";
   EXPECT_LT(idle, 5.0);
-  for (int k = 0; k < 20; ++k) {  // 20 pairs, each with a 2 ms idle wait
+  for (int k = 0; k < 20; ++k) {  // 20 pairs through a ring of 8, each with a 2 ms idle wait
     wait.begin();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     wait.end();
