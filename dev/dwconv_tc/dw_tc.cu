@@ -85,6 +85,27 @@ __device__ inline uint32_t pack_bf16(float lo, float hi) {
   return l | (h << 16);
 }
 
+/// The B fragments of channel c's filter rows (m16n8k16, .col): b[p][0] holds B_p[k][n] for
+/// k = 2 tig, 2 tig + 1, b[p][1] for k = 2 tig + 8, 2 tig + 9, n = grp, where B_p[k][n] =
+/// w[p][k - n] for 0 <= k - n < K, else 0. flip: the filter rotated by 180 degrees (backward data:
+/// grad_x = conv(grad_y, rot(w))).
+template <int K>
+__device__ __forceinline__ void toeplitz_b(const float* __restrict__ w, int c, int grp, int tig,
+                                           bool flip, uint32_t (&b)[K][2]) {
+#pragma unroll
+  for (int p = 0; p < K; ++p) {
+    float v[4];
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const int k = 2 * tig + (h & 1) + 8 * (h >> 1), q = k - grp;
+      const int pp = flip ? K - 1 - p : p, qq = flip ? K - 1 - q : q;
+      v[h] = (q >= 0 && q < K) ? w[(int64_t(c) * K + pp) * K + qq] : 0.f;
+    }
+    b[p][0] = pack_bf16(v[0], v[1]);
+    b[p][1] = pack_bf16(v[2], v[3]);
+  }
+}
+
 template <int K>
 __global__ void __launch_bounds__(32 * kWarps)
     dw_fwd_tc_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
@@ -130,18 +151,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   for (int cl = warp; cl < kCB; cl += kWarps) {
     const int c = c0 + cl;
     uint32_t b[K][2];
-#pragma unroll
-    for (int p = 0; p < K; ++p) {
-      float v[4];
-#pragma unroll
-      for (int h = 0; h < 4;
-           ++h) {  // b0: k = 2 tig, 2 tig + 1; b1: k = 2 tig + 8, 2 tig + 9; n = grp
-        const int k = 2 * tig + (h & 1) + 8 * (h >> 1), q = k - grp;
-        v[h] = (q >= 0 && q < K) ? w[(int64_t(c) * K + p) * K + q] : 0.f;
-      }
-      b[p][0] = pack_bf16(v[0], v[1]);
-      b[p][1] = pack_bf16(v[2], v[3]);
-    }
+    toeplitz_b<K>(w, c, grp, tig, /*flip=*/false, b);
     const float b0 = bias ? bias[c] : 0.f;
     const __nv_bfloat16* plane = planes + size_t(cl) * g.RS * g.PITCH;
     for (int nb = 0; nb < g.NB; ++nb) {
@@ -244,19 +254,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   for (int cl = warp; cl < kCB; cl += kWarps) {
     const int c = c0 + cl;
     uint32_t b[K][2];
-#pragma unroll
-    for (int p = 0; p < K; ++p) {
-      float v[4];
-#pragma unroll
-      for (int h = 0; h < 4; ++h) {
-        const int k = 2 * tig + (h & 1) + 8 * (h >> 1), q = k - grp;
-        // flip: the filter rotated by 180 degrees (backward data: grad_x = conv(grad_y, rot(w)))
-        const int tap = flip ? (K - 1 - p) * K + (K - 1 - q) : p * K + q;
-        v[h] = (q >= 0 && q < K) ? w[int64_t(c) * K * K + tap] : 0.f;
-      }
-      b[p][0] = pack_bf16(v[0], v[1]);
-      b[p][1] = pack_bf16(v[2], v[3]);
-    }
+    toeplitz_b<K>(w, c, grp, tig, flip, b);
     const float b0 = bias ? bias[c] : 0.f;
     __nv_bfloat16* plane = planes + cl * PS;
     uint32_t lo[K]
@@ -562,27 +560,32 @@ void product_wgrad(const Case& s, const Buffers& b, float* out) {  // x = dx, gr
       out, nullptr);
 }
 
-// Max |got - want| / max |want| against a CPU loop in double over bf16-rounded filters.
-bool check(int variant, const Case& s, uint32_t seed) {
+// Max |got - want| / max |want| against a CPU loop in double over bf16-rounded filters. flip
+// (variant 2 only): backward data on grad_y = x, no bias: grad_x(i, j) = sum_pq w[p][q]
+// gy(i - p + pad, j - q + pad), against the product's depthwise_conv_backward_data.
+bool check(int variant, const Case& s, uint32_t seed, bool flip = false) {
   Buffers b = make(s, seed);
   const Geom g = geom(s.N, s.H, s.W, s.C, s.K);
-  dw_fwd_tc(variant, g, b.dx, b.dw, b.db, b.dy);
-  product(s, b, b.dy_ref);
+  dw_fwd_tc(variant, g, b.dx, b.dw, flip ? nullptr : b.db, b.dy, flip);
+  if (flip)
+    product_bwd_data(s, b, b.dy_ref);
+  else
+    product(s, b, b.dy_ref);
   CK(cudaDeviceSynchronize());
   const size_t nx = b.x.size();
   std::vector<uint16_t> got(nx), prod(nx);
   CK(cudaMemcpy(got.data(), b.dy, nx * 2, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(prod.data(), b.dy_ref, nx * 2, cudaMemcpyDeviceToHost));
-  const int r = s.K / 2;
+  const int r = s.K / 2, sign = flip ? -1 : 1;
   double err = 0, err_prod = 0, scale = 0, vs_prod = 0;
   for (int n = 0; n < s.N; ++n)
     for (int i = 0; i < s.H; ++i)
       for (int j = 0; j < s.W; ++j)
         for (int c = 0; c < s.C; ++c) {
-          double want = double(b.bias[size_t(c)]);
+          double want = flip ? 0.0 : double(b.bias[size_t(c)]);
           for (int p = 0; p < s.K; ++p)
             for (int q = 0; q < s.K; ++q) {
-              const int ii = i + p - r, jj = j + q - r;
+              const int ii = i + sign * (p - r), jj = j + sign * (q - r);
               if (ii < 0 || ii >= s.H || jj < 0 || jj >= s.W) continue;
               want += double(round_bf16(b.w[(size_t(c) * s.K + p) * s.K + q])) *
                       hg::bf16_to_f32(b.x[((size_t(n) * s.H + ii) * s.W + jj) * s.C + c]);
@@ -598,49 +601,10 @@ bool check(int variant, const Case& s, uint32_t seed) {
   // bf16 output rounding: 2^-8 relative; the mma's own f32 sums add far less
   const bool ok = err / scale < 8e-3;
   std::printf(
-      "check v%d N %d H %2d W %2d C %3d K %d: tensor cores %.2e, product %.2e (of max |y| %.2f), "
+      "check v%d%s N %d H %2d W %2d C %3d K %d: tensor cores %.2e, product %.2e (of max |y| %.2f), "
       "apart %.2e  %s\n",
-      variant, s.N, s.H, s.W, s.C, s.K, err / scale, err_prod / scale, scale, vs_prod / scale,
-      ok ? "ok" : "FAILED");
-  return ok;
-}
-
-// Backward data: variant 2 with the filter flipped on grad_y (= x here) against a CPU loop,
-// grad_x(i, j) = sum_pq w[p][q] gy(i - p + pad, j - q + pad), and against the product.
-bool check_bwd_data(const Case& s, uint32_t seed) {
-  Buffers b = make(s, seed);
-  const Geom g = geom(s.N, s.H, s.W, s.C, s.K);
-  dw_fwd_tc(2, g, b.dx, b.dw, nullptr, b.dy, /*flip=*/true);
-  product_bwd_data(s, b, b.dy_ref);
-  CK(cudaDeviceSynchronize());
-  const size_t nx = b.x.size();
-  std::vector<uint16_t> got(nx), prod(nx);
-  CK(cudaMemcpy(got.data(), b.dy, nx * 2, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(prod.data(), b.dy_ref, nx * 2, cudaMemcpyDeviceToHost));
-  const int r = s.K / 2;
-  double err = 0, err_prod = 0, scale = 0;
-  for (int n = 0; n < s.N; ++n)
-    for (int i = 0; i < s.H; ++i)
-      for (int j = 0; j < s.W; ++j)
-        for (int c = 0; c < s.C; ++c) {
-          double want = 0;
-          for (int p = 0; p < s.K; ++p)
-            for (int q = 0; q < s.K; ++q) {
-              const int ii = i - p + r, jj = j - q + r;
-              if (ii < 0 || ii >= s.H || jj < 0 || jj >= s.W) continue;
-              want += double(round_bf16(b.w[(size_t(c) * s.K + p) * s.K + q])) *
-                      hg::bf16_to_f32(b.x[((size_t(n) * s.H + ii) * s.W + jj) * s.C + c]);
-            }
-          const size_t o = ((size_t(n) * s.H + i) * s.W + j) * s.C + c;
-          const double gv = hg::bf16_to_f32(got[o]), pv = hg::bf16_to_f32(prod[o]);
-          err = std::max(err, std::isnan(gv) ? INFINITY : std::abs(gv - want));
-          err_prod = std::max(err_prod, std::abs(pv - want));
-          scale = std::max(scale, std::abs(want));
-        }
-  release(b);
-  const bool ok = err / scale < 8e-3;
-  std::printf("check bwd data N %d H %2d W %2d C %3d K %d: tensor cores %.2e, product %.2e  %s\n",
-              s.N, s.H, s.W, s.C, s.K, err / scale, err_prod / scale, ok ? "ok" : "FAILED");
+      variant, flip ? " backward data" : "", s.N, s.H, s.W, s.C, s.K, err / scale, err_prod / scale,
+      scale, vs_prod / scale, ok ? "ok" : "FAILED");
   return ok;
 }
 
@@ -741,8 +705,8 @@ int main(int argc, char** argv) {
     ok &= check(v, {1, 7, 7, 768, 7}, 9);
     ok &= check(v, {1, 33, 41, 48, 7}, 13);
   }
-  for (int K : {3, 5, 7, 9}) ok &= check_bwd_data({2, 13, 19, 32, K}, 21u + unsigned(K));
-  ok &= check_bwd_data({2, 56, 56, 96, 5}, 23);
+  for (int K : {3, 5, 7, 9}) ok &= check(2, {2, 13, 19, 32, K}, 21u + unsigned(K), /*flip=*/true);
+  ok &= check(2, {2, 56, 56, 96, 5}, 23, /*flip=*/true);
   for (int K : {3, 5, 7}) ok &= check_wgrad({2, 13, 19, 32, K}, 31u + unsigned(K));
   ok &= check_wgrad({2, 56, 56, 96, 5}, 37);
   ok &= check_wgrad({3, 7, 7, 64, 7}, 41);
