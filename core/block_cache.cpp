@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/round_up.h"
 
 namespace hg::memory::detail {
 namespace {
@@ -18,7 +19,6 @@ constexpr size_t kLargeRound = 2 * kMiB;     // larger: the request rounded up t
 constexpr size_t kMinSmallSplit = 256;       // smallest remainder split off a small block
 constexpr size_t kMinLargeSplit = 1 * kMiB;  // ... off a large block
 
-size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
 BlockCache::~BlockCache() {

@@ -12,6 +12,7 @@
 #include "core/alloc_trace.h"
 #include "core/block_cache.h"
 #include "core/debug_fill.h"
+#include "core/round_up.h"
 
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
@@ -23,7 +24,6 @@ namespace hg::memory {
 namespace {
 
 constexpr size_t kAlign = 256;
-size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 thread_local Category t_category = Category::activations;
 

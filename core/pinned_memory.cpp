@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/round_up.h"
 
 #ifdef HAARGRAD_WITH_CUDA
 #include <cuda_runtime.h>
@@ -19,9 +20,7 @@ namespace hg::memory {
 #ifdef HAARGRAD_WITH_CUDA
 namespace {
 
-constexpr size_t kAlign = 256;
-
-size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+constexpr size_t kRound = 256;  // block sizes are multiples of this
 
 struct Block {
   size_t bytes = 0;
@@ -86,7 +85,7 @@ bool gpu_usable() {
 
 std::shared_ptr<void> allocate_pinned(size_t bytes) {
   if (!gpu_usable()) return allocate(bytes, Device::cpu);
-  bytes = round_up(std::max<size_t>(bytes, 1));
+  bytes = round_up(std::max<size_t>(bytes, 1), kRound);
   Pool& P = pool();
   std::unique_lock<std::mutex> lock(P.mu);
   void* p = nullptr;
@@ -95,7 +94,7 @@ std::shared_ptr<void> allocate_pinned(size_t bytes) {
     bytes = it->second.bytes;
   } else {
     // An eighth more than asked, so that the next batches' slightly larger requests reuse it.
-    bytes = round_up(bytes + bytes / 8);
+    bytes = round_up(bytes + bytes / 8, kRound);
     // Page-locking is slow (milliseconds for a large batch): let other workers go on meanwhile.
     lock.unlock();
     cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
