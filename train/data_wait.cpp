@@ -12,8 +12,7 @@
 namespace hg::train {
 
 namespace {
-// Pairs in the ring: a pair is read when its slot comes round again, by then long done (the host
-// runs at most a few steps ahead of the GPU).
+// Pairs in the ring: a pair is read when its slot comes round again (data_wait.h).
 constexpr size_t kPairs = 8;
 }  // namespace
 
@@ -39,26 +38,25 @@ DataWait::~DataWait() {
 #endif
 }
 
-void DataWait::harvest(size_t pair, bool wait) {
+void DataWait::harvest(size_t pair) {
 #ifdef HAARGRAD_WITH_CUDA
   if (!pending_[pair]) return;
   auto a = static_cast<cudaEvent_t>(marks_[2 * pair]),
        b = static_cast<cudaEvent_t>(marks_[2 * pair + 1]);
-  if (wait) HG_CUDA_CHECK(cudaEventSynchronize(b));
+  HG_CUDA_CHECK(cudaEventSynchronize(b));
   float ms = 0.f;
   HG_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
   seconds_ += ms > 0.f ? 1e-3 * double(ms) : 0.0;
   pending_[pair] = false;
 #else
   (void)pair;
-  (void)wait;
 #endif
 }
 
 void DataWait::begin() {
 #ifdef HAARGRAD_WITH_CUDA
   if (!marks_.empty()) {
-    harvest(next_, /*wait=*/true);  // kPairs steps old: done
+    harvest(next_);  // kPairs steps old: done unless the host is that far ahead
     HG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(marks_[2 * next_]), cuda::stream()));
     return;
   }
@@ -79,7 +77,7 @@ void DataWait::end() {
 }
 
 double DataWait::seconds() {
-  for (size_t p = 0; p < pending_.size(); ++p) harvest(p, /*wait=*/true);
+  for (size_t p = 0; p < pending_.size(); ++p) harvest(p);
   return seconds_;
 }
 

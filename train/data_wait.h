@@ -10,8 +10,10 @@
 // next(), the GPU's time from finishing the work queued before the call to reaching the point where
 // the call returned: 0 when the GPU was busy throughout; it also includes the GPU work next()
 // itself queues (the GPU transform's copies and crop kernel, ~0.4 ms a batch of 128 at 224 px).
-// Events are read a few steps later, never waited for while they run. On the CPU every host wait
-// counts.
+// A pair is read when its slot in a ring of 8 comes round again: that read waits for its events,
+// which returns at once unless the host runs more than 8 steps ahead of the GPU (then it holds the
+// host there; a graphed step may otherwise run log_interval steps ahead). On the CPU every host
+// wait counts.
 #pragma once
 
 #include <chrono>
@@ -30,16 +32,16 @@ class DataWait {
   DataWait(const DataWait&) = delete;
   DataWait& operator=(const DataWait&) = delete;
 
-  /// Before the loader's next(): marks the work queued so far.
+  /// Before the loader's next(): marks the work queued so far. Throws hg::Error on a CUDA error.
   void begin();
-  /// After it: marks where the batch arrived.
+  /// After it: marks where the batch arrived. Throws hg::Error on a CUDA error.
   void end();
   /// Seconds counted over every begin() / end() pair so far (CUDA: waits for the last pairs'
   /// events, a host wait: call it when a reading is wanted, e.g. at an epoch's end).
   double seconds();
 
  private:
-  void harvest(size_t pair, bool wait);  // adds pair's time once its events are done
+  void harvest(size_t pair);  // adds a recorded pair's time (waits for its events)
 
   Device device_;
   std::vector<void*> marks_;  // CUDA: cudaEvent_t pairs (begin, end) in a ring
