@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Dev use (device tool), fifteenth session's third call: the whole-plane backward's all-taps
+# weight-gradient sums again (dev/s15a.sh measured them slower; Nsight in dev/s15b.sh found the
+# plane kernel itself 6% faster, so the loss was the reduction's base-plane sum, now with 32 loads
+# in flight) against the tested 6b4f628 (/tmp/b0, built beside the tests):
+#   GPU tests of the candidate; bench-layer bf16 / fp32 and the bf16 model bench of both;
+#   Nsight Compute of plane_backward and plane_wgrad_reduce at 384/14/3 bf16, both;
+#   the model bench in fp32 and tf32 while budget is left.
+set -uo pipefail
+BUDGET=${BUDGET:-260}
+source dev/run-lib.sh
+el built
+D=$PWD/.deps/root/usr
+copy_tree() { rm -rf $1 && mkdir -p $1 && cp -r CMakeLists.txt app core data dist kernels layers models train tests tools scripts configs dev $1/; }
+build_prog() {  # build_prog SRC BUILD: the program only
+  ( cd $1 && cmake -S . -B $2 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHAARGRAD_CUDA=ON -DBUILD_TESTING=OFF \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=$D -DCMAKE_INCLUDE_PATH=$D/include > $2.log 2>&1 && \
+    cmake --build $2 --target haargrad -j8 >> $2.log 2>&1 ) || { echo "build $2 failed"; grep -A5 error $2.log | head -20; }
+}
+copy_tree /tmp/src0
+cp dev/s15/wtconv_plane.cuh.6b4f628 /tmp/src0/kernels/cuda/wtconv_plane.cuh
+cp dev/s15/wtconv_fused.cu.6b4f628 /tmp/src0/kernels/cuda/wtconv_fused.cu
+( build_prog /tmp/src0 /tmp/b0 ) > /tmp/variants.log 2>&1 &
+VP=$!
+gpu_tests
+el tests
+wait $VP; cat /tmp/variants.log
+el variants
+for v in b0 b; do
+  for p in bf16 fp32; do
+    timeout 45 /tmp/$v/haargrad bench-layer --kernel 5 --precision $p > $OUT/bl-$v-$p.txt 2>&1
+    echo "== $v $p"; grep -E "^(wtconv fused|ours dw 7)" $OUT/bl-$v-$p.txt
+  done
+done
+el bench-layer
+for v in b0 b; do
+  m=wtconvnext_tiny; [ $v = b ] && m=convnext_tiny,wtconvnext_tiny
+  timeout 60 /tmp/$v/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --models $m --wtconv fused --steps 10 --warmup 3 --output $OUT/bench-$v.json > $OUT/bench-$v.txt 2>&1
+  echo "== $v"; grep -A30 "^model  " $OUT/bench-$v.txt | cut -c1-170 | grep -v "^$\|^timed\|^syncs\|replayed\|^peak\|^held\|^model    .*phase" | head -8
+done
+el bench
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+for v in b b0; do
+  timeout 60 $NCU --clock-control none --kernel-name regex:"plane_backward|plane_wgrad_reduce" --launch-count 2 \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread \
+    /tmp/$v/haargrad bench-layer --precision bf16 --channels 384 --kernel 5 --warmup 0 --iters 1 > $OUT/ncu-$v.txt 2>&1
+  echo "== ncu $v"; grep -E "^\s+(gpu__|smsp__|launch__)|^  [a-z_]*plane_[a-z_]*kernel" $OUT/ncu-$v.txt | sed -E 's/ +/ /g' | cut -c1-120
+done
+el ncu
+for p in fp32 tf32; do
+  [ $(left) -lt 60 ] && { echo "no budget for $p"; continue; }
+  timeout 55 $HG bench --device cuda --batch 128 --img-size 224 --precision $p --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 10 --warmup 3 --output $OUT/bench-$p.json > $OUT/bench-$p.txt 2>&1
+  echo "== $p"; grep -A3 "^model  " $OUT/bench-$p.txt | head -3 | cut -c1-130
+done
+el done
