@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record: the dev/s15/*.head, *.6b4f628 and *.wgrad-all-taps copies it reads are in commit 6850514;
+# the all-taps variant is dev/s15/plane-wgrad-all-taps.patch against the product since.)
 # Dev use (device tool), fifteenth session's first call:
 #  1. the tensor-core depthwise lab (v1, v2, backward data, w1), carried prebuilt as build/labpack
 #     (dev/dwconv_tc/README.md);

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record: the dev/s15/*.head, *.6b4f628 and *.wgrad-all-taps copies it reads are in commit 6850514;
+# the all-taps variant is dev/s15/plane-wgrad-all-taps.patch against the product since.)
 # Dev use (device tool), fifteenth session's final call, on the submitted code (HEAD's whole-plane
 # kernels with kPlaneTQ = 4, and the capture-lock test's warmup fixed):
 #   GPU tests (test_gpu, the op harness's GPU cases);

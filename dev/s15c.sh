@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record: the dev/s15/*.head, *.6b4f628 and *.wgrad-all-taps copies it reads are in commit 6850514;
+# the all-taps variant is dev/s15/plane-wgrad-all-taps.patch against the product since.)
 # Dev use (device tool), fifteenth session's third call: the whole-plane backward's all-taps
 # weight-gradient sums again (dev/s15a.sh measured them slower; Nsight in dev/s15b.sh found the
 # plane kernel itself 6% faster, so the loss was the reduction's base-plane sum, now with 32 loads

@@ -574,7 +574,7 @@ bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& 
   const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
   const Tensor wl = fold_plane_levels<T>(w, C, KK, /*flip=*/true);
   const size_t smem = plane_smem<T>(pg);
-  const int NE = plane_wgrad_entries(L, KK);
+  const int NE = (1 + 4 * L) * KK + 1;
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (plane_k<KT>) {

@@ -28,9 +28,9 @@
 namespace hg::kernels::cuda::wtconv_detail {
 
 constexpr int kPlaneWarps = 8;  // warps per block; lane = channel
-// Level-grid columns per thread in the cascade (its register window): 4 measured 6-11% faster
-// than 2 in the 14 x 14 forward and 8% slower in the 7 x 7 backward (fifteenth session).
-constexpr int kPlaneTQ = 4;
+constexpr int kPlaneTQ =
+    4;  // level-grid columns per thread in the cascade (register window;
+        // 4 measured 10% faster than 2 in the 14 x 14 forward, fifteenth session)
 
 /// The grids of one plane and where each buffer lies in shared memory, in "entries" of 32 values
 /// (one per lane): plane entries first (x, G, the pyramids; type S of plane_smem), then f32 entries
@@ -287,68 +287,39 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
   plane_cascade<T, float, K>(g, xs, pyr, sf, wsm, bias, C, c, b, warp, lane, y);
 }
 
-/// Items of the backward's weight-gradient sums per image: the base plane's rows split into
-/// kPlaneBaseChunks row ranges (it is 4x the work of a level-0 sub-band plane), then one item per
-/// level sub-band plane, so that at 14 x 14 the first eight items, one per warp, are of equal work.
-constexpr int kPlaneBaseChunks = 4;
-
-/// Entries of one slice of the backward's partial sums (per channel): base chunk k at k * (KK + 1)
-/// (taps, then the chunk's sum of G, the bias gradient), then level plane 4l + s at
-/// kPlaneBaseChunks * (KK + 1) + (4l + s) * KK (taps).
-__host__ __device__ inline int plane_wgrad_entries(int L, int KK) {
-  return kPlaneBaseChunks * (KK + 1) + 4 * L * KK;
-}
-
-/// This image's weight-gradient sums of one plane pair over output rows [i0, i1):
-/// acc[kh][kw] += sum_ij gp(i, j) xp(i + kh - r, j + kw - r), gsum += sum_ij gp(i, j). All K x K
-/// taps at once: each G value is loaded once for K^2 multiply-adds, and the K rows of x slide along
-/// j in a register ring (column c in slot c mod K; the j loop is unrolled K times so that every
-/// slot index is a constant): per output pixel 1 + K shared loads for K^2 multiply-adds.
+/// This image's weight-gradient sums of one plane pair, item (plane, kh): acc[kw] = sum over
+/// output positions (i, j) of gp(i, j) * xp(i + kh - r, j + kw - r).
 template <typename T, int K>
-__device__ void plane_wgrad_rows(const SPlane<const T>& xp, const SPlane<const T>& gp, int i0,
-                                 int i1, float (&acc)[K][K], float& gsum) {
+__device__ void plane_wgrad_row(const SPlane<const T>& xp, const SPlane<const T>& gp, int kh,
+                                float (&acc)[K]) {
   constexpr int r = K / 2;
-  const int w = xp.w, h = xp.h;  // the planes of a pair share their grid
-  for (int i = i0; i < i1; ++i) {
+#pragma unroll
+  for (int kw = 0; kw < K; ++kw) acc[kw] = 0.f;
+  const int w = xp.w;  // the planes of a pair share their grid
+  for (int i = 0; i < gp.h; ++i) {
+    const int ii = i + kh - r;
+    if (ii < 0 || ii >= xp.h) continue;
+    const T* xrow = xp.base + ii * w * 32;  // a valid row: one bounds test per column
     const T* grow = gp.base + i * w * 32;
-    const T* xrow[K];
-    bool rok[K];
+    float win[K];
 #pragma unroll
-    for (int kh = 0; kh < K; ++kh) {
-      const int ii = i + kh - r;
-      rok[kh] = ii >= 0 && ii < h;
-      xrow[kh] = xp.base + (rok[kh] ? ii : 0) * w * 32;
-    }
-    float ring[K][K];
+    for (int m = 0; m + 1 < K; ++m)
+      win[m + 1] = unsigned(m - r) < unsigned(w) ? to_f32(xrow[(m - r) * 32]) : 0.f;
+    for (int j = 0; j < w; ++j) {
 #pragma unroll
-    for (int c = -r; c < r; ++c)  // columns -r .. r - 1: slots (c + K) % K
+      for (int m = 0; m + 1 < K; ++m) win[m] = win[m + 1];
+      win[K - 1] = j + r < w ? to_f32(xrow[(j + r) * 32]) : 0.f;
+      const float gv = to_f32(grow[j * 32]);
 #pragma unroll
-      for (int kh = 0; kh < K; ++kh)
-        ring[kh][(c + K) % K] = rok[kh] && c >= 0 && c < w ? to_f32(xrow[kh][c * 32]) : 0.f;
-    for (int j0 = 0; j0 < w; j0 += K) {
-#pragma unroll
-      for (int u = 0; u < K; ++u) {
-        const int j = j0 + u, cn = j + r;  // output column, the new input column
-        if (j >= w) break;
-#pragma unroll
-        for (int kh = 0; kh < K; ++kh)
-          ring[kh][(u + r) % K] = rok[kh] && cn < w ? to_f32(xrow[kh][cn * 32]) : 0.f;
-        const float gv = to_f32(grow[j * 32]);
-        gsum += gv;
-#pragma unroll
-        for (int kh = 0; kh < K; ++kh)
-#pragma unroll
-          for (int kw = 0; kw < K; ++kw)
-            acc[kh][kw] = fmaf(gv, ring[kh][(u + kw - r + K) % K], acc[kh][kw]);
-      }
+      for (int kw = 0; kw < K; ++kw) acc[kw] = fmaf(gv, win[kw], acc[kw]);
     }
   }
 }
 
 /// Backward: grid (ceil(C / 32), slices); each block takes images [slice * ipb, ...) in order and
-/// accumulates its weight-gradient sums into partial (slices, NE, C) f32, NE =
-/// plane_wgrad_entries(L, K*K); grad_x (B, H, W, C) when gx is given. wb, wl: the flipped folded
-/// filters.
+/// accumulates its weight-gradient sums into partial (slices, NE, C) f32, NE = (1 + 4L) K*K + 1
+/// (entry plane * K*K + tap, plane 0 the base, plane 1 + 4l + s level l sub-band s; the last entry
+/// sum G); grad_x (B, H, W, C) when gx is given. wb, wl: the flipped folded filters.
 template <typename T, int K>
 __global__ void __launch_bounds__(32 * kPlaneWarps)
     plane_backward_kernel(const T* __restrict__ x, const T* __restrict__ G, int B, int C, int ipb,
@@ -366,7 +337,7 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
   T* gs = xs + n0 * 32;
   T* xpyr = gs + n0 * 32;
   T* gpyr = xpyr + g.pyr_size * 32;
-  const int items = kPlaneBaseChunks + 4 * g.L, NE = plane_wgrad_entries(g.L, KK);
+  const int planes = 1 + 4 * g.L, items = planes * K, NE = planes * KK + 1;
   float* part = partial + int64_t(blockIdx.y) * NE * C + c;
   const int b0 = blockIdx.y * ipb, b1 = min(B, b0 + ipb);
   float* wsm = sf + g.n_f * 32 + lane;
@@ -377,43 +348,32 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
     __syncthreads();
     plane_pyramid<T>(g, xs, xpyr, warp);
     plane_pyramid<T>(g, gs, gpyr, warp);
-    // weight-gradient sums, one item per warp at a time; the same thread owns an entry for every
-    // image of the slice, so adding into `part` needs no atomics (deterministic)
+    // weight-gradient sums, one (plane, kh) item per warp at a time; the same thread owns an
+    // entry for every image of the slice, so adding into `part` needs no atomics (deterministic)
     for (int it = warp; it < items; it += kPlaneWarps) {
+      const int pl = it / K, kh = it % K;
       SPlane<const T> xp{xs, g.h[0], g.w[0]}, gp{gs, g.h[0], g.w[0]};
-      int i0 = 0, i1 = g.h[0], e0 = 0;  // rows, first entry
-      if (it < kPlaneBaseChunks) {
-        i0 = it * g.h[0] / kPlaneBaseChunks;
-        i1 = (it + 1) * g.h[0] / kPlaneBaseChunks;
-        e0 = it * (KK + 1);
-      } else {
-        const int pl = it - kPlaneBaseChunks, l = pl / 4, s = pl % 4;
-        const int hp = g.h[l + 1], wp = g.w[l + 1], off = (g.pyr[l] + s * hp * wp) * 32;
+      if (pl > 0) {
+        const int l = (pl - 1) / 4, s = (pl - 1) % 4, hp = g.h[l + 1], wp = g.w[l + 1];
+        const int off = (g.pyr[l] + s * hp * wp) * 32;
         xp = {xpyr + off, hp, wp};
         gp = {gpyr + off, hp, wp};
-        i1 = hp;
-        e0 = kPlaneBaseChunks * (KK + 1) + pl * KK;
       }
-      float acc[K][K], gsum = 0.f;
-#pragma unroll
-      for (int kh = 0; kh < K; ++kh)
-#pragma unroll
-        for (int kw = 0; kw < K; ++kw) acc[kh][kw] = 0.f;
-      plane_wgrad_rows<T, K>(xp, gp, i0, i1, acc, gsum);
+      float acc[K];
+      plane_wgrad_row<T, K>(xp, gp, kh, acc);
       if (c < C) {
-        const bool first = b == b0;
 #pragma unroll
-        for (int kh = 0; kh < K; ++kh)
-#pragma unroll
-          for (int kw = 0; kw < K; ++kw) {
-            float* e = part + int64_t(e0 + kh * K + kw) * C;
-            *e = (first ? 0.f : *e) + acc[kh][kw];
-          }
-        if (it < kPlaneBaseChunks) {
-          float* e = part + int64_t(e0 + KK) * C;
-          *e = (first ? 0.f : *e) + gsum;
+        for (int kw = 0; kw < K; ++kw) {
+          float* e = part + int64_t(pl * KK + kh * K + kw) * C;
+          *e = (b == b0 ? 0.f : *e) + acc[kw];
         }
       }
+    }
+    if (warp == kPlaneWarps - 1 && c < C) {  // sum of G (the base bias)
+      float s = 0.f;
+      for (int pix = 0; pix < n0; ++pix) s += to_f32(gs[pix * 32]);
+      float* e = part + int64_t(NE - 1) * C;
+      *e = (b == b0 ? 0.f : *e) + s;
     }
     if (gx != nullptr)
       plane_cascade<T, T, K>(g, gs, gpyr, sf, wsm, nullptr, C, c, b, warp, lane, gx);
@@ -433,27 +393,17 @@ __global__ void plane_wgrad_reduce_kernel(const float* __restrict__ partial, int
   constexpr int KK = K * K;
   __shared__ float sums[KK + 1][32];
   const int pl = blockIdx.x, lane = threadIdx.x, warp = threadIdx.y;
-  const int c = blockIdx.y * 32 + lane, NE = plane_wgrad_entries(L, KK);
+  const int c = blockIdx.y * 32 + lane, NE = (1 + 4 * L) * KK + 1;
   const int n = pl == 0 ? KK + 1 : KK;  // the base plane also sums G
   for (int k = warp; k < n; k += kPlaneWarps) {
+    const int e = k < KK ? pl * KK + k : NE - 1;
     float s = 0.f;
     // unrolled so that several slices' loads are in flight at once; the adds keep slice order
-    // (and, for the base plane, chunk order within a slice)
     if (c < C) {
+      const float* p = partial + int64_t(e) * C + c;
       const int64_t stride = int64_t(NE) * C;
-      if (pl == 0) {
-        const float* p = partial + int64_t(k) * C + c;
 #pragma unroll 8
-        for (int z = 0; z < slices;
-             ++z)  // 32 loads in flight: as many round trips as a level plane
-#pragma unroll
-          for (int ch = 0; ch < kPlaneBaseChunks; ++ch)
-            s += __ldg(p + z * stride + int64_t(ch) * (KK + 1) * C);
-      } else {
-        const float* p = partial + int64_t(kPlaneBaseChunks * (KK + 1) + (pl - 1) * KK + k) * C + c;
-#pragma unroll 8
-        for (int z = 0; z < slices; ++z) s += __ldg(p + z * stride);
-      }
+      for (int z = 0; z < slices; ++z) s += __ldg(p + z * stride);
     }
     sums[k][lane] = s;
   }
