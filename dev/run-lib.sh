@@ -19,6 +19,10 @@
 #                     validation images each) in the background unless DIR/train exists; MK is its
 #                     pid, its log /tmp/mk-$(basename DIR).log
 #   folder_ready DIR  waits for jpeg_folder DIR (its pid in MK) and prints its summary line
+#   variant_tree DIR  a copy of the tree's sources in DIR, to edit into a same-call "before"
+#   build_program SRC BUILD
+#                     configures SRC into BUILD against .deps and builds the program only (log
+#                     BUILD.log; prints its errors on failure)
 source dev/gpu-build.sh
 T0=$(date +%s)
 el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
@@ -49,4 +53,15 @@ jpeg_vs_synth() {
   stage jpeg_nvjpeg
   eval train3 synth_gpu --workers 14 --dataset synthetic --synthetic-size 12800 --gpu-augment true
   stage synth_gpu
+}
+variant_tree() {
+  rm -rf "$1" && mkdir -p "$1" &&
+    cp -r CMakeLists.txt app core data dist kernels layers models train tests tools scripts configs dev "$1/"
+}
+build_program() {
+  local D=$PWD/.deps/root/usr
+  ( cd "$1" && cmake -S . -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHAARGRAD_CUDA=ON \
+      -DBUILD_TESTING=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=$D -DCMAKE_INCLUDE_PATH=$D/include \
+      > "$2.log" 2>&1 && cmake --build "$2" --target haargrad -j8 >> "$2.log" 2>&1 ) ||
+    { echo "build $2 failed"; grep -A5 error "$2.log" | head -20; }
 }

@@ -12,17 +12,10 @@ set -uo pipefail
 BUDGET=${BUDGET:-260}
 source dev/run-lib.sh
 el built
-D=$PWD/.deps/root/usr
-copy_tree() { rm -rf $1 && mkdir -p $1 && cp -r CMakeLists.txt app core data dist kernels layers models train tests tools scripts configs dev $1/; }
-build_prog() {  # build_prog SRC BUILD: the program only
-  ( cd $1 && cmake -S . -B $2 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHAARGRAD_CUDA=ON -DBUILD_TESTING=OFF \
-      -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=$D -DCMAKE_INCLUDE_PATH=$D/include > $2.log 2>&1 && \
-    cmake --build $2 --target haargrad -j8 >> $2.log 2>&1 ) || { echo "build $2 failed"; grep -A5 error $2.log | head -20; }
-}
-copy_tree /tmp/src0
+variant_tree /tmp/src0
 cp dev/s15/wtconv_plane.cuh.6b4f628 /tmp/src0/kernels/cuda/wtconv_plane.cuh
 cp dev/s15/wtconv_fused.cu.6b4f628 /tmp/src0/kernels/cuda/wtconv_fused.cu
-( build_prog /tmp/src0 /tmp/b0 ) > /tmp/variants.log 2>&1 &
+( build_program /tmp/src0 /tmp/b0 ) > /tmp/variants.log 2>&1 &
 VP=$!
 gpu_tests
 el tests
