@@ -16,6 +16,7 @@
 #include "core/host_sync.h"
 #include "data/image_folder.h"
 #include "data/jpeg_encode.h"
+#include "data/jpeg_folder.h"
 #include "data/loader.h"
 #include "data/nvjpeg_decoder.h"
 #include "data/temp_dir.h"
@@ -28,38 +29,10 @@ using namespace hg::data;
 
 namespace {
 
-Image smooth(int64_t h, int64_t w, int64_t c, double phase) {
-  Image img{h, w, c, std::vector<uint8_t>(static_cast<size_t>(h * w * c))};
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t x = 0; x < w; ++x)
-      for (int64_t k = 0; k < c; ++k) {
-        const double v = 128 + 70 * std::sin(x / 17.0 + phase + k) * std::cos(y / 23.0 - k) + 0.3 * (x - w / 2);
-        img.pixels[size_t((y * w + x) * c + k)] = static_cast<uint8_t>(std::clamp(v, 0.0, 255.0));
-      }
-  return img;
-}
-
+// Three classes; file n is (180 + 9n) x (260 - 5n) px, grayscale ones 170 x 230
+// (tests/data/jpeg_folder.h).
 void make_folder(const test::TempDir& t) {
-  int n = 0;
-  for (const char* cls : {"a", "b", "c"}) {
-    fs::create_directories(t.path() / "train" / cls);
-    for (int k = 0; k < 6; ++k, ++n) {
-      const std::string path = (t.path() / "train" / cls / ("img" + std::to_string(k) + ".jpg")).string();
-      const Image rgb = smooth(180 + 9 * n, 260 - 5 * n, 3, 0.37 * n);
-      JpegEncodeOptions o;
-      o.quality = 93;
-      Image img = rgb;
-      if (k == 1) o.progressive = true;
-      if (k == 2) img = smooth(170, 230, 1, n);  // grayscale file
-      if (k == 3) o.cmyk = true;
-      if (k == 4) {  // a PNG with a .jpg name
-        write_png(path, rgb);
-        continue;
-      }
-      const auto bytes = encode_jpeg(img, o);
-      test::write_bytes(path, std::string(bytes.begin(), bytes.end()));
-    }
-  }
+  test::write_mixed_folder(t.path(), {"a", "b", "c"}, {180, 9, 260, -5, 170, 230});
 }
 
 struct LoaderRun {
