@@ -23,6 +23,17 @@
 #   build_program SRC BUILD
 #                     configures SRC into BUILD against .deps and builds the program only (log
 #                     BUILD.log; prints its errors on failure)
+#   test_gpu_only     test_gpu alone, log $OUT/gpu.log; its PASSED / FAILED lines and first failures
+#   data_bench DIR    bench-data (20 batches of 128, bf16, 14 workers, every decoder) on DIR's JPEGs
+#                     and torchvision + PIL (scripts/peer-data-bench.py) on the same folder
+#   bench_layer_ab B...
+#                     bench-layer K = 5 in bf16 and fp32 with the program of each /tmp/B, WTConv's
+#                     and our 7x7's rows
+#   model_bench_ab B...
+#                     the bf16 model bench (B = 128, 224 px) with each /tmp/B's program:
+#                     WTConvNeXt-T, and ConvNeXt-T too for /tmp/b (the product)
+#   model_bench_in P...
+#                     both models with $HG in precisions P, each while 60 s of $BUDGET are left
 source dev/gpu-build.sh
 T0=$(date +%s)
 el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
@@ -64,4 +75,49 @@ build_program() {
       -DBUILD_TESTING=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=$D -DCMAKE_INCLUDE_PATH=$D/include \
       > "$2.log" 2>&1 && cmake --build "$2" --target haargrad -j8 >> "$2.log" 2>&1 ) ||
     { echo "build $2 failed"; grep -A5 error "$2.log" | head -20; }
+}
+bench_layer_ab() {
+  local v p
+  for v in "$@"; do
+    for p in bf16 fp32; do
+      timeout 45 /tmp/$v/haargrad bench-layer --kernel 5 --precision $p > $OUT/bl-$v-$p.txt 2>&1
+      echo "== $v $p"; grep -E "^(wtconv fused|ours dw 7)" $OUT/bl-$v-$p.txt
+    done
+  done
+}
+model_bench_ab() {
+  local v m
+  for v in "$@"; do
+    m=wtconvnext_tiny; [ $v = b ] && m=convnext_tiny,wtconvnext_tiny
+    timeout 60 /tmp/$v/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --models $m \
+      --wtconv fused --steps 10 --warmup 3 --output $OUT/bench-$v.json > $OUT/bench-$v.txt 2>&1
+    echo "== $v"; grep -A30 "^model  " $OUT/bench-$v.txt | cut -c1-170 |
+      grep -v "^$\|^timed\|^syncs\|replayed\|^peak\|^held\|^model    .*phase" | head -8
+  done
+}
+model_bench_in() {
+  local p
+  for p in "$@"; do
+    [ $(left) -lt 60 ] && { echo "no budget for $p"; continue; }
+    timeout 55 $HG bench --device cuda --batch 128 --img-size 224 --precision $p \
+      --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 10 --warmup 3 \
+      --output $OUT/bench-$p.json > $OUT/bench-$p.txt 2>&1
+    echo "== $p"; grep -A3 "^model  " $OUT/bench-$p.txt | head -3 | cut -c1-130
+  done
+}
+test_gpu_only() {
+  timeout 170 /tmp/b/tests/test_gpu > $OUT/gpu.log 2>&1; ok $OUT/gpu.log
+  grep -A4 "Failure" $OUT/gpu.log | head -20
+}
+data_bench() {
+  timeout 90 $HG bench-data configs/convnext_tiny.yaml --device cuda --precision bf16 --dataset image_folder \
+    --data-dir "$1" --val-split validation --workers 14 --batch-size 128 --img-size 224 --aa '' --reprob 0 \
+    --color-jitter 0 --mixup 0 --cutmix 0 --train-interpolation bilinear --max-steps-per-epoch 20 \
+    --bench-warmup 1 --bench-epochs 1 --decoders stb,turbo,nvjpeg,nvjpeg_gpu --output $OUT/bench_data.json \
+    > $OUT/bench_data.txt 2>&1
+  grep -E "^decoder|^(stb|turbo|nvjpeg)" $OUT/bench_data.txt | cut -c1-100
+  python3 -c "import json; [print(r['jpeg_decoder'], r['decoded']) for r in json.load(open('$OUT/bench_data.json'))]"
+  timeout 60 python3 scripts/peer-data-bench.py --data-dir "$1" --workers 14 --batch-size 128 --img-size 224 \
+    --bench-warmup 1 --bench-epochs 1 --output $OUT/peer_data.json > $OUT/peer_data.txt 2>&1
+  tail -2 $OUT/peer_data.txt
 }

@@ -26,18 +26,9 @@ gpu_tests
 el tests
 wait $VP; cat /tmp/variants.log
 el variants
-for v in b0 b; do
-  for p in bf16 fp32; do
-    timeout 45 /tmp/$v/haargrad bench-layer --kernel 5 --precision $p > $OUT/bl-$v-$p.txt 2>&1
-    echo "== $v $p"; grep -E "^(wtconv fused|ours dw 7)" $OUT/bl-$v-$p.txt
-  done
-done
+bench_layer_ab b0 b
 el bench-layer
-for v in b0 b; do
-  m=wtconvnext_tiny; [ $v = b ] && m=convnext_tiny,wtconvnext_tiny
-  timeout 60 /tmp/$v/haargrad bench --device cuda --batch 128 --img-size 224 --precision bf16 --models $m --wtconv fused --steps 10 --warmup 3 --output $OUT/bench-$v.json > $OUT/bench-$v.txt 2>&1
-  echo "== $v"; grep -A30 "^model  " $OUT/bench-$v.txt | cut -c1-170 | grep -v "^$\|^timed\|^syncs\|replayed\|^peak\|^held\|^model    .*phase" | head -8
-done
+model_bench_ab b0 b
 el bench
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 for v in b b1; do
@@ -47,9 +38,5 @@ for v in b b1; do
   echo "== ncu $v"; grep -E "^\s+(gpu__|smsp__|sm__|launch__|l1tex__)" $OUT/ncu-$v.txt | sed -E 's/ +/ /g' | cut -c1-120
 done
 el ncu
-for p in fp32 tf32; do
-  [ $(left) -lt 60 ] && { echo "no budget for $p"; continue; }
-  timeout 55 $HG bench --device cuda --batch 128 --img-size 224 --precision $p --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 10 --warmup 3 --output $OUT/bench-$p.json > $OUT/bench-$p.txt 2>&1
-  echo "== $p"; grep -A3 "^model  " $OUT/bench-$p.txt | head -3 | cut -c1-130
-done
+model_bench_in fp32 tf32
 el done

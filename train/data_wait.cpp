@@ -16,25 +16,35 @@ namespace {
 constexpr size_t kPairs = 8;
 }  // namespace
 
-DataWait::DataWait(Device device) : device_(device) {
-  if (device_ != Device::cuda) return;
+DataWait::DataWait(Device device) {
+  if (device != Device::cuda) return;
 #ifdef HAARGRAD_WITH_CUDA
   marks_.assign(2 * kPairs, nullptr);
   pending_.assign(kPairs, false);
-  for (void*& m : marks_) {
-    cudaEvent_t e = nullptr;
-    HG_CUDA_CHECK(cudaEventCreate(&e));  // timed: the pair's elapsed GPU time is the figure
-    m = e;
+  try {
+    for (void*& m : marks_) {
+      cudaEvent_t e = nullptr;
+      HG_CUDA_CHECK(cudaEventCreate(&e));  // timed: the pair's elapsed GPU time is the figure
+      m = e;
+    }
+  } catch (...) {
+    release();  // the destructor does not run for a constructor that throws
+    throw;
   }
 #else
   throw Error("DataWait: device cuda in a build without CUDA");
 #endif
 }
 
-DataWait::~DataWait() {
+DataWait::~DataWait() { release(); }
+
+void DataWait::release() {
 #ifdef HAARGRAD_WITH_CUDA
-  for (void* m : marks_)
-    if (m) HG_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(m)));
+  for (void*& m : marks_)
+    if (m) {
+      HG_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(m)));
+      m = nullptr;
+    }
 #endif
 }
 

@@ -42,8 +42,8 @@ class DataWait {
 
  private:
   void harvest(size_t pair);  // adds a recorded pair's time (waits for its events)
+  void release();             // destroys the events made so far
 
-  Device device_;
   std::vector<void*> marks_;  // CUDA: cudaEvent_t pairs (begin, end) in a ring
   std::vector<bool> pending_;
   size_t next_ = 0;

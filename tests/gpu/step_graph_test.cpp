@@ -18,6 +18,7 @@
 #include "core/autograd.h"
 #include "core/ops.h"
 #include "data/jpeg_encode.h"
+#include "data/jpeg_folder.h"
 #include "data/nvjpeg_decoder.h"
 #include "data/temp_dir.h"
 #include "gpu_util.h"
@@ -47,6 +48,14 @@ void expect_same_parameters(const ConvNeXt& a, const ConvNeXt& b) {
   ASSERT_EQ(pa.size(), pb.size());
   for (size_t i = 0; i < pa.size(); ++i)
     EXPECT_EQ(test::rel_error(pa[i].tensor, pb[i].tensor), 0.0) << pa[i].name;
+}
+
+// The graphed run's summary rows against the eager run's: 1e-4 relative (the trainer tests below
+// say why that tolerance).
+void expect_summaries_close(const std::vector<double>& graphed, const std::vector<double>& eager) {
+  for (size_t i = 0; i < eager.size(); ++i)
+    EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::max(1.0, std::abs(eager[i])))
+        << "summary value " << i;
 }
 
 }  // namespace
@@ -169,9 +178,7 @@ TEST(StepGraph, TrainerWithTheGraphTrainsAsLaunchedOpByOp) {
   };
   const std::vector<double> eager = run("eager", false), graphed = run("graph", true);
   ASSERT_EQ(graphed.size(), eager.size());
-  for (size_t i = 0; i < eager.size(); ++i)
-    EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::max(1.0, std::abs(eager[i])))
-        << "summary value " << i;
+  expect_summaries_close(graphed, eager);
   train::Config no_drop = c;
   no_drop.drop_path = 0.0;
   no_drop.output = (root / "nodrop").string();
@@ -183,23 +190,17 @@ TEST(StepGraph, TrainerWithTheGraphTrainsAsLaunchedOpByOp) {
 
 namespace {
 
-// An image folder of smooth photo-like JPEGs (4 classes, 6 training and 2 validation images each,
-// 48 x 64 to 61 x 77 px): what the nvJPEG hardware decoder takes.
+// An image folder of smooth photo-like baseline JPEGs (4 classes, 6 training and 2 validation
+// images each, 48 x 64 to 61 x 77 px; tests/data/jpeg_folder.h's fields): what the nvJPEG hardware
+// decoder takes.
 void make_jpeg_folder(const std::filesystem::path& root) {
   int n = 0;
   for (const char* split : {"train", "validation"})
     for (const char* cls : {"a", "b", "c", "d"}) {
       std::filesystem::create_directories(root / split / cls);
       for (int k = 0; k < (std::string(split) == "train" ? 6 : 2); ++k, ++n) {
-        data::Image img{48 + n % 14, 64 + n % 14, 3, {}};
-        img.pixels.resize(static_cast<size_t>(img.height * img.width * 3));
-        for (int64_t y = 0; y < img.height; ++y)
-          for (int64_t x = 0; x < img.width; ++x)
-            for (int64_t c = 0; c < 3; ++c)
-              img.pixels[static_cast<size_t>((y * img.width + x) * 3 + c)] =
-                  static_cast<uint8_t>(128 + 90 * std::sin(x / (5.0 + n % 7) + c) *
-                                                 std::cos(y / (7.0 + cls[0] - 'a') - n));
-        const std::vector<uint8_t> bytes = data::encode_jpeg(img);
+        const std::vector<uint8_t> bytes =
+            data::encode_jpeg(test::smooth_image(48 + n % 14, 64 + n % 14, 3, 0.37 * n));
         test::write_bytes((root / split / cls / ("img" + std::to_string(k) + ".jpg")).string(),
                           std::string(bytes.begin(), bytes.end()));
       }
@@ -248,7 +249,5 @@ TEST(StepGraph, TrainerGraphedFromNvjpegTrainsAsLaunchedOpByOp) {
   EXPECT_EQ(said.find("launching op by op"), std::string::npos) << said;
   ASSERT_EQ(graphed.size(), eager.size());
   ASSERT_FALSE(eager.empty());
-  for (size_t i = 0; i < eager.size(); ++i)
-    EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::max(1.0, std::abs(eager[i])))
-        << "summary value " << i;
+  expect_summaries_close(graphed, eager);
 }
