@@ -88,6 +88,15 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
 /// the device's shared memory. Benchmarks label their I/O model with it.
 bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward);
 
+/// Where the split path (fused mode, not wtconv_plane_path) hands its levels to a level tail: the
+/// first level s >= 1 whose LL band the whole-plane kernels take, so that levels s .. levels-1
+/// run as one plane launch each way (kernels/cuda/wtconv_fused.cu); `levels` when none does. For
+/// stride 1, x (B, H, W, C) of dtype `dtype` (f32 or bf16) and dense, 16-byte aligned tensors:
+/// K = 3, 5 or 7, C % 4 == 0 (the synthesis kernels that read the tail's term), an LL band of at
+/// most 256 pixels whose planes fit the shared memory (14 x 14: s = 1 at 28 x 28, s = 2 at
+/// 56 x 56).
+int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backward);
+
 }  // namespace cuda
 
 }  // namespace hg::kernels

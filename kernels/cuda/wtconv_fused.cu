@@ -262,34 +262,64 @@ Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
   return f;
 }
 
-/// The staged synthesis (wtconv_staged.cuh: levels 1.. summed onto level 0's grid, then the
-/// staged base conv adding level 0 and that sum) when it takes the shape: bf16 activations,
-/// stride 1 (the caller's case), K = 3, 5 or 7, at least one level, C a multiple of 8, 16-byte
-/// aligned tensors, staged rows within the device's shared memory. Returns false, having done
-/// nothing, otherwise. bf16 only: on the H200 (bench-layer, B = 64, K = 5) it beat synth_v4_kernel
-/// in bf16 (96/56/5 train 1.102 -> 1.082 ms, 192/28/4 0.698 -> 0.642) but lost in fp32 (96/56/5
-/// 1.181 -> 1.247: f32 rows take twice the shared memory, so fewer blocks fit an SM).
+/// Whether the 4-channel synthesis (synth_v4_kernel, stride 1) takes in and out of storage T, C
+/// channels, base filters of size K: C % 4 == 0, K 3 .. 9, both aligned to 4 elements.
 template <typename T>
-bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const float* wb,
-                      const float* bf, const Levels<T>& lv, T* out) {
+bool synth_vec_takes(const T* in, int C, int K, const T* out) {
+  return C % 4 == 0 && K >= 3 && K <= 9 && aligned4<T>(in) && aligned4<T>(out);
+}
+
+/// Row pairs per block of the staged synthesis: more when rows are short.
+inline int synth_staged_pairs(int W) { return W >= 16 ? 2 : 4; }
+
+/// Whether the staged synthesis (try_synth_staged) takes a stride-1 synthesis of `in` into `out`,
+/// both (B, H, W, C) of storage T, with level-0 filters of size K: bf16 activations, K = 3, 5 or 7,
+/// C a multiple of 8, 16-byte aligned tensors, staged rows within the device's shared memory.
+/// bf16 only: on the H200 (bench-layer, B = 64, K = 5) it beat synth_v4_kernel in bf16 (96/56/5
+/// train 1.102 -> 1.082 ms, 192/28/4 0.698 -> 0.642) but lost in fp32 (96/56/5 1.181 -> 1.247: f32
+/// rows take twice the shared memory, so fewer blocks fit an SM).
+template <typename T>
+bool synth_staged_takes(const T* in, int B, int H, int W, int C, int K, const T* out) {
   if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
     return false;
   } else {
-    const int PR = W >= 16 ? 2 : 4;  // row pairs per block: more when rows are short
-    const size_t smem = synth_staged_smem<T>(K, PR, W);
-    bool ok = (K == 3 || K == 5 || K == 7) && lv.L >= 1 && C % (16 / int(sizeof(T))) == 0 &&
-              aligned16(in) && aligned16(out) && aligned16(wb) && (!bf || aligned16(bf)) &&
-              smem <= hg::cuda::max_dynamic_smem();
-    for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
+    const int PR = synth_staged_pairs(W);
     const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
-    if (!ok || groups > INT32_MAX || (C + 31) / 32 > 65535) return false;
+    return (K == 3 || K == 5 || K == 7) && C % (16 / int(sizeof(T))) == 0 && aligned16(in) &&
+           aligned16(out) && synth_staged_smem<T>(K, PR, W) <= hg::cuda::max_dynamic_smem() &&
+           groups <= INT32_MAX && (C + 31) / 32 <= 65535;
+  }
+}
+
+/// The staged synthesis (wtconv_staged.cuh: levels 1.. and the level tail, if any, summed onto
+/// level 0's grid, then the staged base conv adding level 0 and that sum) when it takes the shape
+/// (synth_staged_takes; stride 1, the caller's case; at least one level; the folded weights, t_l
+/// aligned, as workspace tensors are). Returns false, having done nothing, otherwise; a level
+/// tail (its levels are in no t_l) can only be synthesised here, so the caller has checked.
+template <typename T>
+bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const float* wb,
+                      const float* bf, const Levels<T>& lv, const LevelTail& tail, T* out) {
+  if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
+    return false;
+  } else {
+    const int PR = synth_staged_pairs(W);
+    const size_t smem = synth_staged_smem<T>(K, PR, W);
+    bool ok = lv.L >= 1 && synth_staged_takes(in, B, H, W, C, K, out) && aligned16(wb) &&
+              (!bf || aligned16(bf)) && (!tail.r || (aligned16(tail.r) && tail.s == lv.L));
+    for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
+    if (!ok) return false;
+    const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
     const int hp = lv.hp[0], wp = lv.wp[0];
-    Tensor R;  // levels >= 1 on level 0's grid; none with one level
+    // R: levels >= 1 (and the tail) on level 0's grid; none with one level and no tail. With the
+    // tail at s = 1 its term is R itself (grid 1 is level 0's grid).
+    Tensor R;
+    const float* Rp = tail.s == 1 ? tail.r : nullptr;
     if (lv.L >= 2) {
       R = workspace({B, hp, wp, C});
       levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256, 0,
-                            hg::cuda::stream()>>>(lv, B, hp, wp, C, R.data<float>());
+                            hg::cuda::stream()>>>(lv, tail, B, hp, wp, C, R.data<float>());
       HG_CUDA_LAUNCH_CHECK();
+      Rp = R.data<float>();
     }
     const SynthDims d{B, H, W, C, hp, wp};
     dispatch_k(K, [&](auto kt) {
@@ -298,8 +328,7 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
         const auto kernel = synth_staged_kernel<T, KT>;
         hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
         kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kStagedWarps), smem,
-                 hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0],
-                                       R.defined() ? R.data<float>() : nullptr, out);
+                 hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0], Rp, out);
         HG_CUDA_LAUNCH_CHECK();
       }
     });
@@ -307,11 +336,11 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   }
 }
 
-/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in, out and t[l], the level
-/// outputs (B, hp, wp, 4, C), of storage T.
+/// base conv of `in` + one-pass synthesis of t (and of the level tail, if any) into out (B, Ho, Wo,
+/// C); in, out and t[l], the level outputs (B, hp, wp, 4, C), of storage T.
 template <typename T>
 void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
-               const Folded& f, const std::vector<Tensor>& t, T* out) {
+               const Folded& f, const std::vector<Tensor>& t, const LevelTail& tail, T* out) {
   Levels<T> lv{};
   lv.L = static_cast<int>(t.size());
   for (int l = 0; l < lv.L; ++l) {
@@ -320,11 +349,14 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
     lv.wp[l] = static_cast<int>(t[l].size(2));
   }
   const float* bf = f.base_b.defined() ? f.base_b.data<float>() : nullptr;
-  if (stride == 1 && try_synth_staged(in, B, H, W, C, K, f.base_w.data<float>(), bf, lv, out))
+  if (stride == 1 && try_synth_staged(in, B, H, W, C, K, f.base_w.data<float>(), bf, lv, tail, out))
     return;
-  bool vec = stride == 1 && C % 4 == 0 && K >= 3 && K <= 9 && aligned4<T>(in) &&
-             aligned4<T>(out) && aligned16(f.base_w.data<float>()) && (!bf || aligned16(bf));
+  bool vec = stride == 1 && synth_vec_takes(in, C, K, out) && aligned16(f.base_w.data<float>()) &&
+             (!bf || aligned16(bf)) && (!tail.r || aligned16(tail.r));
   for (int l = 0; l < lv.L; ++l) vec = vec && aligned4<T>(lv.t[l]);
+  HG_CHECK(vec || tail.r == nullptr, "wtconv (cuda, fused): a level tail for a synthesis that ",
+           "neither the staged nor the 4-channel kernel takes (B ", B, ", H ", H, ", W ", W, ", C ",
+           C, ", K ", K, ")");
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT >= 3) {
@@ -332,7 +364,7 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
         const VecLaunch v = vec_launch(C, int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW));
         const size_t smem = sizeof(float) * KT * KT * v.block.x * 4;
         synth_v4_kernel<KT, T><<<v.grid, v.block, smem, hg::cuda::stream()>>>(
-            in, B, H, W, C, f.base_w.data<float>(), bf, lv, out);
+            in, B, H, W, C, f.base_w.data<float>(), bf, lv, tail, out);
         HG_CUDA_LAUNCH_CHECK();
         return;
       }
@@ -381,6 +413,191 @@ Tensor fold_levels(const WTConvWeights& w, int C, int KK, bool flip) {
   return out;
 }
 
+// ---- the whole-plane path (wtconv_plane.cuh)
+// ------------------------------------------------------
+
+/// Largest H * W the whole-plane kernels take: WTConvNeXt's 14 x 14 and 7 x 7 stages, and the
+/// split path's level tails from the first LL band that small. At 28 x 28 the backward's planes do
+/// not fit the shared memory, and a bf16 forward would leave room for one block per
+/// multiprocessor.
+constexpr int kPlaneMaxPixels = 256;
+
+/// The geometry when the whole-plane kernels take the shape (stride 1, K = 3, 5 or 7, at least
+/// one level, H * W within kPlaneMaxPixels, the planes within the device's shared memory); base:
+/// a whole layer, else a level tail (H x W the grid of its LL band).
+template <typename T>
+bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, bool base,
+                 PlaneGeom* g) {
+  if (stride != 1 || !(K == 3 || K == 5 || K == 7) || L < 1 || B > 65535 ||
+      int64_t(H) * W > kPlaneMaxPixels)
+    return false;
+  *g = plane_geom(H, W, L, K, backward, base);
+  const size_t smem = backward ? plane_smem<T>(*g) : plane_smem<float>(*g);
+  return smem <= hg::cuda::max_dynamic_smem();
+}
+
+/// The K the whole-plane kernels are compiled for (plane_takes admits no other).
+template <int KT>
+constexpr bool plane_k = KT == 3 || KT == 5 || KT == 7;
+
+/// Folded level filters (L, K*K, 4, C) as the whole-plane kernels read them (bf16-rounded for a
+/// bf16 T).
+template <typename T>
+Tensor fold_plane_levels(const WTConvWeights& w, int C, int KK, bool flip) {
+  const int L = w.levels();
+  Tensor out = workspace({L, KK, 4, C});
+  fold_plane_levels_kernel<<<blocks_for(int64_t(L) * KK * 4 * C), 256, 0, hg::cuda::stream()>>>(
+      level_params(w, nullptr), L, C, KK, flip, !std::is_same_v<T, float>, out.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  return out;
+}
+
+/// One whole-plane forward over x (B, H, W, C): a whole layer (g.base: wb, bias its folded base
+/// filter and bias) or a level tail (x = ll_s); wl the folded level filters of the plane's first
+/// level on.
+template <typename T>
+void plane_forward(const T* x, int B, int C, const PlaneGeom& g, const float* wb, const float* bias,
+                   const float* wl, PlaneOut<T> out) {
+  dispatch_k(g.K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (plane_k<KT>) {
+      const auto kernel =
+          g.base ? plane_forward_kernel<T, KT, true> : plane_forward_kernel<T, KT, false>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<float>(g),
+               hg::cuda::stream()>>>(x, C, g, wb, bias, wl, out.y, out.rec, out.scale);
+      HG_CUDA_LAUNCH_CHECK();
+    }
+  });
+}
+
+/// The base conv's parameters and their gradients, for a whole-plane backward of a whole layer.
+struct PlaneBaseGrads {
+  const float *bw, *bb, *bs;
+  float *gbw, *gbb, *gbs;
+};
+
+/// One whole-plane backward over (x, G) (B, H, W, C): plane_backward_kernel, then the
+/// deterministic reduction of its per-slice sums into lp's level gradients (lp from the plane's
+/// first level on) and, for a whole layer (g.base), into base's. wb, wl: the flipped folded
+/// filters; gout as plane_backward_kernel's gx.
+template <typename T>
+void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, const float* wb,
+                    const float* wl, PlaneOut<T> gout, const LevelParams& lp,
+                    const PlaneBaseGrads& base) {
+  const int L = g.L, KK = g.K * g.K, groups = (C + 31) / 32, planes = g.base + 4 * L;
+  const size_t smem = plane_smem<T>(g);
+  dispatch_k(g.K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (plane_k<KT>) {
+      const auto kernel =
+          g.base ? plane_backward_kernel<T, KT, true> : plane_backward_kernel<T, KT, false>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      // Images per block: enough blocks for about two waves of resident blocks; fewer slices keep
+      // the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so the
+      // summation order (and the result) is the same run to run.
+      int per_sm = 0;
+      HG_CUDA_CHECK(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kPlaneWarps, smem));
+      const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
+      const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
+      const int slices = (B + ipb - 1) / ipb;
+      const Tensor partial = workspace({slices, planes * KK + g.base, C});
+      kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem,
+               hg::cuda::stream()>>>(x, G, B, C, ipb, g, wb, wl, partial.data<float>(), gout.y,
+                                     gout.rec, gout.scale);
+      HG_CUDA_LAUNCH_CHECK();
+      const auto reduce = plane_wgrad_reduce_kernel<KT>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
+      reduce<<<dim3(unsigned(planes), unsigned(groups)), dim3(32, kPlaneWarps),
+               plane_reduce_smem<KT>(), hg::cuda::stream()>>>(partial.data<float>(), slices, C, L,
+                                                              g.base, base.bw, base.bb, base.bs,
+                                                              base.gbw, base.gbb, base.gbs, lp);
+      HG_CUDA_LAUNCH_CHECK();
+    }
+  });
+}
+
+template <typename T>
+bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int K,
+                       const Tensor& y) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
+  PlaneGeom g;
+  if (!plane_takes<T>(B, H, W, K, w.levels(), stride, /*backward=*/false, /*base=*/true, &g))
+    return false;
+  const Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
+  const Tensor wl = fold_plane_levels<T>(w, C, K * K, /*flip=*/false);
+  plane_forward<T>(typed<T>(xc), B, C, g, f.base_w.data<float>(), f.base_b.data<float>(),
+                   wl.data<float>(), PlaneOut<T>{typed<T>(y), nullptr, 1.f});
+  return true;
+}
+
+template <typename T>
+bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& w, int stride,
+                        int K, const Tensor& gx, WTConvGrads& g) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
+  PlaneGeom pg;
+  if (!plane_takes<T>(B, H, W, K, w.levels(), stride, /*backward=*/true, /*base=*/true, &pg))
+    return false;
+  const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
+  const Tensor wl = fold_plane_levels<T>(w, C, K * K, /*flip=*/true);
+  g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
+  g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
+  g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
+  const LevelParams lp = level_params(w, &g);
+  const PlaneBaseGrads base{w.base_weight.data<float>(), w.base_bias.data<float>(),
+                            w.base_scale.data<float>(),  g.base_weight.data<float>(),
+                            g.base_bias.data<float>(),   g.base_scale.data<float>()};
+  plane_backward<T>(typed<T>(xc), typed<T>(G), B, C, pg, f.base_w.data<float>(), wl.data<float>(),
+                    PlaneOut<T>{gx.defined() ? typed<T>(gx) : nullptr, nullptr, 1.f}, lp, base);
+  if (gx.defined()) g.x = gx;
+  return true;
+}
+
+// ---- the split path's level tail
+// ----------------------------------------------------------------- Below the first LL band small
+// enough for the whole-plane kernels (14 x 14: level 1 of a 28 x 28 map, level 2 of a 56 x 56 one),
+// the split path's levels are a WTConv of their own without a base conv: the plane kernels run them
+// as one launch each way (wtconv_plane.cuh, PlaneOut) instead of a Haar pass and a level conv
+// (forward) or two Haar passes, a level conv and a weight gradient (backward) per level, each a
+// short latency-bound launch. Their output is a term of the synthesis (wtconv_vec.cuh, LevelTail),
+// which the staged and the 4-channel synthesis kernels read, so the tail runs only where one of
+// them takes the shape (C % 4 == 0, aligned tensors).
+
+/// lp from level s on: the level tail's levels as the plane kernels number them.
+LevelParams levels_from(const LevelParams& lp, int s) {
+  LevelParams t{};
+  for (int l = s; l < kMaxLevels; ++l) {
+    t.ww[l - s] = lp.ww[l];
+    t.ws[l - s] = lp.ws[l];
+    t.gww[l - s] = lp.gww[l];
+    t.gws[l - s] = lp.gws[l];
+  }
+  return t;
+}
+
+/// The first level s >= 1 whose LL band (grid d[s]) the whole-plane kernels take as a level tail
+/// of L - s levels (its geometry in *g), when the synthesis of in into out (B, d[0], C, stride 1)
+/// can read a tail's term (the staged or the 4-channel kernel); L (no tail) otherwise.
+template <typename T>
+int tail_level(const T* in, const T* out, int B, int C, int K,
+               const std::vector<std::pair<int, int>>& d, int L, bool backward, PlaneGeom* g) {
+  if (!synth_staged_takes(in, B, d[0].first, d[0].second, C, K, out) &&
+      !synth_vec_takes(in, C, K, out))
+    return L;
+  for (int s = 1; s < L; ++s)
+    if (plane_takes<T>(B, d[s].first, d[s].second, K, L - s, 1, backward, /*base=*/false, g))
+      return s;
+  return L;
+}
+
+/// A tail's output r = 2^-s rec_s, f32 (B, d[s], C).
+Tensor tail_output(int B, std::pair<int, int> grid, int C, int s, LevelTail* tail) {
+  Tensor r = workspace({B, grid.first, grid.second, C});
+  *tail = LevelTail{r.data<float>(), s, grid.first, grid.second};
+  return r;
+}
+
 // ---- the level convolutions with materialised coefficients ("split") ----------------------------
 // Forming the Haar coefficients inside the conv re-forms each one K times per row and
 // (TQ + K - 1) / TQ times along it; on the H200 that arithmetic, not memory traffic, bounded the
@@ -422,16 +639,20 @@ Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, i
   return coef;
 }
 
-/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in; t_l is (B, hp, wp, 4, C) of storage T.
+/// t_l = conv(H(ll_l), s_l w_l) for the levels l < s, ll_0 = in, t_l (B, hp, wp, 4, C) of storage
+/// T; with a level tail (s < L, of geometry tg) levels s .. L-1 as one plane launch over ll_s into
+/// the returned tail output (described in *tail; none: an undefined tensor and tail->r null).
 template <typename T>
-void analysis_convs_split(const T* in, int B, int C, int K,
-                          const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                          std::vector<Tensor>& t) {
+Tensor analysis_convs_split(const T* in, int B, int C, int K,
+                            const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                            int s, const PlaneGeom& tg, std::vector<Tensor>& t, LevelTail* tail) {
   const int L = w.levels(), KK = K * K;
-  t.assign(L, Tensor());
+  t.assign(s, Tensor());
+  *tail = LevelTail{};
+  if (L == 0) return Tensor();
   const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
-  Tensor ll;  // keeps the current level's input (levels >= 1) alive
-  for (int l = 0; l < L; ++l) {
+  Tensor ll;  // keeps the current level's input (levels >= 1) alive; after the loop, ll_s
+  for (int l = 0; l < s; ++l) {
     Tensor next;
     const Tensor coef =
         haar(l == 0 ? in : typed<T>(ll), B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
@@ -441,6 +662,13 @@ void analysis_convs_split(const T* in, int B, int C, int K,
                            host_typed<T>(t[l]));
     ll = next;
   }
+  if (s == L) return Tensor();
+  const Tensor wp = fold_plane_levels<T>(w, C, KK, /*flip=*/false);
+  const Tensor r = tail_output(B, d[s], C, s, tail);
+  plane_forward<T>(typed<T>(ll), B, C, tg, nullptr, nullptr,
+                   wp.data<float>() + int64_t(s) * KK * 4 * C,
+                   PlaneOut<T>{nullptr, r.data<float>(), std::ldexp(1.f, -s)});
+  return r;
 }
 
 /// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wl the level's folded
@@ -471,22 +699,28 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
 
 /// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x
 /// needs), one level at a time so only one level's coefficient tensors live at once: gc_l = H(gR_l)
-/// = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l). x and G are the layer's
-/// input and output gradient; every tensor here has their storage T.
+/// = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l), for the levels l < s;
+/// with a level tail (s < L, of geometry tg) levels s .. L-1 as one plane launch over ll_s and
+/// gR_s (and its reduction), whose term of the G synthesis (when gt is given) is the returned
+/// tail output, described in *tail. x and G are the layer's input and output gradient; every
+/// tensor here has their storage T.
 template <typename T>
-void level_grads_split(const T* x, const T* G, int B, int C, int K,
-                       const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                       std::vector<Tensor>* gt, WTConvGrads& g) {
+Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
+                         const std::vector<std::pair<int, int>>& d, const WTConvWeights& w, int s,
+                         const PlaneGeom& tg, std::vector<Tensor>* gt, WTConvGrads& g,
+                         LevelTail* tail) {
   const int L = w.levels(), KK = K * K;
   const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
-  if (gt != nullptr) gt->assign(L, Tensor());
-  if (L == 0) return;
+  if (gt != nullptr) gt->assign(s, Tensor());
+  *tail = LevelTail{};
+  if (L == 0) return Tensor();
   constexpr bool kBf16 = !std::is_same_v<T, float>;
+  const LevelParams lp = level_params(w, &g);  // every level's gradient tensors
   const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
   const Tensor wlf = kBf16 && gt != nullptr ? fold_levels(w, C, KK, /*flip=*/true) : Tensor();
-  const Tensor sums = workspace({L, 4 * C, KK});
-  Tensor gR, ll;  // keep the current level's inputs alive
-  for (int l = 0; l < L; ++l) {
+  const Tensor sums = workspace({s, 4 * C, KK});
+  Tensor gR, ll;  // keep the current level's inputs alive; after the loop, gR_s and ll_s
+  for (int l = 0; l < s; ++l) {
     Tensor gnext, xnext;
     Tensor* gtl = gt != nullptr ? &(*gt)[l] : nullptr;
     Tensor* gn = l + 1 < L ? &gnext : nullptr;
@@ -499,128 +733,35 @@ void level_grads_split(const T* x, const T* G, int B, int C, int K,
     gR = gnext;
     ll = xnext;
   }
-  // every level's wavelet_weight and wavelet_scale gradients, unfolded in one launch
-  const LevelParams lp = level_params(w, &g);
-  unfold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C), 256, 0, hg::cuda::stream()>>>(
-      lp, sums.data<float>(), L, C, KK);
+  // the split levels' wavelet_weight and wavelet_scale gradients, unfolded in one launch
+  unfold_levels_kernel<<<blocks_for(int64_t(s) * 4 * C), 256, 0, hg::cuda::stream()>>>(
+      lp, sums.data<float>(), s, C, KK);
   HG_CUDA_LAUNCH_CHECK();
-}
-
-// ---- the whole-plane path (wtconv_plane.cuh)
-// -------------------------------------------------------
-
-/// Largest H * W the whole-plane kernels take: WTConvNeXt's 14 x 14 and 7 x 7 stages. At 28 x 28
-/// the backward's planes do not fit the shared memory, and a bf16 forward would leave room for one
-/// block per multiprocessor.
-constexpr int kPlaneMaxPixels = 256;
-
-/// The geometry when the whole-plane kernels take the shape (stride 1, K = 3, 5 or 7, at least
-/// one level, H * W within kPlaneMaxPixels, the planes within the device's shared memory).
-template <typename T>
-bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, PlaneGeom* g) {
-  if (stride != 1 || !(K == 3 || K == 5 || K == 7) || L < 1 || B > 65535 ||
-      int64_t(H) * W > kPlaneMaxPixels)
-    return false;
-  *g = plane_geom(H, W, L, K, backward);
-  const size_t smem = backward ? plane_smem<T>(*g) : plane_smem<float>(*g);
-  return smem <= hg::cuda::max_dynamic_smem();
-}
-
-/// The K the whole-plane kernels are compiled for (plane_takes admits no other).
-template <int KT>
-constexpr bool plane_k = KT == 3 || KT == 5 || KT == 7;
-
-/// Folded level filters (L, K*K, 4, C) as the whole-plane kernels read them (bf16-rounded for a
-/// bf16 T).
-template <typename T>
-Tensor fold_plane_levels(const WTConvWeights& w, int C, int KK, bool flip) {
-  const int L = w.levels();
-  Tensor out = workspace({L, KK, 4, C});
-  fold_plane_levels_kernel<<<blocks_for(int64_t(L) * KK * 4 * C), 256, 0, hg::cuda::stream()>>>(
-      level_params(w, nullptr), L, C, KK, flip, !std::is_same_v<T, float>, out.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
-  return out;
-}
-
-template <typename T>
-bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int K,
-                       const Tensor& y) {
-  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
-  PlaneGeom g;
-  if (!plane_takes<T>(B, H, W, K, w.levels(), stride, /*backward=*/false, &g)) return false;
-  const Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
-  const Tensor wl = fold_plane_levels<T>(w, C, K * K, /*flip=*/false);
-  dispatch_k(K, [&](auto kt) {
-    constexpr int KT = decltype(kt)::value;
-    if constexpr (plane_k<KT>) {
-      const auto kernel = plane_forward_kernel<T, KT>;
-      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-      kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<float>(g),
-               hg::cuda::stream()>>>(typed<T>(xc), C, g, f.base_w.data<float>(),
-                                     f.base_b.data<float>(), wl.data<float>(), typed<T>(y));
-      HG_CUDA_LAUNCH_CHECK();
-    }
-  });
-  return true;
-}
-
-template <typename T>
-bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& w, int stride,
-                        int K, const Tensor& gx, WTConvGrads& g) {
-  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
-  const int L = w.levels(), KK = K * K, groups = (C + 31) / 32;
-  PlaneGeom pg;
-  if (!plane_takes<T>(B, H, W, K, L, stride, /*backward=*/true, &pg)) return false;
-  const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
-  const Tensor wl = fold_plane_levels<T>(w, C, KK, /*flip=*/true);
-  const size_t smem = plane_smem<T>(pg);
-  const int NE = (1 + 4 * L) * KK + 1;
-  dispatch_k(K, [&](auto kt) {
-    constexpr int KT = decltype(kt)::value;
-    if constexpr (plane_k<KT>) {
-      const auto kernel = plane_backward_kernel<T, KT>;
-      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-      // Images per block: enough blocks for about two waves of resident blocks; fewer slices keep
-      // the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so the
-      // summation order (and the result) is the same run to run.
-      int per_sm = 0;
-      HG_CUDA_CHECK(
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kPlaneWarps, smem));
-      const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
-      const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
-      const int slices = (B + ipb - 1) / ipb;
-      const Tensor partial = workspace({slices, NE, C});
-      kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem,
-               hg::cuda::stream()>>>(typed<T>(xc), typed<T>(G), B, C, ipb, pg,
-                                     f.base_w.data<float>(), wl.data<float>(),
-                                     partial.data<float>(), gx.defined() ? typed<T>(gx) : nullptr);
-      HG_CUDA_LAUNCH_CHECK();
-      g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
-      g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
-      g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
-      const LevelParams lp = level_params(w, &g);
-      plane_wgrad_reduce_kernel<KT><<<dim3(unsigned(1 + 4 * L), unsigned(groups)),
-                                      dim3(32, kPlaneWarps), 0, hg::cuda::stream()>>>(
-          partial.data<float>(), slices, C, L, w.base_weight.data<float>(),
-          w.base_bias.data<float>(), w.base_scale.data<float>(), g.base_weight.data<float>(),
-          g.base_bias.data<float>(), g.base_scale.data<float>(), lp);
-      HG_CUDA_LAUNCH_CHECK();
-    }
-  });
-  if (gx.defined()) g.x = gx;
-  return true;
+  if (s == L) return Tensor();
+  const Tensor wpf = fold_plane_levels<T>(w, C, KK, /*flip=*/true);
+  const Tensor r = gt != nullptr ? tail_output(B, d[s], C, s, tail) : Tensor();
+  plane_backward<T>(
+      typed<T>(ll), typed<T>(gR), B, C, tg, nullptr, wpf.data<float>() + int64_t(s) * KK * 4 * C,
+      PlaneOut<T>{nullptr, r.defined() ? r.data<float>() : nullptr, std::ldexp(1.f, -s)},
+      levels_from(lp, s), PlaneBaseGrads{});
+  return r;
 }
 
 template <typename T>
 void fused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K, const Tensor& y) {
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
-  const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
+  const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride, L = w.levels();
   if (try_plane_forward<T>(xc, w, stride, K, y)) return;
-  const auto d = level_dims(H, W, w.levels());
+  const auto d = level_dims(H, W, L);
   Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
+  PlaneGeom tg{};
+  const int s = stride == 1 ? tail_level<T>(typed<T>(xc), typed<T>(y), B, C, K, d, L,
+                                            /*backward=*/false, &tg)
+                            : L;
   std::vector<Tensor> t;
-  analysis_convs_split(typed<T>(xc), B, C, K, d, w, t);
-  synthesis(typed<T>(xc), B, H, W, C, Ho, Wo, stride, K, f, t, typed<T>(y));
+  LevelTail tail;
+  const Tensor r = analysis_convs_split(typed<T>(xc), B, C, K, d, w, s, tg, t, &tail);
+  synthesis(typed<T>(xc), B, H, W, C, Ho, Wo, stride, K, f, t, tail, typed<T>(y));
 }
 
 Tensor fused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out) {
@@ -673,11 +814,16 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
   WTConvGrads g;
   if (try_plane_backward<T>(xc, G, w, stride, K, gx, g)) return g;
   const auto d = level_dims(H, W, L);
+  PlaneGeom tg{};
+  const int s = tail_level<T>(typed<T>(G), gx.defined() ? typed<T>(gx) : typed<T>(G), B, C, K, d, L,
+                              /*backward=*/true, &tg);
   std::vector<Tensor> gt;
-  level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, gx.defined() ? &gt : nullptr, g);
+  LevelTail tail;
+  const Tensor r = level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, s, tg,
+                                     gx.defined() ? &gt : nullptr, g, &tail);
   if (gx.defined()) {
     const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
-    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, typed<T>(gx));
+    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, tail, typed<T>(gx));
   }
   base_grads<T>(xc, G, B, H, W, C, K, w, g);
   if (gx.defined()) g.x = gx;
@@ -709,8 +855,25 @@ bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtyp
   const int B = int(x[0]), H = int(x[1]), W = int(x[2]);
   wtconv_detail::PlaneGeom g;
   return dtype == DType::bf16
-             ? wtconv_detail::plane_takes<__nv_bfloat16>(B, H, W, K, levels, stride, backward, &g)
-             : wtconv_detail::plane_takes<float>(B, H, W, K, levels, stride, backward, &g);
+             ? wtconv_detail::plane_takes<__nv_bfloat16>(B, H, W, K, levels, stride, backward, true,
+                                                         &g)
+             : wtconv_detail::plane_takes<float>(B, H, W, K, levels, stride, backward, true, &g);
+}
+
+int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backward) {
+  HG_CHECK(x.size() == 4, "wtconv_tail_level: x must be (B, H, W, C), got ", shape_str(x));
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_tail_level: f32 or bf16, got ",
+           dtype_name(dtype));
+  const auto d = wtconv_detail::level_dims(int(x[1]), int(x[2]), levels);
+  wtconv_detail::PlaneGeom g;
+  if (dtype == DType::f32) {
+    const float* aligned = nullptr;  // stands for dense, 16-byte aligned tensors
+    return wtconv_detail::tail_level(aligned, aligned, int(x[0]), int(x[3]), K, d, levels, backward,
+                                     &g);
+  }
+  const __nv_bfloat16* aligned = nullptr;
+  return wtconv_detail::tail_level(aligned, aligned, int(x[0]), int(x[3]), K, d, levels, backward,
+                                   &g);
 }
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,

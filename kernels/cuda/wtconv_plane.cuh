@@ -37,13 +37,28 @@ constexpr int kPlaneTQ =
 /// (rec buffers, staged filters).
 struct PlaneGeom {
   int L, K;
+  int base;  // 1: a whole layer (plane 0 is the base conv's); 0: a level tail (see below)
   int h[kMaxLevels + 1], w[kMaxLevels + 1];  // grid l: h[l] x w[l]; h[0] = H
   int pyr[kMaxLevels];  // entry offset of c_l (4 planes of h[l+1] * w[l+1]) in a pyramid
   int pyr_size;         // entries of one pyramid
   int n_t;              // plane entries in all: x, pyramid (forward); x, G, 2 pyramids (backward)
   int rec[2];           // f32 entry offsets of the rec buffers: rec_l (l >= 1) in rec[rec_slot(l)]
   int n_f;              // f32 entries of the rec buffers
-  int n_w;              // f32 entries of the staged filters: L * K*K * 4 level taps, then K*K base
+  int n_w;  // f32 entries of the staged filters: L * K*K * 4 level taps, then (base) K*K base taps
+};
+
+/// Where the cascade's level-0 step goes. A whole layer (g.base = 1): y = [bias] + base conv +
+/// rec_0, rounded to T, (B, H, W, C). A level tail (g.base = 0: levels s .. L-1 of the split path,
+/// the plane being ll_s on grid s; no base conv): rec = scale * rec_0 of the tail, f32 (B, H, W,
+/// C), scale = 2^-s, so that it is the tail's term of R (wtconv_staged.cuh) on grid s. The kernels
+/// take its members as separate __restrict__ parameters: as members of a struct parameter they
+/// are not restrict, and the compiler then reloads shared memory after every store to them (5%
+/// more instructions in the 14 x 14 forward, ~10 us slower on the H200, sixteenth session).
+template <typename T>
+struct PlaneOut {
+  T* y;
+  float* rec;
+  float scale;
 };
 
 /// The rec buffer of level l >= 1: rec_1, rec_3, ... in rec[0] (sized for rec_1 on grid 1), rec_2,
@@ -59,11 +74,13 @@ size_t plane_smem(const PlaneGeom& g) {
   return (t_bytes + 15) / 16 * 16 + size_t(g.n_f + g.n_w) * 32 * sizeof(float);
 }
 
-/// The geometry of an H x W plane with L levels; backward: room for G and its pyramid too.
-inline PlaneGeom plane_geom(int H, int W, int L, int K, bool backward) {
+/// The geometry of an H x W plane with L levels; backward: room for G and its pyramid too; base:
+/// a whole layer (else a level tail, without the base conv's filter).
+inline PlaneGeom plane_geom(int H, int W, int L, int K, bool backward, bool base) {
   PlaneGeom g{};
   g.L = L;
   g.K = K;
+  g.base = base ? 1 : 0;
   g.h[0] = H;
   g.w[0] = W;
   int off = 0;
@@ -79,7 +96,7 @@ inline PlaneGeom plane_geom(int H, int W, int L, int K, bool backward) {
   g.rec[1] = L >= 2 ? g.h[1] * g.w[1] : 0;
   g.n_f = g.rec[1] + (L >= 3 ? g.h[2] * g.w[2] : 0);
   if (L < 2) g.n_f = 0;
-  g.n_w = (4 * L + 1) * K * K;
+  g.n_w = (4 * L + g.base) * K * K;
   return g;
 }
 
@@ -150,15 +167,17 @@ __device__ void plane_pyramid(const PlaneGeom& g, const S* src, S* pyr, int warp
   }
 }
 
-/// The synthesis cascade of the pyramid `pyr`, ending in the level-0 step that writes out(b) =
-/// [bias] + conv(src, base filter) + rec_0, rounded to T; out is (B, H, W, C). src, pyr: this
+/// The synthesis cascade of the pyramid `pyr`, ending in the level-0 step that writes image b of
+/// out (PlaneOut's members: out_y = [bias] + conv(src, base filter) + rec_0, or a tail's out_rec
+/// scaled by out_scale). src, pyr: this
 /// lane's first value of the plane and of its pyramid (smem + lane); recs: the rec buffers' start;
 /// wsm: this lane's staged filters (plane_stage_filters: folded, flipped for the backward, level
 /// taps rounded to bf16 for a bf16 T). Synchronises after every level.
-template <typename T, typename S, int K>
+template <typename T, typename S, int K, bool kBase>
 __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, float* recs,
                               const float* wsm, const float* __restrict__ bias, int C, int c, int b,
-                              int warp, int lane, T* __restrict__ out) {
+                              int warp, int lane, T* __restrict__ out_y,
+                              float* __restrict__ out_rec, float out_scale) {
   constexpr int r = K / 2, KK = K * K, TQ = kPlaneTQ;
   const bool active = c < C;
   const int cs = active ? c : 0;  // a valid column for the weight loads of idle lanes
@@ -221,14 +240,27 @@ __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, fl
           }
         continue;
       }
-      // level 0: out rows 2p, 2p+1, columns 2 q0 .. 2 q0 + 2TQ - 1 = bias + base conv + rec_0
+      const int i0 = 2 * p, j0 = 2 * q0;
+      if constexpr (!kBase) {  // a level tail: its rec_0, scaled, is the output
+        if (!active) continue;
+#pragma unroll
+        for (int di = 0; di < 2; ++di)
+#pragma unroll
+          for (int m = 0; m < 2 * TQ; ++m) {
+            const int i = i0 + di, j = j0 + m;
+            if (i < g.h[0] && j < g.w[0])
+              out_rec[((int64_t(b) * g.h[0] + i) * g.w[0] + j) * C + c] = out_scale * rec[di][m];
+          }
+        continue;
+      }
+      // level 0 of a whole layer (a tail never gets here): out rows 2p, 2p+1, columns
+      // 2 q0 .. 2 q0 + 2TQ - 1 = bias + base conv + rec_0
       const float* w_b = wsm + g.L * KK * 4 * 32;  // the staged base taps
       float y[2][2 * TQ];
 #pragma unroll
       for (int di = 0; di < 2; ++di)
 #pragma unroll
         for (int m = 0; m < 2 * TQ; ++m) y[di][m] = bias ? bias[cs] : 0.f;
-      const int i0 = 2 * p, j0 = 2 * q0;
 #pragma unroll
       for (int a = 0; a < K + 1; ++a) {  // input rows i0 - r .. i0 + 1 + r
         const int ii = i0 - r + a;
@@ -257,7 +289,7 @@ __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, fl
         for (int m = 0; m < 2 * TQ; ++m) {
           const int i = i0 + di, j = j0 + m;
           if (i < g.h[0] && j < g.w[0])
-            out[((int64_t(b) * g.h[0] + i) * g.w[0] + j) * C + c] =
+            out_y[((int64_t(b) * g.h[0] + i) * g.w[0] + j) * C + c] =
                 from_f32<T>(y[di][m] + rec[di][m]);
         }
     }
@@ -267,11 +299,12 @@ __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, fl
 
 /// Forward: grid (ceil(C / 32), B), kPlaneWarps warps, plane_smem<float>(g) bytes of shared memory
 /// (its planes in f32: no widening on every load, and at 14 x 14 as many blocks fit an SM as in T).
-template <typename T, int K>
+/// x: the layer's input (a whole layer) or ll_s (a level tail: wb and bias unused).
+template <typename T, int K, bool kBase>
 __global__ void __launch_bounds__(32 * kPlaneWarps)
     plane_forward_kernel(const T* __restrict__ x, int C, PlaneGeom g, const float* __restrict__ wb,
                          const float* __restrict__ bias, const float* __restrict__ wl,
-                         T* __restrict__ y) {
+                         T* __restrict__ y, float* __restrict__ rec, float rec_scale) {
   extern __shared__ __align__(16) unsigned char plane_smem_raw[];
   float* st = reinterpret_cast<float*>(plane_smem_raw);
   float* sf = reinterpret_cast<float*>(plane_smem_raw +
@@ -284,7 +317,8 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
   plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
   plane_stage_filters(g, wl, wb, C, c, warp, wsm);  // synchronises: x is in place too
   plane_pyramid<T>(g, xs, pyr, warp);
-  plane_cascade<T, float, K>(g, xs, pyr, sf, wsm, bias, C, c, b, warp, lane, y);
+  plane_cascade<T, float, K, kBase>(g, xs, pyr, sf, wsm, bias, C, c, b, warp, lane, y, rec,
+                                    rec_scale);
 }
 
 /// This image's weight-gradient sums of one plane pair, item (plane, kh): acc[kw] = sum over
@@ -317,14 +351,18 @@ __device__ void plane_wgrad_row(const SPlane<const T>& xp, const SPlane<const T>
 }
 
 /// Backward: grid (ceil(C / 32), slices); each block takes images [slice * ipb, ...) in order and
-/// accumulates its weight-gradient sums into partial (slices, NE, C) f32, NE = (1 + 4L) K*K + 1
-/// (entry plane * K*K + tap, plane 0 the base, plane 1 + 4l + s level l sub-band s; the last entry
-/// sum G); grad_x (B, H, W, C) when gx is given. wb, wl: the flipped folded filters.
-template <typename T, int K>
+/// accumulates its weight-gradient sums into partial (slices, NE, C) f32, NE = planes K*K + base,
+/// planes = base + 4L (entry plane * K*K + tap; with the base: plane 0 the base and the last entry
+/// sum G; plane base + 4l + s: level l sub-band s). x, G: the layer's input and dL/dy (a whole
+/// layer) or the LL bands ll_s and gR_s (a level tail). gx: grad_x (a whole layer) or the tail's
+/// term of the G synthesis (PlaneOut), none when both its pointers are null. wb, wl: the flipped
+/// folded filters.
+template <typename T, int K, bool kBase>
 __global__ void __launch_bounds__(32 * kPlaneWarps)
     plane_backward_kernel(const T* __restrict__ x, const T* __restrict__ G, int B, int C, int ipb,
                           PlaneGeom g, const float* __restrict__ wb, const float* __restrict__ wl,
-                          float* __restrict__ partial, T* __restrict__ gx) {
+                          float* __restrict__ partial, T* __restrict__ gx, float* __restrict__ grec,
+                          float grec_scale) {
   constexpr int KK = K * K;
   extern __shared__ __align__(16) unsigned char plane_smem_raw[];
   T* st = reinterpret_cast<T*>(plane_smem_raw);
@@ -337,11 +375,13 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
   T* gs = xs + n0 * 32;
   T* xpyr = gs + n0 * 32;
   T* gpyr = xpyr + g.pyr_size * 32;
-  const int planes = 1 + 4 * g.L, items = planes * K, NE = planes * KK + 1;
+  constexpr int base = kBase ? 1 : 0;  // g.base, as a constant
+  const int planes = base + 4 * g.L, items = planes * K, NE = planes * KK + base;
+  const bool want_gx = gx != nullptr || grec != nullptr;
   float* part = partial + int64_t(blockIdx.y) * NE * C + c;
   const int b0 = blockIdx.y * ipb, b1 = min(B, b0 + ipb);
   float* wsm = sf + g.n_f * 32 + lane;
-  if (gx != nullptr) plane_stage_filters(g, wl, wb, C, c, warp, wsm);
+  if (want_gx) plane_stage_filters(g, wl, wb, C, c, warp, wsm);
   for (int b = b0; b < b1; ++b) {
     plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
     plane_load(G, b, g.h[0], g.w[0], C, c, gs, warp);
@@ -353,8 +393,8 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
     for (int it = warp; it < items; it += kPlaneWarps) {
       const int pl = it / K, kh = it % K;
       SPlane<const T> xp{xs, g.h[0], g.w[0]}, gp{gs, g.h[0], g.w[0]};
-      if (pl > 0) {
-        const int l = (pl - 1) / 4, s = (pl - 1) % 4, hp = g.h[l + 1], wp = g.w[l + 1];
+      if (pl >= base) {
+        const int l = (pl - base) / 4, s = (pl - base) % 4, hp = g.h[l + 1], wp = g.w[l + 1];
         const int off = (g.pyr[l] + s * hp * wp) * 32;
         xp = {xpyr + off, hp, wp};
         gp = {gpyr + off, hp, wp};
@@ -369,48 +409,73 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
         }
       }
     }
-    if (warp == kPlaneWarps - 1 && c < C) {  // sum of G (the base bias)
+    if (kBase && warp == kPlaneWarps - 1 && c < C) {  // sum of G (the base bias)
       float s = 0.f;
       for (int pix = 0; pix < n0; ++pix) s += to_f32(gs[pix * 32]);
       float* e = part + int64_t(NE - 1) * C;
       *e = (b == b0 ? 0.f : *e) + s;
     }
-    if (gx != nullptr)
-      plane_cascade<T, T, K>(g, gs, gpyr, sf, wsm, nullptr, C, c, b, warp, lane, gx);
+    if (want_gx)
+      plane_cascade<T, T, K, kBase>(g, gs, gpyr, sf, wsm, nullptr, C, c, b, warp, lane, gx, grec,
+                                    grec_scale);
     __syncthreads();  // the next image overwrites the planes
   }
 }
 
-/// Sums the slices of plane_backward_kernel's partial (in slice order: deterministic) and unfolds
-/// them into the parameter gradients. Grid (1 + 4L, ceil(C / 32)), block (32, kPlaneWarps).
+/// Sums the slices of plane_backward_kernel's partial and unfolds them into the parameter
+/// gradients (base: 1 for a whole layer, 0 for a level tail, whose lp then starts at level s and
+/// whose bw .. gbs are unused). Grid (base + 4L, ceil(C / 32)), block (32, kPlaneWarps),
+/// plane_reduce_smem<K>() bytes of
+/// dynamic shared memory. Warp w sums the w-th contiguous run of slices for every entry of the
+/// block's plane (all of a slice's entries are independent loads in flight at once), then the
+/// warps' sums are added in warp order: a fixed order, so bit-identical run to run.
+template <int K>
+constexpr size_t plane_reduce_smem() {
+  return sizeof(float) * (kPlaneWarps + 1) * (K * K + 1) * 32;
+}
+
 template <int K>
 __global__ void plane_wgrad_reduce_kernel(const float* __restrict__ partial, int slices, int C,
-                                          int L, const float* __restrict__ bw,
+                                          int L, int base, const float* __restrict__ bw,
                                           const float* __restrict__ bb,
                                           const float* __restrict__ bs, float* __restrict__ gbw,
                                           float* __restrict__ gbb, float* __restrict__ gbs,
                                           LevelParams lp) {
   constexpr int KK = K * K;
-  __shared__ float sums[KK + 1][32];
+  // all dynamic (allow_max_dynamic_smem leaves no room for static shared memory):
+  // red [kPlaneWarps][KK + 1][32], the warps' sums, then sums [KK + 1][32], the block's
+  extern __shared__ float red[];
+  float(*sums)[32] = reinterpret_cast<float(*)[32]>(red + kPlaneWarps * (KK + 1) * 32);
   const int pl = blockIdx.x, lane = threadIdx.x, warp = threadIdx.y;
-  const int c = blockIdx.y * 32 + lane, NE = (1 + 4 * L) * KK + 1;
-  const int n = pl == 0 ? KK + 1 : KK;  // the base plane also sums G
-  for (int k = warp; k < n; k += kPlaneWarps) {
-    const int e = k < KK ? pl * KK + k : NE - 1;
-    float s = 0.f;
-    // unrolled so that several slices' loads are in flight at once; the adds keep slice order
-    if (c < C) {
-      const float* p = partial + int64_t(e) * C + c;
-      const int64_t stride = int64_t(NE) * C;
-#pragma unroll 8
-      for (int z = 0; z < slices; ++z) s += __ldg(p + z * stride);
+  const int c = blockIdx.y * 32 + lane, NE = (base + 4 * L) * KK + base;
+  const bool base_plane = base && pl == 0;
+  const int n = base_plane ? KK + 1 : KK;  // the base plane also sums G
+  const int z0 = warp * slices / kPlaneWarps, z1 = (warp + 1) * slices / kPlaneWarps;
+  float acc[KK + 1];
+#pragma unroll
+  for (int k = 0; k <= KK; ++k) acc[k] = 0.f;
+  if (c < C) {
+    const int64_t stride = int64_t(NE) * C;
+    const float* p = partial + int64_t(pl) * KK * C + c;  // entry pl * KK + k at p + k * C
+    const float* pg = partial + int64_t(NE - 1) * C + c;  // the sum of G
+#pragma unroll 2
+    for (int z = z0; z < z1; ++z) {
+#pragma unroll
+      for (int k = 0; k < KK; ++k) acc[k] += __ldg(p + z * stride + int64_t(k) * C);
+      if (base_plane) acc[KK] += __ldg(pg + z * stride);
     }
+  }
+#pragma unroll
+  for (int k = 0; k <= KK; ++k) red[(warp * (KK + 1) + k) * 32 + lane] = acc[k];
+  __syncthreads();
+  for (int k = warp; k < n; k += kPlaneWarps) {
+    float s = 0.f;
+    for (int w = 0; w < kPlaneWarps; ++w) s += red[(w * (KK + 1) + k) * 32 + lane];
     sums[k][lane] = s;
   }
   __syncthreads();
   if (warp != 0 || c >= C) return;
-  if (pl ==
-      0) {  // base: dL/dbw = bs dL/dw~, dL/dbb = bs dL/db~, dL/dbs = sum dL/dw~ bw + dL/db~ bb
+  if (base_plane) {  // dL/dbw = bs dL/dw~, dL/dbb = bs dL/db~, dL/dbs = sum dL/dw~ bw + dL/db~ bb
     float gs = 0.f;
     for (int k = 0; k < KK; ++k) {
       gbw[int64_t(c) * KK + k] = bs[c] * sums[k][lane];
@@ -420,7 +485,7 @@ __global__ void plane_wgrad_reduce_kernel(const float* __restrict__ partial, int
     gbs[c] = fmaf(sums[KK][lane], bb[c], gs);
     return;
   }
-  const int l = (pl - 1) / 4, s = (pl - 1) % 4, e = 4 * c + s;  // PyTorch channel 4c + s
+  const int l = (pl - base) / 4, s = (pl - base) % 4, e = 4 * c + s;  // PyTorch channel 4c + s
   const float ws = lp.ws[l][e];
   float gs = 0.f;
   for (int k = 0; k < KK; ++k) {

@@ -22,12 +22,14 @@
 namespace hg::kernels::cuda::wtconv_detail {
 
 /// R = levels 1 .. lv.L - 1 synthesised onto level 0's grid (hp, wp) (formula above; t_l is
-/// lv.t[l], of grid (lv.hp[l], lv.wp[l]), storage P). R stays f32: it is summed into y (or grad_x)
-/// before the one rounding there. One thread: one position, 4 channels (4-element loads of t_l,
-/// 16-byte stores of R; C % 4 == 0, t_l aligned to 4 elements, R to 16 bytes). Needs lv.L >= 2.
+/// lv.t[l], of grid (lv.hp[l], lv.wp[l]), storage P), plus the level tail's term when there is one
+/// (then lv.L = tail.s). R stays f32: it is summed into y (or grad_x) before the one rounding
+/// there. One thread: one position, 4 channels (4-element loads of t_l, 16-byte stores of R; C % 4
+/// == 0, t_l aligned to 4 elements, R to 16 bytes). Needs lv.L >= 2.
 template <typename P>
 __global__ void __launch_bounds__(256)
-    levels_synth_kernel(Levels<P> lv, int B, int hp, int wp, int C, float* __restrict__ R) {
+    levels_synth_kernel(Levels<P> lv, LevelTail tail, int B, int hp, int wp, int C,
+                        float* __restrict__ R) {
   const int cv = C / 4;
   const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (idx >= int64_t(B) * hp * wp * cv) return;
@@ -46,6 +48,15 @@ __global__ void __launch_bounds__(256)
     s.y = fmaf(f, unhaar_at(make_float4(tb[0].y, tb[1].y, tb[2].y, tb[3].y), rb, cb), s.y);
     s.z = fmaf(f, unhaar_at(make_float4(tb[0].z, tb[1].z, tb[2].z, tb[3].z), rb, cb), s.z);
     s.w = fmaf(f, unhaar_at(make_float4(tb[0].w, tb[1].w, tb[2].w, tb[3].w), rb, cb), s.w);
+  }
+  if (tail.r != nullptr) {
+    const int sh = tail.s - 1;
+    const float4 v = *reinterpret_cast<const float4*>(
+        tail.r + ((int64_t(b) * tail.h + (p >> sh)) * tail.w + (q >> sh)) * C + c);
+    s.x += v.x;
+    s.y += v.y;
+    s.z += v.z;
+    s.w += v.w;
   }
   *reinterpret_cast<float4*>(R + pos * C + c) = s;
 }

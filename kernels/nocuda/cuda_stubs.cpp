@@ -145,6 +145,7 @@ WTConvGrads wtconv_backward(const Tensor&, const WTConvWeights&, const Tensor&, 
   HG_STUB(wtconv_backward);
 }
 bool wtconv_plane_path(const Shape&, int, int, int, DType, bool) { return false; }
+int wtconv_tail_level(const Shape&, int, int levels, DType, bool) { return levels; }
 
 #define HG_INSTANTIATE(T)                                                                         \
   template void add<T>(const T*, const T*, T*, int64_t);                                          \

@@ -239,6 +239,30 @@ TEST(WTConvGpuPlanePath, TakesTheSmallStagesOnly) {
   EXPECT_THROW(kernels::cuda::wtconv_plane_path({14, 14, 384}, 5, 3, 1, DType::f32, false), Error);
 }
 
+// Where the split path hands its levels to a level tail (kernels/wtconv.h): from the first LL
+// band of at most 256 pixels, when C % 4 == 0 and K is 3, 5 or 7. Run by the guarded cases below
+// with C % 4 == 0 and K <= 7 in both dtypes (21 x 23, 19 x 21, 17 x 9, 32 x 29: s = 1; 29 x 27,
+// K = 7: s = 1; 37 x 41: s = 2), WTConvGpu's cases of those sizes (f32), the stage shapes of
+// WTConvGpuBf16 and WTConvGpuFusedVsReference (28 x 28: s = 1) and the determinism test
+// (40 x 36: s = 2, a one-level tail).
+TEST(WTConvGpuPlanePath, LevelTailFromTheFirstSmallBand) {
+  HG_REQUIRE_GPU();
+  for (DType dt : {DType::f32, DType::bf16})
+    for (bool backward : {false, true}) {
+      const std::string what = str(dtype_name(dt), backward ? " backward" : " forward");
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({64, 56, 56, 96}, 5, 5, dt, backward), 2) << what;
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({64, 28, 28, 192}, 5, 4, dt, backward), 1) << what;
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({1, 37, 41, 16}, 5, 4, dt, backward), 2) << what;
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({2, 29, 27, 8}, 7, 3, dt, backward), 1) << what;
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({4, 40, 36, 72}, 5, 3, dt, backward), 2) << what;
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({1, 32, 29, 4}, 5, 5, dt, backward), 1) << what;
+      // no level left below the band; C % 4 != 0; K = 9 (no plane kernel)
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({64, 56, 56, 96}, 5, 2, dt, backward), 2) << what;
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({1, 32, 29, 6}, 5, 5, dt, backward), 5) << what;
+      EXPECT_EQ(kernels::cuda::wtconv_tail_level({1, 28, 28, 16}, 9, 3, dt, backward), 3) << what;
+    }
+}
+
 TEST(WTConvGpuErrors, BadInputsThrow) {
   HG_REQUIRE_GPU();
   autograd::NoGradGuard ng;
@@ -333,12 +357,27 @@ struct DtCase {
 // kernel variant the dtype can take: C % 4 != 0 (one-channel kernels), C % 4 == 0 but C % 8 != 0
 // (4-channel kernels, scalar Haar), C % 8 == 0 (bf16: the 16-byte Haar kernel too), C > 32 vectors.
 const std::vector<Case> kGuardedCases = {
-    {2, 13, 11, 3, 1, 2, 1},  {1, 15, 17, 5, 3, 3, 1},  {2, 9, 10, 6, 7, 2, 1},
-    {1, 12, 15, 4, 5, 4, 1},  {1, 21, 23, 8, 3, 3, 1},  {2, 19, 21, 16, 5, 5, 1},
-    {1, 14, 17, 24, 7, 2, 1}, {1, 11, 13, 40, 1, 3, 1}, {2, 15, 14, 12, 5, 2, 2},
-    {1, 11, 13, 8, 3, 4, 3},  {3, 6, 5, 33, 3, 1, 1},   {1, 9, 11, 136, 5, 2, 1},
-    {1, 7, 7, 2, 7, 3, 2},    {1, 32, 29, 4, 5, 5, 1},  {1, 10, 13, 8, 9, 2, 1},
-    {1, 12, 12, 8, 11, 2, 1}, {1, 17, 9, 20, 7, 3, 1},  {2, 5, 21, 8, 1, 1, 2},
+    {2, 13, 11, 3, 1, 2, 1},
+    {1, 15, 17, 5, 3, 3, 1},
+    {2, 9, 10, 6, 7, 2, 1},
+    {1, 12, 15, 4, 5, 4, 1},
+    {1, 21, 23, 8, 3, 3, 1},
+    {2, 19, 21, 16, 5, 5, 1},
+    {1, 14, 17, 24, 7, 2, 1},
+    {1, 11, 13, 40, 1, 3, 1},
+    {2, 15, 14, 12, 5, 2, 2},
+    {1, 11, 13, 8, 3, 4, 3},
+    {3, 6, 5, 33, 3, 1, 1},
+    {1, 9, 11, 136, 5, 2, 1},
+    {1, 7, 7, 2, 7, 3, 2},
+    {1, 32, 29, 4, 5, 5, 1},
+    {1, 10, 13, 8, 9, 2, 1},
+    {1, 12, 12, 8, 11, 2, 1},
+    {1, 17, 9, 20, 7, 3, 1},
+    {2, 5, 21, 8, 1, 1, 2},
+    // bf16 level tails (WTConvGpuPlanePath.LevelTailFromTheFirstSmallBand): s = 2, and K = 7
+    {1, 37, 41, 16, 5, 4, 1},
+    {2, 29, 27, 8, 7, 3, 1},
 };
 
 std::vector<DtCase> guarded_cases() {

@@ -1,0 +1,93 @@
+// WTConv2d kernels (Haar wavelet convolution, Finder et al. ECCV 2024; fused form after Aflalo et
+// al. 2026). The operator is specified exactly in ../shared/docs/wtconv.md; this header is the
+// contract between the layer (layers/wtconv.h) and its CPU and CUDA implementations.
+//
+// Layouts: x, y, grad_x, grad_y are NHWC (B, H, W, C). Parameters keep the PyTorch checkpoint
+// layouts: base_weight (C, 1, K, K), base_bias (C), base_scale (1, C, 1, 1),
+// wavelet_weight[l] (4C, 1, K, K), wavelet_scale[l] (1, 4C, 1, 1), l = 0..L-1; channel 4c+s of a
+// wavelet tensor is sub-band s of input channel c. K odd, "same" zero padding, stride subsamples y.
+// dtype: f32 (CPU, CUDA) or f64 (CPU) with every tensor the same; or mixed precision (CPU, CUDA):
+// x, grad_y, y and grad_x bf16 (all four), the parameters and their gradients f32. The bf16 op
+// computes and accumulates in f32 everywhere (bf16 loads widen exactly) and rounds to bf16 (round
+// to nearest even) once per stored value: y and grad_x; and, in the fused mode, the values its
+// split path stores, as autocast would store these conv inputs and outputs in bf16: the Haar
+// coefficient planes c_l = H(ll_l) of x and of G = dL/dy and their LL bands (the next level's
+// input, so the LL pyramids of x and G are bf16 too), the level outputs t_l = conv(c_l, w~_l),
+// and the level gradients conv^T(H(gR_l), w~_l); its level convs take the folded filters
+// w~_l = s_l * w_l (an f32 product) rounded to bf16, as the bf16 depthwise conv does
+// (kernels/conv2d.h). Everything else stays f32: the base conv's folded filter and bias, R (the
+// levels >= 1 summed onto level 0's grid), the sums before y and grad_x, every weight-gradient sum.
+// The reference mode keeps all its intermediates f32 (bf16 x is the f32 op on the widened input,
+// y and grad_x rounded). The CPU rounds at exactly these points, on the f32 values the CUDA
+// kernels round (kernels/cpu/wtconv_fused.cpp, Bf16Planes).
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace hg::kernels {
+
+struct WTConvWeights {
+  Tensor base_weight, base_bias, base_scale;
+  std::vector<Tensor> wavelet_weight, wavelet_scale;  ///< one per level
+  int levels() const { return static_cast<int>(wavelet_weight.size()); }
+};
+
+/// Gradients of a WTConv2d; a member is undefined when it was not requested.
+struct WTConvGrads {
+  Tensor x, base_weight, base_bias, base_scale;
+  std::vector<Tensor> wavelet_weight, wavelet_scale;
+};
+
+enum class WTConvMode {
+  fused,      ///< one-pass synthesis fused with the base conv, scales folded into weights, no
+              ///< intermediate kept for the backward (CUDA: small maps run the whole layer in one
+              ///< block per image and 32 channels, see wtconv_plane_path; larger ones write each
+              ///< level's Haar coefficients once, then run the depthwise kernels of
+              ///< kernels/depthwise_conv.h on them)
+  reference,  ///< reference order: every intermediate (coefficients, conv outputs, scaled,
+              ///< reconstructions) materialised, as the PyTorch reference does
+};
+
+namespace cpu {
+/// y (B, ceil(H/stride), ceil(W/stride), C), x's dtype. Throws hg::Error on inconsistent shapes or
+/// dtypes (naming the tensor).
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode);
+/// All parameter gradients, plus grad_x when need_grad_x.
+WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                            int stride, bool need_grad_x, WTConvMode mode);
+}  // namespace cpu
+
+// CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
+namespace cuda {
+/// Limits of the CUDA entry points (hg::Error beyond them; the CPU has none): K odd in
+/// [1, kWTConvMaxK] (K = 1, 3, 5, 7, 9 run kernels compiled for that K, other K run-time-K kernels
+/// whose register windows are sized for kWTConvMaxK), at most kWTConvMaxLevels levels (the
+/// one-pass synthesis takes every level's pointer as a kernel argument: a 2^12 = 4096-pixel-wide
+/// map). B, H, W and 4C are int32 in the kernels (element offsets are 64-bit).
+inline constexpr int kWTConvMaxK = 15;
+inline constexpr int kWTConvMaxLevels = 12;
+
+/// Same contract as cpu::, on the GPU: x (and grad_y) f32 or bf16 with f32 weights, the same
+/// bf16 rounding points (see the top of this file). Weight gradients are deterministic
+/// (bit-identical run to run: no floating-point atomics), f32 for either activation dtype.
+/// `out` / `grad_x_out`, when defined, are where y / grad_x are written (a dense cuda tensor of
+/// their shape and x's dtype, e.g. inside a guarded test buffer) and are returned; else new
+/// tensors are allocated.
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
+                      const Tensor& out = Tensor());
+WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                            int stride, bool need_grad_x, WTConvMode mode,
+                            const Tensor& grad_x_out = Tensor());
+
+/// Whether the fused mode runs the whole-plane kernels (kernels/cuda/wtconv_plane.cuh: one block
+/// holds an image's whole H x W plane for 32 channels; one forward launch, one backward launch plus
+/// a reduction) for x of shape (B, H, W, C) and dtype `dtype` (f32 or bf16), rather than the split
+/// path. It does for stride 1, K = 3, 5 or 7, at least one level, H * W <= 256 and planes that fit
+/// the device's shared memory. Benchmarks label their I/O model with it.
+bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward);
+
+}  // namespace cuda
+
+}  // namespace hg::kernels

@@ -1,0 +1,449 @@
+// The whole-plane fused WTConv2d (stride 1, small maps): one block holds all H x W pixels of one
+// image for 32 channels (one per lane) in shared memory and runs the whole layer there, so a
+// forward is one launch (plus the weight folds) and a backward one launch plus one deterministic
+// reduction, instead of the split path's ~4 + 2L and ~8 + 5L launches, whose fixed cost dominates
+// at the 14 x 14 and 7 x 7 maps of WTConvNeXt's stages 3 and 4 (docs/fused-wtconv.md, section 10).
+//
+// Per block (image b, channels c0 .. c0 + 31), all in shared memory:
+//   1. load the plane x (and, backward, G = dL/dy): as f32 in the forward, in the storage type T
+//      in the backward (two planes and two pyramids must fit; bf16 values are exact either way);
+//   2. the Haar pyramid: c_l = H(ll_l) as 4 sub-band planes on grid l + 1, ll_{l+1} = its LL plane
+//      (rounded to T on store: the bf16 op's rounding points, kernels/wtconv.h);
+//   3. (backward) every weight-gradient sum of this image: base taps sum_ij G(i,j) x(i+kh-r,
+//      j+kw-r), sum_ij G, and per level and sub-band sum_pq gc(p,q) c(p+kh-r, q+kw-r);
+//   4. the synthesis cascade, coarse to fine: t_l = conv(c_l, w~_l) (one fused multiply-add per tap
+//      in the filter's row-major order, rounded to T as the split path's level conv stores it),
+//      its LL plus rec_{l+1}, rec_l = the inverse Haar of that (f32, 1/2 per level); the level-0
+//      step writes y = bias + conv(x, w~_base) + rec_0 directly (backward: grad_x from G with every
+//      filter flipped, no bias). By linearity this equals the split path's one-pass synthesis; only
+//      f32 summation order differs.
+// Shared memory holds x (and G) and their pyramids (f32 forward, T backward), then, in f32, the two
+// reconstruction buffers and the block's folded filters (staged once, so a tap's weight is one
+// shared load at a fixed offset); the host picks this path only when that fits (plane_smem()).
+// Compiled as C++17 by nvcc (see wtconv_common.cuh).
+#pragma once
+
+#include "kernels/cuda/wtconv_common.cuh"
+
+namespace hg::kernels::cuda::wtconv_detail {
+
+constexpr int kPlaneWarps = 8;  // warps per block; lane = channel
+constexpr int kPlaneTQ =
+    4;  // level-grid columns per thread in the cascade (register window;
+        // 4 measured 10% faster than 2 in the 14 x 14 forward, fifteenth session)
+
+/// The grids of one plane and where each buffer lies in shared memory, in "entries" of 32 values
+/// (one per lane): plane entries first (x, G, the pyramids; type S of plane_smem), then f32 entries
+/// (rec buffers, staged filters).
+struct PlaneGeom {
+  int L, K;
+  int h[kMaxLevels + 1], w[kMaxLevels + 1];  // grid l: h[l] x w[l]; h[0] = H
+  int pyr[kMaxLevels];  // entry offset of c_l (4 planes of h[l+1] * w[l+1]) in a pyramid
+  int pyr_size;         // entries of one pyramid
+  int n_t;              // plane entries in all: x, pyramid (forward); x, G, 2 pyramids (backward)
+  int rec[2];           // f32 entry offsets of the rec buffers: rec_l (l >= 1) in rec[rec_slot(l)]
+  int n_f;              // f32 entries of the rec buffers
+  int n_w;              // f32 entries of the staged filters: L * K*K * 4 level taps, then K*K base
+};
+
+/// The rec buffer of level l >= 1: rec_1, rec_3, ... in rec[0] (sized for rec_1 on grid 1), rec_2,
+/// rec_4, ... in rec[1] (sized for rec_2 on grid 2), so that level l reads rec_{l+1} from the slot
+/// it does not write.
+__host__ __device__ inline int rec_slot(int l) { return (l + 1) % 2; }
+
+/// Shared-memory bytes of a block whose planes are stored as S (the forward: float; the backward:
+/// the storage type T, so that x, G and both pyramids fit).
+template <typename S>
+size_t plane_smem(const PlaneGeom& g) {
+  const size_t t_bytes = size_t(g.n_t) * 32 * sizeof(S);
+  return (t_bytes + 15) / 16 * 16 + size_t(g.n_f + g.n_w) * 32 * sizeof(float);
+}
+
+/// The geometry of an H x W plane with L levels; backward: room for G and its pyramid too.
+inline PlaneGeom plane_geom(int H, int W, int L, int K, bool backward) {
+  PlaneGeom g{};
+  g.L = L;
+  g.K = K;
+  g.h[0] = H;
+  g.w[0] = W;
+  int off = 0;
+  for (int l = 0; l < L; ++l) {
+    g.h[l + 1] = (g.h[l] + 1) / 2;
+    g.w[l + 1] = (g.w[l] + 1) / 2;
+    g.pyr[l] = off;
+    off += 4 * g.h[l + 1] * g.w[l + 1];
+  }
+  g.pyr_size = off;
+  g.n_t = backward ? 2 * (H * W + off) : H * W + off;
+  g.rec[0] = 0;  // rec_1, rec_3, ...: the largest is rec_1 on grid 1
+  g.rec[1] = L >= 2 ? g.h[1] * g.w[1] : 0;
+  g.n_f = g.rec[1] + (L >= 3 ? g.h[2] * g.w[2] : 0);
+  if (L < 2) g.n_f = 0;
+  g.n_w = (4 * L + 1) * K * K;
+  return g;
+}
+
+// A shared-memory plane seen by one lane: its value at (i, j) of an h x w grid, zero outside.
+template <typename S>
+struct SPlane {
+  S* base;  // the lane's first value: smem + lane
+  int h, w;
+  __device__ __forceinline__ float at(int i, int j) const {
+    return (i >= 0 && i < h && j >= 0 && j < w) ? to_f32(base[(i * w + j) * 32]) : 0.f;
+  }
+  __device__ __forceinline__ S& ref(int i, int j) const { return base[(i * w + j) * 32]; }
+};
+
+/// v rounded to the storage type T (the bf16 op's rounding point), kept as S.
+template <typename T, typename S>
+__device__ __forceinline__ S round_as(float v) {
+  return from_f32<S>(to_f32(from_f32<T>(v)));
+}
+
+/// Loads the lane's channel of image b's plane (B, H, W, C) into smem as S (zeros for lanes past
+/// C).
+template <typename T, typename S>
+__device__ void plane_load(const T* __restrict__ src, int b, int H, int W, int C, int c, S* dst,
+                           int warp) {
+  const int n = H * W;
+  const T* p = src + int64_t(b) * n * C + c;
+  const bool active = c < C;
+#pragma unroll 4
+  for (int pix = warp; pix < n; pix += kPlaneWarps)
+    dst[pix * 32] = from_f32<S>(active ? to_f32(p[int64_t(pix) * C]) : 0.f);
+}
+
+/// Stages the block's folded filters in shared memory, entry e times 32 lanes: e = (l * K*K + k) *
+/// 4 + s for the level taps (wl (L, K*K, 4, C)), then L * K*K * 4 + k for the base taps (wb (K*K,
+/// C)); zeros for lanes past C. Synchronises the block.
+__device__ inline void plane_stage_filters(const PlaneGeom& g, const float* __restrict__ wl,
+                                           const float* __restrict__ wb, int C, int c, int warp,
+                                           float* wsm) {
+  // unrolled so that several loads are in flight at once: these are L2 reads, one per entry
+  const int nl = g.L * g.K * g.K * 4, cs = c < C ? c : 0;
+  const float keep = c < C ? 1.f : 0.f;
+#pragma unroll 8
+  for (int e = warp; e < nl; e += kPlaneWarps) wsm[e * 32] = keep * __ldg(wl + int64_t(e) * C + cs);
+#pragma unroll 8
+  for (int e = nl + warp; e < g.n_w; e += kPlaneWarps)
+    wsm[e * 32] = keep * __ldg(wb + int64_t(e - nl) * C + cs);
+  __syncthreads();
+}
+
+/// The Haar pyramid of the plane at `src` (grid 0) into `pyr` (levels 0 .. L-1), each coefficient
+/// computed as haar4 adds and rounded to T once; synchronises the block after every level.
+template <typename T, typename S>
+__device__ void plane_pyramid(const PlaneGeom& g, const S* src, S* pyr, int warp) {
+  for (int l = 0; l < g.L; ++l) {
+    const SPlane<const S> in{l == 0 ? src : pyr + g.pyr[l - 1] * 32, g.h[l], g.w[l]};
+    const int hp = g.h[l + 1], wp = g.w[l + 1], n = hp * wp;
+    S* out = pyr + g.pyr[l] * 32;
+    for (int pos = warp; pos < n; pos += kPlaneWarps) {
+      const int p = pos / wp, q = pos % wp, i = 2 * p, j = 2 * q;
+      const float4 v = haar4(in.at(i, j), in.at(i, j + 1), in.at(i + 1, j), in.at(i + 1, j + 1));
+      out[pos * 32] = round_as<T, S>(v.x);
+      out[(n + pos) * 32] = round_as<T, S>(v.y);
+      out[(2 * n + pos) * 32] = round_as<T, S>(v.z);
+      out[(3 * n + pos) * 32] = round_as<T, S>(v.w);
+    }
+    __syncthreads();
+  }
+}
+
+/// The synthesis cascade of the pyramid `pyr`, ending in the level-0 step that writes out(b) =
+/// [bias] + conv(src, base filter) + rec_0, rounded to T; out is (B, H, W, C). src, pyr: this
+/// lane's first value of the plane and of its pyramid (smem + lane); recs: the rec buffers' start;
+/// wsm: this lane's staged filters (plane_stage_filters: folded, flipped for the backward, level
+/// taps rounded to bf16 for a bf16 T). Synchronises after every level.
+template <typename T, typename S, int K>
+__device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, float* recs,
+                              const float* wsm, const float* __restrict__ bias, int C, int c, int b,
+                              int warp, int lane, T* __restrict__ out) {
+  constexpr int r = K / 2, KK = K * K, TQ = kPlaneTQ;
+  const bool active = c < C;
+  const int cs = active ? c : 0;  // a valid column for the weight loads of idle lanes
+  for (int l = g.L - 1; l >= 0; --l) {
+    const int hp = g.h[l + 1], wp = g.w[l + 1], n = hp * wp, nseg = (wp + TQ - 1) / TQ;
+    const S* cl = pyr + g.pyr[l] * 32;
+    const float* w_l = wsm + l * KK * 4 * 32;  // this lane's staged level-l taps
+    const SPlane<const float> rin{l + 1 < g.L ? recs + g.rec[rec_slot(l + 1)] * 32 + lane : nullptr,
+                                  hp, wp};
+    const SPlane<float> rout{l >= 1 ? recs + g.rec[rec_slot(l)] * 32 + lane : nullptr, g.h[l],
+                             g.w[l]};
+    for (int item = warp; item < hp * nseg; item += kPlaneWarps) {
+      const int p = item / nseg, q0 = (item % nseg) * TQ;
+      float acc[4][TQ];
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int t = 0; t < TQ; ++t) acc[s][t] = 0.f;
+          // t_l at (p, q0 .. q0 + TQ - 1), every sub-band: taps in row-major order, rows outside
+          // the grid skipped (as the CPU does); columns outside add w * 0
+#pragma unroll
+      for (int kh = 0; kh < K; ++kh) {
+        const int pr = p + kh - r;
+        if (pr < 0 || pr >= hp) continue;
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          // row pr of sub-band s from column q0 - r: one bounds test per column, the row is valid
+          const S* row = cl + (s * n + pr * wp + q0 - r) * 32;
+          float win[TQ + K - 1];
+#pragma unroll
+          for (int m = 0; m < TQ + K - 1; ++m)
+            win[m] = unsigned(q0 - r + m) < unsigned(wp) ? to_f32(row[m * 32]) : 0.f;
+#pragma unroll
+          for (int kw = 0; kw < K; ++kw) {
+            const float wv = w_l[((kh * K + kw) * 4 + s) * 32];
+#pragma unroll
+            for (int t = 0; t < TQ; ++t) acc[s][t] = fmaf(wv, win[t + kw], acc[s][t]);
+          }
+        }
+      }
+      // round as the level conv stores t_l, add the coarser levels, inverse Haar (1/2 per level)
+      float rec[2][2 * TQ];
+#pragma unroll
+      for (int t = 0; t < TQ; ++t) {
+        float4 tv = make_float4(to_f32(from_f32<T>(acc[0][t])), to_f32(from_f32<T>(acc[1][t])),
+                                to_f32(from_f32<T>(acc[2][t])), to_f32(from_f32<T>(acc[3][t])));
+        if (l + 1 < g.L && q0 + t < wp) tv.x += rin.at(p, q0 + t);
+#pragma unroll
+        for (int di = 0; di < 2; ++di)
+#pragma unroll
+          for (int dj = 0; dj < 2; ++dj) rec[di][2 * t + dj] = 0.5f * unhaar_at(tv, di, dj);
+      }
+      if (l >= 1) {
+#pragma unroll
+        for (int di = 0; di < 2; ++di)
+#pragma unroll
+          for (int m = 0; m < 2 * TQ; ++m) {
+            const int i = 2 * p + di, j = 2 * q0 + m;
+            if (i < g.h[l] && j < g.w[l]) rout.ref(i, j) = rec[di][m];
+          }
+        continue;
+      }
+      // level 0: out rows 2p, 2p+1, columns 2 q0 .. 2 q0 + 2TQ - 1 = bias + base conv + rec_0
+      const float* w_b = wsm + g.L * KK * 4 * 32;  // the staged base taps
+      float y[2][2 * TQ];
+#pragma unroll
+      for (int di = 0; di < 2; ++di)
+#pragma unroll
+        for (int m = 0; m < 2 * TQ; ++m) y[di][m] = bias ? bias[cs] : 0.f;
+      const int i0 = 2 * p, j0 = 2 * q0;
+#pragma unroll
+      for (int a = 0; a < K + 1; ++a) {  // input rows i0 - r .. i0 + 1 + r
+        const int ii = i0 - r + a;
+        if (ii < 0 || ii >= g.h[0]) continue;
+        const S* row = src + (ii * g.w[0] + j0 - r) * 32;
+        float win[2 * TQ + K - 1];
+#pragma unroll
+        for (int m = 0; m < 2 * TQ + K - 1; ++m)
+          win[m] = unsigned(j0 - r + m) < unsigned(g.w[0]) ? to_f32(row[m * 32]) : 0.f;
+#pragma unroll
+        for (int di = 0; di < 2; ++di) {
+          const int kh = a - di;  // ii = (i0 + di) + kh - r
+          if (kh < 0 || kh >= K) continue;
+#pragma unroll
+          for (int kw = 0; kw < K; ++kw) {
+            const float wv = w_b[(kh * K + kw) * 32];
+#pragma unroll
+            for (int m = 0; m < 2 * TQ; ++m) y[di][m] = fmaf(wv, win[m + kw], y[di][m]);
+          }
+        }
+      }
+      if (!active) continue;
+#pragma unroll
+      for (int di = 0; di < 2; ++di)
+#pragma unroll
+        for (int m = 0; m < 2 * TQ; ++m) {
+          const int i = i0 + di, j = j0 + m;
+          if (i < g.h[0] && j < g.w[0])
+            out[((int64_t(b) * g.h[0] + i) * g.w[0] + j) * C + c] =
+                from_f32<T>(y[di][m] + rec[di][m]);
+        }
+    }
+    __syncthreads();
+  }
+}
+
+/// Forward: grid (ceil(C / 32), B), kPlaneWarps warps, plane_smem<float>(g) bytes of shared memory
+/// (its planes in f32: no widening on every load, and at 14 x 14 as many blocks fit an SM as in T).
+template <typename T, int K>
+__global__ void __launch_bounds__(32 * kPlaneWarps)
+    plane_forward_kernel(const T* __restrict__ x, int C, PlaneGeom g, const float* __restrict__ wb,
+                         const float* __restrict__ bias, const float* __restrict__ wl,
+                         T* __restrict__ y) {
+  extern __shared__ __align__(16) unsigned char plane_smem_raw[];
+  float* st = reinterpret_cast<float*>(plane_smem_raw);
+  float* sf = reinterpret_cast<float*>(plane_smem_raw +
+                                       (size_t(g.n_t) * 32 * sizeof(float) + 15) / 16 * 16);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c = blockIdx.x * 32 + lane, b = blockIdx.y;
+  float* xs = st + lane;
+  float* pyr = st + g.h[0] * g.w[0] * 32 + lane;
+  float* wsm = sf + g.n_f * 32 + lane;
+  plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
+  plane_stage_filters(g, wl, wb, C, c, warp, wsm);  // synchronises: x is in place too
+  plane_pyramid<T>(g, xs, pyr, warp);
+  plane_cascade<T, float, K>(g, xs, pyr, sf, wsm, bias, C, c, b, warp, lane, y);
+}
+
+/// This image's weight-gradient sums of one plane pair, item (plane, kh): acc[kw] = sum over
+/// output positions (i, j) of gp(i, j) * xp(i + kh - r, j + kw - r).
+template <typename T, int K>
+__device__ void plane_wgrad_row(const SPlane<const T>& xp, const SPlane<const T>& gp, int kh,
+                                float (&acc)[K]) {
+  constexpr int r = K / 2;
+#pragma unroll
+  for (int kw = 0; kw < K; ++kw) acc[kw] = 0.f;
+  const int w = xp.w;  // the planes of a pair share their grid
+  for (int i = 0; i < gp.h; ++i) {
+    const int ii = i + kh - r;
+    if (ii < 0 || ii >= xp.h) continue;
+    const T* xrow = xp.base + ii * w * 32;  // a valid row: one bounds test per column
+    const T* grow = gp.base + i * w * 32;
+    float win[K];
+#pragma unroll
+    for (int m = 0; m + 1 < K; ++m)
+      win[m + 1] = unsigned(m - r) < unsigned(w) ? to_f32(xrow[(m - r) * 32]) : 0.f;
+    for (int j = 0; j < w; ++j) {
+#pragma unroll
+      for (int m = 0; m + 1 < K; ++m) win[m] = win[m + 1];
+      win[K - 1] = j + r < w ? to_f32(xrow[(j + r) * 32]) : 0.f;
+      const float gv = to_f32(grow[j * 32]);
+#pragma unroll
+      for (int kw = 0; kw < K; ++kw) acc[kw] = fmaf(gv, win[kw], acc[kw]);
+    }
+  }
+}
+
+/// Backward: grid (ceil(C / 32), slices); each block takes images [slice * ipb, ...) in order and
+/// accumulates its weight-gradient sums into partial (slices, NE, C) f32, NE = (1 + 4L) K*K + 1
+/// (entry plane * K*K + tap, plane 0 the base, plane 1 + 4l + s level l sub-band s; the last entry
+/// sum G); grad_x (B, H, W, C) when gx is given. wb, wl: the flipped folded filters.
+template <typename T, int K>
+__global__ void __launch_bounds__(32 * kPlaneWarps)
+    plane_backward_kernel(const T* __restrict__ x, const T* __restrict__ G, int B, int C, int ipb,
+                          PlaneGeom g, const float* __restrict__ wb, const float* __restrict__ wl,
+                          float* __restrict__ partial, T* __restrict__ gx) {
+  constexpr int KK = K * K;
+  extern __shared__ __align__(16) unsigned char plane_smem_raw[];
+  T* st = reinterpret_cast<T*>(plane_smem_raw);
+  float* sf =
+      reinterpret_cast<float*>(plane_smem_raw + (size_t(g.n_t) * 32 * sizeof(T) + 15) / 16 * 16);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c = blockIdx.x * 32 + lane;
+  const int n0 = g.h[0] * g.w[0];
+  T* xs = st + lane;
+  T* gs = xs + n0 * 32;
+  T* xpyr = gs + n0 * 32;
+  T* gpyr = xpyr + g.pyr_size * 32;
+  const int planes = 1 + 4 * g.L, items = planes * K, NE = planes * KK + 1;
+  float* part = partial + int64_t(blockIdx.y) * NE * C + c;
+  const int b0 = blockIdx.y * ipb, b1 = min(B, b0 + ipb);
+  float* wsm = sf + g.n_f * 32 + lane;
+  if (gx != nullptr) plane_stage_filters(g, wl, wb, C, c, warp, wsm);
+  for (int b = b0; b < b1; ++b) {
+    plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
+    plane_load(G, b, g.h[0], g.w[0], C, c, gs, warp);
+    __syncthreads();
+    plane_pyramid<T>(g, xs, xpyr, warp);
+    plane_pyramid<T>(g, gs, gpyr, warp);
+    // weight-gradient sums, one (plane, kh) item per warp at a time; the same thread owns an
+    // entry for every image of the slice, so adding into `part` needs no atomics (deterministic)
+    for (int it = warp; it < items; it += kPlaneWarps) {
+      const int pl = it / K, kh = it % K;
+      SPlane<const T> xp{xs, g.h[0], g.w[0]}, gp{gs, g.h[0], g.w[0]};
+      if (pl > 0) {
+        const int l = (pl - 1) / 4, s = (pl - 1) % 4, hp = g.h[l + 1], wp = g.w[l + 1];
+        const int off = (g.pyr[l] + s * hp * wp) * 32;
+        xp = {xpyr + off, hp, wp};
+        gp = {gpyr + off, hp, wp};
+      }
+      float acc[K];
+      plane_wgrad_row<T, K>(xp, gp, kh, acc);
+      if (c < C) {
+#pragma unroll
+        for (int kw = 0; kw < K; ++kw) {
+          float* e = part + int64_t(pl * KK + kh * K + kw) * C;
+          *e = (b == b0 ? 0.f : *e) + acc[kw];
+        }
+      }
+    }
+    if (warp == kPlaneWarps - 1 && c < C) {  // sum of G (the base bias)
+      float s = 0.f;
+      for (int pix = 0; pix < n0; ++pix) s += to_f32(gs[pix * 32]);
+      float* e = part + int64_t(NE - 1) * C;
+      *e = (b == b0 ? 0.f : *e) + s;
+    }
+    if (gx != nullptr)
+      plane_cascade<T, T, K>(g, gs, gpyr, sf, wsm, nullptr, C, c, b, warp, lane, gx);
+    __syncthreads();  // the next image overwrites the planes
+  }
+}
+
+/// Sums the slices of plane_backward_kernel's partial (in slice order: deterministic) and unfolds
+/// them into the parameter gradients. Grid (1 + 4L, ceil(C / 32)), block (32, kPlaneWarps).
+template <int K>
+__global__ void plane_wgrad_reduce_kernel(const float* __restrict__ partial, int slices, int C,
+                                          int L, const float* __restrict__ bw,
+                                          const float* __restrict__ bb,
+                                          const float* __restrict__ bs, float* __restrict__ gbw,
+                                          float* __restrict__ gbb, float* __restrict__ gbs,
+                                          LevelParams lp) {
+  constexpr int KK = K * K;
+  __shared__ float sums[KK + 1][32];
+  const int pl = blockIdx.x, lane = threadIdx.x, warp = threadIdx.y;
+  const int c = blockIdx.y * 32 + lane, NE = (1 + 4 * L) * KK + 1;
+  const int n = pl == 0 ? KK + 1 : KK;  // the base plane also sums G
+  for (int k = warp; k < n; k += kPlaneWarps) {
+    const int e = k < KK ? pl * KK + k : NE - 1;
+    float s = 0.f;
+    // unrolled so that several slices' loads are in flight at once; the adds keep slice order
+    if (c < C) {
+      const float* p = partial + int64_t(e) * C + c;
+      const int64_t stride = int64_t(NE) * C;
+#pragma unroll 8
+      for (int z = 0; z < slices; ++z) s += __ldg(p + z * stride);
+    }
+    sums[k][lane] = s;
+  }
+  __syncthreads();
+  if (warp != 0 || c >= C) return;
+  if (pl ==
+      0) {  // base: dL/dbw = bs dL/dw~, dL/dbb = bs dL/db~, dL/dbs = sum dL/dw~ bw + dL/db~ bb
+    float gs = 0.f;
+    for (int k = 0; k < KK; ++k) {
+      gbw[int64_t(c) * KK + k] = bs[c] * sums[k][lane];
+      gs = fmaf(sums[k][lane], bw[int64_t(c) * KK + k], gs);
+    }
+    gbb[c] = bs[c] * sums[KK][lane];
+    gbs[c] = fmaf(sums[KK][lane], bb[c], gs);
+    return;
+  }
+  const int l = (pl - 1) / 4, s = (pl - 1) % 4, e = 4 * c + s;  // PyTorch channel 4c + s
+  const float ws = lp.ws[l][e];
+  float gs = 0.f;
+  for (int k = 0; k < KK; ++k) {
+    lp.gww[l][int64_t(e) * KK + k] = ws * sums[k][lane];
+    gs = fmaf(sums[k][lane], lp.ww[l][int64_t(e) * KK + k], gs);
+  }
+  lp.gws[l][e] = gs;
+}
+
+/// Folded level filters for the whole-plane kernels: out (L, K*K, 4, C), out[l][k][s][c] = ws_l[e]
+/// ww_l[e][k'] for PyTorch's e = 4c + s, k' = k or (flip) K*K - 1 - k, rounded to bf16 when
+/// `round` (the bf16 op's level filters, kernels/wtconv.h).
+__global__ void fold_plane_levels_kernel(LevelParams lp, int L, int C, int KK, bool flip,
+                                         bool round, float* __restrict__ out) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t per = int64_t(KK) * 4 * C;
+  if (idx >= L * per) return;
+  const int l = int(idx / per);
+  const int64_t rem = idx % per;
+  const int k = int(rem / (4 * C)), s = int(rem / C % 4), c = int(rem % C);
+  const int e = 4 * c + s, ks = flip ? KK - 1 - k : k;
+  const float v = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
+  out[idx] = round ? __bfloat162float(__float2bfloat16_rn(v)) : v;
+}
+
+}  // namespace hg::kernels::cuda::wtconv_detail

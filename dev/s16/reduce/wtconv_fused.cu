@@ -1,0 +1,733 @@
+// Fused WTConv2d on the GPU (Aflalo et al. 2026's three transformations, our own kernels), and the
+// public kernels::cuda::wtconv_forward / wtconv_backward that dispatch on WTConvMode.
+//
+// Small maps (wtconv_plane_path in kernels/wtconv.h) run the whole-plane kernels of
+// wtconv_plane.cuh (docs/fused-wtconv.md, section 10); the rest is the split path.
+// Forward, per call:  fold (scales into weights)  ->  for each level l: haar (the Haar coefficients
+// of ll_l written once as sub-band planes (B, h_{l+1}, w_{l+1}, 4, C), see wtconv_vec.cuh, and the
+// raw LL ll_{l+1} that feeds level l+1), then the depthwise conv of kernels/depthwise_conv.h over
+// them as 4C channels (t_l)  ->  synth (base conv + bias of x, plus every level's t_l at (i >>
+// (l+1), j >> (l+1)) with parity signs and 1/2 per level: one pass, no reconstruction stored).
+// Backward: gx is the same synthesis run on G = dL/dy with flipped folded weights over the
+// transposed level convs of H(G's LL pyramid) (the transpose of a "same" correlation is the
+// correlation with the flipped kernel; the transpose of the Haar synthesis cascade is the analysis
+// cascade, and vice versa); the weight gradients are the deterministic depthwise weight gradients
+// of H(x's LL pyramid) against H(G's), recomputed level by level (1/4 + 1/16 + ... of x) instead of
+// saved by the forward. See docs/fused-wtconv.md. Storage: x, G, y, grad_x are T = float or
+// __nv_bfloat16 (kernels/wtconv.h), and so are the coefficient planes of x and G, the level
+// outputs t_l, the level gradients and the LL pyramids (each kernel accumulates in f32 and rounds
+// once on store); the folded weights, R (levels_synth_kernel), the weight-gradient sums and every
+// parameter gradient are f32.
+#include <cmath>
+#include <string>
+
+#include "core/cuda_stream.h"
+#include "kernels/conv2d.h"
+#include "kernels/cuda/wtconv_common.cuh"
+#include "kernels/cuda/wtconv_plane.cuh"
+#include "kernels/cuda/wtconv_staged.cuh"
+#include "kernels/cuda/wtconv_vec.cuh"
+#include "kernels/depthwise_conv.h"
+#include "kernels/wtconv_check.h"
+
+namespace hg::kernels::cuda {
+namespace wtconv_detail {
+
+Tensor workspace(const Shape& shape) { return scratch_tensor(shape); }
+
+std::vector<std::pair<int, int>> level_dims(int H, int W, int L) {
+  std::vector<std::pair<int, int>> d{{H, W}};
+  for (int l = 0; l < L; ++l) d.push_back({(d.back().first + 1) / 2, (d.back().second + 1) / 2});
+  return d;
+}
+
+int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int stride) {
+  const int K = wtconv_check_shapes(op, x, w, stride);  // the shapes, as the CPU checks them
+  HG_CHECK(x.device() == Device::cuda && (x.dtype() == DType::f32 || x.dtype() == DType::bf16), op,
+           ": x must be f32 or bf16 on cuda, got ", x.describe());
+  HG_CHECK(K <= kMaxK, op, ": K must be <= ", kMaxK, " on cuda, got ", K);
+  HG_CHECK(w.levels() <= kMaxLevels, op, ": at most ", kMaxLevels, " levels on cuda, got ",
+           w.levels());
+  // the parameters are f32 whatever x is (mixed precision: f32 master weights, read in f32)
+  auto on_gpu = [&](const Tensor& t, const std::string& name) {
+    HG_CHECK(t.device() == Device::cuda && t.dtype() == DType::f32 && t.is_contiguous(), op, ": ",
+             name, " must be a contiguous f32 cuda tensor (for x ", x.describe(), "), got ",
+             t.describe());
+  };
+  on_gpu(w.base_weight, "base_weight");
+  on_gpu(w.base_bias, "base_bias");
+  on_gpu(w.base_scale, "base_scale");
+  for (int l = 0; l < w.levels(); ++l) {
+    on_gpu(w.wavelet_weight[l], str("wavelet_weight[", l, "]"));
+    on_gpu(w.wavelet_scale[l], str("wavelet_scale[", l, "]"));
+  }
+  return K;
+}
+
+void check_grad_y(const char* op, const Tensor& x, const Tensor& grad_y, int stride) {
+  wtconv_check_grad_y(op, x, grad_y, stride);
+  HG_CHECK(grad_y.device() == Device::cuda && grad_y.dtype() == x.dtype(), op, ": grad_y must be ",
+           dtype_name(x.dtype()), " on cuda like x ", x.describe(), ", got ", grad_y.describe());
+}
+
+Tensor output_tensor(const char* op, const char* what, const Shape& shape, DType dtype,
+                     const Tensor& out) {
+  if (!out.defined()) return Tensor::empty(shape, dtype, Device::cuda);
+  HG_CHECK(out.shape() == shape && out.dtype() == dtype && out.device() == Device::cuda &&
+               out.is_contiguous(),
+           op, ": ", what, " must be a dense ", dtype_name(dtype), " cuda tensor of shape ",
+           shape_str(shape), ", got ", out.describe());
+  return out;
+}
+
+namespace {
+
+// ---- (c) scales folded into the weights: tiny kernels, one thread per (tap, channel)
+// -------------- base: wb[k][c] = bs[c] * bw[c][k'], bf[c] = bs[c] * bb[c] (bf only when asked).
+__global__ void fold_base_kernel(const float* __restrict__ bw, const float* __restrict__ bb,
+                                 const float* __restrict__ bs, int C, int KK, bool flip,
+                                 float* __restrict__ wb, float* __restrict__ bf) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(KK) * C) return;
+  const int c = int(idx % C), k = int(idx / C), ks = flip ? KK - 1 - k : k;
+  wb[idx] = bs[c] * bw[int64_t(c) * KK + ks];
+  if (bf && k == 0) bf[c] = bs[c] * bb[c];
+}
+
+// ---- (b) one-pass synthesis, fused with the base depthwise conv
+// ----------------------------------- y(b, io, jo, c) at input pixel (i, j) = (io*stride,
+// jo*stride):
+//   bf[c] + sum_k wb[k][c] x(i+kh-r, j+kw-r, c) + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1), j>>(l+1)),
+//   bits l).
+// One thread: channel c, TQ consecutive outputs of a row (TQ > 1 only when stride == 1).
+template <int KT, int TQ, typename T>
+__global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C, int Ho, int Wo,
+                             int stride, int K_rt, const float* __restrict__ wb,
+                             const float* __restrict__ bf, Levels<T> lv, T* __restrict__ y) {
+  constexpr int KA = KT > 0 ? KT : kMaxK;
+  const int K = KT > 0 ? KT : K_rt, r = K / 2;
+  const int nqb = (Wo + TQ - 1) / TQ;
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(B) * Ho * nqb * C) return;
+  const int c = int(idx % C);
+  int64_t rest = idx / C;
+  const int jb = int(rest % nqb);
+  rest /= nqb;
+  const int io = int(rest % Ho), b = int(rest / Ho);
+  const int i = io * stride, j0 = jb * TQ * stride;
+  float acc[TQ];
+#pragma unroll
+  for (int t = 0; t < TQ; ++t) acc[t] = bf ? bf[c] : 0.f;
+#pragma unroll
+  for (int kh = 0; kh < KA; ++kh) {
+    if (kh >= K) break;
+    const int ii = i + kh - r;
+    if (ii < 0 || ii >= H) continue;
+    const T* row = x + (int64_t(b) * H + ii) * W * C + c;
+    float win[TQ + KA - 1];
+#pragma unroll
+    for (int m = 0; m < TQ + KA - 1; ++m)
+      if (m < TQ + K - 1) {
+        const int jj = j0 - r + m;
+        win[m] = (jj >= 0 && jj < W) ? ld(row + int64_t(jj) * C) : 0.f;
+      }
+#pragma unroll
+    for (int kw = 0; kw < KA; ++kw)
+      if (kw < K) {
+        const float wv = wb[int64_t(kh * K + kw) * C + c];
+#pragma unroll
+        for (int t = 0; t < TQ; ++t) acc[t] = fmaf(wv, win[t + kw], acc[t]);
+      }
+  }
+#pragma unroll
+  for (int t = 0; t < TQ; ++t) {
+    const int jo = jb * TQ + t;
+    if (jo >= Wo) break;
+    const int j = jo * stride;
+    // unrolled over the level bound so the L independent loads are in flight together
+    float f = 0.5f, s = 0.f;
+#pragma unroll
+    for (int l = 0; l < kMaxLevels; ++l, f *= 0.5f) {
+      if (l >= lv.L) break;
+      const T* tp = lv.t[l] +
+                    ((int64_t(b) * lv.hp[l] + (i >> (l + 1))) * lv.wp[l] + (j >> (l + 1))) * 4 * C +
+                    c;
+      const float4 tv = make_float4(ld(tp), ld(tp + C), ld(tp + 2 * C), ld(tp + 3 * C));  // planes
+      s = fmaf(f, unhaar_at(tv, (i >> l) & 1, (j >> l) & 1), s);
+    }
+    st(y + ((int64_t(b) * Ho + io) * Wo + jo) * C + c, acc[t] + s);
+  }
+}
+
+// The Haar coefficients of a level, materialised, one channel per thread (the fallback of
+// haar_v4_kernel): coef (B, hp, wp, 4, C) = H(src) as sub-band planes, and the (same rounded) LL
+// band again as ll_next (B, hp, wp, C), the next level's input (nullptr: not written); both of
+// src's storage type T, computed in f32 and rounded once.
+template <typename T>
+__global__ void haar_kernel(HaarSrc<T> src, int B, T* __restrict__ coef, T* __restrict__ ll_next) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(B) * src.hp * src.wp * src.C) return;
+  const int c = int(idx % src.C);
+  const int64_t pos = idx / src.C;
+  const int q = int(pos % src.wp);
+  const int64_t rest = pos / src.wp;
+  const float4 v = src.at(int(rest / src.hp), int(rest % src.hp), q, c);
+  if (coef) {
+    T* o = coef + pos * 4 * src.C + c;
+    st(o, v.x);
+    st(o + src.C, v.y);
+    st(o + 2 * src.C, v.z);
+    st(o + 3 * src.C, v.w);
+  }
+  if (ll_next) st(ll_next + idx, v.x);
+}
+
+// Folded level weights of all levels in the sub-band-plane channel order the level convs use:
+// out[l][e'][k] = ws_l[e] * ww_l[e][k'], e' = s*C + c for PyTorch's e = 4c + s, k' = k or (flip,
+// the filter rotated by 180 degrees) K*K - 1 - k; out is (L, 4C, K*K).
+__global__ void fold_levels_kernel(LevelParams lp, int L, int C, int KK, bool flip,
+                                   float* __restrict__ out) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t per = int64_t(4) * C * KK;
+  if (idx >= L * per) return;
+  const int l = int(idx / per);
+  const int64_t rem = idx % per;
+  const int ep = int(rem / KK), k = int(rem % KK);
+  const int e = 4 * (ep % C) + ep / C, ks = flip ? KK - 1 - k : k;
+  out[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
+}
+
+// ---- gradients unfold from the folded weights
+// ------------------------------------------------------ levels: sums (L, 4C, K*K) in the
+// sub-band-plane channel order e' = s*C + c (the depthwise weight gradients of the level convs);
+// for PyTorch's e = 4c + s: dL/dww_l[e][k] = ws_l[e] * sums[l][e'][k], dL/dws_l[e] = sum_k
+// sums[l][e'][k] * ww_l[e][k]. One thread per (level, e).
+__global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ sums, int L, int C,
+                                     int KK) {
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(L) * 4 * C) return;
+  const int l = int(idx / (4 * C)), e = int(idx % (4 * C));
+  const int ep = (e % 4) * C + e / 4;
+  const float* v = sums + (int64_t(l) * 4 * C + ep) * KK;
+  const float* ww = lp.ww[l] + int64_t(e) * KK;
+  float* gww = lp.gww[l] + int64_t(e) * KK;
+  const float ws = lp.ws[l][e];
+  float gs = 0.f;
+  for (int k = 0; k < KK; ++k) {
+    gww[k] = ws * v[k];
+    gs = fmaf(v[k], ww[k], gs);
+  }
+  lp.gws[l][e] = gs;
+}
+// base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
+// sums is (C, K*K), the layout of kernels::cuda::depthwise_conv_backward_weight.
+__global__ void unfold_base_kernel(const float* __restrict__ sums, const float* __restrict__ gbf,
+                                   const float* __restrict__ bw, const float* __restrict__ bb,
+                                   const float* __restrict__ bs, int C, int KK,
+                                   float* __restrict__ gbw, float* __restrict__ gbb,
+                                   float* __restrict__ gbs) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float gs = 0.f;
+  for (int k = 0; k < KK; ++k) {
+    const float v = sums[int64_t(c) * KK + k];
+    gbw[int64_t(c) * KK + k] = bs[c] * v;
+    gs = fmaf(v, bw[int64_t(c) * KK + k], gs);
+  }
+  gbb[c] = bs[c] * gbf[c];
+  gbs[c] = fmaf(gbf[c], bb[c], gs);
+}
+
+constexpr int kTQ = 4;  // outputs per thread along a row (register reuse of the input window)
+
+/// True when p can be read as 4 consecutive elements of T in one access (16 bytes for float,
+/// 8 for bf16), given that every offset used is a multiple of 4 elements (C % 4 == 0).
+template <typename T>
+bool aligned4(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
+}
+
+/// Folded weights of the base path (flipped for the transposed convolution); the level convs fold
+/// theirs with fold_levels.
+struct Folded {
+  Tensor base_w, base_b;  // (K*K, C), (C)
+};
+Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
+  const int KK = K * K;
+  Folded f;
+  f.base_w = workspace({KK, C});
+  if (with_bias) f.base_b = workspace({C});
+  fold_base_kernel<<<blocks_for(int64_t(KK) * C), 256, 0, hg::cuda::stream()>>>(
+      w.base_weight.data<float>(), w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK,
+      flip, f.base_w.data<float>(), with_bias ? f.base_b.data<float>() : nullptr);
+  HG_CUDA_LAUNCH_CHECK();
+  return f;
+}
+
+/// The staged synthesis (wtconv_staged.cuh: levels 1.. summed onto level 0's grid, then the
+/// staged base conv adding level 0 and that sum) when it takes the shape: bf16 activations,
+/// stride 1 (the caller's case), K = 3, 5 or 7, at least one level, C a multiple of 8, 16-byte
+/// aligned tensors, staged rows within the device's shared memory. Returns false, having done
+/// nothing, otherwise. bf16 only: on the H200 (bench-layer, B = 64, K = 5) it beat synth_v4_kernel
+/// in bf16 (96/56/5 train 1.102 -> 1.082 ms, 192/28/4 0.698 -> 0.642) but lost in fp32 (96/56/5
+/// 1.181 -> 1.247: f32 rows take twice the shared memory, so fewer blocks fit an SM).
+template <typename T>
+bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const float* wb,
+                      const float* bf, const Levels<T>& lv, T* out) {
+  if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
+    return false;
+  } else {
+    const int PR = W >= 16 ? 2 : 4;  // row pairs per block: more when rows are short
+    const size_t smem = synth_staged_smem<T>(K, PR, W);
+    bool ok = (K == 3 || K == 5 || K == 7) && lv.L >= 1 && C % (16 / int(sizeof(T))) == 0 &&
+              aligned16(in) && aligned16(out) && aligned16(wb) && (!bf || aligned16(bf)) &&
+              smem <= hg::cuda::max_dynamic_smem();
+    for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
+    const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
+    if (!ok || groups > INT32_MAX || (C + 31) / 32 > 65535) return false;
+    const int hp = lv.hp[0], wp = lv.wp[0];
+    Tensor R;  // levels >= 1 on level 0's grid; none with one level
+    if (lv.L >= 2) {
+      R = workspace({B, hp, wp, C});
+      levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256, 0,
+                            hg::cuda::stream()>>>(lv, B, hp, wp, C, R.data<float>());
+      HG_CUDA_LAUNCH_CHECK();
+    }
+    const SynthDims d{B, H, W, C, hp, wp};
+    dispatch_k(K, [&](auto kt) {
+      constexpr int KT = decltype(kt)::value;
+      if constexpr (KT == 3 || KT == 5 || KT == 7) {
+        const auto kernel = synth_staged_kernel<T, KT>;
+        hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+        kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kStagedWarps), smem,
+                 hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0],
+                                       R.defined() ? R.data<float>() : nullptr, out);
+        HG_CUDA_LAUNCH_CHECK();
+      }
+    });
+    return true;
+  }
+}
+
+/// base conv of `in` + one-pass synthesis of t into out (B, Ho, Wo, C); in, out and t[l], the level
+/// outputs (B, hp, wp, 4, C), of storage T.
+template <typename T>
+void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stride, int K,
+               const Folded& f, const std::vector<Tensor>& t, T* out) {
+  Levels<T> lv{};
+  lv.L = static_cast<int>(t.size());
+  for (int l = 0; l < lv.L; ++l) {
+    lv.t[l] = typed<T>(t[l]);
+    lv.hp[l] = static_cast<int>(t[l].size(1));
+    lv.wp[l] = static_cast<int>(t[l].size(2));
+  }
+  const float* bf = f.base_b.defined() ? f.base_b.data<float>() : nullptr;
+  if (stride == 1 && try_synth_staged(in, B, H, W, C, K, f.base_w.data<float>(), bf, lv, out))
+    return;
+  bool vec = stride == 1 && C % 4 == 0 && K >= 3 && K <= 9 && aligned4<T>(in) && aligned4<T>(out) &&
+             aligned16(f.base_w.data<float>()) && (!bf || aligned16(bf));
+  for (int l = 0; l < lv.L; ++l) vec = vec && aligned4<T>(lv.t[l]);
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (KT >= 3) {
+      if (vec) {
+        const VecLaunch v = vec_launch(C, int64_t(B) * H * ((W + kSynthTW - 1) / kSynthTW));
+        const size_t smem = sizeof(float) * KT * KT * v.block.x * 4;
+        synth_v4_kernel<KT, T><<<v.grid, v.block, smem, hg::cuda::stream()>>>(
+            in, B, H, W, C, f.base_w.data<float>(), bf, lv, out);
+        HG_CUDA_LAUNCH_CHECK();
+        return;
+      }
+    }
+    if (stride == 1) {
+      const int64_t n = int64_t(B) * Ho * ((Wo + kTQ - 1) / kTQ) * C;
+      synth_kernel<KT, kTQ, T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+          in, B, H, W, C, Ho, Wo, 1, K, f.base_w.data<float>(), bf, lv, out);
+    } else {
+      const int64_t n = int64_t(B) * Ho * Wo * C;
+      synth_kernel<KT, 1, T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+          in, B, H, W, C, Ho, Wo, stride, K, f.base_w.data<float>(), bf, lv, out);
+    }
+    HG_CUDA_LAUNCH_CHECK();
+  });
+}
+
+/// The pointers of every level's parameters (and, when g is given, of new gradient tensors it
+/// gets).
+LevelParams level_params(const WTConvWeights& w, WTConvGrads* g) {
+  LevelParams lp{};
+  for (int l = 0; l < w.levels(); ++l) {
+    lp.ww[l] = w.wavelet_weight[l].data<float>();
+    lp.ws[l] = w.wavelet_scale[l].data<float>();
+    if (g != nullptr) {
+      g->wavelet_weight.push_back(
+          Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda));
+      g->wavelet_scale.push_back(
+          Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda));
+      lp.gww[l] = g->wavelet_weight[l].data<float>();
+      lp.gws[l] = g->wavelet_scale[l].data<float>();
+    }
+  }
+  return lp;
+}
+
+/// Folded weights of every level, (L, 4C, K*K) in the level convs' channel order (one launch);
+/// flip: each filter rotated by 180 degrees (the transposed conv as a forward conv).
+Tensor fold_levels(const WTConvWeights& w, int C, int KK, bool flip) {
+  const int L = w.levels();
+  if (L == 0) return Tensor();
+  Tensor out = workspace({L, 4 * C, KK});
+  fold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C * KK), 256, 0, hg::cuda::stream()>>>(
+      level_params(w, nullptr), L, C, KK, flip, out.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  return out;
+}
+
+// ---- the level convolutions with materialised coefficients ("split") ----------------------------
+// Forming the Haar coefficients inside the conv re-forms each one K times per row and
+// (TQ + K - 1) / TQ times along it; on the H200 that arithmetic, not memory traffic, bounded the
+// level convs. Writing each level's coefficients once (n_l reads, n_l writes) and running the
+// depthwise kernels of depthwise_conv.cu on them as a 4C-channel NHWC tensor is faster there
+// (docs/fused-wtconv.md, section 7; the on-the-fly kernels are in the lab, dev/wtconv/). The
+// coefficients, the level outputs and the level gradients have the layer's storage type T, as
+// autocast would store these conv inputs and outputs: the bf16 level convs are the depthwise
+// kernels' bf16 instantiations (f32 accumulation; their filters, the folded f32 weights, rounded
+// to bf16 as kernels/conv2d.h states).
+
+/// The depthwise conv of one level: 4C channels (4c+s) on the (hp, wp) grid, "same" padding.
+Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
+  return make_conv2d_shape(B, hp, wp, 4 * C, 4 * C, K, K, 1, K / 2, 4 * C);
+}
+
+/// H(src) on grid `out` from src (B, in): coefficients (B, out.h, out.w, 4, C) as sub-band planes;
+/// the (rounded) LL into *ll_next if given. src and both outputs have storage type T.
+template <typename T>
+Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
+            Tensor* ll_next) {
+  Tensor coef = workspace_of<T>({B, out.first, out.second, 4, C});
+  T* lln = nullptr;
+  if (ll_next != nullptr) {
+    *ll_next = workspace_of<T>({B, out.first, out.second, C});
+    lln = typed<T>(*ll_next);
+  }
+  T* cp = typed<T>(coef);
+  if (C % 4 == 0 && aligned4<T>(src) && aligned4<T>(cp) && (!lln || aligned4<T>(lln))) {
+    const int64_t n = int64_t(B) * out.first * out.second * (C / 4);
+    haar_v4_kernel<T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+        src, B, in.first, in.second, C, out.first, out.second, cp, lln);
+  } else {
+    HaarSrc<T> hs{src, in.first, in.second, C, out.first, out.second};
+    haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256, 0,
+                  hg::cuda::stream()>>>(hs, B, cp, lln);
+  }
+  HG_CUDA_LAUNCH_CHECK();
+  return coef;
+}
+
+/// t_l = conv(H(ll_l), s_l w_l) for every level, ll_0 = in; t_l is (B, hp, wp, 4, C) of storage T.
+template <typename T>
+void analysis_convs_split(const T* in, int B, int C, int K,
+                          const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                          std::vector<Tensor>& t) {
+  const int L = w.levels(), KK = K * K;
+  t.assign(L, Tensor());
+  const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
+  Tensor ll;  // keeps the current level's input (levels >= 1) alive
+  for (int l = 0; l < L; ++l) {
+    Tensor next;
+    const Tensor coef =
+        haar(l == 0 ? in : typed<T>(ll), B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
+    t[l] = workspace_of<T>({B, d[l + 1].first, d[l + 1].second, 4, C});
+    depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
+                           host_typed<T>(coef), wl.data<float>() + int64_t(l) * 4 * C * KK, nullptr,
+                           host_typed<T>(t[l]));
+    ll = next;
+  }
+}
+
+/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wl the level's folded
+/// weights (4C, K*K) and wlf the same flipped (bf16 only), sums where its folded-weight gradient
+/// goes (4C, K*K). The level gradient gt = conv^T(gc, w~) is, in f32, the depthwise backward data
+/// (the kernels it always ran); in bf16 the forward conv with the flipped filters: at K = 3, 5, 7
+/// the very staged kernel backward data runs, and in every variant one tap order (row-major over
+/// the flipped filter), which the CPU reproduces before it rounds gt
+/// (kernels/cpu/wtconv_fused.cpp); backward data's tile kernel sums the taps in the opposite order.
+template <typename T>
+void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
+                           const std::vector<std::pair<int, int>>& d, const float* wl,
+                           const float* wlf, Tensor* gt, Tensor* gnext, Tensor* xnext,
+                           float* sums) {
+  const int hp = d[l + 1].first, wp = d[l + 1].second;
+  const Conv2dShape cs = level_shape(B, hp, wp, C, K);
+  const Tensor gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
+  if (gt != nullptr) {
+    *gt = workspace_of<T>({B, hp, wp, 4, C});
+    if constexpr (std::is_same_v<T, float>)
+      depthwise_conv_backward_data(cs, gc.data<float>(), wl, gt->data<float>());
+    else
+      depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
+  }
+  const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext);
+  depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc), sums, nullptr);
+}
+
+/// Level weight gradients (and, with gt, the level gradients dL/dc_l the synthesis of grad_x
+/// needs), one level at a time so only one level's coefficient tensors live at once: gc_l = H(gR_l)
+/// = dL/dt_l, gt_l = conv^T(gc_l, w~_l), dL/dw~_l = wgrad(H(ll_l), gc_l). x and G are the layer's
+/// input and output gradient; every tensor here has their storage T.
+template <typename T>
+void level_grads_split(const T* x, const T* G, int B, int C, int K,
+                       const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                       std::vector<Tensor>* gt, WTConvGrads& g) {
+  const int L = w.levels(), KK = K * K;
+  const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
+  if (gt != nullptr) gt->assign(L, Tensor());
+  if (L == 0) return;
+  constexpr bool kBf16 = !std::is_same_v<T, float>;
+  const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
+  const Tensor wlf = kBf16 && gt != nullptr ? fold_levels(w, C, KK, /*flip=*/true) : Tensor();
+  const Tensor sums = workspace({L, 4 * C, KK});
+  Tensor gR, ll;  // keep the current level's inputs alive
+  for (int l = 0; l < L; ++l) {
+    Tensor gnext, xnext;
+    Tensor* gtl = gt != nullptr ? &(*gt)[l] : nullptr;
+    Tensor* gn = l + 1 < L ? &gnext : nullptr;
+    Tensor* xn = l + 1 < L ? &xnext : nullptr;
+    const float* wll = wl.data<float>() + l * per;
+    const float* wlfl = wlf.defined() ? wlf.data<float>() + l * per : nullptr;
+    float* sl = sums.data<float>() + l * per;
+    level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wll,
+                          wlfl, gtl, gn, xn, sl);
+    gR = gnext;
+    ll = xnext;
+  }
+  // every level's wavelet_weight and wavelet_scale gradients, unfolded in one launch
+  const LevelParams lp = level_params(w, &g);
+  unfold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C), 256, 0, hg::cuda::stream()>>>(
+      lp, sums.data<float>(), L, C, KK);
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+// ---- the whole-plane path (wtconv_plane.cuh)
+// -------------------------------------------------------
+
+/// Largest H * W the whole-plane kernels take: WTConvNeXt's 14 x 14 and 7 x 7 stages. At 28 x 28
+/// the backward's planes do not fit the shared memory, and a bf16 forward would leave room for one
+/// block per multiprocessor.
+constexpr int kPlaneMaxPixels = 256;
+
+/// The geometry when the whole-plane kernels take the shape (stride 1, K = 3, 5 or 7, at least
+/// one level, H * W within kPlaneMaxPixels, the planes within the device's shared memory).
+template <typename T>
+bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, PlaneGeom* g) {
+  if (stride != 1 || !(K == 3 || K == 5 || K == 7) || L < 1 || B > 65535 ||
+      int64_t(H) * W > kPlaneMaxPixels)
+    return false;
+  *g = plane_geom(H, W, L, K, backward);
+  const size_t smem = backward ? plane_smem<T>(*g) : plane_smem<float>(*g);
+  return smem <= hg::cuda::max_dynamic_smem();
+}
+
+/// The K the whole-plane kernels are compiled for (plane_takes admits no other).
+template <int KT>
+constexpr bool plane_k = KT == 3 || KT == 5 || KT == 7;
+
+/// Folded level filters (L, K*K, 4, C) as the whole-plane kernels read them (bf16-rounded for a
+/// bf16 T).
+template <typename T>
+Tensor fold_plane_levels(const WTConvWeights& w, int C, int KK, bool flip) {
+  const int L = w.levels();
+  Tensor out = workspace({L, KK, 4, C});
+  fold_plane_levels_kernel<<<blocks_for(int64_t(L) * KK * 4 * C), 256, 0, hg::cuda::stream()>>>(
+      level_params(w, nullptr), L, C, KK, flip, !std::is_same_v<T, float>, out.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+  return out;
+}
+
+template <typename T>
+bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int K,
+                       const Tensor& y) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
+  PlaneGeom g;
+  if (!plane_takes<T>(B, H, W, K, w.levels(), stride, /*backward=*/false, &g)) return false;
+  const Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
+  const Tensor wl = fold_plane_levels<T>(w, C, K * K, /*flip=*/false);
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (plane_k<KT>) {
+      const auto kernel = plane_forward_kernel<T, KT>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<float>(g),
+               hg::cuda::stream()>>>(typed<T>(xc), C, g, f.base_w.data<float>(),
+                                     f.base_b.data<float>(), wl.data<float>(), typed<T>(y));
+      HG_CUDA_LAUNCH_CHECK();
+    }
+  });
+  return true;
+}
+
+template <typename T>
+bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& w, int stride,
+                        int K, const Tensor& gx, WTConvGrads& g) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
+  const int L = w.levels(), KK = K * K, groups = (C + 31) / 32;
+  PlaneGeom pg;
+  if (!plane_takes<T>(B, H, W, K, L, stride, /*backward=*/true, &pg)) return false;
+  const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
+  const Tensor wl = fold_plane_levels<T>(w, C, KK, /*flip=*/true);
+  const size_t smem = plane_smem<T>(pg);
+  const int NE = (1 + 4 * L) * KK + 1;
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (plane_k<KT>) {
+      const auto kernel = plane_backward_kernel<T, KT>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      // Images per block: enough blocks for about two waves of resident blocks; fewer slices keep
+      // the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so the
+      // summation order (and the result) is the same run to run.
+      int per_sm = 0;
+      HG_CUDA_CHECK(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kPlaneWarps, smem));
+      const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
+      const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
+      const int slices = (B + ipb - 1) / ipb;
+      const Tensor partial = workspace({slices, NE, C});
+      kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem,
+               hg::cuda::stream()>>>(typed<T>(xc), typed<T>(G), B, C, ipb, pg,
+                                     f.base_w.data<float>(), wl.data<float>(),
+                                     partial.data<float>(), gx.defined() ? typed<T>(gx) : nullptr);
+      HG_CUDA_LAUNCH_CHECK();
+      g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
+      g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
+      g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
+      const LevelParams lp = level_params(w, &g);
+      const auto reduce = plane_wgrad_reduce_kernel<KT>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
+      reduce<<<dim3(unsigned(1 + 4 * L), unsigned(groups)), dim3(32, kPlaneWarps),
+               plane_reduce_smem<KT>(), hg::cuda::stream()>>>(
+          partial.data<float>(), slices, C, L, w.base_weight.data<float>(),
+          w.base_bias.data<float>(), w.base_scale.data<float>(), g.base_weight.data<float>(),
+          g.base_bias.data<float>(), g.base_scale.data<float>(), lp);
+      HG_CUDA_LAUNCH_CHECK();
+    }
+  });
+  if (gx.defined()) g.x = gx;
+  return true;
+}
+
+template <typename T>
+void fused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K, const Tensor& y) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
+  const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
+  if (try_plane_forward<T>(xc, w, stride, K, y)) return;
+  const auto d = level_dims(H, W, w.levels());
+  Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
+  std::vector<Tensor> t;
+  analysis_convs_split(typed<T>(xc), B, C, K, d, w, t);
+  synthesis(typed<T>(xc), B, H, W, C, Ho, Wo, stride, K, f, t, typed<T>(y));
+}
+
+Tensor fused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out) {
+  const char* op = "wtconv_forward (cuda, fused)";
+  const int K = check_inputs(op, x, w, stride);
+  const int64_t Ho = (x.size(1) + stride - 1) / stride, Wo = (x.size(2) + stride - 1) / stride;
+  const Tensor y = output_tensor(op, "out", {x.size(0), Ho, Wo, x.size(3)}, x.dtype(), out);
+  const Tensor xc = x.contiguous();
+  HG_DISPATCH_CUDA(x.dtype(), op,
+                   [&] { fused_forward_t<device_t<scalar_t>>(xc, w, stride, K, y); });
+  return y;
+}
+
+/// Gradients of the base path: its folded-weight gradient, unfolded into base_weight, base_bias
+/// and base_scale gradients (f32 for either storage type T of x and G).
+template <typename T>
+void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, int K,
+                const WTConvWeights& w, WTConvGrads& g) {
+  const int KK = K * K;
+  // the base path's folded-weight gradient is a plain depthwise weight gradient of x against G
+  // (stride 1, "same" padding): the hand-written deterministic kernel of depthwise_conv.cu, which
+  // takes f32 or bf16 activations and accumulates in f32
+  const Conv2dShape cs = make_conv2d_shape(B, H, W, C, C, K, K, 1, K / 2, C);
+  const Tensor sums = workspace({C, KK}), bias = workspace({C});
+  depthwise_conv_backward_weight(cs, host_typed<T>(xc), host_typed<T>(G), sums.data<float>(),
+                                 bias.data<float>());
+  g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
+  g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
+  g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
+  unfold_base_kernel<<<blocks_for(C), 256, 0, hg::cuda::stream()>>>(
+      sums.data<float>(), bias.data<float>(), w.base_weight.data<float>(),
+      w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK, g.base_weight.data<float>(),
+      g.base_bias.data<float>(), g.base_scale.data<float>());
+  HG_CUDA_LAUNCH_CHECK();
+}
+
+template <typename T>
+WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Tensor& grad_y,
+                             int stride, int K, const Tensor& gx) {
+  const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
+  const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride, L = w.levels();
+  Tensor G = grad_y.contiguous();
+  if (stride > 1) {
+    Tensor up = scratch_tensor({B, H, W, C}, G.dtype());
+    upsample_kernel<T><<<blocks_for(up.numel()), 256, 0, hg::cuda::stream()>>>(
+        typed<T>(G), B, H, W, C, Ho, Wo, stride, typed<T>(up));
+    HG_CUDA_LAUNCH_CHECK();
+    G = up;
+  }
+  WTConvGrads g;
+  if (try_plane_backward<T>(xc, G, w, stride, K, gx, g)) return g;
+  const auto d = level_dims(H, W, L);
+  std::vector<Tensor> gt;
+  level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, gx.defined() ? &gt : nullptr, g);
+  if (gx.defined()) {
+    const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
+    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, typed<T>(gx));
+  }
+  base_grads<T>(xc, G, B, H, W, C, K, w, g);
+  if (gx.defined()) g.x = gx;
+  return g;
+}
+
+WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                           int stride, bool need_grad_x, const Tensor& grad_x_out) {
+  const char* op = "wtconv_backward (cuda, fused)";
+  const int K = check_inputs(op, x, w, stride);
+  check_grad_y(op, x, grad_y, stride);
+  const Tensor gx =
+      need_grad_x ? output_tensor(op, "grad_x_out", x.shape(), x.dtype(), grad_x_out) : Tensor();
+  const Tensor xc = x.contiguous();
+  WTConvGrads g;
+  HG_DISPATCH_CUDA(x.dtype(), op,
+                   [&] { g = fused_backward_t<device_t<scalar_t>>(xc, w, grad_y, stride, K, gx); });
+  return g;
+}
+
+}  // namespace
+}  // namespace wtconv_detail
+
+bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward) {
+  HG_CHECK(x.size() == 4, "wtconv_plane_path: x must be (B, H, W, C), got ", shape_str(x));
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_plane_path: f32 or bf16, got ",
+           dtype_name(dtype));
+  const int B = int(x[0]), H = int(x[1]), W = int(x[2]);
+  wtconv_detail::PlaneGeom g;
+  return dtype == DType::bf16
+             ? wtconv_detail::plane_takes<__nv_bfloat16>(B, H, W, K, levels, stride, backward, &g)
+             : wtconv_detail::plane_takes<float>(B, H, W, K, levels, stride, backward, &g);
+}
+
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
+                      const Tensor& out) {
+  return mode == WTConvMode::fused ? wtconv_detail::fused_forward(x, w, stride, out)
+                                   : wtconv_detail::unfused_forward(x, w, stride, out);
+}
+
+WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                            int stride, bool need_grad_x, WTConvMode mode,
+                            const Tensor& grad_x_out) {
+  return mode == WTConvMode::fused
+             ? wtconv_detail::fused_backward(x, w, grad_y, stride, need_grad_x, grad_x_out)
+             : wtconv_detail::unfused_backward(x, w, grad_y, stride, need_grad_x, grad_x_out);
+}
+
+}  // namespace hg::kernels::cuda

@@ -1,0 +1,140 @@
+// The one-pass synthesis fused with the base conv, with the input rows staged in shared memory
+// (stride 1, K = 3, 5, 7; bf16 activations, where it measured faster): the fast path of
+// wtconv_fused.cu's synthesis (the forward y, and grad_x as the same synthesis of dL/dy with
+// flipped filters). The base conv is the staged depthwise
+// forward of kernels/cuda/depthwise_conv.cu (staged_rows.cuh: rows in shared memory, a sliding
+// register window, two output rows per thread); the level terms are added per output pixel from
+// two tensors: t_0, level 0's output (B, hp, wp, 4, C) as sub-band planes, and R (B, hp, wp, C),
+// levels 1..L-1 already synthesised to level 0's grid by levels_synth_kernel. By linearity
+//   y(i, j) = base(i, j) + 1/2 unhaar(t_0(i>>1, j>>1); i&1, j&1) + R(i>>1, j>>1),
+//   R(p, q) = sum_{l >= 1} 2^-(l+1) unhaar(t_l(p>>l, q>>l); bit l-1 of p, bit l-1 of q),
+// which is the one-pass synthesis of ../shared/docs/wtconv.md, item 2, summed in another order.
+// (synth_v4_kernel in wtconv_vec.cuh, the fallback, reads the input from global memory per tap
+// and every level per pixel.) Activations and t_l of storage T = float or __nv_bfloat16 (the
+// caller runs it for bf16 only); weights and R f32.
+// Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
+// kernels/cuda/*.h.
+#pragma once
+
+#include "kernels/cuda/staged_rows.cuh"
+#include "kernels/cuda/wtconv_vec.cuh"
+
+namespace hg::kernels::cuda::wtconv_detail {
+
+/// R = levels 1 .. lv.L - 1 synthesised onto level 0's grid (hp, wp) (formula above; t_l is
+/// lv.t[l], of grid (lv.hp[l], lv.wp[l]), storage P). R stays f32: it is summed into y (or grad_x)
+/// before the one rounding there. One thread: one position, 4 channels (4-element loads of t_l,
+/// 16-byte stores of R; C % 4 == 0, t_l aligned to 4 elements, R to 16 bytes). Needs lv.L >= 2.
+template <typename P>
+__global__ void __launch_bounds__(256)
+    levels_synth_kernel(Levels<P> lv, int B, int hp, int wp, int C, float* __restrict__ R) {
+  const int cv = C / 4;
+  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (idx >= int64_t(B) * hp * wp * cv) return;
+  const int c = int(idx % cv) * 4;
+  const int64_t pos = idx / cv;  // (b * hp + p) * wp + q
+  const int q = int(pos % wp);
+  const int64_t bp = pos / wp;
+  const int p = int(bp % hp), b = int(bp / hp);
+  float4 s = f4(0.f);
+  float f = 0.25f;  // 2^-(l+1) at l = 1
+  for (int l = 1; l < lv.L; ++l, f *= 0.5f) {
+    float4 tb[4];  // sub-bands 0..3 of channels c .. c+3
+    load_bands4(lv.t[l], (int64_t(b) * lv.hp[l] + (p >> l)) * lv.wp[l] + (q >> l), C, c, tb);
+    const int rb = (p >> (l - 1)) & 1, cb = (q >> (l - 1)) & 1;
+    s.x = fmaf(f, unhaar_at(make_float4(tb[0].x, tb[1].x, tb[2].x, tb[3].x), rb, cb), s.x);
+    s.y = fmaf(f, unhaar_at(make_float4(tb[0].y, tb[1].y, tb[2].y, tb[3].y), rb, cb), s.y);
+    s.z = fmaf(f, unhaar_at(make_float4(tb[0].z, tb[1].z, tb[2].z, tb[3].z), rb, cb), s.z);
+    s.w = fmaf(f, unhaar_at(make_float4(tb[0].w, tb[1].w, tb[2].w, tb[3].w), rb, cb), s.w);
+  }
+  *reinterpret_cast<float4*>(R + pos * C + c) = s;
+}
+
+/// Sizes of synth_staged_kernel's launch (int32: the host checks).
+struct SynthDims {
+  int B, H, W, C, hp, wp;
+};
+
+// Block (32 channels, kStagedWarps warps) = output rows [i0, i0 + 2 PR) of one image
+// (blockIdx.x = b * groups + group), channels [32 blockIdx.y, + 32). Staged: input rows
+// [i0 - r, i0 + 2 PR + r) over columns [-r, W + r) (zeros outside). Each warp takes one row pair
+// (ia even, ia + 1) and one column strip; a thread (one channel) keeps the K x K folded filter in
+// registers (wb is (K*K, C), already flipped for grad_x, not rounded: the WTConv kernels compute
+// with f32 weights). Both rows of the pair and two neighbouring columns share one t_0 (storage T)
+// and one R (f32) position, loaded once per even column.
+template <typename T, int KT>
+__global__ void __launch_bounds__(32 * kStagedWarps)
+    synth_staged_kernel(const T* __restrict__ x, const float* __restrict__ wb,
+                        const float* __restrict__ bf, SynthDims d, int PR, const T* __restrict__ t0,
+                        const float* __restrict__ R, T* __restrict__ y) {
+  constexpr int K = KT, KR = KT + 1, r = KT / 2;
+  extern __shared__ uint4 stage[];
+  const int RS = 2 * PR + K - 1, WS = d.W + K - 1;  // staged rows and columns
+  const T* xs = reinterpret_cast<const T*>(stage);  // [RS][WS][32]
+  const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.y * 32, c = c0 + lane;
+  const int strips = kStagedWarps / PR, pair = warp / strips, strip = warp % strips;
+  const int SW = (d.W + strips - 1) / strips, ja = strip * SW, jb = min(d.W, ja + SW);
+  const int G = (d.H + 2 * PR - 1) / (2 * PR);
+  const int b = int(blockIdx.x / G), i0 = int(blockIdx.x % G) * 2 * PR;
+  stage_rows<T>(x + int64_t(b) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - r, RS, -r, WS, c0, stage);
+  float wr[K][K];
+#pragma unroll
+  for (int p = 0; p < K; ++p)
+#pragma unroll
+    for (int q = 0; q < K; ++q) wr[p][q] = c < d.C ? wb[int64_t(p * K + q) * d.C + c] : 0.f;
+  const float bias = bf && c < d.C ? bf[c] : 0.f;
+  __syncthreads();
+  const int ia = i0 + 2 * pair;  // this warp's output rows: ia (even) and ia + 1
+  if (c >= d.C || ia >= d.H || ja >= jb) return;
+  const bool second = ia + 1 < d.H;
+  const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: xr + m * WS * 32
+  T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
+  T* yb = ya + int64_t(d.W) * d.C;
+  const int64_t lrow = (int64_t(b) * d.hp + (ia >> 1)) * d.wp;  // level-0 grid row of the pair
+  const T* t0r = t0 + lrow * 4 * d.C + c;
+  const float* Rr = R ? R + lrow * d.C + c : nullptr;
+  // Level terms of the current column pair: row ia (sr = +1) and row ia + 1 (sr = -1) get
+  // e +- o, + for even columns, - for odd ones (unhaar_at with the 1/2 of level 0). The next
+  // pair's t_0 and R are loaded one pair ahead (nt, nr): loaded where they are used, each pair
+  // waited one L2 latency.
+  float4 nt = f4(0.f);
+  float nr = 0.f;
+  auto load_pair = [&](int q) {  // level-0 column q's t_0 (4 sub-bands) and R, zeros past wp
+    nt = f4(0.f);
+    nr = 0.f;
+    if (q < d.wp) {
+      const T* tp = t0r + int64_t(q) * 4 * d.C;
+      nt = make_float4(ld(tp), ld(tp + d.C), ld(tp + 2 * d.C), ld(tp + 3 * d.C));
+      if (Rr) nr = Rr[int64_t(q) * d.C];
+    }
+  };
+  load_pair(ja >> 1);
+  float ea = 0.f, oa = 0.f, eb = 0.f, ob = 0.f;
+  float win[KR][K];
+  window_start<T, K>(xr, WS, ja, win);
+#pragma unroll(KT)
+  for (int j = ja; j < jb; ++j) {
+    window_advance<T, K>(xr, WS, j, win);
+    if (j == ja || (j & 1) == 0) {
+      const float s0 = nt.x, s1 = nt.y, s2 = nt.z, s3 = nt.w, rv = nr;
+      load_pair((j >> 1) + 1);
+      ea = fmaf(0.5f, s0 + s1, rv);
+      oa = 0.5f * (s2 + s3);
+      eb = fmaf(0.5f, s0 - s1, rv);
+      ob = 0.5f * (s2 - s3);
+    }
+    float a0 = bias, a1 = bias;
+    pair_taps<K>(wr, win, a0, a1);
+    const bool odd = j & 1;
+    st(ya + int64_t(j) * d.C, a0 + (odd ? ea - oa : ea + oa));
+    if (second) st(yb + int64_t(j) * d.C, a1 + (odd ? eb - ob : eb + ob));
+  }
+}
+
+/// Shared memory of synth_staged_kernel: the staged input rows.
+template <typename T>
+size_t synth_staged_smem(int K, int PR, int W) {
+  return sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1);
+}
+
+}  // namespace hg::kernels::cuda::wtconv_detail
