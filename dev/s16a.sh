@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record: the patch it reverses was dev/s15/plane-reduce-split-slices.patch, applied in
+# commit 9148c2b; this call's reduction failed its launch, see docs/perf-notes.md.)
 # Dev use (device tool), sixteenth session's first call: the whole-plane reduction with the slices
 # split over the block's 8 warps (dev/s15/plane-reduce-split-slices.patch, applied to the tree:
 # /tmp/b) against HEAD without it (/tmp/b0, built beside the tests):

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record: the dev/s16/ copies it reads are in commit 9148c2b; this call's variant builds
+# failed: their trees lacked HEAD's wtconv_vec.cuh, which dev/s16c.sh adds.)
 # Dev use (device tool), sixteenth session's second call. Three builds in one call:
 #   /tmp/b   the tree: the split path's level tail (levels from the first LL band of <= 256 pixels
 #            on the whole-plane kernels; f32 and bf16) and the whole-plane reduction with its slices split over

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (A record: the dev/s16/ copies it reads are in commit 9148c2b, removed after the call.)
 # Dev use (device tool), sixteenth session's third (final) call. Three builds in one call:
 #   /tmp/b   the tree: the split path's level tail (f32 and bf16) and the whole-plane reduction
 #            with its slices split over the block's warps; the plane kernels' outputs back to

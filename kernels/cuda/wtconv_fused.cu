@@ -2,7 +2,9 @@
 // public kernels::cuda::wtconv_forward / wtconv_backward that dispatch on WTConvMode.
 //
 // Small maps (wtconv_plane_path in kernels/wtconv.h) run the whole-plane kernels of
-// wtconv_plane.cuh (docs/fused-wtconv.md, section 10); the rest is the split path.
+// wtconv_plane.cuh (docs/fused-wtconv.md, section 10); the rest is the split path, whose levels
+// from the first LL band of at most 256 pixels run as a level tail on the same kernels
+// (wtconv_tail_level; section 11).
 // Forward, per call:  fold (scales into weights)  ->  for each level l: haar (the Haar coefficients
 // of ll_l written once as sub-band planes (B, h_{l+1}, w_{l+1}, 4, C), see wtconv_vec.cuh, and the
 // raw LL ll_{l+1} that feeds level l+1), then the depthwise conv of kernels/depthwise_conv.h over

@@ -3,6 +3,8 @@
 // forward is one launch (plus the weight folds) and a backward one launch plus one deterministic
 // reduction, instead of the split path's ~4 + 2L and ~8 + 5L launches, whose fixed cost dominates
 // at the 14 x 14 and 7 x 7 maps of WTConvNeXt's stages 3 and 4 (docs/fused-wtconv.md, section 10).
+// The same kernels run the split path's level tail (kBase = false: levels s .. L-1 over ll_s, no
+// base conv, the output the tail's term of the synthesis; section 11).
 //
 // Per block (image b, channels c0 .. c0 + 31), all in shared memory:
 //   1. load the plane x (and, backward, G = dL/dy): as f32 in the forward, in the storage type T
