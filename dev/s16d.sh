@@ -5,6 +5,9 @@
 # weight-gradient sums, then the filters, level taps in bf16, and the rec buffers during the
 # cascade: 61 instead of 110 KB a block at 14 x 14 bf16, three blocks a multiprocessor;
 # dev/s16/plane-backward-overlay.patch); test_ops of hg_ov's tree, WTConv's GPU cases only.
+# A third binary worth adding: dev/s16/plane-occupancy.patch (the same backward, and the forward
+# with bf16 planes and level taps: 61 instead of 110 KB, three blocks; instead of the first patch,
+# both apply to 9148c2b's kernels).
 # Not run in the sixteenth session (no device time left). To run it: build the product
 # (hg_base: build/haargrad), `git apply dev/s16/plane-backward-overlay.patch`, build haargrad and
 # tests/test_ops again (hg_ov, test_ops), strip the three into build/labbin with every non-system
