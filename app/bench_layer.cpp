@@ -63,21 +63,22 @@ std::vector<double> level_sizes(double B, int H, int W, double C, int L) {
 // The fused path (its level convs split: kernels/wtconv.h): each level's coefficients written by
 // one Haar pass (read n_l, write 4 n_{l+1} and the LL n_{l+1}), then a depthwise conv over them.
 // Levels from sf (forward) and sb (backward) on, when below L, are a level tail
-// (kernels::cuda::wtconv_tail_level, bf16 only): one plane kernel reads ll_s (backward: and gR_s)
-// and writes its f32 term on grid s (2 n_s bf16 elements), which the synthesis reads.
-IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb) {
+// (kernels::cuda::wtconv_tail_level): one plane kernel reads ll_s (backward: and gR_s) and writes
+// its f32 term on grid s, which the synthesis reads: n_s f32 values, counted as rt n_s elements
+// of the activations' type (rt = 4 / its size in bytes: 2 for bf16, 1 for f32).
+IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double rt) {
   const auto n = level_sizes(B, H, W, C, L);
   auto haar = [&](int l) { return n[l] + 4 * n[l + 1] + (l + 1 < L ? n[l + 1] : 0); };
   auto synth = [&](int s) {  // base conv + synthesis of the split levels and of the tail's term
-    double v = 2 * n[0] + (s < L ? 2 * n[s] : 0);
+    double v = 2 * n[0] + (s < L ? rt * n[s] : 0);
     for (int l = 0; l < s; ++l) v += 4 * n[l + 1];
     return v;
   };
-  double fwd = sf < L ? n[sf] + 2 * n[sf] : 0;                 // the tail
+  double fwd = sf < L ? n[sf] + rt * n[sf] : 0;                // the tail
   for (int l = 0; l < sf; ++l) fwd += haar(l) + 8 * n[l + 1];  // Haar pass + conv (read, write)
   fwd += synth(sf);
   // synthesis of grad_x on G; base weight grad (x and G); the tail
-  double bwd = synth(sb) + 2 * n[0] + (sb < L ? 2 * n[sb] + 2 * n[sb] : 0);
+  double bwd = synth(sb) + 2 * n[0] + (sb < L ? 2 * n[sb] + rt * n[sb] : 0);
   for (int l = 0; l < sb; ++l)
     bwd += 2 * haar(l) + 8 * n[l + 1] + 8 * n[l + 1];  // Haar of G and of x; conv^T; weight grad
   return {fwd, fwd + bwd};
@@ -85,9 +86,9 @@ IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb) {
 
 /// The whole-plane kernels (kernels/wtconv.h, wtconv_plane_path): the forward reads x and writes
 /// y; the backward reads x and G and writes grad_x (weight-gradient partials omitted, as above).
-IoCount io_fused(int B, int H, int W, int C, int L, bool plane_fwd, bool plane_bwd, int sf,
-                 int sb) {
-  const IoCount split = io_fused_split(B, H, W, C, L, sf, sb);
+IoCount io_fused(int B, int H, int W, int C, int L, bool plane_fwd, bool plane_bwd, int sf, int sb,
+                 double rt) {
+  const IoCount split = io_fused_split(B, H, W, C, L, sf, sb, rt);
   const double N = double(B) * H * W * C;
   const double fwd = plane_fwd ? 2 * N : split.forward;
   const double bwd = plane_bwd ? 3 * N : split.step - split.forward;
@@ -212,9 +213,9 @@ void run_bench(const Options& o) {
           fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, true);
       const int tail_fwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, false);
       const int tail_bwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, true);
-      const IoCount io =
-          fused ? io_fused(B, s.HW, s.HW, s.C, s.L, plane_fwd, plane_bwd, tail_fwd, tail_bwd)
-                : io_reference(B, s.HW, s.HW, s.C, s.L);
+      const IoCount io = fused ? io_fused(B, s.HW, s.HW, s.C, s.L, plane_fwd, plane_bwd, tail_fwd,
+                                          tail_bwd, 4.0 / double(dtype_size(act)))
+                               : io_reference(B, s.HW, s.HW, s.C, s.L);
       r.io_step_gb = io.step * double(dtype_size(act)) / 1e9;
       r.io_fwd_gb = io.forward * double(dtype_size(act)) / 1e9;
       std::string path_note;

@@ -94,7 +94,7 @@ bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtyp
 /// stride 1, x (B, H, W, C) of dtype `dtype` (f32 or bf16) and dense, 16-byte aligned tensors:
 /// K = 3, 5 or 7, C % 4 == 0 (the synthesis kernels that read the tail's term), an LL band of at
 /// most 256 pixels whose planes fit the shared memory (14 x 14: s = 1 at 28 x 28, s = 2 at
-/// 56 x 56).
+/// 56 x 56). Throws for x not 4-D, another dtype, or more levels than the CUDA kernels take.
 int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backward);
 
 }  // namespace cuda

@@ -854,6 +854,8 @@ bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtyp
   HG_CHECK(x.size() == 4, "wtconv_plane_path: x must be (B, H, W, C), got ", shape_str(x));
   HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_plane_path: f32 or bf16, got ",
            dtype_name(dtype));
+  HG_CHECK(levels >= 0 && levels <= wtconv_detail::kMaxLevels, "wtconv_plane_path: 0 to ",
+           wtconv_detail::kMaxLevels, " levels on cuda, got ", levels);
   const int B = int(x[0]), H = int(x[1]), W = int(x[2]);
   wtconv_detail::PlaneGeom g;
   return dtype == DType::bf16
@@ -866,6 +868,8 @@ int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backw
   HG_CHECK(x.size() == 4, "wtconv_tail_level: x must be (B, H, W, C), got ", shape_str(x));
   HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_tail_level: f32 or bf16, got ",
            dtype_name(dtype));
+  HG_CHECK(levels >= 0 && levels <= wtconv_detail::kMaxLevels, "wtconv_tail_level: 0 to ",
+           wtconv_detail::kMaxLevels, " levels on cuda, got ", levels);
   const auto d = wtconv_detail::level_dims(int(x[1]), int(x[2]), levels);
   wtconv_detail::PlaneGeom g;
   if (dtype == DType::f32) {

@@ -261,6 +261,10 @@ TEST(WTConvGpuPlanePath, LevelTailFromTheFirstSmallBand) {
       EXPECT_EQ(kernels::cuda::wtconv_tail_level({1, 32, 29, 6}, 5, 5, dt, backward), 5) << what;
       EXPECT_EQ(kernels::cuda::wtconv_tail_level({1, 28, 28, 16}, 9, 3, dt, backward), 3) << what;
     }
+  // a level count past the kernels' limit is an error, not a read past PlaneGeom's arrays
+  EXPECT_THROW(kernels::cuda::wtconv_tail_level({1, 28, 28, 16}, 5, 13, DType::f32, false), Error);
+  EXPECT_THROW(kernels::cuda::wtconv_plane_path({1, 14, 14, 16}, 5, 13, 1, DType::f32, false),
+               Error);
 }
 
 TEST(WTConvGpuErrors, BadInputsThrow) {
