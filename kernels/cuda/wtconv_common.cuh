@@ -83,6 +83,12 @@ __device__ __forceinline__ void fma4(float4& acc, const float4& w, const float4&
   acc.z = fmaf(w.z, v.z, acc.z);
   acc.w = fmaf(w.w, v.w, acc.w);
 }
+__device__ __forceinline__ void add4(float4& acc, const float4& v) {
+  acc.x += v.x;
+  acc.y += v.y;
+  acc.z += v.z;
+  acc.w += v.w;
+}
 
 /// Haar analysis of one 2x2 block (a top-left, b top-right, c bottom-left, d bottom-right), exactly
 /// ../shared/docs/wtconv.md: (LL, top-bottom, left-right, diagonal), each / 2.

@@ -674,7 +674,8 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
 }
 
 /// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wl the level's folded
-/// weights (4C, K*K) and wlf the same flipped (bf16 only), sums where its folded-weight gradient
+/// weights (4C, K*K; f32 only) and wlf the same flipped (bf16 only), both only with gt; sums where
+/// its folded-weight gradient
 /// goes (4C, K*K). The level gradient gt = conv^T(gc, w~) is, in f32, the depthwise backward data
 /// (the kernels it always ran); in bf16 the forward conv with the flipped filters: at K = 3, 5, 7
 /// the very staged kernel backward data runs, and in every variant one tap order (row-major over
@@ -718,7 +719,8 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
   if (L == 0) return Tensor();
   constexpr bool kBf16 = !std::is_same_v<T, float>;
   const LevelParams lp = level_params(w, &g);  // every level's gradient tensors
-  const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
+  // the level gradients' filters: f32 runs backward data with wl, bf16 the forward conv with wlf
+  const Tensor wl = !kBf16 && gt != nullptr ? fold_levels(w, C, KK, /*flip=*/false) : Tensor();
   const Tensor wlf = kBf16 && gt != nullptr ? fold_levels(w, C, KK, /*flip=*/true) : Tensor();
   const Tensor sums = workspace({s, 4 * C, KK});
   Tensor gR, ll;  // keep the current level's inputs alive; after the loop, gR_s and ll_s
@@ -727,7 +729,7 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
     Tensor* gtl = gt != nullptr ? &(*gt)[l] : nullptr;
     Tensor* gn = l + 1 < L ? &gnext : nullptr;
     Tensor* xn = l + 1 < L ? &xnext : nullptr;
-    const float* wll = wl.data<float>() + l * per;
+    const float* wll = wl.defined() ? wl.data<float>() + l * per : nullptr;
     const float* wlfl = wlf.defined() ? wlf.data<float>() + l * per : nullptr;
     float* sl = sums.data<float>() + l * per;
     level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wll,

@@ -30,9 +30,9 @@
 namespace hg::kernels::cuda::wtconv_detail {
 
 constexpr int kPlaneWarps = 8;  // warps per block; lane = channel
-constexpr int kPlaneTQ =
-    4;  // level-grid columns per thread in the cascade (register window;
-        // 4 measured 10% faster than 2 in the 14 x 14 forward, fifteenth session)
+// level-grid columns per thread in the cascade (register window; 4 measured 10% faster than 2
+// in the 14 x 14 forward, fifteenth session)
+constexpr int kPlaneTQ = 4;
 
 /// The grids of one plane and where each buffer lies in shared memory, in "entries" of 32 values
 /// (one per lane): plane entries first (x, G, the pyramids; type S of plane_smem), then f32 entries
@@ -171,10 +171,10 @@ __device__ void plane_pyramid(const PlaneGeom& g, const S* src, S* pyr, int warp
 
 /// The synthesis cascade of the pyramid `pyr`, ending in the level-0 step that writes image b of
 /// out (PlaneOut's members: out_y = [bias] + conv(src, base filter) + rec_0, or a tail's out_rec
-/// scaled by out_scale). src, pyr: this
-/// lane's first value of the plane and of its pyramid (smem + lane); recs: the rec buffers' start;
-/// wsm: this lane's staged filters (plane_stage_filters: folded, flipped for the backward, level
-/// taps rounded to bf16 for a bf16 T). Synchronises after every level.
+/// scaled by out_scale). src, pyr: this lane's first value of the plane and of its pyramid (smem +
+/// lane); recs: the rec buffers' start; wsm: this lane's staged filters (plane_stage_filters:
+/// folded, flipped for the backward, level taps rounded to bf16 for a bf16 T). Synchronises after
+/// every level.
 template <typename T, typename S, int K, bool kBase>
 __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, float* recs,
                               const float* wsm, const float* __restrict__ bias, int C, int c, int b,
@@ -242,45 +242,35 @@ __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, fl
           }
         continue;
       }
+      // level 0: rows 2p, 2p+1, columns 2 q0 .. 2 q0 + 2TQ - 1 of the output. A whole layer
+      // writes y = bias + base conv + rec_0; a level tail its rec_0, scaled (no base conv)
       const int i0 = 2 * p, j0 = 2 * q0;
-      if constexpr (!kBase) {  // a level tail: its rec_0, scaled, is the output
-        if (!active) continue;
+      float y[2][2 * TQ];  // bias + base conv (a whole layer)
+      if constexpr (kBase) {
+        const float* w_b = wsm + g.L * KK * 4 * 32;  // the staged base taps
 #pragma unroll
         for (int di = 0; di < 2; ++di)
 #pragma unroll
-          for (int m = 0; m < 2 * TQ; ++m) {
-            const int i = i0 + di, j = j0 + m;
-            if (i < g.h[0] && j < g.w[0])
-              out_rec[((int64_t(b) * g.h[0] + i) * g.w[0] + j) * C + c] = out_scale * rec[di][m];
-          }
-        continue;
-      }
-      // level 0 of a whole layer (a tail never gets here): out rows 2p, 2p+1, columns
-      // 2 q0 .. 2 q0 + 2TQ - 1 = bias + base conv + rec_0
-      const float* w_b = wsm + g.L * KK * 4 * 32;  // the staged base taps
-      float y[2][2 * TQ];
+          for (int m = 0; m < 2 * TQ; ++m) y[di][m] = bias ? bias[cs] : 0.f;
 #pragma unroll
-      for (int di = 0; di < 2; ++di)
+        for (int a = 0; a < K + 1; ++a) {  // input rows i0 - r .. i0 + 1 + r
+          const int ii = i0 - r + a;
+          if (ii < 0 || ii >= g.h[0]) continue;
+          const S* row = src + (ii * g.w[0] + j0 - r) * 32;
+          float win[2 * TQ + K - 1];
 #pragma unroll
-        for (int m = 0; m < 2 * TQ; ++m) y[di][m] = bias ? bias[cs] : 0.f;
+          for (int m = 0; m < 2 * TQ + K - 1; ++m)
+            win[m] = unsigned(j0 - r + m) < unsigned(g.w[0]) ? to_f32(row[m * 32]) : 0.f;
 #pragma unroll
-      for (int a = 0; a < K + 1; ++a) {  // input rows i0 - r .. i0 + 1 + r
-        const int ii = i0 - r + a;
-        if (ii < 0 || ii >= g.h[0]) continue;
-        const S* row = src + (ii * g.w[0] + j0 - r) * 32;
-        float win[2 * TQ + K - 1];
+          for (int di = 0; di < 2; ++di) {
+            const int kh = a - di;  // ii = (i0 + di) + kh - r
+            if (kh < 0 || kh >= K) continue;
 #pragma unroll
-        for (int m = 0; m < 2 * TQ + K - 1; ++m)
-          win[m] = unsigned(j0 - r + m) < unsigned(g.w[0]) ? to_f32(row[m * 32]) : 0.f;
+            for (int kw = 0; kw < K; ++kw) {
+              const float wv = w_b[(kh * K + kw) * 32];
 #pragma unroll
-        for (int di = 0; di < 2; ++di) {
-          const int kh = a - di;  // ii = (i0 + di) + kh - r
-          if (kh < 0 || kh >= K) continue;
-#pragma unroll
-          for (int kw = 0; kw < K; ++kw) {
-            const float wv = w_b[(kh * K + kw) * 32];
-#pragma unroll
-            for (int m = 0; m < 2 * TQ; ++m) y[di][m] = fmaf(wv, win[m + kw], y[di][m]);
+              for (int m = 0; m < 2 * TQ; ++m) y[di][m] = fmaf(wv, win[m + kw], y[di][m]);
+            }
           }
         }
       }
@@ -290,9 +280,12 @@ __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, fl
 #pragma unroll
         for (int m = 0; m < 2 * TQ; ++m) {
           const int i = i0 + di, j = j0 + m;
-          if (i < g.h[0] && j < g.w[0])
-            out_y[((int64_t(b) * g.h[0] + i) * g.w[0] + j) * C + c] =
-                from_f32<T>(y[di][m] + rec[di][m]);
+          if (i >= g.h[0] || j >= g.w[0]) continue;
+          const int64_t o = ((int64_t(b) * g.h[0] + i) * g.w[0] + j) * C + c;
+          if constexpr (kBase)
+            out_y[o] = from_f32<T>(y[di][m] + rec[di][m]);
+          else
+            out_rec[o] = out_scale * rec[di][m];
         }
     }
     __syncthreads();
@@ -427,10 +420,10 @@ __global__ void __launch_bounds__(32 * kPlaneWarps)
 /// Sums the slices of plane_backward_kernel's partial and unfolds them into the parameter
 /// gradients (base: 1 for a whole layer, 0 for a level tail, whose lp then starts at level s and
 /// whose bw .. gbs are unused). Grid (base + 4L, ceil(C / 32)), block (32, kPlaneWarps),
-/// plane_reduce_smem<K>() bytes of
-/// dynamic shared memory. Warp w sums the w-th contiguous run of slices for every entry of the
-/// block's plane (all of a slice's entries are independent loads in flight at once), then the
-/// warps' sums are added in warp order: a fixed order, so bit-identical run to run.
+/// plane_reduce_smem<K>() bytes of dynamic shared memory. Warp w sums the w-th contiguous run of
+/// slices for every entry of the block's plane (all of a slice's entries are independent loads in
+/// flight at once), then the warps' sums are added in warp order: a fixed order, so bit-identical
+/// run to run.
 template <int K>
 constexpr size_t plane_reduce_smem() {
   return sizeof(float) * (kPlaneWarps + 1) * (K * K + 1) * 32;

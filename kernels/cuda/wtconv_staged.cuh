@@ -51,12 +51,8 @@ __global__ void __launch_bounds__(256)
   }
   if (tail.r != nullptr) {
     const int sh = tail.s - 1;
-    const float4 v = *reinterpret_cast<const float4*>(
-        tail.r + ((int64_t(b) * tail.h + (p >> sh)) * tail.w + (q >> sh)) * C + c);
-    s.x += v.x;
-    s.y += v.y;
-    s.z += v.z;
-    s.w += v.w;
+    add4(s, *reinterpret_cast<const float4*>(
+                tail.r + ((int64_t(b) * tail.h + (p >> sh)) * tail.w + (q >> sh)) * C + c));
   }
   *reinterpret_cast<float4*>(R + pos * C + c) = s;
 }

@@ -69,22 +69,23 @@ struct Levels {
 
 /// The split path's level tail: levels s .. L-1 run by the whole-plane kernels over ll_s
 /// (wtconv_plane.cuh, PlaneOut), which leave their part of R on grid s:
-///   r(b, p', q', c) = 2^-s rec_s(p', q'), so that R(p, q) (wtconv_staged.cuh) gets r(p >> (s-1), q
-///   >> (s-1))
-/// (rec_1 = sum_{l=1}^{s-1} 2^-l unhaar(t_l) + 2^-(s-1) rec_s, both upsampled to grid 1, and
-/// R = rec_1 / 2). f32 (B, h, w, C), 16-byte aligned; r == nullptr: no tail.
+///   r(b, p', q', c) = 2^-s rec_s(p', q'),
+/// so that R(p, q) (wtconv_staged.cuh) gets r(p >> (s-1), q >> (s-1)) (rec_1 = sum_{l=1}^{s-1} 2^-l
+/// unhaar(t_l) + 2^-(s-1) rec_s, both upsampled to grid 1, and R = rec_1 / 2). f32 (B, h, w, C),
+/// 16-byte aligned; r == nullptr: no tail.
 struct LevelTail {
   const float* r;
   int s, h, w;
 };
 
 // ---- (b) base conv + one-pass synthesis, 4 channels x TW outputs per thread (stride 1)
-// ----------- y(b, i, j, c..) = bf + sum_k wb[k] x(i+kh-r, j+kw-r) + sum_l 2^-(l+1)
-// unhaar(t_l(i>>(l+1), j>>(l+1)); bits l of i, j) [+ tail.r(b, i >> s, j >> s), a level tail's
-// term]. The folded base filters of the block's channels are staged in shared memory as
-// [tap][channel] (a warp reads one tap as one contiguous row). Tiles start at multiples of TW = 8,
-// so level l's ancestors of the tile are the 8 >> (l+1) (at least 1) consecutive positions from j0
-// >> (l+1): each is loaded once per thread and expanded to the pixels below it.
+// ----------- y(b, i, j, c..) = bf + sum_k wb[k] x(i+kh-r, j+kw-r)
+//                 + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1), j>>(l+1)); bits l of i, j)
+//                 [+ tail.r(b, i >> s, j >> s), a level tail's term].
+// The folded base filters of the block's channels are staged in shared memory as [tap][channel]
+// (a warp reads one tap as one contiguous row). Tiles start at multiples of TW = 8, so level l's
+// ancestors of the tile are the 8 >> (l+1) (at least 1) consecutive positions from j0 >> (l+1):
+// each is loaded once per thread and expanded to the pixels below it.
 constexpr int kSynthTW = 8;
 
 /// The synthesis values of one level-l coefficient for 4 channels, times f, for row sign sr
@@ -128,11 +129,7 @@ __device__ __forceinline__ void synth_add_level(float4 (&acc)[kSynthTW], const P
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       const int t = a * PER + k;
-      const float4 u = (((j0 + t) >> l) & 1) ? u1 : u0;
-      acc[t].x += u.x;
-      acc[t].y += u.y;
-      acc[t].z += u.z;
-      acc[t].w += u.w;
+      add4(acc[t], (((j0 + t) >> l) & 1) ? u1 : u0);
     }
   }
 }
@@ -201,11 +198,7 @@ __global__ void __launch_bounds__(256, 3)
 #pragma unroll
     for (int t = 0; t < TW; ++t)
       if (j0 + t < W) {
-        const float4 v = *reinterpret_cast<const float4*>(tr + int64_t((j0 + t) >> tail.s) * C);
-        acc[t].x += v.x;
-        acc[t].y += v.y;
-        acc[t].z += v.z;
-        acc[t].w += v.w;
+        add4(acc[t], *reinterpret_cast<const float4*>(tr + int64_t((j0 + t) >> tail.s) * C));
       }
   }
   T* out = y + (int64_t(b) * H + i) * W * C + c;
