@@ -197,6 +197,31 @@ __global__ void fold_levels_kernel(LevelParams lp, int L, int C, int KK, bool fl
   out[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
 }
 
+/// One filter's folded-weight gradient v (KK taps) unfolded: gw[k] = scale * v[k]; returns
+/// sum_k v[k] w[k] (fmaf in tap order). Loads go in chunks of 8 taps, so a thread waits about KK /
+/// 8 memory latencies instead of KK (unfold_levels_kernel: 10.7 us at 96/56/5, ncu, seventeenth
+/// session).
+__device__ inline float unfold_filter(const float* __restrict__ v, const float* __restrict__ w,
+                                      float scale, int KK, float* __restrict__ gw) {
+  constexpr int kChunk = 8;
+  float gs = 0.f;
+  for (int k0 = 0; k0 < KK; k0 += kChunk) {
+    float vv[kChunk], wv[kChunk];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) {
+      vv[u] = k0 + u < KK ? v[k0 + u] : 0.f;
+      wv[u] = k0 + u < KK ? w[k0 + u] : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u)
+      if (k0 + u < KK) {
+        gw[k0 + u] = scale * vv[u];
+        gs = fmaf(vv[u], wv[u], gs);
+      }
+  }
+  return gs;
+}
+
 // ---- gradients unfold from the folded weights
 // ------------------------------------------------------ levels: sums (L, 4C, K*K) in the
 // sub-band-plane channel order e' = s*C + c (the depthwise weight gradients of the level convs);
@@ -208,16 +233,8 @@ __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ s
   if (idx >= int64_t(L) * 4 * C) return;
   const int l = int(idx / (4 * C)), e = int(idx % (4 * C));
   const int ep = (e % 4) * C + e / 4;
-  const float* v = sums + (int64_t(l) * 4 * C + ep) * KK;
-  const float* ww = lp.ww[l] + int64_t(e) * KK;
-  float* gww = lp.gww[l] + int64_t(e) * KK;
-  const float ws = lp.ws[l][e];
-  float gs = 0.f;
-  for (int k = 0; k < KK; ++k) {
-    gww[k] = ws * v[k];
-    gs = fmaf(v[k], ww[k], gs);
-  }
-  lp.gws[l][e] = gs;
+  lp.gws[l][e] = unfold_filter(sums + (int64_t(l) * 4 * C + ep) * KK, lp.ww[l] + int64_t(e) * KK,
+                               lp.ws[l][e], KK, lp.gww[l] + int64_t(e) * KK);
 }
 // base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
 // sums is (C, K*K), the layout of kernels::cuda::depthwise_conv_backward_weight.
@@ -228,12 +245,8 @@ __global__ void unfold_base_kernel(const float* __restrict__ sums, const float* 
                                    float* __restrict__ gbs) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= C) return;
-  float gs = 0.f;
-  for (int k = 0; k < KK; ++k) {
-    const float v = sums[int64_t(c) * KK + k];
-    gbw[int64_t(c) * KK + k] = bs[c] * v;
-    gs = fmaf(v, bw[int64_t(c) * KK + k], gs);
-  }
+  const float gs =
+      unfold_filter(sums + int64_t(c) * KK, bw + int64_t(c) * KK, bs[c], KK, gbw + int64_t(c) * KK);
   gbb[c] = bs[c] * gbf[c];
   gbs[c] = fmaf(gbf[c], bb[c], gs);
 }
@@ -434,7 +447,7 @@ bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, b
       int64_t(H) * W > kPlaneMaxPixels)
     return false;
   *g = plane_geom(H, W, L, K, backward, base);
-  const size_t smem = backward ? plane_smem<T>(*g) : plane_smem<float>(*g);
+  const size_t smem = backward ? plane_bwd_layout<T>(*g).bytes : plane_fwd_layout<T>(*g).bytes;
   return smem <= hg::cuda::max_dynamic_smem();
 }
 
@@ -454,6 +467,21 @@ Tensor fold_plane_levels(const WTConvWeights& w, int C, int KK, bool flip) {
   return out;
 }
 
+/// Resident blocks a multiprocessor of plane_forward_kernel<T, S, KT> over g (0: it does not fit);
+/// sets the kernels' dynamic shared-memory limit to the device's.
+template <typename T, typename S, int KT>
+int plane_blocks_per_sm(const PlaneGeom& g) {
+  const size_t smem = plane_fwd_layout<S>(g).bytes;
+  if (smem > hg::cuda::max_dynamic_smem()) return 0;
+  const auto kernel =
+      g.base ? plane_forward_kernel<T, S, KT, true> : plane_forward_kernel<T, S, KT, false>;
+  hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+  int blocks = 0;
+  HG_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 32 * kPlaneWarps, smem));
+  return blocks;
+}
+
 /// One whole-plane forward over x (B, H, W, C): a whole layer (g.base: wb, bias its folded base
 /// filter and bias) or a level tail (x = ll_s); wl the folded level filters of the plane's first
 /// level on.
@@ -463,12 +491,25 @@ void plane_forward(const T* x, int B, int C, const PlaneGeom& g, const float* wb
   dispatch_k(g.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (plane_k<KT>) {
-      const auto kernel =
-          g.base ? plane_forward_kernel<T, KT, true> : plane_forward_kernel<T, KT, false>;
-      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-      kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps, plane_smem<float>(g),
-               hg::cuda::stream()>>>(x, C, g, wb, bias, wl, out.y, out.rec, out.scale);
-      HG_CUDA_LAUNCH_CHECK();
+      // The planes in f32 (no widening on every shared load) unless T's fit more blocks a
+      // multiprocessor: bf16 at 14 x 14 fits three instead of two (-8% a 384/14/3 step), while at
+      // 7 x 7 registers allow three either way and bf16 planes were 7 us slower (768/7/2, B = 64;
+      // seventeenth session)
+      auto launch = [&](auto s_tag) {
+        using S = decltype(s_tag);
+        const auto kernel =
+            g.base ? plane_forward_kernel<T, S, KT, true> : plane_forward_kernel<T, S, KT, false>;
+        hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+        kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps,
+                 plane_fwd_layout<S>(g).bytes, hg::cuda::stream()>>>(x, C, g, wb, bias, wl, out.y,
+                                                                     out.rec, out.scale);
+        HG_CUDA_LAUNCH_CHECK();
+      };
+      if (std::is_same_v<T, float> ||
+          plane_blocks_per_sm<T, float, KT>(g) < plane_blocks_per_sm<T, T, KT>(g))
+        launch(T{});
+      else
+        launch(float{});
     }
   });
 }
@@ -488,7 +529,7 @@ void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, co
                     const float* wl, PlaneOut<T> gout, const LevelParams& lp,
                     const PlaneBaseGrads& base) {
   const int L = g.L, KK = g.K * g.K, groups = (C + 31) / 32, planes = g.base + 4 * L;
-  const size_t smem = plane_smem<T>(g);
+  const size_t smem = plane_bwd_layout<T>(g).bytes;
   dispatch_k(g.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (plane_k<KT>) {
