@@ -5,6 +5,7 @@
 # weight-gradient sums, then the filters, level taps in bf16, and the rec buffers during the
 # cascade: 61 instead of 110 KB a block at 14 x 14 bf16, three blocks a multiprocessor;
 # dev/s16/plane-backward-overlay.patch); test_ops of hg_ov's tree, WTConv's GPU cases only.
+# (The patches named here were applied in the seventeenth session, commit 6677a8e, and removed.)
 # A third binary worth adding: dev/s16/plane-occupancy.patch (the same backward, and the forward
 # with bf16 planes and level taps: 61 instead of 110 KB, three blocks; instead of the first patch,
 # both apply to 9148c2b's kernels).
