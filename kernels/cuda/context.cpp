@@ -2,8 +2,10 @@
 #include "kernels/cuda/context.h"
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 
 #include "core/host_sync.h"
@@ -77,6 +79,19 @@ void allow_max_dynamic_smem(const void* kernel) {
   HG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(max_dynamic_smem())));
   done.insert(kernel);
+}
+
+int resident_blocks(const void* kernel, int threads, size_t smem) {
+  allow_max_dynamic_smem(kernel);
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, size_t>, int> known;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(kernel, threads, smem);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int blocks = 0;
+  HG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+  known.emplace(key, blocks);
+  return blocks;
 }
 
 void wait_polling(cudaEvent_t event, int poll_us) {

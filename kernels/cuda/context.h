@@ -32,6 +32,11 @@ size_t max_dynamic_smem();
 /// dynamic shared memory: the opt-in above 48 KB, done once per kernel (later calls only look it
 /// up). Call it before the kernel's first launch that may need more than 48 KB.
 void allow_max_dynamic_smem(const void* kernel);
+/// Blocks of `threads` threads and `smem` dynamic shared-memory bytes of `kernel` that fit one
+/// multiprocessor at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor; 0: none fits). Opts the
+/// kernel in first (allow_max_dynamic_smem). Computed once per (kernel, threads, smem), so that
+/// kernels sizing their grid by it (deterministic splits) pay no query per launch.
+int resident_blocks(const void* kernel, int threads, size_t smem);
 /// Waits on the host until `event` has completed, sleeping `poll_us` between queries instead of
 /// spinning as cudaEventSynchronize does (CUDA's default schedule). For helper threads that wait
 /// beside the training thread (the loader's GPU thread): measured on the H200

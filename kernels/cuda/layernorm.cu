@@ -280,9 +280,8 @@ void layernorm_backward(const T* x, const float* weight, const float* mean, cons
   int64_t P = 0;
   if (dispatch_vec(C, aligned, [&](auto nv) {
         const auto kernel = backward_vec_kernel<device_t<T>, decltype(nv)::value>;
-        int per_sm = 0;
-        HG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
-                                                                    32 * kRowsPerBlock, smem));
+        const int per_sm = hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
+                                                     32 * kRowsPerBlock, smem);
         P = std::min<int64_t>(row_blocks(rows),
                               int64_t(std::max(per_sm, 1)) * hg::cuda::multiprocessor_count());
         float* pw = nullptr;

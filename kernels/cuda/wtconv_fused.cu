@@ -197,31 +197,6 @@ __global__ void fold_levels_kernel(LevelParams lp, int L, int C, int KK, bool fl
   out[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
 }
 
-/// One filter's folded-weight gradient v (KK taps) unfolded: gw[k] = scale * v[k]; returns
-/// sum_k v[k] w[k] (fmaf in tap order). Loads go in chunks of 8 taps, so a thread waits about KK /
-/// 8 memory latencies instead of KK (unfold_levels_kernel: 10.7 us at 96/56/5, ncu, seventeenth
-/// session).
-__device__ inline float unfold_filter(const float* __restrict__ v, const float* __restrict__ w,
-                                      float scale, int KK, float* __restrict__ gw) {
-  constexpr int kChunk = 8;
-  float gs = 0.f;
-  for (int k0 = 0; k0 < KK; k0 += kChunk) {
-    float vv[kChunk], wv[kChunk];
-#pragma unroll
-    for (int u = 0; u < kChunk; ++u) {
-      vv[u] = k0 + u < KK ? v[k0 + u] : 0.f;
-      wv[u] = k0 + u < KK ? w[k0 + u] : 0.f;
-    }
-#pragma unroll
-    for (int u = 0; u < kChunk; ++u)
-      if (k0 + u < KK) {
-        gw[k0 + u] = scale * vv[u];
-        gs = fmaf(vv[u], wv[u], gs);
-      }
-  }
-  return gs;
-}
-
 // ---- gradients unfold from the folded weights
 // ------------------------------------------------------ levels: sums (L, 4C, K*K) in the
 // sub-band-plane channel order e' = s*C + c (the depthwise weight gradients of the level convs);
@@ -233,7 +208,7 @@ __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ s
   if (idx >= int64_t(L) * 4 * C) return;
   const int l = int(idx / (4 * C)), e = int(idx % (4 * C));
   const int ep = (e % 4) * C + e / 4;
-  lp.gws[l][e] = unfold_filter(sums + (int64_t(l) * 4 * C + ep) * KK, lp.ww[l] + int64_t(e) * KK,
+  lp.gws[l][e] = unfold_filter(sums + (int64_t(l) * 4 * C + ep) * KK, 1, lp.ww[l] + int64_t(e) * KK,
                                lp.ws[l][e], KK, lp.gww[l] + int64_t(e) * KK);
 }
 // base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
@@ -245,8 +220,8 @@ __global__ void unfold_base_kernel(const float* __restrict__ sums, const float* 
                                    float* __restrict__ gbs) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= C) return;
-  const float gs =
-      unfold_filter(sums + int64_t(c) * KK, bw + int64_t(c) * KK, bs[c], KK, gbw + int64_t(c) * KK);
+  const float gs = unfold_filter(sums + int64_t(c) * KK, 1, bw + int64_t(c) * KK, bs[c], KK,
+                                 gbw + int64_t(c) * KK);
   gbb[c] = bs[c] * gbf[c];
   gbs[c] = fmaf(gbf[c], bb[c], gs);
 }
@@ -446,7 +421,7 @@ bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, b
   if (stride != 1 || !(K == 3 || K == 5 || K == 7) || L < 1 || B > 65535 ||
       int64_t(H) * W > kPlaneMaxPixels)
     return false;
-  *g = plane_geom(H, W, L, K, backward, base);
+  *g = plane_geom(H, W, L, K, base);
   const size_t smem = backward ? plane_bwd_layout<T>(*g).bytes : plane_fwd_layout<T>(*g).bytes;
   return smem <= hg::cuda::max_dynamic_smem();
 }
@@ -467,19 +442,19 @@ Tensor fold_plane_levels(const WTConvWeights& w, int C, int KK, bool flip) {
   return out;
 }
 
-/// Resident blocks a multiprocessor of plane_forward_kernel<T, S, KT> over g (0: it does not fit);
-/// sets the kernels' dynamic shared-memory limit to the device's.
+/// The whole-plane forward kernel for g (a whole layer or a level tail), planes stored as S.
+template <typename T, typename S, int KT>
+auto plane_forward_fn(const PlaneGeom& g) {
+  return g.base ? plane_forward_kernel<T, S, KT, true> : plane_forward_kernel<T, S, KT, false>;
+}
+
+/// Resident blocks a multiprocessor of plane_forward_fn<T, S, KT>(g) (0: it does not fit).
 template <typename T, typename S, int KT>
 int plane_blocks_per_sm(const PlaneGeom& g) {
   const size_t smem = plane_fwd_layout<S>(g).bytes;
   if (smem > hg::cuda::max_dynamic_smem()) return 0;
-  const auto kernel =
-      g.base ? plane_forward_kernel<T, S, KT, true> : plane_forward_kernel<T, S, KT, false>;
-  hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-  int blocks = 0;
-  HG_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 32 * kPlaneWarps, smem));
-  return blocks;
+  return hg::cuda::resident_blocks(reinterpret_cast<const void*>(plane_forward_fn<T, S, KT>(g)),
+                                   32 * kPlaneWarps, smem);
 }
 
 /// One whole-plane forward over x (B, H, W, C): a whole layer (g.base: wb, bias its folded base
@@ -497,8 +472,7 @@ void plane_forward(const T* x, int B, int C, const PlaneGeom& g, const float* wb
       // seventeenth session)
       auto launch = [&](auto s_tag) {
         using S = decltype(s_tag);
-        const auto kernel =
-            g.base ? plane_forward_kernel<T, S, KT, true> : plane_forward_kernel<T, S, KT, false>;
+        const auto kernel = plane_forward_fn<T, S, KT>(g);
         hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
         kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps,
                  plane_fwd_layout<S>(g).bytes, hg::cuda::stream()>>>(x, C, g, wb, bias, wl, out.y,
@@ -535,13 +509,11 @@ void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, co
     if constexpr (plane_k<KT>) {
       const auto kernel =
           g.base ? plane_backward_kernel<T, KT, true> : plane_backward_kernel<T, KT, false>;
-      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
       // Images per block: enough blocks for about two waves of resident blocks; fewer slices keep
       // the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so the
       // summation order (and the result) is the same run to run.
-      int per_sm = 0;
-      HG_CUDA_CHECK(
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kPlaneWarps, smem));
+      const int per_sm =  // also opts the kernel in to more than 48 KB of shared memory
+          hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel), 32 * kPlaneWarps, smem);
       const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
       const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
       const int slices = (B + ipb - 1) / ipb;

@@ -34,16 +34,14 @@ constexpr int kPlaneWarps = 8;  // warps per block; lane = channel
 // in the 14 x 14 forward, fifteenth session)
 constexpr int kPlaneTQ = 4;
 
-/// The grids of one plane and where each buffer lies in shared memory, in "entries" of 32 values
-/// (one per lane): plane entries (x, G, the pyramids), then f32 entries
-/// (rec buffers, staged filters).
+/// The grids of one plane and the sizes and offsets of its shared-memory buffers, in "entries" of
+/// 32 values (one per lane); where each lies: plane_fwd_layout, plane_bwd_layout.
 struct PlaneGeom {
   int L, K;
   int base;  // 1: a whole layer (plane 0 is the base conv's); 0: a level tail (see below)
   int h[kMaxLevels + 1], w[kMaxLevels + 1];  // grid l: h[l] x w[l]; h[0] = H
   int pyr[kMaxLevels];  // entry offset of c_l (4 planes of h[l+1] * w[l+1]) in a pyramid
   int pyr_size;         // entries of one pyramid
-  int n_t;              // plane entries in all: x, pyramid (forward); x, G, 2 pyramids (backward)
   int rec[2];           // f32 entry offsets of the rec buffers: rec_l (l >= 1) in rec[rec_slot(l)]
   int n_f;              // f32 entries of the rec buffers
   int n_w;  // f32 entries of the staged filters: L * K*K * 4 level taps, then (base) K*K base taps
@@ -68,9 +66,9 @@ struct PlaneOut {
 /// it does not write.
 __host__ __device__ inline int rec_slot(int l) { return (l + 1) % 2; }
 
-/// The geometry of an H x W plane with L levels; backward: room for G and its pyramid too; base:
-/// a whole layer (else a level tail, without the base conv's filter).
-inline PlaneGeom plane_geom(int H, int W, int L, int K, bool backward, bool base) {
+/// The geometry of an H x W plane with L levels; base: a whole layer (else a level tail, without
+/// the base conv's filter).
+inline PlaneGeom plane_geom(int H, int W, int L, int K, bool base) {
   PlaneGeom g{};
   g.L = L;
   g.K = K;
@@ -85,7 +83,6 @@ inline PlaneGeom plane_geom(int H, int W, int L, int K, bool backward, bool base
     off += 4 * g.h[l + 1] * g.w[l + 1];
   }
   g.pyr_size = off;
-  g.n_t = backward ? 2 * (H * W + off) : H * W + off;
   g.rec[0] = 0;  // rec_1, rec_3, ...: the largest is rec_1 on grid 1
   g.rec[1] = L >= 2 ? g.h[1] * g.w[1] : 0;
   g.n_f = g.rec[1] + (L >= 3 ? g.h[2] * g.w[2] : 0);
@@ -531,23 +528,15 @@ __global__ void __launch_bounds__(32 * kPlaneWarps, 2)  // <= 128 registers: U (
   __syncthreads();
   if (warp != 0 || c >= C) return;
   if (base_plane) {  // dL/dbw = bs dL/dw~, dL/dbb = bs dL/db~, dL/dbs = sum dL/dw~ bw + dL/db~ bb
-    float gs = 0.f;
-    for (int k = 0; k < KK; ++k) {
-      gbw[int64_t(c) * KK + k] = bs[c] * sums[k][lane];
-      gs = fmaf(sums[k][lane], bw[int64_t(c) * KK + k], gs);
-    }
+    const float gs =
+        unfold_filter(&sums[0][lane], 32, bw + int64_t(c) * KK, bs[c], KK, gbw + int64_t(c) * KK);
     gbb[c] = bs[c] * sums[KK][lane];
     gbs[c] = fmaf(sums[KK][lane], bb[c], gs);
     return;
   }
   const int l = (pl - base) / 4, s = (pl - base) % 4, e = 4 * c + s;  // PyTorch channel 4c + s
-  const float ws = lp.ws[l][e];
-  float gs = 0.f;
-  for (int k = 0; k < KK; ++k) {
-    lp.gww[l][int64_t(e) * KK + k] = ws * sums[k][lane];
-    gs = fmaf(sums[k][lane], lp.ww[l][int64_t(e) * KK + k], gs);
-  }
-  lp.gws[l][e] = gs;
+  lp.gws[l][e] = unfold_filter(&sums[0][lane], 32, lp.ww[l] + int64_t(e) * KK, lp.ws[l][e], KK,
+                               lp.gww[l] + int64_t(e) * KK);
 }
 
 /// Folded level filters for the whole-plane kernels: out (L, K*K, 4, C), out[l][k][s][c] = ws_l[e]
