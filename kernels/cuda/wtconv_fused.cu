@@ -26,6 +26,7 @@
 #include "core/cuda_stream.h"
 #include "kernels/conv2d.h"
 #include "kernels/cuda/wtconv_common.cuh"
+#include "kernels/cuda/wtconv_haar_conv.cuh"
 #include "kernels/cuda/wtconv_plane.cuh"
 #include "kernels/cuda/wtconv_staged.cuh"
 #include "kernels/cuda/wtconv_vec.cuh"
@@ -654,6 +655,54 @@ Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, i
   return coef;
 }
 
+/// One level's Haar pass and conv in one launch (haar_conv_kernel): *t = conv(H(src), w) as
+/// sub-band planes (B, out, 4, C), the coefficient planes H(src) into *coef and the LL band into
+/// *ll_next when those are given (each allocated here), src (B, in, C); w the level's (4C, K*K)
+/// folded filters. Taken for bf16, K = 3, 5, 7, C % 8 == 0 and 16-byte aligned tensors, where the
+/// four staged tiles fit the shared memory; returns false, having done nothing, otherwise. (f32
+/// tiles take twice the shared memory, 128 KB at a 28-wide level grid: one block a
+/// multiprocessor; f32 keeps the two launches, not measured against them.)
+template <typename T>
+bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
+                   std::pair<int, int> out, const float* w, Tensor* t, Tensor* coef,
+                   Tensor* ll_next) {
+  if constexpr (std::is_same_v<T, float>) {
+    return false;
+  } else {
+    const int hp = out.first, wp = out.second;
+    const size_t smem = haar_conv_smem<T>(K, wp);
+    const int64_t groups = int64_t(B) * ((hp + 2 * kHaarConvPairs - 1) / (2 * kHaarConvPairs));
+    if (!(K == 3 || K == 5 || K == 7) || C % 8 != 0 || !aligned16(src) ||
+        smem > hg::cuda::max_dynamic_smem() || groups > INT32_MAX || (C + 31) / 32 > 65535)
+      return false;
+    *t = workspace_of<T>({B, hp, wp, 4, C});
+    T* cp = nullptr;
+    T* lln = nullptr;
+    if (coef != nullptr) {
+      *coef = workspace_of<T>({B, hp, wp, 4, C});
+      cp = typed<T>(*coef);
+    }
+    if (ll_next != nullptr) {
+      *ll_next = workspace_of<T>({B, hp, wp, C});
+      lln = typed<T>(*ll_next);
+    }
+    HG_CHECK(aligned16(typed<T>(*t)) && (!cp || aligned16(cp)) && (!lln || aligned16(lln)),
+             "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
+    const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
+    dispatch_k(K, [&](auto kt) {
+      constexpr int KT = decltype(kt)::value;
+      if constexpr (KT == 3 || KT == 5 || KT == 7) {
+        const auto kernel = haar_conv_kernel<T, KT>;
+        hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+        kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kHaarConvWarps), smem,
+                 hg::cuda::stream()>>>(src, hd, w, typed<T>(*t), cp, lln);
+        HG_CUDA_LAUNCH_CHECK();
+      }
+    });
+    return true;
+  }
+}
+
 /// t_l = conv(H(ll_l), s_l w_l) for the levels l < s, ll_0 = in, t_l (B, hp, wp, 4, C) of storage
 /// T; with a level tail (s < L, of geometry tg) levels s .. L-1 as one plane launch over ll_s into
 /// the returned tail output (described in *tail; none: an undefined tensor and tail->r null).
@@ -669,12 +718,15 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
   Tensor ll;  // keeps the current level's input (levels >= 1) alive; after the loop, ll_s
   for (int l = 0; l < s; ++l) {
     Tensor next;
-    const Tensor coef =
-        haar(l == 0 ? in : typed<T>(ll), B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
-    t[l] = workspace_of<T>({B, d[l + 1].first, d[l + 1].second, 4, C});
-    depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
-                           host_typed<T>(coef), wl.data<float>() + int64_t(l) * 4 * C * KK, nullptr,
-                           host_typed<T>(t[l]));
+    const T* src = l == 0 ? in : typed<T>(ll);
+    const float* wll = wl.data<float>() + int64_t(l) * 4 * C * KK;
+    if (!try_haar_conv(src, B, C, K, d[l], d[l + 1], wll, &t[l], nullptr,
+                       l + 1 < L ? &next : nullptr)) {
+      const Tensor coef = haar(src, B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
+      t[l] = workspace_of<T>({B, d[l + 1].first, d[l + 1].second, 4, C});
+      depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
+                             host_typed<T>(coef), wll, nullptr, host_typed<T>(t[l]));
+    }
     ll = next;
   }
   if (s == L) return Tensor();
@@ -701,13 +753,19 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
                            float* sums) {
   const int hp = d[l + 1].first, wp = d[l + 1].second;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
-  const Tensor gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
-  if (gt != nullptr) {
-    *gt = workspace_of<T>({B, hp, wp, 4, C});
-    if constexpr (std::is_same_v<T, float>)
-      depthwise_conv_backward_data(cs, gc.data<float>(), wl, gt->data<float>());
-    else
-      depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
+  Tensor gc;
+  // bf16: gc = H(gR_l) and gt in one launch (gc still written: the weight gradient reads it)
+  const bool fused = gt != nullptr && wlf != nullptr &&
+                     try_haar_conv(gsrc, B, C, K, d[l], d[l + 1], wlf, gt, &gc, gnext);
+  if (!fused) {
+    gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
+    if (gt != nullptr) {
+      *gt = workspace_of<T>({B, hp, wp, 4, C});
+      if constexpr (std::is_same_v<T, float>)
+        depthwise_conv_backward_data(cs, gc.data<float>(), wl, gt->data<float>());
+      else
+        depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
+    }
   }
   const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext);
   depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc), sums, nullptr);

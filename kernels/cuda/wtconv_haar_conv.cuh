@@ -1,0 +1,148 @@
+// One level of the split path in one launch: the Haar analysis of a level's input and the level's
+// depthwise conv over the coefficients, with the coefficients built straight into shared memory
+// (bf16, stride 1, K = 3, 5, 7). It replaces haar_v4_kernel + the staged depthwise forward
+// (depthwise_conv.cu) on the split path: the forward's level convs t_l = conv(H(ll_l), w~_l), and
+// the backward's level gradients gt_l = conv(H(gR_l), rot180(w~_l)) (the transposed conv as a
+// forward conv, as bf16 runs it; section 8 of docs/fused-wtconv.md). What it saves: the
+// coefficient planes' write and read-back between the two launches (the forward never stores
+// them; the backward still writes them once, for the level's weight gradient), and a launch.
+//
+// Same values bit for bit as the two launches it replaces: each coefficient is haar4 of the same
+// four inputs, rounded to T once (as haar_v4_kernel stores it), and each output one fused
+// multiply-add per tap in row-major filter order from 0, the filter rounded to T, the sum rounded
+// once (as every variant of depthwise_conv_forward does). So the CPU reference and its tolerances
+// are unchanged.
+// Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
+// kernels/cuda/*.h.
+#pragma once
+
+#include "kernels/cuda/staged_rows.cuh"
+#include "kernels/cuda/wtconv_vec.cuh"
+
+namespace hg::kernels::cuda::wtconv_detail {
+
+/// Warps of a haar_conv_kernel block: one per (sub-band, row pair), kHaarConvPairs pairs.
+constexpr int kHaarConvPairs = 2, kHaarConvWarps = 4 * kHaarConvPairs;
+
+/// Sizes of a haar_conv_kernel launch: the source (B, hi, wi, C) and the level grid (hp, wp) =
+/// (ceil(hi / 2), ceil(wi / 2)) (int32: the host checks).
+struct HaarConvDims {
+  int B, hi, wi, C, hp, wp;
+};
+
+// Block (32, kHaarConvWarps) = level rows [p0, p0 + 2 kHaarConvPairs) of one image (blockIdx.x =
+// b * groups + group) x source channels [32 blockIdx.y, + 32), all four sub-bands. Phase 1: the
+// block forms the coefficients of level rows [p0 - r, p0 + 2 pairs + r) x columns [-r, wp + r)
+// (zeros outside the level grid: the conv's padding; a source pixel past hi or wi counts as zero:
+// the analysis padding) from 16-byte loads of the source, 8 (bf16) channels a thread, and stores
+// them rounded to T as four staged tiles [sub-band][row][column][32 channels]; the block's own
+// rows also go to coef (sub-band planes, when given) and their LL band to ll_next (when given).
+// Phase 2: warp (s, pair) runs the staged depthwise forward over tile s: a thread (one channel)
+// keeps the K x K filter of channel s C + c (wl is (4C, K*K), rounded to T here) in registers and
+// slides the (K + 1) x K window of staged_rows.cuh along the row pair, writing t as sub-band planes
+// (B, hp, wp, 4, C).
+template <typename T, int KT>
+__global__ void __launch_bounds__(32 * kHaarConvWarps)
+    haar_conv_kernel(const T* __restrict__ src, HaarConvDims d, const float* __restrict__ wl,
+                     T* __restrict__ t, T* __restrict__ coef, T* __restrict__ ll_next) {
+  constexpr int K = KT, KR = KT + 1, KK = KT * KT, r = KT / 2;
+  constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements per vector, vectors a pixel
+  constexpr int kRows = 2 * kHaarConvPairs, kThreads = 32 * kHaarConvWarps, kBatch = 2;
+  extern __shared__ uint4 stage[];
+  const int RS = kRows + K - 1, WS = d.wp + K - 1;  // staged rows and columns of one tile
+  const int tile = RS * WS * 32;                    // elements of one sub-band's tile
+  T* tiles = reinterpret_cast<T*>(stage);           // [4][RS][WS][32]
+  const int G = (d.hp + kRows - 1) / kRows;
+  const int b = int(blockIdx.x / G), p0 = int(blockIdx.x % G) * kRows, c0 = blockIdx.y * 32;
+  const int64_t C4 = int64_t(4) * d.C;
+  const T* img = src + int64_t(b) * d.hi * d.wi * d.C;
+
+  // Phase 1: items (staged row m, staged column n, channel vector v), kBatch a thread at once.
+  const int n_items = RS * WS * VPP, tid = threadIdx.y * 32 + threadIdx.x;
+  for (int e0 = tid; e0 < n_items; e0 += kBatch * kThreads) {
+    uint4 px[kBatch][4];  // the 2 x 2 source pixels (a, b; c, d) of each item
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = e0 + u * kThreads, v = e % VPP, pix = e / VPP;
+      const int p = p0 - r + pix / WS, q = -r + pix % WS, cc = c0 + v * VE;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) px[u][k] = make_uint4(0, 0, 0, 0);
+      if (e < n_items && p >= 0 && p < d.hp && q >= 0 && q < d.wp && cc < d.C) {
+        const int i = 2 * p, j = 2 * q;
+        const T* a = img + (int64_t(i) * d.wi + j) * d.C + cc;
+        const bool i1 = i + 1 < d.hi, j1 = j + 1 < d.wi;
+        px[u][0] = __ldg(reinterpret_cast<const uint4*>(a));
+        if (j1) px[u][1] = __ldg(reinterpret_cast<const uint4*>(a + d.C));
+        if (i1) px[u][2] = __ldg(reinterpret_cast<const uint4*>(a + int64_t(d.wi) * d.C));
+        if (i1 && j1) px[u][3] = __ldg(reinterpret_cast<const uint4*>(a + int64_t(d.wi + 1) * d.C));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = e0 + u * kThreads;
+      if (e >= n_items) break;
+      const int v = e % VPP, pix = e / VPP, m = pix / WS, n = pix % WS;
+      Vec16<T> in[4], out[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) in[k] = *reinterpret_cast<const Vec16<T>*>(&px[u][k]);
+#pragma unroll
+      for (int h = 0; h < VE; ++h) {
+        const float4 hv =
+            haar4(to_f32(in[0].v[h]), to_f32(in[1].v[h]), to_f32(in[2].v[h]), to_f32(in[3].v[h]));
+        out[0].v[h] = from_f32<T>(hv.x);
+        out[1].v[h] = from_f32<T>(hv.y);
+        out[2].v[h] = from_f32<T>(hv.z);
+        out[3].v[h] = from_f32<T>(hv.w);
+      }
+      const int off = (m * WS + n) * 32 + v * VE;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) *reinterpret_cast<Vec16<T>*>(tiles + s * tile + off) = out[s];
+      // the block's own rows and the grid's columns: the coefficient planes and the LL band
+      const int p = p0 - r + m, q = n - r, cc = c0 + v * VE;
+      if (m >= r && m < r + kRows && p < d.hp && q >= 0 && q < d.wp && cc < d.C) {
+        const int64_t pos = (int64_t(b) * d.hp + p) * d.wp + q;
+        if (coef != nullptr) {
+#pragma unroll
+          for (int s = 0; s < 4; ++s)
+            *reinterpret_cast<Vec16<T>*>(coef + pos * C4 + s * d.C + cc) = out[s];
+        }
+        if (ll_next != nullptr) *reinterpret_cast<Vec16<T>*>(ll_next + pos * d.C + cc) = out[0];
+      }
+    }
+  }
+
+  // Phase 2: warp (sub-band s, row pair) convolves tile s.
+  const int lane = threadIdx.x, s = threadIdx.y % 4, pair = threadIdx.y / 4, c = c0 + lane;
+  float wr[K][K];
+#pragma unroll
+  for (int pp = 0; pp < K; ++pp)
+#pragma unroll
+    for (int qq = 0; qq < K; ++qq)
+      wr[pp][qq] =
+          c < d.C ? to_f32(from_f32<T>(wl[(int64_t(s) * d.C + c) * KK + pp * K + qq])) : 0.f;
+  __syncthreads();
+  const int ia = p0 + 2 * pair;  // this warp's level rows: ia and ia + 1
+  if (c >= d.C || ia >= d.hp) return;
+  const bool second = ia + 1 < d.hp;
+  const T* xr = tiles + s * tile + 2 * pair * WS * 32 + lane;  // tile row m: xr + m * WS * 32
+  T* ta = t + (int64_t(b) * d.hp + ia) * d.wp * C4 + int64_t(s) * d.C + c;
+  T* tb = ta + int64_t(d.wp) * C4;
+  float win[KR][K];
+  window_start<T, K>(xr, WS, 0, win);
+#pragma unroll(KT)
+  for (int j = 0; j < d.wp; ++j) {
+    window_advance<T, K>(xr, WS, j, win);
+    float a0 = 0.f, a1 = 0.f;
+    pair_taps<K>(wr, win, a0, a1);
+    ta[int64_t(j) * C4] = from_f32<T>(a0);
+    if (second) tb[int64_t(j) * C4] = from_f32<T>(a1);
+  }
+}
+
+/// Shared memory of haar_conv_kernel: four staged coefficient tiles.
+template <typename T>
+size_t haar_conv_smem(int K, int wp) {
+  return sizeof(T) * 4 * 32 * size_t(2 * kHaarConvPairs + K - 1) * size_t(wp + K - 1);
+}
+
+}  // namespace hg::kernels::cuda::wtconv_detail
