@@ -298,6 +298,7 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
     bool ok = lv.L >= 1 && synth_staged_takes(in, B, H, W, C, K, out) && aligned16(wb) &&
               (!bf || aligned16(bf)) && (!tail.r || (aligned16(tail.r) && tail.s == lv.L));
     for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
+    ok = ok && aligned16(lv.t[0]);                                   // staged with the rows
     if (!ok) return false;
     const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
     const int hp = lv.hp[0], wp = lv.wp[0];

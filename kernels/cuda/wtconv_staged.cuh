@@ -64,11 +64,14 @@ struct SynthDims {
 
 // Block (32 channels, kStagedWarps warps) = output rows [i0, i0 + 2 PR) of one image
 // (blockIdx.x = b * groups + group), channels [32 blockIdx.y, + 32). Staged: input rows
-// [i0 - r, i0 + 2 PR + r) over columns [-r, W + r) (zeros outside). Each warp takes one row pair
-// (ia even, ia + 1) and one column strip; a thread (one channel) keeps the K x K folded filter in
-// registers (wb is (K*K, C), already flipped for grad_x, not rounded: the WTConv kernels compute
-// with f32 weights). Both rows of the pair and two neighbouring columns share one t_0 (storage T)
-// and one R (f32) position, loaded once per even column.
+// [i0 - r, i0 + 2 PR + r) over columns [-r, W + r) (zeros outside), and the block's level-0 rows
+// [i0 / 2, i0 / 2 + PR) of t_0 and R (zeros past hp). Each warp takes one row pair (ia even,
+// ia + 1) and one column strip; a thread (one channel) keeps the K x K folded filter in registers
+// (wb is (K*K, C), already flipped for grad_x, not rounded: the WTConv kernels compute with f32
+// weights). Both rows of the pair and two neighbouring columns share one t_0 (storage T) and one R
+// (f32) position. t_0 and R are staged with the rows because loaded from global memory in the
+// column loop (one pair ahead) each pair waited about one memory latency: 104 us against the
+// plain staged 5x5 conv's 63 at 96/56/5 (Nsight, B = 64).
 template <typename T, int KT>
 __global__ void __launch_bounds__(32 * kStagedWarps)
     synth_staged_kernel(const T* __restrict__ x, const float* __restrict__ wb,
@@ -77,13 +80,23 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
   constexpr int K = KT, KR = KT + 1, r = KT / 2;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.W + K - 1;  // staged rows and columns
-  const T* xs = reinterpret_cast<const T*>(stage);  // [RS][WS][32]
+  const int xs_vec = RS * WS * 32 * int(sizeof(T)) / 16,
+            t0_vec = PR * d.wp * 4 * 32 * int(sizeof(T)) / 16;
+  const T* xs = reinterpret_cast<const T*>(stage);                            // [RS][WS][32]
+  const T* t0s = reinterpret_cast<const T*>(stage + xs_vec);                  // [PR][wp][4][32]
+  const float* Rs = reinterpret_cast<const float*>(stage + xs_vec + t0_vec);  // [PR][wp][32]
   const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.y * 32, c = c0 + lane;
   const int strips = kStagedWarps / PR, pair = warp / strips, strip = warp % strips;
   const int SW = (d.W + strips - 1) / strips, ja = strip * SW, jb = min(d.W, ja + SW);
   const int G = (d.H + 2 * PR - 1) / (2 * PR);
   const int b = int(blockIdx.x / G), i0 = int(blockIdx.x % G) * 2 * PR;
   stage_rows<T>(x + int64_t(b) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - r, RS, -r, WS, c0, stage);
+  // t_0 (B, hp, wp, 4, C) is an image of hp rows, 4 wp columns; R (B, hp, wp, C) one of wp
+  stage_rows<T>(t0 + int64_t(b) * d.hp * d.wp * 4 * d.C, d.hp, 4 * d.wp, d.C, i0 / 2, PR, 0,
+                4 * d.wp, c0, stage + xs_vec);
+  if (R)
+    stage_rows<float>(R + int64_t(b) * d.hp * d.wp * d.C, d.hp, d.wp, d.C, i0 / 2, PR, 0, d.wp, c0,
+                      stage + xs_vec + t0_vec);
   float wr[K][K];
 #pragma unroll
   for (int p = 0; p < K; ++p)
@@ -97,25 +110,10 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
   const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: xr + m * WS * 32
   T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
   T* yb = ya + int64_t(d.W) * d.C;
-  const int64_t lrow = (int64_t(b) * d.hp + (ia >> 1)) * d.wp;  // level-0 grid row of the pair
-  const T* t0r = t0 + lrow * 4 * d.C + c;
-  const float* Rr = R ? R + lrow * d.C + c : nullptr;
+  const T* t0r = t0s + pair * d.wp * 4 * 32 + lane;  // the pair's level-0 row, staged
+  const float* Rr = R ? Rs + pair * d.wp * 32 + lane : nullptr;
   // Level terms of the current column pair: row ia (sr = +1) and row ia + 1 (sr = -1) get
-  // e +- o, + for even columns, - for odd ones (unhaar_at with the 1/2 of level 0). The next
-  // pair's t_0 and R are loaded one pair ahead (nt, nr): loaded where they are used, each pair
-  // waited one L2 latency.
-  float4 nt = f4(0.f);
-  float nr = 0.f;
-  auto load_pair = [&](int q) {  // level-0 column q's t_0 (4 sub-bands) and R, zeros past wp
-    nt = f4(0.f);
-    nr = 0.f;
-    if (q < d.wp) {
-      const T* tp = t0r + int64_t(q) * 4 * d.C;
-      nt = make_float4(ld(tp), ld(tp + d.C), ld(tp + 2 * d.C), ld(tp + 3 * d.C));
-      if (Rr) nr = Rr[int64_t(q) * d.C];
-    }
-  };
-  load_pair(ja >> 1);
+  // e +- o, + for even columns, - for odd ones (unhaar_at with the 1/2 of level 0).
   float ea = 0.f, oa = 0.f, eb = 0.f, ob = 0.f;
   float win[KR][K];
   window_start<T, K>(xr, WS, ja, win);
@@ -123,8 +121,9 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
   for (int j = ja; j < jb; ++j) {
     window_advance<T, K>(xr, WS, j, win);
     if (j == ja || (j & 1) == 0) {
-      const float s0 = nt.x, s1 = nt.y, s2 = nt.z, s3 = nt.w, rv = nr;
-      load_pair((j >> 1) + 1);
+      const T* tp = t0r + (j >> 1) * 4 * 32;
+      const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
+                  s3 = staged_value(tp + 96), rv = Rr ? Rr[(j >> 1) * 32] : 0.f;
       ea = fmaf(0.5f, s0 + s1, rv);
       oa = 0.5f * (s2 + s3);
       eb = fmaf(0.5f, s0 - s1, rv);
@@ -138,10 +137,13 @@ __global__ void __launch_bounds__(32 * kStagedWarps)
   }
 }
 
-/// Shared memory of synth_staged_kernel: the staged input rows.
+/// Shared memory of synth_staged_kernel: the staged input rows, then the block's PR level-0 rows
+/// of t_0 (storage T) and of R (f32), level 0's grid (hp, wp) = (ceil(H / 2), ceil(W / 2)).
 template <typename T>
 size_t synth_staged_smem(int K, int PR, int W) {
-  return sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1);
+  const size_t wp = size_t(W + 1) / 2;
+  return sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) +
+         (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp;
 }
 
 }  // namespace hg::kernels::cuda::wtconv_detail
