@@ -58,6 +58,51 @@ __device__ __forceinline__ void stage_rows(const T* __restrict__ img, int H, int
   }
 }
 
+/// Starts a 16-byte copy from global `src` to shared `dst` without waiting for it (cp.async,
+/// sm_80 and later; a plain copy before); zeros instead when !valid (nothing is read then, but
+/// src must still be a mapped address). The copies a thread started land at async_wait.
+__device__ __forceinline__ void copy16_async(void* dst, const void* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  *static_cast<uint4*>(dst) = valid ? *static_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+#endif
+}
+/// Closes the group of copies this thread started since the last commit.
+__device__ __forceinline__ void async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/// Waits until at most N of this thread's committed groups are still in flight (the newest N);
+/// other threads' copies need a __syncthreads after it.
+template <int N>
+__device__ __forceinline__ void async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+/// stage_rows, asynchronously: starts the copies (copy16_async) and returns; the block's
+/// kThreads threads (threadIdx.y * 32 + threadIdx.x) take part. The rows land once every thread
+/// has waited for its copies (async_commit, async_wait) and the block has synchronised.
+template <typename T, int kThreads>
+__device__ __forceinline__ void stage_rows_async(const T* __restrict__ img, int H, int W, int C,
+                                                 int row0, int nrows, int col0, int ncols, int c0,
+                                                 uint4* dst) {
+  constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements per vector, vectors per pixel
+  const int n = nrows * ncols * VPP, tid = threadIdx.y * 32 + threadIdx.x;
+  for (int e = tid; e < n; e += kThreads) {
+    const int v = e % VPP, pix = e / VPP;
+    const int r = row0 + pix / ncols, col = col0 + pix % ncols, cc = c0 + v * VE;
+    const bool ok = r >= 0 && r < H && col >= 0 && col < W && cc < C;
+    copy16_async(dst + e, ok ? img + (int64_t(r) * W + col) * C + cc : img, ok);
+  }
+}
+
 /// The (K + 1) x K window slid along a column strip of staged rows (xr: staged row 0 at this
 /// thread's channel; WS staged columns of 32 channels): win[m][q] = staged row m, column j + q.
 /// window_start sets it "at j = ja - 1" (slots q >= 1); window_advance moves it to column j (the

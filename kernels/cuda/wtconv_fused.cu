@@ -20,6 +20,7 @@
 // outputs t_l, the level gradients and the LL pyramids (each kernel accumulates in f32 and rounds
 // once on store); the folded weights, R (levels_synth_kernel), the weight-gradient sums and every
 // parameter gradient are f32.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -318,8 +319,13 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT == 3 || KT == 5 || KT == 7) {
         const auto kernel = synth_staged_kernel<T, KT>;
-        hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-        kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kStagedWarps), smem,
+        // as many blocks as fit the device at once, each walking its channel group's items
+        const int cgroups = (C + 31) / 32;
+        const int64_t fit = int64_t(hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
+                                                              32 * kSynthWarps, smem)) *
+                            hg::cuda::multiprocessor_count() / cgroups;
+        const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(groups, fit));
+        kernel<<<dim3(unsigned(nb), unsigned(cgroups)), dim3(32, kSynthWarps), smem,
                  hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0], Rp, out);
         HG_CUDA_LAUNCH_CHECK();
       }

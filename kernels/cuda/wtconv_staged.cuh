@@ -62,88 +62,111 @@ struct SynthDims {
   int B, H, W, C, hp, wp;
 };
 
-// Block (32 channels, kStagedWarps warps) = output rows [i0, i0 + 2 PR) of one image
-// (blockIdx.x = b * groups + group), channels [32 blockIdx.y, + 32). Staged: input rows
-// [i0 - r, i0 + 2 PR + r) over columns [-r, W + r) (zeros outside), and the block's level-0 rows
-// [i0 / 2, i0 / 2 + PR) of t_0 and R (zeros past hp). Each warp takes one row pair (ia even,
-// ia + 1) and one column strip; a thread (one channel) keeps the K x K folded filter in registers
-// (wb is (K*K, C), already flipped for grad_x, not rounded: the WTConv kernels compute with f32
-// weights). Both rows of the pair and two neighbouring columns share one t_0 (storage T) and one R
-// (f32) position. t_0 and R are staged with the rows because loaded from global memory in the
-// column loop (one pair ahead) each pair waited about one memory latency: 104 us against the
-// plain staged 5x5 conv's 63 at 96/56/5 (Nsight, B = 64).
+/// Warps of a synth_staged_kernel block.
+constexpr int kSynthWarps = 8;
+
+// The work is items: (32 channels [32 blockIdx.y, + 32), image b, output rows [i0, i0 + 2 PR)),
+// and a block walks items blockIdx.x, + gridDim.x, ... of its channel group (the grid is sized
+// to the blocks that fit the device at once). For each item the block stages input rows
+// [i0 - r, i0 + 2 PR + r) over columns [-r, W + r) (zeros outside) and the item's level-0 rows
+// [i0 / 2, i0 / 2 + PR) of t_0 and R (zeros past hp) into one of two buffers, the next item's
+// copies in flight (cp.async) while it computes this one: staging and the column loop each took
+// about half of the kernel's time, one after the other (Nsight at 96/56/5: 47 us staging alone,
+// 52 us loop alone, 94 us both, with each block staging then computing). Each warp takes one row
+// pair (ia even, ia + 1) and one column strip; a thread (one channel) keeps the K x K folded filter
+// in registers (wb is (K*K, C), already flipped for grad_x, not rounded: the WTConv kernels
+// compute with f32 weights). Both rows of the pair and two neighbouring columns share one t_0
+// (storage T) and one R (f32) position.
 template <typename T, int KT>
-__global__ void __launch_bounds__(32 * kStagedWarps)
+__global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
     synth_staged_kernel(const T* __restrict__ x, const float* __restrict__ wb,
                         const float* __restrict__ bf, SynthDims d, int PR, const T* __restrict__ t0,
                         const float* __restrict__ R, T* __restrict__ y) {
-  constexpr int K = KT, KR = KT + 1, r = KT / 2;
+  constexpr int K = KT, KR = KT + 1, r = KT / 2, kThreads = 32 * kSynthWarps;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.W + K - 1;  // staged rows and columns
-  const int xs_vec = RS * WS * 32 * int(sizeof(T)) / 16,
-            t0_vec = PR * d.wp * 4 * 32 * int(sizeof(T)) / 16;
-  const T* xs = reinterpret_cast<const T*>(stage);                            // [RS][WS][32]
-  const T* t0s = reinterpret_cast<const T*>(stage + xs_vec);                  // [PR][wp][4][32]
-  const float* Rs = reinterpret_cast<const float*>(stage + xs_vec + t0_vec);  // [PR][wp][32]
+  // one buffer: x rows [RS][WS][32], t_0 rows [PR][wp][4][32], R rows [PR][wp][32] (16-byte units)
+  const int x_vec = RS * WS * 32 * int(sizeof(T)) / 16,
+            t0_vec = PR * d.wp * 4 * 32 * int(sizeof(T)) / 16,
+            buf_vec = x_vec + t0_vec + PR * d.wp * 8;
   const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.y * 32, c = c0 + lane;
-  const int strips = kStagedWarps / PR, pair = warp / strips, strip = warp % strips;
+  const int strips = kSynthWarps / PR, pair = warp / strips, strip = warp % strips;
   const int SW = (d.W + strips - 1) / strips, ja = strip * SW, jb = min(d.W, ja + SW);
-  const int G = (d.H + 2 * PR - 1) / (2 * PR);
-  const int b = int(blockIdx.x / G), i0 = int(blockIdx.x % G) * 2 * PR;
-  stage_rows<T>(x + int64_t(b) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - r, RS, -r, WS, c0, stage);
-  // t_0 (B, hp, wp, 4, C) is an image of hp rows, 4 wp columns; R (B, hp, wp, C) one of wp
-  stage_rows<T>(t0 + int64_t(b) * d.hp * d.wp * 4 * d.C, d.hp, 4 * d.wp, d.C, i0 / 2, PR, 0,
-                4 * d.wp, c0, stage + xs_vec);
-  if (R)
-    stage_rows<float>(R + int64_t(b) * d.hp * d.wp * d.C, d.hp, d.wp, d.C, i0 / 2, PR, 0, d.wp, c0,
-                      stage + xs_vec + t0_vec);
+  const int G = (d.H + 2 * PR - 1) / (2 * PR), items = d.B * G;
+  auto stage_item = [&](int item, int buf) {
+    const int b = item / G, i0 = item % G * 2 * PR;
+    uint4* dst = stage + buf * buf_vec;
+    stage_rows_async<T, kThreads>(x + int64_t(b) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - r, RS, -r,
+                                  WS, c0, dst);
+    // t_0 (B, hp, wp, 4, C) is an image of hp rows and 4 wp columns; R (B, hp, wp, C) one of wp
+    stage_rows_async<T, kThreads>(t0 + int64_t(b) * d.hp * d.wp * 4 * d.C, d.hp, 4 * d.wp, d.C,
+                                  i0 / 2, PR, 0, 4 * d.wp, c0, dst + x_vec);
+    if (R)
+      stage_rows_async<float, kThreads>(R + int64_t(b) * d.hp * d.wp * d.C, d.hp, d.wp, d.C, i0 / 2,
+                                        PR, 0, d.wp, c0, dst + x_vec + t0_vec);
+  };
   float wr[K][K];
 #pragma unroll
   for (int p = 0; p < K; ++p)
 #pragma unroll
     for (int q = 0; q < K; ++q) wr[p][q] = c < d.C ? wb[int64_t(p * K + q) * d.C + c] : 0.f;
   const float bias = bf && c < d.C ? bf[c] : 0.f;
-  __syncthreads();
-  const int ia = i0 + 2 * pair;  // this warp's output rows: ia (even) and ia + 1
-  if (c >= d.C || ia >= d.H || ja >= jb) return;
-  const bool second = ia + 1 < d.H;
-  const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: xr + m * WS * 32
-  T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
-  T* yb = ya + int64_t(d.W) * d.C;
-  const T* t0r = t0s + pair * d.wp * 4 * 32 + lane;  // the pair's level-0 row, staged
-  const float* Rr = R ? Rs + pair * d.wp * 32 + lane : nullptr;
-  // Level terms of the current column pair: row ia (sr = +1) and row ia + 1 (sr = -1) get
-  // e +- o, + for even columns, - for odd ones (unhaar_at with the 1/2 of level 0).
-  float ea = 0.f, oa = 0.f, eb = 0.f, ob = 0.f;
-  float win[KR][K];
-  window_start<T, K>(xr, WS, ja, win);
+  if (int(blockIdx.x) < items) stage_item(blockIdx.x, 0);
+  async_commit();
+  for (int item = blockIdx.x, k = 0; item < items; item += gridDim.x, ++k) {
+    if (item + int(gridDim.x) < items) stage_item(item + gridDim.x, (k + 1) & 1);
+    async_commit();
+    async_wait<1>();  // this item's copies (all but the group just started)
+    __syncthreads();
+    const int b = item / G, ia = item % G * 2 * PR + 2 * pair;  // output rows ia (even), ia + 1
+    if (c < d.C && ia < d.H && ja < jb) {
+      const T* xs = reinterpret_cast<const T*>(stage + (k & 1) * buf_vec);
+      const bool second = ia + 1 < d.H;
+      const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: + m WS 32
+      T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
+      T* yb = ya + int64_t(d.W) * d.C;
+      const T* t0r = reinterpret_cast<const T*>(stage + (k & 1) * buf_vec + x_vec) +
+                     pair * d.wp * 4 * 32 + lane;  // the pair's level-0 row of t_0
+      const float* Rr =
+          R ? reinterpret_cast<const float*>(stage + (k & 1) * buf_vec + x_vec + t0_vec) +
+                  pair * d.wp * 32 + lane
+            : nullptr;
+      // Level terms of the current column pair: row ia gets ea +- oa, row ia + 1 eb +- ob, + for
+      // even columns, - for odd ones (unhaar_at with the 1/2 of level 0).
+      float ea = 0.f, oa = 0.f, eb = 0.f, ob = 0.f;
+      float win[KR][K];
+      window_start<T, K>(xr, WS, ja, win);
 #pragma unroll(KT)
-  for (int j = ja; j < jb; ++j) {
-    window_advance<T, K>(xr, WS, j, win);
-    if (j == ja || (j & 1) == 0) {
-      const T* tp = t0r + (j >> 1) * 4 * 32;
-      const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
-                  s3 = staged_value(tp + 96), rv = Rr ? Rr[(j >> 1) * 32] : 0.f;
-      ea = fmaf(0.5f, s0 + s1, rv);
-      oa = 0.5f * (s2 + s3);
-      eb = fmaf(0.5f, s0 - s1, rv);
-      ob = 0.5f * (s2 - s3);
+      for (int j = ja; j < jb; ++j) {
+        window_advance<T, K>(xr, WS, j, win);
+        if (j == ja || (j & 1) == 0) {
+          const T* tp = t0r + (j >> 1) * 4 * 32;
+          const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
+                      s3 = staged_value(tp + 96), rv = Rr ? Rr[(j >> 1) * 32] : 0.f;
+          ea = fmaf(0.5f, s0 + s1, rv);
+          oa = 0.5f * (s2 + s3);
+          eb = fmaf(0.5f, s0 - s1, rv);
+          ob = 0.5f * (s2 - s3);
+        }
+        float a0 = bias, a1 = bias;
+        pair_taps<K>(wr, win, a0, a1);
+        const bool odd = j & 1;
+        st(ya + int64_t(j) * d.C, a0 + (odd ? ea - oa : ea + oa));
+        if (second) st(yb + int64_t(j) * d.C, a1 + (odd ? eb - ob : eb + ob));
+      }
     }
-    float a0 = bias, a1 = bias;
-    pair_taps<K>(wr, win, a0, a1);
-    const bool odd = j & 1;
-    st(ya + int64_t(j) * d.C, a0 + (odd ? ea - oa : ea + oa));
-    if (second) st(yb + int64_t(j) * d.C, a1 + (odd ? eb - ob : eb + ob));
+    __syncthreads();  // the buffer is restaged two items on
   }
 }
 
-/// Shared memory of synth_staged_kernel: the staged input rows, then the block's PR level-0 rows
-/// of t_0 (storage T) and of R (f32), level 0's grid (hp, wp) = (ceil(H / 2), ceil(W / 2)).
+/// Shared memory of synth_staged_kernel: two buffers, each the staged input rows, then the PR
+/// level-0 rows of t_0 (storage T) and of R (f32), level 0's grid (hp, wp) = (ceil(H / 2),
+/// ceil(W / 2)).
 template <typename T>
 size_t synth_staged_smem(int K, int PR, int W) {
   const size_t wp = size_t(W + 1) / 2;
-  return sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) +
-         (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp;
+  return 2 * (sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) +
+              (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp);
 }
 
 }  // namespace hg::kernels::cuda::wtconv_detail
