@@ -28,6 +28,30 @@ __device__ __forceinline__ float staged_value(const T* p) {
     return __uint_as_float(uint32_t(*reinterpret_cast<const unsigned short*>(p)) << 16);
 }
 
+/// A thread's place in a staging walk over [nrows][ncols][VPP] 16-byte vectors that visits
+/// vectors tid, tid + kThreads, ...: (m, n) = the staged row and column of its current vector (its
+/// channel vector tid % VPP never changes: kThreads is a multiple of VPP). A step is a few adds;
+/// deriving (m, n) from each vector's index took two divisions by the runtime ncols, ~40
+/// instructions per 16-byte copy with the addressing (SASS of the WTConv synthesis).
+template <int VPP, int kThreads>
+struct StageWalk {
+  static_assert(kThreads % VPP == 0, "a thread keeps its channel vector");
+  int m, n, dm, dn;
+  __device__ __forceinline__ StageWalk(int tid, int ncols)
+      : m(tid / VPP / ncols),
+        n(tid / VPP % ncols),
+        dm(kThreads / VPP / ncols),
+        dn(kThreads / VPP % ncols) {}
+  __device__ __forceinline__ void next(int ncols) {
+    m += dm;
+    n += dn;
+    if (n >= ncols) {
+      n -= ncols;
+      ++m;
+    }
+  }
+};
+
 /// Copies rows [row0, row0 + nrows) x columns [col0, col0 + ncols) x channels [c0, c0 + 32) of the
 /// NHWC image `img` (rows H, columns W, channels C) into dst[nrows][ncols][32], zeros outside.
 /// 16-byte vectors: needs C a multiple of 16 / sizeof(T) and a 16-byte aligned img. Every thread of
@@ -41,16 +65,17 @@ __device__ __forceinline__ void stage_rows(const T* __restrict__ img, int H, int
   constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements per vector, vectors per pixel
   constexpr int kStageBatch = 8, kThreads = 32 * kStagedWarps;
   const int n = nrows * ncols * VPP, tid = threadIdx.y * 32 + threadIdx.x;
+  const int cc = c0 + tid % VPP * VE;
+  StageWalk<VPP, kThreads> at(tid, ncols);
   for (int e0 = tid; e0 < n; e0 += kStageBatch * kThreads) {
     uint4 val[kStageBatch];
 #pragma unroll
     for (int u = 0; u < kStageBatch; ++u) {
-      const int e = e0 + u * kThreads;
-      const int v = e % VPP, pix = e / VPP;
-      const int r = row0 + pix / ncols, col = col0 + pix % ncols, cc = c0 + v * VE;
+      const int r = row0 + at.m, col = col0 + at.n;
       val[u] = make_uint4(0, 0, 0, 0);
-      if (e < n && r >= 0 && r < H && col >= 0 && col < W && cc < C)
+      if (e0 + u * kThreads < n && r >= 0 && r < H && col >= 0 && col < W && cc < C)
         val[u] = __ldg(reinterpret_cast<const uint4*>(img + (int64_t(r) * W + col) * C + cc));
+      at.next(ncols);
     }
 #pragma unroll
     for (int u = 0; u < kStageBatch; ++u)
@@ -87,7 +112,8 @@ __device__ __forceinline__ void async_wait() {
 }
 
 /// stage_rows, asynchronously: starts the copies (copy16_async) and returns; the block's
-/// kThreads threads (threadIdx.y * 32 + threadIdx.x) take part. The rows land once every thread
+/// kThreads threads (threadIdx.y * 32 + threadIdx.x) take part. Offsets in the image are int32:
+/// needs H * W * C < 2^31. The rows land once every thread
 /// has waited for its copies (async_commit, async_wait) and the block has synchronised.
 template <typename T, int kThreads>
 __device__ __forceinline__ void stage_rows_async(const T* __restrict__ img, int H, int W, int C,
@@ -95,11 +121,13 @@ __device__ __forceinline__ void stage_rows_async(const T* __restrict__ img, int 
                                                  uint4* dst) {
   constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements per vector, vectors per pixel
   const int n = nrows * ncols * VPP, tid = threadIdx.y * 32 + threadIdx.x;
-  for (int e = tid; e < n; e += kThreads) {
-    const int v = e % VPP, pix = e / VPP;
-    const int r = row0 + pix / ncols, col = col0 + pix % ncols, cc = c0 + v * VE;
-    const bool ok = r >= 0 && r < H && col >= 0 && col < W && cc < C;
-    copy16_async(dst + e, ok ? img + (int64_t(r) * W + col) * C + cc : img, ok);
+  const int cc = c0 + tid % VPP * VE;
+  const bool cok = cc < C;
+  StageWalk<VPP, kThreads> at(tid, ncols);
+  for (int e = tid; e < n; e += kThreads, at.next(ncols)) {
+    const int r = row0 + at.m, col = col0 + at.n;
+    const bool ok = cok && unsigned(r) < unsigned(H) && unsigned(col) < unsigned(W);
+    copy16_async(dst + e, img + (ok ? (r * W + col) * C + cc : 0), ok);
   }
 }
 

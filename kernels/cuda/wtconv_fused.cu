@@ -279,7 +279,8 @@ bool synth_staged_takes(const T* in, int B, int H, int W, int C, int K, const T*
     const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
     return (K == 3 || K == 5 || K == 7) && C % (16 / int(sizeof(T))) == 0 && aligned16(in) &&
            aligned16(out) && synth_staged_smem<T>(K, PR, W) <= hg::cuda::max_dynamic_smem() &&
-           groups <= INT32_MAX && (C + 31) / 32 <= 65535;
+           groups <= INT32_MAX && (C + 31) / 32 <= 65535 &&
+           int64_t(H) * W * C < INT32_MAX;  // stage_rows_async's offsets in one image
   }
 }
 

@@ -91,7 +91,8 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
             buf_vec = x_vec + t0_vec + PR * d.wp * 8;
   const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.y * 32, c = c0 + lane;
   const int strips = kSynthWarps / PR, pair = warp / strips, strip = warp % strips;
-  const int SW = (d.W + strips - 1) / strips, ja = strip * SW, jb = min(d.W, ja + SW);
+  // strips of an even width (column pairs share their level terms)
+  const int SW = ((d.W + strips - 1) / strips + 1) & ~1, ja = strip * SW, jb = min(d.W, ja + SW);
   const int G = (d.H + 2 * PR - 1) / (2 * PR), items = d.B * G;
   auto stage_item = [&](int item, int buf) {
     const int b = item / G, i0 = item % G * 2 * PR;
@@ -131,28 +132,38 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
           R ? reinterpret_cast<const float*>(stage + (k & 1) * buf_vec + x_vec + t0_vec) +
                   pair * d.wp * 32 + lane
             : nullptr;
-      // Level terms of the current column pair: row ia gets ea +- oa, row ia + 1 eb +- ob, + for
-      // even columns, - for odd ones (unhaar_at with the 1/2 of level 0).
-      float ea = 0.f, oa = 0.f, eb = 0.f, ob = 0.f;
+      // Columns in pairs (j even, j + 1), the strip starting at an even column: a pair shares
+      // one t_0 and one R position, whose level terms are row ia: e + o (j), e - o (j + 1), row
+      // ia + 1 the same with its own e, o (unhaar_at with the 1/2 of level 0). The pair's second
+      // column past the strip's end (odd W) is computed on staged padding and not stored.
+      // Pointers advance by the pair: no 64-bit index arithmetic per store.
+      const T* tp = t0r + (ja >> 1) * 4 * 32;
+      const float* rp = Rr ? Rr + (ja >> 1) * 32 : nullptr;
+      T* pa = ya + int64_t(ja) * d.C;
+      T* pb = yb + int64_t(ja) * d.C;
+      const int C = d.C;
       float win[KR][K];
       window_start<T, K>(xr, WS, ja, win);
 #pragma unroll(KT)
-      for (int j = ja; j < jb; ++j) {
+      for (int j = ja; j < jb; j += 2, tp += 4 * 32, pa += 2 * C, pb += 2 * C) {
+        const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
+                    s3 = staged_value(tp + 96), rv = rp ? rp[0] : 0.f;
+        if (rp) rp += 32;
+        const float ea = fmaf(0.5f, s0 + s1, rv), oa = 0.5f * (s2 + s3);
+        const float eb = fmaf(0.5f, s0 - s1, rv), ob = 0.5f * (s2 - s3);
         window_advance<T, K>(xr, WS, j, win);
-        if (j == ja || (j & 1) == 0) {
-          const T* tp = t0r + (j >> 1) * 4 * 32;
-          const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
-                      s3 = staged_value(tp + 96), rv = Rr ? Rr[(j >> 1) * 32] : 0.f;
-          ea = fmaf(0.5f, s0 + s1, rv);
-          oa = 0.5f * (s2 + s3);
-          eb = fmaf(0.5f, s0 - s1, rv);
-          ob = 0.5f * (s2 - s3);
-        }
         float a0 = bias, a1 = bias;
         pair_taps<K>(wr, win, a0, a1);
-        const bool odd = j & 1;
-        st(ya + int64_t(j) * d.C, a0 + (odd ? ea - oa : ea + oa));
-        if (second) st(yb + int64_t(j) * d.C, a1 + (odd ? eb - ob : eb + ob));
+        st(pa, a0 + (ea + oa));
+        if (second) st(pb, a1 + (eb + ob));
+        window_advance<T, K>(xr, WS, j + 1, win);
+        a0 = bias;
+        a1 = bias;
+        pair_taps<K>(wr, win, a0, a1);
+        if (j + 1 < jb) {
+          st(pa + C, a0 + (ea - oa));
+          if (second) st(pb + C, a1 + (eb - ob));
+        }
       }
     }
     __syncthreads();  // the buffer is restaged two items on
