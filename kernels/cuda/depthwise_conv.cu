@@ -425,13 +425,26 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
 // checks (the padding is staged). Reading shared memory instead of global memory is what makes
 // this fast: the previous kernel (same window, loads from global memory, 226 registers, 2 blocks
 // per SM) waited on load latency most of the time. Groups are split into slices by the shape
-// only, and the block's sums are reduced in a fixed order (store_block_sums): deterministic.
-// The staging and the window are kernels/cuda/staged_rows.cuh (shared with the WTConv synthesis).
+// and the device only, and the block's sums are reduced in a fixed order (store_block_sums):
+// deterministic. A block walks its slice's groups with the next group's rows copied (cp.async)
+// into a second buffer while it computes this one (bf16; f32 rows take twice the memory and keep
+// one buffer): staging had left its warps waiting on loads (Nsight: long scoreboard the largest
+// stall). The grid is the blocks that fit at once. The staging and the window are
+// kernels/cuda/staged_rows.cuh (shared with the WTConv synthesis).
+
+/// Buffers of staged rows of wgrad_staged_kernel: bf16 stages the next group while it computes
+/// this one (two buffers); f32 rows take twice the memory, so f32 keeps one buffer (and its
+/// resident blocks).
+template <typename T>
+constexpr int wgrad_staged_buffers() {
+  return sizeof(T) == 2 ? 2 : 1;
+}
 
 /// Shared memory of wgrad_staged_kernel: the staged rows, or the block's warp sums (reused).
 template <typename T>
 size_t wgrad_staged_smem(int K, int PR, int OW) {
-  const size_t staged = sizeof(T) * 32 * (size_t(2 * PR + K - 1) * (OW + K - 1) + size_t(2 * PR) * OW);
+  const size_t staged = wgrad_staged_buffers<T>() * sizeof(T) * 32 *
+                        (size_t(2 * PR + K - 1) * (OW + K - 1) + size_t(2 * PR) * OW);
   const size_t sums = sizeof(float) * kWgradWarps * K * K * 33;
   return std::max(staged, sums);
 }
@@ -441,46 +454,70 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
     wgrad_staged_kernel(const T* __restrict__ x, const T* __restrict__ gy, Dims d, int PR,
                         int groups_per_block, float* __restrict__ partial,
                         float* __restrict__ bias_partial) {
-  constexpr int K = KT, KR = KT + 1;
+  constexpr int K = KT, KR = KT + 1, NB = wgrad_staged_buffers<T>();
+  constexpr int kThreads = 32 * kWgradWarps;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.OW + K - 1;  // staged x rows and columns
-  T* xs = reinterpret_cast<T*>(stage);                // [RS][WS][32]
-  T* gs = xs + RS * WS * 32;                          // [2 * PR][OW][32]
+  // a buffer: x rows [RS][WS][32], then gy rows [2 * PR][OW][32] (16-byte units)
+  const int x_vec = RS * WS * 32 * int(sizeof(T)) / 16,
+            buf_vec = x_vec + 2 * PR * d.OW * 32 * int(sizeof(T)) / 16;
   const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.x * 32;
   const int strips = kWgradWarps / PR, pair = warp / strips, strip = warp % strips;
   const int SW = (d.OW + strips - 1) / strips, ja = strip * SW, jb = min(d.OW, ja + SW);
   const int G = (d.OH + 2 * PR - 1) / (2 * PR);  // groups per image
   const int64_t g0 = int64_t(blockIdx.y) * groups_per_block;
   const int64_t g1 = std::min<int64_t>(int64_t(d.N) * G, g0 + groups_per_block);
+  auto stage_group = [&](int64_t g, int buf) {
+    const int n = int(g / G), i0 = int(g % G) * 2 * PR;
+    uint4* dst = stage + buf * buf_vec;
+    stage_rows_async<T, kThreads>(x + int64_t(n) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - d.pad, RS,
+                                  -d.pad, WS, c0, dst);
+    stage_rows_async<T, kThreads>(gy + int64_t(n) * d.OH * d.OW * d.C, d.OH, d.OW, d.C, i0, 2 * PR,
+                                  0, d.OW, c0, dst + x_vec);
+  };
   float acc[K][K];
 #pragma unroll
   for (int p = 0; p < K; ++p)
 #pragma unroll
     for (int q = 0; q < K; ++q) acc[p][q] = 0.f;
   float gsum = 0.f;
-  for (int64_t g = g0; g < g1; ++g) {
-    const int n = int(g / G), i0 = int(g % G) * 2 * PR;
-    __syncthreads();  // every warp is done with the previous group's rows
-    stage_rows<T>(x + int64_t(n) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - d.pad, RS, -d.pad, WS, c0,
-                  stage);
-    stage_rows<T>(gy + int64_t(n) * d.OH * d.OW * d.C, d.OH, d.OW, d.C, i0, 2 * PR, 0, d.OW, c0,
-                  reinterpret_cast<uint4*>(gs));
+  if (g0 < g1) stage_group(g0, 0);
+  async_commit();
+  for (int64_t g = g0, k = 0; g < g1; ++g, ++k) {
+    const int buf = NB == 2 ? int(k & 1) : 0;
+    if constexpr (NB == 2) {  // the next group's rows in flight while this one is computed
+      if (g + 1 < g1) stage_group(g + 1, buf ^ 1);
+      async_commit();
+      async_wait<1>();
+    } else {
+      async_wait<0>();
+    }
     __syncthreads();
-    if (c0 + lane >= d.C || i0 + 2 * pair >= d.OH || ja >= jb) continue;
-    const T* xr = xs + 2 * pair * WS * 32 + lane;  // input row m of the pair: xr + m * WS * 32
-    const T* ga_row = gs + 2 * pair * d.OW * 32 + lane;
-    const T* gb_row = ga_row + d.OW * 32;  // zeros past OH (staged)
-    float win[KR][K];
-    window_start<T, K>(xr, WS, ja, win);
+    const int i0 = int(g % G) * 2 * PR;
+    if (c0 + lane < d.C && i0 + 2 * pair < d.OH && ja < jb) {
+      const T* xs = reinterpret_cast<const T*>(stage + buf * buf_vec);
+      const T* gs = reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec);
+      const T* xr = xs + 2 * pair * WS * 32 + lane;  // input row m of the pair: xr + m * WS * 32
+      const T* ga_row = gs + 2 * pair * d.OW * 32 + lane;
+      const T* gb_row = ga_row + d.OW * 32;  // zeros past OH (staged)
+      float win[KR][K];
+      window_start<T, K>(xr, WS, ja, win);
 #pragma unroll (KT)
-    for (int j = ja; j < jb; ++j) {
-      window_advance<T, K>(xr, WS, j, win);
-      const float ga = staged_value(ga_row + j * 32), gb = staged_value(gb_row + j * 32);
-      gsum += ga + gb;
+      for (int j = ja; j < jb; ++j) {
+        window_advance<T, K>(xr, WS, j, win);
+        const float ga = staged_value(ga_row + j * 32), gb = staged_value(gb_row + j * 32);
+        gsum += ga + gb;
 #pragma unroll
-      for (int p = 0; p < K; ++p)
+        for (int p = 0; p < K; ++p)
 #pragma unroll
-        for (int q = 0; q < K; ++q) acc[p][q] = fmaf(gb, win[p + 1][q], fmaf(ga, win[p][q], acc[p][q]));
+          for (int q = 0; q < K; ++q)
+            acc[p][q] = fmaf(gb, win[p + 1][q], fmaf(ga, win[p][q], acc[p][q]));
+      }
+    }
+    __syncthreads();  // every warp is done with this buffer before it is restaged
+    if constexpr (NB == 1) {
+      if (g + 1 < g1) stage_group(g + 1, 0);
+      async_commit();
     }
   }
   __syncthreads();  // the staged rows are dead: their memory takes the warp sums
@@ -780,11 +817,24 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   const size_t staged_smem = wgrad_staged_smem<D>(d.K, PR, d.OW);
   const bool staged = compiled && s.stride == 1 && s.C % (16 / int64_t(sizeof(D))) == 0 &&
                       aligned16(x) && aligned16(grad_y) &&
-                      staged_smem <= hg::cuda::max_dynamic_smem();
-  // Slices: enough blocks to fill the GPU; a function of the shape only (determinism).
+                      staged_smem <= hg::cuda::max_dynamic_smem() &&
+                      int64_t(s.H) * s.W * s.C < INT32_MAX &&  // int32 offsets in one image
+                      int64_t(s.OH) * s.OW * s.C < INT32_MAX;
+  // Slices: enough blocks to fill the GPU; a function of the shape and the device only, so the
+  // sums are reduced in the same order run to run (determinism).
   const int64_t R = staged ? s.N * ((s.OH + 2 * PR - 1) / (2 * PR)) : s.N * s.OH;
   const int64_t blocks_per_slice = compiled ? chunks : int64_t(chunks) * KK;
-  const int64_t target = int64_t(kWgradBlocksPerSM) * hg::cuda::multiprocessor_count();
+  // the staged kernel: the blocks that fit at once (one wave; each block's groups pipelined)
+  int per_sm = kWgradBlocksPerSM;
+  if (staged)
+    dispatch_k(d.K, [&](auto kt) {
+      constexpr int KT = decltype(kt)::value;
+      if constexpr (KT > 0)
+        per_sm = std::max(
+            1, hg::cuda::resident_blocks(reinterpret_cast<const void*>(wgrad_staged_kernel<D, KT>),
+                                         32 * kWgradWarps, staged_smem));
+    });
+  const int64_t target = int64_t(per_sm) * hg::cuda::multiprocessor_count();
   const int64_t want = std::max<int64_t>(1, target / blocks_per_slice);
   const int64_t rows_per_block = (R + std::min(R, want) - 1) / std::min(R, want);
   const int slices = int((R + rows_per_block - 1) / rows_per_block);
