@@ -66,7 +66,10 @@ std::vector<double> level_sizes(double B, int H, int W, double C, int L) {
 // (kernels::cuda::wtconv_tail_level): one plane kernel reads ll_s (backward: and gR_s) and writes
 // its f32 term on grid s, which the synthesis reads: n_s f32 values, counted as rt n_s elements
 // of the activations' type (rt = 4 / its size in bytes: 2 for bf16, 1 for f32).
-IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double rt) {
+// With hc (kernels::cuda::wtconv_haar_conv_levels) a level's Haar pass and conv are one kernel that
+// builds the coefficients in shared memory: the forward reads n_l and writes t_l and the LL band,
+// the backward's pass over G also writes G's coefficients (the weight gradient reads them).
+IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double rt, bool hc) {
   const auto n = level_sizes(B, H, W, C, L);
   auto haar = [&](int l) { return n[l] + 4 * n[l + 1] + (l + 1 < L ? n[l + 1] : 0); };
   auto synth = [&](int s) {  // base conv + synthesis of the split levels and of the tail's term
@@ -75,20 +78,21 @@ IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double
     return v;
   };
   double fwd = sf < L ? n[sf] + rt * n[sf] : 0;                // the tail
-  for (int l = 0; l < sf; ++l) fwd += haar(l) + 8 * n[l + 1];  // Haar pass + conv (read, write)
+  for (int l = 0; l < sf; ++l)  // Haar pass + conv (read, write), or the two in one kernel
+    fwd += hc ? haar(l) : haar(l) + 8 * n[l + 1];
   fwd += synth(sf);
   // synthesis of grad_x on G; base weight grad (x and G); the tail
   double bwd = synth(sb) + 2 * n[0] + (sb < L ? 2 * n[sb] + rt * n[sb] : 0);
-  for (int l = 0; l < sb; ++l)
-    bwd += 2 * haar(l) + 8 * n[l + 1] + 8 * n[l + 1];  // Haar of G and of x; conv^T; weight grad
+  for (int l = 0; l < sb; ++l)  // Haar of G and of x; conv^T (hc: with G's Haar); weight grad
+    bwd += 2 * haar(l) + (hc ? 4 : 8) * n[l + 1] + 8 * n[l + 1];
   return {fwd, fwd + bwd};
 }
 
 /// The whole-plane kernels (kernels/wtconv.h, wtconv_plane_path): the forward reads x and writes
 /// y; the backward reads x and G and writes grad_x (weight-gradient partials omitted, as above).
 IoCount io_fused(int B, int H, int W, int C, int L, bool plane_fwd, bool plane_bwd, int sf, int sb,
-                 double rt) {
-  const IoCount split = io_fused_split(B, H, W, C, L, sf, sb, rt);
+                 double rt, bool hc) {
+  const IoCount split = io_fused_split(B, H, W, C, L, sf, sb, rt, hc);
   const double N = double(B) * H * W * C;
   const double fwd = plane_fwd ? 2 * N : split.forward;
   const double bwd = plane_bwd ? 3 * N : split.step - split.forward;
@@ -213,8 +217,9 @@ void run_bench(const Options& o) {
           fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, true);
       const int tail_fwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, false);
       const int tail_bwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, true);
+      const bool hc = kernels::cuda::wtconv_haar_conv_levels(x.shape(), K, act);
       const IoCount io = fused ? io_fused(B, s.HW, s.HW, s.C, s.L, plane_fwd, plane_bwd, tail_fwd,
-                                          tail_bwd, 4.0 / double(dtype_size(act)))
+                                          tail_bwd, 4.0 / double(dtype_size(act)), hc)
                                : io_reference(B, s.HW, s.HW, s.C, s.L);
       r.io_step_gb = io.step * double(dtype_size(act)) / 1e9;
       r.io_fwd_gb = io.forward * double(dtype_size(act)) / 1e9;
@@ -223,6 +228,8 @@ void run_bench(const Options& o) {
         path_note = ", whole-plane kernels";
       else if (fused && tail_fwd < s.L)
         path_note = str(", levels from ", tail_fwd, " as a level tail");
+      if (fused && hc && !(plane_fwd && plane_bwd) && tail_fwd > 0)
+        path_note += ", Haar pass + level conv in one kernel";
       std::printf("  %-17s C=%d: I/O model fwd %.2f N, step %.2f N elements (N = %.0f)%s\n",
                   r.impl.c_str(), s.C, io.forward / x.numel(), io.step / x.numel(),
                   double(x.numel()), path_note.c_str());

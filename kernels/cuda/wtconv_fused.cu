@@ -663,13 +663,28 @@ Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, i
   return coef;
 }
 
+/// Whether haar_conv_kernel takes a level: src (B, in, C) of storage T, the level grid out, filters
+/// of size K. bf16, K = 3, 5, 7, C % 8 == 0 and a 16-byte aligned src (a null src stands for an
+/// aligned one), with the four staged tiles within the shared memory. (f32 tiles take twice the
+/// shared memory, 128 KB at a 28-wide level grid: one block a multiprocessor; f32 keeps the two
+/// launches, not measured against them.)
+template <typename T>
+bool haar_conv_takes(const T* src, int B, int C, int K, std::pair<int, int> out) {
+  if constexpr (std::is_same_v<T, float>) {
+    return false;
+  } else {
+    const int64_t groups =
+        int64_t(B) * ((out.first + 2 * kHaarConvPairs - 1) / (2 * kHaarConvPairs));
+    return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && (src == nullptr || aligned16(src)) &&
+           haar_conv_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
+           groups <= INT32_MAX && (C + 31) / 32 <= 65535;
+  }
+}
+
 /// One level's Haar pass and conv in one launch (haar_conv_kernel): *t = conv(H(src), w) as
 /// sub-band planes (B, out, 4, C), the coefficient planes H(src) into *coef and the LL band into
 /// *ll_next when those are given (each allocated here), src (B, in, C); w the level's (4C, K*K)
-/// folded filters. Taken for bf16, K = 3, 5, 7, C % 8 == 0 and 16-byte aligned tensors, where the
-/// four staged tiles fit the shared memory; returns false, having done nothing, otherwise. (f32
-/// tiles take twice the shared memory, 128 KB at a 28-wide level grid: one block a
-/// multiprocessor; f32 keeps the two launches, not measured against them.)
+/// folded filters. Taken where haar_conv_takes; returns false, having done nothing, otherwise.
 template <typename T>
 bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
                    std::pair<int, int> out, const float* w, Tensor* t, Tensor* coef,
@@ -677,12 +692,10 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
   if constexpr (std::is_same_v<T, float>) {
     return false;
   } else {
+    if (src == nullptr || !haar_conv_takes(src, B, C, K, out)) return false;
     const int hp = out.first, wp = out.second;
     const size_t smem = haar_conv_smem<T>(K, wp);
     const int64_t groups = int64_t(B) * ((hp + 2 * kHaarConvPairs - 1) / (2 * kHaarConvPairs));
-    if (!(K == 3 || K == 5 || K == 7) || C % 8 != 0 || !aligned16(src) ||
-        smem > hg::cuda::max_dynamic_smem() || groups > INT32_MAX || (C + 31) / 32 > 65535)
-      return false;
     *t = workspace_of<T>({B, hp, wp, 4, C});
     T* cp = nullptr;
     T* lln = nullptr;
@@ -961,6 +974,15 @@ int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backw
   const __nv_bfloat16* aligned = nullptr;
   return wtconv_detail::tail_level(aligned, aligned, int(x[0]), int(x[3]), K, d, levels, backward,
                                    &g);
+}
+
+bool wtconv_haar_conv_levels(const Shape& x, int K, DType dtype) {
+  HG_CHECK(x.size() == 4, "wtconv_haar_conv_levels: x must be (B, H, W, C), got ", shape_str(x));
+  if (dtype != DType::bf16) return false;
+  const __nv_bfloat16* aligned = nullptr;  // stands for dense, 16-byte aligned tensors
+  // level 0's grid is the widest: a level that fits there fits at every level
+  return wtconv_detail::haar_conv_takes(aligned, int(x[0]), int(x[3]), K,
+                                        {int((x[1] + 1) / 2), int((x[2] + 1) / 2)});
 }
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
