@@ -21,8 +21,10 @@
 
 namespace hg::kernels::cuda::wtconv_detail {
 
-/// Warps of a haar_conv_kernel block: one per (sub-band, row pair), kHaarConvPairs pairs.
-constexpr int kHaarConvPairs = 2, kHaarConvWarps = 4 * kHaarConvPairs;
+/// Level row pairs of a haar_conv_kernel block, and its warps: kHaarConvWarps / 4 per sub-band,
+/// each taking every (kHaarConvWarps / 4)-th pair. Eight rows a block: the halo's Haar (K - 1
+/// staged rows) is computed again by the next block, 1.5x the rows at K = 5 (2x with 4 rows).
+constexpr int kHaarConvPairs = 4, kHaarConvWarps = 8;
 
 /// Sizes of a haar_conv_kernel launch: the source (B, hi, wi, C) and the level grid (hp, wp) =
 /// (ceil(hi / 2), ceil(wi / 2)) (int32: the host checks).
@@ -37,7 +39,7 @@ struct HaarConvDims {
 // the analysis padding) from 16-byte loads of the source, 8 (bf16) channels a thread, and stores
 // them rounded to T as four staged tiles [sub-band][row][column][32 channels]; the block's own
 // rows also go to coef (sub-band planes, when given) and their LL band to ll_next (when given).
-// Phase 2: warp (s, pair) runs the staged depthwise forward over tile s: a thread (one channel)
+// Phase 2: warp (s, pairs) runs the staged depthwise forward over tile s: a thread (one channel)
 // keeps the K x K filter of channel s C + c (wl is (4C, K*K), rounded to T here) in registers and
 // slides the (K + 1) x K window of staged_rows.cuh along the row pair, writing t as sub-band planes
 // (B, hp, wp, 4, C).
@@ -57,14 +59,21 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
   const int64_t C4 = int64_t(4) * d.C;
   const T* img = src + int64_t(b) * d.hi * d.wi * d.C;
 
-  // Phase 1: items (staged row m, staged column n, channel vector v), kBatch a thread at once.
+  // Phase 1: items (staged row m, staged column n, channel vector v), kBatch a thread at once; a
+  // thread keeps its channel vector and steps (m, n) (StageWalk: no division per item).
   const int n_items = RS * WS * VPP, tid = threadIdx.y * 32 + threadIdx.x;
+  const int v = tid % VPP, cc = c0 + v * VE;
+  StageWalk<VPP, kThreads> at(tid, WS);
   for (int e0 = tid; e0 < n_items; e0 += kBatch * kThreads) {
     uint4 px[kBatch][4];  // the 2 x 2 source pixels (a, b; c, d) of each item
+    int mm[kBatch], nn[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int e = e0 + u * kThreads, v = e % VPP, pix = e / VPP;
-      const int p = p0 - r + pix / WS, q = -r + pix % WS, cc = c0 + v * VE;
+      const int e = e0 + u * kThreads;
+      mm[u] = at.m;
+      nn[u] = at.n;
+      at.next(WS);
+      const int p = p0 - r + mm[u], q = -r + nn[u];
 #pragma unroll
       for (int k = 0; k < 4; ++k) px[u][k] = make_uint4(0, 0, 0, 0);
       if (e < n_items && p >= 0 && p < d.hp && q >= 0 && q < d.wp && cc < d.C) {
@@ -81,7 +90,7 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
     for (int u = 0; u < kBatch; ++u) {
       const int e = e0 + u * kThreads;
       if (e >= n_items) break;
-      const int v = e % VPP, pix = e / VPP, m = pix / WS, n = pix % WS;
+      const int m = mm[u], n = nn[u];
       Vec16<T> in[4], out[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) in[k] = *reinterpret_cast<const Vec16<T>*>(&px[u][k]);
@@ -98,7 +107,7 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
 #pragma unroll
       for (int s = 0; s < 4; ++s) *reinterpret_cast<Vec16<T>*>(tiles + s * tile + off) = out[s];
       // the block's own rows and the grid's columns: the coefficient planes and the LL band
-      const int p = p0 - r + m, q = n - r, cc = c0 + v * VE;
+      const int p = p0 - r + m, q = n - r;
       if (m >= r && m < r + kRows && p < d.hp && q >= 0 && q < d.wp && cc < d.C) {
         const int64_t pos = (int64_t(b) * d.hp + p) * d.wp + q;
         if (coef != nullptr) {
@@ -111,8 +120,9 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
     }
   }
 
-  // Phase 2: warp (sub-band s, row pair) convolves tile s.
-  const int lane = threadIdx.x, s = threadIdx.y % 4, pair = threadIdx.y / 4, c = c0 + lane;
+  // Phase 2: warp (sub-band s, w) convolves tile s, row pairs w, w + kHaarConvWarps / 4, ...
+  constexpr int kBandWarps = kHaarConvWarps / 4;
+  const int lane = threadIdx.x, s = threadIdx.y % 4, c = c0 + lane;
   float wr[K][K];
 #pragma unroll
   for (int pp = 0; pp < K; ++pp)
@@ -121,21 +131,24 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
       wr[pp][qq] =
           c < d.C ? to_f32(from_f32<T>(wl[(int64_t(s) * d.C + c) * KK + pp * K + qq])) : 0.f;
   __syncthreads();
-  const int ia = p0 + 2 * pair;  // this warp's level rows: ia and ia + 1
-  if (c >= d.C || ia >= d.hp) return;
-  const bool second = ia + 1 < d.hp;
-  const T* xr = tiles + s * tile + 2 * pair * WS * 32 + lane;  // tile row m: xr + m * WS * 32
-  T* ta = t + (int64_t(b) * d.hp + ia) * d.wp * C4 + int64_t(s) * d.C + c;
-  T* tb = ta + int64_t(d.wp) * C4;
-  float win[KR][K];
-  window_start<T, K>(xr, WS, 0, win);
+  if (c >= d.C) return;
+  for (int pair = threadIdx.y / 4; pair < kHaarConvPairs; pair += kBandWarps) {
+    const int ia = p0 + 2 * pair;  // this pair's level rows: ia and ia + 1
+    if (ia >= d.hp) return;
+    const bool second = ia + 1 < d.hp;
+    const T* xr = tiles + s * tile + 2 * pair * WS * 32 + lane;  // tile row m: xr + m * WS * 32
+    T* ta = t + (int64_t(b) * d.hp + ia) * d.wp * C4 + int64_t(s) * d.C + c;
+    T* tb = ta + int64_t(d.wp) * C4;
+    float win[KR][K];
+    window_start<T, K>(xr, WS, 0, win);
 #pragma unroll(KT)
-  for (int j = 0; j < d.wp; ++j) {
-    window_advance<T, K>(xr, WS, j, win);
-    float a0 = 0.f, a1 = 0.f;
-    pair_taps<K>(wr, win, a0, a1);
-    ta[int64_t(j) * C4] = from_f32<T>(a0);
-    if (second) tb[int64_t(j) * C4] = from_f32<T>(a1);
+    for (int j = 0; j < d.wp; ++j, ta += C4, tb += C4) {
+      window_advance<T, K>(xr, WS, j, win);
+      float a0 = 0.f, a1 = 0.f;
+      pair_taps<K>(wr, win, a0, a1);
+      *ta = from_f32<T>(a0);
+      if (second) *tb = from_f32<T>(a1);
+    }
   }
 }
 
