@@ -1,10 +1,12 @@
 // Rows of an NHWC image staged in shared memory, and the sliding register window over them: the
 // building blocks of the stride-1 "staged" depthwise kernels (kernels/cuda/depthwise_conv.cu: the
 // forward, backward data and weight gradient) and of the fused WTConv synthesis
-// (kernels/cuda/wtconv_staged.cuh). A block is 32 channels (one per lane) x kStagedWarps warps;
-// it copies the input rows its outputs read, over the padded width, into shared memory with 16-byte
-// loads (zeros outside the image), and each thread then slides a (K + 1) x K window along its
-// column strip: K + 1 shared-memory reads per column feed two output rows of K x K taps.
+// (kernels/cuda/wtconv_staged.cuh). A block is 32 channels (one per lane) x some warps; it
+// copies the input rows its outputs read, over the padded width, into shared memory with 16-byte
+// loads (zeros outside the image): stage_rows (loads through registers, then stores) or
+// stage_rows_async (cp.async, for kernels that stage the next rows while computing), and each
+// thread then slides a (K + 1) x K window along its column strip: K + 1 shared-memory reads per
+// column feed two output rows of K x K taps.
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
 // kernels/cuda/*.h.
 #pragma once
