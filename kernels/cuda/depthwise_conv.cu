@@ -481,45 +481,28 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
 #pragma unroll
     for (int q = 0; q < K; ++q) acc[p][q] = 0.f;
   float gsum = 0.f;
-  if (g0 < g1) stage_group(g0, 0);
-  async_commit();
-  for (int64_t g = g0, k = 0; g < g1; ++g, ++k) {
-    const int buf = NB == 2 ? int(k & 1) : 0;
-    if constexpr (NB == 2) {  // the next group's rows in flight while this one is computed
-      if (g + 1 < g1) stage_group(g + 1, buf ^ 1);
-      async_commit();
-      async_wait<1>();
-    } else {
-      async_wait<0>();
-    }
-    __syncthreads();
+  staged_items<NB>(g0, 1, g1, stage_group, [&](int64_t g, int buf) {
     const int i0 = int(g % G) * 2 * PR;
-    if (c0 + lane < d.C && i0 + 2 * pair < d.OH && ja < jb) {
-      const T* xs = reinterpret_cast<const T*>(stage + buf * buf_vec);
-      const T* gs = reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec);
-      const T* xr = xs + 2 * pair * WS * 32 + lane;  // input row m of the pair: xr + m * WS * 32
-      const T* ga_row = gs + 2 * pair * d.OW * 32 + lane;
-      const T* gb_row = ga_row + d.OW * 32;  // zeros past OH (staged)
-      float win[KR][K];
-      window_start<T, K>(xr, WS, ja, win);
+    if (c0 + lane >= d.C || i0 + 2 * pair >= d.OH || ja >= jb) return;
+    const T* xs = reinterpret_cast<const T*>(stage + buf * buf_vec);
+    const T* gs = reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec);
+    const T* xr = xs + 2 * pair * WS * 32 + lane;  // input row m of the pair: xr + m * WS * 32
+    const T* ga_row = gs + 2 * pair * d.OW * 32 + lane;
+    const T* gb_row = ga_row + d.OW * 32;  // zeros past OH (staged)
+    float win[KR][K];
+    window_start<T, K>(xr, WS, ja, win);
 #pragma unroll (KT)
-      for (int j = ja; j < jb; ++j) {
-        window_advance<T, K>(xr, WS, j, win);
-        const float ga = staged_value(ga_row + j * 32), gb = staged_value(gb_row + j * 32);
-        gsum += ga + gb;
+    for (int j = ja; j < jb; ++j) {
+      window_advance<T, K>(xr, WS, j, win);
+      const float ga = staged_value(ga_row + j * 32), gb = staged_value(gb_row + j * 32);
+      gsum += ga + gb;
 #pragma unroll
-        for (int p = 0; p < K; ++p)
+      for (int p = 0; p < K; ++p)
 #pragma unroll
-          for (int q = 0; q < K; ++q)
-            acc[p][q] = fmaf(gb, win[p + 1][q], fmaf(ga, win[p][q], acc[p][q]));
-      }
+        for (int q = 0; q < K; ++q)
+          acc[p][q] = fmaf(gb, win[p + 1][q], fmaf(ga, win[p][q], acc[p][q]));
     }
-    __syncthreads();  // every warp is done with this buffer before it is restaged
-    if constexpr (NB == 1) {
-      if (g + 1 < g1) stage_group(g + 1, 0);
-      async_commit();
-    }
-  }
+  });
   __syncthreads();  // the staged rows are dead: their memory takes the warp sums
   using Sums = float[kWgradWarps][K * K][33];
   store_block_sums<K>(*reinterpret_cast<Sums*>(stage), acc, gsum, d, partial, bias_partial);

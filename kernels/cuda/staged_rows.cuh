@@ -133,6 +133,39 @@ __device__ __forceinline__ void stage_rows_async(const T* __restrict__ img, int 
   }
 }
 
+/// The block's loop over its work items first, first + step, ... < end, each item's rows staged
+/// (stage(item, buf): cp.async copies into buffer buf, e.g. stage_rows_async) and then computed
+/// (compute(item, buf), every thread of the block taking part in both). With NB = 2 buffers the
+/// next item's copies are in flight while the block computes this one, so staging and computing
+/// overlap within a block; with NB = 1 an item is staged, waited for and computed in turn. The
+/// waits and barriers between the two are here, in one place: a buffer is restaged only after
+/// every thread is done computing from it.
+template <int NB, typename Stage, typename Compute>
+__device__ __forceinline__ void staged_items(int64_t first, int64_t step, int64_t end,
+                                             Stage&& stage, Compute&& compute) {
+  static_assert(NB == 1 || NB == 2, "one or two buffers");
+  if (first < end) stage(first, 0);
+  async_commit();
+  int k = 0;
+  for (int64_t item = first; item < end; item += step, ++k) {
+    const int buf = NB == 2 ? (k & 1) : 0;
+    if constexpr (NB == 2) {
+      if (item + step < end) stage(item + step, buf ^ 1);
+      async_commit();
+      async_wait<1>();  // this item's copies: all but the group just started
+    } else {
+      async_wait<0>();
+    }
+    __syncthreads();
+    compute(item, buf);
+    __syncthreads();  // every thread is done with this buffer before it is restaged
+    if constexpr (NB == 1) {
+      if (item + step < end) stage(item + step, 0);
+      async_commit();
+    }
+  }
+}
+
 /// The (K + 1) x K window slid along a column strip of staged rows (xr: staged row 0 at this
 /// thread's channel; WS staged columns of 32 channels): win[m][q] = staged row m, column j + q.
 /// window_start sets it "at j = ja - 1" (slots q >= 1); window_advance moves it to column j (the

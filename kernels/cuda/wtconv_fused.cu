@@ -673,11 +673,9 @@ bool haar_conv_takes(const T* src, int B, int C, int K, std::pair<int, int> out)
   if constexpr (std::is_same_v<T, float>) {
     return false;
   } else {
-    const int64_t groups =
-        int64_t(B) * ((out.first + 2 * kHaarConvPairs - 1) / (2 * kHaarConvPairs));
     return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && (src == nullptr || aligned16(src)) &&
            haar_conv_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
-           groups <= INT32_MAX && (C + 31) / 32 <= 65535;
+           haar_conv_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
   }
 }
 
@@ -695,7 +693,7 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
     if (src == nullptr || !haar_conv_takes(src, B, C, K, out)) return false;
     const int hp = out.first, wp = out.second;
     const size_t smem = haar_conv_smem<T>(K, wp);
-    const int64_t groups = int64_t(B) * ((hp + 2 * kHaarConvPairs - 1) / (2 * kHaarConvPairs));
+    const int64_t groups = haar_conv_groups(B, hp);
     *t = workspace_of<T>({B, hp, wp, 4, C});
     T* cp = nullptr;
     T* lln = nullptr;

@@ -152,6 +152,12 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
   }
 }
 
+/// Row groups of a haar_conv_kernel launch (its grid's x): B images of hp level rows, 2
+/// kHaarConvPairs rows a block.
+inline int64_t haar_conv_groups(int B, int hp) {
+  return int64_t(B) * ((hp + 2 * kHaarConvPairs - 1) / (2 * kHaarConvPairs));
+}
+
 /// Shared memory of haar_conv_kernel: four staged coefficient tiles.
 template <typename T>
 size_t haar_conv_smem(int K, int wp) {

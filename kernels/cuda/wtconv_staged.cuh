@@ -94,8 +94,8 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
   // strips of an even width (column pairs share their level terms)
   const int SW = ((d.W + strips - 1) / strips + 1) & ~1, ja = strip * SW, jb = min(d.W, ja + SW);
   const int G = (d.H + 2 * PR - 1) / (2 * PR), items = d.B * G;
-  auto stage_item = [&](int item, int buf) {
-    const int b = item / G, i0 = item % G * 2 * PR;
+  auto stage_item = [&](int64_t it, int buf) {
+    const int item = int(it), b = item / G, i0 = item % G * 2 * PR;
     uint4* dst = stage + buf * buf_vec;
     stage_rows_async<T, kThreads>(x + int64_t(b) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - r, RS, -r,
                                   WS, c0, dst);
@@ -112,62 +112,55 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
 #pragma unroll
     for (int q = 0; q < K; ++q) wr[p][q] = c < d.C ? wb[int64_t(p * K + q) * d.C + c] : 0.f;
   const float bias = bf && c < d.C ? bf[c] : 0.f;
-  if (int(blockIdx.x) < items) stage_item(blockIdx.x, 0);
-  async_commit();
-  for (int item = blockIdx.x, k = 0; item < items; item += gridDim.x, ++k) {
-    if (item + int(gridDim.x) < items) stage_item(item + gridDim.x, (k + 1) & 1);
-    async_commit();
-    async_wait<1>();  // this item's copies (all but the group just started)
-    __syncthreads();
+  staged_items<2>(blockIdx.x, gridDim.x, items, stage_item, [&](int64_t it, int buf) {
+    const int item = int(it);
     const int b = item / G, ia = item % G * 2 * PR + 2 * pair;  // output rows ia (even), ia + 1
-    if (c < d.C && ia < d.H && ja < jb) {
-      const T* xs = reinterpret_cast<const T*>(stage + (k & 1) * buf_vec);
-      const bool second = ia + 1 < d.H;
-      const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: + m WS 32
-      T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
-      T* yb = ya + int64_t(d.W) * d.C;
-      const T* t0r = reinterpret_cast<const T*>(stage + (k & 1) * buf_vec + x_vec) +
-                     pair * d.wp * 4 * 32 + lane;  // the pair's level-0 row of t_0
-      const float* Rr =
-          R ? reinterpret_cast<const float*>(stage + (k & 1) * buf_vec + x_vec + t0_vec) +
-                  pair * d.wp * 32 + lane
-            : nullptr;
-      // Columns in pairs (j even, j + 1), the strip starting at an even column: a pair shares
-      // one t_0 and one R position, whose level terms are row ia: e + o (j), e - o (j + 1), row
-      // ia + 1 the same with its own e, o (unhaar_at with the 1/2 of level 0). The pair's second
-      // column past the strip's end (odd W) is computed on staged padding and not stored.
-      // Pointers advance by the pair: no 64-bit index arithmetic per store.
-      const T* tp = t0r + (ja >> 1) * 4 * 32;
-      const float* rp = Rr ? Rr + (ja >> 1) * 32 : nullptr;
-      T* pa = ya + int64_t(ja) * d.C;
-      T* pb = yb + int64_t(ja) * d.C;
-      const int C = d.C;
-      float win[KR][K];
-      window_start<T, K>(xr, WS, ja, win);
+    if (c >= d.C || ia >= d.H || ja >= jb) return;
+    const T* xs = reinterpret_cast<const T*>(stage + buf * buf_vec);
+    const bool second = ia + 1 < d.H;
+    const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: + m WS 32
+    T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
+    T* yb = ya + int64_t(d.W) * d.C;
+    const T* t0r = reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec) +
+                   pair * d.wp * 4 * 32 + lane;  // the pair's level-0 row of t_0
+    const float* Rr = R ? reinterpret_cast<const float*>(stage + buf * buf_vec + x_vec + t0_vec) +
+                              pair * d.wp * 32 + lane
+                        : nullptr;
+    // Columns in pairs (j even, j + 1), the strip starting at an even column: a pair shares one
+    // t_0 and one R position, whose level terms are row ia: e + o (j), e - o (j + 1), row ia + 1
+    // the same with its own e, o (unhaar_at with the 1/2 of level 0). With W odd the last strip's
+    // last pair has no column j + 1: it is computed on whatever follows the staged row in shared
+    // memory (the next staged row, or the t_0 rows after the last one) and not stored. Pointers
+    // advance by the pair: no 64-bit index arithmetic per store.
+    const T* tp = t0r + (ja >> 1) * 4 * 32;
+    const float* rp = Rr ? Rr + (ja >> 1) * 32 : nullptr;
+    T* pa = ya + int64_t(ja) * d.C;
+    T* pb = yb + int64_t(ja) * d.C;
+    const int C = d.C;
+    float win[KR][K];
+    window_start<T, K>(xr, WS, ja, win);
 #pragma unroll(KT)
-      for (int j = ja; j < jb; j += 2, tp += 4 * 32, pa += 2 * C, pb += 2 * C) {
-        const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
-                    s3 = staged_value(tp + 96), rv = rp ? rp[0] : 0.f;
-        if (rp) rp += 32;
-        const float ea = fmaf(0.5f, s0 + s1, rv), oa = 0.5f * (s2 + s3);
-        const float eb = fmaf(0.5f, s0 - s1, rv), ob = 0.5f * (s2 - s3);
-        window_advance<T, K>(xr, WS, j, win);
-        float a0 = bias, a1 = bias;
-        pair_taps<K>(wr, win, a0, a1);
-        st(pa, a0 + (ea + oa));
-        if (second) st(pb, a1 + (eb + ob));
-        window_advance<T, K>(xr, WS, j + 1, win);
-        a0 = bias;
-        a1 = bias;
-        pair_taps<K>(wr, win, a0, a1);
-        if (j + 1 < jb) {
-          st(pa + C, a0 + (ea - oa));
-          if (second) st(pb + C, a1 + (eb - ob));
-        }
+    for (int j = ja; j < jb; j += 2, tp += 4 * 32, pa += 2 * C, pb += 2 * C) {
+      const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
+                  s3 = staged_value(tp + 96), rv = rp ? rp[0] : 0.f;
+      if (rp) rp += 32;
+      const float ea = fmaf(0.5f, s0 + s1, rv), oa = 0.5f * (s2 + s3);
+      const float eb = fmaf(0.5f, s0 - s1, rv), ob = 0.5f * (s2 - s3);
+      window_advance<T, K>(xr, WS, j, win);
+      float a0 = bias, a1 = bias;
+      pair_taps<K>(wr, win, a0, a1);
+      st(pa, a0 + (ea + oa));
+      if (second) st(pb, a1 + (eb + ob));
+      window_advance<T, K>(xr, WS, j + 1, win);
+      a0 = bias;
+      a1 = bias;
+      pair_taps<K>(wr, win, a0, a1);
+      if (j + 1 < jb) {
+        st(pa + C, a0 + (ea - oa));
+        if (second) st(pb + C, a1 + (eb - ob));
       }
     }
-    __syncthreads();  // the buffer is restaged two items on
-  }
+  });
 }
 
 /// Shared memory of synth_staged_kernel: two buffers, each the staged input rows, then the PR
