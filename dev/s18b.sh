@@ -6,48 +6,15 @@
 #            test_ops and test_gpu are this tree's. Nsight details of synth_staged (new).
 # GPU tests first; bench-layer bf16 base/new twice; the bf16 model bench; Nsight
 # sequence at 96 of hg_new.
-set -uo pipefail
-T0=$(date +%s)
-el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
-ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" "$1" | head -8; }
-[ -x /tmp/labbin/hg_new ] && cmp -s /tmp/labbin/hg_new <(tar -C /tmp -xJOf build/labpack/labbin.tar.xz labbin/hg_new) ||
-  tar -C /tmp -xJf build/labpack/labbin.tar.xz
-export LD_LIBRARY_PATH=/tmp/labbin:/usr/local/cuda/lib64:/usr/local/cuda/lib
-export HAARGRAD_GOLDEN_DIR=$PWD/.golden
-L=/tmp/labbin; R=/tmp/s18b; mkdir -p $R
-el unpacked
-timeout 100 $L/test_gpu > $R/gpu.log 2>&1
-timeout 150 $L/test_ops --gtest_filter='*Gpu*:*Cuda*' > $R/ops.log 2>&1
-{ echo "== test_gpu"; ok $R/gpu.log; echo "== test_ops GPU cases"; ok $R/ops.log
-  grep -A6 "Failure" $R/gpu.log $R/ops.log | head -40; } > $OUT/tests.txt
-el tests
-{
-for round in 1 2; do
-  for v in hg_base hg_new; do
-    timeout 40 $L/$v bench-layer --kernel 5 --precision bf16 > $R/bl-$v-bf16-$round.txt 2>&1
-    echo "== $v bf16 $round"; grep -E "^(wtconv fused|ours dw 7)" $R/bl-$v-bf16-$round.txt
-  done
-done
-} > $OUT/bench-layer.txt 2>&1
-el bench-layer
-{
-for v in hg_base hg_new hg_base hg_new; do
-  timeout 60 $L/$v bench --device cuda --batch 128 --img-size 224 --precision bf16 \
-    --models convnext_tiny,wtconvnext_tiny --wtconv fused --steps 10 --warmup 3 > $R/bench-$v.txt 2>&1
-  echo "== $v"; grep -A8 "^model  " $R/bench-$v.txt | cut -c1-170 | grep -v "^$" | head -8
-done
-} > $OUT/model.txt 2>&1
-el model
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-for c in 96; do
-  timeout 60 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --page raw \
-    $L/hg_new bench-layer --precision bf16 --channels $c --warmup 0 --iters 1 > $R/ncu-$c.csv 2> /dev/null
-  python3 dev/ncu_seq.py $R/ncu-$c.csv 0 100000 > $OUT/seq-$c.txt; tail -1 $OUT/seq-$c.txt
-done
-el ncu
+# (Rewritten onto dev/labbin-lib.sh after the call ran: the same programs and options; the
+# printed labels and log names differ a little.)
+NAME=s18b
+source dev/labbin-lib.sh
+ab_call
 timeout 90 $NCU --clock-control none -k regex:synth_staged -c 1 --section SpeedOfLight --section Occupancy \
-  --section LaunchStats --section WarpStateStats --section SchedulerStats $L/hg_new bench-layer \
-  --precision bf16 --channels 96 --warmup 0 --iters 1 > $R/ncu-synth.txt 2>&1
-grep -E "Duration|Registers|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Eligible Warps|Memory Throughput|Compute \(SM\)|Stall|Block Limit|Shared Memory Configuration|Dynamic Shared" $R/ncu-synth.txt | head -40 > $OUT/ncu-synth.txt
+  --section LaunchStats --section WarpStateStats --section SchedulerStats $L/hg_new "${NCU_LAYER[@]}" \
+  > $R/ncu-synth.txt 2>&1
+grep -E "Duration|Registers|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Eligible Warps|Memory Throughput|Compute \(SM\)|Stall|Block Limit|Shared Memory Configuration|Dynamic Shared" \
+  $R/ncu-synth.txt | head -40 > $OUT/ncu-synth.txt
 el ncu-synth
 cat $OUT/ncu-synth.txt $OUT/tests.txt $OUT/bench-layer.txt $OUT/model.txt

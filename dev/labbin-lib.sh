@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Sourced by the dev/s18*.sh device scripts, from the repository root, with NAME set (the logs go
+# to /tmp/$NAME): the programs are prebuilt here and carried packed (carry ["build/labpack",
+# ".golden"]; packing as dev/s16d.sh's header says). Unpacks them into /tmp/labbin unless its
+# hg_new is the packed one already (a warm machine), and defines what the scripts share:
+#   el MSG                    seconds since the start, and MSG
+#   ok LOG                    the gtest PASSED / FAILED lines of LOG
+#   L, R, NCU                 the programs' folder, the logs' folder, Nsight Compute
+#   gpu_tests                 test_gpu and test_ops' GPU / CUDA cases into $OUT/tests.txt
+#   layer_rows P V...         bench-layer K = 5 in precision P with each program V: WTConv's and
+#                             our 7x7's rows (and the I/O model's lines when IO=1)
+#   model_rows P MODELS V...  the model bench (B = 128, 224 px, fused WTConv) in precision P with
+#                             each program V: each model's line and its memory table
+#   ncu_seq V                 Nsight's launch sequence of V's bench-layer bf16 at C = 96
+#                             (dev/ncu_seq.py) into $OUT/seq-96.txt
+#   ncu_stalls V REGEX N      the stall reasons (dev/ncu_stalls.py) of the first N launches whose
+#                             kernel matches REGEX in V's bench-layer bf16 at C = 96
+#   ab_call [fp32]            one call's A/B of hg_base against hg_new: GPU tests (hg_new's tree),
+#                             bench-layer bf16 twice (and fp32 once), both models' bf16 bench twice,
+#                             then hg_new's launch sequence; $OUT/tests.txt, bench-layer.txt,
+#                             model.txt, seq-96.txt
+set -uo pipefail
+T0=$(date +%s)
+el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
+ok() { grep -E "^\[  (FAILED|PASSED)|FAILED  \]" "$1" | head -8; }
+[ -x /tmp/labbin/hg_new ] &&
+  cmp -s /tmp/labbin/hg_new <(tar -C /tmp -xJOf build/labpack/labbin.tar.xz labbin/hg_new) ||
+  tar -C /tmp -xJf build/labpack/labbin.tar.xz
+export LD_LIBRARY_PATH=/tmp/labbin:/usr/local/cuda/lib64:/usr/local/cuda/lib
+export HAARGRAD_GOLDEN_DIR=$PWD/.golden
+L=/tmp/labbin; R=/tmp/$NAME; mkdir -p "$R"
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+
+gpu_tests() {
+  timeout 100 $L/test_gpu > $R/gpu.log 2>&1
+  timeout 150 $L/test_ops --gtest_filter='*Gpu*:*Cuda*' > $R/ops.log 2>&1
+  { echo "== test_gpu"; ok $R/gpu.log; echo "== test_ops GPU cases"; ok $R/ops.log
+    grep -A6 "Failure" $R/gpu.log $R/ops.log | head -40; } > $OUT/tests.txt
+}
+
+layer_rows() {
+  local p=$1 v; shift
+  for v in "$@"; do
+    timeout 40 $L/$v bench-layer --kernel 5 --precision $p > $R/bl-$v-$p.txt 2>&1
+    echo "== $v $p"; grep -E "^(wtconv fused|ours dw 7)" $R/bl-$v-$p.txt
+    [ "${IO:-0}" = 1 ] && grep "I/O model" $R/bl-$v-$p.txt
+  done
+}
+
+model_rows() {
+  local p=$1 models=$2 v; shift 2
+  for v in "$@"; do
+    timeout 60 $L/$v bench --device cuda --batch 128 --img-size 224 --precision $p --models $models \
+      --wtconv fused --steps 10 --warmup 3 > $R/bench-$v-$p.txt 2>&1
+    echo "== $v $p"; grep -A14 "^model  " $R/bench-$v-$p.txt | cut -c1-170 | grep -v "^$" | head -14
+  done
+}
+
+NCU_LAYER=(bench-layer --precision bf16 --channels 96 --warmup 0 --iters 1)
+ncu_seq() {
+  timeout 60 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --page raw \
+    $L/$1 "${NCU_LAYER[@]}" > $R/ncu-96.csv 2> /dev/null
+  python3 dev/ncu_seq.py $R/ncu-96.csv 0 100000 > $OUT/seq-96.txt; tail -1 $OUT/seq-96.txt
+}
+
+STALLS='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active'
+ncu_stalls() {
+  timeout 120 $NCU --clock-control none -k regex:"$2" -c $3 --metrics "$STALLS" --csv --page raw \
+    $L/$1 "${NCU_LAYER[@]}" > $R/stalls.csv 2> $R/stalls.err
+  python3 dev/ncu_stalls.py $R/stalls.csv
+}
+
+ab_call() {
+  gpu_tests; el tests
+  { for round in 1 2; do layer_rows bf16 hg_base hg_new; done
+    [ "${1:-}" = fp32 ] && layer_rows fp32 hg_base hg_new; } > $OUT/bench-layer.txt 2>&1
+  el bench-layer
+  for round in 1 2; do model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_new; done \
+    > $OUT/model.txt 2>&1
+  el model
+  ncu_seq hg_new; el ncu
+}
