@@ -86,16 +86,53 @@ Tensor output_tensor(const char* op, const char* what, const Shape& shape, DType
 
 namespace {
 
-// ---- (c) scales folded into the weights: tiny kernels, one thread per (tap, channel) --------------
-// base: wb[k][c] = bs[c] * bw[c][k'], bf[c] = bs[c] * bb[c] (bf only when asked).
-__global__ void fold_base_kernel(const float* __restrict__ bw, const float* __restrict__ bb,
-                                 const float* __restrict__ bs, int C, int KK, bool flip,
-                                 float* __restrict__ wb, float* __restrict__ bf) {
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx >= int64_t(KK) * C) return;
-  const int c = int(idx % C), k = int(idx / C), ks = flip ? KK - 1 - k : k;
-  wb[idx] = bs[c] * bw[int64_t(c) * KK + ks];
-  if (bf && k == 0) bf[c] = bs[c] * bb[c];
+// ---- (c) scales folded into the weights: one launch per pass, one thread per folded value ------
+/// Where fold_kernel writes (a part is skipped when its pointer is null), for PyTorch's level
+/// channel e = 4c + s and k' = k, or K*K - 1 - k where that part is flipped (the filter rotated by
+/// 180 degrees: the transposed conv as a forward conv):
+///   base_w (K*K, C):       bs[c] * bw[c][k'];            base_b (C): bs[c] * bb[c];
+///   levels (L, 4C, K*K):   ws_l[e] * ww_l[e][k'] at [l][s*C + c][k] (the split path's level convs,
+///                          sub-band-plane channel order);
+///   plane (L, K*K, 4, C):  the same value at [l][k][s][c] (the whole-plane kernels), rounded to
+///                          bf16 when round_plane (the bf16 op's level filters, kernels/wtconv.h).
+struct FoldOut {
+  float *base_w, *base_b, *levels, *plane;
+  bool flip_base, flip_levels, flip_plane, round_plane;
+};
+__global__ void fold_kernel(const float* __restrict__ bw, const float* __restrict__ bb,
+                            const float* __restrict__ bs, LevelParams lp, int L, int C, int KK,
+                            FoldOut o) {
+  int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t nbase = o.base_w ? int64_t(KK) * C : 0, nbias = o.base_b ? C : 0;
+  const int64_t per = int64_t(4) * C * KK, nlev = o.levels ? L * per : 0;
+  if (idx < nbase) {
+    const int c = int(idx % C), k = int(idx / C), ks = o.flip_base ? KK - 1 - k : k;
+    o.base_w[idx] = bs[c] * bw[int64_t(c) * KK + ks];
+    return;
+  }
+  idx -= nbase;
+  if (idx < nbias) {
+    o.base_b[idx] = bs[idx] * bb[idx];
+    return;
+  }
+  idx -= nbias;
+  if (idx < nlev) {
+    const int l = int(idx / per);
+    const int64_t rem = idx % per;
+    const int ep = int(rem / KK), k = int(rem % KK);
+    const int e = 4 * (ep % C) + ep / C, ks = o.flip_levels ? KK - 1 - k : k;
+    o.levels[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
+    return;
+  }
+  idx -= nlev;
+  if (o.plane && idx < L * per) {
+    const int l = int(idx / per);
+    const int64_t rem = idx % per;
+    const int k = int(rem / (4 * C)), s = int(rem / C % 4), c = int(rem % C);
+    const int e = 4 * c + s, ks = o.flip_plane ? KK - 1 - k : k;
+    const float v = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
+    o.plane[idx] = o.round_plane ? __bfloat162float(__float2bfloat16_rn(v)) : v;
+  }
 }
 
 // ---- (b) one-pass synthesis, fused with the base depthwise conv -----------------------------------
@@ -184,21 +221,6 @@ __global__ void haar_kernel(HaarSrc<T> src, int B, T* __restrict__ coef, T* __re
   if (ll_next) st(ll_next + idx, v.x);
 }
 
-// Folded level weights of all levels in the sub-band-plane channel order the level convs use:
-// out[l][e'][k] = ws_l[e] * ww_l[e][k'], e' = s*C + c for PyTorch's e = 4c + s, k' = k or (flip,
-// the filter rotated by 180 degrees) K*K - 1 - k; out is (L, 4C, K*K).
-__global__ void fold_levels_kernel(LevelParams lp, int L, int C, int KK, bool flip,
-                                   float* __restrict__ out) {
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  const int64_t per = int64_t(4) * C * KK;
-  if (idx >= L * per) return;
-  const int l = int(idx / per);
-  const int64_t rem = idx % per;
-  const int ep = int(rem / KK), k = int(rem % KK);
-  const int e = 4 * (ep % C) + ep / C, ks = flip ? KK - 1 - k : k;
-  out[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
-}
-
 // ---- gradients unfold from the folded weights
 // ------------------------------------------------------ levels: sums (L, 4C, K*K) in the
 // sub-band-plane channel order e' = s*C + c (the depthwise weight gradients of the level convs);
@@ -237,22 +259,12 @@ bool aligned4(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
 }
 
-/// Folded weights of the base path (flipped for the transposed convolution); the level convs fold
-/// theirs with fold_levels.
+/// The folded weights of one pass (fold, after level_params): the base path's filter (K*K, C) and,
+/// in the forward, bias (C); the split path's level filters (L, 4C, K*K) and the whole-plane
+/// kernels' (L, K*K, 4, C) where the pass needs them (else undefined).
 struct Folded {
-  Tensor base_w, base_b;  // (K*K, C), (C)
+  Tensor base_w, base_b, levels, plane;
 };
-Folded fold(const WTConvWeights& w, int C, int K, bool flip, bool with_bias) {
-  const int KK = K * K;
-  Folded f;
-  f.base_w = workspace({KK, C});
-  if (with_bias) f.base_b = workspace({C});
-  fold_base_kernel<<<blocks_for(int64_t(KK) * C), 256, 0, hg::cuda::stream()>>>(
-      w.base_weight.data<float>(), w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK,
-      flip, f.base_w.data<float>(), with_bias ? f.base_b.data<float>() : nullptr);
-  HG_CUDA_LAUNCH_CHECK();
-  return f;
-}
 
 /// Whether the 4-channel synthesis (synth_v4_kernel, stride 1) takes in and out of storage T, C
 /// channels, base filters of size K: C % 4 == 0, K 3 .. 9, both aligned to 4 elements.
@@ -400,16 +412,44 @@ LevelParams level_params(const WTConvWeights& w, WTConvGrads* g) {
   return lp;
 }
 
-/// Folded weights of every level, (L, 4C, K*K) in the level convs' channel order (one launch);
-/// flip: each filter rotated by 180 degrees (the transposed conv as a forward conv).
-Tensor fold_levels(const WTConvWeights& w, int C, int KK, bool flip) {
-  const int L = w.levels();
-  if (L == 0) return Tensor();
-  Tensor out = workspace({L, 4 * C, KK});
-  fold_levels_kernel<<<blocks_for(int64_t(L) * 4 * C * KK), 256, 0, hg::cuda::stream()>>>(
-      level_params(w, nullptr), L, C, KK, flip, out.data<float>());
+/// Every folded weight of one pass in one launch (fold_kernel; the tiny folds were 2-4 us each as
+/// separate launches): the base filter, flipped in the backward, and the forward's bias; with
+/// `levels` the split path's level filters, flipped in a bf16 backward only (bf16 runs the
+/// level gradient conv^T as the forward conv with the rotated filter, f32 as the depthwise
+/// backward data with the plain one; section 8 of docs/fused-wtconv.md); with `plane` the
+/// whole-plane kernels' level filters, flipped in the backward, bf16-rounded for a bf16 T.
+template <typename T>
+Folded fold(const WTConvWeights& w, int C, int K, bool backward, bool levels, bool plane) {
+  constexpr bool kBf16 = !std::is_same_v<T, float>;
+  const int KK = K * K, L = w.levels();
+  Folded f;
+  FoldOut o{};
+  f.base_w = workspace({KK, C});
+  o.base_w = f.base_w.data<float>();
+  if (!backward) {
+    f.base_b = workspace({C});
+    o.base_b = f.base_b.data<float>();
+  }
+  if (levels && L > 0) {
+    f.levels = workspace({L, 4 * C, KK});
+    o.levels = f.levels.data<float>();
+  }
+  if (plane && L > 0) {
+    f.plane = workspace({L, KK, 4, C});
+    o.plane = f.plane.data<float>();
+  }
+  o.flip_base = backward;
+  o.flip_levels = backward && kBf16;
+  o.flip_plane = backward;
+  o.round_plane = kBf16;
+  const int64_t n = int64_t(KK) * C + (backward ? 0 : C) +
+                    (o.levels ? int64_t(L) * 4 * C * KK : 0) +
+                    (o.plane ? int64_t(L) * 4 * C * KK : 0);
+  fold_kernel<<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
+      w.base_weight.data<float>(), w.base_bias.data<float>(), w.base_scale.data<float>(),
+      level_params(w, nullptr), L, C, KK, o);
   HG_CUDA_LAUNCH_CHECK();
-  return out;
+  return f;
 }
 
 // ---- the whole-plane path (wtconv_plane.cuh)
@@ -438,18 +478,6 @@ bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, b
 /// The K the whole-plane kernels are compiled for (plane_takes admits no other).
 template <int KT>
 constexpr bool plane_k = KT == 3 || KT == 5 || KT == 7;
-
-/// Folded level filters (L, K*K, 4, C) as the whole-plane kernels read them (bf16-rounded for a
-/// bf16 T).
-template <typename T>
-Tensor fold_plane_levels(const WTConvWeights& w, int C, int KK, bool flip) {
-  const int L = w.levels();
-  Tensor out = workspace({L, KK, 4, C});
-  fold_plane_levels_kernel<<<blocks_for(int64_t(L) * KK * 4 * C), 256, 0, hg::cuda::stream()>>>(
-      level_params(w, nullptr), L, C, KK, flip, !std::is_same_v<T, float>, out.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
-  return out;
-}
 
 /// The whole-plane forward kernel for g (a whole layer or a level tail), planes stored as S.
 template <typename T, typename S, int KT>
@@ -549,10 +577,9 @@ bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int
   PlaneGeom g;
   if (!plane_takes<T>(B, H, W, K, w.levels(), stride, /*backward=*/false, /*base=*/true, &g))
     return false;
-  const Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
-  const Tensor wl = fold_plane_levels<T>(w, C, K * K, /*flip=*/false);
+  const Folded f = fold<T>(w, C, K, /*backward=*/false, /*levels=*/false, /*plane=*/true);
   plane_forward<T>(typed<T>(xc), B, C, g, f.base_w.data<float>(), f.base_b.data<float>(),
-                   wl.data<float>(), PlaneOut<T>{typed<T>(y), nullptr, 1.f});
+                   f.plane.data<float>(), PlaneOut<T>{typed<T>(y), nullptr, 1.f});
   return true;
 }
 
@@ -563,8 +590,7 @@ bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& 
   PlaneGeom pg;
   if (!plane_takes<T>(B, H, W, K, w.levels(), stride, /*backward=*/true, /*base=*/true, &pg))
     return false;
-  const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
-  const Tensor wl = fold_plane_levels<T>(w, C, K * K, /*flip=*/true);
+  const Folded f = fold<T>(w, C, K, /*backward=*/true, /*levels=*/false, /*plane=*/true);
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
   g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
@@ -572,7 +598,8 @@ bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& 
   const PlaneBaseGrads base{w.base_weight.data<float>(), w.base_bias.data<float>(),
                             w.base_scale.data<float>(),  g.base_weight.data<float>(),
                             g.base_bias.data<float>(),   g.base_scale.data<float>()};
-  plane_backward<T>(typed<T>(xc), typed<T>(G), B, C, pg, f.base_w.data<float>(), wl.data<float>(),
+  plane_backward<T>(typed<T>(xc), typed<T>(G), B, C, pg, f.base_w.data<float>(),
+                    f.plane.data<float>(),
                     PlaneOut<T>{gx.defined() ? typed<T>(gx) : nullptr, nullptr, 1.f}, lp, base);
   if (gx.defined()) g.x = gx;
   return true;
@@ -725,20 +752,21 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
 /// t_l = conv(H(ll_l), s_l w_l) for the levels l < s, ll_0 = in, t_l (B, hp, wp, 4, C) of storage
 /// T; with a level tail (s < L, of geometry tg) levels s .. L-1 as one plane launch over ll_s into
 /// the returned tail output (described in *tail; none: an undefined tensor and tail->r null).
+/// f: the forward's folded weights, with the level filters the levels need (f.levels for l < s,
+/// f.plane for a tail).
 template <typename T>
 Tensor analysis_convs_split(const T* in, int B, int C, int K,
-                            const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                            const std::vector<std::pair<int, int>>& d, const Folded& f, int L,
                             int s, const PlaneGeom& tg, std::vector<Tensor>& t, LevelTail* tail) {
-  const int L = w.levels(), KK = K * K;
+  const int KK = K * K;
   t.assign(s, Tensor());
   *tail = LevelTail{};
   if (L == 0) return Tensor();
-  const Tensor wl = fold_levels(w, C, KK, /*flip=*/false);
   Tensor ll;  // keeps the current level's input (levels >= 1) alive; after the loop, ll_s
   for (int l = 0; l < s; ++l) {
     Tensor next;
     const T* src = l == 0 ? in : typed<T>(ll);
-    const float* wll = wl.data<float>() + int64_t(l) * 4 * C * KK;
+    const float* wll = f.levels.data<float>() + int64_t(l) * 4 * C * KK;
     if (!try_haar_conv(src, B, C, K, d[l], d[l + 1], wll, &t[l], nullptr,
                        l + 1 < L ? &next : nullptr)) {
       const Tensor coef = haar(src, B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
@@ -749,10 +777,9 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
     ll = next;
   }
   if (s == L) return Tensor();
-  const Tensor wp = fold_plane_levels<T>(w, C, KK, /*flip=*/false);
   const Tensor r = tail_output(B, d[s], C, s, tail);
   plane_forward<T>(typed<T>(ll), B, C, tg, nullptr, nullptr,
-                   wp.data<float>() + int64_t(s) * KK * 4 * C,
+                   f.plane.data<float>() + int64_t(s) * KK * 4 * C,
                    PlaneOut<T>{nullptr, r.data<float>(), std::ldexp(1.f, -s)});
   return r;
 }
@@ -799,9 +826,9 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
 /// tensor here has their storage T.
 template <typename T>
 Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
-                         const std::vector<std::pair<int, int>>& d, const WTConvWeights& w, int s,
-                         const PlaneGeom& tg, std::vector<Tensor>* gt, WTConvGrads& g,
-                         LevelTail* tail) {
+                         const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
+                         const Folded& f, int s, const PlaneGeom& tg, std::vector<Tensor>* gt,
+                         WTConvGrads& g, LevelTail* tail) {
   const int L = w.levels(), KK = K * K;
   const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
   if (gt != nullptr) gt->assign(s, Tensor());
@@ -809,9 +836,9 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
   if (L == 0) return Tensor();
   constexpr bool kBf16 = !std::is_same_v<T, float>;
   const LevelParams lp = level_params(w, &g);  // every level's gradient tensors
-  // the level gradients' filters: f32 runs backward data with wl, bf16 the forward conv with wlf
-  const Tensor wl = !kBf16 && gt != nullptr ? fold_levels(w, C, KK, /*flip=*/false) : Tensor();
-  const Tensor wlf = kBf16 && gt != nullptr ? fold_levels(w, C, KK, /*flip=*/true) : Tensor();
+  // the level gradients' filters (f.levels, folded for this pass): f32 runs backward data with
+  // the plain ones (wl), bf16 the forward conv with the flipped ones (wlf)
+  const float* levels = gt != nullptr ? f.levels.data<float>() : nullptr;
   const Tensor sums = workspace({s, 4 * C, KK});
   Tensor gR, ll;  // keep the current level's inputs alive; after the loop, gR_s and ll_s
   for (int l = 0; l < s; ++l) {
@@ -819,8 +846,8 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
     Tensor* gtl = gt != nullptr ? &(*gt)[l] : nullptr;
     Tensor* gn = l + 1 < L ? &gnext : nullptr;
     Tensor* xn = l + 1 < L ? &xnext : nullptr;
-    const float* wll = wl.defined() ? wl.data<float>() + l * per : nullptr;
-    const float* wlfl = wlf.defined() ? wlf.data<float>() + l * per : nullptr;
+    const float* wll = levels && !kBf16 ? levels + l * per : nullptr;
+    const float* wlfl = levels && kBf16 ? levels + l * per : nullptr;
     float* sl = sums.data<float>() + l * per;
     level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wll,
                           wlfl, gtl, gn, xn, sl);
@@ -832,10 +859,10 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
       lp, sums.data<float>(), s, C, KK);
   HG_CUDA_LAUNCH_CHECK();
   if (s == L) return Tensor();
-  const Tensor wpf = fold_plane_levels<T>(w, C, KK, /*flip=*/true);
   const Tensor r = gt != nullptr ? tail_output(B, d[s], C, s, tail) : Tensor();
   plane_backward<T>(
-      typed<T>(ll), typed<T>(gR), B, C, tg, nullptr, wpf.data<float>() + int64_t(s) * KK * 4 * C,
+      typed<T>(ll), typed<T>(gR), B, C, tg, nullptr,
+      f.plane.data<float>() + int64_t(s) * KK * 4 * C,
       PlaneOut<T>{nullptr, r.defined() ? r.data<float>() : nullptr, std::ldexp(1.f, -s)},
       levels_from(lp, s), PlaneBaseGrads{});
   return r;
@@ -847,14 +874,14 @@ void fused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K
   const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride, L = w.levels();
   if (try_plane_forward<T>(xc, w, stride, K, y)) return;
   const auto d = level_dims(H, W, L);
-  Folded f = fold(w, C, K, /*flip=*/false, /*with_bias=*/true);
   PlaneGeom tg{};
   const int s = stride == 1 ? tail_level<T>(typed<T>(xc), typed<T>(y), B, C, K, d, L,
                                             /*backward=*/false, &tg)
                             : L;
+  const Folded f = fold<T>(w, C, K, /*backward=*/false, /*levels=*/s > 0, /*plane=*/s < L);
   std::vector<Tensor> t;
   LevelTail tail;
-  const Tensor r = analysis_convs_split(typed<T>(xc), B, C, K, d, w, s, tg, t, &tail);
+  const Tensor r = analysis_convs_split(typed<T>(xc), B, C, K, d, f, L, s, tg, t, &tail);
   synthesis(typed<T>(xc), B, H, W, C, Ho, Wo, stride, K, f, t, tail, typed<T>(y));
 }
 
@@ -911,14 +938,15 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
   PlaneGeom tg{};
   const int s = tail_level<T>(typed<T>(G), gx.defined() ? typed<T>(gx) : typed<T>(G), B, C, K, d, L,
                               /*backward=*/true, &tg);
+  // one fold for the whole backward: the base filter (grad_x's synthesis), the level filters
+  // of grad_x's level gradients (only with grad_x) and the tail's
+  const Folded f =
+      fold<T>(w, C, K, /*backward=*/true, /*levels=*/s > 0 && gx.defined(), /*plane=*/s < L);
   std::vector<Tensor> gt;
   LevelTail tail;
-  const Tensor r = level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, s, tg,
+  const Tensor r = level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, f, s, tg,
                                      gx.defined() ? &gt : nullptr, g, &tail);
-  if (gx.defined()) {
-    const Folded f = fold(w, C, K, /*flip=*/true, /*with_bias=*/false);
-    synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, tail, typed<T>(gx));
-  }
+  if (gx.defined()) synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, tail, typed<T>(gx));
   base_grads<T>(xc, G, B, H, W, C, K, w, g);
   if (gx.defined()) g.x = gx;
   return g;

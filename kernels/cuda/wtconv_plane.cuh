@@ -25,6 +25,7 @@
 // plane_bwd_layout). Compiled as C++17 by nvcc (see wtconv_common.cuh).
 #pragma once
 
+#include "kernels/cuda/staged_rows.cuh"
 #include "kernels/cuda/wtconv_common.cuh"
 
 namespace hg::kernels::cuda::wtconv_detail {
@@ -108,12 +109,41 @@ __device__ __forceinline__ S round_as(float v) {
   return from_f32<S>(to_f32(from_f32<T>(v)));
 }
 
+/// plane_load's fast path: the block copies image b's plane (n pixels, channels [c0, c0 + 32)) into
+/// dst [pixel][32] in 16-byte pieces with cp.async, all of them in flight at once (C a multiple of
+/// VE elements, src 16-byte aligned). Not inlined: inlined, the address arithmetic it hoisted out
+/// of the backward's image loop made the backward spill (80 registers a thread at most).
+template <typename T>
+__device__ __noinline__ void plane_copy_async(const T* __restrict__ src, int b, int n, int C,
+                                              int c0, T* dst) {
+  constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements a copy, copies a pixel
+  const T* img = src + int64_t(b) * n * C + c0;
+  for (int e = int(threadIdx.x); e < n * VPP; e += 32 * kPlaneWarps) {
+    const int pix = e / VPP, v = e % VPP;
+    const bool ok = c0 + v * VE < C;  // whole vectors: C % VE == 0
+    copy16_async(dst + pix * 32 + v * VE, img + (ok ? int64_t(pix) * C + v * VE : 0), ok);
+  }
+  async_commit();
+}
+
 /// Loads the lane's channel of image b's plane (B, H, W, C) into smem as S (zeros for lanes past
-/// C).
+/// C); the values land at the caller's async_wait<0>() (each thread's own copies), before its
+/// barrier. Where S is T, C a multiple of a 16-byte vector and src 16-byte aligned, the block
+/// copies the plane with cp.async (plane_copy_async); one load per pixel and lane kept about 25
+/// dependent memory latencies per warp in flight one after another at 14 x 14 (the blocks of a
+/// multiprocessor start together, so little else ran meanwhile). Otherwise each warp loads and
+/// converts pixels in turn.
 template <typename T, typename S>
 __device__ void plane_load(const T* __restrict__ src, int b, int H, int W, int C, int c, S* dst,
                            int warp) {
   const int n = H * W;
+  if constexpr (std::is_same_v<T, S>) {
+    if (C % (16 / int(sizeof(T))) == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+      const int lane = int(threadIdx.x) & 31;
+      plane_copy_async(src, b, n, C, c - lane, dst - lane);
+      return;
+    }
+  }
   const T* p = src + int64_t(b) * n * C + c;
   const bool active = c < C;
 #pragma unroll 4
@@ -125,7 +155,7 @@ __device__ void plane_load(const T* __restrict__ src, int b, int H, int W, int C
 /// wl_sm, entry e = (l * K*K + k) * 4 + s (wl (L, K*K, 4, C); W = bf16 only where wl is
 /// bf16-rounded already, so staging is exact), the base taps as f32 at wb_sm, entry k (wb (K*K,
 /// C), none for a level tail); zeros for lanes past C. wl_sm, wb_sm: this lane's first entry.
-/// Synchronises the block.
+/// Synchronises the block, once this thread's cp.async copies (plane_load's) have landed.
 template <typename W>
 __device__ void plane_stage_filters(const PlaneGeom& g, const float* __restrict__ wl,
                                     const float* __restrict__ wb, int C, int c, int warp, W* wl_sm,
@@ -139,6 +169,7 @@ __device__ void plane_stage_filters(const PlaneGeom& g, const float* __restrict_
 #pragma unroll 8
   for (int e = warp; e < g.n_w - nl; e += kPlaneWarps)
     wb_sm[e * 32] = keep * __ldg(wb + int64_t(e) * C + cs);
+  async_wait<0>();  // and the plane copies the caller started (plane_load)
   __syncthreads();
 }
 
@@ -417,6 +448,7 @@ __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 regis
   for (int b = b0; b < b1; ++b) {
     plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
     plane_load(G, b, g.h[0], g.w[0], C, c, gs, warp);
+    async_wait<0>();
     __syncthreads();
     plane_pyramid<T>(g, xs, xpyr, warp);
     plane_pyramid<T>(g, gs, gpyr, warp);
@@ -537,22 +569,6 @@ __global__ void __launch_bounds__(32 * kPlaneWarps, 2)  // <= 128 registers: U (
   const int l = (pl - base) / 4, s = (pl - base) % 4, e = 4 * c + s;  // PyTorch channel 4c + s
   lp.gws[l][e] = unfold_filter(&sums[0][lane], 32, lp.ww[l] + int64_t(e) * KK, lp.ws[l][e], KK,
                                lp.gww[l] + int64_t(e) * KK);
-}
-
-/// Folded level filters for the whole-plane kernels: out (L, K*K, 4, C), out[l][k][s][c] = ws_l[e]
-/// ww_l[e][k'] for PyTorch's e = 4c + s, k' = k or (flip) K*K - 1 - k, rounded to bf16 when
-/// `round` (the bf16 op's level filters, kernels/wtconv.h).
-__global__ void fold_plane_levels_kernel(LevelParams lp, int L, int C, int KK, bool flip,
-                                         bool round, float* __restrict__ out) {
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  const int64_t per = int64_t(KK) * 4 * C;
-  if (idx >= L * per) return;
-  const int l = int(idx / per);
-  const int64_t rem = idx % per;
-  const int k = int(rem / (4 * C)), s = int(rem / C % 4), c = int(rem % C);
-  const int e = 4 * c + s, ks = flip ? KK - 1 - k : k;
-  const float v = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
-  out[idx] = round ? __bfloat162float(__float2bfloat16_rn(v)) : v;
 }
 
 }  // namespace hg::kernels::cuda::wtconv_detail
