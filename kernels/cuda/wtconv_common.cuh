@@ -116,6 +116,24 @@ __device__ inline float unfold_filter(const float* __restrict__ v, int vs,
   return gs;
 }
 
+/// unfold_filter by one warp: lane j takes taps j, j + 32, ... (coalesced loads and stores), and
+/// the lanes' partial dot products are summed by a fixed butterfly, so every lane returns the same
+/// sum_k v[k] w[k], bit-identical run to run (in another order than unfold_filter's tap order).
+/// One thread a filter, each waiting on its own KK / 8 chains of strided loads, left the
+/// split path's unfolds at 5-9 us a launch for a few thousand values (H200, twentieth session).
+__device__ inline float unfold_filter_warp(const float* __restrict__ v, const float* __restrict__ w,
+                                           float scale, int KK, float* __restrict__ gw) {
+  float part = 0.f;
+  for (int k = int(threadIdx.x) & 31; k < KK; k += 32) {
+    const float vk = v[k];
+    gw[k] = scale * vk;
+    part = fmaf(vk, w[k], part);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+  return part;
+}
+
 /// Haar analysis of one 2x2 block (a top-left, b top-right, c bottom-left, d bottom-right), exactly
 /// ../shared/docs/wtconv.md: (LL, top-bottom, left-right, diagonal), each / 2.
 __device__ __forceinline__ float4 haar4(float a, float b, float c, float d) {

@@ -102,12 +102,13 @@ struct FoldOut {
 __global__ void fold_kernel(const float* __restrict__ bw, const float* __restrict__ bb,
                             const float* __restrict__ bs, LevelParams lp, int L, int C, int KK,
                             FoldOut o) {
-  int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  const int64_t nbase = o.base_w ? int64_t(KK) * C : 0, nbias = o.base_b ? C : 0;
-  const int64_t per = int64_t(4) * C * KK, nlev = o.levels ? L * per : 0;
+  // int32 indices (the host checks the total): 64-bit divisions cost ~70 instructions each
+  int idx = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
+  const int nbase = o.base_w ? KK * C : 0, nbias = o.base_b ? C : 0;
+  const int per = 4 * C * KK, nlev = o.levels ? L * per : 0;
   if (idx < nbase) {
-    const int c = int(idx % C), k = int(idx / C), ks = o.flip_base ? KK - 1 - k : k;
-    o.base_w[idx] = bs[c] * bw[int64_t(c) * KK + ks];
+    const int k = idx / C, c = idx - k * C, ks = o.flip_base ? KK - 1 - k : k;
+    o.base_w[idx] = bs[c] * bw[c * KK + ks];
     return;
   }
   idx -= nbase;
@@ -117,20 +118,18 @@ __global__ void fold_kernel(const float* __restrict__ bw, const float* __restric
   }
   idx -= nbias;
   if (idx < nlev) {
-    const int l = int(idx / per);
-    const int64_t rem = idx % per;
-    const int ep = int(rem / KK), k = int(rem % KK);
+    const int l = idx / per, rem = idx - l * per;
+    const int ep = rem / KK, k = rem - ep * KK;
     const int e = 4 * (ep % C) + ep / C, ks = o.flip_levels ? KK - 1 - k : k;
-    o.levels[idx] = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
+    o.levels[idx] = lp.ws[l][e] * lp.ww[l][e * KK + ks];
     return;
   }
   idx -= nlev;
   if (o.plane && idx < L * per) {
-    const int l = int(idx / per);
-    const int64_t rem = idx % per;
-    const int k = int(rem / (4 * C)), s = int(rem / C % 4), c = int(rem % C);
+    const int l = idx / per, rem = idx - l * per;
+    const int k = rem / (4 * C), s = rem / C % 4, c = rem % C;
     const int e = 4 * c + s, ks = o.flip_plane ? KK - 1 - k : k;
-    const float v = lp.ws[l][e] * lp.ww[l][int64_t(e) * KK + ks];
+    const float v = lp.ws[l][e] * lp.ww[l][e * KK + ks];
     o.plane[idx] = o.round_plane ? __bfloat162float(__float2bfloat16_rn(v)) : v;
   }
 }
@@ -225,27 +224,31 @@ __global__ void haar_kernel(HaarSrc<T> src, int B, T* __restrict__ coef, T* __re
 // ------------------------------------------------------ levels: sums (L, 4C, K*K) in the
 // sub-band-plane channel order e' = s*C + c (the depthwise weight gradients of the level convs);
 // for PyTorch's e = 4c + s: dL/dww_l[e][k] = ws_l[e] * sums[l][e'][k], dL/dws_l[e] = sum_k
-// sums[l][e'][k] * ww_l[e][k]. One thread per (level, e).
+// sums[l][e'][k] * ww_l[e][k]. One warp per (level, e) (unfold_filter_warp); blocks of 256.
 __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ sums, int L, int C,
                                      int KK) {
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx >= int64_t(L) * 4 * C) return;
-  const int l = int(idx / (4 * C)), e = int(idx % (4 * C));
+  const int f = int(blockIdx.x) * 8 + int(threadIdx.x) / 32;  // the warp's filter
+  if (f >= L * 4 * C) return;
+  const int l = f / (4 * C), e = f - l * 4 * C;
   const int ep = (e % 4) * C + e / 4;
-  lp.gws[l][e] = unfold_filter(sums + (int64_t(l) * 4 * C + ep) * KK, 1, lp.ww[l] + int64_t(e) * KK,
-                               lp.ws[l][e], KK, lp.gww[l] + int64_t(e) * KK);
+  const float gs =
+      unfold_filter_warp(sums + (int64_t(l) * 4 * C + ep) * KK, lp.ww[l] + int64_t(e) * KK,
+                         lp.ws[l][e], KK, lp.gww[l] + int64_t(e) * KK);
+  if ((threadIdx.x & 31) == 0) lp.gws[l][e] = gs;
 }
 // base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
-// sums is (C, K*K), the layout of kernels::cuda::depthwise_conv_backward_weight.
+// sums is (C, K*K), the layout of kernels::cuda::depthwise_conv_backward_weight. One warp per
+// channel; blocks of 256.
 __global__ void unfold_base_kernel(const float* __restrict__ sums, const float* __restrict__ gbf,
                                    const float* __restrict__ bw, const float* __restrict__ bb,
                                    const float* __restrict__ bs, int C, int KK,
                                    float* __restrict__ gbw, float* __restrict__ gbb,
                                    float* __restrict__ gbs) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  const int c = int(blockIdx.x) * 8 + int(threadIdx.x) / 32;
   if (c >= C) return;
-  const float gs = unfold_filter(sums + int64_t(c) * KK, 1, bw + int64_t(c) * KK, bs[c], KK,
-                                 gbw + int64_t(c) * KK);
+  const float gs = unfold_filter_warp(sums + int64_t(c) * KK, bw + int64_t(c) * KK, bs[c], KK,
+                                      gbw + int64_t(c) * KK);
+  if ((threadIdx.x & 31) != 0) return;
   gbb[c] = bs[c] * gbf[c];
   gbs[c] = fmaf(gbf[c], bb[c], gs);
 }
@@ -292,7 +295,8 @@ bool synth_staged_takes(const T* in, int B, int H, int W, int C, int K, const T*
     return (K == 3 || K == 5 || K == 7) && C % (16 / int(sizeof(T))) == 0 && aligned16(in) &&
            aligned16(out) && synth_staged_smem<T>(K, PR, W) <= hg::cuda::max_dynamic_smem() &&
            groups <= INT32_MAX && (C + 31) / 32 <= 65535 &&
-           int64_t(H) * W * C < INT32_MAX;  // stage_rows_async's offsets in one image
+           int64_t(H) * W * C < INT32_MAX &&  // stage_rows_async's offsets in one image
+           B <= 65535 && H <= 131070;         // levels_synth_kernel's grid: (.., hp, B)
   }
 }
 
@@ -322,8 +326,9 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
     const float* Rp = tail.s == 1 ? tail.r : nullptr;
     if (lv.L >= 2) {
       R = workspace({B, hp, wp, C});
-      levels_synth_kernel<<<blocks_for(int64_t(B) * hp * wp * (C / 4)), 256, 0,
-                            hg::cuda::stream()>>>(lv, tail, B, hp, wp, C, R.data<float>());
+      const dim3 grid(unsigned((int64_t(wp) * (C / 4) + 255) / 256), unsigned(hp), unsigned(B));
+      levels_synth_kernel<<<grid, 256, 0, hg::cuda::stream()>>>(lv, tail, hp, wp, C,
+                                                                R.data<float>());
       HG_CUDA_LAUNCH_CHECK();
       Rp = R.data<float>();
     }
@@ -445,6 +450,8 @@ Folded fold(const WTConvWeights& w, int C, int K, bool backward, bool levels, bo
   const int64_t n = int64_t(KK) * C + (backward ? 0 : C) +
                     (o.levels ? int64_t(L) * 4 * C * KK : 0) +
                     (o.plane ? int64_t(L) * 4 * C * KK : 0);
+  HG_CHECK(n < INT32_MAX, "wtconv (cuda, fused): ", n,
+           " folded weights are too many for one launch");
   fold_kernel<<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
       w.base_weight.data<float>(), w.base_bias.data<float>(), w.base_scale.data<float>(),
       level_params(w, nullptr), L, C, KK, o);
@@ -855,7 +862,7 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
     ll = xnext;
   }
   // the split levels' wavelet_weight and wavelet_scale gradients, unfolded in one launch
-  unfold_levels_kernel<<<blocks_for(int64_t(s) * 4 * C), 256, 0, hg::cuda::stream()>>>(
+  unfold_levels_kernel<<<unsigned((int64_t(s) * 4 * C + 7) / 8), 256, 0, hg::cuda::stream()>>>(
       lp, sums.data<float>(), s, C, KK);
   HG_CUDA_LAUNCH_CHECK();
   if (s == L) return Tensor();
@@ -912,7 +919,7 @@ void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, i
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
   g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
-  unfold_base_kernel<<<blocks_for(C), 256, 0, hg::cuda::stream()>>>(
+  unfold_base_kernel<<<unsigned((C + 7) / 8), 256, 0, hg::cuda::stream()>>>(
       sums.data<float>(), bias.data<float>(), w.base_weight.data<float>(),
       w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK, g.base_weight.data<float>(),
       g.base_bias.data<float>(), g.base_scale.data<float>());
