@@ -465,15 +465,17 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   const int strips = kWgradWarps / PR, pair = warp / strips, strip = warp % strips;
   const int SW = (d.OW + strips - 1) / strips, ja = strip * SW, jb = min(d.OW, ja + SW);
   const int G = (d.OH + 2 * PR - 1) / (2 * PR);  // groups per image
-  const int64_t g0 = int64_t(blockIdx.y) * groups_per_block;
-  const int64_t g1 = std::min<int64_t>(int64_t(d.N) * G, g0 + groups_per_block);
+  // group indices in int32 (the host checks N G < 2^31): a 64-bit division is ~70 instructions
+  const int g0 = int(blockIdx.y) * groups_per_block;
+  const int g1 = int(std::min<int64_t>(int64_t(d.N) * G, int64_t(g0) + groups_per_block));
+  const auto walk_x = stage_walk<T, kThreads>(WS), walk_gy = stage_walk<T, kThreads>(d.OW);
   auto stage_group = [&](int64_t g, int buf) {
-    const int n = int(g / G), i0 = int(g % G) * 2 * PR;
+    const int n = int(g) / G, i0 = int(g) % G * 2 * PR;
     uint4* dst = stage + buf * buf_vec;
     stage_rows_async<T, kThreads>(x + int64_t(n) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - d.pad, RS,
-                                  -d.pad, WS, c0, dst);
+                                  -d.pad, WS, c0, dst, walk_x);
     stage_rows_async<T, kThreads>(gy + int64_t(n) * d.OH * d.OW * d.C, d.OH, d.OW, d.C, i0, 2 * PR,
-                                  0, d.OW, c0, dst + x_vec);
+                                  0, d.OW, c0, dst + x_vec, walk_gy);
   };
   float acc[K][K];
 #pragma unroll
@@ -482,7 +484,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
     for (int q = 0; q < K; ++q) acc[p][q] = 0.f;
   float gsum = 0.f;
   staged_items<NB>(g0, 1, g1, stage_group, [&](int64_t g, int buf) {
-    const int i0 = int(g % G) * 2 * PR;
+    const int i0 = int(g) % G * 2 * PR;
     if (c0 + lane >= d.C || i0 + 2 * pair >= d.OH || ja >= jb) return;
     const T* xs = reinterpret_cast<const T*>(stage + buf * buf_vec);
     const T* gs = reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec);
@@ -802,7 +804,8 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
                       aligned16(x) && aligned16(grad_y) &&
                       staged_smem <= hg::cuda::max_dynamic_smem() &&
                       int64_t(s.H) * s.W * s.C < INT32_MAX &&  // int32 offsets in one image
-                      int64_t(s.OH) * s.OW * s.C < INT32_MAX;
+                      int64_t(s.OH) * s.OW * s.C < INT32_MAX &&
+                      int64_t(s.N) * ((s.OH + 2 * PR - 1) / (2 * PR)) < INT32_MAX;  // groups
   // Slices: enough blocks to fill the GPU; a function of the shape and the device only, so the
   // sums are reduced in the same order run to run (determinism).
   const int64_t R = staged ? s.N * ((s.OH + 2 * PR - 1) / (2 * PR)) : s.N * s.OH;

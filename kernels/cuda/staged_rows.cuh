@@ -113,19 +113,29 @@ __device__ __forceinline__ void async_wait() {
 #endif
 }
 
-/// stage_rows, asynchronously: starts the copies (copy16_async) and returns; the block's
-/// kThreads threads (threadIdx.y * 32 + threadIdx.x) take part. Offsets in the image are int32:
-/// needs H * W * C < 2^31. The rows land once every thread
-/// has waited for its copies (async_commit, async_wait) and the block has synchronised.
+/// The StageWalk of this thread (threadIdx.y * 32 + threadIdx.x of kThreads) over rows of ncols
+/// staged columns of T, at its start: made once per kernel by the kernels that stage item after
+/// item (its construction divides by the runtime ncols four times, ~100 instructions: built per
+/// staging call, it was ~11% of the WTConv synthesis's instructions, Nsight, twentieth session).
 template <typename T, int kThreads>
-__device__ __forceinline__ void stage_rows_async(const T* __restrict__ img, int H, int W, int C,
-                                                 int row0, int nrows, int col0, int ncols, int c0,
-                                                 uint4* dst) {
+__device__ __forceinline__ StageWalk<32 / (16 / int(sizeof(T))), kThreads> stage_walk(int ncols) {
+  return StageWalk<32 / (16 / int(sizeof(T))), kThreads>(int(threadIdx.y * 32 + threadIdx.x),
+                                                         ncols);
+}
+
+/// stage_rows, asynchronously: starts the copies (copy16_async) and returns; the block's
+/// kThreads threads (threadIdx.y * 32 + threadIdx.x) take part, `at` being each one's
+/// stage_walk<T, kThreads>(ncols). Offsets in the image are int32: needs H * W * C < 2^31. The
+/// rows land once every thread has waited for its copies (async_commit, async_wait) and the block
+/// has synchronised.
+template <typename T, int kThreads>
+__device__ __forceinline__ void stage_rows_async(
+    const T* __restrict__ img, int H, int W, int C, int row0, int nrows, int col0, int ncols,
+    int c0, uint4* dst, StageWalk<32 / (16 / int(sizeof(T))), kThreads> at) {
   constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements per vector, vectors per pixel
   const int n = nrows * ncols * VPP, tid = threadIdx.y * 32 + threadIdx.x;
   const int cc = c0 + tid % VPP * VE;
   const bool cok = cc < C;
-  StageWalk<VPP, kThreads> at(tid, ncols);
   for (int e = tid; e < n; e += kThreads, at.next(ncols)) {
     const int r = row0 + at.m, col = col0 + at.n;
     const bool ok = cok && unsigned(r) < unsigned(H) && unsigned(col) < unsigned(W);

@@ -92,17 +92,19 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
   // strips of an even width (column pairs share their level terms)
   const int SW = ((d.W + strips - 1) / strips + 1) & ~1, ja = strip * SW, jb = min(d.W, ja + SW);
   const int G = (d.H + 2 * PR - 1) / (2 * PR), items = d.B * G;
+  // t_0 (B, hp, wp, 4, C) is an image of hp rows and 4 wp columns; R (B, hp, wp, C) one of wp
+  const auto walk_x = stage_walk<T, kThreads>(WS), walk_t0 = stage_walk<T, kThreads>(4 * d.wp);
+  const auto walk_R = stage_walk<float, kThreads>(d.wp);
   auto stage_item = [&](int64_t it, int buf) {
     const int item = int(it), b = item / G, i0 = item % G * 2 * PR;
     uint4* dst = stage + buf * buf_vec;
     stage_rows_async<T, kThreads>(x + int64_t(b) * d.H * d.W * d.C, d.H, d.W, d.C, i0 - r, RS, -r,
-                                  WS, c0, dst);
-    // t_0 (B, hp, wp, 4, C) is an image of hp rows and 4 wp columns; R (B, hp, wp, C) one of wp
+                                  WS, c0, dst, walk_x);
     stage_rows_async<T, kThreads>(t0 + int64_t(b) * d.hp * d.wp * 4 * d.C, d.hp, 4 * d.wp, d.C,
-                                  i0 / 2, PR, 0, 4 * d.wp, c0, dst + x_vec);
+                                  i0 / 2, PR, 0, 4 * d.wp, c0, dst + x_vec, walk_t0);
     if (R)
       stage_rows_async<float, kThreads>(R + int64_t(b) * d.hp * d.wp * d.C, d.hp, d.wp, d.C, i0 / 2,
-                                        PR, 0, d.wp, c0, dst + x_vec + t0_vec);
+                                        PR, 0, d.wp, c0, dst + x_vec + t0_vec, walk_R);
   };
   float wr[K][K];
 #pragma unroll
