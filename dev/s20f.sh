@@ -7,6 +7,7 @@
 # ab_call (GPU tests of the tree, bench-layer bf16 A/B twice, both models' bf16 bench A/B,
 # hg_new's launch sequence at C = 96), then Nsight's per-instruction counts (SASS) of hg_new's
 # synthesis and Haar + conv kernels at 96/56/5 bf16, for the next session.
+# Outcome: that launch went 78 -> 125 us (slower than the two it replaced); not committed.
 NAME=s20f
 source dev/labbin-lib.sh
 ab_call
