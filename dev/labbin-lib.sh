@@ -12,9 +12,12 @@
 #   model_rows P MODELS V...  the model bench (B = 128, 224 px, fused WTConv) in precision P with
 #                             each program V: each model's line and its memory table
 #   ncu_seq V                 Nsight's launch sequence of V's bench-layer bf16 at C = 96
-#                             (dev/ncu_seq.py) into $OUT/seq-96.txt
+#                             (dev/ncu_seq.py) into $OUT/seq-96.txt; ncu_seq_at V C at C
+#   final_call V              a session's final figures: bench-layer bf16 / fp32, both models in
+#                             bf16, fp32, tf32, bf16, and timm's peer bench in the same call
 #   ncu_stalls V REGEX N      the stall reasons (dev/ncu_stalls.py) of the first N launches whose
 #                             kernel matches REGEX in V's bench-layer bf16 at C = 96
+#   ab_summary                ab_call's results, printed
 #   ab_call [fp32]            one call's A/B of hg_base against hg_new: GPU tests (hg_new's tree),
 #                             bench-layer bf16 twice (and fp32 once), both models' bf16 bench twice,
 #                             then hg_new's launch sequence; $OUT/tests.txt, bench-layer.txt,
@@ -57,10 +60,25 @@ model_rows() {
 }
 
 NCU_LAYER=(bench-layer --precision bf16 --channels 96 --warmup 0 --iters 1)
-ncu_seq() {
+ncu_seq() { ncu_seq_at "$1" 96; tail -1 $OUT/seq-96.txt; }
+ncu_seq_at() {  # V C: the launch sequence of V's bench-layer bf16 at C channels -> $OUT/seq-C.txt
   timeout 60 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --page raw \
-    $L/$1 "${NCU_LAYER[@]}" > $R/ncu-96.csv 2> /dev/null
-  python3 dev/ncu_seq.py $R/ncu-96.csv 0 100000 > $OUT/seq-96.txt; tail -1 $OUT/seq-96.txt
+    $L/$1 bench-layer --precision bf16 --channels $2 --warmup 0 --iters 1 > $R/ncu-$2.csv 2> /dev/null
+  python3 dev/ncu_seq.py $R/ncu-$2.csv 0 100000 > $OUT/seq-$2.txt
+}
+
+final_call() {  # V: bench-layer bf16 and fp32 (I/O model), the models in bf16, fp32, tf32, bf16,
+                # timm's peer bench, all in this call; $OUT/bench-layer.txt, model.txt, peer.txt
+  { IO=1 layer_rows bf16 $1; IO=1 layer_rows fp32 $1; } > $OUT/bench-layer.txt 2>&1
+  el bench-layer
+  for p in bf16 fp32 tf32 bf16; do model_rows $p convnext_tiny,wtconvnext_tiny $1; done \
+    > $OUT/model.txt 2>&1
+  el model
+  timeout 120 python3 scripts/peer-bench.py --steps 10 --warmup 3 --modes amp_bf16,compile_bf16 \
+    --output $OUT/peer_bench.json > $OUT/peer.txt 2>&1
+  el peer
+  grep -E "^==|wtconv fused|ours dw 7" $OUT/bench-layer.txt; grep -E "^==|128 " $OUT/model.txt | cut -c1-140
+  tail -3 $OUT/peer.txt | cut -c1-160
 }
 
 STALLS='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active'
@@ -68,6 +86,11 @@ ncu_stalls() {
   timeout 120 $NCU --clock-control none -k regex:"$2" -c $3 --metrics "$STALLS" --csv --page raw \
     $L/$1 "${NCU_LAYER[@]}" > $R/stalls.csv 2> $R/stalls.err
   python3 dev/ncu_stalls.py $R/stalls.csv
+}
+
+ab_summary() {  # what ab_call wrote: the tests, the bench-layer rows, the models' bf16 lines
+  cat $OUT/tests.txt $OUT/bench-layer.txt
+  grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
 }
 
 ab_call() {

@@ -8,11 +8,8 @@
 NAME=s20b
 source dev/labbin-lib.sh
 ab_call
-for c in 192 384 768; do
-  timeout 60 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --page raw \
-    $L/hg_base bench-layer --precision bf16 --channels $c --warmup 0 --iters 1 > $R/ncu-$c.csv 2> /dev/null
-  python3 dev/ncu_seq.py $R/ncu-$c.csv 0 100000 > $OUT/seq-$c.txt
-done
+for c in 192 384 768; do ncu_seq_at hg_base $c; done
 el seqs
-cat $OUT/tests.txt $OUT/bench-layer.txt; grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
+ab_summary
 tail -1 $OUT/seq-96.txt
+# (Rewritten onto dev/labbin-lib.sh's ncu_seq_at and ab_summary after the call ran: the same commands.)

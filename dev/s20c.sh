@@ -11,9 +11,8 @@
 NAME=s20c
 source dev/labbin-lib.sh
 ab_call fp32
-timeout 60 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --page raw \
-  $L/hg_new bench-layer --precision bf16 --channels 384 --warmup 0 --iters 1 > $R/ncu-384.csv 2> /dev/null
-python3 dev/ncu_seq.py $R/ncu-384.csv 0 100000 > $OUT/seq-384.txt
+ncu_seq_at hg_new 384
 el seq384
-cat $OUT/tests.txt $OUT/bench-layer.txt; grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
+ab_summary
 sed -n 1,40p $OUT/seq-96.txt | tail -32; sed -n 9,16p $OUT/seq-384.txt
+# (Rewritten onto dev/labbin-lib.sh's ncu_seq_at and ab_summary after the call ran: the same commands.)

@@ -15,5 +15,6 @@ timeout 120 $NCU --clock-control none -k regex:"synth_staged|haar_conv" -c 3 --s
   --page source --csv --print-source sass $L/hg_new "${NCU_LAYER[@]}" > $R/src.csv 2> $R/src.err
 xz -k -c $R/src.csv > $OUT/src-sass.csv.xz; ls -la $R/src.csv; tail -2 $R/src.err
 el sass
-cat $OUT/tests.txt $OUT/bench-layer.txt; grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
+ab_summary
 sed -n 9,36p $OUT/seq-96.txt; tail -1 $OUT/seq-96.txt
+# (Rewritten onto dev/labbin-lib.sh's ab_summary after the call ran: the same commands.)

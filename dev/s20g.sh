@@ -9,5 +9,6 @@
 NAME=s20g
 source dev/labbin-lib.sh
 ab_call fp32
-cat $OUT/tests.txt $OUT/bench-layer.txt; grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
+ab_summary
 sed -n 9,36p $OUT/seq-96.txt; tail -1 $OUT/seq-96.txt
+# (Rewritten onto dev/labbin-lib.sh's ab_summary after the call ran: the same commands.)

@@ -17,4 +17,5 @@ el bench-layer
 for round in 1 2; do model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_walk hg_both; done \
   > $OUT/model.txt 2>&1
 el model
-cat $OUT/tests.txt $OUT/bench-layer.txt; grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
+ab_summary
+# (Rewritten onto dev/labbin-lib.sh's ab_summary after the call ran: the same commands.)
