@@ -6,6 +6,9 @@
 # device tool carries at most 64 MiB). An A/B call also needs build/labbin/hg_base: copy the
 # baseline's build/haargrad there before building the change (`cp build/haargrad build/labbin/hg_base`).
 # Usage (repository root, after building in build/): dev/labbin-pack.sh
+# The nvJPEG copy, on a fresh machine: mkdir -p /work/nvjpeg-wheel && cd /work/nvjpeg-wheel &&
+#   pip download --no-deps nvidia-nvjpeg && python3 -m zipfile -e nvidia_nvjpeg-*.whl .
+# (also what -DNVJPEG_ROOT=/work/nvjpeg-wheel/nvidia/cu13 builds against).
 set -euo pipefail
 NVJPEG_LIB=${NVJPEG_LIB:-/work/nvjpeg-wheel/nvidia/cu13/lib/libnvjpeg.so.13}
 mkdir -p build/labbin build/labpack
