@@ -99,6 +99,11 @@ struct FoldOut {
   float *base_w, *base_b, *levels, *plane;
   bool flip_base, flip_levels, flip_plane, round_plane;
 };
+/// One folded level tap: ws_l[e] * ww_l[e][k'] (k' = k, or K*K - 1 - k when flipped).
+__device__ __forceinline__ float fold_level_tap(const LevelParams& lp, int l, int e, int k, int KK,
+                                                bool flip) {
+  return lp.ws[l][e] * lp.ww[l][e * KK + (flip ? KK - 1 - k : k)];
+}
 __global__ void fold_kernel(const float* __restrict__ bw, const float* __restrict__ bb,
                             const float* __restrict__ bs, LevelParams lp, int L, int C, int KK,
                             FoldOut o) {
@@ -120,16 +125,14 @@ __global__ void fold_kernel(const float* __restrict__ bw, const float* __restric
   if (idx < nlev) {
     const int l = idx / per, rem = idx - l * per;
     const int ep = rem / KK, k = rem - ep * KK;
-    const int e = 4 * (ep % C) + ep / C, ks = o.flip_levels ? KK - 1 - k : k;
-    o.levels[idx] = lp.ws[l][e] * lp.ww[l][e * KK + ks];
+    o.levels[idx] = fold_level_tap(lp, l, 4 * (ep % C) + ep / C, k, KK, o.flip_levels);
     return;
   }
   idx -= nlev;
   if (o.plane && idx < L * per) {
     const int l = idx / per, rem = idx - l * per;
     const int k = rem / (4 * C), s = rem / C % 4, c = rem % C;
-    const int e = 4 * c + s, ks = o.flip_plane ? KK - 1 - k : k;
-    const float v = lp.ws[l][e] * lp.ww[l][e * KK + ks];
+    const float v = fold_level_tap(lp, l, 4 * c + s, k, KK, o.flip_plane);
     o.plane[idx] = o.round_plane ? __bfloat162float(__float2bfloat16_rn(v)) : v;
   }
 }
@@ -224,10 +227,11 @@ __global__ void haar_kernel(HaarSrc<T> src, int B, T* __restrict__ coef, T* __re
 // ------------------------------------------------------ levels: sums (L, 4C, K*K) in the
 // sub-band-plane channel order e' = s*C + c (the depthwise weight gradients of the level convs);
 // for PyTorch's e = 4c + s: dL/dww_l[e][k] = ws_l[e] * sums[l][e'][k], dL/dws_l[e] = sum_k
-// sums[l][e'][k] * ww_l[e][k]. One warp per (level, e) (unfold_filter_warp); blocks of 256.
+// sums[l][e'][k] * ww_l[e][k]. One warp per (level, e) (unfold_filter_warp), kUnfoldWarps a block.
+constexpr int kUnfoldWarps = 8;
 __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ sums, int L, int C,
                                      int KK) {
-  const int f = int(blockIdx.x) * 8 + int(threadIdx.x) / 32;  // the warp's filter
+  const int f = int(blockIdx.x) * kUnfoldWarps + int(threadIdx.x) / 32;  // the warp's filter
   if (f >= L * 4 * C) return;
   const int l = f / (4 * C), e = f - l * 4 * C;
   const int ep = (e % 4) * C + e / 4;
@@ -238,13 +242,13 @@ __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ s
 }
 // base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
 // sums is (C, K*K), the layout of kernels::cuda::depthwise_conv_backward_weight. One warp per
-// channel; blocks of 256.
+// channel, kUnfoldWarps a block.
 __global__ void unfold_base_kernel(const float* __restrict__ sums, const float* __restrict__ gbf,
                                    const float* __restrict__ bw, const float* __restrict__ bb,
                                    const float* __restrict__ bs, int C, int KK,
                                    float* __restrict__ gbw, float* __restrict__ gbb,
                                    float* __restrict__ gbs) {
-  const int c = int(blockIdx.x) * 8 + int(threadIdx.x) / 32;
+  const int c = int(blockIdx.x) * kUnfoldWarps + int(threadIdx.x) / 32;
   if (c >= C) return;
   const float gs = unfold_filter_warp(sums + int64_t(c) * KK, bw + int64_t(c) * KK, bs[c], KK,
                                       gbw + int64_t(c) * KK);
@@ -862,8 +866,9 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
     ll = xnext;
   }
   // the split levels' wavelet_weight and wavelet_scale gradients, unfolded in one launch
-  unfold_levels_kernel<<<unsigned((int64_t(s) * 4 * C + 7) / 8), 256, 0, hg::cuda::stream()>>>(
-      lp, sums.data<float>(), s, C, KK);
+  unfold_levels_kernel<<<unsigned((int64_t(s) * 4 * C + kUnfoldWarps - 1) / kUnfoldWarps),
+                         32 * kUnfoldWarps, 0, hg::cuda::stream()>>>(lp, sums.data<float>(), s, C,
+                                                                     KK);
   HG_CUDA_LAUNCH_CHECK();
   if (s == L) return Tensor();
   const Tensor r = gt != nullptr ? tail_output(B, d[s], C, s, tail) : Tensor();
@@ -919,7 +924,8 @@ void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, i
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
   g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
-  unfold_base_kernel<<<unsigned((C + 7) / 8), 256, 0, hg::cuda::stream()>>>(
+  unfold_base_kernel<<<unsigned((C + kUnfoldWarps - 1) / kUnfoldWarps), 32 * kUnfoldWarps, 0,
+                       hg::cuda::stream()>>>(
       sums.data<float>(), bias.data<float>(), w.base_weight.data<float>(),
       w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK, g.base_weight.data<float>(),
       g.base_bias.data<float>(), g.base_scale.data<float>());
