@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Dev use (device tool), twenty-first session's second call, prebuilt binaries (dev/labbin-pack.sh;
-# hg_new = commit 0b5f0d9's program): how long the GPU sits idle between the kernels of a graphed
+# hg_new = commit af4b10a's program): how long the GPU sits idle between the kernels of a graphed
 # bf16 training step (ConvNeXt-T and WTConvNeXt-T, B = 128), from Nsight Systems with the graph
 # traced per node (dev/nsys_gaps.py over the last 4 steps). The question: would programmatic
 # dependent launch pay?
