@@ -55,7 +55,10 @@ float f16_to_f32(uint16_t h) {
       u = sign;
     } else {  // subnormal: normalise
       exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) { mant <<= 1; --exp; }
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
       u = sign | (exp << 23) | ((mant & 0x3ff) << 13);
     }
   } else if (exp == 31) {
@@ -147,14 +150,15 @@ void device_memcpy(void* dst, Device dd, const void* src, Device sd, size_t byte
     return;
   }
 #ifdef HAARGRAD_WITH_CUDA
-  cudaMemcpyKind kind = sd == Device::cpu ? cudaMemcpyHostToDevice
+  cudaMemcpyKind kind = sd == Device::cpu   ? cudaMemcpyHostToDevice
                         : dd == Device::cpu ? cudaMemcpyDeviceToHost
                                             : cudaMemcpyDeviceToDevice;
   if (kind == cudaMemcpyHostToDevice && memory::is_pinned(src)) {
     // Queued on the thread's stream, like every kernel, so later work sees the bytes; the pinned
     // pool keeps the source block until the copy is done.
     cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, cuda::stream());
-    HG_CHECK(err == cudaSuccess, "cudaMemcpyAsync of ", bytes, " bytes failed: ", cudaGetErrorString(err));
+    HG_CHECK(err == cudaSuccess, "cudaMemcpyAsync of ", bytes,
+             " bytes failed: ", cudaGetErrorString(err));
     memory::record_pinned_use(src);
     return;
   }
@@ -211,8 +215,8 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device
 
 template <typename T>
 Tensor Tensor::from_vector(const Shape& shape, const std::vector<T>& values, Device device) {
-  HG_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "Tensor::from_vector: ",
-           values.size(), " values for shape ", shape_str(shape));
+  HG_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape),
+           "Tensor::from_vector: ", values.size(), " values for shape ", shape_str(shape));
   return from_bytes(shape, dtype_of<T>(), values.data(), device);
 }
 template Tensor Tensor::from_vector<float>(const Shape&, const std::vector<float>&, Device);
@@ -243,7 +247,8 @@ Device Tensor::device() const { return impl().device; }
 
 int64_t Tensor::size(int d) const {
   int n = ndim();
-  HG_CHECK(d >= -n && d < n, "Tensor::size: dim ", d, " out of range for shape ", shape_str(shape()));
+  HG_CHECK(d >= -n && d < n, "Tensor::size: dim ", d, " out of range for shape ",
+           shape_str(shape()));
   return shape()[static_cast<size_t>(d < 0 ? d + n : d)];
 }
 
@@ -349,7 +354,8 @@ Tensor Tensor::reshape(const Shape& new_shape_in) const {
 
 Tensor Tensor::permute(const std::vector<int>& dims) const {
   const int n = ndim();
-  HG_CHECK(static_cast<int>(dims.size()) == n, "permute: ", dims.size(), " dims for tensor ", describe());
+  HG_CHECK(static_cast<int>(dims.size()) == n, "permute: ", dims.size(), " dims for tensor ",
+           describe());
   std::vector<bool> seen(static_cast<size_t>(n), false);
   Shape ns(static_cast<size_t>(n)), st(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -399,9 +405,8 @@ Tensor Tensor::dense_copy(const Tensor& t) {
 
 Tensor Tensor::clone() const {
   Tensor out = dense_copy(*this);
-  autograd::record("clone", {*this}, {out}, [](autograd::Backward& g) {
-    return std::vector<Tensor>{g.grad_output(0)};
-  });
+  autograd::record("clone", {*this}, {out},
+                   [](autograd::Backward& g) { return std::vector<Tensor>{g.grad_output(0)}; });
   return out;
 }
 
@@ -491,6 +496,32 @@ void Tensor::copy_(const Tensor& src) {
   }
 }
 
+void copy_many(const std::vector<Tensor>& dst, const std::vector<Tensor>& src) {
+  HG_CHECK(dst.size() == src.size(), "copy_many: ", dst.size(), " destinations for ", src.size(),
+           " sources");
+#ifdef HAARGRAD_WITH_CUDA
+  std::vector<kernels::cuda::CopyItem> items;
+#endif
+  for (size_t i = 0; i < dst.size(); ++i) {
+    Tensor d = dst[i];  // a handle: copy_ writes into dst[i]'s storage
+    const Tensor& s = src[i];
+    const bool together = d.device() == Device::cuda && s.device() == Device::cuda &&
+                          d.dtype() == s.dtype() && d.shape() == s.shape() && d.is_contiguous() &&
+                          s.is_contiguous();
+#ifdef HAARGRAD_WITH_CUDA
+    if (together) {
+      items.push_back({d.data_ptr(), s.data_ptr(), int64_t(d.nbytes())});
+      continue;
+    }
+#endif
+    (void)together;
+    d.copy_(s);
+  }
+#ifdef HAARGRAD_WITH_CUDA
+  kernels::cuda::copy_many(items);
+#endif
+}
+
 void Tensor::fill_(double value) {
   if (device() == Device::cuda) {
 #ifdef HAARGRAD_WITH_CUDA
@@ -506,7 +537,8 @@ void Tensor::fill_(double value) {
     std::fill_n(data<float>(), numel(), static_cast<float>(value));
     return;
   }
-  for_each_index(shape(), strides(), [&](int64_t, int64_t off) { store_double(base, t, offset() + off, value); });
+  for_each_index(shape(), strides(),
+                 [&](int64_t, int64_t off) { store_double(base, t, offset() + off, value); });
 }
 
 // ---- autograd state ----------------------------------------------------------------------------
@@ -515,8 +547,8 @@ bool Tensor::requires_grad() const { return defined() && impl_->requires_grad; }
 
 Tensor& Tensor::requires_grad_(bool on) {
   impl();
-  HG_CHECK(!on || is_floating(dtype()), "requires_grad_: only floating tensors can require grad, got ",
-           describe());
+  HG_CHECK(!on || is_floating(dtype()),
+           "requires_grad_: only floating tensors can require grad, got ", describe());
   impl_->requires_grad = on;
   if (on && !impl_->slot) impl_->slot = std::make_shared<autograd::GradSlot>();
   if (!on) impl_->slot.reset();
@@ -546,7 +578,9 @@ void Tensor::clear_grad() const {
   }
 }
 
-std::shared_ptr<autograd::GradSlot> Tensor::grad_slot() const { return impl_ ? impl_->slot : nullptr; }
+std::shared_ptr<autograd::GradSlot> Tensor::grad_slot() const {
+  return impl_ ? impl_->slot : nullptr;
+}
 
 void Tensor::set_grad_slot(std::shared_ptr<autograd::GradSlot> slot) const {
   impl();
@@ -560,8 +594,8 @@ void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
   HG_CHECK(a.shape() == b.shape(), op, ": shapes differ: ", a.describe(), " vs ", b.describe());
 }
 void check_same_dtype_device(const char* op, const Tensor& a, const Tensor& b) {
-  HG_CHECK(a.dtype() == b.dtype() && a.device() == b.device(), op, ": dtype/device differ: ",
-           a.describe(), " vs ", b.describe());
+  HG_CHECK(a.dtype() == b.dtype() && a.device() == b.device(), op,
+           ": dtype/device differ: ", a.describe(), " vs ", b.describe());
 }
 void check_dtype(const char* op, const Tensor& t, DType dtype) {
   HG_CHECK(t.dtype() == dtype, op, ": expected dtype ", dtype_name(dtype), ", got ", t.describe());

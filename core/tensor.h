@@ -25,7 +25,9 @@ int64_t shape_numel(const Shape& s);
 /// Row-major (C-contiguous) strides of a shape, in elements.
 Shape contiguous_strides(const Shape& s);
 
-namespace autograd { struct GradSlot; }
+namespace autograd {
+struct GradSlot;
+}
 
 class Tensor {
  public:
@@ -75,10 +77,10 @@ class Tensor {
 
   // ---- views and copies (recorded by autograd when the tensor requires grad) ----
   Tensor reshape(const Shape& shape) const;  ///< one dim may be -1; view when dense, else copy
-  Tensor permute(const std::vector<int>& dims) const;  ///< a view
+  Tensor permute(const std::vector<int>& dims) const;       ///< a view
   Tensor slice(int dim, int64_t begin, int64_t end) const;  ///< a view, [begin, end)
-  Tensor contiguous() const;  ///< itself if dense, else a dense copy
-  Tensor clone() const;       ///< always a dense copy
+  Tensor contiguous() const;                                ///< itself if dense, else a dense copy
+  Tensor clone() const;                                     ///< always a dense copy
   /// To another device. From a pinned CPU tensor to cuda the copy is queued on the default stream
   /// and the call returns at once (later GPU work is ordered after it); other copies block.
   Tensor to(Device device) const;
@@ -119,6 +121,12 @@ class Tensor {
 };
 
 /// Throws hg::Error "<op>: expected <what> ..., got ..." unless the condition holds.
+/// dst[i].copy_(src[i]) for every i; the pairs that are dense, on the GPU and of one dtype are
+/// copied together, in one kernel launch per up to 128 of them, instead of a cudaMemcpyAsync each
+/// (kernels/cuda/copy.h, copy_many). dst and src: equal lengths; each pair as copy_ takes it, and
+/// no dst may overlap a src.
+void copy_many(const std::vector<Tensor>& dst, const std::vector<Tensor>& src);
+
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
 void check_same_dtype_device(const char* op, const Tensor& a, const Tensor& b);
 void check_dtype(const char* op, const Tensor& t, DType dtype);

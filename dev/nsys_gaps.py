@@ -27,12 +27,13 @@ rows = list(csv.reader(open(sys.argv[1])))
 head = next(i for i, r in enumerate(rows) if any("Start" in c for c in r))
 header, rows = rows[head], rows[head + 1:]
 cs, cd, cn = column(header, "Start"), column(header, "Duration"), column(header, "Name")
-kern = []
+kern, ops = [], []  # kernels; memory operations (copies, sets)
 for r in rows:
     if len(r) <= max(cs, cd, cn) or not r[cd]:
         continue
     name = r[cn]
     if name.startswith("[CUDA mem") or "memcpy" in name.lower() or "memset" in name.lower():
+        ops.append((float(r[cs]) / 1e3, float(r[cd]) / 1e3, name))
         continue
     kern.append((float(r[cs]) / 1e3, float(r[cd]) / 1e3, name))  # us
 kern.sort()
@@ -43,27 +44,48 @@ t0 = kern[0][0]
 busy = idle = 0.0
 cur_end = t0
 gaps = []
+prev = ""
 for s, d, name in kern:
     if s > cur_end:
-        gaps.append((s - cur_end, name))
+        gaps.append((s - cur_end, name, prev, cur_end, s))
         idle += s - cur_end
     busy += max(0.0, s + d - max(s, cur_end))
     cur_end = max(cur_end, s + d)
+    prev = name
 span = cur_end - t0
 print(f"{len(kern)} kernels in {span / 1e3:.3f} ms: busy {busy / 1e3:.3f} ms, idle {idle / 1e3:.3f} ms "
       f"({100 * idle / span:.1f}%), sum of kernel times {sum(d for _, d, _ in kern) / 1e3:.3f} ms")
 edges = [0, 0.5, 1, 2, 3, 5, 10, 1e9]
 hist = [0] * (len(edges) - 1)
-for g, _ in gaps:
+for g, *_ in gaps:
     for i in range(len(edges) - 1):
         if edges[i] <= g < edges[i + 1]:
             hist[i] += 1
 print("gaps (us): " + ", ".join(f"[{edges[i]}, {edges[i + 1]}): {hist[i]}" for i in range(len(hist))))
 by = defaultdict(lambda: [0, 0.0])
-for g, name in gaps:
+for g, name, *_ in gaps:
     short = name.split("(")[0].split("<")[0][-60:]
     by[short][0] += 1
     by[short][1] += g
 print("idle before, by kernel (top 15): count, total us")
 for name, (n, t) in sorted(by.items(), key=lambda z: -z[1][1])[:15]:
     print(f"  {t:9.1f} {n:6d}  {name}")
+
+def short(name):
+    return name.split("(")[0][-70:]
+
+
+print("by (kernel before, kernel after) (top 12): count, total us")
+pairs = defaultdict(lambda: [0, 0.0])
+for g, name, prev, *_ in gaps:
+    pairs[(short(prev), short(name))][0] += 1
+    pairs[(short(prev), short(name))][1] += g
+for (a, b), (n, t) in sorted(pairs.items(), key=lambda z: -z[1][1])[:12]:
+    print(f"  {t:9.1f} {n:6d}  {a}  ->  {b}")
+ops = [o for o in ops if o[0] >= t0]
+print(f"memory operations in the window: {len(ops)}, {sum(d for _, d, _ in ops):.1f} us")
+big = sorted(gaps, reverse=True)[:4]
+for g, name, prev, a, b in big:
+    inside = [o for o in ops if a - 1 <= o[0] <= b]
+    print(f"gap {g:.1f} us: {short(prev)} -> {short(name)}; memory operations in it: "
+          + "; ".join(f"{o[2][:40]} {o[1]:.1f} us" for o in inside[:3]))

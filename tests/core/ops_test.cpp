@@ -12,7 +12,8 @@ Tensor param(const Shape& s, uint64_t seed) { return test::random(s, seed).requi
 }  // namespace
 
 TEST(Ops, AddSubMulScaleValues) {
-  Tensor a = Tensor::from_vector<double>({3}, {1, 2, 3}), b = Tensor::from_vector<double>({3}, {4, 5, 7});
+  Tensor a = Tensor::from_vector<double>({3}, {1, 2, 3}),
+         b = Tensor::from_vector<double>({3}, {4, 5, 7});
   EXPECT_EQ(ops::add(a, b).to_vector<double>(), (std::vector<double>{5, 7, 10}));
   EXPECT_EQ(ops::sub(a, b).to_vector<double>(), (std::vector<double>{-3, -3, -4}));
   EXPECT_EQ(ops::mul(a, b).to_vector<double>(), (std::vector<double>{4, 10, 21}));
@@ -47,14 +48,17 @@ TEST(Ops, GradcheckElementwise) {
 TEST(Ops, MatmulMatchesReferenceAndGradchecks) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      Tensor a = param(ta ? Shape{4, 3} : Shape{3, 4}, 11), b = param(tb ? Shape{5, 4} : Shape{4, 5}, 12);
+      Tensor a = param(ta ? Shape{4, 3} : Shape{3, 4}, 11),
+             b = param(tb ? Shape{5, 4} : Shape{4, 5}, 12);
       Tensor c = ops::matmul(a, b, ta, tb);
       ASSERT_EQ(c.shape(), (Shape{3, 5}));
-      std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>(), cv = c.to_vector<double>();
+      std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>(),
+                          cv = c.to_vector<double>();
       for (int m = 0; m < 3; ++m)
         for (int n = 0; n < 5; ++n) {
           double acc = 0;
-          for (int k = 0; k < 4; ++k) acc += (ta ? av[k * 3 + m] : av[m * 4 + k]) * (tb ? bv[n * 4 + k] : bv[k * 5 + n]);
+          for (int k = 0; k < 4; ++k)
+            acc += (ta ? av[k * 3 + m] : av[m * 4 + k]) * (tb ? bv[n * 4 + k] : bv[k * 5 + n]);
           EXPECT_NEAR(cv[m * 5 + n], acc, 1e-12);
         }
       auto f = [ta, tb](const std::vector<Tensor>& x) { return ops::matmul(x[0], x[1], ta, tb); };
@@ -66,7 +70,9 @@ TEST(Ops, ReductionsAndViewsGradcheck) {
   auto f_sum = [](const std::vector<Tensor>& x) { return ops::sum(x[0], {0, 2}, false); };
   auto f_mean = [](const std::vector<Tensor>& x) { return ops::mean(x[0], {-1}, true); };
   auto f_perm = [](const std::vector<Tensor>& x) { return x[0].permute({2, 0, 1}).contiguous(); };
-  auto f_reshape = [](const std::vector<Tensor>& x) { return x[0].permute({1, 0, 2}).reshape({-1, 2}); };
+  auto f_reshape = [](const std::vector<Tensor>& x) {
+    return x[0].permute({1, 0, 2}).reshape({-1, 2});
+  };
   auto f_slice = [](const std::vector<Tensor>& x) { return x[0].slice(1, 1, 3).contiguous(); };
   EXPECT_LT(test::gradcheck(f_sum, {param({2, 3, 4}, 21)}), 1e-8);
   EXPECT_LT(test::gradcheck(f_mean, {param({2, 3, 4}, 22)}), 1e-8);
@@ -115,6 +121,51 @@ TEST(Autograd, ZeroGradIsLazyAndTheNextBackwardOverwrites) {
   for (size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(g[i], 2 * xv[i]);
   EXPECT_EQ(w.grad().data_ptr(), buffer);
   EXPECT_EQ(unused.grad().to_vector<double>(), (std::vector<double>{0, 0}));
+}
+
+// A leaf's first gradient of a backward waits in a list and is copied with others
+// (core/autograd.cpp: copy_many, flushed every 96 copies or 8 MiB, before a hook or an add reads
+// the leaf's buffer, and at the end). 150 parameters cross the count flush; `shared` is reached
+// twice (its buffer must hold the first gradient before the second is added); `hooked`'s hook must
+// see its final gradient; a 33 MiB parameter crosses the bytes flush alone; every gradient is
+// checked after.
+TEST(Autograd, DeferredLeafCopiesFlushBeforeReadsAndAtTheEnd) {
+  std::vector<Tensor> ps;
+  for (int i = 0; i < 150; ++i) ps.push_back(param({3}, 200 + uint64_t(i)));
+  Tensor shared = param({3}, 401), hooked = param({3}, 402), big = param({int64_t(33) << 17}, 403);
+  const Tensor x = test::random({3}, 404);
+  std::vector<double> at_hook;
+  hooked.grad_slot()->on_grad_final = [&] { at_hook = hooked.grad().to_vector<double>(); };
+  for (int step = 0; step < 2; ++step) {  // the second after zero_grad: the stale buffers' path
+    if (step == 1) {
+      for (Tensor& p : ps) p.zero_grad();
+      for (Tensor* p : {&shared, &hooked, &big}) p->zero_grad();
+    }
+    at_hook.clear();
+    Tensor l = ops::sum_all(ops::mul(big, big));
+    for (size_t i = 0; i < ps.size(); ++i)
+      l = ops::add(l, ops::sum_all(ops::mul(ps[i], ops::scale(x, double(i + 1)))));
+    l = ops::add(l, ops::sum_all(ops::mul(hooked, ops::mul(x, x))));
+    l = ops::add(l, ops::sum_all(ops::mul(shared, x)));  // shared's two uses one after the other:
+    l = ops::add(l, ops::sum_all(ops::mul(shared, ops::mul(x, x))));  // nothing flushes between
+    autograd::backward(l);
+    const std::vector<double> xv = x.to_vector<double>();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const std::vector<double> g = ps[i].grad().to_vector<double>();
+      for (size_t k = 0; k < 3; ++k) ASSERT_DOUBLE_EQ(g[k], double(i + 1) * xv[k]) << "param " << i;
+    }
+    const std::vector<double> gs = shared.grad().to_vector<double>(),
+                              gh = hooked.grad().to_vector<double>();
+    ASSERT_EQ(at_hook.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_DOUBLE_EQ(gs[k], xv[k] + xv[k] * xv[k]);
+      EXPECT_DOUBLE_EQ(gh[k], xv[k] * xv[k]);
+      EXPECT_DOUBLE_EQ(at_hook[k], xv[k] * xv[k]);
+    }
+    const std::vector<double> gb = big.grad().to_vector<double>(), bv = big.to_vector<double>();
+    for (size_t k = 0; k < gb.size(); k += 4099) ASSERT_DOUBLE_EQ(gb[k], 2 * bv[k]);
+    EXPECT_DOUBLE_EQ(gb.back(), 2 * bv.back());
+  }
 }
 
 TEST(Autograd, NoGradRecordsNothing) {
