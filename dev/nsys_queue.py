@@ -15,12 +15,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-
-def column(header, *words):
-    for i, h in enumerate(header):
-        if all(w.lower() in h.lower() for w in words):
-            return i
-    raise SystemExit(f"no column with {words} in {header}")
+from nsys_csv import column
 
 
 def pct(v, q):
