@@ -93,11 +93,14 @@ namespace {
 ///   base_w (K*K, C):       bs[c] * bw[c][k'];            base_b (C): bs[c] * bb[c];
 ///   levels (L, 4C, K*K):   ws_l[e] * ww_l[e][k'] at [l][s*C + c][k] (the split path's level convs,
 ///                          sub-band-plane channel order);
-///   plane (L, K*K, 4, C):  the same value at [l][k][s][c] (the whole-plane kernels), rounded to
-///                          bf16 when round_plane (the bf16 op's level filters, kernels/wtconv.h).
+///   plane (L, K*K, 4, C):  the same value at [l][k][s][c] (the whole-plane kernels): f32 in
+///                          `plane`, or rounded to bf16 in `plane_bf16` (the bf16 op's level
+///                          filters, kernels/wtconv.h), the storage the plane kernels copy as it
+///                          is.
 struct FoldOut {
   float *base_w, *base_b, *levels, *plane;
-  bool flip_base, flip_levels, flip_plane, round_plane;
+  __nv_bfloat16* plane_bf16;
+  bool flip_base, flip_levels, flip_plane;
 };
 /// One folded level tap: ws_l[e] * ww_l[e][k'] (k' = k, or K*K - 1 - k when flipped).
 __device__ __forceinline__ float fold_level_tap(const LevelParams& lp, int l, int e, int k, int KK,
@@ -129,17 +132,22 @@ __global__ void fold_kernel(const float* __restrict__ bw, const float* __restric
     return;
   }
   idx -= nlev;
-  if (o.plane && idx < L * per) {
+  if ((o.plane || o.plane_bf16) && idx < L * per) {
     const int l = idx / per, rem = idx - l * per;
     const int k = rem / (4 * C), s = rem / C % 4, c = rem % C;
     const float v = fold_level_tap(lp, l, 4 * c + s, k, KK, o.flip_plane);
-    o.plane[idx] = o.round_plane ? __bfloat162float(__float2bfloat16_rn(v)) : v;
+    if (o.plane_bf16)
+      o.plane_bf16[idx] = __float2bfloat16_rn(v);
+    else
+      o.plane[idx] = v;
   }
 }
 
-// ---- (b) one-pass synthesis, fused with the base depthwise conv -----------------------------------
-// y(b, io, jo, c) at input pixel (i, j) = (io*stride, jo*stride):
-//   bf[c] + sum_k wb[k][c] x(i+kh-r, j+kw-r, c) + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1), j>>(l+1)), bits l).
+// ---- (b) one-pass synthesis, fused with the base depthwise conv
+// ----------------------------------- y(b, io, jo, c) at input pixel (i, j) = (io*stride,
+// jo*stride):
+//   bf[c] + sum_k wb[k][c] x(i+kh-r, j+kw-r, c) + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1), j>>(l+1)),
+//   bits l).
 // One thread: channel c, TQ consecutive outputs of a row (TQ > 1 only when stride == 1).
 template <int KT, int TQ, typename T>
 __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C, int Ho, int Wo,
@@ -268,7 +276,8 @@ bool aligned4(const void* p) {
 
 /// The folded weights of one pass (fold, after level_params): the base path's filter (K*K, C) and,
 /// in the forward, bias (C); the split path's level filters (L, 4C, K*K) and the whole-plane
-/// kernels' (L, K*K, 4, C) where the pass needs them (else undefined).
+/// kernels' (L, K*K, 4, C, storage T: bf16-rounded for bf16) where the pass needs them (else
+/// undefined).
 struct Folded {
   Tensor base_w, base_b, levels, plane;
 };
@@ -444,16 +453,18 @@ Folded fold(const WTConvWeights& w, int C, int K, bool backward, bool levels, bo
     o.levels = f.levels.data<float>();
   }
   if (plane && L > 0) {
-    f.plane = workspace({L, KK, 4, C});
-    o.plane = f.plane.data<float>();
+    f.plane = workspace_of<T>({L, KK, 4, C});
+    if constexpr (kBf16)
+      o.plane_bf16 = typed<T>(f.plane);
+    else
+      o.plane = f.plane.data<float>();
   }
   o.flip_base = backward;
   o.flip_levels = backward && kBf16;
   o.flip_plane = backward;
-  o.round_plane = kBf16;
   const int64_t n = int64_t(KK) * C + (backward ? 0 : C) +
                     (o.levels ? int64_t(L) * 4 * C * KK : 0) +
-                    (o.plane ? int64_t(L) * 4 * C * KK : 0);
+                    (f.plane.defined() ? int64_t(L) * 4 * C * KK : 0);
   HG_CHECK(n < INT32_MAX, "wtconv (cuda, fused): ", n,
            " folded weights are too many for one launch");
   fold_kernel<<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
@@ -510,7 +521,7 @@ int plane_blocks_per_sm(const PlaneGeom& g) {
 /// level on.
 template <typename T>
 void plane_forward(const T* x, int B, int C, const PlaneGeom& g, const float* wb, const float* bias,
-                   const float* wl, PlaneOut<T> out) {
+                   const T* wl, PlaneOut<T> out) {
   dispatch_k(g.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (plane_k<KT>) {
@@ -548,7 +559,7 @@ struct PlaneBaseGrads {
 /// filters; gout as plane_backward_kernel's gx.
 template <typename T>
 void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, const float* wb,
-                    const float* wl, PlaneOut<T> gout, const LevelParams& lp,
+                    const T* wl, PlaneOut<T> gout, const LevelParams& lp,
                     const PlaneBaseGrads& base) {
   const int L = g.L, KK = g.K * g.K, groups = (C + 31) / 32, planes = g.base + 4 * L;
   const size_t smem = plane_bwd_layout<T>(g).bytes;
@@ -590,7 +601,7 @@ bool try_plane_forward(const Tensor& xc, const WTConvWeights& w, int stride, int
     return false;
   const Folded f = fold<T>(w, C, K, /*backward=*/false, /*levels=*/false, /*plane=*/true);
   plane_forward<T>(typed<T>(xc), B, C, g, f.base_w.data<float>(), f.base_b.data<float>(),
-                   f.plane.data<float>(), PlaneOut<T>{typed<T>(y), nullptr, 1.f});
+                   typed<T>(f.plane), PlaneOut<T>{typed<T>(y), nullptr, 1.f});
   return true;
 }
 
@@ -609,8 +620,7 @@ bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& 
   const PlaneBaseGrads base{w.base_weight.data<float>(), w.base_bias.data<float>(),
                             w.base_scale.data<float>(),  g.base_weight.data<float>(),
                             g.base_bias.data<float>(),   g.base_scale.data<float>()};
-  plane_backward<T>(typed<T>(xc), typed<T>(G), B, C, pg, f.base_w.data<float>(),
-                    f.plane.data<float>(),
+  plane_backward<T>(typed<T>(xc), typed<T>(G), B, C, pg, f.base_w.data<float>(), typed<T>(f.plane),
                     PlaneOut<T>{gx.defined() ? typed<T>(gx) : nullptr, nullptr, 1.f}, lp, base);
   if (gx.defined()) g.x = gx;
   return true;
@@ -790,7 +800,7 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
   if (s == L) return Tensor();
   const Tensor r = tail_output(B, d[s], C, s, tail);
   plane_forward<T>(typed<T>(ll), B, C, tg, nullptr, nullptr,
-                   f.plane.data<float>() + int64_t(s) * KK * 4 * C,
+                   typed<T>(f.plane) + int64_t(s) * KK * 4 * C,
                    PlaneOut<T>{nullptr, r.data<float>(), std::ldexp(1.f, -s)});
   return r;
 }
@@ -873,8 +883,7 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
   if (s == L) return Tensor();
   const Tensor r = gt != nullptr ? tail_output(B, d[s], C, s, tail) : Tensor();
   plane_backward<T>(
-      typed<T>(ll), typed<T>(gR), B, C, tg, nullptr,
-      f.plane.data<float>() + int64_t(s) * KK * 4 * C,
+      typed<T>(ll), typed<T>(gR), B, C, tg, nullptr, typed<T>(f.plane) + int64_t(s) * KK * 4 * C,
       PlaneOut<T>{nullptr, r.defined() ? r.data<float>() : nullptr, std::ldexp(1.f, -s)},
       levels_from(lp, s), PlaneBaseGrads{});
   return r;
@@ -965,8 +974,8 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
   return g;
 }
 
-WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y, int stride,
-                           bool need_grad_x, const Tensor& grad_x_out) {
+WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
+                           int stride, bool need_grad_x, const Tensor& grad_x_out) {
   const char* op = "wtconv_backward (cuda, fused)";
   const int K = check_inputs(op, x, w, stride);
   check_grad_y(op, x, grad_y, stride);
@@ -974,9 +983,8 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
       need_grad_x ? output_tensor(op, "grad_x_out", x.shape(), x.dtype(), grad_x_out) : Tensor();
   const Tensor xc = x.contiguous();
   WTConvGrads g;
-  HG_DISPATCH_CUDA(x.dtype(), op, [&] {
-    g = fused_backward_t<device_t<scalar_t>>(xc, w, grad_y, stride, K, gx);
-  });
+  HG_DISPATCH_CUDA(x.dtype(), op,
+                   [&] { g = fused_backward_t<device_t<scalar_t>>(xc, w, grad_y, stride, K, gx); });
   return g;
 }
 

@@ -109,7 +109,8 @@ __device__ __forceinline__ S round_as(float v) {
   return from_f32<S>(to_f32(from_f32<T>(v)));
 }
 
-/// plane_load's fast path: the block copies image b's plane (n pixels, channels [c0, c0 + 32)) into
+/// plane_load's fast path (and plane_stage_filters', an (n, C) filter matrix with b = 0): the block
+/// copies image b's plane (n pixels, channels [c0, c0 + 32)) into
 /// dst [pixel][32] in 16-byte pieces with cp.async, all of them in flight at once (C a multiple of
 /// VE elements, src 16-byte aligned). Not inlined: inlined, the address arithmetic it hoisted out
 /// of the backward's image loop made the backward spill (80 registers a thread at most).
@@ -152,23 +153,46 @@ __device__ void plane_load(const T* __restrict__ src, int b, int H, int W, int C
 }
 
 /// Stages the block's folded filters in shared memory, 32 lanes an entry: the level taps as W at
-/// wl_sm, entry e = (l * K*K + k) * 4 + s (wl (L, K*K, 4, C); W = bf16 only where wl is
-/// bf16-rounded already, so staging is exact), the base taps as f32 at wb_sm, entry k (wb (K*K,
-/// C), none for a level tail); zeros for lanes past C. wl_sm, wb_sm: this lane's first entry.
-/// Synchronises the block, once this thread's cp.async copies (plane_load's) have landed.
-template <typename W>
-__device__ void plane_stage_filters(const PlaneGeom& g, const float* __restrict__ wl,
+/// wl_sm, entry e = (l * K*K + k) * 4 + s (wl (L, K*K, 4, C) of storage G: T, bf16-rounded for
+/// bf16; W = bf16 only where G is, so staging is exact), the base taps as f32 at wb_sm, entry k
+/// (wb (K*K, C), none for a level tail); zeros for lanes past C. wl_sm, wb_sm: this lane's first
+/// entry. Taps stored as they are staged (W = G) are copied with cp.async, all 16-byte pieces in
+/// flight at once (plane_copy_async; C a multiple of a vector, 16-byte aligned): a load and a
+/// conversion per entry and lane, eight in flight, was ~11% of the 14 x 14 forward's stall samples
+/// and ~10% of the backward's (Nsight, twenty-first session), the backward staging once per image.
+/// Synchronises the block, once this thread's cp.async copies (plane_load's too) have landed.
+template <typename W, typename G>
+__device__ void plane_stage_filters(const PlaneGeom& g, const G* __restrict__ wl,
                                     const float* __restrict__ wb, int C, int c, int warp, W* wl_sm,
                                     float* wb_sm) {
-  // unrolled so that several loads are in flight at once: these are L2 reads, one per entry
-  const int nl = g.L * g.K * g.K * 4, cs = c < C ? c : 0;
+  const int nl = g.L * g.K * g.K * 4, nb = g.n_w - nl, lane = int(threadIdx.x) & 31;
+  const auto copies = [&](const auto* src, int vec) {
+    return C % vec == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0;
+  };
+  bool levels_done = false, base_done = nb == 0;
+  if constexpr (std::is_same_v<W, G>) {
+    if (copies(wl, 16 / int(sizeof(G)))) {
+      plane_copy_async(wl, 0, nl, C, c - lane, wl_sm - lane);
+      levels_done = true;
+    }
+  }
+  if (!base_done && copies(wb, 4)) {
+    plane_copy_async(wb, 0, nb, C, c - lane, wb_sm - lane);
+    base_done = true;
+  }
+  // otherwise a load per entry and lane, unrolled so that several are in flight at once
+  const int cs = c < C ? c : 0;
   const float keep = c < C ? 1.f : 0.f;
+  if (!levels_done) {
 #pragma unroll 8
-  for (int e = warp; e < nl; e += kPlaneWarps)
-    wl_sm[e * 32] = from_f32<W>(keep * __ldg(wl + int64_t(e) * C + cs));
+    for (int e = warp; e < nl; e += kPlaneWarps)
+      wl_sm[e * 32] = from_f32<W>(keep * to_f32(__ldg(wl + int64_t(e) * C + cs)));
+  }
+  if (!base_done) {
 #pragma unroll 8
-  for (int e = warp; e < g.n_w - nl; e += kPlaneWarps)
-    wb_sm[e * 32] = keep * __ldg(wb + int64_t(e) * C + cs);
+    for (int e = warp; e < nb; e += kPlaneWarps)
+      wb_sm[e * 32] = keep * __ldg(wb + int64_t(e) * C + cs);
+  }
   async_wait<0>();  // and the plane copies the caller started (plane_load)
   __syncthreads();
 }
@@ -367,7 +391,7 @@ __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, fl
 template <typename T, typename S, int K, bool kBase>
 __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 registers a thread
     plane_forward_kernel(const T* __restrict__ x, int C, PlaneGeom g, const float* __restrict__ wb,
-                         const float* __restrict__ bias, const float* __restrict__ wl,
+                         const float* __restrict__ bias, const T* __restrict__ wl,
                          T* __restrict__ y, float* __restrict__ rec, float rec_scale) {
   extern __shared__ __align__(16) unsigned char plane_smem_raw[];
   const PlaneFwdLayout lay = plane_fwd_layout<S>(g);
@@ -424,7 +448,7 @@ __device__ void plane_wgrad_row(const SPlane<const T>& xp, const SPlane<const T>
 template <typename T, int K, bool kBase>
 __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 registers a thread
     plane_backward_kernel(const T* __restrict__ x, const T* __restrict__ G, int B, int C, int ipb,
-                          PlaneGeom g, const float* __restrict__ wb, const float* __restrict__ wl,
+                          PlaneGeom g, const float* __restrict__ wb, const T* __restrict__ wl,
                           float* __restrict__ partial, T* __restrict__ gx, float* __restrict__ grec,
                           float grec_scale) {
   constexpr int KK = K * K;
