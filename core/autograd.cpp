@@ -76,8 +76,9 @@ void accumulate(GradSlot& slot, const Tensor& g) {
   }
 }
 
-// Flushes the waiting copies when backward() leaves, also by an exception (then the copies are
-// dropped: the gradients of a failed backward are not defined anyway).
+// Flushes the waiting copies when backward() leaves by an exception (a normal end flushes before
+// it); a flush that fails here drops them, as a destructor must not throw: the gradients of a
+// failed backward are not defined anyway.
 struct FlushOnExit {
   ~FlushOnExit() {
     try {
