@@ -505,16 +505,13 @@ void copy_many(const std::vector<Tensor>& dst, const std::vector<Tensor>& src) {
   for (size_t i = 0; i < dst.size(); ++i) {
     Tensor d = dst[i];  // a handle: copy_ writes into dst[i]'s storage
     const Tensor& s = src[i];
-    const bool together = d.device() == Device::cuda && s.device() == Device::cuda &&
-                          d.dtype() == s.dtype() && d.shape() == s.shape() && d.is_contiguous() &&
-                          s.is_contiguous();
 #ifdef HAARGRAD_WITH_CUDA
-    if (together) {
+    if (d.device() == Device::cuda && s.device() == Device::cuda && d.dtype() == s.dtype() &&
+        d.shape() == s.shape() && d.is_contiguous() && s.is_contiguous()) {
       items.push_back({d.data_ptr(), s.data_ptr(), int64_t(d.nbytes())});
       continue;
     }
 #endif
-    (void)together;
     d.copy_(s);
   }
 #ifdef HAARGRAD_WITH_CUDA

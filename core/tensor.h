@@ -123,8 +123,9 @@ class Tensor {
 /// Throws hg::Error "<op>: expected <what> ..., got ..." unless the condition holds.
 /// dst[i].copy_(src[i]) for every i; the pairs that are dense, on the GPU and of one dtype are
 /// copied together, in one kernel launch per up to 128 of them, instead of a cudaMemcpyAsync each
-/// (kernels/cuda/copy.h, copy_many). dst and src: equal lengths; each pair as copy_ takes it, and
-/// no dst may overlap a src.
+/// (kernels/cuda/copy.h, copy_many), after the other pairs. dst and src: equal lengths; each pair
+/// as copy_ takes it; no dst may overlap another dst or any src (the order of the copies is not
+/// the list's).
 void copy_many(const std::vector<Tensor>& dst, const std::vector<Tensor>& src);
 
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
