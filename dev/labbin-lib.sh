@@ -18,6 +18,10 @@
 #   ncu_stalls V REGEX N      the stall reasons (dev/ncu_stalls.py) of the first N launches whose
 #                             kernel matches REGEX in V's bench-layer bf16 at C = 96
 #   ab_summary                ab_call's results, printed
+#   ab_call_at C              ab_call fp32, then hg_new's launch sequence at C channels too, and
+#                             the summary with both sequences' lines
+#   seq_each C V...           each program V's launch sequence at C channels into
+#                             $OUT/seq-C-V.txt
 #   ab_call [fp32]            one call's A/B of hg_base against hg_new: GPU tests (hg_new's tree),
 #                             bench-layer bf16 twice (and fp32 once), both models' bf16 bench twice,
 #                             then hg_new's launch sequence; $OUT/tests.txt, bench-layer.txt,
@@ -91,6 +95,19 @@ ncu_stalls() {
 ab_summary() {  # what ab_call wrote: the tests, the bench-layer rows, the models' bf16 lines
   cat $OUT/tests.txt $OUT/bench-layer.txt
   grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
+}
+
+seq_each() {  # C V...: each V's launch sequence at C channels -> $OUT/seq-C-V.txt
+  local c=$1 v; shift
+  for v in "$@"; do ncu_seq_at $v $c; mv $OUT/seq-$c.txt $OUT/seq-$c-$v.txt; done
+}
+
+ab_call_at() {  # C: ab_call fp32 and hg_new's launch sequence at C channels, then the summary
+  ab_call fp32
+  ncu_seq_at hg_new $1
+  el seq$1
+  ab_summary
+  sed -n 1,40p $OUT/seq-96.txt | tail -32; sed -n 9,16p $OUT/seq-$1.txt
 }
 
 ab_call() {

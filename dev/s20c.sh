@@ -10,9 +10,5 @@
 # were not committed; the one-launch fold is part of commit 1d4eaf4.
 NAME=s20c
 source dev/labbin-lib.sh
-ab_call fp32
-ncu_seq_at hg_new 384
-el seq384
-ab_summary
-sed -n 1,40p $OUT/seq-96.txt | tail -32; sed -n 9,16p $OUT/seq-384.txt
-# (Rewritten onto dev/labbin-lib.sh's ncu_seq_at and ab_summary after the call ran: the same commands.)
+ab_call_at 384
+# (Rewritten onto dev/labbin-lib.sh's ab_call_at after the call ran: the same commands.)

@@ -7,9 +7,5 @@
 # hg_new's launch sequence at C = 96), then hg_new's launch sequence at C = 384.
 NAME=s20d
 source dev/labbin-lib.sh
-ab_call fp32
-ncu_seq_at hg_new 384
-el seq384
-ab_summary
-sed -n 1,40p $OUT/seq-96.txt | tail -32; sed -n 9,16p $OUT/seq-384.txt
-# (Rewritten onto dev/labbin-lib.sh's ncu_seq_at and ab_summary after the call ran: the same commands.)
+ab_call_at 384
+# (Rewritten onto dev/labbin-lib.sh's ab_call_at after the call ran: the same commands.)

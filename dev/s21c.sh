@@ -10,8 +10,7 @@ NAME=s21c
 source dev/labbin-lib.sh
 ab_call fp32
 ab_summary
-for v in hg_base hg_new; do
-  ncu_seq_at $v 384; mv $OUT/seq-384.txt $OUT/seq-384-$v.txt
-  echo "== $v 384"; grep -E "plane|sum " $OUT/seq-384-$v.txt | head -8
-done
+seq_each 384 hg_base hg_new
+for v in hg_base hg_new; do echo "== $v 384"; grep -E "plane|sum " $OUT/seq-384-$v.txt | head -8; done
+# (Rewritten onto dev/labbin-lib.sh's seq_each after the call ran: the same commands.)
 el done

@@ -18,9 +18,7 @@ el bench-layer
 for round in 1 2; do model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_new hg_split14; done \
   > $OUT/model.txt 2>&1
 el model
-for v in hg_new hg_split14; do
-  ncu_seq_at $v 384; mv $OUT/seq-384.txt $OUT/seq-384-$v.txt
-done
+seq_each 384 hg_new hg_split14  # (dev/labbin-lib.sh's, written after the call: the same commands)
 ab_summary
 for v in hg_new hg_split14; do echo "== $v 384"; sed -n 1,60p $OUT/seq-384-$v.txt | grep -vE "fill|copy" | head -24; done
 el done

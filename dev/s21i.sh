@@ -13,9 +13,9 @@ source dev/labbin-lib.sh
 ab_call fp32
 ab_summary
 for c in 384 768; do
-  for v in hg_base hg_new; do
-    ncu_seq_at $v $c; mv $OUT/seq-$c.txt $OUT/seq-$c-$v.txt
-    echo "== $v $c"; grep -E "plane" $OUT/seq-$c-$v.txt | head -3
-  done
+  seq_each $c hg_base hg_new
+  for v in hg_base hg_new; do echo "== $v $c"; grep -E "plane" $OUT/seq-$c-$v.txt | head -3; done
 done
+# (Rewritten onto dev/labbin-lib.sh's seq_each after the call ran: the same commands in another
+# order, the printing after both programs' sequences.)
 el done
