@@ -522,27 +522,40 @@ int plane_blocks_per_sm(const PlaneGeom& g) {
 template <typename T>
 void plane_forward(const T* x, int B, int C, const PlaneGeom& g, const float* wb, const float* bias,
                    const T* wl, PlaneOut<T> out) {
+  const int groups = (C + 31) / 32;
   dispatch_k(g.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (plane_k<KT>) {
       // The planes in f32 (no widening on every shared load) unless T's fit more blocks a
       // multiprocessor: bf16 at 14 x 14 fits three instead of two (-8% a 384/14/3 step), while at
       // 7 x 7 registers allow three either way and bf16 planes were 7 us slower (768/7/2, B = 64;
-      // seventeenth session)
-      auto launch = [&](auto s_tag) {
+      // seventeenth session).
+      // Images per block: one where the filters are copied as they are stored (cp.async, S = T);
+      // where they are converted (f32 planes for bf16 activations: a load and a conversion per
+      // entry), as many as make one wave of resident blocks, so that a block converts them once.
+      // Measured (twenty-second session, B = 64, bf16): 768/7/2 forward 42.1 -> 37.5 us with one
+      // wave, but 384/14/3 (S = T) 54.7 -> 55.9 us: blocks that take their images in turn stay in
+      // step, all staging or all at a barrier at once, where a second wave starts staggered.
+      auto launch = [&](auto s_tag, int per_sm) {
         using S = decltype(s_tag);
         const auto kernel = plane_forward_fn<T, S, KT>(g);
+        const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
+        const int ipb =
+            std::is_same_v<S, T>
+                ? 1
+                : int(std::max<int64_t>(1, (int64_t(B) * groups + resident - 1) / resident));
         hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-        kernel<<<dim3(unsigned((C + 31) / 32), unsigned(B)), 32 * kPlaneWarps,
-                 plane_fwd_layout<S>(g).bytes, hg::cuda::stream()>>>(x, C, g, wb, bias, wl, out.y,
-                                                                     out.rec, out.scale);
+        kernel<<<dim3(unsigned(groups), unsigned((B + ipb - 1) / ipb)), 32 * kPlaneWarps,
+                 plane_fwd_layout<S>(g).bytes, hg::cuda::stream()>>>(x, B, C, ipb, g, wb, bias, wl,
+                                                                     out.y, out.rec, out.scale);
         HG_CUDA_LAUNCH_CHECK();
       };
-      if (std::is_same_v<T, float> ||
-          plane_blocks_per_sm<T, float, KT>(g) < plane_blocks_per_sm<T, T, KT>(g))
-        launch(T{});
+      const int f32_blocks = plane_blocks_per_sm<T, float, KT>(g);
+      const int t_blocks = plane_blocks_per_sm<T, T, KT>(g);
+      if (std::is_same_v<T, float> || f32_blocks < t_blocks)
+        launch(T{}, t_blocks);
       else
-        launch(float{});
+        launch(float{}, f32_blocks);
     }
   });
 }
@@ -568,11 +581,14 @@ void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, co
     if constexpr (plane_k<KT>) {
       const auto kernel =
           g.base ? plane_backward_kernel<T, KT, true> : plane_backward_kernel<T, KT, false>;
-      // Images per block: enough blocks for about two waves of resident blocks; fewer slices keep
-      // the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so the
-      // summation order (and the result) is the same run to run.
       const int per_sm =  // also opts the kernel in to more than 48 KB of shared memory
           hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel), 32 * kPlaneWarps, smem);
+      // Images per block: enough blocks for about two waves of resident blocks (one wave of
+      // blocks taking several images each was slower, 112 -> 118 us at 384/14/3 bf16, B = 64,
+      // twenty-second session: their phases stay in step; two images a block at B = 128, by
+      // rounding up, left WTConvNeXt-T's step where it was, 25.37 against 25.38 ms); fewer slices
+      // keep the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so
+      // the summation order (and the result) is the same run to run.
       const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
       const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
       const int slices = (B + ipb - 1) / ipb;

@@ -217,9 +217,9 @@ struct PlaneFwdLayout {
   size_t rec_off, wb_off, wl_off, bytes;
 };
 
-template <typename T>
+template <typename S>
 __host__ __device__ inline PlaneFwdLayout plane_fwd_layout(const PlaneGeom& g) {
-  const size_t entry = 32 * sizeof(T), nl = size_t(g.L) * g.K * g.K * 4;
+  const size_t entry = 32 * sizeof(S), nl = size_t(g.L) * g.K * g.K * 4;
   PlaneFwdLayout lay;
   lay.rec_off = align16(size_t(g.h[0] * g.w[0] + g.pyr_size) * entry);
   lay.wb_off = lay.rec_off + size_t(g.n_f) * 32 * sizeof(float);
@@ -242,20 +242,27 @@ __host__ __device__ inline PlaneBwdLayout plane_bwd_layout(const PlaneGeom& g) {
 }
 
 /// The Haar pyramid of the plane at `src` (grid 0) into `pyr` (levels 0 .. L-1), each coefficient
-/// computed as haar4 adds and rounded to T once; synchronises the block after every level.
+/// computed as haar4 adds and rounded to T once; with src2, the pyramid of a second plane on the
+/// same grids into pyr2 in the same passes (the backward's x and G: one barrier a level for both,
+/// and twice the loads in flight a position). Synchronises the block after every level.
 template <typename T, typename S>
-__device__ void plane_pyramid(const PlaneGeom& g, const S* src, S* pyr, int warp) {
+__device__ void plane_pyramid(const PlaneGeom& g, const S* src, S* pyr, int warp,
+                              const S* src2 = nullptr, S* pyr2 = nullptr) {
   for (int l = 0; l < g.L; ++l) {
-    const SPlane<const S> in{l == 0 ? src : pyr + g.pyr[l - 1] * 32, g.h[l], g.w[l]};
     const int hp = g.h[l + 1], wp = g.w[l + 1], n = hp * wp;
-    S* out = pyr + g.pyr[l] * 32;
-    for (int pos = warp; pos < n; pos += kPlaneWarps) {
+    const auto level = [&](const S* plane, S* levels, int pos) {
+      const SPlane<const S> in{l == 0 ? plane : levels + g.pyr[l - 1] * 32, g.h[l], g.w[l]};
       const int p = pos / wp, q = pos % wp, i = 2 * p, j = 2 * q;
       const float4 v = haar4(in.at(i, j), in.at(i, j + 1), in.at(i + 1, j), in.at(i + 1, j + 1));
+      S* out = levels + g.pyr[l] * 32;
       out[pos * 32] = round_as<T, S>(v.x);
       out[(n + pos) * 32] = round_as<T, S>(v.y);
       out[(2 * n + pos) * 32] = round_as<T, S>(v.z);
       out[(3 * n + pos) * 32] = round_as<T, S>(v.w);
+    };
+    for (int pos = warp; pos < n; pos += kPlaneWarps) {
+      level(src, pyr, pos);
+      if (src2 != nullptr) level(src2, pyr2, pos);
     }
     __syncthreads();
   }
@@ -384,29 +391,39 @@ __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, fl
   }
 }
 
-/// Forward: grid (ceil(C / 32), B), kPlaneWarps warps, plane_fwd_layout<S>(g).bytes of shared
+/// Forward: grid (ceil(C / 32), slices), kPlaneWarps warps, plane_fwd_layout<S>(g).bytes of shared
 /// memory, its planes and level taps stored as S: T, or f32 for a bf16 T (exact either way; the
-/// host picks, plane_forward in wtconv_fused.cu). x: the layer's input (a whole layer) or ll_s (a
+/// host picks, plane_forward in wtconv_fused.cu). A block runs images [slice * ipb, ...) in turn
+/// and stages its filters once for all of them. x: the layer's input (a whole layer) or ll_s (a
 /// level tail: wb and bias unused).
 template <typename T, typename S, int K, bool kBase>
 __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 registers a thread
-    plane_forward_kernel(const T* __restrict__ x, int C, PlaneGeom g, const float* __restrict__ wb,
-                         const float* __restrict__ bias, const T* __restrict__ wl,
-                         T* __restrict__ y, float* __restrict__ rec, float rec_scale) {
+    plane_forward_kernel(const T* __restrict__ x, int B, int C, int ipb, PlaneGeom g,
+                         const float* __restrict__ wb, const float* __restrict__ bias,
+                         const T* __restrict__ wl, T* __restrict__ y, float* __restrict__ rec,
+                         float rec_scale) {
   extern __shared__ __align__(16) unsigned char plane_smem_raw[];
   const PlaneFwdLayout lay = plane_fwd_layout<S>(g);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int c = blockIdx.x * 32 + lane, b = blockIdx.y;
+  const int c = blockIdx.x * 32 + lane;
+  const int b0 = blockIdx.y * ipb, b1 = min(B, b0 + ipb);
   S* xs = reinterpret_cast<S*>(plane_smem_raw) + lane;
   S* pyr = xs + g.h[0] * g.w[0] * 32;
   float* recs = reinterpret_cast<float*>(plane_smem_raw + lay.rec_off);
   float* wb_sm = reinterpret_cast<float*>(plane_smem_raw + lay.wb_off) + lane;
   S* wl_sm = reinterpret_cast<S*>(plane_smem_raw + lay.wl_off) + lane;
-  plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
-  plane_stage_filters<S>(g, wl, wb, C, c, warp, wl_sm, wb_sm);  // synchronises: x is in too
-  plane_pyramid<T>(g, xs, pyr, warp);
-  plane_cascade<T, S, S, K, kBase>(g, xs, pyr, recs, wl_sm, wb_sm, bias, C, c, b, warp, lane, y,
-                                   rec, rec_scale);
+  for (int b = b0; b < b1; ++b) {
+    plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
+    if (b == b0) {
+      plane_stage_filters<S>(g, wl, wb, C, c, warp, wl_sm, wb_sm);  // synchronises: x is in too
+    } else {
+      async_wait<0>();  // (the previous image's cascade ended with a barrier: xs is free)
+      __syncthreads();
+    }
+    plane_pyramid<T>(g, xs, pyr, warp);
+    plane_cascade<T, S, S, K, kBase>(g, xs, pyr, recs, wl_sm, wb_sm, bias, C, c, b, warp, lane, y,
+                                     rec, rec_scale);
+  }
 }
 
 /// This image's weight-gradient sums of one plane pair, item (plane, kh): acc[kw] = sum over
@@ -474,8 +491,7 @@ __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 regis
     plane_load(G, b, g.h[0], g.w[0], C, c, gs, warp);
     async_wait<0>();
     __syncthreads();
-    plane_pyramid<T>(g, xs, xpyr, warp);
-    plane_pyramid<T>(g, gs, gpyr, warp);
+    plane_pyramid<T>(g, xs, xpyr, warp, gs, gpyr);
     // weight-gradient sums, one (plane, kh) item per warp at a time; the same thread owns an
     // entry for every image of the slice, so adding into `part` needs no atomics (deterministic)
     for (int it = warp; it < items; it += kPlaneWarps) {

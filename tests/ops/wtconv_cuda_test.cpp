@@ -382,6 +382,10 @@ const std::vector<Case> kGuardedCases = {
     // bf16 level tails (WTConvGpuPlanePath.LevelTailFromTheFirstSmallBand): s = 2, and K = 7
     {1, 37, 41, 16, 5, 4, 1},
     {2, 29, 27, 8, 7, 3, 1},
+    // more images than whole-plane blocks fit the device at once (3 a multiprocessor on the H200:
+    // 396): the bf16 forward's blocks (f32 planes) take 5 images in turn, the last block 1; the
+    // backward's 2 (more than two waves' worth), the last 1
+    {1601, 7, 7, 32, 5, 2, 1},
 };
 
 std::vector<DtCase> guarded_cases() {
