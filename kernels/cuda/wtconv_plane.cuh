@@ -6,7 +6,8 @@
 // The same kernels run the split path's level tail (kBase = false: levels s .. L-1 over ll_s, no
 // base conv, the output the tail's term of the synthesis; section 11).
 //
-// Per block (image b, channels c0 .. c0 + 31), all in shared memory:
+// Per block and image (image b, channels c0 .. c0 + 31; a forward block may take several images
+// in turn, plane_forward in wtconv_fused.cu), all in shared memory:
 //   1. load the plane x (and, backward, G = dL/dy): as f32 in the forward, in the storage type T
 //      in the backward (two planes and two pyramids must fit; bf16 values are exact either way);
 //   2. the Haar pyramid: c_l = H(ll_l) as 4 sub-band planes on grid l + 1, ll_{l+1} = its LL plane
