@@ -22,6 +22,9 @@
 #                             the summary with both sequences' lines
 #   seq_each C V...           each program V's launch sequence at C channels into
 #                             $OUT/seq-C-V.txt
+#   ab_rows V...              GPU tests (hg_new's tree), then each program V's bench-layer bf16
+#                             twice and fp32 once, and both models' bf16 twice; $OUT/tests.txt,
+#                             bench-layer.txt, model.txt
 #   ab_call [fp32]            one call's A/B of hg_base against hg_new: GPU tests (hg_new's tree),
 #                             bench-layer bf16 twice (and fp32 once), both models' bf16 bench twice,
 #                             then hg_new's launch sequence; $OUT/tests.txt, bench-layer.txt,
@@ -119,4 +122,13 @@ ab_call() {
     > $OUT/model.txt 2>&1
   el model
   ncu_seq hg_new; el ncu
+}
+
+ab_rows() {
+  gpu_tests; el tests
+  { for round in 1 2; do layer_rows bf16 "$@"; done; layer_rows fp32 "$@"; } \
+    > $OUT/bench-layer.txt 2>&1
+  el bench-layer
+  for round in 1 2; do model_rows bf16 convnext_tiny,wtconvnext_tiny "$@"; done > $OUT/model.txt 2>&1
+  el model
 }

@@ -9,11 +9,7 @@
 # the launch sequences at 384 and 768 channels.
 NAME=s22c
 source dev/labbin-lib.sh
-gpu_tests; el tests
-{ for round in 1 2; do layer_rows bf16 hg_base hg_new hg_new2; done
-  layer_rows fp32 hg_base hg_new hg_new2; } > $OUT/bench-layer.txt 2>&1; el bench-layer
-for round in 1 2; do model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_new hg_new2; done \
-  > $OUT/model.txt 2>&1; el model
+ab_rows hg_base hg_new hg_new2
 seq_each 384 hg_base hg_new hg_new2; seq_each 768 hg_base hg_new hg_new2; el seqs
 ab_summary
 for c in 384 768; do for v in hg_base hg_new hg_new2; do echo "== $c $v"; sed -n 8,12p $OUT/seq-$c-$v.txt | cut -c1-100; done; done

@@ -8,11 +8,7 @@
 # hg_new's launch sequences at 384 and 768 channels.
 NAME=s22f
 source dev/labbin-lib.sh
-gpu_tests; el tests
-{ for round in 1 2; do layer_rows bf16 hg_base hg_new; done
-  layer_rows fp32 hg_base hg_new; } > $OUT/bench-layer.txt 2>&1; el bench-layer
-for round in 1 2; do model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_new; done \
-  > $OUT/model.txt 2>&1; el model
+ab_rows hg_base hg_new
 seq_each 384 hg_new; seq_each 768 hg_new; el seqs
 ab_summary | grep -v "ours dw"
 for c in 384 768; do echo "== $c hg_new"; sed -n 7,12p $OUT/seq-$c-hg_new.txt | grep plane | cut -c1-100; done
