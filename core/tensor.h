@@ -120,7 +120,6 @@ class Tensor {
                              std::shared_ptr<void> (*alloc)(size_t, Device));
 };
 
-/// Throws hg::Error "<op>: expected <what> ..., got ..." unless the condition holds.
 /// dst[i].copy_(src[i]) for every i; the pairs that are dense, on the GPU and of one dtype are
 /// copied together, in one kernel launch per up to 128 of them, instead of a cudaMemcpyAsync each
 /// (kernels/cuda/copy.h, copy_many), after the other pairs. dst and src: equal lengths; each pair
@@ -128,6 +127,7 @@ class Tensor {
 /// the list's).
 void copy_many(const std::vector<Tensor>& dst, const std::vector<Tensor>& src);
 
+/// Throws hg::Error "<op>: expected <what> ..., got ..." unless the condition holds.
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
 void check_same_dtype_device(const char* op, const Tensor& a, const Tensor& b);
 void check_dtype(const char* op, const Tensor& t, DType dtype);

@@ -120,9 +120,9 @@ void copy_many(const std::vector<CopyItem>& items) {
              " bytes");
     if (c.bytes == 0) continue;
     const int64_t chunks = (c.bytes + kCopyChunk - 1) / kCopyChunk;
-    if (table.n == kCopyItems || blocks + chunks > (int64_t(1) << 30)) launch();
     HG_CHECK(chunks <= (int64_t(1) << 30), "copy_many: an item of ", c.bytes,
              " bytes is too large");
+    if (table.n == kCopyItems || blocks + chunks > (int64_t(1) << 30)) launch();
     table.item[table.n] = c;
     table.first[table.n] = blocks;
     ++table.n;

@@ -143,11 +143,10 @@ __global__ void fold_kernel(const float* __restrict__ bw, const float* __restric
   }
 }
 
-// ---- (b) one-pass synthesis, fused with the base depthwise conv
-// ----------------------------------- y(b, io, jo, c) at input pixel (i, j) = (io*stride,
-// jo*stride):
-//   bf[c] + sum_k wb[k][c] x(i+kh-r, j+kw-r, c) + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1), j>>(l+1)),
-//   bits l).
+// ---- (b) one-pass synthesis, fused with the base depthwise conv ----
+// y(b, io, jo, c) at input pixel (i, j) = (io*stride, jo*stride):
+//   bf[c] + sum_k wb[k][c] x(i+kh-r, j+kw-r, c)
+//         + sum_l 2^-(l+1) unhaar(t_l(i>>(l+1), j>>(l+1)), bits l).
 // One thread: channel c, TQ consecutive outputs of a row (TQ > 1 only when stride == 1).
 template <int KT, int TQ, typename T>
 __global__ void synth_kernel(const T* __restrict__ x, int B, int H, int W, int C, int Ho, int Wo,
@@ -507,6 +506,11 @@ auto plane_forward_fn(const PlaneGeom& g) {
   return g.base ? plane_forward_kernel<T, S, KT, true> : plane_forward_kernel<T, S, KT, false>;
 }
 
+/// Blocks resident on the whole device at once, per_sm a multiprocessor (at least 1).
+inline int64_t device_resident(int per_sm) {
+  return std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
+}
+
 /// Resident blocks a multiprocessor of plane_forward_fn<T, S, KT>(g) (0: it does not fit).
 template <typename T, typename S, int KT>
 int plane_blocks_per_sm(const PlaneGeom& g) {
@@ -539,7 +543,7 @@ void plane_forward(const T* x, int B, int C, const PlaneGeom& g, const float* wb
       auto launch = [&](auto s_tag, int per_sm) {
         using S = decltype(s_tag);
         const auto kernel = plane_forward_fn<T, S, KT>(g);
-        const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
+        const int64_t resident = device_resident(per_sm);
         const int ipb =
             std::is_same_v<S, T>
                 ? 1
@@ -589,7 +593,7 @@ void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, co
       // rounding up, left WTConvNeXt-T's step where it was, 25.37 against 25.38 ms); fewer slices
       // keep the weight-gradient partials (slices, NE, C) small. Fixed for a device and shape, so
       // the summation order (and the result) is the same run to run.
-      const int64_t resident = std::max(1, per_sm) * int64_t(hg::cuda::multiprocessor_count());
+      const int64_t resident = device_resident(per_sm);
       const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
       const int slices = (B + ipb - 1) / ipb;
       const Tensor partial = workspace({slices, planes * KK + g.base, C});
