@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Dev use (device tool), twenty-third session, prebuilt binaries (dev/labbin-pack.sh, then copies):
+#   hg_base                        HEAD 80c9e48 (its review commit, never run on a GPU);
+#   hg_rf                          80c9e48 + dev/s22/plane-register-filters.patch;
+#   hg_tc2                         80c9e48 + haar_conv and the synthesis's base conv on the
+#                                  tensor cores (kernels/cuda/wtconv_haar_conv_tc.cuh,
+#                                  wtconv_synth_tc.cuh);
+#   hg_tc3, test_gpu_tc3, test_ops_tc3  hg_tc2 + the depthwise weight gradient on the tensor
+#                                  cores (kernels/cuda/depthwise_wgrad_tc.cuh).
+# The GPU tests of the tc3 tree; bench-layer bf16 x2; the models' bf16; then the kernel lab's
+# tensor-core depthwise forward (dev/s23/tc_dw.cu, compiled here) at the stage shapes.
+NAME=s23a
+source dev/labbin-lib.sh
+timeout 120 $L/test_gpu_tc3 > $R/gpu.log 2>&1
+timeout 150 $L/test_ops_tc3 --gtest_filter='*Gpu*:*Cuda*' > $R/ops.log 2>&1
+{ echo "== test_gpu_tc3"; ok $R/gpu.log; echo "== test_ops_tc3 GPU cases"; ok $R/ops.log
+  grep -B2 -A8 "Failure" $R/gpu.log $R/ops.log | head -80; } > $OUT/tests.txt
+grep "bf16: worst" $R/ops.log | sort -k3 -g | tail -6 >> $OUT/tests.txt
+cp $R/ops.log $R/gpu.log $OUT/
+el tests; cat $OUT/tests.txt
+{ for round in 1 2; do layer_rows bf16 hg_base hg_rf hg_tc2 hg_tc3; done
+  } > $OUT/bench-layer.txt 2>&1
+el bench-layer
+grep -E "^==|wtconv fused|ours dw 7" $OUT/bench-layer.txt
+model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_rf hg_tc2 hg_tc3 > $OUT/model.txt 2>&1
+el model
+grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
+nvcc -O3 -arch=sm_90 dev/s23/tc_dw.cu -o $R/tc_dw 2> $R/nvcc.log || cat $R/nvcc.log
+for s in "64 56 56 96 7" "64 56 56 96 5" "64 28 28 192 5" "64 14 14 384 5"; do
+  timeout 30 $R/tc_dw $s
+done > $OUT/tc_dw.txt 2>&1
+el tc_dw; cat $OUT/tc_dw.txt
