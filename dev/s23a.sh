@@ -18,11 +18,11 @@ timeout 150 $L/test_ops_tc3 --gtest_filter='*Gpu*:*Cuda*' > $R/ops.log 2>&1
 grep "bf16: worst" $R/ops.log | sort -k3 -g | tail -6 >> $OUT/tests.txt
 cp $R/ops.log $R/gpu.log $OUT/
 el tests; cat $OUT/tests.txt
-{ for round in 1 2; do layer_rows bf16 hg_base hg_rf hg_tc2 hg_tc3; done
-  } > $OUT/bench-layer.txt 2>&1
+{ layer_rows bf16 hg_base hg_rf hg_tc2 hg_tc3; layer_rows bf16 hg_base hg_tc3; } \
+  > $OUT/bench-layer.txt 2>&1
 el bench-layer
 grep -E "^==|wtconv fused|ours dw 7" $OUT/bench-layer.txt
-model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_rf hg_tc2 hg_tc3 > $OUT/model.txt 2>&1
+model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_tc3 hg_tc2 > $OUT/model.txt 2>&1
 el model
 grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
 nvcc -O3 -arch=sm_90 dev/s23/tc_dw.cu -o $R/tc_dw 2> $R/nvcc.log || cat $R/nvcc.log
