@@ -7,8 +7,8 @@
 #                                  wtconv_synth_tc.cuh);
 #   hg_tc3, test_gpu_tc3, test_ops_tc3  hg_tc2 + the depthwise weight gradient on the tensor
 #                                  cores (kernels/cuda/depthwise_wgrad_tc.cuh).
-# The GPU tests of the tc3 tree; bench-layer bf16 x2; the models' bf16; then the kernel lab's
-# tensor-core depthwise forward (dev/s23/tc_dw.cu, compiled here) at the stage shapes.
+# The GPU tests of the tc3 tree; bench-layer bf16 x2; the models' bf16. (The session's call also
+# ran a lab, dev/s23/tc_dw.cu, removed since: dev/dwconv_tc/ is the same lab, done earlier.)
 NAME=s23a
 source dev/labbin-lib.sh
 timeout 120 $L/test_gpu_tc3 > $R/gpu.log 2>&1
@@ -25,8 +25,3 @@ grep -E "^==|wtconv fused|ours dw 7" $OUT/bench-layer.txt
 model_rows bf16 convnext_tiny,wtconvnext_tiny hg_base hg_tc3 hg_tc2 > $OUT/model.txt 2>&1
 el model
 grep -E "^==|^(conv|wtconv)next_tiny.* bf16 +128 " $OUT/model.txt | cut -c1-120
-nvcc -O3 -arch=sm_90 dev/s23/tc_dw.cu -o $R/tc_dw 2> $R/nvcc.log || cat $R/nvcc.log
-for s in "64 56 56 96 7" "64 56 56 96 5" "64 28 28 192 5" "64 14 14 384 5"; do
-  timeout 30 $R/tc_dw $s
-done > $OUT/tc_dw.txt 2>&1
-el tc_dw; cat $OUT/tc_dw.txt
