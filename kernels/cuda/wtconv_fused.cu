@@ -564,6 +564,32 @@ void plane_forward(const T* x, int B, int C, const PlaneGeom& g, const float* wb
   });
 }
 
+// ---- spare memory ----------------------------------------------------------------------------
+// The backward's grad_x is written only by its last launch (the synthesis), so until then its
+// memory can hold what a launch before reads and drops: the weight gradient's coefficients of x,
+// the level tail's per-slice sums. That keeps those out of the backward's peak
+// (docs/fused-wtconv.md, section 15).
+
+/// spare's first `bytes` bytes when spare (dense, or undefined: none) has that many and is 16-byte
+/// aligned; else null.
+void* spare_bytes(const Tensor& spare, size_t bytes) {
+  if (!spare.defined() || !spare.is_contiguous() || spare.nbytes() < bytes ||
+      !aligned16(spare.data_ptr()))
+    return nullptr;
+  return spare.data_ptr();
+}
+
+/// A tensor of `shape` and storage T in spare's memory (spare of storage T) when it holds one
+/// (spare_bytes); else a new workspace tensor.
+template <typename T>
+Tensor in_spare(const Tensor& spare, const Shape& shape) {
+  const int64_t n = shape_numel(shape);
+  if (spare.defined() && spare.dtype() == dtype_of_storage<T>() &&
+      spare_bytes(spare, size_t(n) * sizeof(T)) != nullptr)
+    return spare.reshape({-1}).slice(0, 0, n).reshape(shape);
+  return workspace_of<T>(shape);
+}
+
 /// The base conv's parameters and their gradients, for a whole-plane backward of a whole layer.
 struct PlaneBaseGrads {
   const float *bw, *bb, *bs;
@@ -573,11 +599,13 @@ struct PlaneBaseGrads {
 /// One whole-plane backward over (x, G) (B, H, W, C): plane_backward_kernel, then the
 /// deterministic reduction of its per-slice sums into lp's level gradients (lp from the plane's
 /// first level on) and, for a whole layer (g.base), into base's. wb, wl: the flipped folded
-/// filters; gout as plane_backward_kernel's gx.
+/// filters; gout as plane_backward_kernel's gx. The per-slice sums go into `spare`'s memory when
+/// it holds them (a tensor nobody reads or writes until the reduction is done; not gout's), else
+/// into a new workspace tensor.
 template <typename T>
 void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, const float* wb,
                     const T* wl, PlaneOut<T> gout, const LevelParams& lp,
-                    const PlaneBaseGrads& base) {
+                    const PlaneBaseGrads& base, const Tensor& spare = Tensor()) {
   const int L = g.L, KK = g.K * g.K, groups = (C + 31) / 32, planes = g.base + 4 * L;
   const size_t smem = plane_bwd_layout<T>(g).bytes;
   dispatch_k(g.K, [&](auto kt) {
@@ -596,17 +624,22 @@ void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, co
       const int64_t resident = device_resident(per_sm);
       const int ipb = int(std::max<int64_t>(1, int64_t(B) * groups / (2 * resident)));
       const int slices = (B + ipb - 1) / ipb;
-      const Tensor partial = workspace({slices, planes * KK + g.base, C});
+      const Shape ps{slices, planes * KK + g.base, C};
+      float* sums = static_cast<float*>(spare_bytes(spare, shape_numel(ps) * sizeof(float)));
+      Tensor partial;  // only when spare does not hold the sums
+      if (sums == nullptr) {
+        partial = workspace(ps);
+        sums = partial.data<float>();
+      }
       kernel<<<dim3(unsigned(groups), unsigned(slices)), 32 * kPlaneWarps, smem,
-               hg::cuda::stream()>>>(x, G, B, C, ipb, g, wb, wl, partial.data<float>(), gout.y,
-                                     gout.rec, gout.scale);
+               hg::cuda::stream()>>>(x, G, B, C, ipb, g, wb, wl, sums, gout.y, gout.rec,
+                                     gout.scale);
       HG_CUDA_LAUNCH_CHECK();
       const auto reduce = plane_wgrad_reduce_kernel<KT>;
       hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
       reduce<<<dim3(unsigned(planes), unsigned(groups)), dim3(32, kPlaneWarps),
-               plane_reduce_smem<KT>(), hg::cuda::stream()>>>(partial.data<float>(), slices, C, L,
-                                                              g.base, base.bw, base.bb, base.bs,
-                                                              base.gbw, base.gbb, base.gbs, lp);
+               plane_reduce_smem<KT>(), hg::cuda::stream()>>>(
+          sums, slices, C, L, g.base, base.bw, base.bb, base.bs, base.gbw, base.gbb, base.gbs, lp);
       HG_CUDA_LAUNCH_CHECK();
     }
   });
@@ -706,12 +739,13 @@ Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
   return make_conv2d_shape(B, hp, wp, 4 * C, 4 * C, K, K, 1, K / 2, 4 * C);
 }
 
-/// H(src) on grid `out` from src (B, in): coefficients (B, out.h, out.w, 4, C) as sub-band planes;
-/// the (rounded) LL into *ll_next if given. src and both outputs have storage type T.
+/// H(src) on grid `out` from src (B, in): coefficients (B, out.h, out.w, 4, C) as sub-band planes
+/// (in `spare`'s memory when it holds them, see in_spare); the (rounded) LL into *ll_next if
+/// given. src and both outputs have storage type T.
 template <typename T>
 Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
-            Tensor* ll_next) {
-  Tensor coef = workspace_of<T>({B, out.first, out.second, 4, C});
+            Tensor* ll_next, const Tensor& spare = Tensor()) {
+  Tensor coef = in_spare<T>(spare, {B, out.first, out.second, 4, C});
   T* lln = nullptr;
   if (ll_next != nullptr) {
     *ll_next = workspace_of<T>({B, out.first, out.second, C});
@@ -833,11 +867,14 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
 /// the very staged kernel backward data runs, and in every variant one tap order (row-major over
 /// the flipped filter), which the CPU reproduces before it rounds gt
 /// (kernels/cpu/wtconv_fused.cpp); backward data's tile kernel sums the taps in the opposite order.
+/// H(xsrc), which only the weight gradient reads, goes into `spare` when it fits (grad_x, written
+/// only by the synthesis after every level: at level 0 that saves an N-element tensor of the
+/// backward's peak, where gt_0, H(G) and H(x) live at once).
 template <typename T>
 void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
                            const std::vector<std::pair<int, int>>& d, const float* wl,
-                           const float* wlf, Tensor* gt, Tensor* gnext, Tensor* xnext,
-                           float* sums) {
+                           const float* wlf, Tensor* gt, Tensor* gnext, Tensor* xnext, float* sums,
+                           const Tensor& spare) {
   const int hp = d[l + 1].first, wp = d[l + 1].second;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
   Tensor gc;
@@ -854,7 +891,7 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
         depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
     }
   }
-  const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext);
+  const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext, spare);
   depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc), sums, nullptr);
 }
 
@@ -864,12 +901,13 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
 /// with a level tail (s < L, of geometry tg) levels s .. L-1 as one plane launch over ll_s and
 /// gR_s (and its reduction), whose term of the G synthesis (when gt is given) is the returned
 /// tail output, described in *tail. x and G are the layer's input and output gradient; every
-/// tensor here has their storage T.
+/// tensor here has their storage T. `spare`: memory free until the caller's synthesis (grad_x, or
+/// undefined), where each level's H(ll_l) goes when it fits.
 template <typename T>
 Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
                          const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
                          const Folded& f, int s, const PlaneGeom& tg, std::vector<Tensor>* gt,
-                         WTConvGrads& g, LevelTail* tail) {
+                         WTConvGrads& g, LevelTail* tail, const Tensor& spare) {
   const int L = w.levels(), KK = K * K;
   const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
   if (gt != nullptr) gt->assign(s, Tensor());
@@ -891,7 +929,7 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
     const float* wlfl = levels && kBf16 ? levels + l * per : nullptr;
     float* sl = sums.data<float>() + l * per;
     level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wll,
-                          wlfl, gtl, gn, xn, sl);
+                          wlfl, gtl, gn, xn, sl, spare);
     gR = gnext;
     ll = xnext;
   }
@@ -905,7 +943,7 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
   plane_backward<T>(
       typed<T>(ll), typed<T>(gR), B, C, tg, nullptr, typed<T>(f.plane) + int64_t(s) * KK * 4 * C,
       PlaneOut<T>{nullptr, r.defined() ? r.data<float>() : nullptr, std::ldexp(1.f, -s)},
-      levels_from(lp, s), PlaneBaseGrads{});
+      levels_from(lp, s), PlaneBaseGrads{}, spare);
   return r;
 }
 
@@ -987,7 +1025,7 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
   std::vector<Tensor> gt;
   LevelTail tail;
   const Tensor r = level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, f, s, tg,
-                                     gx.defined() ? &gt : nullptr, g, &tail);
+                                     gx.defined() ? &gt : nullptr, g, &tail, gx);
   if (gx.defined()) synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, tail, typed<T>(gx));
   base_grads<T>(xc, G, B, H, W, C, K, w, g);
   if (gx.defined()) g.x = gx;

@@ -198,6 +198,47 @@ TEST(WTConvGpuDeterminism, WeightGradientsBitIdentical) {
   }
 }
 
+// The split path's backward keeps H(x) of each level and the level tail's per-slice sums in
+// grad_x's memory until its synthesis writes grad_x (docs/fused-wtconv.md, section 15): its
+// workspace peaks at level 0 with gt_0, H(G) and the level-1 LL bands of x and G (2.5 N elements of
+// x's dtype, N = B H W C) plus the folded filters. Without the reuse it would be 3.5 N at level 0,
+// and at 192/28/4 the tail's bf16 sums (0.76 N with one image a block) on top of its 2 N. The stage
+// shapes of WTConvNeXt-T's first two stages, at N = 19.3 M (bench-layer's B = 64 at 96/56), where
+// what does not grow with the batch (folded filters, the weight gradients' per-slice sums: at most
+// ~4 MB on a 132-multiprocessor GPU) stays near 0.1 N.
+TEST(WTConvGpuMemory, SplitBackwardReusesGradX) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  struct Shp {
+    int B, H, C, L;
+  };
+  for (const Shp sh : {Shp{64, 56, 96, 5}, Shp{128, 28, 192, 4}})
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const int K = 5;
+      SCOPED_TRACE(str(dtype_name(dt), " ", sh.C, "/", sh.H, "/", sh.L, " B ", sh.B));
+      ASSERT_FALSE(
+          kernels::cuda::wtconv_plane_path({sh.B, sh.H, sh.H, sh.C}, K, sh.L, 1, dt, true));
+      const WTConvWeights w = to_gpu(random_weights(sh.C, K, sh.L, 41));
+      const Tensor x =
+          test::random({sh.B, sh.H, sh.H, sh.C}, 42, DType::f32).to(dt).to(Device::cuda);
+      const Tensor gy =
+          test::random({sh.B, sh.H, sh.H, sh.C}, 43, DType::f32).to(dt).to(Device::cuda);
+      const int64_t before = memory::stats(Device::cuda).total_current;
+      memory::reset_peak(Device::cuda);
+      const WTConvGrads g = kernels::cuda::wtconv_backward(x, w, gy, 1, true, WTConvMode::fused);
+      int64_t kept = int64_t(g.x.nbytes() + g.base_weight.nbytes() + g.base_bias.nbytes() +
+                             g.base_scale.nbytes());
+      for (int l = 0; l < sh.L; ++l)
+        kept += int64_t(g.wavelet_weight[l].nbytes() + g.wavelet_scale[l].nbytes());
+      const double n_bytes = double(x.nbytes());
+      const double extra = double(memory::stats(Device::cuda).total_peak - before - kept) / n_bytes;
+      std::printf("  %s %d/%d/%d B %d: backward workspace peak %.3f N\n", dtype_name(dt), sh.C,
+                  sh.H, sh.L, sh.B, extra);
+      EXPECT_GE(extra, 2.5);  // gt_0, H(G) and the LL bands are real tensors
+      EXPECT_LE(extra, 2.7);
+    }
+}
+
 // A bigger fused-vs-reference check at a ConvNeXt-like stage shape (C % 4 == 0, many blocks).
 TEST(WTConvGpuFusedVsReference, StageShape) {
   HG_REQUIRE_GPU();
