@@ -156,7 +156,7 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
   c.seed = a.given.count("seed") ? a.seed : static_cast<uint64_t>(cfg.seed);
   c.smoothing = cfg.smoothing;
   c.opt = cfg.opt;
-  c.lr = cfg.lr;
+  c.lr = train::effective_lr(cfg, 1);
   c.weight_decay = cfg.weight_decay;
   c.momentum = cfg.momentum;
   c.clip_grad = cfg.clip_grad;

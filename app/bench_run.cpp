@@ -188,13 +188,7 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
   for (const ParamRef& p : model->named_tensors())
     if (p.trainable) params.push_back(p);
   const auto groups = train::param_groups_weight_decay(params, cfg.lr, cfg.weight_decay);
-  std::unique_ptr<train::Optimizer> opt;
-  if (cfg.opt == "adamw")
-    opt = std::make_unique<train::AdamW>(groups);
-  else if (cfg.opt == "sgd")
-    opt = std::make_unique<train::SGD>(groups, cfg.momentum);
-  else
-    throw Error(str("bench: unknown optimizer '", cfg.opt, "' (adamw or sgd)"));
+  std::unique_ptr<train::Optimizer> opt = train::make_optimizer(cfg.opt, groups, cfg.momentum);
   const train::StepParts parts =
       train::optimizer_step_parts(*opt, [&] {  // the step up to the update
         opt->zero_grad();

@@ -31,7 +31,7 @@ struct BenchConfig {
   /// AdamW lr 1e-3, weight decay 0.05); `bench CONFIG.yaml` takes the config's, as the trainer does.
   std::optional<ModelConfig> model_config;  ///< the model a config describes; unset: model_config(model)
   double smoothing = 0.0;                   ///< label smoothing
-  std::string opt = "adamw";                ///< "adamw" | "sgd"
+  std::string opt = "adamw";  ///< train::make_optimizer's names: "adamw" | "sgd" | "momentum"
   double lr = 1e-3, weight_decay = 0.05, momentum = 0.9;
   std::optional<double> clip_grad;          ///< global-norm clip before each update; unset: none
   /// The training step as one CUDA graph (train/step_graph.h) where it can be: device cuda and

@@ -53,6 +53,7 @@ TransformOptions make_transform_options(const train::Config& cfg, bool train) {
   t.ratio = {cfg.ratio.at(0), cfg.ratio.at(1)};
   t.mean = cfg.mean;
   t.std = cfg.std;
+  t.interpolation = cfg.interpolation;  // evaluation's resize
   if (train) {
     t.interpolation = cfg.train_interpolation;
     t.auto_augment = cfg.aa;

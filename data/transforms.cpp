@@ -318,6 +318,9 @@ Transform::Transform(TransformOptions opts) : opts_(std::move(opts)), random_era
     gain_row_.insert(gain_row_.end(), gain_.begin(), gain_.end());
     bias_row_.insert(bias_row_.end(), bias_.begin(), bias_.end());
   }
+  HG_CHECK(
+      opts_.train || opts_.interpolation != "random",
+      "Transform: evaluation takes one resize filter (bilinear, bicubic or nearest), not random");
   if (opts_.interpolation != "random") parse_interp(opts_.interpolation);  // throws on a bad name
   if (!opts_.auto_augment.empty()) {
     AugmentParams params;
@@ -339,6 +342,7 @@ CropPlan Transform::plan(int64_t height, int64_t width, Generator& rng) const {
   CropPlan p;
   if (!opts_.train) {
     p.box = center_crop_box(height, width, opts_.img_size, opts_.crop_pct);
+    p.interp = parse_interp(opts_.interpolation);
     return p;
   }
   p.box = random_resized_crop_box(height, width, opts_.scale, opts_.ratio, rng);

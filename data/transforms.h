@@ -36,8 +36,9 @@ struct TransformOptions {
   std::array<double, 2> ratio{3.0 / 4.0, 4.0 / 3.0};   ///< train: crop aspect (w / h) range
   std::vector<double> mean{0.485, 0.456, 0.406};       ///< per channel, pixel values in [0, 1]
   std::vector<double> std{0.229, 0.224, 0.225};        ///< per channel, > 0
-  /// train: crop filter, "bilinear" | "bicubic" | "nearest" | "random" (bilinear or bicubic per
-  /// image); RandAugment's geometric ops use it too (random: drawn per op).
+  /// The resize filter, "bilinear" | "bicubic" | "nearest", or for train "random" (bilinear or
+  /// bicubic per image); train: of the crop and RandAugment's geometric ops (random: drawn per op);
+  /// eval: of the resize.
   std::string interpolation = "bilinear";
   std::string auto_augment;   ///< train: RandAugment spec (data/rand_augment.h); "" = none
   double color_jitter = 0.0;  ///< train: ColorJitter strength when auto_augment is ""; 0 = off

@@ -153,6 +153,8 @@ const std::vector<Field>& table() {
       {"train_interpolation", &Config::train_interpolation,
        one_of({"random", "bilinear", "bicubic", "nearest"}),
        "resize filter of the train crop (random: one of bilinear / bicubic per image)"},
+      {"interpolation", &Config::interpolation, one_of({"bicubic", "bilinear", "nearest"}),
+       "resize filter of evaluation (timm: the model's, bicubic for ConvNeXt)"},
       {"color_jitter", &Config::color_jitter, at_least(0),
        "colour jitter strength (brightness, contrast, saturation); 0 = off"},
       {"aa", &Config::aa, any(),
@@ -177,14 +179,24 @@ const std::vector<Field>& table() {
       {"validation_batch_size", &Config::validation_batch_size, at_least(1),
        "images per evaluation batch; null = batch_size"},
       {"epochs", &Config::epochs, at_least(1), "training epochs"},
-      {"opt", &Config::opt, one_of({"adamw", "sgd"}), "optimizer"},
-      {"lr", &Config::lr, above(0), "peak learning rate"},
+      {"opt", &Config::opt, one_of({"adamw", "sgd", "momentum"}),
+       "optimizer (timm's names): adamw; sgd = SGD with Nesterov momentum; momentum = SGD with "
+       "classical momentum"},
+      {"lr", &Config::lr, above(0),
+       "peak learning rate; null = lr_base x global batch / lr_base_size (timm)"},
+      {"lr_base", &Config::lr_base, above(0),
+       "learning rate at a global batch (batch_size x processes x grad_accum_steps) of "
+       "lr_base_size, used when lr is null"},
+      {"lr_base_size", &Config::lr_base_size, at_least(1), "the global batch lr_base is for"},
+      {"lr_base_scale", &Config::lr_base_scale, one_of({"", "linear", "sqrt"}),
+       "how lr follows the global batch when lr is null: linear, sqrt, or \"\" = sqrt for adamw, "
+       "linear for sgd (timm)"},
       {"weight_decay", &Config::weight_decay, at_least(0),
        "decoupled weight decay (adamw) / L2 (sgd); never on norms, biases, scales"},
       {"layer_decay", &Config::layer_decay, left_open(0, 1),
        "layer-wise lr decay (fine-tuning): lr x layer_decay^(head layer - layer), stem = 0, one "
        "layer per block, head last (timm); null = off"},
-      {"momentum", &Config::momentum, half_open(0, 1), "sgd momentum"},
+      {"momentum", &Config::momentum, half_open(0, 1), "momentum of opt sgd and opt momentum"},
       {"clip_grad", &Config::clip_grad, above(0),
        "clip the global gradient norm to this; null = off"},
       {"sched", &Config::sched, one_of({"cosine", "none"}), "learning-rate schedule after warmup"},
@@ -558,7 +570,12 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   if (c.ratio[0] > c.ratio[1])
     fail("ratio", location(locs, "ratio"),
          str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
-  if (c.min_lr > c.lr) pair_fail("min_lr", "lr", str("min_lr ", c.min_lr, " is above lr ", c.lr));
+  if (c.lr && c.min_lr > *c.lr)
+    pair_fail("min_lr", "lr", str("min_lr ", c.min_lr, " is above lr ", *c.lr));
+  if (c.opt == "sgd" && c.momentum == 0)
+    pair_fail("opt", "momentum",
+              "opt sgd is SGD with Nesterov momentum (timm), which needs momentum > 0; opt "
+              "momentum with momentum 0 is plain SGD");
   if (!c.aa.empty()) {
     try {
       data::parse_rand_augment(c.aa);
@@ -795,6 +812,47 @@ void save_config(const Config& cfg, const std::string& path) {
 }
 
 void validate(const Config& cfg) { validate_at(cfg, Locations{}, "config value"); }
+
+namespace {
+
+/// "linear" or "sqrt": lr_base_scale, or timm's choice by optimizer name when it is "".
+std::string lr_scaling(const Config& c) {
+  if (!c.lr_base_scale.empty()) return c.lr_base_scale;
+  const bool adaptive =
+      c.opt.find("ada") != std::string::npos || c.opt.find("lamb") != std::string::npos;
+  return adaptive ? "sqrt" : "linear";
+}
+
+int64_t global_batch(const Config& c, int64_t world_size) {
+  return c.batch_size * world_size * c.grad_accum_steps;
+}
+
+}  // namespace
+
+double effective_lr(const Config& c, int64_t world_size) {
+  HG_CHECK(world_size >= 1, "effective_lr: world_size must be >= 1, got ", world_size);
+  if (c.lr) return *c.lr;
+  const double ratio =
+      static_cast<double>(global_batch(c, world_size)) / static_cast<double>(c.lr_base_size);
+  return c.lr_base * (lr_scaling(c) == "sqrt" ? std::sqrt(ratio) : ratio);
+}
+
+std::string resolve_lr(Config& c, int64_t world_size) {
+  if (c.lr) return "";
+  const double lr = effective_lr(c, world_size);
+  const std::string how =
+      str("lr ", format_double(lr), " from lr_base ", format_double(c.lr_base), " x (",
+          global_batch(c, world_size), " images per update / lr_base_size ", c.lr_base_size, ")",
+          lr_scaling(c) == "sqrt" ? "^0.5" : "", " (", lr_scaling(c), " scaling, as timm)");
+  HG_CHECK(c.min_lr <= lr, "config: min_lr ", c.min_lr, " is above the ", how);
+  c.lr = lr;
+  return how;
+}
+
+double peak_lr(const Config& c, const char* what) {
+  HG_CHECK(c.lr.has_value(), what, ": lr is null (lr_base scaling): resolve_lr first");
+  return *c.lr;
+}
 
 ModelConfig model_config_from(const Config& c) {
   auto ints = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };

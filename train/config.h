@@ -74,6 +74,8 @@ struct Config {
   // ---- the ImageNet recipe's augmentations (timm train.py keys and defaults) -----------------
   /// train crop filter: "random" (bilinear or bicubic per image), "bilinear", "bicubic", "nearest"
   std::string train_interpolation = "random";
+  std::string interpolation =
+      "bicubic";  ///< eval resize filter (timm: the model's; ConvNeXt's bicubic)
   /// brightness / contrast / saturation jitter strength; off when aa is set (timm)
   double color_jitter = 0.4;
   /// RandAugment spec (data/rand_augment.h), e.g. "rand-m9-mstd0.5-inc1"; "" = none
@@ -94,8 +96,13 @@ struct Config {
   int64_t batch_size = 128;                      ///< per step (before accumulation)
   std::optional<int64_t> validation_batch_size;  ///< null = batch_size
   int64_t epochs = 300;
-  std::string opt = "sgd";                       ///< "adamw" | "sgd" (timm default sgd)
-  double lr = 0.1;                               ///< peak learning rate (timm lr_base at 256)
+  /// "adamw" | "sgd" (Nesterov momentum, timm's default) | "momentum" (classical momentum)
+  std::string opt = "sgd";
+  /// peak learning rate; null = lr_base x global batch / lr_base_size (timm; resolve_lr)
+  std::optional<double> lr;
+  double lr_base = 0.1;            ///< lr at a global batch of lr_base_size, when lr is null
+  int64_t lr_base_size = 256;      ///< the global batch lr_base is for
+  std::string lr_base_scale = "";  ///< "linear" | "sqrt" | "" (sqrt for adamw, linear for sgd)
   double weight_decay = 2e-5;
   /// layer-wise lr decay (train/layer_decay.h): lr x layer_decay^(last layer - layer); null = off
   std::optional<double> layer_decay;
@@ -165,6 +172,20 @@ void save_config(const Config& cfg, const std::string& path);
 /// img_size must be at least the model's total stride (the message states that minimum).
 /// load/override call it; the message names the keys involved.
 void validate(const Config& cfg);
+
+/// timm's learning rate for a run of `world_size` processes: lr when set; else lr_base x r, with
+/// r = global batch / lr_base_size, global batch = batch_size x world_size x grad_accum_steps, and
+/// r square-rooted for lr_base_scale "sqrt" ("" picks sqrt for an optimizer whose name holds "ada"
+/// or "lamb", i.e. adamw, and linear otherwise, as timm's train.py does).
+double effective_lr(const Config& cfg, int64_t world_size);
+
+/// Sets a null lr to effective_lr (a run's config holds the lr it trains with, e.g. in its
+/// args.yaml); returns the line that says how it was computed, or "" when lr was set. Throws
+/// hg::Error when the result is below min_lr.
+std::string resolve_lr(Config& cfg, int64_t world_size);
+
+/// lr of a config whose lr is set (resolve_lr); throws hg::Error naming `what` otherwise.
+double peak_lr(const Config& cfg, const char* what);
 
 /// The model a config describes: the named variant, with every model key of the config applied
 /// (validated). Throws hg::Error for an unknown model name or an invalid combination.

@@ -287,6 +287,21 @@ void SGD::load_state_dict(const std::map<std::string, Tensor>& tensors, const st
       });
 }
 
+// ---- by name -----------------------------------------------------------------------------------
+
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<ParamGroup> groups,
+                                          double momentum) {
+  if (name == "adamw") return std::make_unique<AdamW>(std::move(groups));
+  if (name == "sgd") {
+    HG_CHECK(momentum > 0,
+             "opt sgd is SGD with Nesterov momentum (timm), which needs momentum > 0, ", "got ",
+             momentum, "; opt momentum with momentum 0 is plain SGD");
+    return std::make_unique<SGD>(std::move(groups), momentum, /*nesterov=*/true);
+  }
+  if (name == "momentum") return std::make_unique<SGD>(std::move(groups), momentum, false);
+  throw Error(str("unknown optimizer '", name, "' (adamw, sgd or momentum, as timm names them)"));
+}
+
 // ---- clipping ----------------------------------------------------------------------------------
 
 Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {

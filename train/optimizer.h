@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -156,6 +157,12 @@ class SGD : public Optimizer {
  private:
   std::map<const void*, Tensor> momentum_buffer_;  // by Tensor::id()
 };
+
+/// The optimizer of timm's name `name`: "adamw" (AdamW: betas (0.9, 0.999), eps 1e-8), "sgd"
+/// (SGD with Nesterov momentum, as timm's "sgd"), "momentum" (SGD with classical momentum).
+/// Throws hg::Error naming `name` otherwise, or for "sgd" with momentum 0 (Nesterov needs it).
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<ParamGroup> groups,
+                                          double momentum);
 
 /// torch.nn.utils.clip_grad_norm_(params, max_norm): total = L2 norm of all defined gradients
 /// (as if concatenated); every gradient is multiplied by min(max_norm / (total + 1e-6), 1).

@@ -11,8 +11,11 @@
 namespace hg::train {
 namespace {
 
-const std::set<std::string> kScheduleKeys = {"epochs",    "lr",     "sched", "warmup_epochs",
-                                             "warmup_lr", "min_lr", "sched_on_updates"};
+// (lr_base and its companions only say how a null lr was computed: the run's config holds the
+// computed lr, resolve_lr)
+const std::set<std::string> kScheduleKeys = {
+    "epochs",        "lr",        "lr_base", "lr_base_size",    "lr_base_scale", "sched",
+    "warmup_epochs", "warmup_lr", "min_lr",  "sched_on_updates"};
 const std::set<std::string> kSessionKeys = {"device",          "precision",
                                             "wtconv_mode",     "workers",         "pin_mem",
                                             "data_dir",        "corrupt_images",  "validation_batch_size",
@@ -25,13 +28,16 @@ const std::set<std::string> kSessionKeys = {"device",          "precision",
                                             "dist_timeout",   "dist_force"};
 
 ScheduleSegment schedule_of(const Config& c, int64_t until_epoch, int64_t until_step) {
-  return {until_epoch, until_step, c.epochs,    c.lr,    c.sched, c.warmup_epochs, c.warmup_lr,
-          c.min_lr,    c.sched_on_updates};
+  return {until_epoch,     until_step,  c.epochs, peak_lr(c, "resume"), c.sched,
+          c.warmup_epochs, c.warmup_lr, c.min_lr, c.sched_on_updates};
 }
 
 void set_schedule(Config& c, const Config& from) {
   c.epochs = from.epochs;
   c.lr = from.lr;
+  c.lr_base = from.lr_base;
+  c.lr_base_size = from.lr_base_size;
+  c.lr_base_scale = from.lr_base_scale;
   c.sched = from.sched;
   c.warmup_epochs = from.warmup_epochs;
   c.warmup_lr = from.warmup_lr;

@@ -5,15 +5,26 @@
 #include <limits>
 #include <utility>
 
+#include "core/error.h"
+
 namespace hg::train {
 
 double LrSchedule::at(double t) const {
   if (kind == "none") return lr;
   if (t < warmup_t) return warmup_lr + t * (lr - warmup_lr) / warmup_t;
   if (t >= t_total) return min_lr;
-  const double span = t_total - warmup_t;
-  if (span <= 0) return lr;
-  return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * (t - warmup_t) / span));
+  return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * t / t_total));
+}
+
+int64_t updates_per_epoch(int64_t steps, int64_t accum) {
+  HG_CHECK(steps >= 1 && accum >= 1, "updates_per_epoch: steps ", steps, " and accum ", accum,
+           " must be >= 1");
+  return (steps + accum - 1) / accum;
+}
+
+int64_t micro_batches_of_update(int64_t step, int64_t steps, int64_t accum) {
+  const int64_t rest = steps % accum;
+  return rest != 0 && step >= steps - rest ? rest : accum;
 }
 
 namespace {
@@ -35,8 +46,15 @@ LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch) {
 RunSchedule::RunSchedule(const Config& cfg, int64_t updates_per_epoch) {
   for (const ScheduleSegment& s : cfg.schedule_history)
     parts_.push_back({s.until_epoch, s.until_step, make(s, updates_per_epoch), s.sched_on_updates});
-  ScheduleSegment now{std::numeric_limits<int64_t>::max(), 0, cfg.epochs, cfg.lr, cfg.sched, cfg.warmup_epochs,
-                      cfg.warmup_lr, cfg.min_lr, cfg.sched_on_updates};
+  ScheduleSegment now{std::numeric_limits<int64_t>::max(),
+                      0,
+                      cfg.epochs,
+                      peak_lr(cfg, "schedule"),
+                      cfg.sched,
+                      cfg.warmup_epochs,
+                      cfg.warmup_lr,
+                      cfg.min_lr,
+                      cfg.sched_on_updates};
   parts_.push_back({now.until_epoch, now.until_step, make(now, updates_per_epoch), now.sched_on_updates});
 }
 

@@ -1,10 +1,15 @@
-// Learning-rate schedule: timm's CosineLRScheduler with linear warmup (cycle limit 1, no k-decay,
-// no noise), stepped per epoch or per optimizer update (sched_on_updates).
+// Learning-rate schedule: timm's CosineLRScheduler with linear warmup (its defaults: one cycle, no
+// k-decay, no noise, warmup_prefix false), stepped per epoch or per optimizer update
+// (sched_on_updates).
 //
 //   t < warmup_t:  lr(t) = warmup_lr + t * (lr - warmup_lr) / warmup_t
-//   otherwise:     lr(t) = min_lr + 0.5 * (lr - min_lr) * (1 + cos(pi * (t - warmup_t) / (t_total - warmup_t)))
+//   otherwise:     lr(t) = min_lr + 0.5 * (lr - min_lr) * (1 + cos(pi * t / t_total))
 //   after t_total: min_lr
 // with t, warmup_t and t_total in epochs, or in updates when stepping per update. "none" keeps lr.
+// The warmup replaces the cosine's start (timm): at t = warmup_t the lr is already
+// min_lr + 0.5 (lr - min_lr)(1 + cos(pi warmup_t / t_total)), a little below lr. (ConvNeXt's own
+// code runs the cosine over t_total - warmup_t after the warmup instead, as timm's warmup_prefix
+// does over t_total after it; neither is this schedule.)
 //
 // RunSchedule is the lr of a whole run: the config's schedule, or, for the positions before a
 // resume changed it, the earlier schedule recorded in schedule_history (train/config.h).
@@ -27,6 +32,15 @@ struct LrSchedule {
   /// Learning rate at time t (epoch index or update index, starting at 0).
   double at(double t) const;
 };
+
+/// Optimizer updates in an epoch of `steps` micro-batches, `accum` to an update: ceil(steps /
+/// accum), the last micro-batches making an update even when fewer than accum (timm's train.py).
+int64_t updates_per_epoch(int64_t steps, int64_t accum);
+
+/// The micro-batches of the update that micro-batch `step` (0-based) of such an epoch belongs to:
+/// accum, or the remainder for the epoch's last, partial update. Each micro-batch's loss is
+/// divided by it, so an update follows the mean loss of its own micro-batches (timm).
+int64_t micro_batches_of_update(int64_t step, int64_t steps, int64_t accum);
 
 class RunSchedule {
  public:

@@ -272,7 +272,7 @@ void open_data(Session& s) {
   HG_CHECK(s.steps_per_epoch > 0, "the training set (", s.ds.train->size(),
            " images) gives no full batch of ", s.cfg.batch_size);
   s.accum = s.cfg.grad_accum_steps;
-  s.updates_per_epoch = std::max<int64_t>(1, s.steps_per_epoch / s.accum);
+  s.updates_per_epoch = updates_per_epoch(s.steps_per_epoch, s.accum);
 }
 
 // A resume: what this session may change against the run's recorded config (args.yaml, else the
@@ -291,6 +291,7 @@ void reconcile_resumed_settings(Session& s) {
     return;
   }
   Config recorded = config_from_yaml(recorded_text, source);
+  resolve_lr(recorded, s.resumed->world_size);  // an args.yaml written with lr: null
   // another number of ranks: the same images per update need another batch_size per rank
   const std::string rescaled =
       rescale_batch_for_ranks(recorded, s.resumed->world_size, dist::size());
@@ -312,12 +313,13 @@ std::vector<ParamGroup> parameter_groups(const Config& cfg, const ConvNeXt& mode
   std::vector<ParamRef> params;
   for (const ParamRef& p : model.named_tensors())
     if (p.trainable) params.push_back(p);
-  if (!cfg.layer_decay) return param_groups_weight_decay(params, cfg.lr, cfg.weight_decay);
+  const double lr = peak_lr(cfg, "parameter groups");
+  if (!cfg.layer_decay) return param_groups_weight_decay(params, lr, cfg.weight_decay);
   const std::vector<int64_t> depths(model.config.depths.begin(), model.config.depths.end());
   spdlog::info("layer_decay {}: {} layers, lr scale {:.3g} (stem) to 1 (head)", *cfg.layer_decay,
                convnext_num_layers(depths),
                std::pow(*cfg.layer_decay, static_cast<double>(convnext_num_layers(depths) - 1)));
-  return param_groups_layer_decay(params, depths, cfg.lr, cfg.weight_decay, *cfg.layer_decay);
+  return param_groups_layer_decay(params, depths, lr, cfg.weight_decay, *cfg.layer_decay);
 }
 
 // The model (with the initial_checkpoint's weights when fine-tuning), optimizer and schedule.
@@ -336,10 +338,7 @@ void build_model(Session& s) {
   else if (!cfg.initial_checkpoint.empty())
     load_initial_checkpoint(cfg.initial_checkpoint, model);
   auto groups = parameter_groups(cfg, model);
-  if (cfg.opt == "adamw")
-    s.opt = std::make_unique<AdamW>(groups);
-  else
-    s.opt = std::make_unique<SGD>(groups, cfg.momentum);
+  s.opt = make_optimizer(cfg.opt, groups, cfg.momentum);
   spdlog::info(
       "model {}: {} trainable parameters ({} fixed), {:.4g} GMACs/image at {} px, device {}",
       cfg.model, model.num_trainable(), model.num_fixed(),
@@ -417,13 +416,14 @@ void read_losses(Session& s, int64_t epoch, EpochProgress& p) {
   p.images += static_cast<int64_t>(global[1]);
 }
 
-// Forward, loss and backward of one micro-batch (gradients averaged over the ranks when `sync`);
+// Forward, loss and backward of one micro-batch of an update of `micro` micro-batches (the loss
+// divided by it, so the update sees their mean; gradients averaged over the ranks when `sync`);
 // mixup / cutmix batches carry soft targets (with the label smoothing already in them).
 Tensor forward_backward(Session& s, const Tensor& x, const Tensor& y, const Tensor& targets,
-                        bool sync) {
+                        bool sync, int64_t micro) {
   Tensor loss = targets.defined() ? soft_target_cross_entropy(s.model->forward(x, true), targets)
                                   : cross_entropy(s.model->forward(x, true), y, s.cfg.smoothing);
-  s.dp->backward(s.accum > 1 ? ops::scale(loss, 1.0 / static_cast<double>(s.accum)) : loss, sync);
+  s.dp->backward(micro > 1 ? ops::scale(loss, 1.0 / static_cast<double>(micro)) : loss, sync);
   return loss;
 }
 
@@ -490,7 +490,7 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
       TrainGraph& g = *s.graph;
       g.parts = optimizer_step_parts(*s.opt, [&s, &g] {
         s.opt->zero_grad();
-        g.loss = forward_backward(s, g.x, g.y, g.targets, true);
+        g.loss = forward_backward(s, g.x, g.y, g.targets, true, 1);  // graphed: one micro-batch
         autograd::NoGradGuard no_grad;
         if (s.cfg.clip_grad) clip_grad_norm(s.opt->parameters(), *s.cfg.clip_grad);
       });
@@ -504,7 +504,8 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
     // set them, or this backward would add to the last replay's gradients.
     if (s.graph) s.opt->zero_grad();
     const Tensor targets = b.targets.defined() ? b.targets.to(s.device) : Tensor();
-    loss = forward_backward(s, b.images.to(s.device), b.labels.to(s.device), targets, last_micro);
+    loss = forward_backward(s, b.images.to(s.device), b.labels.to(s.device), targets, last_micro,
+                            micro_batches_of_update(p.step, s.steps_per_epoch, s.accum));
   }
   s.losses->add(loss, p.step,
                 b.labels.numel());  // read back every log_interval steps, no wait here
@@ -835,8 +836,11 @@ Device resolve_device(const std::string& device) {
 TrainResult train(Config cfg, const TrainOptions& opts) {
   validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
   resolve_device(cfg.device);  // an unusable device fails before a run folder is claimed
+  // timm: a null lr follows the images per update (args.yaml records the lr it gives)
+  const std::string lr_note = resolve_lr(cfg, dist::size());
   Session s(std::move(cfg), opts);
   open_run_folder(s);
+  if (!lr_note.empty()) spdlog::info("{}", lr_note);
   if (std::optional<TrainResult> done = already_finished(s)) return *done;
   open_data(s);
   reconcile_resumed_settings(s);

@@ -84,7 +84,7 @@ TEST_F(ConfigTest, LoadsValues) {
                                           "model_ema: true\n"
                                           "resume:\n"));
   EXPECT_EQ(c.model, "wtconvnext_tiny");
-  EXPECT_DOUBLE_EQ(c.lr, 4e-3);
+  EXPECT_DOUBLE_EQ(c.lr.value(), 4e-3);
   ASSERT_TRUE(c.clip_grad.has_value());
   EXPECT_DOUBLE_EQ(*c.clip_grad, 1.5);
   EXPECT_EQ(c.validation_batch_size, std::optional<int64_t>(64));
@@ -147,6 +147,26 @@ TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
   expect_contains(load_error("depths: [1, 1]\ndims: [8, 16, 32]\n"), {"'dims'", "'depths'", "line 1", "line 2"});
   expect_contains(load_error("scale: [0.9, 0.1]\n"), {"'scale'", "min"});
   expect_contains(load_error("lr: 0.01\nmin_lr: 0.1\n"), {"'min_lr'", "line 2", "'lr'", "line 1"});
+  expect_contains(load_error("opt: sgd\nmomentum: 0\n"),
+                  {"'opt'", "'momentum'", "Nesterov", "line 2"});
+}
+
+// timm's lr: null (the default) is computed from lr_base at run time (train/schedule_test.cpp);
+// the base keys load, check their ranges and survive a round trip through YAML.
+TEST_F(ConfigTest, LrNullAndLrBase) {
+  EXPECT_FALSE(Config{}.lr.has_value());
+  const Config c = hg::train::config_from_yaml(
+      "lr: null\nlr_base: 4.0e-3\nlr_base_size: 4096\nlr_base_scale: linear\nopt: momentum\n"
+      "momentum: 0\n",
+      "x.yaml");
+  EXPECT_FALSE(c.lr.has_value());
+  EXPECT_DOUBLE_EQ(c.lr_base, 4e-3);
+  EXPECT_EQ(c.lr_base_size, 4096);
+  EXPECT_EQ(c.lr_base_scale, "linear");
+  EXPECT_EQ(hg::train::config_from_yaml(hg::train::to_yaml(c), "args.yaml"), c);
+  expect_contains(load_error("lr_base_scale: cube\n"), {"'lr_base_scale'", "'sqrt'", "'cube'"});
+  expect_contains(load_error("lr_base: 0\n"), {"'lr_base'", "> 0"});
+  expect_contains(load_error("lr_base_size: 0\n"), {"'lr_base_size'", ">= 1"});
 }
 
 TEST_F(ConfigTest, DuplicateKeyAndSyntaxErrors) {
@@ -167,7 +187,7 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
                                  "--model-ema", "--clip-grad=1.5", "--model", "convnext_atto", "--validation_batch_size",
                                  "null", "--mean", "0.5", "--std", "[0.25]", "--in_chans", "1"});
-  EXPECT_DOUBLE_EQ(c.lr, 0.5);
+  EXPECT_DOUBLE_EQ(c.lr.value(), 0.5);
   EXPECT_EQ(c.depths, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(c.dims, (std::vector<int64_t>{4, 8, 16}));
   EXPECT_EQ(c.wt_levels, (std::vector<int64_t>{1, 1, 1}));
@@ -271,7 +291,7 @@ TEST_F(ConfigTest, ShippedConfigsLoad) {
   EXPECT_EQ(fm.device, "auto");
   Config wt = hg::train::load_config((configs / "wtconvnext_tiny.yaml").string());
   EXPECT_EQ(wt.batch_size * wt.grad_accum_steps, 4096);
-  EXPECT_DOUBLE_EQ(wt.lr, 4e-3);
+  EXPECT_DOUBLE_EQ(wt.lr.value(), 4e-3);
   EXPECT_EQ(wt.epochs, 300);
   EXPECT_EQ(wt.warmup_epochs, 20);
   Config smoke = hg::train::load_config((configs / "smoke.yaml").string());

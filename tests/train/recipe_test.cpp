@@ -31,7 +31,7 @@ TEST(Recipe, ImageNetConfigsCarryTheWholeRecipe) {
     EXPECT_EQ(c.warmup_epochs, 20);
     EXPECT_EQ(c.batch_size * c.grad_accum_steps, 4096);  // effective batch
     EXPECT_EQ(c.opt, "adamw");
-    EXPECT_DOUBLE_EQ(c.lr, 4e-3);
+    EXPECT_DOUBLE_EQ(c.lr.value(), 4e-3);
     EXPECT_DOUBLE_EQ(c.weight_decay, 0.05);
     EXPECT_EQ(c.sched, "cosine");
     EXPECT_TRUE(c.sched_on_updates);  // stepped per update
@@ -151,6 +151,7 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"scale", "data/from_config.cpp"},
       {"ratio", "data/from_config.cpp"},
       {"train_interpolation", "data/from_config.cpp"},
+      {"interpolation", "data/from_config.cpp"},
       {"color_jitter", "data/from_config.cpp"},
       {"aa", "data/from_config.cpp"},
       {"reprob", "data/from_config.cpp"},
@@ -167,7 +168,10 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"validation_batch_size", "data/from_config.cpp"},
       {"epochs", "train/trainer.cpp"},
       {"opt", "train/trainer.cpp"},
-      {"lr", "train/trainer.cpp"},
+      {"lr", "train/config.cpp"},  // resolve_lr / peak_lr, which the trainer calls
+      {"lr_base", "train/config.cpp"},
+      {"lr_base_size", "train/config.cpp"},
+      {"lr_base_scale", "train/config.cpp"},
       {"weight_decay", "train/trainer.cpp"},
       {"layer_decay", "train/trainer.cpp"},
       {"momentum", "train/trainer.cpp"},

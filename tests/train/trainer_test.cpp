@@ -152,7 +152,8 @@ TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
   EXPECT_EQ(rerun.epochs, 2);
   ASSERT_EQ(rerun.schedule_history.size(), 1u);
   EXPECT_EQ(rerun.schedule_history[0],
-            (train::ScheduleSegment{1, 0, 1, c.lr, c.sched, c.warmup_epochs, c.warmup_lr, c.min_lr, c.sched_on_updates}));
+            (train::ScheduleSegment{1, 0, 1, c.lr.value(), c.sched, c.warmup_epochs, c.warmup_lr,
+                                    c.min_lr, c.sched_on_updates}));
   EXPECT_EQ(rerun.resume, "");
 }
 

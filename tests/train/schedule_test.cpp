@@ -1,0 +1,114 @@
+// The learning rate as timm computes it: CosineLRScheduler's values (expected values computed from
+// timm/scheduler/cosine_lr.py's _get_lr at its defaults: one cycle, warmup_prefix false), stepped
+// per epoch and per update; train.py's lr from lr_base and the global batch; the optimizer names.
+#include "train/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "test_util.h"
+#include "train/config.h"
+#include "train/optimizer.h"
+
+using namespace hg;
+using namespace hg::train;
+
+// The warmup replaces the cosine's start: at its end the lr is already below lr (0.99391 here,
+// where a cosine over the epochs after the warmup would give 1.0).
+TEST(Schedule, CosineAsTimm) {
+  LrSchedule s;
+  s.lr = 1.0;
+  s.warmup_lr = 1e-3;
+  s.min_lr = 0.01;
+  s.warmup_t = 5;
+  s.t_total = 100;
+  const std::vector<std::pair<double, double>> want = {
+      {0, 0.001},  {2, 0.4006}, {5, 0.9939057285945933}, {50, 0.505}, {99, 0.010244252618962859},
+      {100, 0.01}, {150, 0.01}};
+  for (const auto& [t, lr] : want) EXPECT_NEAR(s.at(t), lr, 1e-12) << "t = " << t;
+  s.kind = "none";
+  EXPECT_EQ(s.at(50), 1.0);
+}
+
+// sched_on_updates: t counts optimizer updates (3 an epoch here), update u using lr(u).
+TEST(Schedule, PerUpdate) {
+  Config c;
+  c.lr = 2e-3;
+  c.warmup_lr = 1e-5;
+  c.min_lr = 1e-5;
+  c.warmup_epochs = 1;
+  c.epochs = 4;
+  c.sched_on_updates = true;
+  const RunSchedule r(c, 3);
+  const std::vector<std::pair<int64_t, double>> want = {
+      {0, 1e-5},     {1, 0.0006733333333333334},   {3, 0.0017085712472806147},
+      {6, 0.001005}, {11, 4.3903802842377136e-05}, {12, 1e-5}};
+  for (const auto& [u, lr] : want) EXPECT_NEAR(r.lr(u / 3, u % 3, u), lr, 1e-15) << "update " << u;
+  c.sched_on_updates = false;  // per epoch: every update of epoch 1 at lr(1)
+  const RunSchedule e(c, 3);
+  EXPECT_NEAR(e.lr(1, 0, 3), e.lr(1, 2, 5), 0);
+  EXPECT_NEAR(e.lr(1, 0, 3), 1e-5 + 0.5 * (2e-3 - 1e-5) * (1 + std::cos(M_PI / 4)), 1e-15);
+}
+
+// timm's train.py: lr = lr_base x global batch / lr_base_size, square-rooted for adaptive
+// optimizers; a set lr wins.
+TEST(Schedule, LrFromLrBase) {
+  Config c;  // lr null, lr_base 0.1 at 256, batch_size 128, opt sgd
+  EXPECT_FALSE(c.lr.has_value());
+  EXPECT_DOUBLE_EQ(effective_lr(c, 1), 0.05);  // sgd: linear
+  c.opt = "adamw";
+  EXPECT_DOUBLE_EQ(effective_lr(c, 1), 0.07071067811865477);  // sqrt(128 / 256)
+  c.grad_accum_steps = 2;
+  EXPECT_DOUBLE_EQ(effective_lr(c, 8), 0.28284271247461906);  // 128 x 8 x 2 = 2048: sqrt(8)
+  c.lr_base_scale = "linear";
+  EXPECT_DOUBLE_EQ(effective_lr(c, 8), 0.8);
+  c.lr_base = 4e-3;
+  c.lr_base_size = 4096;
+  EXPECT_DOUBLE_EQ(effective_lr(c, 16), 4e-3 * 4096 / 4096.0 * 1.0);  // 128 x 16 x 2 = 4096
+  const std::string how = resolve_lr(c, 16);
+  ASSERT_TRUE(c.lr.has_value());
+  EXPECT_DOUBLE_EQ(*c.lr, 4e-3);
+  EXPECT_NE(how.find("lr_base"), std::string::npos) << how;
+  EXPECT_NE(how.find("4096 images per update"), std::string::npos) << how;
+  EXPECT_EQ(resolve_lr(c, 1), "");  // set now: kept, whatever the world size
+  EXPECT_DOUBLE_EQ(*c.lr, 4e-3);
+  EXPECT_DOUBLE_EQ(peak_lr(c, "test"), 4e-3);
+  Config low;
+  low.min_lr = 1.0;  // above the computed 0.05
+  EXPECT_THROW(resolve_lr(low, 1), Error);
+  EXPECT_THROW(peak_lr(Config{}, "test"), Error);
+}
+
+// timm's names: sgd is Nesterov momentum, momentum is classical momentum.
+TEST(Schedule, OptimizerNames) {
+  std::vector<ParamGroup> groups;
+  auto sgd = make_optimizer("sgd", groups, 0.9);
+  ASSERT_NE(dynamic_cast<SGD*>(sgd.get()), nullptr);
+  EXPECT_TRUE(dynamic_cast<SGD*>(sgd.get())->nesterov);
+  auto mom = make_optimizer("momentum", groups, 0.9);
+  ASSERT_NE(dynamic_cast<SGD*>(mom.get()), nullptr);
+  EXPECT_FALSE(dynamic_cast<SGD*>(mom.get())->nesterov);
+  EXPECT_NE(dynamic_cast<AdamW*>(make_optimizer("adamw", groups, 0.9).get()), nullptr);
+  EXPECT_THROW(make_optimizer("sgd", groups, 0.0), Error);
+  EXPECT_NO_THROW(make_optimizer("momentum", groups, 0.0));
+  EXPECT_THROW(make_optimizer("lamb", groups, 0.9), Error);
+}
+
+// Gradient accumulation as timm's train.py: an epoch's last micro-batches make an update even
+// when fewer than grad_accum_steps, and their losses are divided by their own count.
+TEST(Schedule, PartialLastUpdate) {
+  EXPECT_EQ(updates_per_epoch(10009, 32), 313);  // ImageNet at 128 x 32
+  EXPECT_EQ(updates_per_epoch(64, 32), 2);
+  EXPECT_EQ(updates_per_epoch(5, 1), 5);
+  EXPECT_THROW(updates_per_epoch(0, 2), Error);
+  EXPECT_EQ(micro_batches_of_update(0, 10009, 32), 32);
+  EXPECT_EQ(micro_batches_of_update(9983, 10009, 32), 32);  // the last full update ends here
+  EXPECT_EQ(micro_batches_of_update(9984, 10009, 32), 25);  // the last 25 micro-batches
+  EXPECT_EQ(micro_batches_of_update(10008, 10009, 32), 25);
+  EXPECT_EQ(micro_batches_of_update(63, 64, 32), 32);  // no remainder
+  EXPECT_EQ(micro_batches_of_update(4, 5, 1), 1);
+}
