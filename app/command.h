@@ -19,6 +19,10 @@ struct Command {
 };
 std::vector<Command>& commands();
 
+/// The program's exit status when the command returns without an error: 0 unless the command sets
+/// another (`train` stopped by a signal: 128 + its number, as a shell reports a killed process).
+int& exit_status();
+
 struct CommandRegistrar {
   CommandRegistrar(const char* file, CommandSetup setup) {
     commands().push_back({file, std::move(setup)});

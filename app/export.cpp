@@ -54,6 +54,18 @@ void run_export(const ExportArgs& a) {
   HG_CHECK(fs::exists(a.checkpoint), "export: checkpoint ", a.checkpoint, " does not exist");
   HG_CHECK(!fs::exists(a.out) || !fs::equivalent(a.checkpoint, a.out), "export: --out ", a.out,
            " is the checkpoint itself; write the weights to another file");
+  // a run's checkpoint (its run position, optimizer state) is never replaced by bare weights: a
+  // resume from it would start the run over
+  auto training_checkpoint = [](const std::string& path) {
+    try {
+      return fs::is_regular_file(path) && train::read_train_state(path).has_value();
+    } catch (const Error&) {  // not a safetensors file: not a checkpoint either
+      return false;
+    }
+  };
+  HG_CHECK(!training_checkpoint(a.out), "export: --out ", a.out,
+           " is a training checkpoint (it holds a run's position and optimizer state); write the "
+           "weights to another file");
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   // Loading into the model checks every name and shape (and the Haar filters) before anything is
   // written; the file then holds exactly the model's state_dict.
@@ -64,11 +76,15 @@ void run_export(const ExportArgs& a) {
   else
     HG_CHECK(train::load_ema_weights(a.checkpoint, model), "export --ema: checkpoint ",
              a.checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
-             "*): its run was trained without model_ema; export without --ema");
+             "*): its run kept no model_ema, or it is an export already; export without --ema");
   const auto tensors = state_dict(model);
   const safetensors::File in = safetensors::load(a.checkpoint);
   safetensors::save(a.out, tensors,
-                    {{"format", "pt"}, {"model", rc.config.model}, {"model_config", model.config.to_json()}});
+                    {{"format", "pt"},
+                     {"model", rc.config.model},
+                     {"model_config", model.config.to_json()},
+                     // infer and validate build the model from it, as from a training checkpoint
+                     {"config", train::to_yaml(rc.config)}});
   int64_t elements = 0;
   for (const auto& [name, t] : tensors) elements += t.numel();
   spdlog::info(

@@ -2,8 +2,13 @@
 // one batch, for comparing haargrad with another implementation on the same input
 // (scripts/timm-check.py does so with timm). The input tensor is named "input" (or is the file's
 // only tensor), NCHW like PyTorch's (--layout nhwc for channels-last), any float dtype; the output
-// holds "logits" (N, num_classes) float32.
+// holds "logits" (N, num_classes) float32. The batch goes into the model as it is: it must be
+// normalised already (the config's mean and std apply to the data loader, not here).
 #include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <filesystem>
+#include <system_error>
 
 #include "app/command.h"
 #include "app/config_help.h"
@@ -23,7 +28,8 @@ struct InferArgs {
   std::vector<std::string> overrides;
 };
 
-Tensor read_input(const std::string& path, const std::string& layout) {
+/// The batch as NHWC f32, with the shape as the file holds it in *stored (for messages).
+Tensor read_input(const std::string& path, const std::string& layout, Shape* stored) {
   safetensors::File f = safetensors::load(path);
   auto it = f.tensors.find("input");
   if (it == f.tensors.end()) {
@@ -32,6 +38,7 @@ Tensor read_input(const std::string& path, const std::string& layout) {
     it = f.tensors.begin();
   }
   const Tensor& x = it->second;
+  *stored = x.shape();
   HG_CHECK(x.ndim() == 4, "infer: '", it->first, "' of ", path, " must be a batch of images (4-D), got ",
            shape_str(x.shape()));
   HG_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "infer: '", it->first, "' of ", path,
@@ -40,18 +47,38 @@ Tensor read_input(const std::string& path, const std::string& layout) {
   return nhwc.to(DType::f32);
 }
 
+/// Whether a and b name the same file (b need not exist).
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  return fs::exists(b, ec) && fs::equivalent(a, b, ec);
+}
+
 void run_infer(const InferArgs& a) {
   HG_CHECK(a.layout == "nchw" || a.layout == "nhwc", "infer: --layout must be nchw or nhwc, got '", a.layout, "'");
+  HG_CHECK(!same_file(a.checkpoint, a.out), "infer: --out ", a.out,
+           " is the checkpoint itself; write the logits to another file");
+  HG_CHECK(!same_file(a.input, a.out), "infer: --out ", a.out,
+           " is the input batch itself; write the logits to another file");
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   set_cpu_threads(static_cast<int>(rc.config.threads));
   const Device device = train::resolve_device(rc.config.device);
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, device);
   train::load_checkpoint(a.checkpoint, model, nullptr);
-  const Tensor x = read_input(a.input, a.layout);
-  HG_CHECK(x.size(3) == model.config.in_chans, "infer: the input has ", x.size(3), " channels (", a.layout,
-           " batch of shape ", shape_str(x.shape()), "), ", rc.config.model, " takes ", model.config.in_chans);
+  Shape stored;
+  const Tensor x = read_input(a.input, a.layout, &stored);
+  HG_CHECK(x.size(3) == model.config.in_chans, "infer: the input of shape ", shape_str(stored),
+           " read as ", a.layout, " has ", x.size(3), " channels, ", rc.config.model, " takes ",
+           model.config.in_chans,
+           a.layout == "nchw" ? " (a channels-last batch needs --layout nhwc)"
+                              : " (an NCHW batch needs --layout nchw)");
   autograd::NoGradGuard no_grad;
   const Tensor logits = model.forward(x.to(device), false).to(Device::cpu);
+  int64_t bad = 0;
+  for (const float v : logits.to_vector<float>()) bad += std::isfinite(v) ? 0 : 1;
+  HG_CHECK(bad == 0, "infer: ", bad, " of ", logits.numel(),
+           " logits are not finite (NaN or inf) for ", a.input, ": the weights of ", a.checkpoint,
+           " or the input hold non-finite values; nothing was written");
   safetensors::save(a.out, {{"logits", logits}}, {{"format", "pt"}, {"model", rc.config.model}});
   spdlog::info("infer: {} logits of {} ({}) on {} written to {}", shape_str(logits.shape()), rc.config.model,
                rc.source, device_name(device), a.out);
@@ -68,7 +95,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                "state_dict: --model convnext_tiny, plus --num-classes N when it is not 1000).");
   cmd->add_option("--checkpoint", a->checkpoint, "weights: a haargrad checkpoint, an export, or a timm state_dict")
       ->required();
-  cmd->add_option("--input", a->input, "safetensors file with the batch, a tensor named 'input'")->required();
+  cmd->add_option("--input", a->input,
+                  "safetensors file with the batch, a tensor named 'input', already normalised")
+      ->required();
   cmd->add_option("--out", a->out, "safetensors file to write, with the tensor 'logits'")->required();
   cmd->add_option("--layout", a->layout, "the input's layout: nchw (PyTorch) or nhwc");
   cmd->add_option("--config", a->config, "YAML config of the model");

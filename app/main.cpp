@@ -28,6 +28,11 @@ std::vector<Command>& commands() {
   return list;
 }
 
+int& exit_status() {
+  static int status = 0;
+  return status;
+}
+
 namespace {
 
 // Every numeric option of every command parses as a decimal number: CLI11 alone would read "010"
@@ -144,5 +149,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "haargrad: error: %s (an unexpected C++ exception: please report it)\n", e.what());
     return 2;
   }
-  return 0;
+  return hg::app::exit_status();
 }

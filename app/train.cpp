@@ -31,6 +31,9 @@ void append_line(const std::string& path, const std::string& line) {
 }
 
 void run_train(TrainArgs& a) {
+  HG_CHECK(a.stop_after_epoch == -1 || a.stop_after_epoch >= 1,
+           "train: --stop-after-epoch must be ", ">= 1 (or -1: every epoch), got ",
+           a.stop_after_epoch);
   train::Config cfg = train::load_config(a.config);
   train::apply_overrides(cfg, a.overrides);
   set_cpu_threads(static_cast<int>(cfg.threads));
@@ -39,6 +42,7 @@ void run_train(TrainArgs& a) {
   opts.plain_output = a.plain;
   const auto t0 = std::chrono::steady_clock::now();
   train::TrainResult r = train::train(cfg, opts);
+  if (r.interrupted) exit_status() = 128 + r.stop_signal;  // 130 (Ctrl-C) or 143 (SIGTERM)
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
   // a figure with `digits` decimals, "n/a" for one the run does not know (negative)
   auto fixed = [](double v, int digits) {

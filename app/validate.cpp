@@ -83,7 +83,8 @@ ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool
   else
     HG_CHECK(train::load_ema_weights(checkpoint, model), "validate --use-ema: checkpoint ",
              checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
-             "*): its run was trained without model_ema; validate it without --use-ema");
+             "*): its run kept no model_ema, or it is an export (export --ema writes the EMA as "
+             "the plain weights); validate it without --use-ema");
   data::Datasets ds = data::make_datasets(cfg);
   auto loader = data::make_loader(cfg, false, ds.val);
 

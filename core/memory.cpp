@@ -204,7 +204,9 @@ void* system_alloc(size_t bytes, Device device) {
   void* p = nullptr;
   if (device == Device::cpu) {
     p = std::aligned_alloc(kAlign, round_up(std::max<size_t>(bytes, 1), kAlign));
-    HG_CHECK(p != nullptr, "out of host memory: asked for ", bytes, " bytes");
+    HG_CHECK(p != nullptr, "out of host memory: asked for ", bytes, " bytes (", bytes >> 20,
+             " MiB) at once; a tensor that large comes from the sizes: try a smaller img_size or "
+             "batch_size (or a smaller model)");
   } else {
 #ifdef HAARGRAD_WITH_CUDA
     cudaError_t err = cudaMalloc(&p, bytes);

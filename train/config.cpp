@@ -750,6 +750,9 @@ std::string unreadable_reason(const std::string& path, int err) {
 }  // namespace
 
 Config load_config(const std::string& path) {
+  std::error_code ec;
+  HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,
+           "' is a folder, not a YAML file (e.g. configs/fashion_mnist.yaml or a run's args.yaml)");
   std::ifstream in(path, std::ios::binary);
   const int err = errno;
   HG_CHECK(in.good(), "config: cannot open file '", path, "': ", unreadable_reason(path, err));

@@ -14,26 +14,13 @@
 #include <set>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace fs = std::filesystem;
 
 namespace hg::train {
 namespace {
-
-// Text to `path` through a temporary file and a rename.
-void write_atomic(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    HG_CHECK(f.good(), "plot: cannot write ", tmp.string());
-    f << text;
-    f.flush();
-    HG_CHECK(f.good(), "plot: writing ", tmp.string(), " failed");
-  }
-  fs::rename(tmp, path);
-}
 
 // Runs argv (no shell), returns the exit status (-1: did not exit normally) and stdout + stderr.
 int run_program(const std::vector<std::string>& argv, std::string* output) {
@@ -201,7 +188,7 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   for (size_t r = 0; r < run_dirs.size(); ++r) {
     fs::path dat = stem;
     dat += run_dirs.size() == 1 ? std::string(".dat") : "." + std::to_string(r + 1) + ".dat";
-    write_atomic(dat, run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r]));
+    io::write_file_atomic(dat.string(), run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r]));
     data.push_back(dat);
     names.push_back(fs::path(run_dirs[r]).lexically_normal().filename().string());
     if (names.back().empty())
@@ -232,7 +219,7 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   gp += "unset multiplot\nset output\n";
   fs::path script = stem;
   script += ".gp";
-  write_atomic(script, gp);
+  io::write_file_atomic(script.string(), gp);
   std::string output;
   const int rc = run_program({"gnuplot", script.string()}, &output);
   if (rc != 0 || !fs::exists(tmp_png)) {

@@ -56,17 +56,28 @@ namespace fs = std::filesystem;
 namespace hg::train {
 namespace {
 
-std::atomic<bool> g_interrupt{false};
-void on_sigint(int) {
-  g_interrupt = true;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C kills at once
+// The signal that asks the run to stop (SIGINT: Ctrl-C; SIGTERM: kill, timeout, docker stop,
+// Slurm), 0 while none came.
+std::atomic<int> g_stop_signal{0};
+void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  std::signal(sig, SIG_DFL);  // a second one kills at once
 }
 
-// Installs the Ctrl-C handler for the training loop and restores the previous one on every exit.
-struct SigintGuard {
-  SigintGuard() : previous(std::signal(SIGINT, on_sigint)) { g_interrupt = false; }
-  ~SigintGuard() { std::signal(SIGINT, previous); }
-  void (*previous)(int);
+// Installs the SIGINT / SIGTERM handler for the training loop and restores the previous ones on
+// every exit: the loop then saves a recovery checkpoint and returns.
+struct StopSignalGuard {
+  StopSignalGuard()
+      : previous_int(std::signal(SIGINT, on_stop_signal)),
+        previous_term(std::signal(SIGTERM, on_stop_signal)) {
+    g_stop_signal = 0;
+  }
+  ~StopSignalGuard() {
+    std::signal(SIGINT, previous_int);
+    std::signal(SIGTERM, previous_term);
+  }
+  void (*previous_int)(int);
+  void (*previous_term)(int);
 };
 
 std::string timestamp() {
@@ -173,6 +184,8 @@ struct Session {
   SummaryLines summary;
   GoodCheckpoints good;
   TrainResult result;
+  bool claimed = false;   // the run folder is new, claimed by this session
+  bool training = false;  // the epochs have started
   double total_train_seconds = 0, total_data_wait = 0;
   int64_t total_train_images = 0;
   std::set<std::string> history_notes_said;
@@ -207,13 +220,22 @@ void open_run_folder(Session& s) {
     HG_CHECK(file_exists(s.resume_path), "resume: checkpoint ", s.resume_path, " does not exist");
     run_dir = fs::path(s.resume_path).parent_path();
     if (run_dir.empty()) run_dir = ".";
-    s.resumed = read_train_state(s.resume_path).value_or(TrainState{});
+    // weights alone (an export, a timm state_dict) carry no run to go on with: resuming them would
+    // start a run over in that folder, over its summary and checkpoints
+    const std::optional<TrainState> state = read_train_state(s.resume_path);
+    HG_CHECK(state.has_value(), "resume: ", s.resume_path,
+             " holds weights only (no run position or optimizer state: an export or a timm "
+             "state_dict), so there is no run to resume and resuming it would start one over in ",
+             run_dir.string(),
+             "; start a new run from these weights with initial_checkpoint: ", s.resume_path);
+    s.resumed = *state;
   } else {
     const std::string name = s.cfg.experiment.empty() ? timestamp() + "-" + s.cfg.model + "-" +
                                                             std::to_string(s.cfg.img_size)
                                                       : s.cfg.experiment;
     if (dist::is_main()) {
       run_dir = claim_run_folder(out_root, name);
+      s.claimed = true;
       io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(s.cfg));
     }
     run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
@@ -284,7 +306,7 @@ void reconcile_resumed_settings(Session& s) {
   const std::string recorded_text =
       have_args ? io::read_file(args_path) : checkpoint_config_yaml(s.resume_path);
   const std::string source = have_args ? args_path : str("the config stored in ", s.resume_path);
-  if (recorded_text.empty()) {  // a plain state_dict: this session's config is the run's
+  if (recorded_text.empty()) {  // a checkpoint that stores no config: this session's is the run's
     Config args = s.cfg;
     args.resume = "";
     if (dist::is_main()) io::write_file_atomic(args_path, to_yaml(args));
@@ -345,6 +367,11 @@ void build_model(Session& s) {
       forward_macs(mcfg, static_cast<int>(cfg.img_size)) / 1e9, cfg.img_size,
       device_name(s.device));
   s.sched = std::make_unique<RunSchedule>(cfg, s.updates_per_epoch);
+  if (cfg.sched == "cosine" && cfg.warmup_epochs >= cfg.epochs)
+    spdlog::warn(
+        "warmup_epochs {} >= epochs {}: the run ends within the warmup, the lr only rises "
+        "and the cosine never decays it (fewer warmup_epochs, or more epochs)",
+        cfg.warmup_epochs, cfg.epochs);
 }
 
 // Weights, optimizer state and position of the resumed checkpoint, and the summary rows before it.
@@ -582,8 +609,8 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     train_step(s, epoch, b, p);
     if (s.threads) tune_threads(s.threads->tuner, seconds_since(step_t0), b.labels.numel());
     report_progress(s, epoch, p, seconds_since(t0));
-    if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) g_interrupt = true;
-    if (s.dp->any_rank(g_interrupt)) break;
+    if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) g_stop_signal = SIGINT;
+    if (s.dp->any_rank(g_stop_signal != 0)) break;
   }
   read_losses(s, epoch, p);  // an interrupted epoch's last steps
   s.console->end_bar();
@@ -607,9 +634,12 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   rs.eval_top1_ema = rs.eval_top5_ema = rs.eval_loss_ema = -1;
   save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
                   ema_module(s));
-  spdlog::warn("interrupted at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
-               epoch + 1, p.step, s.paths.recovery.string(), s.paths.recovery.string());
+  spdlog::warn(
+      "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
+      g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", epoch + 1, p.step, s.paths.recovery.string(),
+      s.paths.recovery.string());
   s.result.interrupted = true;
+  s.result.stop_signal = g_stop_signal == 0 ? SIGINT : g_stop_signal.load();
 }
 
 // ---- evaluation, summary, checkpoints -----------------------------------------------------------
@@ -833,12 +863,10 @@ Device resolve_device(const std::string& device) {
   return why.empty() ? Device::cuda : Device::cpu;
 }
 
-TrainResult train(Config cfg, const TrainOptions& opts) {
-  validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
-  resolve_device(cfg.device);  // an unusable device fails before a run folder is claimed
-  // timm: a null lr follows the images per update (args.yaml records the lr it gives)
-  const std::string lr_note = resolve_lr(cfg, dist::size());
-  Session s(std::move(cfg), opts);
+namespace {
+
+// Everything of a run after its config is checked: the run folder, data, model, the epochs.
+TrainResult run_session(Session& s, const std::string& lr_note) {
   open_run_folder(s);
   if (!lr_note.empty()) spdlog::info("{}", lr_note);
   if (std::optional<TrainResult> done = already_finished(s)) return *done;
@@ -853,12 +881,13 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   create_thread_tuner(s);
   s.losses = std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval, 1), s.device);
 
-  SigintGuard sigint;
+  StopSignalGuard stop_signals;
+  s.training = true;
   const int64_t stop = s.opts.stop_after_epoch;
   const int64_t last_epoch = stop >= 0 ? std::min<int64_t>(s.cfg.epochs, stop) : s.cfg.epochs;
   for (int64_t epoch = s.st.epoch; epoch < last_epoch; ++epoch) {
     const EpochProgress p = train_epoch(s, epoch);
-    if (s.dp->any_rank(g_interrupt)) {  // Ctrl-C: save where we are, then leave cleanly
+    if (s.dp->any_rank(g_stop_signal != 0)) {  // Ctrl-C, SIGTERM: save where we are, leave cleanly
       save_recovery(s, epoch, p);
       break;
     }
@@ -866,6 +895,44 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
     save_epoch_checkpoints(s, epoch, ev);
   }
   return final_report(s);
+}
+
+// A run that failed: a folder this session claimed and that holds nothing but its marker,
+// args.yaml and log.txt (the run never trained: a missing data folder, a checkpoint that does not
+// fit, too little memory) is given back, so the next run takes its name; otherwise log.txt gets the
+// error (main prints it on stderr too).
+void record_failure(const Session& s, const std::string& what) {
+  if (!dist::is_main() || s.paths.dir.empty()) return;
+  std::error_code ec;
+  if (s.claimed && !s.training) {
+    bool only_ours = true;
+    for (const fs::directory_entry& e : fs::directory_iterator(s.paths.dir, ec)) {
+      const std::string name = e.path().filename().string();
+      only_ours = only_ours && (name == kRunMarker || name == "args.yaml" || name == "log.txt");
+    }
+    if (!ec && only_ours && fs::remove_all(s.paths.dir, ec) > 0 && !ec) return;
+  }
+  try {
+    io::AppendFile log((s.paths.dir / "log.txt").string());
+    log.append(str("[", timestamp(), "] error: ", what, "\n"));
+  } catch (const Error&) {  // the log cannot take it (disk full, read-only): stderr still has it
+  }
+}
+
+}  // namespace
+
+TrainResult train(Config cfg, const TrainOptions& opts) {
+  validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
+  resolve_device(cfg.device);  // an unusable device fails before a run folder is claimed
+  // timm: a null lr follows the images per update (args.yaml records the lr it gives)
+  const std::string lr_note = resolve_lr(cfg, dist::size());
+  Session s(std::move(cfg), opts);
+  try {
+    return run_session(s, lr_note);
+  } catch (const std::exception& e) {
+    record_failure(s, e.what());
+    throw;
+  }
 }
 
 }  // namespace hg::train

@@ -47,10 +47,14 @@ struct TrainResult {
           ///< time it had no work while the host waited for one), [0, 1] (-1: not known)
   double peak_mib = 0;              ///< peak live bytes on the training device (MiB)
   int64_t corrupt_skipped = 0;
-  bool interrupted = false;         ///< Ctrl-C: a recovery checkpoint was written
+  bool interrupted = false;  ///< Ctrl-C or SIGTERM: a recovery checkpoint was written
+  int stop_signal = 0;       ///< the signal that interrupted it (SIGINT, SIGTERM); 0 = none
 };
 
 /// Runs (or resumes: cfg.resume = checkpoint path or "auto") the training described by cfg.
+/// SIGINT (Ctrl-C) and SIGTERM during the epochs stop it after the current step with a recovery
+/// checkpoint (TrainResult::interrupted). A run that fails before its first step gives its new
+/// folder back; one that fails later writes the error into its log.txt.
 /// Throws hg::Error on bad config / data, on a failed file write (naming the file; the previous
 /// files stay intact), and when the run diverges: a non-finite loss (naming the epoch and step) or
 /// a non-finite evaluation (no checkpoint is written from such a state, and the message names the

@@ -182,6 +182,21 @@ TEST_F(CliTest, AMistypedCommandIsNamedWithASuggestion) {
   EXPECT_NE(b.output.find("haargrad: error: --batch: 'abc'"), std::string::npos) << b.output;
 }
 
+// A folder given as the config, or a stop position that means nothing, is named before any run
+// folder is claimed.
+TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
+  const ProgramRun dir = run_program("train " + dir_.string() + " --output " + file("out"));
+  EXPECT_NE(dir.exit_code, 0);
+  EXPECT_NE(dir.output.find("is a folder, not a YAML file"), std::string::npos) << dir.output;
+  for (const char* stop : {"0", "-5"}) {
+    const ProgramRun r = run_program("train " + kDefaultConfig + " --stop-after-epoch " + stop +
+                                     " --output " + file("out"));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("--stop-after-epoch must be >= 1"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
 TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
 #ifdef HAARGRAD_WITH_CUDA
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";

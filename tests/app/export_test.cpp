@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/atomic_file.h"
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -145,6 +146,53 @@ TEST_F(ExportCommand, InferOnTimmWeightsGivesTimmsLogits) {
     ASSERT_EQ(logits.shape(), want.shape());
     EXPECT_LT(test::rel_error(logits.to(DType::f64), want.to(DType::f64)), 1e-4);  // fp32, whole model
   }
+}
+
+// An export carries its config, so infer (and validate) build its model from the file alone, as
+// from a training checkpoint. Files are guarded: export never replaces a training checkpoint, infer
+// never writes its logits over the checkpoint or the input; an input read in the wrong layout is
+// named by the shape the file holds.
+TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors"), w = file("w.safetensors"),
+                    in = file("in.safetensors"), logits = file("logits.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const ProgramRun ex = run_program("export " + ck + " --out " + w);
+  ASSERT_EQ(ex.exit_code, 0) << ex.output;
+  EXPECT_EQ(train::config_from_yaml(safetensors::load(w).metadata.at("config"), "w").model,
+            c.model);
+
+  const std::string ck_bytes = io::read_file(ck);
+  const ProgramRun over = run_program("export " + w + " --out " + ck);
+  EXPECT_NE(over.exit_code, 0);
+  EXPECT_NE(over.output.find("is a training checkpoint"), std::string::npos) << over.output;
+  EXPECT_EQ(io::read_file(ck), ck_bytes);
+
+  safetensors::save(in, {{"input", test::random({2, 1, 28, 28}, 5)}}, {});
+  const ProgramRun inf =
+      run_program("infer --checkpoint " + w + " --input " + in + " --out " + logits);
+  ASSERT_EQ(inf.exit_code, 0) << inf.output;  // the model from the export's config: no --model
+  EXPECT_EQ(safetensors::load(logits).tensors.at("logits").shape(), (Shape{2, 10}));
+
+  const std::string in_bytes = io::read_file(in), w_bytes = io::read_file(w);
+  for (const std::string& target : {w, in}) {
+    const ProgramRun r =
+        run_program("infer --checkpoint " + w + " --input " + in + " --out " + target);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("itself; write the logits to another file"), std::string::npos)
+        << r.output;
+  }
+  EXPECT_EQ(io::read_file(in), in_bytes);
+  EXPECT_EQ(io::read_file(w), w_bytes);
+
+  safetensors::save(in, {{"input", test::random({2, 28, 28, 1}, 6)}}, {});  // channels last
+  const ProgramRun layout =
+      run_program("infer --checkpoint " + w + " --input " + in + " --out " + logits);
+  EXPECT_NE(layout.exit_code, 0);
+  EXPECT_NE(layout.output.find("[2, 28, 28, 1]"), std::string::npos) << layout.output;
+  EXPECT_NE(layout.output.find("--layout nhwc"), std::string::npos) << layout.output;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "core/safetensors.h"
 #include "core/threads.h"
+#include "models/checkpoint.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -172,6 +173,52 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithStepAndKeepsNoBrokenCheckpoint) {
     EXPECT_NE(m.find("non-finite loss"), std::string::npos) << m;
     EXPECT_NE(m.find("step"), std::string::npos) << m;
   }
+  // the run had trained: its folder stays, and its log.txt ends with the error
+  const std::vector<std::string> log = lines(root_ / "smoke" / "log.txt");
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.back().find("error: non-finite loss"), std::string::npos) << log.back();
+}
+
+// A run that fails before its first step (here: no data folder) gives back the folder it claimed,
+// so the next run takes the name; nothing else there is touched.
+TEST_F(TrainerTest, AFailedStartGivesItsFolderBack) {
+  train::Config c = smoke_config(root_.string());
+  c.dataset = "image_folder";
+  c.data_dir = (root_ / "no_such_data").string();
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  EXPECT_THROW(train::train(c, quiet), Error);
+  EXPECT_FALSE(fs::exists(root_ / "smoke"));
+  EXPECT_TRUE(fs::is_directory(root_));  // the output root itself stays
+}
+
+// Weights alone (an export, a timm state_dict) hold no run to resume: resuming one in a run's
+// folder would start the run over and replace its summary and checkpoints. It is refused, pointing
+// at initial_checkpoint, and the run's files stay as they were.
+TEST_F(TrainerTest, ResumeFromWeightsOnlyIsRefused) {
+  train::Config c = smoke_config(root_.string());
+  c.epochs = 1;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const train::TrainResult r = train::train(c, quiet);
+  const fs::path run(r.run_dir), weights = run / "weights.safetensors";
+  {
+    ConvNeXt m(train::model_config_from(c), 1);
+    safetensors::save(weights.string(), state_dict(m), {{"format", "pt"}});
+  }
+  const std::vector<std::string> summary = lines(run / "summary.csv");
+  c.epochs = 2;
+  c.resume = weights.string();
+  try {
+    train::train(c, quiet);
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("weights only"), std::string::npos) << m;
+    EXPECT_NE(m.find("initial_checkpoint"), std::string::npos) << m;
+  }
+  EXPECT_EQ(lines(run / "summary.csv"), summary);
+  EXPECT_TRUE(fs::exists(run / "last.safetensors"));
 }
 
 TEST(TrainerCli, NonTerminalOutputHasNoBarCharacters) {
@@ -208,8 +255,12 @@ TEST(TrainerCli, BadConfigKeyErrorNamesKeyAndLine) {
   EXPECT_NE(text.find("line 2"), std::string::npos) << text;
 }
 
-TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExitsCleanly) {
-  const fs::path out = fs::temp_directory_path() / ("hg_sigint_" + std::to_string(::getpid()));
+// Runs a long synthetic training, sends `sig` once it has taken some steps, and checks that it
+// wrote a mid-epoch recovery checkpoint and exited with 128 + sig (as a shell reports a process the
+// signal killed, so a script can tell the run stopped early).
+static void expect_signal_stops_with_recovery(int sig, const std::string& name) {
+  const fs::path out =
+      fs::temp_directory_path() / ("hg_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   // A long synthetic run (tens of seconds), interrupted after it has taken some steps.
   const std::string cmd = std::string("exec ") + HAARGRAD_BINARY_DIR + "/haargrad train " + HAARGRAD_SOURCE_DIR +
@@ -222,7 +273,7 @@ TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExitsCleanly) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  // wait until it logged a few steps, then Ctrl-C
+  // wait until it logged a few steps, then the signal
   bool stepping = false;
   for (int i = 0; i < 300 && !stepping; ++i) {
     usleep(100 * 1000);
@@ -231,13 +282,13 @@ TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExitsCleanly) {
     stepping = text.find("step 5/") != std::string::npos;
   }
   ASSERT_TRUE(stepping) << "the run did not start stepping";
-  kill(pid, SIGINT);
+  kill(pid, sig);
   int status = 0;
   waitpid(pid, &status, 0);
   std::ifstream log(out.string() + ".log");
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
-  EXPECT_NE(text.find("interrupted at epoch 1"), std::string::npos) << text;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig) << text;
+  EXPECT_NE(text.find("interrupted (" + name + ") at epoch 1"), std::string::npos) << text;
   const fs::path recovery = out / "smoke" / "recovery.safetensors";
   ASSERT_TRUE(fs::exists(recovery)) << text;
   safetensors::File f = safetensors::load(recovery.string());
@@ -245,6 +296,15 @@ TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExitsCleanly) {
   EXPECT_EQ(f.metadata.at("state").find("\"step_in_epoch\":0"), std::string::npos);  // mid-epoch position
   fs::remove_all(out);
   fs::remove(out.string() + ".log");
+}
+
+TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExits130) {
+  expect_signal_stops_with_recovery(SIGINT, "SIGINT");
+}
+
+// kill, timeout, docker stop, systemd and Slurm send SIGTERM: the same recovery as Ctrl-C.
+TEST(TrainerCli, SigtermWritesRecoveryCheckpointAndExits143) {
+  expect_signal_stops_with_recovery(SIGTERM, "SIGTERM");
 }
 
 TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
