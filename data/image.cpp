@@ -12,6 +12,7 @@
 #define STBI_ONLY_PNG
 #define STBI_ONLY_BMP
 #define STBI_ONLY_PNM
+#define STBI_FAILURE_USERMSG  // "Corrupt PNG", not "outofdata": the reasons users read
 #include <stb_image.h>
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
@@ -111,23 +112,59 @@ Image read_image(const std::string& path, int channels, JpegDecoder jpeg) {
   return decode_with_stb(bytes.data(), bytes.size(), path, channels);
 }
 
-CorruptImage not_an_image(const std::string& path, const std::vector<uint8_t>& bytes) {
+namespace {
+
+/// Why bytes that start as `bytes` do are no image of ours: "empty file" or their first bytes.
+std::string not_an_image_reason(const std::vector<uint8_t>& bytes) {
+  if (bytes.empty()) return "empty file";
   std::string head;
   char hex[4];
   for (size_t i = 0; i < std::min<size_t>(8, bytes.size()); ++i) {
     std::snprintf(hex, sizeof hex, "%02x ", bytes[i]);
     head += hex;
   }
-  return CorruptImage(path, bytes.empty() ? std::string("empty file")
-                                          : str("not a JPEG, PNG, BMP, PPM or PGM file (it starts with bytes ",
-                                                head.substr(0, head.size() - 1), "), whatever its name says"));
+  return str("not a JPEG, PNG, BMP, PPM or PGM file (it starts with bytes ",
+             head.substr(0, head.size() - 1), "), whatever its name says");
+}
+
+}  // namespace
+
+CorruptImage not_an_image(const std::string& path, const std::vector<uint8_t>& bytes) {
+  return CorruptImage(path, not_an_image_reason(bytes));
 }
 
 bool probe_image(const std::string& path, std::string* reason) {
+  auto fail = [&](const std::string& why) {
+    if (reason) *reason = why;
+    return false;
+  };
+  // The first bytes decide the format, as read_image's do: an empty or a text file is named as
+  // such (stbi_info tries every format and keeps the last one's complaint, "unknown image type").
+  std::vector<uint8_t> head(32);
+  {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+    if (!f) return fail("cannot open the file");
+    head.resize(std::fread(head.data(), 1, head.size(), f.get()));
+  }
+  const ImageFormat format = sniff_image_format(head.data(), head.size());
+  if (format == ImageFormat::unknown) return fail(not_an_image_reason(head));
   int w = 0, h = 0, c = 0;
   if (stbi_info(path.c_str(), &w, &h, &c) && w > 0 && h > 0) return true;
-  if (reason) *reason = stbi_failure_reason() ? stbi_failure_reason() : "not an image";
-  return false;
+  // a PNG header stb refuses: its size, when that is why (stb decodes at most 2^30 bytes)
+  if (format == ImageFormat::png && head.size() >= 24) {
+    auto be32 = [&](size_t i) {
+      return (uint64_t(head[i]) << 24) | (uint64_t(head[i + 1]) << 16) |
+             (uint64_t(head[i + 2]) << 8) | head[i + 3];
+    };
+    const uint64_t pw = be32(16), ph = be32(20);
+    const int type = head[25];  // IHDR colour type: the channels stb decodes it to
+    const uint64_t channels = type == 2 ? 3 : type == 4 ? 2 : type == 6 ? 4 : 1;
+    if (pw * ph * channels > (uint64_t(1) << 30))
+      return fail(
+          str("a ", pw, "x", ph, " PNG: too large to decode (stb_image takes at most 2^30 bytes)"));
+  }
+  return fail(str("a ", format_name(format), " header stb_image cannot read (", format_name(format),
+                  " of an unsupported kind, or cut short)"));
 }
 
 namespace {

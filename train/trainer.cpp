@@ -184,7 +184,10 @@ struct Session {
   SummaryLines summary;
   GoodCheckpoints good;
   TrainResult result;
-  bool claimed = false;   // the run folder is new, claimed by this session
+  bool claimed = false;  // the run folder is new, claimed by this session
+  // a resume's new args.yaml, written with this session's first checkpoint (a session that diverges
+  // before it leaves the run's args.yaml as it was: no checkpoint was trained with the new values)
+  std::string pending_args;
   bool training = false;  // the epochs have started
   double total_train_seconds = 0, total_data_wait = 0;
   int64_t total_train_images = 0;
@@ -323,8 +326,14 @@ void reconcile_resumed_settings(Session& s) {
                        s.resumed->updates, s.updates_per_epoch);
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);
   s.cfg = rs.session;
-  if (dist::is_main() && (rs.args_changed || !have_args))
-    io::write_file_atomic(args_path, to_yaml(rs.args));
+  if (dist::is_main() && (rs.args_changed || !have_args)) s.pending_args = to_yaml(rs.args);
+}
+
+// Writes a resume's pending args.yaml, once this session has saved a checkpoint.
+void write_pending_args(Session& s) {
+  if (s.pending_args.empty()) return;
+  io::write_file_atomic(s.paths.args.string(), s.pending_args);
+  s.pending_args.clear();
 }
 
 // ---- model, optimizer, schedule, restore
@@ -634,6 +643,7 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   rs.eval_top1_ema = rs.eval_top5_ema = rs.eval_loss_ema = -1;
   save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
                   ema_module(s));
+  write_pending_args(s);
   spdlog::warn(
       "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
       g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", epoch + 1, p.step, s.paths.recovery.string(),
@@ -797,6 +807,7 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const Evaluation& ev) {
     st.best_epoch = epoch + 1;
   }
   save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
+  write_pending_args(s);
   s.good.resumable = s.paths.last.string();
   s.good.resumable_at = position(st.epoch, 0);
   // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it

@@ -133,6 +133,30 @@ TEST(ImageFolder, CorruptPolicyError) {
   EXPECT_NE(msg.find("trunc.png"), std::string::npos) << msg;
 }
 
+// The folder scan names why a file is no image it can read, from the file's first bytes (as
+// read_image does): an empty file, a text file (its first bytes), a PNG too large to decode.
+TEST(ImageFolder, ScanNamesWhyAFileIsSkipped) {
+  std::string huge_png("\x89PNG\r\n\x1a\n", 8);
+  huge_png += std::string("\0\0\0\x0dIHDR", 8);
+  huge_png += std::string("\0\0\xc3\x50\0\0\xc3\x50\x08\0\0\0\0", 13);  // 50000 x 50000, 8-bit gray
+  huge_png += std::string("\0\0\0\0", 4);                               // (CRC, not checked)
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "empty file"},
+      {"hello, I am text", "starts with bytes 68 65 6c 6c 6f 2c 20 49"},
+      {huge_png, "a 50000x50000 PNG: too large to decode"}};
+  for (const auto& [bytes, reason] : cases) {
+    hg::test::TempDir tmp;
+    fs::create_directories(tmp.path() / "train/cls");
+    hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+    hg::test::write_bytes(tmp / "train/cls/bad.png", bytes);
+    ImageFolderOptions opts;
+    opts.corrupt = hg::data::CorruptPolicy::error;
+    const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
+    EXPECT_NE(msg.find("bad.png"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(reason), std::string::npos) << msg;
+  }
+}
+
 TEST(ImageFolder, LayoutErrors) {
   hg::test::TempDir tmp;
   fs::create_directories(tmp.path() / "flat/train");

@@ -179,6 +179,24 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithStepAndKeepsNoBrokenCheckpoint) {
   EXPECT_NE(log.back().find("error: non-finite loss"), std::string::npos) << log.back();
 }
 
+// A resume that changes the schedule and diverges before its first checkpoint leaves args.yaml as
+// it was: no checkpoint was trained with the new values.
+TEST_F(TrainerTest, ADivergedResumeKeepsArgsYaml) {
+  train::Config c = smoke_config(root_.string());
+  c.epochs = 1;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const fs::path run(train::train(c, quiet).run_dir);
+  const std::vector<std::string> args = lines(run / "args.yaml");
+  c.epochs = 2;
+  c.lr = 1e30;
+  c.warmup_epochs = 0;
+  c.clip_grad.reset();
+  c.resume = (run / "last.safetensors").string();
+  EXPECT_THROW(train::train(c, quiet), Error);
+  EXPECT_EQ(lines(run / "args.yaml"), args);
+}
+
 // A run that fails before its first step (here: no data folder) gives back the folder it claimed,
 // so the next run takes the name; nothing else there is touched.
 TEST_F(TrainerTest, AFailedStartGivesItsFolderBack) {
