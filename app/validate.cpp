@@ -160,14 +160,19 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--checkpoint", a->checkpoint, "safetensors checkpoint (haargrad's, exported, or a timm state_dict)")
       ->required();
   cmd->add_option("--results-file", a->results_file, "also write the row to FILE.csv or FILE.json");
+  // export and infer name it --config: the same spelling works here too
+  auto config_opt = std::make_shared<std::string>();
+  cmd->add_option("--config", *config_opt, "YAML config (the same as the positional CONFIG)");
   cmd->add_flag(
       "--use-ema", a->use_ema,
       "evaluate the checkpoint's model EMA weights (state_dict_ema.*) instead of the model's");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());
-  cmd->callback([a, cmd] {
+  cmd->callback([a, cmd, config_opt] {
     ConfigArgs ca = split_config_args(cmd->remaining());
-    a->config = ca.config;
+    HG_CHECK(config_opt->empty() || ca.config.empty(), "validate: two configs, '", ca.config,
+             "' and --config '", *config_opt, "'; give one");
+    a->config = config_opt->empty() ? ca.config : *config_opt;
     a->overrides = ca.overrides;
     run_validate(*a);
   });

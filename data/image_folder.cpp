@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <system_error>
 
 #include "data/jpeg_decode.h"
 
@@ -84,11 +85,20 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
              "' is not one of the ", classes_.size(), " given classes (from the train split)");
     const int64_t label = it - classes_.begin();
     std::vector<std::string> paths;
-    for (const auto& e : fs::recursive_directory_iterator(fs::path(dir_) / name,
-                                                          fs::directory_options::follow_directory_symlink)) {
-      if (!e.is_regular_file()) continue;
-      if (is_image_file(e.path().string())) paths.push_back(e.path().string());
-      else ++ignored;
+    try {
+      for (const auto& e : fs::recursive_directory_iterator(
+               fs::path(dir_) / name, fs::directory_options::follow_directory_symlink)) {
+        if (!e.is_regular_file()) continue;
+        if (is_image_file(e.path().string()))
+          paths.push_back(e.path().string());
+        else
+          ++ignored;
+      }
+    } catch (const fs::filesystem_error& e) {  // its path can be thousands of characters long
+      const bool loop = e.code() == std::errc::too_many_symbolic_link_levels;
+      throw Error(str("ImageFolder: cannot list the files of class folder '", name, "' in '", dir_,
+                      "': ", e.code().message(),
+                      loop ? " (a symbolic link leads back into a folder above it)" : ""));
     }
     std::sort(paths.begin(), paths.end());
     if (paths.empty()) spdlog::warn("ImageFolder: class folder '{}' in '{}' has no images", name, dir_);

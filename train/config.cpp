@@ -405,8 +405,12 @@ T read_value(const YAML::Node& node, const std::string& key, const Where& where)
     const std::string what = str("a list of ", std::is_same_v<V, double> ? "numbers" : "integers");
     if (!node.IsSequence()) fail(key, where, str("expected ", what, ", got ", shown(node)));
     T out;
-    for (const YAML::Node& item : node)
+    for (const YAML::Node& item : node) {
+      if (item.IsNull())  // "48,,96" on the command line: an entry left empty
+        fail(key, where_of(item, where),
+             str("expected ", what, ", got an empty entry (entry ", out.size() + 1, ")"));
       out.push_back(read_scalar<V>(item, key, where_of(item, where), what.c_str()));
+    }
     return out;
   } else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
     return read_segments(node, key, where);

@@ -62,6 +62,16 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
   const ProgramRun rj =
       run_program("validate " + kSmoke + " --device cpu --checkpoint " + run + "/last.safetensors --results-file " + js);
   ASSERT_EQ(rj.exit_code, 0) << rj.output;
+  // --config, as export and infer spell it, is the positional CONFIG; both at once is an error
+  const ProgramRun rc = run_program("validate --config " + kSmoke + " --device cpu --checkpoint " +
+                                    run + "/last.safetensors");
+  ASSERT_EQ(rc.exit_code, 0) << rc.output;
+  EXPECT_EQ(rc.output.substr(rc.output.find("model,img_size")).substr(0, 40),
+            rj.output.substr(rj.output.find("model,img_size")).substr(0, 40));
+  const ProgramRun two = run_program("validate " + kSmoke + " --config " + kSmoke +
+                                     " --checkpoint " + run + "/last.safetensors");
+  EXPECT_NE(two.exit_code, 0);
+  EXPECT_NE(two.output.find("two configs"), std::string::npos) << two.output;
 
   // stdout: the header and one row, as in the CSV file
   const std::string printed = r.output.substr(r.output.find("model,img_size"));

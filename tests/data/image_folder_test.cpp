@@ -157,6 +157,19 @@ TEST(ImageFolder, ScanNamesWhyAFileIsSkipped) {
   }
 }
 
+// A symbolic link back into its own class folder is an error naming the class and the loop, not
+// the file system's raw message with a path thousands of characters long.
+TEST(ImageFolder, ASymlinkLoopIsNamed) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+  fs::create_directory_symlink(tmp.path() / "train/cls", tmp.path() / "train/cls/loop");
+  const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", {}); });
+  EXPECT_NE(msg.find("class folder 'cls'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("symbolic link leads back"), std::string::npos) << msg;
+  EXPECT_LT(msg.size(), 600u) << msg;
+}
+
 TEST(ImageFolder, LayoutErrors) {
   hg::test::TempDir tmp;
   fs::create_directories(tmp.path() / "flat/train");

@@ -200,6 +200,8 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   hg::train::apply_overrides(c, {"--model-ema", "false"});
   EXPECT_FALSE(c.model_ema);
 
+  expect_contains(override_error({"--dims", "48,,96"}),
+                  {"'dims'", "command line", "empty entry (entry 2)"});
   expect_contains(override_error({"--lrr", "1"}), {"'lrr'", "command line", "did you mean 'lr'"});
   expect_contains(override_error({"--lr", "abc"}), {"'lr'", "command line", "'abc'"});
   expect_contains(override_error({"--lr", "-2"}), {"'lr'", "command line", "> 0"});
