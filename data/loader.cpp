@@ -148,6 +148,10 @@ Batch DataLoader::make_batch(int64_t step) const {
   }
   float* px = batch.images.data<float>();
   int64_t* lb = batch.labels.data<int64_t>();
+  // With mixup / cutmix, random erasing comes after the mixing, as in timm (its prefetcher erases
+  // the mixed batch): each image keeps the generator its erasing draws from until then.
+  const bool erase_after_mix = opts_.mixup != nullptr;
+  std::vector<Generator> erase_rng(erase_after_mix ? static_cast<size_t>(n) : 0);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t index = order_[static_cast<size_t>(begin + i)];
     // The plan draws from a generator seeded by (seed, epoch, index) inside the chooser, so the crop
@@ -162,12 +166,15 @@ Batch DataLoader::make_batch(int64_t step) const {
     HG_CHECK(s.label >= 0 && s.label < dataset_->num_classes(), "DataLoader: sample ", index, " has label ",
              s.label, " outside [0, ", dataset_->num_classes(), ")");
     plan.box = s.region.box;  // the same box, in the decoded region's pixels
-    transform_.apply_plan(s.region.image, plan, px + i * transform_.output_numel());
+    transform_.apply_plan(s.region.image, plan, px + i * transform_.output_numel(),
+                          erase_after_mix ? &erase_rng[static_cast<size_t>(i)] : nullptr);
     lb[i] = s.label;
     batch.file_bytes += s.region.info.file_bytes;
     ++batch.decoded[s.region.info.key()];
   }
   if (opts_.mixup) mix_batch(batch);
+  for (int64_t i = 0; i < static_cast<int64_t>(erase_rng.size()); ++i)
+    transform_.erase(px + i * transform_.output_numel(), erase_rng[static_cast<size_t>(i)]);
   return batch;
 }
 

@@ -363,7 +363,8 @@ Image Transform::augment_8bit(const Image& crop, Generator& rng) const {
   return crop;
 }
 
-void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out) const {
+void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out,
+                           Generator* erase_rng) const {
   const int64_t C = static_cast<int64_t>(opts_.mean.size());
   HG_CHECK(img.channels == C, "Transform: image has ", img.channels, " channels, mean/std have ", C);
   const int64_t S = opts_.img_size;
@@ -393,6 +394,15 @@ void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out) c
   } else {
     normalise(out);
   }
+  if (erase_rng != nullptr)
+    *erase_rng = rng;
+  else
+    erase(out, rng);
+}
+
+void Transform::erase(float* out, Generator& rng) const {
+  if (!opts_.train) return;
+  const int64_t S = opts_.img_size, C = static_cast<int64_t>(opts_.mean.size());
   random_erasing_.apply(out, S, S, C, rng);
 }
 

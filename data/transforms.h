@@ -70,8 +70,14 @@ class Transform {
   CropPlan plan(int64_t height, int64_t width, Generator& rng) const;
   /// Resamples plan.box of `img` to img_size x img_size (mirrored when plan.flip) and normalises it
   /// into `out` as apply() does. The box may be in the pixels of a region or a reduced-scale decode
-  /// (data/image_region.h). Throws hg::Error on a channel mismatch.
-  void apply_plan(const Image& img, const CropPlan& plan, float* out) const;
+  /// (data/image_region.h). Throws hg::Error on a channel mismatch. With `erase_rng` given, random
+  /// erasing is left out and *erase_rng is the generator it would have drawn from (the caller
+  /// erases later with erase(), e.g. after mixing the batch); the result is the same as without.
+  void apply_plan(const Image& img, const CropPlan& plan, float* out,
+                  Generator* erase_rng = nullptr) const;
+  /// Random erasing of one transformed image `out` (img_size^2 * channels floats), drawing from
+  /// `rng` as apply_plan would have; nothing when reprob is 0 or in eval.
+  void erase(float* out, Generator& rng) const;
   /// The 8-bit stage of training: RandAugment, or ColorJitter, or the image unchanged.
   Image augment_8bit(const Image& crop, Generator& rng) const;
   /// Floats written by apply().

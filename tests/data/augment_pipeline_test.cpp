@@ -154,6 +154,37 @@ TEST(AugmentPipeline, LoaderMixesBatchesWithSoftTargets) {
   EXPECT_FALSE(vb.targets.defined());
 }
 
+// Random erasing comes after mixup / cutmix, as in timm (its prefetcher erases the mixed batch):
+// with every image erased by a constant (0 after normalisation) and every pair blended (mixup
+// only, lam strictly inside (0, 1)), each image still holds a box of exact zeros, which mixing
+// after erasing would have blended with its partner's pixels.
+TEST(AugmentPipeline, RandomErasingAfterMixup) {
+  hg::train::Config cfg;
+  cfg.dataset = "synthetic";
+  cfg.synthetic_size = 16;
+  cfg.num_classes = 4;
+  cfg.img_size = 16;
+  cfg.batch_size = 8;
+  cfg.mixup = 1.0;
+  cfg.mixup_mode = "elem";
+  cfg.reprob = 1.0;
+  cfg.remode = "const";
+  cfg.device = "cpu";
+  const Datasets ds = make_datasets(cfg);
+  auto dl = make_loader(cfg, true, ds.train);
+  dl->start_epoch(0);
+  Batch b;
+  ASSERT_TRUE(dl->next(b));
+  const std::vector<float> px = b.images.to_vector<float>();
+  const int64_t per = 16 * 16 * 3;
+  for (int64_t i = 0; i < 8; ++i) {
+    int64_t zeros = 0;
+    for (int64_t k = 0; k < per; ++k) zeros += px[size_t(i * per + k)] == 0.0f;
+    // the smallest box: 2% of 256 pixels, 3 channels
+    EXPECT_GE(zeros, 15) << "image " << i << ": its erased box was mixed";
+  }
+}
+
 TEST(AugmentPipeline, ConfigKeysReachTheTransform) {
   hg::train::Config cfg;
   cfg.aa = "rand-m9-mstd0.5-inc1";
