@@ -202,12 +202,22 @@ TEST_F(ValidateCommand, BadResultsFileAndMissingConfigFailClearly) {
   EXPECT_NE(txt.exit_code, 0);
   EXPECT_NE(txt.output.find(".csv or .json"), std::string::npos) << txt.output;
   EXPECT_EQ(txt.output.find("model,img_size"), std::string::npos) << "evaluated before failing: " << txt.output;
-  // Weights without a stored config (an export): the message says what to give.
+  // Weights without a stored config (a timm state_dict: an export's tensors without its
+  // metadata): the message says what to give.
   const ProgramRun ex = run_program("export " + run + "/last.safetensors --out " + file("w.safetensors"));
   ASSERT_EQ(ex.exit_code, 0) << ex.output;
-  const ProgramRun none = run_program("validate --checkpoint " + file("w.safetensors"));
+  {
+    const safetensors::File w = safetensors::load(file("w.safetensors"));
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const std::string& k : w.order) tensors.emplace_back(k, w.tensors.at(k));
+    safetensors::save(file("plain.safetensors"), tensors, {{"format", "pt"}});
+  }
+  const ProgramRun none = run_program("validate --checkpoint " + file("plain.safetensors"));
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.output.find("CONFIG.yaml"), std::string::npos) << none.output;
+  // an export carries its config: it validates as it is
+  const ProgramRun own = run_program("validate --device cpu --checkpoint " + file("w.safetensors"));
+  EXPECT_EQ(own.exit_code, 0) << own.output;
   // ... and with the config, exported weights validate like the checkpoint they came from.
   const ProgramRun a = run_program("validate " + kSmoke + " --device cpu --checkpoint " + run + "/last.safetensors");
   const ProgramRun b = run_program("validate " + kSmoke + " --device cpu --checkpoint " + file("w.safetensors"));
