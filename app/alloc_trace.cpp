@@ -134,15 +134,15 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--img-size", a->img_size, "input height = width in pixels")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--precision", a->precision, "fp32 or bf16")->capture_default_str();
   cmd->add_option("--steps", a->steps, "training steps recorded")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--scale-batch", a->scale_batch,
                   "the batch the trace is extrapolated to and replayed at")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--device", a->device, "cpu or cuda: where the steps run")->capture_default_str();
   cmd->add_option(
@@ -154,7 +154,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->delimiter(',');
   cmd->add_option("--threads", a->threads,
                   "CPU threads (0: $OMP_NUM_THREADS if set, else the cores available)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->callback([a] { run_alloc_trace(*a); });
 });

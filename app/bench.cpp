@@ -212,18 +212,20 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       "precision, optimizer and label smoothing; the options below still win when given.");
   cmd->add_option("--models", a->models, "comma-separated model names (`haargrad models` lists them)")
       ->delimiter(',');
-  cmd->add_option("--batch", a->batch, "batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--img-size", a->img_size, "input height = width in pixels")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", a->batch, "batch size")->check(at_least(1));
+  cmd->add_option("--img-size", a->img_size, "input height = width in pixels")->check(at_least(1));
   cmd->add_option("--precision", a->precisions,
                   "fp32, tf32 and/or bf16, comma-separated (default: fp32,tf32,bf16 on cuda, fp32 on the cpu)")
       ->delimiter(',');
   cmd->add_option("--wtconv", a->wtconv, "WTConv modes for WTConv models: fused and/or unfused")->delimiter(',');
-  cmd->add_option("--steps", a->steps, "timed steps per phase")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", a->steps, "timed steps per phase")->check(at_least(1));
   cmd->add_option("--warmup", a->warmup, "untimed steps first (at least 1 is always run)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   cmd->add_option("--device", a->device, "auto (cuda when a GPU is usable), cuda or cpu");
-  cmd->add_option("--threads", a->threads, "CPU threads (0: $OMP_NUM_THREADS if set, else the cores available to this process)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option(
+         "--threads", a->threads,
+         "CPU threads (0: $OMP_NUM_THREADS if set, else the cores available to this process)")
+      ->check(at_least(0));
   cmd->add_option("--output", a->output, "write the rows to FILE.json or FILE.csv");
   cmd->add_flag("--retry", a->retry, "on out-of-memory, retry the row at half the batch until it fits");
   cmd->add_flag("--breakdown", a->breakdown, "also time one training step per op type");

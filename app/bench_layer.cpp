@@ -316,9 +316,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = root.add_subcommand(
       "bench-layer", "time one WTConv2d layer (fused, reference order) against depthwise convs");
-  cmd->add_option("--batch", opts->batch, "batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--iters", opts->iters, "timed runs (median reported)")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", opts->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch", opts->batch, "batch size")->check(at_least(1));
+  cmd->add_option("--iters", opts->iters, "timed runs (median reported)")->check(at_least(1));
+  cmd->add_option("--warmup", opts->warmup, "untimed runs first")->check(at_least(0));
   cmd->add_option("--kernel", opts->K, "WTConv kernel size (odd)");
   cmd->add_option("--channels", opts->only_channels, "only the stage shape with this C (96, 192, 384, 768)");
   cmd->add_option("--output", opts->output, "also write the results as JSON to this file");

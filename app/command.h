@@ -29,6 +29,23 @@ struct CommandRegistrar {
   }
 };
 
+/// Option checks for a number of at least `lo` ("POSITIVE" for 1, "NONNEGATIVE" for 0 in the
+/// help, as CLI11's own), whose error names the bound: CLI11's PositiveNumber says "not in range
+/// 0.000000 to" a 309-digit number.
+inline CLI::Validator at_least(int lo) {
+  return CLI::Validator(
+      [lo](std::string& value) -> std::string {
+        try {
+          if (std::stod(value) < lo) return "must be >= " + std::to_string(lo) + ", got " + value;
+        } catch (const std::exception&) {  // not a number: the conversion says so
+        }
+        return "";
+      },
+      lo == 1   ? "POSITIVE"
+      : lo == 0 ? "NONNEGATIVE"
+                : ">= " + std::to_string(lo));
+}
+
 }  // namespace hg::app
 
 #define HG_APP_CONCAT2(a, b) a##b

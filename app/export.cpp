@@ -16,6 +16,7 @@
 #include "models/checkpoint.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 
 namespace hg::app {
@@ -54,18 +55,8 @@ void run_export(const ExportArgs& a) {
   HG_CHECK(fs::exists(a.checkpoint), "export: checkpoint ", a.checkpoint, " does not exist");
   HG_CHECK(!fs::exists(a.out) || !fs::equivalent(a.checkpoint, a.out), "export: --out ", a.out,
            " is the checkpoint itself; write the weights to another file");
-  // a run's checkpoint (its run position, optimizer state) is never replaced by bare weights: a
-  // resume from it would start the run over
-  auto training_checkpoint = [](const std::string& path) {
-    try {
-      return fs::is_regular_file(path) && train::read_train_state(path).has_value();
-    } catch (const Error&) {  // not a safetensors file: not a checkpoint either
-      return false;
-    }
-  };
-  HG_CHECK(!training_checkpoint(a.out), "export: --out ", a.out,
-           " is a training checkpoint (it holds a run's position and optimizer state); write the "
-           "weights to another file");
+  // a run's files (its checkpoints above all: a resume from bare weights would start it over)
+  train::check_not_a_run_file(a.out, "export: --out");
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   // Loading into the model checks every name and shape (and the Haar filters) before anything is
   // written; the file then holds exactly the model's state_dict.

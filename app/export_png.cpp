@@ -2,6 +2,9 @@
 // DIR/val/<class>/), so image-folder loading can be run on real image files.
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include <memory>
 #include <string>
 
@@ -18,6 +21,12 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& a) {
+  // A folder of an earlier export would keep its other images: a training run reads them all.
+  std::error_code ec;
+  HG_CHECK(!std::filesystem::exists(a.out, ec) || std::filesystem::is_empty(a.out, ec),
+           "export-png: --out ", a.out,
+           " is not empty (the images of an earlier export there would "
+           "stay beside the new ones and be trained on); give a new or an empty folder");
   // Folder names "0_t-shirt_top" ... "9_ankle_boot" sort in label order, so labels survive the trip.
   const auto dirs = hg::data::numbered_class_dirs(hg::data::fashion_mnist_classes());
   const std::pair<const char*, const char*> splits[] = {{"train", "train"}, {"test", "val"}};
@@ -34,8 +43,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = root.add_subcommand("export-png", "Write Fashion-MNIST as DIR/{train,val}/<class>/<i>.png (train on it with --dataset image_folder --data-dir DIR --val-split val --num-classes 10)");
   cmd->add_option("--out", args->out, "output folder")->required();
-  cmd->add_option("--limit-per-class", args->limit_per_class, "images per class and split (0 = all)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--limit-per-class", args->limit_per_class,
+                  "images per class and split (0 = all)")
+      ->check(hg::app::at_least(0));
   cmd->add_option("--data-dir", args->data_dir, "folder of the Fashion-MNIST IDX files")->capture_default_str();
   cmd->callback([args] { run_export(*args); });
 });

@@ -18,6 +18,7 @@
 #include "core/threads.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 
 namespace hg::app {
@@ -60,6 +61,7 @@ void run_infer(const InferArgs& a) {
            " is the checkpoint itself; write the logits to another file");
   HG_CHECK(!same_file(a.input, a.out), "infer: --out ", a.out,
            " is the input batch itself; write the logits to another file");
+  train::check_not_a_run_file(a.out, "infer: --out");
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   set_cpu_threads(static_cast<int>(rc.config.threads));
   const Device device = train::resolve_device(rc.config.device);

@@ -78,8 +78,12 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
          "model name (e.g. convnext_tiny, wtconvnext_tiny; `haargrad models` lists them) or a "
          "CONFIG.yaml (its model, model keys and img_size)")
       ->required();
-  cmd->add_option("--img-size", args->img_size, "input height = width in pixels (default: the model's, 224; 28 for wtconvnext_fmnist)")->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", args->batch, "batch size for the activation bytes")->check(CLI::PositiveNumber);
+  cmd->add_option(
+         "--img-size", args->img_size,
+         "input height = width in pixels (default: the model's, 224; 28 for wtconvnext_fmnist)")
+      ->check(at_least(1));
+  cmd->add_option("--batch", args->batch, "batch size for the activation bytes")
+      ->check(at_least(1));
   cmd->add_flag("--no-measure", args->no_measure, "skip the measured activation bytes");
   cmd->callback([args] { run_info(*args); });
 });

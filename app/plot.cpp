@@ -9,6 +9,7 @@
 
 #include "app/command.h"
 #include "train/plot.h"
+#include "train/run_folder.h"
 
 namespace {
 
@@ -26,6 +27,7 @@ void run_plot(const PlotArgs& a) {
           ? a.out
           : (a.runs.size() == 1 ? (std::filesystem::path(a.runs[0]) / "curves.png").string()
                                 : "curves.png");
+  if (!a.out.empty()) hg::train::check_not_a_run_file(a.out, "plot: --out");
   hg::train::PlotOptions opts;
   opts.width = a.width;
   opts.height = a.height;

@@ -23,6 +23,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/evaluate.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 
 namespace hg::app {
@@ -133,6 +134,8 @@ void run_validate(const ValidateArgs& args) {
   const std::string ext = a.results_file.empty() ? "" : extension_of(a.results_file);
   HG_CHECK(a.results_file.empty() || ext == "csv" || ext == "json", "validate: --results-file '", a.results_file,
            "' must end in .csv or .json");
+  if (!a.results_file.empty())
+    train::check_not_a_run_file(a.results_file, "validate: --results-file");
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   const train::Config& cfg = rc.config;
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,

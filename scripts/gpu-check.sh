@@ -130,6 +130,7 @@ if has train; then
   status[train_fmnist_bf16]=$?
   tail -4 "$OUT/train_fmnist_bf16.log"
   log "train: ConvNeXt-T and WTConvNeXt-T at 224 px from an ImageFolder of Fashion-MNIST PNGs (40 steps)"
+  rm -rf /tmp/fmnist_png  # export-png writes into a new or empty folder only
   $BUILD/haargrad export-png --data-dir "$FMNIST" --out /tmp/fmnist_png --limit-per-class 600 > "$OUT/export.log" 2>&1
   for m in convnext_tiny wtconvnext_tiny; do
     $BUILD/haargrad train configs/$m.yaml --device cuda --data-dir /tmp/fmnist_png --val-split val \

@@ -2,6 +2,7 @@
 // and the args.yaml writer. One table drives all of them so they cannot disagree.
 #include "train/config.h"
 
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -757,11 +758,37 @@ Config load_config(const std::string& path) {
   std::error_code ec;
   HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,
            "' is a folder, not a YAML file (e.g. configs/fashion_mnist.yaml or a run's args.yaml)");
+  const std::string ext = std::filesystem::path(path).extension().string();
+  HG_CHECK(ext != ".safetensors", "config: '", path,
+           "' is a checkpoint, not a YAML config: resume ",
+           "it with `haargrad train RUN/args.yaml --resume ", path,
+           "` (args.yaml is in its run folder)");
   std::ifstream in(path, std::ios::binary);
   const int err = errno;
-  HG_CHECK(in.good(), "config: cannot open file '", path, "': ", unreadable_reason(path, err));
+  HG_CHECK(in.good(), "config: cannot open file '", path, "': ", unreadable_reason(path, err),
+           ext == ".yaml" || ext == ".yml" ? ""
+                                           : " (the first argument is the config file: `haargrad "
+                                             "train CONFIG.yaml --key value ...`)");
   std::ostringstream text;
   text << in.rdbuf();
+  // A second YAML document would be dropped: a mistake, not a config. A file of no keys (empty,
+  // comments, null) is every default, which the command line may then set: said, not refused.
+  std::vector<YAML::Node> docs;
+  bool parsed = true;
+  try {
+    docs = YAML::LoadAll(text.str());
+  } catch (const YAML::ParserException&) {  // config_from_yaml names the line
+    parsed = false;
+  }
+  if (parsed) {
+    HG_CHECK(docs.size() <= 1, "config: '", path, "' holds ", docs.size(),
+             " YAML documents (separated by ---); a config is one mapping of keys");
+    if (docs.empty() || docs[0].IsNull())
+      spdlog::warn(
+          "config: '{}' holds no keys (it is empty, comments or null): every key has its "
+          "default (configs/fashion_mnist.yaml or a run's args.yaml is a start)",
+          path);
+  }
   return config_from_yaml(text.str(), path);
 }
 

@@ -8,7 +8,8 @@
 
 namespace hg::train {
 
-EvalResult evaluate(ConvNeXt& model, data::DataLoader& loader, Device device, int64_t epoch) {
+EvalResult evaluate(ConvNeXt& model, data::DataLoader& loader, Device device, int64_t epoch,
+                    const std::function<bool()>& stop) {
   autograd::NoGradGuard no_grad;
   loader.start_epoch(epoch);
   data::Batch b;
@@ -25,6 +26,10 @@ EvalResult evaluate(ConvNeXt& model, data::DataLoader& loader, Device device, in
     c5 += correct_topk(logits, y, k5);
     r.nonfinite += nonfinite_rows(logits);
     r.images += bs;
+    if (stop && stop()) {
+      r.stopped = true;
+      break;
+    }
   }
   if (r.images > 0) {
     const double n = static_cast<double>(r.images);

@@ -14,10 +14,35 @@
 
 #include "core/error.h"
 #include "train/checkpoint.h"
+#include "train/config.h"
 
 namespace fs = std::filesystem;
 
 namespace hg::train {
+
+void check_not_a_run_file(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  HG_CHECK(!fs::is_directory(path, ec), what, " ", path, " is a folder; give a file name");
+  if (!fs::exists(path, ec)) return;
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const bool run_folder = fs::exists(dir / kRunMarker, ec);
+  const bool run_file = name == kRunMarker || name == "args.yaml" || name == "summary.csv" ||
+                        name == "log.txt" || p.extension() == ".safetensors";
+  HG_CHECK(!(run_folder && run_file), what, " ", path, " is a file of the training run in ",
+           dir.string(), "; write to another file");
+  bool checkpoint = false;
+  try {
+    checkpoint = fs::is_regular_file(path, ec) && read_train_state(path).has_value();
+  } catch (const Error&) {  // not a safetensors file: not a checkpoint either
+  }
+  HG_CHECK(!checkpoint, what, " ", path,
+           " is a training checkpoint (it holds a run's position and optimizer state); write to "
+           "another file");
+}
+
 namespace {
 
 std::string local_time(std::time_t t, const char* format) {
@@ -125,9 +150,22 @@ std::string progress(const TrainState& s, int64_t epochs) {
 
 bool resumable(const TrainState& s, int64_t epochs) { return s.step_in_epoch > 0 || s.epoch < epochs; }
 
+/// Whether the run stopped before the end of its own schedule: mid-epoch (a recovery checkpoint),
+/// or before the epochs of the config stored in its checkpoint (--stop-after-epoch, killed between
+/// epochs). Such a run is what `--resume auto` is for, more than one that finished what it asked.
+bool stopped_early(const Candidate& c) {
+  if (c.state.step_in_epoch > 0) return true;
+  try {
+    const std::string yaml = checkpoint_config_yaml(c.checkpoint.string());
+    return !yaml.empty() && c.state.epoch < config_from_yaml(yaml, c.checkpoint.string()).epochs;
+  } catch (const Error&) {  // no readable config: judged by the session's epochs alone
+    return false;
+  }
+}
+
 }  // namespace
 
-fs::path claim_run_folder(const fs::path& root, const std::string& name) {
+fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* made) {
   std::error_code ec;
   for (int i = 1; i <= 100000; ++i) {
     const fs::path dir = root / (i == 1 ? name : name + "-" + std::to_string(i));
@@ -138,7 +176,10 @@ fs::path claim_run_folder(const fs::path& root, const std::string& name) {
     // An existing folder is free only when empty; anything in it belongs to another run.
     if (!created && (!fs::is_directory(dir, ec) || !fs::is_empty(dir, ec) || ec)) continue;
     try {
-      if (write_marker(dir)) return dir;
+      if (write_marker(dir)) {
+        if (made != nullptr) *made = created;
+        return dir;
+      }
     } catch (const Error&) {
       if (created) fs::remove(dir, ec);  // leave nothing of this attempt behind
       throw;
@@ -174,9 +215,15 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
     throw Error(str("resume auto: no run ", family, " has a last.safetensors or recovery.safetensors",
                     unreadable.empty() ? std::string() : str(" that can be read (", unreadable.front(), ")")));
 
-  // newest first
+  // newest first; a run that stopped before its own end before one that finished it
   std::sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.written_ns > b.written_ns; });
-  auto pick = std::find_if(found.begin(), found.end(), [&](const Candidate& c) { return resumable(c.state, epochs); });
+  auto pick = std::find_if(found.begin(), found.end(), [&](const Candidate& c) {
+    return resumable(c.state, epochs) && stopped_early(c);
+  });
+  const bool stopped = pick != found.end();
+  if (!stopped)
+    pick = std::find_if(found.begin(), found.end(),
+                        [&](const Candidate& c) { return resumable(c.state, epochs); });
   const bool finished = pick == found.end();
   if (finished) pick = found.begin();
 
@@ -193,12 +240,15 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
   ResumePick out;
   out.checkpoint = pick->checkpoint.string();
   out.finished = finished;
-  out.reason = str("resume auto: ", pick->checkpoint.string(), " (", progress(pick->state, epochs), ", written ",
-                   local_time(static_cast<std::time_t>(pick->written_ns / 1000000000), "%Y-%m-%d %H:%M:%S"), "): ",
-                   finished ? str("no run ", family, " is unfinished; this is the newest")
-                            : str("the newest unfinished run ", family),
-                   others.empty() ? std::string() : str("; also found: ", others),
-                   unreadable.empty() ? std::string() : str("; unreadable: ", unreadable.front()));
+  out.reason = str(
+      "resume auto: ", pick->checkpoint.string(), " (", progress(pick->state, epochs), ", written ",
+      local_time(static_cast<std::time_t>(pick->written_ns / 1000000000), "%Y-%m-%d %H:%M:%S"),
+      "): ",
+      finished  ? str("no run ", family, " is unfinished; this is the newest")
+      : stopped ? str("the newest run ", family, " that stopped before its own end")
+                : str("the newest unfinished run ", family),
+      others.empty() ? std::string() : str("; also found: ", others),
+      unreadable.empty() ? std::string() : str("; unreadable: ", unreadable.front()));
   return out;
 }
 

@@ -18,8 +18,16 @@ inline constexpr const char* kRunMarker = "run.json";
 
 /// Claims `root/name`, else `root/name-2`, `root/name-3`, ...: the first that this call creates or
 /// finds empty, marked with kRunMarker. Creates `root` as needed. Throws hg::Error naming the
-/// folder when it cannot be created or marked (read-only or full file system).
-std::filesystem::path claim_run_folder(const std::filesystem::path& root, const std::string& name);
+/// folder when it cannot be created or marked (read-only or full file system). *created (when
+/// given) says whether this call made the folder, rather than finding it empty.
+std::filesystem::path claim_run_folder(const std::filesystem::path& root, const std::string& name,
+                                       bool* created = nullptr);
+
+/// Throws hg::Error when `what` (e.g. "infer --out") writing `path` would replace a run's own file:
+/// a training checkpoint (a file holding a run position), or a file of a run folder (one holding
+/// kRunMarker) named run.json, args.yaml, summary.csv, log.txt or *.safetensors; or when `path` is
+/// a folder. Any other path (curves.png of a run included) is fine, existing or not.
+void check_not_a_run_file(const std::string& path, const std::string& what);
 
 /// What `--resume auto` chose, and why (a sentence for the log).
 struct ResumePick {

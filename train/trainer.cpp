@@ -7,12 +7,14 @@
 // file writer (core/atomic_file.h).
 #include "train/trainer.h"
 
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <set>
 
@@ -56,28 +58,48 @@ namespace fs = std::filesystem;
 namespace hg::train {
 namespace {
 
-// The signal that asks the run to stop (SIGINT: Ctrl-C; SIGTERM: kill, timeout, docker stop,
-// Slurm), 0 while none came.
+// The signal that asks the run to stop, 0 while none came: SIGINT (Ctrl-C), SIGTERM (kill,
+// timeout, docker stop, Slurm), SIGHUP (the terminal or ssh session went away) and SIGUSR1 (what
+// mpirun forwards to every rank: `kill -USR1 <mpirun>`; its SIGINT / SIGTERM end the job at once).
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
 std::atomic<int> g_stop_signal{0};
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    default: return "a signal";
+  }
+}
+
 void on_stop_signal(int sig) {
   g_stop_signal = sig;
   std::signal(sig, SIG_DFL);  // a second one kills at once
+  // async-signal-safe: one write(2) of a constant text
+  static const char kText[] =
+      "\nhaargrad: stop signal: stopping after this step (a recovery "
+      "checkpoint follows; the same signal again stops at once)\n";
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kText, sizeof kText - 1);
 }
 
-// Installs the SIGINT / SIGTERM handler for the training loop and restores the previous ones on
-// every exit: the loop then saves a recovery checkpoint and returns.
+// Installs the stop-signal handlers for the training loop and ignores SIGPIPE there (a closed
+// pipe on stdout, `haargrad train ... | head`, must not kill the run), restoring the previous
+// dispositions on every exit: the loop then saves a recovery checkpoint and returns.
 struct StopSignalGuard {
-  StopSignalGuard()
-      : previous_int(std::signal(SIGINT, on_stop_signal)),
-        previous_term(std::signal(SIGTERM, on_stop_signal)) {
+  StopSignalGuard() {
     g_stop_signal = 0;
+    for (size_t i = 0; i < std::size(kStopSignals); ++i)
+      previous[i] = std::signal(kStopSignals[i], on_stop_signal);
+    previous_pipe = std::signal(SIGPIPE, SIG_IGN);
   }
   ~StopSignalGuard() {
-    std::signal(SIGINT, previous_int);
-    std::signal(SIGTERM, previous_term);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) std::signal(kStopSignals[i], previous[i]);
+    std::signal(SIGPIPE, previous_pipe);
   }
-  void (*previous_int)(int);
-  void (*previous_term)(int);
+  void (*previous[std::size(kStopSignals)])(int);
+  void (*previous_pipe)(int);
 };
 
 std::string timestamp() {
@@ -185,6 +207,7 @@ struct Session {
   GoodCheckpoints good;
   TrainResult result;
   bool claimed = false;  // the run folder is new, claimed by this session
+  bool created = false;  // ... and made by it (not found empty)
   // a resume's new args.yaml, written with this session's first checkpoint (a session that diverges
   // before it leaves the run's args.yaml as it was: no checkpoint was trained with the new values)
   std::string pending_args;
@@ -237,15 +260,16 @@ void open_run_folder(Session& s) {
                                                             std::to_string(s.cfg.img_size)
                                                       : s.cfg.experiment;
     if (dist::is_main()) {
-      run_dir = claim_run_folder(out_root, name);
+      run_dir = claim_run_folder(out_root, name, &s.created);
       s.claimed = true;
       io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(s.cfg));
     }
     run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
   }
   s.paths = RunPaths(run_dir);
+  // rank 0 alone draws the progress bar (its plain lines are info lines, which other ranks drop)
   s.console = std::make_unique<Console>(dist::is_main() ? (s.paths.dir / "log.txt").string() : "",
-                                        s.opts.plain_output);
+                                        s.opts.plain_output || !dist::is_main());
   if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
   spdlog::info("run folder {}", run_dir.string());
   if (!s.resume_reason.empty()) spdlog::info("{}", s.resume_reason);
@@ -646,8 +670,8 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   write_pending_args(s);
   spdlog::warn(
       "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
-      g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", epoch + 1, p.step, s.paths.recovery.string(),
-      s.paths.recovery.string());
+      signal_name(g_stop_signal == 0 ? SIGINT : g_stop_signal.load()), epoch + 1, p.step,
+      s.paths.recovery.string(), s.paths.recovery.string());
   s.result.interrupted = true;
   s.result.stop_signal = g_stop_signal == 0 ? SIGINT : g_stop_signal.load();
 }
@@ -664,12 +688,15 @@ struct Evaluation {
   bool finite() const { return model.finite() && (!ema || ema->finite()); }
 };
 
+// A stop signal ends an evaluation early (its figures are then dropped): a container's or a
+// scheduler's grace period after SIGTERM is seconds, a validation split can take minutes.
 Evaluation evaluate_models(Session& s, int64_t epoch) {
+  const auto stop = [] { return g_stop_signal != 0; };
   Evaluation ev;
-  ev.model = evaluate(*s.model, *s.val_loader, s.device, epoch);
+  ev.model = evaluate(*s.model, *s.val_loader, s.device, epoch, stop);
   s.dp->reduce_evaluation(ev.model);  // data parallel: each rank evaluated its shard
-  if (s.ema) {
-    ev.ema = evaluate(s.ema->module(), *s.val_loader, s.device, epoch);
+  if (s.ema && !ev.model.stopped) {
+    ev.ema = evaluate(s.ema->module(), *s.val_loader, s.device, epoch, stop);
     s.dp->reduce_evaluation(*ev.ema);
   }
   return ev;
@@ -750,8 +777,9 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
 
 // Evaluates the model (and EMA), records the epoch, and stops the run after its row is written when
 // an evaluation was not finite (nothing of the epoch is saved then).
-Evaluation evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p) {
+std::optional<Evaluation> evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p) {
   const Evaluation ev = evaluate_models(s, epoch);
+  if (s.dp->any_rank(g_stop_signal != 0)) return std::nullopt;  // a stop signal: not recorded
   record_epoch(s, epoch, p, ev);
   s.result.last_top1 = ev.model.top1;
   s.result.last_top5 = ev.model.top5;
@@ -902,30 +930,50 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
       save_recovery(s, epoch, p);
       break;
     }
-    const Evaluation ev = evaluate_epoch(s, epoch, p);
-    save_epoch_checkpoints(s, epoch, ev);
+    const std::optional<Evaluation> ev = evaluate_epoch(s, epoch, p);
+    if (!ev) {  // stopped during the evaluation: the recovery checkpoint resumes into it
+      save_recovery(s, epoch, p);
+      break;
+    }
+    save_epoch_checkpoints(s, epoch, *ev);
   }
   return final_report(s);
 }
 
 // A run that failed: a folder this session claimed and that holds nothing but its marker,
 // args.yaml and log.txt (the run never trained: a missing data folder, a checkpoint that does not
-// fit, too little memory) is given back, so the next run takes its name; otherwise log.txt gets the
-// error (main prints it on stderr too).
+// fit, too little memory) is given back: those files go, and the folder too when this session made
+// it (one it found empty, perhaps made by the user, stays); otherwise log.txt gets the error (main
+// prints it on stderr too).
 void record_failure(const Session& s, const std::string& what) {
   if (!dist::is_main() || s.paths.dir.empty()) return;
   std::error_code ec;
   if (s.claimed && !s.training) {
+    const std::set<std::string> ours = {kRunMarker, "args.yaml", "log.txt"};
     bool only_ours = true;
-    for (const fs::directory_entry& e : fs::directory_iterator(s.paths.dir, ec)) {
-      const std::string name = e.path().filename().string();
-      only_ours = only_ours && (name == kRunMarker || name == "args.yaml" || name == "log.txt");
+    for (const fs::directory_entry& e : fs::directory_iterator(s.paths.dir, ec))
+      only_ours = only_ours && ours.count(e.path().filename().string()) > 0;
+    if (!ec && only_ours) {
+      for (const std::string& name : ours) fs::remove(s.paths.dir / name, ec);
+      if (s.created) fs::remove(s.paths.dir, ec);  // only when empty; one found empty stays
+      return;
     }
-    if (!ec && only_ours && fs::remove_all(s.paths.dir, ec) > 0 && !ec) return;
   }
   try {
+    // the format of the log's other lines (train/console.cpp)
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
+        1000;
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    char millis[8];
+    std::snprintf(millis, sizeof millis, ".%03d", static_cast<int>(ms));
     io::AppendFile log((s.paths.dir / "log.txt").string());
-    log.append(str("[", timestamp(), "] error: ", what, "\n"));
+    log.append(str("[", when, millis, "] error: ", what, "\n"));
   } catch (const Error&) {  // the log cannot take it (disk full, read-only): stderr still has it
   }
 }

@@ -198,6 +198,16 @@ TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
   EXPECT_FALSE(std::filesystem::exists(file("out")));
 }
 
+// export-png into a folder that holds files already is refused: the earlier images would stay and
+// be trained on beside the new ones.
+TEST_F(CliTest, ExportPngRefusesANonEmptyFolder) {
+  std::filesystem::create_directories(file("png/train"));
+  { std::ofstream(file("png/train/old.png")) << "x"; }
+  const ProgramRun r = run_program("export-png --out " + file("png") + " --limit-per-class 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("is not empty"), std::string::npos) << r.output;
+}
+
 TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
 #ifdef HAARGRAD_WITH_CUDA
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";

@@ -397,7 +397,8 @@ TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {
   const std::string log = slurp(root_ / "s-2" / "log.txt");
   EXPECT_CONTAINS(log, "resume auto: " + (root_ / "s-2" / "recovery.safetensors").string());
   EXPECT_CONTAINS(log, "stopped in epoch 1 after step 2");
-  EXPECT_CONTAINS(log, "the newest unfinished run of experiment 's'");
+  EXPECT_CONTAINS(log, "the newest run of experiment 's'");
+  EXPECT_CONTAINS(log, "that stopped before its own end");
   EXPECT_CONTAINS(log, "s-3 (finished: 1 of 1 epochs)");
   const std::string auto_line = log.substr(log.find("resume auto:"), log.find('\n', log.find("resume auto:")) - log.find("resume auto:"));
   EXPECT_EQ(auto_line.find(" t ("), std::string::npos) << auto_line;  // another experiment's run

@@ -197,17 +197,24 @@ TEST_F(TrainerTest, ADivergedResumeKeepsArgsYaml) {
   EXPECT_EQ(lines(run / "args.yaml"), args);
 }
 
-// A run that fails before its first step (here: no data folder) gives back the folder it claimed,
-// so the next run takes the name; nothing else there is touched.
+// A run that fails before its first step (here: no data folder) gives back the folder it claimed:
+// one it made goes; one it found empty (made by the user) stays empty, and the next run of that
+// name takes it.
 TEST_F(TrainerTest, AFailedStartGivesItsFolderBack) {
   train::Config c = smoke_config(root_.string());
-  c.dataset = "image_folder";
-  c.data_dir = (root_ / "no_such_data").string();
+  c.epochs = 1;
+  train::Config bad = c;
+  bad.dataset = "image_folder";
+  bad.data_dir = (root_ / "no_such_data").string();
   train::TrainOptions quiet;
   quiet.plain_output = true;
-  EXPECT_THROW(train::train(c, quiet), Error);
+  EXPECT_THROW(train::train(bad, quiet), Error);
   EXPECT_FALSE(fs::exists(root_ / "smoke"));
-  EXPECT_TRUE(fs::is_directory(root_));  // the output root itself stays
+  fs::create_directories(root_ / "smoke");  // the user's empty folder
+  EXPECT_THROW(train::train(bad, quiet), Error);
+  ASSERT_TRUE(fs::is_directory(root_ / "smoke"));
+  EXPECT_TRUE(fs::is_empty(root_ / "smoke"));
+  EXPECT_EQ(fs::path(train::train(c, quiet).run_dir), root_ / "smoke");
 }
 
 // Weights alone (an export, a timm state_dict) hold no run to resume: resuming one in a run's
@@ -276,14 +283,21 @@ TEST(TrainerCli, BadConfigKeyErrorNamesKeyAndLine) {
 // Runs a long synthetic training, sends `sig` once it has taken some steps, and checks that it
 // wrote a mid-epoch recovery checkpoint and exited with 128 + sig (as a shell reports a process the
 // signal killed, so a script can tell the run stopped early).
-static void expect_signal_stops_with_recovery(int sig, const std::string& name) {
+// With `during_eval`, the run has 3 training steps and a long evaluation (80,000 images one at a
+// time), and the signal comes once the steps are done: the evaluation stops, and the recovery
+// checkpoint stands after the epoch's last step.
+static void expect_signal_stops_with_recovery(int sig, const std::string& name,
+                                              bool during_eval = false) {
   const fs::path out =
       fs::temp_directory_path() / ("hg_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   // A long synthetic run (tens of seconds), interrupted after it has taken some steps.
-  const std::string cmd = std::string("exec ") + HAARGRAD_BINARY_DIR + "/haargrad train " + HAARGRAD_SOURCE_DIR +
-                          "/configs/smoke.yaml --device cpu --max-steps-per-epoch 0 --synthetic-size 400000 " +
-                          "--epochs 1 --log-interval 1 --output " + out.string() + " > " + out.string() + ".log 2>&1";
+  const std::string cmd =
+      std::string("exec ") + HAARGRAD_BINARY_DIR + "/haargrad train " + HAARGRAD_SOURCE_DIR +
+      "/configs/smoke.yaml --device cpu --synthetic-size 400000 --plain " +
+      (during_eval ? "--max-steps-per-epoch 3 --validation-batch-size 1 "
+                   : "--max-steps-per-epoch 0 ") +
+      "--epochs 1 --log-interval 1 --output " + out.string() + " > " + out.string() + ".log 2>&1";
   fs::create_directories(out);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -297,7 +311,7 @@ static void expect_signal_stops_with_recovery(int sig, const std::string& name) 
     usleep(100 * 1000);
     std::ifstream log(out.string() + ".log");
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    stepping = text.find("step 5/") != std::string::npos;
+    stepping = text.find(during_eval ? "step 3/3" : "step 5/") != std::string::npos;
   }
   ASSERT_TRUE(stepping) << "the run did not start stepping";
   kill(pid, sig);
@@ -312,6 +326,11 @@ static void expect_signal_stops_with_recovery(int sig, const std::string& name) 
   safetensors::File f = safetensors::load(recovery.string());
   EXPECT_NE(f.metadata.at("state").find("\"step_in_epoch\""), std::string::npos);
   EXPECT_EQ(f.metadata.at("state").find("\"step_in_epoch\":0"), std::string::npos);  // mid-epoch position
+  if (during_eval) {  // after the epoch's 3 steps; the epoch is not recorded
+    EXPECT_NE(f.metadata.at("state").find("\"step_in_epoch\":3"), std::string::npos)
+        << f.metadata.at("state");
+    EXPECT_EQ(text.find("epoch 1/1: train loss"), std::string::npos) << text;
+  }
   fs::remove_all(out);
   fs::remove(out.string() + ".log");
 }
@@ -323,6 +342,12 @@ TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExits130) {
 // kill, timeout, docker stop, systemd and Slurm send SIGTERM: the same recovery as Ctrl-C.
 TEST(TrainerCli, SigtermWritesRecoveryCheckpointAndExits143) {
   expect_signal_stops_with_recovery(SIGTERM, "SIGTERM");
+}
+
+// A container's or a scheduler's grace period after SIGTERM is seconds: a long evaluation stops
+// too, and its epoch is evaluated again on resume. SIGUSR1 (what mpirun forwards) does the same.
+TEST(TrainerCli, ASignalStopsTheEvaluationToo) {
+  expect_signal_stops_with_recovery(SIGUSR1, "SIGUSR1", /*during_eval=*/true);
 }
 
 TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
@@ -340,6 +365,28 @@ TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
   train::TrainResult r = train::train(a, quiet);
   EXPECT_EQ(r.run_dir, ra.run_dir);
   EXPECT_EQ(lines(fs::path(ra.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
+}
+
+// --resume auto prefers a run that stopped before its own end (here: after 1 of its 2 epochs) to a
+// newer one that finished what it asked (1 of 1), even when this session's epochs would make both
+// unfinished.
+TEST_F(TrainerTest, ResumeAutoPrefersTheRunThatStoppedEarly) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "ra";
+  a.epochs = 2;
+  train::TrainOptions stop = quiet;
+  stop.stop_after_epoch = 1;
+  const train::TrainResult stopped = train::train(a, stop);
+  train::Config quick = a;
+  quick.epochs = 1;
+  const train::TrainResult finished = train::train(quick, quiet);  // ra-2, newer
+  ASSERT_NE(finished.run_dir, stopped.run_dir);
+  a.resume = "auto";
+  const train::TrainResult r = train::train(a, quiet);
+  EXPECT_EQ(r.run_dir, stopped.run_dir);
+  EXPECT_EQ(lines(fs::path(stopped.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
 }
 
 // Loading a checkpoint into a model it was not saved from: one error that names the file, both
