@@ -725,12 +725,15 @@ double step_peak_mib(const Session& s) {
 // The epoch's summary.csv row (rank 0 writes the file) and its log lines.
 void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
   const double peak_mib = step_peak_mib(s);
+  // the lr timm's summary.csv records: the epoch's, or stepping per update, the one its scheduler
+  // set after the epoch's last update (the next update's)
+  const double lr = s.cfg.sched_on_updates ? s.sched->lr(epoch + 1, 0, s.st.updates) : s.lr;
   SummaryRow row{epoch + 1,
                  p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1)),
                  ev.model.loss,
                  ev.model.top1,
                  ev.model.top5,
-                 s.lr,
+                 lr,
                  p.train_secs > 0 ? static_cast<double>(p.images_timed) / p.train_secs : 0.0,
                  peak_mib};
   if (ev.ema) {
