@@ -342,9 +342,16 @@ void reconcile_resumed_settings(Session& s) {
   Config recorded = config_from_yaml(recorded_text, source);
   resolve_lr(recorded, s.resumed->world_size);  // an args.yaml written with lr: null
   // another number of ranks: the same images per update need another batch_size per rank
+  const int64_t recorded_batch = recorded.batch_size;
   const std::string rescaled =
       rescale_batch_for_ranks(recorded, s.resumed->world_size, dist::size());
   if (!rescaled.empty()) spdlog::info("{}", rescaled);
+  // the run's own args.yaml holds its per-rank batch for its rank count: say what this count needs
+  HG_CHECK(rescaled.empty() || s.cfg.batch_size == recorded.batch_size, "resume: ", rescaled,
+           "; this session has batch_size ", s.cfg.batch_size,
+           s.cfg.batch_size == recorded_batch ? " (the run's per-rank value for its own rank count)"
+                                              : "",
+           ": resume with --batch_size ", recorded.batch_size);
   const ResumeSettings rs =
       reconcile_resume(recorded, source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
                        s.resumed->updates, s.updates_per_epoch);
