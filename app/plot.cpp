@@ -27,7 +27,12 @@ void run_plot(const PlotArgs& a) {
           ? a.out
           : (a.runs.size() == 1 ? (std::filesystem::path(a.runs[0]) / "curves.png").string()
                                 : "curves.png");
-  if (!a.out.empty()) hg::train::check_not_a_run_file(a.out, "plot: --out");
+  if (!a.out.empty()) {
+    hg::train::check_not_a_run_file(a.out, "plot: --out");
+    HG_CHECK(
+        std::filesystem::path(a.out).extension() == ".png", "plot: --out ", a.out,
+        " must end in .png (gnuplot draws a PNG; its data and script go beside it as .dat, .gp)");
+  }
   hg::train::PlotOptions opts;
   opts.width = a.width;
   opts.height = a.height;
