@@ -156,7 +156,9 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
   c.seed = a.given.count("seed") ? a.seed : static_cast<uint64_t>(cfg.seed);
   c.smoothing = cfg.smoothing;
   c.opt = cfg.opt;
-  c.lr = train::effective_lr(cfg, 1);
+  train::Config at_batch = cfg;  // a null lr follows the batch this bench runs (one process)
+  at_batch.batch_size = c.batch;
+  c.lr = train::effective_lr(at_batch, 1);
   c.weight_decay = cfg.weight_decay;
   c.momentum = cfg.momentum;
   c.clip_grad = cfg.clip_grad;
