@@ -98,7 +98,8 @@ const std::vector<Field>& table() {
   // only description of the keys: `haargrad train --help` prints it (config_key_docs).
   static const std::vector<Field> rows = {
       {"model", &Config::model, any(),
-       "model name (`haargrad models` lists them); model fields left empty take its values"},
+       "model name (`haargrad models` lists them); model fields left empty take its values "
+       "(num_classes, in_chans and ls_init_value are always the config's)"},
       {"num_classes", &Config::num_classes, at_least(1), "classifier outputs"},
       {"img_size", &Config::img_size, at_least(1),
        "square input side in pixels (train crop and eval size)"},
@@ -113,7 +114,8 @@ const std::vector<Field>& table() {
       {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 4),
        "WTConv Haar levels per stage; [] = the model's"},
       {"ls_init_value", &Config::ls_init_value, any(),
-       "layer-scale (gamma) init; null = no layer scale (timm's None)"},
+       "layer-scale (gamma) init, for any model (wtconvnext_fmnist's 1.0 too: set it); null = no "
+       "layer scale (timm's None)"},
       {"wtconv_mode", &Config::wtconv_mode, one_of({"fused", "reference"}),
        "WTConv kernels: fused, or the reference composition (slower, same values)"},
       {"drop_path", &Config::drop_path, half_open(0, 1),
