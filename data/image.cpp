@@ -21,7 +21,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -67,7 +69,7 @@ const char* decoder_name(JpegDecoder d) {
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-  if (!f) throw CorruptImage(path, "cannot open the file");
+  if (!f) throw CorruptImage(path, str("cannot open the file: ", std::strerror(errno)));
   // Straight into a vector sized from fstat (one read, no stdio buffer copy, no regrowth); one byte
   // more, so that the read that fills it also finds the end; grown if the file is longer than it
   // said.
@@ -89,6 +91,11 @@ Image decode_with_stb(const uint8_t* data, size_t size, const std::string& path,
   HG_CHECK(channels == 1 || channels == 3, "decode_with_stb: channels must be 1 or 3, got ", channels);
   HG_CHECK(size <= static_cast<size_t>(INT32_MAX), "decode_with_stb: '", path, "' is too large for stb_image");
   int w = 0, h = 0, file_channels = 0;
+  // the size first: a small PNG can hold a huge image (2.4 MB for 50000 x 50000 zeros)
+  if (stbi_info_from_memory(data, static_cast<int>(size), &w, &h, &file_channels) &&
+      int64_t(w) * h > kMaxImagePixels)
+    throw CorruptImage(path,
+                       str(w, " x ", h, " pixels is more than the ", kMaxImagePixels, " allowed"));
   // stb converts to the requested channel count itself; its failure reason is thread-local.
   std::unique_ptr<stbi_uc, void (*)(void*)> px(
       stbi_load_from_memory(data, static_cast<int>(size), &w, &h, &file_channels, channels), stbi_image_free);
@@ -143,13 +150,31 @@ bool probe_image(const std::string& path, std::string* reason) {
   std::vector<uint8_t> head(32);
   {
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-    if (!f) return fail("cannot open the file");
+    if (!f) return fail(str("cannot open the file: ", std::strerror(errno)));
     head.resize(std::fread(head.data(), 1, head.size(), f.get()));
   }
   const ImageFormat format = sniff_image_format(head.data(), head.size());
   if (format == ImageFormat::unknown) return fail(not_an_image_reason(head));
+  // JPEGs are decoded by libjpeg-turbo, which takes kinds stb_image does not (arithmetic coding):
+  // here only a cut-off file is caught (its last bytes hold no end-of-image marker); the decoder
+  // reports the rest when it reads the image
+  if (format == ImageFormat::jpeg) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+    if (!f || std::fseek(f.get(), 0, SEEK_END) != 0) return fail("cannot read the file");
+    const long size = std::ftell(f.get());
+    std::vector<uint8_t> tail(static_cast<size_t>(std::min<long>(size, 64)));
+    std::fseek(f.get(), size - static_cast<long>(tail.size()), SEEK_SET);
+    tail.resize(std::fread(tail.data(), 1, tail.size(), f.get()));
+    return jpeg_has_end_marker(tail.data(), tail.size())
+               ? true
+               : fail("a jpeg cut short (no end-of-image marker in its last bytes)");
+  }
   int w = 0, h = 0, c = 0;
-  if (stbi_info(path.c_str(), &w, &h, &c) && w > 0 && h > 0) return true;
+  if (stbi_info(path.c_str(), &w, &h, &c) && w > 0 && h > 0) {
+    if (int64_t(w) * h <= kMaxImagePixels) return true;
+    return fail(str("a ", w, "x", h, " ", format_name(format), ": more than the ", kMaxImagePixels,
+                    " pixels allowed"));
+  }
   // a PNG header stb refuses: its size, when that is why (stb decodes at most 2^30 bytes)
   if (format == ImageFormat::png && head.size() >= 24) {
     auto be32 = [&](size_t i) {

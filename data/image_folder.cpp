@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "data/jpeg_decode.h"
@@ -58,8 +59,19 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
            opts_.channels);
   dir_ = split.empty() ? root : (fs::path(root) / split).string();
   std::error_code ec;
-  HG_CHECK(fs::is_directory(dir_, ec), "ImageFolder: '", dir_, "' is not a folder (root '", root, "', split '",
-           split, "'); ", kLayout);
+  if (!fs::is_directory(dir_, ec)) {
+    std::string present;  // the split folders there are, for a misnamed split
+    if (!split.empty() && fs::is_directory(root, ec))
+      for (const auto& e : fs::directory_iterator(root, ec))
+        if (e.is_directory() && !hidden(e.path()))
+          present += str(present.empty() ? "" : ", ", "'", e.path().filename().string(), "'");
+    throw Error(str("ImageFolder: '", dir_, "' is not a folder (root '", root, "', split '", split,
+                    "': the config's train_split / val_split)",
+                    split.empty()     ? std::string()
+                    : present.empty() ? str("; '", root, "' holds no split folders")
+                                      : str("; '", root, "' holds ", present),
+                    "; ", kLayout));
+  }
 
   std::vector<std::string> found;  // class folder names
   int64_t loose = 0;               // images lying directly in dir_
@@ -79,20 +91,37 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
 
   classes_ = opts_.classes.empty() ? found : opts_.classes;
   int64_t ignored = 0;
+  // broken symbolic links among the class folders: named, never silently fewer classes
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    std::error_code lec;
+    if (!hidden(e.path()) && e.is_symlink(lec) && !fs::exists(e.path(), lec))
+      spdlog::warn("ImageFolder: '{}' is a symbolic link to nothing: not a class folder",
+                   e.path().string());
+  }
   for (const std::string& name : found) {
     auto it = std::find(classes_.begin(), classes_.end(), name);
     HG_CHECK(it != classes_.end(), "ImageFolder: class folder '", name, "' in '", dir_,
              "' is not one of the ", classes_.size(), " given classes (from the train split)");
     const int64_t label = it - classes_.begin();
     std::vector<std::string> paths;
+    std::set<std::string> other_kinds;  // extensions of the files this class folder ignores
+    int64_t others = 0;
     try {
-      for (const auto& e : fs::recursive_directory_iterator(
-               fs::path(dir_) / name, fs::directory_options::follow_directory_symlink)) {
-        if (!e.is_regular_file()) continue;
-        if (is_image_file(e.path().string()))
-          paths.push_back(e.path().string());
-        else
-          ++ignored;
+      for (auto it = fs::recursive_directory_iterator(
+               fs::path(dir_) / name, fs::directory_options::follow_directory_symlink);
+           it != fs::recursive_directory_iterator(); ++it) {
+        // hidden files and folders (.ipynb_checkpoints, macOS's ._x.jpg) are no images of the set
+        if (hidden(it->path())) {
+          if (it->is_directory()) it.disable_recursion_pending();
+          continue;
+        }
+        if (!it->is_regular_file()) continue;
+        if (is_image_file(it->path().string())) {
+          paths.push_back(it->path().string());
+        } else {
+          ++others;
+          other_kinds.insert(it->path().extension().string());
+        }
       }
     } catch (const fs::filesystem_error& e) {  // its path can be thousands of characters long
       const bool loop = e.code() == std::errc::too_many_symbolic_link_levels;
@@ -100,8 +129,17 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
                       "': ", e.code().message(),
                       loop ? " (a symbolic link leads back into a folder above it)" : ""));
     }
+    ignored += others;
     std::sort(paths.begin(), paths.end());
-    if (paths.empty()) spdlog::warn("ImageFolder: class folder '{}' in '{}' has no images", name, dir_);
+    std::string kinds;
+    for (const std::string& k : other_kinds)
+      kinds += str(kinds.empty() ? "" : " ", k.empty() ? "(none)" : k);
+    if (paths.empty())
+      spdlog::warn("ImageFolder: class folder '{}' in '{}' has no images{}", name, dir_,
+                   others == 0 ? std::string()
+                               : str(" (", others, " files of other extensions ignored: ", kinds,
+                                     "; images are .jpg .jpeg .png .bmp .ppm .pgm)"));
+    const size_t before = files_.size();
     for (auto& p : paths) {
       std::string reason;
       if (opts_.probe && !probe_image(p, &reason)) {
@@ -112,6 +150,9 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
       files_.push_back(std::move(p));
       labels_.push_back(label);
     }
+    if (!paths.empty() && files_.size() == before)
+      spdlog::warn("ImageFolder: class folder '{}' in '{}' has no readable images: all {} skipped",
+                   name, dir_, paths.size());
   }
   HG_CHECK(!files_.empty(), "ImageFolder: no readable images under '", dir_, "' (", skipped_.load(),
            " corrupt); ", kLayout);

@@ -17,7 +17,7 @@ namespace hg::data {
 namespace {
 
 // Larger images are refused rather than allocated (a 16-byte file can claim 65535 x 65535 pixels).
-constexpr int64_t kMaxPixels = int64_t(1) << 28;
+constexpr int64_t kMaxPixels = kMaxImagePixels;
 
 struct ErrorState {
   jpeg_error_mgr mgr;  // first member: libjpeg hands back this pointer as cinfo->err

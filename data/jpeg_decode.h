@@ -37,6 +37,10 @@ struct JpegRegion {
   int64_t x0 = 0, y0 = 0;
 };
 
+/// The most pixels an image may have (16384 x 16384; any format): more is an error, not an
+/// allocation of gigabytes per loader worker.
+inline constexpr int64_t kMaxImagePixels = int64_t(1) << 28;
+
 /// True when `data` starts with a JPEG start-of-image marker and a marker after it (FF D8 FF).
 bool is_jpeg(const uint8_t* data, size_t size);
 

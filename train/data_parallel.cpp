@@ -39,8 +39,10 @@ std::string rescale_batch_for_ranks(Config& recorded, int64_t recorded_ranks, in
   if (global % ranks != 0) return "";
   const int64_t before = recorded.batch_size;
   recorded.batch_size = global / ranks;
-  return str("the run was recorded on ", recorded_ranks, " ranks with batch_size ", before, " per rank; on ", ranks,
-             " ranks the same ", global, " images per step are batch_size ", recorded.batch_size, " per rank");
+  auto ranks_of = [](int64_t n) { return str(n, n == 1 ? " rank" : " ranks"); };
+  return str("the run was recorded on ", ranks_of(recorded_ranks), " with batch_size ", before,
+             " per rank; on ", ranks_of(ranks), " the same ", global,
+             " images per step are batch_size ", recorded.batch_size, " per rank");
 }
 
 DataParallel::DataParallel(const Config& cfg, ConvNeXt& model, std::unique_ptr<Optimizer>& opt)

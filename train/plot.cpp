@@ -22,6 +22,19 @@ namespace fs = std::filesystem;
 namespace hg::train {
 namespace {
 
+// Whether `path` holds a whole PNG (its last chunk IEND with its fixed CRC), synced to the disk.
+bool complete_png(const fs::path& path) {
+  static const unsigned char kEnd[8] = {'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  unsigned char tail[8] = {};
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  const bool whole = size >= 8 && ::pread(fd, tail, 8, size - 8) == 8 &&
+                     std::equal(tail, tail + 8, kEnd) && ::fsync(fd) == 0;
+  ::close(fd);
+  return whole;
+}
+
 // Runs argv (no shell), returns the exit status (-1: did not exit normally) and stdout + stderr.
 int run_program(const std::vector<std::string>& argv, std::string* output) {
   int fds[2];
@@ -227,6 +240,14 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
     fs::remove(tmp_png, ignored);  // no half-drawn image left beside the output
     throw Error(str("plot: gnuplot failed (exit status ", rc, ") on ", script.string(),
                     output.empty() ? std::string() : ":\n" + output));
+  }
+  // gnuplot exits 0 after a write that ran out of disk: only a whole PNG (its IEND chunk last),
+  // on the disk, replaces the previous image
+  if (!complete_png(tmp_png)) {
+    std::error_code ignored;
+    fs::remove(tmp_png, ignored);
+    throw Error(str("plot: gnuplot wrote an incomplete PNG for ", png.string(),
+                    " (a full disk?); the previous image is unchanged"));
   }
   fs::rename(tmp_png, png);
 }

@@ -16,16 +16,15 @@ namespace {
 const std::set<std::string> kScheduleKeys = {
     "epochs",        "lr",        "lr_base", "lr_base_size",    "lr_base_scale", "sched",
     "warmup_epochs", "warmup_lr", "min_lr",  "sched_on_updates"};
-const std::set<std::string> kSessionKeys = {"device",          "precision",
-                                            "wtconv_mode",     "workers",         "pin_mem",
-                                            "data_dir",        "corrupt_images",  "validation_batch_size",
-                                            "log_interval",    "checkpoint_hist", "output",
-                                            "experiment",      "resume",
-                                            // data parallel: how the same updates are computed
-                                            // (a batch_size per rank follows the ranks' count:
-                                            // rescale_batch_for_ranks in train/data_parallel.h)
-                                            "dist_bucket_mb", "zero_stage", "dist_check_every",
-                                            "dist_timeout",   "dist_force"};
+const std::set<std::string> kSessionKeys = {
+    "device", "precision", "wtconv_mode", "workers", "pin_mem", "data_dir", "corrupt_images",
+    "validation_batch_size", "log_interval", "checkpoint_hist", "output",
+    "threads",  // CPU kernel threads: same results
+    "experiment", "resume",
+    // data parallel: how the same updates are computed
+    // (a batch_size per rank follows the ranks' count:
+    // rescale_batch_for_ranks in train/data_parallel.h)
+    "dist_bucket_mb", "zero_stage", "dist_check_every", "dist_timeout", "dist_force"};
 
 ScheduleSegment schedule_of(const Config& c, int64_t until_epoch, int64_t until_step) {
   return {until_epoch,     until_step,  c.epochs, peak_lr(c, "resume"), c.sched,

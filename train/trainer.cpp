@@ -66,6 +66,7 @@ std::atomic<int> g_stop_signal{0};
 
 const char* signal_name(int sig) {
   switch (sig) {
+    case 0: return "a stop signal on another rank";
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
     case SIGHUP: return "SIGHUP";
@@ -345,13 +346,13 @@ void reconcile_resumed_settings(Session& s) {
   const int64_t recorded_batch = recorded.batch_size;
   const std::string rescaled =
       rescale_batch_for_ranks(recorded, s.resumed->world_size, dist::size());
-  if (!rescaled.empty()) spdlog::info("{}", rescaled);
   // the run's own args.yaml holds its per-rank batch for its rank count: say what this count needs
   HG_CHECK(rescaled.empty() || s.cfg.batch_size == recorded.batch_size, "resume: ", rescaled,
            "; this session has batch_size ", s.cfg.batch_size,
            s.cfg.batch_size == recorded_batch ? " (the run's per-rank value for its own rank count)"
                                               : "",
            ": resume with --batch_size ", recorded.batch_size);
+  if (!rescaled.empty()) spdlog::info("{}", rescaled);
   const ResumeSettings rs =
       reconcile_resume(recorded, source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
                        s.resumed->updates, s.updates_per_epoch);
@@ -677,10 +678,11 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   write_pending_args(s);
   spdlog::warn(
       "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
-      signal_name(g_stop_signal == 0 ? SIGINT : g_stop_signal.load()), epoch + 1, p.step,
-      s.paths.recovery.string(), s.paths.recovery.string());
+      signal_name(g_stop_signal.load()), epoch + 1, p.step, s.paths.recovery.string(),
+      s.paths.recovery.string());
   s.result.interrupted = true;
-  s.result.stop_signal = g_stop_signal == 0 ? SIGINT : g_stop_signal.load();
+  // another rank's signal: this one stops as if told to terminate
+  s.result.stop_signal = g_stop_signal == 0 ? SIGTERM : g_stop_signal.load();
 }
 
 // ---- evaluation, summary, checkpoints -----------------------------------------------------------

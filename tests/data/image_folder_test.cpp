@@ -170,6 +170,22 @@ TEST(ImageFolder, ASymlinkLoopIsNamed) {
   EXPECT_LT(msg.size(), 600u) << msg;
 }
 
+// Hidden files and folders in a class folder (.ipynb_checkpoints, macOS's ._x.png) are not part
+// of the set: neither trained on nor counted as corrupt.
+TEST(ImageFolder, HiddenFilesAreNotImagesOfTheSet) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls/.ipynb_checkpoints");
+  hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+  hg::data::write_png(tmp / "train/cls/.ipynb_checkpoints/ok-checkpoint.png",
+                      hg::test::random_image(2, 2, 3, 10));
+  hg::test::write_bytes(tmp / "train/cls/._ok.png", "macOS resource fork");
+  ImageFolderOptions opts;
+  opts.corrupt = hg::data::CorruptPolicy::error;
+  const ImageFolder ds(tmp.path().string(), "train", opts);
+  EXPECT_EQ(ds.size(), 1);
+  EXPECT_EQ(ds.corrupt_skipped(), 0);
+}
+
 TEST(ImageFolder, LayoutErrors) {
   hg::test::TempDir tmp;
   fs::create_directories(tmp.path() / "flat/train");
