@@ -86,8 +86,8 @@ ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool
              checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run kept no model_ema, or it is an export (export --ema writes the EMA as "
              "the plain weights); validate it without --use-ema");
-  data::Datasets ds = data::make_datasets(cfg);
-  auto loader = data::make_loader(cfg, false, ds.val);
+  // the validation split alone: the train split only names the classes (its files are not read)
+  auto loader = data::make_loader(cfg, false, data::make_val_dataset(cfg));
 
   const auto t0 = std::chrono::steady_clock::now();  // timm: data loading included
   const train::EvalResult ev = train::evaluate(model, *loader, device, 0);

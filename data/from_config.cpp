@@ -3,6 +3,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
 #include "data/idx_dataset.h"
 #include "data/image_folder.h"
 #include "data/synthetic.h"
@@ -41,6 +45,33 @@ Datasets make_datasets(const train::Config& cfg) {
     spdlog::warn("make_datasets: num_classes is {} but the train split has {} classes", cfg.num_classes,
                  d.train->num_classes());
   return d;
+}
+
+std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg) {
+  if (cfg.dataset != "image_folder") return make_datasets(cfg).val;  // cheap for idx and synthetic
+  namespace fs = std::filesystem;
+  ImageFolderOptions opts;
+  opts.channels = cfg.in_chans;
+  opts.corrupt = parse_corrupt_policy(cfg.corrupt_images);
+  opts.jpeg = parse_jpeg_decoder(cfg.jpeg_decoder);
+  const fs::path train_dir = fs::path(cfg.data_dir) / cfg.train_split;
+  std::error_code ec;
+  if (fs::is_directory(train_dir, ec)) {
+    for (const auto& e : fs::directory_iterator(train_dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.empty() && name[0] != '.' && e.is_directory(ec)) opts.classes.push_back(name);
+    }
+    std::sort(opts.classes.begin(), opts.classes.end());  // ImageFolder's order
+  } else {
+    spdlog::warn(
+        "make_val_dataset: no train split '{}': the classes are the validation split's own "
+        "folders, in sorted order (the model's label order only if every class is there)",
+        train_dir.string());
+  }
+  auto val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
+  HG_CHECK(val->num_classes() <= cfg.num_classes, "make_val_dataset: ", val->describe(), " has ",
+           val->num_classes(), " classes but num_classes is ", cfg.num_classes);
+  return val;
 }
 
 TransformOptions make_transform_options(const train::Config& cfg, bool train) {

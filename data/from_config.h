@@ -23,6 +23,11 @@ struct Datasets {
 /// cfg.num_classes.
 Datasets make_datasets(const train::Config& cfg);
 
+/// The validation dataset alone (validate): as make_datasets' val, but an image_folder takes its
+/// class list from the names of the train split's class folders without reading their files, or,
+/// when there is no train split, from its own folders (said in a warning). Same errors.
+std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg);
+
 /// Train (random resized crop with train_interpolation + flip + aa / color_jitter + random erasing
 /// reprob / remode / recount) or eval (resize + center crop) options from the config.
 TransformOptions make_transform_options(const train::Config& cfg, bool train);

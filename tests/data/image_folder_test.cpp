@@ -6,9 +6,11 @@
 #include <filesystem>
 
 #include "data/export.h"
+#include "data/from_config.h"
 #include "data/idx_dataset.h"
 #include "data/image_folder.h"
 #include "temp_dir.h"
+#include "train/config.h"
 
 namespace fs = std::filesystem;
 using hg::data::Image;
@@ -184,6 +186,28 @@ TEST(ImageFolder, HiddenFilesAreNotImagesOfTheSet) {
   const ImageFolder ds(tmp.path().string(), "train", opts);
   EXPECT_EQ(ds.size(), 1);
   EXPECT_EQ(ds.corrupt_skipped(), 0);
+}
+
+// validate's dataset: the validation split, with the train split's class order (its class
+// folders' names: its files are not read) or, with no train split, its own.
+TEST(ImageFolder, ValidationSplitAlone) {
+  hg::test::TempDir tmp;
+  for (const char* c : {"train/a", "train/b", "train/c", "validation/b", "validation/c"})
+    fs::create_directories(tmp.path() / c);
+  hg::test::write_bytes(tmp / "train/a/not-read.png", "never read: no image");
+  hg::data::write_png(tmp / "validation/b/0.png", hg::test::random_image(2, 2, 3, 1));
+  hg::data::write_png(tmp / "validation/c/0.png", hg::test::random_image(2, 2, 3, 2));
+  hg::train::Config cfg;
+  cfg.dataset = "image_folder";
+  cfg.data_dir = tmp.path().string();
+  cfg.corrupt_images = "error";
+  auto val = hg::data::make_val_dataset(cfg);
+  ASSERT_EQ(val->size(), 2);
+  EXPECT_EQ(val->get(0).label, 1);  // b is the train split's second class
+  EXPECT_EQ(val->get(1).label, 2);
+  fs::remove_all(tmp.path() / "train");
+  val = hg::data::make_val_dataset(cfg);
+  EXPECT_EQ(val->get(0).label, 0);  // its own folders: b first
 }
 
 TEST(ImageFolder, LayoutErrors) {
