@@ -19,6 +19,7 @@
 #include "core/atomic_file.h"
 #include "core/threads.h"
 #include "data/from_config.h"
+#include "dist/process_group.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -129,6 +130,10 @@ std::string checkpoint_file(const std::string& given) {
 }
 
 void run_validate(const ValidateArgs& args) {
+  // one process evaluates the whole split: under mpirun every rank would, and write the same file
+  HG_CHECK(!dist::launched_by_mpirun(),
+           "validate runs in one process (it evaluates the whole split "
+           "on one device): start it without mpirun");
   ValidateArgs a = args;
   a.checkpoint = checkpoint_file(a.checkpoint);
   const std::string ext = a.results_file.empty() ? "" : extension_of(a.results_file);
