@@ -198,6 +198,13 @@ TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
   EXPECT_FALSE(std::filesystem::exists(file("out")));
 }
 
+// plot draws a PNG: another extension for --out is refused before anything is drawn.
+TEST_F(CliTest, PlotOutMustBeAPng) {
+  const ProgramRun r = run_program("plot " + dir_.string() + " --out " + file("curves.svg"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("must end in .png"), std::string::npos) << r.output;
+}
+
 // export-png into a folder that holds files already is refused: the earlier images would stay and
 // be trained on beside the new ones.
 TEST_F(CliTest, ExportPngRefusesANonEmptyFolder) {

@@ -142,10 +142,14 @@ TEST(ImageFolder, ScanNamesWhyAFileIsSkipped) {
   huge_png += std::string("\0\0\0\x0dIHDR", 8);
   huge_png += std::string("\0\0\xc3\x50\0\0\xc3\x50\x08\0\0\0\0", 13);  // 50000 x 50000, 8-bit gray
   huge_png += std::string("\0\0\0\0", 4);                               // (CRC, not checked)
+  // 20000 x 20000 gray: stb_image would decode it (under its 2^30 bytes), the 2^28-pixel cap not
+  std::string cap_png = huge_png;
+  cap_png.replace(16, 8, std::string("\0\0\x4e\x20\0\0\x4e\x20", 8));
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "empty file"},
       {"hello, I am text", "starts with bytes 68 65 6c 6c 6f 2c 20 49"},
-      {huge_png, "a 50000x50000 PNG: too large to decode"}};
+      {huge_png, "a 50000x50000 PNG: too large to decode"},
+      {cap_png, "a 20000x20000 png: more than the 268435456 pixels allowed"}};
   for (const auto& [bytes, reason] : cases) {
     hg::test::TempDir tmp;
     fs::create_directories(tmp.path() / "train/cls");

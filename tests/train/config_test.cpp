@@ -169,6 +169,19 @@ TEST_F(ConfigTest, LrNullAndLrBase) {
   expect_contains(load_error("lr_base_size: 0\n"), {"'lr_base_size'", ">= 1"});
 }
 
+// A checkpoint given as the config, or a YAML file of two documents, is named as such.
+TEST_F(ConfigTest, ACheckpointOrTwoDocumentsAreNoConfig) {
+  const std::string ck = write("last.safetensors", "whatever");
+  try {
+    hg::train::load_config(ck);
+    ADD_FAILURE() << "expected an error";
+  } catch (const hg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a checkpoint, not a YAML config"), std::string::npos)
+        << e.what();
+  }
+  expect_contains(load_error("epochs: 1\n---\nlr: 0.1\n"), {"2 YAML documents"});
+}
+
 TEST_F(ConfigTest, DuplicateKeyAndSyntaxErrors) {
   expect_contains(load_error("lr: 0.1\nepochs: 2\nlr: 0.2\n"), {"'lr'", "line 3", "twice", "line 1"});
   expect_contains(load_error("lr: 0.1\ndepths: [1, 2\n"), {"cannot parse", path_, "line"});

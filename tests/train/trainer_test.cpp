@@ -179,6 +179,22 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithStepAndKeepsNoBrokenCheckpoint) {
   EXPECT_NE(log.back().find("error: non-finite loss"), std::string::npos) << log.back();
 }
 
+// The CPU thread count changes no result (the kernels split work the same way whatever the
+// count): a resume may change it.
+TEST_F(TrainerTest, AResumeMayChangeThreads) {
+  train::Config c = smoke_config(root_.string());
+  c.epochs = 1;
+  c.threads = 0;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const fs::path run(train::train(c, quiet).run_dir);
+  c.epochs = 2;
+  c.threads = 1;
+  c.resume = (run / "last.safetensors").string();
+  EXPECT_NO_THROW(train::train(c, quiet));
+  EXPECT_EQ(lines(run / "summary.csv").size(), 3u);
+}
+
 // A resume that changes the schedule and diverges before its first checkpoint leaves args.yaml as
 // it was: no checkpoint was trained with the new values.
 TEST_F(TrainerTest, ADivergedResumeKeepsArgsYaml) {
