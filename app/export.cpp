@@ -53,10 +53,9 @@ std::string left_out_kinds(const safetensors::File& in, const Exported& exported
 void run_export(const ExportArgs& a) {
   namespace fs = std::filesystem;
   HG_CHECK(fs::exists(a.checkpoint), "export: checkpoint ", a.checkpoint, " does not exist");
-  HG_CHECK(!fs::exists(a.out) || !fs::equivalent(a.checkpoint, a.out), "export: --out ", a.out,
-           " is the checkpoint itself; write the weights to another file");
-  // a run's files (its checkpoints above all: a resume from bare weights would start it over)
-  train::check_not_a_run_file(a.out, "export: --out");
+  // nor a run's files (its checkpoints above all: a resume from bare weights would start it over)
+  train::check_output_file(a.out, "export: --out", "the weights",
+                           {{"the checkpoint", a.checkpoint}});
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   // Loading into the model checks every name and shape (and the Haar filters) before anything is
   // written; the file then holds exactly the model's state_dict.

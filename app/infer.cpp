@@ -7,8 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
-#include <filesystem>
-#include <system_error>
 
 #include "app/command.h"
 #include "app/config_help.h"
@@ -48,20 +46,10 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
   return nhwc.to(DType::f32);
 }
 
-/// Whether a and b name the same file (b need not exist).
-bool same_file(const std::string& a, const std::string& b) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  return fs::exists(b, ec) && fs::equivalent(a, b, ec);
-}
-
 void run_infer(const InferArgs& a) {
   HG_CHECK(a.layout == "nchw" || a.layout == "nhwc", "infer: --layout must be nchw or nhwc, got '", a.layout, "'");
-  HG_CHECK(!same_file(a.checkpoint, a.out), "infer: --out ", a.out,
-           " is the checkpoint itself; write the logits to another file");
-  HG_CHECK(!same_file(a.input, a.out), "infer: --out ", a.out,
-           " is the input batch itself; write the logits to another file");
-  train::check_not_a_run_file(a.out, "infer: --out");
+  train::check_output_file(a.out, "infer: --out", "the logits",
+                           {{"the checkpoint", a.checkpoint}, {"the input batch", a.input}});
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   set_cpu_threads(static_cast<int>(rc.config.threads));
   const Device device = train::resolve_device(rc.config.device);

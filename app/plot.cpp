@@ -28,7 +28,7 @@ void run_plot(const PlotArgs& a) {
           : (a.runs.size() == 1 ? (std::filesystem::path(a.runs[0]) / "curves.png").string()
                                 : "curves.png");
   if (!a.out.empty()) {
-    hg::train::check_not_a_run_file(a.out, "plot: --out");
+    hg::train::check_output_file(a.out, "plot: --out", "the plot");
     HG_CHECK(
         std::filesystem::path(a.out).extension() == ".png", "plot: --out ", a.out,
         " must end in .png (gnuplot draws a PNG; its data and script go beside it as .dat, .gp)");

@@ -140,7 +140,8 @@ void run_validate(const ValidateArgs& args) {
   HG_CHECK(a.results_file.empty() || ext == "csv" || ext == "json", "validate: --results-file '", a.results_file,
            "' must end in .csv or .json");
   if (!a.results_file.empty())
-    train::check_not_a_run_file(a.results_file, "validate: --results-file");
+    train::check_output_file(a.results_file, "validate: --results-file", "the results",
+                             {{"the checkpoint", a.checkpoint}});
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   const train::Config& cfg = rc.config;
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,

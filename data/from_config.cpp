@@ -3,7 +3,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -14,16 +13,30 @@
 
 namespace hg::data {
 
+namespace {
+
+ImageFolderOptions image_folder_options(const train::Config& cfg) {
+  ImageFolderOptions opts;
+  opts.channels = cfg.in_chans;
+  opts.corrupt = parse_corrupt_policy(cfg.corrupt_images);
+  opts.jpeg = parse_jpeg_decoder(cfg.jpeg_decoder);
+  return opts;
+}
+
+void check_classes(const Dataset& ds, const train::Config& cfg) {
+  HG_CHECK(ds.num_classes() <= cfg.num_classes, "make_datasets: ", ds.describe(), " has ",
+           ds.num_classes(), " classes but num_classes is ", cfg.num_classes);
+}
+
+}  // namespace
+
 Datasets make_datasets(const train::Config& cfg) {
   Datasets d;
   if (cfg.dataset == "idx") {
     d.train = std::make_shared<IdxDataset>(cfg.data_dir, cfg.train_split, cfg.in_chans);
     d.val = std::make_shared<IdxDataset>(cfg.data_dir, cfg.val_split, cfg.in_chans);
   } else if (cfg.dataset == "image_folder") {
-    ImageFolderOptions opts;
-    opts.channels = cfg.in_chans;
-    opts.corrupt = parse_corrupt_policy(cfg.corrupt_images);
-    opts.jpeg = parse_jpeg_decoder(cfg.jpeg_decoder);
+    ImageFolderOptions opts = image_folder_options(cfg);
     auto train = std::make_shared<ImageFolder>(cfg.data_dir, cfg.train_split, opts);
     opts.classes = train->classes();  // the same name -> index mapping in both splits
     d.val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
@@ -37,10 +50,7 @@ Datasets make_datasets(const train::Config& cfg) {
   } else {
     throw Error(str("make_datasets: unknown dataset '", cfg.dataset, "' (expected idx, image_folder or synthetic)"));
   }
-  for (const auto* ds : {d.train.get(), d.val.get()}) {
-    HG_CHECK(ds->num_classes() <= cfg.num_classes, "make_datasets: ", ds->describe(), " has ", ds->num_classes(),
-             " classes but num_classes is ", cfg.num_classes);
-  }
+  for (const auto* ds : {d.train.get(), d.val.get()}) check_classes(*ds, cfg);
   if (d.train->num_classes() < cfg.num_classes)
     spdlog::warn("make_datasets: num_classes is {} but the train split has {} classes", cfg.num_classes,
                  d.train->num_classes());
@@ -50,18 +60,11 @@ Datasets make_datasets(const train::Config& cfg) {
 std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg) {
   if (cfg.dataset != "image_folder") return make_datasets(cfg).val;  // cheap for idx and synthetic
   namespace fs = std::filesystem;
-  ImageFolderOptions opts;
-  opts.channels = cfg.in_chans;
-  opts.corrupt = parse_corrupt_policy(cfg.corrupt_images);
-  opts.jpeg = parse_jpeg_decoder(cfg.jpeg_decoder);
+  ImageFolderOptions opts = image_folder_options(cfg);
   const fs::path train_dir = fs::path(cfg.data_dir) / cfg.train_split;
   std::error_code ec;
   if (fs::is_directory(train_dir, ec)) {
-    for (const auto& e : fs::directory_iterator(train_dir, ec)) {
-      const std::string name = e.path().filename().string();
-      if (!name.empty() && name[0] != '.' && e.is_directory(ec)) opts.classes.push_back(name);
-    }
-    std::sort(opts.classes.begin(), opts.classes.end());  // ImageFolder's order
+    opts.classes = subfolders(train_dir.string());  // the train split's classes, in its order
   } else {
     spdlog::warn(
         "make_val_dataset: no train split '{}': the classes are the validation split's own "
@@ -69,8 +72,7 @@ std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg) {
         train_dir.string());
   }
   auto val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
-  HG_CHECK(val->num_classes() <= cfg.num_classes, "make_val_dataset: ", val->describe(), " has ",
-           val->num_classes(), " classes but num_classes is ", cfg.num_classes);
+  check_classes(*val, cfg);
   return val;
 }
 

@@ -147,28 +147,25 @@ bool probe_image(const std::string& path, std::string* reason) {
   };
   // The first bytes decide the format, as read_image's do: an empty or a text file is named as
   // such (stbi_info tries every format and keeps the last one's complaint, "unknown image type").
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!f) return fail(str("cannot open the file: ", std::strerror(errno)));
   std::vector<uint8_t> head(32);
-  {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-    if (!f) return fail(str("cannot open the file: ", std::strerror(errno)));
-    head.resize(std::fread(head.data(), 1, head.size(), f.get()));
-  }
+  head.resize(std::fread(head.data(), 1, head.size(), f.get()));
   const ImageFormat format = sniff_image_format(head.data(), head.size());
   if (format == ImageFormat::unknown) return fail(not_an_image_reason(head));
   // JPEGs are decoded by libjpeg-turbo, which takes kinds stb_image does not (arithmetic coding):
   // here only a cut-off file is caught (its last bytes hold no end-of-image marker); the decoder
   // reports the rest when it reads the image
   if (format == ImageFormat::jpeg) {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-    if (!f || std::fseek(f.get(), 0, SEEK_END) != 0) return fail("cannot read the file");
-    const long size = std::ftell(f.get());
-    std::vector<uint8_t> tail(static_cast<size_t>(std::min<long>(size, 64)));
-    std::fseek(f.get(), size - static_cast<long>(tail.size()), SEEK_SET);
+    std::vector<uint8_t> tail(64);
+    if (std::fseek(f.get(), -static_cast<long>(tail.size()), SEEK_END) != 0)
+      std::fseek(f.get(), 0, SEEK_SET);  // a file shorter than the tail: all of it
     tail.resize(std::fread(tail.data(), 1, tail.size(), f.get()));
     return jpeg_has_end_marker(tail.data(), tail.size())
                ? true
                : fail("a jpeg cut short (no end-of-image marker in its last bytes)");
   }
+  f.reset();  // stb_image opens it by name
   int w = 0, h = 0, c = 0;
   if (stbi_info(path.c_str(), &w, &h, &c) && w > 0 && h > 0) {
     if (int64_t(w) * h <= kMaxImagePixels) return true;

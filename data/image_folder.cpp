@@ -53,6 +53,15 @@ const char* kLayout =
 bool hidden(const fs::path& p) { return !p.filename().empty() && p.filename().string()[0] == '.'; }
 }  // namespace
 
+std::vector<std::string> subfolders(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (!hidden(e.path()) && e.is_directory(ec)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 ImageFolder::ImageFolder(const std::string& root, const std::string& split, ImageFolderOptions opts)
     : opts_(std::move(opts)) {
   HG_CHECK(opts_.channels == 1 || opts_.channels == 3, "ImageFolder: channels must be 1 or 3, got ",
@@ -61,10 +70,9 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
   std::error_code ec;
   if (!fs::is_directory(dir_, ec)) {
     std::string present;  // the split folders there are, for a misnamed split
-    if (!split.empty() && fs::is_directory(root, ec))
-      for (const auto& e : fs::directory_iterator(root, ec))
-        if (e.is_directory() && !hidden(e.path()))
-          present += str(present.empty() ? "" : ", ", "'", e.path().filename().string(), "'");
+    if (!split.empty())
+      for (const std::string& s : subfolders(root))
+        present += str(present.empty() ? "" : ", ", "'", s, "'");
     throw Error(str("ImageFolder: '", dir_, "' is not a folder (root '", root, "', split '", split,
                     "': the config's train_split / val_split)",
                     split.empty()     ? std::string()
@@ -73,14 +81,18 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
                     "; ", kLayout));
   }
 
-  std::vector<std::string> found;  // class folder names
-  int64_t loose = 0;               // images lying directly in dir_
+  const std::vector<std::string> found = subfolders(dir_);  // class folder names
+  int64_t loose =
+      0;  // images lying directly in dir_; broken links named, never fewer classes unsaid
   for (const auto& e : fs::directory_iterator(dir_)) {
     if (hidden(e.path())) continue;
-    if (e.is_directory()) found.push_back(e.path().filename().string());
-    else if (e.is_regular_file() && is_image_file(e.path().string())) ++loose;
+    std::error_code lec;
+    if (e.is_symlink(lec) && !fs::exists(e.path(), lec))
+      spdlog::warn("ImageFolder: '{}' is a symbolic link to nothing: not a class folder",
+                   e.path().string());
+    else if (e.is_regular_file() && is_image_file(e.path().string()))
+      ++loose;
   }
-  std::sort(found.begin(), found.end());
   if (found.empty()) {
     HG_CHECK(loose == 0, "ImageFolder: '", dir_, "' holds ", loose,
              " images but no class sub-folders; ", kLayout);
@@ -91,13 +103,6 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
 
   classes_ = opts_.classes.empty() ? found : opts_.classes;
   int64_t ignored = 0;
-  // broken symbolic links among the class folders: named, never silently fewer classes
-  for (const auto& e : fs::directory_iterator(dir_)) {
-    std::error_code lec;
-    if (!hidden(e.path()) && e.is_symlink(lec) && !fs::exists(e.path(), lec))
-      spdlog::warn("ImageFolder: '{}' is a symbolic link to nothing: not a class folder",
-                   e.path().string());
-  }
   for (const std::string& name : found) {
     auto it = std::find(classes_.begin(), classes_.end(), name);
     HG_CHECK(it != classes_.end(), "ImageFolder: class folder '", name, "' in '", dir_,

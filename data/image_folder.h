@@ -74,4 +74,8 @@ class ImageFolder : public Dataset {
 /// True for the file extensions ImageFolder reads (case-insensitive).
 bool is_image_file(const std::string& path);
 
+/// The sub-folders of `dir` whose names do not start with '.', sorted: an ImageFolder split's
+/// classes, in label order (none when `dir` cannot be read).
+std::vector<std::string> subfolders(const std::string& dir);
+
 }  // namespace hg::data

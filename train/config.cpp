@@ -727,14 +727,26 @@ std::string type_text(const Field& f) {
 
 // ---- public API ---------------------------------------------------------------------------------
 
-Config config_from_yaml(const std::string& text, const std::string& source) {
-  YAML::Node root;
+namespace {
+
+/// The one YAML document of a config (a null node for an empty file or comments). A second
+/// document would be dropped: a mistake, not a config.
+YAML::Node parse_document(const std::string& text, const std::string& source) {
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(text);
+    docs = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw Error(str("config: cannot parse ", source, " line ", e.mark.line + 1, ": ", e.msg));
   }
-  return parse_root(root, source);
+  HG_CHECK(docs.size() <= 1, "config: '", source, "' holds ", docs.size(),
+           " YAML documents (separated by ---); a config is one mapping of keys");
+  return docs.empty() ? YAML::Node() : docs[0];
+}
+
+}  // namespace
+
+Config config_from_yaml(const std::string& text, const std::string& source) {
+  return parse_root(parse_document(text, source), source);
 }
 
 namespace {
@@ -773,25 +785,15 @@ Config load_config(const std::string& path) {
                                              "train CONFIG.yaml --key value ...`)");
   std::ostringstream text;
   text << in.rdbuf();
-  // A second YAML document would be dropped: a mistake, not a config. A file of no keys (empty,
-  // comments, null) is every default, which the command line may then set: said, not refused.
-  std::vector<YAML::Node> docs;
-  bool parsed = true;
-  try {
-    docs = YAML::LoadAll(text.str());
-  } catch (const YAML::ParserException&) {  // config_from_yaml names the line
-    parsed = false;
-  }
-  if (parsed) {
-    HG_CHECK(docs.size() <= 1, "config: '", path, "' holds ", docs.size(),
-             " YAML documents (separated by ---); a config is one mapping of keys");
-    if (docs.empty() || docs[0].IsNull())
-      spdlog::warn(
-          "config: '{}' holds no keys (it is empty, comments or null): every key has its "
-          "default (configs/fashion_mnist.yaml or a run's args.yaml is a start)",
-          path);
-  }
-  return config_from_yaml(text.str(), path);
+  // A file of no keys (empty, comments, null) is every default, which the command line may then
+  // set: said, not refused.
+  const YAML::Node root = parse_document(text.str(), path);
+  if (root.IsNull())
+    spdlog::warn(
+        "config: '{}' holds no keys (it is empty, comments or null): every key has its default "
+        "(configs/fashion_mnist.yaml or a run's args.yaml is a start)",
+        path);
+  return parse_root(root, path);
 }
 
 void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
@@ -876,10 +878,11 @@ double effective_lr(const Config& c, int64_t world_size) {
 std::string resolve_lr(Config& c, int64_t world_size) {
   if (c.lr) return "";
   const double lr = effective_lr(c, world_size);
+  const std::string scaling = lr_scaling(c);
   const std::string how =
       str("lr ", format_double(lr), " from lr_base ", format_double(c.lr_base), " x (",
           global_batch(c, world_size), " images per update / lr_base_size ", c.lr_base_size, ")",
-          lr_scaling(c) == "sqrt" ? "^0.5" : "", " (", lr_scaling(c), " scaling, as timm)");
+          scaling == "sqrt" ? "^0.5" : "", " (", scaling, " scaling, as timm)");
   HG_CHECK(c.min_lr <= lr, "config: min_lr ", c.min_lr, " is above the ", how);
   c.lr = lr;
   return how;

@@ -135,6 +135,7 @@ Console::Console(const std::string& log_file, bool force_plain, std::FILE* out)
     auto file = std::make_shared<LogFileSink>(log_file, this);
     file->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %l: %v");
     sinks.push_back(file);
+    file_sink_ = file;
   }
   logger_ = std::make_shared<spdlog::logger>("haargrad", sinks.begin(), sinks.end());
   logger_->flush_on(spdlog::level::info);
@@ -149,6 +150,12 @@ Console::~Console() {
 }
 
 void Console::info(const std::string& line) { spdlog::info("{}", line); }
+
+void Console::log_file_only(spdlog::level::level_enum level, const std::string& text) {
+  if (!file_sink_) return;
+  file_sink_->log(spdlog::details::log_msg("haargrad", level, text));
+  file_sink_->flush();
+}
 
 void Console::write_line(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -60,6 +60,10 @@ class Console {
   /// Used by the spdlog sink: writes a formatted log line above the bar.
   void write_line(const std::string& text);
 
+  /// One line for log.txt alone, formatted as every log line there (the error that ends a run,
+  /// which main prints on the console itself); nothing without a log file.
+  void log_file_only(spdlog::level::level_enum level, const std::string& text);
+
  private:
   void draw_locked();
   std::FILE* out_;
@@ -69,6 +73,7 @@ class Console {
   BarState bar_;
   std::chrono::steady_clock::time_point bar_start_;
   std::shared_ptr<spdlog::logger> previous_, logger_;
+  spdlog::sink_ptr file_sink_;  // log.txt's, when there is one
 };
 
 }  // namespace hg::train

@@ -20,11 +20,16 @@ namespace fs = std::filesystem;
 
 namespace hg::train {
 
-void check_not_a_run_file(const std::string& path, const std::string& what) {
+void check_output_file(const std::string& path, const std::string& what,
+                       const std::string& contents, const std::vector<CommandInput>& inputs) {
   namespace fs = std::filesystem;
   std::error_code ec;
   HG_CHECK(!fs::is_directory(path, ec), what, " ", path, " is a folder; give a file name");
   if (!fs::exists(path, ec)) return;
+  const std::string elsewhere = str("write ", contents, " to another file");
+  for (const CommandInput& in : inputs)
+    HG_CHECK(!fs::equivalent(in.path, path, ec), what, " ", path, " is ", in.role, " itself; ",
+             elsewhere);
   const fs::path p(path);
   const std::string name = p.filename().string();
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
@@ -32,15 +37,15 @@ void check_not_a_run_file(const std::string& path, const std::string& what) {
   const bool run_file = name == kRunMarker || name == "args.yaml" || name == "summary.csv" ||
                         name == "log.txt" || p.extension() == ".safetensors";
   HG_CHECK(!(run_folder && run_file), what, " ", path, " is a file of the training run in ",
-           dir.string(), "; write to another file");
+           dir.string(), "; ", elsewhere);
   bool checkpoint = false;
   try {
     checkpoint = fs::is_regular_file(path, ec) && read_train_state(path).has_value();
   } catch (const Error&) {  // not a safetensors file: not a checkpoint either
   }
   HG_CHECK(!checkpoint, what, " ", path,
-           " is a training checkpoint (it holds a run's position and optimizer state); write to "
-           "another file");
+           " is a training checkpoint (it holds a run's position and optimizer state); ",
+           elsewhere);
 }
 
 namespace {

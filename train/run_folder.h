@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace hg::train {
 
@@ -23,11 +24,18 @@ inline constexpr const char* kRunMarker = "run.json";
 std::filesystem::path claim_run_folder(const std::filesystem::path& root, const std::string& name,
                                        bool* created = nullptr);
 
-/// Throws hg::Error when `what` (e.g. "infer --out") writing `path` would replace a run's own file:
-/// a training checkpoint (a file holding a run position), or a file of a run folder (one holding
-/// kRunMarker) named run.json, args.yaml, summary.csv, log.txt or *.safetensors; or when `path` is
-/// a folder. Any other path (curves.png of a run included) is fine, existing or not.
-void check_not_a_run_file(const std::string& path, const std::string& what);
+/// A file a command reads, which its output must not replace: {"the checkpoint", path}.
+struct CommandInput {
+  std::string role, path;
+};
+
+/// Throws hg::Error when `what` (e.g. "infer: --out") writing `contents` (e.g. "the logits") to
+/// `path` would replace one of the command's `inputs` (the same file, by any name), or a run's own
+/// file: a training checkpoint (a file holding a run position), or a file of a run folder (one
+/// holding kRunMarker) named run.json, args.yaml, summary.csv, log.txt or *.safetensors; or when
+/// `path` is a folder. Any other path (curves.png of a run included) is fine, existing or not.
+void check_output_file(const std::string& path, const std::string& what,
+                       const std::string& contents, const std::vector<CommandInput>& inputs = {});
 
 /// What `--resume auto` chose, and why (a sentence for the log).
 struct ResumePick {

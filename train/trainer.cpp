@@ -207,8 +207,7 @@ struct Session {
   SummaryLines summary;
   GoodCheckpoints good;
   TrainResult result;
-  bool claimed = false;  // the run folder is new, claimed by this session
-  bool created = false;  // ... and made by it (not found empty)
+  bool created = false;  // a new run's folder was made by this session (not found empty)
   // a resume's new args.yaml, written with this session's first checkpoint (a session that diverges
   // before it leaves the run's args.yaml as it was: no checkpoint was trained with the new values)
   std::string pending_args;
@@ -262,7 +261,6 @@ void open_run_folder(Session& s) {
                                                       : s.cfg.experiment;
     if (dist::is_main()) {
       run_dir = claim_run_folder(out_root, name, &s.created);
-      s.claimed = true;
       io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(s.cfg));
     }
     run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
@@ -960,7 +958,7 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
 void record_failure(const Session& s, const std::string& what) {
   if (!dist::is_main() || s.paths.dir.empty()) return;
   std::error_code ec;
-  if (s.claimed && !s.training) {
+  if (!s.resumed && !s.training) {  // a new run's folder
     const std::set<std::string> ours = {kRunMarker, "args.yaml", "log.txt"};
     bool only_ours = true;
     for (const fs::directory_entry& e : fs::directory_iterator(s.paths.dir, ec))
@@ -971,23 +969,7 @@ void record_failure(const Session& s, const std::string& what) {
       return;
     }
   }
-  try {
-    // the format of the log's other lines (train/console.cpp)
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    const auto ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
-        1000;
-    std::tm tm{};
-    localtime_r(&t, &tm);
-    char when[32];
-    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    char millis[8];
-    std::snprintf(millis, sizeof millis, ".%03d", static_cast<int>(ms));
-    io::AppendFile log((s.paths.dir / "log.txt").string());
-    log.append(str("[", when, millis, "] error: ", what, "\n"));
-  } catch (const Error&) {  // the log cannot take it (disk full, read-only): stderr still has it
-  }
+  if (s.console) s.console->log_file_only(spdlog::level::err, what);
 }
 
 }  // namespace
