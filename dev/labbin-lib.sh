@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Sourced by the dev/s18*.sh device scripts, from the repository root, with NAME set (the logs go
+# Sourced by the device scripts (dev/README.md), from the repository root, with NAME set (the logs go
 # to /tmp/$NAME): the programs are prebuilt here and carried packed (carry ["build/labpack",
-# ".golden"]; packing as dev/s16d.sh's header says). Unpacks them into /tmp/labbin unless its
+# ".golden"]; packed by dev/labbin-pack.sh). Unpacks them into /tmp/labbin unless its
 # hg_new is the packed one already (a warm machine), and defines what the scripts share:
 #   el MSG                    seconds since the start, and MSG
 #   ok LOG                    the gtest PASSED / FAILED lines of LOG
