@@ -7,14 +7,11 @@
 // file writer (core/atomic_file.h).
 #include "train/trainer.h"
 
-#include <unistd.h>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <ctime>
 #include <filesystem>
-#include <iterator>
 #include <optional>
 #include <set>
 
@@ -47,6 +44,7 @@
 #include "train/schedule.h"
 #include "train/step_graph.h"
 #include "train/step_losses.h"
+#include "train/stop_signal.h"
 #include "train/summary.h"
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -57,51 +55,6 @@ namespace fs = std::filesystem;
 
 namespace hg::train {
 namespace {
-
-// The signal that asks the run to stop, 0 while none came: SIGINT (Ctrl-C), SIGTERM (kill,
-// timeout, docker stop, Slurm), SIGHUP (the terminal or ssh session went away) and SIGUSR1 (what
-// mpirun forwards to every rank: `kill -USR1 <mpirun>`; its SIGINT / SIGTERM end the job at once).
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
-std::atomic<int> g_stop_signal{0};
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case 0: return "a stop signal on another rank";
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGUSR1: return "SIGUSR1";
-    default: return "a signal";
-  }
-}
-
-void on_stop_signal(int sig) {
-  g_stop_signal = sig;
-  std::signal(sig, SIG_DFL);  // a second one kills at once
-  // async-signal-safe: one write(2) of a constant text
-  static const char kText[] =
-      "\nhaargrad: stop signal: stopping after this step (a recovery "
-      "checkpoint follows; the same signal again stops at once)\n";
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kText, sizeof kText - 1);
-}
-
-// Installs the stop-signal handlers for the training loop and ignores SIGPIPE there (a closed
-// pipe on stdout, `haargrad train ... | head`, must not kill the run), restoring the previous
-// dispositions on every exit: the loop then saves a recovery checkpoint and returns.
-struct StopSignalGuard {
-  StopSignalGuard() {
-    g_stop_signal = 0;
-    for (size_t i = 0; i < std::size(kStopSignals); ++i)
-      previous[i] = std::signal(kStopSignals[i], on_stop_signal);
-    previous_pipe = std::signal(SIGPIPE, SIG_IGN);
-  }
-  ~StopSignalGuard() {
-    for (size_t i = 0; i < std::size(kStopSignals); ++i) std::signal(kStopSignals[i], previous[i]);
-    std::signal(SIGPIPE, previous_pipe);
-  }
-  void (*previous[std::size(kStopSignals)])(int);
-  void (*previous_pipe)(int);
-};
 
 std::string timestamp() {
   std::time_t t = std::time(nullptr);
@@ -648,8 +601,8 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     train_step(s, epoch, b, p);
     if (s.threads) tune_threads(s.threads->tuner, seconds_since(step_t0), b.labels.numel());
     report_progress(s, epoch, p, seconds_since(t0));
-    if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) g_stop_signal = SIGINT;
-    if (s.dp->any_rank(g_stop_signal != 0)) break;
+    if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) request_stop(SIGINT);
+    if (s.dp->any_rank(stop_signal() != 0)) break;
   }
   read_losses(s, epoch, p);  // an interrupted epoch's last steps
   s.console->end_bar();
@@ -676,11 +629,11 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   write_pending_args(s);
   spdlog::warn(
       "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
-      signal_name(g_stop_signal.load()), epoch + 1, p.step, s.paths.recovery.string(),
+      stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
       s.paths.recovery.string());
   s.result.interrupted = true;
   // another rank's signal: this one stops as if told to terminate
-  s.result.stop_signal = g_stop_signal == 0 ? SIGTERM : g_stop_signal.load();
+  s.result.stop_signal = stop_signal() == 0 ? SIGTERM : stop_signal();
 }
 
 // ---- evaluation, summary, checkpoints -----------------------------------------------------------
@@ -698,7 +651,7 @@ struct Evaluation {
 // A stop signal ends an evaluation early (its figures are then dropped): a container's or a
 // scheduler's grace period after SIGTERM is seconds, a validation split can take minutes.
 Evaluation evaluate_models(Session& s, int64_t epoch) {
-  const auto stop = [] { return g_stop_signal != 0; };
+  const auto stop = [] { return stop_signal() != 0; };
   Evaluation ev;
   ev.model = evaluate(*s.model, *s.val_loader, s.device, epoch, stop);
   s.dp->reduce_evaluation(ev.model);  // data parallel: each rank evaluated its shard
@@ -789,7 +742,7 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
 // an evaluation was not finite (nothing of the epoch is saved then).
 std::optional<Evaluation> evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p) {
   const Evaluation ev = evaluate_models(s, epoch);
-  if (s.dp->any_rank(g_stop_signal != 0)) return std::nullopt;  // a stop signal: not recorded
+  if (s.dp->any_rank(stop_signal() != 0)) return std::nullopt;  // a stop signal: not recorded
   record_epoch(s, epoch, p, ev);
   s.result.last_top1 = ev.model.top1;
   s.result.last_top5 = ev.model.top5;
@@ -936,7 +889,7 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   const int64_t last_epoch = stop >= 0 ? std::min<int64_t>(s.cfg.epochs, stop) : s.cfg.epochs;
   for (int64_t epoch = s.st.epoch; epoch < last_epoch; ++epoch) {
     const EpochProgress p = train_epoch(s, epoch);
-    if (s.dp->any_rank(g_stop_signal != 0)) {  // Ctrl-C, SIGTERM: save where we are, leave cleanly
+    if (s.dp->any_rank(stop_signal() != 0)) {  // Ctrl-C, SIGTERM: save where we are, leave cleanly
       save_recovery(s, epoch, p);
       break;
     }
