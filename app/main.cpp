@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) makes writes fail with EFBIG, reported by the file writer with
   // the file's name, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A closed pipe (`haargrad train ... | head`) makes writes to it fail instead of killing the
+  // process: a run must not die between claiming its folder and its first step, or at its end.
+  std::signal(SIGPIPE, SIG_IGN);
   spdlog::set_pattern("[%H:%M:%S] %^%l%$: %v");  // the trainer's console format (train/console.cpp)
   CLI::App app{"haargrad: train image classifiers with fused wavelet convolutions"};
   app.require_subcommand(1);
@@ -120,7 +123,7 @@ int main(int argc, char** argv) {
           stderr,
           "haargrad: error: unknown command '%s'%s (`haargrad --help` lists the commands)\n",
           argv[1], close.empty() ? "" : ("; did you mean '" + close[0] + "'?").c_str());
-      return 1;
+      return 2;
     }
   }
   try {
@@ -128,12 +131,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);   // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    // a command-line mistake reads like every other error, with where to look (CLI11's exit code)
+    // a command-line mistake reads like every other error, with where to look; exit status 2, as
+    // getopt and argparse programs use for usage errors
     const std::vector<CLI::App*> given = app.get_subcommands();
     const std::string help =
         given.empty() ? "haargrad --help" : "haargrad " + given.front()->get_name() + " --help";
     std::fprintf(stderr, "haargrad: error: %s (`%s` lists the options)\n", e.what(), help.c_str());
-    return e.get_exit_code();
+    return 2;
   } catch (const hg::Error& e) {
     std::fprintf(stderr, "haargrad: error: %s\n", e.what());
     return 1;
@@ -147,7 +151,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "haargrad: error: %s (an unexpected C++ exception: please report it)\n", e.what());
-    return 2;
+    return 1;
   }
   return hg::app::exit_status();
 }

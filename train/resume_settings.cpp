@@ -117,10 +117,12 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   const double lr_after = RunSchedule(out.session, updates_per_epoch).lr(epoch, step, updates);
   if (!sched_changes.empty() || lr_before != lr_after)
     out.notes.push_back(str("resume: the schedule changes from ", where, " on: ",
-                            sched_changes.empty() ? std::string("the recorded changes after this point are dropped")
-                                                  : sched_changes,
+                            sched_changes.empty()
+                                ? std::string("the recorded changes after this point are dropped")
+                                : sched_changes,
                             "; lr there ", lr_before, " -> ", lr_after,
-                            ". args.yaml now holds the new values, and schedule_history what ran before"));
+                            ". args.yaml takes the new values with this session's first "
+                            "checkpoint, and schedule_history what ran before"));
   else if (out.args_changed)
     out.notes.push_back(str("resume: from ", where, " the run follows its args.yaml again; the schedule changes ",
                             "recorded after this point are dropped from schedule_history"));

@@ -2,6 +2,7 @@
 #include "train/run_folder.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,8 +10,13 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <optional>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "train/checkpoint.h"
@@ -194,10 +200,71 @@ fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* m
                   name, "-100000 are taken)"));
 }
 
+RunFolderLock::RunFolderLock(const fs::path& dir) {
+  const fs::path marker = dir / kRunMarker;
+  fd_ = ::open(marker.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0)
+    throw Error(str("cannot hold the run folder '", dir.string(), "': opening '", marker.string(),
+                    "' failed: ", std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  const int err = errno;
+  ::close(fd_);
+  fd_ = -1;
+  if (err == EWOULDBLOCK) {
+    const std::string owner = run_marker_owner(dir);
+    throw Error(
+        str("the run folder '", dir.string(), "' is in use by another training process",
+            owner.empty() ? std::string() : str(" (", owner, ")"),
+            ": two runs must not write one folder; wait for it to end or stop it (Ctrl-C writes a "
+            "recovery checkpoint), then resume"));
+  }
+  throw Error(str("cannot hold the run folder '", dir.string(), "': locking '", marker.string(),
+                  "' failed: ", std::strerror(err)));
+}
+
+RunFolderLock::RunFolderLock(RunFolderLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+
+RunFolderLock& RunFolderLock::operator=(RunFolderLock&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+  }
+  return *this;
+}
+
+RunFolderLock::~RunFolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor drops the lock
+}
+
+bool run_folder_in_use(const fs::path& dir) {
+  const int fd = ::open((dir / kRunMarker).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // also drops the lock this probe took
+  return held;
+}
+
+std::string run_marker_owner(const fs::path& dir) {
+  std::ifstream f(dir / kRunMarker);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("pid")) return "";
+  std::string out = str("pid ", j["pid"].dump());
+  if (j.contains("host") && j["host"].is_string())
+    out += str(" on host ", j["host"].get<std::string>());
+  if (j.contains("created") && j["created"].is_string())
+    out += str(", started ", j["created"].get<std::string>());
+  return out;
+}
+
 ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& experiment, int64_t epochs) {
   std::vector<Candidate> found;
-  std::vector<std::string> unreadable;
+  std::vector<std::string> unreadable, in_use;
   for (const fs::path& dir : family_folders(root, experiment)) {
+    if (run_folder_in_use(dir)) {
+      in_use.push_back(dir.filename().string());
+      continue;
+    }
     std::optional<Candidate> best;
     for (const char* file : {"recovery.safetensors", "last.safetensors"}) {
       const fs::path p = dir / file;
@@ -216,9 +283,18 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
   const std::string family = experiment.empty() ? str("under ", root.string())
                                                 : str("of experiment '", experiment, "' (", (root / experiment).string(),
                                                       " and its -N siblings)");
+  std::string busy;
+  for (const std::string& name : in_use) busy += str(busy.empty() ? "" : ", ", name);
+  if (!busy.empty()) busy = str("; in use by a live training process, left alone: ", busy);
+  if (found.empty() && unreadable.empty() && !in_use.empty())
+    throw Error(str("resume auto: every run ", family,
+                    " with a checkpoint is in use by a live training process (",
+                    busy.substr(busy.find(": ") + 2), "): two runs must not write one folder"));
   if (found.empty())
-    throw Error(str("resume auto: no run ", family, " has a last.safetensors or recovery.safetensors",
-                    unreadable.empty() ? std::string() : str(" that can be read (", unreadable.front(), ")")));
+    throw Error(str(
+        "resume auto: no run ", family, " has a last.safetensors or recovery.safetensors",
+        unreadable.empty() ? std::string() : str(" that can be read (", unreadable.front(), ")"),
+        busy));
 
   // newest first; a run that stopped before its own end before one that finished it
   std::sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.written_ns > b.written_ns; });
@@ -253,7 +329,7 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
       : stopped ? str("the newest run ", family, " that stopped before its own end")
                 : str("the newest unfinished run ", family),
       others.empty() ? std::string() : str("; also found: ", others),
-      unreadable.empty() ? std::string() : str("; unreadable: ", unreadable.front()));
+      unreadable.empty() ? std::string() : str("; unreadable: ", unreadable.front()), busy);
   return out;
 }
 

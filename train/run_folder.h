@@ -24,6 +24,35 @@ inline constexpr const char* kRunMarker = "run.json";
 std::filesystem::path claim_run_folder(const std::filesystem::path& root, const std::string& name,
                                        bool* created = nullptr);
 
+/// Holds a run folder for one training process: an exclusive flock(2) on its kRunMarker, kept
+/// until this object is destroyed or the process ends, however it ends (the kernel drops the lock
+/// of a killed process; nothing stale is left to clean). A second process that wants the folder
+/// (`--resume` of one of its checkpoints, `--resume auto`) finds it held and stays out, so that two
+/// live runs never write the same checkpoints and summary.csv. Locks are per host where the file
+/// system does not share them (older NFS): run.json's pid and host name the holder.
+class RunFolderLock {
+ public:
+  RunFolderLock() = default;
+  /// Locks `dir`. Throws hg::Error when `dir` has no kRunMarker, or when another process holds
+  /// it (naming the pid and host its marker records).
+  explicit RunFolderLock(const std::filesystem::path& dir);
+  RunFolderLock(RunFolderLock&& o) noexcept;
+  RunFolderLock& operator=(RunFolderLock&& o) noexcept;
+  RunFolderLock(const RunFolderLock&) = delete;
+  RunFolderLock& operator=(const RunFolderLock&) = delete;
+  ~RunFolderLock();
+
+ private:
+  int fd_ = -1;
+};
+
+/// Whether a live process holds `dir` now (RunFolderLock); false when it has no kRunMarker.
+bool run_folder_in_use(const std::filesystem::path& dir);
+
+/// "pid 1234 on host gpu-7, started 2026-12-05T08:00:00+0000": who made `dir`'s kRunMarker, for
+/// messages; "" when it cannot be read.
+std::string run_marker_owner(const std::filesystem::path& dir);
+
 /// A file a command reads, which its output must not replace: {"the checkpoint", path}.
 struct CommandInput {
   std::string role, path;
@@ -49,7 +78,8 @@ struct ResumePick {
 /// claim_run_folder); without, every folder under `root` that holds a checkpoint. A candidate's
 /// checkpoint is the further of its recovery.safetensors and last.safetensors (by epoch and step
 /// in their metadata). Resumable: fewer than `epochs` epochs done, or stopped inside an epoch. The
-/// pick is the resumable candidate whose checkpoint was written last; if none is resumable, the
+/// pick is the resumable candidate whose checkpoint was written last (a folder that a live process
+/// holds, RunFolderLock, is no candidate: it is named in the reason); if none is resumable, the
 /// newest finished one (`finished`). Throws hg::Error naming where it looked when there is no
 /// candidate at all.
 ResumePick pick_resume_checkpoint(const std::filesystem::path& root, const std::string& experiment,

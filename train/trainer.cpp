@@ -160,11 +160,13 @@ struct Session {
   SummaryLines summary;
   GoodCheckpoints good;
   TrainResult result;
-  bool created = false;  // a new run's folder was made by this session (not found empty)
+  bool claimed = false;  // this session claimed a new run folder (a new run, or a resume moved)
+  bool created = false;  // ... and made it (rather than finding it empty)
   // a resume's new args.yaml, written with this session's first checkpoint (a session that diverges
   // before it leaves the run's args.yaml as it was: no checkpoint was trained with the new values)
   std::string pending_args;
-  bool training = false;  // the epochs have started
+  RunFolderLock folder_lock;  // rank 0: this process alone writes the run folder while it trains
+  bool training = false;      // the epochs have started
   double total_train_seconds = 0, total_data_wait = 0;
   int64_t total_train_images = 0;
   std::set<std::string> history_notes_said;
@@ -208,16 +210,29 @@ void open_run_folder(Session& s) {
              run_dir.string(),
              "; start a new run from these weights with initial_checkpoint: ", s.resume_path);
     s.resumed = *state;
-  } else {
+  }
+  // A checkpoint outside a run folder (a copy, a download: no run.json beside it) is resumed
+  // into a run folder of its own, as timm does, never into the files around it.
+  std::string moved_note;
+  if (!s.resume_path.empty() && !fs::exists(run_dir / kRunMarker)) {
+    moved_note = str("resume: ", s.resume_path, " is not in a run folder (no ", kRunMarker,
+                     " beside it), so the run goes on in a new one");
+    run_dir.clear();
+  }
+  if (run_dir.empty()) {
     const std::string name = s.cfg.experiment.empty() ? timestamp() + "-" + s.cfg.model + "-" +
                                                             std::to_string(s.cfg.img_size)
                                                       : s.cfg.experiment;
     if (dist::is_main()) {
       run_dir = claim_run_folder(out_root, name, &s.created);
-      io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(s.cfg));
+      s.claimed = true;
+      // a resume's args.yaml waits for its first checkpoint (write_pending_args)
+      if (s.resume_path.empty())
+        io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(s.cfg));
     }
     run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
   }
+  if (dist::is_main()) s.folder_lock = RunFolderLock(run_dir);
   s.paths = RunPaths(run_dir);
   // rank 0 alone draws the progress bar (its plain lines are info lines, which other ranks drop)
   s.console = std::make_unique<Console>(dist::is_main() ? (s.paths.dir / "log.txt").string() : "",
@@ -225,6 +240,7 @@ void open_run_folder(Session& s) {
   if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
   spdlog::info("run folder {}", run_dir.string());
   if (!s.resume_reason.empty()) spdlog::info("{}", s.resume_reason);
+  if (!moved_note.empty()) spdlog::info("{}", moved_note);
   s.plot = dist::is_main() && gnuplot_available();
   if (dist::is_main() && !s.plot)
     spdlog::info("gnuplot is not on PATH: no curves.png (Debian package gnuplot-nox)");
@@ -911,7 +927,7 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
 void record_failure(const Session& s, const std::string& what) {
   if (!dist::is_main() || s.paths.dir.empty()) return;
   std::error_code ec;
-  if (!s.resumed && !s.training) {  // a new run's folder
+  if (s.claimed && !s.training) {  // a folder this session claimed
     const std::set<std::string> ours = {kRunMarker, "args.yaml", "log.txt"};
     bool only_ours = true;
     for (const fs::directory_entry& e : fs::directory_iterator(s.paths.dir, ec))

@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "core/autograd.h"
 #include "core/error.h"
+#include "core/memory.h"
+#include "layers/loss.h"
 #include "models/config.h"
 #include "models/convnext.h"
 #include "program.h"
@@ -164,23 +167,26 @@ TEST_F(CliTest, UnknownKeysSuggestOnlyCloseMatches) {
 
 TEST_F(CliTest, AMistypedCommandIsNamedWithASuggestion) {
   const ProgramRun t = run_program("trian " + kDefaultConfig);
-  EXPECT_EQ(t.exit_code, 1);
+  EXPECT_EQ(t.exit_code, 2);  // usage errors exit 2, as getopt / argparse programs do
   EXPECT_NE(t.output.find("unknown command 'trian'; did you mean 'train'?"), std::string::npos)
       << t.output;
   const ProgramRun far = run_program("frobnicate");
-  EXPECT_EQ(far.exit_code, 1);
+  EXPECT_EQ(far.exit_code, 2);
   EXPECT_NE(far.output.find("unknown command 'frobnicate' (`haargrad --help`"), std::string::npos)
       << far.output;
   EXPECT_EQ(run_program("models").exit_code, 0);  // a real command still runs
   // a missing or malformed argument reads like every other error, with where to look
   const ProgramRun v = run_program("validate");
-  EXPECT_NE(v.exit_code, 0);
+  EXPECT_EQ(v.exit_code, 2);
   EXPECT_NE(v.output.find("haargrad: error: --checkpoint is required (`haargrad validate --help`"),
             std::string::npos)
       << v.output;
   const ProgramRun b = run_program("bench --batch abc");
-  EXPECT_NE(b.exit_code, 0);
+  EXPECT_EQ(b.exit_code, 2);
   EXPECT_NE(b.output.find("haargrad: error: --batch: 'abc'"), std::string::npos) << b.output;
+  EXPECT_EQ(run_program("").exit_code, 2);                      // no command
+  EXPECT_EQ(run_program("models extra").exit_code, 2);          // an extra argument
+  EXPECT_EQ(run_program("export x.safetensors").exit_code, 2);  // --out missing
 }
 
 // A folder given as the config, or a stop position that means nothing, is named before any run
@@ -282,6 +288,31 @@ TEST_F(CliTest, DefaultModelPrintsNoWarning) {
 
 // info takes a config too (as train, bench and validate do): the config's model with its model keys
 // and img_size. The smoke config changes its model's dims, so the counts differ from the name's.
+// info's activation bytes at a batch: a per-image part times the batch plus a per-step part (the
+// folded fc2 weights), checked against the tape measured at that batch here.
+TEST_F(CliTest, InfoActivationBytesMatchTheTapeAtTheBatch) {
+  const int batch = 5, img = 32;
+  const ProgramRun r = run_program("info convnext_atto --img-size 32 --batch 5");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("activation bytes ([0-9]+) "))) << r.output;
+  const int64_t reported = std::stoll(m[1].str());
+  ConvNeXt model(model_config("convnext_atto"), 0);
+  Tensor x = Tensor::full({batch, img, img, 3}, 0.5);
+  Tensor labels = Tensor::zeros({batch}, DType::i64);
+  autograd::clear_tape();
+  const auto live = [] {
+    return memory::stats(Device::cpu).current[static_cast<int>(Category::activations)];
+  };
+  const int64_t before = live();
+  Tensor loss = cross_entropy(model.forward(x, true), labels);
+  const int64_t measured = live() - before;
+  autograd::clear_tape();
+  // within allocation rounding (small tensors' sizes round up; batch 5 is not exactly linear)
+  EXPECT_NEAR(static_cast<double>(reported), static_cast<double>(measured), 0.005 * measured)
+      << r.output;
+}
+
 TEST_F(CliTest, InfoTakesAConfig) {
   const ProgramRun by_config = run_program("info " + kDefaultConfig + " --no-measure");
   ASSERT_EQ(by_config.exit_code, 0) << by_config.output;

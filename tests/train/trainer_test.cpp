@@ -17,6 +17,7 @@
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -32,6 +33,11 @@ train::Config smoke_config(const std::string& out) {
   c.epochs = 3;
   c.drop_path = 0.1;  // exercise the drop-path RNG across the resume
   return c;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 std::vector<std::string> lines(const fs::path& p) {
@@ -403,6 +409,81 @@ TEST_F(TrainerTest, ResumeAutoPrefersTheRunThatStoppedEarly) {
   const train::TrainResult r = train::train(a, quiet);
   EXPECT_EQ(r.run_dir, stopped.run_dir);
   EXPECT_EQ(lines(fs::path(stopped.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
+}
+
+// A run folder belongs to one live process: while a RunFolderLock holds it (a training run), a
+// resume of its checkpoint is refused, naming the holder, and --resume auto leaves it alone.
+TEST_F(TrainerTest, ALiveRunsFolderIsNotResumedByAnother) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "live";
+  a.epochs = 2;
+  train::TrainOptions stop = quiet;
+  stop.stop_after_epoch = 1;
+  const train::TrainResult first = train::train(a, stop);
+  const fs::path dir = first.run_dir;
+  EXPECT_FALSE(train::run_folder_in_use(dir));  // the run ended: its lock went with it
+  const std::string summary_before = slurp(dir / "summary.csv");
+  {
+    train::RunFolderLock held(dir);  // as the live run would hold it
+    EXPECT_TRUE(train::run_folder_in_use(dir));
+    EXPECT_THROW(train::RunFolderLock{dir}, Error);
+    train::Config r = a;
+    r.resume = (dir / "last.safetensors").string();
+    try {
+      train::train(r, quiet);
+      FAIL() << "expected the live folder to be refused";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("is in use by another training process (pid " + std::to_string(::getpid())),
+                std::string::npos)
+          << m;
+    }
+    r.resume = "auto";
+    try {
+      train::train(r, quiet);
+      FAIL() << "expected resume auto to find no free run";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("in use by a live training process"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(slurp(dir / "summary.csv"), summary_before);  // nothing was written into it
+  }
+  a.resume = "auto";  // released: the run goes on
+  const train::TrainResult resumed = train::train(a, quiet);
+  EXPECT_EQ(resumed.run_dir, first.run_dir);
+  EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);
+}
+
+// A checkpoint outside a run folder (a copy: no run.json beside it) is resumed into a new run
+// folder; the files around the copy stay as they were.
+TEST_F(TrainerTest, ACheckpointOutsideARunFolderResumesIntoANewOne) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "orig";
+  a.epochs = 2;
+  train::TrainOptions stop = quiet;
+  stop.stop_after_epoch = 1;
+  const train::TrainResult first = train::train(a, stop);
+  const fs::path elsewhere = root_ / "downloads";
+  fs::create_directories(elsewhere);
+  fs::copy_file(fs::path(first.run_dir) / "last.safetensors", elsewhere / "copy.safetensors");
+  for (const char* name : {"summary.csv", "args.yaml", "checkpoint-2.safetensors"})
+    std::ofstream(elsewhere / name) << "the user's own " << name << "\n";
+  train::Config r = a;
+  r.resume = (elsewhere / "copy.safetensors").string();
+  const train::TrainResult moved = train::train(r, quiet);
+  EXPECT_NE(moved.run_dir, elsewhere.string());
+  EXPECT_NE(moved.run_dir, first.run_dir);
+  EXPECT_TRUE(fs::exists(fs::path(moved.run_dir) / train::kRunMarker));
+  for (const char* name : {"summary.csv", "args.yaml", "checkpoint-2.safetensors"})
+    EXPECT_EQ(slurp(elsewhere / name), std::string("the user's own ") + name + "\n") << name;
+  const std::vector<std::string> rows = lines(fs::path(moved.run_dir) / "summary.csv");
+  ASSERT_EQ(rows.size(), 2u);  // header + epoch 2, the epoch after the copy's
+  EXPECT_EQ(rows[1].rfind("2,", 0), 0u) << rows[1];
+  EXPECT_EQ(lines(fs::path(first.run_dir) / "summary.csv").size(), 2u);  // the original: as it was
 }
 
 // Loading a checkpoint into a model it was not saved from: one error that names the file, both
