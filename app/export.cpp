@@ -5,6 +5,8 @@
 // writes the model EMA's weights ("state_dict_ema.*" in the checkpoint) under the same plain names.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -53,6 +55,8 @@ std::string left_out_kinds(const safetensors::File& in, const Exported& exported
 void run_export(const ExportArgs& a) {
   namespace fs = std::filesystem;
   HG_CHECK(fs::exists(a.checkpoint), "export: checkpoint ", a.checkpoint, " does not exist");
+  HG_CHECK(fs::path(a.out).extension() == ".safetensors", "export: --out ", a.out,
+           " must end in .safetensors (the file is replaced if it exists)");
   // nor a run's files (its checkpoints above all: a resume from bare weights would start it over)
   train::check_output_file(a.out, "export: --out", "the weights",
                            {{"the checkpoint", a.checkpoint}});
@@ -67,7 +71,16 @@ void run_export(const ExportArgs& a) {
     HG_CHECK(train::load_ema_weights(a.checkpoint, model), "export --ema: checkpoint ",
              a.checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run kept no model_ema, or it is an export already; export without --ema");
-  const auto tensors = state_dict(model);
+  const auto tensors = timm_state_dict(model);
+  int64_t bad = 0, total = 0;
+  for (const auto& [name, t] : tensors) {
+    for (double v : t.to_vector<double>()) bad += !std::isfinite(v);
+    total += t.numel();
+  }
+  HG_CHECK(
+      bad == 0, "export: ", bad, " of ", total, " weights of ", a.checkpoint,
+      a.ema ? "'s model EMA" : "",
+      " are non-finite (NaN or Inf): the run it comes from diverged; export an earlier checkpoint");
   const safetensors::File in = safetensors::load(a.checkpoint);
   safetensors::save(a.out, tensors,
                     {{"format", "pt"},
@@ -77,11 +90,13 @@ void run_export(const ExportArgs& a) {
                      {"config", train::to_yaml(rc.config)}});
   int64_t elements = 0;
   for (const auto& [name, t] : tensors) elements += t.numel();
-  spdlog::info(
-      "export: wrote {} tensors ({} values) of {}{} to {} (left out {} other tensors of {}: {})",
-      tensors.size(), elements, rc.config.model, a.ema ? "'s model EMA" : "", a.out,
-      in.tensors.size() - tensors.size(), a.checkpoint,
-      left_out_kinds(in, tensors, a.ema ? train::kEmaPrefix : ""));
+  const size_t left_out = in.tensors.size() - std::min(in.tensors.size(), tensors.size());
+  spdlog::info("export: wrote {} tensors ({} values) of {}{} to {}{}", tensors.size(), elements,
+               rc.config.model, a.ema ? "'s model EMA" : "", a.out,
+               left_out == 0
+                   ? std::string()
+                   : str(" (left out ", left_out, " other tensors of ", a.checkpoint, ": ",
+                         left_out_kinds(in, tensors, a.ema ? train::kEmaPrefix : ""), ")"));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // normalised already (the config's mean and std apply to the data loader, not here).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "app/command.h"
@@ -24,8 +25,35 @@ namespace {
 
 struct InferArgs {
   std::string checkpoint, input, out, config, layout = "nchw";
+  bool ema = false;
   std::vector<std::string> overrides;
 };
+
+// The config keys that change what infer computes: the model's, and where it runs. The others
+// (mean, std, img_size, precision, ...) shape training and the data loader, which infer does not
+// use: given here they would change nothing, so they are refused rather than ignored.
+constexpr const char* kInferKeys[] = {"model",       "depths",    "dims",          "patch_size",
+                                      "kernel_size", "wt_levels", "ls_init_value", "num_classes",
+                                      "in_chans",    "device",    "threads",       "wtconv_mode"};
+
+void check_infer_keys(const std::vector<std::string>& overrides) {
+  for (const std::string& o : overrides) {
+    if (o.rfind("--", 0) != 0) continue;  // a value
+    std::string key =
+        o.substr(2, o.find('=') == std::string::npos ? std::string::npos : o.find('=') - 2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    const bool known = std::any_of(std::begin(kInferKeys), std::end(kInferKeys),
+                                   [&](const char* k) { return key == k; });
+    if (known) continue;
+    std::string keys;
+    for (const char* k : kInferKeys) keys += str(keys.empty() ? "" : ", ", k);
+    throw Error(
+        str("infer: --", key,
+            " changes nothing here: infer runs the model in float32 on the batch as given (already "
+            "normalised and sized); the keys it takes: ",
+            keys));
+  }
+}
 
 /// The batch as NHWC f32, with the shape as the file holds it in *stored (for messages).
 Tensor read_input(const std::string& path, const std::string& layout, Shape* stored) {
@@ -50,18 +78,36 @@ void run_infer(const InferArgs& a) {
   HG_CHECK(a.layout == "nchw" || a.layout == "nhwc", "infer: --layout must be nchw or nhwc, got '", a.layout, "'");
   train::check_output_file(a.out, "infer: --out", "the logits",
                            {{"the checkpoint", a.checkpoint}, {"the input batch", a.input}});
+  check_infer_keys(a.overrides);
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   set_cpu_threads(static_cast<int>(rc.config.threads));
   const Device device = train::resolve_device(rc.config.device);
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, device);
-  train::load_checkpoint(a.checkpoint, model, nullptr);
+  if (!a.ema)
+    train::load_checkpoint(a.checkpoint, model, nullptr);
+  else
+    HG_CHECK(train::load_ema_weights(a.checkpoint, model), "infer --ema: ", a.checkpoint,
+             " holds no model EMA weights (", train::kEmaPrefix,
+             "*): its run kept no model_ema, or it is an "
+             "export (export --ema writes the EMA's weights under the plain names); infer without "
+             "--ema");
   Shape stored;
   const Tensor x = read_input(a.input, a.layout, &stored);
-  HG_CHECK(x.size(3) == model.config.in_chans, "infer: the input of shape ", shape_str(stored),
-           " read as ", a.layout, " has ", x.size(3), " channels, ", rc.config.model, " takes ",
-           model.config.in_chans,
-           a.layout == "nchw" ? " (a channels-last batch needs --layout nhwc)"
-                              : " (an NCHW batch needs --layout nchw)");
+  const int64_t C = model.config.in_chans;
+  if (x.size(3) != C) {
+    // the other layout's channel axis holding C is the likely mistake; otherwise no hint
+    const int64_t other = a.layout == "nchw" ? stored[3] : stored[1];
+    throw Error(str("infer: the input ", shape_str(stored), " read as ", a.layout, " has ",
+                    x.size(3), x.size(3) == 1 ? " channel" : " channels", "; ", rc.config.model,
+                    " takes ", C,
+                    other != C           ? std::string()
+                    : a.layout == "nchw" ? " (a channels-last batch needs --layout nhwc)"
+                                         : " (an NCHW batch needs --layout nchw)"));
+  }
+  const int64_t side = model.config.total_stride();
+  HG_CHECK(x.size(1) >= side && x.size(2) >= side, "infer: the input ", shape_str(stored), " (",
+           a.layout, ") has ", x.size(1), " x ", x.size(2), " pixels; ", rc.config.model,
+           " takes at least ", side, " x ", side, " (its total stride)");
   autograd::NoGradGuard no_grad;
   const Tensor logits = model.forward(x.to(device), false).to(Device::cpu);
   int64_t bad = 0;
@@ -70,8 +116,8 @@ void run_infer(const InferArgs& a) {
            " logits are not finite (NaN or inf) for ", a.input, ": the weights of ", a.checkpoint,
            " or the input hold non-finite values; nothing was written");
   safetensors::save(a.out, {{"logits", logits}}, {{"format", "pt"}, {"model", rc.config.model}});
-  spdlog::info("infer: {} logits of {} ({}) on {} written to {}", shape_str(logits.shape()), rc.config.model,
-               rc.source, device_name(device), a.out);
+  spdlog::info("infer: {} logits of {}{} ({}) on {} written to {}", shape_str(logits.shape()),
+               rc.config.model, a.ema ? "'s model EMA" : "", rc.source, device_name(device), a.out);
 }
 
 }  // namespace
@@ -85,9 +131,12 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                "state_dict: --model convnext_tiny, plus --num-classes N when it is not 1000).");
   cmd->add_option("--checkpoint", a->checkpoint, "weights: a haargrad checkpoint, an export, or a timm state_dict")
       ->required();
-  cmd->add_option("--input", a->input,
-                  "safetensors file with the batch, a tensor named 'input', already normalised")
+  cmd->add_option(
+         "--input", a->input,
+         "safetensors file with the batch: its tensor 'input' (or its only tensor), float32 or "
+         "float64, already normalised with the model's mean and std")
       ->required();
+  cmd->add_flag("--ema", a->ema, "use the checkpoint's model EMA weights (as validate --use-ema)");
   cmd->add_option("--out", a->out, "safetensors file to write, with the tensor 'logits'")->required();
   cmd->add_option("--layout", a->layout, "the input's layout: nchw (PyTorch) or nhwc");
   cmd->add_option("--config", a->config, "YAML config of the model");

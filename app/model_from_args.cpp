@@ -2,11 +2,34 @@
 #include "app/model_from_args.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/error.h"
+#include "models/config.h"
 #include "train/checkpoint.h"
 
 namespace hg::app {
+
+namespace {
+
+// A config whose model is larger than the file could hold (an edited stored config: num_classes
+// 60000000) would build a model of many GB before its weights are compared: refused here, by the
+// file's size (weights take at least 2 bytes an element: BF16 / F16), naming both.
+void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
+  const ModelConfig m = train::model_config_from(r.config);
+  const ParamCount n = param_count(m);
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(checkpoint, ec);
+  if (ec) return;  // unreadable: the load names the problem
+  const auto needed = static_cast<uintmax_t>(2 * (n.trainable + n.fixed));
+  HG_CHECK(needed <= bytes, "the model of ", r.source, " (", m.model, ", ", n.trainable + n.fixed,
+           " parameters: depths ", shape_str(m.depths), ", dims ", shape_str(m.dims),
+           ", num_classes ", m.num_classes, ") cannot be the one in ", checkpoint, ", a file of ",
+           bytes,
+           " bytes (at least 2 bytes a weight): the config does not belong to these weights");
+}
+
+}  // namespace
 
 ResolvedConfig config_for_checkpoint(const std::string& config, const std::string& checkpoint,
                                      const std::vector<std::string>& overrides) {
@@ -29,6 +52,7 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
     r.source = "the config defaults and --model (the checkpoint stores no config)";
   }
   train::apply_overrides(r.config, overrides);
+  check_fits_file(r, checkpoint);
   return r;
 }
 

@@ -50,10 +50,20 @@ template <typename... Args>
 
 // Parses the header JSON, failing on syntax errors and on a key repeated within one object
 // (nlohmann keeps the last value silently; a repeated tensor name would hide a tensor's data).
+// A header nests 3 deep ({name: {shape: [...]}}); a value nested deeper than kMaxDepth is not
+// kept (a 300 KB header of 100,000 brackets would otherwise exhaust the stack when printed).
+constexpr int kMaxDepth = 16;
+
 json parse_header(const std::string& text, const std::string& what) {
   std::vector<std::set<std::string>> open_objects;  // keys seen in each object being parsed
   std::string duplicate;
-  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+  bool too_deep = false;
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxDepth) {
+      too_deep = true;
+      return false;  // not kept
+    }
     if (event == json::parse_event_t::object_start) {
       open_objects.emplace_back();
     } else if (event == json::parse_event_t::object_end) {
@@ -70,8 +80,16 @@ json parse_header(const std::string& text, const std::string& what) {
   } catch (const json::exception& e) {
     fail(what, "header is not valid JSON (", e.what(), ")");
   }
+  if (too_deep)
+    fail(what, "header nests deeper than ", kMaxDepth, " levels (a safetensors header nests 3)");
   if (!duplicate.empty()) fail(what, "duplicate key '", duplicate, "' in the header");
   return header;
+}
+
+// A JSON value for a message: its text, cut at 80 characters.
+std::string brief(const json& v) {
+  std::string s = v.dump();
+  return s.size() <= 80 ? s : s.substr(0, 77) + "...";
 }
 
 // A JSON value that must be a non-negative integer; `field` and `name` go into the message.
@@ -86,7 +104,7 @@ int64_t non_negative_int(const json& v, const std::string& what, const std::stri
   if (v.is_number_integer()) {  // signed: here only when negative
     fail(what, "tensor '", name, "': ", field, " has negative value ", v.get<int64_t>());
   }
-  fail(what, "tensor '", name, "': ", field, " must hold integers, got ", v.dump());
+  fail(what, "tensor '", name, "': ", field, " must hold integers, got ", brief(v));
 }
 
 // One tensor entry of the header, validated except for its place among the others.
@@ -99,14 +117,15 @@ struct Entry {
 
 Entry parse_entry(const std::string& name, const json& v, int64_t data_bytes, const std::string& what) {
   if (!v.is_object())
-    fail(what, "tensor '", name, "': entry must be an object {dtype, shape, data_offsets}, got ", v.dump());
+    fail(what, "tensor '", name, "': entry must be an object {dtype, shape, data_offsets}, got ",
+         brief(v));
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!v.contains(key)) fail(what, "tensor '", name, "': entry has no '", key, "'");
   Entry e;
   e.name = name;
 
   const json& dt = v["dtype"];
-  if (!dt.is_string()) fail(what, "tensor '", name, "': dtype must be a string, got ", dt.dump());
+  if (!dt.is_string()) fail(what, "tensor '", name, "': dtype must be a string, got ", brief(dt));
   const std::string& dname = dt.get_ref<const std::string&>();
   auto it = std::find_if(std::begin(kDTypes), std::end(kDTypes),
                          [&](const DTypeName& d) { return dname == d.name; });
@@ -116,7 +135,7 @@ Entry parse_entry(const std::string& name, const json& v, int64_t data_bytes, co
   e.dtype = it->dtype;
 
   const json& sh = v["shape"];
-  if (!sh.is_array()) fail(what, "tensor '", name, "': shape must be an array, got ", sh.dump());
+  if (!sh.is_array()) fail(what, "tensor '", name, "': shape must be an array, got ", brief(sh));
   for (const json& d : sh) e.shape.push_back(non_negative_int(d, what, name, "shape"));
   // Byte size with an overflow guard: a hostile shape must not wrap around to a small size.
   int64_t bytes = 0;
@@ -131,7 +150,7 @@ Entry parse_entry(const std::string& name, const json& v, int64_t data_bytes, co
 
   const json& off = v["data_offsets"];
   if (!off.is_array() || off.size() != 2)
-    fail(what, "tensor '", name, "': data_offsets must be [begin, end], got ", off.dump());
+    fail(what, "tensor '", name, "': data_offsets must be [begin, end], got ", brief(off));
   e.begin = non_negative_int(off[0], what, name, "data_offsets");
   e.end = non_negative_int(off[1], what, name, "data_offsets");
   if (e.begin > e.end)
@@ -147,11 +166,11 @@ Entry parse_entry(const std::string& name, const json& v, int64_t data_bytes, co
 
 // The "__metadata__" map: an object of strings.
 std::map<std::string, std::string> parse_metadata(const json& v, const std::string& what) {
-  if (!v.is_object()) fail(what, "__metadata__ must be an object of strings, got ", v.dump());
+  if (!v.is_object()) fail(what, "__metadata__ must be an object of strings, got ", brief(v));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : v.items()) {
     if (!value.is_string())
-      fail(what, "__metadata__ value of '", key, "' must be a string, got ", value.dump());
+      fail(what, "__metadata__ value of '", key, "' must be a string, got ", brief(value));
     out[key] = value.get<std::string>();
   }
   return out;

@@ -15,6 +15,18 @@ std::vector<std::pair<std::string, Tensor>> state_dict(const Module& m) {
   return out;
 }
 
+std::vector<std::pair<std::string, Tensor>> timm_state_dict(const ConvNeXt& m) {
+  std::vector<std::pair<std::string, Tensor>> out = state_dict(m);
+  if (!m.config.conv_mlp) return out;
+  const auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (auto& [name, t] : out)
+    if (t.ndim() == 2 && (ends_with(name, ".mlp.fc1.weight") || ends_with(name, ".mlp.fc2.weight")))
+      t = t.reshape({t.size(0), t.size(1), 1, 1});
+  return out;
+}
+
 void load_state_dict(const Module& m, const std::map<std::string, Tensor>& tensors, bool strict,
                      const std::string& prefix) {
   std::vector<std::string> missing, mis_shaped, bad_fixed;

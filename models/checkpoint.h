@@ -8,11 +8,17 @@
 
 #include "core/tensor.h"
 #include "layers/module.h"
+#include "models/convnext.h"
 
 namespace hg {
 
 /// (name, tensor) for every tensor of the module, fixed buffers included, in state_dict order.
 std::vector<std::pair<std::string, Tensor>> state_dict(const Module& m);
+
+/// A ConvNeXt's tensors as timm's state_dict holds them (names, order, shapes): state_dict(m),
+/// with the MLP weights (`*.mlp.fc1.weight`, `*.mlp.fc2.weight`) as 1x1 conv weights (out, in, 1,
+/// 1) when m.config.conv_mlp (timm's atto .. nano). What checkpoints and exports write.
+std::vector<std::pair<std::string, Tensor>> timm_state_dict(const ConvNeXt& m);
 
 /// Copies tensors[prefix + name] into each of the module's tensors (converting dtype / device).
 /// Strict (default): missing, unexpected (under `prefix`) and mis-shaped keys are all listed in ONE

@@ -13,15 +13,19 @@ namespace {
 
 struct Variant {
   std::vector<int> depths, dims;
+  bool conv_mlp = false;
 };
-// timm convnext.py: atto..nano use conv_mlp in timm (1x1 convs); our MLP is a Linear over the
-// channels-last tensor, the same function: checkpoints of those variants differ only in the fc
-// weight shape (out, in) vs (out, in, 1, 1), which the checkpoint loader accepts.
+// timm convnext.py: atto..nano set conv_mlp (their MLP is two 1x1 convs); our MLP is a Linear over
+// the channels-last tensor, the same function: checkpoints of those variants differ only in the fc
+// weight shape (out, in, 1, 1), which timm_state_dict writes and the checkpoint loader accepts.
 const std::map<std::string, Variant>& variants() {
   static const std::map<std::string, Variant> v = {
-      {"atto", {{2, 2, 6, 2}, {40, 80, 160, 320}}},   {"femto", {{2, 2, 6, 2}, {48, 96, 192, 384}}},
-      {"pico", {{2, 2, 6, 2}, {64, 128, 256, 512}}},  {"nano", {{2, 2, 8, 2}, {80, 160, 320, 640}}},
-      {"tiny", {{3, 3, 9, 3}, {96, 192, 384, 768}}},  {"small", {{3, 3, 27, 3}, {96, 192, 384, 768}}},
+      {"atto", {{2, 2, 6, 2}, {40, 80, 160, 320}, true}},
+      {"femto", {{2, 2, 6, 2}, {48, 96, 192, 384}, true}},
+      {"pico", {{2, 2, 6, 2}, {64, 128, 256, 512}, true}},
+      {"nano", {{2, 2, 8, 2}, {80, 160, 320, 640}, true}},
+      {"tiny", {{3, 3, 9, 3}, {96, 192, 384, 768}}},
+      {"small", {{3, 3, 27, 3}, {96, 192, 384, 768}}},
       {"base", {{3, 3, 27, 3}, {128, 256, 512, 1024}}},
   };
   return v;
@@ -128,7 +132,8 @@ std::string ModelConfig::to_json() const {
     os << *ls_init_value;
   else
     os << "null";
-  os << ", \"drop_path_rate\": " << drop_path_rate << "}";
+  os << ", \"drop_path_rate\": " << drop_path_rate
+     << ", \"conv_mlp\": " << (conv_mlp ? "true" : "false") << "}";
   return os.str();
 }
 
@@ -164,6 +169,7 @@ ModelConfig model_config(const std::string& name) {
   }
   c.depths = it->second.depths;
   c.dims = it->second.dims;
+  c.conv_mlp = it->second.conv_mlp;
   if (family == "wtconvnext") {
     c.wtconv = true;
     c.kernel_size = 5;

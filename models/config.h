@@ -23,6 +23,10 @@ struct ModelConfig {
   int patch_size = 4;                    ///< stem: patch_size x patch_size conv, stride patch_size
   double head_init_scale = 1.0;          ///< head.fc weight and bias are multiplied by this at init
   int default_img_size = 224;            ///< the input size (pixels) the variant is meant for
+  /// timm's conv_mlp (its atto .. nano): timm's MLP is then two 1x1 convs, so checkpoints and
+  /// exports hold fc1 / fc2 weights as (out, in, 1, 1) (timm_state_dict); our MLP is a Linear over
+  /// the channels-last pixels either way, the same function.
+  bool conv_mlp = false;
 
   /// Throws hg::Error naming the field when a value is out of range, sizes disagree, there are more
   /// than 4 stages (timm's ConvNeXt builds 4), or the strides would pass timm's output stride 32

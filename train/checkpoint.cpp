@@ -35,6 +35,7 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
     s.eval_top1_ema = j.value("eval_top1_ema", -1.0);  // runs with a model EMA
     s.eval_top5_ema = j.value("eval_top5_ema", -1.0);
     s.eval_loss_ema = j.value("eval_loss_ema", -1.0);
+    s.run = j.value("run", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw Error(str("checkpoint ", path, ": malformed metadata 'state': ", e.what()));
   }
@@ -45,17 +46,18 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
 
 void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optimizer* opt,
                      const TrainState& s, const std::string& config_yaml, const ConvNeXt* ema) {
-  std::vector<std::pair<std::string, Tensor>> tensors = state_dict(model);
+  std::vector<std::pair<std::string, Tensor>> tensors = timm_state_dict(model);
   if (opt)
     for (auto& [name, t] : opt->state_dict(kOptPrefix)) tensors.emplace_back(name, t);
   if (ema)
-    for (auto& [name, t] : state_dict(*ema)) tensors.emplace_back(kEmaPrefix + name, t);
+    for (auto& [name, t] : timm_state_dict(*ema)) tensors.emplace_back(kEmaPrefix + name, t);
   nlohmann::json state = {{"epoch", s.epoch},           {"step_in_epoch", s.step_in_epoch},
                           {"updates", s.updates},       {"best_top1", s.best_top1},
                           {"best_epoch", s.best_epoch}, {"epoch_loss_sum", s.epoch_loss_sum},
                           {"epoch_images", s.epoch_images}, {"eval_top1", s.eval_top1},
                           {"eval_top5", s.eval_top5},   {"eval_loss", s.eval_loss},
                           {"world_size", s.world_size}};
+  if (!s.run.empty()) state["run"] = s.run;
   if (s.eval_top1_ema >= 0 || s.eval_loss_ema >= 0) {
     state["eval_top1_ema"] = s.eval_top1_ema;
     state["eval_top5_ema"] = s.eval_top5_ema;

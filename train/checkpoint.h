@@ -32,6 +32,9 @@ struct TrainState {
   double eval_top1_ema = -1, eval_top5_ema = -1, eval_loss_ema = -1;
   /// Ranks of the run that wrote it (data parallel: batch_size is per rank); 1 in older files.
   int64_t world_size = 1;
+  /// The run folder it was written in (run_marker_id of its run.json), so that a copy into another
+  /// run's folder is told apart from that run's own checkpoints; "" in older files.
+  std::string run;
 };
 
 /// The prefix of the model EMA's tensors in a checkpoint ("state_dict_ema.<timm name>").

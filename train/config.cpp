@@ -796,8 +796,14 @@ Config load_config(const std::string& path) {
   return parse_root(root, path);
 }
 
+// The keys that shape a variant's architecture beside its name. A config file's values were
+// written for its own model: a --model that replaces it takes its variant's own (below).
+const char* const kArchitectureKeys[] = {"depths", "dims", "patch_size", "kernel_size",
+                                         "wt_levels"};
+
 void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
   const Where cmd{"command line", -1};
+  const std::string model_before = cfg.model;
   Locations locs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -834,6 +840,33 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
     }
     assign(*f, cfg, node, cmd);
     locs[key] = cmd;
+  }
+  // --in-chans 1 over a config's RGB mean / std (the defaults: ImageNet's): one value each, their
+  // average, unless they are given too
+  if (locs.count("in_chans") && cfg.in_chans == 1) {
+    for (auto [key, values] : {std::pair{"mean", &cfg.mean}, std::pair{"std", &cfg.std}}) {
+      if (locs.count(key) || values->size() != 3) continue;
+      const double avg = ((*values)[0] + (*values)[1] + (*values)[2]) / 3;
+      spdlog::info("--in-chans 1: {} {} -> [{:.6g}] (the average; set --{} to choose)", key,
+                   yaml_value(cfg, *find_field(key)), avg, key);
+      *values = {avg};
+    }
+  }
+  if (cfg.model != model_before) {
+    const Config defaults;
+    std::string dropped;
+    for (const char* key : kArchitectureKeys) {
+      const Field& f = *find_field(key);
+      if (locs.count(key) || yaml_value(cfg, f) == yaml_value(defaults, f)) continue;
+      dropped += str(dropped.empty() ? "" : ", ", key, " ", yaml_value(cfg, f));
+      assign(f, cfg, YAML::Load(yaml_value(defaults, f)), cmd);
+    }
+    if (!dropped.empty())
+      spdlog::info(
+          "--model {} replaces {}: the config's {} (written for {}) give way to {}'s own (set them "
+          "on the "
+          "command line to keep them)",
+          cfg.model, model_before, dropped, model_before, cfg.model);
   }
   validate_at(cfg, locs, "value before the command line");
 }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -91,10 +92,15 @@ bool write_marker(const fs::path& dir) {
   }
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
-  const std::string text = str("{\"format\": \"haargrad-run-1\", \"created\": \"",
-                               local_time(std::time(nullptr), "%Y-%m-%dT%H:%M:%S%z"), "\", \"pid\": ", ::getpid(),
-                               ", \"host\": \"", json_escape(host), "\", \"folder\": \"", json_escape(dir.string()),
-                               "\"}\n");
+  // a random id tells runs apart that one process starts within a second (tests, sweeps)
+  std::random_device rd;
+  char id[17];
+  std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
+  const std::string text =
+      str("{\"format\": \"haargrad-run-1\", \"id\": \"", id, "\", \"created\": \"",
+          local_time(std::time(nullptr), "%Y-%m-%dT%H:%M:%S%z"), "\", \"pid\": ", ::getpid(),
+          ", \"host\": \"", json_escape(host), "\", \"folder\": \"", json_escape(dir.string()),
+          "\"}\n");
   size_t done = 0;
   int err = 0;
   while (done < text.size() && err == 0) {
@@ -244,11 +250,64 @@ bool run_folder_in_use(const fs::path& dir) {
   return held;
 }
 
-std::string run_marker_owner(const fs::path& dir) {
+namespace {
+
+// The marker's JSON object; a null value when it cannot be read.
+nlohmann::json read_marker(const fs::path& dir) {
   std::ifstream f(dir / kRunMarker);
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("pid")) return "";
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : nlohmann::json();
+}
+
+std::string at_position(const TrainState& s) {
+  return s.step_in_epoch > 0 ? str("in epoch ", s.epoch + 1, " after step ", s.step_in_epoch)
+                             : str(s.epoch, " epochs done");
+}
+
+}  // namespace
+
+std::string run_marker_id(const fs::path& dir) {
+  const nlohmann::json j = read_marker(dir);
+  if (j.is_null()) return "";
+  const auto text = [&](const char* key) {
+    return j.contains(key) ? (j[key].is_string() ? j[key].get<std::string>() : j[key].dump())
+                           : std::string();
+  };
+  if (j.contains("id")) return text("id");
+  return str(text("host"), ":", text("pid"), ":", text("created"));  // a marker from before ids
+}
+
+std::string why_not_resumed_in_place(const fs::path& dir, const std::string& path,
+                                     const TrainState& state) {
+  std::error_code ec;
+  if (!fs::exists(dir / kRunMarker, ec))
+    return str(path, " is not in a run folder (no ", kRunMarker, " beside it)");
+  const std::string id = run_marker_id(dir);
+  if (!state.run.empty() && !id.empty() && state.run != id)
+    return str(path, " was written by another run than the one of its folder (the checkpoint's ",
+               state.run, ", ", (dir / kRunMarker).string(), "'s ", id, ")");
+  for (const char* name : {"last.safetensors", "recovery.safetensors"}) {
+    const fs::path other = dir / name;
+    if (!fs::exists(other, ec) || fs::equivalent(other, path, ec)) continue;
+    std::optional<TrainState> o;
+    try {
+      o = read_train_state(other.string());
+    } catch (const Error&) {
+      continue;  // unreadable: it holds no position to protect
+    }
+    if (o && std::pair(o->epoch, o->step_in_epoch) > std::pair(state.epoch, state.step_in_epoch))
+      return str(path, " (", at_position(state), ") is behind its run's ", name, " (",
+                 at_position(*o),
+                 "): going on in that folder would replace the later epochs' checkpoints and "
+                 "summary rows");
+  }
+  return "";
+}
+
+std::string run_marker_owner(const fs::path& dir) {
+  const nlohmann::json j = read_marker(dir);
+  if (j.is_null() || !j.contains("pid")) return "";
   std::string out = str("pid ", j["pid"].dump());
   if (j.contains("host") && j["host"].is_string())
     out += str(" on host ", j["host"].get<std::string>());

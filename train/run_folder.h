@@ -12,9 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "train/checkpoint.h"
+
 namespace hg::train {
 
-/// The marker file of a run folder (JSON: format, created, pid, host, folder).
+/// The marker file of a run folder (JSON: format, id, created, pid, host, folder).
 inline constexpr const char* kRunMarker = "run.json";
 
 /// Claims `root/name`, else `root/name-2`, `root/name-3`, ...: the first that this call creates or
@@ -52,6 +54,18 @@ bool run_folder_in_use(const std::filesystem::path& dir);
 /// "pid 1234 on host gpu-7, started 2026-12-05T08:00:00+0000": who made `dir`'s kRunMarker, for
 /// messages; "" when it cannot be read.
 std::string run_marker_owner(const std::filesystem::path& dir);
+
+/// The identity of `dir`'s run: the random id in its kRunMarker ("<host>:<pid>:<created>" in older
+/// markers; "" when it cannot be read). Checkpoints record it (TrainState::run).
+std::string run_marker_id(const std::filesystem::path& dir);
+
+/// Why the checkpoint `path` (its run position `state`) cannot go on in its own folder `dir`, ""
+/// when it can: the folder is no run folder (no kRunMarker: a copy, a download), or another run's
+/// (the checkpoint's TrainState::run is not the marker's), or the folder's last.safetensors or
+/// recovery.safetensors is further along (going on would replace the later epochs' checkpoints and
+/// summary rows). The trainer then continues the run in a new folder.
+std::string why_not_resumed_in_place(const std::filesystem::path& dir, const std::string& path,
+                                     const TrainState& state);
 
 /// A file a command reads, which its output must not replace: {"the checkpoint", path}.
 struct CommandInput {

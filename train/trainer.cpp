@@ -166,6 +166,7 @@ struct Session {
   // before it leaves the run's args.yaml as it was: no checkpoint was trained with the new values)
   std::string pending_args;
   RunFolderLock folder_lock;  // rank 0: this process alone writes the run folder while it trains
+  std::string run_id;         // rank 0: the folder's run_marker_id (TrainState::run)
   bool training = false;      // the epochs have started
   double total_train_seconds = 0, total_data_wait = 0;
   int64_t total_train_images = 0;
@@ -211,13 +212,17 @@ void open_run_folder(Session& s) {
              "; start a new run from these weights with initial_checkpoint: ", s.resume_path);
     s.resumed = *state;
   }
-  // A checkpoint outside a run folder (a copy, a download: no run.json beside it) is resumed
-  // into a run folder of its own, as timm does, never into the files around it.
+  // A checkpoint that cannot go on in its own folder (a copy outside any run folder or in another
+  // run's, or one behind its run's newest checkpoint) goes on in a new run folder, as timm's
+  // resume always does, never over the files around it. Rank 0 decides for every rank.
   std::string moved_note;
-  if (!s.resume_path.empty() && !fs::exists(run_dir / kRunMarker)) {
-    moved_note = str("resume: ", s.resume_path, " is not in a run folder (no ", kRunMarker,
-                     " beside it), so the run goes on in a new one");
-    run_dir.clear();
+  if (!s.resume_path.empty()) {
+    if (dist::is_main()) {
+      const std::string why = why_not_resumed_in_place(run_dir, s.resume_path, *s.resumed);
+      if (!why.empty()) moved_note = str("resume: ", why, "; the run goes on in a new folder");
+    }
+    moved_note = dist::broadcast(moved_note, 0, "resume folder");
+    if (!moved_note.empty()) run_dir.clear();
   }
   if (run_dir.empty()) {
     const std::string name = s.cfg.experiment.empty() ? timestamp() + "-" + s.cfg.model + "-" +
@@ -232,7 +237,10 @@ void open_run_folder(Session& s) {
     }
     run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
   }
-  if (dist::is_main()) s.folder_lock = RunFolderLock(run_dir);
+  if (dist::is_main()) {
+    s.folder_lock = RunFolderLock(run_dir);
+    s.run_id = run_marker_id(run_dir);  // recorded in every checkpoint this session writes
+  }
   s.paths = RunPaths(run_dir);
   // rank 0 alone draws the progress bar (its plain lines are info lines, which other ranks drop)
   s.console = std::make_unique<Console>(dist::is_main() ? (s.paths.dir / "log.txt").string() : "",
@@ -640,6 +648,7 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   rs.epoch_images = p.images;
   rs.eval_top1 = rs.eval_top5 = rs.eval_loss = -1;  // no evaluation closes a partial epoch
   rs.eval_top1_ema = rs.eval_top5_ema = rs.eval_loss_ema = -1;
+  rs.run = s.run_id;
   save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
                   ema_module(s));
   write_pending_args(s);
@@ -813,6 +822,7 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const Evaluation& ev) {
     st.best_top1 = ev.rank_top1();
     st.best_epoch = epoch + 1;
   }
+  st.run = s.run_id;
   save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
   write_pending_args(s);
   s.good.resumable = s.paths.last.string();

@@ -6,6 +6,7 @@
 // The same with torch and timm themselves: scripts/timm-check.py (on the GPU machine).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -51,7 +52,8 @@ std::vector<GoldenModel> golden_convnext_models() {
     if (!test::is_model_file(g.file)) continue;
     const auto meta = nlohmann::json::parse(g.file.metadata.at("config"));
     const bool wtconv = meta.at("model") == "wtconvnext";
-    g.config.model = wtconv ? "wtconvnext_atto" : "convnext_atto";
+    g.config.model =
+        wtconv ? "wtconvnext_tiny" : "convnext_tiny";  // no conv_mlp, as the golden files
     g.config.depths = meta.at("depths").get<std::vector<int64_t>>();
     g.config.dims = meta.at("dims").get<std::vector<int64_t>>();
     g.config.num_classes = meta.at("num_classes").get<int64_t>();
@@ -103,7 +105,8 @@ TEST_F(ExportCommand, WritesTimmsStateDictNamesAndShapesWithoutOptimizerState) {
     for (const auto& [k, t] : g.params) want[k] = t.shape();
     EXPECT_EQ(got, want);
     // ... and the model's own state_dict, in its order (PyTorch's), float32, values as trained.
-    const auto sd = state_dict(model);
+    const auto sd =
+        timm_state_dict(model);  // fc weights (out, in, 1, 1) for timm's conv_mlp variants
     ASSERT_EQ(w.order.size(), sd.size());
     for (size_t i = 0; i < sd.size(); ++i) {
       EXPECT_EQ(w.order[i], sd[i].first);
@@ -193,6 +196,77 @@ TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
   EXPECT_NE(layout.exit_code, 0);
   EXPECT_NE(layout.output.find("[2, 28, 28, 1]"), std::string::npos) << layout.output;
   EXPECT_NE(layout.output.find("--layout nhwc"), std::string::npos) << layout.output;
+}
+
+// A stored config far larger than the file's weights (an edit: num_classes 60000000) is refused
+// before a model of many GB is built, by validate, export and infer alike.
+TEST_F(ExportCommand, AStoredConfigLargerThanItsFileIsRefused) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3);
+  train::Config edited = c;
+  edited.num_classes = 60000000;
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(edited));
+  for (const std::string& cmd :
+       {"export " + ck + " --out " + file("w.safetensors"), "validate --checkpoint " + ck,
+        "infer --checkpoint " + ck + " --input " + file("in.safetensors") + " --out " +
+            file("o.safetensors")}) {
+    const ProgramRun r = run_program(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.output.find("num_classes 60000000) cannot be the one in " + ck), std::string::npos)
+        << r.output;
+  }
+}
+
+// infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
+// named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
+TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3), ema(train::model_config_from(c), 4);
+  const std::string ck = file("ck.safetensors"), in = file("in.safetensors"),
+                    a = file("a.safetensors"), b = file("b.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c), &ema);
+  safetensors::save(in, {{"input", test::random({2, 1, 28, 28}, 5)}}, {});
+  const std::string base = "infer --checkpoint " + ck + " --input " + in + " --out ";
+  ASSERT_EQ(run_program(base + a).exit_code, 0);
+  const ProgramRun e = run_program(base + b + " --ema");
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_NE(e.output.find("'s model EMA"), std::string::npos) << e.output;
+  const Tensor la = safetensors::load(a).tensors.at("logits"),
+               lb = safetensors::load(b).tensors.at("logits");
+  EXPECT_GT(test::rel_error(la.to(DType::f64), lb.to(DType::f64)), 1e-3);  // other weights
+  for (const char* key : {"--mean 0.5", "--precision bf16", "--img-size 64"}) {
+    const ProgramRun r = run_program(base + file("c.safetensors") + " " + key);
+    EXPECT_EQ(r.exit_code, 1) << key;
+    EXPECT_NE(r.output.find("changes nothing here"), std::string::npos) << r.output;
+  }
+  safetensors::save(in, {{"input", test::random({2, 3, 28, 28}, 5)}}, {});
+  const ProgramRun rgb = run_program(base + file("c.safetensors"));
+  EXPECT_NE(rgb.output.find("has 3 channels; wtconvnext_fmnist takes 1"), std::string::npos)
+      << rgb.output;
+  EXPECT_EQ(rgb.output.find("--layout"), std::string::npos) << rgb.output;  // no wrong hint
+  safetensors::save(in, {{"input", test::random({2, 1, 2, 2}, 5)}}, {});
+  const ProgramRun tiny = run_program(base + file("c.safetensors"));
+  EXPECT_NE(tiny.output.find("the input [2, 1, 2, 2] (nchw) has 2 x 2 pixels"), std::string::npos)
+      << tiny.output;
+
+  const ProgramRun csv = run_program("export " + ck + " --out " + file("res.csv"));
+  EXPECT_NE(csv.output.find("must end in .safetensors"), std::string::npos) << csv.output;
+  {
+    autograd::NoGradGuard no_grad;
+    Tensor w = model.stages[0]->blocks[0]->fc1.weight;
+    std::vector<float> v = w.to_vector<float>();
+    v[3] = std::nanf("");
+    w.copy_(Tensor::from_vector(w.shape(), v));
+  }
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const ProgramRun nan = run_program("export " + ck + " --out " + file("nan.safetensors"));
+  EXPECT_EQ(nan.exit_code, 1);
+  EXPECT_NE(nan.output.find("1 of "), std::string::npos) << nan.output;
+  EXPECT_NE(nan.output.find("are non-finite"), std::string::npos) << nan.output;
+  EXPECT_FALSE(fs::exists(file("nan.safetensors")));
 }
 
 }  // namespace

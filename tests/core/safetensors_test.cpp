@@ -180,6 +180,24 @@ TEST(SafetensorsMalformed, HeaderIsNotJson) {
   expect_rejected(image(R"({"a": {"dtype": "F32", )"), {"not valid JSON"});
 }
 
+// Brackets nested 100,000 deep (a 200 KB header) are refused with a short message, not kept and
+// printed (which recursed until the stack ran out); a long value is cut in messages.
+TEST(SafetensorsMalformed, DeeplyNestedOrHugeValues) {
+  const int deep = 100000;
+  expect_rejected(image(R"({"zz": )" + std::string(deep, '[') + std::string(deep, ']') + "}"),
+                  {"nests deeper than 16 levels"});
+  std::string long_list = "[0";
+  for (int i = 0; i < 20000; ++i) long_list += ", 0";
+  long_list += "]";
+  try {
+    safetensors::parse(image(R"({"w": )" + long_list + "}"), "long.safetensors");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must be an object"), std::string::npos) << e.what();
+    EXPECT_LT(std::string(e.what()).size(), 300u);
+  }
+}
+
 TEST(SafetensorsMalformed, HeaderIsNotAnObject) {
   expect_rejected(image(R"([1, 2, 3])"), {"must be a JSON object", "array"});
 }

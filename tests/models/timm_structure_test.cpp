@@ -10,11 +10,13 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "models/checkpoint.h"
 #include "models/convnext.h"
 
 using namespace hg;
@@ -76,9 +78,10 @@ std::vector<Expected> timm_parameters(const ModelConfig& c) {
       }
       add(b + "norm.weight", {C});
       add(b + "norm.bias", {C});
-      add(b + "mlp.fc1.weight", {4 * C, C});
+      // timm's conv_mlp variants (atto .. nano) hold the MLP as two 1x1 convs
+      add(b + "mlp.fc1.weight", c.conv_mlp ? Shape{4 * C, C, 1, 1} : Shape{4 * C, C});
       add(b + "mlp.fc1.bias", {4 * C});
-      add(b + "mlp.fc2.weight", {C, 4 * C});
+      add(b + "mlp.fc2.weight", c.conv_mlp ? Shape{C, 4 * C, 1, 1} : Shape{C, 4 * C});
       add(b + "mlp.fc2.bias", {C});
     }
     prev = C;
@@ -127,16 +130,19 @@ TEST(TimmStructure, RandomConfigsMatchTimmsParameterNamesShapesAndOrder) {
     c.ls_init_value = ls == 0 ? std::nullopt : std::optional<double>(ls == 1 ? 0.0 : ls == 2 ? 1e-6 : 0.5);
     c.num_classes = pick(1, 7);
     c.in_chans = pick(0, 1) ? 3 : 1;
+    c.conv_mlp = pick(0, 1) == 1;
     SCOPED_TRACE(describe(c));
 
     const ConvNeXt model(c, static_cast<uint64_t>(trial));
-    const std::vector<ParamRef> got = model.named_tensors();
+    const std::vector<ParamRef> params = model.named_tensors();
+    const std::vector<std::pair<std::string, Tensor>> got = timm_state_dict(model);
     const std::vector<Expected> want = timm_parameters(c);
     ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(params.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(got[i].name, want[i].name) << i;
-      EXPECT_EQ(got[i].tensor.shape(), want[i].shape) << want[i].name;
-      EXPECT_EQ(got[i].trainable, want[i].trainable) << want[i].name;
+      EXPECT_EQ(got[i].first, want[i].name) << i;
+      EXPECT_EQ(got[i].second.shape(), want[i].shape) << want[i].name;
+      EXPECT_EQ(params[i].trainable, want[i].trainable) << want[i].name;
     }
     // A forward at the smallest input the model takes reaches a 1x1 last map.
     Tensor x = Tensor::full({1, c.total_stride(), c.total_stride(), c.in_chans}, 0.25);
@@ -150,6 +156,25 @@ TEST(TimmStructure, RandomConfigsMatchTimmsParameterNamesShapesAndOrder) {
   EXPECT_GT(with_repeats, 5) << "the random configs must include repeated widths";
   EXPECT_GT(with_patch2, 5) << "and patch-2 stems (a stride-2 downsample in stage 0)";
   spdlog::set_level(level);
+}
+
+// timm's atto .. nano set conv_mlp (1x1 conv MLPs); tiny .. base do not. A checkpoint in either
+// shape loads back into the model.
+TEST(TimmStructure, NamedVariantsHoldTimmsMlpShapes) {
+  for (const std::string family : {"convnext_", "wtconvnext_"})
+    for (const std::string size : {"atto", "femto", "pico", "nano", "tiny"}) {
+      const ModelConfig c = model_config(family + size);
+      EXPECT_EQ(c.conv_mlp, size != "tiny") << c.model;
+    }
+  const ConvNeXt atto(model_config("convnext_atto"), 3);
+  std::map<std::string, Tensor> saved;
+  for (const auto& [name, t] : timm_state_dict(atto)) saved.emplace(name, t);
+  EXPECT_EQ(saved.at("stages.0.blocks.0.mlp.fc1.weight").shape(), (Shape{160, 40, 1, 1}));
+  EXPECT_EQ(saved.at("stages.3.blocks.1.mlp.fc2.weight").shape(), (Shape{320, 1280, 1, 1}));
+  ConvNeXt other(model_config("convnext_atto"), 4);
+  load_state_dict(other, saved);
+  EXPECT_EQ(other.stages[0]->blocks[0]->fc1.weight.to_vector<float>(),
+            atto.stages[0]->blocks[0]->fc1.weight.to_vector<float>());
 }
 
 TEST(TimmStructure, LayerScaleFollowsTimm) {

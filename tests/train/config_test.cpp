@@ -212,6 +212,16 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   EXPECT_EQ(c.in_chans, 1);
   hg::train::apply_overrides(c, {"--model-ema", "false"});
   EXPECT_FALSE(c.model_ema);
+  hg::train::apply_overrides(c, {"--lr", "1e-3", "--lr=2e-3"});  // the last wins, as with argparse
+  EXPECT_DOUBLE_EQ(c.lr.value(), 2e-3);
+  Config gray;  // --in-chans 1 over ImageNet's RGB mean / std: one value each, their average
+  hg::train::apply_overrides(gray, {"--in-chans", "1"});
+  ASSERT_EQ(gray.mean.size(), 1u);
+  EXPECT_NEAR(gray.mean[0], (0.485 + 0.456 + 0.406) / 3, 1e-12);
+  EXPECT_NEAR(gray.std[0], (0.229 + 0.224 + 0.225) / 3, 1e-12);
+  Config chosen;
+  hg::train::apply_overrides(chosen, {"--in-chans", "1", "--mean", "0.3", "--std", "0.2"});
+  EXPECT_EQ(chosen.mean, (std::vector<double>{0.3}));
 
   expect_contains(override_error({"--dims", "48,,96"}),
                   {"'dims'", "command line", "empty entry (entry 2)"});
@@ -221,6 +231,27 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   expect_contains(override_error({"--epochs"}), {"'epochs'", "command line", "value"});
   expect_contains(override_error({"lr", "1"}), {"command line", "'lr'"});
   expect_contains(override_error({"--depths", "1,2", "--dims", "4,8,16"}), {"'dims'", "'depths'", "command line"});
+}
+
+// A config file's architecture keys were written for its model: a --model that replaces it builds
+// that variant's own architecture, unless the keys are given on the command line too.
+TEST_F(ConfigTest, AnotherModelOnTheCommandLineTakesItsOwnArchitecture) {
+  const fs::path file = fs::path(HAARGRAD_SOURCE_DIR) / "configs" / "convnext_tiny.yaml";
+  Config c = hg::train::load_config(file.string());
+  ASSERT_EQ(c.depths, (std::vector<int64_t>{3, 3, 9, 3}));
+  hg::train::apply_overrides(c, {"--model", "convnext_atto"});
+  EXPECT_EQ(hg::train::model_config_from(c).depths, (std::vector<int>{2, 2, 6, 2}));
+  EXPECT_EQ(hg::train::model_config_from(c).dims, (std::vector<int>{40, 80, 160, 320}));
+  Config w = hg::train::load_config(file.string());
+  hg::train::apply_overrides(w, {"--model", "wtconvnext_tiny"});
+  EXPECT_EQ(hg::train::model_config_from(w).kernel_size, 5);  // the reference's, not the file's 7
+  Config kept = hg::train::load_config(file.string());
+  hg::train::apply_overrides(kept, {"--model", "convnext_atto", "--depths", "1,1,1,1"});
+  EXPECT_EQ(hg::train::model_config_from(kept).depths, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_EQ(hg::train::model_config_from(kept).dims, (std::vector<int>{40, 80, 160, 320}));
+  Config same = hg::train::load_config(file.string());  // the same model: the file's keys stay
+  hg::train::apply_overrides(same, {"--model", "convnext_tiny", "--kernel-size", "5"});
+  EXPECT_EQ(same.depths, (std::vector<int64_t>{3, 3, 9, 3}));
 }
 
 TEST(ConfigKeys, SuggestionsAreCloseMatchesOnly) {

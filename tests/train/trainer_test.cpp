@@ -486,6 +486,45 @@ TEST_F(TrainerTest, ACheckpointOutsideARunFolderResumesIntoANewOne) {
   EXPECT_EQ(lines(fs::path(first.run_dir) / "summary.csv").size(), 2u);  // the original: as it was
 }
 
+// A checkpoint copied into another run's folder, or one behind its run's newest checkpoint, goes
+// on in a new folder: the folder's later checkpoints, best model and summary rows stay.
+TEST_F(TrainerTest, AResumeThatWouldRewriteARunsLaterFilesGoesOnInANewFolder) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "runa";
+  a.epochs = 2;
+  a.checkpoint_hist = 2;
+  const train::TrainResult ra = train::train(a, quiet);
+  train::Config b = a;
+  b.experiment = "runb";
+  const train::TrainResult rb = train::train(b, quiet);
+  const fs::path da = ra.run_dir, db = rb.run_dir;
+  const std::string best_a = slurp(da / "model_best.safetensors"),
+                    sum_a = slurp(da / "summary.csv"), last_b = slurp(db / "last.safetensors"),
+                    sum_b = slurp(db / "summary.csv");
+  // behind: checkpoint-1 of a run whose last.safetensors is at epoch 2
+  train::Config r = a;
+  r.resume = (da / "checkpoint-1.safetensors").string();
+  r.epochs = 3;
+  const train::TrainResult behind = train::train(r, quiet);
+  EXPECT_NE(behind.run_dir, ra.run_dir);
+  EXPECT_EQ(slurp(da / "model_best.safetensors"), best_a);
+  EXPECT_EQ(slurp(da / "summary.csv"), sum_a);
+  EXPECT_TRUE(fs::exists(da / "checkpoint-2.safetensors"));
+  // another run's: A's last copied into B's folder
+  fs::copy_file(da / "last.safetensors", db / "from_a.safetensors");
+  r.resume = (db / "from_a.safetensors").string();
+  const train::TrainResult other = train::train(r, quiet);
+  EXPECT_NE(other.run_dir, rb.run_dir);
+  EXPECT_EQ(slurp(db / "last.safetensors"), last_b);
+  EXPECT_EQ(slurp(db / "summary.csv"), sum_b);
+  // the run's own newest checkpoint still goes on in place
+  r.resume = (db / "last.safetensors").string();
+  EXPECT_EQ(train::train(r, quiet).run_dir, rb.run_dir);
+  EXPECT_EQ(lines(db / "summary.csv").size(), 4u);  // header + epochs 1 .. 3
+}
+
 // Loading a checkpoint into a model it was not saved from: one error that names the file, both
 // models and a few of the mismatching keys, not every key.
 TEST_F(TrainerTest, CheckpointForAnotherModelNamesBothModels) {
