@@ -164,11 +164,12 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
   if (ignored > 0) spdlog::debug("ImageFolder: ignored {} non-image files under '{}'", ignored, dir_);
 }
 
-void ImageFolder::note_corrupt(const std::string& path, const std::string& reason) const {
+bool ImageFolder::note_corrupt(const std::string& path, const std::string& reason) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!bad_.insert(path).second) return;
+  if (!bad_.insert(path).second) return false;
   ++skipped_;
   spdlog::warn("ImageFolder: skipping corrupt image '{}': {}", path, reason);
+  return true;
 }
 
 // Reads file `index` with read(j) (j = the file's index); a corrupt file (CorruptImage) is
@@ -182,7 +183,13 @@ auto ImageFolder::read_good(const char* what, int64_t index, Read&& read) const 
       return read(static_cast<size_t>(j));
     } catch (const CorruptImage& e) {
       if (opts_.corrupt == CorruptPolicy::error) throw;
-      note_corrupt(e.path(), e.what());
+      const int64_t limit = std::max<int64_t>(10, size() / 100);
+      if (note_corrupt(e.path(), e.what()) && ++failed_after_scan_ > limit)
+        throw Error(str("ImageFolder: ", failed_after_scan_.load(), " of the ", size(),
+                        " images under '", dir_,
+                        "' failed to decode after the scan passed them (the last: ", e.what(),
+                        "); corrupt_images: skip passes over a few bad files (up to ", limit,
+                        " here), not this many: is a folder unreadable, or the disk failing?"));
     }
   }
   throw Error(str("ImageFolder: every image under '", dir_, "' failed to decode"));

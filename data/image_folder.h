@@ -37,8 +37,11 @@ class ImageFolder : public Dataset {
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
   int64_t num_classes() const override { return static_cast<int64_t>(classes_.size()); }
   int64_t channels() const override { return opts_.channels; }
-  /// Decodes file `index`. A file that fails to decode is skipped under CorruptPolicy::skip: the next
-  /// file in order (wrapping) is returned instead, so the result depends on the index only.
+  /// Decodes file `index`. A file that fails to decode is skipped under CorruptPolicy::skip: the
+  /// next file in order (wrapping) is returned instead, so the result depends on the index only.
+  /// Skipping is for a few bad files: once more than max(10, 1% of the files) that passed the scan
+  /// have failed (an unreadable class folder, a failing disk), it throws hg::Error naming the count
+  /// and the last one, rather than train on what is left.
   Sample get(int64_t index) const override;
   /// As get(), decoding only what `choose`'s crop needs (image_region.h) with options.jpeg.
   RegionSample get_region(int64_t index, const CropChooser& choose) const override;
@@ -57,7 +60,8 @@ class ImageFolder : public Dataset {
   std::vector<std::string> corrupt_files() const;
 
  private:
-  void note_corrupt(const std::string& path, const std::string& reason) const;
+  /// Warns about and counts `path` once; true the first time.
+  bool note_corrupt(const std::string& path, const std::string& reason) const;
   template <class Read>
   auto read_good(const char* what, int64_t index, Read&& read) const;
 
@@ -69,6 +73,7 @@ class ImageFolder : public Dataset {
   mutable std::mutex mu_;             // guards bad_
   mutable std::set<std::string> bad_;  // each corrupt file is warned about and counted once
   mutable std::atomic<int64_t> skipped_{0};
+  mutable std::atomic<int64_t> failed_after_scan_{0};  // of skipped_: files the scan had passed
 };
 
 /// True for the file extensions ImageFolder reads (case-insensitive).

@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
+#include <optional>
+
 #include "core/safetensors.h"
 #include "dist/process_group.h"
 #include "models/checkpoint.h"
@@ -13,32 +16,83 @@ static const char* kOptPrefix = "optimizer.";
 
 namespace {
 
+// Reads the "state" entry's fields, each checked for its type and range and named in errors: a
+// hand-edited or damaged entry (epoch -7, an epoch past 2^63) must not steer a run.
+class StateFields {
+ public:
+  StateFields(const nlohmann::json& j, const std::string& path) : j_(j), path_(path) {}
+
+  int64_t integer(const char* key, int64_t lo, std::optional<int64_t> absent = std::nullopt) const {
+    if (!j_.contains(key)) return absent ? *absent : fail(key, "is missing");
+    const nlohmann::json& v = j_.at(key);
+    const bool fits =
+        v.is_number_integer() &&
+        (!v.is_number_unsigned() ||
+         v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+    if (!fits) return fail(key, str("is ", brief(v), ", not an integer"));
+    const int64_t x = v.get<int64_t>();
+    if (x < lo) return fail(key, str("is ", x, ", below ", lo));
+    return x;
+  }
+  // A number in [lo, hi], or exactly -1 when `none_ok` (no value yet).
+  double number(const char* key, double lo, double hi, bool none_ok,
+                std::optional<double> absent = std::nullopt) const {
+    if (!j_.contains(key)) return absent ? *absent : fail(key, "is missing");
+    const nlohmann::json& v = j_.at(key);
+    if (!v.is_number()) return fail(key, str("is ", brief(v), ", not a number"));
+    const double x = v.get<double>();
+    if (!(none_ok && x == -1) && !(x >= lo && x <= hi))
+      return fail(key,
+                  str("is ", x, ", outside [", lo, ", ", hi, "]", none_ok ? " (or -1: none)" : ""));
+    return x;
+  }
+  std::string text(const char* key) const {
+    if (!j_.contains(key)) return "";
+    if (!j_.at(key).is_string()) fail(key, "is not a string");
+    return j_.at(key).get<std::string>();
+  }
+  [[noreturn]] int64_t fail(const char* key, const std::string& what) const {
+    throw Error(str("checkpoint ", path_, ": metadata 'state': ", key, " ", what));
+  }
+
+ private:
+  static std::string brief(const nlohmann::json& v) {
+    const std::string t = v.dump();
+    return t.size() <= 40 ? t : t.substr(0, 37) + "...";
+  }
+  const nlohmann::json& j_;
+  const std::string& path_;
+};
+
 // The "state" entry of a checkpoint's metadata; nullopt when there is none.
 std::optional<TrainState> state_from_metadata(const std::map<std::string, std::string>& meta, const std::string& path) {
   auto it = meta.find("state");
   if (it == meta.end()) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    throw Error(str("checkpoint ", path, ": metadata 'state' is not a JSON object"));
+  const StateFields f(j, path);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   TrainState s;
-  try {
-    auto j = nlohmann::json::parse(it->second);
-    s.epoch = j.at("epoch");
-    s.step_in_epoch = j.at("step_in_epoch");
-    s.updates = j.at("updates");
-    s.best_top1 = j.at("best_top1");
-    s.best_epoch = j.at("best_epoch");
-    s.epoch_loss_sum = j.at("epoch_loss_sum");
-    s.epoch_images = j.at("epoch_images");
-    // recorded since the eval scores rank checkpoint-N files; absent in older checkpoints
-    s.eval_top1 = j.value("eval_top1", -1.0);
-    s.eval_top5 = j.value("eval_top5", -1.0);
-    s.eval_loss = j.value("eval_loss", -1.0);
-    s.world_size = j.value("world_size", int64_t{1});
-    s.eval_top1_ema = j.value("eval_top1_ema", -1.0);  // runs with a model EMA
-    s.eval_top5_ema = j.value("eval_top5_ema", -1.0);
-    s.eval_loss_ema = j.value("eval_loss_ema", -1.0);
-    s.run = j.value("run", std::string());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(str("checkpoint ", path, ": malformed metadata 'state': ", e.what()));
-  }
+  s.epoch = f.integer("epoch", 0);
+  s.step_in_epoch = f.integer("step_in_epoch", 0);
+  s.updates = f.integer("updates", 0);
+  s.best_top1 = f.number("best_top1", 0, 100, true);
+  s.best_epoch = f.integer("best_epoch", -1);
+  if (s.best_epoch == 0 || s.best_epoch > s.epoch)
+    f.fail("best_epoch",
+           str("is ", s.best_epoch, ", not -1 (none) or an epoch done (1 .. ", s.epoch, ")"));
+  s.epoch_loss_sum = f.number("epoch_loss_sum", -kInf, kInf, false);
+  s.epoch_images = f.integer("epoch_images", 0);
+  // recorded since the eval scores rank checkpoint-N files; absent in older checkpoints
+  s.eval_top1 = f.number("eval_top1", 0, 100, true, -1.0);
+  s.eval_top5 = f.number("eval_top5", 0, 100, true, -1.0);
+  s.eval_loss = f.number("eval_loss", 0, kInf, true, -1.0);
+  s.world_size = f.integer("world_size", 1, int64_t{1});
+  s.eval_top1_ema = f.number("eval_top1_ema", 0, 100, true, -1.0);  // runs with a model EMA
+  s.eval_top5_ema = f.number("eval_top5_ema", 0, 100, true, -1.0);
+  s.eval_loss_ema = f.number("eval_loss_ema", 0, kInf, true, -1.0);
+  s.run = f.text("run");
   return s;
 }
 

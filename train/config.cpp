@@ -554,6 +554,17 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
     return train::location(l, key, unset);
   };
   for (const Field& f : table()) check_rule(f, c, location(locs, f.key));
+  // the run folder is <output>/<experiment>: a name must not lead out of output
+  if (!c.experiment.empty()) {
+    const std::filesystem::path e(c.experiment);
+    bool inside = e.is_relative() && c.experiment.find('\0') == std::string::npos;
+    for (const auto& part : e) inside = inside && !part.empty() && part != "." && part != "..";
+    if (!inside)
+      fail("experiment", location(locs, "experiment"),
+           str("'", c.experiment,
+               "' must name a folder inside output (names joined by '/'; no leading '/', "
+               "no '.' or '..' parts)"));
+  }
   auto pair_fail = [&](const char* a, const char* b, const std::string& msg) {
     throw Error(str("config: keys '", a, "' (", location(locs, a).text(), ") and '", b, "' (",
                     location(locs, b).text(), "): ", msg));

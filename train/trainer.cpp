@@ -300,15 +300,43 @@ void open_data(Session& s) {
   s.updates_per_epoch = updates_per_epoch(s.steps_per_epoch, s.accum);
 }
 
+// args.yaml is the run's record for a resume, but the checkpoint's stored config is what trained:
+// a key that shapes the results (seed, model_ema, the model, ...) edited in args.yaml would let a
+// resume change it unseen, so they must agree (batch_size aside: a resume on another rank count
+// records it per rank).
+void check_args_match_checkpoint(const Session& s, const std::string& args_path,
+                                 const std::string& args_text, const std::string& stored) {
+  Config from_args = config_from_yaml(args_text, args_path);
+  Config from_checkpoint = config_from_yaml(stored, str("the config stored in ", s.resume_path));
+  resolve_lr(from_args, s.resumed->world_size);
+  resolve_lr(from_checkpoint, s.resumed->world_size);
+  from_args.batch_size = from_checkpoint.batch_size;
+  from_args.schedule_history = from_checkpoint.schedule_history;
+  try {
+    reconcile_resume(from_checkpoint, str("the config stored in ", s.resume_path), from_args,
+                     s.resumed->epoch, s.resumed->step_in_epoch, s.resumed->updates,
+                     s.updates_per_epoch);
+  } catch (const Error& e) {
+    throw Error(str("resume: ", args_path, " does not match the config stored in ", s.resume_path,
+                    " (what the run trained with): ", e.what(),
+                    "; restore args.yaml, or remove it to resume with the checkpoint's config"));
+  }
+}
+
 // A resume: what this session may change against the run's recorded config (args.yaml, else the
 // checkpoint's), with args.yaml kept rerunnable.
 void reconcile_resumed_settings(Session& s) {
   if (!s.resumed) return;
   const std::string args_path = s.paths.args.string();
-  const bool have_args = file_exists(s.paths.args);
-  const std::string recorded_text =
-      have_args ? io::read_file(args_path) : checkpoint_config_yaml(s.resume_path);
-  const std::string source = have_args ? args_path : str("the config stored in ", s.resume_path);
+  const std::string stored = checkpoint_config_yaml(s.resume_path);
+  const std::string stored_source = str("the config stored in ", s.resume_path);
+  // an empty args.yaml records nothing: the checkpoint's config is the run's then
+  const bool have_args = file_exists(s.paths.args) &&
+                         io::read_file(args_path).find_first_not_of(" \t\r\n") != std::string::npos;
+  const std::string recorded_text = have_args ? io::read_file(args_path) : stored;
+  const std::string source = have_args ? args_path : stored_source;
+  if (have_args && !stored.empty())
+    check_args_match_checkpoint(s, args_path, recorded_text, stored);
   if (recorded_text.empty()) {  // a checkpoint that stores no config: this session's is the run's
     Config args = s.cfg;
     args.resume = "";

@@ -2,6 +2,8 @@
 // the Fashion-MNIST PNG export read back as an ImageFolder.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <cmath>
 #include <filesystem>
 
@@ -120,6 +122,32 @@ TEST(ImageFolder, GrayscaleModel) {
   ASSERT_EQ(a.image.channels, 1);
   for (int64_t p = 0; p < 20; ++p) EXPECT_NEAR(a.image.pixels[size_t(p)], luma(tree.rgb, p), 1);
   EXPECT_EQ(g.image.pixels, tree.gray.pixels);
+}
+
+// Skipping passes over a few bad files; when many that the scan passed fail later (a folder made
+// unreadable mid-run, a failing disk), the run stops rather than train on what is left.
+TEST(ImageFolder, SkippingManyFilesThatFailAfterTheScanStops) {
+  hg::test::TempDir tmp;
+  const hg::data::Image img = hg::test::random_image(8, 8, 3, 5);
+  fs::create_directories(tmp / "train/cat");
+  fs::create_directories(tmp / "train/dog");
+  for (int i = 0; i < 24; ++i)
+    hg::data::write_png(
+        tmp / ("train/" + std::string(i < 12 ? "cat" : "dog") + "/" + std::to_string(i) + ".png"),
+        img);
+  ImageFolder ds(tmp.path().string(), "train", {});
+  ASSERT_EQ(ds.size(), 24);
+  const auto spoil = [&](int i) {  // after the scan
+    std::ofstream f(tmp / ("train/dog/" + std::to_string(i) + ".png"), std::ios::trunc);
+    f << "gone";
+  };
+  for (int i = 12; i < 22; ++i) spoil(i);
+  EXPECT_EQ(ds.get(12).image.pixels, ds.get(22).image.pixels);  // 10 (the least limit): passed over
+  EXPECT_EQ(ds.corrupt_skipped(), 10);
+  spoil(22);
+  const std::string msg = error_of([&] { ds.get(22); });
+  EXPECT_NE(msg.find("11 of the 24 images"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("22.png"), std::string::npos) << msg;
 }
 
 TEST(ImageFolder, CorruptPolicyError) {

@@ -231,6 +231,10 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   expect_contains(override_error({"--epochs"}), {"'epochs'", "command line", "value"});
   expect_contains(override_error({"lr", "1"}), {"command line", "'lr'"});
   expect_contains(override_error({"--depths", "1,2", "--dims", "4,8,16"}), {"'dims'", "'depths'", "command line"});
+  for (const char* e : {"../..", "/tmp/x", ".", "a/../b", "a/"})
+    expect_contains(override_error({"--experiment", e}),
+                    {"'experiment'", "must name a folder inside output"});
+  EXPECT_EQ(override_error({"--experiment", "sweep/lr-1e-3"}), "");
 }
 
 // A config file's architecture keys were written for its model: a --model that replaces it builds

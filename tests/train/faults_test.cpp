@@ -629,7 +629,7 @@ TEST_F(Faults, RotationAfterAResumeKeepsTheBest) {
   train::train(c, first);
   const fs::path dir = root_ / "r";
   // give the first two epochs scores no later epoch can reach (recorded in their metadata)
-  for (auto [epoch, top1] : {std::pair<int, double>{1, 101.0}, {2, 100.5}}) {
+  for (auto [epoch, top1] : {std::pair<int, double>{1, 100.0}, {2, 99.99}}) {
     const std::string p = (dir / train::history_file_name(epoch)).string();
     safetensors::File f = safetensors::load(p);
     auto state = nlohmann::json::parse(f.metadata.at("state"));
@@ -645,7 +645,46 @@ TEST_F(Faults, RotationAfterAResumeKeepsTheBest) {
   EXPECT_TRUE(fs::exists(dir / "checkpoint-2.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "checkpoint-3.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "checkpoint-4.safetensors"));
-  EXPECT_EQ(state_of(dir / "checkpoint-1.safetensors").eval_top1, 101.0);
+  EXPECT_EQ(state_of(dir / "checkpoint-1.safetensors").eval_top1, 100.0);
+}
+
+// A hand-edited or damaged run position is refused, naming the field, before it steers a run.
+TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
+  train::Config c = smoke("pos", 2);
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const std::string p = (root_ / "pos" / "last.safetensors").string();
+  const safetensors::File f = safetensors::load(p);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+  const auto with = [&](const std::string& key, const nlohmann::json& value) {
+    auto state = nlohmann::json::parse(f.metadata.at("state"));
+    state[key] = value;
+    std::map<std::string, std::string> meta = f.metadata;
+    meta["state"] = state.dump();
+    const std::string out = (root_ / ("edited-" + key + ".safetensors")).string();
+    safetensors::save(out, tensors, meta);
+    return out;
+  };
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("epoch", -7)); }),
+                  "epoch is -7, below 0");
+  EXPECT_CONTAINS(
+      error_of([&] {
+        train::read_train_state(with("epoch", nlohmann::json::parse("99999999999999999999")));
+      }),
+      "epoch is 1e+20, not an integer");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("updates", "5")); }),
+                  "updates is \"5\", not an integer");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("eval_top1", 200)); }),
+                  "eval_top1 is 200, outside [0, 100]");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("best_epoch", 50)); }),
+                  "best_epoch is 50");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("world_size", 0)); }),
+                  "world_size is 0, below 1");
+  c.resume = with("epoch", -7);
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), "metadata 'state': epoch is -7");
+  EXPECT_EQ(train::read_train_state(p)->epoch, 1);  // the file itself reads
 }
 
 // ---- 10. an input the model cannot take is rejected at configuration time ------------------------

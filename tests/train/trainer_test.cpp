@@ -525,6 +525,40 @@ TEST_F(TrainerTest, AResumeThatWouldRewriteARunsLaterFilesGoesOnInANewFolder) {
   EXPECT_EQ(lines(db / "summary.csv").size(), 4u);  // header + epochs 1 .. 3
 }
 
+// args.yaml edited to change a key that shapes the results is caught against the checkpoint's
+// stored config; an empty args.yaml defers to the checkpoint's config.
+TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "edited";
+  a.epochs = 2;
+  train::TrainOptions stop = quiet;
+  stop.stop_after_epoch = 1;
+  const fs::path dir = train::train(a, stop).run_dir;
+  const std::string args = slurp(dir / "args.yaml");
+  std::string edited = args;
+  const size_t at = edited.find("\nseed: ");
+  ASSERT_NE(at, std::string::npos);
+  edited.insert(edited.find('\n', at + 1), "7");  // seed 42 -> 427
+  std::ofstream(dir / "args.yaml") << edited;
+  train::Config r = a;
+  r.resume = (dir / "last.safetensors").string();
+  r.seed = a.seed * 10 + 7;
+  try {
+    train::train(r, quiet);
+    FAIL() << "expected the edited seed to be refused";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("does not match the config stored in"), std::string::npos) << m;
+    EXPECT_NE(m.find("seed"), std::string::npos) << m;
+  }
+  std::ofstream(dir / "args.yaml") << "";       // empty: the checkpoint's config decides
+  EXPECT_THROW(train::train(r, quiet), Error);  // seed 427 against the checkpoint's 42
+  r.seed = a.seed;
+  EXPECT_EQ(train::train(r, quiet).run_dir, dir.string());
+}
+
 // Loading a checkpoint into a model it was not saved from: one error that names the file, both
 // models and a few of the mismatching keys, not every key.
 TEST_F(TrainerTest, CheckpointForAnotherModelNamesBothModels) {
