@@ -84,6 +84,10 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
            str("is ", s.best_epoch, ", not -1 (none) or an epoch done (1 .. ", s.epoch, ")"));
   s.epoch_loss_sum = f.number("epoch_loss_sum", -kInf, kInf, false);
   s.epoch_images = f.integer("epoch_images", 0);
+  s.epoch_seconds = f.number("epoch_seconds", 0, kInf, false, 0.0);
+  s.epoch_images_timed = f.integer("epoch_images_timed", 0, int64_t{0});
+  s.epoch_wait_seconds = f.number("epoch_wait_seconds", 0, kInf, false, 0.0);
+  s.epoch_peak_mib = f.number("epoch_peak_mib", 0, kInf, false, 0.0);
   // recorded since the eval scores rank checkpoint-N files; absent in older checkpoints
   s.eval_top1 = f.number("eval_top1", 0, 100, true, -1.0);
   s.eval_top5 = f.number("eval_top5", 0, 100, true, -1.0);
@@ -111,6 +115,12 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
                           {"epoch_images", s.epoch_images}, {"eval_top1", s.eval_top1},
                           {"eval_top5", s.eval_top5},   {"eval_loss", s.eval_loss},
                           {"world_size", s.world_size}};
+  if (s.step_in_epoch > 0) {
+    state["epoch_seconds"] = s.epoch_seconds;
+    state["epoch_images_timed"] = s.epoch_images_timed;
+    state["epoch_wait_seconds"] = s.epoch_wait_seconds;
+    state["epoch_peak_mib"] = s.epoch_peak_mib;
+  }
   if (!s.run.empty()) state["run"] = s.run;
   if (s.eval_top1_ema >= 0 || s.eval_loss_ema >= 0) {
     state["eval_top1_ema"] = s.eval_top1_ema;

@@ -24,6 +24,12 @@ struct TrainState {
   int64_t best_epoch = -1;
   double epoch_loss_sum = 0;  ///< partial epoch: sum of micro-batch losses so far
   int64_t epoch_images = 0;   ///< partial epoch: images so far
+  /// Partial epoch: its training so far (a run stopped inside an epoch or its evaluation), so that
+  /// the resumed epoch's summary row has its img/s and peak: seconds, images timed, seconds
+  /// waiting for data, peak MiB. 0 in older files.
+  double epoch_seconds = 0;
+  int64_t epoch_images_timed = 0;
+  double epoch_wait_seconds = 0, epoch_peak_mib = 0;
   /// The evaluation of the epoch this checkpoint closes (always finite: the trainer never saves a
   /// state whose evaluation was not); -1 = none (recovery checkpoints, files from older versions).
   double eval_top1 = -1, eval_top5 = -1, eval_loss = -1;

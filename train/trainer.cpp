@@ -180,7 +180,8 @@ struct EpochProgress {
   double loss_sum = 0;
   int64_t images = 0, images_timed = 0;
   double train_secs = 0, data_wait_secs = 0;  // training time, and the part spent waiting for data
-  data::LoaderStats loader;                   // the loader's counters at the epoch's end
+  double peak_mib_before = 0;  // a resumed epoch: the peak of its part before the stop
+  data::LoaderStats loader;    // the loader's counters at the epoch's end
 };
 
 // ---- the run folder
@@ -634,10 +635,16 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   memory::reset_peak(s.device);
   EpochProgress p;
   p.step = (epoch == s.st.epoch) ? s.st.step_in_epoch : 0;
+  double secs_before = 0, wait_before = 0;  // a resumed epoch's part before the stop
   if (p.step > 0) {
     p.loss_sum = s.st.epoch_loss_sum;
     p.images = s.st.epoch_images;
+    p.images_timed = s.st.epoch_images_timed;
+    p.peak_mib_before = s.st.epoch_peak_mib;
+    secs_before = s.st.epoch_seconds;
+    wait_before = s.st.epoch_wait_seconds;
   }
+  const int64_t images_timed_before = p.images_timed;
   s.train_loader->start_epoch(epoch, p.step);
   set_lr(s, s.sched->lr(epoch, p.step, s.st.updates));
   s.console->start_bar(str("epoch ", epoch + 1, "/", s.cfg.epochs), s.steps_per_epoch);
@@ -658,13 +665,23 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   }
   read_losses(s, epoch, p);  // an interrupted epoch's last steps
   s.console->end_bar();
-  p.train_secs = seconds_since(t0);
-  s.total_train_seconds += p.train_secs;
-  s.total_train_images += p.images_timed;
+  const double secs = seconds_since(t0);
+  s.total_train_seconds += secs;  // this session's alone
+  s.total_train_images += p.images_timed - images_timed_before;
+  s.total_data_wait += wait.seconds();
+  p.train_secs = secs_before + secs;  // the whole epoch's
+  p.data_wait_secs = wait_before + wait.seconds();
   p.loader = s.train_loader->stats();
-  p.data_wait_secs = wait.seconds();
-  s.total_data_wait += p.data_wait_secs;
   return p;
+}
+
+// The peak of live bytes on the device since the last reset, in MiB. A replay of the step's CUDA
+// graph allocates nothing, so its activations count from the captured step's statistics.
+double step_peak_mib(const Session& s) {
+  int64_t peak = memory::stats(s.device).total_peak;
+  if (s.graph && s.graph->graph.captured())
+    peak = std::max(peak, s.graph->graph.capture_memory().total_peak);
+  return static_cast<double>(peak) / (1 << 20);
 }
 
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
@@ -674,6 +691,10 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   rs.step_in_epoch = p.step;
   rs.epoch_loss_sum = p.loss_sum;
   rs.epoch_images = p.images;
+  rs.epoch_seconds = p.train_secs;
+  rs.epoch_images_timed = p.images_timed;
+  rs.epoch_wait_seconds = p.data_wait_secs;
+  rs.epoch_peak_mib = std::max(p.peak_mib_before, step_peak_mib(s));
   rs.eval_top1 = rs.eval_top5 = rs.eval_loss = -1;  // no evaluation closes a partial epoch
   rs.eval_top1_ema = rs.eval_top5_ema = rs.eval_loss_ema = -1;
   rs.run = s.run_id;
@@ -726,18 +747,9 @@ void plot_curves(const Session& s) {
   }
 }
 
-// The peak of live bytes on the device since the last reset, in MiB. A replay of the step's CUDA
-// graph allocates nothing, so its activations count from the captured step's statistics.
-double step_peak_mib(const Session& s) {
-  int64_t peak = memory::stats(s.device).total_peak;
-  if (s.graph && s.graph->graph.captured())
-    peak = std::max(peak, s.graph->graph.capture_memory().total_peak);
-  return static_cast<double>(peak) / (1 << 20);
-}
-
 // The epoch's summary.csv row (rank 0 writes the file) and its log lines.
 void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
-  const double peak_mib = step_peak_mib(s);
+  const double peak_mib = std::max(p.peak_mib_before, step_peak_mib(s));
   // the lr timm's summary.csv records: the epoch's, or stepping per update, the one its scheduler
   // set after the epoch's last update (the next update's)
   const double lr = s.cfg.sched_on_updates ? s.sched->lr(epoch + 1, 0, s.st.updates) : s.lr;

@@ -352,6 +352,11 @@ static void expect_signal_stops_with_recovery(int sig, const std::string& name,
     EXPECT_NE(f.metadata.at("state").find("\"step_in_epoch\":3"), std::string::npos)
         << f.metadata.at("state");
     EXPECT_EQ(text.find("epoch 1/1: train loss"), std::string::npos) << text;
+    // the epoch's training figures travel with it, for the row the resume writes
+    const train::TrainState st = *train::read_train_state(recovery.string());
+    EXPECT_GT(st.epoch_seconds, 0) << f.metadata.at("state");
+    EXPECT_GT(st.epoch_images_timed, 0) << f.metadata.at("state");
+    EXPECT_GT(st.epoch_peak_mib, 0) << f.metadata.at("state");
   }
   fs::remove_all(out);
   fs::remove(out.string() + ".log");
