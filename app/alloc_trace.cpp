@@ -4,6 +4,7 @@
 // bytes, the bytes held from the system, their ratio and the system allocations: the allocator at
 // the GPU's sizes, seen on any machine. `--load` replays saved traces instead (e.g. the GPU's own).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,13 @@ void run_alloc_trace(const AllocTraceArgs& a) {
   }
   HG_CHECK(a.device == "cpu" || a.device == "cuda", "alloc-trace: --device is cpu or cuda, got '",
            a.device, "'");
+  if (!a.save_dir.empty()) {  // made before the recording, not found missing after it
+    std::error_code ec;
+    std::filesystem::create_directories(a.save_dir, ec);
+    HG_CHECK(!ec && std::filesystem::is_directory(a.save_dir), "alloc-trace: --save ", a.save_dir,
+             ": cannot make the folder",
+             ec ? str(" (", ec.message(), ")") : std::string(" (a file is there)"));
+  }
   const Device dev = a.device == "cuda" ? Device::cuda : Device::cpu;
   HG_CHECK(device_available(dev), "alloc-trace: device ", a.device,
            " is not available: ", train::cuda_unavailable_reason());
@@ -145,9 +153,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--device", a->device, "cpu or cuda: where the steps run")->capture_default_str();
-  cmd->add_option(
-      "--save", a->save_dir,
-      "folder to write the traces to (MODEL-PRECISION-IMG-bBATCH.trace, and the extrapolated one)");
+  cmd->add_option("--save", a->save_dir,
+                  "folder to write the traces to, made if missing "
+                  "(MODEL-PRECISION-IMG-bBATCH.trace, and the extrapolated one)");
   cmd->add_option("--load", a->load,
                   "replay saved traces instead of recording: one as it is, or two (at --batches) "
                   "extrapolated")

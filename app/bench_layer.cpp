@@ -23,6 +23,7 @@
 #include "core/random.h"
 #include "core/tensor.h"
 #include "kernels/wtconv.h"
+#include "train/trainer.h"
 
 #ifdef HAARGRAD_WITH_CUDA
 #include "kernels/conv2d.h"
@@ -168,7 +169,9 @@ struct Row {
 };
 
 void run_bench(const Options& o) {
-  HG_CHECK(cuda::available(), "bench-layer: no CUDA device");
+  HG_CHECK(cuda::available(),
+           "bench-layer: no CUDA device (it times the CUDA kernels: it runs on a GPU only; ",
+           train::cuda_unavailable_reason(), ")");
   autograd::NoGradGuard no_grad;  // kernel-level calls; allocations come from the caching allocator
   const double bw = copy_bytes_per_second(Device::cuda);
   std::printf("device-to-device copy bandwidth: %.0f GB/s (read + write)\n", bw / 1e9);
@@ -314,8 +317,9 @@ void run_bench(const Options& o) {
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto opts = std::make_shared<Options>();
-  CLI::App* cmd = root.add_subcommand(
-      "bench-layer", "time one WTConv2d layer (fused, reference order) against depthwise convs");
+  CLI::App* cmd = root.add_subcommand("bench-layer",
+                                      "time one WTConv2d layer (fused, reference order) against "
+                                      "depthwise convs, on the GPU (CUDA kernels only)");
   cmd->add_option("--batch", opts->batch, "batch size")->check(at_least(1));
   cmd->add_option("--iters", opts->iters, "timed runs (median reported)")->check(at_least(1));
   cmd->add_option("--warmup", opts->warmup, "untimed runs first")->check(at_least(0));

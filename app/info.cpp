@@ -89,7 +89,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option(
          "--img-size", args->img_size,
          "input height = width in pixels (default: the model's, 224; 28 for wtconvnext_fmnist)")
-      ->check(at_least(1));
+      ->check(at_least(1))
+      ->default_str("the model's");
   cmd->add_option("--batch", args->batch, "batch size for the activation bytes")
       ->check(at_least(1));
   cmd->add_flag("--no-measure", args->no_measure, "skip the measured activation bytes");

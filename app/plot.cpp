@@ -21,12 +21,13 @@ struct PlotArgs {
 };
 
 void run_plot(const PlotArgs& a) {
-  // One run: its own curves.png; several: curves.png in the current folder unless --out says.
+  // One run: its own curves.png; several: compare.png in the current folder unless --out says
+  // (not curves.png: run from inside a run folder, that would replace the run's own plot).
   const std::string out =
       !a.out.empty()
           ? a.out
           : (a.runs.size() == 1 ? (std::filesystem::path(a.runs[0]) / "curves.png").string()
-                                : "curves.png");
+                                : "compare.png");
   if (!a.out.empty()) {
     hg::train::check_output_file(a.out, "plot: --out", "the plot");
     HG_CHECK(
@@ -53,8 +54,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("runs", args->runs, "run folders (each holding summary.csv)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--out", args->out,
-                  "output PNG (default: RUN_DIR/curves.png for one run, ./curves.png for several)");
+  cmd->add_option(
+      "--out", args->out,
+      "output PNG (default: RUN_DIR/curves.png for one run, ./compare.png for several)");
   cmd->add_option("--width", args->width, "PNG width, pixels")
       ->capture_default_str()
       ->check(CLI::Range(64, 10000));

@@ -68,6 +68,10 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
            opts_.channels);
   dir_ = split.empty() ? root : (fs::path(root) / split).string();
   std::error_code ec;
+  HG_CHECK(fs::exists(root, ec), "ImageFolder: the data folder '", root,
+           "' does not exist (the config's data_dir)");
+  HG_CHECK(fs::is_directory(root, ec), "ImageFolder: the data folder '", root,
+           "' is not a folder (the config's data_dir)");
   if (!fs::is_directory(dir_, ec)) {
     std::string present;  // the split folders there are, for a misnamed split
     if (!split.empty())

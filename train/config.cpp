@@ -59,6 +59,8 @@ Rule one_of(std::vector<std::string> c) {
 }
 
 std::string format_double(double v) {
+  // whole numbers as such ("100000", not to_chars' shortest "1e+05")
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   char buf[64];
   auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
   return std::string(buf, res.ptr);

@@ -32,6 +32,11 @@ void check_output_file(const std::string& path, const std::string& what,
   namespace fs = std::filesystem;
   std::error_code ec;
   HG_CHECK(!fs::is_directory(path, ec), what, " ", path, " is a folder; give a file name");
+  // before the work: a missing folder would otherwise be found only when the result is written
+  const fs::path parent =
+      fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  HG_CHECK(fs::is_directory(parent, ec), what, " ", path, ": the folder ", parent.string(),
+           fs::exists(parent, ec) ? " is not a folder" : " does not exist");
   if (!fs::exists(path, ec)) return;
   const std::string elsewhere = str("write ", contents, " to another file");
   for (const CommandInput& in : inputs)

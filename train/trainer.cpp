@@ -243,9 +243,11 @@ void open_run_folder(Session& s) {
     s.run_id = run_marker_id(run_dir);  // recorded in every checkpoint this session writes
   }
   s.paths = RunPaths(run_dir);
-  // rank 0 alone draws the progress bar (its plain lines are info lines, which other ranks drop)
+  // no bar under mpirun: it gives rank 0 a pseudo-terminal even when its output goes to a file,
+  // which would fill with the bar's escape codes (the plain lines are info lines, which other
+  // ranks drop)
   s.console = std::make_unique<Console>(dist::is_main() ? (s.paths.dir / "log.txt").string() : "",
-                                        s.opts.plain_output || !dist::is_main());
+                                        s.opts.plain_output || dist::launched_by_mpirun());
   if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
   spdlog::info("run folder {}", run_dir.string());
   if (!s.resume_reason.empty()) spdlog::info("{}", s.resume_reason);

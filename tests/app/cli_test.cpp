@@ -95,8 +95,10 @@ TEST_F(CliTest, EveryHelpShowsDefaults) {
     std::vector<std::string> defaults;
   };
   const std::vector<Case> cases = {
-      {"bench", {"--batch INT:POSITIVE=128", "=224", "=20", "=5", "--device TEXT=auto", "--threads INT:NONNEGATIVE=0"}},
-      {"info", {"--img-size INT:POSITIVE=0", "--batch INT:POSITIVE=1"}},
+      {"bench",
+       {"--batch INT:POSITIVE=128", "=224", "=20", "=5", "--device TEXT=auto",
+        "--threads INT:NONNEGATIVE=0"}},
+      {"info", {"--img-size INT:POSITIVE=the model's", "--batch INT:POSITIVE=1"}},
       {"train", {"--stop-after-epoch INT=-1"}},
       {"validate", {"--results-file"}},
       {"export-png", {"TEXT=/usr/share/datasets/fashion-mnist", "NONNEGATIVE=0"}},
