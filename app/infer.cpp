@@ -68,6 +68,8 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
   *stored = x.shape();
   HG_CHECK(x.ndim() == 4, "infer: '", it->first, "' of ", path, " must be a batch of images (4-D), got ",
            shape_str(x.shape()));
+  HG_CHECK(x.numel() > 0, "infer: '", it->first, "' of ", path, " is empty (", shape_str(x.shape()),
+           "): nothing to infer");
   HG_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "infer: '", it->first, "' of ", path,
            " must be float32 or float64, got ", dtype_name(x.dtype()));
   const Tensor nhwc = layout == "nchw" ? x.permute({0, 2, 3, 1}).contiguous() : x;

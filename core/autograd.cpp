@@ -22,8 +22,8 @@ thread_local bool t_grad_enabled = true;
 thread_local std::vector<Entry> t_tape;
 
 // A leaf's first gradient of a backward is copied into the leaf's buffer. The copies wait here and
-// go together (copy_many: one kernel launch per ~100 on the GPU, against one cudaMemcpyAsync and
-// one graph node each, ~1.2 us apiece plus the gaps: ~0.15-0.3 ms of a ConvNeXt-T /
+// go together (copy_many: one kernel launch per up to 128 on the GPU, against one cudaMemcpyAsync
+// and one graph node each, ~1.2 us apiece plus the gaps: ~0.15-0.3 ms of a ConvNeXt-T /
 // WTConvNeXt-T bf16 step on the H200, twenty-first session). Flushed when they hold
 // kPendingBytes or kPendingCopies, before anything reads or adds to a waiting leaf's buffer
 // (accumulate, the on_grad_final hooks) and at the end of backward(). The waiting gradients live

@@ -7,12 +7,13 @@
 //
 // record() appends one entry to this thread's tape when grad mode is on and some input requires a
 // gradient; otherwise it does nothing, so the captured tensors are released at once (no-grad
-// evaluation costs nothing extra). backward(loss) walks the tape in reverse: it hands each entry the
-// gradients of its outputs and accumulates what the entry returns into its inputs' gradients.
+// evaluation costs nothing extra). backward(loss) walks the tape in reverse: it hands each entry
+// the gradients of its outputs and accumulates what the entry returns into its inputs' gradients.
 //
 // Gradient rules (tiny-cuda-nn / llm.c style, stated once here):
 //   * parameter (leaf) gradients ACCUMULATE across backward calls, in memory of Category::gradients
-//     that is allocated once and then reused (zero_grad() zeroes it in place);
+//     that is allocated once and then reused (zero_grad() marks it stale: the next backward's first
+//     contribution overwrites it instead of adding, so no zeroing pass runs);
 //   * activation gradients are OVERWRITTEN-then-summed: the first contribution is adopted, later
 //     ones (a tensor used twice, e.g. the residual stream) are added; each is freed as soon as the
 //     entry that produced the activation has consumed it;

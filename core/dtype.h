@@ -1,7 +1,8 @@
 // Element types and devices. Storage exists for every dtype; arithmetic is done in f32 or f64.
 // bf16 is the activation dtype of mixed precision (`precision: bf16`): stored as bf16, computed in
 // f32 (CUDA kernels load bf16 and accumulate in f32; the CPU reference widens bf16 tensors to f32,
-// computes, and rounds its outputs to bf16 with round-to-nearest-even: layers/dispatch.h).
+// computes, and rounds its outputs to bf16 with round-to-nearest-even: core/dispatch.h; the layers'
+// side of mixed precision: layers/dispatch.h).
 #pragma once
 
 #include <cstdint>

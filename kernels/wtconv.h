@@ -1,5 +1,5 @@
 // WTConv2d kernels (Haar wavelet convolution, Finder et al. ECCV 2024; fused form after Aflalo et
-// al. 2026). The operator is specified exactly in ../shared/docs/wtconv.md; this header is the
+// al. 2026). The operator is specified exactly in docs/wtconv-operator.md; this header is the
 // contract between the layer (layers/wtconv.h) and its CPU and CUDA implementations.
 //
 // Layouts: x, y, grad_x, grad_y are NHWC (B, H, W, C). Parameters keep the PyTorch checkpoint

@@ -18,7 +18,8 @@ namespace hg {
 ///   bias   (O), or an undefined Tensor for none
 ///   -> y   (N, OH, OW, O), OH = (H + 2*padding - KH) / stride + 1 (floor), same for OW.
 /// Zero padding on all four sides; stride and padding apply to H and W alike. dtype: f32 or f64 on
-/// the CPU, f32 on CUDA; all tensors on one device and of one dtype. Gradients for x, weight, bias.
+/// the CPU, f32 on CUDA, one dtype for all; or bf16 x (CPU, CUDA) with f32 weight and bias, y bf16,
+/// f32 arithmetic (layers/dispatch.h); all tensors on one device. Gradients for x, weight, bias.
 /// Throws hg::Error naming "conv2d" and the shapes on: wrong ranks, C or O not divisible by groups,
 /// weight.size(1) != C/groups, bias size != O, stride < 1, padding < 0, an empty output, or a
 /// dtype / device mismatch.

@@ -9,7 +9,8 @@ namespace hg {
 /// timm drop_path: in training with drop_prob > 0, each sample n (dim 0) is kept with probability
 /// keep = 1 - drop_prob (one gen.uniform() draw per sample, in order) and kept samples are divided
 /// by keep; dropped samples become 0. Identity (returns x itself, no draw) in eval or when
-/// drop_prob == 0. x any rank >= 1, CPU f32/f64 or CUDA f32. Throws hg::Error unless
+/// drop_prob == 0. x any rank >= 1, CPU f32/f64, CUDA f32, or bf16
+/// (CPU, CUDA). Throws hg::Error unless
 /// 0 <= drop_prob <= 1.
 Tensor drop_path(const Tensor& x, double drop_prob, bool training, Generator& gen);
 

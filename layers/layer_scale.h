@@ -6,9 +6,9 @@
 
 namespace hg {
 
-/// y = x * gamma, gamma broadcast over the last dim. x (..., C), gamma (C), same dtype and device
-/// (CPU f32/f64, CUDA f32). Gradients for x and gamma. Throws hg::Error ("layer_scale: ...") on a
-/// shape / dtype / device mismatch.
+/// y = x * gamma, gamma broadcast over the last dim. x (..., C), gamma (C), same device; one dtype
+/// (CPU f32/f64, CUDA f32), or bf16 x (CPU, CUDA) with f32 gamma (layers/dispatch.h). Gradients for
+/// x and gamma. Throws hg::Error ("layer_scale: ...") on a shape / dtype / device mismatch.
 Tensor layer_scale(const Tensor& x, const Tensor& gamma);
 
 /// Fused `shortcut + gamma * h` (layer scale then residual add, the end of a ConvNeXt block) in one

@@ -17,7 +17,8 @@ namespace hg {
 ///   weight (out, in)   PyTorch layout
 ///   bias   (out), or an undefined Tensor for none
 ///   -> y   (..., out)
-/// dtype: f32 or f64 on the CPU, f32 on CUDA; one dtype and device for all. Gradients for all
+/// dtype: f32 or f64 on the CPU, f32 on CUDA, one for all; or bf16 x (CPU, CUDA) with f32 weight
+/// and bias, y bf16, f32 accumulation (layers/dispatch.h); one device for all. Gradients for all
 /// three. Throws hg::Error naming "linear" and the shapes on rank, size, dtype or device
 /// mismatches.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);

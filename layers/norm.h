@@ -14,8 +14,9 @@
 namespace hg {
 
 /// y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim of x (any rank >= 1).
-/// x (..., C); weight, bias (C); y like x (contiguous). dtype: CPU f32/f64, CUDA f32; all three
-/// tensors on the same device with the same dtype. Gradients for x, weight and bias.
+/// x (..., C); weight, bias (C); y like x (contiguous). dtype: CPU f32/f64, CUDA f32, one for all
+/// three; or bf16 x (CPU, CUDA) with f32 weight and bias, y bf16, statistics in f32
+/// (layers/dispatch.h); all on one device. Gradients for x, weight and bias.
 /// Throws hg::Error ("layer_norm: ...", naming the shapes) on a shape / dtype / device mismatch.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-6);
 

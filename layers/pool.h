@@ -7,7 +7,8 @@
 namespace hg {
 
 /// x (N, H, W, C) NHWC -> (N, C), the mean over H and W (timm ConvNeXt head: x.mean((2, 3)) in
-/// NCHW). dtype: f32 / f64 on the CPU, f32 on CUDA. Gradient for x.
+/// NCHW). dtype: f32 / f64 on the CPU, f32 on CUDA, and bf16
+/// (CPU, CUDA: the mean accumulated in f32). Gradient for x.
 /// Throws hg::Error naming "global_avg_pool" and the shape unless x is 4-D with H*W > 0.
 Tensor global_avg_pool(const Tensor& x);
 

@@ -84,7 +84,7 @@ Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride, WT
 }
 
 Tensor haar_filter(int64_t channels, DType dtype, Device device) {
-  // [s][a, b, c, d] with a, b the top row: see the header and shared/docs/wtconv.md.
+  // [s][a, b, c, d] with a, b the top row: see the header and docs/wtconv-operator.md.
   static const double kSigns[4][4] = {{1, 1, 1, 1}, {1, 1, -1, -1}, {1, -1, 1, -1}, {1, -1, -1, 1}};
   std::vector<double> v;
   v.reserve(static_cast<size_t>(16 * channels));

@@ -1,7 +1,7 @@
 // WTConv2d: the Haar wavelet convolution layer of Finder et al., "Wavelet Convolutions for Large
 // Receptive Fields" (ECCV 2024), computed by kernels/wtconv.h in the fused formulation of Aflalo
 // et al. (2026) or in the reference order. The operator is stated exactly in
-// shared/docs/wtconv.md; this file holds the layer (parameters, init, checkpoint names) and the
+// docs/wtconv-operator.md; this file holds the layer (parameters, init, checkpoint names) and the
 // autograd-recording functional op.
 #pragma once
 
@@ -103,7 +103,7 @@ class WTConv2d : public Module {
 };
 
 /// The reference WTConv2d's Haar filters for C channels, (4C, 1, 2, 2): filter 4c + s is
-/// sub-band s of shared/docs/wtconv.md laid out as [[a, b], [c, d]] weights: s0 = +.5 everywhere,
+/// sub-band s of docs/wtconv-operator.md laid out as [[a, b], [c, d]] weights: s0 = +.5 everywhere,
 /// s1 = +.5 top / -.5 bottom, s2 = +.5 left / -.5 right, s3 = +.5 on the diagonal a, d and -.5 on
 /// b, c. The synthesis filter (iwt_filter) has the same values (the transform is orthonormal).
 Tensor haar_filter(int64_t channels, DType dtype = DType::f32, Device device = Device::cpu);

@@ -65,7 +65,7 @@ Tensor ConvNeXtBlock::forward(const Tensor& x, bool training, Generator& gen) {
     if (gamma.defined()) h = layer_scale(h, gamma);
     return residual_add(x, drop_path(h, drop_path_prob, training, gen));
   }
-  return gamma.defined() ? residual_layer_scale(x, h, gamma) : residual_add(x, h);
+  return residual_add(x, h);  // no layer scale (ls_init_value: null)
 }
 
 void ConvNeXtBlock::collect(const std::string& prefix, std::vector<ParamRef>& out) const {

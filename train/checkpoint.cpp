@@ -32,8 +32,11 @@ class StateFields {
     if (!fits) return fail(key, str("is ", brief(v), ", not an integer"));
     const int64_t x = v.get<int64_t>();
     if (x < lo) return fail(key, str("is ", x, ", below ", lo));
+    // far past any real run (a billion epochs, 10^15 updates or images): an edit or damage
+    if (x > kMaxCount) return fail(key, str("is ", x, ", beyond any run (> ", kMaxCount, ")"));
     return x;
   }
+  static constexpr int64_t kMaxCount = 1000000000000000;
   // A number in [lo, hi], or exactly -1 when `none_ok` (no value yet).
   double number(const char* key, double lo, double hi, bool none_ok,
                 std::optional<double> absent = std::nullopt) const {
@@ -75,6 +78,7 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
   constexpr double kInf = std::numeric_limits<double>::infinity();
   TrainState s;
   s.epoch = f.integer("epoch", 0);
+  if (s.epoch > 1000000000) f.fail("epoch", str("is ", s.epoch, ", beyond any run (> 10^9)"));
   s.step_in_epoch = f.integer("step_in_epoch", 0);
   s.updates = f.integer("updates", 0);
   s.best_top1 = f.number("best_top1", 0, 100, true);

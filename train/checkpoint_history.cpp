@@ -15,8 +15,9 @@ namespace hg::train {
 
 std::string history_file_name(int64_t epoch) { return str("checkpoint-", epoch, ".safetensors"); }
 
-std::vector<HistoryEntry> scan_history(const fs::path& dir, const std::map<int64_t, double>& fallback_top1,
-                                       std::vector<std::string>* notes) {
+std::vector<HistoryEntry> scan_history(const fs::path& dir,
+                                       const std::map<int64_t, double>& fallback_top1,
+                                       const std::string& run, std::vector<std::string>* notes) {
   const std::string prefix = "checkpoint-", suffix = ".safetensors";
   std::vector<HistoryEntry> out;
   std::error_code ec;
@@ -31,13 +32,20 @@ std::vector<HistoryEntry> scan_history(const fs::path& dir, const std::map<int64
     std::string why;
     try {
       const auto st = read_train_state(it->path().string());
+      if (st && !st->run.empty() && !run.empty() && st->run != run) {  // a copy from another run
+        if (notes)
+          notes->push_back(str(it->path().string(), ": written by another run; left alone"));
+        continue;
+      }
       // a run with a model EMA ranks by the EMA's top-1, as it picks its best (checkpoint.h)
       if (st && st->eval_top1_ema >= 0)
         top1 = st->eval_top1_ema;
       else if (st && st->eval_top1 >= 0)
         top1 = st->eval_top1;
-    } catch (const Error& e) {
-      why = e.what();
+    } catch (
+        const Error& e) {  // unreadable: not deleted on a guess, the file may matter to someone
+      if (notes) notes->push_back(str(e.what(), "; left alone"));
+      continue;
     }
     if (std::isnan(top1) && why.empty()) {
       auto f = fallback_top1.find(*epoch);

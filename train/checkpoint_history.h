@@ -22,13 +22,14 @@ struct HistoryEntry {
 /// "checkpoint-<epoch>.safetensors".
 std::string history_file_name(int64_t epoch);
 
-/// The checkpoint-<N>.safetensors files in `dir` (other names, e.g. checkpoint-x.safetensors, are
-/// not ours and are left alone) with their scores; `fallback_top1` gives scores by epoch for files
-/// without one. Files whose metadata cannot be read rank last; `notes` (may be null) gets a line
-/// for each file ranked without a score.
+/// The checkpoint-<N>.safetensors files of run `run` (its TrainState::run id) in `dir`, with their
+/// scores; `fallback_top1` gives scores by epoch for files without one. Left alone (not listed,
+/// so never deleted): other names (checkpoint-x.safetensors), files another run wrote (a copy:
+/// their recorded run id is not `run`), and files whose metadata cannot be read. `notes` (may be
+/// null) gets a line for each file left alone or ranked without a score.
 std::vector<HistoryEntry> scan_history(const std::filesystem::path& dir,
                                        const std::map<int64_t, double>& fallback_top1,
-                                       std::vector<std::string>* notes);
+                                       const std::string& run, std::vector<std::string>* notes);
 
 /// The epochs whose files go when only `keep` (>= 0) may stay: entries ranked by top-1, higher
 /// first, an equal score keeping the earlier epoch (timm's stable sort), unknown scores last.

@@ -322,6 +322,13 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
     if (node.IsNull()) return "";  // `resume:` left empty means no value
   }
   if (!node.IsScalar()) fail(key, where, str("expected ", what, ", got ", shown(node)));
+  if constexpr (!std::is_same_v<T, std::string>) {
+    // a quoted "1e-3" or "true" is a string in YAML (PyYAML, timm's config files): say so
+    if (node.Tag() == "!")
+      fail(key, where,
+           str("expected ", what, ", got the quoted string \"", node.Scalar(),
+               "\" (write it without quotes)"));
+  }
   if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
     // Decimal only: YAML would read "010" as 8, "0x10" as 16 and ".inf" as infinity.
     std::string why;

@@ -35,4 +35,9 @@ struct ResumeSettings {
 ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source, const Config& session,
                                 int64_t epoch, int64_t step, int64_t updates, int64_t updates_per_epoch);
 
+/// The keys other than the session's (the schedule and schedule_history included) whose values
+/// differ from `a` to `b`, as "key a -> b, ..."; "" when none. Two records of one run (its
+/// args.yaml and the config its checkpoint stores) must agree on all of them.
+std::string record_differences(const Config& a, const Config& b);
+
 }  // namespace hg::train

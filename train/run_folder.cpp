@@ -14,6 +14,7 @@
 #include <iterator>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -211,6 +212,30 @@ fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* m
                   name, "-100000 are taken)"));
 }
 
+namespace {
+
+// The pid holding an flock on `path`, from /proc/locks (lines "1: FLOCK ADVISORY WRITE <pid>
+// <major>:<minor>:<inode> ..."): the live holder, on this host. nullopt when none is listed.
+std::optional<long> flock_holder(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream in(line);
+    std::string n, kind, mode, access, id;
+    long pid = 0;
+    if (!(in >> n >> kind >> mode >> access >> pid >> id) || kind != "FLOCK") continue;
+    const size_t colon = id.rfind(':');
+    if (colon == std::string::npos) continue;
+    const auto inode = std::strtoull(id.c_str() + colon + 1, nullptr, 10);
+    if (inode == static_cast<unsigned long long>(st.st_ino)) return pid;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 RunFolderLock::RunFolderLock(const fs::path& dir) {
   const fs::path marker = dir / kRunMarker;
   fd_ = ::open(marker.c_str(), O_RDONLY | O_CLOEXEC);
@@ -222,12 +247,16 @@ RunFolderLock::RunFolderLock(const fs::path& dir) {
   ::close(fd_);
   fd_ = -1;
   if (err == EWOULDBLOCK) {
+    const std::optional<long> pid = flock_holder(marker);
     const std::string owner = run_marker_owner(dir);
-    throw Error(
-        str("the run folder '", dir.string(), "' is in use by another training process",
-            owner.empty() ? std::string() : str(" (", owner, ")"),
-            ": two runs must not write one folder; wait for it to end or stop it (Ctrl-C writes a "
-            "recovery checkpoint), then resume"));
+    throw Error(str(
+        "the run folder '", dir.string(), "' is in use by another training process",
+        pid ? str(" (pid ", *pid, " on this host)")
+        : owner.empty()
+            ? std::string()
+            : str(" (not on this host, or not found; ", kRunMarker, ": created by ", owner, ")"),
+        ": two runs must not write one folder; wait for it to end or stop it (Ctrl-C writes a "
+        "recovery checkpoint), then resume"));
   }
   throw Error(str("cannot hold the run folder '", dir.string(), "': locking '", marker.string(),
                   "' failed: ", std::strerror(err)));
@@ -289,6 +318,17 @@ std::string why_not_resumed_in_place(const fs::path& dir, const std::string& pat
   if (!fs::exists(dir / kRunMarker, ec))
     return str(path, " is not in a run folder (no ", kRunMarker, " beside it)");
   const std::string id = run_marker_id(dir);
+  // no run id (an older checkpoint): one of the names the trainer writes is taken as the folder's
+  // own; another name is a copy from who knows where
+  const std::string name = fs::path(path).filename().string();
+  const bool trainer_name =
+      name == "last.safetensors" || name == "recovery.safetensors" ||
+      name == "model_best.safetensors" ||
+      (name.rfind("checkpoint-", 0) == 0 && fs::path(name).extension() == ".safetensors");
+  if (state.run.empty() && !trainer_name)
+    return str(path,
+               " records no run (an older checkpoint) and is not one of the names its folder's run "
+               "writes, so it may be another run's");
   if (!state.run.empty() && !id.empty() && state.run != id)
     return str(path, " was written by another run than the one of its folder (the checkpoint's ",
                state.run, ", ", (dir / kRunMarker).string(), "'s ", id, ")");

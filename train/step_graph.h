@@ -1,9 +1,10 @@
 // One training step as a CUDA graph: the step's thousand-odd kernel launches captured once and
 // replayed with one cudaGraphLaunch per step (issue 11; docs/autograd.md, "CUDA graphs").
 //
-// Why: the host queues a step's launches one by one (~1,100 for ConvNeXt-T, more for WTConvNeXt-T)
-// and anything that slows the training thread (nvJPEG's decode in the loader's GPU thread,
-// docs/perf-notes.md, eighth session) shows up as GPU idle time. A replay is one launch.
+// Why: the host queues a step's launches one by one (716 for ConvNeXt-T, 792 for WTConvNeXt-T in
+// bf16: docs/perf-notes.md, twenty-first session) and anything that slows the training thread
+// (nvJPEG's decode in the loader's GPU thread, docs/perf-notes.md, eighth session) shows up as GPU
+// idle time. A replay is one launch.
 //
 // How a step is split: `eager` is the whole step as it runs without a graph; `prepare` is the host
 // work every step needs (the optimizer's prepare_step: step counts, this step's learning rate and

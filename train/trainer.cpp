@@ -7,11 +7,14 @@
 // file writer (core/atomic_file.h).
 #include "train/trainer.h"
 
+#include <unistd.h>
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 
@@ -241,6 +244,14 @@ void open_run_folder(Session& s) {
   if (dist::is_main()) {
     s.folder_lock = RunFolderLock(run_dir);
     s.run_id = run_marker_id(run_dir);  // recorded in every checkpoint this session writes
+    // a resumed folder that cannot be written would be found only at the first checkpoint
+    if (!s.claimed) {
+      const fs::path probe = run_dir / str(".write-check.", ::getpid());
+      std::error_code ec;
+      const bool writable = std::ofstream(probe).good() && fs::remove(probe, ec);
+      HG_CHECK(writable, "resume: the run folder ", run_dir.string(), " cannot be written (",
+               std::strerror(errno), "): its checkpoints and summary.csv could not be saved");
+    }
   }
   s.paths = RunPaths(run_dir);
   // no bar under mpirun: it gives rank 0 a pseudo-terminal even when its output goes to a file,
@@ -259,6 +270,12 @@ void open_run_folder(Session& s) {
 
 // A resumed run whose epochs are all done: its result, trained no further.
 std::optional<TrainResult> already_finished(const Session& s) {
+  // a run stopped inside an epoch that --epochs no longer reaches: neither finished nor resumable
+  HG_CHECK(!s.resumed || s.resumed->step_in_epoch == 0 || s.resumed->epoch < s.cfg.epochs,
+           "resume: ", s.resume_path, " stopped inside epoch ",
+           s.resumed ? s.resumed->epoch + 1 : 0, ", past --epochs ", s.cfg.epochs,
+           ": resume with --epochs ", s.resumed ? s.resumed->epoch + 1 : 0,
+           " or more to finish that epoch");
   if (!s.resumed || s.resumed->step_in_epoch != 0 || s.resumed->epoch < s.cfg.epochs)
     return std::nullopt;
   spdlog::warn(
@@ -304,32 +321,34 @@ void open_data(Session& s) {
 }
 
 // args.yaml is the run's record for a resume, but the checkpoint's stored config is what trained:
-// a key that shapes the results (seed, model_ema, the model, ...) edited in args.yaml would let a
-// resume change it unseen, so they must agree (batch_size aside: a resume on another rank count
-// records it per rank).
+// an edit to args.yaml (a seed, a batch, an lr that never ran) would let a resume change the run
+// unseen or record a false schedule_history, so the two must agree on every key but the
+// session's (both are written from the same session config: write_pending_args).
 void check_args_match_checkpoint(const Session& s, const std::string& args_path,
                                  const std::string& args_text, const std::string& stored) {
   Config from_args = config_from_yaml(args_text, args_path);
   Config from_checkpoint = config_from_yaml(stored, str("the config stored in ", s.resume_path));
   resolve_lr(from_args, s.resumed->world_size);
   resolve_lr(from_checkpoint, s.resumed->world_size);
-  from_args.batch_size = from_checkpoint.batch_size;
-  from_args.schedule_history = from_checkpoint.schedule_history;
-  try {
-    reconcile_resume(from_checkpoint, str("the config stored in ", s.resume_path), from_args,
-                     s.resumed->epoch, s.resumed->step_in_epoch, s.resumed->updates,
-                     s.updates_per_epoch);
-  } catch (const Error& e) {
-    throw Error(str("resume: ", args_path, " does not match the config stored in ", s.resume_path,
-                    " (what the run trained with): ", e.what(),
-                    "; restore args.yaml, or remove it to resume with the checkpoint's config"));
-  }
+  const std::string changed = record_differences(from_checkpoint, from_args);
+  HG_CHECK(changed.empty(), "resume: ", args_path, " does not match the config stored in ",
+           s.resume_path, " (what the run trained with): ", changed,
+           "; restore args.yaml, or remove it to resume with the checkpoint's config");
 }
 
 // A resume: what this session may change against the run's recorded config (args.yaml, else the
 // checkpoint's), with args.yaml kept rerunnable.
 void reconcile_resumed_settings(Session& s) {
   if (!s.resumed) return;
+  // the position against this session's epoch (its data and batch are checked below): a damaged
+  // or hand-edited one must not steer the schedule or the loader
+  const TrainState& r = *s.resumed;
+  HG_CHECK(r.step_in_epoch <= s.steps_per_epoch, "resume: checkpoint ", s.resume_path,
+           ": metadata 'state': step_in_epoch is ", r.step_in_epoch,
+           ", past this session's epoch of ", s.steps_per_epoch, " steps");
+  HG_CHECK(r.updates <= (r.epoch + 1) * s.updates_per_epoch, "resume: checkpoint ", s.resume_path,
+           ": metadata 'state': updates is ", r.updates, ", more than ", r.epoch + 1, " epochs of ",
+           s.updates_per_epoch, " updates make");
   const std::string args_path = s.paths.args.string();
   const std::string stored = checkpoint_config_yaml(s.resume_path);
   const std::string stored_source = str("the config stored in ", s.resume_path);
@@ -364,7 +383,10 @@ void reconcile_resumed_settings(Session& s) {
                        s.resumed->updates, s.updates_per_epoch);
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);
   s.cfg = rs.session;
-  if (dist::is_main() && (rs.args_changed || !have_args)) s.pending_args = to_yaml(rs.args);
+  // another rank count: args.yaml takes the per-rank batch of the ranks that go on (what the
+  // checkpoints of this session store), so that its record and theirs agree
+  if (dist::is_main() && (rs.args_changed || !have_args || !rescaled.empty()))
+    s.pending_args = to_yaml(rs.args);
 }
 
 // Writes a resume's pending args.yaml, once this session has saved a checkpoint.
@@ -831,7 +853,7 @@ void rotate_history(Session& s, int64_t epoch) {
   const fs::path& dir = s.paths.dir;
   io::copy_file_atomic(s.paths.last.string(), (dir / history_file_name(epoch + 1)).string());
   std::vector<std::string> notes;
-  const std::vector<HistoryEntry> kept = scan_history(dir, s.summary.eval_top1, &notes);
+  const std::vector<HistoryEntry> kept = scan_history(dir, s.summary.eval_top1, s.run_id, &notes);
   for (const std::string& n : notes)
     if (s.history_notes_said.insert(n).second) spdlog::warn("checkpoint_hist: {}", n);
   for (int64_t victim : history_to_delete(kept, s.cfg.checkpoint_hist)) {
@@ -935,11 +957,30 @@ Device resolve_device(const std::string& device) {
 
 namespace {
 
+// A folder this session claimed that holds nothing but its marker, args.yaml and log.txt is
+// given back: those files go, and the folder too when this session made it (one it found empty,
+// perhaps made by the user, stays). True when it was. Rank 0.
+bool give_back_folder(const Session& s) {
+  if (!s.claimed || !dist::is_main()) return false;
+  std::error_code ec;
+  const std::set<std::string> ours = {kRunMarker, "args.yaml", "log.txt"};
+  bool only_ours = true;
+  for (const fs::directory_entry& e : fs::directory_iterator(s.paths.dir, ec))
+    only_ours = only_ours && ours.count(e.path().filename().string()) > 0;
+  if (ec || !only_ours) return false;
+  for (const std::string& name : ours) fs::remove(s.paths.dir / name, ec);
+  if (s.created) fs::remove(s.paths.dir, ec);  // only when empty
+  return true;
+}
+
 // Everything of a run after its config is checked: the run folder, data, model, the epochs.
 TrainResult run_session(Session& s, const std::string& lr_note) {
   open_run_folder(s);
   if (!lr_note.empty()) spdlog::info("{}", lr_note);
-  if (std::optional<TrainResult> done = already_finished(s)) return *done;
+  if (std::optional<TrainResult> done = already_finished(s)) {
+    give_back_folder(s);  // a finished copy resumed into a new folder: nothing was trained there
+    return *done;
+  }
   open_data(s);
   reconcile_resumed_settings(s);
   s.config_yaml = to_yaml(s.cfg);
@@ -971,25 +1012,12 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   return final_report(s);
 }
 
-// A run that failed: a folder this session claimed and that holds nothing but its marker,
-// args.yaml and log.txt (the run never trained: a missing data folder, a checkpoint that does not
-// fit, too little memory) is given back: those files go, and the folder too when this session made
-// it (one it found empty, perhaps made by the user, stays); otherwise log.txt gets the error (main
-// prints it on stderr too).
+// A run that failed before training (a missing data folder, a checkpoint that does not fit, too
+// little memory) gives back the folder it claimed (give_back_folder); otherwise log.txt gets the
+// error (main prints it on stderr too).
 void record_failure(const Session& s, const std::string& what) {
   if (!dist::is_main() || s.paths.dir.empty()) return;
-  std::error_code ec;
-  if (s.claimed && !s.training) {  // a folder this session claimed
-    const std::set<std::string> ours = {kRunMarker, "args.yaml", "log.txt"};
-    bool only_ours = true;
-    for (const fs::directory_entry& e : fs::directory_iterator(s.paths.dir, ec))
-      only_ours = only_ours && ours.count(e.path().filename().string()) > 0;
-    if (!ec && only_ours) {
-      for (const std::string& name : ours) fs::remove(s.paths.dir / name, ec);
-      if (s.created) fs::remove(s.paths.dir, ec);  // only when empty; one found empty stays
-      return;
-    }
-  }
+  if (!s.training && give_back_folder(s)) return;
   if (s.console) s.console->log_file_only(spdlog::level::err, what);
 }
 

@@ -11,7 +11,7 @@ namespace hg::kernels::cpu::wtconv_detail {
 
 /// Sizes of one WTConv2d call. h[l], w[l] (l = 0..L) are the sizes of the raw low band ll_l
 /// (h[0] = H); level l's coefficients (and its conv) live on the h[l+1] x w[l+1] grid, with
-/// h[l+1] = ceil(h[l] / 2) because ll_l is zero-padded to even size (shared/docs/wtconv.md).
+/// h[l+1] = ceil(h[l] / 2) because ll_l is zero-padded to even size (docs/wtconv-operator.md).
 struct Geometry {
   int64_t B = 0, H = 0, W = 0, C = 0;
   int K = 0, L = 0, stride = 1;
@@ -36,7 +36,7 @@ struct DenseWeights {
 /// Allocates the empty gradients for every parameter (same shapes / dtype as the weights).
 WTConvGrads allocate_param_grads(const WTConvWeights& w);
 
-/// Orthonormal Haar analysis of one 2x2 block (a b / c d), shared/docs/wtconv.md:
+/// Orthonormal Haar analysis of one 2x2 block (a b / c d), docs/wtconv-operator.md:
 /// s0 = LL, s1 = top - bottom, s2 = left - right, s3 = diagonal; each divided by 2.
 template <typename T>
 inline void haar_analysis(T a, T b, T c, T d, T& s0, T& s1, T& s2, T& s3) {

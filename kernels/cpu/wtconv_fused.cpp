@@ -1,4 +1,4 @@
-// WTConv2d on the CPU in the fused formulation (Aflalo et al. 2026; shared/docs/wtconv.md):
+// WTConv2d on the CPU in the fused formulation (Aflalo et al. 2026; docs/wtconv-operator.md):
 //   1. the Haar analysis is recomputed per tap inside the depthwise conv from the raw low band,
 //      so no coefficient array is ever stored (only the raw LL that feeds the next level);
 //   2. the synthesis cascade is one pass: output pixel (i, j) adds, from every level l, the conv

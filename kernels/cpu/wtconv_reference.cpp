@@ -1,4 +1,4 @@
-// WTConv2d on the CPU in the reference order of shared/docs/wtconv.md: every intermediate (padded
+// WTConv2d on the CPU in the reference order of docs/wtconv-operator.md: every intermediate (padded
 // low bands, coefficients per level, conv outputs, scaled outputs, reconstructions) is a full
 // array, and the backward applies the chain rule to each step in reverse. Plain loops on purpose:
 // this is the oracle the fused CPU kernels and the CUDA kernels are tested against.

@@ -135,7 +135,7 @@ __device__ inline float unfold_filter_warp(const float* __restrict__ v, const fl
 }
 
 /// Haar analysis of one 2x2 block (a top-left, b top-right, c bottom-left, d bottom-right), exactly
-/// ../shared/docs/wtconv.md: (LL, top-bottom, left-right, diagonal), each / 2.
+/// docs/wtconv-operator.md: (LL, top-bottom, left-right, diagonal), each / 2.
 __device__ __forceinline__ float4 haar4(float a, float b, float c, float d) {
   return make_float4(0.5f * (a + b + c + d), 0.5f * (a + b - c - d), 0.5f * (a - b + c - d),
                      0.5f * (a - b - c + d));

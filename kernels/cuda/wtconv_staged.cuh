@@ -8,7 +8,7 @@
 // levels 1..L-1 already synthesised to level 0's grid by levels_synth_kernel. By linearity
 //   y(i, j) = base(i, j) + 1/2 unhaar(t_0(i>>1, j>>1); i&1, j&1) + R(i>>1, j>>1),
 //   R(p, q) = sum_{l >= 1} 2^-(l+1) unhaar(t_l(p>>l, q>>l); bit l-1 of p, bit l-1 of q),
-// which is the one-pass synthesis of ../shared/docs/wtconv.md, item 2, summed in another order.
+// which is the one-pass synthesis of docs/wtconv-operator.md, item 2, summed in another order.
 // (synth_v4_kernel in wtconv_vec.cuh, the fallback, reads the input from global memory per tap
 // and every level per pixel.) Activations and t_l of storage T = float or __nv_bfloat16 (the
 // caller runs it for bf16 only); weights and R f32.

@@ -1,12 +1,13 @@
-// Unfused WTConv2d on the GPU in the reference order of Finder et al. (../shared/docs/wtconv.md,
-// "Forward, reference order"): separate kernels for Haar analysis, depthwise conv, scaling, adding the
-// coarser reconstruction, inverse Haar, and their adjoints, each writing its intermediate to device
-// memory, as the PyTorch reference does. It exists so that the fused kernels can be compared with
-// the reference inside one binary (correctness and the I/O / time / memory comparison of
-// `haargrad bench-layer`). The backward recomputes the forward intermediates that PyTorch's autograd
-// would have saved (the API of kernels/wtconv.h passes only x), then runs the adjoint ops in order.
-// bf16 (mixed precision): the kernels that read x or grad_y and write y or grad_x take the storage
-// type T (float or __nv_bfloat16); every intermediate is f32, as the CPU reference computes them.
+// Unfused WTConv2d on the GPU in the reference order of Finder et al. (docs/wtconv-operator.md,
+// "Forward, reference order"): separate kernels for Haar analysis, depthwise conv, scaling, adding
+// the coarser reconstruction, inverse Haar, and their adjoints, each writing its intermediate to
+// device memory, as the PyTorch reference does. It exists so that the fused kernels can be compared
+// with the reference inside one binary (correctness and the I/O / time / memory comparison of
+// `haargrad bench-layer`). The backward recomputes the forward intermediates that PyTorch's
+// autograd would have saved (the API of kernels/wtconv.h passes only x), then runs the adjoint ops
+// in order. bf16 (mixed precision): the kernels that read x or grad_y and write y or grad_x take
+// the storage type T (float or __nv_bfloat16); every intermediate is f32, as the CPU reference
+// computes them.
 #include "core/cuda_stream.h"
 #include "kernels/cuda/wtconv_common.cuh"
 

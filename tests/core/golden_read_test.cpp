@@ -67,7 +67,7 @@ void check_wtconv_cases(const safetensors::File& f, const std::string& file) {
       expect_f64(f, p + k, {B, C, H, W}, file);
       expected_keys.insert(p + k);
     }
-    // Parameters (shapes of shared/docs/wtconv.md), each with a gradient of the same shape.
+    // Parameters (shapes of docs/wtconv-operator.md), each with a gradient of the same shape.
     std::vector<std::pair<std::string, Shape>> params{{"base_conv.weight", {C, 1, K, K}},
                                                       {"base_conv.bias", {C}},
                                                       {"base_scale.weight", {1, C, 1, 1}}};

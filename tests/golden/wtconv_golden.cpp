@@ -1,4 +1,4 @@
-// Golden checker for WTConv2d layer cases (shared/golden/README.md, shared/docs/wtconv.md): runs
+// Golden checker for WTConv2d layer cases (shared/golden/README.md, docs/wtconv-operator.md): runs
 // every case of a file through layers/wtconv.h in both modes and compares y and every gradient.
 #include <nlohmann/json.hpp>
 

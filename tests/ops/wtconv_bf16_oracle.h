@@ -1,5 +1,5 @@
 // An independent statement of the fused WTConv2d's bf16 op (kernels/wtconv.h): the operator of
-// ../shared/docs/wtconv.md in its reference order (Haar analysis level by level, the level convs,
+// docs/wtconv-operator.md in its reference order (Haar analysis level by level, the level convs,
 // the recursive reconstruction), written as plain loops over double images, with values rounded
 // to bf16 (round to nearest even, this file's own rounding) at exactly the points the contract
 // names: the Haar coefficients of x and of G = dL/dy (hence their LL pyramids), the level outputs

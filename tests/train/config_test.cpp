@@ -123,6 +123,10 @@ TEST_F(ConfigTest, UnknownKeyNamesKeyFileAndLine) {
 TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
   expect_contains(load_error("lr: 0.1\nepochs: three\n"), {"'epochs'", path_, "line 2", "integer", "'three'"});
   expect_contains(load_error("\n\ndepths: 3\n"), {"'depths'", "line 3", "list of integers"});
+  // quoted numbers and booleans are strings in YAML (and in timm's PyYAML)
+  expect_contains(load_error("lr: \"1e-3\"\n"), {"'lr'", "line 1", "the quoted string \"1e-3\""});
+  expect_contains(load_error("model_ema: 'true'\n"), {"'model_ema'", "quoted string"});
+  expect_contains(load_error("depths: [2, \"2\"]\n"), {"'depths'", "quoted string"});
   expect_contains(load_error("dims: [1, x, 3]\n"), {"'dims'", "line 1", "'x'"});
   expect_contains(load_error("clip_grad: off\n"), {"'clip_grad'", "line 1", "number or null"});
   expect_contains(load_error("hflip: [1]\n"), {"'hflip'", "line 1", "a number"});

@@ -344,7 +344,9 @@ TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
   const CommandResult r = run_command_unprivileged("train " + (dir / "args.yaml").string() + " --plain --resume " +
                                                    (dir / "last.safetensors").string());
   EXPECT_EQ(r.rc, 1) << r.output;
-  EXPECT_CONTAINS(r.output, "haargrad: error: cannot write '" + (dir / "summary.csv").string() + "': Permission denied");
+  // found before any training (it used to surface at the epoch's end, at summary.csv)
+  EXPECT_CONTAINS(r.output, "haargrad: error: resume: the run folder " + dir.string() +
+                                " cannot be written (Permission denied)");
   EXPECT_EQ(slurp(dir / "summary.csv"), summary);
   EXPECT_EQ(slurp(dir / "args.yaml"), args);
   EXPECT_TRUE(temp_files(dir).empty());
@@ -648,6 +650,28 @@ TEST_F(Faults, RotationAfterAResumeKeepsTheBest) {
   EXPECT_EQ(state_of(dir / "checkpoint-1.safetensors").eval_top1, 100.0);
 }
 
+// checkpoint_hist rotates the run's own files only: a checkpoint-N copied in from another run and
+// an unreadable one are left alone (noted), never deleted on a guess.
+TEST_F(Faults, RotationLeavesFilesItDidNotWriteAlone) {
+  train::Config other = smoke("other", 1);
+  train::train(other, quiet_);
+  train::Config c = smoke("mine", 3);
+  c.checkpoint_hist = 1;
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const fs::path dir = root_ / "mine";
+  fs::copy_file(root_ / "other" / "checkpoint-1.safetensors", dir / "checkpoint-9.safetensors");
+  std::ofstream(dir / "checkpoint-7.safetensors") << "not a checkpoint";
+  c.resume = (dir / "last.safetensors").string();
+  train::train(c, quiet_);
+  EXPECT_TRUE(fs::exists(dir / "checkpoint-9.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / "checkpoint-7.safetensors"));
+  int ours = 0;
+  for (int e = 1; e <= 3; ++e) ours += fs::exists(dir / train::history_file_name(e));
+  EXPECT_EQ(ours, 1);  // checkpoint_hist 1 among the run's own
+}
+
 // A hand-edited or damaged run position is refused, naming the field, before it steers a run.
 TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
   train::Config c = smoke("pos", 2);
@@ -682,9 +706,58 @@ TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
                   "best_epoch is 50");
   EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("world_size", 0)); }),
                   "world_size is 0, below 1");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("updates", int64_t{1} << 62)); }),
+                  "updates is 4611686018427387904, beyond any run");
   c.resume = with("epoch", -7);
   EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), "metadata 'state': epoch is -7");
+  // consistent with this session's epoch: updates and steps within what the epochs make
+  c.resume = with("updates", 999999);
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }),
+                  "updates is 999999, more than 2 epochs of");
   EXPECT_EQ(train::read_train_state(p)->epoch, 1);  // the file itself reads
+}
+
+// A resume that cannot go anywhere says so: a run stopped inside epoch 2 resumed with --epochs 1;
+// a finished copy resumed into a new folder gives that folder back; an older checkpoint (no run
+// id) under a name its folder's run does not write goes on in a new folder.
+TEST_F(Faults, ResumesThatCannotGoOnSaySoAndLeaveNoFolder) {
+  train::Config c = smoke("edge", 2);
+  train::TrainOptions stop = quiet_;
+  stop.after_step = interrupt_at(1, 1);  // inside epoch 2
+  train::train(c, stop);
+  const fs::path dir = root_ / "edge";
+  ASSERT_TRUE(fs::exists(dir / "recovery.safetensors"));
+  train::Config r = c;
+  r.resume = (dir / "recovery.safetensors").string();
+  r.epochs = 1;
+  EXPECT_CONTAINS(error_of([&] { train::train(r, quiet_); }),
+                  "stopped inside epoch 2, past --epochs 1");
+
+  train::Config done = smoke("done", 1);
+  train::train(done, quiet_);
+  fs::create_directories(root_ / "downloads");
+  fs::copy_file(root_ / "done" / "last.safetensors", root_ / "downloads" / "copy.safetensors");
+  train::Config again = done;
+  again.resume = (root_ / "downloads" / "copy.safetensors").string();
+  train::train(again, quiet_);  // nothing to train
+  EXPECT_FALSE(fs::exists(root_ / "done-2"));
+
+  // an older checkpoint: its run id taken out, copied into the edge run's folder under another name
+  const safetensors::File f = safetensors::load((root_ / "done" / "last.safetensors").string());
+  auto state = nlohmann::json::parse(f.metadata.at("state"));
+  state.erase("run");
+  std::map<std::string, std::string> meta = f.metadata;
+  meta["state"] = state.dump();
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+  safetensors::save((dir / "older.safetensors").string(), tensors, meta);
+  train::Config older = done;
+  older.resume = (dir / "older.safetensors").string();
+  older.epochs = 2;
+  older.experiment = "edge";
+  const std::string recovery = slurp(dir / "recovery.safetensors");
+  EXPECT_NE(train::train(older, quiet_).run_dir, dir.string());
+  EXPECT_EQ(slurp(dir / "recovery.safetensors"), recovery);
 }
 
 // ---- 10. an input the model cannot take is rejected at configuration time ------------------------

@@ -558,6 +558,18 @@ TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
     EXPECT_NE(m.find("does not match the config stored in"), std::string::npos) << m;
     EXPECT_NE(m.find("seed"), std::string::npos) << m;
   }
+  // a batch or an lr the run never used: refused too (the lr would enter schedule_history)
+  for (const std::string& line : {std::string("batch_size: 3"), std::string("lr: 0.5")}) {
+    std::string text = args;
+    const std::string key = line.substr(0, line.find(':') + 1);
+    const size_t k = text.find("\n" + key);
+    ASSERT_NE(k, std::string::npos) << key;
+    text.replace(k + 1, text.find('\n', k + 1) - k - 1, line);
+    std::ofstream(dir / "args.yaml") << text;
+    train::Config rr = a;
+    rr.resume = (dir / "last.safetensors").string();
+    EXPECT_THROW(train::train(rr, quiet), Error) << line;
+  }
   std::ofstream(dir / "args.yaml") << "";       // empty: the checkpoint's config decides
   EXPECT_THROW(train::train(r, quiet), Error);  // seed 427 against the checkpoint's 42
   r.seed = a.seed;

@@ -7,7 +7,7 @@ Usage (see tools/golden/README.md):
   make_golden.py verify [--golden DIR]     # reproduce the shared files from their x / param.* / input
   make_golden.py generate --out DIR        # write the extra files (other sizes, depths, levels, ...)
 
-Written from shared/docs/wtconv.md (the operator) and timm's ConvNeXt; no code copied.
+Written from docs/wtconv-operator.md (the operator) and timm's ConvNeXt; no code copied.
 """
 import argparse
 import copy
@@ -33,7 +33,7 @@ ADAMW3_TEXT = ("3 AdamW steps on the same batch from param.*: lr 1e-3, betas (0.
                "adamw3.losses are the losses before each step")
 
 # ---------------------------------------------------------------------------------------------
-# WTConv2d, from shared/docs/wtconv.md
+# WTConv2d, from docs/wtconv-operator.md
 # ---------------------------------------------------------------------------------------------
 
 
