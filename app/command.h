@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "dist/process_group.h"
+
 namespace hg::app {
 
 /// Adds one subcommand (and its callback) to the program's CLI::App.
@@ -28,6 +31,16 @@ struct CommandRegistrar {
     commands().push_back({file, std::move(setup)});
   }
 };
+
+/// Throws hg::Error when the program was started by mpirun: `command` (validate, export, infer,
+/// plot) works in one process, and under mpirun every rank would do the same work and write the
+/// same file.
+inline void refuse_mpirun(const char* command) {
+  HG_CHECK(
+      !dist::launched_by_mpirun(), command,
+      " runs in one process (under mpirun every rank would do the same work and write the same "
+      "file): start it without mpirun");
+}
 
 /// Option checks for a number of at least `lo` ("POSITIVE" for 1, "NONNEGATIVE" for 0 in the
 /// help, as CLI11's own), whose error names the bound: CLI11's PositiveNumber says "not in range

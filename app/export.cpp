@@ -53,6 +53,7 @@ std::string left_out_kinds(const safetensors::File& in, const Exported& exported
 }
 
 void run_export(const ExportArgs& a) {
+  refuse_mpirun("export");
   namespace fs = std::filesystem;
   HG_CHECK(fs::exists(a.checkpoint), "export: checkpoint ", a.checkpoint, " does not exist");
   HG_CHECK(fs::path(a.out).extension() == ".safetensors", "export: --out ", a.out,
@@ -60,6 +61,8 @@ void run_export(const ExportArgs& a) {
   // nor a run's files (its checkpoints above all: a resume from bare weights would start it over)
   train::check_output_file(a.out, "export: --out", "the weights",
                            {{"the checkpoint", a.checkpoint}});
+  refuse_keys_that_change_nothing("export", a.overrides, "writes the model's weights alone",
+                                  {"threads"});
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   // Loading into the model checks every name and shape (and the Haar filters) before anything is
   // written; the file then holds exactly the model's state_dict.

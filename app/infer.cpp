@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "app/command.h"
 #include "app/config_help.h"
@@ -28,32 +29,6 @@ struct InferArgs {
   bool ema = false;
   std::vector<std::string> overrides;
 };
-
-// The config keys that change what infer computes: the model's, and where it runs. The others
-// (mean, std, img_size, precision, ...) shape training and the data loader, which infer does not
-// use: given here they would change nothing, so they are refused rather than ignored.
-constexpr const char* kInferKeys[] = {"model",       "depths",    "dims",          "patch_size",
-                                      "kernel_size", "wt_levels", "ls_init_value", "num_classes",
-                                      "in_chans",    "device",    "threads",       "wtconv_mode"};
-
-void check_infer_keys(const std::vector<std::string>& overrides) {
-  for (const std::string& o : overrides) {
-    if (o.rfind("--", 0) != 0) continue;  // a value
-    std::string key =
-        o.substr(2, o.find('=') == std::string::npos ? std::string::npos : o.find('=') - 2);
-    std::replace(key.begin(), key.end(), '-', '_');
-    const bool known = std::any_of(std::begin(kInferKeys), std::end(kInferKeys),
-                                   [&](const char* k) { return key == k; });
-    if (known) continue;
-    std::string keys;
-    for (const char* k : kInferKeys) keys += str(keys.empty() ? "" : ", ", k);
-    throw Error(
-        str("infer: --", key,
-            " changes nothing here: infer runs the model in float32 on the batch as given (already "
-            "normalised and sized); the keys it takes: ",
-            keys));
-  }
-}
 
 /// The batch as NHWC f32, with the shape as the file holds it in *stored (for messages).
 Tensor read_input(const std::string& path, const std::string& layout, Shape* stored) {
@@ -77,10 +52,18 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
 }
 
 void run_infer(const InferArgs& a) {
+  refuse_mpirun("infer");
   HG_CHECK(a.layout == "nchw" || a.layout == "nhwc", "infer: --layout must be nchw or nhwc, got '", a.layout, "'");
+  HG_CHECK(std::filesystem::path(a.out).extension() == ".safetensors", "infer: --out ", a.out,
+           " must end in .safetensors (the file is replaced if it exists)");
   train::check_output_file(a.out, "infer: --out", "the logits",
                            {{"the checkpoint", a.checkpoint}, {"the input batch", a.input}});
-  check_infer_keys(a.overrides);
+  // the keys of the model and of where it runs; the others (mean, std, img_size, precision, ...)
+  // shape training and the data loader, which infer does not use
+  refuse_keys_that_change_nothing(
+      "infer", a.overrides,
+      "runs the model in float32 on the batch as given (already normalised and sized)",
+      {"device", "threads", "wtconv_mode"});
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
   set_cpu_threads(static_cast<int>(rc.config.threads));
   const Device device = train::resolve_device(rc.config.device);

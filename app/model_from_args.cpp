@@ -31,6 +31,27 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
 
 }  // namespace
 
+const std::vector<std::string> kModelKeys = {"model",         "depths",      "dims",
+                                             "patch_size",    "kernel_size", "wt_levels",
+                                             "ls_init_value", "num_classes", "in_chans"};
+
+void refuse_keys_that_change_nothing(const char* command, const std::vector<std::string>& overrides,
+                                     const std::string& why, const std::vector<std::string>& also) {
+  std::vector<std::string> taken = kModelKeys;
+  taken.insert(taken.end(), also.begin(), also.end());
+  for (const std::string& o : overrides) {
+    if (o.rfind("--", 0) != 0) continue;  // a value
+    std::string key =
+        o.substr(2, o.find('=') == std::string::npos ? std::string::npos : o.find('=') - 2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (std::find(taken.begin(), taken.end(), key) != taken.end()) continue;
+    std::string keys;
+    for (const std::string& k : taken) keys += str(keys.empty() ? "" : ", ", k);
+    throw Error(str(command, ": --", key, " changes nothing here: ", command, " ", why,
+                    "; the keys it takes: ", keys));
+  }
+}
+
 ResolvedConfig config_for_checkpoint(const std::string& config, const std::string& checkpoint,
                                      const std::vector<std::string>& overrides) {
   ResolvedConfig r;

@@ -22,4 +22,14 @@ struct ResolvedConfig {
 ResolvedConfig config_for_checkpoint(const std::string& config, const std::string& checkpoint,
                                      const std::vector<std::string>& overrides);
 
+/// The config keys that build the model: model, depths, dims, patch_size, kernel_size, wt_levels,
+/// ls_init_value, num_classes, in_chans.
+extern const std::vector<std::string> kModelKeys;
+
+/// Throws hg::Error for a `--key value` among `overrides` that is neither a model key nor in
+/// `also`: `command` ("infer") would ignore it, which `why` says ("runs the model ..."). Keys are
+/// spelled either way (--num-classes, --num_classes).
+void refuse_keys_that_change_nothing(const char* command, const std::vector<std::string>& overrides,
+                                     const std::string& why, const std::vector<std::string>& also);
+
 }  // namespace hg::app

@@ -21,6 +21,7 @@ struct PlotArgs {
 };
 
 void run_plot(const PlotArgs& a) {
+  hg::app::refuse_mpirun("plot");
   // One run: its own curves.png; several: compare.png in the current folder unless --out says
   // (not curves.png: run from inside a run folder, that would replace the run's own plot).
   const std::string out =

@@ -130,10 +130,7 @@ std::string checkpoint_file(const std::string& given) {
 }
 
 void run_validate(const ValidateArgs& args) {
-  // one process evaluates the whole split: under mpirun every rank would, and write the same file
-  HG_CHECK(!dist::launched_by_mpirun(),
-           "validate runs in one process (it evaluates the whole split "
-           "on one device): start it without mpirun");
+  refuse_mpirun("validate");
   ValidateArgs a = args;
   a.checkpoint = checkpoint_file(a.checkpoint);
   const std::string ext = a.results_file.empty() ? "" : extension_of(a.results_file);

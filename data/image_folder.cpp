@@ -62,49 +62,110 @@ std::vector<std::string> subfolders(const std::string& dir) {
   return out;
 }
 
-ImageFolder::ImageFolder(const std::string& root, const std::string& split, ImageFolderOptions opts)
-    : opts_(std::move(opts)) {
-  HG_CHECK(opts_.channels == 1 || opts_.channels == 3, "ImageFolder: channels must be 1 or 3, got ",
-           opts_.channels);
-  dir_ = split.empty() ? root : (fs::path(root) / split).string();
+namespace {
+
+// root and root/split must be folders; the error for a misnamed split lists the splits there are.
+void check_split_folder(const std::string& root, const std::string& split, const std::string& dir) {
   std::error_code ec;
   HG_CHECK(fs::exists(root, ec), "ImageFolder: the data folder '", root,
            "' does not exist (the config's data_dir)");
   HG_CHECK(fs::is_directory(root, ec), "ImageFolder: the data folder '", root,
            "' is not a folder (the config's data_dir)");
-  if (!fs::is_directory(dir_, ec)) {
-    std::string present;  // the split folders there are, for a misnamed split
-    if (!split.empty())
-      for (const std::string& s : subfolders(root))
-        present += str(present.empty() ? "" : ", ", "'", s, "'");
-    throw Error(str("ImageFolder: '", dir_, "' is not a folder (root '", root, "', split '", split,
-                    "': the config's train_split / val_split)",
-                    split.empty()     ? std::string()
-                    : present.empty() ? str("; '", root, "' holds no split folders")
-                                      : str("; '", root, "' holds ", present),
-                    "; ", kLayout));
-  }
+  if (fs::is_directory(dir, ec)) return;
+  std::string present;
+  if (!split.empty())
+    for (const std::string& s : subfolders(root))
+      present += str(present.empty() ? "" : ", ", "'", s, "'");
+  throw Error(str("ImageFolder: '", dir, "' is not a folder (root '", root, "', split '", split,
+                  "': the config's train_split / val_split)",
+                  split.empty()     ? std::string()
+                  : present.empty() ? str("; '", root, "' holds no split folders")
+                                    : str("; '", root, "' holds ", present),
+                  "; ", kLayout));
+}
 
-  const std::vector<std::string> found = subfolders(dir_);  // class folder names
-  int64_t loose =
-      0;  // images lying directly in dir_; broken links named, never fewer classes unsaid
-  for (const auto& e : fs::directory_iterator(dir_)) {
+// The class folders of `dir`, sorted. Images lying directly in `dir` and broken links are named
+// (never fewer classes unsaid); no class folder at all is an error.
+std::vector<std::string> class_folders(const std::string& dir) {
+  const std::vector<std::string> found = subfolders(dir);
+  int64_t loose = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
     if (hidden(e.path())) continue;
-    std::error_code lec;
-    if (e.is_symlink(lec) && !fs::exists(e.path(), lec))
+    std::error_code ec;
+    if (e.is_symlink(ec) && !fs::exists(e.path(), ec))
       spdlog::warn("ImageFolder: '{}' is a symbolic link to nothing: not a class folder",
                    e.path().string());
     else if (e.is_regular_file() && is_image_file(e.path().string()))
       ++loose;
   }
   if (found.empty()) {
-    HG_CHECK(loose == 0, "ImageFolder: '", dir_, "' holds ", loose,
+    HG_CHECK(loose == 0, "ImageFolder: '", dir, "' holds ", loose,
              " images but no class sub-folders; ", kLayout);
-    throw Error(str("ImageFolder: '", dir_, "' has no class sub-folders; ", kLayout));
+    throw Error(str("ImageFolder: '", dir, "' has no class sub-folders; ", kLayout));
   }
   if (loose > 0)
-    spdlog::warn("ImageFolder: ignoring {} images lying directly in '{}' (not in a class folder)", loose, dir_);
+    spdlog::warn("ImageFolder: ignoring {} images lying directly in '{}' (not in a class folder)",
+                 loose, dir);
+  return found;
+}
 
+// The image files of one class folder (its sub-folders too, links followed), sorted; the files of
+// other extensions are counted and their extensions collected, for the message of a folder with
+// no images.
+struct ClassFiles {
+  std::vector<std::string> images;
+  int64_t others = 0;
+  std::set<std::string> other_kinds;
+};
+
+ClassFiles class_files(const std::string& dir, const std::string& name) {
+  ClassFiles out;
+  try {
+    for (auto it = fs::recursive_directory_iterator(
+             fs::path(dir) / name, fs::directory_options::follow_directory_symlink);
+         it != fs::recursive_directory_iterator(); ++it) {
+      // hidden files and folders (.ipynb_checkpoints, macOS's ._x.jpg) are no images of the set
+      if (hidden(it->path())) {
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (!it->is_regular_file()) continue;
+      if (is_image_file(it->path().string())) {
+        out.images.push_back(it->path().string());
+      } else {
+        ++out.others;
+        out.other_kinds.insert(it->path().extension().string());
+      }
+    }
+  } catch (const fs::filesystem_error& e) {  // its path can be thousands of characters long
+    const bool loop = e.code() == std::errc::too_many_symbolic_link_levels;
+    throw Error(str("ImageFolder: cannot list the files of class folder '", name, "' in '", dir,
+                    "': ", e.code().message(),
+                    loop ? " (a symbolic link leads back into a folder above it)" : ""));
+  }
+  std::sort(out.images.begin(), out.images.end());
+  if (out.images.empty()) {
+    std::string kinds;
+    for (const std::string& k : out.other_kinds)
+      kinds += str(kinds.empty() ? "" : " ", k.empty() ? "(none)" : k);
+    spdlog::warn("ImageFolder: class folder '{}' in '{}' has no images{}", name, dir,
+                 out.others == 0
+                     ? std::string()
+                     : str(" (", out.others, " files of other extensions ignored: ", kinds,
+                           "; images are .jpg .jpeg .png .bmp .ppm .pgm)"));
+  }
+  return out;
+}
+
+}  // namespace
+
+ImageFolder::ImageFolder(const std::string& root, const std::string& split, ImageFolderOptions opts)
+    : opts_(std::move(opts)) {
+  HG_CHECK(opts_.channels == 1 || opts_.channels == 3, "ImageFolder: channels must be 1 or 3, got ",
+           opts_.channels);
+  dir_ = split.empty() ? root : (fs::path(root) / split).string();
+  check_split_folder(root, split, dir_);
+  const std::vector<std::string> found = class_folders(dir_);
   classes_ = opts_.classes.empty() ? found : opts_.classes;
   int64_t ignored = 0;
   for (const std::string& name : found) {
@@ -112,44 +173,11 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
     HG_CHECK(it != classes_.end(), "ImageFolder: class folder '", name, "' in '", dir_,
              "' is not one of the ", classes_.size(), " given classes (from the train split)");
     const int64_t label = it - classes_.begin();
-    std::vector<std::string> paths;
-    std::set<std::string> other_kinds;  // extensions of the files this class folder ignores
-    int64_t others = 0;
-    try {
-      for (auto it = fs::recursive_directory_iterator(
-               fs::path(dir_) / name, fs::directory_options::follow_directory_symlink);
-           it != fs::recursive_directory_iterator(); ++it) {
-        // hidden files and folders (.ipynb_checkpoints, macOS's ._x.jpg) are no images of the set
-        if (hidden(it->path())) {
-          if (it->is_directory()) it.disable_recursion_pending();
-          continue;
-        }
-        if (!it->is_regular_file()) continue;
-        if (is_image_file(it->path().string())) {
-          paths.push_back(it->path().string());
-        } else {
-          ++others;
-          other_kinds.insert(it->path().extension().string());
-        }
-      }
-    } catch (const fs::filesystem_error& e) {  // its path can be thousands of characters long
-      const bool loop = e.code() == std::errc::too_many_symbolic_link_levels;
-      throw Error(str("ImageFolder: cannot list the files of class folder '", name, "' in '", dir_,
-                      "': ", e.code().message(),
-                      loop ? " (a symbolic link leads back into a folder above it)" : ""));
-    }
-    ignored += others;
-    std::sort(paths.begin(), paths.end());
-    std::string kinds;
-    for (const std::string& k : other_kinds)
-      kinds += str(kinds.empty() ? "" : " ", k.empty() ? "(none)" : k);
-    if (paths.empty())
-      spdlog::warn("ImageFolder: class folder '{}' in '{}' has no images{}", name, dir_,
-                   others == 0 ? std::string()
-                               : str(" (", others, " files of other extensions ignored: ", kinds,
-                                     "; images are .jpg .jpeg .png .bmp .ppm .pgm)"));
+    ClassFiles cf = class_files(dir_, name);
+    ignored += cf.others;
     const size_t before = files_.size();
-    for (auto& p : paths) {
+    for (std::string& p :
+         cf.images) {  // the cheap scan (probe_image): empty, foreign, cut-off files
       std::string reason;
       if (opts_.probe && !probe_image(p, &reason)) {
         if (opts_.corrupt == CorruptPolicy::error) throw CorruptImage(p, reason);
@@ -159,9 +187,9 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
       files_.push_back(std::move(p));
       labels_.push_back(label);
     }
-    if (!paths.empty() && files_.size() == before)
+    if (!cf.images.empty() && files_.size() == before)
       spdlog::warn("ImageFolder: class folder '{}' in '{}' has no readable images: all {} skipped",
-                   name, dir_, paths.size());
+                   name, dir_, cf.images.size());
   }
   HG_CHECK(!files_.empty(), "ImageFolder: no readable images under '", dir_, "' (", skipped_.load(),
            " corrupt); ", kLayout);

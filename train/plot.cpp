@@ -139,7 +139,7 @@ std::string panel(const std::string& title, const std::string& ylabel,
       if (!valid[r].count(col)) continue;
       const std::string label = (data.size() > 1 ? names[r] + " " : std::string()) + what;
       plots += plots.empty() ? "plot " : ", \\\n     ";
-      plots += gp_quote(data[r].string()) + " using 1:" + std::to_string(col) +
+      plots += gp_quote(fs::absolute(data[r]).string()) + " using 1:" + std::to_string(col) +
                " with linespoints lc " + std::to_string(r + 1) + " dt " + std::to_string(k + 1) +
                " pt " + std::to_string(k + 6) + " title " + gp_quote(label);
     }
@@ -210,8 +210,8 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   std::string title = opts.title;
   if (title.empty())
     for (size_t r = 0; r < names.size(); ++r) title += (r ? ", " : "") + names[r];
-  fs::path tmp_png = png;
-  tmp_png += ".tmp";
+  fs::path tmp_png = png;  // one per process: a plot beside the training's redraw must not collide
+  tmp_png += str(".tmp.", ::getpid());
   std::string gp =
       "# haargrad training curves (rerun: gnuplot " + stem.filename().string() + ".gp)\n";
   gp += "set terminal pngcairo size " + std::to_string(opts.width) + "," +
@@ -250,6 +250,12 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
                     " (a full disk?); the previous image is unchanged"));
   }
   fs::rename(tmp_png, png);
+  // the script kept beside the image draws it again from anywhere (`gnuplot curves.gp`): its
+  // output is the image itself, not the temporary this call drew into
+  const std::string drawn = "set output " + gp_quote(tmp_png.string()) + "\n";
+  gp.replace(gp.find(drawn), drawn.size(),
+             "set output " + gp_quote(fs::absolute(png).string()) + "\n");
+  io::write_file_atomic(script.string(), gp);
 }
 
 }  // namespace hg::train

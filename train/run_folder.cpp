@@ -168,7 +168,7 @@ std::vector<fs::path> family_folders(const fs::path& root, const std::string& ex
 std::string progress(const TrainState& s, int64_t epochs) {
   if (s.step_in_epoch > 0) return str("stopped in epoch ", s.epoch + 1, " after step ", s.step_in_epoch);
   if (s.epoch >= epochs) return str("finished: ", s.epoch, " of ", epochs, " epochs");
-  return str(s.epoch, " of ", epochs, " epochs done");
+  return str(s.epoch, " of ", epochs, epochs == 1 ? " epoch done" : " epochs done");
 }
 
 bool resumable(const TrainState& s, int64_t epochs) { return s.step_in_epoch > 0 || s.epoch < epochs; }
@@ -296,7 +296,7 @@ nlohmann::json read_marker(const fs::path& dir) {
 
 std::string at_position(const TrainState& s) {
   return s.step_in_epoch > 0 ? str("in epoch ", s.epoch + 1, " after step ", s.step_in_epoch)
-                             : str(s.epoch, " epochs done");
+                             : str(s.epoch, s.epoch == 1 ? " epoch done" : " epochs done");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Stop signals during training: SIGINT (Ctrl-C), SIGTERM (kill, timeout, docker stop, Slurm),
 // SIGHUP (the terminal or ssh session went away) and SIGUSR1 (what mpirun forwards to every rank:
-// `kill -USR1 <mpirun>`; mpirun's own SIGINT / SIGTERM end the job at once) ask the run to stop
+// `kill -USR1 <mpirun>`; mpirun forwards SIGINT / SIGTERM too but kills the ranks after a short
+// grace) ask the run to stop
 // after the current step; the trainer then writes a recovery checkpoint and returns. A second
 // signal of the same kind kills at once (the default disposition is restored on the first).
 #pragma once

@@ -195,7 +195,8 @@ struct EpochProgress {
 void open_run_folder(Session& s) {
   const fs::path out_root = s.cfg.output.empty() ? "output/train" : s.cfg.output;
   s.resume_path = s.cfg.resume;
-  if (s.resume_path == "auto") {
+  // rank 0 picks alone: another rank would find the folder rank 0 has just locked in use
+  if (s.resume_path == "auto" && dist::is_main()) {
     const ResumePick pick = pick_resume_checkpoint(out_root, s.cfg.experiment, s.cfg.epochs);
     s.resume_path = pick.checkpoint;
     s.resume_reason = pick.reason;
@@ -447,8 +448,8 @@ void build_model(Session& s) {
 void restore_checkpoint(Session& s) {
   if (!s.resumed) return;
   s.st = load_checkpoint(s.resume_path, *s.model, s.opt.get());
-  spdlog::info("resumed from {}: {} epochs done, continuing at epoch {} step {}", s.resume_path,
-               s.st.epoch, s.st.epoch + 1,
+  spdlog::info("resumed from {}: {} epoch{} done, continuing at epoch {} step {}", s.resume_path,
+               s.st.epoch, s.st.epoch == 1 ? "" : "s", s.st.epoch + 1,
                s.st.step_in_epoch + 1);  // 1-based, as the schedule's log
   s.summary = read_summary(s.paths.summary.string(), s.st.epoch);
   s.good.resumable = s.resume_path;
@@ -1021,6 +1022,20 @@ void record_failure(const Session& s, const std::string& what) {
   if (s.console) s.console->log_file_only(spdlog::level::err, what);
 }
 
+// Every rank must train the same run: a key that shapes the results (batch_size, seed, lr, ...)
+// differing between the ranks' configs (two hosts' files) would otherwise train a wrong run to
+// the end. Session keys (data_dir, workers, device, ...) may differ.
+void check_ranks_agree(const Config& cfg) {
+  if (dist::size() == 1) return;
+  const std::string mine = to_yaml(cfg);
+  const std::string first = dist::broadcast(mine, 0, "config");
+  if (first == mine) return;
+  const std::string changed = record_differences(config_from_yaml(first, "rank 0's config"), cfg);
+  HG_CHECK(changed.empty(), "config: rank ", dist::rank(),
+           " differs from rank 0 in keys that shape the results (rank 0 -> this rank): ", changed,
+           "; every rank must run the same config (session keys such as data_dir may differ)");
+}
+
 }  // namespace
 
 TrainResult train(Config cfg, const TrainOptions& opts) {
@@ -1028,6 +1043,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   resolve_device(cfg.device);  // an unusable device fails before a run folder is claimed
   // timm: a null lr follows the images per update (args.yaml records the lr it gives)
   const std::string lr_note = resolve_lr(cfg, dist::size());
+  check_ranks_agree(cfg);
   Session s(std::move(cfg), opts);
   try {
     return run_session(s, lr_note);

@@ -254,6 +254,12 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
 
   const ProgramRun csv = run_program("export " + ck + " --out " + file("res.csv"));
   EXPECT_NE(csv.output.find("must end in .safetensors"), std::string::npos) << csv.output;
+  const ProgramRun bin = run_program(base + file("logits.bin"));
+  EXPECT_NE(bin.output.find("must end in .safetensors"), std::string::npos) << bin.output;
+  const ProgramRun epochs =
+      run_program("export " + ck + " --out " + file("e.safetensors") + " --epochs 3");
+  EXPECT_NE(epochs.output.find("export: --epochs changes nothing here"), std::string::npos)
+      << epochs.output;
   {
     autograd::NoGradGuard no_grad;
     Tensor w = model.stages[0]->blocks[0]->fc1.weight;
