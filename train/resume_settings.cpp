@@ -69,6 +69,15 @@ std::string record_differences(const Config& a, const Config& b) {
   return differences(a, b, keys);
 }
 
+std::string rank_differences(const Config& a, const Config& b) {
+  const std::set<std::string> per_host = {"data_dir", "workers",    "pin_mem", "threads",
+                                          "output",   "experiment", "resume"};
+  std::set<std::string> keys;
+  for (const std::string& k : config_keys())
+    if (!per_host.count(k)) keys.insert(k);
+  return differences(a, b, keys);
+}
+
 ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source, const Config& session,
                                 int64_t epoch, int64_t step, int64_t updates, int64_t updates_per_epoch) {
   // ---- keys that shape the results must not change ----

@@ -40,4 +40,10 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
 /// args.yaml and the config its checkpoint stores) must agree on all of them.
 std::string record_differences(const Config& a, const Config& b);
 
+/// The keys whose values differ from `a` (rank 0's config) to `b` (another rank's), as "key a ->
+/// b, ..."; "" when none. Every key counts but the per-host ones (data_dir, workers, pin_mem,
+/// threads, output, experiment, resume): the others shape the results or the ranks' collectives
+/// (log_interval, zero_stage, precision, ...), so they must be the same on every rank.
+std::string rank_differences(const Config& a, const Config& b);
+
 }  // namespace hg::train

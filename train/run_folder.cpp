@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -226,10 +229,13 @@ std::optional<long> flock_holder(const fs::path& path) {
     std::string n, kind, mode, access, id;
     long pid = 0;
     if (!(in >> n >> kind >> mode >> access >> pid >> id) || kind != "FLOCK") continue;
-    const size_t colon = id.rfind(':');
-    if (colon == std::string::npos) continue;
-    const auto inode = std::strtoull(id.c_str() + colon + 1, nullptr, 10);
-    if (inode == static_cast<unsigned long long>(st.st_ino)) return pid;
+    // <major>:<minor>:<inode>, the device numbers in hex
+    unsigned major_id = 0, minor_id = 0;
+    unsigned long long inode = 0;
+    if (std::sscanf(id.c_str(), "%x:%x:%llu", &major_id, &minor_id, &inode) != 3) continue;
+    if (inode == static_cast<unsigned long long>(st.st_ino) && major_id == major(st.st_dev) &&
+        minor_id == minor(st.st_dev))
+      return pid > 0 ? std::optional<long>(pid) : std::nullopt;  // 0: another pid namespace
   }
   return std::nullopt;
 }
@@ -238,12 +244,31 @@ std::optional<long> flock_holder(const fs::path& path) {
 
 RunFolderLock::RunFolderLock(const fs::path& dir) {
   const fs::path marker = dir / kRunMarker;
-  fd_ = ::open(marker.c_str(), O_RDONLY | O_CLOEXEC);
+  // open for writing where allowed: NFS emulates an exclusive flock with a write lock, which
+  // needs a writable descriptor
+  fd_ = ::open(marker.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd_ < 0 && (errno == EACCES || errno == EROFS))
+    fd_ = ::open(marker.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0)
     throw Error(str("cannot hold the run folder '", dir.string(), "': opening '", marker.string(),
                     "' failed: ", std::strerror(errno)));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-  const int err = errno;
+  int err = 0;
+  for (int attempt = 0; attempt < 5;
+       ++attempt) {  // a probe (run_folder_in_use) holds it for an instant
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    err = errno;
+    if (err != EWOULDBLOCK) break;
+    ::usleep(20000);
+  }
+  if (err == ENOLCK || err == ENOSYS || err == EOPNOTSUPP || err == EINVAL || err == EBADF) {
+    // a file system without flock (Lustre without -o flock, some NFS and SMB mounts): go on
+    // unlocked rather than not at all
+    spdlog::warn(
+        "run folder {}: cannot lock {} ({}): nothing keeps a second process from resuming this run "
+        "while it trains",
+        dir.string(), marker.string(), std::strerror(err));
+    return;
+  }
   ::close(fd_);
   fd_ = -1;
   if (err == EWOULDBLOCK) {
@@ -332,7 +357,9 @@ std::string why_not_resumed_in_place(const fs::path& dir, const std::string& pat
   if (!state.run.empty() && !id.empty() && state.run != id)
     return str(path, " was written by another run than the one of its folder (the checkpoint's ",
                state.run, ", ", (dir / kRunMarker).string(), "'s ", id, ")");
-  for (const char* name : {"last.safetensors", "recovery.safetensors"}) {
+  // recovery.safetensors is not counted: resuming last.safetensors in place only redoes the
+  // partial epoch the recovery holds (the trainer replaces or removes it)
+  for (const char* name : {"last.safetensors"}) {
     const fs::path other = dir / name;
     if (!fs::exists(other, ec) || fs::equivalent(other, path, ec)) continue;
     std::optional<TrainState> o;
@@ -391,8 +418,7 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
   for (const std::string& name : in_use) busy += str(busy.empty() ? "" : ", ", name);
   if (!busy.empty()) busy = str("; in use by a live training process, left alone: ", busy);
   if (found.empty() && unreadable.empty() && !in_use.empty())
-    throw Error(str("resume auto: every run ", family,
-                    " with a checkpoint is in use by a live training process (",
+    throw Error(str("resume auto: every run ", family, " is in use by a live training process (",
                     busy.substr(busy.find(": ") + 2), "): two runs must not write one folder"));
   if (found.empty())
     throw Error(str(

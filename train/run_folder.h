@@ -30,8 +30,8 @@ std::filesystem::path claim_run_folder(const std::filesystem::path& root, const 
 /// until this object is destroyed or the process ends, however it ends (the kernel drops the lock
 /// of a killed process; nothing stale is left to clean). A second process that wants the folder
 /// (`--resume` of one of its checkpoints, `--resume auto`) finds it held and stays out, so that two
-/// live runs never write the same checkpoints and summary.csv. Locks are per host where the file
-/// system does not share them (older NFS): run.json's pid and host name the holder.
+/// live runs never write the same checkpoints and summary.csv. On a file system without flock
+/// (Lustre without -o flock, some NFS and SMB mounts) it warns and holds nothing.
 class RunFolderLock {
  public:
   RunFolderLock() = default;
@@ -61,9 +61,11 @@ std::string run_marker_id(const std::filesystem::path& dir);
 
 /// Why the checkpoint `path` (its run position `state`) cannot go on in its own folder `dir`, ""
 /// when it can: the folder is no run folder (no kRunMarker: a copy, a download), or another run's
-/// (the checkpoint's TrainState::run is not the marker's), or the folder's last.safetensors or
-/// recovery.safetensors is further along (going on would replace the later epochs' checkpoints and
-/// summary rows). The trainer then continues the run in a new folder.
+/// (the checkpoint's TrainState::run is not the marker's; without a run id, an older checkpoint,
+/// when its name is none the trainer writes), or the folder's last.safetensors is further along
+/// (going on would replace the later epochs' checkpoints and summary rows; a recovery.safetensors
+/// further along is not counted: going on from last.safetensors only redoes its partial epoch).
+/// The trainer then continues the run in a new folder.
 std::string why_not_resumed_in_place(const std::filesystem::path& dir, const std::string& path,
                                      const TrainState& state);
 

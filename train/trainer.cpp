@@ -242,6 +242,7 @@ void open_run_folder(Session& s) {
     }
     run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
   }
+  s.paths = RunPaths(run_dir);  // before the lock: a failure there gives a claimed folder back
   if (dist::is_main()) {
     s.folder_lock = RunFolderLock(run_dir);
     s.run_id = run_marker_id(run_dir);  // recorded in every checkpoint this session writes
@@ -249,12 +250,13 @@ void open_run_folder(Session& s) {
     if (!s.claimed) {
       const fs::path probe = run_dir / str(".write-check.", ::getpid());
       std::error_code ec;
-      const bool writable = std::ofstream(probe).good() && fs::remove(probe, ec);
-      HG_CHECK(writable, "resume: the run folder ", run_dir.string(), " cannot be written (",
-               std::strerror(errno), "): its checkpoints and summary.csv could not be saved");
+      const bool created = std::ofstream(probe).good();
+      const int err = errno;
+      HG_CHECK(created && fs::remove(probe, ec), "resume: the run folder ", run_dir.string(),
+               " cannot be written (", created ? ec.message() : std::strerror(err),
+               "): its checkpoints and summary.csv could not be saved");
     }
   }
-  s.paths = RunPaths(run_dir);
   // no bar under mpirun: it gives rank 0 a pseudo-terminal even when its output goes to a file,
   // which would fill with the bar's escape codes (the plain lines are info lines, which other
   // ranks drop)
@@ -347,9 +349,13 @@ void reconcile_resumed_settings(Session& s) {
   HG_CHECK(r.step_in_epoch <= s.steps_per_epoch, "resume: checkpoint ", s.resume_path,
            ": metadata 'state': step_in_epoch is ", r.step_in_epoch,
            ", past this session's epoch of ", s.steps_per_epoch, " steps");
-  HG_CHECK(r.updates <= (r.epoch + 1) * s.updates_per_epoch, "resume: checkpoint ", s.resume_path,
-           ": metadata 'state': updates is ", r.updates, ", more than ", r.epoch + 1, " epochs of ",
-           s.updates_per_epoch, " updates make");
+  // (loose, and on the run's own rank count only: on another, the padded shards can make an
+  // epoch a step longer or shorter)
+  const int64_t most_updates = 2 * (r.epoch + 1) * s.updates_per_epoch;
+  HG_CHECK(r.world_size != dist::size() || r.updates <= most_updates, "resume: checkpoint ",
+           s.resume_path, ": metadata 'state': updates is ", r.updates, ", more than ", r.epoch + 1,
+           " epochs of ", s.updates_per_epoch, " updates could make (at most ", most_updates,
+           " allowed)");
   const std::string args_path = s.paths.args.string();
   const std::string stored = checkpoint_config_yaml(s.resume_path);
   const std::string stored_source = str("the config stored in ", s.resume_path);
@@ -979,7 +985,8 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   open_run_folder(s);
   if (!lr_note.empty()) spdlog::info("{}", lr_note);
   if (std::optional<TrainResult> done = already_finished(s)) {
-    give_back_folder(s);  // a finished copy resumed into a new folder: nothing was trained there
+    // a finished copy resumed into a new folder: nothing was trained there, nothing stays
+    if (give_back_folder(s)) done->run_dir.clear();
     return *done;
   }
   open_data(s);
@@ -1030,10 +1037,12 @@ void check_ranks_agree(const Config& cfg) {
   const std::string mine = to_yaml(cfg);
   const std::string first = dist::broadcast(mine, 0, "config");
   if (first == mine) return;
-  const std::string changed = record_differences(config_from_yaml(first, "rank 0's config"), cfg);
-  HG_CHECK(changed.empty(), "config: rank ", dist::rank(),
-           " differs from rank 0 in keys that shape the results (rank 0 -> this rank): ", changed,
-           "; every rank must run the same config (session keys such as data_dir may differ)");
+  const std::string changed = rank_differences(config_from_yaml(first, "rank 0's config"), cfg);
+  HG_CHECK(
+      changed.empty(), "config: rank ", dist::rank(),
+      " differs from rank 0 (rank 0 -> this rank): ", changed,
+      "; every rank must run the same config (only data_dir, workers, pin_mem, threads, output, "
+      "experiment and resume may differ from host to host)");
 }
 
 }  // namespace

@@ -147,20 +147,24 @@ TEST_F(MpiTrain, EmaWithZeroOneMatchesOneRank) {
                                "model EMA: 2 ranks ZeRO-1 vs 1 rank");
 }
 
-// One rank meets a truncated image (corrupt_images: error) while the other waits in a collective:
-// the run ends on both, with the failing rank's message, well before any timeout.
-// Ranks whose configs differ in a key that shapes the results (two hosts' files) are stopped at
-// the start, naming the key; --resume auto on 2 ranks picks on rank 0 alone (another rank would
-// find the folder rank 0 had just locked).
+// Ranks whose configs differ (two hosts' files) are stopped at the start, naming the key; --resume
+// auto on 2 ranks picks on rank 0 alone (another rank would find the folder rank 0 had just
+// locked).
 TEST_F(MpiTrain, RanksMustRunOneConfigAndResumeAutoPicksOnce) {
   const fs::path out = root_ / "agree";
   const std::string one = test::mpirun(1) + kProgram + train_args(out, "mix", 4);
   const auto r = test::run_command(one + " : -np 1 " + kProgram + train_args(out, "mix", 8), 120);
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("differs from rank 0 in keys that shape the results (rank 0 -> this "
-                          "rank): batch_size 4 -> 8"),
+  EXPECT_NE(r.output.find("differs from rank 0 (rank 0 -> this rank): batch_size 4 -> 8"),
             std::string::npos)
       << r.output;
+  // a session key that changes the ranks' collectives must agree too
+  const auto li = test::run_command(test::mpirun(1) + kProgram + train_args(out, "li", 4) +
+                                        " --log-interval 1 : -np 1 " + kProgram +
+                                        train_args(out, "li", 4) + " --log-interval 3",
+                                    120);
+  EXPECT_NE(li.exit_code, 0) << li.output;
+  EXPECT_NE(li.output.find("log_interval 1 -> 3"), std::string::npos) << li.output;
   train(2, train_args(out, "auto", 4) + " --epochs 2 --max_steps_per_epoch 2");
   for (int epochs : {3, 4}) {
     const test::ProgramRun again =
@@ -170,6 +174,8 @@ TEST_F(MpiTrain, RanksMustRunOneConfigAndResumeAutoPicksOnce) {
   }
 }
 
+// One rank meets a truncated image (corrupt_images: error) while the other waits in a collective:
+// the run ends on both, with the failing rank's message, well before any timeout.
 TEST_F(MpiTrain, ARankThatThrowsStopsTheRun) {
   test::TempDir tmp;
   for (const char* d : {"train/c0", "train/c1", "validation/c0", "validation/c1"}) fs::create_directories(tmp.path() / d);

@@ -739,7 +739,7 @@ TEST_F(Faults, ResumesThatCannotGoOnSaySoAndLeaveNoFolder) {
   fs::copy_file(root_ / "done" / "last.safetensors", root_ / "downloads" / "copy.safetensors");
   train::Config again = done;
   again.resume = (root_ / "downloads" / "copy.safetensors").string();
-  train::train(again, quiet_);  // nothing to train
+  EXPECT_TRUE(train::train(again, quiet_).run_dir.empty());  // nothing to train, no folder to name
   EXPECT_FALSE(fs::exists(root_ / "done-2"));
 
   // an older checkpoint: its run id taken out, copied into the edge run's folder under another name
@@ -758,6 +758,12 @@ TEST_F(Faults, ResumesThatCannotGoOnSaySoAndLeaveNoFolder) {
   const std::string recovery = slurp(dir / "recovery.safetensors");
   EXPECT_NE(train::train(older, quiet_).run_dir, dir.string());
   EXPECT_EQ(slurp(dir / "recovery.safetensors"), recovery);
+  // last.safetensors behind the run's recovery checkpoint goes on in place (it only redoes the
+  // partial epoch the recovery holds)
+  train::Config from_last = c;
+  from_last.resume = (dir / "last.safetensors").string();
+  EXPECT_EQ(train::train(from_last, quiet_).run_dir, dir.string());
+  EXPECT_FALSE(fs::exists(dir / "recovery.safetensors"));  // superseded by the finished epoch
 }
 
 // ---- 10. an input the model cannot take is rejected at configuration time ------------------------
