@@ -56,8 +56,7 @@ void run_export(const ExportArgs& a) {
   refuse_mpirun("export");
   namespace fs = std::filesystem;
   HG_CHECK(fs::exists(a.checkpoint), "export: checkpoint ", a.checkpoint, " does not exist");
-  HG_CHECK(fs::path(a.out).extension() == ".safetensors", "export: --out ", a.out,
-           " must end in .safetensors (the file is replaced if it exists)");
+  check_replaces_safetensors_only(a.out, "export: --out");
   // nor a run's files (its checkpoints above all: a resume from bare weights would start it over)
   train::check_output_file(a.out, "export: --out", "the weights",
                            {{"the checkpoint", a.checkpoint}});

@@ -54,8 +54,7 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
 void run_infer(const InferArgs& a) {
   refuse_mpirun("infer");
   HG_CHECK(a.layout == "nchw" || a.layout == "nhwc", "infer: --layout must be nchw or nhwc, got '", a.layout, "'");
-  HG_CHECK(std::filesystem::path(a.out).extension() == ".safetensors", "infer: --out ", a.out,
-           " must end in .safetensors (the file is replaced if it exists)");
+  check_replaces_safetensors_only(a.out, "infer: --out");
   train::check_output_file(a.out, "infer: --out", "the logits",
                            {{"the checkpoint", a.checkpoint}, {"the input batch", a.input}});
   // the keys of the model and of where it runs; the others (mean, std, img_size, precision, ...)

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/safetensors.h"
 #include "models/config.h"
 #include "train/checkpoint.h"
 
@@ -30,6 +31,18 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
 }
 
 }  // namespace
+
+void check_replaces_safetensors_only(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;  // new, or a folder (check_output_file)
+  try {
+    safetensors::read_metadata(path);
+  } catch (const Error&) {
+    throw Error(str(what, " ", path,
+                    " exists and is not a safetensors file: it is not replaced; give another "
+                    "name, or remove it first"));
+  }
+}
 
 const std::vector<std::string> kModelKeys = {"model",         "depths",      "dims",
                                              "patch_size",    "kernel_size", "wt_levels",

@@ -22,6 +22,11 @@ struct ResolvedConfig {
 ResolvedConfig config_for_checkpoint(const std::string& config, const std::string& checkpoint,
                                      const std::vector<std::string>& overrides);
 
+/// Throws hg::Error when `path` exists and is not a safetensors file: what `what` ("export: --out")
+/// writes replaces a file of its own kind only (an existing results.csv is not overwritten with
+/// weights). Any name is fine otherwise.
+void check_replaces_safetensors_only(const std::string& path, const std::string& what);
+
 /// The config keys that build the model: model, depths, dims, patch_size, kernel_size, wt_levels,
 /// ls_init_value, num_classes, in_chans.
 extern const std::vector<std::string> kModelKeys;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -252,10 +253,19 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
   EXPECT_NE(tiny.output.find("the input [2, 1, 2, 2] (nchw) has 2 x 2 pixels"), std::string::npos)
       << tiny.output;
 
+  // an existing file of another kind is not replaced; any name for a new or a safetensors file
+  std::ofstream(file("res.csv")) << "model,top1\n";
   const ProgramRun csv = run_program("export " + ck + " --out " + file("res.csv"));
-  EXPECT_NE(csv.output.find("must end in .safetensors"), std::string::npos) << csv.output;
+  EXPECT_NE(csv.output.find("exists and is not a safetensors file"), std::string::npos)
+      << csv.output;
+  EXPECT_EQ(io::read_file(file("res.csv")), "model,top1\n");
+  std::ofstream(file("logits.bin")) << "bytes";
   const ProgramRun bin = run_program(base + file("logits.bin"));
-  EXPECT_NE(bin.output.find("must end in .safetensors"), std::string::npos) << bin.output;
+  EXPECT_NE(bin.output.find("exists and is not a safetensors file"), std::string::npos)
+      << bin.output;
+  EXPECT_EQ(run_program("export " + ck + " --out " + file("w.st")).exit_code, 0);
+  EXPECT_EQ(run_program("export " + ck + " --out " + file("w.st")).exit_code,
+            0);  // replaced: its kind
   const ProgramRun epochs =
       run_program("export " + ck + " --out " + file("e.safetensors") + " --epochs 3");
   EXPECT_NE(epochs.output.find("export: --epochs changes nothing here"), std::string::npos)
