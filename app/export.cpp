@@ -74,13 +74,9 @@ void run_export(const ExportArgs& a) {
              a.checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run kept no model_ema, or it is an export already; export without --ema");
   const auto tensors = timm_state_dict(model);
-  int64_t bad = 0, total = 0;
-  for (const auto& [name, t] : tensors) {
-    for (double v : t.to_vector<double>()) bad += !std::isfinite(v);
-    total += t.numel();
-  }
+  const WeightCount w = nonfinite_weights(model);
   HG_CHECK(
-      bad == 0, "export: ", bad, " of ", total, " weights of ", a.checkpoint,
+      w.nonfinite == 0, "export: ", w.nonfinite, " of ", w.total, " weights of ", a.checkpoint,
       a.ema ? "'s model EMA" : "",
       " are non-finite (NaN or Inf): the run it comes from diverged; export an earlier checkpoint");
   const safetensors::File in = safetensors::load(a.checkpoint);

@@ -44,13 +44,9 @@ void check_replaces_safetensors_only(const std::string& path, const std::string&
   }
 }
 
-const std::vector<std::string> kModelKeys = {"model",         "depths",      "dims",
-                                             "patch_size",    "kernel_size", "wt_levels",
-                                             "ls_init_value", "num_classes", "in_chans"};
-
 void refuse_keys_that_change_nothing(const char* command, const std::vector<std::string>& overrides,
                                      const std::string& why, const std::vector<std::string>& also) {
-  std::vector<std::string> taken = kModelKeys;
+  std::vector<std::string> taken(std::begin(train::kModelKeys), std::end(train::kModelKeys));
   taken.insert(taken.end(), also.begin(), also.end());
   for (const std::string& o : overrides) {
     if (o.rfind("--", 0) != 0) continue;  // a value

@@ -27,11 +27,8 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
 /// weights). Any name is fine otherwise.
 void check_replaces_safetensors_only(const std::string& path, const std::string& what);
 
-/// The config keys that build the model: model, depths, dims, patch_size, kernel_size, wt_levels,
-/// ls_init_value, num_classes, in_chans.
-extern const std::vector<std::string> kModelKeys;
-
-/// Throws hg::Error for a `--key value` among `overrides` that is neither a model key nor in
+/// Throws hg::Error for a `--key value` among `overrides` that is neither a model key
+/// (train::kModelKeys) nor in
 /// `also`: `command` ("infer") would ignore it, which `why` says ("runs the model ..."). Keys are
 /// spelled either way (--num-classes, --num_classes).
 void refuse_keys_that_change_nothing(const char* command, const std::vector<std::string>& overrides,

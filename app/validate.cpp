@@ -20,6 +20,7 @@
 #include "core/threads.h"
 #include "data/from_config.h"
 #include "dist/process_group.h"
+#include "models/checkpoint.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -96,13 +97,10 @@ ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   HG_CHECK(n > 0, "validate: the validation split '", cfg.val_split, "' of ", cfg.data_dir, " is empty");
   if (nonfinite > 0) {  // a diverged model: no accuracy to report (such rows count as wrong anyway)
-    int64_t bad = 0, total = 0;
-    for (const ParamRef& p : model.named_tensors()) {
-      for (double v : p.tensor.to_vector<double>()) bad += !std::isfinite(v);
-      total += p.tensor.numel();
-    }
-    throw Error(str("validate: the outputs of ", checkpoint, " are non-finite (NaN or Inf) for ", nonfinite, " of ",
-                    n, " images; ", bad, " of ", total, " of its weights are non-finite: the run it comes from ",
+    const WeightCount w = nonfinite_weights(model);
+    throw Error(str("validate: the outputs of ", checkpoint, " are non-finite (NaN or Inf) for ",
+                    nonfinite, " of ", n, " images; ", w.nonfinite, " of ", w.total,
+                    " of its weights are non-finite: the run it comes from ",
                     "diverged; use an earlier checkpoint"));
   }
   ResultRow r;

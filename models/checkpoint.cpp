@@ -15,6 +15,15 @@ std::vector<std::pair<std::string, Tensor>> state_dict(const Module& m) {
   return out;
 }
 
+WeightCount nonfinite_weights(const Module& m) {
+  WeightCount c;
+  for (const ParamRef& p : m.named_tensors()) {
+    for (double v : p.tensor.to_vector<double>()) c.nonfinite += !std::isfinite(v);
+    c.total += p.tensor.numel();
+  }
+  return c;
+}
+
 std::vector<std::pair<std::string, Tensor>> timm_state_dict(const ConvNeXt& m) {
   std::vector<std::pair<std::string, Tensor>> out = state_dict(m);
   if (!m.config.conv_mlp) return out;

@@ -15,6 +15,13 @@ namespace hg {
 /// (name, tensor) for every tensor of the module, fixed buffers included, in state_dict order.
 std::vector<std::pair<std::string, Tensor>> state_dict(const Module& m);
 
+/// How many of a module's tensor elements are NaN or Inf, and how many there are in all (a
+/// diverged run's weights; validate and export name both counts).
+struct WeightCount {
+  int64_t nonfinite = 0, total = 0;
+};
+WeightCount nonfinite_weights(const Module& m);
+
 /// A ConvNeXt's tensors as timm's state_dict holds them (names, order, shapes): state_dict(m),
 /// with the MLP weights (`*.mlp.fc1.weight`, `*.mlp.fc2.weight`) as 1x1 conv weights (out, in, 1,
 /// 1) when m.config.conv_mlp (timm's atto .. nano). What checkpoints and exports write.

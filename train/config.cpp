@@ -528,11 +528,6 @@ Where location(const Locations& locs, const std::string& key, const char* unset)
   return it != locs.end() ? it->second : Where{unset, -1};
 }
 
-// The model keys, for messages about the model they build together.
-const char* const kModelKeys[] = {"model",       "depths",    "dims",          "patch_size",
-                                  "kernel_size", "wt_levels", "ls_init_value", "drop_path",
-                                  "num_classes", "in_chans"};
-
 // The model must exist, its keys must build a valid model, and img_size must reach through it.
 void validate_model(const Config& c, const Locations& locs, const char* unset) {
   ModelConfig m;

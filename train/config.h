@@ -149,6 +149,12 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
+/// The keys that build the model together (model_config_from reads them): for messages about the
+/// model, and for commands that only build one (infer, export).
+inline constexpr const char* kModelKeys[] = {
+    "model",     "depths",        "dims",      "patch_size",  "kernel_size",
+    "wt_levels", "ls_init_value", "drop_path", "num_classes", "in_chans"};
+
 /// Reads a YAML mapping of keys to values on top of the defaults. Throws hg::Error for a missing or
 /// unparsable file, an unknown key, a wrong type or an out-of-range value (naming key, file, line).
 Config load_config(const std::string& path);

@@ -359,21 +359,18 @@ std::string why_not_resumed_in_place(const fs::path& dir, const std::string& pat
                state.run, ", ", (dir / kRunMarker).string(), "'s ", id, ")");
   // recovery.safetensors is not counted: resuming last.safetensors in place only redoes the
   // partial epoch the recovery holds (the trainer replaces or removes it)
-  for (const char* name : {"last.safetensors"}) {
-    const fs::path other = dir / name;
-    if (!fs::exists(other, ec) || fs::equivalent(other, path, ec)) continue;
-    std::optional<TrainState> o;
-    try {
-      o = read_train_state(other.string());
-    } catch (const Error&) {
-      continue;  // unreadable: it holds no position to protect
-    }
-    if (o && std::pair(o->epoch, o->step_in_epoch) > std::pair(state.epoch, state.step_in_epoch))
-      return str(path, " (", at_position(state), ") is behind its run's ", name, " (",
-                 at_position(*o),
-                 "): going on in that folder would replace the later epochs' checkpoints and "
-                 "summary rows");
+  const fs::path last = dir / "last.safetensors";
+  if (!fs::exists(last, ec) || fs::equivalent(last, path, ec)) return "";
+  std::optional<TrainState> o;
+  try {
+    o = read_train_state(last.string());
+  } catch (const Error&) {
+    return "";  // unreadable: it holds no position to protect
   }
+  if (o && std::pair(o->epoch, o->step_in_epoch) > std::pair(state.epoch, state.step_in_epoch))
+    return str(
+        path, " (", at_position(state), ") is behind its run's last.safetensors (", at_position(*o),
+        "): going on in that folder would replace the later epochs' checkpoints and summary rows");
   return "";
 }
 
