@@ -320,6 +320,362 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
 }
 
+// ---- variant 3 (twenty-sixth session): two channels per mma, read straight from NHWC ----------
+// v1 / v2 lose to the product in the layout change (per-channel planes in, NHWC out: ~16 shared
+// accesses per 16 bytes moved). Here k and n interleave a channel pair, so every A and D element
+// pair is one 32-bit word of NHWC (channels 2q, 2q + 1 of one pixel):
+//   k = 2 j + ch (j: window column 0..7), n = 2 o + ch (o: output column 0..3),
+//   A_p[m][k] = x(r0 + m + p - pad, c0 + j - pad, 2q + ch),
+//   B_p[k][n] = w_{2q+ch}[p][j - o] when ch(k) == ch(n) and 0 <= j - o < K, else 0,
+// so one mma gives 16 rows x 4 columns x 2 channels (K <= 5: the window of 4 outputs is 4 + K - 1
+// <= 8 columns); useful work K / 16 of the mma, as in v1 / v2. The block stages its rows as NHWC
+// (cp.async, 16 bytes, zero fill), each lane loads its A words for 4 channel pairs with one 16-byte
+// shared load (row pitch 16 bytes past a multiple of 32: the 8 lanes of a quarter warp hit 8
+// different 16-byte bank groups), and a tile's columns t + 4 are the next tile's columns t, so each
+// tile loads 2 x 16 bytes a lane per filter row for 4 mma. D goes out as one 16-byte store per lane
+// and row (4 pairs = 8 channels of one pixel). No barrier after the staging's one.
+constexpr int kCB3 = 16;  // channels per block: two warps (4 pairs each) per row group / columns
+struct Geom3 {
+  int N, H, W, C, K, pad;
+  int RG;  // row groups of 16 output rows per block (1 or 2)
+  int CG;  // column groups (4 / RG): warps = 2 x RG x CG = 8
+  int NT;  // 4-column output tiles: ceil(W / 4)
+  int RS;  // staged rows: 16 RG + K - 1
+  int WS;  // staged columns: 4 NT + 4
+  int RP;  // staged row pitch in 32-bit words: 8 WS + 4 (16-byte units odd)
+};
+Geom3 geom3(int N, int H, int W, int C, int K) {
+  Geom3 g{N, H, W, C, K, K / 2, H > 16 ? 2 : 1, 0, (W + 3) / 4, 0, 0, 0};
+  g.CG = 4 / g.RG;
+  g.RS = 16 * g.RG + K - 1;
+  g.WS = 4 * g.NT + 4;
+  g.RP = 8 * g.WS + 4;
+  return g;
+}
+size_t smem3(const Geom3& g) { return size_t(g.RS) * g.RP * 4; }
+
+__device__ __forceinline__ uint4 lds128(unsigned addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint32_t u4(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <int K, bool kCarry>
+__global__ void __launch_bounds__(256, 2)
+    dw_fwd_tc3_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
+                      const float* __restrict__ bias, Geom3 g, bool flip,
+                      __nv_bfloat16* __restrict__ y) {
+  static_assert(K <= 5, "4 outputs and K taps fill the 8-column window");
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int cb = blockIdx.x * kCB3;  // the block's first channel
+  const int tiles_h = (g.H + 16 * g.RG - 1) / (16 * g.RG);
+  const int n = blockIdx.y / tiles_h, r0 = (blockIdx.y % tiles_h) * 16 * g.RG;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+
+  // 1. stage rows r0 - pad .. r0 - pad + RS - 1, staged column s = input column s - pad, NHWC with
+  //    16 channels a pixel: item = (row, column, 16-byte half); zeros outside the image.
+  const int items = g.RS * g.WS * 2;
+  for (int e = tid; e < items; e += 256) {
+    const int sr = e / (2 * g.WS), rem = e - sr * 2 * g.WS, sc = rem >> 1, half = rem & 1;
+    const int r = r0 - g.pad + sr, col = sc - g.pad;
+    const bool in = r >= 0 && r < g.H && col >= 0 && col < g.W;
+    const __nv_bfloat16* src =
+        in ? x + ((int64_t(n) * g.H + r) * g.W + col) * g.C + cb + 8 * half : x;
+    const unsigned dst = sbase + unsigned(sr * g.RP + sc * 8 + 4 * half) * 4u;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(in ? 16 : 0));
+  }
+  asm volatile("cp.async.commit_group;");
+
+  // 2. while the rows arrive: this warp's B fragments (4 pairs x K filter rows) and bias.
+  const int half = warp & 1, cgi = (warp >> 1) % g.CG, rg = (warp >> 1) / g.CG;
+  const int grp = lane >> 2, tig = lane & 3;
+  const int o = grp >> 1, chn = grp & 1;  // this lane's n = grp: output column o, channel chn
+  uint32_t b[4][K][2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = cb + 8 * half + 2 * i + chn;
+#pragma unroll
+    for (int p = 0; p < K; ++p)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int q = tig + 4 * hi - o;  // tap j - o, j = tig (+ 4)
+        float v = 0.f;
+        if (q >= 0 && q < K)
+          v = flip ? w[(int64_t(c) * K + K - 1 - p) * K + K - 1 - q]
+                   : w[(int64_t(c) * K + p) * K + q];
+        // k = 2 j + ch: the lane's pair of k holds ch 0 then ch 1; only ch == chn is nonzero
+        b[i][p][hi] = chn == 0 ? pack_bf16(v, 0.f) : pack_bf16(0.f, v);
+      }
+  }
+  float bias_lo[4], bias_hi[4];  // d0 / d2 (channel 2i), d1 / d3 (channel 2i + 1)
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = cb + 8 * half + 2 * i;
+    bias_lo[i] = bias ? bias[c] : 0.f;
+    bias_hi[i] = bias ? bias[c + 1] : 0.f;
+  }
+  asm volatile("cp.async.wait_group 0;");
+  __syncthreads();
+
+  // 3. this warp's column tiles, left to right, 16 output rows from r0 + 16 rg.
+  const int per = (g.NT + g.CG - 1) / g.CG, t0 = cgi * per, t1 = min(g.NT, t0 + per);
+  if (t0 >= t1) return;
+  const int orow = r0 + 16 * rg + grp;  // d0, d1; d2, d3 at orow + 8
+  // the lane's word address of staged (row 16 rg + grp + p, column s) for its 4 pairs
+  auto addr = [&](int p, int s) {
+    return sbase + unsigned((16 * rg + grp + p) * g.RP + s * 8 + 4 * half) * 4u;
+  };
+  const unsigned down8 = unsigned(8 * g.RP) * 4u;
+  // kCarry: columns 4 tile + tig of rows grp, grp + 8 kept from the tile before (per filter row);
+  // else loaded again (2 more 16-byte loads a filter row, 5 K x 8 fewer registers)
+  uint4 lo[kCarry ? K : 1][2];
+  if (kCarry) {
+#pragma unroll
+    for (int p = 0; p < K; ++p) {
+      lo[kCarry ? p : 0][0] = lds128(addr(p, 4 * t0 + tig));
+      lo[kCarry ? p : 0][1] = lds128(addr(p, 4 * t0 + tig) + down8);
+    }
+  }
+  for (int t = t0; t < t1; ++t) {
+    float d[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      d[i][0] = d[i][2] = bias_lo[i];
+      d[i][1] = d[i][3] = bias_hi[i];
+    }
+#pragma unroll
+    for (int p = 0; p < K; ++p) {
+      const int pc = kCarry ? p : 0;
+      if (!kCarry) {
+        lo[0][0] = lds128(addr(p, 4 * t + tig));
+        lo[0][1] = lds128(addr(p, 4 * t + tig) + down8);
+      }
+      const uint4 h0 = lds128(addr(p, 4 * t + 4 + tig));
+      const uint4 h1 = lds128(addr(p, 4 * t + 4 + tig) + down8);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        mma_bf16(d[i], u4(lo[pc][0], i), u4(lo[pc][1], i), u4(h0, i), u4(h1, i), b[i][p][0],
+                 b[i][p][1]);
+      if (kCarry) {
+        lo[pc][0] = h0;
+        lo[pc][1] = h1;
+      }
+    }
+    const int ocol = 4 * t + tig;
+    if (ocol < g.W) {
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        const int row = orow + 8 * rr;
+        if (row >= g.H) continue;
+        uint4 v;
+        v.x = pack_bf16(d[0][2 * rr], d[0][2 * rr + 1]);
+        v.y = pack_bf16(d[1][2 * rr], d[1][2 * rr + 1]);
+        v.z = pack_bf16(d[2][2 * rr], d[2][2 * rr + 1]);
+        v.w = pack_bf16(d[3][2 * rr], d[3][2 * rr + 1]);
+        *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + row) * g.W + ocol) * g.C + cb +
+                                  8 * half) = v;
+      }
+    }
+  }
+}
+
+void dw_fwd_tc3(const Geom3& g, const __nv_bfloat16* x, const float* w, const float* bias,
+                __nv_bfloat16* y, bool flip, bool carry) {
+  if (g.C % kCB3 != 0) {
+    std::fprintf(stderr, "v3: C %% 16 != 0\n");
+    std::exit(2);
+  }
+  const int tiles_h = (g.H + 16 * g.RG - 1) / (16 * g.RG);
+  const dim3 grid(unsigned(g.C / kCB3), unsigned(g.N * tiles_h));
+  const size_t smem = smem3(g);
+  auto launch = [&](auto kernel) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, 256, smem, cudaStreamPerThread>>>(x, w, bias, g, flip, y);
+    CK(cudaGetLastError());
+  };
+  switch (g.K * 2 + carry) {
+    case 6: launch(dw_fwd_tc3_kernel<3, false>); break;
+    case 7: launch(dw_fwd_tc3_kernel<3, true>); break;
+    case 10: launch(dw_fwd_tc3_kernel<5, false>); break;
+    case 11: launch(dw_fwd_tc3_kernel<5, true>); break;
+    default: std::fprintf(stderr, "v3: K %d not built\n", g.K); std::exit(2);
+  }
+}
+
+// ---- variant 5 (twenty-sixth session): v3's form for K <= 9 -----------------------------------
+// 4 outputs need a window of 4 + K - 1 columns: up to 8 in one mma (K <= 5); for K = 7, 9 a second
+// mma over window columns 8 .. 11 (its A's columns 12 .. 15 are never used: zero registers, and
+// its B only in the first register). The B fragments (3 words a lane, pair and filter row) are
+// built once a block into a table in shared memory and read with one 16-byte load per pair and
+// filter row, shared by two tiles: a warp computes two adjacent tiles per item (8 output columns),
+// whose windows overlap, so a filter row loads 4 (K > 5) or 3 column groups x 2 rows of A for 4
+// pairs.
+struct Geom5 {
+  int N, H, W, C, K, pad;
+  int RG, CG;  // row groups of 16 rows (1 or 2) and column groups (4 / RG) per block
+  int NT2;     // 4-column tiles, rounded up to pairs
+  int RS, WS, RP;
+};
+Geom5 geom5(int N, int H, int W, int C, int K) {
+  Geom5 g{N, H, W, C, K, K / 2, H > 16 ? 2 : 1, 0, 0, 0, 0, 0};
+  g.CG = 4 / g.RG;
+  g.NT2 = ((W + 3) / 4 + 1) / 2 * 2;
+  g.RS = 16 * g.RG + K - 1;
+  g.WS = 4 * g.NT2 + 8;
+  g.RP = 8 * g.WS + 4;
+  return g;
+}
+size_t smem5(const Geom5& g) { return size_t(8) * g.K * 32 * 16 + size_t(g.RS) * g.RP * 4; }
+
+template <int K>
+__global__ void __launch_bounds__(256, 2)
+    dw_fwd_tc5_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
+                      const float* __restrict__ bias, Geom5 g, bool flip,
+                      __nv_bfloat16* __restrict__ y) {
+  static_assert(K <= 9, "taps j - o <= 8 + 3 - 0 for the second window's first register");
+  constexpr bool kTwo = K > 5;  // the second mma per filter row
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint4* btab = reinterpret_cast<uint4*>(smem);  // [8 pairs][K][32 lanes]
+  const unsigned sbase =
+      static_cast<unsigned>(__cvta_generic_to_shared(smem)) + unsigned(8 * K * 32 * 16);
+  const int cb = blockIdx.x * kCB3;
+  const int tiles_h = (g.H + 16 * g.RG - 1) / (16 * g.RG);
+  const int n = blockIdx.y / tiles_h, r0 = (blockIdx.y % tiles_h) * 16 * g.RG;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  const int items = g.RS * g.WS * 2;
+  for (int e = tid; e < items; e += 256) {
+    const int sr = e / (2 * g.WS), rem = e - sr * 2 * g.WS, sc = rem >> 1, half = rem & 1;
+    const int r = r0 - g.pad + sr, col = sc - g.pad;
+    const bool in = r >= 0 && r < g.H && col >= 0 && col < g.W;
+    const __nv_bfloat16* src =
+        in ? x + ((int64_t(n) * g.H + r) * g.W + col) * g.C + cb + 8 * half : x;
+    const unsigned dst = sbase + unsigned(sr * g.RP + sc * 8 + 4 * half) * 4u;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(in ? 16 : 0));
+  }
+  asm volatile("cp.async.commit_group;");
+  for (int e = tid; e < 8 * K * 32; e += 256) {
+    const int l = e & 31, p = (e >> 5) % K, pr = (e >> 5) / K;
+    const int grp = l >> 2, tig = l & 3, o = grp >> 1, chn = grp & 1, c = cb + 2 * pr + chn;
+    uint32_t v[3];
+#pragma unroll
+    for (int hi = 0; hi < 3; ++hi) {
+      const int q = tig + 4 * hi - o;  // window column tig, tig + 4, tig + 8
+      float f = 0.f;
+      if (q >= 0 && q < K)
+        f = flip ? w[(int64_t(c) * K + K - 1 - p) * K + K - 1 - q]
+                 : w[(int64_t(c) * K + p) * K + q];
+      v[hi] = chn == 0 ? pack_bf16(f, 0.f) : pack_bf16(0.f, f);
+    }
+    btab[e] = make_uint4(v[0], v[1], v[2], 0u);
+  }
+  const int half = warp & 1, cgi = (warp >> 1) % g.CG, rg = (warp >> 1) / g.CG;
+  const int grp = lane >> 2, tig = lane & 3;
+  float bias_lo[4], bias_hi[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = cb + 8 * half + 2 * i;
+    bias_lo[i] = bias ? bias[c] : 0.f;
+    bias_hi[i] = bias ? bias[c + 1] : 0.f;
+  }
+  asm volatile("cp.async.wait_group 0;");
+  __syncthreads();
+
+  const int orow = r0 + 16 * rg + grp;
+  auto addr = [&](int p, int s) {
+    return sbase + unsigned((16 * rg + grp + p) * g.RP + s * 8 + 4 * half) * 4u;
+  };
+  const unsigned down8 = unsigned(8 * g.RP) * 4u;
+  constexpr int kGroups = kTwo ? 4 : 3;  // column groups of a tile pair's windows
+  for (int tp = cgi; 2 * tp < g.NT2; tp += g.CG) {
+    const int t = 2 * tp;
+    float d[2][4][4];
+#pragma unroll
+    for (int tt = 0; tt < 2; ++tt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        d[tt][i][0] = d[tt][i][2] = bias_lo[i];
+        d[tt][i][1] = d[tt][i][3] = bias_hi[i];
+      }
+#pragma unroll
+    for (int p = 0; p < K; ++p) {
+      uint4 a[kGroups][2];
+#pragma unroll
+      for (int c = 0; c < kGroups; ++c) {
+        a[c][0] = lds128(addr(p, 4 * t + 4 * c + tig));
+        a[c][1] = lds128(addr(p, 4 * t + 4 * c + tig) + down8);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint4 bb = btab[((4 * half + i) * K + p) * 32 + lane];
+#pragma unroll
+        for (int tt = 0; tt < 2; ++tt) {
+          mma_bf16(d[tt][i], u4(a[tt][0], i), u4(a[tt][1], i), u4(a[tt + 1][0], i),
+                   u4(a[tt + 1][1], i), bb.x, bb.y);
+          if constexpr (kTwo)
+            mma_bf16(d[tt][i], u4(a[tt + 2][0], i), u4(a[tt + 2][1], i), 0u, 0u, bb.z, 0u);
+        }
+      }
+    }
+#pragma unroll
+    for (int tt = 0; tt < 2; ++tt) {
+      const int ocol = 4 * (t + tt) + tig;
+      if (ocol >= g.W) continue;
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        const int row = orow + 8 * rr;
+        if (row >= g.H) continue;
+        uint4 v;
+        v.x = pack_bf16(d[tt][0][2 * rr], d[tt][0][2 * rr + 1]);
+        v.y = pack_bf16(d[tt][1][2 * rr], d[tt][1][2 * rr + 1]);
+        v.z = pack_bf16(d[tt][2][2 * rr], d[tt][2][2 * rr + 1]);
+        v.w = pack_bf16(d[tt][3][2 * rr], d[tt][3][2 * rr + 1]);
+        *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + row) * g.W + ocol) * g.C + cb +
+                                  8 * half) = v;
+      }
+    }
+  }
+}
+
+void dw_fwd_tc5(const Geom5& g, const __nv_bfloat16* x, const float* w, const float* bias,
+                __nv_bfloat16* y, bool flip) {
+  if (g.C % kCB3 != 0) {
+    std::fprintf(stderr, "v5: C %% 16 != 0\n");
+    std::exit(2);
+  }
+  const int tiles_h = (g.H + 16 * g.RG - 1) / (16 * g.RG);
+  const dim3 grid(unsigned(g.C / kCB3), unsigned(g.N * tiles_h));
+  const size_t smem = smem5(g);
+  auto launch = [&](auto kernel) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, 256, smem, cudaStreamPerThread>>>(x, w, bias, g, flip, y);
+    CK(cudaGetLastError());
+  };
+  switch (g.K) {
+    case 3: launch(dw_fwd_tc5_kernel<3>); break;
+    case 5: launch(dw_fwd_tc5_kernel<5>); break;
+    case 7: launch(dw_fwd_tc5_kernel<7>); break;
+    case 9: launch(dw_fwd_tc5_kernel<9>); break;
+    default: std::fprintf(stderr, "v5: K %d not built\n", g.K); std::exit(2);
+  }
+}
+
 /// variant 1: dw_fwd_tc_kernel; 2: dw_fwd_tc2_kernel (flip: the filter rotated, variant 2 only).
 void dw_fwd_tc(int variant, const Geom& g, const __nv_bfloat16* x, const float* w,
                const float* bias, __nv_bfloat16* y, bool flip = false) {
@@ -335,8 +691,16 @@ void dw_fwd_tc(int variant, const Geom& g, const __nv_bfloat16* x, const float* 
     kernel<<<grid, 32 * kWarps, smem, cudaStreamPerThread>>>(x, w, bias, g, flip, y);
     CK(cudaGetLastError());
   };
-  if (flip && variant != 2) {
-    std::fprintf(stderr, "flip: variant 2 only\n");
+  if (variant == 5) {
+    dw_fwd_tc5(geom5(g.N, g.H, g.W, g.C, g.K), x, w, bias, y, flip);
+    return;
+  }
+  if (variant == 3 || variant == 4) {  // 4: v3 with the columns carried from tile to tile
+    dw_fwd_tc3(geom3(g.N, g.H, g.W, g.C, g.K), x, w, bias, y, flip, variant == 4);
+    return;
+  }
+  if (flip && variant != 2) {  // (3 and 4 returned above)
+    std::fprintf(stderr, "flip: variants 2 and 3 only\n");
     std::exit(2);
   }
   switch (g.K * 10 + variant) {
@@ -679,6 +1043,19 @@ void time_case(const Case& s, int reps) {
       "time N %d %3d/%2d K %d: product %.4f ms (%.0f GB/s); tensor cores v1 %.4f ms (%.2fx), "
       "v2 %.4f ms (%.0f GB/s, %.2fx)\n",
       s.N, s.C, s.H, s.K, pr, bytes / pr / 1e6, v1, pr / v1, v2, bytes / v2 / 1e6, pr / v2);
+  for (int v : {3, 4, 5}) {
+    if (s.K > 5 && v != 5) continue;
+    const float v3 = median_ms([&] { dw_fwd_tc(v, g, b.dx, b.dw, b.db, b.dy); }, reps);
+    const float v3b = median_ms([&] { dw_fwd_tc(v, g, b.dx, b.dw, nullptr, b.dy, true); }, reps);
+    std::printf(
+        "     v%d (channel pairs from NHWC%s): %.4f ms (%.0f GB/s, %.2fx the product), "
+        "backward data %.4f ms\n",
+        v,
+        v == 4   ? ", carried"
+        : v == 5 ? ", B table, tile pairs"
+                 : "",
+        v3, bytes / v3 / 1e6, pr / v3, v3b);
+  }
   const float bd = median_ms([&] { dw_fwd_tc(2, g, b.dx, b.dw, nullptr, b.dy, true); }, reps);
   const float bdp = median_ms([&] { product_bwd_data(s, b, b.dy_ref); }, reps);
   std::printf("     backward data: product %.4f ms, tensor cores v2 %.4f ms (%.2fx)\n", bdp, bd,
@@ -705,6 +1082,29 @@ int main(int argc, char** argv) {
     ok &= check(v, {1, 7, 7, 768, 7}, 9);
     ok &= check(v, {1, 33, 41, 48, 7}, 13);
   }
+  for (int K : {3, 5}) {
+    ok &= check(3, {2, 13, 19, 32, K}, 51u + unsigned(K));
+    ok &= check(3, {1, 33, 41, 48, K}, 61u + unsigned(K));
+    ok &= check(3, {2, 13, 19, 32, K}, 71u + unsigned(K), /*flip=*/true);
+  }
+  ok &= check(3, {1, 17, 8, 16, 5}, 81);
+  ok &= check(3, {2, 56, 56, 96, 5}, 83);
+  ok &= check(3, {3, 7, 7, 64, 5}, 85);
+  ok &= check(3, {2, 14, 14, 384, 5}, 87);
+  ok &= check(3, {2, 56, 56, 96, 5}, 89, /*flip=*/true);
+  for (int K : {3, 5}) {
+    ok &= check(4, {1, 33, 41, 48, K}, 91u + unsigned(K));
+    ok &= check(4, {2, 13, 19, 32, K}, 93u + unsigned(K), /*flip=*/true);
+  }
+  ok &= check(4, {2, 56, 56, 96, 5}, 97);
+  ok &= check(4, {2, 14, 14, 384, 5}, 99);
+  for (int K : {3, 5, 7, 9}) {
+    ok &= check(5, {1, 33, 41, 48, K}, 101u + unsigned(K));
+    ok &= check(5, {2, 13, 19, 32, K}, 111u + unsigned(K), /*flip=*/true);
+  }
+  ok &= check(5, {2, 56, 56, 96, 7}, 121);
+  ok &= check(5, {3, 7, 7, 64, 7}, 123);
+  ok &= check(5, {2, 14, 14, 384, 5}, 125);
   for (int K : {3, 5, 7, 9}) ok &= check(2, {2, 13, 19, 32, K}, 21u + unsigned(K), /*flip=*/true);
   ok &= check(2, {2, 56, 56, 96, 5}, 23, /*flip=*/true);
   for (int K : {3, 5, 7}) ok &= check_wgrad({2, 13, 19, 32, K}, 31u + unsigned(K));
