@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -264,6 +265,10 @@ void open_run_folder(Session& s) {
                                         s.opts.plain_output || dist::launched_by_mpirun());
   if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
   spdlog::info("run folder {}", run_dir.string());
+  if (dist::size() > 1)  // log.txt points to where the other ranks' errors go
+    s.console->log_file_only(spdlog::level::info,
+                             "data parallel: this log is rank 0's; a rank R > 0 that fails "
+                             "leaves its error in error-rank-R.txt in this folder");
   if (!s.resume_reason.empty()) spdlog::info("{}", s.resume_reason);
   if (!moved_note.empty()) spdlog::info("{}", moved_note);
   s.plot = dist::is_main() && gnuplot_available();
@@ -1020,11 +1025,37 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   return final_report(s);
 }
 
+// "2026-12-05 08:00:00" (local time), for a line of a file outside log.txt.
+std::string local_time_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
+  return b;
+}
+
+// Rank R > 0 under mpirun: log.txt is rank 0's, and the MPI_Abort that follows this error ends
+// rank 0 before it could log it, so the error goes into the run folder as error-rank-R.txt (a
+// whole file, written atomically: safe on a shared file system, unlike appending to rank 0's
+// log). A failure to write it is said on stderr and never hides the error itself.
+void leave_rank_error(const Session& s, const std::string& what) {
+  const fs::path file = s.paths.dir / rank_error_file(dist::rank());
+  try {
+    io::write_file_atomic(file.string(),
+                          str("[", local_time_now(), "] haargrad: ", dist::rank_error(what), "\n"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "haargrad: %s (the error of %s is not in the run folder)\n", e.what(),
+                 dist::describe().c_str());
+  }
+}
+
 // A run that failed before training (a missing data folder, a checkpoint that does not fit, too
 // little memory) gives back the folder it claimed (give_back_folder); otherwise log.txt gets the
-// error (main prints it on stderr too).
+// error (main prints it on stderr too), or, on another rank than 0, error-rank-R.txt.
 void record_failure(const Session& s, const std::string& what) {
-  if (!dist::is_main() || s.paths.dir.empty()) return;
+  if (s.paths.dir.empty()) return;  // no run folder yet (rank 0's error names what failed)
+  if (!dist::is_main()) return leave_rank_error(s, what);
   if (!s.training && give_back_folder(s)) return;
   if (s.console) s.console->log_file_only(spdlog::level::err, what);
 }
