@@ -1,11 +1,13 @@
 // Data-parallel training end to end on the CPU: `mpirun -np 2 haargrad train` against one process
 // (the acceptance of README "Data-parallel training"): 2 ranks with batch B/2 reproduce 1 rank with
 // batch B; ZeRO-1 equals plain data parallel; checkpoints move between 2 ranks and 1 rank (ZeRO
-// shards included) both ways; a failing or stalled rank stops every rank with a message, and a
-// failing rank other than 0 leaves it in the run folder.
+// shards included) both ways; a failing or stalled rank stops every rank with a message, a failing
+// rank other than 0 leaves it in the run folder, and a rank killed outright leaves the survivor
+// promising no recovery checkpoint.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <map>
 
@@ -265,4 +267,49 @@ TEST_F(MpiTrain, AnErrorOnAnotherRankThanZeroIsLeftInTheRunFolder) {
       << "log.txt does not say where the other ranks' errors go";
   for (const auto& e : fs::directory_iterator(run))  // the atomic writer left no temporary file
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// A rank killed outright (SIGKILL: the OOM killer, a lost node). mpirun stops the other ranks with
+// SIGTERM, but with a dead peer they cannot finish their step, so no recovery checkpoint can be
+// written, and the survivor's console must not promise one.
+TEST_F(MpiTrain, ARankKilledOutrightLeavesNoPromiseOfARecoveryCheckpoint) {
+  const fs::path dir = root_ / "killed";
+  fs::create_directories(dir);
+  // each rank's shell writes its pid, then becomes haargrad (same pid)
+  const std::string ranks = test::mpirun(2) + "sh -c 'echo $$ > " + dir.string() +
+                            "/pid-$OMPI_COMM_WORLD_RANK; exec \"$@\"' rank " + kProgram;
+  const std::string cmd =
+      "exec timeout -k 5 120 " + ranks +
+      " train " HAARGRAD_SOURCE_DIR
+      "/configs/smoke.yaml --plain --device cpu --workers 0 --synthetic-size 400000"
+      " --max-steps-per-epoch 0 --epochs 1 --log-interval 1 --experiment run --output " +
+      dir.string() + " > " + (dir / "log").string() + " 2>&1";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool stepping = false;  // a few steps, then rank 1 is killed
+  for (int i = 0; i < 600 && !stepping; ++i) {
+    usleep(50 * 1000);
+    stepping = test::read_bytes(dir / "log").find("step 5/") != std::string::npos &&
+               fs::exists(dir / "pid-1");
+  }
+  const std::string pid_text = stepping ? test::read_bytes(dir / "pid-1") : "";
+  if (!pid_text.empty()) kill(static_cast<pid_t>(std::stol(pid_text)), SIGKILL);
+  int status = 0;
+  if (pid_text.empty()) kill(pid, SIGTERM);
+  waitpid(pid, &status, 0);
+  const std::string output = test::read_bytes(dir / "log");
+  ASSERT_TRUE(stepping) << "the run did not start stepping\n" << output;
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  EXPECT_NE(WEXITSTATUS(status), 124) << "timed out\n" << output;
+  // the survivor was told to stop (mpirun's SIGTERM) ...
+  ASSERT_NE(output.find("haargrad: stop signal: stopping after this step"), std::string::npos)
+      << output;
+  // ... and no recovery checkpoint came, nor was one promised
+  EXPECT_FALSE(fs::exists(dir / "run" / "recovery.safetensors")) << output;
+  EXPECT_EQ(output.find("a recovery checkpoint follows"), std::string::npos) << output;
+  EXPECT_NE(output.find("only if every rank finishes it"), std::string::npos) << output;
 }
