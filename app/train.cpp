@@ -11,6 +11,7 @@
 #include "core/threads.h"
 #include "dist/process_group.h"
 #include "train/config.h"
+#include "train/stop_signal.h"
 #include "train/trainer.h"
 
 namespace hg::app {
@@ -42,7 +43,8 @@ void run_train(TrainArgs& a) {
   opts.plain_output = a.plain;
   const auto t0 = std::chrono::steady_clock::now();
   train::TrainResult r = train::train(cfg, opts);
-  if (r.interrupted) exit_status() = 128 + r.stop_signal;  // 130 (Ctrl-C) or 143 (SIGTERM)
+  if (r.stop_signal != 0) exit_status() = 128 + r.stop_signal;  // 130 (Ctrl-C) or 143 (SIGTERM)
+  if (r.stopped_before_training) return;  // nothing ran to report (the log says so)
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
   // a figure with `digits` decimals, "n/a" for one the run does not know (negative)
   auto fixed = [](double v, int digits) {
@@ -75,6 +77,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->allow_extras();  // everything else is a --key value config override
   cmd->footer(config_keys_help());
   cmd->callback([a, cmd] {
+    // First: a stop signal during start-up (config, MPI) must end the run cleanly, not kill it
+    // (train/stop_signal.h; train() asks for one before it claims a folder and before step 1).
+    train::StopSignalGuard stop_signals;
     a->overrides = cmd->remaining();
     // mpirun -np N: one process per GPU (dist/process_group.h); a plain process stays rank 0 of 1
     dist::init();

@@ -135,13 +135,17 @@ void finalize() {
 #endif
 }
 
-[[noreturn]] void abort_all(const std::string& message, int code) {
-  static std::mutex mu;  // one message, even when several threads fail at once
-  std::lock_guard<std::mutex> lock(mu);
+std::string rank_error(const std::string& message) {
   // messages of dist/ already start with "rank R of N (...)": name the rank once
   const std::string who = describe();
   const std::string text = message.rfind(who, 0) == 0 ? message.substr(std::min(message.size(), who.size() + 2)) : message;
-  std::fprintf(stderr, "haargrad: error on %s: %s\n", who.c_str(), text.c_str());
+  return str("error on ", who, ": ", text);
+}
+
+[[noreturn]] void abort_all(const std::string& message, int code) {
+  static std::mutex mu;  // one message, even when several threads fail at once
+  std::lock_guard<std::mutex> lock(mu);
+  std::fprintf(stderr, "haargrad: %s\n", rank_error(message).c_str());
   std::fflush(stderr);
 #ifdef HAARGRAD_WITH_MPI
   if (g_info.mpi) MPI_Abort(MPI_COMM_WORLD, code);

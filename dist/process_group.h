@@ -52,9 +52,13 @@ std::string describe();
 void set_timeout(double seconds);
 double timeout();
 
-/// Prints "haargrad: error on rank R of N (host H): message" to stderr and ends the run on every
-/// rank: MPI_Abort when MPI is up (mpirun then stops the other ranks), else exit(code). Safe to
-/// call from any thread.
+/// "error on rank R of N (host H, local rank L): message", the rank named once (messages of dist/
+/// already start with describe()).
+std::string rank_error(const std::string& message);
+
+/// Prints "haargrad: " + rank_error(message) to stderr and ends the run on every rank: MPI_Abort
+/// when MPI is up (mpirun then stops the other ranks), else exit(code). Safe to call from any
+/// thread.
 [[noreturn]] void abort_all(const std::string& message, int code = 1);
 
 // ---- host collectives (blocking; identity in a single process) ----------------------------------

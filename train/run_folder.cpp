@@ -326,6 +326,8 @@ std::string at_position(const TrainState& s) {
 
 }  // namespace
 
+std::string rank_error_file(int rank) { return str("error-rank-", rank, ".txt"); }
+
 std::string run_marker_id(const fs::path& dir) {
   const nlohmann::json j = read_marker(dir);
   if (j.is_null()) return "";

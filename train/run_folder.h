@@ -19,6 +19,11 @@ namespace hg::train {
 /// The marker file of a run folder (JSON: format, id, created, pid, host, folder).
 inline constexpr const char* kRunMarker = "run.json";
 
+/// "error-rank-<rank>.txt": where rank `rank` > 0 of a data-parallel run leaves its error in the
+/// run folder (log.txt is rank 0's, and the MPI_Abort that follows the error ends rank 0 before it
+/// could log it).
+std::string rank_error_file(int rank);
+
 /// Claims `root/name`, else `root/name-2`, `root/name-3`, ...: the first that this call creates or
 /// finds empty, marked with kRunMarker. Creates `root` as needed. Throws hg::Error naming the
 /// folder when it cannot be created or marked (read-only or full file system). *created (when

@@ -1,8 +1,8 @@
 // Stop signals during training: SIGINT (Ctrl-C), SIGTERM (kill, timeout, docker stop, Slurm),
 // SIGHUP (the terminal or ssh session went away) and SIGUSR1 (what mpirun forwards to every rank:
 // `kill -USR1 <mpirun>`; mpirun forwards SIGINT / SIGTERM too but kills the ranks after a short
-// grace) ask the run to stop
-// after the current step; the trainer then writes a recovery checkpoint and returns. A second
+// grace) ask the run to stop: during start-up before the first step (nothing is saved), later
+// after the current step (the trainer then writes a recovery checkpoint and returns). A second
 // signal of the same kind kills at once (the default disposition is restored on the first).
 #pragma once
 
@@ -10,7 +10,10 @@ namespace hg::train {
 
 /// While alive: the stop signals set the stop flag instead of killing the process, and SIGPIPE is
 /// ignored (a closed pipe on stdout, `haargrad train ... | head`, must not kill the run). The
-/// constructor clears the flag; the destructor restores the previous dispositions.
+/// outermost guard clears the flag and installs the handlers; its destructor restores the previous
+/// dispositions. A guard inside another (`haargrad train` holds one from its first moment, train()
+/// holds one too) changes nothing, so a signal that came during start-up is not forgotten.
+/// Construct and destroy guards on the main thread only.
 class StopSignalGuard {
  public:
   StopSignalGuard();
@@ -19,9 +22,23 @@ class StopSignalGuard {
   StopSignalGuard& operator=(const StopSignalGuard&) = delete;
 
  private:
-  void (*previous_[4])(int);
-  void (*previous_pipe_)(int);
+  bool outermost_ = false;
+  void (*previous_[4])(int) = {};
+  void (*previous_pipe_)(int) = nullptr;
 };
+
+/// What a stop signal leads to at this point of the run: the handler's console line says it, and
+/// must not promise what cannot happen.
+enum class StopOutcome {
+  end_before_training,    ///< start-up: the run ends before its first step, nothing is saved
+  recovery,               ///< one process trains: a recovery checkpoint after the current step
+  recovery_if_all_ranks,  ///< under mpirun: a recovery checkpoint only if every rank finishes the
+                          ///< step (not when a rank died or mpirun kills the ranks first)
+};
+/// Sets what the handler says from now on (the outermost guard starts at end_before_training).
+void set_stop_outcome(StopOutcome outcome);
+/// The line the handler writes on stderr for `outcome` (for tests).
+const char* stop_message(StopOutcome outcome);
 
 /// The stop signal that came (SIGINT, ...), 0 while none did. Safe from any thread.
 int stop_signal();

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -264,6 +265,10 @@ void open_run_folder(Session& s) {
                                         s.opts.plain_output || dist::launched_by_mpirun());
   if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
   spdlog::info("run folder {}", run_dir.string());
+  if (dist::size() > 1)  // log.txt points to where the other ranks' errors go
+    s.console->log_file_only(spdlog::level::info,
+                             "data parallel: this log is rank 0's; a rank R > 0 that fails "
+                             "leaves its error in error-rank-R.txt in this folder");
   if (!s.resume_reason.empty()) spdlog::info("{}", s.resume_reason);
   if (!moved_note.empty()) spdlog::info("{}", moved_note);
   s.plot = dist::is_main() && gnuplot_available();
@@ -715,6 +720,10 @@ double step_peak_mib(const Session& s) {
   return static_cast<double>(peak) / (1 << 20);
 }
 
+// The signal a stopped run reports (exit status 128 + it): this rank's, or SIGTERM when another
+// rank's signal stopped this one (it stops as if told to terminate).
+int reported_stop_signal() { return stop_signal() == 0 ? SIGTERM : stop_signal(); }
+
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
 void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   TrainState rs = s.st;
@@ -737,8 +746,7 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
       stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
       s.paths.recovery.string());
   s.result.interrupted = true;
-  // another rank's signal: this one stops as if told to terminate
-  s.result.stop_signal = stop_signal() == 0 ? SIGTERM : stop_signal();
+  s.result.stop_signal = reported_stop_signal();
 }
 
 // ---- evaluation, summary, checkpoints -----------------------------------------------------------
@@ -980,8 +988,34 @@ bool give_back_folder(const Session& s) {
   return true;
 }
 
+// A stop signal during start-up (on any rank: every rank asks at the same points, so they agree)
+// ends the run before its first step: nothing was trained, so nothing is saved, and a folder this
+// session claimed is given back (a resumed folder keeps its checkpoints). Empty: no signal came.
+std::optional<TrainResult> stopped_during_startup(Session& s) {
+  if (!dist::any(stop_signal() != 0, "stop signal during start-up")) return std::nullopt;
+  TrainResult r;
+  r.stopped_before_training = true;
+  r.stop_signal = reported_stop_signal();
+  const std::string folder = s.paths.dir.string();
+  // said before the folder is given back: log.txt then goes with it
+  spdlog::warn("stopped by {} before the first step: nothing was trained or saved{}",
+               stop_signal_name(stop_signal()),
+               s.claimed ? str("; the new run folder ", folder, " is given back") : std::string());
+  if (!give_back_folder(s)) r.run_dir = folder;
+  return r;
+}
+
+// From the first step on, a stop signal writes a recovery checkpoint; under mpirun only if every
+// rank finishes the step, which the handler's message must not promise (a rank that died, e.g.
+// killed by the OOM killer, leaves the others unable to finish it).
+void start_training(Session& s) {
+  s.training = true;
+  set_stop_outcome(dist::size() > 1 ? StopOutcome::recovery_if_all_ranks : StopOutcome::recovery);
+}
+
 // Everything of a run after its config is checked: the run folder, data, model, the epochs.
 TrainResult run_session(Session& s, const std::string& lr_note) {
+  if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
   open_run_folder(s);
   if (!lr_note.empty()) spdlog::info("{}", lr_note);
   if (std::optional<TrainResult> done = already_finished(s)) {
@@ -989,7 +1023,8 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
     if (give_back_folder(s)) done->run_dir.clear();
     return *done;
   }
-  open_data(s);
+  open_data(s);  // a large image folder takes a while to list: ask again after it
+  if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
   reconcile_resumed_settings(s);
   s.config_yaml = to_yaml(s.cfg);
   build_model(s);
@@ -999,9 +1034,9 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   create_ema(s);
   create_thread_tuner(s);
   s.losses = std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval, 1), s.device);
+  if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
 
-  StopSignalGuard stop_signals;
-  s.training = true;
+  start_training(s);
   const int64_t stop = s.opts.stop_after_epoch;
   const int64_t last_epoch = stop >= 0 ? std::min<int64_t>(s.cfg.epochs, stop) : s.cfg.epochs;
   for (int64_t epoch = s.st.epoch; epoch < last_epoch; ++epoch) {
@@ -1020,11 +1055,37 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   return final_report(s);
 }
 
+// "2026-12-05 08:00:00" (local time), for a line of a file outside log.txt.
+std::string local_time_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
+  return b;
+}
+
+// Rank R > 0 under mpirun: log.txt is rank 0's, and the MPI_Abort that follows this error ends
+// rank 0 before it could log it, so the error goes into the run folder as error-rank-R.txt (a
+// whole file, written atomically: safe on a shared file system, unlike appending to rank 0's
+// log). A failure to write it is said on stderr and never hides the error itself.
+void leave_rank_error(const Session& s, const std::string& what) {
+  const fs::path file = s.paths.dir / rank_error_file(dist::rank());
+  try {
+    io::write_file_atomic(file.string(),
+                          str("[", local_time_now(), "] haargrad: ", dist::rank_error(what), "\n"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "haargrad: %s (the error of %s is not in the run folder)\n", e.what(),
+                 dist::describe().c_str());
+  }
+}
+
 // A run that failed before training (a missing data folder, a checkpoint that does not fit, too
 // little memory) gives back the folder it claimed (give_back_folder); otherwise log.txt gets the
-// error (main prints it on stderr too).
+// error (main prints it on stderr too), or, on another rank than 0, error-rank-R.txt.
 void record_failure(const Session& s, const std::string& what) {
-  if (!dist::is_main() || s.paths.dir.empty()) return;
+  if (s.paths.dir.empty()) return;  // no run folder yet (rank 0's error names what failed)
+  if (!dist::is_main()) return leave_rank_error(s, what);
   if (!s.training && give_back_folder(s)) return;
   if (s.console) s.console->log_file_only(spdlog::level::err, what);
 }
@@ -1048,6 +1109,9 @@ void check_ranks_agree(const Config& cfg) {
 }  // namespace
 
 TrainResult train(Config cfg, const TrainOptions& opts) {
+  // from the start (`haargrad train` holds a guard of its own from its first moment): a stop
+  // signal never kills a run half set up; run_session asks for one at its start-up's steps
+  StopSignalGuard stop_signals;
   validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
   resolve_device(cfg.device);  // an unusable device fails before a run folder is claimed
   // timm: a null lr follows the images per update (args.yaml records the lr it gives)

@@ -48,19 +48,22 @@ struct TrainResult {
   double peak_mib = 0;              ///< peak live bytes on the training device (MiB)
   int64_t corrupt_skipped = 0;
   bool interrupted = false;  ///< Ctrl-C or SIGTERM: a recovery checkpoint was written
-  int stop_signal = 0;       ///< the signal that interrupted it (SIGINT, SIGTERM); 0 = none
+  /// A stop signal came during start-up: the run ended before its first step, nothing was trained
+  /// or saved; run_dir is empty when no folder was opened yet or a new one was given back
+  bool stopped_before_training = false;
+  int stop_signal = 0;  ///< the signal that stopped it (SIGINT, SIGTERM, ...); 0 = none
 };
 
 /// Runs (or resumes: cfg.resume = checkpoint path or "auto") the training described by cfg.
 /// SIGINT (Ctrl-C) and SIGTERM during the epochs stop it after the current step with a recovery
-/// checkpoint (TrainResult::interrupted). A run that fails before its first step gives its new
-/// folder back; one that fails later writes the error into its log.txt.
-/// Throws hg::Error on bad config / data, on a failed file write (naming the file; the previous
-/// files stay intact), and when the run diverges: a non-finite loss (naming the epoch and step) or
-/// a non-finite evaluation (no checkpoint is written from such a state, and the message names the
-/// checkpoint the run can go on from and the best one). A new run claims a folder of its own
-/// (run_folder.h); a resume may change the schedule, which args.yaml then records
-/// (resume_settings.h).
+/// checkpoint (TrainResult::interrupted); during start-up, before the first step, with nothing
+/// saved (TrainResult::stopped_before_training). A run that fails before its first step gives its
+/// new folder back; one that fails later writes the error into its log.txt. Throws hg::Error on bad
+/// config / data, on a failed file write (naming the file; the previous files stay intact), and
+/// when the run diverges: a non-finite loss (naming the epoch and step) or a non-finite evaluation
+/// (no checkpoint is written from such a state, and the message names the checkpoint the run can go
+/// on from and the best one). A new run claims a folder of its own (run_folder.h); a resume may
+/// change the schedule, which args.yaml then records (resume_settings.h).
 TrainResult train(Config cfg, const TrainOptions& opts = {});
 
 }  // namespace hg::train

@@ -1,10 +1,13 @@
 // Data-parallel training end to end on the CPU: `mpirun -np 2 haargrad train` against one process
 // (the acceptance of README "Data-parallel training"): 2 ranks with batch B/2 reproduce 1 rank with
 // batch B; ZeRO-1 equals plain data parallel; checkpoints move between 2 ranks and 1 rank (ZeRO
-// shards included) both ways; a failing or stalled rank stops every rank with a message.
+// shards included) both ways; a failing or stalled rank stops every rank with a message, a failing
+// rank other than 0 leaves it in the run folder, and a rank killed outright leaves the survivor
+// promising no recovery checkpoint.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <map>
 
@@ -211,4 +214,102 @@ TEST_F(MpiTrain, AStalledRankEndsTheRunOnTheTimeout) {
   EXPECT_NE(r.output.find("gradient bucket"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("did not complete within 3 s"), std::string::npos) << r.output;
   EXPECT_LT(r.seconds, 100.0);
+}
+
+// Rank 1 fails (its host's copy of the data holds truncated images; data_dir may differ from host
+// to host) while rank 0 waits in a collective: log.txt is rank 0's, and the MPI_Abort that follows
+// the error ends rank 0 before it could log it, so rank 1 leaves its error in the run folder as
+// error-rank-1.txt, which log.txt names.
+TEST_F(MpiTrain, AnErrorOnAnotherRankThanZeroIsLeftInTheRunFolder) {
+  test::TempDir tmp;
+  const std::string truncated = [&] {  // header fine, pixels not
+    data::write_png(tmp / "full.png", test::random_image(64, 64, 3, 5));
+    const std::string png = test::read_bytes(tmp / "full.png");
+    return png.substr(0, png.size() / 2);
+  }();
+  for (const std::string copy : {"good", "bad"}) {
+    for (int c = 0; c < 2; ++c) {
+      const std::string cls = "/c" + std::to_string(c);
+      fs::create_directories(tmp.path() / copy / ("train" + cls));
+      fs::create_directories(tmp.path() / copy / ("validation" + cls));
+      data::write_png(tmp / (copy + "/validation" + cls + "/v.png"),
+                      test::random_image(8, 8, 3, 90 + c));
+      for (int i = 0; i < 8; ++i) {
+        const std::string image = tmp / (copy + "/train" + cls + "/" + std::to_string(i) + ".png");
+        if (copy == "bad")
+          test::write_bytes(image, truncated);
+        else
+          data::write_png(image, test::random_image(8, 8, 3, static_cast<uint64_t>(10 * c + i)));
+      }
+    }
+  }
+  const fs::path out = tmp.path() / "out";
+  const auto args = [&](const std::string& copy) {
+    return " train " HAARGRAD_SOURCE_DIR
+           "/configs/smoke.yaml --plain --device cpu --workers 0"
+           " --dataset image_folder --img_size 8 --num_classes 2 --batch_size 3 "
+           "--max_steps_per_epoch 0"
+           " --corrupt_images error --dist_timeout 120 --experiment failing --output " +
+           out.string() + " --data_dir " + (tmp.path() / copy).string();
+  };
+  const auto r = test::run_command(
+      test::mpirun(1) + kProgram + args("good") + " : -np 1 " + kProgram + args("bad"), 180);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("haargrad: error on rank 1 of 2"), std::string::npos) << r.output;
+  const fs::path run = out / "failing";
+  ASSERT_TRUE(fs::exists(run / "error-rank-1.txt")) << r.output;
+  const std::string error = test::read_bytes(run / "error-rank-1.txt");
+  EXPECT_NE(error.find("haargrad: error on rank 1 of 2 (host "), std::string::npos) << error;
+  EXPECT_NE(error.find((tmp.path() / "bad" / "train").string()), std::string::npos)
+      << error;  // the image
+  EXPECT_EQ(error.find("\n"), error.size() - 1) << "one line: " << error;
+  EXPECT_NE(test::read_bytes(run / "log.txt").find("error-rank-R.txt"), std::string::npos)
+      << "log.txt does not say where the other ranks' errors go";
+  for (const auto& e : fs::directory_iterator(run))  // the atomic writer left no temporary file
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// A rank killed outright (SIGKILL: the OOM killer, a lost node). mpirun stops the other ranks with
+// SIGTERM, but with a dead peer they cannot finish their step, so no recovery checkpoint can be
+// written, and the survivor's console must not promise one.
+TEST_F(MpiTrain, ARankKilledOutrightLeavesNoPromiseOfARecoveryCheckpoint) {
+  const fs::path dir = root_ / "killed";
+  fs::create_directories(dir);
+  // each rank's shell writes its pid, then becomes haargrad (same pid)
+  const std::string ranks = test::mpirun(2) + "sh -c 'echo $$ > " + dir.string() +
+                            "/pid-$OMPI_COMM_WORLD_RANK; exec \"$@\"' rank " + kProgram;
+  const std::string cmd =
+      "exec timeout -k 5 120 " + ranks +
+      " train " HAARGRAD_SOURCE_DIR
+      "/configs/smoke.yaml --plain --device cpu --workers 0 --synthetic-size 400000"
+      " --max-steps-per-epoch 0 --epochs 1 --log-interval 1 --experiment run --output " +
+      dir.string() + " > " + (dir / "log").string() + " 2>&1";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool stepping = false;  // a few steps, then rank 1 is killed
+  for (int i = 0; i < 600 && !stepping; ++i) {
+    usleep(50 * 1000);
+    stepping = test::read_bytes(dir / "log").find("step 5/") != std::string::npos &&
+               fs::exists(dir / "pid-1");
+  }
+  const std::string pid_text = stepping ? test::read_bytes(dir / "pid-1") : "";
+  if (!pid_text.empty()) kill(static_cast<pid_t>(std::stol(pid_text)), SIGKILL);
+  int status = 0;
+  if (pid_text.empty()) kill(pid, SIGTERM);
+  waitpid(pid, &status, 0);
+  const std::string output = test::read_bytes(dir / "log");
+  ASSERT_TRUE(stepping) << "the run did not start stepping\n" << output;
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  EXPECT_NE(WEXITSTATUS(status), 124) << "timed out\n" << output;
+  // the survivor was told to stop (mpirun's SIGTERM) ...
+  ASSERT_NE(output.find("haargrad: stop signal: stopping after this step"), std::string::npos)
+      << output;
+  // ... and no recovery checkpoint came, nor was one promised
+  EXPECT_FALSE(fs::exists(dir / "run" / "recovery.safetensors")) << output;
+  EXPECT_EQ(output.find("a recovery checkpoint follows"), std::string::npos) << output;
+  EXPECT_NE(output.find("only if every rank finishes it"), std::string::npos) << output;
 }

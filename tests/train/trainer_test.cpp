@@ -2,13 +2,17 @@
 // plain (non-terminal) output without bar characters, non-finite loss handling.
 #include <gtest/gtest.h>
 
-#include <csignal>
-#include <cstdio>
-#include <iterator>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "core/safetensors.h"
@@ -18,6 +22,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/run_folder.h"
+#include "train/stop_signal.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -242,6 +247,37 @@ TEST_F(TrainerTest, AFailedStartGivesItsFolderBack) {
 // Weights alone (an export, a timm state_dict) hold no run to resume: resuming one in a run's
 // folder would start the run over and replace its summary and checkpoints. It is refused, pointing
 // at initial_checkpoint, and the run's files stay as they were.
+// A stop signal that came before train() (`haargrad train` holds a guard from its start, so a
+// signal while it reads its config is kept for train()): the guard inside train() keeps it, and
+// the run ends before its first step with nothing trained or written, a resumed run's folder
+// untouched.
+TEST_F(TrainerTest, AStopBeforeTrainingTrainsAndWritesNothing) {
+  train::Config c = smoke_config(root_.string());
+  c.epochs = 1;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const train::TrainResult done = train::train(c, quiet);
+  const std::string summary = slurp(fs::path(done.run_dir) / "summary.csv");
+  c.epochs = 2;
+  c.resume = (fs::path(done.run_dir) / "last.safetensors").string();
+  for (const bool resume : {false, true}) {
+    train::StopSignalGuard outer;
+    std::raise(SIGTERM);  // the handler only sets the flag
+    ASSERT_EQ(train::stop_signal(), SIGTERM);
+    train::Config run = c;
+    if (!resume) run.resume.clear(), run.experiment = "fresh";
+    const train::TrainResult r = train::train(run, quiet);
+    EXPECT_TRUE(r.stopped_before_training) << resume;
+    EXPECT_FALSE(r.interrupted) << resume;
+    EXPECT_EQ(r.stop_signal, SIGTERM) << resume;
+    EXPECT_EQ(train::stop_signal(), SIGTERM) << "the inner guard forgot the signal";
+    EXPECT_EQ(r.run_dir, "") << "stopped before a run folder was opened: " << resume;
+  }
+  EXPECT_FALSE(fs::exists(root_ / "fresh"));                          // no folder was claimed
+  EXPECT_EQ(slurp(fs::path(done.run_dir) / "summary.csv"), summary);  // nothing trained on
+  EXPECT_FALSE(fs::exists(fs::path(done.run_dir) / "recovery.safetensors"));
+}
+
 TEST_F(TrainerTest, ResumeFromWeightsOnlyIsRefused) {
   train::Config c = smoke_config(root_.string());
   c.epochs = 1;
@@ -375,6 +411,117 @@ TEST(TrainerCli, SigtermWritesRecoveryCheckpointAndExits143) {
 // too, and its epoch is evaluated again on resume. SIGUSR1 (what mpirun forwards) does the same.
 TEST(TrainerCli, ASignalStopsTheEvaluationToo) {
   expect_signal_stops_with_recovery(SIGUSR1, "SIGUSR1", /*during_eval=*/true);
+}
+
+// How a `haargrad train` stopped during its start-up ended: its exit status and output.
+struct StartupStop {
+  int status = 0;  // waitpid's
+  std::string output;
+};
+
+// Starts `haargrad <args>` (its output into `log`), waits until it has opened `fifo` for reading
+// (a file of its start-up: the config, the data), sends `sig` while it reads, then gives it
+// `bytes` through the FIFO and waits for its end. The signal thus comes at a known point of the
+// start-up, with no race against the clock.
+static StartupStop stop_while_reading(const fs::path& fifo, const std::string& args,
+                                      const fs::path& log, int sig, const std::string& bytes) {
+  StartupStop r;
+  if (mkfifo(fifo.c_str(), 0600) != 0) {
+    ADD_FAILURE() << "mkfifo " << fifo << ": " << std::strerror(errno);
+    return r;
+  }
+  const std::string cmd = std::string("exec ") + HAARGRAD_BINARY_DIR + "/haargrad " + args + " > " +
+                          log.string() + " 2>&1";
+  const pid_t pid = fork();
+  if (pid < 0) return r;
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // a non-blocking open for writing succeeds once the program has the FIFO open for reading
+  int fd = -1;
+  for (int i = 0; i < 3000 && fd < 0; ++i) {
+    fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd < 0) usleep(10 * 1000);
+  }
+  EXPECT_GE(fd, 0) << "the program never opened " << fifo;
+  kill(pid, sig);
+  if (fd >= 0) {
+    // the program may be gone (killed by the signal): a write then fails instead of killing us
+    void (*old_pipe)(int) = std::signal(SIGPIPE, SIG_IGN);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    [[maybe_unused]] const ssize_t n = write(fd, bytes.data(), bytes.size());
+    close(fd);
+    std::signal(SIGPIPE, old_pipe);
+  }
+  waitpid(pid, &r.status, 0);
+  r.output = slurp(log);
+  return r;
+}
+
+// A stop signal while the program reads its config (before anything of the run exists): a clean
+// exit with 128 + the signal (not a death by it), no run folder, and a console that says so.
+TEST(TrainerCli, AStopSignalWhileReadingTheConfigEndsCleanlyWithNoFolder) {
+  const fs::path dir = fs::temp_directory_path() / ("hg_early_stop_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const StartupStop r = stop_while_reading(
+      dir / "config.yaml",
+      "train " + (dir / "config.yaml").string() + " --device cpu --plain --output " +
+          (dir / "out").string(),
+      dir / "log", SIGTERM, slurp(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml"));
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 128 + SIGTERM)
+      << "status " << r.status << " (signalled: " << WIFSIGNALED(r.status) << ")\n"
+      << r.output;
+  EXPECT_NE(r.output.find("stopping before the first step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped by SIGTERM before the first step: nothing was trained or saved"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "smoke")) << r.output;
+  fs::remove_all(dir);
+}
+
+// IDX files (MNIST format, uncompressed) of `n` 8x8 gray images with labels 0..3.
+static std::string idx_images(int n) {
+  std::string b = {0, 0, 8, 3, 0, 0, 0, static_cast<char>(n), 0, 0, 0, 8, 0, 0, 0, 8};
+  for (int i = 0; i < n * 64; ++i) b.push_back(static_cast<char>((i * 37) % 251));
+  return b;
+}
+static std::string idx_labels(int n) {
+  std::string b = {0, 0, 8, 1, 0, 0, 0, static_cast<char>(n)};
+  for (int i = 0; i < n; ++i) b.push_back(static_cast<char>(i % 4));
+  return b;
+}
+
+// A stop signal after the run folder is claimed, while the data is read (before the first step):
+// the same clean exit, and the new folder is given back, not left half made (run.json, args.yaml
+// and log.txt of a run that never trained would take the experiment's name).
+TEST(TrainerCli, AStopSignalWhileReadingTheDataGivesTheNewFolderBack) {
+  const fs::path dir = fs::temp_directory_path() / ("hg_data_stop_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "data");
+  { std::ofstream(dir / "data/train-labels-idx1-ubyte", std::ios::binary) << idx_labels(16); }
+  { std::ofstream(dir / "data/t10k-images-idx3-ubyte", std::ios::binary) << idx_images(8); }
+  { std::ofstream(dir / "data/t10k-labels-idx1-ubyte", std::ios::binary) << idx_labels(8); }
+  const std::string args =
+      std::string("train ") + HAARGRAD_SOURCE_DIR +
+      "/configs/smoke.yaml --device cpu --plain --dataset idx --val-split test --data-dir " +
+      (dir / "data").string() + " --output " + (dir / "out").string();
+  const StartupStop r = stop_while_reading(dir / "data/train-images-idx3-ubyte", args, dir / "log",
+                                           SIGINT, idx_images(16));
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 128 + SIGINT)
+      << "status " << r.status << " (signalled: " << WIFSIGNALED(r.status) << ")\n"
+      << r.output;
+  EXPECT_NE(r.output.find("run folder " + (dir / "out" / "smoke").string()), std::string::npos)
+      << "the signal came before the folder was claimed\n"
+      << r.output;
+  EXPECT_NE(r.output.find("stopped by SIGINT before the first step"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("is given back"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "smoke")) << r.output;
+  EXPECT_EQ(r.output.find("best_top1"), std::string::npos) << "a report of a run that never ran\n"
+                                                           << r.output;
+  fs::remove_all(dir);
 }
 
 TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
