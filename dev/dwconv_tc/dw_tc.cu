@@ -334,7 +334,10 @@ __global__ void __launch_bounds__(32 * kWarps)
 // different 16-byte bank groups), and a tile's columns t + 4 are the next tile's columns t, so each
 // tile loads 2 x 16 bytes a lane per filter row for 4 mma. D goes out as one 16-byte store per lane
 // and row (4 pairs = 8 channels of one pixel). No barrier after the staging's one.
-constexpr int kCB3 = 16;  // channels per block: two warps (4 pairs each) per row group / columns
+constexpr int kCB3 = 16;
+// Variants 6 and 7 (v5 and v3 with one row group of 16 rows a block: half the shared memory, twice
+// the blocks) set this while they build their geometry.
+bool g_rg1 = false;  // channels per block: two warps (4 pairs each) per row group / columns
 struct Geom3 {
   int N, H, W, C, K, pad;
   int RG;  // row groups of 16 output rows per block (1 or 2)
@@ -345,7 +348,7 @@ struct Geom3 {
   int RP;  // staged row pitch in 32-bit words: 8 WS + 4 (16-byte units odd)
 };
 Geom3 geom3(int N, int H, int W, int C, int K) {
-  Geom3 g{N, H, W, C, K, K / 2, H > 16 ? 2 : 1, 0, (W + 3) / 4, 0, 0, 0};
+  Geom3 g{N, H, W, C, K, K / 2, H > 16 && !g_rg1 ? 2 : 1, 0, (W + 3) / 4, 0, 0, 0};
   g.CG = 4 / g.RG;
   g.RS = 16 * g.RG + K - 1;
   g.WS = 4 * g.NT + 4;
@@ -532,7 +535,7 @@ struct Geom5 {
   int RS, WS, RP;
 };
 Geom5 geom5(int N, int H, int W, int C, int K) {
-  Geom5 g{N, H, W, C, K, K / 2, H > 16 ? 2 : 1, 0, 0, 0, 0, 0};
+  Geom5 g{N, H, W, C, K, K / 2, H > 16 && !g_rg1 ? 2 : 1, 0, 0, 0, 0, 0};
   g.CG = 4 / g.RG;
   g.NT2 = ((W + 3) / 4 + 1) / 2 * 2;
   g.RS = 16 * g.RG + K - 1;
@@ -691,11 +694,12 @@ void dw_fwd_tc(int variant, const Geom& g, const __nv_bfloat16* x, const float* 
     kernel<<<grid, 32 * kWarps, smem, cudaStreamPerThread>>>(x, w, bias, g, flip, y);
     CK(cudaGetLastError());
   };
-  if (variant == 5) {
+  g_rg1 = variant == 6 || variant == 7;
+  if (variant == 5 || variant == 6) {
     dw_fwd_tc5(geom5(g.N, g.H, g.W, g.C, g.K), x, w, bias, y, flip);
     return;
   }
-  if (variant == 3 || variant == 4) {  // 4: v3 with the columns carried from tile to tile
+  if (variant == 3 || variant == 4 || variant == 7) {  // 4: v3, columns carried tile to tile
     dw_fwd_tc3(geom3(g.N, g.H, g.W, g.C, g.K), x, w, bias, y, flip, variant == 4);
     return;
   }
@@ -1043,15 +1047,17 @@ void time_case(const Case& s, int reps) {
       "time N %d %3d/%2d K %d: product %.4f ms (%.0f GB/s); tensor cores v1 %.4f ms (%.2fx), "
       "v2 %.4f ms (%.0f GB/s, %.2fx)\n",
       s.N, s.C, s.H, s.K, pr, bytes / pr / 1e6, v1, pr / v1, v2, bytes / v2 / 1e6, pr / v2);
-  for (int v : {3, 4, 5}) {
-    if (s.K > 5 && v != 5) continue;
+  for (int v : {3, 4, 5, 6, 7}) {
+    if (s.K > 5 && v != 5 && v != 6) continue;
     const float v3 = median_ms([&] { dw_fwd_tc(v, g, b.dx, b.dw, b.db, b.dy); }, reps);
     const float v3b = median_ms([&] { dw_fwd_tc(v, g, b.dx, b.dw, nullptr, b.dy, true); }, reps);
     std::printf(
         "     v%d (channel pairs from NHWC%s): %.4f ms (%.0f GB/s, %.2fx the product), "
         "backward data %.4f ms\n",
         v,
-        v == 4   ? ", carried"
+        v == 6   ? ", v5 with 16 rows a block"
+        : v == 7 ? ", v3 with 16 rows a block"
+        : v == 4 ? ", carried"
         : v == 5 ? ", B table, tile pairs"
                  : "",
         v3, bytes / v3 / 1e6, pr / v3, v3b);
@@ -1105,6 +1111,9 @@ int main(int argc, char** argv) {
   ok &= check(5, {2, 56, 56, 96, 7}, 121);
   ok &= check(5, {3, 7, 7, 64, 7}, 123);
   ok &= check(5, {2, 14, 14, 384, 5}, 125);
+  ok &= check(6, {1, 33, 41, 48, 7}, 127);
+  ok &= check(6, {2, 56, 56, 96, 5}, 129, /*flip=*/true);
+  ok &= check(7, {1, 33, 41, 48, 5}, 131);
   for (int K : {3, 5, 7, 9}) ok &= check(2, {2, 13, 19, 32, K}, 21u + unsigned(K), /*flip=*/true);
   ok &= check(2, {2, 56, 56, 96, 5}, 23, /*flip=*/true);
   for (int K : {3, 5, 7}) ok &= check_wgrad({2, 13, 19, 32, K}, 31u + unsigned(K));
