@@ -679,6 +679,319 @@ void dw_fwd_tc5(const Geom5& g, const __nv_bfloat16* x, const float* w, const fl
   }
 }
 
+// ---- variant 8 (twenty-sixth session): v3's compute with the staging pipelined ------------------
+// v3 - v7 stage a block's whole tile, then compute, then store: ~1.1 TB/s, like the product. Here
+// a block keeps its 16 channels and walks strips of 16 output rows (items (image, strip), strided
+// by the blocks of its channel group), copying the next strip's rows (cp.async) into the second
+// buffer while its warps compute the current one; the grid is the blocks that fit at once. B
+// fragments in registers (K <= 5), built once a block; A from one 16-byte shared load per lane,
+// filter row and column group, as v3.
+struct Geom8 {
+  int N, H, W, C, K, pad;
+  int NT;         // 4-column output tiles
+  int RS;         // staged rows: 16 + K - 1
+  int WS;         // staged columns: 4 NT + 4
+  int RP;         // row pitch in 32-bit words: 8 WS + 4
+  int strips;     // 16-row strips per image
+  int per_group;  // blocks per channel group (gridDim.y)
+};
+Geom8 geom8(int N, int H, int W, int C, int K, int sms) {
+  Geom8 g{N, H, W, C, K, K / 2, (W + 3) / 4, 16 + K - 1, 0, 0, (H + 15) / 16, 0};
+  g.WS = 4 * g.NT + 4;
+  g.RP = 8 * g.WS + 4;
+  const int groups = C / kCB3, items = N * g.strips;
+  g.per_group = std::max(1, std::min(items, (2 * sms + groups - 1) / groups));
+  return g;
+}
+size_t smem8(const Geom8& g) { return 2 * size_t(g.RS) * g.RP * 4; }
+
+template <int K>
+__global__ void __launch_bounds__(256, 2)
+    dw_fwd_tc8_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
+                      const float* __restrict__ bias, Geom8 g, bool flip,
+                      __nv_bfloat16* __restrict__ y) {
+  static_assert(K <= 5, "4 outputs and K taps fill the 8-column window");
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int cb = blockIdx.x * kCB3;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned buf0 = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned buf_bytes = unsigned(g.RS * g.RP) * 4u;
+  const int items = g.N * g.strips;
+
+  auto stage = [&](int item, unsigned buf) {  // rows of strip `item` into buffer `buf`
+    const int n = item / g.strips, r0 = (item % g.strips) * 16;
+    const int chunks = g.RS * g.WS * 2;
+    for (int e = tid; e < chunks; e += 256) {
+      const int sr = e / (2 * g.WS), rem = e - sr * 2 * g.WS, sc = rem >> 1, half = rem & 1;
+      const int r = r0 - g.pad + sr, col = sc - g.pad;
+      const bool in = r >= 0 && r < g.H && col >= 0 && col < g.W;
+      const __nv_bfloat16* src =
+          in ? x + ((int64_t(n) * g.H + r) * g.W + col) * g.C + cb + 8 * half : x;
+      const unsigned dst = buf + unsigned(sr * g.RP + sc * 8 + 4 * half) * 4u;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                   "r"(in ? 16 : 0));
+    }
+    asm volatile("cp.async.commit_group;");
+  };
+  int item = blockIdx.y;
+  if (item >= items) return;
+  stage(item, buf0);
+
+  const int half = warp & 1, wq = warp >> 1;  // wq: this warp's tiles wq, wq + 4, ...
+  const int grp = lane >> 2, tig = lane & 3, o = grp >> 1, chn = grp & 1;
+  uint32_t b[4][K][2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = cb + 8 * half + 2 * i + chn;
+#pragma unroll
+    for (int p = 0; p < K; ++p)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int q = tig + 4 * hi - o;
+        float v = 0.f;
+        if (q >= 0 && q < K)
+          v = flip ? w[(int64_t(c) * K + K - 1 - p) * K + K - 1 - q]
+                   : w[(int64_t(c) * K + p) * K + q];
+        b[i][p][hi] = chn == 0 ? pack_bf16(v, 0.f) : pack_bf16(0.f, v);
+      }
+  }
+  float bias_lo[4], bias_hi[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = cb + 8 * half + 2 * i;
+    bias_lo[i] = bias ? bias[c] : 0.f;
+    bias_hi[i] = bias ? bias[c + 1] : 0.f;
+  }
+  const unsigned lane_off = unsigned(grp * g.RP + tig * 8 + 4 * half) * 4u;
+  const unsigned down8 = unsigned(8 * g.RP) * 4u, row_bytes = unsigned(g.RP) * 4u;
+
+  for (int k = 0;; ++k) {
+    const int next = item + int(gridDim.y);
+    const unsigned cur = buf0 + (k & 1) * buf_bytes;
+    if (next < items) {
+      stage(next, buf0 + ((k + 1) & 1) * buf_bytes);
+      asm volatile("cp.async.wait_group 1;");
+    } else {
+      asm volatile("cp.async.wait_group 0;");
+    }
+    __syncthreads();  // the current strip's rows are in
+    const int n = item / g.strips, r0 = (item % g.strips) * 16;
+    for (int t = wq; t < g.NT; t += 4) {
+      float d[4][4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        d[i][0] = d[i][2] = bias_lo[i];
+        d[i][1] = d[i][3] = bias_hi[i];
+      }
+      const unsigned base = cur + lane_off + unsigned(4 * t * 8) * 4u;
+#pragma unroll
+      for (int p = 0; p < K; ++p) {
+        const unsigned a = base + unsigned(p) * row_bytes;
+        const uint4 l0 = lds128(a), l1 = lds128(a + down8);
+        const uint4 h0 = lds128(a + 4u * 32u), h1 = lds128(a + down8 + 4u * 32u);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          mma_bf16(d[i], u4(l0, i), u4(l1, i), u4(h0, i), u4(h1, i), b[i][p][0], b[i][p][1]);
+      }
+      const int ocol = 4 * t + tig;
+      if (ocol < g.W) {
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          const int row = r0 + grp + 8 * rr;
+          if (row >= g.H) continue;
+          uint4 v;
+          v.x = pack_bf16(d[0][2 * rr], d[0][2 * rr + 1]);
+          v.y = pack_bf16(d[1][2 * rr], d[1][2 * rr + 1]);
+          v.z = pack_bf16(d[2][2 * rr], d[2][2 * rr + 1]);
+          v.w = pack_bf16(d[3][2 * rr], d[3][2 * rr + 1]);
+          *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + row) * g.W + ocol) * g.C + cb +
+                                    8 * half) = v;
+        }
+      }
+    }
+    if (next >= items) break;
+    __syncthreads();  // every warp is done with `cur` before the strip after next is copied into it
+    item = next;
+  }
+}
+
+void dw_fwd_tc8(const Geom8& g, const __nv_bfloat16* x, const float* w, const float* bias,
+                __nv_bfloat16* y, bool flip) {
+  if (g.C % kCB3 != 0) {
+    std::fprintf(stderr, "v8: C %% 16 != 0\n");
+    std::exit(2);
+  }
+  const dim3 grid(unsigned(g.C / kCB3), unsigned(g.per_group));
+  const size_t smem = smem8(g);
+  auto launch = [&](auto kernel) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, 256, smem, cudaStreamPerThread>>>(x, w, bias, g, flip, y);
+    CK(cudaGetLastError());
+  };
+  switch (g.K) {
+    case 3: launch(dw_fwd_tc8_kernel<3>); break;
+    case 5: launch(dw_fwd_tc8_kernel<5>); break;
+    default: std::fprintf(stderr, "v8: K %d not built\n", g.K); std::exit(2);
+  }
+}
+
+// ---- variant 9: v5's compute (any K <= 9, B table, tile pairs) with v8's pipelined staging ------
+size_t smem9(const Geom8& g) { return size_t(8) * g.K * 32 * 16 + 2 * size_t(g.RS) * g.RP * 4; }
+Geom8 geom9(int N, int H, int W, int C, int K, int sms) {
+  Geom8 g = geom8(N, H, W, C, K, sms);
+  g.NT = ((W + 3) / 4 + 1) / 2 * 2;  // tiles rounded up to pairs
+  g.WS = 4 * g.NT + 8;
+  g.RP = 8 * g.WS + 4;
+  const int groups = C / kCB3, items = N * g.strips;
+  const int per_sm = smem9(g) * 2 <= 227 * 1024 ? 2 : 1;
+  g.per_group = std::max(1, std::min(items, (per_sm * sms + groups - 1) / groups));
+  return g;
+}
+
+template <int K>
+__global__ void __launch_bounds__(256, 2)
+    dw_fwd_tc9_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
+                      const float* __restrict__ bias, Geom8 g, bool flip,
+                      __nv_bfloat16* __restrict__ y) {
+  constexpr bool kTwo = K > 5;
+  constexpr int kGroups = kTwo ? 4 : 3;
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint4* btab = reinterpret_cast<uint4*>(smem);  // [8 pairs][K][32 lanes]
+  const int cb = blockIdx.x * kCB3;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned buf0 =
+      static_cast<unsigned>(__cvta_generic_to_shared(smem)) + unsigned(8 * K * 32 * 16);
+  const unsigned buf_bytes = unsigned(g.RS * g.RP) * 4u;
+  const int items = g.N * g.strips;
+  auto stage = [&](int item, unsigned buf) {
+    const int n = item / g.strips, r0 = (item % g.strips) * 16;
+    const int chunks = g.RS * g.WS * 2;
+    for (int e = tid; e < chunks; e += 256) {
+      const int sr = e / (2 * g.WS), rem = e - sr * 2 * g.WS, sc = rem >> 1, half = rem & 1;
+      const int r = r0 - g.pad + sr, col = sc - g.pad;
+      const bool in = r >= 0 && r < g.H && col >= 0 && col < g.W;
+      const __nv_bfloat16* src =
+          in ? x + ((int64_t(n) * g.H + r) * g.W + col) * g.C + cb + 8 * half : x;
+      const unsigned dst = buf + unsigned(sr * g.RP + sc * 8 + 4 * half) * 4u;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                   "r"(in ? 16 : 0));
+    }
+    asm volatile("cp.async.commit_group;");
+  };
+  int item = blockIdx.y;
+  if (item >= items) return;
+  stage(item, buf0);
+  for (int e = tid; e < 8 * K * 32; e += 256) {
+    const int l = e & 31, p = (e >> 5) % K, pr = (e >> 5) / K;
+    const int grp = l >> 2, tig = l & 3, o = grp >> 1, chn = grp & 1, c = cb + 2 * pr + chn;
+    uint32_t v[3];
+#pragma unroll
+    for (int hi = 0; hi < 3; ++hi) {
+      const int q = tig + 4 * hi - o;
+      float f = 0.f;
+      if (q >= 0 && q < K)
+        f = flip ? w[(int64_t(c) * K + K - 1 - p) * K + K - 1 - q]
+                 : w[(int64_t(c) * K + p) * K + q];
+      v[hi] = chn == 0 ? pack_bf16(f, 0.f) : pack_bf16(0.f, f);
+    }
+    btab[e] = make_uint4(v[0], v[1], v[2], 0u);
+  }
+  const int half = warp & 1, wq = warp >> 1;
+  const int grp = lane >> 2, tig = lane & 3;
+  float bias_lo[4], bias_hi[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = cb + 8 * half + 2 * i;
+    bias_lo[i] = bias ? bias[c] : 0.f;
+    bias_hi[i] = bias ? bias[c + 1] : 0.f;
+  }
+  const unsigned lane_off = unsigned(grp * g.RP + tig * 8 + 4 * half) * 4u;
+  const unsigned down8 = unsigned(8 * g.RP) * 4u, row_bytes = unsigned(g.RP) * 4u;
+  for (int k = 0;; ++k) {
+    const int next = item + int(gridDim.y);
+    const unsigned cur = buf0 + (k & 1) * buf_bytes;
+    if (next < items) {
+      stage(next, buf0 + ((k + 1) & 1) * buf_bytes);
+      asm volatile("cp.async.wait_group 1;");
+    } else {
+      asm volatile("cp.async.wait_group 0;");
+    }
+    __syncthreads();
+    const int n = item / g.strips, r0 = (item % g.strips) * 16;
+    for (int tp = wq; 2 * tp < g.NT; tp += 4) {
+      const int t = 2 * tp;
+      float d[2][4][4];
+#pragma unroll
+      for (int tt = 0; tt < 2; ++tt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          d[tt][i][0] = d[tt][i][2] = bias_lo[i];
+          d[tt][i][1] = d[tt][i][3] = bias_hi[i];
+        }
+      const unsigned base = cur + lane_off + unsigned(4 * t * 8) * 4u;
+#pragma unroll
+      for (int p = 0; p < K; ++p) {
+        uint4 a[kGroups][2];
+#pragma unroll
+        for (int c = 0; c < kGroups; ++c) {
+          const unsigned ad = base + unsigned(p) * row_bytes + unsigned(c) * 128u;
+          a[c][0] = lds128(ad);
+          a[c][1] = lds128(ad + down8);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint4 bb = btab[((4 * half + i) * K + p) * 32 + lane];
+#pragma unroll
+          for (int tt = 0; tt < 2; ++tt) {
+            mma_bf16(d[tt][i], u4(a[tt][0], i), u4(a[tt][1], i), u4(a[tt + 1][0], i),
+                     u4(a[tt + 1][1], i), bb.x, bb.y);
+            if constexpr (kTwo)
+              mma_bf16(d[tt][i], u4(a[tt + 2][0], i), u4(a[tt + 2][1], i), 0u, 0u, bb.z, 0u);
+          }
+        }
+      }
+#pragma unroll
+      for (int tt = 0; tt < 2; ++tt) {
+        const int ocol = 4 * (t + tt) + tig;
+        if (ocol >= g.W) continue;
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          const int row = r0 + grp + 8 * rr;
+          if (row >= g.H) continue;
+          uint4 v;
+          v.x = pack_bf16(d[tt][0][2 * rr], d[tt][0][2 * rr + 1]);
+          v.y = pack_bf16(d[tt][1][2 * rr], d[tt][1][2 * rr + 1]);
+          v.z = pack_bf16(d[tt][2][2 * rr], d[tt][2][2 * rr + 1]);
+          v.w = pack_bf16(d[tt][3][2 * rr], d[tt][3][2 * rr + 1]);
+          *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + row) * g.W + ocol) * g.C + cb +
+                                    8 * half) = v;
+        }
+      }
+    }
+    if (next >= items) break;
+    __syncthreads();
+    item = next;
+  }
+}
+
+void dw_fwd_tc9(const Geom8& g, const __nv_bfloat16* x, const float* w, const float* bias,
+                __nv_bfloat16* y, bool flip) {
+  const dim3 grid(unsigned(g.C / kCB3), unsigned(g.per_group));
+  const size_t smem = smem9(g);
+  auto launch = [&](auto kernel) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, 256, smem, cudaStreamPerThread>>>(x, w, bias, g, flip, y);
+    CK(cudaGetLastError());
+  };
+  switch (g.K) {
+    case 3: launch(dw_fwd_tc9_kernel<3>); break;
+    case 5: launch(dw_fwd_tc9_kernel<5>); break;
+    case 7: launch(dw_fwd_tc9_kernel<7>); break;
+    case 9: launch(dw_fwd_tc9_kernel<9>); break;
+    default: std::fprintf(stderr, "v9: K %d not built\n", g.K); std::exit(2);
+  }
+}
+
 /// variant 1: dw_fwd_tc_kernel; 2: dw_fwd_tc2_kernel (flip: the filter rotated, variant 2 only).
 void dw_fwd_tc(int variant, const Geom& g, const __nv_bfloat16* x, const float* w,
                const float* bias, __nv_bfloat16* y, bool flip = false) {
@@ -694,6 +1007,15 @@ void dw_fwd_tc(int variant, const Geom& g, const __nv_bfloat16* x, const float* 
     kernel<<<grid, 32 * kWarps, smem, cudaStreamPerThread>>>(x, w, bias, g, flip, y);
     CK(cudaGetLastError());
   };
+  if (variant == 8 || variant == 9) {
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    if (variant == 8)
+      dw_fwd_tc8(geom8(g.N, g.H, g.W, g.C, g.K, sms), x, w, bias, y, flip);
+    else
+      dw_fwd_tc9(geom9(g.N, g.H, g.W, g.C, g.K, sms), x, w, bias, y, flip);
+    return;
+  }
   g_rg1 = variant == 6 || variant == 7;
   if (variant == 5 || variant == 6) {
     dw_fwd_tc5(geom5(g.N, g.H, g.W, g.C, g.K), x, w, bias, y, flip);
@@ -1047,15 +1369,17 @@ void time_case(const Case& s, int reps) {
       "time N %d %3d/%2d K %d: product %.4f ms (%.0f GB/s); tensor cores v1 %.4f ms (%.2fx), "
       "v2 %.4f ms (%.0f GB/s, %.2fx)\n",
       s.N, s.C, s.H, s.K, pr, bytes / pr / 1e6, v1, pr / v1, v2, bytes / v2 / 1e6, pr / v2);
-  for (int v : {3, 4, 5, 6, 7}) {
-    if (s.K > 5 && v != 5 && v != 6) continue;
+  for (int v : {3, 5, 7, 8, 9}) {
+    if (s.K > 5 && v != 5 && v != 9) continue;
     const float v3 = median_ms([&] { dw_fwd_tc(v, g, b.dx, b.dw, b.db, b.dy); }, reps);
     const float v3b = median_ms([&] { dw_fwd_tc(v, g, b.dx, b.dw, nullptr, b.dy, true); }, reps);
     std::printf(
         "     v%d (channel pairs from NHWC%s): %.4f ms (%.0f GB/s, %.2fx the product), "
         "backward data %.4f ms\n",
         v,
-        v == 6   ? ", v5 with 16 rows a block"
+        v == 9   ? ", v5 pipelined"
+        : v == 8 ? ", v3 pipelined"
+        : v == 6 ? ", v5 with 16 rows a block"
         : v == 7 ? ", v3 with 16 rows a block"
         : v == 4 ? ", carried"
         : v == 5 ? ", B table, tile pairs"
@@ -1114,6 +1438,19 @@ int main(int argc, char** argv) {
   ok &= check(6, {1, 33, 41, 48, 7}, 127);
   ok &= check(6, {2, 56, 56, 96, 5}, 129, /*flip=*/true);
   ok &= check(7, {1, 33, 41, 48, 5}, 131);
+  for (int K : {3, 5}) {
+    ok &= check(8, {1, 33, 41, 48, K}, 133u + unsigned(K));
+    ok &= check(8, {2, 13, 19, 32, K}, 137u + unsigned(K), /*flip=*/true);
+  }
+  ok &= check(8, {2, 56, 56, 96, 5}, 143);
+  ok &= check(8, {3, 7, 7, 64, 5}, 145);
+  ok &= check(8, {5, 14, 14, 384, 5}, 147);
+  for (int K : {3, 5, 7, 9}) {
+    ok &= check(9, {1, 33, 41, 48, K}, 151u + unsigned(K));
+    ok &= check(9, {2, 13, 19, 32, K}, 161u + unsigned(K), /*flip=*/true);
+  }
+  ok &= check(9, {2, 56, 56, 96, 7}, 171);
+  ok &= check(9, {3, 7, 7, 64, 7}, 173);
   for (int K : {3, 5, 7, 9}) ok &= check(2, {2, 13, 19, 32, K}, 21u + unsigned(K), /*flip=*/true);
   ok &= check(2, {2, 56, 56, 96, 5}, 23, /*flip=*/true);
   for (int K : {3, 5, 7}) ok &= check_wgrad({2, 13, 19, 32, K}, 31u + unsigned(K));
