@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Dev use (device tool), twenty-sixth session: the tensor-core depthwise lab with variants 8 and 9 (v3 and v5 with
-# channel-pair mma with the staging pipelined: two buffers, blocks walking 16-row strips).
+# Dev use (device tool), twenty-sixth session: the tensor-core depthwise lab with variants 8 and 9
+# (v3 and v5 with the staging pipelined: two buffers, blocks walking 16-row strips).
 # Pack: cp build/dev/dwconv_tc/dwconv_tc_lab build/labbin/ (stripped), then
 # tar -C build -cJf build/labpack/labbin.tar.xz labbin. Carry ["build/labpack"].
 NAME=s26b
