@@ -763,12 +763,19 @@ struct Evaluation {
 
 // A stop signal ends an evaluation early (its figures are then dropped): a container's or a
 // scheduler's grace period after SIGTERM is seconds, a validation split can take minutes.
+// Under mpirun each rank sees its own signal, so whether the model's evaluation was cut short is
+// decided by every rank together: one rank skipping the EMA's evaluation while another reduces its
+// metrics would pair two different collectives (MPI_ERR_TRUNCATE, or a hang).
 Evaluation evaluate_models(Session& s, int64_t epoch) {
-  const auto stop = [] { return stop_signal() != 0; };
+  int64_t batches = 0;  // this process's, for the test hook
+  const auto stop = [&s, epoch, &batches] {
+    if (s.opts.after_eval_batch && s.opts.after_eval_batch(epoch, ++batches)) request_stop(SIGUSR1);
+    return stop_signal() != 0;
+  };
   Evaluation ev;
   ev.model = evaluate(*s.model, *s.val_loader, s.device, epoch, stop);
   s.dp->reduce_evaluation(ev.model);  // data parallel: each rank evaluated its shard
-  if (s.ema && !ev.model.stopped) {
+  if (s.ema && !s.dp->any_rank(ev.model.stopped)) {
     ev.ema = evaluate(s.ema->module(), *s.val_loader, s.device, epoch, stop);
     s.dp->reduce_evaluation(*ev.ema);
   }
