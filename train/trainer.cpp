@@ -344,12 +344,11 @@ void check_args_match_checkpoint(const Session& s, const std::string& args_path,
            "; restore args.yaml, or remove it to resume with the checkpoint's config");
 }
 
-// A resume: what this session may change against the run's recorded config (args.yaml, else the
-// checkpoint's), with args.yaml kept rerunnable.
-void reconcile_resumed_settings(Session& s) {
-  if (!s.resumed) return;
-  // the position against this session's epoch (its data and batch are checked below): a damaged
-  // or hand-edited one must not steer the schedule or the loader
+// The resumed position against this session's epoch: a damaged or hand-edited one must not steer
+// the schedule or the loader. Called once the session's keys are known to be the run's: a changed
+// batch_size or max_steps_per_epoch changes the epoch too, and is named as the key it is, not as a
+// damaged checkpoint.
+void check_resumed_position(const Session& s) {
   const TrainState& r = *s.resumed;
   HG_CHECK(r.step_in_epoch <= s.steps_per_epoch, "resume: checkpoint ", s.resume_path,
            ": metadata 'state': step_in_epoch is ", r.step_in_epoch,
@@ -361,6 +360,12 @@ void reconcile_resumed_settings(Session& s) {
            s.resume_path, ": metadata 'state': updates is ", r.updates, ", more than ", r.epoch + 1,
            " epochs of ", s.updates_per_epoch, " updates could make (at most ", most_updates,
            " allowed)");
+}
+
+// A resume: what this session may change against the run's recorded config (args.yaml, else the
+// checkpoint's), with args.yaml kept rerunnable.
+void reconcile_resumed_settings(Session& s) {
+  if (!s.resumed) return;
   const std::string args_path = s.paths.args.string();
   const std::string stored = checkpoint_config_yaml(s.resume_path);
   const std::string stored_source = str("the config stored in ", s.resume_path);
@@ -372,6 +377,7 @@ void reconcile_resumed_settings(Session& s) {
   if (have_args && !stored.empty())
     check_args_match_checkpoint(s, args_path, recorded_text, stored);
   if (recorded_text.empty()) {  // a checkpoint that stores no config: this session's is the run's
+    check_resumed_position(s);
     Config args = s.cfg;
     args.resume = "";
     if (dist::is_main()) io::write_file_atomic(args_path, to_yaml(args));
@@ -393,6 +399,7 @@ void reconcile_resumed_settings(Session& s) {
   const ResumeSettings rs =
       reconcile_resume(recorded, source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
                        s.resumed->updates, s.updates_per_epoch);
+  check_resumed_position(s);  // the keys agree: a position that does not fit is the checkpoint's
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);
   s.cfg = rs.session;
   // another rank count: args.yaml takes the per-rank batch of the ranks that go on (what the
