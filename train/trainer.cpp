@@ -462,13 +462,22 @@ void build_model(Session& s) {
         cfg.warmup_epochs, cfg.epochs);
 }
 
+// Where a resumed run goes on, for its log line: a step (1-based, as the step lines), or the
+// evaluation of an epoch whose steps were all done when a stop signal came during it (there is
+// no step after the last one to go on at).
+std::string resume_point(const TrainState& st, int64_t steps_per_epoch) {
+  if (st.step_in_epoch > 0 && st.step_in_epoch >= steps_per_epoch)
+    return str("with the evaluation of epoch ", st.epoch + 1, " (its ", st.step_in_epoch,
+               " steps are done)");
+  return str("at epoch ", st.epoch + 1, " step ", st.step_in_epoch + 1);
+}
+
 // Weights, optimizer state and position of the resumed checkpoint, and the summary rows before it.
 void restore_checkpoint(Session& s) {
   if (!s.resumed) return;
   s.st = load_checkpoint(s.resume_path, *s.model, s.opt.get());
-  spdlog::info("resumed from {}: {} epoch{} done, continuing at epoch {} step {}", s.resume_path,
-               s.st.epoch, s.st.epoch == 1 ? "" : "s", s.st.epoch + 1,
-               s.st.step_in_epoch + 1);  // 1-based, as the schedule's log
+  spdlog::info("resumed from {}: {} epoch{} done, continuing {}", s.resume_path, s.st.epoch,
+               s.st.epoch == 1 ? "" : "s", resume_point(s.st, s.steps_per_epoch));
   s.summary = read_summary(s.paths.summary.string(), s.st.epoch);
   s.good.resumable = s.resume_path;
   s.good.resumable_at = position(s.st.epoch, s.st.step_in_epoch);

@@ -742,6 +742,23 @@ TEST_F(Faults, AResumeWithAShorterEpochNamesTheChangedKey) {
   EXPECT_TRUE(train::train(c, quiet_).best_epoch >= 1);  // the run's own keys resume it
 }
 
+// A stop signal during an epoch's evaluation leaves a recovery checkpoint after the epoch's last
+// step: its resume goes on with that evaluation, and the log says so (it said "continuing at
+// epoch 1 step 4" of a 3-step epoch, a step that does not exist).
+TEST_F(Faults, AResumeIntoAnEvaluationSaysSo) {
+  train::Config c = smoke("eval", 2);
+  train::TrainOptions first = quiet_;
+  first.after_eval_batch = [](int64_t, int64_t) { return true; };  // a signal in the evaluation
+  ASSERT_TRUE(train::train(c, first).interrupted);
+  const fs::path dir = root_ / "eval";
+  ASSERT_EQ(train::read_train_state((dir / "recovery.safetensors").string())->step_in_epoch, 3);
+  c.resume = (dir / "recovery.safetensors").string();
+  train::train(c, quiet_);
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_CONTAINS(log, "0 epochs done, continuing with the evaluation of epoch 1 (its 3 steps");
+  EXPECT_EQ(log.find("step 4"), std::string::npos) << log;
+}
+
 // A resume that cannot go anywhere says so: a run stopped inside epoch 2 resumed with --epochs 1;
 // a finished copy resumed into a new folder gives that folder back; an older checkpoint (no run
 // id) under a name its folder's run does not write goes on in a new folder.
