@@ -344,12 +344,11 @@ void check_args_match_checkpoint(const Session& s, const std::string& args_path,
            "; restore args.yaml, or remove it to resume with the checkpoint's config");
 }
 
-// A resume: what this session may change against the run's recorded config (args.yaml, else the
-// checkpoint's), with args.yaml kept rerunnable.
-void reconcile_resumed_settings(Session& s) {
-  if (!s.resumed) return;
-  // the position against this session's epoch (its data and batch are checked below): a damaged
-  // or hand-edited one must not steer the schedule or the loader
+// The resumed position against this session's epoch: a damaged or hand-edited one must not steer
+// the schedule or the loader. Called once the session's keys are known to be the run's: a changed
+// batch_size or max_steps_per_epoch changes the epoch too, and is named as the key it is, not as a
+// damaged checkpoint.
+void check_resumed_position(const Session& s) {
   const TrainState& r = *s.resumed;
   HG_CHECK(r.step_in_epoch <= s.steps_per_epoch, "resume: checkpoint ", s.resume_path,
            ": metadata 'state': step_in_epoch is ", r.step_in_epoch,
@@ -361,6 +360,12 @@ void reconcile_resumed_settings(Session& s) {
            s.resume_path, ": metadata 'state': updates is ", r.updates, ", more than ", r.epoch + 1,
            " epochs of ", s.updates_per_epoch, " updates could make (at most ", most_updates,
            " allowed)");
+}
+
+// A resume: what this session may change against the run's recorded config (args.yaml, else the
+// checkpoint's), with args.yaml kept rerunnable.
+void reconcile_resumed_settings(Session& s) {
+  if (!s.resumed) return;
   const std::string args_path = s.paths.args.string();
   const std::string stored = checkpoint_config_yaml(s.resume_path);
   const std::string stored_source = str("the config stored in ", s.resume_path);
@@ -372,6 +377,7 @@ void reconcile_resumed_settings(Session& s) {
   if (have_args && !stored.empty())
     check_args_match_checkpoint(s, args_path, recorded_text, stored);
   if (recorded_text.empty()) {  // a checkpoint that stores no config: this session's is the run's
+    check_resumed_position(s);
     Config args = s.cfg;
     args.resume = "";
     if (dist::is_main()) io::write_file_atomic(args_path, to_yaml(args));
@@ -393,6 +399,7 @@ void reconcile_resumed_settings(Session& s) {
   const ResumeSettings rs =
       reconcile_resume(recorded, source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
                        s.resumed->updates, s.updates_per_epoch);
+  check_resumed_position(s);  // the keys agree: a position that does not fit is the checkpoint's
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);
   s.cfg = rs.session;
   // another rank count: args.yaml takes the per-rank batch of the ranks that go on (what the
@@ -455,13 +462,22 @@ void build_model(Session& s) {
         cfg.warmup_epochs, cfg.epochs);
 }
 
+// Where a resumed run goes on, for its log line: a step (1-based, as the step lines), or the
+// evaluation of an epoch whose steps were all done when a stop signal came during it (there is
+// no step after the last one to go on at).
+std::string resume_point(const TrainState& st, int64_t steps_per_epoch) {
+  if (st.step_in_epoch > 0 && st.step_in_epoch >= steps_per_epoch)
+    return str("with the evaluation of epoch ", st.epoch + 1, " (its ", st.step_in_epoch,
+               " steps are done)");
+  return str("at epoch ", st.epoch + 1, " step ", st.step_in_epoch + 1);
+}
+
 // Weights, optimizer state and position of the resumed checkpoint, and the summary rows before it.
 void restore_checkpoint(Session& s) {
   if (!s.resumed) return;
   s.st = load_checkpoint(s.resume_path, *s.model, s.opt.get());
-  spdlog::info("resumed from {}: {} epoch{} done, continuing at epoch {} step {}", s.resume_path,
-               s.st.epoch, s.st.epoch == 1 ? "" : "s", s.st.epoch + 1,
-               s.st.step_in_epoch + 1);  // 1-based, as the schedule's log
+  spdlog::info("resumed from {}: {} epoch{} done, continuing {}", s.resume_path, s.st.epoch,
+               s.st.epoch == 1 ? "" : "s", resume_point(s.st, s.steps_per_epoch));
   s.summary = read_summary(s.paths.summary.string(), s.st.epoch);
   s.good.resumable = s.resume_path;
   s.good.resumable_at = position(s.st.epoch, s.st.step_in_epoch);
@@ -763,12 +779,19 @@ struct Evaluation {
 
 // A stop signal ends an evaluation early (its figures are then dropped): a container's or a
 // scheduler's grace period after SIGTERM is seconds, a validation split can take minutes.
+// Under mpirun each rank sees its own signal, so whether the model's evaluation was cut short is
+// decided by every rank together: one rank skipping the EMA's evaluation while another reduces its
+// metrics would pair two different collectives (MPI_ERR_TRUNCATE, or a hang).
 Evaluation evaluate_models(Session& s, int64_t epoch) {
-  const auto stop = [] { return stop_signal() != 0; };
+  int64_t batches = 0;  // this process's, for the test hook
+  const auto stop = [&s, epoch, &batches] {
+    if (s.opts.after_eval_batch && s.opts.after_eval_batch(epoch, ++batches)) request_stop(SIGUSR1);
+    return stop_signal() != 0;
+  };
   Evaluation ev;
   ev.model = evaluate(*s.model, *s.val_loader, s.device, epoch, stop);
   s.dp->reduce_evaluation(ev.model);  // data parallel: each rank evaluated its shard
-  if (s.ema && !ev.model.stopped) {
+  if (s.ema && !s.dp->any_rank(ev.model.stopped)) {
     ev.ema = evaluate(s.ema->module(), *s.val_loader, s.device, epoch, stop);
     s.dp->reduce_evaluation(*ev.ema);
   }

@@ -31,6 +31,11 @@ struct TrainOptions {
   /// done in it (1-based) and the model; returning true stops the run as Ctrl-C does (a recovery
   /// checkpoint is written). Empty = none.
   std::function<bool(int64_t epoch, int64_t step, ConvNeXt& model)> after_step;
+  /// Fault injection (tests): called after every evaluation batch with the epoch (0-based) and the
+  /// batches this process has evaluated in it (1-based, the model's then the EMA's); returning true
+  /// stops the run as SIGUSR1 does, on this rank alone (a signal that reaches one rank during the
+  /// evaluation). Empty = none.
+  std::function<bool(int64_t epoch, int64_t batches)> after_eval_batch;
 };
 
 struct TrainResult {

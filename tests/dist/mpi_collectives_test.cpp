@@ -2,7 +2,11 @@
 // `mpirun -np 2 ... --gtest_filter=MpiRanks.*`; the MpiRanks tests skip when not under mpirun.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <csignal>
+#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -10,7 +14,9 @@
 #include "dist/collectives.h"
 #include "dist/process_group.h"
 #include "dist_util.h"
+#include "train/config.h"
 #include "train/grad_buckets.h"
+#include "train/trainer.h"
 #include "train/zero_optimizer.h"
 
 using namespace hg;
@@ -160,11 +166,45 @@ TEST(MpiRanks, ZeroOneShardsTheStateAndMatchesAdamW) {
   }
 }
 
+// A stop signal that reaches one rank during the evaluation of a run with a model EMA (mpirun
+// forwards it to every rank, but not at the same instant, and a signal sent to one rank's pid
+// reaches that one alone): every rank skips the EMA's evaluation together and the run stops with
+// its recovery checkpoint. Rank 1 alone used to skip it, so rank 0's reduction of the EMA's
+// metrics met rank 1's stop-flag collective: MPI_ERR_TRUNCATE, and no recovery checkpoint.
+TEST(MpiRanks, AStopOnOneRankDuringTheEvaluationStopsEveryRankCleanly) {
+  REQUIRE_RANKS();
+  namespace fs = std::filesystem;
+  const fs::path out =
+      fs::temp_directory_path() /
+      ("hg_mpi_eval_stop_" + dist::broadcast(std::to_string(::getpid()), 0, "test folder"));
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  // 12 validation images: 6 per rank, 3 batches of 2 each
+  train::apply_overrides(
+      c, {"--device", "cpu", "--workers", "0", "--threads", "1", "--model_ema", "true", "--epochs",
+          "1", "--validation_batch_size", "2", "--dist_timeout", "30", "--output", out.string()});
+  train::TrainOptions opts;
+  opts.plain_output = true;
+  opts.after_eval_batch = [](int64_t, int64_t) {
+    return dist::rank() == 1;
+  };  // after its first batch
+  const train::TrainResult r = train::train(c, opts);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.stop_signal, dist::rank() == 1 ? SIGUSR1 : SIGTERM)
+      << "rank 0 stops as told to terminate";
+  dist::barrier("after the evaluation stop test");
+  if (dist::rank() == 0) {
+    EXPECT_TRUE(fs::exists(out / "smoke" / "recovery.safetensors"));
+    EXPECT_FALSE(fs::exists(out / "smoke" / "summary.csv"))
+        << "a stopped evaluation is not recorded";
+    fs::remove_all(out);
+  }
+}
+
 TEST(Mpi, CollectivesOnTwoRanks) {
   if (test::mpiexec().empty()) GTEST_SKIP() << "MPI not found at configure time (scripts/install-deps.sh installs it)";
   const auto r = test::run_command(test::mpirun(2) + HAARGRAD_BINARY_DIR + "/tests/test_dist --gtest_color=no --gtest_filter='MpiRanks.*'",
                                    120);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("[  PASSED  ] 6 tests"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[  PASSED  ] 7 tests"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("SKIPPED"), std::string::npos) << r.output;
 }

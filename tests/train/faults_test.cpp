@@ -717,6 +717,48 @@ TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
   EXPECT_EQ(train::read_train_state(p)->epoch, 1);  // the file itself reads
 }
 
+// A resume with another max_steps_per_epoch or batch_size (keys that shape the results) makes this
+// session's epoch shorter than the run's: the error names the key and both values, not the
+// checkpoint's position as if the file were damaged ("step_in_epoch is 2, past this session's
+// epoch of 1 steps", "updates is 6, more than 3 epochs of 1 updates could make").
+TEST_F(Faults, AResumeWithAShorterEpochNamesTheChangedKey) {
+  train::Config c = smoke("short", 3);
+  train::TrainOptions first = quiet_;
+  first.after_step = interrupt_at(1, 2);  // epoch 2, after 2 of its 3 steps
+  ASSERT_TRUE(train::train(c, first).interrupted);
+  const fs::path dir = root_ / "short";
+  c.resume = (dir / "recovery.safetensors").string();
+  train::Config fewer_steps = c;
+  fewer_steps.max_steps_per_epoch = 1;
+  const std::string steps_msg = error_of([&] { train::train(fewer_steps, quiet_); });
+  EXPECT_CONTAINS(steps_msg, "max_steps_per_epoch 3 -> 1");
+  EXPECT_EQ(steps_msg.find("metadata 'state'"), std::string::npos) << steps_msg;
+  train::Config larger_batch = c;
+  larger_batch.batch_size = 64;  // the 64 synthetic images make one step
+  const std::string batch_msg = error_of([&] { train::train(larger_batch, quiet_); });
+  EXPECT_CONTAINS(batch_msg, "batch_size 8 -> 64");
+  EXPECT_EQ(batch_msg.find("metadata 'state'"), std::string::npos) << batch_msg;
+  EXPECT_TRUE(fs::exists(dir / "recovery.safetensors"));
+  EXPECT_TRUE(train::train(c, quiet_).best_epoch >= 1);  // the run's own keys resume it
+}
+
+// A stop signal during an epoch's evaluation leaves a recovery checkpoint after the epoch's last
+// step: its resume goes on with that evaluation, and the log says so (it said "continuing at
+// epoch 1 step 4" of a 3-step epoch, a step that does not exist).
+TEST_F(Faults, AResumeIntoAnEvaluationSaysSo) {
+  train::Config c = smoke("eval", 2);
+  train::TrainOptions first = quiet_;
+  first.after_eval_batch = [](int64_t, int64_t) { return true; };  // a signal in the evaluation
+  ASSERT_TRUE(train::train(c, first).interrupted);
+  const fs::path dir = root_ / "eval";
+  ASSERT_EQ(train::read_train_state((dir / "recovery.safetensors").string())->step_in_epoch, 3);
+  c.resume = (dir / "recovery.safetensors").string();
+  train::train(c, quiet_);
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_CONTAINS(log, "0 epochs done, continuing with the evaluation of epoch 1 (its 3 steps");
+  EXPECT_EQ(log.find("step 4"), std::string::npos) << log;
+}
+
 // A resume that cannot go anywhere says so: a run stopped inside epoch 2 resumed with --epochs 1;
 // a finished copy resumed into a new folder gives that folder back; an older checkpoint (no run
 // id) under a name its folder's run does not write goes on in a new folder.
