@@ -185,7 +185,7 @@ File parse(const std::string& bytes, const std::string& what) {
   const uint64_t available = bytes.size() - 8;
   if (header_len > available)
     fail(what, "header length ", header_len, " runs past the end of the file (", available,
-         " bytes after the length field)");
+         " bytes after the length field; not a safetensors file, or a truncated one)");
   const int64_t data_bytes = static_cast<int64_t>(available - header_len);
   const char* data = bytes.data() + 8 + header_len;
 
@@ -250,7 +250,7 @@ std::map<std::string, std::string> read_metadata(const std::string& path) {
   in.read(reinterpret_cast<char*>(&header_len), 8);  // little-endian (see the static_assert)
   if (header_len > size - 8)
     fail(path, "header length ", header_len, " runs past the end of the file (", size - 8,
-         " bytes after the length field)");
+         " bytes after the length field; not a safetensors file, or a truncated one)");
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) throw Error(str("safetensors '", path, "': read failed: ", std::strerror(errno)));

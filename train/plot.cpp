@@ -99,8 +99,11 @@ std::string format_value(double v) {
 std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch,
                      std::set<int>* valid) {
   const fs::path summary = run_dir / "summary.csv";
-  HG_CHECK(fs::exists(summary), "plot: ", run_dir.string(),
-           " holds no summary.csv (is it a run folder?)");
+  // a run folder (run.json) whose first epoch has not finished yet has no summary.csv either
+  HG_CHECK(fs::exists(summary), "plot: ", run_dir.string(), " holds no summary.csv (",
+           fs::exists(run_dir / "run.json") ? "a run folder whose first epoch has not finished"
+                                            : "is it a run folder?",
+           ")");
   const auto columns = read_csv_columns(summary.string());
   HG_CHECK(columns.count("epoch"), "plot: ", summary.string(), " has no 'epoch' column");
   const size_t rows = columns.at("epoch").size();

@@ -170,7 +170,7 @@ TEST(SafetensorsMalformed, ShorterThanTheLengthField) {
 TEST(SafetensorsMalformed, HeaderLengthPastTheEnd) {
   std::string bytes = image("{}");
   bytes[0] = 3;  // claims 3 header bytes, 2 present
-  expect_rejected(bytes, {"header length 3", "past the end"});
+  expect_rejected(bytes, {"header length 3", "past the end", "not a safetensors file"});
   std::string huge = image("{}");
   std::memset(huge.data(), 0xff, 8);  // 2^64 - 1: must not wrap around
   expect_rejected(huge, {"past the end"});

@@ -128,6 +128,17 @@ TEST_F(PlotTest, SeveralRunsAndRunsWithoutEma) {
   EXPECT_EQ(rb[0][3], 30);
   EXPECT_EQ(data_rows(root_ / "both.1.dat").size(), 3u);
   EXPECT_THROW(train::plot_runs({(root_ / "nothing").string()}, out.string()), Error);
+  // a run folder before its first epoch ends: said so, not "is it a run folder?"
+  const fs::path early = root_ / "early";
+  fs::create_directories(early);
+  std::ofstream(early / "run.json") << "{}";
+  try {
+    train::plot_runs({early.string()}, out.string());
+    ADD_FAILURE() << "a run folder without summary.csv was plotted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("first epoch has not finished"), std::string::npos)
+        << e.what();
+  }
 }
 
 // A summary without some plotted column (here lr, as in a summary rebuilt from a log, or an older
