@@ -2,12 +2,14 @@
 #include "train/run_folder.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -240,6 +242,38 @@ std::optional<long> flock_holder(const fs::path& path) {
   return std::nullopt;
 }
 
+// The pid in an atomic writer's temp name `<target>.tmp.<pid>.<n>` (core/atomic_file.h), or none
+// when `name` is not one.
+std::optional<long> temp_file_pid(const std::string& name) {
+  const size_t at = name.rfind(".tmp.");
+  if (at == std::string::npos) return std::nullopt;
+  const std::string rest = name.substr(at + 5);  // "<pid>.<n>"
+  const size_t dot = rest.find('.');
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 18 &&
+           std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  };
+  if (dot == std::string::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1)))
+    return std::nullopt;
+  return std::stol(rest.substr(0, dot));
+}
+
+// Temp files that a writer of this folder left when it was killed mid-write (a second Ctrl-C
+// during a checkpoint: a full-size last.safetensors.tmp.<pid>.<n>). Called with the folder's
+// lock held, so no training process writes it; a file whose pid is a live process here (another
+// command writing into the folder) stays.
+void remove_stale_temp_files(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::optional<long> pid = temp_file_pid(e.path().filename().string());
+    if (!pid || !e.is_regular_file(ec)) continue;
+    if (*pid > 0 && (::kill(pid_t(*pid), 0) == 0 || errno != ESRCH)) continue;  // alive, or unknown
+    if (fs::remove(e.path(), ec))
+      spdlog::info("run folder {}: removed {}, left by a write that was cut off (pid {} is gone)",
+                   dir.string(), e.path().filename().string(), *pid);
+  }
+}
+
 }  // namespace
 
 RunFolderLock::RunFolderLock(const fs::path& dir) {
@@ -255,7 +289,10 @@ RunFolderLock::RunFolderLock(const fs::path& dir) {
   int err = 0;
   for (int attempt = 0; attempt < 5;
        ++attempt) {  // a probe (run_folder_in_use) holds it for an instant
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+      remove_stale_temp_files(dir);
+      return;
+    }
     err = errno;
     if (err != EWOULDBLOCK) break;
     ::usleep(20000);

@@ -36,7 +36,9 @@ std::filesystem::path claim_run_folder(const std::filesystem::path& root, const 
 /// of a killed process; nothing stale is left to clean). A second process that wants the folder
 /// (`--resume` of one of its checkpoints, `--resume auto`) finds it held and stays out, so that two
 /// live runs never write the same checkpoints and summary.csv. On a file system without flock
-/// (Lustre without -o flock, some NFS and SMB mounts) it warns and holds nothing.
+/// (Lustre without -o flock, some NFS and SMB mounts) it warns and holds nothing. Once it holds
+/// the folder it removes the temp files of atomic writes cut off by a kill (`<file>.tmp.<pid>.<n>`
+/// whose process is gone; core/atomic_file.h).
 class RunFolderLock {
  public:
   RunFolderLock() = default;

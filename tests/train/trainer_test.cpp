@@ -577,8 +577,17 @@ TEST_F(TrainerTest, ALiveRunsFolderIsNotResumedByAnother) {
   const fs::path dir = first.run_dir;
   EXPECT_FALSE(train::run_folder_in_use(dir));  // the run ended: its lock went with it
   const std::string summary_before = slurp(dir / "summary.csv");
+  // temp files of writes cut off by a kill: a gone process's go when the folder is held again, a
+  // live process's (here ours) stay, and so does a file that only looks like one
+  const fs::path dead = dir / "last.safetensors.tmp.999999999.3";  // beyond any pid_max
+  const fs::path live = dir / str("summary.csv.tmp.", ::getpid(), ".0");
+  const fs::path other = dir / "notes.tmp.x.1";
+  for (const fs::path& p : {dead, live, other}) std::ofstream(p) << "partial";
   {
     train::RunFolderLock held(dir);  // as the live run would hold it
+    EXPECT_FALSE(fs::exists(dead));
+    EXPECT_TRUE(fs::exists(live));
+    EXPECT_TRUE(fs::exists(other));
     EXPECT_TRUE(train::run_folder_in_use(dir));
     EXPECT_THROW(train::RunFolderLock{dir}, Error);
     train::Config r = a;
