@@ -511,8 +511,28 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
   }
 }
 
+// Keys that timm's train.py leaves None (or '') to mean "the model's" or "the dataset's" (taken
+// from the pretrained config or the dataset), or "off" (drop_path, cutmix_minmax): its args.yaml
+// holds them so. Each takes haargrad's default there, which is timm's ConvNeXt value (crop_pct
+// excepted: README).
+bool timm_default_key(const std::string& key) {
+  static const std::set<std::string> keys = {
+      "img_size", "num_classes",   "in_chans", "crop_pct",  "mean",
+      "std",      "interpolation", "dataset",  "drop_path", "cutmix_minmax"};
+  return keys.count(key) != 0;
+}
+
+// `node` is timm's None or '' for such a key.
+bool is_timm_unset(const Field& f, const YAML::Node& node) {
+  return timm_default_key(f.key) && (node.IsNull() || (node.IsScalar() && node.Scalar().empty()));
+}
+
 // Parses `node` into the field's member of `cfg` and checks it.
 void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& where) {
+  if (is_timm_unset(f, node)) {
+    std::visit([&](auto member) { cfg.*member = Config{}.*member; }, f.member);
+    return;
+  }
   std::visit(
       [&](auto member) {
         using T = std::decay_t<decltype(cfg.*member)>;
@@ -703,7 +723,7 @@ std::string yaml_value(const Config& cfg, const Field& f) {
 }
 
 // "int >= 1", "float in [0, 1)", "one of fused|reference", "list of 2 floats > 0", ...
-std::string type_text(const Field& f) {
+std::string value_type_text(const Field& f) {
   const Rule& r = f.rule;
   auto len_text = [&r]() -> std::string {
     if (r.min_len == r.max_len) return str(r.min_len, " ");
@@ -736,6 +756,12 @@ std::string type_text(const Field& f) {
           return "list of schedule mappings";
       },
       f.member);
+}
+
+// The type, and for a key timm may leave None, that null takes the default.
+std::string type_text(const Field& f) {
+  return value_type_text(f) +
+         (timm_default_key(f.key) ? " or null (the default, as timm's None)" : "");
 }
 
 }  // namespace
