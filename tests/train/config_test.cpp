@@ -136,6 +136,13 @@ TEST_F(ConfigTest, TimmArgsYamlUnsetValuesMeanTheDefaults) {
   expect_contains(load_error("epochs: null\n"), {"'epochs'", "line 1", "an integer"});
 }
 
+// A timm args.yaml holds many keys haargrad does not know: one message names them all.
+TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
+  expect_contains(
+      load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
+      {"3 unknown keys", path_, "'amp' (line 1)", "'channels_last' (line 3)", "'lrr' (line 4)"});
+}
+
 TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
   expect_contains(load_error("lr: 0.1\nepochs: three\n"), {"'epochs'", path_, "line 2", "integer", "'three'"});
   expect_contains(load_error("\n\ndepths: 3\n"), {"'depths'", "line 3", "list of integers"});
