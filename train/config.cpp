@@ -511,8 +511,28 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
   }
 }
 
+// Keys that timm's train.py leaves None (or '') to mean "the model's" or "the dataset's" (taken
+// from the pretrained config or the dataset), or "off" (drop_path, cutmix_minmax): its args.yaml
+// holds them so. Each takes haargrad's default there, which is timm's ConvNeXt value (crop_pct
+// excepted: README).
+bool timm_default_key(const std::string& key) {
+  static const std::set<std::string> keys = {
+      "img_size", "num_classes",   "in_chans", "crop_pct",  "mean",
+      "std",      "interpolation", "dataset",  "drop_path", "cutmix_minmax"};
+  return keys.count(key) != 0;
+}
+
+// `node` is timm's None or '' for such a key.
+bool is_timm_unset(const Field& f, const YAML::Node& node) {
+  return timm_default_key(f.key) && (node.IsNull() || (node.IsScalar() && node.Scalar().empty()));
+}
+
 // Parses `node` into the field's member of `cfg` and checks it.
 void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& where) {
+  if (is_timm_unset(f, node)) {
+    std::visit([&](auto member) { cfg.*member = Config{}.*member; }, f.member);
+    return;
+  }
   std::visit(
       [&](auto member) {
         using T = std::decay_t<decltype(cfg.*member)>;
@@ -617,12 +637,29 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   validate_model(c, locs, unset);
 }
 
+// Several unknown keys are named in one message: a timm args.yaml holds a hundred keys haargrad
+// does not have (amp, channels_last, ...), and one error per run would take a hundred runs.
+void check_known_keys(const YAML::Node& root, const std::string& source) {
+  std::vector<std::pair<std::string, Where>> unknown;
+  for (const auto& kv : root)
+    if (kv.first.IsScalar() && !find_field(kv.first.Scalar()))
+      unknown.emplace_back(kv.first.Scalar(), where_of(kv.first, Where{source, 1}));
+  if (unknown.size() == 1) fail_unknown(unknown[0].first, unknown[0].second);
+  if (unknown.empty()) return;
+  std::string list;
+  for (const auto& [key, where] : unknown)
+    list += str(list.empty() ? "" : ", ", "'", key, "' (line ", where.line, ")");
+  throw Error(str("config: ", unknown.size(), " unknown keys in ", source, ": ", list,
+                  " (`haargrad train --help` lists every key)"));
+}
+
 Config parse_root(const YAML::Node& root, const std::string& source) {
   Config cfg;
   if (root.IsNull()) return cfg;  // an empty file means all defaults
   if (!root.IsMap())
     throw Error(str("config: ", where_of(root, Where{source, 1}).text(),
                     ": expected a mapping of keys to values at the top level"));
+  check_known_keys(root, source);
   Locations locs;
   for (const auto& kv : root) {
     const Where where = where_of(kv.first, Where{source, 1});
@@ -630,7 +667,6 @@ Config parse_root(const YAML::Node& root, const std::string& source) {
       throw Error(str("config: ", where.text(), ": keys must be plain names"));
     const std::string key = kv.first.Scalar();
     const Field* f = find_field(key);
-    if (!f) fail_unknown(key, where);
     if (locs.count(key)) fail(key, where, str("given twice (first at ", locs[key].text(), ")"));
     assign(*f, cfg, kv.second, where);
     locs[key] = where;
@@ -703,7 +739,7 @@ std::string yaml_value(const Config& cfg, const Field& f) {
 }
 
 // "int >= 1", "float in [0, 1)", "one of fused|reference", "list of 2 floats > 0", ...
-std::string type_text(const Field& f) {
+std::string value_type_text(const Field& f) {
   const Rule& r = f.rule;
   auto len_text = [&r]() -> std::string {
     if (r.min_len == r.max_len) return str(r.min_len, " ");
@@ -736,6 +772,12 @@ std::string type_text(const Field& f) {
           return "list of schedule mappings";
       },
       f.member);
+}
+
+// The type, and for a key timm may leave None, that null takes the default.
+std::string type_text(const Field& f) {
+  return value_type_text(f) +
+         (timm_default_key(f.key) ? " or null (the default, as timm's None)" : "");
 }
 
 }  // namespace

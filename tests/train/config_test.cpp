@@ -120,6 +120,29 @@ TEST_F(ConfigTest, UnknownKeyNamesKeyFileAndLine) {
   expect_contains(msg, {"'lrr'", path_, "line 3", "did you mean 'lr'"});
 }
 
+// timm's train.py writes None (or '') for the keys it fills from the model's pretrained config or
+// the dataset, and for drop_path and cutmix_minmax when off: its args.yaml holds them so, and each
+// means haargrad's default (timm's ConvNeXt value; crop_pct: README).
+TEST_F(ConfigTest, TimmArgsYamlUnsetValuesMeanTheDefaults) {
+  const std::string timm_args =
+      "img_size: null\nnum_classes: null\nin_chans: null\ncrop_pct: null\nmean: null\n"
+      "std: null\ninterpolation: ''\ndataset: ''\ndrop_path: null\ncutmix_minmax: null\n";
+  ASSERT_EQ(load_error(timm_args), "");
+  EXPECT_EQ(hg::train::load_config(path_), Config{});
+  Config c = hg::train::load_config(write("set.yaml", "crop_pct: 0.95\ndrop_path: 0.1\n"));
+  hg::train::apply_overrides(c, {"--crop-pct", "null", "--drop-path=null", "--interpolation="});
+  EXPECT_EQ(c, Config{});
+  // a key without such a timm value keeps refusing null
+  expect_contains(load_error("epochs: null\n"), {"'epochs'", "line 1", "an integer"});
+}
+
+// A timm args.yaml holds many keys haargrad does not know: one message names them all.
+TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
+  expect_contains(
+      load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
+      {"3 unknown keys", path_, "'amp' (line 1)", "'channels_last' (line 3)", "'lrr' (line 4)"});
+}
+
 TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
   expect_contains(load_error("lr: 0.1\nepochs: three\n"), {"'epochs'", path_, "line 2", "integer", "'three'"});
   expect_contains(load_error("\n\ndepths: 3\n"), {"'depths'", "line 3", "list of integers"});
