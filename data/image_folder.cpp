@@ -114,9 +114,24 @@ std::vector<std::string> class_folders(const std::string& dir) {
 // no images.
 struct ClassFiles {
   std::vector<std::string> images;
+  std::vector<std::string> dangling;  // image-named links to nothing: corrupt images, named
   int64_t others = 0;
   std::set<std::string> other_kinds;
 };
+
+// A symbolic link whose target is gone: not a regular file, yet the user put it there as an image.
+// Only "not found" counts: a link that cannot be followed (a loop) is left to the listing's error.
+bool dangling_link(const fs::directory_entry& e) {
+  std::error_code ec;
+  return e.is_symlink(ec) && !fs::exists(e.path(), ec) && !ec;
+}
+
+// Why a dangling link is no image: its missing target, which the link's own path does not show.
+std::string dangling_reason(const std::string& path) {
+  std::error_code ec;
+  return str("a symbolic link to '", fs::read_symlink(path, ec).string(),
+             "', which does not exist");
+}
 
 ClassFiles class_files(const std::string& dir, const std::string& name) {
   ClassFiles out;
@@ -127,6 +142,10 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
       // hidden files and folders (.ipynb_checkpoints, macOS's ._x.jpg) are no images of the set
       if (hidden(it->path())) {
         if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (dangling_link(*it)) {
+        if (is_image_file(it->path().string())) out.dangling.push_back(it->path().string());
         continue;
       }
       if (!it->is_regular_file()) continue;
@@ -144,7 +163,8 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
                     loop ? " (a symbolic link leads back into a folder above it)" : ""));
   }
   std::sort(out.images.begin(), out.images.end());
-  if (out.images.empty()) {
+  std::sort(out.dangling.begin(), out.dangling.end());
+  if (out.images.empty() && out.dangling.empty()) {
     std::string kinds;
     for (const std::string& k : out.other_kinds)
       kinds += str(kinds.empty() ? "" : " ", k.empty() ? "(none)" : k);
@@ -176,24 +196,30 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
     ClassFiles cf = class_files(dir_, name);
     ignored += cf.others;
     const size_t before = files_.size();
+    for (const std::string& p : cf.dangling) reject(p, dangling_reason(p));
     for (std::string& p :
          cf.images) {  // the cheap scan (probe_image): empty, foreign, cut-off files
       std::string reason;
       if (opts_.probe && !probe_image(p, &reason)) {
-        if (opts_.corrupt == CorruptPolicy::error) throw CorruptImage(p, reason);
-        note_corrupt(p, reason);
+        reject(p, reason);
         continue;
       }
       files_.push_back(std::move(p));
       labels_.push_back(label);
     }
-    if (!cf.images.empty() && files_.size() == before)
+    const size_t listed = cf.images.size() + cf.dangling.size();
+    if (listed > 0 && files_.size() == before)
       spdlog::warn("ImageFolder: class folder '{}' in '{}' has no readable images: all {} skipped",
-                   name, dir_, cf.images.size());
+                   name, dir_, listed);
   }
   HG_CHECK(!files_.empty(), "ImageFolder: no readable images under '", dir_, "' (", skipped_.load(),
            " corrupt); ", kLayout);
   if (ignored > 0) spdlog::debug("ImageFolder: ignored {} non-image files under '{}'", ignored, dir_);
+}
+
+void ImageFolder::reject(const std::string& path, const std::string& reason) const {
+  if (opts_.corrupt == CorruptPolicy::error) throw CorruptImage(path, reason);
+  note_corrupt(path, reason);
 }
 
 bool ImageFolder::note_corrupt(const std::string& path, const std::string& reason) const {

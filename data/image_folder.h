@@ -60,6 +60,8 @@ class ImageFolder : public Dataset {
   std::vector<std::string> corrupt_files() const;
 
  private:
+  /// A file the scan found bad: thrown as CorruptImage under CorruptPolicy::error, else noted.
+  void reject(const std::string& path, const std::string& reason) const;
   /// Warns about and counts `path` once; true the first time.
   bool note_corrupt(const std::string& path, const std::string& reason) const;
   template <class Read>

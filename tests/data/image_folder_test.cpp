@@ -204,6 +204,28 @@ TEST(ImageFolder, ASymlinkLoopIsNamed) {
   EXPECT_LT(msg.size(), 600u) << msg;
 }
 
+// A symbolic link to an image that no longer exists (a moved or deleted original) is a corrupt
+// image named with its missing target, as torchvision lists it and fails on it; never silently
+// dropped from its class.
+TEST(ImageFolder, ADanglingImageLinkIsNamedAsCorrupt) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+  fs::create_symlink(tmp.path() / "gone.jpg", tmp.path() / "train/cls/moved.jpg");
+
+  ImageFolder skipping(tmp.path().string(), "train", {});
+  EXPECT_EQ(skipping.size(), 1);
+  EXPECT_EQ(skipping.corrupt_skipped(), 1);
+  ASSERT_EQ(skipping.corrupt_files().size(), 1u);
+  EXPECT_EQ(skipping.corrupt_files()[0], (tmp.path() / "train/cls/moved.jpg").string());
+
+  ImageFolderOptions opts;
+  opts.corrupt = hg::data::CorruptPolicy::error;
+  const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
+  EXPECT_NE(msg.find("moved.jpg"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("gone.jpg"), std::string::npos) << msg;
+}
+
 // Hidden files and folders in a class folder (.ipynb_checkpoints, macOS's ._x.png) are not part
 // of the set: neither trained on nor counted as corrupt.
 TEST(ImageFolder, HiddenFilesAreNotImagesOfTheSet) {
