@@ -45,6 +45,16 @@ bool is_image_file(const std::string& path) {
 }
 
 namespace {
+
+// Extensions torchvision's ImageFolder loads that our decoders do not: a folder of them trained
+// on in PyTorch would lose those images here, so they are warned about, not skipped in silence.
+bool undecodable_image_file(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".tif" || ext == ".tiff" || ext == ".webp";
+}
+
 const char* kLayout =
     "expected layout <root>/<split>/<class name>/<image>, e.g. data/train/cat/0001.jpg and "
     "data/train/dog/0002.png: one sub-folder per class, the class index is the folder's position in "
@@ -117,6 +127,8 @@ struct ClassFiles {
   std::vector<std::string> dangling;  // image-named links to nothing: corrupt images, named
   int64_t others = 0;
   std::set<std::string> other_kinds;
+  int64_t undecodable = 0;  // of `others`: images torchvision loads (undecodable_image_file)
+  std::string undecodable_example;
 };
 
 // A symbolic link whose target is gone: not a regular file, yet the user put it there as an image.
@@ -154,6 +166,8 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
       } else {
         ++out.others;
         out.other_kinds.insert(it->path().extension().string());
+        if (undecodable_image_file(it->path().string()) && out.undecodable++ == 0)
+          out.undecodable_example = it->path().string();
       }
     }
   } catch (const fs::filesystem_error& e) {  // its path can be thousands of characters long
@@ -187,7 +201,8 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
   check_split_folder(root, split, dir_);
   const std::vector<std::string> found = class_folders(dir_);
   classes_ = opts_.classes.empty() ? found : opts_.classes;
-  int64_t ignored = 0;
+  int64_t ignored = 0, undecodable = 0;
+  std::string undecodable_example;
   for (const std::string& name : found) {
     auto it = std::find(classes_.begin(), classes_.end(), name);
     HG_CHECK(it != classes_.end(), "ImageFolder: class folder '", name, "' in '", dir_,
@@ -195,6 +210,8 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
     const int64_t label = it - classes_.begin();
     ClassFiles cf = class_files(dir_, name);
     ignored += cf.others;
+    if (cf.undecodable > 0 && undecodable == 0) undecodable_example = cf.undecodable_example;
+    undecodable += cf.undecodable;
     const size_t before = files_.size();
     for (const std::string& p : cf.dangling) reject(p, dangling_reason(p));
     for (std::string& p :
@@ -214,7 +231,15 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
   }
   HG_CHECK(!files_.empty(), "ImageFolder: no readable images under '", dir_, "' (", skipped_.load(),
            " corrupt); ", kLayout);
-  if (ignored > 0) spdlog::debug("ImageFolder: ignored {} non-image files under '{}'", ignored, dir_);
+  if (undecodable > 0)
+    spdlog::warn(
+        "ImageFolder: {} TIFF / WebP files under '{}' are left out (e.g. '{}'): torchvision "
+        "loads them, haargrad decodes .jpg .jpeg .png .bmp .ppm .pgm only; convert them to PNG or "
+        "JPEG to train on them",
+        undecodable, dir_, undecodable_example);
+  if (ignored > undecodable)
+    spdlog::debug("ImageFolder: ignored {} non-image files under '{}'", ignored - undecodable,
+                  dir_);
 }
 
 void ImageFolder::reject(const std::string& path, const std::string& reason) const {

@@ -1,11 +1,15 @@
 // Tests of ImageFolder over a temporary tree of mixed files (written here with stb_image_write), and of
 // the Fashion-MNIST PNG export read back as an ImageFolder.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <fstream>
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <sstream>
 
 #include "data/export.h"
 #include "data/from_config.h"
@@ -224,6 +228,31 @@ TEST(ImageFolder, ADanglingImageLinkIsNamedAsCorrupt) {
   const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
   EXPECT_NE(msg.find("moved.jpg"), std::string::npos) << msg;
   EXPECT_NE(msg.find("gone.jpg"), std::string::npos) << msg;
+}
+
+// TIFF and WebP files, which torchvision's ImageFolder loads and our decoders do not, are left out
+// with a warning that counts them and names one (not in silence: a set of them would shrink
+// unseen); other files (notes, thumbnails databases) stay a debug line.
+TEST(ImageFolder, ImagesTorchvisionLoadsButWeCannotAreWarnedAbout) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+  hg::test::write_bytes(tmp / "train/cls/scan.TIF", "II*");
+  hg::test::write_bytes(tmp / "train/cls/photo.webp", "RIFF");
+  hg::test::write_bytes(tmp / "train/cls/notes.txt", "notes");
+  auto stream = std::make_shared<std::ostringstream>();
+  auto saved = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
+  const ImageFolder ds(tmp.path().string(), "train", {});
+  spdlog::set_default_logger(saved);
+  EXPECT_EQ(ds.size(), 1);
+  const std::string log = stream->str();
+  EXPECT_NE(log.find("2 TIFF / WebP files"), std::string::npos) << log;
+  EXPECT_TRUE(log.find("photo.webp") != std::string::npos ||
+              log.find("scan.TIF") != std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("notes.txt"), std::string::npos) << log;
 }
 
 // Hidden files and folders in a class folder (.ipynb_checkpoints, macOS's ._x.png) are not part
