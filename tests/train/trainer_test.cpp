@@ -563,6 +563,23 @@ TEST_F(TrainerTest, ResumeAutoPrefersTheRunThatStoppedEarly) {
   EXPECT_EQ(lines(fs::path(stopped.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
 }
 
+// Temp files of atomic writes cut off by a kill (a second Ctrl-C during a checkpoint): a gone
+// process's go when a run holds the folder again; a live process's (here ours) stay, and so does a
+// file that only looks like one.
+TEST_F(TrainerTest, HoldingARunFolderRemovesTempFilesOfGoneWriters) {
+  const fs::path dir = root_ / "held";
+  fs::create_directories(dir);
+  std::ofstream(dir / train::kRunMarker) << "{}";
+  const fs::path dead = dir / "last.safetensors.tmp.999999999.3";  // beyond any pid_max
+  const fs::path live = dir / str("summary.csv.tmp.", ::getpid(), ".0");
+  const fs::path other = dir / "notes.tmp.x.1";
+  for (const fs::path& p : {dead, live, other}) std::ofstream(p) << "partial";
+  const train::RunFolderLock held(dir);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other));
+}
+
 // A run folder belongs to one live process: while a RunFolderLock holds it (a training run), a
 // resume of its checkpoint is refused, naming the holder, and --resume auto leaves it alone.
 TEST_F(TrainerTest, ALiveRunsFolderIsNotResumedByAnother) {
@@ -577,17 +594,8 @@ TEST_F(TrainerTest, ALiveRunsFolderIsNotResumedByAnother) {
   const fs::path dir = first.run_dir;
   EXPECT_FALSE(train::run_folder_in_use(dir));  // the run ended: its lock went with it
   const std::string summary_before = slurp(dir / "summary.csv");
-  // temp files of writes cut off by a kill: a gone process's go when the folder is held again, a
-  // live process's (here ours) stay, and so does a file that only looks like one
-  const fs::path dead = dir / "last.safetensors.tmp.999999999.3";  // beyond any pid_max
-  const fs::path live = dir / str("summary.csv.tmp.", ::getpid(), ".0");
-  const fs::path other = dir / "notes.tmp.x.1";
-  for (const fs::path& p : {dead, live, other}) std::ofstream(p) << "partial";
   {
     train::RunFolderLock held(dir);  // as the live run would hold it
-    EXPECT_FALSE(fs::exists(dead));
-    EXPECT_TRUE(fs::exists(live));
-    EXPECT_TRUE(fs::exists(other));
     EXPECT_TRUE(train::run_folder_in_use(dir));
     EXPECT_THROW(train::RunFolderLock{dir}, Error);
     train::Config r = a;
