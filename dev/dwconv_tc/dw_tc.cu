@@ -334,10 +334,10 @@ __global__ void __launch_bounds__(32 * kWarps)
 // different 16-byte bank groups), and a tile's columns t + 4 are the next tile's columns t, so each
 // tile loads 2 x 16 bytes a lane per filter row for 4 mma. D goes out as one 16-byte store per lane
 // and row (4 pairs = 8 channels of one pixel). No barrier after the staging's one.
-constexpr int kCB3 = 16;
+constexpr int kCB3 = 16;  // channels per block: two warps (4 pairs each) per row group / columns
 // Variants 6 and 7 (v5 and v3 with one row group of 16 rows a block: half the shared memory, twice
 // the blocks) set this while they build their geometry.
-bool g_rg1 = false;  // channels per block: two warps (4 pairs each) per row group / columns
+bool g_rg1 = false;
 struct Geom3 {
   int N, H, W, C, K, pad;
   int RG;  // row groups of 16 output rows per block (1 or 2)
@@ -376,6 +376,144 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// ---- pieces of variants 3-9 ---------------------------------------------------------------------
+// Staged rows: NHWC with the block's 16 channels a pixel (8 words), row pitch RP words.
+struct Staging {
+  int H, W, C, pad, RS, WS, RP;
+};
+
+/// Copies rows r0 - pad .. r0 - pad + RS - 1 of image n (staged column s = input column s - pad),
+/// channels cb .. cb + 15, to the shared address `dst`: one 16-byte cp.async per (row, column,
+/// half), zeros outside the image; commits them as one group.
+__device__ __forceinline__ void stage_rows16(const __nv_bfloat16* __restrict__ x, const Staging& s,
+                                             int n, int r0, int cb, unsigned dst, int tid,
+                                             int threads) {
+  const int chunks = s.RS * s.WS * 2;
+  for (int e = tid; e < chunks; e += threads) {
+    const int sr = e / (2 * s.WS), rem = e - sr * 2 * s.WS, sc = rem >> 1, half = rem & 1;
+    const int r = r0 - s.pad + sr, col = sc - s.pad;
+    const bool in = r >= 0 && r < s.H && col >= 0 && col < s.W;
+    const __nv_bfloat16* src =
+        in ? x + ((int64_t(n) * s.H + r) * s.W + col) * s.C + cb + 8 * half : x;
+    const unsigned to = dst + unsigned(sr * s.RP + sc * 8 + 4 * half) * 4u;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(src),
+                 "r"(in ? 16 : 0));
+  }
+  asm volatile("cp.async.commit_group;");
+}
+
+/// A B-fragment word of channel pair (c, c + 1) for the lane of n = grp (output column o = grp / 2,
+/// channel chn = grp % 2) and window column j: tap w[chn][p][j - o] (rotated by 180 degrees when
+/// flip) in the half of k = 2 j + ch with ch == chn, 0 in the other half and outside the filter.
+template <int K>
+__device__ __forceinline__ uint32_t b_word(const float* __restrict__ w, int c, int grp, int j,
+                                           int p, bool flip) {
+  const int o = grp >> 1, chn = grp & 1, q = j - o, ch = c + chn;
+  float v = 0.f;
+  if (q >= 0 && q < K)
+    v = flip ? w[(int64_t(ch) * K + K - 1 - p) * K + K - 1 - q] : w[(int64_t(ch) * K + p) * K + q];
+  return chn == 0 ? pack_bf16(v, 0.f) : pack_bf16(0.f, v);
+}
+
+/// Bias of the 4 pairs of half `half` (channels cb + 8 half ..): lo for d0 / d2 (channel 2i), hi
+/// for d1 / d3 (channel 2i + 1).
+__device__ __forceinline__ void pair_bias(const float* __restrict__ bias, int cb, int half,
+                                          float (&lo)[4], float (&hi)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = cb + 8 * half + 2 * i;
+    lo[i] = bias ? bias[c] : 0.f;
+    hi[i] = bias ? bias[c + 1] : 0.f;
+  }
+}
+
+__device__ __forceinline__ void acc_from_bias(float (&d)[4][4], const float (&lo)[4],
+                                              const float (&hi)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    d[i][0] = d[i][2] = lo[i];
+    d[i][1] = d[i][3] = hi[i];
+  }
+}
+
+/// One tile's D of 4 pairs to NHWC: rows row and row + 8 at column ocol, one 16-byte store each
+/// (8 channels from cb + 8 half), those inside the image only.
+__device__ __forceinline__ void store_tile(__nv_bfloat16* __restrict__ y, const float (&d)[4][4],
+                                           int n, int H, int W, int C, int cb, int half, int row,
+                                           int ocol) {
+  if (ocol >= W) return;
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    if (row + 8 * rr >= H) continue;
+    uint4 v;
+    v.x = pack_bf16(d[0][2 * rr], d[0][2 * rr + 1]);
+    v.y = pack_bf16(d[1][2 * rr], d[1][2 * rr + 1]);
+    v.z = pack_bf16(d[2][2 * rr], d[2][2 * rr + 1]);
+    v.w = pack_bf16(d[3][2 * rr], d[3][2 * rr + 1]);
+    *reinterpret_cast<uint4*>(y + ((int64_t(n) * H + row + 8 * rr) * W + ocol) * C + cb +
+                              8 * half) = v;
+  }
+}
+
+/// v5 / v9's B table in shared memory: [8 pairs][K][32 lanes] of {window columns tig, tig + 4,
+/// tig + 8, 0}, for the block's channels cb ..
+template <int K>
+__device__ __forceinline__ void fill_b_table(const float* __restrict__ w, int cb, bool flip,
+                                             uint4* btab, int tid, int threads) {
+  for (int e = tid; e < 8 * K * 32; e += threads) {
+    const int l = e & 31, p = (e >> 5) % K, pr = (e >> 5) / K, grp = l >> 2, tig = l & 3;
+    const int c = cb + 2 * pr;
+    btab[e] = make_uint4(b_word<K>(w, c, grp, tig, p, flip), b_word<K>(w, c, grp, tig + 4, p, flip),
+                         b_word<K>(w, c, grp, tig + 8, p, flip), 0u);
+  }
+}
+
+/// v5 / v9's compute of two adjacent tiles (8 output columns x 16 rows) of 4 pairs: `base` is the
+/// lane's shared address of staged row grp (filter row 0), column 4 t + tig, its half's words.
+template <int K>
+__device__ __forceinline__ void tile_pair_mma(float (&d)[2][4][4], unsigned base,
+                                              unsigned row_bytes, unsigned down8, const uint4* btab,
+                                              int half, int lane) {
+  constexpr bool kTwo = K > 5;           // a second mma per filter row (window columns 8 ..)
+  constexpr int kGroups = kTwo ? 4 : 3;  // column groups of the two tiles' windows
+#pragma unroll
+  for (int p = 0; p < K; ++p) {
+    uint4 a[kGroups][2];
+#pragma unroll
+    for (int c = 0; c < kGroups; ++c) {
+      const unsigned ad = base + unsigned(p) * row_bytes + unsigned(c) * 128u;
+      a[c][0] = lds128(ad);
+      a[c][1] = lds128(ad + down8);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint4 bb = btab[((4 * half + i) * K + p) * 32 + lane];
+#pragma unroll
+      for (int tt = 0; tt < 2; ++tt) {
+        mma_bf16(d[tt][i], u4(a[tt][0], i), u4(a[tt][1], i), u4(a[tt + 1][0], i),
+                 u4(a[tt + 1][1], i), bb.x, bb.y);
+        if constexpr (kTwo)
+          mma_bf16(d[tt][i], u4(a[tt + 2][0], i), u4(a[tt + 2][1], i), 0u, 0u, bb.z, 0u);
+      }
+    }
+  }
+}
+
+/// v3 / v8's B fragments in registers: b[i][p][hi] for pair 4 half + i, filter row p, window
+/// columns tig (+ 4 for hi).
+template <int K>
+__device__ __forceinline__ void b_registers(const float* __restrict__ w, int cb, int half, int lane,
+                                            bool flip, uint32_t (&b)[4][K][2]) {
+  const int grp = lane >> 2, tig = lane & 3;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int p = 0; p < K; ++p)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi)
+        b[i][p][hi] = b_word<K>(w, cb + 8 * half + 2 * i, grp, tig + 4 * hi, p, flip);
+}
+
 template <int K, bool kCarry>
 __global__ void __launch_bounds__(256, 2)
     dw_fwd_tc3_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
@@ -388,57 +526,21 @@ __global__ void __launch_bounds__(256, 2)
   const int n = blockIdx.y / tiles_h, r0 = (blockIdx.y % tiles_h) * 16 * g.RG;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  stage_rows16(x, Staging{g.H, g.W, g.C, g.pad, g.RS, g.WS, g.RP}, n, r0, cb, sbase, tid, 256);
 
-  // 1. stage rows r0 - pad .. r0 - pad + RS - 1, staged column s = input column s - pad, NHWC with
-  //    16 channels a pixel: item = (row, column, 16-byte half); zeros outside the image.
-  const int items = g.RS * g.WS * 2;
-  for (int e = tid; e < items; e += 256) {
-    const int sr = e / (2 * g.WS), rem = e - sr * 2 * g.WS, sc = rem >> 1, half = rem & 1;
-    const int r = r0 - g.pad + sr, col = sc - g.pad;
-    const bool in = r >= 0 && r < g.H && col >= 0 && col < g.W;
-    const __nv_bfloat16* src =
-        in ? x + ((int64_t(n) * g.H + r) * g.W + col) * g.C + cb + 8 * half : x;
-    const unsigned dst = sbase + unsigned(sr * g.RP + sc * 8 + 4 * half) * 4u;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                 "r"(in ? 16 : 0));
-  }
-  asm volatile("cp.async.commit_group;");
-
-  // 2. while the rows arrive: this warp's B fragments (4 pairs x K filter rows) and bias.
+  // while the rows arrive: this warp's B fragments (4 pairs x K filter rows) and bias
   const int half = warp & 1, cgi = (warp >> 1) % g.CG, rg = (warp >> 1) / g.CG;
   const int grp = lane >> 2, tig = lane & 3;
-  const int o = grp >> 1, chn = grp & 1;  // this lane's n = grp: output column o, channel chn
   uint32_t b[4][K][2];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = cb + 8 * half + 2 * i + chn;
-#pragma unroll
-    for (int p = 0; p < K; ++p)
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        const int q = tig + 4 * hi - o;  // tap j - o, j = tig (+ 4)
-        float v = 0.f;
-        if (q >= 0 && q < K)
-          v = flip ? w[(int64_t(c) * K + K - 1 - p) * K + K - 1 - q]
-                   : w[(int64_t(c) * K + p) * K + q];
-        // k = 2 j + ch: the lane's pair of k holds ch 0 then ch 1; only ch == chn is nonzero
-        b[i][p][hi] = chn == 0 ? pack_bf16(v, 0.f) : pack_bf16(0.f, v);
-      }
-  }
-  float bias_lo[4], bias_hi[4];  // d0 / d2 (channel 2i), d1 / d3 (channel 2i + 1)
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = cb + 8 * half + 2 * i;
-    bias_lo[i] = bias ? bias[c] : 0.f;
-    bias_hi[i] = bias ? bias[c + 1] : 0.f;
-  }
+  b_registers<K>(w, cb, half, lane, flip, b);
+  float bias_lo[4], bias_hi[4];
+  pair_bias(bias, cb, half, bias_lo, bias_hi);
   asm volatile("cp.async.wait_group 0;");
   __syncthreads();
 
-  // 3. this warp's column tiles, left to right, 16 output rows from r0 + 16 rg.
+  // this warp's column tiles, left to right, 16 output rows from r0 + 16 rg
   const int per = (g.NT + g.CG - 1) / g.CG, t0 = cgi * per, t1 = min(g.NT, t0 + per);
   if (t0 >= t1) return;
-  const int orow = r0 + 16 * rg + grp;  // d0, d1; d2, d3 at orow + 8
   // the lane's word address of staged (row 16 rg + grp + p, column s) for its 4 pairs
   auto addr = [&](int p, int s) {
     return sbase + unsigned((16 * rg + grp + p) * g.RP + s * 8 + 4 * half) * 4u;
@@ -456,11 +558,7 @@ __global__ void __launch_bounds__(256, 2)
   }
   for (int t = t0; t < t1; ++t) {
     float d[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      d[i][0] = d[i][2] = bias_lo[i];
-      d[i][1] = d[i][3] = bias_hi[i];
-    }
+    acc_from_bias(d, bias_lo, bias_hi);
 #pragma unroll
     for (int p = 0; p < K; ++p) {
       const int pc = kCarry ? p : 0;
@@ -479,21 +577,7 @@ __global__ void __launch_bounds__(256, 2)
         lo[pc][1] = h1;
       }
     }
-    const int ocol = 4 * t + tig;
-    if (ocol < g.W) {
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        const int row = orow + 8 * rr;
-        if (row >= g.H) continue;
-        uint4 v;
-        v.x = pack_bf16(d[0][2 * rr], d[0][2 * rr + 1]);
-        v.y = pack_bf16(d[1][2 * rr], d[1][2 * rr + 1]);
-        v.z = pack_bf16(d[2][2 * rr], d[2][2 * rr + 1]);
-        v.w = pack_bf16(d[3][2 * rr], d[3][2 * rr + 1]);
-        *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + row) * g.W + ocol) * g.C + cb +
-                                  8 * half) = v;
-      }
-    }
+    store_tile(y, d, n, g.H, g.W, g.C, cb, half, r0 + 16 * rg + grp, 4 * t + tig);
   }
 }
 
@@ -551,7 +635,6 @@ __global__ void __launch_bounds__(256, 2)
                       const float* __restrict__ bias, Geom5 g, bool flip,
                       __nv_bfloat16* __restrict__ y) {
   static_assert(K <= 9, "taps j - o <= 8 + 3 - 0 for the second window's first register");
-  constexpr bool kTwo = K > 5;  // the second mma per filter row
   extern __shared__ __align__(16) unsigned char smem[];
   uint4* btab = reinterpret_cast<uint4*>(smem);  // [8 pairs][K][32 lanes]
   const unsigned sbase =
@@ -560,99 +643,25 @@ __global__ void __launch_bounds__(256, 2)
   const int tiles_h = (g.H + 16 * g.RG - 1) / (16 * g.RG);
   const int n = blockIdx.y / tiles_h, r0 = (blockIdx.y % tiles_h) * 16 * g.RG;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-
-  const int items = g.RS * g.WS * 2;
-  for (int e = tid; e < items; e += 256) {
-    const int sr = e / (2 * g.WS), rem = e - sr * 2 * g.WS, sc = rem >> 1, half = rem & 1;
-    const int r = r0 - g.pad + sr, col = sc - g.pad;
-    const bool in = r >= 0 && r < g.H && col >= 0 && col < g.W;
-    const __nv_bfloat16* src =
-        in ? x + ((int64_t(n) * g.H + r) * g.W + col) * g.C + cb + 8 * half : x;
-    const unsigned dst = sbase + unsigned(sr * g.RP + sc * 8 + 4 * half) * 4u;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                 "r"(in ? 16 : 0));
-  }
-  asm volatile("cp.async.commit_group;");
-  for (int e = tid; e < 8 * K * 32; e += 256) {
-    const int l = e & 31, p = (e >> 5) % K, pr = (e >> 5) / K;
-    const int grp = l >> 2, tig = l & 3, o = grp >> 1, chn = grp & 1, c = cb + 2 * pr + chn;
-    uint32_t v[3];
-#pragma unroll
-    for (int hi = 0; hi < 3; ++hi) {
-      const int q = tig + 4 * hi - o;  // window column tig, tig + 4, tig + 8
-      float f = 0.f;
-      if (q >= 0 && q < K)
-        f = flip ? w[(int64_t(c) * K + K - 1 - p) * K + K - 1 - q]
-                 : w[(int64_t(c) * K + p) * K + q];
-      v[hi] = chn == 0 ? pack_bf16(f, 0.f) : pack_bf16(0.f, f);
-    }
-    btab[e] = make_uint4(v[0], v[1], v[2], 0u);
-  }
+  stage_rows16(x, Staging{g.H, g.W, g.C, g.pad, g.RS, g.WS, g.RP}, n, r0, cb, sbase, tid, 256);
+  fill_b_table<K>(w, cb, flip, btab, tid, 256);
   const int half = warp & 1, cgi = (warp >> 1) % g.CG, rg = (warp >> 1) / g.CG;
   const int grp = lane >> 2, tig = lane & 3;
   float bias_lo[4], bias_hi[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = cb + 8 * half + 2 * i;
-    bias_lo[i] = bias ? bias[c] : 0.f;
-    bias_hi[i] = bias ? bias[c + 1] : 0.f;
-  }
+  pair_bias(bias, cb, half, bias_lo, bias_hi);
   asm volatile("cp.async.wait_group 0;");
   __syncthreads();
 
-  const int orow = r0 + 16 * rg + grp;
-  auto addr = [&](int p, int s) {
-    return sbase + unsigned((16 * rg + grp + p) * g.RP + s * 8 + 4 * half) * 4u;
-  };
-  const unsigned down8 = unsigned(8 * g.RP) * 4u;
-  constexpr int kGroups = kTwo ? 4 : 3;  // column groups of a tile pair's windows
+  const unsigned lane_base = sbase + unsigned((16 * rg + grp) * g.RP + tig * 8 + 4 * half) * 4u;
+  const unsigned down8 = unsigned(8 * g.RP) * 4u, row_bytes = unsigned(g.RP) * 4u;
   for (int tp = cgi; 2 * tp < g.NT2; tp += g.CG) {
     const int t = 2 * tp;
     float d[2][4][4];
-#pragma unroll
+    acc_from_bias(d[0], bias_lo, bias_hi);
+    acc_from_bias(d[1], bias_lo, bias_hi);
+    tile_pair_mma<K>(d, lane_base + unsigned(4 * t * 8) * 4u, row_bytes, down8, btab, half, lane);
     for (int tt = 0; tt < 2; ++tt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        d[tt][i][0] = d[tt][i][2] = bias_lo[i];
-        d[tt][i][1] = d[tt][i][3] = bias_hi[i];
-      }
-#pragma unroll
-    for (int p = 0; p < K; ++p) {
-      uint4 a[kGroups][2];
-#pragma unroll
-      for (int c = 0; c < kGroups; ++c) {
-        a[c][0] = lds128(addr(p, 4 * t + 4 * c + tig));
-        a[c][1] = lds128(addr(p, 4 * t + 4 * c + tig) + down8);
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint4 bb = btab[((4 * half + i) * K + p) * 32 + lane];
-#pragma unroll
-        for (int tt = 0; tt < 2; ++tt) {
-          mma_bf16(d[tt][i], u4(a[tt][0], i), u4(a[tt][1], i), u4(a[tt + 1][0], i),
-                   u4(a[tt + 1][1], i), bb.x, bb.y);
-          if constexpr (kTwo)
-            mma_bf16(d[tt][i], u4(a[tt + 2][0], i), u4(a[tt + 2][1], i), 0u, 0u, bb.z, 0u);
-        }
-      }
-    }
-#pragma unroll
-    for (int tt = 0; tt < 2; ++tt) {
-      const int ocol = 4 * (t + tt) + tig;
-      if (ocol >= g.W) continue;
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        const int row = orow + 8 * rr;
-        if (row >= g.H) continue;
-        uint4 v;
-        v.x = pack_bf16(d[tt][0][2 * rr], d[tt][0][2 * rr + 1]);
-        v.y = pack_bf16(d[tt][1][2 * rr], d[tt][1][2 * rr + 1]);
-        v.z = pack_bf16(d[tt][2][2 * rr], d[tt][2][2 * rr + 1]);
-        v.w = pack_bf16(d[tt][3][2 * rr], d[tt][3][2 * rr + 1]);
-        *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + row) * g.W + ocol) * g.C + cb +
-                                  8 * half) = v;
-      }
-    }
+      store_tile(y, d[tt], n, g.H, g.W, g.C, cb, half, r0 + 16 * rg + grp, 4 * (t + tt) + tig);
   }
 }
 
@@ -705,6 +714,39 @@ Geom8 geom8(int N, int H, int W, int C, int K, int sms) {
 }
 size_t smem8(const Geom8& g) { return 2 * size_t(g.RS) * g.RP * 4; }
 
+/// The pipelined walk of v8 / v9: this block's strips (items blockIdx.y, + gridDim.y, ...), each
+/// copied into one of the two buffers at buf0 while the strip before is computed from the other.
+/// setup() runs once while the first strip arrives; compute(buffer, n, r0) once per strip.
+template <class Setup, class Compute>
+__device__ __forceinline__ void walk_strips(const __nv_bfloat16* __restrict__ x, const Geom8& g,
+                                            int cb, unsigned buf0, int tid, Setup&& setup,
+                                            Compute&& compute) {
+  const Staging s{g.H, g.W, g.C, g.pad, g.RS, g.WS, g.RP};
+  const unsigned buf_bytes = unsigned(g.RS * g.RP) * 4u;
+  const int items = g.N * g.strips;
+  auto stage = [&](int item, unsigned buf) {
+    stage_rows16(x, s, item / g.strips, (item % g.strips) * 16, cb, buf, tid, 256);
+  };
+  int item = blockIdx.y;
+  if (item >= items) return;
+  stage(item, buf0);
+  setup();
+  for (int k = 0;; ++k) {
+    const int next = item + int(gridDim.y);
+    if (next < items) {
+      stage(next, buf0 + ((k + 1) & 1) * buf_bytes);
+      asm volatile("cp.async.wait_group 1;");
+    } else {
+      asm volatile("cp.async.wait_group 0;");
+    }
+    __syncthreads();  // the current strip's rows are in
+    compute(buf0 + (k & 1) * buf_bytes, item / g.strips, (item % g.strips) * 16);
+    if (next >= items) break;
+    __syncthreads();  // every warp is done with this buffer before the strip after next goes in
+    item = next;
+  }
+}
+
 template <int K>
 __global__ void __launch_bounds__(256, 2)
     dw_fwd_tc8_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
@@ -714,75 +756,20 @@ __global__ void __launch_bounds__(256, 2)
   extern __shared__ __align__(16) unsigned char smem[];
   const int cb = blockIdx.x * kCB3;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const unsigned buf0 = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const unsigned buf_bytes = unsigned(g.RS * g.RP) * 4u;
-  const int items = g.N * g.strips;
-
-  auto stage = [&](int item, unsigned buf) {  // rows of strip `item` into buffer `buf`
-    const int n = item / g.strips, r0 = (item % g.strips) * 16;
-    const int chunks = g.RS * g.WS * 2;
-    for (int e = tid; e < chunks; e += 256) {
-      const int sr = e / (2 * g.WS), rem = e - sr * 2 * g.WS, sc = rem >> 1, half = rem & 1;
-      const int r = r0 - g.pad + sr, col = sc - g.pad;
-      const bool in = r >= 0 && r < g.H && col >= 0 && col < g.W;
-      const __nv_bfloat16* src =
-          in ? x + ((int64_t(n) * g.H + r) * g.W + col) * g.C + cb + 8 * half : x;
-      const unsigned dst = buf + unsigned(sr * g.RP + sc * 8 + 4 * half) * 4u;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                   "r"(in ? 16 : 0));
-    }
-    asm volatile("cp.async.commit_group;");
-  };
-  int item = blockIdx.y;
-  if (item >= items) return;
-  stage(item, buf0);
-
   const int half = warp & 1, wq = warp >> 1;  // wq: this warp's tiles wq, wq + 4, ...
-  const int grp = lane >> 2, tig = lane & 3, o = grp >> 1, chn = grp & 1;
-  uint32_t b[4][K][2];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = cb + 8 * half + 2 * i + chn;
-#pragma unroll
-    for (int p = 0; p < K; ++p)
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        const int q = tig + 4 * hi - o;
-        float v = 0.f;
-        if (q >= 0 && q < K)
-          v = flip ? w[(int64_t(c) * K + K - 1 - p) * K + K - 1 - q]
-                   : w[(int64_t(c) * K + p) * K + q];
-        b[i][p][hi] = chn == 0 ? pack_bf16(v, 0.f) : pack_bf16(0.f, v);
-      }
-  }
-  float bias_lo[4], bias_hi[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = cb + 8 * half + 2 * i;
-    bias_lo[i] = bias ? bias[c] : 0.f;
-    bias_hi[i] = bias ? bias[c + 1] : 0.f;
-  }
+  const int grp = lane >> 2, tig = lane & 3;
   const unsigned lane_off = unsigned(grp * g.RP + tig * 8 + 4 * half) * 4u;
   const unsigned down8 = unsigned(8 * g.RP) * 4u, row_bytes = unsigned(g.RP) * 4u;
-
-  for (int k = 0;; ++k) {
-    const int next = item + int(gridDim.y);
-    const unsigned cur = buf0 + (k & 1) * buf_bytes;
-    if (next < items) {
-      stage(next, buf0 + ((k + 1) & 1) * buf_bytes);
-      asm volatile("cp.async.wait_group 1;");
-    } else {
-      asm volatile("cp.async.wait_group 0;");
-    }
-    __syncthreads();  // the current strip's rows are in
-    const int n = item / g.strips, r0 = (item % g.strips) * 16;
+  uint32_t b[4][K][2];
+  float bias_lo[4], bias_hi[4];
+  auto setup = [&] {
+    b_registers<K>(w, cb, half, lane, flip, b);
+    pair_bias(bias, cb, half, bias_lo, bias_hi);
+  };
+  auto compute = [&](unsigned cur, int n, int r0) {
     for (int t = wq; t < g.NT; t += 4) {
       float d[4][4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        d[i][0] = d[i][2] = bias_lo[i];
-        d[i][1] = d[i][3] = bias_hi[i];
-      }
+      acc_from_bias(d, bias_lo, bias_hi);
       const unsigned base = cur + lane_off + unsigned(4 * t * 8) * 4u;
 #pragma unroll
       for (int p = 0; p < K; ++p) {
@@ -793,26 +780,10 @@ __global__ void __launch_bounds__(256, 2)
         for (int i = 0; i < 4; ++i)
           mma_bf16(d[i], u4(l0, i), u4(l1, i), u4(h0, i), u4(h1, i), b[i][p][0], b[i][p][1]);
       }
-      const int ocol = 4 * t + tig;
-      if (ocol < g.W) {
-#pragma unroll
-        for (int rr = 0; rr < 2; ++rr) {
-          const int row = r0 + grp + 8 * rr;
-          if (row >= g.H) continue;
-          uint4 v;
-          v.x = pack_bf16(d[0][2 * rr], d[0][2 * rr + 1]);
-          v.y = pack_bf16(d[1][2 * rr], d[1][2 * rr + 1]);
-          v.z = pack_bf16(d[2][2 * rr], d[2][2 * rr + 1]);
-          v.w = pack_bf16(d[3][2 * rr], d[3][2 * rr + 1]);
-          *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + row) * g.W + ocol) * g.C + cb +
-                                    8 * half) = v;
-        }
-      }
+      store_tile(y, d, n, g.H, g.W, g.C, cb, half, r0 + grp, 4 * t + tig);
     }
-    if (next >= items) break;
-    __syncthreads();  // every warp is done with `cur` before the strip after next is copied into it
-    item = next;
-  }
+  };
+  walk_strips(x, g, cb, static_cast<unsigned>(__cvta_generic_to_shared(smem)), tid, setup, compute);
 }
 
 void dw_fwd_tc8(const Geom8& g, const __nv_bfloat16* x, const float* w, const float* bias,
@@ -853,125 +824,34 @@ __global__ void __launch_bounds__(256, 2)
     dw_fwd_tc9_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ w,
                       const float* __restrict__ bias, Geom8 g, bool flip,
                       __nv_bfloat16* __restrict__ y) {
-  constexpr bool kTwo = K > 5;
-  constexpr int kGroups = kTwo ? 4 : 3;
   extern __shared__ __align__(16) unsigned char smem[];
   uint4* btab = reinterpret_cast<uint4*>(smem);  // [8 pairs][K][32 lanes]
   const int cb = blockIdx.x * kCB3;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const unsigned buf0 =
-      static_cast<unsigned>(__cvta_generic_to_shared(smem)) + unsigned(8 * K * 32 * 16);
-  const unsigned buf_bytes = unsigned(g.RS * g.RP) * 4u;
-  const int items = g.N * g.strips;
-  auto stage = [&](int item, unsigned buf) {
-    const int n = item / g.strips, r0 = (item % g.strips) * 16;
-    const int chunks = g.RS * g.WS * 2;
-    for (int e = tid; e < chunks; e += 256) {
-      const int sr = e / (2 * g.WS), rem = e - sr * 2 * g.WS, sc = rem >> 1, half = rem & 1;
-      const int r = r0 - g.pad + sr, col = sc - g.pad;
-      const bool in = r >= 0 && r < g.H && col >= 0 && col < g.W;
-      const __nv_bfloat16* src =
-          in ? x + ((int64_t(n) * g.H + r) * g.W + col) * g.C + cb + 8 * half : x;
-      const unsigned dst = buf + unsigned(sr * g.RP + sc * 8 + 4 * half) * 4u;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                   "r"(in ? 16 : 0));
-    }
-    asm volatile("cp.async.commit_group;");
-  };
-  int item = blockIdx.y;
-  if (item >= items) return;
-  stage(item, buf0);
-  for (int e = tid; e < 8 * K * 32; e += 256) {
-    const int l = e & 31, p = (e >> 5) % K, pr = (e >> 5) / K;
-    const int grp = l >> 2, tig = l & 3, o = grp >> 1, chn = grp & 1, c = cb + 2 * pr + chn;
-    uint32_t v[3];
-#pragma unroll
-    for (int hi = 0; hi < 3; ++hi) {
-      const int q = tig + 4 * hi - o;
-      float f = 0.f;
-      if (q >= 0 && q < K)
-        f = flip ? w[(int64_t(c) * K + K - 1 - p) * K + K - 1 - q]
-                 : w[(int64_t(c) * K + p) * K + q];
-      v[hi] = chn == 0 ? pack_bf16(f, 0.f) : pack_bf16(0.f, f);
-    }
-    btab[e] = make_uint4(v[0], v[1], v[2], 0u);
-  }
   const int half = warp & 1, wq = warp >> 1;
   const int grp = lane >> 2, tig = lane & 3;
-  float bias_lo[4], bias_hi[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = cb + 8 * half + 2 * i;
-    bias_lo[i] = bias ? bias[c] : 0.f;
-    bias_hi[i] = bias ? bias[c + 1] : 0.f;
-  }
   const unsigned lane_off = unsigned(grp * g.RP + tig * 8 + 4 * half) * 4u;
   const unsigned down8 = unsigned(8 * g.RP) * 4u, row_bytes = unsigned(g.RP) * 4u;
-  for (int k = 0;; ++k) {
-    const int next = item + int(gridDim.y);
-    const unsigned cur = buf0 + (k & 1) * buf_bytes;
-    if (next < items) {
-      stage(next, buf0 + ((k + 1) & 1) * buf_bytes);
-      asm volatile("cp.async.wait_group 1;");
-    } else {
-      asm volatile("cp.async.wait_group 0;");
-    }
-    __syncthreads();
-    const int n = item / g.strips, r0 = (item % g.strips) * 16;
+  float bias_lo[4], bias_hi[4];
+  auto setup = [&] {
+    fill_b_table<K>(w, cb, flip, btab, tid, 256);  // read after walk_strips' first barrier
+    pair_bias(bias, cb, half, bias_lo, bias_hi);
+  };
+  auto compute = [&](unsigned cur, int n, int r0) {
     for (int tp = wq; 2 * tp < g.NT; tp += 4) {
       const int t = 2 * tp;
       float d[2][4][4];
-#pragma unroll
+      acc_from_bias(d[0], bias_lo, bias_hi);
+      acc_from_bias(d[1], bias_lo, bias_hi);
+      tile_pair_mma<K>(d, cur + lane_off + unsigned(4 * t * 8) * 4u, row_bytes, down8, btab, half,
+                       lane);
       for (int tt = 0; tt < 2; ++tt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          d[tt][i][0] = d[tt][i][2] = bias_lo[i];
-          d[tt][i][1] = d[tt][i][3] = bias_hi[i];
-        }
-      const unsigned base = cur + lane_off + unsigned(4 * t * 8) * 4u;
-#pragma unroll
-      for (int p = 0; p < K; ++p) {
-        uint4 a[kGroups][2];
-#pragma unroll
-        for (int c = 0; c < kGroups; ++c) {
-          const unsigned ad = base + unsigned(p) * row_bytes + unsigned(c) * 128u;
-          a[c][0] = lds128(ad);
-          a[c][1] = lds128(ad + down8);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const uint4 bb = btab[((4 * half + i) * K + p) * 32 + lane];
-#pragma unroll
-          for (int tt = 0; tt < 2; ++tt) {
-            mma_bf16(d[tt][i], u4(a[tt][0], i), u4(a[tt][1], i), u4(a[tt + 1][0], i),
-                     u4(a[tt + 1][1], i), bb.x, bb.y);
-            if constexpr (kTwo)
-              mma_bf16(d[tt][i], u4(a[tt + 2][0], i), u4(a[tt + 2][1], i), 0u, 0u, bb.z, 0u);
-          }
-        }
-      }
-#pragma unroll
-      for (int tt = 0; tt < 2; ++tt) {
-        const int ocol = 4 * (t + tt) + tig;
-        if (ocol >= g.W) continue;
-#pragma unroll
-        for (int rr = 0; rr < 2; ++rr) {
-          const int row = r0 + grp + 8 * rr;
-          if (row >= g.H) continue;
-          uint4 v;
-          v.x = pack_bf16(d[tt][0][2 * rr], d[tt][0][2 * rr + 1]);
-          v.y = pack_bf16(d[tt][1][2 * rr], d[tt][1][2 * rr + 1]);
-          v.z = pack_bf16(d[tt][2][2 * rr], d[tt][2][2 * rr + 1]);
-          v.w = pack_bf16(d[tt][3][2 * rr], d[tt][3][2 * rr + 1]);
-          *reinterpret_cast<uint4*>(y + ((int64_t(n) * g.H + row) * g.W + ocol) * g.C + cb +
-                                    8 * half) = v;
-        }
-      }
+        store_tile(y, d[tt], n, g.H, g.W, g.C, cb, half, r0 + grp, 4 * (t + tt) + tig);
     }
-    if (next >= items) break;
-    __syncthreads();
-    item = next;
-  }
+  };
+  walk_strips(x, g, cb,
+              static_cast<unsigned>(__cvta_generic_to_shared(smem)) + unsigned(8 * K * 32 * 16),
+              tid, setup, compute);
 }
 
 void dw_fwd_tc9(const Geom8& g, const __nv_bfloat16* x, const float* w, const float* bias,
