@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +19,24 @@ namespace hg::io {
 namespace {
 
 std::string sys_error(int err) { return std::strerror(err); }
+
+}  // namespace
+
+std::optional<long> temp_file_pid(const std::string& name) {
+  const size_t at = name.rfind(".tmp.");  // the name TempFile makes: "<target>.tmp.<pid>.<n>"
+  if (at == std::string::npos) return std::nullopt;
+  const std::string rest = name.substr(at + 5);
+  const size_t dot = rest.find('.');
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 18 &&
+           std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  };
+  if (dot == std::string::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1)))
+    return std::nullopt;
+  return std::stol(rest.substr(0, dot));
+}
+
+namespace {
 
 // The folder that holds `path` ("." for a bare file name).
 std::string folder_of(const std::string& path) {

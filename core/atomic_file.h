@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,11 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 /// large). Throws hg::Error naming both files when reading or writing fails; `to` is then
 /// unchanged.
 void copy_file_atomic(const std::string& from, const std::string& to);
+
+/// The writer's pid in a temporary file's name `<path>.tmp.<pid>.<n>` (a file name or a path), or
+/// none when `name` is not one: a kill during a write leaves such a file, which a later run can
+/// tell is stale when that process is gone.
+std::optional<long> temp_file_pid(const std::string& name);
 
 /// The whole file; throws hg::Error naming it when it cannot be opened or read.
 std::string read_file(const std::string& path);

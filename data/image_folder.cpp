@@ -38,9 +38,17 @@ EncodedSample Dataset::get_encoded(int64_t index, const CropChooser& choose,
   return e;
 }
 
-bool is_image_file(const std::string& path) {
+namespace {
+// ".jpg" of "a/B.JPG": the extension in lower case (file systems keep the user's case)
+std::string lower_extension(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+}  // namespace
+
+bool is_image_file(const std::string& path) {
+  const std::string ext = lower_extension(path);
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".ppm" || ext == ".pgm";
 }
 
@@ -49,9 +57,7 @@ namespace {
 // Extensions torchvision's ImageFolder loads that our decoders do not: a folder of them trained
 // on in PyTorch would lose those images here, so they are warned about, not skipped in silence.
 bool undecodable_image_file(const std::string& path) {
-  std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
+  const std::string ext = lower_extension(path);
   return ext == ".tif" || ext == ".tiff" || ext == ".webp";
 }
 

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +24,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -66,8 +66,6 @@ void check_output_file(const std::string& path, const std::string& what,
            elsewhere);
 }
 
-namespace {
-
 std::string local_time(std::time_t t, const char* format) {
   char b[64];
   std::tm tm{};
@@ -75,6 +73,8 @@ std::string local_time(std::time_t t, const char* format) {
   std::strftime(b, sizeof b, format, &tm);
   return b;
 }
+
+namespace {
 
 std::string json_escape(const std::string& s) {
   std::string out;
@@ -242,22 +242,6 @@ std::optional<long> flock_holder(const fs::path& path) {
   return std::nullopt;
 }
 
-// The pid in an atomic writer's temp name `<target>.tmp.<pid>.<n>` (core/atomic_file.h), or none
-// when `name` is not one.
-std::optional<long> temp_file_pid(const std::string& name) {
-  const size_t at = name.rfind(".tmp.");
-  if (at == std::string::npos) return std::nullopt;
-  const std::string rest = name.substr(at + 5);  // "<pid>.<n>"
-  const size_t dot = rest.find('.');
-  auto digits = [](const std::string& s) {
-    return !s.empty() && s.size() <= 18 &&
-           std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
-  };
-  if (dot == std::string::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1)))
-    return std::nullopt;
-  return std::stol(rest.substr(0, dot));
-}
-
 // Temp files that a writer of this folder left when it was killed mid-write (a second Ctrl-C
 // during a checkpoint: a full-size last.safetensors.tmp.<pid>.<n>). Called with the folder's
 // lock held, so no training process writes it; a file whose pid is a live process here (another
@@ -265,7 +249,7 @@ std::optional<long> temp_file_pid(const std::string& name) {
 void remove_stale_temp_files(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::optional<long> pid = temp_file_pid(e.path().filename().string());
+    const std::optional<long> pid = io::temp_file_pid(e.path().filename().string());
     if (!pid || !e.is_regular_file(ec)) continue;
     if (*pid > 0 && (::kill(pid_t(*pid), 0) == 0 || errno != ESRCH)) continue;  // alive, or unknown
     if (fs::remove(e.path(), ec))

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ namespace hg::train {
 
 /// The marker file of a run folder (JSON: format, id, created, pid, host, folder).
 inline constexpr const char* kRunMarker = "run.json";
+
+/// `t` as local time in strftime's `format` (at most 63 characters), for names and lines of the
+/// run folder's files.
+std::string local_time(std::time_t t, const char* format);
 
 /// "error-rank-<rank>.txt": where rank `rank` > 0 of a data-parallel run leaves its error in the
 /// run folder (log.txt is rank 0's, and the MPI_Abort that follows the error ends rank 0 before it

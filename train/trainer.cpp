@@ -60,14 +60,7 @@ namespace fs = std::filesystem;
 namespace hg::train {
 namespace {
 
-std::string timestamp() {
-  std::time_t t = std::time(nullptr);
-  char b[32];
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  std::strftime(b, sizeof b, "%Y%m%d-%H%M%S", &tm);
-  return b;
-}
+std::string timestamp() { return local_time(std::time(nullptr), "%Y%m%d-%H%M%S"); }
 
 bool file_exists(const fs::path& p) {
   std::error_code ec;
@@ -1078,16 +1071,6 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   return final_report(s);
 }
 
-// "2026-12-05 08:00:00" (local time), for a line of a file outside log.txt.
-std::string local_time_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
-  return b;
-}
-
 // Rank R > 0 under mpirun: log.txt is rank 0's, and the MPI_Abort that follows this error ends
 // rank 0 before it could log it, so the error goes into the run folder as error-rank-R.txt (a
 // whole file, written atomically: safe on a shared file system, unlike appending to rank 0's
@@ -1096,7 +1079,8 @@ void leave_rank_error(const Session& s, const std::string& what) {
   const fs::path file = s.paths.dir / rank_error_file(dist::rank());
   try {
     io::write_file_atomic(file.string(),
-                          str("[", local_time_now(), "] haargrad: ", dist::rank_error(what), "\n"));
+                          str("[", local_time(std::time(nullptr), "%Y-%m-%d %H:%M:%S"),
+                              "] haargrad: ", dist::rank_error(what), "\n"));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "haargrad: %s (the error of %s is not in the run folder)\n", e.what(),
                  dist::describe().c_str());
