@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <atomic>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 
@@ -11,17 +12,34 @@ namespace hg::train {
 namespace {
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
-std::atomic<int> g_stop_signal{0};
-// read by the handler: a lock-free atomic is async-signal-safe
-std::atomic<StopOutcome> g_outcome{StopOutcome::end_before_training};
-static_assert(std::atomic<StopOutcome>::is_always_lock_free);
+// The stop signal that came (0: none) and the outcome the handler says, in one word: the flag goes
+// up with the outcome in force then, and change_stop_outcome changes it only while no flag is up.
+// Two words would leave a window (the signal can land on any thread) where the handler says one
+// outcome and the trainer, having checked the flag a moment before, does another. A lock-free
+// atomic is async-signal-safe.
+std::atomic<uint32_t> g_state{0};
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
 int g_guards = 0;  // guards alive (main thread only)
 
+constexpr uint32_t pack(int sig, StopOutcome outcome) {
+  return static_cast<uint32_t>(sig) << 8 | static_cast<uint32_t>(outcome);
+}
+int signal_of(uint32_t state) { return static_cast<int>(state >> 8); }
+StopOutcome outcome_of(uint32_t state) { return static_cast<StopOutcome>(state & 0xff); }
+
+// Raises the flag; the outcome in force at that moment, which the run then keeps to.
+StopOutcome raise_stop_flag(int sig) {
+  uint32_t state = g_state.load();
+  while (!g_state.compare_exchange_weak(state, pack(sig, outcome_of(state)))) {
+  }
+  return outcome_of(state);
+}
+
 void on_stop_signal(int sig) {
-  g_stop_signal = sig;
+  const StopOutcome outcome = raise_stop_flag(sig);
   std::signal(sig, SIG_DFL);  // a second one kills at once
   // async-signal-safe: one write(2) of a constant text
-  const char* text = stop_message(g_outcome.load());
+  const char* text = stop_message(outcome);
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
 }
 
@@ -31,8 +49,7 @@ StopSignalGuard::StopSignalGuard() {
   static_assert(std::size(kStopSignals) == std::size(decltype(previous_){}));
   outermost_ = g_guards++ == 0;
   if (!outermost_) return;  // the outer guard's handlers and flag stand
-  g_stop_signal = 0;
-  g_outcome = StopOutcome::end_before_training;
+  g_state = pack(0, StopOutcome::end_before_training);
   for (size_t i = 0; i < std::size(kStopSignals); ++i)
     previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
   previous_pipe_ = std::signal(SIGPIPE, SIG_IGN);
@@ -43,10 +60,16 @@ StopSignalGuard::~StopSignalGuard() {
   if (!outermost_) return;
   for (size_t i = 0; i < std::size(kStopSignals); ++i) std::signal(kStopSignals[i], previous_[i]);
   std::signal(SIGPIPE, previous_pipe_);
-  g_outcome = StopOutcome::end_before_training;
+  g_state = pack(stop_signal(), StopOutcome::end_before_training);  // the flag stays readable
 }
 
-void set_stop_outcome(StopOutcome outcome) { g_outcome = outcome; }
+bool change_stop_outcome(StopOutcome outcome) {
+  uint32_t state = g_state.load();
+  do {
+    if (signal_of(state) != 0) return false;
+  } while (!g_state.compare_exchange_weak(state, pack(0, outcome)));
+  return true;
+}
 
 const char* stop_message(StopOutcome outcome) {
   // strlen and write(2) of these constants are async-signal-safe
@@ -61,13 +84,21 @@ const char* stop_message(StopOutcome outcome) {
       return "\nhaargrad: stop signal: stopping after this step; a recovery checkpoint is written "
              "only if every rank finishes it (none when a rank has died or mpirun kills the ranks "
              "first; the same signal again stops at once)\n";
+    case StopOutcome::finish:
+      return "\nhaargrad: stop signal: the last epoch is done: the run saves it and ends normally "
+             "(the same signal again stops at once)\n";
+    case StopOutcome::finish_if_all_ranks:
+      return "\nhaargrad: stop signal: the last epoch is done: the run saves it and ends normally, "
+             "unless another rank was stopped before it got there (a recovery checkpoint then; "
+             "none when a rank has died or mpirun kills the ranks first; the same signal again "
+             "stops at once)\n";
   }
   return "\nhaargrad: stop signal\n";
 }
 
-int stop_signal() { return g_stop_signal.load(); }
+int stop_signal() { return signal_of(g_state.load()); }
 
-void request_stop(int sig) { g_stop_signal = sig; }
+void request_stop(int sig) { raise_stop_flag(sig); }
 
 const char* stop_signal_name(int sig) {
   switch (sig) {

@@ -2,7 +2,8 @@
 // SIGHUP (the terminal or ssh session went away) and SIGUSR1 (what mpirun forwards to every rank:
 // `kill -USR1 <mpirun>`; mpirun forwards SIGINT / SIGTERM too but kills the ranks after a short
 // grace) ask the run to stop: during start-up before the first step (nothing is saved), later
-// after the current step (the trainer then writes a recovery checkpoint and returns). A second
+// after the current step (the trainer then writes a recovery checkpoint and returns), and once the
+// last epoch is done not at all (the run saves it and ends normally). A second
 // signal of the same kind kills at once (the default disposition is restored on the first).
 #pragma once
 
@@ -34,9 +35,15 @@ enum class StopOutcome {
   recovery,               ///< one process trains: a recovery checkpoint after the current step
   recovery_if_all_ranks,  ///< under mpirun: a recovery checkpoint only if every rank finishes the
                           ///< step (not when a rank died or mpirun kills the ranks first)
+  finish,                 ///< after the last epoch's last stop check: the run saves it and ends
+                          ///< normally (one process)
+  finish_if_all_ranks,    ///< the same under mpirun, unless another rank was stopped before it
 };
-/// Sets what the handler says from now on (the outermost guard starts at end_before_training).
-void set_stop_outcome(StopOutcome outcome);
+/// Makes `outcome` what the handler says from now on, unless a stop signal has already come: false
+/// then, and the outcome stays the one the handler said, which the run must keep to. The check and
+/// the change are one atomic step, so no signal (on whichever thread) falls between them. The
+/// outermost guard starts at end_before_training.
+bool change_stop_outcome(StopOutcome outcome);
 /// The line the handler writes on stderr for `outcome` (for tests).
 const char* stop_message(StopOutcome outcome);
 

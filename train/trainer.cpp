@@ -859,10 +859,17 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
 }
 
 // Evaluates the model (and EMA), records the epoch, and stops the run after its row is written when
-// an evaluation was not finite (nothing of the epoch is saved then).
-std::optional<Evaluation> evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p) {
+// an evaluation was not finite (nothing of the epoch is saved then). After the run's last epoch
+// nothing asks for a stop signal again: the handler says from here on that the run saves it and
+// ends normally (in the same atomic step as the check, so one that came just before still gets its
+// recovery checkpoint).
+std::optional<Evaluation> evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p,
+                                         bool last) {
   const Evaluation ev = evaluate_models(s, epoch);
-  if (s.dp->any_rank(stop_signal() != 0)) return std::nullopt;  // a stop signal: not recorded
+  const StopOutcome finish =
+      dist::size() > 1 ? StopOutcome::finish_if_all_ranks : StopOutcome::finish;
+  const bool stopped = last ? !change_stop_outcome(finish) : stop_signal() != 0;
+  if (s.dp->any_rank(stopped)) return std::nullopt;  // a stop signal: not recorded
   record_epoch(s, epoch, p, ev);
   s.result.last_top1 = ev.model.top1;
   s.result.last_top5 = ev.model.top5;
@@ -1004,11 +1011,11 @@ bool give_back_folder(const Session& s) {
   return true;
 }
 
-// A stop signal during start-up (on any rank: every rank asks at the same points, so they agree)
-// ends the run before its first step: nothing was trained, so nothing is saved, and a folder this
-// session claimed is given back (a resumed folder keeps its checkpoints). Empty: no signal came.
-std::optional<TrainResult> stopped_during_startup(Session& s) {
-  if (!dist::any(stop_signal() != 0, "stop signal during start-up")) return std::nullopt;
+// A stop signal during start-up (`stopped` on any rank: every rank asks at the same points, so they
+// agree) ends the run before its first step: nothing was trained, so nothing is saved, and a folder
+// this session claimed is given back (a resumed folder keeps its checkpoints). Empty: none came.
+std::optional<TrainResult> stopped_during_startup(Session& s, bool stopped = stop_signal() != 0) {
+  if (!dist::any(stopped, "stop signal during start-up")) return std::nullopt;
   TrainResult r;
   r.stopped_before_training = true;
   r.stop_signal = reported_stop_signal();
@@ -1023,10 +1030,17 @@ std::optional<TrainResult> stopped_during_startup(Session& s) {
 
 // From the first step on, a stop signal writes a recovery checkpoint; under mpirun only if every
 // rank finishes the step, which the handler's message must not promise (a rank that died, e.g.
-// killed by the OOM killer, leaves the others unable to finish it).
-void start_training(Session& s) {
+// killed by the OOM killer, leaves the others unable to finish it). The handler's line changes in
+// the same atomic step as start-up's last check for a signal: one that came before it was told
+// "nothing is trained or saved", and the run ends so (empty: training starts).
+std::optional<TrainResult> start_training(Session& s) {
+  const StopOutcome recovery =
+      dist::size() > 1 ? StopOutcome::recovery_if_all_ranks : StopOutcome::recovery;
+  if (std::optional<TrainResult> stopped =
+          stopped_during_startup(s, !change_stop_outcome(recovery)))
+    return stopped;
   s.training = true;
-  set_stop_outcome(dist::size() > 1 ? StopOutcome::recovery_if_all_ranks : StopOutcome::recovery);
+  return std::nullopt;
 }
 
 // Everything of a run after its config is checked: the run folder, data, model, the epochs.
@@ -1050,9 +1064,8 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   create_ema(s);
   create_thread_tuner(s);
   s.losses = std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval, 1), s.device);
-  if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
-
-  start_training(s);
+  if (s.opts.before_training) s.opts.before_training();
+  if (std::optional<TrainResult> stopped = start_training(s)) return *stopped;
   const int64_t stop = s.opts.stop_after_epoch;
   const int64_t last_epoch = stop >= 0 ? std::min<int64_t>(s.cfg.epochs, stop) : s.cfg.epochs;
   for (int64_t epoch = s.st.epoch; epoch < last_epoch; ++epoch) {
@@ -1061,11 +1074,12 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
       save_recovery(s, epoch, p);
       break;
     }
-    const std::optional<Evaluation> ev = evaluate_epoch(s, epoch, p);
+    const std::optional<Evaluation> ev = evaluate_epoch(s, epoch, p, epoch == last_epoch - 1);
     if (!ev) {  // stopped during the evaluation: the recovery checkpoint resumes into it
       save_recovery(s, epoch, p);
       break;
     }
+    if (s.opts.before_checkpoints) s.opts.before_checkpoints(epoch);
     save_epoch_checkpoints(s, epoch, *ev);
   }
   return final_report(s);

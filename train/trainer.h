@@ -36,6 +36,14 @@ struct TrainOptions {
   /// stops the run as SIGUSR1 does, on this rank alone (a signal that reaches one rank during the
   /// evaluation). Empty = none.
   std::function<bool(int64_t epoch, int64_t batches)> after_eval_batch;
+  /// Fault injection (tests): called once at the end of start-up, before the run's last stop check
+  /// ahead of its first step (a test raises a stop signal there: it must end the run before
+  /// training, as the handler's line says). Empty = none.
+  std::function<void()> before_training;
+  /// Fault injection (tests): called after an epoch's last stop check, before its checkpoints are
+  /// written, with the epoch (0-based) (a test raises a stop signal there: in the run's last epoch
+  /// the run ends normally, as the handler's line must say). Empty = none.
+  std::function<void(int64_t epoch)> before_checkpoints;
 };
 
 struct TrainResult {
@@ -62,7 +70,8 @@ struct TrainResult {
 /// Runs (or resumes: cfg.resume = checkpoint path or "auto") the training described by cfg.
 /// SIGINT (Ctrl-C) and SIGTERM during the epochs stop it after the current step with a recovery
 /// checkpoint (TrainResult::interrupted); during start-up, before the first step, with nothing
-/// saved (TrainResult::stopped_before_training). A run that fails before its first step gives its
+/// saved (TrainResult::stopped_before_training); once the last epoch is evaluated, not at all (the
+/// run saves it and ends normally). A run that fails before its first step gives its
 /// new folder back; one that fails later writes the error into its log.txt. Throws hg::Error on bad
 /// config / data, on a failed file write (naming the file; the previous files stay intact), and
 /// when the run diverges: a non-finite loss (naming the epoch and step) or a non-finite evaluation

@@ -278,6 +278,65 @@ TEST_F(TrainerTest, AStopBeforeTrainingTrainsAndWritesNothing) {
   EXPECT_FALSE(fs::exists(fs::path(done.run_dir) / "recovery.safetensors"));
 }
 
+// The handler's line and the run's course agree: the outcome changes only while no stop signal has
+// come, and a signal keeps (and says) the outcome it came under.
+TEST(StopSignal, TheOutcomeChangesOnlyWhileNoSignalHasCome) {
+  train::StopSignalGuard guard;
+  EXPECT_TRUE(train::change_stop_outcome(train::StopOutcome::recovery));
+  ::testing::internal::CaptureStderr();
+  std::raise(SIGUSR1);  // the handler only sets the flag
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(said, train::stop_message(train::StopOutcome::recovery));
+  EXPECT_FALSE(train::change_stop_outcome(train::StopOutcome::finish));
+  EXPECT_EQ(train::stop_signal(), SIGUSR1);
+}
+
+// A stop signal after start-up's last check for one, just before the first step: the handler has
+// said "nothing is trained or saved", and so it is: the run ends before its first step and gives
+// its new folder back (not one step trained and a recovery checkpoint written).
+TEST_F(TrainerTest, AStopJustBeforeTheFirstStepTrainsAndWritesNothing) {
+  train::Config c = smoke_config(root_.string());
+  c.epochs = 1;
+  train::TrainOptions opts;
+  opts.plain_output = true;
+  opts.before_training = [] { std::raise(SIGTERM); };  // train()'s guard: the handler sets the flag
+  ::testing::internal::CaptureStderr();
+  const train::TrainResult r = train::train(c, opts);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("stopping before the first step (nothing is trained or saved"),
+            std::string::npos)
+      << said;
+  EXPECT_TRUE(r.stopped_before_training) << said;
+  EXPECT_FALSE(r.interrupted) << said;
+  EXPECT_EQ(r.stop_signal, SIGTERM);
+  EXPECT_FALSE(fs::exists(root_ / "smoke")) << "the new folder is given back\n" << said;
+}
+
+// A stop signal while the last epoch's checkpoints are written (after the run's last check for
+// one): the run ends normally, its last checkpoint written and no recovery checkpoint (exit status
+// 0), and the handler's line says so instead of promising a recovery checkpoint.
+TEST_F(TrainerTest, AStopWhileTheLastCheckpointIsWrittenSaysTheRunEndsNormally) {
+  train::Config c = smoke_config(root_.string());
+  c.epochs = 2;
+  train::TrainOptions opts;
+  opts.plain_output = true;
+  opts.before_checkpoints = [&c](int64_t epoch) {
+    if (epoch == c.epochs - 1) std::raise(SIGTERM);
+  };
+  ::testing::internal::CaptureStderr();
+  const train::TrainResult r = train::train(c, opts);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(r.interrupted) << said;
+  EXPECT_FALSE(r.stopped_before_training) << said;
+  EXPECT_EQ(r.stop_signal, 0) << said;
+  EXPECT_EQ(r.best_epoch >= 1, true) << said;
+  EXPECT_EQ(lines(fs::path(r.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
+  EXPECT_TRUE(fs::exists(fs::path(r.run_dir) / "last.safetensors"));
+  EXPECT_FALSE(fs::exists(fs::path(r.run_dir) / "recovery.safetensors"));
+  EXPECT_EQ(said.find("recovery checkpoint"), std::string::npos) << said;
+  EXPECT_NE(said.find("ends normally"), std::string::npos) << said;
+}
+
 TEST_F(TrainerTest, ResumeFromWeightsOnlyIsRefused) {
   train::Config c = smoke_config(root_.string());
   c.epochs = 1;
