@@ -151,12 +151,24 @@ std::string dangling_reason(const std::string& path) {
              "', which does not exist");
 }
 
+// The folder a recursive listing reads when it moves on from `it`: the entry itself when it is a
+// folder the listing enters, else the folder the entry lies in.
+fs::path read_next(const fs::recursive_directory_iterator& it) {
+  std::error_code ec;
+  return it.recursion_pending() && it->is_directory(ec) ? it->path() : it->path().parent_path();
+}
+
 ClassFiles class_files(const std::string& dir, const std::string& name) {
   ClassFiles out;
+  // The folder that failed, for the error: libstdc++'s iterator throws without the path when it
+  // cannot enter a sub-folder (mode 000), which would name the whole class folder instead.
+  fs::path reading = fs::path(dir) / name;
+  std::error_code ec;
   try {
-    for (auto it = fs::recursive_directory_iterator(
-             fs::path(dir) / name, fs::directory_options::follow_directory_symlink);
-         it != fs::recursive_directory_iterator(); ++it) {
+    for (fs::recursive_directory_iterator it(reading,
+                                             fs::directory_options::follow_directory_symlink, ec);
+         !ec && it != fs::recursive_directory_iterator();
+         reading = read_next(it), it.increment(ec)) {
       // hidden files and folders (.ipynb_checkpoints, macOS's ._x.jpg) are no images of the set
       if (hidden(it->path())) {
         if (it->is_directory()) it.disable_recursion_pending();
@@ -176,11 +188,18 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
           out.undecodable_example = it->path().string();
       }
     }
-  } catch (const fs::filesystem_error& e) {  // its path can be thousands of characters long
-    const bool loop = e.code() == std::errc::too_many_symbolic_link_levels;
+  } catch (const fs::filesystem_error& e) {  // an entry's type could not be read
+    ec = e.code();
+    if (!e.path1().empty()) reading = e.path1();
+  }
+  if (ec) {
+    // a loop's path is thousands of characters long: the loop is named instead
+    const bool loop = ec == std::errc::too_many_symbolic_link_levels;
     throw Error(str("ImageFolder: cannot list the files of class folder '", name, "' in '", dir,
-                    "': ", e.code().message(),
-                    loop ? " (a symbolic link leads back into a folder above it)" : ""));
+                    "': ",
+                    loop ? "a symbolic link leads back into a folder above it"
+                         : str("cannot read '", reading.string(), "'"),
+                    ": ", ec.message()));
   }
   std::sort(out.images.begin(), out.images.end());
   std::sort(out.dangling.begin(), out.dangling.end());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -206,6 +207,27 @@ TEST(ImageFolder, ASymlinkLoopIsNamed) {
   EXPECT_NE(msg.find("class folder 'cls'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("symbolic link leads back"), std::string::npos) << msg;
   EXPECT_LT(msg.size(), 600u) << msg;
+}
+
+// A sub-folder of a class folder that cannot be read is named itself, not its class folder: the
+// user must find the one folder among thousands whose permissions are wrong.
+TEST(ImageFolder, AnUnreadableSubFolderIsNamed) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls/locked");
+  hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+  const fs::path locked = tmp.path() / "train/cls/locked";
+  fs::permissions(locked, fs::perms::none);
+  if (access(locked.c_str(), R_OK) == 0) {  // root (CAP_DAC_OVERRIDE) reads it all the same
+    fs::permissions(locked, fs::perms::owner_all);
+    GTEST_SKIP() << "a folder with mode 000 is still readable here (running as root?)";
+  }
+  const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", {}); });
+  fs::permissions(locked, fs::perms::owner_all);  // so that the temporary folder can go
+  EXPECT_NE(msg.find("'" + locked.string() + "'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("class folder 'cls'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::make_error_code(std::errc::permission_denied).message()),
+            std::string::npos)
+      << msg;
 }
 
 // A symbolic link to an image that no longer exists (a moved or deleted original) is a corrupt
