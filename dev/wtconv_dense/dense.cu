@@ -77,6 +77,9 @@ struct Case {
   int P() const { return K * K * (1 + 4 * L); }
   int NKS() const { return (HW() + 7) / 8; }  // k-steps of 8 input pixels
   int NPT() const { return (HW() + 3) / 4; }  // tiles of 4 output pixels
+  // cuBLAS takes its tensor-core kernels for leading dimensions and K that are multiples of 8
+  int P8() const { return (P() + 7) / 8 * 8; }
+  int HW2p() const { return (HW() * HW() + 7) / 8 * 8; }
 };
 
 // ---- the operator basis E (host, CPU reference in double) --------------------------------------
@@ -178,8 +181,8 @@ __device__ __forceinline__ uint16_t bits(__nv_bfloat16 v) { return __bfloat16_as
 // M (bf16, [c][p][q], from the GEMM) -> fragment order [pair][p-tile][k-step][lane]: lane (g, t)
 // gets M_{2 pair + (g & 1)}[4 pt + (g >> 1)][8 ks + t] (low half) and [8 ks + t + 4] (high half);
 // transposed (grad_x): M^T, i.e. [q][p] swapped. Zero outside HW.
-__global__ void reorder_kernel(const __nv_bfloat16* __restrict__ M, int HW, int C, bool trans,
-                               uint32_t* __restrict__ frag) {
+__global__ void reorder_kernel(const __nv_bfloat16* __restrict__ M, int HW, int64_t cs, int C,
+                               bool trans, uint32_t* __restrict__ frag) {
   const int NPT = (HW + 3) / 4, NKS = (HW + 7) / 8;
   const int64_t total = int64_t(C / 2) * NPT * NKS * 32;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
@@ -192,7 +195,7 @@ __global__ void reorder_kernel(const __nv_bfloat16* __restrict__ M, int HW, int 
     for (int h = 0; h < 2; ++h) {
       const int q = 8 * ks + t + 4 * h;
       if (p < HW && q < HW) {
-        const int64_t o = trans ? (int64_t(c) * HW + q) * HW + p : (int64_t(c) * HW + p) * HW + q;
+        const int64_t o = c * cs + (trans ? int64_t(q) * HW + p : int64_t(p) * HW + q);
         word |= uint32_t(bits(M[o])) << (16 * h);
       }
     }
@@ -277,6 +280,88 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
   }
 }
 
+// Variant B of the product: one channel pair a block, its images from pair rows [C / 2][B][HW]
+// (32-bit words, q contiguous: pair_rows_kernel), so that a warp applies its B words to 16 MT
+// images (M read B / (16 MT) times in all instead of B / 16 or B / 32). y still NHWC (one 32-bit
+// word per lane, image and pixel).
+__global__ void __launch_bounds__(256) pair_rows_kernel(const __nv_bfloat16* __restrict__ x, int B,
+                                                        int HW, int C, uint32_t* __restrict__ out) {
+  __shared__ uint32_t tile[32][33];  // [pair][pixel]
+  const int q0 = blockIdx.x * 32, b = blockIdx.y, cp0 = blockIdx.z * 32;
+  const int tid = threadIdx.x, qi = tid / 8, v = tid % 8, q = q0 + qi, c = 2 * cp0 + 8 * v;
+  uint4 w = make_uint4(0, 0, 0, 0);
+  if (q < HW && c < C) w = __ldg(reinterpret_cast<const uint4*>(x + (int64_t(b) * HW + q) * C + c));
+  tile[4 * v][qi] = w.x;
+  tile[4 * v + 1][qi] = w.y;
+  tile[4 * v + 2][qi] = w.z;
+  tile[4 * v + 3][qi] = w.w;
+  __syncthreads();
+  for (int i = tid; i < 32 * 32; i += 256) {
+    const int j = i / 32, qo = i % 32, cp = cp0 + j;
+    if (2 * cp < C && q0 + qo < HW) out[(int64_t(cp) * B + b) * HW + q0 + qo] = tile[j][qo];
+  }
+}
+
+template <int MT, int NKS>
+__global__ void __launch_bounds__(32 * kApplyWarps)
+    apply_pp_kernel(const uint32_t* __restrict__ xr, const uint32_t* __restrict__ frag,
+                    const float* __restrict__ bias, int B, int HW, int C,
+                    __nv_bfloat16* __restrict__ y) {
+  extern __shared__ __align__(16) uint32_t rows[];
+  constexpr int HWp = 8 * NKS, IMG = 16 * MT;
+  const int pitch = plane_pitch(HWp);
+  const int cp = blockIdx.x, b0 = blockIdx.y * IMG;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const uint32_t* src = xr + int64_t(cp) * B * HW;
+  for (int i = tid; i < IMG * HWp; i += 32 * kApplyWarps) {
+    const int bl = i / HWp, q = i - bl * HWp, b = b0 + bl;
+    rows[bl * pitch + q] = (b < B && q < HW) ? __ldg(src + int64_t(b) * HW + q) : 0u;
+  }
+  __syncthreads();
+  const int NPT = (HW + 3) / 4;
+  for (int pt = warp; pt < NPT; pt += kApplyWarps) {
+    const uint32_t* fr = frag + (int64_t(cp) * NPT + pt) * NKS * 32 + lane;
+    uint32_t bw[NKS];
+#pragma unroll
+    for (int ks = 0; ks < NKS; ++ks) bw[ks] = __ldg(fr + ks * 32);
+    float acc[MT][4];
+#pragma unroll
+    for (int m = 0; m < MT; ++m) acc[m][0] = acc[m][1] = acc[m][2] = acc[m][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < NKS; ++ks) {
+      const uint32_t lo = bw[ks] & 0xffffu, hi = bw[ks] >> 16;
+      const uint32_t r0 = (g & 1) ? lo << 16 : lo, r1 = (g & 1) ? hi << 16 : hi;
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const uint32_t* row = rows + (16 * m + (lane & 15)) * pitch + ks * 8 + (lane >> 4) * 4;
+        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
+        uint32_t a0, a1, a2, a3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+                     : "r"(sa));
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(acc[m][0]), "+f"(acc[m][1]), "+f"(acc[m][2]), "+f"(acc[m][3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(r0), "r"(r1));
+      }
+    }
+    const int p = 4 * pt + t, c = 2 * cp;
+    if (p >= HW) continue;
+    const float bi0 = bias ? bias[c] : 0.f, bi1 = bias ? bias[c + 1] : 0.f;
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int b = b0 + 16 * m + g + 8 * h;
+        if (b >= B) continue;
+        const __nv_bfloat162 v =
+            __floats2bfloat162_rn(acc[m][2 * h] + bi0, acc[m][2 * h + 1] + bi1);
+        *reinterpret_cast<__nv_bfloat162*>(y + (int64_t(b) * HW + p) * C + c) = v;
+      }
+  }
+}
+
 // ---- the weight gradient: dM_c = sum_b G_c,b x_c,b^T, contracted with E at once
 // ------------------
 
@@ -344,7 +429,7 @@ TileLists tile_lists(const Case& s, const std::vector<double>& E) {
 __global__ void __launch_bounds__(32 * kDmWarps)
     dm_kernel(const uint32_t* __restrict__ gp, const uint32_t* __restrict__ xp, int HW, int Bp,
               int tiles_p, int P, const int* __restrict__ start, const uint16_t* __restrict__ idx,
-              const float* __restrict__ coef, float* __restrict__ partial) {
+              const float* __restrict__ coef, float* __restrict__ partial, bool contract) {
   extern __shared__ __align__(16) uint32_t sm[];
   const int pitch = plane_pitch(Bp);
   uint32_t* gs = sm;                         // [kDmTile][pitch]
@@ -401,16 +486,21 @@ __global__ void __launch_bounds__(32 * kDmWarps)
     }
   }
   __syncthreads();
-  for (int e = tid; e < 2 * P; e += 32 * kDmWarps) {
+  if (!contract) return;  // timing the products alone
+  // one warp a (k, ch) list: lanes take every 32nd entry, then a fixed butterfly (deterministic);
+  // a thread a list left the long lists of the deep levels' taps to single threads (first run)
+  for (int e = warp; e < 2 * P; e += kDmWarps) {
     const int k = e / 2, ch = e % 2;
     const int s0 = start[tile * P + k], s1 = start[tile * P + k + 1];
     const float* d = dm + ch * kDmTile * DP;
     float sum = 0.f;
-    for (int i = s0; i < s1; ++i) {
+    for (int i = s0 + lane; i < s1; i += 32) {
       const int li = idx[i];
       sum = fmaf(coef[i], d[(li / kDmTile) * DP + li % kDmTile], sum);
     }
-    partial[((int64_t(cp) * gridDim.x + tile) * P + k) * 2 + ch] = sum;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    if (lane == 0) partial[((int64_t(cp) * gridDim.x + tile) * P + k) * 2 + ch] = sum;
   }
 }
 
@@ -425,16 +515,237 @@ __global__ void dm_reduce_kernel(const float* __restrict__ partial, int C, int t
   dw[i] = s;
 }
 
+// ---- second round: the first H100 run's three costs (docs/perf-notes.md, twenty-seventh session)
+// --
+
+// The reorder through shared memory: block (p-tile, pair) reads its 8 rows of M (2 channels x 4
+// output pixels, HW values each, coalesced) and writes its NKS x 32 fragment words (coalesced). M^T
+// comes from its own GEMM on the transposed basis, so no strided reads.
+__global__ void __launch_bounds__(128) reorder2_kernel(const __nv_bfloat16* __restrict__ M, int HW,
+                                                       int64_t cs, uint32_t* __restrict__ frag) {
+  extern __shared__ __align__(16) uint16_t rowsm[];  // [2 ch][4 o][HWp]
+  const int pt = blockIdx.x, cp = blockIdx.y, NPT = gridDim.x, NKS = (HW + 7) / 8, HWp = 8 * NKS;
+  for (int i = threadIdx.x; i < 8 * HWp; i += blockDim.x) {
+    const int r = i / HWp, q = i % HWp, ch = r / 4, p = 4 * pt + r % 4;
+    rowsm[i] = (p < HW && q < HW) ? bits(M[(2 * cp + ch) * cs + int64_t(p) * HW + q]) : uint16_t(0);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < NKS * 32; i += blockDim.x) {
+    const int ks = i / 32, lane = i % 32, g = lane >> 2, t = lane & 3;
+    const uint16_t* r = rowsm + ((g & 1) * 4 + (g >> 1)) * HWp + 8 * ks + t;
+    frag[(int64_t(cp) * NPT + pt) * NKS * 32 + i] = uint32_t(r[0]) | uint32_t(r[4]) << 16;
+  }
+}
+
+// apply_kernel with two output tiles a warp task (independent accumulator chains, and each A
+// fragment serves both), and the block's tasks split over gridDim.z blocks (more blocks in flight:
+// the first run had ~1.5 blocks a multiprocessor at B = 64 and waited on its mma chains).
+template <int MT, int NKS>
+__global__ void __launch_bounds__(32 * kApplyWarps)
+    apply2_kernel(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ frag,
+                  const float* __restrict__ bias, int B, int HW, int C,
+                  __nv_bfloat16* __restrict__ y) {
+  extern __shared__ __align__(16) uint32_t planes[];
+  constexpr int HWp = 8 * NKS, IMG = 16 * MT;
+  const int pitch = plane_pitch(HWp);
+  const int c0 = blockIdx.x * 2 * kPairs, b0 = blockIdx.y * IMG;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  for (int i = tid; i < IMG * HWp; i += 32 * kApplyWarps) {
+    const int bl = i / HWp, q = i - bl * HWp, b = b0 + bl;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (b < B && q < HW)
+      v = __ldg(reinterpret_cast<const uint4*>(x + (int64_t(b) * HW + q) * C + c0));
+    uint32_t* d = planes + bl * pitch + q;
+    d[0] = v.x;
+    d[IMG * pitch] = v.y;
+    d[2 * IMG * pitch] = v.z;
+    d[3 * IMG * pitch] = v.w;
+  }
+  __syncthreads();
+  const int NPT = (HW + 3) / 4, NPT2 = (NPT + 1) / 2;
+  for (int task = blockIdx.z + gridDim.z * warp; task < kPairs * NPT2;
+       task += gridDim.z * kApplyWarps) {
+    const int j = task % kPairs, pt0 = 2 * (task / kPairs), cp = c0 / 2 + j;
+    const bool two = pt0 + 1 < NPT;
+    const uint32_t* fr = frag + (int64_t(cp) * NPT + pt0) * NKS * 32 + lane;
+    uint32_t bw[2][NKS];
+#pragma unroll
+    for (int ks = 0; ks < NKS; ++ks) {
+      bw[0][ks] = __ldg(fr + ks * 32);
+      bw[1][ks] = two ? __ldg(fr + (NKS + ks) * 32) : 0u;
+    }
+    float acc[MT][2][4];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) acc[m][u][0] = acc[m][u][1] = acc[m][u][2] = acc[m][u][3] = 0.f;
+    const uint32_t* pj = planes + j * IMG * pitch;
+#pragma unroll
+    for (int ks = 0; ks < NKS; ++ks) {
+      uint32_t r[2][2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const uint32_t lo = bw[u][ks] & 0xffffu, hi = bw[u][ks] >> 16;
+        r[u][0] = (g & 1) ? lo << 16 : lo;
+        r[u][1] = (g & 1) ? hi << 16 : hi;
+      }
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const uint32_t* row = pj + (16 * m + (lane & 15)) * pitch + ks * 8 + (lane >> 4) * 4;
+        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
+        uint32_t a0, a1, a2, a3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+                     : "r"(sa));
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+              "{%8,%9}, {%0,%1,%2,%3};\n"
+              : "+f"(acc[m][u][0]), "+f"(acc[m][u][1]), "+f"(acc[m][u][2]), "+f"(acc[m][u][3])
+              : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(r[u][0]), "r"(r[u][1]));
+      }
+    }
+    const int c = c0 + 2 * j;
+    const float bi0 = bias ? bias[c] : 0.f, bi1 = bias ? bias[c + 1] : 0.f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int p = 4 * (pt0 + u) + t;
+      if (p >= HW) continue;
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int b = b0 + 16 * m + g + 8 * h;
+          if (b >= B) continue;
+          const __nv_bfloat162 v =
+              __floats2bfloat162_rn(acc[m][u][2 * h] + bi0, acc[m][u][2 * h + 1] + bi1);
+          *reinterpret_cast<__nv_bfloat162*>(y + (int64_t(b) * HW + p) * C + c) = v;
+        }
+    }
+  }
+}
+
+// apply2 with the output through shared memory (third round): the second H100 run put apply at
+// ~75 us for 9.6 + 9.6 MB whatever its image count a block (MT), mma chains or M traffic, i.e. the
+// 4-byte NHWC stores, one 32-byte sector each (9.6 M of them at 384/14, B = 64). Here block z
+// takes the output tiles [z NPT / Z, (z + 1) NPT / Z) of all 4 pairs, leaves y as [image][pixel][4
+// words] in shared memory (over the planes, after a barrier) and writes 16 bytes an (image, pixel).
+template <int MT, int NKS>
+__global__ void __launch_bounds__(32 * kApplyWarps)
+    apply3_kernel(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ frag,
+                  const float* __restrict__ bias, int B, int HW, int C,
+                  __nv_bfloat16* __restrict__ y) {
+  extern __shared__ __align__(16) uint32_t planes[];
+  constexpr int HWp = 8 * NKS, IMG = 16 * MT;
+  const int pitch = plane_pitch(HWp);
+  const int c0 = blockIdx.x * 2 * kPairs, b0 = blockIdx.y * IMG;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  for (int i = tid; i < IMG * HWp; i += 32 * kApplyWarps) {
+    const int bl = i / HWp, q = i - bl * HWp, b = b0 + bl;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (b < B && q < HW)
+      v = __ldg(reinterpret_cast<const uint4*>(x + (int64_t(b) * HW + q) * C + c0));
+    uint32_t* d = planes + bl * pitch + q;
+    d[0] = v.x;
+    d[IMG * pitch] = v.y;
+    d[2 * IMG * pitch] = v.z;
+    d[3 * IMG * pitch] = v.w;
+  }
+  __syncthreads();
+  const int NPT = (HW + 3) / 4, Z = gridDim.z;
+  const int pt_lo = int(blockIdx.z) * NPT / Z, pt_hi = (int(blockIdx.z) + 1) * NPT / Z;
+  const int npt = pt_hi - pt_lo, tasks = kPairs * ((npt + 1) / 2);
+  // results of this block: [image][pixel - 4 pt_lo][pair] words, NP = 4 npt pixels
+  const int NP = 4 * npt;
+  float res[4][MT][2][4];  // up to 4 tasks a warp (tasks <= 4 x 8 warps: NPT / Z <= 16)
+  for (int tk = 0; tk < 4; ++tk) {
+    const int task = warp + kApplyWarps * tk;
+    if (task >= tasks) break;
+    const int j = task % kPairs, pt0 = pt_lo + 2 * (task / kPairs), cp = c0 / 2 + j;
+    const bool two = pt0 + 1 < pt_hi;
+    const uint32_t* fr = frag + (int64_t(cp) * NPT + pt0) * NKS * 32 + lane;
+    uint32_t bw[2][NKS];
+#pragma unroll
+    for (int ks = 0; ks < NKS; ++ks) {
+      bw[0][ks] = __ldg(fr + ks * 32);
+      bw[1][ks] = two ? __ldg(fr + (NKS + ks) * 32) : 0u;
+    }
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+        res[tk][m][u][0] = res[tk][m][u][1] = res[tk][m][u][2] = res[tk][m][u][3] = 0.f;
+    const uint32_t* pj = planes + j * IMG * pitch;
+#pragma unroll
+    for (int ks = 0; ks < NKS; ++ks) {
+      uint32_t r[2][2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const uint32_t lo = bw[u][ks] & 0xffffu, hi = bw[u][ks] >> 16;
+        r[u][0] = (g & 1) ? lo << 16 : lo;
+        r[u][1] = (g & 1) ? hi << 16 : hi;
+      }
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const uint32_t* row = pj + (16 * m + (lane & 15)) * pitch + ks * 8 + (lane >> 4) * 4;
+        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
+        uint32_t a0, a1, a2, a3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+                     : "r"(sa));
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+              "{%8,%9}, {%0,%1,%2,%3};\n"
+              : "+f"(res[tk][m][u][0]), "+f"(res[tk][m][u][1]), "+f"(res[tk][m][u][2]),
+                "+f"(res[tk][m][u][3])
+              : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(r[u][0]), "r"(r[u][1]));
+      }
+    }
+  }
+  __syncthreads();         // the planes are read: the results go over them
+  uint32_t* out = planes;  // [IMG][NP][4]
+  for (int tk = 0; tk < 4; ++tk) {
+    const int task = warp + kApplyWarps * tk;
+    if (task >= tasks) break;
+    const int j = task % kPairs, pt0 = pt_lo + 2 * (task / kPairs), c = c0 + 2 * j;
+    const float bi0 = bias ? bias[c] : 0.f, bi1 = bias ? bias[c + 1] : 0.f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int pl = 4 * (pt0 + u - pt_lo) + t;
+      if (pl >= NP) continue;
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const __nv_bfloat162 v =
+              __floats2bfloat162_rn(res[tk][m][u][2 * h] + bi0, res[tk][m][u][2 * h + 1] + bi1);
+          out[((16 * m + g + 8 * h) * NP + pl) * 4 + j] = *reinterpret_cast<const uint32_t*>(&v);
+        }
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < IMG * NP; i += 32 * kApplyWarps) {
+    const int bl = i / NP, pl = i % NP, b = b0 + bl, pp = 4 * pt_lo + pl;
+    if (b < B && pp < HW)
+      *reinterpret_cast<uint4*>(y + (int64_t(b) * HW + pp) * C + c0) =
+          *reinterpret_cast<const uint4*>(out + i * 4);
+  }
+}
+
 // ---- host side ----------------------------------------------------------------------------------
 
 struct Plan {  // device buffers of one case
   Case s;
-  __nv_bfloat16 *E = nullptr, *wf = nullptr, *M = nullptr;
+  __nv_bfloat16 *E = nullptr, *ET = nullptr, *wf = nullptr, *M = nullptr;  // E, ET: [P8][HW2p]
   float* bias = nullptr;
   uint32_t *frag = nullptr, *fragT = nullptr;
   // weight gradient
   int Bp = 0, tiles = 0, tiles_p = 0;
   uint32_t *gp = nullptr, *xp = nullptr;  // pair planes of G and x
+  uint32_t* rows = nullptr;               // pair rows of x (variant B)
   int* start = nullptr;
   uint16_t* idx = nullptr;
   float *coef = nullptr, *partial = nullptr, *dw = nullptr;
@@ -468,16 +779,27 @@ Plan make_plan(const Case& s, const std::vector<double>& E, const std::vector<fl
                const std::vector<float>& bias) {
   Plan p;
   p.s = s;
-  std::vector<float> ef(E.begin(), E.end());
+  const int HWn = s.HW(), P = s.P(), P8 = s.P8(), HW2p = s.HW2p();
+  std::vector<float> ef(size_t(P8) * HW2p, 0.f), eft(size_t(P8) * HW2p, 0.f);
   size_t inexact = 0;
-  for (size_t i = 0; i < E.size(); ++i)
-    inexact += double(__bfloat162float(__float2bfloat16_rn(ef[i]))) != E[i];
+  for (int k = 0; k < P; ++k)
+    for (int pp = 0; pp < HWn; ++pp)
+      for (int q = 0; q < HWn; ++q) {
+        const double e = E[(size_t(k) * HWn + pp) * HWn + q];
+        ef[size_t(k) * HW2p + size_t(pp) * HWn + q] = float(e);
+        eft[size_t(k) * HW2p + size_t(q) * HWn + pp] = float(e);
+        inexact += double(__bfloat162float(__float2bfloat16_rn(float(e)))) != e;
+      }
   if (inexact) std::printf("  note: %zu basis entries not exact in bf16\n", inexact);
   p.E = dev_copy(to_bf16(ef));
-  p.wf = dev_copy(to_bf16(wf));
+  p.ET = dev_copy(to_bf16(eft));
+  std::vector<float> wf8(size_t(s.C) * P8, 0.f);
+  for (int c = 0; c < s.C; ++c)
+    for (int k = 0; k < P; ++k) wf8[size_t(c) * P8 + k] = wf[size_t(c) * P + k];
+  p.wf = dev_copy(to_bf16(wf8));
   p.bias = dev_copy(bias);
   const size_t HW = size_t(s.HW());
-  CK(cudaMalloc(&p.M, size_t(s.C) * HW * HW * 2));
+  CK(cudaMalloc(&p.M, size_t(s.C) * s.HW2p() * 2));
   const size_t nf = size_t(s.C / 2) * s.NPT() * s.NKS() * 32;
   CK(cudaMalloc(&p.frag, nf * 4));
   CK(cudaMalloc(&p.fragT, nf * 4));
@@ -491,29 +813,99 @@ Plan make_plan(const Case& s, const std::vector<double>& E, const std::vector<fl
   const size_t np = size_t(s.C / 2) * HW * p.Bp;
   CK(cudaMalloc(&p.gp, np * 4));
   CK(cudaMalloc(&p.xp, np * 4));
+  CK(cudaMalloc(&p.rows, size_t(s.C / 2) * s.B * HW * 4));
   CK(cudaMalloc(&p.partial, size_t(s.C) * p.tiles * s.P() * 4));
   CK(cudaMalloc(&p.dw, size_t(s.C) * s.P() * 4));
   return p;
 }
 
 void release(Plan& p) {
-  for (void* d : {(void*)p.E, (void*)p.wf, (void*)p.M, (void*)p.bias, (void*)p.frag, (void*)p.fragT,
-                  (void*)p.gp, (void*)p.xp, (void*)p.start, (void*)p.idx, (void*)p.coef,
-                  (void*)p.partial, (void*)p.dw})
+  for (void* d : {(void*)p.E, (void*)p.ET, (void*)p.wf, (void*)p.M, (void*)p.bias, (void*)p.frag,
+                  (void*)p.fragT, (void*)p.gp, (void*)p.xp, (void*)p.start, (void*)p.idx,
+                  (void*)p.coef, (void*)p.partial, (void*)p.dw, (void*)p.rows})
     CK(cudaFree(d));
 }
 
-/// M = E w~ (column-major HW^2 x C, i.e. [c][p][q]), f32 accumulation, bf16 out.
-void build_m(const Plan& p) {
+/// M = E w~ (column-major HW2p x C, i.e. [c][p][q] with channel stride HW2p; trans: M^T from the
+/// transposed basis), f32 accumulation, bf16 out. K and the leading dimensions padded to multiples
+/// of 8 (zeros): the first run's unpadded P = 325 made cuBLAS take a 81 TFLOP/s kernel.
+void build_m(const Plan& p, bool trans = false) {
   const float one = 1.f, zero = 0.f;
-  const int HW2 = p.s.HW() * p.s.HW();
-  CB(cublasGemmEx(blas(), CUBLAS_OP_N, CUBLAS_OP_N, HW2, p.s.C, p.s.P(), &one, p.E, CUDA_R_16BF,
-                  HW2, p.wf, CUDA_R_16BF, p.s.P(), &zero, p.M, CUDA_R_16BF, HW2, CUBLAS_COMPUTE_32F,
-                  CUBLAS_GEMM_DEFAULT));
+  const int HW2p = p.s.HW2p();
+  CB(cublasGemmEx(blas(), CUBLAS_OP_N, CUBLAS_OP_N, HW2p, p.s.C, p.s.P8(), &one, trans ? p.ET : p.E,
+                  CUDA_R_16BF, HW2p, p.wf, CUDA_R_16BF, p.s.P8(), &zero, p.M, CUDA_R_16BF, HW2p,
+                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/// Fragment order of what build_m left in p.M, through shared memory, into frag.
+void reorder2(const Plan& p, uint32_t* frag) {
+  const size_t smem = size_t(8) * 8 * p.s.NKS() * 2;
+  reorder2_kernel<<<dim3(unsigned(p.s.NPT()), unsigned(p.s.C / 2)), 128, smem,
+                    cudaStreamPerThread>>>(p.M, p.s.HW(), p.s.HW2p(), frag);
+  CK(cudaGetLastError());
+}
+
+template <int MT, int NKS>
+void apply2_t(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
+  const size_t smem = size_t(kPairs) * 16 * MT * plane_pitch(8 * NKS) * 4;
+  static bool set = false;
+  if (!set) {
+    CK(cudaFuncSetAttribute(apply2_kernel<MT, NKS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            int(smem)));
+    set = true;
+  }
+  const int bx = p.s.C / 8, by = (p.s.B + 16 * MT - 1) / (16 * MT);
+  const int split = std::clamp(4 * 132 / (bx * by), 1, 4);  // several blocks a multiprocessor
+  const dim3 grid{unsigned(bx), unsigned(by), unsigned(split)};
+  apply2_kernel<MT, NKS><<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
+      in, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
+  CK(cudaGetLastError());
+}
+
+template <int MT, int NKS>
+void apply3_t(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
+  const size_t smem = size_t(kPairs) * 16 * MT * plane_pitch(8 * NKS) * 4;
+  static bool set = false;
+  if (!set) {
+    CK(cudaFuncSetAttribute(apply3_kernel<MT, NKS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            int(smem)));
+    set = true;
+  }
+  const int bx = p.s.C / 8, by = (p.s.B + 16 * MT - 1) / (16 * MT), NPT = p.s.NPT();
+  // p-ranges of at most 16 tiles (4 tasks a warp), and several blocks a multiprocessor
+  const int split = std::max((NPT + 15) / 16, std::min(NPT / 2, 4 * 132 / (bx * by)));
+  const dim3 grid{unsigned(bx), unsigned(by), unsigned(std::max(split, 1))};
+  apply3_kernel<MT, NKS><<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
+      in, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
+  CK(cudaGetLastError());
+}
+
+template <int MT>
+void apply3(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
+  switch (p.s.NKS()) {
+    case 7: return apply3_t<MT, 7>(p, in, trans, out);
+    case 18: return apply3_t<MT, 18>(p, in, trans, out);
+    case 25: return apply3_t<MT, 25>(p, in, trans, out);
+    case 32: return apply3_t<MT, 32>(p, in, trans, out);
+  }
+  std::fprintf(stderr, "no apply3 kernel for %d k-steps\n", p.s.NKS());
+  std::exit(2);
+}
+
+template <int MT>
+void apply2(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
+  switch (p.s.NKS()) {
+    case 7: return apply2_t<MT, 7>(p, in, trans, out);
+    case 18: return apply2_t<MT, 18>(p, in, trans, out);
+    case 25: return apply2_t<MT, 25>(p, in, trans, out);
+    case 32: return apply2_t<MT, 32>(p, in, trans, out);
+  }
+  std::fprintf(stderr, "no apply2 kernel for %d k-steps\n", p.s.NKS());
+  std::exit(2);
 }
 
 void reorder(const Plan& p, bool trans) {
-  reorder_kernel<<<1024, 256, 0, cudaStreamPerThread>>>(p.M, p.s.HW(), p.s.C, trans,
+  reorder_kernel<<<1024, 256, 0, cudaStreamPerThread>>>(p.M, p.s.HW(), p.s.HW2p(), p.s.C, trans,
                                                         trans ? p.fragT : p.frag);
   CK(cudaGetLastError());
 }
@@ -552,8 +944,10 @@ void pair_planes(const Plan& p, const __nv_bfloat16* in, uint32_t* out) {
 }
 
 /// dW~ (p.dw, [c][k]) from G and x already in pair planes.
-void dm_contract(const Plan& p) {
-  const size_t smem = size_t(2) * kDmTile * plane_pitch(p.Bp) * 4;
+void dm_contract(const Plan& p, bool contract = true) {
+  // the staged rows, then the tile's dM over them
+  const size_t smem = std::max(size_t(2) * kDmTile * plane_pitch(p.Bp) * 4,
+                               size_t(2) * kDmTile * (kDmTile + 1) * 4);
   static size_t set = 0;
   if (smem > set) {
     CK(cudaFuncSetAttribute(dm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -561,7 +955,7 @@ void dm_contract(const Plan& p) {
   }
   dm_kernel<<<dim3(unsigned(p.tiles), unsigned(p.s.C / 2)), 32 * kDmWarps, smem,
               cudaStreamPerThread>>>(p.gp, p.xp, p.s.HW(), p.Bp, p.tiles_p, p.s.P(), p.start, p.idx,
-                                     p.coef, p.partial);
+                                     p.coef, p.partial, contract);
   CK(cudaGetLastError());
   dm_reduce_kernel<<<(p.s.C * p.s.P() + 255) / 256, 256, 0, cudaStreamPerThread>>>(
       p.partial, p.s.C, p.tiles, p.s.P(), p.dw);
@@ -572,6 +966,39 @@ void weight_grad(const Plan& p, const __nv_bfloat16* x, const __nv_bfloat16* g) 
   pair_planes(p, g, p.gp);
   pair_planes(p, x, p.xp);
   dm_contract(p);
+}
+
+void pair_rows(const Plan& p, const __nv_bfloat16* in) {
+  const dim3 grid(unsigned((p.s.HW() + 31) / 32), unsigned(p.s.B), unsigned((p.s.C / 2 + 31) / 32));
+  pair_rows_kernel<<<grid, 256, 0, cudaStreamPerThread>>>(in, p.s.B, p.s.HW(), p.s.C, p.rows);
+  CK(cudaGetLastError());
+}
+
+template <int MT, int NKS>
+void apply_pp_t(const Plan& p, bool trans, __nv_bfloat16* out) {
+  const size_t smem = size_t(16) * MT * plane_pitch(8 * NKS) * 4;
+  static bool set = false;
+  if (!set) {
+    CK(cudaFuncSetAttribute(apply_pp_kernel<MT, NKS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            int(smem)));
+    set = true;
+  }
+  const dim3 grid(unsigned(p.s.C / 2), unsigned((p.s.B + 16 * MT - 1) / (16 * MT)));
+  apply_pp_kernel<MT, NKS><<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
+      p.rows, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
+  CK(cudaGetLastError());
+}
+
+/// Variant B: y from pair rows already made (pair_rows).
+void apply_pp(const Plan& p, bool trans, __nv_bfloat16* out) {
+  switch (p.s.NKS()) {
+    case 7: return apply_pp_t<8, 7>(p, trans, out);
+    case 18: return apply_pp_t<4, 18>(p, trans, out);
+    case 25: return apply_pp_t<4, 25>(p, trans, out);
+    case 32: return apply_pp_t<4, 32>(p, trans, out);
+  }
+  std::fprintf(stderr, "no apply_pp kernel for %d k-steps\n", p.s.NKS());
+  std::exit(2);
 }
 
 std::vector<float> random_bf16_values(size_t n, std::mt19937& rng) {
@@ -649,6 +1076,34 @@ bool check(Case s, uint32_t seed) {
   apply<2>(p, dx, false, dy);
   CK(cudaStreamSynchronize(cudaStreamPerThread));
   const double ey2 = rel_err(download_bf16(dy, n), y_ref.data<double>(), n);
+  CK(cudaMemset(dy, 0xff, n * 2));
+  pair_rows(p, dx);
+  apply_pp(p, false, dy);
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+  const double eyB = rel_err(download_bf16(dy, n), y_ref.data<double>(), n);
+  // second round: M^T from its own GEMM, the reorder through shared memory, apply2
+  build_m(p, true);
+  reorder2(p, p.fragT);
+  build_m(p);
+  reorder2(p, p.frag);
+  CK(cudaMemset(dy, 0xff, n * 2));
+  CK(cudaMemset(dgx, 0xff, n * 2));
+  apply2<1>(p, dx, false, dy);
+  apply2<1>(p, dg, true, dgx);
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+  const double ey3 = rel_err(download_bf16(dy, n), y_ref.data<double>(), n);
+  const double eg3 = rel_err(download_bf16(dgx, n), gx_ref.data<double>(), n);
+  CK(cudaMemset(dy, 0xff, n * 2));
+  apply2<2>(p, dx, false, dy);
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+  const double ey4 = rel_err(download_bf16(dy, n), y_ref.data<double>(), n);
+  CK(cudaMemset(dy, 0xff, n * 2));
+  CK(cudaMemset(dgx, 0xff, n * 2));
+  apply3<1>(p, dx, false, dy);
+  apply3<1>(p, dg, true, dgx);
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+  const double ey5 = rel_err(download_bf16(dy, n), y_ref.data<double>(), n);
+  const double eg5 = rel_err(download_bf16(dgx, n), gx_ref.data<double>(), n);
   // the product's bf16 fused op
   hk::WTConvWeights wd = w;
   wd.base_weight = w.base_weight.to(Device::cuda);
@@ -705,12 +1160,19 @@ bool check(Case s, uint32_t seed) {
       gpv(gp.data<double>(), gp.data<double>() + n);
   const double pe = rel_err(ypv, y_ref.data<double>(), n);
   const double pg = rel_err(gpv, gx_ref.data<double>(), n);
-  const bool ok = ey <= 4 * pe && ey2 <= 4 * pe && eg <= 4 * pg && ew <= 4 * pw + 1e-4 &&
+  const bool ok = ey <= 4 * pe && ey2 <= 4 * pe && eyB <= 4 * pe && std::isfinite(eyB) &&
+                  ey3 <= 4 * pe && ey4 <= 4 * pe && eg3 <= 4 * pg && std::isfinite(ey3) &&
+                  std::isfinite(ey4) && std::isfinite(eg3) && ey5 <= 4 * pe && eg5 <= 4 * pg &&
+                  std::isfinite(ey5) && std::isfinite(eg5) && eg <= 4 * pg && ew <= 4 * pw + 1e-4 &&
                   std::isfinite(ey) && std::isfinite(eg) && std::isfinite(ey2) && std::isfinite(ew);
   std::printf(
-      "check B %d %2dx%2d C %3d K %d L %d: y %.2e (MT 2 %.2e), grad_x %.2e, filters' grads %.2e; "
+      "check B %d %2dx%2d C %3d K %d L %d: y %.2e (MT 2 %.2e, variant B %.2e), grad_x %.2e, "
+      "filters' grads %.2e; "
       "product %.2e, %.2e, %.2e  %s\n",
-      s.B, s.H, s.W, s.C, s.K, s.L, ey, ey2, eg, ew, pe, pg, pw, ok ? "ok" : "FAILED");
+      s.B, s.H, s.W, s.C, s.K, s.L, ey, ey2, eyB, eg, ew, pe, pg, pw, ok ? "ok" : "FAILED");
+  std::printf(
+      "     second round: y %.2e (MT 2 %.2e), grad_x %.2e; third round: y %.2e, grad_x %.2e\n", ey3,
+      ey4, eg3, ey5, eg5);
   for (void* d : {(void*)dx, (void*)dg, (void*)dy, (void*)dgx}) CK(cudaFree(d));
   release(p);
   return ok;
@@ -811,6 +1273,8 @@ void time_case(Case s, int reps) {
   const float tr = median_ms([&] { reorder(p, false); }, reps);
   const float ta1 = median_ms([&] { apply<1>(p, dx, false, dy); }, reps);
   const float ta2 = median_ms([&] { apply<2>(p, dx, false, dy); }, reps);
+  const float tpr = median_ms([&] { pair_rows(p, dx); }, reps);
+  const float tpp_apply = median_ms([&] { apply_pp(p, false, dy); }, reps);
   // the product: WTConv fused bf16 forward and training step, our 7x7's forward and step
   hk::WTConvWeights wd = w;
   wd.base_weight = w.base_weight.to(Device::cuda);
@@ -831,6 +1295,19 @@ void time_case(Case s, int reps) {
   const float tgx = median_ms([&] { apply<1>(p, dx, true, dy); }, reps);
   const float tpp = median_ms([&] { pair_planes(p, dx, p.gp); }, reps);
   const float tdm = median_ms([&] { dm_contract(p); }, reps);
+  const float tdm0 = median_ms([&] { dm_contract(p, false); }, reps);
+  const float t2b = median_ms([&] { build_m(p); }, reps);
+  const float t2bT = median_ms([&] { build_m(p, true); }, reps);
+  const float t2r = median_ms([&] { reorder2(p, p.frag); }, reps);
+  reorder2(p, p.fragT);
+  const float t2a1 = median_ms([&] { apply2<1>(p, dx, false, dy); }, reps);
+  const float t2a2 = median_ms([&] { apply2<2>(p, dx, false, dy); }, reps);
+  const float t2g = median_ms([&] { apply2<1>(p, dx, true, dy); }, reps);
+  const float t3a1 = median_ms([&] { apply3<1>(p, dx, false, dy); }, reps);
+  const float t3a2 = median_ms([&] { apply3<2>(p, dx, false, dy); }, reps);
+  std::printf(
+      "     THIRD ROUND: apply3 (output through shared memory) MT 1 %.4f ms, MT 2 %.4f ms\n", t3a1,
+      t3a2);
   const hk::Conv2dShape cs = hk::make_conv2d_shape(s.B, s.H, s.W, s.C, s.C, 7, 7, 1, 3, s.C);
   float *w7, *b7, *gw7;
   CK(cudaMalloc(&w7, size_t(s.C) * 49 * 4));
@@ -855,6 +1332,13 @@ void time_case(Case s, int reps) {
       "product "
       "WTConv %.4f | our 7x7 %.4f\n",
       s.B, s.C, s.H, s.L, s.K, dense_fwd + dense_bwd, dense_fwd, dense_bwd, pf + pb, d7f + d7b);
+  const float f2 = t2b + t2r + std::min(t2a1, t2a2), b2 = t2bT + t2r + t2g + 2 * tpp + tdm;
+  std::printf(
+      "     SECOND ROUND: TRAIN STEP dense %.4f ms (forward %.4f: M %.4f, reorder %.4f, apply MT 1 "
+      "%.4f / MT 2 %.4f; backward %.4f: M^T %.4f, grad_x apply %.4f, dM etc. %.4f, of which the "
+      "products and reduction alone %.4f)\n",
+      f2 + b2, f2, t2b, t2r, t2a1, t2a2, b2, t2bT, t2g, tdm, tdm0);
+  std::printf("     variant B: pair rows %.4f ms + apply %.4f ms\n", tpr, tpp_apply);
   std::printf(
       "     backward pieces: M again %.4f, reorder M^T %.4f, grad_x apply %.4f, pair planes %.4f "
       "(x2), dM + contraction + reduction %.4f; product backward without grad_x %.4f\n",
