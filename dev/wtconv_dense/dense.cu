@@ -13,7 +13,11 @@
 // depend on (H, W, K, L) only: built once by running the CPU reference on impulses. Then a training
 // step needs M = E w~ (one GEMM), y = M x (a batched per-channel product: 196 x 196 x B per channel
 // at 14 x 14, on the tensor cores), grad_x = M^T G (the same kernel on M^T), and the weight
-// gradient dW~ = E^T vec(dM), dM_c = sum_b G_c,b x_c,b^T (not in this lab yet).
+// gradient dW~ = E^T vec(dM), dM_c = sum_b G_c,b x_c,b^T (dm_kernel: dM tiles on the tensor
+// cores, contracted at once with E's nonzeros). Three rounds of kernels live side by side (the
+// first H100 run's costs, then the fixes: reorder2, apply2, apply3; docs/perf-notes.md,
+// twenty-seventh session): apply3 is the fastest apply, a GEMM for M^T plus reorder2 the fastest
+// reorder.
 //
 // The per-channel product on the tensor cores, reading NHWC as it is (the channel-pair form of
 // dev/dwconv_tc variant 3): an mma.sync m16n8k16 takes m = 16 images, k = 8 input pixels x 2
@@ -24,8 +28,9 @@
 // in one 32-bit word, 128 coalesced bytes a warp), A from per-pair planes in shared memory (one
 // ldmatrix.x4 a fragment, conflict-free rows).
 //
-// Usage: build/dev/wtconv_dense/wtconv_dense_lab [reps]: checks y and grad_x against the CPU
-// reference in double at several shapes (14 x 14 L = 3, 7 x 7 L = 2, 13 x 11 L = 2, K = 3 and 5),
+// Usage: build/dev/wtconv_dense/wtconv_dense_lab [reps] [cpu]: checks y, grad_x and the filters'
+// gradients against the CPU reference in double at several shapes (14 x 14 L = 3, 7 x 7 L = 2,
+// 13 x 11 L = 2, K = 3 and 5, 16 x 16 L = 4; `cpu`: the basis alone, no GPU),
 // then times the pieces against the product's WTConv (fused, bf16) and our 7x7 at B = 64 and 128.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
