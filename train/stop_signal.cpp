@@ -27,19 +27,25 @@ constexpr uint32_t pack(int sig, StopOutcome outcome) {
 int signal_of(uint32_t state) { return static_cast<int>(state >> 8); }
 StopOutcome outcome_of(uint32_t state) { return static_cast<StopOutcome>(state & 0xff); }
 
-// Raises the flag; the outcome in force at that moment, which the run then keeps to.
-StopOutcome raise_stop_flag(int sig) {
+// Raises the flag unless it is up already: the first stop signal is the one that stops the run, so
+// it stays the one the run reports (a later one of another kind, say SIGTERM after Ctrl-C, must
+// not replace it). The state before: its signal is 0 when this call raised the flag, and its
+// outcome is then the one in force, which the run keeps to.
+uint32_t raise_stop_flag(int sig) {
   uint32_t state = g_state.load();
-  while (!g_state.compare_exchange_weak(state, pack(sig, outcome_of(state)))) {
+  while (signal_of(state) == 0 &&
+         !g_state.compare_exchange_weak(state, pack(sig, outcome_of(state)))) {
   }
-  return outcome_of(state);
+  return state;
 }
 
 void on_stop_signal(int sig) {
-  const StopOutcome outcome = raise_stop_flag(sig);
+  const uint32_t before = raise_stop_flag(sig);
   std::signal(sig, SIG_DFL);  // a second one kills at once
+  // a later signal of another kind: the first one's line stands, a second would contradict it
+  if (signal_of(before) != 0) return;
   // async-signal-safe: one write(2) of a constant text
-  const char* text = stop_message(outcome);
+  const char* text = stop_message(outcome_of(before));
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
 }
 

@@ -4,7 +4,8 @@
 // grace) ask the run to stop: during start-up before the first step (nothing is saved), later
 // after the current step (the trainer then writes a recovery checkpoint and returns), and once the
 // last epoch is done not at all (the run saves it and ends normally). A second
-// signal of the same kind kills at once (the default disposition is restored on the first).
+// signal of the same kind kills at once (the default disposition is restored on the first); one of
+// another kind changes nothing (the first one stopped the run: it is the one reported and said).
 #pragma once
 
 namespace hg::train {
@@ -47,7 +48,7 @@ bool change_stop_outcome(StopOutcome outcome);
 /// The line the handler writes on stderr for `outcome` (for tests).
 const char* stop_message(StopOutcome outcome);
 
-/// The stop signal that came (SIGINT, ...), 0 while none did. Safe from any thread.
+/// The first stop signal that came (SIGINT, ...), 0 while none did. Safe from any thread.
 int stop_signal();
 /// Asks the run to stop as if `sig` had come (a test's after_step hook).
 void request_stop(int sig);

@@ -291,6 +291,24 @@ TEST(StopSignal, TheOutcomeChangesOnlyWhileNoSignalHasCome) {
   EXPECT_EQ(train::stop_signal(), SIGUSR1);
 }
 
+// The first stop signal stopped the run: one of another kind after it (SIGTERM from a scheduler
+// after Ctrl-C) neither replaces it (the run reports the first) nor says a second line; the first
+// one's kind, sent again, still kills at once (its default disposition is back).
+TEST(StopSignal, ALaterSignalOfAnotherKindKeepsTheFirst) {
+  train::StopSignalGuard guard;
+  EXPECT_TRUE(train::change_stop_outcome(train::StopOutcome::recovery));
+  ::testing::internal::CaptureStderr();
+  std::raise(SIGINT);
+  std::raise(SIGTERM);
+  train::request_stop(SIGUSR1);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(train::stop_signal(), SIGINT);
+  EXPECT_EQ(said, train::stop_message(train::StopOutcome::recovery));
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGINT, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_DFL) << "a second SIGINT must kill at once";
+}
+
 // A stop signal after start-up's last check for one, just before the first step: the handler has
 // said "nothing is trained or saved", and so it is: the run ends before its first step and gives
 // its new folder back (not one step trained and a recovery checkpoint written).
