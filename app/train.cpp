@@ -83,6 +83,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
     a->overrides = cmd->remaining();
     // mpirun -np N: one process per GPU (dist/process_group.h); a plain process stays rank 0 of 1
     dist::init();
+    // mpirun forwards a stop signal to every rank: rank 0 alone says it (a signal during MPI's
+    // start-up, before the rank is known, is said by every rank)
+    train::set_stop_messages(dist::is_main());
     try {
       run_train(*a);
     } catch (const std::exception& e) {

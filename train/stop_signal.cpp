@@ -27,6 +27,10 @@ constexpr uint32_t pack(int sig, StopOutcome outcome) {
 int signal_of(uint32_t state) { return static_cast<int>(state >> 8); }
 StopOutcome outcome_of(uint32_t state) { return static_cast<StopOutcome>(state & 0xff); }
 
+// Whether the handler writes its line (set_stop_messages). A lock-free atomic: async-signal-safe.
+std::atomic<bool> g_say{true};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
 // Raises the flag unless it is up already: the first stop signal is the one that stops the run, so
 // it stays the one the run reports (a later one of another kind, say SIGTERM after Ctrl-C, must
 // not replace it). The state before: its signal is 0 when this call raised the flag, and its
@@ -42,8 +46,9 @@ uint32_t raise_stop_flag(int sig) {
 void on_stop_signal(int sig) {
   const uint32_t before = raise_stop_flag(sig);
   std::signal(sig, SIG_DFL);  // a second one kills at once
-  // a later signal of another kind: the first one's line stands, a second would contradict it
-  if (signal_of(before) != 0) return;
+  // nothing to say after a signal of another kind (the first one's line stands, a second would
+  // contradict it), nor on a rank other than 0 under mpirun (set_stop_messages)
+  if (signal_of(before) != 0 || !g_say.load()) return;
   // async-signal-safe: one write(2) of a constant text
   const char* text = stop_message(outcome_of(before));
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
@@ -103,6 +108,8 @@ const char* stop_message(StopOutcome outcome) {
 }
 
 int stop_signal() { return signal_of(g_state.load()); }
+
+void set_stop_messages(bool say) { g_say = say; }
 
 void request_stop(int sig) { raise_stop_flag(sig); }
 

@@ -50,6 +50,10 @@ const char* stop_message(StopOutcome outcome);
 
 /// The first stop signal that came (SIGINT, ...), 0 while none did. Safe from any thread.
 int stop_signal();
+/// Whether the handler writes its line on stderr (yes until told otherwise). mpirun forwards a
+/// signal to every rank: rank 0 alone says it (`haargrad train` sets this once MPI has given the
+/// rank), not one line per rank.
+void set_stop_messages(bool say);
 /// Asks the run to stop as if `sig` had come (a test's after_step hook).
 void request_stop(int sig);
 /// "SIGINT", "SIGTERM", ...; 0: "a stop signal on another rank" (a rank stopping because another

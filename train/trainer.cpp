@@ -750,10 +750,11 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
                   ema_module(s));
   write_pending_args(s);
-  spdlog::warn(
-      "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
-      stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
-      s.paths.recovery.string());
+  if (dist::is_main())  // rank 0 speaks for the run (every rank gets here, on the same step)
+    spdlog::warn(
+        "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
+        stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
+        s.paths.recovery.string());
   s.result.interrupted = true;
   s.result.stop_signal = reported_stop_signal();
 }
@@ -1020,10 +1021,13 @@ std::optional<TrainResult> stopped_during_startup(Session& s, bool stopped = sto
   r.stopped_before_training = true;
   r.stop_signal = reported_stop_signal();
   const std::string folder = s.paths.dir.string();
-  // said before the folder is given back: log.txt then goes with it
-  spdlog::warn("stopped by {} before the first step: nothing was trained or saved{}",
-               stop_signal_name(stop_signal()),
-               s.claimed ? str("; the new run folder ", folder, " is given back") : std::string());
+  // said before the folder is given back: log.txt then goes with it; by rank 0 alone (every
+  // rank gets here: they agree)
+  if (dist::is_main())
+    spdlog::warn(
+        "stopped by {} before the first step: nothing was trained or saved{}",
+        stop_signal_name(stop_signal()),
+        s.claimed ? str("; the new run folder ", folder, " is given back") : std::string());
   if (!give_back_folder(s)) r.run_dir = folder;
   return r;
 }

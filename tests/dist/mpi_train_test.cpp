@@ -313,3 +313,49 @@ TEST_F(MpiTrain, ARankKilledOutrightLeavesNoPromiseOfARecoveryCheckpoint) {
   EXPECT_EQ(output.find("a recovery checkpoint follows"), std::string::npos) << output;
   EXPECT_NE(output.find("only if every rank finishes it"), std::string::npos) << output;
 }
+
+// `kill -USR1 <mpirun>`: mpirun forwards the signal to every rank, and the run stops with its
+// recovery checkpoint. The console says so once (rank 0 speaks for the run), not once per rank:
+// neither the handler's line nor the "interrupted" warning comes twice, nor does a second
+// handler line when mpirun ends the last rank with SIGTERM.
+TEST_F(MpiTrain, AForwardedStopSignalIsSaidOnce) {
+  const fs::path dir = root_ / "forwarded";
+  fs::create_directories(dir);
+  // the shell writes its pid, then becomes mpirun (same pid): `timeout` would not forward SIGUSR1
+  const std::string cmd =
+      "exec timeout -k 5 120 sh -c 'echo $$ > " + (dir / "mpirun-pid").string() +
+      "; exec \"$@\"' mpirun " + test::mpirun(2) + kProgram +
+      " train " HAARGRAD_SOURCE_DIR
+      "/configs/smoke.yaml --plain --device cpu --workers 0 --synthetic-size 400000"
+      " --max-steps-per-epoch 0 --epochs 1 --log-interval 1 --experiment run --output " +
+      dir.string() + " > " + (dir / "log").string() + " 2>&1";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool stepping = false;  // a few steps, then the signal
+  for (int i = 0; i < 600 && !stepping; ++i) {
+    usleep(50 * 1000);
+    stepping = test::read_bytes(dir / "log").find("step 5/") != std::string::npos &&
+               fs::exists(dir / "mpirun-pid");
+  }
+  const std::string pid_text = stepping ? test::read_bytes(dir / "mpirun-pid") : "";
+  kill(pid_text.empty() ? pid : static_cast<pid_t>(std::stol(pid_text)),
+       pid_text.empty() ? SIGTERM : SIGUSR1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string output = test::read_bytes(dir / "log");
+  ASSERT_TRUE(stepping) << "the run did not start stepping\n" << output;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGUSR1) << output;
+  EXPECT_TRUE(fs::exists(dir / "run" / "recovery.safetensors")) << output;
+  const auto count = [&output](const std::string& text) {
+    int n = 0;
+    for (size_t at = output.find(text); at != std::string::npos; at = output.find(text, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("haargrad: stop signal:"), 1) << output;
+  EXPECT_EQ(count("interrupted (SIGUSR1) at epoch 1"), 1) << output;
+}

@@ -309,6 +309,19 @@ TEST(StopSignal, ALaterSignalOfAnotherKindKeepsTheFirst) {
   EXPECT_EQ(now.sa_handler, SIG_DFL) << "a second SIGINT must kill at once";
 }
 
+// Under mpirun every rank gets the signal mpirun forwards: a rank told to keep quiet (every one
+// but rank 0) stops all the same, saying nothing.
+TEST(StopSignal, AQuietRankStopsWithoutALine) {
+  train::StopSignalGuard guard;
+  train::set_stop_messages(false);
+  ::testing::internal::CaptureStderr();
+  std::raise(SIGUSR1);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  train::set_stop_messages(true);
+  EXPECT_EQ(said, "");
+  EXPECT_EQ(train::stop_signal(), SIGUSR1);
+}
+
 // A stop signal after start-up's last check for one, just before the first step: the handler has
 // said "nothing is trained or saved", and so it is: the run ends before its first step and gives
 // its new folder back (not one step trained and a recovery checkpoint written).
