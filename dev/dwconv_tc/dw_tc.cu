@@ -36,17 +36,9 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "dev/lab_util.cuh"
 #include "kernels/conv2d.h"
 #include "kernels/depthwise_conv.h"
-
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 namespace {
 
@@ -1214,28 +1206,6 @@ bool check_wgrad(const Case& s, uint32_t seed) {
   std::printf("check wgrad N %d H %2d W %2d C %3d K %d: tensor cores %.2e, product %.2e  %s\n", s.N,
               s.H, s.W, s.C, s.K, err / scale, err_prod / scale, ok ? "ok" : "FAILED");
   return ok;
-}
-
-template <class F>
-float median_ms(F&& f, int reps) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> ms(static_cast<size_t>(reps));
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a, cudaStreamPerThread));
-    f();
-    CK(cudaEventRecord(b, cudaStreamPerThread));
-    CK(cudaEventSynchronize(b));
-    float t = 0.f;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms[size_t(i)] = t;
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 void time_case(const Case& s, int reps) {

@@ -44,22 +44,16 @@
 #include <map>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "dev/lab_util.cuh"
 #include "kernels/conv2d.h"
 #include "kernels/depthwise_conv.h"
 #include "kernels/wtconv.h"
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                            \
-    }                                                                                          \
-  } while (0)
 #define CB(x)                                                                     \
   do {                                                                            \
     cublasStatus_t s_ = (x);                                                      \
@@ -159,6 +153,19 @@ hk::WTConvWeights random_weights(const Case& s, std::mt19937& rng) {
   return w;
 }
 
+/// w with every tensor replaced by f(tensor): in double for the CPU reference, on the GPU for the
+/// product.
+template <class F>
+hk::WTConvWeights map_weights(const hk::WTConvWeights& w, F&& f) {
+  hk::WTConvWeights o;
+  o.base_weight = f(w.base_weight);
+  o.base_bias = f(w.base_bias);
+  o.base_scale = f(w.base_scale);
+  for (const Tensor& t : w.wavelet_weight) o.wavelet_weight.push_back(f(t));
+  for (const Tensor& t : w.wavelet_scale) o.wavelet_scale.push_back(f(t));
+  return o;
+}
+
 /// w~ as [c][k] (the GEMM's B, column-major P x C), and the folded bias.
 void fold(const Case& s, const hk::WTConvWeights& w, std::vector<float>& wf,
           std::vector<float>& bias) {
@@ -214,6 +221,56 @@ __host__ __device__ inline int plane_pitch(int hwp) { return hwp + ((4 - hwp) & 
 
 constexpr int kApplyWarps = 8, kPairs = 4;  // a block: 8 channels (4 pairs)
 
+// ---- the mma pieces every kernel below shares
+// -----------------------------------------------------
+
+/// A's fragment (16 rows x 8 words) whose row 0, word 0 is at `base` in shared memory, rows `pitch`
+/// words apart: one ldmatrix.x4 (lanes 0-15 address rows 0-15 at words 0-3, lanes 16-31 at 4-7).
+__device__ __forceinline__ void ldmatrix_a(const uint32_t* base, int pitch, int lane,
+                                           uint32_t a[4]) {
+  const uint32_t* row = base + (lane & 15) * pitch + (lane >> 4) * 4;
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(sa));
+}
+
+/// d += A B, mma.sync m16n8k16, bf16 in, f32 sums.
+__device__ __forceinline__ void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// B's two registers from a fragment word (two bf16 values of M, reorder_kernel): B is
+/// block-diagonal over the channel pair, so each value goes in the half of its channel, g & 1.
+__device__ __forceinline__ void b_pair(uint32_t word, int g, uint32_t& r0, uint32_t& r1) {
+  const uint32_t lo = word & 0xffffu, hi = word >> 16;
+  r0 = (g & 1) ? lo << 16 : lo;
+  r1 = (g & 1) ? hi << 16 : hi;
+}
+
+/// A block's input as per-pair planes [kPairs][img][pitch] of 32-bit words (a channel pair of one
+/// pixel of one image): images [b0, b0 + img) x channels [c0, c0 + 8) from NHWC x, 16-byte loads,
+/// zero past HW and past B.
+__device__ void stage_pair_planes(const __nv_bfloat16* __restrict__ x, int B, int HW, int C, int c0,
+                                  int b0, int img, int HWp, int pitch, uint32_t* planes) {
+  for (int i = threadIdx.x; i < img * HWp; i += blockDim.x) {
+    const int bl = i / HWp, q = i - bl * HWp, b = b0 + bl;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (b < B && q < HW)
+      v = __ldg(reinterpret_cast<const uint4*>(x + (int64_t(b) * HW + q) * C + c0));
+    uint32_t* d = planes + bl * pitch + q;
+    d[0] = v.x;
+    d[img * pitch] = v.y;
+    d[2 * img * pitch] = v.z;
+    d[3 * img * pitch] = v.w;
+  }
+}
+
 // y[b][p][c] = sum_q M_c[p][q] x[b][q][c] (+ bias[c]) for a block's 8 channels and 16 MT images.
 // Shared: planes [pair][image][pitch] of 32-bit words (a channel pair of one pixel), zero past HW
 // and past B. Warp tasks: (pair, output tile of 4 pixels), its NKS B words loaded first.
@@ -227,17 +284,7 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
   const int pitch = plane_pitch(HWp);
   const int c0 = blockIdx.x * 2 * kPairs, b0 = blockIdx.y * IMG;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-  for (int i = tid; i < IMG * HWp; i += 32 * kApplyWarps) {
-    const int bl = i / HWp, q = i - bl * HWp, b = b0 + bl;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (b < B && q < HW)
-      v = __ldg(reinterpret_cast<const uint4*>(x + (int64_t(b) * HW + q) * C + c0));
-    uint32_t* d = planes + bl * pitch + q;
-    d[0] = v.x;
-    d[IMG * pitch] = v.y;
-    d[2 * IMG * pitch] = v.z;
-    d[3 * IMG * pitch] = v.w;
-  }
+  stage_pair_planes(x, B, HW, C, c0, b0, IMG, HWp, pitch, planes);
   __syncthreads();
   const int NPT = (HW + 3) / 4;
   for (int task = warp; task < kPairs * NPT; task += kApplyWarps) {
@@ -252,21 +299,13 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
     const uint32_t* pj = planes + j * IMG * pitch;
 #pragma unroll
     for (int ks = 0; ks < NKS; ++ks) {
-      const uint32_t lo = bw[ks] & 0xffffu, hi = bw[ks] >> 16;
-      const uint32_t r0 = (g & 1) ? lo << 16 : lo, r1 = (g & 1) ? hi << 16 : hi;
+      uint32_t r0, r1;
+      b_pair(bw[ks], g, r0, r1);
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        const uint32_t* row = pj + (16 * m + (lane & 15)) * pitch + ks * 8 + (lane >> 4) * 4;
-        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
-        uint32_t a0, a1, a2, a3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
-                     : "r"(sa));
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(acc[m][0]), "+f"(acc[m][1]), "+f"(acc[m][2]), "+f"(acc[m][3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(r0), "r"(r1));
+        uint32_t a[4];
+        ldmatrix_a(pj + 16 * m * pitch + ks * 8, pitch, lane, a);
+        mma_bf16(acc[m], a, r0, r1);
       }
     }
     const int p = 4 * pt + t, c = c0 + 2 * j;
@@ -334,21 +373,13 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
     for (int m = 0; m < MT; ++m) acc[m][0] = acc[m][1] = acc[m][2] = acc[m][3] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < NKS; ++ks) {
-      const uint32_t lo = bw[ks] & 0xffffu, hi = bw[ks] >> 16;
-      const uint32_t r0 = (g & 1) ? lo << 16 : lo, r1 = (g & 1) ? hi << 16 : hi;
+      uint32_t r0, r1;
+      b_pair(bw[ks], g, r0, r1);
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        const uint32_t* row = rows + (16 * m + (lane & 15)) * pitch + ks * 8 + (lane >> 4) * 4;
-        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
-        uint32_t a0, a1, a2, a3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
-                     : "r"(sa));
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(acc[m][0]), "+f"(acc[m][1]), "+f"(acc[m][2]), "+f"(acc[m][3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(r0), "r"(r1));
+        uint32_t a[4];
+        ldmatrix_a(rows + 16 * m * pitch + ks * 8, pitch, lane, a);
+        mma_bf16(acc[m], a, r0, r1);
       }
     }
     const int p = 4 * pt + t, c = 2 * cp;
@@ -461,21 +492,13 @@ __global__ void __launch_bounds__(32 * kDmWarps)
   for (int n = 0; n < 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
   const uint32_t keep = (g & 1) ? 0xffff0000u : 0x0000ffffu;
   for (int kb = 0; kb < Bp; kb += 8) {
-    const uint32_t* row = gs + (16 * mt + (lane & 15)) * pitch + kb + (lane >> 4) * 4;
-    const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
-    uint32_t a0, a1, a2, a3;
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
-                 : "r"(sa));
+    uint32_t a[4];
+    ldmatrix_a(gs + 16 * mt * pitch + kb, pitch, lane, a);
 #pragma unroll
     for (int n = 0; n < 8; ++n) {
       const uint32_t* xr = xs + (4 * (nt0 + n) + (g >> 1)) * pitch + kb + t;
       const uint32_t r0 = xr[0] & keep, r1 = xr[4] & keep;
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-          "{%8,%9}, {%0,%1,%2,%3};\n"
-          : "+f"(acc[n][0]), "+f"(acc[n][1]), "+f"(acc[n][2]), "+f"(acc[n][3])
-          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(r0), "r"(r1));
+      mma_bf16(acc[n], a, r0, r1);
     }
   }
   __syncthreads();  // the staged rows are read; dM goes over them
@@ -555,17 +578,7 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
   const int pitch = plane_pitch(HWp);
   const int c0 = blockIdx.x * 2 * kPairs, b0 = blockIdx.y * IMG;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-  for (int i = tid; i < IMG * HWp; i += 32 * kApplyWarps) {
-    const int bl = i / HWp, q = i - bl * HWp, b = b0 + bl;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (b < B && q < HW)
-      v = __ldg(reinterpret_cast<const uint4*>(x + (int64_t(b) * HW + q) * C + c0));
-    uint32_t* d = planes + bl * pitch + q;
-    d[0] = v.x;
-    d[IMG * pitch] = v.y;
-    d[2 * IMG * pitch] = v.z;
-    d[3 * IMG * pitch] = v.w;
-  }
+  stage_pair_planes(x, B, HW, C, c0, b0, IMG, HWp, pitch, planes);
   __syncthreads();
   const int NPT = (HW + 3) / 4, NPT2 = (NPT + 1) / 2;
   for (int task = blockIdx.z + gridDim.z * warp; task < kPairs * NPT2;
@@ -590,25 +603,14 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
       uint32_t r[2][2];
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
-        const uint32_t lo = bw[u][ks] & 0xffffu, hi = bw[u][ks] >> 16;
-        r[u][0] = (g & 1) ? lo << 16 : lo;
-        r[u][1] = (g & 1) ? hi << 16 : hi;
+        b_pair(bw[u][ks], g, r[u][0], r[u][1]);
       }
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        const uint32_t* row = pj + (16 * m + (lane & 15)) * pitch + ks * 8 + (lane >> 4) * 4;
-        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
-        uint32_t a0, a1, a2, a3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
-                     : "r"(sa));
+        uint32_t a[4];
+        ldmatrix_a(pj + 16 * m * pitch + ks * 8, pitch, lane, a);
 #pragma unroll
-        for (int u = 0; u < 2; ++u)
-          asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-              "{%8,%9}, {%0,%1,%2,%3};\n"
-              : "+f"(acc[m][u][0]), "+f"(acc[m][u][1]), "+f"(acc[m][u][2]), "+f"(acc[m][u][3])
-              : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(r[u][0]), "r"(r[u][1]));
+        for (int u = 0; u < 2; ++u) mma_bf16(acc[m][u], a, r[u][0], r[u][1]);
       }
     }
     const int c = c0 + 2 * j;
@@ -646,17 +648,7 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
   const int pitch = plane_pitch(HWp);
   const int c0 = blockIdx.x * 2 * kPairs, b0 = blockIdx.y * IMG;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-  for (int i = tid; i < IMG * HWp; i += 32 * kApplyWarps) {
-    const int bl = i / HWp, q = i - bl * HWp, b = b0 + bl;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (b < B && q < HW)
-      v = __ldg(reinterpret_cast<const uint4*>(x + (int64_t(b) * HW + q) * C + c0));
-    uint32_t* d = planes + bl * pitch + q;
-    d[0] = v.x;
-    d[IMG * pitch] = v.y;
-    d[2 * IMG * pitch] = v.z;
-    d[3 * IMG * pitch] = v.w;
-  }
+  stage_pair_planes(x, B, HW, C, c0, b0, IMG, HWp, pitch, planes);
   __syncthreads();
   const int NPT = (HW + 3) / 4, Z = gridDim.z;
   const int pt_lo = int(blockIdx.z) * NPT / Z, pt_hi = (int(blockIdx.z) + 1) * NPT / Z;
@@ -687,26 +679,14 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
       uint32_t r[2][2];
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
-        const uint32_t lo = bw[u][ks] & 0xffffu, hi = bw[u][ks] >> 16;
-        r[u][0] = (g & 1) ? lo << 16 : lo;
-        r[u][1] = (g & 1) ? hi << 16 : hi;
+        b_pair(bw[u][ks], g, r[u][0], r[u][1]);
       }
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        const uint32_t* row = pj + (16 * m + (lane & 15)) * pitch + ks * 8 + (lane >> 4) * 4;
-        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(row));
-        uint32_t a0, a1, a2, a3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
-                     : "r"(sa));
+        uint32_t a[4];
+        ldmatrix_a(pj + 16 * m * pitch + ks * 8, pitch, lane, a);
 #pragma unroll
-        for (int u = 0; u < 2; ++u)
-          asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-              "{%8,%9}, {%0,%1,%2,%3};\n"
-              : "+f"(res[tk][m][u][0]), "+f"(res[tk][m][u][1]), "+f"(res[tk][m][u][2]),
-                "+f"(res[tk][m][u][3])
-              : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(r[u][0]), "r"(r[u][1]));
+        for (int u = 0; u < 2; ++u) mma_bf16(res[tk][m][u], a, r[u][0], r[u][1]);
       }
     }
   }
@@ -764,6 +744,16 @@ cublasHandle_t blas() {
     return x;
   }();
   return h;
+}
+
+/// Opts `kernel` into `smem` bytes of dynamic shared memory (an attribute of the kernel, set once
+/// for the largest size asked).
+void allow_smem(const void* kernel, size_t smem) {
+  static std::map<const void*, size_t> allowed;
+  size_t& have = allowed[kernel];
+  if (smem <= have) return;
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  have = smem;
 }
 
 template <typename T>
@@ -850,96 +840,10 @@ void reorder2(const Plan& p, uint32_t* frag) {
   CK(cudaGetLastError());
 }
 
-template <int MT, int NKS>
-void apply2_t(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
-  const size_t smem = size_t(kPairs) * 16 * MT * plane_pitch(8 * NKS) * 4;
-  static bool set = false;
-  if (!set) {
-    CK(cudaFuncSetAttribute(apply2_kernel<MT, NKS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            int(smem)));
-    set = true;
-  }
-  const int bx = p.s.C / 8, by = (p.s.B + 16 * MT - 1) / (16 * MT);
-  const int split = std::clamp(4 * 132 / (bx * by), 1, 4);  // several blocks a multiprocessor
-  const dim3 grid{unsigned(bx), unsigned(by), unsigned(split)};
-  apply2_kernel<MT, NKS><<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
-      in, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
-  CK(cudaGetLastError());
-}
-
-template <int MT, int NKS>
-void apply3_t(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
-  const size_t smem = size_t(kPairs) * 16 * MT * plane_pitch(8 * NKS) * 4;
-  static bool set = false;
-  if (!set) {
-    CK(cudaFuncSetAttribute(apply3_kernel<MT, NKS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            int(smem)));
-    set = true;
-  }
-  const int bx = p.s.C / 8, by = (p.s.B + 16 * MT - 1) / (16 * MT), NPT = p.s.NPT();
-  // p-ranges of at most 16 tiles (4 tasks a warp), and several blocks a multiprocessor
-  const int split = std::max((NPT + 15) / 16, std::min(NPT / 2, 4 * 132 / (bx * by)));
-  const dim3 grid{unsigned(bx), unsigned(by), unsigned(std::max(split, 1))};
-  apply3_kernel<MT, NKS><<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
-      in, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
-  CK(cudaGetLastError());
-}
-
-template <int MT>
-void apply3(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
-  switch (p.s.NKS()) {
-    case 7: return apply3_t<MT, 7>(p, in, trans, out);
-    case 18: return apply3_t<MT, 18>(p, in, trans, out);
-    case 25: return apply3_t<MT, 25>(p, in, trans, out);
-    case 32: return apply3_t<MT, 32>(p, in, trans, out);
-  }
-  std::fprintf(stderr, "no apply3 kernel for %d k-steps\n", p.s.NKS());
-  std::exit(2);
-}
-
-template <int MT>
-void apply2(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
-  switch (p.s.NKS()) {
-    case 7: return apply2_t<MT, 7>(p, in, trans, out);
-    case 18: return apply2_t<MT, 18>(p, in, trans, out);
-    case 25: return apply2_t<MT, 25>(p, in, trans, out);
-    case 32: return apply2_t<MT, 32>(p, in, trans, out);
-  }
-  std::fprintf(stderr, "no apply2 kernel for %d k-steps\n", p.s.NKS());
-  std::exit(2);
-}
-
 void reorder(const Plan& p, bool trans) {
   reorder_kernel<<<1024, 256, 0, cudaStreamPerThread>>>(p.M, p.s.HW(), p.s.HW2p(), p.s.C, trans,
                                                         trans ? p.fragT : p.frag);
   CK(cudaGetLastError());
-}
-
-template <int MT, int NKS>
-void apply_t(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
-  const size_t smem = size_t(kPairs) * 16 * MT * plane_pitch(8 * NKS) * 4;
-  static bool set = false;
-  if (!set) {
-    CK(cudaFuncSetAttribute(apply_kernel<MT, NKS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            int(smem)));
-    set = true;
-  }
-  const dim3 grid(unsigned(p.s.C / 8), unsigned((p.s.B + 16 * MT - 1) / (16 * MT)));
-  apply_kernel<MT, NKS><<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
-      in, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
-  CK(cudaGetLastError());
-}
-
-template <int MT>
-void apply(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
-  switch (p.s.NKS()) {
-    case 7: return apply_t<MT, 7>(p, in, trans, out);    // 7 x 7
-    case 18: return apply_t<MT, 18>(p, in, trans, out);  // 13 x 11
-    case 25: return apply_t<MT, 25>(p, in, trans, out);  // 14 x 14
-    case 32: return apply_t<MT, 32>(p, in, trans, out);  // 16 x 16
-  }
-  std::fprintf(stderr, "no apply kernel for %d k-steps\n", p.s.NKS());
-  std::exit(2);
 }
 
 void pair_planes(const Plan& p, const __nv_bfloat16* in, uint32_t* out) {
@@ -953,11 +857,7 @@ void dm_contract(const Plan& p, bool contract = true) {
   // the staged rows, then the tile's dM over them
   const size_t smem = std::max(size_t(2) * kDmTile * plane_pitch(p.Bp) * 4,
                                size_t(2) * kDmTile * (kDmTile + 1) * 4);
-  static size_t set = 0;
-  if (smem > set) {
-    CK(cudaFuncSetAttribute(dm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    set = smem;
-  }
+  allow_smem(reinterpret_cast<const void*>(dm_kernel), smem);
   dm_kernel<<<dim3(unsigned(p.tiles), unsigned(p.s.C / 2)), 32 * kDmWarps, smem,
               cudaStreamPerThread>>>(p.gp, p.xp, p.s.HW(), p.Bp, p.tiles_p, p.s.P(), p.start, p.idx,
                                      p.coef, p.partial, contract);
@@ -979,31 +879,85 @@ void pair_rows(const Plan& p, const __nv_bfloat16* in) {
   CK(cudaGetLastError());
 }
 
-template <int MT, int NKS>
-void apply_pp_t(const Plan& p, bool trans, __nv_bfloat16* out) {
-  const size_t smem = size_t(16) * MT * plane_pitch(8 * NKS) * 4;
-  static bool set = false;
-  if (!set) {
-    CK(cudaFuncSetAttribute(apply_pp_kernel<MT, NKS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            int(smem)));
-    set = true;
+/// Calls f(std::integral_constant<int, NKS>{}) for the case's k-steps: the apply kernels are
+/// compiled for the checked and timed map sizes only.
+template <class F>
+void with_nks(const Plan& p, F&& f) {
+  switch (p.s.NKS()) {
+    case 7: return f(std::integral_constant<int, 7>{});    // 7 x 7
+    case 18: return f(std::integral_constant<int, 18>{});  // 13 x 11
+    case 25: return f(std::integral_constant<int, 25>{});  // 14 x 14
+    case 32: return f(std::integral_constant<int, 32>{});  // 16 x 16
   }
-  const dim3 grid(unsigned(p.s.C / 2), unsigned((p.s.B + 16 * MT - 1) / (16 * MT)));
-  apply_pp_kernel<MT, NKS><<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
-      p.rows, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
-  CK(cudaGetLastError());
+  std::fprintf(stderr, "no apply kernel for %d k-steps\n", p.s.NKS());
+  std::exit(2);
 }
 
-/// Variant B: y from pair rows already made (pair_rows).
+/// Shared memory of the apply kernels: per-pair planes of `pairs` pairs x 16 MT images.
+size_t apply_smem(int pairs, int MT, int NKS) {
+  return size_t(pairs) * 16 * MT * plane_pitch(8 * NKS) * 4;
+}
+
+/// y = M x (+ bias), or grad_x = M^T G (trans: fragT, no bias), with apply_kernel (round 1).
+template <int MT>
+void apply(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
+  with_nks(p, [&](auto nks) {
+    const auto kernel = apply_kernel<MT, decltype(nks)::value>;
+    const size_t smem = apply_smem(kPairs, MT, nks);
+    allow_smem(reinterpret_cast<const void*>(kernel), smem);
+    const dim3 grid(unsigned(p.s.C / 8), unsigned((p.s.B + 16 * MT - 1) / (16 * MT)));
+    kernel<<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
+        in, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
+    CK(cudaGetLastError());
+  });
+}
+
+/// The same with apply2_kernel (round 2): the tasks split over up to 4 blocks.
+template <int MT>
+void apply2(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
+  with_nks(p, [&](auto nks) {
+    const auto kernel = apply2_kernel<MT, decltype(nks)::value>;
+    const size_t smem = apply_smem(kPairs, MT, nks);
+    allow_smem(reinterpret_cast<const void*>(kernel), smem);
+    const int bx = p.s.C / 8, by = (p.s.B + 16 * MT - 1) / (16 * MT);
+    const int split = std::clamp(4 * 132 / (bx * by), 1, 4);  // several blocks a multiprocessor
+    const dim3 grid{unsigned(bx), unsigned(by), unsigned(split)};
+    kernel<<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
+        in, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
+    CK(cudaGetLastError());
+  });
+}
+
+/// The same with apply3_kernel (round 3): output tiles split over blocks, y through shared memory.
+template <int MT>
+void apply3(const Plan& p, const __nv_bfloat16* in, bool trans, __nv_bfloat16* out) {
+  with_nks(p, [&](auto nks) {
+    const auto kernel = apply3_kernel<MT, decltype(nks)::value>;
+    const size_t smem = apply_smem(kPairs, MT, nks);
+    allow_smem(reinterpret_cast<const void*>(kernel), smem);
+    const int bx = p.s.C / 8, by = (p.s.B + 16 * MT - 1) / (16 * MT), NPT = p.s.NPT();
+    // p-ranges of at most 16 tiles (4 tasks a warp), and several blocks a multiprocessor
+    const int split = std::max((NPT + 15) / 16, std::min(NPT / 2, 4 * 132 / (bx * by)));
+    const dim3 grid{unsigned(bx), unsigned(by), unsigned(std::max(split, 1))};
+    kernel<<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
+        in, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
+    CK(cudaGetLastError());
+  });
+}
+
+/// Variant B: y from pair rows already made (pair_rows), one pair a block, 64 images (128 at 7 x
+/// 7).
 void apply_pp(const Plan& p, bool trans, __nv_bfloat16* out) {
-  switch (p.s.NKS()) {
-    case 7: return apply_pp_t<8, 7>(p, trans, out);
-    case 18: return apply_pp_t<4, 18>(p, trans, out);
-    case 25: return apply_pp_t<4, 25>(p, trans, out);
-    case 32: return apply_pp_t<4, 32>(p, trans, out);
-  }
-  std::fprintf(stderr, "no apply_pp kernel for %d k-steps\n", p.s.NKS());
-  std::exit(2);
+  with_nks(p, [&](auto nks) {
+    constexpr int NKS = decltype(nks)::value, MT = NKS == 7 ? 8 : 4;
+    const auto kernel = apply_pp_kernel<MT, NKS>;
+    const size_t smem = apply_smem(1, MT, NKS);
+    allow_smem(reinterpret_cast<const void*>(kernel), smem);
+    const dim3 grid(unsigned(p.s.C / 2), unsigned((p.s.B + 16 * MT - 1) / (16 * MT)));
+    kernel<<<grid, 32 * kApplyWarps, smem, cudaStreamPerThread>>>(
+        p.rows, trans ? p.fragT : p.frag, trans ? nullptr : p.bias, p.s.B, p.s.HW(), p.s.C, out);
+    CK(cudaGetLastError());
+  });
 }
 
 std::vector<float> random_bf16_values(size_t n, std::mt19937& rng) {
@@ -1048,14 +1002,7 @@ bool check(Case s, uint32_t seed) {
   const hg::Shape xs{s.B, s.H, s.W, s.C};
   const std::vector<float> x = random_bf16_values(n, rng), gy = random_bf16_values(n, rng);
   // CPU reference in double
-  hk::WTConvWeights w64 = w;
-  w64.base_weight = w.base_weight.to(DType::f64);
-  w64.base_bias = w.base_bias.to(DType::f64);
-  w64.base_scale = w.base_scale.to(DType::f64);
-  for (int l = 0; l < s.L; ++l) {
-    w64.wavelet_weight[size_t(l)] = w.wavelet_weight[size_t(l)].to(DType::f64);
-    w64.wavelet_scale[size_t(l)] = w.wavelet_scale[size_t(l)].to(DType::f64);
-  }
+  const hk::WTConvWeights w64 = map_weights(w, [](const Tensor& t) { return t.to(DType::f64); });
   const Tensor y_ref = hk::cpu::wtconv_forward(as_f64(x, xs), w64, 1, hk::WTConvMode::reference);
   const hk::WTConvGrads g_ref = hk::cpu::wtconv_backward(as_f64(x, xs), w64, as_f64(gy, xs), 1,
                                                          true, hk::WTConvMode::reference);
@@ -1110,14 +1057,7 @@ bool check(Case s, uint32_t seed) {
   const double ey5 = rel_err(download_bf16(dy, n), y_ref.data<double>(), n);
   const double eg5 = rel_err(download_bf16(dgx, n), gx_ref.data<double>(), n);
   // the product's bf16 fused op
-  hk::WTConvWeights wd = w;
-  wd.base_weight = w.base_weight.to(Device::cuda);
-  wd.base_bias = w.base_bias.to(Device::cuda);
-  wd.base_scale = w.base_scale.to(Device::cuda);
-  for (int l = 0; l < s.L; ++l) {
-    wd.wavelet_weight[size_t(l)] = w.wavelet_weight[size_t(l)].to(Device::cuda);
-    wd.wavelet_scale[size_t(l)] = w.wavelet_scale[size_t(l)].to(Device::cuda);
-  }
+  const hk::WTConvWeights wd = map_weights(w, [](const Tensor& t) { return t.to(Device::cuda); });
   const Tensor xt = Tensor::from_vector<float>(xs, x).to(DType::bf16).to(Device::cuda);
   const Tensor gt = Tensor::from_vector<float>(xs, gy).to(DType::bf16).to(Device::cuda);
   const Tensor yp =
@@ -1197,14 +1137,7 @@ bool cpu_check(Case s, uint32_t seed) {
   const size_t n = size_t(s.B) * HW * s.C;
   const hg::Shape xs{s.B, s.H, s.W, s.C};
   const std::vector<float> x = random_bf16_values(n, rng), gy = random_bf16_values(n, rng);
-  hk::WTConvWeights w64 = w;
-  w64.base_weight = w.base_weight.to(DType::f64);
-  w64.base_bias = w.base_bias.to(DType::f64);
-  w64.base_scale = w.base_scale.to(DType::f64);
-  for (int l = 0; l < s.L; ++l) {
-    w64.wavelet_weight[size_t(l)] = w.wavelet_weight[size_t(l)].to(DType::f64);
-    w64.wavelet_scale[size_t(l)] = w.wavelet_scale[size_t(l)].to(DType::f64);
-  }
+  const hk::WTConvWeights w64 = map_weights(w, [](const Tensor& t) { return t.to(DType::f64); });
   const Tensor y_ref = hk::cpu::wtconv_forward(as_f64(x, xs), w64, 1, hk::WTConvMode::fused);
   const Tensor gx_ref =
       hk::cpu::wtconv_backward(as_f64(x, xs), w64, as_f64(gy, xs), 1, true, hk::WTConvMode::fused)
@@ -1241,28 +1174,6 @@ bool cpu_check(Case s, uint32_t seed) {
   return ok;
 }
 
-template <class F>
-float median_ms(F&& f, int reps) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> ms(static_cast<size_t>(reps));
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a, cudaStreamPerThread));
-    f();
-    CK(cudaEventRecord(b, cudaStreamPerThread));
-    CK(cudaEventSynchronize(b));
-    float t = 0.f;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms[size_t(i)] = t;
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 void time_case(Case s, int reps) {
   std::mt19937 rng(7);
   const hk::WTConvWeights w = random_weights(s, rng);
@@ -1281,14 +1192,7 @@ void time_case(Case s, int reps) {
   const float tpr = median_ms([&] { pair_rows(p, dx); }, reps);
   const float tpp_apply = median_ms([&] { apply_pp(p, false, dy); }, reps);
   // the product: WTConv fused bf16 forward and training step, our 7x7's forward and step
-  hk::WTConvWeights wd = w;
-  wd.base_weight = w.base_weight.to(Device::cuda);
-  wd.base_bias = w.base_bias.to(Device::cuda);
-  wd.base_scale = w.base_scale.to(Device::cuda);
-  for (int l = 0; l < s.L; ++l) {
-    wd.wavelet_weight[size_t(l)] = w.wavelet_weight[size_t(l)].to(Device::cuda);
-    wd.wavelet_scale[size_t(l)] = w.wavelet_scale[size_t(l)].to(Device::cuda);
-  }
+  const hk::WTConvWeights wd = map_weights(w, [](const Tensor& t) { return t.to(Device::cuda); });
   const Tensor xt = Tensor::from_vector<float>(xs, x).to(DType::bf16).to(Device::cuda);
   const float pf =
       median_ms([&] { hk::cuda::wtconv_forward(xt, wd, 1, hk::WTConvMode::fused); }, reps);
