@@ -30,6 +30,35 @@ std::string train_args(const fs::path& out, const std::string& experiment, int b
          out.string() + " --experiment " + experiment + " --batch_size " + std::to_string(batch);
 }
 
+// The smoke config on the CPU for one long epoch (400,000 synthetic images: a run to signal or kill
+// mid-way), every step logged, into dir/run; its console into dir/log.
+std::string long_run_args(const fs::path& dir) {
+  return " train " HAARGRAD_SOURCE_DIR
+         "/configs/smoke.yaml --plain --device cpu --workers 0 --synthetic-size 400000"
+         " --max-steps-per-epoch 0 --epochs 1 --log-interval 1 --experiment run --output " +
+         dir.string() + " > " + (dir / "log").string() + " 2>&1";
+}
+
+// Runs `cmd` under /bin/sh in a child process; its pid (negative if fork failed).
+pid_t start_shell(const std::string& cmd) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits up to 30 s for dir/log to show step 5 and for `pid_file` to exist; whether both came.
+bool wait_until_stepping(const fs::path& dir, const fs::path& pid_file) {
+  for (int i = 0; i < 600; ++i) {
+    usleep(50 * 1000);
+    if (test::read_bytes(dir / "log").find("step 5/") != std::string::npos && fs::exists(pid_file))
+      return true;
+  }
+  return false;
+}
+
 class MpiTrain : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -278,24 +307,10 @@ TEST_F(MpiTrain, ARankKilledOutrightLeavesNoPromiseOfARecoveryCheckpoint) {
   // each rank's shell writes its pid, then becomes haargrad (same pid)
   const std::string ranks = test::mpirun(2) + "sh -c 'echo $$ > " + dir.string() +
                             "/pid-$OMPI_COMM_WORLD_RANK; exec \"$@\"' rank " + kProgram;
-  const std::string cmd =
-      "exec timeout -k 5 120 " + ranks +
-      " train " HAARGRAD_SOURCE_DIR
-      "/configs/smoke.yaml --plain --device cpu --workers 0 --synthetic-size 400000"
-      " --max-steps-per-epoch 0 --epochs 1 --log-interval 1 --experiment run --output " +
-      dir.string() + " > " + (dir / "log").string() + " 2>&1";
-  const pid_t pid = fork();
+  const std::string cmd = "exec timeout -k 5 120 " + ranks + long_run_args(dir);
+  const pid_t pid = start_shell(cmd);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  bool stepping = false;  // a few steps, then rank 1 is killed
-  for (int i = 0; i < 600 && !stepping; ++i) {
-    usleep(50 * 1000);
-    stepping = test::read_bytes(dir / "log").find("step 5/") != std::string::npos &&
-               fs::exists(dir / "pid-1");
-  }
+  const bool stepping = wait_until_stepping(dir, dir / "pid-1");  // then rank 1 is killed
   const std::string pid_text = stepping ? test::read_bytes(dir / "pid-1") : "";
   if (!pid_text.empty()) kill(static_cast<pid_t>(std::stol(pid_text)), SIGKILL);
   int status = 0;
@@ -322,25 +337,12 @@ TEST_F(MpiTrain, AForwardedStopSignalIsSaidOnce) {
   const fs::path dir = root_ / "forwarded";
   fs::create_directories(dir);
   // the shell writes its pid, then becomes mpirun (same pid): `timeout` would not forward SIGUSR1
-  const std::string cmd =
-      "exec timeout -k 5 120 sh -c 'echo $$ > " + (dir / "mpirun-pid").string() +
-      "; exec \"$@\"' mpirun " + test::mpirun(2) + kProgram +
-      " train " HAARGRAD_SOURCE_DIR
-      "/configs/smoke.yaml --plain --device cpu --workers 0 --synthetic-size 400000"
-      " --max-steps-per-epoch 0 --epochs 1 --log-interval 1 --experiment run --output " +
-      dir.string() + " > " + (dir / "log").string() + " 2>&1";
-  const pid_t pid = fork();
+  const std::string cmd = "exec timeout -k 5 120 sh -c 'echo $$ > " +
+                          (dir / "mpirun-pid").string() + "; exec \"$@\"' mpirun " +
+                          test::mpirun(2) + kProgram + long_run_args(dir);
+  const pid_t pid = start_shell(cmd);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  bool stepping = false;  // a few steps, then the signal
-  for (int i = 0; i < 600 && !stepping; ++i) {
-    usleep(50 * 1000);
-    stepping = test::read_bytes(dir / "log").find("step 5/") != std::string::npos &&
-               fs::exists(dir / "mpirun-pid");
-  }
+  const bool stepping = wait_until_stepping(dir, dir / "mpirun-pid");  // then the signal
   const std::string pid_text = stepping ? test::read_bytes(dir / "mpirun-pid") : "";
   kill(pid_text.empty() ? pid : static_cast<pid_t>(std::stol(pid_text)),
        pid_text.empty() ? SIGTERM : SIGUSR1);
