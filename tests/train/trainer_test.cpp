@@ -244,9 +244,6 @@ TEST_F(TrainerTest, AFailedStartGivesItsFolderBack) {
   EXPECT_EQ(fs::path(train::train(c, quiet).run_dir), root_ / "smoke");
 }
 
-// Weights alone (an export, a timm state_dict) hold no run to resume: resuming one in a run's
-// folder would start the run over and replace its summary and checkpoints. It is refused, pointing
-// at initial_checkpoint, and the run's files stay as they were.
 // A stop signal that came before train() (`haargrad train` holds a guard from its start, so a
 // signal while it reads its config is kept for train()): the guard inside train() keeps it, and
 // the run ends before its first step with nothing trained or written, a resumed run's folder
@@ -368,6 +365,9 @@ TEST_F(TrainerTest, AStopWhileTheLastCheckpointIsWrittenSaysTheRunEndsNormally) 
   EXPECT_NE(said.find("ends normally"), std::string::npos) << said;
 }
 
+// Weights alone (an export, a timm state_dict) hold no run to resume: resuming one in a run's
+// folder would start the run over and replace its summary and checkpoints. It is refused, pointing
+// at initial_checkpoint, and the run's files stay as they were.
 TEST_F(TrainerTest, ResumeFromWeightsOnlyIsRefused) {
   train::Config c = smoke_config(root_.string());
   c.epochs = 1;
