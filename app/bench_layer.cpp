@@ -68,8 +68,10 @@ std::vector<double> level_sizes(double B, int H, int W, double C, int L) {
 // its f32 term on grid s, which the synthesis reads: n_s f32 values, counted as rt n_s elements
 // of the activations' type (rt = 4 / its size in bytes: 2 for bf16, 1 for f32).
 // With hc (kernels::cuda::wtconv_haar_conv_levels) a level's Haar pass and conv are one kernel that
-// builds the coefficients in shared memory: the forward reads n_l and writes t_l and the LL band,
-// the backward's pass over G also writes G's coefficients (the weight gradient reads them).
+// builds the coefficients in shared memory: the forward reads n_l and writes t_l and the LL band;
+// the backward's pass over G reads n_l and writes gt_l and G's LL band, and its weight gradient
+// (haar_wgrad_kernel, taken with haar_conv_kernel) forms both coefficient sets again from x and G
+// (reads 2 n_l) and writes x's LL band.
 IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double rt, bool hc) {
   const auto n = level_sizes(B, H, W, C, L);
   auto haar = [&](int l) { return n[l] + 4 * n[l + 1] + (l + 1 < L ? n[l + 1] : 0); };
@@ -84,8 +86,13 @@ IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double
   fwd += synth(sf);
   // synthesis of grad_x on G; base weight grad (x and G); the tail
   double bwd = synth(sb) + 2 * n[0] + (sb < L ? 2 * n[sb] + rt * n[sb] : 0);
-  for (int l = 0; l < sb; ++l)  // Haar of G and of x; conv^T (hc: with G's Haar); weight grad
-    bwd += 2 * haar(l) + (hc ? 4 : 8) * n[l + 1] + 8 * n[l + 1];
+  for (int l = 0; l < sb; ++l) {
+    const double ll = l + 1 < L ? n[l + 1] : 0;  // a next level's LL band
+    if (hc)  // Haar of G + conv^T; the weight gradient over x and G
+      bwd += (n[l] + 4 * n[l + 1] + ll) + (2 * n[l] + ll);
+    else  // Haar of G and of x; conv^T; the weight gradient over both coefficient sets
+      bwd += 2 * haar(l) + 8 * n[l + 1] + 8 * n[l + 1];
+  }
   return {fwd, fwd + bwd};
 }
 

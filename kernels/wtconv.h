@@ -99,7 +99,8 @@ int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backw
 
 /// Whether the split path (fused mode) runs each split level's Haar pass and level conv as one
 /// launch (haar_conv_kernel, kernels/cuda/wtconv_haar_conv.cuh: the coefficients built in shared
-/// memory; the forward never writes them, the backward writes them once for the weight gradient)
+/// memory; the forward never writes them; the backward's weight gradient forms x's and G's
+/// coefficients itself, haar_wgrad_kernel, so they are never stored)
 /// for x (B, H, W, C) of dtype `dtype`, dense and 16-byte aligned: bf16, K = 3, 5 or 7,
 /// C % 8 == 0, level 0's staged tiles within the shared memory. Benchmarks count their I/O with it.
 bool wtconv_haar_conv_levels(const Shape& x, int K, DType dtype);

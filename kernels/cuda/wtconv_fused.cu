@@ -28,6 +28,7 @@
 #include "kernels/conv2d.h"
 #include "kernels/cuda/wtconv_common.cuh"
 #include "kernels/cuda/wtconv_haar_conv.cuh"
+#include "kernels/cuda/wtconv_haar_wgrad.cuh"
 #include "kernels/cuda/wtconv_plane.cuh"
 #include "kernels/cuda/wtconv_staged.cuh"
 #include "kernels/cuda/wtconv_vec.cuh"
@@ -824,6 +825,63 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
   }
 }
 
+/// Whether haar_wgrad_kernel takes a level's weight gradient: x's and G's level inputs of storage
+/// T (16-byte aligned), the level grid out, filters of size K: bf16, K = 3, 5, 7, C % 8 == 0, the
+/// tiles within the shared memory. (f32 tiles would take twice the shared memory; f32 keeps the
+/// Haar pass and the staged weight gradient.)
+template <typename T>
+bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int, int> out) {
+  if constexpr (std::is_same_v<T, float>) {
+    return false;
+  } else {
+    return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && aligned16(xsrc) && aligned16(gsrc) &&
+           haar_wgrad_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
+           haar_wgrad_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
+  }
+}
+
+/// A level's folded-weight gradient into sums (4C, K*K), from xsrc = ll_l and gsrc = gR_l (B, in,
+/// C) in one launch (haar_wgrad_kernel) and the slices' reduction, and x's next LL band into
+/// *xnext when given (allocated here). Where haar_wgrad_takes only.
+template <typename T>
+void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int, int> in,
+                std::pair<int, int> out, float* sums, Tensor* xnext) {
+  static_assert(!std::is_same_v<T, float>, "bf16 only (haar_wgrad_takes)");
+  const int hp = out.first, wp = out.second, KK = K * K, chunks = (C + 31) / 32;
+  const size_t smem = haar_wgrad_smem<T>(K, wp);
+  const int64_t groups = haar_wgrad_groups(B, hp);
+  T* lln = nullptr;
+  if (xnext != nullptr) {
+    *xnext = workspace_of<T>({B, hp, wp, C});
+    lln = typed<T>(*xnext);
+    HG_CHECK(aligned16(lln), "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
+  }
+  const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (KT == 3 || KT == 5 || KT == 7) {
+      const auto kernel = haar_wgrad_kernel<T, KT>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      // Slices: two waves of the blocks that fit at once (a block's groups are staged and
+      // computed in turn, so a second wave starts staggered against the first, as the plane
+      // kernels' two waves do); a function of the shape and the device only, so the sums are
+      // added in the same order run to run.
+      const int per_sm =
+          std::max(1, hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
+                                                32 * kHaarWgradWarps, smem));
+      const int64_t want =
+          std::max<int64_t>(1, 2 * int64_t(per_sm) * hg::cuda::multiprocessor_count() / chunks);
+      const int64_t per = (groups + std::min(groups, want) - 1) / std::min(groups, want);
+      const int slices = int((groups + per - 1) / per);
+      const Tensor partial = workspace({slices, 4 * C, KK});
+      kernel<<<dim3(unsigned(slices), unsigned(chunks)), dim3(32, kHaarWgradWarps), smem,
+               hg::cuda::stream()>>>(xsrc, gsrc, hd, int(per), partial.data<float>(), lln);
+      HG_CUDA_LAUNCH_CHECK();
+      reduce_slices(partial.data<float>(), slices, int64_t(4) * C * KK, sums);
+    }
+  });
+}
+
 /// t_l = conv(H(ll_l), s_l w_l) for the levels l < s, ll_0 = in, t_l (B, hp, wp, 4, C) of storage
 /// T; with a level tail (s < L, of geometry tg) levels s .. L-1 as one plane launch over ll_s into
 /// the returned tail output (described in *tail; none: an undefined tensor and tail->r null).
@@ -867,9 +925,10 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
 /// the very staged kernel backward data runs, and in every variant one tap order (row-major over
 /// the flipped filter), which the CPU reproduces before it rounds gt
 /// (kernels/cpu/wtconv_fused.cpp); backward data's tile kernel sums the taps in the opposite order.
-/// H(xsrc), which only the weight gradient reads, goes into `spare` when it fits (grad_x, written
-/// only by the synthesis after every level: at level 0 that saves an N-element tensor of the
-/// backward's peak, where gt_0, H(G) and H(x) live at once).
+/// Where haar_wgrad_takes (bf16, with gt), the weight gradient forms H(xsrc) and H(gsrc) itself
+/// and neither is stored. Otherwise H(xsrc), which only the weight gradient reads, goes into
+/// `spare` when it fits (grad_x, written only by the synthesis after every level: at level 0 that
+/// saves an N-element tensor of the backward's peak, where gt_0, H(G) and H(x) live at once).
 template <typename T>
 void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
                            const std::vector<std::pair<int, int>>& d, const float* wl,
@@ -877,6 +936,17 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
                            const Tensor& spare) {
   const int hp = d[l + 1].first, wp = d[l + 1].second;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
+  // bf16 with grad_x: gt and G's next LL band in one launch over G, and the weight gradient in
+  // one launch over x and G that forms both coefficient sets on the fly: neither H(G) nor H(x) is
+  // stored (2 N elements less at level 0)
+  if (gt != nullptr && wlf != nullptr && haar_conv_takes(gsrc, B, C, K, d[l + 1]) &&
+      haar_wgrad_takes(xsrc, gsrc, B, C, K, d[l + 1])) {
+    HG_CHECK(try_haar_conv(gsrc, B, C, K, d[l], d[l + 1], wlf, gt, nullptr, gnext),
+             "wtconv (cuda, fused): haar_conv_kernel refused a level it takes");
+    if constexpr (!std::is_same_v<T, float>)
+      haar_wgrad(xsrc, gsrc, B, C, K, d[l], d[l + 1], sums, xnext);
+    return;
+  }
   Tensor gc;
   // bf16: gc = H(gR_l) and gt in one launch (gc still written: the weight gradient reads it)
   const bool fused = gt != nullptr && wlf != nullptr &&
@@ -1086,8 +1156,9 @@ bool wtconv_haar_conv_levels(const Shape& x, int K, DType dtype) {
   if (dtype != DType::bf16) return false;
   const __nv_bfloat16* aligned = nullptr;  // stands for dense, 16-byte aligned tensors
   // level 0's grid is the widest: a level that fits there fits at every level
-  return wtconv_detail::haar_conv_takes(aligned, int(x[0]), int(x[3]), K,
-                                        {int((x[1] + 1) / 2), int((x[2] + 1) / 2)});
+  const std::pair<int, int> grid{int((x[1] + 1) / 2), int((x[2] + 1) / 2)};
+  return wtconv_detail::haar_conv_takes(aligned, int(x[0]), int(x[3]), K, grid) &&
+         wtconv_detail::haar_wgrad_takes(aligned, aligned, int(x[0]), int(x[3]), K, grid);
 }
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,

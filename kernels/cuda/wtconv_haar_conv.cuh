@@ -32,38 +32,27 @@ struct HaarConvDims {
   int B, hi, wi, C, hp, wp;
 };
 
-// Block (32, kHaarConvWarps) = level rows [p0, p0 + 2 kHaarConvPairs) of one image (blockIdx.x =
-// b * groups + group) x source channels [32 blockIdx.y, + 32), all four sub-bands. Phase 1: the
-// block forms the coefficients of level rows [p0 - r, p0 + 2 pairs + r) x columns [-r, wp + r)
-// (zeros outside the level grid: the conv's padding; a source pixel past hi or wi counts as zero:
-// the analysis padding) from 16-byte loads of the source, 8 (bf16) channels a thread, and stores
-// them rounded to T as four staged tiles [sub-band][row][column][32 channels]; the block's own
-// rows also go to coef (sub-band planes, when given) and their LL band to ll_next (when given).
-// Phase 2: warp (s, pairs) runs the staged depthwise forward over tile s: a thread (one channel)
-// keeps the K x K filter of channel s C + c (wl is (4C, K*K), rounded to T here) in registers and
-// slides the (K + 1) x K window of staged_rows.cuh along the row pair, writing t as sub-band planes
-// (B, hp, wp, 4, C).
-template <typename T, int KT>
-__global__ void __launch_bounds__(32 * kHaarConvWarps)
-    haar_conv_kernel(const T* __restrict__ src, HaarConvDims d, const float* __restrict__ wl,
-                     T* __restrict__ t, T* __restrict__ coef, T* __restrict__ ll_next) {
-  constexpr int K = KT, KR = KT + 1, KK = KT * KT, r = KT / 2;
+/// The Haar kernels' staging (haar_conv_kernel, haar_wgrad_kernel): forms the coefficients of
+/// level rows [pa, pa + nrows) x level columns [qa, qa + ncols) of one image `img` (hi, wi, C) into
+/// four staged tiles tiles[s * tile + (m * ncols + n) * 32 + channel] (sub-band s, staged row m,
+/// column n, channels [c0, c0 + 32)), rounded to T; zeros outside the level grid (hp, wp) (a
+/// conv's padding) and past C, a source pixel past hi or wi counting as zero (the analysis
+/// padding). Items (m, n, channel vector) from 16-byte loads, 8 (bf16) channels a thread, kBatch a
+/// thread at once; a thread keeps its channel vector and steps (m, n) (StageWalk: no division per
+/// item). The grid rows [own0, own1) among them also go to coef (sub-band planes (B, hp, wp, 4, C),
+/// image b) and their LL band to ll_next ((B, hp, wp, C)), each when given. Every thread of the
+/// kThreads-thread block takes part; the caller synchronises before reading the tiles.
+template <typename T, int kThreads>
+__device__ __forceinline__ void haar_tiles(const T* __restrict__ img, const HaarConvDims& d, int b,
+                                           int pa, int nrows, int qa, int ncols, int c0,
+                                           T* __restrict__ tiles, int tile, int own0, int own1,
+                                           T* __restrict__ coef, T* __restrict__ ll_next) {
   constexpr int VE = 16 / int(sizeof(T)), VPP = 32 / VE;  // elements per vector, vectors a pixel
-  constexpr int kRows = 2 * kHaarConvPairs, kThreads = 32 * kHaarConvWarps, kBatch = 2;
-  extern __shared__ uint4 stage[];
-  const int RS = kRows + K - 1, WS = d.wp + K - 1;  // staged rows and columns of one tile
-  const int tile = RS * WS * 32;                    // elements of one sub-band's tile
-  T* tiles = reinterpret_cast<T*>(stage);           // [4][RS][WS][32]
-  const int G = (d.hp + kRows - 1) / kRows;
-  const int b = int(blockIdx.x / G), p0 = int(blockIdx.x % G) * kRows, c0 = blockIdx.y * 32;
+  constexpr int kBatch = 2;
   const int64_t C4 = int64_t(4) * d.C;
-  const T* img = src + int64_t(b) * d.hi * d.wi * d.C;
-
-  // Phase 1: items (staged row m, staged column n, channel vector v), kBatch a thread at once; a
-  // thread keeps its channel vector and steps (m, n) (StageWalk: no division per item).
-  const int n_items = RS * WS * VPP, tid = threadIdx.y * 32 + threadIdx.x;
+  const int n_items = nrows * ncols * VPP, tid = threadIdx.y * 32 + threadIdx.x;
   const int v = tid % VPP, cc = c0 + v * VE;
-  StageWalk<VPP, kThreads> at(tid, WS);
+  StageWalk<VPP, kThreads> at(tid, ncols);
   for (int e0 = tid; e0 < n_items; e0 += kBatch * kThreads) {
     uint4 px[kBatch][4];  // the 2 x 2 source pixels (a, b; c, d) of each item
     int mm[kBatch], nn[kBatch];
@@ -72,8 +61,8 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
       const int e = e0 + u * kThreads;
       mm[u] = at.m;
       nn[u] = at.n;
-      at.next(WS);
-      const int p = p0 - r + mm[u], q = -r + nn[u];
+      at.next(ncols);
+      const int p = pa + mm[u], q = qa + nn[u];
 #pragma unroll
       for (int k = 0; k < 4; ++k) px[u][k] = make_uint4(0, 0, 0, 0);
       if (e < n_items && p >= 0 && p < d.hp && q >= 0 && q < d.wp && cc < d.C) {
@@ -103,12 +92,12 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
         out[2].v[h] = from_f32<T>(hv.z);
         out[3].v[h] = from_f32<T>(hv.w);
       }
-      const int off = (m * WS + n) * 32 + v * VE;
+      const int off = (m * ncols + n) * 32 + v * VE;
 #pragma unroll
       for (int s = 0; s < 4; ++s) *reinterpret_cast<Vec16<T>*>(tiles + s * tile + off) = out[s];
-      // the block's own rows and the grid's columns: the coefficient planes and the LL band
-      const int p = p0 - r + m, q = n - r;
-      if (m >= r && m < r + kRows && p < d.hp && q >= 0 && q < d.wp && cc < d.C) {
+      // the grid's own rows and columns: the coefficient planes and the LL band
+      const int p = pa + m, q = qa + n;
+      if (p >= own0 && p < own1 && p < d.hp && q >= 0 && q < d.wp && cc < d.C) {
         const int64_t pos = (int64_t(b) * d.hp + p) * d.wp + q;
         if (coef != nullptr) {
 #pragma unroll
@@ -119,6 +108,37 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
       }
     }
   }
+}
+
+// Block (32, kHaarConvWarps) = level rows [p0, p0 + 2 kHaarConvPairs) of one image (blockIdx.x =
+// b * groups + group) x source channels [32 blockIdx.y, + 32), all four sub-bands. Phase 1: the
+// block forms the coefficients of level rows [p0 - r, p0 + 2 pairs + r) x columns [-r, wp + r)
+// (zeros outside the level grid: the conv's padding; a source pixel past hi or wi counts as zero:
+// the analysis padding) from 16-byte loads of the source, 8 (bf16) channels a thread, and stores
+// them rounded to T as four staged tiles [sub-band][row][column][32 channels]; the block's own
+// rows also go to coef (sub-band planes, when given) and their LL band to ll_next (when given).
+// Phase 2: warp (s, pairs) runs the staged depthwise forward over tile s: a thread (one channel)
+// keeps the K x K filter of channel s C + c (wl is (4C, K*K), rounded to T here) in registers and
+// slides the (K + 1) x K window of staged_rows.cuh along the row pair, writing t as sub-band planes
+// (B, hp, wp, 4, C).
+template <typename T, int KT>
+__global__ void __launch_bounds__(32 * kHaarConvWarps)
+    haar_conv_kernel(const T* __restrict__ src, HaarConvDims d, const float* __restrict__ wl,
+                     T* __restrict__ t, T* __restrict__ coef, T* __restrict__ ll_next) {
+  constexpr int K = KT, KR = KT + 1, KK = KT * KT, r = KT / 2;
+  constexpr int kRows = 2 * kHaarConvPairs, kThreads = 32 * kHaarConvWarps;
+  extern __shared__ uint4 stage[];
+  const int RS = kRows + K - 1, WS = d.wp + K - 1;  // staged rows and columns of one tile
+  const int tile = RS * WS * 32;                    // elements of one sub-band's tile
+  T* tiles = reinterpret_cast<T*>(stage);           // [4][RS][WS][32]
+  const int G = (d.hp + kRows - 1) / kRows;
+  const int b = int(blockIdx.x / G), p0 = int(blockIdx.x % G) * kRows, c0 = blockIdx.y * 32;
+  const int64_t C4 = int64_t(4) * d.C;
+  const T* img = src + int64_t(b) * d.hi * d.wi * d.C;
+
+  // Phase 1: the coefficient tiles of the block's rows and the conv's halo
+  haar_tiles<T, kThreads>(img, d, b, p0 - r, RS, -r, WS, c0, tiles, tile, p0, p0 + kRows, coef,
+                          ll_next);
 
   // Phase 2: warp (sub-band s, w) convolves tile s, row pairs w, w + kHaarConvWarps / 4, ...
   constexpr int kBandWarps = kHaarConvWarps / 4;

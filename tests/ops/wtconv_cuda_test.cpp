@@ -205,7 +205,11 @@ TEST(WTConvGpuDeterminism, WeightGradientsBitIdentical) {
 // and at 192/28/4 the tail's bf16 sums (0.76 N with one image a block) on top of its 2 N. The stage
 // shapes of WTConvNeXt-T's first two stages, at N = 19.3 M (bench-layer's B = 64 at 96/56), where
 // what does not grow with the batch (folded filters, the weight gradients' per-slice sums: at most
-// ~4 MB on a 132-multiprocessor GPU) stays near 0.1 N.
+// ~4 MB on a 132-multiprocessor GPU) stays near 0.1 N. That is f32's peak. bf16 stores neither
+// H(G) nor H(x) (haar_wgrad_kernel forms both: docs/fused-wtconv.md, section 16), so its peak is
+// at level 1 (96/56/5: gt_0, the level-1 LL bands, gt_1 and the level-2 LL bands, 1.875 N) or in
+// the tail (192/28/4: gt_0, the LL bands and the tail's f32 output, 2.0 N), plus the per-slice
+// sums.
 TEST(WTConvGpuMemory, SplitBackwardReusesGradX) {
   HG_REQUIRE_GPU();
   autograd::NoGradGuard ng;
@@ -234,8 +238,9 @@ TEST(WTConvGpuMemory, SplitBackwardReusesGradX) {
       const double extra = double(memory::stats(Device::cuda).total_peak - before - kept) / n_bytes;
       std::printf("  %s %d/%d/%d B %d: backward workspace peak %.3f N\n", dtype_name(dt), sh.C,
                   sh.H, sh.L, sh.B, extra);
-      EXPECT_GE(extra, 2.5);  // gt_0, H(G) and the LL bands are real tensors
-      EXPECT_LE(extra, 2.7);
+      const double lo = dt == DType::f32 ? 2.5 : 1.85, hi = dt == DType::f32 ? 2.7 : 2.25;
+      EXPECT_GE(extra, lo);  // gt_0, the LL bands (and f32's H(G)) are real tensors
+      EXPECT_LE(extra, hi);
     }
 }
 
