@@ -6,7 +6,12 @@
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
+#include <mutex>
+#include <string>
+#include <unordered_set>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <jerror.h>
@@ -24,6 +29,8 @@ struct ErrorState {
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
   bool hit_eof;        // libjpeg ran out of data and invented an end-of-image marker
+  int warnings;        // other corrupt-data warnings; the first one's text below
+  char first_warning[JMSG_LENGTH_MAX];
 };
 
 void on_error(j_common_ptr c) {
@@ -32,13 +39,34 @@ void on_error(j_common_ptr c) {
   std::longjmp(st->jump, 1);
 }
 
-// Warnings (level -1) are not printed: corrupt-data warnings are tolerated as PIL does, except running
-// out of data, which the caller turns into a "truncated" error.
+// Warnings (level -1) are not printed here: libjpeg's own handler writes them to stderr without the
+// file's name, from whichever loader thread decodes it. Running out of data becomes a "truncated"
+// error (run()); other corrupt-data warnings are tolerated as PIL does, and the first one's text is
+// kept for run() to log with the file's name (a corrupt scan can warn once per MCU row).
 void on_message(j_common_ptr c, int level) {
   if (level >= 0) return;
   auto* st = reinterpret_cast<ErrorState*>(c->err);
   if (c->err->msg_code == JWRN_JPEG_EOF) st->hit_eof = true;
+  else if (st->warnings++ == 0)
+    c->err->format_message(c, st->first_warning);
   c->err->num_warnings++;
+}
+
+// Logs a file libjpeg-turbo decoded despite corrupt data, once per file for the whole process: the
+// header read and the decode of one image, and every epoch after, would otherwise repeat it. Loader
+// workers decode side by side, hence the lock (spdlog's loggers are thread-safe themselves).
+void warn_corrupt_jpeg_once(const std::string& path, const ErrorState& st) {
+  static std::mutex mu;
+  static std::unordered_set<std::string> warned;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!warned.insert(path).second) return;
+  }
+  spdlog::warn(
+      "JPEG '{}': corrupt data, decoded anyway as PIL does (libjpeg-turbo: {}{}); not "
+      "repeated for this file",
+      path, st.first_warning,
+      st.warnings > 1 ? str(", and ", st.warnings - 1, " more warnings") : std::string());
 }
 
 // Everything run_libjpeg reads and writes: plain data only.
@@ -142,6 +170,7 @@ void run(Job& job, const std::string& path) {
   if (!ok) throw CorruptImage(path, str("libjpeg-turbo: ", st.message));
   if (st.hit_eof && !job.header_only)
     throw CorruptImage(path, str("truncated: the data ends before the end-of-image marker (", job.size, " bytes)"));
+  if (st.warnings > 0) warn_corrupt_jpeg_once(path, st);
 }
 
 // Photoshop-style files (an Adobe marker) store 255 - ink.

@@ -58,9 +58,11 @@ int64_t jpeg_scaled_size(int64_t full, int scale);
 /// Decodes `want` (pixels of the image at 1/scale, clipped to it; an empty rect = the whole image)
 /// at 1/scale, scale in {1, 2, 4, 8}, into `channels` (1 or 3) 8-bit channels: gray is replicated,
 /// colour becomes luma Y = 0.299 R + 0.587 G + 0.114 B (JFIF) for one channel, CMYK/YCCK becomes
-/// RGB = (255 - C)(255 - K) / 255 per channel (after undoing Adobe's inversion), as PIL converts it.
-/// Throws CorruptImage naming `path` for data libjpeg rejects and for truncated files (the data ends
-/// before the end-of-image marker); hg::Error for a bad scale or channel count.
+/// RGB = (255 - C)(255 - K) / 255 per channel (after undoing Adobe's inversion), as PIL converts
+/// it. Throws CorruptImage naming `path` for data libjpeg rejects and for truncated files (the data
+/// ends before the end-of-image marker); hg::Error for a bad scale or channel count. Corrupt data
+/// libjpeg decodes anyway (its warnings) is logged at warn level naming `path`, once per path per
+/// process.
 JpegRegion decode_jpeg(const uint8_t* data, size_t size, const std::string& path, int channels, int scale,
                        PixelRect want = {});
 

@@ -187,8 +187,10 @@ const std::vector<Field>& table() {
       {"opt", &Config::opt, one_of({"adamw", "sgd", "momentum"}),
        "optimizer (timm's names): adamw; sgd = SGD with Nesterov momentum; momentum = SGD with "
        "classical momentum"},
-      {"lr", &Config::lr, above(0),
-       "peak learning rate; null = lr_base x global batch / lr_base_size (timm)"},
+      // 0 is a run whose weights never move (timm allows it: debugging, measuring throughput)
+      {"lr", &Config::lr, at_least(0),
+       "peak learning rate (0 = the weights never change); null = lr_base x global batch / "
+       "lr_base_size (timm)"},
       {"lr_base", &Config::lr_base, above(0),
        "learning rate at a global batch (batch_size x processes x grad_accum_steps) of "
        "lr_base_size, used when lr is null"},

@@ -1,12 +1,12 @@
-// The training configuration: one struct whose keys carry timm train.py's names and defaults, loaded
-// from YAML, overridden from the command line, and written back as args.yaml.
+// The training configuration: one struct whose keys carry timm train.py's names and defaults,
+// loaded from YAML, overridden from the command line, and written back as args.yaml.
 //
-// Every key is one row of a table in config.cpp (name, member, allowed values, one line of help), so
-// loading, writing, overriding, validation and `haargrad train --help` all walk the same list: adding
-// a key is one member here and one row there.
+// Every key is one row of a table in config.cpp (name, member, allowed values, one line of help),
+// so loading, writing, overriding, validation and `haargrad train --help` all walk the same list:
+// adding a key is one member here and one row there.
 //
 // Errors: every problem throws hg::Error naming the key and where the value came from, e.g.
-//   "config: key 'lr' (configs/x.yaml line 7): expected a number > 0, got '-1'"
+//   "config: key 'lr' (configs/x.yaml line 7): expected a number >= 0, got '-1'"
 //   "config: unknown key 'lrr' (command line); did you mean 'lr'?"
 #pragma once
 

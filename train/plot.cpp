@@ -95,9 +95,10 @@ std::string format_value(double v) {
 }
 
 // The data file of one run: plot_columns() in order, a '#' header line first. `has_ema` is set
-// when the run has EMA evaluations; `valid` gets the 1-based columns with at least one value.
+// when the run has EMA evaluations; `valid` gets the 1-based columns with at least one value;
+// `lr_not_positive` is set when an lr is <= 0 (lr 0: no place on a log scale).
 std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch,
-                     std::set<int>* valid) {
+                     std::set<int>* valid, bool* lr_not_positive) {
   const fs::path summary = run_dir / "summary.csv";
   // a run folder (run.json) whose first epoch has not finished yet has no summary.csv either
   HG_CHECK(fs::exists(summary), "plot: ", run_dir.string(), " holds no summary.csv (",
@@ -108,6 +109,8 @@ std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch,
   HG_CHECK(columns.count("epoch"), "plot: ", summary.string(), " has no 'epoch' column");
   const size_t rows = columns.at("epoch").size();
   for (double e : columns.at("epoch")) *max_epoch = std::max(*max_epoch, e);
+  if (auto lr = columns.find("lr"); lr != columns.end())
+    for (double v : lr->second) *lr_not_positive = *lr_not_positive || v <= 0;
   if (auto ema = columns.find("eval_top1_ema"); ema != columns.end())
     for (double v : ema->second) *has_ema = *has_ema || !std::isnan(v);
   std::string out = "#";
@@ -199,12 +202,13 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   std::vector<fs::path> data;
   std::vector<std::string> names;
   std::vector<std::set<int>> valid(run_dirs.size());
-  bool has_ema = false;
+  bool has_ema = false, lr_not_positive = false;
   double max_epoch = 1;
   for (size_t r = 0; r < run_dirs.size(); ++r) {
     fs::path dat = stem;
     dat += run_dirs.size() == 1 ? std::string(".dat") : "." + std::to_string(r + 1) + ".dat";
-    io::write_file_atomic(dat.string(), run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r]));
+    io::write_file_atomic(dat.string(),
+                          run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r], &lr_not_positive));
     data.push_back(dat);
     names.push_back(fs::path(run_dirs[r]).lexically_normal().filename().string());
     if (names.back().empty())
@@ -230,7 +234,9 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   std::vector<std::pair<int, std::string>> top1 = {{4, "model"}};
   if (has_ema) top1.emplace_back(5, "EMA");
   gp += panel("top-1", "top-1 (%)", data, names, valid, top1, false);
-  gp += panel("learning rate", "lr", data, names, valid, {{6, "lr"}}, true);
+  // log-scaled, unless an lr is 0 (lr: 0, warmup_lr: 0): gnuplot drops such points on a log axis,
+  // and fails on a series with none left ("all points y value undefined!")
+  gp += panel("learning rate", "lr", data, names, valid, {{6, "lr"}}, !lr_not_positive);
   gp += panel("throughput", "train img/s", data, names, valid, {{7, "img/s"}}, false);
   gp += "unset multiplot\nset output\n";
   fs::path script = stem;

@@ -2,9 +2,14 @@
 // libjpeg-turbo's encoder), truncated, corrupt and non-JPEG files with a .jpg name; region decodes
 // against whole-image decodes at every DCT scale; crops from reduced-scale decodes against full-size.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <sstream>
+#include <thread>
 
 #include "core/random.h"
 #include "data/image_region.h"
@@ -186,6 +191,104 @@ TEST(Jpeg, CorruptAndNonJpegFilesNamedJpg) {
   EXPECT_NE(error_of([&] { read_image(empty, 3); }).find("empty file"), std::string::npos);
   // Missing file.
   EXPECT_NE(error_of([&] { read_image(f.dir / "missing.jpg", 3); }).find("cannot open"), std::string::npos);
+}
+
+// The default logger's lines while it lives (the way tests/data/image_folder_test.cpp reads them).
+class CapturedLog {
+ public:
+  CapturedLog() : saved_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_)));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(saved_); }
+  std::string text() const { return stream_.str(); }
+
+ private:
+  std::ostringstream stream_;
+  std::shared_ptr<spdlog::logger> saved_;
+};
+
+size_t count_of(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size()))
+    ++n;
+  return n;
+}
+
+// Corrupt data that libjpeg-turbo decodes anyway (as PIL does: gray where data is missing) is
+// logged as a warning naming the file and libjpeg's message, once per file however many times and
+// in however many threads it is decoded; libjpeg's own handler printed it to stderr without the
+// file (ours printed nothing). A file cut before its end-of-image marker stays an error naming the
+// file.
+TEST(Jpeg, CorruptDataWarningNamesTheFileOnce) {
+  Files f;
+  const std::string good = hg::test::read_bytes(f.baseline),
+                    prog = hg::test::read_bytes(f.progressive);
+  // the last scan's entropy-coded data cut in half, the end-of-image marker kept: "premature end of
+  // data segment" (a cut elsewhere in a progressive file can fall in a table: a fatal error)
+  const auto cut_last_scan = [](const std::string& b) {
+    const size_t last_sos = b.rfind("\xFF\xDA");
+    return b.substr(0, last_sos + (b.size() - last_sos) / 2) + "\xFF\xD9";
+  };
+  const std::string premature = f.dir / "premature.jpg",
+                    premature_prog = f.dir / "premature_prog.jpg";
+  hg::test::write_bytes(premature, cut_last_scan(good));
+  hg::test::write_bytes(premature_prog, cut_last_scan(prog));
+  // two bytes of garbage before the start-of-scan marker: "extraneous bytes before marker 0xda"
+  const size_t sos = good.find("\xFF\xDA");
+  ASSERT_NE(sos, std::string::npos);
+  const std::string extraneous = f.dir / "extraneous.jpg";
+  hg::test::write_bytes(extraneous, good.substr(0, sos) + "\x12\x34" + good.substr(sos));
+  const std::string cut = f.dir / "cut.jpg";
+  hg::test::write_bytes(cut, good.substr(0, good.size() * 6 / 10));
+
+  CapturedLog log;
+  for (int pass = 0; pass < 2; ++pass)  // a second epoch: no second warning
+    for (JpegDecoder d : {JpegDecoder::turbo, JpegDecoder::turbo_full}) {
+      EXPECT_EQ(read_image(premature, 3, d).width, 91);
+      EXPECT_EQ(read_image(premature_prog, 1, d).height, 67);
+      EXPECT_EQ(read_image(extraneous, 3, d).width, 91);
+    }
+  EXPECT_EQ(read_image(f.baseline, 3).width, 91);
+  const std::string msg = error_of([&] { read_image(cut, 3); });
+  EXPECT_NE(msg.find(cut), std::string::npos) << msg;
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  const std::string text = log.text();
+  for (const std::string& p : {premature, premature_prog, extraneous}) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(count_of(text, "'" + p + "'"), 1u) << text;
+  }
+  EXPECT_EQ(count_of(text, "premature end of data segment"), 2u) << text;
+  EXPECT_EQ(count_of(text, "extraneous bytes before marker 0xda"), 1u) << text;
+  EXPECT_NE(text.find("[warning]"), std::string::npos) << text;
+  EXPECT_EQ(text.find(f.baseline), std::string::npos) << text;  // an intact file: nothing
+  EXPECT_EQ(text.find(cut), std::string::npos) << text;         // an error, not also a warning
+
+  // Loader workers decode side by side: each file is still named once, with its own message.
+  std::vector<std::string> copies;
+  for (int i = 0; i < 8; ++i) {
+    copies.push_back(f.dir / ("copy" + std::to_string(i) + ".jpg"));
+    hg::test::write_bytes(copies.back(), hg::test::read_bytes(i % 2 ? premature : extraneous));
+  }
+  CapturedLog threads_log;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t)
+    workers.emplace_back([&] {
+      for (int rep = 0; rep < 5; ++rep)
+        for (const std::string& c : copies) read_image(c, 3);
+    });
+  for (std::thread& w : workers) w.join();
+  const std::string t2 = threads_log.text();
+  for (size_t i = 0; i < copies.size(); ++i) {
+    SCOPED_TRACE(copies[i]);
+    EXPECT_EQ(count_of(t2, "'" + copies[i] + "'"), 1u) << t2;
+    const size_t line = t2.find("'" + copies[i] + "'");
+    if (line == std::string::npos) continue;
+    const std::string rest = t2.substr(line, t2.find('\n', line) - line);
+    EXPECT_NE(rest.find(i % 2 ? "premature end of data segment" : "extraneous bytes"),
+              std::string::npos)
+        << rest;
+  }
 }
 
 TEST(Jpeg, RegionDecodeEqualsWholeDecodeAtEveryScale) {

@@ -158,7 +158,8 @@ TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
 }
 
 TEST_F(ConfigTest, OutOfRangeNamesKeyFileAndLine) {
-  expect_contains(load_error("model: convnext_atto\nlr: -1\n"), {"'lr'", path_, "line 2", "> 0", "-1"});
+  expect_contains(load_error("model: convnext_atto\nlr: -1\n"),
+                  {"'lr'", path_, "line 2", ">= 0", "-1"});
   expect_contains(load_error("opt: adam\n"), {"'opt'", "line 1", "'adamw'", "'sgd'", "'adam'"});
   expect_contains(load_error("a_comment: 1\n"), {"unknown key 'a_comment'"});
   expect_contains(load_error("x: 1\n"), {"unknown key 'x'"});
@@ -194,6 +195,30 @@ TEST_F(ConfigTest, LrNullAndLrBase) {
   expect_contains(load_error("lr_base_scale: cube\n"), {"'lr_base_scale'", "'sqrt'", "'cube'"});
   expect_contains(load_error("lr_base: 0\n"), {"'lr_base'", "> 0"});
   expect_contains(load_error("lr_base_size: 0\n"), {"'lr_base_size'", ">= 1"});
+}
+
+// lr 0 is a run that never moves its weights (timm trains with it: debugging, throughput, a
+// schedule that is all warmup from warmup_lr): it loads from a file, the command line and a
+// resume's schedule_history; a negative or non-finite lr is still refused, naming key and line.
+TEST_F(ConfigTest, LrZeroLoadsNegativeLrIsRefused) {
+  const std::string path = write("zero.yaml", "model: convnext_atto\nlr: 0\nwarmup_epochs: 0\n");
+  const Config c = hg::train::load_config(path);
+  ASSERT_TRUE(c.lr.has_value());
+  EXPECT_EQ(*c.lr, 0.0);
+  EXPECT_EQ(hg::train::config_from_yaml(hg::train::to_yaml(c), "args.yaml"), c);
+  Config resumed = c;  // a resume recorded the lr-0 part of the run in schedule_history
+  resumed.lr = 0.1;
+  resumed.schedule_history = {{2, 0, 5, 0.0, "cosine", 0, 1e-5, 0.0, false}};
+  EXPECT_EQ(hg::train::config_from_yaml(hg::train::to_yaml(resumed), "args.yaml"), resumed);
+  Config o;
+  hg::train::apply_overrides(o, {"--lr", "0"});
+  EXPECT_EQ(o.lr, std::optional<double>(0.0));
+  EXPECT_EQ(load_error("lr: 0.0\nmin_lr: 0\nwarmup_lr: 0\n"), "");
+  expect_contains(load_error("\nlr: -1.0e-3\n"), {"'lr'", path_, "line 2", ">= 0", "-0.001"});
+  expect_contains(load_error("lr: .inf\n"), {"'lr'", path_, "line 1"});
+  expect_contains(load_error("lr: -.inf\n"), {"'lr'", path_, "line 1"});
+  // min_lr is still the cosine's floor: above an lr of 0 it names both keys
+  expect_contains(load_error("lr: 0\nmin_lr: 1.0e-5\n"), {"'min_lr'", "line 2", "'lr'", "line 1"});
 }
 
 // A checkpoint given as the config, or a YAML file of two documents, is named as such.
@@ -254,7 +279,7 @@ TEST_F(ConfigTest, CommandLineOverrides) {
                   {"'dims'", "command line", "empty entry (entry 2)"});
   expect_contains(override_error({"--lrr", "1"}), {"'lrr'", "command line", "did you mean 'lr'"});
   expect_contains(override_error({"--lr", "abc"}), {"'lr'", "command line", "'abc'"});
-  expect_contains(override_error({"--lr", "-2"}), {"'lr'", "command line", "> 0"});
+  expect_contains(override_error({"--lr", "-2"}), {"'lr'", "command line", ">= 0"});
   expect_contains(override_error({"--epochs"}), {"'epochs'", "command line", "value"});
   expect_contains(override_error({"lr", "1"}), {"command line", "'lr'"});
   expect_contains(override_error({"--depths", "1,2", "--dims", "4,8,16"}), {"'dims'", "'depths'", "command line"});

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 
 #include "core/autograd.h"
 #include "core/memory.h"
@@ -99,6 +101,40 @@ TEST(AdamW, F32FollowsF64AndLrIsSettablePerStep) {
   }
   EXPECT_LT(test::rel_error(w64, Tensor::from_vector(w64.shape(), ref.p)), 1e-13);
   EXPECT_LT(test::rel_error(w32, w64), 1e-6);
+}
+
+// lr 0 (timm trains with it) leaves every weight bit-identical: AdamW's decoupled decay is
+// scaled by lr (PyTorch: p *= 1 - lr * wd), so it does nothing either; SGD's L2 term goes through
+// lr too. Several steps (moments built up), large gradients, both dtypes, a weight of 0. (A weight
+// of -0.0 may become +0.0, as in PyTorch: -0 - (-0) is +0.)
+TEST(Optimizers, LrZeroLeavesWeightsBitIdentical) {
+  for (DType dt : {DType::f32, DType::f64})
+    for (const std::string kind : {"adamw", "sgd", "momentum"}) {
+      SCOPED_TRACE(kind + (dt == DType::f32 ? " f32" : " f64"));
+      std::vector<double> v = test::random({3, 7}, 40, DType::f64, -3, 3).to_vector<double>();
+      v[0] = 0.0;
+      Tensor w = Tensor::from_vector({3, 7}, v).to(dt), b = param({7}, 41, dt);
+      w.requires_grad_();
+      const Tensor w0 = w.clone(), b0 = b.clone();
+      // a layer_decay-style lr_scale, and a decay group: 0 x anything is still 0
+      std::vector<ParamGroup> groups{{{w}, {"w"}, 1e-2, 0.05}, {{b}, {"b"}, 1e-2, 0.0}};
+      groups[0].lr_scale = 0.5;
+      std::unique_ptr<Optimizer> opt;
+      if (kind == "adamw")
+        opt = std::make_unique<AdamW>(groups);
+      else
+        opt = std::make_unique<SGD>(groups, kind == "sgd" ? 0.9 : 0.0, kind == "sgd");
+      opt->set_lr(0.0);
+      for (int s = 0; s < 3; ++s) {
+        set_grad(w, test::random({3, 7}, 50 + s, dt, -100, 100));
+        set_grad(b, test::random({7}, 60 + s, dt));
+        opt->step();
+      }
+      for (const auto& [now, before] : {std::pair(w, w0), std::pair(b, b0)}) {
+        ASSERT_EQ(now.nbytes(), before.nbytes());
+        EXPECT_EQ(std::memcmp(now.data_ptr(), before.data_ptr(), now.nbytes()), 0);
+      }
+    }
 }
 
 TEST(AdamW, SkipsParamsWithoutGradAndZeroGradKeepsMemory) {

@@ -166,6 +166,32 @@ TEST_F(PlotTest, AColumnWithoutValuesLeavesItsSeriesOut) {
   EXPECT_FALSE(fs::exists(root_ / "both.png.tmp"));
 }
 
+// The lr panel is log-scaled, where an lr of 0 (a run with lr 0, timm's way to measure throughput;
+// warmup_lr 0) has no place: gnuplot failed on a run of lr 0 alone ("all points y value
+// undefined!"). With a value <= 0 the panel is linear; otherwise it stays logarithmic.
+TEST_F(PlotTest, AnLrOfZeroIsPlottedOnALinearScale) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const std::string lr_panel = "set title 'learning rate'\nset ylabel 'lr'\n";
+  const auto script = [&](const std::string& gp) {
+    std::ifstream f(root_ / gp);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  const fs::path zero = run("zero",
+                            "epoch,train_loss,eval_loss,eval_top1,lr,train_img_per_sec\n"
+                            "1,2,2,30,0,900\n2,2,2,30,0,950\n");
+  train::plot_runs({zero.string()}, (root_ / "zero.png").string());
+  EXPECT_EQ(png_size(root_ / "zero.png"), std::make_pair(1280u, 960u));
+  EXPECT_NE(script("zero.gp").find(lr_panel + "unset logscale y"), std::string::npos)
+      << script("zero.gp");
+  const fs::path b = run("with_lr", kSummary);
+  train::plot_runs({b.string()}, (root_ / "b.png").string());
+  EXPECT_NE(script("b.gp").find(lr_panel + "set logscale y"), std::string::npos) << script("b.gp");
+  train::plot_runs({b.string(), zero.string()}, (root_ / "both.png").string());
+  EXPECT_NE(script("both.gp").find(lr_panel + "unset logscale y"), std::string::npos)
+      << script("both.gp");
+}
+
 // The trainer redraws RUN/curves.png after every epoch: after a short CPU run with a model EMA the
 // PNG has the default size and its data file holds summary.csv's values (EMA top-1 included).
 TEST_F(PlotTest, TheTrainerPlotsItsRunAfterEveryEpoch) {

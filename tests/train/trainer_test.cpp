@@ -21,6 +21,7 @@
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/plot.h"
 #include "train/run_folder.h"
 #include "train/stop_signal.h"
 #include "train/trainer.h"
@@ -882,4 +883,45 @@ TEST_F(TrainerTest, ThreadsLoweredDuringARunAreGivenBackAtItsEnd) {
   EXPECT_EQ(cpu_split_threads(), 2);
   set_cpu_threads(saved);
   if (env) setenv("OMP_NUM_THREADS", saved_env.c_str(), 1);
+}
+
+// lr 0 (timm trains with it: debugging, measuring throughput) is a whole run whose weights never
+// move: no warmup (it would rise from warmup_lr), min_lr 0, AdamW's weight decay (scaled by lr)
+// included. Started from a checkpoint, the run's last.safetensors holds the very same bits; the
+// curves are drawn although the lr panel's values are all 0 (its log scale had no point to draw).
+TEST_F(TrainerTest, LrZeroTrainsWithoutMovingAWeight) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config((root_ / "a").string());
+  a.epochs = 1;
+  const fs::path start = fs::path(train::train(a, quiet).run_dir) / "last.safetensors";
+
+  train::Config z = smoke_config((root_ / "z").string());
+  z.lr = 0.0;
+  z.min_lr = 0.0;
+  z.warmup_epochs = 0;
+  z.epochs = 2;
+  ASSERT_GT(z.weight_decay, 0);
+  z.initial_checkpoint = start.string();
+  const fs::path run = train::train(z, quiet).run_dir;
+  const safetensors::File before = safetensors::load(start.string()),
+                          after = safetensors::load((run / "last.safetensors").string());
+  int compared = 0;
+  for (const auto& [name, t] : before.tensors) {
+    if (name.rfind("optimizer.", 0) == 0) continue;
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(after.tensors.count(name));
+    const Tensor& u = after.tensors.at(name);
+    ASSERT_EQ(u.nbytes(), t.nbytes());
+    EXPECT_EQ(std::memcmp(u.data_ptr(), t.data_ptr(), t.nbytes()), 0);
+    ++compared;
+  }
+  EXPECT_GT(compared, 10);
+  EXPECT_EQ(train::read_csv_columns((run / "summary.csv").string()).at("lr"),
+            (std::vector<double>{0.0, 0.0}));
+  if (train::gnuplot_available()) {
+    EXPECT_TRUE(fs::exists(run / "curves.png"));
+    EXPECT_EQ(slurp(run / "log.txt").find("no curves.png"), std::string::npos)
+        << slurp(run / "log.txt");
+  }
 }
