@@ -889,9 +889,15 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
                          std::holds_alternative<std::vector<double> Config::*>(f->member);
     const bool looks_like_list = !value.empty() && value.front() == '[';
     if (is_list && !looks_like_list) value = "[" + value + "]";  // "2,2,2" or a single value
+    // A string (a folder, a name) is taken as typed: read as YAML, "run #2" would lose " #2" (a
+    // comment) unsaid, and "a: b" or "[v1] x" would be a mapping or a list. YAML's null (null, ~,
+    // nothing) and a quoted value keep their YAML meaning, as in a config file.
+    const bool as_typed = std::holds_alternative<std::string Config::*>(f->member) &&
+                          !value.empty() && value != "null" && value != "~" &&
+                          value.front() != '"' && value.front() != '\'';
     YAML::Node node;
     try {
-      node = YAML::Load(value);
+      node = as_typed ? YAML::Node(value) : YAML::Load(value);
     } catch (const YAML::Exception& e) {
       fail(key, cmd, str("cannot parse value '", value, "': ", e.msg));
     }

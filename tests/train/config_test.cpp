@@ -264,6 +264,31 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   EXPECT_EQ(override_error({"--experiment", "sweep/lr-1e-3"}), "");
 }
 
+// A string key on the command line takes its text as typed. Read as YAML, "run #2" lost " #2" (a
+// comment: the run went to output/run, a data_dir to another folder), and "a: b", "[v1] x" or
+// "*x" were refused as a mapping, a list or an alias. YAML's null and a quoted value keep their
+// YAML meaning.
+TEST_F(ConfigTest, CommandLineStringValuesAreTakenAsTyped) {
+  Config c;
+  hg::train::apply_overrides(
+      c, {"--experiment", "run #2", "--data-dir", "/data/set #2: v1", "--output", "[v1] runs",
+          "--initial-checkpoint", "*w.safetensors", "--train-split", "train, all"});
+  EXPECT_EQ(c.experiment, "run #2");
+  EXPECT_EQ(c.data_dir, "/data/set #2: v1");
+  EXPECT_EQ(c.output, "[v1] runs");
+  EXPECT_EQ(c.initial_checkpoint, "*w.safetensors");
+  EXPECT_EQ(c.train_split, "train, all");
+  hg::train::apply_overrides(c, {"--experiment", "\"run #3\"", "--output", "null", "--data-dir="});
+  EXPECT_EQ(c.experiment, "run #3");
+  EXPECT_EQ(c.output, "");
+  EXPECT_EQ(c.data_dir, "");
+  hg::train::apply_overrides(c, {"--dataset", "synthetic", "--interpolation", "null"});
+  EXPECT_EQ(c.dataset, "synthetic");
+  EXPECT_EQ(c.interpolation, Config{}.interpolation);  // timm's None: the default
+  expect_contains(override_error({"--opt", "adamw # the default"}),
+                  {"'opt'", "command line", "'adamw # the default'"});
+}
+
 // A config file's architecture keys were written for its model: a --model that replaces it builds
 // that variant's own architecture, unless the keys are given on the command line too.
 TEST_F(ConfigTest, AnotherModelOnTheCommandLineTakesItsOwnArchitecture) {
