@@ -289,6 +289,21 @@ TEST_F(ConfigTest, CommandLineStringValuesAreTakenAsTyped) {
                   {"'opt'", "command line", "'adamw # the default'"});
 }
 
+// The model keys become C++ ints: a value past 2^31 - 1 wrapped around (dims 4294967304 built a
+// width-8 stage while args.yaml recorded 4294967304; num_classes 4294967300 built 4 outputs).
+TEST_F(ConfigTest, ModelSizesBeyondIntAreRefused) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"num_classes", "4294967300"},
+                                                        {"img_size", "4294967328"},
+                                                        {"dims", "[4294967304, 16]"},
+                                                        {"depths", "[4294967297, 1]"},
+                                                        {"patch_size", "4294967298"},
+                                                        {"kernel_size", "4294967299"}})
+    expect_contains(load_error("model: wtconvnext_fmnist\n" + key + ": " + value + "\n"),
+                    {"'" + key + "'", path_, "line 2", "2147483647"});
+  EXPECT_EQ(load_error("model: wtconvnext_fmnist\nnum_classes: 100000\ndims: [64, 128]\n"), "");
+}
+
 // A config file's architecture keys were written for its model: a --model that replaces it builds
 // that variant's own architecture, unless the keys are given on the command line too.
 TEST_F(ConfigTest, AnotherModelOnTheCommandLineTakesItsOwnArchitecture) {
