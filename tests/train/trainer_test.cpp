@@ -784,6 +784,30 @@ TEST_F(TrainerTest, AResumeThatWouldRewriteARunsLaterFilesGoesOnInANewFolder) {
   EXPECT_EQ(lines(db / "summary.csv").size(), 4u);  // header + epochs 1 .. 3
 }
 
+// A resume that goes on in a new folder from its run's best checkpoint left that folder without a
+// model_best.safetensors while no later epoch beat it (`haargrad validate --checkpoint RUN` found
+// none), though the log named that best. The new folder's model_best starts as the checkpoint.
+TEST_F(TrainerTest, AResumeInANewFolderFromTheBestCheckpointKeepsItAsModelBest) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "best";
+  a.epochs = 2;
+  a.checkpoint_hist = 2;
+  a.lr = 1e-12;  // the weights barely move: epoch 2 does not beat epoch 1
+  a.warmup_lr = 0;
+  a.min_lr = 0;
+  const train::TrainResult ra = train::train(a, quiet);
+  ASSERT_EQ(ra.best_epoch, 1);
+  train::Config r = a;
+  r.resume = (fs::path(ra.run_dir) / "checkpoint-1.safetensors").string();  // behind: a new folder
+  const train::TrainResult moved = train::train(r, quiet);
+  ASSERT_NE(moved.run_dir, ra.run_dir);
+  EXPECT_EQ(moved.best_epoch, 1);
+  ASSERT_TRUE(fs::exists(fs::path(moved.run_dir) / "model_best.safetensors"));
+  EXPECT_EQ(slurp(fs::path(moved.run_dir) / "model_best.safetensors"), slurp(r.resume));
+}
+
 // args.yaml edited to change a key that shapes the results is caught against the checkpoint's
 // stored config; an empty args.yaml defers to the checkpoint's config.
 TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
