@@ -279,10 +279,15 @@ std::optional<TrainResult> already_finished(const Session& s) {
            " or more to finish that epoch");
   if (!s.resumed || s.resumed->step_in_epoch != 0 || s.resumed->epoch < s.cfg.epochs)
     return std::nullopt;
+  // a run resumed with fewer --epochs than it ran: say how many it ran, not the new count
+  const int64_t done_epochs = s.resumed->epoch;
   spdlog::warn(
-      "nothing to train: all {} epochs of this run are done (best top-1 {:.2f}% at epoch {}); "
-      "set --epochs higher to train on",
-      s.cfg.epochs, s.resumed->best_top1, s.resumed->best_epoch);
+      "nothing to train: {} (best top-1 {:.2f}% at epoch {}); set --epochs {} to train on",
+      done_epochs == s.cfg.epochs
+          ? str("all ", done_epochs, " epochs of this run are done")
+          : str("this run has done ", done_epochs, " epochs, more than epochs ", s.cfg.epochs),
+      s.resumed->best_top1, s.resumed->best_epoch,
+      done_epochs == s.cfg.epochs ? std::string("higher") : str("above ", done_epochs));
   TrainResult done;
   done.run_dir = s.paths.dir.string();
   done.best_top1 = s.resumed->best_top1;

@@ -808,6 +808,29 @@ TEST_F(TrainerTest, AResumeInANewFolderFromTheBestCheckpointKeepsItAsModelBest) 
   EXPECT_EQ(slurp(fs::path(moved.run_dir) / "model_best.safetensors"), slurp(r.resume));
 }
 
+// A finished run resumed with fewer --epochs than it ran trains nothing; its warning said "all 1
+// epochs of this run are done" of a run that had done 2.
+TEST_F(TrainerTest, AFinishedRunResumedWithFewerEpochsSaysHowManyItRan) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "fewer";
+  a.epochs = 2;
+  const train::TrainResult ra = train::train(a, quiet);
+  train::Config r = a;
+  r.resume = (fs::path(ra.run_dir) / "last.safetensors").string();
+  r.epochs = 1;
+  const train::TrainResult again = train::train(r, quiet);
+  EXPECT_EQ(again.run_dir, ra.run_dir);
+  const std::vector<std::string> log = lines(fs::path(ra.run_dir) / "log.txt");
+  std::string warning;
+  for (const std::string& l : log)
+    if (l.find("nothing to train") != std::string::npos) warning = l;
+  EXPECT_NE(warning.find("this run has done 2 epochs, more than epochs 1"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("set --epochs above 2"), std::string::npos) << warning;
+}
+
 // args.yaml edited to change a key that shapes the results is caught against the checkpoint's
 // stored config; an empty args.yaml defers to the checkpoint's config.
 TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
