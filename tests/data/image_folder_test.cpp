@@ -334,6 +334,20 @@ TEST(ImageFolder, LayoutErrors) {
   EXPECT_NE(msg.find("no readable images"), std::string::npos) << msg;
 }
 
+// The ImageNet recipes (configs/convnext_tiny.yaml, wtconvnext_tiny.yaml) ship with data_dir "",
+// to be set: run as the README shows them without it, the error was "the data folder '' does not
+// exist". It says data_dir is not set and how to set it, for training and for validate.
+TEST(ImageFolder, AnUnsetDataDirIsNamedAsSuch) {
+  const hg::train::Config cfg =
+      hg::train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/convnext_tiny.yaml");
+  ASSERT_EQ(cfg.data_dir, "");
+  for (const std::string& msg : {error_of([&] { hg::data::make_datasets(cfg); }),
+                                 error_of([&] { hg::data::make_val_dataset(cfg); })}) {
+    EXPECT_NE(msg.find("data_dir is not set"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--data-dir"), std::string::npos) << msg;
+  }
+}
+
 TEST(ImageFolder, ValidationUsesTrainClasses) {
   hg::test::TempDir tmp;
   Tree tree(tmp);
