@@ -808,6 +808,31 @@ TEST_F(TrainerTest, AResumeInANewFolderFromTheBestCheckpointKeepsItAsModelBest) 
   EXPECT_EQ(slurp(fs::path(moved.run_dir) / "model_best.safetensors"), slurp(r.resume));
 }
 
+// --resume of a run folder (as validate takes one) said "checkpoint RUN does not exist". It says
+// the path is a folder and names the checkpoints in it to resume from, or --resume auto.
+TEST_F(TrainerTest, AResumeOfARunFolderNamesItsCheckpoints) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "folder";
+  a.epochs = 1;
+  const train::TrainResult ra = train::train(a, quiet);
+  train::Config r = a;
+  r.resume = ra.run_dir;
+  r.epochs = 2;
+  try {
+    train::train(r, quiet);
+    FAIL() << "expected a run folder as --resume to be refused";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.find("does not exist"), std::string::npos) << m;
+    EXPECT_NE(m.find("resume: " + ra.run_dir + " is a folder"), std::string::npos) << m;
+    EXPECT_NE(m.find((fs::path(ra.run_dir) / "last.safetensors").string()), std::string::npos) << m;
+    EXPECT_NE(m.find("--resume auto"), std::string::npos) << m;
+  }
+  EXPECT_EQ(lines(fs::path(ra.run_dir) / "summary.csv").size(), 2u);  // untouched
+}
+
 // A finished run resumed with fewer --epochs than it ran trains nothing; its warning said "all 1
 // epochs of this run are done" of a run that had done 2.
 TEST_F(TrainerTest, AFinishedRunResumedWithFewerEpochsSaysHowManyItRan) {
