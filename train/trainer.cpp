@@ -992,9 +992,16 @@ TrainResult final_report(Session& s) {
   r.data_wait_fraction = secs > 0 ? std::min(1.0, s.total_data_wait / secs) : 0.0;
   r.peak_mib = step_peak_mib(s);
   r.corrupt_skipped = s.ds.train->corrupt_skipped() + s.ds.val->corrupt_skipped();
-  const std::string speed = fmt::format(
-      "train {:.0f} img/s, data loading {:.0f} img/s, waited for data {:.1f}% of the time",
-      r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction);
+  // a session that only finished an evaluation (a resume after a stop in it) trained no step:
+  // its rates are not known (-1, "n/a"), not 0 img/s
+  const bool trained = s.total_train_images > 0;
+  if (!trained) r.train_img_per_sec = r.data_img_per_sec = r.data_wait_fraction = -1;
+  const std::string speed =
+      trained ? fmt::format(
+                    "train {:.0f} img/s, data loading {:.0f} img/s, waited for data {:.1f}% of "
+                    "the time",
+                    r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction)
+              : std::string("no training step in this session (it finished an evaluation)");
   if (r.best_epoch >= 1)
     spdlog::info("done: best {}top-1 {:.2f}% (epoch {}), {}", s.ema ? "EMA " : "", r.best_top1,
                  r.best_epoch, speed);
