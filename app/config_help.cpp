@@ -13,8 +13,11 @@ std::string config_keys_help() {
   size_t width = 0;
   for (const auto& d : docs) width = std::max(width, d.key.size());
   std::string out =
-      "Config keys (the YAML file's keys; any of them can be overridden on the command line as --key value,\n"
-      "dashes or underscores: --weight-decay 0.05; lists as 1,2,3 or [1, 2, 3]; a bool key alone means true):\n";
+      "Config keys (the YAML file's keys; any of them can be overridden on the command line as "
+      "--key value,\n"
+      "dashes or underscores: --weight-decay 0.05; lists as 1,2,3 or [1, 2, 3]; a bool key alone "
+      "means true;\n"
+      "a string as typed (\"run #2\" keeps its \" #2\"), null as in YAML):\n";
   for (const auto& d : docs) {
     out += str("  ", d.key, std::string(width - d.key.size() + 2, ' '), d.type, " (default ", d.default_value, ")\n");
     out += str("  ", std::string(width + 2, ' '), d.help, "\n");

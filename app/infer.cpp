@@ -128,6 +128,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->footer(config_keys_pointer());
   cmd->callback([a, cmd] {
     a->overrides = cmd->remaining();
+    // a run folder means its model_best.safetensors, as for validate
+    a->checkpoint = checkpoint_file(a->checkpoint, "infer: --checkpoint", "running");
     run_infer(*a);
   });
 });

@@ -21,6 +21,7 @@
 #include "core/parse_number.h"
 #include "core/similar_names.h"
 #include "core/threads.h"
+#include "train/config.h"
 
 namespace hg::app {
 std::vector<Command>& commands() {
@@ -123,6 +124,30 @@ int main(int argc, char** argv) {
           stderr,
           "haargrad: error: unknown command '%s'%s (`haargrad --help` lists the commands)\n",
           argv[1], close.empty() ? "" : ("; did you mean '" + close[0] + "'?").c_str());
+      return 2;
+    }
+  }
+  // A command's own option spelt with underscores, as the config keys may be ("--use_ema"), would
+  // reach the config overrides and be called an unknown config key: name the option instead. A
+  // config key (bench's --img_size beside its --img-size) stays one.
+  if (argc >= 2 && argv[1][0] != '-') {
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+      if (c->get_name() == argv[1]) sub = c;
+    const std::vector<std::string> keys = hg::train::config_keys();
+    for (int i = 2; sub && i < argc; ++i) {
+      const std::string arg = argv[i];
+      const std::string name = arg.substr(0, arg.find('='));
+      if (name.rfind("--", 0) != 0 || name.find('_') == std::string::npos) continue;
+      std::string dashed = name;
+      std::replace(dashed.begin(), dashed.end(), '_', '-');
+      if (std::find(keys.begin(), keys.end(), name.substr(2)) != keys.end() ||
+          !sub->get_option_no_throw(dashed))
+        continue;
+      std::fprintf(stderr,
+                   "haargrad: error: unknown option '%s'; did you mean '%s'? (`haargrad %s --help` "
+                   "lists the options)\n",
+                   name.c_str(), dashed.c_str(), argv[1]);
       return 2;
     }
   }

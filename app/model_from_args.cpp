@@ -1,6 +1,8 @@
 // Config resolution for commands that start from a checkpoint (see model_from_args.h).
 #include "app/model_from_args.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -31,6 +33,18 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
 }
 
 }  // namespace
+
+std::string checkpoint_file(const std::string& given, const std::string& option,
+                            const std::string& what) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(given)) return given;
+  const fs::path best = fs::path(given) / "model_best.safetensors";
+  HG_CHECK(fs::exists(best), option, " ", given,
+           " is a folder without model_best.safetensors; give a checkpoint file (a run folder "
+           "holds model_best.safetensors, last.safetensors and checkpoint-N.safetensors)");
+  spdlog::info("{} {} is a run folder: {} its {}", option, given, what, best.string());
+  return best.string();
+}
 
 void check_replaces_safetensors_only(const std::string& path, const std::string& what) {
   std::error_code ec;

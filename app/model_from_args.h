@@ -22,6 +22,12 @@ struct ResolvedConfig {
 ResolvedConfig config_for_checkpoint(const std::string& config, const std::string& checkpoint,
                                      const std::vector<std::string>& overrides);
 
+/// `given` as given, or for a run folder its model_best.safetensors (what a user who points at the
+/// run means; the log says which file and what the command does with it, `what`: "evaluating").
+/// Throws hg::Error naming `option` ("validate: --checkpoint") when the folder has none.
+std::string checkpoint_file(const std::string& given, const std::string& option,
+                            const std::string& what);
+
 /// Throws hg::Error when `path` exists and is not a safetensors file: what `what` ("export: --out")
 /// writes replaces a file of its own kind only (an existing results.csv is not overwritten with
 /// weights). Any name is fine otherwise.

@@ -54,10 +54,10 @@ void run_train(TrainArgs& a) {
   char line[512];
   std::snprintf(
       line, sizeof line,
-      "best_top1 %s  last_top1 %s  last_top5 %s  train_img_per_sec %.1f  data_img_per_sec %s  "
+      "best_top1 %s  last_top1 %s  last_top5 %s  train_img_per_sec %s  data_img_per_sec %s  "
       "data_wait_pct %s  peak_mib %.1f  minutes %.2f",
       fixed(r.best_top1, 2).c_str(), fixed(r.last_top1, 2).c_str(), fixed(r.last_top5, 2).c_str(),
-      r.train_img_per_sec, fixed(r.data_img_per_sec, 1).c_str(),
+      fixed(r.train_img_per_sec, 1).c_str(), fixed(r.data_img_per_sec, 1).c_str(),
       fixed(100 * r.data_wait_fraction, 1).c_str(), r.peak_mib, minutes);
   std::printf("%s\n", line);
   std::fflush(stdout);

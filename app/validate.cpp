@@ -114,23 +114,10 @@ ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool
   return r;
 }
 
-/// --checkpoint as given, or for a run folder its model_best.safetensors (what a user who
-/// points at the run means; the log says which file). Throws when the folder has none.
-std::string checkpoint_file(const std::string& given) {
-  namespace fs = std::filesystem;
-  if (!fs::is_directory(given)) return given;
-  const fs::path best = fs::path(given) / "model_best.safetensors";
-  HG_CHECK(fs::exists(best), "validate: --checkpoint ", given,
-           " is a folder without model_best.safetensors; give a checkpoint file (a run folder "
-           "holds model_best.safetensors, last.safetensors and checkpoint-N.safetensors)");
-  spdlog::info("validate: {} is a run folder: evaluating its {}", given, best.string());
-  return best.string();
-}
-
 void run_validate(const ValidateArgs& args) {
   refuse_mpirun("validate");
   ValidateArgs a = args;
-  a.checkpoint = checkpoint_file(a.checkpoint);
+  a.checkpoint = checkpoint_file(a.checkpoint, "validate: --checkpoint", "evaluating");
   const std::string ext = a.results_file.empty() ? "" : extension_of(a.results_file);
   HG_CHECK(a.results_file.empty() || ext == "csv" || ext == "json", "validate: --results-file '", a.results_file,
            "' must end in .csv or .json");

@@ -176,6 +176,20 @@ std::map<std::string, std::string> parse_metadata(const json& v, const std::stri
   return out;
 }
 
+// What a file that is no safetensors file is, from its first bytes, for the header-length error
+// (a timm user's first file is a PyTorch one: model.pth, pytorch_model.bin); "" when unknown.
+std::string foreign_format(const char* head, size_t n) {
+  const char* how =
+      ": haargrad reads safetensors; convert it in Python with "
+      "safetensors.torch.save_file(state_dict, 'w.safetensors'), state_dict = torch.load(file) "
+      "(a training checkpoint's ['state_dict'])";
+  if (n >= 4 && std::memcmp(head, "PK\x03\x04", 4) == 0)
+    return str("; it is a ZIP archive, likely a PyTorch file (torch.save)", how);
+  if (n >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
+    return str("; it is a Python pickle, likely a PyTorch file (torch.save)", how);
+  return "";
+}
+
 }  // namespace
 
 File parse(const std::string& bytes, const std::string& what) {
@@ -185,7 +199,8 @@ File parse(const std::string& bytes, const std::string& what) {
   const uint64_t available = bytes.size() - 8;
   if (header_len > available)
     fail(what, "header length ", header_len, " runs past the end of the file (", available,
-         " bytes after the length field; not a safetensors file, or a truncated one)");
+         " bytes after the length field; not a safetensors file, or a truncated one)",
+         foreign_format(bytes.data(), bytes.size()));
   const int64_t data_bytes = static_cast<int64_t>(available - header_len);
   const char* data = bytes.data() + 8 + header_len;
 
@@ -250,7 +265,8 @@ std::map<std::string, std::string> read_metadata(const std::string& path) {
   in.read(reinterpret_cast<char*>(&header_len), 8);  // little-endian (see the static_assert)
   if (header_len > size - 8)
     fail(path, "header length ", header_len, " runs past the end of the file (", size - 8,
-         " bytes after the length field; not a safetensors file, or a truncated one)");
+         " bytes after the length field; not a safetensors file, or a truncated one)",
+         foreign_format(reinterpret_cast<const char*>(&header_len), 8));
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) throw Error(str("safetensors '", path, "': read failed: ", std::strerror(errno)));

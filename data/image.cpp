@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -124,6 +125,13 @@ namespace {
 /// Why bytes that start as `bytes` do are no image of ours: "empty file" or their first bytes.
 std::string not_an_image_reason(const std::vector<uint8_t>& bytes) {
   if (bytes.empty()) return "empty file";
+  // a plain-text PGM / PPM (P2 / P3) is one, of a kind stb_image does not read (PIL does)
+  if (bytes.size() >= 3 && bytes[0] == 'P' && (bytes[1] == '2' || bytes[1] == '3') &&
+      std::isspace(bytes[2]))
+    return bytes[1] == '2' ? "a plain-text (ASCII) PGM (P2), which haargrad does not decode: "
+                             "convert it to a binary PGM (P5) or PNG"
+                           : "a plain-text (ASCII) PPM (P3), which haargrad does not decode: "
+                             "convert it to a binary PPM (P6) or PNG";
   std::string head;
   char hex[4];
   for (size_t i = 0; i < std::min<size_t>(8, bytes.size()); ++i) {

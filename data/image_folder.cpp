@@ -83,6 +83,11 @@ namespace {
 // root and root/split must be folders; the error for a misnamed split lists the splits there are.
 void check_split_folder(const std::string& root, const std::string& split, const std::string& dir) {
   std::error_code ec;
+  // the ImageNet recipes ship with data_dir "" to be set: "'' does not exist" would not say so
+  HG_CHECK(!root.empty(),
+           "ImageFolder: data_dir is not set (the config's data_dir is empty): give the folder "
+           "that holds the '",
+           split, "' split, e.g. --data-dir /data/imagenet (", kLayout, ")");
   HG_CHECK(fs::exists(root, ec), "ImageFolder: the data folder '", root,
            "' does not exist (the config's data_dir)");
   HG_CHECK(fs::is_directory(root, ec), "ImageFolder: the data folder '", root,

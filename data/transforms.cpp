@@ -279,8 +279,11 @@ CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<
   // Fallback: the whole image, cut to the nearest allowed aspect.
   const double in_ratio = static_cast<double>(width) / static_cast<double>(height);
   int64_t w = width, h = height;
-  if (in_ratio < ratio[0]) h = std::llround(static_cast<double>(w) / ratio[0]);
-  else if (in_ratio > ratio[1]) w = std::llround(static_cast<double>(h) * ratio[1]);
+  // at least one pixel: a ratio bound beyond twice the image's side would round a side to 0
+  if (in_ratio < ratio[0])
+    h = std::max<int64_t>(1, std::llround(static_cast<double>(w) / ratio[0]));
+  else if (in_ratio > ratio[1])
+    w = std::max<int64_t>(1, std::llround(static_cast<double>(h) * ratio[1]));
   return CropBox{double((width - w) / 2), double((height - h) / 2), double(w), double(h)};
 }
 

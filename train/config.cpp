@@ -52,6 +52,8 @@ Rule above(double lo) { return Rule{lo, kInf, true, false, {}}; }
 Rule closed(double lo, double hi) { return Rule{lo, hi, false, false, {}}; }
 Rule half_open(double lo, double hi) { return Rule{lo, hi, false, true, {}}; }
 Rule left_open(double lo, double hi) { return Rule{lo, hi, true, false, {}}; }
+// The model's sizes become C++ ints (ModelConfig): a larger value would wrap around unsaid.
+Rule int_sized(double lo) { return closed(lo, std::numeric_limits<int32_t>::max()); }
 Rule one_of(std::vector<std::string> c) {
   Rule r;
   r.choices = std::move(c);
@@ -102,16 +104,16 @@ const std::vector<Field>& table() {
       {"model", &Config::model, any(),
        "model name (`haargrad models` lists them); model fields left empty take its values "
        "(num_classes, in_chans and ls_init_value are always the config's)"},
-      {"num_classes", &Config::num_classes, at_least(1), "classifier outputs"},
-      {"img_size", &Config::img_size, at_least(1),
+      {"num_classes", &Config::num_classes, int_sized(1), "classifier outputs"},
+      {"img_size", &Config::img_size, int_sized(1),
        "square input side in pixels (train crop and eval size)"},
       {"in_chans", &Config::in_chans, closed(1, 3), "input channels: 1 (grayscale) or 3 (RGB)"},
-      {"depths", &Config::depths, at_least(1).len(0, 4),
+      {"depths", &Config::depths, int_sized(1).len(0, 4),
        "blocks per stage (at most 4, as timm); [] = the model's"},
-      {"dims", &Config::dims, at_least(1).len(0, 4), "channels per stage; [] = the model's"},
-      {"patch_size", &Config::patch_size, at_least(1),
+      {"dims", &Config::dims, int_sized(1).len(0, 4), "channels per stage; [] = the model's"},
+      {"patch_size", &Config::patch_size, int_sized(1),
        "stem conv kernel = stride in pixels; null = the model's"},
-      {"kernel_size", &Config::kernel_size, at_least(1),
+      {"kernel_size", &Config::kernel_size, int_sized(1),
        "depthwise / WTConv kernel size (odd); null = the model's"},
       {"wt_levels", &Config::wt_levels, closed(1, 10).len(0, 4),
        "WTConv Haar levels per stage; [] = the model's"},
@@ -891,9 +893,15 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
                          std::holds_alternative<std::vector<double> Config::*>(f->member);
     const bool looks_like_list = !value.empty() && value.front() == '[';
     if (is_list && !looks_like_list) value = "[" + value + "]";  // "2,2,2" or a single value
+    // A string (a folder, a name) is taken as typed: read as YAML, "run #2" would lose " #2" (a
+    // comment) unsaid, and "a: b" or "[v1] x" would be a mapping or a list. YAML's null (null, ~,
+    // nothing) and a quoted value keep their YAML meaning, as in a config file.
+    const bool as_typed = std::holds_alternative<std::string Config::*>(f->member) &&
+                          !value.empty() && value != "null" && value != "~" &&
+                          value.front() != '"' && value.front() != '\'';
     YAML::Node node;
     try {
-      node = YAML::Load(value);
+      node = as_typed ? YAML::Node(value) : YAML::Load(value);
     } catch (const YAML::Exception& e) {
       fail(key, cmd, str("cannot parse value '", value, "': ", e.msg));
     }

@@ -198,6 +198,18 @@ void open_run_folder(Session& s) {
   s.resume_path = dist::broadcast(s.resume_path, 0, "checkpoint to resume");
   fs::path run_dir;
   if (!s.resume_path.empty()) {
+    std::error_code ec;
+    if (fs::is_directory(s.resume_path, ec)) {  // a run folder, as validate takes one
+      std::string files;
+      for (const char* name : {"recovery.safetensors", "last.safetensors"})
+        if (file_exists(fs::path(s.resume_path) / name))
+          files += str(files.empty() ? "" : " or ", (fs::path(s.resume_path) / name).string());
+      throw Error(str("resume: ", s.resume_path, " is a folder, not a checkpoint: ",
+                      files.empty() ? std::string("it holds no last.safetensors or "
+                                                  "recovery.safetensors to resume from")
+                                    : "resume from " + files,
+                      " (or --resume auto: the newest unfinished run of the experiment)"));
+    }
     HG_CHECK(file_exists(s.resume_path), "resume: checkpoint ", s.resume_path, " does not exist");
     run_dir = fs::path(s.resume_path).parent_path();
     if (run_dir.empty()) run_dir = ".";
@@ -279,10 +291,15 @@ std::optional<TrainResult> already_finished(const Session& s) {
            " or more to finish that epoch");
   if (!s.resumed || s.resumed->step_in_epoch != 0 || s.resumed->epoch < s.cfg.epochs)
     return std::nullopt;
+  // a run resumed with fewer --epochs than it ran: say how many it ran, not the new count
+  const int64_t done_epochs = s.resumed->epoch;
   spdlog::warn(
-      "nothing to train: all {} epochs of this run are done (best top-1 {:.2f}% at epoch {}); "
-      "set --epochs higher to train on",
-      s.cfg.epochs, s.resumed->best_top1, s.resumed->best_epoch);
+      "nothing to train: {} (best top-1 {:.2f}% at epoch {}); set --epochs {} to train on",
+      done_epochs == s.cfg.epochs
+          ? str("all ", done_epochs, " epochs of this run are done")
+          : str("this run has done ", done_epochs, " epochs, more than epochs ", s.cfg.epochs),
+      s.resumed->best_top1, s.resumed->best_epoch,
+      done_epochs == s.cfg.epochs ? std::string("higher") : str("above ", done_epochs));
   TrainResult done;
   done.run_dir = s.paths.dir.string();
   done.best_top1 = s.resumed->best_top1;
@@ -478,6 +495,26 @@ void restore_checkpoint(Session& s) {
     s.good.best = s.paths.best.string();
     s.good.best_is = str("epoch ", s.st.best_epoch, ", top-1 ", s.st.best_top1, "%");
   }
+}
+
+// A resume that goes on in a new folder (claimed by this session) from the run's best checkpoint
+// (written at the end of its best epoch) starts that folder's model_best with it: else the folder
+// had none until a later epoch beat it, perhaps never, while the log named that best. Called once
+// training starts, so that a folder given back during start-up holds nothing of it. Rank 0.
+void carry_best_into_new_folder(Session& s) {
+  if (!s.resumed || !s.claimed || !dist::is_main() || s.st.best_epoch < 1) return;
+  if (s.st.best_epoch != s.st.epoch || s.st.step_in_epoch != 0) {
+    spdlog::info(
+        "model_best: the run's best so far (epoch {}, top-1 {:.2f}%) is not in this folder; its "
+        "model_best comes with the first epoch that beats it",
+        s.st.best_epoch, s.st.best_top1);
+    return;
+  }
+  io::copy_file_atomic(s.resume_path, s.paths.best.string());
+  s.good.best = s.paths.best.string();
+  s.good.best_is = str("epoch ", s.st.best_epoch, ", top-1 ", s.st.best_top1, "%");
+  spdlog::info("model_best: {} (epoch {}, the run's best so far) is this folder's model_best",
+               s.resume_path, s.st.best_epoch);
 }
 
 // The model EMA (model_ema), made after the data-parallel broadcast so that every rank starts from
@@ -955,9 +992,16 @@ TrainResult final_report(Session& s) {
   r.data_wait_fraction = secs > 0 ? std::min(1.0, s.total_data_wait / secs) : 0.0;
   r.peak_mib = step_peak_mib(s);
   r.corrupt_skipped = s.ds.train->corrupt_skipped() + s.ds.val->corrupt_skipped();
-  const std::string speed = fmt::format(
-      "train {:.0f} img/s, data loading {:.0f} img/s, waited for data {:.1f}% of the time",
-      r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction);
+  // a session that only finished an evaluation (a resume after a stop in it) trained no step:
+  // its rates are not known (-1, "n/a"), not 0 img/s
+  const bool trained = s.total_train_images > 0;
+  if (!trained) r.train_img_per_sec = r.data_img_per_sec = r.data_wait_fraction = -1;
+  const std::string speed =
+      trained ? fmt::format(
+                    "train {:.0f} img/s, data loading {:.0f} img/s, waited for data {:.1f}% of "
+                    "the time",
+                    r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction)
+              : std::string("no training step in this session (it finished an evaluation)");
   if (r.best_epoch >= 1)
     spdlog::info("done: best {}top-1 {:.2f}% (epoch {}), {}", s.ema ? "EMA " : "", r.best_top1,
                  r.best_epoch, speed);
@@ -1070,6 +1114,7 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   s.losses = std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval, 1), s.device);
   if (s.opts.before_training) s.opts.before_training();
   if (std::optional<TrainResult> stopped = start_training(s)) return *stopped;
+  carry_best_into_new_folder(s);
   const int64_t stop = s.opts.stop_after_epoch;
   const int64_t last_epoch = stop >= 0 ? std::min<int64_t>(s.cfg.epochs, stop) : s.cfg.epochs;
   for (int64_t epoch = s.st.epoch; epoch < last_epoch; ++epoch) {

@@ -52,7 +52,7 @@ struct TrainResult {
   int64_t best_epoch = -1;
   double last_top1 = -1, last_top5 = -1;  ///< % (the model's)
   double last_top1_ema = -1;              ///< % (the model EMA's; -1 = none)
-  double train_img_per_sec = 0;     ///< images / training seconds, over the run
+  double train_img_per_sec = 0;           ///< images / training seconds, over the run (-1: no step)
   double data_img_per_sec =
       0;  ///< loader workers' sustainable rate (-1: not known, a run resumed finished)
   double data_wait_fraction =

@@ -191,6 +191,35 @@ TEST_F(CliTest, AMistypedCommandIsNamedWithASuggestion) {
   EXPECT_EQ(run_program("export x.safetensors").exit_code, 2);  // --out missing
 }
 
+// A command's own option spelt with underscores, as the config keys may be ("--use_ema",
+// "--stop_after_epoch"), reached the config overrides and was called an unknown config key, with
+// `haargrad train --help` to look in (validate's too). It is named with its spelling instead; a
+// config key written with underscores stays a config key.
+TEST_F(CliTest, AnOptionSpeltWithUnderscoresIsNamed) {
+  const ProgramRun v = run_program("validate --checkpoint " + file("x.safetensors") + " --use_ema");
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(
+      v.output.find(
+          "unknown option '--use_ema'; did you mean '--use-ema'? (`haargrad validate --help`"),
+      std::string::npos)
+      << v.output;
+  const ProgramRun r = run_program("validate --checkpoint " + file("x.safetensors") +
+                                   " --results_file=" + file("r.csv"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("did you mean '--results-file'?"), std::string::npos) << r.output;
+  const ProgramRun t =
+      run_program("train " + kDefaultConfig + " --stop_after_epoch 1 --output " + file("out"));
+  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_NE(
+      t.output.find("unknown option '--stop_after_epoch'; did you mean '--stop-after-epoch'?"),
+      std::string::npos)
+      << t.output;
+  EXPECT_FALSE(std::filesystem::exists(file("out")));
+  // bench has --img-size of its own, and img_size is a config key: --img_size stays the key's
+  const ProgramRun k = run_program("bench " + kDefaultConfig + " --img_size 0");
+  EXPECT_NE(k.output.find("key 'img_size'"), std::string::npos) << k.output;
+}
+
 // A folder given as the config, or a stop position that means nothing, is named before any run
 // folder is claimed.
 TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {

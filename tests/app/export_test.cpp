@@ -199,6 +199,37 @@ TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
   EXPECT_NE(layout.output.find("--layout nhwc"), std::string::npos) << layout.output;
 }
 
+// validate takes a run folder for its model_best.safetensors; export and infer said "safetensors
+// 'RUN': read failed: Is a directory". They take a run folder the same way, and name a folder
+// without model_best.
+TEST_F(ExportCommand, ARunFolderMeansItsModelBest) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3);
+  fs::create_directories(file("run"));
+  train::save_checkpoint(file("run/model_best.safetensors"), model, nullptr, train::TrainState{},
+                         train::to_yaml(c));
+  const ProgramRun from_dir =
+      run_program("export " + file("run") + " --out " + file("a.safetensors"));
+  ASSERT_EQ(from_dir.exit_code, 0) << from_dir.output;
+  EXPECT_NE(from_dir.output.find("model_best.safetensors"), std::string::npos) << from_dir.output;
+  ASSERT_EQ(run_program("export " + file("run/model_best.safetensors") + " --out " +
+                        file("b.safetensors"))
+                .exit_code,
+            0);
+  EXPECT_EQ(io::read_file(file("a.safetensors")), io::read_file(file("b.safetensors")));
+  safetensors::save(file("in.safetensors"), {{"input", test::random({2, 1, 28, 28}, 5)}}, {});
+  const ProgramRun inf =
+      run_program("infer --checkpoint " + file("run") + " --input " + file("in.safetensors") +
+                  " --out " + file("logits.safetensors"));
+  ASSERT_EQ(inf.exit_code, 0) << inf.output;
+  fs::create_directories(file("bare"));
+  const ProgramRun bare = run_program("export " + file("bare") + " --out " + file("c.safetensors"));
+  EXPECT_NE(bare.exit_code, 0);
+  EXPECT_NE(bare.output.find("is a folder without model_best.safetensors"), std::string::npos)
+      << bare.output;
+}
+
 // A stored config far larger than the file's weights (an edit: num_classes 60000000) is refused
 // before a model of many GB is built, by validate, export and infer alike.
 TEST_F(ExportCommand, AStoredConfigLargerThanItsFileIsRefused) {

@@ -176,6 +176,42 @@ TEST(SafetensorsMalformed, HeaderLengthPastTheEnd) {
   expect_rejected(huge, {"past the end"});
 }
 
+// A timm user's first file is a PyTorch one (model.pth, pytorch_model.bin): its first 8 bytes read
+// as a huge header length, which alone said "not a safetensors file, or a truncated one". The
+// message names the format and the conversion. torch.save writes a ZIP archive (PyTorch >= 1.6) or,
+// before that or with _use_new_zipfile_serialization=False, a pickle (protocol 2: 0x80 0x02).
+TEST(SafetensorsMalformed, PyTorchFilesAreNamedAsSuch) {
+  const std::string zip = std::string("PK\x03\x04\x00\x00\x08\x00", 8) + std::string(64, 'z');
+  const std::string pickle =
+      std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20", 10) + std::string(64, 'p');
+  for (const std::string& bytes : {zip, pickle})
+    expect_rejected(bytes,
+                    {"past the end", "a PyTorch file (torch.save)", "safetensors.torch.save_file"});
+  expect_rejected(zip, {"ZIP"});
+  expect_rejected(pickle, {"pickle"});
+  TempDir dir("pytorch");
+  const std::string path = (dir.path / "model.pth").string();
+  std::ofstream(path, std::ios::binary) << zip;
+  for (auto read : {+[](const std::string& p) { safetensors::load(p); },
+                    +[](const std::string& p) { safetensors::read_metadata(p); }}) {
+    try {
+      read(path);
+      ADD_FAILURE() << "no error for a PyTorch file";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("a PyTorch file (torch.save)"), std::string::npos)
+          << e.what();
+    }
+  }
+  // a safetensors file cut short keeps the message it had
+  std::string cut = image("{}");
+  cut[0] = 3;
+  try {
+    safetensors::parse(cut, "bad.safetensors");
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("PyTorch"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SafetensorsMalformed, HeaderIsNotJson) {
   expect_rejected(image(R"({"a": {"dtype": "F32", )"), {"not valid JSON"});
 }

@@ -196,6 +196,30 @@ TEST(ImageFolder, ScanNamesWhyAFileIsSkipped) {
   }
 }
 
+// A plain-text PGM / PPM (P2 / P3, which PIL reads) was skipped as "not a JPEG, PNG, BMP, PPM or
+// PGM file ..., whatever its name says": false of a PPM named .ppm. It is named as the plain kind
+// our decoder does not read, with the binary kind (P5 / P6) to convert it to.
+TEST(ImageFolder, APlainTextPnmIsNamedAsSuch) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"p3.ppm", "P3\n2 1\n255\n255 0 0 0 255 0\n"}, {"p2.pgm", "P2\n2 1\n255\n0 255\n"}};
+  for (const auto& [name, bytes] : cases) {
+    hg::test::TempDir tmp;
+    fs::create_directories(tmp.path() / "train/cls");
+    hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+    hg::test::write_bytes(tmp / ("train/cls/" + name), bytes);
+    ImageFolderOptions opts;
+    opts.corrupt = hg::data::CorruptPolicy::error;
+    const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
+    EXPECT_NE(msg.find(name), std::string::npos) << msg;
+    EXPECT_NE(
+        msg.find("a plain-text (ASCII) " + std::string(name[1] == '3' ? "PPM (P3)" : "PGM (P2)")),
+        std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(name[1] == '3' ? "P6" : "P5"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("whatever its name says"), std::string::npos) << msg;
+  }
+}
+
 // A symbolic link back into its own class folder is an error naming the class and the loop, not
 // the file system's raw message with a path thousands of characters long.
 TEST(ImageFolder, ASymlinkLoopIsNamed) {
@@ -332,6 +356,20 @@ TEST(ImageFolder, LayoutErrors) {
   fs::create_directories(tmp.path() / "empty/train/cls");
   msg = error_of([&] { ImageFolder((tmp.path() / "empty").string(), "train"); });
   EXPECT_NE(msg.find("no readable images"), std::string::npos) << msg;
+}
+
+// The ImageNet recipes (configs/convnext_tiny.yaml, wtconvnext_tiny.yaml) ship with data_dir "",
+// to be set: run as the README shows them without it, the error was "the data folder '' does not
+// exist". It says data_dir is not set and how to set it, for training and for validate.
+TEST(ImageFolder, AnUnsetDataDirIsNamedAsSuch) {
+  const hg::train::Config cfg =
+      hg::train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/convnext_tiny.yaml");
+  ASSERT_EQ(cfg.data_dir, "");
+  for (const std::string& msg : {error_of([&] { hg::data::make_datasets(cfg); }),
+                                 error_of([&] { hg::data::make_val_dataset(cfg); })}) {
+    EXPECT_NE(msg.find("data_dir is not set"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--data-dir"), std::string::npos) << msg;
+  }
 }
 
 TEST(ImageFolder, ValidationUsesTrainClasses) {

@@ -2,6 +2,8 @@
 // bilinear resampling of a ramp, and the random-resized-crop box.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <cmath>
 
 #include "data/transforms.h"
@@ -135,6 +137,16 @@ TEST(Transforms, RandomResizedCropBox) {
   EXPECT_EQ(fallback.h, 10);
   EXPECT_EQ(fallback.w, 20);
   EXPECT_EQ(fallback.x, 40);
+  // A ratio bound more than twice the image's side rounded the fallback's other side to 0 pixels
+  // ("resample: bad box 32x0" mid-epoch): it keeps at least one pixel, as a crop must.
+  for (const auto& [h, w, lo, hi] : std::vector<std::tuple<int64_t, int64_t, double, double>>{
+           {32, 32, 100.0, 100.0}, {32, 32, 0.01, 0.01}, {1, 3000, 5000.0, 6000.0}}) {
+    const auto thin = hg::data::random_resized_crop_box(h, w, {1.0, 1.0}, {lo, hi}, g1);
+    EXPECT_GE(thin.w, 1) << h << "x" << w << " ratio " << lo;
+    EXPECT_GE(thin.h, 1) << h << "x" << w << " ratio " << lo;
+    EXPECT_LE(thin.x + thin.w, w);
+    EXPECT_LE(thin.y + thin.h, h);
+  }
 }
 
 TEST(Transforms, BadInputsThrow) {

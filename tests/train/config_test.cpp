@@ -289,6 +289,46 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   EXPECT_EQ(override_error({"--experiment", "sweep/lr-1e-3"}), "");
 }
 
+// A string key on the command line takes its text as typed. Read as YAML, "run #2" lost " #2" (a
+// comment: the run went to output/run, a data_dir to another folder), and "a: b", "[v1] x" or
+// "*x" were refused as a mapping, a list or an alias. YAML's null and a quoted value keep their
+// YAML meaning.
+TEST_F(ConfigTest, CommandLineStringValuesAreTakenAsTyped) {
+  Config c;
+  hg::train::apply_overrides(
+      c, {"--experiment", "run #2", "--data-dir", "/data/set #2: v1", "--output", "[v1] runs",
+          "--initial-checkpoint", "*w.safetensors", "--train-split", "train, all"});
+  EXPECT_EQ(c.experiment, "run #2");
+  EXPECT_EQ(c.data_dir, "/data/set #2: v1");
+  EXPECT_EQ(c.output, "[v1] runs");
+  EXPECT_EQ(c.initial_checkpoint, "*w.safetensors");
+  EXPECT_EQ(c.train_split, "train, all");
+  hg::train::apply_overrides(c, {"--experiment", "\"run #3\"", "--output", "null", "--data-dir="});
+  EXPECT_EQ(c.experiment, "run #3");
+  EXPECT_EQ(c.output, "");
+  EXPECT_EQ(c.data_dir, "");
+  hg::train::apply_overrides(c, {"--dataset", "synthetic", "--interpolation", "null"});
+  EXPECT_EQ(c.dataset, "synthetic");
+  EXPECT_EQ(c.interpolation, Config{}.interpolation);  // timm's None: the default
+  expect_contains(override_error({"--opt", "adamw # the default"}),
+                  {"'opt'", "command line", "'adamw # the default'"});
+}
+
+// The model keys become C++ ints: a value past 2^31 - 1 wrapped around (dims 4294967304 built a
+// width-8 stage while args.yaml recorded 4294967304; num_classes 4294967300 built 4 outputs).
+TEST_F(ConfigTest, ModelSizesBeyondIntAreRefused) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"num_classes", "4294967300"},
+                                                        {"img_size", "4294967328"},
+                                                        {"dims", "[4294967304, 16]"},
+                                                        {"depths", "[4294967297, 1]"},
+                                                        {"patch_size", "4294967298"},
+                                                        {"kernel_size", "4294967299"}})
+    expect_contains(load_error("model: wtconvnext_fmnist\n" + key + ": " + value + "\n"),
+                    {"'" + key + "'", path_, "line 2", "2147483647"});
+  EXPECT_EQ(load_error("model: wtconvnext_fmnist\nnum_classes: 100000\ndims: [64, 128]\n"), "");
+}
+
 // A config file's architecture keys were written for its model: a --model that replaces it builds
 // that variant's own architecture, unless the keys are given on the command line too.
 TEST_F(ConfigTest, AnotherModelOnTheCommandLineTakesItsOwnArchitecture) {

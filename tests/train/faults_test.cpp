@@ -759,6 +759,27 @@ TEST_F(Faults, AResumeIntoAnEvaluationSaysSo) {
   EXPECT_EQ(log.find("step 4"), std::string::npos) << log;
 }
 
+// A session that only finishes the evaluation its run was stopped in trains no step: its rates
+// were reported as "train 0 img/s, data loading 0 img/s, waited for data 49% of the time" (of a
+// few milliseconds), as if training had stalled. They are not known (-1, printed n/a), and the log
+// says no step was trained.
+TEST_F(Faults, ASessionThatTrainsNoStepReportsNoRates) {
+  train::Config c = smoke("evalonly", 1);
+  train::TrainOptions first = quiet_;
+  first.after_eval_batch = [](int64_t, int64_t) { return true; };  // a signal in the evaluation
+  ASSERT_TRUE(train::train(c, first).interrupted);
+  const fs::path dir = root_ / "evalonly";
+  c.resume = (dir / "recovery.safetensors").string();
+  const train::TrainResult r = train::train(c, quiet_);
+  EXPECT_EQ(r.best_epoch, 1);
+  EXPECT_LT(r.train_img_per_sec, 0);
+  EXPECT_LT(r.data_img_per_sec, 0);
+  EXPECT_LT(r.data_wait_fraction, 0);
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_EQ(log.find("train 0 img/s"), std::string::npos) << log;
+  EXPECT_CONTAINS(log, "no training step in this session");
+}
+
 // A resume that cannot go anywhere says so: a run stopped inside epoch 2 resumed with --epochs 1;
 // a finished copy resumed into a new folder gives that folder back; an older checkpoint (no run
 // id) under a name its folder's run does not write goes on in a new folder.

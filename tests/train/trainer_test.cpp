@@ -785,6 +785,78 @@ TEST_F(TrainerTest, AResumeThatWouldRewriteARunsLaterFilesGoesOnInANewFolder) {
   EXPECT_EQ(lines(db / "summary.csv").size(), 4u);  // header + epochs 1 .. 3
 }
 
+// A resume that goes on in a new folder from its run's best checkpoint left that folder without a
+// model_best.safetensors while no later epoch beat it (`haargrad validate --checkpoint RUN` found
+// none), though the log named that best. The new folder's model_best starts as the checkpoint.
+TEST_F(TrainerTest, AResumeInANewFolderFromTheBestCheckpointKeepsItAsModelBest) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "best";
+  a.epochs = 2;
+  a.checkpoint_hist = 2;
+  a.lr = 1e-12;  // the weights barely move: epoch 2 does not beat epoch 1
+  a.warmup_lr = 0;
+  a.min_lr = 0;
+  const train::TrainResult ra = train::train(a, quiet);
+  ASSERT_EQ(ra.best_epoch, 1);
+  train::Config r = a;
+  r.resume = (fs::path(ra.run_dir) / "checkpoint-1.safetensors").string();  // behind: a new folder
+  const train::TrainResult moved = train::train(r, quiet);
+  ASSERT_NE(moved.run_dir, ra.run_dir);
+  EXPECT_EQ(moved.best_epoch, 1);
+  ASSERT_TRUE(fs::exists(fs::path(moved.run_dir) / "model_best.safetensors"));
+  EXPECT_EQ(slurp(fs::path(moved.run_dir) / "model_best.safetensors"), slurp(r.resume));
+}
+
+// --resume of a run folder (as validate takes one) said "checkpoint RUN does not exist". It says
+// the path is a folder and names the checkpoints in it to resume from, or --resume auto.
+TEST_F(TrainerTest, AResumeOfARunFolderNamesItsCheckpoints) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "folder";
+  a.epochs = 1;
+  const train::TrainResult ra = train::train(a, quiet);
+  train::Config r = a;
+  r.resume = ra.run_dir;
+  r.epochs = 2;
+  try {
+    train::train(r, quiet);
+    FAIL() << "expected a run folder as --resume to be refused";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.find("does not exist"), std::string::npos) << m;
+    EXPECT_NE(m.find("resume: " + ra.run_dir + " is a folder"), std::string::npos) << m;
+    EXPECT_NE(m.find((fs::path(ra.run_dir) / "last.safetensors").string()), std::string::npos) << m;
+    EXPECT_NE(m.find("--resume auto"), std::string::npos) << m;
+  }
+  EXPECT_EQ(lines(fs::path(ra.run_dir) / "summary.csv").size(), 2u);  // untouched
+}
+
+// A finished run resumed with fewer --epochs than it ran trains nothing; its warning said "all 1
+// epochs of this run are done" of a run that had done 2.
+TEST_F(TrainerTest, AFinishedRunResumedWithFewerEpochsSaysHowManyItRan) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "fewer";
+  a.epochs = 2;
+  const train::TrainResult ra = train::train(a, quiet);
+  train::Config r = a;
+  r.resume = (fs::path(ra.run_dir) / "last.safetensors").string();
+  r.epochs = 1;
+  const train::TrainResult again = train::train(r, quiet);
+  EXPECT_EQ(again.run_dir, ra.run_dir);
+  const std::vector<std::string> log = lines(fs::path(ra.run_dir) / "log.txt");
+  std::string warning;
+  for (const std::string& l : log)
+    if (l.find("nothing to train") != std::string::npos) warning = l;
+  EXPECT_NE(warning.find("this run has done 2 epochs, more than epochs 1"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("set --epochs above 2"), std::string::npos) << warning;
+}
+
 // args.yaml edited to change a key that shapes the results is caught against the checkpoint's
 // stored config; an empty args.yaml defers to the checkpoint's config.
 TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
