@@ -862,15 +862,16 @@ void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
       const auto kernel = haar_wgrad_kernel<T, KT>;
       hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-      // Slices: two waves of the blocks that fit at once (a block's groups are staged and
-      // computed in turn, so a second wave starts staggered against the first, as the plane
-      // kernels' two waves do); a function of the shape and the device only, so the sums are
+      // Slices: one wave of the blocks that fit at once, each walking a run of groups (its
+      // x rows kept from group to group); measured against two and four waves (more blocks,
+      // staggered starts), which were 0.3% slower on WTConvNeXt-T (docs/perf-notes.md,
+      // twenty-eighth session). A function of the shape and the device only, so the sums are
       // added in the same order run to run.
       const int per_sm =
           std::max(1, hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
                                                 32 * kHaarWgradWarps, smem));
       const int64_t want =
-          std::max<int64_t>(1, 2 * int64_t(per_sm) * hg::cuda::multiprocessor_count() / chunks);
+          std::max<int64_t>(1, int64_t(per_sm) * hg::cuda::multiprocessor_count() / chunks);
       const int64_t per = (groups + std::min(groups, want) - 1) / std::min(groups, want);
       const int slices = int((groups + per - 1) / per);
       const Tensor partial = workspace({slices, 4 * C, KK});
