@@ -22,9 +22,9 @@
 
 namespace hg::kernels::cuda::wtconv_detail {
 
-/// Level row pairs of a haar_wgrad_kernel group (4 level rows: x's tiles with the halo take 2x
-/// the rows at K = 5, and two blocks fit a multiprocessor at a 28-wide grid), and its warps: one
-/// per (sub-band, row pair).
+/// Level row pairs of a haar_wgrad_kernel group (4 level rows: x's ring of K + 3 rows and G's
+/// tile, 92 KB at a 28-wide grid, let two blocks share a multiprocessor), and its warps: one per
+/// (sub-band, row pair).
 constexpr int kHaarWgradPairs = 2, kHaarWgradWarps = 4 * kHaarWgradPairs;
 
 /// Row groups (2 kHaarWgradPairs level rows of one image) of a haar_wgrad_kernel launch.
@@ -33,8 +33,8 @@ inline int64_t haar_wgrad_groups(int B, int hp) {
   return int64_t(B) * ((hp + kRows - 1) / kRows);
 }
 
-/// Shared memory of haar_wgrad_kernel: x's four coefficient tiles with the conv's halo and G's
-/// without, or (after the last group) the warps' sums.
+/// Shared memory of haar_wgrad_kernel: x's four coefficient rings (the group's rows and the
+/// conv's halo) and G's four tiles (the group's rows), or (after the last group) the warps' sums.
 template <typename T>
 size_t haar_wgrad_smem(int K, int wp) {
   constexpr int kRows = 2 * kHaarWgradPairs;
