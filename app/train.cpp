@@ -77,14 +77,18 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->allow_extras();  // everything else is a --key value config override
   cmd->footer(config_keys_help());
   cmd->callback([a, cmd] {
-    // First: a stop signal during start-up (config, MPI) must end the run cleanly, not kill it
-    // (train/stop_signal.h; train() asks for one before it claims a folder and before step 1).
+    // mpirun forwards a stop signal to every rank: rank 0 alone says it. mpirun's environment
+    // names the rank before MPI starts (dist::launcher_rank), so the others are quiet from their
+    // first moment: a signal during MPI's start-up, before MPI has told a rank its rank, is said
+    // once too. Outside mpirun (-1) the process speaks, as before.
+    train::set_stop_messages(dist::launcher_rank() <= 0);
+    // Then at once: a stop signal during start-up (config, MPI) must end the run cleanly, not kill
+    // it (train/stop_signal.h; train() asks for one before it claims a folder and before step 1).
     train::StopSignalGuard stop_signals;
     a->overrides = cmd->remaining();
     // mpirun -np N: one process per GPU (dist/process_group.h); a plain process stays rank 0 of 1
     dist::init();
-    // mpirun forwards a stop signal to every rank: rank 0 alone says it (a signal during MPI's
-    // start-up, before the rank is known, is said by every rank)
+    // MPI's word on the rank (the same as the launcher's, or the launcher named none)
     train::set_stop_messages(dist::is_main());
     try {
       run_train(*a);

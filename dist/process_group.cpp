@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -72,6 +74,18 @@ bool launched_by_mpirun() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
     if (env(name)) return true;
   return false;
+}
+
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = env(name);
+    if (!v) continue;
+    char* end = nullptr;
+    errno = 0;
+    const long r = std::strtol(v, &end, 10);
+    return *end == '\0' && errno == 0 && r >= 0 && r <= INT_MAX ? static_cast<int>(r) : -1;
+  }
+  return -1;
 }
 
 const Info& info() { return g_info; }

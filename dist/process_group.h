@@ -32,6 +32,13 @@ struct Info {
 /// (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, MPI_LOCALNRANKS), whatever the build.
 bool launched_by_mpirun();
 
+/// This process's rank as the launcher announces it in the environment before MPI starts
+/// (OMPI_COMM_WORLD_RANK: Open MPI's mpirun; PMIX_RANK: PMIx launchers; PMI_RANK: MPICH/Hydra),
+/// or -1 when none does (a plain process) or the value is not a rank. For what must be known
+/// before init() has asked MPI: `haargrad train` keeps ranks other than 0 quiet about a stop
+/// signal from their first moment, MPI's start-up included.
+int launcher_rank();
+
 /// Starts the process group (see the file comment); idempotent. Throws hg::Error when mpirun
 /// started several processes but this build has no MPI, or when MPI fails to start. In a CUDA
 /// build launched by mpirun it also makes the local rank's GPU the only visible one

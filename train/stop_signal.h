@@ -51,8 +51,9 @@ const char* stop_message(StopOutcome outcome);
 /// The first stop signal that came (SIGINT, ...), 0 while none did. Safe from any thread.
 int stop_signal();
 /// Whether the handler writes its line on stderr (yes until told otherwise). mpirun forwards a
-/// signal to every rank: rank 0 alone says it (`haargrad train` sets this once MPI has given the
-/// rank), not one line per rank.
+/// signal to every rank: rank 0 alone says it, not one line per rank (`haargrad train` sets this
+/// from mpirun's environment before its handlers are in place, and again once MPI has given the
+/// rank). Only an atomic store: the handler reads it.
 void set_stop_messages(bool say);
 /// Asks the run to stop as if `sig` had come (a test's after_step hook).
 void request_stop(int sig);

@@ -16,6 +16,7 @@
 #include "data/from_config.h"
 #include "data/idx_dataset.h"
 #include "data/image_folder.h"
+#include "data/synthetic.h"
 #include "temp_dir.h"
 #include "train/config.h"
 
@@ -409,4 +410,61 @@ TEST(ImageFolder, FashionMnistExportReadsBack) {
     EXPECT_EQ(a.label, b.label);
     EXPECT_EQ(a.image.pixels, b.image.pixels);
   }
+}
+
+// export_image_folder writes its images with several writers at once (their fsyncs overlap; see
+// data/export.cpp): every image of every batch arrives, each file holds exactly the bytes one
+// write_png of it gives and decodes to the dataset's pixels, the per-class limit still keeps the
+// first images of each class in index order, and no temporary file is left.
+TEST(ImageFolder, ExportWritesEveryImageAsOneWriterWould) {
+  hg::test::TempDir tmp;
+  // 700 images: several batches of writers and a short last one
+  const hg::data::SyntheticDataset ds(700, 4, 9, 7, 3, 5);
+  const std::vector<std::string> names = {"a", "b", "c", "d"};
+  for (const int64_t limit : {0, 60}) {
+    SCOPED_TRACE(limit);
+    const std::string split = "split" + std::to_string(limit);
+    const int64_t n = hg::data::export_image_folder(ds, tmp.path().string(), split, names, limit);
+    std::vector<int64_t> per_class(names.size(), 0);
+    int64_t expected = 0;
+    for (int64_t i = 0; i < ds.size(); ++i) {
+      const hg::data::Sample s = ds.get(i);
+      char name[32];
+      std::snprintf(name, sizeof name, "%05lld.png", static_cast<long long>(i));
+      const fs::path file = tmp.path() / split / names[static_cast<size_t>(s.label)] / name;
+      const bool kept = limit == 0 || per_class[static_cast<size_t>(s.label)]++ < limit;
+      ASSERT_EQ(fs::exists(file), kept) << file;
+      if (!kept) continue;
+      ++expected;
+      const fs::path one = tmp.path() / "one.png";
+      hg::data::write_png(one.string(), s.image);
+      ASSERT_EQ(hg::test::read_bytes(file.string()), hg::test::read_bytes(one.string())) << file;
+      ASSERT_EQ(hg::data::read_image(file.string(), 3).pixels, s.image.pixels) << file;
+    }
+    EXPECT_EQ(n, expected);
+    EXPECT_EQ(expected, limit == 0 ? 700 : 240);
+    int64_t files = 0;
+    for (const auto& e : fs::recursive_directory_iterator(tmp.path() / split)) {
+      files += e.is_regular_file();
+      EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+    }
+    EXPECT_EQ(files, expected);
+  }
+}
+
+// A file that cannot be written, among many being written at once, is an error naming it (not a
+// crash, not silence), and no temporary file is left.
+TEST(ImageFolder, ExportReportsAFileItCannotWrite) {
+  hg::test::TempDir tmp;
+  const hg::data::SyntheticDataset ds(300, 2, 4, 4, 1, 6);
+  const std::vector<std::string> names = {"a", "b"};
+  // a folder where image 123 goes: its rename fails
+  const fs::path blocked =
+      tmp.path() / "train" / names[static_cast<size_t>(ds.get(123).label)] / "00123.png";
+  fs::create_directories(blocked / "x");
+  const std::string msg =
+      error_of([&] { hg::data::export_image_folder(ds, tmp.path().string(), "train", names); });
+  EXPECT_NE(msg.find("cannot write '" + blocked.string() + "'"), std::string::npos) << msg;
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "data/export.h"
@@ -47,6 +49,25 @@ pid_t start_shell(const std::string& cmd) {
     _exit(127);
   }
   return pid;
+}
+
+// Whether process `pid` runs `program` and catches `sig` (has a handler for it: /proc/PID/status,
+// SigCgt, a hex mask whose bit sig-1 is that signal's).
+bool catches(pid_t pid, const fs::path& program, int sig) {
+  const fs::path proc = fs::path("/proc") / std::to_string(pid);
+  std::error_code ec;
+  if (!fs::equivalent(fs::read_symlink(proc / "exe", ec), program, ec) || ec) return false;
+  const std::string status = test::read_bytes(proc / "status");
+  const size_t at = status.find("SigCgt:");
+  if (at == std::string::npos) return false;
+  const unsigned long long mask = std::strtoull(status.c_str() + at + 7, nullptr, 16);
+  return (mask >> (sig - 1) & 1) != 0;
+}
+
+// The pid a rank's shell wrote to `file` (echo $$ > file), 0 while the file is not complete.
+pid_t pid_in(const fs::path& file) {
+  const std::string text = test::read_bytes(file);
+  return text.size() > 1 && text.back() == '\n' ? static_cast<pid_t>(std::stol(text)) : 0;
 }
 
 // Waits up to 30 s for dir/log to show step 5 and for `pid_file` to exist; whether both came.
@@ -360,4 +381,54 @@ TEST_F(MpiTrain, AForwardedStopSignalIsSaidOnce) {
   };
   EXPECT_EQ(count("haargrad: stop signal:"), 1) << output;
   EXPECT_EQ(count("interrupted (SIGUSR1) at epoch 1"), 1) << output;
+}
+
+// A stop signal during MPI's start-up, before MPI has told a rank its rank, is said once too: a
+// rank other than 0 knows it is one from mpirun's environment (OMPI_COMM_WORLD_RANK) and keeps
+// quiet from its first moment. Deterministic: rank 0 is held back before it starts the program, so
+// rank 1 cannot get past start-up (its MPI start-up waits for rank 0); rank 1 gets SIGUSR1 as soon
+// as its stop handler is in place (the first thing `haargrad train` does), then rank 0 is let go
+// and gets SIGUSR1 once its handler is in place. Each rank is signalled directly, as mpirun's
+// forwarding would (mpirun cannot be told to forward to one rank early).
+TEST_F(MpiTrain, AStopSignalDuringMpiStartUpIsSaidOnce) {
+  const fs::path dir = root_ / "startup";
+  fs::create_directories(dir);
+  // each rank's shell writes its pid; rank 0's waits for the file `go`; then each becomes haargrad
+  const std::string ranks = test::mpirun(2) + "sh -c 'echo $$ > " + dir.string() +
+                            "/pid-$OMPI_COMM_WORLD_RANK; if [ $OMPI_COMM_WORLD_RANK = 0 ]; then " +
+                            "while [ ! -e " + (dir / "go").string() +
+                            " ]; do sleep 0.02; done; fi; exec \"$@\"' rank " + kProgram;
+  const pid_t pid = start_shell("exec timeout -k 5 120 " + ranks + long_run_args(dir));
+  ASSERT_GE(pid, 0);
+  // signals rank r once its handler is in place (up to 30 s); whether it was signalled
+  const auto signal_when_ready = [&dir](int r) {
+    for (int i = 0; i < 30000; ++i) {
+      const pid_t rank = pid_in(dir / ("pid-" + std::to_string(r)));
+      if (rank > 0 && catches(rank, kProgram, SIGUSR1)) return kill(rank, SIGUSR1) == 0;
+      usleep(1000);
+    }
+    return false;
+  };
+  const bool rank1 = signal_when_ready(1);
+  { std::ofstream(dir / "go").flush(); }
+  const bool rank0 = signal_when_ready(0);
+  if (!rank0 || !rank1) kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string output = test::read_bytes(dir / "log");
+  ASSERT_TRUE(rank1 && rank0) << "rank 1 signalled: " << rank1 << ", rank 0: " << rank0 << "\n"
+                              << output;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGUSR1)
+      << "status " << status << "\n"
+      << output;
+  const auto count = [&output](const std::string& text) {
+    int n = 0;
+    for (size_t at = output.find(text); at != std::string::npos; at = output.find(text, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("haargrad: stop signal:"), 1) << output;
+  EXPECT_EQ(count("haargrad: stop signal: stopping before the first step"), 1) << output;
+  EXPECT_EQ(count("stopped by SIGUSR1 before the first step"), 1) << output;
+  EXPECT_FALSE(fs::exists(dir / "run")) << "the run started\n" << output;
 }
