@@ -64,6 +64,13 @@ bool catches(pid_t pid, const fs::path& program, int sig) {
   return (mask >> (sig - 1) & 1) != 0;
 }
 
+// How often `text` stands in `output` (a line said by each rank would stand there once a rank).
+int occurrences(const std::string& output, const std::string& text) {
+  int n = 0;
+  for (size_t at = output.find(text); at != std::string::npos; at = output.find(text, at + 1)) ++n;
+  return n;
+}
+
 // The pid a rank's shell wrote to `file` (echo $$ > file), 0 while the file is not complete.
 pid_t pid_in(const fs::path& file) {
   const std::string text = test::read_bytes(file);
@@ -373,14 +380,8 @@ TEST_F(MpiTrain, AForwardedStopSignalIsSaidOnce) {
   ASSERT_TRUE(stepping) << "the run did not start stepping\n" << output;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGUSR1) << output;
   EXPECT_TRUE(fs::exists(dir / "run" / "recovery.safetensors")) << output;
-  const auto count = [&output](const std::string& text) {
-    int n = 0;
-    for (size_t at = output.find(text); at != std::string::npos; at = output.find(text, at + 1))
-      ++n;
-    return n;
-  };
-  EXPECT_EQ(count("haargrad: stop signal:"), 1) << output;
-  EXPECT_EQ(count("interrupted (SIGUSR1) at epoch 1"), 1) << output;
+  EXPECT_EQ(occurrences(output, "haargrad: stop signal:"), 1) << output;
+  EXPECT_EQ(occurrences(output, "interrupted (SIGUSR1) at epoch 1"), 1) << output;
 }
 
 // A stop signal during MPI's start-up, before MPI has told a rank its rank, is said once too: a
@@ -421,14 +422,9 @@ TEST_F(MpiTrain, AStopSignalDuringMpiStartUpIsSaidOnce) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGUSR1)
       << "status " << status << "\n"
       << output;
-  const auto count = [&output](const std::string& text) {
-    int n = 0;
-    for (size_t at = output.find(text); at != std::string::npos; at = output.find(text, at + 1))
-      ++n;
-    return n;
-  };
-  EXPECT_EQ(count("haargrad: stop signal:"), 1) << output;
-  EXPECT_EQ(count("haargrad: stop signal: stopping before the first step"), 1) << output;
-  EXPECT_EQ(count("stopped by SIGUSR1 before the first step"), 1) << output;
+  EXPECT_EQ(occurrences(output, "haargrad: stop signal:"), 1) << output;
+  EXPECT_EQ(occurrences(output, "haargrad: stop signal: stopping before the first step"), 1)
+      << output;
+  EXPECT_EQ(occurrences(output, "stopped by SIGUSR1 before the first step"), 1) << output;
   EXPECT_FALSE(fs::exists(dir / "run")) << "the run started\n" << output;
 }
