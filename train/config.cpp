@@ -644,6 +644,14 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
 // Several unknown keys are named in one message: a timm args.yaml holds a hundred keys haargrad
 // does not have (amp, channels_last, ...), and one error per run would take a hundred runs.
 void check_known_keys(const YAML::Node& root, const std::string& source) {
+  // YAML 1.1's merge key is not in yaml-cpp, which reads `<<: *anchor` as a key named '<<' (its
+  // keys are not merged): say that, rather than "unknown key '<<'", before any other key
+  for (const auto& kv : root)
+    if (kv.first.IsScalar() && kv.first.Scalar() == "<<")
+      throw Error(str("config: '<<' (", where_of(kv.first, Where{source, 1}).text(),
+                      ") is a YAML merge key, which is not supported (yaml-cpp reads configs and "
+                      "does not merge): write the keys out in this file; aliases of single values "
+                      "(key: *anchor) work"));
   std::vector<std::pair<std::string, Where>> unknown;
   for (const auto& kv : root)
     if (kv.first.IsScalar() && !find_field(kv.first.Scalar()))

@@ -120,6 +120,18 @@ TEST_F(ConfigTest, UnknownKeyNamesKeyFileAndLine) {
   expect_contains(msg, {"'lrr'", path_, "line 3", "did you mean 'lr'"});
 }
 
+// YAML's merge key (`<<: *defaults`) is not in yaml-cpp, which reads it as a key named '<<': the
+// message called it an unknown key. It says what it is and what to write instead, before the
+// other unknown keys (the anchor's own key, here `defaults`).
+TEST_F(ConfigTest, AYamlMergeKeyIsNamedAsUnsupported) {
+  const std::string msg = load_error("defaults: &d\n  lr: 0.1\n<<: *d\nepochs: 2\n");
+  expect_contains(msg, {"'<<'", "merge key", path_, "line 3", "not supported", "write the keys"});
+  EXPECT_EQ(msg.find("unknown key"), std::string::npos) << msg;
+  // what the message offers instead: an alias of a single value
+  ASSERT_EQ(load_error("lr: &peak 0.002\nwarmup_lr: *peak\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_).warmup_lr, 0.002);
+}
+
 // timm's train.py writes None (or '') for the keys it fills from the model's pretrained config or
 // the dataset, and for drop_path and cutmix_minmax when off: its args.yaml holds them so, and each
 // means haargrad's default (timm's ConvNeXt value; crop_pct: README).
