@@ -221,6 +221,21 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
   return out;
 }
 
+// For a class folder missing from `classes`: "; it differs only in case from the train class
+// 'x' (...)" when one of them matches it but for case (a val folder 'Cat' against train's 'cat'),
+// else "". Class names stay case-sensitive, as in torchvision's ImageFolder.
+std::string case_only_hint(const std::string& name, const std::vector<std::string>& classes) {
+  auto lower = [](std::string t) {
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  for (const std::string& c : classes)
+    if (lower(c) == lower(name))
+      return str("; it differs only in case from the train class '", c,
+                 "' (class names are case-sensitive: rename one of the two folders)");
+  return "";
+}
+
 }  // namespace
 
 ImageFolder::ImageFolder(const std::string& root, const std::string& split, ImageFolderOptions opts)
@@ -236,7 +251,8 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
   for (const std::string& name : found) {
     auto it = std::find(classes_.begin(), classes_.end(), name);
     HG_CHECK(it != classes_.end(), "ImageFolder: class folder '", name, "' in '", dir_,
-             "' is not one of the ", classes_.size(), " given classes (from the train split)");
+             "' is not one of the ", classes_.size(), " given classes (from the train split)",
+             case_only_hint(name, classes_));
     const int64_t label = it - classes_.begin();
     ClassFiles cf = class_files(dir_, name);
     ignored += cf.others;

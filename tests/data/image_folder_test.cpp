@@ -391,6 +391,27 @@ TEST(ImageFolder, ValidationUsesTrainClasses) {
   EXPECT_NE(msg.find("zebra"), std::string::npos) << msg;
 }
 
+// A val class folder that differs from a train class only in case ('Cat' against 'cat') was
+// called "not one of the given classes" with no hint: the message names the train class it
+// almost matches (class names are case-sensitive, as in torchvision's ImageFolder).
+TEST(ImageFolder, AValClassDifferingOnlyInCaseIsNamed) {
+  hg::test::TempDir tmp;
+  Tree tree(tmp);  // train: bird, cat, dog
+  fs::create_directories(tmp.path() / "val/Cat");
+  hg::data::write_png(tmp / "val/Cat/v.png", hg::test::random_image(3, 3, 3, 13));
+  ImageFolderOptions opts;
+  opts.classes = ImageFolder(tmp.path().string(), "train").classes();
+  const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "val", opts); });
+  EXPECT_NE(msg.find("'Cat'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("differs only in case from the train class 'cat'"), std::string::npos) << msg;
+  // a class with no near match gets no such hint
+  fs::remove_all(tmp.path() / "val/Cat");
+  fs::create_directories(tmp.path() / "val/zebra");
+  hg::data::write_png(tmp / "val/zebra/z.png", hg::test::random_image(3, 3, 3, 14));
+  const std::string other = error_of([&] { ImageFolder(tmp.path().string(), "val", opts); });
+  EXPECT_EQ(other.find("differs only in case"), std::string::npos) << other;
+}
+
 TEST(ImageFolder, FashionMnistExportReadsBack) {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(dir)) GTEST_SKIP() << dir << " missing";
