@@ -72,6 +72,9 @@ class ConvNeXt : public Module {
   void set_wtconv_mode(WTConvMode mode);
   int64_t num_trainable() const;  ///< elements of trainable tensors
   int64_t num_fixed() const;      ///< elements of fixed buffers (WTConv Haar filters)
+  /// forward() gives no level advice: for a copy of a model that gives it (the model EMA), so that
+  /// a run says it once.
+  void skip_level_advice() { level_advice_given_ = true; }
 
   ModelConfig config;
   DType dtype;  ///< the parameters' dtype (f32 master weights in training)

@@ -16,6 +16,7 @@ ModelEma::ModelEma(const ConvNeXt& model, double decay, bool warmup)
   HG_CHECK(model.dtype == DType::f32, "model EMA: needs an f32 model, got ",
            dtype_name(model.dtype));
   ema_ = std::make_unique<ConvNeXt>(model.config, 0, DType::f32, model.device);
+  ema_->skip_level_advice();  // the model says it (the EMA's evaluation would say it again)
   const std::vector<ParamRef> src = model.named_tensors(), dst = ema_->named_tensors();
   std::vector<float*> ema_ptrs;
   std::vector<const float*> model_ptrs;

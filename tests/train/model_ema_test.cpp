@@ -1,8 +1,12 @@
 // Model EMA (timm ModelEmaV3): the decay schedule, the update against the lerp formula computed
-// here, the first update copying the model, and misuse errors.
+// here, the first update copying the model, misuse errors, and the copy leaving the model's
+// one-time WTConv level advice to the model.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "core/autograd.h"
 #include "train/config.h"
@@ -88,4 +92,26 @@ TEST(ModelEma, RefusesAnotherModel) {
   EXPECT_THROW(ema.update(b, 2), Error);
   ema.set(b);  // set() copies any model of the same structure
   EXPECT_EQ(values(ema.module()), values(b));
+}
+
+TEST(ModelEma, CopyLeavesTheLevelAdviceToTheModel) {
+  // The WTConv level advice comes once per run: the model says it, the EMA's forward (evaluation
+  // each epoch) must not say it again.
+  ModelConfig c = model_config("wtconvnext_atto");
+  c.dims = {4, 8, 12, 16};  // 32 px: stage maps 8, 4, 2, 1: levels past a 1x1 map
+  ConvNeXt model(c, 0);
+  train::ModelEma ema(model, 0.9, false);
+  auto stream = std::make_shared<std::ostringstream>();
+  auto saved = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
+  Tensor x = Tensor::zeros({1, 32, 32, 3}, DType::f32);
+  model.forward(x);
+  ema.module().forward(x);
+  spdlog::set_default_logger(saved);
+  const std::string log = stream->str();
+  size_t lines = 0;
+  for (char ch : log) lines += ch == '\n';
+  EXPECT_EQ(lines, 1u) << log;
+  EXPECT_NE(log.find("WTConv levels past a 1x1 map"), std::string::npos) << log;
 }
