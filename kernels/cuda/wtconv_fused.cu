@@ -740,6 +740,15 @@ Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
   return make_conv2d_shape(B, hp, wp, 4 * C, 4 * C, K, K, 1, K / 2, 4 * C);
 }
 
+/// A level's next LL band (B, grid, C) of storage T into *band, when band is given (the callers'
+/// optional outputs); its data, or null.
+template <typename T>
+T* ll_band(Tensor* band, int B, std::pair<int, int> grid, int C) {
+  if (band == nullptr) return nullptr;
+  *band = workspace_of<T>({B, grid.first, grid.second, C});
+  return typed<T>(*band);
+}
+
 /// H(src) on grid `out` from src (B, in): coefficients (B, out.h, out.w, 4, C) as sub-band planes
 /// (in `spare`'s memory when it holds them, see in_spare); the (rounded) LL into *ll_next if
 /// given. src and both outputs have storage type T.
@@ -747,11 +756,7 @@ template <typename T>
 Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
             Tensor* ll_next, const Tensor& spare = Tensor()) {
   Tensor coef = in_spare<T>(spare, {B, out.first, out.second, 4, C});
-  T* lln = nullptr;
-  if (ll_next != nullptr) {
-    *ll_next = workspace_of<T>({B, out.first, out.second, C});
-    lln = typed<T>(*ll_next);
-  }
+  T* lln = ll_band<T>(ll_next, B, out, C);
   T* cp = typed<T>(coef);
   if (C % 4 == 0 && aligned4<T>(src) && aligned4<T>(cp) && (!lln || aligned4<T>(lln))) {
     const int64_t n = int64_t(B) * out.first * out.second * (C / 4);
@@ -799,15 +804,11 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
     const int64_t groups = haar_conv_groups(B, hp);
     *t = workspace_of<T>({B, hp, wp, 4, C});
     T* cp = nullptr;
-    T* lln = nullptr;
     if (coef != nullptr) {
       *coef = workspace_of<T>({B, hp, wp, 4, C});
       cp = typed<T>(*coef);
     }
-    if (ll_next != nullptr) {
-      *ll_next = workspace_of<T>({B, hp, wp, C});
-      lln = typed<T>(*ll_next);
-    }
+    T* lln = ll_band<T>(ll_next, B, out, C);
     HG_CHECK(aligned16(typed<T>(*t)) && (!cp || aligned16(cp)) && (!lln || aligned16(lln)),
              "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
     const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
@@ -850,12 +851,9 @@ void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int
   const int hp = out.first, wp = out.second, KK = K * K, chunks = (C + 31) / 32;
   const size_t smem = haar_wgrad_smem<T>(K, wp);
   const int64_t groups = haar_wgrad_groups(B, hp);
-  T* lln = nullptr;
-  if (xnext != nullptr) {
-    *xnext = workspace_of<T>({B, hp, wp, C});
-    lln = typed<T>(*xnext);
-    HG_CHECK(aligned16(lln), "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
-  }
+  T* lln = ll_band<T>(xnext, B, out, C);
+  HG_CHECK(!lln || aligned16(lln),
+           "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
   const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
