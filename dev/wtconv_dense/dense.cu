@@ -565,6 +565,39 @@ __global__ void __launch_bounds__(128) reorder2_kernel(const __nv_bfloat16* __re
   }
 }
 
+/// One apply task's products: a channel pair's B fragments for two pixel tiles (the second only
+/// when `two`; fr at this lane's first word) against the MT 16-image row tiles of its staged pair
+/// planes pj: acc[m][u] = A(rows 16 m) x B(tile u), over the NKS k-steps (apply2_kernel,
+/// apply3_kernel).
+template <int MT, int NKS>
+__device__ __forceinline__ void task_products(const uint32_t* __restrict__ fr, bool two,
+                                              const uint32_t* pj, int pitch, int lane, int g,
+                                              float (&acc)[MT][2][4]) {
+  uint32_t bw[2][NKS];
+#pragma unroll
+  for (int ks = 0; ks < NKS; ++ks) {
+    bw[0][ks] = __ldg(fr + ks * 32);
+    bw[1][ks] = two ? __ldg(fr + (NKS + ks) * 32) : 0u;
+  }
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int u = 0; u < 2; ++u) acc[m][u][0] = acc[m][u][1] = acc[m][u][2] = acc[m][u][3] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < NKS; ++ks) {
+    uint32_t r[2][2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) b_pair(bw[u][ks], g, r[u][0], r[u][1]);
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      uint32_t a[4];
+      ldmatrix_a(pj + 16 * m * pitch + ks * 8, pitch, lane, a);
+#pragma unroll
+      for (int u = 0; u < 2; ++u) mma_bf16(acc[m][u], a, r[u][0], r[u][1]);
+    }
+  }
+}
+
 // apply_kernel with two output tiles a warp task (independent accumulator chains, and each A
 // fragment serves both), and the block's tasks split over gridDim.z blocks (more blocks in flight:
 // the first run had ~1.5 blocks a multiprocessor at B = 64 and waited on its mma chains).
@@ -586,33 +619,8 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
     const int j = task % kPairs, pt0 = 2 * (task / kPairs), cp = c0 / 2 + j;
     const bool two = pt0 + 1 < NPT;
     const uint32_t* fr = frag + (int64_t(cp) * NPT + pt0) * NKS * 32 + lane;
-    uint32_t bw[2][NKS];
-#pragma unroll
-    for (int ks = 0; ks < NKS; ++ks) {
-      bw[0][ks] = __ldg(fr + ks * 32);
-      bw[1][ks] = two ? __ldg(fr + (NKS + ks) * 32) : 0u;
-    }
     float acc[MT][2][4];
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int u = 0; u < 2; ++u) acc[m][u][0] = acc[m][u][1] = acc[m][u][2] = acc[m][u][3] = 0.f;
-    const uint32_t* pj = planes + j * IMG * pitch;
-#pragma unroll
-    for (int ks = 0; ks < NKS; ++ks) {
-      uint32_t r[2][2];
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        b_pair(bw[u][ks], g, r[u][0], r[u][1]);
-      }
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        uint32_t a[4];
-        ldmatrix_a(pj + 16 * m * pitch + ks * 8, pitch, lane, a);
-#pragma unroll
-        for (int u = 0; u < 2; ++u) mma_bf16(acc[m][u], a, r[u][0], r[u][1]);
-      }
-    }
+    task_products<MT, NKS>(fr, two, planes + j * IMG * pitch, pitch, lane, g, acc);
     const int c = c0 + 2 * j;
     const float bi0 = bias ? bias[c] : 0.f, bi1 = bias ? bias[c + 1] : 0.f;
 #pragma unroll
@@ -662,33 +670,7 @@ __global__ void __launch_bounds__(32 * kApplyWarps)
     const int j = task % kPairs, pt0 = pt_lo + 2 * (task / kPairs), cp = c0 / 2 + j;
     const bool two = pt0 + 1 < pt_hi;
     const uint32_t* fr = frag + (int64_t(cp) * NPT + pt0) * NKS * 32 + lane;
-    uint32_t bw[2][NKS];
-#pragma unroll
-    for (int ks = 0; ks < NKS; ++ks) {
-      bw[0][ks] = __ldg(fr + ks * 32);
-      bw[1][ks] = two ? __ldg(fr + (NKS + ks) * 32) : 0u;
-    }
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int u = 0; u < 2; ++u)
-        res[tk][m][u][0] = res[tk][m][u][1] = res[tk][m][u][2] = res[tk][m][u][3] = 0.f;
-    const uint32_t* pj = planes + j * IMG * pitch;
-#pragma unroll
-    for (int ks = 0; ks < NKS; ++ks) {
-      uint32_t r[2][2];
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        b_pair(bw[u][ks], g, r[u][0], r[u][1]);
-      }
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        uint32_t a[4];
-        ldmatrix_a(pj + 16 * m * pitch + ks * 8, pitch, lane, a);
-#pragma unroll
-        for (int u = 0; u < 2; ++u) mma_bf16(res[tk][m][u], a, r[u][0], r[u][1]);
-      }
-    }
+    task_products<MT, NKS>(fr, two, planes + j * IMG * pitch, pitch, lane, g, res[tk]);
   }
   __syncthreads();         // the planes are read: the results go over them
   uint32_t* out = planes;  // [IMG][NP][4]
