@@ -67,12 +67,13 @@ std::vector<double> level_sizes(double B, int H, int W, double C, int L) {
 // (kernels::cuda::wtconv_tail_level): one plane kernel reads ll_s (backward: and gR_s) and writes
 // its f32 term on grid s, which the synthesis reads: n_s f32 values, counted as rt n_s elements
 // of the activations' type (rt = 4 / its size in bytes: 2 for bf16, 1 for f32).
-// With hc (kernels::cuda::wtconv_haar_conv_levels) a level's Haar pass and conv are one kernel that
-// builds the coefficients in shared memory: the forward reads n_l and writes t_l and the LL band;
+// From level hf on (kernels::cuda::wtconv_haar_conv_from) a level's Haar pass and conv are one
+// kernel that builds the coefficients in shared memory: the forward reads n_l and writes t_l and
+// the LL band;
 // the backward's pass over G reads n_l and writes gt_l and G's LL band, and its weight gradient
 // (haar_wgrad_kernel, taken with haar_conv_kernel) forms both coefficient sets again from x and G
 // (reads 2 n_l) and writes x's LL band.
-IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double rt, bool hc) {
+IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double rt, int hf) {
   const auto n = level_sizes(B, H, W, C, L);
   auto haar = [&](int l) { return n[l] + 4 * n[l + 1] + (l + 1 < L ? n[l + 1] : 0); };
   auto synth = [&](int s) {  // base conv + synthesis of the split levels and of the tail's term
@@ -82,13 +83,13 @@ IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double
   };
   double fwd = sf < L ? n[sf] + rt * n[sf] : 0;                // the tail
   for (int l = 0; l < sf; ++l)  // Haar pass + conv (read, write), or the two in one kernel
-    fwd += hc ? haar(l) : haar(l) + 8 * n[l + 1];
+    fwd += l >= hf ? haar(l) : haar(l) + 8 * n[l + 1];
   fwd += synth(sf);
   // synthesis of grad_x on G; base weight grad (x and G); the tail
   double bwd = synth(sb) + 2 * n[0] + (sb < L ? 2 * n[sb] + rt * n[sb] : 0);
   for (int l = 0; l < sb; ++l) {
     const double ll = l + 1 < L ? n[l + 1] : 0;  // a next level's LL band
-    if (hc)  // Haar of G + conv^T; the weight gradient over x and G
+    if (l >= hf)  // Haar of G + conv^T; the weight gradient over x and G
       bwd += (n[l] + 4 * n[l + 1] + ll) + (2 * n[l] + ll);
     else  // Haar of G and of x; conv^T; the weight gradient over both coefficient sets
       bwd += 2 * haar(l) + 8 * n[l + 1] + 8 * n[l + 1];
@@ -99,8 +100,8 @@ IoCount io_fused_split(int B, int H, int W, int C, int L, int sf, int sb, double
 /// The whole-plane kernels (kernels/wtconv.h, wtconv_plane_path): the forward reads x and writes
 /// y; the backward reads x and G and writes grad_x (weight-gradient partials omitted, as above).
 IoCount io_fused(int B, int H, int W, int C, int L, bool plane_fwd, bool plane_bwd, int sf, int sb,
-                 double rt, bool hc) {
-  const IoCount split = io_fused_split(B, H, W, C, L, sf, sb, rt, hc);
+                 double rt, int hf) {
+  const IoCount split = io_fused_split(B, H, W, C, L, sf, sb, rt, hf);
   const double N = double(B) * H * W * C;
   const double fwd = plane_fwd ? 2 * N : split.forward;
   const double bwd = plane_bwd ? 3 * N : split.step - split.forward;
@@ -227,9 +228,9 @@ void run_bench(const Options& o) {
           fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, true);
       const int tail_fwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, false);
       const int tail_bwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, true);
-      const bool hc = kernels::cuda::wtconv_haar_conv_levels(x.shape(), K, act);
+      const int hf = kernels::cuda::wtconv_haar_conv_from(x.shape(), K, s.L, act);
       const IoCount io = fused ? io_fused(B, s.HW, s.HW, s.C, s.L, plane_fwd, plane_bwd, tail_fwd,
-                                          tail_bwd, 4.0 / double(dtype_size(act)), hc)
+                                          tail_bwd, 4.0 / double(dtype_size(act)), hf)
                                : io_reference(B, s.HW, s.HW, s.C, s.L);
       r.io_step_gb = io.step * double(dtype_size(act)) / 1e9;
       r.io_fwd_gb = io.forward * double(dtype_size(act)) / 1e9;
@@ -238,8 +239,9 @@ void run_bench(const Options& o) {
         path_note = ", whole-plane kernels";
       else if (fused && tail_fwd < s.L)
         path_note = str(", levels from ", tail_fwd, " as a level tail");
-      if (fused && hc && !(plane_fwd && plane_bwd) && tail_fwd > 0)
-        path_note += ", Haar pass + level conv in one kernel";
+      if (fused && !(plane_fwd && plane_bwd) && hf < tail_fwd)
+        path_note += hf == 0 ? std::string(", Haar pass + level conv in one kernel")
+                             : str(", Haar pass + level conv in one kernel from level ", hf);
       std::printf("  %-17s C=%d: I/O model fwd %.2f N, step %.2f N elements (N = %.0f)%s\n",
                   r.impl.c_str(), s.C, io.forward / x.numel(), io.step / x.numel(),
                   double(x.numel()), path_note.c_str());

@@ -432,9 +432,9 @@ LevelParams level_params(const WTConvWeights& w, WTConvGrads* g) {
 
 /// Every folded weight of one pass in one launch (fold_kernel; the tiny folds were 2-4 us each as
 /// separate launches): the base filter, flipped in the backward, and the forward's bias; with
-/// `levels` the split path's level filters, flipped in a bf16 backward only (bf16 runs the
-/// level gradient conv^T as the forward conv with the rotated filter, f32 as the depthwise
-/// backward data with the plain one; section 8 of docs/fused-wtconv.md); with `plane` the
+/// `levels` the split path's level filters, flipped in the backward (the level gradient conv^T
+/// runs as the forward conv with the rotated filter; section 8 of docs/fused-wtconv.md); with
+/// `plane` the
 /// whole-plane kernels' level filters, flipped in the backward, bf16-rounded for a bf16 T.
 template <typename T>
 Folded fold(const WTConvWeights& w, int C, int K, bool backward, bool levels, bool plane) {
@@ -460,7 +460,7 @@ Folded fold(const WTConvWeights& w, int C, int K, bool backward, bool levels, bo
       o.plane = f.plane.data<float>();
   }
   o.flip_base = backward;
-  o.flip_levels = backward && kBf16;
+  o.flip_levels = backward;
   o.flip_plane = backward;
   const int64_t n = int64_t(KK) * C + (backward ? 0 : C) +
                     (o.levels ? int64_t(L) * 4 * C * KK : 0) +
@@ -771,20 +771,24 @@ Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, i
   return coef;
 }
 
+/// Blocks of haar_conv_kernel or haar_wgrad_kernel a multiprocessor must hold for the kernel to be
+/// taken: two for f32, whose tiles are twice bf16's (at a 28-wide level grid one f32 block would
+/// fill a multiprocessor, nothing hiding its staging behind another block's taps; at 14 wide two
+/// fit, and the 192/28/4 step was 11% faster than with the two launches each, twenty-ninth
+/// session).
+template <typename T>
+constexpr size_t min_haar_blocks() {
+  return std::is_same_v<T, float> ? 2 : 1;
+}
+
 /// Whether haar_conv_kernel takes a level: src (B, in, C) of storage T, the level grid out, filters
-/// of size K. bf16, K = 3, 5, 7, C % 8 == 0 and a 16-byte aligned src (a null src stands for an
-/// aligned one), with the four staged tiles within the shared memory. (f32 tiles take twice the
-/// shared memory, 128 KB at a 28-wide level grid: one block a multiprocessor; f32 keeps the two
-/// launches, not measured against them.)
+/// of size K. K = 3, 5, 7, C % 8 == 0 and a 16-byte aligned src (a null src stands for an aligned
+/// one), with min_haar_blocks<T>() blocks' staged tiles within the shared memory.
 template <typename T>
 bool haar_conv_takes(const T* src, int B, int C, int K, std::pair<int, int> out) {
-  if constexpr (std::is_same_v<T, float>) {
-    return false;
-  } else {
-    return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && (src == nullptr || aligned16(src)) &&
-           haar_conv_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
-           haar_conv_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
-  }
+  return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && (src == nullptr || aligned16(src)) &&
+         haar_conv_smem<T>(K, out.second) * min_haar_blocks<T>() <= hg::cuda::max_dynamic_smem() &&
+         haar_conv_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
 }
 
 /// One level's Haar pass and conv in one launch (haar_conv_kernel): *t = conv(H(src), w) as
@@ -795,50 +799,41 @@ template <typename T>
 bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
                    std::pair<int, int> out, const float* w, Tensor* t, Tensor* coef,
                    Tensor* ll_next) {
-  if constexpr (std::is_same_v<T, float>) {
-    return false;
-  } else {
-    if (src == nullptr || !haar_conv_takes(src, B, C, K, out)) return false;
-    const int hp = out.first, wp = out.second;
-    const size_t smem = haar_conv_smem<T>(K, wp);
-    const int64_t groups = haar_conv_groups(B, hp);
-    *t = workspace_of<T>({B, hp, wp, 4, C});
-    T* cp = nullptr;
-    if (coef != nullptr) {
-      *coef = workspace_of<T>({B, hp, wp, 4, C});
-      cp = typed<T>(*coef);
-    }
-    T* lln = ll_band<T>(ll_next, B, out, C);
-    HG_CHECK(aligned16(typed<T>(*t)) && (!cp || aligned16(cp)) && (!lln || aligned16(lln)),
-             "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
-    const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
-    dispatch_k(K, [&](auto kt) {
-      constexpr int KT = decltype(kt)::value;
-      if constexpr (KT == 3 || KT == 5 || KT == 7) {
-        const auto kernel = haar_conv_kernel<T, KT>;
-        hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-        kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kHaarConvWarps), smem,
-                 hg::cuda::stream()>>>(src, hd, w, typed<T>(*t), cp, lln);
-        HG_CUDA_LAUNCH_CHECK();
-      }
-    });
-    return true;
+  if (src == nullptr || !haar_conv_takes(src, B, C, K, out)) return false;
+  const int hp = out.first, wp = out.second;
+  const size_t smem = haar_conv_smem<T>(K, wp);
+  const int64_t groups = haar_conv_groups(B, hp);
+  *t = workspace_of<T>({B, hp, wp, 4, C});
+  T* cp = nullptr;
+  if (coef != nullptr) {
+    *coef = workspace_of<T>({B, hp, wp, 4, C});
+    cp = typed<T>(*coef);
   }
+  T* lln = ll_band<T>(ll_next, B, out, C);
+  HG_CHECK(aligned16(typed<T>(*t)) && (!cp || aligned16(cp)) && (!lln || aligned16(lln)),
+           "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
+  const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (KT == 3 || KT == 5 || KT == 7) {
+      const auto kernel = haar_conv_kernel<T, KT>;
+      hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kHaarConvWarps), smem,
+               hg::cuda::stream()>>>(src, hd, w, typed<T>(*t), cp, lln);
+      HG_CUDA_LAUNCH_CHECK();
+    }
+  });
+  return true;
 }
 
 /// Whether haar_wgrad_kernel takes a level's weight gradient: x's and G's level inputs of storage
-/// T (16-byte aligned), the level grid out, filters of size K: bf16, K = 3, 5, 7, C % 8 == 0, the
-/// tiles within the shared memory. (f32 tiles would take twice the shared memory; f32 keeps the
-/// Haar pass and the staged weight gradient.)
+/// T (16-byte aligned), the level grid out, filters of size K: K = 3, 5, 7, C % 8 == 0,
+/// min_haar_blocks<T>() blocks' tiles within the shared memory.
 template <typename T>
 bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int, int> out) {
-  if constexpr (std::is_same_v<T, float>) {
-    return false;
-  } else {
-    return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && aligned16(xsrc) && aligned16(gsrc) &&
-           haar_wgrad_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
-           haar_wgrad_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
-  }
+  return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && aligned16(xsrc) && aligned16(gsrc) &&
+         haar_wgrad_smem<T>(K, out.second) * min_haar_blocks<T>() <= hg::cuda::max_dynamic_smem() &&
+         haar_wgrad_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
 }
 
 /// A level's folded-weight gradient into sums (4C, K*K), from xsrc = ll_l and gsrc = gR_l (B, in,
@@ -847,7 +842,6 @@ bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, std::pa
 template <typename T>
 void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int, int> in,
                 std::pair<int, int> out, float* sums, Tensor* xnext) {
-  static_assert(!std::is_same_v<T, float>, "bf16 only (haar_wgrad_takes)");
   const int hp = out.first, wp = out.second, KK = K * K, chunks = (C + 31) / 32;
   const size_t smem = haar_wgrad_smem<T>(K, wp);
   const int64_t groups = haar_wgrad_groups(B, hp);
@@ -916,48 +910,44 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
   return r;
 }
 
-/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wl the level's folded
-/// weights (4C, K*K; f32 only) and wlf the same flipped (bf16 only), both only with gt; sums where
-/// its folded-weight gradient
-/// goes (4C, K*K). The level gradient gt = conv^T(gc, w~) is, in f32, the depthwise backward data
-/// (the kernels it always ran); in bf16 the forward conv with the flipped filters: at K = 3, 5, 7
-/// the very staged kernel backward data runs, and in every variant one tap order (row-major over
-/// the flipped filter), which the CPU reproduces before it rounds gt
-/// (kernels/cpu/wtconv_fused.cpp); backward data's tile kernel sums the taps in the opposite order.
-/// Where haar_wgrad_takes (bf16, with gt), the weight gradient forms H(xsrc) and H(gsrc) itself
-/// and neither is stored. Otherwise H(xsrc), which only the weight gradient reads, goes into
+/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wlf the level's folded
+/// weights flipped (4C, K*K), only with gt; sums where its folded-weight gradient goes (4C, K*K).
+/// The level gradient gt = conv^T(gc, w~) is the forward conv with the flipped filters: at K = 3,
+/// 5, 7 the very staged kernel backward data runs, and in every variant one tap order (row-major
+/// over the flipped filter), which the bf16 CPU reference reproduces before it rounds gt
+/// (kernels/cpu/wtconv_fused.cpp; f32 needs no such care, nothing rounds between the taps);
+/// backward data's tile kernel sums the taps in the opposite order. (f32 ran the depthwise backward
+/// data with the plain filters until the twenty-ninth session, when f32 began to take the Haar
+/// kernels.) Where haar_wgrad_takes (with gt), the weight gradient forms H(xsrc) and H(gsrc)
+/// itself and neither is stored. Otherwise H(xsrc), which only the weight gradient reads, goes into
 /// `spare` when it fits (grad_x, written only by the synthesis after every level: at level 0 that
 /// saves an N-element tensor of the backward's peak, where gt_0, H(G) and H(x) live at once).
 template <typename T>
 void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
-                           const std::vector<std::pair<int, int>>& d, const float* wl,
-                           const float* wlf, Tensor* gt, Tensor* gnext, Tensor* xnext, float* sums,
-                           const Tensor& spare) {
+                           const std::vector<std::pair<int, int>>& d, const float* wlf, Tensor* gt,
+                           Tensor* gnext, Tensor* xnext, float* sums, const Tensor& spare) {
   const int hp = d[l + 1].first, wp = d[l + 1].second;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
-  // bf16 with grad_x: gt and G's next LL band in one launch over G, and the weight gradient in
+  // with grad_x: gt and G's next LL band in one launch over G, and the weight gradient in
   // one launch over x and G that forms both coefficient sets on the fly: neither H(G) nor H(x) is
   // stored (2 N elements less at level 0)
   if (gt != nullptr && wlf != nullptr && haar_conv_takes(gsrc, B, C, K, d[l + 1]) &&
       haar_wgrad_takes(xsrc, gsrc, B, C, K, d[l + 1])) {
     HG_CHECK(try_haar_conv(gsrc, B, C, K, d[l], d[l + 1], wlf, gt, nullptr, gnext),
              "wtconv (cuda, fused): haar_conv_kernel refused a level it takes");
-    if constexpr (!std::is_same_v<T, float>)
-      haar_wgrad(xsrc, gsrc, B, C, K, d[l], d[l + 1], sums, xnext);
+    haar_wgrad(xsrc, gsrc, B, C, K, d[l], d[l + 1], sums, xnext);
     return;
   }
   Tensor gc;
-  // bf16: gc = H(gR_l) and gt in one launch (gc still written: the weight gradient reads it)
+  // where only haar_conv takes the level: gc = H(gR_l) and gt in one launch (gc still written:
+  // the weight gradient reads it)
   const bool fused = gt != nullptr && wlf != nullptr &&
                      try_haar_conv(gsrc, B, C, K, d[l], d[l + 1], wlf, gt, &gc, gnext);
   if (!fused) {
     gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
     if (gt != nullptr) {
       *gt = workspace_of<T>({B, hp, wp, 4, C});
-      if constexpr (std::is_same_v<T, float>)
-        depthwise_conv_backward_data(cs, gc.data<float>(), wl, gt->data<float>());
-      else
-        depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
+      depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
     }
   }
   const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext, spare);
@@ -982,10 +972,8 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
   if (gt != nullptr) gt->assign(s, Tensor());
   *tail = LevelTail{};
   if (L == 0) return Tensor();
-  constexpr bool kBf16 = !std::is_same_v<T, float>;
   const LevelParams lp = level_params(w, &g);  // every level's gradient tensors
-  // the level gradients' filters (f.levels, folded for this pass): f32 runs backward data with
-  // the plain ones (wl), bf16 the forward conv with the flipped ones (wlf)
+  // the level gradients' filters (f.levels, folded and flipped for this pass)
   const float* levels = gt != nullptr ? f.levels.data<float>() : nullptr;
   const Tensor sums = workspace({s, 4 * C, KK});
   Tensor gR, ll;  // keep the current level's inputs alive; after the loop, gR_s and ll_s
@@ -994,11 +982,10 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
     Tensor* gtl = gt != nullptr ? &(*gt)[l] : nullptr;
     Tensor* gn = l + 1 < L ? &gnext : nullptr;
     Tensor* xn = l + 1 < L ? &xnext : nullptr;
-    const float* wll = levels && !kBf16 ? levels + l * per : nullptr;
-    const float* wlfl = levels && kBf16 ? levels + l * per : nullptr;
+    const float* wlf = levels ? levels + l * per : nullptr;
     float* sl = sums.data<float>() + l * per;
-    level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wll,
-                          wlfl, gtl, gn, xn, sl, spare);
+    level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wlf,
+                          gtl, gn, xn, sl, spare);
     gR = gnext;
     ll = xnext;
   }
@@ -1150,14 +1137,29 @@ int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backw
                                    &g);
 }
 
-bool wtconv_haar_conv_levels(const Shape& x, int K, DType dtype) {
-  HG_CHECK(x.size() == 4, "wtconv_haar_conv_levels: x must be (B, H, W, C), got ", shape_str(x));
-  if (dtype != DType::bf16) return false;
-  const __nv_bfloat16* aligned = nullptr;  // stands for dense, 16-byte aligned tensors
-  // level 0's grid is the widest: a level that fits there fits at every level
-  const std::pair<int, int> grid{int((x[1] + 1) / 2), int((x[2] + 1) / 2)};
-  return wtconv_detail::haar_conv_takes(aligned, int(x[0]), int(x[3]), K, grid) &&
-         wtconv_detail::haar_wgrad_takes(aligned, aligned, int(x[0]), int(x[3]), K, grid);
+namespace {
+/// wtconv_haar_conv_from for storage T.
+template <typename T>
+int haar_conv_from(const Shape& x, int K, int levels) {
+  const T* aligned = nullptr;  // stands for dense, 16-byte aligned tensors
+  const int B = int(x[0]), C = int(x[3]);
+  const auto d = wtconv_detail::level_dims(int(x[1]), int(x[2]), levels);
+  for (int l = 0; l < levels; ++l)  // grids shrink level by level: the first that fits, and on
+    if (wtconv_detail::haar_conv_takes(aligned, B, C, K, d[l + 1]) &&
+        wtconv_detail::haar_wgrad_takes(aligned, aligned, B, C, K, d[l + 1]))
+      return l;
+  return levels;
+}
+}  // namespace
+
+int wtconv_haar_conv_from(const Shape& x, int K, int levels, DType dtype) {
+  HG_CHECK(x.size() == 4, "wtconv_haar_conv_from: x must be (B, H, W, C), got ", shape_str(x));
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_haar_conv_from: f32 or bf16, got ",
+           dtype_name(dtype));
+  HG_CHECK(levels >= 0 && levels <= wtconv_detail::kMaxLevels, "wtconv_haar_conv_from: 0 to ",
+           wtconv_detail::kMaxLevels, " levels on cuda, got ", levels);
+  return dtype == DType::bf16 ? haar_conv_from<__nv_bfloat16>(x, K, levels)
+                              : haar_conv_from<float>(x, K, levels);
 }
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
