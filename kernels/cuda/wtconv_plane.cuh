@@ -7,7 +7,7 @@
 // base conv, the output the tail's term of the synthesis; section 11).
 //
 // Per block and image (image b, channels c0 .. c0 + 31; a forward block may take several images
-// in turn, plane_forward in wtconv_fused.cu), all in shared memory:
+// in turn, plane_forward in wtconv_plane_host.cu), all in shared memory:
 //   1. load the plane x (and, backward, G = dL/dy): as f32 in the forward, in the storage type T
 //      in the backward (two planes and two pyramids must fit; bf16 values are exact either way);
 //   2. the Haar pyramid: c_l = H(ll_l) as 4 sub-band planes on grid l + 1, ll_{l+1} = its LL plane
@@ -394,9 +394,9 @@ __device__ void plane_cascade(const PlaneGeom& g, const S* src, const S* pyr, fl
 
 /// Forward: grid (ceil(C / 32), slices), kPlaneWarps warps, plane_fwd_layout<S>(g).bytes of shared
 /// memory, its planes and level taps stored as S: T, or f32 for a bf16 T (exact either way; the
-/// host picks, plane_forward in wtconv_fused.cu). A block runs images [slice * ipb, ...) in turn
-/// and stages its filters once for all of them. x: the layer's input (a whole layer) or ll_s (a
-/// level tail: wb and bias unused).
+/// host picks, plane_forward in wtconv_plane_host.cu). A block runs images [slice * ipb, ...) in
+/// turn and stages its filters once for all of them. x: the layer's input (a whole layer) or ll_s
+/// (a level tail: wb and bias unused).
 template <typename T, typename S, int K, bool kBase>
 __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 registers a thread
     plane_forward_kernel(const T* __restrict__ x, int B, int C, int ipb, PlaneGeom g,

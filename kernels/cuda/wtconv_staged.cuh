@@ -1,6 +1,6 @@
 // The one-pass synthesis fused with the base conv, with the input rows staged in shared memory
 // (stride 1, K = 3, 5, 7; bf16 activations, where it measured faster): the fast path of
-// wtconv_fused.cu's synthesis (the forward y, and grad_x as the same synthesis of dL/dy with
+// wtconv_synthesis.cu's synthesis (the forward y, and grad_x as the same synthesis of dL/dy with
 // flipped filters). The base conv is the staged depthwise
 // forward of kernels/cuda/depthwise_conv.cu (staged_rows.cuh: rows in shared memory, a sliding
 // register window, two output rows per thread); the level terms are added per output pixel from

@@ -3,11 +3,11 @@
 // Activations and the coefficient planes are T = float (16-byte accesses of 4 channels) or
 // __nv_bfloat16 (8-byte accesses of 4 channels), weights and registers float. Used when C % 4 == 0
 // and the pointers are aligned; the synthesis also needs K a compiled constant (3, 5, 7, 9) and
-// stride == 1; wtconv_fused.cu keeps the one-channel kernels for every other case. Same math as
-// those kernels, fewer instructions: the one-channel versions spent most of their issue slots on
-// scalar loads and 64-bit index arithmetic, which the 4-channel vectors amortise 4x
-// (docs/fused-wtconv.md). (The 4-channel on-the-fly level conv that used to live here is in the
-// kernel lab, dev/wtconv/.)
+// stride == 1; wtconv_synthesis.cu and wtconv_split.cu keep the one-channel kernels for every
+// other case. Same math as those kernels, fewer instructions: the one-channel versions spent most
+// of their issue slots on scalar loads and 64-bit index arithmetic, which the 4-channel vectors
+// amortise 4x (docs/fused-wtconv.md). (The 4-channel on-the-fly level conv that used to live here
+// is in the kernel lab, dev/wtconv/.)
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
 // kernels/cuda/*.h.
 //
