@@ -102,11 +102,10 @@ int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backw
 /// coefficients built in shared memory; the forward never writes them; the backward's weight
 /// gradient forms x's and G's coefficients itself, haar_wgrad_kernel, so they are never stored),
 /// `levels` when none: for x (B, H, W, C) of dtype `dtype` (f32 or bf16), dense and 16-byte
-/// aligned: K = 3, 5 or 7, C % 8 == 0, the level's staged tiles within the shared memory (bf16:
-/// one block a multiprocessor; f32: two, so on an H100 / H200 f32 takes them from a 14-wide level
-/// grid on, bf16 from 28). Levels before it run a Haar pass and a depthwise conv each. Benchmarks
-/// count their I/O with it. Throws for x not 4-D, another dtype, or more levels than the CUDA
-/// kernels take.
+/// aligned: K = 3, 5 or 7, C % 8 == 0, the level's staged tiles within the shared memory (on an
+/// H100 / H200 every level of WTConvNeXt-T's stages, bf16 or f32). Levels before it run a Haar
+/// pass and a depthwise conv each. Benchmarks count their I/O with it. Throws for x not 4-D,
+/// another dtype, or more levels than the CUDA kernels take.
 int wtconv_haar_conv_from(const Shape& x, int K, int levels, DType dtype);
 
 }  // namespace cuda

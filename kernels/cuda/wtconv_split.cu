@@ -276,33 +276,25 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
 
 }  // namespace
 
-/// Blocks of haar_conv_kernel or haar_wgrad_kernel a multiprocessor must hold for the kernel to be
-/// taken: two for f32, whose tiles are twice bf16's (at a 28-wide level grid one f32 block would
-/// fill a multiprocessor, nothing hiding its staging behind another block's taps; at 14 wide two
-/// fit, and the 192/28/4 step was 11% faster than with the two launches each, twenty-ninth
-/// session).
-template <typename T>
-constexpr size_t min_haar_blocks() {
-  return std::is_same_v<T, float> ? 2 : 1;
-}
-
 /// Whether haar_conv_kernel takes a level: src (B, in, C) of storage T, the level grid out, filters
 /// of size K. K = 3, 5, 7, C % 8 == 0 and a 16-byte aligned src (a null src stands for an aligned
-/// one), with min_haar_blocks<T>() blocks' staged tiles within the shared memory.
+/// one), with the four staged tiles within the shared memory: bf16 or f32 (f32's tiles are twice
+/// bf16's: at a 28-wide level grid one block a multiprocessor, and still 12% faster than a Haar
+/// pass and a conv, twenty-ninth session).
 template <typename T>
 bool haar_conv_takes(const T* src, int B, int C, int K, std::pair<int, int> out) {
   return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && (src == nullptr || aligned16(src)) &&
-         haar_conv_smem<T>(K, out.second) * min_haar_blocks<T>() <= hg::cuda::max_dynamic_smem() &&
+         haar_conv_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
          haar_conv_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
 }
 
 /// Whether haar_wgrad_kernel takes a level's weight gradient: x's and G's level inputs of storage
-/// T (16-byte aligned), the level grid out, filters of size K: K = 3, 5, 7, C % 8 == 0,
-/// min_haar_blocks<T>() blocks' tiles within the shared memory.
+/// T (16-byte aligned), the level grid out, filters of size K: K = 3, 5, 7, C % 8 == 0, the tiles
+/// within the shared memory (bf16 or f32).
 template <typename T>
 bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int, int> out) {
   return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && aligned16(xsrc) && aligned16(gsrc) &&
-         haar_wgrad_smem<T>(K, out.second) * min_haar_blocks<T>() <= hg::cuda::max_dynamic_smem() &&
+         haar_wgrad_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
          haar_wgrad_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
 }
 

@@ -206,9 +206,9 @@ TEST(WTConvGpuDeterminism, WeightGradientsBitIdentical) {
 // shapes of WTConvNeXt-T's first two stages, at N = 19.3 M (bench-layer's B = 64 at 96/56), where
 // what does not grow with the batch (folded filters, the weight gradients' per-slice sums: at most
 // ~4 MB on a 132-multiprocessor GPU) stays near 0.1 N. That is the peak where level 0 runs a Haar
-// pass and a conv (f32 at 96/56/5). Where the Haar kernels take level 0
-// (kernels::cuda::wtconv_haar_conv_from: bf16, and f32 from a 14-wide level grid on a GPU with
-// two f32 blocks' tiles of shared memory), neither H(G) nor H(x) is stored (haar_wgrad_kernel
+// pass and a conv (a GPU whose shared memory cannot hold the Haar kernels' tiles). Where they take
+// level 0 (kernels::cuda::wtconv_haar_conv_from: bf16 or f32 on an H100 / H200), neither H(G)
+// nor H(x) is stored (haar_wgrad_kernel
 // forms both: docs/fused-wtconv.md, section 16), so the peak is at level 1 (96/56/5: gt_0, the
 // level-1 LL bands, gt_1 and the level-2 LL bands, 1.875 N) or in the tail (192/28/4: gt_0, the LL
 // bands and the tail's f32 output, 2.0 N in bf16, 1.75 N in f32, where that output is no wider
