@@ -1,10 +1,10 @@
 // The fused WTConv2d's split path on the GPU (docs/fused-wtconv.md, sections 7 and 11): per level,
 // the Haar pass and the depthwise conv over the materialised coefficients (the forward's level
 // outputs t_l), and the level gradients and folded-weight gradients of the backward, unfolded into
-// the wavelet_weight and wavelet_scale gradients; bf16's one-launch Haar + conv and Haar + weight
-// gradient; and the level tail, which hands the levels from the first small LL band to the
-// whole-plane kernels (wtconv_plane_host.cu). wtconv_fused.cu runs them between the fold and the
-// synthesis.
+// the wavelet_weight and wavelet_scale gradients; the one-launch Haar + conv and Haar + weight
+// gradient (bf16 and f32); and the level tail, which hands the levels from the first small LL band
+// to the whole-plane kernels (wtconv_plane_host.cu). wtconv_fused.cu runs them between the fold and
+// the synthesis.
 #include <algorithm>
 #include <cmath>
 
