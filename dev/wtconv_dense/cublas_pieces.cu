@@ -14,25 +14,17 @@
 // Usage: build/dev/wtconv_dense/wtconv_cublas_pieces [reps] (a line per shape: each piece's median
 // us over reps). The twenty-ninth session's run (H100) had no opt-in for the transpositions' shared
 // memory above 48 KB: its 28 x 28 rows' to_planes / from_planes launches failed and the program
-// stopped before B = 128; the opt-in below is added since, not yet run.
+// stopped before B = 128; the opt-in below, and the timing through dev/lab_util.cuh (the same
+// medians of CUDA-event times, on cudaStreamPerThread), are added since, not yet run.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
-#include <vector>
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "dev/lab_util.cuh"
+
 #define CB(x)                                                                          \
   do {                                                                                 \
     cublasStatus_t s_ = (x);                                                           \
@@ -108,28 +100,9 @@ template <typename T>
 T* dev_random(size_t n, float scale, unsigned seed) {
   T* p;
   CK(cudaMalloc(&p, n * sizeof(T)));
-  fill<<<1024, 256>>>(p, n, scale, seed);
+  fill<<<1024, 256, 0, cudaStreamPerThread>>>(p, n, scale, seed);
   CK(cudaGetLastError());
   return p;
-}
-
-float time_us(int reps, const std::function<void()>& f) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a));
-    f();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1000.f);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 void run(cublasHandle_t h, int B, int H, int W, int C, int K, int L, int reps) {
@@ -157,8 +130,10 @@ void run(cublasHandle_t h, int B, int H, int W, int C, int K, int L, int reps) {
   const dim3 tg(C / 32, B);
   CK(cudaFuncSetAttribute(to_planes, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   CK(cudaFuncSetAttribute(from_planes, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  auto t_in = [&] { to_planes<<<tg, 256, smem>>>(x, B, HW, HWp, C, xp); };
-  auto t_out = [&] { from_planes<<<tg, 256, smem>>>(yp, bias, B, HW, HWp, C, y); };
+  auto t_in = [&] { to_planes<<<tg, 256, smem, cudaStreamPerThread>>>(x, B, HW, HWp, C, xp); };
+  auto t_out = [&] {
+    from_planes<<<tg, 256, smem, cudaStreamPerThread>>>(yp, bias, B, HW, HWp, C, y);
+  };
   auto mbuild = [&] {
     CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, int(HW2), C, P8, &one, Eb, CUDA_R_16BF, int(HW2),
                     Wt, CUDA_R_16BF, P8, &zero, M, CUDA_R_16BF, int(HW2), CUBLAS_COMPUTE_32F,
@@ -195,15 +170,15 @@ void run(cublasHandle_t h, int B, int H, int W, int C, int K, int L, int reps) {
   CK(cudaMemset(gp, 0, planes * 2));
   t_in();
   float r[10];
-  r[0] = time_us(reps, t_in);
-  r[1] = time_us(reps, t_out);
-  r[2] = time_us(reps, mbuild);
-  r[3] = time_us(reps, [&] { apply(CUBLAS_OP_N, xp, yp); });
-  r[4] = time_us(reps, [&] { apply(CUBLAS_OP_T, gp, yp); });
-  r[5] = time_us(reps, dm);
-  r[6] = time_us(reps, contract);
-  r[7] = time_us(reps, dm_bf16);
-  r[8] = time_us(reps, contract_bf16);
+  r[0] = 1000.f * median_ms(t_in, reps);
+  r[1] = 1000.f * median_ms(t_out, reps);
+  r[2] = 1000.f * median_ms(mbuild, reps);
+  r[3] = 1000.f * median_ms([&] { apply(CUBLAS_OP_N, xp, yp); }, reps);
+  r[4] = 1000.f * median_ms([&] { apply(CUBLAS_OP_T, gp, yp); }, reps);
+  r[5] = 1000.f * median_ms(dm, reps);
+  r[6] = 1000.f * median_ms(contract, reps);
+  r[7] = 1000.f * median_ms(dm_bf16, reps);
+  r[8] = 1000.f * median_ms(contract_bf16, reps);
   const float fwd = r[0] + r[2] + r[3] + r[1];
   const float bwd = r[0] + r[2] + r[4] + r[1] + r[0] + r[5] + r[6];
   std::printf(
@@ -223,6 +198,7 @@ int main(int argc, char** argv) {
   std::printf("%s\n", prop.name);
   cublasHandle_t h;
   CB(cublasCreate(&h));
+  CB(cublasSetStream(h, cudaStreamPerThread));  // the stream lab_util.cuh times
   for (int B : {64, 128}) {
     run(h, B, 14, 14, 384, 5, 3, reps);
     run(h, B, 7, 7, 768, 5, 2, reps);
