@@ -43,6 +43,13 @@ void check_output_file(const std::string& path, const std::string& what,
       fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   HG_CHECK(fs::is_directory(parent, ec), what, " ", path, ": the folder ", parent.string(),
            fs::exists(parent, ec) ? " is not a folder" : " does not exist");
+  // a read-only folder (or file system) too: the file is written into it (a temporary file,
+  // renamed)
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    const int err = errno;
+    throw Error(str(what, " ", path, ": the folder ", parent.string(), " cannot be written (",
+                    std::strerror(err), "); give a file in a folder you can write"));
+  }
   if (!fs::exists(path, ec)) return;
   const std::string elsewhere = str("write ", contents, " to another file");
   for (const CommandInput& in : inputs)

@@ -3,6 +3,8 @@
 // evaluation of the same weights.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include <fstream>
@@ -225,6 +227,38 @@ TEST_F(ValidateCommand, BadResultsFileAndMissingConfigFailClearly) {
   auto row = [](const std::string& out) { return split(split(out.substr(out.find("model,img_size")), '\n').at(1), ','); };
   const std::vector<std::string> ra = row(a.output), rb = row(b.output);
   for (size_t i : {0, 1, 2, 4, 6, 8}) EXPECT_EQ(ra.at(i), rb.at(i)) << kColumns[i];
+}
+
+// A results file whose folder is missing or read-only is refused before the evaluation (the
+// read-only one used to be found only when the row was written, after the whole split). As root
+// the program runs as nobody, for whom the folder is read-only.
+TEST_F(ValidateCommand, ResultsFileInAFolderThatCannotBeWrittenFailsBeforeTheEvaluation) {
+  const std::string run = train_once();
+  const ProgramRun missing = run_program("validate --checkpoint " + run +
+                                         "/last.safetensors --results-file " + file("no/r.csv"));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("the folder " + file("no") + " does not exist"), std::string::npos)
+      << missing.output;
+  EXPECT_EQ(missing.output.find("model,img_size"), std::string::npos) << missing.output;
+
+  std::filesystem::create_directories(file("ro"));
+  namespace fs = std::filesystem;
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(file("ro"), fs::perms::owner_read | fs::perms::owner_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  const std::string as =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const ProgramRun ro = run_program(
+      "validate --checkpoint " + run + "/last.safetensors --results-file " + file("ro/r.csv"), as);
+  fs::permissions(file("ro"), fs::perms::owner_all);
+  EXPECT_NE(ro.exit_code, 0) << ro.output;
+  EXPECT_NE(ro.output.find("validate: --results-file " + file("ro/r.csv") + ": the folder " +
+                           file("ro") + " cannot be written (Permission denied)"),
+            std::string::npos)
+      << ro.output;
+  EXPECT_EQ(ro.output.find("model,img_size"), std::string::npos)
+      << "evaluated first: " << ro.output;
+  EXPECT_FALSE(fs::exists(file("ro/r.csv")));
 }
 
 }  // namespace
