@@ -26,6 +26,7 @@
 #include "data/rand_augment.h"
 #include "data/random_erasing.h"
 #include "data/transforms.h"
+#include "train/run_folder.h"
 
 namespace hg::app {
 namespace {
@@ -89,6 +90,7 @@ AugmentRow time_it(const std::string& name, const AugmentOptions& o,
 
 void run(const AugmentOptions& o) {
   HG_CHECK(o.size > 0 && o.reps > 0 && o.warmup >= 0, "bench-augment: --size and --reps must be > 0, --warmup >= 0");
+  if (!o.output.empty()) train::check_output_file(o.output, "bench-augment: --output", "the rows");
   const data::Interp interp = data::parse_interp(o.interp);
   Generator gen(1);
   const data::Image src = o.image.empty() ? synthetic_source(gen) : data::read_image(o.image, 3);

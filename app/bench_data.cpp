@@ -6,15 +6,14 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "app/command.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/loader_bench.h"
 #include "train/config.h"
+#include "train/run_folder.h"
 
 namespace hg::app {
 namespace {
@@ -33,23 +32,10 @@ std::string decoded_str(const std::map<std::string, int64_t>& m) {
   return s;
 }
 
-void write_json_atomic(const std::string& path, const nlohmann::ordered_json& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    HG_CHECK(f.good(), "bench-data: cannot write '", tmp, "'");
-    f << j.dump(2) << "\n";
-    f.flush();
-    HG_CHECK(f.good(), "bench-data: writing '", tmp, "' failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  HG_CHECK(!ec, "bench-data: cannot rename '", tmp, "' to '", path, "': ", ec.message());
-}
-
 void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
   HG_CHECK(a.split == "train" || a.split == "val", "bench-data: --split must be train or val, got '", a.split, "'");
   HG_CHECK(!a.decoders.empty(), "bench-data: --decoders is empty");
+  if (!a.output.empty()) train::check_output_file(a.output, "bench-data: --output", "the rows");
   train::Config cfg = train::load_config(a.config);
   train::apply_overrides(cfg, overrides);
   for (const std::string& dec : a.decoders) {  // every name checked before the first row runs
@@ -101,7 +87,7 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
                     {"dataset", r.dataset}});
   }
   if (!a.output.empty()) {
-    write_json_atomic(a.output, rows);
+    io::write_file_atomic(a.output, rows.dump(2) + "\n");
     std::printf("wrote %s\n", a.output.c_str());
   }
 }

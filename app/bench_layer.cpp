@@ -23,6 +23,7 @@
 #include "core/random.h"
 #include "core/tensor.h"
 #include "kernels/wtconv.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -180,6 +181,7 @@ void run_bench(const Options& o) {
   HG_CHECK(cuda::available(),
            "bench-layer: no CUDA device (it times the CUDA kernels: it runs on a GPU only; ",
            train::cuda_unavailable_reason(), ")");
+  if (!o.output.empty()) train::check_output_file(o.output, "bench-layer: --output", "the results");
   autograd::NoGradGuard no_grad;  // kernel-level calls; allocations come from the caching allocator
   const double bw = copy_bytes_per_second(Device::cuda);
   std::printf("device-to-device copy bandwidth: %.0f GB/s (read + write)\n", bw / 1e9);

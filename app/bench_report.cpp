@@ -10,6 +10,7 @@
 #include "app/bench_breakdown.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "train/run_folder.h"
 
 namespace hg::app {
 
@@ -165,6 +166,7 @@ ojson row_json(const BenchResult& r) {
 void check_output_path(const std::string& path) {
   HG_CHECK(ends_with(path, ".json") || ends_with(path, ".csv"), "bench: --output '", path,
            "' must end in .json or .csv");
+  train::check_output_file(path, "bench: --output", "the rows");
 }
 
 void write_rows(const std::string& path, const std::vector<BenchResult>& rows) {

@@ -27,7 +27,8 @@ nlohmann::ordered_json row_json(const BenchResult& r);
 /// row, nulls empty, no breakdown) for *.csv. Throws hg::Error for another extension or when the
 /// file cannot be written.
 void write_rows(const std::string& path, const std::vector<BenchResult>& rows);
-/// Throws hg::Error unless `path` ends in .json or .csv (checked before any row runs).
+/// Throws hg::Error unless `path` ends in .json or .csv and can be written there
+/// (train::check_output_file: its folder exists and is writable; checked before any row runs).
 void check_output_path(const std::string& path);
 
 /// Prints the results table, the memory table and the ratio table (WTConvNeXt / ConvNeXt at equal

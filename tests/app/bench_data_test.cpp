@@ -100,6 +100,16 @@ TEST_F(BenchData, BadArgumentsFailWithAMessage) {
   r = run_program("bench-data" + args() + " --split test");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--split"), std::string::npos) << r.output;
+  // an --output that cannot be written is found before the first row (it used to be found after
+  // the last, through a writer of its own that left '<output>.tmp' behind)
+  const std::string out = (dir_ / "no" / "rows.json").string();
+  r = run_program("bench-data" + args() + " --output " + out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("bench-data: --output " + out + ": the folder " + (dir_ / "no").string() +
+                          " does not exist"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("img/s"), std::string::npos) << "a row ran: " << r.output;
 }
 
 }  // namespace

@@ -202,5 +202,27 @@ TEST_F(BenchCommand, BadArgumentsFailBeforeRunning) {
   EXPECT_FALSE(fs::exists(file("rows.txt")));
 }
 
+// An --output in a missing folder is refused before the first row, not after every row ran (bench,
+// bench-augment; bench-data in bench_data_test.cpp).
+TEST_F(BenchCommand, AnOutputFileInAMissingFolderFailsBeforeRunning) {
+  const std::string missing = file("no") + " does not exist";
+  const ProgramRun bench =
+      run_program(kTiny + " --models convnext_atto --output " + file("no/rows.json"));
+  EXPECT_NE(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(
+      bench.output.find("bench: --output " + file("no/rows.json") + ": the folder " + missing),
+      std::string::npos)
+      << bench.output;
+  EXPECT_EQ(bench.output.find("timed steps"), std::string::npos) << "a row ran: " << bench.output;
+  const ProgramRun augment =
+      run_program("bench-augment --reps 1 --warmup 0 --output " + file("no/augment.json"));
+  EXPECT_NE(augment.exit_code, 0) << augment.output;
+  EXPECT_NE(augment.output.find("bench-augment: --output " + file("no/augment.json") +
+                                ": the folder " + missing),
+            std::string::npos)
+      << augment.output;
+  EXPECT_EQ(augment.output.find("mean us"), std::string::npos) << "a row ran: " << augment.output;
+}
+
 }  // namespace
 }  // namespace hg
