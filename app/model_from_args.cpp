@@ -25,6 +25,9 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
   const auto bytes = std::filesystem::file_size(checkpoint, ec);
   if (ec) return;  // unreadable: the load names the problem
   const auto needed = static_cast<uintmax_t>(2 * (n.trainable + n.fixed));
+  // a file cut short or no safetensors file at all is named as such, not as another model's: it is
+  // smaller than the model, so reading it whole is cheap
+  if (needed > bytes) safetensors::load(checkpoint);
   HG_CHECK(needed <= bytes, "the model of ", r.source, " (", m.model, ", ", n.trainable + n.fixed,
            " parameters: depths ", shape_str(m.depths), ", dims ", shape_str(m.dims),
            ", num_classes ", m.num_classes, ") cannot be the one in ", checkpoint, ", a file of ",

@@ -251,6 +251,31 @@ TEST_F(ExportCommand, AStoredConfigLargerThanItsFileIsRefused) {
   }
 }
 
+// A checkpoint cut short (a copy that stopped) or no safetensors file at all, given with the
+// config of its model, is named as what it is: it used to be refused as a file whose config
+// "does not belong to these weights", which sent the user looking for another config.
+TEST_F(ExportCommand, ACutCheckpointIsNamedAsSuchNotAsAnotherModels) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const std::string bytes = io::read_file(ck);
+  for (const size_t keep : {size_t{5}, size_t{10000}}) {
+    const std::string cut = file("cut" + std::to_string(keep) + ".safetensors");
+    std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(keep));
+    const ProgramRun r = run_program(
+        "validate " HAARGRAD_SOURCE_DIR "/configs/smoke.yaml --device cpu --checkpoint " + cut);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("safetensors '" + cut + "': "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(keep == 5 ? "too short for the 8-byte header length"
+                                      : "not a safetensors file, or a truncated one"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("does not belong"), std::string::npos) << r.output;
+  }
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
