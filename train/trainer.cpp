@@ -499,22 +499,49 @@ void restore_checkpoint(Session& s) {
 
 // A resume that goes on in a new folder (claimed by this session) from the run's best checkpoint
 // (written at the end of its best epoch) starts that folder's model_best with it: else the folder
-// had none until a later epoch beat it, perhaps never, while the log named that best. Called once
-// training starts, so that a folder given back during start-up holds nothing of it. Rank 0.
-void carry_best_into_new_folder(Session& s) {
-  if (!s.resumed || !s.claimed || !dist::is_main() || s.st.best_epoch < 1) return;
-  if (s.st.best_epoch != s.st.epoch || s.st.step_in_epoch != 0) {
-    spdlog::info(
-        "model_best: the run's best so far (epoch {}, top-1 {:.2f}%) is not in this folder; its "
-        "model_best comes with the first epoch that beats it",
-        s.st.best_epoch, s.st.best_top1);
+// had none until a later epoch beat it, perhaps never, while the log named that best. A resume in
+// place whose folder lost its model_best.safetensors (deleted, a partial copy) gets it back the
+// same way, or from the run's checkpoint-<best epoch>.safetensors beside it: it too would
+// otherwise end without one (`validate RUN` takes model_best). Called once training starts, so
+// that a folder given back during start-up holds nothing of it. Rank 0.
+void carry_best_into_folder(Session& s) {
+  if (!s.resumed || !dist::is_main() || s.st.best_epoch < 1) return;
+  if (!s.claimed && file_exists(s.paths.best)) return;
+  std::string from;
+  if (s.st.best_epoch == s.st.epoch && s.st.step_in_epoch == 0) {
+    from = s.resume_path;
+  } else if (!s.claimed) {
+    const fs::path h = s.paths.dir / history_file_name(s.st.best_epoch);
+    std::optional<TrainState> hs;
+    try {
+      if (file_exists(h)) hs = read_train_state(h.string());
+    } catch (const Error&) {  // unreadable: not a source
+    }
+    if (hs && hs->epoch == s.st.best_epoch && hs->step_in_epoch == 0 && hs->run == s.run_id)
+      from = h.string();
+  }
+  if (from.empty()) {
+    if (s.claimed)
+      spdlog::info(
+          "model_best: the run's best so far (epoch {}, top-1 {:.2f}%) is not in this folder; its "
+          "model_best comes with the first epoch that beats it",
+          s.st.best_epoch, s.st.best_top1);
+    else
+      spdlog::warn(
+          "model_best: {} is missing and the run's best so far (epoch {}, top-1 {:.2f}%) is in no "
+          "checkpoint of this folder; model_best comes with the first epoch that beats it",
+          s.paths.best.string(), s.st.best_epoch, s.st.best_top1);
     return;
   }
-  io::copy_file_atomic(s.resume_path, s.paths.best.string());
+  io::copy_file_atomic(from, s.paths.best.string());
   s.good.best = s.paths.best.string();
   s.good.best_is = str("epoch ", s.st.best_epoch, ", top-1 ", s.st.best_top1, "%");
-  spdlog::info("model_best: {} (epoch {}, the run's best so far) is this folder's model_best",
-               s.resume_path, s.st.best_epoch);
+  if (s.claimed)
+    spdlog::info("model_best: {} (epoch {}, the run's best so far) is this folder's model_best",
+                 from, s.st.best_epoch);
+  else
+    spdlog::warn("model_best: {} was missing; {} (epoch {}, the run's best so far) takes its place",
+                 s.paths.best.string(), from, s.st.best_epoch);
 }
 
 // The model EMA (model_ema), made after the data-parallel broadcast so that every rank starts from
@@ -1114,7 +1141,7 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   s.losses = std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval, 1), s.device);
   if (s.opts.before_training) s.opts.before_training();
   if (std::optional<TrainResult> stopped = start_training(s)) return *stopped;
-  carry_best_into_new_folder(s);
+  carry_best_into_folder(s);
   const int64_t stop = s.opts.stop_after_epoch;
   const int64_t last_epoch = stop >= 0 ? std::min<int64_t>(s.cfg.epochs, stop) : s.cfg.epochs;
   for (int64_t epoch = s.st.epoch; epoch < last_epoch; ++epoch) {

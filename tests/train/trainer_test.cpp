@@ -809,6 +809,33 @@ TEST_F(TrainerTest, AResumeInANewFolderFromTheBestCheckpointKeepsItAsModelBest) 
   EXPECT_EQ(slurp(fs::path(moved.run_dir) / "model_best.safetensors"), slurp(r.resume));
 }
 
+// A resume in place whose run folder lost its model_best.safetensors (deleted, a partial copy)
+// ended without one while no later epoch beat the best, though the log named that best. It comes
+// back from the run's checkpoint-<best epoch>.safetensors.
+TEST_F(TrainerTest, AResumeInPlaceRestoresAMissingModelBestFromTheBestEpochsCheckpoint) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "lost_best";
+  a.epochs = 2;
+  a.checkpoint_hist = 2;
+  a.lr = 1e-12;  // the weights barely move: no later epoch beats epoch 1
+  a.warmup_lr = 0;
+  a.min_lr = 0;
+  const train::TrainResult ra = train::train(a, quiet);
+  ASSERT_EQ(ra.best_epoch, 1);
+  const fs::path dir(ra.run_dir);
+  ASSERT_TRUE(fs::remove(dir / "model_best.safetensors"));
+  train::Config r = a;
+  r.epochs = 3;
+  r.resume = (dir / "last.safetensors").string();
+  const train::TrainResult resumed = train::train(r, quiet);
+  ASSERT_EQ(resumed.run_dir, ra.run_dir);
+  EXPECT_EQ(resumed.best_epoch, 1);
+  ASSERT_TRUE(fs::exists(dir / "model_best.safetensors"));
+  EXPECT_EQ(slurp(dir / "model_best.safetensors"), slurp(dir / "checkpoint-1.safetensors"));
+}
+
 // --resume of a run folder (as validate takes one) said "checkpoint RUN does not exist". It says
 // the path is a folder and names the checkpoints in it to resume from, or --resume auto.
 TEST_F(TrainerTest, AResumeOfARunFolderNamesItsCheckpoints) {
