@@ -157,7 +157,9 @@ Entry parse_entry(const std::string& name, const json& v, int64_t data_bytes, co
     fail(what, "tensor '", name, "': data_offsets [", e.begin, ", ", e.end, "] has begin > end");
   if (e.end > data_bytes)
     fail(what, "tensor '", name, "': data_offsets [", e.begin, ", ", e.end,
-         "] run past the data section of ", data_bytes, " bytes");
+         "] run past the data section of ", data_bytes,
+         " bytes: the file is cut short (a copy or a write that stopped), or its header is "
+         "damaged");
   if (e.end - e.begin != bytes)
     fail(what, "tensor '", name, "': data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin,
          " bytes, but ", format_name(e.dtype), shape_str(e.shape), " needs ", bytes, " bytes");
