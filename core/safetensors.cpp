@@ -274,6 +274,25 @@ std::map<std::string, std::string> read_metadata(const std::string& path) {
   if (!in) throw Error(str("safetensors '", path, "': read failed: ", std::strerror(errno)));
   json j = parse_header(header, path);
   if (!j.is_object()) fail(path, "header must be a JSON object, got ", j.type_name());
+  // A file cut short (a copy or a write that stopped) is found here, from the header alone, so
+  // that a command reading the metadata first (a resume) refuses it before its long work; the
+  // entries are checked in full when the file is loaded.
+  const uint64_t data_bytes = size - 8 - header_len;
+  uint64_t data_end = 0;
+  std::string last;
+  for (const auto& [name, v] : j.items()) {
+    if (name == "__metadata__" || !v.is_object() || !v.contains("data_offsets")) continue;
+    const json& off = v["data_offsets"];
+    if (off.is_array() && off.size() == 2 && off[1].is_number_unsigned() &&
+        off[1].get<uint64_t>() > data_end) {
+      data_end = off[1].get<uint64_t>();
+      last = name;
+    }
+  }
+  if (data_end > data_bytes)
+    fail(path, "the file is cut short (a copy or a write that stopped), or its header is damaged: ",
+         "its tensors end at byte ", data_end, " of the data section ('", last, "'), which holds ",
+         data_bytes, " bytes");
   auto it = j.find("__metadata__");
   return it == j.end() ? std::map<std::string, std::string>{} : parse_metadata(*it, path);
 }

@@ -33,7 +33,8 @@ File load(const std::string& path);
 File parse(const std::string& bytes, const std::string& what);
 
 /// The "__metadata__" map alone (empty when absent), reading only the header: cheap for large
-/// checkpoints. Throws hg::Error naming the file when it cannot be read or the header is malformed.
+/// checkpoints. Throws hg::Error naming the file when it cannot be read, the header is malformed,
+/// or the file is shorter than its tensors' data offsets (cut short).
 std::map<std::string, std::string> read_metadata(const std::string& path);
 
 /// Writes tensors (any device; copied to the host) in the order given, data 8-byte aligned.

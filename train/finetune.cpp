@@ -14,11 +14,16 @@ namespace {
 bool has_prefix(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 }  // namespace
 
-InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& model) {
+void check_initial_checkpoint(const std::string& path) {
   std::error_code ec;
   HG_CHECK(std::filesystem::is_regular_file(path, ec), "initial_checkpoint: ", path,
            std::filesystem::exists(path, ec) ? " is not a file" : " does not exist",
            " (the weights a fine-tuning run starts from)");
+  safetensors::read_metadata(path);  // its header, and a file cut short
+}
+
+InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& model) {
+  check_initial_checkpoint(path);
   safetensors::File f = safetensors::load(path);
   std::map<std::string, Tensor> weights;
   for (auto& [name, t] : f.tensors)  // training state of a haargrad checkpoint is not wanted here

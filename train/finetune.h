@@ -19,6 +19,10 @@ struct InitialCheckpoint {
   int64_t checkpoint_classes = 0;   ///< classes of the checkpoint's head.fc (0 when it has none)
 };
 
+/// Throws hg::Error naming `path` when it is no file, its safetensors header cannot be read, or
+/// the file is cut short: what can be known before the model is built and the data listed.
+void check_initial_checkpoint(const std::string& path);
+
 /// Loads the weights of `path` into `model` as described above. Throws hg::Error naming the file
 /// and the keys for a checkpoint that does not fit otherwise (missing, unexpected or mis-shaped
 /// tensors besides the head).

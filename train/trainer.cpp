@@ -1128,6 +1128,10 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
     if (give_back_folder(s)) done->run_dir.clear();
     return *done;
   }
+  // a file that cannot be the start is found before the data is listed (a resume's checkpoint:
+  // open_run_folder); the weights themselves are compared with the model once it is built
+  if (!s.cfg.initial_checkpoint.empty() && !s.resumed)
+    check_initial_checkpoint(s.cfg.initial_checkpoint);
   open_data(s);  // a large image folder takes a while to list: ask again after it
   if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
   reconcile_resumed_settings(s);

@@ -353,6 +353,18 @@ TEST(SafetensorsFile, LoadErrorsNameTheFile) {
     // said as what it most likely is: a file cut short, not only offsets that run past
     EXPECT_NE(m.find("the file is cut short"), std::string::npos) << m;
   }
+  // the header alone says so too: a resume reads it before listing its data
+  try {
+    safetensors::read_metadata(truncated);
+    ADD_FAILURE() << "read_metadata: no error for a truncated file";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(truncated), std::string::npos) << m;
+    EXPECT_NE(m.find("the file is cut short"), std::string::npos) << m;
+    EXPECT_NE(m.find("end at byte 64 of the data section ('w'), which holds 60 bytes"),
+              std::string::npos)
+        << m;
+  }
 }
 
 TEST(SafetensorsFile, StaleTempFileDoesNotAffectLoadOrSave) {

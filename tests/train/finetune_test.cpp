@@ -127,3 +127,49 @@ TEST(InitialCheckpoint, TrainerFineTunesFromACheckpointWithOtherClasses) {
   EXPECT_NE(text.find("head.fc is re-initialised"), std::string::npos) << text;
   fs::remove_all(root);
 }
+
+// A start checkpoint cut short (a copy that stopped: its header whole, its data not) was found only
+// when the model loaded it, after the data was listed (minutes for a large image folder). Both a
+// resume's checkpoint and an initial_checkpoint are now refused first: here the data folder does
+// not exist, so an error naming the data would mean it was listed first.
+TEST(InitialCheckpoint, ACheckpointCutShortIsRefusedBeforeTheData) {
+  const fs::path root = temp_file("cut");
+  fs::remove_all(root);
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  c.output = root.string();
+  c.device = "cpu";
+  c.epochs = 1;
+  c.experiment = "whole";
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const train::TrainResult pre = train::train(c, quiet);
+  const fs::path last = fs::path(pre.run_dir) / "last.safetensors";
+  std::string bytes;
+  {
+    std::ifstream in(last, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const fs::path cut = root / "cut.safetensors";
+  std::ofstream(cut, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 1000));
+
+  train::Config d = c;
+  d.dataset = "image_folder";
+  d.data_dir = (root / "no_data").string();
+  d.experiment = "start";
+  for (const bool resume : {false, true}) {
+    train::Config e = d;
+    (resume ? e.resume : e.initial_checkpoint) = cut.string();
+    std::string msg;
+    try {
+      train::train(e, quiet);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& err) {
+      msg = err.what();
+    }
+    EXPECT_NE(msg.find(cut.string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("the file is cut short"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("no_data"), std::string::npos) << "the data came first: " << msg;
+  }
+  fs::remove_all(root);
+}
