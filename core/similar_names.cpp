@@ -20,12 +20,22 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return d[a.size()][b.size()];
 }
 
+namespace {
+std::string ascii_lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+}  // namespace
+
 std::vector<std::string> similar_names(const std::string& name,
                                        const std::vector<std::string>& candidates) {
   const size_t max_edits = name.size() <= 5 ? 1 : 1 + (name.size() - 2) / 4;
   std::vector<std::pair<size_t, std::string>> found;
+  // a name in another case ("EPOCHS", "Weight_Decay") is no typo: case costs nothing
+  const std::string lower = ascii_lower(name);
   for (const std::string& c : candidates) {
-    const size_t d = edit_distance(name, c);
+    const size_t d = edit_distance(lower, ascii_lower(c));
     if (d <= max_edits) found.emplace_back(d, c);
   }
   std::stable_sort(found.begin(), found.end(),

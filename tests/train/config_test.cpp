@@ -120,6 +120,13 @@ TEST_F(ConfigTest, UnknownKeyNamesKeyFileAndLine) {
   expect_contains(msg, {"'lrr'", path_, "line 3", "did you mean 'lr'"});
 }
 
+// A key in another case (a config written with capitals, --EPOCHS) got no suggestion: the case
+// counted as edits, six for EPOCHS. Case costs nothing now.
+TEST_F(ConfigTest, AnUnknownKeyInAnotherCaseSuggestsTheKey) {
+  expect_contains(load_error("EPOCHS: 3\n"), {"'EPOCHS'", "line 1", "did you mean 'epochs'?"});
+  expect_contains(override_error({"--WEIGHT-DECAY", "0.1"}), {"did you mean 'weight_decay'?"});
+}
+
 // YAML's merge key (`<<: *defaults`) is not in yaml-cpp, which reads it as a key named '<<': the
 // message called it an unknown key. It says what it is and what to write instead, before the
 // other unknown keys (the anchor's own key, here `defaults`).
