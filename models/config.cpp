@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/similar_names.h"
 
 namespace hg {
 namespace {
@@ -165,7 +166,10 @@ ModelConfig model_config(const std::string& name) {
   if (family.empty() || it == variants().end()) {
     std::string known;
     for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-    throw Error(str("unknown model '", name, "'; known models: ", known));
+    const std::vector<std::string> close = similar_names(name, model_names());
+    throw Error(str("unknown model '", name, "'",
+                    close.empty() ? std::string() : str(" (did you mean '", close[0], "'?)"),
+                    "; known models: ", known));
   }
   c.depths = it->second.depths;
   c.dims = it->second.dims;

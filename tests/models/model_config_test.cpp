@@ -13,6 +13,31 @@
 namespace hg {
 namespace {
 
+// An unknown model name listed the fifteen known ones and left the reader to find the one meant
+// ("convnext_Tiny", "wtconvnext_tinny"): the close one is named first.
+TEST(ModelConfig, AnUnknownModelNamesTheCloseOne) {
+  for (const auto& [typed, meant] : {std::pair{"convnext_Tiny", "convnext_tiny"},
+                                     std::pair{"wtconvnext_tinny", "wtconvnext_tiny"}}) {
+    try {
+      model_config(typed);
+      ADD_FAILURE() << typed;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(
+          m.find(str("unknown model '", typed, "' (did you mean '", meant, "'?); known models: ")),
+          std::string::npos)
+          << m;
+      EXPECT_NE(m.find("known models: convnext_atto"), std::string::npos) << m;
+    }
+  }
+  try {
+    model_config("resnet50");
+    ADD_FAILURE() << "resnet50";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ModelConfig, ParamCountMatchesBuiltModels) {
   std::vector<ModelConfig> configs;
   for (const char* name : {"convnext_atto", "wtconvnext_atto", "wtconvnext_fmnist"}) configs.push_back(model_config(name));
