@@ -24,6 +24,7 @@
 #include "core/parse_number.h"
 #include "core/similar_names.h"
 #include "data/rand_augment.h"
+#include "train/checkpoint.h"
 
 namespace hg::train {
 namespace {
@@ -842,6 +843,16 @@ Config load_config(const std::string& path) {
   HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,
            "' is a folder, not a YAML file (e.g. configs/fashion_mnist.yaml or a run's args.yaml)");
   const std::string ext = std::filesystem::path(path).extension().string();
+  // weights alone (an export, a timm state_dict) have no run to resume: they start a new one
+  bool weights_only = false;
+  try {
+    weights_only = ext == ".safetensors" && !read_train_state(path).has_value();
+  } catch (const Error&) {  // unreadable: said below as a checkpoint
+  }
+  HG_CHECK(!weights_only, "config: '", path,
+           "' is a file of weights (an export or a timm state_dict), not a YAML config: start a "
+           "run from them with `haargrad train CONFIG.yaml --initial-checkpoint ",
+           path, "`");
   HG_CHECK(ext != ".safetensors", "config: '", path,
            "' is a checkpoint, not a YAML config: resume ",
            "it with `haargrad train RUN/args.yaml --resume ", path,

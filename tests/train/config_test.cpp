@@ -8,6 +8,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/safetensors.h"
+#include "core/tensor.h"
 #include "train/config.h"
 
 namespace fs = std::filesystem;
@@ -251,6 +253,21 @@ TEST_F(ConfigTest, ACheckpointOrTwoDocumentsAreNoConfig) {
         << e.what();
   }
   expect_contains(load_error("epochs: 1\n---\nlr: 0.1\n"), {"2 YAML documents"});
+  // weights alone (an export) were told to be resumed, which --resume refuses for them: they
+  // start a new run
+  const std::string w = (dir_ / "w.safetensors").string();
+  hg::safetensors::save(w, {{"head.fc.bias", hg::Tensor::zeros({4})}}, {{"format", "pt"}});
+  try {
+    hg::train::load_config(w);
+    ADD_FAILURE() << "expected an error";
+  } catch (const hg::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("is a file of weights (an export or a timm state_dict), not a YAML config"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("--initial-checkpoint " + w), std::string::npos) << m;
+    EXPECT_EQ(m.find("--resume"), std::string::npos) << m;
+  }
 }
 
 TEST_F(ConfigTest, DuplicateKeyAndSyntaxErrors) {
