@@ -23,16 +23,21 @@ struct ExportArgs {
 void run_export(const ExportArgs& a) {
   // A folder of an earlier export would keep its other images: a training run reads them all.
   std::error_code ec;
+  HG_CHECK(!std::filesystem::exists(a.out, ec) || std::filesystem::is_directory(a.out, ec),
+           "export-png: --out ", a.out, " is a file; give a new or an empty folder");
   HG_CHECK(!std::filesystem::exists(a.out, ec) || std::filesystem::is_empty(a.out, ec),
            "export-png: --out ", a.out,
            " is not empty (the images of an earlier export there would "
            "stay beside the new ones and be trained on); give a new or an empty folder");
   // Folder names "0_t-shirt_top" ... "9_ankle_boot" sort in label order, so labels survive the trip.
   const auto dirs = hg::data::numbered_class_dirs(hg::data::fashion_mnist_classes());
-  const std::pair<const char*, const char*> splits[] = {{"train", "train"}, {"test", "val"}};
-  for (const auto& [idx_split, folder] : splits) {
-    hg::data::IdxDataset ds(a.data_dir, idx_split, 1);
-    const int64_t n = hg::data::export_image_folder(ds, a.out, folder, dirs, a.limit_per_class);
+  // both splits read before the first file is written: a missing test split found after the
+  // minutes of the train split's export left a half export, which a rerun then refuses (not empty)
+  const hg::data::IdxDataset train(a.data_dir, "train", 1), test(a.data_dir, "test", 1);
+  const std::pair<const hg::data::IdxDataset*, const char*> splits[] = {{&train, "train"},
+                                                                        {&test, "val"}};
+  for (const auto& [ds, folder] : splits) {
+    const int64_t n = hg::data::export_image_folder(*ds, a.out, folder, dirs, a.limit_per_class);
     spdlog::info("export-png: wrote {} PNG files to {}/{}", n, a.out, folder);
   }
 }

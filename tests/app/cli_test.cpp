@@ -252,6 +252,30 @@ TEST_F(CliTest, ExportPngRefusesANonEmptyFolder) {
   EXPECT_NE(r.output.find("is not empty"), std::string::npos) << r.output;
 }
 
+// export-png read the test split only after writing the train split (minutes for all of it): a
+// data folder without the test files left a half export behind, which a rerun then refused as
+// not empty. Both splits are read first; an --out that is a file is named as one.
+TEST_F(CliTest, ExportPngReadsBothSplitsBeforeWriting) {
+  const std::string src = "/usr/share/datasets/fashion-mnist";
+  if (!std::filesystem::exists(src + "/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << src << " is not installed (dataset-fashion-mnist)";
+  std::filesystem::create_directories(file("fm"));
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"})
+    std::filesystem::create_symlink(src + "/" + f, file("fm/") + f);
+  const ProgramRun r = run_program("export-png --out " + file("png") + " --data-dir " + file("fm") +
+                                   " --limit-per-class 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("t10k-labels-idx1-ubyte"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(file("png/train"))) << r.output;
+  { std::ofstream(file("empty.txt")); }
+  const ProgramRun f =
+      run_program("export-png --out " + file("empty.txt") + " --limit-per-class 1");
+  EXPECT_NE(f.exit_code, 0);
+  EXPECT_NE(f.output.find("export-png: --out " + file("empty.txt") + " is a file"),
+            std::string::npos)
+      << f.output;
+}
+
 TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
 #ifdef HAARGRAD_WITH_CUDA
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";
