@@ -489,6 +489,22 @@ void restore_checkpoint(Session& s) {
   spdlog::info("resumed from {}: {} epoch{} done, continuing {}", s.resume_path, s.st.epoch,
                s.st.epoch == 1 ? "" : "s", resume_point(s.st, s.steps_per_epoch));
   s.summary = read_summary(s.paths.summary.string(), s.st.epoch);
+  // in place, summary.csv holds a row for every epoch done; one that lost rows (deleted, cut)
+  // would go on without them unsaid, and the curves start later than the run
+  if (!s.claimed && dist::is_main()) {
+    std::set<int64_t> have;
+    for (const SummaryRow& r : s.summary.rows) have.insert(r.epoch);
+    std::string missing;
+    int64_t count = 0;
+    for (int64_t e = 1; e <= s.st.epoch; ++e)
+      if (!have.count(e) && count++ < 5) missing += str(missing.empty() ? "" : ", ", e);
+    if (count > 0)
+      spdlog::warn(
+          "{}: no row for {} of the {} epoch{} done (epoch{} {}{}): the file is missing or was "
+          "cut; those rows are lost, the next ones are added after the rest",
+          s.paths.summary.string(), count, s.st.epoch, s.st.epoch == 1 ? "" : "s",
+          count == 1 ? "" : "s", missing, count > 5 ? ", ..." : "");
+  }
   s.good.resumable = s.resume_path;
   s.good.resumable_at = position(s.st.epoch, s.st.step_in_epoch);
   if (s.st.best_epoch >= 1 && file_exists(s.paths.best)) {

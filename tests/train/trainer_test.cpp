@@ -836,6 +836,31 @@ TEST_F(TrainerTest, AResumeInPlaceRestoresAMissingModelBestFromTheBestEpochsChec
   EXPECT_EQ(slurp(dir / "model_best.safetensors"), slurp(dir / "checkpoint-1.safetensors"));
 }
 
+// A resume in place whose summary.csv was lost (deleted, cut) went on writing the later rows alone,
+// unsaid: the run's curves then started at the resumed epoch. The log names the epochs without a
+// row.
+TEST_F(TrainerTest, AResumeInPlaceSaysWhichEpochsSummaryCsvLacks) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "lost_summary";
+  a.epochs = 2;
+  const train::TrainResult ra = train::train(a, quiet);
+  const fs::path dir(ra.run_dir);
+  ASSERT_TRUE(fs::remove(dir / "summary.csv"));
+  train::Config r = a;
+  r.epochs = 3;
+  r.resume = (dir / "last.safetensors").string();
+  const train::TrainResult resumed = train::train(r, quiet);
+  ASSERT_EQ(resumed.run_dir, ra.run_dir);
+  EXPECT_NE(slurp(dir / "log.txt")
+                .find((dir / "summary.csv").string() +
+                      ": no row for 2 of the 2 epochs done (epochs 1, 2): the file is missing"),
+            std::string::npos)
+      << slurp(dir / "log.txt");
+  EXPECT_EQ(lines(dir / "summary.csv").size(), 2u);  // the header and epoch 3
+}
+
 // --resume of a run folder (as validate takes one) said "checkpoint RUN does not exist". It says
 // the path is a folder and names the checkpoints in it to resume from, or --resume auto.
 TEST_F(TrainerTest, AResumeOfARunFolderNamesItsCheckpoints) {
