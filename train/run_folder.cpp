@@ -207,7 +207,9 @@ fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* m
     fs::create_directories(dir.parent_path(), ec);
     if (ec) throw Error(str("cannot create the output folder '", dir.parent_path().string(), "': ", ec.message()));
     const bool created = fs::create_directory(dir, ec);
-    if (ec) throw Error(str("cannot create the run folder '", dir.string(), "': ", ec.message()));
+    // a file of that name is taken, as a folder holding files is (EEXIST: no folder was made)
+    if (ec && ec != std::errc::file_exists)
+      throw Error(str("cannot create the run folder '", dir.string(), "': ", ec.message()));
     // An existing folder is free only when empty; anything in it belongs to another run.
     if (!created && (!fs::is_directory(dir, ec) || !fs::is_empty(dir, ec) || ec)) continue;
     try {

@@ -379,6 +379,10 @@ TEST_F(Faults, ReusedExperimentNameAfterAnInterruptedEpoch1GetsANewFolder) {
   fs::create_directories(root_ / "f");
   std::ofstream(root_ / "f" / "notes.txt") << "mine\n";
   EXPECT_EQ(fs::path(train::claim_run_folder(root_, "f")), root_ / "f-2");
+  // a file of that name is taken too (it was "cannot create the run folder 'g': File exists")
+  std::ofstream(root_ / "g") << "a file\n";
+  EXPECT_EQ(fs::path(train::claim_run_folder(root_, "g")), root_ / "g-2");
+  EXPECT_EQ(slurp(root_ / "g"), "a file\n");
 }
 
 TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {
