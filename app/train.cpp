@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <iomanip>
 
+#include <spdlog/spdlog.h>
+
 #include "app/command.h"
 #include "app/config_help.h"
 #include "core/atomic_file.h"
@@ -24,11 +26,17 @@ struct TrainArgs {
   bool plain = false;
 };
 
-// The run's last line, also appended to its log.txt (the log then holds the whole story).
+// The run's last line, also appended to its log.txt (the log then holds the whole story). A log
+// that cannot take it (a full disk) is a warning, as for every log line: the run is done and
+// saved, and its exit status must say so.
 void append_line(const std::string& path, const std::string& line) {
-  io::AppendFile log(path);
-  log.append(line + "\n");
-  log.sync();
+  try {
+    io::AppendFile log(path);
+    log.append(line + "\n");
+    log.sync();
+  } catch (const Error& e) {
+    spdlog::warn("{}; the run's last line (above) is not in its log", e.what());
+  }
 }
 
 void run_train(TrainArgs& a) {

@@ -331,6 +331,29 @@ TEST_F(Faults, DiskFullAtTheSecondSaveKeepsSummaryAndArgs) {
   EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 2);
 }
 
+// log.txt that cannot grow (a full disk) while the checkpoints still fit: the run trained and saved
+// its epoch, each log line failure was a warning, and then the program's last line (appended after
+// training) failed the command with exit status 1, as if nothing were saved. It is a warning too.
+TEST_F(Faults, ALogThatCannotTakeTheLastLineLeavesTheRunSuccessful) {
+  train::Config c = smoke("log_full", 1);
+  train::train(c, quiet_);
+  const fs::path dir = root_ / "log_full";
+  constexpr rlim_t kLimit = 300 << 10;  // room for a checkpoint (~110 KiB), not for more log
+  fs::resize_file(dir / "log.txt", kLimit);
+  CommandResult r{-1, ""};
+  {
+    FileSizeLimit full(kLimit);
+    r = run_command("train " + (dir / "args.yaml").string() + " --plain --epochs 2 --resume " +
+                    (dir / "last.safetensors").string());
+  }
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_CONTAINS(r.output, "best_top1 ");
+  EXPECT_CONTAINS(r.output,
+                  "cannot append to '" + (dir / "log.txt").string() + "': File too large");
+  EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 2);
+  EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);
+}
+
 TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
   train::Config c = smoke("ro", 2);
   train::TrainOptions first = quiet_;
