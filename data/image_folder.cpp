@@ -163,6 +163,25 @@ fs::path read_next(const fs::recursive_directory_iterator& it) {
   return it.recursion_pending() && it->is_directory(ec) ? it->path() : it->path().parent_path();
 }
 
+// The link that closes a loop on `reading` (a path inside `class_dir` that repeats itself): the
+// first folder link on it whose target holds the link; "" when none is found.
+std::string loop_link(const fs::path& class_dir, const fs::path& reading) {
+  std::error_code ec;
+  fs::path at = class_dir;
+  for (const fs::path& part : reading.lexically_relative(class_dir)) {
+    at /= part;
+    if (!fs::is_symlink(at, ec)) continue;
+    const fs::path target = fs::canonical(at, ec);
+    if (ec) return "";
+    const fs::path parent = fs::canonical(at.parent_path(), ec);
+    if (ec) return "";
+    if (std::mismatch(target.begin(), target.end(), parent.begin(), parent.end()).first ==
+        target.end())
+      return str("'", at.string(), "' (-> '", fs::read_symlink(at, ec).string(), "')");
+  }
+  return "";
+}
+
 ClassFiles class_files(const std::string& dir, const std::string& name) {
   ClassFiles out;
   // The folder that failed, for the error: libstdc++'s iterator throws without the path when it
@@ -200,9 +219,11 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
   if (ec) {
     // a loop's path is thousands of characters long: the loop is named instead
     const bool loop = ec == std::errc::too_many_symbolic_link_levels;
+    const std::string link = loop ? loop_link(fs::path(dir) / name, reading) : "";
     throw Error(str("ImageFolder: cannot list the files of class folder '", name, "' in '", dir,
                     "': ",
-                    loop ? "a symbolic link leads back into a folder above it"
+                    loop ? str("a symbolic link", link.empty() ? "" : " " + link,
+                               " leads back into a folder above it")
                          : str("cannot read '", reading.string(), "'"),
                     ": ", ec.message()));
   }
