@@ -150,9 +150,10 @@ const std::vector<Field>& table() {
        "nvjpeg_gpu (no hardware); nvjpeg* imply gpu_augment"},
       {"crop_pct", &Config::crop_pct, left_open(0, 1),
        "eval: resize the shorter side to img_size / crop_pct, then centre-crop"},
-      {"mean", &Config::mean, any().len(1, 3), "per-channel mean subtracted from [0, 1] pixels"},
+      {"mean", &Config::mean, any().len(1, 3),
+       "per-channel mean subtracted from [0, 1] pixels (one value: every channel, as timm)"},
       {"std", &Config::std, above(0).len(1, 3),
-       "per-channel standard deviation pixels are divided by"},
+       "per-channel standard deviation pixels are divided by (one value: every channel)"},
       {"hflip", &Config::hflip, closed(0, 1), "horizontal flip probability (train)"},
       {"scale", &Config::scale, left_open(0, 1).len(2, 2),
        "random-resized-crop area fraction range [min, max] (train)"},
@@ -666,6 +667,13 @@ void check_known_keys(const YAML::Node& root, const std::string& source) {
                   " (`haargrad train --help` lists every key)"));
 }
 
+// timm's resolve_data_config: a single mean or std value stands for every input channel
+// (`--mean 0.5` is (0.5, 0.5, 0.5) for RGB).
+void broadcast_mean_std(Config& c) {
+  for (std::vector<double>* v : {&c.mean, &c.std})
+    if (v->size() == 1 && c.in_chans > 1) v->assign(static_cast<size_t>(c.in_chans), v->front());
+}
+
 Config parse_root(const YAML::Node& root, const std::string& source) {
   Config cfg;
   if (root.IsNull()) return cfg;  // an empty file means all defaults
@@ -684,6 +692,7 @@ Config parse_root(const YAML::Node& root, const std::string& source) {
     assign(*f, cfg, kv.second, where);
     locs[key] = where;
   }
+  broadcast_mean_std(cfg);
   validate_at(cfg, locs);
   return cfg;
 }
@@ -938,6 +947,7 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
       *values = {avg};
     }
   }
+  broadcast_mean_std(cfg);
   if (cfg.model != model_before) {
     const Config defaults;
     std::string dropped;

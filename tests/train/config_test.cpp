@@ -191,6 +191,20 @@ TEST_F(ConfigTest, OutOfRangeNamesKeyFileAndLine) {
   expect_contains(load_error("\nlr: .nan\n"), {"'lr'", "line 2"});
 }
 
+// One mean / std value for an RGB model was refused ("mean has 1 values, in_chans is 3"); timm's
+// resolve_data_config repeats it for every channel, in a config file and on the command line.
+TEST_F(ConfigTest, OneMeanOrStdValueStandsForEveryChannel) {
+  const Config c = hg::train::config_from_yaml("mean: [0.5]\nstd: [0.25]\n", "x.yaml");
+  EXPECT_EQ(c.mean, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(c.std, (std::vector<double>{0.25, 0.25, 0.25}));
+  Config o;
+  hg::train::apply_overrides(o, {"--mean", "0.5", "--std", "0.5"});
+  EXPECT_EQ(o.mean, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(o.std, (std::vector<double>{0.5, 0.5, 0.5}));
+  // two values for three channels stay an error naming both keys
+  expect_contains(load_error("mean: [0.5, 0.5]\n"), {"'mean'", "'in_chans'", "mean has 2 values"});
+}
+
 TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
   expect_contains(load_error("in_chans: 1\n"), {"'mean'", "'in_chans'", "line 1", "in_chans is 1"});
   expect_contains(load_error("depths: [1, 1]\ndims: [8, 16, 32]\n"), {"'dims'", "'depths'", "line 1", "line 2"});
