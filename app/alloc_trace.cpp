@@ -3,7 +3,11 @@
 // recorded batch and at a larger one (the trace extrapolated), and prints per step the peak of live
 // bytes, the bytes held from the system, their ratio and the system allocations: the allocator at
 // the GPU's sizes, seen on any machine. `--load` replays saved traces instead (e.g. the GPU's own).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -97,6 +101,9 @@ void run_alloc_trace(const AllocTraceArgs& a) {
     HG_CHECK(!ec && std::filesystem::is_directory(a.save_dir), "alloc-trace: --save ", a.save_dir,
              ": cannot make the folder",
              ec ? str(" (", ec.message(), ")") : std::string(" (a file is there)"));
+    // one that exists read-only would be found only at the first trace, after its recording
+    HG_CHECK(::access(a.save_dir.c_str(), W_OK | X_OK) == 0, "alloc-trace: --save ", a.save_dir,
+             ": the folder cannot be written (", std::strerror(errno), ")");
   }
   const Device dev = a.device == "cuda" ? Device::cuda : Device::cpu;
   HG_CHECK(device_available(dev), "alloc-trace: device ", a.device,

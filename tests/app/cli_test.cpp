@@ -276,6 +276,32 @@ TEST_F(CliTest, ExportPngReadsBothSplitsBeforeWriting) {
       << f.output;
 }
 
+// alloc-trace --save of a folder that exists but cannot be written was found when the first trace
+// was saved, after its recording (minutes for the default models); it is refused first. As root
+// the program runs as nobody, for whom the folder is read-only.
+TEST_F(CliTest, AllocTraceRefusesAFolderItCannotWriteBeforeRecording) {
+  namespace fs = std::filesystem;
+  fs::create_directories(file("ro"));
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(file("ro"), fs::perms::owner_read | fs::perms::owner_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  const std::string as =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const ProgramRun r = run_program(
+      "alloc-trace --models convnext_atto --batches 2,4 --img-size 32 "
+      "--steps 1 --device cpu --save " +
+          file("ro"),
+      as);
+  fs::permissions(file("ro"), fs::perms::owner_all);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("alloc-trace: --save " + file("ro") +
+                          ": the folder cannot be written (Permission denied)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("during the recording"), std::string::npos)
+      << "recorded first: " << r.output;
+}
+
 TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
 #ifdef HAARGRAD_WITH_CUDA
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";
