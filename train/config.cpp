@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
@@ -545,6 +546,10 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
         cfg.*member = read_value<T>(node, f.key, where);
       },
       f.member);
+  // a folder name with the trailing '/' of the shell's completion names the same folder (its -N
+  // siblings would otherwise be made inside it)
+  if (std::string_view(f.key) == "experiment")
+    while (cfg.experiment.size() > 1 && cfg.experiment.back() == '/') cfg.experiment.pop_back();
   check_rule(f, cfg, where);
 }
 

@@ -205,6 +205,16 @@ TEST_F(ConfigTest, OneMeanOrStdValueStandsForEveryChannel) {
   expect_contains(load_error("mean: [0.5, 0.5]\n"), {"'mean'", "'in_chans'", "mean has 2 values"});
 }
 
+// `--experiment runs/` (a shell's completion of an existing folder) was refused as a name leading
+// out of output; it names the folder runs, in a file and on the command line.
+TEST_F(ConfigTest, AnExperimentWithATrailingSlashNamesTheFolder) {
+  Config o;
+  hg::train::apply_overrides(o, {"--experiment", "runs/a//"});
+  EXPECT_EQ(o.experiment, "runs/a");
+  EXPECT_EQ(hg::train::config_from_yaml("experiment: runs/\n", "x.yaml").experiment, "runs");
+  expect_contains(override_error({"--experiment", "/"}), {"'experiment'", "inside output"});
+}
+
 TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
   expect_contains(load_error("in_chans: 1\n"), {"'mean'", "'in_chans'", "line 1", "in_chans is 1"});
   expect_contains(load_error("depths: [1, 1]\ndims: [8, 16, 32]\n"), {"'dims'", "'depths'", "line 1", "line 2"});
@@ -333,7 +343,7 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   expect_contains(override_error({"--epochs"}), {"'epochs'", "command line", "value"});
   expect_contains(override_error({"lr", "1"}), {"command line", "'lr'"});
   expect_contains(override_error({"--depths", "1,2", "--dims", "4,8,16"}), {"'dims'", "'depths'", "command line"});
-  for (const char* e : {"../..", "/tmp/x", ".", "a/../b", "a/"})
+  for (const char* e : {"../..", "/tmp/x", ".", "a/../b", "a/./b"})
     expect_contains(override_error({"--experiment", e}),
                     {"'experiment'", "must name a folder inside output"});
   EXPECT_EQ(override_error({"--experiment", "sweep/lr-1e-3"}), "");
