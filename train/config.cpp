@@ -189,9 +189,9 @@ const std::vector<Field>& table() {
       {"validation_batch_size", &Config::validation_batch_size, at_least(1),
        "images per evaluation batch; null = batch_size"},
       {"epochs", &Config::epochs, at_least(1), "training epochs"},
-      {"opt", &Config::opt, one_of({"adamw", "sgd", "momentum"}),
-       "optimizer (timm's names): adamw; sgd = SGD with Nesterov momentum; momentum = SGD with "
-       "classical momentum"},
+      {"opt", &Config::opt, one_of({"adamw", "sgd", "nesterov", "momentum"}),
+       "optimizer (timm's names): adamw; sgd (or nesterov, as timm) = SGD with Nesterov momentum; "
+       "momentum = SGD with classical momentum"},
       // 0 is a run whose weights never move (timm allows it: debugging, measuring throughput)
       {"lr", &Config::lr, at_least(0),
        "peak learning rate (0 = the weights never change); null = lr_base x global batch / "
@@ -625,10 +625,11 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
          str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
   if (c.lr && c.min_lr > *c.lr)
     pair_fail("min_lr", "lr", str("min_lr ", c.min_lr, " is above lr ", *c.lr));
-  if (c.opt == "sgd" && c.momentum == 0)
+  if ((c.opt == "sgd" || c.opt == "nesterov") && c.momentum == 0)
     pair_fail("opt", "momentum",
-              "opt sgd is SGD with Nesterov momentum (timm), which needs momentum > 0; opt "
-              "momentum with momentum 0 is plain SGD");
+              str("opt ", c.opt,
+                  " is SGD with Nesterov momentum (timm), which needs momentum > 0; opt "
+                  "momentum with momentum 0 is plain SGD"));
   if (!c.aa.empty()) {
     try {
       data::parse_rand_augment(c.aa);

@@ -292,14 +292,15 @@ void SGD::load_state_dict(const std::map<std::string, Tensor>& tensors, const st
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<ParamGroup> groups,
                                           double momentum) {
   if (name == "adamw") return std::make_unique<AdamW>(std::move(groups));
-  if (name == "sgd") {
-    HG_CHECK(momentum > 0,
-             "opt sgd is SGD with Nesterov momentum (timm), which needs momentum > 0, ", "got ",
-             momentum, "; opt momentum with momentum 0 is plain SGD");
+  if (name == "sgd" || name == "nesterov") {  // timm: both are SGD with Nesterov momentum
+    HG_CHECK(momentum > 0, "opt ", name,
+             " is SGD with Nesterov momentum (timm), which needs momentum > 0, ", "got ", momentum,
+             "; opt momentum with momentum 0 is plain SGD");
     return std::make_unique<SGD>(std::move(groups), momentum, /*nesterov=*/true);
   }
   if (name == "momentum") return std::make_unique<SGD>(std::move(groups), momentum, false);
-  throw Error(str("unknown optimizer '", name, "' (adamw, sgd or momentum, as timm names them)"));
+  throw Error(
+      str("unknown optimizer '", name, "' (adamw, sgd, nesterov or momentum, as timm names them)"));
 }
 
 // ---- clipping ----------------------------------------------------------------------------------

@@ -159,7 +159,8 @@ class SGD : public Optimizer {
 };
 
 /// The optimizer of timm's name `name`: "adamw" (AdamW: betas (0.9, 0.999), eps 1e-8), "sgd"
-/// (SGD with Nesterov momentum, as timm's "sgd"), "momentum" (SGD with classical momentum).
+/// or "nesterov" (SGD with Nesterov momentum, as timm's "sgd" and "nesterov"), "momentum" (SGD
+/// with classical momentum).
 /// Throws hg::Error naming `name` otherwise, or for "sgd" with momentum 0 (Nesterov needs it).
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<ParamGroup> groups,
                                           double momentum);

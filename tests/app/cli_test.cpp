@@ -83,8 +83,9 @@ TEST_F(CliTest, TrainHelpListsEveryConfigKeyWithTypeDefaultAndHelp) {
   }
   // A few rows spelled out, so the generator itself is checked too.
   EXPECT_NE(r.output.find("weight_decay           float >= 0 (default 2e-05)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("opt                    one of adamw|sgd|momentum (default \"sgd\")"),
-            std::string::npos);
+  EXPECT_NE(
+      r.output.find("opt                    one of adamw|sgd|nesterov|momentum (default \"sgd\")"),
+      std::string::npos);
   EXPECT_NE(r.output.find("threads                int in [0, 4096] (default 0)"), std::string::npos);
   EXPECT_NE(r.output.find("clip_grad              float > 0 or null (default null)"), std::string::npos);
 }

@@ -96,6 +96,12 @@ TEST(Schedule, OptimizerNames) {
   EXPECT_THROW(make_optimizer("sgd", groups, 0.0), Error);
   EXPECT_NO_THROW(make_optimizer("momentum", groups, 0.0));
   EXPECT_THROW(make_optimizer("lamb", groups, 0.9), Error);
+  // timm's "nesterov" is its "sgd" (a timm args.yaml may hold either)
+  auto nesterov = make_optimizer("nesterov", groups, 0.9);
+  ASSERT_NE(dynamic_cast<SGD*>(nesterov.get()), nullptr);
+  EXPECT_TRUE(dynamic_cast<SGD*>(nesterov.get())->nesterov);
+  EXPECT_THROW(make_optimizer("nesterov", groups, 0.0), Error);
+  EXPECT_EQ(hg::train::config_from_yaml("opt: nesterov\n", "x.yaml").opt, "nesterov");
 }
 
 // Gradient accumulation as timm's train.py: an epoch's last micro-batches make an update even
