@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -550,6 +551,9 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
   // siblings would otherwise be made inside it)
   if (std::string_view(f.key) == "experiment")
     while (cfg.experiment.size() > 1 && cfg.experiment.back() == '/') cfg.experiment.pop_back();
+  // timm lowercases the optimizer's name (create_optimizer_v2), so `opt: AdamW` is adamw
+  if (std::string_view(f.key) == "opt")
+    for (char& ch : cfg.opt) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   check_rule(f, cfg, where);
 }
 

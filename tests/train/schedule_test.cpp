@@ -104,6 +104,17 @@ TEST(Schedule, OptimizerNames) {
   EXPECT_EQ(hg::train::config_from_yaml("opt: nesterov\n", "x.yaml").opt, "nesterov");
 }
 
+// timm lowercases the optimizer's name (create_optimizer_v2), so "AdamW" is adamw there; here too,
+// from a file and from the command line, and args.yaml keeps the lowercase name.
+TEST(Schedule, OptimizerNamesInAnyCase) {
+  EXPECT_EQ(hg::train::config_from_yaml("opt: AdamW\n", "x.yaml").opt, "adamw");
+  EXPECT_EQ(hg::train::config_from_yaml("opt: SGD\n", "x.yaml").opt, "sgd");
+  hg::train::Config c = hg::train::config_from_yaml("opt: adamw\n", "x.yaml");
+  hg::train::apply_overrides(c, {"--opt", "Nesterov"});
+  EXPECT_EQ(c.opt, "nesterov");
+  EXPECT_THROW(hg::train::config_from_yaml("opt: Adam\n", "x.yaml"), hg::Error);  // still no adam
+}
+
 // Gradient accumulation as timm's train.py: an epoch's last micro-batches make an update even
 // when fewer than grad_accum_steps, and their losses are divided by their own count.
 TEST(Schedule, PartialLastUpdate) {
