@@ -861,6 +861,30 @@ TEST_F(TrainerTest, AResumeInPlaceSaysWhichEpochsSummaryCsvLacks) {
   EXPECT_EQ(lines(dir / "summary.csv").size(), 2u);  // the header and epoch 3
 }
 
+// A run.json that is not a JSON object (damaged) was resumed in place without a word, and the
+// session's checkpoints then recorded no run. The resume says so, naming the file, and goes on.
+TEST_F(TrainerTest, AResumeWithADamagedRunMarkerSaysSo) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "damaged_marker";
+  a.epochs = 1;
+  const train::TrainResult ra = train::train(a, quiet);
+  const fs::path dir(ra.run_dir);
+  std::ofstream(dir / "run.json", std::ios::trunc) << "garbage{";
+  train::Config r = a;
+  r.epochs = 2;
+  r.resume = (dir / "last.safetensors").string();
+  const train::TrainResult resumed = train::train(r, quiet);
+  ASSERT_EQ(resumed.run_dir, ra.run_dir);
+  EXPECT_NE(slurp(dir / "log.txt")
+                .find((dir / "run.json").string() +
+                      " cannot be read as the run folder's marker (not a JSON object)"),
+            std::string::npos)
+      << slurp(dir / "log.txt");
+  EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);  // the header and epochs 1, 2
+}
+
 // --resume of a run folder (as validate takes one) said "checkpoint RUN does not exist". It says
 // the path is a folder and names the checkpoints in it to resume from, or --resume auto.
 TEST_F(TrainerTest, AResumeOfARunFolderNamesItsCheckpoints) {
