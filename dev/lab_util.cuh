@@ -1,7 +1,8 @@
-// What the kernel labs of dev/ share (not the product): a CUDA status check that ends the program,
-// and a median of CUDA-event times.
+// What the kernel labs of dev/ share (not the product): a CUDA and a cuBLAS status check that end
+// the program, and a median of CUDA-event times.
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,6 +18,16 @@
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
       std::exit(2);                                                                            \
     }                                                                                          \
+  } while (0)
+
+/// The same for a cuBLAS call.
+#define CB(x)                                                                          \
+  do {                                                                                 \
+    cublasStatus_t s_ = (x);                                                           \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
+      std::fprintf(stderr, "%s:%d: %s: status %d\n", __FILE__, __LINE__, #x, int(s_)); \
+      std::exit(2);                                                                    \
+    }                                                                                  \
   } while (0)
 
 /// Median in ms of `reps` runs of f() on cudaStreamPerThread (CUDA events), after 3 warm-up runs.

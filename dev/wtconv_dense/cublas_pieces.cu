@@ -25,15 +25,6 @@
 
 #include "dev/lab_util.cuh"
 
-#define CB(x)                                                                          \
-  do {                                                                                 \
-    cublasStatus_t s_ = (x);                                                           \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-      std::fprintf(stderr, "%s:%d: %s: status %d\n", __FILE__, __LINE__, #x, int(s_)); \
-      std::exit(2);                                                                    \
-    }                                                                                  \
-  } while (0)
-
 using bf16 = __nv_bfloat16;
 
 // NHWC [B][HW][C] -> planes [C][B][HWp]; block: image blockIdx.y, channels 32 blockIdx.x.

@@ -54,15 +54,6 @@
 #include "kernels/depthwise_conv.h"
 #include "kernels/wtconv.h"
 
-#define CB(x)                                                                     \
-  do {                                                                            \
-    cublasStatus_t s_ = (x);                                                      \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                            \
-      std::fprintf(stderr, "%s:%d: %s: status %d\n", __FILE__, __LINE__, #x, s_); \
-      std::exit(2);                                                               \
-    }                                                                             \
-  } while (0)
-
 namespace {
 
 using hg::Device;
