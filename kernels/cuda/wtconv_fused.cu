@@ -158,15 +158,35 @@ WTConvGrads fused_backward(const Tensor& x, const WTConvWeights& w, const Tensor
   return g;
 }
 
+/// The checks of the public path queries (wtconv_plane_path, wtconv_tail_level,
+/// wtconv_haar_conv_from), named `fn` in their messages.
+void check_path_query(const char* fn, const Shape& x, int levels, DType dtype) {
+  HG_CHECK(x.size() == 4, fn, ": x must be (B, H, W, C), got ", shape_str(x));
+  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, fn, ": f32 or bf16, got ",
+           dtype_name(dtype));
+  HG_CHECK(levels >= 0 && levels <= kMaxLevels, fn, ": 0 to ", kMaxLevels, " levels on cuda, got ",
+           levels);
+}
+
+/// wtconv_haar_conv_from for storage T.
+template <typename T>
+int haar_conv_from(const Shape& x, int K, int levels) {
+  const T* aligned = nullptr;  // stands for dense, 16-byte aligned tensors
+  const int B = int(x[0]), C = int(x[3]);
+  const auto d = level_dims(int(x[1]), int(x[2]), levels);
+  // grids shrink level by level: the first level that fits, and every level after it
+  for (int l = 0; l < levels; ++l)
+    if (haar_conv_takes(aligned, B, C, K, d[l + 1]) &&
+        haar_wgrad_takes(aligned, aligned, B, C, K, d[l + 1]))
+      return l;
+  return levels;
+}
+
 }  // namespace
 }  // namespace wtconv_detail
 
 bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward) {
-  HG_CHECK(x.size() == 4, "wtconv_plane_path: x must be (B, H, W, C), got ", shape_str(x));
-  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_plane_path: f32 or bf16, got ",
-           dtype_name(dtype));
-  HG_CHECK(levels >= 0 && levels <= wtconv_detail::kMaxLevels, "wtconv_plane_path: 0 to ",
-           wtconv_detail::kMaxLevels, " levels on cuda, got ", levels);
+  wtconv_detail::check_path_query("wtconv_plane_path", x, levels, dtype);
   const int B = int(x[0]), H = int(x[1]), W = int(x[2]);
   wtconv_detail::PlaneGeom g;
   return dtype == DType::bf16
@@ -176,11 +196,7 @@ bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtyp
 }
 
 int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backward) {
-  HG_CHECK(x.size() == 4, "wtconv_tail_level: x must be (B, H, W, C), got ", shape_str(x));
-  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_tail_level: f32 or bf16, got ",
-           dtype_name(dtype));
-  HG_CHECK(levels >= 0 && levels <= wtconv_detail::kMaxLevels, "wtconv_tail_level: 0 to ",
-           wtconv_detail::kMaxLevels, " levels on cuda, got ", levels);
+  wtconv_detail::check_path_query("wtconv_tail_level", x, levels, dtype);
   const auto d = wtconv_detail::level_dims(int(x[1]), int(x[2]), levels);
   wtconv_detail::PlaneGeom g;
   if (dtype == DType::f32) {
@@ -193,29 +209,10 @@ int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backw
                                    &g);
 }
 
-namespace {
-/// wtconv_haar_conv_from for storage T.
-template <typename T>
-int haar_conv_from(const Shape& x, int K, int levels) {
-  const T* aligned = nullptr;  // stands for dense, 16-byte aligned tensors
-  const int B = int(x[0]), C = int(x[3]);
-  const auto d = wtconv_detail::level_dims(int(x[1]), int(x[2]), levels);
-  for (int l = 0; l < levels; ++l)  // grids shrink level by level: the first that fits, and on
-    if (wtconv_detail::haar_conv_takes(aligned, B, C, K, d[l + 1]) &&
-        wtconv_detail::haar_wgrad_takes(aligned, aligned, B, C, K, d[l + 1]))
-      return l;
-  return levels;
-}
-}  // namespace
-
 int wtconv_haar_conv_from(const Shape& x, int K, int levels, DType dtype) {
-  HG_CHECK(x.size() == 4, "wtconv_haar_conv_from: x must be (B, H, W, C), got ", shape_str(x));
-  HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "wtconv_haar_conv_from: f32 or bf16, got ",
-           dtype_name(dtype));
-  HG_CHECK(levels >= 0 && levels <= wtconv_detail::kMaxLevels, "wtconv_haar_conv_from: 0 to ",
-           wtconv_detail::kMaxLevels, " levels on cuda, got ", levels);
-  return dtype == DType::bf16 ? haar_conv_from<__nv_bfloat16>(x, K, levels)
-                              : haar_conv_from<float>(x, K, levels);
+  wtconv_detail::check_path_query("wtconv_haar_conv_from", x, levels, dtype);
+  return dtype == DType::bf16 ? wtconv_detail::haar_conv_from<__nv_bfloat16>(x, K, levels)
+                              : wtconv_detail::haar_conv_from<float>(x, K, levels);
 }
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
