@@ -38,7 +38,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Rule {
   double lo = -kInf, hi = kInf;  // numbers and list elements
   bool lo_open = false, hi_open = false;
-  std::vector<std::string> choices;                                  // strings; empty = any
+  std::vector<std::string> choices;  // strings; empty = any
+  bool any_case = false;             // strings: lowercased as read (the choices are lowercase)
   size_t min_len = 0, max_len = std::numeric_limits<size_t>::max();  // lists
 
   Rule len(size_t lo_len, size_t hi_len) const {
@@ -60,6 +61,13 @@ Rule int_sized(double lo) { return closed(lo, std::numeric_limits<int32_t>::max(
 Rule one_of(std::vector<std::string> c) {
   Rule r;
   r.choices = std::move(c);
+  return r;
+}
+
+/// one_of, in any case: the value is lowercased as it is read (as timm reads its optimizer's name).
+Rule one_of_any_case(std::vector<std::string> c) {
+  Rule r = one_of(std::move(c));
+  r.any_case = true;
   return r;
 }
 
@@ -190,7 +198,8 @@ const std::vector<Field>& table() {
       {"validation_batch_size", &Config::validation_batch_size, at_least(1),
        "images per evaluation batch; null = batch_size"},
       {"epochs", &Config::epochs, at_least(1), "training epochs"},
-      {"opt", &Config::opt, one_of({"adamw", "sgd", "nesterov", "momentum"}),
+      // any case: timm lowercases the name (create_optimizer_v2), so `opt: AdamW` is adamw
+      {"opt", &Config::opt, one_of_any_case({"adamw", "sgd", "nesterov", "momentum"}),
        "optimizer (timm's names): adamw; sgd (or nesterov, as timm) = SGD with Nesterov momentum; "
        "momentum = SGD with classical momentum"},
       // 0 is a run whose weights never move (timm allows it: debugging, measuring throughput)
@@ -551,9 +560,14 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
   // siblings would otherwise be made inside it)
   if (std::string_view(f.key) == "experiment")
     while (cfg.experiment.size() > 1 && cfg.experiment.back() == '/') cfg.experiment.pop_back();
-  // timm lowercases the optimizer's name (create_optimizer_v2), so `opt: AdamW` is adamw
-  if (std::string_view(f.key) == "opt")
-    for (char& ch : cfg.opt) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (f.rule.any_case)
+    std::visit(
+        [&](auto member) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(cfg.*member)>, std::string>)
+            for (char& ch : cfg.*member)
+              ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        },
+        f.member);
   check_rule(f, cfg, where);
 }
 
