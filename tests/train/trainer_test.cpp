@@ -77,6 +77,21 @@ class TrainerTest : public ::testing::Test {
   fs::path root_;
 };
 
+train::TrainOptions quiet_options() {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  return quiet;
+}
+
+/// Run a's folder resumed from its last.safetensors to `epochs` epochs (in place when the folder
+/// allows it: the callers assert that).
+train::TrainResult resume_last(const train::Config& a, const fs::path& dir, int epochs) {
+  train::Config r = a;
+  r.epochs = epochs;
+  r.resume = (dir / "last.safetensors").string();
+  return train::train(r, quiet_options());
+}
+
 }  // namespace
 
 TEST_F(TrainerTest, StoppedAndResumedRunMatchesUninterruptedRun) {
@@ -813,8 +828,6 @@ TEST_F(TrainerTest, AResumeInANewFolderFromTheBestCheckpointKeepsItAsModelBest) 
 // ended without one while no later epoch beat the best, though the log named that best. It comes
 // back from the run's checkpoint-<best epoch>.safetensors.
 TEST_F(TrainerTest, AResumeInPlaceRestoresAMissingModelBestFromTheBestEpochsCheckpoint) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
   train::Config a = smoke_config(root_.string());
   a.experiment = "lost_best";
   a.epochs = 2;
@@ -822,14 +835,11 @@ TEST_F(TrainerTest, AResumeInPlaceRestoresAMissingModelBestFromTheBestEpochsChec
   a.lr = 1e-12;  // the weights barely move: no later epoch beats epoch 1
   a.warmup_lr = 0;
   a.min_lr = 0;
-  const train::TrainResult ra = train::train(a, quiet);
+  const train::TrainResult ra = train::train(a, quiet_options());
   ASSERT_EQ(ra.best_epoch, 1);
   const fs::path dir(ra.run_dir);
   ASSERT_TRUE(fs::remove(dir / "model_best.safetensors"));
-  train::Config r = a;
-  r.epochs = 3;
-  r.resume = (dir / "last.safetensors").string();
-  const train::TrainResult resumed = train::train(r, quiet);
+  const train::TrainResult resumed = resume_last(a, dir, 3);
   ASSERT_EQ(resumed.run_dir, ra.run_dir);
   EXPECT_EQ(resumed.best_epoch, 1);
   ASSERT_TRUE(fs::exists(dir / "model_best.safetensors"));
@@ -840,18 +850,13 @@ TEST_F(TrainerTest, AResumeInPlaceRestoresAMissingModelBestFromTheBestEpochsChec
 // unsaid: the run's curves then started at the resumed epoch. The log names the epochs without a
 // row.
 TEST_F(TrainerTest, AResumeInPlaceSaysWhichEpochsSummaryCsvLacks) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
   train::Config a = smoke_config(root_.string());
   a.experiment = "lost_summary";
   a.epochs = 2;
-  const train::TrainResult ra = train::train(a, quiet);
+  const train::TrainResult ra = train::train(a, quiet_options());
   const fs::path dir(ra.run_dir);
   ASSERT_TRUE(fs::remove(dir / "summary.csv"));
-  train::Config r = a;
-  r.epochs = 3;
-  r.resume = (dir / "last.safetensors").string();
-  const train::TrainResult resumed = train::train(r, quiet);
+  const train::TrainResult resumed = resume_last(a, dir, 3);
   ASSERT_EQ(resumed.run_dir, ra.run_dir);
   EXPECT_NE(slurp(dir / "log.txt")
                 .find((dir / "summary.csv").string() +
@@ -864,18 +869,13 @@ TEST_F(TrainerTest, AResumeInPlaceSaysWhichEpochsSummaryCsvLacks) {
 // A run.json that is not a JSON object (damaged) was resumed in place without a word, and the
 // session's checkpoints then recorded no run. The resume says so, naming the file, and goes on.
 TEST_F(TrainerTest, AResumeWithADamagedRunMarkerSaysSo) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
   train::Config a = smoke_config(root_.string());
   a.experiment = "damaged_marker";
   a.epochs = 1;
-  const train::TrainResult ra = train::train(a, quiet);
+  const train::TrainResult ra = train::train(a, quiet_options());
   const fs::path dir(ra.run_dir);
   std::ofstream(dir / "run.json", std::ios::trunc) << "garbage{";
-  train::Config r = a;
-  r.epochs = 2;
-  r.resume = (dir / "last.safetensors").string();
-  const train::TrainResult resumed = train::train(r, quiet);
+  const train::TrainResult resumed = resume_last(a, dir, 2);
   ASSERT_EQ(resumed.run_dir, ra.run_dir);
   EXPECT_NE(slurp(dir / "log.txt")
                 .find((dir / "run.json").string() +
