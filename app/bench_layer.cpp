@@ -118,7 +118,7 @@ IoCount io_reference(int B, int H, int W, int C, int L) {
   for (int l = L - 1; l >= 0; --l)
     fwd += (l < L - 1 ? 9 * n[l + 1] : 0) + 4 * n[l + 1] + n[l];  // add_ll, ihaar
   fwd += 2 * n[0] + 3 * n[0];                                      // scale base, add -> y
-  double bwd = lv + base;         // recompute coeff / conv / base (what autograd would have saved)
+  double bwd = 0;  // coeff / conv / base come from the forward (WTConvSaved), not recomputed
   bwd += 2 * n[0] + 2 * n[0] + 2 * n[0];  // base scale grad, G * scale, base weight grad
   for (int l = 0; l < L; ++l)
     bwd += n[l] + 4 * n[l + 1]      // haar of the gradient
@@ -209,8 +209,13 @@ void run_bench(const Options& o) {
     for (const auto mode : {kernels::WTConvMode::fused, kernels::WTConvMode::reference}) {
       const bool fused = mode == kernels::WTConvMode::fused;
       auto step = [&] {
-        Tensor y = kernels::cuda::wtconv_forward(x, w, 1, mode);
-        kernels::WTConvGrads g = kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode);
+        // the reference mode's intermediates stay alive from its forward to its backward, as the
+        // layer keeps them on the tape (PyTorch's reference module's saved tensors)
+        kernels::WTConvSaved saved;
+        kernels::WTConvSaved* keep = fused ? nullptr : &saved;
+        Tensor y = kernels::cuda::wtconv_forward(x, w, 1, mode, Tensor(), keep);
+        kernels::WTConvGrads g =
+            kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode, Tensor(), keep);
         return int64_t(g.x.nbytes()) + wbytes;  // grad_x and weight grads are not "extra"
       };
       Row r{fused ? "wtconv fused" : "wtconv reference", s.C, s.HW, s.L, 0, 0, 0};

@@ -50,13 +50,36 @@ enum class WTConvMode {
               ///< reconstructions) materialised, as the PyTorch reference does
 };
 
+/// What the reference mode's forward keeps for its backward, as the PyTorch reference module's
+/// autograd keeps it (docs/fused-wtconv.md, section 18): per level l, the coefficients
+/// c_l = H(ll_l) (the wavelet conv's input), conv_l = conv(c_l, wavelet_weight[l]) (the scale's
+/// input) and synth_in_l = wavelet_scale[l] conv_l with rec_{l+1} added to its LL band (the
+/// inverse Haar's input, which PyTorch's conv_transpose2d keeps; our backward does not read it),
+/// each (B, h_{l+1}, w_{l+1}, 4C) with channel 4c + s = sub-band s of channel c; and base =
+/// conv(x, base_weight) + base_bias before base_scale, (B, H, W, C). Stored in the reference
+/// mode's intermediate dtype (f32 for f32 and bf16 x, f64 for f64 x) on x's device. A forward
+/// given a WTConvSaved fills it; a backward given one reads it instead of recomputing the forward,
+/// so these bytes stay alive from the forward to the backward, as on PyTorch's tape.
+struct WTConvSaved {
+  std::vector<Tensor> coeff, conv, synth_in;  ///< one per level
+  Tensor base;
+  bool defined() const { return base.defined(); }
+  /// Bytes of all of them.
+  int64_t nbytes() const;
+};
+
 namespace cpu {
 /// y (B, ceil(H/stride), ceil(W/stride), C), x's dtype. Throws hg::Error on inconsistent shapes or
-/// dtypes (naming the tensor).
-Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode);
-/// All parameter gradients, plus grad_x when need_grad_x.
+/// dtypes (naming the tensor). saved (the reference mode only): filled with what its backward
+/// reads (WTConvSaved).
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
+                      WTConvSaved* saved = nullptr);
+/// All parameter gradients, plus grad_x when need_grad_x. saved (the reference mode only): what
+/// the forward of the same x and weights kept, read instead of recomputing the forward; throws if
+/// its shapes do not match x's and the weights' levels.
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                            int stride, bool need_grad_x, WTConvMode mode);
+                            int stride, bool need_grad_x, WTConvMode mode,
+                            const WTConvSaved* saved = nullptr);
 }  // namespace cpu
 
 // CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
@@ -74,12 +97,14 @@ inline constexpr int kWTConvMaxLevels = 12;
 /// (bit-identical run to run: no floating-point atomics), f32 for either activation dtype.
 /// `out` / `grad_x_out`, when defined, are where y / grad_x are written (a dense cuda tensor of
 /// their shape and x's dtype, e.g. inside a guarded test buffer) and are returned; else new
-/// tensors are allocated.
+/// tensors are allocated. `saved`: as in cpu:: (the reference mode only; f32, allocated as
+/// activations).
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
-                      const Tensor& out = Tensor());
+                      const Tensor& out = Tensor(), WTConvSaved* saved = nullptr);
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
                             int stride, bool need_grad_x, WTConvMode mode,
-                            const Tensor& grad_x_out = Tensor());
+                            const Tensor& grad_x_out = Tensor(),
+                            const WTConvSaved* saved = nullptr);
 
 /// Whether the fused mode runs the whole-plane kernels (kernels/cuda/wtconv_plane.cuh: one block
 /// holds an image's whole H x W plane for 32 channels; one forward launch, one backward launch plus

@@ -58,4 +58,45 @@ void wtconv_check_grad_y(const char* op, const Tensor& x, const Tensor& grad_y, 
            "), got ", shape_of(grad_y));
 }
 
+void wtconv_check_saved(const char* op, const Tensor& x, int levels, WTConvMode mode,
+                        const WTConvSaved* saved, bool filled, DType dtype) {
+  if (saved == nullptr) return;
+  HG_CHECK(mode == WTConvMode::reference, op,
+           ": saved intermediates are the reference mode's (the fused mode keeps none)");
+  if (!filled) return;
+  HG_CHECK(saved->defined(), op, ": the saved intermediates are empty (no forward filled them)");
+  const int64_t B = x.size(0), C = x.size(3);
+  auto check = [&](const std::string& what, const Tensor& t, const Shape& want) {
+    HG_CHECK(t.defined() && t.shape() == want && t.dtype() == dtype && t.device() == x.device() &&
+                 t.is_contiguous(),
+             op, ": saved ", what, " must be a dense ", shape_str(want), " ", dtype_name(dtype),
+             " tensor on ", device_name(x.device()), " for x ", shape_str(x.shape()), ", got ",
+             t.defined() ? t.describe() : std::string("undefined"));
+  };
+  check("base", saved->base, {B, x.size(1), x.size(2), C});
+  const auto count = [&](const char* what, const std::vector<Tensor>& v) {
+    HG_CHECK(int(v.size()) == levels, op, ": saved ", what, " has ", v.size(),
+             " tensors (one a level), the weights have ", levels, " levels");
+  };
+  count("coeff", saved->coeff);
+  count("conv", saved->conv);
+  count("synth_in", saved->synth_in);
+  int64_t h = x.size(1), w = x.size(2);
+  for (int l = 0; l < levels; ++l) {
+    h = (h + 1) / 2;
+    w = (w + 1) / 2;
+    const Shape level{B, h, w, 4 * C};
+    check(str("coeff[", l, "]"), saved->coeff[size_t(l)], level);
+    check(str("conv[", l, "]"), saved->conv[size_t(l)], level);
+    check(str("synth_in[", l, "]"), saved->synth_in[size_t(l)], level);
+  }
+}
+
+int64_t WTConvSaved::nbytes() const {
+  int64_t n = base.defined() ? int64_t(base.nbytes()) : 0;
+  for (const auto* v : {&coeff, &conv, &synth_in})
+    for (const Tensor& t : *v) n += int64_t(t.nbytes());
+  return n;
+}
+
 }  // namespace hg::kernels

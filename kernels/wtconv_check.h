@@ -28,4 +28,12 @@ int wtconv_check_shapes(const char* op, const Tensor& x, const WTConvWeights& w,
 /// `op`, grad_y, the expected and the actual shape.
 void wtconv_check_grad_y(const char* op, const Tensor& x, const Tensor& grad_y, int stride);
 
+/// Checks a WTConvSaved passed to a call in `mode` (none: nothing to check): only the reference
+/// mode takes one; for the backward (`filled`) it must hold `levels` levels of coefficient-shaped
+/// tensors (B, ceil(h_l / 2), ceil(w_l / 2), 4C) and base (B, H, W, C) of x, all dense, of dtype
+/// `dtype` (the reference mode's intermediates) on x's device. Throws hg::Error naming `op`, the
+/// tensor, the expected and the actual shape or dtype.
+void wtconv_check_saved(const char* op, const Tensor& x, int levels, WTConvMode mode,
+                        const WTConvSaved* saved, bool filled, DType dtype);
+
 }  // namespace hg::kernels

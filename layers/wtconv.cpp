@@ -1,7 +1,9 @@
 // WTConv2d layer and the wtconv2d functional op (see wtconv.h).
 #include "layers/wtconv.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "core/autograd.h"
 #include "core/memory.h"
@@ -30,24 +32,24 @@ void check_dtypes(const char* op, const Tensor& x, const kernels::WTConvWeights&
 }  // namespace
 
 Tensor wtconv2d_run_forward(const Tensor& x, const kernels::WTConvWeights& w, int stride,
-                            WTConvMode mode) {
+                            WTConvMode mode, kernels::WTConvSaved* saved) {
   check_dtypes("wtconv2d", x, w);
   // bf16 on the CPU: the kernels' bf16 op (kernels/wtconv.h: f32 math, bf16 storage at the same
   // points as the CUDA kernels)
-  if (x.device() == Device::cpu) return kernels::cpu::wtconv_forward(x, w, stride, mode);
-  return kernels::cuda::wtconv_forward(x, w, stride, mode);
+  if (x.device() == Device::cpu) return kernels::cpu::wtconv_forward(x, w, stride, mode, saved);
+  return kernels::cuda::wtconv_forward(x, w, stride, mode, Tensor(), saved);
 }
 
 kernels::WTConvGrads wtconv2d_run_backward(const Tensor& x, const kernels::WTConvWeights& w,
                                            const Tensor& grad_y, int stride, bool need_grad_x,
-                                           WTConvMode mode) {
+                                           WTConvMode mode, const kernels::WTConvSaved* saved) {
   check_dtypes("wtconv2d backward", x, w);
   HG_CHECK(grad_y.defined() && grad_y.dtype() == x.dtype(), "wtconv2d backward: grad_y ",
            grad_y.defined() ? grad_y.describe() : std::string("undefined"),
            " must have the dtype of x ", x.describe());
   if (x.device() == Device::cpu)
-    return kernels::cpu::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
-  return kernels::cuda::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode);
+    return kernels::cpu::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode, saved);
+  return kernels::cuda::wtconv_backward(x, w, grad_y, stride, need_grad_x, mode, Tensor(), saved);
 }
 
 Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride, WTConvMode mode) {
@@ -60,17 +62,24 @@ Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride, WT
   if (!kw.base_bias.defined())
     kw.base_bias = Tensor::zeros({w.base_weight.size(0)}, w.base_weight.dtype(), x.device());
 
-  Tensor y = wtconv2d_run_forward(x, kw, stride, mode);
-
   // Inputs: x, base weight, bias, scale, then per level its weight and scale.
   std::vector<Tensor> inputs{x, kw.base_weight, kw.base_bias, kw.base_scale};
   for (int l = 0; l < kw.levels(); ++l) {
     inputs.push_back(kw.wavelet_weight[l]);
     inputs.push_back(kw.wavelet_scale.at(l));
   }
-  autograd::record("wtconv2d", inputs, {y}, [x, kw, stride, mode](autograd::Backward& g) {
+  // The reference mode keeps what PyTorch's autograd keeps of the reference module, so that its
+  // memory is the paper's baseline (the fused mode keeps x alone and recomputes), when there will
+  // be a backward (autograd::record records this call).
+  const bool keep =
+      mode == WTConvMode::reference && autograd::is_grad_enabled() &&
+      std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
+  auto saved = std::make_shared<kernels::WTConvSaved>();
+  Tensor y = wtconv2d_run_forward(x, kw, stride, mode, keep ? saved.get() : nullptr);
+  autograd::record("wtconv2d", inputs, {y}, [x, kw, stride, mode, saved](autograd::Backward& g) {
     const kernels::WTConvGrads d =
-        wtconv2d_run_backward(x, kw, g.grad_output(0), stride, g.needs_grad(0), mode);
+        wtconv2d_run_backward(x, kw, g.grad_output(0), stride, g.needs_grad(0), mode,
+                              saved->defined() ? saved.get() : nullptr);
     auto pick = [&g](int i, const Tensor& t) { return g.needs_grad(i) ? t : Tensor(); };
     std::vector<Tensor> out{pick(0, d.x), pick(1, d.base_weight), pick(2, d.base_bias),
                             pick(3, d.base_scale)};

@@ -25,19 +25,25 @@ using kernels::WTConvMode;
 /// and grad_x bf16, the parameter gradients f32, all arithmetic in f32; the fused mode also
 /// stores its level intermediates in bf16 (kernels/wtconv.h says where), on the CPU and CUDA alike.
 /// Records one autograd entry (forward and backward kernels of the chosen mode), with gradients
-/// for x and every weight that requires one. Throws hg::Error on shape / dtype / device mismatch
-/// (message names "wtconv2d" and the shapes).
+/// for x and every weight that requires one. The entry keeps x; the reference mode also keeps the
+/// intermediates the PyTorch reference module's autograd keeps (kernels::WTConvSaved: about 5 N
+/// elements of f32 (f64 for f64 x) for an N-element x), until its backward has run, and its
+/// backward reads them instead of recomputing the forward. Throws hg::Error on shape / dtype /
+/// device mismatch (message names "wtconv2d" and the shapes).
 Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride = 1,
                 WTConvMode mode = WTConvMode::fused);
 
 /// The kernels wtconv2d runs, for x's device and dtype, without recording anything (bf16 on the
 /// CPU as described above). Used by wtconv2d and by tests that compare devices. w.base_bias must
-/// be defined; grad_y must have x's dtype.
+/// be defined; grad_y must have x's dtype. saved: the reference mode's intermediates, filled by
+/// the forward and read by the backward (kernels/wtconv.h, WTConvSaved); none: the backward
+/// recomputes them.
 Tensor wtconv2d_run_forward(const Tensor& x, const kernels::WTConvWeights& w, int stride,
-                            WTConvMode mode);
+                            WTConvMode mode, kernels::WTConvSaved* saved = nullptr);
 kernels::WTConvGrads wtconv2d_run_backward(const Tensor& x, const kernels::WTConvWeights& w,
                                            const Tensor& grad_y, int stride, bool need_grad_x,
-                                           WTConvMode mode);
+                                           WTConvMode mode,
+                                           const kernels::WTConvSaved* saved = nullptr);
 
 /// Hyper-parameters of a WTConv2d besides its channel counts (defaults: WTConvNeXt's).
 struct WTConv2dOptions {

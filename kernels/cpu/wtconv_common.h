@@ -61,12 +61,15 @@ inline int64_t reduction_chunks(int64_t rows) { return rows < 32 ? rows : 32; }
 enum class Planes { keep, bf16 };
 
 // Implementations, instantiated for float and double in their .cpp files. The reference order
-// keeps every intermediate in T (also for the bf16 op, which runs it on the widened input).
+// keeps every intermediate in T (also for the bf16 op, which runs it on the widened input); its
+// forward fills `saved` when given, its backward reads `saved` when given (checked by the caller)
+// instead of recomputing the forward.
 template <typename T>
-Tensor forward_reference(const Tensor& x, const WTConvWeights& w, const Geometry& g);
+Tensor forward_reference(const Tensor& x, const WTConvWeights& w, const Geometry& g,
+                         WTConvSaved* saved);
 template <typename T>
 WTConvGrads backward_reference(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                               const Geometry& g, bool need_grad_x);
+                               const Geometry& g, bool need_grad_x, const WTConvSaved* saved);
 template <typename T>
 Tensor forward_fused(const Tensor& x, const WTConvWeights& w, const Geometry& g, Planes planes);
 template <typename T>

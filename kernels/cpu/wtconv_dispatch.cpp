@@ -78,33 +78,40 @@ WTConvGrads allocate_param_grads(const WTConvWeights& w) {
 
 }  // namespace wtconv_detail
 
-Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode) {
+Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
+                      WTConvSaved* saved) {
   using namespace wtconv_detail;
   const char* op = "wtconv_forward";
   Geometry g = check_args(op, x, w, stride);
+  wtconv_check_saved(op, x, g.L, mode, saved, /*filled=*/false,
+                     x.dtype() == DType::bf16 ? DType::f32 : x.dtype());
   if (x.dtype() == DType::bf16) {  // f32 math on the widened input (exact), y rounded once
     const Tensor xf = cpu_f32(x);  // core/dispatch.h: unrecorded copies
     return round_bf16(mode == WTConvMode::fused ? forward_fused<float>(xf, w, g, Planes::bf16)
-                                                : forward_reference<float>(xf, w, g));
+                                                : forward_reference<float>(xf, w, g, saved));
   }
   Tensor xc = x.contiguous();
   return HG_DISPATCH_FLOAT(x.dtype(), op, [&] {
     return mode == WTConvMode::fused ? forward_fused<scalar_t>(xc, w, g, Planes::keep)
-                                     : forward_reference<scalar_t>(xc, w, g);
+                                     : forward_reference<scalar_t>(xc, w, g, saved);
   });
 }
 
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                            int stride, bool need_grad_x, WTConvMode mode) {
+                            int stride, bool need_grad_x, WTConvMode mode,
+                            const WTConvSaved* saved) {
   using namespace wtconv_detail;
   const char* op = "wtconv_backward";
   Geometry g = check_args(op, x, w, stride);
   check_grad_y(op, g, x, grad_y);
+  // the reference mode's intermediates: x's dtype, f32 for bf16 x
+  wtconv_check_saved(op, x, g.L, mode, saved, /*filled=*/true,
+                     x.dtype() == DType::bf16 ? DType::f32 : x.dtype());
   if (x.dtype() == DType::bf16) {  // f32 math on the widened x and grad_y; grad_x rounded once
     const Tensor xf = cpu_f32(x), gyf = cpu_f32(grad_y);
     WTConvGrads d = mode == WTConvMode::fused
                         ? backward_fused<float>(xf, w, gyf, g, need_grad_x, Planes::bf16)
-                        : backward_reference<float>(xf, w, gyf, g, need_grad_x);
+                        : backward_reference<float>(xf, w, gyf, g, need_grad_x, saved);
     d.x = round_bf16(d.x);
     return d;
   }
@@ -112,7 +119,7 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
   return HG_DISPATCH_FLOAT(x.dtype(), op, [&] {
     return mode == WTConvMode::fused
                ? backward_fused<scalar_t>(xc, w, gyc, g, need_grad_x, Planes::keep)
-               : backward_reference<scalar_t>(xc, w, gyc, g, need_grad_x);
+               : backward_reference<scalar_t>(xc, w, gyc, g, need_grad_x, saved);
   });
 }
 

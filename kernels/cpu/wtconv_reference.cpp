@@ -1,7 +1,9 @@
 // WTConv2d on the CPU in the reference order of docs/wtconv-operator.md: every intermediate (padded
 // low bands, coefficients per level, conv outputs, scaled outputs, reconstructions) is a full
-// array, and the backward applies the chain rule to each step in reverse. Plain loops on purpose:
-// this is the oracle the fused CPU kernels and the CUDA kernels are tested against.
+// array, and the backward applies the chain rule to each step in reverse, from the intermediates
+// a forward saved (WTConvSaved, as the PyTorch reference's autograd keeps them) or recomputed.
+// Plain loops on purpose: this is the oracle the fused CPU kernels and the CUDA kernels are tested
+// against.
 #include <algorithm>
 
 #include "kernels/cpu/wtconv_common.h"
@@ -27,9 +29,17 @@ struct Map {
 template <typename T>
 Map<T> from_tensor(const Tensor& t) {
   Map<T> m(t.size(0), t.size(1), t.size(2), t.size(3));
-  const T* p = t.data<T>();
-  std::copy(p, p + t.numel(), m.v.begin());
+  const Tensor c = t.contiguous();
+  const T* p = c.data<T>();
+  std::copy(p, p + c.numel(), m.v.begin());
   return m;
+}
+
+template <typename T>
+Tensor to_tensor(const Map<T>& m) {
+  Tensor t = Tensor::empty({m.B, m.h, m.w, m.ch}, dtype_of<T>(), Device::cpu);
+  std::copy(m.v.begin(), m.v.end(), t.data<T>());
+  return t;
 }
 
 /// Zero padding at the bottom / right to even sizes.
@@ -188,10 +198,36 @@ struct Forward {
   std::vector<Map<T>> ll;     ///< ll[l], l = 0..L: raw low bands (ll[0] = x)
   std::vector<Map<T>> coeff;  ///< coeff[l]: analysis of padded ll[l], (B, h[l+1], w[l+1], 4C)
   std::vector<Map<T>> conv;   ///< conv[l] = dwconv(coeff[l], wavelet_weight[l])
+  std::vector<Map<T>> synth_in;  ///< wavelet_scale[l] * conv[l], rec[l + 1] added to band 0
   std::vector<Map<T>> rec;  ///< rec[l]: reconstruction at level l (rec[L] = 0), (B, h[l], w[l], C)
   Map<T> base;              ///< dwconv(x, base_weight) + base_bias
   Map<T> y_full;            ///< base_scale * base + rec[0], before the stride
 };
+
+/// What the backward reads of a forward (WTConvSaved's coeff, conv and base; synth_in too, as
+/// PyTorch keeps it), as tensors of T.
+template <typename T>
+void save(const Forward<T>& f, WTConvSaved& saved) {
+  saved = WTConvSaved{};
+  for (size_t l = 0; l < f.coeff.size(); ++l) {
+    saved.coeff.push_back(to_tensor(f.coeff[l]));
+    saved.conv.push_back(to_tensor(f.conv[l]));
+    saved.synth_in.push_back(to_tensor(f.synth_in[l]));
+  }
+  saved.base = to_tensor(f.base);
+}
+
+/// The parts of a Forward the backward reads (coeff, conv, base), from what a forward saved.
+template <typename T>
+Forward<T> restore(const WTConvSaved& saved) {
+  Forward<T> f;
+  for (size_t l = 0; l < saved.coeff.size(); ++l) {
+    f.coeff.push_back(from_tensor<T>(saved.coeff[l]));
+    f.conv.push_back(from_tensor<T>(saved.conv[l]));
+  }
+  f.base = from_tensor<T>(saved.base);
+  return f;
+}
 
 template <typename T>
 Forward<T> run_forward(const Map<T>& x, const DenseWeights& w, const Geometry& g) {
@@ -204,8 +240,10 @@ Forward<T> run_forward(const Map<T>& x, const DenseWeights& w, const Geometry& g
   }
   f.rec.resize(static_cast<size_t>(g.L + 1));
   f.rec[g.L] = Map<T>(g.B, g.h[g.L], g.w[g.L], g.C);
+  f.synth_in.resize(static_cast<size_t>(g.L));
   for (int l = g.L - 1; l >= 0; --l) {
-    Map<T> t = scale_channels(f.conv[l], w.wavelet_scale[l].data<T>());
+    Map<T>& t = f.synth_in[l];
+    t = scale_channels(f.conv[l], w.wavelet_scale[l].data<T>());
     add_to_band(t, f.rec[l + 1], 0);
     f.rec[l] = crop(synthesis(t), g.h[l], g.w[l]);
   }
@@ -226,9 +264,11 @@ void write_vector(const std::vector<double>& v, Tensor& t) {
 }  // namespace
 
 template <typename T>
-Tensor forward_reference(const Tensor& x, const WTConvWeights& weights, const Geometry& g) {
+Tensor forward_reference(const Tensor& x, const WTConvWeights& weights, const Geometry& g,
+                         WTConvSaved* saved) {
   DenseWeights w(weights);
   Forward<T> f = run_forward(from_tensor<T>(x), w, g);
+  if (saved != nullptr) save(f, *saved);
   Tensor y = Tensor::empty({g.B, g.Ho, g.Wo, g.C}, dtype_of<T>(), Device::cpu);
   T* yp = y.data<T>();
   for (int64_t b = 0; b < g.B; ++b)  // stride: y[:, ::s, ::s]
@@ -242,10 +282,10 @@ Tensor forward_reference(const Tensor& x, const WTConvWeights& weights, const Ge
 
 template <typename T>
 WTConvGrads backward_reference(const Tensor& x, const WTConvWeights& weights, const Tensor& grad_y,
-                               const Geometry& g, bool need_grad_x) {
+                               const Geometry& g, bool need_grad_x, const WTConvSaved* saved) {
   DenseWeights w(weights);
   Map<T> xm = from_tensor<T>(x);
-  Forward<T> f = run_forward(xm, w, g);
+  const Forward<T> f = saved != nullptr ? restore<T>(*saved) : run_forward(xm, w, g);
   WTConvGrads grads = allocate_param_grads(weights);
   const int64_t C = g.C;
 
@@ -297,9 +337,10 @@ WTConvGrads backward_reference(const Tensor& x, const WTConvWeights& weights, co
 }
 
 #define HG_INSTANTIATE(T)                                                                        \
-  template Tensor forward_reference<T>(const Tensor&, const WTConvWeights&, const Geometry&);    \
+  template Tensor forward_reference<T>(const Tensor&, const WTConvWeights&, const Geometry&,     \
+                                       WTConvSaved*);                                            \
   template WTConvGrads backward_reference<T>(const Tensor&, const WTConvWeights&, const Tensor&, \
-                                             const Geometry&, bool);
+                                             const Geometry&, bool, const WTConvSaved*);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(double)
 #undef HG_INSTANTIATE

@@ -336,9 +336,12 @@ void check_grad_y(const char* op, const Tensor& x, const Tensor& grad_y, int str
 Tensor output_tensor(const char* op, const char* what, const Shape& shape, DType dtype,
                      const Tensor& out);
 
-Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out);
+/// The reference order; saved: as kernels::cuda::wtconv_forward / wtconv_backward take it.
+Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out,
+                       WTConvSaved* saved);
 WTConvGrads unfused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                             int stride, bool need_grad_x, const Tensor& grad_x_out);
+                             int stride, bool need_grad_x, const Tensor& grad_x_out,
+                             const WTConvSaved* saved);
 
 // ---- template definition (header so both .cu files instantiate what they use) --------------------
 template <class XS, class GS>

@@ -216,17 +216,22 @@ int wtconv_haar_conv_from(const Shape& x, int K, int levels, DType dtype) {
 }
 
 Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTConvMode mode,
-                      const Tensor& out) {
-  return mode == WTConvMode::fused ? wtconv_detail::fused_forward(x, w, stride, out)
-                                   : wtconv_detail::unfused_forward(x, w, stride, out);
+                      const Tensor& out, WTConvSaved* saved) {
+  if (mode == WTConvMode::reference)
+    return wtconv_detail::unfused_forward(x, w, stride, out, saved);
+  // (refuses a `saved`: the fused mode keeps none)
+  wtconv_check_saved("wtconv_forward (cuda, fused)", x, w.levels(), mode, saved, false, DType::f32);
+  return wtconv_detail::fused_forward(x, w, stride, out);
 }
 
 WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                            int stride, bool need_grad_x, WTConvMode mode,
-                            const Tensor& grad_x_out) {
-  return mode == WTConvMode::fused
-             ? wtconv_detail::fused_backward(x, w, grad_y, stride, need_grad_x, grad_x_out)
-             : wtconv_detail::unfused_backward(x, w, grad_y, stride, need_grad_x, grad_x_out);
+                            int stride, bool need_grad_x, WTConvMode mode, const Tensor& grad_x_out,
+                            const WTConvSaved* saved) {
+  if (mode == WTConvMode::reference)
+    return wtconv_detail::unfused_backward(x, w, grad_y, stride, need_grad_x, grad_x_out, saved);
+  wtconv_check_saved("wtconv_backward (cuda, fused)", x, w.levels(), mode, saved, false,
+                     DType::f32);
+  return wtconv_detail::fused_backward(x, w, grad_y, stride, need_grad_x, grad_x_out);
 }
 
 }  // namespace hg::kernels::cuda

@@ -3,13 +3,15 @@
 // the coarser reconstruction, inverse Haar, and their adjoints, each writing its intermediate to
 // device memory, as the PyTorch reference does. It exists so that the fused kernels can be compared
 // with the reference inside one binary (correctness and the I/O / time / memory comparison of
-// `haargrad bench-layer`). The backward recomputes the forward intermediates that PyTorch's
-// autograd would have saved (the API of kernels/wtconv.h passes only x), then runs the adjoint ops
-// in order. bf16 (mixed precision): the kernels that read x or grad_y and write y or grad_x take
+// `haargrad bench-layer`). The backward reads the forward intermediates that PyTorch's autograd
+// saves from the forward's WTConvSaved when it is given one (the layer's reference mode: they stay
+// alive on the tape, counted as activations), else recomputes them, then runs the adjoint ops in
+// order. bf16 (mixed precision): the kernels that read x or grad_y and write y or grad_x take
 // the storage type T (float or __nv_bfloat16); every intermediate is f32, as the CPU reference
 // computes them.
 #include "core/cuda_stream.h"
 #include "kernels/cuda/wtconv_common.cuh"
+#include "kernels/wtconv_check.h"
 
 namespace hg::kernels::cuda::wtconv_detail {
 namespace {
@@ -127,11 +129,17 @@ __global__ void u_transpose_kernel(const float* __restrict__ in, int KK, int Cc,
   out[idx] = in[int64_t(k) * Cc + ch];
 }
 
-// ---- host wrappers: each op allocates and writes its own intermediate (f32) ----------------------
+// ---- host wrappers: each op allocates and writes its own intermediate (f32), counted in `cat`:
+// workspace (dropped within the call), or activations for what a forward keeps for its backward
+// (WTConvSaved: held on the tape, as PyTorch's autograd holds it) --------------------------------
+Tensor intermediate(const Shape& shape, Category cat) {
+  memory::CategoryScope scope(cat);
+  return Tensor::empty(shape, DType::f32, Device::cuda);
+}
 template <typename T>
-Tensor haar(const T* in, int cs, int B, int hi, int wi, int C) {
+Tensor haar(const T* in, int cs, int B, int hi, int wi, int C, Category cat = Category::workspace) {
   const int hp = (hi + 1) / 2, wp = (wi + 1) / 2;
-  Tensor out = workspace({B, hp, wp, C, 4});
+  Tensor out = intermediate({B, hp, wp, C, 4}, cat);
   u_haar_kernel<<<blocks_for(int64_t(B) * hp * wp * C), 256, 0, hg::cuda::stream()>>>(
       in, cs, B, hi, wi, C, hp, wp, reinterpret_cast<float4*>(out.data<float>()));
   HG_CUDA_LAUNCH_CHECK();
@@ -140,31 +148,33 @@ Tensor haar(const T* in, int cs, int B, int hi, int wi, int C) {
 /// Depthwise "same" conv of `in` (B, h, w, Cc) of storage T -> f32 (B, h, w, Cc).
 template <typename T>
 Tensor dwconv(const T* in, const Shape& shape, int Cc, int K, const Tensor& wt, const float* bias,
-              bool flip) {
+              bool flip, Category cat = Category::workspace) {
   const int B = int(shape[0]), h = int(shape[1]), w = int(shape[2]);
-  Tensor out = workspace(shape);
+  Tensor out = intermediate(shape, cat);
   u_dwconv_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(
       in, B, h, w, Cc, K, wt.data<float>(), bias, flip, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
-Tensor dwconv(const Tensor& in, int Cc, int K, const Tensor& wt, const float* bias, bool flip) {
-  return dwconv(in.data<float>(), in.shape(), Cc, K, wt, bias, flip);
+Tensor dwconv(const Tensor& in, int Cc, int K, const Tensor& wt, const float* bias, bool flip,
+              Category cat = Category::workspace) {
+  return dwconv(in.data<float>(), in.shape(), Cc, K, wt, bias, flip, cat);
 }
 /// in * scale per channel, in (.., Cc) of storage T -> f32.
 template <typename T>
-Tensor scale(const T* in, const Shape& shape, const Tensor& s, int Cc) {
-  Tensor out = workspace(shape);
+Tensor scale(const T* in, const Shape& shape, const Tensor& s, int Cc,
+             Category cat = Category::workspace) {
+  Tensor out = intermediate(shape, cat);
   u_scale_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(
       in, s.data<float>(), out.numel(), Cc, out.data<float>());
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
-Tensor scale(const Tensor& in, const Tensor& s, int Cc) {
-  return scale(in.data<float>(), in.shape(), s, Cc);
+Tensor scale(const Tensor& in, const Tensor& s, int Cc, Category cat = Category::workspace) {
+  return scale(in.data<float>(), in.shape(), s, Cc, cat);
 }
-Tensor add_ll(const Tensor& t, const Tensor& rec) {
-  Tensor out = workspace(t.shape());
+Tensor add_ll(const Tensor& t, const Tensor& rec, Category cat = Category::workspace) {
+  Tensor out = intermediate(t.shape(), cat);
   u_add_ll_kernel<<<blocks_for(rec.numel()), 256, 0, hg::cuda::stream()>>>(
       reinterpret_cast<const float4*>(t.data<float>()), rec.data<float>(), rec.numel(),
       reinterpret_cast<float4*>(out.data<float>()));
@@ -214,43 +224,49 @@ void scale_grad(const Tensor& in, const T* g, Tensor& out) {
   out.copy_(r.sums.reshape(out.shape()));
 }
 
-/// The forward intermediates of the reference order, kept for the backward (all f32).
+/// The forward intermediates of the reference order that the backward reads (all f32).
 struct Intermediates {
   std::vector<Tensor> coeff;  // (B, h_{l+1}, w_{l+1}, 4C)
   std::vector<Tensor> conv;   // dwconv(coeff_l), same shape
-  std::vector<Tensor> t;      // wavelet_scale * conv
+  std::vector<Tensor> t;  // wavelet_scale * conv (the forward's; not restored from a WTConvSaved)
   Tensor base;                // dwconv(x) + bias, (B, H, W, C)
 };
 
+/// The intermediates, counted in `cat` (intermediate()).
 template <typename T>
-Intermediates forward_intermediates(const Tensor& xc, const WTConvWeights& w, int K) {
+Intermediates forward_intermediates(const Tensor& xc, const WTConvWeights& w, int K, Category cat) {
   const int B = int(xc.size(0)), C = int(xc.size(3)), L = w.levels();
   const auto d = level_dims(int(xc.size(1)), int(xc.size(2)), L);
   Intermediates m;
   for (int l = 0; l < L; ++l) {
     // level 0 analyses x; each next level the raw LL band (channel 4c) of the previous coefficients
-    m.coeff.push_back(as4c(l == 0 ? haar(typed<T>(xc), 1, B, d[0].first, d[0].second, C)
-                                  : haar(m.coeff[l - 1].data<float>(), 4, B, d[l].first,
-                                         d[l].second, C)));
-    m.conv.push_back(dwconv(m.coeff[l], 4 * C, K, w.wavelet_weight[l], nullptr, false));
-    m.t.push_back(scale(m.conv[l], w.wavelet_scale[l], 4 * C));
+    m.coeff.push_back(
+        as4c(l == 0 ? haar(typed<T>(xc), 1, B, d[0].first, d[0].second, C, cat)
+                    : haar(m.coeff[l - 1].data<float>(), 4, B, d[l].first, d[l].second, C, cat)));
+    m.conv.push_back(dwconv(m.coeff[l], 4 * C, K, w.wavelet_weight[l], nullptr, false, cat));
+    m.t.push_back(scale(m.conv[l], w.wavelet_scale[l], 4 * C, cat));
   }
-  m.base = dwconv(typed<T>(xc), xc.shape(), C, K, w.base_weight, w.base_bias.data<float>(), false);
+  m.base =
+      dwconv(typed<T>(xc), xc.shape(), C, K, w.base_weight, w.base_bias.data<float>(), false, cat);
   return m;
 }
 
 template <typename T>
-void unfused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K,
-                       const Tensor& y) {
+void unfused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K, const Tensor& y,
+                       WTConvSaved* saved) {
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int L = w.levels(), Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
   const auto d = level_dims(H, W, L);
-  Intermediates m = forward_intermediates<T>(xc, w, K);
+  const Category kept = saved != nullptr ? Category::activations : Category::workspace;
+  Intermediates m = forward_intermediates<T>(xc, w, K, kept);
+  std::vector<Tensor> synth_in(L);  // the inverse Haar's inputs
   Tensor rec;
   for (int l = L - 1; l >= 0; --l) {
-    const Tensor t = rec.defined() ? add_ll(m.t[l], rec) : m.t[l];
+    const Tensor t = rec.defined() ? add_ll(m.t[l], rec, kept) : m.t[l];
     rec = ihaar(t.reshape({B, d[l + 1].first, d[l + 1].second, C, 4}), d[l].first, d[l].second);
+    synth_in[l] = t;
   }
+  if (saved != nullptr) *saved = WTConvSaved{m.coeff, m.conv, synth_in, m.base};
   const Tensor scaled = scale(m.base, w.base_scale, C);
   // the final sum: y itself (stride 1) or subsampled (stride > 1), rounded to T once
   if (stride == 1) {
@@ -265,11 +281,13 @@ void unfused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int
 
 template <typename T>
 WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const Tensor& grad_y,
-                               int stride, int K, const Tensor& gx) {
+                               int stride, int K, const Tensor& gx, const WTConvSaved* saved) {
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int L = w.levels(), Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
   const auto d = level_dims(H, W, L);
-  Intermediates m = forward_intermediates<T>(xc, w, K);
+  const Intermediates m = saved != nullptr
+                              ? Intermediates{saved->coeff, saved->conv, {}, saved->base}
+                              : forward_intermediates<T>(xc, w, K, Category::workspace);
   Tensor G = grad_y.contiguous();
   if (stride > 1) {
     Tensor up = scratch_tensor({B, H, W, C}, G.dtype());
@@ -319,28 +337,32 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
 
 }  // namespace
 
-Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out) {
+Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride, const Tensor& out,
+                       WTConvSaved* saved) {
   const char* op = "wtconv_forward (cuda, reference)";
   const int K = check_inputs(op, x, w, stride);
+  wtconv_check_saved(op, x, w.levels(), WTConvMode::reference, saved, false, DType::f32);
   const int64_t Ho = (x.size(1) + stride - 1) / stride, Wo = (x.size(2) + stride - 1) / stride;
   const Tensor y = output_tensor(op, "out", {x.size(0), Ho, Wo, x.size(3)}, x.dtype(), out);
   const Tensor xc = x.contiguous();
   HG_DISPATCH_CUDA(x.dtype(), op,
-                   [&] { unfused_forward_t<device_t<scalar_t>>(xc, w, stride, K, y); });
+                   [&] { unfused_forward_t<device_t<scalar_t>>(xc, w, stride, K, y, saved); });
   return y;
 }
 
 WTConvGrads unfused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
-                             int stride, bool need_grad_x, const Tensor& grad_x_out) {
+                             int stride, bool need_grad_x, const Tensor& grad_x_out,
+                             const WTConvSaved* saved) {
   const char* op = "wtconv_backward (cuda, reference)";
   const int K = check_inputs(op, x, w, stride);
   check_grad_y(op, x, grad_y, stride);
+  wtconv_check_saved(op, x, w.levels(), WTConvMode::reference, saved, true, DType::f32);
   const Tensor gx =
       need_grad_x ? output_tensor(op, "grad_x_out", x.shape(), x.dtype(), grad_x_out) : Tensor();
   const Tensor xc = x.contiguous();
   WTConvGrads g;
   HG_DISPATCH_CUDA(x.dtype(), op, [&] {
-    g = unfused_backward_t<device_t<scalar_t>>(xc, w, grad_y, stride, K, gx);
+    g = unfused_backward_t<device_t<scalar_t>>(xc, w, grad_y, stride, K, gx, saved);
   });
   return g;
 }

@@ -137,11 +137,12 @@ void l2_norm(const std::vector<const float*>&, const std::vector<int64_t>&, floa
 }
 void sum_rows(const float*, int64_t, int64_t, float*) { HG_STUB(sum_rows); }
 void sum_rows(const float*, int64_t, int64_t, hg::bf16*) { HG_STUB(sum_rows); }
-Tensor wtconv_forward(const Tensor&, const WTConvWeights&, int, WTConvMode, const Tensor&) {
+Tensor wtconv_forward(const Tensor&, const WTConvWeights&, int, WTConvMode, const Tensor&,
+                      WTConvSaved*) {
   HG_STUB(wtconv_forward);
 }
 WTConvGrads wtconv_backward(const Tensor&, const WTConvWeights&, const Tensor&, int, bool,
-                            WTConvMode, const Tensor&) {
+                            WTConvMode, const Tensor&, const WTConvSaved*) {
   HG_STUB(wtconv_backward);
 }
 bool wtconv_plane_path(const Shape&, int, int, int, DType, bool) { return false; }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/autograd.h"
+#include "core/memory.h"
 #include "core/safetensors.h"
 #include "golden/golden.h"
 #include "layers/wtconv.h"
@@ -193,6 +194,51 @@ TEST(WTConvLayer, ForwardBothModesAgreeAndTrain) {
   EXPECT_LT(test::rel_error(Tensor::from_vector(m.wavelet_weight[1].shape(), gwf),
                             m.wavelet_weight[1].grad()),
             1e-12);
+  EXPECT_EQ(autograd::tape_size(), 0u);
+}
+
+TEST(WTConvLayer, ReferenceModeKeepsWhatPyTorchsTapeKeeps) {
+  // The reference mode holds its intermediates (kernels::WTConvSaved) from the forward to the
+  // backward, as the PyTorch reference module's autograd does; the fused mode holds none; neither
+  // holds anything in no-grad mode, and the backward frees them.
+  Generator gen(5);
+  WTConv2d m(4, 4, {.kernel_size = 5, .wt_levels = 2, .dtype = DType::f32}, gen);
+  const Tensor x = test::random({2, 9, 11, 4}, 84, DType::f32).requires_grad_();
+  const Tensor gy = test::random({2, 9, 11, 4}, 85, DType::f32);
+  const int act = static_cast<int>(Category::activations);
+  auto live = [&] { return memory::stats(Device::cpu).current[act]; };
+  autograd::clear_tape();
+  // base (2, 9, 11, 4); per level coeff, conv and synth_in (2, 5, 6, 16) and (2, 3, 3, 16); f32
+  const int64_t saved_bytes = 4 * (2 * 9 * 11 * 4 + 3 * (2 * 5 * 6 * 16 + 2 * 3 * 3 * 16));
+  auto clear_grads = [&] {
+    x.clear_grad();
+    for (const Tensor& t : {m.base_weight, m.base_bias, m.base_scale}) t.clear_grad();
+    for (const Tensor& t : m.wavelet_weight) t.clear_grad();
+    for (const Tensor& t : m.wavelet_scale) t.clear_grad();
+  };
+  std::map<WTConvMode, int64_t> held, after, no_grad;
+  for (WTConvMode mode : {WTConvMode::fused, WTConvMode::reference}) {
+    m.set_mode(mode);
+    clear_grads();
+    int64_t before = live();
+    {
+      Tensor y = m.forward(x);
+      held[mode] = live() - before;
+      autograd::backward(y, gy);
+    }
+    after[mode] = live() - before;
+    clear_grads();
+    autograd::NoGradGuard guard;
+    before = live();
+    Tensor y = m.forward(x);
+    no_grad[mode] = live() - before;
+  }
+  EXPECT_EQ(no_grad[WTConvMode::reference], no_grad[WTConvMode::fused]);
+  EXPECT_EQ(no_grad[WTConvMode::fused], held[WTConvMode::fused]);  // y alone
+  // (each allocation counts whole 256-byte blocks at most: seven tensors)
+  EXPECT_GE(held[WTConvMode::reference] - held[WTConvMode::fused], saved_bytes);
+  EXPECT_LE(held[WTConvMode::reference] - held[WTConvMode::fused], saved_bytes + 7 * 256);
+  EXPECT_EQ(after[WTConvMode::reference], after[WTConvMode::fused]);
   EXPECT_EQ(autograd::tape_size(), 0u);
 }
 

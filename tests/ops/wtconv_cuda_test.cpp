@@ -264,6 +264,54 @@ TEST(WTConvGpuFusedVsReference, StageShape) {
                      "backward", true);
 }
 
+// The reference order's saved intermediates (kernels::WTConvSaved): a backward that reads them
+// gives the recomputing backward's gradients bit for bit (the same kernels on the same values),
+// in f32 and bf16, at stride 1 and 2; they are f32 activations of the documented shapes, held
+// between the two calls; the fused mode refuses them.
+TEST(WTConvGpuReference, BackwardFromSavedEqualsRecomputed) {
+  HG_REQUIRE_GPU();
+  autograd::NoGradGuard ng;
+  for (const Case& c : {Case{2, 15, 14, 6, 5, 3, 1}, Case{1, 11, 13, 8, 3, 2, 2}})
+    for (DType dt : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE(c.name() + " " + dtype_name(dt));
+      const WTConvWeights w = to_gpu(random_weights(c.C, c.K, c.L, 71));
+      const Tensor x = test::random({c.B, c.H, c.W, c.C}, 72, DType::f32).to(dt).to(Device::cuda);
+      const int Ho = (c.H + c.stride - 1) / c.stride, Wo = (c.W + c.stride - 1) / c.stride;
+      const Tensor gy = test::random({c.B, Ho, Wo, c.C}, 73, DType::f32).to(dt).to(Device::cuda);
+      const int act = static_cast<int>(Category::activations);
+      const int64_t before = memory::stats(Device::cuda).current[act];
+      kernels::WTConvSaved saved;
+      const Tensor y1 =
+          kernels::cuda::wtconv_forward(x, w, c.stride, WTConvMode::reference, Tensor(), &saved);
+      EXPECT_GE(memory::stats(Device::cuda).current[act] - before, saved.nbytes());
+      const Tensor y0 = kernels::cuda::wtconv_forward(x, w, c.stride, WTConvMode::reference);
+      EXPECT_TRUE(bit_identical(y1, y0));
+      ASSERT_EQ(saved.conv.size(), size_t(c.L));
+      int64_t elems = int64_t(c.B) * c.H * c.W * c.C, h = c.H, wd = c.W;
+      for (int l = 0; l < c.L; ++l) {
+        h = (h + 1) / 2, wd = (wd + 1) / 2;
+        EXPECT_EQ(saved.coeff[size_t(l)].shape(), (Shape{c.B, h, wd, 4 * c.C})) << l;
+        elems += 3 * c.B * h * wd * 4 * c.C;
+      }
+      EXPECT_EQ(saved.base.dtype(), DType::f32);
+      EXPECT_EQ(saved.nbytes(), elems * 4);
+      const WTConvGrads a =
+          kernels::cuda::wtconv_backward(x, w, gy, c.stride, true, WTConvMode::reference);
+      const WTConvGrads b = kernels::cuda::wtconv_backward(x, w, gy, c.stride, true,
+                                                           WTConvMode::reference, Tensor(), &saved);
+      EXPECT_TRUE(bit_identical(a.x, b.x));
+      EXPECT_TRUE(bit_identical(a.base_weight, b.base_weight));
+      EXPECT_TRUE(bit_identical(a.base_scale, b.base_scale));
+      for (int l = 0; l < c.L; ++l) {
+        EXPECT_TRUE(bit_identical(a.wavelet_weight[size_t(l)], b.wavelet_weight[size_t(l)])) << l;
+        EXPECT_TRUE(bit_identical(a.wavelet_scale[size_t(l)], b.wavelet_scale[size_t(l)])) << l;
+      }
+      EXPECT_THROW(
+          kernels::cuda::wtconv_forward(x, w, c.stride, WTConvMode::fused, Tensor(), &saved),
+          Error);
+    }
+}
+
 // Which shapes take the whole-plane kernels (kernels/wtconv.h): WTConvNeXt-T's 14 x 14 and 7 x 7
 // stages in f32 and bf16, forward and backward; not 28 x 28 (over the 256-pixel bound), not K = 9
 // (no kernel compiled for it), not stride 2, not zero levels. The GPU tests of this file run both

@@ -250,6 +250,74 @@ TEST(WTConvKernels, BadWeightShapesThrow) {
   EXPECT_NE(m.find("grad_y"), std::string::npos) << m;
 }
 
+// ---- the reference mode's saved intermediates (kernels::WTConvSaved) ---------------------------
+
+TEST(WTConvKernels, ReferenceBackwardFromSavedEqualsRecomputed) {
+  // What a reference forward saves is what its backward would recompute: the same gradients bit
+  // for bit, in f64, f32 and bf16 (whose intermediates are f32), at stride 1 and 2.
+  for (const Config& c : {Config{1, 7, 5, 2, 3, 2, 1}, Config{2, 9, 6, 3, 5, 3, 2}}) {
+    for (DType dt : {DType::f64, DType::f32, DType::bf16}) {
+      SCOPED_TRACE(describe(c) + " " + dtype_name(dt));
+      const DType pdt = dt == DType::bf16 ? DType::f32 : dt;  // parameters and intermediates
+      const kernels::WTConvWeights w = random_weights(c, 61, pdt);
+      const Tensor x = test::random({c.B, c.H, c.W, c.C}, 62, DType::f64).to(dt);
+      const int64_t Ho = (c.H + c.stride - 1) / c.stride, Wo = (c.W + c.stride - 1) / c.stride;
+      const Tensor gy = test::random({c.B, Ho, Wo, c.C}, 63, DType::f64).to(dt);
+      kernels::WTConvSaved saved;
+      const Tensor y1 = kernels::cpu::wtconv_forward(x, w, c.stride, WTConvMode::reference, &saved);
+      const Tensor y0 = kernels::cpu::wtconv_forward(x, w, c.stride, WTConvMode::reference);
+      EXPECT_EQ(y1.to(DType::f64).to_vector<double>(), y0.to(DType::f64).to_vector<double>());
+      // its shapes: base (B, H, W, C), per level three (B, h_{l+1}, w_{l+1}, 4C)
+      ASSERT_EQ(saved.coeff.size(), size_t(c.L));
+      ASSERT_EQ(saved.synth_in.size(), size_t(c.L));
+      EXPECT_EQ(saved.base.shape(), (Shape{c.B, c.H, c.W, c.C}));
+      int64_t elems = c.B * c.H * c.W * c.C, h = c.H, wd = c.W;
+      for (int l = 0; l < c.L; ++l) {
+        h = (h + 1) / 2, wd = (wd + 1) / 2;
+        EXPECT_EQ(saved.conv[size_t(l)].shape(), (Shape{c.B, h, wd, 4 * c.C})) << l;
+        EXPECT_EQ(saved.synth_in[size_t(l)].dtype(), pdt);
+        elems += 3 * c.B * h * wd * 4 * c.C;
+      }
+      EXPECT_EQ(saved.nbytes(), elems * int64_t(dtype_size(pdt)));
+      const auto a =
+          all_grads(kernels::cpu::wtconv_backward(x, w, gy, c.stride, true, WTConvMode::reference));
+      const auto b = all_grads(
+          kernels::cpu::wtconv_backward(x, w, gy, c.stride, true, WTConvMode::reference, &saved));
+      for (size_t k = 0; k < a.size(); ++k)
+        EXPECT_EQ(a[k].second.to(DType::f64).to_vector<double>(),
+                  b[k].second.to(DType::f64).to_vector<double>())
+            << a[k].first;
+    }
+  }
+}
+
+TEST(WTConvKernels, SavedIntermediatesAreChecked) {
+  const Config c{1, 7, 6, 2, 3, 2, 1};
+  const kernels::WTConvWeights w = random_weights(c, 64);
+  const Tensor x = test::random({1, 7, 6, 2}, 65), gy = test::random({1, 7, 6, 2}, 66);
+  kernels::WTConvSaved saved;
+  std::string m =
+      error_of([&] { kernels::cpu::wtconv_forward(x, w, 1, WTConvMode::fused, &saved); });
+  EXPECT_NE(m.find("reference mode"), std::string::npos) << m;
+  m = error_of(
+      [&] { kernels::cpu::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference, &saved); });
+  EXPECT_NE(m.find("empty"), std::string::npos) << m;
+  // saved from another input size: the base's shape is named
+  const Tensor x2 = test::random({1, 9, 6, 2}, 67);
+  kernels::cpu::wtconv_forward(x2, w, 1, WTConvMode::reference, &saved);
+  m = error_of(
+      [&] { kernels::cpu::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference, &saved); });
+  EXPECT_NE(m.find("saved base"), std::string::npos) << m;
+  EXPECT_NE(m.find("[1, 7, 6, 2]"), std::string::npos) << m;
+  EXPECT_NE(m.find("[1, 9, 6, 2]"), std::string::npos) << m;
+  // saved with fewer levels than the weights
+  const Config c1{1, 7, 6, 2, 3, 1, 1};
+  kernels::cpu::wtconv_forward(x, random_weights(c1, 68), 1, WTConvMode::reference, &saved);
+  m = error_of(
+      [&] { kernels::cpu::wtconv_backward(x, w, gy, 1, true, WTConvMode::reference, &saved); });
+  EXPECT_NE(m.find("1 tensors (one a level), the weights have 2 levels"), std::string::npos) << m;
+}
+
 // ---- bf16 mixed precision (CPU reference) -------------------------------------------------------
 // Contract (kernels/wtconv.h): x / grad_y bf16, parameters f32, y and grad_x bf16, parameter
 // gradients f32, f32 arithmetic; every stored value rounded once to bf16 (round to nearest even).
