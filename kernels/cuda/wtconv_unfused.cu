@@ -1,7 +1,8 @@
 // Unfused WTConv2d on the GPU in the reference order of Finder et al. (docs/wtconv-operator.md,
-// "Forward, reference order"): separate kernels for Haar analysis, depthwise conv, scaling, adding
-// the coarser reconstruction, inverse Haar, and their adjoints, each writing its intermediate to
-// device memory, as the PyTorch reference does. It exists so that the fused kernels can be compared
+// "Forward, reference order"): separate launches for Haar analysis, depthwise conv (the product's
+// depthwise kernels, kernels/depthwise_conv.h, in f32), scaling, adding the coarser
+// reconstruction, inverse Haar, and their adjoints, each writing its intermediate to device
+// memory, as the PyTorch reference does. It exists so that the fused kernels can be compared
 // with the reference inside one binary (correctness and the I/O / time / memory comparison of
 // `haargrad bench-layer`). The backward reads the forward intermediates that PyTorch's autograd
 // saves from the forward's WTConvSaved when it is given one (the layer's reference mode: they stay
@@ -11,6 +12,7 @@
 // computes them.
 #include "core/cuda_stream.h"
 #include "kernels/cuda/wtconv_common.cuh"
+#include "kernels/depthwise_conv.h"
 #include "kernels/wtconv_check.h"
 
 namespace hg::kernels::cuda::wtconv_detail {
@@ -33,34 +35,6 @@ __global__ void u_haar_kernel(const T* __restrict__ in, int cs, int B, int hi, i
   };
   out[idx] = haar4(at(2 * p, 2 * q), at(2 * p, 2 * q + 1), at(2 * p + 1, 2 * q),
                    at(2 * p + 1, 2 * q + 1));
-}
-
-// Depthwise "same" correlation, stride 1: out(b,i,j,ch) = bias[ch] + sum_k w[ch][k'] in(b,i+kh-r,j+kw-r,ch),
-// w in PyTorch layout (Cc, 1, K, K); k' = flip ? K*K-1-k : k (flip gives the transposed conv).
-template <typename T>
-__global__ void u_dwconv_kernel(const T* __restrict__ in, int B, int h, int w, int Cc, int K,
-                                const float* __restrict__ wt, const float* __restrict__ bias,
-                                bool flip, float* __restrict__ out) {
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx >= int64_t(B) * h * w * Cc) return;
-  const int ch = int(idx % Cc);
-  int64_t rest = idx / Cc;
-  const int j = int(rest % w);
-  rest /= w;
-  const int i = int(rest % h), b = int(rest / h), r = K / 2, KK = K * K;
-  float acc = bias ? bias[ch] : 0.f;
-  for (int kh = 0; kh < K; ++kh) {
-    const int ii = i + kh - r;
-    if (ii < 0 || ii >= h) continue;
-    for (int kw = 0; kw < K; ++kw) {
-      const int jj = j + kw - r;
-      if (jj < 0 || jj >= w) continue;
-      const int k = kh * K + kw;
-      acc = fmaf(wt[int64_t(ch) * KK + (flip ? KK - 1 - k : k)],
-                 ld(in + ((int64_t(b) * h + ii) * w + jj) * Cc + ch), acc);
-    }
-  }
-  out[idx] = acc;
 }
 
 // Per-channel scaling: out[e] = in[e] * scale[e % Cc].
@@ -120,15 +94,6 @@ __global__ void u_subsample_kernel(const float* __restrict__ in, const float* __
   st(out + idx, rec ? in[src] + rec[src] : in[src]);
 }
 
-// (K*K, Cc) -> (Cc, K*K): reduced weight-gradient sums to the PyTorch weight layout.
-__global__ void u_transpose_kernel(const float* __restrict__ in, int KK, int Cc,
-                                   float* __restrict__ out) {
-  const int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (idx >= int64_t(KK) * Cc) return;
-  const int ch = int(idx / KK), k = int(idx % KK);
-  out[idx] = in[int64_t(k) * Cc + ch];
-}
-
 // ---- host wrappers: each op allocates and writes its own intermediate (f32), counted in `cat`:
 // workspace (dropped within the call), or activations for what a forward keeps for its backward
 // (WTConvSaved: held on the tape, as PyTorch's autograd holds it) --------------------------------
@@ -145,20 +110,32 @@ Tensor haar(const T* in, int cs, int B, int hi, int wi, int C, Category cat = Ca
   HG_CUDA_LAUNCH_CHECK();
   return out;
 }
-/// Depthwise "same" conv of `in` (B, h, w, Cc) of storage T -> f32 (B, h, w, Cc).
-template <typename T>
-Tensor dwconv(const T* in, const Shape& shape, int Cc, int K, const Tensor& wt, const float* bias,
-              bool flip, Category cat = Category::workspace) {
-  const int B = int(shape[0]), h = int(shape[1]), w = int(shape[2]);
-  Tensor out = intermediate(shape, cat);
-  u_dwconv_kernel<<<blocks_for(out.numel()), 256, 0, hg::cuda::stream()>>>(
-      in, B, h, w, Cc, K, wt.data<float>(), bias, flip, out.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
+/// The depthwise "same" conv (stride 1, K x K) over f32 `in` (B, h, w, Cc), as the product's
+/// depthwise kernels (kernels/depthwise_conv.h) take it.
+Conv2dShape dw_shape(const Tensor& in, int K) {
+  const int64_t Cc = in.size(3);
+  return make_conv2d_shape(in.size(0), in.size(1), in.size(2), Cc, Cc, K, K, 1, K / 2, Cc);
+}
+/// That conv of f32 `in` (B, h, w, Cc) by wt (Cc, 1, K, K) [+ bias] -> f32 (B, h, w, Cc); with
+/// `transposed`, its transpose (the gradient with respect to its input; no bias), on the product's
+/// depthwise kernels.
+Tensor dwconv(const Tensor& in, int K, const Tensor& wt, const float* bias, bool transposed,
+              Category cat = Category::workspace) {
+  const Conv2dShape s = dw_shape(in, K);
+  Tensor out = intermediate(in.shape(), cat);
+  if (transposed)
+    depthwise_conv_backward_data<float>(s, in.data<float>(), wt.data<float>(), out.data<float>());
+  else
+    depthwise_conv_forward<float>(s, in.data<float>(), wt.data<float>(), bias, out.data<float>());
   return out;
 }
-Tensor dwconv(const Tensor& in, int Cc, int K, const Tensor& wt, const float* bias, bool flip,
-              Category cat = Category::workspace) {
-  return dwconv(in.data<float>(), in.shape(), Cc, K, wt, bias, flip, cat);
+/// x as f32: itself, or widened from bf16 (exact) into a workspace tensor: the reference order
+/// computes in f32 whatever the activations' storage (kernels/wtconv.h).
+Tensor as_f32(const Tensor& x) {
+  if (x.dtype() == DType::f32) return x;
+  Tensor out = intermediate(x.shape(), Category::workspace);
+  out.copy_(x);  // a cast on the GPU, not recorded on the tape
+  return out;
 }
 /// in * scale per channel, in (.., Cc) of storage T -> f32.
 template <typename T>
@@ -200,18 +177,12 @@ void sum_into(const Tensor& a, const Tensor& b, const Tensor& out) {
 Tensor as4c(const Tensor& t) {
   return t.reshape({t.size(0), t.size(1), t.size(2), t.size(3) * 4});
 }
-/// dL/dweight (Cc, 1, K, K) of a depthwise conv from its input (storage T) and its f32 output
-/// gradient; deterministic.
-template <typename T>
-void dw_wgrad(const T* in, const Tensor& g, int K, Tensor& out, Tensor* bias_out) {
-  const int B = int(g.size(0)), h = int(g.size(1)), w = int(g.size(2)), Cc = int(g.size(3));
-  PlainSrc<T> xs{in, h, w, Cc};
-  PlainSrc<float> gs{g.data<float>(), h, w, Cc};
-  WgradResult r = run_wgrad(xs, gs, B, h, w, Cc, K, bias_out != nullptr);
-  u_transpose_kernel<<<blocks_for(int64_t(K) * K * Cc), 256, 0, hg::cuda::stream()>>>(
-      r.sums.data<float>(), K * K, Cc, out.data<float>());
-  HG_CUDA_LAUNCH_CHECK();
-  if (bias_out) bias_out->copy_(r.bias.reshape(bias_out->shape()));
+/// dL/dweight (Cc, 1, K, K) (and dL/dbias (Cc) into bias_out when given) of dwconv from its f32
+/// input and f32 output gradient, on the product's depthwise kernels (deterministic).
+void dw_wgrad(const Tensor& in, const Tensor& g, int K, Tensor& out, Tensor* bias_out) {
+  depthwise_conv_backward_weight<float>(dw_shape(in, K), in.data<float>(), g.data<float>(),
+                                        out.data<float>(),
+                                        bias_out != nullptr ? bias_out->data<float>() : nullptr);
 }
 /// dL/dscale (Cc) of out = in * scale: per-channel sum of g * in (a K = 1 "weight gradient");
 /// in f32, g of storage T.
@@ -243,11 +214,10 @@ Intermediates forward_intermediates(const Tensor& xc, const WTConvWeights& w, in
     m.coeff.push_back(
         as4c(l == 0 ? haar(typed<T>(xc), 1, B, d[0].first, d[0].second, C, cat)
                     : haar(m.coeff[l - 1].data<float>(), 4, B, d[l].first, d[l].second, C, cat)));
-    m.conv.push_back(dwconv(m.coeff[l], 4 * C, K, w.wavelet_weight[l], nullptr, false, cat));
+    m.conv.push_back(dwconv(m.coeff[l], K, w.wavelet_weight[l], nullptr, false, cat));
     m.t.push_back(scale(m.conv[l], w.wavelet_scale[l], 4 * C, cat));
   }
-  m.base =
-      dwconv(typed<T>(xc), xc.shape(), C, K, w.base_weight, w.base_bias.data<float>(), false, cat);
+  m.base = dwconv(as_f32(xc), K, w.base_weight, w.base_bias.data<float>(), false, cat);
   return m;
 }
 
@@ -304,7 +274,7 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
   const Tensor g_base = scale(typed<T>(G), full, w.base_scale, C);
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
-  dw_wgrad(typed<T>(xc), g_base, K, g.base_weight, &g.base_bias);
+  dw_wgrad(as_f32(xc), g_base, K, g.base_weight, &g.base_bias);
   // levels, finest first: gT_l = haar(g_rec_l), g_rec_{l+1} = gT_l[LL]
   std::vector<Tensor> g_coeff(L);
   std::vector<Tensor> gT(L);
@@ -315,10 +285,10 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
     scale_grad(m.conv[l], gT[l].data<float>(), gws);
     const Tensor g_conv = scale(gT[l], w.wavelet_scale[l], 4 * C);
     Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
-    dw_wgrad(m.coeff[l].data<float>(), g_conv, K, gww, nullptr);
+    dw_wgrad(m.coeff[l], g_conv, K, gww, nullptr);
     g.wavelet_weight.push_back(gww);
     g.wavelet_scale.push_back(gws);
-    if (gx.defined()) g_coeff[l] = dwconv(g_conv, 4 * C, K, w.wavelet_weight[l], nullptr, true);
+    if (gx.defined()) g_coeff[l] = dwconv(g_conv, K, w.wavelet_weight[l], nullptr, true);
   }
   if (gx.defined()) {
     // coarsest first: g_ll_l = ihaar(g_coeff_l + g_ll_{l+1} on the LL band), cropped
@@ -328,7 +298,7 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
       g_ll = ihaar(gc.reshape({B, d[l + 1].first, d[l + 1].second, C, 4}), d[l].first,
                    d[l].second);
     }
-    const Tensor gx_base = dwconv(g_base, C, K, w.base_weight, nullptr, true);
+    const Tensor gx_base = dwconv(g_base, K, w.base_weight, nullptr, true);
     sum_into<T>(gx_base, g_ll, gx);
     g.x = gx;
   }
