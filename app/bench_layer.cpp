@@ -177,128 +177,133 @@ struct Row {
   double io_step_gb = 0, io_fwd_gb = 0;  // model bytes, 0 for cuDNN
 };
 
-void run_bench(const Options& o) {
-  HG_CHECK(cuda::available(),
-           "bench-layer: no CUDA device (it times the CUDA kernels: it runs on a GPU only; ",
-           train::cuda_unavailable_reason(), ")");
-  if (!o.output.empty()) train::check_output_file(o.output, "bench-layer: --output", "the results");
-  autograd::NoGradGuard no_grad;  // kernel-level calls; allocations come from the caching allocator
-  const double bw = copy_bytes_per_second(Device::cuda);
-  std::printf("device-to-device copy bandwidth: %.0f GB/s (read + write)\n", bw / 1e9);
-  struct ShapeCfg { int C, HW, L; };
-  const std::vector<ShapeCfg> shapes = {{96, 56, 5}, {192, 28, 4}, {384, 14, 3}, {768, 7, 2}};
-  Generator gen(1);
-  std::vector<Row> rows;
+/// One stage shape of the benchmark: C channels, HW x HW maps, L WTConv levels.
+struct StageShape {
+  int C, HW, L;
+};
+
+/// The WTConv rows of one stage shape, fused and reference order (a mode that cannot run this
+/// dtype prints why and is skipped): training step and inference medians, extra memory, and the
+/// I/O model's bytes (printed as elements per N).
+void wtconv_rows(const Options& o, const StageShape& s, const Tensor& x, const Tensor& gy,
+                 Generator& gen, std::vector<Row>& rows) {
   const int B = o.batch, K = o.K;
-  for (const ShapeCfg& s : shapes) {
-    if (o.only_channels > 0 && s.C != o.only_channels) continue;
-    const DType act = o.precision == "bf16" ? DType::bf16 : DType::f32;
-    const Tensor x = random_gpu({B, s.HW, s.HW, s.C}, gen, 1.0).to(act);
-    const Tensor gy = random_gpu({B, s.HW, s.HW, s.C}, gen, 1.0).to(act);
-    // ---- WTConv, both modes ----
-    kernels::WTConvWeights w;
-    w.base_weight = random_gpu({s.C, 1, K, K}, gen, 0.02);
-    w.base_bias = random_gpu({s.C}, gen, 0.02);
-    w.base_scale = Tensor::full({1, s.C, 1, 1}, 1.0, DType::f32, Device::cuda);
-    for (int l = 0; l < s.L; ++l) {
-      w.wavelet_weight.push_back(random_gpu({4 * s.C, 1, K, K}, gen, 0.02));
-      w.wavelet_scale.push_back(Tensor::full({1, 4 * s.C, 1, 1}, 0.1, DType::f32, Device::cuda));
-    }
-    int64_t wbytes = int64_t(w.base_weight.nbytes() + w.base_bias.nbytes() + w.base_scale.nbytes());
-    for (int l = 0; l < s.L; ++l) wbytes += int64_t(w.wavelet_weight[l].nbytes() + w.wavelet_scale[l].nbytes());
-    for (const auto mode : {kernels::WTConvMode::fused, kernels::WTConvMode::reference}) {
-      const bool fused = mode == kernels::WTConvMode::fused;
-      auto step = [&] {
-        // the reference mode's intermediates stay alive from its forward to its backward, as the
-        // layer keeps them on the tape (PyTorch's reference module's saved tensors)
-        kernels::WTConvSaved saved;
-        kernels::WTConvSaved* keep = fused ? nullptr : &saved;
-        Tensor y = kernels::cuda::wtconv_forward(x, w, 1, mode, Tensor(), keep);
-        kernels::WTConvGrads g =
-            kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode, Tensor(), keep);
-        return int64_t(g.x.nbytes()) + wbytes;  // grad_x and weight grads are not "extra"
-      };
-      Row r{fused ? "wtconv fused" : "wtconv reference", s.C, s.HW, s.L, 0, 0, 0};
-      try {
-        step();
-      } catch (const Error& e) {  // e.g. a dtype this path does not take: say so, bench the rest
-        std::printf("  %-17s C=%d: skipped (%s)\n", r.impl.c_str(), s.C, e.what());
-        continue;
-      }
-      r.train_ms = median_ms([&] { step(); }, o.warmup, o.iters);
-      r.infer_ms = median_ms([&] { kernels::cuda::wtconv_forward(x, w, 1, mode); }, o.warmup, o.iters);
-      r.extra_mib = double(extra_bytes(step)) / (1 << 20);
-      const int K = int(w.base_weight.size(2));
-      const bool plane_fwd =
-          fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, false);
-      const bool plane_bwd =
-          fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, true);
-      const int tail_fwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, false);
-      const int tail_bwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, true);
-      const int hf = kernels::cuda::wtconv_haar_conv_from(x.shape(), K, s.L, act);
-      const IoCount io = fused ? io_fused(B, s.HW, s.HW, s.C, s.L, plane_fwd, plane_bwd, tail_fwd,
-                                          tail_bwd, 4.0 / double(dtype_size(act)), hf)
-                               : io_reference(B, s.HW, s.HW, s.C, s.L);
-      r.io_step_gb = io.step * double(dtype_size(act)) / 1e9;
-      r.io_fwd_gb = io.forward * double(dtype_size(act)) / 1e9;
-      std::string path_note;
-      if (plane_fwd || plane_bwd)
-        path_note = ", whole-plane kernels";
-      else if (fused && tail_fwd < s.L)
-        path_note = str(", levels from ", tail_fwd, " as a level tail");
-      if (fused && !(plane_fwd && plane_bwd) && hf < tail_fwd)
-        path_note += hf == 0 ? std::string(", Haar pass + level conv in one kernel")
-                             : str(", Haar pass + level conv in one kernel from level ", hf);
-      std::printf("  %-17s C=%d: I/O model fwd %.2f N, step %.2f N elements (N = %.0f)%s\n",
-                  r.impl.c_str(), s.C, io.forward / x.numel(), io.step / x.numel(),
-                  double(x.numel()), path_note.c_str());
-      rows.push_back(r);
-    }
-    // ---- depthwise convs at the same shape: ours (conv2d's default route), cuDNN's if asked ----
-    using kernels::cuda::Conv2dBackend;
-    std::vector<std::pair<int, Conv2dBackend>> dw_runs;  // (K, backend)
-    for (int k : {7, 5}) {
-      dw_runs.emplace_back(k, Conv2dBackend::automatic);
-      if (o.cudnn_dw) dw_runs.emplace_back(k, Conv2dBackend::cudnn);
-    }
-    for (const auto& run : dw_runs) {
-      const int kc = run.first;
-      const Conv2dBackend backend = run.second;
-      const auto cs = kernels::make_conv2d_shape(B, s.HW, s.HW, s.C, s.C, kc, kc, 1, kc / 2, s.C);
-      const Tensor cw = random_gpu({s.C, 1, kc, kc}, gen, 0.02), cb = random_gpu({s.C}, gen, 0.02);
-      auto fwd = [&] {
-        Tensor y = Tensor::empty({B, s.HW, s.HW, s.C}, act, Device::cuda);
-        HG_DISPATCH_CUDA(act, "bench-layer", [&] {
-          kernels::cuda::conv2d_forward(cs, x.data<scalar_t>(), cw.data<float>(), cb.data<float>(),
-                                        y.data<scalar_t>(), backend);
-        });
-        return y;
-      };
-      auto step = [&] {
-        Tensor y = fwd();
-        Tensor gx = Tensor::empty(x.shape(), act, Device::cuda);
-        Tensor gw = Tensor::empty(cw.shape(), DType::f32, Device::cuda);
-        Tensor gb = Tensor::empty(cb.shape(), DType::f32, Device::cuda);
-        HG_DISPATCH_CUDA(act, "bench-layer", [&] {
-          kernels::cuda::conv2d_backward_data(cs, gy.data<scalar_t>(), cw.data<float>(),
-                                              gx.data<scalar_t>(), backend);
-          kernels::cuda::conv2d_backward_weight(cs, x.data<scalar_t>(), gy.data<scalar_t>(),
-                                                gw.data<float>(), backend);
-          kernels::cuda::conv2d_backward_bias(cs, gy.data<scalar_t>(), gb.data<float>());
-        });
-        return int64_t(gx.nbytes() + gw.nbytes() + gb.nbytes());
-      };
-      const bool cudnn = backend == Conv2dBackend::cudnn;
-      Row r{str(cudnn ? "cudnn dw " : "ours dw ", kc, "x", kc), s.C, s.HW, s.L, 0, 0, 0};
-      r.train_ms = median_ms([&] { step(); }, o.warmup, o.iters);
-      r.infer_ms = median_ms([&] { fwd(); }, o.warmup, o.iters);
-      r.extra_mib = double(extra_bytes(step)) / (1 << 20);
-      rows.push_back(r);
-    }
+  const DType act = x.dtype();
+  kernels::WTConvWeights w;
+  w.base_weight = random_gpu({s.C, 1, K, K}, gen, 0.02);
+  w.base_bias = random_gpu({s.C}, gen, 0.02);
+  w.base_scale = Tensor::full({1, s.C, 1, 1}, 1.0, DType::f32, Device::cuda);
+  for (int l = 0; l < s.L; ++l) {
+    w.wavelet_weight.push_back(random_gpu({4 * s.C, 1, K, K}, gen, 0.02));
+    w.wavelet_scale.push_back(Tensor::full({1, 4 * s.C, 1, 1}, 0.1, DType::f32, Device::cuda));
   }
-  // ---- table ----
-  std::printf("\nbatch %d, K = %d (WTConv), %s, NHWC; medians of %d runs after %d warm-up\n", B, K,
-              o.precision.c_str(), o.iters, o.warmup);
+  int64_t wbytes = int64_t(w.base_weight.nbytes() + w.base_bias.nbytes() + w.base_scale.nbytes());
+  for (int l = 0; l < s.L; ++l)
+    wbytes += int64_t(w.wavelet_weight[l].nbytes() + w.wavelet_scale[l].nbytes());
+  for (const auto mode : {kernels::WTConvMode::fused, kernels::WTConvMode::reference}) {
+    const bool fused = mode == kernels::WTConvMode::fused;
+    auto step = [&] {
+      // the reference mode's intermediates stay alive from its forward to its backward, as the
+      // layer keeps them on the tape (PyTorch's reference module's saved tensors)
+      kernels::WTConvSaved saved;
+      kernels::WTConvSaved* keep = fused ? nullptr : &saved;
+      Tensor y = kernels::cuda::wtconv_forward(x, w, 1, mode, Tensor(), keep);
+      kernels::WTConvGrads g =
+          kernels::cuda::wtconv_backward(x, w, gy, 1, true, mode, Tensor(), keep);
+      return int64_t(g.x.nbytes()) + wbytes;  // grad_x and weight grads are not "extra"
+    };
+    Row r{fused ? "wtconv fused" : "wtconv reference", s.C, s.HW, s.L, 0, 0, 0};
+    try {
+      step();
+    } catch (const Error& e) {  // e.g. a dtype this path does not take: say so, bench the rest
+      std::printf("  %-17s C=%d: skipped (%s)\n", r.impl.c_str(), s.C, e.what());
+      continue;
+    }
+    r.train_ms = median_ms([&] { step(); }, o.warmup, o.iters);
+    r.infer_ms =
+        median_ms([&] { kernels::cuda::wtconv_forward(x, w, 1, mode); }, o.warmup, o.iters);
+    r.extra_mib = double(extra_bytes(step)) / (1 << 20);
+    const bool plane_fwd =
+        fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, false);
+    const bool plane_bwd =
+        fused && kernels::cuda::wtconv_plane_path(x.shape(), K, s.L, 1, act, true);
+    const int tail_fwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, false);
+    const int tail_bwd = kernels::cuda::wtconv_tail_level(x.shape(), K, s.L, act, true);
+    const int hf = kernels::cuda::wtconv_haar_conv_from(x.shape(), K, s.L, act);
+    const IoCount io = fused ? io_fused(B, s.HW, s.HW, s.C, s.L, plane_fwd, plane_bwd, tail_fwd,
+                                        tail_bwd, 4.0 / double(dtype_size(act)), hf)
+                             : io_reference(B, s.HW, s.HW, s.C, s.L);
+    r.io_step_gb = io.step * double(dtype_size(act)) / 1e9;
+    r.io_fwd_gb = io.forward * double(dtype_size(act)) / 1e9;
+    std::string path_note;
+    if (plane_fwd || plane_bwd)
+      path_note = ", whole-plane kernels";
+    else if (fused && tail_fwd < s.L)
+      path_note = str(", levels from ", tail_fwd, " as a level tail");
+    if (fused && !(plane_fwd && plane_bwd) && hf < tail_fwd)
+      path_note += hf == 0 ? std::string(", Haar pass + level conv in one kernel")
+                           : str(", Haar pass + level conv in one kernel from level ", hf);
+    std::printf("  %-17s C=%d: I/O model fwd %.2f N, step %.2f N elements (N = %.0f)%s\n",
+                r.impl.c_str(), s.C, io.forward / x.numel(), io.step / x.numel(), double(x.numel()),
+                path_note.c_str());
+    rows.push_back(r);
+  }
+}
+
+/// The depthwise conv rows at the same shape (7x7 and 5x5): ours (conv2d's default route) and,
+/// with --cudnn-dw, cuDNN's; training step (forward, backward data, weight and bias) and inference.
+void depthwise_rows(const Options& o, const StageShape& s, const Tensor& x, const Tensor& gy,
+                    Generator& gen, std::vector<Row>& rows) {
+  using kernels::cuda::Conv2dBackend;
+  const int B = o.batch;
+  const DType act = x.dtype();
+  std::vector<std::pair<int, Conv2dBackend>> dw_runs;  // (K, backend)
+  for (int k : {7, 5}) {
+    dw_runs.emplace_back(k, Conv2dBackend::automatic);
+    if (o.cudnn_dw) dw_runs.emplace_back(k, Conv2dBackend::cudnn);
+  }
+  for (const auto& run : dw_runs) {
+    const int kc = run.first;
+    const Conv2dBackend backend = run.second;
+    const auto cs = kernels::make_conv2d_shape(B, s.HW, s.HW, s.C, s.C, kc, kc, 1, kc / 2, s.C);
+    const Tensor cw = random_gpu({s.C, 1, kc, kc}, gen, 0.02), cb = random_gpu({s.C}, gen, 0.02);
+    auto fwd = [&] {
+      Tensor y = Tensor::empty({B, s.HW, s.HW, s.C}, act, Device::cuda);
+      HG_DISPATCH_CUDA(act, "bench-layer", [&] {
+        kernels::cuda::conv2d_forward(cs, x.data<scalar_t>(), cw.data<float>(), cb.data<float>(),
+                                      y.data<scalar_t>(), backend);
+      });
+      return y;
+    };
+    auto step = [&] {
+      Tensor y = fwd();
+      Tensor gx = Tensor::empty(x.shape(), act, Device::cuda);
+      Tensor gw = Tensor::empty(cw.shape(), DType::f32, Device::cuda);
+      Tensor gb = Tensor::empty(cb.shape(), DType::f32, Device::cuda);
+      HG_DISPATCH_CUDA(act, "bench-layer", [&] {
+        kernels::cuda::conv2d_backward_data(cs, gy.data<scalar_t>(), cw.data<float>(),
+                                            gx.data<scalar_t>(), backend);
+        kernels::cuda::conv2d_backward_weight(cs, x.data<scalar_t>(), gy.data<scalar_t>(),
+                                              gw.data<float>(), backend);
+        kernels::cuda::conv2d_backward_bias(cs, gy.data<scalar_t>(), gb.data<float>());
+      });
+      return int64_t(gx.nbytes() + gw.nbytes() + gb.nbytes());
+    };
+    const bool cudnn = backend == Conv2dBackend::cudnn;
+    Row r{str(cudnn ? "cudnn dw " : "ours dw ", kc, "x", kc), s.C, s.HW, s.L, 0, 0, 0};
+    r.train_ms = median_ms([&] { step(); }, o.warmup, o.iters);
+    r.infer_ms = median_ms([&] { fwd(); }, o.warmup, o.iters);
+    r.extra_mib = double(extra_bytes(step)) / (1 << 20);
+    rows.push_back(r);
+  }
+}
+
+/// The table of all rows (and the JSON array written to --output): achieved bandwidth against
+/// the measured copy bandwidth `bw` (bytes / s) for the rows with an I/O model.
+void report(const Options& o, const std::vector<Row>& rows, double bw) {
+  const int B = o.batch;
+  std::printf("\nbatch %d, K = %d (WTConv), %s, NHWC; medians of %d runs after %d warm-up\n", B,
+              o.K, o.precision.c_str(), o.iters, o.warmup);
   std::printf("%-17s %-11s %9s %9s %10s %10s %9s %8s\n", "impl", "C/HW/L", "train ms", "infer ms",
               "extra MiB", "I/O GB", "GB/s", "%copy");
   nlohmann::json out = nlohmann::json::array();
@@ -326,6 +331,28 @@ void run_bench(const Options& o) {
     io::write_file_atomic(o.output, out.dump(2) + "\n");
     std::printf("wrote %s\n", o.output.c_str());
   }
+}
+
+void run_bench(const Options& o) {
+  HG_CHECK(cuda::available(),
+           "bench-layer: no CUDA device (it times the CUDA kernels: it runs on a GPU only; ",
+           train::cuda_unavailable_reason(), ")");
+  if (!o.output.empty()) train::check_output_file(o.output, "bench-layer: --output", "the results");
+  autograd::NoGradGuard no_grad;  // kernel-level calls; allocations come from the caching allocator
+  const double bw = copy_bytes_per_second(Device::cuda);
+  std::printf("device-to-device copy bandwidth: %.0f GB/s (read + write)\n", bw / 1e9);
+  const std::vector<StageShape> shapes = {{96, 56, 5}, {192, 28, 4}, {384, 14, 3}, {768, 7, 2}};
+  Generator gen(1);
+  std::vector<Row> rows;
+  const DType act = o.precision == "bf16" ? DType::bf16 : DType::f32;
+  for (const StageShape& s : shapes) {
+    if (o.only_channels > 0 && s.C != o.only_channels) continue;
+    const Tensor x = random_gpu({o.batch, s.HW, s.HW, s.C}, gen, 1.0).to(act);
+    const Tensor gy = random_gpu({o.batch, s.HW, s.HW, s.C}, gen, 1.0).to(act);
+    wtconv_rows(o, s, x, gy, gen, rows);
+    depthwise_rows(o, s, x, gy, gen, rows);
+  }
+  report(o, rows, bw);
 }
 #endif
 
