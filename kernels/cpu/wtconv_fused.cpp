@@ -1,13 +1,14 @@
 // WTConv2d on the CPU in the fused formulation (Aflalo et al. 2026; docs/wtconv-operator.md):
-//   1. the Haar analysis is recomputed per tap inside the depthwise conv from the raw low band,
-//      so no coefficient array is ever stored (only the raw LL that feeds the next level);
+//   1. each level's Haar coefficients are formed once from the raw low band into a workspace
+//      array that the level's depthwise conv reads (the paper forms them inside the conv at every
+//      tap: the same values; K^2 times the Haar sums), and dropped after the level;
 //   2. the synthesis cascade is one pass: output pixel (i, j) adds, from every level l, the conv
 //      output at (i >> (l+1), j >> (l+1)) with the signs of the parity bits of i >> l, j >> l and a
 //      factor 1/2 per level (the odd-size crops need no special case, the doc explains why);
 //   3. the scales are folded into the weights (w~ = scale * w, base bias~ = scale * bias), and the
 //      gradients unfolded at the end (dL/dw = scale * dL/dw~, dL/dscale = sum(dL/dw~ * w) + ...).
-// The backward has the same shape: dL/dt_l is the analysis of the level-l gradient, formed on the
-// fly; dL/dx is a one-pass synthesis of the per-level input gradients of the convs.
+// The backward has the same shape: dL/dt_l is the analysis of the level-l gradient (formed once a
+// level, as x's); dL/dx is a one-pass synthesis of the per-level input gradients of the convs.
 //
 // Layout: NHWC with channels innermost in every loop; folded weights are re-laid out as
 // [tap][sub-band][C] so the channel loop reads them contiguously. Rows are split over OpenMP
@@ -134,44 +135,49 @@ Tensor workspace(const Shape& shape, bool zero) {
               : Tensor::empty(shape, dtype_of<T>(), Device::cpu);
 }
 
-/// ll_next = raw low band of ll (B, h, w, C) -> (B, ceil(h/2), ceil(w/2), C), as S stores it.
+/// The Haar coefficients of one level, formed once: coef (B, h2, w2, 4, C) = analysis(pad(src))
+/// of src (B, h, w, C), h2 = ceil(h / 2), w2 = ceil(w / 2), as S forms and stores them; and, when
+/// given, its raw low band ll_next (B, h2, w2, C) (band 0: the next level's input).
 template <typename T, typename S>
-void low_band(const T* ll, int64_t B, int64_t h, int64_t w, int64_t C, T* ll_next) {
+void coefficient_planes(const T* src, int64_t B, int64_t h, int64_t w, int64_t C, T* coef,
+                        T* ll_next) {
   const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
 #pragma omp parallel for schedule(static) if (worth_parallel(B * h * w * C))
   for (int64_t row = 0; row < B * h2; ++row) {
     const int64_t b = row / h2, p = row % h2;
-    const T* img = ll + b * h * w * C;
+    const T* img = src + b * h * w * C;
     for (int64_t q = 0; q < w2; ++q) {
       Block<T> k = block(img, h, w, C, p, q, zeros.data());
-      T* out = ll_next + (row * w2 + q) * C;
+      T* out = coef + (row * w2 + q) * 4 * C;
+#pragma omp simd
       for (int64_t c = 0; c < C; ++c) {
         T sb[4];
         S::analysis(k.a[c], k.b[c], k.c[c], k.d[c], sb);
-        out[c] = sb[0];
+        for (int s = 0; s < 4; ++s) out[s * C + c] = sb[s];
       }
+      if (ll_next) std::copy(out, out + C, ll_next + (row * w2 + q) * C);
     }
   }
 }
 
-/// One level's depthwise conv on Haar coefficients formed per tap from src (B, h, w, C), shared by
-/// forward and backward: out (B, h2, w2, 4, C) = sum_taps wf[tap] * analysis(pad(src))(p + (ki - r)
-/// * dir, q + (kj - r) * dir). dir = +1 is the level conv of the raw low band ll (forward: t_l),
-/// dir = -1 its transpose applied to the level gradient G (backward: e_l). When ll_next is given
-/// (forward), also writes the raw low band of src (B, h2, w2, C), the next level's input. S forms
-/// and stores the coefficients, accumulates and stores out; Bf16Planes takes the taps of the
-/// transpose in the order of the flipped filter's rows and columns (ki, kj descending).
+/// One level's depthwise conv over its coefficient planes coef (B, h2, w2, 4, C), shared by
+/// forward and backward: out (B, h2, w2, 4, C) = sum_taps wf[tap] * coef(p + (ki - r) * dir,
+/// q + (kj - r) * dir). dir = +1 is the level conv of x's coefficients (forward: t_l), dir = -1
+/// its transpose applied to the coefficients of the level gradient G (backward: e_l). S
+/// accumulates and stores out; Bf16Planes takes the taps of the transpose in the order of the
+/// flipped filter's rows and columns (ki, kj descending). The coefficients are formed once a level
+/// (coefficient_planes), where the paper's first transformation forms them inside the conv at
+/// every tap: the same values, K^2 times fewer Haar sums (the CUDA split path also writes them
+/// once, docs/fused-wtconv.md section 7).
 template <typename T, typename S>
-void level_pass(const T* src, int64_t B, int64_t h, int64_t w, int64_t C, int K, const T* wf,
-                int dir, T* out_t, T* ll_next) {
-  const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
+void level_pass(const T* coef, int64_t B, int64_t h2, int64_t w2, int64_t C, int K, const T* wf,
+                int dir, T* out_t) {
   const int r = K / 2;
-  const std::vector<T> zeros(static_cast<size_t>(C), T(0));
-#pragma omp parallel for schedule(static) if (worth_parallel(B * h * w * C * K * K))
+#pragma omp parallel for schedule(static) if (worth_parallel(B * h2 * w2 * 4 * C * K * K))
   for (int64_t row = 0; row < B * h2; ++row) {
     const int64_t b = row / h2, p = row % h2;
-    const T* img = src + b * h * w * C;
+    const T* img = coef + b * h2 * w2 * 4 * C;
     for (int64_t q = 0; q < w2; ++q) {
       T* out = out_t + (row * w2 + q) * 4 * C;
       std::fill(out, out + 4 * C, T(0));
@@ -184,28 +190,14 @@ void level_pass(const T* src, int64_t B, int64_t h, int64_t w, int64_t C, int K,
           const int kj = flipped ? K - 1 - b2 : b2;
           const int64_t qq = q + dir * (kj - r);
           if (qq < 0 || qq >= w2) continue;
-          Block<T> k = block(img, h, w, C, pp, qq, zeros.data());
+          const T* cf = img + (pp * w2 + qq) * 4 * C;
           const T* wt = wf + (ki * K + kj) * 4 * C;
 #pragma omp simd
-          for (int64_t c = 0; c < C; ++c) {
-            T sb[4];
-            S::analysis(k.a[c], k.b[c], k.c[c], k.d[c], sb);
-            for (int s = 0; s < 4; ++s) S::mac(out[s * C + c], wt[s * C + c], sb[s]);
-          }
+          for (int64_t e = 0; e < 4 * C; ++e) S::mac(out[e], wt[e], cf[e]);
         }
       }
       if constexpr (S::kRounds)
         for (int64_t e = 0; e < 4 * C; ++e) out[e] = S::store(out[e]);
-      if (ll_next) {
-        Block<T> k = block(img, h, w, C, p, q, zeros.data());
-        T* out_ll = ll_next + (row * w2 + q) * C;
-#pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
-          T sb[4];
-          S::analysis(k.a[c], k.b[c], k.c[c], k.d[c], sb);
-          out_ll[c] = sb[0];
-        }
-      }
     }
   }
 }
@@ -303,49 +295,35 @@ std::vector<double> base_param_grads(const Geometry& g, const T* x, const T* G) 
   return reduce_chunks(partial, chunks, n);
 }
 
-/// Level backward, weight part: with dt = analysis(pad(G)) formed per block from G (B, h, w, C),
-/// returns dL/dw~ [K*K][4][C] = sum dt(p, q, s, c) * coeff(p+ki-r, q+kj-r, s, c) (coefficients
-/// formed per tap from ll), in double; writes G_next = dt band 0 (B, h2, w2, C) when given.
-template <typename T, typename S>
-std::vector<double> level_weight_grads(const T* ll, const T* G, int64_t B, int64_t h, int64_t w,
-                                       int64_t C, int K, T* G_next) {
-  const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2, rows = B * h2;
+/// Level backward, weight part: dL/dw~ [K*K][4][C] = sum dt(p, q, s, c) * coef(p+ki-r, q+kj-r, s,
+/// c) in double, from the coefficient planes (B, h2, w2, 4, C) of x's low band (coef) and of the
+/// level gradient (dt = analysis(pad(G_l)), coefficient_planes).
+template <typename T>
+std::vector<double> level_weight_grads(const T* coef, const T* dt, int64_t B, int64_t h2,
+                                       int64_t w2, int64_t C, int K) {
+  const int64_t rows = B * h2;
   const int r = K / 2;
   const size_t n = static_cast<size_t>(int64_t(K) * K * 4 * C);
   const int64_t chunks = reduction_chunks(rows);
   std::vector<double> partial(static_cast<size_t>(chunks) * n, 0.0);
-  const std::vector<T> zeros(static_cast<size_t>(C), T(0));
-#pragma omp parallel for schedule(dynamic, 1) if (worth_parallel(B * h * w * C * K * K))
+#pragma omp parallel for schedule(dynamic, 1) if (worth_parallel(B * h2 * w2 * 4 * C * K * K))
   for (int64_t k = 0; k < chunks; ++k) {
     double* acc = partial.data() + k * n;
-    std::vector<T> dt(static_cast<size_t>(4 * C));
     for (int64_t row = rows * k / chunks; row < rows * (k + 1) / chunks; ++row) {
       const int64_t b = row / h2, p = row % h2;
-      const T* gimg = G + b * h * w * C;
-      const T* ximg = ll + b * h * w * C;
+      const T* ximg = coef + b * h2 * w2 * 4 * C;
       for (int64_t q = 0; q < w2; ++q) {
-        Block<T> gb = block(gimg, h, w, C, p, q, zeros.data());
-#pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
-          T sb[4];
-          S::analysis(gb.a[c], gb.b[c], gb.c[c], gb.d[c], sb);
-          for (int s = 0; s < 4; ++s) dt[s * C + c] = sb[s];
-        }
-        if (G_next) std::copy(dt.begin(), dt.begin() + C, G_next + (row * w2 + q) * C);
+        const T* d = dt + (row * w2 + q) * 4 * C;
         for (int ki = 0; ki < K; ++ki) {
           const int64_t pp = p + ki - r;
           if (pp < 0 || pp >= h2) continue;
           for (int kj = 0; kj < K; ++kj) {
             const int64_t qq = q + kj - r;
             if (qq < 0 || qq >= w2) continue;
-            Block<T> xb = block(ximg, h, w, C, pp, qq, zeros.data());
+            const T* xc = ximg + (pp * w2 + qq) * 4 * C;
             double* a = acc + (ki * K + kj) * 4 * C;
 #pragma omp simd
-            for (int64_t c = 0; c < C; ++c) {
-              T sb[4];
-              S::analysis(xb.a[c], xb.b[c], xb.c[c], xb.d[c], sb);
-              for (int s = 0; s < 4; ++s) a[s * C + c] += double(dt[s * C + c]) * double(sb[s]);
-            }
+            for (int64_t e = 0; e < 4 * C; ++e) a[e] += double(d[e]) * double(xc[e]);
           }
         }
       }
@@ -359,16 +337,21 @@ Tensor forward_fused_s(const Tensor& x, const WTConvWeights& weights, const Geom
   DenseWeights w(weights);
   Folded<T> f = fold<T, S>(w, g);
   const int64_t C = g.C;
-  // Per level: the conv output t_l (B, h[l+1], w[l+1], 4, C) and the raw low band ll_{l+1}.
-  std::vector<Tensor> t, ll;
-  const T* ll_prev = x.data<T>();
+  // Per level: the coefficients c_l and the raw low band ll_{l+1}, then the conv output t_l
+  // (B, h[l+1], w[l+1], 4, C).
+  std::vector<Tensor> t;
+  Tensor ll = x;
   for (int l = 0; l < g.L; ++l) {
-    t.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
-    const bool need_next = l + 1 < g.L;
-    if (need_next) ll.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false));
-    level_pass<T, S>(ll_prev, g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), +1, t.back().data<T>(),
-                     need_next ? ll.back().data<T>() : nullptr);
-    if (need_next) ll_prev = ll.back().data<T>();
+    const Shape grid{g.B, g.h[l + 1], g.w[l + 1]};
+    const Tensor coef = workspace<T>({grid[0], grid[1], grid[2], 4, C}, false);
+    Tensor ll_next;  // the next level's input
+    if (l + 1 < g.L) ll_next = workspace<T>({grid[0], grid[1], grid[2], C}, false);
+    coefficient_planes<T, S>(ll.data<T>(), g.B, g.h[l], g.w[l], C, coef.data<T>(),
+                             ll_next.defined() ? ll_next.data<T>() : nullptr);
+    t.push_back(workspace<T>({grid[0], grid[1], grid[2], 4, C}, false));
+    level_pass<T, S>(coef.data<T>(), g.B, g.h[l + 1], g.w[l + 1], C, g.K, f.wave[l].data(), +1,
+                     t.back().data<T>());
+    ll = ll_next;
   }
   std::vector<const T*> levels;
   for (const Tensor& tl : t) levels.push_back(tl.data<T>());
@@ -419,22 +402,22 @@ WTConvGrads backward_fused_s(const Tensor& x, const WTConvWeights& weights, cons
     }
   }
 
-  // Raw low bands ll_1 .. ll_{L-1} (the weight gradients of level l need ll_l).
-  std::vector<Tensor> ll{x};
-  for (int l = 1; l < g.L; ++l) {
-    ll.push_back(workspace<T>({g.B, g.h[l], g.w[l], C}, false));
-    low_band<T, S>(ll[l - 1].data<T>(), g.B, g.h[l - 1], g.w[l - 1], C, ll[l].data<T>());
-  }
-
-  // Levels upwards: G_l is dL/d(rec_l); dt_l = analysis(pad(G_l)), G_{l+1} = band 0 of dt_l.
+  // Levels upwards: x's coefficients c_l (and low band ll_{l+1}); G_l is dL/d(rec_l), dt_l =
+  // analysis(pad(G_l)) its coefficients, G_{l+1} = band 0 of dt_l.
   std::vector<Tensor> e;  // per level: transposed conv of dt_l, (B, h[l+1], w[l+1], 4, C)
-  Tensor G = G0;
+  Tensor G = G0, ll = x;
   for (int l = 0; l < g.L; ++l) {
-    Tensor G_next;
-    if (l + 1 < g.L) G_next = workspace<T>({g.B, g.h[l + 1], g.w[l + 1], C}, false);
+    const bool next = l + 1 < g.L;
+    const Shape coef_shape{g.B, g.h[l + 1], g.w[l + 1], 4, C}, band{g.B, g.h[l + 1], g.w[l + 1], C};
+    const Tensor cx = workspace<T>(coef_shape, false), dt = workspace<T>(coef_shape, false);
+    Tensor ll_next, G_next;
+    if (next) ll_next = workspace<T>(band, false), G_next = workspace<T>(band, false);
+    coefficient_planes<T, S>(ll.data<T>(), g.B, g.h[l], g.w[l], C, cx.data<T>(),
+                             next ? ll_next.data<T>() : nullptr);
+    coefficient_planes<T, S>(G.data<T>(), g.B, g.h[l], g.w[l], C, dt.data<T>(),
+                             next ? G_next.data<T>() : nullptr);
     std::vector<double> acc =
-        level_weight_grads<T, S>(ll[l].data<T>(), G.data<T>(), g.B, g.h[l], g.w[l], C, g.K,
-                                 G_next.defined() ? G_next.data<T>() : nullptr);
+        level_weight_grads<T>(cx.data<T>(), dt.data<T>(), g.B, g.h[l + 1], g.w[l + 1], C, g.K);
     const T *ww = w.wavelet_weight[l].data<T>(), *ws = w.wavelet_scale[l].data<T>();
     T *gw = grads.wavelet_weight[l].data<T>(), *gs = grads.wavelet_scale[l].data<T>();
     for (int64_t c = 0; c < C; ++c)
@@ -449,11 +432,12 @@ WTConvGrads backward_fused_s(const Tensor& x, const WTConvWeights& weights, cons
         gs[ch] = static_cast<T>(ds);
       }
     if (need_grad_x) {
-      e.push_back(workspace<T>({g.B, g.h[l + 1], g.w[l + 1], 4, C}, false));
-      level_pass<T, S>(G.data<T>(), g.B, g.h[l], g.w[l], C, g.K, f.wave[l].data(), -1,
-                       e.back().data<T>(), static_cast<T*>(nullptr));
+      e.push_back(workspace<T>(coef_shape, false));
+      level_pass<T, S>(dt.data<T>(), g.B, g.h[l + 1], g.w[l + 1], C, g.K, f.wave[l].data(), -1,
+                       e.back().data<T>());
     }
     G = G_next;
+    ll = ll_next;
   }
   if (!need_grad_x) return grads;
 
