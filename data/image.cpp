@@ -161,24 +161,34 @@ bool probe_image(const std::string& path, std::string* reason) {
   head.resize(std::fread(head.data(), 1, head.size(), f.get()));
   const ImageFormat format = sniff_image_format(head.data(), head.size());
   if (format == ImageFormat::unknown) return fail(not_an_image_reason(head));
-  // JPEGs are decoded by libjpeg-turbo, which takes kinds stb_image does not (arithmetic coding):
-  // here only a cut-off file is caught (its last bytes hold no end-of-image marker); the decoder
-  // reports the rest when it reads the image
-  if (format == ImageFormat::jpeg) {
-    std::vector<uint8_t> tail(64);
+  // A file cut short (a download or copy that stopped) is caught here by its last bytes, which
+  // hold no end marker, rather than when training first reads it
+  std::vector<uint8_t> tail(64);
+  if (format == ImageFormat::jpeg || format == ImageFormat::png) {
     if (std::fseek(f.get(), -static_cast<long>(tail.size()), SEEK_END) != 0)
       std::fseek(f.get(), 0, SEEK_SET);  // a file shorter than the tail: all of it
     tail.resize(std::fread(tail.data(), 1, tail.size(), f.get()));
+  }
+  // JPEGs are decoded by libjpeg-turbo, which takes kinds stb_image does not (arithmetic coding):
+  // here only a cut-off file is caught (its last bytes hold no end-of-image marker); the decoder
+  // reports the rest when it reads the image
+  if (format == ImageFormat::jpeg)
     return jpeg_has_end_marker(tail.data(), tail.size())
                ? true
                : fail("a jpeg cut short (no end-of-image marker in its last bytes)");
-  }
   f.reset();  // stb_image opens it by name
   int w = 0, h = 0, c = 0;
   if (stbi_info(path.c_str(), &w, &h, &c) && w > 0 && h > 0) {
-    if (int64_t(w) * h <= kMaxImagePixels) return true;
-    return fail(str("a ", w, "x", h, " ", format_name(format), ": more than the ", kMaxImagePixels,
-                    " pixels allowed"));
+    if (int64_t(w) * h > kMaxImagePixels)
+      return fail(str("a ", w, "x", h, " ", format_name(format), ": more than the ",
+                      kMaxImagePixels, " pixels allowed"));
+    // a PNG ends with its IEND chunk, type and CRC (a few bytes after it, as some writers leave,
+    // are allowed)
+    static const uint8_t kIend[] = {'I', 'E', 'N', 'D'};
+    if (format == ImageFormat::png &&
+        tail.end() - std::search(tail.begin(), tail.end(), std::begin(kIend), std::end(kIend)) < 8)
+      return fail("a png cut short (no IEND chunk in its last bytes)");
+    return true;
   }
   // a PNG header stb refuses: its size, when that is why (stb decodes at most 2^30 bytes)
   if (format == ImageFormat::png && head.size() >= 24) {

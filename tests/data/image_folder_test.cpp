@@ -51,10 +51,12 @@ struct Tree {
     hg::data::write_png(t / "train/dog/sub/deep.png", deep);
     hg::test::write_bytes(t / "train/dog/corrupt.png", "this is not a png file at all, just text");
     hg::test::write_bytes(t / "train/dog/notes.txt", "ignored");
-    // A real PNG cut in half: the header reads, the pixel data does not.
+    // A whole PNG with spoilt pixel data: the scan passes it (header and end are whole), decoding
+    // fails.
     hg::data::write_png(t / "full.png", hg::test::random_image(32, 32, 3, 8));
     std::string bytes = hg::test::read_bytes(t / "full.png");
-    hg::test::write_bytes(t / "train/dog/trunc.png", bytes.substr(0, bytes.size() / 2));
+    for (size_t i = 60; i < bytes.size() - 20; ++i) bytes[i] = char(0xff);
+    hg::test::write_bytes(t / "train/dog/undecodable.png", bytes);
   }
 };
 
@@ -79,7 +81,8 @@ TEST(ImageFolder, MixedFilesRgb) {
   Tree tree(tmp);
   ImageFolder ds(tmp.path().string(), "train");
   EXPECT_EQ(ds.classes(), (std::vector<std::string>{"bird", "cat", "dog"}));
-  // a, b, gray, p, rgba, x, sub/deep, trunc: corrupt.png fails its header check, notes.txt is no image.
+  // a, b, gray, p, rgba, x, sub/deep, undecodable: corrupt.png fails its header check, notes.txt is
+  // no image.
   ASSERT_EQ(ds.size(), 8);
   EXPECT_EQ(ds.corrupt_skipped(), 1);
   EXPECT_EQ(ds.corrupt_files().at(0), tmp / "train/dog/corrupt.png");
@@ -109,7 +112,8 @@ TEST(ImageFolder, MixedFilesRgb) {
   expect_rgb(5, tree.bmp, 0);
   expect_rgb(6, tree.deep, 0);   // nested folders count for their class
 
-  // trunc.png fails to decode: skipped (counted once) and replaced by its successor (wrapping to 0).
+  // undecodable.png fails to decode: skipped (counted once) and replaced by its successor (wrapping
+  // to 0).
   hg::data::Sample s = ds.get(7);
   EXPECT_EQ(s.label, 0);
   EXPECT_EQ(s.image.pixels, ds.get(0).image.pixels);
@@ -166,7 +170,7 @@ TEST(ImageFolder, CorruptPolicyError) {
   fs::remove(tmp.path() / "train/dog/corrupt.png");
   ImageFolder ds(tmp.path().string(), "train", opts);
   msg = error_of([&] { ds.get(ds.size() - 1); });
-  EXPECT_NE(msg.find("trunc.png"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("undecodable.png"), std::string::npos) << msg;
 }
 
 // The folder scan names why a file is no image it can read, from the file's first bytes (as
@@ -194,6 +198,29 @@ TEST(ImageFolder, ScanNamesWhyAFileIsSkipped) {
     const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
     EXPECT_NE(msg.find("bad.png"), std::string::npos) << msg;
     EXPECT_NE(msg.find(reason), std::string::npos) << msg;
+  }
+}
+
+// A PNG cut short (a download or copy that stopped) is caught by the folder scan, as a cut-off JPEG
+// is: it was passed and failed only when read in training, hours later under corrupt_images: error,
+// and in evaluation it was replaced by a neighbour image counted twice. A whole PNG with bytes
+// after its IEND chunk still passes.
+TEST(ImageFolder, APngCutShortIsCaughtByTheScan) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  hg::data::write_png(tmp / "full.png", hg::test::random_image(32, 32, 3, 8));
+  const std::string bytes = hg::test::read_bytes(tmp / "full.png");
+  hg::test::write_bytes(tmp / "train/cls/ok.png", bytes);
+  hg::test::write_bytes(tmp / "train/cls/tail.png", bytes + "trailing bytes");
+  ImageFolderOptions opts;
+  opts.corrupt = hg::data::CorruptPolicy::error;
+  EXPECT_EQ(ImageFolder(tmp.path().string(), "train", opts).size(), 2);
+  for (const size_t keep : {size_t(40), bytes.size() / 2, bytes.size() - 4}) {
+    SCOPED_TRACE(keep);
+    hg::test::write_bytes(tmp / "train/cls/cut.png", bytes.substr(0, keep));
+    const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
+    EXPECT_NE(msg.find("cut.png"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("a png cut short"), std::string::npos) << msg;
   }
 }
 
