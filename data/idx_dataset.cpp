@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <system_error>
 
 namespace hg::data {
 
@@ -60,10 +61,24 @@ std::string find_file(const std::string& dir, const std::string& name) {
 }  // namespace
 
 IdxDataset::IdxDataset(const std::string& dir, const std::string& split, int64_t channels) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  HG_CHECK(!dir.empty(),
+           "IdxDataset: data_dir is not set (the config's data_dir is empty): give the folder of "
+           "the IDX files, e.g. --data-dir /usr/share/datasets/fashion-mnist");
+  HG_CHECK(fs::exists(dir, ec), "IdxDataset: the data folder '", dir,
+           "' does not exist (the config's data_dir)");
+  HG_CHECK(fs::is_directory(dir, ec), "IdxDataset: the data folder '", dir,
+           "' is not a folder (the config's data_dir): give the folder that holds the "
+           "train-images-idx3-ubyte(.gz) and t10k-* files");
   std::string prefix;
   if (split == "train") prefix = "train";
   else if (split == "test" || split == "t10k") prefix = "t10k";
-  else throw Error(str("IdxDataset: split must be 'train' or 'test', got '", split, "'"));
+  else
+    throw Error(str("IdxDataset: split '", split,
+                    "' is not an IDX split (the config's train_split / val_split): the IDX "
+                    "splits are 'train' (train-*-ubyte files) and 'test' (t10k-*-ubyte), e.g. "
+                    "val_split: test"));
   load(find_file(dir, prefix + "-images-idx3-ubyte"), find_file(dir, prefix + "-labels-idx1-ubyte"), channels);
 }
 

@@ -107,3 +107,31 @@ TEST(Idx, BrokenFilesNameTheFile) {
   EXPECT_NE(msg.find("train-"), std::string::npos) << msg;  // whichever of the pair is looked up first
   EXPECT_NE(msg.find("-ubyte.gz"), std::string::npos) << msg;
 }
+
+// The config's default val_split is timm's 'validation', which an IDX folder does not have: the
+// error says which splits there are and which config key picks them. A data_dir that is missing,
+// a file or unset is named as the config's data_dir (it read "neither '<file>/train-labels-...'
+// nor ... exists").
+TEST(Idx, ASplitOrDataDirItCannotReadIsNamedWithItsKey) {
+  hg::test::TempDir tmp;
+  std::string msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "validation"); });
+  EXPECT_NE(msg.find("'validation'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("val_split"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'test'"), std::string::npos) << msg;
+
+  hg::test::write_bytes(tmp / "config.yaml", "epochs: 1\n");
+  for (const std::string& dir : {tmp / "config.yaml", tmp / "missing", std::string()}) {
+    SCOPED_TRACE(dir);
+    msg = error_of([&] { hg::data::IdxDataset(dir, "train"); });
+    EXPECT_NE(msg.find("data_dir"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("train-labels"), std::string::npos) << msg;
+  }
+  EXPECT_NE(
+      error_of([&] { hg::data::IdxDataset(tmp / "config.yaml", "train"); }).find("not a folder"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of([&] { hg::data::IdxDataset(tmp / "missing", "train"); }).find("does not exist"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] { hg::data::IdxDataset("", "train"); }).find("not set"),
+            std::string::npos);
+}
