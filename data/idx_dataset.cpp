@@ -26,6 +26,11 @@ IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
     if (n == 0) break;
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
   }
+  // zlib ends a gzip stream cut short like a whole one, with this error set
+  int code = Z_OK;
+  gzerror(f.get(), &code);
+  HG_CHECK(code != Z_BUF_ERROR, "IDX: the gzip data of '", path, "' ends early (", bytes.size(),
+           " bytes unpacked): the file is cut short (a download or copy that stopped?)");
   auto be32 = [&](size_t at) {
     return (uint32_t(bytes[at]) << 24) | (uint32_t(bytes[at + 1]) << 16) | (uint32_t(bytes[at + 2]) << 8) |
            uint32_t(bytes[at + 3]);

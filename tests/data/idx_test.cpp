@@ -135,3 +135,17 @@ TEST(Idx, ASplitOrDataDirItCannotReadIsNamedWithItsKey) {
   EXPECT_NE(error_of([&] { hg::data::IdxDataset("", "train"); }).find("not set"),
             std::string::npos);
 }
+
+// A gzip file cut short (a download that stopped) is named as such, not only by the data bytes
+// its header wants.
+TEST(Idx, AGzipFileCutShortIsNamedAsSuch) {
+  hg::test::TempDir tmp;
+  std::string payload = be32(0x801) + be32(4000);
+  for (int i = 0; i < 4000; ++i) payload += char(i * 7919 % 251);
+  gzip_write(tmp / "labels.gz", payload);
+  const std::string gz = hg::test::read_bytes(tmp / "labels.gz");
+  hg::test::write_bytes(tmp / "cut.gz", gz.substr(0, gz.size() / 2));
+  const std::string msg = error_of([&] { hg::data::read_idx(tmp / "cut.gz", 0x801); });
+  EXPECT_NE(msg.find("cut.gz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cut short"), std::string::npos) << msg;
+}
