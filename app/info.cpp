@@ -15,6 +15,7 @@ namespace {
 
 struct InfoArgs {
   std::string model;
+  std::string model_option;  // --model, timm's spelling of the argument
   int img_size = 0;  // 0: the model's default_img_size
   int batch = 1;
   bool no_measure = false;
@@ -82,10 +83,12 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   auto args = std::make_shared<InfoArgs>();
   CLI::App* cmd = root.add_subcommand("info", "Parameter counts, GMACs and activation memory of a model");
   cmd->add_option(
-         "model", args->model,
-         "model name (e.g. convnext_tiny, wtconvnext_tiny; `haargrad models` lists them) or a "
-         "CONFIG.yaml (its model, model keys and img_size)")
-      ->required();
+      "model", args->model,
+      "model name (e.g. convnext_tiny, wtconvnext_tiny; `haargrad models` lists them) or a "
+      "CONFIG.yaml (its model, model keys and img_size); required, as the argument or --model");
+  cmd->add_option("--model", args->model_option,
+                  "the model as timm's scripts name it: --model convnext_tiny is the same as the "
+                  "argument convnext_tiny");
   cmd->add_option(
          "--img-size", args->img_size,
          "input height = width in pixels (default: the model's, 224; 28 for wtconvnext_fmnist)")
@@ -94,7 +97,19 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--batch", args->batch, "batch size for the activation bytes")
       ->check(at_least(1));
   cmd->add_flag("--no-measure", args->no_measure, "skip the measured activation bytes");
-  cmd->callback([args] { run_info(*args); });
+  cmd->callback([args] {
+    // a usage error (exit 2), as a missing argument is
+    if (!args->model.empty() && !args->model_option.empty())
+      throw CLI::ValidationError(str("the model is given twice, as the argument '", args->model,
+                                     "' and as --model '", args->model_option,
+                                     "': give one of them"));
+    if (args->model.empty()) args->model = args->model_option;
+    if (args->model.empty())
+      throw CLI::ValidationError(
+          "a model is required: haargrad info MODEL (or --model MODEL), e.g. haargrad info "
+          "convnext_tiny");
+    run_info(*args);
+  });
 });
 
 }  // namespace hg::app

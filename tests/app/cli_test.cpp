@@ -419,6 +419,25 @@ TEST_F(CliTest, InfoTakesAConfig) {
   EXPECT_NE(missing.output.find("cannot open file"), std::string::npos) << missing.output;
 }
 
+// timm's scripts name the model with --model (train.py, validate.py, benchmark.py): info read it
+// as "The following argument was not expected: --model". It takes --model as its argument's other
+// spelling; both at once, or neither, are named.
+TEST_F(CliTest, InfoTakesTimmsModelOption) {
+  const ProgramRun by_option = run_program("info --model wtconvnext_fmnist --no-measure");
+  ASSERT_EQ(by_option.exit_code, 0) << by_option.output;
+  const ProgramRun by_name = run_program("info wtconvnext_fmnist --no-measure");
+  ASSERT_EQ(by_name.exit_code, 0) << by_name.output;
+  EXPECT_EQ(by_option.output, by_name.output);
+  const ProgramRun both = run_program("info convnext_atto --model wtconvnext_fmnist --no-measure");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.output.find("'convnext_atto'"), std::string::npos) << both.output;
+  EXPECT_NE(both.output.find("--model 'wtconvnext_fmnist'"), std::string::npos) << both.output;
+  const ProgramRun none = run_program("info --no-measure");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("haargrad: error: a model is required"), std::string::npos)
+      << none.output;
+}
+
 TEST_F(CliTest, BenchTakesATrainingConfig) {
   const std::string out = file("row.json");
   const ProgramRun r = run_program("bench " + kSource + "/configs/smoke.yaml --device cpu --steps 2 --warmup 2 "
