@@ -242,6 +242,17 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
     for (const char* name : {"models", "batch", "img-size", "precision", "wtconv", "device", "threads", "seed"})
       if (cmd->count(std::string("--") + name) > 0) a->given.insert(name);
     ConfigArgs ca = split_config_args(cmd->remaining());
+    // timm's benchmark.py names its model with --model: without a config it means --models
+    for (size_t i = 0; ca.config.empty() && i < ca.overrides.size(); ++i) {
+      const std::string& o = ca.overrides[i];
+      if (o != "--model" && o.rfind("--model=", 0) != 0) continue;
+      const std::string name = o != "--model"                ? o.substr(8)
+                               : i + 1 < ca.overrides.size() ? ca.overrides[i + 1]
+                                                             : "NAME";
+      throw CLI::ValidationError(
+          str("bench has no --model option; did you mean --models ", name,
+              "? (a comma-separated list; --model is a config key, after a CONFIG.yaml)"));
+    }
     a->config = ca.config;
     a->overrides = ca.overrides;
     run_bench(*a);

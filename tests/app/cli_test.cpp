@@ -438,6 +438,16 @@ TEST_F(CliTest, InfoTakesTimmsModelOption) {
       << none.output;
 }
 
+// bench by name takes --models (a list); timm's benchmark.py spells it --model, which bench
+// called a config key needing a CONFIG.yaml. It names --models instead.
+TEST_F(CliTest, BenchNamesModelsForTimmsModelOption) {
+  for (const std::string& arg : {"--model convnext_atto", "--model=convnext_atto"}) {
+    const ProgramRun r = run_program("bench " + arg + " --device cpu");
+    EXPECT_EQ(r.exit_code, 2) << arg;
+    EXPECT_NE(r.output.find("did you mean --models convnext_atto?"), std::string::npos) << r.output;
+  }
+}
+
 TEST_F(CliTest, BenchTakesATrainingConfig) {
   const std::string out = file("row.json");
   const ProgramRun r = run_program("bench " + kSource + "/configs/smoke.yaml --device cpu --steps 2 --warmup 2 "
