@@ -93,10 +93,39 @@ void check_split_folder(const std::string& root, const std::string& split, const
   HG_CHECK(fs::is_directory(root, ec), "ImageFolder: the data folder '", root,
            "' is not a folder (the config's data_dir)");
   if (fs::is_directory(dir, ec)) return;
+  const std::vector<std::string> folders =
+      split.empty() ? std::vector<std::string>() : subfolders(root);
+  // root given as a split folder itself (torchvision's ImageFolder takes root='.../train'): its
+  // sub-folders are class folders holding images
+  std::string image;
+  for (size_t i = 0; i < folders.size() && i < 3 && image.empty(); ++i)
+    for (const auto& e : fs::directory_iterator(fs::path(root) / folders[i], ec))
+      if (!hidden(e.path()) && e.is_regular_file(ec) && is_image_file(e.path().string())) {
+        image = e.path().string();
+        break;
+      }
+  if (!image.empty()) {
+    // "data/train/" is "data/train"; "." and ".." are named by their absolute paths
+    const auto named = [](fs::path p) {
+      p = p.lexically_normal();
+      return p.has_filename() ? p : p.parent_path();
+    };
+    fs::path r = named(root);
+    if (r.filename() == "." || r.filename() == ".." || r.filename().empty())
+      r = named(fs::absolute(root, ec));
+    throw Error(str("ImageFolder: '", root,
+                    "' looks like a split folder itself, not the folder of the splits (the "
+                    "config's data_dir): its sub-folders hold images (e.g. '",
+                    image, "'), and it has no '", split,
+                    "' split; data_dir is the folder above it: --data-dir ",
+                    r.parent_path().empty() ? "." : r.parent_path().string(), " --train-split ",
+                    r.filename().string(), " (or --val-split ", r.filename().string(),
+                    " for the validation split); ", kLayout));
+  }
   std::string present;
-  if (!split.empty())
-    for (const std::string& s : subfolders(root))
-      present += str(present.empty() ? "" : ", ", "'", s, "'");
+  for (size_t i = 0; i < folders.size() && i < 8; ++i)
+    present += str(present.empty() ? "" : ", ", "'", folders[i], "'");
+  if (folders.size() > 8) present = str(folders.size(), " folders: ", present, ", ...");
   throw Error(str("ImageFolder: '", dir, "' is not a folder (root '", root, "', split '", split,
                   "': the config's train_split / val_split)",
                   split.empty()     ? std::string()

@@ -390,6 +390,38 @@ TEST(ImageFolder, LayoutErrors) {
   EXPECT_NE(msg.find("no readable images"), std::string::npos) << msg;
 }
 
+// data_dir given as a split folder itself (torchvision's ImageFolder takes root='.../train'): the
+// error listed every class folder as the splits there are (1000 names for ImageNet) and did not say
+// what was wrong. It says the folder looks like a split, with the data_dir and split that would
+// read it; a listing of other folders stops after a few names.
+TEST(ImageFolder, ADataDirThatIsASplitFolderIsNamedAsSuch) {
+  hg::test::TempDir tmp;
+  for (int i = 0; i < 30; ++i) {
+    const std::string cls = "n0" + std::to_string(1000 + i);
+    fs::create_directories(tmp.path() / "imagenet/train" / cls);
+    hg::data::write_png(tmp / ("imagenet/train/" + cls + "/1.png"),
+                        hg::test::random_image(2, 2, 3, 9));
+  }
+  const std::string root = tmp / "imagenet/train";
+  std::string msg = error_of([&] { ImageFolder(root, "train"); });
+  EXPECT_NE(msg.find("'" + root + "' looks like a split folder itself"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--data-dir " + (tmp / "imagenet") + " --train-split train"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("n01029"), std::string::npos) << msg;  // not every class listed
+  EXPECT_LT(msg.size(), 1000u) << msg;
+
+  // folders that hold no images directly: a short listing of them, with how many there are
+  fs::create_directories(tmp.path() / "many");
+  for (int i = 0; i < 30; ++i)
+    fs::create_directories(tmp.path() / "many" / ("s" + std::to_string(10 + i)));
+  msg = error_of([&] { ImageFolder(tmp / "many", "train"); });
+  EXPECT_EQ(msg.find("looks like a split"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'s10', 's11'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("30 folders"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("'s39'"), std::string::npos) << msg;
+}
+
 // The ImageNet recipes (configs/convnext_tiny.yaml, wtconvnext_tiny.yaml) ship with data_dir "",
 // to be set: run as the README shows them without it, the error was "the data folder '' does not
 // exist". It says data_dir is not set and how to set it, for training and for validate.
