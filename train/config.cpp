@@ -648,6 +648,15 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
               str("opt ", c.opt,
                   " is SGD with Nesterov momentum (timm), which needs momentum > 0; opt "
                   "momentum with momentum 0 is plain SGD"));
+  if (c.device == "cpu" && c.decode != "cpu")
+    pair_fail("decode", "device",
+              str("decode: ", c.decode,
+                  " decodes JPEGs on the GPU, and device is cpu: set decode: cpu, or device: "
+                  "cuda / auto"));
+  if (c.device == "cpu" && c.gpu_augment)
+    pair_fail("gpu_augment", "device",
+              "gpu_augment resizes, flips and normalises the batches on the GPU, and device is "
+              "cpu: set gpu_augment: false, or device: cuda / auto");
   if (!c.aa.empty()) {
     try {
       data::parse_rand_augment(c.aa);

@@ -224,6 +224,18 @@ TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
                   {"'opt'", "'momentum'", "Nesterov", "line 2"});
 }
 
+// gpu_augment or a GPU decode with device cpu was refused only when the loader was built, as
+// "gpu_augment / decode: cpu run on the GPU; device is cpu" (decode cpu runs on the GPU?). The
+// config names the key that asks for the GPU, with device, and their lines.
+TEST_F(ConfigTest, GpuAugmentOrGpuDecodeOnTheCpuNamesBothKeys) {
+  const std::string augment = load_error("device: cpu\ngpu_augment: true\n");
+  expect_contains(augment, {"'gpu_augment'", "line 2", "'device'", "line 1", "gpu_augment: false"});
+  EXPECT_EQ(augment.find("decode: cpu"), std::string::npos) << augment;
+  expect_contains(load_error("decode: nvjpeg_gpu\ndevice: cpu\n"),
+                  {"'decode'", "line 1", "'device'", "line 2", "nvjpeg_gpu", "decode: cpu"});
+  EXPECT_EQ(load_error("device: auto\ngpu_augment: true\ncolor_jitter: 0\n"), "");
+}
+
 // timm's lr: null (the default) is computed from lr_base at run time (train/schedule_test.cpp);
 // the base keys load, check their ranges and survive a round trip through YAML.
 TEST_F(ConfigTest, LrNullAndLrBase) {
