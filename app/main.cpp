@@ -151,9 +151,38 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // timm's train.py takes its config as -c / --config: `train -c X ...` is `train X ...`
+  std::vector<std::string> args(argv, argv + argc);
+  if (args.size() >= 2 && args[1] == "train") {
+    for (size_t i = 2; i < args.size(); ++i) {
+      const bool split = args[i] == "-c" || args[i] == "--config";
+      if (!split && args[i].rfind("--config=", 0) != 0) continue;
+      if (split && i + 1 == args.size()) {
+        std::fprintf(stderr,
+                     "haargrad: error: %s needs a value: the YAML config (`haargrad train --help` "
+                     "lists the options)\n",
+                     args[i].c_str());
+        return 2;
+      }
+      const std::string config = split ? args[i + 1] : args[i].substr(9);
+      if (i > 2 && args[2][0] != '-') {
+        std::fprintf(stderr,
+                     "haargrad: error: train: two configs, '%s' and --config '%s'; give one "
+                     "(`haargrad train --help` lists the options)\n",
+                     args[2].c_str(), config.c_str());
+        return 2;
+      }
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
+                 args.begin() + static_cast<std::ptrdiff_t>(i + (split ? 2 : 1)));
+      args.insert(args.begin() + 2, config);
+      break;
+    }
+  }
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
   try {
     hg::set_cpu_threads(0);  // the cores available; commands with a config apply its `threads`
-    app.parse(argc, argv);   // subcommand callbacks run here
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());  // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // a command-line mistake reads like every other error, with where to look; exit status 2, as

@@ -78,7 +78,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = root.add_subcommand("train", "Train a model from a YAML config; any config key can be overridden as "
                                                 "--key value (e.g. --epochs 3 --device cpu --threads 2)");
-  cmd->add_option("config", a->config, "YAML config, e.g. configs/fashion_mnist.yaml or a run's args.yaml")->required();
+  cmd->add_option("config", a->config,
+                  "YAML config, e.g. configs/fashion_mnist.yaml or a run's args.yaml (also as -c / "
+                  "--config CONFIG, timm's spelling)")
+      ->required();
   cmd->add_option("--stop-after-epoch", a->stop_after_epoch,
                   "stop (with checkpoints) after this many epochs (-1: run them all); resume later with --resume");
   cmd->add_flag("--plain", a->plain, "log lines instead of a progress bar, even on a terminal");

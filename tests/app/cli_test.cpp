@@ -221,6 +221,35 @@ TEST_F(CliTest, AnOptionSpeltWithUnderscoresIsNamed) {
   EXPECT_NE(k.output.find("key 'img_size'"), std::string::npos) << k.output;
 }
 
+// timm's train.py takes its config as -c / --config: train read it as "unknown key 'config'" or
+// "expected '--key value', got '-c'". Both spellings are the positional CONFIG, as validate's
+// --config is; two configs, or none, are usage errors naming them, before any run folder.
+TEST_F(CliTest, TrainTakesTimmsConfigOption) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  for (const std::string& opt : {"--config ", "-c ", "--config="}) {
+    const ProgramRun r =
+        run_program("train " + opt + smoke + " --device cpu --threads 1 --epochs 1 --output " +
+                    file("out") + " --experiment e --plain");
+    EXPECT_EQ(r.exit_code, 0) << opt << r.output;
+    EXPECT_TRUE(std::filesystem::exists(file("out/e/last.safetensors"))) << opt;
+    std::filesystem::remove_all(file("out"));
+  }
+  const ProgramRun two =
+      run_program("train " + kDefaultConfig + " --config " + smoke + " --output " + file("out"));
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.output.find("two configs, '" + kDefaultConfig + "' and --config '" + smoke + "'"),
+            std::string::npos)
+      << two.output;
+  const ProgramRun none = run_program("train --plain");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("haargrad: error: config is required"), std::string::npos)
+      << none.output;
+  const ProgramRun no_value = run_program("train --epochs 1 -c");
+  EXPECT_EQ(no_value.exit_code, 2);
+  EXPECT_NE(no_value.output.find("-c needs a value"), std::string::npos) << no_value.output;
+  EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
 // A folder given as the config, or a stop position that means nothing, is named before any run
 // folder is claimed.
 TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
