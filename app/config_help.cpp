@@ -17,7 +17,10 @@ std::string config_keys_help() {
       "--key value,\n"
       "dashes or underscores: --weight-decay 0.05; lists as 1,2,3 or [1, 2, 3]; a bool key alone "
       "means true;\n"
-      "a string as typed (\"run #2\" keeps its \" #2\"), null as in YAML):\n";
+      "a string as typed (\"run #2\" keeps its \" #2\"), null as in YAML; timm's -b, -vb and -j "
+      "are "
+      "batch_size,\n"
+      "validation_batch_size and workers):\n";
   for (const auto& d : docs) {
     out += str("  ", d.key, std::string(width - d.key.size() + 2, ' '), d.type, " (default ", d.default_value, ")\n");
     out += str("  ", std::string(width + 2, ' '), d.help, "\n");

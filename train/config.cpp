@@ -927,10 +927,18 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
   const Where cmd{"command line", -1};
   const std::string model_before = cfg.model;
   Locations locs;
+  // timm's scripts' short options for config keys (train.py's -c is the train command's)
+  static const std::map<std::string, std::string> kShort = {
+      {"-b", "batch_size"}, {"-vb", "validation_batch_size"}, {"-j", "workers"}};
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
+    const auto short_key = kShort.find(args[i]);
+    const std::string arg = short_key == kShort.end() ? args[i] : "--" + short_key->second;
+    const std::string spelt = args[i];  // as typed, for the messages
     HG_CHECK(arg.size() > 2 && arg.rfind("--", 0) == 0,
-             "config: expected '--key value' on the command line, got '", arg, "'");
+             "config: expected '--key value' on the command line, got '", arg, "'",
+             arg.size() > 1 && arg[0] == '-' && arg[1] != '-'
+                 ? " (config keys take two dashes; the short options are timm's -b, -vb and -j)"
+                 : "");
     std::string key = arg.substr(2), value;
     bool has_value = false;
     if (auto eq = key.find('='); eq != std::string::npos) {
@@ -946,7 +954,9 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
       if (is_bool && (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0)) {
         value = "true";  // a bare flag
       } else {
-        if (i + 1 == args.size()) fail(key, cmd, "expected a value after --" + key);
+        if (i + 1 == args.size())
+          fail(key, cmd,
+               "expected a value after " + (short_key == kShort.end() ? "--" + key : spelt));
         value = args[++i];
       }
     }

@@ -365,6 +365,29 @@ TEST_F(ConfigTest, CommandLineOverrides) {
 // comment: the run went to output/run, a data_dir to another folder), and "a: b", "[v1] x" or
 // "*x" were refused as a mapping, a list or an alias. YAML's null and a quoted value keep their
 // YAML meaning.
+// timm's scripts take -b (batch size), -vb (validation batch size) and -j (workers): they read
+// as "expected '--key value' on the command line, got '-b'". They are their keys' short names; any
+// other single-dash word is named with how keys are given.
+TEST_F(ConfigTest, TimmsShortOptionsAreTheirKeys) {
+  Config c;
+  hg::train::apply_overrides(c, {"-b", "64", "-vb", "32", "-j", "2"});
+  EXPECT_EQ(c.batch_size, 64);
+  EXPECT_EQ(c.validation_batch_size, std::optional<int64_t>(32));
+  EXPECT_EQ(c.workers, 2);
+  const auto error = [](const std::vector<std::string>& args) {
+    try {
+      Config d;
+      hg::train::apply_overrides(d, args);
+    } catch (const hg::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  expect_contains(error({"-b", "0"}), {"'batch_size'", ">= 1"});
+  expect_contains(error({"-j"}), {"expected a value after -j"});
+  expect_contains(error({"-x", "1"}), {"'-x'", "--key value", "-b"});
+}
+
 TEST_F(ConfigTest, CommandLineStringValuesAreTakenAsTyped) {
   Config c;
   hg::train::apply_overrides(
