@@ -374,18 +374,9 @@ TEST_F(ConfigTest, TimmsShortOptionsAreTheirKeys) {
   EXPECT_EQ(c.batch_size, 64);
   EXPECT_EQ(c.validation_batch_size, std::optional<int64_t>(32));
   EXPECT_EQ(c.workers, 2);
-  const auto error = [](const std::vector<std::string>& args) {
-    try {
-      Config d;
-      hg::train::apply_overrides(d, args);
-    } catch (const hg::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  expect_contains(error({"-b", "0"}), {"'batch_size'", ">= 1"});
-  expect_contains(error({"-j"}), {"expected a value after -j"});
-  expect_contains(error({"-x", "1"}), {"'-x'", "--key value", "-b"});
+  expect_contains(override_error({"-b", "0"}), {"'batch_size'", ">= 1"});
+  expect_contains(override_error({"-j"}), {"expected a value after -j"});
+  expect_contains(override_error({"-x", "1"}), {"'-x'", "--key value", "-b"});
 }
 
 TEST_F(ConfigTest, CommandLineStringValuesAreTakenAsTyped) {
