@@ -86,7 +86,12 @@ class TempFile {
     const int rc = ::close(fd_);
     fd_ = -1;
     if (rc != 0) fail(str(sys_error(errno), " (closing '", tmp_, "')"));
-    if (::rename(tmp_.c_str(), target_.c_str()) != 0) fail(str(sys_error(errno), " (renaming '", tmp_, "' to it)"));
+    if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
+      const int err = errno;
+      const std::string sticky = err == EPERM ? sticky_replace_refusal(target_) : "";
+      fail(str(sys_error(err), " (renaming '", tmp_, "' to it", sticky.empty() ? "" : ": ", sticky,
+               ")"));
+    }
     committed_ = true;
     // Make the rename itself durable. The new content is in place already, so a failure here is
     // reported but the file is not "unchanged".
@@ -110,6 +115,22 @@ class TempFile {
 };
 
 }  // namespace
+
+bool sticky_folder_refuses_replace(mode_t folder_mode, uid_t folder_owner, uid_t file_owner,
+                                   uid_t uid) {
+  return (folder_mode & S_ISVTX) != 0 && uid != 0 && uid != folder_owner && uid != file_owner;
+}
+
+std::string sticky_replace_refusal(const std::string& path) {
+  const std::string dir = folder_of(path);
+  struct stat folder {
+  }, file{};
+  if (::stat(dir.c_str(), &folder) != 0 || ::lstat(path.c_str(), &file) != 0) return "";
+  if (!sticky_folder_refuses_replace(folder.st_mode, folder.st_uid, file.st_uid, ::geteuid()))
+    return "";
+  return str(path, " belongs to another user (uid ", file.st_uid, ") in the sticky folder ", dir,
+             ", so it cannot be replaced");
+}
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   TempFile f(path);

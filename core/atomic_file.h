@@ -8,6 +8,8 @@
 // and `path` keeps its previous content (or stays absent), so a reader never sees a partial file.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,6 +31,17 @@ void copy_file_atomic(const std::string& from, const std::string& to);
 /// none when `name` is not one: a kill during a write leaves such a file, which a later run can
 /// tell is stale when that process is gone.
 std::optional<long> temp_file_pid(const std::string& name);
+
+/// Whether the sticky bit of a folder (mode `folder_mode`, owned by `folder_owner`) keeps the user
+/// `uid` from replacing (renaming a file over) or removing a file in it owned by `file_owner`: in a
+/// sticky folder such as /tmp (mode 1777) only the file's owner, the folder's owner or root may.
+bool sticky_folder_refuses_replace(mode_t folder_mode, uid_t folder_owner, uid_t file_owner,
+                                   uid_t uid);
+
+/// Why this process cannot replace the existing file `path` although its folder is writable:
+/// "PATH belongs to another user (uid N) in the sticky folder DIR, so it cannot be replaced", or
+/// "" (no such file, or nothing in the way).
+std::string sticky_replace_refusal(const std::string& path);
 
 /// The whole file; throws hg::Error naming it when it cannot be opened or read.
 std::string read_file(const std::string& path);

@@ -51,6 +51,9 @@ void check_output_file(const std::string& path, const std::string& what,
                     std::strerror(err), "); give a file in a folder you can write"));
   }
   if (!fs::exists(path, ec)) return;
+  // a sticky folder (/tmp): the folder is writable, but the rename over another user's file fails
+  const std::string sticky = io::sticky_replace_refusal(path);
+  HG_CHECK(sticky.empty(), what, " ", sticky, "; give another file name");
   const std::string elsewhere = str("write ", contents, " to another file");
   for (const CommandInput& in : inputs)
     HG_CHECK(!fs::equivalent(in.path, path, ec), what, " ", path, " is ", in.role, " itself; ",

@@ -293,6 +293,56 @@ TEST_F(Faults, AtomicWriterKeepsThePreviousFileOnEveryFailure) {
   EXPECT_EQ(slurp(root_ / "ro" / "x.yaml"), "x: 1\n");
 }
 
+// A results file in a sticky folder (like /tmp, mode 1777) that another user owns cannot be
+// replaced: the rename at the end of the write fails with EPERM. The early check of an output
+// file used to pass it (the folder is writable), so the whole evaluation ran before the error; it
+// is refused first, naming the file and its owner, and the atomic writer says why when it happens.
+TEST(FaultsStickyFolder, OnlyTheOwnerOfAFileTheFolderOrRootMayReplaceItInAStickyFolder) {
+  const mode_t sticky = S_IFDIR | S_ISVTX | 0777, plain = S_IFDIR | 0777;
+  EXPECT_TRUE(io::sticky_folder_refuses_replace(sticky, 0, 0, 1000));      // /tmp, root's file
+  EXPECT_TRUE(io::sticky_folder_refuses_replace(sticky, 0, 1001, 1000));   // another user's
+  EXPECT_FALSE(io::sticky_folder_refuses_replace(sticky, 0, 1000, 1000));  // our own file
+  EXPECT_FALSE(io::sticky_folder_refuses_replace(sticky, 1000, 0, 1000));  // our own folder
+  EXPECT_FALSE(io::sticky_folder_refuses_replace(sticky, 0, 1001, 0));     // root
+  EXPECT_FALSE(io::sticky_folder_refuses_replace(plain, 0, 0, 1000));      // no sticky bit
+}
+
+TEST_F(Faults, AnotherUsersFileInAStickyFolderIsRefusedBeforeTheWork) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a file of another user and a run as nobody";
+  const fs::path dir = root_ / "tmp";
+  fs::create_directories(dir);
+  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
+  const std::string path = (dir / "r.csv").string();
+  io::write_file_atomic(path, "old\n");
+  ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
+  const std::string early = run_unprivileged([&] {
+    return error_of(
+        [&] { train::check_output_file(path, "validate: --results-file", "the results"); });
+  });
+  EXPECT_CONTAINS(early, "validate: --results-file " + path +
+                             " belongs to another user (uid 0) in the sticky folder " +
+                             dir.string() + ", so it cannot be replaced; give another file name");
+  const std::string late =
+      run_unprivileged([&] { return error_of([&] { io::write_file_atomic(path, "new\n"); }); });
+  EXPECT_CONTAINS(late, "cannot write '" + path + "': Operation not permitted");
+  EXPECT_CONTAINS(late, "belongs to another user (uid 0) in the sticky folder " + dir.string());
+  EXPECT_CONTAINS(late, "'" + path + "' is unchanged");
+  EXPECT_EQ(slurp(path), "old\n");
+  EXPECT_TRUE(temp_files(dir).empty());
+  // our own file in the same folder is fine
+  const std::string own = (dir / "own.csv").string();
+  EXPECT_EQ(run_unprivileged([&] {
+              return error_of([&] {
+                train::check_output_file(own, "validate: --results-file", "the results");
+                io::write_file_atomic(own, "a\n");
+                train::check_output_file(own, "validate: --results-file", "the results");
+                io::write_file_atomic(own, "b\n");
+              });
+            }),
+            "");
+  EXPECT_EQ(slurp(own), "b\n");
+}
+
 TEST_F(Faults, DiskFullAtTheSecondSaveKeepsSummaryAndArgs) {
   train::Config c = smoke("full", 2);
   train::TrainOptions first = quiet_;
