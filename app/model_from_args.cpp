@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <map>
 
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -49,7 +51,37 @@ std::string checkpoint_file(const std::string& given, const std::string& option,
   return best.string();
 }
 
+namespace {
+
+// The program that a file named `ext` is loaded with, for a suffix of another format than
+// safetensors; "" for any other suffix.
+std::string reader_of_suffix(const std::string& ext) {
+  static const std::map<std::string, std::string> readers = {
+      {".pth", "torch.load"},  {".pt", "torch.load"},   {".bin", "torch.load"},
+      {".ckpt", "torch.load"}, {".tar", "torch.load"},  {".npy", "numpy.load"},
+      {".npz", "numpy.load"},  {".pkl", "pickle.load"}, {".pickle", "pickle.load"},
+      {".onnx", "onnx.load"},  {".h5", "h5py / Keras"}, {".hdf5", "h5py / Keras"}};
+  std::string lower = ext;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto it = readers.find(lower);
+  return it == readers.end() ? "" : it->second;
+}
+
+}  // namespace
+
 void check_replaces_safetensors_only(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  // `--out model.pth` wrote safetensors bytes under a PyTorch name: torch.load then fails on it
+  const fs::path p(path);
+  if (const std::string reader = reader_of_suffix(p.extension().string()); !reader.empty()) {
+    fs::path stem = p;
+    while (!reader_of_suffix(stem.extension().string()).empty()) stem.replace_extension();
+    throw Error(str(what, " ", path, ": haargrad writes safetensors, which ", reader,
+                    " cannot read (the name ", p.extension().string(),
+                    " says that format); give a name ending in .safetensors, e.g. ", stem.string(),
+                    ".safetensors (safetensors.torch.load_file reads it, as timm "
+                    "does)"));
+  }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return;  // new, or a folder (check_output_file)
   try {

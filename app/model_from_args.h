@@ -30,7 +30,8 @@ std::string checkpoint_file(const std::string& given, const std::string& option,
 
 /// Throws hg::Error when `path` exists and is not a safetensors file: what `what` ("export: --out")
 /// writes replaces a file of its own kind only (an existing results.csv is not overwritten with
-/// weights). Any name is fine otherwise.
+/// weights); or when `path` is named for another format (model.pth, logits.npy: torch.load or
+/// numpy.load would fail on the safetensors bytes). Any other name is fine.
 void check_replaces_safetensors_only(const std::string& path, const std::string& what);
 
 /// Throws hg::Error for a `--key value` among `overrides` that is neither a model key

@@ -276,6 +276,37 @@ TEST_F(ExportCommand, ACutCheckpointIsNamedAsSuchNotAsAnotherModels) {
   }
 }
 
+// export and infer write safetensors whatever the name: `--out model.pth` made a file that
+// torch.load (what a timm user does with a .pth) fails on. A name of another format is refused
+// before any work, naming the file, the format written and the name to give instead.
+TEST_F(ExportCommand, AnOutNamedForAnotherFormatIsRefusedNamingSafetensors) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors"), in = file("in.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  safetensors::save(in, {{"input", test::random({1, 3, 32, 32}, 5)}}, {});
+  for (const std::string name : {"model.pth", "model.pt", "pytorch_model.bin", "model.pth.tar"}) {
+    const ProgramRun r = run_program("export " + ck + " --out " + file(name));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("export: --out " + file(name) +
+                            ": haargrad writes safetensors, which torch.load cannot read"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("give a name ending in .safetensors"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(file(name))) << name;
+  }
+  const ProgramRun npy =
+      run_program("infer --checkpoint " + ck + " --input " + in + " --out " + file("logits.npy"));
+  EXPECT_EQ(npy.exit_code, 1) << npy.output;
+  EXPECT_NE(npy.output.find("infer: --out " + file("logits.npy") +
+                            ": haargrad writes safetensors, which numpy.load cannot read"),
+            std::string::npos)
+      << npy.output;
+  EXPECT_FALSE(fs::exists(file("logits.npy")));
+  ASSERT_EQ(run_program("export " + ck + " --out " + file("model.safetensors")).exit_code, 0);
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
@@ -315,8 +346,8 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
   EXPECT_NE(csv.output.find("exists and is not a safetensors file"), std::string::npos)
       << csv.output;
   EXPECT_EQ(io::read_file(file("res.csv")), "model,top1\n");
-  std::ofstream(file("logits.bin")) << "bytes";
-  const ProgramRun bin = run_program(base + file("logits.bin"));
+  std::ofstream(file("logits.raw")) << "bytes";
+  const ProgramRun bin = run_program(base + file("logits.raw"));
   EXPECT_NE(bin.output.find("exists and is not a safetensors file"), std::string::npos)
       << bin.output;
   EXPECT_EQ(run_program("export " + ck + " --out " + file("w.st")).exit_code, 0);
