@@ -178,10 +178,18 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  std::vector<char*> arg_ptrs;
-  for (std::string& a : args) arg_ptrs.push_back(a.data());
   try {
     hg::set_cpu_threads(0);  // the cores available; commands with a config apply its `threads`
+    // `--out=~/x`: the shell leaves a '~' after an option's '=' as it is (it reads one at the
+    // start of a word, or after the '=' of an assignment), which made a folder named '~'. It is
+    // the home folder, as in the separate word of `--out ~/x`.
+    for (std::string& w : args) {
+      const size_t eq = w.find('=');
+      if (w.rfind("--", 0) == 0 && eq != std::string::npos && eq + 1 < w.size() && w[eq + 1] == '~')
+        w = w.substr(0, eq + 1) + hg::train::expand_home(w.substr(eq + 1));
+    }
+    std::vector<char*> arg_ptrs;  // (after the last change to args: they point into its strings)
+    for (std::string& a : args) arg_ptrs.push_back(a.data());
     app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());  // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version

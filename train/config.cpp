@@ -2,7 +2,9 @@
 // and the args.yaml writer. One table drives all of them so they cannot disagree.
 #include "train/config.h"
 
+#include <pwd.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +43,7 @@ struct Rule {
   bool lo_open = false, hi_open = false;
   std::vector<std::string> choices;  // strings; empty = any
   bool any_case = false;             // strings: lowercased as read (the choices are lowercase)
+  bool path = false;                 // strings: a file or folder; a leading '~' is the home folder
   size_t min_len = 0, max_len = std::numeric_limits<size_t>::max();  // lists
 
   Rule len(size_t lo_len, size_t hi_len) const {
@@ -68,6 +72,13 @@ Rule one_of(std::vector<std::string> c) {
 Rule one_of_any_case(std::vector<std::string> c) {
   Rule r = one_of(std::move(c));
   r.any_case = true;
+  return r;
+}
+
+/// A file or folder: "~/x" is read as a shell reads it (expand_home).
+Rule a_path() {
+  Rule r;
+  r.path = true;
   return r;
 }
 
@@ -135,7 +146,7 @@ const std::vector<Field>& table() {
        "WTConv kernels: fused, or the reference composition (slower, same values)"},
       {"drop_path", &Config::drop_path, half_open(0, 1),
        "stochastic depth rate, rising linearly over the blocks"},
-      {"data_dir", &Config::data_dir, any(), "dataset root folder"},
+      {"data_dir", &Config::data_dir, a_path(), "dataset root folder"},
       {"dataset", &Config::dataset, one_of({"idx", "image_folder", "synthetic"}),
        "idx (MNIST-format files), image_folder (DIR/<split>/<class>/*), "
        "synthetic (made on the fly)"},
@@ -239,7 +250,7 @@ const std::vector<Field>& table() {
       {"model_ema_decay", &Config::model_ema_decay, closed(0, 1), "EMA decay per optimizer update"},
       {"model_ema_warmup", &Config::model_ema_warmup, any(),
        "ramp the EMA decay up (1 - (1 + step)^(-2/3))"},
-      {"initial_checkpoint", &Config::initial_checkpoint, any(),
+      {"initial_checkpoint", &Config::initial_checkpoint, a_path(),
        "weights to start from (fine-tuning); empty = none"},
       {"seed", &Config::seed, at_least(0), "seed of the model init, data order and augmentation"},
       {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"}),
@@ -257,9 +268,9 @@ const std::vector<Field>& table() {
        "steps between log lines (when not on a terminal)"},
       {"checkpoint_hist", &Config::checkpoint_hist, at_least(0),
        "best checkpoint-<epoch> files kept"},
-      {"resume", &Config::resume, any(),
+      {"resume", &Config::resume, a_path(),
        "checkpoint to continue from, or auto (the newest of the experiment); empty = none"},
-      {"output", &Config::output, any(), "output root folder; empty = output/train"},
+      {"output", &Config::output, a_path(), "output root folder; empty = output/train"},
       {"experiment", &Config::experiment, any(),
        "run folder name under output; empty = <date>-<model>-<img_size>"},
       {"max_steps_per_epoch", &Config::max_steps_per_epoch, at_least(0),
@@ -560,6 +571,18 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
   // siblings would otherwise be made inside it)
   if (std::string_view(f.key) == "experiment")
     while (cfg.experiment.size() > 1 && cfg.experiment.back() == '/') cfg.experiment.pop_back();
+  if (f.rule.path)
+    std::visit(
+        [&](auto member) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(cfg.*member)>, std::string>) {
+            try {
+              cfg.*member = expand_home(cfg.*member);
+            } catch (const Error& e) {
+              fail(f.key, where, e.what());
+            }
+          }
+        },
+        f.member);
   if (f.rule.any_case)
     std::visit(
         [&](auto member) {
@@ -879,6 +902,28 @@ std::string unreadable_reason(const std::string& path, int err) {
   return why;
 }
 }  // namespace
+
+std::string expand_home(const std::string& path) {
+  if (path.empty() || path[0] != '~') return path;
+  const size_t slash = path.find('/');
+  const std::string user =
+      path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
+  const std::string rest = slash == std::string::npos ? "" : path.substr(slash);
+  std::vector<char> buf(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (user.empty()) {
+    if (const char* home = std::getenv("HOME"); home && *home) return home + rest;
+    getpwuid_r(::geteuid(), &entry, buf.data(), buf.size(), &found);
+    HG_CHECK(found && found->pw_dir && *found->pw_dir, "cannot read '~' in '", path,
+             "': $HOME is not set and the password file has no home folder for this user; "
+             "write the path out");
+  } else {
+    getpwnam_r(user.c_str(), &entry, buf.data(), buf.size(), &found);
+    if (!found || !found->pw_dir || !*found->pw_dir) return path;  // no such user: as given
+  }
+  return found->pw_dir + rest;
+}
 
 Config load_config(const std::string& path) {
   std::error_code ec;

@@ -197,6 +197,13 @@ double peak_lr(const Config& cfg, const char* what);
 /// (validated). Throws hg::Error for an unknown model name or an invalid combination.
 ModelConfig model_config_from(const Config& cfg);
 
+/// `path` with a leading '~' read as a shell reads it: "~" and "~/x" are the home folder ($HOME,
+/// else the user's entry in the password file), "~user/x" that user's; any other path, or "~name"
+/// of no user, is returned as given. Path keys of a config (output, data_dir, initial_checkpoint,
+/// resume) are read through it, and `--option=~/x` on the command line. Throws hg::Error when no
+/// home folder is known.
+std::string expand_home(const std::string& path);
+
 /// Every key, in table order (for help text and tests).
 std::vector<std::string> config_keys();
 

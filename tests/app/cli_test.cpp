@@ -272,6 +272,18 @@ TEST_F(CliTest, PlotOutMustBeAPng) {
   EXPECT_NE(r.output.find("must end in .png"), std::string::npos) << r.output;
 }
 
+// `--out=~/x` reaches the program with its '~' (the shell expands a '~' only at the start of a
+// word, or after the '=' of an assignment): it was read as a folder named '~'. It is the home
+// folder, as for a separate word.
+TEST_F(CliTest, ATildeAfterAnOptionsEqualsSignIsTheHomeFolder) {
+  const ProgramRun r =
+      run_program("plot " + dir_.string() + " --out=~/curves.svg", "HOME=" + dir_.string() + " ");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("plot: --out " + file("curves.svg") + " must end in .png"),
+            std::string::npos)
+      << r.output;
+}
+
 // export-png into a folder that holds files already is refused: the earlier images would stay and
 // be trained on beside the new ones.
 TEST_F(CliTest, ExportPngRefusesANonEmptyFolder) {

@@ -1,8 +1,10 @@
 // Tests of train/config: located errors (key, file, line), command-line overrides, the args.yaml
 // round trip, and that every shipped configs/*.yaml loads.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -526,4 +528,43 @@ TEST_F(ConfigTest, ShippedConfigsLoad) {
   EXPECT_EQ(smoke.dataset, "synthetic");
   EXPECT_EQ(smoke.epochs, 2);
   EXPECT_GT(smoke.max_steps_per_epoch, 0);
+}
+
+// A leading '~' in a path key (output, data_dir, initial_checkpoint, resume) is the home folder,
+// as a shell would read it: `output: "~/runs"` used to make a folder named '~' in the current one.
+// YAML's bare `~` stays null (the key's default); a '~' elsewhere in a path stays as written.
+TEST_F(ConfigTest, ALeadingTildeInAPathKeyIsTheHomeFolder) {
+  const std::string home = (dir_ / "home").string();
+  const char* saved = std::getenv("HOME");
+  const std::string before = saved ? saved : "";
+  ::setenv("HOME", home.c_str(), 1);
+  Config c = hg::train::load_config(write("a.yaml",
+                                          "output: \"~/runs\"\n"
+                                          "data_dir: ~/data\n"
+                                          "initial_checkpoint: '~/w.safetensors'\n"
+                                          "resume: ~/runs/x/last.safetensors\n"
+                                          "experiment: a~b\n"));
+  EXPECT_EQ(c.output, home + "/runs");
+  EXPECT_EQ(c.data_dir, home + "/data");
+  EXPECT_EQ(c.initial_checkpoint, home + "/w.safetensors");
+  EXPECT_EQ(c.resume, home + "/runs/x/last.safetensors");
+  EXPECT_EQ(c.experiment, "a~b");
+  EXPECT_EQ(hg::train::load_config(write("b.yaml", "output: \"~\"\n")).output, home);
+  EXPECT_EQ(hg::train::load_config(write("c.yaml", "output: ~\n")).output, Config{}.output);
+  EXPECT_EQ(hg::train::load_config(write("d.yaml", "data_dir: data/~/x\n")).data_dir, "data/~/x");
+  Config o;
+  hg::train::apply_overrides(o, {"--output", "~/o", "--data-dir=~/d", "--resume", "auto"});
+  EXPECT_EQ(o.output, home + "/o");
+  EXPECT_EQ(o.data_dir, home + "/d");
+  EXPECT_EQ(o.resume, "auto");
+  if (const passwd* root = ::getpwnam("root"))  // ~user: that user's home folder
+    EXPECT_EQ(hg::train::load_config(write("e.yaml", "output: ~root/r\n")).output,
+              std::string(root->pw_dir) + "/r");
+  EXPECT_EQ(hg::train::load_config(write("f.yaml", "output: ~no_such_user_x/r\n")).output,
+            "~no_such_user_x/r");  // as the shell leaves it
+  ::unsetenv("HOME");              // the home folder of the user then, as a shell's
+  if (const passwd* me = ::getpwuid(::geteuid()))
+    EXPECT_EQ(hg::train::load_config(write("g.yaml", "output: ~/r\n")).output,
+              std::string(me->pw_dir) + "/r");
+  if (saved) ::setenv("HOME", before.c_str(), 1);
 }
