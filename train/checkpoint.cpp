@@ -9,6 +9,7 @@
 #include "core/safetensors.h"
 #include "dist/process_group.h"
 #include "models/checkpoint.h"
+#include "train/config.h"
 
 namespace hg::train {
 
@@ -164,9 +165,12 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
           saved_from = saved_from.substr(1, saved_from.size() - 2);
       }
     }
-    throw Error(str("checkpoint ", path,
-                    saved_from.empty() ? std::string() : str(" (saved from model ", saved_from, ")"),
-                    " does not fit model ", model.config.model, ": ", e.what()));
+    const std::string keys = stored_config_differences(f.metadata, model.config);
+    throw Error(
+        str("checkpoint ", path,
+            saved_from.empty() ? std::string() : str(" (saved from model ", saved_from, ")"),
+            " does not fit model ", model.config.model, ": ", keys, keys.empty() ? "" : "; ",
+            e.what()));
   }
   const TrainState s = state_from_metadata(f.metadata, path).value_or(TrainState{});
   if (auto r = f.metadata.find("rng.drop_path"); r != f.metadata.end()) model.drop_gen.set_state(r->second);
@@ -187,6 +191,38 @@ bool load_ema_weights(const std::string& path, ConvNeXt& model) {
                     model.config.model, ": ", e.what()));
   }
   return true;
+}
+
+std::string stored_config_differences(const std::map<std::string, std::string>& meta,
+                                      const ModelConfig& model, bool with_classes) {
+  const auto yaml = meta.find("config");
+  if (yaml == meta.end()) return "";
+  ModelConfig stored;
+  try {
+    stored = model_config_from(config_from_yaml(yaml->second, "the stored config"));
+  } catch (const Error&) {  // an older or damaged config: the shapes alone say it
+    return "";
+  }
+  std::string out;
+  auto differ = [&](const char* key, const auto& there, const auto& here, auto text) {
+    if (there != here)
+      out += str(out.empty() ? "the config stored in it has " : ", ", key, " ", text(there),
+                 " (the model: ", text(here), ")");
+  };
+  auto list = [](const std::vector<int>& v) { return shape_str(v); };
+  auto number = [](int v) { return std::to_string(v); };
+  auto scale = [](const std::optional<double>& v) { return v ? str(*v) : std::string("null"); };
+  differ("depths", stored.depths, model.depths, list);
+  differ("dims", stored.dims, model.dims, list);
+  differ("patch_size", stored.patch_size, model.patch_size, number);
+  differ("kernel_size", stored.kernel_size, model.kernel_size, number);
+  if (stored.wtconv && model.wtconv) differ("wt_levels", stored.wt_levels, model.wt_levels, list);
+  if (stored.ls_init_value.has_value() != model.ls_init_value.has_value())  // a gamma or none
+    differ("ls_init_value", scale(stored.ls_init_value), scale(model.ls_init_value),
+           [](const std::string& v) { return v; });
+  if (with_classes) differ("num_classes", stored.num_classes, model.num_classes, number);
+  differ("in_chans", stored.in_chans, model.in_chans, number);
+  return out;
 }
 
 std::string checkpoint_config_yaml(const std::string& path) {

@@ -64,6 +64,14 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
 /// no EMA tensor; throws hg::Error naming the file and keys when they do not fit the model.
 bool load_ema_weights(const std::string& path, ConvNeXt& model);
 
+/// Where the model of the config stored in a checkpoint (its metadata `meta`) differs from `model`
+/// in a key that sizes its tensors: "the config stored in it has num_classes 4 (the model: 10)",
+/// for the error of a load that does not fit (it says which key to set). "" when the file stores
+/// no config (a timm state_dict) or none of those keys differs. `with_classes` false leaves
+/// num_classes out (fine-tuning takes another one).
+std::string stored_config_differences(const std::map<std::string, std::string>& meta,
+                                      const ModelConfig& model, bool with_classes = true);
+
 /// The config YAML stored in a checkpoint's metadata ("" when absent).
 std::string checkpoint_config_yaml(const std::string& path);
 

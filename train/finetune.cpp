@@ -8,6 +8,7 @@
 
 #include "core/safetensors.h"
 #include "models/checkpoint.h"
+#include "train/checkpoint.h"
 
 namespace hg::train {
 namespace {
@@ -43,8 +44,9 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
   try {
     load_state_dict(model, weights);
   } catch (const Error& e) {
+    const std::string keys = stored_config_differences(f.metadata, model.config, false);
     throw Error(str("initial_checkpoint ", path, " does not fit model ", model.config.model, ": ",
-                    e.what()));
+                    keys, keys.empty() ? "" : "; ", e.what()));
   }
   if (r.head_reinitialised)
     spdlog::warn(

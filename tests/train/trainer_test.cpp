@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 
@@ -21,6 +22,7 @@
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/finetune.h"
 #include "train/plot.h"
 #include "train/run_folder.h"
 #include "train/stop_signal.h"
@@ -1002,6 +1004,53 @@ TEST_F(TrainerTest, CheckpointForAnotherModelNamesBothModels) {
     EXPECT_NE(m.find("more)"), std::string::npos) << m;  // long key lists are cut
     EXPECT_LT(m.size(), 3000u) << m;
   }
+}
+
+// The same model with other sizes (validate --num-classes 10 on a 4-class run, a config with
+// other dims): "saved from model X does not fit model X" and a list of shapes left the user to
+// find the key. The error names the keys of the config stored in the checkpoint that differ, with
+// both values, besides the file and the tensors with both shapes.
+TEST_F(TrainerTest, CheckpointOfOtherSizesNamesTheKeysThatDiffer) {
+  fs::create_directories(root_);
+  const std::string path = (root_ / "four.safetensors").string();
+  const train::Config c = smoke_config(root_.string());
+  {
+    ConvNeXt saved(train::model_config_from(c), 1);
+    train::save_checkpoint(path, saved, nullptr, train::TrainState{}, train::to_yaml(c));
+  }
+  train::Config ten = c;
+  ten.num_classes = 10;
+  ten.dims = {8, 32};
+  ConvNeXt other(train::model_config_from(ten), 1);
+  auto error_of = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string m = error_of([&] { train::load_checkpoint(path, other, nullptr); });
+  EXPECT_NE(m.find("checkpoint " + path), std::string::npos) << m;
+  EXPECT_NE(m.find("the config stored in it has dims [8, 16] (the model: [8, 32]), "
+                   "num_classes 4 (the model: 10)"),
+            std::string::npos)
+      << m;
+  train::Config classes = c;
+  classes.num_classes = 10;
+  ConvNeXt head(train::model_config_from(classes), 1);
+  const std::string h = error_of([&] { train::load_checkpoint(path, head, nullptr); });
+  EXPECT_NE(h.find("the config stored in it has num_classes 4 (the model: 10); "),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("head.fc.bias (checkpoint [4], model [10])"), std::string::npos) << h;
+  // fine-tuning takes another num_classes (a new head): the dims are what does not fit
+  const std::string f = error_of([&] { train::load_initial_checkpoint(path, other); });
+  EXPECT_NE(f.find("initial_checkpoint " + path), std::string::npos) << f;
+  EXPECT_NE(f.find("the config stored in it has dims [8, 16] (the model: [8, 32])"),
+            std::string::npos)
+      << f;
+  EXPECT_EQ(f.find("num_classes 4"), std::string::npos) << f;
 }
 
 // A run with the program's own thread count may run fewer threads while other processes keep cores
