@@ -20,7 +20,11 @@ void check_initial_checkpoint(const std::string& path) {
   HG_CHECK(std::filesystem::is_regular_file(path, ec), "initial_checkpoint: ", path,
            std::filesystem::exists(path, ec) ? " is not a file" : " does not exist",
            " (the weights a fine-tuning run starts from)");
-  safetensors::read_metadata(path);  // its header, and a file cut short
+  try {
+    safetensors::read_metadata(path);  // its header, and a file cut short
+  } catch (const Error& e) {
+    throw Error(str("initial_checkpoint: ", e.what()));
+  }
 }
 
 InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& model) {

@@ -215,7 +215,12 @@ void open_run_folder(Session& s) {
     if (run_dir.empty()) run_dir = ".";
     // weights alone (an export, a timm state_dict) carry no run to go on with: resuming them would
     // start a run over in that folder, over its summary and checkpoints
-    const std::optional<TrainState> state = read_train_state(s.resume_path);
+    std::optional<TrainState> state;
+    try {
+      state = read_train_state(s.resume_path);
+    } catch (const Error& e) {
+      throw Error(str("resume: ", e.what()));
+    }
     HG_CHECK(state.has_value(), "resume: ", s.resume_path,
              " holds weights only (no run position or optimizer state: an export or a timm "
              "state_dict), so there is no run to resume and resuming it would start one over in ",
@@ -1146,6 +1151,11 @@ std::optional<TrainResult> start_training(Session& s) {
 // Everything of a run after its config is checked: the run folder, data, model, the epochs.
 TrainResult run_session(Session& s, const std::string& lr_note) {
   if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
+  // a file that cannot be the start is found before the run folder is made, and before the data
+  // is listed (a resume's checkpoint: open_run_folder); the weights themselves are compared with
+  // the model once it is built. A resume's weights win over it (build_model).
+  if (!s.cfg.initial_checkpoint.empty() && s.cfg.resume.empty())
+    check_initial_checkpoint(s.cfg.initial_checkpoint);
   open_run_folder(s);
   if (!lr_note.empty()) spdlog::info("{}", lr_note);
   if (std::optional<TrainResult> done = already_finished(s)) {
@@ -1153,10 +1163,6 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
     if (give_back_folder(s)) done->run_dir.clear();
     return *done;
   }
-  // a file that cannot be the start is found before the data is listed (a resume's checkpoint:
-  // open_run_folder); the weights themselves are compared with the model once it is built
-  if (!s.cfg.initial_checkpoint.empty() && !s.resumed)
-    check_initial_checkpoint(s.cfg.initial_checkpoint);
   open_data(s);  // a large image folder takes a while to list: ask again after it
   if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
   reconcile_resumed_settings(s);

@@ -173,3 +173,39 @@ TEST(InitialCheckpoint, ACheckpointCutShortIsRefusedBeforeTheData) {
   }
   fs::remove_all(root);
 }
+
+// A start file that is no safetensors file (a timm user's model.pth) or cannot be read: the error
+// names the key it was given as (the reader's own text named the file only), and an
+// initial_checkpoint is refused before a run folder is claimed: the output root was made (and
+// left behind, empty) and the log said "run folder ..." first.
+TEST(InitialCheckpoint, AStartFileThatIsNoSafetensorsFileIsNamedByItsKeyBeforeAnyFolder) {
+  const fs::path root = temp_file("pth");
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const fs::path pth = root / "model.pth";
+  std::ofstream(pth, std::ios::binary) << "PK\x03\x04" << std::string(64, 'x');  // torch.save: ZIP
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  c.device = "cpu";
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  for (const bool resume : {false, true}) {
+    train::Config e = c;
+    (resume ? e.resume : e.initial_checkpoint) = pth.string();
+    e.output = (root / (resume ? "out_r" : "out_i")).string();
+    std::string msg;
+    try {
+      train::train(e, quiet);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& err) {
+      msg = err.what();
+    }
+    EXPECT_EQ(msg.rfind(str(resume ? "resume: " : "initial_checkpoint: ", "safetensors '",
+                            pth.string(), "': "),
+                        0),
+              0u)
+        << msg;
+    EXPECT_NE(msg.find("it is a ZIP archive, likely a PyTorch file"), std::string::npos) << msg;
+    EXPECT_FALSE(fs::exists(e.output)) << msg;
+  }
+  fs::remove_all(root);
+}
