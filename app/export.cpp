@@ -54,8 +54,6 @@ std::string left_out_kinds(const safetensors::File& in, const Exported& exported
 
 void run_export(const ExportArgs& a) {
   refuse_mpirun("export");
-  namespace fs = std::filesystem;
-  HG_CHECK(fs::exists(a.checkpoint), "export: checkpoint ", a.checkpoint, " does not exist");
   check_replaces_safetensors_only(a.out, "export: --out");
   // nor a run's files (its checkpoints above all: a resume from bare weights would start it over)
   train::check_output_file(a.out, "export: --out", "the weights",
@@ -120,7 +118,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->callback([a, cmd] {
     a->overrides = cmd->remaining();
     // a run folder means its model_best.safetensors, as for validate
-    a->checkpoint = checkpoint_file(a->checkpoint, "export:", "exporting");
+    a->checkpoint = checkpoint_file(a->checkpoint, "export: checkpoint", "exporting");
     run_export(*a);
   });
 });

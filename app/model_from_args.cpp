@@ -42,6 +42,8 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
 std::string checkpoint_file(const std::string& given, const std::string& option,
                             const std::string& what) {
   namespace fs = std::filesystem;
+  std::error_code ec;
+  HG_CHECK(fs::exists(given, ec), option, " ", given, " does not exist");
   if (!fs::is_directory(given)) return given;
   const fs::path best = fs::path(given) / "model_best.safetensors";
   HG_CHECK(fs::exists(best), option, " ", given,

@@ -24,7 +24,8 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
 
 /// `given` as given, or for a run folder its model_best.safetensors (what a user who points at the
 /// run means; the log says which file and what the command does with it, `what`: "evaluating").
-/// Throws hg::Error naming `option` ("validate: --checkpoint") when the folder has none.
+/// Throws hg::Error naming `option` ("validate: --checkpoint") when `given` does not exist or the
+/// folder has none.
 std::string checkpoint_file(const std::string& given, const std::string& option,
                             const std::string& what);
 

@@ -261,5 +261,24 @@ TEST_F(ValidateCommand, ResultsFileInAFolderThatCannotBeWrittenFailsBeforeTheEva
   EXPECT_FALSE(fs::exists(file("ro/r.csv")));
 }
 
+// A checkpoint that does not exist (a typo) is named with the option it was given as: validate
+// and infer said "cannot read 'x': No such file or directory", which named no option.
+TEST_F(ValidateCommand, AMissingCheckpointIsNamedWithItsOption) {
+  const std::string nope = file("nope.safetensors");
+  const ProgramRun v = run_program("validate " + kSmoke + " --checkpoint " + nope);
+  EXPECT_EQ(v.exit_code, 1) << v.output;
+  EXPECT_NE(v.output.find("validate: --checkpoint " + nope + " does not exist"), std::string::npos)
+      << v.output;
+  const ProgramRun i = run_program("infer --checkpoint " + nope + " --input " +
+                                   file("in.safetensors") + " --out " + file("o.safetensors"));
+  EXPECT_EQ(i.exit_code, 1) << i.output;
+  EXPECT_NE(i.output.find("infer: --checkpoint " + nope + " does not exist"), std::string::npos)
+      << i.output;
+  const ProgramRun e = run_program("export " + nope + " --out " + file("w.safetensors"));
+  EXPECT_EQ(e.exit_code, 1) << e.output;
+  EXPECT_NE(e.output.find("export: checkpoint " + nope + " does not exist"), std::string::npos)
+      << e.output;
+}
+
 }  // namespace
 }  // namespace hg
