@@ -61,7 +61,7 @@ std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg) {
   if (cfg.dataset != "image_folder") return make_datasets(cfg).val;  // cheap for idx and synthetic
   namespace fs = std::filesystem;
   ImageFolderOptions opts = image_folder_options(cfg);
-  const fs::path train_dir = fs::path(cfg.data_dir) / cfg.train_split;
+  const fs::path train_dir = split_folder(cfg.data_dir, cfg.train_split);
   std::error_code ec;
   if (fs::is_directory(train_dir, ec)) {
     opts.classes = subfolders(train_dir.string());  // the train split's classes, in its order

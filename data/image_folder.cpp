@@ -78,6 +78,21 @@ std::vector<std::string> subfolders(const std::string& dir) {
   return out;
 }
 
+std::string split_folder(const std::string& root, const std::string& split) {
+  if (split.empty()) return root;
+  const fs::path given = fs::path(root) / split;
+  std::error_code ec;
+  if (fs::is_directory(given, ec)) return given.string();
+  static const std::vector<std::vector<std::string>> synonyms = {
+      {"train", "training"}, {"val", "valid", "validation", "eval", "evaluation"}};
+  for (const std::vector<std::string>& names : synonyms) {
+    if (std::find(names.begin(), names.end(), split) == names.end()) continue;
+    for (const std::string& name : names)
+      if (fs::is_directory(fs::path(root) / name, ec)) return (fs::path(root) / name).string();
+  }
+  return given.string();
+}
+
 namespace {
 
 // root and root/split must be folders; the error for a misnamed split lists the splits there are.
@@ -292,8 +307,13 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
     : opts_(std::move(opts)) {
   HG_CHECK(opts_.channels == 1 || opts_.channels == 3, "ImageFolder: channels must be 1 or 3, got ",
            opts_.channels);
-  dir_ = split.empty() ? root : (fs::path(root) / split).string();
+  dir_ = split_folder(root, split);
   check_split_folder(root, split, dir_);
+  if (!split.empty() && fs::path(dir_).filename() != split)
+    spdlog::info(
+        "ImageFolder: split '{}' is the folder '{}' (no '{}' in '{}'; timm's names of "
+        "the split)",
+        split, dir_, split, root);
   const std::vector<std::string> found = class_folders(dir_);
   classes_ = opts_.classes.empty() ? found : opts_.classes;
   int64_t ignored = 0, undecodable = 0;

@@ -85,4 +85,10 @@ bool is_image_file(const std::string& path);
 /// classes, in label order (none when `dir` cannot be read).
 std::vector<std::string> subfolders(const std::string& dir);
 
+/// The folder of the split `split` under `root`, found as timm finds it (dataset_factory's
+/// _search_split): root/split when that is a folder; else the first of the split's synonyms that
+/// is one (train: train, training; a validation split: val, valid, validation, eval, evaluation);
+/// else root/split, for the caller to name as missing. `split` empty: `root`.
+std::string split_folder(const std::string& root, const std::string& split);
+
 }  // namespace hg::data

@@ -371,6 +371,37 @@ TEST(ImageFolder, ValidationSplitAlone) {
   EXPECT_EQ(val->get(0).label, 0);  // its own folders: b first
 }
 
+// timm finds a split folder by its synonyms (timm.data.dataset_factory._search_split): its default
+// val_split 'validation' reads DIR/val (or valid, eval, evaluation), train_split 'train' reads
+// DIR/training. A timm user's DIR/val was refused ("'DIR/validation' is not a folder").
+TEST(ImageFolder, ASplitFolderIsFoundByTimmsSynonyms) {
+  hg::test::TempDir tmp;
+  for (const char* c : {"training/a", "training/b", "val/b"})
+    fs::create_directories(tmp.path() / c);
+  hg::data::write_png(tmp / "training/a/0.png", hg::test::random_image(2, 2, 3, 1));
+  hg::data::write_png(tmp / "training/b/0.png", hg::test::random_image(2, 2, 3, 2));
+  hg::data::write_png(tmp / "val/b/0.png", hg::test::random_image(2, 2, 3, 3));
+  const ImageFolder val(tmp.path().string(), "validation");
+  EXPECT_EQ(val.size(), 1);
+  EXPECT_NE(val.describe().find((tmp.path() / "val").string()), std::string::npos)
+      << val.describe();
+  EXPECT_EQ(ImageFolder(tmp.path().string(), "train").size(), 2);
+  hg::train::Config cfg;
+  cfg.dataset = "image_folder";
+  cfg.data_dir = tmp.path().string();
+  auto v = hg::data::make_val_dataset(cfg);  // the classes of DIR/training: b is the second
+  ASSERT_EQ(v->size(), 1);
+  EXPECT_EQ(v->get(0).label, 1);
+  // no synonym of a train split is a validation split, and other names are not searched
+  const std::string eval = error_of([&] { ImageFolder((tmp.path() / "val").string(), "train"); });
+  EXPECT_NE(eval.find("is not a folder"), std::string::npos) << eval;
+  fs::rename(tmp.path() / "training", tmp.path() / "mine");
+  const std::string mine = error_of([&] { ImageFolder(tmp.path().string(), "train"); });
+  EXPECT_NE(mine.find("'" + (tmp.path() / "train").string() + "' is not a folder"),
+            std::string::npos)
+      << mine;
+}
+
 TEST(ImageFolder, LayoutErrors) {
   hg::test::TempDir tmp;
   fs::create_directories(tmp.path() / "flat/train");
