@@ -952,6 +952,15 @@ Config load_config(const std::string& path) {
                                              "train CONFIG.yaml --key value ...`)");
   std::ostringstream text;
   text << in.rdbuf();
+  // an image or a model.pth given as the config would read as a YAML syntax error; UTF-16 text
+  // (byte order mark first) holds NUL bytes too, and is YAML
+  const std::string& bytes = text.str();
+  const bool utf16 = bytes.size() >= 2 && ((bytes[0] == '\xff' && bytes[1] == '\xfe') ||
+                                           (bytes[0] == '\xfe' && bytes[1] == '\xff'));
+  HG_CHECK(utf16 || bytes.find('\0') == std::string::npos, "config: '", path,
+           "' is not a YAML text file (it holds NUL bytes: binary data such as a checkpoint or an "
+           "image); the first argument is the config file: `haargrad train CONFIG.yaml --key "
+           "value ...`");
   // A file of no keys (empty, comments, null) is every default, which the command line may then
   // set: said, not refused.
   const YAML::Node root = parse_document(text.str(), path);

@@ -568,3 +568,27 @@ TEST_F(ConfigTest, ALeadingTildeInAPathKeyIsTheHomeFolder) {
               std::string(me->pw_dir) + "/r");
   if (saved) ::setenv("HOME", before.c_str(), 1);
 }
+
+// A binary file given as the config (an image, a PyTorch model.pth) was reported as a YAML syntax
+// error ("cannot parse ... line 3: unknown escape character"): it is named as no text file.
+TEST_F(ConfigTest, ABinaryFileIsNamedAsNoYamlText) {
+  const std::string png =
+      write("curves.png", std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x01\0", 20));
+  const std::string pth =
+      write("model.pth", std::string("PK\x03\x04\x14\0\0\0\0\0archive/data.pkl", 30));
+  for (const std::string& path : {png, pth}) {
+    std::string msg;
+    try {
+      hg::train::load_config(path);
+    } catch (const hg::Error& e) {
+      msg = e.what();
+    }
+    expect_contains(msg, {"config: '" + path + "' is not a YAML text file (it holds NUL bytes"});
+  }
+  // UTF-16 text (with its byte order mark) is YAML still
+  const std::string utf16 = write("u16.yaml", std::string("\xff\xfe"
+                                                          "e\0p\0o\0c\0h\0s\0:\0 \0"
+                                                          "3\0\n\0",
+                                                          22));
+  EXPECT_EQ(hg::train::load_config(utf16).epochs, 3);
+}
