@@ -215,6 +215,8 @@ fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* m
       throw Error(str("cannot create the run folder '", dir.string(), "': ", ec.message()));
     // An existing folder is free only when empty; anything in it belongs to another run.
     if (!created && (!fs::is_directory(dir, ec) || !fs::is_empty(dir, ec) || ec)) continue;
+    // an empty one this process cannot write (another user's, in a shared root like /tmp) too
+    if (!created && ::access(dir.c_str(), W_OK | X_OK) != 0) continue;
     try {
       if (write_marker(dir)) {
         if (made != nullptr) *made = created;

@@ -30,9 +30,9 @@ std::string local_time(std::time_t t, const char* format);
 std::string rank_error_file(int rank);
 
 /// Claims `root/name`, else `root/name-2`, `root/name-3`, ...: the first that this call creates or
-/// finds empty, marked with kRunMarker. Creates `root` as needed. Throws hg::Error naming the
-/// folder when it cannot be created or marked (read-only or full file system). *created (when
-/// given) says whether this call made the folder, rather than finding it empty.
+/// finds empty and writable, marked with kRunMarker. Creates `root` as needed. Throws hg::Error
+/// naming the folder when it cannot be created or marked (read-only or full file system). *created
+/// (when given) says whether this call made the folder, rather than finding it empty.
 std::filesystem::path claim_run_folder(const std::filesystem::path& root, const std::string& name,
                                        bool* created = nullptr);
 

@@ -458,6 +458,23 @@ TEST_F(Faults, ReusedExperimentNameAfterAnInterruptedEpoch1GetsANewFolder) {
   EXPECT_EQ(slurp(root_ / "g"), "a file\n");
 }
 
+// An empty folder of the run's name that another user owns (a shared output root such as /tmp)
+// cannot take the run's marker: the run stopped with "cannot claim the run folder ...: Permission
+// denied". Like a folder that holds files, it is taken: the run gets the next -N name.
+TEST_F(Faults, AnEmptyFolderOfAnotherUserIsTakenAndTheRunGetsTheNextName) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a folder of another user and a run as nobody";
+  const fs::path out = root_ / "shared";
+  fs::create_directories(out / "smoke");
+  ASSERT_EQ(::chmod(out.c_str(), 01777), 0);  // as /tmp
+  const std::string claimed = run_unprivileged([&] {
+    std::string dir;
+    const std::string msg = error_of([&] { dir = train::claim_run_folder(out, "smoke").string(); });
+    return msg.empty() ? dir : msg;
+  });
+  EXPECT_EQ(claimed, (out / "smoke-2").string());
+  EXPECT_TRUE(fs::is_empty(out / "smoke"));
+}
+
 TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {
   train::Config c = smoke("s", 1);
   train::train(c, quiet_);  // s: finished
