@@ -164,6 +164,20 @@ ModelConfig model_config(const std::string& name) {
   }
   auto it = variants().find(size);
   if (family.empty() || it == variants().end()) {
+    // timm's "convnext_tiny.fb_in1k" (a pretrained tag), "timm/..." or "hf-hub:timm/...": an
+    // architecture with weights timm downloads
+    std::string arch = name;
+    if (arch.rfind("hf-hub:", 0) == 0) arch = arch.substr(7);
+    if (const size_t slash = arch.rfind('/'); slash != std::string::npos)
+      arch = arch.substr(slash + 1);
+    arch = arch.substr(0, arch.find('.'));
+    const std::vector<std::string> names = model_names();
+    if (arch != name && std::find(names.begin(), names.end(), arch) != names.end())
+      throw Error(str("unknown model '", name, "': timm's name of ", arch,
+                      " with the pretrained weights timm downloads; haargrad builds model ", arch,
+                      " and reads weights from initial_checkpoint, a .safetensors file (in Python: "
+                      "safetensors.torch.save_file(timm.create_model('",
+                      name, "', pretrained=True).state_dict(), 'w.safetensors'))"));
     std::string known;
     for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
     const std::vector<std::string> close = similar_names(name, model_names());

@@ -30,6 +30,23 @@ TEST(ModelConfig, AnUnknownModelNamesTheCloseOne) {
       EXPECT_NE(m.find("known models: convnext_atto"), std::string::npos) << m;
     }
   }
+  // timm's names with a pretrained tag ("convnext_tiny.fb_in1k") or a hub prefix name the
+  // architecture and the weights timm downloads: said so, with where weights come from here
+  for (const auto& [typed, arch] : {std::pair{"convnext_tiny.fb_in1k", "convnext_tiny"},
+                                    std::pair{"timm/convnext_atto.d2_in1k", "convnext_atto"},
+                                    std::pair{"hf-hub:timm/convnext_nano", "convnext_nano"}}) {
+    try {
+      model_config(typed);
+      ADD_FAILURE() << typed;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(str("unknown model '", typed, "': timm's name of ", arch,
+                           " with the pretrained weights timm downloads; haargrad builds model ",
+                           arch, " and reads weights from initial_checkpoint")),
+                std::string::npos)
+          << m;
+    }
+  }
   try {
     model_config("resnet50");
     ADD_FAILURE() << "resnet50";
