@@ -208,7 +208,19 @@ fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* m
   for (int i = 1; i <= 100000; ++i) {
     const fs::path dir = root / (i == 1 ? name : name + "-" + std::to_string(i));
     fs::create_directories(dir.parent_path(), ec);
-    if (ec) throw Error(str("cannot create the output folder '", dir.parent_path().string(), "': ", ec.message()));
+    if (ec) {
+      // "Not a directory": name the file in the way (the root itself or a folder above it)
+      std::string why = ec.message();
+      std::error_code e2;
+      for (fs::path p = dir.parent_path(); !p.empty(); p = p.parent_path()) {
+        if (fs::exists(p, e2) && !fs::is_directory(p, e2)) {
+          why = str("'", p.string(), "' is a file, not a folder");
+          break;
+        }
+        if (p == p.parent_path()) break;
+      }
+      throw Error(str("cannot create the output folder '", dir.parent_path().string(), "': ", why));
+    }
     const bool created = fs::create_directory(dir, ec);
     // a file of that name is taken, as a folder holding files is (EEXIST: no folder was made)
     if (ec && ec != std::errc::file_exists)

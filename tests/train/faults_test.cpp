@@ -475,6 +475,18 @@ TEST_F(Faults, AnEmptyFolderOfAnotherUserIsTakenAndTheRunGetsTheNextName) {
   EXPECT_TRUE(fs::is_empty(out / "smoke"));
 }
 
+// An output root that is a file, or lies under one, said "cannot create the output folder 'f':
+// Not a directory"; the error names the file that is in the way.
+TEST_F(Faults, AnOutputRootUnderAFileNamesTheFile) {
+  std::ofstream(root_ / "runs") << "a file\n";
+  for (const fs::path& out : {root_ / "runs", root_ / "runs" / "sub"}) {
+    const std::string msg = error_of([&] { train::claim_run_folder(out, "smoke"); });
+    EXPECT_CONTAINS(msg, "cannot create the output folder '" + out.string() + "': '" +
+                             (root_ / "runs").string() + "' is a file, not a folder");
+  }
+  EXPECT_EQ(slurp(root_ / "runs"), "a file\n");
+}
+
 TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {
   train::Config c = smoke("s", 1);
   train::train(c, quiet_);  // s: finished
