@@ -1004,6 +1004,8 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
     const Field* f = find_field(key);
     if (!f) fail_unknown(key, cmd);
     const bool is_bool = std::holds_alternative<bool Config::*>(f->member);
+    const bool is_list = std::holds_alternative<std::vector<int64_t> Config::*>(f->member) ||
+                         std::holds_alternative<std::vector<double> Config::*>(f->member);
     if (!has_value) {
       if (is_bool && (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0)) {
         value = "true";  // a bare flag
@@ -1012,10 +1014,11 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
           fail(key, cmd,
                "expected a value after " + (short_key == kShort.end() ? "--" + key : spelt));
         value = args[++i];
+        // timm's (argparse's) lists are separate words: `--mean 0.485 0.456 0.406`
+        if (is_list && !value.empty() && value.front() != '[')
+          while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) value += "," + args[++i];
       }
     }
-    const bool is_list = std::holds_alternative<std::vector<int64_t> Config::*>(f->member) ||
-                         std::holds_alternative<std::vector<double> Config::*>(f->member);
     const bool looks_like_list = !value.empty() && value.front() == '[';
     if (is_list && !looks_like_list) value = "[" + value + "]";  // "2,2,2" or a single value
     // A string (a folder, a name) is taken as typed: read as YAML, "run #2" would lose " #2" (a

@@ -162,8 +162,9 @@ Config load_config(const std::string& path);
 /// The same from YAML text; `source` names it in errors (e.g. a file name).
 Config config_from_yaml(const std::string& text, const std::string& source);
 
-/// Applies `--key value` / `--key=value` pairs on top of `cfg` and re-validates. A value is parsed as
-/// YAML, so lists are "[2, 2, 2]" (or "2,2,2"), null is "null"; a bool key alone (`--model-ema`)
+/// Applies `--key value` / `--key=value` pairs on top of `cfg` and re-validates. A value is parsed
+/// as YAML, so lists are "[2, 2, 2]" (or "2,2,2", or separate words as timm's: `--depths 2 2 2`),
+/// null is "null"; a bool key alone (`--model-ema`)
 /// means true. Errors name the key and "command line".
 void apply_overrides(Config& cfg, const std::vector<std::string>& args);
 

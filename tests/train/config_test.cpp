@@ -321,6 +321,27 @@ TEST_F(ConfigTest, DuplicateKeyAndSyntaxErrors) {
   }
 }
 
+// timm's command line takes a list as separate words (argparse nargs: `--mean 0.485 0.456 0.406`,
+// `--scale 0.08 1.0`); the second word was "expected '--key value' on the command line, got
+// '0.456'". A list key takes every word up to the next option.
+TEST_F(ConfigTest, AListKeyTakesSeparateWordsAsTimmsCommandLine) {
+  Config c;
+  hg::train::apply_overrides(
+      c, {"--mean",   "0.485", "0.456",    "0.406",  "--scale", "0.08", "1.0",
+          "--depths", "1",     "1",        "--dims", "8",       "16",   "--wt-levels",
+          "1",        "1",     "--epochs", "3",      "--std",   "0.5",  "--model-ema"});
+  EXPECT_EQ(c.mean, (std::vector<double>{0.485, 0.456, 0.406}));
+  EXPECT_EQ(c.scale, (std::vector<double>{0.08, 1.0}));
+  EXPECT_EQ(c.depths, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(c.epochs, 3);
+  EXPECT_EQ(c.std, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_TRUE(c.model_ema);
+  expect_contains(override_error({"--scale", "0.08", "1.0", "0.5"}),
+                  {"'scale'", "command line", "expected a list of 2 values, got 3"});
+  // a scalar key still takes one word
+  expect_contains(override_error({"--epochs", "3", "4"}), {"got '4'"});
+}
+
 TEST_F(ConfigTest, CommandLineOverrides) {
   Config c;
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
