@@ -36,7 +36,8 @@ std::string config_keys_pointer() {
 ConfigArgs split_config_args(const std::vector<std::string>& remaining) {
   ConfigArgs out;
   size_t first = 0;
-  if (!remaining.empty() && remaining[0].rfind("--", 0) != 0) {
+  // an option is no config file: "--key", or timm's short "-b"
+  if (!remaining.empty() && !remaining[0].empty() && remaining[0][0] != '-') {
     out.config = remaining[0];
     first = 1;
   }

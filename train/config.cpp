@@ -316,7 +316,27 @@ Where where_of(const YAML::Node& node, const Where& fallback) {
   return Where{fallback.source, m.line + 1};
 }
 
+// timm's train.py options that haargrad spells otherwise (`key` with '_' for '-'): "timm's --amp
+// is --precision bf16 here", or "". (Its short options -b, -vb and -j are taken as they are:
+// apply_overrides.)
+std::string timm_spelling(const std::string& key) {
+  static const std::map<std::string, std::string> keys = {
+      {"amp", "--precision bf16"},
+      {"amp_dtype", "--precision bf16"},
+      {"pretrained", "--initial-checkpoint FILE.safetensors"},
+      {"input_size", "--img-size and --in-chans"},
+      {"data", "--data-dir"}};
+  const auto it = keys.find(key);
+  if (it == keys.end()) return "";
+  std::string option = key;
+  std::replace(option.begin(), option.end(), '_', '-');
+  return str("timm's --", option, " is ", it->second, " here");
+}
+
 [[noreturn]] void fail_unknown(const std::string& key, const Where& where) {
+  if (const std::string timm = timm_spelling(key); !timm.empty())
+    throw Error(str("config: unknown key '", key, "' (", where.text(), "): ", timm,
+                    " (`haargrad train --help` lists every key)"));
   const std::vector<std::string> close = similar_keys(key);
   std::string hint;
   for (size_t i = 0; i < close.size(); ++i)

@@ -158,7 +158,7 @@ TEST_F(CliTest, ModelsListsEveryNameWithParameterCounts) {
 }
 
 TEST_F(CliTest, UnknownKeysSuggestOnlyCloseMatches) {
-  // timm's --amp has no counterpart here and nothing close: no suggestion (not 'lr')
+  // timm's --amp has no key of a close name: no suggestion (not 'lr'), but its counterpart
   const ProgramRun amp = run_program("train " + kDefaultConfig + " --amp true");
   EXPECT_NE(amp.exit_code, 0);
   EXPECT_NE(amp.output.find("unknown key 'amp'"), std::string::npos) << amp.output;

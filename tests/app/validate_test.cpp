@@ -15,6 +15,7 @@
 
 #include "core/safetensors.h"
 #include "models/config.h"
+#include "models/convnext.h"
 #include "program.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -259,6 +260,19 @@ TEST_F(ValidateCommand, ResultsFileInAFolderThatCannotBeWrittenFailsBeforeTheEva
   EXPECT_EQ(ro.output.find("model,img_size"), std::string::npos)
       << "evaluated first: " << ro.output;
   EXPECT_FALSE(fs::exists(file("ro/r.csv")));
+}
+
+// timm's short options (validate.py -b 64) after the options: "-b" was taken for the config file
+// ("config: cannot open file '-b'"); it is an option (timm's batch size).
+TEST_F(ValidateCommand, ATimmShortOptionIsNotTakenForTheConfig) {
+  train::Config c = train::load_config(kSmoke);
+  ConvNeXt model(train::model_config_from(c), 3);
+  train::save_checkpoint(file("w.safetensors"), model, nullptr, train::TrainState{},
+                         train::to_yaml(c));
+  const ProgramRun r = run_program("validate --checkpoint " + file("w.safetensors") + " -b 64");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("cannot open"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("top1,top1_err"), std::string::npos) << r.output;
 }
 
 // A checkpoint that does not exist (a typo) is named with the option it was given as: validate

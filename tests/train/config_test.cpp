@@ -342,6 +342,20 @@ TEST_F(ConfigTest, AListKeyTakesSeparateWordsAsTimmsCommandLine) {
   expect_contains(override_error({"--epochs", "3", "4"}), {"got '4'"});
 }
 
+// timm's train.py options that haargrad spells otherwise were "unknown key" alone: the message names
+// the key to use here (its short options -b, -vb, -j are taken: TimmsShortOptionsAreTheirKeys).
+TEST_F(ConfigTest, TimmsOptionsOfOtherNamesSayTheKeyToUse) {
+  expect_contains(override_error({"--amp"}),
+                  {"unknown key 'amp' (command line): timm's --amp is --precision bf16 here"});
+  expect_contains(override_error({"--pretrained"}),
+                  {"timm's --pretrained is --initial-checkpoint FILE.safetensors here"});
+  expect_contains(override_error({"--input-size", "3", "224", "224"}),
+                  {"timm's --input-size is --img-size and --in-chans here"});
+  // in a file too (a timm args.yaml holds amp)
+  expect_contains(load_error("amp: true\n"),
+                  {"unknown key 'amp'", "timm's --amp is --precision bf16 here"});
+}
+
 TEST_F(ConfigTest, CommandLineOverrides) {
   Config c;
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
