@@ -187,8 +187,9 @@ bool load_ema_weights(const std::string& path, ConvNeXt& model) {
   try {
     load_state_dict(model, ema, /*strict=*/true, kEmaPrefix);
   } catch (const Error& e) {
+    const std::string keys = stored_config_differences(f.metadata, model.config);
     throw Error(str("checkpoint ", path, ": its EMA weights (", kEmaPrefix, "*) do not fit model ",
-                    model.config.model, ": ", e.what()));
+                    model.config.model, ": ", keys, keys.empty() ? "" : "; ", e.what()));
   }
   return true;
 }

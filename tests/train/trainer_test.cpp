@@ -1015,8 +1015,8 @@ TEST_F(TrainerTest, CheckpointOfOtherSizesNamesTheKeysThatDiffer) {
   const std::string path = (root_ / "four.safetensors").string();
   const train::Config c = smoke_config(root_.string());
   {
-    ConvNeXt saved(train::model_config_from(c), 1);
-    train::save_checkpoint(path, saved, nullptr, train::TrainState{}, train::to_yaml(c));
+    ConvNeXt saved(train::model_config_from(c), 1), ema(train::model_config_from(c), 2);
+    train::save_checkpoint(path, saved, nullptr, train::TrainState{}, train::to_yaml(c), &ema);
   }
   train::Config ten = c;
   ten.num_classes = 10;
@@ -1036,6 +1036,13 @@ TEST_F(TrainerTest, CheckpointOfOtherSizesNamesTheKeysThatDiffer) {
                    "num_classes 4 (the model: 10)"),
             std::string::npos)
       << m;
+  // the EMA's weights (validate --use-ema, export --ema) alike
+  const std::string e = error_of([&] { train::load_ema_weights(path, other); });
+  EXPECT_NE(e.find("checkpoint " + path), std::string::npos) << e;
+  EXPECT_NE(e.find("the config stored in it has dims [8, 16] (the model: [8, 32]), "
+                   "num_classes 4 (the model: 10)"),
+            std::string::npos)
+      << e;
   train::Config classes = c;
   classes.num_classes = 10;
   ConvNeXt head(train::model_config_from(classes), 1);
