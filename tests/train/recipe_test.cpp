@@ -236,6 +236,7 @@ TEST(Recipe, EnvironmentVariablesReadAreKnown) {
       "OMP_NUM_THREADS",  // OpenMP's own (core/threads.h)
       "COLUMNS",
       "PATH",                            // console width, finding gnuplot
+      "HOME",                            // a path's leading ~ (train/config.h expand_home)
       "HAARGRAD_DIST_TEST_STALL_RANK"};  // a test hook (tests/dist)
   std::set<std::string> found;
   for (const char* dir : {"app", "core", "data", "dist", "kernels", "layers", "models", "train"})
