@@ -148,8 +148,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                           "img_per_sec, param_count (timm validate.py's columns, plus loss and "
                           "speed). CONFIG (the model and data)\n"
                           "defaults to the config that `haargrad train` stored in the checkpoint.");
-  cmd->add_option("--checkpoint", a->checkpoint, "safetensors checkpoint (haargrad's, exported, or a timm state_dict)")
-      ->required();
+  // required: checked in the callback, where a checkpoint given as the config can be named
+  cmd->add_option("--checkpoint", a->checkpoint,
+                  "safetensors checkpoint (haargrad's, exported, or a timm state_dict), or a run "
+                  "folder (its model_best.safetensors); required");
   cmd->add_option("--results-file", a->results_file, "also write the row to FILE.csv or FILE.json");
   // export and infer name it --config: the same spelling works here too
   auto config_opt = std::make_shared<std::string>();
@@ -165,6 +167,19 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
              "' and --config '", *config_opt, "'; give one");
     a->config = config_opt->empty() ? ca.config : *config_opt;
     a->overrides = ca.overrides;
+    if (a->checkpoint.empty()) {  // a usage error (exit status 2), saying where a file given goes
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      std::string hint;
+      if (fs::is_directory(a->config, ec))
+        hint = str("; '", a->config, "' is a folder: a run folder goes as --checkpoint ", a->config,
+                   " (its model_best.safetensors), a data folder as --data-dir ", a->config,
+                   " (timm's validate.py takes it first)");
+      else if (fs::path(a->config).extension() == ".safetensors")
+        hint = str("; '", a->config, "' is a checkpoint: give it as --checkpoint ", a->config);
+      throw CLI::RequiredError(str("--checkpoint is required", hint),
+                               CLI::ExitCodes::RequiredError);
+    }
     run_validate(*a);
   });
 });

@@ -275,6 +275,28 @@ TEST_F(ValidateCommand, ATimmShortOptionIsNotTakenForTheConfig) {
   EXPECT_NE(r.output.find("top1,top1_err"), std::string::npos) << r.output;
 }
 
+// `validate RUN/last.safetensors` (the checkpoint where the config goes) or timm's `validate.py
+// DATA_DIR` said "--checkpoint is required" alone: the message says where the file or folder goes.
+TEST_F(ValidateCommand, ACheckpointOrFolderGivenAsTheConfigSaysWhereItGoes) {
+  train::Config c = train::load_config(kSmoke);
+  ConvNeXt model(train::model_config_from(c), 3);
+  train::save_checkpoint(file("w.safetensors"), model, nullptr, train::TrainState{},
+                         train::to_yaml(c));
+  const ProgramRun ck = run_program("validate " + file("w.safetensors"));
+  EXPECT_EQ(ck.exit_code, 2) << ck.output;
+  EXPECT_NE(ck.output.find("--checkpoint is required; '" + file("w.safetensors") +
+                           "' is a checkpoint: give it as --checkpoint " + file("w.safetensors")),
+            std::string::npos)
+      << ck.output;
+  const ProgramRun dir = run_program("validate " + dir_.string());
+  EXPECT_EQ(dir.exit_code, 2) << dir.output;
+  EXPECT_NE(dir.output.find("--checkpoint is required; '" + dir_.string() +
+                            "' is a folder: a run folder goes as --checkpoint"),
+            std::string::npos)
+      << dir.output;
+  EXPECT_NE(dir.output.find("a data folder as --data-dir"), std::string::npos) << dir.output;
+}
+
 // A checkpoint that does not exist (a typo) is named with the option it was given as: validate
 // and infer said "cannot read 'x': No such file or directory", which named no option.
 TEST_F(ValidateCommand, AMissingCheckpointIsNamedWithItsOption) {
