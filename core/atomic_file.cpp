@@ -58,6 +58,17 @@ class TempFile {
     if (fd_ < 0)
       throw Error(str("cannot write '", target_, "': ", sys_error(errno), " (creating the temporary file '", tmp_,
                       "' failed); '", target_, "' is unchanged"));
+    // the file it replaces keeps its permissions (a private 0600 file must not become 0644)
+    struct stat old {};
+    if (::stat(target_.c_str(), &old) == 0 && S_ISREG(old.st_mode) &&
+        ::fchmod(fd_, old.st_mode & 07777) != 0) {
+      const int err = errno;  // a constructor that throws runs no destructor: clean up here
+      ::close(fd_);
+      ::unlink(tmp_.c_str());
+      throw Error(str("cannot write '", target_, "': ", sys_error(err),
+                      " (giving the temporary file '", tmp_, "' the permissions of '", target_,
+                      "'); '", target_, "' is unchanged"));
+    }
   }
   ~TempFile() {
     if (fd_ >= 0) ::close(fd_);

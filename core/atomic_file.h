@@ -6,6 +6,7 @@
 // Whole files: the bytes go to `<path>.tmp.<pid>.<n>` in the same folder, which is fsynced, closed
 // and renamed over `path`, then the folder is fsynced. On any failure the temporary file is removed
 // and `path` keeps its previous content (or stays absent), so a reader never sees a partial file.
+// A replaced file's permissions carry over to the new one (a new file: 0644 less the umask).
 #pragma once
 
 #include <sys/types.h>

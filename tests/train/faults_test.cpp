@@ -293,6 +293,23 @@ TEST_F(Faults, AtomicWriterKeepsThePreviousFileOnEveryFailure) {
   EXPECT_EQ(slurp(root_ / "ro" / "x.yaml"), "x: 1\n");
 }
 
+// A file replaced by the atomic writer keeps its permissions: a results file or config kept
+// private (0600) became 0644 (the new file's mode), readable by every user.
+TEST_F(Faults, AReplacedFileKeepsItsPermissions) {
+  const std::string path = (root_ / "private.csv").string();
+  io::write_file_atomic(path, "a\n");
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  io::write_file_atomic(path, "b\n");
+  EXPECT_EQ(fs::status(path).permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  const std::string copy = (root_ / "copy.csv").string();
+  io::write_file_atomic(copy, "c\n");
+  fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  io::copy_file_atomic(path, copy);
+  EXPECT_EQ(fs::status(copy).permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_EQ(slurp(copy), "b\n");
+}
+
 // A results file in a sticky folder (like /tmp, mode 1777) that another user owns cannot be
 // replaced: the rename at the end of the write fails with EPERM. The early check of an output
 // file used to pass it (the folder is writable), so the whole evaluation ran before the error; it
