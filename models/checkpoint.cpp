@@ -36,6 +36,13 @@ std::vector<std::pair<std::string, Tensor>> timm_state_dict(const ConvNeXt& m) {
   return out;
 }
 
+std::map<std::string, Tensor> clean_state_dict(std::map<std::string, Tensor> tensors) {
+  std::map<std::string, Tensor> out;
+  for (auto& [name, t] : tensors)
+    out.emplace(name.rfind("module.", 0) == 0 ? name.substr(7) : name, std::move(t));
+  return out;
+}
+
 void load_state_dict(const Module& m, const std::map<std::string, Tensor>& tensors, bool strict,
                      const std::string& prefix) {
   std::vector<std::string> missing, mis_shaped, bad_fixed;

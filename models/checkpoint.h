@@ -27,6 +27,10 @@ WeightCount nonfinite_weights(const Module& m);
 /// 1) when m.config.conv_mlp (timm's atto .. nano). What checkpoints and exports write.
 std::vector<std::pair<std::string, Tensor>> timm_state_dict(const ConvNeXt& m);
 
+/// timm's clean_state_dict: a tensor named "module.<name>" (a model saved from inside torch's
+/// DataParallel / DistributedDataParallel) is named "<name>".
+std::map<std::string, Tensor> clean_state_dict(std::map<std::string, Tensor> tensors);
+
 /// Copies tensors[prefix + name] into each of the module's tensors (converting dtype / device).
 /// Strict (default): missing, unexpected (under `prefix`) and mis-shaped keys are all listed in ONE
 /// hg::Error. Fixed buffers (trainable == false, e.g. WTConv's wt_filter / iwt_filter) are checked

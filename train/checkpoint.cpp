@@ -151,6 +151,7 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
     else if (name.rfind(kEmaPrefix, 0) != 0)  // the EMA: load_ema_weights
       weights.emplace(name, t);
   }
+  weights = clean_state_dict(std::move(weights));  // "module.*" of torch's DataParallel, as timm
   try {
     load_state_dict(model, weights);
   } catch (const Error& e) {

@@ -34,6 +34,7 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
   for (auto& [name, t] : f.tensors)  // training state of a haargrad checkpoint is not wanted here
     if (!has_prefix(name, "optimizer.") && !has_prefix(name, "state_dict_ema."))
       weights.emplace(name, t);
+  weights = clean_state_dict(std::move(weights));  // "module.*" of torch's DataParallel, as timm
   InitialCheckpoint r;
   const int64_t classes = model.config.num_classes;
   if (auto w = weights.find("head.fc.weight"); w != weights.end()) {

@@ -10,6 +10,7 @@
 
 #include "core/safetensors.h"
 #include "models/checkpoint.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/finetune.h"
 #include "train/trainer.h"
@@ -208,4 +209,21 @@ TEST(InitialCheckpoint, AStartFileThatIsNoSafetensorsFileIsNamedByItsKeyBeforeAn
     EXPECT_FALSE(fs::exists(e.output)) << msg;
   }
   fs::remove_all(root);
+}
+
+// A state_dict saved from a model in torch's DataParallel / DistributedDataParallel names every
+// tensor "module.<name>"; timm's load_checkpoint (clean_state_dict) drops that prefix. It was
+// "missing keys" for every tensor; it loads, as a start and as a checkpoint to evaluate.
+TEST(InitialCheckpoint, ADataParallelStateDictLoadsWithoutItsModulePrefix) {
+  const ConvNeXt pretrained(smoke_model(4), 21);
+  const std::string path = temp_file("module.safetensors");
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (auto& [name, t] : state_dict(pretrained)) tensors.emplace_back("module." + name, t);
+  safetensors::save(path, tensors);
+  ConvNeXt start(smoke_model(4), 22), evaluated(smoke_model(4), 23);
+  EXPECT_FALSE(train::load_initial_checkpoint(path, start).head_reinitialised);
+  EXPECT_EQ(values(start), values(pretrained));
+  train::load_checkpoint(path, evaluated, nullptr);
+  EXPECT_EQ(values(evaluated), values(pretrained));
+  fs::remove(path);
 }
