@@ -46,6 +46,21 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
         if (has_prefix(p.name, "head.fc.")) weights[p.name] = p.tensor.to(Device::cpu);
     }
   }
+  // RGB weights, a gray model: the stem's three input channels summed into one (timm's
+  // adapt_input_conv, for in_chans 1)
+  if (auto w = weights.find("stem.0.weight"); w != weights.end() && model.config.in_chans == 1 &&
+                                              w->second.ndim() == 4 && w->second.size(1) == 3) {
+    const Shape s = w->second.shape();
+    const std::vector<float> rgb = w->second.to(DType::f32).to_vector<float>();
+    const size_t k = static_cast<size_t>(s[2] * s[3]);
+    std::vector<float> gray(static_cast<size_t>(s[0]) * k);
+    for (size_t o = 0; o < static_cast<size_t>(s[0]); ++o)
+      for (size_t j = 0; j < k; ++j)
+        gray[o * k + j] =
+            rgb[(o * 3) * k + j] + rgb[(o * 3 + 1) * k + j] + rgb[(o * 3 + 2) * k + j];
+    w->second = Tensor::from_vector(Shape{s[0], 1, s[2], s[3]}, gray);
+    r.stem_channels_summed = true;
+  }
   try {
     load_state_dict(model, weights);
   } catch (const Error& e) {
@@ -59,8 +74,12 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
         "re-initialised "
         "(fine-tuning on a new label set)",
         path, r.checkpoint_classes, classes);
-  else
-    spdlog::info("initial_checkpoint {}: weights loaded", path);
+  if (r.stem_channels_summed)
+    spdlog::info(
+        "initial_checkpoint {}: its stem takes 3 channels, the model 1: stem.0.weight is the sum "
+        "over the 3 (timm's adapt_input_conv)",
+        path);
+  if (!r.head_reinitialised) spdlog::info("initial_checkpoint {}: weights loaded", path);
   return r;
 }
 

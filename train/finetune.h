@@ -4,7 +4,8 @@
 // training checkpoint or any safetensors state_dict with timm names (a converted timm ConvNeXt /
 // WTConvNeXt). When its classifier has another number of classes than the model (fine-tuning on a
 // new label set), the model's head.fc keeps its fresh initialisation, as timm's
-// pretrained + num_classes does, and a warning says so.
+// pretrained + num_classes does, and a warning says so. RGB weights into a gray model (in_chans 1)
+// have the stem's three input channels summed into one, as timm's adapt_input_conv does.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,9 @@
 namespace hg::train {
 
 struct InitialCheckpoint {
-  bool head_reinitialised = false;  ///< the checkpoint's head did not fit and was left out
-  int64_t checkpoint_classes = 0;   ///< classes of the checkpoint's head.fc (0 when it has none)
+  bool head_reinitialised = false;    ///< the checkpoint's head did not fit and was left out
+  int64_t checkpoint_classes = 0;     ///< classes of the checkpoint's head.fc (0 when it has none)
+  bool stem_channels_summed = false;  ///< RGB weights into a gray model (in_chans 1)
 };
 
 /// Throws hg::Error naming `path` when it is no file, its safetensors header cannot be read, or

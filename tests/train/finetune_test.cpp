@@ -227,3 +227,32 @@ TEST(InitialCheckpoint, ADataParallelStateDictLoadsWithoutItsModulePrefix) {
   EXPECT_EQ(values(evaluated), values(pretrained));
   fs::remove(path);
 }
+
+// Fine-tuning RGB weights (ImageNet's) on gray images (in_chans 1, Fashion-MNIST): timm's
+// pretrained loading sums the stem's three input channels into one (adapt_input_conv); the start
+// was refused with "stem.0.weight (checkpoint [8, 3, 2, 2], model [8, 1, 2, 2])".
+TEST(InitialCheckpoint, RgbWeightsStartAGrayModelWithTheStemChannelsSummed) {
+  const ConvNeXt rgb(smoke_model(4), 31);
+  const std::string path = temp_file("rgb.safetensors");
+  safetensors::save(path, state_dict(rgb));
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  c.in_chans = 1;
+  c.mean = {0.5};
+  c.std = {0.5};
+  ConvNeXt gray(train::model_config_from(c), 32);
+  const train::InitialCheckpoint r = train::load_initial_checkpoint(path, gray);
+  EXPECT_TRUE(r.stem_channels_summed);
+  const auto got = values(gray), want = values(rgb);
+  const std::vector<float>& w3 = want.at("stem.0.weight");
+  const std::vector<float>& w1 = got.at("stem.0.weight");
+  ASSERT_EQ(w1.size() * 3, w3.size());
+  const size_t k = 2 * 2;  // patch 2: each output channel holds 3 x k values in the checkpoint
+  for (size_t o = 0; o < w1.size() / k; ++o)
+    for (size_t j = 0; j < k; ++j)
+      EXPECT_FLOAT_EQ(w1[o * k + j],
+                      w3[(o * 3 + 0) * k + j] + w3[(o * 3 + 1) * k + j] + w3[(o * 3 + 2) * k + j])
+          << o << "," << j;
+  for (const auto& [name, v] : got)
+    if (name != "stem.0.weight") EXPECT_EQ(v, want.at(name)) << name;
+  fs::remove(path);
+}
