@@ -256,7 +256,11 @@ File load(const std::string& path) {
   }
 }
 
-std::map<std::string, std::string> read_metadata(const std::string& path) {
+namespace {
+
+// The header of `path` as JSON (an object), and the size of the data section after it, reading
+// only the header. Throws like read_metadata.
+json read_header(const std::string& path, uint64_t* data_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(str("safetensors '", path, "': cannot open: ", std::strerror(errno)));
   in.seekg(0, std::ios::end);
@@ -274,10 +278,27 @@ std::map<std::string, std::string> read_metadata(const std::string& path) {
   if (!in) throw Error(str("safetensors '", path, "': read failed: ", std::strerror(errno)));
   json j = parse_header(header, path);
   if (!j.is_object()) fail(path, "header must be a JSON object, got ", j.type_name());
+  *data_bytes = size - 8 - header_len;
+  return j;
+}
+
+}  // namespace
+
+std::vector<std::string> tensor_names(const std::string& path) {
+  uint64_t data_bytes = 0;
+  const json j = read_header(path, &data_bytes);
+  std::vector<std::string> out;
+  for (const auto& [name, v] : j.items())
+    if (name != "__metadata__") out.push_back(name);
+  return out;
+}
+
+std::map<std::string, std::string> read_metadata(const std::string& path) {
+  uint64_t data_bytes = 0;
+  const json j = read_header(path, &data_bytes);
   // A file cut short (a copy or a write that stopped) is found here, from the header alone, so
   // that a command reading the metadata first (a resume) refuses it before its long work; the
   // entries are checked in full when the file is loaded.
-  const uint64_t data_bytes = size - 8 - header_len;
   uint64_t data_end = 0;
   std::string last;
   for (const auto& [name, v] : j.items()) {

@@ -37,6 +37,9 @@ File parse(const std::string& bytes, const std::string& what);
 /// or the file is shorter than its tensors' data offsets (cut short).
 std::map<std::string, std::string> read_metadata(const std::string& path);
 
+/// The tensor names of the file, reading only its header (sorted). Throws like read_metadata.
+std::vector<std::string> tensor_names(const std::string& path);
+
 /// Writes tensors (any device; copied to the host) in the order given, data 8-byte aligned.
 /// Atomic through io::write_file_atomic (core/atomic_file.h): a reader never sees a half-written
 /// file and a failed write leaves the previous file intact. Throws hg::Error naming the path and

@@ -307,6 +307,33 @@ TEST_F(ExportCommand, AnOutNamedForAnotherFormatIsRefusedNamingSafetensors) {
   ASSERT_EQ(run_program("export " + ck + " --out " + file("model.safetensors")).exit_code, 0);
 }
 
+// infer --out replaced any safetensors file that was not a training checkpoint nor an input of
+// the command: an export of weights (or another input batch) given by mistake became logits. It
+// replaces logits only; a file holding other tensors is refused, named with what it holds.
+TEST_F(ExportCommand, InferReplacesLogitsOnlyNotWeightsOrBatches) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors"), w = file("w.safetensors"),
+                    in = file("in.safetensors"), other = file("other.safetensors"),
+                    logits = file("logits.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  ASSERT_EQ(run_program("export " + ck + " --out " + w).exit_code, 0);
+  safetensors::save(in, {{"input", test::random({1, 3, 32, 32}, 5)}}, {});
+  safetensors::save(other, {{"input", test::random({1, 3, 32, 32}, 6)}}, {});
+  const std::string base = "infer --checkpoint " + ck + " --input " + in + " --out ";
+  for (const std::string& target : {w, other}) {
+    const std::string before = io::read_file(target);
+    const ProgramRun r = run_program(base + target);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("infer: --out " + target + " holds "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("not logits: it is not replaced"), std::string::npos) << r.output;
+    EXPECT_EQ(io::read_file(target), before);
+  }
+  ASSERT_EQ(run_program(base + logits).exit_code, 0);
+  EXPECT_EQ(run_program(base + logits).exit_code, 0);  // earlier logits: replaced
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
