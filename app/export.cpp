@@ -58,6 +58,14 @@ void run_export(const ExportArgs& a) {
   // nor a run's files (its checkpoints above all: a resume from bare weights would start it over)
   train::check_output_file(a.out, "export: --out", "the weights",
                            {{"the checkpoint", a.checkpoint}});
+  // of safetensors files, weights (or logits) only: an input batch given as --out stays
+  check_replaces_its_kind_only(
+      a.out, "export: --out",
+      [](const std::string& name) {
+        return name == "logits" || name.rfind("stem.", 0) == 0 || name.rfind("stages.", 0) == 0 ||
+               name.rfind("head.", 0) == 0;
+      },
+      "weights");
   refuse_keys_that_change_nothing("export", a.overrides, "writes the model's weights alone",
                                   {"threads"});
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);

@@ -58,17 +58,8 @@ void run_infer(const InferArgs& a) {
   train::check_output_file(a.out, "infer: --out", "the logits",
                            {{"the checkpoint", a.checkpoint}, {"the input batch", a.input}});
   // of safetensors files, logits only: weights or a batch given as --out by mistake stay
-  if (std::error_code ec; std::filesystem::is_regular_file(a.out, ec)) {
-    const std::vector<std::string> names = safetensors::tensor_names(a.out);
-    if (names != std::vector<std::string>{"logits"}) {
-      std::string shown;
-      for (size_t i = 0; i < names.size() && i < 3; ++i) shown += str(i ? ", " : "", names[i]);
-      if (names.size() > 3) shown += ", ...";
-      throw Error(str("infer: --out ", a.out, " holds ", names.size(),
-                      names.size() == 1 ? " tensor (" : " tensors (", shown,
-                      "), not logits: it is not replaced; give another name, or remove it first"));
-    }
-  }
+  check_replaces_its_kind_only(
+      a.out, "infer: --out", [](const std::string& name) { return name == "logits"; }, "logits");
   // the keys of the model and of where it runs; the others (mean, std, img_size, precision, ...)
   // shape training and the data loader, which infer does not use
   refuse_keys_that_change_nothing(

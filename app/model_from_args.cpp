@@ -95,6 +95,21 @@ void check_replaces_safetensors_only(const std::string& path, const std::string&
   }
 }
 
+void check_replaces_its_kind_only(const std::string& path, const std::string& what,
+                                  const std::function<bool(const std::string&)>& ours,
+                                  const std::string& kind) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;
+  const std::vector<std::string> names = safetensors::tensor_names(path);
+  if (!names.empty() && std::all_of(names.begin(), names.end(), ours)) return;
+  std::string shown;
+  for (size_t i = 0; i < names.size() && i < 3; ++i) shown += str(i ? ", " : "", names[i]);
+  if (names.size() > 3) shown += ", ...";
+  throw Error(str(what, " ", path, " holds ", names.size(),
+                  names.size() == 1 ? " tensor (" : " tensors (", shown, "), not ", kind,
+                  ": it is not replaced; give another name, or remove it first"));
+}
+
 void refuse_keys_that_change_nothing(const char* command, const std::vector<std::string>& overrides,
                                      const std::string& why, const std::vector<std::string>& also) {
   std::vector<std::string> taken(std::begin(train::kModelKeys), std::end(train::kModelKeys));

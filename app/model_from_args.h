@@ -4,6 +4,7 @@
 // `--model convnext_small --num-classes 10` for a timm state_dict that carries no config.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,14 @@ std::string checkpoint_file(const std::string& given, const std::string& option,
 /// weights); or when `path` is named for another format (model.pth, logits.npy: torch.load or
 /// numpy.load would fail on the safetensors bytes). Any other name is fine.
 void check_replaces_safetensors_only(const std::string& path, const std::string& what);
+
+/// Throws hg::Error when the existing safetensors file `path` holds a tensor that `ours` does not
+/// take for one of the command's own kind (`kind`: "logits", "weights"): what `what` writes
+/// replaces such files only (an input batch given as --out by mistake stays). Nothing for a new
+/// file.
+void check_replaces_its_kind_only(const std::string& path, const std::string& what,
+                                  const std::function<bool(const std::string&)>& ours,
+                                  const std::string& kind);
 
 /// Throws hg::Error for a `--key value` among `overrides` that is neither a model key
 /// (train::kModelKeys) nor in

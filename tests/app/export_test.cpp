@@ -334,6 +334,29 @@ TEST_F(ExportCommand, InferReplacesLogitsOnlyNotWeightsOrBatches) {
   EXPECT_EQ(run_program(base + logits).exit_code, 0);  // earlier logits: replaced
 }
 
+// export --out over another safetensors file of the user's (an input batch) replaced it with
+// weights; it replaces weights (a model's state_dict) and logits only.
+TEST_F(ExportCommand, ExportReplacesWeightsNotABatch) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors"), w = file("w.safetensors"),
+                    in = file("in.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  safetensors::save(in, {{"input", test::random({1, 3, 32, 32}, 5)}}, {});
+  const std::string before = io::read_file(in);
+  const ProgramRun r = run_program("export " + ck + " --out " + in);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("export: --out " + in +
+                          " holds 1 tensor (input), not weights: it is not "
+                          "replaced"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(io::read_file(in), before);
+  ASSERT_EQ(run_program("export " + ck + " --out " + w).exit_code, 0);
+  EXPECT_EQ(run_program("export " + ck + " --out " + w).exit_code, 0);  // weights: replaced
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
