@@ -54,6 +54,12 @@ void check_output_file(const std::string& path, const std::string& what,
   // a sticky folder (/tmp): the folder is writable, but the rename over another user's file fails
   const std::string sticky = io::sticky_replace_refusal(path);
   HG_CHECK(sticky.empty(), what, " ", sticky, "; give another file name");
+  // a file made read-only (chmod a-w) is kept, as by a shell's `>` (the rename alone would not)
+  if (fs::is_regular_file(path, ec) && ::access(path.c_str(), W_OK) != 0) {
+    const int err = errno;
+    throw Error(str(what, " ", path, " is read-only (", std::strerror(err),
+                    "): it is not replaced; give another file name, or make it writable"));
+  }
   const std::string elsewhere = str("write ", contents, " to another file");
   for (const CommandInput& in : inputs)
     HG_CHECK(!fs::equivalent(in.path, path, ec), what, " ", path, " is ", in.role, " itself; ",

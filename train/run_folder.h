@@ -91,7 +91,8 @@ struct CommandInput {
 /// file: a training checkpoint (a file holding a run position), or a file of a run folder (one
 /// holding kRunMarker) named run.json, args.yaml, summary.csv, log.txt or *.safetensors; or when
 /// `path` is a folder or its folder does not exist or cannot be written, or `path` is another
-/// user's file in a sticky folder such as /tmp (the final rename over it would fail; all checked
+/// user's file in a sticky folder such as /tmp (the final rename over it would fail), or a file
+/// this process may not write (made read-only: kept, as a shell's `>` keeps it; all checked
 /// before the command's work). Any other
 /// path (curves.png of a run included) is fine, existing or not.
 void check_output_file(const std::string& path, const std::string& what,

@@ -360,6 +360,27 @@ TEST_F(Faults, AnotherUsersFileInAStickyFolderIsRefusedBeforeTheWork) {
   EXPECT_EQ(slurp(own), "b\n");
 }
 
+// A results file the user made read-only (chmod a-w) was replaced all the same (a rename needs
+// only the folder to be writable), where a shell's `>` or Python's open(..., "w") refuse it. It is
+// refused before the work, naming the file. Root writes any file, as with those.
+TEST_F(Faults, AReadOnlyOutputFileIsNotReplaced) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a file of nobody's, and a run as nobody";
+  const std::string path = (root_ / "r.csv").string();
+  io::write_file_atomic(path, "kept\n");
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const std::string msg = run_unprivileged([&] {
+    return error_of(
+        [&] { train::check_output_file(path, "validate: --results-file", "the results"); });
+  });
+  EXPECT_CONTAINS(msg, "validate: --results-file " + path +
+                           " is read-only (Permission denied): it is not replaced");
+  EXPECT_EQ(
+      error_of([&] { train::check_output_file(path, "validate: --results-file", "the results"); }),
+      "");  // root
+  EXPECT_EQ(slurp(path), "kept\n");
+}
+
 TEST_F(Faults, DiskFullAtTheSecondSaveKeepsSummaryAndArgs) {
   train::Config c = smoke("full", 2);
   train::TrainOptions first = quiet_;
