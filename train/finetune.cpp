@@ -64,7 +64,9 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
   try {
     load_state_dict(model, weights);
   } catch (const Error& e) {
-    const std::string keys = stored_config_differences(f.metadata, model.config, false);
+    ModelConfig compared = model.config;  // a summed RGB stem fits: in_chans is no reason
+    if (r.stem_channels_summed) compared.in_chans = 3;
+    const std::string keys = stored_config_differences(f.metadata, compared, false);
     throw Error(str("initial_checkpoint ", path, " does not fit model ", model.config.model, ": ",
                     keys, keys.empty() ? "" : "; ", e.what()));
   }

@@ -256,3 +256,28 @@ TEST(InitialCheckpoint, RgbWeightsStartAGrayModelWithTheStemChannelsSummed) {
     if (name != "stem.0.weight") EXPECT_EQ(v, want.at(name)) << name;
   fs::remove(path);
 }
+
+// RGB weights of other widths into a gray model: the error names the widths, not in_chans (the
+// three stem channels are summed, so in_chans is no reason for the mismatch).
+TEST(InitialCheckpoint, AnRgbStartOfOtherWidthsNamesTheWidthsOnly) {
+  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  const ConvNeXt rgb(train::model_config_from(c), 41);
+  const std::string path = temp_file("rgb_wide.safetensors");
+  train::save_checkpoint(path, rgb, nullptr, train::TrainState{}, train::to_yaml(c));
+  c.in_chans = 1;
+  c.mean = {0.5};
+  c.std = {0.5};
+  c.dims = {8, 32};
+  ConvNeXt gray(train::model_config_from(c), 42);
+  std::string msg;
+  try {
+    train::load_initial_checkpoint(path, gray);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("the config stored in it has dims [8, 16] (the model: [8, 32]);"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("in_chans"), std::string::npos) << msg;
+  fs::remove(path);
+}
