@@ -32,7 +32,15 @@ struct InferArgs {
 
 /// The batch as NHWC f32, with the shape as the file holds it in *stored (for messages).
 Tensor read_input(const std::string& path, const std::string& layout, Shape* stored) {
-  safetensors::File f = safetensors::load(path);
+  safetensors::File f;
+  try {
+    f = safetensors::load(path);
+  } catch (const Error& e) {
+    throw Error(str("infer: --input ", path, ": ", e.what(),
+                    " (infer takes a batch already sized and normalised, as a safetensors tensor "
+                    "'input' of N x C x H x W: in Python, safetensors.torch.save_file({'input': "
+                    "batch}, 'batch.safetensors'))"));
+  }
   auto it = f.tensors.find("input");
   if (it == f.tensors.end()) {
     HG_CHECK(f.tensors.size() == 1, "infer: ", path, " has no tensor named 'input' and ", f.tensors.size(),

@@ -189,6 +189,11 @@ std::string foreign_format(const char* head, size_t n) {
     return str("; it is a ZIP archive, likely a PyTorch file (torch.save)", how);
   if (n >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
     return str("; it is a Python pickle, likely a PyTorch file (torch.save)", how);
+  if (n >= 8 && std::memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0) return "; it is a PNG image";
+  if (n >= 3 && std::memcmp(head, "\xff\xd8\xff", 3) == 0) return "; it is a JPEG image";
+  if (n >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0)
+    return "; it is a NumPy array (numpy.save): convert it in Python with "
+           "safetensors.numpy.save_file({'input': array}, 'x.safetensors')";
   return "";
 }
 

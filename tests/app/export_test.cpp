@@ -357,6 +357,30 @@ TEST_F(ExportCommand, ExportReplacesWeightsNotABatch) {
   EXPECT_EQ(run_program("export " + ck + " --out " + w).exit_code, 0);  // weights: replaced
 }
 
+// infer --input given an image or a NumPy array said "header length ... runs past the end of the
+// file": the error names the option, what the file is, and the batch file infer takes.
+TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  std::ofstream(file("cat.png"), std::ios::binary)
+      << std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x20\0\0\0\x20\x08\x02", 26);
+  std::ofstream(file("batch.npy"), std::ios::binary)
+      << std::string("\x93NUMPY\x01\0v\0{'descr': '<f4', 'fortran_order': False}", 50);
+  for (const auto& [name, kind] : {std::pair{"cat.png", "it is a PNG image"},
+                                   std::pair{"batch.npy", "it is a NumPy array (numpy.save)"}}) {
+    const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + file(name) +
+                                     " --out " + file("logits.safetensors"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("infer: --input " + file(name) + ": safetensors '"), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(kind), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("infer takes a batch already sized and normalised"), std::string::npos)
+        << r.output;
+  }
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
