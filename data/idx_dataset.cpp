@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <system_error>
 
 namespace hg::data {
@@ -76,14 +77,20 @@ IdxDataset::IdxDataset(const std::string& dir, const std::string& split, int64_t
   HG_CHECK(fs::is_directory(dir, ec), "IdxDataset: the data folder '", dir,
            "' is not a folder (the config's data_dir): give the folder that holds the "
            "train-images-idx3-ubyte(.gz) and t10k-* files");
+  // timm's names too (its MNIST-like sets read the test part for any split but a train name)
+  static const std::set<std::string> train = {"train", "training"},
+                                     test = {"test",       "t10k", "val",       "valid",
+                                             "validation", "eval", "evaluation"};
   std::string prefix;
-  if (split == "train") prefix = "train";
-  else if (split == "test" || split == "t10k") prefix = "t10k";
+  if (train.count(split))
+    prefix = "train";
+  else if (test.count(split))
+    prefix = "t10k";
   else
     throw Error(str("IdxDataset: split '", split,
-                    "' is not an IDX split (the config's train_split / val_split): the IDX "
-                    "splits are 'train' (train-*-ubyte files) and 'test' (t10k-*-ubyte), e.g. "
-                    "val_split: test"));
+                    "' (the config's train_split / val_split) must be train (or training: the "
+                    "train-*-ubyte files) or test (or t10k, val, valid, validation, eval, "
+                    "evaluation: the t10k-*-ubyte files)"));
   load(find_file(dir, prefix + "-images-idx3-ubyte"), find_file(dir, prefix + "-labels-idx1-ubyte"), channels);
 }
 

@@ -27,8 +27,9 @@ IdxArray read_idx(const std::string& path, uint32_t expected_magic);
 
 class IdxDataset : public Dataset {
  public:
-  /// Split "train" reads <dir>/train-{images-idx3,labels-idx1}-ubyte[.gz]; split "test" reads the
-  /// t10k-* files. `channels` 1 keeps the gray bytes, 3 replicates them to RGB.
+  /// Split "train" (or "training") reads <dir>/train-{images-idx3,labels-idx1}-ubyte[.gz]; split
+  /// "test" (or "t10k", or a validation name of timm's: val, valid, validation, eval, evaluation)
+  /// reads the t10k-* files. `channels` 1 keeps the gray bytes, 3 replicates them to RGB.
   /// Throws hg::Error for another split name, a missing file, or images/labels that disagree.
   IdxDataset(const std::string& dir, const std::string& split, int64_t channels = 1);
   /// The same from two explicit files.

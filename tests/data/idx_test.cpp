@@ -56,6 +56,20 @@ TEST(Idx, FashionMnistSplits) {
   }
 }
 
+// timm reads an MNIST-like set's test part for any split but its train names (create_dataset:
+// train=split in _TRAIN_SYNONYM): the default val_split 'validation' was refused ("split must be
+// 'train' or 'test'"). The validation names read t10k, training reads train; another name is
+// refused naming the config keys.
+TEST(Idx, TimmsSplitNamesReadTheTrainAndTestFiles) {
+  if (!std::filesystem::exists(kDir)) GTEST_SKIP() << kDir << " missing";
+  for (const char* name : {"validation", "val", "eval"})
+    EXPECT_EQ(hg::data::IdxDataset(kDir, name).size(), 10000) << name;
+  EXPECT_EQ(hg::data::IdxDataset(kDir, "training").size(), 60000);
+  const std::string msg = error_of([&] { hg::data::IdxDataset(kDir, "tset"); });
+  EXPECT_NE(msg.find("split 'tset' (the config's train_split / val_split)"), std::string::npos)
+      << msg;
+}
+
 TEST(Idx, ThreeChannelsReplicateGray) {
   if (!std::filesystem::exists(kDir)) GTEST_SKIP() << kDir << " missing";
   hg::test::TempDir tmp;
@@ -101,23 +115,23 @@ TEST(Idx, BrokenFilesNameTheFile) {
 
   msg = error_of([&] { hg::data::read_idx(tmp / "missing.gz", 0x801); });
   EXPECT_NE(msg.find("missing.gz"), std::string::npos) << msg;
-  msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "val"); });
-  EXPECT_NE(msg.find("'val'"), std::string::npos) << msg;
+  msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "tset"); });
+  EXPECT_NE(msg.find("'tset'"), std::string::npos) << msg;
   msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "train"); });
   EXPECT_NE(msg.find("train-"), std::string::npos) << msg;  // whichever of the pair is looked up first
   EXPECT_NE(msg.find("-ubyte.gz"), std::string::npos) << msg;
 }
 
-// The config's default val_split is timm's 'validation', which an IDX folder does not have: the
-// error says which splits there are and which config key picks them. A data_dir that is missing,
-// a file or unset is named as the config's data_dir (it read "neither '<file>/train-labels-...'
-// nor ... exists").
+// A split an IDX folder does not have (timm's names read the train or test files:
+// TimmsSplitNamesReadTheTrainAndTestFiles): the error says which splits there are and which config
+// key picks them. A data_dir that is missing, a file or unset is named as the config's data_dir
+// (it read "neither '<file>/train-labels-...' nor ... exists").
 TEST(Idx, ASplitOrDataDirItCannotReadIsNamedWithItsKey) {
   hg::test::TempDir tmp;
-  std::string msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "validation"); });
-  EXPECT_NE(msg.find("'validation'"), std::string::npos) << msg;
+  std::string msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "dev"); });
+  EXPECT_NE(msg.find("'dev'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("val_split"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'test'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("or test (or t10k"), std::string::npos) << msg;
 
   hg::test::write_bytes(tmp / "config.yaml", "epochs: 1\n");
   for (const std::string& dir : {tmp / "config.yaml", tmp / "missing", std::string()}) {
