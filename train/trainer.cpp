@@ -159,6 +159,9 @@ struct Session {
   TrainResult result;
   bool claimed = false;  // this session claimed a new run folder (a new run, or a resume moved)
   bool created = false;  // ... and made it (rather than finding it empty)
+  // the output root (output) and the outermost of its folders that this session made; given
+  // back with the run folder (empty when the root was there)
+  fs::path out_root, made_root;
   // a resume's new args.yaml, written with this session's first checkpoint (a session that diverges
   // before it leaves the run's args.yaml as it was: no checkpoint was trained with the new values)
   std::string pending_args;
@@ -245,6 +248,12 @@ void open_run_folder(Session& s) {
                                                             std::to_string(s.cfg.img_size)
                                                       : s.cfg.experiment;
     if (dist::is_main()) {
+      std::error_code ec;
+      s.out_root = fs::absolute(out_root, ec);
+      for (fs::path p = s.out_root; !ec && !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+        s.made_root = p;
+        if (p == p.parent_path()) break;
+      }
       run_dir = claim_run_folder(out_root, name, &s.created);
       s.claimed = true;
       // a resume's args.yaml waits for its first checkpoint (write_pending_args)
@@ -1110,6 +1119,10 @@ bool give_back_folder(const Session& s) {
   if (ec || !only_ours) return false;
   for (const std::string& name : ours) fs::remove(s.paths.dir / name, ec);
   if (s.created) fs::remove(s.paths.dir, ec);  // only when empty
+  // the output root's folders that this session made, each only when empty
+  if (s.created && !s.made_root.empty())
+    for (fs::path p = s.out_root; fs::remove(p, ec) && !ec && p != s.made_root;)
+      p = p.parent_path();
   return true;
 }
 

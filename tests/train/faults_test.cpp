@@ -927,6 +927,28 @@ TEST_F(Faults, ASessionThatTrainsNoStepReportsNoRates) {
 // A resume that cannot go anywhere says so: a run stopped inside epoch 2 resumed with --epochs 1;
 // a finished copy resumed into a new folder gives that folder back; an older checkpoint (no run
 // id) under a name its folder's run does not write goes on in a new folder.
+// A run that fails before training (weights that do not fit the model) gave back its run folder
+// but left the output root it had made (`--output runs/new`: an empty runs/new). The folders it
+// made go with the run folder; a root that was there stays.
+TEST_F(Faults, ARunThatFailsBeforeTrainingLeavesNoOutputRootItMade) {
+  train::Config c = smoke("w", 1);
+  const std::string weights = (root_ / "w.safetensors").string();
+  {
+    ConvNeXt m(train::model_config_from(c), 1);
+    train::save_checkpoint(weights, m, nullptr, train::TrainState{}, train::to_yaml(c));
+  }
+  c.initial_checkpoint = weights;
+  c.dims = {8, 32};  // the weights do not fit: found once the model is built
+  c.output = (root_ / "runs" / "new").string();
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), "does not fit model");
+  EXPECT_FALSE(fs::exists(root_ / "runs")) << "the output root made for the run stays";
+  fs::create_directories(root_ / "kept");
+  c.output = (root_ / "kept").string();
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), "does not fit model");
+  EXPECT_TRUE(fs::is_directory(root_ / "kept"));
+  EXPECT_TRUE(fs::is_empty(root_ / "kept"));
+}
+
 TEST_F(Faults, ResumesThatCannotGoOnSaySoAndLeaveNoFolder) {
   train::Config c = smoke("edge", 2);
   train::TrainOptions stop = quiet_;
