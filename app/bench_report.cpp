@@ -2,6 +2,7 @@
 #include "app/bench_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -48,8 +49,13 @@ double round_to(double v, int decimals) {
   const double f = std::pow(10.0, decimals);
   return std::round(v * f) / f;
 }
+// `s` ends with `tail` (lowercase) in any case: R.CSV is a CSV file
 bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  if (s.size() < tail.size()) return false;
+  for (size_t i = 0; i < tail.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - tail.size() + i])) != tail[i])
+      return false;
+  return true;
 }
 double samples_per_sec(int batch, double ms) { return ms > 0 ? batch * 1000.0 / ms : 0.0; }
 // Bytes held from the system per live byte at the peak (issue 11: at most 1.10 in a training step).

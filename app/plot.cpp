@@ -2,6 +2,7 @@
 // side by side (loss, top-1 and EMA top-1, learning rate, img/s per epoch), drawn with gnuplot.
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -31,8 +32,10 @@ void run_plot(const PlotArgs& a) {
                                 : "compare.png");
   if (!a.out.empty()) {
     hg::train::check_output_file(a.out, "plot: --out", "the plot");
+    std::string ext = std::filesystem::path(a.out).extension().string();
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     HG_CHECK(
-        std::filesystem::path(a.out).extension() == ".png", "plot: --out ", a.out,
+        ext == ".png", "plot: --out ", a.out,
         " must end in .png (gnuplot draws a PNG; its data and script go beside it as .dat, .gp)");
   }
   hg::train::PlotOptions opts;

@@ -284,6 +284,20 @@ TEST_F(CliTest, ATildeAfterAnOptionsEqualsSignIsTheHomeFolder) {
       << r.output;
 }
 
+// An output suffix in capitals (R.CSV, CURVES.PNG) was refused by bench and plot, where validate
+// takes one in any case: any case is that suffix.
+TEST_F(CliTest, OutputSuffixesAreReadInAnyCase) {
+  const ProgramRun p = run_program("plot " + dir_.string() + " --out " + file("CURVES.PNG"));
+  EXPECT_NE(p.exit_code, 0);
+  EXPECT_EQ(p.output.find("must end in"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("holds no summary.csv"), std::string::npos) << p.output;
+  const ProgramRun b =
+      run_program("bench --device cpu --models convnext_foo --output " + file("R.CSV"));
+  EXPECT_NE(b.exit_code, 0);
+  EXPECT_EQ(b.output.find("must end in"), std::string::npos) << b.output;
+  EXPECT_NE(b.output.find("unknown model 'convnext_foo'"), std::string::npos) << b.output;
+}
+
 // export-png into a folder that holds files already is refused: the earlier images would stay and
 // be trained on beside the new ones.
 TEST_F(CliTest, ExportPngRefusesANonEmptyFolder) {
