@@ -78,7 +78,9 @@ std::string json_text(const ResultRow& r) {
   return j.dump(2) + "\n";
 }
 
-ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool use_ema) {
+// `source` names where cfg came from, for an error about its data.
+ResultRow evaluate(const train::Config& cfg, const std::string& source,
+                   const std::string& checkpoint, bool use_ema) {
   const Device device = train::resolve_device(cfg.device);
   ConvNeXt model(train::model_config_from(cfg), 0, DType::f32, device);
   if (!use_ema)
@@ -89,7 +91,14 @@ ResultRow evaluate(const train::Config& cfg, const std::string& checkpoint, bool
              "*): its run kept no model_ema, or it is an export (export --ema writes the EMA as "
              "the plain weights); validate it without --use-ema");
   // the validation split alone: the train split only names the classes (its files are not read)
-  auto loader = data::make_loader(cfg, false, data::make_val_dataset(cfg));
+  std::shared_ptr<data::Dataset> val;
+  try {
+    val = data::make_val_dataset(cfg);
+  } catch (const Error& e) {  // a stored config's data_dir: relative, or of another machine
+    throw Error(str(e.what(), "; validate: data_dir '", cfg.data_dir, "' is from ", source,
+                    "; --data-dir DIR (and --val-split NAME) evaluate on data elsewhere"));
+  }
+  auto loader = data::make_loader(cfg, false, val);
 
   const auto t0 = std::chrono::steady_clock::now();  // timm: data loading included
   const train::EvalResult ev = train::evaluate(model, *loader, device, 0);
@@ -129,7 +138,7 @@ void run_validate(const ValidateArgs& args) {
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
   set_cpu_threads(static_cast<int>(cfg.threads));
-  const ResultRow r = evaluate(cfg, a.checkpoint, a.use_ema);
+  const ResultRow r = evaluate(cfg, rc.source, a.checkpoint, a.use_ema);
   const std::string csv = csv_text(r);
   std::printf("%s", csv.c_str());
   if (!a.results_file.empty()) io::write_file_atomic(a.results_file, ext == "csv" ? csv : json_text(r));

@@ -297,6 +297,27 @@ TEST_F(ValidateCommand, ACheckpointOrFolderGivenAsTheConfigSaysWhereItGoes) {
   EXPECT_NE(dir.output.find("a data folder as --data-dir"), std::string::npos) << dir.output;
 }
 
+// The data of a checkpoint's stored config may not be there (a relative data_dir, run from another
+// folder; another machine): "the data folder 'data' does not exist" did not say where that
+// data_dir came from nor how to point elsewhere.
+TEST_F(ValidateCommand, MissingDataNamesWhereItsDataDirComesFrom) {
+  train::Config c = train::load_config(kSmoke);
+  c.dataset = "image_folder";
+  c.data_dir = "data_of_the_run";
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const ProgramRun r = run_program("validate --checkpoint " + ck);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the data folder 'data_of_the_run' does not exist"), std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find("validate: data_dir 'data_of_the_run' is from the config stored in " + ck +
+                    "; --data-dir DIR (and --val-split NAME) evaluate on data elsewhere"),
+      std::string::npos)
+      << r.output;
+}
+
 // A checkpoint that does not exist (a typo) is named with the option it was given as: validate
 // and infer said "cannot read 'x': No such file or directory", which named no option.
 TEST_F(ValidateCommand, AMissingCheckpointIsNamedWithItsOption) {
