@@ -26,7 +26,9 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "core/atomic_file.h"
 
@@ -148,6 +150,34 @@ CorruptImage not_an_image(const std::string& path, const std::vector<uint8_t>& b
   return CorruptImage(path, not_an_image_reason(bytes));
 }
 
+namespace {
+// A JPEG's (height, width) from its frame header (SOFn), found by stepping over the segments
+// before it (APPn with EXIF data can be tens of kilobytes): a few small reads. Nothing when the
+// walk meets something other than a well-formed segment before it; the decoder judges those.
+std::optional<std::pair<int64_t, int64_t>> jpeg_frame_size(std::FILE* f) {
+  if (std::fseek(f, 2, SEEK_SET) != 0) return std::nullopt;  // after the start-of-image marker
+  for (int segment = 0; segment < 256; ++segment) {
+    int c = std::fgetc(f);
+    if (c != 0xFF) return std::nullopt;
+    while (c == 0xFF) c = std::fgetc(f);                          // fill bytes
+    if (c == EOF || c == 0xDA || c == 0xD9) return std::nullopt;  // start of scan, end of image
+    if (c == 0x01 || (c >= 0xD0 && c <= 0xD8)) continue;          // markers without a length
+    const int hi = std::fgetc(f), lo = std::fgetc(f);
+    if (hi == EOF || lo == EOF) return std::nullopt;
+    const long length = (long(hi) << 8) | lo;  // counts its own two bytes
+    if (length < 2) return std::nullopt;
+    const bool frame = c >= 0xC0 && c <= 0xCF && c != 0xC4 && c != 0xC8 && c != 0xCC;
+    if (frame) {
+      uint8_t h[5];  // precision, height, width
+      if (length < 7 || std::fread(h, 1, 5, f) != 5) return std::nullopt;
+      return std::pair<int64_t, int64_t>((int64_t(h[1]) << 8) | h[2], (int64_t(h[3]) << 8) | h[4]);
+    }
+    if (std::fseek(f, length - 2, SEEK_CUR) != 0) return std::nullopt;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 bool probe_image(const std::string& path, std::string* reason) {
   auto fail = [&](const std::string& why) {
     if (reason) *reason = why;
@@ -170,12 +200,17 @@ bool probe_image(const std::string& path, std::string* reason) {
     tail.resize(std::fread(tail.data(), 1, tail.size(), f.get()));
   }
   // JPEGs are decoded by libjpeg-turbo, which takes kinds stb_image does not (arithmetic coding):
-  // here only a cut-off file is caught (its last bytes hold no end-of-image marker); the decoder
-  // reports the rest when it reads the image
-  if (format == ImageFormat::jpeg)
-    return jpeg_has_end_marker(tail.data(), tail.size())
-               ? true
-               : fail("a jpeg cut short (no end-of-image marker in its last bytes)");
+  // here only a cut-off file (its last bytes hold no end-of-image marker) and a size over the
+  // pixel cap are caught; the decoder reports the rest when it reads the image
+  if (format == ImageFormat::jpeg) {
+    if (!jpeg_has_end_marker(tail.data(), tail.size()))
+      return fail("a jpeg cut short (no end-of-image marker in its last bytes)");
+    const std::optional<std::pair<int64_t, int64_t>> size = jpeg_frame_size(f.get());
+    if (size && size->first * size->second > kMaxImagePixels)
+      return fail(str("a ", size->second, "x", size->first, " jpeg: more than the ",
+                      kMaxImagePixels, " pixels allowed"));
+    return true;
+  }
   f.reset();  // stb_image opens it by name
   int w = 0, h = 0, c = 0;
   if (stbi_info(path.c_str(), &w, &h, &c) && w > 0 && h > 0) {

@@ -224,6 +224,37 @@ TEST(ImageFolder, APngCutShortIsCaughtByTheScan) {
   }
 }
 
+// A JPEG whose frame header claims more pixels than the cap (a decompression bomb, or a header
+// spoilt) passed the scan, which read only its end: it failed when first read, in training (under
+// corrupt_images: error, after an epoch's work) or in an evaluation (replaced by a neighbour). The
+// scan reads the size in its frame header, as it does a PNG's; a whole JPEG with an EXIF-like
+// segment before its frame still passes.
+TEST(ImageFolder, AJpegOverThePixelCapIsCaughtByTheScan) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  hg::data::write_jpeg(tmp / "full.jpg", hg::test::random_image(16, 24, 3, 8), 90);
+  std::string bytes = hg::test::read_bytes(tmp / "full.jpg");
+  // an APP1 segment (its length 3000 counts itself) after the start-of-image marker, as EXIF sits
+  const std::string app1 = std::string("\xff\xe1\x0b\xb8", 4) + std::string(2998, 'x');
+  bytes.insert(2, app1);
+  hg::test::write_bytes(tmp / "train/cls/ok.jpg", bytes);
+  ImageFolderOptions opts;
+  opts.corrupt = hg::data::CorruptPolicy::error;
+  ImageFolder ok(tmp.path().string(), "train", opts);
+  ASSERT_EQ(ok.size(), 1);
+  EXPECT_EQ(ok.get(0).image.width, 24);
+  // the frame header (SOF0): FF C0, length, precision, height, width
+  const size_t sof = bytes.find(std::string("\xff\xc0", 2));
+  ASSERT_NE(sof, std::string::npos);
+  bytes.replace(sof + 5, 4, std::string("\xea\x60\xea\x60", 4));  // 60000 x 60000
+  hg::test::write_bytes(tmp / "train/cls/bomb.jpg", bytes);
+  const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
+  EXPECT_NE(msg.find("bomb.jpg"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a 60000x60000 jpeg: more than the 268435456 pixels allowed"),
+            std::string::npos)
+      << msg;
+}
+
 // A plain-text PGM / PPM (P2 / P3, which PIL reads) was skipped as "not a JPEG, PNG, BMP, PPM or
 // PGM file ..., whatever its name says": false of a PPM named .ppm. It is named as the plain kind
 // our decoder does not read, with the binary kind (P5 / P6) to convert it to.
