@@ -105,8 +105,24 @@ void check_split_folder(const std::string& root, const std::string& split, const
            split, "' split, e.g. --data-dir /data/imagenet (", kLayout, ")");
   HG_CHECK(fs::exists(root, ec), "ImageFolder: the data folder '", root,
            "' does not exist (the config's data_dir)");
-  HG_CHECK(fs::is_directory(root, ec), "ImageFolder: the data folder '", root,
-           "' is not a folder (the config's data_dir)");
+  if (!fs::is_directory(root, ec)) {
+    // timm reads tar files as datasets; here they are unpacked first
+    std::string name = fs::path(root).filename().string();
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    const auto ends = [&](const std::string& end) {
+      return name.size() > end.size() &&
+             name.compare(name.size() - end.size(), end.size(), end) == 0;
+    };
+    for (const char* archive : {".tar", ".tar.gz", ".tgz", ".tar.xz", ".zip"})
+      HG_CHECK(!ends(archive), "ImageFolder: the data folder '", root,
+               "' is an archive (the config's data_dir): haargrad reads a folder of images, not "
+               "an archive as timm's tar readers do; unpack it (tar -xf / unzip) and give the "
+               "folder that holds its '",
+               split, "' split; ", kLayout);
+    throw Error(
+        str("ImageFolder: the data folder '", root, "' is not a folder (the config's data_dir)"));
+  }
   if (fs::is_directory(dir, ec)) return;
   const std::vector<std::string> folders =
       split.empty() ? std::vector<std::string>() : subfolders(root);

@@ -434,6 +434,22 @@ TEST(ImageFolder, ASplitFolderIsFoundByTimmsSynonyms) {
       << mine;
 }
 
+// timm reads a tar file as a dataset (its tar readers); here data_dir must be a folder, and an
+// archive was "not a folder" with nothing on what to do. It is named as an archive to unpack.
+TEST(ImageFolder, AnArchiveAsDataDirIsNamedAsSuch) {
+  hg::test::TempDir tmp;
+  for (const std::string name : {"imagenet.tar", "data.tar.gz", "data.tgz", "data.zip"}) {
+    hg::test::write_bytes(tmp / name, "not a folder");
+    const std::string msg = error_of([&] { ImageFolder(tmp / name, "train"); });
+    EXPECT_NE(msg.find("'" + (tmp / name) + "' is an archive"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unpack it"), std::string::npos) << msg;
+  }
+  hg::test::write_bytes(tmp / "notes.txt", "not a folder");
+  const std::string msg = error_of([&] { ImageFolder(tmp / "notes.txt", "train"); });
+  EXPECT_NE(msg.find("is not a folder"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("archive"), std::string::npos) << msg;
+}
+
 TEST(ImageFolder, LayoutErrors) {
   hg::test::TempDir tmp;
   fs::create_directories(tmp.path() / "flat/train");
