@@ -6,6 +6,7 @@
 // against a measured device-to-device copy. Kernel-level calls (no autograd tape) for all four.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -366,8 +367,25 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--batch", opts->batch, "batch size")->check(at_least(1));
   cmd->add_option("--iters", opts->iters, "timed runs (median reported)")->check(at_least(1));
   cmd->add_option("--warmup", opts->warmup, "untimed runs first")->check(at_least(0));
-  cmd->add_option("--kernel", opts->K, "WTConv kernel size (odd)");
-  cmd->add_option("--channels", opts->only_channels, "only the stage shape with this C (96, 192, 384, 768)");
+  cmd->add_option("--kernel", opts->K, "WTConv kernel size (odd)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const long k = std::strtol(v.c_str(), nullptr, 10);
+            return k >= 1 && k % 2 == 1 ? std::string()
+                                        : "expected an odd kernel size >= 1, got " + v;
+          },
+          "ODD"));
+  cmd->add_option("--channels", opts->only_channels,
+                  "only the stage shape with this C (96, 192, 384, 768)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const long c = std::strtol(v.c_str(), nullptr, 10);
+            return c == 0 || c == 96 || c == 192 || c == 384 || c == 768
+                       ? std::string()
+                       : v + " is not a stage's channel count (96, 192, 384 or 768; 0 = every "
+                             "stage)";
+          },
+          "STAGE"));
   cmd->add_option("--output", opts->output, "also write the results as JSON to this file");
   cmd->add_option("--precision", opts->precision, "activation dtype: fp32 or bf16 (weights stay f32)")
       ->check(CLI::IsMember({"fp32", "bf16"}))

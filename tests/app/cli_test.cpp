@@ -503,6 +503,24 @@ TEST_F(CliTest, BenchNamesModelsForTimmsModelOption) {
   }
 }
 
+// bench-layer's --kernel and --channels were not checked: --channels 100 (no stage has it) timed
+// nothing and printed an empty table, an even or negative --kernel reached the kernels. Both are
+// usage errors naming the values it takes, before any GPU work (so also in a CPU-only build).
+TEST_F(CliTest, BenchLayerRefusesAKernelOrChannelsItCannotTime) {
+  const ProgramRun c = run_program("bench-layer --channels 100");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("--channels: 100 is not a stage's channel count (96, 192, 384 or 768"),
+            std::string::npos)
+      << c.output;
+  for (const char* k : {"4", "0", "-3"}) {
+    const ProgramRun r = run_program(std::string("bench-layer --kernel ") + k);
+    EXPECT_EQ(r.exit_code, 2) << k << r.output;
+    EXPECT_NE(r.output.find("--kernel: expected an odd kernel size >= 1, got " + std::string(k)),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 TEST_F(CliTest, BenchTakesATrainingConfig) {
   const std::string out = file("row.json");
   const ProgramRun r = run_program("bench " + kSource + "/configs/smoke.yaml --device cpu --steps 2 --warmup 2 "
