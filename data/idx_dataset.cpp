@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <string>
 #include <system_error>
+#include <vector>
 
 namespace hg::data {
 
@@ -62,7 +64,26 @@ std::string find_file(const std::string& dir, const std::string& name) {
   fs::path gz = fs::path(dir) / (name + ".gz"), plain = fs::path(dir) / name;
   if (fs::exists(gz)) return gz.string();
   if (fs::exists(plain)) return plain.string();
-  throw Error(str("IdxDataset: neither '", gz.string(), "' nor '", plain.string(), "' exists"));
+  // a folder of image folders given to the idx dataset (an IDX config's --data-dir changed alone)
+  std::vector<std::string> folders;
+  bool idx_files = false;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.find("-ubyte") != std::string::npos) idx_files = true;
+    if (!n.empty() && n[0] != '.' && e.is_directory(ec)) folders.push_back(n);
+  }
+  std::sort(folders.begin(), folders.end());
+  std::string hint;
+  if (!idx_files && !folders.empty()) {
+    for (size_t i = 0; i < folders.size() && i < 8; ++i)
+      hint += str(i == 0 ? "" : ", ", "'", folders[i], "'");
+    hint = str("; '", dir, "' holds no IDX files but the folders ", hint,
+               folders.size() > 8 ? ", ..." : "",
+               ": for a folder of images per class set dataset: image_folder");
+  }
+  throw Error(
+      str("IdxDataset: neither '", gz.string(), "' nor '", plain.string(), "' exists", hint));
 }
 }  // namespace
 

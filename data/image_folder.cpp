@@ -153,6 +153,17 @@ void check_split_folder(const std::string& root, const std::string& split, const
                     r.filename().string(), " (or --val-split ", r.filename().string(),
                     " for the validation split); ", kLayout));
   }
+  // MNIST-format files where image folders were expected (the dataset key left at image_folder)
+  std::string idx_file;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.find("-ubyte") != std::string::npos && (idx_file.empty() || n < idx_file)) idx_file = n;
+  }
+  const std::string idx_hint =
+      idx_file.empty() ? std::string()
+                       : str("; '", root, "' holds IDX files (e.g. '", idx_file,
+                             "'): for MNIST-format files set dataset: idx (train_split train, "
+                             "val_split test)");
   std::string present;
   for (size_t i = 0; i < folders.size() && i < 8; ++i)
     present += str(present.empty() ? "" : ", ", "'", folders[i], "'");
@@ -162,7 +173,7 @@ void check_split_folder(const std::string& root, const std::string& split, const
                   split.empty()     ? std::string()
                   : present.empty() ? str("; '", root, "' holds no split folders")
                                     : str("; '", root, "' holds ", present),
-                  "; ", kLayout));
+                  idx_hint, "; ", kLayout));
 }
 
 // The class folders of `dir`, sorted. Images lying directly in `dir` and broken links are named

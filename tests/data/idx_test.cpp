@@ -163,3 +163,17 @@ TEST(Idx, AGzipFileCutShortIsNamedAsSuch) {
   EXPECT_NE(msg.find("cut.gz"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cut short"), std::string::npos) << msg;
 }
+
+// The Fashion-MNIST config run on a folder of images (--data-dir DIR without --dataset
+// image_folder) said only "neither '<DIR>/train-labels-idx1-ubyte.gz' nor ... exists". The error
+// names the folders it holds and the dataset key.
+TEST(Idx, AFolderOfImageFoldersNamesTheDatasetKey) {
+  hg::test::TempDir tmp;
+  std::filesystem::create_directories(tmp.path() / "train/cat");
+  std::filesystem::create_directories(tmp.path() / "val/cat");
+  const std::string msg = error_of([&] { hg::data::IdxDataset(tmp.path().string(), "train"); });
+  EXPECT_NE(msg.find("train-labels-idx1-ubyte"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("holds no IDX files but the folders 'train', 'val'"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("dataset: image_folder"), std::string::npos) << msg;
+}

@@ -450,6 +450,18 @@ TEST(ImageFolder, AnArchiveAsDataDirIsNamedAsSuch) {
   EXPECT_EQ(msg.find("archive"), std::string::npos) << msg;
 }
 
+// configs/fashion_mnist.yaml with --dataset image_folder (or an image config pointed at the IDX
+// folder) said the split folder is missing and the root "holds no split folders". The IDX files
+// there are named, with the dataset key.
+TEST(ImageFolder, AFolderOfIdxFilesNamesTheDatasetKey) {
+  hg::test::TempDir tmp;
+  hg::test::write_bytes(tmp / "train-images-idx3-ubyte.gz", "x");
+  hg::test::write_bytes(tmp / "t10k-labels-idx1-ubyte", "x");
+  const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train"); });
+  EXPECT_NE(msg.find("holds IDX files (e.g. 't10k-labels-idx1-ubyte')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dataset: idx"), std::string::npos) << msg;
+}
+
 TEST(ImageFolder, LayoutErrors) {
   hg::test::TempDir tmp;
   fs::create_directories(tmp.path() / "flat/train");
