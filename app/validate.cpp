@@ -105,6 +105,12 @@ ResultRow evaluate(const train::Config& cfg, const std::string& source,
   const int64_t n = ev.images, nonfinite = ev.nonfinite;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   HG_CHECK(n > 0, "validate: the validation split '", cfg.val_split, "' of ", cfg.data_dir, " is empty");
+  if (const int64_t replaced = val->replaced_after_scan(); replaced > 0)
+    spdlog::warn(
+        "validate: {} of the {} validation images failed to decode after the folder scan and were "
+        "replaced by their next good neighbour (named above): top1, top5 and loss count that "
+        "neighbour in their place; fix or remove those files for exact metrics",
+        replaced, val->size());
   if (nonfinite > 0) {  // a diverged model: no accuracy to report (such rows count as wrong anyway)
     const WeightCount w = nonfinite_weights(model);
     throw Error(str("validate: the outputs of ", checkpoint, " are non-finite (NaN or Inf) for ",

@@ -65,6 +65,9 @@ class Dataset {
   virtual std::string describe() const = 0;
   /// Corrupt images skipped so far (at scan time and while loading).
   virtual int64_t corrupt_skipped() const { return 0; }
+  /// Of corrupt_skipped(): files that passed the folder scan and failed to decode later, each read
+  /// since as its next good neighbour (image_folder.h): an evaluation counts that neighbour twice.
+  virtual int64_t replaced_after_scan() const { return 0; }
 };
 
 }  // namespace hg::data

@@ -52,6 +52,7 @@ class ImageFolder : public Dataset {
                             const GpuTakes& gpu_takes = {}) const override;
   std::string describe() const override;
   int64_t corrupt_skipped() const override { return skipped_.load(); }
+  int64_t replaced_after_scan() const override { return failed_after_scan_.load(); }
 
   const std::vector<std::string>& classes() const { return classes_; }
   const std::string& path(int64_t index) const;

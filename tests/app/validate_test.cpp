@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/safetensors.h"
+#include "data/image.h"
 #include "models/config.h"
 #include "models/convnext.h"
 #include "program.h"
@@ -335,6 +336,34 @@ TEST_F(ValidateCommand, AMissingCheckpointIsNamedWithItsOption) {
   EXPECT_EQ(e.exit_code, 1) << e.output;
   EXPECT_NE(e.output.find("export: checkpoint " + nope + " does not exist"), std::string::npos)
       << e.output;
+}
+
+// A validation image that passes the folder scan but fails to decode is replaced by its next good
+// neighbour (data-loading.md): the metrics then count that neighbour in its place. validate said
+// only "skipping corrupt image", which reads as left out of the metrics. It names how many were
+// replaced and what that does to the row.
+TEST_F(ValidateCommand, ImagesReplacedInTheEvaluationAreNamedWithTheirEffect) {
+  const std::string run = train_once();
+  for (const char* c : {"a", "b", "c", "d"})
+    for (const char* split : {"train", "validation"}) {
+      const std::string folder = file(std::string("data/") + split + "/" + c);
+      std::filesystem::create_directories(folder);
+      data::Image img{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3)};
+      for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = uint8_t(i * 7 + c[0]);
+      data::write_png(folder + "/0.png", img);
+    }
+  // a whole PNG with spoilt pixel data: the scan passes it (header and end are whole)
+  std::string png = read(file("data/validation/a/0.png"));
+  for (size_t i = 60; i < png.size() - 20; ++i) png[i] = char(0xff);
+  std::ofstream(file("data/validation/a/1.png"), std::ios::binary) << png;
+  const ProgramRun r = run_program("validate --checkpoint " + run +
+                                   " --dataset image_folder --data-dir " + file("data"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 of the 5 validation images failed to decode after the folder scan "
+                          "and were replaced by their next good neighbour"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("count that neighbour in their place"), std::string::npos) << r.output;
 }
 
 }  // namespace
