@@ -1075,6 +1075,12 @@ TrainResult final_report(Session& s) {
     spdlog::info("done: no epoch finished yet, {}", speed);
   spdlog::info("{}", memory::format_stats(s.device));
   if (r.corrupt_skipped > 0) spdlog::warn("{} corrupt images were skipped", r.corrupt_skipped);
+  if (const int64_t replaced = s.ds.val->replaced_after_scan(); replaced > 0)
+    spdlog::warn(
+        "{} of the {} validation images failed to decode after the folder scan and were replaced "
+        "by their next good neighbour (named above): each evaluation's top-1, top-5 and loss "
+        "counted that neighbour in their place; fix or remove those files for exact metrics",
+        replaced, s.ds.val->size());
   spdlog::info("run folder {}", s.paths.dir.string());
   return r;
 }

@@ -55,6 +55,21 @@ class ValidateCommand : public test::ProgramTest {
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return file("out/run");
   }
+  // <dir>/data/{train,validation}/{a,b,c,d}/0.png (32 x 32 RGB: the smoke config's input) and
+  // validation/a/1.png, a whole PNG with spoilt pixel data: the scan passes it, decoding fails
+  void image_folder_with_a_spoilt_val_png() {
+    for (const char* c : {"a", "b", "c", "d"})
+      for (const char* split : {"train", "validation"}) {
+        const std::string folder = file(std::string("data/") + split + "/" + c);
+        std::filesystem::create_directories(folder);
+        data::Image img{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3)};
+        for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = uint8_t(i * 7 + c[0]);
+        data::write_png(folder + "/0.png", img);
+      }
+    std::string png = read(file("data/validation/a/0.png"));
+    for (size_t i = 60; i < png.size() - 20; ++i) png[i] = char(0xff);
+    std::ofstream(file("data/validation/a/1.png"), std::ios::binary) << png;
+  }
 };
 
 TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
@@ -344,18 +359,7 @@ TEST_F(ValidateCommand, AMissingCheckpointIsNamedWithItsOption) {
 // replaced and what that does to the row.
 TEST_F(ValidateCommand, ImagesReplacedInTheEvaluationAreNamedWithTheirEffect) {
   const std::string run = train_once();
-  for (const char* c : {"a", "b", "c", "d"})
-    for (const char* split : {"train", "validation"}) {
-      const std::string folder = file(std::string("data/") + split + "/" + c);
-      std::filesystem::create_directories(folder);
-      data::Image img{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3)};
-      for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = uint8_t(i * 7 + c[0]);
-      data::write_png(folder + "/0.png", img);
-    }
-  // a whole PNG with spoilt pixel data: the scan passes it (header and end are whole)
-  std::string png = read(file("data/validation/a/0.png"));
-  for (size_t i = 60; i < png.size() - 20; ++i) png[i] = char(0xff);
-  std::ofstream(file("data/validation/a/1.png"), std::ios::binary) << png;
+  image_folder_with_a_spoilt_val_png();
   const ProgramRun r = run_program("validate --checkpoint " + run +
                                    " --dataset image_folder --data-dir " + file("data"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -364,6 +368,21 @@ TEST_F(ValidateCommand, ImagesReplacedInTheEvaluationAreNamedWithTheirEffect) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("count that neighbour in their place"), std::string::npos) << r.output;
+}
+
+// The same in training: its end said "1 corrupt images were skipped", while every evaluation had
+// counted the replacing neighbour in the image's place.
+TEST_F(ValidateCommand, TrainingNamesValidationImagesReplacedInItsEvaluations) {
+  image_folder_with_a_spoilt_val_png();
+  const ProgramRun r = run_program("train " + kSmoke + " --device cpu --output " + file("out") +
+                                   " --experiment run --plain --epochs 1 --dataset image_folder "
+                                   "--data-dir " +
+                                   file("data") + " --batch-size 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 of the 5 validation images failed to decode after the folder scan "
+                          "and were replaced by their next good neighbour"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace
