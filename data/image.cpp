@@ -23,7 +23,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -95,8 +97,9 @@ Image decode_with_stb(const uint8_t* data, size_t size, const std::string& path,
   HG_CHECK(size <= static_cast<size_t>(INT32_MAX), "decode_with_stb: '", path, "' is too large for stb_image");
   int w = 0, h = 0, file_channels = 0;
   // the size first: a small PNG can hold a huge image (2.4 MB for 50000 x 50000 zeros)
+  // (a top-down BMP's height reads negative here)
   if (stbi_info_from_memory(data, static_cast<int>(size), &w, &h, &file_channels) &&
-      int64_t(w) * h > kMaxImagePixels)
+      int64_t(w) * std::abs(int64_t(h)) > kMaxImagePixels)
     throw CorruptImage(path,
                        str(w, " x ", h, " pixels is more than the ", kMaxImagePixels, " allowed"));
   // stb converts to the requested channel count itself; its failure reason is thread-local.
@@ -213,7 +216,10 @@ bool probe_image(const std::string& path, std::string* reason) {
   }
   f.reset();  // stb_image opens it by name
   int w = 0, h = 0, c = 0;
-  if (stbi_info(path.c_str(), &w, &h, &c) && w > 0 && h > 0) {
+  const bool info = stbi_info(path.c_str(), &w, &h, &c);
+  // stb gives a top-down BMP's height (rows stored first to last) negative, as its header has it
+  if (format == ImageFormat::bmp && h < 0 && h > INT32_MIN) h = -h;
+  if (info && w > 0 && h > 0) {
     if (int64_t(w) * h > kMaxImagePixels)
       return fail(str("a ", w, "x", h, " ", format_name(format), ": more than the ",
                       kMaxImagePixels, " pixels allowed"));

@@ -255,6 +255,30 @@ TEST(ImageFolder, AJpegOverThePixelCapIsCaughtByTheScan) {
       << msg;
 }
 
+// A top-down BMP (negative height: rows stored first to last, as Windows' DIB sections write
+// them), which PIL and stb_image read, was rejected by the folder scan as "a bmp header stb_image
+// cannot read": stb's header query gives its height negative. It is read as the image it is.
+TEST(ImageFolder, ATopDownBmpIsAnImage) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  const Image img = hg::test::random_image(3, 5, 3, 5);
+  hg::data::write_bmp(tmp / "up.bmp", img);  // bottom-up, as BMPs are by default
+  std::string bytes = hg::test::read_bytes(tmp / "up.bmp");
+  // the same pixels top-down: the height negated, the rows (4-byte aligned) in reverse order
+  const uint32_t offset = uint8_t(bytes[10]) | uint8_t(bytes[11]) << 8;
+  const int32_t height = -3;
+  bytes.replace(22, 4, std::string(reinterpret_cast<const char*>(&height), 4));
+  const size_t row = (5 * 3 + 3) / 4 * 4;
+  std::string flipped = bytes.substr(0, offset);
+  for (int r = 2; r >= 0; --r) flipped += bytes.substr(offset + size_t(r) * row, row);
+  hg::test::write_bytes(tmp / "train/cls/down.bmp", flipped);
+  ImageFolderOptions opts;
+  opts.corrupt = hg::data::CorruptPolicy::error;
+  ImageFolder ds(tmp.path().string(), "train", opts);
+  ASSERT_EQ(ds.size(), 1);
+  EXPECT_EQ(ds.get(0).image.pixels, img.pixels);
+}
+
 // A plain-text PGM / PPM (P2 / P3, which PIL reads) was skipped as "not a JPEG, PNG, BMP, PPM or
 // PGM file ..., whatever its name says": false of a PPM named .ppm. It is named as the plain kind
 // our decoder does not read, with the binary kind (P5 / P6) to convert it to.
