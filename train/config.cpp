@@ -1030,9 +1030,16 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
       if (is_bool && (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0)) {
         value = "true";  // a bare flag
       } else {
-        if (i + 1 == args.size())
-          fail(key, cmd,
-               "expected a value after " + (short_key == kShort.end() ? "--" + key : spelt));
+        const std::string after = short_key == kShort.end() ? "--" + key : spelt;
+        if (i + 1 == args.size()) fail(key, cmd, "expected a value after " + after);
+        // the next word naming a key is the next option, not this one's value (as argparse)
+        const std::string& next = args[i + 1];
+        if (next.rfind("--", 0) == 0 && next.size() > 2) {
+          std::string name = next.substr(2, next.find('=') - 2);
+          std::replace(name.begin(), name.end(), '-', '_');
+          if (find_field(name))
+            fail(key, cmd, str("expected a value after ", after, ", got the option ", next));
+        }
         value = args[++i];
         // timm's (argparse's) lists are separate words: `--mean 0.485 0.456 0.406`
         if (is_list && !value.empty() && value.front() != '[')

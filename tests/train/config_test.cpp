@@ -416,6 +416,24 @@ TEST_F(ConfigTest, TimmsShortOptionsAreTheirKeys) {
   expect_contains(override_error({"-x", "1"}), {"'-x'", "--key value", "-b"});
 }
 
+// A key whose value was left out took the next option as its value: "--data-dir --epochs 1" set
+// data_dir to "--epochs" and then called the 1 a stray word ("expected '--key value', got '1'").
+// The next word naming a key is no value: the key without one is named, as argparse does.
+TEST_F(ConfigTest, AKeyFollowedByAnotherKeyHasNoValue) {
+  expect_contains(override_error({"--data-dir", "--epochs", "1"}),
+                  {"'data_dir'", "expected a value after --data_dir", "got the option --epochs"});
+  expect_contains(override_error({"--experiment", "--lr=0.1"}),
+                  {"'experiment'", "got the option --lr=0.1"});
+  // a bool key alone still means true before another key
+  Config c;
+  hg::train::apply_overrides(c, {"--model-ema", "--epochs", "3"});
+  EXPECT_TRUE(c.model_ema);
+  EXPECT_EQ(c.epochs, 3);
+  // a value that only looks like an option (no such key) is taken as typed
+  hg::train::apply_overrides(c, {"--experiment", "--not-a-key"});
+  EXPECT_EQ(c.experiment, "--not-a-key");
+}
+
 TEST_F(ConfigTest, CommandLineStringValuesAreTakenAsTyped) {
   Config c;
   hg::train::apply_overrides(
