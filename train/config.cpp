@@ -1030,7 +1030,7 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
       if (is_bool && (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0)) {
         value = "true";  // a bare flag
       } else {
-        const std::string after = short_key == kShort.end() ? "--" + key : spelt;
+        const std::string& after = spelt;  // as typed: --data-dir, --data_dir or -b
         if (i + 1 == args.size()) fail(key, cmd, "expected a value after " + after);
         // the next word naming a key is the next option, not this one's value (as argparse)
         const std::string& next = args[i + 1];

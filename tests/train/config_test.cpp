@@ -421,7 +421,7 @@ TEST_F(ConfigTest, TimmsShortOptionsAreTheirKeys) {
 // The next word naming a key is no value: the key without one is named, as argparse does.
 TEST_F(ConfigTest, AKeyFollowedByAnotherKeyHasNoValue) {
   expect_contains(override_error({"--data-dir", "--epochs", "1"}),
-                  {"'data_dir'", "expected a value after --data_dir", "got the option --epochs"});
+                  {"'data_dir'", "expected a value after --data-dir", "got the option --epochs"});
   expect_contains(override_error({"--experiment", "--lr=0.1"}),
                   {"'experiment'", "got the option --lr=0.1"});
   // a bool key alone still means true before another key
