@@ -95,6 +95,69 @@ std::string split_folder(const std::string& root, const std::string& split) {
 
 namespace {
 
+// A data_dir that is an archive (timm reads tar files as datasets; here they are unpacked first):
+// an error saying so; nothing otherwise.
+void refuse_archive(const std::string& root, const std::string& split) {
+  std::string name = fs::path(root).filename().string();
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  const auto ends = [&](const std::string& end) {
+    return name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
+  };
+  for (const char* archive : {".tar", ".tar.gz", ".tgz", ".tar.xz", ".zip"})
+    HG_CHECK(!ends(archive), "ImageFolder: the data folder '", root,
+             "' is an archive (the config's data_dir): haargrad reads a folder of images, not "
+             "an archive as timm's tar readers do; unpack it (tar -xf / unzip) and give the "
+             "folder that holds its '",
+             split, "' split; ", kLayout);
+}
+
+// A root given as a split folder itself (torchvision's ImageFolder takes root='.../train'): an
+// error with the data_dir and split that read it when one of its first sub-folders `folders`
+// holds images directly, as class folders do; nothing otherwise.
+void refuse_split_as_root(const std::string& root, const std::string& split,
+                          const std::vector<std::string>& folders) {
+  std::error_code ec;
+  std::string image;
+  for (size_t i = 0; i < folders.size() && i < 3 && image.empty(); ++i)
+    for (const auto& e : fs::directory_iterator(fs::path(root) / folders[i], ec))
+      if (!hidden(e.path()) && e.is_regular_file(ec) && is_image_file(e.path().string())) {
+        image = e.path().string();
+        break;
+      }
+  if (image.empty()) return;
+  // "data/train/" is "data/train"; "." and ".." are named by their absolute paths
+  const auto named = [](fs::path p) {
+    p = p.lexically_normal();
+    return p.has_filename() ? p : p.parent_path();
+  };
+  fs::path r = named(root);
+  if (r.filename() == "." || r.filename() == ".." || r.filename().empty())
+    r = named(fs::absolute(root, ec));
+  throw Error(str("ImageFolder: '", root,
+                  "' looks like a split folder itself, not the folder of the splits (the "
+                  "config's data_dir): its sub-folders hold images (e.g. '",
+                  image, "'), and it has no '", split,
+                  "' split; data_dir is the folder above it: --data-dir ",
+                  r.parent_path().empty() ? "." : r.parent_path().string(), " --train-split ",
+                  r.filename().string(), " (or --val-split ", r.filename().string(),
+                  " for the validation split); ", kLayout));
+}
+
+// "; '<root>' holds IDX files (...): set dataset: idx" when MNIST-format files lie in root (the
+// dataset key left at image_folder), else "".
+std::string idx_files_hint(const std::string& root) {
+  std::error_code ec;
+  std::string idx_file;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.find("-ubyte") != std::string::npos && (idx_file.empty() || n < idx_file)) idx_file = n;
+  }
+  if (idx_file.empty()) return "";
+  return str("; '", root, "' holds IDX files (e.g. '", idx_file,
+             "'): for MNIST-format files set dataset: idx (train_split train, val_split test)");
+}
+
 // root and root/split must be folders; the error for a misnamed split lists the splits there are.
 void check_split_folder(const std::string& root, const std::string& split, const std::string& dir) {
   std::error_code ec;
@@ -106,64 +169,14 @@ void check_split_folder(const std::string& root, const std::string& split, const
   HG_CHECK(fs::exists(root, ec), "ImageFolder: the data folder '", root,
            "' does not exist (the config's data_dir)");
   if (!fs::is_directory(root, ec)) {
-    // timm reads tar files as datasets; here they are unpacked first
-    std::string name = fs::path(root).filename().string();
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    const auto ends = [&](const std::string& end) {
-      return name.size() > end.size() &&
-             name.compare(name.size() - end.size(), end.size(), end) == 0;
-    };
-    for (const char* archive : {".tar", ".tar.gz", ".tgz", ".tar.xz", ".zip"})
-      HG_CHECK(!ends(archive), "ImageFolder: the data folder '", root,
-               "' is an archive (the config's data_dir): haargrad reads a folder of images, not "
-               "an archive as timm's tar readers do; unpack it (tar -xf / unzip) and give the "
-               "folder that holds its '",
-               split, "' split; ", kLayout);
+    refuse_archive(root, split);
     throw Error(
         str("ImageFolder: the data folder '", root, "' is not a folder (the config's data_dir)"));
   }
   if (fs::is_directory(dir, ec)) return;
   const std::vector<std::string> folders =
       split.empty() ? std::vector<std::string>() : subfolders(root);
-  // root given as a split folder itself (torchvision's ImageFolder takes root='.../train'): its
-  // sub-folders are class folders holding images
-  std::string image;
-  for (size_t i = 0; i < folders.size() && i < 3 && image.empty(); ++i)
-    for (const auto& e : fs::directory_iterator(fs::path(root) / folders[i], ec))
-      if (!hidden(e.path()) && e.is_regular_file(ec) && is_image_file(e.path().string())) {
-        image = e.path().string();
-        break;
-      }
-  if (!image.empty()) {
-    // "data/train/" is "data/train"; "." and ".." are named by their absolute paths
-    const auto named = [](fs::path p) {
-      p = p.lexically_normal();
-      return p.has_filename() ? p : p.parent_path();
-    };
-    fs::path r = named(root);
-    if (r.filename() == "." || r.filename() == ".." || r.filename().empty())
-      r = named(fs::absolute(root, ec));
-    throw Error(str("ImageFolder: '", root,
-                    "' looks like a split folder itself, not the folder of the splits (the "
-                    "config's data_dir): its sub-folders hold images (e.g. '",
-                    image, "'), and it has no '", split,
-                    "' split; data_dir is the folder above it: --data-dir ",
-                    r.parent_path().empty() ? "." : r.parent_path().string(), " --train-split ",
-                    r.filename().string(), " (or --val-split ", r.filename().string(),
-                    " for the validation split); ", kLayout));
-  }
-  // MNIST-format files where image folders were expected (the dataset key left at image_folder)
-  std::string idx_file;
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.find("-ubyte") != std::string::npos && (idx_file.empty() || n < idx_file)) idx_file = n;
-  }
-  const std::string idx_hint =
-      idx_file.empty() ? std::string()
-                       : str("; '", root, "' holds IDX files (e.g. '", idx_file,
-                             "'): for MNIST-format files set dataset: idx (train_split train, "
-                             "val_split test)");
+  refuse_split_as_root(root, split, folders);
   std::string present;
   for (size_t i = 0; i < folders.size() && i < 8; ++i)
     present += str(present.empty() ? "" : ", ", "'", folders[i], "'");
@@ -173,7 +186,7 @@ void check_split_folder(const std::string& root, const std::string& split, const
                   split.empty()     ? std::string()
                   : present.empty() ? str("; '", root, "' holds no split folders")
                                     : str("; '", root, "' holds ", present),
-                  idx_hint, "; ", kLayout));
+                  idx_files_hint(root), "; ", kLayout));
 }
 
 // The class folders of `dir`, sorted. Images lying directly in `dir` and broken links are named
