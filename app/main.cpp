@@ -83,6 +83,26 @@ void default_openmp_wait_policy(char** argv) {
   execv("/proc/self/exe", argv);  // returns only on failure: then run on with libgomp's default
 }
 
+// timm's train.py takes its config as -c / --config: `train -c X ...` becomes `train X ...` in
+// `args`. Returns why it cannot ("" when it could, or there is nothing to do): a missing value, or
+// a config given both ways.
+std::string train_config_option_as_argument(std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1] != "train") return "";
+  for (size_t i = 2; i < args.size(); ++i) {
+    const bool split = args[i] == "-c" || args[i] == "--config";
+    if (!split && args[i].rfind("--config=", 0) != 0) continue;
+    if (split && i + 1 == args.size()) return args[i] + " needs a value: the YAML config";
+    const std::string config = split ? args[i + 1] : args[i].substr(9);
+    if (i > 2 && args[2][0] != '-')
+      return "train: two configs, '" + args[2] + "' and --config '" + config + "'; give one";
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
+               args.begin() + static_cast<std::ptrdiff_t>(i + (split ? 2 : 1)));
+    args.insert(args.begin() + 2, config);
+    return "";
+  }
+  return "";
+}
+
 std::string without_trailing_newline(std::string s) {
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
@@ -151,32 +171,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // timm's train.py takes its config as -c / --config: `train -c X ...` is `train X ...`
   std::vector<std::string> args(argv, argv + argc);
-  if (args.size() >= 2 && args[1] == "train") {
-    for (size_t i = 2; i < args.size(); ++i) {
-      const bool split = args[i] == "-c" || args[i] == "--config";
-      if (!split && args[i].rfind("--config=", 0) != 0) continue;
-      if (split && i + 1 == args.size()) {
-        std::fprintf(stderr,
-                     "haargrad: error: %s needs a value: the YAML config (`haargrad train --help` "
-                     "lists the options)\n",
-                     args[i].c_str());
-        return 2;
-      }
-      const std::string config = split ? args[i + 1] : args[i].substr(9);
-      if (i > 2 && args[2][0] != '-') {
-        std::fprintf(stderr,
-                     "haargrad: error: train: two configs, '%s' and --config '%s'; give one "
-                     "(`haargrad train --help` lists the options)\n",
-                     args[2].c_str(), config.c_str());
-        return 2;
-      }
-      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
-                 args.begin() + static_cast<std::ptrdiff_t>(i + (split ? 2 : 1)));
-      args.insert(args.begin() + 2, config);
-      break;
-    }
+  if (const std::string why = train_config_option_as_argument(args); !why.empty()) {
+    std::fprintf(stderr, "haargrad: error: %s (`haargrad train --help` lists the options)\n",
+                 why.c_str());
+    return 2;
   }
   try {
     hg::set_cpu_threads(0);  // the cores available; commands with a config apply its `threads`
