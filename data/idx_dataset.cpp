@@ -91,12 +91,12 @@ IdxDataset::IdxDataset(const std::string& dir, const std::string& split, int64_t
   namespace fs = std::filesystem;
   std::error_code ec;
   HG_CHECK(!dir.empty(),
-           "IdxDataset: data_dir is not set (the config's data_dir is empty): give the folder of "
+           "IdxDataset: data_dir is not set (it is empty): give the folder of "
            "the IDX files, e.g. --data-dir /usr/share/datasets/fashion-mnist");
   HG_CHECK(fs::exists(dir, ec), "IdxDataset: the data folder '", dir,
-           "' does not exist (the config's data_dir)");
+           "' does not exist (data_dir, --data-dir)");
   HG_CHECK(fs::is_directory(dir, ec), "IdxDataset: the data folder '", dir,
-           "' is not a folder (the config's data_dir): give the folder that holds the "
+           "' is not a folder (data_dir, --data-dir): give the folder that holds the "
            "train-images-idx3-ubyte(.gz) and t10k-* files");
   // timm's names too (its MNIST-like sets read the test part for any split but a train name)
   static const std::set<std::string> train = {"train", "training"},

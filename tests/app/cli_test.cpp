@@ -308,6 +308,17 @@ TEST_F(CliTest, ExportPngRefusesANonEmptyFolder) {
   EXPECT_NE(r.output.find("is not empty"), std::string::npos) << r.output;
 }
 
+// export-png has no config: a --data-dir it cannot read is named as its option, not as "the
+// config's data_dir".
+TEST_F(CliTest, ExportPngNamesItsDataDirOption) {
+  for (const std::string& dir : {file("missing"), std::string("''")}) {
+    const ProgramRun r = run_program("export-png --out " + file("png") + " --data-dir " + dir);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("--data-dir"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("config"), std::string::npos) << r.output;
+  }
+}
+
 // export-png read the test split only after writing the train split (minutes for all of it): a
 // data folder without the test files left a half export behind, which a rerun then refused as
 // not empty. Both splits are read first; an --out that is a file is named as one.
