@@ -316,21 +316,23 @@ Where where_of(const YAML::Node& node, const Where& fallback) {
   return Where{fallback.source, m.line + 1};
 }
 
-// timm's train.py options that haargrad spells otherwise (`key` with '_' for '-'): "timm's --amp
-// is --precision bf16 here", or "". (Its short options -b, -vb and -j are taken as they are:
-// apply_overrides.)
+// timm's names for settings that haargrad spells otherwise or has not (train.py's options, `key`
+// with '_' for '-', and a model config's arguments): the hint an unknown key's message carries, or
+// "". (timm's short options -b, -vb and -j are taken as they are: apply_overrides.)
 std::string timm_spelling(const std::string& key) {
-  static const std::map<std::string, std::string> keys = {
-      {"amp", "--precision bf16"},
-      {"amp_dtype", "--precision bf16"},
-      {"pretrained", "--initial-checkpoint FILE.safetensors"},
-      {"input_size", "--img-size and --in-chans"},
-      {"data", "--data-dir"}};
-  const auto it = keys.find(key);
-  if (it == keys.end()) return "";
-  std::string option = key;
-  std::replace(option.begin(), option.end(), '_', '-');
-  return str("timm's --", option, " is ", it->second, " here");
+  static const std::map<std::string, std::string> hints = {
+      {"amp", "timm's --amp is --precision bf16 here"},
+      {"amp_dtype", "timm's --amp-dtype is --precision bf16 here"},
+      {"pretrained", "timm's --pretrained is --initial-checkpoint FILE.safetensors here"},
+      {"input_size", "timm's --input-size is --img-size and --in-chans here"},
+      {"data", "timm's --data is --data-dir here"},
+      {"drop_path_rate", "timm's drop_path_rate (a model argument) is --drop-path here"},
+      {"class_map",
+       "timm's class_map is not supported: the class index is the class folder's position in "
+       "sorted order (torchvision's ImageFolder), the same in both splits; name the folders so "
+       "that they sort in the order you want"}};
+  const auto it = hints.find(key);
+  return it == hints.end() ? "" : it->second;
 }
 
 [[noreturn]] void fail_unknown(const std::string& key, const Where& where) {

@@ -131,6 +131,13 @@ TEST_F(ConfigTest, AnUnknownKeyInAnotherCaseSuggestsTheKey) {
   expect_contains(override_error({"--WEIGHT-DECAY", "0.1"}), {"did you mean 'weight_decay'?"});
 }
 
+// timm's class_map (a file naming the classes in index order) has no counterpart: it was an
+// unknown key with nothing on how the classes are numbered here. It says so.
+TEST_F(ConfigTest, TimmsClassMapIsNamedAsUnsupported) {
+  expect_contains(load_error("class_map: classes.txt\n"),
+                  {"'class_map'", "line 1", "not supported", "sorted order", "train --help"});
+}
+
 // YAML's merge key (`<<: *defaults`) is not in yaml-cpp, which reads it as a key named '<<': the
 // message called it an unknown key. It says what it is and what to write instead, before the
 // other unknown keys (the anchor's own key, here `defaults`).
@@ -351,6 +358,9 @@ TEST_F(ConfigTest, TimmsOptionsOfOtherNamesSayTheKeyToUse) {
                   {"timm's --pretrained is --initial-checkpoint FILE.safetensors here"});
   expect_contains(override_error({"--input-size", "3", "224", "224"}),
                   {"timm's --input-size is --img-size and --in-chans here"});
+  expect_contains(load_error("drop_path_rate: 0.1\n"),
+                  {"'drop_path_rate'", "line 1", "timm's drop_path_rate (a model argument) is "
+                                                 "--drop-path here"});
   // in a file too (a timm args.yaml holds amp)
   expect_contains(load_error("amp: true\n"),
                   {"unknown key 'amp'", "timm's --amp is --precision bf16 here"});
