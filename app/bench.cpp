@@ -167,9 +167,17 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
 
 void run_bench(const BenchArgs& a) {
   if (!a.output.empty()) check_output_path(a.output);
-  HG_CHECK(!a.config.empty() || a.overrides.empty(), "bench: '", a.overrides.empty() ? "" : a.overrides[0],
-           "' is not a bench option; config keys (--key value) need a CONFIG.yaml first: "
-           "haargrad bench CONFIG.yaml --key value");
+  if (a.config.empty() && !a.overrides.empty()) {
+    // timm benchmark.py's -b / --batch-size: bench's --batch
+    const std::string& o = a.overrides[0];
+    const bool batch = o == "-b" || o == "--batch-size" || o == "--batch_size";
+    throw Error(str(
+        "bench: '", o,
+        "' is not a bench option; config keys (--key value) need a CONFIG.yaml first: "
+        "haargrad bench CONFIG.yaml --key value",
+        batch ? str("; did you mean --batch ", a.overrides.size() > 1 ? a.overrides[1] : "N", "?")
+              : ""));
+  }
   std::vector<BenchConfig> configs;
   Device device;
   if (a.config.empty()) {

@@ -512,6 +512,13 @@ TEST_F(CliTest, BenchNamesModelsForTimmsModelOption) {
     EXPECT_EQ(r.exit_code, 2) << arg;
     EXPECT_NE(r.output.find("did you mean --models convnext_atto?"), std::string::npos) << r.output;
   }
+  // its -b / --batch-size are bench's --batch (-b was read as a config file named '-b')
+  for (const std::string& arg : {"-b 4", "--batch-size 4"}) {
+    const ProgramRun r = run_program("bench " + arg + " --device cpu");
+    EXPECT_NE(r.exit_code, 0) << arg;
+    EXPECT_NE(r.output.find("did you mean --batch 4?"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("cannot open file"), std::string::npos) << r.output;
+  }
 }
 
 // bench-layer's --kernel and --channels were not checked: --channels 100 (no stage has it) timed
