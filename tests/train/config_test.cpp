@@ -349,8 +349,9 @@ TEST_F(ConfigTest, AListKeyTakesSeparateWordsAsTimmsCommandLine) {
   expect_contains(override_error({"--epochs", "3", "4"}), {"got '4'"});
 }
 
-// timm's train.py options that haargrad spells otherwise were "unknown key" alone: the message names
-// the key to use here (its short options -b, -vb, -j are taken: TimmsShortOptionsAreTheirKeys).
+// timm's train.py options that haargrad spells otherwise were "unknown key" alone: the message
+// names the key to use here (its short options -b, -vb, -j are taken:
+// TimmsShortOptionsAreTheirKeys).
 TEST_F(ConfigTest, TimmsOptionsOfOtherNamesSayTheKeyToUse) {
   expect_contains(override_error({"--amp"}),
                   {"unknown key 'amp' (command line): timm's --amp is --precision bf16 here"});
@@ -359,8 +360,9 @@ TEST_F(ConfigTest, TimmsOptionsOfOtherNamesSayTheKeyToUse) {
   expect_contains(override_error({"--input-size", "3", "224", "224"}),
                   {"timm's --input-size is --img-size and --in-chans here"});
   expect_contains(load_error("drop_path_rate: 0.1\n"),
-                  {"'drop_path_rate'", "line 1", "timm's drop_path_rate (a model argument) is "
-                                                 "--drop-path here"});
+                  {"'drop_path_rate'", "line 1",
+                   "timm's drop_path_rate (a model argument) is "
+                   "--drop-path here"});
   // in a file too (a timm args.yaml holds amp)
   expect_contains(load_error("amp: true\n"),
                   {"unknown key 'amp'", "timm's --amp is --precision bf16 here"});
