@@ -34,6 +34,16 @@ std::map<std::string, std::vector<float>> values(const ConvNeXt& m) {
   for (const ParamRef& p : m.named_tensors()) out[p.name] = p.tensor.to_vector<float>();
   return out;
 }
+/// The message of the hg::Error that train(cfg) throws (a test failure when it does not throw).
+std::string train_error(const train::Config& cfg, const train::TrainOptions& opts) {
+  try {
+    train::train(cfg, opts);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& err) {
+    return err.what();
+  }
+  return "";
+}
 }  // namespace
 
 TEST(InitialCheckpoint, OtherClassesReinitialiseTheHeadOnly) {
@@ -161,13 +171,7 @@ TEST(InitialCheckpoint, ACheckpointCutShortIsRefusedBeforeTheData) {
   for (const bool resume : {false, true}) {
     train::Config e = d;
     (resume ? e.resume : e.initial_checkpoint) = cut.string();
-    std::string msg;
-    try {
-      train::train(e, quiet);
-      ADD_FAILURE() << "no error";
-    } catch (const Error& err) {
-      msg = err.what();
-    }
+    const std::string msg = train_error(e, quiet);
     EXPECT_NE(msg.find(cut.string()), std::string::npos) << msg;
     EXPECT_NE(msg.find("the file is cut short"), std::string::npos) << msg;
     EXPECT_EQ(msg.find("no_data"), std::string::npos) << "the data came first: " << msg;
@@ -193,13 +197,7 @@ TEST(InitialCheckpoint, AStartFileThatIsNoSafetensorsFileIsNamedByItsKeyBeforeAn
     train::Config e = c;
     (resume ? e.resume : e.initial_checkpoint) = pth.string();
     e.output = (root / (resume ? "out_r" : "out_i")).string();
-    std::string msg;
-    try {
-      train::train(e, quiet);
-      ADD_FAILURE() << "no error";
-    } catch (const Error& err) {
-      msg = err.what();
-    }
+    const std::string msg = train_error(e, quiet);
     EXPECT_EQ(msg.rfind(str(resume ? "resume: " : "initial_checkpoint: ", "safetensors '",
                             pth.string(), "': "),
                         0),
