@@ -44,10 +44,30 @@ std::string folder_of(const std::string& path) {
   return dir.empty() ? "." : dir;
 }
 
-// A temporary file beside `target` that becomes `target` on commit() and is removed otherwise.
+// The file a write to `path` replaces: path itself, or the file a symbolic link at path leads to
+// (a shell's `>` writes through the link; renaming over the link would replace the link itself
+// with a file and leave its target as it was).
+std::string written_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = path;
+  // a chain of links (40 at most, as the kernel follows them), each relative to its own folder;
+  // the last may lead to a file not made yet (a shell's `>` makes it)
+  for (int hops = 0; hops < 40 && fs::is_symlink(p, ec); ++hops) {
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) return path;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  if (p == fs::path(path)) return path;
+  const fs::path resolved = fs::weakly_canonical(p, ec);
+  return ec ? p.string() : resolved.string();
+}
+
+// A temporary file beside `target` (beside the file a link there leads to) that becomes that file
+// on commit() and is removed otherwise.
 class TempFile {
  public:
-  explicit TempFile(const std::string& target) : target_(target) {
+  explicit TempFile(const std::string& target) : target_(written_file(target)) {
     static std::atomic<uint64_t> counter{0};  // unique among threads of this process
     tmp_ = str(target, ".tmp.", ::getpid(), ".", counter++);
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -293,6 +293,27 @@ TEST_F(Faults, AtomicWriterKeepsThePreviousFileOnEveryFailure) {
   EXPECT_EQ(slurp(root_ / "ro" / "x.yaml"), "x: 1\n");
 }
 
+// A results file that is a symbolic link (to a shared results folder, say) is written through the
+// link, as a shell's `>` writes: the rename replaced the link itself with a file and left the file
+// it led to as it was.
+TEST_F(Faults, AFileThatIsALinkIsWrittenThroughTheLink) {
+  const fs::path real = root_ / "shared" / "results.csv", link = root_ / "results.csv";
+  fs::create_directories(real.parent_path());
+  io::write_file_atomic(real.string(), "a\n");
+  fs::create_symlink("shared/results.csv", link);  // relative, as `ln -s` makes them
+  io::write_file_atomic(link.string(), "b\n");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(slurp(real), "b\n");
+  io::copy_file_atomic(real.string(), (root_ / "copy.csv").string());
+  fs::create_symlink(root_ / "shared" / "new.csv",
+                     root_ / "dangling.csv");  // its file not yet made
+  io::write_file_atomic((root_ / "dangling.csv").string(), "c\n");
+  EXPECT_TRUE(fs::is_symlink(root_ / "dangling.csv"));
+  EXPECT_EQ(slurp(root_ / "shared" / "new.csv"), "c\n");
+  EXPECT_TRUE(temp_files(root_).empty());
+  EXPECT_TRUE(temp_files(root_ / "shared").empty());
+}
+
 // A file replaced by the atomic writer keeps its permissions: a results file or config kept
 // private (0600) became 0644 (the new file's mode), readable by every user.
 TEST_F(Faults, AReplacedFileKeepsItsPermissions) {
