@@ -186,7 +186,7 @@ void run_bench(const BenchArgs& a) {
     configs = configs_from_names(a, device);
   } else {
     train::Config cfg = train::load_config(a.config);
-    train::apply_overrides(cfg, a.overrides);
+    train::apply_overrides(cfg, a.overrides, a.config);
     set_cpu_threads(a.given.count("threads") ? a.threads : static_cast<int>(cfg.threads));
     device = bench_device(a.given.count("device") ? a.device : cfg.device);
     configs.push_back(config_from_yaml_file(a, cfg, device));

@@ -37,7 +37,7 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
   HG_CHECK(!a.decoders.empty(), "bench-data: --decoders is empty");
   if (!a.output.empty()) train::check_output_file(a.output, "bench-data: --output", "the rows");
   train::Config cfg = train::load_config(a.config);
-  train::apply_overrides(cfg, overrides);
+  train::apply_overrides(cfg, overrides, a.config);
   for (const std::string& dec : a.decoders) {  // every name checked before the first row runs
     train::Config c = cfg;
     data::apply_bench_row(c, dec);

@@ -44,7 +44,7 @@ void run_train(TrainArgs& a) {
            "train: --stop-after-epoch must be ", ">= 1 (or -1: every epoch), got ",
            a.stop_after_epoch);
   train::Config cfg = train::load_config(a.config);
-  train::apply_overrides(cfg, a.overrides);
+  train::apply_overrides(cfg, a.overrides, a.config);
   set_cpu_threads(static_cast<int>(cfg.threads));
   train::TrainOptions opts;
   opts.stop_after_epoch = a.stop_after_epoch;

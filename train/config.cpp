@@ -999,7 +999,7 @@ Config load_config(const std::string& path) {
 const char* const kArchitectureKeys[] = {"depths", "dims", "patch_size", "kernel_size",
                                          "wt_levels"};
 
-void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
+void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base) {
   const Where cmd{"command line", -1};
   const std::string model_before = cfg.model;
   Locations locs;
@@ -1093,7 +1093,9 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args) {
           "command line to keep them)",
           cfg.model, model_before, dropped, model_before, cfg.model);
   }
-  validate_at(cfg, locs, "value before the command line");
+  const std::string unset =
+      base.empty() ? std::string("value before the command line") : str(base, " or its default");
+  validate_at(cfg, locs, unset.c_str());
 }
 
 std::string to_yaml(const Config& cfg) {

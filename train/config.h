@@ -165,8 +165,11 @@ Config config_from_yaml(const std::string& text, const std::string& source);
 /// Applies `--key value` / `--key=value` pairs on top of `cfg` and re-validates. A value is parsed
 /// as YAML, so lists are "[2, 2, 2]" (or "2,2,2", or separate words as timm's: `--depths 2 2 2`),
 /// null is "null"; a bool key alone (`--model-ema`)
-/// means true. Errors name the key and "command line".
-void apply_overrides(Config& cfg, const std::vector<std::string>& args);
+/// means true. Errors name the key and "command line"; a key the command line left as it was is
+/// named with `base` (where cfg came from, e.g. "configs/x.yaml"; "" = "value before the command
+/// line").
+void apply_overrides(Config& cfg, const std::vector<std::string>& args,
+                     const std::string& base = "");
 
 /// The effective config as YAML, every key, in table order; config_from_yaml(to_yaml(c)) == c.
 std::string to_yaml(const Config& cfg);

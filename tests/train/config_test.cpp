@@ -245,6 +245,19 @@ TEST_F(ConfigTest, GpuAugmentOrGpuDecodeOnTheCpuNamesBothKeys) {
   EXPECT_EQ(load_error("device: auto\ngpu_augment: true\ncolor_jitter: 0\n"), "");
 }
 
+// A key the command line left as it was, in an error that two keys make: it read "(value before
+// the command line)"; it names the config file it came from (or its default).
+TEST_F(ConfigTest, AKeyBeforeTheCommandLineIsNamedWithItsFile) {
+  hg::train::Config c = hg::train::config_from_yaml("gpu_augment: true\n", "x.yaml");
+  std::string msg;
+  try {
+    hg::train::apply_overrides(c, {"--device", "cpu"}, "runs/x.yaml");
+  } catch (const hg::Error& e) {
+    msg = e.what();
+  }
+  expect_contains(msg, {"'gpu_augment' (runs/x.yaml or its default)", "'device' (command line)"});
+}
+
 // timm's lr: null (the default) is computed from lr_base at run time (train/schedule_test.cpp);
 // the base keys load, check their ranges and survive a round trip through YAML.
 TEST_F(ConfigTest, LrNullAndLrBase) {
