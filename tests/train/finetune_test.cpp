@@ -19,8 +19,18 @@ namespace fs = std::filesystem;
 using namespace hg;
 
 namespace {
+/// configs/smoke.yaml (a tiny model on synthetic data).
+train::Config smoke_config() {
+  return train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+}
+/// A trainer's options with plain log lines.
+train::TrainOptions quiet_options() {
+  train::TrainOptions o;
+  o.plain_output = true;
+  return o;
+}
 ModelConfig smoke_model(int64_t classes) {
-  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  train::Config c = smoke_config();
   c.num_classes = classes;
   return train::model_config_from(c);
 }
@@ -81,7 +91,7 @@ TEST(InitialCheckpoint, SameClassesLoadTheHeadAndMismatchesAreErrors) {
   EXPECT_FALSE(train::load_initial_checkpoint(path, model).head_reinitialised);
   EXPECT_EQ(values(model), values(pretrained));
 
-  train::Config wide = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  train::Config wide = smoke_config();
   wide.dims = {16, 32};  // another body: not a fine-tuning case
   ConvNeXt other(train::model_config_from(wide), 15);
   try {
@@ -99,13 +109,12 @@ TEST(InitialCheckpoint, SameClassesLoadTheHeadAndMismatchesAreErrors) {
 TEST(InitialCheckpoint, TrainerFineTunesFromACheckpointWithOtherClasses) {
   const fs::path root = temp_file("run");
   fs::remove_all(root);
-  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  train::Config c = smoke_config();
   c.output = root.string();
   c.device = "cpu";
   c.epochs = 1;
   c.experiment = "pretrain";
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   const train::TrainResult pre = train::train(c, quiet);
   const std::string ckpt = (fs::path(pre.run_dir) / "last.safetensors").string();
   const auto pretrained = safetensors::load(ckpt).tensors;
@@ -146,13 +155,12 @@ TEST(InitialCheckpoint, TrainerFineTunesFromACheckpointWithOtherClasses) {
 TEST(InitialCheckpoint, ACheckpointCutShortIsRefusedBeforeTheData) {
   const fs::path root = temp_file("cut");
   fs::remove_all(root);
-  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  train::Config c = smoke_config();
   c.output = root.string();
   c.device = "cpu";
   c.epochs = 1;
   c.experiment = "whole";
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   const train::TrainResult pre = train::train(c, quiet);
   const fs::path last = fs::path(pre.run_dir) / "last.safetensors";
   std::string bytes;
@@ -189,10 +197,9 @@ TEST(InitialCheckpoint, AStartFileThatIsNoSafetensorsFileIsNamedByItsKeyBeforeAn
   fs::create_directories(root);
   const fs::path pth = root / "model.pth";
   std::ofstream(pth, std::ios::binary) << "PK\x03\x04" << std::string(64, 'x');  // torch.save: ZIP
-  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  train::Config c = smoke_config();
   c.device = "cpu";
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   for (const bool resume : {false, true}) {
     train::Config e = c;
     (resume ? e.resume : e.initial_checkpoint) = pth.string();
@@ -233,7 +240,7 @@ TEST(InitialCheckpoint, RgbWeightsStartAGrayModelWithTheStemChannelsSummed) {
   const ConvNeXt rgb(smoke_model(4), 31);
   const std::string path = temp_file("rgb.safetensors");
   safetensors::save(path, state_dict(rgb));
-  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  train::Config c = smoke_config();
   c.in_chans = 1;
   c.mean = {0.5};
   c.std = {0.5};
@@ -258,7 +265,7 @@ TEST(InitialCheckpoint, RgbWeightsStartAGrayModelWithTheStemChannelsSummed) {
 // RGB weights of other widths into a gray model: the error names the widths, not in_chans (the
 // three stem channels are summed, so in_chans is no reason for the mismatch).
 TEST(InitialCheckpoint, AnRgbStartOfOtherWidthsNamesTheWidthsOnly) {
-  train::Config c = train::load_config(std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml");
+  train::Config c = smoke_config();
   const ConvNeXt rgb(train::model_config_from(c), 41);
   const std::string path = temp_file("rgb_wide.safetensors");
   train::save_checkpoint(path, rgb, nullptr, train::TrainState{}, train::to_yaml(c));
