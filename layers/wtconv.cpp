@@ -1,7 +1,6 @@
 // WTConv2d layer and the wtconv2d functional op (see wtconv.h).
 #include "layers/wtconv.h"
 
-#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -70,16 +69,14 @@ Tensor wtconv2d(const Tensor& x, const kernels::WTConvWeights& w, int stride, WT
   }
   // The reference mode keeps what PyTorch's autograd keeps of the reference module, so that its
   // memory is the paper's baseline (the fused mode keeps x alone and recomputes), when there will
-  // be a backward (autograd::record records this call).
-  const bool keep =
-      mode == WTConvMode::reference && autograd::is_grad_enabled() &&
-      std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
-  auto saved = std::make_shared<kernels::WTConvSaved>();
-  Tensor y = wtconv2d_run_forward(x, kw, stride, mode, keep ? saved.get() : nullptr);
+  // be a backward (autograd::record records this call exactly then).
+  std::shared_ptr<kernels::WTConvSaved> saved;
+  if (mode == WTConvMode::reference && autograd::any_requires_grad(inputs))
+    saved = std::make_shared<kernels::WTConvSaved>();
+  Tensor y = wtconv2d_run_forward(x, kw, stride, mode, saved.get());
   autograd::record("wtconv2d", inputs, {y}, [x, kw, stride, mode, saved](autograd::Backward& g) {
     const kernels::WTConvGrads d =
-        wtconv2d_run_backward(x, kw, g.grad_output(0), stride, g.needs_grad(0), mode,
-                              saved->defined() ? saved.get() : nullptr);
+        wtconv2d_run_backward(x, kw, g.grad_output(0), stride, g.needs_grad(0), mode, saved.get());
     auto pick = [&g](int i, const Tensor& t) { return g.needs_grad(i) ? t : Tensor(); };
     std::vector<Tensor> out{pick(0, d.x), pick(1, d.base_weight), pick(2, d.base_bias),
                             pick(3, d.base_scale)};
