@@ -13,10 +13,14 @@ namespace hg::kernels::cpu {
 namespace wtconv_detail {
 
 namespace {
+/// The dtype of the parameters and of the reference mode's intermediates for x: x's, f32 for bf16
+/// x (the f32 master weights of mixed precision; the f32 op on the widened input).
+DType f32_for_bf16(const Tensor& x) { return x.dtype() == DType::bf16 ? DType::f32 : x.dtype(); }
+
 /// The CPU part of the check (the shapes are wtconv_check_shapes'): every parameter has x's dtype
 /// (f32 for bf16 x: the f32 master weights of mixed precision) and device.
 void check_same(const char* op, const std::string& what, const Tensor& t, const Tensor& x) {
-  const DType want = x.dtype() == DType::bf16 ? DType::f32 : x.dtype();
+  const DType want = f32_for_bf16(x);
   HG_CHECK(t.dtype() == want && t.device() == x.device(), op, ": ", what, " is ", t.describe(),
            " but x is ", x.describe(), " (the parameters must be ", dtype_name(want),
            " on x's device)");
@@ -83,8 +87,7 @@ Tensor wtconv_forward(const Tensor& x, const WTConvWeights& w, int stride, WTCon
   using namespace wtconv_detail;
   const char* op = "wtconv_forward";
   Geometry g = check_args(op, x, w, stride);
-  wtconv_check_saved(op, x, g.L, mode, saved, /*filled=*/false,
-                     x.dtype() == DType::bf16 ? DType::f32 : x.dtype());
+  wtconv_check_saved(op, x, g.L, mode, saved, /*filled=*/false, f32_for_bf16(x));
   if (x.dtype() == DType::bf16) {  // f32 math on the widened input (exact), y rounded once
     const Tensor xf = cpu_f32(x);  // core/dispatch.h: unrecorded copies
     return round_bf16(mode == WTConvMode::fused ? forward_fused<float>(xf, w, g, Planes::bf16)
@@ -104,9 +107,7 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
   const char* op = "wtconv_backward";
   Geometry g = check_args(op, x, w, stride);
   check_grad_y(op, g, x, grad_y);
-  // the reference mode's intermediates: x's dtype, f32 for bf16 x
-  wtconv_check_saved(op, x, g.L, mode, saved, /*filled=*/true,
-                     x.dtype() == DType::bf16 ? DType::f32 : x.dtype());
+  wtconv_check_saved(op, x, g.L, mode, saved, /*filled=*/true, f32_for_bf16(x));
   if (x.dtype() == DType::bf16) {  // f32 math on the widened x and grad_y; grad_x rounded once
     const Tensor xf = cpu_f32(x), gyf = cpu_f32(grad_y);
     WTConvGrads d = mode == WTConvMode::fused
