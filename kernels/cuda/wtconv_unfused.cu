@@ -203,9 +203,11 @@ struct Intermediates {
   Tensor base;                // dwconv(x) + bias, (B, H, W, C)
 };
 
-/// The intermediates, counted in `cat` (intermediate()).
+/// The intermediates, counted in `cat` (intermediate()); x32: xc as f32 (as_f32), the base conv's
+/// input.
 template <typename T>
-Intermediates forward_intermediates(const Tensor& xc, const WTConvWeights& w, int K, Category cat) {
+Intermediates forward_intermediates(const Tensor& xc, const Tensor& x32, const WTConvWeights& w,
+                                    int K, Category cat) {
   const int B = int(xc.size(0)), C = int(xc.size(3)), L = w.levels();
   const auto d = level_dims(int(xc.size(1)), int(xc.size(2)), L);
   Intermediates m;
@@ -217,7 +219,7 @@ Intermediates forward_intermediates(const Tensor& xc, const WTConvWeights& w, in
     m.conv.push_back(dwconv(m.coeff[l], K, w.wavelet_weight[l], nullptr, false, cat));
     m.t.push_back(scale(m.conv[l], w.wavelet_scale[l], 4 * C, cat));
   }
-  m.base = dwconv(as_f32(xc), K, w.base_weight, w.base_bias.data<float>(), false, cat);
+  m.base = dwconv(x32, K, w.base_weight, w.base_bias.data<float>(), false, cat);
   return m;
 }
 
@@ -228,7 +230,7 @@ void unfused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int
   const int L = w.levels(), Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
   const auto d = level_dims(H, W, L);
   const Category kept = saved != nullptr ? Category::activations : Category::workspace;
-  Intermediates m = forward_intermediates<T>(xc, w, K, kept);
+  Intermediates m = forward_intermediates<T>(xc, as_f32(xc), w, K, kept);
   std::vector<Tensor> synth_in(L);  // the inverse Haar's inputs
   Tensor rec;
   for (int l = L - 1; l >= 0; --l) {
@@ -255,9 +257,10 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int L = w.levels(), Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
   const auto d = level_dims(H, W, L);
+  const Tensor x32 = as_f32(xc);  // widened once: the base weight gradient's input
   const Intermediates m = saved != nullptr
                               ? Intermediates{saved->coeff, saved->conv, {}, saved->base}
-                              : forward_intermediates<T>(xc, w, K, Category::workspace);
+                              : forward_intermediates<T>(xc, x32, w, K, Category::workspace);
   Tensor G = grad_y.contiguous();
   if (stride > 1) {
     Tensor up = scratch_tensor({B, H, W, C}, G.dtype());
@@ -274,7 +277,7 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
   const Tensor g_base = scale(typed<T>(G), full, w.base_scale, C);
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
-  dw_wgrad(as_f32(xc), g_base, K, g.base_weight, &g.base_bias);
+  dw_wgrad(x32, g_base, K, g.base_weight, &g.base_bias);
   // levels, finest first: gT_l = haar(g_rec_l), g_rec_{l+1} = gT_l[LL]
   std::vector<Tensor> g_coeff(L);
   std::vector<Tensor> gT(L);
