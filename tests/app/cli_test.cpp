@@ -226,7 +226,7 @@ TEST_F(CliTest, AnOptionSpeltWithUnderscoresIsNamed) {
 // --config is; two configs, or none, are usage errors naming them, before any run folder.
 TEST_F(CliTest, TrainTakesTimmsConfigOption) {
   const std::string smoke = kSource + "/configs/smoke.yaml";
-  for (const std::string& opt : {"--config ", "-c ", "--config="}) {
+  for (const std::string opt : {"--config ", "-c ", "--config="}) {
     const ProgramRun r =
         run_program("train " + opt + smoke + " --device cpu --threads 1 --epochs 1 --output " +
                     file("out") + " --experiment e --plain");
@@ -507,13 +507,13 @@ TEST_F(CliTest, InfoTakesTimmsModelOption) {
 // bench by name takes --models (a list); timm's benchmark.py spells it --model, which bench
 // called a config key needing a CONFIG.yaml. It names --models instead.
 TEST_F(CliTest, BenchNamesModelsForTimmsModelOption) {
-  for (const std::string& arg : {"--model convnext_atto", "--model=convnext_atto"}) {
+  for (const std::string arg : {"--model convnext_atto", "--model=convnext_atto"}) {
     const ProgramRun r = run_program("bench " + arg + " --device cpu");
     EXPECT_EQ(r.exit_code, 2) << arg;
     EXPECT_NE(r.output.find("did you mean --models convnext_atto?"), std::string::npos) << r.output;
   }
   // its -b / --batch-size are bench's --batch (-b was read as a config file named '-b')
-  for (const std::string& arg : {"-b 4", "--batch-size 4"}) {
+  for (const std::string arg : {"-b 4", "--batch-size 4"}) {
     const ProgramRun r = run_program("bench " + arg + " --device cpu");
     EXPECT_NE(r.exit_code, 0) << arg;
     EXPECT_NE(r.output.find("did you mean --batch 4?"), std::string::npos) << r.output;

@@ -635,15 +635,17 @@ TEST_F(ConfigTest, ALeadingTildeInAPathKeyIsTheHomeFolder) {
   EXPECT_EQ(o.output, home + "/o");
   EXPECT_EQ(o.data_dir, home + "/d");
   EXPECT_EQ(o.resume, "auto");
-  if (const passwd* root = ::getpwnam("root"))  // ~user: that user's home folder
+  if (const passwd* root = ::getpwnam("root")) {  // ~user: that user's home folder
     EXPECT_EQ(hg::train::load_config(write("e.yaml", "output: ~root/r\n")).output,
               std::string(root->pw_dir) + "/r");
+  }
   EXPECT_EQ(hg::train::load_config(write("f.yaml", "output: ~no_such_user_x/r\n")).output,
             "~no_such_user_x/r");  // as the shell leaves it
   ::unsetenv("HOME");              // the home folder of the user then, as a shell's
-  if (const passwd* me = ::getpwuid(::geteuid()))
+  if (const passwd* me = ::getpwuid(::geteuid())) {
     EXPECT_EQ(hg::train::load_config(write("g.yaml", "output: ~/r\n")).output,
               std::string(me->pw_dir) + "/r");
+  }
   if (saved) ::setenv("HOME", before.c_str(), 1);
 }
 

@@ -257,8 +257,11 @@ TEST(InitialCheckpoint, RgbWeightsStartAGrayModelWithTheStemChannelsSummed) {
       EXPECT_FLOAT_EQ(w1[o * k + j],
                       w3[(o * 3 + 0) * k + j] + w3[(o * 3 + 1) * k + j] + w3[(o * 3 + 2) * k + j])
           << o << "," << j;
-  for (const auto& [name, v] : got)
-    if (name != "stem.0.weight") EXPECT_EQ(v, want.at(name)) << name;
+  for (const auto& [name, v] : got) {
+    if (name != "stem.0.weight") {
+      EXPECT_EQ(v, want.at(name)) << name;
+    }
+  }
   fs::remove(path);
 }
 
