@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Dev use (device tool), thirty-first session: dev/s30/'s two f32 patches (applied together) as
-# hg_new against hg_base = 594d529, in one short call: the patched tree's GPU tests, bench-layer
+# hg_new against hg_base = the tree without them (594d529; later HEADs until the product changes), in one short call: the patched tree's GPU tests, bench-layer
 # fp32 twice and bf16 once, the models in tf32 and fp32 once each (the tail of dev/s30a.sh
 # without its Nsight sequences: the session's device time was nearly spent).
 # Pack: hg_base = 594d529's build/haargrad; git apply both dev/s30/ patches, ninja haargrad
