@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Dev use (device tool), thirty-first session: dev/s30/'s two f32 patches (applied together) as
-# hg_new against hg_base = the tree without them (594d529; later HEADs until the product changes), in one short call: the patched tree's GPU tests, bench-layer
-# fp32 twice and bf16 once, the models in tf32 and fp32 once each (the tail of dev/s30a.sh
-# without its Nsight sequences: the session's device time was nearly spent).
-# Pack: hg_base = 594d529's build/haargrad; git apply both dev/s30/ patches, ninja haargrad
-# tests/test_gpu tests/test_ops, KEEP_NEW=0 dev/labbin-pack.sh. Carry ["build/labpack", ".golden"].
+# hg_new against hg_base = the tree without them (594d529; later HEADs until the product changes),
+# in one short call: the patched tree's GPU tests, bench-layer fp32 twice and bf16 once, the models
+# in tf32 and fp32 once each (the tail of dev/s30a.sh without its Nsight sequences: the session's
+# device time was nearly spent).
+# Pack: cp the base's build/haargrad to build/labbin/hg_base; git apply both dev/s30/ patches,
+# ninja haargrad tests/test_gpu tests/test_ops, KEEP_NEW=0 dev/labbin-pack.sh.
+# Carry ["build/labpack", ".golden"].
 NAME=s31b
 source dev/labbin-lib.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
