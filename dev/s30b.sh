@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Dev use (device tool), thirtieth session (not run: no device was lent): the submitted tree's
+# Dev use (device tool), written in the thirtieth session (no device was lent then) and run first
+# in the thirty-first (H200: every test passed; README's table): the submitted tree's
 # GPU tests (the reference order's saved intermediates and its convolutions on the product's
 # depthwise kernels never ran on a GPU), bench-layer's rows of both WTConv modes (extra memory:
 # the reference row now keeps kernels::WTConvSaved between its forward and backward), WTConvNeXt-T
