@@ -5,7 +5,7 @@
 # second stream beside the input gradient); hg_new2 = hg_new with the split levels' weight
 # gradients beside their level gradients too (and the base path's beside the synthesis only);
 # (a fourth program, 594d529 with dev/s30/'s f32 patches, did not fit the 64 MiB the device tool
-# carries: dev/s31b.sh). The GPU tests are hg_new2's tree's. Then bench-layer (bf16 twice, fp32
+# carries: dev/s31c.sh). The GPU tests are hg_new2's tree's. Then bench-layer (bf16 twice, fp32
 # once) and the models (bf16 twice, tf32 once; fp32 for hg_base and hg_new2) with each program.
 # Both changes are in dev/s31/side-branches.patch (hg_new2's tree against 594d529; hg_new is that
 # without the wtconv_split.cu part and with base_grads queued first in fused_backward_t).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Dev use (device tool): what the thirty-first session left for the next device call, in one call.
-# (1) dev/s30/'s two f32 patches (hg_new, with its tree's GPU tests) against hg_base, as
-# dev/s31b.sh; (2) dev/s31/side-branches.patch (hg_side) against hg_base with the models' step
+# (1) dev/s30/'s two f32 patches (hg_new, with its tree's GPU tests) against hg_base, a short
+# form of dev/s30a.sh; (2) dev/s31/side-branches.patch (hg_side) against hg_base with the models' step
 # launched op by op (`bench --cuda-graph false`) and as one graph, to tell the two readings of
 # dev/s31/README.md apart: if the side branch wins op by op but loses in the graph, the graph's
 # branches are what loses; if it loses both ways, the two one-wave kernels' contention is.
