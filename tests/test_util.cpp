@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/autograd.h"
+#include "core/error.h"
 #include "core/ops.h"
 
 namespace hg::test {
@@ -70,6 +71,15 @@ double gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
     worst = std::max(worst, rel_error(a, n));
   }
   return worst;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::string golden_dir() {

@@ -21,6 +21,10 @@ double rel_error(const Tensor& a, const Tensor& b);
 double gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                  std::vector<Tensor> inputs, double eps = 1e-6, uint64_t seed = 1234);
 
+/// Runs `f` and returns the message of the hg::Error it throws ("" when it throws none; any other
+/// exception passes through).
+std::string error_of(const std::function<void()>& f);
+
 /// Directory of golden files: $HAARGRAD_GOLDEN_DIR or ../shared/golden beside the sources.
 std::string golden_dir();
 

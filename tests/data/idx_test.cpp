@@ -7,6 +7,7 @@
 
 #include "data/idx_dataset.h"
 #include "temp_dir.h"
+#include "test_util.h"
 
 namespace {
 const std::string kDir = "/usr/share/datasets/fashion-mnist";
@@ -22,14 +23,7 @@ std::string be32(uint32_t v) {
   return std::string{char(v >> 24), char((v >> 16) & 0xff), char((v >> 8) & 0xff), char(v & 0xff)};
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const hg::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using hg::test::error_of;
 }  // namespace
 
 TEST(Idx, FashionMnistSplits) {

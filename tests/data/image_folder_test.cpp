@@ -18,6 +18,7 @@
 #include "data/image_folder.h"
 #include "data/synthetic.h"
 #include "temp_dir.h"
+#include "test_util.h"
 #include "train/config.h"
 
 namespace fs = std::filesystem;
@@ -60,14 +61,7 @@ struct Tree {
   }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const hg::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using hg::test::error_of;
 
 int luma(const Image& img, int64_t p) {  // stb's RGB -> gray rule
   return (img.pixels[size_t(p * img.channels)] * 77 + img.pixels[size_t(p * img.channels + 1)] * 150 +

@@ -44,16 +44,7 @@ kernels::WTConvWeights random_weights(const Config& c, uint64_t seed, DType dtyp
   return w;
 }
 
-/// Runs `f` and returns the hg::Error message it throws ("" when it does not throw).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 }  // namespace
 

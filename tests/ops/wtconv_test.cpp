@@ -219,16 +219,7 @@ TEST(WTConvGrad, OnlySomeInputsRequireGrad) {
 // ---- the layer --------------------------------------------------------------------------------
 
 namespace {
-/// Runs `f` and returns the hg::Error message it throws ("" when it does not throw).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 }  // namespace
 
 TEST(WTConvKernels, BadWeightShapesThrow) {

@@ -28,6 +28,7 @@
 #include "core/safetensors.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
+#include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_history.h"
 #include "train/config.h"
@@ -65,15 +66,7 @@ std::string contains_msg(const std::string& text, const std::string& part) {
 }
 #define EXPECT_CONTAINS(text, part) EXPECT_EQ(contains_msg(text, part), "")
 
-// Runs `f` and returns the hg::Error message it throws ("" when it does not throw).
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using hg::test::error_of;
 
 struct CommandResult {
   int rc;
