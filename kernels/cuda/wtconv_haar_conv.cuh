@@ -24,7 +24,10 @@ namespace hg::kernels::cuda::wtconv_detail {
 /// Level row pairs of a haar_conv_kernel block, and its warps: kHaarConvWarps / 4 per sub-band,
 /// each taking every (kHaarConvWarps / 4)-th pair. Eight rows a block: the halo's Haar (K - 1
 /// staged rows) is computed again by the next block, 1.5x the rows at K = 5 (2x with 4 rows).
-constexpr int kHaarConvPairs = 4, kHaarConvWarps = 8;
+/// Where only one block's tiles fit a multiprocessor (f32 at a 28-wide grid: 196 KB), the block
+/// has kHaarConvWideWarps warps instead, one a (sub-band, row pair), so that a multiprocessor still
+/// has 16 warps resident (haar_conv_warps).
+constexpr int kHaarConvPairs = 4, kHaarConvWarps = 8, kHaarConvWideWarps = 4 * kHaarConvPairs;
 
 /// Sizes of a haar_conv_kernel launch: the source (B, hi, wi, C) and the level grid (hp, wp) =
 /// (ceil(hi / 2), ceil(wi / 2)) (int32: the host checks).
@@ -121,12 +124,13 @@ __device__ __forceinline__ void haar_tiles(const T* __restrict__ img, const Haar
 // keeps the K x K filter of channel s C + c (wl is (4C, K*K), rounded to T here) in registers and
 // slides the (K + 1) x K window of staged_rows.cuh along the row pair, writing t as sub-band planes
 // (B, hp, wp, 4, C).
-template <typename T, int KT>
-__global__ void __launch_bounds__(32 * kHaarConvWarps)
+template <typename T, int KT, int kWarps = kHaarConvWarps>
+__global__ void __launch_bounds__(32 * kWarps)
     haar_conv_kernel(const T* __restrict__ src, HaarConvDims d, const float* __restrict__ wl,
                      T* __restrict__ t, T* __restrict__ coef, T* __restrict__ ll_next) {
+  static_assert(kWarps % 4 == 0 && kWarps / 4 <= kHaarConvPairs, "warps: whole sub-band groups");
   constexpr int K = KT, KR = KT + 1, KK = KT * KT, r = KT / 2;
-  constexpr int kRows = 2 * kHaarConvPairs, kThreads = 32 * kHaarConvWarps;
+  constexpr int kRows = 2 * kHaarConvPairs, kThreads = 32 * kWarps;
   extern __shared__ uint4 stage[];
   const int RS = kRows + K - 1, WS = d.wp + K - 1;  // staged rows and columns of one tile
   const int tile = RS * WS * 32;                    // elements of one sub-band's tile
@@ -140,8 +144,8 @@ __global__ void __launch_bounds__(32 * kHaarConvWarps)
   haar_tiles<T, kThreads>(img, d, b, p0 - r, RS, -r, WS, c0, tiles, tile, p0, p0 + kRows, coef,
                           ll_next);
 
-  // Phase 2: warp (sub-band s, w) convolves tile s, row pairs w, w + kHaarConvWarps / 4, ...
-  constexpr int kBandWarps = kHaarConvWarps / 4;
+  // Phase 2: warp (sub-band s, w) convolves tile s, row pairs w, w + kWarps / 4, ...
+  constexpr int kBandWarps = kWarps / 4;
   const int lane = threadIdx.x, s = threadIdx.y % 4, c = c0 + lane;
   float wr[K][K];
 #pragma unroll

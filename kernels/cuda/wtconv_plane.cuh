@@ -104,6 +104,20 @@ struct SPlane {
   __device__ __forceinline__ S& ref(int i, int j) const { return base[(i * w + j) * 32]; }
 };
 
+// An image's plane read from global memory (B, H, W, C) by one lane (channel c), zero outside and
+// for lanes past C (active false): the backward's x where its level-0 plane is not staged
+// (plane_bwd_layout's x_global).
+template <typename T>
+struct GPlane {
+  const T* base;  // the lane's value at (0, 0) of its image: x + b H W C + c
+  int h, w, ld;   // grid, and ld = C elements between pixels
+  bool active;
+  __device__ __forceinline__ float at(int i, int j) const {
+    return (active && i >= 0 && i < h && j >= 0 && j < w) ? to_f32(__ldg(base + (i * w + j) * ld))
+                                                          : 0.f;
+  }
+};
+
 /// v rounded to the storage type T (the bf16 op's rounding point), kept as S.
 template <typename T, typename S>
 __device__ __forceinline__ S round_as(float v) {
@@ -203,6 +217,9 @@ __device__ void plane_stage_filters(const PlaneGeom& g, const G* __restrict__ wl
 /// sums run; then, while the cascade runs, the staged filters (level taps as T at b_off, base
 /// taps f32 at wb_off) and the rec buffers (f32 at rec_off). Sharing region B lets three blocks
 /// of the 14 x 14 backward fit a multiprocessor instead of two (bf16: 61 instead of 110 KB).
+/// With x_global, region B holds only x's pyramid during the sums: x's level-0 plane is read from
+/// global memory (GPlane) by the pyramid's first level and the base plane's sums. That is what
+/// lets two f32 blocks fit a multiprocessor at 14 x 14 (108 instead of 121 KB; thirtieth session).
 struct PlaneBwdLayout {
   size_t b_off, wb_off, rec_off, bytes;
 };
@@ -230,40 +247,70 @@ __host__ __device__ inline PlaneFwdLayout plane_fwd_layout(const PlaneGeom& g) {
 }
 
 template <typename T>
-__host__ __device__ inline PlaneBwdLayout plane_bwd_layout(const PlaneGeom& g) {
+__host__ __device__ inline PlaneBwdLayout plane_bwd_layout(const PlaneGeom& g, bool x_global) {
   const size_t entry = 32 * sizeof(T), plane = size_t(g.h[0] * g.w[0] + g.pyr_size) * entry;
+  const size_t x_part = x_global ? size_t(g.pyr_size) * entry : plane;  // region B in the sums
   const size_t nl = size_t(g.L) * g.K * g.K * 4, nb = size_t(g.n_w) - nl;
   PlaneBwdLayout lay;
   lay.b_off = align16(plane);
   lay.wb_off = lay.b_off + align16(nl * entry);
   lay.rec_off = lay.wb_off + nb * 32 * sizeof(float);
   const size_t cascade = lay.rec_off + size_t(g.n_f) * 32 * sizeof(float);
-  lay.bytes = cascade > lay.b_off + plane ? cascade : lay.b_off + plane;
+  lay.bytes = cascade > lay.b_off + x_part ? cascade : lay.b_off + x_part;
   return lay;
 }
 
-/// The Haar pyramid of the plane at `src` (grid 0) into `pyr` (levels 0 .. L-1), each coefficient
-/// computed as haar4 adds and rounded to T once; with src2, the pyramid of a second plane on the
-/// same grids into pyr2 in the same passes (the backward's x and G: one barrier a level for both,
-/// and twice the loads in flight a position). Synchronises the block after every level.
+/// One position of a pyramid level: the Haar coefficients of the level's input `in` (an SPlane, or
+/// a GPlane) at position pos of its level grid (wp columns, n positions) into the four sub-band
+/// planes at out, each computed as haar4 adds and rounded to T once.
+template <typename T, typename S, typename P>
+__device__ __forceinline__ void pyramid_at(const P& in, S* out, int n, int wp, int pos) {
+  const int p = pos / wp, q = pos % wp, i = 2 * p, j = 2 * q;
+  const float4 v = haar4(in.at(i, j), in.at(i, j + 1), in.at(i + 1, j), in.at(i + 1, j + 1));
+  out[pos * 32] = round_as<T, S>(v.x);
+  out[(n + pos) * 32] = round_as<T, S>(v.y);
+  out[(2 * n + pos) * 32] = round_as<T, S>(v.z);
+  out[(3 * n + pos) * 32] = round_as<T, S>(v.w);
+}
+
+/// The Haar pyramid of the plane at `src` (grid 0) into `pyr` (levels 0 .. L-1); with src2, the
+/// pyramid of a second plane on the same grids into pyr2 in the same passes (the backward's x and
+/// G: one barrier a level for both, and twice the loads in flight a position). Synchronises the
+/// block after every level.
 template <typename T, typename S>
 __device__ void plane_pyramid(const PlaneGeom& g, const S* src, S* pyr, int warp,
                               const S* src2 = nullptr, S* pyr2 = nullptr) {
   for (int l = 0; l < g.L; ++l) {
-    const int hp = g.h[l + 1], wp = g.w[l + 1], n = hp * wp;
+    const int wp = g.w[l + 1], n = g.h[l + 1] * wp;
     const auto level = [&](const S* plane, S* levels, int pos) {
       const SPlane<const S> in{l == 0 ? plane : levels + g.pyr[l - 1] * 32, g.h[l], g.w[l]};
-      const int p = pos / wp, q = pos % wp, i = 2 * p, j = 2 * q;
-      const float4 v = haar4(in.at(i, j), in.at(i, j + 1), in.at(i + 1, j), in.at(i + 1, j + 1));
-      S* out = levels + g.pyr[l] * 32;
-      out[pos * 32] = round_as<T, S>(v.x);
-      out[(n + pos) * 32] = round_as<T, S>(v.y);
-      out[(2 * n + pos) * 32] = round_as<T, S>(v.z);
-      out[(3 * n + pos) * 32] = round_as<T, S>(v.w);
+      pyramid_at<T>(in, levels + g.pyr[l] * 32, n, wp, pos);
     };
     for (int pos = warp; pos < n; pos += kPlaneWarps) {
       level(src, pyr, pos);
       if (src2 != nullptr) level(src2, pyr2, pos);
+    }
+    __syncthreads();
+  }
+}
+
+/// plane_pyramid of the backward's x and G where x's level-0 plane is read from global memory
+/// (x_global): level 0 from xg and the staged G plane gs, the levels after it from the pyramids.
+template <typename T, typename S>
+__device__ void plane_pyramid_xg(const PlaneGeom& g, const GPlane<T>& xg, S* xpyr, int warp,
+                                 const S* gs, S* gpyr) {
+  for (int l = 0; l < g.L; ++l) {
+    const int wp = g.w[l + 1], n = g.h[l + 1] * wp;
+    S* xo = xpyr + g.pyr[l] * 32;
+    S* go = gpyr + g.pyr[l] * 32;
+    for (int pos = warp; pos < n; pos += kPlaneWarps) {
+      if (l == 0) {
+        pyramid_at<T>(xg, xo, n, wp, pos);
+        pyramid_at<T>(SPlane<const S>{gs, g.h[0], g.w[0]}, go, n, wp, pos);
+      } else {
+        pyramid_at<T>(SPlane<const S>{xpyr + g.pyr[l - 1] * 32, g.h[l], g.w[l]}, xo, n, wp, pos);
+        pyramid_at<T>(SPlane<const S>{gpyr + g.pyr[l - 1] * 32, g.h[l], g.w[l]}, go, n, wp, pos);
+      }
     }
     __syncthreads();
   }
@@ -456,14 +503,46 @@ __device__ void plane_wgrad_row(const SPlane<const T>& xp, const SPlane<const T>
   }
 }
 
+/// The same sums with x's plane in global memory (GPlane, x_global): a row's columns taken
+/// kCols at a time, their window's loads issued together (each a load from L1 or L2, not a
+/// shared-memory access: one at a time, each would wait its latency). The same products, added in
+/// the same order.
+template <typename T, int K>
+__device__ void plane_wgrad_row(const GPlane<T>& xp, const SPlane<const T>& gp, int kh,
+                                float (&acc)[K]) {
+  constexpr int r = K / 2, kCols = 8;
+#pragma unroll
+  for (int kw = 0; kw < K; ++kw) acc[kw] = 0.f;
+  const int w = xp.w;
+  for (int i = 0; i < gp.h; ++i) {
+    const int ii = i + kh - r;
+    if (ii < 0 || ii >= xp.h) continue;
+    const T* grow = gp.base + i * w * 32;
+    for (int j0 = 0; j0 < w; j0 += kCols) {
+      float win[kCols + K - 1];
+#pragma unroll
+      for (int m = 0; m < kCols + K - 1; ++m) win[m] = xp.at(ii, j0 - r + m);
+#pragma unroll
+      for (int t = 0; t < kCols; ++t) {
+        if (j0 + t < w) {
+          const float gv = to_f32(grow[(j0 + t) * 32]);
+#pragma unroll
+          for (int kw = 0; kw < K; ++kw) acc[kw] = fmaf(gv, win[t + kw], acc[kw]);
+        }
+      }
+    }
+  }
+}
+
 /// Backward: grid (ceil(C / 32), slices); each block takes images [slice * ipb, ...) in order and
 /// accumulates its weight-gradient sums into partial (slices, NE, C) f32, NE = planes K*K + base,
 /// planes = base + 4L (entry plane * K*K + tap; with the base: plane 0 the base and the last entry
 /// sum G; plane base + 4l + s: level l sub-band s). x, G: the layer's input and dL/dy (a whole
 /// layer) or the LL bands ll_s and gR_s (a level tail). gx: grad_x (a whole layer) or the tail's
 /// term of the G synthesis (PlaneOut), none when both its pointers are null. wb, wl: the flipped
-/// folded filters.
-template <typename T, int K, bool kBase>
+/// folded filters. kXGlobal: x's level-0 plane is read from global memory, not staged
+/// (plane_bwd_layout's x_global; the host takes it where more blocks then fit a multiprocessor).
+template <typename T, int K, bool kBase, bool kXGlobal>
 __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 registers a thread
     plane_backward_kernel(const T* __restrict__ x, const T* __restrict__ G, int B, int C, int ipb,
                           PlaneGeom g, const float* __restrict__ wb, const T* __restrict__ wl,
@@ -471,14 +550,14 @@ __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 regis
                           float grec_scale) {
   constexpr int KK = K * K;
   extern __shared__ __align__(16) unsigned char plane_smem_raw[];
-  const PlaneBwdLayout lay = plane_bwd_layout<T>(g);
+  const PlaneBwdLayout lay = plane_bwd_layout<T>(g, kXGlobal);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int c = blockIdx.x * 32 + lane;
   const int n0 = g.h[0] * g.w[0];
   T* gs = reinterpret_cast<T*>(plane_smem_raw) + lane;  // region A
   T* gpyr = gs + n0 * 32;
   T* xs = reinterpret_cast<T*>(plane_smem_raw + lay.b_off) + lane;  // region B, first the sums'
-  T* xpyr = xs + n0 * 32;
+  T* xpyr = kXGlobal ? xs : xs + n0 * 32;
   T* wl_sm = reinterpret_cast<T*>(plane_smem_raw + lay.b_off) + lane;  // then the cascade's
   float* wb_sm = reinterpret_cast<float*>(plane_smem_raw + lay.wb_off) + lane;
   float* recs = reinterpret_cast<float*>(plane_smem_raw + lay.rec_off);
@@ -488,11 +567,15 @@ __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 regis
   float* part = partial + int64_t(blockIdx.y) * NE * C + c;
   const int b0 = blockIdx.y * ipb, b1 = min(B, b0 + ipb);
   for (int b = b0; b < b1; ++b) {
-    plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
+    if (!kXGlobal) plane_load(x, b, g.h[0], g.w[0], C, c, xs, warp);
     plane_load(G, b, g.h[0], g.w[0], C, c, gs, warp);
     async_wait<0>();
     __syncthreads();
-    plane_pyramid<T>(g, xs, xpyr, warp, gs, gpyr);
+    const GPlane<T> xg{x + int64_t(b) * n0 * C + (c < C ? c : 0), g.h[0], g.w[0], C, c < C};
+    if constexpr (kXGlobal)
+      plane_pyramid_xg<T>(g, xg, xpyr, warp, gs, gpyr);
+    else
+      plane_pyramid<T>(g, xs, xpyr, warp, gs, gpyr);
     // weight-gradient sums, one (plane, kh) item per warp at a time; the same thread owns an
     // entry for every image of the slice, so adding into `part` needs no atomics (deterministic)
     for (int it = warp; it < items; it += kPlaneWarps) {
@@ -505,7 +588,14 @@ __global__ void __launch_bounds__(32 * kPlaneWarps, 3)  // 3 blocks: <= 85 regis
         gp = {gpyr + off, hp, wp};
       }
       float acc[K];
-      plane_wgrad_row<T, K>(xp, gp, kh, acc);
+      if constexpr (kXGlobal) {  // the base plane's x from global memory
+        if (pl < base)
+          plane_wgrad_row<T, K>(xg, gp, kh, acc);
+        else
+          plane_wgrad_row<T, K>(xp, gp, kh, acc);
+      } else {
+        plane_wgrad_row<T, K>(xp, gp, kh, acc);
+      }
       if (c < C) {
 #pragma unroll
         for (int kw = 0; kw < K; ++kw) {

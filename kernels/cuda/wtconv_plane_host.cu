@@ -57,7 +57,8 @@ bool plane_takes(int B, int H, int W, int K, int L, int stride, bool backward, b
       int64_t(H) * W > kPlaneMaxPixels)
     return false;
   *g = plane_geom(H, W, L, K, base);
-  const size_t smem = backward ? plane_bwd_layout<T>(*g).bytes : plane_fwd_layout<T>(*g).bytes;
+  const size_t smem =
+      backward ? plane_bwd_layout<T>(*g, /*x_global=*/false).bytes : plane_fwd_layout<T>(*g).bytes;
   return smem <= hg::cuda::max_dynamic_smem();
 }
 
@@ -146,14 +147,28 @@ void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, co
                     const T* wl, PlaneOut<T> gout, const LevelParams& lp,
                     const PlaneBaseGrads& base, const Tensor& spare) {
   const int L = g.L, KK = g.K * g.K, groups = (C + 31) / 32, planes = g.base + 4 * L;
-  const size_t smem = plane_bwd_layout<T>(g).bytes;
   dispatch_k(g.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (plane_k<KT>) {
-      const auto kernel =
-          g.base ? plane_backward_kernel<T, KT, true> : plane_backward_kernel<T, KT, false>;
-      const int per_sm =  // also opts the kernel in to more than 48 KB of shared memory
-          hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel), 32 * kPlaneWarps, smem);
+      // x's level-0 plane staged, unless reading it from global memory lets more blocks fit a
+      // multiprocessor (f32 at 14 x 14: two instead of one; bf16 fits three either way)
+      const auto pick = [&](auto x_global) {
+        constexpr bool kXG = decltype(x_global)::value;
+        return g.base ? plane_backward_kernel<T, KT, true, kXG>
+                      : plane_backward_kernel<T, KT, false, kXG>;
+      };
+      const size_t smem_s = plane_bwd_layout<T>(g, false).bytes;
+      const size_t smem_g = plane_bwd_layout<T>(g, true).bytes;
+      const auto kernel_s = pick(std::false_type{}), kernel_g = pick(std::true_type{});
+      // resident_blocks also opts a kernel in to more than 48 KB of shared memory
+      const int per_sm_s = hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel_s),
+                                                     32 * kPlaneWarps, smem_s);
+      const int per_sm_g = hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel_g),
+                                                     32 * kPlaneWarps, smem_g);  // smem_g <= smem_s
+      const bool x_global = per_sm_g > per_sm_s;
+      const auto kernel = x_global ? kernel_g : kernel_s;
+      const size_t smem = x_global ? smem_g : smem_s;
+      const int per_sm = x_global ? per_sm_g : per_sm_s;
       // Images per block: enough blocks for about two waves of resident blocks (one wave of
       // blocks taking several images each was slower, 112 -> 118 us at 384/14/3 bf16, B = 64,
       // twenty-second session: their phases stay in step; two images a block at B = 128, by

@@ -164,9 +164,16 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
-      const auto kernel = haar_conv_kernel<T, KT>;
+      // 8 warps a block, or 16 where only one block's tiles fit a multiprocessor
+      // (kHaarConvWideWarps)
+      const auto narrow = haar_conv_kernel<T, KT>;
+      const auto wide = haar_conv_kernel<T, KT, kHaarConvWideWarps>;
+      const bool one_block = hg::cuda::resident_blocks(reinterpret_cast<const void*>(narrow),
+                                                       32 * kHaarConvWarps, smem) < 2;
+      const auto kernel = one_block ? wide : narrow;
+      const int warps = one_block ? kHaarConvWideWarps : kHaarConvWarps;
       hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
-      kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, kHaarConvWarps), smem,
+      kernel<<<dim3(unsigned(groups), unsigned((C + 31) / 32)), dim3(32, warps), smem,
                hg::cuda::stream()>>>(src, hd, w, typed<T>(*t), cp, lln);
       HG_CUDA_LAUNCH_CHECK();
     }
