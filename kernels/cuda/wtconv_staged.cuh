@@ -1,5 +1,5 @@
 // The one-pass synthesis fused with the base conv, with the input rows staged in shared memory
-// (stride 1, K = 3, 5, 7; bf16 activations, where it measured faster): the fast path of
+// (stride 1, K = 3, 5, 7; bf16 and f32 activations): the fast path of
 // wtconv_synthesis.cu's synthesis (the forward y, and grad_x as the same synthesis of dL/dy with
 // flipped filters). The base conv is the staged depthwise
 // forward of kernels/cuda/depthwise_conv.cu (staged_rows.cuh: rows in shared memory, a sliding
@@ -10,8 +10,8 @@
 //   R(p, q) = sum_{l >= 1} 2^-(l+1) unhaar(t_l(p>>l, q>>l); bit l-1 of p, bit l-1 of q),
 // which is the one-pass synthesis of docs/wtconv-operator.md, item 2, summed in another order.
 // (synth_v4_kernel in wtconv_vec.cuh, the fallback, reads the input from global memory per tap
-// and every level per pixel.) Activations and t_l of storage T = float or __nv_bfloat16 (the
-// caller runs it for bf16 only); weights and R f32.
+// and every level per pixel.) Activations and t_l of storage T = float or __nv_bfloat16; weights
+// and R f32.
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
 // kernels/cuda/*.h.
 #pragma once
@@ -75,8 +75,10 @@ constexpr int kSynthWarps = 8;
 // in registers (wb is (K*K, C), already flipped for grad_x, not rounded: the WTConv kernels
 // compute with f32 weights). Both rows of the pair and two neighbouring columns share one t_0
 // (storage T) and one R (f32) position.
+// One block a multiprocessor at K = 7, or in f32 (whose two buffers take 194 KB at 56 x 56, K =
+// 5): the registers then need no cap.
 template <typename T, int KT>
-__global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
+__global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || sizeof(T) == 4 ? 1 : 2)
     synth_staged_kernel(const T* __restrict__ x, const float* __restrict__ wb,
                         const float* __restrict__ bf, SynthDims d, int PR, const T* __restrict__ t0,
                         const float* __restrict__ R, T* __restrict__ y) {

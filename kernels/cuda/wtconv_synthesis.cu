@@ -91,48 +91,43 @@ inline int synth_staged_pairs(int W) { return W >= 16 ? 2 : 4; }
 template <typename T>
 bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const float* wb,
                       const float* bf, const Levels<T>& lv, const LevelTail& tail, T* out) {
-  if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
-    return false;
-  } else {
-    const int PR = synth_staged_pairs(W);
-    const size_t smem = synth_staged_smem<T>(K, PR, W);
-    bool ok = lv.L >= 1 && synth_staged_takes(in, B, H, W, C, K, out) && aligned16(wb) &&
-              (!bf || aligned16(bf)) && (!tail.r || (aligned16(tail.r) && tail.s == lv.L));
-    for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
-    ok = ok && aligned16(lv.t[0]);                                   // staged with the rows
-    if (!ok) return false;
-    const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
-    const int hp = lv.hp[0], wp = lv.wp[0];
-    // R: levels >= 1 (and the tail) on level 0's grid; none with one level and no tail. With the
-    // tail at s = 1 its term is R itself (grid 1 is level 0's grid).
-    Tensor R;
-    const float* Rp = tail.s == 1 ? tail.r : nullptr;
-    if (lv.L >= 2) {
-      R = workspace({B, hp, wp, C});
-      const dim3 grid(unsigned((int64_t(wp) * (C / 4) + 255) / 256), unsigned(hp), unsigned(B));
-      levels_synth_kernel<<<grid, 256, 0, hg::cuda::stream()>>>(lv, tail, hp, wp, C,
-                                                                R.data<float>());
-      HG_CUDA_LAUNCH_CHECK();
-      Rp = R.data<float>();
-    }
-    const SynthDims d{B, H, W, C, hp, wp};
-    dispatch_k(K, [&](auto kt) {
-      constexpr int KT = decltype(kt)::value;
-      if constexpr (KT == 3 || KT == 5 || KT == 7) {
-        const auto kernel = synth_staged_kernel<T, KT>;
-        // as many blocks as fit the device at once, each walking its channel group's items
-        const int cgroups = (C + 31) / 32;
-        const int64_t fit = int64_t(hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
-                                                              32 * kSynthWarps, smem)) *
-                            hg::cuda::multiprocessor_count() / cgroups;
-        const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(groups, fit));
-        kernel<<<dim3(unsigned(nb), unsigned(cgroups)), dim3(32, kSynthWarps), smem,
-                 hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0], Rp, out);
-        HG_CUDA_LAUNCH_CHECK();
-      }
-    });
-    return true;
+  const int PR = synth_staged_pairs(W);
+  const size_t smem = synth_staged_smem<T>(K, PR, W);
+  bool ok = lv.L >= 1 && synth_staged_takes(in, B, H, W, C, K, out) && aligned16(wb) &&
+            (!bf || aligned16(bf)) && (!tail.r || (aligned16(tail.r) && tail.s == lv.L));
+  for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
+  ok = ok && aligned16(lv.t[0]);                                   // staged with the rows
+  if (!ok) return false;
+  const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
+  const int hp = lv.hp[0], wp = lv.wp[0];
+  // R: levels >= 1 (and the tail) on level 0's grid; none with one level and no tail. With the
+  // tail at s = 1 its term is R itself (grid 1 is level 0's grid).
+  Tensor R;
+  const float* Rp = tail.s == 1 ? tail.r : nullptr;
+  if (lv.L >= 2) {
+    R = workspace({B, hp, wp, C});
+    const dim3 grid(unsigned((int64_t(wp) * (C / 4) + 255) / 256), unsigned(hp), unsigned(B));
+    levels_synth_kernel<<<grid, 256, 0, hg::cuda::stream()>>>(lv, tail, hp, wp, C, R.data<float>());
+    HG_CUDA_LAUNCH_CHECK();
+    Rp = R.data<float>();
   }
+  const SynthDims d{B, H, W, C, hp, wp};
+  dispatch_k(K, [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    if constexpr (KT == 3 || KT == 5 || KT == 7) {
+      const auto kernel = synth_staged_kernel<T, KT>;
+      // as many blocks as fit the device at once, each walking its channel group's items
+      const int cgroups = (C + 31) / 32;
+      const int64_t fit = int64_t(hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
+                                                            32 * kSynthWarps, smem)) *
+                          hg::cuda::multiprocessor_count() / cgroups;
+      const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(groups, fit));
+      kernel<<<dim3(unsigned(nb), unsigned(cgroups)), dim3(32, kSynthWarps), smem,
+               hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0], Rp, out);
+      HG_CUDA_LAUNCH_CHECK();
+    }
+  });
+  return true;
 }
 
 }  // namespace
@@ -145,24 +140,22 @@ bool synth_vec_takes(const T* in, int C, int K, const T* out) {
 }
 
 /// Whether the staged synthesis (try_synth_staged) takes a stride-1 synthesis of `in` into `out`,
-/// both (B, H, W, C) of storage T, with level-0 filters of size K: bf16 activations, K = 3, 5 or 7,
-/// C a multiple of 8, 16-byte aligned tensors, staged rows within the device's shared memory.
-/// bf16 only: on the H200 (bench-layer, B = 64, K = 5) it beat synth_v4_kernel in bf16 (96/56/5
-/// train 1.102 -> 1.082 ms, 192/28/4 0.698 -> 0.642) but lost in fp32 (96/56/5 1.181 -> 1.247: f32
-/// rows take twice the shared memory, so fewer blocks fit an SM).
+/// both (B, H, W, C) of storage T, with level-0 filters of size K: K = 3, 5 or 7, C a multiple of
+/// 16 bytes' elements, 16-byte aligned tensors, staged rows within the device's shared memory.
+/// f32 too since the thirty-second session: in the fifth it had lost to synth_v4_kernel in fp32
+/// (H200, 96/56/5 train 1.181 -> 1.247 ms: f32 rows take twice the shared memory), but the kernel
+/// has since been pipelined (a second buffer, its level-0 rows staged); then, on an H100 (B = 64,
+/// K = 5), fp32 96/56/5 0.858 -> 0.768 ms and 192/28/4 0.518 -> 0.416 (docs/fused-wtconv.md
+/// section 20).
 template <typename T>
 bool synth_staged_takes(const T* in, int B, int H, int W, int C, int K, const T* out) {
-  if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
-    return false;
-  } else {
-    const int PR = synth_staged_pairs(W);
-    const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
-    return (K == 3 || K == 5 || K == 7) && C % (16 / int(sizeof(T))) == 0 && aligned16(in) &&
-           aligned16(out) && synth_staged_smem<T>(K, PR, W) <= hg::cuda::max_dynamic_smem() &&
-           groups <= INT32_MAX && (C + 31) / 32 <= 65535 &&
-           int64_t(H) * W * C < INT32_MAX &&  // stage_rows_async's offsets in one image
-           B <= 65535 && H <= 131070;         // levels_synth_kernel's grid: (.., hp, B)
-  }
+  const int PR = synth_staged_pairs(W);
+  const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
+  return (K == 3 || K == 5 || K == 7) && C % (16 / int(sizeof(T))) == 0 && aligned16(in) &&
+         aligned16(out) && synth_staged_smem<T>(K, PR, W) <= hg::cuda::max_dynamic_smem() &&
+         groups <= INT32_MAX && (C + 31) / 32 <= 65535 &&
+         int64_t(H) * W * C < INT32_MAX &&  // stage_rows_async's offsets in one image
+         B <= 65535 && H <= 131070;         // levels_synth_kernel's grid: (.., hp, B)
 }
 
 /// base conv of `in` + one-pass synthesis of t (and of the level tail, if any) into out (B, Ho, Wo,
