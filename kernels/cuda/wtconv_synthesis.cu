@@ -144,9 +144,9 @@ bool synth_vec_takes(const T* in, int C, int K, const T* out) {
 /// 16 bytes' elements, 16-byte aligned tensors, staged rows within the device's shared memory.
 /// f32 too since the thirty-second session: in the fifth it had lost to synth_v4_kernel in fp32
 /// (H200, 96/56/5 train 1.181 -> 1.247 ms: f32 rows take twice the shared memory), but the kernel
-/// has since been pipelined (a second buffer, its level-0 rows staged); then, on an H100 (B = 64,
-/// K = 5), fp32 96/56/5 0.858 -> 0.768 ms and 192/28/4 0.518 -> 0.416 (docs/fused-wtconv.md
-/// section 20).
+/// has since been pipelined (a second buffer, its level-0 rows staged); taken for f32 with one
+/// buffer, on an H100 (B = 64, K = 5): fp32 96/56/5 0.858 -> 0.802 ms and 192/28/4 0.518 -> 0.432
+/// (docs/fused-wtconv.md section 20).
 template <typename T>
 bool synth_staged_takes(const T* in, int B, int H, int W, int C, int K, const T* out) {
   const int PR = synth_staged_pairs(W);
