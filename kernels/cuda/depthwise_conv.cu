@@ -432,18 +432,10 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
 // stall). The grid is the blocks that fit at once. The staging and the window are
 // kernels/cuda/staged_rows.cuh (shared with the WTConv synthesis).
 
-/// Buffers of staged rows of wgrad_staged_kernel: bf16 stages the next group while it computes
-/// this one (two buffers); f32 rows take twice the memory, so f32 keeps one buffer (and its
-/// resident blocks).
-template <typename T>
-constexpr int wgrad_staged_buffers() {
-  return sizeof(T) == 2 ? 2 : 1;
-}
-
 /// Shared memory of wgrad_staged_kernel: the staged rows, or the block's warp sums (reused).
 template <typename T>
 size_t wgrad_staged_smem(int K, int PR, int OW) {
-  const size_t staged = wgrad_staged_buffers<T>() * sizeof(T) * 32 *
+  const size_t staged = staged_buffers<T>() * sizeof(T) * 32 *
                         (size_t(2 * PR + K - 1) * (OW + K - 1) + size_t(2 * PR) * OW);
   const size_t sums = sizeof(float) * kWgradWarps * K * K * 33;
   return std::max(staged, sums);
@@ -454,7 +446,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
     wgrad_staged_kernel(const T* __restrict__ x, const T* __restrict__ gy, Dims d, int PR,
                         int groups_per_block, float* __restrict__ partial,
                         float* __restrict__ bias_partial) {
-  constexpr int K = KT, KR = KT + 1, NB = wgrad_staged_buffers<T>();
+  constexpr int K = KT, KR = KT + 1, NB = staged_buffers<T>();
   constexpr int kThreads = 32 * kWgradWarps;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.OW + K - 1;  // staged x rows and columns

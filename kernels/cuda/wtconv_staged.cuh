@@ -63,16 +63,6 @@ struct SynthDims {
 /// Warps of a synth_staged_kernel block.
 constexpr int kSynthWarps = 8;
 
-/// Staging buffers of synth_staged_kernel<T>: bf16 stages the next item while it computes this one
-/// (two buffers); f32 rows take twice the memory and keep one buffer, as the depthwise weight
-/// gradient's do, with two blocks a multiprocessor (97 KB each at 56 x 56, K = 5). Two f32 buffers
-/// (194 KB, one block) measured 4% faster on the layer and the same on the models, but their
-/// build's GPU tests have not run yet (docs/fused-wtconv.md section 20).
-template <typename T>
-constexpr int synth_staged_buffers() {
-  return sizeof(T) == 2 ? 2 : 1;
-}
-
 // The work is items: (32 channels [32 blockIdx.y, + 32), image b, output rows [i0, i0 + 2 PR)),
 // and a block walks items blockIdx.x, + gridDim.x, ... of its channel group (the grid is sized
 // to the blocks that fit the device at once). For each item the block stages input rows
@@ -91,6 +81,7 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
                         const float* __restrict__ bf, SynthDims d, int PR, const T* __restrict__ t0,
                         const float* __restrict__ R, T* __restrict__ y) {
   constexpr int K = KT, KR = KT + 1, r = KT / 2, kThreads = 32 * kSynthWarps;
+  constexpr int NB = staged_buffers<T>();
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.W + K - 1;  // staged rows and columns
   // one buffer: x rows [RS][WS][32], t_0 rows [PR][wp][4][32], R rows [PR][wp][32] (16-byte units)
@@ -122,84 +113,82 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
 #pragma unroll
     for (int q = 0; q < K; ++q) wr[p][q] = c < d.C ? wb[int64_t(p * K + q) * d.C + c] : 0.f;
   const float bias = bf && c < d.C ? bf[c] : 0.f;
-  staged_items<synth_staged_buffers<T>()>(
-      blockIdx.x, gridDim.x, items, stage_item, [&](int64_t it, int buf) {
-        const int item = int(it);
-        const int b = item / G, ia = item % G * 2 * PR + 2 * pair;  // output rows ia (even), ia + 1
-        if (c >= d.C || ia >= d.H || ja >= jb) return;
-        const T* xs = reinterpret_cast<const T*>(stage + buf * buf_vec);
-        const bool second = ia + 1 < d.H;
-        const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: + m WS 32
-        T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
-        T* yb = ya + int64_t(d.W) * d.C;
-        const T* t0r = reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec) +
-                       pair * d.wp * 4 * 32 + lane;  // the pair's level-0 row of t_0
-        const float* Rr =
-            R ? reinterpret_cast<const float*>(stage + buf * buf_vec + x_vec + t0_vec) +
-                    pair * d.wp * 32 + lane
-              : nullptr;
-        // Columns in pairs (j even, j + 1), the strip starting at an even column: a pair shares one
-        // t_0 and one R position, whose level terms are row ia: e + o (j), e - o (j + 1), row ia +
-        // 1 the same with its own e, o (unhaar_at with the 1/2 of level 0). With W odd the last
-        // strip's last pair has no column j + 1: it is computed on whatever follows the staged row
-        // in shared memory (the next staged row, or the t_0 rows after the last one) and not
-        // stored. Pointers advance by the pair: no 64-bit index arithmetic per store.
-        const T* tp = t0r + (ja >> 1) * 4 * 32;
-        const float* rp = Rr ? Rr + (ja >> 1) * 32 : nullptr;
-        T* pa = ya + int64_t(ja) * d.C;
-        T* pb = yb + int64_t(ja) * d.C;
-        const int C = d.C;
-        float win[KR][K];
-        window_start<T, K>(xr, WS, ja, win);
-        // one column pair (j, j + 1), then the pointers on to the next pair
-        auto pair = [&](int j) {
-          const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
-                      s3 = staged_value(tp + 96), rv = rp ? rp[0] : 0.f;
-          const float ea = fmaf(0.5f, s0 + s1, rv), oa = 0.5f * (s2 + s3);
-          const float eb = fmaf(0.5f, s0 - s1, rv), ob = 0.5f * (s2 - s3);
-          window_advance<T, K>(xr, WS, j, win);
-          float a0 = bias, a1 = bias;
-          pair_taps<K>(wr, win, a0, a1);
-          st(pa, a0 + (ea + oa));
-          if (second) st(pb, a1 + (eb + ob));
-          window_advance<T, K>(xr, WS, j + 1, win);
-          a0 = bias;
-          a1 = bias;
-          pair_taps<K>(wr, win, a0, a1);
-          if (j + 1 < jb) {
-            st(pa + C, a0 + (ea - oa));
-            if (second) st(pb + C, a1 + (eb - ob));
-          }
-          tp += 4 * 32;
-          if (rp) rp += 32;
-          pa += 2 * C;
-          pb += 2 * C;
-        };
-        // Whole periods of K pairs (2K columns: the window's registers are back in place), then the
-        // strip's last pairs unrolled as well: a rolled remainder moved the window between
-        // registers every column (112 instructions a column against 91; at W = 56 four of a strip's
-        // 14 columns, ~20% of the kernel's instructions in Nsight's counts).
-        int j = ja;
-        for (; j + 2 * (K - 1) < jb; j += 2 * K) {
+  staged_items<NB>(blockIdx.x, gridDim.x, items, stage_item, [&](int64_t it, int buf) {
+    const int item = int(it);
+    const int b = item / G, ia = item % G * 2 * PR + 2 * pair;  // output rows ia (even), ia + 1
+    if (c >= d.C || ia >= d.H || ja >= jb) return;
+    const T* xs = reinterpret_cast<const T*>(stage + buf * buf_vec);
+    const bool second = ia + 1 < d.H;
+    const T* xr = xs + 2 * pair * WS * 32 + lane;  // staged input row m of the pair: + m WS 32
+    T* ya = y + (int64_t(b) * d.H + ia) * d.W * d.C + c;
+    T* yb = ya + int64_t(d.W) * d.C;
+    const T* t0r = reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec) +
+                   pair * d.wp * 4 * 32 + lane;  // the pair's level-0 row of t_0
+    const float* Rr = R ? reinterpret_cast<const float*>(stage + buf * buf_vec + x_vec + t0_vec) +
+                              pair * d.wp * 32 + lane
+                        : nullptr;
+    // Columns in pairs (j even, j + 1), the strip starting at an even column: a pair shares one
+    // t_0 and one R position, whose level terms are row ia: e + o (j), e - o (j + 1), row ia + 1
+    // the same with its own e, o (unhaar_at with the 1/2 of level 0). With W odd the last strip's
+    // last pair has no column j + 1: it is computed on whatever follows the staged row in shared
+    // memory (the next staged row, or the t_0 rows after the last one) and not stored. Pointers
+    // advance by the pair: no 64-bit index arithmetic per store.
+    const T* tp = t0r + (ja >> 1) * 4 * 32;
+    const float* rp = Rr ? Rr + (ja >> 1) * 32 : nullptr;
+    T* pa = ya + int64_t(ja) * d.C;
+    T* pb = yb + int64_t(ja) * d.C;
+    const int C = d.C;
+    float win[KR][K];
+    window_start<T, K>(xr, WS, ja, win);
+    // one column pair (j, j + 1), then the pointers on to the next pair
+    auto pair = [&](int j) {
+      const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
+                  s3 = staged_value(tp + 96), rv = rp ? rp[0] : 0.f;
+      const float ea = fmaf(0.5f, s0 + s1, rv), oa = 0.5f * (s2 + s3);
+      const float eb = fmaf(0.5f, s0 - s1, rv), ob = 0.5f * (s2 - s3);
+      window_advance<T, K>(xr, WS, j, win);
+      float a0 = bias, a1 = bias;
+      pair_taps<K>(wr, win, a0, a1);
+      st(pa, a0 + (ea + oa));
+      if (second) st(pb, a1 + (eb + ob));
+      window_advance<T, K>(xr, WS, j + 1, win);
+      a0 = bias;
+      a1 = bias;
+      pair_taps<K>(wr, win, a0, a1);
+      if (j + 1 < jb) {
+        st(pa + C, a0 + (ea - oa));
+        if (second) st(pb + C, a1 + (eb - ob));
+      }
+      tp += 4 * 32;
+      if (rp) rp += 32;
+      pa += 2 * C;
+      pb += 2 * C;
+    };
+    // Whole periods of K pairs (2K columns: the window's registers are back in place), then the
+    // strip's last pairs unrolled as well: a rolled remainder moved the window between registers
+    // every column (112 instructions a column against 91; at W = 56 four of a strip's 14 columns,
+    // ~20% of the kernel's instructions in Nsight's counts).
+    int j = ja;
+    for (; j + 2 * (K - 1) < jb; j += 2 * K) {
 #pragma unroll
-          for (int u = 0; u < K; ++u) pair(j + 2 * u);
-        }
+      for (int u = 0; u < K; ++u) pair(j + 2 * u);
+    }
 #pragma unroll
-        for (int u = 0; u < K - 1; ++u) {
-          if (j + 2 * u >= jb) break;
-          pair(j + 2 * u);
-        }
-      });
+    for (int u = 0; u < K - 1; ++u) {
+      if (j + 2 * u >= jb) break;
+      pair(j + 2 * u);
+    }
+  });
 }
 
-/// Shared memory of synth_staged_kernel: its buffers (synth_staged_buffers), each the staged
+/// Shared memory of synth_staged_kernel: its buffers (staged_buffers), each the staged
 /// input rows, then the PR level-0 rows of t_0 (storage T) and of R (f32), level 0's grid (hp, wp)
 /// = (ceil(H / 2), ceil(W / 2)).
 template <typename T>
 size_t synth_staged_smem(int K, int PR, int W) {
   const size_t wp = size_t(W + 1) / 2;
-  return synth_staged_buffers<T>() * (sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) +
-                                      (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp);
+  return staged_buffers<T>() * (sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) +
+                                (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp);
 }
 
 }  // namespace hg::kernels::cuda::wtconv_detail
