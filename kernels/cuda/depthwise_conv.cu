@@ -427,15 +427,15 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
 // per SM) waited on load latency most of the time. Groups are split into slices by the shape
 // and the device only, and the block's sums are reduced in a fixed order (store_block_sums):
 // deterministic. A block walks its slice's groups with the next group's rows copied (cp.async)
-// into a second buffer while it computes this one (bf16; f32 rows take twice the memory and keep
-// one buffer): staging had left its warps waiting on loads (Nsight: long scoreboard the largest
+// into a second buffer while it computes this one (kStagedBuffers): staging had left its warps
+// waiting on loads (Nsight: long scoreboard the largest
 // stall). The grid is the blocks that fit at once. The staging and the window are
 // kernels/cuda/staged_rows.cuh (shared with the WTConv synthesis).
 
 /// Shared memory of wgrad_staged_kernel: the staged rows, or the block's warp sums (reused).
 template <typename T>
 size_t wgrad_staged_smem(int K, int PR, int OW) {
-  const size_t staged = staged_buffers<T>() * sizeof(T) * 32 *
+  const size_t staged = kStagedBuffers * sizeof(T) * 32 *
                         (size_t(2 * PR + K - 1) * (OW + K - 1) + size_t(2 * PR) * OW);
   const size_t sums = sizeof(float) * kWgradWarps * K * K * 33;
   return std::max(staged, sums);
@@ -446,7 +446,7 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
     wgrad_staged_kernel(const T* __restrict__ x, const T* __restrict__ gy, Dims d, int PR,
                         int groups_per_block, float* __restrict__ partial,
                         float* __restrict__ bias_partial) {
-  constexpr int K = KT, KR = KT + 1, NB = staged_buffers<T>();
+  constexpr int K = KT, KR = KT + 1, NB = kStagedBuffers;
   constexpr int kThreads = 32 * kWgradWarps;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.OW + K - 1;  // staged x rows and columns

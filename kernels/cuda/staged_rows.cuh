@@ -159,14 +159,10 @@ __device__ __forceinline__ void stage_rows_async(
 }
 
 /// Buffers of staged rows for staged_items<NB> in the kernels that walk their items (the depthwise
-/// weight gradient, the WTConv synthesis): bf16 stages the next item while it computes this one
-/// (two buffers); f32 rows take twice the memory and keep one buffer, and with it more resident
-/// blocks (two f32 buffers measured as fast on the models and 4% faster on the synthesis layer, but
-/// their build's GPU tests have not run: docs/fused-wtconv.md section 20, dev/s32/README.md).
-template <typename T>
-constexpr int staged_buffers() {
-  return sizeof(T) == 2 ? 2 : 1;
-}
+/// weight gradient, the WTConv synthesis): two, so that the next item's rows are in flight while
+/// the block computes this one. In f32 too: one f32 buffer kept more blocks resident, but two
+/// measured faster (docs/fused-wtconv.md section 21).
+constexpr int kStagedBuffers = 2;
 
 /// The block's loop over its work items first, first + step, ... < end, each item's rows staged
 /// (stage(item, buf): cp.async copies into buffer buf, e.g. stage_rows_async) and then computed

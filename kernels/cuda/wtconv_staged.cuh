@@ -60,6 +60,16 @@ struct SynthDims {
   int B, H, W, C, hp, wp;
 };
 
+/// Level 1 and the level tail for synth_staged_kernel<T, K, true>: t1 = t_1 (B, h1, w1, 4, C) of
+/// storage T and r1, the tail's term on the same grid (B, h1, w1, C) f32 (null: no tail), where
+/// the layer has exactly one split level after level 0 (96/56/5's levels 1 and 2-4).
+template <typename T>
+struct SynthLevel1 {
+  const T* t1;
+  const float* r1;
+  int h1, w1;
+};
+
 /// Warps of a synth_staged_kernel block.
 constexpr int kSynthWarps = 8;
 
@@ -67,27 +77,34 @@ constexpr int kSynthWarps = 8;
 // and a block walks items blockIdx.x, + gridDim.x, ... of its channel group (the grid is sized
 // to the blocks that fit the device at once). For each item the block stages input rows
 // [i0 - r, i0 + 2 PR + r) over columns [-r, W + r) (zeros outside) and the item's level-0 rows
-// [i0 / 2, i0 / 2 + PR) of t_0 and R (zeros past hp) into a buffer; in bf16 into one of two, the
-// next item's copies in flight (cp.async) while it computes this one: staging and the column loop
+// [i0 / 2, i0 / 2 + PR) of t_0 and R (zeros past hp) into one of two buffers, the next item's
+// copies in flight (cp.async) while it computes this one: staging and the column loop
 // each took about half of the kernel's time, one after the other (Nsight at 96/56/5: 47 us staging
 // alone, 52 us loop alone, 94 us both, with each block staging then computing). Each warp takes one
 // row pair (ia even, ia + 1) and one column strip; a thread (one channel) keeps the K x K folded
 // filter in registers (wb is (K*K, C), already flipped for grad_x, not rounded: the WTConv kernels
 // compute with f32 weights). Both rows of the pair and two neighbouring columns share one t_0
 // (storage T) and one R (f32) position.
-template <typename T, int KT>
-__global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
+// kL1: where the layer has exactly one split level after level 0, the block stages its rows of t_1
+// and of the tail's term (l1) instead of R and forms R's value at each level-0 position as
+// levels_synth_kernel would, with the same operations (bit for bit; PR even): one launch less,
+// and no f32 R written and read back (docs/fused-wtconv.md section 21).
+// One block a multiprocessor at K = 7, and in f32 (two buffers of 97 KB at 56 x 56, K = 5): the
+// registers then need no cap.
+template <typename T, int KT, bool kL1>
+__global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || sizeof(T) == 4 ? 1 : 2)
     synth_staged_kernel(const T* __restrict__ x, const float* __restrict__ wb,
                         const float* __restrict__ bf, SynthDims d, int PR, const T* __restrict__ t0,
-                        const float* __restrict__ R, T* __restrict__ y) {
+                        const float* __restrict__ R, SynthLevel1<T> l1, T* __restrict__ y) {
   constexpr int K = KT, KR = KT + 1, r = KT / 2, kThreads = 32 * kSynthWarps;
-  constexpr int NB = staged_buffers<T>();
+  constexpr int NB = kStagedBuffers;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.W + K - 1;  // staged rows and columns
   // one buffer: x rows [RS][WS][32], t_0 rows [PR][wp][4][32], R rows [PR][wp][32] (16-byte units)
   const int x_vec = RS * WS * 32 * int(sizeof(T)) / 16,
             t0_vec = PR * d.wp * 4 * 32 * int(sizeof(T)) / 16,
-            buf_vec = x_vec + t0_vec + PR * d.wp * 8;
+            t1_vec = kL1 ? PR / 2 * l1.w1 * 4 * 32 * int(sizeof(T)) / 16 : 0,
+            buf_vec = x_vec + t0_vec + (kL1 ? t1_vec + PR / 2 * l1.w1 * 8 : PR * d.wp * 8);
   const int lane = threadIdx.x, warp = threadIdx.y, c0 = blockIdx.y * 32, c = c0 + lane;
   const int strips = kSynthWarps / PR, pair = warp / strips, strip = warp % strips;
   // strips of an even width (column pairs share their level terms)
@@ -95,7 +112,8 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
   const int G = (d.H + 2 * PR - 1) / (2 * PR), items = d.B * G;
   // t_0 (B, hp, wp, 4, C) is an image of hp rows and 4 wp columns; R (B, hp, wp, C) one of wp
   const auto walk_x = stage_walk<T, kThreads>(WS), walk_t0 = stage_walk<T, kThreads>(4 * d.wp);
-  const auto walk_R = stage_walk<float, kThreads>(d.wp);
+  const auto walk_R = stage_walk<float, kThreads>(kL1 ? l1.w1 : d.wp);
+  const auto walk_t1 = stage_walk<T, kThreads>(kL1 ? 4 * l1.w1 : 1);  // (no division by 0)
   auto stage_item = [&](int64_t it, int buf) {
     const int item = int(it), b = item / G, i0 = item % G * 2 * PR;
     uint4* dst = stage + buf * buf_vec;
@@ -103,9 +121,18 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
                                   WS, c0, dst, walk_x);
     stage_rows_async<T, kThreads>(t0 + int64_t(b) * d.hp * d.wp * 4 * d.C, d.hp, 4 * d.wp, d.C,
                                   i0 / 2, PR, 0, 4 * d.wp, c0, dst + x_vec, walk_t0);
-    if (R)
+    if constexpr (kL1) {  // level-1 rows [i0 / 4, + PR / 2) of t_1 and of the tail's term
+      stage_rows_async<T, kThreads>(l1.t1 + int64_t(b) * l1.h1 * l1.w1 * 4 * d.C, l1.h1, 4 * l1.w1,
+                                    d.C, i0 / 4, PR / 2, 0, 4 * l1.w1, c0, dst + x_vec + t0_vec,
+                                    walk_t1);
+      if (l1.r1)
+        stage_rows_async<float, kThreads>(l1.r1 + int64_t(b) * l1.h1 * l1.w1 * d.C, l1.h1, l1.w1,
+                                          d.C, i0 / 4, PR / 2, 0, l1.w1, c0,
+                                          dst + x_vec + t0_vec + t1_vec, walk_R);
+    } else if (R) {
       stage_rows_async<float, kThreads>(R + int64_t(b) * d.hp * d.wp * d.C, d.hp, d.wp, d.C, i0 / 2,
                                         PR, 0, d.wp, c0, dst + x_vec + t0_vec, walk_R);
+    }
   };
   float wr[K][K];
 #pragma unroll
@@ -124,9 +151,21 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
     T* yb = ya + int64_t(d.W) * d.C;
     const T* t0r = reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec) +
                    pair * d.wp * 4 * 32 + lane;  // the pair's level-0 row of t_0
-    const float* Rr = R ? reinterpret_cast<const float*>(stage + buf * buf_vec + x_vec + t0_vec) +
-                              pair * d.wp * 32 + lane
-                        : nullptr;
+    const float* Rr = !kL1 && R
+                          ? reinterpret_cast<const float*>(stage + buf * buf_vec + x_vec + t0_vec) +
+                                pair * d.wp * 32 + lane
+                          : nullptr;
+    // kL1: the pair's level-0 row p = i0 / 2 + pair (i0 / 2 even) reads t_1's row p >> 1, the
+    // staged row pair >> 1, with row bit p & 1 = pair & 1
+    const T* t1r = kL1 ? reinterpret_cast<const T*>(stage + buf * buf_vec + x_vec + t0_vec) +
+                             (pair >> 1) * l1.w1 * 4 * 32 + lane
+                       : nullptr;
+    const float* r1r =
+        kL1 && l1.r1
+            ? reinterpret_cast<const float*>(stage + buf * buf_vec + x_vec + t0_vec + t1_vec) +
+                  (pair >> 1) * l1.w1 * 32 + lane
+            : nullptr;
+    const int rb1 = pair & 1;
     // Columns in pairs (j even, j + 1), the strip starting at an even column: a pair shares one
     // t_0 and one R position, whose level terms are row ia: e + o (j), e - o (j + 1), row ia + 1
     // the same with its own e, o (unhaar_at with the 1/2 of level 0). With W odd the last strip's
@@ -143,7 +182,18 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
     // one column pair (j, j + 1), then the pointers on to the next pair
     auto pair = [&](int j) {
       const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
-                  s3 = staged_value(tp + 96), rv = rp ? rp[0] : 0.f;
+                  s3 = staged_value(tp + 96);
+      float rv;
+      if constexpr (kL1) {  // levels_synth_kernel's value at level-0 column q = j / 2
+        const T* tq = t1r + (j >> 2) * 4 * 32;
+        const float u = unhaar_at(make_float4(staged_value(tq), staged_value(tq + 32),
+                                              staged_value(tq + 64), staged_value(tq + 96)),
+                                  rb1, (j >> 1) & 1);
+        rv = fmaf(0.25f, u, 0.f);
+        if (r1r) rv = rv + r1r[(j >> 2) * 32];
+      } else {
+        rv = rp ? rp[0] : 0.f;
+      }
       const float ea = fmaf(0.5f, s0 + s1, rv), oa = 0.5f * (s2 + s3);
       const float eb = fmaf(0.5f, s0 - s1, rv), ob = 0.5f * (s2 - s3);
       window_advance<T, K>(xr, WS, j, win);
@@ -181,14 +231,18 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 ? 1 : 2)
   });
 }
 
-/// Shared memory of synth_staged_kernel: its buffers (staged_buffers), each the staged
+/// Shared memory of synth_staged_kernel: its buffers (kStagedBuffers), each the staged
 /// input rows, then the PR level-0 rows of t_0 (storage T) and of R (f32), level 0's grid (hp, wp)
-/// = (ceil(H / 2), ceil(W / 2)).
+/// = (ceil(H / 2), ceil(W / 2)); with level1 (kL1) the PR / 2 level-1 rows of t_1 (storage T) and
+/// of the tail's term (f32) instead of R's, level 1's grid (h1, w1) = (ceil(hp / 2), ceil(wp / 2)).
 template <typename T>
-size_t synth_staged_smem(int K, int PR, int W) {
-  const size_t wp = size_t(W + 1) / 2;
-  return staged_buffers<T>() * (sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) +
-                                (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp);
+size_t synth_staged_smem(int K, int PR, int W, bool level1 = false) {
+  const size_t wp = size_t(W + 1) / 2, w1 = (wp + 1) / 2;
+  const size_t levels = level1 ? sizeof(T) * 4 * 32 * size_t(PR) * wp +
+                                     (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR / 2) * w1
+                               : (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp;
+  return kStagedBuffers *
+         (sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) + levels);
 }
 
 }  // namespace hg::kernels::cuda::wtconv_detail

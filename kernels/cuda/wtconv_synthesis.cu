@@ -84,7 +84,9 @@ constexpr int kTQ = 4;  // outputs per thread along a row (register reuse of the
 inline int synth_staged_pairs(int W) { return W >= 16 ? 2 : 4; }
 
 /// The staged synthesis (wtconv_staged.cuh: levels 1.. and the level tail, if any, summed onto
-/// level 0's grid, then the staged base conv adding level 0 and that sum) when it takes the shape
+/// level 0's grid by levels_synth_kernel, or by the synthesis kernel itself where level 1 is the
+/// only split level after level 0, then the staged base conv adding level 0 and that sum) when it
+/// takes the shape
 /// (synth_staged_takes; stride 1, the caller's case; at least one level; the folded weights, t_l
 /// aligned, as workspace tensors are). Returns false, having done nothing, otherwise; a level
 /// tail (its levels are in no t_l) can only be synthesised here, so the caller has checked.
@@ -100,11 +102,20 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   if (!ok) return false;
   const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
   const int hp = lv.hp[0], wp = lv.wp[0];
+  // Exactly one split level after level 0 (with or without a tail at s = 2): the kernel stages
+  // t_1 and the tail's rows and forms R itself (no levels_synth launch, no R round trip).
+  const bool level1 =
+      lv.L == 2 && PR % 2 == 0 && aligned16(lv.t[1]) &&
+      (!tail.r || (aligned16(tail.r) && tail.h == lv.hp[1] && tail.w == lv.wp[1])) &&
+      synth_staged_smem<T>(K, PR, W, true) <= hg::cuda::max_dynamic_smem();
+  const SynthLevel1<T> l1{level1 ? lv.t[1] : nullptr, level1 ? tail.r : nullptr,
+                          level1 ? lv.hp[1] : 0, level1 ? lv.wp[1] : 0};
+  const size_t smem_used = level1 ? synth_staged_smem<T>(K, PR, W, true) : smem;
   // R: levels >= 1 (and the tail) on level 0's grid; none with one level and no tail. With the
   // tail at s = 1 its term is R itself (grid 1 is level 0's grid).
   Tensor R;
   const float* Rp = tail.s == 1 ? tail.r : nullptr;
-  if (lv.L >= 2) {
+  if (lv.L >= 2 && !level1) {
     R = workspace({B, hp, wp, C});
     const dim3 grid(unsigned((int64_t(wp) * (C / 4) + 255) / 256), unsigned(hp), unsigned(B));
     levels_synth_kernel<<<grid, 256, 0, hg::cuda::stream()>>>(lv, tail, hp, wp, C, R.data<float>());
@@ -115,15 +126,16 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
-      const auto kernel = synth_staged_kernel<T, KT>;
+      const auto kernel =
+          level1 ? synth_staged_kernel<T, KT, true> : synth_staged_kernel<T, KT, false>;
       // as many blocks as fit the device at once, each walking its channel group's items
       const int cgroups = (C + 31) / 32;
       const int64_t fit = int64_t(hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
-                                                            32 * kSynthWarps, smem)) *
+                                                            32 * kSynthWarps, smem_used)) *
                           hg::cuda::multiprocessor_count() / cgroups;
       const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(groups, fit));
-      kernel<<<dim3(unsigned(nb), unsigned(cgroups)), dim3(32, kSynthWarps), smem,
-               hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0], Rp, out);
+      kernel<<<dim3(unsigned(nb), unsigned(cgroups)), dim3(32, kSynthWarps), smem_used,
+               hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0], Rp, l1, out);
       HG_CUDA_LAUNCH_CHECK();
     }
   });
