@@ -335,20 +335,25 @@ std::string timm_spelling(const std::string& key) {
   return it == hints.end() ? "" : it->second;
 }
 
+// "did you mean 'a' or 'b'?" for an unknown key close to known ones (similar_keys), or "".
+std::string close_keys_hint(const std::string& key) {
+  const std::vector<std::string> close = similar_keys(key);
+  std::string hint;
+  for (size_t i = 0; i < close.size(); ++i)
+    hint += str(i == 0                  ? "did you mean "
+                : i + 1 == close.size() ? " or "
+                                        : ", ",
+                "'", close[i], "'");
+  return close.empty() ? hint : hint + "?";
+}
+
 [[noreturn]] void fail_unknown(const std::string& key, const Where& where) {
   if (const std::string timm = timm_spelling(key); !timm.empty())
     throw Error(str("config: unknown key '", key, "' (", where.text(), "): ", timm,
                     " (`haargrad train --help` lists every key)"));
-  const std::vector<std::string> close = similar_keys(key);
-  std::string hint;
-  for (size_t i = 0; i < close.size(); ++i)
-    hint += str(i == 0                  ? "; did you mean "
-                : i + 1 == close.size() ? " or "
-                                        : ", ",
-                "'", close[i], "'");
-  if (!close.empty()) hint += "?";
-  throw Error(str("config: unknown key '", key, "' (", where.text(), ")", hint,
-                  close.empty() ? " (`haargrad train --help` lists every key)" : ""));
+  const std::string hint = close_keys_hint(key);
+  throw Error(str("config: unknown key '", key, "' (", where.text(), ")",
+                  hint.empty() ? " (`haargrad train --help` lists every key)" : "; " + hint));
 }
 
 // ---- reading one value --------------------------------------------------------------------------
@@ -739,8 +744,11 @@ void check_known_keys(const YAML::Node& root, const std::string& source) {
   if (unknown.size() == 1) fail_unknown(unknown[0].first, unknown[0].second);
   if (unknown.empty()) return;
   std::string list;
-  for (const auto& [key, where] : unknown)
-    list += str(list.empty() ? "" : ", ", "'", key, "' (line ", where.line, ")");
+  for (const auto& [key, where] : unknown) {
+    const std::string hint = close_keys_hint(key);
+    list += str(list.empty() ? "" : ", ", "'", key, "' (line ", where.line,
+                hint.empty() ? "" : "; " + hint, ")");
+  }
   throw Error(str("config: ", unknown.size(), " unknown keys in ", source, ": ", list,
                   " (`haargrad train --help` lists every key)"));
 }

@@ -166,11 +166,15 @@ TEST_F(ConfigTest, TimmArgsYamlUnsetValuesMeanTheDefaults) {
   expect_contains(load_error("epochs: null\n"), {"'epochs'", "line 1", "an integer"});
 }
 
-// A timm args.yaml holds many keys haargrad does not know: one message names them all.
+// A timm args.yaml holds many keys haargrad does not know: one message names them all, each
+// misspelt one with the keys it is close to, as a lone unknown key's message does.
 TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
-  expect_contains(
-      load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
-      {"3 unknown keys", path_, "'amp' (line 1)", "'channels_last' (line 3)", "'lrr' (line 4)"});
+  expect_contains(load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
+                  {"3 unknown keys", path_, "'amp' (line 1)", "'channels_last' (line 3)",
+                   "'lrr' (line 4; did you mean 'lr'"});
+  expect_contains(load_error("epoch: 3\nlearning_rate: 0.1\n"),
+                  {"2 unknown keys", "'epoch' (line 1; did you mean 'epochs'?)",
+                   "'learning_rate' (line 2"});
 }
 
 TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
