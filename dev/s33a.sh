@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Dev use (device tool): the thirty-second session's two prepared calls (dev/s32d.sh, dev/s32e.sh,
-# removed with their patches once landed: git show 949f1fb:dev/s32d.sh) in one. hg_base = 949f1fb (submitted); hg_new = dev/s32/levels-in-synthesis.patch (the staged
-# synthesis forms R from t_1 and the tail's rows at 96/56/5: no levels_synth launch, no R round
-# trip) + two staging buffers in f32 too (staged_buffers() = 2 for both the synthesis and the
-# depthwise weight gradient, the synthesis one block a multiprocessor in f32: what
+# removed with their patches once landed: git show 949f1fb:dev/s32d.sh) in one. hg_base =
+# 949f1fb (submitted); hg_new = dev/s32/levels-in-synthesis.patch (the staged synthesis forms R
+# from t_1 and the tail's rows at 96/56/5: no levels_synth launch, no R round trip) + two staging
+# buffers in f32 too (staged_buffers() = 2 for both the synthesis and the depthwise weight
+# gradient, the synthesis one block a multiprocessor in f32: what
 # dev/s32/synth-f32-two-buffers.patch + wgrad-f32-two-buffers.patch do). In bf16 hg_new is the
 # levels patch alone. GPU tests of hg_new's tree, bench-layer bf16 twice and fp32, both models in
 # bf16 twice, tf32 and fp32, the 96/56/5 launch sequences, then timm's peer bench.
