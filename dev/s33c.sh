@@ -12,9 +12,9 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 SPLIT='Gpu/OpDevice.MatchesCpu/wtconv2d_fused_B1_H37*:Gpu/OpDevice.MatchesCpu/wtconv2d_fused_B2_H37*'
 SPLIT+=':Gpu/OpDevice.MatchesCpu/wtconv2d_fused_B1_H35*:Gpu/OpDevice.MatchesCpu/wtconv2d_fused_B2_H28*'
-timeout 150 "$SAN" --tool racecheck --error-exitcode 3 $L/test_ops --gtest_filter="$SPLIT" \
+timeout 120 "$SAN" --tool racecheck --error-exitcode 3 $L/test_ops --gtest_filter="$SPLIT" \
   > $OUT/racecheck.log 2>&1
 echo "racecheck rc $?"; el racecheck; grep -E "PASSED|FAILED|ERROR SUMMARY|RACECHECK SUMMARY|hazard" $OUT/racecheck.log | head -12
-timeout 270 "$SAN" --tool memcheck --error-exitcode 3 $L/test_ops \
+timeout 240 "$SAN" --tool memcheck --error-exitcode 3 $L/test_ops \
   --gtest_filter='Gpu/OpDevice.MatchesCpu/wtconv2d_fused*:*WTConvGpu*' > $OUT/memcheck.log 2>&1
 echo "memcheck rc $?"; el memcheck; grep -E "PASSED|FAILED|ERROR SUMMARY|tests ran" $OUT/memcheck.log | head -12
