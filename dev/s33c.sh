@@ -15,6 +15,6 @@ SPLIT+=':Gpu/OpDevice.MatchesCpu/wtconv2d_fused_B1_H35*:Gpu/OpDevice.MatchesCpu/
 timeout 120 "$SAN" --tool racecheck --error-exitcode 3 $L/test_ops --gtest_filter="$SPLIT" \
   > $OUT/racecheck.log 2>&1
 echo "racecheck rc $?"; el racecheck; grep -E "PASSED|FAILED|ERROR SUMMARY|RACECHECK SUMMARY|hazard" $OUT/racecheck.log | head -12
-timeout 240 "$SAN" --tool memcheck --error-exitcode 3 $L/test_ops \
-  --gtest_filter='Gpu/OpDevice.MatchesCpu/wtconv2d_fused*:*WTConvGpu*' > $OUT/memcheck.log 2>&1
+timeout 200 "$SAN" --tool memcheck --error-exitcode 3 $L/test_ops \
+  --gtest_filter='Gpu/OpDevice.MatchesCpu/wtconv2d_fused*' > $OUT/memcheck.log 2>&1
 echo "memcheck rc $?"; el memcheck; grep -E "PASSED|FAILED|ERROR SUMMARY|tests ran" $OUT/memcheck.log | head -12
