@@ -427,26 +427,27 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
 // per SM) waited on load latency most of the time. Groups are split into slices by the shape
 // and the device only, and the block's sums are reduced in a fixed order (store_block_sums):
 // deterministic. A block walks its slice's groups with the next group's rows copied (cp.async)
-// into a second buffer while it computes this one (kStagedBuffers): staging had left its warps
-// waiting on loads (Nsight: long scoreboard the largest
-// stall). The grid is the blocks that fit at once. The staging and the window are
+// into a second buffer while it computes this one (where two fit: staged_buffers): staging had
+// left its warps waiting on loads (Nsight: long scoreboard the largest stall). The grid is the
+// blocks that fit at once. The staging and the window are
 // kernels/cuda/staged_rows.cuh (shared with the WTConv synthesis).
 
-/// Shared memory of wgrad_staged_kernel: the staged rows, or the block's warp sums (reused).
+/// Shared memory of wgrad_staged_kernel with nb buffers: the staged rows, or the block's warp sums
+/// (reused).
 template <typename T>
-size_t wgrad_staged_smem(int K, int PR, int OW) {
-  const size_t staged = kStagedBuffers * sizeof(T) * 32 *
-                        (size_t(2 * PR + K - 1) * (OW + K - 1) + size_t(2 * PR) * OW);
+size_t wgrad_staged_smem(int K, int PR, int OW, int nb) {
+  const size_t staged =
+      size_t(nb) * sizeof(T) * 32 * (size_t(2 * PR + K - 1) * (OW + K - 1) + size_t(2 * PR) * OW);
   const size_t sums = sizeof(float) * kWgradWarps * K * K * 33;
   return std::max(staged, sums);
 }
 
-template <typename T, int KT>
+template <typename T, int KT, int NB>
 __global__ void __launch_bounds__(32 * kWgradWarps)
     wgrad_staged_kernel(const T* __restrict__ x, const T* __restrict__ gy, Dims d, int PR,
                         int groups_per_block, float* __restrict__ partial,
                         float* __restrict__ bias_partial) {
-  constexpr int K = KT, KR = KT + 1, NB = kStagedBuffers;
+  constexpr int K = KT, KR = KT + 1;
   constexpr int kThreads = 32 * kWgradWarps;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.OW + K - 1;  // staged x rows and columns
@@ -500,6 +501,15 @@ __global__ void __launch_bounds__(32 * kWgradWarps)
   __syncthreads();  // the staged rows are dead: their memory takes the warp sums
   using Sums = float[kWgradWarps][K * K][33];
   store_block_sums<K>(*reinterpret_cast<Sums*>(stage), acc, gsum, d, partial, bias_partial);
+}
+
+/// wgrad_staged_kernel with nb staging buffers (staged_buffers: one for f32 only, so bf16 has no
+/// one-buffer instantiation).
+template <typename T, int KT>
+auto wgrad_staged(int nb) {
+  if constexpr (sizeof(T) == 4)
+    if (nb == 1) return wgrad_staged_kernel<T, KT, 1>;
+  return wgrad_staged_kernel<T, KT, 2>;
 }
 
 // Stride 1, staged: the forward and, as a forward conv of gy with the filter rotated by 180
@@ -791,10 +801,10 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   // stride 1 with 16-byte channel vectors takes the staged kernel: its units are row groups of
   // 2 * PR output rows (PR row pairs: more when the rows are short, so warps keep long strips)
   const int PR = d.OW >= 32 ? 1 : d.OW >= 16 ? 2 : 4;
-  const size_t staged_smem = wgrad_staged_smem<D>(d.K, PR, d.OW);
+  const int nb = staged_buffers<D>([&](int n) { return wgrad_staged_smem<D>(d.K, PR, d.OW, n); });
+  const size_t staged_smem = wgrad_staged_smem<D>(d.K, PR, d.OW, std::max(nb, 1));
   const bool staged = compiled && s.stride == 1 && s.C % (16 / int64_t(sizeof(D))) == 0 &&
-                      aligned16(x) && aligned16(grad_y) &&
-                      staged_smem <= hg::cuda::max_dynamic_smem() &&
+                      aligned16(x) && aligned16(grad_y) && nb > 0 &&
                       int64_t(s.H) * s.W * s.C < INT32_MAX &&  // int32 offsets in one image
                       int64_t(s.OH) * s.OW * s.C < INT32_MAX &&
                       int64_t(s.N) * ((s.OH + 2 * PR - 1) / (2 * PR)) < INT32_MAX;  // groups
@@ -807,10 +817,11 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   if (staged)
     dispatch_k(d.K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
-      if constexpr (KT > 0)
-        per_sm = std::max(
-            1, hg::cuda::resident_blocks(reinterpret_cast<const void*>(wgrad_staged_kernel<D, KT>),
-                                         32 * kWgradWarps, staged_smem));
+      if constexpr (KT > 0) {
+        const auto kernel = wgrad_staged<D, KT>(nb);
+        per_sm = std::max(1, hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
+                                                       32 * kWgradWarps, staged_smem));
+      }
     });
   const int64_t target = int64_t(per_sm) * hg::cuda::multiprocessor_count();
   const int64_t want = std::max<int64_t>(1, target / blocks_per_slice);
@@ -828,7 +839,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
     dispatch_k(d.K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
-        const auto kernel = wgrad_staged_kernel<D, KT>;
+        const auto kernel = wgrad_staged<D, KT>(nb);
         hg::cuda::allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
         kernel<<<dim3(unsigned(chunks), unsigned(slices)), block, staged_smem,
                  hg::cuda::stream()>>>(x, grad_y, d, PR, int(rows_per_block), partial,

@@ -16,6 +16,8 @@
 
 #include <cuda_bf16.h>
 
+#include "kernels/cuda/context.h"
+
 namespace hg::kernels::cuda {
 
 /// Warps per staged block (block shape (32, kStagedWarps)).
@@ -159,10 +161,20 @@ __device__ __forceinline__ void stage_rows_async(
 }
 
 /// Buffers of staged rows for staged_items<NB> in the kernels that walk their items (the depthwise
-/// weight gradient, the WTConv synthesis): two, so that the next item's rows are in flight while
-/// the block computes this one. In f32 too: one f32 buffer kept more blocks resident, but two
-/// measured faster (docs/fused-wtconv.md section 21).
-constexpr int kStagedBuffers = 2;
+/// weight gradient, the WTConv synthesis) of storage T, given the shared memory `smem_of(nb)` of
+/// nb buffers: two where they fit a block, so that the next item's rows are in flight while the
+/// block computes this one (in f32 too: one f32 buffer kept more blocks resident at 56 x 56, but
+/// two measured faster, docs/fused-wtconv.md section 21); else, in f32, one, so that wide rows
+/// (the K = 5 synthesis at W > ~67, the 7x7 weight gradient at OW > ~86: 384 px inputs) keep the
+/// staged kernels, as they did with one f32 buffer before; else 0: the caller takes another
+/// kernel. bf16 rows that wide take the other kernels, as they always have (one bf16 buffer has
+/// never been measured).
+template <typename T, typename SmemOf>
+int staged_buffers(SmemOf&& smem_of) {
+  const size_t max = hg::cuda::max_dynamic_smem();
+  if (smem_of(2) <= max) return 2;
+  return sizeof(T) == 4 && smem_of(1) <= max ? 1 : 0;
+}
 
 /// The block's loop over its work items first, first + step, ... < end, each item's rows staged
 /// (stage(item, buf): cp.async copies into buffer buf, e.g. stage_rows_async) and then computed

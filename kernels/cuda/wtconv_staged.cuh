@@ -5,7 +5,8 @@
 // forward of kernels/cuda/depthwise_conv.cu (staged_rows.cuh: rows in shared memory, a sliding
 // register window, two output rows per thread); the level terms are added per output pixel from
 // two tensors: t_0, level 0's output (B, hp, wp, 4, C) as sub-band planes, and R (B, hp, wp, C),
-// levels 1..L-1 already synthesised to level 0's grid by levels_synth_kernel. By linearity
+// levels 1..L-1 already synthesised to level 0's grid by levels_synth_kernel (or, where level 1
+// is the only split level after level 0, R formed here from t_1 and the tail's term). By linearity
 //   y(i, j) = base(i, j) + 1/2 unhaar(t_0(i>>1, j>>1); i&1, j&1) + R(i>>1, j>>1),
 //   R(p, q) = sum_{l >= 1} 2^-(l+1) unhaar(t_l(p>>l, q>>l); bit l-1 of p, bit l-1 of q),
 // which is the one-pass synthesis of docs/wtconv-operator.md, item 2, summed in another order.
@@ -89,18 +90,19 @@ constexpr int kSynthWarps = 8;
 // and of the tail's term (l1) instead of R and forms R's value at each level-0 position as
 // levels_synth_kernel would, with the same operations (bit for bit; PR even): one launch less,
 // and no f32 R written and read back (docs/fused-wtconv.md section 21).
-// One block a multiprocessor at K = 7, and in f32 (two buffers of 97 KB at 56 x 56, K = 5): the
-// registers then need no cap.
-template <typename T, int KT, bool kL1>
-__global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || sizeof(T) == 4 ? 1 : 2)
+// NB staging buffers (staged_buffers). One block a multiprocessor at K = 7, and with two f32
+// buffers (~97-99 KB each at 56 x 56, K = 5): the registers then need no cap.
+template <typename T, int KT, bool kL1, int NB>
+__global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || (sizeof(T) == 4 && NB == 2) ? 1 : 2)
     synth_staged_kernel(const T* __restrict__ x, const float* __restrict__ wb,
                         const float* __restrict__ bf, SynthDims d, int PR, const T* __restrict__ t0,
                         const float* __restrict__ R, SynthLevel1<T> l1, T* __restrict__ y) {
   constexpr int K = KT, KR = KT + 1, r = KT / 2, kThreads = 32 * kSynthWarps;
-  constexpr int NB = kStagedBuffers;
   extern __shared__ uint4 stage[];
   const int RS = 2 * PR + K - 1, WS = d.W + K - 1;  // staged rows and columns
-  // one buffer: x rows [RS][WS][32], t_0 rows [PR][wp][4][32], R rows [PR][wp][32] (16-byte units)
+  // one buffer (sizes in 16-byte units): x rows [RS][WS][32], t_0 rows [PR][wp][4][32], then R
+  // rows [PR][wp][32] (f32), or with kL1 t_1 rows [PR / 2][w1][4][32] and the tail's term's rows
+  // [PR / 2][w1][32] (f32), elements of 32 channels each
   const int x_vec = RS * WS * 32 * int(sizeof(T)) / 16,
             t0_vec = PR * d.wp * 4 * 32 * int(sizeof(T)) / 16,
             t1_vec = kL1 ? PR / 2 * l1.w1 * 4 * 32 * int(sizeof(T)) / 16 : 0,
@@ -110,7 +112,8 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || sizeof(T) == 4 ? 
   // strips of an even width (column pairs share their level terms)
   const int SW = ((d.W + strips - 1) / strips + 1) & ~1, ja = strip * SW, jb = min(d.W, ja + SW);
   const int G = (d.H + 2 * PR - 1) / (2 * PR), items = d.B * G;
-  // t_0 (B, hp, wp, 4, C) is an image of hp rows and 4 wp columns; R (B, hp, wp, C) one of wp
+  // t_0 (B, hp, wp, 4, C) is an image of hp rows and 4 wp columns; R (B, hp, wp, C) one of wp;
+  // with kL1 t_1 one of h1 rows and 4 w1 columns, the tail's term one of w1
   const auto walk_x = stage_walk<T, kThreads>(WS), walk_t0 = stage_walk<T, kThreads>(4 * d.wp);
   const auto walk_R = stage_walk<float, kThreads>(kL1 ? l1.w1 : d.wp);
   const auto walk_t1 = stage_walk<T, kThreads>(kL1 ? 4 * l1.w1 : 1);  // (no division by 0)
@@ -231,18 +234,17 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || sizeof(T) == 4 ? 
   });
 }
 
-/// Shared memory of synth_staged_kernel: its buffers (kStagedBuffers), each the staged
-/// input rows, then the PR level-0 rows of t_0 (storage T) and of R (f32), level 0's grid (hp, wp)
-/// = (ceil(H / 2), ceil(W / 2)); with level1 (kL1) the PR / 2 level-1 rows of t_1 (storage T) and
-/// of the tail's term (f32) instead of R's, level 1's grid (h1, w1) = (ceil(hp / 2), ceil(wp / 2)).
+/// Shared memory of synth_staged_kernel: its nb buffers, each the staged input rows, then the PR
+/// level-0 rows of t_0 (storage T) and of R (f32), level 0's grid (hp, wp) = (ceil(H / 2),
+/// ceil(W / 2)); with level1 (kL1) the PR / 2 level-1 rows of t_1 (storage T) and of the tail's
+/// term (f32) instead of R's, level 1's grid (h1, w1) = (ceil(hp / 2), ceil(wp / 2)).
 template <typename T>
-size_t synth_staged_smem(int K, int PR, int W, bool level1 = false) {
+size_t synth_staged_smem(int K, int PR, int W, bool level1, int nb) {
   const size_t wp = size_t(W + 1) / 2, w1 = (wp + 1) / 2;
   const size_t levels = level1 ? sizeof(T) * 4 * 32 * size_t(PR) * wp +
                                      (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR / 2) * w1
                                : (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp;
-  return kStagedBuffers *
-         (sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) + levels);
+  return size_t(nb) * (sizeof(T) * 32 * size_t(2 * PR + K - 1) * size_t(W + K - 1) + levels);
 }
 
 }  // namespace hg::kernels::cuda::wtconv_detail

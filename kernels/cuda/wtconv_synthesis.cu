@@ -86,15 +86,14 @@ inline int synth_staged_pairs(int W) { return W >= 16 ? 2 : 4; }
 /// The staged synthesis (wtconv_staged.cuh: levels 1.. and the level tail, if any, summed onto
 /// level 0's grid by levels_synth_kernel, or by the synthesis kernel itself where level 1 is the
 /// only split level after level 0, then the staged base conv adding level 0 and that sum) when it
-/// takes the shape
-/// (synth_staged_takes; stride 1, the caller's case; at least one level; the folded weights, t_l
-/// aligned, as workspace tensors are). Returns false, having done nothing, otherwise; a level
-/// tail (its levels are in no t_l) can only be synthesised here, so the caller has checked.
+/// takes the shape (synth_staged_takes; stride 1, the caller's case; at least one level; the
+/// folded weights, t_l aligned, as workspace tensors are). Returns false, having done nothing,
+/// otherwise; a level tail (its levels are in no t_l) can only be synthesised here, so the caller
+/// has checked.
 template <typename T>
 bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const float* wb,
                       const float* bf, const Levels<T>& lv, const LevelTail& tail, T* out) {
   const int PR = synth_staged_pairs(W);
-  const size_t smem = synth_staged_smem<T>(K, PR, W);
   bool ok = lv.L >= 1 && synth_staged_takes(in, B, H, W, C, K, out) && aligned16(wb) &&
             (!bf || aligned16(bf)) && (!tail.r || (aligned16(tail.r) && tail.s == lv.L));
   for (int l = 0; l < lv.L; ++l) ok = ok && aligned4<T>(lv.t[l]);  // levels_synth's loads
@@ -104,13 +103,18 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   const int hp = lv.hp[0], wp = lv.wp[0];
   // Exactly one split level after level 0 (with or without a tail at s = 2): the kernel stages
   // t_1 and the tail's rows and forms R itself (no levels_synth launch, no R round trip).
+  // (With two buffers only: the configuration measured and tested. synth_staged_smem sizes level
+  // 1's rows from W, as the grids follow from it.)
   const bool level1 =
-      lv.L == 2 && PR % 2 == 0 && aligned16(lv.t[1]) &&
+      lv.L == 2 && PR % 2 == 0 && lv.wp[1] == (wp + 1) / 2 && aligned16(lv.t[1]) &&
       (!tail.r || (aligned16(tail.r) && tail.h == lv.hp[1] && tail.w == lv.wp[1])) &&
-      synth_staged_smem<T>(K, PR, W, true) <= hg::cuda::max_dynamic_smem();
+      synth_staged_smem<T>(K, PR, W, true, 2) <= hg::cuda::max_dynamic_smem();
   const SynthLevel1<T> l1{level1 ? lv.t[1] : nullptr, level1 ? tail.r : nullptr,
                           level1 ? lv.hp[1] : 0, level1 ? lv.wp[1] : 0};
-  const size_t smem_used = level1 ? synth_staged_smem<T>(K, PR, W, true) : smem;
+  const int nb = level1 ? 2 : staged_buffers<T>([&](int n) {
+    return synth_staged_smem<T>(K, PR, W, false, n);
+  });  // > 0: synth_staged_takes
+  const size_t smem = synth_staged_smem<T>(K, PR, W, level1, nb);
   // R: levels >= 1 (and the tail) on level 0's grid; none with one level and no tail. With the
   // tail at s = 1 its term is R itself (grid 1 is level 0's grid).
   Tensor R;
@@ -126,15 +130,19 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
-      const auto kernel =
-          level1 ? synth_staged_kernel<T, KT, true> : synth_staged_kernel<T, KT, false>;
+      const auto kernel = [&] {
+        if (level1) return synth_staged_kernel<T, KT, true, 2>;
+        if constexpr (sizeof(T) == 4)  // one buffer: f32 only (staged_buffers)
+          if (nb == 1) return synth_staged_kernel<T, KT, false, 1>;
+        return synth_staged_kernel<T, KT, false, 2>;
+      }();
       // as many blocks as fit the device at once, each walking its channel group's items
       const int cgroups = (C + 31) / 32;
       const int64_t fit = int64_t(hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
-                                                            32 * kSynthWarps, smem_used)) *
+                                                            32 * kSynthWarps, smem)) *
                           hg::cuda::multiprocessor_count() / cgroups;
-      const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(groups, fit));
-      kernel<<<dim3(unsigned(nb), unsigned(cgroups)), dim3(32, kSynthWarps), smem_used,
+      const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(groups, fit));
+      kernel<<<dim3(unsigned(blocks), unsigned(cgroups)), dim3(32, kSynthWarps), smem,
                hg::cuda::stream()>>>(in, wb, bf, d, PR, lv.t[0], Rp, l1, out);
       HG_CUDA_LAUNCH_CHECK();
     }
@@ -156,15 +164,17 @@ bool synth_vec_takes(const T* in, int C, int K, const T* out) {
 /// 16 bytes' elements, 16-byte aligned tensors, staged rows within the device's shared memory.
 /// f32 too since the thirty-second session: in the fifth it had lost to synth_v4_kernel in fp32
 /// (H200, 96/56/5 train 1.181 -> 1.247 ms: f32 rows take twice the shared memory), but the kernel
-/// has since been pipelined (a second buffer, its level-0 rows staged); taken for f32 with one
-/// buffer, on an H100 (B = 64, K = 5): fp32 96/56/5 0.858 -> 0.802 ms and 192/28/4 0.518 -> 0.432
-/// (docs/fused-wtconv.md section 20).
+/// has since been pipelined (a second buffer, its level-0 rows staged); on an H100 (B = 64, K = 5)
+/// with one f32 buffer fp32 96/56/5 0.858 -> 0.802 ms and 192/28/4 0.518 -> 0.432
+/// (docs/fused-wtconv.md section 20), with two where they fit 0.768 and 0.416 (section 21); one
+/// where two do not (staged_buffers).
 template <typename T>
 bool synth_staged_takes(const T* in, int B, int H, int W, int C, int K, const T* out) {
   const int PR = synth_staged_pairs(W);
   const int64_t groups = int64_t(B) * ((H + 2 * PR - 1) / (2 * PR));
   return (K == 3 || K == 5 || K == 7) && C % (16 / int(sizeof(T))) == 0 && aligned16(in) &&
-         aligned16(out) && synth_staged_smem<T>(K, PR, W) <= hg::cuda::max_dynamic_smem() &&
+         aligned16(out) &&
+         staged_buffers<T>([&](int n) { return synth_staged_smem<T>(K, PR, W, false, n); }) > 0 &&
          groups <= INT32_MAX && (C + 31) / 32 <= 65535 &&
          int64_t(H) * W * C < INT32_MAX &&  // stage_rows_async's offsets in one image
          B <= 65535 && H <= 131070;         // levels_synth_kernel's grid: (.., hp, B)

@@ -62,6 +62,8 @@ const bool registered = register_cases({
     conv_case("dw7x7_C96_14", {2, 14, 14, 96, 96, 7, 1, 3, 96, true}, kDevice | kBf16),
     conv_case("dw7x7_C36_9", {2, 9, 9, 36, 36, 7, 1, 3, 36, false}, kDevice),
     conv_case("dw5x5_stride2_C9", {2, 15, 14, 9, 9, 5, 2, 2, 9, true}, kDevice),
+    // rows so wide that the f32 staged weight gradient fits one staging buffer only (bf16: two)
+    conv_case("dw7x7_wide_C16_96", {1, 12, 96, 16, 16, 7, 1, 3, 16, true}, kDevice),
     conv_case("patchify4x4_in1_fmnist", {4, 28, 28, 1, 48, 4, 4, 0, 1, true}, kDevice | kBf16),
     conv_case("patchify4x4_in3", {2, 32, 32, 3, 96, 4, 4, 0, 1, true}, kDevice),
     conv_case("downsample2x2_96", {2, 14, 14, 96, 192, 2, 2, 0, 1, true}, kDevice),
@@ -71,9 +73,11 @@ const bool registered = register_cases({
     conv_case("pointwise_12_20", {2, 5, 6, 12, 20, 1, 1, 0, 1, true}, kDevice),
     // every route of the bf16 kernels at 12x12: depthwise vector widths 8 / 4 / 1, a run-time K,
     // patchify GEMMs, cuDNN (weights in [-0.3, 0.3])
-    narrow(conv_case("bf16_dw7x7_vec8_C96", {2, 12, 12, 96, 96, 7, 1, 3, 96, true}, kDevice | kBf16)),
+    narrow(
+        conv_case("bf16_dw7x7_vec8_C96", {2, 12, 12, 96, 96, 7, 1, 3, 96, true}, kDevice | kBf16)),
     narrow(conv_case("bf16_dw5x5_vec4_C12", {2, 12, 12, 12, 12, 5, 1, 2, 12, true}, kDevice)),
-    narrow(conv_case("bf16_dw3x3_s2_vec1_C7", {2, 12, 12, 7, 7, 3, 2, 1, 7, true}, kDevice | kBf16)),
+    narrow(
+        conv_case("bf16_dw3x3_s2_vec1_C7", {2, 12, 12, 7, 7, 3, 2, 1, 7, true}, kDevice | kBf16)),
     narrow(conv_case("bf16_dw9x9_runtime_K", {2, 12, 12, 16, 16, 9, 1, 4, 16, true}, kDevice)),
     narrow(conv_case("bf16_patchify2x2_16_32", {2, 12, 12, 16, 32, 2, 2, 0, 1, true}, kDevice)),
     narrow(conv_case("bf16_stem4x4_3_24", {2, 12, 12, 3, 24, 4, 4, 0, 1, true}, kDevice | kBf16)),

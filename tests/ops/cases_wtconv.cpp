@@ -124,9 +124,12 @@ std::vector<OpCase> all_cases() {
     // the split path's bf16 levels with C % 8 == 0 (haar_conv_kernel, and the backward's
     // haar_wgrad_kernel: coefficients formed on the fly) at K = 3, 5, 7, odd level grids, more
     // than one 32-channel chunk with a partial last one, two split levels before the tail, and
-    // two split levels with no tail (37 x 35, L = 2: the staged synthesis forms level 1 itself)
-    for (const Cfg& c : {Cfg{1, 37, 41, 40, 5, 4, 1}, Cfg{2, 33, 30, 16, 7, 3, 1},
-                         Cfg{1, 35, 34, 24, 3, 3, 1}, Cfg{2, 37, 35, 16, 5, 2, 1}})
+    // two split levels with no tail (37 x 35, L = 2: the staged synthesis forms level 1 itself),
+    // and rows so wide that the f32 staged synthesis fits one staging buffer only (W = 72; L = 1,
+    // and L = 3: level 1 formed in the synthesis, a tail)
+    for (const Cfg& c :
+         {Cfg{1, 37, 41, 40, 5, 4, 1}, Cfg{2, 33, 30, 16, 7, 3, 1}, Cfg{1, 35, 34, 24, 3, 3, 1},
+          Cfg{2, 37, 35, 16, 5, 2, 1}, Cfg{1, 20, 72, 8, 5, 1, 1}, Cfg{1, 20, 72, 8, 5, 3, 1}})
       v.push_back(wt_case(cfg_name(c), c, mode, kDevice));
     // WTConvNeXt-T stage 1 at batch 64 (docs/fused-wtconv.md)
     v.push_back(wt_case("wtconvnext_t_s1_b64", {64, 56, 56, 96, 5, 5, 1}, mode, kPerf));
