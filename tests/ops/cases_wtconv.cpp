@@ -126,7 +126,7 @@ std::vector<OpCase> all_cases() {
     // than one 32-channel chunk with a partial last one, two split levels before the tail, and
     // two split levels with no tail (37 x 35, L = 2: the staged synthesis forms level 1 itself),
     // and rows so wide that the f32 staged synthesis fits one staging buffer only (W = 72; L = 1,
-    // and L = 3: level 1 formed in the synthesis, a tail)
+    // and L = 3 with a tail: level 1 formed in the bf16 synthesis, by levels_synth in f32)
     for (const Cfg& c :
          {Cfg{1, 37, 41, 40, 5, 4, 1}, Cfg{2, 33, 30, 16, 7, 3, 1}, Cfg{1, 35, 34, 24, 3, 3, 1},
           Cfg{2, 37, 35, 16, 5, 2, 1}, Cfg{1, 20, 72, 8, 5, 1, 1}, Cfg{1, 20, 72, 8, 5, 3, 1}})
