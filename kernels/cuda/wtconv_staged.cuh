@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || (sizeof(T) == 4 &
     float win[KR][K];
     window_start<T, K>(xr, WS, ja, win);
     // one column pair (j, j + 1), then the pointers on to the next pair
-    auto pair = [&](int j) {
+    auto column_pair = [&](int j) {
       const float s0 = staged_value(tp), s1 = staged_value(tp + 32), s2 = staged_value(tp + 64),
                   s3 = staged_value(tp + 96);
       float rv;
@@ -224,12 +224,12 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || (sizeof(T) == 4 &
     int j = ja;
     for (; j + 2 * (K - 1) < jb; j += 2 * K) {
 #pragma unroll
-      for (int u = 0; u < K; ++u) pair(j + 2 * u);
+      for (int u = 0; u < K; ++u) column_pair(j + 2 * u);
     }
 #pragma unroll
     for (int u = 0; u < K - 1; ++u) {
       if (j + 2 * u >= jb) break;
-      pair(j + 2 * u);
+      column_pair(j + 2 * u);
     }
   });
 }
