@@ -234,6 +234,17 @@ __global__ void __launch_bounds__(32 * kSynthWarps, KT >= 7 || (sizeof(T) == 4 &
   });
 }
 
+/// synth_staged_kernel for a launch: with the level-1 fold (two buffers only) or not, with nb
+/// buffers (staged_buffers: one for f32 only, so bf16 has no one-buffer instantiation), as
+/// wgrad_staged picks the depthwise weight gradient's.
+template <typename T, int KT>
+auto synth_staged(bool level1, int nb) {
+  if (level1) return synth_staged_kernel<T, KT, true, 2>;
+  if constexpr (sizeof(T) == 4)
+    if (nb == 1) return synth_staged_kernel<T, KT, false, 1>;
+  return synth_staged_kernel<T, KT, false, 2>;
+}
+
 /// Shared memory of synth_staged_kernel: its nb buffers, each the staged input rows, then the PR
 /// level-0 rows of t_0 (storage T) and of R (f32), level 0's grid (hp, wp) = (ceil(H / 2),
 /// ceil(W / 2)); with level1 (kL1) the PR / 2 level-1 rows of t_1 (storage T) and of the tail's

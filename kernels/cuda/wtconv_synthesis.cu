@@ -130,12 +130,7 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   dispatch_k(K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
-      const auto kernel = [&] {
-        if (level1) return synth_staged_kernel<T, KT, true, 2>;
-        if constexpr (sizeof(T) == 4)  // one buffer: f32 only (staged_buffers)
-          if (nb == 1) return synth_staged_kernel<T, KT, false, 1>;
-        return synth_staged_kernel<T, KT, false, 2>;
-      }();
+      const auto kernel = synth_staged<T, KT>(level1, nb);
       // as many blocks as fit the device at once, each walking its channel group's items
       const int cgroups = (C + 31) / 32;
       const int64_t fit = int64_t(hg::cuda::resident_blocks(reinterpret_cast<const void*>(kernel),
