@@ -33,17 +33,44 @@ void run_scale_rows(const Tensor& x, const Tensor& scale, Tensor& y) {
   }
 }
 
+// y = x + z * scale[n] per sample, as run_scale_rows.
+void run_add_scaled_rows(const Tensor& x, const Tensor& z, const Tensor& scale, Tensor& y) {
+  if (cpu_bf16(x)) {  // f32 math, rounded to bf16 once
+    Tensor y32 = Tensor::empty(x.shape(), DType::f32, x.device());
+    run_add_scaled_rows(cpu_f32(x), cpu_f32(z), scale, y32);
+    y.copy_(y32);
+    return;
+  }
+  const int64_t N = x.size(0), inner = N ? x.numel() / N : 0;
+  if (x.device() == Device::cuda) {
+    HG_DISPATCH_CUDA(x.dtype(), "add_scaled_samples", [&] {
+      kernels::cuda::add_scaled_rows(x.data<scalar_t>(), z.data<scalar_t>(), scale.data<float>(),
+                                     y.data<scalar_t>(), N, inner);
+    });
+  } else {
+    HG_DISPATCH_FLOAT(x.dtype(), "add_scaled_samples", [&] {
+      kernels::cpu::add_scaled_rows(x.data<scalar_t>(), z.data<scalar_t>(), scale.data<scalar_t>(),
+                                    y.data<scalar_t>(), N, inner);
+    });
+  }
+}
+
 /// The dtype of a per-sample scale for activations of dtype t (f32 for bf16 activations).
 DType scale_dtype(DType t) { return t == DType::bf16 ? DType::f32 : t; }
+
+/// Checks a per-sample scale for x (op: the caller's name, for the message).
+void check_scale(const char* op, const Tensor& x, const Tensor& scale) {
+  HG_CHECK(x.ndim() >= 1, op, ": input must have a batch dim, got ", x.describe());
+  HG_CHECK(scale.shape() == Shape{x.size(0)}, op, ": scale must be [", x.size(0), "] for input ",
+           x.describe(), ", got ", scale.describe());
+  HG_CHECK(scale.dtype() == scale_dtype(x.dtype()) && scale.device() == x.device(), op,
+           ": scale must be ", dtype_name(scale_dtype(x.dtype())), " on the device of ",
+           x.describe(), ", got ", scale.describe());
+}
 }  // namespace
 
 Tensor scale_samples(const Tensor& x_in, const Tensor& scale_in) {
-  HG_CHECK(x_in.ndim() >= 1, "scale_samples: input must have a batch dim, got ", x_in.describe());
-  HG_CHECK(scale_in.shape() == Shape{x_in.size(0)}, "scale_samples: scale must be [", x_in.size(0),
-           "] for input ", x_in.describe(), ", got ", scale_in.describe());
-  HG_CHECK(scale_in.dtype() == scale_dtype(x_in.dtype()) && scale_in.device() == x_in.device(),
-           "scale_samples: scale must be ", dtype_name(scale_dtype(x_in.dtype())), " on the device of ",
-           x_in.describe(), ", got ", scale_in.describe());
+  check_scale("scale_samples", x_in, scale_in);
   const Tensor x = x_in.contiguous(), scale = scale_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   run_scale_rows(x, scale, y);
@@ -56,19 +83,47 @@ Tensor scale_samples(const Tensor& x_in, const Tensor& scale_in) {
   return y;
 }
 
+Tensor add_scaled_samples(const Tensor& shortcut_in, const Tensor& z_in, const Tensor& scale_in) {
+  const char* op = "add_scaled_samples";
+  HG_CHECK(shortcut_in.defined() && z_in.defined() && scale_in.defined(), op,
+           ": shortcut, z and scale must be defined");
+  HG_CHECK(shortcut_in.shape() == z_in.shape() && shortcut_in.dtype() == z_in.dtype() &&
+               shortcut_in.device() == z_in.device(),
+           op, ": shortcut ", shortcut_in.describe(), " and z ", z_in.describe(),
+           " must have one shape, dtype and device");
+  check_scale(op, z_in, scale_in);
+  const Tensor x = shortcut_in.contiguous(), z = z_in.contiguous(), scale = scale_in.contiguous();
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  run_add_scaled_rows(x, z, scale, y);
+  autograd::record(op, {shortcut_in, z_in}, {y}, [scale](autograd::Backward& g) {
+    const Tensor dy = g.grad_output(0).contiguous();
+    Tensor dz;
+    if (g.needs_grad(1)) {
+      dz = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
+      run_scale_rows(dy, scale, dz);
+    }
+    return std::vector<Tensor>{g.needs_grad(0) ? dy : Tensor(), dz};
+  });
+  return y;
+}
+
+Tensor drop_path_scale(int64_t N, double drop_prob, DType act, Device device, Generator& gen) {
+  HG_CHECK(drop_prob >= 0.0 && drop_prob <= 1.0, "drop_path: drop_prob must be in [0, 1], got ",
+           drop_prob);
+  const double keep = 1.0 - drop_prob;
+  // Drawn through host_drawn: uploaded without a host wait, and drawn again at every replay of a
+  // captured CUDA graph of the step (core/host_drawn.h); `gen` is the model's, which outlives both.
+  return host_drawn(N, scale_dtype(act), device, [&gen, keep](std::vector<double>& s) {
+    for (double& v : s) v = gen.uniform() < keep ? 1.0 / keep : 0.0;  // keep == 0 never keeps
+  });
+}
+
 Tensor drop_path(const Tensor& x, double drop_prob, bool training, Generator& gen) {
   HG_CHECK(drop_prob >= 0.0 && drop_prob <= 1.0, "drop_path: drop_prob must be in [0, 1], got ",
            drop_prob);
   if (!training || drop_prob == 0.0) return x;
   HG_CHECK(x.ndim() >= 1, "drop_path: input must have a batch dim, got ", x.describe());
-  const double keep = 1.0 - drop_prob;
-  // Drawn through host_drawn: uploaded without a host wait, and drawn again at every replay of a
-  // captured CUDA graph of the step (core/host_drawn.h); `gen` is the model's, which outlives both.
-  const Tensor scale = host_drawn(
-      x.size(0), scale_dtype(x.dtype()), x.device(), [&gen, keep](std::vector<double>& s) {
-        for (double& v : s) v = gen.uniform() < keep ? 1.0 / keep : 0.0;  // keep == 0 never keeps
-      });
-  return scale_samples(x, scale);
+  return scale_samples(x, drop_path_scale(x.size(0), drop_prob, x.dtype(), x.device(), gen));
 }
 
 }  // namespace hg

@@ -292,25 +292,30 @@ Tensor gelu_linear(const Tensor& h_in, const Tensor& w_param, const Tensor& b_pa
   return y;
 }
 
-Tensor gelu_linear_residual(const Tensor& shortcut, const Tensor& h_in, const Tensor& weight,
-                            const Tensor& bias, const Tensor& gamma) {
-  const char* op = "gelu_linear_residual";
-  HG_CHECK(shortcut.defined() && h_in.defined() && weight.defined() && gamma.defined(), op,
-           ": shortcut, h, weight and gamma must be defined");
+namespace {
+/// gelu_linear_residual (shortcut defined) and gelu_linear_scaled (shortcut undefined): [shortcut
+/// +] gamma * linear(gelu(h), weight, bias), gamma folded into the weight; `op` names the caller.
+Tensor scaled_gelu_linear(const char* op, const Tensor& shortcut, const Tensor& h_in,
+                          const Tensor& weight, const Tensor& bias, const Tensor& gamma) {
+  HG_CHECK(h_in.defined() && weight.defined() && gamma.defined(), op,
+           ": h, weight and gamma must be defined");
+  const bool residual = shortcut.defined();
   const std::string call =
-      str("shortcut ", shortcut.describe(), ", h ", h_in.describe(), ", weight ", weight.describe(),
-          ", bias ", bias.defined() ? bias.describe() : std::string("none"), ", gamma ",
-          gamma.describe());
+      str(residual ? str("shortcut ", shortcut.describe(), ", ") : std::string(), "h ",
+          h_in.describe(), ", weight ", weight.describe(), ", bias ",
+          bias.defined() ? bias.describe() : std::string("none"), ", gamma ", gamma.describe());
   HG_CHECK(h_in.ndim() >= 1 && weight.ndim() == 2 && h_in.size(-1) == weight.size(1), op,
            ": h (..., in) and weight (out, in) do not match; got ", call);
   const int64_t out = weight.size(0);
   Shape yshape = h_in.shape();
   yshape.back() = out;
-  HG_CHECK(shortcut.shape() == yshape, op, ": shortcut must be ", shape_str(yshape), "; got ",
-           call);
+  if (residual) {
+    HG_CHECK(shortcut.shape() == yshape, op, ": shortcut must be ", shape_str(yshape), "; got ",
+             call);
+    check_same_dtype_device(op, shortcut, h_in);
+  }
   HG_CHECK(gamma.shape() == Shape{out} && (!bias.defined() || bias.shape() == Shape{out}), op,
            ": gamma and bias must be (", out, "); got ", call);
-  check_same_dtype_device(op, shortcut, h_in);
   // parameters: f32 master weights for bf16 activations, else the activations' dtype
   const DType pdt = h_in.dtype() == DType::bf16 ? DType::f32 : h_in.dtype();
   for (const Tensor* p : {&weight, &bias, &gamma})
@@ -319,7 +324,8 @@ Tensor gelu_linear_residual(const Tensor& shortcut, const Tensor& h_in, const Te
                dtype_name(pdt), " on the device of h; got ", call);
 
   const LinearSizes z{h_in.numel() / h_in.size(-1), weight.size(1), out};
-  const Tensor h = h_in.contiguous(), x = shortcut.contiguous(), w = weight.contiguous();
+  const Tensor h = h_in.contiguous(), w = weight.contiguous();
+  const Tensor x = residual ? shortcut.contiguous() : Tensor();
   const Tensor b = bias.defined() ? bias.contiguous() : Tensor(), gm = gamma.contiguous();
   const auto [wf, bf] = fold_scale(w, b, gm, h.dtype());  // (out, in): saved for the backward
   Tensor y;
@@ -327,39 +333,55 @@ Tensor gelu_linear_residual(const Tensor& shortcut, const Tensor& h_in, const Te
     memory::CategoryScope scratch(Category::workspace);  // GELU(h): as in gelu_linear
     const Tensor g = gelu_raw(h);
     memory::CategoryScope act(Category::activations);
-    y = forward_kernel(z, g, wf, bf, x.shape(), x);
+    y = forward_kernel(z, g, wf, bf, yshape, x);
   }
-  autograd::record(
-      op, {shortcut, h_in, weight, bias, gamma}, {y}, [z, h, wf, w, b, gm](autograd::Backward& gr) {
-        const Tensor gy = gr.grad_output(0).contiguous();
-        const bool want_h = gr.needs_grad(1);
-        const bool want_params = gr.needs_grad(2) || gr.needs_grad(3) || gr.needs_grad(4);
-        // dL/dGELU(h) = gy (gamma w), through the folded weight; then gelu_linear's order (dg,
-        // gh, then GELU(h) in scratch), which keeps the step's pool as packed as before
-        const Tensor dg = want_h ? grad_input(z, gy, wf, h.shape()) : Tensor();
-        Tensor gh = want_h ? Tensor::empty(h.shape(), h.dtype(), h.device()) : Tensor();
-        std::vector<Tensor> gp(3);  // weight, bias, gamma
-        {
-          memory::CategoryScope scratch(Category::workspace);
-          Tensor g;
-          if (want_h) {
-            g = Tensor::empty(h.shape(), h.dtype(), h.device());
-            gelu_recompute_backward(h, dg, g, gh);
-          } else if (want_params) {
-            g = gelu_raw(h);
-          }
-          if (want_params) {
-            const auto [gwf, gbf] = grad_weight_bias(z, g, gy, b.defined());
-            memory::CategoryScope grads(Category::activations);
-            gp = unfold_scale(gwf, gbf, w, b, gm);
-          }
-        }
-        // the shortcut's gradient is gy itself (y = shortcut + ...)
-        return std::vector<Tensor>{
-            gr.needs_grad(0) ? gy : Tensor(), gh, gr.needs_grad(2) ? gp[0] : Tensor(),
-            gr.needs_grad(3) ? gp[1] : Tensor(), gr.needs_grad(4) ? gp[2] : Tensor()};
-      });
+  std::vector<Tensor> inputs = {shortcut, h_in, weight, bias, gamma};
+  if (!residual) inputs.erase(inputs.begin());
+  autograd::record(op, inputs, {y}, [z, h, wf, w, b, gm, residual](autograd::Backward& gr) {
+    const Tensor gy = gr.grad_output(0).contiguous();
+    const int first = residual ? 1 : 0;  // the index of h among the inputs
+    const bool want_h = gr.needs_grad(first);
+    const bool want_params =
+        gr.needs_grad(first + 1) || gr.needs_grad(first + 2) || gr.needs_grad(first + 3);
+    // dL/dGELU(h) = gy (gamma w), through the folded weight; then gelu_linear's order (dg,
+    // gh, then GELU(h) in scratch), which keeps the step's pool as packed as before
+    const Tensor dg = want_h ? grad_input(z, gy, wf, h.shape()) : Tensor();
+    Tensor gh = want_h ? Tensor::empty(h.shape(), h.dtype(), h.device()) : Tensor();
+    std::vector<Tensor> gp(3);  // weight, bias, gamma
+    {
+      memory::CategoryScope scratch(Category::workspace);
+      Tensor g;
+      if (want_h) {
+        g = Tensor::empty(h.shape(), h.dtype(), h.device());
+        gelu_recompute_backward(h, dg, g, gh);
+      } else if (want_params) {
+        g = gelu_raw(h);
+      }
+      if (want_params) {
+        const auto [gwf, gbf] = grad_weight_bias(z, g, gy, b.defined());
+        memory::CategoryScope grads(Category::activations);
+        gp = unfold_scale(gwf, gbf, w, b, gm);
+      }
+    }
+    std::vector<Tensor> grads;
+    if (residual) grads.push_back(gr.needs_grad(0) ? gy : Tensor());  // y = shortcut + ...
+    grads.push_back(gh);
+    for (int i = 0; i < 3; ++i) grads.push_back(gr.needs_grad(first + 1 + i) ? gp[i] : Tensor());
+    return grads;
+  });
   return y;
+}
+}  // namespace
+
+Tensor gelu_linear_residual(const Tensor& shortcut, const Tensor& h, const Tensor& weight,
+                            const Tensor& bias, const Tensor& gamma) {
+  HG_CHECK(shortcut.defined(), "gelu_linear_residual: shortcut must be defined");
+  return scaled_gelu_linear("gelu_linear_residual", shortcut, h, weight, bias, gamma);
+}
+
+Tensor gelu_linear_scaled(const Tensor& h, const Tensor& weight, const Tensor& bias,
+                          const Tensor& gamma) {
+  return scaled_gelu_linear("gelu_linear_scaled", Tensor(), h, weight, bias, gamma);
 }
 
 Linear::Linear(int64_t in, int64_t out, Generator& gen, bool has_bias, DType dtype, Device device)

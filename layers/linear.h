@@ -40,6 +40,13 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias);
 Tensor gelu_linear_residual(const Tensor& shortcut, const Tensor& h, const Tensor& weight,
                             const Tensor& bias, const Tensor& gamma);
 
+/// gamma * linear(gelu(h), weight, bias) with the layer scale folded into the weight, as
+/// gelu_linear_residual without the shortcut: the ConvNeXt block's branch when drop path drops
+/// whole samples (layers/drop_path.h add_scaled_samples then adds it to the shortcut in one pass).
+/// Same shapes, dtypes and errors as gelu_linear_residual; gradients for all four.
+Tensor gelu_linear_scaled(const Tensor& h, const Tensor& weight, const Tensor& bias,
+                          const Tensor& gamma);
+
 /// nn.Linear with timm's ConvNeXt init: weight ~ trunc_normal(std 0.02, [-2, 2]), bias = 0.
 /// Tensors (state_dict names): "weight" (out, in); "bias" (out) when has_bias (no_weight_decay).
 class Linear : public Module {

@@ -60,12 +60,13 @@ Tensor ConvNeXtBlock::forward(const Tensor& x, bool training, Generator& gen) {
   const bool dropping = training && drop_path_prob > 0;
   // x + gamma * fc2(gelu(h)) in one op: gamma folded into fc2's weight, x added by fc2's GEMM
   if (gamma.defined() && !dropping) return gelu_linear_residual(x, h, fc2.weight, fc2.bias, gamma);
-  h = gelu_linear(h, fc2.weight, fc2.bias);  // fc2(gelu(fc1(h))), GELU recomputed in backward
-  if (dropping) {
-    if (gamma.defined()) h = layer_scale(h, gamma);
-    return residual_add(x, drop_path(h, drop_path_prob, training, gen));
+  if (gamma.defined()) {  // x + drop_path(gamma * fc2(gelu(h))): gamma folded, one residual pass
+    const Tensor scale = drop_path_scale(x.size(0), drop_path_prob, x.dtype(), x.device(), gen);
+    return add_scaled_samples(x, gelu_linear_scaled(h, fc2.weight, fc2.bias, gamma), scale);
   }
-  return residual_add(x, h);  // no layer scale (ls_init_value: null)
+  // no layer scale (ls_init_value: null)
+  h = gelu_linear(h, fc2.weight, fc2.bias);  // fc2(gelu(fc1(h))), GELU recomputed in backward
+  return residual_add(x, dropping ? drop_path(h, drop_path_prob, training, gen) : h);
 }
 
 void ConvNeXtBlock::collect(const std::string& prefix, std::vector<ParamRef>& out) const {

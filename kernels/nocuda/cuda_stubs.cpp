@@ -86,7 +86,13 @@ void linear_forward_add(int64_t, int64_t, int64_t, const T*, const T*, const T*,
 }
 template <typename T> void scale_rows(const T*, const float*, T*, int64_t, int64_t) { HG_STUB(scale_rows); }
 template <typename T>
-void global_avg_pool_forward(int64_t, int64_t, int64_t, const T*, T*) { HG_STUB(global_avg_pool_forward); }
+void add_scaled_rows(const T*, const T*, const float*, T*, int64_t, int64_t) {
+  HG_STUB(add_scaled_rows);
+}
+template <typename T>
+void global_avg_pool_forward(int64_t, int64_t, int64_t, const T*, T*) {
+  HG_STUB(global_avg_pool_forward);
+}
 template <typename T>
 void global_avg_pool_backward(int64_t, int64_t, int64_t, const T*, T*) { HG_STUB(global_avg_pool_backward); }
 template <typename T>
@@ -180,6 +186,7 @@ int wtconv_tail_level(const Shape&, int, int levels, DType, bool) { return level
   template void linear_forward_add<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*,    \
                                       const T*, T*);                                              \
   template void scale_rows<T>(const T*, const float*, T*, int64_t, int64_t);                      \
+  template void add_scaled_rows<T>(const T*, const T*, const float*, T*, int64_t, int64_t);       \
   template void global_avg_pool_forward<T>(int64_t, int64_t, int64_t, const T*, T*);              \
   template void global_avg_pool_backward<T>(int64_t, int64_t, int64_t, const T*, T*);             \
   template void conv2d_forward<T>(const Conv2dShape&, const T*, const float*, const float*, T*,   \

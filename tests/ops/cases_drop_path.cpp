@@ -1,5 +1,6 @@
-// Registry cases: drop_path (layers/drop_path.h) in training, with a fixed generator seed so every
-// evaluation (and both devices) draw the same per-sample mask on the host.
+// Registry cases: drop_path, scale_samples and add_scaled_samples (layers/drop_path.h); drop_path
+// in training, with a fixed generator seed so every evaluation (and both devices) draw the same
+// per-sample mask on the host.
 #include "core/random.h"
 #include "harness.h"
 #include "layers/drop_path.h"
@@ -43,7 +44,34 @@ OpCase samples_case(std::string name, Shape x, unsigned modes) {
           .f32 = {1e-6, "one f32 multiply per element by an exact scale"}};
 }
 
+// add_scaled_samples: shortcut + z * scale[n] (the residual add of a dropped branch), with the
+// same fixed scales as samples_case.
+OpCase add_case(std::string name, Shape x, unsigned modes) {
+  return {.op = "add_scaled_samples",
+          .name = std::move(name),
+          .inputs = {act("shortcut", x), act("z", x)},
+          .fn =
+              [](const std::vector<Tensor>& v) {
+                const DType dt = v[0].dtype() == DType::bf16 ? DType::f32 : v[0].dtype();
+                std::vector<double> s(static_cast<size_t>(v[0].size(0)));
+                for (size_t i = 0; i < s.size(); ++i)
+                  s[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 2.0 : 1.25;
+                const Tensor scale = Tensor::from_vector<double>({v[0].size(0)}, s).to(dt);
+                return add_scaled_samples(v[0], v[1], scale.to(v[0].device()));
+              },
+          .modes = modes,
+          .flops = per_element(double(shape_numel(x)), 2, 1),
+          .bf16_pending = kPending,
+          .f32 = {1e-6, "one f32 multiply-add per element by an exact scale"}};
+}
+
 const bool registered = register_cases({
+    add_case("small_3x2x2", {3, 2, 2}, kGrad | kBf16 | kDevice),
+    add_case("vec8_3x5x7x96", {3, 5, 7, 96}, kDevice | kBf16),
+    add_case("vec4_3x5x7x12", {3, 5, 7, 12}, kDevice),
+    add_case("rows_cross_vectors_4x3x5", {4, 3, 5}, kDevice | kBf16),
+    add_case("convnext_t_s1_b64", {64, 56, 56, 96}, kPerf),
+
     samples_case("small_3x2x2", {3, 2, 2}, kGrad | kBf16 | kDevice),
     samples_case("vec8_3x5x7x96", {3, 5, 7, 96}, kDevice | kBf16),
     samples_case("vec4_3x5x7x12", {3, 5, 7, 12}, kDevice),

@@ -1,4 +1,5 @@
-// Registry cases: linear, gelu_linear and gelu_linear_residual (layers/linear.h).
+// Registry cases: linear, gelu_linear, gelu_linear_residual and gelu_linear_scaled
+// (layers/linear.h).
 #include "harness.h"
 #include "layers/linear.h"
 
@@ -63,6 +64,31 @@ OpCase residual_case(std::string name, Shape h, int64_t out, bool bias, unsigned
   return c;
 }
 
+Tensor gelu_linear_scaled_fn(const std::vector<Tensor>& v) {
+  return gelu_linear_scaled(v[0], v[1], v.size() > 3 ? v[3] : Tensor(), v[2]);
+}
+
+// The ConvNeXt block's branch under drop path: gamma * fc2(gelu(h)), h (..., in).
+OpCase scaled_case(std::string name, Shape h, int64_t out, bool bias, unsigned modes) {
+  const int64_t in = h.back(), M = shape_numel(h) / in;
+  std::vector<Input> inputs = {act("h", h), param("weight", {out, in}, -0.3, 0.3),
+                               param("gamma", {out}, 0.1, 1.0)};
+  if (bias) inputs.push_back(param("bias", {out}));
+  const Flops f = gemm_flops(double(M), double(in), double(out), bias);
+  OpCase c{.op = "gelu_linear_scaled",
+           .name = std::move(name),
+           .inputs = std::move(inputs),
+           .fn = OpFn(gelu_linear_scaled_fn),
+           .modes = modes,
+           .flops = {f.fwd + 8.0 * M * in, f.bwd + 20.0 * M * in},
+           .tensor_cores = true,
+           .bf16_pending = kPending};
+  // as residual_case: GELU(h) and the folded weight enter the GEMM as bf16
+  c.bf16_out = kBf16OutIntermediateTol;
+  c.bf16_grad = kBf16GradIntermediateTol;
+  return c;
+}
+
 // Weights in [-0.3, 0.3], the scale of trained layers (outputs stay O(1) for wide inputs).
 OpCase narrow(OpCase c) {
   c.inputs[1].lo = -0.3;
@@ -112,6 +138,10 @@ const bool registered = register_cases({
     // fc2 + layer scale + residual in one op (layers/linear.h: gelu_linear_residual)
     residual_case("small", {2, 3, 5}, 4, true, kGrad | kBf16 | kDevice),
     residual_case("nobias", {3, 6}, 2, false, kGrad | kBf16 | kDevice),
+    // its branch alone, for drop path (gelu_linear_scaled)
+    scaled_case("small", {2, 3, 5}, 4, true, kGrad | kBf16 | kDevice),
+    scaled_case("nobias", {3, 6}, 2, false, kGrad | kBf16 | kDevice),
+    scaled_case("fc2_2x7x7x384_96", {2, 7, 7, 384}, 96, true, kDevice | kBf16),
     residual_case("nhwc_2x5x5x24_8", {2, 5, 5, 24}, 8, true, kDevice | kBf16),
     residual_case("odd_37x19_23", {37, 19}, 23, true, kDevice | kBf16),
     residual_case("fc2_2x7x7x384_96", {2, 7, 7, 384}, 96, true, kDevice | kBf16),
