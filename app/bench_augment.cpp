@@ -189,7 +189,11 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--size", o->size, "crop side in pixels")->capture_default_str();
   cmd->add_option("--reps", o->reps, "timed calls per row")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed calls first")->capture_default_str();
-  cmd->add_option("--magnitude", o->magnitude, "RandAugment magnitude of the per-op rows")->capture_default_str();
+  cmd->add_option("--magnitude", o->magnitude,
+                  "RandAugment magnitude of the per-op rows (0 .. 100; timm's scale: 10 is its "
+                  "default maximum, mmax)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
   cmd->add_option("--interp", o->interp, "crop and geometric-op filter: bilinear, bicubic or nearest")
       ->capture_default_str();
   cmd->add_option("--spec", o->spec, "RandAugment spec of the whole-RandAugment and transform rows")

@@ -4,11 +4,12 @@
 // (millions). Without CONFIG the config stored in the checkpoint by `haargrad train` is used.
 // --use-ema evaluates the model EMA's weights of the checkpoint ("state_dict_ema.*"), as timm's
 // --use-ema.
+#include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <filesystem>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -78,8 +79,22 @@ std::string json_text(const ResultRow& r) {
   return j.dump(2) + "\n";
 }
 
-// `source` names where cfg came from, for an error about its data.
-ResultRow evaluate(const train::Config& cfg, const std::string& source,
+// Whether `overrides` (--key value tokens) set `key` (data_dir: --data-dir or --data_dir, with
+// its value next or after '=').
+bool overrides_key(const std::vector<std::string>& overrides, const std::string& key) {
+  for (const std::string& t : overrides) {
+    if (t.rfind("--", 0) != 0) continue;
+    std::string k =
+        t.substr(2, t.find('=') == std::string::npos ? std::string::npos : t.find('=') - 2);
+    std::replace(k.begin(), k.end(), '-', '_');
+    if (k == key) return true;
+  }
+  return false;
+}
+
+// `source` names where cfg came from, for an error about its data (unless the command line
+// gave data_dir: then the error stands as it is).
+ResultRow evaluate(const train::Config& cfg, const std::string& source, bool data_dir_given,
                    const std::string& checkpoint, bool use_ema) {
   const Device device = train::resolve_device(cfg.device);
   ConvNeXt model(train::model_config_from(cfg), 0, DType::f32, device);
@@ -95,6 +110,7 @@ ResultRow evaluate(const train::Config& cfg, const std::string& source,
   try {
     val = data::make_val_dataset(cfg);
   } catch (const Error& e) {  // a stored config's data_dir: relative, or of another machine
+    if (data_dir_given) throw;
     throw Error(str(e.what(), "; validate: data_dir '", cfg.data_dir, "' is from ", source,
                     "; --data-dir DIR (and --val-split NAME) evaluate on data elsewhere"));
   }
@@ -144,7 +160,8 @@ void run_validate(const ValidateArgs& args) {
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
   set_cpu_threads(static_cast<int>(cfg.threads));
-  const ResultRow r = evaluate(cfg, rc.source, a.checkpoint, a.use_ema);
+  const ResultRow r =
+      evaluate(cfg, rc.source, overrides_key(a.overrides, "data_dir"), a.checkpoint, a.use_ema);
   const std::string csv = csv_text(r);
   std::printf("%s", csv.c_str());
   if (!a.results_file.empty()) io::write_file_atomic(a.results_file, ext == "csv" ? csv : json_text(r));

@@ -30,6 +30,12 @@ bool is_geometric(AugOp op) {
          op == AugOp::TranslateXRel || op == AugOp::TranslateYRel;
 }
 
+// Python's int(v) for the op arguments, saturated far beyond any argument that means something
+// (a magnitude of 1e300 must not overflow the cast).
+double trunc_int(double v) {
+  return static_cast<double>(static_cast<int64_t>(std::clamp(v, -1e15, 1e15)));
+}
+
 }  // namespace
 
 RandAugmentSpec parse_rand_augment(const std::string& spec) {
@@ -128,16 +134,11 @@ double aug_op_argument(AugOp op, double m, const AugmentParams& params, Generato
     case AugOp::Equalize:
     case AugOp::Invert: return 0;
     case AugOp::Rotate: return signed_randomly(level * 30.0, gen);  // degrees in [-30, 30]
-    case AugOp::Posterize:
-      return static_cast<double>(static_cast<int64_t>(level * 4));  // bits kept
-    case AugOp::PosterizeIncreasing:
-      return 4.0 - static_cast<double>(static_cast<int64_t>(level * 4));
-    case AugOp::Solarize:
-      return std::min(256.0, static_cast<double>(static_cast<int64_t>(level * 256)));
-    case AugOp::SolarizeIncreasing:
-      return 256.0 - std::min(256.0, static_cast<double>(static_cast<int64_t>(level * 256)));
-    case AugOp::SolarizeAdd:
-      return std::min(128.0, static_cast<double>(static_cast<int64_t>(level * 110)));
+    case AugOp::Posterize: return trunc_int(level * 4);             // bits kept
+    case AugOp::PosterizeIncreasing: return 4.0 - trunc_int(level * 4);
+    case AugOp::Solarize: return std::min(256.0, trunc_int(level * 256));
+    case AugOp::SolarizeIncreasing: return 256.0 - std::min(256.0, trunc_int(level * 256));
+    case AugOp::SolarizeAdd: return std::min(128.0, trunc_int(level * 110));
     case AugOp::Color:
     case AugOp::Contrast:
     case AugOp::Brightness:
@@ -168,7 +169,10 @@ Image apply_aug_op(AugOp op, const Image& img, double m, const AugmentParams& pa
     case AugOp::Invert: return invert(img);
     case AugOp::Rotate: return rotate(img, arg, interp, fill);
     case AugOp::Posterize:
-    case AugOp::PosterizeIncreasing: return posterize(img, static_cast<int>(arg));
+    case AugOp::PosterizeIncreasing:
+      // timm keeps the image at 8 bits or more, and PIL's posterize at 0 bits or fewer keeps none
+      // (black): high magnitudes (m > 10 with mmax, or mstd's draws) reach both ends
+      return posterize(img, static_cast<int>(std::clamp(arg, 0.0, 8.0)));
     case AugOp::Solarize:
     case AugOp::SolarizeIncreasing: return solarize(img, static_cast<int>(arg));
     case AugOp::SolarizeAdd: return solarize_add(img, static_cast<int>(arg));

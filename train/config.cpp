@@ -1151,6 +1151,11 @@ std::string resolve_lr(Config& c, int64_t world_size) {
       str("lr ", format_double(lr), " from lr_base ", format_double(c.lr_base), " x (",
           global_batch(c, world_size), " images per update / lr_base_size ", c.lr_base_size, ")",
           scaling == "sqrt" ? "^0.5" : "", " (", scaling, " scaling, as timm)");
+  // lr_base up to 1e308 passes its own check, and the product can overflow: the run's args.yaml
+  // would then hold `lr: inf`, which no config accepts back
+  HG_CHECK(std::isfinite(lr), "config: the ", how,
+           " is not a finite number; give a smaller lr_base "
+           "or a larger lr_base_size, or lr itself");
   HG_CHECK(c.min_lr <= lr, "config: min_lr ", c.min_lr, " is above the ", how);
   c.lr = lr;
   return how;

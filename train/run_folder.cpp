@@ -50,6 +50,18 @@ void check_output_file(const std::string& path, const std::string& what,
     throw Error(str(what, " ", path, ": the folder ", parent.string(), " cannot be written (",
                     std::strerror(err), "); give a file in a folder you can write"));
   }
+  const std::string elsewhere = str("write ", contents, " to another file");
+  // a run folder's own names, whether the file exists yet or not: the trainer writes, rotates and
+  // deletes them (checkpoint-*.safetensors, recovery.safetensors, ...)
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const bool run_folder = fs::exists(dir / kRunMarker, ec);
+  const bool run_file = name == kRunMarker || name == "args.yaml" || name == "summary.csv" ||
+                        name == "log.txt" || p.extension() == ".safetensors";
+  HG_CHECK(!(run_folder && run_file), what, " ", path, " is a file of the training run in ",
+           dir.string(), " (the trainer writes, rotates and deletes its .safetensors files and ",
+           "logs); ", elsewhere);
   if (!fs::exists(path, ec)) return;
   // a sticky folder (/tmp): the folder is writable, but the rename over another user's file fails
   const std::string sticky = io::sticky_replace_refusal(path);
@@ -60,18 +72,9 @@ void check_output_file(const std::string& path, const std::string& what,
     throw Error(str(what, " ", path, " is read-only (", std::strerror(err),
                     "): it is not replaced; give another file name, or make it writable"));
   }
-  const std::string elsewhere = str("write ", contents, " to another file");
   for (const CommandInput& in : inputs)
     HG_CHECK(!fs::equivalent(in.path, path, ec), what, " ", path, " is ", in.role, " itself; ",
              elsewhere);
-  const fs::path p(path);
-  const std::string name = p.filename().string();
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  const bool run_folder = fs::exists(dir / kRunMarker, ec);
-  const bool run_file = name == kRunMarker || name == "args.yaml" || name == "summary.csv" ||
-                        name == "log.txt" || p.extension() == ".safetensors";
-  HG_CHECK(!(run_folder && run_file), what, " ", path, " is a file of the training run in ",
-           dir.string(), "; ", elsewhere);
   bool checkpoint = false;
   try {
     checkpoint = fs::is_regular_file(path, ec) && read_train_state(path).has_value();
@@ -366,6 +369,8 @@ namespace {
 
 // The marker's JSON object; a null value when it cannot be read.
 nlohmann::json read_marker(const fs::path& dir) {
+  std::error_code ec;  // a folder (or a FIFO) named run.json reads as an unreadable marker
+  if (!fs::is_regular_file(dir / kRunMarker, ec)) return nlohmann::json();
   std::ifstream f(dir / kRunMarker);
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

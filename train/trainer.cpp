@@ -295,7 +295,8 @@ void open_run_folder(Session& s) {
   // not replaced)
   if (dist::is_main() && s.run_id.empty())
     spdlog::warn(
-        "{} cannot be read as the run folder's marker (not a JSON object): this session's "
+        "{} cannot be read as the run folder's marker (not a file holding a JSON object): this "
+        "session's "
         "checkpoints record no run, so a later resume cannot tell them from another run's; "
         "training goes on",
         (run_dir / kRunMarker).string());

@@ -334,6 +334,23 @@ TEST_F(ValidateCommand, MissingDataNamesWhereItsDataDirComesFrom) {
       << r.output;
 }
 
+// The same with --data-dir given: the hint that data_dir came from the checkpoint's config (and
+// to give --data-dir) was added to any data error, so it told the user to do what they had done.
+TEST_F(ValidateCommand, ADataDirGivenOnTheCommandLineGetsNoHintAboutTheStoredOne) {
+  train::Config c = train::load_config(kSmoke);
+  c.dataset = "image_folder";
+  c.data_dir = "data_of_the_run";
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const std::string given = file("elsewhere");
+  const ProgramRun r = run_program("validate --checkpoint " + ck + " --data-dir " + given);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the data folder '" + given + "' does not exist"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("is from the config stored in"), std::string::npos) << r.output;
+}
+
 // A checkpoint that does not exist (a typo) is named with the option it was given as: validate
 // and infer said "cannot read 'x': No such file or directory", which named no option.
 TEST_F(ValidateCommand, AMissingCheckpointIsNamedWithItsOption) {

@@ -127,6 +127,23 @@ TEST(RandAugment, OpsAtTheirArguments) {
             translate_y(img, pct * 9, Interp::bilinear, p.fill).pixels);
 }
 
+TEST(RandAugment, PosterizeBeyondItsRangeAsTimmAndPil) {
+  // m above 10 (with mmax, or mstd's draws) takes Posterize past 8 bits and PosterizeIncreasing
+  // below 0: timm keeps the image at 8 bits or more, PIL's posterize keeps no bit below 1 (black).
+  // No error mid-run, at any magnitude.
+  const Image img = hg::test::random_image(7, 5, 3, 6);
+  AugmentParams p;
+  hg::Generator g(1);
+  EXPECT_EQ(aug_op_argument(AugOp::Posterize, 30, p, g), 12);
+  EXPECT_EQ(apply_aug_op(AugOp::Posterize, img, 30, p, g).pixels, img.pixels);
+  EXPECT_EQ(aug_op_argument(AugOp::PosterizeIncreasing, 20, p, g), -4);
+  const Image black = apply_aug_op(AugOp::PosterizeIncreasing, img, 20, p, g);
+  EXPECT_EQ(black.pixels, std::vector<uint8_t>(img.pixels.size(), 0));
+  for (const AugOp op : {AugOp::Posterize, AugOp::PosterizeIncreasing, AugOp::Solarize,
+                         AugOp::SolarizeIncreasing, AugOp::SolarizeAdd})
+    EXPECT_NO_THROW(apply_aug_op(op, img, 1e300, p, g)) << aug_op_name(op);
+}
+
 TEST(RandAugment, NoOpsOrZeroProbabilityLeaveTheImage) {
   const Image img = hg::test::random_image(8, 8, 3, 5);
   hg::Generator gen(4);

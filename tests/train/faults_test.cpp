@@ -395,6 +395,28 @@ TEST_F(Faults, AReadOnlyOutputFileIsNotReplaced) {
   EXPECT_EQ(slurp(path), "kept\n");
 }
 
+// export / infer / validate into a run folder under a name its trainer manages, before that file
+// exists (checkpoint-9.safetensors, recovery.safetensors): accepted, then rotated or deleted by
+// the run's next resume without a word. Refused whether the file exists or not.
+TEST_F(Faults, ARunFoldersNamesAreRefusedBeforeTheyExist) {
+  const fs::path dir = root_ / "run";
+  fs::create_directories(dir);
+  io::write_file_atomic((dir / "run.json").string(), "{}\n");
+  for (const char* name : {"checkpoint-9.safetensors", "recovery.safetensors", "summary.csv"}) {
+    const std::string path = (dir / name).string();
+    EXPECT_CONTAINS(
+        error_of([&] { train::check_output_file(path, "export: --out", "the weights"); }),
+        "export: --out " + path + " is a file of the training run in " + dir.string());
+    EXPECT_FALSE(fs::exists(path));
+  }
+  // outside a run folder the same names are free
+  EXPECT_EQ(error_of([&] {
+              train::check_output_file((root_ / "checkpoint-9.safetensors").string(),
+                                       "export: --out", "the weights");
+            }),
+            "");
+}
+
 TEST_F(Faults, DiskFullAtTheSecondSaveKeepsSummaryAndArgs) {
   train::Config c = smoke("full", 2);
   train::TrainOptions first = quiet_;

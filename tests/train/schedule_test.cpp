@@ -81,6 +81,19 @@ TEST(Schedule, LrFromLrBase) {
   low.min_lr = 1.0;  // above the computed 0.05
   EXPECT_THROW(resolve_lr(low, 1), Error);
   EXPECT_THROW(peak_lr(Config{}, "test"), Error);
+  // an lr_base that passes its own check can overflow the product: refused before the run,
+  // naming lr_base (args.yaml would hold `lr: inf`, which no config reads back)
+  Config huge;
+  huge.lr_base = 1e308;
+  huge.lr_base_size = 1;
+  try {
+    resolve_lr(huge, 1);
+    FAIL() << "an infinite lr was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a finite number"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("lr_base"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(huge.lr.has_value());
 }
 
 // timm's names: sgd is Nesterov momentum, momentum is classical momentum.

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "core/threads.h"
 #include "models/checkpoint.h"
 #include "models/convnext.h"
+#include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/finetune.h"
@@ -307,21 +309,37 @@ TEST(StopSignal, TheOutcomeChangesOnlyWhileNoSignalHasCome) {
 }
 
 // The first stop signal stopped the run: one of another kind after it (SIGTERM from a scheduler
-// after Ctrl-C) neither replaces it (the run reports the first) nor says a second line; the first
-// one's kind, sent again, still kills at once (its default disposition is back).
+// after Ctrl-C) neither replaces it (the run reports the first) nor says a second line, and the
+// first one's kind again at once is the same request delivered twice (`timeout` signals the child
+// and its process group): the process lives on, its handler still in place.
 TEST(StopSignal, ALaterSignalOfAnotherKindKeepsTheFirst) {
   train::StopSignalGuard guard;
   EXPECT_TRUE(train::change_stop_outcome(train::StopOutcome::recovery));
   ::testing::internal::CaptureStderr();
   std::raise(SIGINT);
   std::raise(SIGTERM);
+  std::raise(SIGINT);  // within the repeat window: not a second request
   train::request_stop(SIGUSR1);
   const std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(train::stop_signal(), SIGINT);
   EXPECT_EQ(said, train::stop_message(train::StopOutcome::recovery));
   struct sigaction now {};
   ASSERT_EQ(sigaction(SIGINT, nullptr, &now), 0);
-  EXPECT_EQ(now.sa_handler, SIG_DFL) << "a second SIGINT must kill at once";
+  EXPECT_NE(now.sa_handler, SIG_DFL) << "a repeat within the window must not kill";
+}
+
+// The same kind a second or more after the first: the user insists, and it kills at once.
+TEST(StopSignalDeathTest, TheSameSignalLaterKillsAtOnce) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_EXIT(
+      {
+        train::StopSignalGuard guard;
+        std::raise(SIGINT);
+        usleep(1'100'000);
+        std::raise(SIGINT);
+        std::exit(0);  // not reached
+      },
+      ::testing::KilledBySignal(SIGINT), "");
 }
 
 // Under mpirun every rank gets the signal mpirun forwards: a rank told to keep quiet (every one
@@ -453,7 +471,7 @@ TEST(TrainerCli, BadConfigKeyErrorNamesKeyAndLine) {
 // time), and the signal comes once the steps are done: the evaluation stops, and the recovery
 // checkpoint stands after the epoch's last step.
 static void expect_signal_stops_with_recovery(int sig, const std::string& name,
-                                              bool during_eval = false) {
+                                              bool during_eval = false, bool twice = false) {
   const fs::path out =
       fs::temp_directory_path() / ("hg_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
@@ -481,6 +499,7 @@ static void expect_signal_stops_with_recovery(int sig, const std::string& name,
   }
   ASSERT_TRUE(stepping) << "the run did not start stepping";
   kill(pid, sig);
+  if (twice) kill(pid, sig);  // as `timeout` does: to the child, then to its process group
   int status = 0;
   waitpid(pid, &status, 0);
   std::ifstream log(out.string() + ".log");
@@ -513,6 +532,12 @@ TEST(TrainerCli, CtrlCWritesRecoveryCheckpointAndExits130) {
 // kill, timeout, docker stop, systemd and Slurm send SIGTERM: the same recovery as Ctrl-C.
 TEST(TrainerCli, SigtermWritesRecoveryCheckpointAndExits143) {
   expect_signal_stops_with_recovery(SIGTERM, "SIGTERM");
+}
+
+// coreutils' `timeout` sends its SIGTERM twice, microseconds apart (to the child, then to its
+// process group): one request, the same recovery.
+TEST(TrainerCli, ATwiceDeliveredSigtermStillWritesRecovery) {
+  expect_signal_stops_with_recovery(SIGTERM, "SIGTERM", /*during_eval=*/false, /*twice=*/true);
 }
 
 // A container's or a scheduler's grace period after SIGTERM is seconds: a long evaluation stops
@@ -879,12 +904,35 @@ TEST_F(TrainerTest, AResumeWithADamagedRunMarkerSaysSo) {
   std::ofstream(dir / "run.json", std::ios::trunc) << "garbage{";
   const train::TrainResult resumed = resume_last(a, dir, 2);
   ASSERT_EQ(resumed.run_dir, ra.run_dir);
-  EXPECT_NE(slurp(dir / "log.txt")
-                .find((dir / "run.json").string() +
-                      " cannot be read as the run folder's marker (not a JSON object)"),
-            std::string::npos)
+  EXPECT_NE(
+      slurp(dir / "log.txt")
+          .find((dir / "run.json").string() +
+                " cannot be read as the run folder's marker (not a file holding a JSON object)"),
+      std::string::npos)
       << slurp(dir / "log.txt");
   EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);  // the header and epochs 1, 2
+}
+
+// A run.json that is a folder made the resume fail with a C++ library exception naming no file
+// ("basic_filebuf::underflow error reading the file: Is a directory"). The folder cannot be held
+// (run.json is its lock): the error names the file, and the checkpoints stay as they were.
+TEST_F(TrainerTest, AResumeWithARunMarkerThatIsAFolderNamesIt) {
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "folder_marker";
+  a.epochs = 1;
+  const train::TrainResult ra = train::train(a, quiet_options());
+  const fs::path dir(ra.run_dir);
+  const std::string last = slurp(dir / "last.safetensors");
+  ASSERT_TRUE(fs::remove(dir / "run.json"));
+  fs::create_directory(dir / "run.json");
+  train::Config r = a;
+  r.resume = (dir / "last.safetensors").string();
+  r.epochs = 2;
+  const std::string msg = hg::test::error_of([&] { train::train(r, quiet_options()); });
+  EXPECT_NE(msg.find((dir / "run.json").string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Is a directory"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("unexpected C++ exception"), std::string::npos) << msg;
+  EXPECT_EQ(slurp(dir / "last.safetensors"), last);
 }
 
 // --resume of a run folder (as validate takes one) said "checkpoint RUN does not exist". It says
