@@ -13,8 +13,9 @@
 // Gradient rules: every output buffer is OVERWRITTEN (not accumulated into); the layer adds the
 // results to the parameter gradients. Weight and bias gradients are deterministic (bit-identical
 // run to run): no floating-point atomics, fixed summation order. dtype: CPU float or double
-// (accumulation in T); CUDA float (accumulation in float). The shape is validated by the layer
-// (layers/conv2d.cpp); kernels assume a consistent Conv2dShape.
+// (accumulation in T); CUDA float or hg::bf16 activations with float weight, bias and parameter
+// gradients (accumulation in float). The shape is validated by the layer (layers/conv2d.cpp);
+// kernels assume a consistent Conv2dShape.
 #pragma once
 
 #include <cstdint>

@@ -14,10 +14,14 @@
 //
 // Every output buffer is OVERWRITTEN. Weight and bias gradients are deterministic (bit-identical
 // run to run): per-block partial sums in workspace (Category::workspace) reduced in a fixed order,
-// no floating-point atomics. dtype: fp32 storage, fp32 accumulation (the kernels are templated on
-// the storage type so bf16 activations can be added). All pointers on the GPU; calls are
-// asynchronous on the default stream. The CPU reference is kernels::cpu::conv2d_* (its depthwise
-// path), so there is no CPU namespace here.
+// no floating-point atomics. dtype: float or hg::bf16 activations (x, y, grad_y, grad_x), float
+// weight, bias and their gradients, fp32 accumulation. All pointers on the GPU; calls are
+// asynchronous on hg::cuda::stream() (core/cuda_stream.h: the per-thread default stream). The CPU
+// reference is kernels::cpu::conv2d_* (its depthwise path), so there is no CPU namespace here.
+// Errors: the forward and both backward functions throw hg::Error for a shape that
+// depthwise_conv_supported rejects, a launch grid too large for the shape, and a failed CUDA call,
+// launch or workspace allocation (HG_CUDA_CHECK, HG_CUDA_LAUNCH_CHECK); depthwise_conv_supported
+// itself never throws.
 #pragma once
 
 #include <cstdint>

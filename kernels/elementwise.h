@@ -1,5 +1,7 @@
 // Elementwise kernels on dense arrays of n elements. CPU: T = float or double. CUDA: float or bf16
-// storage with float math. Outputs are overwritten unless "_acc".
+// storage with float math. Outputs are overwritten unless "_acc". Errors: no checks (the callers,
+// core/ops.cpp, check shapes); the CUDA functions throw hg::Error on a failed launch
+// (HG_CUDA_LAUNCH_CHECK), and always in a build without CUDA.
 #pragma once
 
 #include <cstdint>

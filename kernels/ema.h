@@ -6,6 +6,8 @@
 // CUDA: one launch for all tensors of a model. The tensors are cut into chunks of at most
 // kEmaChunk elements; a table of chunks (built once with ema_chunks, copied to the device) gives
 // each block its chunk. Arrays are f32, updated in place; model arrays are read only.
+// Errors: the CPU update checks nothing; the CUDA one throws hg::Error for 2^31 or more chunks
+// and on a failed launch (HG_CUDA_LAUNCH_CHECK), and always in a build without CUDA.
 #pragma once
 
 #include <algorithm>

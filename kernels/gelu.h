@@ -2,7 +2,9 @@
 //   y = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))),
 //   dy/dx = Phi(x) + x * phi(x), phi(x) = exp(-x^2/2) / sqrt(2*pi).
 // Dense arrays of n elements; dx is OVERWRITTEN. CPU: T = float or double; CUDA: float or bf16
-// storage, float math.
+// storage, float math. Errors: no checks (the callers, layers/activation.cpp and
+// layers/linear.cpp, pass arrays of n elements); the CUDA functions throw hg::Error on a failed
+// launch (HG_CUDA_LAUNCH_CHECK), and always in a build without CUDA.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,9 @@
 // again), dgamma[c] = sum_r dy[r, c] * x[r, c]. Outputs are OVERWRITTEN.
 // CPU: T = float or double (dgamma summed in double); CUDA: float or bf16 activations, dgamma in
 // float and deterministic (per-chunk partial sums, then a fixed-order reduction; no atomics).
+// Errors: no shape checks (layers/layer_scale.cpp checks); the CUDA functions throw hg::Error on
+// a failed launch (HG_CUDA_LAUNCH_CHECK) or workspace allocation, layer_scale_unfold for more
+// than 2^31 - 1 rows, and all of them always in a build without CUDA.
 //
 // Folded into the linear layer before it (the ConvNeXt block's gamma * fc2(g)): gamma * (g W^T +
 // b) = g (gamma W)^T + gamma b, so the scale costs one pass over the (out, in) weight instead of

@@ -10,8 +10,12 @@
 // Gradient rule: dx, dweight, dbias are OVERWRITTEN (the layer accumulates into parameters).
 // Shapes: x, y, dy, dx (rows, C); weight, bias, dweight, dbias (C); mean, rstd (rows).
 // dtypes: CPU T = float or double, with the row statistics accumulated in double (the oracle);
-// CUDA: storage float, accumulation float; mean/rstd always float. dweight / dbias on CUDA are
-// deterministic (per-chunk partial sums, then a fixed-order reduction; no atomics).
+// CUDA: x, y, dy, dx float or hg::bf16 storage; weight, bias, their gradients and mean/rstd float;
+// accumulation float. dweight / dbias on CUDA are deterministic (per-chunk partial sums, then a
+// fixed-order reduction; no atomics).
+// Errors: no checks here (layers/norm.cpp checks shapes and dtypes); the CUDA functions throw
+// hg::Error on a failed launch (HG_CUDA_LAUNCH_CHECK) or workspace allocation, and always in a
+// build without CUDA.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,9 @@
 // Shapes: op(A) is (M, K), op(B) is (K, N), C is (M, N); A is stored (M, K) or, transposed, (K, M).
 // CPU: an OpenBLAS sgemm/dgemm when haargrad is built with BLAS, else (and always in
 // gemm_reference) three plain loops with the accumulation in T; the reference is the test oracle.
-// CUDA: cuBLAS (kernels/cuda/matmul.cu), fp32 accumulate; TF32 only when allowed by precision.
+// CUDA: cuBLAS (kernels/cuda/matmul.cpp), fp32 accumulate; TF32 only when allowed by precision.
+// Errors: the CPU functions check nothing (the callers check shapes); the CUDA ones throw
+// hg::Error on a cuBLAS failure (HG_CUBLAS_CHECK) and, in a build without CUDA, always.
 #pragma once
 
 #include <cstdint>

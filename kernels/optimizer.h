@@ -1,4 +1,6 @@
-// Optimizer update kernels (one launch per parameter tensor), PyTorch semantics:
+// Optimizer update kernels, PyTorch semantics. On CUDA, adamw_update, sgd_update and clip_scale
+// launch once per parameter tensor; adamw_update_multi updates a list of tensors with one launch
+// per 256 chunks of them (below).
 //
 // AdamW (torch.optim.AdamW, single-tensor path; Loshchilov & Hutter, decoupled weight decay):
 //   p -= lr * wd * p;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2;

@@ -1,8 +1,10 @@
 // Global average pooling over H and W of an NHWC activation (timm's head: x.mean((1, 2)) in NHWC).
 // Layouts (dense): x (N, H, W, C) -> y (N, C), y[n, c] = (1 / (H*W)) * sum over h, w of x[n, h, w,
 // c]. Backward: grad_x[n, h, w, c] = grad_y[n, c] / (H*W). Outputs are OVERWRITTEN. dtype: CPU
-// float or double (accumulation in T); CUDA float (accumulation in float; the kernels are templated
-// on the storage type for bf16 later). Shapes are validated by layers/pool.cpp.
+// float or double (accumulation in T); CUDA float or hg::bf16 storage (accumulation in float, one
+// rounding per output). Shapes are validated by layers/pool.cpp. Errors: none on the CPU; the
+// CUDA functions throw hg::Error on a failed launch (HG_CUDA_LAUNCH_CHECK), and always in a build
+// without CUDA.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,9 @@
 // per block to a workspace, pass 2 adds the partials in a fixed order. No floating-point atomics,
 // so results are bit-identical run to run. Accumulation is in double inside the reductions (cheap
 // next to the memory traffic, and it makes norms of large tensors accurate).
+// Errors: the CUDA functions throw hg::Error on a failed launch (HG_CUDA_LAUNCH_CHECK) or
+// workspace allocation, sum_squares / l2_norm also when xs and sizes differ in length, and all of
+// them always in a build without CUDA; the CPU sum_squares checks nothing.
 #pragma once
 
 #include <cstdint>

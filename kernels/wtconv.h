@@ -43,9 +43,11 @@ struct WTConvGrads {
 enum class WTConvMode {
   fused,      ///< one-pass synthesis fused with the base conv, scales folded into weights, no
               ///< intermediate kept for the backward (CUDA: small maps run the whole layer in one
-              ///< block per image and 32 channels, see wtconv_plane_path; larger ones write each
-              ///< level's Haar coefficients once, then run the depthwise kernels of
-              ///< kernels/depthwise_conv.h on them)
+              ///< block per image and 32 channels, see wtconv_plane_path; larger ones run each
+              ///< level's Haar pass and conv in one launch with the coefficients in shared memory,
+              ///< never stored, see wtconv_haar_conv_from, and the small levels as a whole-plane
+              ///< tail, see wtconv_tail_level; a level neither takes writes its coefficients once
+              ///< and runs the depthwise kernels of kernels/depthwise_conv.h on them)
   reference,  ///< reference order: every intermediate (coefficients, conv outputs, scaled,
               ///< reconstructions) materialised, as the PyTorch reference does
 };
@@ -85,10 +87,16 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
 // CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
 namespace cuda {
 /// Limits of the CUDA entry points (hg::Error beyond them; the CPU has none): K odd in
-/// [1, kWTConvMaxK] (K = 1, 3, 5, 7, 9 run kernels compiled for that K, other K run-time-K kernels
-/// whose register windows are sized for kWTConvMaxK), at most kWTConvMaxLevels levels (the
-/// one-pass synthesis takes every level's pointer as a kernel argument: a 2^12 = 4096-pixel-wide
-/// map). B, H, W and 4C are int32 in the kernels (element offsets are 64-bit).
+/// [1, kWTConvMaxK]. Kernels compiled for a K: the Haar + conv, Haar + weight-gradient,
+/// whole-plane and staged-synthesis kernels exist for K = 3, 5, 7 only (other K use a Haar pass and
+/// the kernels named next); the depthwise kernels of kernels/depthwise_conv.h (the level convs and
+/// level weight gradients after a Haar pass, the base weight gradient, the reference mode's convs)
+/// are compiled for K = 3, 5, 7; the other synthesis kernels (wtconv_common.cuh's dispatch_k) for
+/// K = 1, 3, 5, 7, 9. Any other odd K up to kWTConvMaxK runs those kernels' run-time-K code
+/// (slower, same results; the synthesis's register windows sized for kWTConvMaxK). At most
+/// kWTConvMaxLevels levels (the one-pass synthesis takes every level's pointer as a kernel
+/// argument: a 2^12 = 4096-pixel-wide map). B, H, W and 4C are int32 in the kernels (element
+/// offsets are 64-bit).
 inline constexpr int kWTConvMaxK = 15;
 inline constexpr int kWTConvMaxLevels = 12;
 
@@ -124,8 +132,9 @@ int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backw
 
 /// The first level from which the split path (fused mode) runs each split level's Haar pass and
 /// level conv as one launch (haar_conv_kernel, kernels/cuda/wtconv_haar_conv.cuh: the
-/// coefficients built in shared memory; the forward never writes them; the backward's weight
-/// gradient forms x's and G's coefficients itself, haar_wgrad_kernel, so they are never stored),
+/// coefficients built in shared memory; the forward never writes them; with grad_x the backward's
+/// weight gradient forms x's and G's coefficients itself, haar_wgrad_kernel, so they are never
+/// stored; without grad_x Haar passes write both for the depthwise weight gradient),
 /// `levels` when none: for x (B, H, W, C) of dtype `dtype` (f32 or bf16), dense and 16-byte
 /// aligned: K = 3, 5 or 7, C % 8 == 0, the level's staged tiles within the shared memory (on an
 /// H100 / H200 every level of WTConvNeXt-T's stages, bf16 or f32). Levels before it run a Haar

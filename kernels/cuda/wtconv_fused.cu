@@ -5,21 +5,26 @@
 // wtconv_plane.cuh (docs/fused-wtconv.md, section 10); the rest is the split path, whose levels
 // from the first LL band of at most 256 pixels run as a level tail on the same kernels
 // (wtconv_tail_level; section 11).
-// Forward, per call:  fold (scales into weights)  ->  for each level l: haar (the Haar coefficients
-// of ll_l written once as sub-band planes (B, h_{l+1}, w_{l+1}, 4, C), see wtconv_vec.cuh, and the
-// raw LL ll_{l+1} that feeds level l+1), then the depthwise conv of kernels/depthwise_conv.h over
-// them as 4C channels (t_l)  ->  synth (base conv + bias of x, plus every level's t_l at (i >>
-// (l+1), j >> (l+1)) with parity signs and 1/2 per level: one pass, no reconstruction stored).
+// Forward, per call:  fold (scales into weights)  ->  for each split level l: the Haar
+// coefficients of ll_l and their depthwise conv as 4C channels, t_l (B, h_{l+1}, w_{l+1}, 4, C),
+// plus the LL ll_{l+1} that feeds level l+1, in one launch (haar_conv_kernel,
+// wtconv_haar_conv.cuh: the coefficients formed in shared memory, never written; where it does not
+// take the level, a Haar pass writes them once as sub-band planes and the depthwise conv of
+// kernels/depthwise_conv.h runs on them)  ->  the level tail from the first small LL band, if any
+// ->  synth (base conv + bias of x, plus every level's t_l at (i >> (l+1), j >> (l+1)) with parity
+// signs and 1/2 per level: one pass, no reconstruction stored).
 // Backward: gx is the same synthesis run on G = dL/dy with flipped folded weights over the
 // transposed level convs of H(G's LL pyramid) (the transpose of a "same" correlation is the
 // correlation with the flipped kernel; the transpose of the Haar synthesis cascade is the analysis
 // cascade, and vice versa); the weight gradients are the deterministic depthwise weight gradients
 // of H(x's LL pyramid) against H(G's), recomputed level by level (1/4 + 1/16 + ... of x) instead of
-// saved by the forward. See docs/fused-wtconv.md. Storage: x, G, y, grad_x are T = float or
-// __nv_bfloat16 (kernels/wtconv.h), and so are the coefficient planes of x and G, the level
-// outputs t_l, the level gradients and the LL pyramids (each kernel accumulates in f32 and rounds
-// once on store); the folded weights, R (levels_synth_kernel), the weight-gradient sums and every
-// parameter gradient are f32.
+// saved by the forward; with grad_x, where the Haar kernels take a level, haar_conv_kernel and
+// haar_wgrad_kernel form G's and x's coefficients in shared memory and store neither. See
+// docs/fused-wtconv.md (sections 10-12 and 16-21: the current kernels). Storage: x, G, y, grad_x
+// are T = float or __nv_bfloat16 (kernels/wtconv.h), and so are the coefficient planes of x and G
+// (stored or staged), the level outputs t_l, the level gradients and the LL pyramids (each kernel
+// accumulates in f32 and rounds once on store); the folded weights, R (levels_synth_kernel), the
+// weight-gradient sums and every parameter gradient are f32.
 //
 // This file: the checks, the entry points (fused_forward, fused_backward: a pass's steps in order)
 // and the public functions. The steps: wtconv_fold.cu (the folded weights, the base path's
