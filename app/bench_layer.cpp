@@ -40,7 +40,7 @@ struct Options {
   int batch = 64, iters = 30, warmup = 5, K = 5;
   int only_channels = 0;  ///< run only the stage shape with this C (0: all four)
   std::string output;
-  std::string precision = "fp32";  ///< fp32 or bf16 activations (f32 weights either way)
+  std::string precision = "fp32";  ///< fp32, tf32 (fp32 with TF32 allowed) or bf16 activations
   bool cudnn_dw = false;           ///< also time cuDNN's depthwise convs ("cudnn dw KxK" rows)
 };
 
@@ -346,6 +346,18 @@ void run_bench(const Options& o) {
   Generator gen(1);
   std::vector<Row> rows;
   const DType act = o.precision == "bf16" ? DType::bf16 : DType::f32;
+  // tf32: fp32 activations with TF32 tensor-core math allowed, as `bench --precision tf32`. Our
+  // depthwise and WTConv kernels use no tensor cores, so their rows are fp32's; cuDNN's
+  // (--cudnn-dw) may take TF32. Exact fp32 again when the command ends.
+  cuda::set_allow_tf32(o.precision == "tf32");
+  struct ExactAgain {
+    ~ExactAgain() {
+      try {
+        cuda::set_allow_tf32(false);
+      } catch (...) {  // a destructor must not throw
+      }
+    }
+  } exact_again;
   for (const StageShape& s : shapes) {
     if (o.only_channels > 0 && s.C != o.only_channels) continue;
     const Tensor x = random_gpu({o.batch, s.HW, s.HW, s.C}, gen, 1.0).to(act);
@@ -387,8 +399,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
           },
           "STAGE"));
   cmd->add_option("--output", opts->output, "also write the results as JSON to this file");
-  cmd->add_option("--precision", opts->precision, "activation dtype: fp32 or bf16 (weights stay f32)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
+  cmd->add_option("--precision", opts->precision,
+                  "activation dtype: fp32, tf32 (fp32 with TF32 tensor-core math allowed, as in "
+                  "`bench`; our kernels use none, cuDNN's may) or bf16 (weights stay f32)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--cudnn-dw", opts->cudnn_dw,
                 "also time cuDNN's depthwise convs (rows \"cudnn dw KxK\" beside \"ours dw KxK\")");

@@ -189,6 +189,9 @@ Tensor broadcast_to(const Tensor& x_in, const Shape& shape) {
 }
 
 Tensor sum(const Tensor& x_in, const std::vector<int>& axes_in, bool keepdim) {
+  // bf16: summed in f32, rounded once (the gradient flows back through both casts)
+  if (x_in.dtype() == DType::bf16)
+    return sum(x_in.to(DType::f32), axes_in, keepdim).to(DType::bf16);
   std::vector<size_t> axes = normalize_axes("sum", x_in, axes_in);
   HG_CHECK(x_in.device() == Device::cpu, "sum: only the CPU reduction exists; got ", x_in.describe());
   Tensor x = x_in.contiguous();

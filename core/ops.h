@@ -20,7 +20,8 @@ void add_(Tensor& dst, const Tensor& src);
 /// (M, K) @ (K, N) -> (M, N); trans_a / trans_b use A^T / B^T as stored, like BLAS.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
-/// Sum (or mean) over `axes` (negative allowed, no repeats); keepdim keeps them as size 1.
+/// Sum (or mean) over `axes` (negative allowed, no repeats); keepdim keeps them as size 1. CPU
+/// only; f32 / f64, or bf16 (summed in f32, rounded once).
 Tensor sum(const Tensor& x, const std::vector<int>& axes, bool keepdim = false);
 Tensor mean(const Tensor& x, const std::vector<int>& axes, bool keepdim = false);
 /// Sum of all elements -> shape [] (a scalar).

@@ -21,6 +21,10 @@ void check_logits_labels(const char* op, const Tensor& logits, const Tensor& lab
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s) {
+  // mixed precision: softmax and the loss in f32 (bf16 logits widened once; their gradient comes
+  // back through the cast, rounded to bf16)
+  if (logits_in.dtype() == DType::bf16)
+    return cross_entropy(logits_in.to(DType::f32), labels_in, s);
   check_logits_labels("cross_entropy", logits_in, labels_in);
   HG_CHECK(s >= 0.0 && s <= 1.0, "cross_entropy: label_smoothing must be in [0, 1], got ", s);
   const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous();
@@ -64,6 +68,9 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s)
 
 Tensor soft_target_cross_entropy(const Tensor& logits_in, const Tensor& targets_in) {
   const char* op = "soft_target_cross_entropy";
+  if (logits_in.dtype() == DType::bf16 &&
+      (targets_in.dtype() == DType::bf16 || targets_in.dtype() == DType::f32))  // as cross_entropy
+    return soft_target_cross_entropy(logits_in.to(DType::f32), targets_in.to(DType::f32));
   HG_CHECK(logits_in.ndim() == 2 && logits_in.size(0) > 0 && logits_in.size(1) > 0, op,
            ": logits must be non-empty (N, classes), got ", logits_in.describe());
   HG_CHECK(targets_in.shape() == logits_in.shape(), op, ": targets must have the logits' shape ",

@@ -9,9 +9,10 @@
 namespace hg {
 
 /// Mean cross-entropy over the batch, torch.nn.functional.cross_entropy(logits, labels,
-/// label_smoothing=s) (formula in kernels/cross_entropy.h). logits (N, K) f32/f64 (CUDA: f32);
-/// labels (N) i64 on the same device, each in [0, K); s in [0, 1]. Returns a scalar (shape [])
-/// of the logits' dtype; gradient for logits only. The forward saves the per-row log-sum-exp.
+/// label_smoothing=s) (formula in kernels/cross_entropy.h). logits (N, K) f32/f64 (CUDA: f32), or
+/// bf16 (mixed precision: widened to f32 first, the loss f32); labels (N) i64 on the same device,
+/// each in [0, K); s in [0, 1]. Returns a scalar (shape []) of the logits' dtype (f32 for bf16);
+/// gradient for logits only. The forward saves the per-row log-sum-exp.
 /// Throws hg::Error ("cross_entropy: ...") on bad shapes, dtypes, devices, s, or (CPU labels) a
 /// label out of range; on CUDA an out-of-range label gives a NaN loss instead (checking would need
 /// a device-to-host copy every step).
@@ -20,7 +21,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_sm
 /// Mean cross-entropy against soft targets, timm's SoftTargetCrossEntropy (the loss of mixup /
 /// cutmix, whose targets already carry the label smoothing): mean_i sum_j -t_ij log softmax(z_i)_j.
 /// logits (N, K) f32/f64 (CUDA: f32); targets (N, K) of the same dtype and device, rows normally
-/// summing to 1 (not required). Returns a scalar; gradient for logits only. Throws hg::Error
+/// summing to 1 (not required). bf16 logits (with bf16 or f32 targets) are widened to f32 first,
+/// as in cross_entropy. Returns a scalar; gradient for logits only. Throws hg::Error
 /// ("soft_target_cross_entropy: ...") on bad shapes, dtypes or devices.
 Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& targets);
 

@@ -10,6 +10,9 @@ StepLosses::StepLosses(int64_t capacity, Device device) : capacity_(capacity) {
   HG_CHECK(capacity >= 1, "StepLosses: capacity must be >= 1, got ", capacity);
   memory::CategoryScope scope(Category::workspace);
   buffer_ = Tensor::empty({capacity}, DType::f32, device);
+  // read back into page-locked memory: a direct copy from the GPU (no staging through a bounce
+  // buffer), made once
+  if (device == Device::cuda) host_ = Tensor::empty_pinned({capacity}, DType::f32);
 }
 
 void StepLosses::add(const Tensor& loss, int64_t step, int64_t images) {
@@ -27,7 +30,11 @@ void StepLosses::add(const Tensor& loss, int64_t step, int64_t images) {
 StepLosses::Read StepLosses::take() {
   Read r;
   if (steps_.empty()) return r;
-  const Tensor host = buffer_.slice(0, 0, pending()).to(Device::cpu);  // waits for those steps
+  Tensor host = buffer_.slice(0, 0, pending());
+  if (host_.defined()) {
+    host = host_.slice(0, 0, pending());
+    host.copy_(buffer_.slice(0, 0, pending()));  // waits for those steps
+  }
   const float* v = host.data<float>();
   r.losses.assign(v, v + pending());
   r.steps = std::move(steps_);

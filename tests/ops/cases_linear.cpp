@@ -142,6 +142,7 @@ const bool registered = register_cases({
     scaled_case("small", {2, 3, 5}, 4, true, kGrad | kBf16 | kDevice),
     scaled_case("nobias", {3, 6}, 2, false, kGrad | kBf16 | kDevice),
     scaled_case("fc2_2x7x7x384_96", {2, 7, 7, 384}, 96, true, kDevice | kBf16),
+    scaled_case("fc2_convnext_t_s1_b64", {64, 56, 56, 384}, 96, true, kPerf),
     residual_case("nhwc_2x5x5x24_8", {2, 5, 5, 24}, 8, true, kDevice | kBf16),
     residual_case("odd_37x19_23", {37, 19}, 23, true, kDevice | kBf16),
     residual_case("fc2_2x7x7x384_96", {2, 7, 7, 384}, 96, true, kDevice | kBf16),
