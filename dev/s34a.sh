@@ -9,7 +9,7 @@
 NAME=s34a
 source dev/labbin-lib.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
-timeout 120 $L/test_ops --gtest_filter='*add_scaled*:*gelu_linear*:*scale_samples*:*drop_path*:*DropPath*:*FusedBlock*:*GpuBf16Kernels*:*layer_scale*' \
+timeout 120 $L/test_ops --gtest_filter='*add_scaled*:*gelu_linear*:*scale_samples*:*drop_path*:*DropPath*:*FusedBlock*:*GpuBf16Kernels*:*layer_scale*:*cross_entropy*:*soft_target*:*SoftTarget*:*CrossEntropy*' \
   > $R/ops.log 2>&1
 echo "test_ops rc $?"; ok $R/ops.log; grep -A6 "Failure" $R/ops.log | head -20
 timeout 100 $L/test_gpu > $R/gpu.log 2>&1
@@ -30,3 +30,5 @@ for m in convnext_tiny wtconvnext_tiny; do for v in hg_base hg_new; do cfg_row $
   2>&1 | tee -a $OUT/cfg.txt
 el bench
 grep -B2 -A12 "^model " $R/cfg-hg_new-convnext_tiny-bf16.txt | head -30
+timeout 40 $L/hg_new bench-layer --precision tf32 --channels 96 > $R/bl-tf32.txt 2>&1; echo "bench-layer tf32 rc $?"
+grep -E "^(wtconv fused|ours dw 7)" $R/bl-tf32.txt
