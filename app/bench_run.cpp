@@ -197,7 +197,7 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
           autograd::backward(loss);
         }
         autograd::NoGradGuard no_grad;
-        if (cfg.clip_grad) train::clip_grad_norm(opt->parameters(), *cfg.clip_grad);
+        if (cfg.clip_grad) train::clip_gradients(*opt, *cfg.clip_grad);  // fused into AdamW
       });
   std::unique_ptr<train::StepGraph> graph;
   if (cfg.cuda_graph && dev == Device::cuda && opt->replayable())

@@ -64,7 +64,12 @@ namespace cuda {
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h);
 /// adamw_update for every tensor of the list (beta1, beta2, eps the same for all). `hyper`: device
 /// memory holding adamw_multi_hyper(tensors) (the list's AdamWTensor::h is not read otherwise).
-void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hyper);
+/// clip_norm (device memory, or null): the global-norm clip fused into the update: each gradient
+/// element is read as g * min(max_norm / (*clip_norm + 1e-6), 1), the value clip_scale would have
+/// stored (so the result is bit-identical to clip_scale of every tensor, then this), and the
+/// gradients' memory is left as it was.
+void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hyper,
+                        const float* clip_norm = nullptr, double max_norm = 0);
 void sgd_update(float* p, const float* g, float* buf, int64_t n, const SGDHyper& h);
 void clip_scale(float* g, int64_t n, const float* total_norm, double max_norm);
 }  // namespace cuda

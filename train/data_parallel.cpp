@@ -145,7 +145,7 @@ void DataParallel::clip_and_step(Optimizer& opt, std::optional<double> clip) {
     if (clip) zero_opt_->clip_grad_norm(*clip);
     zero_opt_->step();
   } else {
-    if (clip) clip_grad_norm(opt.parameters(), *clip);
+    if (clip) clip_gradients(opt, *clip);
     opt.step();
   }
   ++updates_;

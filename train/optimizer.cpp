@@ -187,15 +187,43 @@ void AdamW::prepare_step() {
 }
 
 void AdamW::queue_step() {
+  const bool clip = clip_armed_;
+  clip_armed_ = false;  // one step's: the next one is armed again (or replayed from a graph)
   if (on_gpu_.empty()) return;
-  kernels::cuda::adamw_update_multi(on_gpu_, hyper_.data<float>());
+  kernels::cuda::adamw_update_multi(on_gpu_, hyper_.data<float>(),
+                                    clip ? clip_norm_.data<float>() : nullptr, clip_max_);
 }
 
 std::vector<const void*> AdamW::queue_signature() const {
   std::vector<const void*> sig;
   for (const kernels::AdamWTensor& t : on_gpu_) sig.insert(sig.end(), {t.p, t.m, t.v, t.g});
   if (hyper_.defined()) sig.push_back(hyper_.data_ptr());
+  if (clip_norm_.defined()) sig.push_back(clip_norm_.data_ptr());
   return sig;
+}
+
+bool AdamW::clip_in_next_step(double max_norm) {
+  HG_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);
+  std::vector<const float*> ptrs;
+  std::vector<int64_t> sizes;
+  bool fusable = true;
+  for_each_param([&](const std::string&, const Tensor& p, const ParamGroup&) {
+    fusable = fusable && p.device() == Device::cuda && p.dtype() == DType::f32;
+    const Tensor g = p.grad();
+    if (!fusable || !g.defined()) return;
+    fusable = g.dtype() == DType::f32 && g.is_contiguous();
+    ptrs.push_back(g.data<float>());
+    sizes.push_back(g.numel());
+  });
+  if (!fusable) return false;
+  if (!clip_norm_.defined()) {
+    memory::CategoryScope scope(Category::optimizer_state);
+    clip_norm_ = Tensor::empty({}, DType::f32, Device::cuda);
+  }
+  kernels::cuda::l2_norm(ptrs, sizes, clip_norm_.data<float>());  // 0 without gradients
+  clip_max_ = max_norm;
+  clip_armed_ = true;
+  return true;
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state_dict(const std::string& prefix) const {
@@ -304,6 +332,10 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<P
 }
 
 // ---- clipping ----------------------------------------------------------------------------------
+
+void clip_gradients(Optimizer& opt, double max_norm) {
+  if (!opt.clip_in_next_step(max_norm)) clip_grad_norm(opt.parameters(), max_norm);
+}
 
 Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   HG_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);

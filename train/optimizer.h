@@ -73,6 +73,11 @@ class Optimizer {
   /// The device addresses queue_step() launches with; a graph checks at every replay that they
   /// are those it captured.
   virtual std::vector<const void*> queue_signature() const { return {}; }
+  /// torch's clip_grad_norm_(parameters(), max_norm) as part of the next step, where this
+  /// optimizer can fuse it: then the gradients' norm is queued now and the next step scales each
+  /// gradient as it reads it (the gradients' memory unchanged), and it returns true. False: the
+  /// caller clips with clip_grad_norm (clip_gradients does both).
+  virtual bool clip_in_next_step(double /*max_norm*/) { return false; }
   /// Zeroes every defined parameter gradient in place (keeps the memory).
   void zero_grad();
   /// Mutable: change lr / weight_decay of a group between steps (schedules).
@@ -119,6 +124,10 @@ class AdamW : public Optimizer {
   void prepare_step() override;
   void queue_step() override;
   std::vector<const void*> queue_signature() const override;
+  /// Every parameter on CUDA: the norm into a buffer of this optimizer (one launch per 256
+  /// chunks), the scaling inside the next queue_step's update (kernels/optimizer.h
+  /// adamw_update_multi: bit-identical to clip_grad_norm then step). Else false.
+  bool clip_in_next_step(double max_norm) override;
   /// keys "<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step"
   std::vector<std::pair<std::string, Tensor>> state_dict(
       const std::string& prefix = "") const override;
@@ -138,6 +147,11 @@ class AdamW : public Optimizer {
   std::vector<kernels::AdamWTensor> on_gpu_;
   std::vector<Tensor> keep_;
   Tensor hyper_;
+  // clip_in_next_step: the gradients' global norm (one f32 on the device, made once: a captured
+  // graph reads it at one address), max_norm, and whether the next queue_step applies it
+  Tensor clip_norm_;
+  double clip_max_ = 0;
+  bool clip_armed_ = false;
 };
 
 /// torch.optim.SGD (dampening 0; weight decay added to the gradient; optional Nesterov).
@@ -171,5 +185,10 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<P
 /// to read it), dtype of the gradients. All gradients must share device and dtype.
 /// Throws hg::Error unless max_norm > 0 or on mixed devices / dtypes. No gradients: returns 0.
 Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
+/// clip_grad_norm(opt.parameters(), max_norm) for opt's next step: fused into that step where
+/// the optimizer can (Optimizer::clip_in_next_step: AdamW on CUDA), else clip_grad_norm now.
+/// Throws hg::Error unless max_norm > 0.
+void clip_gradients(Optimizer& opt, double max_norm);
 
 }  // namespace hg::train

@@ -713,7 +713,7 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
         s.opt->zero_grad();
         g.loss = forward_backward(s, g.x, g.y, g.targets, true, 1);  // graphed: one micro-batch
         autograd::NoGradGuard no_grad;
-        if (s.cfg.clip_grad) clip_grad_norm(s.opt->parameters(), *s.cfg.clip_grad);
+        if (s.cfg.clip_grad) clip_gradients(*s.opt, *s.cfg.clip_grad);  // fused into AdamW
       });
     }
   }

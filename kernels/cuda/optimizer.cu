@@ -43,13 +43,21 @@ struct AdamWTable {
   AdamWChunk c[kChunksPerLaunch];
 };
 
+// clip_kernel's coefficient: min(max_norm / (total_norm + 1e-6), 1) in double, rounded to float.
+__device__ float clip_coefficient(const float* total_norm, double max_norm) {
+  return static_cast<float>(fmin(max_norm / (static_cast<double>(total_norm[0]) + 1e-6), 1.0));
+}
+
 __global__ void adamw_multi_kernel(const __grid_constant__ AdamWTable t, const float* hyper,
-                                   float b1, float b2, float eps) {
+                                   float b1, float b2, float eps, const float* clip_norm,
+                                   double max_norm) {
   const AdamWChunk& c = t.c[blockIdx.x];
   const float* h = hyper + c.tensor * kAdamWHyperFloats;
   const float decay = h[0], step_size = h[1], bc2_sqrt = h[2];
+  // the clipped gradient as clip_kernel would have stored it (one float multiply), not stored
+  const float coef = clip_norm ? clip_coefficient(clip_norm, max_norm) : 1.0f;
   for (int i = threadIdx.x; i < c.n; i += blockDim.x) {
-    const float gi = c.g[i];
+    const float gi = clip_norm ? c.g[i] * coef : c.g[i];
     float pi = __fmul_rn(c.p[i], decay);  // as adamw_kernel
     const float mi = b1 * c.m[i] + (1.0f - b1) * gi;
     const float vi = b2 * c.v[i] + (1.0f - b2) * gi * gi;
@@ -75,8 +83,7 @@ __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, floa
 }
 
 __global__ void clip_kernel(float* g, int64_t n, const float* total_norm, double max_norm) {
-  const float coef =
-      static_cast<float>(fmin(max_norm / (static_cast<double>(total_norm[0]) + 1e-6), 1.0));
+  const float coef = clip_coefficient(total_norm, max_norm);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     g[i] *= coef;
@@ -92,15 +99,16 @@ void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hyper) {
+void adamw_update_multi(const std::vector<AdamWTensor>& tensors, const float* hyper,
+                        const float* clip_norm, double max_norm) {
   if (tensors.empty()) return;
   const AdamWHyper& h0 = tensors[0].h;
   AdamWTable table{};
   int count = 0;
   auto flush = [&] {
     if (count == 0) return;
-    adamw_multi_kernel<<<count, 256, 0, hg::cuda::stream()>>>(table, hyper, float(h0.beta1),
-                                                              float(h0.beta2), float(h0.eps));
+    adamw_multi_kernel<<<count, 256, 0, hg::cuda::stream()>>>(
+        table, hyper, float(h0.beta1), float(h0.beta2), float(h0.eps), clip_norm, max_norm);
     HG_CUDA_LAUNCH_CHECK();
     count = 0;
   };

@@ -25,18 +25,6 @@ __device__ double block_sum(double v) {
   return s[0];
 }
 
-template <typename T>
-__global__ void sum_squares_partial(const T* x, int64_t n, double* partial) {
-  double acc = 0;
-  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads) {
-    const double v = static_cast<double>(static_cast<float>(x[i]));
-    acc += v * v;
-  }
-  const double s = block_sum(acc);
-  if (threadIdx.x == 0) partial[blockIdx.x] = s;
-}
-
 __global__ void sum_partials(const double* partial, int64_t n, bool take_sqrt, float* out) {
   double acc = 0;
   for (int64_t i = threadIdx.x; i < n; i += kThreads) acc += partial[i];
@@ -72,29 +60,56 @@ void launch_sum_rows(const float* a, int64_t rows, int64_t cols, O* out) {
   HG_CUDA_LAUNCH_CHECK();
 }
 
-// Blocks of pass 1 for an array of n elements: a function of n only (determinism).
-int64_t partial_blocks(int64_t n) {
-  return std::clamp<int64_t>((n + 4 * kThreads - 1) / (4 * kThreads), 1, 128);
+// A list of arrays in chunks of at most kSquaresChunk elements, 256 chunks a launch: the table
+// travels as the kernel's parameter (4 KB), block b sums chunk b into partial[first + b]. The
+// chunks depend only on the sizes (determinism); a step's gradients (ConvNeXt-T: ~180 tensors)
+// take a few launches instead of one per tensor.
+constexpr int64_t kSquaresChunk = int64_t(1) << 16;
+constexpr int kSquaresChunksPerLaunch = 256;
+struct SquaresChunk {
+  const float* x;
+  int64_t n;
+};
+struct SquaresTable {
+  SquaresChunk c[kSquaresChunksPerLaunch];
+};
+
+__global__ void sum_squares_chunks(const __grid_constant__ SquaresTable t, double* partial) {
+  const SquaresChunk& c = t.c[blockIdx.x];
+  double acc = 0;
+  for (int64_t i = threadIdx.x; i < c.n; i += kThreads) {
+    const double v = static_cast<double>(c.x[i]);
+    acc += v * v;
+  }
+  const double s = block_sum(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
 void sum_squares_impl(const std::vector<const float*>& xs, const std::vector<int64_t>& sizes,
                       bool take_sqrt, float* out) {
   HG_CHECK(xs.size() == sizes.size(), "sum_squares: ", xs.size(), " arrays but ", sizes.size(),
            " sizes");
-  int64_t total_blocks = 0;
-  for (int64_t n : sizes) total_blocks += n > 0 ? partial_blocks(n) : 0;
-  const Tensor ws = scratch_tensor({std::max<int64_t>(total_blocks, 1)}, DType::f64);
+  int64_t chunks = 0;
+  for (int64_t n : sizes) chunks += n > 0 ? (n + kSquaresChunk - 1) / kSquaresChunk : 0;
+  const Tensor ws = scratch_tensor({std::max<int64_t>(chunks, 1)}, DType::f64);
   double* partial = ws.data<double>();
-  int64_t offset = 0;
-  for (size_t k = 0; k < xs.size(); ++k) {
-    if (sizes[k] <= 0) continue;
-    const int64_t blocks = partial_blocks(sizes[k]);
-    sum_squares_partial<float><<<static_cast<unsigned>(blocks), kThreads, 0, hg::cuda::stream()>>>(
-        xs[k], sizes[k], partial + offset);
+  SquaresTable table{};
+  int count = 0;
+  int64_t first = 0;  // partial index of the table's chunk 0
+  auto flush = [&] {
+    if (count == 0) return;
+    sum_squares_chunks<<<count, kThreads, 0, hg::cuda::stream()>>>(table, partial + first);
     HG_CUDA_LAUNCH_CHECK();
-    offset += blocks;
-  }
-  sum_partials<<<1, kThreads, 0, hg::cuda::stream()>>>(partial, total_blocks, take_sqrt, out);
+    first += count;
+    count = 0;
+  };
+  for (size_t k = 0; k < xs.size(); ++k)
+    for (int64_t s = 0; s < sizes[k]; s += kSquaresChunk) {
+      table.c[count++] = SquaresChunk{xs[k] + s, std::min(kSquaresChunk, sizes[k] - s)};
+      if (count == kSquaresChunksPerLaunch) flush();
+    }
+  flush();
+  sum_partials<<<1, kThreads, 0, hg::cuda::stream()>>>(partial, chunks, take_sqrt, out);
   HG_CUDA_LAUNCH_CHECK();
 }
 }  // namespace

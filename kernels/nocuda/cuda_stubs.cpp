@@ -130,7 +130,7 @@ void ema_update(const EmaChunk*, int64_t, float) { HG_STUB(ema_update); }
 void adamw_update(float*, const float*, float*, float*, int64_t, const AdamWHyper&) {
   HG_STUB(adamw_update);
 }
-void adamw_update_multi(const std::vector<AdamWTensor>&, const float*) {
+void adamw_update_multi(const std::vector<AdamWTensor>&, const float*, const float*, double) {
   HG_STUB(adamw_update_multi);
 }
 void sgd_update(float*, const float*, float*, int64_t, const SGDHyper&) { HG_STUB(sgd_update); }

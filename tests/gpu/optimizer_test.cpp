@@ -1,6 +1,7 @@
 // GPU optimizers and reductions vs the CPU reference: AdamW / SGD kernels (guard bytes after the
-// updated parameter), the AdamW class over several steps, clip_grad_norm, and the deterministic
-// sum_squares / l2_norm / sum_rows reductions (bit-identical run to run).
+// updated parameter), the AdamW class over several steps, clip_grad_norm and its fusion into
+// AdamW, and the deterministic sum_squares / l2_norm / sum_rows reductions (bit-identical run to
+// run).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,9 +140,48 @@ TEST(GpuOptimizer, ClipGradNormMatchesCpu) {
   for (size_t i = 0; i < shapes.size(); ++i) EXPECT_LT(test::rel_error(pg[i].grad(), pc[i].grad()), 1e-6) << i;
 }
 
+// clip_gradients fuses the clip into AdamW's update (AdamW::clip_in_next_step): the same
+// parameters and moments, bit for bit, as clip_grad_norm then step, with the clip active (norm
+// above max_norm) and not (below), over steps; the gradients' memory is left unclipped.
+TEST(GpuOptimizer, FusedClipEqualsClipThenStep) {
+  HG_REQUIRE_GPU();
+  for (const double max_norm : {0.5, 1e3}) {
+    std::vector<Shape> shapes{{96, 3, 4, 4}, {96}, {(int64_t(1) << 16) + 77}, {7}};
+    std::vector<Tensor> pa, pb;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const Tensor w = test::random(shapes[i], 60 + i, DType::f32).to(Device::cuda);
+      pa.push_back(w.clone().requires_grad_());
+      pb.push_back(w.clone().requires_grad_());
+    }
+    train::AdamW oa({{pa, {}, 1e-2, 0.05}}), ob({{pb, {}, 1e-2, 0.05}});
+    for (int s = 0; s < 3; ++s) {
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const Tensor g = test::random(shapes[i], 70 + 10 * s + i, DType::f32, -2, 2);
+        set_grad(pa[i], g.to(Device::cuda));
+        set_grad(pb[i], g.to(Device::cuda));
+      }
+      const Tensor g0 = pb[0].grad().clone();
+      train::clip_grad_norm(oa.parameters(), max_norm);
+      oa.step();
+      train::clip_gradients(ob, max_norm);
+      ob.step();
+      EXPECT_EQ(pb[0].grad().to_vector<float>(), g0.to_vector<float>()) << "unclipped in memory";
+    }
+    for (size_t i = 0; i < shapes.size(); ++i)
+      EXPECT_EQ(pb[i].to_vector<float>(), pa[i].to_vector<float>()) << i << " max " << max_norm;
+    const auto sa = oa.state_dict(), sb = ob.state_dict();
+    ASSERT_EQ(sa.size(), sb.size());
+    for (size_t k = 0; k < sa.size(); ++k) {
+      if (sa[k].second.device() != Device::cuda) continue;  // the step counts
+      EXPECT_EQ(sb[k].second.to_vector<float>(), sa[k].second.to_vector<float>()) << sa[k].first;
+    }
+  }
+}
+
 TEST(GpuReduce, SumSquaresL2NormSumRowsDeterministic) {
   HG_REQUIRE_GPU();
-  std::vector<int64_t> sizes{1, 1000, 1 << 20, 3333};
+  // more than 256 chunks of 2^16 (two launches of the chunk table), odd tails
+  std::vector<int64_t> sizes{1, 1000, 1 << 20, 3333, (int64_t(1) << 16) * 250 + 5};
   std::vector<Tensor> host, dev;
   std::vector<const float*> ptrs;
   double ss = 0;

@@ -34,12 +34,14 @@ using namespace hg;
 
 namespace {
 
-// One step of `s` through `graph`, with global-norm clipping (its scale is read on the device).
+// One step of `s` through `graph`, with global-norm clipping (its scale is read on the device)
+// as the trainer does it: clip_gradients, fused into the update where the optimizer can (AdamW),
+// so the replayed steps below equal eager steps that clip with clip_grad_norm, bit for bit.
 void graph_step(train::StepGraph& graph, test::SmallStep& s) {
   graph.step(train::optimizer_step_parts(s.opt, [&] {
     s.forward_backward();
     autograd::NoGradGuard no_grad;
-    train::clip_grad_norm(s.opt.parameters(), 0.5);
+    train::clip_gradients(s.opt, 0.5);
   }));
 }
 

@@ -298,3 +298,18 @@ TEST(ClipGradNorm, ScalesToMaxNormAndReturnsTotal) {
   EXPECT_EQ(a.grad().to_vector<double>(), before);
   EXPECT_THROW(clip_grad_norm({a}, 0.0), Error);
 }
+
+// clip_gradients: on the CPU no optimizer fuses the clip, so it is clip_grad_norm now (the
+// gradients scaled in memory); the fused CUDA path: tests/gpu/optimizer_test.cpp.
+TEST(ClipGradNorm, ClipGradientsFallsBackWhereNothingFuses) {
+  Tensor a = param({3, 4}, 25);
+  const Tensor ga = test::random({3, 4}, 26, DType::f64, -3, 3);
+  set_grad(a, ga);
+  double ss = 0;
+  for (double v : ga.to_vector<double>()) ss += v * v;
+  AdamW opt({{{a}, {"a"}, 1e-3, 0.0}});
+  EXPECT_FALSE(opt.clip_in_next_step(1.0));
+  clip_gradients(opt, 0.5);
+  EXPECT_LT(test::rel_error(a.grad(), ops::scale(ga, 0.5 / (std::sqrt(ss) + 1e-6))), 1e-14);
+  EXPECT_THROW(clip_gradients(opt, 0.0), Error);
+}
