@@ -23,3 +23,7 @@ for round in 1 2; do
   for v in hg_base hg_new; do row $v; row $v --clip_grad 1.0; done
 done 2>&1 | tee $OUT/clip.txt
 el bench
+timeout 150 python3 scripts/peer-bench.py --steps 5 --warmup 3 --modes fp32,amp_bf16 \
+  --output $OUT/peer.json > $OUT/peer.txt 2>&1
+echo "peer-bench rc $?"; tail -4 $OUT/peer.txt | cut -c1-170
+el peer

@@ -13,12 +13,18 @@ Modes (timm train.py's options):
   compile_bf16  torch.compile + channels-last + autocast(bfloat16)
 Each row: a training step (zero_grad, forward, cross-entropy, backward, AdamW lr 1e-3 wd 0.05 as
 `haargrad bench`) timed with CUDA events after warm-up, median of --steps; inference likewise;
-peak allocated (live) and reserved (held from the driver) memory of the training phase.
+peak allocated (live) and reserved (held from the driver) memory of the training phase, their
+ratio, and the driver's figure (cudaMemGetInfo used after the steps minus before the model), as
+`haargrad bench` writes them. `precision` is bench's name (fp32, tf32, bf16), `mode` the row's.
 """
 import argparse
 import json
 import statistics
 import sys
+
+
+# bench's precision column for each mode
+PRECISION = {"fp32": "fp32", "tf32": "tf32", "amp_bf16": "bf16", "compile_bf16": "bf16"}
 
 
 def parse_args():
@@ -46,7 +52,13 @@ def timed(torch, fn, warmup, steps):
         end.record()
         end.synchronize()
         ms.append(start.elapsed_time(end))
-    return {"median": statistics.median(ms), "min": min(ms), "max": max(ms)}
+    return {"median": statistics.median(ms), "mean": statistics.mean(ms), "min": min(ms), "max": max(ms)}
+
+
+def device_used(torch):
+    """Bytes in use on the device by the driver's count (all processes), as bench's driver column."""
+    free, total = torch.cuda.mem_get_info()
+    return total - free
 
 
 def run_mode(torch, timm, args, mode):
@@ -54,6 +66,8 @@ def run_mode(torch, timm, args, mode):
     torch.backends.cudnn.allow_tf32 = True  # PyTorch's default in every mode (anchors.md "fp32")
     torch.backends.cudnn.benchmark = True
     torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    baseline = device_used(torch)
     torch.manual_seed(0)
     model = timm.create_model(args.model, num_classes=1000).cuda()
     channels_last = mode in ("amp_bf16", "compile_bf16")
@@ -88,18 +102,26 @@ def run_mode(torch, timm, args, mode):
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     tr = timed(torch, train, args.warmup, args.steps)
+    torch.cuda.synchronize()
+    driver = device_used(torch) - baseline
     mib = 1024.0 * 1024.0
+    peak, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     row = {
         "impl": "timm " + timm.__version__ + " / torch " + torch.__version__,
-        "model": args.model, "precision": mode, "device": "cuda", "status": "ok",
+        "model": args.model, "precision": PRECISION[mode], "mode": mode, "device": "cuda",
+        "status": "ok",
         "infer_samples_per_sec": round(args.batch * 1000.0 / inf["median"], 2),
-        "infer_step_time": round(inf["median"], 3),
+        "infer_step_time": round(inf["median"], 3), "infer_step_time_mean": round(inf["mean"], 3),
         "train_samples_per_sec": round(args.batch * 1000.0 / tr["median"], 2),
-        "train_step_time": round(tr["median"], 3),
+        "train_step_time": round(tr["median"], 3), "train_step_time_mean": round(tr["mean"], 3),
         "train_step_time_min": round(tr["min"], 3), "train_step_time_max": round(tr["max"], 3),
         "train_batch_size": args.batch, "train_img_size": args.img_size,
-        "train_peak_total_mib": round(torch.cuda.max_memory_allocated() / mib, 1),
-        "train_reserved_mib": round(torch.cuda.max_memory_reserved() / mib, 1),
+        "train_peak_total_mib": round(peak / mib, 1),
+        "train_reserved_mib": round(reserved / mib, 1),
+        "train_reserved_ratio": round(reserved / peak, 3) if peak else None,
+        "train_device_used_mib": round(driver / mib, 2),
+        "param_count": round(params / 1e6, 2), "param_count_exact": params,
         "steps": args.steps, "warmup": args.warmup,
     }
     del model, step_model, opt
@@ -115,20 +137,26 @@ def main():
         sys.exit(f"peer-bench: needs torch and timm ({e}); run it on the GPU machine")
     if not torch.cuda.is_available():
         sys.exit("peer-bench: no CUDA device")
+    modes = args.modes.split(",")
+    unknown = [m for m in modes if m not in PRECISION]
+    if unknown:
+        sys.exit(f"peer-bench: unknown mode(s) {', '.join(unknown)} (known: {', '.join(PRECISION)})")
     rows = []
-    for mode in args.modes.split(","):
+    for mode in modes:
         try:
             rows.append(run_mode(torch, timm, args, mode))
         except Exception as e:  # one failing mode must not hide the others' figures
-            rows.append({"model": args.model, "precision": mode, "status": "failed", "error": str(e)[:300]})
-    print(f"{'peer':<16} {'precision':<13} {'train img/s':>11} {'ms/step':>8} {'live MiB':>9} "
-          f"{'reserved MiB':>12} {'infer img/s':>11}")
+            rows.append({"model": args.model, "precision": PRECISION.get(mode, mode), "mode": mode,
+                         "status": "failed", "error": str(e)[:300]})
+    print(f"{'peer':<16} {'mode':<13} {'train img/s':>11} {'ms/step':>8} {'live MiB':>9} "
+          f"{'reserved MiB':>12} {'ratio':>6} {'driver MiB':>10} {'infer img/s':>11}")
     for r in rows:
         if r["status"] != "ok":
-            print(f"{r['model']:<16} {r['precision']:<13} failed: {r['error']}")
+            print(f"{r['model']:<16} {r['mode']:<13} failed: {r['error']}")
             continue
-        print(f"{r['model']:<16} {r['precision']:<13} {r['train_samples_per_sec']:>11.1f} "
+        print(f"{r['model']:<16} {r['mode']:<13} {r['train_samples_per_sec']:>11.1f} "
               f"{r['train_step_time']:>8.2f} {r['train_peak_total_mib']:>9.0f} {r['train_reserved_mib']:>12.0f} "
+              f"{r['train_reserved_ratio']:>6.3f} {r['train_device_used_mib']:>10.0f} "
               f"{r['infer_samples_per_sec']:>11.1f}")
     if args.output:
         with open(args.output + ".tmp", "w") as f:
