@@ -91,8 +91,9 @@ namespace cuda {
 /// whole-plane and staged-synthesis kernels exist for K = 3, 5, 7 only (other K use a Haar pass and
 /// the kernels named next); the depthwise kernels of kernels/depthwise_conv.h (the level convs and
 /// level weight gradients after a Haar pass, the base weight gradient, the reference mode's convs)
-/// are compiled for K = 3, 5, 7; the other synthesis kernels (wtconv_common.cuh's dispatch_k) for
-/// K = 1, 3, 5, 7, 9. Any other odd K up to kWTConvMaxK runs those kernels' run-time-K code
+/// are compiled for K = 3, 5, 7 (kDepthwiseKs); the other synthesis kernels for K = 1, 3, 5, 7, 9
+/// (kWTConvKs: one dispatch, kernels/cuda/dispatch_k.cuh). Any other odd K up to kWTConvMaxK runs
+/// those kernels' run-time-K code
 /// (slower, same results; the synthesis's register windows sized for kWTConvMaxK). At most
 /// kWTConvMaxLevels levels (the one-pass synthesis takes every level's pointer as a kernel
 /// argument: a 2^12 = 4096-pixel-wide map). B, H, W and 4C are int32 in the kernels (element

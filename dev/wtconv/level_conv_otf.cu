@@ -199,7 +199,7 @@ bool level_conv_otf(int variant, const Tensor& x, const Tensor& ww, const Tensor
       reinterpret_cast<float4*>(wl.data<float>()));
   HG_CUDA_LAUNCH_CHECK();
   const float4* w4 = reinterpret_cast<const float4*>(wl.data<float>());
-  dispatch_k(K, [&](auto kt) {
+  dispatch_k(kWTConvKs, K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5) {
       if (variant == 2) {

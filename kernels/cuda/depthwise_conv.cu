@@ -40,6 +40,7 @@
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/dispatch_k.cuh"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce_slices.cuh"
 #include "kernels/cuda/staged_rows.cuh"
@@ -635,16 +636,6 @@ void check_supported(const char* op, const Conv2dShape& s) {
            ", stride 1 or 2)");
 }
 
-/// Calls f(integral_constant<int, KT>) with KT = K for K in {3, 5, 7}, else KT = 0 (run-time K).
-template <class F>
-void dispatch_k(int K, F&& f) {
-  switch (K) {
-    case 3: f(std::integral_constant<int, 3>{}); break;
-    case 5: f(std::integral_constant<int, 5>{}); break;
-    case 7: f(std::integral_constant<int, 7>{}); break;
-    default: f(std::integral_constant<int, 0>{}); break;
-  }
-}
 template <class F>
 void dispatch_s(int S, F&& f) {
   if (S == 1)
@@ -695,7 +686,7 @@ bool try_conv_staged(const Dims& d, const D* in, const float* w, const float* bi
   const int64_t groups = int64_t(d.N) * ((d.OH + 2 * PR - 1) / (2 * PR));
   if (groups > INT32_MAX || (d.C + 31) / 32 > 65535) return false;
   bool launched = false;
-  dispatch_k(d.K, [&](auto kt) {
+  dispatch_k(kDepthwiseKs, d.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT > 0) {
       const auto kernel = conv_staged_kernel<D, KT>;
@@ -730,7 +721,7 @@ void depthwise_conv_forward(const Conv2dShape& s, const T* x_in, const float* we
   if (s.stride == 1 && try_conv_staged<D>(d, x, weight, bias, /*flip=*/false, y)) return;
   auto launch = [&](auto vc) {
     constexpr int V = decltype(vc)::value;
-    dispatch_k(d.K, [&](auto kt) {
+    dispatch_k(kDepthwiseKs, d.K, [&](auto kt) {
       dispatch_s(int(s.stride), [&](auto st) {
         constexpr int KT = decltype(kt)::value, S = decltype(st)::value, TW = forward_tile<S>();
         const int64_t tiles = s.N * s.OH * ((s.OW + TW - 1) / TW);
@@ -765,7 +756,7 @@ void depthwise_conv_backward_data(const Conv2dShape& s, const T* grad_y_in, cons
   }
   auto launch = [&](auto vc) {
     constexpr int V = decltype(vc)::value;
-    dispatch_k(d.K, [&](auto kt) {
+    dispatch_k(kDepthwiseKs, d.K, [&](auto kt) {
       dispatch_s(int(s.stride), [&](auto st) {
         constexpr int KT = decltype(kt)::value, S = decltype(st)::value, TW = kBackwardTile;
         const int64_t nmb = ((s.W + S - 1) / S + TW - 1) / TW;
@@ -815,7 +806,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   // the staged kernel: the blocks that fit at once (one wave; each block's groups pipelined)
   int per_sm = kWgradBlocksPerSM;
   if (staged)
-    dispatch_k(d.K, [&](auto kt) {
+    dispatch_k(kDepthwiseKs, d.K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
         const auto kernel = wgrad_staged<D, KT>(nb);
@@ -836,7 +827,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
   float* bias_partial = static_cast<float*>(bpart.get());
   const dim3 block(32, kWgradWarps);
   if (staged) {
-    dispatch_k(d.K, [&](auto kt) {
+    dispatch_k(kDepthwiseKs, d.K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
         const auto kernel = wgrad_staged<D, KT>(nb);
@@ -848,7 +839,7 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
       }
     });
   } else if (compiled) {
-    dispatch_k(d.K, [&](auto kt) {
+    dispatch_k(kDepthwiseKs, d.K, [&](auto kt) {
       constexpr int KT = decltype(kt)::value;
       if constexpr (KT > 0) {
         dispatch_s(int(s.stride), [&](auto st) {

@@ -24,6 +24,7 @@
 #include "kernels/cuda/bf16.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/dispatch_k.cuh"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce_slices.cuh"
 #include "kernels/wtconv.h"
@@ -305,22 +306,9 @@ struct WgradResult {
   Tensor sums, bias;
 };
 
-/// Runs wgrad_kernel + the fixed-order reduction. K dispatch: 1,3,5,7,9 compiled, else generic.
+/// Runs wgrad_kernel + the fixed-order reduction (K: kWTConvKs compiled, else run-time K).
 template <class XS, class GS>
 WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, int K, bool bias);
-
-/// Calls f(std::integral_constant<int, KT>{}) with KT = K for K in {1,3,5,7,9}, else KT = 0.
-template <class F>
-void dispatch_k(int K, F&& f) {
-  switch (K) {
-    case 1: f(std::integral_constant<int, 1>{}); break;
-    case 3: f(std::integral_constant<int, 3>{}); break;
-    case 5: f(std::integral_constant<int, 5>{}); break;
-    case 7: f(std::integral_constant<int, 7>{}); break;
-    case 9: f(std::integral_constant<int, 9>{}); break;
-    default: f(std::integral_constant<int, 0>{}); break;
-  }
-}
 
 /// Checks the contract of kernels/wtconv.h (NHWC f32 or bf16 CUDA x, f32 PyTorch-layout weights);
 /// returns K.
@@ -361,7 +349,7 @@ WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, 
   Tensor partial = workspace({gy, n});
   Tensor bias_partial = bias ? workspace({gy, C}) : Tensor();
   const size_t smem = sizeof(float) * kWgradWarps * K * NS * 32;
-  dispatch_k(K, [&](auto kt) {
+  dispatch_k(kWTConvKs, K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     dim3 grid(K, chunks, gy), block(32, kWgradWarps);
     wgrad_kernel<KT><<<grid, block, smem, hg::cuda::stream()>>>(

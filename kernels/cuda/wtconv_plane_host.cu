@@ -69,7 +69,7 @@ template <typename T>
 void plane_forward(const T* x, int B, int C, const PlaneGeom& g, const float* wb, const float* bias,
                    const T* wl, PlaneOut<T> out) {
   const int groups = (C + 31) / 32;
-  dispatch_k(g.K, [&](auto kt) {
+  dispatch_k(kWTConvKs, g.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (plane_k<KT>) {
       // The planes in f32 (no widening on every shared load) unless T's fit more blocks a
@@ -147,7 +147,7 @@ void plane_backward(const T* x, const T* G, int B, int C, const PlaneGeom& g, co
                     const T* wl, PlaneOut<T> gout, const LevelParams& lp,
                     const PlaneBaseGrads& base, const Tensor& spare) {
   const int L = g.L, KK = g.K * g.K, groups = (C + 31) / 32, planes = g.base + 4 * L;
-  dispatch_k(g.K, [&](auto kt) {
+  dispatch_k(kWTConvKs, g.K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (plane_k<KT>) {
       // x's level-0 plane staged, unless reading it from global memory lets more blocks fit a

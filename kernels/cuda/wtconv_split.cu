@@ -161,7 +161,7 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
   HG_CHECK(aligned16(typed<T>(*t)) && (!cp || aligned16(cp)) && (!lln || aligned16(lln)),
            "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
   const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
-  dispatch_k(K, [&](auto kt) {
+  dispatch_k(kWTConvKs, K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
       // 8 warps a block, or 16 where only one block's tiles fit a multiprocessor
@@ -194,7 +194,7 @@ void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int
   HG_CHECK(!lln || aligned16(lln),
            "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
   const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
-  dispatch_k(K, [&](auto kt) {
+  dispatch_k(kWTConvKs, K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
       const auto kernel = haar_wgrad_kernel<T, KT>;

@@ -127,7 +127,7 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
     Rp = R.data<float>();
   }
   const SynthDims d{B, H, W, C, hp, wp};
-  dispatch_k(K, [&](auto kt) {
+  dispatch_k(kWTConvKs, K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
       const auto kernel = synth_staged<T, KT>(level1, nb);
@@ -196,7 +196,7 @@ void synthesis(const T* in, int B, int H, int W, int C, int Ho, int Wo, int stri
   HG_CHECK(vec || tail.r == nullptr, "wtconv (cuda, fused): a level tail for a synthesis that ",
            "neither the staged nor the 4-channel kernel takes (B ", B, ", H ", H, ", W ", W, ", C ",
            C, ", K ", K, ")");
-  dispatch_k(K, [&](auto kt) {
+  dispatch_k(kWTConvKs, K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT >= 3) {
       if (vec) {
