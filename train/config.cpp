@@ -660,13 +660,17 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   // the run folder is <output>/<experiment>: a name must not lead out of output
   if (!c.experiment.empty()) {
     const std::filesystem::path e(c.experiment);
-    bool inside = e.is_relative() && c.experiment.find('\0') == std::string::npos;
+    bool inside = e.is_relative();
     for (const auto& part : e) inside = inside && !part.empty() && part != "." && part != "..";
-    if (!inside)
+    // control characters (a newline, a NUL) break the run's logs, CSV and gnuplot script
+    const bool printable = std::none_of(c.experiment.begin(), c.experiment.end(), [](char ch) {
+      return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+    });
+    if (!inside || !printable)
       fail("experiment", location(locs, "experiment"),
            str("'", c.experiment,
                "' must name a folder inside output (names joined by '/'; no leading '/', "
-               "no '.' or '..' parts)"));
+               "no '.' or '..' parts, no control characters)"));
   }
   auto pair_fail = [&](const char* a, const char* b, const std::string& msg) {
     throw Error(str("config: keys '", a, "' (", location(locs, a).text(), ") and '", b, "' (",

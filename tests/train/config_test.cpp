@@ -421,7 +421,7 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   expect_contains(override_error({"--epochs"}), {"'epochs'", "command line", "value"});
   expect_contains(override_error({"lr", "1"}), {"command line", "'lr'"});
   expect_contains(override_error({"--depths", "1,2", "--dims", "4,8,16"}), {"'dims'", "'depths'", "command line"});
-  for (const char* e : {"../..", "/tmp/x", ".", "a/../b", "a/./b"})
+  for (const char* e : {"../..", "/tmp/x", ".", "a/../b", "a/./b", "x\ny", "tab\there"})
     expect_contains(override_error({"--experiment", e}),
                     {"'experiment'", "must name a folder inside output"});
   EXPECT_EQ(override_error({"--experiment", "sweep/lr-1e-3"}), "");
@@ -558,9 +558,9 @@ TEST(ConfigKeys, ThreadsKey) {
 TEST_F(ConfigTest, ArgsYamlRoundTrip) {
   Config c;
   c.model = "wtconvnext_atto";
-  c.data_dir = "wtconvnext \"odd\": #name\\";  // quoting and escapes survive
+  c.data_dir = "wtconvnext \"odd\": #name\\\nline2";  // quoting, escapes, newlines survive
   c.output = "";
-  c.experiment = "line1\nline2";
+  c.experiment = "sweep/odd: \"#1\"";
   c.lr = 1.0 / 3.0;  // needs all 17 digits
   c.weight_decay = 1e-300;
   c.clip_grad = 0.1 + 0.2;
