@@ -225,6 +225,8 @@ Tensor sum(const Tensor& x_in, const std::vector<int>& axes_in, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x, const std::vector<int>& axes, bool keepdim) {
+  // bf16: in f32, rounded once (as sum)
+  if (x.dtype() == DType::bf16) return mean(x.to(DType::f32), axes, keepdim).to(DType::bf16);
   int64_t count = 1;
   for (size_t d : normalize_axes("mean", x, axes)) count *= x.shape()[d];
   return scale(sum(x, axes, keepdim), count ? 1.0 / static_cast<double>(count) : 0.0);

@@ -156,7 +156,7 @@ def main():
             continue
         print(f"{r['model']:<16} {r['mode']:<13} {r['train_samples_per_sec']:>11.1f} "
               f"{r['train_step_time']:>8.2f} {r['train_peak_total_mib']:>9.0f} {r['train_reserved_mib']:>12.0f} "
-              f"{r['train_reserved_ratio']:>6.3f} {r['train_device_used_mib']:>10.0f} "
+              f"{r['train_reserved_ratio'] or 0:>6.3f} {r['train_device_used_mib']:>10.0f} "
               f"{r['infer_samples_per_sec']:>11.1f}")
     if args.output:
         with open(args.output + ".tmp", "w") as f:

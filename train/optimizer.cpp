@@ -133,7 +133,12 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double b1, double b2, double e)
 }
 
 void AdamW::step() {
-  prepare_step();
+  try {
+    prepare_step();
+  } catch (...) {
+    clip_armed_ = false;  // an armed clip belongs to this step only, even a failed one
+    throw;
+  }
   queue_step();
 }
 
@@ -212,6 +217,7 @@ bool AdamW::clip_in_next_step(double max_norm) {
     const Tensor g = p.grad();
     if (!fusable || !g.defined()) return;
     fusable = g.dtype() == DType::f32 && g.is_contiguous();
+    if (!fusable) return;  // clip_grad_norm then says what is wrong with it
     ptrs.push_back(g.data<float>());
     sizes.push_back(g.numel());
   });

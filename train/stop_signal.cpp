@@ -44,11 +44,12 @@ uint32_t raise_stop_flag(int sig) {
   return state;
 }
 
-// When the first stop signal came (CLOCK_MONOTONIC, ns; 0: none yet). A repeat of it sooner than
-// kRepeatWindowNs after is the same request delivered twice, not a second one: coreutils'
-// `timeout` sends its signal to the child and then to its process group, and a terminal's Ctrl-C
-// reaches every process of the group, so a lone request can arrive twice within microseconds.
-std::atomic<int64_t> g_first_ns{0};
+// When each kind of stop signal first came (CLOCK_MONOTONIC, ns; 0: not yet), in kStopSignals'
+// order. A repeat of a kind sooner than kRepeatWindowNs after its first is the same request
+// delivered twice, not a second one: coreutils' `timeout` sends its signal to the child and then
+// to its process group, and a terminal's Ctrl-C reaches every process of the group, so a lone
+// request can arrive twice within microseconds.
+std::atomic<int64_t> g_first_ns[std::size(kStopSignals)];
 static_assert(std::atomic<int64_t>::is_always_lock_free);
 constexpr int64_t kRepeatWindowNs = 1'000'000'000;
 
@@ -60,24 +61,26 @@ int64_t monotonic_ns() {  // clock_gettime is async-signal-safe
 
 void on_stop_signal(int sig) {
   const int64_t now = monotonic_ns();
-  const uint32_t before = raise_stop_flag(sig);
-  if (signal_of(before) != 0) {
-    // the first stop signal's kind again, a second or more after it: the user insists, so it
-    // kills at once (the default disposition, raised again); sooner, or of another kind, nothing
-    // changes (the first one stopped the run: it is the one reported and said)
-    const int64_t first = g_first_ns.load();
-    if (sig == signal_of(before) && first != 0 && now - first >= kRepeatWindowNs) {
-      std::signal(sig, SIG_DFL);
-      std::raise(sig);
-    }
+  size_t kind = 0;
+  while (kind + 1 < std::size(kStopSignals) && kStopSignals[kind] != sig) ++kind;
+  int64_t first = 0;
+  if (g_first_ns[kind].compare_exchange_strong(first, now)) {
+    // this kind's first: the first stop signal of all raises the flag and says its line; one of
+    // another kind after it changes nothing (the first one stopped the run: it is the one
+    // reported and said)
+    const uint32_t before = raise_stop_flag(sig);
+    if (signal_of(before) != 0 || !g_say.load()) return;  // quiet ranks: set_stop_messages
+    // async-signal-safe: one write(2) of a constant text
+    const char* text = stop_message(outcome_of(before));
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
     return;
   }
-  g_first_ns.store(now);
-  // nothing to say on a rank other than 0 under mpirun (set_stop_messages)
-  if (!g_say.load()) return;
-  // async-signal-safe: one write(2) of a constant text
-  const char* text = stop_message(outcome_of(before));
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
+  // a kind that came before, again a second or more later: the user insists, so it kills at once
+  // (the default disposition, raised again); sooner, it is the same delivery twice
+  if (now - first >= kRepeatWindowNs) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
 }
 
 }  // namespace
@@ -87,7 +90,7 @@ StopSignalGuard::StopSignalGuard() {
   outermost_ = g_guards++ == 0;
   if (!outermost_) return;  // the outer guard's handlers and flag stand
   g_state = pack(0, StopOutcome::end_before_training);
-  g_first_ns = 0;
+  for (auto& t : g_first_ns) t = 0;
   for (size_t i = 0; i < std::size(kStopSignals); ++i)
     previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
   previous_pipe_ = std::signal(SIGPIPE, SIG_IGN);

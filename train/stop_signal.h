@@ -3,10 +3,11 @@
 // `kill -USR1 <mpirun>`; mpirun forwards SIGINT / SIGTERM too but kills the ranks after a short
 // grace) ask the run to stop: during start-up before the first step (nothing is saved), later
 // after the current step (the trainer then writes a recovery checkpoint and returns), and once the
-// last epoch is done not at all (the run saves it and ends normally). The same kind again a second
-// or more later kills at once; sooner it is the same request delivered twice (coreutils' `timeout`
-// signals the child and then its process group) and changes nothing, as does a signal of another
-// kind (the first one stopped the run: it is the one reported and said).
+// last epoch is done not at all (the run saves it and ends normally). A kind that came before,
+// again a second or more later, kills at once; sooner it is the same request delivered twice
+// (coreutils' `timeout` signals the child and then its process group) and changes nothing. A
+// signal of another kind than the first is not reported (the first one stopped the run: it is
+// the one reported and said).
 #pragma once
 
 namespace hg::train {

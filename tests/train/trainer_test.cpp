@@ -340,6 +340,17 @@ TEST(StopSignalDeathTest, TheSameSignalLaterKillsAtOnce) {
         std::exit(0);  // not reached
       },
       ::testing::KilledBySignal(SIGINT), "");
+  // a kind that came after the first one, again later: a scheduler's repeated SIGTERM after Ctrl-C
+  EXPECT_EXIT(
+      {
+        train::StopSignalGuard guard;
+        std::raise(SIGINT);
+        std::raise(SIGTERM);
+        usleep(1'100'000);
+        std::raise(SIGTERM);
+        std::exit(0);  // not reached
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
 }
 
 // Under mpirun every rank gets the signal mpirun forwards: a rank told to keep quiet (every one
