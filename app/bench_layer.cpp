@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "app/bench_run.h"
 #include "app/command.h"
 #include "app/device_ceilings.h"
 #include "core/atomic_file.h"
@@ -348,16 +349,8 @@ void run_bench(const Options& o) {
   const DType act = o.precision == "bf16" ? DType::bf16 : DType::f32;
   // tf32: fp32 activations with TF32 tensor-core math allowed, as `bench --precision tf32`. Our
   // depthwise and WTConv kernels use no tensor cores, so their rows are fp32's; cuDNN's
-  // (--cudnn-dw) may take TF32. Exact fp32 again when the command ends.
-  cuda::set_allow_tf32(o.precision == "tf32");
-  struct ExactAgain {
-    ~ExactAgain() {
-      try {
-        cuda::set_allow_tf32(false);
-      } catch (...) {  // a destructor must not throw
-      }
-    }
-  } exact_again;
+  // (--cudnn-dw) may take TF32.
+  const PrecisionScope precision(o.precision, Device::cuda, "bench-layer");
   for (const StageShape& s : shapes) {
     if (o.only_channels > 0 && s.C != o.only_channels) continue;
     const Tensor x = random_gpu({o.batch, s.HW, s.HW, s.C}, gen, 1.0).to(act);

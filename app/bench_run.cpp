@@ -22,35 +22,31 @@
 #endif
 
 namespace hg::app {
-namespace {
 
-// Sets the TF32 switch for the row and restores exact fp32 when the row ends (also on a throw).
-class PrecisionScope {
- public:
-  PrecisionScope(const std::string& precision, Device device) : device_(device) {
-    HG_CHECK(precision == "fp32" || precision == "tf32" || precision == "bf16",
-             "bench: unknown precision '", precision, "' (fp32, tf32 or bf16)");
-    HG_CHECK(precision != "tf32" || device == Device::cuda,
-             "bench: precision tf32 needs --device cuda (the CPU computes exact fp32)");
+PrecisionScope::PrecisionScope(const std::string& precision, Device device, const char* command)
+    : device_(device) {
+  HG_CHECK(precision == "fp32" || precision == "tf32" || precision == "bf16", command,
+           ": unknown precision '", precision, "' (fp32, tf32 or bf16)");
+  HG_CHECK(precision != "tf32" || device == Device::cuda, command,
+           ": precision tf32 needs --device cuda (the CPU computes exact fp32)");
 #ifdef HAARGRAD_WITH_CUDA
-    if (device == Device::cuda) cuda::set_allow_tf32(precision == "tf32");
+  if (device == Device::cuda) cuda::set_allow_tf32(precision == "tf32");
 #endif
-  }
-  ~PrecisionScope() {
+}
+
+PrecisionScope::~PrecisionScope() {
 #ifdef HAARGRAD_WITH_CUDA
-    // Only on the GPU: the switch creates the cuBLAS handle, which throws where no GPU exists.
-    if (device_ == Device::cuda) {
-      try {
-        cuda::set_allow_tf32(false);
-      } catch (...) {  // a destructor must not throw
-      }
+  // Only on the GPU: the switch creates the cuBLAS handle, which throws where no GPU exists.
+  if (device_ == Device::cuda) {
+    try {
+      cuda::set_allow_tf32(false);
+    } catch (...) {  // a destructor must not throw
     }
-#endif
   }
+#endif
+}
 
- private:
-  Device device_;
-};
+namespace {
 
 // Whatever happens in a row, what it held is given back when the row's locals are gone.
 struct ReleaseOnExit {

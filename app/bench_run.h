@@ -16,6 +16,21 @@
 
 namespace hg::app {
 
+/// While alive: TF32 tensor-core math allowed on the GPU for `precision` "tf32", exact fp32
+/// otherwise (bf16 rows too: their f32 GEMMs stay exact); exact fp32 again when it ends (also on a
+/// throw). Throws hg::Error naming `command` for a precision other than fp32, tf32, bf16, or tf32
+/// on the CPU.
+class PrecisionScope {
+ public:
+  PrecisionScope(const std::string& precision, Device device, const char* command = "bench");
+  ~PrecisionScope();
+  PrecisionScope(const PrecisionScope&) = delete;
+  PrecisionScope& operator=(const PrecisionScope&) = delete;
+
+ private:
+  Device device_;
+};
+
 /// What one row measures.
 struct BenchConfig {
   std::string model;          ///< a models/config.h name, e.g. "wtconvnext_tiny"

@@ -110,16 +110,21 @@ void check_replaces_its_kind_only(const std::string& path, const std::string& wh
                   ": it is not replaced; give another name, or remove it first"));
 }
 
+std::string override_key(const std::string& token) {
+  if (token.rfind("--", 0) != 0) return "";  // a value
+  std::string key = token.substr(
+      2, token.find('=') == std::string::npos ? std::string::npos : token.find('=') - 2);
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
 void refuse_keys_that_change_nothing(const char* command, const std::vector<std::string>& overrides,
                                      const std::string& why, const std::vector<std::string>& also) {
   std::vector<std::string> taken(std::begin(train::kModelKeys), std::end(train::kModelKeys));
   taken.insert(taken.end(), also.begin(), also.end());
   for (const std::string& o : overrides) {
-    if (o.rfind("--", 0) != 0) continue;  // a value
-    std::string key =
-        o.substr(2, o.find('=') == std::string::npos ? std::string::npos : o.find('=') - 2);
-    std::replace(key.begin(), key.end(), '-', '_');
-    if (std::find(taken.begin(), taken.end(), key) != taken.end()) continue;
+    const std::string key = override_key(o);
+    if (key.empty() || std::find(taken.begin(), taken.end(), key) != taken.end()) continue;
     std::string keys;
     for (const std::string& k : taken) keys += str(keys.empty() ? "" : ", ", k);
     throw Error(str(command, ": --", key, " changes nothing here: ", command, " ", why,

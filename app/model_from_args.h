@@ -44,6 +44,10 @@ void check_replaces_its_kind_only(const std::string& path, const std::string& wh
                                   const std::function<bool(const std::string&)>& ours,
                                   const std::string& kind);
 
+/// The config key a `--key value` token names, spelled with underscores (--num-classes,
+/// --num_classes and --num-classes=10 all give "num_classes"); "" for a value token.
+std::string override_key(const std::string& token);
+
 /// Throws hg::Error for a `--key value` among `overrides` that is neither a model key
 /// (train::kModelKeys) nor in
 /// `also`: `command` ("infer") would ignore it, which `why` says ("runs the model ..."). Keys are

@@ -79,19 +79,6 @@ std::string json_text(const ResultRow& r) {
   return j.dump(2) + "\n";
 }
 
-// Whether `overrides` (--key value tokens) set `key` (data_dir: --data-dir or --data_dir, with
-// its value next or after '=').
-bool overrides_key(const std::vector<std::string>& overrides, const std::string& key) {
-  for (const std::string& t : overrides) {
-    if (t.rfind("--", 0) != 0) continue;
-    std::string k =
-        t.substr(2, t.find('=') == std::string::npos ? std::string::npos : t.find('=') - 2);
-    std::replace(k.begin(), k.end(), '-', '_');
-    if (k == key) return true;
-  }
-  return false;
-}
-
 // `source` names where cfg came from, for an error about its data (unless the command line
 // gave data_dir: then the error stands as it is).
 ResultRow evaluate(const train::Config& cfg, const std::string& source, bool data_dir_given,
@@ -161,7 +148,10 @@ void run_validate(const ValidateArgs& args) {
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
   set_cpu_threads(static_cast<int>(cfg.threads));
   const ResultRow r =
-      evaluate(cfg, rc.source, overrides_key(a.overrides, "data_dir"), a.checkpoint, a.use_ema);
+      evaluate(cfg, rc.source,
+               std::any_of(a.overrides.begin(), a.overrides.end(),
+                           [](const std::string& t) { return override_key(t) == "data_dir"; }),
+               a.checkpoint, a.use_ema);
   const std::string csv = csv_text(r);
   std::printf("%s", csv.c_str());
   if (!a.results_file.empty()) io::write_file_atomic(a.results_file, ext == "csv" ? csv : json_text(r));

@@ -11,48 +11,40 @@
 
 namespace hg {
 namespace {
-// y = x * scale[n] per sample; scale is f32 when x is bf16 (else x's dtype).
-void run_scale_rows(const Tensor& x, const Tensor& scale, Tensor& y) {
-  if (cpu_bf16(x)) {  // f32 math, rounded to bf16
+// Per sample: y = x * scale[n] (z undefined), or y = x + z * scale[n] (the residual add of a
+// scaled branch); scale is f32 when x is bf16 (else x's dtype). `op` names the caller.
+void run_rows(const char* op, const Tensor& x, const Tensor& z, const Tensor& scale, Tensor& y) {
+  if (cpu_bf16(x)) {  // f32 math, rounded to bf16 once
     Tensor y32 = Tensor::empty(x.shape(), DType::f32, x.device());
-    run_scale_rows(cpu_f32(x), scale, y32);
+    run_rows(op, cpu_f32(x), z.defined() ? cpu_f32(z) : Tensor(), scale, y32);
     y.copy_(y32);
     return;
   }
   const int64_t N = x.size(0), inner = N ? x.numel() / N : 0;
   if (x.device() == Device::cuda) {
-    HG_DISPATCH_CUDA(x.dtype(), "scale_samples", [&] {
-      kernels::cuda::scale_rows(x.data<scalar_t>(), scale.data<float>(), y.data<scalar_t>(), N,
-                                inner);
+    HG_DISPATCH_CUDA(x.dtype(), op, [&] {
+      if (z.defined())
+        kernels::cuda::add_scaled_rows(x.data<scalar_t>(), z.data<scalar_t>(), scale.data<float>(),
+                                       y.data<scalar_t>(), N, inner);
+      else
+        kernels::cuda::scale_rows(x.data<scalar_t>(), scale.data<float>(), y.data<scalar_t>(), N,
+                                  inner);
     });
   } else {
-    HG_DISPATCH_FLOAT(x.dtype(), "scale_samples", [&] {
-      kernels::cpu::scale_rows(x.data<scalar_t>(), scale.data<scalar_t>(), y.data<scalar_t>(), N,
-                               inner);
+    HG_DISPATCH_FLOAT(x.dtype(), op, [&] {
+      if (z.defined())
+        kernels::cpu::add_scaled_rows(x.data<scalar_t>(), z.data<scalar_t>(),
+                                      scale.data<scalar_t>(), y.data<scalar_t>(), N, inner);
+      else
+        kernels::cpu::scale_rows(x.data<scalar_t>(), scale.data<scalar_t>(), y.data<scalar_t>(), N,
+                                 inner);
     });
   }
 }
 
-// y = x + z * scale[n] per sample, as run_scale_rows.
-void run_add_scaled_rows(const Tensor& x, const Tensor& z, const Tensor& scale, Tensor& y) {
-  if (cpu_bf16(x)) {  // f32 math, rounded to bf16 once
-    Tensor y32 = Tensor::empty(x.shape(), DType::f32, x.device());
-    run_add_scaled_rows(cpu_f32(x), cpu_f32(z), scale, y32);
-    y.copy_(y32);
-    return;
-  }
-  const int64_t N = x.size(0), inner = N ? x.numel() / N : 0;
-  if (x.device() == Device::cuda) {
-    HG_DISPATCH_CUDA(x.dtype(), "add_scaled_samples", [&] {
-      kernels::cuda::add_scaled_rows(x.data<scalar_t>(), z.data<scalar_t>(), scale.data<float>(),
-                                     y.data<scalar_t>(), N, inner);
-    });
-  } else {
-    HG_DISPATCH_FLOAT(x.dtype(), "add_scaled_samples", [&] {
-      kernels::cpu::add_scaled_rows(x.data<scalar_t>(), z.data<scalar_t>(), scale.data<scalar_t>(),
-                                    y.data<scalar_t>(), N, inner);
-    });
-  }
+void check_drop_prob(double drop_prob) {
+  HG_CHECK(drop_prob >= 0.0 && drop_prob <= 1.0, "drop_path: drop_prob must be in [0, 1], got ",
+           drop_prob);
 }
 
 /// The dtype of a per-sample scale for activations of dtype t (f32 for bf16 activations).
@@ -73,11 +65,11 @@ Tensor scale_samples(const Tensor& x_in, const Tensor& scale_in) {
   check_scale("scale_samples", x_in, scale_in);
   const Tensor x = x_in.contiguous(), scale = scale_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  run_scale_rows(x, scale, y);
+  run_rows("scale_samples", x, Tensor(), scale, y);
   autograd::record("scale_samples", {x_in}, {y}, [scale](autograd::Backward& g) {
     const Tensor dy = g.grad_output(0).contiguous();
     Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
-    run_scale_rows(dy, scale, dx);  // the op is linear in x: dx = dy * scale
+    run_rows("scale_samples", dy, Tensor(), scale, dx);  // linear in x: dx = dy * scale
     return std::vector<Tensor>{dx};
   });
   return y;
@@ -94,13 +86,13 @@ Tensor add_scaled_samples(const Tensor& shortcut_in, const Tensor& z_in, const T
   check_scale(op, z_in, scale_in);
   const Tensor x = shortcut_in.contiguous(), z = z_in.contiguous(), scale = scale_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  run_add_scaled_rows(x, z, scale, y);
+  run_rows(op, x, z, scale, y);
   autograd::record(op, {shortcut_in, z_in}, {y}, [scale](autograd::Backward& g) {
     const Tensor dy = g.grad_output(0).contiguous();
     Tensor dz;
     if (g.needs_grad(1)) {
       dz = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
-      run_scale_rows(dy, scale, dz);
+      run_rows(op, dy, Tensor(), scale, dz);
     }
     return std::vector<Tensor>{g.needs_grad(0) ? dy : Tensor(), dz};
   });
@@ -108,8 +100,7 @@ Tensor add_scaled_samples(const Tensor& shortcut_in, const Tensor& z_in, const T
 }
 
 Tensor drop_path_scale(int64_t N, double drop_prob, DType act, Device device, Generator& gen) {
-  HG_CHECK(drop_prob >= 0.0 && drop_prob <= 1.0, "drop_path: drop_prob must be in [0, 1], got ",
-           drop_prob);
+  check_drop_prob(drop_prob);
   const double keep = 1.0 - drop_prob;
   // Drawn through host_drawn: uploaded without a host wait, and drawn again at every replay of a
   // captured CUDA graph of the step (core/host_drawn.h); `gen` is the model's, which outlives both.
@@ -119,8 +110,7 @@ Tensor drop_path_scale(int64_t N, double drop_prob, DType act, Device device, Ge
 }
 
 Tensor drop_path(const Tensor& x, double drop_prob, bool training, Generator& gen) {
-  HG_CHECK(drop_prob >= 0.0 && drop_prob <= 1.0, "drop_path: drop_prob must be in [0, 1], got ",
-           drop_prob);
+  check_drop_prob(drop_prob);  // in eval too
   if (!training || drop_prob == 0.0) return x;
   HG_CHECK(x.ndim() >= 1, "drop_path: input must have a batch dim, got ", x.describe());
   return scale_samples(x, drop_path_scale(x.size(0), drop_prob, x.dtype(), x.device(), gen));

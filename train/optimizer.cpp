@@ -16,6 +16,17 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// out[0] = the global L2 norm of CUDA f32 dense gradients (one launch per 256 chunks, then one).
+void cuda_grad_norm(const std::vector<Tensor>& grads, float* out) {
+  std::vector<const float*> ptrs;
+  std::vector<int64_t> sizes;
+  for (const Tensor& g : grads) {
+    ptrs.push_back(g.data<float>());
+    sizes.push_back(g.numel());
+  }
+  kernels::cuda::l2_norm(ptrs, sizes, out);  // 0 without gradients
+}
+
 // A zero tensor shaped like p, in optimizer-state memory.
 Tensor state_like(const Tensor& p) {
   memory::CategoryScope scope(Category::optimizer_state);
@@ -209,24 +220,20 @@ std::vector<const void*> AdamW::queue_signature() const {
 
 bool AdamW::clip_in_next_step(double max_norm) {
   HG_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);
-  std::vector<const float*> ptrs;
-  std::vector<int64_t> sizes;
-  bool fusable = true;
+  std::vector<Tensor> grads;
+  bool fusable = true;  // else clip_grad_norm clips (and says what is wrong, if anything)
   for_each_param([&](const std::string&, const Tensor& p, const ParamGroup&) {
-    fusable = fusable && p.device() == Device::cuda && p.dtype() == DType::f32;
     const Tensor g = p.grad();
-    if (!fusable || !g.defined()) return;
-    fusable = g.dtype() == DType::f32 && g.is_contiguous();
-    if (!fusable) return;  // clip_grad_norm then says what is wrong with it
-    ptrs.push_back(g.data<float>());
-    sizes.push_back(g.numel());
+    fusable = fusable && p.device() == Device::cuda && p.dtype() == DType::f32 &&
+              (!g.defined() || (g.dtype() == DType::f32 && g.is_contiguous()));
+    if (fusable && g.defined()) grads.push_back(g);
   });
   if (!fusable) return false;
   if (!clip_norm_.defined()) {
     memory::CategoryScope scope(Category::optimizer_state);
     clip_norm_ = Tensor::empty({}, DType::f32, Device::cuda);
   }
-  kernels::cuda::l2_norm(ptrs, sizes, clip_norm_.data<float>());  // 0 without gradients
+  cuda_grad_norm(grads, clip_norm_.data<float>());
   clip_max_ = max_norm;
   clip_armed_ = true;
   return true;
@@ -361,13 +368,7 @@ Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   if (dev == Device::cuda) {
     HG_CHECK(dt == DType::f32, "clip_grad_norm: CUDA gradients must be f32, got ",
              grads[0].describe());
-    std::vector<const float*> ptrs;
-    std::vector<int64_t> sizes;
-    for (const Tensor& g : grads) {
-      ptrs.push_back(g.data<float>());
-      sizes.push_back(g.numel());
-    }
-    kernels::cuda::l2_norm(ptrs, sizes, total.data<float>());
+    cuda_grad_norm(grads, total.data<float>());
     for (const Tensor& g : grads)
       kernels::cuda::clip_scale(g.data<float>(), g.numel(), total.data<float>(), max_norm);
   } else {

@@ -30,13 +30,11 @@ void StepLosses::add(const Tensor& loss, int64_t step, int64_t images) {
 StepLosses::Read StepLosses::take() {
   Read r;
   if (steps_.empty()) return r;
-  Tensor host = buffer_.slice(0, 0, pending());
-  if (host_.defined()) {
-    host = host_.slice(0, 0, pending());
-    host.copy_(buffer_.slice(0, 0, pending()));  // waits for those steps
-  }
-  const float* v = host.data<float>();
-  r.losses.assign(v, v + pending());
+  const int64_t n = pending();
+  const Tensor losses = buffer_.slice(0, 0, n);
+  if (host_.defined()) host_.slice(0, 0, n).copy_(losses);  // waits for those steps
+  const float* v = (host_.defined() ? host_ : buffer_).data<float>();
+  r.losses.assign(v, v + n);
   r.steps = std::move(steps_);
   r.images = std::move(images_);
   steps_.clear();

@@ -70,6 +70,17 @@ class ValidateCommand : public test::ProgramTest {
     for (size_t i = 60; i < png.size() - 20; ++i) png[i] = char(0xff);
     std::ofstream(file("data/validation/a/1.png"), std::ios::binary) << png;
   }
+  // A checkpoint (no run position) whose stored config reads images from 'data_of_the_run', a
+  // folder that does not exist; its path.
+  std::string checkpoint_of_missing_data() {
+    train::Config c = train::load_config(kSmoke);
+    c.dataset = "image_folder";
+    c.data_dir = "data_of_the_run";
+    ConvNeXt model(train::model_config_from(c), 3);
+    const std::string ck = file("ck.safetensors");
+    train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+    return ck;
+  }
 };
 
 TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
@@ -317,12 +328,7 @@ TEST_F(ValidateCommand, ACheckpointOrFolderGivenAsTheConfigSaysWhereItGoes) {
 // folder; another machine): "the data folder 'data' does not exist" did not say where that
 // data_dir came from nor how to point elsewhere.
 TEST_F(ValidateCommand, MissingDataNamesWhereItsDataDirComesFrom) {
-  train::Config c = train::load_config(kSmoke);
-  c.dataset = "image_folder";
-  c.data_dir = "data_of_the_run";
-  ConvNeXt model(train::model_config_from(c), 3);
-  const std::string ck = file("ck.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const std::string ck = checkpoint_of_missing_data();
   const ProgramRun r = run_program("validate --checkpoint " + ck);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("the data folder 'data_of_the_run' does not exist"), std::string::npos)
@@ -337,12 +343,7 @@ TEST_F(ValidateCommand, MissingDataNamesWhereItsDataDirComesFrom) {
 // The same with --data-dir given: the hint that data_dir came from the checkpoint's config (and
 // to give --data-dir) was added to any data error, so it told the user to do what they had done.
 TEST_F(ValidateCommand, ADataDirGivenOnTheCommandLineGetsNoHintAboutTheStoredOne) {
-  train::Config c = train::load_config(kSmoke);
-  c.dataset = "image_folder";
-  c.data_dir = "data_of_the_run";
-  ConvNeXt model(train::model_config_from(c), 3);
-  const std::string ck = file("ck.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const std::string ck = checkpoint_of_missing_data();
   const std::string given = file("elsewhere");
   const ProgramRun r = run_program("validate --checkpoint " + ck + " --data-dir " + given);
   EXPECT_EQ(r.exit_code, 1) << r.output;

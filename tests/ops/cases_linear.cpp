@@ -39,23 +39,28 @@ OpCase linear_case(std::string name, Shape x, int64_t out, bool bias, unsigned m
 Tensor gelu_linear_residual_fn(const std::vector<Tensor>& v) {
   return gelu_linear_residual(v[0], v[1], v[2], v.size() > 4 ? v[4] : Tensor(), v[3]);
 }
+Tensor gelu_linear_scaled_fn(const std::vector<Tensor>& v) {
+  return gelu_linear_scaled(v[0], v[1], v.size() > 3 ? v[3] : Tensor(), v[2]);
+}
 
-// The ConvNeXt block's end: shortcut (..., out) + gamma * fc2(gelu(h)), h (..., in).
-OpCase residual_case(std::string name, Shape h, int64_t out, bool bias, unsigned modes) {
+// The ConvNeXt block's end: shortcut (..., out) + gamma * fc2(gelu(h)), h (..., in); without the
+// shortcut (`shortcut` false) its branch under drop path, gelu_linear_scaled.
+OpCase residual_case(std::string name, Shape h, int64_t out, bool bias, unsigned modes,
+                     bool shortcut = true) {
   const int64_t in = h.back(), M = shape_numel(h) / in;
   Shape x = h;
   x.back() = out;
-  std::vector<Input> inputs = {act("shortcut", x), act("h", h),
-                               param("weight", {out, in}, -0.3, 0.3),
+  std::vector<Input> inputs = {act("h", h), param("weight", {out, in}, -0.3, 0.3),
                                param("gamma", {out}, 0.1, 1.0)};
+  if (shortcut) inputs.insert(inputs.begin(), act("shortcut", x));
   if (bias) inputs.push_back(param("bias", {out}));
   const Flops f = gemm_flops(double(M), double(in), double(out), bias);
-  OpCase c{.op = "gelu_linear_residual",
+  OpCase c{.op = shortcut ? "gelu_linear_residual" : "gelu_linear_scaled",
            .name = std::move(name),
            .inputs = std::move(inputs),
-           .fn = OpFn(gelu_linear_residual_fn),
+           .fn = shortcut ? OpFn(gelu_linear_residual_fn) : OpFn(gelu_linear_scaled_fn),
            .modes = modes,
-           .flops = {f.fwd + 8.0 * M * in + M * out, f.bwd + 20.0 * M * in},
+           .flops = {f.fwd + 8.0 * M * in + (shortcut ? M * out : 0.0), f.bwd + 20.0 * M * in},
            .tensor_cores = true,
            .bf16_pending = kPending};
   // GELU(h) and the folded weight gamma w enter the GEMM as bf16 (the f32 op keeps both in f32)
@@ -63,30 +68,8 @@ OpCase residual_case(std::string name, Shape h, int64_t out, bool bias, unsigned
   c.bf16_grad = kBf16GradIntermediateTol;
   return c;
 }
-
-Tensor gelu_linear_scaled_fn(const std::vector<Tensor>& v) {
-  return gelu_linear_scaled(v[0], v[1], v.size() > 3 ? v[3] : Tensor(), v[2]);
-}
-
-// The ConvNeXt block's branch under drop path: gamma * fc2(gelu(h)), h (..., in).
 OpCase scaled_case(std::string name, Shape h, int64_t out, bool bias, unsigned modes) {
-  const int64_t in = h.back(), M = shape_numel(h) / in;
-  std::vector<Input> inputs = {act("h", h), param("weight", {out, in}, -0.3, 0.3),
-                               param("gamma", {out}, 0.1, 1.0)};
-  if (bias) inputs.push_back(param("bias", {out}));
-  const Flops f = gemm_flops(double(M), double(in), double(out), bias);
-  OpCase c{.op = "gelu_linear_scaled",
-           .name = std::move(name),
-           .inputs = std::move(inputs),
-           .fn = OpFn(gelu_linear_scaled_fn),
-           .modes = modes,
-           .flops = {f.fwd + 8.0 * M * in, f.bwd + 20.0 * M * in},
-           .tensor_cores = true,
-           .bf16_pending = kPending};
-  // as residual_case: GELU(h) and the folded weight enter the GEMM as bf16
-  c.bf16_out = kBf16OutIntermediateTol;
-  c.bf16_grad = kBf16GradIntermediateTol;
-  return c;
+  return residual_case(std::move(name), std::move(h), out, bias, modes, /*shortcut=*/false);
 }
 
 // Weights in [-0.3, 0.3], the scale of trained layers (outputs stay O(1) for wide inputs).
