@@ -92,7 +92,7 @@ Tensor add_scaled_samples(const Tensor& shortcut_in, const Tensor& z_in, const T
     Tensor dz;
     if (g.needs_grad(1)) {
       dz = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
-      run_rows(op, dy, Tensor(), scale, dz);
+      run_rows("add_scaled_samples", dy, Tensor(), scale, dz);
     }
     return std::vector<Tensor>{g.needs_grad(0) ? dy : Tensor(), dz};
   });
