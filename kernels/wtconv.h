@@ -22,6 +22,7 @@
 // kernels round (kernels/cpu/wtconv_fused.cpp, Bf16Planes).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
@@ -38,6 +39,30 @@ struct WTConvWeights {
 struct WTConvGrads {
   Tensor x, base_weight, base_bias, base_scale;
   std::vector<Tensor> wavelet_weight, wavelet_scale;
+};
+
+/// The side of level grid l + 1 from the side n >= 0 of grid l (not checked): ceil(n / 2) pixels
+/// (the Haar analysis pads an odd edge with a zero row / column, docs/wtconv-operator.md). The one
+/// definition of a level grid's size: WTConvLevels, the CPU kernels and the CUDA host code (whose
+/// fixed-size per-level arrays call it directly) all take it from here.
+constexpr int64_t wtconv_level_size(int64_t n) { return (n + 1) / 2; }
+
+/// The grids of a WTConv2d's levels on an H x W input: grid 0 is H x W (x, grad_x, and y before
+/// the stride subsamples it); grid l + 1 is grid l halved, rounded up (wtconv_level_size): the grid
+/// of level l's coefficients c_l = H(ll_l), of its conv and scaled outputs and of the next low band
+/// ll_{l+1}. h[l] x w[l] pixels for l = 0..L (L + 1 entries each). Any L >= 0: the CPU entry
+/// points take any level count, the CUDA ones at most cuda::kWTConvMaxLevels (their checks, not
+/// this struct's). The constructor throws hg::Error for L < 0; default-constructed: no grids.
+struct WTConvLevels {
+  std::vector<int64_t> h, w;
+  WTConvLevels() = default;
+  WTConvLevels(int64_t H, int64_t W, int L) : h{H}, w{W} {
+    HG_CHECK(L >= 0, "WTConvLevels: the level count must be >= 0, got ", L);
+    for (int l = 0; l < L; ++l) {
+      h.push_back(wtconv_level_size(h.back()));
+      w.push_back(wtconv_level_size(w.back()));
+    }
+  }
 };
 
 enum class WTConvMode {
@@ -57,11 +82,12 @@ enum class WTConvMode {
 /// c_l = H(ll_l) (the wavelet conv's input), conv_l = conv(c_l, wavelet_weight[l]) (the scale's
 /// input) and synth_in_l = wavelet_scale[l] conv_l with rec_{l+1} added to its LL band (the
 /// inverse Haar's input, which PyTorch's conv_transpose2d keeps; our backward does not read it),
-/// each (B, h_{l+1}, w_{l+1}, 4C) with channel 4c + s = sub-band s of channel c; and base =
-/// conv(x, base_weight) + base_bias before base_scale, (B, H, W, C). Stored in the reference
-/// mode's intermediate dtype (f32 for f32 and bf16 x, f64 for f64 x) on x's device. A forward
-/// given a WTConvSaved fills it; a backward given one reads it instead of recomputing the forward,
-/// so these bytes stay alive from the forward to the backward, as on PyTorch's tape.
+/// each (B, h_{l+1}, w_{l+1}, 4C) (grid l + 1 of WTConvLevels) with channel 4c + s = sub-band s
+/// of channel c; and base = conv(x, base_weight) + base_bias before base_scale, (B, H, W, C).
+/// Stored in the reference mode's intermediate dtype (f32 for f32 and bf16 x, f64 for f64 x) on
+/// x's device. A forward given a WTConvSaved fills it; a backward given one reads it instead of
+/// recomputing the forward, so these bytes stay alive from the forward to the backward, as on
+/// PyTorch's tape.
 struct WTConvSaved {
   std::vector<Tensor> coeff, conv, synth_in;  ///< one per level
   Tensor base;

@@ -81,11 +81,9 @@ void wtconv_check_saved(const char* op, const Tensor& x, int levels, WTConvMode 
   count("coeff", saved->coeff);
   count("conv", saved->conv);
   count("synth_in", saved->synth_in);
-  int64_t h = x.size(1), w = x.size(2);
+  const WTConvLevels grid(x.size(1), x.size(2), levels);
   for (int l = 0; l < levels; ++l) {
-    h = (h + 1) / 2;
-    w = (w + 1) / 2;
-    const Shape level{B, h, w, 4 * C};
+    const Shape level{B, grid.h[size_t(l) + 1], grid.w[size_t(l) + 1], 4 * C};
     check(str("coeff[", l, "]"), saved->coeff[size_t(l)], level);
     check(str("conv[", l, "]"), saved->conv[size_t(l)], level);
     check(str("synth_in[", l, "]"), saved->synth_in[size_t(l)], level);

@@ -9,14 +9,14 @@
 
 namespace hg::kernels::cpu::wtconv_detail {
 
-/// Sizes of one WTConv2d call. h[l], w[l] (l = 0..L) are the sizes of the raw low band ll_l
-/// (h[0] = H); level l's coefficients (and its conv) live on the h[l+1] x w[l+1] grid, with
+/// Sizes of one WTConv2d call: its level grids (the WTConvLevels of H x W with L levels,
+/// kernels/wtconv.h) and the rest. h[l], w[l] (l = 0..L) are the sizes of the raw low band ll_l
+/// (h[0] = H); level l's coefficients (and its conv) live on the h[l+1] x w[l+1] grid,
 /// h[l+1] = ceil(h[l] / 2) because ll_l is zero-padded to even size (docs/wtconv-operator.md).
-struct Geometry {
+struct Geometry : WTConvLevels {
   int64_t B = 0, H = 0, W = 0, C = 0;
   int K = 0, L = 0, stride = 1;
   int64_t Ho = 0, Wo = 0;  ///< output size: ceil(H / stride), ceil(W / stride)
-  std::vector<int64_t> h, w;
 };
 
 /// Checks x (B, H, W, C) and every weight against the contract of kernels/wtconv.h (same dtype

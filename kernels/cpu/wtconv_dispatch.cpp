@@ -44,12 +44,7 @@ Geometry check_args(const char* op, const Tensor& x, const WTConvWeights& w, int
   g.K = K;
   g.L = w.levels();
   g.stride = stride;
-  g.h = {g.H};
-  g.w = {g.W};
-  for (int l = 0; l < g.L; ++l) {
-    g.h.push_back((g.h.back() + 1) / 2);
-    g.w.push_back((g.w.back() + 1) / 2);
-  }
+  static_cast<WTConvLevels&>(g) = WTConvLevels(g.H, g.W, g.L);
   g.Ho = (g.H + stride - 1) / stride;
   g.Wo = (g.W + stride - 1) / stride;
   return g;

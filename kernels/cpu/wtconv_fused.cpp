@@ -141,7 +141,7 @@ Tensor workspace(const Shape& shape, bool zero) {
 template <typename T, typename S>
 void coefficient_planes(const T* src, int64_t B, int64_t h, int64_t w, int64_t C, T* coef,
                         T* ll_next) {
-  const int64_t h2 = (h + 1) / 2, w2 = (w + 1) / 2;
+  const int64_t h2 = wtconv_level_size(h), w2 = wtconv_level_size(w);
   const std::vector<T> zeros(static_cast<size_t>(C), T(0));
 #pragma omp parallel for schedule(static) if (worth_parallel(B * h * w * C))
   for (int64_t row = 0; row < B * h2; ++row) {

@@ -313,8 +313,14 @@ WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, 
 /// Checks the contract of kernels/wtconv.h (NHWC f32 or bf16 CUDA x, f32 PyTorch-layout weights);
 /// returns K.
 int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int stride);
-/// Sizes of the level grids: dims[l] = (h_l, w_l), l = 0..L (dims[0] = (H, W)).
-std::vector<std::pair<int, int>> level_dims(int H, int W, int L);
+/// One level grid h x w as the kernels take it (int32: kernels/wtconv.h).
+struct LevelGrid {
+  int h, w;
+};
+/// Grid l of d (l = 0..L; grid 0 is x's H x W), d the layer's WTConvLevels (kernels/wtconv.h).
+inline LevelGrid grid_of(const WTConvLevels& d, int l) {
+  return LevelGrid{int(d.h[size_t(l)]), int(d.w[size_t(l)])};
+}
 
 // ---- the two implementations (reference order in wtconv_unfused.cu, fused in wtconv_fused.cu) ----
 /// Checks grad_y against x (same dtype, the output shape of `stride`, on cuda).

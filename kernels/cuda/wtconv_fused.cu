@@ -41,12 +41,6 @@ namespace wtconv_detail {
 
 Tensor workspace(const Shape& shape) { return scratch_tensor(shape); }
 
-std::vector<std::pair<int, int>> level_dims(int H, int W, int L) {
-  std::vector<std::pair<int, int>> d{{H, W}};
-  for (int l = 0; l < L; ++l) d.push_back({(d.back().first + 1) / 2, (d.back().second + 1) / 2});
-  return d;
-}
-
 int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int stride) {
   const int K = wtconv_check_shapes(op, x, w, stride);  // the shapes, as the CPU checks them
   HG_CHECK(x.device() == Device::cuda && (x.dtype() == DType::f32 || x.dtype() == DType::bf16), op,
@@ -93,7 +87,7 @@ void fused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int K
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride, L = w.levels();
   if (try_plane_forward<T>(xc, w, stride, K, y)) return;
-  const auto d = level_dims(H, W, L);
+  const WTConvLevels d(H, W, L);
   PlaneGeom tg{};
   const int s = stride == 1 ? tail_level<T>(typed<T>(xc), typed<T>(y), B, C, K, d, L,
                                             /*backward=*/false, &tg)
@@ -131,7 +125,7 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
   }
   WTConvGrads g;
   if (try_plane_backward<T>(xc, G, w, stride, K, gx, g)) return g;
-  const auto d = level_dims(H, W, L);
+  const WTConvLevels d(H, W, L);
   PlaneGeom tg{};
   const int s = tail_level<T>(typed<T>(G), gx.defined() ? typed<T>(gx) : typed<T>(G), B, C, K, d, L,
                               /*backward=*/true, &tg);
@@ -178,11 +172,11 @@ template <typename T>
 int haar_conv_from(const Shape& x, int K, int levels) {
   const T* aligned = nullptr;  // stands for dense, 16-byte aligned tensors
   const int B = int(x[0]), C = int(x[3]);
-  const auto d = level_dims(int(x[1]), int(x[2]), levels);
+  const WTConvLevels d(int(x[1]), int(x[2]), levels);
   // grids shrink level by level: the first level that fits, and every level after it
   for (int l = 0; l < levels; ++l)
-    if (haar_conv_takes(aligned, B, C, K, d[l + 1]) &&
-        haar_wgrad_takes(aligned, aligned, B, C, K, d[l + 1]))
+    if (haar_conv_takes(aligned, B, C, K, grid_of(d, l + 1)) &&
+        haar_wgrad_takes(aligned, aligned, B, C, K, grid_of(d, l + 1)))
       return l;
   return levels;
 }
@@ -202,7 +196,7 @@ bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtyp
 
 int wtconv_tail_level(const Shape& x, int K, int levels, DType dtype, bool backward) {
   wtconv_detail::check_path_query("wtconv_tail_level", x, levels, dtype);
-  const auto d = wtconv_detail::level_dims(int(x[1]), int(x[2]), levels);
+  const WTConvLevels d(int(x[1]), int(x[2]), levels);
   wtconv_detail::PlaneGeom g;
   if (dtype == DType::f32) {
     const float* aligned = nullptr;  // stands for dense, 16-byte aligned tensors

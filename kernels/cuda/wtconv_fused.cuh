@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -81,21 +80,22 @@ bool try_plane_backward(const Tensor& xc, const Tensor& G, const WTConvWeights& 
                         int K, const Tensor& gx, WTConvGrads& g);
 
 // ---- wtconv_split.cu: the split path's levels and level tail
+// (d: the layer's level grids, kernels/wtconv.h)
 template <typename T>
-int tail_level(const T* in, const T* out, int B, int C, int K,
-               const std::vector<std::pair<int, int>>& d, int L, bool backward, PlaneGeom* g);
+int tail_level(const T* in, const T* out, int B, int C, int K, const WTConvLevels& d, int L,
+               bool backward, PlaneGeom* g);
 template <typename T>
-bool haar_conv_takes(const T* src, int B, int C, int K, std::pair<int, int> out);
+bool haar_conv_takes(const T* src, int B, int C, int K, LevelGrid out);
 template <typename T>
-bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int, int> out);
+bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, LevelGrid out);
 template <typename T>
-Tensor analysis_convs_split(const T* in, int B, int C, int K,
-                            const std::vector<std::pair<int, int>>& d, const Folded& f, int L,
-                            int s, const PlaneGeom& tg, std::vector<Tensor>& t, LevelTail* tail);
+Tensor analysis_convs_split(const T* in, int B, int C, int K, const WTConvLevels& d,
+                            const Folded& f, int L, int s, const PlaneGeom& tg,
+                            std::vector<Tensor>& t, LevelTail* tail);
 template <typename T>
-Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
-                         const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                         const Folded& f, int s, const PlaneGeom& tg, std::vector<Tensor>* gt,
-                         WTConvGrads& g, LevelTail* tail, const Tensor& spare);
+Tensor level_grads_split(const T* x, const T* G, int B, int C, int K, const WTConvLevels& d,
+                         const WTConvWeights& w, const Folded& f, int s, const PlaneGeom& tg,
+                         std::vector<Tensor>* gt, WTConvGrads& g, LevelTail* tail,
+                         const Tensor& spare);
 
 }  // namespace hg::kernels::cuda::wtconv_detail

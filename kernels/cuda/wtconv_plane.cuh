@@ -41,7 +41,7 @@ constexpr int kPlaneTQ = 4;
 struct PlaneGeom {
   int L, K;
   int base;  // 1: a whole layer (plane 0 is the base conv's); 0: a level tail (see below)
-  int h[kMaxLevels + 1], w[kMaxLevels + 1];  // grid l: h[l] x w[l]; h[0] = H
+  int h[kMaxLevels + 1], w[kMaxLevels + 1];  // grid l: h[l] x w[l]; h[0] = H (WTConvLevels)
   int pyr[kMaxLevels];  // entry offset of c_l (4 planes of h[l+1] * w[l+1]) in a pyramid
   int pyr_size;         // entries of one pyramid
   int rec[2];           // f32 entry offsets of the rec buffers: rec_l (l >= 1) in rec[rec_slot(l)]
@@ -79,8 +79,8 @@ inline PlaneGeom plane_geom(int H, int W, int L, int K, bool base) {
   g.w[0] = W;
   int off = 0;
   for (int l = 0; l < L; ++l) {
-    g.h[l + 1] = (g.h[l] + 1) / 2;
-    g.w[l + 1] = (g.w[l] + 1) / 2;
+    g.h[l + 1] = int(wtconv_level_size(g.h[l]));
+    g.w[l + 1] = int(wtconv_level_size(g.w[l]));
     g.pyr[l] = off;
     off += 4 * g.h[l + 1] * g.w[l + 1];
   }

@@ -43,27 +43,28 @@ LevelParams levels_from(const LevelParams& lp, int s) {
   return t;
 }
 
-/// A tail's output r = 2^-s rec_s, f32 (B, d[s], C).
-Tensor tail_output(int B, std::pair<int, int> grid, int C, int s, LevelTail* tail) {
-  Tensor r = workspace({B, grid.first, grid.second, C});
-  *tail = LevelTail{r.data<float>(), s, grid.first, grid.second};
+/// A tail's output r = 2^-s rec_s, f32 (B, grid s, C).
+Tensor tail_output(int B, LevelGrid grid, int C, int s, LevelTail* tail) {
+  Tensor r = workspace({B, grid.h, grid.w, C});
+  *tail = LevelTail{r.data<float>(), s, grid.h, grid.w};
   return r;
 }
 
 }  // namespace
 
-/// The first level s >= 1 whose LL band (grid d[s]) the whole-plane kernels take as a level tail
-/// of L - s levels (its geometry in *g), when the synthesis of in into out (B, d[0], C, stride 1)
-/// can read a tail's term (the staged or the 4-channel kernel); L (no tail) otherwise.
+/// The first level s >= 1 whose LL band (grid s of d) the whole-plane kernels take as a level
+/// tail of L - s levels (its geometry in *g), when the synthesis of in into out (B, grid 0, C,
+/// stride 1) can read a tail's term (the staged or the 4-channel kernel); L (no tail) otherwise.
 template <typename T>
-int tail_level(const T* in, const T* out, int B, int C, int K,
-               const std::vector<std::pair<int, int>>& d, int L, bool backward, PlaneGeom* g) {
-  if (!synth_staged_takes(in, B, d[0].first, d[0].second, C, K, out) &&
-      !synth_vec_takes(in, C, K, out))
+int tail_level(const T* in, const T* out, int B, int C, int K, const WTConvLevels& d, int L,
+               bool backward, PlaneGeom* g) {
+  const LevelGrid g0 = grid_of(d, 0);
+  if (!synth_staged_takes(in, B, g0.h, g0.w, C, K, out) && !synth_vec_takes(in, C, K, out))
     return L;
-  for (int s = 1; s < L; ++s)
-    if (plane_takes<T>(B, d[s].first, d[s].second, K, L - s, 1, backward, /*base=*/false, g))
-      return s;
+  for (int s = 1; s < L; ++s) {
+    const LevelGrid gs = grid_of(d, s);
+    if (plane_takes<T>(B, gs.h, gs.w, K, L - s, 1, backward, /*base=*/false, g)) return s;
+  }
   return L;
 }
 
@@ -88,9 +89,9 @@ Conv2dShape level_shape(int B, int hp, int wp, int C, int K) {
 /// A level's next LL band (B, grid, C) of storage T into *band, when band is given (the callers'
 /// optional outputs); its data, or null.
 template <typename T>
-T* ll_band(Tensor* band, int B, std::pair<int, int> grid, int C) {
+T* ll_band(Tensor* band, int B, LevelGrid grid, int C) {
   if (band == nullptr) return nullptr;
-  *band = workspace_of<T>({B, grid.first, grid.second, C});
+  *band = workspace_of<T>({B, grid.h, grid.w, C});
   return typed<T>(*band);
 }
 
@@ -121,19 +122,19 @@ __global__ void haar_kernel(HaarSrc<T> src, int B, T* __restrict__ coef, T* __re
 /// (in `spare`'s memory when it holds them, see in_spare); the (rounded) LL into *ll_next if
 /// given. src and both outputs have storage type T.
 template <typename T>
-Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, int> out,
-            Tensor* ll_next, const Tensor& spare = Tensor()) {
-  Tensor coef = in_spare<T>(spare, {B, out.first, out.second, 4, C});
+Tensor haar(const T* src, int B, int C, LevelGrid in, LevelGrid out, Tensor* ll_next,
+            const Tensor& spare = Tensor()) {
+  Tensor coef = in_spare<T>(spare, {B, out.h, out.w, 4, C});
   T* lln = ll_band<T>(ll_next, B, out, C);
   T* cp = typed<T>(coef);
   if (C % 4 == 0 && aligned4<T>(src) && aligned4<T>(cp) && (!lln || aligned4<T>(lln))) {
-    const int64_t n = int64_t(B) * out.first * out.second * (C / 4);
-    haar_v4_kernel<T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(
-        src, B, in.first, in.second, C, out.first, out.second, cp, lln);
+    const int64_t n = int64_t(B) * out.h * out.w * (C / 4);
+    haar_v4_kernel<T><<<blocks_for(n), 256, 0, hg::cuda::stream()>>>(src, B, in.h, in.w, C, out.h,
+                                                                     out.w, cp, lln);
   } else {
-    HaarSrc<T> hs{src, in.first, in.second, C, out.first, out.second};
-    haar_kernel<<<blocks_for(int64_t(B) * out.first * out.second * C), 256, 0,
-                  hg::cuda::stream()>>>(hs, B, cp, lln);
+    HaarSrc<T> hs{src, in.h, in.w, C, out.h, out.w};
+    haar_kernel<<<blocks_for(int64_t(B) * out.h * out.w * C), 256, 0, hg::cuda::stream()>>>(
+        hs, B, cp, lln);
   }
   HG_CUDA_LAUNCH_CHECK();
   return coef;
@@ -144,11 +145,10 @@ Tensor haar(const T* src, int B, int C, std::pair<int, int> in, std::pair<int, i
 /// *ll_next when those are given (each allocated here), src (B, in, C); w the level's (4C, K*K)
 /// folded filters. Taken where haar_conv_takes; returns false, having done nothing, otherwise.
 template <typename T>
-bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
-                   std::pair<int, int> out, const float* w, Tensor* t, Tensor* coef,
-                   Tensor* ll_next) {
+bool try_haar_conv(const T* src, int B, int C, int K, LevelGrid in, LevelGrid out, const float* w,
+                   Tensor* t, Tensor* coef, Tensor* ll_next) {
   if (src == nullptr || !haar_conv_takes(src, B, C, K, out)) return false;
-  const int hp = out.first, wp = out.second;
+  const int hp = out.h, wp = out.w;
   const size_t smem = haar_conv_smem<T>(K, wp);
   const int64_t groups = haar_conv_groups(B, hp);
   *t = workspace_of<T>({B, hp, wp, 4, C});
@@ -160,7 +160,7 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
   T* lln = ll_band<T>(ll_next, B, out, C);
   HG_CHECK(aligned16(typed<T>(*t)) && (!cp || aligned16(cp)) && (!lln || aligned16(lln)),
            "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
-  const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
+  const HaarConvDims hd{B, in.h, in.w, C, hp, wp};
   dispatch_k(kWTConvKs, K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
@@ -185,15 +185,15 @@ bool try_haar_conv(const T* src, int B, int C, int K, std::pair<int, int> in,
 /// C) in one launch (haar_wgrad_kernel) and the slices' reduction, and x's next LL band into
 /// *xnext when given (allocated here). Where haar_wgrad_takes only.
 template <typename T>
-void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int, int> in,
-                std::pair<int, int> out, float* sums, Tensor* xnext) {
-  const int hp = out.first, wp = out.second, KK = K * K, chunks = (C + 31) / 32;
+void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, LevelGrid in, LevelGrid out,
+                float* sums, Tensor* xnext) {
+  const int hp = out.h, wp = out.w, KK = K * K, chunks = (C + 31) / 32;
   const size_t smem = haar_wgrad_smem<T>(K, wp);
   const int64_t groups = haar_wgrad_groups(B, hp);
   T* lln = ll_band<T>(xnext, B, out, C);
   HG_CHECK(!lln || aligned16(lln),
            "wtconv (cuda, fused): a workspace tensor is not 16-byte aligned");
-  const HaarConvDims hd{B, in.first, in.second, C, hp, wp};
+  const HaarConvDims hd{B, in.h, in.w, C, hp, wp};
   dispatch_k(kWTConvKs, K, [&](auto kt) {
     constexpr int KT = decltype(kt)::value;
     if constexpr (KT == 3 || KT == 5 || KT == 7) {
@@ -237,11 +237,11 @@ __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ s
   if ((threadIdx.x & 31) == 0) lp.gws[l][e] = gs;
 }
 
-/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, d[l]); wlf the level's folded
-/// weights flipped (4C, K*K), only with gt; sums where its folded-weight gradient goes (4C, K*K).
-/// The level gradient gt = conv^T(gc, w~) is the forward conv with the flipped filters: at K = 3,
-/// 5, 7 the very staged kernel backward data runs, and in every variant one tap order (row-major
-/// over the flipped filter), which the bf16 CPU reference reproduces before it rounds gt
+/// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, grid l of d); wlf the level's
+/// folded weights flipped (4C, K*K), only with gt; sums where its folded-weight gradient goes
+/// (4C, K*K). The level gradient gt = conv^T(gc, w~) is the forward conv with the flipped filters:
+/// at K = 3, 5, 7 the very staged kernel backward data runs, and in every variant one tap order
+/// (row-major over the flipped filter), which the bf16 CPU reference reproduces before it rounds gt
 /// (kernels/cpu/wtconv_fused.cpp; f32 needs no such care, nothing rounds between the taps);
 /// backward data's tile kernel sums the taps in the opposite order. (f32 ran the depthwise backward
 /// data with the plain filters until the twenty-ninth session, when f32 began to take the Haar
@@ -251,33 +251,34 @@ __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ s
 /// saves an N-element tensor of the backward's peak, where gt_0, H(G) and H(x) live at once).
 template <typename T>
 void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
-                           const std::vector<std::pair<int, int>>& d, const float* wlf, Tensor* gt,
-                           Tensor* gnext, Tensor* xnext, float* sums, const Tensor& spare) {
-  const int hp = d[l + 1].first, wp = d[l + 1].second;
+                           const WTConvLevels& d, const float* wlf, Tensor* gt, Tensor* gnext,
+                           Tensor* xnext, float* sums, const Tensor& spare) {
+  const LevelGrid in = grid_of(d, l), out = grid_of(d, l + 1);
+  const int hp = out.h, wp = out.w;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
   // with grad_x: gt and G's next LL band in one launch over G, and the weight gradient in
   // one launch over x and G that forms both coefficient sets on the fly: neither H(G) nor H(x) is
   // stored (2 N elements less at level 0)
-  if (gt != nullptr && wlf != nullptr && haar_conv_takes(gsrc, B, C, K, d[l + 1]) &&
-      haar_wgrad_takes(xsrc, gsrc, B, C, K, d[l + 1])) {
-    HG_CHECK(try_haar_conv(gsrc, B, C, K, d[l], d[l + 1], wlf, gt, nullptr, gnext),
+  if (gt != nullptr && wlf != nullptr && haar_conv_takes(gsrc, B, C, K, out) &&
+      haar_wgrad_takes(xsrc, gsrc, B, C, K, out)) {
+    HG_CHECK(try_haar_conv(gsrc, B, C, K, in, out, wlf, gt, nullptr, gnext),
              "wtconv (cuda, fused): haar_conv_kernel refused a level it takes");
-    haar_wgrad(xsrc, gsrc, B, C, K, d[l], d[l + 1], sums, xnext);
+    haar_wgrad(xsrc, gsrc, B, C, K, in, out, sums, xnext);
     return;
   }
   Tensor gc;
   // where only haar_conv takes the level: gc = H(gR_l) and gt in one launch (gc still written:
   // the weight gradient reads it)
-  const bool fused = gt != nullptr && wlf != nullptr &&
-                     try_haar_conv(gsrc, B, C, K, d[l], d[l + 1], wlf, gt, &gc, gnext);
+  const bool fused =
+      gt != nullptr && wlf != nullptr && try_haar_conv(gsrc, B, C, K, in, out, wlf, gt, &gc, gnext);
   if (!fused) {
-    gc = haar(gsrc, B, C, d[l], d[l + 1], gnext);
+    gc = haar(gsrc, B, C, in, out, gnext);
     if (gt != nullptr) {
       *gt = workspace_of<T>({B, hp, wp, 4, C});
       depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
     }
   }
-  const Tensor xcoef = haar(xsrc, B, C, d[l], d[l + 1], xnext, spare);
+  const Tensor xcoef = haar(xsrc, B, C, in, out, xnext, spare);
   depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc), sums, nullptr);
 }
 
@@ -289,20 +290,20 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
 /// bf16's: at a 28-wide level grid one block a multiprocessor, and still 12% faster than a Haar
 /// pass and a conv, twenty-ninth session).
 template <typename T>
-bool haar_conv_takes(const T* src, int B, int C, int K, std::pair<int, int> out) {
+bool haar_conv_takes(const T* src, int B, int C, int K, LevelGrid out) {
   return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && (src == nullptr || aligned16(src)) &&
-         haar_conv_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
-         haar_conv_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
+         haar_conv_smem<T>(K, out.w) <= hg::cuda::max_dynamic_smem() &&
+         haar_conv_groups(B, out.h) <= INT32_MAX && (C + 31) / 32 <= 65535;
 }
 
 /// Whether haar_wgrad_kernel takes a level's weight gradient: x's and G's level inputs of storage
 /// T (16-byte aligned), the level grid out, filters of size K: K = 3, 5, 7, C % 8 == 0, the tiles
 /// within the shared memory (bf16 or f32).
 template <typename T>
-bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, std::pair<int, int> out) {
+bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, LevelGrid out) {
   return (K == 3 || K == 5 || K == 7) && C % 8 == 0 && aligned16(xsrc) && aligned16(gsrc) &&
-         haar_wgrad_smem<T>(K, out.second) <= hg::cuda::max_dynamic_smem() &&
-         haar_wgrad_groups(B, out.first) <= INT32_MAX && (C + 31) / 32 <= 65535;
+         haar_wgrad_smem<T>(K, out.w) <= hg::cuda::max_dynamic_smem() &&
+         haar_wgrad_groups(B, out.h) <= INT32_MAX && (C + 31) / 32 <= 65535;
 }
 
 /// t_l = conv(H(ll_l), s_l w_l) for the levels l < s, ll_0 = in, t_l (B, hp, wp, 4, C) of storage
@@ -311,9 +312,9 @@ bool haar_wgrad_takes(const T* xsrc, const T* gsrc, int B, int C, int K, std::pa
 /// f: the forward's folded weights, with the level filters the levels need (f.levels for l < s,
 /// f.plane for a tail).
 template <typename T>
-Tensor analysis_convs_split(const T* in, int B, int C, int K,
-                            const std::vector<std::pair<int, int>>& d, const Folded& f, int L,
-                            int s, const PlaneGeom& tg, std::vector<Tensor>& t, LevelTail* tail) {
+Tensor analysis_convs_split(const T* in, int B, int C, int K, const WTConvLevels& d,
+                            const Folded& f, int L, int s, const PlaneGeom& tg,
+                            std::vector<Tensor>& t, LevelTail* tail) {
   const int KK = K * K;
   t.assign(s, Tensor());
   *tail = LevelTail{};
@@ -323,17 +324,17 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
     Tensor next;
     const T* src = l == 0 ? in : typed<T>(ll);
     const float* wll = f.levels.data<float>() + int64_t(l) * 4 * C * KK;
-    if (!try_haar_conv(src, B, C, K, d[l], d[l + 1], wll, &t[l], nullptr,
-                       l + 1 < L ? &next : nullptr)) {
-      const Tensor coef = haar(src, B, C, d[l], d[l + 1], l + 1 < L ? &next : nullptr);
-      t[l] = workspace_of<T>({B, d[l + 1].first, d[l + 1].second, 4, C});
-      depthwise_conv_forward(level_shape(B, d[l + 1].first, d[l + 1].second, C, K),
-                             host_typed<T>(coef), wll, nullptr, host_typed<T>(t[l]));
+    const LevelGrid gin = grid_of(d, l), gout = grid_of(d, l + 1);
+    if (!try_haar_conv(src, B, C, K, gin, gout, wll, &t[l], nullptr, l + 1 < L ? &next : nullptr)) {
+      const Tensor coef = haar(src, B, C, gin, gout, l + 1 < L ? &next : nullptr);
+      t[l] = workspace_of<T>({B, gout.h, gout.w, 4, C});
+      depthwise_conv_forward(level_shape(B, gout.h, gout.w, C, K), host_typed<T>(coef), wll,
+                             nullptr, host_typed<T>(t[l]));
     }
     ll = next;
   }
   if (s == L) return Tensor();
-  const Tensor r = tail_output(B, d[s], C, s, tail);
+  const Tensor r = tail_output(B, grid_of(d, s), C, s, tail);
   plane_forward<T>(typed<T>(ll), B, C, tg, nullptr, nullptr,
                    typed<T>(f.plane) + int64_t(s) * KK * 4 * C,
                    PlaneOut<T>{nullptr, r.data<float>(), std::ldexp(1.f, -s)});
@@ -349,10 +350,10 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K,
 /// tensor here has their storage T. `spare`: memory free until the caller's synthesis (grad_x, or
 /// undefined), where each level's H(ll_l) goes when it fits.
 template <typename T>
-Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
-                         const std::vector<std::pair<int, int>>& d, const WTConvWeights& w,
-                         const Folded& f, int s, const PlaneGeom& tg, std::vector<Tensor>* gt,
-                         WTConvGrads& g, LevelTail* tail, const Tensor& spare) {
+Tensor level_grads_split(const T* x, const T* G, int B, int C, int K, const WTConvLevels& d,
+                         const WTConvWeights& w, const Folded& f, int s, const PlaneGeom& tg,
+                         std::vector<Tensor>* gt, WTConvGrads& g, LevelTail* tail,
+                         const Tensor& spare) {
   const int L = w.levels(), KK = K * K;
   const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
   if (gt != nullptr) gt->assign(s, Tensor());
@@ -381,7 +382,7 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
                                                                      KK);
   HG_CUDA_LAUNCH_CHECK();
   if (s == L) return Tensor();
-  const Tensor r = gt != nullptr ? tail_output(B, d[s], C, s, tail) : Tensor();
+  const Tensor r = gt != nullptr ? tail_output(B, grid_of(d, s), C, s, tail) : Tensor();
   plane_backward<T>(
       typed<T>(ll), typed<T>(gR), B, C, tg, nullptr, typed<T>(f.plane) + int64_t(s) * KK * 4 * C,
       PlaneOut<T>{nullptr, r.defined() ? r.data<float>() : nullptr, std::ldexp(1.f, -s)},
@@ -389,18 +390,17 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K,
   return r;
 }
 
-#define HG_INSTANTIATE(T)                                                                        \
-  template int tail_level<T>(const T*, const T*, int, int, int,                                  \
-                             const std::vector<std::pair<int, int>>&, int, bool, PlaneGeom*);    \
-  template bool haar_conv_takes<T>(const T*, int, int, int, std::pair<int, int>);                \
-  template bool haar_wgrad_takes<T>(const T*, const T*, int, int, int, std::pair<int, int>);     \
-  template Tensor analysis_convs_split<T>(                                                       \
-      const T*, int, int, int, const std::vector<std::pair<int, int>>&, const Folded&, int, int, \
-      const PlaneGeom&, std::vector<Tensor>&, LevelTail*);                                       \
-  template Tensor level_grads_split<T>(                                                          \
-      const T*, const T*, int, int, int, const std::vector<std::pair<int, int>>&,                \
-      const WTConvWeights&, const Folded&, int, const PlaneGeom&, std::vector<Tensor>*,          \
-      WTConvGrads&, LevelTail*, const Tensor&);
+#define HG_INSTANTIATE(T)                                                                          \
+  template int tail_level<T>(const T*, const T*, int, int, int, const WTConvLevels&, int, bool,    \
+                             PlaneGeom*);                                                          \
+  template bool haar_conv_takes<T>(const T*, int, int, int, LevelGrid);                            \
+  template bool haar_wgrad_takes<T>(const T*, const T*, int, int, int, LevelGrid);                 \
+  template Tensor analysis_convs_split<T>(const T*, int, int, int, const WTConvLevels&,            \
+                                          const Folded&, int, int, const PlaneGeom&,               \
+                                          std::vector<Tensor>&, LevelTail*);                       \
+  template Tensor level_grads_split<T>(                                                            \
+      const T*, const T*, int, int, int, const WTConvLevels&, const WTConvWeights&, const Folded&, \
+      int, const PlaneGeom&, std::vector<Tensor>*, WTConvGrads&, LevelTail*, const Tensor&);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(__nv_bfloat16)
 #undef HG_INSTANTIATE

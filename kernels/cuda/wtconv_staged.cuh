@@ -251,7 +251,7 @@ auto synth_staged(bool level1, int nb) {
 /// term (f32) instead of R's, level 1's grid (h1, w1) = (ceil(hp / 2), ceil(wp / 2)).
 template <typename T>
 size_t synth_staged_smem(int K, int PR, int W, bool level1, int nb) {
-  const size_t wp = size_t(W + 1) / 2, w1 = (wp + 1) / 2;
+  const size_t wp = size_t(wtconv_level_size(W)), w1 = size_t(wtconv_level_size(int64_t(wp)));
   const size_t levels = level1 ? sizeof(T) * 4 * 32 * size_t(PR) * wp +
                                      (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR / 2) * w1
                                : (sizeof(T) * 4 + sizeof(float)) * 32 * size_t(PR) * wp;

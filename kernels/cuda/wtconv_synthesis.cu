@@ -106,7 +106,7 @@ bool try_synth_staged(const T* in, int B, int H, int W, int C, int K, const floa
   // (With two buffers only: the configuration measured and tested. synth_staged_smem sizes level
   // 1's rows from W, as the grids follow from it.)
   const bool level1 =
-      lv.L == 2 && PR % 2 == 0 && lv.wp[1] == (wp + 1) / 2 && aligned16(lv.t[1]) &&
+      lv.L == 2 && PR % 2 == 0 && lv.wp[1] == wtconv_level_size(wp) && aligned16(lv.t[1]) &&
       (!tail.r || (aligned16(tail.r) && tail.h == lv.hp[1] && tail.w == lv.wp[1])) &&
       synth_staged_smem<T>(K, PR, W, true, 2) <= hg::cuda::max_dynamic_smem();
   const SynthLevel1<T> l1{level1 ? lv.t[1] : nullptr, level1 ? tail.r : nullptr,

@@ -103,7 +103,7 @@ Tensor intermediate(const Shape& shape, Category cat) {
 }
 template <typename T>
 Tensor haar(const T* in, int cs, int B, int hi, int wi, int C, Category cat = Category::workspace) {
-  const int hp = (hi + 1) / 2, wp = (wi + 1) / 2;
+  const int hp = int(wtconv_level_size(hi)), wp = int(wtconv_level_size(wi));
   Tensor out = intermediate({B, hp, wp, C, 4}, cat);
   u_haar_kernel<<<blocks_for(int64_t(B) * hp * wp * C), 256, 0, hg::cuda::stream()>>>(
       in, cs, B, hi, wi, C, hp, wp, reinterpret_cast<float4*>(out.data<float>()));
@@ -209,13 +209,13 @@ template <typename T>
 Intermediates forward_intermediates(const Tensor& xc, const Tensor& x32, const WTConvWeights& w,
                                     int K, Category cat) {
   const int B = int(xc.size(0)), C = int(xc.size(3)), L = w.levels();
-  const auto d = level_dims(int(xc.size(1)), int(xc.size(2)), L);
+  const WTConvLevels d(int(xc.size(1)), int(xc.size(2)), L);
   Intermediates m;
   for (int l = 0; l < L; ++l) {
     // level 0 analyses x; each next level the raw LL band (channel 4c) of the previous coefficients
-    m.coeff.push_back(
-        as4c(l == 0 ? haar(typed<T>(xc), 1, B, d[0].first, d[0].second, C, cat)
-                    : haar(m.coeff[l - 1].data<float>(), 4, B, d[l].first, d[l].second, C, cat)));
+    const LevelGrid in = grid_of(d, l);
+    m.coeff.push_back(as4c(l == 0 ? haar(typed<T>(xc), 1, B, in.h, in.w, C, cat)
+                                  : haar(m.coeff[l - 1].data<float>(), 4, B, in.h, in.w, C, cat)));
     m.conv.push_back(dwconv(m.coeff[l], K, w.wavelet_weight[l], nullptr, false, cat));
     m.t.push_back(scale(m.conv[l], w.wavelet_scale[l], 4 * C, cat));
   }
@@ -228,14 +228,14 @@ void unfused_forward_t(const Tensor& xc, const WTConvWeights& w, int stride, int
                        WTConvSaved* saved) {
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int L = w.levels(), Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
-  const auto d = level_dims(H, W, L);
+  const WTConvLevels d(H, W, L);
   const Category kept = saved != nullptr ? Category::activations : Category::workspace;
   Intermediates m = forward_intermediates<T>(xc, as_f32(xc), w, K, kept);
   std::vector<Tensor> synth_in(L);  // the inverse Haar's inputs
   Tensor rec;
   for (int l = L - 1; l >= 0; --l) {
     const Tensor t = rec.defined() ? add_ll(m.t[l], rec, kept) : m.t[l];
-    rec = ihaar(t.reshape({B, d[l + 1].first, d[l + 1].second, C, 4}), d[l].first, d[l].second);
+    rec = ihaar(t.reshape({B, d.h[l + 1], d.w[l + 1], C, 4}), int(d.h[l]), int(d.w[l]));
     synth_in[l] = t;
   }
   if (saved != nullptr) *saved = WTConvSaved{m.coeff, m.conv, synth_in, m.base};
@@ -256,7 +256,7 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
                                int stride, int K, const Tensor& gx, const WTConvSaved* saved) {
   const int B = int(xc.size(0)), H = int(xc.size(1)), W = int(xc.size(2)), C = int(xc.size(3));
   const int L = w.levels(), Ho = (H + stride - 1) / stride, Wo = (W + stride - 1) / stride;
-  const auto d = level_dims(H, W, L);
+  const WTConvLevels d(H, W, L);
   const Tensor x32 = as_f32(xc);  // widened once: the base weight gradient's input
   const Intermediates m = saved != nullptr
                               ? Intermediates{saved->coeff, saved->conv, {}, saved->base}
@@ -282,8 +282,9 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
   std::vector<Tensor> g_coeff(L);
   std::vector<Tensor> gT(L);
   for (int l = 0; l < L; ++l) {
-    gT[l] = as4c(l == 0 ? haar(typed<T>(G), 1, B, d[0].first, d[0].second, C)
-                        : haar(gT[l - 1].data<float>(), 4, B, d[l].first, d[l].second, C));
+    const LevelGrid in = grid_of(d, l);
+    gT[l] = as4c(l == 0 ? haar(typed<T>(G), 1, B, in.h, in.w, C)
+                        : haar(gT[l - 1].data<float>(), 4, B, in.h, in.w, C));
     Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
     scale_grad(m.conv[l], gT[l].data<float>(), gws);
     const Tensor g_conv = scale(gT[l], w.wavelet_scale[l], 4 * C);
@@ -298,8 +299,7 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
     Tensor g_ll;
     for (int l = L - 1; l >= 0; --l) {
       const Tensor gc = g_ll.defined() ? add_ll(g_coeff[l], g_ll) : g_coeff[l];
-      g_ll = ihaar(gc.reshape({B, d[l + 1].first, d[l + 1].second, C, 4}), d[l].first,
-                   d[l].second);
+      g_ll = ihaar(gc.reshape({B, d.h[l + 1], d.w[l + 1], C, 4}), int(d.h[l]), int(d.w[l]));
     }
     const Tensor gx_base = dwconv(g_base, K, w.base_weight, nullptr, true);
     sum_into<T>(gx_base, g_ll, gx);

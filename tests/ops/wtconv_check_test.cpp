@@ -174,6 +174,20 @@ TEST(WTConvCheck, GradYShapeNamed) {
   EXPECT_EQ(bwd, "wtconv_backward" + direct.substr(7));
 }
 
+// The level grids (kernels/wtconv.h): grid 0 is H x W, each next one the previous halved and
+// rounded up, for any level count (the CPU takes more levels than the CUDA kernels' 12).
+TEST(WTConvCheck, LevelGridsHalveRoundingUp) {
+  static_assert(kernels::wtconv_level_size(7) == 4 && kernels::wtconv_level_size(56) == 28 &&
+                kernels::wtconv_level_size(1) == 1);
+  const kernels::WTConvLevels g(7, 12, 4);
+  EXPECT_EQ(g.h, (std::vector<int64_t>{7, 4, 2, 1, 1}));
+  EXPECT_EQ(g.w, (std::vector<int64_t>{12, 6, 3, 2, 1}));
+  EXPECT_EQ(kernels::WTConvLevels(5, 3, 0).h, std::vector<int64_t>{5});
+  EXPECT_EQ(kernels::WTConvLevels(4096, 1, 14).h.back(), 1);
+  EXPECT_NE(error_of([] { kernels::WTConvLevels(4, 4, -1); }).find("must be >= 0, got -1"),
+            std::string::npos);
+}
+
 // What stays per backend: the CPU kernels take f32 / f64 CPU tensors of one dtype.
 TEST(WTConvCheck, CpuKeepsItsDtypeChecks) {
   const Tensor x = test::random({1, 6, 6, 2}, 17);  // f64
