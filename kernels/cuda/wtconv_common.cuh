@@ -1,7 +1,8 @@
 // Device building blocks shared by the fused and the unfused (reference-order) WTConv CUDA paths:
 // storage-type loads (T = float or __nv_bfloat16, arithmetic always in float), the Haar 2x2
-// transform, input "sources" (plain NHWC or Haar-on-the-fly), the deterministic depthwise
-// weight-gradient kernel (second stage: reduce_slices.cuh), launch helpers.
+// transform, the Haar coefficients read on the fly (HaarSrc), the weight-gradient unfolds, launch
+// helpers. (The reference order's weight gradients, its scales' included, run the depthwise
+// weight gradient of kernels/depthwise_conv.h.)
 // Compiled as C++17 by nvcc: include only core/tensor.h, core/error.h, kernels/*.h,
 // kernels/cuda/*.h.
 //
@@ -148,17 +149,6 @@ __device__ __forceinline__ float unhaar_at(const float4& t, int rb, int cb) {
   return t.x + sr * t.y + sc * (t.z + sr * t.w);
 }
 
-/// A plain NHWC tensor (B, h, w, C) read with zero padding outside [0,h) x [0,w).
-template <typename T>
-struct PlainSrc {
-  const T* p;
-  int h, w, C;
-  static constexpr int NS = 1;
-  __device__ __forceinline__ void load(int b, int i, int j, int c, float (&v)[1]) const {
-    v[0] = (i >= 0 && i < h && j >= 0 && j < w) ? ld(p + ((int64_t(b) * h + i) * w + j) * C + c) : 0.f;
-  }
-};
-
 /// The Haar coefficients of an NHWC tensor (B, hi, wi, C), formed on the fly: position (p, q) of
 /// the half-resolution grid (hp, wp) = (ceil(hi/2), ceil(wi/2)); zero outside that grid (conv
 /// padding) and zero rows/columns past hi, wi inside the last block (analysis padding).
@@ -166,7 +156,6 @@ template <typename T>
 struct HaarSrc {
   const T* p;
   int hi, wi, C, hp, wp;
-  static constexpr int NS = 4;
   __device__ __forceinline__ float4 at(int b, int pp, int qq, int c) const {
     if (pp < 0 || pp >= hp || qq < 0 || qq >= wp) return f4(0.f);
     const int i = 2 * pp, j = 2 * qq;
@@ -177,104 +166,7 @@ struct HaarSrc {
     const float cc = i1 ? ld(r1) : 0.f, d = (i1 && j1) ? ld(r1 + C) : 0.f;
     return haar4(a, bb, cc, d);
   }
-  __device__ __forceinline__ void load(int b, int pp, int qq, int c, float (&v)[4]) const {
-    const float4 t = at(b, pp, qq, c);
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
-  }
 };
-
-// ---- deterministic depthwise weight gradient ------------------------------------------------------
-// dW[kh][kw][c][s] = sum_{b,p,q} G_s(b,p,q,c) * X_s(b, p+kh-r, q+kw-r, c), r = K/2, X zero-padded.
-// Grid: x = kh, y = channel chunks of 32, z = row groups (rows are (b, p) pairs); kh varies fastest
-// so the K blocks that read the same rows run together and share them through L2. Block (32, kWarps).
-// Each thread slides a K-wide window of X along one row (one new X load per q), accumulates K*NS sums
-// in registers; the warps of a block are summed in a fixed order in shared memory and each block
-// writes its own slice partial[z][kh][kw][c][s]: no atomics, so the result is bit-reproducible.
-// bias_partial[z][c] (optional, NS == 1): sum of G over the block's rows (written by kh == 0 blocks).
-constexpr int kWgradWarps = 4;
-
-template <int KT, class XS, class GS>
-__global__ void __launch_bounds__(32 * kWgradWarps)
-    wgrad_kernel(XS xs, GS gs, int B, int hp, int wp, int C, int K_rt, int rows_per_block,
-                 float* __restrict__ partial, float* __restrict__ bias_partial) {
-  constexpr int NS = XS::NS;
-  constexpr int KA = KT > 0 ? KT : kMaxK;  // array extent
-  const int K = KT > 0 ? KT : K_rt, r = K / 2;
-  extern __shared__ float smem[];  // [kWgradWarps][K*NS][32]
-  const int lane = threadIdx.x, warp = threadIdx.y;
-  const int c = blockIdx.y * 32 + lane, kh = blockIdx.x;
-  const bool active = c < C;
-  float acc[KA][NS];
-  float gsum = 0.f;
-#pragma unroll
-  for (int k = 0; k < KA; ++k)
-#pragma unroll
-    for (int s = 0; s < NS; ++s) acc[k][s] = 0.f;
-  const int64_t R = int64_t(B) * hp;
-  const int64_t row0 = int64_t(blockIdx.z) * rows_per_block;
-  const int64_t row1 = std::min<int64_t>(R, row0 + rows_per_block);
-  if (active) {
-    for (int64_t row = row0 + warp; row < row1; row += kWgradWarps) {
-      const int b = int(row / hp), p = int(row % hp), pp = p + kh - r;
-      const bool xrow = pp >= 0 && pp < hp;
-      if (!xrow && !(bias_partial && kh == 0)) continue;  // a zero X row adds nothing
-      float win[KA][NS];
-#pragma unroll
-      for (int m = 0; m + 1 < KA; ++m)
-        if (m + 1 < K) xs.load(b, pp, m - r, c, win[m + 1]);
-      // unrolled so that the loads of several steps are in flight together (latency-bound sweep)
-#pragma unroll 4
-      for (int q = 0; q < wp; ++q) {
-#pragma unroll
-        for (int m = 0; m + 1 < KA; ++m)
-          if (m + 1 < K) {
-#pragma unroll
-            for (int s = 0; s < NS; ++s) win[m][s] = win[m + 1][s];
-          }
-        xs.load(b, pp, q + r, c, win[K - 1]);
-        float g[NS];
-        gs.load(b, p, q, c, g);
-        if (bias_partial && kh == 0) gsum += g[0];
-        if (!xrow) continue;
-#pragma unroll
-        for (int kw = 0; kw < KA; ++kw)
-          if (kw < K) {
-#pragma unroll
-            for (int s = 0; s < NS; ++s) acc[kw][s] = fmaf(g[s], win[kw][s], acc[kw][s]);
-          }
-      }
-    }
-  }
-  // fixed-order sum over the block's warps
-  const int nv = K * NS;
-#pragma unroll
-  for (int kw = 0; kw < KA; ++kw)
-    if (kw < K) {
-#pragma unroll
-      for (int s = 0; s < NS; ++s) smem[(warp * nv + kw * NS + s) * 32 + lane] = acc[kw][s];
-    }
-  __syncthreads();
-  const int tid = warp * 32 + lane;
-  for (int v = tid; v < nv * 32; v += 32 * kWgradWarps) {
-    const int vl = v % 32, vi = v / 32, cc = blockIdx.y * 32 + vl;
-    float sum = 0.f;
-    for (int w = 0; w < kWgradWarps; ++w) sum += smem[(w * nv + vi) * 32 + vl];
-    if (cc < C) {
-      const int kw = vi / NS, s = vi % NS;
-      partial[((int64_t(blockIdx.z) * K + kh) * K + kw) * C * NS + int64_t(cc) * NS + s] = sum;
-    }
-  }
-  if (bias_partial && kh == 0) {
-    __syncthreads();
-    smem[warp * 32 + lane] = gsum;
-    __syncthreads();
-    if (warp == 0 && active) {
-      float sum = 0.f;
-      for (int w = 0; w < kWgradWarps; ++w) sum += smem[w * 32 + lane];
-      bias_partial[int64_t(blockIdx.z) * C + c] = sum;
-    }
-  }
-}
 
 // G = dL/dy scattered back to input resolution for stride > 1 (zeros between the samples).
 template <typename T>
@@ -299,16 +191,6 @@ template <typename T>
 Tensor workspace_of(const Shape& shape) {
   return scratch_tensor(shape, dtype_of_storage<T>());
 }
-
-/// Result of a weight-gradient launch: sums[K*K][C*NS] (already reduced) and, when asked, the
-/// bias sums[C].
-struct WgradResult {
-  Tensor sums, bias;
-};
-
-/// Runs wgrad_kernel + the fixed-order reduction (K: kWTConvKs compiled, else run-time K).
-template <class XS, class GS>
-WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, int K, bool bias);
 
 /// Checks the contract of kernels/wtconv.h (NHWC f32 or bf16 CUDA x, f32 PyTorch-layout weights);
 /// returns K.
@@ -336,41 +218,5 @@ Tensor unfused_forward(const Tensor& x, const WTConvWeights& w, int stride, cons
 WTConvGrads unfused_backward(const Tensor& x, const WTConvWeights& w, const Tensor& grad_y,
                              int stride, bool need_grad_x, const Tensor& grad_x_out,
                              const WTConvSaved* saved);
-
-// ---- template definition (header so both .cu files instantiate what they use) --------------------
-template <class XS, class GS>
-WgradResult run_wgrad(const XS& xs, const GS& gs, int B, int hp, int wp, int C, int K, bool bias) {
-  constexpr int NS = XS::NS;
-  static_assert(GS::NS == XS::NS, "wgrad: sources differ in sub-bands");
-  HG_CHECK(K >= 1 && K <= kMaxK && K % 2 == 1, "wtconv wgrad: K must be odd in [1, ", kMaxK, "], got ", K);
-  const int chunks = (C + 31) / 32;
-  const int64_t R = int64_t(B) * hp;
-  // enough blocks to fill the GPU a few times over; the split depends only on the shape and the
-  // device (bit-identical run to run)
-  const int64_t want = std::max<int64_t>(
-      1, (8 * int64_t(hg::cuda::multiprocessor_count())) / std::max(1, chunks * K));
-  const int gy = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(R, want)));
-  const int rows_per_block = static_cast<int>((R + gy - 1) / gy);
-  const int64_t n = int64_t(K) * K * C * NS;
-  Tensor partial = workspace({gy, n});
-  Tensor bias_partial = bias ? workspace({gy, C}) : Tensor();
-  const size_t smem = sizeof(float) * kWgradWarps * K * NS * 32;
-  dispatch_k(kWTConvKs, K, [&](auto kt) {
-    constexpr int KT = decltype(kt)::value;
-    dim3 grid(K, chunks, gy), block(32, kWgradWarps);
-    wgrad_kernel<KT><<<grid, block, smem, hg::cuda::stream()>>>(
-        xs, gs, B, hp, wp, C, K, rows_per_block, partial.data<float>(),
-        bias ? bias_partial.data<float>() : nullptr);
-    HG_CUDA_LAUNCH_CHECK();
-  });
-  WgradResult res;
-  res.sums = workspace({int64_t(K) * K, int64_t(C) * NS});
-  reduce_slices(partial.data<float>(), gy, n, res.sums.data<float>());
-  if (bias) {
-    res.bias = workspace({C});
-    reduce_slices(bias_partial.data<float>(), gy, int64_t(C), res.bias.data<float>());
-  }
-  return res;
-}
 
 }  // namespace hg::kernels::cuda::wtconv_detail

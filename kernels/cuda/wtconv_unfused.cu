@@ -178,21 +178,13 @@ Tensor as4c(const Tensor& t) {
   return t.reshape({t.size(0), t.size(1), t.size(2), t.size(3) * 4});
 }
 /// dL/dweight (Cc, 1, K, K) (and dL/dbias (Cc) into bias_out when given) of dwconv from its f32
-/// input and f32 output gradient, on the product's depthwise kernels (deterministic).
+/// input and f32 output gradient, on the product's depthwise kernels (deterministic). With K = 1
+/// it is also the gradient of a per-channel scale, out = in * scale: dL/dscale (Cc, as the
+/// (1, Cc, 1, 1) scales store it) = sum over B, h, w of g * in.
 void dw_wgrad(const Tensor& in, const Tensor& g, int K, Tensor& out, Tensor* bias_out) {
   depthwise_conv_backward_weight<float>(dw_shape(in, K), in.data<float>(), g.data<float>(),
                                         out.data<float>(),
                                         bias_out != nullptr ? bias_out->data<float>() : nullptr);
-}
-/// dL/dscale (Cc) of out = in * scale: per-channel sum of g * in (a K = 1 "weight gradient");
-/// in f32, g of storage T.
-template <typename T>
-void scale_grad(const Tensor& in, const T* g, Tensor& out) {
-  const int B = int(in.size(0)), h = int(in.size(1)), w = int(in.size(2)), Cc = int(in.size(3));
-  PlainSrc<float> xs{in.data<float>(), h, w, Cc};
-  PlainSrc<T> gs{g, h, w, Cc};
-  WgradResult r = run_wgrad(xs, gs, B, h, w, Cc, 1, false);
-  out.copy_(r.sums.reshape(out.shape()));
 }
 
 /// The forward intermediates of the reference order that the backward reads (all f32).
@@ -273,7 +265,7 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
   WTConvGrads g;
   // base path: full = base_scale * base + rec
   g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
-  scale_grad(m.base, typed<T>(G), g.base_scale);
+  dw_wgrad(m.base, as_f32(G), 1, g.base_scale, nullptr);  // G widened when bf16 (exact)
   const Tensor g_base = scale(typed<T>(G), full, w.base_scale, C);
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
@@ -286,7 +278,7 @@ WTConvGrads unfused_backward_t(const Tensor& xc, const WTConvWeights& w, const T
     gT[l] = as4c(l == 0 ? haar(typed<T>(G), 1, B, in.h, in.w, C)
                         : haar(gT[l - 1].data<float>(), 4, B, in.h, in.w, C));
     Tensor gws = Tensor::empty(w.wavelet_scale[l].shape(), DType::f32, Device::cuda);
-    scale_grad(m.conv[l], gT[l].data<float>(), gws);
+    dw_wgrad(m.conv[l], gT[l], 1, gws, nullptr);
     const Tensor g_conv = scale(gT[l], w.wavelet_scale[l], 4 * C);
     Tensor gww = Tensor::empty(w.wavelet_weight[l].shape(), DType::f32, Device::cuda);
     dw_wgrad(m.coeff[l], g_conv, K, gww, nullptr);
