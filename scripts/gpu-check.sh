@@ -50,10 +50,12 @@ if has test; then
   fi
 fi
 if has sanitize; then
-  log "compute-sanitizer memcheck (WTConv, conv, depthwise, bf16 kernel and pinned-memory GPU tests)"
+  log "compute-sanitizer memcheck (WTConv, conv, depthwise, the elementwise / row ops' harness cases, pinned memory)"
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  d=Gpu/OpDevice.MatchesCpu  # the op harness's device cases of WTConv's kernel variants and the row ops
   "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_ops \
-    --gtest_filter='*WTConvGpu*:*GpuConv2d*:*GpuDepthwise*:*GpuBf16Kernels*' > "$OUT/memcheck.log" 2>&1
+    --gtest_filter="*WTConvGpu*:*GpuConv2d*:*GpuDepthwise*:$d/wtconv2d_*_ulp_*:$d/gelu_*:$d/*layer_scale_*:$d/scale_samples_*:$d/drop_path_*:$d/global_avg_pool_*:$d/layer_norm_*" \
+    > "$OUT/memcheck.log" 2>&1
   status[memcheck]=$?
   tail -4 "$OUT/memcheck.log"
   "$SAN" --tool memcheck --error-exitcode 3 $BUILD/tests/test_gpu --gtest_filter='*Pinned*' \

@@ -26,18 +26,24 @@ OpCase drop_case(std::string name, Shape x, double p, uint64_t gen_seed, unsigne
           .f32 = {1e-6, "one f32 multiply per element (the scale is exact in f32)"}};
 }
 
-// scale_samples, the op drop_path records, with a dropped (0), a doubled and a 1.25 sample; the
-// scale is f32 for bf16 activations (the f32 draw of the host), else x's dtype.
-OpCase samples_case(std::string name, Shape x, unsigned modes) {
+// scale_samples, the op drop_path records, with a dropped (0), a doubled and a 1.25 sample in
+// turn (the cycle entered `phase` places in); the scale is f32 for bf16 activations (the f32
+// draw of the host), else x's dtype.
+OpCase samples_case(std::string name, Shape x, unsigned modes, size_t phase = 0) {
   return {.op = "scale_samples",
           .name = std::move(name),
           .inputs = {act("x", x)},
-          .fn = [](const std::vector<Tensor>& v) {
-            const DType dt = v[0].dtype() == DType::bf16 ? DType::f32 : v[0].dtype();
-            std::vector<double> s(static_cast<size_t>(v[0].size(0)));
-            for (size_t i = 0; i < s.size(); ++i) s[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 2.0 : 1.25;
-            return scale_samples(v[0], Tensor::from_vector<double>({v[0].size(0)}, s).to(dt).to(v[0].device()));
-          },
+          .fn =
+              [phase](const std::vector<Tensor>& v) {
+                const DType dt = v[0].dtype() == DType::bf16 ? DType::f32 : v[0].dtype();
+                std::vector<double> s(static_cast<size_t>(v[0].size(0)));
+                for (size_t i = 0; i < s.size(); ++i) {
+                  const size_t k = (i + phase) % 3;
+                  s[i] = k == 0 ? 0.0 : k == 1 ? 2.0 : 1.25;
+                }
+                return scale_samples(
+                    v[0], Tensor::from_vector<double>({v[0].size(0)}, s).to(dt).to(v[0].device()));
+              },
           .modes = modes,
           .flops = per_element(double(shape_numel(x)), 1, 1),
           .bf16_pending = kPending,
@@ -76,6 +82,10 @@ const bool registered = register_cases({
     samples_case("vec8_3x5x7x96", {3, 5, 7, 96}, kDevice | kBf16),
     samples_case("vec4_3x5x7x12", {3, 5, 7, 12}, kDevice),
     samples_case("vec1_3x5x7x7", {3, 5, 7, 7}, kDevice),
+    // drop_path's shapes below with three different scales (one sample: a kept one)
+    samples_case("rows_8x14x14x48", {8, 14, 14, 48}, kDevice),
+    samples_case("3x5", {3, 5}, kDevice),
+    samples_case("1x7", {1, 7}, kDevice, 1),
     samples_case("convnext_t_s1_b64", {64, 56, 56, 96}, kPerf),
 
     drop_case("p05_6x2x2x3", {6, 2, 2, 3}, 0.5, 5, kGrad | kBf16 | kDevice),

@@ -79,6 +79,21 @@ OpCase narrow(OpCase c) {
   return c;
 }
 
+// The weight frozen, the bias trained: the bias gradient alone (on CUDA bias_grad_rows; beside
+// the weight's gradient it comes from the weight GEMM's epilogue).
+OpCase frozen_weight(OpCase c) {
+  c.name += "_frozen_weight";
+  c.inputs[1] = frozen(c.inputs[1]);
+  return c;
+}
+
+// h in [-6, 6], where erf saturates (GELU(h) -> h and 0).
+OpCase wide_h(OpCase c) {
+  c.inputs[0].lo = -6;
+  c.inputs[0].hi = 6;
+  return c;
+}
+
 const bool registered = register_cases({
     // every rank, with and without bias
     linear_case("rank3", {2, 3, 4}, 5, true, kGrad | kBf16 | kDevice),
@@ -100,6 +115,18 @@ const bool registered = register_cases({
     linear_case("fc1_2x14x14x96_384", {2, 14, 14, 96}, 384, true, kDevice),
     linear_case("fc2_2x7x7x3072_768", {2, 7, 7, 3072}, 768, true, kDevice),
     linear_case("head_4x768_10", {4, 768}, 10, true, kDevice),
+    // every kernel of the CUDA op at these shapes and ConvNeXt-T's stage-1 fc1 at batch 2: the
+    // forward without bias and the weight gradient alone (no bias), the bias gradient alone
+    // (frozen weight)
+    linear_case("fc1_2x56x56x96_384_nobias", {2, 56, 56, 96}, 384, false, kDevice),
+    frozen_weight(linear_case("fc1_2x56x56x96_384", {2, 56, 56, 96}, 384, true, kDevice)),
+    linear_case("fc2_2x7x7x3072_768_nobias", {2, 7, 7, 3072}, 768, false, kDevice),
+    frozen_weight(linear_case("fc2_2x7x7x3072_768", {2, 7, 7, 3072}, 768, true, kDevice)),
+    linear_case("head_4x768_10_nobias", {4, 768}, 10, false, kDevice),
+    frozen_weight(linear_case("head_4x768_10", {4, 768}, 10, true, kDevice)),
+    frozen_weight(linear_case("odd_37x19_23", {37, 19}, 23, true, kDevice)),
+    linear_case("one_row_1x5_3_nobias", {1, 5}, 3, false, kDevice),
+    frozen_weight(linear_case("one_row_1x5_3", {1, 5}, 3, true, kDevice)),
     // ConvNeXt-T at batch 64 (stage 1 MLP) and the ImageNet head at batch 128
     linear_case("fc1_convnext_t_s1_b64", {64, 56, 56, 96}, 384, true, kPerf),
     linear_case("fc2_convnext_t_s1_b64", {64, 56, 56, 384}, 96, true, kPerf),
@@ -116,6 +143,13 @@ const bool registered = register_cases({
     linear_case("small", {2, 3, 5}, 4, true, kGrad | kBf16 | kDevice, true),
     linear_case("nobias", {3, 6}, 2, false, kGrad | kBf16 | kDevice, true),
     linear_case("fc2_2x7x7x384_96", {2, 7, 7, 384}, 96, true, kDevice | kBf16, true),
+    // GELU and its backward in one pass (gelu_forward_backward) on one element, the tails of the
+    // 8-wide bf16 vectors (7, 255) and > 64k elements with a 3-element tail: 285 x 351 = 100035,
+    // like 100003 (prime: one row of it would make the GEMMs sum 100003 terms)
+    wide_h(linear_case("n1_range6", {1}, 3, true, kDevice, true)),
+    wide_h(linear_case("n7_range6", {7}, 3, true, kDevice, true)),
+    wide_h(linear_case("n255_15x17_range6", {15, 17}, 3, true, kDevice, true)),
+    wide_h(linear_case("n100035_285x351_range6", {285, 351}, 5, true, kDevice, true)),
     linear_case("fc2_convnext_t_s1_b64", {64, 56, 56, 384}, 96, true, kPerf, true),
 
     // fc2 + layer scale + residual in one op (layers/linear.h: gelu_linear_residual)

@@ -48,11 +48,32 @@ OpCase soft_case(std::string name, int64_t N, int64_t K, double range, unsigned 
           .grad = {1e-7, "f64 central differences through exp and log: ~1e-9 round-off"}};
 }
 
+// Targets as given, rows whose mass is not 1 (the gradient weighs the softmax by each row's
+// mass): uniform in [0, 2 / K), a frozen input (f32 beside bf16 logits, like the loader's soft
+// targets).
+OpCase mass_case(std::string name, int64_t N, int64_t K, double range, unsigned modes) {
+  return {.op = "soft_target_cross_entropy",
+          .name = "mass_" + std::move(name),
+          .inputs = {act("logits", {N, K}, -range, range),
+                     frozen(param("targets", {N, K}, 0, 2.0 / double(K)))},
+          .fn = [](const std::vector<Tensor>& v) { return soft_target_cross_entropy(v[0], v[1]); },
+          .modes = modes,
+          .flops = per_element(double(N * K), 6, 4),
+          .bf16_pending = kPending,
+          .bf16_output = DType::f32,  // the loss and softmax stay f32 in mixed precision
+          .grad = {1e-7, "f64 central differences through exp and log: ~1e-9 round-off"}};
+}
+
 const bool registered = register_cases({
     soft_case("4x6", 4, 6, 2, kGrad | kBf16 | kDevice),
     soft_case("16x100", 16, 100, 3, kDevice | kBf16),
     soft_case("37x1000", 37, 1000, 5, kDevice),
     soft_case("imagenet_b128", 128, 1000, 5, kPerf),
+    mass_case("4x6", 4, 6, 2, kGrad | kBf16 | kDevice),
+    mass_case("16x100", 16, 100, 3, kDevice),
+    mass_case("37x1000", 37, 1000, 5, kDevice),
+    mass_case("128x10", 128, 10, 5, kDevice),
+    mass_case("3x33", 3, 33, 5, kDevice),
 
     ce_case("s0_4x6", 4, 6, 0.0, 2, kGrad | kBf16 | kDevice),
     ce_case("s01_4x6", 4, 6, 0.1, 2, kGrad | kBf16 | kDevice),
@@ -60,6 +81,8 @@ const bool registered = register_cases({
     ce_case("s0_37x1000", 37, 1000, 0.0, 5, kDevice),
     ce_case("s01_37x1000", 37, 1000, 0.1, 5, kDevice | kBf16),
     ce_case("s0_128x10", 128, 10, 0.0, 5, kDevice),
+    ce_case("s01_128x10", 128, 10, 0.1, 5, kDevice),
+    ce_case("s0_3x33", 3, 33, 0.0, 5, kDevice),
     ce_case("s01_3x33", 3, 33, 0.1, 5, kDevice),
     ce_case("imagenet_b128", 128, 1000, 0.1, 5, kPerf),
 });

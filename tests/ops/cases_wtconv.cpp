@@ -1,6 +1,6 @@
 // Registry cases: wtconv2d (layers/wtconv.h), fused and reference order, on odd sizes, every K in
 // {1, 3, 5, 7, 9, 15} with every wt_levels 1..5 (grad, bf16 and device modes), strides 1..3, thin
-// inputs, without bias.
+// inputs, without bias; every CUDA kernel variant with its bf16 run held element by element.
 #include <algorithm>
 #include <cmath>
 
@@ -84,6 +84,45 @@ const Cfg kSmall[] = {{1, 5, 7, 2, 3, 1, 1}, {2, 7, 6, 1, 5, 2, 1}, {1, 9, 5, 2,
                       {1, 1, 9, 2, 3, 2, 1}, {1, 8, 1, 1, 5, 3, 1}, {1, 1, 1, 2, 3, 2, 1},
                       {1, 6, 9, 1, 1, 2, 3}};
 
+// Every kernel variant of each dtype at K 1..11 (1..9 compiled, 11 the run-time K), 1..5 levels,
+// odd sizes and strides 1..3: C % 4 != 0 (one-channel kernels), C % 4 == 0 but C % 8 != 0
+// (4-channel kernels, scalar Haar), C % 8 == 0 (bf16: the 16-byte Haar kernel too), more than 32
+// vectors; the split path's level tails (wtconv_tail_level: s = 1, s = 2 at 37 x 41 and K = 7 at
+// 29 x 27); more images than whole-plane blocks fit the device at once (3 a multiprocessor on the
+// H200: 396): the bf16 forward's blocks (f32 planes) take 5 images in turn, the last block 1, the
+// backward's 2 (more than two waves' worth), the last 1. Their bf16 runs are held element by
+// element (bf16_device_ulp); weights and scales as wtconv_cuda_test.cpp draws them (ulp_case).
+const Cfg kUlpCfgs[] = {
+    {2, 13, 11, 3, 1, 2, 1},  {1, 15, 17, 5, 3, 3, 1},  {2, 9, 10, 6, 7, 2, 1},
+    {1, 12, 15, 4, 5, 4, 1},  {1, 21, 23, 8, 3, 3, 1},  {2, 19, 21, 16, 5, 5, 1},
+    {1, 14, 17, 24, 7, 2, 1}, {1, 11, 13, 40, 1, 3, 1}, {2, 15, 14, 12, 5, 2, 2},
+    {1, 11, 13, 8, 3, 4, 3},  {3, 6, 5, 33, 3, 1, 1},   {1, 9, 11, 136, 5, 2, 1},
+    {1, 7, 7, 2, 7, 3, 2},    {1, 32, 29, 4, 5, 5, 1},  {1, 10, 13, 8, 9, 2, 1},
+    {1, 12, 12, 8, 11, 2, 1}, {1, 17, 9, 20, 7, 3, 1},  {2, 5, 21, 8, 1, 1, 2},
+    {1, 37, 41, 16, 5, 4, 1}, {2, 29, 27, 8, 7, 3, 1},  {1601, 7, 7, 32, 5, 2, 1}};
+
+// The bf16 run against the CPU bf16 op of the same mode element by element: both round the very
+// f32 values (bit-identical intermediates, each level conv summed in the same order: kernels/
+// wtconv.h), only the last sums differ in order (the rule's derivation: wtconv_cuda_test.cpp,
+// expect_bf16_close). Weights and biases in [-0.5, 0.5], the base scale in [0.5, 1.5], the level
+// scales in [0.2, 1.2]: no level's scale near 0.
+OpCase ulp_case(OpCase c) {
+  c.bf16_device_ulp = Tol{1e-5, "both sides round the same f32 value: 1 bf16 ulp + f32 order"};
+  c.bf16_device_param_grad =
+      Tol{1e-5, "f32 gradients from the same bf16 intermediates: f32 summation orders"};
+  for (Input& in : c.inputs) {
+    if (in.name == "x") continue;
+    const bool level_scale = in.name.rfind("wavelet_scale", 0) == 0;
+    if (in.name == "base_scale")
+      in.lo = 0.5, in.hi = 1.5;
+    else if (level_scale)
+      in.lo = 0.2, in.hi = 1.2;
+    else
+      in.lo = -0.5, in.hi = 0.5;
+  }
+  return c;
+}
+
 std::string cfg_name(const Cfg& c) {
   return str("B", c.B, "_H", c.H, "_W", c.W, "_C", c.C, "_K", c.K, "_L", c.L, "_s", c.stride);
 }
@@ -131,6 +170,8 @@ std::vector<OpCase> all_cases() {
          {Cfg{1, 37, 41, 40, 5, 4, 1}, Cfg{2, 33, 30, 16, 7, 3, 1}, Cfg{1, 35, 34, 24, 3, 3, 1},
           Cfg{2, 37, 35, 16, 5, 2, 1}, Cfg{1, 20, 72, 8, 5, 1, 1}, Cfg{1, 20, 72, 8, 5, 3, 1}})
       v.push_back(wt_case(cfg_name(c), c, mode, kDevice));
+    for (const Cfg& c : kUlpCfgs)
+      v.push_back(ulp_case(wt_case("ulp_" + cfg_name(c), c, mode, kDevice)));
     // WTConvNeXt-T stage 1 at batch 64 (docs/fused-wtconv.md)
     v.push_back(wt_case("wtconvnext_t_s1_b64", {64, 56, 56, 96, 5, 5, 1}, mode, kPerf));
   }

@@ -152,10 +152,36 @@ Result forward_backward(const OpCase& c, const std::vector<Tensor>& inputs, cons
   return r;
 }
 
-std::vector<Diff> compare(const OpCase& c, const Result& got, const Result& want, Tol out,
-                          Tol grad, const std::map<std::string, Tol>& grad_overrides) {
+namespace {
+/// One bf16 ulp at |v|: 2^(e - 7) for |v| in [2^e, 2^(e+1)) (bf16 keeps 8 significant bits).
+double ulp_bf16(double v) {
+  v = std::fabs(v);
+  if (v < 1.1754943508222875e-38) return std::ldexp(1.0, -133);  // the subnormal spacing
+  return std::ldexp(1.0, std::ilogb(v) - 7);
+}
+}  // namespace
+
+double bf16_ulp_excess(const Tensor& a, const Tensor& b) {
+  HG_CHECK(a.shape() == b.shape(), "bf16_ulp_excess: shapes differ: ", a.describe(), " vs ",
+           b.describe());
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  double excess = 0, max_ref = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = std::fabs(x[i] - y[i]);
+    if (std::isnan(d)) return INFINITY;  // a poisoned element never written, or a NaN computed
+    excess = std::max(excess, d - ulp_bf16(std::max(std::fabs(x[i]), std::fabs(y[i]))));
+    max_ref = std::max(max_ref, std::fabs(y[i]));
+  }
+  if (max_ref == 0) return INFINITY;  // an all-zero reference tests nothing
+  return excess / max_ref;
+}
+
+std::vector<Diff> compare(const OpCase& c, const Result& got, const Result& want, Tol out, Tol grad,
+                          const std::map<std::string, Tol>& grad_overrides,
+                          const std::optional<Tol>& bf16_ulp) {
   std::vector<Diff> d;
-  auto add = [&](const std::string& what, const Tensor& a, const Tensor& b, Tol bound) {
+  auto add = [&](const std::string& what, const Tensor& a, const Tensor& b, Tol bound,
+                 bool overridden) {
     if (a.defined() != b.defined()) {
       d.push_back({what + (a.defined() ? " (unexpected)" : " (missing)"), INFINITY, bound.value});
       return;
@@ -166,13 +192,18 @@ std::vector<Diff> compare(const OpCase& c, const Result& got, const Result& want
                    INFINITY, bound.value});
       return;
     }
+    if (bf16_ulp && !overridden && a.dtype() == DType::bf16 && b.dtype() == DType::bf16) {
+      d.push_back({what + " (beyond 1 bf16 ulp)", bf16_ulp_excess(a, b), bf16_ulp->value});
+      return;
+    }
     d.push_back({what, test::rel_error(a, b), bound.value});
   };
-  add("y", got.y, want.y, out);
+  add("y", got.y, want.y, out, false);
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     auto o = grad_overrides.find(c.inputs[i].name);
+    const bool overridden = o != grad_overrides.end();
     add("grad " + c.inputs[i].name, got.grads.at(i), want.grads.at(i),
-        o == grad_overrides.end() ? grad : o->second);
+        overridden ? o->second : grad, overridden);
   }
   return d;
 }
@@ -349,6 +380,7 @@ std::string check_device(const OpCase& c, const Precision& p) {
     Result ref, got;
     Tol out = c.f32, grad = c.f32;
     std::map<std::string, Tol> overrides = c.f32_grad_overrides;
+    std::optional<Tol> bf16_ulp;
     DType want_dtype = DType::f32;
     if (p.storage == DType::bf16) {
       // CUDA bf16 against the CPU bf16 reference, on the same inputs (activations bf16).
@@ -364,6 +396,10 @@ std::string check_device(const OpCase& c, const Precision& p) {
       failure += grad_dtype_failures(c, got, in_cpu);
       out = grad = c.bf16_device;
       overrides.clear();
+      if (c.bf16_device_param_grad)
+        for (const Input& in : c.inputs)
+          if (in.role == Role::parameter) overrides.emplace(in.name, *c.bf16_device_param_grad);
+      bf16_ulp = c.bf16_device_ulp;
       want_dtype = c.bf16_output;
     } else {
       // CUDA f32 (or TF32 math) against the f64 CPU op on the same f32 values.
@@ -381,7 +417,7 @@ std::string check_device(const OpCase& c, const Precision& p) {
     if (got.y.dtype() != want_dtype)
       failure += str("output dtype ", dtype_name(got.y.dtype()), ", want ", dtype_name(want_dtype),
                      "; ");
-    std::vector<Diff> d = compare(c, got, ref, out, grad, overrides);
+    std::vector<Diff> d = compare(c, got, ref, out, grad, overrides, bf16_ulp);
     if (!all_ok(d)) failure += format_diffs(d);
     else std::printf("  [%s cuda] %-40s %s\n", p.name, c.id().c_str(), format_diffs(d).c_str());
   } catch (const Error& e) {

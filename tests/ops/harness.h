@@ -9,8 +9,10 @@
 //           round_bf16(the f32 op on the same bf16-rounded values), and its gradients must be
 //           within a stated bound of the f32 op's gradients.
 //   device  the op on Device::cuda against the CPU: f32 and tf32 against the f64 op on the same
-//           f32 inputs, bf16 against the CPU bf16 reference; every CUDA allocation poisoned (0xFF,
-//           NaN in every float dtype) and followed by guard bytes (memory::set_debug_fill).
+//           f32 inputs, bf16 against the CPU bf16 reference (relative to the largest element, or
+//           element by element within one bf16 ulp where a case asks: bf16_device_ulp); every
+//           CUDA allocation poisoned (0xFF, NaN in every float dtype) and followed by guard bytes
+//           (memory::set_debug_fill).
 //   perf    forward and forward+backward timed after warm-up (CUDA events, or the host clock on
 //           the CPU), reported as ms, GB/s, TFLOP/s and the percentage of measured ceilings.
 // Adding an op (or a shape) is one entry in a cases_*.cpp file; adding a dtype is one entry in
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +114,14 @@ struct OpCase {
   Tol bf16_out = kBf16OutTol;
   Tol bf16_grad = kBf16GradTol;
   Tol bf16_device = kBf16DeviceTol;
+  /// The bf16 device run's bound for the parameters' gradients (f32 master gradients: both sides
+  /// f32 sums of the same bf16 values) instead of bf16_device; unset: bf16_device.
+  std::optional<Tol> bf16_device_param_grad = std::nullopt;
+  /// The bf16 device run's rule for its bf16 tensors (y and the activations' gradients) instead of
+  /// bf16_device: element by element, |cuda - cpu| <= one bf16 ulp of max(|cuda|, |cpu|) + value
+  /// x max |cpu| (both sides round the same f32 value up to an f32 summation order; the measured
+  /// error is the excess over one ulp, relative to max |cpu|). Unset: bf16_device.
+  std::optional<Tol> bf16_device_ulp = std::nullopt;
   /// Per-input device bounds (input name -> bound), e.g. a reduction's gradient in f32.
   std::map<std::string, Tol> f32_grad_overrides = {};
   /// Per-input bounds of the bf16 CPU mode (input name -> bound), e.g. gradients through many
@@ -175,9 +186,16 @@ struct Diff {
   bool ok() const { return error < bound; }  ///< strict, as the tests' EXPECT_LT
 };
 /// Compares y and every gradient of `got` against `want` with bound `out` for y and `grad` (or
-/// an override) for gradients; a gradient that is defined on one side only is an error.
-std::vector<Diff> compare(const OpCase& c, const Result& got, const Result& want, Tol out,
-                          Tol grad, const std::map<std::string, Tol>& grad_overrides = {});
+/// an override) for gradients; a gradient that is defined on one side only is an error. With
+/// `bf16_ulp`, a tensor that is bf16 on both sides (and has no override) is compared element by
+/// element instead (bf16_ulp_excess, bound bf16_ulp).
+std::vector<Diff> compare(const OpCase& c, const Result& got, const Result& want, Tol out, Tol grad,
+                          const std::map<std::string, Tol>& grad_overrides = {},
+                          const std::optional<Tol>& bf16_ulp = std::nullopt);
+/// max over elements of max(0, |a - b| - one bf16 ulp of max(|a|, |b|)) / max |b|: the excess over
+/// one bf16 ulp relative to the largest reference element; infinite where an element is NaN or
+/// every element of b is 0 (nothing tested).
+double bf16_ulp_excess(const Tensor& a, const Tensor& b);
 /// "y 3e-06 NOT < 1e-06, grad x 2e-07 < 1e-05" (the failing ones first).
 std::string format_diffs(const std::vector<Diff>& diffs);
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/autograd.h"
 #include "core/ops.h"
 #include "harness.h"
@@ -63,6 +65,32 @@ TEST(OpHarness, CompareReportsMissingAndUnexpectedGradients) {
   Result two{.y = Tensor::full({2, 3}, 2.0), .grads = {Tensor()}};
   const std::string msg = format_diffs(compare(c, half, two, kF32Tol, kF32Tol));
   EXPECT_NE(msg.find("y 0.5 NOT < 1e-05"), std::string::npos) << msg;
+}
+
+// The per-element bf16 rule (bf16_device_ulp): one bf16 ulp of each element is free, the excess
+// counts relative to the largest reference element; a NaN or an all-zero reference fails.
+TEST(OpHarness, Bf16UlpRuleAllowsOneUlpPerElement) {
+  const Tensor want = Tensor::from_vector<double>({3}, {256, 1, -0.5}).to(DType::bf16);
+  // one ulp off each element (2, 2^-7, 2^-8): no excess; two ulps off the small one: 2^-7 / 256
+  const Tensor one = Tensor::from_vector<double>({3}, {258, 1 + 1.0 / 128, -0.5 - 1.0 / 256});
+  const Tensor two = Tensor::from_vector<double>({3}, {256, 1 + 2.0 / 128, -0.5});
+  EXPECT_EQ(bf16_ulp_excess(one.to(DType::bf16), want), 0.0);
+  EXPECT_DOUBLE_EQ(bf16_ulp_excess(two.to(DType::bf16), want), 1.0 / 128 / 256);
+  EXPECT_EQ(bf16_ulp_excess(Tensor::full({3}, NAN).to(DType::bf16), want), INFINITY);
+  EXPECT_EQ(bf16_ulp_excess(want, Tensor::zeros({3}).to(DType::bf16)), INFINITY);
+  // compare() applies it to bf16 tensors only, unless the input has an override
+  const OpCase c = self_case([](const std::vector<Tensor>& v) { return v[0]; });
+  const Result got{.y = two.to(DType::bf16), .grads = {two.to(DType::bf16)}};
+  const Result ref{.y = want, .grads = {want}};
+  const Tol ulp{1e-5, "one bf16 ulp plus the f32 tolerance"};
+  std::vector<Diff> d = compare(c, got, ref, kBf16DeviceTol, kBf16DeviceTol, {}, ulp);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].what, "y (beyond 1 bf16 ulp)");
+  EXPECT_FALSE(d[0].ok());  // 3.1e-5 of the largest element beyond one ulp
+  EXPECT_TRUE(compare(c, got, ref, kBf16DeviceTol, kBf16DeviceTol)[0].ok());  // 6e-5 < 2e-2
+  d = compare(c, got, ref, kBf16DeviceTol, kBf16DeviceTol, {{"x", kBf16DeviceTol}}, ulp);
+  EXPECT_EQ(d[1].what, "grad x");
+  EXPECT_TRUE(d[1].ok());
 }
 
 TEST(OpHarness, InputsHoldTheSameValuesInEveryMode) {

@@ -88,6 +88,12 @@ TEST(OpRegistry, EveryCaseIsWellFormed) {
       EXPECT_GT(t.value, 0.0);
       EXPECT_TRUE(t.reason != nullptr && std::string(t.reason).size() > 10) << "bound without a reason";
     }
+    for (const std::optional<Tol>& t : {c.bf16_device_param_grad, c.bf16_device_ulp}) {
+      if (!t) continue;
+      EXPECT_GT(t->value, 0.0);
+      EXPECT_TRUE(t->reason != nullptr && std::string(t->reason).size() > 10)
+          << "bound without a reason";
+    }
     for (const auto& [name, t] : c.f32_grad_overrides) {
       bool known = false;
       for (const Input& in : c.inputs) known = known || in.name == name;
