@@ -102,9 +102,11 @@ void run(const AugmentOptions& o) {
   data::Image crop{S, S, 3, std::vector<uint8_t>(buf.size())};
   for (size_t i = 0; i < buf.size(); ++i)
     crop.pixels[i] = uint8_t(std::clamp(std::lround(buf[i]), 0L, 255L));
-  std::printf("bench-augment: %lldx%lld source -> %lldx%lld crop, %s, M %g, %lld reps after %lld warm-up, 1 thread, CPU time\n",
-              (long long)src.height, (long long)src.width, (long long)S, (long long)S, o.interp.c_str(),
-              o.magnitude, (long long)o.reps, (long long)o.warmup);
+  std::printf(
+      "bench-augment: %lldx%lld source (width x height) -> %lldx%lld crop, %s, M %g, %lld reps "
+      "after %lld warm-up, 1 thread, CPU time\n",
+      (long long)src.width, (long long)src.height, (long long)S, (long long)S, o.interp.c_str(),
+      o.magnitude, (long long)o.reps, (long long)o.warmup);
   std::printf("%-34s %10s %10s\n", "stage", "mean us", "min us");
   std::vector<AugmentRow> rows;
   volatile uint8_t sink = 0;  // keeps results alive

@@ -40,9 +40,6 @@ void append_line(const std::string& path, const std::string& line) {
 }
 
 void run_train(TrainArgs& a) {
-  HG_CHECK(a.stop_after_epoch == -1 || a.stop_after_epoch >= 1,
-           "train: --stop-after-epoch must be ", ">= 1 (or -1: every epoch), got ",
-           a.stop_after_epoch);
   train::Config cfg = train::load_config(a.config);
   train::apply_overrides(cfg, a.overrides, a.config);
   set_cpu_threads(static_cast<int>(cfg.threads));
@@ -83,7 +80,14 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                   "--config CONFIG, timm's spelling)")
       ->required();
   cmd->add_option("--stop-after-epoch", a->stop_after_epoch,
-                  "stop (with checkpoints) after this many epochs (-1: run them all); resume later with --resume");
+                  "stop (with checkpoints) after epoch N of the run, counted from its start also "
+                  "on a resume (-1: run them all); resume later with --resume")
+      ->check([](const std::string& v) {
+        // a bad value is a usage error (exit status 2), as for CLI11's own checks
+        return v == "-1" || (!v.empty() && v[0] != '0' && v[0] != '-')
+                   ? std::string()
+                   : std::string("must be >= 1 (or -1: every epoch), got " + v);
+      });
   cmd->add_flag("--plain", a->plain, "log lines instead of a progress bar, even on a terminal");
   cmd->allow_extras();  // everything else is a --key value config override
   cmd->footer(config_keys_help());

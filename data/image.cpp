@@ -35,6 +35,7 @@
 
 #include "core/atomic_file.h"
 
+#include "data/image_complete.h"
 #include "data/jpeg_decode.h"
 
 namespace hg::data {
@@ -73,6 +74,19 @@ const char* decoder_name(JpegDecoder d) {
   }
 }
 
+namespace {
+// Why a binary PGM / PPM or an uncompressed BMP of `file_size` bytes is cut short (stb_image would
+// decode it without an error, the missing pixels zeros or garbage), from its first `n` bytes;
+// nothing when it is whole or not of those kinds.
+std::optional<std::string> raster_cut_short(ImageFormat format, const uint8_t* head, size_t n,
+                                            uint64_t file_size) {
+  const std::optional<uint64_t> need = raster_file_size(format, head, n);
+  if (!need || file_size >= *need) return std::nullopt;
+  return str("a ", format_name(format), " cut short: its header describes ", *need,
+             " bytes, the file holds ", file_size);
+}
+}  // namespace
+
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!f) throw CorruptImage(path, str("cannot open the file: ", std::strerror(errno)));
@@ -96,6 +110,8 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
 Image decode_with_stb(const uint8_t* data, size_t size, const std::string& path, int channels) {
   HG_CHECK(channels == 1 || channels == 3, "decode_with_stb: channels must be 1 or 3, got ", channels);
   HG_CHECK(size <= static_cast<size_t>(INT32_MAX), "decode_with_stb: '", path, "' is too large for stb_image");
+  if (const auto why = raster_cut_short(sniff_image_format(data, size), data, size, size))
+    throw CorruptImage(path, *why);
   int w = 0, h = 0, file_channels = 0;
   // the size first: a small PNG can hold a huge image (2.4 MB for 50000 x 50000 zeros)
   // (a top-down BMP's height reads negative here)
@@ -191,12 +207,23 @@ bool probe_image(const std::string& path, std::string* reason) {
   // such (stbi_info tries every format and keeps the last one's complaint, "unknown image type").
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!f) return fail(str("cannot open the file: ", std::strerror(errno)));
-  std::vector<uint8_t> head(32);
+  std::vector<uint8_t> head(512);  // any header but a PNM's with long comments
   head.resize(std::fread(head.data(), 1, head.size(), f.get()));
   const ImageFormat format = sniff_image_format(head.data(), head.size());
   if (format == ImageFormat::unknown) return fail(not_an_image_reason(head));
-  // A file cut short (a download or copy that stopped) is caught here by its last bytes, which
-  // hold no end marker, rather than when training first reads it
+  // A file cut short (a download or copy that stopped) is caught here, rather than when training
+  // first reads it: a JPEG or PNG by its last bytes, which hold no end marker (or, when bytes
+  // follow a whole image, by walking its structure to the marker: data_reaches_end), a PGM / PPM /
+  // BMP by the size its header gives (stb_image would decode it without an error)
+  const auto data_reaches_end = [&](bool (*reaches)(const uint8_t*, size_t)) {
+    f.reset();
+    try {
+      const std::vector<uint8_t> all = read_file_bytes(path);
+      return reaches(all.data(), all.size());
+    } catch (const CorruptImage&) {
+      return false;  // gone or unreadable since it was opened
+    }
+  };
   std::vector<uint8_t> tail(64);
   if (format == ImageFormat::jpeg || format == ImageFormat::png) {
     if (std::fseek(f.get(), -static_cast<long>(tail.size()), SEEK_END) != 0)
@@ -207,9 +234,9 @@ bool probe_image(const std::string& path, std::string* reason) {
   // here only a cut-off file (its last bytes hold no end-of-image marker) and a size over the
   // pixel cap are caught; the decoder reports the rest when it reads the image
   if (format == ImageFormat::jpeg) {
-    if (!jpeg_has_end_marker(tail.data(), tail.size()))
-      return fail("a jpeg cut short (no end-of-image marker in its last bytes)");
     const std::optional<std::pair<int64_t, int64_t>> size = jpeg_frame_size(f.get());
+    if (!jpeg_has_end_marker(tail.data(), tail.size()) && !data_reaches_end(jpeg_reaches_end))
+      return fail("a jpeg cut short (its data ends before the end-of-image marker)");
     if (size && size->first * size->second > kMaxImagePixels)
       return fail(str("a ", size->second, "x", size->first, " jpeg: more than the ",
                       kMaxImagePixels, " pixels allowed"));
@@ -228,8 +255,16 @@ bool probe_image(const std::string& path, std::string* reason) {
     // are allowed)
     static const uint8_t kIend[] = {'I', 'E', 'N', 'D'};
     if (format == ImageFormat::png &&
-        tail.end() - std::search(tail.begin(), tail.end(), std::begin(kIend), std::end(kIend)) < 8)
-      return fail("a png cut short (no IEND chunk in its last bytes)");
+        tail.end() - std::search(tail.begin(), tail.end(), std::begin(kIend), std::end(kIend)) <
+            8 &&
+        !data_reaches_end(png_reaches_end))
+      return fail("a png cut short (its chunks end before the IEND chunk)");
+    struct stat st {};
+    if (const auto why =
+            stat(path.c_str(), &st) == 0
+                ? raster_cut_short(format, head.data(), head.size(), uint64_t(st.st_size))
+                : std::nullopt)
+      return fail(*why);
     return true;
   }
   // a PNG header stb refuses: its size, when that is why (stb decodes at most 2^30 bytes)

@@ -9,6 +9,7 @@
 #include <set>
 #include <system_error>
 
+#include "core/similar_names.h"
 #include "data/jpeg_decode.h"
 
 namespace fs = std::filesystem;
@@ -328,8 +329,9 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
 
 // For a class folder missing from `classes`: "; it differs only in case from the train class
 // 'x' (...)" when one of them matches it but for case (a val folder 'Cat' against train's 'cat'),
-// else "". Class names stay case-sensitive, as in torchvision's ImageFolder.
-std::string case_only_hint(const std::string& name, const std::vector<std::string>& classes) {
+// else what may make two names look alike and the train classes (the first 10). Class names
+// stay case-sensitive and byte-exact, as in torchvision's ImageFolder.
+std::string class_hint(const std::string& name, const std::vector<std::string>& classes) {
   auto lower = [](std::string t) {
     for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     return t;
@@ -338,7 +340,22 @@ std::string case_only_hint(const std::string& name, const std::vector<std::strin
     if (lower(c) == lower(name))
       return str("; it differs only in case from the train class '", c,
                  "' (class names are case-sensitive: rename one of the two folders)");
-  return "";
+  // names that look alike but are not: a trailing space, a typo, a different Unicode form (an
+  // accented letter composed or not: 'café' in NFC and NFD print the same)
+  std::string hint;
+  if (!name.empty() && (std::isspace(static_cast<unsigned char>(name.front())) ||
+                        std::isspace(static_cast<unsigned char>(name.back()))))
+    hint += "; the name starts or ends with a space";
+  if (const std::vector<std::string> close = similar_names(name, classes); !close.empty())
+    hint += str("; did you mean '", close.front(), "'?");
+  if (std::any_of(name.begin(), name.end(), [](char ch) { return ch & 0x80; }))
+    hint +=
+        "; it holds non-ASCII letters: a train folder of the same name in another Unicode "
+        "form (NFC or NFD) differs in its bytes";
+  std::string listed;
+  for (size_t i = 0; i < classes.size() && i < 10; ++i)
+    listed += str(i ? ", " : "", "'", classes[i], "'");
+  return str(hint, "; the train classes: ", listed, classes.size() > 10 ? ", ..." : "");
 }
 
 }  // namespace
@@ -362,7 +379,7 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
     auto it = std::find(classes_.begin(), classes_.end(), name);
     HG_CHECK(it != classes_.end(), "ImageFolder: class folder '", name, "' in '", dir_,
              "' is not one of the ", classes_.size(), " given classes (from the train split)",
-             case_only_hint(name, classes_));
+             class_hint(name, classes_));
     const int64_t label = it - classes_.begin();
     ClassFiles cf = class_files(dir_, name);
     ignored += cf.others;

@@ -1,6 +1,7 @@
 // Training checkpoints (see checkpoint.h).
 #include "train/checkpoint.h"
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include <limits>
@@ -176,6 +177,12 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
   const TrainState s = state_from_metadata(f.metadata, path).value_or(TrainState{});
   if (auto r = f.metadata.find("rng.drop_path"); r != f.metadata.end()) model.drop_gen.set_state(r->second);
   if (opt && !opt_state.empty()) opt->load_state_dict(opt_state, kOptPrefix);
+  // timm resumes such a file too; its optimizer starts from zero, which changes the run: say so
+  if (opt && opt_state.empty() && s.updates > 0 && opt->keeps_state())
+    spdlog::warn(
+        "checkpoint {} holds no optimizer state ({}*) after {} updates: the optimizer's "
+        "state (AdamW's moments, SGD's momentum) starts from zero",
+        path, kOptPrefix, s.updates);
   return s;
 }
 

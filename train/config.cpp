@@ -154,7 +154,9 @@ const std::vector<Field>& table() {
        "training split: a sub-folder of data_dir (image_folder) or train (idx)"},
       {"val_split", &Config::val_split, any(),
        "validation split: a sub-folder (timm's default name) or test (idx)"},
-      {"synthetic_size", &Config::synthetic_size, at_least(1),
+      // at most 10^8 (78x ImageNet's train split): the sampler holds a permutation of the split
+      // (8 bytes an image), and 10^11 failed as "out of host memory" naming other keys
+      {"synthetic_size", &Config::synthetic_size, closed(1, 1e8),
        "images in the synthetic training split"},
       {"workers", &Config::workers, closed(0, 256),
        "data loader threads; 0 = load on the training thread"},
@@ -724,7 +726,10 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
          "expected [] or [min, max] with min < max");
   const bool mixing = c.mixup > 0 || c.cutmix > 0 || !c.cutmix_minmax.empty();
   if (mixing && c.batch_size % 2 != 0)
-    pair_fail("batch_size", "mixup",
+    pair_fail("batch_size",
+              c.mixup > 0    ? "mixup"
+              : c.cutmix > 0 ? "cutmix"
+                             : "cutmix_minmax",  // the one set
               str("mixup / cutmix mix image i with image N-1-i: batch_size must be even, got ",
                   c.batch_size));
   validate_model(c, locs, unset);
@@ -898,6 +903,40 @@ std::string type_text(const Field& f) {
 
 namespace {
 
+/// Throws when a quoted scalar under `node` does not end on the line it starts on. yaml-cpp takes
+/// a quote left open at the end of the file as one string of every line after it (`experiment:
+/// "my run` then `lr: 0.01` gave the experiment 'my run lr: 0.01 ' and dropped lr, unsaid; PyYAML
+/// refuses such a file); a config's values never need more than their line.
+void check_quotes_close(const YAML::Node& node, const std::string& text,
+                        const std::string& source) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      check_quotes_close(kv.first, text, source);
+      check_quotes_close(kv.second, text, source);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) check_quotes_close(item, text, source);
+  } else if (node.IsScalar()) {
+    const YAML::Mark m = node.Mark();
+    if (m.pos < 0 || size_t(m.pos) >= text.size()) return;
+    const char quote = text[size_t(m.pos)];
+    if (quote != '"' && quote != '\'') return;
+    for (size_t i = size_t(m.pos) + 1; i < text.size() && text[i] != '\n'; ++i) {
+      if (quote == '"' && text[i] == '\\') {
+        ++i;  // an escape: \" is no end
+      } else if (text[i] == quote) {
+        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;  // '' is a quote inside '...'
+          continue;
+        }
+        return;
+      }
+    }
+    throw Error(str("config: cannot parse ", source, " line ", m.line + 1, ": the value quoted by ",
+                    quote, " there does not end on its line (a missing closing ", quote, "?)"));
+  }
+}
+
 /// The one YAML document of a config (a null node for an empty file or comments). A second
 /// document would be dropped: a mistake, not a config.
 YAML::Node parse_document(const std::string& text, const std::string& source) {
@@ -909,6 +948,7 @@ YAML::Node parse_document(const std::string& text, const std::string& source) {
   }
   HG_CHECK(docs.size() <= 1, "config: '", source, "' holds ", docs.size(),
            " YAML documents (separated by ---); a config is one mapping of keys");
+  if (!docs.empty()) check_quotes_close(docs[0], text, source);
   return docs.empty() ? YAML::Node() : docs[0];
 }
 

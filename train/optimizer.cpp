@@ -116,13 +116,19 @@ void Optimizer::load_named(
     const std::vector<std::string>& suffixes,
     const std::function<void(const Tensor&, std::map<std::string, Tensor>&)>& load) {
   std::set<std::string> used;
+  std::vector<std::string> without;  // parameters the tensors hold no state for
+  int64_t with = 0;
   for_each_param([&](const std::string& name, const Tensor& p, const ParamGroup&) {
     std::map<std::string, Tensor> found;
     for (const std::string& s : suffixes) {
       auto it = tensors.find(prefix + name + "." + s);
       if (it != tensors.end()) found[s] = it->second;
     }
-    if (found.empty()) return;  // no saved state: starts fresh
+    if (found.empty()) {
+      without.push_back(name);
+      return;
+    }
+    ++with;
     for (const std::string& s : suffixes)
       HG_CHECK(found.count(s), "optimizer state: '", prefix + name + "." + s,
                "' is missing (its companions are present)");
@@ -132,6 +138,13 @@ void Optimizer::load_named(
   for (const auto& [key, t] : tensors)
     HG_CHECK(key.compare(0, prefix.size(), prefix) != 0 || used.count(key),
              "optimizer state: key '", key, "' names no parameter state of this optimizer");
+  // A step gives every parameter its state, so a file with some has all: part of it would resume
+  // those parameters' moments from zero, unsaid (an edited file, or another program's)
+  HG_CHECK(with == 0 || without.empty(), "optimizer state: ", without.size(), " of the ",
+           with + int64_t(without.size()), " parameters have none (the first: '", prefix,
+           without.empty() ? "" : without.front(),
+           ".*'), the others have theirs: the file's "
+           "optimizer state is incomplete");
 }
 
 // ---- AdamW -------------------------------------------------------------------------------------

@@ -94,9 +94,14 @@ class Optimizer {
       const std::string& prefix = "") const = 0;
   /// Restores state_dict() output (copied into freshly allocated state on the parameter's device).
   /// Only keys that start with `prefix` are read; among them, a key that names no parameter /
-  /// state, a missing companion key, or a mis-shaped tensor throws hg::Error naming the key.
+  /// state, a missing companion key, or a mis-shaped tensor throws hg::Error naming the key; so
+  /// does state for some parameters and none for others (an edited or foreign file: the trainer's
+  /// checkpoints hold every parameter's state or none).
   virtual void load_state_dict(const std::map<std::string, Tensor>& tensors,
                                const std::string& prefix = "") = 0;
+  /// Whether a step leaves state that a checkpoint must keep (AdamW's moments, SGD's momentum):
+  /// a resumed run without it starts that state from zero.
+  virtual bool keeps_state() const { return true; }
 
  protected:
   /// Name of parameter i of group g (ParamGroup::names or "group<g>.<i>").
@@ -159,6 +164,7 @@ class SGD : public Optimizer {
  public:
   explicit SGD(std::vector<ParamGroup> groups, double momentum = 0.9, bool nesterov = false);
   void step() override;
+  bool keeps_state() const override { return momentum != 0; }
   /// keys "<name>.momentum_buffer" (only when momentum != 0)
   std::vector<std::pair<std::string, Tensor>> state_dict(
       const std::string& prefix = "") const override;

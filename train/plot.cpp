@@ -62,7 +62,10 @@ int run_program(const std::vector<std::string>& argv, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::vector<std::string> split_csv_line(const std::string& line) {
+// A line's cells; a line ended by CR LF (the file saved by a Windows program, e.g. a spreadsheet)
+// reads as one ended by LF.
+std::vector<std::string> split_csv_line(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
   std::vector<std::string> cells;
   std::stringstream ss(line);
   for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
@@ -173,7 +176,7 @@ std::map<std::string, std::vector<double>> read_csv_columns(const std::string& p
   std::map<std::string, std::vector<double>> out;
   for (const std::string& h : header) out[h];
   for (int n = 2; std::getline(f, line); ++n) {
-    if (line.empty()) continue;
+    if (line.empty() || line == "\r") continue;
     const std::vector<std::string> cells = split_csv_line(line);
     HG_CHECK(cells.size() == header.size(), path, " line ", n, ": ", cells.size(),
              " cells, the header has ", header.size());

@@ -58,10 +58,11 @@ void check_output_file(const std::string& path, const std::string& what,
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   const bool run_folder = fs::exists(dir / kRunMarker, ec);
   const bool run_file = name == kRunMarker || name == "args.yaml" || name == "summary.csv" ||
-                        name == "log.txt" || p.extension() == ".safetensors";
+                        name == "log.txt" || p.extension() == ".safetensors" ||
+                        p.stem() == "curves";  // curves.png and its .dat / .gp (plot_runs)
   HG_CHECK(!(run_folder && run_file), what, " ", path, " is a file of the training run in ",
-           dir.string(), " (the trainer writes, rotates and deletes its .safetensors files and ",
-           "logs); ", elsewhere);
+           dir.string(), " (the trainer writes, rotates and deletes its .safetensors files, ",
+           "logs and curves); ", elsewhere);
   if (!fs::exists(path, ec)) return;
   // a sticky folder (/tmp): the folder is writable, but the rename over another user's file fails
   const std::string sticky = io::sticky_replace_refusal(path);
@@ -432,6 +433,27 @@ std::string why_not_resumed_in_place(const fs::path& dir, const std::string& pat
         path, " (", at_position(state), ") is behind its run's last.safetensors (", at_position(*o),
         "): going on in that folder would replace the later epochs' checkpoints and summary rows");
   return "";
+}
+
+std::string newer_recovery_note(const fs::path& dir, const std::string& path,
+                                const TrainState& state) {
+  std::error_code ec;
+  const fs::path recovery = dir / "recovery.safetensors";
+  if (!fs::exists(recovery, ec) || fs::equivalent(recovery, path, ec)) return "";
+  std::optional<TrainState> r;
+  try {
+    r = read_train_state(recovery.string());
+  } catch (const Error&) {
+    return "";  // unreadable: the resume replaces it, as before
+  }
+  if (!r || (!state.run.empty() && !r->run.empty() && r->run != state.run) ||
+      std::pair(r->epoch, r->step_in_epoch) <= std::pair(state.epoch, state.step_in_epoch))
+    return "";
+  return str("resume: ", recovery.string(), " (", at_position(*r), ") is further along than ", path,
+             " (", at_position(state),
+             "): this resume redoes those steps and replaces it "
+             "when the epoch ends; to go on from it, stop now and resume with --resume ",
+             recovery.string());
 }
 
 std::string run_marker_owner(const fs::path& dir) {

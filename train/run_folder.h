@@ -81,6 +81,13 @@ std::string run_marker_id(const std::filesystem::path& dir);
 std::string why_not_resumed_in_place(const std::filesystem::path& dir, const std::string& path,
                                      const TrainState& state);
 
+/// For a checkpoint `path` (position `state`) that goes on in its own folder `dir`: a warning when
+/// the folder's recovery.safetensors (of the same run) is further along, "" otherwise. Going on
+/// from `path` redoes the steps the recovery holds and replaces it when the epoch ends; the
+/// warning names it and how to continue from it instead.
+std::string newer_recovery_note(const std::filesystem::path& dir, const std::string& path,
+                                const TrainState& state);
+
 /// A file a command reads, which its output must not replace: {"the checkpoint", path}.
 struct CommandInput {
   std::string role, path;

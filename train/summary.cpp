@@ -53,6 +53,9 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   std::getline(in, line);  // the header: a run with an EMA ranks by its top-1 (summary.h)
   const size_t top1_at = line.find(",eval_top1_ema,") != std::string::npos ? 9 : 3;
   for (int line_no = 2; std::getline(in, line); ++line_no) {
+    // a file saved with CR LF (a Windows program, a spreadsheet): its rows as written by us, so
+    // that the resumed run's file is one kind of line
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     std::vector<std::string> cells;
     std::stringstream ss(line);

@@ -238,7 +238,11 @@ void open_run_folder(Session& s) {
   if (!s.resume_path.empty()) {
     if (dist::is_main()) {
       const std::string why = why_not_resumed_in_place(run_dir, s.resume_path, *s.resumed);
-      if (!why.empty()) moved_note = str("resume: ", why, "; the run goes on in a new folder");
+      if (!why.empty())
+        moved_note = str("resume: ", why, "; the run goes on in a new folder");
+      else if (const std::string newer = newer_recovery_note(run_dir, s.resume_path, *s.resumed);
+               !newer.empty())
+        spdlog::warn("{}", newer);
     }
     moved_note = dist::broadcast(moved_note, 0, "resume folder");
     if (!moved_note.empty()) run_dir.clear();
@@ -313,6 +317,15 @@ std::optional<TrainResult> already_finished(const Session& s) {
            s.resumed ? s.resumed->epoch + 1 : 0, ", past --epochs ", s.cfg.epochs,
            ": resume with --epochs ", s.resumed ? s.resumed->epoch + 1 : 0,
            " or more to finish that epoch");
+  // --stop-after-epoch counts the run's epochs: on a resume past it, nothing would train (the
+  // session said it "finished an evaluation" it never ran)
+  const int64_t stop = s.opts.stop_after_epoch;
+  HG_CHECK(!s.resumed || stop < 0 || s.resumed->epoch < stop, "resume: ", s.resume_path,
+           " has done ", s.resumed ? s.resumed->epoch : 0, " epoch",
+           s.resumed && s.resumed->epoch == 1 ? "" : "s", ", so --stop-after-epoch ", stop,
+           " leaves nothing to train (it counts the run's "
+           "epochs, not this session's): give --stop-after-epoch ",
+           s.resumed ? s.resumed->epoch + 1 : 1, " or more");
   if (!s.resumed || s.resumed->step_in_epoch != 0 || s.resumed->epoch < s.cfg.epochs)
     return std::nullopt;
   // a run resumed with fewer --epochs than it ran: say how many it ran, not the new count

@@ -259,8 +259,11 @@ TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
   for (const char* stop : {"0", "-5"}) {
     const ProgramRun r = run_program("train " + kDefaultConfig + " --stop-after-epoch " + stop +
                                      " --output " + file("out"));
-    EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.output.find("--stop-after-epoch must be >= 1"), std::string::npos) << r.output;
+    EXPECT_EQ(r.exit_code, 2) << r.output;  // a usage error, as the README says
+    EXPECT_NE(r.output.find("--stop-after-epoch"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(std::string("must be >= 1 (or -1: every epoch), got ") + stop),
+              std::string::npos)
+        << r.output;
   }
   EXPECT_FALSE(std::filesystem::exists(file("out")));
 }

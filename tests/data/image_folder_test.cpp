@@ -218,6 +218,85 @@ TEST(ImageFolder, APngCutShortIsCaughtByTheScan) {
   }
 }
 
+// A whole JPEG or PNG with bytes after its end marker (zero padding, a video appended to a phone's
+// "motion photo") was skipped as "cut short": the scan looked for the marker in the last 64 bytes
+// only. It now walks the file's structure to the marker when the last bytes hold none, as PIL and
+// libjpeg read such files; a file cut short still fails, also one whose APP1 segment holds an
+// end-of-image marker of its own (an EXIF thumbnail's), which the walk steps over.
+TEST(ImageFolder, BytesAfterAWholeImageAreIgnoredByTheScan) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  const Image img = hg::test::random_image(16, 24, 3, 8);
+  hg::data::write_jpeg(tmp / "full.jpg", img, 90);
+  hg::data::write_png(tmp / "full.png", img);
+  std::string jpg = hg::test::read_bytes(tmp / "full.jpg");
+  // an APP1 segment holding a thumbnail's FF D8 .. FF D9 (its length 200 counts itself)
+  std::string app1 = std::string("\xff\xe1\x00\xc8\xff\xd8", 6) + std::string(194, 'x');
+  app1 += std::string("\xff\xd9", 2);
+  jpg.insert(2, app1);
+  const std::string png = hg::test::read_bytes(tmp / "full.png");
+  std::string noise(70000, '\0');
+  for (size_t i = 0; i < noise.size(); ++i) noise[i] = char((i * 2654435761u) >> 13);
+  hg::test::write_bytes(tmp / "train/cls/zeros.jpg", jpg + std::string(100, '\0'));
+  hg::test::write_bytes(tmp / "train/cls/noise.jpg", jpg + noise);
+  hg::test::write_bytes(tmp / "train/cls/zeros.png", png + std::string(100, '\0'));
+  hg::test::write_bytes(tmp / "train/cls/noise.png", png + noise);
+  ImageFolderOptions opts;
+  opts.corrupt = hg::data::CorruptPolicy::error;
+  ImageFolder ds(tmp.path().string(), "train", opts);
+  ASSERT_EQ(ds.size(), 4);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(ds.get(i).image.width, 24);
+  fs::remove_all(tmp.path() / "train/cls");
+  fs::create_directories(tmp.path() / "train/cls");
+  // cut inside the scan: the thumbnail's marker is inside APP1, so it does not count
+  const std::vector<std::pair<std::string, std::string>> cut = {
+      {"cut.jpg", jpg.substr(0, jpg.size() / 2) + noise.substr(0, 100)},
+      {"cut.png", png.substr(0, png.size() / 2) + noise.substr(0, 100)}};
+  for (const auto& [name, bytes] : cut) {
+    SCOPED_TRACE(name);
+    hg::test::write_bytes((tmp.path() / "train/cls" / name).string(), bytes);
+    const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
+    EXPECT_NE(msg.find(name), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cut short"), std::string::npos) << msg;
+    fs::remove(tmp.path() / "train/cls" / name);
+  }
+}
+
+// A binary PPM / PGM or an uncompressed BMP cut short was decoded without an error: stb_image reads
+// past the end as zeros (a BMP) or leaves the pixels unset (a PNM: whatever memory held, so the
+// same run gave different results). The scan and read_image measure the file against its header.
+TEST(ImageFolder, APnmOrBmpCutShortIsNamed) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  std::string pixels(40 * 36 * 3, '\0');
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = char(i * 7);
+  const std::string ppm = "P6\n# a comment\n40 36\n255\n" + pixels;
+  const std::string pgm = "P5 40 36 255\n" + pixels.substr(0, 40 * 36);
+  hg::data::write_bmp(tmp / "full.bmp", hg::test::random_image(9, 8, 3, 4));  // 24-byte rows
+  const std::string bmp = hg::test::read_bytes(tmp / "full.bmp");
+  hg::test::write_bytes(tmp / "train/cls/a.ppm", ppm);
+  hg::test::write_bytes(tmp / "train/cls/b.pgm", pgm);
+  hg::test::write_bytes(tmp / "train/cls/c.bmp", bmp);
+  ImageFolderOptions opts;
+  opts.corrupt = hg::data::CorruptPolicy::error;
+  EXPECT_EQ(ImageFolder(tmp.path().string(), "train", opts).size(), 3);
+  for (const auto& [name, whole] : std::vector<std::pair<std::string, std::string>>{
+           {"a.ppm", ppm}, {"b.pgm", pgm}, {"c.bmp", bmp}}) {
+    SCOPED_TRACE(name);
+    const fs::path file = tmp.path() / "train/cls" / name;
+    hg::test::write_bytes(file, whole.substr(0, whole.size() - 1));
+    std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", opts); });
+    EXPECT_NE(msg.find(name), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cut short: its header describes " + std::to_string(whole.size()) +
+                       " bytes, the file holds " + std::to_string(whole.size() - 1)),
+              std::string::npos)
+        << msg;
+    msg = error_of([&] { hg::data::read_image(file.string(), 3); });
+    EXPECT_NE(msg.find("cut short"), std::string::npos) << msg;
+    hg::test::write_bytes(file, whole);
+  }
+}
+
 // A JPEG whose frame header claims more pixels than the cap (a decompression bomb, or a header
 // spoilt) passed the scan, which read only its end: it failed when first read, in training (under
 // corrupt_images: error, after an epoch's work) or in an evaluation (replaced by a neighbour). The
@@ -582,6 +661,19 @@ TEST(ImageFolder, AValClassDifferingOnlyInCaseIsNamed) {
   hg::data::write_png(tmp / "val/zebra/z.png", hg::test::random_image(3, 3, 3, 14));
   const std::string other = error_of([&] { ImageFolder(tmp.path().string(), "val", opts); });
   EXPECT_EQ(other.find("differs only in case"), std::string::npos) << other;
+  EXPECT_NE(other.find("; the train classes: 'bird', 'cat', 'dog'"), std::string::npos) << other;
+  // names that print alike: a trailing space, and an accent in another Unicode form
+  fs::remove_all(tmp.path() / "val/zebra");
+  fs::create_directories(tmp.path() / "val/dog ");
+  hg::data::write_png(tmp / "val/dog /d.png", hg::test::random_image(3, 3, 3, 15));
+  const std::string spaced = error_of([&] { ImageFolder(tmp.path().string(), "val", opts); });
+  EXPECT_NE(spaced.find("starts or ends with a space; did you mean 'dog'?"), std::string::npos)
+      << spaced;
+  fs::remove_all(tmp.path() / "val/dog ");
+  fs::create_directories(tmp.path() / "val/cafe\xcc\x81");  // NFD: e + combining acute
+  hg::data::write_png(tmp / "val/cafe\xcc\x81/c.png", hg::test::random_image(3, 3, 3, 16));
+  const std::string accent = error_of([&] { ImageFolder(tmp.path().string(), "val", opts); });
+  EXPECT_NE(accent.find("another Unicode form (NFC or NFD)"), std::string::npos) << accent;
 }
 
 TEST(ImageFolder, FashionMnistExportReadsBack) {

@@ -228,11 +228,34 @@ TEST_F(ConfigTest, AnExperimentWithATrailingSlashNamesTheFolder) {
   expect_contains(override_error({"--experiment", "/"}), {"'experiment'", "inside output"});
 }
 
+// yaml-cpp takes a quote left open at the end of a file as one value of every line after it: the
+// experiment was named 'my run lr: 0.01 ' and lr fell back to its default, unsaid (PyYAML refuses
+// such a file). A quoted value must end on its line; quotes that do (escaped, doubled, a '#'
+// inside) still parse.
+TEST_F(ConfigTest, AnUnclosedQuoteIsNamedNotSwallowingTheLinesAfterIt) {
+  expect_contains(load_error("epochs: 2\nexperiment: \"my run\nlr: 0.01\n"),
+                  {"line 2", "the value quoted by \" there does not end on its line"});
+  expect_contains(load_error("experiment: 'my run\nlr: 0.01\n"), {"line 1", "quoted by '"});
+  const Config c = hg::train::config_from_yaml(
+      "experiment: \"a \\\" # b\"\nmodel: 'convnext_atto'\n"
+      "data_dir: 'it''s'\n",
+      "x.yaml");
+  EXPECT_EQ(c.experiment, "a \" # b");
+  EXPECT_EQ(c.model, "convnext_atto");
+  EXPECT_EQ(c.data_dir, "it's");
+}
+
 TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
   expect_contains(load_error("in_chans: 1\n"), {"'mean'", "'in_chans'", "line 1", "in_chans is 1"});
   expect_contains(load_error("depths: [1, 1]\ndims: [8, 16, 32]\n"), {"'dims'", "'depths'", "line 1", "line 2"});
   expect_contains(load_error("scale: [0.9, 0.1]\n"), {"'scale'", "min"});
   expect_contains(load_error("lr: 0.01\nmin_lr: 0.1\n"), {"'min_lr'", "line 2", "'lr'", "line 1"});
+  // the mixing key that is set is named (cutmix alone was blamed on 'mixup')
+  const std::string odd = load_error("cutmix: 1.0\nbatch_size: 3\n");
+  expect_contains(odd, {"'batch_size'", "line 2", "'cutmix'", "line 1", "must be even"});
+  EXPECT_EQ(odd.find("'mixup'"), std::string::npos) << odd;
+  // a size the sampler's permutation cannot hold is named, not "out of host memory"
+  expect_contains(load_error("synthetic_size: 100000000000\n"), {"'synthetic_size'", "line 1"});
   expect_contains(load_error("opt: sgd\nmomentum: 0\n"),
                   {"'opt'", "'momentum'", "Nesterov", "line 2"});
 }

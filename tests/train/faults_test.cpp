@@ -402,7 +402,9 @@ TEST_F(Faults, ARunFoldersNamesAreRefusedBeforeTheyExist) {
   const fs::path dir = root_ / "run";
   fs::create_directories(dir);
   io::write_file_atomic((dir / "run.json").string(), "{}\n");
-  for (const char* name : {"checkpoint-9.safetensors", "recovery.safetensors", "summary.csv"}) {
+  // (curves.png: `plot A --out B/curves.png` replaced run B's curves and their data, unsaid)
+  for (const char* name : {"checkpoint-9.safetensors", "recovery.safetensors", "summary.csv",
+                           "curves.png", "curves.dat"}) {
     const std::string path = (dir / name).string();
     EXPECT_CONTAINS(
         error_of([&] { train::check_output_file(path, "export: --out", "the weights"); }),

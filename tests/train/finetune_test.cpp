@@ -2,17 +2,22 @@
 // classes go into a new model, whose head keeps its fresh initialisation; same classes load
 // everything; other mismatches are errors naming the keys.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "core/safetensors.h"
 #include "models/checkpoint.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/finetune.h"
+#include "train/optimizer.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -288,4 +293,72 @@ TEST(InitialCheckpoint, AnRgbStartOfOtherWidthsNamesTheWidthsOnly) {
       << msg;
   EXPECT_EQ(msg.find("in_chans"), std::string::npos) << msg;
   fs::remove(path);
+}
+
+// A checkpoint whose optimizer tensors were removed (an edited file, or a weights-plus-position
+// file from elsewhere) resumed silently with AdamW's moments at zero, a different run from the
+// one saved. It still resumes, as timm's does, but says so; SGD without momentum keeps no state,
+// so its checkpoints hold none and nothing is said.
+TEST(ResumeCheckpoint, NoOptimizerStateAfterUpdatesIsSaid) {
+  train::Config c = smoke_config();
+  ConvNeXt model(train::model_config_from(c), 51);
+  const std::string path = temp_file("no_opt_state.safetensors");
+  train::TrainState st;
+  st.epoch = 1;
+  st.updates = 7;
+  train::save_checkpoint(path, model, nullptr, st, train::to_yaml(c));
+  const auto log_of = [&](train::Optimizer& opt) {
+    auto stream = std::make_shared<std::ostringstream>();
+    auto saved = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
+    EXPECT_EQ(train::load_checkpoint(path, model, &opt).updates, 7);
+    spdlog::set_default_logger(saved);
+    return stream->str();
+  };
+  const auto groups = [&] {
+    return train::param_groups_weight_decay(model.named_tensors(), 1e-3, 0.05);
+  };
+  train::AdamW adamw(groups());
+  const std::string log = log_of(adamw);
+  EXPECT_NE(log.find("holds no optimizer state (optimizer.*) after 7 updates"), std::string::npos)
+      << log;
+  train::SGD plain(groups(), 0.0);
+  EXPECT_EQ(log_of(plain), "");
+  fs::remove(path);
+}
+
+// `--resume RUN/last.safetensors` with a later recovery.safetensors beside it (a run stopped inside
+// the next epoch) went on from last, redid the recovery's steps and removed it when the epoch
+// ended, unsaid. The resume now names the recovery and how to go on from it; a recovery that is
+// not further along, or another run's, is not mentioned.
+TEST(ResumeCheckpoint, ALaterRecoveryBesideTheCheckpointIsNamed) {
+  train::Config c = smoke_config();
+  ConvNeXt model(train::model_config_from(c), 52);
+  const fs::path dir = fs::path(temp_file("run_with_recovery"));
+  fs::create_directories(dir);
+  train::TrainState recovery;
+  recovery.epoch = 1;
+  recovery.step_in_epoch = 5;
+  recovery.run = "run-a";
+  train::save_checkpoint((dir / "recovery.safetensors").string(), model, nullptr, recovery,
+                         train::to_yaml(c));
+  train::TrainState last;
+  last.epoch = 1;
+  last.run = "run-a";
+  const std::string from = (dir / "last.safetensors").string();
+  const std::string note = train::newer_recovery_note(dir, from, last);
+  EXPECT_NE(note.find("recovery.safetensors (in epoch 2 after step 5) is further along than"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("resume with --resume " + (dir / "recovery.safetensors").string()),
+            std::string::npos)
+      << note;
+  train::TrainState later = last;
+  later.epoch = 2;
+  EXPECT_EQ(train::newer_recovery_note(dir, from, later), "");
+  train::TrainState other = last;
+  other.run = "run-b";
+  EXPECT_EQ(train::newer_recovery_note(dir, from, other), "");
+  fs::remove_all(dir);
 }

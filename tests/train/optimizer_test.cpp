@@ -207,6 +207,12 @@ TEST(AdamW, StateRoundTripThroughSafetensorsResumesExactly) {
   bad = f.tensors;
   bad["optim.b.exp_avg"] = test::random({4}, 2);
   EXPECT_THROW(resumed.load_state_dict(bad, "optim."), Error);
+  // b's state without w's: w would resume its moments from zero, unsaid
+  bad = f.tensors;
+  for (const char* k : {"optim.w.exp_avg", "optim.w.exp_avg_sq", "optim.w.step"}) bad.erase(k);
+  const std::string msg = test::error_of([&] { resumed.load_state_dict(bad, "optim."); });
+  EXPECT_NE(msg.find("1 of the 2 parameters have none (the first: 'optim.w.*')"), std::string::npos)
+      << msg;
 }
 
 TEST(SGD, MomentumNesterovAndWeightDecayMatchHandComputation) {

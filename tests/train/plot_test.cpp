@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "train/config.h"
 #include "train/plot.h"
+#include "train/summary.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -79,6 +80,16 @@ TEST_F(PlotTest, ReadsSummaryColumnsByName) {
   EXPECT_EQ(cols.at("epoch"), (std::vector<double>{1, 2, 3}));
   EXPECT_EQ(cols.at("eval_top1_ema"), (std::vector<double>{28, 52.5, 60.5}));
   EXPECT_EQ(cols.at("lr")[2], 1e-5);
+  // the same file saved with CR LF line ends (a spreadsheet on Windows): every value read, none
+  // ending in a CR that made it "not a number"
+  std::string crlf;
+  for (char ch : std::string(kSummary))
+    crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+  const auto cr_cols = train::read_csv_columns((run("crlf", crlf) / "summary.csv").string());
+  EXPECT_EQ(cr_cols, cols);
+  const train::SummaryLines kept = train::read_summary((root_ / "crlf/summary.csv").string(), 2);
+  ASSERT_EQ(kept.lines.size(), 2u);
+  EXPECT_EQ(kept.lines[1].find('\r'), std::string::npos) << "a resume rewrites the rows with LF";
   const fs::path bad = run("bad", "epoch,lr\n1,0.1\n2,fast\n");
   try {
     train::read_csv_columns((bad / "summary.csv").string());

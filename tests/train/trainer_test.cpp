@@ -175,7 +175,18 @@ TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
 
   EXPECT_EQ(lines(dir / "args.yaml"), args) << "a resume that trains nothing changes nothing";
 
-  again.epochs = 2;  // a longer schedule: trains epoch 2 in the same folder
+  // --stop-after-epoch counts the run's epochs: 1 on a run with 1 done trains nothing; it said
+  // "no training step in this session (it finished an evaluation)" and exited 0
+  again.epochs = 2;
+  train::TrainOptions stop_at_1 = quiet;
+  stop_at_1.stop_after_epoch = 1;
+  const std::string msg = hg::test::error_of([&] { train::train(again, stop_at_1); });
+  EXPECT_NE(msg.find("has done 1 epoch, so --stop-after-epoch 1 leaves nothing to train"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(lines(dir / "summary.csv"), summary);
+
+  // a longer schedule: trains epoch 2 in the same folder
   const train::TrainResult longer = train::train(again, quiet);
   EXPECT_EQ(lines(dir / "summary.csv").size(), summary.size() + 1);
   EXPECT_GT(longer.train_img_per_sec, 0.0);

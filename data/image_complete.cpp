@@ -1,0 +1,122 @@
+#include "data/image_complete.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+
+#include "data/jpeg_decode.h"
+
+namespace hg::data {
+
+namespace {
+
+uint32_t le16(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8; }
+uint32_t le32(const uint8_t* p) { return le16(p) | le16(p + 2) << 16; }
+uint32_t be32(const uint8_t* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+
+// A netpbm header's next decimal field after whitespace and '#' comments (to the end of their
+// line); nothing when the header ends or holds something else first.
+std::optional<uint64_t> pnm_field(const uint8_t* d, size_t n, size_t& i) {
+  for (;;) {
+    while (i < n && std::isspace(d[i])) ++i;
+    if (i < n && d[i] == '#') {
+      while (i < n && d[i] != '\n' && d[i] != '\r') ++i;
+      continue;
+    }
+    break;
+  }
+  if (i >= n || !std::isdigit(d[i])) return std::nullopt;
+  uint64_t v = 0;
+  for (; i < n && std::isdigit(d[i]); ++i) {
+    v = v * 10 + uint64_t(d[i] - '0');
+    if (v > (uint64_t(1) << 32)) return std::nullopt;  // no image of ours; stb names it
+  }
+  return v;
+}
+
+std::optional<uint64_t> pnm_file_size(const uint8_t* d, size_t n) {
+  size_t i = 2;  // after P5 / P6
+  const auto w = pnm_field(d, n, i), h = pnm_field(d, n, i), maxval = pnm_field(d, n, i);
+  if (!w || !h || !maxval || i >= n || !std::isspace(d[i])) return std::nullopt;
+  const uint64_t header = i + 1;  // one whitespace character ends it
+  const uint64_t channels = d[1] == '6' ? 3 : 1, sample = *maxval > 255 ? 2 : 1;
+  return header + *w * *h * channels * sample;
+}
+
+std::optional<uint64_t> bmp_file_size(const uint8_t* d, size_t n) {
+  if (n < 30) return std::nullopt;
+  const uint64_t offset = le32(d + 10), dib = le32(d + 14);
+  uint64_t width, height, bits, compression = 0;
+  if (dib == 12) {  // BITMAPCOREHEADER: 16-bit sizes
+    width = le16(d + 18);
+    height = le16(d + 20);
+    bits = le16(d + 24);
+  } else if (dib >= 40 && n >= 34) {
+    width = uint64_t(std::abs(int64_t(int32_t(le32(d + 18)))));
+    height = uint64_t(std::abs(int64_t(int32_t(le32(d + 22)))));  // negative: top-down rows
+    bits = le16(d + 28);
+    compression = le32(d + 30);
+  } else {
+    return std::nullopt;
+  }
+  // BI_RGB and BI_BITFIELDS store rows as they are; RLE (1, 2) and embedded JPEG / PNG do not
+  if ((compression != 0 && compression != 3) || width == 0 || height == 0 || bits == 0 || bits > 32)
+    return std::nullopt;
+  const uint64_t row = (width * bits + 7) / 8, stride = (width * bits + 31) / 32 * 4;
+  return offset + stride * (height - 1) + row;
+}
+
+}  // namespace
+
+std::optional<uint64_t> raster_file_size(ImageFormat format, const uint8_t* head, size_t n) {
+  if (format == ImageFormat::pnm) return pnm_file_size(head, n);
+  if (format == ImageFormat::bmp) return bmp_file_size(head, n);
+  return std::nullopt;
+}
+
+bool jpeg_reaches_end(const uint8_t* data, size_t size) {
+  if (!is_jpeg(data, size)) return false;
+  size_t i = 2;  // after the start-of-image marker
+  while (i < size) {
+    if (data[i] != 0xFF) return false;
+    while (i < size && data[i] == 0xFF) ++i;  // fill bytes
+    if (i >= size) return false;
+    const uint8_t marker = data[i++];
+    if (marker == 0xD9) return true;
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;  // no length
+    if (i + 2 > size) return false;
+    const size_t length = size_t(data[i]) << 8 | data[i + 1];  // counts its own two bytes
+    if (length < 2) return false;
+    i += length;
+    if (marker != 0xDA) continue;
+    // a scan's entropy-coded data: an FF there is a stuffed byte (FF 00) or a restart marker
+    // (FF D0 .. D7); any other FF starts the next marker
+    for (;;) {
+      if (i >= size) return false;
+      const void* ff = std::memchr(data + i, 0xFF, size - i);
+      if (ff == nullptr) return false;
+      i = size_t(static_cast<const uint8_t*>(ff) - data);
+      if (i + 1 >= size) return false;
+      const uint8_t next = data[i + 1];
+      if (next != 0x00 && !(next >= 0xD0 && next <= 0xD7)) break;
+      i += 2;
+    }
+  }
+  return false;
+}
+
+bool png_reaches_end(const uint8_t* data, size_t size) {
+  size_t i = 8;  // after the signature
+  while (i + 8 <= size) {
+    const uint64_t length = be32(data + i);
+    const bool iend = std::memcmp(data + i + 4, "IEND", 4) == 0;
+    const uint64_t next = uint64_t(i) + 12 + length;  // length, type, data, CRC
+    if (iend) return next <= size;
+    i = size_t(next);
+  }
+  return false;
+}
+
+}  // namespace hg::data

@@ -1,0 +1,36 @@
+// Whether an image file holds all of its data: a file cut short (a download or copy that stopped)
+// is named as such before a decoder sees it. stb_image reads past the end of a binary PGM / PPM or
+// an uncompressed BMP without an error (the missing pixels are zeros, or whatever the buffer held),
+// so those are measured against the size their header gives; a JPEG or PNG is complete when its
+// structure reaches its end marker, whatever bytes follow (zero padding, a video appended to a
+// "motion photo": PIL and libjpeg ignore them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "data/image.h"
+
+namespace hg::data {
+
+/// The bytes a binary PGM / PPM (P5 / P6: header, then width x height x channels samples of 1 byte,
+/// or 2 when maxval > 255) or an uncompressed BMP (BI_RGB / BI_BITFIELDS: bfOffBits, then |height|
+/// rows padded to 4 bytes; the last row's padding is not required) must hold, from the file's first
+/// `n` bytes `head` (512 cover any header but a PNM with long comments). Nothing for other formats,
+/// a compressed BMP (RLE), or a header that does not parse: the decoder judges those.
+std::optional<uint64_t> raster_file_size(ImageFormat format, const uint8_t* head, size_t n);
+
+/// True when `data` (a whole JPEG file) reaches an end-of-image marker (FF D9) by its structure:
+/// the segments after the start-of-image marker stepped over by their lengths (an EXIF thumbnail
+/// inside APP1 is not mistaken for the end), each scan's entropy-coded data up to the next marker
+/// (FF followed by neither the 00 of a stuffed byte nor a restart marker). False for a file cut
+/// short or a broken marker structure. Reads up to the marker: try jpeg_has_end_marker on the last
+/// bytes first.
+bool jpeg_reaches_end(const uint8_t* data, size_t size);
+
+/// True when `data` (a whole PNG file) reaches its IEND chunk (and the chunk's CRC) by walking the
+/// chunks from the signature by their lengths. False for a file cut short.
+bool png_reaches_end(const uint8_t* data, size_t size);
+
+}  // namespace hg::data
