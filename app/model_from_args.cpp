@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "core/similar_names.h"
 #include "models/config.h"
 #include "train/checkpoint.h"
 
@@ -127,6 +128,14 @@ void refuse_keys_that_change_nothing(const char* command, const std::vector<std:
     if (key.empty() || std::find(taken.begin(), taken.end(), key) != taken.end()) continue;
     std::string keys;
     for (const std::string& k : taken) keys += str(keys.empty() ? "" : ", ", k);
+    // a name that is no config key at all is a typo or a foreign option, not a key of no use here
+    const std::vector<std::string> all = train::config_keys();
+    if (std::find(all.begin(), all.end(), key) == all.end()) {
+      const std::vector<std::string> close = similar_names(key, taken);
+      throw Error(str(command, ": unknown option --", key,
+                      close.empty() ? std::string() : str(" (did you mean --", close[0], "?)"),
+                      "; the keys it takes: ", keys));
+    }
     throw Error(str(command, ": --", key, " changes nothing here: ", command, " ", why,
                     "; the keys it takes: ", keys));
   }

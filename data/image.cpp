@@ -154,6 +154,21 @@ std::string not_an_image_reason(const std::vector<uint8_t>& bytes) {
                              "convert it to a binary PGM (P5) or PNG"
                            : "a plain-text (ASCII) PPM (P3), which haargrad does not decode: "
                              "convert it to a binary PPM (P6) or PNG";
+  // formats one meets among downloaded images: named, not only shown as bytes
+  const auto starts = [&](size_t at, const char* magic) {
+    const size_t n = std::strlen(magic);
+    return bytes.size() >= at + n && std::memcmp(bytes.data() + at, magic, n) == 0;
+  };
+  const char* kind = starts(0, "GIF8")                                ? "a GIF"
+                     : starts(0, "RIFF") && starts(8, "WEBP")         ? "a WebP"
+                     : starts(0, "II*\0") || starts(0, "MM\0*")       ? "a TIFF"
+                     : starts(4, "ftypheic") || starts(4, "ftypmif1") ? "a HEIC"
+                     : starts(4, "ftypavif")                          ? "an AVIF"
+                                                                      : nullptr;
+  if (kind != nullptr)
+    return str(kind,
+               " file, which haargrad does not decode (it reads JPEG, PNG, BMP, PPM and PGM): "
+               "convert it, e.g. to PNG");
   std::string head;
   char hex[4];
   for (size_t i = 0; i < std::min<size_t>(8, bytes.size()); ++i) {

@@ -431,6 +431,13 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
       run_program("export " + ck + " --out " + file("e.safetensors") + " --epochs 3");
   EXPECT_NE(epochs.output.find("export: --epochs changes nothing here"), std::string::npos)
       << epochs.output;
+  // no config key at all: named unknown (it was "changes nothing here", as if it were a key)
+  const ProgramRun bogus =
+      run_program("export " + ck + " --out " + file("e.safetensors") + " --modle convnext_atto");
+  EXPECT_EQ(bogus.exit_code, 1);
+  EXPECT_NE(bogus.output.find("export: unknown option --modle (did you mean --model?)"),
+            std::string::npos)
+      << bogus.output;
   {
     autograd::NoGradGuard no_grad;
     Tensor w = model.stages[0]->blocks[0]->fc1.weight;

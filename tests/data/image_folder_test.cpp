@@ -180,6 +180,8 @@ TEST(ImageFolder, ScanNamesWhyAFileIsSkipped) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "empty file"},
       {"hello, I am text", "starts with bytes 68 65 6c 6c 6f 2c 20 49"},
+      {std::string("GIF89a\x01\0\x01\0", 10), "a GIF file, which haargrad does not decode"},
+      {std::string("RIFF\x10\0\0\0WEBPVP8 ", 16), "a WebP file, which haargrad does not decode"},
       {huge_png, "a 50000x50000 PNG: too large to decode"},
       {cap_png, "a 20000x20000 png: more than the 268435456 pixels allowed"}};
   for (const auto& [bytes, reason] : cases) {
