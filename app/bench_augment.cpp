@@ -89,7 +89,8 @@ AugmentRow time_it(const std::string& name, const AugmentOptions& o,
 }
 
 void run(const AugmentOptions& o) {
-  HG_CHECK(o.size > 0 && o.reps > 0 && o.warmup >= 0, "bench-augment: --size and --reps must be > 0, --warmup >= 0");
+  // the option values are checked by CLI11 (exit status 2); the spec before any timing
+  data::parse_rand_augment(o.spec);
   if (!o.output.empty()) train::check_output_file(o.output, "bench-augment: --output", "the rows");
   const data::Interp interp = data::parse_interp(o.interp);
   Generator gen(1);
@@ -171,6 +172,11 @@ void run(const AugmentOptions& o) {
       sink = sink + uint8_t(buf[0]);
     }));
   }
+  HG_CHECK(o.only.empty() || std::any_of(rows.begin(), rows.end(),
+                                         [](const AugmentRow& r) { return r.mean_us >= 0; }),
+           "bench-augment: --only '", o.only,
+           "' matches no row's name (e.g. 'op ', 'crop', "
+           "'RandAugment', 'transform')");
   if (!o.output.empty()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const AugmentRow& r : rows)
@@ -188,9 +194,16 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
       "bench-augment", "Time each CPU training augmentation (crop resample, every RandAugment op, ColorJitter, "
                        "random erasing, the whole transform) on one image, single thread: microseconds per image");
-  cmd->add_option("--size", o->size, "crop side in pixels")->capture_default_str();
-  cmd->add_option("--reps", o->reps, "timed calls per row")->capture_default_str();
-  cmd->add_option("--warmup", o->warmup, "untimed calls first")->capture_default_str();
+  // bounds as CLI11 checks: a bad value names its option and exits 2, as for every command
+  cmd->add_option("--size", o->size, "crop side in pixels (1 .. 4096)")
+      ->check(CLI::Range(int64_t(1), int64_t(4096)))
+      ->capture_default_str();
+  cmd->add_option("--reps", o->reps, "timed calls per row")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "untimed calls first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--magnitude", o->magnitude,
                   "RandAugment magnitude of the per-op rows (0 .. 100; timm's scale: 10 is its "
                   "default maximum, mmax)")

@@ -105,8 +105,13 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                   "nvjpeg_gpu (GPU transform; need CUDA, nvjpeg* need nvJPEG)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--bench-warmup", a->warmup, "untimed epochs first")->capture_default_str();
-  cmd->add_option("--bench-epochs", a->epochs, "timed epochs")->capture_default_str();
+  // bounds as CLI11 checks: a bad value names its option and exits 2 before any row is timed
+  cmd->add_option("--bench-warmup", a->warmup, "untimed epochs first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--bench-epochs", a->epochs, "timed epochs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--split", a->split, "train (train transforms) or val (eval transforms)")->capture_default_str();
   cmd->add_option("--output", a->output, "also write the rows as JSON to this file");
   cmd->allow_extras();  // everything else is a --key value config override

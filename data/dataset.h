@@ -63,6 +63,9 @@ class Dataset {
                                     const GpuTakes& gpu_takes = {}) const;
   /// One line for logs: kind, root, split, size, classes.
   virtual std::string describe() const = 0;
+  /// The classes' names by label, where the dataset has them (an image folder's class folders);
+  /// empty where labels are numbers only.
+  virtual std::vector<std::string> class_names() const { return {}; }
   /// Corrupt images skipped so far (at scan time and while loading).
   virtual int64_t corrupt_skipped() const { return 0; }
   /// Of corrupt_skipped(): files that passed the folder scan and failed to decode later, each read

@@ -73,6 +73,13 @@ std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg) {
   }
   auto val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
   check_classes(*val, cfg);
+  // as make_datasets says it in training: a model of more classes than the data names scores
+  // its other outputs as wrong answers, e.g. a checkpoint evaluated on another data set
+  if (val->num_classes() < cfg.num_classes)
+    spdlog::warn("make_val_dataset: num_classes is {} but {} has {} classes", cfg.num_classes,
+                 fs::is_directory(train_dir, ec) ? str("the train split ", train_dir.string())
+                                                 : str("the validation split"),
+                 val->num_classes());
   return val;
 }
 

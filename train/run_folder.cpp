@@ -215,6 +215,16 @@ bool stopped_early(const Candidate& c) {
 
 fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* made) {
   std::error_code ec;
+  // one folder, one run: a run folder inside another run's would be moved, copied or deleted with
+  // it, and a resume auto of the outer output root would find the inner one
+  for (fs::path p = fs::absolute(root / name, ec).parent_path(); !ec && !p.empty();
+       p = p.parent_path()) {
+    HG_CHECK(!fs::exists(p / kRunMarker, ec), "cannot create a run folder in '",
+             (root / name).parent_path().string(), "': '", p.string(),
+             "' is a run's folder (it holds ", kRunMarker,
+             "); give an output folder outside every run's folder");
+    if (p == p.parent_path()) break;
+  }
   for (int i = 1; i <= 100000; ++i) {
     const fs::path dir = root / (i == 1 ? name : name + "-" + std::to_string(i));
     fs::create_directories(dir.parent_path(), ec);
@@ -223,6 +233,11 @@ fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* m
       std::string why = ec.message();
       std::error_code e2;
       for (fs::path p = dir.parent_path(); !p.empty(); p = p.parent_path()) {
+        if (fs::is_symlink(p, e2) && !fs::exists(p, e2)) {
+          why = str("'", p.string(), "' is a symbolic link to '", fs::read_symlink(p, e2).string(),
+                    "', which does not exist");
+          break;
+        }
         if (fs::exists(p, e2) && !fs::is_directory(p, e2)) {
           why = str("'", p.string(), "' is a file, not a folder");
           break;

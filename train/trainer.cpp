@@ -8,6 +8,7 @@
 #include "train/trainer.h"
 
 #include <unistd.h>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -347,7 +348,7 @@ std::optional<TrainResult> already_finished(const Session& s) {
   done.data_img_per_sec = done.data_wait_fraction = -1;
   double inv_rate = 0;
   int64_t rated = 0;
-  for (const SummaryRow& row : read_summary(s.paths.summary.string(), s.cfg.epochs).rows) {
+  for (const SummaryRow& row : read_summary(s.paths.summary.string(), done_epochs).rows) {
     done.last_top1 = row.eval_top1;
     done.last_top5 = row.eval_top5;
     if (row.img_per_sec > 0) inv_rate += 1 / row.img_per_sec, ++rated;
@@ -1166,6 +1167,39 @@ std::optional<TrainResult> stopped_during_startup(Session& s, bool stopped = sto
   return r;
 }
 
+// Every rank must read the same images: each host may hold its own copy of the data (data_dir
+// differs), but the sampler splits one index range, so a rank with another number of images has
+// another number of steps (a collective then waits on a rank that left the epoch: MPI aborted
+// with a corrupted heap), and another class list gives the same label to other classes, unsaid.
+// Every rank sees every rank's figures, so all of them stop with the same message.
+void check_ranks_same_data(const Session& s) {
+  if (dist::size() == 1) return;
+  const auto hash = [](const std::vector<std::string>& names) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the names, each ended by a 0 byte
+    for (const std::string& n : names)
+      for (const char ch : n + '\0') h = (h ^ uint8_t(ch)) * 1099511628211ull;
+    return h;
+  };
+  const std::vector<std::string> names = s.ds.train->class_names();
+  const std::vector<uint64_t> mine{uint64_t(s.ds.train->size()), uint64_t(s.ds.val->size()),
+                                   uint64_t(s.ds.train->num_classes()), hash(names)};
+  const std::vector<uint64_t> all = dist::all_gather(mine, "data sizes");
+  for (int r = 1; r < dist::size(); ++r) {
+    const uint64_t* o = all.data() + size_t(r) * mine.size();
+    if (std::equal(o, o + mine.size(), all.data())) continue;
+    const uint64_t* z = all.data();
+    throw Error(str("data: rank ", r, " reads other data than rank 0: train split ", o[0],
+                    " images (rank 0: ", z[0], "), validation ", o[1], " (", z[1], "), ", o[2],
+                    " classes (", z[2], ")",
+                    o[3] != z[3] && o[2] == z[2] ? ", the class names differ" : "",
+                    "; every rank must read the same images (each host's data_dir a copy of one "
+                    "data set): ",
+                    dist::rank() == r || dist::rank() == 0
+                        ? str("this rank's train split: ", s.ds.train->describe())
+                        : std::string("see ranks 0 and ", r)));
+  }
+}
+
 // From the first step on, a stop signal writes a recovery checkpoint; under mpirun only if every
 // rank finishes the step, which the handler's message must not promise (a rank that died, e.g.
 // killed by the OOM killer, leaves the others unable to finish it). The handler's line changes in
@@ -1197,6 +1231,7 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
     return *done;
   }
   open_data(s);  // a large image folder takes a while to list: ask again after it
+  check_ranks_same_data(s);
   if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
   reconcile_resumed_settings(s);
   s.config_yaml = to_yaml(s.cfg);

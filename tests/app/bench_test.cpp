@@ -224,5 +224,30 @@ TEST_F(BenchCommand, AnOutputFileInAMissingFolderFailsBeforeRunning) {
   EXPECT_EQ(augment.output.find("mean us"), std::string::npos) << "a row ran: " << augment.output;
 }
 
+// bench-augment / bench-data option values out of range said one generic sentence (or named a
+// training config's keys) with exit status 1; a bad RandAugment spec was found after every op
+// row had been timed; --only matching nothing printed an empty table and exited 0.
+TEST_F(BenchCommand, BenchAugmentAndBenchDataNameTheirBadOptions) {
+  for (const auto& [args, option] : std::vector<std::pair<std::string, std::string>>{
+           {"bench-augment --reps -3", "--reps"},
+           {"bench-augment --size 100000", "--size"},
+           {"bench-augment --warmup -1", "--warmup"},
+           {"bench-data " + std::string(HAARGRAD_SOURCE_DIR) +
+                "/configs/smoke.yaml --bench-epochs 0",
+            "--bench-epochs"}}) {
+    const ProgramRun r = run_program(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(option), std::string::npos) << r.output;
+  }
+  const ProgramRun spec = run_program("bench-augment --size 16 --reps 1 --warmup 0 --spec garbage");
+  EXPECT_EQ(spec.exit_code, 1) << spec.output;
+  EXPECT_NE(spec.output.find("RandAugment spec 'garbage'"), std::string::npos) << spec.output;
+  EXPECT_EQ(spec.output.find("mean us"), std::string::npos) << "a row ran: " << spec.output;
+  const ProgramRun only = run_program("bench-augment --size 16 --reps 1 --warmup 0 --only zzz");
+  EXPECT_EQ(only.exit_code, 1) << only.output;
+  EXPECT_NE(only.output.find("--only 'zzz' matches no row's name"), std::string::npos)
+      << only.output;
+}
+
 }  // namespace
 }  // namespace hg

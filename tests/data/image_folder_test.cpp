@@ -496,7 +496,24 @@ TEST(ImageFolder, ValidationSplitAlone) {
   ASSERT_EQ(val->size(), 2);
   EXPECT_EQ(val->get(0).label, 1);  // b is the train split's second class
   EXPECT_EQ(val->get(1).label, 2);
+  // a checkpoint of more classes than the data names (validate of another data set) is said, as
+  // training says it; one of as many is not
+  const auto log_of = [&](int64_t classes) {
+    cfg.num_classes = classes;
+    auto stream = std::make_shared<std::ostringstream>();
+    auto saved = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
+    hg::data::make_val_dataset(cfg);
+    spdlog::set_default_logger(saved);
+    return stream->str();
+  };
+  EXPECT_EQ(log_of(3), "");
+  const std::string more = log_of(5);
+  EXPECT_NE(more.find("num_classes is 5 but the train split"), std::string::npos) << more;
+  EXPECT_NE(more.find("has 3 classes"), std::string::npos) << more;
   fs::remove_all(tmp.path() / "train");
+  cfg.num_classes = 1000;
   val = hg::data::make_val_dataset(cfg);
   EXPECT_EQ(val->get(0).label, 0);  // its own folders: b first
 }

@@ -234,6 +234,43 @@ TEST_F(MpiTrain, RanksMustRunOneConfigAndResumeAutoPicksOnce) {
   }
 }
 
+// Each host may read its own copy of the data (data_dir differs), but the copies must hold the
+// same images: with another number of images a rank had other steps per epoch (MPI then aborted
+// with a corrupted heap, no message of ours), with other class names the same label meant other
+// classes, unsaid. Both ranks stop at start-up, naming the difference.
+TEST_F(MpiTrain, RanksMustReadTheSameData) {
+  test::TempDir tmp;
+  const auto folder = [&](const std::string& root, const std::vector<std::string>& classes,
+                          int per_class) {
+    for (const std::string& c : classes)
+      for (const char* split : {"train", "validation"}) {
+        fs::create_directories(tmp.path() / root / split / c);
+        for (int i = 0; i < (std::string(split) == "train" ? per_class : 1); ++i)
+          data::write_png(tmp / (root + "/" + split + "/" + c + "/" + std::to_string(i) + ".png"),
+                          test::random_image(8, 8, 3, static_cast<uint64_t>(i + 1)));
+      }
+    return (tmp.path() / root).string();
+  };
+  const std::string a = folder("a", {"c0", "c1"}, 4), more = folder("more", {"c0", "c1"}, 5),
+                    named = folder("named", {"c0", "c2"}, 4);
+  const auto args = [&](const std::string& dir) {
+    return " train " HAARGRAD_SOURCE_DIR
+           "/configs/smoke.yaml --plain --device cpu --workers 0"
+           " --dataset image_folder --img_size 8 --num_classes 2 --batch_size 2"
+           " --max_steps_per_epoch 0 --epochs 1 --dist_timeout 60 --output " +
+           (tmp.path() / "out").string() + " --data_dir " + dir;
+  };
+  for (const auto& [other, said] : std::vector<std::pair<std::string, std::string>>{
+           {more, "train split 10 images (rank 0: 8)"}, {named, "the class names differ"}}) {
+    const auto r = test::run_command(
+        test::mpirun(1) + kProgram + args(a) + " : -np 1 " + kProgram + args(other), 120);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("rank 1 reads other data than rank 0"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(said), std::string::npos) << r.output;
+    EXPECT_LT(r.seconds, 50.0) << "a rank waited for the timeout";
+  }
+}
+
 // One rank meets a truncated image (corrupt_images: error) while the other waits in a collective:
 // the run ends on both, with the failing rank's message, well before any timeout.
 TEST_F(MpiTrain, ARankThatThrowsStopsTheRun) {

@@ -561,6 +561,27 @@ TEST_F(Faults, AnOutputRootUnderAFileNamesTheFile) {
                              (root_ / "runs").string() + "' is a file, not a folder");
   }
   EXPECT_EQ(slurp(root_ / "runs"), "a file\n");
+  // a symbolic link whose target is gone said "File exists"
+  fs::create_symlink(root_ / "gone", root_ / "link");
+  const std::string msg = error_of([&] { train::claim_run_folder(root_ / "link", "smoke"); });
+  EXPECT_CONTAINS(msg, "'" + (root_ / "link").string() + "' is a symbolic link to '" +
+                           (root_ / "gone").string() + "', which does not exist");
+}
+
+// One folder, one run: a run folder inside another run's (an --output or an experiment name
+// leading into it) was made, then moved, copied or deleted with the outer run, and found by a
+// resume auto of the outer root. Refused, naming the run's folder.
+TEST_F(Faults, NoRunFolderInsideAnotherRunsFolder) {
+  const fs::path run = train::claim_run_folder(root_, "outer");
+  for (const auto& [out, name] : std::vector<std::pair<fs::path, std::string>>{
+           {run, "smoke"}, {root_, "outer/nested"}, {run / "deeper", "smoke"}}) {
+    const std::string msg = error_of([&] { train::claim_run_folder(out, name); });
+    EXPECT_CONTAINS(msg, "'" + run.string() + "' is a run's folder (it holds " +
+                             std::string(train::kRunMarker) + ")");
+  }
+  EXPECT_FALSE(fs::exists(run / "smoke"));
+  EXPECT_FALSE(fs::exists(run / "deeper"));
+  EXPECT_FALSE(fs::exists(run / "nested"));
 }
 
 TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {

@@ -28,6 +28,7 @@
 #include "train/plot.h"
 #include "train/run_folder.h"
 #include "train/stop_signal.h"
+#include "train/summary.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -1003,6 +1004,15 @@ TEST_F(TrainerTest, AFinishedRunResumedWithFewerEpochsSaysHowManyItRan) {
   EXPECT_NE(warning.find("this run has done 2 epochs, more than epochs 1"), std::string::npos)
       << warning;
   EXPECT_NE(warning.find("set --epochs above 2"), std::string::npos) << warning;
+  // the result is the run's, as summary.csv holds it: epoch 2's evaluation and the rate over
+  // both epochs (the file was read up to the new --epochs: epoch 1's row alone)
+  const train::SummaryLines run =
+      train::read_summary((fs::path(ra.run_dir) / "summary.csv").string(), 2);
+  ASSERT_EQ(run.rows.size(), 2u);
+  EXPECT_EQ(again.last_top1, run.rows[1].eval_top1);
+  EXPECT_EQ(again.last_top5, run.rows[1].eval_top5);
+  EXPECT_DOUBLE_EQ(again.train_img_per_sec,
+                   2 / (1 / run.rows[0].img_per_sec + 1 / run.rows[1].img_per_sec));
 }
 
 // args.yaml edited to change a key that shapes the results is caught against the checkpoint's
