@@ -162,6 +162,16 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
     r.source = "the config defaults and --model (the checkpoint stores no config)";
   }
   train::apply_overrides(r.config, overrides);
+  // a model key given on the command line is named with the config it changed: the mismatch is
+  // then the command line's (`export ck --model convnext_atto` blamed the stored config)
+  std::string model_overrides;
+  for (const std::string& o : overrides) {
+    const std::string key = override_key(o);
+    if (!key.empty() && std::find(std::begin(train::kModelKeys), std::end(train::kModelKeys),
+                                  key) != std::end(train::kModelKeys))
+      model_overrides += str(model_overrides.empty() ? "" : ", ", "--", key);
+  }
+  if (!model_overrides.empty()) r.source += str(" with the command line's ", model_overrides);
   check_fits_file(r, checkpoint);
   return r;
 }

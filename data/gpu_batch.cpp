@@ -103,11 +103,21 @@ GpuBatchMaker::GpuBatchMaker(const Transform& t, DecodeBackend decode, int64_t c
            t.options().mean.size(), " channels, the data ", channels);
   HG_CHECK(dtype == DType::f32 || dtype == DType::bf16, "gpu_augment: dtype must be f32 or bf16, got ",
            dtype_name(dtype));
-  check_gpu_augment(t.options());
+  // the device first: on a machine without one, what else the transform asks is beside the point
+  const std::string keys = decode == DecodeBackend::cpu
+                               ? std::string("gpu_augment: false")
+                               : std::string("decode: cpu (nvjpeg decoding implies gpu_augment)");
 #ifndef HAARGRAD_WITH_CUDA
-  throw Error("gpu_augment: this build has no CUDA backend (configure with -DHAARGRAD_CUDA=ON)");
+  throw Error(
+      str("gpu_augment: this build has no CUDA backend (configure with -DHAARGRAD_CUDA=ON), "
+          "so the batch cannot be made on a GPU; set ",
+          keys));
 #else
-  HG_CHECK(cuda::available(), "gpu_augment: no usable CUDA device");
+  HG_CHECK(cuda::available(),
+           "gpu_augment: no usable CUDA device, so the batch cannot be made on a "
+           "GPU; set ",
+           keys);
+  check_gpu_augment(t.options());
   events_ = std::make_unique<StageEvents>();
   if (decode != DecodeBackend::cpu) {
     NvjpegOptions o;

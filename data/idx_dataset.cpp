@@ -47,12 +47,17 @@ IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
   HG_CHECK(bytes.size() >= header, "IDX: '", path, "' is truncated inside its header");
   IdxArray out;
   size_t expect = 1;
-  for (size_t d = 0; d < ndim; ++d) {
-    out.dims.push_back(be32(4 + 4 * d));
-    expect *= static_cast<size_t>(out.dims.back());
+  for (size_t d = 0; d < ndim; ++d) out.dims.push_back(be32(4 + 4 * d));
+  // a product past 64 bits is named, not wrapped (40 x 2^31 x 2^30 wrapped to 0, matched an empty
+  // file and failed later as "out of host memory")
+  bool wraps = false;
+  for (const int64_t dim : out.dims) {
+    wraps = wraps || (dim != 0 && expect > SIZE_MAX / static_cast<size_t>(dim));
+    expect *= static_cast<size_t>(dim);
   }
-  HG_CHECK(bytes.size() - header == expect, "IDX: '", path, "' has ", bytes.size() - header,
-           " data bytes, its header ", shape_str(out.dims), " says ", expect);
+  HG_CHECK(!wraps && bytes.size() - header == expect, "IDX: '", path, "' has ",
+           bytes.size() - header, " data bytes, its header ", shape_str(out.dims), " says ",
+           wraps ? std::string("more than 2^64") : std::to_string(expect));
   out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
   return out;
 }

@@ -78,7 +78,9 @@ void ModelConfig::validate() const {
   }
   HG_CHECK(drop_path_rate >= 0 && drop_path_rate < 1, "model config: drop_path_rate must be in [0, 1), got ",
            drop_path_rate);
-  HG_CHECK(!ls_init_value || std::isfinite(*ls_init_value), "model config: ls_init_value must be finite, got ",
+  // as the f32 parameter holds it: 1e39 is a finite double and an infinite float
+  HG_CHECK(!ls_init_value || std::isfinite(static_cast<float>(*ls_init_value)),
+           "model config: ls_init_value must be finite as an f32 (|v| < 3.4e38), got ",
            *ls_init_value);
   HG_CHECK(num_classes > 0, "model config: num_classes must be > 0, got ", num_classes);
   HG_CHECK(in_chans > 0, "model config: in_chans must be > 0, got ", in_chans);

@@ -173,9 +173,11 @@ const std::vector<Field>& table() {
        "nvjpeg_gpu (no hardware); nvjpeg* imply gpu_augment"},
       {"crop_pct", &Config::crop_pct, left_open(0, 1),
        "eval: resize the shorter side to img_size / crop_pct, then centre-crop"},
-      {"mean", &Config::mean, any().len(1, 3),
+      // bounds far past any data's, so that a value the f32 normalisation cannot use (1e39: inf;
+      // a std of 1e-50: 0) is named here, not met as a non-finite loss
+      {"mean", &Config::mean, closed(-1e6, 1e6).len(1, 3),
        "per-channel mean subtracted from [0, 1] pixels (one value: every channel, as timm)"},
-      {"std", &Config::std, above(0).len(1, 3),
+      {"std", &Config::std, closed(1e-6, 1e6).len(1, 3),
        "per-channel standard deviation pixels are divided by (one value: every channel)"},
       {"hflip", &Config::hflip, closed(0, 1), "horizontal flip probability (train)"},
       {"scale", &Config::scale, left_open(0, 1).len(2, 2),

@@ -279,7 +279,11 @@ void open_run_folder(Session& s) {
       const int err = errno;
       HG_CHECK(created && fs::remove(probe, ec), "resume: the run folder ", run_dir.string(),
                " cannot be written (", created ? ec.message() : std::strerror(err),
-               "): its checkpoints and summary.csv could not be saved");
+               "): its checkpoints and summary.csv could not be saved; to go on from it "
+               "elsewhere, copy ",
+               s.resume_path,
+               " out of the run folder and resume the copy "
+               "(it goes on in a new run folder under output)");
     }
   }
   // no bar under mpirun: it gives rank 0 a pseudo-terminal even when its output goes to a file,
@@ -1225,6 +1229,16 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
     check_initial_checkpoint(s.cfg.initial_checkpoint);
   open_run_folder(s);
   if (!lr_note.empty()) spdlog::info("{}", lr_note);
+  // WTConv keys on a model without WTConv layers change nothing, though args.yaml records them
+  const Config& c = s.cfg;
+  if (dist::is_main() && !model_config(c.model).wtconv &&
+      (!c.wt_levels.empty() || c.wtconv_mode != "fused"))
+    spdlog::warn(
+        "{}{}change{} nothing: model {} has no WTConv layers (only wtconvnext_* models "
+        "take them)",
+        c.wt_levels.empty() ? "" : str("wt_levels ", shape_str(c.wt_levels), " "),
+        c.wtconv_mode == "fused" ? "" : str("wtconv_mode ", c.wtconv_mode, " "),
+        !c.wt_levels.empty() && c.wtconv_mode != "fused" ? "" : "s", c.model);
   if (std::optional<TrainResult> done = already_finished(s)) {
     // a finished copy resumed into a new folder: nothing was trained there, nothing stays
     if (give_back_folder(s)) done->run_dir.clear();

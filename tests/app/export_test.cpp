@@ -438,6 +438,14 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
   EXPECT_NE(bogus.output.find("export: unknown option --modle (did you mean --model?)"),
             std::string::npos)
       << bogus.output;
+  // a model the command line asked for is named as the command line's, not the stored config's
+  const ProgramRun other =
+      run_program("export " + ck + " --out " + file("e.safetensors") + " --dims 480,960");
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.output.find("the model of the config stored in " + ck +
+                              " with the command line's --dims ("),
+            std::string::npos)
+      << other.output;
   {
     autograd::NoGradGuard no_grad;
     Tensor w = model.stages[0]->blocks[0]->fc1.weight;

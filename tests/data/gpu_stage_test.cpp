@@ -255,5 +255,13 @@ TEST(GpuStage, LoaderRefusals) {
   m = message_of([&] { DataLoader dl(ds, Transform(t), o); });
   if (!m.empty()) {
     EXPECT_NE(m.find("CUDA"), std::string::npos) << m;
+    EXPECT_NE(m.find("set gpu_augment: false"), std::string::npos) << m;
+    // decode: nvjpeg on such a machine named color_jitter (a CPU-only op) first, then "no usable
+    // CUDA device" without the key that asked for the GPU: the device first, and the key
+    t.color_jitter = 0.4;
+    o.decode = DecodeBackend::nvjpeg;
+    m = message_of([&] { DataLoader dl(ds, Transform(t), o); });
+    EXPECT_NE(m.find("CUDA"), std::string::npos) << m;
+    EXPECT_NE(m.find("set decode: cpu"), std::string::npos) << m;
   }
 }

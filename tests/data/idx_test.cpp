@@ -103,6 +103,16 @@ TEST(Idx, BrokenFilesNameTheFile) {
   EXPECT_NE(msg.find("short"), std::string::npos) << msg;
   EXPECT_NE(msg.find("3 data bytes"), std::string::npos) << msg;
 
+  // sizes whose product wraps to 0 in 64 bits (40 x 2^31 x 2^30): it read as 40 images of
+  // 2147483648 x 1073741824 and failed later as "out of host memory"
+  hg::test::write_bytes(tmp / "huge", be32(0x803) + be32(40) + be32(0x80000000u) + be32(1u << 30));
+  msg = error_of([&] { hg::data::read_idx(tmp / "huge", 0x803); });
+  EXPECT_NE(msg.find("'" + (tmp / "huge") +
+                     "' has 0 data bytes, its header [40, 2147483648, "
+                     "1073741824] says more than 2^64"),
+            std::string::npos)
+      << msg;
+
   msg = error_of([&] { hg::data::read_idx(tmp / "good.gz", 0x803); });
   EXPECT_NE(msg.find("magic"), std::string::npos) << msg;
   EXPECT_NE(msg.find("good.gz"), std::string::npos) << msg;

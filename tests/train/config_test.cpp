@@ -254,6 +254,12 @@ TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
   const std::string odd = load_error("cutmix: 1.0\nbatch_size: 3\n");
   expect_contains(odd, {"'batch_size'", "line 2", "'cutmix'", "line 1", "must be even"});
   EXPECT_EQ(odd.find("'mixup'"), std::string::npos) << odd;
+  // values the f32 normalisation or layer scale cannot hold (std 1e-50 is 0 as a float, 1e39
+  // infinite) were accepted and met as a non-finite loss naming no key
+  expect_contains(load_error("std: [1e-50]\n"), {"'std'", "line 1"});
+  expect_contains(load_error("mean: [1e39]\n"), {"'mean'", "line 1"});
+  expect_contains(load_error("ls_init_value: 1e39\n"),
+                  {"'ls_init_value'", "must be finite as an f32"});
   // a size the sampler's permutation cannot hold is named, not "out of host memory"
   expect_contains(load_error("synthetic_size: 100000000000\n"), {"'synthetic_size'", "line 1"});
   expect_contains(load_error("opt: sgd\nmomentum: 0\n"),

@@ -1209,3 +1209,25 @@ TEST_F(TrainerTest, LrZeroTrainsWithoutMovingAWeight) {
         << slurp(run / "log.txt");
   }
 }
+
+// wt_levels / wtconv_mode on a ConvNeXt model changed nothing, unsaid, while the run's args.yaml
+// recorded them (timm's create_model refuses a keyword its model does not take; here the key
+// stays valid, as a run's args.yaml may carry it, and the run says it is unused).
+TEST(TrainerWarnings, WTConvKeysOnAConvNeXtAreSaidToChangeNothing) {
+  const fs::path root = fs::temp_directory_path() / ("hg_wt_keys_" + std::to_string(::getpid()));
+  train::Config c = smoke_config(root.string());
+  c.model = "convnext_atto";
+  c.depths = {1, 1};
+  c.dims = {8, 16};
+  c.wt_levels = {3, 3};
+  c.epochs = 1;
+  c.max_steps_per_epoch = 1;
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  const train::TrainResult r = train::train(c, quiet);
+  const std::string log = slurp(fs::path(r.run_dir) / "log.txt");
+  EXPECT_NE(log.find("wt_levels [3, 3] changes nothing: model convnext_atto has no WTConv layers"),
+            std::string::npos)
+      << log;
+  fs::remove_all(root);
+}
