@@ -146,8 +146,17 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   for (const std::string& k : kSessionKeys)
     if (k != "resume" && value_text(recorded, k) != value_text(session, k))
       shown += str(shown.empty() ? "" : ", ", k, " ", value_text(recorded, k), " -> ", value_text(session, k));
+  // "this session only" is not true of what it deletes: a lower checkpoint_hist removes the
+  // run's checkpoints beyond it when this session's first epoch ends
+  const bool fewer =
+      session.checkpoint_hist > 0 && recorded.checkpoint_hist > session.checkpoint_hist;
   if (!shown.empty())
-    out.notes.push_back(str("resume: settings of this session only: ", shown, " (args.yaml keeps the run's)"));
+    out.notes.push_back(
+        str("resume: settings of this session only: ", shown, " (args.yaml keeps the run's)",
+            fewer ? str("; checkpoint_hist ", session.checkpoint_hist,
+                        " removes the run's checkpoint-N files beyond its best ",
+                        session.checkpoint_hist, " when this session's first epoch ends")
+                  : std::string()));
   return out;
 }
 

@@ -1020,9 +1020,18 @@ void rotate_history(Session& s, int64_t epoch) {
   for (int64_t victim : history_to_delete(kept, s.cfg.checkpoint_hist)) {
     std::error_code ec;
     fs::remove(dir / history_file_name(victim), ec);
-    if (ec)
+    if (ec) {
       spdlog::warn("checkpoint_hist: cannot remove {}: {}",
                    (dir / history_file_name(victim)).string(), ec.message());
+    } else if (s.resumed && victim <= s.resumed->epoch) {
+      // an earlier session's file, gone because this session keeps fewer: said where it happens
+      spdlog::warn("checkpoint_hist {}: removed {} (an earlier session's; not among the best {})",
+                   s.cfg.checkpoint_hist, (dir / history_file_name(victim)).string(),
+                   s.cfg.checkpoint_hist);
+    } else {
+      spdlog::info("checkpoint_hist: removed {} (not among the best {})", history_file_name(victim),
+                   s.cfg.checkpoint_hist);
+    }
   }
 }
 

@@ -853,6 +853,35 @@ TEST_F(Faults, RotationAfterAResumeKeepsTheBest) {
   EXPECT_EQ(state_of(dir / "checkpoint-1.safetensors").eval_top1, 100.0);
 }
 
+// A resume with a lower checkpoint_hist, called a setting "of this session only", removed the
+// run's older checkpoint-N files unsaid. The resume's note says it will, and the removal of an
+// earlier session's file is a warning naming it in the run's log.
+TEST_F(Faults, ALowerCheckpointHistOnAResumeSaysWhatItRemoves) {
+  train::Config c = smoke("h", 3);
+  c.checkpoint_hist = 3;
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 2;
+  train::train(c, first);
+  const fs::path dir = root_ / "h";
+  c.checkpoint_hist = 1;
+  c.resume = (dir / "last.safetensors").string();
+  train::train(c, quiet_);
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_CONTAINS(log,
+                  "checkpoint_hist 3 -> 1 (args.yaml keeps the run's); checkpoint_hist 1 "
+                  "removes the run's checkpoint-N files beyond its best 1");
+  int kept = 0;
+  for (int e = 1; e <= 3; ++e) {
+    const fs::path f = dir / train::history_file_name(e);
+    if (fs::exists(f)) {
+      ++kept;
+    } else if (e <= 2) {
+      EXPECT_CONTAINS(log, "checkpoint_hist 1: removed " + f.string() + " (an earlier session's");
+    }
+  }
+  EXPECT_EQ(kept, 1);
+}
+
 // checkpoint_hist rotates the run's own files only: a checkpoint-N copied in from another run and
 // an unreadable one are left alone (noted), never deleted on a guess.
 TEST_F(Faults, RotationLeavesFilesItDidNotWriteAlone) {
