@@ -331,6 +331,7 @@ std::string timm_spelling(const std::string& key) {
       {"input_size", "timm's --input-size is --img-size and --in-chans here"},
       {"data", "timm's --data is --data-dir here"},
       {"drop_path_rate", "timm's drop_path_rate (a model argument) is --drop-path here"},
+      {"vflip", "timm's --vflip (vertical flip, off in its defaults) is not supported: hflip is"},
       {"class_map",
        "timm's class_map is not supported: the class index is the class folder's position in "
        "sorted order (torchvision's ImageFolder), the same in both splits; name the folders so "
@@ -686,13 +687,14 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   if (!c.wt_levels.empty() && !c.depths.empty() && c.wt_levels.size() != c.depths.size())
     pair_fail("wt_levels", "depths",
               str("wt_levels has ", c.wt_levels.size(), " stages, depths has ", c.depths.size()));
+  // in_chans 2 first: a mean of 2 values would not make it valid, so the mean is not the point
+  if (c.in_chans == 2) fail("in_chans", location(locs, "in_chans"), "expected 1 or 3, got 2");
   if (static_cast<int64_t>(c.mean.size()) != c.in_chans)
     pair_fail("mean", "in_chans",
               str("mean has ", c.mean.size(), " values, in_chans is ", c.in_chans));
   if (static_cast<int64_t>(c.std.size()) != c.in_chans)
     pair_fail("std", "in_chans",
               str("std has ", c.std.size(), " values, in_chans is ", c.in_chans));
-  if (c.in_chans == 2) fail("in_chans", location(locs, "in_chans"), "expected 1 or 3, got 2");
   if (c.scale[0] > c.scale[1])
     fail("scale", location(locs, "scale"),
          str("expected [min, max], got min ", c.scale[0], " > max ", c.scale[1]));

@@ -483,6 +483,10 @@ std::string run_marker_owner(const fs::path& dir) {
 }
 
 ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& experiment, int64_t epochs) {
+  std::error_code ec;
+  // an output root that is a file holds no run: said as such, not as a run without checkpoints
+  HG_CHECK(!fs::exists(root, ec) || fs::is_directory(root, ec), "resume auto: the output ",
+           root.string(), " is a file, not a folder of runs");
   std::vector<Candidate> found;
   std::vector<std::string> unreadable, in_use;
   for (const fs::path& dir : family_folders(root, experiment)) {

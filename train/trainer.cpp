@@ -1248,6 +1248,10 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
         c.wt_levels.empty() ? "" : str("wt_levels ", shape_str(c.wt_levels), " "),
         c.wtconv_mode == "fused" ? "" : str("wtconv_mode ", c.wtconv_mode, " "),
         !c.wt_levels.empty() && c.wtconv_mode != "fused" ? "" : "s", c.model);
+  if (dist::is_main() && c.num_classes == 1)
+    spdlog::warn(
+        "num_classes 1: every prediction is the one class, so the loss is 0 and top-1 "
+        "100% whatever the weights: nothing is learned (as in timm)");
   if (std::optional<TrainResult> done = already_finished(s)) {
     // a finished copy resumed into a new folder: nothing was trained there, nothing stays
     if (give_back_folder(s)) done->run_dir.clear();

@@ -254,6 +254,12 @@ TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
   const std::string odd = load_error("cutmix: 1.0\nbatch_size: 3\n");
   expect_contains(odd, {"'batch_size'", "line 2", "'cutmix'", "line 1", "must be even"});
   EXPECT_EQ(odd.find("'mixup'"), std::string::npos) << odd;
+  // timm's vflip is named as such (it was "did you mean 'hflip'?", a different flip)
+  expect_contains(load_error("vflip: 0.5\n"), {"'vflip'", "timm's --vflip", "not supported"});
+  // in_chans 2 was called a mean problem first ("mean has 3 values, in_chans is 2")
+  const std::string two = load_error("in_chans: 2\n");
+  expect_contains(two, {"'in_chans'", "expected 1 or 3, got 2"});
+  EXPECT_EQ(two.find("'mean'"), std::string::npos) << two;
   // values the f32 normalisation or layer scale cannot hold (std 1e-50 is 0 as a float, 1e39
   // infinite) were accepted and met as a non-finite loss naming no key
   expect_contains(load_error("std: [1e-50]\n"), {"'std'", "line 1"});

@@ -561,6 +561,10 @@ TEST_F(Faults, AnOutputRootUnderAFileNamesTheFile) {
                              (root_ / "runs").string() + "' is a file, not a folder");
   }
   EXPECT_EQ(slurp(root_ / "runs"), "a file\n");
+  // resume auto there said "no run of experiment 'smoke' (runs/smoke ...) has a last.safetensors"
+  EXPECT_CONTAINS(
+      error_of([&] { train::pick_resume_checkpoint(root_ / "runs", "smoke", 3); }),
+      "resume auto: the output " + (root_ / "runs").string() + " is a file, not a folder of runs");
   // a symbolic link whose target is gone said "File exists"
   fs::create_symlink(root_ / "gone", root_ / "link");
   const std::string msg = error_of([&] { train::claim_run_folder(root_ / "link", "smoke"); });

@@ -1213,7 +1213,7 @@ TEST_F(TrainerTest, LrZeroTrainsWithoutMovingAWeight) {
 // wt_levels / wtconv_mode on a ConvNeXt model changed nothing, unsaid, while the run's args.yaml
 // recorded them (timm's create_model refuses a keyword its model does not take; here the key
 // stays valid, as a run's args.yaml may carry it, and the run says it is unused).
-TEST(TrainerWarnings, WTConvKeysOnAConvNeXtAreSaidToChangeNothing) {
+TEST(TrainerWarnings, WTConvKeysOnAConvNeXtAndOneClassAreSaid) {
   const fs::path root = fs::temp_directory_path() / ("hg_wt_keys_" + std::to_string(::getpid()));
   train::Config c = smoke_config(root.string());
   c.model = "convnext_atto";
@@ -1229,5 +1229,15 @@ TEST(TrainerWarnings, WTConvKeysOnAConvNeXtAreSaidToChangeNothing) {
   EXPECT_NE(log.find("wt_levels [3, 3] changes nothing: model convnext_atto has no WTConv layers"),
             std::string::npos)
       << log;
+  // one class: loss 0 and top-1 100% every epoch, unsaid (timm says nothing either)
+  train::Config one = smoke_config(root.string());
+  one.num_classes = 1;
+  one.epochs = 1;
+  one.max_steps_per_epoch = 1;
+  const train::TrainResult r1 = train::train(one, quiet);
+  const std::string log1 = slurp(fs::path(r1.run_dir) / "log.txt");
+  EXPECT_NE(log1.find("num_classes 1: every prediction is the one class"), std::string::npos)
+      << log1;
+  EXPECT_EQ(log1.find("changes nothing"), std::string::npos) << log1;  // a WTConv model
   fs::remove_all(root);
 }
