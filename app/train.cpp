@@ -83,8 +83,11 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                   "stop (with checkpoints) after epoch N of the run, counted from its start also "
                   "on a resume (-1: run them all); resume later with --resume")
       ->check([](const std::string& v) {
-        // a bad value is a usage error (exit status 2), as for CLI11's own checks
-        return v == "-1" || (!v.empty() && v[0] != '0' && v[0] != '-')
+        // a bad value is a usage error (exit status 2), as for CLI11's own checks; the number
+        // as CLI11 reads it ("+0" is 0)
+        int64_t n = 0;
+        const bool number = CLI::detail::lexical_cast(v, n);
+        return number && (n == -1 || n >= 1)
                    ? std::string()
                    : std::string("must be >= 1 (or -1: every epoch), got " + v);
       });

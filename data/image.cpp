@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/atomic_file.h"
@@ -155,13 +156,14 @@ std::string not_an_image_reason(const std::vector<uint8_t>& bytes) {
                            : "a plain-text (ASCII) PPM (P3), which haargrad does not decode: "
                              "convert it to a binary PPM (P6) or PNG";
   // formats one meets among downloaded images: named, not only shown as bytes
-  const auto starts = [&](size_t at, const char* magic) {
-    const size_t n = std::strlen(magic);
-    return bytes.size() >= at + n && std::memcmp(bytes.data() + at, magic, n) == 0;
+  const auto starts = [&](size_t at, std::string_view magic) {  // views: TIFF's hold a 0 byte
+    return bytes.size() >= at + magic.size() &&
+           std::memcmp(bytes.data() + at, magic.data(), magic.size()) == 0;
   };
+  const std::string_view tiff_le("II*\0", 4), tiff_be("MM\0*", 4);
   const char* kind = starts(0, "GIF8")                                ? "a GIF"
                      : starts(0, "RIFF") && starts(8, "WEBP")         ? "a WebP"
-                     : starts(0, "II*\0") || starts(0, "MM\0*")       ? "a TIFF"
+                     : starts(0, tiff_le) || starts(0, tiff_be)       ? "a TIFF"
                      : starts(4, "ftypheic") || starts(4, "ftypmif1") ? "a HEIC"
                      : starts(4, "ftypavif")                          ? "an AVIF"
                                                                       : nullptr;

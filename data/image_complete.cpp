@@ -80,7 +80,10 @@ bool jpeg_reaches_end(const uint8_t* data, size_t size) {
   if (!is_jpeg(data, size)) return false;
   size_t i = 2;  // after the start-of-image marker
   while (i < size) {
-    if (data[i] != 0xFF) return false;
+    // bytes before a marker that are none (libjpeg skips them with a warning, as PIL reads them)
+    const void* at = std::memchr(data + i, 0xFF, size - i);
+    if (at == nullptr) return false;
+    i = size_t(static_cast<const uint8_t*>(at) - data);
     while (i < size && data[i] == 0xFF) ++i;  // fill bytes
     if (i >= size) return false;
     const uint8_t marker = data[i++];
@@ -100,6 +103,10 @@ bool jpeg_reaches_end(const uint8_t* data, size_t size) {
       i = size_t(static_cast<const uint8_t*>(ff) - data);
       if (i + 1 >= size) return false;
       const uint8_t next = data[i + 1];
+      if (next == 0xFF) {  // a fill byte: a marker follows (a restart marker stays in the scan)
+        ++i;
+        continue;
+      }
       if (next != 0x00 && !(next >= 0xD0 && next <= 0xD7)) break;
       i += 2;
     }

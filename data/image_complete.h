@@ -24,9 +24,9 @@ std::optional<uint64_t> raster_file_size(ImageFormat format, const uint8_t* head
 /// True when `data` (a whole JPEG file) reaches an end-of-image marker (FF D9) by its structure:
 /// the segments after the start-of-image marker stepped over by their lengths (an EXIF thumbnail
 /// inside APP1 is not mistaken for the end), each scan's entropy-coded data up to the next marker
-/// (FF followed by neither the 00 of a stuffed byte nor a restart marker). False for a file cut
-/// short or a broken marker structure. Reads up to the marker: try jpeg_has_end_marker on the last
-/// bytes first.
+/// (FF followed by neither the 00 of a stuffed byte nor a restart marker; fill bytes FF before a
+/// marker allowed), bytes between segments skipped as libjpeg skips them. False for a file cut
+/// short. Reads up to the marker: try jpeg_has_end_marker on the last bytes first.
 bool jpeg_reaches_end(const uint8_t* data, size_t size);
 
 /// True when `data` (a whole PNG file) reaches its IEND chunk (and the chunk's CRC) by walking the

@@ -937,7 +937,8 @@ void check_quotes_close(const YAML::Node& node, const std::string& text,
       }
     }
     throw Error(str("config: cannot parse ", source, " line ", m.line + 1, ": the value quoted by ",
-                    quote, " there does not end on its line (a missing closing ", quote, "?)"));
+                    quote, " there does not end on its line (a missing closing ", quote,
+                    "? a config's quoted values end on their line)"));
   }
 }
 
@@ -952,7 +953,12 @@ YAML::Node parse_document(const std::string& text, const std::string& source) {
   }
   HG_CHECK(docs.size() <= 1, "config: '", source, "' holds ", docs.size(),
            " YAML documents (separated by ---); a config is one mapping of keys");
-  if (!docs.empty()) check_quotes_close(docs[0], text, source);
+  // yaml-cpp's marks count from after a UTF-8 byte order mark, and in the decoded text of a
+  // UTF-16 / 32 file: the check reads the UTF-8 text the marks count in (UTF-16 / 32: none)
+  const bool wide = text.size() >= 2 &&
+                    (static_cast<uint8_t>(text[0]) >= 0xFE || text[0] == '\0' || text[1] == '\0');
+  const bool bom = text.rfind("\xEF\xBB\xBF", 0) == 0;
+  if (!docs.empty() && !wide) check_quotes_close(docs[0], bom ? text.substr(3) : text, source);
   return docs.empty() ? YAML::Node() : docs[0];
 }
 

@@ -213,13 +213,23 @@ bool stopped_early(const Candidate& c) {
 
 }  // namespace
 
+namespace {
+nlohmann::json read_marker(const fs::path& dir);
+}  // namespace
+
 fs::path claim_run_folder(const fs::path& root, const std::string& name, bool* made) {
   std::error_code ec;
   // one folder, one run: a run folder inside another run's would be moved, copied or deleted with
-  // it, and a resume auto of the outer output root would find the inner one
+  // it, and a resume auto of the outer output root would find the inner one. A run's folder is one
+  // whose run.json is our marker (its format), not any file of that common name.
+  const auto is_run_folder = [](const fs::path& p) {
+    const nlohmann::json j = read_marker(p);
+    return j.is_object() && j.contains("format") && j["format"].is_string() &&
+           j["format"].get<std::string>().rfind("haargrad-run-", 0) == 0;
+  };
   for (fs::path p = fs::absolute(root / name, ec).parent_path(); !ec && !p.empty();
        p = p.parent_path()) {
-    HG_CHECK(!fs::exists(p / kRunMarker, ec), "cannot create a run folder in '",
+    HG_CHECK(!is_run_folder(p), "cannot create a run folder in '",
              (root / name).parent_path().string(), "': '", p.string(),
              "' is a run's folder (it holds ", kRunMarker,
              "); give an output folder outside every run's folder");

@@ -325,8 +325,9 @@ std::optional<TrainResult> already_finished(const Session& s) {
   // --stop-after-epoch counts the run's epochs: on a resume past it, nothing would train (the
   // session said it "finished an evaluation" it never ran)
   const int64_t stop = s.opts.stop_after_epoch;
-  HG_CHECK(!s.resumed || stop < 0 || s.resumed->epoch < stop, "resume: ", s.resume_path,
-           " has done ", s.resumed ? s.resumed->epoch : 0, " epoch",
+  HG_CHECK(!s.resumed || stop < 0 || s.resumed->epoch < stop ||
+               (s.resumed->step_in_epoch == 0 && s.resumed->epoch >= s.cfg.epochs),
+           "resume: ", s.resume_path, " has done ", s.resumed ? s.resumed->epoch : 0, " epoch",
            s.resumed && s.resumed->epoch == 1 ? "" : "s", ", so --stop-after-epoch ", stop,
            " leaves nothing to train (it counts the run's "
            "epochs, not this session's): give --stop-after-epoch ",

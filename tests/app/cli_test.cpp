@@ -256,12 +256,14 @@ TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
   const ProgramRun dir = run_program("train " + dir_.string() + " --output " + file("out"));
   EXPECT_NE(dir.exit_code, 0);
   EXPECT_NE(dir.output.find("is a folder, not a YAML file"), std::string::npos) << dir.output;
-  for (const char* stop : {"0", "-5"}) {
+  for (const char* stop : {"0", "-5", "+0"}) {
     const ProgramRun r = run_program("train " + kDefaultConfig + " --stop-after-epoch " + stop +
                                      " --output " + file("out"));
     EXPECT_EQ(r.exit_code, 2) << r.output;  // a usage error, as the README says
     EXPECT_NE(r.output.find("--stop-after-epoch"), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find(std::string("must be >= 1 (or -1: every epoch), got ") + stop),
+    // ("+0", which the old character test let through, is read as 0)
+    EXPECT_NE(r.output.find(std::string("must be >= 1 (or -1: every epoch), got ") +
+                            (stop[0] == '+' ? stop + 1 : stop)),
               std::string::npos)
         << r.output;
   }

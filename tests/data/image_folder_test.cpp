@@ -15,6 +15,7 @@
 #include "data/export.h"
 #include "data/from_config.h"
 #include "data/idx_dataset.h"
+#include "data/image_complete.h"
 #include "data/image_folder.h"
 #include "data/synthetic.h"
 #include "temp_dir.h"
@@ -243,6 +244,19 @@ TEST(ImageFolder, BytesAfterAWholeImageAreIgnoredByTheScan) {
   hg::test::write_bytes(tmp / "train/cls/noise.jpg", jpg + noise);
   hg::test::write_bytes(tmp / "train/cls/zeros.png", png + std::string(100, '\0'));
   hg::test::write_bytes(tmp / "train/cls/noise.png", png + noise);
+  // the walk itself: fill bytes before a restart marker and before the end stay in the scan,
+  // stray bytes between segments are skipped (as libjpeg does); a scan cut short is not whole
+  const std::string soi_sos = std::string("\xff\xd8\xff\xda\x00\x02", 6);
+  const auto whole = [](const std::string& b) {
+    return hg::data::jpeg_reaches_end(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  };
+  EXPECT_TRUE(whole(soi_sos + "ab" + std::string("\xff\xff\xd0", 3) + "cd" +
+                    std::string("\xff\xff\xd9", 3)));
+  EXPECT_FALSE(whole(soi_sos + "ab" + std::string("\xff\xff\xd0", 3) + "cd"));
+  std::string stray = jpg;
+  stray.insert(2 + 202, std::string("\0\0", 2));  // after the APP1 segment
+  EXPECT_TRUE(whole(stray + noise));
+  EXPECT_FALSE(whole(jpg.substr(0, jpg.size() / 2)));
   ImageFolderOptions opts;
   opts.corrupt = hg::data::CorruptPolicy::error;
   ImageFolder ds(tmp.path().string(), "train", opts);

@@ -241,6 +241,11 @@ TEST_F(ConfigTest, AnUnclosedQuoteIsNamedNotSwallowingTheLinesAfterIt) {
       "data_dir: 'it''s'\n",
       "x.yaml");
   EXPECT_EQ(c.experiment, "a \" # b");
+  // a Notepad file (byte order mark, CR LF): yaml-cpp's positions start after the mark
+  EXPECT_EQ(load_error("\xEF\xBB\xBF"
+                       "experiment: 'x'\r\nlr: 0.1\r\n"),
+            "");
+  EXPECT_EQ(load_error("experiment: 'x' \nlr: 0.1\n"), "");
   EXPECT_EQ(c.model, "convnext_atto");
   EXPECT_EQ(c.data_dir, "it's");
 }

@@ -586,6 +586,11 @@ TEST_F(Faults, NoRunFolderInsideAnotherRunsFolder) {
   EXPECT_FALSE(fs::exists(run / "smoke"));
   EXPECT_FALSE(fs::exists(run / "deeper"));
   EXPECT_FALSE(fs::exists(run / "nested"));
+  // a run.json of another program (a common name) is no run's marker: the folder is free
+  fs::create_directories(root_ / "project");
+  std::ofstream(root_ / "project" / train::kRunMarker) << "{\"job\": 7}\n";
+  EXPECT_EQ(fs::path(train::claim_run_folder(root_ / "project", "smoke")),
+            root_ / "project" / "smoke");
 }
 
 TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {

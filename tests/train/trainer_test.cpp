@@ -176,6 +176,11 @@ TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
 
   EXPECT_EQ(lines(dir / "args.yaml"), args) << "a resume that trains nothing changes nothing";
 
+  // a finished run resumed with --stop-after-epoch at its end (a script run again) is finished,
+  // not an error
+  train::TrainOptions stop_done = quiet;
+  stop_done.stop_after_epoch = 1;
+  EXPECT_EQ(train::train(again, stop_done).best_epoch, 1);
   // --stop-after-epoch counts the run's epochs: 1 on a run with 1 done trains nothing; it said
   // "no training step in this session (it finished an evaluation)" and exited 0
   again.epochs = 2;
