@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/autograd.h"
+#include "core/hash.h"
 #include "data/seeds.h"
 #include "dist/process_group.h"
 #include "train/zero_optimizer.h"
@@ -18,10 +19,7 @@ namespace {
 // FNV-1a over the parameter's bytes (in CPU memory).
 uint64_t hash_bytes(const Tensor& t) {
   const Tensor c = (t.device() == Device::cpu ? t : t.to(Device::cpu)).contiguous();
-  const auto* p = static_cast<const unsigned char*>(c.data_ptr());
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < c.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
+  return fnv1a(c.data_ptr(), c.nbytes());
 }
 
 // Test hook (tests/dist): HAARGRAD_DIST_TEST_STALL_RANK=r makes rank r stop taking part in the

@@ -25,6 +25,7 @@
 #include "core/atomic_file.h"
 #include "core/autograd.h"
 #include "core/clock.h"
+#include "core/hash.h"
 #include "core/memory.h"
 #include "core/ops.h"
 #include "core/thread_tuner.h"
@@ -1189,9 +1190,8 @@ std::optional<TrainResult> stopped_during_startup(Session& s, bool stopped = sto
 void check_ranks_same_data(const Session& s) {
   if (dist::size() == 1) return;
   const auto hash = [](const std::vector<std::string>& names) {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the names, each ended by a 0 byte
-    for (const std::string& n : names)
-      for (const char ch : n + '\0') h = (h ^ uint8_t(ch)) * 1099511628211ull;
+    uint64_t h = kFnv1aSeed;  // over the names, each with its ending 0 byte
+    for (const std::string& n : names) h = fnv1a(n.c_str(), n.size() + 1, h);
     return h;
   };
   const std::vector<std::string> names = s.ds.train->class_names();
