@@ -1,7 +1,6 @@
 // Tests of ImageFolder over a temporary tree of mixed files (written here with stb_image_write), and of
 // the Fashion-MNIST PNG export read back as an ImageFolder.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "captured_log.h"
 #include "data/export.h"
 #include "data/from_config.h"
 #include "data/idx_dataset.h"
@@ -462,14 +462,11 @@ TEST(ImageFolder, ImagesTorchvisionLoadsButWeCannotAreWarnedAbout) {
   hg::test::write_bytes(tmp / "train/cls/scan.TIF", "II*");
   hg::test::write_bytes(tmp / "train/cls/photo.webp", "RIFF");
   hg::test::write_bytes(tmp / "train/cls/notes.txt", "notes");
-  auto stream = std::make_shared<std::ostringstream>();
-  auto saved = spdlog::default_logger();
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
+  auto captured = std::make_unique<hg::test::CapturedLog>();
   const ImageFolder ds(tmp.path().string(), "train", {});
-  spdlog::set_default_logger(saved);
+  const std::string log = captured->text();
+  captured.reset();
   EXPECT_EQ(ds.size(), 1);
-  const std::string log = stream->str();
   EXPECT_NE(log.find("2 TIFF / WebP files"), std::string::npos) << log;
   EXPECT_TRUE(log.find("photo.webp") != std::string::npos ||
               log.find("scan.TIF") != std::string::npos)
@@ -514,13 +511,9 @@ TEST(ImageFolder, ValidationSplitAlone) {
   // training says it; one of as many is not
   const auto log_of = [&](int64_t classes) {
     cfg.num_classes = classes;
-    auto stream = std::make_shared<std::ostringstream>();
-    auto saved = spdlog::default_logger();
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
+    const hg::test::CapturedLog captured;
     hg::data::make_val_dataset(cfg);
-    spdlog::set_default_logger(saved);
-    return stream->str();
+    return captured.text();
   };
   EXPECT_EQ(log_of(3), "");
   const std::string more = log_of(5);

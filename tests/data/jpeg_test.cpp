@@ -2,7 +2,6 @@
 // libjpeg-turbo's encoder), truncated, corrupt and non-JPEG files with a .jpg name; region decodes
 // against whole-image decodes at every DCT scale; crops from reduced-scale decodes against full-size.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -11,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "captured_log.h"
 #include "core/random.h"
 #include "data/image_region.h"
 #include "data/jpeg_decode.h"
@@ -193,21 +193,6 @@ TEST(Jpeg, CorruptAndNonJpegFilesNamedJpg) {
   EXPECT_NE(error_of([&] { read_image(f.dir / "missing.jpg", 3); }).find("cannot open"), std::string::npos);
 }
 
-// The default logger's lines while it lives (the way tests/data/image_folder_test.cpp reads them).
-class CapturedLog {
- public:
-  CapturedLog() : saved_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_)));
-  }
-  ~CapturedLog() { spdlog::set_default_logger(saved_); }
-  std::string text() const { return stream_.str(); }
-
- private:
-  std::ostringstream stream_;
-  std::shared_ptr<spdlog::logger> saved_;
-};
-
 size_t count_of(const std::string& text, const std::string& part) {
   size_t n = 0;
   for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size()))
@@ -242,7 +227,7 @@ TEST(Jpeg, CorruptDataWarningNamesTheFileOnce) {
   const std::string cut = f.dir / "cut.jpg";
   hg::test::write_bytes(cut, good.substr(0, good.size() * 6 / 10));
 
-  CapturedLog log;
+  hg::test::CapturedLog log;
   for (int pass = 0; pass < 2; ++pass)  // a second epoch: no second warning
     for (JpegDecoder d : {JpegDecoder::turbo, JpegDecoder::turbo_full}) {
       EXPECT_EQ(read_image(premature, 3, d).width, 91);
@@ -270,7 +255,7 @@ TEST(Jpeg, CorruptDataWarningNamesTheFileOnce) {
     copies.push_back(f.dir / ("copy" + std::to_string(i) + ".jpg"));
     hg::test::write_bytes(copies.back(), hg::test::read_bytes(i % 2 ? premature : extraneous));
   }
-  CapturedLog threads_log;
+  hg::test::CapturedLog threads_log;
   std::vector<std::thread> workers;
   for (int t = 0; t < 4; ++t)
     workers.emplace_back([&] {

@@ -3,7 +3,6 @@
 // levels on a 1x1 map; and the golden file (f64 and f32). The op's math, gradients, devices and
 // dtypes: tests/ops (wtconv_test.cpp, cases_wtconv.cpp).
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "captured_log.h"
 #include "core/autograd.h"
 #include "core/memory.h"
 #include "core/safetensors.h"
@@ -292,18 +292,16 @@ TEST(WTConvLayer, DeepLevelsOnTinyInputRunQuietly) {
   Generator gen(7);
   WTConv2d m(3, 3, {.kernel_size = 5, .wt_levels = 4, .dtype = DType::f64}, gen);
   m.name = "stages.3.blocks.0.conv_dw";
-  auto stream = std::make_shared<std::ostringstream>();
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream);
-  auto saved = spdlog::default_logger();
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  auto captured = std::make_unique<test::CapturedLog>();
 
   Tensor small = test::random({1, 7, 5, 3}, 11);  // levels: 4x3, 2x2, 1x1, 1x1
   Tensor y = m.forward(small);
   m.set_mode(WTConvMode::reference);
   Tensor yr = m.forward(small);
-  spdlog::set_default_logger(saved);
+  const std::string log = captured->text();
+  captured.reset();
 
-  EXPECT_EQ(stream->str(), "");
+  EXPECT_EQ(log, "");
   EXPECT_EQ(y.shape(), small.shape());
   EXPECT_LT(test::rel_error(y, yr), 1e-12);
 }

@@ -1,11 +1,11 @@
 // Counting from the config (param_count) against built models, and the WTConv level advice: when a
 // level sees no spatial data it says so once per model, naming wt_levels that exist.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <sstream>
 
+#include "captured_log.h"
 #include "models/config.h"
 #include "models/convnext.h"
 #include "test_util.h"
@@ -111,10 +111,7 @@ TEST(ModelConfig, WTConvLevelAdvice) {
 }
 
 TEST(ModelConfig, ModelWarnsOncePerModel) {
-  auto stream = std::make_shared<std::ostringstream>();
-  auto saved = spdlog::default_logger();
-  spdlog::set_default_logger(
-      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
+  auto captured = std::make_unique<test::CapturedLog>();
   ModelConfig c = model_config("wtconvnext_atto");
   c.dims = {4, 8, 12, 16};
   ConvNeXt m(c, 0);
@@ -128,8 +125,8 @@ TEST(ModelConfig, ModelWarnsOncePerModel) {
   fine.wt_levels = {3, 2, 1};
   ConvNeXt quiet(fine, 0);
   quiet.forward(x);  // maps 8, 4, 2: every level sees data
-  spdlog::set_default_logger(saved);
-  const std::string log = stream->str();
+  const std::string log = captured->text();
+  captured.reset();
   size_t lines = 0;
   for (char ch : log) lines += ch == '\n';
   EXPECT_EQ(lines, 1u) << log;

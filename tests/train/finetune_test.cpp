@@ -2,7 +2,6 @@
 // classes go into a new model, whose head keeps its fresh initialisation; same classes load
 // everything; other mismatches are errors naming the keys.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "captured_log.h"
 #include "core/safetensors.h"
 #include "models/checkpoint.h"
 #include "train/checkpoint.h"
@@ -308,13 +308,9 @@ TEST(ResumeCheckpoint, NoOptimizerStateAfterUpdatesIsSaid) {
   st.updates = 7;
   train::save_checkpoint(path, model, nullptr, st, train::to_yaml(c));
   const auto log_of = [&](train::Optimizer& opt) {
-    auto stream = std::make_shared<std::ostringstream>();
-    auto saved = spdlog::default_logger();
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
+    const test::CapturedLog captured;
     EXPECT_EQ(train::load_checkpoint(path, model, &opt).updates, 7);
-    spdlog::set_default_logger(saved);
-    return stream->str();
+    return captured.text();
   };
   const auto groups = [&] {
     return train::param_groups_weight_decay(model.named_tensors(), 1e-3, 0.05);

@@ -2,12 +2,12 @@
 // here, the first update copying the model, misuse errors, and the copy leaving the model's
 // one-time WTConv level advice to the model.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <sstream>
 
+#include "captured_log.h"
 #include "core/autograd.h"
 #include "train/config.h"
 #include "train/model_ema.h"
@@ -101,15 +101,14 @@ TEST(ModelEma, CopyLeavesTheLevelAdviceToTheModel) {
   c.dims = {4, 8, 12, 16};  // 32 px: stage maps 8, 4, 2, 1: levels past a 1x1 map
   ConvNeXt model(c, 0);
   train::ModelEma ema(model, 0.9, false);
-  auto stream = std::make_shared<std::ostringstream>();
-  auto saved = spdlog::default_logger();
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream)));
-  Tensor x = Tensor::zeros({1, 32, 32, 3}, DType::f32);
-  model.forward(x);
-  ema.module().forward(x);
-  spdlog::set_default_logger(saved);
-  const std::string log = stream->str();
+  std::string log;
+  {
+    const test::CapturedLog captured;
+    Tensor x = Tensor::zeros({1, 32, 32, 3}, DType::f32);
+    model.forward(x);
+    ema.module().forward(x);
+    log = captured.text();
+  }
   size_t lines = 0;
   for (char ch : log) lines += ch == '\n';
   EXPECT_EQ(lines, 1u) << log;
