@@ -15,6 +15,7 @@
 #                             (dev/ncu_seq.py) into $OUT/seq-96.txt; ncu_seq_at V C at C
 #   final_call V              a session's final figures: bench-layer bf16 / fp32, both models in
 #                             bf16, fp32, tf32, bf16, and timm's peer bench in the same call
+#   config_rows V             the 224 px configs' own step (drop path) in bf16 into $OUT/cfg.txt
 #   ncu_stalls V REGEX N      the stall reasons (dev/ncu_stalls.py) of the first N launches whose
 #                             kernel matches REGEX in V's bench-layer bf16 at C = 96
 #   ab_summary                ab_call's results, printed
@@ -86,6 +87,15 @@ final_call() {  # V: bench-layer bf16 and fp32 (I/O model), the models in bf16, 
   el peer
   grep -E "^==|wtconv fused|ours dw 7" $OUT/bench-layer.txt; grep -E "^==|128 " $OUT/model.txt | cut -c1-140
   tail -3 $OUT/peer.txt | cut -c1-160
+}
+
+config_rows() {  # V: the 224 px configs' own step (drop path 0.1) in bf16 -> $OUT/cfg.txt
+  local m
+  for m in convnext_tiny wtconvnext_tiny; do
+    timeout 80 $L/$1 bench configs/$m.yaml --device cuda --precision bf16 --steps 10 --warmup 3 \
+      > $R/cfg-$m.txt 2>&1
+    echo "== config $m"; grep -E "^(conv|wtconv)next_tiny" $R/cfg-$m.txt | cut -c1-160
+  done 2>&1 | tee $OUT/cfg.txt
 }
 
 STALLS='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active'

@@ -7,9 +7,5 @@ NAME=s34c
 source dev/labbin-lib.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
 final_call hg_new
-for m in convnext_tiny wtconvnext_tiny; do
-  timeout 80 $L/hg_new bench configs/$m.yaml --device cuda --precision bf16 --steps 10 --warmup 3 \
-    > $R/cfg-$m.txt 2>&1
-  echo "== config $m"; grep -E "^(conv|wtconv)next_tiny" $R/cfg-$m.txt | cut -c1-160
-done 2>&1 | tee $OUT/cfg.txt
+config_rows hg_new
 el cfg
