@@ -403,6 +403,24 @@ nlohmann::json read_marker(const fs::path& dir) {
   return j.is_object() ? j : nlohmann::json();
 }
 
+// The position of `file`, a neighbour of the checkpoint `path` (position `state`) in its run
+// folder, when it is further along; nothing when it is missing, `path` itself, unreadable (it
+// holds no position to protect) or not further along.
+std::optional<TrainState> further_along(const fs::path& file, const std::string& path,
+                                        const TrainState& state) {
+  std::error_code ec;
+  if (!fs::exists(file, ec) || fs::equivalent(file, path, ec)) return std::nullopt;
+  std::optional<TrainState> o;
+  try {
+    o = read_train_state(file.string());
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (!o || std::pair(o->epoch, o->step_in_epoch) <= std::pair(state.epoch, state.step_in_epoch))
+    return std::nullopt;
+  return o;
+}
+
 std::string at_position(const TrainState& s) {
   return s.step_in_epoch > 0 ? str("in epoch ", s.epoch + 1, " after step ", s.step_in_epoch)
                              : str(s.epoch, s.epoch == 1 ? " epoch done" : " epochs done");
@@ -445,15 +463,8 @@ std::string why_not_resumed_in_place(const fs::path& dir, const std::string& pat
                state.run, ", ", (dir / kRunMarker).string(), "'s ", id, ")");
   // recovery.safetensors is not counted: resuming last.safetensors in place only redoes the
   // partial epoch the recovery holds (the trainer replaces or removes it)
-  const fs::path last = dir / "last.safetensors";
-  if (!fs::exists(last, ec) || fs::equivalent(last, path, ec)) return "";
-  std::optional<TrainState> o;
-  try {
-    o = read_train_state(last.string());
-  } catch (const Error&) {
-    return "";  // unreadable: it holds no position to protect
-  }
-  if (o && std::pair(o->epoch, o->step_in_epoch) > std::pair(state.epoch, state.step_in_epoch))
+  const std::optional<TrainState> o = further_along(dir / "last.safetensors", path, state);
+  if (o)
     return str(
         path, " (", at_position(state), ") is behind its run's last.safetensors (", at_position(*o),
         "): going on in that folder would replace the later epochs' checkpoints and summary rows");
@@ -462,18 +473,9 @@ std::string why_not_resumed_in_place(const fs::path& dir, const std::string& pat
 
 std::string newer_recovery_note(const fs::path& dir, const std::string& path,
                                 const TrainState& state) {
-  std::error_code ec;
   const fs::path recovery = dir / "recovery.safetensors";
-  if (!fs::exists(recovery, ec) || fs::equivalent(recovery, path, ec)) return "";
-  std::optional<TrainState> r;
-  try {
-    r = read_train_state(recovery.string());
-  } catch (const Error&) {
-    return "";  // unreadable: the resume replaces it, as before
-  }
-  if (!r || (!state.run.empty() && !r->run.empty() && r->run != state.run) ||
-      std::pair(r->epoch, r->step_in_epoch) <= std::pair(state.epoch, state.step_in_epoch))
-    return "";
+  const std::optional<TrainState> r = further_along(recovery, path, state);
+  if (!r || (!state.run.empty() && !r->run.empty() && r->run != state.run)) return "";
   return str("resume: ", recovery.string(), " (", at_position(*r), ") is further along than ", path,
              " (", at_position(state),
              "): this resume redoes those steps and replaces it "
