@@ -59,9 +59,19 @@ const bool registered = register_cases({
     norm_case("vec8_3x5x7x96", {3, 5, 7, 96}, -2, 3, kDevice),
     norm_case("vec4_3x5x7x12", {3, 5, 7, 12}, -2, 3, kDevice | kBf16),
     norm_case("vec1_3x5x7x7", {3, 5, 7, 7}, -2, 3, kDevice),
-    // ConvNeXt-T at batch 64: stage 1 and stage 4
+    // several rows a warp (bf16 rows of 8-channel units: 8 lanes a row for C = 64 and 40, 16 for
+    // 96), row counts that leave a warp's last rows empty, 32 lanes with 2 units (C = 200 f32)
+    norm_case("lanes8_5x7x3x64", {5, 7, 3, 64}, -2, 3, kDevice),
+    norm_case("lanes8_idle_3x5x7x40", {3, 5, 7, 40}, -2, 3, kDevice),
+    norm_case("lanes16_1x1x13x96", {1, 1, 13, 96}, -2, 3, kDevice),
+    norm_case("odd_rows_1x1x13x200", {1, 1, 13, 200}, -2, 3, kDevice),
+    // ConvNeXt-T at batch 64 (stages 1 and 4) and at batch 128 (its four stages)
     norm_case("convnext_t_s1_b64", {64, 56, 56, 96}, -2, 3, kPerf),
     norm_case("convnext_t_s4_b64", {64, 7, 7, 768}, -2, 3, kPerf),
+    norm_case("convnext_t_s1_b128", {128, 56, 56, 96}, -2, 3, kPerf),
+    norm_case("convnext_t_s2_b128", {128, 28, 28, 192}, -2, 3, kPerf),
+    norm_case("convnext_t_s3_b128", {128, 14, 14, 384}, -2, 3, kPerf),
+    norm_case("convnext_t_s4_b128", {128, 7, 7, 768}, -2, 3, kPerf),
 });
 
 }  // namespace
