@@ -36,6 +36,7 @@ struct BenchArgs {
   bool retry = false;
   bool breakdown = false;
   bool cuda_graph = true;
+  bool gemm_autotune = true;
   uint64_t seed = 0;
   int threads = 0;
   // `bench CONFIG.yaml [--key value ...]`: the config's model and training step; the options above
@@ -123,6 +124,7 @@ std::vector<BenchConfig> configs_from_names(const BenchArgs& a, Device device) {
         c.device = device;
         c.breakdown = a.breakdown;
         c.cuda_graph = a.cuda_graph;
+        c.gemm_autotune = a.gemm_autotune;
         c.seed = a.seed;
         configs.push_back(c);
       }
@@ -153,6 +155,7 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
   c.device = device;
   c.breakdown = a.breakdown;
   c.cuda_graph = a.cuda_graph;
+  c.gemm_autotune = a.given.count("gemm-autotune") ? a.gemm_autotune : cfg.gemm_autotune;
   c.seed = a.given.count("seed") ? a.seed : static_cast<uint64_t>(cfg.seed);
   c.smoothing = cfg.smoothing;
   c.opt = cfg.opt;
@@ -243,11 +246,16 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       "--cuda-graph", a->cuda_graph,
       "true (default): the training step as one CUDA graph where it can be (cuda, AdamW); false: "
       "launched op by op");
+  cmd->add_option(
+      "--gemm-autotune", a->gemm_autotune,
+      "true (default): cuBLASLt's algorithm for each GEMM shape timed on its first call; "
+      "false: the heuristic's first (config key gemm_autotune)");
   cmd->add_option("--seed", a->seed, "seed of the model init and the synthetic data");
   cmd->allow_extras();  // CONFIG.yaml and its --key value overrides
   cmd->footer(config_keys_pointer());
   cmd->callback([a, cmd] {
-    for (const char* name : {"models", "batch", "img-size", "precision", "wtconv", "device", "threads", "seed"})
+    for (const char* name : {"models", "batch", "img-size", "precision", "wtconv", "device",
+                             "threads", "seed", "gemm-autotune"})
       if (cmd->count(std::string("--") + name) > 0) a->given.insert(name);
     ConfigArgs ca = split_config_args(cmd->remaining());
     // timm's benchmark.py names its model with --model: without a config it means --models

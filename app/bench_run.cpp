@@ -148,6 +148,9 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
   ReleaseOnExit release{dev};  // declared first: runs after the model and data below are gone
   release_device_memory(dev);
   PrecisionScope precision(cfg.precision, dev);
+#ifdef HAARGRAD_WITH_CUDA
+  if (dev == Device::cuda) cuda::set_gemm_autotune(cfg.gemm_autotune);
+#endif
 
   BenchResult r;
   r.config = cfg;

@@ -52,6 +52,8 @@ struct BenchConfig {
   /// The training step as one CUDA graph (train/step_graph.h) where it can be: device cuda and
   /// AdamW. The row says whether it was.
   bool cuda_graph = true;
+  /// cuBLASLt's algorithm per GEMM shape timed on its first call (kernels/cuda/context.h).
+  bool gemm_autotune = true;
 };
 
 /// Memory of one phase, in bytes (system_allocs and host_syncs are counts).

@@ -265,6 +265,9 @@ const std::vector<Field>& table() {
       {"cuda_graph", &Config::cuda_graph, any(),
        "replay the training step as one CUDA graph where it can be (one GPU, AdamW, "
        "grad_accum_steps 1); false = launch op by op (debugging)"},
+      {"gemm_autotune", &Config::gemm_autotune, any(),
+       "time cuBLASLt's candidate algorithms on each GEMM shape's first call and keep the fastest "
+       "(as timm's cudnn.benchmark); false = the heuristic's first: the same bits in every rerun"},
       {"threads", &Config::threads, closed(0, 4096),
        "CPU threads of the kernels; "
        "0 = $OMP_NUM_THREADS if set, else the cores this process may use"},

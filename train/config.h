@@ -131,6 +131,8 @@ struct Config {
   std::string device = "auto";                   ///< "auto" | "cpu" | "cuda"
   bool cuda_graph =
       true;  ///< the training step as one CUDA graph where it can be (train/trainer.cpp: use_graph)
+  bool gemm_autotune =
+      true;  ///< time cuBLASLt's candidate algorithms per GEMM shape (kernels/cuda/context.h)
   int64_t threads = 0;                           ///< CPU kernel threads; 0 = the cores available (core/threads.h)
   int64_t log_interval = 50;                     ///< steps between log lines
   int64_t checkpoint_hist = 10;                  ///< best checkpoints kept

@@ -368,7 +368,10 @@ std::optional<TrainResult> already_finished(const Session& s) {
 void open_data(Session& s) {
   s.device = resolve_device(s.cfg.device);
 #ifdef HAARGRAD_WITH_CUDA
-  if (s.device == Device::cuda) hg::cuda::set_allow_tf32(s.cfg.precision == "tf32");
+  if (s.device == Device::cuda) {
+    hg::cuda::set_allow_tf32(s.cfg.precision == "tf32");
+    hg::cuda::set_gemm_autotune(s.cfg.gemm_autotune);
+  }
 #endif
   s.ds = data::make_datasets(s.cfg);
   s.train_loader = data::make_loader(s.cfg, true, s.ds.train);

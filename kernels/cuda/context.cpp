@@ -1,6 +1,7 @@
 // CUDA handles and switches (see context.h).
 #include "kernels/cuda/context.h"
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -14,6 +15,7 @@
 namespace hg::cuda {
 namespace {
 bool g_tf32 = false;
+std::atomic<bool> g_gemm_autotune{true};
 }
 
 bool available() {
@@ -50,6 +52,8 @@ void set_allow_tf32(bool on) {
   HG_CUBLAS_CHECK(cublasSetMathMode(cublas(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
 }
 bool allow_tf32() { return g_tf32; }
+void set_gemm_autotune(bool on) { g_gemm_autotune = on; }
+bool gemm_autotune() { return g_gemm_autotune; }
 
 int multiprocessor_count() {
   static const int n = [] {

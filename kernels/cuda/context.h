@@ -21,6 +21,15 @@ cudnnHandle_t cudnn();
 /// TF32 tensor-core math for cuBLAS and cuDNN (precision "tf32"); off by default (exact fp32).
 void set_allow_tf32(bool on);
 bool allow_tf32();
+/// How kernels/cuda/gemm_lt.cpp picks a cuBLASLt algorithm for a GEMM shape. On (the default, as
+/// timm's cudnn.benchmark): the first call of a shape, outside a graph capture, times the
+/// heuristic's candidates and keeps the fastest for the process (measured on an H100: the
+/// heuristic's first is up to 1.27x slower than its best on ConvNeXt-T's MLP GEMMs). Off: the
+/// heuristic's first, so every process takes the same algorithms and a rerun the same bits (a
+/// timed choice can differ between processes where two candidates are within noise). Read at
+/// every GEMM call; the config key and bench option `gemm_autotune` set it.
+void set_gemm_autotune(bool on);
+bool gemm_autotune();
 /// Streaming multiprocessors of the current device (read once; 132 on an H200). Kernels that size
 /// their grid or a reduction split by it stay deterministic run to run on one device.
 int multiprocessor_count();

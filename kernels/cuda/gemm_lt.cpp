@@ -3,17 +3,23 @@
 // Row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T, so cuBLASLt's first
 // operand is our B and its second our A (as in matmul.cpp); the bias then runs along the rows of
 // the column-major result (length N), which is what CUBLASLT_EPILOGUE_BIAS broadcasts.
-// A plan (descriptors + the heuristic's algorithm) is made once per shape, dtype, TF32 switch and
-// pointer alignment: the heuristic query costs tens of microseconds and a training step has a
-// handful of distinct linear shapes.
+// A plan (descriptors + the heuristic's candidate algorithms) is made once per shape, dtype, TF32
+// switch and pointer alignment: the heuristic query costs tens of microseconds and a training step
+// has a handful of distinct linear shapes. With hg::cuda::gemm_autotune() (the default) the plan's
+// first call outside a graph capture times the candidates and keeps the fastest (measured on an
+// H100, dev/gemm_algos: the heuristic's first answer is up to 1.27x slower than its best on
+// ConvNeXt-T's MLP GEMMs, ~0.9 ms of a 23.5 ms bf16 step).
 #include "kernels/cuda/gemm_lt.h"
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <compare>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
@@ -23,6 +29,8 @@ namespace hg::kernels::cuda {
 namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(8) << 20;  // cuBLASLt's scratch (split-K, ...)
+constexpr int kCandidates = 8;  // heuristic answers kept per plan (ConvNeXt-T's GEMMs get 6-8)
+constexpr int kTimedRuns = 5;   // per candidate when autotuning, after one warm-up run
 
 cublasLtHandle_t lt_handle() {
   static cublasLtHandle_t h = [] {
@@ -43,7 +51,7 @@ uint32_t alignment(const void* p) {
 }
 
 struct Key {
-  cublasLtEpilogue_t epilogue;  // BIAS or BGRADB
+  cublasLtEpilogue_t epilogue;  // DEFAULT, BIAS or BGRADB
   bool ta, tb, bf16, tf32;
   int64_t M, N, K;
   uint32_t align_a, align_b, align_c, align_bias;
@@ -55,7 +63,9 @@ struct Plan {
   bool ok = false;  // cuBLASLt has an algorithm for it
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
-  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> algos;  // the heuristic's candidates, its best guess first
+  size_t chosen = 0;                        // the one every call runs
+  bool tuned = false;                       // chosen by timing (gemm_autotune)
 };
 
 template <typename V>
@@ -90,16 +100,57 @@ Plan make_plan(const Key& k) {
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, k.align_a);
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, k.align_addend ? k.align_addend : k.align_c);
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, k.align_c);
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kCandidates]{};
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.op, p.first, p.second, p.out,
-                                                           p.out, pref, 1, &result, &found);
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      lt_handle(), p.op, p.first, p.second, p.out, p.out, pref, kCandidates, results, &found);
   HG_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return p;  // ok stays false
   HG_CUBLAS_CHECK(st);
-  p.algo = result.algo;
+  for (int i = 0; i < found; ++i) p.algos.push_back(results[i].algo);
   p.ok = true;
   return p;
+}
+
+/// Whether the calling thread's stream is capturing a CUDA graph (no host waits allowed then).
+bool capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  HG_CUDA_CHECK(cudaStreamIsCapturing(hg::cuda::stream(), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+/// The index of the fastest of `p`'s candidates: each run once (a candidate that cuBLASLt refuses
+/// is skipped), then kTimedRuns times on the stream, the median taken. Of the candidates within 2%
+/// of the fastest, the heuristic's earliest wins, so near ties go the same way in most processes.
+/// Every run writes the call's own output, which the caller then writes once more with the chosen
+/// algorithm. Waits on the host: only on a plan's first call, outside captures.
+template <class Launch>
+size_t fastest(const Plan& p, const Launch& launch) {
+  cudaEvent_t start, stop;
+  HG_CUDA_CHECK(cudaEventCreate(&start));
+  HG_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> ms(p.algos.size(), std::numeric_limits<float>::infinity());
+  for (size_t i = 0; i < p.algos.size(); ++i) {
+    if (launch(p.algos[i]) != CUBLAS_STATUS_SUCCESS) continue;
+    std::vector<float> runs;
+    for (int r = 0; r < kTimedRuns; ++r) {
+      HG_CUDA_CHECK(cudaEventRecord(start, hg::cuda::stream()));
+      HG_CUBLAS_CHECK(launch(p.algos[i]));
+      HG_CUDA_CHECK(cudaEventRecord(stop, hg::cuda::stream()));
+      HG_CUDA_CHECK(cudaEventSynchronize(stop));
+      float t = 0;
+      HG_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+      runs.push_back(t);
+    }
+    std::nth_element(runs.begin(), runs.begin() + kTimedRuns / 2, runs.end());
+    ms[i] = runs[kTimedRuns / 2];
+  }
+  HG_CUDA_CHECK(cudaEventDestroy(start));
+  HG_CUDA_CHECK(cudaEventDestroy(stop));
+  const float best = *std::min_element(ms.begin(), ms.end());
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (ms[i] <= 1.02f * best) return i;
+  return 0;  // none ran: the caller's own call reports cuBLASLt's error
 }
 
 /// Runs C = op(A) op(B) (+ addend, when not nullptr: cuBLASLt's beta = 1 input, of C's shape)
@@ -110,7 +161,7 @@ bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int6
                   const T* A, const T* B, const void* vec, const T* addend, T* C) {
   if (M == 0 || N == 0 || K == 0) return false;
   // the vector's alignment is not a heuristic input; cuBLASLt needs the element size
-  if (reinterpret_cast<uintptr_t>(vec) % 16 != 0) return false;
+  if (vec != nullptr && reinterpret_cast<uintptr_t>(vec) % 16 != 0) return false;
   const Key key{epilogue,
                 ta,
                 tb,
@@ -131,18 +182,31 @@ bool run_epilogue(cublasLtEpilogue_t epilogue, bool ta, bool tb, int64_t M, int6
   std::lock_guard<std::mutex> lock(plans_mu);
   auto it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
-  const Plan& p = it->second;
+  Plan& p = it->second;
   if (!p.ok) return false;
-  set_desc(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, vec);
+  if (vec != nullptr) set_desc(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, vec);
   const std::shared_ptr<void> ws = scratch(kWorkspaceBytes);
   const float alpha = 1.0f, beta = addend ? 1.0f : 0.0f;
-  HG_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), p.op, &alpha, B, p.first, A, p.second, &beta,
-                                 addend ? addend : C, p.out, C, p.out, &p.algo, ws.get(),
-                                 kWorkspaceBytes, hg::cuda::stream()));
+  const auto launch = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(lt_handle(), p.op, &alpha, B, p.first, A, p.second, &beta,
+                          addend ? addend : C, p.out, C, p.out, &algo, ws.get(), kWorkspaceBytes,
+                          hg::cuda::stream());
+  };
+  const bool autotune = hg::cuda::gemm_autotune();  // read per call: bench toggles it per row
+  if (autotune && !p.tuned && p.algos.size() > 1 && !capturing()) {
+    p.chosen = fastest(p, launch);
+    p.tuned = true;
+  }
+  HG_CUBLAS_CHECK(launch(p.algos[autotune ? p.chosen : 0]));
   return true;
 }
 
 }  // namespace
+
+template <typename T>
+bool gemm_plain(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C) {
+  return run_epilogue<T>(CUBLASLT_EPILOGUE_DEFAULT, ta, tb, M, N, K, A, B, nullptr, nullptr, C);
+}
 
 template <typename T>
 bool gemm_bias(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
@@ -165,6 +229,10 @@ bool gemm_bias_grad(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* 
                          C);
 }
 
+template bool gemm_plain<float>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*,
+                                float*);
+template bool gemm_plain<hg::bf16>(bool, bool, int64_t, int64_t, int64_t, const hg::bf16*,
+                                   const hg::bf16*, hg::bf16*);
 template bool gemm_bias<float>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*,
                                const float*, float*);
 template bool gemm_bias<hg::bf16>(bool, bool, int64_t, int64_t, int64_t, const hg::bf16*,

@@ -1,4 +1,4 @@
-// GEMMs with the bias add, or the bias gradient, fused into their epilogue, through cuBLASLt
+// GEMMs through cuBLASLt, with the bias add, or the bias gradient, fused into their epilogue
 // (CUDA-only, used by kernels/cuda/linear.cu). Row-major, as kernels/matmul.h:
 //   C (M, N) = op(A) (M, K) @ op(B) (K, N) + bias (N, broadcast over the M rows).
 // The bias is added to the f32 accumulator before C is stored, so C is written once instead of
@@ -12,10 +12,18 @@
 
 namespace hg::kernels::cuda {
 
+/// C = op(A) op(B) alone, through cuBLASLt so that the algorithm is chosen as for the others
+/// (hg::cuda::gemm_autotune: timed on the shape's first call). Same types and return value as
+/// gemm_bias (false: nothing done, the caller runs kernels/matmul.h's gemm).
+template <typename T>
+bool gemm_plain(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
+                T* C);
+
 /// T = float (TF32 tensor cores only when hg::cuda::allow_tf32()) or hg::bf16 (bf16 A, B, C and
 /// bias, f32 accumulation). Returns false, having done nothing, when cuBLASLt offers no algorithm
 /// for this shape and these pointer alignments (the caller then runs gemm + its bias kernel).
-/// Throws hg::Error on a cuBLASLt failure.
+/// Throws hg::Error on a cuBLASLt failure. The algorithm: hg::cuda::gemm_autotune
+/// (kernels/cuda/context.h).
 template <typename T>
 bool gemm_bias(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* A, const T* B,
                const T* bias, T* C);

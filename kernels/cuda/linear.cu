@@ -107,13 +107,15 @@ void linear_forward_add(int64_t M, int64_t in, int64_t out, const T* x, const T*
 template <typename T>
 void linear_backward_input(int64_t M, int64_t in, int64_t out, const T* gy, const T* w, T* gx) {
   if (M * in == 0) return;
-  gemm<T>(false, false, M, in, out, 1.0f, gy, w, 0.0f, gx);  // gx = gy w
+  if (gemm_plain<T>(false, false, M, in, out, gy, w, gx)) return;  // gx = gy w
+  gemm<T>(false, false, M, in, out, 1.0f, gy, w, 0.0f, gx);
 }
 
 template <typename T>
 void linear_backward_weight(int64_t M, int64_t in, int64_t out, const T* x, const T* gy, T* gw) {
   if (in * out == 0) return;
-  gemm<T>(true, false, out, in, M, 1.0f, gy, x, 0.0f, gw);  // gw = gy^T x
+  if (gemm_plain<T>(true, false, out, in, M, gy, x, gw)) return;  // gw = gy^T x
+  gemm<T>(true, false, out, in, M, 1.0f, gy, x, 0.0f, gw);
 }
 
 template <typename T>

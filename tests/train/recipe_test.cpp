@@ -192,6 +192,7 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"precision", "train/trainer.cpp"},
       {"device", "train/trainer.cpp"},
       {"cuda_graph", "train/trainer.cpp"},
+      {"gemm_autotune", "train/trainer.cpp"},
       {"threads", "app/train.cpp"},
       {"log_interval", "train/trainer.cpp"},
       {"checkpoint_hist", "train/trainer.cpp"},
