@@ -11,6 +11,8 @@
 #include <system_error>
 #include <vector>
 
+#include "core/big_endian.h"
+
 namespace hg::data {
 
 IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
@@ -34,10 +36,7 @@ IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
   gzerror(f.get(), &code);
   HG_CHECK(code != Z_BUF_ERROR, "IDX: the gzip data of '", path, "' ends early (", bytes.size(),
            " bytes unpacked): the file is cut short (a download or copy that stopped?)");
-  auto be32 = [&](size_t at) {
-    return (uint32_t(bytes[at]) << 24) | (uint32_t(bytes[at + 1]) << 16) | (uint32_t(bytes[at + 2]) << 8) |
-           uint32_t(bytes[at + 3]);
-  };
+  auto be32 = [&](size_t at) { return read_be32(bytes.data() + at); };
   HG_CHECK(bytes.size() >= 4, "IDX: '", path, "' is too short (", bytes.size(), " bytes) to hold a header");
   const uint32_t magic = be32(0);
   HG_CHECK(magic == expected_magic, "IDX: '", path, "' has magic 0x", std::hex, magic, ", expected 0x",

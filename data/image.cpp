@@ -35,6 +35,7 @@
 #include <utility>
 
 #include "core/atomic_file.h"
+#include "core/big_endian.h"
 
 #include "data/image_complete.h"
 #include "data/jpeg_decode.h"
@@ -207,7 +208,7 @@ std::optional<std::pair<int64_t, int64_t>> jpeg_frame_size(std::FILE* f) {
     if (frame) {
       uint8_t h[5];  // precision, height, width
       if (length < 7 || std::fread(h, 1, 5, f) != 5) return std::nullopt;
-      return std::pair<int64_t, int64_t>((int64_t(h[1]) << 8) | h[2], (int64_t(h[3]) << 8) | h[4]);
+      return std::pair<int64_t, int64_t>(read_be16(h + 1), read_be16(h + 3));
     }
     if (std::fseek(f, length - 2, SEEK_CUR) != 0) return std::nullopt;
   }
@@ -286,11 +287,7 @@ bool probe_image(const std::string& path, std::string* reason) {
   }
   // a PNG header stb refuses: its size, when that is why (stb decodes at most 2^30 bytes)
   if (format == ImageFormat::png && head.size() >= 24) {
-    auto be32 = [&](size_t i) {
-      return (uint64_t(head[i]) << 24) | (uint64_t(head[i + 1]) << 16) |
-             (uint64_t(head[i + 2]) << 8) | head[i + 3];
-    };
-    const uint64_t pw = be32(16), ph = be32(20);
+    const uint64_t pw = read_be32(head.data() + 16), ph = read_be32(head.data() + 20);
     const int type = head[25];  // IHDR colour type: the channels stb decodes it to
     const uint64_t channels = type == 2 ? 3 : type == 4 ? 2 : type == 6 ? 4 : 1;
     if (pw * ph * channels > (uint64_t(1) << 30))

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/big_endian.h"
 #include "data/jpeg_decode.h"
 
 namespace hg::data {
@@ -12,9 +13,6 @@ namespace {
 
 uint32_t le16(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8; }
 uint32_t le32(const uint8_t* p) { return le16(p) | le16(p + 2) << 16; }
-uint32_t be32(const uint8_t* p) {
-  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
-}
 
 // A netpbm header's next decimal field after whitespace and '#' comments (to the end of their
 // line); nothing when the header ends or holds something else first.
@@ -90,7 +88,7 @@ bool jpeg_reaches_end(const uint8_t* data, size_t size) {
     if (marker == 0xD9) return true;
     if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;  // no length
     if (i + 2 > size) return false;
-    const size_t length = size_t(data[i]) << 8 | data[i + 1];  // counts its own two bytes
+    const size_t length = read_be16(data + i);  // counts its own two bytes
     if (length < 2) return false;
     i += length;
     if (marker != 0xDA) continue;
@@ -117,7 +115,7 @@ bool jpeg_reaches_end(const uint8_t* data, size_t size) {
 bool png_reaches_end(const uint8_t* data, size_t size) {
   size_t i = 8;  // after the signature
   while (i + 8 <= size) {
-    const uint64_t length = be32(data + i);
+    const uint64_t length = read_be32(data + i);
     const bool iend = std::memcmp(data + i + 4, "IEND", 4) == 0;
     const uint64_t next = uint64_t(i) + 12 + length;  // length, type, data, CRC
     if (iend) return next <= size;
