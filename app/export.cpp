@@ -68,7 +68,10 @@ void run_export(const ExportArgs& a) {
       "weights");
   refuse_keys_that_change_nothing("export", a.overrides, "writes the model's weights alone",
                                   {"threads"});
-  const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
+  // the weights do not depend on img_size: a 28 px run's config with --model convnext_atto (stride
+  // 32) exports atto's weights
+  const ResolvedConfig rc =
+      config_for_checkpoint(a.config, a.checkpoint, a.overrides, train::ImgSizeCheck::unused);
   // Loading into the model checks every name and shape (and the Haar filters) before anything is
   // written; the file then holds exactly the model's state_dict.
   autograd::NoGradGuard no_grad;

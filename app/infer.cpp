@@ -74,7 +74,9 @@ void run_infer(const InferArgs& a) {
       "infer", a.overrides,
       "runs the model in float32 on the batch as given (already normalised and sized)",
       {"device", "threads", "wtconv_mode"});
-  const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
+  // the batch's own size is checked against the model below; img_size is not used
+  const ResolvedConfig rc =
+      config_for_checkpoint(a.config, a.checkpoint, a.overrides, train::ImgSizeCheck::unused);
   set_cpu_threads(static_cast<int>(rc.config.threads));
   const Device device = train::resolve_device(rc.config.device);
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, device);

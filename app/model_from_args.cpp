@@ -142,14 +142,16 @@ void refuse_keys_that_change_nothing(const char* command, const std::vector<std:
 }
 
 ResolvedConfig config_for_checkpoint(const std::string& config, const std::string& checkpoint,
-                                     const std::vector<std::string>& overrides) {
+                                     const std::vector<std::string>& overrides,
+                                     train::ImgSizeCheck img_size) {
   ResolvedConfig r;
+  std::string base;  // where a key the command line leaves came from, for its messages
   if (!config.empty()) {
-    r.config = train::load_config(config);
-    r.source = config;
+    r.config = train::load_config(config, img_size);
+    r.source = base = config;
   } else if (const std::string stored = train::checkpoint_config_yaml(checkpoint); !stored.empty()) {
-    r.source = str("the config stored in ", checkpoint);
-    r.config = train::config_from_yaml(stored, r.source);
+    r.source = base = str("the config stored in ", checkpoint);
+    r.config = train::config_from_yaml(stored, r.source, img_size);
     r.config.resume = "";  // a training setting, never wanted here
   } else {
     // a bare state_dict (timm's): which model it is must be said, not guessed
@@ -161,7 +163,7 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
         "CONFIG.yaml, or --model NAME (and --num-classes N when not 1000, --in-chans 1 for gray)");
     r.source = "the config defaults and --model (the checkpoint stores no config)";
   }
-  train::apply_overrides(r.config, overrides);
+  train::apply_overrides(r.config, overrides, base, img_size);
   // a model key given on the command line is named with the config it changed: the mismatch is
   // then the command line's (`export ck --model convnext_atto` blamed the stored config)
   std::string model_overrides;

@@ -19,9 +19,12 @@ struct ResolvedConfig {
 };
 
 /// CONFIG (may be ""), else the checkpoint's stored config, else defaults; then the overrides.
-/// Throws hg::Error for an unreadable file or a bad key / value (naming it).
+/// Throws hg::Error for an unreadable file or a bad key / value (naming it). `img_size`: unused
+/// for a command that only builds the model (export, infer), whose config's img_size may then be
+/// below the model's total stride.
 ResolvedConfig config_for_checkpoint(const std::string& config, const std::string& checkpoint,
-                                     const std::vector<std::string>& overrides);
+                                     const std::vector<std::string>& overrides,
+                                     train::ImgSizeCheck img_size);
 
 /// `given` as given, or for a run folder its model_best.safetensors (what a user who points at the
 /// run means; the log says which file and what the command does with it, `what`: "evaluating").

@@ -142,7 +142,8 @@ void run_validate(const ValidateArgs& args) {
   if (!a.results_file.empty())
     train::check_output_file(a.results_file, "validate: --results-file", "the results",
                              {{"the checkpoint", a.checkpoint}});
-  const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides);
+  const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides,
+                                                  train::ImgSizeCheck::against_model);
   const train::Config& cfg = rc.config;
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");

@@ -635,8 +635,10 @@ Where location(const Locations& locs, const std::string& key, const char* unset)
   return it != locs.end() ? it->second : Where{unset, -1};
 }
 
-// The model must exist, its keys must build a valid model, and img_size must reach through it.
-void validate_model(const Config& c, const Locations& locs, const char* unset) {
+// The model must exist, its keys must build a valid model, and img_size must reach through it
+// (unless the command does not use img_size).
+void validate_model(const Config& c, const Locations& locs, const char* unset,
+                    ImgSizeCheck img_size) {
   ModelConfig m;
   try {
     m = model_config(c.model);
@@ -653,6 +655,7 @@ void validate_model(const Config& c, const Locations& locs, const char* unset) {
     throw Error(str("config: model '", c.model, "'",
                     keys.empty() ? std::string() : " with keys " + keys, ": ", e.what()));
   }
+  if (img_size == ImgSizeCheck::unused) return;
   try {
     m.check_img_size(c.img_size);
   } catch (const Error& e) {
@@ -660,7 +663,8 @@ void validate_model(const Config& c, const Locations& locs, const char* unset) {
   }
 }
 
-void validate_at(const Config& c, const Locations& locs, const char* unset = "default value") {
+void validate_at(const Config& c, const Locations& locs, const char* unset = "default value",
+                 ImgSizeCheck img_size = ImgSizeCheck::against_model) {
   auto location = [&](const Locations& l, const std::string& key) {
     return train::location(l, key, unset);
   };
@@ -739,7 +743,7 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
                              : "cutmix_minmax",  // the one set
               str("mixup / cutmix mix image i with image N-1-i: batch_size must be even, got ",
                   c.batch_size));
-  validate_model(c, locs, unset);
+  validate_model(c, locs, unset, img_size);
 }
 
 // Several unknown keys are named in one message: a timm args.yaml holds a hundred keys haargrad
@@ -776,7 +780,7 @@ void broadcast_mean_std(Config& c) {
     if (v->size() == 1 && c.in_chans > 1) v->assign(static_cast<size_t>(c.in_chans), v->front());
 }
 
-Config parse_root(const YAML::Node& root, const std::string& source) {
+Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeCheck img_size) {
   Config cfg;
   if (root.IsNull()) return cfg;  // an empty file means all defaults
   if (!root.IsMap())
@@ -795,7 +799,7 @@ Config parse_root(const YAML::Node& root, const std::string& source) {
     locs[key] = where;
   }
   broadcast_mean_std(cfg);
-  validate_at(cfg, locs);
+  validate_at(cfg, locs, "default value", img_size);
   return cfg;
 }
 
@@ -967,8 +971,8 @@ YAML::Node parse_document(const std::string& text, const std::string& source) {
 
 }  // namespace
 
-Config config_from_yaml(const std::string& text, const std::string& source) {
-  return parse_root(parse_document(text, source), source);
+Config config_from_yaml(const std::string& text, const std::string& source, ImgSizeCheck img_size) {
+  return parse_root(parse_document(text, source), source, img_size);
 }
 
 namespace {
@@ -1012,7 +1016,7 @@ std::string expand_home(const std::string& path) {
   return found->pw_dir + rest;
 }
 
-Config load_config(const std::string& path) {
+Config load_config(const std::string& path, ImgSizeCheck img_size) {
   std::error_code ec;
   HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,
            "' is a folder, not a YAML file (e.g. configs/fashion_mnist.yaml or a run's args.yaml)");
@@ -1056,7 +1060,7 @@ Config load_config(const std::string& path) {
         "config: '{}' holds no keys (it is empty, comments or null): every key has its default "
         "(configs/fashion_mnist.yaml or a run's args.yaml is a start)",
         path);
-  return parse_root(root, path);
+  return parse_root(root, path, img_size);
 }
 
 // The keys that shape a variant's architecture beside its name. A config file's values were
@@ -1064,7 +1068,8 @@ Config load_config(const std::string& path) {
 const char* const kArchitectureKeys[] = {"depths", "dims", "patch_size", "kernel_size",
                                          "wt_levels"};
 
-void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base) {
+void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base,
+                     ImgSizeCheck img_size) {
   const Where cmd{"command line", -1};
   const std::string model_before = cfg.model;
   Locations locs;
@@ -1160,7 +1165,7 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
   }
   const std::string unset =
       base.empty() ? std::string("value before the command line") : str(base, " or its default");
-  validate_at(cfg, locs, unset.c_str());
+  validate_at(cfg, locs, unset.c_str(), img_size);
 }
 
 std::string to_yaml(const Config& cfg) {

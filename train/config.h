@@ -157,12 +157,18 @@ inline constexpr const char* kModelKeys[] = {
     "model",     "depths",        "dims",      "patch_size",  "kernel_size",
     "wt_levels", "ls_init_value", "drop_path", "num_classes", "in_chans"};
 
+/// Whether a config's checks hold img_size against the model's total stride (validate): a command
+/// that only builds the model (export, infer) does not use img_size, so a size below the stride of
+/// the model it asks for (`export CK --model convnext_atto` of a 28 px run) is no mistake there.
+enum class ImgSizeCheck { against_model, unused };
+
 /// Reads a YAML mapping of keys to values on top of the defaults. Throws hg::Error for a missing or
 /// unparsable file, an unknown key, a wrong type or an out-of-range value (naming key, file, line).
-Config load_config(const std::string& path);
+Config load_config(const std::string& path, ImgSizeCheck img_size = ImgSizeCheck::against_model);
 
 /// The same from YAML text; `source` names it in errors (e.g. a file name).
-Config config_from_yaml(const std::string& text, const std::string& source);
+Config config_from_yaml(const std::string& text, const std::string& source,
+                        ImgSizeCheck img_size = ImgSizeCheck::against_model);
 
 /// Applies `--key value` / `--key=value` pairs on top of `cfg` and re-validates. A value is parsed
 /// as YAML, so lists are "[2, 2, 2]" (or "2,2,2", or separate words as timm's: `--depths 2 2 2`),
@@ -171,7 +177,8 @@ Config config_from_yaml(const std::string& text, const std::string& source);
 /// named with `base` (where cfg came from, e.g. "configs/x.yaml"; "" = "value before the command
 /// line").
 void apply_overrides(Config& cfg, const std::vector<std::string>& args,
-                     const std::string& base = "");
+                     const std::string& base = "",
+                     ImgSizeCheck img_size = ImgSizeCheck::against_model);
 
 /// The effective config as YAML, every key, in table order; config_from_yaml(to_yaml(c)) == c.
 std::string to_yaml(const Config& cfg);

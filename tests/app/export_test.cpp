@@ -199,6 +199,36 @@ TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
   EXPECT_NE(layout.output.find("--layout nhwc"), std::string::npos) << layout.output;
 }
 
+// export and infer do not use img_size: timm's convnext_atto weights for 28 px gray images, given
+// with the Fashion-MNIST config (img_size 28) and --model convnext_atto (total stride 32), were
+// refused for "img_size 28 is below the total stride 32". They export and infer; validate, which
+// resizes to img_size, still refuses it.
+TEST_F(ExportCommand, ExportAndInferDoNotCheckAnImgSizeTheyDoNotUse) {
+  ModelConfig atto = model_config("convnext_atto");
+  atto.num_classes = 10;
+  atto.in_chans = 1;
+  const ConvNeXt model(atto, 3);
+  const std::string sd = file("atto.safetensors"), in = file("in.safetensors");
+  safetensors::save(sd, timm_state_dict(model));  // timm's state_dict: no config stored
+  safetensors::save(in, {{"input", test::random({2, 1, 32, 32}, 5)}}, {});
+  const std::string model_args =
+      " --config " HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml --model convnext_atto";
+  const ProgramRun ex =
+      run_program("export " + sd + " --out " + file("w.safetensors") + model_args);
+  EXPECT_EQ(ex.exit_code, 0) << ex.output;
+  EXPECT_EQ(ex.output.find("img_size"), std::string::npos) << ex.output;
+  const ProgramRun inf = run_program("infer --checkpoint " + sd + " --input " + in + " --out " +
+                                     file("logits.safetensors") + model_args);
+  EXPECT_EQ(inf.exit_code, 0) << inf.output;
+  const ProgramRun val = run_program("validate --checkpoint " + sd + model_args);
+  EXPECT_EQ(val.exit_code, 1) << val.output;
+  EXPECT_NE(val.output.find("key 'img_size' (" HAARGRAD_SOURCE_DIR
+                            "/configs/fashion_mnist.yaml or its default): img_size 28 is below "
+                            "the total stride 32"),
+            std::string::npos)
+      << val.output;
+}
+
 // validate takes a run folder for its model_best.safetensors; export and infer said "safetensors
 // 'RUN': read failed: Is a directory". They take a run folder the same way, and name a folder
 // without model_best.
