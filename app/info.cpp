@@ -1,7 +1,11 @@
 // `haargrad info MODEL|CONFIG.yaml [--img-size N] [--batch N]`: parameter counts, forward GMACs
 // and the activation bytes the tape holds for one training step.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "app/command.h"
 #include "core/autograd.h"
@@ -17,6 +21,7 @@ struct InfoArgs {
   std::string model;
   std::string model_option;  // --model, timm's spelling of the argument
   int img_size = 0;  // 0: the model's default_img_size
+  std::string img_size_config;  // the config file img_size came from; "": --img-size or the model's
   int batch = 1;
   bool no_measure = false;
 };
@@ -35,6 +40,72 @@ int64_t measured_activation_bytes(ConvNeXt& model, int batch, int img_size) {
   return after - before;
 }
 
+// The activation bytes of a training step: a per-image part times the batch plus a per-step part
+// that does not grow with it (fc2's weight with the layer scale folded in, gelu_linear_residual):
+// two small measurements, at batches 1 and 2, give both, fast even for tiny at 224 px.
+struct ActivationBytes {
+  int64_t per_image = 0, per_step = 0;
+};
+
+ActivationBytes activation_bytes(ConvNeXt& model, int img_size) {
+  const int64_t one = measured_activation_bytes(model, 1, img_size);
+  const int64_t per_image = measured_activation_bytes(model, 2, img_size) - one;
+  return {per_image, one - per_image};
+}
+
+// "--img-size 100000", or "img_size 100000 (CONFIG.yaml)": the size as the user gave it.
+std::string img_size_text(const InfoArgs& a) {
+  return a.img_size_config.empty() ? str("--img-size ", a.img_size)
+                                   : str("img_size ", a.img_size, " (", a.img_size_config, ")");
+}
+
+// "12.3" (GiB) for a byte count; large counts in whole GiB ("1e+06" would hide the size).
+std::string gib_text(double bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", bytes < double(int64_t(1) << 40) ? 1 : 0,
+                bytes / double(int64_t(1) << 30));
+  return b;
+}
+
+// An img_size whose measurement would not fit this machine's memory is refused before anything is
+// printed (it failed "out of host memory" under half a table; a size just below that would have
+// made the system swap or kill the process): the batch-2 measurement's input and activations,
+// estimated from a measurement at a small size scaled by the pixels, against the physical memory.
+void check_measurable(ConvNeXt& model, const InfoArgs& a) {
+  const int img_size = a.img_size;
+  const int ref = std::max(64, model.config.total_stride());
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (img_size <= ref || pages <= 0 || page <= 0) return;
+  const double pixels = double(img_size) * img_size;
+  const double input = 2 * pixels * model.config.in_chans * sizeof(float);
+  const double need =
+      2 * double(activation_bytes(model, ref).per_image) * pixels / (double(ref) * ref) + input;
+  const double have = double(pages) * double(page);
+  if (need <= have) return;
+  throw Error(str("info: ", img_size_text(a),
+                  ": measuring the activation bytes (batches 1 and 2) would need about ",
+                  gib_text(need), " GiB of memory (scaled from ", ref, " px), more than this ",
+                  "machine's ", gib_text(have), " GiB; give a smaller --img-size, or ",
+                  "--no-measure for the parameter counts and GMACs alone"));
+}
+
+// The measurement at the run's sizes, its errors naming the options (the allocator's own message
+// names the config keys img_size and batch_size).
+ActivationBytes measure(ConvNeXt& model, const InfoArgs& a) {
+  check_measurable(model, a);
+  ActivationBytes b;
+  try {
+    b = activation_bytes(model, a.img_size);
+  } catch (const Error& e) {
+    throw Error(str("info: ", img_size_text(a), ": ", e.what(),
+                    "; --no-measure gives the parameter counts and GMACs alone"));
+  }
+  HG_CHECK(b.per_image <= (std::numeric_limits<int64_t>::max() - b.per_step) / a.batch,
+           "info: --batch ", a.batch, ": the activation bytes at ", img_size_text(a), " (",
+           b.per_image, " per image) overflow a 64-bit count");
+  return b;
+}
+
 // MODEL is a registered name, or a config file (as train, bench and validate take): then its model
 // with the config's model keys (kernel_size, dims, ...) and its img_size unless --img-size is
 // given.
@@ -43,17 +114,22 @@ ModelConfig model_of(InfoArgs& a) {
   if (ext != ".yaml" && ext != ".yml" && !std::filesystem::is_regular_file(a.model))
     return model_config(a.model);
   const train::Config c = train::load_config(a.model);
-  if (a.img_size == 0) a.img_size = static_cast<int>(c.img_size);
+  if (a.img_size == 0) {
+    a.img_size = static_cast<int>(c.img_size);
+    a.img_size_config = a.model;
+  }
   a.model = c.model + " (" + a.model + ")";
   return train::model_config_from(c);
 }
 
+// Every figure is computed before the first line is printed: an error is then the only output.
 void run_info(InfoArgs a) {
   ModelConfig cfg = model_of(a);
   if (a.img_size == 0) a.img_size = cfg.default_img_size;
   cfg.check_img_size(a.img_size);
   ConvNeXt model(cfg, 0);
   const double gmacs = forward_macs(cfg, a.img_size) / 1e9;
+  const ActivationBytes act = a.no_measure ? ActivationBytes{} : measure(model, a);
   std::printf("model            %s\n", a.model.c_str());
   std::printf("trainable params %s\n", std::to_string(model.num_trainable()).c_str());
   std::printf("fixed params     %s\n", std::to_string(model.num_fixed()).c_str());
@@ -61,12 +137,7 @@ void run_info(InfoArgs a) {
   if (a.batch > 1) std::printf(" (%.4g for batch %d)", gmacs * a.batch, a.batch);
   std::printf("\n");
   if (!a.no_measure) {
-    // Activation bytes are a per-image part times the batch plus a per-step part that does not grow
-    // with it (fc2's weight with the layer scale folded in, gelu_linear_residual): two small
-    // measurements give both, fast even for tiny at 224 px.
-    const int64_t one = measured_activation_bytes(model, 1, a.img_size);
-    const int64_t per_image = measured_activation_bytes(model, 2, a.img_size) - one;
-    const int64_t per_step = one - per_image;
+    const int64_t per_image = act.per_image, per_step = act.per_step;
     const int64_t total = per_step + per_image * a.batch;
     const auto mib = [](int64_t b) { return static_cast<double>(b) / (1 << 20); };
     std::printf(

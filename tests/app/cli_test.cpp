@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -464,6 +465,24 @@ TEST_F(CliTest, InfoActivationBytesMatchTheTapeAtTheBatch) {
   // within allocation rounding (small tensors' sizes round up; batch 5 is not exactly linear)
   EXPECT_NEAR(static_cast<double>(reported), static_cast<double>(measured), 0.005 * measured)
       << r.output;
+}
+
+// `info --img-size 100000` printed the model, its parameters and GMACs, then "out of host memory:
+// asked for 120001134592 bytes ... try a smaller img_size or batch_size" (config keys, not its
+// options). The measurement's memory is estimated before anything is printed: the error alone,
+// naming the option and its value; --no-measure prints the rest at that size.
+TEST_F(CliTest, InfoRefusesASizeItCannotMeasureBeforePrintingAnything) {
+  const ProgramRun r = run_program("info convnext_atto --img-size 100000");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("haargrad: error: info: --img-size 100000: measuring the activation "
+                           "bytes (batches 1 and 2) would need about ",
+                           0),
+            0u)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;  // nothing else
+  const ProgramRun counts = run_program("info convnext_atto --img-size 100000 --no-measure");
+  EXPECT_EQ(counts.exit_code, 0) << counts.output;
+  EXPECT_NE(counts.output.find("at 100000x100000"), std::string::npos) << counts.output;
 }
 
 TEST_F(CliTest, InfoTakesAConfig) {
