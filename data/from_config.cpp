@@ -37,8 +37,10 @@ Datasets make_datasets(const train::Config& cfg) {
     d.val = std::make_shared<IdxDataset>(cfg.data_dir, cfg.val_split, cfg.in_chans);
   } else if (cfg.dataset == "image_folder") {
     ImageFolderOptions opts = image_folder_options(cfg);
+    opts.split_key = "train_split";
     auto train = std::make_shared<ImageFolder>(cfg.data_dir, cfg.train_split, opts);
     opts.classes = train->classes();  // the same name -> index mapping in both splits
+    opts.split_key = "val_split";
     d.val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
     d.train = std::move(train);
   } else if (cfg.dataset == "synthetic") {
@@ -71,6 +73,7 @@ std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg) {
         "folders, in sorted order (the model's label order only if every class is there)",
         train_dir.string());
   }
+  opts.split_key = "val_split";
   auto val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
   check_classes(*val, cfg);
   // as make_datasets says it in training: a model of more classes than the data names scores

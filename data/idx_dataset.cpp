@@ -112,10 +112,14 @@ IdxDataset::IdxDataset(const std::string& dir, const std::string& split, int64_t
   else if (test.count(split))
     prefix = "t10k";
   else
-    throw Error(str("IdxDataset: split '", split,
-                    "' (the config's train_split / val_split) must be train (or training: the "
-                    "train-*-ubyte files) or test (or t10k, val, valid, validation, eval, "
-                    "evaluation: the t10k-*-ubyte files)"));
+    throw Error(str(
+        "IdxDataset: split '", split,
+        "' (the config's train_split / val_split) must be train (or training: the "
+        "train-*-ubyte files) or test (or t10k, val, valid, validation, eval, "
+        "evaluation: the t10k-*-ubyte files)",
+        split.find('/') == std::string::npos
+            ? std::string()
+            : str("; it is a name, not a path: the files are looked for in data_dir '", dir, "'")));
   load(find_file(dir, prefix + "-images-idx3-ubyte"), find_file(dir, prefix + "-labels-idx1-ubyte"), channels);
 }
 

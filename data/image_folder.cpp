@@ -79,18 +79,50 @@ std::vector<std::string> subfolders(const std::string& dir) {
   return out;
 }
 
+namespace {
+
+// timm's names of a split (dataset_factory's _TRAIN_SYNONYM, _EVAL_SYNONYM): the group `split`
+// belongs to, or none.
+const std::vector<std::string>& split_synonyms(const std::string& split) {
+  static const std::vector<std::vector<std::string>> groups = {
+      {"train", "training"}, {"val", "valid", "validation", "eval", "evaluation"}};
+  static const std::vector<std::string> none;
+  for (const std::vector<std::string>& names : groups)
+    if (std::find(names.begin(), names.end(), split) != names.end()) return names;
+  return none;
+}
+
+// A split given as a path ("/data/holdout", "val/sub"): a trailing '/' aside, it holds a '/'.
+// timm joins it to data_dir as os.path.join does (an absolute one replaces data_dir), and so does
+// fs::path's operator/; it is no split name, so no synonym is looked for.
+bool split_is_path(std::string split) {
+  while (split.size() > 1 && split.back() == '/') split.pop_back();
+  return split.find('/') != std::string::npos;
+}
+
+// "val_split '/data/holdout'": the key that named the split (or both keys' names) and its value.
+std::string split_named(const std::string& split, const std::string& key) {
+  return key.empty() ? str("split '", split, "' (the config's train_split / val_split)")
+                     : str(key, " '", split, "'");
+}
+
+// How a split that is a path was read: "absolute, so data_dir 'D' is not used for it" or
+// "joined to data_dir 'D'".
+std::string path_split_note(const std::string& root, const std::string& split) {
+  return fs::path(split).is_absolute()
+             ? str("absolute, so data_dir '", root, "' is not used for it")
+             : str("joined to data_dir '", root, "'");
+}
+
+}  // namespace
+
 std::string split_folder(const std::string& root, const std::string& split) {
   if (split.empty()) return root;
   const fs::path given = fs::path(root) / split;
   std::error_code ec;
   if (fs::is_directory(given, ec)) return given.string();
-  static const std::vector<std::vector<std::string>> synonyms = {
-      {"train", "training"}, {"val", "valid", "validation", "eval", "evaluation"}};
-  for (const std::vector<std::string>& names : synonyms) {
-    if (std::find(names.begin(), names.end(), split) == names.end()) continue;
-    for (const std::string& name : names)
-      if (fs::is_directory(fs::path(root) / name, ec)) return (fs::path(root) / name).string();
-  }
+  for (const std::string& name : split_synonyms(split))
+    if (fs::is_directory(fs::path(root) / name, ec)) return (fs::path(root) / name).string();
   return given.string();
 }
 
@@ -159,8 +191,25 @@ std::string idx_files_hint(const std::string& root) {
              "'): for MNIST-format files set dataset: idx (train_split train, val_split test)");
 }
 
+// What a missing split folder was looked for as, and where: the path a split given as a path led
+// to, or the name and timm's other names for it in data_dir.
+std::string split_search(const std::string& root, const std::string& split,
+                         const std::string& key) {
+  if (split_is_path(split))
+    return str(split_named(split, key), " is a path, not a split name (",
+               path_split_note(root, split),
+               "); a split is a folder name such as train, validation or val, looked for in "
+               "data_dir");
+  std::string others;
+  for (const std::string& name : split_synonyms(split))
+    if (name != split) others += str(others.empty() ? "" : ", ", "'", name, "'");
+  return str(split_named(split, key), " looked for in data_dir '", root, "'",
+             others.empty() ? std::string() : str(", as timm's other names for it too: ", others));
+}
+
 // root and root/split must be folders; the error for a misnamed split lists the splits there are.
-void check_split_folder(const std::string& root, const std::string& split, const std::string& dir) {
+void check_split_folder(const std::string& root, const std::string& split, const std::string& dir,
+                        const std::string& key) {
   std::error_code ec;
   // the ImageNet recipes ship with data_dir "" to be set: "'' does not exist" would not say so
   HG_CHECK(!root.empty(),
@@ -182,8 +231,7 @@ void check_split_folder(const std::string& root, const std::string& split, const
   for (size_t i = 0; i < folders.size() && i < 8; ++i)
     present += str(present.empty() ? "" : ", ", "'", folders[i], "'");
   if (folders.size() > 8) present = str(folders.size(), " folders: ", present, ", ...");
-  throw Error(str("ImageFolder: '", dir, "' is not a folder (root '", root, "', split '", split,
-                  "': the config's train_split / val_split)",
+  throw Error(str("ImageFolder: '", dir, "' is not a folder (", split_search(root, split, key), ")",
                   split.empty()     ? std::string()
                   : present.empty() ? str("; '", root, "' holds no split folders")
                                     : str("; '", root, "' holds ", present),
@@ -358,6 +406,20 @@ std::string class_hint(const std::string& name, const std::vector<std::string>& 
   return str(hint, "; the train classes: ", listed, classes.size() > 10 ? ", ..." : "");
 }
 
+// The log line for a split folder that is not data_dir/<the name>: one found by timm's other name
+// for it, or a split given as a path (read, as timm reads it, but no split name).
+void say_where_the_split_is(const std::string& root, const std::string& split,
+                            const std::string& dir, const std::string& key) {
+  if (split_is_path(split))
+    spdlog::info("ImageFolder: {} is a path, not a split name: reading the folder '{}' ({})",
+                 split_named(split, key), dir, path_split_note(root, split));
+  else if (!split.empty() && dir != (fs::path(root) / split).string())
+    spdlog::info(
+        "ImageFolder: {} is the folder '{}' (data_dir '{}' has no '{}'; '{}' is timm's other "
+        "name for it)",
+        split_named(split, key), dir, root, split, fs::path(dir).filename().string());
+}
+
 }  // namespace
 
 ImageFolder::ImageFolder(const std::string& root, const std::string& split, ImageFolderOptions opts)
@@ -365,12 +427,8 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
   HG_CHECK(opts_.channels == 1 || opts_.channels == 3, "ImageFolder: channels must be 1 or 3, got ",
            opts_.channels);
   dir_ = split_folder(root, split);
-  check_split_folder(root, split, dir_);
-  if (!split.empty() && fs::path(dir_).filename() != split)
-    spdlog::info(
-        "ImageFolder: split '{}' is the folder '{}' (no '{}' in '{}'; timm's names of "
-        "the split)",
-        split, dir_, split, root);
+  check_split_folder(root, split, dir_, opts_.split_key);
+  say_where_the_split_is(root, split, dir_, opts_.split_key);
   const std::vector<std::string> found = class_folders(dir_);
   classes_ = opts_.classes.empty() ? found : opts_.classes;
   int64_t ignored = 0, undecodable = 0;

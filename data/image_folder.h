@@ -22,6 +22,8 @@ struct ImageFolderOptions {
   /// Read every file's header while scanning, so files stb cannot recognise are dropped up front.
   bool probe = true;
   JpegDecoder jpeg = JpegDecoder::turbo;         ///< how JPEG files are decoded (image.h)
+  /// The config key that named the split ("train_split", "val_split"), for messages; "" = either.
+  std::string split_key;
 };
 
 class ImageFolder : public Dataset {

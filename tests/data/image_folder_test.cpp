@@ -558,6 +558,56 @@ TEST(ImageFolder, ASplitFolderIsFoundByTimmsSynonyms) {
       << mine;
 }
 
+// val_split is a split name looked for in data_dir (timm: "validation", or its other names). Given
+// a path, it was read (as timm's os.path.join reads it) with the log line "split '/x/holdout' is
+// the folder '/x/holdout' (no '/x/holdout' in 'DIR'; timm's names of the split)", and a missing
+// one was "not a folder (root 'DIR', split '/x/nothere')", as if DIR had been searched. The log
+// and the error say what was looked for, under which key, and where.
+TEST(ImageFolder, ASplitGivenAsAPathSaysWhatWasLookedForAndWhere) {
+  hg::test::TempDir tmp;
+  for (const char* c : {"data/train/a", "data/test/a", "holdout/a"}) {
+    fs::create_directories(tmp.path() / c);
+    hg::data::write_png(tmp / (std::string(c) + "/0.png"), hg::test::random_image(2, 2, 3, 1));
+  }
+  hg::train::Config cfg;
+  cfg.dataset = "image_folder";
+  cfg.data_dir = tmp / "data";
+  cfg.val_split = tmp / "holdout";
+  {
+    const hg::test::CapturedLog log;
+    EXPECT_EQ(hg::data::make_datasets(cfg).val->size(), 1);
+    EXPECT_NE(
+        log.text().find("val_split '" + cfg.val_split +
+                        "' is a path, not a split name: reading the folder '" + cfg.val_split +
+                        "' (absolute, so data_dir '" + cfg.data_dir + "' is not used for it)"),
+        std::string::npos)
+        << log.text();
+  }
+  cfg.val_split = tmp / "nothere";
+  std::string msg = error_of([&] { hg::data::make_datasets(cfg); });
+  EXPECT_NE(msg.find("'" + cfg.val_split + "' is not a folder (val_split '" + cfg.val_split +
+                     "' is a path, not a split name (absolute, so data_dir '" + cfg.data_dir +
+                     "' is not used for it); a split is a folder name such as train, "
+                     "validation or val, looked for in data_dir); '" +
+                     cfg.data_dir + "' holds 'test', 'train'"),
+            std::string::npos)
+      << msg;
+  // a name: data_dir and timm's other names for it, all searched, are named
+  cfg.val_split = "validation";
+  msg = error_of([&] { hg::data::make_val_dataset(cfg); });
+  EXPECT_NE(msg.find("(val_split 'validation' looked for in data_dir '" + cfg.data_dir +
+                     "', as timm's other names for it too: 'val', 'valid', 'eval', "
+                     "'evaluation')"),
+            std::string::npos)
+      << msg;
+  // an IDX split is a name too: a path is said to be none
+  msg = error_of([&] { hg::data::IdxDataset(cfg.data_dir, tmp / "holdout", 1); });
+  EXPECT_NE(msg.find("it is a name, not a path: the files are looked for in data_dir '" +
+                     cfg.data_dir + "'"),
+            std::string::npos)
+      << msg;
+}
+
 // timm reads a tar file as a dataset (its tar readers); here data_dir must be a folder, and an
 // archive was "not a folder" with nothing on what to do. It is named as an archive to unpack.
 TEST(ImageFolder, AnArchiveAsDataDirIsNamedAsSuch) {
