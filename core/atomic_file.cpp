@@ -75,9 +75,17 @@ class TempFile {
       ::unlink(tmp_.c_str());
       fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
-    if (fd_ < 0)
-      throw Error(str("cannot write '", target_, "': ", sys_error(errno), " (creating the temporary file '", tmp_,
-                      "' failed); '", target_, "' is unchanged"));
+    if (fd_ < 0) {
+      const int err = errno;
+      // a folder that is not there holds no file to keep unchanged: named as missing
+      std::error_code ec;
+      if (err == ENOENT && !std::filesystem::is_directory(folder_of(target_), ec))
+        throw Error(str("cannot write '", target_, "': its folder '", folder_of(target_),
+                        "' does not exist (deleted or moved away?)"));
+      throw Error(str("cannot write '", target_, "': ", sys_error(err),
+                      " (creating the temporary file '", tmp_, "' failed); '", target_,
+                      "' is unchanged"));
+    }
     // the file it replaces keeps its permissions (a private 0600 file must not become 0644)
     struct stat old {};
     if (::stat(target_.c_str(), &old) == 0 && S_ISREG(old.st_mode) &&

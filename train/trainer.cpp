@@ -173,7 +173,8 @@ struct Session {
   double total_train_seconds = 0, total_data_wait = 0;
   int64_t total_train_images = 0;
   std::set<std::string> history_notes_said;
-  bool plot = false;  // gnuplot is there: curves.png is redrawn after every epoch (rank 0)
+  bool plot = false;           // gnuplot is there: curves.png is redrawn after every epoch (rank 0)
+  bool folder_remade = false;  // the run folder vanished during the run and was made again (rank 0)
 };
 
 // Where one epoch stands: the micro-batches done, their loss and images, the time spent.
@@ -860,6 +861,58 @@ double step_peak_mib(const Session& s) {
 // rank's signal stopped this one (it stops as if told to terminate).
 int reported_stop_signal() { return stop_signal() == 0 ? SIGTERM : stop_signal(); }
 
+// ---- a run folder that disappears ---------------------------------------------------------------
+
+// A run folder deleted or moved away while the run trains takes its files with it (log.txt, the
+// checkpoints); the epoch's writes then failed "cannot write 'RUN/summary.csv': No such file or
+// directory (creating the temporary file ...); 'RUN/summary.csv' is unchanged", which read as a
+// write to a file still there, and the epoch's checkpoint was lost with the run. The folder is
+// made again for what the run can still save (args.yaml, summary.csv with every epoch's row, the
+// checkpoints of this epoch), said as a warning; the run then stops (remade_folder_stop). Rank 0;
+// called before each write of an epoch's end, as the folder may go at any moment.
+void remake_lost_folder(Session& s, int64_t epoch) {
+  std::error_code ec;
+  if (!dist::is_main() || s.folder_remade || fs::is_directory(s.paths.dir, ec)) return;
+  const std::string dir = s.paths.dir.string();
+  fs::create_directories(s.paths.dir, ec);
+  HG_CHECK(!ec, "epoch ", epoch + 1, ": the run folder ", dir,
+           " disappeared during the run (deleted or moved away), and making it again for this "
+           "epoch's checkpoint failed (",
+           ec.message(), "): nothing of this epoch is saved");
+  s.folder_remade = true;
+  // the config the checkpoints store (a resume's new args.yaml follows them: write_pending_args)
+  if (s.pending_args.empty()) io::write_file_atomic(s.paths.args.string(), s.config_yaml);
+  if (!s.summary.lines.empty())  // (none before the first epoch's end, as in any run)
+    io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, s.ema != nullptr));
+  spdlog::warn(
+      "epoch {}: the run folder {} disappeared during the run (deleted or moved away), with the "
+      "files it held: made it again for this epoch's args.yaml, summary.csv and checkpoints",
+      epoch + 1, dir);
+}
+
+// After the epoch's results are saved in a remade folder the run stops (a later epoch would
+// write on into a folder that no longer holds its run: no run.json, no lock, no log.txt) with an
+// error naming what to resume; after the run's last epoch there is nothing left to run.
+void remade_folder_stop(const Session& s, int64_t epoch, bool last) {
+  if (!s.folder_remade) return;
+  const std::string dir = s.paths.dir.string();
+  if (last) {
+    spdlog::warn(
+        "the run folder {} was made again at epoch {}: it holds that epoch's args.yaml, "
+        "summary.csv and checkpoints; the files it held before (log.txt, earlier checkpoints) "
+        "are gone",
+        dir, epoch + 1);
+    return;
+  }
+  throw Error(str("epoch ", epoch + 1, ": the run folder ", dir,
+                  " disappeared during the run (deleted or moved away); it was made again and "
+                  "holds this epoch's args.yaml, summary.csv and checkpoints, not the files it "
+                  "held before (log.txt, run.json, earlier checkpoints); stopping: go on with "
+                  "`haargrad train ",
+                  s.paths.args.string(), " --resume ", s.paths.last.string(),
+                  "` (in a new run folder)"));
+}
+
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
 void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   TrainState rs = s.st;
@@ -874,6 +927,7 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   rs.eval_top1 = rs.eval_top5 = rs.eval_loss = -1;  // no evaluation closes a partial epoch
   rs.eval_top1_ema = rs.eval_top5_ema = rs.eval_loss_ema = -1;
   rs.run = s.run_id;
+  remake_lost_folder(s, epoch);
   save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
                   ema_module(s));
   write_pending_args(s);
@@ -952,6 +1006,7 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
   }
   s.summary.lines.push_back(format_summary_row(row));
   s.summary.eval_top1[epoch + 1] = ev.finite() ? ev.rank_top1() : NAN;
+  remake_lost_folder(s, epoch);
   if (dist::is_main())
     io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, row.has_ema));
   plot_curves(s);
@@ -1062,6 +1117,7 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const Evaluation& ev) {
     st.best_epoch = epoch + 1;
   }
   st.run = s.run_id;
+  remake_lost_folder(s, epoch);
   save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
   write_pending_args(s);
   s.good.resumable = s.paths.last.string();
@@ -1291,6 +1347,7 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
     }
     if (s.opts.before_checkpoints) s.opts.before_checkpoints(epoch);
     save_epoch_checkpoints(s, epoch, *ev);
+    remade_folder_stop(s, epoch, epoch == last_epoch - 1);
   }
   return final_report(s);
 }

@@ -419,6 +419,57 @@ TEST_F(Faults, ARunFoldersNamesAreRefusedBeforeTheyExist) {
             "");
 }
 
+// A run folder deleted (or moved away) while the run trains: the epoch's end failed "cannot write
+// 'RUN/summary.csv': No such file or directory (creating the temporary file ...); 'RUN/summary.csv'
+// is unchanged", as if the file were still there, and the epoch's checkpoint was lost with the run.
+// The folder is made again for that epoch's summary.csv and checkpoints, and the run stops with an
+// error that names the folder and the checkpoint to resume (a run folder gone in the last epoch:
+// the run ends normally, its results saved). The writer names a missing folder as such too.
+TEST_F(Faults, ARunFolderDeletedDuringTheRunSaysSoAndSavesTheEpoch) {
+  const std::string missing = (root_ / "nowhere" / "summary.csv").string();
+  const std::string msg_file = error_of([&] { io::write_file_atomic(missing, "x\n"); });
+  EXPECT_CONTAINS(msg_file, "cannot write '" + missing + "': its folder '" +
+                                (root_ / "nowhere").string() + "' does not exist");
+  EXPECT_EQ(msg_file.find("unchanged"), std::string::npos) << msg_file;
+
+  train::Config c = smoke("gone", 3);
+  const fs::path dir = root_ / "gone";
+  const auto delete_in = [&dir](int64_t epoch) {
+    return [&dir, epoch](int64_t e, int64_t s, ConvNeXt&) {
+      if (e == epoch && s == 1) fs::remove_all(dir);
+      return false;
+    };
+  };
+  train::TrainOptions o = quiet_;
+  o.after_step = delete_in(1);  // in epoch 2 of 3
+  const std::string msg = error_of([&] { train::train(c, o); });
+  EXPECT_CONTAINS(msg, "epoch 2: the run folder " + dir.string() +
+                           " disappeared during the run (deleted or moved away)");
+  EXPECT_CONTAINS(msg, "`haargrad train " + (dir / "args.yaml").string() + " --resume " +
+                           (dir / "last.safetensors").string() + "`");
+  EXPECT_EQ(msg.find("unchanged"), std::string::npos) << msg;
+  EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 2);
+  EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);   // the header, epochs 1 and 2
+  EXPECT_FALSE(fs::exists(dir / train::kRunMarker));  // no run's folder now
+  // the saved epoch goes on as the message says (in a new run folder: this one belongs to no run)
+  train::Config again = train::load_config((dir / "args.yaml").string());
+  again.resume = (dir / "last.safetensors").string();
+  const train::TrainResult resumed = train::train(again, quiet_);
+  EXPECT_NE(resumed.run_dir, dir.string());
+  EXPECT_EQ(state_of(fs::path(resumed.run_dir) / "last.safetensors").epoch, 3);
+
+  // gone in the last epoch: nothing is left to run, the run ends with its results saved
+  train::Config last = smoke("gone_last", 2);
+  const fs::path last_dir = root_ / "gone_last";
+  train::TrainOptions at_end = quiet_;
+  at_end.after_step = [&last_dir](int64_t e, int64_t s, ConvNeXt&) {
+    if (e == 1 && s == 1) fs::remove_all(last_dir);
+    return false;
+  };
+  train::train(last, at_end);
+  EXPECT_EQ(state_of(last_dir / "last.safetensors").epoch, 2);
+}
+
 TEST_F(Faults, DiskFullAtTheSecondSaveKeepsSummaryAndArgs) {
   train::Config c = smoke("full", 2);
   train::TrainOptions first = quiet_;
