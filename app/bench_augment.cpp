@@ -163,7 +163,7 @@ void run(const AugmentOptions& o) {
     to.train = true;
     to.interpolation = o.interp;
     to.auto_augment = v.aa;
-    to.color_jitter = v.jitter;
+    to.color_jitter = {v.jitter};
     to.random_erasing.probability = v.reprob;
     const data::Transform t(to);
     rows.push_back(time_it(v.name, o, [&](int64_t i) {

@@ -14,7 +14,9 @@ namespace hg::data {
 void check_gpu_augment(const TransformOptions& o) {
   HG_CHECK(o.auto_augment.empty(), "gpu_augment: RandAugment (aa '", o.auto_augment,
            "') runs on the CPU only; set aa to '' or gpu_augment to false");
-  HG_CHECK(o.color_jitter <= 0 || !o.train, "gpu_augment: color_jitter ", o.color_jitter,
+  const bool jitter =
+      std::any_of(o.color_jitter.begin(), o.color_jitter.end(), [](double s) { return s > 0; });
+  HG_CHECK(!jitter || !o.train, "gpu_augment: color_jitter ", color_jitter_text(o.color_jitter),
            " runs on the CPU only; set color_jitter to 0 or gpu_augment to false");
   HG_CHECK(o.random_erasing.probability <= 0 || !o.train, "gpu_augment: random erasing (reprob ",
            o.random_erasing.probability, ") runs on the CPU only; set reprob to 0 or gpu_augment to false");

@@ -658,6 +658,60 @@ Image adjust_sharpness(const Image& img, double factor) {
   return out;
 }
 
+namespace {
+
+// PIL's RGB -> HSV of one pixel (libImaging/Convert.c, after colorsys), its float and double
+// steps kept as they are there: the hue and saturation bytes are truncated, not rounded.
+std::array<uint8_t, 3> pil_hsv(uint8_t r, uint8_t g, uint8_t b) {
+  const uint8_t max = std::max({r, g, b}), min = std::min({r, g, b});
+  if (max == min) return {0, 0, max};
+  const float range = float(max - min);
+  const float s = range / float(max);
+  const float rc = float(max - r) / range, gc = float(max - g) / range, bc = float(max - b) / range;
+  float h = r == max ? bc - gc : g == max ? float(2.0 + rc - bc) : float(4.0 + gc - rc);
+  h = float(std::fmod(h / 6.0 + 1.0, 1.0));
+  return {clamp_u8(int64_t(h * 255.0)), clamp_u8(int64_t(s * 255.0)), max};
+}
+
+// PIL's HSV -> RGB of one pixel (the same file), rounding each channel.
+std::array<uint8_t, 3> pil_rgb(uint8_t h, uint8_t s, uint8_t v) {
+  if (s == 0) return {v, v, v};
+  const int i = int(std::floor(float(h) * 6.0 / 255.0));
+  const float f = float(float(h) * 6.0 / 255.0 - float(i));
+  const float fs = float(float(s) / 255.0);
+  const uint8_t p = clamp_u8(int64_t(std::round(float(v) * (1.0 - fs))));
+  const uint8_t q = clamp_u8(int64_t(std::round(float(v) * (1.0 - fs * f))));
+  const uint8_t t = clamp_u8(int64_t(std::round(float(v) * (1.0 - fs * (1.0 - f)))));
+  switch (i % 6) {
+    case 0: return {v, t, p};
+    case 1: return {q, v, p};
+    case 2: return {p, v, t};
+    case 3: return {p, q, v};
+    case 4: return {t, p, v};
+    default: return {v, p, q};
+  }
+}
+
+}  // namespace
+
+Image adjust_hue(const Image& img, double factor) {
+  check_image("adjust_hue", img);
+  HG_CHECK(factor >= -0.5 && factor <= 0.5, "adjust_hue: factor must be in [-0.5, 0.5], got ",
+           factor);
+  if (img.channels == 1) return img;  // torchvision returns an "L" image as it is
+  // numpy's uint8 of the float hue_factor * 255: truncated, then taken modulo 256
+  const auto shift = static_cast<uint8_t>(static_cast<int64_t>(factor * 255.0));
+  Image out = same_shape(img);
+  const uint8_t* in = img.pixels.data();
+  uint8_t* o = out.pixels.data();
+  for (size_t i = 0, n = img.pixels.size(); i < n; i += 3) {
+    const std::array<uint8_t, 3> hsv = pil_hsv(in[i], in[i + 1], in[i + 2]);
+    const std::array<uint8_t, 3> rgb = pil_rgb(uint8_t(hsv[0] + shift), hsv[1], hsv[2]);
+    std::copy(rgb.begin(), rgb.end(), o + i);
+  }
+  return out;
+}
+
 Image affine(const Image& img, const std::array<double, 6>& m, Interp interp, const Fill& fill) {
   check_image("affine", img);
   HG_CHECK(img.height < (1 << 30) && img.width < (1 << 30), "affine: image ", img.height, "x",

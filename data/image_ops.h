@@ -58,6 +58,10 @@ Image adjust_color(const Image& img, double factor);       ///< saturation (Imag
 Image adjust_contrast(const Image& img, double factor);    ///< ImageEnhance.Contrast
 Image adjust_brightness(const Image& img, double factor);  ///< ImageEnhance.Brightness
 Image adjust_sharpness(const Image& img, double factor);   ///< ImageEnhance.Sharpness
+/// torchvision's adjust_hue of a PIL image (ColorJitter's hue), factor in [-0.5, 0.5]: PIL's 8-bit
+/// HSV conversion, the hue byte shifted by uint8(trunc(factor * 255)) with wrap-around, back to
+/// RGB (lossy even at factor 0, as PIL's conversion is). A gray image is unchanged.
+Image adjust_hue(const Image& img, double factor);
 
 // ---- geometry -----------------------------------------------------------------------------------
 /// Output (x, y) = input at (m[0] u + m[1] v + m[2], m[3] u + m[4] v + m[5]),

@@ -332,8 +332,10 @@ Transform::Transform(TransformOptions opts) : opts_(std::move(opts)), random_era
           std::min(255.0, std::round(255.0 * opts_.mean[std::min(c, opts_.mean.size() - 1)])));
     if (opts_.interpolation != "random") params.interp = parse_interp(opts_.interpolation);
     rand_augment_ = std::make_shared<RandAugment>(parse_rand_augment(opts_.auto_augment), params);
-  } else if (opts_.color_jitter > 0) {  // timm turns color jitter off when RandAugment is on
-    color_jitter_ = std::make_shared<ColorJitter>(opts_.color_jitter, opts_.color_jitter, opts_.color_jitter);
+  } else if (!opts_.color_jitter.empty()) {  // timm turns color jitter off when RandAugment is on
+    const std::array<double, 4> s = color_jitter_strengths(opts_.color_jitter);
+    auto jitter = std::make_shared<ColorJitter>(s[0], s[1], s[2], s[3]);
+    if (jitter->active()) color_jitter_ = std::move(jitter);
   }
 }
 

@@ -41,7 +41,10 @@ struct TransformOptions {
   /// eval: of the resize.
   std::string interpolation = "bilinear";
   std::string auto_augment;   ///< train: RandAugment spec (data/rand_augment.h); "" = none
-  double color_jitter = 0.0;  ///< train: ColorJitter strength when auto_augment is ""; 0 = off
+  /// train, when auto_augment is "": ColorJitter's strengths as timm gives them, one number
+  /// (brightness, contrast, saturation) or 3 or 4 (..., hue) (color_jitter_strengths); empty or
+  /// zeros = off
+  std::vector<double> color_jitter;
   RandomErasingOptions random_erasing;  ///< train: probability 0 = off
 };
 

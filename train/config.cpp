@@ -45,11 +45,19 @@ struct Rule {
   bool any_case = false;             // strings: lowercased as read (the choices are lowercase)
   bool path = false;                 // strings: a file or folder; a leading '~' is the home folder
   size_t min_len = 0, max_len = std::numeric_limits<size_t>::max();  // lists
+  // lists: a single number is taken too, as a list of one, and written back as a number (timm's
+  // color_jitter: a float or a tuple)
+  bool or_one_number = false;
 
   Rule len(size_t lo_len, size_t hi_len) const {
     Rule r = *this;
     r.min_len = lo_len;
     r.max_len = hi_len;
+    return r;
+  }
+  Rule or_number() const {
+    Rule r = *this;
+    r.or_one_number = true;
     return r;
   }
 };
@@ -189,8 +197,9 @@ const std::vector<Field>& table() {
        "resize filter of the train crop (random: one of bilinear / bicubic per image)"},
       {"interpolation", &Config::interpolation, one_of({"bicubic", "bilinear", "nearest"}),
        "resize filter of evaluation (timm: the model's, bicubic for ConvNeXt)"},
-      {"color_jitter", &Config::color_jitter, at_least(0),
-       "colour jitter strength (brightness, contrast, saturation); 0 = off"},
+      {"color_jitter", &Config::color_jitter, at_least(0).len(3, 4).or_number(),
+       "colour jitter: one strength for brightness, contrast and saturation, or [brightness, "
+       "contrast, saturation] or [..., hue] (timm's float or 3 / 4-tuple; hue <= 0.5); 0 = off"},
       {"aa", &Config::aa, any(),
        "auto-augment policy, timm's spec string (e.g. rand-m9-mstd0.5-inc1); empty = off"},
       {"reprob", &Config::reprob, closed(0, 1), "random erasing probability"},
@@ -527,7 +536,11 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
           if (v) check_number(*v, "a number");
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
                              std::is_same_v<T, std::vector<double>>) {
-          if (v.size() < r.min_len || v.size() > r.max_len)
+          if (r.or_one_number && v.size() != 1 && (v.size() < r.min_len || v.size() > r.max_len))
+            fail(key, where,
+                 str("expected a number or a list of ", r.min_len, " to ", r.max_len,
+                     " numbers, got a list of ", v.size(), " (", f.help, ")"));
+          if (!r.or_one_number && (v.size() < r.min_len || v.size() > r.max_len))
             fail(key, where,
                  r.min_len == r.max_len
                      ? str("expected a list of ", r.min_len, " values, got ", v.size())
@@ -596,10 +609,15 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
     std::visit([&](auto member) { cfg.*member = Config{}.*member; }, f.member);
     return;
   }
+  // a number as a list of one (a new node: assigning to a yaml-cpp node that refers to `node`
+  // would change the document itself)
+  YAML::Node one(YAML::NodeType::Sequence);
+  const bool wrap = f.rule.or_one_number && node.IsScalar();
+  if (wrap) one.push_back(node);
   std::visit(
       [&](auto member) {
         using T = std::decay_t<decltype(cfg.*member)>;
-        cfg.*member = read_value<T>(node, f.key, where);
+        cfg.*member = read_value<T>(wrap ? one : node, f.key, where);
       },
       f.member);
   // a folder name with the trailing '/' of the shell's completion names the same folder (its -N
@@ -702,6 +720,11 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   if (static_cast<int64_t>(c.std.size()) != c.in_chans)
     pair_fail("std", "in_chans",
               str("std has ", c.std.size(), " values, in_chans is ", c.in_chans));
+  // torchvision's ColorJitter takes a hue strength up to 0.5 (a half turn of the colour wheel)
+  if (c.color_jitter.size() == 4 && c.color_jitter[3] > 0.5)
+    fail("color_jitter", location(locs, "color_jitter"),
+         str("the hue (4th value) must be in [0, 0.5] (torchvision's bound), got ",
+             format_double(c.color_jitter[3])));
   if (c.scale[0] > c.scale[1])
     fail("scale", location(locs, "scale"),
          str("expected [min, max], got min ", c.scale[0], " > max ", c.scale[1]));
@@ -852,6 +875,7 @@ std::string yaml_value(const Config& cfg, const Field& f) {
           }
           return out + "]";
         } else {
+          if (f.rule.or_one_number && v.size() == 1) return format_double(double(v[0]));
           std::string out = "[";
           for (size_t i = 0; i < v.size(); ++i) {
             if (i) out += ", ";
@@ -895,7 +919,8 @@ std::string value_type_text(const Field& f) {
         else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
           return "list of " + len_text() + "ints" + describe_range(r);
         else if constexpr (std::is_same_v<T, std::vector<double>>)
-          return "list of " + len_text() + "floats" + describe_range(r);
+          return (r.or_one_number ? "float" + describe_range(r) + " or " : std::string()) +
+                 "list of " + len_text() + "floats" + describe_range(r);
         else
           return "list of schedule mappings";
       },

@@ -76,8 +76,10 @@ struct Config {
   std::string train_interpolation = "random";
   std::string interpolation =
       "bicubic";  ///< eval resize filter (timm: the model's; ConvNeXt's bicubic)
-  /// brightness / contrast / saturation jitter strength; off when aa is set (timm)
-  double color_jitter = 0.4;
+  /// colour jitter, timm's value: one strength (brightness, contrast, saturation) or 3 or 4 values
+  /// (brightness, contrast, saturation[, hue]), a single number held as a list of one; off when
+  /// aa is set (timm)
+  std::vector<double> color_jitter{0.4};
   /// RandAugment spec (data/rand_augment.h), e.g. "rand-m9-mstd0.5-inc1"; "" = none
   std::string aa = "";
   double reprob = 0.0;           ///< random erasing probability

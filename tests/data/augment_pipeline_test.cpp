@@ -49,7 +49,7 @@ TEST(AugmentPipeline, RandAugmentOrJitterChangeTheImageDeterministically) {
     if (std::string(which) == "aa") {
       o.auto_augment = "rand-m9-mstd0.5-inc1";
     } else {
-      o.color_jitter = 0.4;
+      o.color_jitter = {0.4};
     }
     const Transform t(o);
     int changed = 0;
@@ -62,7 +62,7 @@ TEST(AugmentPipeline, RandAugmentOrJitterChangeTheImageDeterministically) {
   }
   TransformOptions both = whole_image(16);  // timm: no color jitter when RandAugment is on
   both.auto_augment = "rand-n0";
-  both.color_jitter = 0.4;
+  both.color_jitter = {0.4};
   EXPECT_EQ(run(Transform(both), img, 5), run(Transform(whole_image(16)), img, 5));
 }
 
@@ -191,14 +191,14 @@ TEST(AugmentPipeline, ConfigKeysReachTheTransform) {
   cfg.reprob = 0.25;
   cfg.remode = "rand";
   cfg.recount = 2;
-  cfg.color_jitter = 0.3;
+  cfg.color_jitter = {0.3, 0.2, 0.1, 0.05};
   cfg.train_interpolation = "bicubic";
   const TransformOptions t = make_transform_options(cfg, true);
   EXPECT_EQ(t.auto_augment, cfg.aa);
   EXPECT_EQ(t.random_erasing.probability, 0.25);
   EXPECT_EQ(t.random_erasing.mode, "rand");
   EXPECT_EQ(t.random_erasing.max_count, 2);
-  EXPECT_EQ(t.color_jitter, 0.3);
+  EXPECT_EQ(t.color_jitter, cfg.color_jitter);
   EXPECT_EQ(t.interpolation, "bicubic");
   const TransformOptions e = make_transform_options(cfg, false);  // eval: none of it
   EXPECT_EQ(e.auto_augment, "");

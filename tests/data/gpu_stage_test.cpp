@@ -227,9 +227,12 @@ TEST(GpuStage, CpuOnlyOpsAreRefusedByName) {
   t.auto_augment = "rand-m9-mstd0.5";
   EXPECT_NE(message_of([&] { check_gpu_augment(t); }).find("aa"), std::string::npos);
   t.auto_augment = "";
-  t.color_jitter = 0.4;
-  EXPECT_NE(message_of([&] { check_gpu_augment(t); }).find("color_jitter"), std::string::npos);
-  t.color_jitter = 0;
+  t.color_jitter = {0.4};
+  EXPECT_NE(message_of([&] { check_gpu_augment(t); }).find("color_jitter 0.4"), std::string::npos);
+  t.color_jitter = {0, 0, 0, 0.1};  // hue alone
+  EXPECT_NE(message_of([&] { check_gpu_augment(t); }).find("color_jitter [0, 0, 0, 0.1]"),
+            std::string::npos);
+  t.color_jitter = {0};
   t.random_erasing.probability = 0.25;
   EXPECT_NE(message_of([&] { check_gpu_augment(t); }).find("reprob"), std::string::npos);
 }
@@ -258,7 +261,7 @@ TEST(GpuStage, LoaderRefusals) {
     EXPECT_NE(m.find("set gpu_augment: false"), std::string::npos) << m;
     // decode: nvjpeg on such a machine named color_jitter (a CPU-only op) first, then "no usable
     // CUDA device" without the key that asked for the GPU: the device first, and the key
-    t.color_jitter = 0.4;
+    t.color_jitter = {0.4};
     o.decode = DecodeBackend::nvjpeg;
     m = message_of([&] { DataLoader dl(ds, Transform(t), o); });
     EXPECT_NE(m.find("CUDA"), std::string::npos) << m;

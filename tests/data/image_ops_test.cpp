@@ -2,6 +2,8 @@
 // each expected value worked out by hand from PIL's definition of the op.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "data/image_ops.h"
 #include "temp_dir.h"
 
@@ -54,6 +56,40 @@ TEST(ImageOps, EqualizeFollowsPilsHistogramSteps) {
   EXPECT_EQ(out.pixels[600], 255);
   const Image few = gray(1, 3, {5, 6, 7});  // step 0: unchanged
   EXPECT_EQ(equalize(few).pixels, few.pixels);
+}
+
+// ColorJitter's hue (timm's color_jitter [b, c, s, hue]): torchvision's adjust_hue of a PIL image,
+// PIL's 8-bit HSV with the hue byte shifted. The expected pixels are that code's (F_pil.adjust_hue
+// as written there) on Pillow 9.4 and numpy 1.24; the conversion also equalled Pillow's on all
+// 2^24 colours at factors 0.1, -0.37 and 0.5 (checked once, off-line). Factor 0 is not the
+// identity (PIL's HSV bytes lose precision: 40 -> 37 below); a negative factor wraps (-0.5: +129).
+TEST(ImageOps, AdjustHueIsTorchvisionsOnPilsHsv) {
+  using Rgb = std::array<uint8_t, 3>;
+  const std::array<double, 4> factors{0.0, 0.1, -0.1, -0.5};
+  // a pixel, then what it becomes at each factor
+  const std::vector<std::vector<Rgb>> table = {
+      {{200, 40, 10}, {200, 37, 10}, {200, 149, 10}, {200, 10, 91}, {10, 167, 200}},
+      {{10, 200, 40}, {10, 200, 37}, {10, 200, 149}, {95, 200, 10}, {200, 10, 167}},
+      {{40, 10, 200}, {37, 10, 200}, {149, 10, 200}, {10, 95, 200}, {171, 200, 10}},
+      {{128, 128, 128}, {128, 128, 128}, {128, 128, 128}, {128, 128, 128}, {128, 128, 128}},
+      {{255, 0, 0}, {255, 0, 0}, {255, 150, 0}, {255, 0, 144}, {0, 246, 255}},
+      {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
+      {{255, 255, 255}, {255, 255, 255}, {255, 255, 255}, {255, 255, 255}, {255, 255, 255}},
+      {{17, 99, 230}, {17, 102, 230}, {57, 17, 230}, {17, 227, 230}, {230, 147, 17}},
+      {{250, 251, 249}, {250, 251, 249}, {249, 251, 249}, {251, 251, 249}, {250, 249, 251}},
+      {{3, 2, 1}, {3, 2, 1}, {3, 3, 1}, {3, 1, 1}, {1, 2, 3}},
+      {{90, 180, 90}, {90, 180, 90}, {90, 180, 143}, {143, 180, 90}, {180, 90, 177}},
+      {{255, 0, 255}, {252, 0, 255}, {255, 0, 108}, {102, 0, 255}, {0, 255, 0}}};
+  Image img{1, int64_t(table.size()), 3, {}};
+  for (const auto& row : table) img.pixels.insert(img.pixels.end(), row[0].begin(), row[0].end());
+  for (size_t f = 0; f < factors.size(); ++f) {
+    std::vector<uint8_t> want;
+    for (const auto& row : table) want.insert(want.end(), row[f + 1].begin(), row[f + 1].end());
+    EXPECT_EQ(adjust_hue(img, factors[f]).pixels, want) << "factor " << factors[f];
+  }
+  const Image g = gray(1, 3, {0, 100, 255});  // an "L" image: unchanged
+  EXPECT_EQ(adjust_hue(g, 0.3).pixels, g.pixels);
+  EXPECT_THROW(adjust_hue(img, 0.6), hg::Error);
 }
 
 TEST(ImageOps, EnhanceBlendsWithTheDegenerateImage) {

@@ -2,6 +2,7 @@
 // magnitude noise, the op draw, and ColorJitter; exact pixels where the result is known.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -189,4 +190,33 @@ TEST(ColorJitter, FactorsInRangeAndOffAtZero) {
   }
   EXPECT_GT(seen.size(), 40u);
   EXPECT_THROW(ColorJitter(-0.1, 0, 0), hg::Error);
+}
+
+// timm's color_jitter as a list: [brightness, contrast, saturation] or [..., hue] (a YAML list had
+// no meaning here). A hue-only jitter gives adjust_hue at some shift within the strength, drawn
+// per image; the strengths of one number or a list map as timm's transforms_imagenet_train does.
+TEST(ColorJitter, TimmsListWithHue) {
+  EXPECT_EQ(color_jitter_strengths({0.4}), (std::array<double, 4>{0.4, 0.4, 0.4, 0}));
+  EXPECT_EQ(color_jitter_strengths({0.1, 0.2, 0.3}), (std::array<double, 4>{0.1, 0.2, 0.3, 0}));
+  EXPECT_EQ(color_jitter_strengths({0.1, 0.2, 0.3, 0.05}),
+            (std::array<double, 4>{0.1, 0.2, 0.3, 0.05}));
+  EXPECT_THROW(color_jitter_strengths({0.1, 0.2}), hg::Error);
+  EXPECT_THROW(ColorJitter(0, 0, 0, 0.6), hg::Error);  // torchvision's bound: 0.5
+
+  const Image img = hg::test::random_image(6, 6, 3, 8, 20, 230);
+  const ColorJitter hue(0, 0, 0, 0.2);
+  EXPECT_TRUE(hue.active());
+  hg::Generator gen(3);
+  std::set<std::vector<uint8_t>> seen;
+  for (int i = 0; i < 20; ++i) {
+    const Image o = hue.apply(img, gen);
+    seen.insert(o.pixels);
+    bool shifted_within = false;  // by trunc(f * 255) for some f in [-0.2, 0.2]: -51 .. 51
+    for (int shift = -51; shift <= 51 && !shifted_within; ++shift) {
+      const double f = (shift + (shift > 0 ? 0.5 : shift < 0 ? -0.5 : 0.0)) / 255.0;
+      shifted_within = adjust_hue(img, f).pixels == o.pixels;
+    }
+    EXPECT_TRUE(shifted_within) << "draw " << i;
+  }
+  EXPECT_GT(seen.size(), 10u);
 }

@@ -233,7 +233,7 @@ TEST(StepGraph, TrainerGraphedFromNvjpegTrainsAsLaunchedOpByOp) {
   c.dataset = "image_folder";
   c.data_dir = (dir.path() / "images").string();
   c.decode = "nvjpeg";
-  c.color_jitter = 0;  // the GPU transform has no colour jitter (data/gpu_augment.h)
+  c.color_jitter = {0.0};  // the GPU transform has no colour jitter (data/gpu_augment.h)
   c.workers = 2;
   c.epochs = 3;  // 3 steps an epoch: the capture comes in the second epoch
   train::TrainOptions quiet;

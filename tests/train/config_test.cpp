@@ -289,6 +289,31 @@ TEST_F(ConfigTest, GpuAugmentOrGpuDecodeOnTheCpuNamesBothKeys) {
   EXPECT_EQ(load_error("device: auto\ngpu_augment: true\ncolor_jitter: 0\n"), "");
 }
 
+// timm's color_jitter is a float or a 3 / 4-tuple (brightness, contrast, saturation[, hue]); a
+// YAML list was "expected a number, got a list" with nothing on what the key takes. Both forms
+// load, write back as given, and come from the command line as timm's separate words; another
+// count or a hue past torchvision's 0.5 is named with the key, file and line.
+TEST_F(ConfigTest, ColorJitterTakesTimmsFloatOrList) {
+  EXPECT_EQ(load_error("color_jitter: 0.3\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_).color_jitter, (std::vector<double>{0.3}));
+  EXPECT_NE(hg::train::to_yaml(hg::train::load_config(path_)).find("\ncolor_jitter: 0.3\n"),
+            std::string::npos);
+  EXPECT_EQ(load_error("seed: 1\ncolor_jitter: [0.4, 0.3, 0.2, 0.1]\n"), "");
+  const Config four = hg::train::load_config(path_);
+  EXPECT_EQ(four.color_jitter, (std::vector<double>{0.4, 0.3, 0.2, 0.1}));
+  EXPECT_EQ(hg::train::config_from_yaml(hg::train::to_yaml(four), "args.yaml").color_jitter,
+            four.color_jitter);
+  Config cli;
+  hg::train::apply_overrides(cli, {"--color-jitter", "0.4", "0.4", "0.2"});
+  EXPECT_EQ(cli.color_jitter, (std::vector<double>{0.4, 0.4, 0.2}));
+  expect_contains(load_error("seed: 1\ncolor_jitter: [0.4, 0.3]\n"),
+                  {"key 'color_jitter' (" + path_ + " line 2)",
+                   "expected a number or a list of 3 to 4 numbers, got a list of 2",
+                   "[brightness, contrast, saturation] or [..., hue]"});
+  expect_contains(load_error("color_jitter: [0.4, 0.4, 0.4, 0.7]\n"),
+                  {"key 'color_jitter' (" + path_ + " line 1)", "hue (4th value)", "0.7"});
+}
+
 // A key the command line left as it was, in an error that two keys make: it read "(value before
 // the command line)"; it names the config file it came from (or its default).
 TEST_F(ConfigTest, AKeyBeforeTheCommandLineIsNamedWithItsFile) {
