@@ -286,7 +286,7 @@ bool probe_image(const std::string& path, std::string* reason) {
     return true;
   }
   // a PNG header stb refuses: its size, when that is why (stb decodes at most 2^30 bytes)
-  if (format == ImageFormat::png && head.size() >= 24) {
+  if (format == ImageFormat::png && head.size() >= 26) {  // up to the IHDR colour type
     const uint64_t pw = read_be32(head.data() + 16), ph = read_be32(head.data() + 20);
     const int type = head[25];  // IHDR colour type: the channels stb decodes it to
     const uint64_t channels = type == 2 ? 3 : type == 4 ? 2 : type == 6 ? 4 : 1;
