@@ -2,6 +2,7 @@
 #include "core/host_drawn.h"
 
 #include "core/error.h"
+#include "core/memory.h"
 
 namespace hg {
 namespace {
@@ -27,6 +28,14 @@ Tensor host_drawn(int64_t n, DType dtype, Device device, const DrawFn& draw) {
   HG_CHECK(n >= 0 && (dtype == DType::f32 || dtype == DType::f64),
            "host_drawn: n >= 0 and dtype f32 or f64, got ", n, ", ", dtype_name(dtype));
   if (t_log) {  // (captures are of GPU steps; the CPU takes this path only in tests)
+    // refill() writes the buffer before each launch of the graph, so no kernel of the graph may
+    // write its memory: not a block of the captured step's private pool, which can have served a
+    // temporary earlier in the same step (whose kernels run again at every replay, after the
+    // upload: the masks were overwritten by, e.g., a LayerNorm's statistics, and a graphed step
+    // with layer scale and drop path trained on them). The shared allocator's persistent pool
+    // instead: the graph writes only its private pool, and the buffer lives as long as the log.
+    memory::PrivatePoolScope shared(nullptr);
+    memory::CategoryScope persistent(Category::parameters);
     HostDrawnLog::Entry e{Tensor::empty({n}, dtype, device), draw};
     t_log->entries_.push_back(e);
     return e.buffer;

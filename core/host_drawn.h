@@ -19,7 +19,9 @@ using DrawFn = std::function<void(std::vector<double>& values)>;
 /// tensor; on the GPU uploaded from page-locked memory (queued on hg::cuda::stream(), no host
 /// wait). While a HostDrawnCapture lives on this thread (any device), the tensor is a buffer the
 /// capture keeps, left unfilled: HostDrawnLog::refill() draws and uploads its values before each
-/// launch.
+/// launch. That buffer comes from the shared allocator's persistent pool, never from the
+/// captured step's private pool (core/memory.h), whose blocks the graph's own kernels may write
+/// after the upload.
 Tensor host_drawn(int64_t n, DType dtype, Device device, const DrawFn& draw);
 
 /// The host_drawn calls of one captured step, in the order they were made.

@@ -55,12 +55,14 @@ TEST(GpuModelEma, CudaModelEqualsCpuModel) {
   train::ModelEma ec(cpu, 0.9, true), eg(gpu, 0.9, true);
   for (int64_t step = 1; step <= 4; ++step) {
     autograd::NoGradGuard no_grad;
-    for (ConvNeXt* m : {&cpu, &gpu})  // the same change to both models
+    for (ConvNeXt* m : {&cpu, &gpu}) {  // the same change to both models
+      uint64_t i = 0;  // a seed per tensor: same-shaped tensors differ, so a mix-up would show
       for (const ParamRef& p : m->named_tensors())
         if (p.trainable) {
           Tensor t = p.tensor;
-          t.copy_(test::random(p.tensor.shape(), 100 + step, DType::f32, -1, 1));
+          t.copy_(test::random(p.tensor.shape(), 100 + 1000 * step + i++, DType::f32, -1, 1));
         }
+    }
     ec.update(cpu, step);
     eg.update(gpu, step);
   }

@@ -17,7 +17,9 @@ struct SmallStep {
   train::AdamW opt;
   Tensor x, y;
   explicit SmallStep(const char* name, int64_t px = 64, DType compute = DType::f32)
-      : model(config(name), 1, DType::f32, Device::cuda), opt(groups(model)) {
+      : SmallStep(config(name), px, compute) {}
+  explicit SmallStep(const ModelConfig& cfg, int64_t px = 64, DType compute = DType::f32)
+      : model(cfg, 1, DType::f32, Device::cuda), opt(groups(model)) {
     model.compute_dtype = compute;
     x = test::random({4, px, px, 3}, 2, DType::f32).to(Device::cuda);
     y = Tensor::from_vector<int64_t>({4}, {1, 2, 3, 4}).to(Device::cuda);

@@ -97,4 +97,34 @@ TEST(GpuLinear, AutotunedGemmsMatchTheReferenceAndKeepTheirChoice) {
   EXPECT_EQ(first.gw.tensor().to_vector<float>(), again.gw.tensor().to_vector<float>());
 }
 
+// precision tf32 reaches cuBLASLt: the same GEMM with the switch on rounds its inputs to TF32
+// (10-bit mantissas: ~1e-4 relative error for K = 384), with it off it is exact fp32 (~1e-7). The
+// harness's tf32 rows only bound the error from above, which exact fp32 also meets, so a switch
+// that stopped reaching the GEMMs would pass them.
+TEST(GpuLinear, Tf32SwitchReachesTheGemms) {
+  HG_REQUIRE_GPU();
+  const int64_t M = 512, in = 384, out = 256;
+  const Tensor x = test::random({M, in}, 21, DType::f32),
+               w = test::random({out, in}, 22, DType::f32);
+  const Tensor b = test::random({out}, 23, DType::f32);
+  Tensor y64 = Tensor::empty({M, out}, DType::f64);
+  const Tensor x64 = x.to(DType::f64), w64 = w.to(DType::f64), b64 = b.to(DType::f64);
+  kernels::cpu::linear_forward<double>(M, in, out, x64.data<double>(), w64.data<double>(),
+                                       b64.data<double>(), y64.data<double>());
+  const Tensor xd = x.to(Device::cuda), wd = w.to(Device::cuda), bd = b.to(Device::cuda);
+  auto error = [&](bool tf32) {
+    hg::cuda::set_allow_tf32(tf32);
+    test::Guarded y({M, out});
+    kernels::cuda::linear_forward(M, in, out, xd.data<float>(), wd.data<float>(), bd.data<float>(),
+                                  y.tensor().data<float>());
+    hg::cuda::set_allow_tf32(false);
+    EXPECT_TRUE(y.guard_intact());
+    return test::rel_error(y.tensor(), y64);
+  };
+  const double exact = error(false), tf32 = error(true);
+  EXPECT_LT(exact, 1e-6);
+  EXPECT_GT(tf32, 1e-5) << "tf32 on gave fp32's error: the switch did not reach cuBLASLt";
+  EXPECT_LT(tf32, 5e-3);  // the harness's tf32 bound
+}
+
 }  // namespace hg
