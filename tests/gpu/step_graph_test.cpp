@@ -197,10 +197,11 @@ TEST(StepGraph, AStepThatWaitsOnTheHostFailsToCaptureAndLeavesTheStreamUsable) {
 // The trainer with the step as one CUDA graph (cuda_graph: true, the default) trains as it does
 // launched op by op, with drop path on: its masks are drawn again at every replay, from the same
 // generator in the same order (core/host_drawn.h). The summary rows (losses, accuracies, lr) match
-// within 1e-4 relative. Measured on the H200 (dev/s9e.sh, s9f.sh): the graphed run's eval losses
-// drift from the eager run's by up to 5.5e-6 relative after the capture, the same in every run;
-// the cause is not found yet (a cuBLAS workspace of our own did not change it), while
-// ReplayedStepsEqualEagerSteps above (no drop path, no trainer) is bit-exact. The layer scale
+// within 1e-4 relative. The ninth session measured a drift of up to 5.5e-6 relative after the
+// capture (H200, dev/s9e.sh, s9f.sh) and found no cause: it was the masks' buffer, which came from
+// the graph's private pool and was overwritten at every replay (fixed in the thirty-sixth session;
+// the smoke runs now agree to ~1e-7 on an H100, and the replay test with drop path is bit-exact).
+// The layer scale
 // starts at 1 (timm's 1e-6 made a dropped branch move the loss by ~1e-7: the smoke config's loss
 // came out the same with drop path and without, on a CPU and on an H100), so the run without drop
 // path must differ by more than ten times that tolerance: then 1e-4 tells a wrong replay's masks
