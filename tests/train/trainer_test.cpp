@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -99,13 +101,24 @@ train::TrainResult resume_last(const train::Config& a, const fs::path& dir, int 
 
 }  // namespace
 
+// 3 epochs straight == 1 epoch, then a resume: the deterministic summary columns are the same
+// text (8 digits). The resume must restore the drop-path generator (smoke_config's drop path
+// 0.1), which only shows where a dropped block branch changes the loss: at timm's layer scale 1e-6
+// the masks moved the losses in their 7th or 8th digit, so the layer scale starts at 1 here, and
+// the run without drop path must differ by more than 1e-4 relative (a loss of some epoch; measured
+// 1.3e-3), a thousand times what the summary's digits resolve.
 TEST_F(TrainerTest, StoppedAndResumedRunMatchesUninterruptedRun) {
-  train::Config a = smoke_config((root_ / "a").string());
+  const auto config = [&](const char* name) {
+    train::Config c = smoke_config((root_ / name).string());
+    c.ls_init_value = 1.0;
+    return c;
+  };
+  train::Config a = config("a");
   train::TrainOptions quiet;
   quiet.plain_output = true;
   train::TrainResult ra = train::train(a, quiet);
 
-  train::Config b = smoke_config((root_ / "b").string());
+  train::Config b = config("b");
   train::TrainOptions stop = quiet;
   stop.stop_after_epoch = 1;
   train::TrainResult rb1 = train::train(b, stop);
@@ -120,6 +133,21 @@ TEST_F(TrainerTest, StoppedAndResumedRunMatchesUninterruptedRun) {
   EXPECT_EQ(sa[0], sb[0]);
   EXPECT_EQ(deterministic_columns(sa), deterministic_columns(sb));
   EXPECT_EQ(ra.best_top1, rb2.best_top1);
+
+  // the precondition: the drop-path masks move the losses far past the summary's digits
+  train::Config no_drop = config("no_drop");
+  no_drop.drop_path = 0.0;
+  const train::TrainResult rn = train::train(no_drop, quiet);
+  const auto la = train::read_csv_columns((fs::path(ra.run_dir) / "summary.csv").string()),
+             ln = train::read_csv_columns((fs::path(rn.run_dir) / "summary.csv").string());
+  double moved = 0;
+  for (const char* col : {"train_loss", "eval_loss"}) {
+    ASSERT_EQ(la.at(col).size(), ln.at(col).size()) << col;
+    for (size_t i = 0; i < la.at(col).size(); ++i)
+      moved = std::max(moved, std::abs(la.at(col)[i] - ln.at(col)[i]) / std::abs(la.at(col)[i]));
+  }
+  EXPECT_GT(moved, 1e-4) << "drop path barely changes the run: a resume that redrew its masks "
+                            "would pass unseen";
 }
 
 TEST_F(TrainerTest, RunFolderHoldsArgsSummaryLogAndCheckpoints) {
