@@ -32,7 +32,8 @@ std::optional<int64_t> parse_decimal_int(std::string_view text, std::string* why
   if (digits(text, i) == 0 || i != text.size()) return fail<int64_t>(why, "not a decimal integer");
   // from_chars takes no '+'; keep the '-' so that the most negative value still fits.
   std::string_view body = text.substr(first);
-  std::string signed_text = negative ? "-" + std::string(body) : std::string(body);
+  std::string signed_text(body);  // (not "-" + string: GCC 12 warns of a false -Wrestrict there)
+  if (negative) signed_text.insert(signed_text.begin(), '-');
   int64_t v = 0;
   auto [end, ec] =
       std::from_chars(signed_text.data(), signed_text.data() + signed_text.size(), v, 10);

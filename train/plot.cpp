@@ -125,7 +125,8 @@ std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch,
       auto it = columns.find(plot_columns()[c]);
       const double v = it == columns.end() ? NAN : it->second[r];
       if (!std::isnan(v)) valid->insert(static_cast<int>(c) + 1);
-      line += (line.empty() ? "" : " ") + format_value(v);
+      if (!line.empty()) line += ' ';
+      line += format_value(v);
     }
     out += line + "\n";
   }
@@ -209,7 +210,7 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   double max_epoch = 1;
   for (size_t r = 0; r < run_dirs.size(); ++r) {
     fs::path dat = stem;
-    dat += run_dirs.size() == 1 ? std::string(".dat") : "." + std::to_string(r + 1) + ".dat";
+    dat += run_dirs.size() == 1 ? std::string(".dat") : str(".", r + 1, ".dat");
     io::write_file_atomic(dat.string(),
                           run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r], &lr_not_positive));
     data.push_back(dat);

@@ -54,8 +54,12 @@ TEST(Threads, SetCpuThreadsSetsOpenMpAndKeepsBlasOnOneThread) {
 #ifdef _OPENMP
   EXPECT_EQ(cpu_threads(), 3);
 #endif
-  if (blas_threads() != -1) EXPECT_EQ(blas_threads(), 1);  // OpenBLAS: one thread per call
-  if (!std::getenv("OMP_NUM_THREADS")) EXPECT_EQ(set_cpu_threads(0), available_cores());
+  if (blas_threads() != -1) {  // OpenBLAS: one thread per call
+    EXPECT_EQ(blas_threads(), 1);
+  }
+  if (!std::getenv("OMP_NUM_THREADS")) {
+    EXPECT_EQ(set_cpu_threads(0), available_cores());
+  }
   setenv("OMP_NUM_THREADS", "5", 1);  // the user's choice is the default
   EXPECT_EQ(set_cpu_threads(0), 5);
   unsetenv("OMP_NUM_THREADS");

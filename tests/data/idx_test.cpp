@@ -107,9 +107,9 @@ TEST(Idx, BrokenFilesNameTheFile) {
   // 2147483648 x 1073741824 and failed later as "out of host memory"
   hg::test::write_bytes(tmp / "huge", be32(0x803) + be32(40) + be32(0x80000000u) + be32(1u << 30));
   msg = error_of([&] { hg::data::read_idx(tmp / "huge", 0x803); });
-  EXPECT_NE(msg.find("'" + (tmp / "huge") +
-                     "' has 0 data bytes, its header [40, 2147483648, "
-                     "1073741824] says more than 2^64"),
+  EXPECT_NE(msg.find(hg::str("'", tmp / "huge",
+                             "' has 0 data bytes, its header [40, 2147483648, "
+                             "1073741824] says more than 2^64")),
             std::string::npos)
       << msg;
 

@@ -2,6 +2,7 @@
 // read block, larger than a JPEG usually is), and a clear error for a missing file.
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/random.h"
 #include "data/image.h"
 #include "temp_dir.h"
@@ -15,7 +16,7 @@ TEST(ReadFileBytes, EveryByteOfAnySize) {
        {size_t(0), size_t(1), size_t(65535), size_t(65536), size_t(65537), size_t(300001)}) {
     std::string data(size, '\0');
     for (char& c : data) c = static_cast<char>(g.randint(256));
-    const std::string path = dir / ("f" + std::to_string(size) + ".bin");
+    const std::string path = dir / hg::str("f", size, ".bin");
     hg::test::write_bytes(path, data);
     const std::vector<uint8_t> got = read_file_bytes(path);
     ASSERT_EQ(got.size(), size);

@@ -631,8 +631,8 @@ TEST_F(Faults, NoRunFolderInsideAnotherRunsFolder) {
   for (const auto& [out, name] : std::vector<std::pair<fs::path, std::string>>{
            {run, "smoke"}, {root_, "outer/nested"}, {run / "deeper", "smoke"}}) {
     const std::string msg = error_of([&] { train::claim_run_folder(out, name); });
-    EXPECT_CONTAINS(msg, "'" + run.string() + "' is a run's folder (it holds " +
-                             std::string(train::kRunMarker) + ")");
+    EXPECT_CONTAINS(
+        msg, hg::str("'", run.string(), "' is a run's folder (it holds ", train::kRunMarker, ")"));
   }
   EXPECT_FALSE(fs::exists(run / "smoke"));
   EXPECT_FALSE(fs::exists(run / "deeper"));

@@ -132,7 +132,9 @@ TEST(LayerDecay, TheTrainerScalesTheLearningRatesByLayer) {
                           : name.rfind("stages.0.", 0) == 0 ? 1
                           : name.rfind("stages.1.", 0) == 0 ? 2
                                                             : 3;
-    if (layer == 3) EXPECT_EQ(name.rfind("head.", 0), 0u) << name;
+    if (layer == 3) {
+      EXPECT_EQ(name.rfind("head.", 0), 0u) << name;
+    }
     ++tensors_of_layer[layer];
     const double expect = *c.lr * std::pow(0.5, 3 - layer);
     EXPECT_NEAR(median / expect, 1.0, 0.05) << name << " (layer " << layer << ")";
