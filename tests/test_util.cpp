@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
+#include <stdexcept>
 
 #include "core/autograd.h"
 #include "core/error.h"
@@ -84,7 +86,17 @@ std::string error_of(const std::function<void()>& f) {
 
 std::string golden_dir() {
   const char* env = std::getenv("HAARGRAD_GOLDEN_DIR");
-  return env && *env ? env : HAARGRAD_GOLDEN_DIR_DEFAULT;
+  const std::string dir = env && *env ? env : HAARGRAD_GOLDEN_DIR_DEFAULT;
+  // A clone that is not beside the project's shared/ folder has none: say what the tests need
+  // (it failed as "filesystem error: directory iterator cannot open directory").
+  if (!std::filesystem::is_directory(dir))
+    throw std::runtime_error(
+        "the golden files (reference values from PyTorch / timm and the reference WTConv, "
+        "*.safetensors) are not in '" +
+        dir + "'" +
+        (env && *env ? " ($HAARGRAD_GOLDEN_DIR)" : " (../shared/golden beside the sources)") +
+        ": set HAARGRAD_GOLDEN_DIR to the folder that holds them (README, Tests)");
+  return dir;
 }
 
 }  // namespace hg::test

@@ -20,7 +20,9 @@ const std::set<std::string> kSessionKeys = {
     "device", "precision", "wtconv_mode", "workers", "pin_mem", "data_dir", "corrupt_images",
     "validation_batch_size", "log_interval", "checkpoint_hist", "output",
     "threads",  // CPU kernel threads: same results
-    "experiment", "resume",
+    // how the GPU runs the same step: a graph replays it exactly, and a timed GEMM algorithm
+    // changes the last bits only, as a device does
+    "cuda_graph", "gemm_autotune", "experiment", "resume",
     // data parallel: how the same updates are computed
     // (a batch_size per rank follows the ranks' count:
     // rescale_batch_for_ranks in train/data_parallel.h)

@@ -485,6 +485,21 @@ TEST_F(CliTest, InfoRefusesASizeItCannotMeasureBeforePrintingAnything) {
   EXPECT_NE(counts.output.find("at 100000x100000"), std::string::npos) << counts.output;
 }
 
+// The size check's reference measurement (64 px) ran the model's first forward, which says the
+// WTConv level advice once per model: "info wtconvnext_tiny --img-size 224" warned about levels
+// "at img_size 64", a size nobody asked for (a new user's report). The advice is for the asked
+// size.
+TEST_F(CliTest, InfoGivesTheLevelAdviceForTheAskedSize) {
+  const ProgramRun fine = run_program("info wtconvnext_atto --img-size 224");
+  ASSERT_EQ(fine.exit_code, 0) << fine.output;
+  EXPECT_EQ(fine.output.find("img_size 64"), std::string::npos) << fine.output;
+  EXPECT_EQ(fine.output.find("WTConv levels past"), std::string::npos) << fine.output;
+  const ProgramRun small = run_program("info wtconvnext_atto --img-size 80");
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  EXPECT_EQ(small.output.find("img_size 64"), std::string::npos) << small.output;
+  EXPECT_NE(small.output.find("at img_size 80"), std::string::npos) << small.output;
+}
+
 TEST_F(CliTest, InfoTakesAConfig) {
   const ProgramRun by_config = run_program("info " + kDefaultConfig + " --no-measure");
   ASSERT_EQ(by_config.exit_code, 0) << by_config.output;
