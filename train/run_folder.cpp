@@ -41,8 +41,11 @@ void check_output_file(const std::string& path, const std::string& what,
   // before the work: a missing folder would otherwise be found only when the result is written
   const fs::path parent =
       fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
-  HG_CHECK(fs::is_directory(parent, ec), what, " ", path, ": the folder ", parent.string(),
-           fs::exists(parent, ec) ? " is not a folder" : " does not exist");
+  HG_CHECK(fs::is_directory(parent, ec), what, " ", path, ": ",
+           fs::exists(parent, ec)
+               ? str("'", parent.string(),
+                     "' is a file, not a folder")  // (was "the folder ... is not a folder")
+               : str("the folder ", parent.string(), " does not exist"));
   // a read-only folder (or file system) too: the file is written into it (a temporary file,
   // renamed)
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {

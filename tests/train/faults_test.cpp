@@ -338,6 +338,18 @@ TEST(FaultsStickyFolder, OnlyTheOwnerOfAFileTheFolderOrRootMayReplaceItInASticky
   EXPECT_FALSE(io::sticky_folder_refuses_replace(plain, 0, 0, 1000));      // no sticky bit
 }
 
+// An output path under a file ("--out afile/w.safetensors") said "the folder afile is not a
+// folder" (a new user's report); it says the path is a file.
+TEST_F(Faults, AnOutputUnderAFileSaysThatIsAFile) {
+  const fs::path file = root_ / "afile";
+  io::write_file_atomic(file.string(), "a file\n");
+  const std::string msg = error_of([&] {
+    train::check_output_file((file / "w.safetensors").string(), "export: --out", "the weights");
+  });
+  EXPECT_CONTAINS(msg, "'" + file.string() + "' is a file, not a folder");
+  EXPECT_EQ(msg.find("is not a folder"), std::string::npos) << msg;
+}
+
 TEST_F(Faults, AnotherUsersFileInAStickyFolderIsRefusedBeforeTheWork) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: a file of another user and a run as nobody";
   const fs::path dir = root_ / "tmp";
