@@ -194,6 +194,18 @@ std::string foreign_format(const char* head, size_t n) {
   if (n >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0)
     return "; it is a NumPy array (numpy.save): convert it in Python with "
            "safetensors.numpy.save_file({'input': array}, 'x.safetensors')";
+  // A run folder holds args.yaml beside its checkpoints: a config given where weights go read as
+  // "header length 8243683405496590371" (a new user's report).
+  const size_t m = std::min<size_t>(n, 256);
+  const bool text =
+      m >= 8 && std::all_of(head, head + m, [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return c >= 0x20 || c == '\n' || c == '\r' || c == '\t';  // printable ASCII or UTF-8
+      });
+  if (text)
+    return "; it is a text file (a YAML config such as a run's args.yaml?), not weights: give a "
+           "run folder's last.safetensors or model_best.safetensors, or the folder itself where "
+           "the command takes one; a config goes as the command's CONFIG argument";
   return "";
 }
 

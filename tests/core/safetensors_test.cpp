@@ -180,6 +180,14 @@ TEST(SafetensorsMalformed, HeaderLengthPastTheEnd) {
 // as a huge header length, which alone said "not a safetensors file, or a truncated one". The
 // message names the format and the conversion. torch.save writes a ZIP archive (PyTorch >= 1.6) or,
 // before that or with _use_new_zipfile_serialization=False, a pickle (protocol 2: 0x80 0x02).
+// A config where weights go (validate --checkpoint RUN/args.yaml): named as a text file.
+TEST(SafetensorsMalformed, ATextFileIsNamedAsSuch) {
+  expect_rejected("model: wtconvnext_fmnist\nnum_classes: 10\nimg_size: 28\n",
+                  {"past the end", "it is a text file", "args.yaml", "CONFIG argument"});
+  expect_rejected(std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16) + std::string(64, 'x'),
+                  {"it is a PNG image"});  // binary: not a text file
+}
+
 TEST(SafetensorsMalformed, PyTorchFilesAreNamedAsSuch) {
   const std::string zip = std::string("PK\x03\x04\x00\x00\x08\x00", 8) + std::string(64, 'z');
   const std::string pickle =
