@@ -7,8 +7,6 @@
 #include <filesystem>
 #include <limits>
 
-#include <spdlog/spdlog.h>
-
 #include "app/command.h"
 #include "core/autograd.h"
 #include "core/memory.h"
@@ -80,9 +78,7 @@ void check_measurable(ConvNeXt& model, const InfoArgs& a) {
   if (img_size <= ref || pages <= 0 || page <= 0) return;
   // The reference forward below runs at `ref` px: the model's once-only WTConv level advice would
   // name that size (a user who asked for 224 read "at img_size 64"). Say it for the asked size.
-  if (const std::string advice = wtconv_level_advice(model.config, img_size); !advice.empty())
-    spdlog::warn("{}", advice);
-  model.skip_level_advice();
+  model.give_level_advice(img_size);
   const double pixels = double(img_size) * img_size;
   const double input = 2 * pixels * model.config.in_chans * sizeof(float);
   const double need =

@@ -7,6 +7,8 @@
 #   ok LOG                    the gtest PASSED / FAILED lines of LOG
 #   L, R, NCU                 the programs' folder, the logs' folder, Nsight Compute
 #   gpu_tests                 test_gpu and test_ops' GPU / CUDA cases into $OUT/tests.txt
+#   tests_first               a device script's opening: the card's name, gpu_tests printed, and
+#                             with TESTS_ONLY=1 the script's end
 #   layer_rows P V...         bench-layer K = 5 in precision P with each program V: WTConv's and
 #                             our 7x7's rows (and the I/O model's lines when IO=1)
 #   model_rows P MODELS V...  the model bench (B = 128, 224 px, fused WTConv) in precision P with
@@ -47,6 +49,14 @@ gpu_tests() {
   timeout 150 $L/test_ops --gtest_filter='*Gpu*:*Cuda*' > $R/ops.log 2>&1
   { echo "== test_gpu"; ok $R/gpu.log; echo "== test_ops GPU cases"; ok $R/ops.log
     grep -A6 "Failure" $R/gpu.log $R/ops.log | head -40; } > $OUT/tests.txt
+}
+
+tests_first() {
+  nvidia-smi --query-gpu=name --format=csv,noheader
+  gpu_tests
+  el tests
+  cat $OUT/tests.txt
+  if [ "${TESTS_ONLY:-0}" = 1 ]; then exit 0; fi
 }
 
 layer_rows() {

@@ -7,11 +7,7 @@
 # Pack: KEEP_NEW=0 dev/labbin-pack.sh. Carry ["build/labpack", ".golden"].
 NAME=s35a
 source dev/labbin-lib.sh
-nvidia-smi --query-gpu=name --format=csv,noheader
-gpu_tests
-el tests
-cat $OUT/tests.txt
-[ "${TESTS_ONLY:-0}" = 1 ] && exit 0
+tests_first
 final_call hg_new
 config_rows hg_new
 el cfg

@@ -7,11 +7,7 @@
 # Carry ["build/labpack", ".golden"].
 NAME=s36b
 source dev/labbin-lib.sh
-nvidia-smi --query-gpu=name --format=csv,noheader
-gpu_tests
-el tests
-cat $OUT/tests.txt
-[ "${TESTS_ONLY:-0}" = 1 ] && exit 0
+tests_first
 for round in 1 2; do
   for v in test_ops; do
     echo "== $v round $round"

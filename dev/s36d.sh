@@ -6,11 +6,7 @@
 # Pack: KEEP_NEW=0 dev/labbin-pack.sh. Carry ["build/labpack", ".golden"].
 NAME=s36d
 source dev/labbin-lib.sh
-nvidia-smi --query-gpu=name --format=csv,noheader
-gpu_tests
-el tests
-cat $OUT/tests.txt
-[ "${TESTS_ONLY:-0}" = 1 ] && exit 0
+tests_first
 ab() {  # P: both models with and without autotuning
   for tune in true false; do
     timeout 90 $L/hg_new bench --device cuda --batch 128 --img-size 224 --precision $1 \

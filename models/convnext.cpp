@@ -152,11 +152,7 @@ Tensor ConvNeXt::forward(const Tensor& x, bool training, std::vector<std::pair<s
   HG_CHECK(x.size(1) >= min_side && x.size(2) >= min_side, "ConvNeXt.forward: input ", x.describe(),
            " is smaller than the model's total stride ", min_side, " (patch_size ", config.patch_size,
            " and the stage strides): every side must be at least ", min_side, " pixels");
-  if (!level_advice_given_) {  // once per model, with the input size it really gets
-    level_advice_given_ = true;
-    const std::string advice = wtconv_level_advice(config, std::min(x.size(1), x.size(2)));
-    if (!advice.empty()) spdlog::warn("{}", advice);
-  }
+  give_level_advice(std::min(x.size(1), x.size(2)));  // once per model, at the size it really gets
   Tensor h = stem_norm->forward(stem_conv->forward(x.to(compute_dtype)));
   if (acts) acts->emplace_back("act.stem", h);
   for (size_t s = 0; s < stages.size(); ++s) {
@@ -165,6 +161,13 @@ Tensor ConvNeXt::forward(const Tensor& x, bool training, std::vector<std::pair<s
   }
   h = head_norm->forward(global_avg_pool(h));
   return head_fc->forward(h).to(dtype);  // loss and metrics in the parameters' dtype (f32 for bf16)
+}
+
+void ConvNeXt::give_level_advice(int64_t img_size) {
+  if (level_advice_given_) return;
+  level_advice_given_ = true;
+  const std::string advice = wtconv_level_advice(config, img_size);
+  if (!advice.empty()) spdlog::warn("{}", advice);
 }
 
 void ConvNeXt::collect(const std::string& prefix, std::vector<ParamRef>& out) const {

@@ -75,6 +75,10 @@ class ConvNeXt : public Module {
   /// forward() gives no level advice: for a copy of a model that gives it (the model EMA), so that
   /// a run says it once.
   void skip_level_advice() { level_advice_given_ = true; }
+  /// The WTConv level advice for inputs of `img_size` (the shorter side), now, unless this model
+  /// gave it already; forward() then gives none. For a caller whose first forward runs at another
+  /// size than the one it reports on (info's reference measurement).
+  void give_level_advice(int64_t img_size);
 
   ModelConfig config;
   DType dtype;  ///< the parameters' dtype (f32 master weights in training)

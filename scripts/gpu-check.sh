@@ -24,11 +24,12 @@ has() { [[ ",$STAGES," == *",$1,"* ]]; }
 # checked nothing while gtest still exits 0: such a skip fails its stage, unless ALLOW_SKIPS=1
 # (the one expected skip, the hardware JPEG decoder test on a GPU without one, is let through).
 skipped() {
-  local n
-  n=$(grep -E "^\[  SKIPPED \] [A-Za-z].* \([0-9]+ ms\)$" "$1" | grep -v -c "NvjpegDecode.HardwareWritesNothingPastItsImage" || true)
-  if [ "${n:-0}" -gt 0 ] && [ "${ALLOW_SKIPS:-0}" != 1 ]; then
-    echo "$n GPU test(s) skipped on the GPU machine (ALLOW_SKIPS=1 to accept):"
-    grep -E "^\[  SKIPPED \] [A-Za-z].* \([0-9]+ ms\)$" "$1" | head -10
+  local skips  # gtest's line per skipped test (its summary lists them again, without a time)
+  skips=$(grep -E "^\[  SKIPPED \] [A-Za-z].* \([0-9]+ ms\)$" "$1" |
+    grep -v "NvjpegDecode.HardwareWritesNothingPastItsImage")
+  if [ -n "$skips" ] && [ "${ALLOW_SKIPS:-0}" != 1 ]; then
+    echo "$(echo "$skips" | wc -l) GPU test(s) skipped on the GPU machine (ALLOW_SKIPS=1 to accept):"
+    echo "$skips" | head -10
     status[$2]=1
   fi
 }

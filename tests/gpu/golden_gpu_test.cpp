@@ -16,9 +16,8 @@ namespace {
 
 void check_folder_cuda(DType dtype) {
   std::vector<std::string> files;
-  if (std::filesystem::is_directory(test::golden_dir()))
-    for (const auto& e : std::filesystem::directory_iterator(test::golden_dir()))
-      if (e.path().extension() == ".safetensors") files.push_back(e.path().string());
+  for (const auto& e : std::filesystem::directory_iterator(test::golden_dir()))  // throws if absent
+    if (e.path().extension() == ".safetensors") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty()) << "no golden files in " << test::golden_dir() << " (set HAARGRAD_GOLDEN_DIR)";
   for (const std::string& path : files) {

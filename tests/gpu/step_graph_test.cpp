@@ -45,6 +45,21 @@ void graph_step(train::StepGraph& graph, test::SmallStep& s) {
   }));
 }
 
+// 7 steps of `eager` launched op by op (clipping with clip_grad_norm) and of `graphed` through
+// `graph` (3 eager, the capture, 3 replays), checking when the graph is captured.
+void steps_side_by_side(train::StepGraph& graph, test::SmallStep& eager, test::SmallStep& graphed) {
+  for (int i = 0; i < 7; ++i) {
+    eager.forward_backward();
+    {
+      autograd::NoGradGuard no_grad;
+      train::clip_grad_norm(eager.opt.parameters(), 0.5);
+    }
+    eager.opt.step();
+    graph_step(graph, graphed);
+    EXPECT_EQ(graph.captured(), i >= 3) << "step " << i;
+  }
+}
+
 void expect_same_parameters(const ConvNeXt& a, const ConvNeXt& b) {
   const auto pa = a.named_tensors(), pb = b.named_tensors();
   ASSERT_EQ(pa.size(), pb.size());
@@ -68,16 +83,7 @@ TEST_P(StepGraphTest, ReplayedStepsEqualEagerSteps) {
   HG_REQUIRE_GPU();
   test::SmallStep eager(GetParam()), graphed(GetParam());
   train::StepGraph graph(Device::cuda, 3);
-  for (int i = 0; i < 7; ++i) {  // 3 eager, the capture, 3 replays
-    eager.forward_backward();
-    {
-      autograd::NoGradGuard no_grad;
-      train::clip_grad_norm(eager.opt.parameters(), 0.5);
-    }
-    eager.opt.step();
-    graph_step(graph, graphed);
-    EXPECT_EQ(graph.captured(), i >= 3) << "step " << i;
-  }
+  steps_side_by_side(graph, eager, graphed);
   EXPECT_GT(graph.nodes(), 100u) << "a whole step: forward, backward, clipping, update";
   EXPECT_GT(graph.capture_memory().total_peak, 0);
   expect_same_parameters(eager.model, graphed.model);
@@ -97,16 +103,7 @@ TEST_P(StepGraphDropPathTest, ReplayedStepsEqualEagerSteps) {
   cfg.ls_init_value = GetParam() ? std::optional<double>(1.0) : std::nullopt;
   test::SmallStep eager(cfg), graphed(cfg);
   train::StepGraph graph(Device::cuda, 3);
-  for (int i = 0; i < 7; ++i) {  // 3 eager, the capture, 3 replays
-    eager.forward_backward();
-    {
-      autograd::NoGradGuard no_grad;
-      train::clip_grad_norm(eager.opt.parameters(), 0.5);
-    }
-    eager.opt.step();
-    graph_step(graph, graphed);
-    EXPECT_EQ(graph.captured(), i >= 3) << "step " << i;
-  }
+  steps_side_by_side(graph, eager, graphed);
   EXPECT_EQ(eager.model.drop_gen.next_u64(), graphed.model.drop_gen.next_u64())
       << "the generators drew different counts";
   const auto pa = eager.model.named_tensors(), pb = graphed.model.named_tensors();

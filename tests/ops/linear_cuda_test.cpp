@@ -19,6 +19,16 @@ namespace {
 // fp32 layer tolerance (project rule); the oracle is the CPU in f64 on the same f32 inputs.
 constexpr double kTol = 1e-5;
 
+// The CPU linear forward in f64 of f32 x (M, in), w (out, in), b (out): the oracle of the GEMMs.
+Tensor forward_f64(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const int64_t M = x.size(0), in = x.size(1), out = w.size(0);
+  const Tensor x64 = x.to(DType::f64), w64 = w.to(DType::f64), b64 = b.to(DType::f64);
+  Tensor y = Tensor::empty({M, out}, DType::f64);
+  kernels::cpu::linear_forward<double>(M, in, out, x64.data<double>(), w64.data<double>(),
+                                       b64.data<double>(), y.data<double>());
+  return y;
+}
+
 }  // namespace
 
 // Many rows (more than kMaxChunks * 256, so the chunk size grows) and odd column counts; twice,
@@ -54,12 +64,9 @@ TEST(GpuLinear, AutotunedGemmsMatchTheReferenceAndKeepTheirChoice) {
   const Tensor x = test::random({M, in}, 11, DType::f32),
                w = test::random({out, in}, 12, DType::f32);
   const Tensor b = test::random({out}, 13, DType::f32), gy = test::random({M, out}, 14, DType::f32);
-  Tensor y64 = Tensor::empty({M, out}, DType::f64), gx64 = Tensor::empty({M, in}, DType::f64);
-  Tensor gw64 = Tensor::empty({out, in}, DType::f64);
-  const Tensor x64 = x.to(DType::f64), w64 = w.to(DType::f64), b64 = b.to(DType::f64),
-               gy64 = gy.to(DType::f64);
-  kernels::cpu::linear_forward<double>(M, in, out, x64.data<double>(), w64.data<double>(),
-                                       b64.data<double>(), y64.data<double>());
+  const Tensor y64 = forward_f64(x, w, b);
+  Tensor gx64 = Tensor::empty({M, in}, DType::f64), gw64 = Tensor::empty({out, in}, DType::f64);
+  const Tensor x64 = x.to(DType::f64), w64 = w.to(DType::f64), gy64 = gy.to(DType::f64);
   kernels::cpu::linear_backward_input<double>(M, in, out, gy64.data<double>(), w64.data<double>(),
                                               gx64.data<double>());
   kernels::cpu::linear_backward_weight<double>(M, in, out, x64.data<double>(), gy64.data<double>(),
@@ -107,10 +114,7 @@ TEST(GpuLinear, Tf32SwitchReachesTheGemms) {
   const Tensor x = test::random({M, in}, 21, DType::f32),
                w = test::random({out, in}, 22, DType::f32);
   const Tensor b = test::random({out}, 23, DType::f32);
-  Tensor y64 = Tensor::empty({M, out}, DType::f64);
-  const Tensor x64 = x.to(DType::f64), w64 = w.to(DType::f64), b64 = b.to(DType::f64);
-  kernels::cpu::linear_forward<double>(M, in, out, x64.data<double>(), w64.data<double>(),
-                                       b64.data<double>(), y64.data<double>());
+  const Tensor y64 = forward_f64(x, w, b);
   const Tensor xd = x.to(Device::cuda), wd = w.to(Device::cuda), bd = b.to(Device::cuda);
   auto error = [&](bool tf32) {
     hg::cuda::set_allow_tf32(tf32);
