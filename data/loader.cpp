@@ -289,8 +289,13 @@ void DataLoader::mix_batch(Batch& batch) const {
   const int64_t n = batch.labels.numel(), K = opts_.mixup->options().num_classes;
   batch.targets = opts_.pin_memory ? Tensor::empty_pinned({n, K}, DType::f32)
                                    : Tensor::empty({n, K}, DType::f32, Device::cpu);
-  Generator gen(mix_seed(opts_.seed, kMixStream, static_cast<uint64_t>(batch.epoch),
-                         static_cast<uint64_t>(batch.step)));
+  // Every rank draws its own lam / method / box, as timm's ranks do (their generators are seeded
+  // with seed + rank): a global batch of R ranks holds R draws, not one. Rank 0 draws as a single
+  // process does.
+  uint64_t seed = mix_seed(opts_.seed, kMixStream, static_cast<uint64_t>(batch.epoch),
+                           static_cast<uint64_t>(batch.step));
+  if (opts_.rank > 0) seed = mix_seed(seed, kMixStream, static_cast<uint64_t>(opts_.rank));
+  Generator gen(seed);
   const bool enabled = opts_.mixup_off_epoch <= 0 || batch.epoch < opts_.mixup_off_epoch;
   const Shape& s = batch.images.shape();
   opts_.mixup->apply(batch.images.data<float>(), n, s[1], s[2], s[3], batch.labels.data<int64_t>(),

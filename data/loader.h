@@ -38,7 +38,8 @@ struct LoaderOptions {
   /// queues the copy and returns; PyTorch's pin_memory. Has no effect without a usable GPU.
   bool pin_memory = false;
   /// Batch-level mixup / cutmix (data/mixup.h), applied by the worker that builds the batch with a
-  /// generator seeded by (seed, epoch, step); null = none. Batches then carry soft targets.
+  /// generator seeded by (seed, epoch, step) and, past rank 0, the rank (each rank draws its own,
+  /// as in timm); null = none. Batches then carry soft targets.
   std::shared_ptr<const Mixup> mixup;
   /// Epochs >= this (when > 0) get smoothed one-hot targets and no mixing.
   int64_t mixup_off_epoch = 0;

@@ -100,3 +100,55 @@ TEST(Shard, RanksTogetherReadTheSingleProcessBatch) {
   }
   EXPECT_FALSE(r0->next(b0));
 }
+
+// timm seeds every rank's generators with seed + rank, so each rank draws its own mixup / cutmix
+// (lam, method, box) for its part of the global batch. The loader seeds the draw of a batch by
+// (seed, epoch, step): without the rank in it, every rank mixed its step-k batch with the same lam,
+// so a global batch of R ranks held one draw instead of R. Rank 0 keeps the single process's draws.
+TEST(Shard, EveryRankDrawsItsOwnMixup) {
+  auto ds = std::make_shared<data::SyntheticDataset>(64, 10, 8, 8, 1, 7);
+  data::TransformOptions t;
+  t.img_size = 8;
+  t.mean = {0.5};
+  t.std = {0.25};
+  data::MixupOptions m;
+  m.mixup_alpha = 1.0;  // batch mode, every batch mixed: one lam per batch
+  m.label_smoothing = 0.0;
+  m.num_classes = 10;
+  const auto mixup = std::make_shared<const data::Mixup>(m);
+  auto loader = [&](int64_t rank, int64_t replicas) {
+    data::LoaderOptions o;
+    o.batch_size = 8;
+    o.workers = 0;
+    o.seed = 3;
+    o.rank = rank;
+    o.num_replicas = replicas;
+    o.mixup = mixup;
+    auto l = std::make_unique<data::DataLoader>(ds, data::Transform(t), o);
+    l->start_epoch(1);
+    return l;
+  };
+  // The batch's lam: the target of a sample's own label, in a pair of two different labels.
+  auto lam_of = [](const data::Batch& b) {
+    const auto y = b.labels.to_vector<int64_t>();
+    const auto tg = b.targets.to_vector<float>();
+    const size_t n = y.size();
+    for (size_t i = 0; i < n; ++i)
+      if (y[i] != y[n - 1 - i]) return static_cast<double>(tg[i * 10 + static_cast<size_t>(y[i])]);
+    return -1.0;  // every pair of one label: no lam to read
+  };
+  auto single = loader(0, 1), r0 = loader(0, 2), r1 = loader(1, 2);
+  data::Batch bs, b0, b1;
+  int compared = 0, same_across_ranks = 0;
+  while (r0->next(b0)) {
+    ASSERT_TRUE(single->next(bs) && r1->next(b1));
+    const double ls = lam_of(bs), l0 = lam_of(b0), l1 = lam_of(b1);
+    if (ls < 0 || l0 < 0 || l1 < 0) continue;
+    ++compared;
+    EXPECT_DOUBLE_EQ(l0, ls) << "step " << b0.step << ": rank 0 draws as one process does";
+    same_across_ranks += l0 == l1;
+  }
+  ASSERT_GE(compared, 3);
+  EXPECT_EQ(same_across_ranks, 0) << "of " << compared
+                                  << " steps, ranks 0 and 1 mixed with the same lam";
+}
