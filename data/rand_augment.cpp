@@ -61,7 +61,9 @@ RandAugmentSpec parse_rand_augment(const std::string& spec) {
       s.magnitude_std = parse_number<double>(spec, sec, val);
       if (s.magnitude_std > 100) s.magnitude_std = std::numeric_limits<double>::infinity();
     } else if (key == "mmax") {
-      s.magnitude_max = static_cast<double>(parse_number<int64_t>(spec, sec, val));
+      // timm bounds magnitudes by `magnitude_max or 10`: mmax0 keeps the default bound
+      const auto mmax = parse_number<int64_t>(spec, sec, val);
+      s.magnitude_max = mmax == 0 ? kLevelDenom : static_cast<double>(mmax);
     } else if (key == "inc") {
       s.increasing = parse_number<int64_t>(spec, sec, val) != 0;
     } else if (key == "m") {

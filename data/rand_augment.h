@@ -10,6 +10,7 @@
 //   m<int>     magnitude (default 10)          n<int>   ops per image (default 2)
 //   p<float>   probability of each op (0.5)    mstd<f>  magnitude noise std (0; > 100: uniform)
 //   mmax<int>  magnitude upper bound (10)      inc<0|1> increasing-severity op set (0)
+// (mmax0 is the default bound, as timm's `magnitude_max or 10` reads it.)
 // A section without a digit is ignored (as timm does). Unsupported: AutoAugment policies ("v0",
 // "original"), AugMix ("augmix-..."), and the "t" (transform set) section: these are errors.
 // Note: timm's parser turns the increasing set on for any `inc` section (bool of the text "0" is

@@ -27,6 +27,9 @@ TEST(RandAugment, ParsesTimmSpecs) {
   EXPECT_EQ(s.magnitude, 7);
   EXPECT_FALSE(s.increasing);
   EXPECT_TRUE(std::isinf(parse_rand_augment("rand-mstd101").magnitude_std));  // > 100: uniform
+  // timm bounds magnitudes by `magnitude_max or 10`: mmax0 is the default bound, not 0 (which
+  // would clamp every magnitude to 0, i.e. the ops at their weakest)
+  EXPECT_EQ(parse_rand_augment("rand-m9-mmax0").magnitude_max, 10);
   EXPECT_EQ(parse_rand_augment("rand").magnitude, 10);
   EXPECT_EQ(parse_rand_augment("rand-m9-w").magnitude, 9);  // a section without a number is ignored
   for (const char* bad :
