@@ -80,9 +80,8 @@ std::string rank_differences(const Config& a, const Config& b) {
   return differences(a, b, keys);
 }
 
-ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source, const Config& session,
-                                int64_t epoch, int64_t step, int64_t updates, int64_t updates_per_epoch) {
-  // ---- keys that shape the results must not change ----
+void check_result_keys(const Config& recorded, const std::string& recorded_source,
+                       const Config& session) {
   std::set<std::string> fixed;
   for (const std::string& k : config_keys())
     if (!kScheduleKeys.count(k) && !kSessionKeys.count(k) && k != "schedule_history") fixed.insert(k);
@@ -92,6 +91,19 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
                     "shape its results: ", changed, ". A resumed run may change only its schedule (epochs, lr, ",
                     "sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates) and session keys (device, ",
                     "workers, ...): resume with the run's values (e.g. its args.yaml) or start a new run"));
+}
+
+std::string schedule_differences(const Config& a, const Config& b) {
+  std::set<std::string> keys = kScheduleKeys;
+  keys.erase("epochs");
+  return differences(a, b, keys);
+}
+
+ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source,
+                                const Config& session, int64_t epoch, int64_t step, int64_t updates,
+                                int64_t updates_per_epoch) {
+  // ---- keys that shape the results must not change ----
+  check_result_keys(recorded, recorded_source, session);
   if (!session.schedule_history.empty() && session.schedule_history != recorded.schedule_history)
     throw Error(str("resume: schedule_history of this session differs from the run's (", recorded_source,
                     "); leave it out (the run's record is used) or resume with the run's args.yaml"));

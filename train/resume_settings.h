@@ -35,6 +35,17 @@ struct ResumeSettings {
 ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source, const Config& session,
                                 int64_t epoch, int64_t step, int64_t updates, int64_t updates_per_epoch);
 
+/// The first check of reconcile_resume, which a resume of a finished run makes too (so that a
+/// config it trains nothing with is not taken unsaid): throws hg::Error naming each key that shapes
+/// the results (neither the schedule's nor the session's) whose value differs from `recorded` (from
+/// `recorded_source`) to `session`, with both values.
+void check_result_keys(const Config& recorded, const std::string& recorded_source,
+                       const Config& session);
+
+/// The schedule keys but epochs whose values differ from `a` to `b`, as "key a -> b, ..."; "" when
+/// none.
+std::string schedule_differences(const Config& a, const Config& b);
+
 /// The keys other than the session's (the schedule and schedule_history included) whose values
 /// differ from `a` to `b`, as "key a -> b, ..."; "" when none. Two records of one run (its
 /// args.yaml and the config its checkpoint stores) must agree on all of them.

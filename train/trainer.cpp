@@ -316,6 +316,60 @@ void open_run_folder(Session& s) {
     spdlog::info("gnuplot is not on PATH: no curves.png (Debian package gnuplot-nox)");
 }
 
+// args.yaml is the run's record for a resume, but the checkpoint's stored config is what trained:
+// an edit to args.yaml (a seed, a batch, an lr that never ran) would let a resume change the run
+// unseen or record a false schedule_history, so the two must agree on every key but the
+// session's (both are written from the same session config: write_pending_args).
+void check_args_match_checkpoint(const Session& s, const std::string& args_path,
+                                 const std::string& args_text, const std::string& stored) {
+  Config from_args = config_from_yaml(args_text, args_path);
+  Config from_checkpoint = config_from_yaml(stored, str("the config stored in ", s.resume_path));
+  resolve_lr(from_args, s.resumed->world_size);
+  resolve_lr(from_checkpoint, s.resumed->world_size);
+  const std::string changed = record_differences(from_checkpoint, from_args);
+  HG_CHECK(changed.empty(), "resume: ", args_path, " does not match the config stored in ",
+           s.resume_path, " (what the run trained with): ", changed,
+           "; restore args.yaml, or remove it to resume with the checkpoint's config");
+}
+
+// The run's config as a resume finds it: args.yaml, else the config its checkpoint stores (the two
+// checked against each other), with its lr resolved and its batch_size per rank for this session's
+// rank count. Empty `source` for a checkpoint that stores no config.
+struct RecordedConfig {
+  Config config;
+  std::string source;  // names it in messages
+  bool from_args = false;
+  std::string rescaled;  // how batch_size was rescaled for another rank count ("" when not)
+};
+
+RecordedConfig recorded_config(const Session& s) {
+  const std::string args_path = s.paths.args.string();
+  const std::string stored = checkpoint_config_yaml(s.resume_path);
+  const std::string stored_source = str("the config stored in ", s.resume_path);
+  // an empty args.yaml records nothing: the checkpoint's config is the run's then
+  const bool have_args = file_exists(s.paths.args) &&
+                         io::read_file(args_path).find_first_not_of(" \t\r\n") != std::string::npos;
+  const std::string recorded_text = have_args ? io::read_file(args_path) : stored;
+  RecordedConfig r;
+  if (recorded_text.empty()) return r;
+  r.source = have_args ? args_path : stored_source;
+  r.from_args = have_args;
+  if (have_args && !stored.empty())
+    check_args_match_checkpoint(s, args_path, recorded_text, stored);
+  r.config = config_from_yaml(recorded_text, r.source);
+  resolve_lr(r.config, s.resumed->world_size);  // an args.yaml written with lr: null
+  // another number of ranks: the same images per update need another batch_size per rank
+  const int64_t recorded_batch = r.config.batch_size;
+  r.rescaled = rescale_batch_for_ranks(r.config, s.resumed->world_size, dist::size());
+  // the run's own args.yaml holds its per-rank batch for its rank count: say what this count needs
+  HG_CHECK(r.rescaled.empty() || s.cfg.batch_size == r.config.batch_size, "resume: ", r.rescaled,
+           "; this session has batch_size ", s.cfg.batch_size,
+           s.cfg.batch_size == recorded_batch ? " (the run's per-rank value for its own rank count)"
+                                              : "",
+           ": resume with --batch_size ", r.config.batch_size);
+  return r;
+}
+
 // A resumed run whose epochs are all done: its result, trained no further.
 std::optional<TrainResult> already_finished(const Session& s) {
   // a run stopped inside an epoch that --epochs no longer reaches: neither finished nor resumable
@@ -336,15 +390,26 @@ std::optional<TrainResult> already_finished(const Session& s) {
            s.resumed ? s.resumed->epoch + 1 : 1, " or more");
   if (!s.resumed || s.resumed->step_in_epoch != 0 || s.resumed->epoch < s.cfg.epochs)
     return std::nullopt;
+  // The keys a resume checks, checked though nothing trains: a config unlike the run's would pass
+  // unsaid, as if it had been used. A schedule change is allowed, and applies to no epoch.
+  const RecordedConfig rec = recorded_config(s);
+  std::string unused_schedule;
+  if (!rec.source.empty()) {
+    check_result_keys(rec.config, rec.source, s.cfg);
+    unused_schedule = schedule_differences(rec.config, s.cfg);
+  }
   // a run resumed with fewer --epochs than it ran: say how many it ran, not the new count
   const int64_t done_epochs = s.resumed->epoch;
   spdlog::warn(
-      "nothing to train: {} (best top-1 {:.2f}% at epoch {}); set --epochs {} to train on",
+      "nothing to train: {} (best top-1 {:.2f}% at epoch {}); set --epochs {} to train on{}",
       done_epochs == s.cfg.epochs
           ? str("all ", done_epochs, " epochs of this run are done")
           : str("this run has done ", done_epochs, " epochs, more than epochs ", s.cfg.epochs),
       s.resumed->best_top1, s.resumed->best_epoch,
-      done_epochs == s.cfg.epochs ? std::string("higher") : str("above ", done_epochs));
+      done_epochs == s.cfg.epochs ? std::string("higher") : str("above ", done_epochs),
+      unused_schedule.empty()
+          ? std::string()
+          : str(" (this session's schedule change, ", unused_schedule, ", applies to no epoch)"));
   TrainResult done;
   done.run_dir = s.paths.dir.string();
   done.best_top1 = s.resumed->best_top1;
@@ -386,22 +451,6 @@ void open_data(Session& s) {
   s.updates_per_epoch = updates_per_epoch(s.steps_per_epoch, s.accum);
 }
 
-// args.yaml is the run's record for a resume, but the checkpoint's stored config is what trained:
-// an edit to args.yaml (a seed, a batch, an lr that never ran) would let a resume change the run
-// unseen or record a false schedule_history, so the two must agree on every key but the
-// session's (both are written from the same session config: write_pending_args).
-void check_args_match_checkpoint(const Session& s, const std::string& args_path,
-                                 const std::string& args_text, const std::string& stored) {
-  Config from_args = config_from_yaml(args_text, args_path);
-  Config from_checkpoint = config_from_yaml(stored, str("the config stored in ", s.resume_path));
-  resolve_lr(from_args, s.resumed->world_size);
-  resolve_lr(from_checkpoint, s.resumed->world_size);
-  const std::string changed = record_differences(from_checkpoint, from_args);
-  HG_CHECK(changed.empty(), "resume: ", args_path, " does not match the config stored in ",
-           s.resume_path, " (what the run trained with): ", changed,
-           "; restore args.yaml, or remove it to resume with the checkpoint's config");
-}
-
 // The resumed position against this session's epoch: a damaged or hand-edited one must not steer
 // the schedule or the loader. Called once the session's keys are known to be the run's: a changed
 // batch_size or max_steps_per_epoch changes the epoch too, and is named as the key it is, not as a
@@ -424,38 +473,19 @@ void check_resumed_position(const Session& s) {
 // checkpoint's), with args.yaml kept rerunnable.
 void reconcile_resumed_settings(Session& s) {
   if (!s.resumed) return;
-  const std::string args_path = s.paths.args.string();
-  const std::string stored = checkpoint_config_yaml(s.resume_path);
-  const std::string stored_source = str("the config stored in ", s.resume_path);
-  // an empty args.yaml records nothing: the checkpoint's config is the run's then
-  const bool have_args = file_exists(s.paths.args) &&
-                         io::read_file(args_path).find_first_not_of(" \t\r\n") != std::string::npos;
-  const std::string recorded_text = have_args ? io::read_file(args_path) : stored;
-  const std::string source = have_args ? args_path : stored_source;
-  if (have_args && !stored.empty())
-    check_args_match_checkpoint(s, args_path, recorded_text, stored);
-  if (recorded_text.empty()) {  // a checkpoint that stores no config: this session's is the run's
+  const RecordedConfig rec = recorded_config(s);
+  if (rec.source.empty()) {  // a checkpoint that stores no config: this session's is the run's
     check_resumed_position(s);
     Config args = s.cfg;
     args.resume = "";
-    if (dist::is_main()) io::write_file_atomic(args_path, to_yaml(args));
+    if (dist::is_main()) io::write_file_atomic(s.paths.args.string(), to_yaml(args));
     return;
   }
-  Config recorded = config_from_yaml(recorded_text, source);
-  resolve_lr(recorded, s.resumed->world_size);  // an args.yaml written with lr: null
-  // another number of ranks: the same images per update need another batch_size per rank
-  const int64_t recorded_batch = recorded.batch_size;
-  const std::string rescaled =
-      rescale_batch_for_ranks(recorded, s.resumed->world_size, dist::size());
-  // the run's own args.yaml holds its per-rank batch for its rank count: say what this count needs
-  HG_CHECK(rescaled.empty() || s.cfg.batch_size == recorded.batch_size, "resume: ", rescaled,
-           "; this session has batch_size ", s.cfg.batch_size,
-           s.cfg.batch_size == recorded_batch ? " (the run's per-rank value for its own rank count)"
-                                              : "",
-           ": resume with --batch_size ", recorded.batch_size);
+  const bool have_args = rec.from_args;
+  const std::string& rescaled = rec.rescaled;
   if (!rescaled.empty()) spdlog::info("{}", rescaled);
   const ResumeSettings rs =
-      reconcile_resume(recorded, source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
+      reconcile_resume(rec.config, rec.source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
                        s.resumed->updates, s.updates_per_epoch);
   check_resumed_position(s);  // the keys agree: a position that does not fit is the checkpoint's
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);

@@ -1048,6 +1048,36 @@ TEST_F(TrainerTest, AFinishedRunResumedWithFewerEpochsSaysHowManyItRan) {
                    2 / (1 / run.rows[0].img_per_sec + 1 / run.rows[1].img_per_sec));
 }
 
+// A finished run resumed with a config unlike its own (another model, weight decay or lr) said
+// only "nothing to train", as if the config had been used. A key that shapes the results is refused
+// as on any resume, before that warning; a schedule change trains nothing, which the warning says.
+TEST_F(TrainerTest, AFinishedRunResumedWithAnotherConfigSaysSo) {
+  train::TrainOptions quiet;
+  quiet.plain_output = true;
+  train::Config a = smoke_config(root_.string());
+  a.experiment = "finished";
+  a.epochs = 1;
+  const train::TrainResult ra = train::train(a, quiet);
+  train::Config r = a;
+  r.resume = (fs::path(ra.run_dir) / "last.safetensors").string();
+  r.weight_decay = a.weight_decay * 2;
+  const std::string msg = hg::test::error_of([&] { train::train(r, quiet); });
+  EXPECT_NE(msg.find("differ from the run's"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("weight_decay 0.05 -> 0.1"), std::string::npos) << msg;
+  std::string warned;
+  for (const std::string& l : lines(fs::path(ra.run_dir) / "log.txt"))
+    if (l.find("nothing to train") != std::string::npos) warned = l;
+  EXPECT_EQ(warned, "");  // refused before it
+  r.weight_decay = a.weight_decay;
+  r.lr = *a.lr * 2;
+  EXPECT_EQ(train::train(r, quiet).run_dir, ra.run_dir);
+  for (const std::string& l : lines(fs::path(ra.run_dir) / "log.txt"))
+    if (l.find("nothing to train") != std::string::npos) warned = l;
+  EXPECT_NE(warned.find("this session's schedule change, lr 0.001 -> 0.002, applies to no epoch"),
+            std::string::npos)
+      << warned;
+}
+
 // args.yaml edited to change a key that shapes the results is caught against the checkpoint's
 // stored config; an empty args.yaml defers to the checkpoint's config.
 TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
