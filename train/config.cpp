@@ -1173,6 +1173,12 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
   }
   broadcast_mean_std(cfg);
   if (cfg.model != model_before) {
+    // an unknown name is said as such, before the message below says it replaces the config's
+    try {
+      (void)model_config(cfg.model);
+    } catch (const Error& e) {
+      fail("model", cmd, e.what());
+    }
     const Config defaults;
     std::string dropped;
     for (const char* key : kArchitectureKeys) {

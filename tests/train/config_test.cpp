@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "captured_log.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
@@ -583,6 +584,24 @@ TEST_F(ConfigTest, AnotherModelOnTheCommandLineTakesItsOwnArchitecture) {
   Config same = hg::train::load_config(file.string());  // the same model: the file's keys stay
   hg::train::apply_overrides(same, {"--model", "convnext_tiny", "--kernel-size", "5"});
   EXPECT_EQ(same.depths, (std::vector<int64_t>{3, 3, 9, 3}));
+}
+
+// An unknown --model over a config's model first said that it "replaces" the config's model and
+// that the file's depths, dims, ... give way to its own, then failed. The name is checked first:
+// the error names it and the known models, and nothing is said about replacing.
+TEST_F(ConfigTest, AnUnknownModelOnTheCommandLineIsNamedBeforeAnythingReplacesIt) {
+  const fs::path file = fs::path(HAARGRAD_SOURCE_DIR) / "configs" / "fashion_mnist.yaml";
+  Config c = hg::train::load_config(file.string());
+  hg::test::CapturedLog log;
+  std::string msg;
+  try {
+    hg::train::apply_overrides(c, {"--model", "wtconvnext_fmnsit"});
+  } catch (const hg::Error& e) {
+    msg = e.what();
+  }
+  expect_contains(msg, {"'model'", "command line", "unknown model 'wtconvnext_fmnsit'",
+                        "did you mean 'wtconvnext_fmnist'", "known models: ", "convnext_atto"});
+  EXPECT_EQ(log.text().find("replaces"), std::string::npos) << log.text();
 }
 
 TEST(ConfigKeys, SuggestionsAreCloseMatchesOnly) {
