@@ -974,23 +974,94 @@ void check_quotes_close(const YAML::Node& node, const std::string& text,
   }
 }
 
+// A syntax error's message. yaml-cpp's mark is the 0-based line where it found the error, which
+// for two mistakes is a line after the one to fix: a key without ':' runs on as one plain scalar
+// into the next line's key ("lr 0.1" then "epochs: 2" is the key "lr 0.1 epochs", refused at that
+// line's ':'), and an unclosed '[' or '{' runs on until a line that cannot continue it. Those
+// name the line of the mistake, and where yaml-cpp stopped. `text`: what the marks count in.
+std::string syntax_error(const std::string& text, const YAML::Mark& mark, const std::string& msg,
+                         const std::string& source) {
+  std::vector<std::string> lines;
+  std::stringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  const auto line = static_cast<size_t>(std::max(mark.line, 0));
+  const auto column = static_cast<size_t>(std::max(mark.column, 0));
+  const std::string found = str(" ('", msg, "' at line ", line + 1, ")");
+  auto blank = [](const std::string& l) {
+    return l.find_first_not_of(" \t\r") == std::string::npos;
+  };
+  if (line < lines.size() && msg == YAML::ErrorMsg::MAP_VALUE) {
+    const std::string before = lines[line].substr(0, column);
+    size_t first = line;  // the first line of the key the ':' ends
+    if (!blank(before) && before.find(':') == std::string::npos)
+      for (size_t i = line; i-- > 0;) {
+        const std::string& l = lines[i];
+        if (blank(l)) continue;
+        const char c = l[l.find_first_not_of(" \t")];
+        if (c == '#' || c == '-' || l.find(':') != std::string::npos) break;
+        first = i;
+      }
+    if (first != line) {
+      std::string key = lines[first].substr(lines[first].find_first_not_of(" \t"));
+      key.erase(key.find_last_not_of(" \t\r") + 1);
+      return str("config: cannot parse ", source, " line ", first + 1, ": '", key,
+                 "' has no ':' after its key, so YAML reads it on into the next line", found);
+    }
+  }
+  if (msg == YAML::ErrorMsg::END_OF_SEQ_FLOW || msg == YAML::ErrorMsg::END_OF_MAP_FLOW) {
+    // the '[' / '{' not closed before the mark: one that starts a value (after ':', '-', ',',
+    // '[', '{' or at a line's start; in "a[1]" it is text), outside quotes and comments
+    std::vector<size_t> open;  // their lines
+    for (size_t i = 0; i <= line && i < lines.size(); ++i) {
+      const std::string& l = lines[i];
+      char quote = 0, prev = 0;  // prev: the last character but spaces before this one
+      for (size_t j = 0; j < (i == line ? std::min(column, l.size()) : l.size()); ++j) {
+        const char c = l[j];
+        if (quote) {
+          if (quote == '"' && c == '\\')
+            ++j;
+          else if (c == quote)
+            quote = 0;
+          continue;
+        }
+        if (c == ' ' || c == '\t') continue;
+        if (c == '#' && (j == 0 || l[j - 1] == ' ' || l[j - 1] == '\t')) break;
+        const bool starts = prev == 0 || std::strchr(":-,[{", prev) != nullptr;
+        if (starts && (c == '"' || c == '\''))
+          quote = c;
+        else if (starts && (c == '[' || c == '{'))
+          open.push_back(i);
+        else if ((c == ']' || c == '}') && !open.empty())
+          open.pop_back();
+        prev = c;
+      }
+    }
+    if (!open.empty() && open.back() != line)
+      return str("config: cannot parse ", source, " line ", open.back() + 1, ": the ",
+                 msg == YAML::ErrorMsg::END_OF_SEQ_FLOW ? "'['" : "'{'", " there is not closed",
+                 found);
+  }
+  return str("config: cannot parse ", source, " line ", line + 1, ": ", msg);
+}
+
 /// The one YAML document of a config (a null node for an empty file or comments). A second
 /// document would be dropped: a mistake, not a config.
 YAML::Node parse_document(const std::string& text, const std::string& source) {
+  // yaml-cpp's marks count from after a UTF-8 byte order mark, and in the decoded text of a
+  // UTF-16 / 32 file: the checks read the UTF-8 text the marks count in (UTF-16 / 32: none)
+  const bool wide = text.size() >= 2 &&
+                    (static_cast<uint8_t>(text[0]) >= 0xFE || text[0] == '\0' || text[1] == '\0');
+  const bool bom = text.rfind("\xEF\xBB\xBF", 0) == 0;
+  const std::string marked = wide ? std::string() : bom ? text.substr(3) : text;
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
-    throw Error(str("config: cannot parse ", source, " line ", e.mark.line + 1, ": ", e.msg));
+    throw Error(syntax_error(marked, e.mark, e.msg, source));
   }
   HG_CHECK(docs.size() <= 1, "config: '", source, "' holds ", docs.size(),
            " YAML documents (separated by ---); a config is one mapping of keys");
-  // yaml-cpp's marks count from after a UTF-8 byte order mark, and in the decoded text of a
-  // UTF-16 / 32 file: the check reads the UTF-8 text the marks count in (UTF-16 / 32: none)
-  const bool wide = text.size() >= 2 &&
-                    (static_cast<uint8_t>(text[0]) >= 0xFE || text[0] == '\0' || text[1] == '\0');
-  const bool bom = text.rfind("\xEF\xBB\xBF", 0) == 0;
-  if (!docs.empty() && !wide) check_quotes_close(docs[0], bom ? text.substr(3) : text, source);
+  if (!docs.empty() && !wide) check_quotes_close(docs[0], marked, source);
   return docs.empty() ? YAML::Node() : docs[0];
 }
 

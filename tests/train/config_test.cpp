@@ -737,6 +737,31 @@ TEST_F(ConfigTest, ALeadingTildeInAPathKeyIsTheHomeFolder) {
   if (saved) ::setenv("HOME", before.c_str(), 1);
 }
 
+// A YAML syntax error named the line where yaml-cpp stopped, which for a key without ':' or an
+// unclosed '[' is the line after the mistake (a new user's report: "one line late"). yaml-cpp's
+// mark is 0-based, and right where it finds the error on its own line; those two name the line
+// to fix, and where yaml-cpp stopped.
+TEST_F(ConfigTest, ASyntaxErrorNamesTheLineOfTheMistake) {
+  const std::string model = "model: wtconvnext_fmnist\n";
+  const std::string at = "config: cannot parse " + (dir_ / "c.yaml").string();  // load_error's file
+  // found on the line of the mistake: an indented key under a scalar, a ']' with no '['
+  expect_contains(load_error(model + "  lr: 0.1\nepochs: 2\n"),
+                  {at + " line 2: illegal map value"});
+  expect_contains(load_error(model + "lr: ]\nepochs: 2\n"), {at + " line 2: illegal flow end"});
+  // found a line later (blank lines between or not)
+  for (const std::string& gap : {std::string(), std::string("\n")})
+    expect_contains(
+        load_error(model + "lr 0.1\n" + gap + "epochs: 2\n"),
+        {at + " line 2: 'lr 0.1' has no ':' after its key",
+         std::string("('illegal map value' at line ") + (gap.empty() ? "3" : "4") + ")"});
+  expect_contains(load_error(model + "depths: [1, 2\nepochs: 2\n"),
+                  {at + " line 2: the '[' there is not closed",
+                   "('end of sequence flow not found' at line 3)"});
+  // brackets in a comment, in a plain scalar and closed ones do not count
+  expect_contains(load_error("model: a[1]  # [x\nmean: {r: [1], g: 2\n\nepochs: 2\n"),
+                  {at + " line 2: the '{' there is not closed"});
+}
+
 // A binary file given as the config (an image, a PyTorch model.pth) was reported as a YAML syntax
 // error ("cannot parse ... line 3: unknown escape character"): it is named as no text file.
 TEST_F(ConfigTest, ABinaryFileIsNamedAsNoYamlText) {
