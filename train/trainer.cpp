@@ -543,11 +543,28 @@ void build_model(Session& s) {
       forward_macs(mcfg, static_cast<int>(cfg.img_size)) / 1e9, cfg.img_size,
       device_name(s.device));
   s.sched = std::make_unique<RunSchedule>(cfg, s.updates_per_epoch);
-  if (cfg.sched == "cosine" && cfg.warmup_epochs >= cfg.epochs)
+  if (cfg.sched == "cosine" && cfg.warmup_epochs >= cfg.epochs) {
+    // The lr of the first and the last update, as the step lines show it. summary.csv records
+    // timm's lr, which stepping per update is the one set after an epoch's last update: in the
+    // last row the schedule's value after the run (min_lr when the warmup ends with it), which
+    // reads as a decay unless it is said.
+    const int64_t updates = cfg.epochs * s.updates_per_epoch;
+    const double first = s.sched->lr(0, 0, 0);
+    const double last = s.sched->lr(cfg.epochs - 1, s.steps_per_epoch - 1, updates - 1);
     spdlog::warn(
-        "warmup_epochs {} >= epochs {}: the run ends within the warmup, the lr only rises "
-        "and the cosine never decays it (fewer warmup_epochs, or more epochs)",
-        cfg.warmup_epochs, cfg.epochs);
+        "warmup_epochs {} >= epochs {}: the run ends within the warmup: {}, below lr {:.3g}, and "
+        "the cosine never decays it (fewer warmup_epochs, or more epochs){}",
+        cfg.warmup_epochs, cfg.epochs,
+        first == last ? fmt::format("every update has lr {:.3g}", first)
+                      : fmt::format("its updates' lr rises from {:.3g} to {:.3g}", first, last),
+        peak_lr(cfg, "warmup"),
+        cfg.sched_on_updates
+            ? fmt::format(
+                  "; summary.csv's lr column gives the lr set after each epoch's last update "
+                  "(timm's): {:.3g} in the last row, used by no update",
+                  s.sched->lr(cfg.epochs, 0, updates))
+            : std::string());
+  }
 }
 
 // Where a resumed run goes on, for its log line: a step (1-based, as the step lines), or the

@@ -1078,6 +1078,41 @@ TEST_F(TrainerTest, AFinishedRunResumedWithAnotherConfigSaysSo) {
       << warned;
 }
 
+// The warmup warning said "the lr only rises and the cosine never decays it", and summary.csv's lr
+// column then showed min_lr for the run's last epoch (stepping per update it holds the lr set after
+// the epoch's last update, timm's: after the run, the cosine's end). It gives the lr of the first
+// and the last update, and says the column's last value, as summary.csv holds it.
+TEST_F(TrainerTest, TheWarmupWarningAgreesWithTheSummarysLrColumn) {
+  for (const bool on_updates : {true, false}) {
+    SCOPED_TRACE(on_updates ? "per update" : "per epoch");
+    train::Config a = smoke_config(root_.string());
+    a.experiment = on_updates ? "updates" : "epochs";
+    a.epochs = 1;  // = warmup_epochs; lr 1e-3 from warmup_lr 1e-5 over 3 updates, min_lr 1e-5
+    a.sched_on_updates = on_updates;
+    const fs::path dir = train::train(a, quiet_options()).run_dir;
+    std::string warned;
+    for (const std::string& l : lines(dir / "log.txt"))
+      if (l.find("warmup_epochs 1 >= epochs 1") != std::string::npos) warned = l;
+    const train::SummaryLines rows = train::read_summary((dir / "summary.csv").string(), 1);
+    ASSERT_EQ(rows.rows.size(), 1u);
+    if (on_updates) {
+      EXPECT_NE(warned.find("its updates' lr rises from 1e-05 to 0.00067, below lr 0.001"),
+                std::string::npos)
+          << warned;
+      EXPECT_EQ(rows.rows[0].lr, 1e-5);  // min_lr: the schedule's value after the last update
+      EXPECT_NE(warned.find("summary.csv's lr column gives the lr set after each epoch's last "
+                            "update (timm's): 1e-05 in the last row, used by no update"),
+                std::string::npos)
+          << warned;
+    } else {  // one epoch of the warmup: its first value throughout, which the column shows
+      EXPECT_NE(warned.find("every update has lr 1e-05, below lr 0.001"), std::string::npos)
+          << warned;
+      EXPECT_EQ(rows.rows[0].lr, 1e-5);
+      EXPECT_EQ(warned.find("summary.csv"), std::string::npos) << warned;
+    }
+  }
+}
+
 // args.yaml edited to change a key that shapes the results is caught against the checkpoint's
 // stored config; an empty args.yaml defers to the checkpoint's config.
 TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
