@@ -4,11 +4,16 @@
 // only tensor), NCHW like PyTorch's (--layout nhwc for channels-last), any float dtype; the output
 // holds "logits" (N, num_classes) float32. The batch goes into the model as it is: it must be
 // normalised already (the config's mean and std apply to the data loader, not here).
+// The input may also be an image file or a folder of them (its image files by name, not its
+// sub-folders), so that no PyTorch is needed to write it: they go through the config's evaluation
+// transform, validate's (a JPEG is decoded at full size here, where validate's loader may decode it
+// downscaled: the last bits may differ).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "app/command.h"
 #include "app/config_help.h"
@@ -16,6 +21,10 @@
 #include "core/autograd.h"
 #include "core/safetensors.h"
 #include "core/threads.h"
+#include "data/from_config.h"
+#include "data/image.h"
+#include "data/image_folder.h"
+#include "data/transforms.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/run_folder.h"
@@ -23,6 +32,8 @@
 
 namespace hg::app {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct InferArgs {
   std::string checkpoint, input, out, config, layout = "nchw";
@@ -39,7 +50,8 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
     throw Error(str("infer: --input ", path, ": ", e.what(),
                     " (infer takes a batch already sized and normalised, as a safetensors tensor "
                     "'input' of N x C x H x W: in Python, safetensors.torch.save_file({'input': "
-                    "batch}, 'batch.safetensors'))"));
+                    "batch}, 'batch.safetensors'); or an image file or a folder of images, which "
+                    "it sizes and normalises itself)"));
   }
   auto it = f.tensors.find("input");
   if (it == f.tensors.end()) {
@@ -59,6 +71,43 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
   return nhwc.to(DType::f32);
 }
 
+/// An image file or a folder's image files, by name (the files the batch's rows are).
+std::vector<std::string> input_images(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) {
+    // by its bytes, as the data loader tells images; a .safetensors batch whose header length
+    // happens to read "BM" or "P5" stays a batch
+    uint8_t head[16] = {};
+    std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(head), sizeof head);
+    const bool image = data::sniff_image_format(head, sizeof head) != data::ImageFormat::unknown;
+    return image && fs::path(path).extension() != ".safetensors" ? std::vector{path}
+                                                                 : std::vector<std::string>{};
+  }
+  std::vector<std::string> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, ec))
+    if (e.is_regular_file(ec) && data::is_image_file(e.path().string()))
+      files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  HG_CHECK(!files.empty(), "infer: --input ", path, " is a folder without image files (",
+           ec ? ec.message() : std::string("JPEG, PNG, BMP, PPM or PGM by their names"),
+           "); give an image, a folder of images or a safetensors batch");
+  return files;
+}
+
+/// The images as NHWC f32 through the evaluation transform of `cfg` (resize, center crop,
+/// normalise: img_size, crop_pct, interpolation, mean, std).
+Tensor read_images(const std::vector<std::string>& files, const train::Config& cfg) {
+  const data::Transform t(data::make_transform_options(cfg, false));
+  Tensor x =
+      Tensor::empty({static_cast<int64_t>(files.size()), cfg.img_size, cfg.img_size, cfg.in_chans},
+                    DType::f32, Device::cpu);
+  Generator unused(0);  // evaluation draws nothing
+  for (size_t i = 0; i < files.size(); ++i)
+    t.apply(data::read_image(files[i], static_cast<int>(cfg.in_chans)), unused,
+            static_cast<float*>(x.data_ptr()) + static_cast<int64_t>(i) * t.output_numel());
+  return x;
+}
+
 void run_infer(const InferArgs& a) {
   refuse_mpirun("infer");
   HG_CHECK(a.layout == "nchw" || a.layout == "nhwc", "infer: --layout must be nchw or nhwc, got '", a.layout, "'");
@@ -68,15 +117,22 @@ void run_infer(const InferArgs& a) {
   // of safetensors files, logits only: weights or a batch given as --out by mistake stay
   check_replaces_its_kind_only(
       a.out, "infer: --out", [](const std::string& name) { return name == "logits"; }, "logits");
-  // the keys of the model and of where it runs; the others (mean, std, img_size, precision, ...)
-  // shape training and the data loader, which infer does not use
+  const std::vector<std::string> images = input_images(a.input);
+  // the keys of the model and of where it runs, and for images those of their transform; the
+  // others (precision, ...) shape training, which infer does not do
+  std::vector<std::string> taken = {"device", "threads", "wtconv_mode"};
+  if (!images.empty())
+    taken.insert(taken.end(), {"img_size", "crop_pct", "interpolation", "mean", "std"});
   refuse_keys_that_change_nothing(
       "infer", a.overrides,
-      "runs the model in float32 on the batch as given (already normalised and sized)",
-      {"device", "threads", "wtconv_mode"});
-  // the batch's own size is checked against the model below; img_size is not used
-  const ResolvedConfig rc =
-      config_for_checkpoint(a.config, a.checkpoint, a.overrides, train::ImgSizeCheck::unused);
+      images.empty()
+          ? "runs the model in float32 on the batch as given (already normalised and sized)"
+          : "runs the model in float32 on the images through the evaluation transform",
+      taken);
+  // a batch's own size is checked against the model below; img_size is not used then
+  const ResolvedConfig rc = config_for_checkpoint(
+      a.config, a.checkpoint, a.overrides,
+      images.empty() ? train::ImgSizeCheck::unused : train::ImgSizeCheck::against_model);
   set_cpu_threads(static_cast<int>(rc.config.threads));
   const Device device = train::resolve_device(rc.config.device);
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, device);
@@ -89,7 +145,8 @@ void run_infer(const InferArgs& a) {
              "export (export --ema writes the EMA's weights under the plain names); infer without "
              "--ema");
   Shape stored;
-  const Tensor x = read_input(a.input, a.layout, &stored);
+  const Tensor x =
+      images.empty() ? read_input(a.input, a.layout, &stored) : read_images(images, rc.config);
   const int64_t C = model.config.in_chans;
   if (x.size(3) != C) {
     // the other layout's channel axis holding C is the likely mistake; otherwise no hint
@@ -115,6 +172,9 @@ void run_infer(const InferArgs& a) {
   safetensors::save(a.out, {{"logits", logits}}, {{"format", "pt"}, {"model", rc.config.model}});
   spdlog::info("infer: {} logits of {}{} ({}) on {} written to {}", shape_str(logits.shape()),
                rc.config.model, a.ema ? "'s model EMA" : "", rc.source, device_name(device), a.out);
+  if (images.size() > 1)  // which row is which image
+    spdlog::info("infer: rows 0 .. {} are the images {} .. {} (by name)", images.size() - 1,
+                 images.front(), images.back());
 }
 
 }  // namespace
@@ -122,16 +182,23 @@ void run_infer(const InferArgs& a) {
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<InferArgs>();
   CLI::App* cmd = root.add_subcommand(
-      "infer", "haargrad infer --checkpoint W --input BATCH.safetensors --out LOGITS.safetensors [--key value ...]\n"
-               "The logits of one batch (eval mode). The model comes from --config, else the config stored in\n"
-               "the checkpoint, else the config defaults; --key value overrides apply on top (a timm\n"
-               "state_dict: --model convnext_tiny, plus --num-classes N when it is not 1000).");
+      "infer",
+      "haargrad infer --checkpoint W --input BATCH.safetensors|IMAGE|FOLDER --out "
+      "LOGITS.safetensors [--key value ...]\n"
+      "The logits of one batch (eval mode): a safetensors tensor, or images (one row each) through "
+      "the\n"
+      "config's evaluation transform. The model comes from --config, else the config stored in\n"
+      "the checkpoint, else the config defaults; --key value overrides apply on top (a timm\n"
+      "state_dict: --model convnext_tiny, plus --num-classes N when it is not 1000).");
   cmd->add_option("--checkpoint", a->checkpoint, "weights: a haargrad checkpoint, an export, or a timm state_dict")
       ->required();
   cmd->add_option(
          "--input", a->input,
          "safetensors file with the batch: its tensor 'input' (or its only tensor), float32 or "
-         "float64, already normalised with the model's mean and std")
+         "float64, already normalised with the model's mean and std; or an image file (JPEG, PNG, "
+         "BMP, PPM, PGM) or a folder of them (one row per image, by file name), through the "
+         "evaluation transform: resized, center-cropped and normalised (img_size, crop_pct, "
+         "interpolation, mean, std)")
       ->required();
   cmd->add_flag("--ema", a->ema, "use the checkpoint's model EMA weights (as validate --use-ema)");
   cmd->add_option("--out", a->out, "safetensors file to write, with the tensor 'logits'")->required();

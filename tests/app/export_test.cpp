@@ -17,6 +17,9 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "data/from_config.h"
+#include "data/image.h"
+#include "data/transforms.h"
 #include "golden/golden.h"
 #include "models/checkpoint.h"
 #include "models/convnext.h"
@@ -197,6 +200,60 @@ TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
   EXPECT_NE(layout.exit_code, 0);
   EXPECT_NE(layout.output.find("[2, 28, 28, 1]"), std::string::npos) << layout.output;
   EXPECT_NE(layout.output.find("--layout nhwc"), std::string::npos) << layout.output;
+}
+
+// infer took only a safetensors batch, which only a Python snippet (PyTorch or safetensors) wrote
+// (a new user's report). It takes an image file or a folder of images too (its image files by name,
+// one row each), through the evaluation transform of the config, as validate reads them: the
+// logits equal those of the batch that transform makes.
+TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml");
+  c.device = "cpu";
+  c.crop_pct = 0.875;  // a resize and a crop, not a copy
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  fs::create_directories(file("images"));
+  const std::vector<std::string> names = {file("images/a.png"), file("images/b.png")};
+  for (size_t i = 0; i < names.size(); ++i) {
+    data::Image img{36, 40, 1, std::vector<uint8_t>(36 * 40)};
+    for (size_t p = 0; p < img.pixels.size(); ++p)
+      img.pixels[p] = static_cast<uint8_t>((p * (7 + i)) % 251);
+    data::write_png(names[i], img);
+  }
+  std::ofstream(file("images/notes.txt")) << "not an image\n";
+  // the batch the evaluation transform makes, NHWC
+  const data::Transform t(data::make_transform_options(c, false));
+  Tensor batch = Tensor::empty({2, 28, 28, 1}, DType::f32, Device::cpu);
+  Generator unused(0);
+  for (size_t i = 0; i < names.size(); ++i)
+    t.apply(data::read_image(names[i], 1), unused,
+            static_cast<float*>(batch.data_ptr()) + static_cast<int64_t>(i) * t.output_numel());
+  safetensors::save(file("batch.safetensors"), {{"input", batch}}, {});
+  auto logits_of = [&](const std::string& input, const std::string& extra) {
+    const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + input + " --out " +
+                                     file("logits.safetensors") + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.exit_code == 0 ? safetensors::load(file("logits.safetensors")).tensors.at("logits")
+                            : Tensor();
+  };
+  const Tensor want = logits_of(file("batch.safetensors"), " --layout nhwc");
+  const Tensor folder = logits_of(file("images"), ""), one = logits_of(names[1], "");
+  ASSERT_TRUE(want.defined() && folder.defined() && one.defined());
+  ASSERT_EQ(folder.shape(), (Shape{2, 10}));
+  EXPECT_EQ(folder.to_vector<float>(), want.to_vector<float>());
+  // one image alone: the second row, to the last bits a batch of 1 sums differently
+  const std::vector<float> w = want.to_vector<float>(), o = one.to_vector<float>();
+  ASSERT_EQ(o.size(), 10u);
+  for (size_t k = 0; k < o.size(); ++k) EXPECT_NEAR(o[k], w[10 + k], 1e-5) << k;
+  // the transform's keys apply to images, and change nothing for a batch
+  EXPECT_EQ(logits_of(file("images"), " --img-size 32").shape(), (Shape{2, 10}));
+  const ProgramRun batch_size =
+      run_program("infer --checkpoint " + ck + " --input " + file("batch.safetensors") +
+                  " --layout nhwc --out " + file("logits.safetensors") + " --img-size 32");
+  EXPECT_EQ(batch_size.exit_code, 1);
+  EXPECT_NE(batch_size.output.find("--img_size changes nothing here"), std::string::npos)
+      << batch_size.output;
 }
 
 // export and infer do not use img_size: timm's convnext_atto weights for 28 px gray images, given
@@ -387,8 +444,9 @@ TEST_F(ExportCommand, ExportReplacesWeightsNotABatch) {
   EXPECT_EQ(run_program("export " + ck + " --out " + w).exit_code, 0);  // weights: replaced
 }
 
-// infer --input given an image or a NumPy array said "header length ... runs past the end of the
-// file": the error names the option, what the file is, and the batch file infer takes.
+// infer --input given a NumPy array said "header length ... runs past the end of the file": the
+// error names the option, what the file is, and the inputs infer takes. (An image is an input now:
+// one it cannot decode is named as such.)
 TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
   train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
   ConvNeXt model(train::model_config_from(c), 3);
@@ -398,17 +456,21 @@ TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
       << std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x20\0\0\0\x20\x08\x02", 26);
   std::ofstream(file("batch.npy"), std::ios::binary)
       << std::string("\x93NUMPY\x01\0v\0{'descr': '<f4', 'fortran_order': False}", 50);
-  for (const auto& [name, kind] : {std::pair{"cat.png", "it is a PNG image"},
-                                   std::pair{"batch.npy", "it is a NumPy array (numpy.save)"}}) {
-    const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + file(name) +
+  const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + file("batch.npy") +
+                                   " --out " + file("logits.safetensors"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("infer: --input " + file("batch.npy") + ": safetensors '"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("it is a NumPy array (numpy.save)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("infer takes a batch already sized and normalised"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("or an image file or a folder of images"), std::string::npos) << r.output;
+  const ProgramRun png = run_program("infer --checkpoint " + ck + " --input " + file("cat.png") +
                                      " --out " + file("logits.safetensors"));
-    EXPECT_EQ(r.exit_code, 1) << r.output;
-    EXPECT_NE(r.output.find("infer: --input " + file(name) + ": safetensors '"), std::string::npos)
-        << r.output;
-    EXPECT_NE(r.output.find(kind), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("infer takes a batch already sized and normalised"), std::string::npos)
-        << r.output;
-  }
+  EXPECT_EQ(png.exit_code, 1) << png.output;
+  EXPECT_NE(png.output.find("cannot decode image '" + file("cat.png") + "'"), std::string::npos)
+      << png.output;
 }
 
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
