@@ -42,7 +42,16 @@ void ThreadTuner::end_window(double rate) {
   if (trying_) {
     trying_ = false;
     ++tries_;
-    if (rate < last_rate_ * (1 - o_.gain)) {  // kept: go on in the same direction soon
+    const bool faster = rate < last_rate_ * (1 - o_.gain);
+    if (faster && !won_once_) {
+      // One window against one can be a transient (another process's burst during the window
+      // before): measure current_ again, then the same try once more, and keep it if it wins again.
+      won_once_ = true;
+      wait_ = 1;
+      return;
+    }
+    won_once_ = false;
+    if (faster) {  // kept: go on in the same direction soon
       current_ = trial_;
       ++kept_;
       last_rate_ = rate;

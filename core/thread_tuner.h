@@ -8,8 +8,11 @@
 // threads alone ran at 1,378 and one at 901 (core/threads.h has the figures). No fixed count is
 // right both ways. So the trainer measures: it runs at the full count, and now and then tries one
 // thread fewer (or, after a cut, one more) for one short window of steps, and keeps whichever was
-// faster by a clear margin. The first try follows the first measured window; a failed try doubles
-// the wait before the next one (up to 128 windows, about a minute alone: the tries then cost about
+// faster by a clear margin twice in a row: a try that wins is made once more after a new window at
+// the count in use (one window against one is a single sample, and a burst of another process in
+// the window before the first try was enough to drop a thread: a new user's quick start dropped
+// one 3 s in). The first try follows the first measured window; a failed try doubles the wait
+// before the next one (up to 128 windows, about a minute alone: the tries then cost about
 // 1%); a window much slower or faster than the one before it (another process started or stopped)
 // brings the next try forward. It steps one thread at a time, so with more cores it finds the count
 // when one fewer thread is measurably faster (one busy core), not necessarily beyond.
@@ -64,6 +67,7 @@ class ThreadTuner {
   int trial_ = 0;
   int direction_ = -1;       // the next try: one thread fewer (-1) or one more (+1)
   bool skip_window_ = true;  // the run's first window: warm-up (allocations, caches), not measured
+  bool won_once_ = false;    // the try was faster once: to be confirmed by a second, same try
   double last_rate_ = 0;     // seconds per image of the last window at current_ (0: none yet)
   int wait_ = 0;             // windows left before the next try
   int wait_length_ = 0;      // the wait after a failed try

@@ -99,9 +99,25 @@ TEST(ThreadTuner, ABusyCoreDropsAThreadAndAFreedOneGetsItBack) {
 TEST(ThreadTuner, ABusyCoreFromTheStartCostsOnlyTheFirstWindows) {
   ThreadTuner t(2);
   const Trace r = simulate(t, 2, 1000, [](int64_t) { return 1; });
-  // one skipped window, one measured, one try: 3 windows of 8 steps (0.4 s at least) at two threads
-  EXPECT_EQ(r.used[30], 1);
-  EXPECT_GT(steps_at(r, 1, 30, 1000), 970 * 95 / 100);  // then a try of two now and then
+  // one skipped window, one measured, one try, one measured again and the try's second: 5 windows
+  // of 8 steps (0.4 s at least), 3 at two threads
+  EXPECT_EQ(r.used[39], 1);
+  EXPECT_EQ(r.used[40], 1);
+  EXPECT_EQ(steps_at(r, 2, 0, 40), 24);
+  EXPECT_GT(steps_at(r, 1, 40, 1000), 960 * 95 / 100);  // then a try of two now and then
+}
+
+// The quick start dropped to one thread 3 s in: the first try came after one measured window and
+// was kept on one window against one, so a burst of another process in the window before it was
+// enough. A try is kept only when it wins twice, against a new window at the count in use.
+TEST(ThreadTuner, ABurstInTheWindowBeforeATryDropsNoThread) {
+  ThreadTuner t(2);
+  // alone but for a burst over the first measured window (steps 8 .. 15: 8-step windows)
+  const Trace r = simulate(t, 2, 2000, [](int64_t i) { return i >= 8 && i < 16 ? 1 : 0; });
+  EXPECT_EQ(t.kept_tries(), 0);
+  EXPECT_EQ(t.settled_threads(), 2);
+  EXPECT_GE(t.tries(), 2);  // the try after the burst, and its second, which lost
+  EXPECT_LT(steps_at(r, 1, 0, 2000), 2000 * 3 / 100);  // the tries alone (6 windows of 8 steps)
 }
 
 TEST(ThreadTuner, EightCoresWithOneBusyUseSeven) {
