@@ -75,11 +75,13 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
 std::vector<std::string> input_images(const std::string& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
-    // by its bytes, as the data loader tells images; a .safetensors batch whose header length
+    // by its bytes, as the data loader tells images, or by its name (a plain-text PGM, a text
+    // file named .png: the decoder says what it is); a .safetensors batch whose header length
     // happens to read "BM" or "P5" stays a batch
     uint8_t head[16] = {};
     std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(head), sizeof head);
-    const bool image = data::sniff_image_format(head, sizeof head) != data::ImageFormat::unknown;
+    const bool image = data::sniff_image_format(head, sizeof head) != data::ImageFormat::unknown ||
+                       data::is_image_file(path);
     return image && fs::path(path).extension() != ".safetensors" ? std::vector{path}
                                                                  : std::vector<std::string>{};
   }

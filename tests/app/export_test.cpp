@@ -473,6 +473,35 @@ TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
       << png.output;
 }
 
+// infer: a file named as an image is read as one, whatever its bytes: a plain-text PGM (P2) or a
+// text file named .png was taken for a safetensors batch ("it is a text file (a YAML config such
+// as a run's args.yaml?)"); the decoder's message names the file and what it is.
+TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  std::ofstream(file("plain.pgm")) << "P2\n2 2\n255\n0 1 2 3\n";
+  std::ofstream(file("notes.png")) << "not an image\n";
+  const auto infer = [&](const std::string& input) {
+    return run_program("infer --checkpoint " + ck + " --input " + input + " --out " +
+                       file("logits.safetensors"));
+  };
+  const ProgramRun pgm = infer(file("plain.pgm"));
+  EXPECT_EQ(pgm.exit_code, 1) << pgm.output;
+  EXPECT_NE(pgm.output.find("cannot decode image '" + file("plain.pgm") +
+                            "': a plain-text (ASCII) PGM (P2)"),
+            std::string::npos)
+      << pgm.output;
+  EXPECT_EQ(pgm.output.find("safetensors"), std::string::npos) << pgm.output;
+  const ProgramRun txt = infer(file("notes.png"));
+  EXPECT_EQ(txt.exit_code, 1) << txt.output;
+  EXPECT_NE(txt.output.find("cannot decode image '" + file("notes.png") + "': not a JPEG, PNG"),
+            std::string::npos)
+      << txt.output;
+  EXPECT_EQ(txt.output.find("YAML"), std::string::npos) << txt.output;
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
