@@ -85,14 +85,23 @@ std::vector<std::string> input_images(const std::string& path) {
     return image && fs::path(path).extension() != ".safetensors" ? std::vector{path}
                                                                  : std::vector<std::string>{};
   }
-  std::vector<std::string> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(path, ec))
+  std::vector<std::string> files, folders;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
     if (e.is_regular_file(ec) && data::is_image_file(e.path().string()))
       files.push_back(e.path().string());
+    else if (e.is_directory(ec))
+      folders.push_back(e.path().string());
+  }
   std::sort(files.begin(), files.end());
+  std::sort(folders.begin(), folders.end());
+  // an ImageFolder split (one folder per class) given whole: its images are a level down
+  const std::string sub = folders.empty()
+                              ? std::string()
+                              : str(" at its top (infer does not look into its ", folders.size(),
+                                    " sub-folders: give one of them, e.g. ", folders.front(), ")");
   HG_CHECK(!files.empty(), "infer: --input ", path, " is a folder without image files (",
-           ec ? ec.message() : std::string("JPEG, PNG, BMP, PPM or PGM by their names"),
-           "); give an image, a folder of images or a safetensors batch");
+           ec ? ec.message() : std::string("JPEG, PNG, BMP, PPM or PGM by their names"), ")", sub,
+           "; give an image, a folder of images or a safetensors batch");
   return files;
 }
 

@@ -502,6 +502,34 @@ TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
   EXPECT_EQ(txt.output.find("YAML"), std::string::npos) << txt.output;
 }
 
+// infer: an ImageFolder split given whole (DIR/val, its images in one folder per class) was "a
+// folder without image files" and no more; the message says that infer does not look into its
+// sub-folders and names one.
+TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  std::filesystem::create_directories(file("val/cat"));
+  std::filesystem::create_directories(file("val/dog"));
+  const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + file("val") +
+                                   " --out " + file("logits.safetensors"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("infer: --input " + file("val") + " is a folder without image files"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("infer does not look into its 2 sub-folders: give one of them, e.g. " +
+                          file("val/cat")),
+            std::string::npos)
+      << r.output;
+  // an empty folder: no word of sub-folders
+  std::filesystem::create_directories(file("empty"));
+  const ProgramRun e = run_program("infer --checkpoint " + ck + " --input " + file("empty") +
+                                   " --out " + file("logits.safetensors"));
+  EXPECT_EQ(e.exit_code, 1) << e.output;
+  EXPECT_EQ(e.output.find("sub-folders"), std::string::npos) << e.output;
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
