@@ -879,7 +879,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     const auto step_t0 = std::chrono::steady_clock::now();
     train_step(s, epoch, b, p);
     if (s.threads) tune_threads(s.threads->tuner, seconds_since(step_t0), b.labels.numel());
-    report_progress(s, epoch, p, seconds_since(t0));
+    report_progress(s, epoch, p, secs_before + seconds_since(t0));  // p counts the whole epoch
     if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) request_stop(SIGINT);
     if (s.dp->any_rank(stop_signal() != 0)) break;
   }

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -1044,6 +1046,44 @@ TEST_F(Faults, AResumeWithAShorterEpochNamesTheChangedKey) {
   EXPECT_EQ(batch_msg.find("metadata 'state'"), std::string::npos) << batch_msg;
   EXPECT_TRUE(fs::exists(dir / "recovery.safetensors"));
   EXPECT_TRUE(train::train(c, quiet_).best_epoch >= 1);  // the run's own keys resume it
+}
+
+// The progress lines of an epoch resumed from a recovery checkpoint divided the whole epoch's
+// images by this session's seconds alone: "step 300/468 ... 37024 img/s" right after a resume where
+// the epoch's line said 2996 img/s. They count the epoch's seconds before the stop too, as that
+// line.
+TEST_F(Faults, AResumedEpochsProgressLinesGiveTheEpochsRate) {
+  train::Config c = smoke("rate", 1);
+  c.max_steps_per_epoch = 8;
+  train::TrainOptions first = quiet_;
+  first.after_step = [](int64_t, int64_t step, ConvNeXt&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a slow first part
+    return step == 6;
+  };
+  ASSERT_TRUE(train::train(c, first).interrupted);
+  const fs::path dir = root_ / "rate";
+  c.resume = (dir / "recovery.safetensors").string();
+  train::train(c, quiet_);
+  // the rate of the last step's line and of the epoch's line, after the resume
+  const auto rate_after = [](const std::string& line, const std::string& before) {
+    const size_t end = line.rfind(" img/s");
+    const size_t at = end == std::string::npos || end == 0 ? end : line.rfind(before, end - 1);
+    return end == std::string::npos || at == std::string::npos
+               ? -1.0
+               : std::stod(line.substr(at + before.size(), end - at - before.size()));
+  };
+  double step_rate = -1, epoch_rate = -1;
+  bool resumed = false;
+  for (const std::string& l : lines(dir / "log.txt")) {
+    resumed = resumed || l.find("resumed from") != std::string::npos;
+    if (!resumed) continue;
+    if (l.find("epoch 1/1 step 8/8 ") != std::string::npos) step_rate = rate_after(l, " ");
+    if (l.find("epoch 1/1: train loss") != std::string::npos) epoch_rate = rate_after(l, ", ");
+  }
+  ASSERT_GT(step_rate, 0) << slurp(dir / "log.txt");
+  ASSERT_GT(epoch_rate, 0) << slurp(dir / "log.txt");
+  EXPECT_LT(step_rate, 1.25 * epoch_rate) << slurp(dir / "log.txt");
+  EXPECT_GT(step_rate, 0.8 * epoch_rate) << slurp(dir / "log.txt");
 }
 
 // A stop signal during an epoch's evaluation leaves a recovery checkpoint after the epoch's last
