@@ -980,9 +980,10 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   write_pending_args(s);
   if (dist::is_main())  // rank 0 speaks for the run (every rank gets here, on the same step)
     spdlog::warn(
-        "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with --resume {})",
+        "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with `haargrad train "
+        "{} --resume {}`)",
         stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
-        s.paths.recovery.string());
+        s.paths.args.string(), s.paths.recovery.string());
   s.result.interrupted = true;
   s.result.stop_signal = reported_stop_signal();
 }

@@ -1086,6 +1086,23 @@ TEST_F(Faults, AResumedEpochsProgressLinesGiveTheEpochsRate) {
   EXPECT_GT(step_rate, 0.8 * epoch_rate) << slurp(dir / "log.txt");
 }
 
+// The stop message gave the resume as "(resume with --resume RUN/recovery.safetensors)", which
+// alone is no command (train takes a config first; given only that, it read the checkpoint as the
+// config): it gives the whole command, with the run's args.yaml, and that command resumes.
+TEST_F(Faults, TheStopMessageGivesTheWholeResumeCommand) {
+  train::Config c = smoke("stop", 1);
+  train::TrainOptions first = quiet_;
+  first.after_step = interrupt_at(0, 2);
+  ASSERT_TRUE(train::train(c, first).interrupted);
+  const fs::path dir = root_ / "stop";
+  const std::string command = "haargrad train " + (dir / "args.yaml").string() + " --resume " +
+                              (dir / "recovery.safetensors").string();
+  EXPECT_CONTAINS(slurp(dir / "log.txt"), "(resume with `" + command + "`)");
+  const CommandResult r = run_command(command.substr(std::string("haargrad ").size()));
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_CONTAINS(r.output, "continuing at epoch 1 step 3");
+}
+
 // A stop signal during an epoch's evaluation leaves a recovery checkpoint after the epoch's last
 // step: its resume goes on with that evaluation, and the log says so (it said "continuing at
 // epoch 1 step 4" of a 3-step epoch, a step that does not exist).
