@@ -1127,10 +1127,14 @@ Config load_config(const std::string& path, ImgSizeCheck img_size) {
            "' is a file of weights (an export or a timm state_dict), not a YAML config: start a "
            "run from them with `haargrad train CONFIG.yaml --initial-checkpoint ",
            path, "`");
+  // its run's args.yaml by name when it is beside it (`train --resume CKPT` without a config
+  // lands here too: CLI11 takes CKPT for the config)
+  const std::filesystem::path args = std::filesystem::path(path).parent_path() / "args.yaml";
+  const bool args_beside = std::filesystem::is_regular_file(args, ec);
   HG_CHECK(ext != ".safetensors", "config: '", path,
-           "' is a checkpoint, not a YAML config: resume ",
-           "it with `haargrad train RUN/args.yaml --resume ", path,
-           "` (args.yaml is in its run folder)");
+           "' is a checkpoint, not a YAML config: resume ", "it with `haargrad train ",
+           args_beside ? args.string() : std::string("RUN/args.yaml"), " --resume ", path, "`",
+           args_beside ? "" : " (args.yaml is in its run folder)");
   std::ifstream in(path, std::ios::binary);
   const int err = errno;
   HG_CHECK(in.good(), "config: cannot open file '", path, "': ", unreadable_reason(path, err),

@@ -380,6 +380,19 @@ TEST_F(ConfigTest, ACheckpointOrTwoDocumentsAreNoConfig) {
     EXPECT_NE(std::string(e.what()).find("is a checkpoint, not a YAML config"), std::string::npos)
         << e.what();
   }
+  // with its run's args.yaml beside it (`train --resume CKPT`, no config, lands here too), the
+  // command names that file; it said "RUN/args.yaml" whether or not the file was there
+  write("args.yaml", "epochs: 1\n");
+  try {
+    hg::train::load_config(ck);
+    ADD_FAILURE() << "expected an error";
+  } catch (const hg::Error& e) {
+    const std::string args = (std::filesystem::path(ck).parent_path() / "args.yaml").string();
+    EXPECT_NE(std::string(e.what()).find("resume it with `haargrad train " + args + " --resume " +
+                                         ck + "`"),
+              std::string::npos)
+        << e.what();
+  }
   expect_contains(load_error("epochs: 1\n---\nlr: 0.1\n"), {"2 YAML documents"});
   // weights alone (an export) were told to be resumed, which --resume refuses for them: they
   // start a new run
