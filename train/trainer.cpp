@@ -446,7 +446,9 @@ void open_data(Session& s) {
   spdlog::info("val:   {}", s.ds.val->describe());
   s.steps_per_epoch = s.train_loader->batches_per_epoch();
   HG_CHECK(s.steps_per_epoch > 0, "the training set (", s.ds.train->size(),
-           " images) gives no full batch of ", s.cfg.batch_size);
+           " images) gives no full batch of ", s.cfg.batch_size,
+           " (a last partial batch is dropped, as timm's drop_last): set --batch-size ",
+           std::max<int64_t>(1, s.ds.train->size() / dist::size()), " or less");
   s.accum = s.cfg.grad_accum_steps;
   s.updates_per_epoch = updates_per_epoch(s.steps_per_epoch, s.accum);
 }

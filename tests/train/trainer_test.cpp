@@ -255,6 +255,24 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithStepAndKeepsNoBrokenCheckpoint) {
   EXPECT_NE(log.back().find("error: non-finite loss"), std::string::npos) << log.back();
 }
 
+// A training set smaller than one batch (20 PNGs of export-png --limit-per-class 2 with the
+// config's batch 128) said only "gives no full batch of 128": the message names the batch size
+// that trains on it.
+TEST_F(TrainerTest, ATrainingSetBelowOneBatchNamesTheBatchSizeThatFits) {
+  train::Config c = smoke_config(root_.string());
+  c.synthetic_size = 20;
+  c.batch_size = 128;
+  try {
+    train::train(c, quiet_options());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("the training set (20 images) gives no full batch of 128"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("set --batch-size 20 or less"), std::string::npos) << m;
+  }
+}
+
 // The CPU thread count changes no result (the kernels split work the same way whatever the
 // count): a resume may change it.
 TEST_F(TrainerTest, AResumeMayChangeThreads) {
