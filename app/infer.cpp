@@ -9,6 +9,7 @@
 // transform, validate's (a JPEG is decoded at full size here, where validate's loader may decode it
 // downscaled: the last bits may differ).
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -71,29 +72,52 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
   return nhwc.to(DType::f32);
 }
 
+/// Whether a file's name says image: one the decoders read, or one of the image formats they do
+/// not (TIFF, WebP and GIF, the last not in torchvision's ImageFolder list either), so that the
+/// decoder names it ("a GIF file, which haargrad does not decode") rather than the safetensors
+/// reader ("header length ... runs past the end of the file").
+bool named_as_image(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char ch) { return std::tolower(ch); });
+  return data::is_image_file(path) || data::undecodable_image_file(path) || ext == ".gif";
+}
+
 /// An image file or a folder's image files, by name (the files the batch's rows are).
 std::vector<std::string> input_images(const std::string& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
     // by its bytes, as the data loader tells images, or by its name (a plain-text PGM, a text
-    // file named .png: the decoder says what it is); a .safetensors batch whose header length
-    // happens to read "BM" or "P5" stays a batch
+    // file named .png, a GIF: the decoder says what it is); a .safetensors batch whose header
+    // length happens to read "BM" or "P5" stays a batch
     uint8_t head[16] = {};
     std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(head), sizeof head);
     const bool image = data::sniff_image_format(head, sizeof head) != data::ImageFormat::unknown ||
-                       data::is_image_file(path);
+                       named_as_image(path);
     return image && fs::path(path).extension() != ".safetensors" ? std::vector{path}
                                                                  : std::vector<std::string>{};
   }
-  std::vector<std::string> files, folders;
+  std::vector<std::string> files, folders, others;
   for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
     if (e.is_regular_file(ec) && data::is_image_file(e.path().string()))
       files.push_back(e.path().string());
     else if (e.is_directory(ec))
       folders.push_back(e.path().string());
+    else if (!name.empty() && name[0] != '.')  // hidden files (.DS_Store, ...) go unsaid
+      others.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
   std::sort(folders.begin(), folders.end());
+  std::sort(others.begin(), others.end());
+  // the rows are the folder's images: what is left out is said, the images it cannot decode
+  // (WebP, TIFF, GIF) first
+  std::stable_partition(others.begin(), others.end(), named_as_image);
+  if (!files.empty() && !others.empty())
+    spdlog::warn("infer: {} left out {} {} that {} no JPEG, PNG, BMP, PPM or PGM by {} name ({}{})",
+                 path, others.size(), others.size() == 1 ? "file" : "files",
+                 others.size() == 1 ? "is" : "are", others.size() == 1 ? "its" : "their",
+                 others.front(), others.size() > 1 ? ", ..." : "");
   // an ImageFolder split (one folder per class) given whole: its images are a level down
   const std::string sub = folders.empty()
                               ? std::string()
@@ -180,12 +204,17 @@ void run_infer(const InferArgs& a) {
   HG_CHECK(bad == 0, "infer: ", bad, " of ", logits.numel(),
            " logits are not finite (NaN or inf) for ", a.input, ": the weights of ", a.checkpoint,
            " or the input hold non-finite values; nothing was written");
-  safetensors::save(a.out, {{"logits", logits}}, {{"format", "pt"}, {"model", rc.config.model}});
+  // which row is which image, in the file too: the metadata's "images" is a JSON list of paths
+  std::map<std::string, std::string> meta = {{"format", "pt"}, {"model", rc.config.model}};
+  if (!images.empty()) meta["images"] = nlohmann::json(images).dump();
+  safetensors::save(a.out, {{"logits", logits}}, meta);
   spdlog::info("infer: {} logits of {}{} ({}) on {} written to {}", shape_str(logits.shape()),
                rc.config.model, a.ema ? "'s model EMA" : "", rc.source, device_name(device), a.out);
   if (images.size() > 1)  // which row is which image
-    spdlog::info("infer: rows 0 .. {} are the images {} .. {} (by name)", images.size() - 1,
-                 images.front(), images.back());
+    spdlog::info(
+        "infer: rows 0 .. {} are the images {} .. {} (by name; the file's metadata "
+        "\"images\" lists them all)",
+        images.size() - 1, images.front(), images.back());
 }
 
 }  // namespace
@@ -212,7 +241,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
          "interpolation, mean, std)")
       ->required();
   cmd->add_flag("--ema", a->ema, "use the checkpoint's model EMA weights (as validate --use-ema)");
-  cmd->add_option("--out", a->out, "safetensors file to write, with the tensor 'logits'")->required();
+  cmd->add_option("--out", a->out,
+                  "safetensors file to write, with the tensor 'logits' (and, for images, the "
+                  "metadata 'images': a JSON list of their paths, row by row)")
+      ->required();
   cmd->add_option("--layout", a->layout, "the input's layout: nchw (PyTorch) or nhwc");
   cmd->add_option("--config", a->config, "YAML config of the model");
   cmd->allow_extras();

@@ -53,14 +53,14 @@ bool is_image_file(const std::string& path) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".ppm" || ext == ".pgm";
 }
 
-namespace {
-
 // Extensions torchvision's ImageFolder loads that our decoders do not: a folder of them trained
 // on in PyTorch would lose those images here, so they are warned about, not skipped in silence.
 bool undecodable_image_file(const std::string& path) {
   const std::string ext = lower_extension(path);
   return ext == ".tif" || ext == ".tiff" || ext == ".webp";
 }
+
+namespace {
 
 const char* kLayout =
     "expected layout <root>/<split>/<class name>/<image>, e.g. data/train/cat/0001.jpg and "

@@ -85,6 +85,10 @@ class ImageFolder : public Dataset {
 /// True for the file extensions ImageFolder reads (case-insensitive).
 bool is_image_file(const std::string& path);
 
+/// True for the image extensions torchvision's ImageFolder also loads and our decoders do not
+/// (.tif, .tiff, .webp; case-insensitive): named when met, not skipped in silence.
+bool undecodable_image_file(const std::string& path);
+
 /// The sub-folders of `dir` whose names do not start with '.', sorted: an ImageFolder split's
 /// classes, in label order (none when `dir` cannot be read).
 std::vector<std::string> subfolders(const std::string& dir);

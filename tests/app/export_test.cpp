@@ -242,6 +242,18 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
   ASSERT_TRUE(want.defined() && folder.defined() && one.defined());
   ASSERT_EQ(folder.shape(), (Shape{2, 10}));
   EXPECT_EQ(folder.to_vector<float>(), want.to_vector<float>());
+  // which row is which image: the file's metadata lists them (the log said only the first and
+  // the last), and the folder's other file is named, not left out unsaid
+  const ProgramRun noted = run_program("infer --checkpoint " + ck + " --input " + file("images") +
+                                       " --out " + file("logits.safetensors"));
+  EXPECT_NE(
+      noted.output.find("left out 1 file that is no JPEG, PNG, BMP, PPM or PGM by its name (" +
+                        file("images/notes.txt") + ")"),
+      std::string::npos)
+      << noted.output;
+  const auto meta = safetensors::load(file("logits.safetensors")).metadata;
+  ASSERT_TRUE(meta.count("images")) << "no 'images' metadata";
+  EXPECT_EQ(meta.at("images"), "[\"" + names[0] + "\",\"" + names[1] + "\"]");
   // one image alone: the second row, to the last bits a batch of 1 sums differently
   const std::vector<float> w = want.to_vector<float>(), o = one.to_vector<float>();
   ASSERT_EQ(o.size(), 10u);
@@ -500,6 +512,21 @@ TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
             std::string::npos)
       << txt.output;
   EXPECT_EQ(txt.output.find("YAML"), std::string::npos) << txt.output;
+  // image formats the decoders do not read, by their names: the decoder names the format (they
+  // were read as safetensors: "header length ... runs past the end of the file")
+  std::ofstream(file("anim.gif"), std::ios::binary) << "GIF89a" << std::string(26, '\x01');
+  std::ofstream(file("photo.webp"), std::ios::binary)
+      << "RIFF" << std::string(4, '\x20') << "WEBPVP8 " << std::string(20, '\x01');
+  for (const auto& [name, kind] : {std::pair<std::string, std::string>{"anim.gif", "a GIF file"},
+                                   {"photo.webp", "a WebP file"}}) {
+    const ProgramRun r = infer(file(name));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("cannot decode image '" + file(name) + "': " + kind +
+                            ", which haargrad does not decode"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("header length"), std::string::npos) << r.output;
+  }
 }
 
 // infer: an ImageFolder split given whole (DIR/val, its images in one folder per class) was "a
