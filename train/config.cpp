@@ -339,6 +339,13 @@ std::string timm_spelling(const std::string& key) {
   static const std::map<std::string, std::string> hints = {
       {"amp", "timm's --amp is --precision bf16 here"},
       {"amp_dtype", "timm's --amp-dtype is --precision bf16 here"},
+      {"channels_last",
+       "timm's --channels-last is how haargrad always runs (NHWC activations): leave it out"},
+      {"torchcompile",
+       "timm's --torchcompile has no counterpart to set: the training step replays as one CUDA "
+       "graph (cuda_graph, on by default) with fused kernels: leave it out"},
+      {"sync_bn",
+       "timm's --sync-bn has nothing to do here (ConvNeXt has no BatchNorm): leave it out"},
       {"pretrained", "timm's --pretrained is --initial-checkpoint FILE.safetensors here"},
       {"input_size", "timm's --input-size is --img-size and --in-chans here"},
       {"data", "timm's --data is --data-dir here"},
@@ -788,7 +795,8 @@ void check_known_keys(const YAML::Node& root, const std::string& source) {
   if (unknown.empty()) return;
   std::string list;
   for (const auto& [key, where] : unknown) {
-    const std::string hint = close_keys_hint(key);
+    // timm's own spelling first, as a lone key's message gives it
+    const std::string timm = timm_spelling(key), hint = timm.empty() ? close_keys_hint(key) : timm;
     list += str(list.empty() ? "" : ", ", "'", key, "' (line ", where.line,
                 hint.empty() ? "" : "; " + hint, ")");
   }

@@ -168,10 +168,12 @@ TEST_F(ConfigTest, TimmArgsYamlUnsetValuesMeanTheDefaults) {
 }
 
 // A timm args.yaml holds many keys haargrad does not know: one message names them all, each
-// misspelt one with the keys it is close to, as a lone unknown key's message does.
+// misspelt one with the keys it is close to and each timm key with what it is here (or that it is
+// not needed), as a lone unknown key's message does.
 TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
   expect_contains(load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
-                  {"3 unknown keys", path_, "'amp' (line 1)", "'channels_last' (line 3)",
+                  {"3 unknown keys", path_, "'amp' (line 1; timm's --amp is --precision bf16 here)",
+                   "'channels_last' (line 3; timm's --channels-last is how haargrad always runs",
                    "'lrr' (line 4; did you mean 'lr'"});
   expect_contains(load_error("epoch: 3\nlearning_rate: 0.1\n"),
                   {"2 unknown keys", "'epoch' (line 1; did you mean 'epochs'?)",
