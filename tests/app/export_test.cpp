@@ -73,6 +73,15 @@ std::vector<GoldenModel> golden_convnext_models() {
 
 using ExportCommand = test::ProgramTest;
 
+// A checkpoint of the smoke config's model (CPU, seed 3) at `path`: the weights the command tests
+// export and infer with.
+void save_smoke_checkpoint(const std::string& path) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+  c.device = "cpu";
+  ConvNeXt model(train::model_config_from(c), 3);
+  train::save_checkpoint(path, model, nullptr, train::TrainState{}, train::to_yaml(c));
+}
+
 TEST_F(ExportCommand, WritesTimmsStateDictNamesAndShapesWithoutOptimizerState) {
   const std::vector<GoldenModel> models = golden_convnext_models();
   ASSERT_FALSE(models.empty()) << "no golden model files in " << test::golden_dir();
@@ -354,11 +363,8 @@ TEST_F(ExportCommand, AStoredConfigLargerThanItsFileIsRefused) {
 // config of its model, is named as what it is: it used to be refused as a file whose config
 // "does not belong to these weights", which sent the user looking for another config.
 TEST_F(ExportCommand, ACutCheckpointIsNamedAsSuchNotAsAnotherModels) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
-  c.device = "cpu";
-  ConvNeXt model(train::model_config_from(c), 3);
   const std::string ck = file("ck.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  save_smoke_checkpoint(ck);
   const std::string bytes = io::read_file(ck);
   for (const size_t keep : {size_t{5}, size_t{10000}}) {
     const std::string cut = file("cut" + std::to_string(keep) + ".safetensors");
@@ -460,10 +466,8 @@ TEST_F(ExportCommand, ExportReplacesWeightsNotABatch) {
 // error names the option, what the file is, and the inputs infer takes. (An image is an input now:
 // one it cannot decode is named as such.)
 TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
-  ConvNeXt model(train::model_config_from(c), 3);
   const std::string ck = file("ck.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  save_smoke_checkpoint(ck);
   std::ofstream(file("cat.png"), std::ios::binary)
       << std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x20\0\0\0\x20\x08\x02", 26);
   std::ofstream(file("batch.npy"), std::ios::binary)
@@ -489,10 +493,8 @@ TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
 // text file named .png was taken for a safetensors batch ("it is a text file (a YAML config such
 // as a run's args.yaml?)"); the decoder's message names the file and what it is.
 TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
-  ConvNeXt model(train::model_config_from(c), 3);
   const std::string ck = file("ck.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  save_smoke_checkpoint(ck);
   std::ofstream(file("plain.pgm")) << "P2\n2 2\n255\n0 1 2 3\n";
   std::ofstream(file("notes.png")) << "not an image\n";
   const auto infer = [&](const std::string& input) {
@@ -533,10 +535,8 @@ TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
 // folder without image files" and no more; the message says that infer does not look into its
 // sub-folders and names one.
 TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
-  ConvNeXt model(train::model_config_from(c), 3);
   const std::string ck = file("ck.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  save_smoke_checkpoint(ck);
   std::filesystem::create_directories(file("val/cat"));
   std::filesystem::create_directories(file("val/dog"));
   const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + file("val") +
