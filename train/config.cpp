@@ -947,10 +947,11 @@ std::string type_text(const Field& f) {
 
 namespace {
 
-/// Throws when a quoted scalar under `node` does not end on the line it starts on. yaml-cpp takes
-/// a quote left open at the end of the file as one string of every line after it (`experiment:
-/// "my run` then `lr: 0.01` gave the experiment 'my run lr: 0.01 ' and dropped lr, unsaid; PyYAML
-/// refuses such a file); a config's values never need more than their line.
+/// Throws when a scalar under `node` does not end on the line it starts on. yaml-cpp takes a quote
+/// left open at the end of the file as one string of every line after it (`experiment: "my run`
+/// then `lr: 0.01` gave the experiment 'my run lr: 0.01 ' and dropped lr, unsaid; PyYAML refuses
+/// such a file), and an indented line without ':' as the rest of the plain value above it
+/// (`model: a` then `  lr 0.1` gave the model 'a lr 0.1', refused as an unknown model).
 void check_quotes_close(const YAML::Node& node, const std::string& text,
                         const std::string& source) {
   if (node.IsMap()) {
@@ -964,7 +965,32 @@ void check_quotes_close(const YAML::Node& node, const std::string& text,
     const YAML::Mark m = node.Mark();
     if (m.pos < 0 || size_t(m.pos) >= text.size()) return;
     const char quote = text[size_t(m.pos)];
-    if (quote != '"' && quote != '\'') return;
+    if (quote != '"' && quote != '\'') {
+      // a plain scalar longer than the rest of its line ran on into the next lines (a flow
+      // list's items and a commented value are shorter)
+      const size_t eol = std::min(text.find('\n', size_t(m.pos)), text.size());
+      if (node.Scalar().size() <= eol - size_t(m.pos)) return;
+      size_t at = eol, line = size_t(m.line) + 1;  // the next line that holds something
+      std::string next;
+      while (at < text.size() && next.empty()) {
+        const size_t end = std::min(text.find('\n', at + 1), text.size());
+        next = text.substr(at + 1, end - at - 1);
+        next.erase(0, next.find_first_not_of(" \t\r"));
+        next.erase(std::min(next.size(), next.find_last_not_of(" \t\r") + 1));
+        if (!next.empty() && next[0] == '#') next.clear();
+        at = end;
+        ++line;
+      }
+      // a long value folded over lines is valid YAML (PyYAML wraps at 80 columns): only a
+      // continuation that starts with a key of ours is taken for a missing ':'
+      if (!find_field(next.substr(0, next.find_first_of(" \t")))) return;
+      std::string value = node.Scalar();  // on one line (a blank line folds as a newline)
+      std::replace(value.begin(), value.end(), '\n', ' ');
+      throw Error(str("config: cannot parse ", source, " line ", line, ": '", next,
+                      "' has no ':' after its key, so YAML reads it as the rest of the value on "
+                      "line ",
+                      m.line + 1, " ('", value, "')"));
+    }
     for (size_t i = size_t(m.pos) + 1; i < text.size() && text[i] != '\n'; ++i) {
       if (quote == '"' && text[i] == '\\') {
         ++i;  // an escape: \" is no end

@@ -772,6 +772,19 @@ TEST_F(ConfigTest, ASyntaxErrorNamesTheLineOfTheMistake) {
   expect_contains(load_error(model + "depths: [1, 2\nepochs: 2\n"),
                   {at + " line 2: the '[' there is not closed",
                    "('end of sequence flow not found' at line 3)"});
+  // an indented line without ':': yaml-cpp reads it as the rest of the value above (the model
+  // 'wtconvnext_fmnist lr 0.1', refused as an unknown model)
+  expect_contains(load_error(model + "  lr 0.1\n"),
+                  {at + " line 2: 'lr 0.1' has no ':' after its key, so YAML reads it as the rest "
+                        "of the value on line 1 ('wtconvnext_fmnist lr 0.1')"});
+  expect_contains(load_error("epochs: 2\n" + model + "\n  lr 0.1\n"),
+                  {at + " line 4: 'lr 0.1' has no ':' after its key",
+                   "value on line 2 ('wtconvnext_fmnist lr 0.1')"});
+  // a long value folded over lines (PyYAML wraps at 80 columns) is valid: read whole
+  EXPECT_EQ(hg::train::load_config(
+                write("folded.yaml", "experiment: a run whose name is long\n  and folded\n"))
+                .experiment,
+            "a run whose name is long and folded");
   // brackets in a comment, in a plain scalar and closed ones do not count
   expect_contains(load_error("model: a[1]  # [x\nmean: {r: [1], g: 2\n\nepochs: 2\n"),
                   {at + " line 2: the '{' there is not closed"});
