@@ -77,10 +77,8 @@ Tensor read_input(const std::string& path, const std::string& layout, Shape* sto
 /// decoder names it ("a GIF file, which haargrad does not decode") rather than the safetensors
 /// reader ("header length ... runs past the end of the file").
 bool named_as_image(const std::string& path) {
-  std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char ch) { return std::tolower(ch); });
-  return data::is_image_file(path) || data::undecodable_image_file(path) || ext == ".gif";
+  return data::is_image_file(path) || data::undecodable_image_file(path) ||
+         data::lower_extension(path) == ".gif";
 }
 
 /// An image file or a folder's image files, by name (the files the batch's rows are).

@@ -39,14 +39,11 @@ EncodedSample Dataset::get_encoded(int64_t index, const CropChooser& choose,
   return e;
 }
 
-namespace {
-// ".jpg" of "a/B.JPG": the extension in lower case (file systems keep the user's case)
 std::string lower_extension(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return ext;
 }
-}  // namespace
 
 bool is_image_file(const std::string& path) {
   const std::string ext = lower_extension(path);

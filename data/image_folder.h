@@ -82,6 +82,9 @@ class ImageFolder : public Dataset {
   mutable std::atomic<int64_t> failed_after_scan_{0};  // of skipped_: files the scan had passed
 };
 
+/// ".jpg" of "a/B.JPG": a path's extension in lower case (file systems keep the user's case).
+std::string lower_extension(const std::string& path);
+
 /// True for the file extensions ImageFolder reads (case-insensitive).
 bool is_image_file(const std::string& path);
 

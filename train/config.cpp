@@ -947,49 +947,64 @@ std::string type_text(const Field& f) {
 
 namespace {
 
+/// The lines of `text` (without their '\n'), as yaml-cpp's marks count them.
+std::vector<std::string> text_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+bool blank_line(const std::string& l) { return l.find_first_not_of(" \t\r") == std::string::npos; }
+
+/// Throws when a plain value (mark m) runs on past its line: yaml-cpp folds an indented line into
+/// the plain value above it, which is valid YAML for a long value (PyYAML wraps at 80 columns),
+/// so only a continuation that starts with a key of ours is taken for a missing ':'.
+void check_plain_value_ends_on_its_line(const YAML::Node& node, const YAML::Mark& m,
+                                        const std::string& text, const std::string& source) {
+  // a value longer than the rest of its line ran on (a flow list's items and a commented value
+  // are shorter)
+  const size_t eol = std::min(text.find('\n', size_t(m.pos)), text.size());
+  if (node.Scalar().size() <= eol - size_t(m.pos)) return;
+  const std::vector<std::string> lines = text_lines(text);
+  size_t line = size_t(m.line) + 1;  // the next line that holds something but a comment
+  std::string next;
+  for (; line < lines.size(); ++line) {
+    if (blank_line(lines[line])) continue;
+    next = lines[line].substr(lines[line].find_first_not_of(" \t"));
+    next.erase(next.find_last_not_of(" \t\r") + 1);
+    if (next[0] != '#') break;
+    next.clear();
+  }
+  if (!find_field(next.substr(0, next.find_first_of(" \t")))) return;
+  std::string value = node.Scalar();  // on one line (a blank line folds as a newline)
+  std::replace(value.begin(), value.end(), '\n', ' ');
+  throw Error(str("config: cannot parse ", source, " line ", line + 1, ": '", next,
+                  "' has no ':' after its key, so YAML reads it as the rest of the value on line ",
+                  m.line + 1, " ('", value, "')"));
+}
+
 /// Throws when a scalar under `node` does not end on the line it starts on. yaml-cpp takes a quote
 /// left open at the end of the file as one string of every line after it (`experiment: "my run`
 /// then `lr: 0.01` gave the experiment 'my run lr: 0.01 ' and dropped lr, unsaid; PyYAML refuses
 /// such a file), and an indented line without ':' as the rest of the plain value above it
 /// (`model: a` then `  lr 0.1` gave the model 'a lr 0.1', refused as an unknown model).
-void check_quotes_close(const YAML::Node& node, const std::string& text,
-                        const std::string& source) {
+void check_values_end_on_their_line(const YAML::Node& node, const std::string& text,
+                                    const std::string& source) {
   if (node.IsMap()) {
     for (const auto& kv : node) {
-      check_quotes_close(kv.first, text, source);
-      check_quotes_close(kv.second, text, source);
+      check_values_end_on_their_line(kv.first, text, source);
+      check_values_end_on_their_line(kv.second, text, source);
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) check_quotes_close(item, text, source);
+    for (const auto& item : node) check_values_end_on_their_line(item, text, source);
   } else if (node.IsScalar()) {
     const YAML::Mark m = node.Mark();
     if (m.pos < 0 || size_t(m.pos) >= text.size()) return;
     const char quote = text[size_t(m.pos)];
     if (quote != '"' && quote != '\'') {
-      // a plain scalar longer than the rest of its line ran on into the next lines (a flow
-      // list's items and a commented value are shorter)
-      const size_t eol = std::min(text.find('\n', size_t(m.pos)), text.size());
-      if (node.Scalar().size() <= eol - size_t(m.pos)) return;
-      size_t at = eol, line = size_t(m.line) + 1;  // the next line that holds something
-      std::string next;
-      while (at < text.size() && next.empty()) {
-        const size_t end = std::min(text.find('\n', at + 1), text.size());
-        next = text.substr(at + 1, end - at - 1);
-        next.erase(0, next.find_first_not_of(" \t\r"));
-        next.erase(std::min(next.size(), next.find_last_not_of(" \t\r") + 1));
-        if (!next.empty() && next[0] == '#') next.clear();
-        at = end;
-        ++line;
-      }
-      // a long value folded over lines is valid YAML (PyYAML wraps at 80 columns): only a
-      // continuation that starts with a key of ours is taken for a missing ':'
-      if (!find_field(next.substr(0, next.find_first_of(" \t")))) return;
-      std::string value = node.Scalar();  // on one line (a blank line folds as a newline)
-      std::replace(value.begin(), value.end(), '\n', ' ');
-      throw Error(str("config: cannot parse ", source, " line ", line, ": '", next,
-                      "' has no ':' after its key, so YAML reads it as the rest of the value on "
-                      "line ",
-                      m.line + 1, " ('", value, "')"));
+      check_plain_value_ends_on_its_line(node, m, text, source);
+      return;
     }
     for (size_t i = size_t(m.pos) + 1; i < text.size() && text[i] != '\n'; ++i) {
       if (quote == '"' && text[i] == '\\') {
@@ -1015,22 +1030,17 @@ void check_quotes_close(const YAML::Node& node, const std::string& text,
 // name the line of the mistake, and where yaml-cpp stopped. `text`: what the marks count in.
 std::string syntax_error(const std::string& text, const YAML::Mark& mark, const std::string& msg,
                          const std::string& source) {
-  std::vector<std::string> lines;
-  std::stringstream in(text);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  const std::vector<std::string> lines = text_lines(text);
   const auto line = static_cast<size_t>(std::max(mark.line, 0));
   const auto column = static_cast<size_t>(std::max(mark.column, 0));
   const std::string found = str(" ('", msg, "' at line ", line + 1, ")");
-  auto blank = [](const std::string& l) {
-    return l.find_first_not_of(" \t\r") == std::string::npos;
-  };
   if (line < lines.size() && msg == YAML::ErrorMsg::MAP_VALUE) {
     const std::string before = lines[line].substr(0, column);
     size_t first = line;  // the first line of the key the ':' ends
-    if (!blank(before) && before.find(':') == std::string::npos)
+    if (!blank_line(before) && before.find(':') == std::string::npos)
       for (size_t i = line; i-- > 0;) {
         const std::string& l = lines[i];
-        if (blank(l)) continue;
+        if (blank_line(l)) continue;
         const char c = l[l.find_first_not_of(" \t")];
         if (c == '#' || c == '-' || l.find(':') != std::string::npos) break;
         first = i;
@@ -1095,7 +1105,7 @@ YAML::Node parse_document(const std::string& text, const std::string& source) {
   }
   HG_CHECK(docs.size() <= 1, "config: '", source, "' holds ", docs.size(),
            " YAML documents (separated by ---); a config is one mapping of keys");
-  if (!docs.empty() && !wide) check_quotes_close(docs[0], marked, source);
+  if (!docs.empty() && !wide) check_values_end_on_their_line(docs[0], marked, source);
   return docs.empty() ? YAML::Node() : docs[0];
 }
 

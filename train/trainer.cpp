@@ -347,9 +347,9 @@ RecordedConfig recorded_config(const Session& s) {
   const std::string stored = checkpoint_config_yaml(s.resume_path);
   const std::string stored_source = str("the config stored in ", s.resume_path);
   // an empty args.yaml records nothing: the checkpoint's config is the run's then
-  const bool have_args = file_exists(s.paths.args) &&
-                         io::read_file(args_path).find_first_not_of(" \t\r\n") != std::string::npos;
-  const std::string recorded_text = have_args ? io::read_file(args_path) : stored;
+  const std::string args_text = file_exists(s.paths.args) ? io::read_file(args_path) : "";
+  const bool have_args = args_text.find_first_not_of(" \t\r\n") != std::string::npos;
+  const std::string& recorded_text = have_args ? args_text : stored;
   RecordedConfig r;
   if (recorded_text.empty()) return r;
   r.source = have_args ? args_path : stored_source;
@@ -483,9 +483,7 @@ void reconcile_resumed_settings(Session& s) {
     if (dist::is_main()) io::write_file_atomic(s.paths.args.string(), to_yaml(args));
     return;
   }
-  const bool have_args = rec.from_args;
-  const std::string& rescaled = rec.rescaled;
-  if (!rescaled.empty()) spdlog::info("{}", rescaled);
+  if (!rec.rescaled.empty()) spdlog::info("{}", rec.rescaled);
   const ResumeSettings rs =
       reconcile_resume(rec.config, rec.source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
                        s.resumed->updates, s.updates_per_epoch);
@@ -494,7 +492,7 @@ void reconcile_resumed_settings(Session& s) {
   s.cfg = rs.session;
   // another rank count: args.yaml takes the per-rank batch of the ranks that go on (what the
   // checkpoints of this session store), so that its record and theirs agree
-  if (dist::is_main() && (rs.args_changed || !have_args || !rescaled.empty()))
+  if (dist::is_main() && (rs.args_changed || !rec.from_args || !rec.rescaled.empty()))
     s.pending_args = to_yaml(rs.args);
 }
 
