@@ -190,27 +190,25 @@ CorruptImage not_an_image(const std::string& path, const std::vector<uint8_t>& b
 
 namespace {
 // A JPEG's (height, width) from its frame header (SOFn), found by stepping over the segments
-// before it (APPn with EXIF data can be tens of kilobytes): a few small reads. Nothing when the
-// walk meets something other than a well-formed segment before it; the decoder judges those.
+// before it (APPn with EXIF data can be tens of kilobytes): a small read per segment, of its
+// header behind a few fill bytes and a frame header's first fields (more fill bytes than the read
+// holds, which no writer makes, end the walk). Nothing when the walk meets something other than a
+// well-formed segment before it; the decoder judges those.
 std::optional<std::pair<int64_t, int64_t>> jpeg_frame_size(std::FILE* f) {
-  if (std::fseek(f, 2, SEEK_SET) != 0) return std::nullopt;  // after the start-of-image marker
+  long at = 2;  // after the start-of-image marker
   for (int segment = 0; segment < 256; ++segment) {
-    int c = std::fgetc(f);
-    if (c != 0xFF) return std::nullopt;
-    while (c == 0xFF) c = std::fgetc(f);                          // fill bytes
-    if (c == EOF || c == 0xDA || c == 0xD9) return std::nullopt;  // start of scan, end of image
-    if (c == 0x01 || (c >= 0xD0 && c <= 0xD8)) continue;          // markers without a length
-    const int hi = std::fgetc(f), lo = std::fgetc(f);
-    if (hi == EOF || lo == EOF) return std::nullopt;
-    const long length = (long(hi) << 8) | lo;  // counts its own two bytes
-    if (length < 2) return std::nullopt;
-    const bool frame = c >= 0xC0 && c <= 0xCF && c != 0xC4 && c != 0xC8 && c != 0xCC;
-    if (frame) {
-      uint8_t h[5];  // precision, height, width
-      if (length < 7 || std::fread(h, 1, 5, f) != 5) return std::nullopt;
+    uint8_t head[64];
+    if (std::fseek(f, at, SEEK_SET) != 0) return std::nullopt;
+    const size_t n = std::fread(head, 1, sizeof head, f);
+    const std::optional<JpegSegment> s = jpeg_segment_at(head, n, 0);
+    if (!s || s->marker == 0xDA || s->marker == 0xD9) return std::nullopt;  // scan, end of image
+    const uint8_t m = s->marker;
+    if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {  // a frame header
+      if (s->end - s->payload < 5 || s->payload + 5 > n) return std::nullopt;
+      const uint8_t* h = head + s->payload;  // precision, height, width
       return std::pair<int64_t, int64_t>(read_be16(h + 1), read_be16(h + 3));
     }
-    if (std::fseek(f, length - 2, SEEK_CUR) != 0) return std::nullopt;
+    at += long(s->end);
   }
   return std::nullopt;
 }

@@ -81,17 +81,12 @@ bool jpeg_reaches_end(const uint8_t* data, size_t size) {
     // bytes before a marker that are none (libjpeg skips them with a warning, as PIL reads them)
     const void* at = std::memchr(data + i, 0xFF, size - i);
     if (at == nullptr) return false;
-    i = size_t(static_cast<const uint8_t*>(at) - data);
-    while (i < size && data[i] == 0xFF) ++i;  // fill bytes
-    if (i >= size) return false;
-    const uint8_t marker = data[i++];
-    if (marker == 0xD9) return true;
-    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;  // no length
-    if (i + 2 > size) return false;
-    const size_t length = read_be16(data + i);  // counts its own two bytes
-    if (length < 2) return false;
-    i += length;
-    if (marker != 0xDA) continue;
+    const std::optional<JpegSegment> segment =
+        jpeg_segment_at(data, size, size_t(static_cast<const uint8_t*>(at) - data));
+    if (!segment) return false;
+    if (segment->marker == 0xD9) return true;
+    i = segment->end;
+    if (segment->marker != 0xDA) continue;
     // a scan's entropy-coded data: an FF there is a stuffed byte (FF 00) or a restart marker
     // (FF D0 .. D7); any other FF starts the next marker
     for (;;) {

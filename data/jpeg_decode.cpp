@@ -13,6 +13,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/big_endian.h"
+
 // jpeglib.h needs size_t and FILE declared first.
 #include <jerror.h>
 #include <jpeglib.h>
@@ -204,6 +206,25 @@ bool jpeg_has_end_marker(const uint8_t* data, size_t size) {
 
 bool is_jpeg(const uint8_t* data, size_t size) {
   return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+std::optional<JpegSegment> jpeg_segment_at(const uint8_t* data, size_t size, size_t at) {
+  if (at >= size || data[at] != 0xFF) return std::nullopt;
+  size_t i = at + 1;
+  while (i < size && data[i] == 0xFF) ++i;  // fill bytes
+  if (i >= size) return std::nullopt;
+  JpegSegment s;
+  s.marker = data[i++];
+  if (s.marker == 0x01 || (s.marker >= 0xD0 && s.marker <= 0xD9)) {  // TEM, RSTn, SOI, EOI
+    s.payload = s.end = i;
+    return s;
+  }
+  if (i + 2 > size) return std::nullopt;
+  const size_t length = read_be16(data + i);
+  if (length < 2) return std::nullopt;
+  s.payload = i + 2;
+  s.end = i + length;
+  return s;
 }
 
 int64_t jpeg_scaled_size(int64_t full, int scale) { return (full + scale - 1) / scale; }

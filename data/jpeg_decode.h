@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "data/image.h"
@@ -43,6 +44,22 @@ inline constexpr int64_t kMaxImagePixels = int64_t(1) << 28;
 
 /// True when `data` starts with a JPEG start-of-image marker and a marker after it (FF D8 FF).
 bool is_jpeg(const uint8_t* data, size_t size);
+
+/// A marker segment of a JPEG file: its marker (the byte after FF) and where its bytes lie, as
+/// offsets into the data it was read from.
+struct JpegSegment {
+  uint8_t marker = 0;  ///< C0..CF but C4, C8, CC: a frame header (SOFn); DA: a scan; D9: the end
+  size_t payload = 0;  ///< the first byte after the marker and its length field
+  size_t end = 0;      ///< just past the segment; == payload for a marker without a length
+};
+
+/// The segment whose marker starts at `data[at]`: FF, any fill bytes FF, the marker, then a 16-bit
+/// big-endian length that counts its own two bytes (none for 01 and D0..D9, which stand alone).
+/// The one reading of a segment's header for the walks over a file's segments (image.cpp's frame
+/// size, image_complete.h's jpeg_reaches_end), each of which decides what to do between segments.
+/// Nothing when `data[at]` is not FF, the data ends before the marker or its length field, or the
+/// length is below 2 (no error is thrown). `end` may lie past `size`: a segment cut short.
+std::optional<JpegSegment> jpeg_segment_at(const uint8_t* data, size_t size, size_t at);
 
 /// True when an end-of-image marker (FF D9) lies within the last 64 bytes of `data` (files may carry
 /// a few bytes of padding after it): a cheap test for truncation before handing a file to a decoder

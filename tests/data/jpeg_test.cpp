@@ -387,3 +387,26 @@ TEST(Jpeg, RegionCropsMatchFullDecodeCrops) {
   EXPECT_GT(scales_seen[1], 0);
   EXPECT_GT(scales_seen[2] + scales_seen[4] + scales_seen[8], 0);
 }
+
+// The segment reader both segment walks share (the probe's frame size, jpeg_reaches_end): fill
+// bytes before the marker, markers that stand alone, a length that counts itself, and nothing for
+// what is no segment header.
+TEST(Jpeg, ASegmentHeaderIsReadWithItsFillBytesAndLength) {
+  const auto at = [](const std::string& b, size_t i) {
+    return jpeg_segment_at(reinterpret_cast<const uint8_t*>(b.data()), b.size(), i);
+  };
+  const std::string app1("\xff\xff\xe1\x00\x10", 5);  // a fill byte, APP1 of length 16
+  const auto s = at("xx" + app1, 2);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->marker, 0xE1);
+  EXPECT_EQ(s->payload, 7u);
+  EXPECT_EQ(s->end, 21u);  // past the data: cut short, for the caller to judge
+  const auto rst = at(std::string("\xff\xd3\x00", 3), 0);
+  ASSERT_TRUE(rst.has_value());
+  EXPECT_EQ(rst->marker, 0xD3);
+  EXPECT_EQ(rst->end, 2u);                                  // no length
+  EXPECT_FALSE(at("x" + app1, 0));                          // no FF
+  EXPECT_FALSE(at(std::string("\xff\xff", 2), 0));          // only fill bytes
+  EXPECT_FALSE(at(std::string("\xff\xe1\x00", 3), 0));      // the length cut
+  EXPECT_FALSE(at(std::string("\xff\xe1\x00\x01", 4), 0));  // a length below 2
+}
