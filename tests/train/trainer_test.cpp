@@ -81,6 +81,16 @@ class TrainerTest : public ::testing::Test {
     fs::remove_all(root_);
   }
   void TearDown() override { fs::remove_all(root_); }
+
+  /// smoke_config under root_ as experiment `name`, `epochs` long: the run a resume test trains
+  /// first (its folder root_ / name).
+  train::Config run_config(const std::string& name, int64_t epochs) const {
+    train::Config c = smoke_config(root_.string());
+    c.experiment = name;
+    c.epochs = epochs;
+    return c;
+  }
+
   fs::path root_;
 };
 
@@ -90,13 +100,34 @@ train::TrainOptions quiet_options() {
   return quiet;
 }
 
+/// quiet_options() for a run that stops after `epoch` epochs (checkpointed): a run left to resume.
+train::TrainOptions stopped_after(int64_t epoch) {
+  train::TrainOptions stop = quiet_options();
+  stop.stop_after_epoch = epoch;
+  return stop;
+}
+
+/// `a` resuming its run in `dir` from the run's last.safetensors.
+train::Config resume_of(const train::Config& a, const fs::path& dir) {
+  train::Config r = a;
+  r.resume = (dir / "last.safetensors").string();
+  return r;
+}
+
 /// Run a's folder resumed from its last.safetensors to `epochs` epochs (in place when the folder
 /// allows it: the callers assert that).
 train::TrainResult resume_last(const train::Config& a, const fs::path& dir, int epochs) {
-  train::Config r = a;
+  train::Config r = resume_of(a, dir);
   r.epochs = epochs;
-  r.resume = (dir / "last.safetensors").string();
   return train::train(r, quiet_options());
+}
+
+/// The last line of `file` that holds `text`; "" when none does.
+std::string last_line_with(const fs::path& file, const std::string& text) {
+  std::string found;
+  for (const std::string& l : lines(file))
+    if (l.find(text) != std::string::npos) found = l;
+  return found;
 }
 
 }  // namespace
@@ -114,14 +145,11 @@ TEST_F(TrainerTest, StoppedAndResumedRunMatchesUninterruptedRun) {
     return c;
   };
   train::Config a = config("a");
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   train::TrainResult ra = train::train(a, quiet);
 
   train::Config b = config("b");
-  train::TrainOptions stop = quiet;
-  stop.stop_after_epoch = 1;
-  train::TrainResult rb1 = train::train(b, stop);
+  train::TrainResult rb1 = train::train(b, stopped_after(1));
   ASSERT_EQ(lines(fs::path(rb1.run_dir) / "summary.csv").size(), 2u);  // header + epoch 1
   b.resume = (fs::path(rb1.run_dir) / "last.safetensors").string();
   train::TrainResult rb2 = train::train(b, quiet);
@@ -153,8 +181,7 @@ TEST_F(TrainerTest, StoppedAndResumedRunMatchesUninterruptedRun) {
 TEST_F(TrainerTest, RunFolderHoldsArgsSummaryLogAndCheckpoints) {
   train::Config c = smoke_config(root_.string());
   c.checkpoint_hist = 2;
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   train::TrainResult r = train::train(c, quiet);
   fs::path dir = r.run_dir;
   for (const char* f : {"args.yaml", "summary.csv", "log.txt", "last.safetensors", "model_best.safetensors"})
@@ -178,17 +205,14 @@ TEST_F(TrainerTest, RunFolderHoldsArgsSummaryLogAndCheckpoints) {
 // Resuming a finished run trains nothing and keeps its results; a longer schedule trains on and
 // args.yaml records it (with the schedule the first part ran with).
 TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
-  train::Config c = smoke_config(root_.string());
-  c.epochs = 1;
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::Config c = run_config("smoke", 1);
+  const train::TrainOptions quiet = quiet_options();
   const train::TrainResult first = train::train(c, quiet);
   const fs::path dir = first.run_dir;
   const std::vector<std::string> args = lines(dir / "args.yaml");
   const std::vector<std::string> summary = lines(dir / "summary.csv");
 
-  train::Config again = c;
-  again.resume = (dir / "last.safetensors").string();
+  train::Config again = resume_of(c, dir);
   const train::TrainResult done = train::train(again, quiet);  // 1 of 1 epochs done already
   EXPECT_EQ(done.best_top1, first.best_top1);
   EXPECT_EQ(done.best_epoch, 1);
@@ -206,15 +230,11 @@ TEST_F(TrainerTest, ResumeKeepsArgsYamlAndAFinishedRunStaysFinished) {
 
   // a finished run resumed with --stop-after-epoch at its end (a script run again) is finished,
   // not an error
-  train::TrainOptions stop_done = quiet;
-  stop_done.stop_after_epoch = 1;
-  EXPECT_EQ(train::train(again, stop_done).best_epoch, 1);
+  EXPECT_EQ(train::train(again, stopped_after(1)).best_epoch, 1);
   // --stop-after-epoch counts the run's epochs: 1 on a run with 1 done trains nothing; it said
   // "no training step in this session (it finished an evaluation)" and exited 0
   again.epochs = 2;
-  train::TrainOptions stop_at_1 = quiet;
-  stop_at_1.stop_after_epoch = 1;
-  const std::string msg = hg::test::error_of([&] { train::train(again, stop_at_1); });
+  const std::string msg = hg::test::error_of([&] { train::train(again, stopped_after(1)); });
   EXPECT_NE(msg.find("has done 1 epoch, so --stop-after-epoch 1 leaves nothing to train"),
             std::string::npos)
       << msg;
@@ -239,8 +259,7 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithStepAndKeepsNoBrokenCheckpoint) {
   c.lr = 1e30;  // diverges within the first steps of epoch 2 (warmup starts at warmup_lr)
   c.warmup_epochs = 0;
   c.clip_grad.reset();
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   try {
     train::train(c, quiet);
     FAIL() << "expected a non-finite loss error";
@@ -276,11 +295,9 @@ TEST_F(TrainerTest, ATrainingSetBelowOneBatchNamesTheBatchSizeThatFits) {
 // The CPU thread count changes no result (the kernels split work the same way whatever the
 // count): a resume may change it.
 TEST_F(TrainerTest, AResumeMayChangeThreads) {
-  train::Config c = smoke_config(root_.string());
-  c.epochs = 1;
+  train::Config c = run_config("smoke", 1);
   c.threads = 0;
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   const fs::path run(train::train(c, quiet).run_dir);
   c.epochs = 2;
   c.threads = 1;
@@ -292,10 +309,8 @@ TEST_F(TrainerTest, AResumeMayChangeThreads) {
 // A resume that changes the schedule and diverges before its first checkpoint leaves args.yaml as
 // it was: no checkpoint was trained with the new values.
 TEST_F(TrainerTest, ADivergedResumeKeepsArgsYaml) {
-  train::Config c = smoke_config(root_.string());
-  c.epochs = 1;
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  train::Config c = run_config("smoke", 1);
+  const train::TrainOptions quiet = quiet_options();
   const fs::path run(train::train(c, quiet).run_dir);
   const std::vector<std::string> args = lines(run / "args.yaml");
   c.epochs = 2;
@@ -316,8 +331,7 @@ TEST_F(TrainerTest, AFailedStartGivesItsFolderBack) {
   train::Config bad = c;
   bad.dataset = "image_folder";
   bad.data_dir = (root_ / "no_such_data").string();
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   EXPECT_THROW(train::train(bad, quiet), Error);
   EXPECT_FALSE(fs::exists(root_ / "smoke"));
   fs::create_directories(root_ / "smoke");  // the user's empty folder
@@ -332,10 +346,8 @@ TEST_F(TrainerTest, AFailedStartGivesItsFolderBack) {
 // the run ends before its first step with nothing trained or written, a resumed run's folder
 // untouched.
 TEST_F(TrainerTest, AStopBeforeTrainingTrainsAndWritesNothing) {
-  train::Config c = smoke_config(root_.string());
-  c.epochs = 1;
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  train::Config c = run_config("smoke", 1);
+  const train::TrainOptions quiet = quiet_options();
   const train::TrainResult done = train::train(c, quiet);
   const std::string summary = slurp(fs::path(done.run_dir) / "summary.csv");
   c.epochs = 2;
@@ -479,10 +491,8 @@ TEST_F(TrainerTest, AStopWhileTheLastCheckpointIsWrittenSaysTheRunEndsNormally) 
 // folder would start the run over and replace its summary and checkpoints. It is refused, pointing
 // at initial_checkpoint, and the run's files stay as they were.
 TEST_F(TrainerTest, ResumeFromWeightsOnlyIsRefused) {
-  train::Config c = smoke_config(root_.string());
-  c.epochs = 1;
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  train::Config c = run_config("smoke", 1);
+  const train::TrainOptions quiet = quiet_options();
   const train::TrainResult r = train::train(c, quiet);
   const fs::path run(r.run_dir), weights = run / "weights.safetensors";
   {
@@ -732,11 +742,8 @@ TEST(TrainerCli, AStopSignalWhileReadingTheDataGivesTheNewFolderBack) {
 }
 
 TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.epochs = 1;
-  a.experiment = "first";
+  const train::TrainOptions quiet = quiet_options();
+  train::Config a = run_config("first", 1);
   train::TrainResult ra = train::train(a, quiet);
   train::Config b = a;
   b.experiment = "second";  // the newer run under the same output root
@@ -752,20 +759,14 @@ TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
 // newer one that finished what it asked (1 of 1), even when this session's epochs would make both
 // unfinished.
 TEST_F(TrainerTest, ResumeAutoPrefersTheRunThatStoppedEarly) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "ra";
-  a.epochs = 2;
-  train::TrainOptions stop = quiet;
-  stop.stop_after_epoch = 1;
-  const train::TrainResult stopped = train::train(a, stop);
+  train::Config a = run_config("ra", 2);
+  const train::TrainResult stopped = train::train(a, stopped_after(1));
   train::Config quick = a;
   quick.epochs = 1;
-  const train::TrainResult finished = train::train(quick, quiet);  // ra-2, newer
+  const train::TrainResult finished = train::train(quick, quiet_options());  // ra-2, newer
   ASSERT_NE(finished.run_dir, stopped.run_dir);
   a.resume = "auto";
-  const train::TrainResult r = train::train(a, quiet);
+  const train::TrainResult r = train::train(a, quiet_options());
   EXPECT_EQ(r.run_dir, stopped.run_dir);
   EXPECT_EQ(lines(fs::path(stopped.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
 }
@@ -790,14 +791,9 @@ TEST_F(TrainerTest, HoldingARunFolderRemovesTempFilesOfGoneWriters) {
 // A run folder belongs to one live process: while a RunFolderLock holds it (a training run), a
 // resume of its checkpoint is refused, naming the holder, and --resume auto leaves it alone.
 TEST_F(TrainerTest, ALiveRunsFolderIsNotResumedByAnother) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "live";
-  a.epochs = 2;
-  train::TrainOptions stop = quiet;
-  stop.stop_after_epoch = 1;
-  const train::TrainResult first = train::train(a, stop);
+  const train::TrainOptions quiet = quiet_options();
+  train::Config a = run_config("live", 2);
+  const train::TrainResult first = train::train(a, stopped_after(1));
   const fs::path dir = first.run_dir;
   EXPECT_FALSE(train::run_folder_in_use(dir));  // the run ended: its lock went with it
   const std::string summary_before = slurp(dir / "summary.csv");
@@ -805,8 +801,7 @@ TEST_F(TrainerTest, ALiveRunsFolderIsNotResumedByAnother) {
     train::RunFolderLock held(dir);  // as the live run would hold it
     EXPECT_TRUE(train::run_folder_in_use(dir));
     EXPECT_THROW(train::RunFolderLock{dir}, Error);
-    train::Config r = a;
-    r.resume = (dir / "last.safetensors").string();
+    train::Config r = resume_of(a, dir);
     try {
       train::train(r, quiet);
       FAIL() << "expected the live folder to be refused";
@@ -835,14 +830,8 @@ TEST_F(TrainerTest, ALiveRunsFolderIsNotResumedByAnother) {
 // A checkpoint outside a run folder (a copy: no run.json beside it) is resumed into a new run
 // folder; the files around the copy stay as they were.
 TEST_F(TrainerTest, ACheckpointOutsideARunFolderResumesIntoANewOne) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "orig";
-  a.epochs = 2;
-  train::TrainOptions stop = quiet;
-  stop.stop_after_epoch = 1;
-  const train::TrainResult first = train::train(a, stop);
+  const train::Config a = run_config("orig", 2);
+  const train::TrainResult first = train::train(a, stopped_after(1));
   const fs::path elsewhere = root_ / "downloads";
   fs::create_directories(elsewhere);
   fs::copy_file(fs::path(first.run_dir) / "last.safetensors", elsewhere / "copy.safetensors");
@@ -850,7 +839,7 @@ TEST_F(TrainerTest, ACheckpointOutsideARunFolderResumesIntoANewOne) {
     std::ofstream(elsewhere / name) << "the user's own " << name << "\n";
   train::Config r = a;
   r.resume = (elsewhere / "copy.safetensors").string();
-  const train::TrainResult moved = train::train(r, quiet);
+  const train::TrainResult moved = train::train(r, quiet_options());
   EXPECT_NE(moved.run_dir, elsewhere.string());
   EXPECT_NE(moved.run_dir, first.run_dir);
   EXPECT_TRUE(fs::exists(fs::path(moved.run_dir) / train::kRunMarker));
@@ -865,11 +854,8 @@ TEST_F(TrainerTest, ACheckpointOutsideARunFolderResumesIntoANewOne) {
 // A checkpoint copied into another run's folder, or one behind its run's newest checkpoint, goes
 // on in a new folder: the folder's later checkpoints, best model and summary rows stay.
 TEST_F(TrainerTest, AResumeThatWouldRewriteARunsLaterFilesGoesOnInANewFolder) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "runa";
-  a.epochs = 2;
+  const train::TrainOptions quiet = quiet_options();
+  train::Config a = run_config("runa", 2);
   a.checkpoint_hist = 2;
   const train::TrainResult ra = train::train(a, quiet);
   train::Config b = a;
@@ -905,11 +891,8 @@ TEST_F(TrainerTest, AResumeThatWouldRewriteARunsLaterFilesGoesOnInANewFolder) {
 // model_best.safetensors while no later epoch beat it (`haargrad validate --checkpoint RUN` found
 // none), though the log named that best. The new folder's model_best starts as the checkpoint.
 TEST_F(TrainerTest, AResumeInANewFolderFromTheBestCheckpointKeepsItAsModelBest) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "best";
-  a.epochs = 2;
+  const train::TrainOptions quiet = quiet_options();
+  train::Config a = run_config("best", 2);
   a.checkpoint_hist = 2;
   a.lr = 1e-12;  // the weights barely move: epoch 2 does not beat epoch 1
   a.warmup_lr = 0;
@@ -929,9 +912,7 @@ TEST_F(TrainerTest, AResumeInANewFolderFromTheBestCheckpointKeepsItAsModelBest) 
 // ended without one while no later epoch beat the best, though the log named that best. It comes
 // back from the run's checkpoint-<best epoch>.safetensors.
 TEST_F(TrainerTest, AResumeInPlaceRestoresAMissingModelBestFromTheBestEpochsCheckpoint) {
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "lost_best";
-  a.epochs = 2;
+  train::Config a = run_config("lost_best", 2);
   a.checkpoint_hist = 2;
   a.lr = 1e-12;  // the weights barely move: no later epoch beats epoch 1
   a.warmup_lr = 0;
@@ -951,9 +932,7 @@ TEST_F(TrainerTest, AResumeInPlaceRestoresAMissingModelBestFromTheBestEpochsChec
 // unsaid: the run's curves then started at the resumed epoch. The log names the epochs without a
 // row.
 TEST_F(TrainerTest, AResumeInPlaceSaysWhichEpochsSummaryCsvLacks) {
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "lost_summary";
-  a.epochs = 2;
+  const train::Config a = run_config("lost_summary", 2);
   const train::TrainResult ra = train::train(a, quiet_options());
   const fs::path dir(ra.run_dir);
   ASSERT_TRUE(fs::remove(dir / "summary.csv"));
@@ -970,9 +949,7 @@ TEST_F(TrainerTest, AResumeInPlaceSaysWhichEpochsSummaryCsvLacks) {
 // A run.json that is not a JSON object (damaged) was resumed in place without a word, and the
 // session's checkpoints then recorded no run. The resume says so, naming the file, and goes on.
 TEST_F(TrainerTest, AResumeWithADamagedRunMarkerSaysSo) {
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "damaged_marker";
-  a.epochs = 1;
+  const train::Config a = run_config("damaged_marker", 1);
   const train::TrainResult ra = train::train(a, quiet_options());
   const fs::path dir(ra.run_dir);
   std::ofstream(dir / "run.json", std::ios::trunc) << "garbage{";
@@ -991,16 +968,13 @@ TEST_F(TrainerTest, AResumeWithADamagedRunMarkerSaysSo) {
 // ("basic_filebuf::underflow error reading the file: Is a directory"). The folder cannot be held
 // (run.json is its lock): the error names the file, and the checkpoints stay as they were.
 TEST_F(TrainerTest, AResumeWithARunMarkerThatIsAFolderNamesIt) {
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "folder_marker";
-  a.epochs = 1;
+  const train::Config a = run_config("folder_marker", 1);
   const train::TrainResult ra = train::train(a, quiet_options());
   const fs::path dir(ra.run_dir);
   const std::string last = slurp(dir / "last.safetensors");
   ASSERT_TRUE(fs::remove(dir / "run.json"));
   fs::create_directory(dir / "run.json");
-  train::Config r = a;
-  r.resume = (dir / "last.safetensors").string();
+  train::Config r = resume_of(a, dir);
   r.epochs = 2;
   const std::string msg = hg::test::error_of([&] { train::train(r, quiet_options()); });
   EXPECT_NE(msg.find((dir / "run.json").string()), std::string::npos) << msg;
@@ -1012,17 +986,13 @@ TEST_F(TrainerTest, AResumeWithARunMarkerThatIsAFolderNamesIt) {
 // --resume of a run folder (as validate takes one) said "checkpoint RUN does not exist". It says
 // the path is a folder and names the checkpoints in it to resume from, or --resume auto.
 TEST_F(TrainerTest, AResumeOfARunFolderNamesItsCheckpoints) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "folder";
-  a.epochs = 1;
-  const train::TrainResult ra = train::train(a, quiet);
+  const train::Config a = run_config("folder", 1);
+  const train::TrainResult ra = train::train(a, quiet_options());
   train::Config r = a;
   r.resume = ra.run_dir;
   r.epochs = 2;
   try {
-    train::train(r, quiet);
+    train::train(r, quiet_options());
     FAIL() << "expected a run folder as --resume to be refused";
   } catch (const Error& e) {
     const std::string m = e.what();
@@ -1037,21 +1007,11 @@ TEST_F(TrainerTest, AResumeOfARunFolderNamesItsCheckpoints) {
 // A finished run resumed with fewer --epochs than it ran trains nothing; its warning said "all 1
 // epochs of this run are done" of a run that had done 2.
 TEST_F(TrainerTest, AFinishedRunResumedWithFewerEpochsSaysHowManyItRan) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "fewer";
-  a.epochs = 2;
-  const train::TrainResult ra = train::train(a, quiet);
-  train::Config r = a;
-  r.resume = (fs::path(ra.run_dir) / "last.safetensors").string();
-  r.epochs = 1;
-  const train::TrainResult again = train::train(r, quiet);
+  const train::Config a = run_config("fewer", 2);
+  const train::TrainResult ra = train::train(a, quiet_options());
+  const train::TrainResult again = resume_last(a, ra.run_dir, 1);
   EXPECT_EQ(again.run_dir, ra.run_dir);
-  const std::vector<std::string> log = lines(fs::path(ra.run_dir) / "log.txt");
-  std::string warning;
-  for (const std::string& l : log)
-    if (l.find("nothing to train") != std::string::npos) warning = l;
+  const std::string warning = last_line_with(fs::path(ra.run_dir) / "log.txt", "nothing to train");
   EXPECT_NE(warning.find("this run has done 2 epochs, more than epochs 1"), std::string::npos)
       << warning;
   EXPECT_NE(warning.find("set --epochs above 2"), std::string::npos) << warning;
@@ -1070,27 +1030,20 @@ TEST_F(TrainerTest, AFinishedRunResumedWithFewerEpochsSaysHowManyItRan) {
 // only "nothing to train", as if the config had been used. A key that shapes the results is refused
 // as on any resume, before that warning; a schedule change trains nothing, which the warning says.
 TEST_F(TrainerTest, AFinishedRunResumedWithAnotherConfigSaysSo) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "finished";
-  a.epochs = 1;
+  const train::TrainOptions quiet = quiet_options();
+  const train::Config a = run_config("finished", 1);
   const train::TrainResult ra = train::train(a, quiet);
-  train::Config r = a;
-  r.resume = (fs::path(ra.run_dir) / "last.safetensors").string();
+  const fs::path log = fs::path(ra.run_dir) / "log.txt";
+  train::Config r = resume_of(a, ra.run_dir);
   r.weight_decay = a.weight_decay * 2;
   const std::string msg = hg::test::error_of([&] { train::train(r, quiet); });
   EXPECT_NE(msg.find("differ from the run's"), std::string::npos) << msg;
   EXPECT_NE(msg.find("weight_decay 0.05 -> 0.1"), std::string::npos) << msg;
-  std::string warned;
-  for (const std::string& l : lines(fs::path(ra.run_dir) / "log.txt"))
-    if (l.find("nothing to train") != std::string::npos) warned = l;
-  EXPECT_EQ(warned, "");  // refused before it
+  EXPECT_EQ(last_line_with(log, "nothing to train"), "");  // refused before it
   r.weight_decay = a.weight_decay;
   r.lr = *a.lr * 2;
   EXPECT_EQ(train::train(r, quiet).run_dir, ra.run_dir);
-  for (const std::string& l : lines(fs::path(ra.run_dir) / "log.txt"))
-    if (l.find("nothing to train") != std::string::npos) warned = l;
+  const std::string warned = last_line_with(log, "nothing to train");
   EXPECT_NE(warned.find("this session's schedule change, lr 0.001 -> 0.002, applies to no epoch"),
             std::string::npos)
       << warned;
@@ -1103,14 +1056,11 @@ TEST_F(TrainerTest, AFinishedRunResumedWithAnotherConfigSaysSo) {
 TEST_F(TrainerTest, TheWarmupWarningAgreesWithTheSummarysLrColumn) {
   for (const bool on_updates : {true, false}) {
     SCOPED_TRACE(on_updates ? "per update" : "per epoch");
-    train::Config a = smoke_config(root_.string());
-    a.experiment = on_updates ? "updates" : "epochs";
-    a.epochs = 1;  // = warmup_epochs; lr 1e-3 from warmup_lr 1e-5 over 3 updates, min_lr 1e-5
+    // epochs 1 = warmup_epochs; lr 1e-3 from warmup_lr 1e-5 over 3 updates, min_lr 1e-5
+    train::Config a = run_config(on_updates ? "updates" : "epochs", 1);
     a.sched_on_updates = on_updates;
     const fs::path dir = train::train(a, quiet_options()).run_dir;
-    std::string warned;
-    for (const std::string& l : lines(dir / "log.txt"))
-      if (l.find("warmup_epochs 1 >= epochs 1") != std::string::npos) warned = l;
+    const std::string warned = last_line_with(dir / "log.txt", "warmup_epochs 1 >= epochs 1");
     const train::SummaryLines rows = train::read_summary((dir / "summary.csv").string(), 1);
     ASSERT_EQ(rows.rows.size(), 1u);
     if (on_updates) {
@@ -1134,22 +1084,16 @@ TEST_F(TrainerTest, TheWarmupWarningAgreesWithTheSummarysLrColumn) {
 // args.yaml edited to change a key that shapes the results is caught against the checkpoint's
 // stored config; an empty args.yaml defers to the checkpoint's config.
 TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
-  train::Config a = smoke_config(root_.string());
-  a.experiment = "edited";
-  a.epochs = 2;
-  train::TrainOptions stop = quiet;
-  stop.stop_after_epoch = 1;
-  const fs::path dir = train::train(a, stop).run_dir;
+  const train::TrainOptions quiet = quiet_options();
+  const train::Config a = run_config("edited", 2);
+  const fs::path dir = train::train(a, stopped_after(1)).run_dir;
   const std::string args = slurp(dir / "args.yaml");
   std::string edited = args;
   const size_t at = edited.find("\nseed: ");
   ASSERT_NE(at, std::string::npos);
   edited.insert(edited.find('\n', at + 1), "7");  // seed 42 -> 427
   std::ofstream(dir / "args.yaml") << edited;
-  train::Config r = a;
-  r.resume = (dir / "last.safetensors").string();
+  train::Config r = resume_of(a, dir);
   r.seed = a.seed * 10 + 7;
   try {
     train::train(r, quiet);
@@ -1167,9 +1111,7 @@ TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
     ASSERT_NE(k, std::string::npos) << key;
     text.replace(k + 1, text.find('\n', k + 1) - k - 1, line);
     std::ofstream(dir / "args.yaml") << text;
-    train::Config rr = a;
-    rr.resume = (dir / "last.safetensors").string();
-    EXPECT_THROW(train::train(rr, quiet), Error) << line;
+    EXPECT_THROW(train::train(resume_of(a, dir), quiet), Error) << line;
   }
   std::ofstream(dir / "args.yaml") << "";       // empty: the checkpoint's config decides
   EXPECT_THROW(train::train(r, quiet), Error);  // seed 427 against the checkpoint's 42
@@ -1290,8 +1232,7 @@ TEST_F(TrainerTest, ThreadsLoweredDuringARunAreGivenBackAtItsEnd) {
 // included. Started from a checkpoint, the run's last.safetensors holds the very same bits; the
 // curves are drawn although the lr panel's values are all 0 (its log scale had no point to draw).
 TEST_F(TrainerTest, LrZeroTrainsWithoutMovingAWeight) {
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   train::Config a = smoke_config((root_ / "a").string());
   a.epochs = 1;
   const fs::path start = fs::path(train::train(a, quiet).run_dir) / "last.safetensors";
@@ -1338,8 +1279,7 @@ TEST(TrainerWarnings, WTConvKeysOnAConvNeXtAndOneClassAreSaid) {
   c.wt_levels = {3, 3};
   c.epochs = 1;
   c.max_steps_per_epoch = 1;
-  train::TrainOptions quiet;
-  quiet.plain_output = true;
+  const train::TrainOptions quiet = quiet_options();
   const train::TrainResult r = train::train(c, quiet);
   const std::string log = slurp(fs::path(r.run_dir) / "log.txt");
   EXPECT_NE(log.find("wt_levels [3, 3] changes nothing: model convnext_atto has no WTConv layers"),
