@@ -73,13 +73,36 @@ std::vector<GoldenModel> golden_convnext_models() {
 
 using ExportCommand = test::ProgramTest;
 
-// A checkpoint of the smoke config's model (CPU, seed 3) at `path`: the weights the command tests
-// export and infer with.
-void save_smoke_checkpoint(const std::string& path) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
+// configs/<name>.yaml on the CPU: the configs of the models the command tests export and infer
+// with.
+train::Config cpu_config(const std::string& name) {
+  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/" + name + ".yaml");
   c.device = "cpu";
+  return c;
+}
+
+// A training checkpoint at `path` of the model `c` describes (seed 3), `c` stored in it.
+void save_model_checkpoint(const std::string& path, const train::Config& c) {
   ConvNeXt model(train::model_config_from(c), 3);
   train::save_checkpoint(path, model, nullptr, train::TrainState{}, train::to_yaml(c));
+}
+
+// The smoke config's checkpoint: the weights most command tests export and infer with.
+void save_smoke_checkpoint(const std::string& path) {
+  save_model_checkpoint(path, cpu_config("smoke"));
+}
+
+// An input batch for infer at `path`: random values of `shape` drawn from `seed`.
+void save_input(const std::string& path, const Shape& shape, uint64_t seed) {
+  safetensors::save(path, {{"input", test::random(shape, seed)}}, {});
+}
+
+// `haargrad infer` of `checkpoint` on `input`, its logits to `out`, with `options` (each option
+// with its leading space).
+ProgramRun infer(const std::string& checkpoint, const std::string& input, const std::string& out,
+                 const std::string& options = "") {
+  return run_program("infer --checkpoint " + checkpoint + " --input " + input + " --out " + out +
+                     options);
 }
 
 TEST_F(ExportCommand, WritesTimmsStateDictNamesAndShapesWithoutOptimizerState) {
@@ -154,7 +177,7 @@ TEST_F(ExportCommand, InferOnTimmWeightsGivesTimmsLogits) {
                                  list(g.config.depths), " --dims ", list(g.config.dims), " --kernel-size ",
                                  *g.config.kernel_size, " --device cpu");
     if (!g.config.wt_levels.empty()) model_args += " --wt-levels " + list(g.config.wt_levels);
-    const ProgramRun r = run_program("infer --checkpoint " + weights + " --input " + input + " --out " + out + " " + model_args);
+    const ProgramRun r = infer(weights, input, out, " " + model_args);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const Tensor logits = safetensors::load(out).tensors.at("logits");
     EXPECT_EQ(logits.dtype(), DType::f32);
@@ -169,12 +192,10 @@ TEST_F(ExportCommand, InferOnTimmWeightsGivesTimmsLogits) {
 // never writes its logits over the checkpoint or the input; an input read in the wrong layout is
 // named by the shape the file holds.
 TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml");
-  c.device = "cpu";
-  ConvNeXt model(train::model_config_from(c), 3);
+  const train::Config c = cpu_config("fashion_mnist");
   const std::string ck = file("ck.safetensors"), w = file("w.safetensors"),
                     in = file("in.safetensors"), logits = file("logits.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  save_model_checkpoint(ck, c);
   const ProgramRun ex = run_program("export " + ck + " --out " + w);
   ASSERT_EQ(ex.exit_code, 0) << ex.output;
   EXPECT_EQ(train::config_from_yaml(safetensors::load(w).metadata.at("config"), "w").model,
@@ -186,16 +207,14 @@ TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
   EXPECT_NE(over.output.find("is a training checkpoint"), std::string::npos) << over.output;
   EXPECT_EQ(io::read_file(ck), ck_bytes);
 
-  safetensors::save(in, {{"input", test::random({2, 1, 28, 28}, 5)}}, {});
-  const ProgramRun inf =
-      run_program("infer --checkpoint " + w + " --input " + in + " --out " + logits);
+  save_input(in, {2, 1, 28, 28}, 5);
+  const ProgramRun inf = infer(w, in, logits);
   ASSERT_EQ(inf.exit_code, 0) << inf.output;  // the model from the export's config: no --model
   EXPECT_EQ(safetensors::load(logits).tensors.at("logits").shape(), (Shape{2, 10}));
 
   const std::string in_bytes = io::read_file(in), w_bytes = io::read_file(w);
   for (const std::string& target : {w, in}) {
-    const ProgramRun r =
-        run_program("infer --checkpoint " + w + " --input " + in + " --out " + target);
+    const ProgramRun r = infer(w, in, target);
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.output.find("itself; write the logits to another file"), std::string::npos)
         << r.output;
@@ -203,9 +222,8 @@ TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
   EXPECT_EQ(io::read_file(in), in_bytes);
   EXPECT_EQ(io::read_file(w), w_bytes);
 
-  safetensors::save(in, {{"input", test::random({2, 28, 28, 1}, 6)}}, {});  // channels last
-  const ProgramRun layout =
-      run_program("infer --checkpoint " + w + " --input " + in + " --out " + logits);
+  save_input(in, {2, 28, 28, 1}, 6);  // channels last
+  const ProgramRun layout = infer(w, in, logits);
   EXPECT_NE(layout.exit_code, 0);
   EXPECT_NE(layout.output.find("[2, 28, 28, 1]"), std::string::npos) << layout.output;
   EXPECT_NE(layout.output.find("--layout nhwc"), std::string::npos) << layout.output;
@@ -216,12 +234,10 @@ TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
 // one row each), through the evaluation transform of the config, as validate reads them: the
 // logits equal those of the batch that transform makes.
 TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml");
-  c.device = "cpu";
+  train::Config c = cpu_config("fashion_mnist");
   c.crop_pct = 0.875;  // a resize and a crop, not a copy
-  ConvNeXt model(train::model_config_from(c), 3);
   const std::string ck = file("ck.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  save_model_checkpoint(ck, c);
   fs::create_directories(file("images"));
   const std::vector<std::string> names = {file("images/a.png"), file("images/b.png")};
   for (size_t i = 0; i < names.size(); ++i) {
@@ -240,8 +256,7 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
             static_cast<float*>(batch.data_ptr()) + static_cast<int64_t>(i) * t.output_numel());
   safetensors::save(file("batch.safetensors"), {{"input", batch}}, {});
   auto logits_of = [&](const std::string& input, const std::string& extra) {
-    const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + input + " --out " +
-                                     file("logits.safetensors") + extra);
+    const ProgramRun r = infer(ck, input, file("logits.safetensors"), extra);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return r.exit_code == 0 ? safetensors::load(file("logits.safetensors")).tensors.at("logits")
                             : Tensor();
@@ -253,8 +268,7 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
   EXPECT_EQ(folder.to_vector<float>(), want.to_vector<float>());
   // which row is which image: the file's metadata lists them (the log said only the first and
   // the last), and the folder's other file is named, not left out unsaid
-  const ProgramRun noted = run_program("infer --checkpoint " + ck + " --input " + file("images") +
-                                       " --out " + file("logits.safetensors"));
+  const ProgramRun noted = infer(ck, file("images"), file("logits.safetensors"));
   EXPECT_NE(
       noted.output.find("left out 1 file that is no JPEG, PNG, BMP, PPM or PGM by its name (" +
                         file("images/notes.txt") + ")"),
@@ -269,9 +283,8 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
   for (size_t k = 0; k < o.size(); ++k) EXPECT_NEAR(o[k], w[10 + k], 1e-5) << k;
   // the transform's keys apply to images, and change nothing for a batch
   EXPECT_EQ(logits_of(file("images"), " --img-size 32").shape(), (Shape{2, 10}));
-  const ProgramRun batch_size =
-      run_program("infer --checkpoint " + ck + " --input " + file("batch.safetensors") +
-                  " --layout nhwc --out " + file("logits.safetensors") + " --img-size 32");
+  const ProgramRun batch_size = infer(ck, file("batch.safetensors"), file("logits.safetensors"),
+                                      " --layout nhwc --img-size 32");
   EXPECT_EQ(batch_size.exit_code, 1);
   EXPECT_NE(batch_size.output.find("--img_size changes nothing here"), std::string::npos)
       << batch_size.output;
@@ -288,15 +301,14 @@ TEST_F(ExportCommand, ExportAndInferDoNotCheckAnImgSizeTheyDoNotUse) {
   const ConvNeXt model(atto, 3);
   const std::string sd = file("atto.safetensors"), in = file("in.safetensors");
   safetensors::save(sd, timm_state_dict(model));  // timm's state_dict: no config stored
-  safetensors::save(in, {{"input", test::random({2, 1, 32, 32}, 5)}}, {});
+  save_input(in, {2, 1, 32, 32}, 5);
   const std::string model_args =
       " --config " HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml --model convnext_atto";
   const ProgramRun ex =
       run_program("export " + sd + " --out " + file("w.safetensors") + model_args);
   EXPECT_EQ(ex.exit_code, 0) << ex.output;
   EXPECT_EQ(ex.output.find("img_size"), std::string::npos) << ex.output;
-  const ProgramRun inf = run_program("infer --checkpoint " + sd + " --input " + in + " --out " +
-                                     file("logits.safetensors") + model_args);
+  const ProgramRun inf = infer(sd, in, file("logits.safetensors"), model_args);
   EXPECT_EQ(inf.exit_code, 0) << inf.output;
   const ProgramRun val = run_program("validate --checkpoint " + sd + model_args);
   EXPECT_EQ(val.exit_code, 1) << val.output;
@@ -311,12 +323,8 @@ TEST_F(ExportCommand, ExportAndInferDoNotCheckAnImgSizeTheyDoNotUse) {
 // 'RUN': read failed: Is a directory". They take a run folder the same way, and name a folder
 // without model_best.
 TEST_F(ExportCommand, ARunFolderMeansItsModelBest) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml");
-  c.device = "cpu";
-  ConvNeXt model(train::model_config_from(c), 3);
   fs::create_directories(file("run"));
-  train::save_checkpoint(file("run/model_best.safetensors"), model, nullptr, train::TrainState{},
-                         train::to_yaml(c));
+  save_model_checkpoint(file("run/model_best.safetensors"), cpu_config("fashion_mnist"));
   const ProgramRun from_dir =
       run_program("export " + file("run") + " --out " + file("a.safetensors"));
   ASSERT_EQ(from_dir.exit_code, 0) << from_dir.output;
@@ -326,10 +334,8 @@ TEST_F(ExportCommand, ARunFolderMeansItsModelBest) {
                 .exit_code,
             0);
   EXPECT_EQ(io::read_file(file("a.safetensors")), io::read_file(file("b.safetensors")));
-  safetensors::save(file("in.safetensors"), {{"input", test::random({2, 1, 28, 28}, 5)}}, {});
-  const ProgramRun inf =
-      run_program("infer --checkpoint " + file("run") + " --input " + file("in.safetensors") +
-                  " --out " + file("logits.safetensors"));
+  save_input(file("in.safetensors"), {2, 1, 28, 28}, 5);
+  const ProgramRun inf = infer(file("run"), file("in.safetensors"), file("logits.safetensors"));
   ASSERT_EQ(inf.exit_code, 0) << inf.output;
   fs::create_directories(file("bare"));
   const ProgramRun bare = run_program("export " + file("bare") + " --out " + file("c.safetensors"));
@@ -341,8 +347,7 @@ TEST_F(ExportCommand, ARunFolderMeansItsModelBest) {
 // A stored config far larger than the file's weights (an edit: num_classes 60000000) is refused
 // before a model of many GB is built, by validate, export and infer alike.
 TEST_F(ExportCommand, AStoredConfigLargerThanItsFileIsRefused) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
-  c.device = "cpu";
+  const train::Config c = cpu_config("smoke");
   ConvNeXt model(train::model_config_from(c), 3);
   train::Config edited = c;
   edited.num_classes = 60000000;
@@ -385,12 +390,9 @@ TEST_F(ExportCommand, ACutCheckpointIsNamedAsSuchNotAsAnotherModels) {
 // torch.load (what a timm user does with a .pth) fails on. A name of another format is refused
 // before any work, naming the file, the format written and the name to give instead.
 TEST_F(ExportCommand, AnOutNamedForAnotherFormatIsRefusedNamingSafetensors) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
-  c.device = "cpu";
-  ConvNeXt model(train::model_config_from(c), 3);
   const std::string ck = file("ck.safetensors"), in = file("in.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
-  safetensors::save(in, {{"input", test::random({1, 3, 32, 32}, 5)}}, {});
+  save_smoke_checkpoint(ck);
+  save_input(in, {1, 3, 32, 32}, 5);
   for (const std::string name : {"model.pth", "model.pt", "pytorch_model.bin", "model.pth.tar"}) {
     const ProgramRun r = run_program("export " + ck + " --out " + file(name));
     EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -401,8 +403,7 @@ TEST_F(ExportCommand, AnOutNamedForAnotherFormatIsRefusedNamingSafetensors) {
     EXPECT_NE(r.output.find("give a name ending in .safetensors"), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(file(name))) << name;
   }
-  const ProgramRun npy =
-      run_program("infer --checkpoint " + ck + " --input " + in + " --out " + file("logits.npy"));
+  const ProgramRun npy = infer(ck, in, file("logits.npy"));
   EXPECT_EQ(npy.exit_code, 1) << npy.output;
   EXPECT_NE(npy.output.find("infer: --out " + file("logits.npy") +
                             ": haargrad writes safetensors, which numpy.load cannot read"),
@@ -416,39 +417,32 @@ TEST_F(ExportCommand, AnOutNamedForAnotherFormatIsRefusedNamingSafetensors) {
 // the command: an export of weights (or another input batch) given by mistake became logits. It
 // replaces logits only; a file holding other tensors is refused, named with what it holds.
 TEST_F(ExportCommand, InferReplacesLogitsOnlyNotWeightsOrBatches) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
-  c.device = "cpu";
-  ConvNeXt model(train::model_config_from(c), 3);
   const std::string ck = file("ck.safetensors"), w = file("w.safetensors"),
                     in = file("in.safetensors"), other = file("other.safetensors"),
                     logits = file("logits.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  save_smoke_checkpoint(ck);
   ASSERT_EQ(run_program("export " + ck + " --out " + w).exit_code, 0);
-  safetensors::save(in, {{"input", test::random({1, 3, 32, 32}, 5)}}, {});
-  safetensors::save(other, {{"input", test::random({1, 3, 32, 32}, 6)}}, {});
-  const std::string base = "infer --checkpoint " + ck + " --input " + in + " --out ";
+  save_input(in, {1, 3, 32, 32}, 5);
+  save_input(other, {1, 3, 32, 32}, 6);
   for (const std::string& target : {w, other}) {
     const std::string before = io::read_file(target);
-    const ProgramRun r = run_program(base + target);
+    const ProgramRun r = infer(ck, in, target);
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find("infer: --out " + target + " holds "), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("not logits: it is not replaced"), std::string::npos) << r.output;
     EXPECT_EQ(io::read_file(target), before);
   }
-  ASSERT_EQ(run_program(base + logits).exit_code, 0);
-  EXPECT_EQ(run_program(base + logits).exit_code, 0);  // earlier logits: replaced
+  ASSERT_EQ(infer(ck, in, logits).exit_code, 0);
+  EXPECT_EQ(infer(ck, in, logits).exit_code, 0);  // earlier logits: replaced
 }
 
 // export --out over another safetensors file of the user's (an input batch) replaced it with
 // weights; it replaces weights (a model's state_dict) and logits only.
 TEST_F(ExportCommand, ExportReplacesWeightsNotABatch) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/smoke.yaml");
-  c.device = "cpu";
-  ConvNeXt model(train::model_config_from(c), 3);
   const std::string ck = file("ck.safetensors"), w = file("w.safetensors"),
                     in = file("in.safetensors");
-  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
-  safetensors::save(in, {{"input", test::random({1, 3, 32, 32}, 5)}}, {});
+  save_smoke_checkpoint(ck);
+  save_input(in, {1, 3, 32, 32}, 5);
   const std::string before = io::read_file(in);
   const ProgramRun r = run_program("export " + ck + " --out " + in);
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -472,8 +466,7 @@ TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
       << std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x20\0\0\0\x20\x08\x02", 26);
   std::ofstream(file("batch.npy"), std::ios::binary)
       << std::string("\x93NUMPY\x01\0v\0{'descr': '<f4', 'fortran_order': False}", 50);
-  const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + file("batch.npy") +
-                                   " --out " + file("logits.safetensors"));
+  const ProgramRun r = infer(ck, file("batch.npy"), file("logits.safetensors"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("infer: --input " + file("batch.npy") + ": safetensors '"),
             std::string::npos)
@@ -482,8 +475,7 @@ TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
   EXPECT_NE(r.output.find("infer takes a batch already sized and normalised"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("or an image file or a folder of images"), std::string::npos) << r.output;
-  const ProgramRun png = run_program("infer --checkpoint " + ck + " --input " + file("cat.png") +
-                                     " --out " + file("logits.safetensors"));
+  const ProgramRun png = infer(ck, file("cat.png"), file("logits.safetensors"));
   EXPECT_EQ(png.exit_code, 1) << png.output;
   EXPECT_NE(png.output.find("cannot decode image '" + file("cat.png") + "'"), std::string::npos)
       << png.output;
@@ -497,18 +489,17 @@ TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
   save_smoke_checkpoint(ck);
   std::ofstream(file("plain.pgm")) << "P2\n2 2\n255\n0 1 2 3\n";
   std::ofstream(file("notes.png")) << "not an image\n";
-  const auto infer = [&](const std::string& input) {
-    return run_program("infer --checkpoint " + ck + " --input " + input + " --out " +
-                       file("logits.safetensors"));
+  const auto infer_image = [&](const std::string& input) {
+    return infer(ck, input, file("logits.safetensors"));
   };
-  const ProgramRun pgm = infer(file("plain.pgm"));
+  const ProgramRun pgm = infer_image(file("plain.pgm"));
   EXPECT_EQ(pgm.exit_code, 1) << pgm.output;
   EXPECT_NE(pgm.output.find("cannot decode image '" + file("plain.pgm") +
                             "': a plain-text (ASCII) PGM (P2)"),
             std::string::npos)
       << pgm.output;
   EXPECT_EQ(pgm.output.find("safetensors"), std::string::npos) << pgm.output;
-  const ProgramRun txt = infer(file("notes.png"));
+  const ProgramRun txt = infer_image(file("notes.png"));
   EXPECT_EQ(txt.exit_code, 1) << txt.output;
   EXPECT_NE(txt.output.find("cannot decode image '" + file("notes.png") + "': not a JPEG, PNG"),
             std::string::npos)
@@ -521,7 +512,7 @@ TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
       << "RIFF" << std::string(4, '\x20') << "WEBPVP8 " << std::string(20, '\x01');
   for (const auto& [name, kind] : {std::pair<std::string, std::string>{"anim.gif", "a GIF file"},
                                    {"photo.webp", "a WebP file"}}) {
-    const ProgramRun r = infer(file(name));
+    const ProgramRun r = infer_image(file(name));
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find("cannot decode image '" + file(name) + "': " + kind +
                             ", which haargrad does not decode"),
@@ -539,8 +530,7 @@ TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
   save_smoke_checkpoint(ck);
   std::filesystem::create_directories(file("val/cat"));
   std::filesystem::create_directories(file("val/dog"));
-  const ProgramRun r = run_program("infer --checkpoint " + ck + " --input " + file("val") +
-                                   " --out " + file("logits.safetensors"));
+  const ProgramRun r = infer(ck, file("val"), file("logits.safetensors"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("infer: --input " + file("val") + " is a folder without image files"),
             std::string::npos)
@@ -551,8 +541,7 @@ TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
       << r.output;
   // an empty folder: no word of sub-folders
   std::filesystem::create_directories(file("empty"));
-  const ProgramRun e = run_program("infer --checkpoint " + ck + " --input " + file("empty") +
-                                   " --out " + file("logits.safetensors"));
+  const ProgramRun e = infer(ck, file("empty"), file("logits.safetensors"));
   EXPECT_EQ(e.exit_code, 1) << e.output;
   EXPECT_EQ(e.output.find("sub-folders"), std::string::npos) << e.output;
 }
@@ -560,33 +549,31 @@ TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
-  train::Config c = train::load_config(HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml");
-  c.device = "cpu";
+  const train::Config c = cpu_config("fashion_mnist");
   ConvNeXt model(train::model_config_from(c), 3), ema(train::model_config_from(c), 4);
   const std::string ck = file("ck.safetensors"), in = file("in.safetensors"),
                     a = file("a.safetensors"), b = file("b.safetensors");
   train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c), &ema);
-  safetensors::save(in, {{"input", test::random({2, 1, 28, 28}, 5)}}, {});
-  const std::string base = "infer --checkpoint " + ck + " --input " + in + " --out ";
-  ASSERT_EQ(run_program(base + a).exit_code, 0);
-  const ProgramRun e = run_program(base + b + " --ema");
+  save_input(in, {2, 1, 28, 28}, 5);
+  ASSERT_EQ(infer(ck, in, a).exit_code, 0);
+  const ProgramRun e = infer(ck, in, b, " --ema");
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_NE(e.output.find("'s model EMA"), std::string::npos) << e.output;
   const Tensor la = safetensors::load(a).tensors.at("logits"),
                lb = safetensors::load(b).tensors.at("logits");
   EXPECT_GT(test::rel_error(la.to(DType::f64), lb.to(DType::f64)), 1e-3);  // other weights
   for (const char* key : {"--mean 0.5", "--precision bf16", "--img-size 64"}) {
-    const ProgramRun r = run_program(base + file("c.safetensors") + " " + key);
+    const ProgramRun r = infer(ck, in, file("c.safetensors"), std::string(" ") + key);
     EXPECT_EQ(r.exit_code, 1) << key;
     EXPECT_NE(r.output.find("changes nothing here"), std::string::npos) << r.output;
   }
-  safetensors::save(in, {{"input", test::random({2, 3, 28, 28}, 5)}}, {});
-  const ProgramRun rgb = run_program(base + file("c.safetensors"));
+  save_input(in, {2, 3, 28, 28}, 5);
+  const ProgramRun rgb = infer(ck, in, file("c.safetensors"));
   EXPECT_NE(rgb.output.find("has 3 channels; wtconvnext_fmnist takes 1"), std::string::npos)
       << rgb.output;
   EXPECT_EQ(rgb.output.find("--layout"), std::string::npos) << rgb.output;  // no wrong hint
-  safetensors::save(in, {{"input", test::random({2, 1, 2, 2}, 5)}}, {});
-  const ProgramRun tiny = run_program(base + file("c.safetensors"));
+  save_input(in, {2, 1, 2, 2}, 5);
+  const ProgramRun tiny = infer(ck, in, file("c.safetensors"));
   EXPECT_NE(tiny.output.find("the input [2, 1, 2, 2] (nchw) has 2 x 2 pixels"), std::string::npos)
       << tiny.output;
 
@@ -597,7 +584,7 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
       << csv.output;
   EXPECT_EQ(io::read_file(file("res.csv")), "model,top1\n");
   std::ofstream(file("logits.raw")) << "bytes";
-  const ProgramRun bin = run_program(base + file("logits.raw"));
+  const ProgramRun bin = infer(ck, in, file("logits.raw"));
   EXPECT_NE(bin.output.find("exists and is not a safetensors file"), std::string::npos)
       << bin.output;
   EXPECT_EQ(run_program("export " + ck + " --out " + file("w.st")).exit_code, 0);
