@@ -20,6 +20,26 @@ std::vector<int64_t> iota_order(int64_t n, int64_t shift) {
   return v;
 }
 
+// The transform of the loader tests' 8 x 8 gray synthetic images.
+data::TransformOptions transform_8px() {
+  data::TransformOptions t;
+  t.img_size = 8;
+  t.mean = {0.5};
+  t.std = {0.25};
+  return t;
+}
+
+// The loader options of rank `rank` of `replicas` reading batches of `batch` (no workers, seed 3).
+data::LoaderOptions rank_options(int64_t batch, int64_t rank, int64_t replicas) {
+  data::LoaderOptions o;
+  o.batch_size = batch;
+  o.workers = 0;
+  o.seed = 3;
+  o.rank = rank;
+  o.num_replicas = replicas;
+  return o;
+}
+
 }  // namespace
 
 TEST(Shard, PaddedShardsAreEqualAndInterleaved) {
@@ -57,19 +77,11 @@ TEST(Shard, UnpaddedShardsCoverEverySampleOnce) {
 // the samples of step k of one process with batch R * B.
 TEST(Shard, RanksTogetherReadTheSingleProcessBatch) {
   auto ds = std::make_shared<data::SyntheticDataset>(48, 3, 8, 8, 1, 7);
-  data::TransformOptions t;
-  t.img_size = 8;
-  t.mean = {0.5};
-  t.std = {0.25};
+  data::TransformOptions t = transform_8px();
   t.train = true;  // random crops and flips: seeded per sample, so the rank does not matter
   auto loader = [&](int64_t batch, int64_t rank, int64_t replicas) {
-    data::LoaderOptions o;
-    o.batch_size = batch;
-    o.workers = 0;
-    o.seed = 3;
-    o.rank = rank;
-    o.num_replicas = replicas;
-    return std::make_unique<data::DataLoader>(ds, data::Transform(t), o);
+    return std::make_unique<data::DataLoader>(ds, data::Transform(t),
+                                              rank_options(batch, rank, replicas));
   };
   auto single = loader(12, 0, 1);
   auto r0 = loader(4, 0, 3), r1 = loader(4, 1, 3), r2 = loader(4, 2, 3);
@@ -107,22 +119,14 @@ TEST(Shard, RanksTogetherReadTheSingleProcessBatch) {
 // so a global batch of R ranks held one draw instead of R. Rank 0 keeps the single process's draws.
 TEST(Shard, EveryRankDrawsItsOwnMixup) {
   auto ds = std::make_shared<data::SyntheticDataset>(64, 10, 8, 8, 1, 7);
-  data::TransformOptions t;
-  t.img_size = 8;
-  t.mean = {0.5};
-  t.std = {0.25};
+  const data::TransformOptions t = transform_8px();
   data::MixupOptions m;
   m.mixup_alpha = 1.0;  // batch mode, every batch mixed: one lam per batch
   m.label_smoothing = 0.0;
   m.num_classes = 10;
   const auto mixup = std::make_shared<const data::Mixup>(m);
   auto loader = [&](int64_t rank, int64_t replicas) {
-    data::LoaderOptions o;
-    o.batch_size = 8;
-    o.workers = 0;
-    o.seed = 3;
-    o.rank = rank;
-    o.num_replicas = replicas;
+    data::LoaderOptions o = rank_options(8, rank, replicas);
     o.mixup = mixup;
     auto l = std::make_unique<data::DataLoader>(ds, data::Transform(t), o);
     l->start_epoch(1);
