@@ -39,7 +39,20 @@ kernels::CropResizeItem crop_item(const CropPlan& plan, int64_t height, int64_t 
   it.box_h = b.h;
   it.flip = plan.flip ? 1 : 0;
   it.interp = static_cast<int32_t>(plan.interp);
+  set_padding(it, plan.pad);
   return it;
+}
+
+void set_padding(kernels::CropResizeItem& it, const CropPadding& pad) {
+  HG_CHECK(pad.top >= 0 && pad.bottom >= 0 && pad.left >= 0 && pad.right >= 0 &&
+               pad.top < (1 << 30) && pad.bottom < (1 << 30) && pad.left < (1 << 30) &&
+               pad.right < (1 << 30),
+           "gpu augment: bad padding (top ", pad.top, ", bottom ", pad.bottom, ", left ", pad.left,
+           ", right ", pad.right, ")");
+  it.pad_top = static_cast<int32_t>(pad.top);
+  it.pad_bottom = static_cast<int32_t>(pad.bottom);
+  it.pad_left = static_cast<int32_t>(pad.left);
+  it.pad_right = static_cast<int32_t>(pad.right);
 }
 
 void resample_on_gpu(const Tensor& pixels, const std::vector<kernels::CropResizeItem>& items, const Transform& t,
@@ -66,6 +79,12 @@ void resample_on_gpu(const Tensor& pixels, const std::vector<kernels::CropResize
              "resample_on_gpu: item ", i, " (", it.height, "x", it.width, "x", C, " at byte ", it.offset,
              ") lies outside the ", pixels.numel(), " bytes of pixels");
     HG_CHECK(it.interp >= 0 && it.interp <= 2, "resample_on_gpu: item ", i, " has filter ", it.interp);
+    HG_CHECK(it.pad_top >= 0 && it.pad_bottom >= 0 && it.pad_left >= 0 && it.pad_right >= 0 &&
+                 int64_t(it.pad_top) + it.pad_bottom <= o.img_size &&
+                 int64_t(it.pad_left) + it.pad_right <= o.img_size,
+             "resample_on_gpu: item ", i, " has padding (top ", it.pad_top, ", bottom ",
+             it.pad_bottom, ", left ", it.pad_left, ", right ", it.pad_right,
+             ") that does not fit the ", o.img_size, "x", o.img_size, " output");
     HG_CHECK(std::isfinite(it.box_x) && std::isfinite(it.box_y) && std::isfinite(it.box_w) &&
                  std::isfinite(it.box_h),
              "resample_on_gpu: item ", i, " has a box that is not finite");

@@ -17,10 +17,11 @@ namespace hg::data {
 /// RandAugment (aa), ColorJitter (color_jitter) or random erasing (reprob) run on the CPU only.
 void check_gpu_augment(const TransformOptions& o);
 
-/// images[i] (channels == t's mean/std length, at most 4) resampled from plans[i].box (in images[i]'s
-/// pixels) with plans[i].interp, flipped per plans[i].flip, normalised with t's mean/std: a CUDA tensor
-/// (N, img_size, img_size, C) of `dtype` (f32 or bf16). Throws hg::Error for mismatched inputs, a box
-/// that misses its image, or when the CUDA build or a GPU is missing.
+/// images[i] (channels == t's mean/std length, at most 4) resampled from plans[i].box (in
+/// images[i]'s pixels) with plans[i].interp, padded per plans[i].pad, flipped per plans[i].flip,
+/// normalised with t's mean/std: a CUDA tensor (N, img_size, img_size, C) of `dtype` (f32 or bf16).
+/// Throws hg::Error for mismatched inputs, a box that misses its image, or when the CUDA build or a
+/// GPU is missing.
 Tensor augment_on_gpu(const std::vector<const Image*>& images, const std::vector<CropPlan>& plans,
                       const Transform& t, DType dtype = DType::f32);
 
@@ -31,7 +32,10 @@ Tensor augment_on_gpu(const std::vector<const Image*>& images, const std::vector
 void resample_on_gpu(const Tensor& pixels, const std::vector<kernels::CropResizeItem>& items, const Transform& t,
                      Tensor& out);
 
-/// The kernel item for `plan` on an image of (height, width) stored at byte `offset`.
+/// The kernel item for `plan` on an image of (height, width) stored at byte `offset` (its padding
+/// included).
 kernels::CropResizeItem crop_item(const CropPlan& plan, int64_t height, int64_t width, int64_t offset);
+/// Copies `pad` (a plan's padding) into the kernel item. Throws hg::Error for a negative side.
+void set_padding(kernels::CropResizeItem& it, const CropPadding& pad);
 
 }  // namespace hg::data

@@ -221,6 +221,7 @@ Tensor GpuBatchMaker::finish(StagedBatch& staged, std::map<std::string, int64_t>
     kernels::CropResizeItem it = p.gpu.items[k];
     it.flip = s.plan.flip ? 1 : 0;
     it.interp = static_cast<int32_t>(s.plan.interp);
+    set_padding(it, s.plan.pad);
     items[p.jpeg_idx[k]] = it;
     ++decoded[nvjpeg_backend_name(p.gpu.backends[k])];
   }

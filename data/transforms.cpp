@@ -287,7 +287,41 @@ CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<
   return CropBox{double((width - w) / 2), double((height - h) / 2), double(w), double(h)};
 }
 
-CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double crop_pct) {
+namespace {
+// One axis of CenterCrop(S) on a side resized to `resized` pixels: the crop's first pixel in the
+// resized image (negative when padded) and the padding before and after (torchvision's
+// center_crop: (S - resized) // 2 before, the rest after; else the offset rounded half to even).
+struct CropSide {
+  double start = 0;
+  int64_t before = 0, after = 0;
+};
+CropSide crop_side(int64_t resized, int64_t S) {
+  if (resized >= S) return {std::nearbyint(static_cast<double>(resized - S) / 2.0), 0, 0};
+  const int64_t before = (S - resized) / 2;
+  return {-static_cast<double>(before), before, S - resized - before};
+}
+
+// Sets the padded pixels of an S x S x C output to 0 (the pixel torchvision pads with). `pad` gives
+// the sides of the unflipped output: left and right swap places when `flip`.
+void pad_with_zero(const CropPadding& pad, int64_t S, int64_t C, bool flip, float* out) {
+  HG_CHECK(pad.top >= 0 && pad.bottom >= 0 && pad.left >= 0 && pad.right >= 0 &&
+               pad.top + pad.bottom <= S && pad.left + pad.right <= S,
+           "Transform: padding (top ", pad.top, ", bottom ", pad.bottom, ", left ", pad.left,
+           ", right ", pad.right, ") does not fit the ", S, "x", S, " output");
+  const int64_t left = flip ? pad.right : pad.left, right = flip ? pad.left : pad.right;
+  for (int64_t y = 0; y < S; ++y) {
+    float* row = out + y * S * C;
+    if (y < pad.top || y >= S - pad.bottom) {
+      std::fill(row, row + S * C, 0.0f);
+      continue;
+    }
+    std::fill(row, row + left * C, 0.0f);
+    std::fill(row + (S - right) * C, row + S * C, 0.0f);
+  }
+}
+}  // namespace
+
+CenterCrop center_crop(int64_t height, int64_t width, int64_t img_size, double crop_pct) {
   const int64_t short_side = static_cast<int64_t>(std::floor(static_cast<double>(img_size) / crop_pct));
   // Resized size: shorter side = short_side, longer side truncated as torchvision does.
   int64_t rh, rw;
@@ -298,14 +332,26 @@ CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double 
     rw = short_side;
     rh = static_cast<int64_t>(static_cast<double>(short_side) * height / width);
   }
-  const double top = std::nearbyint((rh - img_size) / 2.0), left = std::nearbyint((rw - img_size) / 2.0);
+  const CropSide v = crop_side(rh, img_size), u = crop_side(rw, img_size);
   const double sy = static_cast<double>(height) / rh, sx = static_cast<double>(width) / rw;
-  return CropBox{left * sx, top * sy, img_size * sx, img_size * sy};
+  CenterCrop c;
+  c.box = CropBox{u.start * sx, v.start * sy, img_size * sx, img_size * sy};
+  c.pad = CropPadding{v.before, v.after, u.before, u.after};
+  return c;
+}
+
+CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double crop_pct) {
+  return center_crop(height, width, img_size, crop_pct).box;
 }
 
 Transform::Transform(TransformOptions opts) : opts_(std::move(opts)), random_erasing_(opts_.random_erasing) {
   HG_CHECK(opts_.img_size > 0, "Transform: img_size must be positive, got ", opts_.img_size);
-  HG_CHECK(opts_.crop_pct > 0 && opts_.crop_pct <= 1, "Transform: crop_pct must be in (0, 1], got ", opts_.crop_pct);
+  HG_CHECK(opts_.crop_pct > 0, "Transform: crop_pct must be > 0, got ", opts_.crop_pct);
+  // crop_pct > 1 resizes the shorter side below img_size (the crop is padded), to a pixel at least.
+  HG_CHECK(std::floor(static_cast<double>(opts_.img_size) / opts_.crop_pct) >= 1,
+           "Transform: crop_pct ", opts_.crop_pct, " resizes the shorter side to floor(",
+           opts_.img_size, " / ", opts_.crop_pct, ") = 0 pixels; it must be at most img_size (",
+           opts_.img_size, ")");
   HG_CHECK(opts_.scale[0] > 0 && opts_.scale[0] <= opts_.scale[1] && opts_.scale[1] <= 1,
            "Transform: scale must be 0 < min <= max <= 1, got [", opts_.scale[0], ", ", opts_.scale[1], "]");
   HG_CHECK(opts_.ratio[0] > 0 && opts_.ratio[0] <= opts_.ratio[1], "Transform: ratio must be 0 < min <= max, got [",
@@ -346,7 +392,9 @@ int64_t Transform::output_numel() const {
 CropPlan Transform::plan(int64_t height, int64_t width, Generator& rng) const {
   CropPlan p;
   if (!opts_.train) {
-    p.box = center_crop_box(height, width, opts_.img_size, opts_.crop_pct);
+    const CenterCrop c = center_crop(height, width, opts_.img_size, opts_.crop_pct);
+    p.box = c.box;
+    p.pad = c.pad;
     p.interp = parse_interp(opts_.interpolation);
     return p;
   }
@@ -386,6 +434,7 @@ void Transform::apply_plan(const Image& img, const CropPlan& plan, float* out,
     }
   };
   resample(img, plan.box, S, S, plan.flip, plan.interp, out);
+  if (plan.pad.any()) pad_with_zero(plan.pad, S, C, plan.flip, out);
   if (!opts_.train) {
     normalise(out);
     return;

@@ -2,7 +2,8 @@
 //   train: RandomResizedCrop(img_size, scale, ratio, interpolation) -> horizontal flip (p = hflip)
 //          -> RandAugment (auto_augment) or else ColorJitter (color_jitter), on the 8-bit image
 //          -> normalise -> RandomErasing (random_erasing)
-//   eval:  Resize(shorter side -> floor(img_size / crop_pct)) -> CenterCrop(img_size) (bilinear)
+//   eval:  Resize(shorter side -> floor(img_size / crop_pct)) -> CenterCrop(img_size) (bilinear);
+//          crop_pct > 1 resizes below img_size and CenterCrop pads with torchvision's zero pixel
 //   both:  x = (pixel / 255 - mean[c]) / std[c]
 // Crops are never materialised: a crop box (in source pixels, fractional for the eval resize) is
 // resampled straight to the output size. Resampling is separable with PIL's filters widened by the
@@ -30,7 +31,9 @@ namespace hg::data {
 struct TransformOptions {
   int64_t img_size = 224;        ///< output side, pixels
   bool train = false;            ///< random resized crop + flip (train) or resize + center crop (eval)
-  double crop_pct = 0.875;       ///< eval: fraction of the resized shorter side kept, in (0, 1]
+  /// eval: the resized shorter side is floor(img_size / crop_pct); > 1 (timm accepts it) makes it
+  /// shorter than img_size and pads the crop (CropPadding)
+  double crop_pct = 0.875;
   double hflip = 0.5;            ///< train: flip probability
   std::array<double, 2> scale{0.08, 1.0};              ///< train: crop area fraction range
   std::array<double, 2> ratio{3.0 / 4.0, 4.0 / 3.0};   ///< train: crop aspect (w / h) range
@@ -48,11 +51,21 @@ struct TransformOptions {
   RandomErasingOptions random_erasing;  ///< train: probability 0 = off
 };
 
+/// Output pixels on each side of the crop that the resized image does not reach: torchvision's
+/// CenterCrop pads an image smaller than the crop (evaluation with crop_pct > 1) with 0, (side - n)
+/// / 2 pixels before and the rest after. They hold the zero pixel normalised, -mean[c] / std[c], as
+/// timm's evaluation transform gives them. Sides of the unflipped output.
+struct CropPadding {
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
+  bool any() const { return top > 0 || bottom > 0 || left > 0 || right > 0; }
+};
+
 /// The random part of a transform: the source box, whether to flip, the crop filter, and the seed
 /// of the image's 8-bit ops and random erasing (drawn with the box, so a plan fixes the whole
-/// augmentation of an image).
+/// augmentation of an image). With padding, the box reaches past the image by the padded pixels.
 struct CropPlan {
   CropBox box;
+  CropPadding pad;  ///< eval with crop_pct > 1 only
   bool flip = false;
   Interp interp = Interp::bilinear;
   uint64_t augment_seed = 0;
@@ -60,7 +73,8 @@ struct CropPlan {
 
 class Transform {
  public:
-  /// Throws hg::Error for a non-positive img_size, crop_pct outside (0, 1], a bad range, or std <= 0.
+  /// Throws hg::Error for a non-positive img_size, a crop_pct <= 0 or one that resizes to less than
+  /// a pixel (floor(img_size / crop_pct) < 1), a bad range, or std <= 0.
   explicit Transform(TransformOptions opts);
 
   /// Transforms `img` (channels == mean.size()) into `out`: img_size * img_size * channels floats,
@@ -68,14 +82,16 @@ class Transform {
   /// Equals apply_plan(img, plan(img.height, img.width, rng), out).
   void apply(const Image& img, Generator& rng, float* out) const;
   /// The crop box (source pixels) and flip for an image of (height, width): train draws the
-  /// random-resized-crop box, the flip, the filter (interpolation "random") and, when an 8-bit op or
-  /// random erasing is on, the augment seed from `rng` (in that order); eval takes the center crop.
+  /// random-resized-crop box, the flip, the filter (interpolation "random") and, when an 8-bit op
+  /// or random erasing is on, the augment seed from `rng` (in that order); eval takes the center
+  /// crop (center_crop).
   CropPlan plan(int64_t height, int64_t width, Generator& rng) const;
-  /// Resamples plan.box of `img` to img_size x img_size (mirrored when plan.flip) and normalises it
-  /// into `out` as apply() does. The box may be in the pixels of a region or a reduced-scale decode
-  /// (data/image_region.h). Throws hg::Error on a channel mismatch. With `erase_rng` given, random
-  /// erasing is left out and *erase_rng is the generator it would have drawn from (the caller
-  /// erases later with erase(), e.g. after mixing the batch); the result is the same as without.
+  /// Resamples plan.box of `img` to img_size x img_size (mirrored when plan.flip), sets plan.pad's
+  /// pixels to 0, and normalises it into `out` as apply() does. The box may be in the pixels of a
+  /// region or a reduced-scale decode (data/image_region.h). Throws hg::Error on a channel
+  /// mismatch. With `erase_rng` given, random erasing is left out and *erase_rng is the generator
+  /// it would have drawn from (the caller erases later with erase(), e.g. after mixing the batch);
+  /// the result is the same as without.
   void apply_plan(const Image& img, const CropPlan& plan, float* out,
                   Generator* erase_rng = nullptr) const;
   /// Random erasing of one transformed image `out` (img_size^2 * channels floats), drawing from
@@ -102,8 +118,16 @@ class Transform {
 CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<double, 2>& scale,
                                 const std::array<double, 2>& ratio, Generator& rng);
 
-/// The source box of Resize(shorter side = floor(img_size / crop_pct)) then CenterCrop(img_size),
-/// with torchvision's rounding (long side truncated, crop offset rounded half to even).
+/// Resize(shorter side = floor(img_size / crop_pct)) then CenterCrop(img_size), with torchvision's
+/// rounding (long side truncated, crop offset rounded half to even): the source box, and the
+/// padding of a resized side shorter than img_size (crop_pct > 1; the box then starts before the
+/// image and ends after it, so that its pixels inside the padding resample the resized image's).
+struct CenterCrop {
+  CropBox box;
+  CropPadding pad;
+};
+CenterCrop center_crop(int64_t height, int64_t width, int64_t img_size, double crop_pct);
+/// center_crop(...).box.
 CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double crop_pct);
 
 /// Pixels beyond a box of `box_len` source pixels (resampled to `out_len`) that resample may read

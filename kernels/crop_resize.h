@@ -9,7 +9,10 @@
 // f((j + 0.5 - center) / stretch), center = box.x + (ox + 0.5) * box.w / S, stretch = max(box.w /
 // S, 1), f = triangle (bilinear, support 1) or Keys' cubic a = -0.5 (bicubic, support 2), weights
 // renormalised over the pixels inside the image (same in y); nearest takes pixel floor(center).
-// Tap positions and weights in double, sums in float, like the CPU reference; the GPU result equals
+// An output column ox < pad_left or >= S - pad_right, or row oy < pad_top or >= S - pad_bottom (ox
+// before the flip), sums no pixel: out = bias[c], the zero pixel normalised (torchvision's
+// CenterCrop padding of an image smaller than the crop, evaluation with crop_pct > 1). Tap
+// positions and weights in double, sums in float, like the CPU reference; the GPU result equals
 // Transform::apply_plan up to float summation order (tests/gpu/crop_resize_test.cpp: < 1e-4).
 // The CUDA version computes each output row's and column's taps once per batch (a weight table of
 // crop_resize_max_taps entries per row / column), not once per output pixel.
@@ -33,6 +36,8 @@ struct CropResizeItem {
   double box_x = 0, box_y = 0, box_w = 0, box_h = 0;  ///< source box in the stored image's pixels
   int32_t flip = 0;               ///< mirror the output left-right
   int32_t interp = 1;             ///< filter: 0 nearest, 1 bilinear, 2 bicubic (data::Interp's order)
+  /// output pixels on each side left at the zero pixel (data::CropPadding; sides before the flip)
+  int32_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
 };
 
 /// Per-channel affine after resampling: out = pixel * gain[c] + bias[c] (pixel in [0, 255]).

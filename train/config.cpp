@@ -179,8 +179,9 @@ const std::vector<Field>& table() {
       {"decode", &Config::decode, one_of({"cpu", "nvjpeg", "nvjpeg_gpu"}),
        "JPEG decoding: cpu (workers, jpeg_decoder), nvjpeg (GPU hardware, then GPU, then CPU), "
        "nvjpeg_gpu (no hardware); nvjpeg* imply gpu_augment"},
-      {"crop_pct", &Config::crop_pct, left_open(0, 1),
-       "eval: resize the shorter side to img_size / crop_pct, then centre-crop"},
+      {"crop_pct", &Config::crop_pct, above(0),
+       "eval: resize the shorter side to floor(img_size / crop_pct), then centre-crop img_size "
+       "(> 1: padded with the zero pixel, as timm)"},
       // bounds far past any data's, so that a value the f32 normalisation cannot use (1e39: inf;
       // a std of 1e-50: 0) is named here, not met as a non-finite loss
       {"mean", &Config::mean, closed(-1e6, 1e6).len(1, 3),
@@ -732,6 +733,12 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
     fail("color_jitter", location(locs, "color_jitter"),
          str("the hue (4th value) must be in [0, 0.5] (torchvision's bound), got ",
              format_double(c.color_jitter[3])));
+  // crop_pct > 1 resizes the shorter side below img_size (timm pads the crop), to a pixel at least
+  if (std::floor(static_cast<double>(c.img_size) / c.crop_pct) < 1)
+    pair_fail("crop_pct", "img_size",
+              str("crop_pct ", format_double(c.crop_pct), " resizes the shorter side to floor(",
+                  c.img_size, " / ", format_double(c.crop_pct),
+                  ") = 0 pixels; crop_pct must be at most img_size"));
   if (c.scale[0] > c.scale[1])
     fail("scale", location(locs, "scale"),
          str("expected [min, max], got min ", c.scale[0], " > max ", c.scale[1]));

@@ -71,7 +71,11 @@ __global__ void axis_table_kernel(const CropResizeItem* __restrict__ items, int 
   const Axis ax = a == 0 ? axis_taps(it.box_x, it.box_w, it.width, S, o, it.interp)
                          : axis_taps(it.box_y, it.box_h, it.height, S, o, it.interp);
   const int64_t row = (int64_t(n) * 2 + a) * S + o;
-  const int count = min(ax.hi - ax.lo, T);  // crop_resize_max_taps bounds it: min() is a guard only
+  // a padded row or column reads no pixel: its sum stays 0, the zero pixel
+  const bool padded = a == 0 ? (o < it.pad_left || o >= S - it.pad_right)
+                             : (o < it.pad_top || o >= S - it.pad_bottom);
+  // crop_resize_max_taps bounds the count: min() is a guard only
+  const int count = padded ? 0 : min(ax.hi - ax.lo, T);
   taps[row] = make_int2(ax.lo, count);
   for (int k = 0; k < count; ++k) weights[row * T + k] = weight(ax, ax.lo + k);
 }

@@ -410,3 +410,58 @@ TEST(Jpeg, ASegmentHeaderIsReadWithItsFillBytesAndLength) {
   EXPECT_FALSE(at(std::string("\xff\xe1\x00", 3), 0));      // the length cut
   EXPECT_FALSE(at(std::string("\xff\xe1\x00\x01", 4), 0));  // a length below 2
 }
+
+// The evaluation crop with crop_pct > 1 reaches past the image on every side (it is padded): the
+// region decoded for it (the whole image, maybe at reduced scale) gives the whole decode's output.
+TEST(Jpeg, PaddedEvalCropsOfARegionMatchTheFullDecode) {
+  hg::test::TempDir dir;
+  const Image big = photo_like(330, 410, 3, 5);
+  const std::string path = dir / "big.jpg";
+  hg::test::write_bytes(path, to_string(encode_jpeg(big, JpegEncodeOptions{})));
+  // 200 / 1.1: resized 181x224, rows padded, read at 1/1; 90 / 1.25: 72x89, every side padded, a
+  // box of 412 px read at reduced scale
+  for (const auto& [size, crop_pct] :
+       std::vector<std::pair<int64_t, double>>{{200, 1.1}, {90, 1.25}}) {
+    SCOPED_TRACE(testing::Message() << "img_size " << size << " crop_pct " << crop_pct);
+    TransformOptions to;
+    to.img_size = size;
+    to.crop_pct = crop_pct;
+    const Transform t(to);
+    const int64_t n = t.output_numel();
+    CropPlan plan;
+    const CropChooser choose = [&](int64_t h, int64_t w) {
+      hg::Generator g(0);
+      plan = t.plan(h, w, g);
+      return CropRequest{plan.box, size, size};
+    };
+    const ImageRegion full = read_image_region(path, 3, choose, JpegDecoder::turbo_full);
+    const CropPlan full_plan = plan;
+    const ImageRegion part = read_image_region(path, 3, choose, JpegDecoder::turbo);
+    const bool reduced = size == 90;
+    EXPECT_EQ(part.info.scale > 1, reduced) << part.info.scale;
+    CropPlan part_plan = plan;
+    part_plan.box = part.box;
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    t.apply_plan(full.image, full_plan, a.data());
+    t.apply_plan(part.image, part_plan, b.data());
+    double mad = 0, worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(std::isfinite(b[size_t(i)])) << i;
+      const double d = std::abs(a[size_t(i)] - b[size_t(i)]) * 0.226 * 255;  // back to 8-bit levels
+      mad += d;
+      worst = std::max(worst, d);
+    }
+    mad /= static_cast<double>(n);
+    if (!reduced) {
+      EXPECT_LT(worst, 1e-3);
+    } else {  // RegionCropsMatchFullDecodeCrops's DCT-scaling tolerance
+      EXPECT_LT(mad, 2.5);
+      EXPECT_LT(worst, 16.0);
+    }
+    // the first row is padding: the zero pixel normalised, in both
+    for (int64_t c = 0; c < 3; ++c) {
+      EXPECT_EQ(a[size_t(c)], static_cast<float>(-to.mean[size_t(c)] / to.std[size_t(c)]));
+      EXPECT_EQ(b[size_t(c)], a[size_t(c)]);
+    }
+  }
+}

@@ -76,9 +76,12 @@ TEST(NvjpegStage, StoredRegionsResampleLikeTheWholeImage) {
     for (const auto& [h, w] : std::vector<std::pair<int64_t, int64_t>>{
              {375, 500}, {500, 375}, {333, 457}, {300, 300}, {41, 23}, {9, 13}}) {
       const Image img = random_image(h, w, C, uint64_t(h * 1000 + w));
-      for (bool train : {false, true}) {
+      // eval at crop_pct 1.3 too: a box past the image on every side (the crop is padded)
+      for (const auto& [train, crop_pct] :
+           std::vector<std::pair<bool, double>>{{false, 0.875}, {false, 1.3}, {true, 0.875}}) {
         TransformOptions o;
         o.train = train;
+        o.crop_pct = crop_pct;
         o.img_size =
             train ? 32 : 224;  // eval at the model's size: fractional boxes, up- and downscaling
         o.interpolation = train ? "random" : "bicubic";  // eval: one filter (timm: bicubic)
@@ -91,9 +94,10 @@ TEST(NvjpegStage, StoredRegionsResampleLikeTheWholeImage) {
           for (NvjpegBackend b :
                {NvjpegBackend::hardware, NvjpegBackend::gpu, NvjpegBackend::cpu}) {
             SCOPED_TRACE(testing::Message()
-                         << h << "x" << w << "x" << C << (train ? " train" : " eval") << " seed "
-                         << seed << " " << nvjpeg_backend_name(b) << " box (" << plan.box.x << ", "
-                         << plan.box.y << ", " << plan.box.w << ", " << plan.box.h << ")");
+                         << h << "x" << w << "x" << C << (train ? " train" : " eval")
+                         << " crop_pct " << crop_pct << " seed " << seed << " "
+                         << nvjpeg_backend_name(b) << " box (" << plan.box.x << ", " << plan.box.y
+                         << ", " << plan.box.w << ", " << plan.box.h << ")");
             expect_same_output(t, img, plan, b);
           }
         }

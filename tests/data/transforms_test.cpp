@@ -149,9 +149,85 @@ TEST(Transforms, RandomResizedCropBox) {
   }
 }
 
+// timm's evaluation with crop_pct > 1: Resize(shorter side -> floor(img_size / crop_pct)) makes the
+// image smaller than the crop, and torchvision's CenterCrop pads it with 0 ((side - n) // 2 before,
+// the rest after): the border is the zero pixel normalised, -mean / std, and the inside is the
+// resized image (cropped along a side that stays longer than img_size).
+TEST(Transforms, EvalCropPctAboveOnePadsWithTheNormalisedZeroPixel) {
+  struct Case {
+    int64_t h, w, S;
+    double crop_pct;
+    const char* interp;
+    int64_t rh, rw;          // resized size
+    int64_t top, left;       // padding before, of a side resized below S
+    int64_t crop_y, crop_x;  // crop offset in a side resized to S or more
+  };
+  // 20x33 at 15 / 1.5: resized 10x16 (16.5 truncated); rows padded 2 above and 3 below, the width
+  // cropped from round(0.5) = 0 (half to even). At 16 / 2: resized 8x13, padded 4 / 4 rows and
+  // 1 / 2 columns. 46x18 at 12 / 1.25: resized 23x9 (floor(9.6) = 9), 1 / 2 columns padded, the
+  // height cropped from round(5.5) = 6.
+  for (const Case& k : {Case{20, 33, 15, 1.5, "bilinear", 10, 16, 2, 0, 0, 0},
+                        Case{20, 33, 16, 2.0, "bicubic", 8, 13, 4, 1, 0, 0},
+                        Case{46, 18, 12, 1.25, "bicubic", 23, 9, 0, 1, 6, 0}}) {
+    SCOPED_TRACE(testing::Message()
+                 << k.h << "x" << k.w << " img_size " << k.S << " crop_pct " << k.crop_pct);
+    const Image img = hg::test::random_image(k.h, k.w, 3, uint64_t(k.h * 100 + k.w));
+    TransformOptions o;
+    o.img_size = k.S;
+    o.crop_pct = k.crop_pct;
+    o.interpolation = k.interp;
+    const Transform t(o);
+    ASSERT_EQ(t.output_numel(), k.S * k.S * 3);
+    std::vector<float> out(size_t(t.output_numel()), NAN);  // poisoned
+    hg::Generator gen(1);
+    t.apply(img, gen, out.data());
+    // The reference: the whole image resized to rh x rw (torchvision's Resize), then placed.
+    std::vector<float> resized(size_t(k.rh * k.rw * 3));
+    hg::data::resample(img, {0, 0, double(k.w), double(k.h)}, k.rh, k.rw, false,
+                       hg::data::parse_interp(k.interp), resized.data());
+    int64_t inside = 0, border = 0;
+    for (int64_t y = 0; y < k.S; ++y)
+      for (int64_t x = 0; x < k.S; ++x)
+        for (int64_t ch = 0; ch < 3; ++ch) {
+          const float got = out[size_t((y * k.S + x) * 3 + ch)];
+          const int64_t ry = k.rh < k.S ? y - k.top : y + k.crop_y;
+          const int64_t rx = k.rw < k.S ? x - k.left : x + k.crop_x;
+          if (ry < 0 || ry >= k.rh || rx < 0 || rx >= k.rw) {
+            ASSERT_EQ(got, static_cast<float>(-o.mean[size_t(ch)] / o.std[size_t(ch)]))
+                << y << "," << x << "," << ch;
+            ++border;
+          } else {
+            const double want =
+                (resized[size_t((ry * k.rw + rx) * 3 + ch)] / 255.0 - o.mean[size_t(ch)]) /
+                o.std[size_t(ch)];
+            ASSERT_NEAR(got, want, 1e-5) << y << "," << x << "," << ch;
+            ++inside;
+          }
+        }
+    EXPECT_EQ(inside, std::min(k.rh, k.S) * std::min(k.rw, k.S) * 3);
+    EXPECT_GT(border, 0);
+  }
+}
+
+TEST(Transforms, CropPctMustBePositiveAndLeaveAPixel) {
+  for (double bad : {0.0, -0.5, 9.0}) {  // 9: floor(8 / 9) = 0 pixels
+    TransformOptions o = gray_options(8, false);
+    o.crop_pct = bad;
+    try {
+      Transform t(o);
+      ADD_FAILURE() << "crop_pct " << bad << " was taken";
+    } catch (const hg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("crop_pct"), std::string::npos) << e.what();
+    }
+  }
+  TransformOptions o = gray_options(8, false);
+  o.crop_pct = 8.0;  // floor(8 / 8) = 1 pixel: the image's mean colour amid the zero pixel
+  EXPECT_NO_THROW(Transform{o});
+}
+
 TEST(Transforms, BadInputsThrow) {
   TransformOptions o = gray_options(8, false);
-  o.crop_pct = 1.5;
+  o.crop_pct = 0.0;
   EXPECT_THROW(Transform{o}, hg::Error);
   o = gray_options(8, false);
   o.std = {0.0};

@@ -1,10 +1,13 @@
 // The GPU transform (data/gpu_augment.h, kernels/cuda/crop_resize.cu) against the CPU transform
 // (Transform::apply_plan): random images of 1 and 3 channels, train plans (random-resized crops,
-// flips) and eval plans (fractional center-crop boxes), up- and downscaling, regions decoded from a
-// JPEG at reduced scale; f32 within 1e-4, bf16 within its rounding.
+// flips) and eval plans (fractional center-crop boxes; crop_pct > 1: padded with the zero pixel),
+// up- and downscaling, regions decoded from a JPEG at reduced scale; f32 within 1e-4, bf16 within
+// its rounding.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "core/random.h"
 #include "data/gpu_augment.h"
@@ -50,9 +53,11 @@ double max_error(const std::vector<Image>& imgs, const std::vector<CropPlan>& pl
 TEST(GpuCropResize, MatchesCpuTransform) {
   HG_REQUIRE_GPU();
   for (int64_t C : {3, 1}) {
-    for (bool train : {true, false}) {
+    for (const auto& [train, crop_pct] :
+         std::vector<std::pair<bool, double>>{{true, 0.875}, {false, 0.875}, {false, 1.3}}) {
       TransformOptions o;
       o.train = train;
+      o.crop_pct = crop_pct;
       o.img_size = train ? 56 : 48;
       o.mean.resize(size_t(C), 0.45);
       o.std.resize(size_t(C), 0.23);
@@ -66,7 +71,8 @@ TEST(GpuCropResize, MatchesCpuTransform) {
         imgs.push_back(random_image(h, w, C, 7 * i + C));
         plans.push_back(t.plan(h, w, g));
       }
-      SCOPED_TRACE(testing::Message() << "C " << C << (train ? " train" : " eval"));
+      SCOPED_TRACE(testing::Message()
+                   << "C " << C << (train ? " train" : " eval") << " crop_pct " << crop_pct);
       EXPECT_LT(max_error(imgs, plans, t, DType::f32), 1e-4);
       // bf16 keeps 8 significant bits: |v| <= ~2.7 here, so an error under 2^-8 * 2.7 ~ 0.011.
       EXPECT_LT(max_error(imgs, plans, t, DType::bf16), 0.0125);
@@ -112,8 +118,9 @@ TEST(GpuCropResize, RegionsDecodedFromJpegAtReducedScale) {
 }
 
 // resample_on_gpu into a poisoned, guarded output (tests/gpu/gpu_util.h): every filter (bilinear,
-// bicubic, nearest), 1 and 3 channels, several output sides, f32 and bf16; every element written, none
-// past the end, and equal to the CPU transform (f32 within 1e-4, bf16 within its rounding).
+// bicubic, nearest), 1 and 3 channels, several output sides, f32 and bf16, padded eval crops
+// (crop_pct > 1, flipped too) among the random ones; every element written, none past the end, and
+// equal to the CPU transform (f32 within 1e-4, bf16 within its rounding).
 TEST(GpuCropResize, PoisonedOutputEveryFilterAndDtype) {
   HG_REQUIRE_GPU();
   for (int64_t C : {3, 1})
@@ -126,6 +133,11 @@ TEST(GpuCropResize, PoisonedOutputEveryFilterAndDtype) {
         o.mean.assign(size_t(C), 0.5);
         o.std.assign(size_t(C), 0.25);
         const Transform t(o);
+        TransformOptions padded = o;  // eval at crop_pct 1.4: every side of a square image padded
+        padded.train = false;
+        padded.interpolation = "bilinear";
+        padded.crop_pct = S > 1 ? 1.4 : 1.0;  // at S = 1, floor(1 / 1.4) would be no pixel
+        const Transform te(padded);
         std::vector<Image> imgs;
         std::vector<CropPlan> plans;
         std::vector<kernels::CropResizeItem> items;
@@ -134,7 +146,8 @@ TEST(GpuCropResize, PoisonedOutputEveryFilterAndDtype) {
         for (int i = 0; i < 9; ++i) {
           const int64_t h = 3 + g.randint(300), w = 3 + g.randint(300);
           imgs.push_back(random_image(h, w, C, uint64_t(100 * S + i)));
-          CropPlan p = t.plan(h, w, g);
+          CropPlan p = S > 1 && i % 2 == 1 ? te.plan(h, w, g) : t.plan(h, w, g);
+          if (i % 4 == 3) p.flip = true;  // a padded crop mirrored: its left and right padding swap
           p.interp = static_cast<Interp>(i % 3);  // nearest, bilinear, bicubic in turn
           plans.push_back(p);
           items.push_back(crop_item(p, h, w, static_cast<int64_t>(packed.size())));
@@ -174,6 +187,10 @@ TEST(GpuCropResize, RejectsItemsOutsideTheirPixels) {
   EXPECT_THROW(resample_on_gpu(pixels, {it}, t, out), Error);
   it = crop_item(p, 10, 10, 0);
   it.interp = 7;
+  EXPECT_THROW(resample_on_gpu(pixels, {it}, t, out), Error);
+  it = crop_item(p, 10, 10, 0);
+  it.pad_left = 5;
+  it.pad_right = 4;  // 9 columns of padding on an output of 8
   EXPECT_THROW(resample_on_gpu(pixels, {it}, t, out), Error);
   Tensor wrong = Tensor::empty({1, 8, 8, 1}, DType::f32, Device::cuda);
   EXPECT_THROW(resample_on_gpu(pixels, {crop_item(p, 10, 10, 0)}, t, wrong), Error);

@@ -207,6 +207,20 @@ TEST_F(ConfigTest, OutOfRangeNamesKeyFileAndLine) {
   expect_contains(load_error("\nlr: .nan\n"), {"'lr'", "line 2"});
 }
 
+// crop_pct > 1 was refused ("in (0, 1]"); timm's evaluation takes it (the crop is padded,
+// data/transforms.h). It stays above 0, and small enough to leave the resized side a pixel.
+TEST_F(ConfigTest, CropPctAboveOneIsTakenAsTimmDoes) {
+  ASSERT_EQ(load_error("crop_pct: 1.15\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_).crop_pct, 1.15);
+  Config o;
+  hg::train::apply_overrides(o, {"--crop-pct", "2"});
+  EXPECT_EQ(o.crop_pct, 2.0);
+  expect_contains(load_error("crop_pct: 0\n"), {"'crop_pct'", path_, "line 1", "> 0"});
+  expect_contains(load_error("\ncrop_pct: -1\n"), {"'crop_pct'", "line 2", "> 0"});
+  expect_contains(load_error("img_size: 28\ncrop_pct: 29\n"),
+                  {"'crop_pct'", "line 2", "'img_size'", "floor(28 / 29) = 0 pixels"});
+}
+
 // One mean / std value for an RGB model was refused ("mean has 1 values, in_chans is 3"); timm's
 // resolve_data_config repeats it for every channel, in a config file and on the command line.
 TEST_F(ConfigTest, OneMeanOrStdValueStandsForEveryChannel) {
