@@ -1,4 +1,5 @@
-// `haargrad train CONFIG.yaml [--key value ...]`: the main job (see train/trainer.h).
+// `haargrad train CONFIG.yaml [--key value ...]`, or `haargrad train --resume CHECKPOINT [...]`
+// with the config of the checkpoint's run: the main job (see train/trainer.h).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -39,13 +40,63 @@ void append_line(const std::string& path, const std::string& line) {
   }
 }
 
+// The value of the last `--resume X` / `--resume=X` among the overrides ("" when none).
+std::string resume_override(const std::vector<std::string>& overrides) {
+  std::string resume;
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    if (overrides[i] == "--resume" && i + 1 < overrides.size())
+      resume = overrides[i + 1];
+    else if (overrides[i].rfind("--resume=", 0) == 0)
+      resume = overrides[i].substr(9);
+  }
+  return resume;
+}
+
+// `train --resume CKPT` without a config: the run's own config, the args.yaml of CKPT's folder (as
+// a timm user expects the recorded run to go on). Throws a usage error without --resume CKPT, and
+// an error naming the missing file and the command with a config when that folder has no args.yaml.
+std::string resumed_run_config(const std::vector<std::string>& overrides) {
+  namespace fs = std::filesystem;
+  const std::string resume = train::expand_home(resume_override(overrides));
+  if (resume.empty())
+    throw CLI::RequiredError(
+        "config is required: `haargrad train CONFIG.yaml [--key value ...]`, or `haargrad train "
+        "--resume CHECKPOINT` to go on with the config of the checkpoint's run (its args.yaml)",
+        CLI::ExitCodes::RequiredError);
+  if (resume == "auto")
+    throw CLI::RequiredError(
+        "config is required with --resume auto, which picks among the runs of the config's "
+        "output and experiment: `haargrad train CONFIG.yaml --resume auto` (or `haargrad train "
+        "--resume CHECKPOINT`: the config of that checkpoint's run)",
+        CLI::ExitCodes::RequiredError);
+  std::error_code ec;
+  // a run folder given as the checkpoint: its own args.yaml (the trainer then names its
+  // checkpoints)
+  const fs::path folder =
+      fs::is_directory(resume, ec) ? fs::path(resume) : fs::path(resume).parent_path();
+  const fs::path args = folder / "args.yaml";
+  HG_CHECK(fs::exists(resume, ec), "resume: checkpoint ", resume, " does not exist");
+  HG_CHECK(fs::is_regular_file(args, ec), "resume: no config given, and ", args.string(),
+           " (the config of the checkpoint's run) does not exist: give the run's config, `haargrad "
+           "train CONFIG.yaml --resume ",
+           resume, "`");
+  return args.string();
+}
+
 void run_train(TrainArgs& a) {
+  std::string config_note;
+  if (a.config.empty()) {
+    a.config = resumed_run_config(a.overrides);
+    config_note = str("config: ", a.config, " (no config given: the resumed run's own)");
+    if (dist::is_main()) spdlog::info("{}", config_note);
+  }
   train::Config cfg = train::load_config(a.config);
   train::apply_overrides(cfg, a.overrides, a.config);
   set_cpu_threads(static_cast<int>(cfg.threads));
   train::TrainOptions opts;
   opts.stop_after_epoch = a.stop_after_epoch;
   opts.plain_output = a.plain;
+  opts.config_note = config_note;
   const auto t0 = std::chrono::steady_clock::now();
   train::TrainResult r = train::train(cfg, opts);
   if (r.stop_signal != 0) exit_status() = 128 + r.stop_signal;  // 130 (Ctrl-C) or 143 (SIGTERM)
@@ -73,12 +124,16 @@ void run_train(TrainArgs& a) {
 
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* cmd = root.add_subcommand("train", "Train a model from a YAML config; any config key can be overridden as "
-                                                "--key value (e.g. --epochs 3 --device cpu --threads 2)");
-  cmd->add_option("config", a->config,
-                  "YAML config, e.g. configs/fashion_mnist.yaml or a run's args.yaml (also as -c / "
-                  "--config CONFIG, timm's spelling)")
-      ->required();
+  CLI::App* cmd = root.add_subcommand(
+      "train",
+      "haargrad train CONFIG.yaml [--key value ...]  or  haargrad train --resume CHECKPOINT "
+      "[--key value ...]\n"
+      "Train a model from a YAML config: e.g. configs/fashion_mnist.yaml or a run's args.yaml "
+      "(also as -c / --config CONFIG,\n"
+      "timm's spelling); any config key can be overridden as --key value (e.g. --epochs 3 --device "
+      "cpu --threads 2).\n"
+      "Without a config, --resume CHECKPOINT goes on with the config of the checkpoint's run (the "
+      "args.yaml beside it).");
   cmd->add_option("--stop-after-epoch", a->stop_after_epoch,
                   "stop (with checkpoints) after epoch N of the run, counted from its start also "
                   "on a resume (-1: run them all); resume later with --resume")
@@ -103,7 +158,11 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
     // Then at once: a stop signal during start-up (config, MPI) must end the run cleanly, not kill
     // it (train/stop_signal.h; train() asks for one before it claims a folder and before step 1).
     train::StopSignalGuard stop_signals;
-    a->overrides = cmd->remaining();
+    // CONFIG is the first argument left over, when it is no option: a CLI11 positional would take
+    // CHECKPOINT of `train --resume CHECKPOINT` (no config) for the config
+    const ConfigArgs ca = split_config_args(cmd->remaining());
+    a->config = ca.config;
+    a->overrides = ca.overrides;
     // mpirun -np N: one process per GPU (dist/process_group.h); a plain process stays rank 0 of 1
     dist::init();
     // MPI's word on the rank (the same as the launcher's, or the launcher named none)

@@ -1178,8 +1178,8 @@ Config load_config(const std::string& path, ImgSizeCheck img_size) {
            "' is a file of weights (an export or a timm state_dict), not a YAML config: start a "
            "run from them with `haargrad train CONFIG.yaml --initial-checkpoint ",
            path, "`");
-  // its run's args.yaml by name when it is beside it (`train --resume CKPT` without a config
-  // lands here too: CLI11 takes CKPT for the config)
+  // its run's args.yaml by name when it is beside it (`train CKPT`; `train --resume CKPT` without a
+  // config reads that args.yaml itself, app/train.cpp)
   const std::filesystem::path args = std::filesystem::path(path).parent_path() / "args.yaml";
   const bool args_beside = std::filesystem::is_regular_file(args, ec);
   HG_CHECK(ext != ".safetensors", "config: '", path,

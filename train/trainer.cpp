@@ -295,6 +295,8 @@ void open_run_folder(Session& s) {
                                         s.opts.plain_output || dist::launched_by_mpirun());
   if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
   spdlog::info("run folder {}", run_dir.string());
+  if (!s.opts.config_note.empty())
+    s.console->log_file_only(spdlog::level::info, s.opts.config_note);
   if (dist::size() > 1)  // log.txt points to where the other ranks' errors go
     s.console->log_file_only(spdlog::level::info,
                              "data parallel: this log is rank 0's; a rank R > 0 that fails "

@@ -27,6 +27,9 @@ std::string cuda_unavailable_reason();
 struct TrainOptions {
   int64_t stop_after_epoch = -1;  ///< stop (checkpointed) after this many epochs; -1 = run all
   bool plain_output = false;      ///< force log lines instead of a progress bar
+  /// A line on the config's source for the run's log.txt (the command said it on the console
+  /// already), e.g. which args.yaml a `train --resume CKPT` without a config read; "" = none.
+  std::string config_note;
   /// Fault injection (tests): called after every training step with the epoch (0-based), the steps
   /// done in it (1-based) and the model; returning true stops the run as Ctrl-C does (a recovery
   /// checkpoint is written). Empty = none.

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -249,6 +250,68 @@ TEST_F(CliTest, TrainTakesTimmsConfigOption) {
   EXPECT_EQ(no_value.exit_code, 2);
   EXPECT_NE(no_value.output.find("-c needs a value"), std::string::npos) << no_value.output;
   EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
+// `train --resume CKPT` without a config was refused ("is a checkpoint, not a YAML config: resume
+// it with `haargrad train RUN/args.yaml --resume CKPT`"); a timm user expects the run's recorded
+// config. It reads the args.yaml of the checkpoint's folder, says which (console and log.txt), and
+// goes on as the command with it does, overrides included. Without that args.yaml the message names
+// the file and the command with a config; --resume auto (which searches a config's output) and no
+// --resume at all still ask for a config.
+TEST_F(CliTest, TrainResumeWithoutAConfigReadsTheRunsArgsYaml) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const ProgramRun first =
+      run_program("train " + smoke + " --device cpu --threads 1 --stop-after-epoch 1 --output " +
+                  file("out") + " --experiment e --plain");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string run = file("out/e"), ck = run + "/last.safetensors", args = run + "/args.yaml";
+  auto summary_rows = [&] {
+    std::ifstream in(run + "/summary.csv");
+    int n = -1;  // the header
+    for (std::string line; std::getline(in, line);) n += !line.empty();
+    return n;
+  };
+  ASSERT_EQ(summary_rows(), 1);
+  const std::string used = "config: " + args + " (no config given: the resumed run's own)";
+  const ProgramRun resumed = run_program("train --resume " + ck + " --plain");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find(used), std::string::npos) << resumed.output;
+  EXPECT_EQ(summary_rows(), 2);  // the run's second epoch, in its own folder
+  EXPECT_FALSE(std::filesystem::exists(file("out/e-2")));
+  std::ifstream log_in(run + "/log.txt");
+  const std::string log((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find(used), std::string::npos) << log;
+  // timm's --resume=CKPT, with an override: one more epoch
+  const ProgramRun more = run_program("train --resume=" + ck + " --epochs 3 --plain");
+  ASSERT_EQ(more.exit_code, 0) << more.output;
+  EXPECT_NE(more.output.find("epochs 2 -> 3"), std::string::npos) << more.output;
+  EXPECT_EQ(summary_rows(), 3);
+  // a config given is still checked against the run's record: another seed is refused
+  const ProgramRun other =
+      run_program("train " + args + " --resume " + ck + " --seed 5 --epochs 4");
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_NE(other.output.find("seed"), std::string::npos) << other.output;
+  EXPECT_EQ(summary_rows(), 3);
+  // no args.yaml beside the checkpoint: named, with the command that gives a config
+  std::filesystem::rename(args, run + "/args.yaml.bak");
+  const ProgramRun missing = run_program("train --resume " + ck + " --epochs 4");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find(args + " (the config of the checkpoint's run) does not exist"),
+            std::string::npos)
+      << missing.output;
+  EXPECT_NE(missing.output.find("`haargrad train CONFIG.yaml --resume " + ck + "`"),
+            std::string::npos)
+      << missing.output;
+  EXPECT_EQ(summary_rows(), 3);
+  const ProgramRun gone = run_program("train --resume " + file("nothing.safetensors"));
+  EXPECT_EQ(gone.exit_code, 1) << gone.output;
+  EXPECT_NE(gone.output.find("checkpoint " + file("nothing.safetensors") + " does not exist"),
+            std::string::npos)
+      << gone.output;
+  const ProgramRun autopick = run_program("train --resume auto --output " + file("out"));
+  EXPECT_EQ(autopick.exit_code, 2) << autopick.output;
+  EXPECT_NE(autopick.output.find("config is required with --resume auto"), std::string::npos)
+      << autopick.output;
 }
 
 // A folder given as the config, or a stop position that means nothing, is named before any run

@@ -396,8 +396,8 @@ TEST_F(ConfigTest, ACheckpointOrTwoDocumentsAreNoConfig) {
     EXPECT_NE(std::string(e.what()).find("is a checkpoint, not a YAML config"), std::string::npos)
         << e.what();
   }
-  // with its run's args.yaml beside it (`train --resume CKPT`, no config, lands here too), the
-  // command names that file; it said "RUN/args.yaml" whether or not the file was there
+  // with its run's args.yaml beside it, the command names that file; it said "RUN/args.yaml"
+  // whether or not the file was there
   write("args.yaml", "epochs: 1\n");
   try {
     hg::train::load_config(ck);
