@@ -1182,10 +1182,11 @@ Config load_config(const std::string& path, ImgSizeCheck img_size) {
   // config reads that args.yaml itself, app/train.cpp)
   const std::filesystem::path args = std::filesystem::path(path).parent_path() / "args.yaml";
   const bool args_beside = std::filesystem::is_regular_file(args, ec);
-  HG_CHECK(ext != ".safetensors", "config: '", path,
-           "' is a checkpoint, not a YAML config: resume ", "it with `haargrad train ",
-           args_beside ? args.string() : std::string("RUN/args.yaml"), " --resume ", path, "`",
-           args_beside ? "" : " (args.yaml is in its run folder)");
+  HG_CHECK(ext != ".safetensors", "config: '", path, "' is a checkpoint, not a YAML config: ",
+           args_beside ? str("resume it with `haargrad train --resume ", path,
+                             "` (its run's config, ", args.string(), ")")
+                       : str("resume it with `haargrad train RUN/args.yaml --resume ", path,
+                             "` (args.yaml is in its run folder)"));
   std::ifstream in(path, std::ios::binary);
   const int err = errno;
   HG_CHECK(in.good(), "config: cannot open file '", path, "': ", unreadable_reason(path, err),

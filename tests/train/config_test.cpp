@@ -396,16 +396,16 @@ TEST_F(ConfigTest, ACheckpointOrTwoDocumentsAreNoConfig) {
     EXPECT_NE(std::string(e.what()).find("is a checkpoint, not a YAML config"), std::string::npos)
         << e.what();
   }
-  // with its run's args.yaml beside it, the command names that file; it said "RUN/args.yaml"
-  // whether or not the file was there
+  // with its run's args.yaml beside it, the command is `train --resume CKPT` (which reads that
+  // file) and names it; it said "RUN/args.yaml" whether or not the file was there
   write("args.yaml", "epochs: 1\n");
   try {
     hg::train::load_config(ck);
     ADD_FAILURE() << "expected an error";
   } catch (const hg::Error& e) {
     const std::string args = (std::filesystem::path(ck).parent_path() / "args.yaml").string();
-    EXPECT_NE(std::string(e.what()).find("resume it with `haargrad train " + args + " --resume " +
-                                         ck + "`"),
+    EXPECT_NE(std::string(e.what()).find("resume it with `haargrad train --resume " + ck +
+                                         "` (its run's config, " + args + ")"),
               std::string::npos)
         << e.what();
   }
