@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Thirty-eighth session, the last call: the submitted tree's GPU tests (with the padded
-# GpuCropResize cases of crop_pct > 1), dev/s38b.sh's A/B in short (the cluster reduction with
+# GpuCropResize cases of crop_pct > 1), dev/s38a.sh's A/B in short (the cluster reduction with
 # clusters of two, hg_c2, against the tree, bench-layer bf16 twice), the final figures beside timm
 # (final_call), the configs' own step, then the instruction mix of bench-layer bf16 at C = 96.
 # Pack: hg_c2 = a build of dev/s38/plane-backward-clusters.patch with kMaxPlaneCluster = 2 in
