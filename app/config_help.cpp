@@ -2,6 +2,8 @@
 #include "app/config_help.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 
 #include "core/error.h"
 #include "train/config.h"
@@ -33,15 +35,36 @@ std::string config_keys_pointer() {
          "and default.";
 }
 
+namespace {
+
+/// Whether `arg` names a YAML file: *.yaml or *.yml, in any case.
+bool yaml_name(const std::string& arg) {
+  std::string ext = std::filesystem::path(arg).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return ext == ".yaml" || ext == ".yml";
+}
+
+}  // namespace
+
 ConfigArgs split_config_args(const std::vector<std::string>& remaining) {
   ConfigArgs out;
-  size_t first = 0;
-  // an option is no config file: "--key", or timm's short "-b"
+  // CONFIG: the first argument when it is no option ("--key", or timm's short "-b"); after
+  // options (argparse, and so timm's train.py, takes them in any order: `train --epochs 1
+  // x.yaml`), the first argument named *.yaml / *.yml
+  size_t at = remaining.size();
   if (!remaining.empty() && !remaining[0].empty() && remaining[0][0] != '-') {
-    out.config = remaining[0];
-    first = 1;
+    at = 0;
+  } else {
+    for (size_t i = 1; i < remaining.size() && at == remaining.size(); ++i)
+      if (remaining[i][0] != '-' && yaml_name(remaining[i])) at = i;
   }
-  out.overrides.assign(remaining.begin() + static_cast<std::ptrdiff_t>(first), remaining.end());
+  for (size_t i = 0; i < remaining.size(); ++i) {
+    if (i == at)
+      out.config = remaining[i];
+    else
+      out.overrides.push_back(remaining[i]);
+  }
   return out;
 }
 

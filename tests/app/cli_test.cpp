@@ -314,6 +314,16 @@ TEST_F(CliTest, TrainResumeWithoutAConfigReadsTheRunsArgsYaml) {
       << autopick.output;
 }
 
+// Overrides before the config (`train --epochs 1 x.yaml`, as timm's argparse takes options in any
+// order) said "config is required": the config is the first argument named *.yaml after options.
+TEST_F(CliTest, OverridesMayComeBeforeTheConfig) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const ProgramRun r = run_program("train --device cpu --threads 1 --epochs 1 " + smoke +
+                                   " --output " + file("out") + " --experiment e --plain");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(file("out/e/last.safetensors"))) << r.output;
+}
+
 // A folder given as the config, or a stop position that means nothing, is named before any run
 // folder is claimed.
 TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
