@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -13,7 +14,9 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "dist/process_group.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/run_folder.h"
 #include "train/stop_signal.h"
 #include "train/trainer.h"
 
@@ -80,6 +83,18 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
            " (the config of the checkpoint's run) does not exist: give the run's config, `haargrad "
            "train CONFIG.yaml --resume ",
            resume, "`");
+  // a checkpoint copied into another run's folder: that args.yaml is the other run's config (its
+  // schedule, output, experiment would be taken silently), not the checkpoint's run's
+  if (!fs::is_directory(resume, ec)) {
+    const std::optional<train::TrainState> state = train::read_train_state(resume);
+    const std::string folder_run = train::run_marker_id(folder);
+    HG_CHECK(
+        !state || state->run.empty() || folder_run.empty() || state->run == folder_run,
+        "resume: no config given, and ", args.string(), " is the config of another run: ", resume,
+        " was written by run ", state ? state->run : std::string(), ", ",
+        (folder / train::kRunMarker).string(), " names run ", folder_run,
+        ": give the checkpoint's run's config, `haargrad train CONFIG.yaml --resume ", resume, "`");
+  }
   return args.string();
 }
 

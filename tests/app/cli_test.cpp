@@ -324,6 +324,35 @@ TEST_F(CliTest, OverridesMayComeBeforeTheConfig) {
   EXPECT_TRUE(std::filesystem::exists(file("out/e/last.safetensors"))) << r.output;
 }
 
+// `train --resume CKPT` without a config takes the args.yaml beside CKPT as the run's own; a
+// checkpoint copied into another run's folder (its run.json names another run) would go on with
+// that other run's config (here its lr, experiment and output, keys a resume may change) while the
+// log said "the resumed run's own". Refused, naming the checkpoint, args.yaml and run.json, before
+// any run folder is claimed.
+TEST_F(CliTest, TrainResumeWithoutAConfigRefusesAnotherRunsArgsYaml) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const std::string common = " --device cpu --threads 1 --epochs 1 --plain --output " + file("out");
+  const ProgramRun a = run_program("train " + smoke + common + " --experiment a");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const ProgramRun b = run_program("train " + smoke + common + " --experiment b --lr 0.002");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const std::string copy = file("out/b/from_a.safetensors");
+  std::filesystem::copy_file(file("out/a/last.safetensors"), copy);
+  const ProgramRun resumed = run_program("train --resume " + copy + " --epochs 2 --plain");
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.output;
+  EXPECT_NE(resumed.output.find(file("out/b/args.yaml")), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find(file("out/b/run.json")), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("another run"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("`haargrad train CONFIG.yaml --resume " + copy + "`"),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_FALSE(std::filesystem::exists(file("out/b-2")));
+  // the run's own checkpoint beside that args.yaml still goes on with it
+  const ProgramRun own =
+      run_program("train --resume " + file("out/b/last.safetensors") + " --epochs 2 --plain");
+  EXPECT_EQ(own.exit_code, 0) << own.output;
+}
+
 // A folder given as the config, or a stop position that means nothing, is named before any run
 // folder is claimed.
 TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
