@@ -322,7 +322,12 @@ void pad_with_zero(const CropPadding& pad, int64_t S, int64_t C, bool flip, floa
 }  // namespace
 
 CenterCrop center_crop(int64_t height, int64_t width, int64_t img_size, double crop_pct) {
-  const int64_t short_side = static_cast<int64_t>(std::floor(static_cast<double>(img_size) / crop_pct));
+  const double resized = std::floor(static_cast<double>(img_size) / crop_pct);
+  // at most 2^30: the resized sides (the longer one scaled by the aspect) stay far inside int64
+  HG_CHECK(resized >= 1 && resized <= kMaxResizedSide, "center_crop: crop_pct ", crop_pct,
+           " resizes the shorter side to floor(", img_size, " / ", crop_pct, ") = ", resized,
+           " pixels, outside [1, 2^30]");
+  const auto short_side = static_cast<int64_t>(resized);
   // Resized size: shorter side = short_side, longer side truncated as torchvision does.
   int64_t rh, rw;
   if (height <= width) {
@@ -352,6 +357,10 @@ Transform::Transform(TransformOptions opts) : opts_(std::move(opts)), random_era
            "Transform: crop_pct ", opts_.crop_pct, " resizes the shorter side to floor(",
            opts_.img_size, " / ", opts_.crop_pct, ") = 0 pixels; it must be at most img_size (",
            opts_.img_size, ")");
+  HG_CHECK(std::floor(static_cast<double>(opts_.img_size) / opts_.crop_pct) <= kMaxResizedSide,
+           "Transform: crop_pct ", opts_.crop_pct, " resizes the shorter side to floor(",
+           opts_.img_size, " / ", opts_.crop_pct, ") pixels, more than 2^30; it must be at least ",
+           opts_.img_size, " / 2^30");
   HG_CHECK(opts_.scale[0] > 0 && opts_.scale[0] <= opts_.scale[1] && opts_.scale[1] <= 1,
            "Transform: scale must be 0 < min <= max <= 1, got [", opts_.scale[0], ", ", opts_.scale[1], "]");
   HG_CHECK(opts_.ratio[0] > 0 && opts_.ratio[0] <= opts_.ratio[1], "Transform: ratio must be 0 < min <= max, got [",

@@ -122,10 +122,14 @@ CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<
 /// rounding (long side truncated, crop offset rounded half to even): the source box, and the
 /// padding of a resized side shorter than img_size (crop_pct > 1; the box then starts before the
 /// image and ends after it, so that its pixels inside the padding resample the resized image's).
+/// The largest resized shorter side center_crop takes (crop_pct >= img_size / 2^30): beyond it the
+/// resized sides leave int64.
+inline constexpr double kMaxResizedSide = double(int64_t(1) << 30);
 struct CenterCrop {
   CropBox box;
   CropPadding pad;
 };
+/// Throws hg::Error when floor(img_size / crop_pct) is outside [1, kMaxResizedSide].
 CenterCrop center_crop(int64_t height, int64_t width, int64_t img_size, double crop_pct);
 /// center_crop(...).box.
 CropBox center_crop_box(int64_t height, int64_t width, int64_t img_size, double crop_pct);

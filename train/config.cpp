@@ -739,6 +739,13 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
               str("crop_pct ", format_double(c.crop_pct), " resizes the shorter side to floor(",
                   c.img_size, " / ", format_double(c.crop_pct),
                   ") = 0 pixels; crop_pct must be at most img_size"));
+  // and at most 2^30 pixels (the eval transform's bound, data/transforms.h): a tinier crop_pct
+  // makes the resized sides overflow
+  if (std::floor(static_cast<double>(c.img_size) / c.crop_pct) > double(int64_t(1) << 30))
+    pair_fail("crop_pct", "img_size",
+              str("crop_pct ", format_double(c.crop_pct), " resizes the shorter side to floor(",
+                  c.img_size, " / ", format_double(c.crop_pct),
+                  ") pixels, more than 2^30; crop_pct must be at least img_size / 2^30"));
   if (c.scale[0] > c.scale[1])
     fail("scale", location(locs, "scale"),
          str("expected [min, max], got min ", c.scale[0], " > max ", c.scale[1]));

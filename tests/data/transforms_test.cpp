@@ -210,7 +210,9 @@ TEST(Transforms, EvalCropPctAboveOnePadsWithTheNormalisedZeroPixel) {
 }
 
 TEST(Transforms, CropPctMustBePositiveAndLeaveAPixel) {
-  for (double bad : {0.0, -0.5, 9.0}) {  // 9: floor(8 / 9) = 0 pixels
+  // 9: floor(8 / 9) = 0 pixels; 1e-30: floor(8 / 1e-30) = 8e30 pixels, past int64 (the resize was
+  // an undefined cast, met as "resample: bad box" without crop_pct's name)
+  for (double bad : {0.0, -0.5, 9.0, 1e-30, 4e-300}) {
     TransformOptions o = gray_options(8, false);
     o.crop_pct = bad;
     try {
@@ -223,6 +225,9 @@ TEST(Transforms, CropPctMustBePositiveAndLeaveAPixel) {
   TransformOptions o = gray_options(8, false);
   o.crop_pct = 8.0;  // floor(8 / 8) = 1 pixel: the image's mean colour amid the zero pixel
   EXPECT_NO_THROW(Transform{o});
+  o.crop_pct = 8.0 / (1 << 30);  // the shorter side resized to 2^30 pixels: the most taken
+  EXPECT_NO_THROW(Transform{o});
+  EXPECT_THROW(hg::data::center_crop(8, 8, 8, 1e-30), hg::Error);
 }
 
 TEST(Transforms, BadInputsThrow) {

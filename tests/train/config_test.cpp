@@ -219,6 +219,11 @@ TEST_F(ConfigTest, CropPctAboveOneIsTakenAsTimmDoes) {
   expect_contains(load_error("\ncrop_pct: -1\n"), {"'crop_pct'", "line 2", "> 0"});
   expect_contains(load_error("img_size: 28\ncrop_pct: 29\n"),
                   {"'crop_pct'", "line 2", "'img_size'", "floor(28 / 29) = 0 pixels"});
+  // a crop_pct so small that the resized side passes int64 was taken (and the eval resize failed
+  // without naming it)
+  expect_contains(load_error("img_size: 28\ncrop_pct: 1.0e-30\n"),
+                  {"'crop_pct'", "line 2", "'img_size'", "more than 2^30"});
+  ASSERT_EQ(load_error("img_size: 224\ncrop_pct: 1.0e-6\n"), "");
 }
 
 // One mean / std value for an RGB model was refused ("mean has 1 values, in_chans is 3"); timm's
