@@ -315,13 +315,20 @@ TEST_F(CliTest, TrainResumeWithoutAConfigReadsTheRunsArgsYaml) {
 }
 
 // Overrides before the config (`train --epochs 1 x.yaml`, as timm's argparse takes options in any
-// order) said "config is required": the config is the first argument named *.yaml after options.
+// order) said "config is required": the config is the first argument named *.yaml after options,
+// also after --resume CKPT.
 TEST_F(CliTest, OverridesMayComeBeforeTheConfig) {
   const std::string smoke = kSource + "/configs/smoke.yaml";
   const ProgramRun r = run_program("train --device cpu --threads 1 --epochs 1 " + smoke +
                                    " --output " + file("out") + " --experiment e --plain");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(file("out/e/last.safetensors"))) << r.output;
+  // the config after --resume CKPT (it said "expected '--key value', got 'smoke.yaml'")
+  const ProgramRun resumed = run_program("train --resume " + file("out/e/last.safetensors") + " " +
+                                         smoke + " --device cpu --threads 1 --epochs 2 --output " +
+                                         file("out") + " --experiment e --plain");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(resumed.output.find("no config given"), std::string::npos) << resumed.output;
 }
 
 // `train --resume CKPT` without a config takes the args.yaml beside CKPT as the run's own; a
