@@ -47,10 +47,15 @@ void append_line(const std::string& path, const std::string& line) {
 std::string resume_override(const std::vector<std::string>& overrides) {
   std::string resume;
   for (size_t i = 0; i < overrides.size(); ++i) {
-    if (overrides[i] == "--resume" && i + 1 < overrides.size())
+    if (overrides[i] == "--resume") {
+      // `--resume --epochs 2` said "checkpoint --epochs does not exist"
+      if (i + 1 == overrides.size() || overrides[i + 1].rfind("--", 0) == 0)
+        throw CLI::ValidationError("--resume needs a value: a checkpoint, or auto",
+                                   CLI::ExitCodes::ValidationError);
       resume = overrides[i + 1];
-    else if (overrides[i].rfind("--resume=", 0) == 0)
+    } else if (overrides[i].rfind("--resume=", 0) == 0) {
       resume = overrides[i].substr(9);
+    }
   }
   return resume;
 }
@@ -79,6 +84,16 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
       fs::is_directory(resume, ec) ? fs::path(resume) : fs::path(resume).parent_path();
   const fs::path args = folder / "args.yaml";
   HG_CHECK(fs::exists(resume, ec), "resume: checkpoint ", resume, " does not exist");
+  // weights alone (an export) have no run to resume, config or not: said first, as the trainer
+  // says it (the message below sent the user to a command that then said this)
+  if (!fs::is_directory(resume, ec)) {
+    const std::optional<train::TrainState> state = train::read_train_state(resume);
+    HG_CHECK(state.has_value(), "resume: ", resume,
+             " holds weights only (no run position or optimizer state: an export or a timm "
+             "state_dict), so there is no run to resume; start a new run from these weights: "
+             "`haargrad train CONFIG.yaml --initial-checkpoint ",
+             resume, "`");
+  }
   HG_CHECK(fs::is_regular_file(args, ec), "resume: no config given, and ", args.string(),
            " (the config of the checkpoint's run) does not exist: give the run's config, `haargrad "
            "train CONFIG.yaml --resume ",

@@ -360,6 +360,27 @@ TEST_F(CliTest, TrainResumeWithoutAConfigRefusesAnotherRunsArgsYaml) {
   EXPECT_EQ(own.exit_code, 0) << own.output;
 }
 
+// `train --resume` without a config: weights alone (an export) were sent to "give the run's
+// config, `haargrad train CONFIG.yaml --resume W`", which then said they hold weights only; and
+// `--resume --epochs 2` said "checkpoint --epochs does not exist".
+TEST_F(CliTest, TrainResumeWithoutAConfigNamesWeightsAndAMissingValue) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const ProgramRun run = run_program("train " + smoke + " --device cpu --threads 1 --epochs 1 " +
+                                     "--output " + file("out") + " --experiment e --plain");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string w = file("w.safetensors");
+  const ProgramRun exported =
+      run_program("export " + file("out/e/last.safetensors") + " --out " + w);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const ProgramRun weights = run_program("train --resume " + w + " --epochs 2 --plain");
+  EXPECT_EQ(weights.exit_code, 1) << weights.output;
+  EXPECT_NE(weights.output.find(w + " holds weights only"), std::string::npos) << weights.output;
+  EXPECT_NE(weights.output.find("--initial-checkpoint " + w), std::string::npos) << weights.output;
+  const ProgramRun no_value = run_program("train --resume --epochs 2 --plain");
+  EXPECT_EQ(no_value.exit_code, 2) << no_value.output;
+  EXPECT_NE(no_value.output.find("--resume needs a value"), std::string::npos) << no_value.output;
+}
+
 // A folder given as the config, or a stop position that means nothing, is named before any run
 // folder is claimed.
 TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
