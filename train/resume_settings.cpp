@@ -104,9 +104,6 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
                                 int64_t updates_per_epoch) {
   // ---- keys that shape the results must not change ----
   check_result_keys(recorded, recorded_source, session);
-  if (!session.schedule_history.empty() && session.schedule_history != recorded.schedule_history)
-    throw Error(str("resume: schedule_history of this session differs from the run's (", recorded_source,
-                    "); leave it out (the run's record is used) or resume with the run's args.yaml"));
 
   // ---- the schedule: what ran up to the position stays in the history ----
   const std::pair<int64_t, int64_t> pos{epoch, step};
@@ -124,6 +121,29 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   const ScheduleSegment next = schedule_of(session, 0, 0);
   const std::pair<int64_t, int64_t> last_end =
       history.empty() ? std::pair<int64_t, int64_t>{0, 0} : std::pair(history.back().until_epoch, history.back().until_step);
+  // The session's schedule_history must tell what the checkpoint's run did up to `pos`. It may
+  // be a record written after this checkpoint (the run's args.yaml, when an older checkpoint of a
+  // run extended since is resumed): up to `pos` that holds the recorded segments, and perhaps the
+  // recorded schedule closed at `pos`; its later segments ran after this checkpoint, and this
+  // resume drops them. Only the whole record was taken, so checkpoint-1 of such a run was refused
+  // with its own args.yaml too.
+  if (!session.schedule_history.empty() && session.schedule_history != recorded.schedule_history) {
+    std::vector<ScheduleSegment> told;  // the session's segments up to the position
+    for (const ScheduleSegment& s : session.schedule_history)
+      if (std::pair(s.until_epoch, s.until_step) <= pos) told.push_back(s);
+    std::vector<ScheduleSegment> closed = history;  // the recorded ones, the schedule in use closed
+    if (pos > last_end) {
+      ScheduleSegment a = active;
+      a.until_epoch = epoch;
+      a.until_step = step;
+      closed.push_back(a);
+    }
+    if (told != history && told != closed)
+      throw Error(
+          str("resume: schedule_history of this session differs from the run's (", recorded_source,
+              ") up to this checkpoint; leave it out (the run's record is used) or resume with the "
+              "run's args.yaml"));
+  }
   if (!same_schedule(active, next) && pos > last_end) {  // (nothing ran with `active` when pos == last_end)
     active.until_epoch = epoch;
     active.until_step = step;

@@ -37,3 +37,40 @@ TEST(ResumeSettings, GpuExecutionSwitchesMayChangeButNotTheRecipe) {
   EXPECT_EQ(msg.find("gemm_autotune"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("cuda_graph"), std::string::npos) << msg;
 }
+
+// An older checkpoint of a run extended since (epochs 1, then resumed with --epochs 3): the run's
+// args.yaml records the first session's schedule in schedule_history, which checkpoint-1's stored
+// config (written before) does not hold. Resuming checkpoint-1 with that args.yaml was refused
+// ("schedule_history of this session differs"), and so was every command the message offered.
+// A history that disagrees up to the checkpoint is still refused.
+TEST(ResumeSettings, AnOlderCheckpointOfAnExtendedRunTakesTheRunsLaterRecord) {
+  hg::train::Config recorded = smoke();  // checkpoint-1's: epochs 1, no history
+  recorded.epochs = 1;
+  hg::train::Config session = recorded;  // the run's args.yaml after the extension, --epochs 4
+  session.epochs = 4;
+  // the segment the run's first session ran (until epoch 1), and a later session's
+  const hg::train::ScheduleSegment first{1,
+                                         0,
+                                         1,
+                                         recorded.lr.value(),
+                                         recorded.sched,
+                                         recorded.warmup_epochs,
+                                         recorded.warmup_lr,
+                                         recorded.min_lr,
+                                         recorded.sched_on_updates};
+  hg::train::ScheduleSegment later = first;
+  later.until_epoch = 2;
+  later.epochs = 3;
+  session.schedule_history = {first, later};
+  const hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "checkpoint-1.safetensors", session, 1, 0, 3, 3);
+  ASSERT_EQ(r.session.schedule_history.size(), 1u);  // what ran before; the later one dropped
+  EXPECT_TRUE(r.session.schedule_history[0] == first);
+  EXPECT_EQ(r.session.epochs, 4);
+  // a record that says something else ran before the checkpoint
+  session.schedule_history[0].lr = first.lr * 2;
+  const std::string msg = hg::test::error_of([&] {
+    hg::train::reconcile_resume(recorded, "checkpoint-1.safetensors", session, 1, 0, 3, 3);
+  });
+  EXPECT_NE(msg.find("schedule_history of this session differs"), std::string::npos) << msg;
+}
