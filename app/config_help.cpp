@@ -2,10 +2,9 @@
 #include "app/config_help.h"
 
 #include <algorithm>
-#include <cctype>
-#include <filesystem>
 
 #include "core/error.h"
+#include "data/image_folder.h"
 #include "train/config.h"
 
 namespace hg::app {
@@ -39,9 +38,7 @@ namespace {
 
 /// Whether `arg` names a YAML file: *.yaml or *.yml, in any case.
 bool yaml_name(const std::string& arg) {
-  std::string ext = std::filesystem::path(arg).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const std::string ext = data::lower_extension(arg);
   return ext == ".yaml" || ext == ".yml";
 }
 

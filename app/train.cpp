@@ -78,37 +78,35 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
         "--resume CHECKPOINT`: the config of that checkpoint's run)",
         CLI::ExitCodes::RequiredError);
   std::error_code ec;
-  // a run folder given as the checkpoint: its own args.yaml (the trainer then names its
-  // checkpoints)
-  const fs::path folder =
-      fs::is_directory(resume, ec) ? fs::path(resume) : fs::path(resume).parent_path();
-  const fs::path args = folder / "args.yaml";
   HG_CHECK(fs::exists(resume, ec), "resume: checkpoint ", resume, " does not exist");
+  // a run folder given as the checkpoint: its own args.yaml (the trainer then names its
+  // checkpoints); a checkpoint: its run position
+  const bool is_folder = fs::is_directory(resume, ec);
+  const fs::path folder = is_folder ? fs::path(resume) : fs::path(resume).parent_path();
+  const fs::path args = folder / "args.yaml";
+  const std::optional<train::TrainState> state =
+      is_folder ? std::nullopt : train::read_train_state(resume);
   // weights alone (an export) have no run to resume, config or not: said first, as the trainer
   // says it (the message below sent the user to a command that then said this)
-  if (!fs::is_directory(resume, ec)) {
-    const std::optional<train::TrainState> state = train::read_train_state(resume);
-    HG_CHECK(state.has_value(), "resume: ", resume,
-             " holds weights only (no run position or optimizer state: an export or a timm "
-             "state_dict), so there is no run to resume; start a new run from these weights: "
-             "`haargrad train CONFIG.yaml --initial-checkpoint ",
-             resume, "`");
-  }
+  HG_CHECK(is_folder || state.has_value(), "resume: ", resume,
+           " holds weights only (no run position or optimizer state: an export or a timm "
+           "state_dict), so there is no run to resume; start a new run from these weights: "
+           "`haargrad train CONFIG.yaml --initial-checkpoint ",
+           resume, "`");
   HG_CHECK(fs::is_regular_file(args, ec), "resume: no config given, and ", args.string(),
            " (the config of the checkpoint's run) does not exist: give the run's config, `haargrad "
            "train CONFIG.yaml --resume ",
            resume, "`");
   // a checkpoint copied into another run's folder: that args.yaml is the other run's config (its
   // schedule, output, experiment would be taken silently), not the checkpoint's run's
-  if (!fs::is_directory(resume, ec)) {
-    const std::optional<train::TrainState> state = train::read_train_state(resume);
+  if (state) {
     const std::string folder_run = train::run_marker_id(folder);
-    HG_CHECK(
-        !state || state->run.empty() || folder_run.empty() || state->run == folder_run,
-        "resume: no config given, and ", args.string(), " is the config of another run: ", resume,
-        " was written by run ", state ? state->run : std::string(), ", ",
-        (folder / train::kRunMarker).string(), " names run ", folder_run,
-        ": give the checkpoint's run's config, `haargrad train CONFIG.yaml --resume ", resume, "`");
+    HG_CHECK(state->run.empty() || folder_run.empty() || state->run == folder_run,
+             "resume: no config given, and ", args.string(),
+             " is the config of another run: ", resume, " was written by run ", state->run, ", ",
+             (folder / train::kRunMarker).string(), " names run ", folder_run,
+             ": give the checkpoint's run's config, `haargrad train CONFIG.yaml --resume ", resume,
+             "`");
   }
   return args.string();
 }

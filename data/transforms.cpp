@@ -353,14 +353,13 @@ Transform::Transform(TransformOptions opts) : opts_(std::move(opts)), random_era
   HG_CHECK(opts_.img_size > 0, "Transform: img_size must be positive, got ", opts_.img_size);
   HG_CHECK(opts_.crop_pct > 0, "Transform: crop_pct must be > 0, got ", opts_.crop_pct);
   // crop_pct > 1 resizes the shorter side below img_size (the crop is padded), to a pixel at least.
-  HG_CHECK(std::floor(static_cast<double>(opts_.img_size) / opts_.crop_pct) >= 1,
-           "Transform: crop_pct ", opts_.crop_pct, " resizes the shorter side to floor(",
-           opts_.img_size, " / ", opts_.crop_pct, ") = 0 pixels; it must be at most img_size (",
-           opts_.img_size, ")");
-  HG_CHECK(std::floor(static_cast<double>(opts_.img_size) / opts_.crop_pct) <= kMaxResizedSide,
-           "Transform: crop_pct ", opts_.crop_pct, " resizes the shorter side to floor(",
-           opts_.img_size, " / ", opts_.crop_pct, ") pixels, more than 2^30; it must be at least ",
-           opts_.img_size, " / 2^30");
+  const double resized = std::floor(static_cast<double>(opts_.img_size) / opts_.crop_pct);
+  HG_CHECK(resized >= 1, "Transform: crop_pct ", opts_.crop_pct,
+           " resizes the shorter side to floor(", opts_.img_size, " / ", opts_.crop_pct,
+           ") = 0 pixels; it must be at most img_size (", opts_.img_size, ")");
+  HG_CHECK(resized <= kMaxResizedSide, "Transform: crop_pct ", opts_.crop_pct,
+           " resizes the shorter side to floor(", opts_.img_size, " / ", opts_.crop_pct,
+           ") pixels, more than 2^30; it must be at least ", opts_.img_size, " / 2^30");
   HG_CHECK(opts_.scale[0] > 0 && opts_.scale[0] <= opts_.scale[1] && opts_.scale[1] <= 1,
            "Transform: scale must be 0 < min <= max <= 1, got [", opts_.scale[0], ", ", opts_.scale[1], "]");
   HG_CHECK(opts_.ratio[0] > 0 && opts_.ratio[0] <= opts_.ratio[1], "Transform: ratio must be 0 < min <= max, got [",

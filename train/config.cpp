@@ -29,6 +29,7 @@
 #include "core/parse_number.h"
 #include "core/similar_names.h"
 #include "data/rand_augment.h"
+#include "data/transforms.h"
 #include "train/checkpoint.h"
 
 namespace hg::train {
@@ -741,7 +742,7 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
                   ") = 0 pixels; crop_pct must be at most img_size"));
   // and at most 2^30 pixels (the eval transform's bound, data/transforms.h): a tinier crop_pct
   // makes the resized sides overflow
-  if (std::floor(static_cast<double>(c.img_size) / c.crop_pct) > double(int64_t(1) << 30))
+  if (std::floor(static_cast<double>(c.img_size) / c.crop_pct) > data::kMaxResizedSide)
     pair_fail("crop_pct", "img_size",
               str("crop_pct ", format_double(c.crop_pct), " resizes the shorter side to floor(",
                   c.img_size, " / ", format_double(c.crop_pct),
