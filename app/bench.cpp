@@ -219,9 +219,12 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
       "bench",
       "haargrad bench [options]  or  haargrad bench CONFIG.yaml [options] [--key value ...]\n"
+      "(CONFIG also as -c / --config CONFIG, timm's spelling.)\n"
       "Training-step and inference throughput and memory on synthetic data already on the device\n"
-      "(docs/benchmark.md). By name: ConvNeXt vs WTConvNeXt with timm benchmark.py's step (AdamW, plain\n"
-      "cross-entropy). With a training config: its model (any the trainer can build), batch, image size,\n"
+      "(docs/benchmark.md). By name: ConvNeXt vs WTConvNeXt with timm benchmark.py's step "
+      "(AdamW, plain\n"
+      "cross-entropy). With a training config: its model (any the trainer can build), batch, "
+      "image size,\n"
       "precision, optimizer and label smoothing; the options below still win when given.");
   cmd->add_option("--models", a->models, "comma-separated model names (`haargrad models` lists them)")
       ->delimiter(',');

@@ -97,8 +97,10 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
 HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<BenchDataArgs>();
   CLI::App* cmd = root.add_subcommand(
-      "bench-data", "Time the data loader alone on a config's dataset, per JPEG decoder (img/s, MB/s, workers' "
-                    "busy fraction); config keys can be overridden as --key value (e.g. --workers 8)");
+      "bench-data",
+      "Time the data loader alone on a config's dataset, per JPEG decoder (img/s, MB/s, workers' "
+      "busy fraction); config keys can be overridden as --key value (e.g. --workers 8); the config "
+      "also as -c / --config CONFIG (timm's spelling)");
   cmd->add_option("config", a->config, "YAML config whose dataset, transforms and workers are used")->required();
   cmd->add_option("--decoders", a->decoders,
                   "decode backends to time, one row each: stb, turbo_full, turbo (CPU); turbo_gpu_aug, nvjpeg, "

@@ -112,7 +112,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   auto a = std::make_shared<ExportArgs>();
   CLI::App* cmd = root.add_subcommand("export",
                                       "haargrad export CHECKPOINT --out weights.safetensors "
-                                      "[--ema] [--config CONFIG.yaml] [--key value ...]\n"
+                                      "[--ema] [-c|--config CONFIG.yaml] [--key value ...]\n"
                                       "Write a checkpoint's model weights alone (timm names and "
                                       "shapes, float32; no optimizer state),\n"
                                       "loadable by timm's load_state_dict(strict=True). The model "
@@ -123,7 +123,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--out", a->out, "the weights file to write (.safetensors)")->required();
   cmd->add_flag("--ema", a->ema,
                 "write the model EMA's weights (state_dict_ema.*) instead of the model's");
-  cmd->add_option("--config", a->config, "YAML config of the model (default: the one stored in the checkpoint)");
+  cmd->add_option("-c,--config", a->config,
+                  "YAML config of the model (default: the one stored in the checkpoint)");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());
   cmd->callback([a, cmd] {

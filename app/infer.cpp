@@ -225,7 +225,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       "LOGITS.safetensors [--key value ...]\n"
       "The logits of one batch (eval mode): a safetensors tensor, or images (one row each) through "
       "the\n"
-      "config's evaluation transform. The model comes from --config, else the config stored in\n"
+      "config's evaluation transform. The model comes from -c / --config, else the config "
+      "stored in\n"
       "the checkpoint, else the config defaults; --key value overrides apply on top (a timm\n"
       "state_dict: --model convnext_tiny, plus --num-classes N when it is not 1000).");
   cmd->add_option("--checkpoint", a->checkpoint, "weights: a haargrad checkpoint, an export, or a timm state_dict")
@@ -244,7 +245,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                   "metadata 'images': a JSON list of their paths, row by row)")
       ->required();
   cmd->add_option("--layout", a->layout, "the input's layout: nchw (PyTorch) or nhwc");
-  cmd->add_option("--config", a->config, "YAML config of the model");
+  cmd->add_option("-c,--config", a->config, "YAML config of the model (timm's -c / --config)");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());
   cmd->callback([a, cmd] {

@@ -83,18 +83,27 @@ void default_openmp_wait_policy(char** argv) {
   execv("/proc/self/exe", argv);  // returns only on failure: then run on with libgomp's default
 }
 
-// timm's train.py takes its config as -c / --config: `train -c X ...` becomes `train X ...` in
-// `args`. Returns why it cannot ("" when it could, or there is nothing to do): a missing value, or
-// a config given both ways.
-std::string train_config_option_as_argument(std::vector<std::string>& args) {
-  if (args.size() < 2 || args[1] != "train") return "";
+// The commands whose CONFIG is their first argument. timm's scripts name it -c / --config, which
+// these take too by moving it there, before CLI11 parses; export and infer, whose first argument
+// is no config, have -c / --config as a CLI11 option.
+bool takes_config_first(const std::string& command) {
+  for (const char* c : {"train", "validate", "bench", "bench-data"})
+    if (command == c) return true;
+  return false;
+}
+
+// `train -c X ...` becomes `train X ...` in `args` (and so for each takes_config_first command).
+// Returns why it cannot ("" when it could, or there is nothing to do): a missing value, or a config
+// given both ways.
+std::string config_option_as_argument(std::vector<std::string>& args) {
+  if (args.size() < 2 || !takes_config_first(args[1])) return "";
   for (size_t i = 2; i < args.size(); ++i) {
     const bool split = args[i] == "-c" || args[i] == "--config";
     if (!split && args[i].rfind("--config=", 0) != 0) continue;
     if (split && i + 1 == args.size()) return args[i] + " needs a value: the YAML config";
     const std::string config = split ? args[i + 1] : args[i].substr(9);
     if (i > 2 && args[2][0] != '-')
-      return "train: two configs, '" + args[2] + "' and --config '" + config + "'; give one";
+      return args[1] + ": two configs, '" + args[2] + "' and --config '" + config + "'; give one";
     args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
                args.begin() + static_cast<std::ptrdiff_t>(i + (split ? 2 : 1)));
     args.insert(args.begin() + 2, config);
@@ -172,9 +181,9 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::string> args(argv, argv + argc);
-  if (const std::string why = train_config_option_as_argument(args); !why.empty()) {
-    std::fprintf(stderr, "haargrad: error: %s (`haargrad train --help` lists the options)\n",
-                 why.c_str());
+  if (const std::string why = config_option_as_argument(args); !why.empty()) {
+    std::fprintf(stderr, "haargrad: error: %s (`haargrad %s --help` lists the options)\n",
+                 why.c_str(), args[1].c_str());
     return 2;
   }
   try {

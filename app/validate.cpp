@@ -170,25 +170,22 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                           "top1, top1_err, top5, top5_err, loss,\n"
                           "img_per_sec, param_count (timm validate.py's columns, plus loss and "
                           "speed). CONFIG (the model and data)\n"
-                          "defaults to the config that `haargrad train` stored in the checkpoint.");
+                          "defaults to the config that `haargrad train` stored in the checkpoint; "
+                          "timm's -c / --config CONFIG name it too.");
   // required: checked in the callback, where a checkpoint given as the config can be named
   cmd->add_option("--checkpoint", a->checkpoint,
                   "safetensors checkpoint (haargrad's, exported, or a timm state_dict), or a run "
                   "folder (its model_best.safetensors); required");
   cmd->add_option("--results-file", a->results_file, "also write the row to FILE.csv or FILE.json");
-  // export and infer name it --config: the same spelling works here too
-  auto config_opt = std::make_shared<std::string>();
-  cmd->add_option("--config", *config_opt, "YAML config (the same as the positional CONFIG)");
   cmd->add_flag(
       "--use-ema", a->use_ema,
       "evaluate the checkpoint's model EMA weights (state_dict_ema.*) instead of the model's");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());
-  cmd->callback([a, cmd, config_opt] {
+  cmd->callback([a, cmd] {
+    // -c / --config CONFIG arrive here as CONFIG (main.cpp moves them first)
     ConfigArgs ca = split_config_args(cmd->remaining());
-    HG_CHECK(config_opt->empty() || ca.config.empty(), "validate: two configs, '", ca.config,
-             "' and --config '", *config_opt, "'; give one");
-    a->config = config_opt->empty() ? ca.config : *config_opt;
+    a->config = ca.config;
     a->overrides = ca.overrides;
     if (a->checkpoint.empty()) {  // a usage error (exit status 2), saying where a file given goes
       namespace fs = std::filesystem;

@@ -112,4 +112,14 @@ TEST_F(BenchData, BadArgumentsFailWithAMessage) {
   EXPECT_EQ(r.output.find("img/s"), std::string::npos) << "a row ran: " << r.output;
 }
 
+// timm's -c / --config name the config, as for every command with one ("-c" was left over as a
+// config override before).
+TEST_F(BenchData, TakesTheConfigAsDashCOrDashDashConfig) {
+  for (const std::string opt : {" -c", " --config"}) {
+    const ProgramRun r = run_program("bench-data" + opt + args() + " --decoders turbo");
+    EXPECT_EQ(r.exit_code, 0) << opt << r.output;
+    EXPECT_NE(r.output.find("bench-data: train split"), std::string::npos) << opt << r.output;
+  }
+}
+
 }  // namespace

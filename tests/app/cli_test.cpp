@@ -20,6 +20,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "data/image.h"
 #include "layers/loss.h"
 #include "models/config.h"
 #include "models/convnext.h"
@@ -250,6 +251,49 @@ TEST_F(CliTest, TrainTakesTimmsConfigOption) {
   EXPECT_EQ(no_value.exit_code, 2);
   EXPECT_NE(no_value.output.find("-c needs a value"), std::string::npos) << no_value.output;
   EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
+// timm's scripts take their config as -c / --config; train alone took -c (validate, export and
+// infer only --config; bench neither, "'-c' is not a bench option"). Every command with a config
+// takes both spellings now: train, validate and bench as their positional CONFIG, export and
+// infer as their --config (bench-data: BenchData.TakesTheConfigAsDashCOrDashDashConfig).
+TEST_F(CliTest, EveryCommandWithAConfigTakesDashCAndDashDashConfig) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const ProgramRun run = run_program("train -c " + smoke + " --device cpu --threads 1 --epochs 1 " +
+                                     "--output " + file("out") + " --experiment e --plain");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string ck = file("out/e/last.safetensors");
+  data::Image img{40, 40, 3, std::vector<uint8_t>(40 * 40 * 3, 128)};
+  const std::string png = file("in.png");
+  data::write_png(png, img);
+  for (const std::string opt : {"-c ", "--config "}) {
+    SCOPED_TRACE(opt);
+    const ProgramRun v =
+        run_program("validate " + opt + smoke + " --device cpu --threads 1 --checkpoint " + ck);
+    EXPECT_EQ(v.exit_code, 0) << v.output;
+    EXPECT_NE(v.output.find("model,img_size"), std::string::npos) << v.output;
+    const std::string w = file("w.safetensors");
+    const ProgramRun e = run_program("export " + ck + " " + opt + smoke + " --out " + w);
+    EXPECT_EQ(e.exit_code, 0) << e.output;
+    const ProgramRun i = run_program("infer " + opt + smoke + " --device cpu --checkpoint " + w +
+                                     " --input " + png + " --out " + file("logits.safetensors"));
+    EXPECT_EQ(i.exit_code, 0) << i.output;
+    EXPECT_NE(i.output.find(smoke), std::string::npos) << i.output;  // the config it used
+    const ProgramRun b = run_program("bench " + opt + smoke + " --device cpu --steps 1 --warmup 0");
+    EXPECT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_NE(b.output.find("wtconvnext_fmnist"), std::string::npos) << b.output;
+  }
+  // two configs, or -c without a value, are usage errors naming the command
+  const ProgramRun two =
+      run_program("validate " + smoke + " -c " + kDefaultConfig + " --checkpoint " + ck);
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_NE(two.output.find("validate: two configs, '" + smoke + "' and --config '" +
+                            kDefaultConfig + "'"),
+            std::string::npos)
+      << two.output;
+  const ProgramRun no_value = run_program("bench --device cpu -c");
+  EXPECT_EQ(no_value.exit_code, 2) << no_value.output;
+  EXPECT_NE(no_value.output.find("-c needs a value"), std::string::npos) << no_value.output;
 }
 
 // `train --resume CKPT` without a config was refused ("is a checkpoint, not a YAML config: resume
