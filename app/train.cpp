@@ -12,6 +12,7 @@
 #include "app/config_help.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/shell_quote.h"
 #include "core/threads.h"
 #include "dist/process_group.h"
 #include "train/checkpoint.h"
@@ -92,11 +93,11 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
            " holds weights only (no run position or optimizer state: an export or a timm "
            "state_dict), so there is no run to resume; start a new run from these weights: "
            "`haargrad train CONFIG.yaml --initial-checkpoint ",
-           resume, "`");
+           shell_quote(resume), "`");
   HG_CHECK(fs::is_regular_file(args, ec), "resume: no config given, and ", args.string(),
            " (the config of the checkpoint's run) does not exist: give the run's config, `haargrad "
            "train CONFIG.yaml --resume ",
-           resume, "`");
+           shell_quote(resume), "`");
   // a checkpoint copied into another run's folder: that args.yaml is the other run's config (its
   // schedule, output, experiment would be taken silently), not the checkpoint's run's
   if (state) {
@@ -105,8 +106,8 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
              "resume: no config given, and ", args.string(),
              " is the config of another run: ", resume, " was written by run ", state->run, ", ",
              (folder / train::kRunMarker).string(), " names run ", folder_run,
-             ": give the checkpoint's run's config, `haargrad train CONFIG.yaml --resume ", resume,
-             "`");
+             ": give the checkpoint's run's config, `haargrad train CONFIG.yaml --resume ",
+             shell_quote(resume), "`");
   }
   return args.string();
 }

@@ -18,6 +18,7 @@
 #include "app/config_help.h"
 #include "app/model_from_args.h"
 #include "core/atomic_file.h"
+#include "core/shell_quote.h"
 #include "core/threads.h"
 #include "data/from_config.h"
 #include "dist/process_group.h"
@@ -192,11 +193,13 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       std::error_code ec;
       std::string hint;
       if (fs::is_directory(a->config, ec))
-        hint = str("; '", a->config, "' is a folder: a run folder goes as --checkpoint ", a->config,
-                   " (its model_best.safetensors), a data folder as --data-dir ", a->config,
-                   " (timm's validate.py takes it first)");
+        hint = str("; '", a->config, "' is a folder: a run folder goes as --checkpoint ",
+                   shell_quote(a->config),
+                   " (its model_best.safetensors), a data folder as --data-dir ",
+                   shell_quote(a->config), " (timm's validate.py takes it first)");
       else if (fs::path(a->config).extension() == ".safetensors")
-        hint = str("; '", a->config, "' is a checkpoint: give it as --checkpoint ", a->config);
+        hint = str("; '", a->config, "' is a checkpoint: give it as --checkpoint ",
+                   shell_quote(a->config));
       throw CLI::RequiredError(str("--checkpoint is required", hint),
                                CLI::ExitCodes::RequiredError);
     }

@@ -27,6 +27,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/parse_number.h"
+#include "core/shell_quote.h"
 #include "core/similar_names.h"
 #include "data/rand_augment.h"
 #include "data/transforms.h"
@@ -1185,16 +1186,16 @@ Config load_config(const std::string& path, ImgSizeCheck img_size) {
   HG_CHECK(!weights_only, "config: '", path,
            "' is a file of weights (an export or a timm state_dict), not a YAML config: start a "
            "run from them with `haargrad train CONFIG.yaml --initial-checkpoint ",
-           path, "`");
+           shell_quote(path), "`");
   // its run's args.yaml by name when it is beside it (`train CKPT`; `train --resume CKPT` without a
   // config reads that args.yaml itself, app/train.cpp)
   const std::filesystem::path args = std::filesystem::path(path).parent_path() / "args.yaml";
   const bool args_beside = std::filesystem::is_regular_file(args, ec);
   HG_CHECK(ext != ".safetensors", "config: '", path, "' is a checkpoint, not a YAML config: ",
-           args_beside ? str("resume it with `haargrad train --resume ", path,
+           args_beside ? str("resume it with `haargrad train --resume ", shell_quote(path),
                              "` (its run's config, ", args.string(), ")")
-                       : str("resume it with `haargrad train RUN/args.yaml --resume ", path,
-                             "` (args.yaml is in its run folder)"));
+                       : str("resume it with `haargrad train RUN/args.yaml --resume ",
+                             shell_quote(path), "` (args.yaml is in its run folder)"));
   std::ifstream in(path, std::ios::binary);
   const int err = errno;
   HG_CHECK(in.good(), "config: cannot open file '", path, "': ", unreadable_reason(path, err),

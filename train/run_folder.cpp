@@ -26,6 +26,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/shell_quote.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 
@@ -483,7 +484,7 @@ std::string newer_recovery_note(const fs::path& dir, const std::string& path,
              " (", at_position(state),
              "): this resume redoes those steps and replaces it "
              "when the epoch ends; to go on from it, stop now and resume with --resume ",
-             recovery.string());
+             shell_quote(recovery.string()));
 }
 
 std::string run_marker_owner(const fs::path& dir) {

@@ -28,6 +28,7 @@
 #include "core/hash.h"
 #include "core/memory.h"
 #include "core/ops.h"
+#include "core/shell_quote.h"
 #include "core/thread_tuner.h"
 #include "core/threads.h"
 #include "data/from_config.h"
@@ -958,8 +959,8 @@ void remade_folder_stop(const Session& s, int64_t epoch, bool last) {
                   "holds this epoch's args.yaml, summary.csv and checkpoints, not the files it "
                   "held before (log.txt, run.json, earlier checkpoints); stopping: go on with "
                   "`haargrad train ",
-                  s.paths.args.string(), " --resume ", s.paths.last.string(),
-                  "` (in a new run folder)"));
+                  shell_quote(s.paths.args.string()), " --resume ",
+                  shell_quote(s.paths.last.string()), "` (in a new run folder)"));
 }
 
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
@@ -985,7 +986,7 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
         "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with `haargrad train "
         "{} --resume {}`)",
         stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
-        s.paths.args.string(), s.paths.recovery.string());
+        shell_quote(s.paths.args.string()), shell_quote(s.paths.recovery.string()));
   s.result.interrupted = true;
   s.result.stop_signal = reported_stop_signal();
 }

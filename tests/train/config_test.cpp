@@ -432,6 +432,36 @@ TEST_F(ConfigTest, ACheckpointOrTwoDocumentsAreNoConfig) {
   }
 }
 
+// The commands these messages suggest are pasted into a shell: a path with a space or a quote
+// in it was printed as it is, and the pasted command split it ("checkpoint /tmp/my does not
+// exist"). Such a path is single-quoted now; a plain one stays as it was (above).
+TEST_F(ConfigTest, SuggestedCommandsQuoteTheirPaths) {
+  fs::create_directories(dir_ / "my runs");
+  const std::string ck = (dir_ / "my runs" / "it's last.safetensors").string();
+  std::ofstream(ck) << "whatever";
+  std::ofstream(dir_ / "my runs" / "args.yaml") << "epochs: 1\n";
+  const std::string quoted_ck = "'" + (dir_ / "my runs").string() + "/it'\\''s last.safetensors'";
+  try {
+    hg::train::load_config(ck);
+    ADD_FAILURE() << "expected an error";
+  } catch (const hg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("`haargrad train --resume " + quoted_ck + "`"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string w = (dir_ / "my runs" / "w $1.safetensors").string();
+  hg::safetensors::save(w, {{"head.fc.bias", hg::Tensor::zeros({4})}}, {{"format", "pt"}});
+  try {
+    hg::train::load_config(w);
+    ADD_FAILURE() << "expected an error";
+  } catch (const hg::Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("`haargrad train CONFIG.yaml --initial-checkpoint '" + w + "'`"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(ConfigTest, DuplicateKeyAndSyntaxErrors) {
   expect_contains(load_error("lr: 0.1\nepochs: 2\nlr: 0.2\n"), {"'lr'", "line 3", "twice", "line 1"});
   expect_contains(load_error("lr: 0.1\ndepths: [1, 2\n"), {"cannot parse", path_, "line"});
