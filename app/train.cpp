@@ -63,7 +63,8 @@ std::string resume_override(const std::vector<std::string>& overrides) {
 
 // `train --resume CKPT` without a config: the run's own config, the args.yaml of CKPT's folder (as
 // a timm user expects the recorded run to go on). Throws a usage error without --resume CKPT, and
-// an error naming the missing file and the command with a config when that folder has no args.yaml.
+// an error naming the missing file and the command with a config when that folder has no args.yaml;
+// a folder given as CKPT gets its checkpoints named (train::resume_folder_error), nothing else.
 std::string resumed_run_config(const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   const std::string resume = train::expand_home(resume_override(overrides));
@@ -80,16 +81,15 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
         CLI::ExitCodes::RequiredError);
   std::error_code ec;
   HG_CHECK(fs::exists(resume, ec), "resume: checkpoint ", resume, " does not exist");
-  // a run folder given as the checkpoint: its own args.yaml (the trainer then names its
-  // checkpoints); a checkpoint: its run position
-  const bool is_folder = fs::is_directory(resume, ec);
-  const fs::path folder = is_folder ? fs::path(resume) : fs::path(resume).parent_path();
+  // a run folder given as the checkpoint: its checkpoints, before its args.yaml is taken (and
+  // logged) as the config of a run that cannot start from a folder
+  HG_CHECK(!fs::is_directory(resume, ec), train::resume_folder_error(resume, false));
+  const fs::path folder = fs::path(resume).parent_path();
   const fs::path args = folder / "args.yaml";
-  const std::optional<train::TrainState> state =
-      is_folder ? std::nullopt : train::read_train_state(resume);
+  const std::optional<train::TrainState> state = train::read_train_state(resume);
   // weights alone (an export) have no run to resume, config or not: said first, as the trainer
   // says it (the message below sent the user to a command that then said this)
-  HG_CHECK(is_folder || state.has_value(), "resume: ", resume,
+  HG_CHECK(state.has_value(), "resume: ", resume,
            " holds weights only (no run position or optimizer state: an export or a timm "
            "state_dict), so there is no run to resume; start a new run from these weights: "
            "`haargrad train CONFIG.yaml --initial-checkpoint ",
@@ -100,15 +100,13 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
            shell_quote(resume), "`");
   // a checkpoint copied into another run's folder: that args.yaml is the other run's config (its
   // schedule, output, experiment would be taken silently), not the checkpoint's run's
-  if (state) {
-    const std::string folder_run = train::run_marker_id(folder);
-    HG_CHECK(state->run.empty() || folder_run.empty() || state->run == folder_run,
-             "resume: no config given, and ", args.string(),
-             " is the config of another run: ", resume, " was written by run ", state->run, ", ",
-             (folder / train::kRunMarker).string(), " names run ", folder_run,
-             ": give the checkpoint's run's config, `haargrad train CONFIG.yaml --resume ",
-             shell_quote(resume), "`");
-  }
+  const std::string folder_run = train::run_marker_id(folder);
+  HG_CHECK(state->run.empty() || folder_run.empty() || state->run == folder_run,
+           "resume: no config given, and ", args.string(),
+           " is the config of another run: ", resume, " was written by run ", state->run, ", ",
+           (folder / train::kRunMarker).string(), " names run ", folder_run,
+           ": give the checkpoint's run's config, `haargrad train CONFIG.yaml --resume ",
+           shell_quote(resume), "`");
   return args.string();
 }
 

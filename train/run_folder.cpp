@@ -487,6 +487,28 @@ std::string newer_recovery_note(const fs::path& dir, const std::string& path,
              shell_quote(recovery.string()));
 }
 
+std::string resume_folder_error(const std::string& folder, bool config_given) {
+  std::string instead;  // "--resume A or --resume B" (without a config: each a whole command)
+  for (const char* name : {"recovery.safetensors", "last.safetensors"}) {
+    const fs::path file = fs::path(folder) / name;
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) continue;
+    const std::string option = str("--resume ", shell_quote(file.string()));
+    instead += str(instead.empty() ? "" : " or ",
+                   config_given ? option : str("`haargrad train ", option, "`"));
+  }
+  // --resume auto searches the config's output: no help without a config
+  const std::string auto_hint =
+      config_given ? " (or --resume auto: the newest unfinished run of the experiment)" : "";
+  if (instead.empty())
+    return str("resume: ", folder,
+               " is a folder, not a checkpoint, and holds no recovery.safetensors or "
+               "last.safetensors to resume from",
+               auto_hint);
+  return str("resume: ", folder, " is a folder, not a checkpoint: resume from a checkpoint in it, ",
+             instead, auto_hint);
+}
+
 std::string run_marker_owner(const fs::path& dir) {
   const nlohmann::json j = read_marker(dir);
   if (j.is_null() || !j.contains("pid")) return "";

@@ -88,6 +88,12 @@ std::string why_not_resumed_in_place(const std::filesystem::path& dir, const std
 std::string newer_recovery_note(const std::filesystem::path& dir, const std::string& path,
                                 const TrainState& state);
 
+/// The error for a folder given to resume where a checkpoint file goes: it names the folder and
+/// the checkpoints in it to resume from (recovery.safetensors, last.safetensors: those resume: auto
+/// picks from), each as what to give instead: the option `--resume FILE` when a config was given,
+/// else the command `haargrad train --resume FILE` (which reads the run's args.yaml beside FILE).
+std::string resume_folder_error(const std::string& folder, bool config_given);
+
 /// A file a command reads, which its output must not replace: {"the checkpoint", path}.
 struct CommandInput {
   std::string role, path;

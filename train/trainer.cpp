@@ -206,17 +206,8 @@ void open_run_folder(Session& s) {
   fs::path run_dir;
   if (!s.resume_path.empty()) {
     std::error_code ec;
-    if (fs::is_directory(s.resume_path, ec)) {  // a run folder, as validate takes one
-      std::string files;
-      for (const char* name : {"recovery.safetensors", "last.safetensors"})
-        if (file_exists(fs::path(s.resume_path) / name))
-          files += str(files.empty() ? "" : " or ", (fs::path(s.resume_path) / name).string());
-      throw Error(str("resume: ", s.resume_path, " is a folder, not a checkpoint: ",
-                      files.empty() ? std::string("it holds no last.safetensors or "
-                                                  "recovery.safetensors to resume from")
-                                    : "resume from " + files,
-                      " (or --resume auto: the newest unfinished run of the experiment)"));
-    }
+    // a run folder, as validate takes one (train without a config says so before, app/train.cpp)
+    HG_CHECK(!fs::is_directory(s.resume_path, ec), resume_folder_error(s.resume_path, true));
     HG_CHECK(file_exists(s.resume_path), "resume: checkpoint ", s.resume_path, " does not exist");
     run_dir = fs::path(s.resume_path).parent_path();
     if (run_dir.empty()) run_dir = ".";

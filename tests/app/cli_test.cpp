@@ -404,6 +404,47 @@ TEST_F(CliTest, TrainResumeWithoutAConfigRefusesAnotherRunsArgsYaml) {
   EXPECT_EQ(own.exit_code, 0) << own.output;
 }
 
+// `train --resume RUN` with a run folder and no config logged "config: RUN/args.yaml (no config
+// given: the resumed run's own)" before the trainer said the folder is no checkpoint (and a folder
+// without args.yaml was sent to `train CONFIG.yaml --resume FOLDER`, which then said it). The
+// folder is said first and alone, with the checkpoints in it as commands to paste.
+TEST_F(CliTest, TrainResumeOfARunFolderNamesItsCheckpointsFirst) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const ProgramRun run = run_program("train " + smoke + " --device cpu --threads 1 --epochs 1 " +
+                                     "--output " + file("out") + " --experiment e --plain");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const std::string folder : {file("out/e"), file("out/e/")}) {
+    SCOPED_TRACE(folder);
+    const ProgramRun r = run_program("train --resume " + folder + " --plain");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.output.find("config:"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("resume: " + folder + " is a folder, not a checkpoint"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("`haargrad train --resume " + file("out/e/last.safetensors") + "`"),
+              std::string::npos)
+        << r.output;
+  }
+  // with a config the trainer says it, with the option to give instead
+  const ProgramRun with_config =
+      run_program("train " + smoke + " --device cpu --resume " + file("out/e") + " --plain");
+  EXPECT_EQ(with_config.exit_code, 1) << with_config.output;
+  EXPECT_NE(with_config.output.find(file("out/e") +
+                                    " is a folder, not a checkpoint: resume from a checkpoint in "
+                                    "it, --resume " +
+                                    file("out/e/last.safetensors")),
+            std::string::npos)
+      << with_config.output;
+  // a folder without checkpoints says so
+  std::filesystem::create_directories(file("empty"));
+  const ProgramRun empty = run_program("train --resume " + file("empty") + " --plain");
+  EXPECT_EQ(empty.exit_code, 1) << empty.output;
+  EXPECT_EQ(empty.output.find("config:"), std::string::npos) << empty.output;
+  EXPECT_NE(empty.output.find(file("empty") + " is a folder, not a checkpoint, and holds no"),
+            std::string::npos)
+      << empty.output;
+}
+
 // `train --resume` without a config: weights alone (an export) were sent to "give the run's
 // config, `haargrad train CONFIG.yaml --resume W`", which then said they hold weights only; and
 // `--resume --epochs 2` said "checkpoint --epochs does not exist".
