@@ -186,14 +186,6 @@ void cmyk_to_rgb(const uint8_t* src, int64_t n, bool inverted, uint8_t* rgb) {
   }
 }
 
-bool ends_with_eoi(const uint8_t* data, size_t size) {
-  // Some writers pad after the marker; look at the last few bytes only.
-  const size_t from = size > 32 ? size - 32 : 0;
-  for (size_t i = size; i-- > from + 1;)
-    if (data[i - 1] == 0xFF && data[i] == 0xD9) return true;
-  return false;
-}
-
 }  // namespace
 
 bool jpeg_has_end_marker(const uint8_t* data, size_t size) {
@@ -252,7 +244,7 @@ JpegRegion decode_jpeg(const uint8_t* data, size_t size, const std::string& path
   job.channels = channels;
   job.scale = scale;
   job.want = want;
-  job.ends_with_eoi = ends_with_eoi(data, size);
+  job.ends_with_eoi = jpeg_has_end_marker(data, size);
   job.pixels = &raw;
   job.scratch = &scratch;
   run(job, path);

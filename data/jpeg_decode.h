@@ -61,9 +61,10 @@ struct JpegSegment {
 /// length is below 2 (no error is thrown). `end` may lie past `size`: a segment cut short.
 std::optional<JpegSegment> jpeg_segment_at(const uint8_t* data, size_t size, size_t at);
 
-/// True when an end-of-image marker (FF D9) lies within the last 64 bytes of `data` (files may carry
-/// a few bytes of padding after it): a cheap test for truncation before handing a file to a decoder
-/// that would not report it. Entropy-coded data never holds FF D9 (an FF there is stuffed with 00).
+/// True when an end-of-image marker (FF D9) lies within the last 64 bytes of `data` (files may
+/// carry a few bytes of padding after it): a cheap test for truncation before handing a file to a
+/// decoder that would not report it, and decode_jpeg's test for whether it may skip the rows below
+/// a region. Entropy-coded data never holds FF D9 (an FF there is stuffed with 00).
 bool jpeg_has_end_marker(const uint8_t* data, size_t size);
 
 /// The frame header. Throws CorruptImage naming `path` when libjpeg cannot parse it.

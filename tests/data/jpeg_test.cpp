@@ -160,6 +160,41 @@ TEST(Jpeg, TruncatedFileIsAnErrorWhateverTheRegion) {
   }
 }
 
+// A region decode skips the rows below it only when the file holds its end-of-image marker near
+// its end (padding may follow it), and otherwise reads on to find a truncation. Whatever follows
+// the marker (nothing, zeros, bytes of garbage, FF fill, a long tail), the region equals the top of
+// the whole decode; the marker cut off, or the data cut and zero-padded, is "truncated" for the
+// whole image and for a region in its intact top rows alike.
+TEST(Jpeg, EndMarkerPaddingAndTruncationAlikeForAnyRegion) {
+  Files f;
+  const std::string good = hg::test::read_bytes(f.baseline);
+  const auto decode = [](const std::string& bytes, PixelRect want) {
+    return decode_jpeg(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.jpg", 3, 1,
+                       want);
+  };
+  const Image whole = decode(good, {}).image;
+  const PixelRect top{0, 0, whole.width, 16};  // whole rows: no column-crop edge
+  const std::vector<uint8_t> top_pixels(whole.pixels.begin(),
+                                        whole.pixels.begin() + 16 * whole.width * 3);
+  for (const size_t pad : {0, 1, 20, 31, 32, 33, 40, 62, 63, 64, 65, 100, 1000})
+    for (const char fill : {'\0', '\x37', '\xFF'}) {
+      SCOPED_TRACE(testing::Message() << pad << " bytes of " << int(uint8_t(fill)));
+      const std::string padded = good + std::string(pad, fill);
+      EXPECT_EQ(decode(padded, {}).image.pixels, whole.pixels);
+      const JpegRegion r = decode(padded, top);
+      EXPECT_EQ(r.y0, 0);
+      EXPECT_EQ(r.image.pixels, top_pixels);
+    }
+  const std::string no_marker = good.substr(0, good.size() - 2);
+  const std::string cut_padded = good.substr(0, good.size() * 6 / 10) + std::string(100, '\0');
+  for (const std::string& bad : {no_marker, cut_padded})
+    for (const PixelRect want : {PixelRect{}, top}) {
+      SCOPED_TRACE(testing::Message() << bad.size() << " bytes, " << want.y1 << " rows");
+      const std::string msg = error_of([&] { decode(bad, want); });
+      EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+    }
+}
+
 TEST(Jpeg, CorruptAndNonJpegFilesNamedJpg) {
   Files f;
   // Text with a .jpg name: named, with its first bytes.
