@@ -22,6 +22,7 @@
 #include "core/autograd.h"
 #include "core/safetensors.h"
 #include "core/threads.h"
+#include "core/utf8.h"
 #include "data/from_config.h"
 #include "data/image.h"
 #include "data/image_folder.h"
@@ -151,6 +152,13 @@ void run_infer(const InferArgs& a) {
   check_replaces_its_kind_only(
       a.out, "infer: --out", [](const std::string& name) { return name == "logits"; }, "logits");
   const std::vector<std::string> images = input_images(a.input);
+  // the logits file names the images in its JSON header, which holds UTF-8 only: a name in
+  // another encoding failed that write, after the model had run
+  for (const std::string& image : images)
+    HG_CHECK(invalid_utf8_at(image) == std::string::npos, "infer: the image path '",
+             utf8_shown(image),
+             "' is not UTF-8 text, which the logits file's metadata 'images' (JSON) cannot hold: "
+             "rename it in UTF-8 (e.g. `convmv -f latin1 -t utf-8 --notest FILE`)");
   // the keys of the model and of where it runs, and for images those of their transform; the
   // others (precision, ...) shape training, which infer does not do
   std::vector<std::string> taken = {"device", "threads", "wtconv_mode"};

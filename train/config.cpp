@@ -29,6 +29,7 @@
 #include "core/parse_number.h"
 #include "core/shell_quote.h"
 #include "core/similar_names.h"
+#include "core/utf8.h"
 #include "data/rand_augment.h"
 #include "data/transforms.h"
 #include "train/checkpoint.h"
@@ -534,6 +535,15 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
         } else if constexpr (std::is_same_v<T, double>) {
           check_number(v, "a number");
         } else if constexpr (std::is_same_v<T, std::string>) {
+          // every checkpoint stores the config in its JSON header, which holds UTF-8 only: a
+          // path in another encoding failed the first checkpoint, after an epoch of training
+          if (invalid_utf8_at(v) != std::string::npos)
+            fail(key, where,
+                 str("'", utf8_shown(v),
+                     "' is not UTF-8 text: checkpoints record the config as JSON, which holds "
+                     "UTF-8 only; rename "
+                     "the file or folder in UTF-8 (e.g. `convmv -f latin1 -t utf-8 -r --notest "
+                     "PATH`) or give another path to it (a symbolic link)"));
           if (!r.choices.empty() &&
               std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
             std::string list;

@@ -525,6 +525,26 @@ TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
 // infer: an ImageFolder split given whole (DIR/val, its images in one folder per class) was "a
 // folder without image files" and no more; the message says that infer does not look into its
 // sub-folders and names one.
+// An image whose name is not UTF-8 (Latin-1 "caf\xe9.png") ran the model and then failed to
+// write the logits ("[json.exception.type_error.316] invalid UTF-8 byte ... please report it"):
+// the file's metadata 'images' is JSON. The name is refused first, escaped.
+TEST_F(ExportCommand, InferNamesAnImageWhoseNameIsNotUtf8) {
+  const std::string ck = file("ck.safetensors");
+  save_smoke_checkpoint(ck);
+  fs::create_directories(file("images"));
+  const data::Image img{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 100)};
+  data::write_png(file("images/a.png"), img);
+  data::write_png(file("images/caf\xe9.png"), img);
+  const ProgramRun r = infer(ck, file("images"), file("logits.safetensors"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("infer: the image path '" + file("images/caf\\xe9.png") +
+                          "' is not UTF-8 text"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("unexpected"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(file("logits.safetensors")));
+}
+
 TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
   const std::string ck = file("ck.safetensors");
   save_smoke_checkpoint(ck);

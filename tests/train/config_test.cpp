@@ -862,3 +862,17 @@ TEST_F(ConfigTest, ABinaryFileIsNamedAsNoYamlText) {
                                                           22));
   EXPECT_EQ(hg::train::load_config(utf16).epochs, 3);
 }
+
+// A path that is not UTF-8 (a Latin-1 folder name, "caf\xe9") trained a whole epoch and then
+// failed its first checkpoint with "[json.exception.type_error.316] invalid UTF-8 byte ... (an
+// unexpected C++ exception: please report it)": every checkpoint records the config in its JSON
+// header, which holds UTF-8 only. The key is named before anything runs.
+TEST_F(ConfigTest, AStringThatIsNotUtf8IsNamedWithItsKey) {
+  expect_contains(override_error({"--output", "/tmp/caf\xe9/runs"}),
+                  {"key 'output' (command line)", "'/tmp/caf\\xe9/runs' is not UTF-8 text"});
+  const std::string msg = load_error("epochs: 2\ndata_dir: \"/data/caf\xe9\"\n");
+  expect_contains(msg, {"key 'data_dir' (" + path_ + " line 2)", "is not UTF-8 text"});
+  // UTF-8 beyond ASCII is taken as it is
+  EXPECT_EQ(hg::train::config_from_yaml("data_dir: /data/caf\xc3\xa9\n", "x.yaml").data_dir,
+            "/data/caf\xc3\xa9");
+}

@@ -1,0 +1,66 @@
+// UTF-8 checks (see utf8.h).
+#include "core/utf8.h"
+
+#include <cstdint>
+#include <cstdio>
+
+namespace hg {
+namespace {
+
+// The length of the valid UTF-8 sequence at s[i], or 0 when none starts there.
+size_t sequence_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
+  const uint8_t b = byte(i);
+  if (b < 0x80) return 1;
+  // the lead byte gives the length and the allowed range of the second byte (which rules out
+  // overlong forms, surrogates and code points above U+10FFFF)
+  size_t n = 0;
+  uint8_t lo = 0x80, hi = 0xBF;
+  if (b >= 0xC2 && b <= 0xDF) {
+    n = 2;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    n = 3;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    n = 4;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    return 0;  // a continuation byte, or a lead byte no valid sequence has
+  }
+  if (i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  return n;
+}
+
+}  // namespace
+
+size_t invalid_utf8_at(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = sequence_length(s, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+std::string utf8_shown(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = sequence_length(s, i);
+    if (n == 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<uint8_t>(s[i]));
+      out += hex;
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace hg

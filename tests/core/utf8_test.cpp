@@ -1,0 +1,36 @@
+// Tests of core/utf8: which bytes are no UTF-8 (RFC 3629), and how a message shows them.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/utf8.h"
+
+namespace {
+
+constexpr size_t kValid = std::string::npos;
+
+TEST(Utf8, ValidTextHasNoInvalidByte) {
+  EXPECT_EQ(hg::invalid_utf8_at(""), kValid);
+  EXPECT_EQ(hg::invalid_utf8_at("plain/ascii path.png"), kValid);
+  EXPECT_EQ(hg::invalid_utf8_at("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x88"), kValid);  // é € 🐈
+  EXPECT_EQ(hg::invalid_utf8_at("\xf4\x8f\xbf\xbf"), kValid);                           // U+10FFFF
+}
+
+TEST(Utf8, InvalidSequencesAreFoundAtTheirFirstByte) {
+  EXPECT_EQ(hg::invalid_utf8_at("caf\xe9"), 3u);           // Latin-1
+  EXPECT_EQ(hg::invalid_utf8_at("a\x80"), 1u);             // a lone continuation byte
+  EXPECT_EQ(hg::invalid_utf8_at("\xc0\xaf"), 0u);          // overlong '/'
+  EXPECT_EQ(hg::invalid_utf8_at("\xe0\x80\xaf"), 0u);      // overlong, 3 bytes
+  EXPECT_EQ(hg::invalid_utf8_at("ab\xed\xa0\x80"), 2u);    // a surrogate
+  EXPECT_EQ(hg::invalid_utf8_at("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(hg::invalid_utf8_at("\xe2\x82"), 0u);          // cut short
+  EXPECT_EQ(hg::invalid_utf8_at("\xc3\xa9\xff"), 2u);
+}
+
+TEST(Utf8, ShownEscapesTheInvalidBytesOnly) {
+  EXPECT_EQ(hg::utf8_shown("/data/caf\xe9/x"), "/data/caf\\xe9/x");
+  EXPECT_EQ(hg::utf8_shown("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(hg::utf8_shown("\xe2\x82"), "\\xe2\\x82");
+}
+
+}  // namespace
