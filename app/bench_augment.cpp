@@ -172,11 +172,19 @@ void run(const AugmentOptions& o) {
       sink = sink + uint8_t(buf[0]);
     }));
   }
+  // the examples are the rows' first words, each of which matches (the list written out here
+  // before offered 'crop', which matched no row)
+  std::vector<std::string> words;
+  for (const AugmentRow& r : rows) {
+    const std::string word = r.name.substr(0, r.name.find(' '));
+    if (std::find(words.begin(), words.end(), word) == words.end()) words.push_back(word);
+  }
+  std::string examples;
+  for (const std::string& w : words) examples += str(examples.empty() ? "" : ", ", "'", w, "'");
   HG_CHECK(o.only.empty() || std::any_of(rows.begin(), rows.end(),
                                          [](const AugmentRow& r) { return r.mean_us >= 0; }),
-           "bench-augment: --only '", o.only,
-           "' matches no row's name (e.g. 'op ', 'crop', "
-           "'RandAugment', 'transform')");
+           "bench-augment: --only '", o.only, "' matches no row's name, which start ", examples,
+           " (the text is matched in its case)");
   if (!o.output.empty()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const AugmentRow& r : rows)

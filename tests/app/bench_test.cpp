@@ -249,5 +249,30 @@ TEST_F(BenchCommand, BenchAugmentAndBenchDataNameTheirBadOptions) {
       << only.output;
 }
 
+// bench-augment's --only matching no row offered 'crop' as an example of a row's name, which
+// matched none either ("--only 'crop' matches no row's name (e.g. 'op ', 'crop', ..."): every
+// example the message gives now times its rows.
+TEST_F(BenchCommand, BenchAugmentOnlyOffersExamplesThatMatch) {
+  const std::string base = "bench-augment --size 16 --reps 1 --warmup 0 --only ";
+  const ProgramRun none = run_program(base + "zzz");
+  ASSERT_EQ(none.exit_code, 1) << none.output;
+  const size_t at = none.output.find("matches no row's name");
+  ASSERT_NE(at, std::string::npos) << none.output;
+  std::vector<std::string> examples;
+  const size_t from = at + std::string("matches no row's name").size();
+  const std::string rest = none.output.substr(from, none.output.find('\n', from) - from);
+  for (size_t q = rest.find('\''); q != std::string::npos; q = rest.find('\'', q)) {
+    const size_t end = rest.find('\'', q + 1);
+    ASSERT_NE(end, std::string::npos) << rest;
+    examples.push_back(rest.substr(q + 1, end - q - 1));
+    q = end + 1;
+  }
+  ASSERT_GE(examples.size(), 3u) << none.output;
+  for (const std::string& word : examples) {
+    const ProgramRun r = run_program(base + "'" + word + "'");
+    EXPECT_EQ(r.exit_code, 0) << "--only '" << word << "': " << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace hg
