@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "app/command.h"
+#include "app/config_help.h"
 #include "app/version.h"
 #include "core/cuda_queues.h"
 #include "core/error.h"
@@ -93,22 +94,34 @@ bool takes_config_first(const std::string& command) {
 }
 
 // `train -c X ...` becomes `train X ...` in `args` (and so for each takes_config_first command).
-// Returns why it cannot ("" when it could, or there is nothing to do): a missing value, or a config
-// given both ways.
+// Returns why it cannot ("" when it could, or there is nothing to do): a missing value, or a
+// second config, as a second -c / --config or as the CONFIG argument (found as the train command
+// finds it, also after options: `train --epochs 1 x.yaml -c y.yaml`). Before, only a CONFIG first
+// was seen; a second --config reached the config overrides as "unknown key 'config'", a second -c
+// as "config keys take two dashes", and a CONFIG after options as "expected '--key value'".
 std::string config_option_as_argument(std::vector<std::string>& args) {
   if (args.size() < 2 || !takes_config_first(args[1])) return "";
+  std::vector<std::string> configs, others;  // given as -c / --config; the other arguments
   for (size_t i = 2; i < args.size(); ++i) {
     const bool split = args[i] == "-c" || args[i] == "--config";
-    if (!split && args[i].rfind("--config=", 0) != 0) continue;
+    if (!split && args[i].rfind("--config=", 0) != 0) {
+      others.push_back(args[i]);
+      continue;
+    }
     if (split && i + 1 == args.size()) return args[i] + " needs a value: the YAML config";
-    const std::string config = split ? args[i + 1] : args[i].substr(9);
-    if (i > 2 && args[2][0] != '-')
-      return args[1] + ": two configs, '" + args[2] + "' and --config '" + config + "'; give one";
-    args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
-               args.begin() + static_cast<std::ptrdiff_t>(i + (split ? 2 : 1)));
-    args.insert(args.begin() + 2, config);
-    return "";
+    configs.push_back(split ? args[++i] : args[i].substr(9));
   }
+  if (configs.empty()) return "";
+  const std::string positional = hg::app::split_config_args(others).config;
+  if (!positional.empty())
+    return args[1] + ": two configs, '" + positional + "' and --config '" + configs[0] +
+           "'; give one";
+  if (configs.size() > 1)
+    return args[1] + ": two configs, --config '" + configs[0] + "' and --config '" + configs[1] +
+           "'; give one";
+  args.resize(2);
+  args.push_back(configs[0]);
+  args.insert(args.end(), others.begin(), others.end());
   return "";
 }
 

@@ -296,6 +296,30 @@ TEST_F(CliTest, EveryCommandWithAConfigTakesDashCAndDashDashConfig) {
   EXPECT_NE(no_value.output.find("-c needs a value"), std::string::npos) << no_value.output;
 }
 
+// A second config given as an option was not seen as one: `train --config A --config B` said
+// "unknown key 'config'", `train -c A -c B` "config keys take two dashes; the short options are
+// timm's -b, -vb and -j" (-c is one), and `train --epochs 1 A --config B` "expected '--key
+// value', got 'A'". Each is the usage error that names both configs.
+TEST_F(CliTest, TrainNamesASecondConfigGivenAsAnOption) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const std::string both =
+      "two configs, --config '" + kDefaultConfig + "' and --config '" + smoke + "'";
+  for (const std::string& args : {"--config " + kDefaultConfig + " --config " + smoke,
+                                  "-c " + kDefaultConfig + " -c " + smoke,
+                                  "--config=" + kDefaultConfig + " --epochs 1 --config=" + smoke}) {
+    const ProgramRun r = run_program("train " + args + " --output " + file("out"));
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(both), std::string::npos) << args << ": " << r.output;
+  }
+  const ProgramRun after = run_program("train --epochs 1 " + kDefaultConfig + " --config " + smoke +
+                                       " --output " + file("out"));
+  EXPECT_EQ(after.exit_code, 2) << after.output;
+  EXPECT_NE(after.output.find("two configs, '" + kDefaultConfig + "' and --config '" + smoke + "'"),
+            std::string::npos)
+      << after.output;
+  EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
 // `train --resume CKPT` without a config was refused ("is a checkpoint, not a YAML config: resume
 // it with `haargrad train RUN/args.yaml --resume CKPT`"); a timm user expects the run's recorded
 // config. It reads the args.yaml of the checkpoint's folder, says which (console and log.txt), and
