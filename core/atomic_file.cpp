@@ -69,7 +69,9 @@ class TempFile {
  public:
   explicit TempFile(const std::string& target) : target_(written_file(target)) {
     static std::atomic<uint64_t> counter{0};  // unique among threads of this process
-    tmp_ = str(target, ".tmp.", ::getpid(), ".", counter++);
+    // beside the file written, not beside a link to it: a rename cannot cross file systems, and a
+    // link to a file on another one (a shared results folder) failed "Invalid cross-device link"
+    tmp_ = str(target_, ".tmp.", ::getpid(), ".", counter++);
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd_ < 0 && errno == EEXIST) {  // left by a crashed process that had our pid: no one else owns it
       ::unlink(tmp_.c_str());

@@ -309,6 +309,36 @@ TEST_F(Faults, AFileThatIsALinkIsWrittenThroughTheLink) {
   EXPECT_TRUE(temp_files(root_ / "shared").empty());
 }
 
+// A link to a file on another file system (a shared results folder) could not be written: the
+// temporary file was made beside the link, and the rename to the file the link leads to failed
+// with "Invalid cross-device link". The temporary file is made beside that file.
+TEST_F(Faults, AFileThatIsALinkToAnotherFileSystemIsWrittenThroughTheLink) {
+  const fs::path other = fs::path("/dev/shm") / root_.filename();
+  std::error_code ec;
+  struct stat here {
+  }, there{};
+  if (!fs::create_directories(other, ec) || ::stat(root_.c_str(), &here) != 0 ||
+      ::stat(other.c_str(), &there) != 0 || here.st_dev == there.st_dev) {
+    fs::remove_all(other, ec);
+    GTEST_SKIP() << "needs /dev/shm on another file system than " << root_;
+  }
+  const fs::path real = other / "results.csv", link = root_ / "results.csv";
+  fs::create_symlink(real, link);  // its file not yet made
+  std::string error;
+  try {
+    io::write_file_atomic(link.string(), "a\n");
+    io::write_file_atomic(link.string(), "b\n");  // replacing it
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(slurp(real), "b\n");
+  EXPECT_TRUE(temp_files(root_).empty());
+  EXPECT_TRUE(temp_files(other).empty());
+  fs::remove_all(other, ec);
+}
+
 // A file replaced by the atomic writer keeps its permissions: a results file or config kept
 // private (0600) became 0644 (the new file's mode), readable by every user.
 TEST_F(Faults, AReplacedFileKeepsItsPermissions) {
