@@ -339,6 +339,25 @@ TEST_F(Faults, AFileThatIsALinkToAnotherFileSystemIsWrittenThroughTheLink) {
   fs::remove_all(other, ec);
 }
 
+// A file whose name is near the file system's limit (255 bytes) could not be written: its
+// temporary file's name, the name plus ".tmp.<pid>.<n>", was too long ("File name too long" for
+// a name the user may use). The temporary file's name is cut to fit.
+TEST_F(Faults, AFileNamedNearTheLengthLimitIsWritten) {
+  for (const size_t length : {size_t{240}, size_t{255}}) {
+    const fs::path path = root_ / (std::string(length - 4, 'w') + ".csv");
+    std::string error;
+    try {
+      io::write_file_atomic(path.string(), "a\n");
+      io::write_file_atomic(path.string(), "b\n");  // replacing it
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    EXPECT_EQ(error, "") << length;
+    EXPECT_EQ(slurp(path), "b\n") << length;
+  }
+  EXPECT_TRUE(temp_files(root_).empty());
+}
+
 // A file replaced by the atomic writer keeps its permissions: a results file or config kept
 // private (0600) became 0644 (the new file's mode), readable by every user.
 TEST_F(Faults, AReplacedFileKeepsItsPermissions) {
