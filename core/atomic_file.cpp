@@ -37,6 +37,20 @@ std::optional<long> temp_file_pid(const std::string& name) {
   return std::stol(rest.substr(0, dot));
 }
 
+std::string temp_path(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};  // unique among threads of this process
+  const std::string suffix = str(".tmp.", ::getpid(), ".", counter++);
+  const std::filesystem::path p(path);
+  std::string name = p.filename().string();
+  // cut where the suffix would take the name past NAME_MAX, keeping whole UTF-8 characters
+  if (name.size() + suffix.size() > NAME_MAX) {
+    size_t keep = NAME_MAX - suffix.size();
+    while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+    name.resize(keep);
+  }
+  return (p.parent_path() / (name + suffix)).string();
+}
+
 namespace {
 
 // The folder that holds `path` ("." for a bare file name).
@@ -64,30 +78,14 @@ std::string written_file(const std::string& path) {
   return ec ? p.string() : resolved.string();
 }
 
-// `<path>.tmp.<pid>.<n>`, its file name cut to NAME_MAX (255 bytes) where the suffix would take it
-// past that: a file named near the limit, which the file system takes, could not be written at all
-// ("File name too long" for the temporary file). The cut keeps whole UTF-8 characters.
-std::string temp_path(const std::string& path, uint64_t n) {
-  const std::string suffix = str(".tmp.", ::getpid(), ".", n);
-  const std::filesystem::path p(path);
-  std::string name = p.filename().string();
-  if (name.size() + suffix.size() > NAME_MAX) {
-    size_t keep = NAME_MAX - suffix.size();
-    while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
-    name.resize(keep);
-  }
-  return (p.parent_path() / (name + suffix)).string();
-}
-
 // A temporary file beside `target` (beside the file a link there leads to) that becomes that file
 // on commit() and is removed otherwise.
 class TempFile {
  public:
   explicit TempFile(const std::string& target) : target_(written_file(target)) {
-    static std::atomic<uint64_t> counter{0};  // unique among threads of this process
     // beside the file written, not beside a link to it: a rename cannot cross file systems, and a
     // link to a file on another one (a shared results folder) failed "Invalid cross-device link"
-    tmp_ = temp_path(target_, counter++);
+    tmp_ = temp_path(target_);
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd_ < 0 && errno == EEXIST) {  // left by a crashed process that had our pid: no one else owns it
       ::unlink(tmp_.c_str());

@@ -28,6 +28,12 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 /// unchanged.
 void copy_file_atomic(const std::string& from, const std::string& to);
 
+/// A new temporary file name beside `path`: `<path>.tmp.<pid>.<n>`, n counting this process's
+/// names, its file name cut to NAME_MAX (255 bytes) where the suffix would take it past that (a
+/// file named near the limit, which the file system takes, could not be written at all: "File
+/// name too long" for the temporary file).
+std::string temp_path(const std::string& path);
+
 /// The writer's pid in a temporary file's name `<path>.tmp.<pid>.<n>` (a file name or a path), or
 /// none when `name` is not one: a kill during a write leaves such a file, which a later run can
 /// tell is stale when that process is gone.

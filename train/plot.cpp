@@ -221,8 +221,9 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   std::string title = opts.title;
   if (title.empty())
     for (size_t r = 0; r < names.size(); ++r) title += (r ? ", " : "") + names[r];
-  fs::path tmp_png = png;  // one per process: a plot beside the training's redraw must not collide
-  tmp_png += str(".tmp.", ::getpid());
+  // one per call: a plot beside the training's redraw must not collide; cut to fit NAME_MAX, as a
+  // PNG named near that limit made gnuplot fail "File name too long"
+  const fs::path tmp_png = io::temp_path(png.string());
   std::string gp =
       "# haargrad training curves (rerun: gnuplot " + stem.filename().string() + ".gp)\n";
   gp += "set terminal pngcairo size " + std::to_string(opts.width) + "," +

@@ -123,6 +123,25 @@ TEST_F(PlotTest, PngOfTheRightSizeAndDataMatchingTheSummary) {
   }
 }
 
+// A PNG named near the file system's limit (255 bytes) was not drawn: gnuplot wrote into the
+// name plus ".tmp.<pid>", which was too long ("system error: File name too long").
+TEST_F(PlotTest, APngNamedNearTheLengthLimitIsDrawn) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path dir = run("run1", kSummary);
+  const fs::path png = root_ / (std::string(250, 'p') + ".png");
+  std::string error;
+  try {
+    train::plot_runs({dir.string()}, png.string(), train::PlotOptions{});
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(fs::exists(png));
+  for (const auto& e : fs::directory_iterator(root_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
 TEST_F(PlotTest, SeveralRunsAndRunsWithoutEma) {
   ASSERT_TRUE(train::gnuplot_available())
       << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
