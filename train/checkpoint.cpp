@@ -106,6 +106,22 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
   return s;
 }
 
+// The drop-path masks' generator as the checkpoint left it, when it recorded one. A damaged state
+// is named with the file and key (it said only "Generator::set_state: malformed RNG state string").
+void restore_drop_path_rng(const std::map<std::string, std::string>& meta, const std::string& path,
+                           ConvNeXt& model) {
+  const auto r = meta.find("rng.drop_path");
+  if (r == meta.end()) return;
+  try {
+    model.drop_gen.set_state(r->second);
+  } catch (const Error&) {
+    throw Error(str("checkpoint ", path,
+                    ": metadata 'rng.drop_path' is not a random generator's "
+                    "state (",
+                    r->second.size(), " characters; the file was edited or damaged)"));
+  }
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optimizer* opt,
@@ -175,7 +191,7 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
             e.what()));
   }
   const TrainState s = state_from_metadata(f.metadata, path).value_or(TrainState{});
-  if (auto r = f.metadata.find("rng.drop_path"); r != f.metadata.end()) model.drop_gen.set_state(r->second);
+  restore_drop_path_rng(f.metadata, path, model);
   if (opt && !opt_state.empty()) opt->load_state_dict(opt_state, kOptPrefix);
   // timm resumes such a file too; its optimizer starts from zero, which changes the run: say so
   if (opt && opt_state.empty() && s.updates > 0 && opt->keeps_state())

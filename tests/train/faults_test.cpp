@@ -1072,6 +1072,25 @@ TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
   EXPECT_EQ(train::read_train_state(p)->epoch, 1);  // the file itself reads
 }
 
+// A checkpoint whose drop-path generator state is damaged said only "Generator::set_state:
+// malformed RNG state string", naming neither the file nor the key.
+TEST_F(Faults, ADamagedRngStateNamesTheCheckpointAndKey) {
+  train::Config c = smoke("rng", 1);
+  train::train(c, quiet_);
+  const std::string p = (root_ / "rng" / "last.safetensors").string();
+  const safetensors::File f = safetensors::load(p);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+  std::map<std::string, std::string> meta = f.metadata;
+  meta["rng.drop_path"] = "12 34";
+  const std::string edited = (root_ / "edited.safetensors").string();
+  safetensors::save(edited, tensors, meta);
+  ConvNeXt model(train::model_config_from(c), 0);
+  EXPECT_CONTAINS(
+      error_of([&] { train::load_checkpoint(edited, model, nullptr); }),
+      "checkpoint " + edited + ": metadata 'rng.drop_path' is not a random generator's state");
+}
+
 // A resume with another max_steps_per_epoch or batch_size (keys that shape the results) makes this
 // session's epoch shorter than the run's: the error names the key and both values, not the
 // checkpoint's position as if the file were damaged ("step_in_epoch is 2, past this session's
