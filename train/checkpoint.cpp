@@ -103,6 +103,8 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
   s.eval_top5_ema = f.number("eval_top5_ema", 0, 100, true, -1.0);
   s.eval_loss_ema = f.number("eval_loss_ema", 0, kInf, true, -1.0);
   s.run = f.text("run");
+  s.train_images = f.integer("train_images", 0, int64_t{0});  // absent in older checkpoints
+  s.train_classes = f.text("train_classes");
   return s;
 }
 
@@ -144,6 +146,8 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
     state["epoch_peak_mib"] = s.epoch_peak_mib;
   }
   if (!s.run.empty()) state["run"] = s.run;
+  if (s.train_images > 0) state["train_images"] = s.train_images;
+  if (!s.train_classes.empty()) state["train_classes"] = s.train_classes;
   if (s.eval_top1_ema >= 0 || s.eval_loss_ema >= 0) {
     state["eval_top1_ema"] = s.eval_top1_ema;
     state["eval_top5_ema"] = s.eval_top5_ema;

@@ -41,6 +41,11 @@ struct TrainState {
   /// The run folder it was written in (run_marker_id of its run.json), so that a copy into another
   /// run's folder is told apart from that run's own checkpoints; "" in older files.
   std::string run;
+  /// The training data the run read when it wrote it: the train split's image count and a hash of
+  /// its class names (hex; "" where the data set has no names), so that a resume can say when the
+  /// data changed since; 0 and "" in older files.
+  int64_t train_images = 0;
+  std::string train_classes;
 };
 
 /// The prefix of the model EMA's tensors in a checkpoint ("state_dict_ema.<timm name>").

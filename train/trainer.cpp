@@ -571,10 +571,54 @@ std::string resume_point(const TrainState& st, int64_t steps_per_epoch) {
   return str("at epoch ", st.epoch + 1, " step ", st.step_in_epoch + 1);
 }
 
+// FNV-1a over the class names, each with its ending 0 byte (the order counts: it gives the labels).
+uint64_t class_names_hash(const std::vector<std::string>& names) {
+  uint64_t h = kFnv1aSeed;
+  for (const std::string& n : names) h = fnv1a(n.c_str(), n.size() + 1, h);
+  return h;
+}
+
+// The training data this session reads, in the state its checkpoints record.
+void record_training_data(Session& s) {
+  s.st.train_images = s.ds.train->size();
+  const std::vector<std::string> names = s.ds.train->class_names();
+  s.st.train_classes = names.empty() ? "" : str(std::hex, class_names_hash(names));
+}
+
+// A resumed run whose training data changed since its checkpoint (images added or removed, a class
+// folder renamed) went on unsaid: its epochs then differ from the run's, a partial epoch reads the
+// rest of another order (some images twice, some not at all), and renamed classes can give labels
+// to other classes. Said with both figures; the checkpoint must have recorded them.
+void say_changed_training_data(const Session& s) {
+  const TrainState& r = s.st;
+  const int64_t images = s.ds.train->size();
+  if (r.train_images > 0 && r.train_images != images)
+    spdlog::warn(
+        "resume: the train split has {} images, {} when {} was written: images were added or "
+        "removed since, so the run's epochs from here read other data than before{}",
+        images, r.train_images, s.resume_path,
+        r.step_in_epoch > 0 ? str(", and the rest of epoch ", r.epoch + 1,
+                                  " follows another order (some images twice, others not at all)")
+                            : std::string());
+  const std::vector<std::string> names = s.ds.train->class_names();
+  if (!r.train_classes.empty() && !names.empty() &&
+      r.train_classes != str(std::hex, class_names_hash(names)))
+    spdlog::warn(
+        "resume: the train split's class folders are not those of {} ({} now): a class folder was "
+        "renamed, added or removed, so a label may now stand for another class than the one the "
+        "weights learnt",
+        s.resume_path, names.size());
+}
+
 // Weights, optimizer state and position of the resumed checkpoint, and the summary rows before it.
 void restore_checkpoint(Session& s) {
-  if (!s.resumed) return;
+  if (!s.resumed) {
+    record_training_data(s);
+    return;
+  }
   s.st = load_checkpoint(s.resume_path, *s.model, s.opt.get());
+  if (dist::is_main()) say_changed_training_data(s);
+  record_training_data(s);
   spdlog::info("resumed from {}: {} epoch{} done, continuing {}", s.resume_path, s.st.epoch,
                s.st.epoch == 1 ? "" : "s", resume_point(s.st, s.steps_per_epoch));
   s.summary = read_summary(s.paths.summary.string(), s.st.epoch);
@@ -1290,14 +1334,9 @@ std::optional<TrainResult> stopped_during_startup(Session& s, bool stopped = sto
 // Every rank sees every rank's figures, so all of them stop with the same message.
 void check_ranks_same_data(const Session& s) {
   if (dist::size() == 1) return;
-  const auto hash = [](const std::vector<std::string>& names) {
-    uint64_t h = kFnv1aSeed;  // over the names, each with its ending 0 byte
-    for (const std::string& n : names) h = fnv1a(n.c_str(), n.size() + 1, h);
-    return h;
-  };
-  const std::vector<std::string> names = s.ds.train->class_names();
   const std::vector<uint64_t> mine{uint64_t(s.ds.train->size()), uint64_t(s.ds.val->size()),
-                                   uint64_t(s.ds.train->num_classes()), hash(names)};
+                                   uint64_t(s.ds.train->num_classes()),
+                                   class_names_hash(s.ds.train->class_names())};
   const std::vector<uint64_t> all = dist::all_gather(mine, "data sizes");
   for (int r = 1; r < dist::size(); ++r) {
     const uint64_t* o = all.data() + size_t(r) * mine.size();

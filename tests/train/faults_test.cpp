@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "core/safetensors.h"
+#include "data/image.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
 #include "test_util.h"
@@ -1089,6 +1090,43 @@ TEST_F(Faults, ADamagedRngStateNamesTheCheckpointAndKey) {
   EXPECT_CONTAINS(
       error_of([&] { train::load_checkpoint(edited, model, nullptr); }),
       "checkpoint " + edited + ": metadata 'rng.drop_path' is not a random generator's state");
+}
+
+// A resume on training data that changed since its checkpoint went on unsaid: images added or
+// removed (the epochs from there read other data than the run's) and a class folder renamed
+// (labels may stand for other classes than the weights learnt). Both are said, with the figures;
+// the next resume, on the data the checkpoints now record, says nothing.
+TEST_F(Faults, AResumeSaysWhenTheTrainingDataChanged) {
+  const fs::path images = root_ / "images";
+  const auto image = [&](const std::string& file) {
+    fs::create_directories((images / file).parent_path());
+    data::write_png((images / file).string(),
+                    data::Image{8, 8, 3, std::vector<uint8_t>(8 * 8 * 3, 100)});
+  };
+  for (const char* split : {"train", "validation"})
+    for (const char* cls : {"cat", "dog"})
+      for (int i = 0; i < 4; ++i) image(str(split, "/", cls, "/", i, ".png"));
+  train::Config c = smoke("run", 1);
+  c.dataset = "image_folder";
+  c.data_dir = images.string();
+  c.num_classes = 2;
+  train::train(c, quiet_);
+  c.resume = (root_ / "run" / "last.safetensors").string();
+  const auto resume_log = [&](int64_t epochs) {  // the lines this resume adds to log.txt
+    const size_t before = slurp(root_ / "run" / "log.txt").size();
+    c.epochs = epochs;
+    train::train(c, quiet_);
+    return slurp(root_ / "run" / "log.txt").substr(before);
+  };
+  image("train/cat/4.png");
+  EXPECT_CONTAINS(resume_log(2), "resume: the train split has 9 images, 8 when " + c.resume +
+                                     " was written: images were added or removed since");
+  for (const char* split : {"train", "validation"})
+    fs::rename(images / split / "dog", images / split / "ant");  // ant, cat: other labels
+  EXPECT_CONTAINS(resume_log(3),
+                  "resume: the train split's class folders are not those of " + c.resume);
+  const std::string quiet = resume_log(4);
+  EXPECT_EQ(quiet.find("the train split"), std::string::npos) << quiet;
 }
 
 // A resume with another max_steps_per_epoch or batch_size (keys that shape the results) makes this
