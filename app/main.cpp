@@ -154,6 +154,23 @@ int main(int argc, char** argv) {
                    [](const auto& a, const auto& b) { return a.file < b.file; });
   for (auto& c : commands) c.setup(app);
   hg::app::require_decimal_numbers(app);
+  // An option before the command: a mistyped --version ("--versoin") read as a missing command ("A
+  // subcommand is required"), and a command's option put first (`haargrad --epochs 3 train ...`)
+  // as "The following arguments were not expected: 3 --epochs", under `haargrad train --help`.
+  if (argc >= 2 && argv[1][0] == '-') {
+    const std::string opt = argv[1];
+    const std::vector<std::string> own = {"--help", "-h", "--version"};
+    if (std::find(own.begin(), own.end(), opt) == own.end()) {
+      const std::vector<std::string> close = hg::similar_names(opt, own);
+      std::fprintf(stderr,
+                   "haargrad: error: unknown option '%s'%s: haargrad takes --help and --version "
+                   "alone, and a command's options after the command: `haargrad COMMAND [options]` "
+                   "(`haargrad --help` lists the commands)\n",
+                   opt.c_str(),
+                   close.empty() ? "" : (" (did you mean '" + close[0] + "'?)").c_str());
+      return 2;
+    }
+  }
   // A mistyped command ("trian") would otherwise read as a missing one ("A subcommand is
   // required").
   if (argc >= 2 && argv[1][0] != '-') {

@@ -171,6 +171,26 @@ TEST_F(CliTest, UnknownKeysSuggestOnlyCloseMatches) {
   EXPECT_NE(wd.output.find("did you mean 'weight_decay'?"), std::string::npos) << wd.output;
 }
 
+// An option before the command: `haargrad --versoin` said "A subcommand is required", and
+// `haargrad --epochs 3 train ...` "The following arguments were not expected: 3 --epochs". Both
+// name the option (with a suggestion when close) and say that options follow the command.
+TEST_F(CliTest, AnOptionBeforeTheCommandIsNamed) {
+  const ProgramRun typo = run_program("--versoin");
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_NE(typo.output.find("unknown option '--versoin' (did you mean '--version'?)"),
+            std::string::npos)
+      << typo.output;
+  const ProgramRun first = run_program("--epochs 3 train " + kDefaultConfig);
+  EXPECT_EQ(first.exit_code, 2) << first.output;
+  EXPECT_NE(first.output.find("unknown option '--epochs': haargrad takes --help and --version "
+                              "alone, and a command's options after the command"),
+            std::string::npos)
+      << first.output;
+  EXPECT_EQ(run_program("--version").exit_code, 0);
+  EXPECT_EQ(run_program("--help").exit_code, 0);
+  EXPECT_EQ(run_program("-h").exit_code, 0);
+}
+
 TEST_F(CliTest, AMistypedCommandIsNamedWithASuggestion) {
   const ProgramRun t = run_program("trian " + kDefaultConfig);
   EXPECT_EQ(t.exit_code, 2);  // usage errors exit 2, as getopt / argparse programs do
