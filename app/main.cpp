@@ -210,6 +210,37 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // A mistyped option of a command that takes no config keys (info, models, plot, export-png,
+  // bench-augment, alloc-trace, ...) read as "The following arguments were not expected: 64
+  // --img" (its words backwards, no suggestion), and beside plot's run folders as "runs: Directory
+  // does not exist: 100" (`plot RUN --widht 100`): it is named, with the close option names.
+  if (argc >= 2 && argv[1][0] != '-') {
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+      if (c->get_name() == argv[1]) sub = c;
+    if (sub && !sub->get_allow_extras()) {
+      std::vector<std::string> names;  // the command's long options
+      for (const CLI::Option* o : sub->get_options())
+        for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+      for (int i = 2; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--") break;  // what follows is no option
+        const std::string name = arg.substr(0, arg.find('='));
+        if (name.rfind("--", 0) != 0 || name.size() == 2 ||
+            std::find(names.begin(), names.end(), name) != names.end())
+          continue;
+        std::vector<std::string> close = hg::similar_names(name, names);
+        for (const std::string& n : names)  // or a name cut short ("--img" for --img-size)
+          if (close.empty() && n.rfind(name, 0) == 0) close.push_back(n);
+        std::fprintf(stderr,
+                     "haargrad: error: unknown option '%s' of %s%s (`haargrad %s --help` lists the "
+                     "options)\n",
+                     name.c_str(), argv[1],
+                     close.empty() ? "" : ("; did you mean '" + close[0] + "'?").c_str(), argv[1]);
+        return 2;
+      }
+    }
+  }
   std::vector<std::string> args(argv, argv + argc);
   if (const std::string why = config_option_as_argument(args); !why.empty()) {
     std::fprintf(stderr, "haargrad: error: %s (`haargrad %s --help` lists the options)\n",

@@ -191,6 +191,24 @@ TEST_F(CliTest, AnOptionBeforeTheCommandIsNamed) {
   EXPECT_EQ(run_program("-h").exit_code, 0);
 }
 
+// A mistyped option of a command without config keys read as "The following arguments were not
+// expected: 64 --img" (backwards, no suggestion), and beside plot's run folders as "runs:
+// Directory does not exist: 100". The option is named, with the one it likely is.
+TEST_F(CliTest, AMistypedOptionOfACommandWithoutConfigKeysIsNamed) {
+  const ProgramRun info = run_program("info convnext_atto --img 64");
+  EXPECT_EQ(info.exit_code, 2) << info.output;
+  EXPECT_NE(info.output.find("unknown option '--img' of info; did you mean '--img-size'?"),
+            std::string::npos)
+      << info.output;
+  const ProgramRun plot = run_program("plot " + dir_.string() + " --widht 100");
+  EXPECT_EQ(plot.exit_code, 2) << plot.output;
+  EXPECT_NE(plot.output.find("unknown option '--widht' of plot; did you mean '--width'?"),
+            std::string::npos)
+      << plot.output;
+  // the command's own options, also as --name=value, still run
+  EXPECT_EQ(run_program("info --model=convnext_atto --img-size 64 --no-measure").exit_code, 0);
+}
+
 TEST_F(CliTest, AMistypedCommandIsNamedWithASuggestion) {
   const ProgramRun t = run_program("trian " + kDefaultConfig);
   EXPECT_EQ(t.exit_code, 2);  // usage errors exit 2, as getopt / argparse programs do
