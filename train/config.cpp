@@ -535,15 +535,6 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
         } else if constexpr (std::is_same_v<T, double>) {
           check_number(v, "a number");
         } else if constexpr (std::is_same_v<T, std::string>) {
-          // every checkpoint stores the config in its JSON header, which holds UTF-8 only: a
-          // path in another encoding failed the first checkpoint, after an epoch of training
-          if (invalid_utf8_at(v) != std::string::npos)
-            fail(key, where,
-                 str("'", utf8_shown(v),
-                     "' is not UTF-8 text: checkpoints record the config as JSON, which holds "
-                     "UTF-8 only; rename "
-                     "the file or folder in UTF-8 (e.g. `convmv -f latin1 -t utf-8 -r --notest "
-                     "PATH`) or give another path to it (a symbolic link)"));
           if (!r.choices.empty() &&
               std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
             std::string list;
@@ -1357,6 +1348,24 @@ void save_config(const Config& cfg, const std::string& path) {
 }
 
 void validate(const Config& cfg) { validate_at(cfg, Locations{}, "config value"); }
+
+void check_utf8_strings(const Config& cfg) {
+  for (const Field& f : table())
+    std::visit(
+        [&](auto member) {
+          using T = std::decay_t<decltype(cfg.*member)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            const std::string& v = cfg.*member;
+            if (invalid_utf8_at(v) != std::string::npos)
+              throw Error(str("config: key '", f.key, "' is '", utf8_shown(v),
+                              "', not UTF-8 text: a training run records its config as JSON in "
+                              "every checkpoint, which holds UTF-8 only; rename the file or "
+                              "folder in UTF-8 (e.g. `convmv -f latin1 -t utf-8 -r --notest "
+                              "PATH`) or give another path to it (a symbolic link)"));
+          }
+        },
+        f.member);
+}
 
 namespace {
 

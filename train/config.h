@@ -194,6 +194,12 @@ void save_config(const Config& cfg, const std::string& path);
 /// load/override call it; the message names the keys involved.
 void validate(const Config& cfg);
 
+/// Throws hg::Error naming the first string key (a path: output, data_dir, ...) whose value is not
+/// UTF-8 text. A training run records its config as JSON in every checkpoint, which holds UTF-8
+/// only: a Latin-1 folder name trained an epoch and then failed the first checkpoint. Commands
+/// that record no config (validate, infer, bench) take such paths.
+void check_utf8_strings(const Config& cfg);
+
 /// timm's learning rate for a run of `world_size` processes: lr when set; else lr_base x r, with
 /// r = global batch / lr_base_size, global batch = batch_size x world_size x grad_accum_steps, and
 /// r square-rooted for lr_base_scale "sqrt" ("" picks sqrt for an optimizer whose name holds "ada"

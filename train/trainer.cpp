@@ -1481,7 +1481,8 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   // from the start (`haargrad train` holds a guard of its own from its first moment): a stop
   // signal never kills a run half set up; run_session asks for one at its start-up's steps
   StopSignalGuard stop_signals;
-  validate(cfg);  // the model exists, its keys fit together, img_size reaches through it
+  validate(cfg);            // the model exists, its keys fit together, img_size reaches through it
+  check_utf8_strings(cfg);  // before the epoch whose checkpoint would fail to record the config
   resolve_device(cfg.device);  // an unusable device fails before a run folder is claimed
   // timm: a null lr follows the images per update (args.yaml records the lr it gives)
   const std::string lr_note = resolve_lr(cfg, dist::size());

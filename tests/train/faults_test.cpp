@@ -310,6 +310,16 @@ TEST_F(Faults, AFileThatIsALinkIsWrittenThroughTheLink) {
   EXPECT_TRUE(temp_files(root_ / "shared").empty());
 }
 
+// A training run whose experiment (or output, data_dir, ...) is not UTF-8 trained its first epoch
+// and then failed the checkpoint ("invalid UTF-8 byte": the config is recorded as JSON), having
+// made the run folder. It is refused naming the key, before any folder.
+TEST_F(Faults, ATrainingRunRefusesAPathThatIsNotUtf8BeforeItsFolder) {
+  train::Config c = smoke("caf\xe9", 1);
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }),
+                  "config: key 'experiment' is 'caf\\xe9', not UTF-8 text");
+  EXPECT_FALSE(fs::exists(root_ / "caf\xe9"));
+}
+
 // A link to a file on another file system (a shared results folder) could not be written: the
 // temporary file was made beside the link, and the rename to the file the link leads to failed
 // with "Invalid cross-device link". The temporary file is made beside that file.
