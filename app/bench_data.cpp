@@ -14,6 +14,7 @@
 #include "data/loader_bench.h"
 #include "train/config.h"
 #include "train/run_folder.h"
+#include "train/trainer.h"
 
 namespace hg::app {
 namespace {
@@ -41,6 +42,16 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
   for (const std::string& dec : a.decoders) {  // every name checked before the first row runs
     train::Config c = cfg;
     data::apply_bench_row(c, dec);
+    // and the GPU of a GPU row: without one, the row failed after the CPU rows had run, asking
+    // for config keys the command line never gave ("set decode: cpu")
+#ifdef HAARGRAD_WITH_CUDA
+    const char* no_gpu = "no CUDA device is usable here";
+#else
+    const char* no_gpu = "this haargrad was built without CUDA (-DHAARGRAD_CUDA=ON builds it)";
+#endif
+    HG_CHECK(!c.gpu_augment || train::resolve_device("auto") == Device::cuda,
+             "bench-data: --decoders ", dec, " runs on a GPU, and ", no_gpu,
+             ": leave it out of --decoders");
   }
   std::printf("bench-data: %s split, %lld workers, batch %lld, %lld px, %lld warm-up + %lld timed epochs\n",
               a.split.c_str(), static_cast<long long>(cfg.workers), static_cast<long long>(cfg.batch_size),

@@ -11,6 +11,7 @@
 
 #include "data/image.h"
 #include "data/jpeg_encode.h"
+#include "train/trainer.h"
 
 namespace {
 
@@ -120,6 +121,18 @@ TEST_F(BenchData, TakesTheConfigAsDashCOrDashDashConfig) {
     EXPECT_EQ(r.exit_code, 0) << opt << r.output;
     EXPECT_NE(r.output.find("bench-data: train split"), std::string::npos) << opt << r.output;
   }
+}
+
+// A GPU row on a machine without a usable GPU (--decoders turbo,nvjpeg) failed after the CPU
+// rows had run, asking to "set decode: cpu", a config key the command line never gave. It is
+// refused first, naming the decoder.
+TEST_F(BenchData, AGpuRowWithoutAGpuIsNamedBeforeTheFirstRow) {
+  if (hg::train::resolve_device("auto") == hg::Device::cuda) GTEST_SKIP() << "a GPU is usable here";
+  const ProgramRun r = run_program("bench-data" + args() + " --decoders turbo,nvjpeg");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bench-data: --decoders nvjpeg runs on a GPU, and "), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("img/s"), std::string::npos) << "a row ran: " << r.output;
 }
 
 }  // namespace
