@@ -442,7 +442,18 @@ std::string run_marker_id(const fs::path& dir) {
                            : std::string();
   };
   if (j.contains("id")) return text("id");
-  return str(text("host"), ":", text("pid"), ":", text("created"));  // a marker from before ids
+  // a marker from before ids has all three; one without them (edited by hand) names no run, and
+  // "::" made of nothing was taken for another run's id ("run.json names run ::")
+  if (!j.contains("host") || !j.contains("pid") || !j.contains("created")) return "";
+  return str(text("host"), ":", text("pid"), ":", text("created"));
+}
+
+std::string why_no_run_marker_id(const fs::path& dir) {
+  if (read_marker(dir).is_null()) return "not a file holding a JSON object";
+  if (run_marker_id(dir).empty())
+    return "a JSON object without its \"id\" field, nor the host, pid and created of a marker "
+           "from before run ids";
+  return "";
 }
 
 std::string why_not_resumed_in_place(const fs::path& dir, const std::string& path,

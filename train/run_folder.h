@@ -71,6 +71,10 @@ std::string run_marker_owner(const std::filesystem::path& dir);
 /// markers; "" when it cannot be read). Checkpoints record it (TrainState::run).
 std::string run_marker_id(const std::filesystem::path& dir);
 
+/// Why run_marker_id(dir) is "", for messages: "not a file holding a JSON object", or the marker
+/// lacks its "id" field (and the fields older markers are named by); "" when it names a run.
+std::string why_no_run_marker_id(const std::filesystem::path& dir);
+
 /// Why the checkpoint `path` (its run position `state`) cannot go on in its own folder `dir`, ""
 /// when it can: the folder is no run folder (no kRunMarker: a copy, a download), or another run's
 /// (the checkpoint's TrainState::run is not the marker's; without a run id, an older checkpoint,

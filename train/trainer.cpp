@@ -295,16 +295,14 @@ void open_run_folder(Session& s) {
                              "leaves its error in error-rank-R.txt in this folder");
   if (!s.resume_reason.empty()) spdlog::info("{}", s.resume_reason);
   if (!moved_note.empty()) spdlog::info("{}", moved_note);
-  // a marker that is not a JSON object (damaged by hand or by a disk) holds no id: say so rather
-  // than write checkpoints that name no run without a word (it is the folder's lock, so it is
-  // not replaced)
+  // a marker that is not a JSON object (damaged by hand or by a disk), or one without its id,
+  // holds no id: say so rather than write checkpoints that name no run without a word (it is the
+  // folder's lock, so it is not replaced)
   if (dist::is_main() && s.run_id.empty())
     spdlog::warn(
-        "{} cannot be read as the run folder's marker (not a file holding a JSON object): this "
-        "session's "
-        "checkpoints record no run, so a later resume cannot tell them from another run's; "
-        "training goes on",
-        (run_dir / kRunMarker).string());
+        "{} cannot be read as the run folder's marker ({}): this session's checkpoints record no "
+        "run, so a later resume cannot tell them from another run's; training goes on",
+        (run_dir / kRunMarker).string(), why_no_run_marker_id(run_dir));
   s.plot = dist::is_main() && gnuplot_available();
   if (dist::is_main() && !s.plot)
     spdlog::info("gnuplot is not on PATH: no curves.png (Debian package gnuplot-nox)");

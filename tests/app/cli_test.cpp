@@ -466,6 +466,29 @@ TEST_F(CliTest, TrainResumeWithoutAConfigRefusesAnotherRunsArgsYaml) {
   EXPECT_EQ(own.exit_code, 0) << own.output;
 }
 
+// A run.json edited to lack its "id" (and the host, pid and created that name a marker from before
+// ids) was read as the run "::": `train --resume CKPT` said "... run.json names run ::" as if the
+// folder were another run's. A marker without an id names no run: the resume goes on in place,
+// and the warning names the file and the missing field.
+TEST_F(CliTest, AResumeWithARunMarkerWithoutItsIdNamesTheMissingField) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const ProgramRun a =
+      run_program("train " + smoke + " --device cpu --threads 1 --epochs 1 --plain --output " +
+                  file("out") + " --experiment e");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  std::ofstream(file("out/e/run.json"), std::ios::trunc) << "{\"format\": \"haargrad-run-1\"}\n";
+  const ProgramRun resumed =
+      run_program("train --resume " + file("out/e/last.safetensors") + " --epochs 2 --plain");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(resumed.output.find("names run ::"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find(file("out/e/run.json") +
+                                " cannot be read as the run folder's marker (a JSON object "
+                                "without its \"id\" field"),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_FALSE(std::filesystem::exists(file("out/e-2")));  // went on in its own folder
+}
+
 // `train --resume RUN` with a run folder and no config logged "config: RUN/args.yaml (no config
 // given: the resumed run's own)" before the trainer said the folder is no checkpoint (and a folder
 // without args.yaml was sent to `train CONFIG.yaml --resume FOLDER`, which then said it). The
