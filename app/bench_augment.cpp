@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "app/bench_report.h"
 #include "app/command.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "data/color_jitter.h"
@@ -26,7 +26,6 @@
 #include "data/rand_augment.h"
 #include "data/random_erasing.h"
 #include "data/transforms.h"
-#include "train/run_folder.h"
 
 namespace hg::app {
 namespace {
@@ -38,7 +37,7 @@ struct AugmentOptions {
   std::string interp = "bicubic";  // geometric ops' and the crop's filter
   std::string spec = "rand-m9-mstd0.5-inc1";
   std::string image;         // optional source file; else a synthetic 500 x 375 picture
-  std::string output;        // optional JSON of the rows
+  std::string output;        // optional JSON or CSV of the rows
   std::string only;          // optional: time only the rows whose name contains this text
 };
 
@@ -91,7 +90,7 @@ AugmentRow time_it(const std::string& name, const AugmentOptions& o,
 void run(const AugmentOptions& o) {
   // the option values are checked by CLI11 (exit status 2); the spec before any timing
   data::parse_rand_augment(o.spec);
-  if (!o.output.empty()) train::check_output_file(o.output, "bench-augment: --output", "the rows");
+  if (!o.output.empty()) check_rows_output(o.output, "bench-augment: --output");
   const data::Interp interp = data::parse_interp(o.interp);
   Generator gen(1);
   const data::Image src = o.image.empty() ? synthetic_source(gen) : data::read_image(o.image, 3);
@@ -186,11 +185,11 @@ void run(const AugmentOptions& o) {
            "bench-augment: --only '", o.only, "' matches no row's name, which start ", examples,
            " (the text is matched in its case)");
   if (!o.output.empty()) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    std::vector<nlohmann::ordered_json> j;
     for (const AugmentRow& r : rows)
       if (r.mean_us >= 0)
         j.push_back({{"stage", r.name}, {"mean_us", r.mean_us}, {"min_us", r.min_us}});
-    io::write_file_atomic(o.output, j.dump(2) + "\n");
+    write_rows_file(o.output, "bench-augment: --output", j);
     std::printf("wrote %s\n", o.output.c_str());
   }
 }
@@ -222,7 +221,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--spec", o->spec, "RandAugment spec of the whole-RandAugment and transform rows")
       ->capture_default_str();
   cmd->add_option("--image", o->image, "source image file (default: a synthetic 500 x 375 picture)");
-  cmd->add_option("--output", o->output, "also write the rows as JSON to this file");
+  cmd->add_option("--output", o->output, "also write the rows to FILE.json or FILE.csv");
   cmd->add_option("--only", o->only,
                   "time only the rows whose name contains this text (e.g. 'op ')");
   cmd->callback([o] { run(*o); });

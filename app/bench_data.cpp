@@ -8,12 +8,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "app/bench_report.h"
 #include "app/command.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/loader_bench.h"
 #include "train/config.h"
-#include "train/run_folder.h"
 #include "train/trainer.h"
 
 namespace hg::app {
@@ -36,7 +35,7 @@ std::string decoded_str(const std::map<std::string, int64_t>& m) {
 void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
   HG_CHECK(a.split == "train" || a.split == "val", "bench-data: --split must be train or val, got '", a.split, "'");
   HG_CHECK(!a.decoders.empty(), "bench-data: --decoders is empty");
-  if (!a.output.empty()) train::check_output_file(a.output, "bench-data: --output", "the rows");
+  if (!a.output.empty()) check_rows_output(a.output, "bench-data: --output");
   train::Config cfg = train::load_config(a.config);
   train::apply_overrides(cfg, overrides, a.config);
   for (const std::string& dec : a.decoders) {  // every name checked before the first row runs
@@ -58,7 +57,7 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
               static_cast<long long>(cfg.img_size), static_cast<long long>(a.warmup), static_cast<long long>(a.epochs));
   std::printf("%-13s %9s %9s %8s %8s %10s %10s %9s %8s  %s\n", "decoder", "img/s", "MB/s", "busy",
               "gpu", "worker/s", "cpu ms/img", "stage ms", "images", "decoded as");
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::vector<nlohmann::ordered_json> rows;
   for (const std::string& dec : a.decoders) {
     data::LoaderBenchOptions o;
     o.jpeg_decoder = dec;
@@ -98,7 +97,11 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
                     {"dataset", r.dataset}});
   }
   if (!a.output.empty()) {
-    io::write_file_atomic(a.output, rows.dump(2) + "\n");
+    // a CSV cell holds no object: the decoded counts there as the table prints them
+    if (csv_output(a.output))
+      for (nlohmann::ordered_json& row : rows)
+        row["decoded"] = decoded_str(row["decoded"].get<std::map<std::string, int64_t>>());
+    write_rows_file(a.output, "bench-data: --output", rows);
     std::printf("wrote %s\n", a.output.c_str());
   }
 }
@@ -126,7 +129,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--split", a->split, "train (train transforms) or val (eval transforms)")->capture_default_str();
-  cmd->add_option("--output", a->output, "also write the rows as JSON to this file");
+  cmd->add_option("--output", a->output, "also write the rows to FILE.json or FILE.csv");
   cmd->allow_extras();  // everything else is a --key value config override
   cmd->callback([a, cmd] { run(*a, cmd->remaining()); });
 });

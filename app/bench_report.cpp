@@ -169,34 +169,44 @@ ojson row_json(const BenchResult& r) {
   return j;
 }
 
-void check_output_path(const std::string& path) {
-  HG_CHECK(ends_with(path, ".json") || ends_with(path, ".csv"), "bench: --output '", path,
+void check_rows_output(const std::string& path, const std::string& option) {
+  HG_CHECK(ends_with(path, ".json") || ends_with(path, ".csv"), option, " '", path,
            "' must end in .json or .csv");
-  train::check_output_file(path, "bench: --output", "the rows");
+  train::check_output_file(path, option, "the rows");
 }
 
-void write_rows(const std::string& path, const std::vector<BenchResult>& rows) {
-  check_output_path(path);
-  std::vector<ojson> js;
-  for (const BenchResult& r : rows) js.push_back(row_json(r));
+bool csv_output(const std::string& path) { return ends_with(path, ".csv"); }
+
+void write_rows_file(const std::string& path, const std::string& option,
+                     const std::vector<ojson>& rows) {
+  check_rows_output(path, option);
   std::ostringstream f;
   if (ends_with(path, ".json")) {
-    f << ojson(js).dump(2) << "\n";
+    f << ojson(rows).dump(2) << "\n";
   } else {
     std::vector<std::string> columns;  // union of the scalar keys, in order of appearance
-    for (const ojson& j : js)
+    for (const ojson& j : rows)
       for (auto it = j.begin(); it != j.end(); ++it)
-        if (!it.value().is_object() && std::find(columns.begin(), columns.end(), it.key()) == columns.end())
+        if (!it.value().is_structured() &&
+            std::find(columns.begin(), columns.end(), it.key()) == columns.end())
           columns.push_back(it.key());
     for (size_t i = 0; i < columns.size(); ++i) f << (i ? "," : "") << columns[i];
     f << "\n";
-    for (const ojson& j : js) {
+    for (const ojson& j : rows) {
       for (size_t i = 0; i < columns.size(); ++i)
         f << (i ? "," : "") << (j.contains(columns[i]) ? csv_cell(j[columns[i]]) : std::string());
       f << "\n";
     }
   }
   io::write_file_atomic(path, f.str());
+}
+
+void check_output_path(const std::string& path) { check_rows_output(path, "bench: --output"); }
+
+void write_rows(const std::string& path, const std::vector<BenchResult>& rows) {
+  std::vector<ojson> js;
+  for (const BenchResult& r : rows) js.push_back(row_json(r));
+  write_rows_file(path, "bench: --output", js);
 }
 
 void print_tables(const std::vector<BenchResult>& rows) {

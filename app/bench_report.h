@@ -31,6 +31,18 @@ void write_rows(const std::string& path, const std::vector<BenchResult>& rows);
 /// (train::check_output_file: its folder exists and is writable; checked before any row runs).
 void check_output_path(const std::string& path);
 
+/// The --output of the bench commands (bench, bench-data, bench-augment), one rule for all:
+/// check_rows_output throws hg::Error, naming `option` (e.g. "bench-data: --output") and the file,
+/// unless `path` ends in .json or .csv (any case) and can be written (train::check_output_file);
+/// write_rows_file writes `rows` there as a JSON array of the row objects (*.json) or as CSV
+/// (*.csv: a header of the scalar keys in order of appearance, one line per row, nulls empty;
+/// object and list values are left out).
+void check_rows_output(const std::string& path, const std::string& option);
+/// Whether write_rows_file writes `path` as CSV (it ends in .csv, any case).
+bool csv_output(const std::string& path);
+void write_rows_file(const std::string& path, const std::string& option,
+                     const std::vector<nlohmann::ordered_json>& rows);
+
 /// Prints the results table, the memory table and the ratio table (WTConvNeXt / ConvNeXt at equal
 /// precision and batch; fused / unfused) to stdout.
 void print_tables(const std::vector<BenchResult>& rows);

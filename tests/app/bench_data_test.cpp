@@ -113,6 +113,31 @@ TEST_F(BenchData, BadArgumentsFailWithAMessage) {
   EXPECT_EQ(r.output.find("img/s"), std::string::npos) << "a row ran: " << r.output;
 }
 
+// bench-data --output wrote JSON whatever the name (rows.csv held a JSON array), where bench
+// writes CSV for a .csv name and refuses a name that is neither: it now does as bench does, with
+// the decoded counts in one cell as the table prints them.
+TEST_F(BenchData, TheOutputIsCsvForACsvNameAsBenchWritesIt) {
+  const std::string csv = (dir_ / "rows.csv").string();
+  ProgramRun r = run_program("bench-data" + args() + " --decoders turbo --output " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(csv);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("jpeg_decoder,split,workers,", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(",decoded,"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1].rfind("turbo,train,", 0), 0u) << lines[1];
+  EXPECT_NE(lines[1].find("jpeg turbo"), std::string::npos) << lines[1];
+  const std::string txt = (dir_ / "rows.txt").string();
+  r = run_program("bench-data" + args() + " --decoders turbo --output " + txt);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bench-data: --output '" + txt + "' must end in .json or .csv"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("img/s"), std::string::npos) << "a row ran: " << r.output;
+  EXPECT_FALSE(fs::exists(txt));
+}
+
 // timm's -c / --config name the config, as for every command with one ("-c" was left over as a
 // config override before).
 TEST_F(BenchData, TakesTheConfigAsDashCOrDashDashConfig) {

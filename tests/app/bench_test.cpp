@@ -224,6 +224,28 @@ TEST_F(BenchCommand, AnOutputFileInAMissingFolderFailsBeforeRunning) {
   EXPECT_EQ(augment.output.find("mean us"), std::string::npos) << "a row ran: " << augment.output;
 }
 
+// bench-augment --output wrote JSON whatever the name (rows.csv held a JSON array), where bench
+// writes CSV for a .csv name and refuses a name that is neither: it now does as bench does.
+TEST_F(BenchCommand, BenchAugmentWritesCsvForACsvOutputAsBenchDoes) {
+  const std::string base = "bench-augment --size 16 --reps 1 --warmup 0 --only 'op ' --output ";
+  const ProgramRun csv = run_program(base + file("augment.csv"));
+  ASSERT_EQ(csv.exit_code, 0) << csv.output;
+  std::ifstream f(file("augment.csv"));
+  std::string header, first;
+  std::getline(f, header);
+  std::getline(f, first);
+  EXPECT_EQ(header, "stage,mean_us,min_us");
+  EXPECT_EQ(first.rfind("op ", 0), 0u) << first;
+  const ProgramRun txt = run_program(base + file("augment.txt"));
+  EXPECT_EQ(txt.exit_code, 1) << txt.output;
+  EXPECT_NE(txt.output.find("bench-augment: --output '" + file("augment.txt") +
+                            "' must end in .json or .csv"),
+            std::string::npos)
+      << txt.output;
+  EXPECT_EQ(txt.output.find("mean us"), std::string::npos) << "a row ran: " << txt.output;
+  EXPECT_FALSE(fs::exists(file("augment.txt")));
+}
+
 // bench-augment / bench-data option values out of range said one generic sentence (or named a
 // training config's keys) with exit status 1; a bad RandAugment spec was found after every op
 // row had been timed; --only matching nothing printed an empty table and exited 0.
