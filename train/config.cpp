@@ -47,6 +47,7 @@ struct Rule {
   std::vector<std::string> choices;  // strings; empty = any
   bool any_case = false;             // strings: lowercased as read (the choices are lowercase)
   bool path = false;                 // strings: a file or folder; a leading '~' is the home folder
+  bool name = false;                 // strings: a name (a model, a choice, a spec): one line
   size_t min_len = 0, max_len = std::numeric_limits<size_t>::max();  // lists
   // lists: a single number is taken too, as a list of one, and written back as a number (timm's
   // color_jitter: a float or a tuple)
@@ -76,6 +77,14 @@ Rule int_sized(double lo) { return closed(lo, std::numeric_limits<int32_t>::max(
 Rule one_of(std::vector<std::string> c) {
   Rule r;
   r.choices = std::move(c);
+  r.name = true;
+  return r;
+}
+
+/// A name that no list holds (a model, a RandAugment spec): on one line, as every name is.
+Rule a_name() {
+  Rule r;
+  r.name = true;
   return r;
 }
 
@@ -134,7 +143,7 @@ const std::vector<Field>& table() {
   // One row per key: name (timm's), member, allowed values, one line of help. This table is the
   // only description of the keys: `haargrad train --help` prints it (config_key_docs).
   static const std::vector<Field> rows = {
-      {"model", &Config::model, any(),
+      {"model", &Config::model, a_name(),
        "model name (`haargrad models` lists them); model fields left empty take its values "
        "(num_classes, in_chans and ls_init_value are always the config's)"},
       {"num_classes", &Config::num_classes, int_sized(1), "classifier outputs"},
@@ -204,7 +213,7 @@ const std::vector<Field>& table() {
       {"color_jitter", &Config::color_jitter, at_least(0).len(3, 4).or_number(),
        "colour jitter: one strength for brightness, contrast and saturation, or [brightness, "
        "contrast, saturation] or [..., hue] (timm's float or 3 / 4-tuple; hue <= 0.5); 0 = off"},
-      {"aa", &Config::aa, any(),
+      {"aa", &Config::aa, a_name(),
        "auto-augment policy, timm's spec string (e.g. rand-m9-mstd0.5-inc1); empty = off"},
       {"reprob", &Config::reprob, closed(0, 1), "random erasing probability"},
       {"remode", &Config::remode, one_of({"pixel", "rand", "const"}),
@@ -396,6 +405,25 @@ std::string shown(const YAML::Node& node) {
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a mapping";
   return "null";
+}
+
+// A name (Rule::name: a model, a choice, a spec) with a line break: none has one, and a block
+// scalar keeps its last line break (`model: >` over an indented name reads "name\n", as PyYAML
+// reads it too), which then sat inside the message ("unknown model 'name<newline>'"). Refused
+// when read, naming the key, rather than trimmed: the config then means what YAML (and timm's
+// PyYAML) reads from it. Paths keep their line breaks (a file name may hold one).
+void check_one_line(const std::string& value, const std::string& key, const Where& where) {
+  const size_t at = value.find_first_of("\r\n");
+  if (at == std::string::npos) return;
+  std::string escaped;  // the value on one line, its line breaks as YAML's escapes
+  for (char c : value)
+    escaped += c == '\n' ? std::string("\\n") : c == '\r' ? "\\r" : std::string(1, c);
+  const bool only_at_end = value.find_first_not_of("\r\n", at) == std::string::npos;
+  fail(key, where,
+       str("expected a name on one line, got \"", escaped, "\"",
+           only_at_end ? " (a block scalar, '>' or '|', keeps its last line break: write the value "
+                         "on the key's line, or use '>-')"
+                       : ""));
 }
 
 template <typename T>
@@ -645,6 +673,13 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
               fail(f.key, where, e.what());
             }
           }
+        },
+        f.member);
+  if (f.rule.name)
+    std::visit(
+        [&](auto member) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(cfg.*member)>, std::string>)
+            check_one_line(cfg.*member, f.key, where);
         },
         f.member);
   if (f.rule.any_case)

@@ -863,6 +863,24 @@ TEST_F(ConfigTest, ABinaryFileIsNamedAsNoYamlText) {
   EXPECT_EQ(hg::train::load_config(utf16).epochs, 3);
 }
 
+// A folded block scalar (`model: >` over an indented name) is YAML for the name with a line break
+// at its end, which sat inside the message ("unknown model 'convnext_tiny<newline>'"). A name (the
+// model, a choice, a spec) with a line break is refused as it is read, naming the key, file and
+// line, with the break written as \n; the name on the key's line (or `>-`) loads, and a path
+// keeps its line breaks as before (a file name may hold one).
+TEST_F(ConfigTest, ANameWithALineBreakIsNamedWithItsKey) {
+  const std::string folded = load_error("epochs: 1\nmodel: >\n  convnext_tiny\n");
+  expect_contains(folded, {"config: key 'model' (" + path_ + " line 2)",
+                           "expected a name on one line, got \"convnext_tiny\\n\"",
+                           "write the value on the key's line, or use '>-'"});
+  EXPECT_EQ(folded.find("convnext_tiny\n"), std::string::npos) << folded;
+  expect_contains(load_error("sched: |\n  cosine\n  none\n"),
+                  {"key 'sched'", "got \"cosine\\nnone\\n\""});
+  expect_contains(override_error({"--opt", "adamw\n"}), {"key 'opt'", "\"adamw\\n\""});
+  EXPECT_EQ(load_error("model: >-\n  convnext_tiny\n"), "");
+  EXPECT_EQ(hg::train::config_from_yaml("data_dir: |\n  /data\n", "x.yaml").data_dir, "/data\n");
+}
+
 // A path that is not UTF-8 (a Latin-1 folder name, "caf\xe9") trained a whole epoch and then
 // failed its first checkpoint with "[json.exception.type_error.316] invalid UTF-8 byte ... (an
 // unexpected C++ exception: please report it)": every checkpoint records the config in its JSON
