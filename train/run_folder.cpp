@@ -567,11 +567,21 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
   if (found.empty() && unreadable.empty() && !in_use.empty())
     throw Error(str("resume auto: every run ", family, " is in use by a live training process (",
                     busy.substr(busy.find(": ") + 2), "): two runs must not write one folder"));
-  if (found.empty())
-    throw Error(str(
-        "resume auto: no run ", family, " has a last.safetensors or recovery.safetensors",
-        unreadable.empty() ? std::string() : str(" that can be read (", unreadable.front(), ")"),
-        busy));
+  // a checkpoint that cannot be read is a run that might be lost: said, never trained over
+  if (found.empty() && !unreadable.empty())
+    throw Error(str("resume auto: no run ", family,
+                    " has a last.safetensors or recovery.safetensors that can be read (",
+                    unreadable.front(), ")", busy));
+  // Nothing to go on with (no run yet, or runs stopped before their first checkpoint): auto-resume
+  // is the same command launched again after a preemption, whose first launch starts the run, so
+  // this one starts it too, and says so.
+  if (found.empty()) {
+    ResumePick fresh;
+    fresh.reason = str("resume auto: no run ", family,
+                       " has a last.safetensors or recovery.safetensors to go on from: a new run "
+                       "starts");
+    return fresh;
+  }
 
   // newest first; a run that stopped before its own end before one that finished it
   std::sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.written_ns > b.written_ns; });

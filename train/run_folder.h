@@ -117,7 +117,8 @@ void check_output_file(const std::string& path, const std::string& what,
 
 /// What `--resume auto` chose, and why (a sentence for the log).
 struct ResumePick {
-  std::string checkpoint;  ///< last.safetensors or recovery.safetensors of the chosen run
+  std::string checkpoint;  ///< last.safetensors or recovery.safetensors of the chosen run; "":
+                           ///< no run to go on with, a new run starts (`reason` says so)
   std::string reason;
   bool finished = false;  ///< no run of the family was resumable: this is the newest finished one
 };
@@ -129,8 +130,10 @@ struct ResumePick {
 /// in their metadata). Resumable: fewer than `epochs` epochs done, or stopped inside an epoch. The
 /// pick is the resumable candidate whose checkpoint was written last (a folder that a live process
 /// holds, RunFolderLock, is no candidate: it is named in the reason); if none is resumable, the
-/// newest finished one (`finished`). Throws hg::Error naming where it looked when there is no
-/// candidate at all.
+/// newest finished one (`finished`). When no folder of the family holds a checkpoint (no run yet,
+/// or runs stopped before their first one), an empty `checkpoint`: the run starts afresh, as the
+/// first launch of the same command did. Throws hg::Error naming where it looked when every
+/// candidate is in use or its checkpoints cannot be read.
 ResumePick pick_resume_checkpoint(const std::filesystem::path& root, const std::string& experiment,
                                   int64_t epochs);
 

@@ -203,6 +203,9 @@ void open_run_folder(Session& s) {
     s.resume_reason = pick.reason;
   }
   s.resume_path = dist::broadcast(s.resume_path, 0, "checkpoint to resume");
+  // resume auto with nothing to go on with starts a new run: its args.yaml records none to resume
+  // (`haargrad train RUN/args.yaml` reruns it), as a run started without --resume does
+  if (s.cfg.resume == "auto" && s.resume_path.empty()) s.cfg.resume.clear();
   fs::path run_dir;
   if (!s.resume_path.empty()) {
     std::error_code ec;

@@ -755,6 +755,29 @@ TEST_F(TrainerTest, ResumeAutoContinuesTheNamedExperiment) {
   EXPECT_EQ(lines(fs::path(ra.run_dir) / "summary.csv").size(), 3u);  // header + epochs 1, 2
 }
 
+// --resume auto is the same command launched again after a preemption, but its first launch,
+// with no run yet, failed ("resume auto: no run of experiment ... has a last.safetensors"). It
+// starts a new run, says so, and records no resume in its args.yaml; the next launch goes on.
+TEST_F(TrainerTest, ResumeAutoWithNoEarlierRunStartsANewOne) {
+  train::Config a = run_config("auto_first", 2);
+  a.resume = "auto";
+  const train::TrainResult first = train::train(a, stopped_after(1));
+  const fs::path dir(first.run_dir);
+  EXPECT_EQ(dir, root_ / "auto_first");
+  EXPECT_NE(slurp(dir / "log.txt")
+                .find("resume auto: no run of experiment 'auto_first' (" +
+                      (root_ / "auto_first").string() +
+                      " and its -N siblings) has a last.safetensors or recovery.safetensors to "
+                      "go on from: a new run starts"),
+            std::string::npos)
+      << slurp(dir / "log.txt");
+  EXPECT_EQ(slurp(dir / "args.yaml").find("resume: auto"), std::string::npos)
+      << slurp(dir / "args.yaml");
+  const train::TrainResult again = train::train(a, quiet_options());
+  EXPECT_EQ(again.run_dir, first.run_dir);
+  EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);  // header + epochs 1, 2
+}
+
 // --resume auto prefers a run that stopped before its own end (here: after 1 of its 2 epochs) to a
 // newer one that finished what it asked (1 of 1), even when this session's epochs would make both
 // unfinished.
