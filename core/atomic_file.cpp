@@ -73,6 +73,11 @@ std::string written_file(const std::string& path) {
     if (ec) return path;
     p = to.is_absolute() ? to : p.parent_path() / to;
   }
+  // still a link after 40: a loop (a -> b -> a), which a shell's `>` refuses (ELOOP); the rename
+  // replaced one of its links with a regular file
+  if (fs::is_symlink(p, ec))
+    throw Error(str("cannot write '", path, "': ", sys_error(ELOOP),
+                    " (a loop of symbolic links?); '", path, "' is unchanged"));
   if (p == fs::path(path)) return path;
   const fs::path resolved = fs::weakly_canonical(p, ec);
   return ec ? p.string() : resolved.string();

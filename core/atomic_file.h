@@ -7,6 +7,8 @@
 // and renamed over `path`, then the folder is fsynced. On any failure the temporary file is removed
 // and `path` keeps its previous content (or stays absent), so a reader never sees a partial file.
 // A replaced file's permissions carry over to the new one (a new file: 0644 less the umask).
+// A symbolic link at `path` is written through, as a shell's `>` writes: the file it leads to is
+// replaced (its temporary file beside that one) and the link stays; a loop of links is an error.
 #pragma once
 
 #include <sys/types.h>

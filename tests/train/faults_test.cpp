@@ -310,6 +310,24 @@ TEST_F(Faults, AFileThatIsALinkIsWrittenThroughTheLink) {
   EXPECT_TRUE(temp_files(root_ / "shared").empty());
 }
 
+// A loop of symbolic links (a -> b -> c -> a) was written as if one of its links were the file:
+// the rename replaced that link with a regular file (b, here), where a shell's `>` says "Too many
+// levels of symbolic links". The write is refused, naming the path, and the links stay.
+TEST_F(Faults, ALoopOfLinksIsNotWritten) {
+  for (const std::vector<std::string> loop :
+       {std::vector<std::string>{"a", "b"}, std::vector<std::string>{"a", "b", "c"}}) {
+    const fs::path dir = root_ / str("loop", loop.size());
+    fs::create_directories(dir);
+    for (size_t i = 0; i < loop.size(); ++i)
+      fs::create_symlink(loop[(i + 1) % loop.size()], dir / loop[i]);
+    const std::string path = (dir / "a").string();
+    EXPECT_CONTAINS(error_of([&] { io::write_file_atomic(path, "x\n"); }),
+                    "cannot write '" + path + "': Too many levels of symbolic links");
+    for (const std::string& name : loop) EXPECT_TRUE(fs::is_symlink(dir / name)) << name;
+    EXPECT_TRUE(temp_files(dir).empty());
+  }
+}
+
 // A training run whose experiment (or output, data_dir, ...) is not UTF-8 trained its first epoch
 // and then failed the checkpoint ("invalid UTF-8 byte": the config is recorded as JSON), having
 // made the run folder. It is refused naming the key, before any folder.
