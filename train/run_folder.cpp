@@ -499,14 +499,18 @@ std::string newer_recovery_note(const fs::path& dir, const std::string& path,
 }
 
 std::string resume_folder_error(const std::string& folder, bool config_given) {
+  std::error_code ec;
+  // without a config, `train --resume FILE` reads the args.yaml beside FILE: a folder without one
+  // was sent to that command, which then asked for the config
+  const std::string config =
+      fs::is_regular_file(fs::path(folder) / "args.yaml", ec) ? "" : "CONFIG.yaml ";
   std::string instead;  // "--resume A or --resume B" (without a config: each a whole command)
   for (const char* name : {"recovery.safetensors", "last.safetensors"}) {
     const fs::path file = fs::path(folder) / name;
-    std::error_code ec;
     if (!fs::is_regular_file(file, ec)) continue;
     const std::string option = str("--resume ", shell_quote(file.string()));
     instead += str(instead.empty() ? "" : " or ",
-                   config_given ? option : str("`haargrad train ", option, "`"));
+                   config_given ? option : str("`haargrad train ", config, option, "`"));
   }
   // --resume auto searches the config's output: no help without a config
   const std::string auto_hint =

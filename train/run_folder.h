@@ -95,7 +95,8 @@ std::string newer_recovery_note(const std::filesystem::path& dir, const std::str
 /// The error for a folder given to resume where a checkpoint file goes: it names the folder and
 /// the checkpoints in it to resume from (recovery.safetensors, last.safetensors: those resume: auto
 /// picks from), each as what to give instead: the option `--resume FILE` when a config was given,
-/// else the command `haargrad train --resume FILE` (which reads the run's args.yaml beside FILE).
+/// else the command `haargrad train --resume FILE` (which reads the run's args.yaml beside FILE),
+/// or `haargrad train CONFIG.yaml --resume FILE` when the folder holds no args.yaml.
 std::string resume_folder_error(const std::string& folder, bool config_given);
 
 /// A file a command reads, which its output must not replace: {"the checkpoint", path}.

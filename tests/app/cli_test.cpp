@@ -530,6 +530,20 @@ TEST_F(CliTest, TrainResumeOfARunFolderNamesItsCheckpointsFirst) {
       << empty.output;
 }
 
+// A folder without args.yaml (checkpoints copied out of their run folder) given to `train --resume`
+// without a config was sent to `haargrad train --resume FOLDER/last.safetensors`, which then said
+// that FOLDER/args.yaml does not exist: the command to paste takes the run's config.
+TEST_F(CliTest, TrainResumeOfAFolderWithoutArgsYamlAsksForTheConfig) {
+  std::filesystem::create_directories(file("copied"));
+  std::ofstream(file("copied/last.safetensors")) << "whatever";  // the folder is refused first
+  const ProgramRun r = run_program("train --resume " + file("copied") + " --plain");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("`haargrad train CONFIG.yaml --resume " +
+                          file("copied/last.safetensors") + "`"),
+            std::string::npos)
+      << r.output;
+}
+
 // `train --resume` without a config: weights alone (an export) were sent to "give the run's
 // config, `haargrad train CONFIG.yaml --resume W`", which then said they hold weights only; and
 // `--resume --epochs 2` said "checkpoint --epochs does not exist".
