@@ -225,10 +225,11 @@ int main(int argc, char** argv) {
       for (int i = 2; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--") break;  // what follows is no option
-        const std::string name = arg.substr(0, arg.find('='));
-        if (name.rfind("--", 0) != 0 || name.size() == 2 ||
-            std::find(names.begin(), names.end(), name) != names.end())
-          continue;
+        // a long option as CLI11 reads one: "--- A vs B ---" is a value (plot's --title), no option
+        std::string bare, value;
+        if (!CLI::detail::split_long(arg, bare, value)) continue;
+        const std::string name = "--" + bare;
+        if (std::find(names.begin(), names.end(), name) != names.end()) continue;
         std::vector<std::string> close = hg::similar_names(name, names);
         for (const std::string& n : names)  // or a name cut short ("--img" for --img-size)
           if (close.empty() && n.rfind(name, 0) == 0) close.push_back(n);

@@ -207,6 +207,11 @@ TEST_F(CliTest, AMistypedOptionOfACommandWithoutConfigKeysIsNamed) {
       << plot.output;
   // the command's own options, also as --name=value, still run
   EXPECT_EQ(run_program("info --model=convnext_atto --img-size 64 --no-measure").exit_code, 0);
+  // a value that starts with dashes is no option, as CLI11 reads it (it was "unknown option
+  // '--- A vs B ---' of plot, a usage error); this folder holds no run, which plot then says
+  const ProgramRun title = run_program("plot " + dir_.string() + " --title '--- A vs B ---'");
+  EXPECT_EQ(title.exit_code, 1) << title.output;
+  EXPECT_EQ(title.output.find("unknown option"), std::string::npos) << title.output;
 }
 
 TEST_F(CliTest, AMistypedCommandIsNamedWithASuggestion) {
