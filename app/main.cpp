@@ -243,11 +243,6 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::string> args(argv, argv + argc);
-  if (const std::string why = config_option_as_argument(args); !why.empty()) {
-    std::fprintf(stderr, "haargrad: error: %s (`haargrad %s --help` lists the options)\n",
-                 why.c_str(), args[1].c_str());
-    return 2;
-  }
   try {
     hg::set_cpu_threads(0);  // the cores available; commands with a config apply its `threads`
     // `--out=~/x`: the shell leaves a '~' after an option's '=' as it is (it reads one at the
@@ -257,6 +252,12 @@ int main(int argc, char** argv) {
       const size_t eq = w.find('=');
       if (w.rfind("--", 0) == 0 && eq != std::string::npos && eq + 1 < w.size() && w[eq + 1] == '~')
         w = w.substr(0, eq + 1) + hg::train::expand_home(w.substr(eq + 1));
+    }
+    // after that: `--config=~/x.yaml` became the CONFIG '~/x.yaml', which no command expands
+    if (const std::string why = config_option_as_argument(args); !why.empty()) {
+      std::fprintf(stderr, "haargrad: error: %s (`haargrad %s --help` lists the options)\n",
+                   why.c_str(), args[1].c_str());
+      return 2;
     }
     std::vector<char*> arg_ptrs;  // (after the last change to args: they point into its strings)
     for (std::string& a : args) arg_ptrs.push_back(a.data());

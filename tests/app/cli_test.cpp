@@ -609,6 +609,21 @@ TEST_F(CliTest, ATildeAfterAnOptionsEqualsSignIsTheHomeFolder) {
       << r.output;
 }
 
+// `--config=~/c.yaml` became the CONFIG '~/c.yaml' before the '~' after an option's '=' was read
+// as the home folder: "cannot open file '~/c.yaml'" (validate's own --config option, which that
+// move replaced, had taken it). It is the home folder's c.yaml for every command with a config.
+TEST_F(CliTest, ATildeInDashDashConfigEqualsIsTheHomeFolder) {
+  std::ofstream(file("c.yaml")) << "no_such_key: 1\n";
+  std::ofstream(file("x.safetensors")) << "whatever";  // validate reads the config first
+  for (const std::string command :
+       {std::string("train"), "validate --checkpoint " + file("x.safetensors"),
+        std::string("bench"), std::string("bench-data")}) {
+    const ProgramRun r = run_program(command + " --config=~/c.yaml", "HOME=" + dir_.string() + " ");
+    EXPECT_EQ(r.output.find("~/c.yaml"), std::string::npos) << command << ": " << r.output;
+    EXPECT_NE(r.output.find("no_such_key"), std::string::npos) << command << ": " << r.output;
+  }
+}
+
 // An output suffix in capitals (R.CSV, CURVES.PNG) was refused by bench and plot, where validate
 // takes one in any case: any case is that suffix.
 TEST_F(CliTest, OutputSuffixesAreReadInAnyCase) {
