@@ -108,8 +108,14 @@ std::string config_option_as_argument(std::vector<std::string>& args) {
       others.push_back(args[i]);
       continue;
     }
-    if (split && i + 1 == args.size()) return args[i] + " needs a value: the YAML config";
-    configs.push_back(split ? args[++i] : args[i].substr(9));
+    const std::string option = split ? args[i] : "--config";
+    const std::string config = !split ? args[i].substr(9) : i + 1 < args.size() ? args[++i] : "";
+    // an empty one (`--config=`) read as no config, and an option (`-c --epochs 1`) as a config
+    // beside the CONFIG '1'
+    if (config.empty() || (split && config[0] == '-'))
+      return option + " needs a value: the YAML config" +
+             (config.empty() ? "" : ", not the option '" + config + "'");
+    configs.push_back(config);
   }
   if (configs.empty()) return "";
   const std::string positional = hg::app::split_config_args(others).config;

@@ -339,6 +339,26 @@ TEST_F(CliTest, EveryCommandWithAConfigTakesDashCAndDashDashConfig) {
   EXPECT_NE(no_value.output.find("-c needs a value"), std::string::npos) << no_value.output;
 }
 
+// -c / --config without a value: `train -c --epochs 1` said "two configs, '1' and --config
+// '--epochs'", and an empty one (`--config=`, `-c ''`) read as no config ("config is required";
+// validate went on to the checkpoint, bench-data "cannot open file ''"). Each says it needs one.
+TEST_F(CliTest, AConfigOptionWithoutAValueSaysSo) {
+  const ProgramRun option = run_program("train -c --epochs 1 --output " + file("out"));
+  EXPECT_EQ(option.exit_code, 2) << option.output;
+  EXPECT_NE(option.output.find("-c needs a value: the YAML config, not the option '--epochs'"),
+            std::string::npos)
+      << option.output;
+  for (const std::string& args : {std::string("train --config= --epochs 1"),
+                                  "validate -c '' --checkpoint " + file("x.safetensors"),
+                                  std::string("bench-data --config=")}) {
+    const ProgramRun r = run_program(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("needs a value: the YAML config ("), std::string::npos)
+        << args << ": " << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
 // A second config given as an option was not seen as one: `train --config A --config B` said
 // "unknown key 'config'", `train -c A -c B` "config keys take two dashes; the short options are
 // timm's -b, -vb and -j" (-c is one), and `train --epochs 1 A --config B` "expected '--key
