@@ -42,14 +42,9 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
     train::Config c = cfg;
     data::apply_bench_row(c, dec);
     // and the GPU of a GPU row: without one, the row failed after the CPU rows had run, asking
-    // for config keys the command line never gave ("set decode: cpu")
-#ifdef HAARGRAD_WITH_CUDA
-    const char* no_gpu = "no CUDA device is usable here";
-#else
-    const char* no_gpu = "this haargrad was built without CUDA (-DHAARGRAD_CUDA=ON builds it)";
-#endif
-    HG_CHECK(!c.gpu_augment || train::resolve_device("auto") == Device::cuda,
-             "bench-data: --decoders ", dec, " runs on a GPU, and ", no_gpu,
+    // for config keys the command line never gave ("set decode: cpu"); CPU rows ask no driver
+    const std::string no_gpu = c.gpu_augment ? train::cuda_unavailable_reason() : "";
+    HG_CHECK(no_gpu.empty(), "bench-data: --decoders ", dec, " runs on a GPU, and ", no_gpu,
              ": leave it out of --decoders");
   }
   std::printf("bench-data: %s split, %lld workers, batch %lld, %lld px, %lld warm-up + %lld timed epochs\n",
