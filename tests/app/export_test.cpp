@@ -522,9 +522,6 @@ TEST_F(ExportCommand, InferReadsAFileNamedAsAnImageAsAnImage) {
   }
 }
 
-// infer: an ImageFolder split given whole (DIR/val, its images in one folder per class) was "a
-// folder without image files" and no more; the message says that infer does not look into its
-// sub-folders and names one.
 // An image whose name is not UTF-8 (Latin-1 "caf\xe9.png") ran the model and then failed to
 // write the logits ("[json.exception.type_error.316] invalid UTF-8 byte ... please report it"):
 // the file's metadata 'images' is JSON. The name is refused first, escaped.
@@ -545,6 +542,9 @@ TEST_F(ExportCommand, InferNamesAnImageWhoseNameIsNotUtf8) {
   EXPECT_FALSE(fs::exists(file("logits.safetensors")));
 }
 
+// infer: an ImageFolder split given whole (DIR/val, its images in one folder per class) was "a
+// folder without image files" and no more; the message says that infer does not look into its
+// sub-folders and names one.
 TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
   const std::string ck = file("ck.safetensors");
   save_smoke_checkpoint(ck);
