@@ -37,18 +37,21 @@ std::optional<long> temp_file_pid(const std::string& name) {
   return std::stol(rest.substr(0, dot));
 }
 
-std::string temp_path(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};  // unique among threads of this process
-  const std::string suffix = str(".tmp.", ::getpid(), ".", counter++);
+std::string with_fitted_suffix(const std::string& path, const std::string& suffix) {
   const std::filesystem::path p(path);
   std::string name = p.filename().string();
   // cut where the suffix would take the name past NAME_MAX, keeping whole UTF-8 characters
   if (name.size() + suffix.size() > NAME_MAX) {
-    size_t keep = NAME_MAX - suffix.size();
+    size_t keep = suffix.size() < NAME_MAX ? NAME_MAX - suffix.size() : 0;
     while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
     name.resize(keep);
   }
   return (p.parent_path() / (name + suffix)).string();
+}
+
+std::string temp_path(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};  // unique among threads of this process
+  return with_fitted_suffix(path, str(".tmp.", ::getpid(), ".", counter++));
 }
 
 namespace {

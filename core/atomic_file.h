@@ -30,10 +30,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 /// unchanged.
 void copy_file_atomic(const std::string& from, const std::string& to);
 
+/// `path` with `suffix` appended to its file name, that name (not the suffix) cut at the start of a
+/// UTF-8 character where the two would pass NAME_MAX (255 bytes): a file named near the limit,
+/// which the file system takes, made the names of ours beside it fail "File name too long". Throws
+/// nothing.
+std::string with_fitted_suffix(const std::string& path, const std::string& suffix);
+
 /// A new temporary file name beside `path`: `<path>.tmp.<pid>.<n>`, n counting this process's
-/// names, its file name cut to NAME_MAX (255 bytes) where the suffix would take it past that (a
-/// file named near the limit, which the file system takes, could not be written at all: "File
-/// name too long" for the temporary file).
+/// names, its file name cut to fit as with_fitted_suffix cuts it.
 std::string temp_path(const std::string& path);
 
 /// The writer's pid in a temporary file's name `<path>.tmp.<pid>.<n>` (a file name or a path), or

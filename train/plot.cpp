@@ -209,8 +209,9 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   bool has_ema = false, lr_not_positive = false;
   double max_epoch = 1;
   for (size_t r = 0; r < run_dirs.size(); ++r) {
-    fs::path dat = stem;
-    dat += run_dirs.size() == 1 ? std::string(".dat") : str(".", r + 1, ".dat");
+    // cut to fit NAME_MAX, as the PNG's name may be near it (the ".1.dat" of one was too long)
+    const fs::path dat = io::with_fitted_suffix(
+        stem.string(), run_dirs.size() == 1 ? std::string(".dat") : str(".", r + 1, ".dat"));
     io::write_file_atomic(dat.string(),
                           run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r], &lr_not_positive));
     data.push_back(dat);
@@ -224,8 +225,9 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   // one per call: a plot beside the training's redraw must not collide; cut to fit NAME_MAX, as a
   // PNG named near that limit made gnuplot fail "File name too long"
   const fs::path tmp_png = io::temp_path(png.string());
+  const fs::path script = io::with_fitted_suffix(stem.string(), ".gp");
   std::string gp =
-      "# haargrad training curves (rerun: gnuplot " + stem.filename().string() + ".gp)\n";
+      "# haargrad training curves (rerun: gnuplot " + script.filename().string() + ")\n";
   gp += "set terminal pngcairo size " + std::to_string(opts.width) + "," +
         std::to_string(opts.height) + " noenhanced font ',10'\n";
   gp += "set output " + gp_quote(tmp_png.string()) + "\n";
@@ -244,8 +246,6 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   gp += panel("learning rate", "lr", data, names, valid, {{6, "lr"}}, !lr_not_positive);
   gp += panel("throughput", "train img/s", data, names, valid, {{7, "img/s"}}, false);
   gp += "unset multiplot\nset output\n";
-  fs::path script = stem;
-  script += ".gp";
   io::write_file_atomic(script.string(), gp);
   std::string output;
   const int rc = run_program({"gnuplot", script.string()}, &output);

@@ -6,8 +6,10 @@
 // Files, for an output FILE.png: FILE.dat (one run) or FILE.1.dat, FILE.2.dat, ... (one per run):
 // whitespace-separated columns `epoch train_loss eval_loss eval_top1 eval_top1_ema lr
 // train_img_per_sec` taken from each run's summary.csv by column name (NaN where a column is
-// missing), FILE.gp (the gnuplot script: rerun or edit it) and FILE.png. Every file is written
-// to a temporary name and renamed, so a reader never sees a half-written plot.
+// missing), FILE.gp (the gnuplot script: rerun or edit it) and FILE.png; FILE is cut short in the
+// names of the .dat and .gp files where they would pass the file system's 255 bytes
+// (io::with_fitted_suffix). Every file is written to a temporary name and renamed, so a reader
+// never sees a half-written plot.
 #pragma once
 
 #include <map>

@@ -124,22 +124,36 @@ TEST_F(PlotTest, PngOfTheRightSizeAndDataMatchingTheSummary) {
 }
 
 // A PNG named near the file system's limit (255 bytes) was not drawn: gnuplot wrote into the
-// name plus ".tmp.<pid>", which was too long ("system error: File name too long").
+// name plus ".tmp.<pid>", which was too long ("system error: File name too long"); and for
+// several runs the data files' names (the PNG's, ".png" made ".1.dat") were too long.
 TEST_F(PlotTest, APngNamedNearTheLengthLimitIsDrawn) {
   ASSERT_TRUE(train::gnuplot_available())
       << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
-  const fs::path dir = run("run1", kSummary);
-  const fs::path png = root_ / (std::string(250, 'p') + ".png");
-  std::string error;
-  try {
-    train::plot_runs({dir.string()}, png.string(), train::PlotOptions{});
-  } catch (const Error& e) {
-    error = e.what();
+  const fs::path dir = run("run1", kSummary), dir2 = run("run2", kSummary);
+  for (const std::vector<std::string> runs :
+       {std::vector<std::string>{dir.string()}, {dir.string(), dir2.string()}}) {
+    SCOPED_TRACE(runs.size());
+    const fs::path png = root_ / (std::string(250, 'p') + ".png");
+    fs::remove(png);
+    std::string error;
+    try {
+      train::plot_runs(runs, png.string(), train::PlotOptions{});
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    EXPECT_EQ(error, "");
+    EXPECT_TRUE(fs::exists(png));
+    for (const auto& e : fs::directory_iterator(root_))
+      EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
   }
-  EXPECT_EQ(error, "");
-  EXPECT_TRUE(fs::exists(png));
+  // the script names itself as it is named (its rerun line), and draws the PNG
+  fs::path script;
   for (const auto& e : fs::directory_iterator(root_))
-    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+    if (e.path().extension() == ".gp") script = e.path();
+  std::ifstream in(script);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("(rerun: gnuplot " + script.filename().string() + ")"), std::string::npos)
+      << text;
 }
 
 TEST_F(PlotTest, SeveralRunsAndRunsWithoutEma) {
