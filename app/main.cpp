@@ -131,6 +131,55 @@ std::string config_option_as_argument(std::vector<std::string>& args) {
   return "";
 }
 
+// The command `name` of `app`, or nullptr.
+const CLI::App* command_named(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (c->get_name() == name) return c;
+  return nullptr;
+}
+
+// The error for `first`, the first argument, an option other than haargrad's own (--help, -h,
+// --version), or "". A mistyped --version ("--versoin") read as a missing command ("A subcommand
+// is required"), and a command's option put first (`haargrad --epochs 3 train ...`) as "The
+// following arguments were not expected: 3 --epochs", under `haargrad train --help`.
+std::string option_before_command(const std::string& first) {
+  const std::vector<std::string> own = {"--help", "-h", "--version"};
+  if (std::find(own.begin(), own.end(), first) != own.end()) return "";
+  const std::vector<std::string> close = hg::similar_names(first, own);
+  return "unknown option '" + first + "'" +
+         (close.empty() ? "" : " (did you mean '" + close[0] + "'?)") +
+         ": haargrad takes --help and --version alone, and a command's options after the "
+         "command: `haargrad COMMAND [options]` (`haargrad --help` lists the commands)";
+}
+
+// The error for the first long option in argv[2..] that `command` does not have, when it takes
+// no config keys (info, models, plot, export-png, bench-augment, alloc-trace, ...), or "". Such
+// an option read as "The following arguments were not expected: 64 --img" (its words backwards,
+// no suggestion), and beside plot's run folders as "runs: Directory does not exist: 100" (`plot
+// RUN --widht 100`): it is named, with the close option names.
+std::string unknown_option_of(const CLI::App& command, int argc, char** argv) {
+  if (command.get_allow_extras()) return "";  // its other --key value are config keys
+  std::vector<std::string> names;             // the command's long options
+  for (const CLI::Option* o : command.get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;  // what follows is no option
+    // a long option as CLI11 reads one: "--- A vs B ---" is a value (plot's --title), no option
+    std::string bare, value;
+    if (!CLI::detail::split_long(arg, bare, value)) continue;
+    const std::string name = "--" + bare;
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    std::vector<std::string> close = hg::similar_names(name, names);
+    for (const std::string& n : names)  // or a name cut short ("--img" for --img-size)
+      if (close.empty() && n.rfind(name, 0) == 0) close.push_back(n);
+    return "unknown option '" + name + "' of " + command.get_name() +
+           (close.empty() ? "" : "; did you mean '" + close[0] + "'?") + " (`haargrad " +
+           command.get_name() + " --help` lists the options)";
+  }
+  return "";
+}
+
 std::string without_trailing_newline(std::string s) {
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
@@ -160,20 +209,9 @@ int main(int argc, char** argv) {
                    [](const auto& a, const auto& b) { return a.file < b.file; });
   for (auto& c : commands) c.setup(app);
   hg::app::require_decimal_numbers(app);
-  // An option before the command: a mistyped --version ("--versoin") read as a missing command ("A
-  // subcommand is required"), and a command's option put first (`haargrad --epochs 3 train ...`)
-  // as "The following arguments were not expected: 3 --epochs", under `haargrad train --help`.
   if (argc >= 2 && argv[1][0] == '-') {
-    const std::string opt = argv[1];
-    const std::vector<std::string> own = {"--help", "-h", "--version"};
-    if (std::find(own.begin(), own.end(), opt) == own.end()) {
-      const std::vector<std::string> close = hg::similar_names(opt, own);
-      std::fprintf(stderr,
-                   "haargrad: error: unknown option '%s'%s: haargrad takes --help and --version "
-                   "alone, and a command's options after the command: `haargrad COMMAND [options]` "
-                   "(`haargrad --help` lists the commands)\n",
-                   opt.c_str(),
-                   close.empty() ? "" : (" (did you mean '" + close[0] + "'?)").c_str());
+    if (const std::string why = option_before_command(argv[1]); !why.empty()) {
+      std::fprintf(stderr, "haargrad: error: %s\n", why.c_str());
       return 2;
     }
   }
@@ -196,9 +234,7 @@ int main(int argc, char** argv) {
   // reach the config overrides and be called an unknown config key: name the option instead. A
   // config key (bench's --img_size beside its --img-size) stays one.
   if (argc >= 2 && argv[1][0] != '-') {
-    const CLI::App* sub = nullptr;
-    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
-      if (c->get_name() == argv[1]) sub = c;
+    const CLI::App* sub = command_named(app, argv[1]);
     const std::vector<std::string> keys = hg::train::config_keys();
     for (int i = 2; sub && i < argc; ++i) {
       const std::string arg = argv[i];
@@ -216,36 +252,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // A mistyped option of a command that takes no config keys (info, models, plot, export-png,
-  // bench-augment, alloc-trace, ...) read as "The following arguments were not expected: 64
-  // --img" (its words backwards, no suggestion), and beside plot's run folders as "runs: Directory
-  // does not exist: 100" (`plot RUN --widht 100`): it is named, with the close option names.
   if (argc >= 2 && argv[1][0] != '-') {
-    const CLI::App* sub = nullptr;
-    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
-      if (c->get_name() == argv[1]) sub = c;
-    if (sub && !sub->get_allow_extras()) {
-      std::vector<std::string> names;  // the command's long options
-      for (const CLI::Option* o : sub->get_options())
-        for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
-      for (int i = 2; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--") break;  // what follows is no option
-        // a long option as CLI11 reads one: "--- A vs B ---" is a value (plot's --title), no option
-        std::string bare, value;
-        if (!CLI::detail::split_long(arg, bare, value)) continue;
-        const std::string name = "--" + bare;
-        if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-        std::vector<std::string> close = hg::similar_names(name, names);
-        for (const std::string& n : names)  // or a name cut short ("--img" for --img-size)
-          if (close.empty() && n.rfind(name, 0) == 0) close.push_back(n);
-        std::fprintf(stderr,
-                     "haargrad: error: unknown option '%s' of %s%s (`haargrad %s --help` lists the "
-                     "options)\n",
-                     name.c_str(), argv[1],
-                     close.empty() ? "" : ("; did you mean '" + close[0] + "'?").c_str(), argv[1]);
-        return 2;
-      }
+    const CLI::App* command = command_named(app, argv[1]);
+    if (const std::string why = command ? unknown_option_of(*command, argc, argv) : "";
+        !why.empty()) {
+      std::fprintf(stderr, "haargrad: error: %s\n", why.c_str());
+      return 2;
     }
   }
   std::vector<std::string> args(argv, argv + argc);
