@@ -20,6 +20,7 @@ namespace {
 struct InfoArgs {
   std::string model;
   std::string model_option;  // --model, timm's spelling of the argument
+  std::string config_option;  // -c / --config, timm's spelling of a CONFIG.yaml argument
   int img_size = 0;  // 0: the model's default_img_size
   std::string img_size_config;  // the config file img_size came from; "": --img-size or the model's
   int batch = 1;
@@ -170,14 +171,23 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->default_str("the model's");
   cmd->add_option("--batch", args->batch, "batch size for the activation bytes")
       ->check(at_least(1));
+  cmd->add_option("-c,--config", args->config_option,
+                  "a CONFIG.yaml as timm's scripts name it: the same as that argument");
   cmd->add_flag("--no-measure", args->no_measure, "skip the measured activation bytes");
   cmd->callback([args] {
     // a usage error (exit 2), as a missing argument is
-    if (!args->model.empty() && !args->model_option.empty())
-      throw CLI::ValidationError(str("the model is given twice, as the argument '", args->model,
-                                     "' and as --model '", args->model_option,
+    const std::vector<std::pair<std::string, std::string>> given = {
+        {"the argument", args->model},
+        {"--model", args->model_option},
+        {"--config", args->config_option}};
+    std::vector<std::pair<std::string, std::string>> set;
+    for (const auto& g : given)
+      if (!g.second.empty()) set.push_back(g);
+    if (set.size() > 1)
+      throw CLI::ValidationError(str("the model is given twice, as ", set[0].first, " '",
+                                     set[0].second, "' and as ", set[1].first, " '", set[1].second,
                                      "': give one of them"));
-    if (args->model.empty()) args->model = args->model_option;
+    if (!set.empty()) args->model = set[0].second;
     if (args->model.empty())
       throw CLI::ValidationError(
           "a model is required: haargrad info MODEL (or --model MODEL), e.g. haargrad info "

@@ -878,6 +878,27 @@ TEST_F(CliTest, InfoTakesAConfig) {
   EXPECT_NE(missing.output.find("cannot open file"), std::string::npos) << missing.output;
 }
 
+// info takes a CONFIG.yaml as its argument, but not as timm's -c / --config, which 9b9709d gave
+// every other command with a config ("The following argument was not expected: -c", "unknown
+// option '--config' of info"). Both name it now; given beside the argument, it is given twice.
+TEST_F(CliTest, InfoTakesTheConfigAsDashCOrDashDashConfig) {
+  const ProgramRun by_argument = run_program("info " + kDefaultConfig + " --no-measure");
+  ASSERT_EQ(by_argument.exit_code, 0) << by_argument.output;
+  for (const std::string opt : {"-c ", "--config "}) {
+    const ProgramRun r = run_program("info " + opt + kDefaultConfig + " --no-measure");
+    EXPECT_EQ(r.exit_code, 0) << opt << r.output;
+    EXPECT_EQ(r.output, by_argument.output) << opt;
+  }
+  const ProgramRun twice =
+      run_program("info wtconvnext_fmnist --config " + kDefaultConfig + " --no-measure");
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("the model is given twice, as the argument 'wtconvnext_fmnist' and "
+                              "as --config '" +
+                              kDefaultConfig + "'"),
+            std::string::npos)
+      << twice.output;
+}
+
 // timm's scripts name the model with --model (train.py, validate.py, benchmark.py): info read it
 // as "The following argument was not expected: --model". It takes --model as its argument's other
 // spelling; both at once, or neither, are named.
