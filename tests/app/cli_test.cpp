@@ -523,7 +523,7 @@ TEST_F(CliTest, TrainResumeOfARunFolderNamesItsCheckpointsFirst) {
   const ProgramRun run = run_program("train " + smoke + " --device cpu --threads 1 --epochs 1 " +
                                      "--output " + file("out") + " --experiment e --plain");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  for (const std::string folder : {file("out/e"), file("out/e/")}) {
+  for (const std::string& folder : {file("out/e"), file("out/e/")}) {
     SCOPED_TRACE(folder);
     const ProgramRun r = run_program("train --resume " + folder + " --plain");
     EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -635,7 +635,7 @@ TEST_F(CliTest, ATildeAfterAnOptionsEqualsSignIsTheHomeFolder) {
 TEST_F(CliTest, ATildeInDashDashConfigEqualsIsTheHomeFolder) {
   std::ofstream(file("c.yaml")) << "no_such_key: 1\n";
   std::ofstream(file("x.safetensors")) << "whatever";  // validate reads the config first
-  for (const std::string command :
+  for (const std::string& command :
        {std::string("train"), "validate --checkpoint " + file("x.safetensors"),
         std::string("bench"), std::string("bench-data")}) {
     const ProgramRun r = run_program(command + " --config=~/c.yaml", "HOME=" + dir_.string() + " ");

@@ -314,7 +314,7 @@ TEST_F(Faults, AFileThatIsALinkIsWrittenThroughTheLink) {
 // the rename replaced that link with a regular file (b, here), where a shell's `>` says "Too many
 // levels of symbolic links". The write is refused, naming the path, and the links stay.
 TEST_F(Faults, ALoopOfLinksIsNotWritten) {
-  for (const std::vector<std::string> loop :
+  for (const std::vector<std::string>& loop :
        {std::vector<std::string>{"a", "b"}, std::vector<std::string>{"a", "b", "c"}}) {
     const fs::path dir = root_ / str("loop", loop.size());
     fs::create_directories(dir);

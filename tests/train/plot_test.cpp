@@ -130,7 +130,7 @@ TEST_F(PlotTest, APngNamedNearTheLengthLimitIsDrawn) {
   ASSERT_TRUE(train::gnuplot_available())
       << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
   const fs::path dir = run("run1", kSummary), dir2 = run("run2", kSummary);
-  for (const std::vector<std::string> runs :
+  for (const std::vector<std::string>& runs :
        {std::vector<std::string>{dir.string()}, {dir.string(), dir2.string()}}) {
     SCOPED_TRACE(runs.size());
     const fs::path png = root_ / (std::string(250, 'p') + ".png");
