@@ -180,6 +180,49 @@ std::string unknown_option_of(const CLI::App& command, int argc, char** argv) {
   return "";
 }
 
+// The error for `name`, the first argument, when no command has it, or "". A mistyped command
+// ("trian") would otherwise read as a missing one ("A subcommand is required").
+std::string unknown_command(const CLI::App& app, const std::string& name) {
+  if (command_named(app, name) != nullptr) return "";
+  std::vector<std::string> names;
+  for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(c->get_name());
+  const std::vector<std::string> close = hg::similar_names(name, names);
+  return "unknown command '" + name + "'" +
+         (close.empty() ? "" : "; did you mean '" + close[0] + "'?") +
+         " (`haargrad --help` lists the commands)";
+}
+
+// The error for the first of `command`'s own options in argv[2..] spelt with underscores, as the
+// config keys may be ("--use_ema"), or "": it would reach the config overrides and be called an
+// unknown config key. A config key (bench's --img_size beside its --img-size) stays one.
+std::string underscored_option_of(const CLI::App& command, int argc, char** argv) {
+  const std::vector<std::string> keys = hg::train::config_keys();
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name.rfind("--", 0) != 0 || name.find('_') == std::string::npos) continue;
+    std::string dashed = name;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    if (std::find(keys.begin(), keys.end(), name.substr(2)) != keys.end() ||
+        !command.get_option_no_throw(dashed))
+      continue;
+    return "unknown option '" + name + "'; did you mean '" + dashed + "'? (`haargrad " +
+           command.get_name() + " --help` lists the options)";
+  }
+  return "";
+}
+
+// The first error the arguments show before CLI11 parses them (each check above), or "".
+std::string error_before_parsing(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return "";
+  if (argv[1][0] == '-') return option_before_command(argv[1]);
+  const CLI::App* command = command_named(app, argv[1]);
+  if (command == nullptr) return unknown_command(app, argv[1]);
+  if (std::string why = underscored_option_of(*command, argc, argv); !why.empty()) return why;
+  return unknown_option_of(*command, argc, argv);
+}
+
 std::string without_trailing_newline(std::string s) {
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
@@ -209,56 +252,9 @@ int main(int argc, char** argv) {
                    [](const auto& a, const auto& b) { return a.file < b.file; });
   for (auto& c : commands) c.setup(app);
   hg::app::require_decimal_numbers(app);
-  if (argc >= 2 && argv[1][0] == '-') {
-    if (const std::string why = option_before_command(argv[1]); !why.empty()) {
-      std::fprintf(stderr, "haargrad: error: %s\n", why.c_str());
-      return 2;
-    }
-  }
-  // A mistyped command ("trian") would otherwise read as a missing one ("A subcommand is
-  // required").
-  if (argc >= 2 && argv[1][0] != '-') {
-    std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
-      names.push_back(sub->get_name());
-    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-      const std::vector<std::string> close = hg::similar_names(argv[1], names);
-      std::fprintf(
-          stderr,
-          "haargrad: error: unknown command '%s'%s (`haargrad --help` lists the commands)\n",
-          argv[1], close.empty() ? "" : ("; did you mean '" + close[0] + "'?").c_str());
-      return 2;
-    }
-  }
-  // A command's own option spelt with underscores, as the config keys may be ("--use_ema"), would
-  // reach the config overrides and be called an unknown config key: name the option instead. A
-  // config key (bench's --img_size beside its --img-size) stays one.
-  if (argc >= 2 && argv[1][0] != '-') {
-    const CLI::App* sub = command_named(app, argv[1]);
-    const std::vector<std::string> keys = hg::train::config_keys();
-    for (int i = 2; sub && i < argc; ++i) {
-      const std::string arg = argv[i];
-      const std::string name = arg.substr(0, arg.find('='));
-      if (name.rfind("--", 0) != 0 || name.find('_') == std::string::npos) continue;
-      std::string dashed = name;
-      std::replace(dashed.begin(), dashed.end(), '_', '-');
-      if (std::find(keys.begin(), keys.end(), name.substr(2)) != keys.end() ||
-          !sub->get_option_no_throw(dashed))
-        continue;
-      std::fprintf(stderr,
-                   "haargrad: error: unknown option '%s'; did you mean '%s'? (`haargrad %s --help` "
-                   "lists the options)\n",
-                   name.c_str(), dashed.c_str(), argv[1]);
-      return 2;
-    }
-  }
-  if (argc >= 2 && argv[1][0] != '-') {
-    const CLI::App* command = command_named(app, argv[1]);
-    if (const std::string why = command ? unknown_option_of(*command, argc, argv) : "";
-        !why.empty()) {
-      std::fprintf(stderr, "haargrad: error: %s\n", why.c_str());
-      return 2;
-    }
+  if (const std::string why = error_before_parsing(app, argc, argv); !why.empty()) {
+    std::fprintf(stderr, "haargrad: error: %s\n", why.c_str());
+    return 2;
   }
   std::vector<std::string> args(argv, argv + argc);
   try {
