@@ -579,11 +579,16 @@ uint64_t class_names_hash(const std::vector<std::string>& names) {
   return h;
 }
 
+// Class names as checkpoints record them (TrainState::train_classes): their hash in hex, "" for a
+// split without class names.
+std::string class_names_tag(const std::vector<std::string>& names) {
+  return names.empty() ? "" : str(std::hex, class_names_hash(names));
+}
+
 // The training data this session reads, in the state its checkpoints record.
 void record_training_data(Session& s) {
   s.st.train_images = s.ds.train->size();
-  const std::vector<std::string> names = s.ds.train->class_names();
-  s.st.train_classes = names.empty() ? "" : str(std::hex, class_names_hash(names));
+  s.st.train_classes = class_names_tag(s.ds.train->class_names());
 }
 
 // A resumed run whose training data changed since its checkpoint (images added or removed, a class
@@ -602,8 +607,7 @@ void say_changed_training_data(const Session& s) {
                                   " follows another order (some images twice, others not at all)")
                             : std::string());
   const std::vector<std::string> names = s.ds.train->class_names();
-  if (!r.train_classes.empty() && !names.empty() &&
-      r.train_classes != str(std::hex, class_names_hash(names)))
+  if (!r.train_classes.empty() && !names.empty() && r.train_classes != class_names_tag(names))
     spdlog::warn(
         "resume: the train split's class folders are not those of {} ({} now): a class folder was "
         "renamed, added or removed, so a label may now stand for another class than the one the "
