@@ -407,6 +407,20 @@ std::string shown(const YAML::Node& node) {
   return "null";
 }
 
+// The member of `cfg` that field `f` sets when it is a string (const for a const cfg), else null.
+template <typename C>
+auto string_member(C& cfg, const Field& f) {
+  using Ptr = std::conditional_t<std::is_const_v<C>, const std::string*, std::string*>;
+  return std::visit(
+      [&](auto member) -> Ptr {
+        if constexpr (std::is_same_v<std::decay_t<decltype(cfg.*member)>, std::string>)
+          return &(cfg.*member);
+        else
+          return nullptr;
+      },
+      f.member);
+}
+
 // A name (Rule::name: a model, a choice, a spec) with a line break: none has one, and a block
 // scalar keeps its last line break (`model: >` over an indented name reads "name\n", as PyYAML
 // reads it too), which then sat inside the message ("unknown model 'name<newline>'"). Refused
@@ -663,33 +677,18 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
   // siblings would otherwise be made inside it)
   if (std::string_view(f.key) == "experiment")
     while (cfg.experiment.size() > 1 && cfg.experiment.back() == '/') cfg.experiment.pop_back();
-  if (f.rule.path)
-    std::visit(
-        [&](auto member) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(cfg.*member)>, std::string>) {
-            try {
-              cfg.*member = expand_home(cfg.*member);
-            } catch (const Error& e) {
-              fail(f.key, where, e.what());
-            }
-          }
-        },
-        f.member);
-  if (f.rule.name)
-    std::visit(
-        [&](auto member) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(cfg.*member)>, std::string>)
-            check_one_line(cfg.*member, f.key, where);
-        },
-        f.member);
-  if (f.rule.any_case)
-    std::visit(
-        [&](auto member) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(cfg.*member)>, std::string>)
-            for (char& ch : cfg.*member)
-              ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        },
-        f.member);
+  if (std::string* text = string_member(cfg, f)) {
+    if (f.rule.path) {
+      try {
+        *text = expand_home(*text);
+      } catch (const Error& e) {
+        fail(f.key, where, e.what());
+      }
+    }
+    if (f.rule.name) check_one_line(*text, f.key, where);
+    if (f.rule.any_case)
+      for (char& ch : *text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
   check_rule(f, cfg, where);
 }
 
@@ -1385,21 +1384,15 @@ void save_config(const Config& cfg, const std::string& path) {
 void validate(const Config& cfg) { validate_at(cfg, Locations{}, "config value"); }
 
 void check_utf8_strings(const Config& cfg) {
-  for (const Field& f : table())
-    std::visit(
-        [&](auto member) {
-          using T = std::decay_t<decltype(cfg.*member)>;
-          if constexpr (std::is_same_v<T, std::string>) {
-            const std::string& v = cfg.*member;
-            if (invalid_utf8_at(v) != std::string::npos)
-              throw Error(str("config: key '", f.key, "' is '", utf8_shown(v),
-                              "', not UTF-8 text: a training run records its config as JSON in "
-                              "every checkpoint, which holds UTF-8 only; rename the file or "
-                              "folder in UTF-8 (e.g. `convmv -f latin1 -t utf-8 -r --notest "
-                              "PATH`) or give another path to it (a symbolic link)"));
-          }
-        },
-        f.member);
+  for (const Field& f : table()) {
+    const std::string* v = string_member(cfg, f);
+    if (v != nullptr && invalid_utf8_at(*v) != std::string::npos)
+      throw Error(str("config: key '", f.key, "' is '", utf8_shown(*v),
+                      "', not UTF-8 text: a training run records its config as JSON in every "
+                      "checkpoint, which holds UTF-8 only; rename the file or folder in UTF-8 "
+                      "(e.g. `convmv -f latin1 -t utf-8 -r --notest PATH`) or give another path "
+                      "to it (a symbolic link)"));
+  }
 }
 
 namespace {
