@@ -857,9 +857,10 @@ void depthwise_conv_backward_weight(const Conv2dShape& s, const T* x_in, const T
             x, grad_y, d, int(s.stride), int(rows_per_block), partial, bias_partial);
     HG_CUDA_LAUNCH_CHECK();
   }
-  reduce_slices(partial, slices, nw, grad_weight);
-  if (grad_bias) reduce_slices(bias_partial, slices, s.C, grad_bias);
-
+  // the weights' and the bias's sums in one launch
+  std::vector<SliceSum<float>> sums{{partial, slices, nw, grad_weight}};
+  if (grad_bias) sums.push_back({bias_partial, slices, s.C, grad_bias});
+  reduce_slices(sums);
 }
 
 #define HG_INSTANTIATE(T)                                                                        \

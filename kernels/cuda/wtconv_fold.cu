@@ -1,8 +1,8 @@
 // The fused WTConv2d's weights on the GPU: the scales folded into the filters, every filter a
 // pass needs in one launch (fold_kernel, fold; transformation (c) of docs/fused-wtconv.md), and
 // the base path's folded-weight gradient unfolded into the base_weight, base_bias and base_scale
-// gradients (base_grads). The level filters' gradients unfold in the split path
-// (wtconv_split.cu, unfold_levels_kernel) and in the whole-plane kernels' reduction.
+// gradients (base_grads), in the same launch as the split path's level filters' gradients
+// (wtconv_split.cu leaves their sums); the whole-plane kernels' reduction unfolds its own.
 #include "core/cuda_stream.h"
 #include "kernels/conv2d.h"
 #include "kernels/cuda/wtconv_fused.cuh"
@@ -69,21 +69,38 @@ __global__ void fold_kernel(const float* __restrict__ bw, const float* __restric
 }
 
 // ---- gradients unfold from the folded weights ---------------------------------------------------
-// base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb.
-// sums is (C, K*K), the layout of kernels::cuda::depthwise_conv_backward_weight. One warp per
-// channel, kUnfoldWarps a block.
-__global__ void unfold_base_kernel(const float* __restrict__ sums, const float* __restrict__ gbf,
-                                   const float* __restrict__ bw, const float* __restrict__ bb,
-                                   const float* __restrict__ bs, int C, int KK,
-                                   float* __restrict__ gbw, float* __restrict__ gbb,
-                                   float* __restrict__ gbs) {
-  const int c = int(blockIdx.x) * kUnfoldWarps + int(threadIdx.x) / 32;
+// In one launch for the split path's whole backward (the base's and the split levels' were two
+// launches of a few microseconds each). One warp a filter (unfold_filter_warp), kUnfoldWarps a
+// block: warps f < 4C s for the split levels, then one a base channel.
+// Levels: ls.sums (s, 4C, K*K) in the sub-band-plane channel order e' = s*C + c (the depthwise
+// weight gradients of the level convs); for PyTorch's e = 4c + s: dL/dww_l[e][k] = ws_l[e] *
+// sums[l][e'][k], dL/dws_l[e] = sum_k sums[l][e'][k] * ww_l[e][k].
+// Base: dL/dbw = bs * sums, dL/dbb = bs * gb~, dL/dbs = sum_k sums * bw + gb~ * bb, sums (C, K*K)
+// in the layout of kernels::cuda::depthwise_conv_backward_weight.
+struct BaseUnfold {
+  const float *sums, *gbf, *bw, *bb, *bs;
+  float *gbw, *gbb, *gbs;
+};
+__global__ void unfold_kernel(LevelParams lp, const float* __restrict__ level_sums, int s,
+                              BaseUnfold base, int C, int KK) {
+  const int f = int(blockIdx.x) * kUnfoldWarps + int(threadIdx.x) / 32;  // the warp's filter
+  const bool lane0 = (threadIdx.x & 31) == 0;
+  if (f < s * 4 * C) {
+    const int l = f / (4 * C), e = f - l * 4 * C;
+    const int ep = (e % 4) * C + e / 4;
+    const float gs =
+        unfold_filter_warp(level_sums + (int64_t(l) * 4 * C + ep) * KK, lp.ww[l] + int64_t(e) * KK,
+                           lp.ws[l][e], KK, lp.gww[l] + int64_t(e) * KK);
+    if (lane0) lp.gws[l][e] = gs;
+    return;
+  }
+  const int c = f - s * 4 * C;
   if (c >= C) return;
-  const float gs = unfold_filter_warp(sums + int64_t(c) * KK, bw + int64_t(c) * KK, bs[c], KK,
-                                      gbw + int64_t(c) * KK);
-  if ((threadIdx.x & 31) != 0) return;
-  gbb[c] = bs[c] * gbf[c];
-  gbs[c] = fmaf(gbf[c], bb[c], gs);
+  const float gs = unfold_filter_warp(base.sums + int64_t(c) * KK, base.bw + int64_t(c) * KK,
+                                      base.bs[c], KK, base.gbw + int64_t(c) * KK);
+  if (!lane0) return;
+  base.gbb[c] = base.bs[c] * base.gbf[c];
+  base.gbs[c] = fmaf(base.gbf[c], base.bb[c], gs);
 }
 
 }  // namespace
@@ -152,10 +169,11 @@ Folded fold(const WTConvWeights& w, int C, int K, bool backward, bool levels, bo
 }
 
 /// Gradients of the base path: its folded-weight gradient, unfolded into base_weight, base_bias
-/// and base_scale gradients (f32 for either storage type T of x and G).
+/// and base_scale gradients (f32 for either storage type T of x and G), in the same launch as the
+/// split levels' wavelet_weight and wavelet_scale gradients from ls (level_grads_split).
 template <typename T>
 void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, int K,
-                const WTConvWeights& w, WTConvGrads& g) {
+                const WTConvWeights& w, WTConvGrads& g, const SplitLevelSums& ls) {
   const int KK = K * K;
   // the base path's folded-weight gradient is a plain depthwise weight gradient of x against G
   // (stride 1, "same" padding): the hand-written deterministic kernel of depthwise_conv.cu, which
@@ -167,18 +185,21 @@ void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, i
   g.base_weight = Tensor::empty(w.base_weight.shape(), DType::f32, Device::cuda);
   g.base_bias = Tensor::empty(w.base_bias.shape(), DType::f32, Device::cuda);
   g.base_scale = Tensor::empty(w.base_scale.shape(), DType::f32, Device::cuda);
-  unfold_base_kernel<<<unsigned((C + kUnfoldWarps - 1) / kUnfoldWarps), 32 * kUnfoldWarps, 0,
-                       hg::cuda::stream()>>>(
-      sums.data<float>(), bias.data<float>(), w.base_weight.data<float>(),
-      w.base_bias.data<float>(), w.base_scale.data<float>(), C, KK, g.base_weight.data<float>(),
-      g.base_bias.data<float>(), g.base_scale.data<float>());
+  const BaseUnfold base{sums.data<float>(),          bias.data<float>(),
+                        w.base_weight.data<float>(), w.base_bias.data<float>(),
+                        w.base_scale.data<float>(),  g.base_weight.data<float>(),
+                        g.base_bias.data<float>(),   g.base_scale.data<float>()};
+  const int64_t filters = int64_t(ls.s) * 4 * C + C;
+  unfold_kernel<<<unsigned((filters + kUnfoldWarps - 1) / kUnfoldWarps), 32 * kUnfoldWarps, 0,
+                  hg::cuda::stream()>>>(ls.lp, ls.s > 0 ? ls.sums.data<float>() : nullptr, ls.s,
+                                        base, C, KK);
   HG_CUDA_LAUNCH_CHECK();
 }
 
 #define HG_INSTANTIATE(T)                                                            \
   template Folded fold<T>(const WTConvWeights&, int, int, bool, bool, bool);         \
   template void base_grads<T>(const Tensor&, const Tensor&, int, int, int, int, int, \
-                              const WTConvWeights&, WTConvGrads&);
+                              const WTConvWeights&, WTConvGrads&, const SplitLevelSums&);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(__nv_bfloat16)
 #undef HG_INSTANTIATE

@@ -135,10 +135,11 @@ WTConvGrads fused_backward_t(const Tensor& xc, const WTConvWeights& w, const Ten
       fold<T>(w, C, K, /*backward=*/true, /*levels=*/s > 0 && gx.defined(), /*plane=*/s < L);
   std::vector<Tensor> gt;
   LevelTail tail;
+  SplitLevelSums ls;
   const Tensor r = level_grads_split(typed<T>(xc), typed<T>(G), B, C, K, d, w, f, s, tg,
-                                     gx.defined() ? &gt : nullptr, g, &tail, gx);
+                                     gx.defined() ? &gt : nullptr, g, &tail, gx, &ls);
   if (gx.defined()) synthesis(typed<T>(G), B, H, W, C, H, W, 1, K, f, gt, tail, typed<T>(gx));
-  base_grads<T>(xc, G, B, H, W, C, K, w, g);
+  base_grads<T>(xc, G, B, H, W, C, K, w, g, ls);
   if (gx.defined()) g.x = gx;
   return g;
 }

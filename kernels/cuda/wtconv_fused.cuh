@@ -18,7 +18,7 @@
 
 namespace hg::kernels::cuda::wtconv_detail {
 
-/// Warps a block of the unfold kernels (unfold_levels_kernel, unfold_base_kernel), one a filter.
+/// Warps a block of wtconv_fold.cu's unfold_kernel, one a filter.
 constexpr int kUnfoldWarps = 8;
 
 /// True when p can be read as 4 consecutive elements of T in one access (16 bytes for float,
@@ -36,6 +36,15 @@ struct Folded {
   Tensor base_w, base_b, levels, plane;
 };
 
+/// The split path's level filters' folded-weight gradients, left by level_grads_split for
+/// base_grads to unfold: sums (s, 4C, K*K) of the split levels l < s, in the sub-band-plane
+/// channel order e' = s*C + c, and the levels' parameters and gradient tensors (s = 0: none).
+struct SplitLevelSums {
+  Tensor sums;
+  int s = 0;
+  LevelParams lp{};
+};
+
 /// The base conv's parameters and their gradients, for a whole-plane backward of a whole layer.
 struct PlaneBaseGrads {
   const float *bw, *bb, *bs;
@@ -48,7 +57,7 @@ template <typename T>
 Folded fold(const WTConvWeights& w, int C, int K, bool backward, bool levels, bool plane);
 template <typename T>
 void base_grads(const Tensor& xc, const Tensor& G, int B, int H, int W, int C, int K,
-                const WTConvWeights& w, WTConvGrads& g);
+                const WTConvWeights& w, WTConvGrads& g, const SplitLevelSums& ls);
 
 // ---- wtconv_synthesis.cu: the one-pass synthesis
 template <typename T>
@@ -96,6 +105,6 @@ template <typename T>
 Tensor level_grads_split(const T* x, const T* G, int B, int C, int K, const WTConvLevels& d,
                          const WTConvWeights& w, const Folded& f, int s, const PlaneGeom& tg,
                          std::vector<Tensor>* gt, WTConvGrads& g, LevelTail* tail,
-                         const Tensor& spare);
+                         const Tensor& spare, SplitLevelSums* ls);
 
 }  // namespace hg::kernels::cuda::wtconv_detail

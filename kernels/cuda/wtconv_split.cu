@@ -181,12 +181,35 @@ bool try_haar_conv(const T* src, int B, int C, int K, LevelGrid in, LevelGrid ou
   return true;
 }
 
+/// The slices of a level's folded-weight gradient, summed by level_grads_split with the other
+/// levels' in one launch (reduce_slices): `partial` keeps them alive until then (undefined when
+/// they lie in the spare memory).
+struct LevelSlices {
+  Tensor partial;
+  SliceSum<float> sum;
+};
+
+/// `bytes` of spare's memory from byte *used on (16-byte aligned; *used advanced past them), or
+/// null when spare does not hold them.
+float* spare_floats(const Tensor& spare, size_t* used, size_t bytes) {
+  const size_t at = (*used + 15) / 16 * 16;
+  if (!spare.defined() || !spare.is_contiguous() || !aligned16(spare.data_ptr()) ||
+      spare.nbytes() < at + bytes)
+    return nullptr;
+  *used = at + bytes;
+  return reinterpret_cast<float*>(static_cast<char*>(spare.data_ptr()) + at);
+}
+
 /// A level's folded-weight gradient into sums (4C, K*K), from xsrc = ll_l and gsrc = gR_l (B, in,
-/// C) in one launch (haar_wgrad_kernel) and the slices' reduction, and x's next LL band into
-/// *xnext when given (allocated here). Where haar_wgrad_takes only.
+/// C) in one launch (haar_wgrad_kernel), its slices to be summed appended to *pending, and x's
+/// next LL band into *xnext when given (allocated here). Where haar_wgrad_takes only. The slices
+/// go into spare's memory past byte *spare_used when it holds them (memory free until the
+/// caller's synthesis: they are summed before the level tail, which puts its own slices there
+/// from byte 0), else into a new workspace tensor.
 template <typename T>
 void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, LevelGrid in, LevelGrid out,
-                float* sums, Tensor* xnext) {
+                float* sums, Tensor* xnext, std::vector<LevelSlices>* pending, const Tensor& spare,
+                size_t* spare_used) {
   const int hp = out.h, wp = out.w, KK = K * K, chunks = (C + 31) / 32;
   const size_t smem = haar_wgrad_smem<T>(K, wp);
   const int64_t groups = haar_wgrad_groups(B, hp);
@@ -211,30 +234,19 @@ void haar_wgrad(const T* xsrc, const T* gsrc, int B, int C, int K, LevelGrid in,
           std::max<int64_t>(1, int64_t(per_sm) * hg::cuda::multiprocessor_count() / chunks);
       const int64_t per = (groups + std::min(groups, want) - 1) / std::min(groups, want);
       const int slices = int((groups + per - 1) / per);
-      const Tensor partial = workspace({slices, 4 * C, KK});
+      const int64_t n = int64_t(4) * C * KK;
+      Tensor partial;
+      float* part = spare_floats(spare, spare_used, sizeof(float) * size_t(slices) * size_t(n));
+      if (part == nullptr) {
+        partial = workspace({slices, 4 * C, KK});
+        part = partial.data<float>();
+      }
       kernel<<<dim3(unsigned(slices), unsigned(chunks)), dim3(32, kHaarWgradWarps), smem,
-               hg::cuda::stream()>>>(xsrc, gsrc, hd, int(per), partial.data<float>(), lln);
+               hg::cuda::stream()>>>(xsrc, gsrc, hd, int(per), part, lln);
       HG_CUDA_LAUNCH_CHECK();
-      reduce_slices(partial.data<float>(), slices, int64_t(4) * C * KK, sums);
+      pending->push_back({partial, {part, slices, n, sums}});
     }
   });
-}
-
-// ---- gradients unfold from the folded weights ---------------------------------------------------
-// levels: sums (L, 4C, K*K) in the sub-band-plane channel order e' = s*C + c (the depthwise
-// weight gradients of the level convs); for PyTorch's e = 4c + s: dL/dww_l[e][k] = ws_l[e] *
-// sums[l][e'][k], dL/dws_l[e] = sum_k sums[l][e'][k] * ww_l[e][k]. One warp per (level, e)
-// (unfold_filter_warp), kUnfoldWarps a block.
-__global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ sums, int L, int C,
-                                     int KK) {
-  const int f = int(blockIdx.x) * kUnfoldWarps + int(threadIdx.x) / 32;  // the warp's filter
-  if (f >= L * 4 * C) return;
-  const int l = f / (4 * C), e = f - l * 4 * C;
-  const int ep = (e % 4) * C + e / 4;
-  const float gs =
-      unfold_filter_warp(sums + (int64_t(l) * 4 * C + ep) * KK, lp.ww[l] + int64_t(e) * KK,
-                         lp.ws[l][e], KK, lp.gww[l] + int64_t(e) * KK);
-  if ((threadIdx.x & 31) == 0) lp.gws[l][e] = gs;
 }
 
 /// One level of level_grads_split: gsrc = gR_l and xsrc = ll_l (B, grid l of d); wlf the level's
@@ -249,10 +261,13 @@ __global__ void unfold_levels_kernel(LevelParams lp, const float* __restrict__ s
 /// itself and neither is stored. Otherwise H(xsrc), which only the weight gradient reads, goes into
 /// `spare` when it fits (grad_x, written only by the synthesis after every level: at level 0 that
 /// saves an N-element tensor of the backward's peak, where gt_0, H(G) and H(x) live at once).
+/// The Haar weight gradient's slices are left in *pending to be summed (in spare past byte
+/// *spare_used when they fit).
 template <typename T>
 void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, int l,
                            const WTConvLevels& d, const float* wlf, Tensor* gt, Tensor* gnext,
-                           Tensor* xnext, float* sums, const Tensor& spare) {
+                           Tensor* xnext, float* sums, const Tensor& spare,
+                           std::vector<LevelSlices>* pending, size_t* spare_used) {
   const LevelGrid in = grid_of(d, l), out = grid_of(d, l + 1);
   const int hp = out.h, wp = out.w;
   const Conv2dShape cs = level_shape(B, hp, wp, C, K);
@@ -263,7 +278,7 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
       haar_wgrad_takes(xsrc, gsrc, B, C, K, out)) {
     HG_CHECK(try_haar_conv(gsrc, B, C, K, in, out, wlf, gt, nullptr, gnext),
              "wtconv (cuda, fused): haar_conv_kernel refused a level it takes");
-    haar_wgrad(xsrc, gsrc, B, C, K, in, out, sums, xnext);
+    haar_wgrad(xsrc, gsrc, B, C, K, in, out, sums, xnext, pending, spare, spare_used);
     return;
   }
   Tensor gc;
@@ -278,7 +293,8 @@ void level_grads_split_one(const T* gsrc, const T* xsrc, int B, int C, int K, in
       depthwise_conv_forward(cs, host_typed<T>(gc), wlf, nullptr, host_typed<T>(*gt));
     }
   }
-  const Tensor xcoef = haar(xsrc, B, C, in, out, xnext, spare);
+  // (not over an earlier level's slices, which are summed after the last level)
+  const Tensor xcoef = haar(xsrc, B, C, in, out, xnext, *spare_used == 0 ? spare : Tensor());
   depthwise_conv_backward_weight(cs, host_typed<T>(xcoef), host_typed<T>(gc), sums, nullptr);
 }
 
@@ -348,21 +364,26 @@ Tensor analysis_convs_split(const T* in, int B, int C, int K, const WTConvLevels
 /// gR_s (and its reduction), whose term of the G synthesis (when gt is given) is the returned
 /// tail output, described in *tail. x and G are the layer's input and output gradient; every
 /// tensor here has their storage T. `spare`: memory free until the caller's synthesis (grad_x, or
-/// undefined), where each level's H(ll_l) goes when it fits.
+/// undefined), where each level's H(ll_l) goes when it fits. The split levels' folded-weight
+/// gradients go to *ls, for base_grads to unfold with the base path's in one launch (the Haar
+/// weight gradients' slices summed here in one launch after the last split level).
 template <typename T>
 Tensor level_grads_split(const T* x, const T* G, int B, int C, int K, const WTConvLevels& d,
                          const WTConvWeights& w, const Folded& f, int s, const PlaneGeom& tg,
                          std::vector<Tensor>* gt, WTConvGrads& g, LevelTail* tail,
-                         const Tensor& spare) {
+                         const Tensor& spare, SplitLevelSums* ls) {
   const int L = w.levels(), KK = K * K;
   const int64_t per = int64_t(4) * C * KK;  // one level's folded weights
   if (gt != nullptr) gt->assign(s, Tensor());
   *tail = LevelTail{};
+  *ls = SplitLevelSums{};
   if (L == 0) return Tensor();
   const LevelParams lp = level_params(w, &g);  // every level's gradient tensors
   // the level gradients' filters (f.levels, folded and flipped for this pass)
   const float* levels = gt != nullptr ? f.levels.data<float>() : nullptr;
   const Tensor sums = workspace({s, 4 * C, KK});
+  std::vector<LevelSlices> pending;  // the Haar weight gradients' slices, summed after the loop
+  size_t spare_used = 0;             // bytes of spare they take
   Tensor gR, ll;  // keep the current level's inputs alive; after the loop, gR_s and ll_s
   for (int l = 0; l < s; ++l) {
     Tensor gnext, xnext;
@@ -372,15 +393,14 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K, const WTCo
     const float* wlf = levels ? levels + l * per : nullptr;
     float* sl = sums.data<float>() + l * per;
     level_grads_split_one(l == 0 ? G : typed<T>(gR), l == 0 ? x : typed<T>(ll), B, C, K, l, d, wlf,
-                          gtl, gn, xn, sl, spare);
+                          gtl, gn, xn, sl, spare, &pending, &spare_used);
     gR = gnext;
     ll = xnext;
   }
-  // the split levels' wavelet_weight and wavelet_scale gradients, unfolded in one launch
-  unfold_levels_kernel<<<unsigned((int64_t(s) * 4 * C + kUnfoldWarps - 1) / kUnfoldWarps),
-                         32 * kUnfoldWarps, 0, hg::cuda::stream()>>>(lp, sums.data<float>(), s, C,
-                                                                     KK);
-  HG_CUDA_LAUNCH_CHECK();
+  std::vector<SliceSum<float>> slice_sums;
+  for (const LevelSlices& p : pending) slice_sums.push_back(p.sum);
+  reduce_slices(slice_sums);
+  *ls = SplitLevelSums{sums, s, lp};
   if (s == L) return Tensor();
   const Tensor r = gt != nullptr ? tail_output(B, grid_of(d, s), C, s, tail) : Tensor();
   plane_backward<T>(
@@ -398,9 +418,10 @@ Tensor level_grads_split(const T* x, const T* G, int B, int C, int K, const WTCo
   template Tensor analysis_convs_split<T>(const T*, int, int, int, const WTConvLevels&,            \
                                           const Folded&, int, int, const PlaneGeom&,               \
                                           std::vector<Tensor>&, LevelTail*);                       \
-  template Tensor level_grads_split<T>(                                                            \
-      const T*, const T*, int, int, int, const WTConvLevels&, const WTConvWeights&, const Folded&, \
-      int, const PlaneGeom&, std::vector<Tensor>*, WTConvGrads&, LevelTail*, const Tensor&);
+  template Tensor level_grads_split<T>(const T*, const T*, int, int, int, const WTConvLevels&,     \
+                                       const WTConvWeights&, const Folded&, int, const PlaneGeom&, \
+                                       std::vector<Tensor>*, WTConvGrads&, LevelTail*,             \
+                                       const Tensor&, SplitLevelSums*);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(__nv_bfloat16)
 #undef HG_INSTANTIATE
