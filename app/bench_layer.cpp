@@ -285,9 +285,8 @@ void depthwise_rows(const Options& o, const StageShape& s, const Tensor& x, cons
       HG_DISPATCH_CUDA(act, "bench-layer", [&] {
         kernels::cuda::conv2d_backward_data(cs, gy.data<scalar_t>(), cw.data<float>(),
                                             gx.data<scalar_t>(), backend);
-        kernels::cuda::conv2d_backward_weight(cs, x.data<scalar_t>(), gy.data<scalar_t>(),
-                                              gw.data<float>(), backend);
-        kernels::cuda::conv2d_backward_bias(cs, gy.data<scalar_t>(), gb.data<float>());
+        kernels::cuda::conv2d_backward_weight_bias(cs, x.data<scalar_t>(), gy.data<scalar_t>(),
+                                                   gw.data<float>(), gb.data<float>(), backend);
       });
       return int64_t(gx.nbytes() + gw.nbytes() + gb.nbytes());
     };

@@ -94,6 +94,12 @@ void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* grad_y, f
                             Conv2dBackend backend = Conv2dBackend::automatic);
 template <typename T>
 void conv2d_backward_bias(const Conv2dShape& s, const T* grad_y, float* grad_bias);
+/// conv2d_backward_weight and conv2d_backward_bias together: for the depthwise shapes of
+/// kernels/depthwise_conv.h in one pass (its weight gradient sums grad_y as it goes), else the two.
+template <typename T>
+void conv2d_backward_weight_bias(const Conv2dShape& s, const T* x, const T* grad_y,
+                                 float* grad_weight, float* grad_bias,
+                                 Conv2dBackend backend = Conv2dBackend::automatic);
 void conv2d_clear_algorithm_cache();
 }  // namespace cuda
 

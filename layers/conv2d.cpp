@@ -1,6 +1,8 @@
 // conv2d op (checks, CPU / CUDA dispatch, backward) and the Conv2d module.
 #include "layers/conv2d.h"
 
+#include <utility>
+
 #include "core/autograd.h"
 #include "core/dispatch.h"
 #include "kernels/conv2d.h"
@@ -125,6 +127,20 @@ Tensor grad_bias(const kernels::Conv2dShape& s, const Tensor& gy) {
   return gb;
 }
 
+/// Both parameter gradients: {grad_weight, grad_bias}; on the GPU in one pass where the kernels
+/// allow (kernels::cuda::conv2d_backward_weight_bias: the depthwise convs).
+std::pair<Tensor, Tensor> grad_weight_bias(const kernels::Conv2dShape& s, const Tensor& x,
+                                           const Tensor& gy) {
+  if (gy.device() != Device::cuda) return {grad_weight(s, x, gy), grad_bias(s, gy)};
+  Tensor gw = Tensor::empty({s.O, s.Cg(), s.KH, s.KW}, DType::f32, gy.device());
+  Tensor gb = Tensor::empty({s.O}, DType::f32, gy.device());
+  HG_DISPATCH_CUDA(gy.dtype(), "conv2d backward", [&] {
+    kernels::cuda::conv2d_backward_weight_bias(s, x.data<scalar_t>(), gy.data<scalar_t>(),
+                                               gw.data<float>(), gb.data<float>());
+  });
+  return {gw, gb};
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, int stride, int padding,
@@ -138,8 +154,12 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, int st
   Tensor saved_w = x_in.requires_grad() ? w : Tensor();
   autograd::record("conv2d", {x_in, w_in, b_in}, {y}, [s, saved_x, saved_w](autograd::Backward& g) {
     Tensor gy = g.grad_output(0).contiguous();
-    return std::vector<Tensor>{g.needs_grad(0) ? grad_input(s, gy, saved_w) : Tensor(),
-                               g.needs_grad(1) ? grad_weight(s, saved_x, gy) : Tensor(),
+    Tensor gx = g.needs_grad(0) ? grad_input(s, gy, saved_w) : Tensor();
+    if (g.needs_grad(1) && g.needs_grad(2)) {
+      auto [gw, gb] = grad_weight_bias(s, saved_x, gy);
+      return std::vector<Tensor>{gx, gw, gb};
+    }
+    return std::vector<Tensor>{gx, g.needs_grad(1) ? grad_weight(s, saved_x, gy) : Tensor(),
                                g.needs_grad(2) ? grad_bias(s, gy) : Tensor()};
   });
   return y;

@@ -286,7 +286,7 @@ void conv2d_backward_data(const Conv2dShape& s, const T* gy, const float* weight
 template <typename T>
 void conv2d_backward_weight(const Conv2dShape& s, const T* x, const T* gy, float* gw,
                             Conv2dBackend backend) {
-  // (the bias gradient stays with bias_grad_rows below, also deterministic)
+  // (the bias gradient: bias_grad_rows below, or with the weights' in conv2d_backward_weight_bias)
   if (own_depthwise(s, backend)) return depthwise_conv_backward_weight(s, x, gy, gw, nullptr);
   if (weight_bytes(s) == 0) return;
   if (empty(s)) {
@@ -325,6 +325,17 @@ void conv2d_backward_bias(const Conv2dShape& s, const T* gy, float* gb) {
   bias_grad_rows(s.N * s.OH * s.OW, s.O, gy, gb);
 }
 
+template <typename T>
+void conv2d_backward_weight_bias(const Conv2dShape& s, const T* x, const T* gy, float* gw,
+                                 float* gb, Conv2dBackend backend) {
+  // the depthwise weight gradient's kernel stages grad_y anyway: its bias sums come with the
+  // weights' (one reduction launch for both), where bias_grad_rows read grad_y again (~21 us
+  // of a 96/56, B = 64 bf16 step in two launches, H100)
+  if (own_depthwise(s, backend)) return depthwise_conv_backward_weight(s, x, gy, gw, gb);
+  conv2d_backward_weight(s, x, gy, gw, backend);
+  conv2d_backward_bias(s, gy, gb);
+}
+
 #define HG_INSTANTIATE(T)                                                                       \
   template void conv2d_forward<T>(const Conv2dShape&, const T*, const float*, const float*, T*, \
                                   Conv2dBackend);                                               \
@@ -332,7 +343,9 @@ void conv2d_backward_bias(const Conv2dShape& s, const T* gy, float* gb) {
                                         Conv2dBackend);                                         \
   template void conv2d_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*,       \
                                           Conv2dBackend);                                       \
-  template void conv2d_backward_bias<T>(const Conv2dShape&, const T*, float*);
+  template void conv2d_backward_bias<T>(const Conv2dShape&, const T*, float*);                  \
+  template void conv2d_backward_weight_bias<T>(const Conv2dShape&, const T*, const T*, float*,  \
+                                               float*, Conv2dBackend);
 HG_INSTANTIATE(float)
 HG_INSTANTIATE(hg::bf16)
 #undef HG_INSTANTIATE

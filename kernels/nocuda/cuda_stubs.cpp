@@ -109,6 +109,11 @@ void conv2d_backward_weight(const Conv2dShape&, const T*, const T*, float*, Conv
 }
 template <typename T>
 void conv2d_backward_bias(const Conv2dShape&, const T*, float*) { HG_STUB(conv2d_backward_bias); }
+template <typename T>
+void conv2d_backward_weight_bias(const Conv2dShape&, const T*, const T*, float*, float*,
+                                 Conv2dBackend) {
+  HG_STUB(conv2d_backward_weight_bias);
+}
 
 void conv2d_clear_algorithm_cache() {}  // no cuDNN plans exist
 
@@ -195,7 +200,9 @@ int wtconv_tail_level(const Shape&, int, int levels, DType, bool) { return level
                                         Conv2dBackend);                                           \
   template void conv2d_backward_weight<T>(const Conv2dShape&, const T*, const T*, float*,         \
                                           Conv2dBackend);                                         \
-  template void conv2d_backward_bias<T>(const Conv2dShape&, const T*, float*);
+  template void conv2d_backward_bias<T>(const Conv2dShape&, const T*, float*);                    \
+  template void conv2d_backward_weight_bias<T>(const Conv2dShape&, const T*, const T*, float*,    \
+                                               float*, Conv2dBackend);
 HG_FOR_TYPES(HG_INSTANTIATE)
 #undef HG_INSTANTIATE
 template void bias_grad_rows<hg::bf16, float>(int64_t, int64_t, const hg::bf16*, float*);

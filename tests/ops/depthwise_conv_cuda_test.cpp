@@ -222,6 +222,36 @@ TEST(GpuDepthwiseConv, Conv2dDispatchMatchesCpu) {
     }
 }
 
+// conv2d_backward_weight_bias: our depthwise weight gradient with its bias sums in the same pass
+// (ours), or the weight gradient and the bias's row sums (cuDNN): both match the oracle, and ours
+// gives the very weights conv2d_backward_weight gives (the same kernel and order).
+TEST(GpuDepthwiseConv, WeightAndBiasGradientsInOneCallMatchCpu) {
+  HG_REQUIRE_GPU();
+  hg::cuda::set_allow_tf32(false);  // cuDNN in exact fp32
+  using kernels::cuda::Conv2dBackend;
+  for (const Conv2dBackend backend : {Conv2dBackend::automatic, Conv2dBackend::cudnn})
+    for (int i : {0, 2, 3, 8, 14}) {
+      const Case& c = kCases[static_cast<size_t>(i)];
+      const Conv2dShape& s = c.s;
+      const std::string name =
+          str(c.name, backend == Conv2dBackend::cudnn ? " (cuDNN)" : " (ours)");
+      Data d = make_data(s, 57);
+      Expected e = cpu_oracle(s, d, true);
+      Tensor x = d.x.to(Device::cuda), gy = d.gy.to(Device::cuda);
+      test::Guarded gw(e.gw.shape()), gb(e.gb.shape()), gw_alone(e.gw.shape());
+      kernels::cuda::conv2d_backward_weight_bias(s, x.data<float>(), gy.data<float>(),
+                                                 gw.tensor().data<float>(),
+                                                 gb.tensor().data<float>(), backend);
+      kernels::cuda::conv2d_backward_weight(s, x.data<float>(), gy.data<float>(),
+                                            gw_alone.tensor().data<float>(), backend);
+      hg::cuda::synchronize();
+      EXPECT_LT(test::rel_error(gw.tensor(), e.gw), kTol) << name;
+      EXPECT_LT(test::rel_error(gb.tensor(), e.gb), kTol) << name;
+      EXPECT_EQ(gw.tensor().to_vector<float>(), gw_alone.tensor().to_vector<float>()) << name;
+      EXPECT_TRUE(gw.guard_intact() && gb.guard_intact() && gw_alone.guard_intact()) << name;
+    }
+}
+
 TEST(GpuDepthwiseConv, UnsupportedShapesThrow) {
   HG_REQUIRE_GPU();
   const std::vector<Conv2dShape> bad = {
