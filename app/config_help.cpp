@@ -48,13 +48,21 @@ ConfigArgs split_config_args(const std::vector<std::string>& remaining) {
   ConfigArgs out;
   // CONFIG: the first argument when it is no option ("--key", or timm's short "-b"); after
   // options (argparse, and so timm's train.py, takes them in any order: `train --epochs 1
-  // x.yaml`), the first argument named *.yaml / *.yml
+  // x.yaml`), the first argument named *.yaml / *.yml that is no option's value (`--experiment
+  // e.yaml x.yaml` names the experiment e.yaml; its config is x.yaml)
   size_t at = remaining.size();
   if (!remaining.empty() && !remaining[0].empty() && remaining[0][0] != '-') {
     at = 0;
   } else {
-    for (size_t i = 1; i < remaining.size() && at == remaining.size(); ++i)
-      if (remaining[i][0] != '-' && yaml_name(remaining[i])) at = i;
+    for (size_t i = 0; i < remaining.size() && at == remaining.size(); ++i) {
+      const std::string& arg = remaining[i];
+      if (arg.empty() || arg[0] != '-') {
+        if (yaml_name(arg)) at = i;
+      } else if (train::override_takes_value(arg) && i + 1 < remaining.size() &&
+                 remaining[i + 1].rfind("--", 0) != 0) {
+        ++i;  // its value (a word naming an option is none: apply_overrides says so)
+      }
+    }
   }
   for (size_t i = 0; i < remaining.size(); ++i) {
     if (i == at)

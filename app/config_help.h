@@ -17,7 +17,9 @@ std::string config_keys_pointer();
 /// over (commands whose CONFIG is optional take it this way: a CLI11 positional would also swallow
 /// the value of an override such as `--device cpu` when no CONFIG is given). CONFIG is the first
 /// left-over argument when that does not start with "-" (an option: "--key", timm's "-b"), else
-/// the first one named *.yaml or *.yml (options before the config, as timm's argparse takes them).
+/// the first one named *.yaml or *.yml (options before the config, as timm's argparse takes them)
+/// that is no override's value (train::override_takes_value: `--experiment e.yaml` names no
+/// config).
 struct ConfigArgs {
   std::string config;                  ///< "" when none was given
   std::vector<std::string> overrides;  ///< for train::apply_overrides

@@ -93,13 +93,41 @@ bool takes_config_first(const std::string& command) {
   return false;
 }
 
-// `train -c X ...` becomes `train X ...` in `args` (and so for each takes_config_first command).
-// Returns why it cannot ("" when it could, or there is nothing to do): a missing value, or a
-// second config, as a second -c / --config or as the CONFIG argument (found as the train command
-// finds it, also after options: `train --epochs 1 x.yaml -c y.yaml`). Before, only a CONFIG first
-// was seen; a second --config reached the config overrides as "unknown key 'config'", a second -c
-// as "config keys take two dashes", and a CONFIG after options as "expected '--key value'".
-std::string config_option_as_argument(std::vector<std::string>& args) {
+// The command `name` of `app`, or nullptr.
+const CLI::App* command_named(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (c->get_name() == name) return c;
+  return nullptr;
+}
+
+// `args` less the options of `command` (CLI11's, not config keys) and the value each takes: what
+// CLI11 leaves to the command's split_config_args. A value named *.yaml (bench-data's `--output
+// rows.yaml`) was read there as a CONFIG.
+std::vector<std::string> without_own_options(const CLI::App& command,
+                                             const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const CLI::Option* o =
+        args[i].size() > 1 && args[i][0] == '-' ? command.get_option_no_throw(args[i]) : nullptr;
+    if (o == nullptr || o->get_positional()) {
+      out.push_back(args[i]);
+      continue;
+    }
+    // the words CLI11 gives it whatever they are (a flag takes none; --name=value is no match)
+    const int takes = std::min(o->get_type_size_min(), o->get_items_expected_min());
+    i += static_cast<size_t>(std::max(takes, 0));
+  }
+  return out;
+}
+
+// `train -c X ...` becomes `train X ...` in `args` (and so for each takes_config_first command of
+// `app`). Returns why it cannot ("" when it could, or there is nothing to do): a missing value, or
+// a second config, as a second -c / --config or as the CONFIG argument (found as the train command
+// finds it, also after options: `train --epochs 1 x.yaml -c y.yaml`; an option's value is none).
+// Before, only a CONFIG first was seen; a second --config reached the config overrides as
+// "unknown key 'config'", a second -c as "config keys take two dashes", and a CONFIG after
+// options as "expected '--key value'".
+std::string config_option_as_argument(const CLI::App& app, std::vector<std::string>& args) {
   if (args.size() < 2 || !takes_config_first(args[1])) return "";
   std::vector<std::string> configs, others;  // given as -c / --config; the other arguments
   for (size_t i = 2; i < args.size(); ++i) {
@@ -118,7 +146,8 @@ std::string config_option_as_argument(std::vector<std::string>& args) {
     configs.push_back(config);
   }
   if (configs.empty()) return "";
-  const std::string positional = hg::app::split_config_args(others).config;
+  const std::string positional =
+      hg::app::split_config_args(without_own_options(*command_named(app, args[1]), others)).config;
   if (!positional.empty())
     return args[1] + ": two configs, '" + positional + "' and --config '" + configs[0] +
            "'; give one";
@@ -129,13 +158,6 @@ std::string config_option_as_argument(std::vector<std::string>& args) {
   args.push_back(configs[0]);
   args.insert(args.end(), others.begin(), others.end());
   return "";
-}
-
-// The command `name` of `app`, or nullptr.
-const CLI::App* command_named(const CLI::App& app, const std::string& name) {
-  for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (c->get_name() == name) return c;
-  return nullptr;
 }
 
 // The error for `first`, the first argument, an option other than haargrad's own (--help, -h,
@@ -268,7 +290,7 @@ int main(int argc, char** argv) {
         w = w.substr(0, eq + 1) + hg::train::expand_home(w.substr(eq + 1));
     }
     // after that: `--config=~/x.yaml` became the CONFIG '~/x.yaml', which no command expands
-    if (const std::string why = config_option_as_argument(args); !why.empty()) {
+    if (const std::string why = config_option_as_argument(app, args); !why.empty()) {
       std::fprintf(stderr, "haargrad: error: %s (`haargrad %s --help` lists the options)\n",
                    why.c_str(), args[1].c_str());
       return 2;

@@ -1264,17 +1264,36 @@ Config load_config(const std::string& path, ImgSizeCheck img_size) {
 const char* const kArchitectureKeys[] = {"depths", "dims", "patch_size", "kernel_size",
                                          "wt_levels"};
 
+namespace {
+
+/// `arg` with timm's scripts' short options for config keys written as the keys ("-b" is
+/// "--batch_size"; train.py's -c is the train command's), else as it is.
+std::string long_override(const std::string& arg) {
+  static const std::map<std::string, std::string> kShort = {
+      {"-b", "batch_size"}, {"-vb", "validation_batch_size"}, {"-j", "workers"}};
+  const auto short_key = kShort.find(arg);
+  return short_key == kShort.end() ? arg : "--" + short_key->second;
+}
+
+}  // namespace
+
+bool override_takes_value(const std::string& arg) {
+  const std::string option = long_override(arg);
+  if (option.size() <= 2 || option.rfind("--", 0) != 0 || option.find('=') != std::string::npos)
+    return false;
+  std::string key = option.substr(2);
+  std::replace(key.begin(), key.end(), '-', '_');
+  const Field* f = find_field(key);
+  return f == nullptr || !std::holds_alternative<bool Config::*>(f->member);
+}
+
 void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base,
                      ImgSizeCheck img_size) {
   const Where cmd{"command line", -1};
   const std::string model_before = cfg.model;
   Locations locs;
-  // timm's scripts' short options for config keys (train.py's -c is the train command's)
-  static const std::map<std::string, std::string> kShort = {
-      {"-b", "batch_size"}, {"-vb", "validation_batch_size"}, {"-j", "workers"}};
   for (size_t i = 0; i < args.size(); ++i) {
-    const auto short_key = kShort.find(args[i]);
-    const std::string arg = short_key == kShort.end() ? args[i] : "--" + short_key->second;
+    const std::string arg = long_override(args[i]);
     const std::string spelt = args[i];  // as typed, for the messages
     HG_CHECK(arg.size() > 2 && arg.rfind("--", 0) == 0,
              "config: expected '--key value' on the command line, got '", arg, "'",

@@ -35,6 +35,7 @@
 namespace hg {
 namespace {
 
+using test::exited;
 using test::ProgramRun;
 using test::run_program;
 using CliTest = test::ProgramTest;
@@ -381,6 +382,30 @@ TEST_F(CliTest, TrainNamesASecondConfigGivenAsAnOption) {
             std::string::npos)
       << after.output;
   EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
+// An option's value named *.yaml counted as a config: `bench-data -c X.yaml --output rows.yaml`
+// said "two configs, 'rows.yaml' and --config 'X.yaml'" (main.cpp looked for a CONFIG among all
+// the other arguments), and a config key's value came before the CONFIG after it (`train
+// --experiment e.yaml X.yaml` read e.yaml as the config). A value is never a config: --output
+// rows.yaml is refused for its extension, and e.yaml is the experiment's name.
+TEST_F(CliTest, AnOptionsValueNamedYamlIsNoConfig) {
+  const std::string smoke = kSource + "/configs/smoke.yaml", rows = file("rows.yaml");
+  const std::string refused = "--output '" + rows + "' must end in .json or .csv";
+  EXPECT_TRUE(exited(run_program("bench-data -c " + smoke + " --output " + rows), 1,
+                     {"bench-data: " + refused}, {"two configs"}));
+  EXPECT_TRUE(exited(run_program("bench --config " + smoke + " --device cpu --output " + rows), 1,
+                     {"bench: " + refused}, {"two configs"}));
+  EXPECT_TRUE(
+      exited(run_program("bench-augment --output " + rows), 1, {"bench-augment: " + refused}));
+  EXPECT_FALSE(std::filesystem::exists(rows));
+  const std::string run =
+      " --device cpu --threads 1 --epochs 1 --output " + file("out") + " --plain";
+  EXPECT_TRUE(
+      exited(run_program("train --experiment e.yaml -c " + smoke + run), 0, {}, {"two configs"}));
+  EXPECT_TRUE(std::filesystem::exists(file("out/e.yaml/last.safetensors")));
+  EXPECT_TRUE(exited(run_program("train --experiment f.yaml " + smoke + run), 0, {}));
+  EXPECT_TRUE(std::filesystem::exists(file("out/f.yaml/last.safetensors")));
 }
 
 // `train --resume CKPT` without a config was refused ("is a checkpoint, not a YAML config: resume

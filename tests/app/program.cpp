@@ -20,6 +20,20 @@ ProgramRun run_program(const std::string& args, const std::string& env) {
   return r;
 }
 
+::testing::AssertionResult exited(const ProgramRun& r, int code,
+                                  const std::vector<std::string>& has,
+                                  const std::vector<std::string>& lacks) {
+  std::string wrong;
+  if (r.exit_code != code)
+    wrong += "exit status " + std::to_string(r.exit_code) + ", not " + std::to_string(code) + "; ";
+  for (const std::string& text : has)
+    if (r.output.find(text) == std::string::npos) wrong += "no '" + text + "'; ";
+  for (const std::string& text : lacks)
+    if (r.output.find(text) != std::string::npos) wrong += "'" + text + "' present; ";
+  if (wrong.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << wrong << "the output:\n" << r.output;
+}
+
 void ProgramTest::SetUp() {
   ASSERT_TRUE(std::filesystem::exists(kProgram)) << kProgram << " is missing: build the `haargrad` target first";
   dir_ = std::filesystem::temp_directory_path() /
