@@ -47,7 +47,10 @@ struct Rule {
   std::vector<std::string> choices;  // strings; empty = any
   bool any_case = false;             // strings: lowercased as read (the choices are lowercase)
   bool path = false;                 // strings: a file or folder; a leading '~' is the home folder
-  bool name = false;                 // strings: a name (a model, a choice, a spec): one line
+  // strings: names a file or folder (a path, or a split's sub-folder): text that is not UTF-8 is
+  // renamed on disk (check_utf8_strings); any other is fixed where it is written (assign)
+  bool file_name = false;
+  bool name = false;  // strings: a name (a model, a choice, a spec): one line
   size_t min_len = 0, max_len = std::numeric_limits<size_t>::max();  // lists
   // lists: a single number is taken too, as a list of one, and written back as a number (timm's
   // color_jitter: a float or a tuple)
@@ -99,6 +102,14 @@ Rule one_of_any_case(std::vector<std::string> c) {
 Rule a_path() {
   Rule r;
   r.path = true;
+  r.file_name = true;
+  return r;
+}
+
+/// The name of a folder inside another key's (a split's, in data_dir).
+Rule a_folder_name() {
+  Rule r;
+  r.file_name = true;
   return r;
 }
 
@@ -170,9 +181,9 @@ const std::vector<Field>& table() {
       {"dataset", &Config::dataset, one_of({"idx", "image_folder", "synthetic"}),
        "idx (MNIST-format files), image_folder (DIR/<split>/<class>/*), "
        "synthetic (made on the fly)"},
-      {"train_split", &Config::train_split, any(),
+      {"train_split", &Config::train_split, a_folder_name(),
        "training split: a sub-folder of data_dir (image_folder) or train (idx)"},
-      {"val_split", &Config::val_split, any(),
+      {"val_split", &Config::val_split, a_folder_name(),
        "validation split: a sub-folder (timm's default name) or test (idx)"},
       // at most 10^8 (78x ImageNet's train split): the sampler holds a permutation of the split
       // (8 bytes an image), and 10^11 failed as "out of host memory" naming other keys
@@ -440,6 +451,24 @@ void check_one_line(const std::string& value, const std::string& key, const Wher
                        : ""));
 }
 
+// Text that is not UTF-8 in a key that names no file (a model, a spec, the experiment's name): a
+// training run records its config as JSON, which holds UTF-8 only. Refused where it is read,
+// naming the line to fix; a file's name is checked by check_utf8_strings, for training runs only
+// (the other commands take such a path), with the advice to rename it.
+void check_utf8_text(const std::string& value, const std::string& key, const Where& where) {
+  if (invalid_utf8_at(value) == std::string::npos) return;
+  const std::string fix =
+      where.line >= 0 ? str("write the value in UTF-8 on line ", where.line, " of ", where.source,
+                            " (e.g. save the file as UTF-8)")
+      : where.source == "command line" ? std::string("give the value in UTF-8 on the command line")
+                                       : str("write the value in UTF-8 in ", where.source);
+  fail(key, where,
+       str("'", utf8_shown(value),
+           "' is not UTF-8 text, as a config's values are (a training run records them as JSON, "
+           "which holds UTF-8 only): ",
+           fix));
+}
+
 template <typename T>
 T read_scalar(const YAML::Node& node, const std::string& key, const Where& where,
               const char* what) {
@@ -686,6 +715,7 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
       }
     }
     if (f.rule.name) check_one_line(*text, f.key, where);
+    if (!f.rule.file_name && f.rule.choices.empty()) check_utf8_text(*text, f.key, where);
     if (f.rule.any_case)
       for (char& ch : *text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   }
@@ -1408,9 +1438,12 @@ void check_utf8_strings(const Config& cfg) {
     if (v != nullptr && invalid_utf8_at(*v) != std::string::npos)
       throw Error(str("config: key '", f.key, "' is '", utf8_shown(*v),
                       "', not UTF-8 text: a training run records its config as JSON in every "
-                      "checkpoint, which holds UTF-8 only; rename the file or folder in UTF-8 "
-                      "(e.g. `convmv -f latin1 -t utf-8 -r --notest PATH`) or give another path "
-                      "to it (a symbolic link)"));
+                      "checkpoint, which holds UTF-8 only; ",
+                      f.rule.file_name
+                          ? "rename the file or folder in UTF-8 (e.g. `convmv -f latin1 -t utf-8 "
+                            "-r --notest PATH`) or give another path to it (a symbolic link)"
+                          : "write the value in UTF-8 where it is set (the config file or the "
+                            "command line)"));
   }
 }
 

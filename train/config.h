@@ -200,10 +200,12 @@ void save_config(const Config& cfg, const std::string& path);
 /// load/override call it; the message names the keys involved.
 void validate(const Config& cfg);
 
-/// Throws hg::Error naming the first string key (a path: output, data_dir, ...) whose value is not
-/// UTF-8 text. A training run records its config as JSON in every checkpoint, which holds UTF-8
-/// only: a Latin-1 folder name trained an epoch and then failed the first checkpoint. Commands
-/// that record no config (validate, infer, bench) take such paths.
+/// Throws hg::Error naming the first string key (a path: output, data_dir, ...; a split's folder)
+/// whose value is not UTF-8 text, with the advice to rename that file or folder. A training run
+/// records its config as JSON in every checkpoint, which holds UTF-8 only: a Latin-1 folder name
+/// trained an epoch and then failed the first checkpoint. Commands that record no config
+/// (validate, infer, bench) take such paths. The keys that name no file (model, aa, experiment)
+/// are refused when read, naming the file and line or the command line whose text to fix.
 void check_utf8_strings(const Config& cfg);
 
 /// timm's learning rate for a run of `world_size` processes: lr when set; else lr_base x r, with

@@ -903,3 +903,43 @@ TEST_F(ConfigTest, AStringThatIsNotUtf8IsNamedWithItsKeyForATrainingRun) {
   // UTF-8 beyond ASCII is taken as it is
   EXPECT_EQ(utf8_error(hg::train::config_from_yaml("data_dir: /data/caf\xc3\xa9\n", "x.yaml")), "");
 }
+
+// A string that is not UTF-8 was always taken for a file's name: "rename the file or folder in
+// UTF-8 (e.g. `convmv ...`)" also for `experiment`, `model` or `aa`, which name nothing on disk
+// (or a folder yet to be made). Those are refused where they are read, naming the file and line
+// (or the command line) whose text to fix; the keys that name a file or folder (data_dir, output,
+// the splits, ...) keep the advice to rename it.
+TEST_F(ConfigTest, AStringThatIsNotUtf8GetsAdviceThatFitsItsKey) {
+  const std::string in_file = load_error("epochs: 1\nexperiment: \"caf\xe9\"\n");
+  expect_contains(in_file,
+                  {"config: key 'experiment' (" + path_ + " line 2): 'caf\\xe9' is not UTF-8 text",
+                   "write the value in UTF-8 on line 2 of " + path_});
+  EXPECT_EQ(in_file.find("rename"), std::string::npos) << in_file;
+  expect_contains(load_error("model: wtconvnext_\xe9\n"),
+                  {"key 'model' (" + path_ + " line 1): 'wtconvnext_\\xe9' is not UTF-8 text"});
+  const std::string typed = override_error({"--aa", "rand-m9\xe9"});
+  expect_contains(typed, {"config: key 'aa' (command line): 'rand-m9\\xe9' is not UTF-8 text",
+                          "give the value in UTF-8 on the command line"});
+  EXPECT_EQ(typed.find("rename"), std::string::npos) << typed;
+  const auto utf8_error = [](const Config& c) {
+    try {
+      hg::train::check_utf8_strings(c);
+    } catch (const hg::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  Config set;  // set in code, so with no line: still no renaming
+  set.experiment = "caf\xe9";
+  const std::string no_line = utf8_error(set);
+  expect_contains(no_line,
+                  {"key 'experiment' is 'caf\\xe9', not UTF-8 text", "write the value in UTF-8"});
+  EXPECT_EQ(no_line.find("rename"), std::string::npos) << no_line;
+  // a folder keeps its advice, as a path does
+  for (const std::string key : {"data_dir", "val_split", "output"}) {
+    SCOPED_TRACE(key);
+    const Config c = hg::train::load_config(write(key + ".yaml", key + ": \"caf\xe9\"\n"));
+    expect_contains(utf8_error(c),
+                    {"key '" + key + "' is 'caf\\xe9'", "rename the file or folder"});
+  }
+}
