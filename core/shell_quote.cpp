@@ -17,7 +17,9 @@ bool plain(char c) {
 
 }  // namespace
 
-std::string shell_quote(const std::string& word) {
+std::string shell_quote(const std::string& path) {
+  // "-x" read as an option by the program the command runs, "./-x" as the same file
+  const std::string word = !path.empty() && path[0] == '-' ? "./" + path : path;
   if (!word.empty() && std::all_of(word.begin(), word.end(), plain)) return word;
   std::string out = "'";
   for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -20,6 +20,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/safetensors.h"
 #include "data/image.h"
 #include "layers/loss.h"
 #include "models/config.h"
@@ -406,6 +407,16 @@ TEST_F(CliTest, AnOptionsValueNamedYamlIsNoConfig) {
   EXPECT_TRUE(std::filesystem::exists(file("out/e.yaml/last.safetensors")));
   EXPECT_TRUE(exited(run_program("train --experiment f.yaml " + smoke + run), 0, {}));
   EXPECT_TRUE(std::filesystem::exists(file("out/f.yaml/last.safetensors")));
+}
+
+// A relative path starting with '-' went into the commands the program suggests as it was, where
+// the command may read it as an option (`haargrad train -runs/e/args.yaml ...`): it is ./-runs/...
+// (core/shell_quote.h).
+TEST_F(CliTest, ASuggestedCommandGivesAPathStartingWithADashAsAFile) {
+  safetensors::save(file("-w.safetensors"), {{"w", Tensor::zeros({1})}});  // weights alone
+  const std::string in_dir = "cd '" + dir_.string() + "' && ";
+  EXPECT_TRUE(exited(run_program("train --resume=-w.safetensors", in_dir), 1,
+                     {"`haargrad train CONFIG.yaml --initial-checkpoint ./-w.safetensors`"}));
 }
 
 // `train --resume CKPT` without a config was refused ("is a checkpoint, not a YAML config: resume

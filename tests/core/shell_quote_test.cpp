@@ -66,3 +66,19 @@ TEST(ShellQuote, TheShellReadsBackTheSameWord) {
     EXPECT_EQ(as_the_shell_reads(p), p);
   }
 }
+
+// A path starting with '-' came back as it was (shlex.quote leaves it so): the command the program
+// suggested, e.g. `haargrad train -runs/e/args.yaml --resume ...` after a run with `--output
+// -runs`, read it as an option. A relative path starting with '-' gets "./": the same file, and
+// no command reads it as an option.
+TEST(ShellQuote, APathStartingWithADashIsNoOption) {
+  EXPECT_EQ(hg::shell_quote("-weird.yaml"), "./-weird.yaml");
+  EXPECT_EQ(hg::shell_quote("-runs/e/last.safetensors"), "./-runs/e/last.safetensors");
+  EXPECT_EQ(hg::shell_quote("--resume"), "./--resume");
+  EXPECT_EQ(hg::shell_quote("-my runs/it's"), "'./-my runs/it'\\''s'");
+  EXPECT_EQ(hg::shell_quote("runs/-e/x.yaml"), "runs/-e/x.yaml");  // a '-' further on is no option
+  for (const std::string p : {"-weird.yaml", "-", "--", "-my runs/it's", "-$x"}) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(as_the_shell_reads(p), "./" + p);
+  }
+}
