@@ -15,17 +15,16 @@
 #include <utility>
 #include <vector>
 
+#include "app/bench_report.h"
 #include "app/bench_run.h"
 #include "app/command.h"
 #include "app/device_ceilings.h"
-#include "core/atomic_file.h"
 #include "core/autograd.h"
 #include "core/dispatch.h"
 #include "core/memory.h"
 #include "core/random.h"
 #include "core/tensor.h"
 #include "kernels/wtconv.h"
-#include "train/run_folder.h"
 #include "train/trainer.h"
 
 #ifdef HAARGRAD_WITH_CUDA
@@ -299,20 +298,28 @@ void depthwise_rows(const Options& o, const StageShape& s, const Tensor& x, cons
   }
 }
 
-/// The table of all rows (and the JSON array written to --output): achieved bandwidth against
-/// the measured copy bandwidth `bw` (bytes / s) for the rows with an I/O model.
+/// The table of all rows (and the rows written to --output, JSON or CSV as bench writes its own):
+/// achieved bandwidth against the measured copy bandwidth `bw` (bytes / s) for the rows with an
+/// I/O model.
 void report(const Options& o, const std::vector<Row>& rows, double bw) {
   const int B = o.batch;
   std::printf("\nbatch %d, K = %d (WTConv), %s, NHWC; medians of %d runs after %d warm-up\n", B,
               o.K, o.precision.c_str(), o.iters, o.warmup);
   std::printf("%-17s %-11s %9s %9s %10s %10s %9s %8s\n", "impl", "C/HW/L", "train ms", "infer ms",
               "extra MiB", "I/O GB", "GB/s", "%copy");
-  nlohmann::json out = nlohmann::json::array();
+  std::vector<nlohmann::ordered_json> out;
   for (const Row& r : rows) {
     const std::string shape = str(r.C, "/", r.HW, "/", r.L);
-    nlohmann::json j = {{"impl", r.impl}, {"C", r.C}, {"HW", r.HW}, {"levels", r.L},
-                        {"batch", B}, {"precision", o.precision}, {"train_ms", r.train_ms}, {"infer_ms", r.infer_ms},
-                        {"extra_mib", r.extra_mib}, {"copy_gbps", bw / 1e9}};
+    nlohmann::ordered_json j = {{"impl", r.impl},
+                                {"C", r.C},
+                                {"HW", r.HW},
+                                {"levels", r.L},
+                                {"batch", B},
+                                {"precision", o.precision},
+                                {"train_ms", r.train_ms},
+                                {"infer_ms", r.infer_ms},
+                                {"extra_mib", r.extra_mib},
+                                {"copy_gbps", bw / 1e9}};
     if (r.io_step_gb > 0) {
       const double gbps = r.io_step_gb / (r.train_ms * 1e-3);
       std::printf("%-17s %-11s %9.3f %9.3f %10.1f %10.3f %9.0f %7.1f%%\n", r.impl.c_str(), shape.c_str(),
@@ -329,7 +336,7 @@ void report(const Options& o, const std::vector<Row>& rows, double bw) {
     out.push_back(j);
   }
   if (!o.output.empty()) {
-    io::write_file_atomic(o.output, out.dump(2) + "\n");
+    write_rows_file(o.output, "bench-layer: --output", out);
     std::printf("wrote %s\n", o.output.c_str());
   }
 }
@@ -338,7 +345,6 @@ void run_bench(const Options& o) {
   HG_CHECK(cuda::available(),
            "bench-layer: no CUDA device (it times the CUDA kernels: it runs on a GPU only; ",
            train::cuda_unavailable_reason(), ")");
-  if (!o.output.empty()) train::check_output_file(o.output, "bench-layer: --output", "the results");
   autograd::NoGradGuard no_grad;  // kernel-level calls; allocations come from the caching allocator
   const double bw = copy_bytes_per_second(Device::cuda);
   std::printf("device-to-device copy bandwidth: %.0f GB/s (read + write)\n", bw / 1e9);
@@ -390,7 +396,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                              "stage)";
           },
           "STAGE"));
-  cmd->add_option("--output", opts->output, "also write the results as JSON to this file");
+  cmd->add_option("--output", opts->output, "also write the rows to FILE.json or FILE.csv");
   cmd->add_option("--precision", opts->precision,
                   "activation dtype: fp32, tf32 (fp32 with TF32 tensor-core math allowed, as in "
                   "`bench`; our kernels use none, cuDNN's may) or bf16 (weights stay f32)")
@@ -399,6 +405,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_flag("--cudnn-dw", opts->cudnn_dw,
                 "also time cuDNN's depthwise convs (rows \"cudnn dw KxK\" beside \"ours dw KxK\")");
   cmd->callback([opts] {
+    // before any GPU work, and on a build or machine without one: its name is checked as bench's
+    if (!opts->output.empty()) check_rows_output(opts->output, "bench-layer: --output");
 #ifdef HAARGRAD_WITH_CUDA
     run_bench(*opts);
 #else

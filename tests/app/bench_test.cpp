@@ -25,6 +25,7 @@ using nlohmann::json;
 // The smallest configuration that still runs every layer (atto at 32x32: stage 3 is 1x1).
 const std::string kTiny = "bench --device cpu --batch 2 --img-size 32 --steps 2 --warmup 2";
 
+using test::exited;
 using test::ProgramRun;
 using test::run_program;
 using BenchCommand = test::ProgramTest;
@@ -244,6 +245,22 @@ TEST_F(BenchCommand, BenchAugmentWritesCsvForACsvOutputAsBenchDoes) {
       << txt.output;
   EXPECT_EQ(txt.output.find("mean us"), std::string::npos) << "a row ran: " << txt.output;
   EXPECT_FALSE(fs::exists(file("augment.txt")));
+}
+
+// bench-layer --output wrote JSON whatever the name (layer.csv held a JSON array, layer.txt was
+// written too), and its folder was checked only once a GPU was found, so a CPU-only build never
+// named a bad one. Its name is checked first, as bench's (.json or .csv, in a folder that exists),
+// before any GPU work; the rows are then written as bench writes its own.
+TEST_F(BenchCommand, BenchLayerChecksItsOutputBeforeAnyGpuWork) {
+  const std::string txt = file("layer.txt"), missing = file("no/layer.json");
+  EXPECT_TRUE(exited(run_program("bench-layer --iters 1 --warmup 0 --output " + txt), 1,
+                     {"bench-layer: --output '" + txt + "' must end in .json or .csv"},
+                     {"copy bandwidth"}));
+  EXPECT_TRUE(exited(
+      run_program("bench-layer --iters 1 --warmup 0 --output " + missing), 1,
+      {"bench-layer: --output " + missing + ": the folder " + file("no") + " does not exist"},
+      {"copy bandwidth"}));
+  EXPECT_FALSE(fs::exists(txt));
 }
 
 // bench-augment / bench-data option values out of range said one generic sentence (or named a
