@@ -155,7 +155,9 @@ std::string config_option_as_argument(const CLI::App& app, std::vector<std::stri
     return args[1] + ": two configs, --config '" + configs[0] + "' and --config '" + configs[1] +
            "'; give one";
   args.resize(2);
-  args.push_back(configs[0]);
+  // a relative name starting with '-' (only `--config=-x.yaml` gives one) would read as an option
+  // in the CONFIG slot: "config is required"
+  args.push_back(configs[0][0] == '-' ? "./" + configs[0] : configs[0]);
   args.insert(args.end(), others.begin(), others.end());
   return "";
 }

@@ -419,6 +419,16 @@ TEST_F(CliTest, ASuggestedCommandGivesAPathStartingWithADashAsAFile) {
                      {"`haargrad train CONFIG.yaml --initial-checkpoint ./-w.safetensors`"}));
 }
 
+// `--config=-x.yaml` (a config whose name starts with '-') said "config is required": moved to
+// the CONFIG slot, the name read as an option there.
+TEST_F(CliTest, AConfigNamedWithALeadingDashIsReadAsAFile) {
+  std::filesystem::copy_file(kSource + "/configs/smoke.yaml", file("-weird.yaml"));
+  const std::string in_dir = "cd '" + dir_.string() + "' && ";
+  // read, and refused for its override (nothing trains)
+  EXPECT_TRUE(exited(run_program("train --config=-weird.yaml --epochs 0", in_dir), 1,
+                     {"key 'epochs' (command line)"}, {"required"}));
+}
+
 // `train --resume CKPT` without a config was refused ("is a checkpoint, not a YAML config: resume
 // it with `haargrad train RUN/args.yaml --resume CKPT`"); a timm user expects the run's recorded
 // config. It reads the args.yaml of the checkpoint's folder, says which (console and log.txt), and
