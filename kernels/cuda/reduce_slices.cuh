@@ -77,27 +77,34 @@ __global__ void __launch_bounds__(32 * kReduceWarps) reduce_slices_kernel(SliceS
   s.sum[i].out[e] = total;
 }
 
-/// Launches reduce_slices_kernel over the sums (at most kMaxSliceSums; those with n == 0 are
-/// skipped) on the thread's stream: one launch for all of them, none when there is nothing to sum.
+/// Launches reduce_slices_kernel over the sums (those with n == 0 are skipped) on the thread's
+/// stream: one launch for every kMaxSliceSums of them, none when there is nothing to sum.
 template <typename Acc>
 inline void reduce_slices(const std::vector<SliceSum<Acc>>& sums) {
-  HG_CHECK(sums.size() <= size_t(kMaxSliceSums), "reduce_slices: ", sums.size(),
-           " sums in one launch, at most ", kMaxSliceSums);
   SliceSums<Acc> s{};
   int64_t blocks = 0;
+  auto launch = [&] {
+    s.first[s.count] = blocks;
+    if (blocks > 0) {
+      HG_CHECK(blocks <= INT32_MAX, "reduce_slices: ", blocks,
+               " blocks are too many for one launch");
+      reduce_slices_kernel<Acc>
+          <<<unsigned(blocks), dim3(32, kReduceWarps), 0, hg::cuda::stream()>>>(s);
+      HG_CUDA_LAUNCH_CHECK();
+    }
+    s = SliceSums<Acc>{};
+    blocks = 0;
+  };
   for (const SliceSum<Acc>& one : sums) {
     if (one.n == 0) continue;
     HG_CHECK(one.slices > 0 && one.n > 0, "reduce_slices: ", one.slices, " slices of ", one.n,
              " sums");
+    if (s.count == kMaxSliceSums) launch();
     s.sum[s.count] = one;
     s.first[s.count++] = blocks;
     blocks += (one.n + 31) / 32;
   }
-  s.first[s.count] = blocks;
-  if (blocks == 0) return;
-  HG_CHECK(blocks <= INT32_MAX, "reduce_slices: ", blocks, " blocks are too many for one launch");
-  reduce_slices_kernel<Acc><<<unsigned(blocks), dim3(32, kReduceWarps), 0, hg::cuda::stream()>>>(s);
-  HG_CUDA_LAUNCH_CHECK();
+  launch();
 }
 
 /// reduce_slices of one sum: partial (slices, n) into out (n).
