@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -87,6 +88,47 @@ std::optional<std::string> raster_cut_short(ImageFormat format, const uint8_t* h
   return str("a ", format_name(format), " cut short: its header describes ", *need,
              " bytes, the file holds ", file_size);
 }
+
+// A binary PGM / PPM whose maxval is not 255, as PIL reads it (`h` its header; the file is whole):
+// each sample v becomes round(v / maxval * 255) (Python's round, half to even), at most 255; a
+// PGM's with maxval above 255 becomes PIL's 16-bit value round(v / maxval * 65535), of which the
+// high byte is kept (as for a 16-bit gray PNG: PIL's convert("RGB") clips that value to white).
+// stb_image leaves 8-bit samples as they are (a maxval-100 PGM came out dark) and reads 16-bit
+// ones little-endian (v2.27), keeping the low byte. Then converted to `channels` as stb converts.
+Image decode_pnm_scaled(const uint8_t* data, const PnmHeader& h, const std::string& path,
+                        int channels) {
+  if (h.maxval == 0 || h.maxval > 65535)
+    throw CorruptImage(path, str("a pnm with maxval ", h.maxval, " (it must be 1 to 65535)"));
+  if (h.width == 0 || h.height == 0)
+    throw CorruptImage(path, str("empty image ", h.width, "x", h.height));
+  if (h.width > uint64_t(kMaxImagePixels) / h.height)  // before the products below can overflow
+    throw CorruptImage(path, str(h.width, " x ", h.height, " pixels is more than the ",
+                                 kMaxImagePixels, " allowed"));
+  const bool wide = h.maxval > 255;
+  const size_t count = size_t(h.width * h.height * h.channels);
+  const double top = wide && h.channels == 1 ? 65535 : 255;
+  const uint8_t* in = data + h.data_offset;
+  auto* px = static_cast<stbi_uc*>(STBI_MALLOC(count));
+  HG_CHECK(px != nullptr, "decode_pnm_scaled: out of memory for '", path, "'");
+  for (size_t i = 0; i < count; ++i) {
+    const double v = wide ? double(read_be16(in + 2 * i)) : double(in[i]);
+    const double scaled = std::min(top, std::nearbyint(v / double(h.maxval) * top));
+    px[i] = static_cast<stbi_uc>(top == 255 ? scaled : double(int(scaled) >> 8));
+  }
+  const int n = static_cast<int>(h.channels);
+  std::unique_ptr<stbi_uc, void (*)(void*)> out(
+      n == channels ? px
+                    : stbi__convert_format(px, n, channels, unsigned(h.width), unsigned(h.height)),
+      stbi_image_free);
+  HG_CHECK(out != nullptr, "decode_pnm_scaled: cannot convert '", path, "' to ", channels,
+           " channels");
+  Image img;
+  img.height = int64_t(h.height);
+  img.width = int64_t(h.width);
+  img.channels = channels;
+  img.pixels.assign(out.get(), out.get() + count / h.channels * size_t(channels));
+  return img;
+}
 }  // namespace
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
@@ -121,6 +163,11 @@ Image decode_with_stb(const uint8_t* data, size_t size, const std::string& path,
       int64_t(w) * std::abs(int64_t(h)) > kMaxImagePixels)
     throw CorruptImage(path,
                        str(w, " x ", h, " pixels is more than the ", kMaxImagePixels, " allowed"));
+  if (const std::optional<PnmHeader> pnm = sniff_image_format(data, size) == ImageFormat::pnm
+                                               ? pnm_header(data, size)
+                                               : std::nullopt;
+      pnm && pnm->maxval != 255)
+    return decode_pnm_scaled(data, *pnm, path, channels);
   // stb converts to the requested channel count itself; its failure reason is thread-local.
   std::unique_ptr<stbi_uc, void (*)(void*)> px(
       stbi_load_from_memory(data, static_cast<int>(size), &w, &h, &file_channels, channels), stbi_image_free);

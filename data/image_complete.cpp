@@ -35,12 +35,9 @@ std::optional<uint64_t> pnm_field(const uint8_t* d, size_t n, size_t& i) {
 }
 
 std::optional<uint64_t> pnm_file_size(const uint8_t* d, size_t n) {
-  size_t i = 2;  // after P5 / P6
-  const auto w = pnm_field(d, n, i), h = pnm_field(d, n, i), maxval = pnm_field(d, n, i);
-  if (!w || !h || !maxval || i >= n || !std::isspace(d[i])) return std::nullopt;
-  const uint64_t header = i + 1;  // one whitespace character ends it
-  const uint64_t channels = d[1] == '6' ? 3 : 1, sample = *maxval > 255 ? 2 : 1;
-  return header + *w * *h * channels * sample;
+  const std::optional<PnmHeader> h = pnm_header(d, n);
+  if (!h) return std::nullopt;
+  return h->data_offset + h->width * h->height * h->channels * (h->maxval > 255 ? 2 : 1);
 }
 
 std::optional<uint64_t> bmp_file_size(const uint8_t* d, size_t n) {
@@ -67,6 +64,15 @@ std::optional<uint64_t> bmp_file_size(const uint8_t* d, size_t n) {
 }
 
 }  // namespace
+
+std::optional<PnmHeader> pnm_header(const uint8_t* d, size_t n) {
+  if (n < 2) return std::nullopt;
+  size_t i = 2;  // after P5 / P6
+  const auto w = pnm_field(d, n, i), h = pnm_field(d, n, i), maxval = pnm_field(d, n, i);
+  if (!w || !h || !maxval || i >= n || !std::isspace(d[i])) return std::nullopt;
+  // one whitespace character ends the header
+  return PnmHeader{*w, *h, *maxval, uint64_t(d[1] == '6' ? 3 : 1), uint64_t(i + 1)};
+}
 
 std::optional<uint64_t> raster_file_size(ImageFormat format, const uint8_t* head, size_t n) {
   if (format == ImageFormat::pnm) return pnm_file_size(head, n);

@@ -21,6 +21,14 @@ namespace hg::data {
 /// a compressed BMP (RLE), or a header that does not parse: the decoder judges those.
 std::optional<uint64_t> raster_file_size(ImageFormat format, const uint8_t* head, size_t n);
 
+/// A binary PGM / PPM's header (P5 / P6): its size, maxval, channels (1 or 3) and the offset of its
+/// samples (1 byte each, or 2 big-endian ones when maxval > 255), from the file's first `n` bytes
+/// `head`; nothing when it does not parse.
+struct PnmHeader {
+  uint64_t width = 0, height = 0, maxval = 0, channels = 0, data_offset = 0;
+};
+std::optional<PnmHeader> pnm_header(const uint8_t* head, size_t n);
+
 /// True when `data` (a whole JPEG file) reaches an end-of-image marker (FF D9) by its structure:
 /// the segments after the start-of-image marker stepped over by their lengths (an EXIF thumbnail
 /// inside APP1 is not mistaken for the end), each scan's entropy-coded data up to the next marker

@@ -314,6 +314,36 @@ TEST(ImageFolder, APnmOrBmpCutShortIsNamed) {
   }
 }
 
+// A binary PGM / PPM whose maxval is not 255 kept its samples as stb_image reads them: a
+// maxval-100 PGM trained dark, a maxval-1000 PPM nearly black (the high byte of each 16-bit
+// sample), where PIL (timm) scales each sample to 0..255 as round(v / maxval * 255). read_image
+// scales as PIL does; a 16-bit PGM keeps the high byte of PIL's 16-bit value, as a 16-bit gray PNG
+// does.
+TEST(ImageFolder, APnmOfAnotherMaxvalIsScaledAsPilScalesIt) {
+  hg::test::TempDir tmp;
+  const auto samples16 = [](std::initializer_list<int> v) {
+    std::string s;
+    for (int x : v) s += {char(x >> 8), char(x & 0xff)};
+    return s;
+  };
+  hg::test::write_bytes(tmp / "a.pgm", std::string("P5\n4 1\n100\n") +
+                                           std::string{char(0), char(50), char(100), char(25)});
+  EXPECT_EQ(hg::data::read_image(tmp / "a.pgm", 3).pixels,
+            (std::vector<uint8_t>{0, 0, 0, 128, 128, 128, 255, 255, 255, 64, 64, 64}));
+  hg::test::write_bytes(tmp / "b.ppm", "P6 2 1 1000\n" + samples16({1000, 500, 2, 0, 999, 1}));
+  EXPECT_EQ(hg::data::read_image(tmp / "b.ppm", 3).pixels,
+            (std::vector<uint8_t>{255, 128, 1, 0, 255, 0}));
+  hg::test::write_bytes(tmp / "c.pgm", "P5 3 1 1000\n" + samples16({500, 1000, 1}));
+  EXPECT_EQ(hg::data::read_image(tmp / "c.pgm", 1).pixels, (std::vector<uint8_t>{128, 255, 0}));
+  // maxval 65535: PIL rounds v / 257, where the high byte is 129
+  hg::test::write_bytes(tmp / "d.ppm", "P6 1 1 65535\n" + samples16({33024, 0, 65535}));
+  EXPECT_EQ(hg::data::read_image(tmp / "d.ppm", 3).pixels, (std::vector<uint8_t>{128, 0, 255}));
+  // maxval 255 is read as it is
+  hg::test::write_bytes(tmp / "e.pgm",
+                        std::string("P5 2 1 255\n") + std::string{char(7), char(200)});
+  EXPECT_EQ(hg::data::read_image(tmp / "e.pgm", 1).pixels, (std::vector<uint8_t>{7, 200}));
+}
+
 // A JPEG whose frame header claims more pixels than the cap (a decompression bomb, or a header
 // spoilt) passed the scan, which read only its end: it failed when first read, in training (under
 // corrupt_images: error, after an epoch's work) or in an evaluation (replaced by a neighbour). The
