@@ -12,7 +12,11 @@ namespace hg::data {
 double sample_beta(double a, Generator& gen) {
   std::gamma_distribution<double> gamma(a, 1.0);
   const double x = gamma(gen.engine()), y = gamma(gen.engine());
-  return x + y > 0 ? x / (x + y) : 0.5;  // both underflow only for tiny alpha: split evenly
+  if (x + y > 0) return x / (x + y);
+  // Both underflow (only for alpha below ~0.1): their logs then differ by about 1 / alpha, so the
+  // ratio is 0 or 1 to double precision, each as likely (Beta(a, a) piles up at both ends), never
+  // the even split that mixes the most.
+  return gen.uniform() < 0.5 ? 0.0 : 1.0;
 }
 
 Mixup::Mixup(MixupOptions opts) : opts_(std::move(opts)), cutmix_alpha_(opts_.cutmix_alpha) {

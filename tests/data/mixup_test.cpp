@@ -302,3 +302,18 @@ TEST(RandomErasing, PixelFillIsStandardNormalAndProbabilityHolds) {
   o.mode = "gauss";
   EXPECT_THROW(RandomErasing{o}, hg::Error);
 }
+
+// A tiny alpha (mixup 1e-5) makes both gamma draws underflow to 0, and sample_beta returned 0.5,
+// the strongest mix, every time; Beta(a, a) then lies at 0 or 1 (almost no mixing), as numpy's beta
+// gives timm. The draws are now 0 or 1, about half each.
+TEST(Mixup, BetaOfATinyAlphaIsZeroOrOneNotAnEvenSplit) {
+  hg::Generator gen(5);
+  int ones = 0;
+  const int n = 2000;
+  for (int i = 0; i < n; ++i) {
+    const double v = sample_beta(1e-5, gen);
+    ASSERT_TRUE(v < 1e-3 || v > 1 - 1e-3) << v;
+    ones += v > 0.5;
+  }
+  EXPECT_NEAR(double(ones) / n, 0.5, 0.05);
+}
