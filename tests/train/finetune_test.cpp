@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "captured_log.h"
@@ -105,6 +106,35 @@ TEST(InitialCheckpoint, SameClassesLoadTheHeadAndMismatchesAreErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("initial_checkpoint"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("mis-shaped"), std::string::npos) << e.what();
+  }
+  fs::remove(path);
+}
+
+// A start file with non-finite weights (a diverged run's) loaded, and the run stopped at its first
+// step on "non-finite loss at epoch 1 step 1 (nan)", which names neither the file nor the weights.
+// The load refuses it, naming the file, the count and the first tensor.
+TEST(InitialCheckpoint, NonFiniteWeightsAreNamedWhenLoaded) {
+  const ConvNeXt pretrained(smoke_model(4), 31);
+  auto tensors = state_dict(pretrained);
+  for (auto& [name, t] : tensors)
+    if (name == "stem.0.bias") {
+      std::vector<float> v = t.to_vector<float>();
+      v[1] = std::numeric_limits<float>::quiet_NaN();
+      v[2] = std::numeric_limits<float>::infinity();
+      t = Tensor::from_vector(t.shape(), v);
+    }
+  const std::string path = temp_file("nan.safetensors");
+  safetensors::save(path, tensors);
+  ConvNeXt model(smoke_model(4), 32);
+  try {
+    train::load_initial_checkpoint(path, model);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("initial_checkpoint " + path), std::string::npos) << msg;
+    EXPECT_NE(msg.find("2 of its"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("non-finite"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'stem.0.bias'"), std::string::npos) << msg;
   }
   fs::remove(path);
 }
