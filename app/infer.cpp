@@ -99,11 +99,14 @@ std::vector<std::string> input_images(const std::string& path) {
   std::vector<std::string> files, folders, others;
   for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
     const std::string name = e.path().filename().string();
+    // hidden files go unsaid, as the ImageFolder of training leaves them out: .DS_Store, and
+    // macOS's AppleDouble files named as images (._a.jpg), which no decoder reads
+    if (!name.empty() && name[0] == '.') continue;
     if (e.is_regular_file(ec) && data::is_image_file(e.path().string()))
       files.push_back(e.path().string());
     else if (e.is_directory(ec))
       folders.push_back(e.path().string());
-    else if (!name.empty() && name[0] != '.')  // hidden files (.DS_Store, ...) go unsaid
+    else
       others.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());

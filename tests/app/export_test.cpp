@@ -566,6 +566,24 @@ TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
   EXPECT_EQ(e.output.find("sub-folders"), std::string::npos) << e.output;
 }
 
+// A folder copied from macOS holds AppleDouble files named as images (._a.png: hidden, no image):
+// infer read them and failed on "cannot decode image '._a.png'", where training's ImageFolder
+// leaves hidden files out. infer leaves them out too, unsaid, as it does .DS_Store.
+TEST_F(ExportCommand, InferLeavesOutHiddenFilesAsTheImageFolderDoes) {
+  const std::string ck = file("ck.safetensors");
+  save_smoke_checkpoint(ck);
+  fs::create_directories(file("imgs/.thumbs"));
+  data::write_png(file("imgs/a.png"),
+                  data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
+  std::ofstream(file("imgs/._a.png"), std::ios::binary) << std::string("\0\5\26\7\0\2\0\0", 8);
+  std::ofstream(file("imgs/.DS_Store"), std::ios::binary) << "Bud1";
+  const ProgramRun r = infer(ck, file("imgs"), file("logits.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(safetensors::load(file("logits.safetensors")).tensors.at("logits").size(0), 1);
+  EXPECT_EQ(r.output.find("._a.png"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("sub-folder"), std::string::npos) << r.output;
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
