@@ -584,6 +584,24 @@ TEST_F(ExportCommand, InferLeavesOutHiddenFilesAsTheImageFolderDoes) {
   EXPECT_EQ(r.output.find("sub-folder"), std::string::npos) << r.output;
 }
 
+// A link named as an image whose target is gone was left out "as no JPEG, PNG, BMP, PPM or PGM by
+// its name", which its name contradicts. infer fails on it, as on any image it cannot read, naming
+// the link and its missing target.
+TEST_F(ExportCommand, InferNamesAnImageLinkToNothing) {
+  const std::string ck = file("ck.safetensors");
+  save_smoke_checkpoint(ck);
+  fs::create_directories(file("imgs"));
+  data::write_png(file("imgs/a.png"),
+                  data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
+  fs::create_symlink(file("gone.jpg"), file("imgs/b.jpg"));
+  const ProgramRun r = infer(ck, file("imgs"), file("logits.safetensors"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(file("imgs/b.jpg") + ", a symbolic link to '" + file("gone.jpg") +
+                          "', which does not exist"),
+            std::string::npos)
+      << r.output;
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
