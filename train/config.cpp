@@ -269,7 +269,9 @@ const std::vector<Field>& table() {
       {"momentum", &Config::momentum, half_open(0, 1), "momentum of opt sgd and opt momentum"},
       {"clip_grad", &Config::clip_grad, above(0),
        "clip the global gradient norm to this; null = off"},
-      {"sched", &Config::sched, one_of({"cosine", "none"}), "learning-rate schedule after warmup"},
+      {"sched", &Config::sched, one_of({"cosine", "none"}),
+       "learning-rate schedule: cosine (after the warmup), or none (lr throughout, no warmup, as "
+       "timm)"},
       {"warmup_epochs", &Config::warmup_epochs, at_least(0),
        "epochs of linear warmup from warmup_lr to lr"},
       {"warmup_lr", &Config::warmup_lr, at_least(0), "learning rate at the start of warmup"},

@@ -538,6 +538,13 @@ void build_model(Session& s) {
       forward_macs(mcfg, static_cast<int>(cfg.img_size)) / 1e9, cfg.img_size,
       device_name(s.device));
   s.sched = std::make_unique<RunSchedule>(cfg, s.updates_per_epoch);
+  // timm's train.py makes no scheduler for sched none, so no warmup either: said, as a config
+  // whose warmup_epochs stays (the recipes' 20) would otherwise train at the full lr from update 1
+  if (cfg.sched == "none" && cfg.warmup_epochs > 0)
+    spdlog::warn(
+        "sched none: every update has lr {:.3g}; warmup_epochs {} is not applied (as in timm, "
+        "sched none has no warmup): sched cosine warms up, or set warmup_epochs 0 to say so",
+        peak_lr(cfg, "schedule"), cfg.warmup_epochs);
   if (cfg.sched == "cosine" && cfg.warmup_epochs >= cfg.epochs) {
     // The lr of the first and the last update, as the step lines show it. summary.csv records
     // timm's lr, which stepping per update is the one set after an epoch's last update: in the

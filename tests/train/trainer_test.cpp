@@ -1104,6 +1104,23 @@ TEST_F(TrainerTest, TheWarmupWarningAgreesWithTheSummarysLrColumn) {
   }
 }
 
+// sched none with warmup_epochs left at a recipe's value trained at the full lr from the first
+// update, unsaid (train --help read "learning-rate schedule after warmup"). As in timm there is
+// no warmup then; the log (and --help) says so.
+TEST_F(TrainerTest, SchedNoneSaysItHasNoWarmup) {
+  train::Config a = run_config("none", 1);
+  a.sched = "none";
+  a.warmup_epochs = 3;
+  const fs::path dir = train::train(a, quiet_options()).run_dir;
+  const std::string warned = last_line_with(dir / "log.txt", "sched none");
+  EXPECT_NE(warned.find("every update has lr 0.001; warmup_epochs 3 is not applied"),
+            std::string::npos)
+      << warned;
+  const train::SummaryLines rows = train::read_summary((dir / "summary.csv").string(), 1);
+  ASSERT_EQ(rows.rows.size(), 1u);
+  EXPECT_EQ(rows.rows[0].lr, 1e-3);
+}
+
 // args.yaml edited to change a key that shapes the results is caught against the checkpoint's
 // stored config; an empty args.yaml defers to the checkpoint's config.
 TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
