@@ -339,6 +339,10 @@ bool probe_image(const std::string& path, std::string* reason) {
       return fail(
           str("a ", pw, "x", ph, " PNG: too large to decode (stb_image takes at most 2^30 bytes)"));
   }
+  if (format == ImageFormat::bmp && bmp_is_rle(head.data(), head.size()))
+    return fail(
+        "an RLE-compressed bmp (BI_RLE8 / BI_RLE4), which haargrad does not decode (PIL does): "
+        "convert it, e.g. to PNG");
   return fail(str("a ", format_name(format), " header stb_image cannot read (", format_name(format),
                   " of an unsupported kind, or cut short)"));
 }

@@ -65,6 +65,13 @@ std::optional<uint64_t> bmp_file_size(const uint8_t* d, size_t n) {
 
 }  // namespace
 
+bool bmp_is_rle(const uint8_t* head, size_t n) {
+  // a BITMAPINFOHEADER or later (40 bytes or more) holds the compression at byte 30
+  if (n < 34 || head[0] != 'B' || head[1] != 'M' || le32(head + 14) < 40) return false;
+  const uint32_t compression = le32(head + 30);
+  return compression == 1 || compression == 2;
+}
+
 std::optional<PnmHeader> pnm_header(const uint8_t* d, size_t n) {
   if (n < 2) return std::nullopt;
   size_t i = 2;  // after P5 / P6

@@ -21,6 +21,10 @@ namespace hg::data {
 /// a compressed BMP (RLE), or a header that does not parse: the decoder judges those.
 std::optional<uint64_t> raster_file_size(ImageFormat format, const uint8_t* head, size_t n);
 
+/// True when a BMP's header (the file's first `n` bytes `head`) gives RLE compression (BI_RLE8 or
+/// BI_RLE4), which PIL decodes and stb_image does not.
+bool bmp_is_rle(const uint8_t* head, size_t n);
+
 /// A binary PGM / PPM's header (P5 / P6): its size, maxval, channels (1 or 3) and the offset of its
 /// samples (1 byte each, or 2 big-endian ones when maxval > 255), from the file's first `n` bytes
 /// `head`; nothing when it does not parse.

@@ -344,6 +344,27 @@ TEST(ImageFolder, APnmOfAnotherMaxvalIsScaledAsPilScalesIt) {
   EXPECT_EQ(hg::data::read_image(tmp / "e.pgm", 1).pixels, (std::vector<uint8_t>{7, 200}));
 }
 
+// An RLE-compressed BMP (which PIL reads and stb_image does not) was skipped by the scan as "a bmp
+// header stb_image cannot read (bmp of an unsupported kind, or cut short)": a whole file, called
+// perhaps cut short. The scan names the compression and what to do.
+TEST(ImageFolder, AnRleBmpIsNamedAsSuch) {
+  hg::test::TempDir tmp;
+  std::string bmp = "BM";
+  const auto le = [&](uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) bmp += char((v >> (8 * i)) & 0xff);
+  };
+  const std::string rle("\x04\x01\x00\x00\x00\x01", 6);  // 4 pixels of colour 1, end
+  le(14 + 40 + 8 + uint32_t(rle.size()), 4), le(0, 4), le(14 + 40 + 8, 4);  // file header
+  le(40, 4), le(4, 4), le(1, 4), le(1, 2), le(8, 2), le(1, 4);  // 4 x 1, 8 bits, BI_RLE8
+  le(uint32_t(rle.size()), 4), le(2835, 4), le(2835, 4), le(2, 4), le(0, 4);
+  le(0, 4), le(0x00ffffff, 4);  // the palette: black, white
+  hg::test::write_bytes(tmp / "rle.bmp", bmp + rle);
+  std::string reason;
+  EXPECT_FALSE(hg::data::probe_image(tmp / "rle.bmp", &reason));
+  EXPECT_NE(reason.find("an RLE-compressed bmp"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("convert it"), std::string::npos) << reason;
+}
+
 // A JPEG whose frame header claims more pixels than the cap (a decompression bomb, or a header
 // spoilt) passed the scan, which read only its end: it failed when first read, in training (under
 // corrupt_images: error, after an epoch's work) or in an evaluation (replaced by a neighbour). The
