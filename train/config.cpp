@@ -1315,8 +1315,10 @@ bool override_takes_value(const std::string& arg) {
     return false;
   std::string key = option.substr(2);
   std::replace(key.begin(), key.end(), '-', '_');
+  // an unknown key takes none: timm's options that haargrad lacks are mostly flags (--amp,
+  // --pin-mem), and `--amp x.yaml` must find the CONFIG for apply_overrides to name the key
   const Field* f = find_field(key);
-  return f == nullptr || !std::holds_alternative<bool Config::*>(f->member);
+  return f != nullptr && !std::holds_alternative<bool Config::*>(f->member);
 }
 
 void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base,

@@ -183,9 +183,10 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args,
                      ImgSizeCheck img_size = ImgSizeCheck::against_model);
 
 /// Whether the override `arg` ("--key", timm's "-b") takes the next word of the command line as its
-/// value, as apply_overrides reads them: yes for a key that is no bool, and for an unknown key
-/// (whose error then names it); no for --key=value and for a bool key (alone, or before true or
-/// false: never a file's name). A caller that looks for the CONFIG among the overrides skips it.
+/// value, as apply_overrides reads them: yes for a key that is no bool; no for --key=value, for a
+/// bool key (alone, or before true or false: never a file's name) and for an unknown key (timm's
+/// flags: `--amp x.yaml` keeps its CONFIG, and apply_overrides then names the key). A caller that
+/// looks for the CONFIG among the overrides skips it.
 bool override_takes_value(const std::string& arg);
 
 /// The effective config as YAML, every key, in table order; config_from_yaml(to_yaml(c)) == c.

@@ -409,6 +409,19 @@ TEST_F(CliTest, AnOptionsValueNamedYamlIsNoConfig) {
   EXPECT_TRUE(std::filesystem::exists(file("out/f.yaml/last.safetensors")));
 }
 
+// timm's flags that haargrad lacks (--amp, --sync-bn) before the CONFIG: the CONFIG was taken for
+// the unknown key's value, and the run said "config is required" instead of naming the key and
+// what to write here.
+TEST_F(CliTest, AnUnknownFlagBeforeTheConfigIsNamed) {
+  for (const std::string flag : {"--amp", "--sync-bn"}) {
+    SCOPED_TRACE(flag);
+    EXPECT_TRUE(
+        exited(run_program("train " + flag + " " + kDefaultConfig + " --output " + file("out")), 1,
+               {"unknown key '", "(command line): timm's " + flag}, {"config is required"}));
+  }
+  EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
 // A relative path starting with '-' went into the commands the program suggests as it was, where
 // the command may read it as an option (`haargrad train -runs/e/args.yaml ...`): it is ./-runs/...
 // (core/shell_quote.h).
