@@ -33,6 +33,7 @@
 namespace hg {
 namespace {
 
+using test::exited;
 using test::ProgramRun;
 using test::run_program;
 namespace fs = std::filesystem;
@@ -600,6 +601,13 @@ TEST_F(ExportCommand, InferNamesAnImageLinkToNothing) {
                           "', which does not exist"),
             std::string::npos)
       << r.output;
+  // a link that cannot be followed (here a loop) was said to lead nowhere, "which does not exist"
+  fs::remove(file("imgs/b.jpg"));
+  fs::create_symlink("c.jpg", file("imgs/c.jpg"));
+  EXPECT_TRUE(
+      exited(infer(ck, file("imgs"), file("logits.safetensors")), 1,
+             {file("imgs/c.jpg") + ", a symbolic link to 'c.jpg', which cannot be followed"},
+             {"does not exist"}));
 }
 
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
