@@ -92,7 +92,8 @@ std::optional<std::string> raster_cut_short(ImageFormat format, const uint8_t* h
 // A binary PGM / PPM whose maxval is not 255, as PIL reads it (`h` its header; the file is whole):
 // each sample v becomes round(v / maxval * 255) (Python's round, half to even), at most 255; a
 // PGM's with maxval above 255 becomes PIL's 16-bit value round(v / maxval * 65535), of which the
-// high byte is kept (as for a 16-bit gray PNG: PIL's convert("RGB") clips that value to white).
+// high byte is kept, as for a 16-bit gray PNG here. (A deliberate difference from timm: PIL's
+// convert("RGB") clips such a 16-bit value to 255, so most of those images come out white.)
 // stb_image leaves 8-bit samples as they are (a maxval-100 PGM came out dark) and reads 16-bit
 // ones little-endian (v2.27), keeping the low byte. Then converted to `channels` as stb converts.
 Image decode_pnm_scaled(const uint8_t* data, const PnmHeader& h, const std::string& path,

@@ -273,7 +273,7 @@ const std::vector<Field>& table() {
        "learning-rate schedule: cosine (after the warmup), or none (lr throughout, no warmup, as "
        "timm)"},
       {"warmup_epochs", &Config::warmup_epochs, at_least(0),
-       "epochs of linear warmup from warmup_lr to lr"},
+       "epochs of linear warmup from warmup_lr to lr (sched cosine; sched none has none)"},
       {"warmup_lr", &Config::warmup_lr, at_least(0), "learning rate at the start of warmup"},
       {"min_lr", &Config::min_lr, at_least(0), "floor of the cosine schedule"},
       {"sched_on_updates", &Config::sched_on_updates, any(),
