@@ -104,12 +104,10 @@ std::vector<std::string> input_images(const std::string& path) {
     if (!name.empty() && name[0] == '.') continue;
     // an image's link whose target is gone was left out as a file "no image by its name"; one
     // that cannot be followed (a loop, a folder it may not read) is said as such, not as gone
-    if (std::error_code why;
-        e.is_symlink(ec) && data::is_image_file(name) && !fs::exists(e.path(), why))
-      throw Error(str("infer: --input ", path, " holds ", e.path().string(),
-                      ", a symbolic link to '", fs::read_symlink(e.path(), ec).string(), "', ",
-                      why ? "which cannot be followed (" + why.message() + ")"
-                          : std::string("which does not exist"),
+    if (const std::string why =
+            data::is_image_file(name) ? data::broken_link_reason(e.path().string()) : "";
+        !why.empty())
+      throw Error(str("infer: --input ", path, " holds ", e.path().string(), ", ", why,
                       ": restore its target or remove the link"));
     if (e.is_regular_file(ec) && data::is_image_file(e.path().string()))
       files.push_back(e.path().string());

@@ -39,6 +39,14 @@ EncodedSample Dataset::get_encoded(int64_t index, const CropChooser& choose,
   return e;
 }
 
+std::string broken_link_reason(const std::string& path) {
+  std::error_code ec, why;
+  if (!fs::is_symlink(path, ec) || fs::exists(path, why)) return "";
+  return str("a symbolic link to '", fs::read_symlink(path, ec).string(), "', ",
+             why ? "which cannot be followed (" + why.message() + ")"
+                 : std::string("which does not exist"));
+}
+
 std::string lower_extension(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -279,13 +287,6 @@ bool dangling_link(const fs::directory_entry& e) {
   return e.is_symlink(ec) && !fs::exists(e.path(), ec) && !ec;
 }
 
-// Why a dangling link is no image: its missing target, which the link's own path does not show.
-std::string dangling_reason(const std::string& path) {
-  std::error_code ec;
-  return str("a symbolic link to '", fs::read_symlink(path, ec).string(),
-             "', which does not exist");
-}
-
 // The folder a recursive listing reads when it moves on from `it`: the entry itself when it is a
 // folder the listing enters, else the folder the entry lies in.
 fs::path read_next(const fs::recursive_directory_iterator& it) {
@@ -441,7 +442,7 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
     if (cf.undecodable > 0 && undecodable == 0) undecodable_example = cf.undecodable_example;
     undecodable += cf.undecodable;
     const size_t before = files_.size();
-    for (const std::string& p : cf.dangling) reject(p, dangling_reason(p));
+    for (const std::string& p : cf.dangling) reject(p, broken_link_reason(p));
     for (std::string& p :
          cf.images) {  // the cheap scan (probe_image): empty, foreign, cut-off files
       std::string reason;

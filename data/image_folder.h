@@ -92,6 +92,12 @@ bool is_image_file(const std::string& path);
 /// (.tif, .tiff, .webp; case-insensitive): named when met, not skipped in silence.
 bool undecodable_image_file(const std::string& path);
 
+/// Why the symbolic link `path` is no readable file: "a symbolic link to 'T', which does not exist"
+/// (its target is gone), or "..., which cannot be followed (REASON)" (a loop, a folder it may not
+/// read); "" when `path` is no link or its target is there. The link's own path does not show
+/// its target, so the messages that name such a file add this.
+std::string broken_link_reason(const std::string& path);
+
 /// The sub-folders of `dir` whose names do not start with '.', sorted: an ImageFolder split's
 /// classes, in label order (none when `dir` cannot be read).
 std::vector<std::string> subfolders(const std::string& dir);
