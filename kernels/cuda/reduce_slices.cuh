@@ -107,10 +107,4 @@ inline void reduce_slices(const std::vector<SliceSum<Acc>>& sums) {
   launch();
 }
 
-/// reduce_slices of one sum: partial (slices, n) into out (n).
-template <typename Acc>
-inline void reduce_slices(const Acc* partial, int slices, int64_t n, Acc* out) {
-  reduce_slices<Acc>({SliceSum<Acc>{partial, slices, n, out}});
-}
-
 }  // namespace hg::kernels::cuda
