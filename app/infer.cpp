@@ -7,7 +7,9 @@
 // The input may also be an image file or a folder of them (its image files by name, not its
 // sub-folders), so that no PyTorch is needed to write it: they go through the config's evaluation
 // transform, validate's (a JPEG is decoded at full size here, where validate's loader may decode it
-// downscaled: the last bits may differ).
+// downscaled: the last bits may differ). An image it cannot read is met as training's ImageFolder
+// meets one, by corrupt_images: skip (the default) names it and why and leaves its row out, error
+// stops there; the logits file's metadata "images" names the rows either way.
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
@@ -102,14 +104,11 @@ std::vector<std::string> input_images(const std::string& path) {
     // hidden files go unsaid, as the ImageFolder of training leaves them out: .DS_Store, and
     // macOS's AppleDouble files named as images (._a.jpg), which no decoder reads
     if (!name.empty() && name[0] == '.') continue;
-    // an image's link whose target is gone was left out as a file "no image by its name"; one
-    // that cannot be followed (a loop, a folder it may not read) is said as such, not as gone
-    if (const std::string why =
-            data::is_image_file(name) ? data::broken_link_reason(e.path().string()) : "";
-        !why.empty())
-      throw Error(str("infer: --input ", path, " holds ", e.path().string(), ", ", why,
-                      ": restore its target or remove the link"));
-    if (e.is_regular_file(ec) && data::is_image_file(e.path().string()))
+    // an image's link whose target is gone was left out as a file "no image by its name": it is
+    // one of the images, which read_images cannot read (and says why)
+    const bool broken_link =
+        data::is_image_file(name) && !data::broken_link_reason(e.path().string()).empty();
+    if (broken_link || (e.is_regular_file(ec) && data::is_image_file(e.path().string())))
       files.push_back(e.path().string());
     else if (e.is_directory(ec))
       folders.push_back(e.path().string());
@@ -139,17 +138,47 @@ std::vector<std::string> input_images(const std::string& path) {
 }
 
 /// The images as NHWC f32 through the evaluation transform of `cfg` (resize, center crop,
-/// normalise: img_size, crop_pct, interpolation, mean, std).
-Tensor read_images(const std::vector<std::string>& files, const train::Config& cfg) {
+/// normalise: img_size, crop_pct, interpolation, mean, std). An image that cannot be read is met
+/// as the ImageFolder of training and validate meets one (cfg.corrupt_images): error stops at it,
+/// naming it and why; skip names it so in a warning and leaves it out of *files, which then holds
+/// the images the rows are.
+Tensor read_images(std::vector<std::string>* files, const train::Config& cfg) {
+  const data::CorruptPolicy policy = data::parse_corrupt_policy(cfg.corrupt_images);
   const data::Transform t(data::make_transform_options(cfg, false));
   Tensor x =
-      Tensor::empty({static_cast<int64_t>(files.size()), cfg.img_size, cfg.img_size, cfg.in_chans},
+      Tensor::empty({static_cast<int64_t>(files->size()), cfg.img_size, cfg.img_size, cfg.in_chans},
                     DType::f32, Device::cpu);
   Generator unused(0);  // evaluation draws nothing
-  for (size_t i = 0; i < files.size(); ++i)
-    t.apply(data::read_image(files[i], static_cast<int>(cfg.in_chans)), unused,
-            static_cast<float*>(x.data_ptr()) + static_cast<int64_t>(i) * t.output_numel());
-  return x;
+  std::vector<std::string> read;
+  for (const std::string& f : *files) {
+    // a link's own path shows no target: it is said (gone, or cannot be followed and why)
+    std::string why = data::broken_link_reason(f);
+    if (!why.empty()) {
+      why = str("cannot read ", f, ", ", why);
+    } else {
+      try {
+        t.apply(data::read_image(f, static_cast<int>(cfg.in_chans)), unused,
+                static_cast<float*>(x.data_ptr()) +
+                    static_cast<int64_t>(read.size()) * t.output_numel());
+        read.push_back(f);
+        continue;
+      } catch (const data::CorruptImage& e) {
+        why = e.what();
+      }
+    }
+    // one image alone has no others to go on with
+    if (policy == data::CorruptPolicy::error || files->size() == 1)
+      throw Error(str("infer: ", why,
+                      files->size() == 1 ? std::string()
+                                         : " (corrupt_images: error; skip leaves such an image "
+                                           "out and goes on with the others)",
+                      "; nothing was written"));
+    spdlog::warn("infer: {}; its row is left out (corrupt_images: skip)", why);
+  }
+  HG_CHECK(!read.empty(), "infer: none of the ", files->size(),
+           " images could be read (each named above); nothing was written");
+  *files = std::move(read);
+  return x.slice(0, 0, static_cast<int64_t>(files->size())).contiguous();
 }
 
 void run_infer(const InferArgs& a) {
@@ -161,7 +190,7 @@ void run_infer(const InferArgs& a) {
   // of safetensors files, logits only: weights or a batch given as --out by mistake stay
   check_replaces_its_kind_only(
       a.out, "infer: --out", [](const std::string& name) { return name == "logits"; }, "logits");
-  const std::vector<std::string> images = input_images(a.input);
+  std::vector<std::string> images = input_images(a.input);
   // the logits file names the images in its JSON header, which holds UTF-8 only: a name in
   // another encoding failed that write, after the model had run
   for (const std::string& image : images)
@@ -173,7 +202,8 @@ void run_infer(const InferArgs& a) {
   // others (precision, ...) shape training, which infer does not do
   std::vector<std::string> taken = {"device", "threads", "wtconv_mode"};
   if (!images.empty())
-    taken.insert(taken.end(), {"img_size", "crop_pct", "interpolation", "mean", "std"});
+    taken.insert(taken.end(),
+                 {"img_size", "crop_pct", "interpolation", "mean", "std", "corrupt_images"});
   refuse_keys_that_change_nothing(
       "infer", a.overrides,
       images.empty()
@@ -196,8 +226,14 @@ void run_infer(const InferArgs& a) {
              "export (export --ema writes the EMA's weights under the plain names); infer without "
              "--ema");
   Shape stored;
+  const size_t listed = images.size();
   const Tensor x =
-      images.empty() ? read_input(a.input, a.layout, &stored) : read_images(images, rc.config);
+      images.empty() ? read_input(a.input, a.layout, &stored) : read_images(&images, rc.config);
+  if (images.size() < listed)
+    spdlog::warn(
+        "infer: {} of the {} images of {} could not be read and are left out (named above): the "
+        "logits have {} rows, which the file's metadata \"images\" names",
+        listed - images.size(), listed, a.input, images.size());
   const int64_t C = model.config.in_chans;
   if (x.size(3) != C) {
     // the other layout's channel axis holding C is the likely mistake; otherwise no hint
@@ -255,7 +291,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
          "float64, already normalised with the model's mean and std; or an image file (JPEG, PNG, "
          "BMP, PPM, PGM) or a folder of them (one row per image, by file name), through the "
          "evaluation transform: resized, center-cropped and normalised (img_size, crop_pct, "
-         "interpolation, mean, std)")
+         "interpolation, mean, std). An image of a folder that cannot be read is named with why "
+         "and, as training's ImageFolder does by the config's corrupt_images, left out under "
+         "skip (the default; the metadata 'images' names the rows written) or the end of infer "
+         "under error (--corrupt-images error)")
       ->required();
   cmd->add_flag("--ema", a->ema, "use the checkpoint's model EMA weights (as validate --use-ema)");
   cmd->add_option("--out", a->out,

@@ -586,8 +586,8 @@ TEST_F(ExportCommand, InferLeavesOutHiddenFilesAsTheImageFolderDoes) {
 }
 
 // A link named as an image whose target is gone was left out "as no JPEG, PNG, BMP, PPM or PGM by
-// its name", which its name contradicts. infer fails on it, as on any image it cannot read, naming
-// the link and its missing target.
+// its name", which its name contradicts. infer names the link and its missing target, as any image
+// it cannot read: left out under corrupt_images: skip, the end under error.
 TEST_F(ExportCommand, InferNamesAnImageLinkToNothing) {
   const std::string ck = file("ck.safetensors");
   save_smoke_checkpoint(ck);
@@ -595,19 +595,51 @@ TEST_F(ExportCommand, InferNamesAnImageLinkToNothing) {
   data::write_png(file("imgs/a.png"),
                   data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
   fs::create_symlink(file("gone.jpg"), file("imgs/b.jpg"));
-  const ProgramRun r = infer(ck, file("imgs"), file("logits.safetensors"));
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find(file("imgs/b.jpg") + ", a symbolic link to '" + file("gone.jpg") +
-                          "', which does not exist"),
-            std::string::npos)
-      << r.output;
+  const std::string gone =
+      file("imgs/b.jpg") + ", a symbolic link to '" + file("gone.jpg") + "', which does not exist";
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors")), 0,
+                     {gone + "; its row is left out"}));
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors"), " --corrupt-images error"),
+                     1, {gone}));
   // a link that cannot be followed (here a loop) was said to lead nowhere, "which does not exist"
   fs::remove(file("imgs/b.jpg"));
   fs::create_symlink("c.jpg", file("imgs/c.jpg"));
   EXPECT_TRUE(
-      exited(infer(ck, file("imgs"), file("logits.safetensors")), 1,
+      exited(infer(ck, file("imgs"), file("logits.safetensors"), " --corrupt-images error"), 1,
              {file("imgs/c.jpg") + ", a symbolic link to 'c.jpg', which cannot be followed"},
              {"does not exist"}));
+}
+
+// infer on a folder stopped at its first unreadable image ("cannot decode image 'b.png': ..."),
+// naming neither the command nor what became of the other images. It meets such an image as
+// training's ImageFolder does, by corrupt_images: skip (the default) names it and why, leaves its
+// row out (the metadata 'images' names the rows written) and goes on; error stops at it, naming it,
+// and writes nothing.
+TEST_F(ExportCommand, InferLeavesOutAnUnreadableImageAsCorruptImagesSays) {
+  const std::string ck = file("ck.safetensors");
+  save_smoke_checkpoint(ck);
+  fs::create_directories(file("imgs"));
+  for (const char* name : {"a.png", "c.png"})
+    data::write_png(file(std::string("imgs/") + name),
+                    data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
+  std::ofstream(file("imgs/b.png")) << "not an image\n";
+  const std::string why = "cannot decode image '" + file("imgs/b.png") + "': not a JPEG, PNG";
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors")), 0,
+                     {"infer: " + why, "; its row is left out (corrupt_images: skip)",
+                      "infer: 1 of the 3 images of " + file("imgs") + " could not be read"}));
+  const safetensors::File out = safetensors::load(file("logits.safetensors"));
+  EXPECT_EQ(out.tensors.at("logits").size(0), 2);
+  EXPECT_EQ(out.metadata.at("images"),
+            "[\"" + file("imgs/a.png") + "\",\"" + file("imgs/c.png") + "\"]");
+  fs::remove(file("logits.safetensors"));
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors"), " --corrupt-images error"),
+                     1, {"infer: " + why, "(corrupt_images: error;", "nothing was written"}));
+  EXPECT_FALSE(fs::exists(file("logits.safetensors")));
+  // a batch is read whole: the key changes nothing for it
+  save_input(file("in.safetensors"), {1, 3, 32, 32}, 1);
+  EXPECT_TRUE(exited(
+      infer(ck, file("in.safetensors"), file("logits.safetensors"), " --corrupt-images error"), 1,
+      {"--corrupt_images changes nothing here"}));
 }
 
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
