@@ -93,6 +93,11 @@ ResultRow evaluate(const train::Config& cfg, const std::string& source, bool dat
              checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run kept no model_ema, or it is an export (export --ema writes the EMA as "
              "the plain weights); validate it without --use-ema");
+  // a diverged run's weights, named with the first tensor before the data is read: they were
+  // found only from the outputs, after every image had been evaluated
+  check_finite_weights(model,
+                       str("validate: checkpoint ", checkpoint, use_ema ? " (its model EMA)" : ""),
+                       "validate an earlier checkpoint of that run");
   // the validation split alone: the train split only names the classes (its files are not read)
   std::shared_ptr<data::Dataset> val;
   try {
@@ -115,13 +120,12 @@ ResultRow evaluate(const train::Config& cfg, const std::string& source, bool dat
         "replaced by their next good neighbour (named above): top1, top5 and loss count that "
         "neighbour in their place; fix or remove those files for exact metrics",
         replaced, val->size());
-  if (nonfinite > 0) {  // a diverged model: no accuracy to report (such rows count as wrong anyway)
-    const WeightCount w = nonfinite_weights(model);
-    throw Error(str("validate: the outputs of ", checkpoint, " are non-finite (NaN or Inf) for ",
-                    nonfinite, " of ", n, " images; ", w.nonfinite, " of ", w.total,
-                    " of its weights are non-finite: the run it comes from ",
-                    "diverged; use an earlier checkpoint"));
-  }
+  // a diverged model whose weights are finite (non-finite ones are refused above) but so large
+  // that activations overflow: no accuracy to report (such rows count as wrong anyway)
+  HG_CHECK(nonfinite == 0, "validate: the outputs of ", checkpoint,
+           " are non-finite (NaN or Inf) for ", nonfinite, " of ", n,
+           " images, though its weights are finite (so large that activations overflow): the run "
+           "it comes from diverged; use an earlier checkpoint");
   ResultRow r;
   r.model = cfg.model;
   r.img_size = cfg.img_size;

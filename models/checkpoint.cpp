@@ -18,10 +18,20 @@ std::vector<std::pair<std::string, Tensor>> state_dict(const Module& m) {
 WeightCount nonfinite_weights(const Module& m) {
   WeightCount c;
   for (const ParamRef& p : m.named_tensors()) {
-    for (double v : p.tensor.to_vector<double>()) c.nonfinite += !std::isfinite(v);
+    for (double v : p.tensor.to_vector<double>()) {
+      if (std::isfinite(v)) continue;
+      if (c.nonfinite++ == 0) c.first = p.name;
+    }
     c.total += p.tensor.numel();
   }
   return c;
+}
+
+void check_finite_weights(const Module& m, const std::string& what, const std::string& instead) {
+  const WeightCount w = nonfinite_weights(m);
+  HG_CHECK(w.nonfinite == 0, what, ": ", w.nonfinite, " of its ", w.total,
+           " weights are non-finite (NaN or Inf; the first in '", w.first,
+           "'): the run it comes from diverged; ", instead);
 }
 
 std::vector<std::pair<std::string, Tensor>> timm_state_dict(const ConvNeXt& m) {

@@ -19,8 +19,15 @@ std::vector<std::pair<std::string, Tensor>> state_dict(const Module& m);
 /// diverged run's weights; validate and export name both counts).
 struct WeightCount {
   int64_t nonfinite = 0, total = 0;
+  std::string first;  ///< the tensor of the first non-finite one (state_dict order); "" if none
 };
 WeightCount nonfinite_weights(const Module& m);
+
+/// Throws hg::Error when weights just loaded into `m` are NaN or Inf (a diverged run's), naming
+/// where they come from (`what`: "initial_checkpoint FILE"), both counts and the first tensor, and
+/// `instead` (what to give in its place). Checked at the load: the first step's loss or the
+/// evaluation's outputs would be NaN later, naming neither the file nor a weight.
+void check_finite_weights(const Module& m, const std::string& what, const std::string& instead);
 
 /// A ConvNeXt's tensors as timm's state_dict holds them (names, order, shapes): state_dict(m),
 /// with the MLP weights (`*.mlp.fc1.weight`, `*.mlp.fc2.weight`) as 1x1 conv weights (out, in, 1,

@@ -3,7 +3,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
 #include <filesystem>
 #include <system_error>
 
@@ -72,18 +71,8 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
                     keys, keys.empty() ? "" : "; ", e.what()));
   }
   // weights of a diverged run: its first step's loss would be NaN, which names no file
-  int64_t nonfinite = 0, total = 0;
-  std::string first;
-  for (const ParamRef& p : model.named_tensors()) {
-    for (double v : p.tensor.to_vector<double>()) {
-      if (std::isfinite(v)) continue;
-      if (nonfinite++ == 0) first = p.name;
-    }
-    total += p.tensor.numel();
-  }
-  HG_CHECK(nonfinite == 0, "initial_checkpoint ", path, ": ", nonfinite, " of its ", total,
-           " weights are non-finite (NaN or Inf; the first in '", first,
-           "'): the run it comes from diverged; start from an earlier checkpoint of that run");
+  check_finite_weights(model, str("initial_checkpoint ", path),
+                       "start from an earlier checkpoint of that run");
   if (r.head_reinitialised)
     spdlog::warn(
         "initial_checkpoint {}: its classifier has {} classes, the model {}: head.fc is "

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -322,6 +323,36 @@ TEST_F(ValidateCommand, ACheckpointOrFolderGivenAsTheConfigSaysWhereItGoes) {
             std::string::npos)
       << dir.output;
   EXPECT_NE(dir.output.find("a data folder as --data-dir"), std::string::npos) << dir.output;
+}
+
+// A checkpoint of a diverged run (NaN / Inf weights) was evaluated on every image, and only then
+// refused from its outputs, counting its non-finite weights but naming none. validate refuses it
+// as it loads, as initial_checkpoint does: the file, both counts and the first tensor; the model
+// EMA's weights under --use-ema the same.
+TEST_F(ValidateCommand, NonFiniteWeightsAreNamedWhenLoaded) {
+  const train::Config c = train::load_config(kSmoke);
+  ConvNeXt model(train::model_config_from(c), 3), ema(train::model_config_from(c), 4);
+  const auto spoil = [](ConvNeXt& m) {
+    for (const ParamRef& p : m.named_tensors())
+      if (p.name == "stem.0.bias") {
+        static_cast<float*>(p.tensor.data_ptr())[1] = std::numeric_limits<float>::quiet_NaN();
+        static_cast<float*>(p.tensor.data_ptr())[2] = std::numeric_limits<float>::infinity();
+      }
+  };
+  spoil(model);
+  const std::string ck = file("nan.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c), &ema);
+  const std::string count = " weights are non-finite (NaN or Inf; the first in 'stem.0.bias')";
+  EXPECT_TRUE(test::exited(run_program("validate --checkpoint " + ck), 1,
+                           {"validate: checkpoint " + ck + ": 2 of its ", count,
+                            "validate an earlier checkpoint of that run"},
+                           {"outputs"}));
+  EXPECT_TRUE(test::exited(run_program("validate --checkpoint " + ck + " --use-ema"), 0, {}));
+  spoil(ema);
+  train::save_checkpoint(ck, ConvNeXt(train::model_config_from(c), 3), nullptr, train::TrainState{},
+                         train::to_yaml(c), &ema);
+  EXPECT_TRUE(test::exited(run_program("validate --checkpoint " + ck + " --use-ema"), 1,
+                           {"validate: checkpoint " + ck + " (its model EMA): 2 of its ", count}));
 }
 
 // The data of a checkpoint's stored config may not be there (a relative data_dir, run from another

@@ -247,15 +247,18 @@ TEST(FaultsMetrics, RotationNeverDeletesTheLastFiniteCheckpoint) {
   EXPECT_EQ(train::history_to_delete({{1, 50.0}, {2, 50.0}, {3, 20.0}}, 1), (std::vector<int64_t>{2, 3}));
 }
 
+// Weights that are finite but so large that the activations overflow (NaN / Inf weights are
+// refused as validate loads them: ValidateCommand.NonFiniteWeightsAreNamedWhenLoaded).
 TEST_F(Faults, ValidateSaysTheOutputsAreNonFinite) {
   train::Config c = train::load_config(smoke_yaml());
   ConvNeXt model(train::model_config_from(c), 0);
-  model.stages[0]->blocks[0]->fc1.weight.fill_(std::nan(""));
+  model.stages[0]->blocks[0]->fc1.weight.fill_(3e38);
   const std::string ckpt = (root_ / "nan.safetensors").string();
   train::save_checkpoint(ckpt, model, nullptr, train::TrainState{}, train::to_yaml(c));
   const CommandResult r = run_command("validate " + smoke_yaml() + " --checkpoint " + ckpt + " --device cpu");
   EXPECT_NE(r.rc, 0) << r.output;
   EXPECT_CONTAINS(r.output, "non-finite (NaN or Inf) for 12 of 12 images");
+  EXPECT_CONTAINS(r.output, "though its weights are finite");
   EXPECT_EQ(r.output.find("100.000"), std::string::npos) << r.output;
 }
 
