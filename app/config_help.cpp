@@ -42,6 +42,17 @@ bool yaml_name(const std::string& arg) {
   return ext == ".yaml" || ext == ".yml";
 }
 
+/// Whether `arg` is an option "--key" (no "=value") that names no config key: timm's flags that
+/// haargrad lacks (--amp), or a typo.
+bool unknown_option(const std::string& arg) {
+  if (arg.size() <= 2 || arg.rfind("--", 0) != 0 || arg.find('=') != std::string::npos)
+    return false;
+  std::string key = arg.substr(2);
+  std::replace(key.begin(), key.end(), '-', '_');
+  const std::vector<std::string> keys = train::config_keys();
+  return std::find(keys.begin(), keys.end(), key) == keys.end();
+}
+
 }  // namespace
 
 ConfigArgs split_config_args(const std::vector<std::string>& remaining) {
@@ -54,14 +65,26 @@ ConfigArgs split_config_args(const std::vector<std::string>& remaining) {
   if (!remaining.empty() && !remaining[0].empty() && remaining[0][0] != '-') {
     at = 0;
   } else {
+    // an unknown option takes no value here (timm's flags: `--amp x.yaml` keeps its CONFIG), but
+    // a *.yaml right after it is its value when another *.yaml can be the CONFIG: `--unknown
+    // e.yaml x.yaml` took e.yaml for the CONFIG ("cannot open file 'e.yaml'"), naming no option
+    size_t after_unknown = remaining.size();
     for (size_t i = 0; i < remaining.size() && at == remaining.size(); ++i) {
       const std::string& arg = remaining[i];
       if (arg.empty() || arg[0] != '-') {
-        if (yaml_name(arg)) at = i;
+        if (!yaml_name(arg)) continue;
+        if (i == 0 || !unknown_option(remaining[i - 1]))
+          at = i;
+        else if (after_unknown == remaining.size())
+          after_unknown = i;
       } else if (train::override_takes_value(arg) && i + 1 < remaining.size() &&
                  remaining[i + 1].rfind("--", 0) != 0) {
         ++i;  // its value (a word naming an option is none: apply_overrides says so)
       }
+    }
+    if (at == remaining.size()) {
+      at = after_unknown;
+      out.after_unknown_option = at != remaining.size();
     }
   }
   for (size_t i = 0; i < remaining.size(); ++i) {

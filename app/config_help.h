@@ -19,10 +19,14 @@ std::string config_keys_pointer();
 /// left-over argument when that does not start with "-" (an option: "--key", timm's "-b"), else
 /// the first one named *.yaml or *.yml (options before the config, as timm's argparse takes them)
 /// that is no override's value (train::override_takes_value: `--experiment e.yaml` names no
-/// config).
+/// config) nor, when another follows, right after an unknown option (`--unknown e.yaml x.yaml`:
+/// x.yaml, and apply_overrides names the option).
 struct ConfigArgs {
   std::string config;                  ///< "" when none was given
   std::vector<std::string> overrides;  ///< for train::apply_overrides
+  /// config is the word right after an unknown option, the only *.yaml left: that option's value
+  /// when a config is given elsewhere (-c)
+  bool after_unknown_option = false;
 };
 ConfigArgs split_config_args(const std::vector<std::string>& remaining);
 

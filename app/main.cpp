@@ -146,8 +146,10 @@ std::string config_option_as_argument(const CLI::App& app, std::vector<std::stri
     configs.push_back(config);
   }
   if (configs.empty()) return "";
-  const std::string positional =
-      hg::app::split_config_args(without_own_options(*command_named(app, args[1]), others)).config;
+  const hg::app::ConfigArgs ca =
+      hg::app::split_config_args(without_own_options(*command_named(app, args[1]), others));
+  // `--unknown e.yaml -c x.yaml`: e.yaml is the option's value, which apply_overrides names
+  const std::string positional = ca.after_unknown_option ? "" : ca.config;
   if (!positional.empty())
     return args[1] + ": two configs, '" + positional + "' and --config '" + configs[0] +
            "'; give one";

@@ -422,6 +422,25 @@ TEST_F(CliTest, AnUnknownFlagBeforeTheConfigIsNamed) {
   EXPECT_FALSE(std::filesystem::exists(file("out")));
 }
 
+// The same with the unknown option's value named *.yaml before the CONFIG: `train --unknown e.yaml
+// x.yaml` took e.yaml for the CONFIG and said "cannot open file 'e.yaml'", naming no option.
+// e.yaml is the option's value, x.yaml the CONFIG, and the option is named.
+TEST_F(CliTest, AnUnknownOptionsYamlValueBeforeTheConfigIsNoConfig) {
+  std::filesystem::copy_file(kSource + "/configs/smoke.yaml", file("x.yaml"));
+  EXPECT_TRUE(exited(run_program("train --unknown " + file("e.yaml") + " " + file("x.yaml") +
+                                 " --output " + file("out")),
+                     1, {"unknown key 'unknown' (command line)"},
+                     {"e.yaml", "config is required"}));
+  // and with the CONFIG as -c: e.yaml was a second config ("two configs")
+  EXPECT_TRUE(exited(run_program("train --unknown " + file("e.yaml") + " -c " + file("x.yaml") +
+                                 " --output " + file("out")),
+                     1, {"unknown key 'unknown' (command line)"}, {"two configs"}));
+  // one *.yaml after an unknown flag stays the CONFIG (--amp x.yaml: timm's flag)
+  EXPECT_TRUE(exited(run_program("train --amp " + file("x.yaml") + " --output " + file("out")), 1,
+                     {"unknown key 'amp' (command line): timm's --amp"}, {"config is required"}));
+  EXPECT_FALSE(std::filesystem::exists(file("out")));
+}
+
 // A relative path starting with '-' went into the commands the program suggests as it was, where
 // the command may read it as an option (`haargrad train -runs/e/args.yaml ...`): it is ./-runs/...
 // (core/shell_quote.h).
