@@ -229,11 +229,6 @@ void run_infer(const InferArgs& a) {
   const size_t listed = images.size();
   const Tensor x =
       images.empty() ? read_input(a.input, a.layout, &stored) : read_images(&images, rc.config);
-  if (images.size() < listed)
-    spdlog::warn(
-        "infer: {} of the {} images of {} could not be read and are left out (named above): the "
-        "logits have {} rows, which the file's metadata \"images\" names",
-        listed - images.size(), listed, a.input, images.size());
   const int64_t C = model.config.in_chans;
   if (x.size(3) != C) {
     // the other layout's channel axis holding C is the likely mistake; otherwise no hint
@@ -260,6 +255,13 @@ void run_infer(const InferArgs& a) {
   std::map<std::string, std::string> meta = {{"format", "pt"}, {"model", rc.config.model}};
   if (!images.empty()) meta["images"] = nlohmann::json(images).dump();
   safetensors::save(a.out, {{"logits", logits}}, meta);
+  // once written: said before the model ran, it told of a file's rows that a later failure (NaN
+  // logits: "nothing was written") never wrote
+  if (images.size() < listed)
+    spdlog::warn(
+        "infer: {} of the {} images of {} could not be read and are left out (named above): the "
+        "logits have {} rows, which the file's metadata \"images\" names",
+        listed - images.size(), listed, a.input, images.size());
   spdlog::info("infer: {} logits of {}{} ({}) on {} written to {}", shape_str(logits.shape()),
                rc.config.model, a.ema ? "'s model EMA" : "", rc.source, device_name(device), a.out);
   if (images.size() > 1)  // which row is which image

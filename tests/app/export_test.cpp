@@ -642,6 +642,28 @@ TEST_F(ExportCommand, InferLeavesOutAnUnreadableImageAsCorruptImagesSays) {
       {"--corrupt_images changes nothing here"}));
 }
 
+// The closing warning of the images left out ("the logits have 2 rows, which the file's metadata
+// \"images\" names") was said before the model ran: when the logits then failed (non-finite:
+// "nothing was written"), it told of a file that was never written. It is said once the file is
+// written.
+TEST_F(ExportCommand, InferSaysTheRowsLeftOutOnlyOfAFileWritten) {
+  const train::Config c = cpu_config("smoke");
+  ConvNeXt model(train::model_config_from(c), 3);
+  model.stages[0]->blocks[0]->fc1.weight.fill_(std::nanf(""));
+  const std::string ck = file("nan.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  fs::create_directories(file("imgs"));
+  for (const char* name : {"a.png", "c.png"})
+    data::write_png(file(std::string("imgs/") + name),
+                    data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
+  std::ofstream(file("imgs/b.png")) << "not an image\n";
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors")), 1,
+                     {"; its row is left out (corrupt_images: skip)", "logits are not finite",
+                      "nothing was written"},
+                     {"could not be read and are left out", "the logits have 2 rows"}));
+  EXPECT_FALSE(fs::exists(file("logits.safetensors")));
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
