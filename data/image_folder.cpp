@@ -497,14 +497,14 @@ auto ImageFolder::read_good(const char* what, int64_t index, Read&& read) const 
       if (opts_.corrupt == CorruptPolicy::error) throw;
       const int64_t limit = std::max<int64_t>(10, size() / 100);
       if (note_corrupt(e.path(), e.what()) && ++failed_after_scan_ > limit)
-        throw Error(str("ImageFolder: ", failed_after_scan_.load(), " of the ", size(),
-                        " images under '", dir_,
-                        "' failed to decode after the scan passed them (the last: ", e.what(),
-                        "); corrupt_images: skip passes over a few bad files (up to ", limit,
-                        " here), not this many: is a folder unreadable, or the disk failing?"));
+        throw TooManyCorruptImages(
+            str("ImageFolder: ", failed_after_scan_.load(), " of the ", size(), " images under '",
+                dir_, "' failed to decode after the scan passed them (the last: ", e.what(),
+                "); corrupt_images: skip passes over a few bad files (up to ", limit,
+                " here), not this many: is a folder unreadable, or the disk failing?"));
     }
   }
-  throw Error(str("ImageFolder: every image under '", dir_, "' failed to decode"));
+  throw TooManyCorruptImages(str("ImageFolder: every image under '", dir_, "' failed to decode"));
 }
 
 Sample ImageFolder::get(int64_t index) const {

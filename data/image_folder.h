@@ -13,6 +13,14 @@
 
 namespace hg::data {
 
+/// Thrown when corrupt_images: skip meets more images that fail to decode after the scan than it
+/// passes over (or every image fails): the data as a whole, not one file, is at fault. The trainer
+/// names where the run can go on from (train/trainer.cpp).
+class TooManyCorruptImages : public Error {
+ public:
+  using Error::Error;
+};
+
 struct ImageFolderOptions {
   int64_t channels = 3;                          ///< the model's in_chans: 1 or 3
   CorruptPolicy corrupt = CorruptPolicy::skip;   ///< undecodable files: skip (warn, count) or throw

@@ -32,6 +32,8 @@
 #include "core/thread_tuner.h"
 #include "core/threads.h"
 #include "data/from_config.h"
+#include "data/image.h"
+#include "data/image_folder.h"
 #include "dist/process_group.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
@@ -1471,6 +1473,23 @@ void record_failure(const Session& s, const std::string& what) {
   if (s.console) s.console->log_file_only(spdlog::level::err, what);
 }
 
+// The error of a run that its data stopped during the epochs (corrupt_images: error met an image
+// it cannot decode, or skip met too many): `what`, with where the run can go on from and the
+// command that does, `then` (what to do first). It said the image alone ("cannot decode image
+// '...': ..."), naming neither the checkpoint nor the command that resumes the run.
+std::string stopped_by_data(const Session& s, const std::string& what, const std::string& then) {
+  std::string out = str(what, "; stopping at epoch ", s.st.epoch + 1,
+                        ": nothing of this epoch is saved; ", s.good.describe());
+  if (s.good.resumable)
+    out +=
+        str("; ", then, ", then resume with `haargrad train ", shell_quote(s.paths.args.string()),
+            " --resume ", shell_quote(*s.good.resumable), "`");
+  else
+    out += str("; ", then, ", then start it again with `haargrad train ",
+               shell_quote(s.paths.args.string()), "`");
+  return out;
+}
+
 // Every rank must train the same run: a key that shapes the results (batch_size, seed, lr, ...)
 // differing between the ranks' configs (two hosts' files) would otherwise train a wrong run to
 // the end. Session keys (data_dir, workers, device, ...) may differ.
@@ -1501,7 +1520,17 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   check_ranks_agree(cfg);
   Session s(std::move(cfg), opts);
   try {
-    return run_session(s, lr_note);
+    try {
+      return run_session(s, lr_note);
+    } catch (const data::CorruptImage& e) {
+      if (!s.training) throw;  // the scan at start-up: no epoch was begun
+      throw Error(stopped_by_data(
+          s, e.what(),
+          "fix or remove that image (or set --corrupt-images skip to leave such an image out)"));
+    } catch (const data::TooManyCorruptImages& e) {
+      if (!s.training) throw;
+      throw Error(stopped_by_data(s, e.what(), "once its images read again"));
+    }
   } catch (const std::exception& e) {
     record_failure(s, e.what());
     throw;

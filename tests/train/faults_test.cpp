@@ -1160,6 +1160,58 @@ TEST_F(Faults, AResumeSaysWhenTheTrainingDataChanged) {
   EXPECT_EQ(quiet.find("the train split"), std::string::npos) << quiet;
 }
 
+// A run that corrupt_images: error stopped at an image it cannot decode said the image alone
+// ("cannot decode image '...': ..."), as did one that skip stopped at too many: neither named the
+// checkpoint the run can go on from nor the command that resumes it, as a Ctrl-C's message does.
+TEST_F(Faults, ARunStoppedByACorruptImageSaysHowToResume) {
+  const fs::path images = root_ / "images";
+  const auto image = [&](const std::string& file) {
+    fs::create_directories((images / file).parent_path());
+    data::write_png((images / file).string(),
+                    data::Image{8, 8, 3, std::vector<uint8_t>(8 * 8 * 3, 100)});
+  };
+  for (const char* split : {"train", "validation"})
+    for (const char* cls : {"cat", "dog"})
+      for (int i = 0; i < 12; ++i) image(str(split, "/", cls, "/", i, ".png"));
+  train::Config c = smoke("run", 3);
+  c.dataset = "image_folder";
+  c.data_dir = images.string();
+  c.num_classes = 2;
+  c.workers = 0;
+  c.corrupt_images = "error";
+  const fs::path dir = root_ / "run";
+  const std::string last = (dir / "last.safetensors").string();
+  const std::string resume =
+      "`haargrad train " + (dir / "args.yaml").string() + " --resume " + last + "`";
+  // the scan passed it; it breaks after the first epoch (before its checkpoint is written)
+  train::TrainOptions breaking = quiet_;
+  breaking.before_checkpoints = [&](int64_t epoch) {
+    if (epoch == 0) std::ofstream(images / "train/cat/3.png") << "not an image any more\n";
+  };
+  const std::string msg = error_of([&] { train::train(c, breaking); });
+  EXPECT_CONTAINS(msg, "cannot decode image '" + (images / "train/cat/3.png").string() + "'");
+  EXPECT_CONTAINS(msg, "stopping at epoch 2");
+  EXPECT_CONTAINS(msg, "the run can go on from " + last + " (end of epoch 1)");
+  EXPECT_CONTAINS(msg, "fix or remove that image");
+  EXPECT_CONTAINS(msg, "then resume with " + resume);
+  EXPECT_CONTAINS(slurp(dir / "log.txt"), "then resume with " + resume);
+  // skip stops at too many (more than 10 failing after the scan): said the same way
+  image("train/cat/3.png");
+  c.corrupt_images = "skip";
+  c.resume = last;
+  breaking.before_checkpoints = [&](int64_t epoch) {
+    if (epoch != 1) return;
+    for (const char* cls : {"cat", "dog"})
+      for (int i = 0; i < 6; ++i)
+        std::ofstream(images / "train" / cls / str(i, ".png")) << "not an image any more\n";
+  };
+  const std::string many = error_of([&] { train::train(c, breaking); });
+  EXPECT_CONTAINS(many, "failed to decode after the scan passed them");
+  EXPECT_CONTAINS(many, "stopping at epoch 3");
+  EXPECT_CONTAINS(many, "the run can go on from " + last + " (end of epoch 2)");
+  EXPECT_CONTAINS(many, "once its images read again, then resume with " + resume);
+}
+
 // A resume with another max_steps_per_epoch or batch_size (keys that shape the results) makes this
 // session's epoch shorter than the run's: the error names the key and both values, not the
 // checkpoint's position as if the file were damaged ("step_in_epoch is 2, past this session's
