@@ -100,6 +100,19 @@ void save_input(const std::string& path, const Shape& shape, uint64_t seed) {
 
 // `haargrad infer` of `checkpoint` on `input`, its logits to `out`, with `options` (each option
 // with its leading space).
+/// A 32 x 32 grey PNG at `path`.
+void write_grey_png(const std::string& path) {
+  data::write_png(path, data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
+}
+
+/// The folder `dir` with a.png and c.png (grey) and b.png, which is no image.
+void folder_with_unreadable_b(const std::string& dir) {
+  fs::create_directories(dir);
+  write_grey_png(dir + "/a.png");
+  write_grey_png(dir + "/c.png");
+  std::ofstream(dir + "/b.png") << "not an image\n";
+}
+
 ProgramRun infer(const std::string& checkpoint, const std::string& input, const std::string& out,
                  const std::string& options = "") {
   return run_program("infer --checkpoint " + checkpoint + " --input " + input + " --out " + out +
@@ -574,8 +587,7 @@ TEST_F(ExportCommand, InferLeavesOutHiddenFilesAsTheImageFolderDoes) {
   const std::string ck = file("ck.safetensors");
   save_smoke_checkpoint(ck);
   fs::create_directories(file("imgs/.thumbs"));
-  data::write_png(file("imgs/a.png"),
-                  data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
+  write_grey_png(file("imgs/a.png"));
   std::ofstream(file("imgs/._a.png"), std::ios::binary) << std::string("\0\5\26\7\0\2\0\0", 8);
   std::ofstream(file("imgs/.DS_Store"), std::ios::binary) << "Bud1";
   const ProgramRun r = infer(ck, file("imgs"), file("logits.safetensors"));
@@ -592,8 +604,7 @@ TEST_F(ExportCommand, InferNamesAnImageLinkToNothing) {
   const std::string ck = file("ck.safetensors");
   save_smoke_checkpoint(ck);
   fs::create_directories(file("imgs"));
-  data::write_png(file("imgs/a.png"),
-                  data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
+  write_grey_png(file("imgs/a.png"));
   fs::create_symlink(file("gone.jpg"), file("imgs/b.jpg"));
   const std::string gone =
       file("imgs/b.jpg") + ", a symbolic link to '" + file("gone.jpg") + "', which does not exist";
@@ -618,11 +629,7 @@ TEST_F(ExportCommand, InferNamesAnImageLinkToNothing) {
 TEST_F(ExportCommand, InferLeavesOutAnUnreadableImageAsCorruptImagesSays) {
   const std::string ck = file("ck.safetensors");
   save_smoke_checkpoint(ck);
-  fs::create_directories(file("imgs"));
-  for (const char* name : {"a.png", "c.png"})
-    data::write_png(file(std::string("imgs/") + name),
-                    data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
-  std::ofstream(file("imgs/b.png")) << "not an image\n";
+  folder_with_unreadable_b(file("imgs"));
   const std::string why = "cannot decode image '" + file("imgs/b.png") + "': not a JPEG, PNG";
   EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors")), 0,
                      {"infer: " + why, "; its row is left out (corrupt_images: skip)",
@@ -652,11 +659,7 @@ TEST_F(ExportCommand, InferSaysTheRowsLeftOutOnlyOfAFileWritten) {
   model.stages[0]->blocks[0]->fc1.weight.fill_(std::nanf(""));
   const std::string ck = file("nan.safetensors");
   train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
-  fs::create_directories(file("imgs"));
-  for (const char* name : {"a.png", "c.png"})
-    data::write_png(file(std::string("imgs/") + name),
-                    data::Image{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 90)});
-  std::ofstream(file("imgs/b.png")) << "not an image\n";
+  folder_with_unreadable_b(file("imgs"));
   EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors")), 1,
                      {"; its row is left out (corrupt_images: skip)", "logits are not finite",
                       "nothing was written"},

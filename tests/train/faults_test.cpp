@@ -189,6 +189,25 @@ class Faults : public ::testing::Test {
     c.epochs = epochs;
     return c;
   }
+  /// Writes an 8 x 8 grey PNG at root_/images/FILE (its folders made).
+  void write_image(const std::string& file) const {
+    const fs::path path = root_ / "images" / file;
+    fs::create_directories(path.parent_path());
+    data::write_png(path.string(), data::Image{8, 8, 3, std::vector<uint8_t>(8 * 8 * 3, 100)});
+  }
+  /// smoke(experiment, epochs) on an image folder root_/images of PER_CLASS images in each of
+  /// train/ and validation/'s two classes, cat and dog.
+  train::Config image_folder_run(const std::string& experiment, int64_t epochs,
+                                 int per_class) const {
+    for (const char* split : {"train", "validation"})
+      for (const char* cls : {"cat", "dog"})
+        for (int i = 0; i < per_class; ++i) write_image(str(split, "/", cls, "/", i, ".png"));
+    train::Config c = smoke(experiment, epochs);
+    c.dataset = "image_folder";
+    c.data_dir = (root_ / "images").string();
+    c.num_classes = 2;
+    return c;
+  }
   fs::path root_;
   train::TrainOptions quiet_;
 };
@@ -1129,18 +1148,7 @@ TEST_F(Faults, ADamagedRngStateNamesTheCheckpointAndKey) {
 // the next resume, on the data the checkpoints now record, says nothing.
 TEST_F(Faults, AResumeSaysWhenTheTrainingDataChanged) {
   const fs::path images = root_ / "images";
-  const auto image = [&](const std::string& file) {
-    fs::create_directories((images / file).parent_path());
-    data::write_png((images / file).string(),
-                    data::Image{8, 8, 3, std::vector<uint8_t>(8 * 8 * 3, 100)});
-  };
-  for (const char* split : {"train", "validation"})
-    for (const char* cls : {"cat", "dog"})
-      for (int i = 0; i < 4; ++i) image(str(split, "/", cls, "/", i, ".png"));
-  train::Config c = smoke("run", 1);
-  c.dataset = "image_folder";
-  c.data_dir = images.string();
-  c.num_classes = 2;
+  train::Config c = image_folder_run("run", 1, 4);
   train::train(c, quiet_);
   c.resume = (root_ / "run" / "last.safetensors").string();
   const auto resume_log = [&](int64_t epochs) {  // the lines this resume adds to log.txt
@@ -1149,7 +1157,7 @@ TEST_F(Faults, AResumeSaysWhenTheTrainingDataChanged) {
     train::train(c, quiet_);
     return slurp(root_ / "run" / "log.txt").substr(before);
   };
-  image("train/cat/4.png");
+  write_image("train/cat/4.png");
   EXPECT_CONTAINS(resume_log(2), "resume: the train split has 9 images, 8 when " + c.resume +
                                      " was written: images were added or removed since");
   for (const char* split : {"train", "validation"})
@@ -1165,18 +1173,7 @@ TEST_F(Faults, AResumeSaysWhenTheTrainingDataChanged) {
 // checkpoint the run can go on from nor the command that resumes it, as a Ctrl-C's message does.
 TEST_F(Faults, ARunStoppedByACorruptImageSaysHowToResume) {
   const fs::path images = root_ / "images";
-  const auto image = [&](const std::string& file) {
-    fs::create_directories((images / file).parent_path());
-    data::write_png((images / file).string(),
-                    data::Image{8, 8, 3, std::vector<uint8_t>(8 * 8 * 3, 100)});
-  };
-  for (const char* split : {"train", "validation"})
-    for (const char* cls : {"cat", "dog"})
-      for (int i = 0; i < 12; ++i) image(str(split, "/", cls, "/", i, ".png"));
-  train::Config c = smoke("run", 3);
-  c.dataset = "image_folder";
-  c.data_dir = images.string();
-  c.num_classes = 2;
+  train::Config c = image_folder_run("run", 3, 12);
   c.workers = 0;
   c.corrupt_images = "error";
   const fs::path dir = root_ / "run";
@@ -1196,7 +1193,7 @@ TEST_F(Faults, ARunStoppedByACorruptImageSaysHowToResume) {
   EXPECT_CONTAINS(msg, "then resume with " + resume);
   EXPECT_CONTAINS(slurp(dir / "log.txt"), "then resume with " + resume);
   // skip stops at too many (more than 10 failing after the scan): said the same way
-  image("train/cat/3.png");
+  write_image("train/cat/3.png");
   c.corrupt_images = "skip";
   c.resume = last;
   breaking.before_checkpoints = [&](int64_t epoch) {
