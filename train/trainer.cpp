@@ -992,6 +992,13 @@ void remake_lost_folder(Session& s, int64_t epoch) {
 // After the epoch's results are saved in a remade folder the run stops (a later epoch would
 // write on into a folder that no longer holds its run: no run.json, no lock, no log.txt) with an
 // error naming what to resume; after the run's last epoch there is nothing left to run.
+// The command that resumes this run from `checkpoint`, in backquotes: what the messages of a run
+// that stopped (Ctrl-C, its folder remade, its data) tell the user to type.
+std::string resume_command(const Session& s, const std::string& checkpoint) {
+  return str("`haargrad train ", shell_quote(s.paths.args.string()), " --resume ",
+             shell_quote(checkpoint), "`");
+}
+
 void remade_folder_stop(const Session& s, int64_t epoch, bool last) {
   if (!s.folder_remade) return;
   const std::string dir = s.paths.dir.string();
@@ -1006,10 +1013,8 @@ void remade_folder_stop(const Session& s, int64_t epoch, bool last) {
   throw Error(str("epoch ", epoch + 1, ": the run folder ", dir,
                   " disappeared during the run (deleted or moved away); it was made again and "
                   "holds this epoch's args.yaml, summary.csv and checkpoints, not the files it "
-                  "held before (log.txt, run.json, earlier checkpoints); stopping: go on with "
-                  "`haargrad train ",
-                  shell_quote(s.paths.args.string()), " --resume ",
-                  shell_quote(s.paths.last.string()), "` (in a new run folder)"));
+                  "held before (log.txt, run.json, earlier checkpoints); stopping: go on with ",
+                  resume_command(s, s.paths.last.string()), " (in a new run folder)"));
 }
 
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
@@ -1031,11 +1036,9 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
                   ema_module(s));
   write_pending_args(s);
   if (dist::is_main())  // rank 0 speaks for the run (every rank gets here, on the same step)
-    spdlog::warn(
-        "interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with `haargrad train "
-        "{} --resume {}`)",
-        stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
-        shell_quote(s.paths.args.string()), shell_quote(s.paths.recovery.string()));
+    spdlog::warn("interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with {})",
+                 stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
+                 resume_command(s, s.paths.recovery.string()));
   s.result.interrupted = true;
   s.result.stop_signal = reported_stop_signal();
 }
@@ -1481,9 +1484,7 @@ std::string stopped_by_data(const Session& s, const std::string& what, const std
   std::string out = str(what, "; stopping at epoch ", s.st.epoch + 1,
                         ": nothing of this epoch is saved; ", s.good.describe());
   if (s.good.resumable)
-    out +=
-        str("; ", then, ", then resume with `haargrad train ", shell_quote(s.paths.args.string()),
-            " --resume ", shell_quote(*s.good.resumable), "`");
+    out += str("; ", then, ", then resume with ", resume_command(s, *s.good.resumable));
   else
     out += str("; ", then, ", then start it again with `haargrad train ",
                shell_quote(s.paths.args.string()), "`");
