@@ -1368,7 +1368,10 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
       }
     }
     const bool looks_like_list = !value.empty() && value.front() == '[';
-    if (is_list && !looks_like_list) value = "[" + value + "]";  // "2,2,2" or a single value
+    // YAML's null stays null (`--mean null`: timm's None, the default, as `mean: null` in a file);
+    // wrapped, it was a list of one empty entry
+    const bool yaml_null = value == "null" || value == "Null" || value == "NULL" || value == "~";
+    if (is_list && !looks_like_list && !yaml_null) value = "[" + value + "]";  // "2,2,2", or one
     // A string (a folder, a name) is taken as typed: read as YAML, "run #2" would lose " #2" (a
     // comment) unsaid, and "a: b" or "[v1] x" would be a mapping or a list. YAML's null (null, ~,
     // nothing) and a quoted value keep their YAML meaning, as in a config file.

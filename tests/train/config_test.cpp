@@ -542,6 +542,14 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   Config chosen;
   hg::train::apply_overrides(chosen, {"--in-chans", "1", "--mean", "0.3", "--std", "0.2"});
   EXPECT_EQ(chosen.mean, (std::vector<double>{0.3}));
+  // `--mean null` is timm's None (the default), as `mean: null` in a file; it was read as a list
+  // of one empty entry and refused
+  Config reset;
+  hg::train::apply_overrides(reset, {"--mean", "0.5", "--std", "0.5"});
+  hg::train::apply_overrides(reset, {"--mean", "null", "--std=~"});
+  EXPECT_EQ(reset.mean, Config{}.mean);
+  EXPECT_EQ(reset.std, Config{}.std);
+  expect_contains(override_error({"--depths", "null"}), {"'depths'", "command line"});
 
   expect_contains(override_error({"--dims", "48,,96"}),
                   {"'dims'", "command line", "empty entry (entry 2)"});
