@@ -110,6 +110,20 @@ class FileSizeLimit {
   void (*old_)(int);
 };
 
+// The parent's side of a forked child that writes into the pipe `fds`: everything it writes
+// until it exits, and its exit code (128 when a signal ended it).
+CommandResult collect_child(pid_t pid, int fds[2]) {
+  close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, text};
+}
+
 // Runs `body` in a child process without the privileges that would let it write into a read-only
 // folder (root ignores permission bits: the child becomes nobody). Returns the child's message.
 // Only for code without OpenMP regions (see run_command_unprivileged).
@@ -129,15 +143,9 @@ std::string run_unprivileged(const std::function<std::string()>& body) {
     if (write(fds[1], msg.data(), msg.size()) < 0) _exit(4);
     _exit(0);
   }
-  close(fds[1]);
-  std::string msg;
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return str("child failed, status ", status, ": ", msg);
-  return msg;
+  const CommandResult r = collect_child(pid, fds);
+  if (r.rc != 0) return str("child failed, exit code ", r.rc, ": ", r.output);
+  return r.output;
 }
 
 // `haargrad <args>` run as nobody when we are root (root ignores permission bits). A separate
@@ -155,14 +163,7 @@ CommandResult run_command_unprivileged(const std::string& args) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  close(fds[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, text};
+  return collect_child(pid, fds);
 }
 
 class Faults : public ::testing::Test {
