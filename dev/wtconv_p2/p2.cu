@@ -1,0 +1,353 @@
+// Kernel lab (forty-second session): WTConv's base conv and level-0 branch (K = 5, bf16 NHWC in
+// and out, f32 accumulation) as ONE pass on the tensor cores, against the product's fused WTConv
+// forward at L = 1 (two passes: haar_conv_kernel, then synth_staged_kernel) and its 7x7 forward.
+//
+// The form (dev/s42/README.md; its algebra checked in f64 by dev/s42/period2_check.py): per
+// channel, y = base conv + bias + inverse Haar(level-0 conv of Haar(x) + R on the LL band) is
+//   y[i][j] = bias + R[i / 2][j / 2] / 2 + sum_{di, dj in [-5, 5]} E[i % 2][j % 2][di][dj] x[i +
+//   di][j + dj]
+// with x zero outside the image (odd sizes included): one 11 x 11 kernel per output parity,
+// E = base taps + sum_s sigma_s(p, q) sigma_s(a, b) / 4 wl_s[u][v] at di = 2 (u - 2) + a - p,
+// dj = 2 (v - 2) + b - q (parity_kernels below). R is the levels >= 1 term (zero at L = 1).
+// On the tensor cores: output rows of one parity p as the mma's M (16 rows two apart), per kernel
+// row di a banded B over 32 input columns (two k-chunks) for 8 output columns (B[k][n] =
+// E[p][n % 2][di][k - 5 - n]): 22 m16n8k16 a 16 x 8 tile and channel, against the 7x7's 7. The
+// rows are staged as they are (cp.async; even and odd rows in two planes, so that a fragment's
+// rows two apart are neighbours there), the A fragments formed as in dev/s42's depthwise kernel
+// (two 16-byte loads and 8 byte permutes give 8 channels).
+//
+// Usage: build/dev/wtconv_p2/wtconv_p2_lab [reps]: checks odd shapes against a CPU loop in double
+// over E and against the product's fused forward (L = 1, R = 0), then times the WTConvNeXt-T stage
+// shapes (B = 64). Exit status 1 when a check fails. Not run yet (no device time was left).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "dev/lab_util.cuh"
+#include "kernels/conv2d.h"
+#include "kernels/cuda/staged_rows.cuh"
+#include "kernels/depthwise_conv.h"
+#include "kernels/wtconv.h"
+
+namespace {
+
+constexpr int kK = 5, kR = 5, kTaps = 2 * kR + 1;  // K, the window radius, its width
+constexpr int kCh = 16, kRows = 32, kWarps = 8;    // channels, output rows a block
+constexpr int kRS = kRows + 2 * kR;                // staged rows: 42
+constexpr int kWords = kTaps + 1;                  // B table words a kernel row: 12
+
+struct Dims {
+  int B, H, W, C, T, rw;  // T: 8-column tiles; rw: staged pixels a row (8 T + 24, 1 mod 4)
+};
+inline int staged_width(int T) { return (8 * T + 24 + 3) / 4 * 4 + 1; }
+inline size_t smem_bytes(const Dims& d) {
+  return size_t(2) * ((kRS + 1) / 2) * d.rw * 32 + size_t(kCh) * 2 * kTaps * 2 * kWords * 4;
+}
+
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  return uint32_t(__bfloat16_as_ushort(__float2bfloat16_rn(lo))) |
+         (uint32_t(__bfloat16_as_ushort(__float2bfloat16_rn(hi))) << 16);
+}
+
+__device__ __forceinline__ void mma(const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                    float (&acc)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// A fragments of 8 channels (dev/s42: a_fragments): `px` = the lane's slot at (row g, column
+/// 2c) of a plane, rows + 8 at 8 row_slots, columns + 8 at 16 slots, + 1 at 2 slots.
+__device__ __forceinline__ void a_frag(const uint4* px, int row_slots, uint32_t (&a)[8][4]) {
+#pragma unroll
+  for (int f = 0; f < 4; ++f) {
+    const uint4* q = px + (f & 1) * 8 * row_slots + (f >> 1) * 16;
+    const uint4 v0 = q[0], v1 = q[2];
+    const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      a[2 * k][f] = __byte_perm(w0[k], w1[k], 0x5410);
+      a[2 * k + 1][f] = __byte_perm(w0[k], w1[k], 0x7632);
+    }
+  }
+}
+
+/// Block: channels 16 blockIdx.x .. + 15, output rows 32 (blockIdx.y % RT) .. + 31 of image
+/// blockIdx.y / RT, every column. E: (C, 2, 2, 11, 11) f32 (E[c][p][q][5 + di][5 + dj]); R:
+/// (B, ceil(H / 2), ceil(W / 2), C) f32 or null.
+__global__ void __launch_bounds__(32 * kWarps, 1)
+    p2_forward_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ E,
+                      const float* __restrict__ bias, const float* __restrict__ R, Dims d,
+                      __nv_bfloat16* __restrict__ y) {
+  extern __shared__ uint4 smem[];
+  const int PR = (kRS + 1) / 2, plane_slots = PR * d.rw * 2, row_slots = 2 * d.rw;
+  uint4* xs = smem;  // planes [2][PR][rw][2]: staged row r in plane r % 2, row r / 2
+  uint32_t* tab = reinterpret_cast<uint32_t*>(smem + 2 * plane_slots);  // [16][2][11][2][12]
+  const int tid = threadIdx.y * 32 + threadIdx.x;
+  const int c0 = blockIdx.x * kCh, RT = (d.H + kRows - 1) / kRows;
+  const int img = blockIdx.y / RT, i0 = blockIdx.y % RT * kRows;
+  const int ncols = 8 * d.T + 24;  // staged column s = input column s - 5
+  const __nv_bfloat16* xi = x + int64_t(img) * d.H * d.W * d.C + c0;
+  for (int e = tid; e < kRS * ncols * 2; e += 32 * kWarps) {
+    const int h = e & 1, m = (e >> 1) / ncols, n = (e >> 1) % ncols;
+    const int r = i0 - kR + m, col = n - kR;
+    const bool ok = r >= 0 && r < d.H && col >= 0 && col < d.W;
+    hg::kernels::cuda::copy16_async(
+        xs + (m & 1) * plane_slots + ((m >> 1) * d.rw + n) * 2 + (h ^ ((n >> 2) & 1)),
+        xi + (ok ? (int64_t(r) * d.W + col) * d.C + 8 * h : 0), ok);
+  }
+  hg::kernels::cuda::async_commit();
+  // B words: (ch, p, di, qn, w) = (lo: tap(w - 1), hi: tap(w)), tap(e) = E[p][qn][di][e], e < 11
+  for (int e = tid; e < kCh * 2 * kTaps * 2 * kWords; e += 32 * kWarps) {
+    const int w = e % kWords, qn = e / kWords % 2, di = e / (kWords * 2) % kTaps,
+              p = e / (kWords * 2 * kTaps) % 2, ch = e / (kWords * 2 * kTaps * 2);
+    const float* ek = E + ((int64_t(c0 + ch) * 2 + p) * 2 + qn) * kTaps * kTaps + di * kTaps;
+    tab[e] = pack2(w >= 1 && w - 1 < kTaps ? ek[w - 1] : 0.f, w < kTaps ? ek[w] : 0.f);
+  }
+  hg::kernels::cuda::async_wait<0>();
+  __syncthreads();
+
+  const int lane = threadIdx.x, warp = threadIdx.y, g = lane / 4, cq = lane % 4, k0 = 2 * cq;
+  for (int u = warp; u < 4 * d.T; u += kWarps) {
+    const int t = u / 4, h = (u / 2) & 1, p = u & 1;  // column tile, channel half, row parity
+    float acc[8][4] = {};
+#pragma unroll 1
+    for (int di = -kR; di <= kR; ++di) {
+      // fragment row g: output row i0 + 2 g + p reads staged row 2 g + p + di + 5
+      const int s = p + di + kR;
+      const uint4* plane = xs + (s & 1) * plane_slots + (s >> 1) * row_slots;
+      const uint32_t* tb = tab + ((0 * 2 + p) * kTaps + (di + kR)) * 2 * kWords + (g & 1) * kWords;
+#pragma unroll
+      for (int kc = 0; kc < 2; ++kc) {
+        uint32_t a[8][4];
+        a_frag(plane + g * row_slots + (8 * t + 16 * kc + k0) * 2 + (h ^ (cq >> 1)), row_slots, a);
+        const int w0 = 16 * kc + k0 - g + 1, w1 = w0 + 8;  // B words of b0, b1
+        const bool ok0 = w0 >= 0 && w0 < kWords, ok1 = w1 >= 0 && w1 < kWords;
+#pragma unroll
+        for (int cl = 0; cl < 8; ++cl) {
+          const uint32_t* tc = tb + (8 * h + cl) * 2 * kTaps * 2 * kWords;
+          mma(a[cl], ok0 ? tc[w0] : 0u, ok1 ? tc[w1] : 0u, acc[cl]);
+        }
+      }
+    }
+    // acc[cl]: rows g, g + 8 (output rows i0 + 2 g + p, + 16), columns 8t + k0, + 1
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int i = i0 + 2 * (g + 8 * hh) + p;
+      if (i >= d.H) continue;
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int j = 8 * t + k0 + v;
+        if (j >= d.W) continue;
+        const int c = c0 + 8 * h;
+        float r[8] = {};
+        if (R) {
+          const float4* rp = reinterpret_cast<const float4*>(
+              R + ((int64_t(img) * ((d.H + 1) / 2) + i / 2) * ((d.W + 1) / 2) + j / 2) * d.C + c);
+          const float4 r0 = rp[0], r1 = rp[1];
+          r[0] = r0.x, r[1] = r0.y, r[2] = r0.z, r[3] = r0.w;
+          r[4] = r1.x, r[5] = r1.y, r[6] = r1.z, r[7] = r1.w;
+        }
+        uint32_t o[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          o[q] = pack2(acc[2 * q][2 * hh + v] + bias[c + 2 * q] + 0.5f * r[2 * q],
+                       acc[2 * q + 1][2 * hh + v] + bias[c + 2 * q + 1] + 0.5f * r[2 * q + 1]);
+        *reinterpret_cast<uint4*>(y + ((int64_t(img) * d.H + i) * d.W + j) * d.C + c) =
+            make_uint4(o[0], o[1], o[2], o[3]);
+      }
+    }
+  }
+}
+
+/// E of every channel (host, double): the base taps plus the level-0 branch through the Haar
+/// signs (sigma_s(a, b): s = 0 all +; 1: + top, - bottom; 2: + left, - right; 3: + on the
+/// diagonal).
+std::vector<float> parity_kernels(const std::vector<float>& wb, const std::vector<float>& wl,
+                                  int C) {
+  auto sigma = [](int s, int a, int b) {
+    return s == 0 ? 1 : s == 1 ? (a ? -1 : 1) : s == 2 ? (b ? -1 : 1) : (a == b ? 1 : -1);
+  };
+  std::vector<float> E(size_t(C) * 4 * kTaps * kTaps);
+  for (int c = 0; c < C; ++c)
+    for (int p = 0; p < 2; ++p)
+      for (int q = 0; q < 2; ++q) {
+        std::vector<double> e(kTaps * kTaps, 0.0);
+        for (int di = -2; di <= 2; ++di)
+          for (int dj = -2; dj <= 2; ++dj)
+            e[(kR + di) * kTaps + kR + dj] += wb[(size_t(c) * kK + 2 + di) * kK + 2 + dj];
+        for (int s = 0; s < 4; ++s)
+          for (int uu = 0; uu < kK; ++uu)
+            for (int vv = 0; vv < kK; ++vv)
+              for (int a = 0; a < 2; ++a)
+                for (int b = 0; b < 2; ++b) {
+                  const int di = 2 * (uu - 2) + a - p, dj = 2 * (vv - 2) + b - q;
+                  e[(kR + di) * kTaps + kR + dj] += sigma(s, p, q) * sigma(s, a, b) / 4.0 *
+                                                    wl[((size_t(c) * 4 + s) * kK + uu) * kK + vv];
+                }
+        for (int k = 0; k < kTaps * kTaps; ++k)
+          E[((size_t(c) * 2 + p) * 2 + q) * kTaps * kTaps + k] = float(e[k]);
+      }
+  return E;
+}
+
+struct Case {
+  int B, H, W, C;
+};
+
+float bf(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+
+/// Runs the kernel on random x, weights and R at `c`; checks it against the E loop in double
+/// (relative to max |y|: bf16 rounding of x, E and y) and, with R = 0, against the product's
+/// fused forward at L = 1; returns false when a check fails. With reps > 0 times both and the
+/// product's 7x7 forward.
+bool run(const Case& c, unsigned seed, bool with_r, int reps) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int H2 = (c.H + 1) / 2, W2 = (c.W + 1) / 2;
+  const size_t n = size_t(c.B) * c.H * c.W * c.C, nr = size_t(c.B) * H2 * W2 * c.C;
+  std::vector<float> x(n), wb(size_t(c.C) * kK * kK), wl(size_t(c.C) * 4 * kK * kK), bias(c.C),
+      R(nr, 0.f);
+  for (auto& v : x) v = bf(nd(gen));
+  for (auto& v : wb) v = 0.1f * nd(gen);
+  for (auto& v : wl) v = 0.1f * nd(gen);
+  for (auto& v : bias) v = 0.1f * nd(gen);
+  if (with_r)
+    for (auto& v : R) v = nd(gen);
+  const std::vector<float> E = parity_kernels(wb, wl, c.C);
+  Dims d{c.B, c.H, c.W, c.C, (c.W + 7) / 8, 0};
+  d.rw = staged_width(d.T);
+  std::vector<__nv_bfloat16> xh(n);
+  for (size_t i = 0; i < n; ++i) xh[i] = __float2bfloat16_rn(x[i]);
+  __nv_bfloat16 *dx, *dy;
+  float *dE, *db, *dR;
+  CK(cudaMalloc(&dx, n * 2));
+  CK(cudaMalloc(&dy, n * 2));
+  CK(cudaMalloc(&dE, E.size() * 4));
+  CK(cudaMalloc(&db, bias.size() * 4));
+  CK(cudaMalloc(&dR, nr * 4));
+  CK(cudaMemcpy(dx, xh.data(), n * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(db, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dR, R.data(), nr * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dy, 0xff, n * 2));  // poisoned: NaN where nothing is written
+  const size_t smem = smem_bytes(d);
+  CK(cudaFuncSetAttribute(p2_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          int(smem)));
+  const dim3 grid(unsigned(c.C / kCh), unsigned(c.B * ((c.H + kRows - 1) / kRows)));
+  auto launch = [&] {
+    p2_forward_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(
+        dx, dE, db, with_r ? dR : nullptr, d, dy);
+    CK(cudaGetLastError());
+  };
+  launch();
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+  std::vector<__nv_bfloat16> yh(n);
+  CK(cudaMemcpy(yh.data(), dy, n * 2, cudaMemcpyDeviceToHost));
+  // the E loop in double, on the bf16-rounded E the kernel multiplies
+  double err = 0, ymax = 0;
+  for (int b = 0; b < c.B; ++b)
+    for (int i = 0; i < c.H; ++i)
+      for (int j = 0; j < c.W; ++j)
+        for (int ch = 0; ch < c.C; ++ch) {
+          double s = bias[ch] + 0.5 * R[((size_t(b) * H2 + i / 2) * W2 + j / 2) * c.C + ch];
+          const float* ek = &E[((size_t(ch) * 2 + i % 2) * 2 + j % 2) * kTaps * kTaps];
+          for (int di = -kR; di <= kR; ++di)
+            for (int dj = -kR; dj <= kR; ++dj) {
+              const int ii = i + di, jj = j + dj;
+              if (ii < 0 || ii >= c.H || jj < 0 || jj >= c.W) continue;
+              s += double(bf(ek[(kR + di) * kTaps + kR + dj])) *
+                   x[((size_t(b) * c.H + ii) * c.W + jj) * c.C + ch];
+            }
+          const double got = __bfloat162float(yh[((size_t(b) * c.H + i) * c.W + j) * c.C + ch]);
+          err = std::max(err, std::isfinite(got) ? std::fabs(got - s) : INFINITY);
+          ymax = std::max(ymax, std::fabs(s));
+        }
+  bool ok = err <= 8e-3 * ymax;
+  std::printf("%-16s B %d %3dx%-3d C %3d R %d: max |y - loop| %.3g of max |y| %.3g (%s)\n", "p2",
+              c.B, c.H, c.W, c.C, int(with_r), err, ymax, ok ? "ok" : "FAILED");
+  // the product's fused forward at L = 1 (scales 1, R = 0): the same operator, two passes
+  using hg::Tensor;
+  namespace K = hg::kernels;
+  K::WTConvWeights w;
+  w.base_weight = Tensor::from_vector({c.C, 1, kK, kK}, wb).to(hg::Device::cuda);
+  w.base_bias = Tensor::from_vector({c.C}, bias).to(hg::Device::cuda);
+  w.base_scale = Tensor::full({1, c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda);
+  w.wavelet_weight.push_back(Tensor::from_vector({4 * c.C, 1, kK, kK}, wl).to(hg::Device::cuda));
+  w.wavelet_scale.push_back(
+      Tensor::full({1, 4 * c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda));
+  const Tensor xt =
+      Tensor::from_vector({c.B, c.H, c.W, c.C}, x).to(hg::DType::bf16).to(hg::Device::cuda);
+  if (!with_r) {
+    const std::vector<float> yp = K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused)
+                                      .to(hg::DType::f32)
+                                      .to_vector<float>();
+    double e2 = 0;
+    for (size_t i = 0; i < n; ++i)
+      e2 = std::max(e2, std::fabs(double(yp[i]) - __bfloat162float(yh[i])));
+    const bool ok2 = e2 <= 1.6e-2 * ymax;
+    std::printf("%-16s against the product's fused forward (L = 1): max diff %.3g (%s)\n", "", e2,
+                ok2 ? "ok" : "FAILED");
+    ok = ok && ok2;
+  }
+  if (reps > 0) {
+    const float t_p2 = median_ms(launch, reps);
+    const float t_wt =
+        median_ms([&] { K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused); }, reps);
+    const auto s7 = K::make_conv2d_shape(c.B, c.H, c.W, c.C, c.C, 7, 7, 1, 3, c.C);
+    std::vector<float> w7(size_t(c.C) * 49, 0.01f);
+    float* dw7;
+    CK(cudaMalloc(&dw7, w7.size() * 4));
+    CK(cudaMemcpy(dw7, w7.data(), w7.size() * 4, cudaMemcpyHostToDevice));
+    const float t_7 = median_ms(
+        [&] {
+          K::cuda::depthwise_conv_forward<hg::bf16>(s7, reinterpret_cast<const hg::bf16*>(dx), dw7,
+                                                    db, reinterpret_cast<hg::bf16*>(dy));
+        },
+        reps);
+    CK(cudaFree(dw7));
+    std::printf(
+        "%-16s time (ms): p2 %.4f, product WTConv L = 1 forward %.4f, our 7x7 forward %.4f"
+        " (%.0f GB/s at x + y)\n",
+        "", t_p2, t_wt, t_7, 2.0 * n * 2 / (t_p2 * 1e6));
+  }
+  CK(cudaFree(dx));
+  CK(cudaFree(dy));
+  CK(cudaFree(dE));
+  CK(cudaFree(db));
+  CK(cudaFree(dR));
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  bool ok = true;
+  ok &= run({2, 19, 21, 16}, 1, false, 0);
+  ok &= run(
+      {
+          1,
+          13,
+          11,
+          32,
+      },
+      2, true, 0);
+  ok &= run({2, 7, 9, 48}, 3, false, 0);
+  ok &= run({1, 40, 33, 16}, 4, true, 0);
+  for (const Case& c :
+       {Case{64, 56, 56, 96}, Case{64, 28, 28, 192}, Case{64, 14, 14, 384}, Case{64, 7, 7, 768}})
+    ok &= run(c, 7, false, reps);
+  std::printf("%s\n", ok ? "all checks passed" : "SOME CHECK FAILED");
+  return ok ? 0 : 1;
+}
