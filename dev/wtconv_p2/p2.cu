@@ -18,7 +18,10 @@
 //
 // Usage: build/dev/wtconv_p2/wtconv_p2_lab [reps]: checks odd shapes against a CPU loop in double
 // over E and against the product's fused forward (L = 1, R = 0), then times the WTConvNeXt-T stage
-// shapes (B = 64). Exit status 1 when a check fails. Not run yet (no device time was left).
+// shapes (B = 64). At the small shapes it also checks the backward data: the same kernel with the
+// adjoint's parity kernels (adjoint_kernels) against the adjoint's definition and against the
+// product's fused grad_x at L = 1. Exit status 1 when a check fails. Not run yet (no device time
+// was left).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -201,6 +204,24 @@ std::vector<float> parity_kernels(const std::vector<float>& wb, const std::vecto
   return E;
 }
 
+/// The kernels of the adjoint (the backward data, grad_x from grad_y): the same form with
+/// E'[p][q][5 + di][5 + dj] = E[(p + di) % 2][(q + dj) % 2][5 - di][5 - dj] (y[i][j] reads x[i +
+/// di][j + dj] with E[i % 2][j % 2][di][dj]; seen from x's pixel, i = a + di' has parity
+/// (a + di') % 2 and offset -di'). The levels >= 1 term's adjoint (R's gradient, the 2 x 2 sums of
+/// grad_y / 2) and the bias's (the sum of grad_y) are separate reductions, not this pass.
+std::vector<float> adjoint_kernels(const std::vector<float>& E, int C) {
+  std::vector<float> A(E.size());
+  for (int c = 0; c < C; ++c)
+    for (int p = 0; p < 2; ++p)
+      for (int q = 0; q < 2; ++q)
+        for (int di = -kR; di <= kR; ++di)
+          for (int dj = -kR; dj <= kR; ++dj)
+            A[((size_t(c) * 2 + p) * 2 + q) * kTaps * kTaps + (kR + di) * kTaps + kR + dj] =
+                E[((size_t(c) * 2 + ((p + di) & 1)) * 2 + ((q + dj) & 1)) * kTaps * kTaps +
+                  (kR - di) * kTaps + kR - dj];
+  return A;
+}
+
 struct Case {
   int B, H, W, C;
 };
@@ -299,6 +320,55 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
     std::printf("%-16s against the product's fused forward (L = 1): max diff %.3g (%s)\n", "", e2,
                 ok2 ? "ok" : "FAILED");
     ok = ok && ok2;
+  }
+  if (reps == 0) {  // the backward data: the kernel with E' on grad_y (= x here), no bias, no R
+    const std::vector<float> Ea = adjoint_kernels(E, c.C);
+    const std::vector<float> zero(bias.size(), 0.f);
+    CK(cudaMemcpy(dE, Ea.data(), Ea.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, zero.data(), zero.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dy, 0xff, n * 2));
+    p2_forward_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(dx, dE, db, nullptr, d,
+                                                                             dy);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
+    std::vector<__nv_bfloat16> gh(n);
+    CK(cudaMemcpy(gh.data(), dy, n * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));  // back for the timing
+    CK(cudaMemcpy(db, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+    // the adjoint's definition with the forward's E: gx[a][b] = sum_ij E[i%2][j%2][a-i][b-j]
+    // gy[i][j]
+    double ea = 0, gmax = 0;
+    for (int b = 0; b < c.B; ++b)
+      for (int a = 0; a < c.H; ++a)
+        for (int bb = 0; bb < c.W; ++bb)
+          for (int ch = 0; ch < c.C; ++ch) {
+            double sum = 0;
+            for (int i = std::max(0, a - kR); i <= std::min(c.H - 1, a + kR); ++i)
+              for (int j = std::max(0, bb - kR); j <= std::min(c.W - 1, bb + kR); ++j)
+                sum += double(bf(E[((size_t(ch) * 2 + i % 2) * 2 + j % 2) * kTaps * kTaps +
+                                   (kR + a - i) * kTaps + kR + bb - j])) *
+                       x[((size_t(b) * c.H + i) * c.W + j) * c.C + ch];
+            const double got = __bfloat162float(gh[((size_t(b) * c.H + a) * c.W + bb) * c.C + ch]);
+            ea = std::max(ea, std::isfinite(got) ? std::fabs(got - sum) : INFINITY);
+            gmax = std::max(gmax, std::fabs(sum));
+          }
+    const bool oka = ea <= 8e-3 * gmax;
+    std::printf("%-16s backward data (E'): max |gx - loop| %.3g of max |gx| %.3g (%s)\n", "", ea,
+                gmax, oka ? "ok" : "FAILED");
+    ok = ok && oka;
+    if (!with_r) {  // the product's grad_x at L = 1 (grad_y = x)
+      const std::vector<float> gp =
+          K::cuda::wtconv_backward(xt, w, xt, 1, true, K::WTConvMode::fused)
+              .x.to(hg::DType::f32)
+              .to_vector<float>();
+      double e3 = 0;
+      for (size_t i = 0; i < n; ++i)
+        e3 = std::max(e3, std::fabs(double(gp[i]) - __bfloat162float(gh[i])));
+      const bool ok3 = e3 <= 1.6e-2 * gmax;
+      std::printf("%-16s against the product's fused grad_x (L = 1): max diff %.3g (%s)\n", "", e3,
+                  ok3 ? "ok" : "FAILED");
+      ok = ok && ok3;
+    }
   }
   if (reps > 0) {
     const float t_p2 = median_ms(launch, reps);
