@@ -1367,17 +1367,17 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
           while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) value += "," + args[++i];
       }
     }
-    const bool looks_like_list = !value.empty() && value.front() == '[';
-    // YAML's null stays null (`--mean null`: timm's None, the default, as `mean: null` in a file);
-    // wrapped, it was a list of one empty entry
+    // YAML's null words (and, for a string, nothing) keep their YAML meaning, as in a config file:
+    // `--mean null` is timm's None, the default (wrapped as a list, it was one empty entry)
     const bool yaml_null = value == "null" || value == "Null" || value == "NULL" || value == "~";
+    const bool looks_like_list = !value.empty() && value.front() == '[';
     if (is_list && !looks_like_list && !yaml_null) value = "[" + value + "]";  // "2,2,2", or one
     // A string (a folder, a name) is taken as typed: read as YAML, "run #2" would lose " #2" (a
-    // comment) unsaid, and "a: b" or "[v1] x" would be a mapping or a list. YAML's null (null, ~,
-    // nothing) and a quoted value keep their YAML meaning, as in a config file.
+    // comment) unsaid, and "a: b" or "[v1] x" would be a mapping or a list. A quoted value keeps
+    // its YAML meaning too.
     const bool as_typed = std::holds_alternative<std::string Config::*>(f->member) &&
-                          !value.empty() && value != "null" && value != "~" &&
-                          value.front() != '"' && value.front() != '\'';
+                          !value.empty() && !yaml_null && value.front() != '"' &&
+                          value.front() != '\'';
     YAML::Node node;
     try {
       node = as_typed ? YAML::Node(value) : YAML::Load(value);
