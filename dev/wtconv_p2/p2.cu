@@ -228,6 +228,20 @@ struct Case {
 
 float bf(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
+/// Compares the product's output `ref` (f32) with the kernel's bf16 `got` (max abs difference,
+/// bound 1.6e-2 of `scale`: two bf16 roundings apart), prints the line and returns whether it
+/// holds.
+bool against_product(const char* what, const std::vector<float>& ref,
+                     const std::vector<__nv_bfloat16>& got, double scale) {
+  double e = 0;
+  for (size_t i = 0; i < ref.size(); ++i)
+    e = std::max(e, std::fabs(double(ref[i]) - __bfloat162float(got[i])));
+  const bool ok = e <= 1.6e-2 * scale;
+  std::printf("%-16s against the product's fused %s (L = 1): max diff %.3g (%s)\n", "", what, e,
+              ok ? "ok" : "FAILED");
+  return ok;
+}
+
 /// Runs the kernel on random x, weights and R at `c`; checks it against the E loop in double
 /// (relative to max |y|: bf16 rounding of x, E and y) and, with R = 0, against the product's
 /// fused forward at L = 1; returns false when a check fails. With reps > 0 times both and the
@@ -313,13 +327,7 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
     const std::vector<float> yp = K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused)
                                       .to(hg::DType::f32)
                                       .to_vector<float>();
-    double e2 = 0;
-    for (size_t i = 0; i < n; ++i)
-      e2 = std::max(e2, std::fabs(double(yp[i]) - __bfloat162float(yh[i])));
-    const bool ok2 = e2 <= 1.6e-2 * ymax;
-    std::printf("%-16s against the product's fused forward (L = 1): max diff %.3g (%s)\n", "", e2,
-                ok2 ? "ok" : "FAILED");
-    ok = ok && ok2;
+    ok = against_product("forward", yp, yh, ymax) && ok;
   }
   if (reps == 0) {  // the backward data: the kernel with E' on grad_y (= x here), no bias, no R
     const std::vector<float> Ea = adjoint_kernels(E, c.C);
@@ -361,13 +369,7 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
           K::cuda::wtconv_backward(xt, w, xt, 1, true, K::WTConvMode::fused)
               .x.to(hg::DType::f32)
               .to_vector<float>();
-      double e3 = 0;
-      for (size_t i = 0; i < n; ++i)
-        e3 = std::max(e3, std::fabs(double(gp[i]) - __bfloat162float(gh[i])));
-      const bool ok3 = e3 <= 1.6e-2 * gmax;
-      std::printf("%-16s against the product's fused grad_x (L = 1): max diff %.3g (%s)\n", "", e3,
-                  ok3 ? "ok" : "FAILED");
-      ok = ok && ok3;
+      ok = against_product("grad_x", gp, gh, gmax) && ok;
     }
   }
   if (reps > 0) {
