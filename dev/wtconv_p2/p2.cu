@@ -173,6 +173,133 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
   }
 }
 
+constexpr int kWRows = 16;  // the weight gradient's output rows a tile (8 of each parity)
+
+/// The weight gradient's grad_y planes: a staged row's columns c in [-16, 8 T + 24) split by
+/// parity (a warp of column parity q reads plane q only), 4 T + 20 pixels a plane row.
+__host__ __device__ inline int gy_plane_width(int T) { return 4 * T + 20; }
+inline size_t wgrad_smem_bytes(const Dims& d) {
+  return size_t(kWRows + 2 * kR) * d.rw * 32 + size_t(2) * kWRows * gy_plane_width(d.T) * 32;
+}
+
+/// B's 8 channels from one staged grad_y pixel (4 words, channels 2k | 2k + 1 << 16): channel
+/// 2k's value alone in its register's low (hi = false) or high half, the other half zero.
+__device__ __forceinline__ void b_frag(const uint4 v, bool hi, uint32_t (&b)[8]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    b[2 * k] = __byte_perm(w[k], 0u, hi ? 0x1044 : 0x4410);
+    b[2 * k + 1] = __byte_perm(w[k], 0u, hi ? 0x3244 : 0x4432);
+  }
+}
+
+/// The weight gradient of the period-2 form: dE[c][p][q][5 + di][5 + dj] = sum over the output
+/// pixels (i, j) of parity (p, q) of grad_y[i][j] x[i + di][j + dj]. Per output row i and 16
+/// input columns s: D[di][dj] += X[di][s] G[s][dj] with X[m][k] = x[i + m - 5][s0 + k] (M: the
+/// 11 kernel rows of 16) and G[k][n] = grad_y[i][s0 + k - dj] masked to the columns of parity q
+/// (N: dj in -5..2, then 3..5 of 8): 2 mma a row, 16 columns, channel and q. Warp (p, q, h):
+/// rows of parity p, columns of parity q, channels 8 h .. + 7 of the block's 16; blocks walk
+/// the (image, 16-row tile) pairs blockIdx.y, + gridDim.y, ... and each writes its own partial
+/// sums: part (gridDim.y, C, 2, 2, 16, 16) f32, rows di + 5, columns dj + 5 (11 x 11 used),
+/// summed over blockIdx.y in order on the host (deterministic).
+__global__ void __launch_bounds__(32 * kWarps, 1)
+    p2_wgrad_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ gy,
+                    Dims d, float* __restrict__ part) {
+  extern __shared__ uint4 smem[];
+  constexpr int XR = kWRows + 2 * kR;  // staged x rows: 26
+  // x's rows one after the other (a fragment's rows are neighbours: 2 mod 8 slots apart, so a
+  // quarter warp's two rows take the other half of the banks), not in parity planes
+  const int row_slots = 2 * d.rw;
+  const int gw = gy_plane_width(d.T), gcols = 2 * gw;  // gcols = 8 T + 40 staged columns
+  uint4* xs = smem;                                    // [XR][rw][2 halves]
+  uint4* gs = smem + XR * row_slots;                   // [2 parities][kWRows][gw][2 halves]
+  const int tid = threadIdx.y * 32 + threadIdx.x, lane = threadIdx.x, warp = threadIdx.y;
+  const int p = warp & 1, q = (warp >> 1) & 1, h = warp >> 2, g = lane / 4, cq = lane % 4;
+  const int c0 = blockIdx.x * kCh, RT = (d.H + kWRows - 1) / kWRows;
+  const int nch = (d.W + 10 + 15) / 16, ncols = 8 * d.T + 24;
+  const int bsel = (g ^ q) & 1;  // B's value sits in the register's high half (see below)
+  float acc[8][2][4] = {};
+  for (int tile = blockIdx.y; tile < d.B * RT; tile += gridDim.y) {
+    const int img = tile / RT, i0 = tile % RT * kWRows;
+    const __nv_bfloat16* xi = x + int64_t(img) * d.H * d.W * d.C + c0;
+    const __nv_bfloat16* gi = gy + int64_t(img) * d.H * d.W * d.C + c0;
+    __syncthreads();  // the previous tile's reads are done
+    for (int e = tid; e < XR * ncols * 2; e += 32 * kWarps) {
+      const int hh = e & 1, m = (e >> 1) / ncols, n = (e >> 1) % ncols;
+      const int r = i0 - kR + m, col = n - kR;
+      const bool ok = r >= 0 && r < d.H && col >= 0 && col < d.W;
+      hg::kernels::cuda::copy16_async(xs + (m * d.rw + n) * 2 + (hh ^ ((n >> 2) & 1)),
+                                      xi + (ok ? (int64_t(r) * d.W + col) * d.C + 8 * hh : 0), ok);
+    }
+    for (int e = tid; e < kWRows * gcols * 2; e += 32 * kWarps) {
+      const int hh = e & 1, m = (e >> 1) / gcols, n = (e >> 1) % gcols;
+      const int r = i0 + m, col = n - 16, pi = n >> 1;  // col's parity is n's
+      const bool ok = r < d.H && col >= 0 && col < d.W;
+      hg::kernels::cuda::copy16_async(
+          gs + (((n & 1) * kWRows + m) * gw + pi) * 2 + (hh ^ ((pi >> 2) & 1)),
+          gi + (ok ? (int64_t(r) * d.W + col) * d.C + 8 * hh : 0), ok);
+    }
+    hg::kernels::cuda::async_commit();
+    hg::kernels::cuda::async_wait<0>();
+    __syncthreads();
+#pragma unroll 1
+    for (int r = 0; r < kWRows / 2; ++r) {
+      const int m = 2 * r + p;  // output row i0 + m; x rows i0 + m - 5 .. + 5 = staged m .. m + 10
+      if (i0 + m >= d.H) break;
+#pragma unroll 1
+      for (int mt = 0; mt < nch; ++mt) {  // input columns s0 = 16 mt - 5 .. + 15 (staged 16 mt ..)
+        // A: rows g and g + 8 (zero from 11 on), columns 2 cq, + 1 and + 8, + 9
+        uint32_t a[8][4];
+#pragma unroll
+        for (int f = 0; f < 4; ++f) {
+          const int sr = m + g + 8 * (f & 1), n = 16 * mt + 2 * cq + 8 * (f >> 1);
+          if (g + 8 * (f & 1) > 2 * kR) {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) a[k][f] = 0u;
+            continue;
+          }
+          const uint4* px = xs + sr * row_slots + n * 2 + (h ^ (cq >> 1));
+          const uint4 v0 = px[0], v1 = px[2];
+          const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            a[2 * k][f] = __byte_perm(w0[k], w1[k], 0x5410);
+            a[2 * k + 1][f] = __byte_perm(w0[k], w1[k], 0x7632);
+          }
+        }
+#pragma unroll
+        for (int djc = 0; djc < 2; ++djc) {
+          // B[k][g] = grad_y[i][s0 + k - dj0 - g], k = 2 cq, + 1 (b0) and + 8, + 9 (b1): of the
+          // two columns the one of parity q; s0 - dj0 is even, so column s0 + 2 cq - dj0 - g has
+          // g's parity, and the value is in the high half (k = 2 cq + 1) when g's parity is not q
+          const int col = 16 * mt - 5 + 2 * cq - (djc ? 3 : -kR) - g + bsel;
+          const int pi = (col + 16) >> 1;  // plane q's pixel; b1's is pi + 4
+          const uint4* gr = gs + (q * kWRows + m) * gw * 2;
+          uint32_t b0[8], b1[8];
+          b_frag(gr[pi * 2 + (h ^ ((pi >> 2) & 1))], bsel, b0);
+          b_frag(gr[(pi + 4) * 2 + (h ^ (((pi + 4) >> 2) & 1))], bsel, b1);
+          if (djc == 1 && g >= 3)  // dj = 3 + g > 5: B's column is zero (no branch round the mma)
+#pragma unroll
+            for (int cl = 0; cl < 8; ++cl) b0[cl] = b1[cl] = 0u;
+#pragma unroll
+          for (int cl = 0; cl < 8; ++cl) mma(a[cl], b0[cl], b1[cl], acc[cl][djc]);
+        }
+      }
+    }
+  }
+  // D[m][n]: lane holds (g, 2 cq), (g, 2 cq + 1), (g + 8, 2 cq), (g + 8, 2 cq + 1)
+#pragma unroll
+  for (int cl = 0; cl < 8; ++cl)
+#pragma unroll
+    for (int djc = 0; djc < 2; ++djc)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e >> 1), col = 8 * djc + 2 * cq + (e & 1);
+        part[(((int64_t(blockIdx.y) * d.C + c0 + 8 * h + cl) * 2 + p) * 2 + q) * 256 + row * 16 +
+             col] = acc[cl][djc][e];
+      }
+}
+
 /// E of every channel (host, double): the base taps plus the level-0 branch through the Haar
 /// signs (sigma_s(a, b): s = 0 all +; 1: + top, - bottom; 2: + left, - right; 3: + on the
 /// diagonal).
@@ -401,6 +528,181 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
   return ok;
 }
 
+/// The filters' gradients from dE (the transpose of parity_kernels): d base[c][u][v] = sum_pq
+/// dE[p][q][u - 2][v - 2]; d wl[c][s][u][v] = sum_pqab sigma_s(p, q) sigma_s(a, b) / 4
+/// dE[p][q][2 (u - 2) + a - p][2 (v - 2) + b - q]. dE: (C, 2, 2, 16, 16), rows / columns d + 5.
+void filter_grads(const std::vector<double>& dE, int C, std::vector<double>& gb,
+                  std::vector<double>& gl) {
+  auto sigma = [](int s, int a, int b) {
+    return s == 0 ? 1 : s == 1 ? (a ? -1 : 1) : s == 2 ? (b ? -1 : 1) : (a == b ? 1 : -1);
+  };
+  gb.assign(size_t(C) * kK * kK, 0.0);
+  gl.assign(size_t(C) * 4 * kK * kK, 0.0);
+  auto at = [&](int c, int p, int q, int di, int dj) {
+    return dE[((size_t(c) * 2 + p) * 2 + q) * 256 + (kR + di) * 16 + kR + dj];
+  };
+  for (int c = 0; c < C; ++c)
+    for (int p = 0; p < 2; ++p)
+      for (int q = 0; q < 2; ++q) {
+        for (int u = 0; u < kK; ++u)
+          for (int v = 0; v < kK; ++v)
+            gb[(size_t(c) * kK + u) * kK + v] += at(c, p, q, u - 2, v - 2);
+        for (int s = 0; s < 4; ++s)
+          for (int u = 0; u < kK; ++u)
+            for (int v = 0; v < kK; ++v)
+              for (int a = 0; a < 2; ++a)
+                for (int b = 0; b < 2; ++b)
+                  gl[((size_t(c) * 4 + s) * kK + u) * kK + v] +=
+                      sigma(s, p, q) * sigma(s, a, b) / 4.0 *
+                      at(c, p, q, 2 * (u - 2) + a - p, 2 * (v - 2) + b - q);
+      }
+}
+
+/// Max |a - ref| of the f32 tensor `t` (as a vector) against `ref`, over max |ref|.
+double rel_err(const hg::Tensor& t, const std::vector<double>& ref) {
+  const std::vector<float> v = t.to(hg::Device::cpu).to_vector<float>();
+  double e = 0, m = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    e = std::max(e, std::isfinite(v[i]) ? std::fabs(v[i] - ref[i]) : INFINITY);
+    m = std::max(m, std::fabs(ref[i]));
+  }
+  return e / m;
+}
+
+/// The weight gradient on random x and grad_y at `c`: dE against a CPU loop in double (and the
+/// unused rows and columns of the partial sums exactly 0), then the filters' gradients against
+/// the product's fused backward at L = 1; with reps > 0 times the kernel against the product's
+/// L = 1 backward (grad_x and the weights) and our 7x7's weight gradient.
+bool run_wgrad(const Case& c, unsigned seed, int reps) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const size_t n = size_t(c.B) * c.H * c.W * c.C;
+  std::vector<float> x(n), gyv(n);
+  for (auto& v : x) v = bf(nd(gen));
+  for (auto& v : gyv) v = bf(nd(gen));
+  Dims d{c.B, c.H, c.W, c.C, (c.W + 7) / 8, 0};
+  d.rw = staged_width(d.T);
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int tiles = c.B * ((c.H + kWRows - 1) / kWRows);
+  const int S = std::max(1, std::min(tiles, sms / (c.C / kCh)));
+  const size_t np = size_t(S) * c.C * 4 * 256;
+  std::vector<__nv_bfloat16> xh(n), gh(n);
+  for (size_t i = 0; i < n; ++i)
+    xh[i] = __float2bfloat16_rn(x[i]), gh[i] = __float2bfloat16_rn(gyv[i]);
+  __nv_bfloat16 *dx, *dg;
+  float* dp;
+  CK(cudaMalloc(&dx, n * 2));
+  CK(cudaMalloc(&dg, n * 2));
+  CK(cudaMalloc(&dp, np * 4));
+  CK(cudaMemcpy(dx, xh.data(), n * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dg, gh.data(), n * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dp, 0xff, np * 4));  // poisoned
+  const size_t smem = wgrad_smem_bytes(d);
+  CK(cudaFuncSetAttribute(p2_wgrad_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  const dim3 grid(unsigned(c.C / kCh), unsigned(S));
+  auto launch = [&] {
+    p2_wgrad_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(dx, dg, d, dp);
+    CK(cudaGetLastError());
+  };
+  launch();
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+  std::vector<float> part(np);
+  CK(cudaMemcpy(part.data(), dp, np * 4, cudaMemcpyDeviceToHost));
+  std::vector<double> dE(size_t(c.C) * 4 * 256, 0.0);
+  bool unused_zero = true;
+  for (int sI = 0; sI < S; ++sI)
+    for (size_t k = 0; k < dE.size(); ++k) {
+      const float v = part[size_t(sI) * dE.size() + k];
+      const int row = int(k % 256) / 16, col = int(k % 16);
+      if (row > 2 * kR || col > 2 * kR) unused_zero = unused_zero && v == 0.f;
+      dE[k] += v;
+    }
+  bool ok = unused_zero;
+  if (reps == 0) {  // the loop in double (small shapes only)
+    double e = 0, m = 0;
+    for (int ch = 0; ch < c.C; ++ch)
+      for (int p = 0; p < 2; ++p)
+        for (int q = 0; q < 2; ++q)
+          for (int di = -kR; di <= kR; ++di)
+            for (int dj = -kR; dj <= kR; ++dj) {
+              double sum = 0;
+              for (int b = 0; b < c.B; ++b)
+                for (int i = p; i < c.H; i += 2)
+                  for (int j = q; j < c.W; j += 2) {
+                    const int ii = i + di, jj = j + dj;
+                    if (ii < 0 || ii >= c.H || jj < 0 || jj >= c.W) continue;
+                    sum += double(gyv[((size_t(b) * c.H + i) * c.W + j) * c.C + ch]) *
+                           x[((size_t(b) * c.H + ii) * c.W + jj) * c.C + ch];
+                  }
+              const double got =
+                  dE[((size_t(ch) * 2 + p) * 2 + q) * 256 + (kR + di) * 16 + kR + dj];
+              e = std::max(e, std::isfinite(got) ? std::fabs(got - sum) : INFINITY);
+              m = std::max(m, std::fabs(sum));
+            }
+    const bool okl = e <= 1e-4 * m;
+    std::printf(
+        "%-16s B %d %3dx%-3d C %3d: max |dE - loop| %.3g of max |dE| %.3g, unused 0: %s (%s)\n",
+        "p2 wgrad", c.B, c.H, c.W, c.C, e, m, unused_zero ? "yes" : "NO",
+        okl && unused_zero ? "ok" : "FAILED");
+    ok = ok && okl;
+  }
+  // the product's weight gradients at L = 1 (random weights: the gradients do not depend on them)
+  using hg::Tensor;
+  namespace K = hg::kernels;
+  std::vector<float> wb(size_t(c.C) * kK * kK), wl(size_t(c.C) * 4 * kK * kK), bias(c.C);
+  for (auto& v : wb) v = 0.1f * nd(gen);
+  for (auto& v : wl) v = 0.1f * nd(gen);
+  for (auto& v : bias) v = 0.1f * nd(gen);
+  K::WTConvWeights w;
+  w.base_weight = Tensor::from_vector({c.C, 1, kK, kK}, wb).to(hg::Device::cuda);
+  w.base_bias = Tensor::from_vector({c.C}, bias).to(hg::Device::cuda);
+  w.base_scale = Tensor::full({1, c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda);
+  w.wavelet_weight.push_back(Tensor::from_vector({4 * c.C, 1, kK, kK}, wl).to(hg::Device::cuda));
+  w.wavelet_scale.push_back(
+      Tensor::full({1, 4 * c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda));
+  const Tensor xt =
+      Tensor::from_vector({c.B, c.H, c.W, c.C}, x).to(hg::DType::bf16).to(hg::Device::cuda);
+  const Tensor gt =
+      Tensor::from_vector({c.B, c.H, c.W, c.C}, gyv).to(hg::DType::bf16).to(hg::Device::cuda);
+  const K::WTConvGrads pg = K::cuda::wtconv_backward(xt, w, gt, 1, true, K::WTConvMode::fused);
+  std::vector<double> gb, gl;
+  filter_grads(dE, c.C, gb, gl);
+  const double eb = rel_err(pg.base_weight, gb), el = rel_err(pg.wavelet_weight[0], gl);
+  const bool okp = eb <= 1.6e-2 && el <= 1.6e-2;
+  std::printf(
+      "%-16s against the product's fused weight gradients (L = 1): base %.3g, level 0 %.3g"
+      " of max (%s)\n",
+      "", eb, el, okp ? "ok" : "FAILED");
+  ok = ok && okp;
+  if (reps > 0) {
+    const float t_p2 = median_ms(launch, reps);
+    const float t_wt = median_ms(
+        [&] { K::cuda::wtconv_backward(xt, w, gt, 1, true, K::WTConvMode::fused); }, reps);
+    const auto s7 = K::make_conv2d_shape(c.B, c.H, c.W, c.C, c.C, 7, 7, 1, 3, c.C);
+    float *gw7, *gb7;
+    CK(cudaMalloc(&gw7, size_t(c.C) * 49 * 4));
+    CK(cudaMalloc(&gb7, size_t(c.C) * 4));
+    const float t_7 = median_ms(
+        [&] {
+          K::cuda::depthwise_conv_backward_weight<hg::bf16>(
+              s7, reinterpret_cast<const hg::bf16*>(dx), reinterpret_cast<const hg::bf16*>(dg), gw7,
+              gb7);
+        },
+        reps);
+    CK(cudaFree(gw7));
+    CK(cudaFree(gb7));
+    std::printf(
+        "%-16s time (ms): p2 wgrad %.4f (S = %d partial sets), product WTConv L = 1 backward"
+        " (grad_x + weights) %.4f, our 7x7 weight gradient %.4f\n",
+        "", t_p2, S, t_wt, t_7);
+  }
+  CK(cudaFree(dx));
+  CK(cudaFree(dg));
+  CK(cudaFree(dp));
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -420,6 +722,12 @@ int main(int argc, char** argv) {
   for (const Case& c :
        {Case{64, 56, 56, 96}, Case{64, 28, 28, 192}, Case{64, 14, 14, 384}, Case{64, 7, 7, 768}})
     ok &= run(c, 7, false, reps);
+  ok &= run_wgrad({2, 19, 21, 16}, 11, 0);
+  ok &= run_wgrad({1, 13, 11, 32}, 12, 0);
+  ok &= run_wgrad({1, 40, 33, 16}, 13, 0);
+  for (const Case& c :
+       {Case{64, 56, 56, 96}, Case{64, 28, 28, 192}, Case{64, 14, 14, 384}, Case{64, 7, 7, 768}})
+    ok &= run_wgrad(c, 17, reps);
   std::printf("%s\n", ok ? "all checks passed" : "SOME CHECK FAILED");
   return ok ? 0 : 1;
 }
