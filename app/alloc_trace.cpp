@@ -151,7 +151,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--img-size", a->img_size, "input height = width in pixels")
       ->check(at_least(1))
       ->capture_default_str();
-  cmd->add_option("--precision", a->precision, "fp32 or bf16")->capture_default_str();
+  cmd->add_option("--precision", a->precision, "fp32 or bf16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--steps", a->steps, "training steps recorded")
       ->check(at_least(1))
       ->capture_default_str();

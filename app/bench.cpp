@@ -18,6 +18,7 @@
 #include "app/command.h"
 #include "app/config_help.h"
 #include "core/error.h"
+#include "core/similar_names.h"
 #include "core/threads.h"
 #include "models/config.h"
 #include "train/config.h"
@@ -168,19 +169,34 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
   return c;
 }
 
+// The error for bench's first argument `overrides[0]` that is neither its option nor a config
+// (config keys need a CONFIG.yaml first), with the close bench option: timm benchmark.py's -b /
+// --batch-size is bench's --batch; a misspelt one ("--batchsize") the option it is close to.
+std::string not_a_bench_option(const CLI::App& cmd, const std::vector<std::string>& overrides) {
+  const std::string& o = overrides[0];
+  const std::string value = overrides.size() > 1 ? overrides[1] : "N";
+  std::string close;
+  if (o == "-b" || o == "--batch-size" || o == "--batch_size") {
+    close = "--batch";
+  } else if (o.rfind("--", 0) == 0) {
+    std::vector<std::string> names;  // bench's long options
+    for (const CLI::Option* opt : cmd.get_options())
+      for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    const std::string name = o.substr(0, o.find('='));
+    const std::vector<std::string> near = similar_names(name, names);
+    if (!near.empty()) close = near[0];
+    for (const std::string& n : names)  // or one run on ("--batchsize") or cut short ("--img")
+      if (close.empty() && (name.rfind(n, 0) == 0 || n.rfind(name, 0) == 0) && name.size() > 3)
+        close = n;
+  }
+  return str("bench: '", o,
+             "' is not a bench option; config keys (--key value) need a CONFIG.yaml first: "
+             "haargrad bench CONFIG.yaml --key value",
+             close.empty() ? "" : str("; did you mean ", close, " ", value, "?"));
+}
+
 void run_bench(const BenchArgs& a) {
   if (!a.output.empty()) check_output_path(a.output);
-  if (a.config.empty() && !a.overrides.empty()) {
-    // timm benchmark.py's -b / --batch-size: bench's --batch
-    const std::string& o = a.overrides[0];
-    const bool batch = o == "-b" || o == "--batch-size" || o == "--batch_size";
-    throw Error(str(
-        "bench: '", o,
-        "' is not a bench option; config keys (--key value) need a CONFIG.yaml first: "
-        "haargrad bench CONFIG.yaml --key value",
-        batch ? str("; did you mean --batch ", a.overrides.size() > 1 ? a.overrides[1] : "N", "?")
-              : ""));
-  }
   std::vector<BenchConfig> configs;
   Device device;
   if (a.config.empty()) {
@@ -231,8 +247,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--batch", a->batch, "batch size")->check(at_least(1));
   cmd->add_option("--img-size", a->img_size, "input height = width in pixels")->check(at_least(1));
   cmd->add_option("--precision", a->precisions,
-                  "fp32, tf32 and/or bf16, comma-separated (default: fp32,tf32,bf16 on cuda, fp32 on the cpu)")
-      ->delimiter(',');
+                  "fp32, tf32 and/or bf16, comma-separated (default: fp32,tf32,bf16 on cuda, fp32 "
+                  "on the cpu)")
+      ->delimiter(',')
+      ->default_str("");  // the default follows the device (said above), not "[]"
   cmd->add_option("--wtconv", a->wtconv, "WTConv modes for WTConv models: fused and/or unfused")->delimiter(',');
   cmd->add_option("--steps", a->steps, "timed steps per phase")->check(at_least(1));
   cmd->add_option("--warmup", a->warmup, "untimed steps first (at least 1 is always run)")
@@ -272,6 +290,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
           str("bench has no --model option; did you mean --models ", name,
               "? (a comma-separated list; --model is a config key, after a CONFIG.yaml)"));
     }
+    if (ca.config.empty() && !ca.overrides.empty())  // a usage error: exit status 2
+      throw CLI::ValidationError(not_a_bench_option(*cmd, ca.overrides));
     a->config = ca.config;
     a->overrides = ca.overrides;
     run_bench(*a);

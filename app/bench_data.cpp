@@ -47,9 +47,12 @@ void run(const BenchDataArgs& a, const std::vector<std::string>& overrides) {
     HG_CHECK(no_gpu.empty(), "bench-data: --decoders ", dec, " runs on a GPU, and ", no_gpu,
              ": leave it out of --decoders");
   }
-  std::printf("bench-data: %s split, %lld workers, batch %lld, %lld px, %lld warm-up + %lld timed epochs\n",
-              a.split.c_str(), static_cast<long long>(cfg.workers), static_cast<long long>(cfg.batch_size),
-              static_cast<long long>(cfg.img_size), static_cast<long long>(a.warmup), static_cast<long long>(a.epochs));
+  std::printf(
+      "bench-data: %s split, %lld worker%s, batch %lld, %lld px, %lld warm-up + %lld timed "
+      "epochs\n",
+      a.split.c_str(), static_cast<long long>(cfg.workers), cfg.workers == 1 ? "" : "s",
+      static_cast<long long>(cfg.batch_size), static_cast<long long>(cfg.img_size),
+      static_cast<long long>(a.warmup), static_cast<long long>(a.epochs));
   std::printf("%-13s %9s %9s %8s %8s %10s %10s %9s %8s  %s\n", "decoder", "img/s", "MB/s", "busy",
               "gpu", "worker/s", "cpu ms/img", "stage ms", "images", "decoded as");
   std::vector<nlohmann::ordered_json> rows;

@@ -57,7 +57,15 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                           "folders into a PNG with gnuplot (Debian package gnuplot-nox)");
   cmd->add_option("runs", args->runs, "run folders (each holding summary.csv)")
       ->required()
-      ->check(CLI::ExistingDirectory);
+      ->check(CLI::Validator(
+          [](const std::string& dir) {  // CLI11's own read "runs: Directory does not exist: X"
+            std::error_code ec;
+            if (std::filesystem::is_directory(dir, ec)) return std::string();
+            return hg::str("the run folder '", dir, "' ",
+                           std::filesystem::exists(dir, ec) ? "is not a folder" : "does not exist",
+                           " (give run folders, each holding summary.csv: output/train/NAME)");
+          },
+          "DIR"));
   cmd->add_option(
       "--out", args->out,
       "output PNG (default: RUN_DIR/curves.png for one run, ./compare.png for several)");

@@ -97,8 +97,13 @@ IdxDataset::IdxDataset(const std::string& dir, const std::string& split, int64_t
   HG_CHECK(!dir.empty(),
            "IdxDataset: data_dir is not set (it is empty): give the folder of "
            "the IDX files, e.g. --data-dir /usr/share/datasets/fashion-mnist");
+  // the configs' default is where Debian's dataset-fashion-mnist puts it (scripts/install-deps.sh)
   HG_CHECK(fs::exists(dir, ec), "IdxDataset: the data folder '", dir,
-           "' does not exist (data_dir, --data-dir)");
+           "' does not exist (data_dir, --data-dir)",
+           dir.rfind("/usr/share/datasets/", 0) == 0
+               ? "; Debian's dataset-fashion-mnist installs Fashion-MNIST in "
+                 "/usr/share/datasets/fashion-mnist (scripts/install-deps.sh installs it)"
+               : "");
   HG_CHECK(fs::is_directory(dir, ec), "IdxDataset: the data folder '", dir,
            "' is not a folder (data_dir, --data-dir): give the folder that holds the "
            "train-images-idx3-ubyte(.gz) and t10k-* files");

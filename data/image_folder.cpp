@@ -218,15 +218,16 @@ void check_split_folder(const std::string& root, const std::string& split, const
   std::error_code ec;
   // the ImageNet recipes ship with data_dir "" to be set: "'' does not exist" would not say so
   HG_CHECK(!root.empty(),
-           "ImageFolder: data_dir is not set (the config's data_dir is empty): give the folder "
+           "ImageFolder: data_dir is not set (the config's data_dir, --data-dir, is empty): give "
+           "the folder "
            "that holds the '",
            split, "' split, e.g. --data-dir /data/imagenet (", kLayout, ")");
   HG_CHECK(fs::exists(root, ec), "ImageFolder: the data folder '", root,
-           "' does not exist (the config's data_dir)");
+           "' does not exist (data_dir, --data-dir)");
   if (!fs::is_directory(root, ec)) {
     refuse_archive(root, split);
     throw Error(
-        str("ImageFolder: the data folder '", root, "' is not a folder (the config's data_dir)"));
+        str("ImageFolder: the data folder '", root, "' is not a folder (data_dir, --data-dir)"));
   }
   if (fs::is_directory(dir, ec)) return;
   const std::vector<std::string> folders =
@@ -236,7 +237,9 @@ void check_split_folder(const std::string& root, const std::string& split, const
   for (size_t i = 0; i < folders.size() && i < 8; ++i)
     present += str(present.empty() ? "" : ", ", "'", folders[i], "'");
   if (folders.size() > 8) present = str(folders.size(), " folders: ", present, ", ...");
-  throw Error(str("ImageFolder: '", dir, "' is not a folder (", split_search(root, split, key), ")",
+  throw Error(str("ImageFolder: '", dir, "' ",
+                  fs::exists(dir, ec) ? "is not a folder" : "does not exist", " (",
+                  split_search(root, split, key), ")",
                   split.empty()     ? std::string()
                   : present.empty() ? str("; '", root, "' holds no split folders")
                                     : str("; '", root, "' holds ", present),

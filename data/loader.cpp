@@ -345,7 +345,8 @@ bool DataLoader::next(Batch& out) {
       spdlog::debug("DataLoader: epoch {} done: {} images, {:.0f} img/s of the workers, waited {:.2f} s", epoch_,
                     s.images, s.images_per_second(), s.wait_seconds);
       if (dataset_->corrupt_skipped() > 0)
-        spdlog::warn("DataLoader: {} corrupt images skipped so far ({})", dataset_->corrupt_skipped(),
+        spdlog::warn("DataLoader: {} corrupt image{} skipped so far ({})",
+                     dataset_->corrupt_skipped(), dataset_->corrupt_skipped() == 1 ? "" : "s",
                      dataset_->describe());
     }
     return false;

@@ -498,6 +498,32 @@ std::string newer_recovery_note(const fs::path& dir, const std::string& path,
              shell_quote(recovery.string()));
 }
 
+std::string readable_checkpoint_hint(const fs::path& dir, const fs::path& except) {
+  std::error_code ec;
+  std::optional<std::pair<TrainState, fs::path>> best;  // the furthest run position
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const bool ours = name == "recovery.safetensors" || name == "last.safetensors" ||
+                      (name.rfind("checkpoint-", 0) == 0 && name.size() > 23 &&
+                       name.compare(name.size() - 12, 12, ".safetensors") == 0);
+    if (!ours || fs::equivalent(it->path(), except, ec)) continue;
+    try {
+      const std::optional<TrainState> st = read_train_state(it->path().string());
+      if (st && (!best || std::pair(st->epoch, st->step_in_epoch) >
+                              std::pair(best->first.epoch, best->first.step_in_epoch)))
+        best = std::pair(*st, it->path());
+    } catch (const Error&) {  // cut short too, or not a checkpoint: not offered
+    }
+  }
+  if (!best) return "";
+  const TrainState& st = best->first;  // epoch: those finished (0-based: the one in progress)
+  return str("; ", best->second.string(), " can be read (written ",
+             st.step_in_epoch > 0 ? str("at step ", st.step_in_epoch, " of epoch ", st.epoch + 1)
+                                  : str("after epoch ", st.epoch),
+             "): --resume ", shell_quote(best->second.string()));
+}
+
 std::string resume_folder_error(const std::string& folder, bool config_given) {
   std::error_code ec;
   // without a config, `train --resume FILE` reads the args.yaml beside FILE: a folder without one
@@ -542,6 +568,7 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
            root.string(), " is a file, not a folder of runs");
   std::vector<Candidate> found;
   std::vector<std::string> unreadable, in_use;
+  std::string fallback;  // a readable checkpoint-N beside the first unreadable file, if any
   for (const fs::path& dir : family_folders(root, experiment)) {
     if (run_folder_in_use(dir)) {
       in_use.push_back(dir.filename().string());
@@ -558,6 +585,7 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
           best = c;
       } catch (const Error& e) {
         unreadable.push_back(e.what());
+        if (fallback.empty()) fallback = readable_checkpoint_hint(dir, p);
       }
     }
     if (best) found.push_back(*best);
@@ -575,7 +603,7 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
   if (found.empty() && !unreadable.empty())
     throw Error(str("resume auto: no run ", family,
                     " has a last.safetensors or recovery.safetensors that can be read (",
-                    unreadable.front(), ")", busy));
+                    unreadable.front(), ")", fallback, busy));
   // Nothing to go on with (no run yet, or runs stopped before their first checkpoint): auto-resume
   // is the same command launched again after a preemption, whose first launch starts the run, so
   // this one starts it too, and says so.

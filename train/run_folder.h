@@ -92,6 +92,13 @@ std::string why_not_resumed_in_place(const std::filesystem::path& dir, const std
 std::string newer_recovery_note(const std::filesystem::path& dir, const std::string& path,
                                 const TrainState& state);
 
+/// What to resume from instead of `except`, a checkpoint in `dir` that cannot be read (cut short):
+/// "; FILE can be read (written after epoch E): --resume FILE" for the checkpoint of
+/// `dir` (recovery.safetensors, last.safetensors, checkpoint-N.safetensors) whose run position is
+/// furthest and that reads, or "" when none does.
+std::string readable_checkpoint_hint(const std::filesystem::path& dir,
+                                     const std::filesystem::path& except);
+
 /// The error for a folder given to resume where a checkpoint file goes: it names the folder and
 /// the checkpoints in it to resume from (recovery.safetensors, last.safetensors: those resume: auto
 /// picks from), each as what to give instead: the option `--resume FILE` when a config was given,

@@ -221,8 +221,8 @@ void open_run_folder(Session& s) {
     std::optional<TrainState> state;
     try {
       state = read_train_state(s.resume_path);
-    } catch (const Error& e) {
-      throw Error(str("resume: ", e.what()));
+    } catch (const Error& e) {  // cut short, say: the run's other checkpoints may still read
+      throw Error(str("resume: ", e.what(), readable_checkpoint_hint(run_dir, s.resume_path)));
     }
     HG_CHECK(state.has_value(), "resume: ", s.resume_path,
              " holds weights only (no run position or optimizer state: an export or a timm "
@@ -535,10 +535,22 @@ void build_model(Session& s) {
   auto groups = parameter_groups(cfg, model);
   s.opt = make_optimizer(cfg.opt, groups, cfg.momentum);
   spdlog::info(
-      "model {}: {} trainable parameters ({} fixed), {:.4g} GMACs/image at {} px, device {}",
+      "model {}: {} trainable parameters ({} fixed), {:.4g} GMACs/image at {} px, device {}, "
+      "precision {}",
       cfg.model, model.num_trainable(), model.num_fixed(),
-      forward_macs(mcfg, static_cast<int>(cfg.img_size)) / 1e9, cfg.img_size,
-      device_name(s.device));
+      forward_macs(mcfg, static_cast<int>(cfg.img_size)) / 1e9, cfg.img_size, device_name(s.device),
+      cfg.precision);
+  // The CPU has no bf16 or tf32 speed path: bf16 there is the reference that CUDA is tested
+  // against (storage rounded to bf16, f32 arithmetic, so slower than fp32), and tf32 is a mode of
+  // the GPU's tensor cores. Said, as the run would otherwise look like a slow or plain fp32 one.
+  if (s.device == Device::cpu && cfg.precision == "bf16")
+    spdlog::warn(
+        "precision bf16 on the cpu runs the bf16 reference (values stored as bf16, computed in "
+        "f32): slower than fp32 and no less memory; it is for checking, the speed is on cuda");
+  if (s.device == Device::cpu && cfg.precision == "tf32")
+    spdlog::warn(
+        "precision tf32 on the cpu computes in fp32 (TensorFloat-32 is a mode of the GPU's "
+        "tensor cores)");
   s.sched = std::make_unique<RunSchedule>(cfg, s.updates_per_epoch);
   // timm's train.py makes no scheduler for sched none, so no warmup either: said, as a config
   // whose warmup_epochs stays (the recipes' 20) would otherwise train at the full lr from update 1
@@ -1266,7 +1278,9 @@ TrainResult final_report(Session& s) {
   else
     spdlog::info("done: no epoch finished yet, {}", speed);
   spdlog::info("{}", memory::format_stats(s.device));
-  if (r.corrupt_skipped > 0) spdlog::warn("{} corrupt images were skipped", r.corrupt_skipped);
+  if (r.corrupt_skipped > 0)
+    spdlog::warn("{} corrupt image{} skipped", r.corrupt_skipped,
+                 r.corrupt_skipped == 1 ? " was" : "s were");
   if (const int64_t replaced = s.ds.val->replaced_after_scan(); replaced > 0)
     spdlog::warn(
         "{} of the {} validation images failed to decode after the folder scan and were replaced "

@@ -152,6 +152,14 @@ TEST(Idx, ASplitOrDataDirItCannotReadIsNamedWithItsKey) {
       std::string::npos);
   EXPECT_NE(error_of([&] { hg::data::IdxDataset("", "train"); }).find("not set"),
             std::string::npos);
+  // the configs' default place, missing (no dataset-fashion-mnist): the package that fills it
+  const std::string debian =
+      error_of([&] { hg::data::IdxDataset("/usr/share/datasets/no-such-set", "train"); });
+  EXPECT_NE(debian.find("dataset-fashion-mnist"), std::string::npos) << debian;
+  EXPECT_EQ(error_of([&] {
+              hg::data::IdxDataset(tmp / "missing", "train");
+            }).find("dataset-fashion-mnist"),
+            std::string::npos);
 }
 
 // A gzip file cut short (a download that stopped) is named as such, not only by the data bytes

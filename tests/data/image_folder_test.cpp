@@ -604,9 +604,14 @@ TEST(ImageFolder, ASplitFolderIsFoundByTimmsSynonyms) {
   EXPECT_NE(eval.find("it has no 'train' split"), std::string::npos) << eval;
   fs::rename(tmp.path() / "training", tmp.path() / "mine");
   const std::string mine = error_of([&] { ImageFolder(tmp.path().string(), "train"); });
-  EXPECT_NE(mine.find("'" + (tmp.path() / "train").string() + "' is not a folder"),
+  EXPECT_NE(mine.find("'" + (tmp.path() / "train").string() + "' does not exist"),
             std::string::npos)
       << mine;
+  hg::test::write_bytes((tmp.path() / "train").string(), "a file, not a split");
+  const std::string file = error_of([&] { ImageFolder(tmp.path().string(), "train"); });
+  EXPECT_NE(file.find("'" + (tmp.path() / "train").string() + "' is not a folder"),
+            std::string::npos)
+      << file;
 }
 
 // val_split is a split name looked for in data_dir (timm: "validation", or its other names). Given
@@ -634,9 +639,21 @@ TEST(ImageFolder, ASplitGivenAsAPathSaysWhatWasLookedForAndWhere) {
         std::string::npos)
         << log.text();
   }
+  {  // a dataset with more classes than num_classes: the key to set, and to what
+    hg::train::Config few = cfg;
+    fs::create_directories(tmp.path() / "data/train/b");
+    hg::data::write_png(tmp / "data/train/b/0.png", hg::test::random_image(2, 2, 3, 2));
+    few.num_classes = 1;
+    const std::string m = error_of([&] { hg::data::make_datasets(few); });
+    EXPECT_NE(m.find("has 2 classes but num_classes is 1: set num_classes (--num-classes) to at "
+                     "least 2"),
+              std::string::npos)
+        << m;
+    fs::remove_all(tmp.path() / "data/train/b");
+  }
   cfg.val_split = tmp / "nothere";
   std::string msg = error_of([&] { hg::data::make_datasets(cfg); });
-  EXPECT_NE(msg.find("'" + cfg.val_split + "' is not a folder (val_split '" + cfg.val_split +
+  EXPECT_NE(msg.find("'" + cfg.val_split + "' does not exist (val_split '" + cfg.val_split +
                      "' is a path, not a split name (absolute, so data_dir '" + cfg.data_dir +
                      "' is not used for it); a split is a folder name such as train, "
                      "validation or val, looked for in data_dir); '" +

@@ -778,6 +778,43 @@ TEST_F(TrainerTest, ResumeAutoWithNoEarlierRunStartsANewOne) {
   EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);  // header + epochs 1, 2
 }
 
+// A last.safetensors cut short (a full disk, a copy that stopped) ended --resume auto and
+// --resume FILE with "cut short" and nothing else, though the run's checkpoint-N beside it could
+// be read. Both name it, with what it was written after and the option to give.
+TEST_F(TrainerTest, ACheckpointCutShortNamesTheOneBesideItThatReads) {
+  train::Config a = run_config("cut", 3);
+  a.checkpoint_hist = 2;
+  const train::TrainResult first = train::train(a, stopped_after(2));
+  const fs::path dir(first.run_dir), last = dir / "last.safetensors";
+  ASSERT_TRUE(fs::exists(dir / "checkpoint-2.safetensors"));
+  fs::resize_file(last, fs::file_size(last) / 2);
+  const std::string hint =
+      "checkpoint-2.safetensors can be read (written after epoch 2): --resume ";
+  for (const std::string& resume : {std::string("auto"), last.string()}) {
+    train::Config r = a;
+    r.resume = resume;
+    try {
+      train::train(r, quiet_options());
+      ADD_FAILURE() << "resumed from a checkpoint cut short (" << resume << ")";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("cut short"), std::string::npos) << m;
+      EXPECT_NE(m.find(hint), std::string::npos) << m;
+    }
+  }
+  // with nothing else readable beside it, no hint
+  for (const char* n : {"checkpoint-1.safetensors", "checkpoint-2.safetensors"})
+    fs::remove(dir / n);
+  train::Config r = a;
+  r.resume = last.string();
+  try {
+    train::train(r, quiet_options());
+    ADD_FAILURE() << "resumed from a checkpoint cut short";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("can be read"), std::string::npos) << e.what();
+  }
+}
+
 // --resume auto prefers a run that stopped before its own end (here: after 1 of its 2 epochs) to a
 // newer one that finished what it asked (1 of 1), even when this session's epochs would make both
 // unfinished.
