@@ -34,11 +34,18 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
   HG_CHECK(needed <= bytes, "the model of ", r.source, " (", m.model, ", ", n.trainable + n.fixed,
            " parameters: depths ", shape_str(m.depths), ", dims ", shape_str(m.dims),
            ", num_classes ", m.num_classes, ") cannot be the one in ", checkpoint, ", a file of ",
-           bytes,
-           " bytes (at least 2 bytes a weight): the config does not belong to these weights");
+           bytes, " bytes (at least 2 bytes a weight): the config does not belong to these weights",
+           stored_config_hint(r.source, checkpoint));
 }
 
 }  // namespace
+
+std::string stored_config_hint(const std::string& source, const std::string& checkpoint) {
+  if (source.rfind("the config", 0) == 0) return "";  // the stored config or the defaults
+  if (train::checkpoint_config_yaml(checkpoint).empty()) return "";
+  return str("; ", checkpoint, " stores the config it was trained with: leave the config (", source,
+             ") out to use it");
+}
 
 std::string checkpoint_file(const std::string& given, const std::string& option,
                             const std::string& what) {

@@ -26,6 +26,11 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
                                      const std::vector<std::string>& overrides,
                                      train::ImgSizeCheck img_size);
 
+/// For an error of a given config's model against `checkpoint`: "; CHECKPOINT stores the config
+/// it was trained with: leave the config out to use it" when `source` is a config file (not "the
+/// config stored in ..." or the defaults) and the checkpoint stores one, else "".
+std::string stored_config_hint(const std::string& source, const std::string& checkpoint);
+
 /// `given` as given, or for a run folder its model_best.safetensors (what a user who points at the
 /// run means; the log says which file and what the command does with it, `what`: "evaluating").
 /// Throws hg::Error naming `option` ("validate: --checkpoint") when `given` does not exist or the

@@ -86,9 +86,13 @@ ResultRow evaluate(const train::Config& cfg, const std::string& source, bool dat
                    const std::string& checkpoint, bool use_ema) {
   const Device device = train::resolve_device(cfg.device);
   ConvNeXt model(train::model_config_from(cfg), 0, DType::f32, device);
-  if (!use_ema)
-    train::load_checkpoint(checkpoint, model, nullptr);
-  else
+  if (!use_ema) {
+    try {
+      train::load_checkpoint(checkpoint, model, nullptr);
+    } catch (const Error& e) {  // a CONFIG of another model: the checkpoint's own config fits it
+      throw Error(str(e.what(), stored_config_hint(source, checkpoint)));
+    }
+  } else
     HG_CHECK(train::load_ema_weights(checkpoint, model), "validate --use-ema: checkpoint ",
              checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run kept no model_ema, or it is an export (export --ema writes the EMA as "

@@ -94,6 +94,23 @@ TEST_F(BenchData, OneRowPerDecoder) {
   EXPECT_NE(r.output.find("stage ms"), std::string::npos) << r.output;
 }
 
+// Synthetic images (and IDX files) hold no JPEG: the three default decoders were three rows of
+// the same loader. One row, said; --decoders by name still gives its rows.
+TEST_F(BenchData, DataWithoutJpegFilesIsOneRow) {
+  const std::string smoke =
+      " " HAARGRAD_SOURCE_DIR "/configs/smoke.yaml --bench-warmup 0 --bench-epochs 1";
+  const std::string out = (dir_ / "rows.json").string();
+  ProgramRun r = run_program("bench-data" + smoke + " --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("holds no JPEG files, so the decoder does not apply: one row"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(json::parse(std::ifstream(out)).size(), 1u);
+  r = run_program("bench-data" + smoke + " --decoders stb,turbo --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(std::ifstream(out)).size(), 2u);
+}
+
 TEST_F(BenchData, BadArgumentsFailWithAMessage) {
   ProgramRun r = run_program("bench-data" + args() + " --decoders turbo,nvjpg");
   EXPECT_NE(r.exit_code, 0);

@@ -156,6 +156,33 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
 
 // A run folder as --checkpoint evaluates its model_best.safetensors (the log says so); a folder
 // without one is refused with what to give.
+// A CONFIG of another model listed the keys that differ but not the way out: the checkpoint
+// stores the config it was trained with, which validate uses when CONFIG is left out.
+TEST_F(ValidateCommand, ACheckpointOfAnotherModelThanTheConfigNamesItsStoredConfig) {
+  const std::string ck = train_once() + "/last.safetensors";
+  const ProgramRun r = run_program("validate " HAARGRAD_SOURCE_DIR
+                                   "/configs/fashion_mnist.yaml --device cpu --checkpoint " +
+                                   ck);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(ck + " stores the config it was trained with: leave the config (" +
+                          HAARGRAD_SOURCE_DIR "/configs/fashion_mnist.yaml) out to use it"),
+            std::string::npos)
+      << r.output;
+  // a config of about the same size but another key (its num_classes) fails in the load: the same
+  std::string yaml = read(kSmoke);
+  yaml.replace(yaml.find("num_classes: 4"), 14, "num_classes: 3");
+  std::ofstream(file("three.yaml")) << yaml;
+  const ProgramRun k =
+      run_program("validate " + file("three.yaml") + " --device cpu --checkpoint " + ck);
+  EXPECT_EQ(k.exit_code, 1) << k.output;
+  EXPECT_NE(k.output.find("does not fit model"), std::string::npos) << k.output;
+  EXPECT_NE(k.output.find(ck + " stores the config it was trained with"), std::string::npos)
+      << k.output;
+  // without CONFIG it fits (the stored config), so there is nothing to say
+  const ProgramRun ok = run_program("validate --checkpoint " + ck);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
 TEST_F(ValidateCommand, ARunFolderMeansItsBestCheckpoint) {
   const std::string run = train_once();
   const ProgramRun folder = run_program("validate --checkpoint " + run);
