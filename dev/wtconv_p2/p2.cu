@@ -71,18 +71,22 @@ __device__ __forceinline__ void mma(const uint32_t (&a)[4], uint32_t b0, uint32_
 
 /// A fragments of 8 channels (dev/s42: a_fragments): `px` = the lane's slot at (row g, column
 /// 2c) of a plane, rows + 8 at 8 row_slots, columns + 8 at 16 slots, + 1 at 2 slots.
+/// Register f of the A fragments of 8 channels from two neighbouring staged pixels (q[0] and
+/// q[2]: 8 channels each, channel pairs a word): channel 2k's values of both pixels in a[2k][f],
+/// channel 2k + 1's in a[2k + 1][f].
+__device__ __forceinline__ void pixel_pair(const uint4* q, int f, uint32_t (&a)[8][4]) {
+  const uint4 v0 = q[0], v1 = q[2];
+  const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    a[2 * k][f] = __byte_perm(w0[k], w1[k], 0x5410);
+    a[2 * k + 1][f] = __byte_perm(w0[k], w1[k], 0x7632);
+  }
+}
+
 __device__ __forceinline__ void a_frag(const uint4* px, int row_slots, uint32_t (&a)[8][4]) {
 #pragma unroll
-  for (int f = 0; f < 4; ++f) {
-    const uint4* q = px + (f & 1) * 8 * row_slots + (f >> 1) * 16;
-    const uint4 v0 = q[0], v1 = q[2];
-    const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      a[2 * k][f] = __byte_perm(w0[k], w1[k], 0x5410);
-      a[2 * k + 1][f] = __byte_perm(w0[k], w1[k], 0x7632);
-    }
-  }
+  for (int f = 0; f < 4; ++f) pixel_pair(px + (f & 1) * 8 * row_slots + (f >> 1) * 16, f, a);
 }
 
 /// Block: channels 16 blockIdx.x .. + 15, output rows 32 (blockIdx.y % RT) .. + 31 of image
@@ -258,14 +262,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
             for (int k = 0; k < 8; ++k) a[k][f] = 0u;
             continue;
           }
-          const uint4* px = xs + sr * row_slots + n * 2 + (h ^ (cq >> 1));
-          const uint4 v0 = px[0], v1 = px[2];
-          const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            a[2 * k][f] = __byte_perm(w0[k], w1[k], 0x5410);
-            a[2 * k + 1][f] = __byte_perm(w0[k], w1[k], 0x7632);
-          }
+          pixel_pair(xs + sr * row_slots + n * 2 + (h ^ (cq >> 1)), f, a);
         }
 #pragma unroll
         for (int djc = 0; djc < 2; ++djc) {
@@ -355,6 +352,26 @@ struct Case {
 
 float bf(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
+/// The product's weights of one level (L = 1) with scales 1: base (C, 1, 5, 5) and bias (C), the
+/// level's (4C, 1, 5, 5), f32 on the GPU.
+hg::kernels::WTConvWeights product_weights(const std::vector<float>& wb,
+                                           const std::vector<float>& wl,
+                                           const std::vector<float>& bias, int C) {
+  using hg::Tensor;
+  hg::kernels::WTConvWeights w;
+  w.base_weight = Tensor::from_vector({C, 1, kK, kK}, wb).to(hg::Device::cuda);
+  w.base_bias = Tensor::from_vector({C}, bias).to(hg::Device::cuda);
+  w.base_scale = Tensor::full({1, C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda);
+  w.wavelet_weight.push_back(Tensor::from_vector({4 * C, 1, kK, kK}, wl).to(hg::Device::cuda));
+  w.wavelet_scale.push_back(Tensor::full({1, 4 * C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda));
+  return w;
+}
+
+/// `v` (B, H, W, C) as a bf16 tensor on the GPU.
+hg::Tensor bf16_on_gpu(const std::vector<float>& v, const Case& c) {
+  return hg::Tensor::from_vector({c.B, c.H, c.W, c.C}, v).to(hg::DType::bf16).to(hg::Device::cuda);
+}
+
 /// Compares the product's output `ref` (f32) with the kernel's bf16 `got` (max abs difference,
 /// bound 1.6e-2 of `scale`: two bf16 roundings apart), prints the line and returns whether it
 /// holds.
@@ -441,15 +458,8 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
   // the product's fused forward at L = 1 (scales 1, R = 0): the same operator, two passes
   using hg::Tensor;
   namespace K = hg::kernels;
-  K::WTConvWeights w;
-  w.base_weight = Tensor::from_vector({c.C, 1, kK, kK}, wb).to(hg::Device::cuda);
-  w.base_bias = Tensor::from_vector({c.C}, bias).to(hg::Device::cuda);
-  w.base_scale = Tensor::full({1, c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda);
-  w.wavelet_weight.push_back(Tensor::from_vector({4 * c.C, 1, kK, kK}, wl).to(hg::Device::cuda));
-  w.wavelet_scale.push_back(
-      Tensor::full({1, 4 * c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda));
-  const Tensor xt =
-      Tensor::from_vector({c.B, c.H, c.W, c.C}, x).to(hg::DType::bf16).to(hg::Device::cuda);
+  const K::WTConvWeights w = product_weights(wb, wl, bias, c.C);
+  const Tensor xt = bf16_on_gpu(x, c);
   if (!with_r) {
     const std::vector<float> yp = K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused)
                                       .to(hg::DType::f32)
@@ -654,17 +664,9 @@ bool run_wgrad(const Case& c, unsigned seed, int reps) {
   for (auto& v : wb) v = 0.1f * nd(gen);
   for (auto& v : wl) v = 0.1f * nd(gen);
   for (auto& v : bias) v = 0.1f * nd(gen);
-  K::WTConvWeights w;
-  w.base_weight = Tensor::from_vector({c.C, 1, kK, kK}, wb).to(hg::Device::cuda);
-  w.base_bias = Tensor::from_vector({c.C}, bias).to(hg::Device::cuda);
-  w.base_scale = Tensor::full({1, c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda);
-  w.wavelet_weight.push_back(Tensor::from_vector({4 * c.C, 1, kK, kK}, wl).to(hg::Device::cuda));
-  w.wavelet_scale.push_back(
-      Tensor::full({1, 4 * c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda));
-  const Tensor xt =
-      Tensor::from_vector({c.B, c.H, c.W, c.C}, x).to(hg::DType::bf16).to(hg::Device::cuda);
-  const Tensor gt =
-      Tensor::from_vector({c.B, c.H, c.W, c.C}, gyv).to(hg::DType::bf16).to(hg::Device::cuda);
+  const K::WTConvWeights w = product_weights(wb, wl, bias, c.C);
+  const Tensor xt = bf16_on_gpu(x, c);
+  const Tensor gt = bf16_on_gpu(gyv, c);
   const K::WTConvGrads pg = K::cuda::wtconv_backward(xt, w, gt, 1, true, K::WTConvMode::fused);
   std::vector<double> gb, gl;
   filter_grads(dE, c.C, gb, gl);
