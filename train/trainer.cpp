@@ -1486,7 +1486,11 @@ void leave_rank_error(const Session& s, const std::string& what) {
 void record_failure(const Session& s, const std::string& what) {
   if (s.paths.dir.empty()) return;  // no run folder yet (rank 0's error names what failed)
   if (!dist::is_main()) return leave_rank_error(s, what);
-  if (!s.training && give_back_folder(s)) return;
+  if (!s.training && give_back_folder(s)) {  // said: the log named the folder a moment before
+    spdlog::info("run folder {} {}: the run failed before its first step", s.paths.dir.string(),
+                 s.created ? "removed" : "left empty, as it was found");
+    return;
+  }
   if (s.console) s.console->log_file_only(spdlog::level::err, what);
 }
 
