@@ -20,8 +20,11 @@
 // over E and against the product's fused forward (L = 1, R = 0), then times the WTConvNeXt-T stage
 // shapes (B = 64). At the small shapes it also checks the backward data: the same kernel with the
 // adjoint's parity kernels (adjoint_kernels) against the adjoint's definition and against the
-// product's fused grad_x at L = 1. Exit status 1 when a check fails. Not run yet (no device time
-// was left).
+// product's fused grad_x at L = 1. Then the whole forward at L levels the period-2 way (run_full:
+// the LL band, the levels >= 1 by the product, one p2 pass) against the product's forward at L,
+// checked at odd shapes and timed at the stage shapes (L = 5, 4, 3, 2); then the weight gradient
+// (run_wgrad). Exit status 1 when a check fails. Not run yet (no device time was left in the
+// forty-second and forty-third sessions).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -91,10 +94,10 @@ __device__ __forceinline__ void a_frag(const uint4* px, int row_slots, uint32_t 
 
 /// Block: channels 16 blockIdx.x .. + 15, output rows 32 (blockIdx.y % RT) .. + 31 of image
 /// blockIdx.y / RT, every column. E: (C, 2, 2, 11, 11) f32 (E[c][p][q][5 + di][5 + dj]); R:
-/// (B, ceil(H / 2), ceil(W / 2), C) f32 or null.
+/// (B, ceil(H / 2), ceil(W / 2), C) bf16 or null.
 __global__ void __launch_bounds__(32 * kWarps, 1)
     p2_forward_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ E,
-                      const float* __restrict__ bias, const float* __restrict__ R, Dims d,
+                      const float* __restrict__ bias, const __nv_bfloat16* __restrict__ R, Dims d,
                       __nv_bfloat16* __restrict__ y) {
   extern __shared__ uint4 smem[];
   const int PR = (kRS + 1) / 2, plane_slots = PR * d.rw * 2, row_slots = 2 * d.rw;
@@ -158,12 +161,15 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
         if (j >= d.W) continue;
         const int c = c0 + 8 * h;
         float r[8] = {};
-        if (R) {
-          const float4* rp = reinterpret_cast<const float4*>(
+        if (R) {  // 8 channels, 16 bytes
+          const uint4 rv = *reinterpret_cast<const uint4*>(
               R + ((int64_t(img) * ((d.H + 1) / 2) + i / 2) * ((d.W + 1) / 2) + j / 2) * d.C + c);
-          const float4 r0 = rp[0], r1 = rp[1];
-          r[0] = r0.x, r[1] = r0.y, r[2] = r0.z, r[3] = r0.w;
-          r[4] = r1.x, r[5] = r1.y, r[6] = r1.z, r[7] = r1.w;
+          const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            r[2 * q] = __uint_as_float(rw[q] << 16);
+            r[2 * q + 1] = __uint_as_float(rw[q] & 0xffff0000u);
+          }
         }
         uint32_t o[4];
 #pragma unroll
@@ -297,6 +303,37 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
       }
 }
 
+/// The Haar LL band of x, the input of level 1 (docs/wtconv.md: (a + b + c + d) / 2, x zero
+/// outside: odd sizes): ll (B, ceil(H / 2), ceil(W / 2), C) bf16, an f32 sum; a thread 8 channels.
+__global__ void ll_kernel(const __nv_bfloat16* __restrict__ x, int B, int H, int W, int C,
+                          __nv_bfloat16* __restrict__ ll) {
+  const int H2 = (H + 1) / 2, W2 = (W + 1) / 2, C8 = C / 8;
+  const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= int64_t(B) * H2 * W2 * C8) return;
+  const int c = int(e % C8) * 8;
+  const int64_t px = e / C8;
+  const int j = int(px % W2), i = int(px / W2 % H2), b = int(px / (int64_t(W2) * H2));
+  float s[8] = {};
+  for (int a = 0; a < 2; ++a)
+    for (int bb = 0; bb < 2; ++bb) {
+      const int ii = 2 * i + a, jj = 2 * j + bb;
+      if (ii >= H || jj >= W) continue;
+      const uint4 v = *reinterpret_cast<const uint4*>(x + ((int64_t(b) * H + ii) * W + jj) * C + c);
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        s[2 * q] += __uint_as_float(w[q] << 16);
+        s[2 * q + 1] += __uint_as_float(w[q] & 0xffff0000u);
+      }
+    }
+  uint4 o;
+  o.x = pack2(0.5f * s[0], 0.5f * s[1]);
+  o.y = pack2(0.5f * s[2], 0.5f * s[3]);
+  o.z = pack2(0.5f * s[4], 0.5f * s[5]);
+  o.w = pack2(0.5f * s[6], 0.5f * s[7]);
+  *reinterpret_cast<uint4*>(ll + e * 8) = o;
+}
+
 /// E of every channel (host, double): the base taps plus the level-0 branch through the Haar
 /// signs (sigma_s(a, b): s = 0 all +; 1: + top, - bottom; 2: + left, - right; 3: + on the
 /// diagonal).
@@ -402,23 +439,26 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
   for (auto& v : wl) v = 0.1f * nd(gen);
   for (auto& v : bias) v = 0.1f * nd(gen);
   if (with_r)
-    for (auto& v : R) v = nd(gen);
+    for (auto& v : R) v = bf(nd(gen));  // stored as bf16, as the product's level outputs
   const std::vector<float> E = parity_kernels(wb, wl, c.C);
   Dims d{c.B, c.H, c.W, c.C, (c.W + 7) / 8, 0};
   d.rw = staged_width(d.T);
   std::vector<__nv_bfloat16> xh(n);
   for (size_t i = 0; i < n; ++i) xh[i] = __float2bfloat16_rn(x[i]);
   __nv_bfloat16 *dx, *dy;
-  float *dE, *db, *dR;
+  float *dE, *db;
+  __nv_bfloat16* dR;
   CK(cudaMalloc(&dx, n * 2));
   CK(cudaMalloc(&dy, n * 2));
   CK(cudaMalloc(&dE, E.size() * 4));
   CK(cudaMalloc(&db, bias.size() * 4));
-  CK(cudaMalloc(&dR, nr * 4));
+  CK(cudaMalloc(&dR, nr * 2));
   CK(cudaMemcpy(dx, xh.data(), n * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(db, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dR, R.data(), nr * 4, cudaMemcpyHostToDevice));
+  std::vector<__nv_bfloat16> Rh(nr);
+  for (size_t i = 0; i < nr; ++i) Rh[i] = __float2bfloat16_rn(R[i]);
+  CK(cudaMemcpy(dR, Rh.data(), nr * 2, cudaMemcpyHostToDevice));
   CK(cudaMemset(dy, 0xff, n * 2));  // poisoned: NaN where nothing is written
   const size_t smem = smem_bytes(d);
   CK(cudaFuncSetAttribute(p2_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -535,6 +575,95 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
   CK(cudaFree(dE));
   CK(cudaFree(db));
   CK(cudaFree(dR));
+  return ok;
+}
+
+/// The whole forward at L levels the period-2 way, against the product's fused forward at L:
+/// ll_1 = Haar LL of x (ll_kernel); R = the levels >= 1 term, here the product's own forward on
+/// ll_1 with levels 1 .. L - 1 and a zero base conv and bias (its output is exactly the
+/// reconstruction that level 0's LL band receives, docs/wtconv.md); then one p2 pass with R. The
+/// timing of that R is pessimistic: the product also runs its zero base conv on ll_1 (a quarter
+/// of x). Returns false when y differs from the product's by more than two bf16 roundings.
+bool run_full(const Case& c, int L, unsigned seed, int reps) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int H2 = (c.H + 1) / 2, W2 = (c.W + 1) / 2;
+  std::vector<float> x(size_t(c.B) * c.H * c.W * c.C), wb(size_t(c.C) * kK * kK), bias(c.C);
+  for (auto& v : x) v = bf(nd(gen));
+  for (auto& v : wb) v = 0.1f * nd(gen);
+  for (auto& v : bias) v = 0.1f * nd(gen);
+  std::vector<std::vector<float>> wl(L, std::vector<float>(size_t(c.C) * 4 * kK * kK));
+  for (auto& lv : wl)
+    for (auto& v : lv) v = 0.1f * nd(gen);
+  using hg::Tensor;
+  namespace K = hg::kernels;
+  K::WTConvWeights w = product_weights(wb, wl[0], bias, c.C);
+  for (int l = 1; l < L; ++l) {
+    w.wavelet_weight.push_back(
+        Tensor::from_vector({4 * c.C, 1, kK, kK}, wl[l]).to(hg::Device::cuda));
+    w.wavelet_scale.push_back(
+        Tensor::full({1, 4 * c.C, 1, 1}, 1.0, hg::DType::f32, hg::Device::cuda));
+  }
+  // the levels >= 1 alone: zero base conv and bias, levels 1 .. L - 1
+  K::WTConvWeights upper;
+  upper.base_weight = Tensor::full({c.C, 1, kK, kK}, 0.0, hg::DType::f32, hg::Device::cuda);
+  upper.base_bias = Tensor::full({c.C}, 0.0, hg::DType::f32, hg::Device::cuda);
+  upper.base_scale = w.base_scale;
+  upper.wavelet_weight.assign(w.wavelet_weight.begin() + 1, w.wavelet_weight.end());
+  upper.wavelet_scale.assign(w.wavelet_scale.begin() + 1, w.wavelet_scale.end());
+  const Tensor xt = bf16_on_gpu(x, c);
+  const Tensor ll = Tensor::empty({c.B, H2, W2, c.C}, hg::DType::bf16, hg::Device::cuda);
+  const Tensor y = Tensor::empty({c.B, c.H, c.W, c.C}, hg::DType::bf16, hg::Device::cuda);
+  const std::vector<float> E = parity_kernels(wb, wl[0], c.C);
+  float *dE, *db;
+  CK(cudaMalloc(&dE, E.size() * 4));
+  CK(cudaMalloc(&db, bias.size() * 4));
+  CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(db, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  Dims d{c.B, c.H, c.W, c.C, (c.W + 7) / 8, 0};
+  d.rw = staged_width(d.T);
+  const size_t smem = smem_bytes(d);
+  CK(cudaFuncSetAttribute(p2_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          int(smem)));
+  const dim3 grid(unsigned(c.C / kCh), unsigned(c.B * ((c.H + kRows - 1) / kRows)));
+  const cudaStream_t st = cudaStreamPerThread;  // the product's stream too (core/cuda_stream.h)
+  auto pass = [&] {
+    const int64_t n8 = int64_t(c.B) * H2 * W2 * c.C / 8;
+    ll_kernel<<<unsigned((n8 + 255) / 256), 256, 0, st>>>(
+        reinterpret_cast<const __nv_bfloat16*>(xt.data_ptr()), c.B, c.H, c.W, c.C,
+        reinterpret_cast<__nv_bfloat16*>(ll.data_ptr()));
+    CK(cudaGetLastError());
+    const Tensor R = L > 1 ? K::cuda::wtconv_forward(ll, upper, 1, K::WTConvMode::fused) : Tensor();
+    p2_forward_kernel<<<grid, dim3(32, kWarps), smem, st>>>(
+        reinterpret_cast<const __nv_bfloat16*>(xt.data_ptr()), dE, db,
+        L > 1 ? reinterpret_cast<const __nv_bfloat16*>(R.data_ptr()) : nullptr, d,
+        reinterpret_cast<__nv_bfloat16*>(y.data_ptr()));
+    CK(cudaGetLastError());
+  };
+  pass();
+  CK(cudaStreamSynchronize(st));
+  const std::vector<float> got = y.to(hg::DType::f32).to_vector<float>();
+  const std::vector<float> ref =
+      K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused).to(hg::DType::f32).to_vector<float>();
+  double e = 0, m = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    e = std::max(e, std::isfinite(got[i]) ? std::fabs(double(got[i]) - ref[i]) : INFINITY);
+    m = std::max(m, std::fabs(double(ref[i])));
+  }
+  const bool ok = e <= 1.6e-2 * m;
+  std::printf("%-16s B %d %3dx%-3d C %3d L %d: max |y - product| %.3g of max |y| %.3g (%s)\n",
+              "p2 full forward", c.B, c.H, c.W, c.C, L, e, m, ok ? "ok" : "FAILED");
+  if (reps > 0) {
+    const float t_p2 = median_ms(pass, reps);
+    const float t_wt =
+        median_ms([&] { K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused); }, reps);
+    std::printf(
+        "%-16s time (ms): LL + levels >= 1 (product) + p2 %.4f, product WTConv L = %d "
+        "forward %.4f\n",
+        "", t_p2, L, t_wt);
+  }
+  CK(cudaFree(dE));
+  CK(cudaFree(db));
   return ok;
 }
 
@@ -724,6 +853,13 @@ int main(int argc, char** argv) {
   for (const Case& c :
        {Case{64, 56, 56, 96}, Case{64, 28, 28, 192}, Case{64, 14, 14, 384}, Case{64, 7, 7, 768}})
     ok &= run(c, 7, false, reps);
+  ok &= run_full({2, 19, 21, 16}, 3, 21, 0);
+  ok &= run_full({1, 40, 33, 32}, 4, 22, 0);
+  ok &= run_full({2, 13, 11, 16}, 1, 23, 0);
+  for (const auto& [cs, L] :
+       {std::pair{Case{64, 56, 56, 96}, 5}, std::pair{Case{64, 28, 28, 192}, 4},
+        std::pair{Case{64, 14, 14, 384}, 3}, std::pair{Case{64, 7, 7, 768}, 2}})
+    ok &= run_full(cs, L, 24, reps);
   ok &= run_wgrad({2, 19, 21, 16}, 11, 0);
   ok &= run_wgrad({1, 13, 11, 32}, 12, 0);
   ok &= run_wgrad({1, 40, 33, 16}, 13, 0);
