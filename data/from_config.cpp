@@ -99,7 +99,8 @@ TransformOptions make_transform_options(const train::Config& cfg, bool train) {
   t.std = cfg.std;
   t.interpolation = cfg.interpolation;  // evaluation's resize
   if (train) {
-    t.interpolation = cfg.train_interpolation;
+    // "" is the evaluation's filter (timm: train_interpolation falls back to interpolation)
+    if (!cfg.train_interpolation.empty()) t.interpolation = cfg.train_interpolation;
     t.auto_augment = cfg.aa;
     t.color_jitter = cfg.color_jitter;
     t.random_erasing.probability = cfg.reprob;

@@ -217,8 +217,9 @@ const std::vector<Field>& table() {
       {"ratio", &Config::ratio, above(0).len(2, 2),
        "random-resized-crop aspect ratio range (w/h) [min, max] (train)"},
       {"train_interpolation", &Config::train_interpolation,
-       one_of({"random", "bilinear", "bicubic", "nearest"}),
-       "resize filter of the train crop (random: one of bilinear / bicubic per image)"},
+       one_of({"random", "bilinear", "bicubic", "nearest", ""}),
+       "resize filter of the train crop (random: one of bilinear / bicubic per image; \"\" = "
+       "interpolation's, as timm)"},
       {"interpolation", &Config::interpolation, one_of({"bicubic", "bilinear", "nearest"}),
        "resize filter of evaluation (timm: the model's, bicubic for ConvNeXt)"},
       {"color_jitter", &Config::color_jitter, at_least(0).len(3, 4).or_number(),
@@ -250,10 +251,11 @@ const std::vector<Field>& table() {
       {"opt", &Config::opt, one_of_any_case({"adamw", "sgd", "nesterov", "momentum"}),
        "optimizer (timm's names): adamw; sgd (or nesterov, as timm) = SGD with Nesterov momentum; "
        "momentum = SGD with classical momentum"},
-      // 0 is a run whose weights never move (timm allows it: debugging, measuring throughput)
+      // 0 is a run whose weights never move (debugging, measuring throughput); timm's train.py
+      // reads 0 as unset (`if not args.lr`) and takes lr_base: README, "Configs and runs"
       {"lr", &Config::lr, at_least(0),
-       "peak learning rate (0 = the weights never change); null = lr_base x global batch / "
-       "lr_base_size (timm)"},
+       "peak learning rate (0 = the weights never change, with warmup_epochs 0; timm reads 0 as "
+       "null); null = lr_base x global batch / lr_base_size (timm)"},
       {"lr_base", &Config::lr_base, above(0),
        "learning rate at a global batch (batch_size x processes x grad_accum_steps) of "
        "lr_base_size, used when lr is null"},
@@ -270,8 +272,8 @@ const std::vector<Field>& table() {
       {"clip_grad", &Config::clip_grad, above(0),
        "clip the global gradient norm to this; null = off"},
       {"sched", &Config::sched, one_of({"cosine", "none"}),
-       "learning-rate schedule: cosine (after the warmup), or none (lr throughout, no warmup, as "
-       "timm)"},
+       "learning-rate schedule: cosine (after the warmup), or none (lr throughout, no warmup: "
+       "timm's train.py makes no scheduler for it)"},
       {"warmup_epochs", &Config::warmup_epochs, at_least(0),
        "epochs of linear warmup from warmup_lr to lr (sched cosine; sched none has none)"},
       {"warmup_lr", &Config::warmup_lr, at_least(0), "learning rate at the start of warmup"},
@@ -307,7 +309,8 @@ const std::vector<Field>& table() {
        "CPU threads of the kernels; "
        "0 = $OMP_NUM_THREADS if set, else the cores this process may use"},
       {"log_interval", &Config::log_interval, at_least(1),
-       "steps between log lines (when not on a terminal)"},
+       "optimizer updates between log lines (when not on a terminal): the first update of an "
+       "epoch, every log_interval-th after it and the epoch's last batch log, as timm"},
       {"checkpoint_hist", &Config::checkpoint_hist, at_least(0),
        "best checkpoint-<epoch> files kept"},
       {"resume", &Config::resume, a_path(),
@@ -363,8 +366,10 @@ Where where_of(const YAML::Node& node, const Where& fallback) {
 // "". (timm's short options -b, -vb and -j are taken as they are: apply_overrides.)
 std::string timm_spelling(const std::string& key) {
   static const std::map<std::string, std::string> hints = {
-      {"amp", "timm's --amp is --precision bf16 here"},
-      {"amp_dtype", "timm's --amp-dtype is --precision bf16 here"},
+      {"amp",
+       "timm's --amp (float16 with loss scaling; --amp-dtype bfloat16 for bf16) is "
+       "--precision bf16 here (bf16 needs no loss scaling)"},
+      {"amp_dtype", "timm's --amp-dtype bfloat16 is --precision bf16 here (no float16)"},
       {"channels_last",
        "timm's --channels-last is how haargrad always runs (NHWC activations): leave it out"},
       {"torchcompile",

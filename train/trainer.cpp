@@ -829,6 +829,16 @@ Tensor graph_step(Session& s, const data::Batch& b) {
   return g.loss;
 }
 
+// Whether micro-batch `step` (1-based in its epoch) logs, as timm's train.py does: at the
+// updates whose index in the epoch (0-based) is a multiple of log_interval, and at the epoch's last
+// micro-batch. With grad_accum_steps > 1 that counts updates, not micro-batches (a line every
+// micro-batch multiple of log_interval was accum times too often).
+bool log_point(const Session& s, int64_t step) {
+  if (step == s.steps_per_epoch) return true;
+  if (step % s.accum != 0) return false;  // not the end of an update
+  return (step / s.accum - 1) % s.cfg.log_interval == 0;
+}
+
 // One micro-batch: forward, loss, backward (gradients averaged over the ranks on an update's last
 // micro-step), and the optimizer update when one is due; as one CUDA graph where it can be.
 void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& p) {
@@ -868,8 +878,7 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
   ++p.step;
   // Every rank reads the same batch size (training shards are padded to equal length).
   p.images_timed += b.labels.numel() * dist::size();
-  if (s.losses->full() || p.step % s.cfg.log_interval == 0 || p.step == s.steps_per_epoch)
-    read_losses(s, epoch, p);
+  if (s.losses->full() || log_point(s, p.step)) read_losses(s, epoch, p);
   if (last_micro) {
     if (!graphed) {  // the graph's step made the update
       s.dp->clip_and_step(*s.opt, s.cfg.clip_grad);
@@ -880,17 +889,17 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
   }
 }
 
-// The progress bar on a terminal, else a log line every log_interval steps.
+// The progress bar on a terminal, else a log line at each log point (log_point).
 void report_progress(Session& s, int64_t epoch, const EpochProgress& p, double secs) {
   const double lr_now = s.lr;
   const double ips = secs > 0 ? static_cast<double>(p.images_timed) / secs : 0.0;
-  // The loss as of the last read (read_losses: every log_interval steps).
+  // The loss as of the last read (read_losses: at each log point).
   const double loss = p.images > 0 ? p.loss_sum / static_cast<double>(p.images) : std::nan("");
   if (s.console->is_terminal()) {
     s.console->update_bar(
         p.step, str("loss ", fmt::format("{:.4f}", loss), " lr ", fmt::format("{:.3g}", lr_now),
                     " ", fmt::format("{:.0f}", ips), " img/s"));
-  } else if (p.step % s.cfg.log_interval == 0 || p.step == s.steps_per_epoch) {
+  } else if (log_point(s, p.step)) {
     spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.3g} {:.0f} img/s", epoch + 1,
                  s.cfg.epochs, p.step, s.steps_per_epoch, loss, lr_now, ips);
   }
@@ -1440,7 +1449,9 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   s.st.world_size = dist::size();
   create_ema(s);
   create_thread_tuner(s);
-  s.losses = std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval, 1), s.device);
+  // the micro-batches between two log points (log_interval updates)
+  s.losses =
+      std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval * s.accum, 1), s.device);
   if (s.opts.before_training) s.opts.before_training();
   if (std::optional<TrainResult> stopped = start_training(s)) return *stopped;
   carry_best_into_folder(s);

@@ -200,6 +200,12 @@ TEST(AugmentPipeline, ConfigKeysReachTheTransform) {
   EXPECT_EQ(t.random_erasing.max_count, 2);
   EXPECT_EQ(t.color_jitter, cfg.color_jitter);
   EXPECT_EQ(t.interpolation, "bicubic");
+  {  // timm: an empty train_interpolation is the evaluation's interpolation
+    hg::train::Config same = cfg;
+    same.train_interpolation = "";
+    same.interpolation = "nearest";
+    EXPECT_EQ(make_transform_options(same, true).interpolation, "nearest");
+  }
   const TransformOptions e = make_transform_options(cfg, false);  // eval: none of it
   EXPECT_EQ(e.auto_augment, "");
   EXPECT_EQ(e.random_erasing.probability, 0.0);

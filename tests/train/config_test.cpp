@@ -172,7 +172,9 @@ TEST_F(ConfigTest, TimmArgsYamlUnsetValuesMeanTheDefaults) {
 // not needed), as a lone unknown key's message does.
 TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
   expect_contains(load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
-                  {"3 unknown keys", path_, "'amp' (line 1; timm's --amp is --precision bf16 here)",
+                  {"3 unknown keys", path_,
+                   "'amp' (line 1; timm's --amp (float16 with loss scaling; --amp-dtype bfloat16 "
+                   "for bf16) is --precision bf16 here (bf16 needs no loss scaling))",
                    "'channels_last' (line 3; timm's --channels-last is how haargrad always runs",
                    "'lrr' (line 4; did you mean 'lr'"});
   expect_contains(load_error("epoch: 3\nlearning_rate: 0.1\n"),
@@ -501,7 +503,8 @@ TEST_F(ConfigTest, AListKeyTakesSeparateWordsAsTimmsCommandLine) {
 // TimmsShortOptionsAreTheirKeys).
 TEST_F(ConfigTest, TimmsOptionsOfOtherNamesSayTheKeyToUse) {
   expect_contains(override_error({"--amp"}),
-                  {"unknown key 'amp' (command line): timm's --amp is --precision bf16 here"});
+                  {"unknown key 'amp' (command line): timm's --amp (float16 with loss scaling; "
+                   "--amp-dtype bfloat16 for bf16) is --precision bf16 here"});
   expect_contains(override_error({"--pretrained"}),
                   {"timm's --pretrained is --initial-checkpoint FILE.safetensors here"});
   expect_contains(override_error({"--input-size", "3", "224", "224"}),
@@ -512,7 +515,9 @@ TEST_F(ConfigTest, TimmsOptionsOfOtherNamesSayTheKeyToUse) {
                    "--drop-path here"});
   // in a file too (a timm args.yaml holds amp)
   expect_contains(load_error("amp: true\n"),
-                  {"unknown key 'amp'", "timm's --amp is --precision bf16 here"});
+                  {"unknown key 'amp'",
+                   "timm's --amp (float16 with loss scaling; --amp-dtype bfloat16 for bf16) is "
+                   "--precision bf16 here"});
 }
 
 TEST_F(ConfigTest, CommandLineOverrides) {

@@ -322,6 +322,30 @@ TEST_F(TrainerTest, ADivergedResumeKeepsArgsYaml) {
   EXPECT_EQ(lines(run / "args.yaml"), args);
 }
 
+// log_interval counted micro-batches, so grad_accum_steps 3 logged three times an update; timm's
+// train.py logs at the updates whose index in the epoch is a multiple of log_interval (the first
+// included) and at the epoch's last batch. The smoke run has 3 micro-batches an epoch.
+TEST_F(TrainerTest, LogIntervalCountsUpdatesAsTimm) {
+  auto steps_logged = [&](int64_t accum, int64_t interval) {
+    train::Config c = smoke_config(root_.string());
+    c.epochs = 1;
+    c.grad_accum_steps = accum;
+    c.log_interval = interval;
+    c.experiment = str("log", accum, "_", interval);
+    ::testing::internal::CaptureStdout();
+    train::train(c, quiet_options());
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    std::string steps;
+    for (const char* st : {"step 1/3 ", "step 2/3 ", "step 3/3 "})
+      steps += out.find(st) != std::string::npos ? st[5] : '-';
+    return steps;
+  };
+  EXPECT_EQ(steps_logged(1, 1), "123");
+  EXPECT_EQ(steps_logged(1, 2), "1-3");  // updates 0 and 2
+  EXPECT_EQ(steps_logged(3, 1), "--3");  // one update, at the last micro-batch
+  EXPECT_EQ(steps_logged(2, 1), "-23");  // update 0 ends at 2; 3 is the epoch's last
+}
+
 // A run that fails before its first step (here: no data folder) gives back the folder it claimed:
 // one it made goes; one it found empty (made by the user) stays empty, and the next run of that
 // name takes it.
