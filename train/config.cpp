@@ -385,7 +385,27 @@ std::string timm_spelling(const std::string& key) {
       {"class_map",
        "timm's class_map is not supported: the class index is the class folder's position in "
        "sorted order (torchvision's ImageFolder), the same in both splits; name the folders so "
-       "that they sort in the order you want"}};
+       "that they sort in the order you want"},
+      // timm keys whose value in its defaults is haargrad's only behaviour (a timm args.yaml
+      // holds them): said as such, not "did you mean 'log_interval'?" for val_interval
+      {"val_interval",
+       "timm's --val-interval (default 1) is how haargrad runs: it evaluates after "
+       "every epoch; leave it out"},
+      {"eval_metric",
+       "timm's --eval-metric (default top1) is how haargrad ranks checkpoints (the "
+       "EMA's top-1 with a model EMA); leave it out"},
+      {"cooldown_epochs",
+       "timm's --cooldown-epochs (default 0) has no counterpart: the cosine "
+       "ends at min_lr after epochs; leave it out"},
+      {"clip_mode",
+       "timm's --clip-mode (default norm) is how clip_grad clips (the global "
+       "gradient norm); leave it out"},
+      {"opt_eps",
+       "timm's --opt-eps is AdamW's eps, fixed here at torch's default 1e-8 (timm's "
+       "default None); leave it out"},
+      {"opt_betas",
+       "timm's --opt-betas are AdamW's betas, fixed here at torch's default (0.9, "
+       "0.999) (timm's default None); leave it out"}};
   const auto it = hints.find(key);
   return it == hints.end() ? "" : it->second;
 }

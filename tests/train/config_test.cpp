@@ -171,6 +171,12 @@ TEST_F(ConfigTest, TimmArgsYamlUnsetValuesMeanTheDefaults) {
 // misspelt one with the keys it is close to and each timm key with what it is here (or that it is
 // not needed), as a lone unknown key's message does.
 TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
+  // timm keys whose default is haargrad's only behaviour say so (val_interval was "did you mean
+  // 'log_interval'?")
+  expect_contains(
+      load_error("val_interval: 1\neval_metric: top1\nopt_eps: null\n"),
+      {"'val_interval' (line 1; timm's --val-interval (default 1) is how haargrad runs",
+       "'eval_metric' (line 2; timm's --eval-metric (default top1)", "'opt_eps' (line 3"});
   expect_contains(load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
                   {"3 unknown keys", path_,
                    "'amp' (line 1; timm's --amp (float16 with loss scaling; --amp-dtype bfloat16 "
