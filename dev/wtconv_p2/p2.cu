@@ -22,9 +22,9 @@
 // adjoint's parity kernels (adjoint_kernels) against the adjoint's definition and against the
 // product's fused grad_x at L = 1. Then the whole forward at L levels the period-2 way (run_full:
 // the LL band, the levels >= 1 by the product, one p2 pass) against the product's forward at L,
-// checked at odd shapes and timed at the stage shapes (L = 5, 4, 3, 2); then the weight gradient
-// (run_wgrad). Exit status 1 when a check fails. Not run yet (no device time was left in the
-// forty-second and forty-third sessions).
+// and grad_x the same way against its backward, checked at odd shapes and timed at the stage
+// shapes (L = 5, 4, 3, 2); then the weight gradient (run_wgrad). Exit status 1 when a check fails.
+// Not run yet (no device time was left in the forty-second and forty-third sessions).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -583,13 +583,20 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
 /// ll_1 with levels 1 .. L - 1 and a zero base conv and bias (its output is exactly the
 /// reconstruction that level 0's LL band receives, docs/wtconv.md); then one p2 pass with R. The
 /// timing of that R is pessimistic: the product also runs its zero base conv on ll_1 (a quarter
-/// of x). Returns false when y differs from the product's by more than two bf16 roundings.
-bool run_full(const Case& c, int L, unsigned seed, int reps) {
+/// of x). With `adjoint`, grad_x of the same layer (grad_y = a random G) against the product's
+/// fused backward: the operator is linear, so grad_x = the p2 pass with the adjoint kernels E' on
+/// G, no bias, plus half of T'(LL(G)) at each pixel, T' the levels >= 1's adjoint: the product's
+/// grad_x of that zero-base layer with grad_y = LL(G) (the 2 x 2 block sums / 2 are the adjoint of
+/// R / 2 at each pixel); pessimistic again, as that backward also forms its weight gradients.
+/// Returns false when the result differs from the product's by more than two bf16 roundings.
+bool run_full(const Case& c, int L, bool adjoint, unsigned seed, int reps) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   const int H2 = (c.H + 1) / 2, W2 = (c.W + 1) / 2;
-  std::vector<float> x(size_t(c.B) * c.H * c.W * c.C), wb(size_t(c.C) * kK * kK), bias(c.C);
+  std::vector<float> x(size_t(c.B) * c.H * c.W * c.C), wb(size_t(c.C) * kK * kK), bias(c.C),
+      gy(x.size());
   for (auto& v : x) v = bf(nd(gen));
+  for (auto& v : gy) v = bf(nd(gen));
   for (auto& v : wb) v = 0.1f * nd(gen);
   for (auto& v : bias) v = 0.1f * nd(gen);
   std::vector<std::vector<float>> wl(L, std::vector<float>(size_t(c.C) * 4 * kK * kK));
@@ -611,10 +618,13 @@ bool run_full(const Case& c, int L, unsigned seed, int reps) {
   upper.base_scale = w.base_scale;
   upper.wavelet_weight.assign(w.wavelet_weight.begin() + 1, w.wavelet_weight.end());
   upper.wavelet_scale.assign(w.wavelet_scale.begin() + 1, w.wavelet_scale.end());
-  const Tensor xt = bf16_on_gpu(x, c);
+  const Tensor xt = bf16_on_gpu(x, c), gt = bf16_on_gpu(gy, c);
+  const Tensor in = adjoint ? gt : xt;  // what the pass reads: x, or grad_y for grad_x
   const Tensor ll = Tensor::empty({c.B, H2, W2, c.C}, hg::DType::bf16, hg::Device::cuda);
   const Tensor y = Tensor::empty({c.B, c.H, c.W, c.C}, hg::DType::bf16, hg::Device::cuda);
-  const std::vector<float> E = parity_kernels(wb, wl[0], c.C);
+  const std::vector<float> E = adjoint ? adjoint_kernels(parity_kernels(wb, wl[0], c.C), c.C)
+                                       : parity_kernels(wb, wl[0], c.C);
+  if (adjoint) std::fill(bias.begin(), bias.end(), 0.f);  // grad_x has no bias term
   float *dE, *db;
   CK(cudaMalloc(&dE, E.size() * 4));
   CK(cudaMalloc(&db, bias.size() * 4));
@@ -630,12 +640,15 @@ bool run_full(const Case& c, int L, unsigned seed, int reps) {
   auto pass = [&] {
     const int64_t n8 = int64_t(c.B) * H2 * W2 * c.C / 8;
     ll_kernel<<<unsigned((n8 + 255) / 256), 256, 0, st>>>(
-        reinterpret_cast<const __nv_bfloat16*>(xt.data_ptr()), c.B, c.H, c.W, c.C,
+        reinterpret_cast<const __nv_bfloat16*>(in.data_ptr()), c.B, c.H, c.W, c.C,
         reinterpret_cast<__nv_bfloat16*>(ll.data_ptr()));
     CK(cudaGetLastError());
-    const Tensor R = L > 1 ? K::cuda::wtconv_forward(ll, upper, 1, K::WTConvMode::fused) : Tensor();
+    Tensor R;
+    if (L > 1)
+      R = adjoint ? K::cuda::wtconv_backward(ll, upper, ll, 1, true, K::WTConvMode::fused).x
+                  : K::cuda::wtconv_forward(ll, upper, 1, K::WTConvMode::fused);
     p2_forward_kernel<<<grid, dim3(32, kWarps), smem, st>>>(
-        reinterpret_cast<const __nv_bfloat16*>(xt.data_ptr()), dE, db,
+        reinterpret_cast<const __nv_bfloat16*>(in.data_ptr()), dE, db,
         L > 1 ? reinterpret_cast<const __nv_bfloat16*>(R.data_ptr()) : nullptr, d,
         reinterpret_cast<__nv_bfloat16*>(y.data_ptr()));
     CK(cudaGetLastError());
@@ -643,24 +656,26 @@ bool run_full(const Case& c, int L, unsigned seed, int reps) {
   pass();
   CK(cudaStreamSynchronize(st));
   const std::vector<float> got = y.to(hg::DType::f32).to_vector<float>();
-  const std::vector<float> ref =
-      K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused).to(hg::DType::f32).to_vector<float>();
+  auto product = [&] {  // the product's forward, or its backward (grad_x and the weights)
+    return adjoint ? K::cuda::wtconv_backward(xt, w, gt, 1, true, K::WTConvMode::fused).x
+                   : K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused);
+  };
+  const std::vector<float> ref = product().to(hg::DType::f32).to_vector<float>();
   double e = 0, m = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     e = std::max(e, std::isfinite(got[i]) ? std::fabs(double(got[i]) - ref[i]) : INFINITY);
     m = std::max(m, std::fabs(double(ref[i])));
   }
   const bool ok = e <= 1.6e-2 * m;
-  std::printf("%-16s B %d %3dx%-3d C %3d L %d: max |y - product| %.3g of max |y| %.3g (%s)\n",
-              "p2 full forward", c.B, c.H, c.W, c.C, L, e, m, ok ? "ok" : "FAILED");
+  std::printf("%-16s B %d %3dx%-3d C %3d L %d: max |out - product| %.3g of max |out| %.3g (%s)\n",
+              adjoint ? "p2 full grad_x" : "p2 full forward", c.B, c.H, c.W, c.C, L, e, m,
+              ok ? "ok" : "FAILED");
   if (reps > 0) {
     const float t_p2 = median_ms(pass, reps);
-    const float t_wt =
-        median_ms([&] { K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused); }, reps);
+    const float t_wt = median_ms(product, reps);
     std::printf(
-        "%-16s time (ms): LL + levels >= 1 (product) + p2 %.4f, product WTConv L = %d "
-        "forward %.4f\n",
-        "", t_p2, L, t_wt);
+        "%-16s time (ms): LL + levels >= 1 (product) + p2 %.4f, product WTConv L = %d %s %.4f\n",
+        "", t_p2, L, adjoint ? "backward (grad_x and the weights)" : "forward", t_wt);
   }
   CK(cudaFree(dE));
   CK(cudaFree(db));
@@ -853,13 +868,15 @@ int main(int argc, char** argv) {
   for (const Case& c :
        {Case{64, 56, 56, 96}, Case{64, 28, 28, 192}, Case{64, 14, 14, 384}, Case{64, 7, 7, 768}})
     ok &= run(c, 7, false, reps);
-  ok &= run_full({2, 19, 21, 16}, 3, 21, 0);
-  ok &= run_full({1, 40, 33, 32}, 4, 22, 0);
-  ok &= run_full({2, 13, 11, 16}, 1, 23, 0);
-  for (const auto& [cs, L] :
-       {std::pair{Case{64, 56, 56, 96}, 5}, std::pair{Case{64, 28, 28, 192}, 4},
-        std::pair{Case{64, 14, 14, 384}, 3}, std::pair{Case{64, 7, 7, 768}, 2}})
-    ok &= run_full(cs, L, 24, reps);
+  for (const bool adjoint : {false, true}) {  // the forward, then grad_x
+    ok &= run_full({2, 19, 21, 16}, 3, adjoint, 21, 0);
+    ok &= run_full({1, 40, 33, 32}, 4, adjoint, 22, 0);
+    ok &= run_full({2, 13, 11, 16}, 1, adjoint, 23, 0);
+    for (const auto& [cs, L] :
+         {std::pair{Case{64, 56, 56, 96}, 5}, std::pair{Case{64, 28, 28, 192}, 4},
+          std::pair{Case{64, 14, 14, 384}, 3}, std::pair{Case{64, 7, 7, 768}, 2}})
+      ok &= run_full(cs, L, adjoint, 24, reps);
+  }
   ok &= run_wgrad({2, 19, 21, 16}, 11, 0);
   ok &= run_wgrad({1, 13, 11, 32}, 12, 0);
   ok &= run_wgrad({1, 40, 33, 16}, 13, 0);
