@@ -31,8 +31,20 @@ void check_classes(const Dataset& ds, const train::Config& cfg) {
 
 }  // namespace
 
+// Training's check: timm's train.py reads an empty val_split as "no validation"; haargrad
+// evaluates after every epoch (the summary, checkpoint ranking and best checkpoint rest on it), and
+// an empty split read data_dir itself as the validation folder, which then failed on the split
+// folders as classes. (validate's make_val_dataset still reads data_dir itself for it.)
+void check_val_split(const train::Config& cfg) {
+  HG_CHECK(!cfg.val_split.empty() || cfg.dataset == "synthetic",
+           "val_split is empty: timm's train.py takes that as no validation, which haargrad does "
+           "not have (it evaluates after every epoch); give the validation split's folder name "
+           "(validation, val, ... in data_dir), or its path");
+}
+
 Datasets make_datasets(const train::Config& cfg) {
   Datasets d;
+  check_val_split(cfg);
   if (cfg.dataset == "idx") {
     d.train = std::make_shared<IdxDataset>(cfg.data_dir, cfg.train_split, cfg.in_chans);
     d.val = std::make_shared<IdxDataset>(cfg.data_dir, cfg.val_split, cfg.in_chans);

@@ -651,6 +651,14 @@ TEST(ImageFolder, ASplitGivenAsAPathSaysWhatWasLookedForAndWhere) {
         << m;
     fs::remove_all(tmp.path() / "data/train/b");
   }
+  {  // timm's "no validation": said, not read as data_dir itself (its split folders as classes)
+    hg::train::Config none = cfg;
+    none.val_split = "";
+    const std::string m = error_of([&] { hg::data::make_datasets(none); });
+    EXPECT_NE(m.find("val_split is empty: timm's train.py takes that as no validation"),
+              std::string::npos)
+        << m;
+  }
   cfg.val_split = tmp / "nothere";
   std::string msg = error_of([&] { hg::data::make_datasets(cfg); });
   EXPECT_NE(msg.find("'" + cfg.val_split + "' does not exist (val_split '" + cfg.val_split +
