@@ -8,5 +8,5 @@
 NAME=s42c
 source dev/labbin-lib.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
-timeout 120 $L/hg_p2lab 20 2>&1 | tee $OUT/p2lab.txt
+timeout 300 $L/hg_p2lab 20 2>&1 | tee $OUT/p2lab.txt  # ~1-2 min: forward, grad_x, wgrad
 el p2lab
