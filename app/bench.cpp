@@ -174,25 +174,34 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
 // --batch-size is bench's --batch; a misspelt one ("--batchsize") the option it is close to.
 std::string not_a_bench_option(const CLI::App& cmd, const std::vector<std::string>& overrides) {
   const std::string& o = overrides[0];
-  const std::string value = overrides.size() > 1 ? overrides[1] : "N";
-  std::string close;
-  if (o == "-b" || o == "--batch-size" || o == "--batch_size") {
-    close = "--batch";
-  } else if (o.rfind("--", 0) == 0) {
+  const size_t eq = o.find('=');  // --batchsize=3: the value after '='
+  const std::string name = o.substr(0, eq);
+  const std::string value = eq != std::string::npos ? o.substr(eq + 1)
+                            : overrides.size() > 1  ? overrides[1]
+                                                    : "N";
+  const CLI::Option* close = nullptr;
+  if (name == "-b" || name == "--batch-size" || name == "--batch_size") {
+    close = cmd.get_option_no_throw("--batch");
+  } else if (name.rfind("--", 0) == 0) {
     std::vector<std::string> names;  // bench's long options
     for (const CLI::Option* opt : cmd.get_options())
       for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
-    const std::string name = o.substr(0, o.find('='));
-    const std::vector<std::string> near = similar_names(name, names);
-    if (!near.empty()) close = near[0];
+    std::vector<std::string> near = similar_names(name, names);
     for (const std::string& n : names)  // or one run on ("--batchsize") or cut short ("--img")
-      if (close.empty() && (name.rfind(n, 0) == 0 || n.rfind(name, 0) == 0) && name.size() > 3)
-        close = n;
+      if (near.empty() && (name.rfind(n, 0) == 0 || n.rfind(name, 0) == 0) && name.size() > 3)
+        near.push_back(n);
+    if (!near.empty()) close = cmd.get_option_no_throw(near[0]);
   }
+  // a flag (--retry, --breakdown, --help) is suggested without a value
+  const std::string hint =
+      close == nullptr ? ""
+      : close->get_expected_min() == 0
+          ? str("; did you mean --", close->get_lnames().at(0), "?")
+          : str("; did you mean --", close->get_lnames().at(0), " ", value, "?");
   return str("bench: '", o,
              "' is not a bench option; config keys (--key value) need a CONFIG.yaml first: "
              "haargrad bench CONFIG.yaml --key value",
-             close.empty() ? "" : str("; did you mean ", close, " ", value, "?"));
+             hint);
 }
 
 void run_bench(const BenchArgs& a) {

@@ -77,7 +77,7 @@ void run_export(const ExportArgs& a) {
   autograd::NoGradGuard no_grad;
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, Device::cpu);
   if (!a.ema)
-    train::load_checkpoint(a.checkpoint, model, nullptr);
+    load_weights_of(rc, a.checkpoint, model);
   else
     HG_CHECK(train::load_ema_weights(a.checkpoint, model), "export --ema: checkpoint ",
              a.checkpoint, " holds no model EMA weights (", train::kEmaPrefix,

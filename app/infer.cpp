@@ -218,7 +218,7 @@ void run_infer(const InferArgs& a) {
   const Device device = train::resolve_device(rc.config.device);
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, device);
   if (!a.ema)
-    train::load_checkpoint(a.checkpoint, model, nullptr);
+    load_weights_of(rc, a.checkpoint, model);
   else
     HG_CHECK(train::load_ema_weights(a.checkpoint, model), "infer --ema: ", a.checkpoint,
              " holds no model EMA weights (", train::kEmaPrefix,

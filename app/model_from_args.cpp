@@ -35,16 +35,35 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
            " parameters: depths ", shape_str(m.depths), ", dims ", shape_str(m.dims),
            ", num_classes ", m.num_classes, ") cannot be the one in ", checkpoint, ", a file of ",
            bytes, " bytes (at least 2 bytes a weight): the config does not belong to these weights",
-           stored_config_hint(r.source, checkpoint));
+           stored_config_hint(r, checkpoint));
 }
 
 }  // namespace
 
-std::string stored_config_hint(const std::string& source, const std::string& checkpoint) {
-  if (source.rfind("the config", 0) == 0) return "";  // the stored config or the defaults
-  if (train::checkpoint_config_yaml(checkpoint).empty()) return "";
-  return str("; ", checkpoint, " stores the config it was trained with: leave the config (", source,
-             ") out to use it");
+std::string stored_config_hint(const ResolvedConfig& rc, const std::string& checkpoint) {
+  // the stored config or the defaults, or a model key of the command line's
+  if (rc.source.rfind("the config", 0) == 0 ||
+      rc.source.find(" with the command line's ") != std::string::npos)
+    return "";
+  try {
+    const std::string stored = train::checkpoint_config_yaml(checkpoint);
+    if (stored.empty() ||
+        train::stored_config_differences({{"config", stored}}, train::model_config_from(rc.config))
+            .empty())
+      return "";
+  } catch (const Error&) {  // unreadable: the caller's error says so
+    return "";
+  }
+  return str("; ", checkpoint, " stores the config it was trained with: leave the config (",
+             rc.source, ") out to use it");
+}
+
+void load_weights_of(const ResolvedConfig& rc, const std::string& checkpoint, ConvNeXt& model) {
+  try {
+    train::load_checkpoint(checkpoint, model, nullptr);
+  } catch (const Error& e) {  // a config of another model: the checkpoint's own config fits it
+    throw Error(str(e.what(), stored_config_hint(rc, checkpoint)));
+  }
 }
 
 std::string checkpoint_file(const std::string& given, const std::string& option,

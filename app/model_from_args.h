@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "models/convnext.h"
 #include "train/config.h"
 
 namespace hg::app {
@@ -27,9 +28,15 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
                                      train::ImgSizeCheck img_size);
 
 /// For an error of a given config's model against `checkpoint`: "; CHECKPOINT stores the config
-/// it was trained with: leave the config out to use it" when `source` is a config file (not "the
-/// config stored in ..." or the defaults) and the checkpoint stores one, else "".
-std::string stored_config_hint(const std::string& source, const std::string& checkpoint);
+/// it was trained with: leave the config (SOURCE) out to use it" when rc came from a config file
+/// with no model key from the command line (an override would still apply to the stored config)
+/// and the stored config's model differs from rc's in a key that sizes its tensors; else "" (also
+/// when the checkpoint cannot be read: the caller's own error stands).
+std::string stored_config_hint(const ResolvedConfig& rc, const std::string& checkpoint);
+
+/// train::load_checkpoint(checkpoint, model, nullptr) for validate, export and infer: a load that
+/// fails carries stored_config_hint.
+void load_weights_of(const ResolvedConfig& rc, const std::string& checkpoint, ConvNeXt& model);
 
 /// `given` as given, or for a run folder its model_best.safetensors (what a user who points at the
 /// run means; the log says which file and what the command does with it, `what`: "evaluating").

@@ -80,19 +80,17 @@ std::string json_text(const ResultRow& r) {
   return j.dump(2) + "\n";
 }
 
-// `source` names where cfg came from, for an error about its data (unless the command line
-// gave data_dir: then the error stands as it is).
-ResultRow evaluate(const train::Config& cfg, const std::string& source, bool data_dir_given,
-                   const std::string& checkpoint, bool use_ema) {
+// rc.source names where the config came from, for an error about its data (unless the command
+// line gave data_dir: then the error stands as it is).
+ResultRow evaluate(const ResolvedConfig& rc, bool data_dir_given, const std::string& checkpoint,
+                   bool use_ema) {
+  const train::Config& cfg = rc.config;
+  const std::string& source = rc.source;
   const Device device = train::resolve_device(cfg.device);
   ConvNeXt model(train::model_config_from(cfg), 0, DType::f32, device);
-  if (!use_ema) {
-    try {
-      train::load_checkpoint(checkpoint, model, nullptr);
-    } catch (const Error& e) {  // a CONFIG of another model: the checkpoint's own config fits it
-      throw Error(str(e.what(), stored_config_hint(source, checkpoint)));
-    }
-  } else
+  if (!use_ema)
+    load_weights_of(rc, checkpoint, model);
+  else
     HG_CHECK(train::load_ema_weights(checkpoint, model), "validate --use-ema: checkpoint ",
              checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run kept no model_ema, or it is an export (export --ema writes the EMA as "
@@ -158,7 +156,7 @@ void run_validate(const ValidateArgs& args) {
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
   set_cpu_threads(static_cast<int>(cfg.threads));
   const ResultRow r =
-      evaluate(cfg, rc.source,
+      evaluate(rc,
                std::any_of(a.overrides.begin(), a.overrides.end(),
                            [](const std::string& t) { return override_key(t) == "data_dir"; }),
                a.checkpoint, a.use_ema);

@@ -136,7 +136,7 @@ struct Config {
   bool gemm_autotune =
       true;  ///< time cuBLASLt's candidate algorithms per GEMM shape (kernels/cuda/context.h)
   int64_t threads = 0;                           ///< CPU kernel threads; 0 = the cores available (core/threads.h)
-  int64_t log_interval = 50;                     ///< steps between log lines
+  int64_t log_interval = 50;                     ///< optimizer updates between log lines (timm)
   int64_t checkpoint_hist = 10;                  ///< best checkpoints kept
   std::string resume = "";                       ///< checkpoint to resume from; "" = none
   std::string output = "";                       ///< output root; "" = ./output/train (timm)

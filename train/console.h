@@ -4,8 +4,8 @@
 // On a terminal the bar is redrawn in place ("\r", cleared line) and always fits the terminal's
 // current width (read at every draw, so a resized window gets a fitting bar at the next step): it
 // never wraps, so it never leaves stale lines behind. When the output is not a terminal (a pipe, a
-// file, CI) there is no bar at all: the trainer prints a plain line every log_interval steps
-// instead, and no bar characters ever reach the log.
+// file, CI) there is no bar at all: the trainer prints a plain line every log_interval optimizer
+// updates instead, and no bar characters ever reach the log.
 //
 // log.txt is appended through io::AppendFile (every write checked); if it cannot be written (disk
 // full), the console says so once, naming the file and the error, and the run goes on.

@@ -568,7 +568,7 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
            root.string(), " is a file, not a folder of runs");
   std::vector<Candidate> found;
   std::vector<std::string> unreadable, in_use;
-  std::string fallback;  // a readable checkpoint-N beside the first unreadable file, if any
+  std::string fallback;  // a readable checkpoint beside an unreadable file (the first such folder)
   for (const fs::path& dir : family_folders(root, experiment)) {
     if (run_folder_in_use(dir)) {
       in_use.push_back(dir.filename().string());

@@ -2,10 +2,10 @@
 // (loss.item()) waits for the GPU to finish that step's forward, so the host could never queue
 // work ahead of the GPU. Instead each step's loss (a scalar on the step's device) is copied, in
 // stream order, into slot k of a device buffer, and the buffer is read back (one copy, one wait)
-// every log_interval steps and at the end of an epoch, into page-locked host memory (made once);
-// the non-finite check happens then, naming the first step whose loss was not finite. Steps after
-// it may have run (their updates are never saved: the trainer stops before any checkpoint is
-// written).
+// at each log point (every log_interval optimizer updates) and at the end of an epoch, into
+// page-locked host memory (made once); the non-finite check happens then, naming the first step
+// whose loss was not finite. Steps after it may have run (their updates are never saved: the
+// trainer stops before any checkpoint is written).
 #pragma once
 
 #include <cstdint>

@@ -874,7 +874,7 @@ void train_step(Session& s, int64_t epoch, const data::Batch& b, EpochProgress& 
                             micro_batches_of_update(p.step, s.steps_per_epoch, s.accum));
   }
   s.losses->add(loss, p.step,
-                b.labels.numel());  // read back every log_interval steps, no wait here
+                b.labels.numel());  // read back at each log point, no wait here
   ++p.step;
   // Every rank reads the same batch size (training shards are padded to equal length).
   p.images_timed += b.labels.numel() * dist::size();

@@ -653,6 +653,7 @@ bool run_full(const Case& c, int L, bool adjoint, unsigned seed, int reps) {
         reinterpret_cast<__nv_bfloat16*>(y.data_ptr()));
     CK(cudaGetLastError());
   };
+  CK(cudaMemsetAsync(y.data_ptr(), 0xff, size_t(y.numel()) * 2, st));  // poisoned: NaN if unwritten
   pass();
   CK(cudaStreamSynchronize(st));
   const std::vector<float> got = y.to(hg::DType::f32).to_vector<float>();

@@ -1088,8 +1088,10 @@ TEST_F(CliTest, BenchTakesATrainingConfig) {
   // a misspelt bench option is named with the one it is close to
   for (const auto& [arg, close] :
        {std::pair<std::string, std::string>{"--batchsize 3", "--batch 3"},
+        {"--batchsize=5", "--batch 5"},
         {"--img-szie 64", "--img-size 64"},
-        {"--stepss 2", "--steps 2"}}) {
+        {"--stepss 2", "--steps 2"},
+        {"--retyr", "--retry"}}) {  // --retry: a flag, no value
     const ProgramRun r = run_program("bench " + arg + " --device cpu");
     EXPECT_EQ(r.exit_code, 2) << arg;
     EXPECT_NE(r.output.find("did you mean " + close + "?"), std::string::npos) << r.output;

@@ -154,8 +154,6 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
   EXPECT_EQ(j["param_count"].get<double>(), std::stod(expect_params));
 }
 
-// A run folder as --checkpoint evaluates its model_best.safetensors (the log says so); a folder
-// without one is refused with what to give.
 // A CONFIG of another model listed the keys that differ but not the way out: the checkpoint
 // stores the config it was trained with, which validate uses when CONFIG is left out.
 TEST_F(ValidateCommand, ACheckpointOfAnotherModelThanTheConfigNamesItsStoredConfig) {
@@ -178,11 +176,24 @@ TEST_F(ValidateCommand, ACheckpointOfAnotherModelThanTheConfigNamesItsStoredConf
   EXPECT_NE(k.output.find("does not fit model"), std::string::npos) << k.output;
   EXPECT_NE(k.output.find(ck + " stores the config it was trained with"), std::string::npos)
       << k.output;
+  // export says it too (one helper for validate, export and infer)
+  const ProgramRun e = run_program("export " + ck + " --config " + file("three.yaml") + " --out " +
+                                   file("w.safetensors"));
+  EXPECT_NE(e.exit_code, 0) << e.output;
+  EXPECT_NE(e.output.find(ck + " stores the config it was trained with"), std::string::npos)
+      << e.output;
+  // a model key from the command line would apply to the stored config too: no such hint
+  const ProgramRun o =
+      run_program("validate " + kSmoke + " --device cpu --num-classes 3 --checkpoint " + ck);
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  EXPECT_EQ(o.output.find("leave the config"), std::string::npos) << o.output;
   // without CONFIG it fits (the stored config), so there is nothing to say
   const ProgramRun ok = run_program("validate --checkpoint " + ck);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
+// A run folder as --checkpoint evaluates its model_best.safetensors (the log says so); a folder
+// without one is refused with what to give.
 TEST_F(ValidateCommand, ARunFolderMeansItsBestCheckpoint) {
   const std::string run = train_once();
   const ProgramRun folder = run_program("validate --checkpoint " + run);
