@@ -18,7 +18,6 @@
 #include "app/command.h"
 #include "app/config_help.h"
 #include "core/error.h"
-#include "core/similar_names.h"
 #include "core/threads.h"
 #include "models/config.h"
 #include "train/config.h"
@@ -182,15 +181,9 @@ std::string not_a_bench_option(const CLI::App& cmd, const std::vector<std::strin
   const CLI::Option* close = nullptr;
   if (name == "-b" || name == "--batch-size" || name == "--batch_size") {
     close = cmd.get_option_no_throw("--batch");
-  } else if (name.rfind("--", 0) == 0) {
-    std::vector<std::string> names;  // bench's long options
-    for (const CLI::Option* opt : cmd.get_options())
-      for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
-    std::vector<std::string> near = similar_names(name, names);
-    for (const std::string& n : names)  // or one run on ("--batchsize") or cut short ("--img")
-      if (near.empty() && (name.rfind(n, 0) == 0 || n.rfind(name, 0) == 0) && name.size() > 3)
-        near.push_back(n);
-    if (!near.empty()) close = cmd.get_option_no_throw(near[0]);
+  } else if (name.rfind("--", 0) == 0 && name.size() > 2) {
+    const std::string near = close_option(cmd, name);
+    if (!near.empty()) close = cmd.get_option_no_throw(near);
   }
   // a flag (--retry, --breakdown, --help) is suggested without a value
   const std::string hint =

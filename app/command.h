@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/similar_names.h"
 #include "dist/process_group.h"
 
 namespace hg::app {
@@ -57,6 +58,20 @@ inline CLI::Validator at_least(int lo) {
       lo == 1   ? "POSITIVE"
       : lo == 0 ? "NONNEGATIVE"
                 : ">= " + std::to_string(lo));
+}
+
+/// The long option of `command` ("--name") closest to the unknown `name`, or "": one a few typos
+/// away (similar_names: "--widht" -> "--width"), else the first that `name` cuts short ("--img" ->
+/// "--img-size") or runs on past ("--batchsize" -> "--batch").
+inline std::string close_option(const CLI::App& command, const std::string& name) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : command.get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  const std::vector<std::string> near = similar_names(name, names);
+  if (!near.empty()) return near[0];
+  for (const std::string& n : names)
+    if (n.rfind(name, 0) == 0 || name.rfind(n, 0) == 0) return n;
+  return "";
 }
 
 }  // namespace hg::app

@@ -196,11 +196,9 @@ std::string unknown_option_of(const CLI::App& command, int argc, char** argv) {
     if (!CLI::detail::split_long(arg, bare, value)) continue;
     const std::string name = "--" + bare;
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-    std::vector<std::string> close = hg::similar_names(name, names);
-    for (const std::string& n : names)  // or a name cut short ("--img" for --img-size)
-      if (close.empty() && n.rfind(name, 0) == 0) close.push_back(n);
+    const std::string close = hg::app::close_option(command, name);
     return "unknown option '" + name + "' of " + command.get_name() +
-           (close.empty() ? "" : "; did you mean '" + close[0] + "'?") + " (`haargrad " +
+           (close.empty() ? "" : "; did you mean '" + close + "'?") + " (`haargrad " +
            command.get_name() + " --help` lists the options)";
   }
   return "";

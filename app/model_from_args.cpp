@@ -41,10 +41,7 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
 }  // namespace
 
 std::string stored_config_hint(const ResolvedConfig& rc, const std::string& checkpoint) {
-  // the stored config or the defaults, or a model key of the command line's
-  if (rc.source.rfind("the config", 0) == 0 ||
-      rc.source.find(" with the command line's ") != std::string::npos)
-    return "";
+  if (!rc.from_file || rc.model_overridden) return "";
   try {
     const std::string stored = train::checkpoint_config_yaml(checkpoint);
     if (stored.empty() ||
@@ -175,6 +172,7 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
   if (!config.empty()) {
     r.config = train::load_config(config, img_size);
     r.source = base = config;
+    r.from_file = true;
   } else if (const std::string stored = train::checkpoint_config_yaml(checkpoint); !stored.empty()) {
     r.source = base = str("the config stored in ", checkpoint);
     r.config = train::config_from_yaml(stored, r.source, img_size);
@@ -199,7 +197,8 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
                                   key) != std::end(train::kModelKeys))
       model_overrides += str(model_overrides.empty() ? "" : ", ", "--", key);
   }
-  if (!model_overrides.empty()) r.source += str(" with the command line's ", model_overrides);
+  r.model_overridden = !model_overrides.empty();
+  if (r.model_overridden) r.source += str(" with the command line's ", model_overrides);
   check_fits_file(r, checkpoint);
   return r;
 }

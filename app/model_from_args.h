@@ -17,6 +17,8 @@ namespace hg::app {
 struct ResolvedConfig {
   train::Config config;
   std::string source;  ///< "configs/x.yaml", "the config stored in ck.safetensors" or "defaults"
+  bool from_file = false;         ///< the config is the CONFIG file given (not the stored one)
+  bool model_overridden = false;  ///< a model key came from the command line
 };
 
 /// CONFIG (may be ""), else the checkpoint's stored config, else defaults; then the overrides.
@@ -28,8 +30,8 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
                                      train::ImgSizeCheck img_size);
 
 /// For an error of a given config's model against `checkpoint`: "; CHECKPOINT stores the config
-/// it was trained with: leave the config (SOURCE) out to use it" when rc came from a config file
-/// with no model key from the command line (an override would still apply to the stored config)
+/// it was trained with: leave the config (SOURCE) out to use it" when rc is from_file and not
+/// model_overridden (an override would still apply to the stored config)
 /// and the stored config's model differs from rc's in a key that sizes its tensors; else "" (also
 /// when the checkpoint cannot be read: the caller's own error stands).
 std::string stored_config_hint(const ResolvedConfig& rc, const std::string& checkpoint);

@@ -15,19 +15,25 @@ namespace hg::train {
 
 std::string history_file_name(int64_t epoch) { return str("checkpoint-", epoch, ".safetensors"); }
 
+std::optional<int64_t> history_epoch(const std::string& name) {
+  const std::string prefix = "checkpoint-", suffix = ".safetensors";
+  if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return std::nullopt;
+  const auto epoch =
+      parse_decimal_int(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+  if (!epoch || *epoch < 1 || name != history_file_name(*epoch)) return std::nullopt;
+  return epoch;
+}
+
 std::vector<HistoryEntry> scan_history(const fs::path& dir,
                                        const std::map<int64_t, double>& fallback_top1,
                                        const std::string& run, std::vector<std::string>* notes) {
-  const std::string prefix = "checkpoint-", suffix = ".safetensors";
   std::vector<HistoryEntry> out;
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
-    const auto epoch = parse_decimal_int(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
-    if (!epoch || *epoch < 1 || name != history_file_name(*epoch)) continue;  // not one of ours
+    const auto epoch = history_epoch(it->path().filename().string());
+    if (!epoch) continue;  // not one of ours
     double top1 = std::numeric_limits<double>::quiet_NaN();
     std::string why;
     try {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct HistoryEntry {
 
 /// "checkpoint-<epoch>.safetensors".
 std::string history_file_name(int64_t epoch);
+
+/// The epoch of a history file's name (history_file_name's inverse: "checkpoint-12.safetensors"
+/// -> 12), or nullopt for any other name ("checkpoint-012.safetensors", "checkpoint-x...").
+std::optional<int64_t> history_epoch(const std::string& file_name);
 
 /// The checkpoint-<N>.safetensors files of run `run` (its TrainState::run id) in `dir`, with their
 /// scores; `fallback_top1` gives scores by epoch for files without one. Left alone (not listed,

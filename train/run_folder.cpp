@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "core/shell_quote.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_history.h"
 #include "train/config.h"
 
 namespace fs = std::filesystem;
@@ -505,8 +506,7 @@ std::string readable_checkpoint_hint(const fs::path& dir, const fs::path& except
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const bool ours = name == "recovery.safetensors" || name == "last.safetensors" ||
-                      (name.rfind("checkpoint-", 0) == 0 && name.size() > 23 &&
-                       name.compare(name.size() - 12, 12, ".safetensors") == 0);
+                      history_epoch(name).has_value();
     if (!ours || fs::equivalent(it->path(), except, ec)) continue;
     try {
       const std::optional<TrainState> st = read_train_state(it->path().string());
