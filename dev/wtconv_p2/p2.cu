@@ -183,6 +183,137 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
   }
 }
 
+// ---- variant n16 (forty-fourth session): half the shared loads an output -------------------
+// The cost model of p2_forward_kernel (dev/wtconv_p2/README.md): a 16 x 8 tile and 8 channels
+// takes 16 LDS.128 of A (64 wavefronts) and 32 of B's words a kernel row, ~0.75 wavefronts an
+// output and channel: shared-load bound (~100 us at 96/56, B = 64), with one block a
+// multiprocessor staging before it computes. Here a warp's tile is 16 x 16: the two k-chunks of
+// A (32 input columns) serve both 8-column halves (nt), and of the B words base, base + 8 and
+// base + 16 (base = k0 - g + 1) only three are ever inside the 12-word band, so the four mma of
+// a kernel row and channel take 4 word loads: ~0.375 wavefronts an output. A block is 16
+// channels x 32 rows x 32 columns (the 8 warps: two 16-column halves t, channel halves h, row
+// parities p), its B table copied from a table made once per weight set (p2_table) instead of
+// built from E: ~97 KB of shared memory, two blocks a multiprocessor, so one block's staging
+// overlaps the other's mma.
+constexpr int kCols16 = 32;                              // output columns a block
+constexpr int kRW16 = 49;                                // staged pixels a plane row (48, 1 mod 4)
+constexpr int kTabWords = kCh * 2 * kTaps * 2 * kWords;  // a block's B table: 8448 words
+constexpr int kChWords = 2 * kTaps * 2 * kWords;         // one channel's: 528
+inline size_t smem16_bytes() { return size_t(2) * ((kRS + 1) / 2) * kRW16 * 32 + kTabWords * 4; }
+
+/// The B table of every channel (host): words (c, p, di, qn, w) = (lo: tap(w - 1), hi: tap(w)) in
+/// bf16, tap(e) = E[c][p][qn][di][e] for 0 <= e < 11, else 0: p2_forward_kernel's shared table.
+std::vector<uint32_t> p2_table(const std::vector<float>& E, int C) {
+  std::vector<uint32_t> t(size_t(C) * kChWords);
+  auto b16 = [](float v) { return uint32_t(__bfloat16_as_ushort(__float2bfloat16_rn(v))); };
+  for (size_t e = 0; e < t.size(); ++e) {
+    const int w = int(e % kWords), qn = int(e / kWords % 2), di = int(e / (kWords * 2) % kTaps),
+              p = int(e / (kWords * 2 * kTaps) % 2);
+    const size_t c = e / kChWords;
+    const float* ek = &E[((c * 2 + p) * 2 + qn) * kTaps * kTaps + di * kTaps];
+    t[e] = b16(w >= 1 && w - 1 < kTaps ? ek[w - 1] : 0.f) | b16(w < kTaps ? ek[w] : 0.f) << 16;
+  }
+  return t;
+}
+
+/// Block: channels 16 blockIdx.x .. + 15; blockIdx.y = (image, 32-row tile, 32-column tile),
+/// column tiles fastest. tabg: p2_table's words; the rest as p2_forward_kernel.
+__global__ void __launch_bounds__(32 * kWarps, 2)
+    p2_forward16_kernel(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ tabg,
+                        const float* __restrict__ bias, const __nv_bfloat16* __restrict__ R, Dims d,
+                        __nv_bfloat16* __restrict__ y) {
+  extern __shared__ uint4 smem[];
+  constexpr int PR = (kRS + 1) / 2, plane_slots = PR * kRW16 * 2, row_slots = 2 * kRW16;
+  constexpr int ncols = kCols16 + 16;  // staged column s = input column j0 + s - 5
+  uint4* xs = smem;
+  uint32_t* tab = reinterpret_cast<uint32_t*>(smem + 2 * plane_slots);
+  const int tid = threadIdx.y * 32 + threadIdx.x;
+  const int c0 = blockIdx.x * kCh, CT = (d.W + kCols16 - 1) / kCols16,
+            RT = (d.H + kRows - 1) / kRows;
+  const int ct = blockIdx.y % CT, rt = blockIdx.y / CT % RT, img = blockIdx.y / (CT * RT);
+  const int i0 = rt * kRows, j0 = ct * kCols16;
+  const __nv_bfloat16* xi = x + int64_t(img) * d.H * d.W * d.C + c0;
+  for (int e = tid; e < kRS * ncols * 2; e += 32 * kWarps) {
+    const int h = e & 1, m = (e >> 1) / ncols, n = (e >> 1) % ncols;
+    const int r = i0 - kR + m, col = j0 + n - kR;
+    const bool ok = r >= 0 && r < d.H && col >= 0 && col < d.W;
+    hg::kernels::cuda::copy16_async(
+        xs + (m & 1) * plane_slots + ((m >> 1) * kRW16 + n) * 2 + (h ^ ((n >> 2) & 1)),
+        xi + (ok ? (int64_t(r) * d.W + col) * d.C + 8 * h : 0), ok);
+  }
+  const uint32_t* tg = tabg + int64_t(c0) * kChWords;  // 16 channels' words, contiguous
+  for (int e = tid; e < kTabWords / 4; e += 32 * kWarps)
+    hg::kernels::cuda::copy16_async(tab + 4 * e, tg + 4 * e, true);
+  hg::kernels::cuda::async_commit();
+  hg::kernels::cuda::async_wait<0>();
+  __syncthreads();
+
+  const int lane = threadIdx.x, warp = threadIdx.y, g = lane / 4, cq = lane % 4, k0 = 2 * cq;
+  const int t = warp >> 2, h = (warp >> 1) & 1, p = warp & 1;
+  if (j0 + 16 * t >= d.W) return;  // no barrier follows
+  const int base = k0 - g + 1;     // the word of B[k0][g] in chunk 0, half nt = 0
+  float acc[8][2][4] = {};
+#pragma unroll 1
+  for (int di = -kR; di <= kR; ++di) {
+    const int s = p + di + kR;
+    const uint4* plane = xs + (s & 1) * plane_slots + (s >> 1) * row_slots + g * row_slots +
+                         (16 * t + k0) * 2 + (h ^ (cq >> 1));
+    const uint32_t* tb = tab + ((p * kTaps + (di + kR)) * 2 + (g & 1)) * kWords + 8 * h * kChWords;
+    uint32_t a[8][4];
+    // chunk 0 (staged columns 16 t .. + 15): half 0 takes words base, base + 8; half 1 (columns
+    // + 8) base - 8 (never in the band) and base
+    a_frag(plane, row_slots, a);
+#pragma unroll
+    for (int cl = 0; cl < 8; ++cl) {
+      const uint32_t* tc = tb + cl * kChWords;
+      const uint32_t wa = base >= 0 ? tc[base] : 0u, wb = base <= 3 ? tc[base + 8] : 0u;
+      mma(a[cl], wa, wb, acc[cl][0]);
+      mma(a[cl], 0u, wa, acc[cl][1]);
+    }
+    // chunk 1 (+ 16 columns): half 0 takes base + 16, base + 24 (never); half 1 base + 8, + 16
+    a_frag(plane + 32, row_slots, a);
+#pragma unroll
+    for (int cl = 0; cl < 8; ++cl) {
+      const uint32_t* tc = tb + cl * kChWords;
+      const uint32_t wb = base <= 3 ? tc[base + 8] : 0u, wc = base <= -5 ? tc[base + 16] : 0u;
+      mma(a[cl], wc, 0u, acc[cl][0]);
+      mma(a[cl], wb, wc, acc[cl][1]);
+    }
+  }
+  // acc[cl][nt]: rows g, g + 8 (output rows i0 + 2 g + p, + 16), columns j0 + 16 t + 8 nt + k0, + 1
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int i = i0 + 2 * (g + 8 * hh) + p;
+    if (i >= d.H) continue;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int j = j0 + 16 * t + 8 * nt + k0 + v;
+        if (j >= d.W) continue;
+        const int c = c0 + 8 * h;
+        float r[8] = {};
+        if (R) {
+          const uint4 rv = *reinterpret_cast<const uint4*>(
+              R + ((int64_t(img) * ((d.H + 1) / 2) + i / 2) * ((d.W + 1) / 2) + j / 2) * d.C + c);
+          const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            r[2 * q] = __uint_as_float(rw[q] << 16);
+            r[2 * q + 1] = __uint_as_float(rw[q] & 0xffff0000u);
+          }
+        }
+        uint32_t o[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          o[q] = pack2(acc[2 * q][nt][2 * hh + v] + bias[c + 2 * q] + 0.5f * r[2 * q],
+                       acc[2 * q + 1][nt][2 * hh + v] + bias[c + 2 * q + 1] + 0.5f * r[2 * q + 1]);
+        *reinterpret_cast<uint4*>(y + ((int64_t(img) * d.H + i) * d.W + j) * d.C + c) =
+            make_uint4(o[0], o[1], o[2], o[3]);
+      }
+  }
+}
+
 constexpr int kWRows = 16;  // the weight gradient's output rows a tile (8 of each parity)
 
 /// The weight gradient's grad_y planes: a staged row's columns c in [-16, 8 T + 24) split by
@@ -409,24 +540,59 @@ hg::Tensor bf16_on_gpu(const std::vector<float>& v, const Case& c) {
   return hg::Tensor::from_vector({c.B, c.H, c.W, c.C}, v).to(hg::DType::bf16).to(hg::Device::cuda);
 }
 
-/// Compares the product's output `ref` (f32) with the kernel's bf16 `got` (max abs difference,
-/// bound 1.6e-2 of `scale`: two bf16 roundings apart), prints the line and returns whether it
-/// holds.
-bool against_product(const char* what, const std::vector<float>& ref,
-                     const std::vector<__nv_bfloat16>& got, double scale) {
-  double e = 0;
-  for (size_t i = 0; i < ref.size(); ++i)
-    e = std::max(e, std::fabs(double(ref[i]) - __bfloat162float(got[i])));
-  const bool ok = e <= 1.6e-2 * scale;
-  std::printf("%-16s against the product's fused %s (L = 1): max diff %.3g (%s)\n", "", what, e,
-              ok ? "ok" : "FAILED");
-  return ok;
-}
+/// One of the two forward kernels (variant 0: p2_forward_kernel, 1: p2_forward16_kernel) with
+/// its launch geometry and its weights on the GPU (E for variant 0, p2_table's words for 1).
+struct P2Forward {
+  int variant;
+  Dims d{};
+  size_t smem = 0;
+  dim3 grid;
+  float* dE = nullptr;
+  uint32_t* dtab = nullptr;
+  P2Forward(int v, const Case& c) : variant(v) {
+    d = Dims{c.B, c.H, c.W, c.C, (c.W + 7) / 8, 0};
+    d.rw = staged_width(d.T);
+    const int RT = (c.H + kRows - 1) / kRows, CT = (c.W + kCols16 - 1) / kCols16;
+    smem = variant ? smem16_bytes() : smem_bytes(d);
+    if (variant)
+      CK(cudaFuncSetAttribute(p2_forward16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(smem)));
+    else
+      CK(cudaFuncSetAttribute(p2_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(smem)));
+    grid = dim3(unsigned(c.C / kCh), unsigned(c.B * RT * (variant ? CT : 1)));
+    CK(cudaMalloc(&dE, size_t(c.C) * 4 * kTaps * kTaps * 4));
+    CK(cudaMalloc(&dtab, size_t(c.C) * kChWords * 4));
+  }
+  ~P2Forward() {
+    cudaFree(dE);
+    cudaFree(dtab);
+  }
+  P2Forward(const P2Forward&) = delete;
+  P2Forward& operator=(const P2Forward&) = delete;
+  const char* name() const { return variant ? "p2 n16" : "p2"; }
+  void set(const std::vector<float>& E, int C) {
+    const std::vector<uint32_t> t = p2_table(E, C);
+    CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dtab, t.data(), t.size() * 4, cudaMemcpyHostToDevice));
+  }
+  void launch(const __nv_bfloat16* x, const float* bias, const __nv_bfloat16* R,
+              __nv_bfloat16* y) const {
+    if (variant)
+      p2_forward16_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(x, dtab, bias, R,
+                                                                                 d, y);
+    else
+      p2_forward_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(x, dE, bias, R, d,
+                                                                               y);
+    CK(cudaGetLastError());
+  }
+};
 
-/// Runs the kernel on random x, weights and R at `c`; checks it against the E loop in double
-/// (relative to max |y|: bf16 rounding of x, E and y) and, with R = 0, against the product's
-/// fused forward at L = 1; returns false when a check fails. With reps > 0 times both and the
-/// product's 7x7 forward.
+/// Runs both forward variants on random x, weights and R at `c`; checks each against the E loop
+/// in double (relative to max |y|: bf16 rounding of x, E and y) and, with R = 0, against the
+/// product's fused forward at L = 1; returns false when a check fails. With reps == 0 also the
+/// backward data (each variant with the adjoint's kernels E'); with reps > 0 times both, the
+/// product's L = 1 forward and its 7x7 forward.
 bool run(const Case& c, unsigned seed, bool with_r, int reps) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -441,40 +607,25 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
   if (with_r)
     for (auto& v : R) v = bf(nd(gen));  // stored as bf16, as the product's level outputs
   const std::vector<float> E = parity_kernels(wb, wl, c.C);
-  Dims d{c.B, c.H, c.W, c.C, (c.W + 7) / 8, 0};
-  d.rw = staged_width(d.T);
   std::vector<__nv_bfloat16> xh(n);
   for (size_t i = 0; i < n; ++i) xh[i] = __float2bfloat16_rn(x[i]);
   __nv_bfloat16 *dx, *dy;
-  float *dE, *db;
+  float *db, *dz;
   __nv_bfloat16* dR;
   CK(cudaMalloc(&dx, n * 2));
   CK(cudaMalloc(&dy, n * 2));
-  CK(cudaMalloc(&dE, E.size() * 4));
   CK(cudaMalloc(&db, bias.size() * 4));
+  CK(cudaMalloc(&dz, bias.size() * 4));
   CK(cudaMalloc(&dR, nr * 2));
   CK(cudaMemcpy(dx, xh.data(), n * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(db, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dz, 0, bias.size() * 4));
   std::vector<__nv_bfloat16> Rh(nr);
   for (size_t i = 0; i < nr; ++i) Rh[i] = __float2bfloat16_rn(R[i]);
   CK(cudaMemcpy(dR, Rh.data(), nr * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemset(dy, 0xff, n * 2));  // poisoned: NaN where nothing is written
-  const size_t smem = smem_bytes(d);
-  CK(cudaFuncSetAttribute(p2_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          int(smem)));
-  const dim3 grid(unsigned(c.C / kCh), unsigned(c.B * ((c.H + kRows - 1) / kRows)));
-  auto launch = [&] {
-    p2_forward_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(
-        dx, dE, db, with_r ? dR : nullptr, d, dy);
-    CK(cudaGetLastError());
-  };
-  launch();
-  CK(cudaStreamSynchronize(cudaStreamPerThread));
-  std::vector<__nv_bfloat16> yh(n);
-  CK(cudaMemcpy(yh.data(), dy, n * 2, cudaMemcpyDeviceToHost));
-  // the E loop in double, on the bf16-rounded E the kernel multiplies
-  double err = 0, ymax = 0;
+  // the E loop in double, on the bf16-rounded E the kernels multiply
+  std::vector<double> ref(n);
+  double ymax = 0;
   for (int b = 0; b < c.B; ++b)
     for (int i = 0; i < c.H; ++i)
       for (int j = 0; j < c.W; ++j)
@@ -488,41 +639,15 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
               s += double(bf(ek[(kR + di) * kTaps + kR + dj])) *
                    x[((size_t(b) * c.H + ii) * c.W + jj) * c.C + ch];
             }
-          const double got = __bfloat162float(yh[((size_t(b) * c.H + i) * c.W + j) * c.C + ch]);
-          err = std::max(err, std::isfinite(got) ? std::fabs(got - s) : INFINITY);
+          ref[((size_t(b) * c.H + i) * c.W + j) * c.C + ch] = s;
           ymax = std::max(ymax, std::fabs(s));
         }
-  bool ok = err <= 8e-3 * ymax;
-  std::printf("%-16s B %d %3dx%-3d C %3d R %d: max |y - loop| %.3g of max |y| %.3g (%s)\n", "p2",
-              c.B, c.H, c.W, c.C, int(with_r), err, ymax, ok ? "ok" : "FAILED");
-  // the product's fused forward at L = 1 (scales 1, R = 0): the same operator, two passes
-  using hg::Tensor;
-  namespace K = hg::kernels;
-  const K::WTConvWeights w = product_weights(wb, wl, bias, c.C);
-  const Tensor xt = bf16_on_gpu(x, c);
-  if (!with_r) {
-    const std::vector<float> yp = K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused)
-                                      .to(hg::DType::f32)
-                                      .to_vector<float>();
-    ok = against_product("forward", yp, yh, ymax) && ok;
-  }
-  if (reps == 0) {  // the backward data: the kernel with E' on grad_y (= x here), no bias, no R
-    const std::vector<float> Ea = adjoint_kernels(E, c.C);
-    const std::vector<float> zero(bias.size(), 0.f);
-    CK(cudaMemcpy(dE, Ea.data(), Ea.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, zero.data(), zero.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemset(dy, 0xff, n * 2));
-    p2_forward_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(dx, dE, db, nullptr, d,
-                                                                             dy);
-    CK(cudaGetLastError());
-    CK(cudaStreamSynchronize(cudaStreamPerThread));
-    std::vector<__nv_bfloat16> gh(n);
-    CK(cudaMemcpy(gh.data(), dy, n * 2, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));  // back for the timing
-    CK(cudaMemcpy(db, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
-    // the adjoint's definition with the forward's E: gx[a][b] = sum_ij E[i%2][j%2][a-i][b-j]
-    // gy[i][j]
-    double ea = 0, gmax = 0;
+  // the adjoint's definition with the forward's E: gx[a][b] = sum_ij E[i%2][j%2][a-i][b-j] gy[i][j]
+  // (grad_y = x here; small shapes only)
+  std::vector<double> gref;
+  double gmax = 0;
+  if (reps == 0) {
+    gref.resize(n);
     for (int b = 0; b < c.B; ++b)
       for (int a = 0; a < c.H; ++a)
         for (int bb = 0; bb < c.W; ++bb)
@@ -533,24 +658,82 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
                 sum += double(bf(E[((size_t(ch) * 2 + i % 2) * 2 + j % 2) * kTaps * kTaps +
                                    (kR + a - i) * kTaps + kR + bb - j])) *
                        x[((size_t(b) * c.H + i) * c.W + j) * c.C + ch];
-            const double got = __bfloat162float(gh[((size_t(b) * c.H + a) * c.W + bb) * c.C + ch]);
-            ea = std::max(ea, std::isfinite(got) ? std::fabs(got - sum) : INFINITY);
+            gref[((size_t(b) * c.H + a) * c.W + bb) * c.C + ch] = sum;
             gmax = std::max(gmax, std::fabs(sum));
           }
-    const bool oka = ea <= 8e-3 * gmax;
-    std::printf("%-16s backward data (E'): max |gx - loop| %.3g of max |gx| %.3g (%s)\n", "", ea,
-                gmax, oka ? "ok" : "FAILED");
-    ok = ok && oka;
-    if (!with_r) {  // the product's grad_x at L = 1 (grad_y = x)
-      const std::vector<float> gp =
-          K::cuda::wtconv_backward(xt, w, xt, 1, true, K::WTConvMode::fused)
-              .x.to(hg::DType::f32)
-              .to_vector<float>();
-      ok = against_product("grad_x", gp, gh, gmax) && ok;
+  }
+  // the product: its fused forward and grad_x at L = 1 (scales 1, R = 0), two passes each
+  using hg::Tensor;
+  namespace K = hg::kernels;
+  const K::WTConvWeights w = product_weights(wb, wl, bias, c.C);
+  const Tensor xt = bf16_on_gpu(x, c);
+  std::vector<float> yp, gp;
+  if (!with_r) {
+    yp = K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused)
+             .to(hg::DType::f32)
+             .to_vector<float>();
+    if (reps == 0)
+      gp = K::cuda::wtconv_backward(xt, w, xt, 1, true, K::WTConvMode::fused)
+               .x.to(hg::DType::f32)
+               .to_vector<float>();
+  }
+  // max |got - want| (NaN where a kernel left its poisoned output unwritten: infinite)
+  auto max_diff = [&](const std::vector<__nv_bfloat16>& got, const std::vector<double>& want) {
+    double e = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double v = __bfloat162float(got[i]);
+      e = std::max(e, std::isfinite(v) ? std::fabs(v - want[i]) : INFINITY);
+    }
+    return e;
+  };
+  auto as_double = [](const std::vector<float>& v) {
+    return std::vector<double>(v.begin(), v.end());
+  };
+  bool ok = true;
+  float t[2] = {0.f, 0.f};
+  for (int variant = 0; variant < 2; ++variant) {
+    P2Forward f(variant, c);
+    f.set(E, c.C);
+    CK(cudaMemset(dy, 0xff, n * 2));  // poisoned: NaN where nothing is written
+    f.launch(dx, db, with_r ? dR : nullptr, dy);
+    CK(cudaDeviceSynchronize());
+    std::vector<__nv_bfloat16> yh(n);
+    CK(cudaMemcpy(yh.data(), dy, n * 2, cudaMemcpyDeviceToHost));
+    const double err = max_diff(yh, ref);
+    const bool okv = err <= 8e-3 * ymax;
+    std::printf("%-16s B %d %3dx%-3d C %3d R %d: max |y - loop| %.3g of max |y| %.3g (%s)\n",
+                f.name(), c.B, c.H, c.W, c.C, int(with_r), err, ymax, okv ? "ok" : "FAILED");
+    ok = ok && okv;
+    if (!with_r) {
+      const double ep = max_diff(yh, as_double(yp));
+      const bool okp = ep <= 1.6e-2 * ymax;
+      std::printf("%-16s against the product's fused forward (L = 1): max diff %.3g (%s)\n", "", ep,
+                  okp ? "ok" : "FAILED");
+      ok = ok && okp;
+    }
+    if (reps == 0) {  // the backward data: the kernel with E' on grad_y (= x), no bias, no R
+      f.set(adjoint_kernels(E, c.C), c.C);
+      CK(cudaMemset(dy, 0xff, n * 2));
+      f.launch(dx, dz, nullptr, dy);
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemcpy(yh.data(), dy, n * 2, cudaMemcpyDeviceToHost));
+      const double ea = max_diff(yh, gref);
+      const bool oka = ea <= 8e-3 * gmax;
+      std::printf("%-16s backward data (E'): max |gx - loop| %.3g of max |gx| %.3g (%s)\n", "", ea,
+                  gmax, oka ? "ok" : "FAILED");
+      ok = ok && oka;
+      if (!with_r) {
+        const double eg = max_diff(yh, as_double(gp));
+        const bool okg = eg <= 1.6e-2 * gmax;
+        std::printf("%-16s against the product's fused grad_x (L = 1): max diff %.3g (%s)\n", "",
+                    eg, okg ? "ok" : "FAILED");
+        ok = ok && okg;
+      }
+    } else {
+      t[variant] = median_ms([&] { f.launch(dx, db, with_r ? dR : nullptr, dy); }, reps);
     }
   }
   if (reps > 0) {
-    const float t_p2 = median_ms(launch, reps);
     const float t_wt =
         median_ms([&] { K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused); }, reps);
     const auto s7 = K::make_conv2d_shape(c.B, c.H, c.W, c.C, c.C, 7, 7, 1, 3, c.C);
@@ -566,14 +749,14 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
         reps);
     CK(cudaFree(dw7));
     std::printf(
-        "%-16s time (ms): p2 %.4f, product WTConv L = 1 forward %.4f, our 7x7 forward %.4f"
-        " (%.0f GB/s at x + y)\n",
-        "", t_p2, t_wt, t_7, 2.0 * n * 2 / (t_p2 * 1e6));
+        "%-16s time (ms): p2 %.4f, p2 n16 %.4f (%.0f GB/s at x + y), product WTConv L = 1 forward"
+        " %.4f, our 7x7 forward %.4f\n",
+        "", t[0], t[1], 2.0 * n * 2 / (t[1] * 1e6), t_wt, t_7);
   }
   CK(cudaFree(dx));
   CK(cudaFree(dy));
-  CK(cudaFree(dE));
   CK(cudaFree(db));
+  CK(cudaFree(dz));
   CK(cudaFree(dR));
   return ok;
 }
@@ -625,60 +808,57 @@ bool run_full(const Case& c, int L, bool adjoint, unsigned seed, int reps) {
   const std::vector<float> E = adjoint ? adjoint_kernels(parity_kernels(wb, wl[0], c.C), c.C)
                                        : parity_kernels(wb, wl[0], c.C);
   if (adjoint) std::fill(bias.begin(), bias.end(), 0.f);  // grad_x has no bias term
-  float *dE, *db;
-  CK(cudaMalloc(&dE, E.size() * 4));
+  float* db;
   CK(cudaMalloc(&db, bias.size() * 4));
-  CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(db, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
-  Dims d{c.B, c.H, c.W, c.C, (c.W + 7) / 8, 0};
-  d.rw = staged_width(d.T);
-  const size_t smem = smem_bytes(d);
-  CK(cudaFuncSetAttribute(p2_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          int(smem)));
-  const dim3 grid(unsigned(c.C / kCh), unsigned(c.B * ((c.H + kRows - 1) / kRows)));
-  const cudaStream_t st = cudaStreamPerThread;  // the product's stream too (core/cuda_stream.h)
-  auto pass = [&] {
-    const int64_t n8 = int64_t(c.B) * H2 * W2 * c.C / 8;
-    ll_kernel<<<unsigned((n8 + 255) / 256), 256, 0, st>>>(
-        reinterpret_cast<const __nv_bfloat16*>(in.data_ptr()), c.B, c.H, c.W, c.C,
-        reinterpret_cast<__nv_bfloat16*>(ll.data_ptr()));
-    CK(cudaGetLastError());
-    Tensor R;
-    if (L > 1)
-      R = adjoint ? K::cuda::wtconv_backward(ll, upper, ll, 1, true, K::WTConvMode::fused).x
-                  : K::cuda::wtconv_forward(ll, upper, 1, K::WTConvMode::fused);
-    p2_forward_kernel<<<grid, dim3(32, kWarps), smem, st>>>(
-        reinterpret_cast<const __nv_bfloat16*>(in.data_ptr()), dE, db,
-        L > 1 ? reinterpret_cast<const __nv_bfloat16*>(R.data_ptr()) : nullptr, d,
-        reinterpret_cast<__nv_bfloat16*>(y.data_ptr()));
-    CK(cudaGetLastError());
-  };
-  CK(cudaMemsetAsync(y.data_ptr(), 0xff, size_t(y.numel()) * 2, st));  // poisoned: NaN if unwritten
-  pass();
-  CK(cudaStreamSynchronize(st));
-  const std::vector<float> got = y.to(hg::DType::f32).to_vector<float>();
   auto product = [&] {  // the product's forward, or its backward (grad_x and the weights)
     return adjoint ? K::cuda::wtconv_backward(xt, w, gt, 1, true, K::WTConvMode::fused).x
                    : K::cuda::wtconv_forward(xt, w, 1, K::WTConvMode::fused);
   };
   const std::vector<float> ref = product().to(hg::DType::f32).to_vector<float>();
-  double e = 0, m = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    e = std::max(e, std::isfinite(got[i]) ? std::fabs(double(got[i]) - ref[i]) : INFINITY);
-    m = std::max(m, std::fabs(double(ref[i])));
+  bool ok = true;
+  float t[2] = {0.f, 0.f};
+  for (int variant = 0; variant < 2; ++variant) {
+    P2Forward f(variant, c);
+    f.set(E, c.C);
+    auto pass = [&] {
+      const int64_t n8 = int64_t(c.B) * H2 * W2 * c.C / 8;
+      ll_kernel<<<unsigned((n8 + 255) / 256), 256, 0, cudaStreamPerThread>>>(
+          reinterpret_cast<const __nv_bfloat16*>(in.data_ptr()), c.B, c.H, c.W, c.C,
+          reinterpret_cast<__nv_bfloat16*>(ll.data_ptr()));
+      CK(cudaGetLastError());
+      Tensor R;  // on cudaStreamPerThread, the product's stream too (core/cuda_stream.h)
+      if (L > 1)
+        R = adjoint ? K::cuda::wtconv_backward(ll, upper, ll, 1, true, K::WTConvMode::fused).x
+                    : K::cuda::wtconv_forward(ll, upper, 1, K::WTConvMode::fused);
+      f.launch(reinterpret_cast<const __nv_bfloat16*>(in.data_ptr()), db,
+               L > 1 ? reinterpret_cast<const __nv_bfloat16*>(R.data_ptr()) : nullptr,
+               reinterpret_cast<__nv_bfloat16*>(y.data_ptr()));
+    };
+    CK(cudaMemsetAsync(y.data_ptr(), 0xff, size_t(y.numel()) * 2, cudaStreamPerThread));
+    pass();  // poisoned above: NaN where unwritten
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
+    const std::vector<float> got = y.to(hg::DType::f32).to_vector<float>();
+    double e = 0, m = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      e = std::max(e, std::isfinite(got[i]) ? std::fabs(double(got[i]) - ref[i]) : INFINITY);
+      m = std::max(m, std::fabs(double(ref[i])));
+    }
+    const bool okv = e <= 1.6e-2 * m;
+    std::printf(
+        "%-16s B %d %3dx%-3d C %3d L %d (%s): max |out - product| %.3g of max |out| %.3g (%s)\n",
+        adjoint ? "p2 full grad_x" : "p2 full forward", c.B, c.H, c.W, c.C, L, f.name(), e, m,
+        okv ? "ok" : "FAILED");
+    ok = ok && okv;
+    if (reps > 0) t[variant] = median_ms(pass, reps);
   }
-  const bool ok = e <= 1.6e-2 * m;
-  std::printf("%-16s B %d %3dx%-3d C %3d L %d: max |out - product| %.3g of max |out| %.3g (%s)\n",
-              adjoint ? "p2 full grad_x" : "p2 full forward", c.B, c.H, c.W, c.C, L, e, m,
-              ok ? "ok" : "FAILED");
   if (reps > 0) {
-    const float t_p2 = median_ms(pass, reps);
     const float t_wt = median_ms(product, reps);
     std::printf(
-        "%-16s time (ms): LL + levels >= 1 (product) + p2 %.4f, product WTConv L = %d %s %.4f\n",
-        "", t_p2, L, adjoint ? "backward (grad_x and the weights)" : "forward", t_wt);
+        "%-16s time (ms): LL + levels >= 1 (product) + p2 %.4f, the same with p2 n16 %.4f,"
+        " product WTConv L = %d %s %.4f\n",
+        "", t[0], t[1], L, adjoint ? "backward (grad_x and the weights)" : "forward", t_wt);
   }
-  CK(cudaFree(dE));
   CK(cudaFree(db));
   return ok;
 }
