@@ -196,7 +196,13 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
   }
   const TrainState s = state_from_metadata(f.metadata, path).value_or(TrainState{});
   restore_drop_path_rng(f.metadata, path, model);
-  if (opt && !opt_state.empty()) opt->load_state_dict(opt_state, kOptPrefix);
+  if (opt && !opt_state.empty()) {
+    try {
+      opt->load_state_dict(opt_state, kOptPrefix);
+    } catch (const Error& e) {  // its messages name the key; the file is this one
+      throw Error(str("checkpoint ", path, ": ", e.what()));
+    }
+  }
   // timm resumes such a file too; its optimizer starts from zero, which changes the run: say so
   if (opt && opt_state.empty() && s.updates > 0 && opt->keeps_state())
     spdlog::warn(

@@ -33,6 +33,25 @@ Tensor state_like(const Tensor& p) {
   return Tensor::zeros(p.shape(), p.dtype(), p.device());
 }
 
+// A loaded state tensor `key` of parameter p, checked for what a step can leave: a step count is
+// a whole number in [0, 2^53) (it is cast to an integer), a moment p's shape and finite, a second
+// moment (exp_avg_sq) >= 0. A damaged file's values would make the first update NaN.
+void check_state_tensor(const std::string& key, const Tensor& t, const Tensor& p) {
+  if (ends_with(key, ".step")) {
+    const double v = t.numel() == 1 ? t.item() : -1;
+    HG_CHECK(t.numel() == 1 && v >= 0 && v < 0x1p53 && v == std::floor(v), "optimizer state: '",
+             key, "' must be one whole number >= 0, got ", t.numel() == 1 ? str(v) : t.describe());
+    return;
+  }
+  HG_CHECK(t.shape() == p.shape(), "optimizer state: '", key, "' ", t.describe(),
+           " does not match its parameter ", p.describe());
+  const bool squares = ends_with(key, ".exp_avg_sq");
+  for (double v : t.to_vector<double>())
+    HG_CHECK(std::isfinite(v) && (!squares || v >= 0), "optimizer state: '", key, "' holds ", v,
+             squares ? ", not a finite number >= 0" : ", not a finite number",
+             " (the file was damaged or edited)");
+}
+
 // The parameter and its gradient, checked for an in-place update.
 void check_update(const char* opt, const std::string& name, const Tensor& p, const Tensor& g) {
   HG_CHECK(p.is_contiguous(), opt, ": parameter ", name, " ", p.describe(), " is not contiguous");
@@ -129,9 +148,11 @@ void Optimizer::load_named(
       return;
     }
     ++with;
-    for (const std::string& s : suffixes)
+    for (const std::string& s : suffixes) {
       HG_CHECK(found.count(s), "optimizer state: '", prefix + name + "." + s,
                "' is missing (its companions are present)");
+      check_state_tensor(prefix + name + "." + s, found[s], p);
+    }
     for (const std::string& s : suffixes) used.insert(prefix + name + "." + s);
     load(p, found);
   });
@@ -268,11 +289,6 @@ void AdamW::load_state_dict(const std::map<std::string, Tensor>& tensors,
                             const std::string& prefix) {
   load_named(tensors, prefix, {"exp_avg", "exp_avg_sq", "step"},
              [&](const Tensor& p, std::map<std::string, Tensor>& t) {
-               for (const char* k : {"exp_avg", "exp_avg_sq"})
-                 HG_CHECK(t[k].shape() == p.shape(), "AdamW state: ", k, " ", t[k].describe(),
-                          " does not match parameter ", p.describe());
-               HG_CHECK(t["step"].numel() == 1, "AdamW state: step must be one number, got ",
-                        t["step"].describe());
                State s;
                s.exp_avg = state_like(p);
                s.exp_avg_sq = state_like(p);
@@ -331,14 +347,12 @@ std::vector<std::pair<std::string, Tensor>> SGD::state_dict(const std::string& p
 }
 
 void SGD::load_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& prefix) {
-  load_named(
-      tensors, prefix, {"momentum_buffer"}, [&](const Tensor& p, std::map<std::string, Tensor>& t) {
-        HG_CHECK(t["momentum_buffer"].shape() == p.shape(), "SGD state: momentum_buffer ",
-                 t["momentum_buffer"].describe(), " does not match parameter ", p.describe());
-        Tensor b = state_like(p);
-        b.copy_(t["momentum_buffer"]);
-        momentum_buffer_[p.id()] = b;
-      });
+  load_named(tensors, prefix, {"momentum_buffer"},
+             [&](const Tensor& p, std::map<std::string, Tensor>& t) {
+               Tensor b = state_like(p);
+               b.copy_(t["momentum_buffer"]);
+               momentum_buffer_[p.id()] = b;
+             });
 }
 
 // ---- by name -----------------------------------------------------------------------------------

@@ -110,7 +110,9 @@ class Optimizer {
   template <typename F>
   void for_each_param(F&& f) const;
   /// Common load logic: `suffixes` are the state names per parameter; `load(param, name, tensors)`
-  /// receives, per parameter that has all of them, the map suffix -> tensor.
+  /// receives, per parameter that has all of them, the map suffix -> tensor, each tensor checked
+  /// (named by its key) for what a step can leave: the parameter's shape and finite values, a
+  /// non-negative exp_avg_sq, a "step" one whole number >= 0.
   void load_named(const std::map<std::string, Tensor>& tensors, const std::string& prefix,
                   const std::vector<std::string>& suffixes,
                   const std::function<void(const Tensor&, std::map<std::string, Tensor>&)>& load);

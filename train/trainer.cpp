@@ -36,6 +36,7 @@
 #include "data/image_folder.h"
 #include "dist/process_group.h"
 #include "layers/loss.h"
+#include "models/checkpoint.h"
 #include "models/convnext.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_history.h"
@@ -643,6 +644,10 @@ void restore_checkpoint(Session& s) {
     return;
   }
   s.st = load_checkpoint(s.resume_path, *s.model, s.opt.get());
+  // a damaged file's NaN weight would stop the run at its first step, at a non-finite loss whose
+  // message names this same file as the one to go on from
+  check_finite_weights(*s.model, str("resume: checkpoint ", s.resume_path),
+                       "resume from an earlier checkpoint of that run");
   if (dist::is_main()) say_changed_training_data(s);
   record_training_data(s);
   spdlog::info("resumed from {}: {} epoch{} done, continuing {}", s.resume_path, s.st.epoch,
@@ -732,8 +737,13 @@ void create_ema(Session& s) {
     spdlog::warn(
         "model_ema: {} holds no EMA weights ({}*): the EMA starts from the model's weights",
         s.resume_path, kEmaPrefix);
-  else if (s.resumed)
+  else if (s.resumed) {
+    // as the weights (restore_checkpoint): a NaN EMA would stop the run at its first evaluation
+    check_finite_weights(s.ema->module(),
+                         str("resume: checkpoint ", s.resume_path, " (its model EMA)"),
+                         "resume from an earlier checkpoint of that run");
     spdlog::info("model_ema: restored from {}", s.resume_path);
+  }
   spdlog::info("model_ema: decay {}, warmup {}", s.cfg.model_ema_decay,
                s.cfg.model_ema_warmup ? "on" : "off");
 }

@@ -1143,6 +1143,50 @@ TEST_F(Faults, ADamagedRngStateNamesTheCheckpointAndKey) {
       "checkpoint " + edited + ": metadata 'rng.drop_path' is not a random generator's state");
 }
 
+// A checkpoint whose weights, EMA or optimizer state are damaged (a NaN weight, a negative second
+// moment, a mis-shaped moment) was resumed: the first ones trained a step (the EMA: an epoch) and
+// stopped at a non-finite loss (evaluation) whose message said the run "can go on from" that same
+// file; the last said "AdamW state: exp_avg ... does not match parameter ...", naming neither file
+// nor key. Each is refused before training, naming the checkpoint and what in it is wrong.
+TEST_F(Faults, ADamagedCheckpointIsRefusedAtResumeNamingTheFileAndTensor) {
+  train::Config c = smoke("dmg", 1);
+  c.model_ema = true;
+  train::train(c, quiet_);
+  const safetensors::File f = safetensors::load((root_ / "dmg" / "last.safetensors").string());
+  const auto edited = [&](const std::string& key, const std::function<Tensor(Tensor)>& edit) {
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const std::string& name : f.order)
+      tensors.emplace_back(name,
+                           name == key ? edit(f.tensors.at(name).clone()) : f.tensors.at(name));
+    const std::string out = (root_ / ("edited-" + key + ".safetensors")).string();
+    safetensors::save(out, tensors, f.metadata);
+    return out;
+  };
+  const auto set_first = [](float v) {
+    return [v](Tensor t) {
+      t.data<float>()[0] = v;
+      return t;
+    };
+  };
+  c.epochs = 2;
+  c.resume = edited("head.fc.weight", set_first(std::nanf("")));
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), c.resume);
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }),
+                  "non-finite (NaN or Inf; the first in 'head.fc.weight')");
+  c.resume = edited("state_dict_ema.head.fc.weight", set_first(INFINITY));
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }),
+                  "checkpoint " + c.resume + " (its model EMA): 1 of its");
+  c.resume = edited("optimizer.head.fc.weight.exp_avg_sq", set_first(-1));
+  EXPECT_CONTAINS(
+      error_of([&] { train::train(c, quiet_); }),
+      "checkpoint " + c.resume + ": optimizer state: 'optimizer.head.fc.weight.exp_avg_sq'");
+  c.resume =
+      edited("optimizer.head.fc.weight.exp_avg", [](Tensor t) { return t.reshape({t.numel()}); });
+  EXPECT_CONTAINS(
+      error_of([&] { train::train(c, quiet_); }),
+      "checkpoint " + c.resume + ": optimizer state: 'optimizer.head.fc.weight.exp_avg'");
+}
+
 // A resume on training data that changed since its checkpoint went on unsaid: images added or
 // removed (the epochs from there read other data than the run's) and a class folder renamed
 // (labels may stand for other classes than the weights learnt). Both are said, with the figures;

@@ -215,6 +215,40 @@ TEST(AdamW, StateRoundTripThroughSafetensorsResumesExactly) {
       << msg;
 }
 
+// State no step can leave (a damaged or edited checkpoint) was taken as it was: a negative or
+// fractional step count (a NaN one was cast to an integer, undefined), a negative second moment
+// or a NaN moment gave a NaN update at the resumed run's first step, whose divergence message then
+// pointed back at that checkpoint. Each is refused naming its key, as a mis-shaped moment is.
+TEST(AdamW, LoadRefusesStateNoStepLeavesNamingTheKey) {
+  Tensor w = param({2, 2}, 3);
+  AdamW a({{{w}, {"w"}, 1e-2, 0.0}});
+  set_grad(w, test::random({2, 2}, 4));
+  a.step();
+  std::map<std::string, Tensor> good;
+  for (auto& [k, t] : a.state_dict("optim.")) good[k] = t;
+  const auto error_with = [&](const std::string& key, const Tensor& t) {
+    std::map<std::string, Tensor> bad = good;
+    bad[key] = t;
+    AdamW fresh({{{w}, {"w"}, 1e-2, 0.0}});
+    return test::error_of([&] { fresh.load_state_dict(bad, "optim."); });
+  };
+  const auto scalar = [](double v) { return Tensor::from_vector<double>({}, {v}); };
+  const double nan = std::nan("");
+  EXPECT_NE(error_with("optim.w.exp_avg", test::random({4}, 5)).find("'optim.w.exp_avg'"),
+            std::string::npos);
+  EXPECT_NE(error_with("optim.w.step", scalar(-3)).find("'optim.w.step'"), std::string::npos);
+  EXPECT_NE(error_with("optim.w.step", scalar(1.5)).find("'optim.w.step'"), std::string::npos);
+  EXPECT_NE(error_with("optim.w.step", scalar(nan)).find("'optim.w.step'"), std::string::npos);
+  Tensor negative = good["optim.w.exp_avg_sq"].clone();
+  negative.data<double>()[1] = -1;
+  EXPECT_NE(error_with("optim.w.exp_avg_sq", negative).find("'optim.w.exp_avg_sq'"),
+            std::string::npos);
+  Tensor not_finite = good["optim.w.exp_avg"].clone();
+  not_finite.data<double>()[0] = nan;
+  EXPECT_NE(error_with("optim.w.exp_avg", not_finite).find("'optim.w.exp_avg'"), std::string::npos);
+  EXPECT_EQ(error_with("optim.w.step", scalar(1)), "");  // the file's own values load
+}
+
 TEST(SGD, MomentumNesterovAndWeightDecayMatchHandComputation) {
   for (bool nesterov : {false, true})
     for (double mom : {0.0, 0.9}) {
