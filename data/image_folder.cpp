@@ -351,15 +351,16 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
     if (!e.path1().empty()) reading = e.path1();
   }
   if (ec) {
-    // a loop's path is thousands of characters long: the loop is named instead
+    // a folder loop's path is thousands of characters long: the link that closes it is named
+    // instead; with none (a file link that leads to itself) the path is that file's, short
     const bool loop = ec == std::errc::too_many_symbolic_link_levels;
     const std::string link = loop ? loop_link(fs::path(dir) / name, reading) : "";
-    throw Error(str("ImageFolder: cannot list the files of class folder '", name, "' in '", dir,
-                    "': ",
-                    loop ? str("a symbolic link", link.empty() ? "" : " " + link,
-                               " leads back into a folder above it")
-                         : str("cannot read '", reading.string(), "'"),
-                    ": ", ec.message()));
+    throw Error(
+        str("ImageFolder: cannot list the files of class folder '", name, "' in '", dir, "': ",
+            !loop          ? str("cannot read '", reading.string(), "'")
+            : link.empty() ? str("'", reading.string(), "' is a loop of symbolic links")
+                           : str("a symbolic link ", link, " leads back into a folder above it"),
+            ": ", ec.message()));
   }
   std::sort(out.images.begin(), out.images.end());
   std::sort(out.dangling.begin(), out.dangling.end());

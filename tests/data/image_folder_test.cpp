@@ -461,6 +461,23 @@ TEST(ImageFolder, ASymlinkLoopIsNamed) {
   EXPECT_LT(msg.size(), 600u) << msg;
 }
 
+// An image link that leads to itself (or two that lead to each other) was said as "a symbolic
+// link leads back into a folder above it": no such folder, and no name to find the link by among
+// the class's files.
+TEST(ImageFolder, AFileLinkLoopIsNamed) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+  fs::create_symlink(tmp.path() / "train/cls/a.png", tmp.path() / "train/cls/a.png");
+  const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "train", {}); });
+  EXPECT_NE(msg.find("class folder 'cls'"), std::string::npos) << msg;
+  EXPECT_NE(
+      msg.find("'" + (tmp.path() / "train/cls/a.png").string() + "' is a loop of symbolic links"),
+      std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("folder above it"), std::string::npos) << msg;
+}
+
 // A sub-folder of a class folder that cannot be read is named itself, not its class folder: the
 // user must find the one folder among thousands whose permissions are wrong.
 TEST(ImageFolder, AnUnreadableSubFolderIsNamed) {
