@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -1208,6 +1209,10 @@ YAML::Node parse_document(const std::string& text, const std::string& source) {
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {  // its message is only "bad file"
+    throw Error(str("config: cannot parse ", source, " line ", std::max(e.mark.line, 0) + 1,
+                    ": lists or mappings nested too deeply for yaml-cpp to read; a config's "
+                    "values are numbers, names or flat lists"));
   } catch (const YAML::ParserException& e) {
     throw Error(syntax_error(marked, e.mark, e.msg, source));
   }

@@ -858,6 +858,17 @@ TEST_F(ConfigTest, ASyntaxErrorNamesTheLineOfTheMistake) {
                   {at + " line 2: the '{' there is not closed"});
 }
 
+// Lists nested past yaml-cpp's depth limit (a generated or damaged file) were reported as
+// "cannot parse c.yaml line 1: bad file", yaml-cpp's words for its recursion guard: the file is
+// not bad, its nesting is too deep, which is said.
+TEST_F(ConfigTest, NestingPastTheParsersLimitIsNamedAsSuch) {
+  const std::string deep = "epochs: " + std::string(1000, '[') + std::string(1000, ']') + "\n";
+  const std::string msg = load_error("model: wtconvnext_fmnist\n" + deep);
+  expect_contains(
+      msg, {"config: cannot parse " + (dir_ / "c.yaml").string() + " line 2", "nested too deeply"});
+  EXPECT_EQ(msg.find("bad file"), std::string::npos) << msg;
+}
+
 // A binary file given as the config (an image, a PyTorch model.pth) was reported as a YAML syntax
 // error ("cannot parse ... line 3: unknown escape character"): it is named as no text file.
 TEST_F(ConfigTest, ABinaryFileIsNamedAsNoYamlText) {
