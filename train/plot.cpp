@@ -263,7 +263,14 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
     throw Error(str("plot: gnuplot wrote an incomplete PNG for ", png.string(),
                     " (a full disk?); the previous image is unchanged"));
   }
-  fs::rename(tmp_png, png);
+  std::error_code renamed;
+  fs::rename(tmp_png, png, renamed);
+  if (renamed) {  // e.g. a folder of that name: the drawn image would stay behind, one per epoch
+    std::error_code ignored;
+    fs::remove(tmp_png, ignored);
+    throw Error(str("cannot write '", png.string(), "': ", renamed.message(), " (renaming '",
+                    tmp_png.string(), "' to it); the previous image is unchanged"));
+  }
   // the script kept beside the image draws it again from anywhere (`gnuplot curves.gp`): its
   // output is the image itself, not the temporary this call drew into
   const std::string drawn = "set output " + gp_quote(tmp_png.string()) + "\n";

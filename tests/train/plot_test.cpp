@@ -156,6 +156,27 @@ TEST_F(PlotTest, APngNamedNearTheLengthLimitIsDrawn) {
       << text;
 }
 
+// A PNG that could not take the drawn image's place (a folder of that name) left the image gnuplot
+// drew behind as curves.png.tmp.<pid>.<n>, one more each epoch of a run, and said only
+// "filesystem error: cannot rename: Is a directory [...]". The temporary goes; the message says
+// which file could not be written, as the atomic writer's do.
+TEST_F(PlotTest, APngThatCannotBeReplacedLeavesNoTemporaryFile) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path dir = run("run1", kSummary);
+  fs::create_directories(dir / "curves.png" / "inside");  // rename(2) cannot replace it
+  std::string error;
+  try {
+    train::plot_runs({dir.string()}, (dir / "curves.png").string(), train::PlotOptions{});
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("cannot write '" + (dir / "curves.png").string() + "'"), std::string::npos)
+      << error;
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
 TEST_F(PlotTest, SeveralRunsAndRunsWithoutEma) {
   ASSERT_TRUE(train::gnuplot_available())
       << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
