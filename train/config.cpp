@@ -428,7 +428,8 @@ std::string close_keys_hint(const std::string& key) {
     throw Error(str("config: unknown key '", key, "' (", where.text(), "): ", timm,
                     " (`haargrad train --help` lists every key)"));
   const std::string hint = close_keys_hint(key);
-  throw Error(str("config: unknown key '", key, "' (", where.text(), ")",
+  // a byte that is not UTF-8 (a Latin-1 key) as \xHH: raw, the terminal shows '?' for it
+  throw Error(str("config: unknown key '", utf8_shown(key), "' (", where.text(), ")",
                   hint.empty() ? " (`haargrad train --help` lists every key)" : "; " + hint));
 }
 
@@ -638,7 +639,7 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
               std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
             std::string list;
             for (const auto& c : r.choices) list += str(list.empty() ? "" : ", ", "'", c, "'");
-            fail(key, where, str("expected one of ", list, ", got '", v, "'"));
+            fail(key, where, str("expected one of ", list, ", got '", utf8_shown(v), "'"));
           }
         } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
           if (v) check_number(static_cast<double>(*v), "an integer");
@@ -906,7 +907,7 @@ void check_known_keys(const YAML::Node& root, const std::string& source) {
   for (const auto& [key, where] : unknown) {
     // timm's own spelling first, as a lone key's message gives it
     const std::string timm = timm_spelling(key), hint = timm.empty() ? close_keys_hint(key) : timm;
-    list += str(list.empty() ? "" : ", ", "'", key, "' (line ", where.line,
+    list += str(list.empty() ? "" : ", ", "'", utf8_shown(key), "' (line ", where.line,
                 hint.empty() ? "" : "; " + hint, ")");
   }
   throw Error(str("config: ", unknown.size(), " unknown keys in ", source, ": ", list,

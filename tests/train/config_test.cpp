@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
+#include "core/utf8.h"
 #include "train/config.h"
 
 namespace fs = std::filesystem;
@@ -909,6 +910,21 @@ TEST_F(ConfigTest, ANameWithALineBreakIsNamedWithItsKey) {
   expect_contains(override_error({"--opt", "adamw\n"}), {"key 'opt'", "\"adamw\\n\""});
   EXPECT_EQ(load_error("model: >-\n  convnext_tiny\n"), "");
   EXPECT_EQ(hg::train::config_from_yaml("data_dir: |\n  /data\n", "x.yaml").data_dir, "/data\n");
+}
+
+// An unknown key or a value of fixed choices holding a byte that is not UTF-8 (a Latin-1 "k\xe9y")
+// was named with that raw byte: the terminal showed '?' in its place, and the message, itself no
+// longer UTF-8 text, made grep call the log binary. It is written as \xHH, as a path's bytes are.
+TEST_F(ConfigTest, AKeyOrChoiceThatIsNotUtf8IsShownWithItsBytesEscaped) {
+  const std::string one = load_error("model: wtconvnext_fmnist\nk\xe9y: 4\n");
+  expect_contains(one, {"unknown key 'k\\xe9y'"});
+  EXPECT_EQ(hg::invalid_utf8_at(one), std::string::npos) << one;
+  const std::string two = load_error("k\xe9y: 4\nfoo\xff: 5\n");
+  expect_contains(two, {"'k\\xe9y' (line 1", "'foo\\xff' (line 2"});
+  EXPECT_EQ(hg::invalid_utf8_at(two), std::string::npos) << two;
+  const std::string choice = load_error("device: cp\xe9\n");
+  expect_contains(choice, {"key 'device'", "got 'cp\\xe9'"});
+  EXPECT_EQ(hg::invalid_utf8_at(choice), std::string::npos) << choice;
 }
 
 // A path that is not UTF-8 (a Latin-1 folder name, "caf\xe9") trained a whole epoch and then
