@@ -67,7 +67,9 @@ std::string checkpoint_file(const std::string& given, const std::string& option,
                             const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  HG_CHECK(fs::exists(given, ec), option, " ", given, " does not exist");
+  // a link that loops (or a folder that cannot be searched) is there but unreadable, not missing
+  HG_CHECK(fs::exists(given, ec), option, " ", given,
+           ec ? " cannot be read: " + ec.message() : std::string(" does not exist"));
   if (!fs::is_directory(given)) return given;
   const fs::path best = fs::path(given) / "model_best.safetensors";
   HG_CHECK(fs::exists(best), option, " ", given,

@@ -73,6 +73,14 @@ bool file_exists(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
+// Why `p` is no file to read, for a message after its name: a link that loops is there but
+// cannot be read, and a device or pipe is no checkpoint; neither is missing.
+std::string no_file_reason(const fs::path& p) {
+  std::error_code ec;
+  if (fs::exists(p, ec)) return " is not a regular file";
+  return ec ? " cannot be read: " + ec.message() : " does not exist";
+}
+
 // The checkpoints a stopped run can be taken up from, for the messages that stop it: only files
 // this run wrote after a finite evaluation (or the checkpoint it resumed from) are named.
 struct GoodCheckpoints {
@@ -214,7 +222,8 @@ void open_run_folder(Session& s) {
     std::error_code ec;
     // a run folder, as validate takes one (train without a config says so before, app/train.cpp)
     HG_CHECK(!fs::is_directory(s.resume_path, ec), resume_folder_error(s.resume_path, true));
-    HG_CHECK(file_exists(s.resume_path), "resume: checkpoint ", s.resume_path, " does not exist");
+    HG_CHECK(file_exists(s.resume_path), "resume: checkpoint ", s.resume_path,
+             no_file_reason(s.resume_path));
     run_dir = fs::path(s.resume_path).parent_path();
     if (run_dir.empty()) run_dir = ".";
     // weights alone (an export, a timm state_dict) carry no run to go on with: resuming them would

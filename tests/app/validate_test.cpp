@@ -214,6 +214,21 @@ TEST_F(ValidateCommand, ARunFolderMeansItsBestCheckpoint) {
       << none.output;
 }
 
+// A checkpoint named through a link that leads to itself was said not to exist ("--checkpoint
+// w.safetensors does not exist") by validate, export and infer, while `ls` lists it: the reason
+// the file cannot be read is given instead.
+TEST_F(ValidateCommand, ACheckpointLinkThatLoopsIsNotSaidToBeMissing) {
+  const std::string loop = file("loop.safetensors");
+  std::filesystem::create_symlink(loop, loop);
+  const std::string why = std::make_error_code(std::errc::too_many_symbolic_link_levels).message();
+  for (const std::string& cmd : {"validate " + kSmoke + " --checkpoint " + loop,
+                                 "export " + loop + " --out " + file("w.safetensors"),
+                                 "infer -c " + kSmoke + " --checkpoint " + loop + " --input " +
+                                     file("in.png") + " --out " + file("o.safetensors")})
+    EXPECT_TRUE(exited(run_program(cmd), 1, {loop + " cannot be read: " + why}, {"does not exist"}))
+        << cmd;
+}
+
 // --use-ema evaluates the checkpoint's model EMA: the trainer's EMA columns of the same epoch; the
 // plain call still evaluates the model. `export --ema` writes the EMA under the plain names. A
 // checkpoint without an EMA is refused by both, clearly.

@@ -1187,6 +1187,24 @@ TEST_F(Faults, ADamagedCheckpointIsRefusedAtResumeNamingTheFileAndTensor) {
       "checkpoint " + c.resume + ": optimizer state: 'optimizer.head.fc.weight.exp_avg'");
 }
 
+// A resume or initial_checkpoint named through a link that leads to itself was said not to exist,
+// and /dev/null given as one too: the link is there but cannot be read, /dev/null is no file.
+TEST_F(Faults, ACheckpointThatIsNoFileSaysWhyNotThatItIsMissing) {
+  const std::string loop = (root_ / "loop.safetensors").string();
+  fs::create_symlink(loop, loop);
+  const std::string why = std::make_error_code(std::errc::too_many_symbolic_link_levels).message();
+  train::Config c = smoke("nofile", 1);
+  c.resume = loop;
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }),
+                  "resume: checkpoint " + loop + " cannot be read: " + why);
+  c.resume = "/dev/null";
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), "/dev/null is not a regular file");
+  c.resume.clear();
+  c.initial_checkpoint = loop;
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }),
+                  "initial_checkpoint: " + loop + " cannot be read: " + why);
+}
+
 // A resume on training data that changed since its checkpoint went on unsaid: images added or
 // removed (the epochs from there read other data than the run's) and a class folder renamed
 // (labels may stand for other classes than the weights learnt). Both are said, with the figures;
