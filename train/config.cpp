@@ -714,9 +714,16 @@ bool is_timm_unset(const Field& f, const YAML::Node& node) {
   return timm_default_key(f.key) && (node.IsNull() || (node.IsScalar() && node.Scalar().empty()));
 }
 
+// `node` is null for a model list whose empty value means the variant's own (depths, dims,
+// wt_levels: "an empty list or null", README), as timm's None for a model argument.
+bool is_variant_default(const Field& f, const YAML::Node& node) {
+  return node.IsNull() && f.rule.min_len == 0 &&
+         std::holds_alternative<std::vector<int64_t> Config::*>(f.member);
+}
+
 // Parses `node` into the field's member of `cfg` and checks it.
 void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& where) {
-  if (is_timm_unset(f, node)) {
+  if (is_timm_unset(f, node) || is_variant_default(f, node)) {
     std::visit([&](auto member) { cfg.*member = Config{}.*member; }, f.member);
     return;
   }

@@ -168,6 +168,16 @@ TEST_F(ConfigTest, TimmArgsYamlUnsetValuesMeanTheDefaults) {
   expect_contains(load_error("epochs: null\n"), {"'epochs'", "line 1", "an integer"});
 }
 
+// The model lists depths, dims and wt_levels: null is the named variant's value, as [] (README:
+// "an empty list or null"); it was refused with "expected a list of integers, got null".
+TEST_F(ConfigTest, ModelListsNullIsTheVariantsValue) {
+  ASSERT_EQ(load_error("model: wtconvnext_tiny\ndepths: null\ndims: ~\nwt_levels:\n"), "");
+  const Config c = hg::train::load_config(path_);
+  EXPECT_TRUE(c.depths.empty() && c.dims.empty() && c.wt_levels.empty());
+  // lists that must hold values keep refusing null
+  expect_contains(load_error("scale: null\n"), {"'scale'", "line 1"});
+}
+
 // A timm args.yaml holds many keys haargrad does not know: one message names them all, each
 // misspelt one with the keys it is close to and each timm key with what it is here (or that it is
 // not needed), as a lone unknown key's message does.
@@ -561,7 +571,11 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   hg::train::apply_overrides(reset, {"--mean", "null", "--std=~"});
   EXPECT_EQ(reset.mean, Config{}.mean);
   EXPECT_EQ(reset.std, Config{}.std);
-  expect_contains(override_error({"--depths", "null"}), {"'depths'", "command line"});
+  // `--depths null` is the variant's depths, as an empty list (README); it was refused
+  Config variant;
+  hg::train::apply_overrides(variant, {"--depths", "1,2", "--dims", "8,16"});
+  hg::train::apply_overrides(variant, {"--depths", "null", "--dims=~"});
+  EXPECT_EQ(variant, Config{});
 
   expect_contains(override_error({"--dims", "48,,96"}),
                   {"'dims'", "command line", "empty entry (entry 2)"});
