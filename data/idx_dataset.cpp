@@ -143,6 +143,7 @@ void IdxDataset::load(const std::string& images_path, const std::string& labels_
   HG_CHECK(images.dims[0] > 0 && images.dims[1] > 0 && images.dims[2] > 0, "IdxDataset: '", images_path,
            "' holds no pixels: ", shape_str(images.dims));
   source_ = images_path;
+  labels_source_ = labels_path;
   count_ = images.dims[0];
   height_ = images.dims[1];
   width_ = images.dims[2];
@@ -173,8 +174,10 @@ int64_t IdxDataset::label(int64_t index) const {
 }
 
 std::string IdxDataset::describe() const {
-  return str("IdxDataset '", source_, "': ", count_, " images ", height_, "x", width_, ", ", num_classes_,
-             " classes, ", channels_, " channels");
+  // the labels file named with the class count: a num_classes error is about that file's values
+  return str("IdxDataset '", source_, "': ", count_, " images ", height_, "x", width_, ", ",
+             num_classes_, " classes (labels 0..", num_classes_ - 1, " in '", labels_source_,
+             "'), ", channels_, " channels");
 }
 
 const std::vector<std::string>& fashion_mnist_classes() {

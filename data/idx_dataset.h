@@ -51,6 +51,7 @@ class IdxDataset : public Dataset {
   void load(const std::string& images_path, const std::string& labels_path, int64_t channels);
 
   std::string source_;
+  std::string labels_source_;  // the labels file: a class count's source, for messages
   int64_t count_ = 0, height_ = 0, width_ = 0, channels_ = 1, num_classes_ = 0;
   std::vector<uint8_t> images_;  // (count, height, width)
   std::vector<uint8_t> labels_;  // (count)

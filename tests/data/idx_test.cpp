@@ -85,6 +85,22 @@ TEST(Idx, ThreeChannelsReplicateGray) {
   }
 }
 
+// The class count comes from the labels file's largest value, so the description that a
+// num_classes error quotes names that file (it named the images file only): a damaged label 200
+// in a 10-class set reads "labels 0..200 in '.../lab'".
+TEST(Idx, TheDescriptionNamesTheLabelsFileOfTheClassCount) {
+  hg::test::TempDir tmp;
+  hg::test::write_bytes(tmp / "img",
+                        be32(0x803) + be32(2) + be32(2) + be32(2) + std::string(8, '\x10'));
+  hg::test::write_bytes(tmp / "lab", be32(0x801) + be32(2) + std::string("\x01\xc8", 2));
+  const auto ds = hg::data::IdxDataset::from_files(tmp / "img", tmp / "lab", 1);
+  EXPECT_EQ(ds.num_classes(), 201);
+  const std::string d = ds.describe();
+  EXPECT_NE(d.find(hg::str("201 classes (labels 0..200 in '", tmp / "lab", "')")),
+            std::string::npos)
+      << d;
+}
+
 TEST(Idx, BrokenFilesNameTheFile) {
   hg::test::TempDir tmp;
   // A gzip stream with flipped bytes in the middle: zlib reports bad data or a checksum mismatch.
