@@ -24,7 +24,8 @@
 // the LL band, the levels >= 1 by the product, one p2 pass) against the product's forward at L,
 // and grad_x the same way against its backward, checked at odd shapes and timed at the stage
 // shapes (L = 5, 4, 3, 2); then the weight gradient (run_wgrad). Exit status 1 when a check fails.
-// Not run yet (no device time was left in the forty-second and forty-third sessions).
+// Measured in the forty-fourth session (dev/wtconv_p2/README.md). `wtconv_p2_lab REPS stage` runs
+// only the forward variants at 96/56 (for Nsight Compute: dev/s45a.sh).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -33,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -1034,16 +1036,12 @@ bool run_wgrad(const Case& c, unsigned seed, int reps) {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  // `stage`: the two forward variants at 96/56 only (checked, then timed), for a profiler
+  if (argc > 2 && std::string(argv[2]) == "stage")
+    return run({64, 56, 56, 96}, 7, false, reps) ? 0 : 1;
   bool ok = true;
   ok &= run({2, 19, 21, 16}, 1, false, 0);
-  ok &= run(
-      {
-          1,
-          13,
-          11,
-          32,
-      },
-      2, true, 0);
+  ok &= run({1, 13, 11, 32}, 2, true, 0);
   ok &= run({2, 7, 9, 48}, 3, false, 0);
   ok &= run({1, 40, 33, 16}, 4, true, 0);
   for (const Case& c :

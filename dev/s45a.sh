@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Prepared in the forty-fourth session (not run): why the period-2 forward runs at ~600 GB/s
+# (dev/wtconv_p2/README.md: 128.3 us at 96/56 where its shared loads allow ~56 us). The tree's GPU
+# tests first, then Nsight Compute's stall reasons (dev/ncu_stalls.py) of both forward variants
+# and, for scale, the product's synth_staged_kernel, at 96/56/5, B = 64, bf16. Pack: build with
+# -DHAARGRAD_DEV=ON, `cp build/dev/wtconv_p2/wtconv_p2_lab build/labbin/hg_p2lab`, then
+# KEEP_NEW=0 dev/labbin-pack.sh after `cp build/haargrad build/labbin/hg_new` is done by it;
+# carry ["build/labpack", ".golden"].
+NAME=s45a
+source dev/labbin-lib.sh
+tests_first
+timeout 240 $NCU --clock-control none -k regex:"p2_forward" -c 2 --metrics "$STALLS" --csv \
+  --page raw $L/hg_p2lab 3 stage > $R/stalls.csv 2> $R/stalls.err
+python3 dev/ncu_stalls.py $R/stalls.csv | tee $OUT/stalls-p2.txt
+el p2-stalls
+ncu_stalls hg_new 'synth_staged|haar_conv' 2 | tee $OUT/stalls-product.txt
+el product-stalls
