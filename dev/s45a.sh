@@ -4,7 +4,7 @@
 # tests first, then Nsight Compute's stall reasons (dev/ncu_stalls.py) of both forward variants
 # and, for scale, the product's synth_staged_kernel, at 96/56/5, B = 64, bf16. Pack: build with
 # -DHAARGRAD_DEV=ON, `cp build/dev/wtconv_p2/wtconv_p2_lab build/labbin/hg_p2lab`, then
-# KEEP_NEW=0 dev/labbin-pack.sh after `cp build/haargrad build/labbin/hg_new` is done by it;
+# dev/labbin-pack.sh (it copies build/haargrad as hg_new and the test programs);
 # carry ["build/labpack", ".golden"].
 NAME=s45a
 source dev/labbin-lib.sh
