@@ -67,9 +67,7 @@ std::string checkpoint_file(const std::string& given, const std::string& option,
                             const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  // a link that loops (or a folder that cannot be searched) is there but unreadable, not missing
-  HG_CHECK(fs::exists(given, ec), option, " ", given,
-           ec ? " cannot be read: " + ec.message() : std::string(" does not exist"));
+  HG_CHECK(fs::exists(given, ec), option, " ", given, train::no_file_reason(given));
   if (!fs::is_directory(given)) return given;
   const fs::path best = fs::path(given) / "model_best.safetensors";
   HG_CHECK(fs::exists(best), option, " ", given,

@@ -80,7 +80,7 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
         "--resume CHECKPOINT`: the config of that checkpoint's run)",
         CLI::ExitCodes::RequiredError);
   std::error_code ec;
-  HG_CHECK(fs::exists(resume, ec), "resume: checkpoint ", resume, " does not exist");
+  HG_CHECK(fs::exists(resume, ec), "resume: checkpoint ", resume, train::no_file_reason(resume));
   // a run folder given as the checkpoint: its checkpoints, before its args.yaml is taken (and
   // logged) as the config of a run that cannot start from a folder
   HG_CHECK(!fs::is_directory(resume, ec), train::resume_folder_error(resume, false));

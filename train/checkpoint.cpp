@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <limits>
 #include <optional>
 
@@ -268,6 +269,12 @@ std::string checkpoint_config_yaml(const std::string& path) {
 
 std::optional<TrainState> read_train_state(const std::string& path) {
   return state_from_metadata(safetensors::read_metadata(path), path);
+}
+
+std::string no_file_reason(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return " is not a regular file";
+  return ec ? " cannot be read: " + ec.message() : " does not exist";
 }
 
 }  // namespace hg::train

@@ -85,4 +85,9 @@ std::string checkpoint_config_yaml(const std::string& path);
 /// or its metadata is malformed.
 std::optional<TrainState> read_train_state(const std::string& path);
 
+/// Why `path` is no checkpoint file to read, for a message after its name: " does not exist", or
+/// " cannot be read: <why>" for a link that loops or a folder that cannot be searched (there, not
+/// missing), or " is not a regular file" (a folder, a device). One wording for every command.
+std::string no_file_reason(const std::string& path);
+
 }  // namespace hg::train

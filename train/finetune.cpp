@@ -16,13 +16,9 @@ bool has_prefix(const std::string& s, const char* p) { return s.rfind(p, 0) == 0
 }  // namespace
 
 void check_initial_checkpoint(const std::string& path) {
-  std::error_code ec, ignored;
-  const bool there = std::filesystem::exists(path, ec);  // ec: a link that loops, not missing
-  HG_CHECK(std::filesystem::is_regular_file(path, ignored), "initial_checkpoint: ", path,
-           there ? " is not a file"
-           : ec  ? " cannot be read: " + ec.message()
-                 : std::string(" does not exist"),
-           " (the weights a fine-tuning run starts from)");
+  std::error_code ec;
+  HG_CHECK(std::filesystem::is_regular_file(path, ec), "initial_checkpoint: ", path,
+           no_file_reason(path), " (the weights a fine-tuning run starts from)");
   try {
     safetensors::read_metadata(path);  // its header, and a file cut short
   } catch (const Error& e) {

@@ -73,14 +73,6 @@ bool file_exists(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
-// Why `p` is no file to read, for a message after its name: a link that loops is there but
-// cannot be read, and a device or pipe is no checkpoint; neither is missing.
-std::string no_file_reason(const fs::path& p) {
-  std::error_code ec;
-  if (fs::exists(p, ec)) return " is not a regular file";
-  return ec ? " cannot be read: " + ec.message() : " does not exist";
-}
-
 // The checkpoints a stopped run can be taken up from, for the messages that stop it: only files
 // this run wrote after a finite evaluation (or the checkpoint it resumed from) are named.
 struct GoodCheckpoints {

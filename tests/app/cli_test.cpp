@@ -546,6 +546,17 @@ TEST_F(CliTest, TrainResumeWithoutAConfigReadsTheRunsArgsYaml) {
   EXPECT_NE(gone.output.find("checkpoint " + file("nothing.safetensors") + " does not exist"),
             std::string::npos)
       << gone.output;
+  // a link that leads to itself is there, unreadable: it was said not to exist here (without a
+  // config) while the trainer (with one) and validate said why it cannot be read
+  const std::string loop = file("loop.safetensors");
+  std::filesystem::create_symlink(loop, loop);
+  const ProgramRun looped = run_program("train --resume " + loop);
+  EXPECT_EQ(looped.exit_code, 1) << looped.output;
+  EXPECT_NE(
+      looped.output.find("checkpoint " + loop + " cannot be read: " +
+                         std::make_error_code(std::errc::too_many_symbolic_link_levels).message()),
+      std::string::npos)
+      << looped.output;
   const ProgramRun autopick = run_program("train --resume auto --output " + file("out"));
   EXPECT_EQ(autopick.exit_code, 2) << autopick.output;
   EXPECT_NE(autopick.output.find("config is required with --resume auto"), std::string::npos)
