@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <set>
 
 #include "core/memory.h"
@@ -40,7 +41,8 @@ void check_state_tensor(const std::string& key, const Tensor& t, const Tensor& p
   if (ends_with(key, ".step")) {
     const double v = t.numel() == 1 ? t.item() : -1;
     HG_CHECK(t.numel() == 1 && v >= 0 && v < 0x1p53 && v == std::floor(v), "optimizer state: '",
-             key, "' must be one whole number >= 0, got ", t.numel() == 1 ? str(v) : t.describe());
+             key, "' must be one step count, a whole number >= 0 and < 2^53, got ",
+             t.numel() == 1 ? str(std::setprecision(17), v) : t.describe());
     return;
   }
   HG_CHECK(t.shape() == p.shape(), "optimizer state: '", key, "' ", t.describe(),

@@ -239,6 +239,12 @@ TEST(AdamW, LoadRefusesStateNoStepLeavesNamingTheKey) {
   EXPECT_NE(error_with("optim.w.step", scalar(-3)).find("'optim.w.step'"), std::string::npos);
   EXPECT_NE(error_with("optim.w.step", scalar(1.5)).find("'optim.w.step'"), std::string::npos);
   EXPECT_NE(error_with("optim.w.step", scalar(nan)).find("'optim.w.step'"), std::string::npos);
+  // a whole count past 2^53 (no double holds it exactly) was refused as "no whole number >= 0"
+  const std::string huge =
+      error_with("optim.w.step", Tensor::from_vector<int64_t>({}, {int64_t(1) << 60}));
+  EXPECT_NE(huge.find("a whole number >= 0 and < 2^53, got 1.152921504606847e+18"),
+            std::string::npos)
+      << huge;
   Tensor negative = good["optim.w.exp_avg_sq"].clone();
   negative.data<double>()[1] = -1;
   EXPECT_NE(error_with("optim.w.exp_avg_sq", negative).find("'optim.w.exp_avg_sq'"),
