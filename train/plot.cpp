@@ -268,8 +268,9 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   if (renamed) {  // e.g. a folder of that name: the drawn image would stay behind, one per epoch
     std::error_code ignored;
     fs::remove(tmp_png, ignored);
-    throw Error(str("cannot write '", png.string(), "': ", renamed.message(), " (renaming '",
-                    tmp_png.string(), "' to it); the previous image is unchanged"));
+    // what stands at png's path is left as it was: a folder is no image, so no "previous image"
+    throw Error(str("plot: cannot write '", png.string(), "': ", renamed.message(), " (renaming '",
+                    tmp_png.string(), "' to it); what is at that path is unchanged"));
   }
   // the script kept beside the image draws it again from anywhere (`gnuplot curves.gp`): its
   // output is the image itself, not the temporary this call drew into

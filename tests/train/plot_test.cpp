@@ -171,8 +171,11 @@ TEST_F(PlotTest, APngThatCannotBeReplacedLeavesNoTemporaryFile) {
   } catch (const Error& e) {
     error = e.what();
   }
-  EXPECT_NE(error.find("cannot write '" + (dir / "curves.png").string() + "'"), std::string::npos)
+  EXPECT_NE(error.find("plot: cannot write '" + (dir / "curves.png").string() + "'"),
+            std::string::npos)
       << error;
+  // a folder there is no previous image to speak of
+  EXPECT_EQ(error.find("previous image"), std::string::npos) << error;
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
