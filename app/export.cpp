@@ -83,11 +83,8 @@ void run_export(const ExportArgs& a) {
              a.checkpoint, " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run kept no model_ema, or it is an export already; export without --ema");
   const auto tensors = timm_state_dict(model);
-  const WeightCount w = nonfinite_weights(model);
-  HG_CHECK(
-      w.nonfinite == 0, "export: ", w.nonfinite, " of ", w.total, " weights of ", a.checkpoint,
-      a.ema ? "'s model EMA" : "",
-      " are non-finite (NaN or Inf): the run it comes from diverged; export an earlier checkpoint");
+  check_finite_weights(model, str("export: ", a.checkpoint, a.ema ? " (its model EMA)" : ""),
+                       "export an earlier checkpoint");
   const safetensors::File in = safetensors::load(a.checkpoint);
   safetensors::save(a.out, tensors,
                     {{"format", "pt"},

@@ -31,7 +31,7 @@ void check_finite_weights(const Module& m, const std::string& what, const std::s
   const WeightCount w = nonfinite_weights(m);
   HG_CHECK(w.nonfinite == 0, what, ": ", w.nonfinite, " of its ", w.total,
            " weights are non-finite (NaN or Inf; the first in '", w.first,
-           "'): the run it comes from diverged; ", instead);
+           "'): the run it comes from diverged, or the file was damaged; ", instead);
 }
 
 std::vector<std::pair<std::string, Tensor>> timm_state_dict(const ConvNeXt& m) {

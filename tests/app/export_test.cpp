@@ -742,6 +742,9 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
   EXPECT_EQ(nan.exit_code, 1);
   EXPECT_NE(nan.output.find("1 of "), std::string::npos) << nan.output;
   EXPECT_NE(nan.output.find("are non-finite"), std::string::npos) << nan.output;
+  // the first such tensor named, as validate and a resume name it (one check for all of them)
+  EXPECT_NE(nan.output.find("the first in 'stages.0.blocks.0.mlp.fc1.weight'"), std::string::npos)
+      << nan.output;
   EXPECT_FALSE(fs::exists(file("nan.safetensors")));
 }
 
