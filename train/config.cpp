@@ -1419,6 +1419,8 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
     YAML::Node node;
     try {
       node = as_typed ? YAML::Node(value) : YAML::Load(value);
+    } catch (const YAML::DeepRecursion&) {  // as in a file (parse_document): its msg is "bad file"
+      fail(key, cmd, "cannot parse the value: lists nested too deeply for yaml-cpp to read");
     } catch (const YAML::Exception& e) {
       fail(key, cmd, str("cannot parse value '", value, "': ", e.msg));
     }

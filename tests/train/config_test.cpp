@@ -882,6 +882,11 @@ TEST_F(ConfigTest, NestingPastTheParsersLimitIsNamedAsSuch) {
   expect_contains(
       msg, {"config: cannot parse " + (dir_ / "c.yaml").string() + " line 2", "nested too deeply"});
   EXPECT_EQ(msg.find("bad file"), std::string::npos) << msg;
+  // the same value on the command line
+  const std::string cli =
+      override_error({"--depths", std::string(1000, '[') + std::string(1000, ']')});
+  expect_contains(cli, {"'depths'", "command line", "nested too deeply"});
+  EXPECT_EQ(cli.find("bad file"), std::string::npos) << cli;
 }
 
 // A binary file given as the config (an image, a PyTorch model.pth) was reported as a YAML syntax
