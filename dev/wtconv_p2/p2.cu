@@ -94,6 +94,32 @@ __device__ __forceinline__ void a_frag(const uint4* px, int row_slots, uint32_t 
   for (int f = 0; f < 4; ++f) pixel_pair(px + (f & 1) * 8 * row_slots + (f >> 1) * 16, f, a);
 }
 
+/// One output pixel's channels c .. c + 7 (16 bytes) of image img at (i, j): the sums `a` plus
+/// bias and R / 2 (R null: 0; R's pixel (i / 2, j / 2)), rounded to bf16.
+__device__ __forceinline__ void store_pixel(const float (&a)[8], const float* __restrict__ bias,
+                                            const __nv_bfloat16* __restrict__ R, const Dims& d,
+                                            int img, int i, int j, int c,
+                                            __nv_bfloat16* __restrict__ y) {
+  float r[8] = {};
+  if (R) {  // 8 channels, 16 bytes
+    const uint4 rv = *reinterpret_cast<const uint4*>(
+        R + ((int64_t(img) * ((d.H + 1) / 2) + i / 2) * ((d.W + 1) / 2) + j / 2) * d.C + c);
+    const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      r[2 * q] = __uint_as_float(rw[q] << 16);
+      r[2 * q + 1] = __uint_as_float(rw[q] & 0xffff0000u);
+    }
+  }
+  uint32_t o[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+    o[q] = pack2(a[2 * q] + bias[c + 2 * q] + 0.5f * r[2 * q],
+                 a[2 * q + 1] + bias[c + 2 * q + 1] + 0.5f * r[2 * q + 1]);
+  *reinterpret_cast<uint4*>(y + ((int64_t(img) * d.H + i) * d.W + j) * d.C + c) =
+      make_uint4(o[0], o[1], o[2], o[3]);
+}
+
 /// Block: channels 16 blockIdx.x .. + 15, output rows 32 (blockIdx.y % RT) .. + 31 of image
 /// blockIdx.y / RT, every column. E: (C, 2, 2, 11, 11) f32 (E[c][p][q][5 + di][5 + dj]); R:
 /// (B, ceil(H / 2), ceil(W / 2), C) bf16 or null.
@@ -161,25 +187,10 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
       for (int v = 0; v < 2; ++v) {
         const int j = 8 * t + k0 + v;
         if (j >= d.W) continue;
-        const int c = c0 + 8 * h;
-        float r[8] = {};
-        if (R) {  // 8 channels, 16 bytes
-          const uint4 rv = *reinterpret_cast<const uint4*>(
-              R + ((int64_t(img) * ((d.H + 1) / 2) + i / 2) * ((d.W + 1) / 2) + j / 2) * d.C + c);
-          const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+        float a[8];
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            r[2 * q] = __uint_as_float(rw[q] << 16);
-            r[2 * q + 1] = __uint_as_float(rw[q] & 0xffff0000u);
-          }
-        }
-        uint32_t o[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          o[q] = pack2(acc[2 * q][2 * hh + v] + bias[c + 2 * q] + 0.5f * r[2 * q],
-                       acc[2 * q + 1][2 * hh + v] + bias[c + 2 * q + 1] + 0.5f * r[2 * q + 1]);
-        *reinterpret_cast<uint4*>(y + ((int64_t(img) * d.H + i) * d.W + j) * d.C + c) =
-            make_uint4(o[0], o[1], o[2], o[3]);
+        for (int k = 0; k < 8; ++k) a[k] = acc[k][2 * hh + v];
+        store_pixel(a, bias, R, d, img, i, j, c0 + 8 * h, y);
       }
     }
   }
@@ -293,25 +304,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
       for (int v = 0; v < 2; ++v) {
         const int j = j0 + 16 * t + 8 * nt + k0 + v;
         if (j >= d.W) continue;
-        const int c = c0 + 8 * h;
-        float r[8] = {};
-        if (R) {
-          const uint4 rv = *reinterpret_cast<const uint4*>(
-              R + ((int64_t(img) * ((d.H + 1) / 2) + i / 2) * ((d.W + 1) / 2) + j / 2) * d.C + c);
-          const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+        float a[8];
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            r[2 * q] = __uint_as_float(rw[q] << 16);
-            r[2 * q + 1] = __uint_as_float(rw[q] & 0xffff0000u);
-          }
-        }
-        uint32_t o[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          o[q] = pack2(acc[2 * q][nt][2 * hh + v] + bias[c + 2 * q] + 0.5f * r[2 * q],
-                       acc[2 * q + 1][nt][2 * hh + v] + bias[c + 2 * q + 1] + 0.5f * r[2 * q + 1]);
-        *reinterpret_cast<uint4*>(y + ((int64_t(img) * d.H + i) * d.W + j) * d.C + c) =
-            make_uint4(o[0], o[1], o[2], o[3]);
+        for (int k = 0; k < 8; ++k) a[k] = acc[k][nt][2 * hh + v];
+        store_pixel(a, bias, R, d, img, i, j, c0 + 8 * h, y);
       }
   }
 }
