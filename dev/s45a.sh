@@ -2,7 +2,8 @@
 # Prepared in the forty-fourth session (not run): why the period-2 forward runs at ~600 GB/s
 # (dev/wtconv_p2/README.md: 128.3 us at 96/56 where its shared loads allow ~56 us). The tree's GPU
 # tests first, then Nsight Compute's stall reasons (dev/ncu_stalls.py) of both forward variants
-# and, for scale, the product's synth_staged_kernel, at 96/56/5, B = 64, bf16. Pack: build with
+# and, for scale, the product's synth_staged_kernel, at 96/56/5, B = 64, bf16; then the tree's
+# bench-layer bf16 and both models in bf16 (the figures a closing note needs), ~5 minutes in all. Pack: build with
 # -DHAARGRAD_DEV=ON, `cp build/dev/wtconv_p2/wtconv_p2_lab build/labbin/hg_p2lab`, then
 # dev/labbin-pack.sh (it copies build/haargrad as hg_new and the test programs);
 # carry ["build/labpack", ".golden"].
@@ -15,3 +16,6 @@ python3 dev/ncu_stalls.py $R/stalls.csv | tee $OUT/stalls-p2.txt
 el p2-stalls
 ncu_stalls hg_new 'synth_staged|haar_conv' 2 | tee $OUT/stalls-product.txt
 el product-stalls
+layer_rows bf16 hg_new > $OUT/bench-layer.txt 2>&1; el bench-layer; cat $OUT/bench-layer.txt
+model_rows bf16 convnext_tiny,wtconvnext_tiny hg_new > $OUT/model.txt 2>&1; el model
+grep -E "^==|128 " $OUT/model.txt | cut -c1-150
