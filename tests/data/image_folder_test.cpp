@@ -708,7 +708,7 @@ TEST(ImageFolder, AnArchiveAsDataDirIsNamedAsSuch) {
   for (const std::string name : {"imagenet.tar", "data.tar.gz", "data.tgz", "data.zip"}) {
     hg::test::write_bytes(tmp / name, "not a folder");
     const std::string msg = error_of([&] { ImageFolder(tmp / name, "train"); });
-    EXPECT_NE(msg.find("'" + (tmp / name) + "' is an archive"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(hg::str("'", tmp / name, "' is an archive")), std::string::npos) << msg;
     EXPECT_NE(msg.find("unpack it"), std::string::npos) << msg;
   }
   hg::test::write_bytes(tmp / "notes.txt", "not a folder");
