@@ -10,7 +10,7 @@
 NAME=s45a
 source dev/labbin-lib.sh
 tests_first
-timeout 240 $NCU --clock-control none -k regex:"p2_forward" -c 2 --metrics "$STALLS" --csv \
+timeout 240 $NCU --clock-control none -k regex:"p2_forward" -c 3 --metrics "$STALLS" --csv \
   --page raw $L/hg_p2lab 3 stage > $R/stalls.csv 2> $R/stalls.err
 python3 dev/ncu_stalls.py $R/stalls.csv | tee $OUT/stalls-p2.txt
 el p2-stalls

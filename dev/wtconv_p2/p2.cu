@@ -230,8 +230,11 @@ std::vector<uint32_t> p2_table(const std::vector<float>& E, int C) {
 }
 
 /// Block: channels 16 blockIdx.x .. + 15; blockIdx.y = (image, 32-row tile, 32-column tile),
-/// column tiles fastest. tabg: p2_table's words; the rest as p2_forward_kernel.
-__global__ void __launch_bounds__(32 * kWarps, 2)
+/// column tiles fastest. tabg: p2_table's words; the rest as p2_forward_kernel. kMinBlocks: the
+/// blocks a multiprocessor must hold (2: <= 128 registers, a 56-byte spill; 1: no register cap,
+/// so the compiler may keep the next k-chunk's loads in flight, one block of 8 warps).
+template <int kMinBlocks>
+__global__ void __launch_bounds__(32 * kWarps, kMinBlocks)
     p2_forward16_kernel(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ tabg,
                         const float* __restrict__ bias, const __nv_bfloat16* __restrict__ R, Dims d,
                         __nv_bfloat16* __restrict__ y) {
@@ -538,8 +541,9 @@ hg::Tensor bf16_on_gpu(const std::vector<float>& v, const Case& c) {
   return hg::Tensor::from_vector({c.B, c.H, c.W, c.C}, v).to(hg::DType::bf16).to(hg::Device::cuda);
 }
 
-/// One of the two forward kernels (variant 0: p2_forward_kernel, 1: p2_forward16_kernel) with
-/// its launch geometry and its weights on the GPU (E for variant 0, p2_table's words for 1).
+/// One of the forward kernels (variant 0: p2_forward_kernel; 1: p2_forward16_kernel<2>; 2:
+/// p2_forward16_kernel<1>) with its launch geometry and its weights on the GPU (E for variant 0,
+/// p2_table's words for the others).
 struct P2Forward {
   int variant;
   Dims d{};
@@ -552,8 +556,11 @@ struct P2Forward {
     d.rw = staged_width(d.T);
     const int RT = (c.H + kRows - 1) / kRows, CT = (c.W + kCols16 - 1) / kCols16;
     smem = variant ? smem16_bytes() : smem_bytes(d);
-    if (variant)
-      CK(cudaFuncSetAttribute(p2_forward16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (variant == 1)
+      CK(cudaFuncSetAttribute(p2_forward16_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(smem)));
+    else if (variant == 2)
+      CK(cudaFuncSetAttribute(p2_forward16_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               int(smem)));
     else
       CK(cudaFuncSetAttribute(p2_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -568,7 +575,7 @@ struct P2Forward {
   }
   P2Forward(const P2Forward&) = delete;
   P2Forward& operator=(const P2Forward&) = delete;
-  const char* name() const { return variant ? "p2 n16" : "p2"; }
+  const char* name() const { return variant == 2 ? "p2 n16 1blk" : variant ? "p2 n16" : "p2"; }
   void set(const std::vector<float>& E, int C) {
     const std::vector<uint32_t> t = p2_table(E, C);
     CK(cudaMemcpy(dE, E.data(), E.size() * 4, cudaMemcpyHostToDevice));
@@ -576,9 +583,12 @@ struct P2Forward {
   }
   void launch(const __nv_bfloat16* x, const float* bias, const __nv_bfloat16* R,
               __nv_bfloat16* y) const {
-    if (variant)
-      p2_forward16_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(x, dtab, bias, R,
-                                                                                 d, y);
+    if (variant == 1)
+      p2_forward16_kernel<2>
+          <<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(x, dtab, bias, R, d, y);
+    else if (variant == 2)
+      p2_forward16_kernel<1>
+          <<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(x, dtab, bias, R, d, y);
     else
       p2_forward_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(x, dE, bias, R, d,
                                                                                y);
@@ -586,7 +596,7 @@ struct P2Forward {
   }
 };
 
-/// Runs both forward variants on random x, weights and R at `c`; checks each against the E loop
+/// Runs the forward variants on random x, weights and R at `c`; checks each against the E loop
 /// in double (relative to max |y|: bf16 rounding of x, E and y) and, with R = 0, against the
 /// product's fused forward at L = 1; returns false when a check fails. With reps == 0 also the
 /// backward data (each variant with the adjoint's kernels E'); with reps > 0 times both, the
@@ -688,8 +698,8 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
     return std::vector<double>(v.begin(), v.end());
   };
   bool ok = true;
-  float t[2] = {0.f, 0.f};
-  for (int variant = 0; variant < 2; ++variant) {
+  float t[3] = {0.f, 0.f, 0.f};
+  for (int variant = 0; variant < 3; ++variant) {
     P2Forward f(variant, c);
     f.set(E, c.C);
     CK(cudaMemset(dy, 0xff, n * 2));  // poisoned: NaN where nothing is written
@@ -747,9 +757,9 @@ bool run(const Case& c, unsigned seed, bool with_r, int reps) {
         reps);
     CK(cudaFree(dw7));
     std::printf(
-        "%-16s time (ms): p2 %.4f, p2 n16 %.4f (%.0f GB/s at x + y), product WTConv L = 1 forward"
-        " %.4f, our 7x7 forward %.4f\n",
-        "", t[0], t[1], 2.0 * n * 2 / (t[1] * 1e6), t_wt, t_7);
+        "%-16s time (ms): p2 %.4f, p2 n16 %.4f (%.0f GB/s at x + y), p2 n16 1blk %.4f, product"
+        " WTConv L = 1 forward %.4f, our 7x7 forward %.4f\n",
+        "", t[0], t[1], 2.0 * n * 2 / (t[1] * 1e6), t[2], t_wt, t_7);
   }
   CK(cudaFree(dx));
   CK(cudaFree(dy));
@@ -815,8 +825,8 @@ bool run_full(const Case& c, int L, bool adjoint, unsigned seed, int reps) {
   };
   const std::vector<float> ref = product().to(hg::DType::f32).to_vector<float>();
   bool ok = true;
-  float t[2] = {0.f, 0.f};
-  for (int variant = 0; variant < 2; ++variant) {
+  float t[3] = {0.f, 0.f, 0.f};
+  for (int variant = 0; variant < 3; ++variant) {
     P2Forward f(variant, c);
     f.set(E, c.C);
     auto pass = [&] {
@@ -853,9 +863,9 @@ bool run_full(const Case& c, int L, bool adjoint, unsigned seed, int reps) {
   if (reps > 0) {
     const float t_wt = median_ms(product, reps);
     std::printf(
-        "%-16s time (ms): LL + levels >= 1 (product) + p2 %.4f, the same with p2 n16 %.4f,"
-        " product WTConv L = %d %s %.4f\n",
-        "", t[0], t[1], L, adjoint ? "backward (grad_x and the weights)" : "forward", t_wt);
+        "%-16s time (ms): LL + levels >= 1 (product) + p2 %.4f, the same with p2 n16 %.4f"
+        " (1blk %.4f), product WTConv L = %d %s %.4f\n",
+        "", t[0], t[1], t[2], L, adjoint ? "backward (grad_x and the weights)" : "forward", t_wt);
   }
   CK(cudaFree(db));
   return ok;
