@@ -315,13 +315,18 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks)
   }
 }
 
-constexpr int kWRows = 16;  // the weight gradient's output rows a tile (8 of each parity)
+constexpr int kWRows = 16;  // the measured weight gradient's output rows a tile (8 a parity)
 
 /// The weight gradient's grad_y planes: a staged row's columns c in [-16, 8 T + 24) split by
 /// parity (a warp of column parity q reads plane q only), 4 T + 20 pixels a plane row.
 __host__ __device__ inline int gy_plane_width(int T) { return 4 * T + 20; }
-inline size_t wgrad_smem_bytes(const Dims& d) {
-  return size_t(kWRows + 2 * kR) * d.rw * 32 + size_t(2) * kWRows * gy_plane_width(d.T) * 32;
+/// One staging buffer of the weight gradient with `rows` output rows a tile, in 16-byte slots:
+/// x's rows + 2 kR rows of rw pixels, then grad_y's two parity planes; 32 bytes a pixel.
+__host__ __device__ inline int wgrad_buffer_slots(const Dims& d, int rows) {
+  return (rows + 2 * kR) * d.rw * 2 + 2 * rows * gy_plane_width(d.T) * 2;
+}
+inline size_t wgrad_smem_bytes(const Dims& d, int rows, int buffers) {
+  return size_t(buffers) * wgrad_buffer_slots(d, rows) * 16;
 }
 
 /// B's 8 channels from one staged grad_y pixel (4 words, channels 2k | 2k + 1 << 16): channel
@@ -343,29 +348,35 @@ __device__ __forceinline__ void b_frag(const uint4 v, bool hi, uint32_t (&b)[8])
 /// rows of parity p, columns of parity q, channels 8 h .. + 7 of the block's 16; blocks walk
 /// the (image, 16-row tile) pairs blockIdx.y, + gridDim.y, ... and each writes its own partial
 /// sums: part (gridDim.y, C, 2, 2, 16, 16) f32, rows di + 5, columns dj + 5 (11 x 11 used),
-/// summed over blockIdx.y in order on the host (deterministic).
+/// summed over blockIdx.y in order on the host (deterministic). kTileRows: output rows a tile (the
+/// measured kernel: 16); kBuffers: 1 stages each tile after the last one's compute (measured:
+/// ~12 tiles a block one after the other, 289 us at 96/56), 2 stages the next tile with cp.async
+/// while this one computes (forty-fourth session, not run; with kTileRows = 8, ~71 KB a buffer).
+template <int kTileRows, int kBuffers>
 __global__ void __launch_bounds__(32 * kWarps, 1)
     p2_wgrad_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ gy,
                     Dims d, float* __restrict__ part) {
   extern __shared__ uint4 smem[];
-  constexpr int XR = kWRows + 2 * kR;  // staged x rows: 26
+  constexpr int XR = kTileRows + 2 * kR;  // staged x rows: 26 at kTileRows = 16
   // x's rows one after the other (a fragment's rows are neighbours: 2 mod 8 slots apart, so a
   // quarter warp's two rows take the other half of the banks), not in parity planes
   const int row_slots = 2 * d.rw;
   const int gw = gy_plane_width(d.T), gcols = 2 * gw;  // gcols = 8 T + 40 staged columns
-  uint4* xs = smem;                                    // [XR][rw][2 halves]
-  uint4* gs = smem + XR * row_slots;                   // [2 parities][kWRows][gw][2 halves]
+  const int buffer_slots = wgrad_buffer_slots(d, kTileRows);
+  // buffer b: x's rows [XR][rw][2 halves], then grad_y's planes [2 parities][kTileRows][gw][2
+  // halves]
   const int tid = threadIdx.y * 32 + threadIdx.x, lane = threadIdx.x, warp = threadIdx.y;
   const int p = warp & 1, q = (warp >> 1) & 1, h = warp >> 2, g = lane / 4, cq = lane % 4;
-  const int c0 = blockIdx.x * kCh, RT = (d.H + kWRows - 1) / kWRows;
+  const int c0 = blockIdx.x * kCh, RT = (d.H + kTileRows - 1) / kTileRows, ntiles = d.B * RT;
   const int nch = (d.W + 10 + 15) / 16, ncols = 8 * d.T + 24;
   const int bsel = (g ^ q) & 1;  // B's value sits in the register's high half (see below)
-  float acc[8][2][4] = {};
-  for (int tile = blockIdx.y; tile < d.B * RT; tile += gridDim.y) {
-    const int img = tile / RT, i0 = tile % RT * kWRows;
+  // starts the copies of tile `tile`'s rows into buffer b (the caller commits the group)
+  auto stage = [&](int tile, int b) {
+    uint4* xs = smem + b * buffer_slots;
+    uint4* gs = xs + XR * row_slots;
+    const int img = tile / RT, i0 = tile % RT * kTileRows;
     const __nv_bfloat16* xi = x + int64_t(img) * d.H * d.W * d.C + c0;
     const __nv_bfloat16* gi = gy + int64_t(img) * d.H * d.W * d.C + c0;
-    __syncthreads();  // the previous tile's reads are done
     for (int e = tid; e < XR * ncols * 2; e += 32 * kWarps) {
       const int hh = e & 1, m = (e >> 1) / ncols, n = (e >> 1) % ncols;
       const int r = i0 - kR + m, col = n - kR;
@@ -373,19 +384,41 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
       hg::kernels::cuda::copy16_async(xs + (m * d.rw + n) * 2 + (hh ^ ((n >> 2) & 1)),
                                       xi + (ok ? (int64_t(r) * d.W + col) * d.C + 8 * hh : 0), ok);
     }
-    for (int e = tid; e < kWRows * gcols * 2; e += 32 * kWarps) {
+    for (int e = tid; e < kTileRows * gcols * 2; e += 32 * kWarps) {
       const int hh = e & 1, m = (e >> 1) / gcols, n = (e >> 1) % gcols;
       const int r = i0 + m, col = n - 16, pi = n >> 1;  // col's parity is n's
       const bool ok = r < d.H && col >= 0 && col < d.W;
       hg::kernels::cuda::copy16_async(
-          gs + (((n & 1) * kWRows + m) * gw + pi) * 2 + (hh ^ ((pi >> 2) & 1)),
+          gs + (((n & 1) * kTileRows + m) * gw + pi) * 2 + (hh ^ ((pi >> 2) & 1)),
           gi + (ok ? (int64_t(r) * d.W + col) * d.C + 8 * hh : 0), ok);
     }
+  };
+  float acc[8][2][4] = {};
+  if (kBuffers == 2 && int(blockIdx.y) < ntiles) {
+    stage(blockIdx.y, 0);
     hg::kernels::cuda::async_commit();
-    hg::kernels::cuda::async_wait<0>();
+  }
+  int k = 0;
+  for (int tile = blockIdx.y; tile < ntiles; tile += gridDim.y, ++k) {
+    const int b = kBuffers == 2 ? (k & 1) : 0;
+    if (kBuffers == 2) {
+      // the next tile's rows into the other buffer (free: the barrier that ended the last
+      // iteration), then wait for this tile's (every group but the newest)
+      if (tile + int(gridDim.y) < ntiles) stage(tile + gridDim.y, b ^ 1);
+      hg::kernels::cuda::async_commit();  // possibly empty: the count stays one a tile
+      hg::kernels::cuda::async_wait<1>();
+    } else {
+      __syncthreads();  // the previous tile's reads are done
+      stage(tile, 0);
+      hg::kernels::cuda::async_commit();
+      hg::kernels::cuda::async_wait<0>();
+    }
     __syncthreads();
+    const uint4* xs = smem + b * buffer_slots;
+    const uint4* gs = xs + XR * row_slots;
+    const int i0 = tile % RT * kTileRows;
 #pragma unroll 1
-    for (int r = 0; r < kWRows / 2; ++r) {
+    for (int r = 0; r < kTileRows / 2; ++r) {
       const int m = 2 * r + p;  // output row i0 + m; x rows i0 + m - 5 .. + 5 = staged m .. m + 10
       if (i0 + m >= d.H) break;
 #pragma unroll 1
@@ -409,7 +442,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
           // g's parity, and the value is in the high half (k = 2 cq + 1) when g's parity is not q
           const int col = 16 * mt - 5 + 2 * cq - (djc ? 3 : -kR) - g + bsel;
           const int pi = (col + 16) >> 1;  // plane q's pixel; b1's is pi + 4
-          const uint4* gr = gs + (q * kWRows + m) * gw * 2;
+          const uint4* gr = gs + (q * kTileRows + m) * gw * 2;
           uint32_t b0[8], b1[8];
           b_frag(gr[pi * 2 + (h ^ ((pi >> 2) & 1))], bsel, b0);
           b_frag(gr[(pi + 4) * 2 + (h ^ (((pi + 4) >> 2) & 1))], bsel, b1);
@@ -421,6 +454,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
         }
       }
     }
+    if (kBuffers == 2) __syncthreads();  // this buffer's reads are done before it is staged again
   }
   // D[m][n]: lane holds (g, 2 cq), (g, 2 cq + 1), (g + 8, 2 cq), (g + 8, 2 cq + 1)
 #pragma unroll
@@ -916,7 +950,7 @@ double rel_err(const hg::Tensor& t, const std::vector<double>& ref) {
 /// unused rows and columns of the partial sums exactly 0), then the filters' gradients against
 /// the product's fused backward at L = 1; with reps > 0 times the kernel against the product's
 /// L = 1 backward (grad_x and the weights) and our 7x7's weight gradient.
-bool run_wgrad(const Case& c, unsigned seed, int reps) {
+bool run_wgrad(const Case& c, unsigned seed, int reps, int variant) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   const size_t n = size_t(c.B) * c.H * c.W * c.C;
@@ -927,8 +961,14 @@ bool run_wgrad(const Case& c, unsigned seed, int reps) {
   d.rw = staged_width(d.T);
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int tiles = c.B * ((c.H + kWRows - 1) / kWRows);
-  const int S = std::max(1, std::min(tiles, sms / (c.C / kCh)));
+  // variant 0: the measured kernel (16-row tiles, one buffer); 1: 8-row tiles, two buffers
+  const int rows = variant ? 8 : kWRows, buffers = variant ? 2 : 1;
+  const char* name = variant ? "p2 wgrad 8x2" : "p2 wgrad";
+  const auto kernel = variant ? p2_wgrad_kernel<8, 2> : p2_wgrad_kernel<kWRows, 1>;
+  const int tiles = c.B * ((c.H + rows - 1) / rows);
+  // the checks (reps == 0) use at most 2 blocks a channel group, so that blocks walk several
+  // tiles (the two-buffer variant's pipeline); the timings fill the device
+  const int S = std::max(1, std::min(tiles, reps == 0 ? 2 : sms / (c.C / kCh)));
   const size_t np = size_t(S) * c.C * 4 * 256;
   std::vector<__nv_bfloat16> xh(n), gh(n);
   for (size_t i = 0; i < n; ++i)
@@ -941,11 +981,11 @@ bool run_wgrad(const Case& c, unsigned seed, int reps) {
   CK(cudaMemcpy(dx, xh.data(), n * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dg, gh.data(), n * 2, cudaMemcpyHostToDevice));
   CK(cudaMemset(dp, 0xff, np * 4));  // poisoned
-  const size_t smem = wgrad_smem_bytes(d);
-  CK(cudaFuncSetAttribute(p2_wgrad_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  const size_t smem = wgrad_smem_bytes(d, rows, buffers);
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(unsigned(c.C / kCh), unsigned(S));
   auto launch = [&] {
-    p2_wgrad_kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(dx, dg, d, dp);
+    kernel<<<grid, dim3(32, kWarps), smem, cudaStreamPerThread>>>(dx, dg, d, dp);
     CK(cudaGetLastError());
   };
   launch();
@@ -986,7 +1026,7 @@ bool run_wgrad(const Case& c, unsigned seed, int reps) {
     const bool okl = e <= 1e-4 * m;
     std::printf(
         "%-16s B %d %3dx%-3d C %3d: max |dE - loop| %.3g of max |dE| %.3g, unused 0: %s (%s)\n",
-        "p2 wgrad", c.B, c.H, c.W, c.C, e, m, unused_zero ? "yes" : "NO",
+        name, c.B, c.H, c.W, c.C, e, m, unused_zero ? "yes" : "NO",
         okl && unused_zero ? "ok" : "FAILED");
     ok = ok && okl;
   }
@@ -1028,9 +1068,9 @@ bool run_wgrad(const Case& c, unsigned seed, int reps) {
     CK(cudaFree(gw7));
     CK(cudaFree(gb7));
     std::printf(
-        "%-16s time (ms): p2 wgrad %.4f (S = %d partial sets), product WTConv L = 1 backward"
+        "%-16s time (ms): %s %.4f (S = %d partial sets), product WTConv L = 1 backward"
         " (grad_x + weights) %.4f, our 7x7 weight gradient %.4f\n",
-        "", t_p2, S, t_wt, t_7);
+        "", name, t_p2, S, t_wt, t_7);
   }
   CK(cudaFree(dx));
   CK(cudaFree(dg));
@@ -1062,12 +1102,15 @@ int main(int argc, char** argv) {
           std::pair{Case{64, 14, 14, 384}, 3}, std::pair{Case{64, 7, 7, 768}, 2}})
       ok &= run_full(cs, L, adjoint, 24, reps);
   }
-  ok &= run_wgrad({2, 19, 21, 16}, 11, 0);
-  ok &= run_wgrad({1, 13, 11, 32}, 12, 0);
-  ok &= run_wgrad({1, 40, 33, 16}, 13, 0);
-  for (const Case& c :
-       {Case{64, 56, 56, 96}, Case{64, 28, 28, 192}, Case{64, 14, 14, 384}, Case{64, 7, 7, 768}})
-    ok &= run_wgrad(c, 17, reps);
+  for (int variant = 0; variant < 2; ++variant) {  // the measured weight gradient, then 8x2
+    ok &= run_wgrad({2, 19, 21, 16}, 11, 0, variant);
+    ok &= run_wgrad({1, 13, 11, 32}, 12, 0, variant);
+    ok &= run_wgrad({1, 40, 33, 16}, 13, 0, variant);
+    ok &= run_wgrad({3, 9, 21, 16}, 14, 0, variant);  // 8-row tiles: 2 a 9-row image, 6 in all
+    for (const Case& c :
+         {Case{64, 56, 56, 96}, Case{64, 28, 28, 192}, Case{64, 14, 14, 384}, Case{64, 7, 7, 768}})
+      ok &= run_wgrad(c, 17, reps, variant);
+  }
   std::printf("%s\n", ok ? "all checks passed" : "SOME CHECK FAILED");
   return ok ? 0 : 1;
 }
