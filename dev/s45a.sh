@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepared in the forty-fourth session (not run): why the period-2 forward runs at ~600 GB/s
 # (dev/wtconv_p2/README.md: 128.3 us at 96/56 where its shared loads allow ~56 us). The tree's GPU
-# tests first, then Nsight Compute's stall reasons (dev/ncu_stalls.py) of both forward variants
+# tests first, the lab's checks and times (with this session's untimed variants: p2 n16 1blk,
+# p2 wgrad 8x2), then Nsight Compute's stall reasons (dev/ncu_stalls.py) of both forward variants
 # and, for scale, the product's synth_staged_kernel, at 96/56/5, B = 64, bf16; then the tree's
 # bench-layer bf16 and both models in bf16 (the figures a closing note needs), ~5 minutes in all. Pack: build with
 # -DHAARGRAD_DEV=ON, `cp build/dev/wtconv_p2/wtconv_p2_lab build/labbin/hg_p2lab`, then
@@ -10,6 +11,9 @@
 NAME=s45a
 source dev/labbin-lib.sh
 tests_first
+timeout 200 $L/hg_p2lab 20 > $OUT/p2lab.txt 2>&1  # every check, and the new variants' times
+el p2lab
+grep -E "FAILED|time|all checks|SOME" $OUT/p2lab.txt | cut -c1-200
 timeout 240 $NCU --clock-control none -k regex:"p2_forward" -c 3 --metrics "$STALLS" --csv \
   --page raw $L/hg_p2lab 3 stage > $R/stalls.csv 2> $R/stalls.err
 python3 dev/ncu_stalls.py $R/stalls.csv | tee $OUT/stalls-p2.txt
