@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Prepared in the forty-fourth session (not run): why the period-2 forward runs at ~600 GB/s
-# (dev/wtconv_p2/README.md: 128.3 us at 96/56 where its shared loads allow ~56 us). The tree's GPU
-# tests first, the lab's checks and times (with this session's untimed variants: p2 n16 1blk,
-# p2 wgrad 8x2), then Nsight Compute's stall reasons (dev/ncu_stalls.py) of both forward variants
-# and, for scale, the product's synth_staged_kernel, at 96/56/5, B = 64, bf16; then the tree's
-# bench-layer bf16 and both models in bf16 (the figures a closing note needs), ~5 minutes in all. Pack: build with
-# -DHAARGRAD_DEV=ON, `cp build/dev/wtconv_p2/wtconv_p2_lab build/labbin/hg_p2lab`, then
-# dev/labbin-pack.sh (it copies build/haargrad as hg_new and the test programs);
-# carry ["build/labpack", ".golden"].
+# (dev/wtconv_p2/README.md: 128.3 us at 96/56 where its shared loads allow ~56 us). In order:
+# the tree's GPU tests; the lab's checks and times (with this session's untimed variants, p2 n16
+# 1blk and p2 wgrad 8x2); Nsight Compute's stall reasons (dev/ncu_stalls.py) of the forward
+# variants and, for scale, the product's synthesis and Haar-conv kernels at 96/56/5, B = 64,
+# bf16; the tree's bench-layer bf16 and both models in bf16 (a closing note's figures). About 6
+# minutes. Pack: build with -DHAARGRAD_DEV=ON, `cp build/dev/wtconv_p2/wtconv_p2_lab
+# build/labbin/hg_p2lab`, then dev/labbin-pack.sh (it copies build/haargrad as hg_new and the
+# test programs); carry ["build/labpack", ".golden"].
 NAME=s45a
 source dev/labbin-lib.sh
 tests_first
