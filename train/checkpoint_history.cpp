@@ -26,6 +26,18 @@ std::optional<int64_t> history_epoch(const std::string& name) {
   return epoch;
 }
 
+namespace {
+
+// The reader's error about a file found in the run folder, without the advice it gives for a file
+// named on the command line ("...: give a run folder's last.safetensors ..."): nobody gave this
+// one.
+std::string found_file_error(const std::string& what) {
+  const size_t advice = what.find(": give a run folder's");
+  return advice == std::string::npos ? what : what.substr(0, advice);
+}
+
+}  // namespace
+
 std::vector<HistoryEntry> scan_history(const fs::path& dir,
                                        const std::map<int64_t, double>& fallback_top1,
                                        const std::string& run, std::vector<std::string>* notes) {
@@ -50,7 +62,7 @@ std::vector<HistoryEntry> scan_history(const fs::path& dir,
         top1 = st->eval_top1;
     } catch (
         const Error& e) {  // unreadable: not deleted on a guess, the file may matter to someone
-      if (notes) notes->push_back(str(e.what(), "; left alone"));
+      if (notes) notes->push_back(str(found_file_error(e.what()), "; left alone"));
       continue;
     }
     if (std::isnan(top1) && why.empty()) {

@@ -1077,6 +1077,15 @@ TEST_F(Faults, RotationLeavesFilesItDidNotWriteAlone) {
   int ours = 0;
   for (int e = 1; e <= 3; ++e) ours += fs::exists(dir / train::history_file_name(e));
   EXPECT_EQ(ours, 1);  // checkpoint_hist 1 among the run's own
+  // the note on the text file names it without the reader's advice for a file given on the
+  // command line ("give a run folder's last.safetensors ..."): nobody gave it
+  std::vector<std::string> notes;
+  train::scan_history(dir, {}, "", &notes);
+  std::string text;
+  for (const std::string& n : notes) text += n + "\n";
+  EXPECT_CONTAINS(text, "checkpoint-7.safetensors");
+  EXPECT_CONTAINS(text, "it is a text file");
+  EXPECT_EQ(text.find("give a run folder's"), std::string::npos) << text;
 }
 
 // A hand-edited or damaged run position is refused, naming the field, before it steers a run.
