@@ -219,8 +219,7 @@ void check_split_folder(const std::string& root, const std::string& split, const
   // the ImageNet recipes ship with data_dir "" to be set: "'' does not exist" would not say so
   HG_CHECK(!root.empty(),
            "ImageFolder: data_dir is not set (the config's data_dir, --data-dir, is empty): give "
-           "the folder "
-           "that holds the '",
+           "the folder that holds the '",
            split, "' split, e.g. --data-dir /data/imagenet (", kLayout, ")");
   HG_CHECK(fs::exists(root, ec), "ImageFolder: the data folder '", root,
            "' does not exist (data_dir, --data-dir)");

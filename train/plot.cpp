@@ -247,31 +247,30 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   gp += panel("throughput", "train img/s", data, names, valid, {{7, "img/s"}}, false);
   gp += "unset multiplot\nset output\n";
   io::write_file_atomic(script.string(), gp);
+  // every failure below leaves nothing drawn beside the output (a half-written or unplaceable
+  // image would otherwise stay, one per epoch of a run)
+  const auto give_up = [&tmp_png](const std::string& why) {
+    std::error_code ignored;
+    fs::remove(tmp_png, ignored);
+    throw Error(why);
+  };
   std::string output;
   const int rc = run_program({"gnuplot", script.string()}, &output);
-  if (rc != 0 || !fs::exists(tmp_png)) {
-    std::error_code ignored;
-    fs::remove(tmp_png, ignored);  // no half-drawn image left beside the output
-    throw Error(str("plot: gnuplot failed (exit status ", rc, ") on ", script.string(),
-                    output.empty() ? std::string() : ":\n" + output));
-  }
+  if (rc != 0 || !fs::exists(tmp_png))
+    give_up(str("plot: gnuplot failed (exit status ", rc, ") on ", script.string(),
+                output.empty() ? std::string() : ":\n" + output));
   // gnuplot exits 0 after a write that ran out of disk: only a whole PNG (its IEND chunk last),
   // on the disk, replaces the previous image
-  if (!complete_png(tmp_png)) {
-    std::error_code ignored;
-    fs::remove(tmp_png, ignored);
-    throw Error(str("plot: gnuplot wrote an incomplete PNG for ", png.string(),
-                    " (a full disk?); the previous image is unchanged"));
-  }
+  if (!complete_png(tmp_png))
+    give_up(str("plot: gnuplot wrote an incomplete PNG for ", png.string(),
+                " (a full disk?); the previous image is unchanged"));
   std::error_code renamed;
   fs::rename(tmp_png, png, renamed);
-  if (renamed) {  // e.g. a folder of that name: the drawn image would stay behind, one per epoch
-    std::error_code ignored;
-    fs::remove(tmp_png, ignored);
-    // what stands at png's path is left as it was: a folder is no image, so no "previous image"
-    throw Error(str("plot: cannot write '", png.string(), "': ", renamed.message(), " (renaming '",
-                    tmp_png.string(), "' to it); what is at that path is unchanged"));
-  }
+  // e.g. a folder of that name: what stands at png's path is left as it was (a folder is no
+  // image, so no "previous image")
+  if (renamed)
+    give_up(str("plot: cannot write '", png.string(), "': ", renamed.message(), " (renaming '",
+                tmp_png.string(), "' to it); what is at that path is unchanged"));
   // the script kept beside the image draws it again from anywhere (`gnuplot curves.gp`): its
   // output is the image itself, not the temporary this call drew into
   const std::string drawn = "set output " + gp_quote(tmp_png.string()) + "\n";
