@@ -62,10 +62,18 @@ std::string resume_override(const std::vector<std::string>& overrides) {
 }
 
 // `train --resume CKPT` without a config: the run's own config, the args.yaml of CKPT's folder (as
-// a timm user expects the recorded run to go on). Throws a usage error without --resume CKPT, and
-// an error naming the missing file and the command with a config when that folder has no args.yaml;
-// a folder given as CKPT gets its checkpoints named (train::resume_folder_error), nothing else.
-std::string resumed_run_config(const std::vector<std::string>& overrides) {
+// a timm user expects the recorded run to go on), else (no args.yaml there, or an empty one) the
+// config CKPT stores, as validate, export and infer read it and as the trainer's resume check does.
+// Throws a usage error without --resume CKPT, and an error naming the missing file and the command
+// with a config when neither is there; a folder given as CKPT gets its checkpoints named
+// (train::resume_folder_error), nothing else.
+struct ResumedConfig {
+  std::string path;    // args.yaml, or "" when the config is the checkpoint's
+  std::string yaml;    // the checkpoint's stored config (when path is "")
+  std::string source;  // names it in messages
+};
+
+ResumedConfig resumed_run_config(const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   const std::string resume = train::expand_home(resume_override(overrides));
   if (resume.empty())
@@ -94,10 +102,21 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
            "state_dict), so there is no run to resume; start a new run from these weights: "
            "`haargrad train CONFIG.yaml --initial-checkpoint ",
            shell_quote(resume), "`");
-  HG_CHECK(fs::is_regular_file(args, ec), "resume: no config given, and ", args.string(),
-           " (the config of the checkpoint's run) does not exist: give the run's config, `haargrad "
-           "train CONFIG.yaml --resume ",
-           shell_quote(resume), "`");
+  // no args.yaml (removed, as the trainer's mismatch message advises, or a checkpoint copied
+  // alone): the config the checkpoint stores is the run's own
+  const bool have_args =
+      fs::is_regular_file(args, ec) &&
+      io::read_file(args.string()).find_first_not_of(" \t\r\n") != std::string::npos;
+  if (!have_args) {
+    const std::string stored = train::checkpoint_config_yaml(resume);
+    HG_CHECK(
+        !stored.empty(), "resume: no config given, ", args.string(),
+        fs::exists(args, ec) ? " is empty" : " (the config of the checkpoint's run) does not exist",
+        " and ", resume,
+        " stores no config: give the run's config, `haargrad train CONFIG.yaml --resume ",
+        shell_quote(resume), "`");
+    return {"", stored, str("the config stored in ", resume)};
+  }
   // a checkpoint copied into another run's folder: that args.yaml is the other run's config (its
   // schedule, output, experiment would be taken silently), not the checkpoint's run's
   const std::string folder_run = train::run_marker_id(folder);
@@ -107,18 +126,24 @@ std::string resumed_run_config(const std::vector<std::string>& overrides) {
            (folder / train::kRunMarker).string(), " names run ", folder_run,
            ": give the checkpoint's run's config, `haargrad train CONFIG.yaml --resume ",
            shell_quote(resume), "`");
-  return args.string();
+  return {args.string(), "", args.string()};
 }
 
 void run_train(TrainArgs& a) {
   std::string config_note;
+  train::Config cfg;
+  std::string base = a.config;  // where cfg came from, for messages
   if (a.config.empty()) {
-    a.config = resumed_run_config(a.overrides);
-    config_note = str("config: ", a.config, " (no config given: the resumed run's own)");
+    const ResumedConfig rc = resumed_run_config(a.overrides);
+    base = rc.source;
+    config_note = str("config: ", rc.source, " (no config given: the resumed run's own)");
     if (dist::is_main()) spdlog::info("{}", config_note);
+    cfg =
+        rc.path.empty() ? train::config_from_yaml(rc.yaml, rc.source) : train::load_config(rc.path);
+  } else {
+    cfg = train::load_config(a.config);
   }
-  train::Config cfg = train::load_config(a.config);
-  train::apply_overrides(cfg, a.overrides, a.config);
+  train::apply_overrides(cfg, a.overrides, base);
   set_cpu_threads(static_cast<int>(cfg.threads));
   train::TrainOptions opts;
   opts.stop_after_epoch = a.stop_after_epoch;
@@ -160,7 +185,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       "timm's spelling); any config key can be overridden as --key value (e.g. --epochs 3 --device "
       "cpu --threads 2).\n"
       "Without a config, --resume CHECKPOINT goes on with the config of the checkpoint's run (the "
-      "args.yaml beside it).");
+      "args.yaml beside it, else the config the checkpoint stores).");
   cmd->add_option("--stop-after-epoch", a->stop_after_epoch,
                   "stop (with checkpoints) after epoch N of the run, counted from its start also "
                   "on a resume (-1: run them all); resume later with --resume")

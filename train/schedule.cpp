@@ -58,11 +58,21 @@ RunSchedule::RunSchedule(const Config& cfg, int64_t updates_per_epoch) {
   parts_.push_back({now.until_epoch, now.until_step, make(now, updates_per_epoch), now.sched_on_updates});
 }
 
-double RunSchedule::lr(int64_t epoch, int64_t step, int64_t updates) const {
+const RunSchedule::Part& RunSchedule::part_at(int64_t epoch, int64_t step) const {
   for (const Part& p : parts_)
-    if (std::pair(epoch, step) < std::pair(p.until_epoch, p.until_step) || &p == &parts_.back())
-      return p.schedule.at(p.on_updates ? static_cast<double>(updates) : static_cast<double>(epoch));
-  return parts_.back().schedule.at(0);  // not reached: the last part is open-ended
+    if (std::pair(epoch, step) < std::pair(p.until_epoch, p.until_step)) return p;
+  return parts_.back();  // the config's own schedule is open-ended
+}
+
+double RunSchedule::lr(int64_t epoch, int64_t step, int64_t updates) const {
+  const Part& p = part_at(epoch, step);
+  return p.schedule.at(p.on_updates ? static_cast<double>(updates) : static_cast<double>(epoch));
+}
+
+double RunSchedule::lr_set_after(int64_t epoch, int64_t last_step, int64_t updates) const {
+  const Part& p = part_at(epoch, last_step);
+  return p.schedule.at(p.on_updates ? static_cast<double>(updates)
+                                    : static_cast<double>(epoch + 1));
 }
 
 }  // namespace hg::train

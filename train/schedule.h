@@ -51,6 +51,13 @@ class RunSchedule {
   /// (0-based), with `updates` updates made before it in the run.
   double lr(int64_t epoch, int64_t step, int64_t updates) const;
 
+  /// The lr that the scheduler in effect at micro-batch `last_step` (0-based, the epoch's last) of
+  /// epoch `epoch` sets after that update, `updates` being the run's updates by then: timm's
+  /// summary.csv value for a schedule stepped per update. Unlike lr(epoch + 1, 0, updates) it
+  /// comes from that epoch's schedule even where a resume changed the schedule at the epoch's
+  /// end, so a rerun of the resumed run's args.yaml records the row the run did.
+  double lr_set_after(int64_t epoch, int64_t last_step, int64_t updates) const;
+
  private:
   struct Part {
     int64_t until_epoch, until_step;  // used for positions before this one
@@ -58,6 +65,7 @@ class RunSchedule {
     bool on_updates;
   };
   std::vector<Part> parts_;  // schedule_history, then the config's own (open-ended) schedule
+  const Part& part_at(int64_t epoch, int64_t step) const;  // the part that covers a position
 };
 
 }  // namespace hg::train

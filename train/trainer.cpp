@@ -1123,8 +1123,10 @@ void plot_curves(const Session& s) {
 void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
   const double peak_mib = std::max(p.peak_mib_before, step_peak_mib(s));
   // the lr timm's summary.csv records: the epoch's, or stepping per update, the one its scheduler
-  // set after the epoch's last update (the next update's)
-  const double lr = s.cfg.sched_on_updates ? s.sched->lr(epoch + 1, 0, s.st.updates) : s.lr;
+  // set after the epoch's last update (the next update's, by the schedule this epoch ran)
+  const double lr = s.cfg.sched_on_updates
+                        ? s.sched->lr_set_after(epoch, s.steps_per_epoch - 1, s.st.updates)
+                        : s.lr;
   SummaryRow row{epoch + 1,
                  p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1)),
                  ev.model.loss,

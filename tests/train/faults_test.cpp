@@ -859,44 +859,53 @@ TEST(FaultsConsole, BarFollowsTheTerminalThroughAResize) {
 
 // ---- 5. a resume that changes the schedule says so and records it -------------------------------
 
+// Both ways of stepping the schedule: per update, the summary's lr of the epoch before the change
+// is the one its own schedule set after its last update (a rerun took the changed schedule's).
 TEST_F(Faults, ScheduleChangedAtResumeIsRecordedAndArgsYamlRerunsIt) {
-  train::Config c = smoke("a", 2);
-  c.drop_path = 0.1;
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
-  const fs::path dir = root_ / "a";
-  train::Config more = c;
-  more.resume = (dir / "last.safetensors").string();
-  more.epochs = 3;
-  more.lr = 2e-3;
-  train::train(more, quiet_);
+  for (const bool on_updates : {false, true}) {
+    SCOPED_TRACE(on_updates ? "sched_on_updates" : "per epoch");
+    const std::string name = on_updates ? "u" : "a";
+    train::Config c = smoke(name, 2);
+    c.drop_path = 0.1;
+    c.sched_on_updates = on_updates;
+    train::TrainOptions first = quiet_;
+    first.stop_after_epoch = 1;
+    train::train(c, first);
+    const fs::path dir = root_ / name;
+    train::Config more = c;
+    more.resume = (dir / "last.safetensors").string();
+    more.epochs = 3;
+    more.lr = 2e-3;
+    train::train(more, quiet_);
 
-  const std::string log = slurp(dir / "log.txt");
-  EXPECT_CONTAINS(log, "the schedule changes from epoch 2 step 1 (after 3 updates) on: epochs 2 -> 3, lr 0.001 -> 0.002");
-  const train::Config args = train::load_config((dir / "args.yaml").string());
-  EXPECT_EQ(args.epochs, 3);
-  EXPECT_EQ(args.lr, 2e-3);
-  ASSERT_EQ(args.schedule_history.size(), 1u);
-  EXPECT_EQ(args.schedule_history[0].until_epoch, 1);
-  EXPECT_EQ(args.schedule_history[0].epochs, 2);
-  EXPECT_EQ(args.schedule_history[0].lr, 1e-3);
+    const std::string log = slurp(dir / "log.txt");
+    EXPECT_CONTAINS(log,
+                    "the schedule changes from epoch 2 step 1 (after 3 updates) on: epochs 2 -> 3, "
+                    "lr 0.001 -> 0.002");
+    const train::Config args = train::load_config((dir / "args.yaml").string());
+    EXPECT_EQ(args.epochs, 3);
+    EXPECT_EQ(args.lr, 2e-3);
+    ASSERT_EQ(args.schedule_history.size(), 1u);
+    EXPECT_EQ(args.schedule_history[0].until_epoch, 1);
+    EXPECT_EQ(args.schedule_history[0].epochs, 2);
+    EXPECT_EQ(args.schedule_history[0].lr, 1e-3);
 
-  // `haargrad train args.yaml` reruns what was run: the same losses and learning rates
-  train::Config rerun = args;
-  rerun.output = (root_ / "rerun").string();
-  train::train(rerun, quiet_);
-  auto columns = [](const fs::path& p) {  // epoch .. lr: throughput and memory are measurements
-    std::vector<std::string> out;
-    for (const std::string& row : lines(p)) {
-      std::stringstream ss(row);
-      std::string kept, cell;
-      for (int i = 0; i < 6 && std::getline(ss, cell, ','); ++i) kept += cell + ",";
-      out.push_back(kept);
-    }
-    return out;
-  };
-  EXPECT_EQ(columns(root_ / "rerun" / "a" / "summary.csv"), columns(dir / "summary.csv"));
+    // `haargrad train args.yaml` reruns what was run: the same losses and learning rates
+    train::Config rerun = args;
+    rerun.output = (root_ / "rerun").string();
+    train::train(rerun, quiet_);
+    auto columns = [](const fs::path& p) {  // epoch .. lr: throughput and memory are measurements
+      std::vector<std::string> out;
+      for (const std::string& row : lines(p)) {
+        std::stringstream ss(row);
+        std::string kept, cell;
+        for (int i = 0; i < 6 && std::getline(ss, cell, ','); ++i) kept += cell + ",";
+        out.push_back(kept);
+      }
+      return out;
+    };
+    EXPECT_EQ(columns(root_ / "rerun" / name / "summary.csv"), columns(dir / "summary.csv"));
+  }
 }
 
 TEST_F(Faults, ResumeRefusesChangesToKeysThatShapeTheResults) {

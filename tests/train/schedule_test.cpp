@@ -54,6 +54,27 @@ TEST(Schedule, PerUpdate) {
   EXPECT_NEAR(e.lr(1, 0, 3), 1e-5 + 0.5 * (2e-3 - 1e-5) * (1 + std::cos(M_PI / 4)), 1e-15);
 }
 
+// A run of 2 epochs (3 updates each) resumed with epochs 3 and another lr: the summary row of
+// epoch 2 records the lr its own schedule set after its last update (min_lr, the end of the
+// 2-epoch cosine), as the run wrote it then, not the resumed schedule's first value; a rerun of
+// the resumed run's args.yaml (this schedule_history) wrote the latter, another summary.csv.
+TEST(Schedule, SummaryLrAtAResumesBoundaryIsTheEndingSchedules) {
+  Config c;
+  c.lr = 1e-3;
+  c.warmup_lr = 1e-5;
+  c.min_lr = 1e-5;
+  c.warmup_epochs = 0;
+  c.epochs = 3;
+  c.sched_on_updates = true;
+  c.schedule_history = {ScheduleSegment{2, 0, 2, 2e-3, "cosine", 0, 1e-5, 1e-5, true}};
+  const RunSchedule r(c, 3);
+  EXPECT_EQ(r.lr_set_after(1, 2, 6), 1e-5);  // the 2-epoch schedule's end
+  EXPECT_NE(r.lr(2, 0, 6), 1e-5);            // the resumed schedule at update 6
+  EXPECT_EQ(r.lr_set_after(2, 2, 9), 1e-5);  // the 3-epoch schedule's end
+  // inside one schedule, the next update's lr
+  EXPECT_EQ(r.lr_set_after(0, 2, 3), r.lr(1, 0, 3));
+}
+
 // timm's train.py: lr = lr_base x global batch / lr_base_size, square-rooted for adaptive
 // optimizers; a set lr wins.
 TEST(Schedule, LrFromLrBase) {
