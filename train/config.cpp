@@ -729,9 +729,12 @@ void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& wh
     return;
   }
   // a number as a list of one (a new node: assigning to a yaml-cpp node that refers to `node`
-  // would change the document itself)
+  // would change the document itself), for every list of numbers as on the command line
+  // (`mean: 0.5` was refused in a file where `--mean 0.5` was taken); a list of integers (depths,
+  // dims) keeps "expected a list of integers", plainer than the model's length check
   YAML::Node one(YAML::NodeType::Sequence);
-  const bool wrap = f.rule.or_one_number && node.IsScalar();
+  const bool numbers = std::holds_alternative<std::vector<double> Config::*>(f.member);
+  const bool wrap = (f.rule.or_one_number || numbers) && node.IsScalar();
   if (wrap) one.push_back(node);
   std::visit(
       [&](auto member) {
@@ -1360,9 +1363,40 @@ bool override_takes_value(const std::string& arg) {
   return f != nullptr && !std::holds_alternative<bool Config::*>(f->member);
 }
 
+namespace {
+
+// Several unknown keys on the command line are named in one message, as in a file
+// (check_known_keys): timm flags pasted together (--amp --channels-last --pin-mem) were named one
+// run at a time. One unknown key is left to apply_overrides' own message.
+void check_known_override_keys(const std::vector<std::string>& args) {
+  std::vector<std::string> unknown;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string arg = long_override(args[i]);
+    if (arg.size() <= 2 || arg.rfind("--", 0) != 0) continue;  // a value, or apply_overrides' error
+    std::string key = arg.substr(2, arg.find('=') - 2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (!find_field(key))
+      unknown.push_back(key);
+    else if (override_takes_value(args[i]))
+      ++i;  // its value may start with "--"
+  }
+  if (unknown.size() < 2) return;
+  std::string list;
+  for (const std::string& key : unknown) {
+    const std::string timm = timm_spelling(key), hint = timm.empty() ? close_keys_hint(key) : timm;
+    list += str(list.empty() ? "" : ", ", "'", utf8_shown(key), "'",
+                hint.empty() ? "" : " (" + hint + ")");
+  }
+  throw Error(str("config: ", unknown.size(), " unknown keys on the command line: ", list,
+                  " (`haargrad train --help` lists every key)"));
+}
+
+}  // namespace
+
 void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base,
                      ImgSizeCheck img_size) {
   const Where cmd{"command line", -1};
+  check_known_override_keys(args);
   const std::string model_before = cfg.model;
   Locations locs;
   for (size_t i = 0; i < args.size(); ++i) {

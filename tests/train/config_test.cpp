@@ -537,6 +537,29 @@ TEST_F(ConfigTest, TimmsOptionsOfOtherNamesSayTheKeyToUse) {
                    "--precision bf16 here"});
 }
 
+// One number for a list key in a file is a list of one, as on the command line: `mean: 0.5` (timm's
+// one value for every channel) was refused in a file ("expected a list of numbers, got '0.5'")
+// where `--mean 0.5` was taken.
+TEST_F(ConfigTest, ANumberForAListKeyInAFileIsAListOfOne) {
+  const Config c = hg::train::load_config(write("m.yaml", "mean: 0.5\nstd: 0.25\n"));
+  EXPECT_EQ(c.mean, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(c.std, (std::vector<double>{0.25, 0.25, 0.25}));
+  expect_contains(load_error("scale: 0.5\n"), {"'scale'", "expected a list of 2 values, got 1"});
+  expect_contains(load_error("mean: abc\n"), {"'mean'", "abc"});
+}
+
+// Several unknown keys on the command line are named in one message, as in a file (the first alone
+// was named, then the next one on the next run); a value of a known key is not taken for a key.
+TEST_F(ConfigTest, SeveralUnknownKeysOnTheCommandLineAreNamedTogether) {
+  expect_contains(override_error({"--amp", "--epochs", "2", "--channels-last", "--foo=1",
+                                  "--experiment", "--bar"}),
+                  {"3 unknown keys on the command line", "'amp' (timm's --amp",
+                   "'channels_last' (timm's --channels-last", "'foo'"});
+  EXPECT_EQ(override_error({"--amp", "--experiment", "--bar"}).find("'bar'"), std::string::npos);
+  expect_contains(override_error({"--foo", "1", "--epochs", "2"}),
+                  {"unknown key 'foo' (command line)"});
+}
+
 TEST_F(ConfigTest, CommandLineOverrides) {
   Config c;
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
