@@ -86,6 +86,8 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
   s.updates = f.integer("updates", 0);
   s.best_top1 = f.number("best_top1", 0, 100, true);
   s.best_epoch = f.integer("best_epoch", -1);
+  // a run without validation ranks by train loss (absent in runs with it, and in older files)
+  s.best_train_loss = f.number("best_train_loss", 0, kInf, true, -1.0);
   if (s.best_epoch == 0 || s.best_epoch > s.epoch)
     f.fail("best_epoch",
            str("is ", s.best_epoch, ", not -1 (none) or an epoch done (1 .. ", s.epoch, ")"));
@@ -103,6 +105,7 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
   s.eval_top1_ema = f.number("eval_top1_ema", 0, 100, true, -1.0);  // runs with a model EMA
   s.eval_top5_ema = f.number("eval_top5_ema", 0, 100, true, -1.0);
   s.eval_loss_ema = f.number("eval_loss_ema", 0, kInf, true, -1.0);
+  s.train_loss = f.number("train_loss", 0, kInf, true, -1.0);
   s.run = f.text("run");
   s.train_images = f.integer("train_images", 0, int64_t{0});  // absent in older checkpoints
   s.train_classes = f.text("train_classes");
@@ -146,6 +149,9 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
     state["epoch_wait_seconds"] = s.epoch_wait_seconds;
     state["epoch_peak_mib"] = s.epoch_peak_mib;
   }
+  // (written only when set: -1 is none)
+  if (s.best_train_loss >= 0) state["best_train_loss"] = s.best_train_loss;
+  if (s.train_loss >= 0) state["train_loss"] = s.train_loss;
   if (!s.run.empty()) state["run"] = s.run;
   if (s.train_images > 0) state["train_images"] = s.train_images;
   if (!s.train_classes.empty()) state["train_classes"] = s.train_classes;

@@ -20,8 +20,11 @@ struct TrainState {
   int64_t epoch = 0;          ///< epoch to run next (or in progress, when step_in_epoch > 0)
   int64_t step_in_epoch = 0;  ///< micro-batches of `epoch` already done (recovery checkpoints)
   int64_t updates = 0;        ///< optimizer updates so far
-  double best_top1 = -1;      ///< best eval top-1 so far (%), -1 = none yet
-  int64_t best_epoch = -1;
+  double best_top1 = -1;      ///< best eval top-1 so far (%), -1 = none yet (or no validation)
+  int64_t best_epoch = -1;    ///< the epoch of the best so far by the run's metric; -1 = none yet
+  /// A run without validation (val_split ''): the lowest mean train loss of an epoch so far, which
+  /// picks its best_epoch instead of best_top1; -1 = none yet, or a run with validation.
+  double best_train_loss = -1;
   double epoch_loss_sum = 0;  ///< partial epoch: sum of micro-batch losses so far
   int64_t epoch_images = 0;   ///< partial epoch: images so far
   /// Partial epoch: its training so far (a run stopped inside an epoch or its evaluation), so that
@@ -36,6 +39,10 @@ struct TrainState {
   /// The same for the model EMA; -1 = the run keeps none. With an EMA, best_top1 and the
   /// checkpoint_hist ranking follow the EMA's top-1 (timm: the EMA's metrics replace the model's).
   double eval_top1_ema = -1, eval_top5_ema = -1, eval_loss_ema = -1;
+  /// The mean train loss of the epoch this checkpoint closes (summary.csv's train_loss), which
+  /// ranks checkpoint_hist in a run without validation; -1 = none (recovery checkpoints, files
+  /// from older versions).
+  double train_loss = -1;
   /// Ranks of the run that wrote it (data parallel: batch_size is per rank); 1 in older files.
   int64_t world_size = 1;
   /// The run folder it was written in (run_marker_id of its run.json), so that a copy into another

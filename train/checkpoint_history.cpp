@@ -36,18 +36,27 @@ std::string found_file_error(const std::string& what) {
   return advice == std::string::npos ? what : what.substr(0, advice);
 }
 
+// The score a checkpoint records for `metric`; NaN when none (-1 in its state). A run with a model
+// EMA ranks by the EMA's top-1, as it picks its best (checkpoint.h).
+double recorded_score(const TrainState& st, RankMetric metric) {
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  if (metric == RankMetric::train_loss) return st.train_loss >= 0 ? st.train_loss : none;
+  if (st.eval_top1_ema >= 0) return st.eval_top1_ema;
+  return st.eval_top1 >= 0 ? st.eval_top1 : none;
+}
+
 }  // namespace
 
 std::vector<HistoryEntry> scan_history(const fs::path& dir,
-                                       const std::map<int64_t, double>& fallback_top1,
-                                       const std::string& run, std::vector<std::string>* notes) {
+                                       const std::map<int64_t, double>& fallback,
+                                       const std::string& run, std::vector<std::string>* notes,
+                                       RankMetric metric) {
   std::vector<HistoryEntry> out;
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const auto epoch = history_epoch(it->path().filename().string());
     if (!epoch) continue;  // not one of ours
-    double top1 = std::numeric_limits<double>::quiet_NaN();
-    std::string why;
+    double score = std::numeric_limits<double>::quiet_NaN();
     try {
       const auto st = read_train_state(it->path().string());
       if (st && !st->run.empty() && !run.empty() && st->run != run) {  // a copy from another run
@@ -55,34 +64,37 @@ std::vector<HistoryEntry> scan_history(const fs::path& dir,
           notes->push_back(str(it->path().string(), ": written by another run; left alone"));
         continue;
       }
-      // a run with a model EMA ranks by the EMA's top-1, as it picks its best (checkpoint.h)
-      if (st && st->eval_top1_ema >= 0)
-        top1 = st->eval_top1_ema;
-      else if (st && st->eval_top1 >= 0)
-        top1 = st->eval_top1;
+      if (st) score = recorded_score(*st, metric);
     } catch (
         const Error& e) {  // unreadable: not deleted on a guess, the file may matter to someone
       if (notes) notes->push_back(str(found_file_error(e.what()), "; left alone"));
       continue;
     }
-    if (std::isnan(top1) && why.empty()) {
-      auto f = fallback_top1.find(*epoch);
-      if (f != fallback_top1.end() && std::isfinite(f->second)) top1 = f->second;
-      else why = "no eval score in its metadata or in summary.csv";
+    if (std::isnan(score)) {
+      auto f = fallback.find(*epoch);
+      if (f != fallback.end() && std::isfinite(f->second))
+        score = f->second;
+      else if (notes)
+        notes->push_back(str(it->path().string(), ": no ",
+                             metric == RankMetric::top1 ? "eval score" : "train loss",
+                             " in its metadata or in summary.csv; ranked last"));
     }
-    if (std::isnan(top1) && notes) notes->push_back(str(it->path().string(), ": ", why, "; ranked last"));
-    out.push_back({*epoch, top1});
+    out.push_back({*epoch, score});
   }
   return out;
 }
 
-std::vector<int64_t> history_to_delete(std::vector<HistoryEntry> entries, int64_t keep) {
-  std::sort(entries.begin(), entries.end(), [](const HistoryEntry& a, const HistoryEntry& b) {
-    const bool ka = std::isfinite(a.top1), kb = std::isfinite(b.top1);
-    if (ka != kb) return ka;                          // known scores first
-    if (ka && a.top1 != b.top1) return a.top1 > b.top1;  // higher first
-    return a.epoch < b.epoch;                         // ties: the earlier stays (timm)
-  });
+std::vector<int64_t> history_to_delete(std::vector<HistoryEntry> entries, int64_t keep,
+                                       RankMetric metric) {
+  const bool lower_first = metric == RankMetric::train_loss;  // timm's decreasing=True
+  std::sort(entries.begin(), entries.end(),
+            [lower_first](const HistoryEntry& a, const HistoryEntry& b) {
+              const bool ka = std::isfinite(a.score), kb = std::isfinite(b.score);
+              if (ka != kb) return ka;  // known scores first
+              if (ka && a.score != b.score)
+                return lower_first ? a.score < b.score : a.score > b.score;
+              return a.epoch < b.epoch;  // ties: the earlier stays (timm)
+            });
   std::vector<int64_t> out;
   for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 0)); i < entries.size(); ++i)
     out.push_back(entries[i].epoch);

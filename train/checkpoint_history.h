@@ -1,9 +1,10 @@
 // The checkpoint-<epoch>.safetensors files of a run (timm's CheckpointSaver, checkpoint_hist): the
-// best `keep` epochs by eval top-1 (the EMA's, in a run with a model EMA). Every file is ranked
-// by the score recorded in its own metadata,
-// so the ranking survives a resume; a file without one (written by an older version) takes the
-// summary.csv row of its epoch, else ranks last. Only finite evaluations are ever saved, so the
-// best kept file is always a sane model.
+// best `keep` epochs by eval top-1 (the EMA's, in a run with a model EMA), or in a run without
+// validation by the epoch's mean train loss, lowest first (timm ranks by its train metrics then,
+// with decreasing=True for a loss). Every file is ranked by the score recorded in its own
+// metadata, so the ranking survives a resume; a file without one (written by an older version)
+// takes the summary.csv row of its epoch, else ranks last. Only finite evaluations are ever saved,
+// so the best kept file is always a sane model.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +16,13 @@
 
 namespace hg::train {
 
+/// What ranks a run's epochs (model_best and checkpoint_hist): the eval top-1, higher is better,
+/// or in a run without validation (val_split '') the mean train loss, lower is better.
+enum class RankMetric { top1, train_loss };
+
 struct HistoryEntry {
   int64_t epoch;  ///< 1-based, as in the file name
-  double top1;    ///< recorded eval top-1 (%); NaN when unknown
+  double score;   ///< the recorded eval top-1 (%) or train loss (RankMetric); NaN when unknown
 };
 
 /// "checkpoint-<epoch>.safetensors".
@@ -28,16 +33,19 @@ std::string history_file_name(int64_t epoch);
 std::optional<int64_t> history_epoch(const std::string& file_name);
 
 /// The checkpoint-<N>.safetensors files of run `run` (its TrainState::run id) in `dir`, with their
-/// scores; `fallback_top1` gives scores by epoch for files without one. Left alone (not listed,
-/// so never deleted): other names (checkpoint-x.safetensors), files another run wrote (a copy:
-/// their recorded run id is not `run`), and files whose metadata cannot be read. `notes` (may be
-/// null) gets a line for each file left alone or ranked without a score.
+/// scores by `metric`; `fallback` gives scores by epoch for files without one. Left alone (not
+/// listed, so never deleted): other names (checkpoint-x.safetensors), files another run wrote (a
+/// copy: their recorded run id is not `run`), and files whose metadata cannot be read. `notes`
+/// (may be null) gets a line for each file left alone or ranked without a score.
 std::vector<HistoryEntry> scan_history(const std::filesystem::path& dir,
-                                       const std::map<int64_t, double>& fallback_top1,
-                                       const std::string& run, std::vector<std::string>* notes);
+                                       const std::map<int64_t, double>& fallback,
+                                       const std::string& run, std::vector<std::string>* notes,
+                                       RankMetric metric = RankMetric::top1);
 
-/// The epochs whose files go when only `keep` (>= 0) may stay: entries ranked by top-1, higher
-/// first, an equal score keeping the earlier epoch (timm's stable sort), unknown scores last.
-std::vector<int64_t> history_to_delete(std::vector<HistoryEntry> entries, int64_t keep);
+/// The epochs whose files go when only `keep` (>= 0) may stay: entries ranked by score, the best
+/// first (the higher top-1, the lower train loss), an equal score keeping the earlier epoch (timm's
+/// stable sort), unknown scores last.
+std::vector<int64_t> history_to_delete(std::vector<HistoryEntry> entries, int64_t keep,
+                                       RankMetric metric = RankMetric::top1);
 
 }  // namespace hg::train

@@ -267,6 +267,18 @@ TEST(FaultsMetrics, RotationNeverDeletesTheLastFiniteCheckpoint) {
   EXPECT_EQ(train::history_to_delete({{1, 50.0}, {2, 50.0}, {3, 20.0}}, 1), (std::vector<int64_t>{2, 3}));
 }
 
+// Without validation (val_split '') the lowest train loss is the best (timm's CheckpointSaver with
+// decreasing=True for a loss); unknown scores still rank last, ties keep the earlier epoch.
+TEST(FaultsMetrics, WithoutValidationRotationKeepsTheLowestTrainLosses) {
+  const double nan = std::nan("");
+  const auto loss = train::RankMetric::train_loss;
+  EXPECT_EQ(train::history_to_delete({{1, 0.9}, {2, 0.4}, {3, 0.7}}, 2, loss),
+            (std::vector<int64_t>{1}));
+  EXPECT_EQ(train::history_to_delete({{1, nan}, {2, 0.5}}, 1, loss), (std::vector<int64_t>{1}));
+  EXPECT_EQ(train::history_to_delete({{1, 0.5}, {2, 0.5}, {3, 0.8}}, 1, loss),
+            (std::vector<int64_t>{2, 3}));
+}
+
 // Weights that are finite but so large that the activations overflow (NaN / Inf weights are
 // refused as validate loads them: ValidateCommand.NonFiniteWeightsAreNamedWhenLoaded).
 TEST_F(Faults, ValidateSaysTheOutputsAreNonFinite) {
@@ -1129,6 +1141,10 @@ TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
                   "eval_top1 is 200, outside [0, 100]");
   EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("best_epoch", 50)); }),
                   "best_epoch is 50");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("best_train_loss", -3)); }),
+                  "best_train_loss is -3, outside [0, inf] (or -1: none)");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("train_loss", "low")); }),
+                  "train_loss is \"low\", not a number");
   EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("world_size", 0)); }),
                   "world_size is 0, below 1");
   EXPECT_CONTAINS(error_of([&] { train::read_train_state(with("updates", int64_t{1} << 62)); }),
