@@ -38,6 +38,10 @@ void run(BenchDataArgs a, const std::vector<std::string>& overrides, bool decode
   if (!a.output.empty()) check_rows_output(a.output, "bench-data: --output");
   train::Config cfg = train::load_config(a.config);
   train::apply_overrides(cfg, overrides, a.config);
+  // said before any row: val_split '' (no validation) names no split to read
+  HG_CHECK(a.split == "train" || train::has_validation(cfg),
+           "bench-data --split val: val_split is empty, so there is no validation split: name one "
+           "with --val-split NAME");
   // IDX files and synthetic images hold no JPEG: the three default CPU decoders were three rows
   // timing the same loader. One row, said; decoders asked for by name still run as asked.
   if (cfg.dataset != "image_folder" && !decoders_given) {

@@ -154,6 +154,10 @@ void run_validate(const ValidateArgs& args) {
   const train::Config& cfg = rc.config;
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
+  // a run trained without validation stores val_split '': the key to give, not a data_dir to fix
+  HG_CHECK(train::has_validation(cfg), "validate: val_split is empty (from ", rc.source,
+           "; a run trained without validation stores that): give the split to evaluate on with "
+           "--val-split NAME (validation, val, ... in data_dir; test for idx)");
   set_cpu_threads(static_cast<int>(cfg.threads));
   const ResultRow r =
       evaluate(rc,

@@ -31,41 +31,35 @@ void check_classes(const Dataset& ds, const train::Config& cfg) {
 
 }  // namespace
 
-// Training's check: timm's train.py reads an empty val_split as "no validation"; haargrad
-// evaluates after every epoch (the summary, checkpoint ranking and best checkpoint rest on it), and
-// an empty split read data_dir itself as the validation folder, which then failed on the split
-// folders as classes. (validate's make_val_dataset still reads data_dir itself for it.)
-void check_val_split(const train::Config& cfg) {
-  HG_CHECK(!cfg.val_split.empty() || cfg.dataset == "synthetic",
-           "val_split is empty: timm's train.py takes that as no validation, which haargrad does "
-           "not have (it evaluates after every epoch); give the validation split's folder name "
-           "(validation, val, ... in data_dir), or its path");
-}
-
 Datasets make_datasets(const train::Config& cfg) {
   Datasets d;
-  check_val_split(cfg);
+  // val_split '' is timm's "no validation": no split is read (an empty split would read data_dir
+  // itself, its split folders as classes)
+  const bool val = train::has_validation(cfg);
   if (cfg.dataset == "idx") {
     d.train = std::make_shared<IdxDataset>(cfg.data_dir, cfg.train_split, cfg.in_chans);
-    d.val = std::make_shared<IdxDataset>(cfg.data_dir, cfg.val_split, cfg.in_chans);
+    if (val) d.val = std::make_shared<IdxDataset>(cfg.data_dir, cfg.val_split, cfg.in_chans);
   } else if (cfg.dataset == "image_folder") {
     ImageFolderOptions opts = image_folder_options(cfg);
     opts.split_key = "train_split";
     auto train = std::make_shared<ImageFolder>(cfg.data_dir, cfg.train_split, opts);
     opts.classes = train->classes();  // the same name -> index mapping in both splits
     opts.split_key = "val_split";
-    d.val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
+    if (val) d.val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
     d.train = std::move(train);
   } else if (cfg.dataset == "synthetic") {
     const uint64_t seed = static_cast<uint64_t>(cfg.seed);
     d.train = std::make_shared<SyntheticDataset>(cfg.synthetic_size, cfg.num_classes, cfg.img_size, cfg.img_size,
                                                  cfg.in_chans, seed);
-    d.val = std::make_shared<SyntheticDataset>(std::max<int64_t>(1, cfg.synthetic_size / 5), cfg.num_classes,
-                                               cfg.img_size, cfg.img_size, cfg.in_chans, seed + 1);
+    if (val)
+      d.val = std::make_shared<SyntheticDataset>(std::max<int64_t>(1, cfg.synthetic_size / 5),
+                                                 cfg.num_classes, cfg.img_size, cfg.img_size,
+                                                 cfg.in_chans, seed + 1);
   } else {
     throw Error(str("make_datasets: unknown dataset '", cfg.dataset, "' (expected idx, image_folder or synthetic)"));
   }
-  for (const auto* ds : {d.train.get(), d.val.get()}) check_classes(*ds, cfg);
+  for (const auto* ds : {d.train.get(), d.val.get()})
+    if (ds) check_classes(*ds, cfg);
   if (d.train->num_classes() < cfg.num_classes)
     spdlog::warn("make_datasets: num_classes is {} but the train split has {} classes", cfg.num_classes,
                  d.train->num_classes());
@@ -73,6 +67,11 @@ Datasets make_datasets(const train::Config& cfg) {
 }
 
 std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg) {
+  // (validate says it first, naming where its config came from)
+  HG_CHECK(
+      train::has_validation(cfg),
+      "make_val_dataset: val_split is empty: there is no validation split to read (--val-split "
+      "NAME names one)");
   if (cfg.dataset != "image_folder") return make_datasets(cfg).val;  // cheap for idx and synthetic
   namespace fs = std::filesystem;
   ImageFolderOptions opts = image_folder_options(cfg);

@@ -12,6 +12,8 @@
 namespace hg::data {
 
 struct Datasets {
+  /// val is null without validation (an empty val_split, timm's "no validation":
+  /// train::has_validation): no validation split is read
   std::shared_ptr<Dataset> train, val;
 };
 
@@ -25,7 +27,8 @@ Datasets make_datasets(const train::Config& cfg);
 
 /// The validation dataset alone (validate): as make_datasets' val, but an image_folder takes its
 /// class list from the names of the train split's class folders without reading their files, or,
-/// when there is no train split, from its own folders (said in a warning). Same errors.
+/// when there is no train split, from its own folders (said in a warning). Same errors, and one
+/// naming val_split when it is empty (there is no split to evaluate on).
 std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg);
 
 /// Train (random resized crop with train_interpolation + flip + aa / color_jitter + random erasing

@@ -30,6 +30,7 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
            opts.warmup_epochs, " and ", opts.epochs);
   apply_bench_row(cfg, opts.jpeg_decoder);
   const Datasets ds = make_datasets(cfg);
+  HG_CHECK(opts.train || ds.val, "bench_loader: val_split is empty: no validation split to read");
   auto loader = make_loader(cfg, opts.train, opts.train ? ds.train : ds.val);
   LoaderBenchResult r;
   r.jpeg_decoder = opts.jpeg_decoder;

@@ -186,7 +186,8 @@ const std::vector<Field>& table() {
       {"train_split", &Config::train_split, a_folder_name(),
        "training split: a sub-folder of data_dir (image_folder) or train (idx)"},
       {"val_split", &Config::val_split, a_folder_name(),
-       "validation split: a sub-folder (timm's default name) or test (idx)"},
+       "validation split: a sub-folder (timm's default name) or test (idx); '' = no validation "
+       "(timm's): epochs ranked by train loss"},
       // at most 10^8 (78x ImageNet's train split): the sampler holds a permutation of the split
       // (8 bytes an image), and 10^11 failed as "out of host memory" naming other keys
       {"synthetic_size", &Config::synthetic_size, closed(1, 1e8),
@@ -392,10 +393,11 @@ std::string timm_spelling(const std::string& key) {
       // holds them): said as such, not "did you mean 'log_interval'?" for val_interval
       {"val_interval",
        "timm's --val-interval (default 1) is how haargrad runs: it evaluates after "
-       "every epoch; leave it out"},
+       "every epoch (val_split '' trains without validation); leave it out"},
       {"eval_metric",
        "timm's --eval-metric (default top1) is how haargrad ranks checkpoints (the "
-       "EMA's top-1 with a model EMA); leave it out"},
+       "EMA's top-1 with a model EMA; the train loss without validation, val_split ''); leave "
+       "it out"},
       {"cooldown_epochs",
        "timm's --cooldown-epochs (default 0) has no counterpart: the cosine "
        "ends at min_lr after epochs; leave it out"},

@@ -153,6 +153,12 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
+/// Whether a run evaluates after every epoch: val_split names its validation split. An empty
+/// val_split (timm's `--val-split ''`) trains without validation: no validation data is read, and
+/// each epoch is ranked by its mean train loss, lower is better (as timm's train.py ranks by its
+/// train metrics when it has no eval loader).
+inline bool has_validation(const Config& cfg) { return !cfg.val_split.empty(); }
+
 /// The keys that build the model together (model_config_from reads them): for messages about the
 /// model, and for commands that only build one (infer, export).
 inline constexpr const char* kModelKeys[] = {

@@ -82,6 +82,18 @@ std::string rank_differences(const Config& a, const Config& b) {
 
 void check_result_keys(const Config& recorded, const std::string& recorded_source,
                        const Config& session) {
+  // with validation a run ranks its epochs (model_best, checkpoint_hist) by eval top-1, without it
+  // by train loss: the two do not compare, so a resume cannot turn it on or off
+  if (has_validation(recorded) != has_validation(session))
+    throw Error(str("resume: val_split ", value_text(recorded, "val_split"), " -> ",
+                    value_text(session, "val_split"), " would turn validation ",
+                    has_validation(session) ? "on" : "off", ", which a resume cannot (the run's ",
+                    "val_split is from ", recorded_source,
+                    "): it ranks its epochs (model_best, "
+                    "checkpoint_hist) by ",
+                    has_validation(recorded) ? "eval top-1" : "train loss (it has no validation)",
+                    ", and the two do not compare; resume with the run's val_split, or start a "
+                    "new run from its weights (initial_checkpoint)"));
   std::set<std::string> fixed;
   for (const std::string& k : config_keys())
     if (!kScheduleKeys.count(k) && !kSessionKeys.count(k) && k != "schedule_history") fixed.insert(k);

@@ -38,7 +38,8 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
 /// The first check of reconcile_resume, which a resume of a finished run makes too (so that a
 /// config it trains nothing with is not taken unsaid): throws hg::Error naming each key that shapes
 /// the results (neither the schedule's nor the session's) whose value differs from `recorded` (from
-/// `recorded_source`) to `session`, with both values.
+/// `recorded_source`) to `session`, with both values. A val_split turned on or off ('' is no
+/// validation) has an error of its own: it changes what ranks the run's epochs.
 void check_result_keys(const Config& recorded, const std::string& recorded_source,
                        const Config& session);
 

@@ -34,6 +34,9 @@ std::optional<double> read_cell(const std::string& text) {
 }  // namespace
 
 std::string format_summary_row(const SummaryRow& r) {
+  if (!r.has_eval)  // kSummaryNoEvalHeader's columns
+    return str(r.epoch, ",", number(r.train_loss, "%.8g"), ",", number(r.lr, "%.8g"), ",",
+               number(r.img_per_sec, "%.1f"), ",", number(r.peak_mib, "%.1f"));
   return str(r.epoch, ",", number(r.train_loss, "%.8g"), ",", number(r.eval_loss, "%.8g"), ",",
              number(r.eval_top1, "%.6g"), ",", number(r.eval_top5, "%.6g"), ",",
              number(r.lr, "%.8g"), ",", number(r.img_per_sec, "%.1f"), ",",
@@ -49,9 +52,25 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   if (!std::filesystem::exists(path, ec))
     return out;  // (an unreadable one fails in read_file, named)
   std::istringstream in(io::read_file(path));
+  std::string header;
+  std::getline(in, header);
+  if (!header.empty() && header.back() == '\r') header.pop_back();
+  // columns by name: a run without validation has no eval columns (kSummaryNoEvalHeader)
+  std::map<std::string, size_t> column;
+  {
+    std::stringstream ss(header);
+    size_t i = 0;
+    for (std::string c; std::getline(ss, c, ',');) column.emplace(c, i++);
+  }
+  const auto at = [&column](const char* name) {
+    const auto it = column.find(name);
+    return it == column.end() ? std::string::npos : it->second;
+  };
+  // the score the run ranks its checkpoints by (summary.h)
+  const size_t score_at = at("eval_top1_ema") != std::string::npos ? at("eval_top1_ema")
+                          : at("eval_top1") != std::string::npos   ? at("eval_top1")
+                                                                   : at("train_loss");
   std::string line;
-  std::getline(in, line);  // the header: a run with an EMA ranks by its top-1 (summary.h)
-  const size_t top1_at = line.find(",eval_top1_ema,") != std::string::npos ? 9 : 3;
   for (int line_no = 2; std::getline(in, line); ++line_no) {
     // a file saved with CR LF (a Windows program, a spreadsheet): its rows as written by us, so
     // that the resumed run's file is one kind of line
@@ -61,24 +80,31 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
     std::stringstream ss(line);
     for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
     const auto epoch = cells.empty() ? std::nullopt : parse_decimal_int(cells[0]);
-    const auto top1 = cells.size() <= top1_at ? std::nullopt : read_cell(cells[top1_at]);
-    HG_CHECK(epoch && top1, path, " line ", line_no, ": expected '", kSummaryHeader,
-             "' values, got '", line, "'");
+    const auto score = score_at < cells.size() ? read_cell(cells[score_at]) : std::nullopt;
+    HG_CHECK(epoch && score, path, " line ", line_no, ": expected '", header, "' values, got '",
+             line, "'");
     if (*epoch > upto) continue;  // after the resumed checkpoint: redone
     out.lines.push_back(line);
-    auto value = [&](size_t i) {
+    auto value = [&](const char* name) {
+      const size_t i = at(name);
       const auto v = i < cells.size() ? read_cell(cells[i]) : std::nullopt;
       return v ? *v : std::numeric_limits<double>::quiet_NaN();
     };
-    out.rows.push_back(
-        SummaryRow{*epoch, value(1), value(2), value(3), value(4), value(5), value(6), value(7)});
-    out.eval_top1[*epoch] = std::isfinite(*top1) ? *top1 : std::numeric_limits<double>::quiet_NaN();
+    out.rows.push_back(SummaryRow{*epoch, value("train_loss"), value("eval_loss"),
+                                  value("eval_top1"), value("eval_top5"), value("lr"),
+                                  value("train_img_per_sec"), value("peak_memory_mib")});
+    out.score[*epoch] = std::isfinite(*score) ? *score : std::numeric_limits<double>::quiet_NaN();
   }
   return out;
 }
 
-std::string summary_csv(const std::vector<std::string>& lines, bool ema) {
-  std::string csv = std::string(kSummaryHeader) + (ema ? str(",", kSummaryEmaColumns) : "") + "\n";
+std::string summary_header(bool validation, bool ema) {
+  if (!validation) return kSummaryNoEvalHeader;
+  return ema ? str(kSummaryHeader, ",", kSummaryEmaColumns) : std::string(kSummaryHeader);
+}
+
+std::string summary_csv(const std::string& header, const std::vector<std::string>& lines) {
+  std::string csv = header + "\n";
   for (const auto& l : lines) csv += l + "\n";
   return csv;
 }

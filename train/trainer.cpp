@@ -93,6 +93,13 @@ std::string position(int64_t epoch, int64_t step) {
   return step > 0 ? str("epoch ", epoch + 1, " after step ", step) : str("end of epoch ", epoch);
 }
 
+// The run's best so far as messages name it, by what ranks its epochs: "top-1 91.20%" (the EMA's
+// in a run with one), or in a run without validation "train loss 0.4123".
+std::string best_score(const TrainState& st) {
+  return st.best_train_loss >= 0 ? fmt::format("train loss {:.4f}", st.best_train_loss)
+                                 : fmt::format("top-1 {:.2f}%", st.best_top1);
+}
+
 // The files of a run folder the trainer writes.
 struct RunPaths {
   fs::path dir, args, summary, last, best, recovery;
@@ -400,11 +407,11 @@ std::optional<TrainResult> already_finished(const Session& s) {
   // a run resumed with fewer --epochs than it ran: say how many it ran, not the new count
   const int64_t done_epochs = s.resumed->epoch;
   spdlog::warn(
-      "nothing to train: {} (best top-1 {:.2f}% at epoch {}); set --epochs {} to train on{}",
+      "nothing to train: {} (best {} at epoch {}); set --epochs {} to train on{}",
       done_epochs == s.cfg.epochs
           ? str("all ", done_epochs, " epochs of this run are done")
           : str("this run has done ", done_epochs, " epochs, more than epochs ", s.cfg.epochs),
-      s.resumed->best_top1, s.resumed->best_epoch,
+      best_score(*s.resumed), s.resumed->best_epoch,
       done_epochs == s.cfg.epochs ? std::string("higher") : str("above ", done_epochs),
       unused_schedule.empty()
           ? std::string()
@@ -412,6 +419,7 @@ std::optional<TrainResult> already_finished(const Session& s) {
   TrainResult done;
   done.run_dir = s.paths.dir.string();
   done.best_top1 = s.resumed->best_top1;
+  done.best_train_loss = s.resumed->best_train_loss;
   done.best_epoch = s.resumed->best_epoch;
   // The run's results as summary.csv holds them: the last evaluation, the training rate over the
   // run's epochs (equal images each: 1 / the mean of 1 / rate) and the memory peak. The loader
@@ -420,8 +428,10 @@ std::optional<TrainResult> already_finished(const Session& s) {
   double inv_rate = 0;
   int64_t rated = 0;
   for (const SummaryRow& row : read_summary(s.paths.summary.string(), done_epochs).rows) {
-    done.last_top1 = row.eval_top1;
-    done.last_top5 = row.eval_top5;
+    if (has_validation(s.cfg)) {  // (without it the row has no eval columns: -1, n/a)
+      done.last_top1 = row.eval_top1;
+      done.last_top5 = row.eval_top5;
+    }
     if (row.img_per_sec > 0) inv_rate += 1 / row.img_per_sec, ++rated;
     if (row.peak_mib > done.peak_mib) done.peak_mib = row.peak_mib;
   }
@@ -440,9 +450,17 @@ void open_data(Session& s) {
 #endif
   s.ds = data::make_datasets(s.cfg);
   s.train_loader = data::make_loader(s.cfg, true, s.ds.train);
-  s.val_loader = data::make_loader(s.cfg, false, s.ds.val);
   spdlog::info("train: {}", s.ds.train->describe());
-  spdlog::info("val:   {}", s.ds.val->describe());
+  if (s.ds.val) {
+    s.val_loader = data::make_loader(s.cfg, false, s.ds.val);
+    spdlog::info("val:   {}", s.ds.val->describe());
+  } else {  // said once: what ranks the epochs, and why summary.csv has no eval columns
+    spdlog::info(
+        "val:   none (val_split ''): no validation, as timm's train.py without an eval split; "
+        "model_best and checkpoint_hist rank the epochs by their mean train loss (lower is "
+        "better), and summary.csv has no eval columns{}",
+        s.cfg.model_ema ? "; the model EMA is kept and saved, not evaluated" : "");
+  }
   s.steps_per_epoch = s.train_loader->batches_per_epoch();
   HG_CHECK(s.steps_per_epoch > 0, "the training set (", s.ds.train->size(),
            " images) gives no full batch of ", s.cfg.batch_size,
@@ -476,6 +494,16 @@ void reconcile_resumed_settings(Session& s) {
   if (!s.resumed) return;
   const RecordedConfig rec = recorded_config(s);
   if (rec.source.empty()) {  // a checkpoint that stores no config: this session's is the run's
+    // ... but the best it records says whether its run validated (resume_settings.h: a resume
+    // cannot turn validation on or off)
+    const TrainState& r = *s.resumed;
+    HG_CHECK(has_validation(s.cfg) ? r.best_train_loss < 0 : r.best_top1 < 0,
+             "resume: ", s.resume_path, " ranks its run's epochs by ",
+             has_validation(s.cfg) ? "train loss (a run without validation)" : "eval top-1",
+             ", and this session has val_split ", value_text(s.cfg, "val_split"),
+             ": a resume cannot turn validation on or off; resume with ",
+             has_validation(s.cfg) ? "val_split ''" : "a val_split",
+             ", or start a new run from its weights (initial_checkpoint)");
     check_resumed_position(s);
     Config args = s.cfg;
     args.resume = "";
@@ -586,12 +614,12 @@ void build_model(Session& s) {
 }
 
 // Where a resumed run goes on, for its log line: a step (1-based, as the step lines), or the
-// evaluation of an epoch whose steps were all done when a stop signal came during it (there is
-// no step after the last one to go on at).
-std::string resume_point(const TrainState& st, int64_t steps_per_epoch) {
+// evaluation (without validation: the end) of an epoch whose steps were all done when a stop
+// signal came during it (there is no step after the last one to go on at).
+std::string resume_point(const TrainState& st, int64_t steps_per_epoch, bool validation) {
   if (st.step_in_epoch > 0 && st.step_in_epoch >= steps_per_epoch)
-    return str("with the evaluation of epoch ", st.epoch + 1, " (its ", st.step_in_epoch,
-               " steps are done)");
+    return str("with the ", validation ? "evaluation" : "end", " of epoch ", st.epoch + 1, " (its ",
+               st.step_in_epoch, " steps are done)");
   return str("at epoch ", st.epoch + 1, " step ", st.step_in_epoch + 1);
 }
 
@@ -652,7 +680,8 @@ void restore_checkpoint(Session& s) {
   if (dist::is_main()) say_changed_training_data(s);
   record_training_data(s);
   spdlog::info("resumed from {}: {} epoch{} done, continuing {}", s.resume_path, s.st.epoch,
-               s.st.epoch == 1 ? "" : "s", resume_point(s.st, s.steps_per_epoch));
+               s.st.epoch == 1 ? "" : "s",
+               resume_point(s.st, s.steps_per_epoch, has_validation(s.cfg)));
   s.summary = read_summary(s.paths.summary.string(), s.st.epoch);
   // in place, summary.csv holds a row for every epoch done; one that lost rows (deleted, cut)
   // would go on without them unsaid, and the curves start later than the run
@@ -674,7 +703,7 @@ void restore_checkpoint(Session& s) {
   s.good.resumable_at = position(s.st.epoch, s.st.step_in_epoch);
   if (s.st.best_epoch >= 1 && file_exists(s.paths.best)) {
     s.good.best = s.paths.best.string();
-    s.good.best_is = str("epoch ", s.st.best_epoch, ", top-1 ", s.st.best_top1, "%");
+    s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s.st));
   }
 }
 
@@ -704,19 +733,19 @@ void carry_best_into_folder(Session& s) {
   if (from.empty()) {
     if (s.claimed)
       spdlog::info(
-          "model_best: the run's best so far (epoch {}, top-1 {:.2f}%) is not in this folder; its "
+          "model_best: the run's best so far (epoch {}, {}) is not in this folder; its "
           "model_best comes with the first epoch that beats it",
-          s.st.best_epoch, s.st.best_top1);
+          s.st.best_epoch, best_score(s.st));
     else
       spdlog::warn(
-          "model_best: {} is missing and the run's best so far (epoch {}, top-1 {:.2f}%) is in no "
+          "model_best: {} is missing and the run's best so far (epoch {}, {}) is in no "
           "checkpoint of this folder; model_best comes with the first epoch that beats it",
-          s.paths.best.string(), s.st.best_epoch, s.st.best_top1);
+          s.paths.best.string(), s.st.best_epoch, best_score(s.st));
     return;
   }
   io::copy_file_atomic(from, s.paths.best.string());
   s.good.best = s.paths.best.string();
-  s.good.best_is = str("epoch ", s.st.best_epoch, ", top-1 ", s.st.best_top1, "%");
+  s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s.st));
   if (s.claimed)
     spdlog::info("model_best: {} (epoch {}, the run's best so far) is this folder's model_best",
                  from, s.st.best_epoch);
@@ -992,6 +1021,12 @@ double step_peak_mib(const Session& s) {
 // rank's signal stopped this one (it stops as if told to terminate).
 int reported_stop_signal() { return stop_signal() == 0 ? SIGTERM : stop_signal(); }
 
+// summary.csv's text: the rows so far under the run's header (a run without validation has no
+// eval columns; one with a model EMA has the EMA's).
+std::string summary_text(const Session& s) {
+  return summary_csv(summary_header(has_validation(s.cfg), s.cfg.model_ema), s.summary.lines);
+}
+
 // ---- a run folder that disappears ---------------------------------------------------------------
 
 // A run folder deleted or moved away while the run trains takes its files with it (log.txt, the
@@ -1014,7 +1049,7 @@ void remake_lost_folder(Session& s, int64_t epoch) {
   // the config the checkpoints store (a resume's new args.yaml follows them: write_pending_args)
   if (s.pending_args.empty()) io::write_file_atomic(s.paths.args.string(), s.config_yaml);
   if (!s.summary.lines.empty())  // (none before the first epoch's end, as in any run)
-    io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, s.ema != nullptr));
+    io::write_file_atomic(s.paths.summary.string(), summary_text(s));
   spdlog::warn(
       "epoch {}: the run folder {} disappeared during the run (deleted or moved away), with the "
       "files it held: made it again for this epoch's args.yaml, summary.csv and checkpoints",
@@ -1061,6 +1096,7 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   rs.epoch_wait_seconds = p.data_wait_secs;
   rs.epoch_peak_mib = std::max(p.peak_mib_before, step_peak_mib(s));
   rs.eval_top1 = rs.eval_top5 = rs.eval_loss = -1;  // no evaluation closes a partial epoch
+  rs.train_loss = -1;                               // (nor a train loss)
   rs.eval_top1_ema = rs.eval_top5_ema = rs.eval_loss_ema = -1;
   rs.run = s.run_id;
   remake_lost_folder(s, epoch);
@@ -1085,6 +1121,14 @@ struct Evaluation {
   // train.py replaces the model's metrics by the EMA's), else the model's.
   double rank_top1() const { return ema ? ema->top1 : model.top1; }
   bool finite() const { return model.finite() && (!ema || ema->finite()); }
+};
+
+// How a finished epoch scores: its mean train loss and, in a run with validation, its evaluation.
+// Without validation (val_split '') the train loss ranks the epoch (timm's train.py takes its
+// train metrics then).
+struct EpochScores {
+  double train_loss = 0;
+  std::optional<Evaluation> eval;  // none without validation
 };
 
 // A stop signal ends an evaluation early (its figures are then dropped): a container's or a
@@ -1120,7 +1164,7 @@ void plot_curves(const Session& s) {
 }
 
 // The epoch's summary.csv row (rank 0 writes the file) and its log lines.
-void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evaluation& ev) {
+void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const EpochScores& sc) {
   const double peak_mib = std::max(p.peak_mib_before, step_peak_mib(s));
   // the lr timm's summary.csv records: the epoch's, or stepping per update, the one its scheduler
   // set after the epoch's last update (the next update's, by the schedule this epoch ran)
@@ -1128,33 +1172,44 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
                         ? s.sched->lr_set_after(epoch, s.steps_per_epoch - 1, s.st.updates)
                         : s.lr;
   SummaryRow row{epoch + 1,
-                 p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1)),
-                 ev.model.loss,
-                 ev.model.top1,
-                 ev.model.top5,
+                 sc.train_loss,
+                 NAN,
+                 NAN,
+                 NAN,
                  lr,
                  p.train_secs > 0 ? static_cast<double>(p.images_timed) / p.train_secs : 0.0,
                  peak_mib};
-  if (ev.ema) {
+  // without validation the row has no eval values at all (summary.h), never stand-in zeros
+  row.has_eval = sc.eval.has_value();
+  if (sc.eval) {
+    row.eval_loss = sc.eval->model.loss;
+    row.eval_top1 = sc.eval->model.top1;
+    row.eval_top5 = sc.eval->model.top5;
+  }
+  if (sc.eval && sc.eval->ema) {
     row.has_ema = true;
-    row.eval_loss_ema = ev.ema->loss;
-    row.eval_top1_ema = ev.ema->top1;
-    row.eval_top5_ema = ev.ema->top5;
+    row.eval_loss_ema = sc.eval->ema->loss;
+    row.eval_top1_ema = sc.eval->ema->top1;
+    row.eval_top5_ema = sc.eval->ema->top5;
   }
   s.summary.lines.push_back(format_summary_row(row));
-  s.summary.eval_top1[epoch + 1] = ev.finite() ? ev.rank_top1() : NAN;
+  // the score that ranks the epoch's checkpoint (checkpoint_history.h); NaN: not finite
+  double score = sc.train_loss;
+  if (sc.eval) score = sc.eval->finite() ? sc.eval->rank_top1() : NAN;
+  s.summary.score[epoch + 1] = score;
   remake_lost_folder(s, epoch);
-  if (dist::is_main())
-    io::write_file_atomic(s.paths.summary.string(), summary_csv(s.summary.lines, row.has_ema));
+  if (dist::is_main()) io::write_file_atomic(s.paths.summary.string(), summary_text(s));
   plot_curves(s);
   // Share of the epoch's step time spent waiting for data (train/data_wait.h: on a GPU, the time
   // it had no work while the host waited for a batch): above a few % the loader is the step.
   const double data_wait = p.train_secs > 0 ? std::min(1.0, p.data_wait_secs / p.train_secs) : 0.0;
   spdlog::info(
-      "epoch {}/{}: train loss {:.4f}, eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, {:.0f} "
-      "img/s, "
-      "waited for data {:.1f}% of the time, peak {:.1f} MiB",
-      epoch + 1, s.cfg.epochs, row.train_loss, ev.model.loss, ev.model.top1, ev.model.top5,
+      "epoch {}/{}: train loss {:.4f}, {}{:.0f} img/s, waited for data {:.1f}% of the time, peak "
+      "{:.1f} MiB",
+      epoch + 1, s.cfg.epochs, row.train_loss,
+      sc.eval ? fmt::format("eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, ", row.eval_loss,
+                            row.eval_top1, row.eval_top5)
+              : std::string(),
       row.img_per_sec, 100 * data_wait, peak_mib);
   // gpu_augment: what the host wait above cannot see (the stream's own wait for decodes)
   if (const data::LoaderStats& l = p.loader; l.gpu_batches_timed > 0) {
@@ -1173,24 +1228,28 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Evalu
         "free output buffer ({} batches)",
         epoch + 1, s.cfg.epochs, per * d.decode_seconds, per * d.buffer_wait_seconds, d.batches);
   }
-  if (ev.ema)
+  if (row.has_ema)
     spdlog::info("epoch {}/{}: EMA eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%", epoch + 1,
-                 s.cfg.epochs, ev.ema->loss, ev.ema->top1, ev.ema->top5);
+                 s.cfg.epochs, row.eval_loss_ema, row.eval_top1_ema, row.eval_top5_ema);
 }
 
-// Evaluates the model (and EMA), records the epoch, and stops the run after its row is written when
-// an evaluation was not finite (nothing of the epoch is saved then). After the run's last epoch
-// nothing asks for a stop signal again: the handler says from here on that the run saves it and
-// ends normally (in the same atomic step as the check, so one that came just before still gets its
-// recovery checkpoint).
-std::optional<Evaluation> evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p,
-                                         bool last) {
-  const Evaluation ev = evaluate_models(s, epoch);
+// Evaluates the model (and EMA; nothing in a run without validation), records the epoch, and stops
+// the run after its row is written when an evaluation was not finite (nothing of the epoch is
+// saved then). After the run's last epoch nothing asks for a stop signal again: the handler says
+// from here on that the run saves it and ends normally (in the same atomic step as the check, so
+// one that came just before still gets its recovery checkpoint).
+std::optional<EpochScores> evaluate_epoch(Session& s, int64_t epoch, const EpochProgress& p,
+                                          bool last) {
+  EpochScores sc;
+  sc.train_loss = p.loss_sum / static_cast<double>(std::max<int64_t>(p.images, 1));
+  if (s.val_loader) sc.eval = evaluate_models(s, epoch);
   const StopOutcome finish =
       dist::size() > 1 ? StopOutcome::finish_if_all_ranks : StopOutcome::finish;
   const bool stopped = last ? !change_stop_outcome(finish) : stop_signal() != 0;
   if (s.dp->any_rank(stopped)) return std::nullopt;  // a stop signal: not recorded
-  record_epoch(s, epoch, p, ev);
+  record_epoch(s, epoch, p, sc);
+  if (!sc.eval) return sc;  // (the train loss is finite: read_losses stops the run otherwise)
+  const Evaluation& ev = *sc.eval;
   s.result.last_top1 = ev.model.top1;
   s.result.last_top5 = ev.model.top5;
   if (ev.ema) s.result.last_top1_ema = ev.ema->top1;
@@ -1202,7 +1261,7 @@ std::optional<Evaluation> evaluate_epoch(Session& s, int64_t epoch, const EpochP
              "this epoch is "
              "saved (summary.csv records it); ",
              s.good.describe());
-  return ev;
+  return sc;
 }
 
 // checkpoint-<epoch> joins the history; the worst beyond checkpoint_hist go (rank 0 only).
@@ -1211,10 +1270,12 @@ void rotate_history(Session& s, int64_t epoch) {
   const fs::path& dir = s.paths.dir;
   io::copy_file_atomic(s.paths.last.string(), (dir / history_file_name(epoch + 1)).string());
   std::vector<std::string> notes;
-  const std::vector<HistoryEntry> kept = scan_history(dir, s.summary.eval_top1, s.run_id, &notes);
+  const RankMetric metric = has_validation(s.cfg) ? RankMetric::top1 : RankMetric::train_loss;
+  const std::vector<HistoryEntry> kept =
+      scan_history(dir, s.summary.score, s.run_id, &notes, metric);
   for (const std::string& n : notes)
     if (s.history_notes_said.insert(n).second) spdlog::warn("checkpoint_hist: {}", n);
-  for (int64_t victim : history_to_delete(kept, s.cfg.checkpoint_hist)) {
+  for (int64_t victim : history_to_delete(kept, s.cfg.checkpoint_hist, metric)) {
     std::error_code ec;
     fs::remove(dir / history_file_name(victim), ec);
     if (ec) {
@@ -1234,25 +1295,31 @@ void rotate_history(Session& s, int64_t epoch) {
 
 // The end of a finished, finitely evaluated epoch: last.safetensors, model_best when it is the
 // best so far, the history, and no stale recovery checkpoint.
-void save_epoch_checkpoints(Session& s, int64_t epoch, const Evaluation& ev) {
+void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
   TrainState& st = s.st;
   st.epoch = epoch + 1;
   st.step_in_epoch = 0;
   st.epoch_loss_sum = 0;
   st.epoch_images = 0;
-  st.eval_top1 = ev.model.top1;
-  st.eval_top5 = ev.model.top5;
-  st.eval_loss = ev.model.loss;
-  if (ev.ema) {
-    st.eval_top1_ema = ev.ema->top1;
-    st.eval_top5_ema = ev.ema->top5;
-    st.eval_loss_ema = ev.ema->loss;
+  st.train_loss = sc.train_loss;
+  bool is_best = false;  // an equal score keeps the earlier epoch, as timm's CheckpointSaver
+  if (sc.eval) {
+    const Evaluation& ev = *sc.eval;
+    st.eval_top1 = ev.model.top1;
+    st.eval_top5 = ev.model.top5;
+    st.eval_loss = ev.model.loss;
+    if (ev.ema) {
+      st.eval_top1_ema = ev.ema->top1;
+      st.eval_top5_ema = ev.ema->top5;
+      st.eval_loss_ema = ev.ema->loss;
+    }
+    is_best = ev.rank_top1() > st.best_top1;
+    if (is_best) st.best_top1 = ev.rank_top1();
+  } else {  // no validation: the lowest train loss (timm: decreasing=True for a loss)
+    is_best = st.best_train_loss < 0 || sc.train_loss < st.best_train_loss;
+    if (is_best) st.best_train_loss = sc.train_loss;
   }
-  const bool is_best = ev.rank_top1() > st.best_top1;
-  if (is_best) {
-    st.best_top1 = ev.rank_top1();
-    st.best_epoch = epoch + 1;
-  }
+  if (is_best) st.best_epoch = epoch + 1;
   st.run = s.run_id;
   remake_lost_folder(s, epoch);
   save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
@@ -1263,7 +1330,7 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const Evaluation& ev) {
   if (is_best) {
     if (dist::is_main()) io::copy_file_atomic(s.paths.last.string(), s.paths.best.string());
     s.good.best = s.paths.best.string();
-    s.good.best_is = str("epoch ", st.best_epoch, ", top-1 ", st.best_top1, "%");
+    s.good.best_is = str("epoch ", st.best_epoch, ", ", best_score(st));
   }
   rotate_history(s, epoch);
   std::error_code ec;
@@ -1277,13 +1344,14 @@ TrainResult final_report(Session& s) {
   TrainResult& r = s.result;
   r.run_dir = s.paths.dir.string();
   r.best_top1 = s.st.best_top1;
+  r.best_train_loss = s.st.best_train_loss;
   r.best_epoch = s.st.best_epoch;
   const double secs = s.total_train_seconds;
   r.train_img_per_sec = secs > 0 ? static_cast<double>(s.total_train_images) / secs : 0;
   r.data_img_per_sec = s.train_loader->stats().images_per_second();
   r.data_wait_fraction = secs > 0 ? std::min(1.0, s.total_data_wait / secs) : 0.0;
   r.peak_mib = step_peak_mib(s);
-  r.corrupt_skipped = s.ds.train->corrupt_skipped() + s.ds.val->corrupt_skipped();
+  r.corrupt_skipped = s.ds.train->corrupt_skipped() + (s.ds.val ? s.ds.val->corrupt_skipped() : 0);
   // a session that only finished an evaluation (a resume after a stop in it) trained no step:
   // its rates are not known (-1, "n/a"), not 0 img/s
   const bool trained = s.total_train_images > 0;
@@ -1294,7 +1362,12 @@ TrainResult final_report(Session& s) {
                     "the time",
                     r.train_img_per_sec, r.data_img_per_sec, 100 * r.data_wait_fraction)
               : std::string("no training step in this session (it finished an evaluation)");
-  if (r.best_epoch >= 1)
+  if (r.best_epoch >= 1 && !has_validation(s.cfg))
+    spdlog::info(
+        "done: best train loss {:.4f} (epoch {}; no validation: epochs ranked by train "
+        "loss), {}",
+        r.best_train_loss, r.best_epoch, speed);
+  else if (r.best_epoch >= 1)
     spdlog::info("done: best {}top-1 {:.2f}% (epoch {}), {}", s.ema ? "EMA " : "", r.best_top1,
                  r.best_epoch, speed);
   else
@@ -1303,7 +1376,7 @@ TrainResult final_report(Session& s) {
   if (r.corrupt_skipped > 0)
     spdlog::warn("{} corrupt image{} skipped", r.corrupt_skipped,
                  r.corrupt_skipped == 1 ? " was" : "s were");
-  if (const int64_t replaced = s.ds.val->replaced_after_scan(); replaced > 0)
+  if (const int64_t replaced = s.ds.val ? s.ds.val->replaced_after_scan() : 0; replaced > 0)
     spdlog::warn(
         "{} of the {} validation images failed to decode after the folder scan and were replaced "
         "by their next good neighbour (named above): each evaluation's top-1, top-5 and loss "
@@ -1387,9 +1460,9 @@ std::optional<TrainResult> stopped_during_startup(Session& s, bool stopped = sto
 // Every rank sees every rank's figures, so all of them stop with the same message.
 void check_ranks_same_data(const Session& s) {
   if (dist::size() == 1) return;
-  const std::vector<uint64_t> mine{uint64_t(s.ds.train->size()), uint64_t(s.ds.val->size()),
-                                   uint64_t(s.ds.train->num_classes()),
-                                   class_names_hash(s.ds.train->class_names())};
+  const std::vector<uint64_t> mine{
+      uint64_t(s.ds.train->size()), uint64_t(s.ds.val ? s.ds.val->size() : 0),
+      uint64_t(s.ds.train->num_classes()), class_names_hash(s.ds.train->class_names())};
   const std::vector<uint64_t> all = dist::all_gather(mine, "data sizes");
   for (int r = 1; r < dist::size(); ++r) {
     const uint64_t* o = all.data() + size_t(r) * mine.size();
@@ -1476,13 +1549,13 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
       save_recovery(s, epoch, p);
       break;
     }
-    const std::optional<Evaluation> ev = evaluate_epoch(s, epoch, p, epoch == last_epoch - 1);
-    if (!ev) {  // stopped during the evaluation: the recovery checkpoint resumes into it
+    const std::optional<EpochScores> sc = evaluate_epoch(s, epoch, p, epoch == last_epoch - 1);
+    if (!sc) {  // stopped during the evaluation: the recovery checkpoint resumes into it
       save_recovery(s, epoch, p);
       break;
     }
     if (s.opts.before_checkpoints) s.opts.before_checkpoints(epoch);
-    save_epoch_checkpoints(s, epoch, *ev);
+    save_epoch_checkpoints(s, epoch, *sc);
     remade_folder_stop(s, epoch, epoch == last_epoch - 1);
   }
   return final_report(s);

@@ -1,7 +1,8 @@
 // The training loop of `haargrad train`: config -> data, model (initial_checkpoint), optimizer
-// (layer_decay), schedule, model EMA (model_ema) -> epochs of train + eval (model and EMA), with a
-// run folder (args.yaml, summary.csv, curves.png, log, checkpoints), resume, Ctrl-C recovery and a
-// final report (accuracy, img/s, peak memory by category).
+// (layer_decay), schedule, model EMA (model_ema) -> epochs of train + eval (model and EMA; none
+// with val_split '', each epoch then ranked by its train loss), with a run folder (args.yaml,
+// summary.csv, curves.png, log, checkpoints), resume, Ctrl-C recovery and a final report
+// (accuracy, img/s, peak memory by category).
 #pragma once
 
 #include <functional>
@@ -51,9 +52,12 @@ struct TrainOptions {
 
 struct TrainResult {
   std::string run_dir;
-  double best_top1 = -1;  ///< % (the EMA's top-1 in a run with a model EMA, as timm)
+  double best_top1 = -1;  ///< % (the EMA's top-1 in a run with a model EMA, as timm); -1 = none
+  /// A run without validation (val_split ''): the lowest mean train loss of an epoch, which picks
+  /// best_epoch (and model_best); -1 = none, or a run with validation
+  double best_train_loss = -1;
   int64_t best_epoch = -1;
-  double last_top1 = -1, last_top5 = -1;  ///< % (the model's)
+  double last_top1 = -1, last_top5 = -1;  ///< % (the model's; -1 = none, no validation)
   double last_top1_ema = -1;              ///< % (the model EMA's; -1 = none)
   double train_img_per_sec = 0;           ///< images / training seconds, over the run (-1: no step)
   double data_img_per_sec =

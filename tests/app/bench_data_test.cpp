@@ -118,6 +118,12 @@ TEST_F(BenchData, BadArgumentsFailWithAMessage) {
   r = run_program("bench-data" + args() + " --split test");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--split"), std::string::npos) << r.output;
+  // val_split '' (no validation) names no split to read: said before any row
+  r = run_program("bench-data" + args() + " --split val --val-split ''");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("bench-data --split val: val_split is empty"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("img/s"), std::string::npos) << "a row ran: " << r.output;
   // an --output that cannot be written is found before the first row (it used to be found after
   // the last, through a writer of its own that left '<output>.tmp' behind)
   const std::string out = (dir_ / "no" / "rows.json").string();

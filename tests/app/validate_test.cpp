@@ -487,5 +487,33 @@ TEST_F(ValidateCommand, TrainingNamesValidationImagesReplacedInItsEvaluations) {
       << r.output;
 }
 
+// timm's `--val-split ''` on an image folder: training reads no validation split (the run said
+// "val_split is empty ... which haargrad does not have"), and validate of that run, whose stored
+// config has the empty val_split, names the key to give; given it, the same run is evaluated.
+TEST_F(ValidateCommand, ARunWithoutValidationTrainsAndValidateNamesValSplit) {
+  image_folder_with_a_spoilt_val_png();
+  const ProgramRun r = run_program("train " + kSmoke + " --device cpu --output " + file("out") +
+                                   " --experiment run --plain --epochs 2 --dataset image_folder "
+                                   "--data-dir " +
+                                   file("data") + " --batch-size 2 --val-split ''");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("val:   none (val_split '')"), std::string::npos) << r.output;
+  // the spoilt validation PNG is never read
+  EXPECT_EQ(r.output.find("validation images"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("done: best train loss"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("best_top1 n/a  last_top1 n/a"), std::string::npos) << r.output;
+
+  const ProgramRun none = run_program("validate --checkpoint " + file("out/run"));
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_NE(none.output.find("validate: val_split is empty (from the config stored in " +
+                             file("out/run/model_best.safetensors")),
+            std::string::npos)
+      << none.output;
+  EXPECT_NE(none.output.find("--val-split NAME"), std::string::npos) << none.output;
+  const ProgramRun named =
+      run_program("validate --checkpoint " + file("out/run") + " --val-split validation");
+  EXPECT_EQ(named.exit_code, 0) << named.output;
+}
+
 }  // namespace
 }  // namespace hg

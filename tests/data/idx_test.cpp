@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "data/from_config.h"
 #include "data/idx_dataset.h"
 #include "temp_dir.h"
 #include "test_util.h"
+#include "train/config.h"
 
 namespace {
 const std::string kDir = "/usr/share/datasets/fashion-mnist";
@@ -204,4 +206,27 @@ TEST(Idx, AFolderOfImageFoldersNamesTheDatasetKey) {
   EXPECT_NE(msg.find("holds no IDX files but the folders 'train', 'val'"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("dataset: image_folder"), std::string::npos) << msg;
+}
+
+// val_split '' is timm's "no validation": an IDX folder of train files alone trains, no test
+// split is looked for (the trainer refused an empty val_split), and validate's reader says the
+// key is empty.
+TEST(Idx, AnEmptyValSplitReadsTheTrainFilesAlone) {
+  hg::test::TempDir tmp;
+  hg::test::write_bytes(tmp / "train-images-idx3-ubyte",
+                        be32(0x803) + be32(2) + be32(2) + be32(2) + std::string(8, '\x40'));
+  hg::test::write_bytes(tmp / "train-labels-idx1-ubyte",
+                        be32(0x801) + be32(2) + std::string("\x00\x01", 2));
+  hg::train::Config cfg;
+  cfg.dataset = "idx";
+  cfg.data_dir = tmp.path().string();
+  cfg.in_chans = 1;
+  cfg.val_split = "";
+  const hg::data::Datasets d = hg::data::make_datasets(cfg);
+  EXPECT_EQ(d.train->size(), 2);
+  EXPECT_EQ(d.val, nullptr);
+  EXPECT_NE(error_of([&] { hg::data::make_val_dataset(cfg); }).find("val_split is empty"),
+            std::string::npos);
+  cfg.val_split = "test";  // the precondition: a validation split here would fail (no t10k files)
+  EXPECT_NE(error_of([&] { hg::data::make_datasets(cfg); }).find("t10k"), std::string::npos);
 }

@@ -1031,3 +1031,22 @@ TEST_F(ConfigTest, AStringThatIsNotUtf8GetsAdviceThatFitsItsKey) {
                     {"key '" + key + "' is 'caf\\xe9'", "rename the file or folder"});
   }
 }
+
+// timm's `--val-split ''` (and an args.yaml's `val_split: ''` or null) is "no validation": the
+// empty value is kept, on the command line too, through args.yaml, and `train --help` says what it
+// means (the trainer refused it).
+TEST_F(ConfigTest, AnEmptyValSplitMeansNoValidation) {
+  Config from_file = hg::train::load_config(write("noval.yaml", "val_split: ''\n"));
+  EXPECT_EQ(from_file.val_split, "");
+  EXPECT_FALSE(hg::train::has_validation(from_file));
+  EXPECT_EQ(hg::train::load_config(write("null.yaml", "val_split: null\n")).val_split, "");
+  Config from_line;
+  hg::train::apply_overrides(from_line, {"--val-split", ""});
+  EXPECT_EQ(from_line, from_file);
+  EXPECT_EQ(hg::train::config_from_yaml(hg::train::to_yaml(from_line), "args.yaml"), from_line);
+  EXPECT_TRUE(hg::train::has_validation(Config{}));  // timm's default, 'validation'
+  for (const auto& d : hg::train::config_key_docs()) {
+    if (d.key != "val_split") continue;
+    EXPECT_NE(d.help.find("'' = no validation"), std::string::npos) << d.help;
+  }
+}

@@ -937,6 +937,46 @@ TEST_F(Faults, ResumeRefusesChangesToKeysThatShapeTheResults) {
   EXPECT_EQ(slurp(dir / "summary.csv"), summary);
 }
 
+// A resume cannot turn validation on or off (val_split ''): the run's best so far is by eval top-1
+// with it and by train loss without it, which do not compare. Refused naming val_split, from the
+// run's config, or from the best a checkpoint records when it stores no config (and its run folder
+// no args.yaml); nothing of the run changes.
+TEST_F(Faults, AResumeCannotTurnValidationOnOrOff) {
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::Config with = smoke("with", 2);
+  train::train(with, first);
+  train::Config without = smoke("without", 2);
+  without.val_split = "";
+  train::train(without, first);
+  const fs::path with_dir = root_ / "with", without_dir = root_ / "without";
+  const std::string summary = slurp(with_dir / "summary.csv");
+
+  with.resume = (with_dir / "last.safetensors").string();
+  with.val_split = "";
+  std::string msg = error_of([&] { train::train(with, quiet_); });
+  EXPECT_CONTAINS(msg,
+                  "resume: val_split \"validation\" -> \"\" would turn validation off, "
+                  "which a resume cannot (the run's val_split is from " +
+                      (with_dir / "args.yaml").string());
+  EXPECT_EQ(slurp(with_dir / "summary.csv"), summary);
+  without.resume = (without_dir / "last.safetensors").string();
+  without.val_split = "validation";
+  msg = error_of([&] { train::train(without, quiet_); });
+  EXPECT_CONTAINS(msg, "resume: val_split \"\" -> \"validation\" would turn validation on");
+
+  // no config to compare: the best the checkpoint records says its run validated
+  safetensors::File f = safetensors::load(with.resume);
+  f.metadata.erase("config");
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+  safetensors::save(with.resume, tensors, f.metadata);
+  fs::remove(with_dir / "args.yaml");
+  msg = error_of([&] { train::train(with, quiet_); });
+  EXPECT_CONTAINS(msg, "ranks its run's epochs by eval top-1, and this session has val_split \"\"");
+  EXPECT_EQ(slurp(with_dir / "summary.csv"), summary);
+}
+
 // ---- 6. numbers are decimal ----------------------------------------------------------------------
 
 TEST(FaultsNumbers, DecimalOnly) {

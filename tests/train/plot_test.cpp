@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -121,6 +122,41 @@ TEST_F(PlotTest, PngOfTheRightSizeAndDataMatchingTheSummary) {
       EXPECT_DOUBLE_EQ(rows[r][c], cols.at(train::plot_columns()[c])[r])
           << train::plot_columns()[c];
   }
+}
+
+// A run without validation (val_split '') writes no eval columns, as timm's summary.csv without
+// eval metrics: a resume reads its rows by the header's names (it read eval_top1 as the fourth
+// cell, here img/s, and ranked the checkpoints by it), and the curves draw its train loss with an
+// empty top-1 panel (beside a run with validation too).
+TEST_F(PlotTest, ASummaryWithoutEvalColumnsReadsAndPlots) {
+  const std::string csv =
+      std::string(train::kSummaryNoEvalHeader) +
+      "\n1,2.25,0.001,1200.5,50.1\n2,1.5,0.0005,1250.0,50.1\n3,1.75,1e-05,1249.5,50.1\n";
+  const fs::path dir = run("noval", csv);
+  const train::SummaryLines kept = train::read_summary((dir / "summary.csv").string(), 2);
+  ASSERT_EQ(kept.rows.size(), 2u);
+  EXPECT_EQ(kept.lines[1], "2,1.5,0.0005,1250.0,50.1");
+  EXPECT_EQ(kept.rows[1].train_loss, 1.5);
+  EXPECT_EQ(kept.rows[1].lr, 0.0005);
+  EXPECT_EQ(kept.rows[1].img_per_sec, 1250);
+  EXPECT_TRUE(std::isnan(kept.rows[1].eval_top1));
+  // the checkpoints' score is the train loss
+  EXPECT_EQ(kept.score, (std::map<int64_t, double>{{1, 2.25}, {2, 1.5}}));
+  // the file the trainer writes is the same text
+  train::SummaryRow row{2, 1.5, NAN, NAN, NAN, 0.0005, 1250, 50.1};
+  row.has_eval = false;
+  EXPECT_EQ(train::format_summary_row(row), kept.lines[1]);
+  EXPECT_EQ(train::summary_header(false, true), train::kSummaryNoEvalHeader);
+
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path with_eval = run("val", kSummary);
+  train::plot_runs({dir.string()}, (dir / "curves.png").string());
+  EXPECT_TRUE(fs::exists(dir / "curves.png"));
+  for (const std::vector<double>& r : data_rows(dir / "curves.dat"))
+    EXPECT_TRUE(std::isnan(r[2]) && std::isnan(r[3])) << "eval_loss and eval_top1 are no data";
+  train::plot_runs({dir.string(), with_eval.string()}, (root_ / "compare.png").string());
+  EXPECT_TRUE(fs::exists(root_ / "compare.png"));
 }
 
 // A PNG named near the file system's limit (255 bytes) was not drawn: gnuplot wrote into the

@@ -19,12 +19,15 @@
 #include <iterator>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/safetensors.h"
 #include "core/threads.h"
 #include "models/checkpoint.h"
 #include "models/convnext.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_history.h"
 #include "train/config.h"
 #include "train/finetune.h"
 #include "train/plot.h"
@@ -1408,4 +1411,141 @@ TEST(TrainerWarnings, WTConvKeysOnAConvNeXtAndOneClassAreSaid) {
       << log1;
   EXPECT_EQ(log1.find("changes nothing"), std::string::npos) << log1;  // a WTConv model
   fs::remove_all(root);
+}
+
+// ---- no validation (val_split '') ---------------------------------------------------------------
+
+namespace {
+
+/// A smoke run without validation (timm's `--val-split ''`) whose train loss is lowest at epoch 4
+/// of 5 and rises at epoch 5 (lr 0.02 held constant, no drop path: measured 1.358, 1.273, 1.139,
+/// 1.049, 1.164), so that "the best is the last epoch" or "the highest loss" would pick another
+/// epoch. A model EMA is kept (it trains, with nothing to evaluate it on).
+train::Config no_val_config(const std::string& out, const std::string& name) {
+  train::Config c = smoke_config(out);
+  c.experiment = name;
+  c.val_split = "";
+  c.epochs = 5;
+  c.lr = 0.02;
+  c.sched = "none";
+  c.warmup_epochs = 0;
+  c.drop_path = 0.0;
+  c.checkpoint_hist = 2;
+  c.model_ema = true;
+  return c;
+}
+
+/// The train losses of summary.csv's rows, epoch by epoch (the column by name).
+std::vector<double> train_losses(const fs::path& run) {
+  return train::read_csv_columns((run / "summary.csv").string()).at("train_loss");
+}
+
+/// The 1-based epochs of `losses` from the lowest loss up.
+std::vector<int64_t> epochs_by_loss(const std::vector<double>& losses) {
+  std::vector<int64_t> e(losses.size());
+  for (size_t i = 0; i < e.size(); ++i) e[i] = static_cast<int64_t>(i) + 1;
+  std::stable_sort(e.begin(), e.end(), [&](int64_t a, int64_t b) {
+    return losses[static_cast<size_t>(a - 1)] < losses[static_cast<size_t>(b - 1)];
+  });
+  return e;
+}
+
+std::vector<int64_t> history_epochs(const fs::path& run) {
+  std::vector<int64_t> out;
+  for (const auto& e : fs::directory_iterator(run))
+    if (const auto epoch = train::history_epoch(e.path().filename().string()))
+      out.push_back(*epoch);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+// timm's train.py without an eval split trains on, ranks each epoch by its train metrics (the loss:
+// lower is better) and writes summary.csv without eval columns. haargrad refused an empty
+// val_split of image_folder and idx, and read one of synthetic data as its usual validation.
+TEST_F(TrainerTest, WithoutValidationTheLowestTrainLossIsTheBest) {
+  const train::TrainResult r = train::train(no_val_config(root_.string(), "nv"), quiet_options());
+  const fs::path dir = r.run_dir;
+  const std::vector<std::string> summary = lines(dir / "summary.csv");
+  ASSERT_EQ(summary.size(), 6u);
+  EXPECT_EQ(summary[0], train::kSummaryNoEvalHeader);
+  for (size_t i = 1; i < summary.size(); ++i) {  // no eval values, no stand-in zeros or nan
+    EXPECT_EQ(std::count(summary[i].begin(), summary[i].end(), ','), 4) << summary[i];
+    EXPECT_EQ(summary[i].find("nan"), std::string::npos) << summary[i];
+  }
+  const std::vector<double> losses = train_losses(dir);
+  const std::vector<int64_t> ranked = epochs_by_loss(losses);
+  ASSERT_EQ(ranked.front(), 4) << "the run this test needs: its lowest train loss before its end";
+
+  EXPECT_EQ(r.best_epoch, 4);
+  EXPECT_NEAR(r.best_train_loss, losses[3], 1e-6);
+  EXPECT_EQ(r.best_top1, -1);
+  EXPECT_EQ(r.last_top1, -1);
+  EXPECT_EQ(r.last_top1_ema, -1);
+  const train::TrainState best =
+      *train::read_train_state((dir / "model_best.safetensors").string());
+  EXPECT_EQ(best.epoch, 4);  // model_best is epoch 4's checkpoint
+  EXPECT_EQ(best.best_epoch, 4);
+  EXPECT_NEAR(best.train_loss, losses[3], 1e-6);
+  EXPECT_EQ(best.eval_top1, -1);
+  // checkpoint_hist 2: the two lowest losses, each file recording its epoch's
+  EXPECT_EQ(history_epochs(dir), (std::vector<int64_t>{3, 4}));  // epochs 4 and 3, in order
+  for (int64_t e : history_epochs(dir))
+    EXPECT_NEAR(train::read_train_state((dir / train::history_file_name(e)).string())->train_loss,
+                losses[static_cast<size_t>(e - 1)], 1e-6);
+  // the EMA trained (its tensors are saved), with nothing to evaluate it on
+  const safetensors::File last = safetensors::load((dir / "last.safetensors").string());
+  EXPECT_TRUE(last.tensors.count(std::string(train::kEmaPrefix) + "stem.0.weight"));
+  // said once at the start, and the end names the best epoch by its train loss
+  const std::string log = slurp(dir / "log.txt");
+  const std::string said = "no validation, as timm's train.py without an eval split";
+  EXPECT_NE(log.find(said), std::string::npos) << log;
+  EXPECT_EQ(log.find(said), log.rfind(said)) << log;
+  EXPECT_NE(log.find("done: best train loss " + fmt::format("{:.4f}", losses[3]) + " (epoch 4"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("eval loss"), std::string::npos) << log;
+}
+
+// A run without validation resumed (in place, after its best epoch): the same rows, the same best
+// and checkpoint history as the run straight through; the best it records round-trips, so the
+// worse epoch after the resume does not take model_best. A finished run resumed keeps its best.
+TEST_F(TrainerTest, WithoutValidationAResumeGoesOnWithTheRunsBest) {
+  const train::TrainResult straight =
+      train::train(no_val_config(root_.string(), "straight"), quiet_options());
+  const train::Config c = no_val_config(root_.string(), "resumed");
+  const train::TrainResult first = train::train(c, stopped_after(4));
+  EXPECT_EQ(first.best_epoch, 4);
+  const fs::path dir = first.run_dir;
+  const train::TrainResult resumed = resume_last(c, dir, 5);
+  EXPECT_EQ(resumed.run_dir, first.run_dir);
+
+  // epoch, train_loss and lr: the deterministic columns of a summary without eval ones
+  const auto columns = [](const fs::path& run) {
+    std::vector<std::string> out;
+    for (const std::string& row : lines(run / "summary.csv")) {
+      std::stringstream cells(row);
+      std::string kept;
+      std::string cell;
+      for (int i = 0; i < 3 && std::getline(cells, cell, ','); ++i) kept += cell + ",";
+      out.push_back(kept);
+    }
+    return out;
+  };
+  EXPECT_EQ(columns(dir), columns(straight.run_dir));
+  EXPECT_EQ(resumed.best_epoch, 4);
+  EXPECT_EQ(resumed.best_train_loss, straight.best_train_loss);
+  EXPECT_EQ(train::read_train_state((dir / "model_best.safetensors").string())->epoch, 4);
+  EXPECT_EQ(history_epochs(dir), history_epochs(straight.run_dir));
+
+  const train::TrainResult done = resume_last(c, dir, 5);  // all 5 epochs done: nothing trains
+  EXPECT_EQ(done.best_epoch, 4);
+  EXPECT_EQ(done.best_train_loss, straight.best_train_loss);
+  EXPECT_EQ(done.last_top1, -1);  // no eval column: none, not the NaN of a missing cell
+  EXPECT_EQ(done.last_top5, -1);
+  EXPECT_NE(last_line_with(dir / "log.txt", "nothing to train")
+                .find(fmt::format("(best train loss {:.4f} at epoch 4)", done.best_train_loss)),
+            std::string::npos)
+      << slurp(dir / "log.txt");
 }
