@@ -154,8 +154,14 @@ TEST_F(GradAccum, TheShorterLastUpdateOfAnEpochIsDividedByItsOwnCountAsTimm) {
   const double mu = 0.9;
   std::map<std::string, Tensors> made;
   const auto buffer = [&](int64_t batch, int64_t accum, int64_t steps) {
-    const std::string name = "b" + std::to_string(batch) + "x" + std::to_string(accum) + "_" +
-                             std::to_string(steps) + "steps";
+    // appended one piece at a time: `"b" + std::to_string(...)` set off GCC 12's false -Wrestrict
+    std::string name = "b";
+    name += std::to_string(batch);
+    name += "x";
+    name += std::to_string(accum);
+    name += "_";
+    name += std::to_string(steps);
+    name += "steps";
     if (!made.count(name))
       made[name] = buffers(train_and_load(config(batch, accum, steps, 0.0, 1), name));
     return made.at(name);
