@@ -52,6 +52,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   auto args = std::make_shared<PlotArgs>();
   CLI::App* cmd =
       root.add_subcommand("plot",
+                          "haargrad plot RUN_DIR [RUN_DIR ...] [--out FILE.png] [--width W] "
+                          "[--height H]\n"
                           "Draw training curves (train/eval loss, top-1 and EMA top-1, lr, img/s "
                           "per epoch) of one or more run "
                           "folders into a PNG with gnuplot (Debian package gnuplot-nox)");

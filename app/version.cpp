@@ -44,7 +44,10 @@ std::string version_text() {
 #ifdef HAARGRAD_WITH_CUDA
   s += cuda_line();
 #else
-  s += "cuda: not built (cmake -DHAARGRAD_CUDA=ON, or AUTO where nvcc is found)\n";
+  // configured with HAARGRAD_CUDA=OFF (scripts/quickstart.sh's choice without a working
+  // nvidia-smi), or AUTO where nvcc was not found
+  s += "cuda: not built (configured without it: cmake -DHAARGRAD_CUDA=ON on a machine with nvcc; "
+       "scripts/quickstart.sh builds it only where nvidia-smi finds a GPU)\n";
 #endif
 #ifdef HAARGRAD_WITH_BLAS
   s += "blas: built\n";

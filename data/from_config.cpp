@@ -24,8 +24,8 @@ ImageFolderOptions image_folder_options(const train::Config& cfg) {
 }
 
 void check_classes(const Dataset& ds, const train::Config& cfg) {
-  HG_CHECK(ds.num_classes() <= cfg.num_classes, "make_datasets: ", ds.describe(), " has ",
-           ds.num_classes(), " classes but num_classes is ", cfg.num_classes,
+  HG_CHECK(ds.num_classes() <= cfg.num_classes, ds.describe(), " has ", ds.num_classes(),
+           " classes but num_classes is ", cfg.num_classes,
            ": set num_classes (--num-classes) to at least ", ds.num_classes());
 }
 

@@ -383,6 +383,7 @@ std::string timm_spelling(const std::string& key) {
       {"pretrained", "timm's --pretrained is --initial-checkpoint FILE.safetensors here"},
       {"input_size", "timm's --input-size is --img-size and --in-chans here"},
       {"data", "timm's --data is --data-dir here"},
+      {"split", "timm's validate.py --split is --val-split here (the sub-folder of data_dir)"},
       {"drop_path_rate", "timm's drop_path_rate (a model argument) is --drop-path here"},
       {"vflip", "timm's --vflip (vertical flip, off in its defaults) is not supported: hflip is"},
       {"class_map",
@@ -411,7 +412,16 @@ std::string timm_spelling(const std::string& key) {
        "timm's --opt-betas are AdamW's betas, fixed here at torch's default (0.9, "
        "0.999) (timm's default None); leave it out"}};
   const auto it = hints.find(key);
-  return it == hints.end() ? "" : it->second;
+  if (it != hints.end()) return it->second;
+  // argparse's --no-X for a flag X (BooleanOptionalAction): a bool key takes false instead
+  if (key.rfind("no_", 0) == 0)
+    if (const Field* f = find_field(key.substr(3));
+        f != nullptr && std::holds_alternative<bool Config::*>(f->member)) {
+      std::string flag = key.substr(3);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      return str("a flag is turned off with false here: --", flag, " false");
+    }
+  return "";
 }
 
 // "did you mean 'a' or 'b'?" for an unknown key close to known ones (similar_keys), or "".
@@ -862,7 +872,10 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
     fail("ratio", location(locs, "ratio"),
          str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
   if (c.lr && c.min_lr > *c.lr)
-    pair_fail("min_lr", "lr", str("min_lr ", c.min_lr, " is above lr ", *c.lr));
+    pair_fail(
+        "min_lr", "lr",
+        str("min_lr ", c.min_lr, " is above lr ", *c.lr, ": set min_lr to at most lr (--min-lr ",
+            *c.lr == 0 ? "0" : format_double(*c.lr), ", or lower)"));
   if ((c.opt == "sgd" || c.opt == "nesterov") && c.momentum == 0)
     pair_fail("opt", "momentum",
               str("opt ", c.opt,

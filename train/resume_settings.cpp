@@ -173,7 +173,8 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   recorded_args.resume = "";
   out.args_changed = !(out.args == recorded_args);
 
-  const std::string where = str("epoch ", epoch + 1, " step ", step + 1, " (after ", updates, " updates)");
+  const std::string where = str("epoch ", epoch + 1, " step ", step + 1, " (after ", updates,
+                                updates == 1 ? " update)" : " updates)");
   const std::string sched_changes = differences(recorded, session, kScheduleKeys);
   const double lr_before = RunSchedule(recorded, updates_per_epoch).lr(epoch, step, updates);
   const double lr_after = RunSchedule(out.session, updates_per_epoch).lr(epoch, step, updates);

@@ -560,6 +560,17 @@ TEST_F(ConfigTest, SeveralUnknownKeysOnTheCommandLineAreNamedTogether) {
                   {"unknown key 'foo' (command line)"});
 }
 
+// What a timm user types gets the way to say it here: validate.py's --split, argparse's --no-X for
+// a flag, and an lr below min_lr with the value that fixes it.
+TEST_F(ConfigTest, TimmSpellingsAndAnLrBelowMinLrSayWhatToType) {
+  expect_contains(override_error({"--split", "test"}), {"'split'", "--val-split"});
+  expect_contains(override_error({"--no-model-ema"}), {"'no_model_ema'", "--model-ema false"});
+  expect_contains(override_error({"--no-such-thing"}), {"'no_such_thing'"});
+  EXPECT_EQ(override_error({"--no-such-thing"}).find("false"), std::string::npos);
+  expect_contains(override_error({"--lr", "0", "--min-lr", "1e-5"}),
+                  {"'min_lr'", "'lr'", "min_lr 1e-05 is above lr 0", "--min-lr 0"});
+}
+
 TEST_F(ConfigTest, CommandLineOverrides) {
   Config c;
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
