@@ -10,6 +10,7 @@
 // downscaled: the last bits may differ). An image it cannot read is met as training's ImageFolder
 // meets one, by corrupt_images: skip (the default) names it and why and leaves its row out, error
 // stops there; the logits file's metadata "images" names the rows either way.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
@@ -42,8 +43,50 @@ namespace fs = std::filesystem;
 struct InferArgs {
   std::string checkpoint, input, out, config, layout = "nchw";
   bool ema = false;
+  int topk = 5;
   std::vector<std::string> overrides;
 };
+
+/// At most this many images get their top-k printed (a folder of thousands would flood the
+/// console; the logits file holds every row).
+constexpr size_t kTopkShown = 20;
+
+/// One image's line: its `k` most probable classes (softmax of its n logits, in double), most
+/// probable first, as "class (percent)", ties by the lower index.
+std::string topk_line(const float* logits, int64_t n, int k) {
+  const float top = *std::max_element(logits, logits + n);
+  double sum = 0;
+  for (int64_t c = 0; c < n; ++c) sum += std::exp(double(logits[c]) - double(top));
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) order[static_cast<size_t>(c)] = c;
+  const auto kk = static_cast<size_t>(std::min<int64_t>(k, n));
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(),
+                    [&](int64_t a, int64_t b) {
+                      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+                    });
+  std::string line;
+  for (size_t i = 0; i < kk; ++i) {
+    const double p = std::exp(double(logits[order[i]]) - double(top)) / sum;
+    line += fmt::format("{}{} ({:.1f}%)", i == 0 ? "" : ", ", order[i], 100 * p);
+  }
+  return line;
+}
+
+/// The top-k classes of the first kTopkShown images on stdout (timm's inference.py reports top-k
+/// too), one line each: "IMAGE: 3 (91.2%), 7 (4.1%), ...". Class indices: the position of the
+/// class folder in sorted order, as training's ImageFolder numbered them.
+void print_topk(const Tensor& logits, const std::vector<std::string>& images, int k) {
+  if (k <= 0 || images.empty()) return;
+  const int64_t n = logits.size(1);
+  const std::vector<float> v = logits.to_vector<float>();
+  const size_t shown = std::min(images.size(), kTopkShown);
+  for (size_t r = 0; r < shown; ++r)
+    std::printf("%s: %s\n", images[r].c_str(),
+                topk_line(v.data() + static_cast<int64_t>(r) * n, n, k).c_str());
+  if (images.size() > shown)
+    std::printf("... and %zu more images (their logits are in the file)\n", images.size() - shown);
+  std::fflush(stdout);
+}
 
 /// The batch as NHWC f32, with the shape as the file holds it in *stored (for messages).
 Tensor read_input(const std::string& path, const std::string& layout, Shape* stored) {
@@ -269,6 +312,7 @@ void run_infer(const InferArgs& a) {
         "infer: rows 0 .. {} are the images {} .. {} (by name; the file's metadata "
         "\"images\" lists them all)",
         images.size() - 1, images.front(), images.back());
+  print_topk(logits, images, a.topk);
 }
 
 }  // namespace
@@ -304,6 +348,11 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                   "metadata 'images': a JSON list of their paths, row by row)")
       ->required();
   cmd->add_option("--layout", a->layout, "the input's layout: nchw (PyTorch) or nhwc");
+  cmd->add_option("--topk", a->topk,
+                  "for images: print each image's K most probable classes (class index, softmax "
+                  "%; the first 20 images), as timm's inference.py reports top-k; 0 = none")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("-c,--config", a->config, "YAML config of the model (timm's -c / --config)");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());

@@ -288,6 +288,17 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
                         file("images/notes.txt") + ")"),
       std::string::npos)
       << noted.output;
+  // each image's most probable classes on stdout, the first its logits' argmax (timm's
+  // inference.py reports top-k); --topk 0 prints none
+  const std::vector<float> rows = want.to_vector<float>();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto first = rows.begin() + 10 * static_cast<std::ptrdiff_t>(i);
+    const auto best = std::max_element(first, first + 10) - first;
+    EXPECT_NE(noted.output.find(names[i] + ": " + std::to_string(best) + " ("), std::string::npos)
+        << noted.output;
+  }
+  const ProgramRun quiet = infer(ck, file("images"), file("logits.safetensors"), " --topk 0");
+  EXPECT_EQ(quiet.output.find(names[0] + ": "), std::string::npos) << quiet.output;
   const auto meta = safetensors::load(file("logits.safetensors")).metadata;
   ASSERT_TRUE(meta.count("images")) << "no 'images' metadata";
   EXPECT_EQ(meta.at("images"), "[\"" + names[0] + "\",\"" + names[1] + "\"]");
