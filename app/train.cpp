@@ -159,14 +159,21 @@ void run_train(TrainArgs& a) {
     return v < 0 ? std::string("n/a") : str(std::fixed, std::setprecision(digits), v);
   };
   if (!dist::is_main()) return;  // under mpirun rank 0 reports for the run
-  char line[512];
+  // what ranked the epochs, after the figures scripts read: with a model EMA best_top1 is the
+  // EMA's (as timm ranks) where last_top1 is the model's, which read as a best below the last;
+  // without validation the train loss ranked them
+  const std::string ranked = r.best_train_loss >= 0
+                                 ? "  best_train_loss " + fixed(r.best_train_loss, 4)
+                             : r.last_top1_ema >= 0 ? std::string("  best_top1_of ema")
+                                                    : std::string();
+  char line[640];
   std::snprintf(
       line, sizeof line,
       "best_top1 %s  last_top1 %s  last_top5 %s  train_img_per_sec %s  data_img_per_sec %s  "
-      "data_wait_pct %s  peak_mib %.1f  minutes %.2f",
+      "data_wait_pct %s  peak_mib %.1f  minutes %.2f%s",
       fixed(r.best_top1, 2).c_str(), fixed(r.last_top1, 2).c_str(), fixed(r.last_top5, 2).c_str(),
       fixed(r.train_img_per_sec, 1).c_str(), fixed(r.data_img_per_sec, 1).c_str(),
-      fixed(100 * r.data_wait_fraction, 1).c_str(), r.peak_mib, minutes);
+      fixed(100 * r.data_wait_fraction, 1).c_str(), r.peak_mib, minutes, ranked.c_str());
   std::printf("%s\n", line);
   std::fflush(stdout);
   if (!r.run_dir.empty()) append_line((std::filesystem::path(r.run_dir) / "log.txt").string(), line);

@@ -237,6 +237,8 @@ TEST_F(ValidateCommand, UseEmaEvaluatesTheEmaAndExportEmaWritesIt) {
       run_program("train " + kSmoke + " --device cpu --output " + file("out") +
                   " --experiment ema --plain --epochs 1 --model_ema --model_ema_decay 0.5");
   ASSERT_EQ(t.exit_code, 0) << t.output;
+  // the result line says its best_top1 is the EMA's (last_top1 is the model's)
+  EXPECT_NE(t.output.find("  best_top1_of ema"), std::string::npos) << t.output;
   const std::string ck = file("out/ema") + "/last.safetensors";
   const std::vector<std::string> summary = split(read(file("out/ema") + "/summary.csv"), '\n');
   const std::vector<std::string> header = split(summary[0], ','), last = split(summary.back(), ',');
@@ -502,6 +504,7 @@ TEST_F(ValidateCommand, ARunWithoutValidationTrainsAndValidateNamesValSplit) {
   EXPECT_EQ(r.output.find("validation images"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("done: best train loss"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("best_top1 n/a  last_top1 n/a"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  best_train_loss "), std::string::npos) << r.output;  // what ranked
 
   const ProgramRun none = run_program("validate --checkpoint " + file("out/run"));
   EXPECT_EQ(none.exit_code, 1) << none.output;
