@@ -136,17 +136,22 @@ std::vector<BenchConfig> configs_from_names(const BenchArgs& a, Device device) {
 // The one row a training config describes: its model (any the trainer can build), batch, image
 // size, precision, WTConv mode, loss (label smoothing) and optimizer, unless an option overrides.
 BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, Device device) {
-  HG_CHECK(!a.given.count("models"), "bench: give either CONFIG.yaml or --models, not both (the model is the "
-           "config's `model`: override it with --model NAME)");
+  // options that contradict the CONFIG are usage errors (exit status 2), as a wrong option is
+  if (a.given.count("models"))
+    throw CLI::ValidationError(
+        "bench: give either CONFIG.yaml or --models, not both (the model is the "
+        "config's `model`: override it with --model NAME)");
   BenchConfig c;
   c.model = cfg.model;
   c.model_config = train::model_config_from(cfg);
   c.precision = a.given.count("precision") ? a.precisions.at(0) : cfg.precision;
-  HG_CHECK(!a.given.count("precision") || a.precisions.size() == 1, "bench: with a CONFIG, --precision takes one value");
+  if (a.given.count("precision") && a.precisions.size() != 1)
+    throw CLI::ValidationError("bench: with a CONFIG, --precision takes one value");
   HG_CHECK(c.precision != "tf32" || device == Device::cuda, "bench: precision tf32 needs --device cuda");
   if (c.model_config->wtconv) {
     c.wtconv = a.given.count("wtconv") ? a.wtconv.at(0) : (cfg.wtconv_mode == "reference" ? "unfused" : "fused");
-    HG_CHECK(!a.given.count("wtconv") || a.wtconv.size() == 1, "bench: with a CONFIG, --wtconv takes one value");
+    if (a.given.count("wtconv") && a.wtconv.size() != 1)
+      throw CLI::ValidationError("bench: with a CONFIG, --wtconv takes one value");
   }
   c.batch = a.given.count("batch") ? a.batch : static_cast<int>(cfg.batch_size);
   c.img_size = a.given.count("img-size") ? a.img_size : static_cast<int>(cfg.img_size);

@@ -203,6 +203,19 @@ TEST_F(BenchCommand, BadArgumentsFailBeforeRunning) {
   EXPECT_FALSE(fs::exists(file("rows.txt")));
 }
 
+// Options that contradict a CONFIG are usage errors, exit status 2 as a wrong option's (they exited
+// 1 where `bench --models X --batch-size 4` exited 2).
+TEST_F(BenchCommand, OptionsThatContradictTheConfigAreUsageErrors) {
+  const std::string config = std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml --device cpu";
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {" --models convnext_atto", "give either CONFIG.yaml or --models, not both"},
+           {" --precision fp32,bf16", "with a CONFIG, --precision takes one value"}}) {
+    const ProgramRun r = run_program("bench " + config + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
 // An --output in a missing folder is refused before the first row, not after every row ran (bench,
 // bench-augment; bench-data in bench_data_test.cpp).
 TEST_F(BenchCommand, AnOutputFileInAMissingFolderFailsBeforeRunning) {
