@@ -61,25 +61,30 @@ std::string resume_override(const std::vector<std::string>& overrides) {
   return resume;
 }
 
-// `train --resume CKPT` without a config: the run's own config, the args.yaml of CKPT's folder (as
-// a timm user expects the recorded run to go on), else (no args.yaml there, or an empty one) the
-// config CKPT stores, as validate, export and infer read it and as the trainer's resume check does.
-// Throws a usage error without --resume CKPT, and an error naming the missing file and the command
-// with a config when neither is there; a folder given as CKPT gets its checkpoints named
-// (train::resume_folder_error), nothing else.
-struct ResumedConfig {
-  std::string path;    // args.yaml, or "" when the config is the checkpoint's
-  std::string yaml;    // the checkpoint's stored config (when path is "")
+// `train` without a config file. With --resume CKPT: the run's own config, the args.yaml of CKPT's
+// folder (as a timm user expects the recorded run to go on), else (no args.yaml there, or an empty
+// one) the config CKPT stores, as validate, export and infer read it and as the trainer's resume
+// check does. Without --resume, keys on the command line go on top of the defaults (timm's train.py
+// needs no config: `train.py --data-dir DIR --model NAME`); nothing at all is a usage error. An
+// error names the missing file and the command with a config when a resumed run's config is
+// nowhere; a folder given as CKPT gets its checkpoints named (train::resume_folder_error), nothing
+// else.
+struct ConfigWithoutFile {
+  std::string path;    // args.yaml, or "" when the config is the checkpoint's or the defaults
+  std::string yaml;    // the checkpoint's stored config (when path is ""; "" = the defaults)
   std::string source;  // names it in messages
 };
 
-ResumedConfig resumed_run_config(const std::vector<std::string>& overrides) {
+ConfigWithoutFile config_without_a_file(const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   const std::string resume = train::expand_home(resume_override(overrides));
+  if (resume.empty() && !overrides.empty()) return {"", "", "the defaults"};
   if (resume.empty())
     throw CLI::RequiredError(
-        "config is required: `haargrad train CONFIG.yaml [--key value ...]`, or `haargrad train "
-        "--resume CHECKPOINT` to go on with the config of the checkpoint's run (its args.yaml)",
+        "config is required: `haargrad train CONFIG.yaml [--key value ...]`, keys alone on top of "
+        "the defaults (timm's: `haargrad train --data-dir DIR --model NAME ...`), or `haargrad "
+        "train --resume CHECKPOINT` to go on with the config of the checkpoint's run (its "
+        "args.yaml)",
         CLI::ExitCodes::RequiredError);
   if (resume == "auto")
     throw CLI::RequiredError(
@@ -134,9 +139,13 @@ void run_train(TrainArgs& a) {
   train::Config cfg;
   std::string base = a.config;  // where cfg came from, for messages
   if (a.config.empty()) {
-    const ResumedConfig rc = resumed_run_config(a.overrides);
+    const ConfigWithoutFile rc = config_without_a_file(a.overrides);
     base = rc.source;
-    config_note = str("config: ", rc.source, " (no config given: the resumed run's own)");
+    config_note = rc.source == "the defaults"
+                      ? std::string(
+                            "config: none given: the defaults (timm's train.py's; "
+                            "`haargrad train --help` lists them) with the command line's keys")
+                      : str("config: ", rc.source, " (no config given: the resumed run's own)");
     if (dist::is_main()) spdlog::info("{}", config_note);
     cfg =
         rc.path.empty() ? train::config_from_yaml(rc.yaml, rc.source) : train::load_config(rc.path);
@@ -192,7 +201,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       "timm's spelling); any config key can be overridden as --key value (e.g. --epochs 3 --device "
       "cpu --threads 2).\n"
       "Without a config, --resume CHECKPOINT goes on with the config of the checkpoint's run (the "
-      "args.yaml beside it, else the config the checkpoint stores).");
+      "args.yaml beside it, else the config the checkpoint stores), and other keys go on top of "
+      "the defaults\n(timm's train.py's: `haargrad train --data-dir DIR --model NAME`).");
   cmd->add_option("--stop-after-epoch", a->stop_after_epoch,
                   "stop (with checkpoints) after epoch N of the run, counted from its start also "
                   "on a resume (-1: run them all); resume later with --resume")

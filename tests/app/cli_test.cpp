@@ -581,6 +581,28 @@ TEST_F(CliTest, TrainResumeWithoutAConfigReadsTheRunsArgsYaml) {
       << autopick.output;
 }
 
+// timm's train.py needs no config (`train.py --data-dir DIR --model NAME`): keys alone go on top of
+// the defaults, said in the log, and args.yaml records the run; nothing at all is still a usage
+// error. (It said "config is required".)
+TEST_F(CliTest, TrainWithKeysAloneStartsFromTheDefaults) {
+  const ProgramRun r = run_program(
+      "train --model wtconvnext_fmnist --depths 1,1 --dims 8,16 --patch-size 2 --wt-levels 1,1 "
+      "--num-classes 4 --img-size 32 --crop-pct 1.0 --dataset synthetic --synthetic-size 16 "
+      "--batch-size 8 --epochs 1 --max-steps-per-epoch 2 --warmup-epochs 0 --device cpu --threads "
+      "1 --workers 0 --output " +
+      file("out") + " --experiment d --plain");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("config: none given: the defaults"), std::string::npos) << r.output;
+  const hg::train::Config args = hg::train::load_config(file("out/d/args.yaml"));
+  EXPECT_EQ(args.model, "wtconvnext_fmnist");
+  EXPECT_EQ(args.epochs, 1);
+  EXPECT_EQ(args.weight_decay, hg::train::Config{}.weight_decay);  // a default, recorded
+  const ProgramRun none = run_program("train --plain");
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("keys alone on top of the defaults"), std::string::npos)
+      << none.output;
+}
+
 // Overrides before the config (`train --epochs 1 x.yaml`, as timm's argparse takes options in any
 // order) said "config is required": the config is the first argument named *.yaml after options,
 // also after --resume CKPT.
