@@ -55,11 +55,39 @@ std::string stored_config_hint(const ResolvedConfig& rc, const std::string& chec
              rc.source, ") out to use it");
 }
 
+namespace {
+
+// For a bare state_dict (timm's) that does not fit the model built from the defaults and --model:
+// the input channels and classes its stem and head say, as the keys to give ("" when they fit or
+// the file has no such tensors). The defaults are 3 channels and 1000 classes, and a timm
+// state_dict of a gray 10-class model was refused with its mis-shaped keys alone.
+std::string bare_state_dict_hint(const std::string& checkpoint, const ConvNeXt& model) {
+  std::map<std::string, Tensor> tensors;
+  try {
+    tensors = safetensors::load(checkpoint).tensors;
+  } catch (const Error&) {  // unreadable: the caller's error says so
+    return "";
+  }
+  std::string keys;
+  auto stem = tensors.find("stem.0.weight");
+  if (stem != tensors.end() && stem->second.ndim() == 4 &&
+      stem->second.size(1) != model.config.in_chans)
+    keys += str(" --in-chans ", stem->second.size(1));
+  auto head = tensors.find("head.fc.weight");
+  if (head != tensors.end() && head->second.ndim() == 2 &&
+      head->second.size(0) != model.config.num_classes)
+    keys += str(" --num-classes ", head->second.size(0));
+  return keys.empty() ? "" : str("; its stem and head say:", keys);
+}
+
+}  // namespace
+
 void load_weights_of(const ResolvedConfig& rc, const std::string& checkpoint, ConvNeXt& model) {
   try {
     train::load_checkpoint(checkpoint, model, nullptr);
   } catch (const Error& e) {  // a config of another model: the checkpoint's own config fits it
-    throw Error(str(e.what(), stored_config_hint(rc, checkpoint)));
+    throw Error(str(e.what(), stored_config_hint(rc, checkpoint),
+                    rc.bare ? bare_state_dict_hint(checkpoint, model) : std::string()));
   }
 }
 
@@ -185,7 +213,8 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
     HG_CHECK(
         model_given, checkpoint, " stores no config (a timm state_dict?): give --config ",
         "CONFIG.yaml, or --model NAME (and --num-classes N when not 1000, --in-chans 1 for gray)");
-    r.source = "the config defaults and --model (the checkpoint stores no config)";
+    r.source = "the config defaults (the checkpoint stores no config)";
+    r.bare = true;
   }
   train::apply_overrides(r.config, overrides, base, img_size);
   // a model key given on the command line is named with the config it changed: the mismatch is

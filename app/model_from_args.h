@@ -19,6 +19,7 @@ struct ResolvedConfig {
   std::string source;  ///< "configs/x.yaml", "the config stored in ck.safetensors" or "defaults"
   bool from_file = false;         ///< the config is the CONFIG file given (not the stored one)
   bool model_overridden = false;  ///< a model key came from the command line
+  bool bare = false;              ///< no config given nor stored (a timm state_dict): the defaults
 };
 
 /// CONFIG (may be ""), else the checkpoint's stored config, else defaults; then the overrides.

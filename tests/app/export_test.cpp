@@ -201,6 +201,28 @@ TEST_F(ExportCommand, InferOnTimmWeightsGivesTimmsLogits) {
   }
 }
 
+// A bare state_dict of a gray 10-class model, given with --model alone (the defaults: 3 channels,
+// 1000 classes), was refused with its mis-shaped keys and no hint; the message now says the keys
+// its stem and head call for.
+TEST_F(ExportCommand, ABareStateDictThatDoesNotFitSaysItsChannelsAndClasses) {
+  const train::Config c = cpu_config("fashion_mnist");
+  const std::string ck = file("ck.safetensors"), sd = file("sd.safetensors");
+  save_model_checkpoint(ck, c);
+  safetensors::File f = safetensors::load(ck);
+  std::vector<std::pair<std::string, Tensor>> weights;
+  for (const std::string& name : f.order)
+    if (name.rfind("optimizer.", 0) != 0 && name.rfind(train::kEmaPrefix, 0) != 0)
+      weights.emplace_back(name, f.tensors.at(name));
+  safetensors::save(sd, weights);  // no metadata: no config
+  const ProgramRun r =
+      run_program("export " + sd + " --out " + file("w.safetensors") + " --model " + c.model);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("mis-shaped keys"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("its stem and head say: --in-chans 1 --num-classes 10"),
+            std::string::npos)
+      << r.output;
+}
+
 // An export carries its config, so infer (and validate) build its model from the file alone, as
 // from a training checkpoint. Files are guarded: export never replaces a training checkpoint, infer
 // never writes its logits over the checkpoint or the input; an input read in the wrong layout is
