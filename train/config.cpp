@@ -371,7 +371,8 @@ std::string timm_spelling(const std::string& key) {
   static const std::map<std::string, std::string> hints = {
       {"amp",
        "timm's --amp (float16 with loss scaling; --amp-dtype bfloat16 for bf16) is "
-       "--precision bf16 here (bf16 needs no loss scaling)"},
+       "--precision bf16 here (bf16 needs no loss scaling; a GPU's speed-up: on the CPU bf16 is a "
+       "slower reference)"},
       {"amp_dtype", "timm's --amp-dtype bfloat16 is --precision bf16 here (no float16)"},
       {"channels_last",
        "timm's --channels-last is how haargrad always runs (NHWC activations): leave it out"},
