@@ -71,8 +71,7 @@ double RunSchedule::lr(int64_t epoch, int64_t step, int64_t updates) const {
 
 double RunSchedule::lr_set_after(int64_t epoch, int64_t last_step, int64_t updates) const {
   const Part& p = part_at(epoch, last_step);
-  return p.schedule.at(p.on_updates ? static_cast<double>(updates)
-                                    : static_cast<double>(epoch + 1));
+  return p.schedule.at(p.on_updates ? static_cast<double>(updates) : static_cast<double>(epoch));
 }
 
 }  // namespace hg::train

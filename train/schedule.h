@@ -53,9 +53,12 @@ class RunSchedule {
 
   /// The lr that the scheduler in effect at micro-batch `last_step` (0-based, the epoch's last) of
   /// epoch `epoch` sets after that update, `updates` being the run's updates by then: timm's
-  /// summary.csv value for a schedule stepped per update. Unlike lr(epoch + 1, 0, updates) it
-  /// comes from that epoch's schedule even where a resume changed the schedule at the epoch's
-  /// end, so a rerun of the resumed run's args.yaml records the row the run did.
+  /// summary.csv value. Stepped per update, the next update's lr; stepped per epoch, the epoch's
+  /// own (timm steps such a schedule after the summary). Each by that part of the run's schedule,
+  /// sched_on_updates included: unlike lr(epoch + 1, 0, updates), or the lr a resume into the
+  /// epoch's evaluation set by its new schedule, it comes from the schedule the epoch ran even
+  /// where a resume changed it at the epoch's end, so a rerun of the resumed run's args.yaml
+  /// records the row the run did.
   double lr_set_after(int64_t epoch, int64_t last_step, int64_t updates) const;
 
  private:

@@ -1167,10 +1167,10 @@ void plot_curves(const Session& s) {
 void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const EpochScores& sc) {
   const double peak_mib = std::max(p.peak_mib_before, step_peak_mib(s));
   // the lr timm's summary.csv records: the epoch's, or stepping per update, the one its scheduler
-  // set after the epoch's last update (the next update's, by the schedule this epoch ran)
-  const double lr = s.cfg.sched_on_updates
-                        ? s.sched->lr_set_after(epoch, s.steps_per_epoch - 1, s.st.updates)
-                        : s.lr;
+  // set after the epoch's last update (the next update's), by the schedule this epoch ran: not the
+  // session's sched_on_updates, nor s.lr (a resume into the epoch's evaluation set it by the new
+  // schedule), where a resume changed them at the epoch's end
+  const double lr = s.sched->lr_set_after(epoch, s.steps_per_epoch - 1, s.st.updates);
   SummaryRow row{epoch + 1,
                  sc.train_loss,
                  NAN,

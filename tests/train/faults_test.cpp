@@ -37,6 +37,7 @@
 #include "train/config.h"
 #include "train/console.h"
 #include "train/run_folder.h"
+#include "train/summary.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -917,6 +918,57 @@ TEST_F(Faults, ScheduleChangedAtResumeIsRecordedAndArgsYamlRerunsIt) {
       return out;
     };
     EXPECT_EQ(columns(root_ / "rerun" / name / "summary.csv"), columns(dir / "summary.csv"));
+  }
+}
+
+// summary.csv's lr of the epoch before a resume's schedule change is the one its own schedule
+// gives, however that schedule stepped: (a) a per-epoch run resumed with sched_on_updates (the
+// row took the session's per-update branch, the per-epoch schedule's next epoch: a rerun of
+// args.yaml wrote another lr for epoch 1 than the run); (b) a per-epoch run stopped in epoch 1's
+// evaluation and resumed with another lr (the row took the lr the resumed session set by its new
+// schedule, 0.002, where the epoch trained at 0.001).
+TEST_F(Faults, SummaryLrBeforeAScheduleChangeIsTheEpochsOwnStepPerEpochToo) {
+  const auto lr_column = [](const fs::path& p) {
+    std::vector<double> out;
+    for (const train::SummaryRow& r : train::read_summary(p.string(), 1000).rows)
+      out.push_back(r.lr);
+    return out;
+  };
+  const auto rerun_of = [&](const fs::path& dir, const std::string& name) {
+    train::Config rerun = train::load_config((dir / "args.yaml").string());
+    rerun.output = (root_ / ("rerun-" + name)).string();
+    train::train(rerun, quiet_);
+    return root_ / ("rerun-" + name) / name / "summary.csv";
+  };
+  {  // (a) per epoch, then per update
+    train::Config c = smoke("pe", 2);
+    train::TrainOptions first = quiet_;
+    first.stop_after_epoch = 1;
+    train::train(c, first);
+    const fs::path dir = root_ / "pe";
+    const double epoch1 = lr_column(dir / "summary.csv").at(0);
+    train::Config more = c;
+    more.resume = (dir / "last.safetensors").string();
+    more.epochs = 3;
+    more.sched_on_updates = true;
+    train::train(more, quiet_);
+    EXPECT_EQ(lr_column(dir / "summary.csv").at(0), epoch1);
+    EXPECT_EQ(lr_column(rerun_of(dir, "pe")), lr_column(dir / "summary.csv"));
+  }
+  {  // (b) per epoch, stopped in the evaluation, another lr
+    train::Config c = smoke("ev", 2);
+    c.warmup_epochs = 0;  // epoch 1 trains at lr
+    train::TrainOptions first = quiet_;
+    first.after_eval_batch = [](int64_t, int64_t) { return true; };  // a signal in the evaluation
+    ASSERT_TRUE(train::train(c, first).interrupted);
+    const fs::path dir = root_ / "ev";
+    train::Config more = c;
+    more.resume = (dir / "recovery.safetensors").string();
+    more.epochs = 3;
+    more.lr = 2e-3;
+    train::train(more, quiet_);
+    EXPECT_EQ(lr_column(dir / "summary.csv").at(0), 1e-3);  // the lr epoch 1 trained at
+    EXPECT_EQ(lr_column(rerun_of(dir, "ev")), lr_column(dir / "summary.csv"));
   }
 }
 

@@ -75,6 +75,29 @@ TEST(Schedule, SummaryLrAtAResumesBoundaryIsTheEndingSchedules) {
   EXPECT_EQ(r.lr_set_after(0, 2, 3), r.lr(1, 0, 3));
 }
 
+// The same where a resume changed how the schedule steps: epochs 1 and 2 ran a per-epoch
+// schedule, so their rows record its values at epochs 0 and 1 (the epoch's own lr), though the
+// run now steps per update; and inside one per-epoch schedule an epoch records its own lr (timm
+// steps such a schedule after the summary), not the next epoch's.
+TEST(Schedule, SummaryLrAtAChangeOfSchedOnUpdatesIsTheEndingSchedules) {
+  Config c;
+  c.lr = 1e-3;
+  c.warmup_lr = 1e-5;
+  c.min_lr = 1e-5;
+  c.warmup_epochs = 0;
+  c.epochs = 3;
+  c.sched_on_updates = true;
+  c.schedule_history = {ScheduleSegment{2, 0, 2, 2e-3, "cosine", 0, 1e-5, 1e-5, false}};
+  const RunSchedule r(c, 3);
+  EXPECT_EQ(r.lr_set_after(1, 2, 6), r.lr(1, 2, 3));  // epoch 2's own, per epoch
+  EXPECT_EQ(r.lr_set_after(0, 2, 3), 2e-3);           // epoch 1's: t = 0, the peak
+  c.schedule_history.clear();
+  c.sched_on_updates = false;
+  const RunSchedule e(c, 3);
+  EXPECT_EQ(e.lr_set_after(0, 2, 3), e.lr(0, 2, 0));
+  EXPECT_NE(e.lr_set_after(0, 2, 3), e.lr(1, 0, 3));
+}
+
 // timm's train.py: lr = lr_base x global batch / lr_base_size, square-rooted for adaptive
 // optimizers; a set lr wins.
 TEST(Schedule, LrFromLrBase) {
