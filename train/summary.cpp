@@ -93,6 +93,14 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
     out.rows.push_back(SummaryRow{*epoch, value("train_loss"), value("eval_loss"),
                                   value("eval_top1"), value("eval_top5"), value("lr"),
                                   value("train_img_per_sec"), value("peak_memory_mib")});
+    SummaryRow& row = out.rows.back();
+    row.has_eval = at("eval_top1") != std::string::npos;
+    row.has_ema = at("eval_top1_ema") != std::string::npos;
+    if (row.has_ema) {
+      row.eval_loss_ema = value("eval_loss_ema");
+      row.eval_top1_ema = value("eval_top1_ema");
+      row.eval_top5_ema = value("eval_top5_ema");
+    }
     out.score[*epoch] = std::isfinite(*score) ? *score : std::numeric_limits<double>::quiet_NaN();
   }
   return out;

@@ -34,7 +34,8 @@ std::string format_summary_row(const SummaryRow& row);
 struct SummaryLines {
   std::vector<std::string> lines;  ///< rows as written, epochs <= upto, file order
   /// The same rows parsed, by the header's column names (a column the file lacks, or a cell
-  /// that does not parse, is NaN; the EMA columns are left at their defaults)
+  /// that does not parse, is NaN); has_eval and has_ema say whether the file has the eval and
+  /// the EMA's columns (the EMA's values are left at their defaults without them)
   std::vector<SummaryRow> rows;
   /// epoch -> the score that ranks the epoch's checkpoint, as the run ranks them: eval_top1_ema
   /// when the file has that column, else eval_top1, else (a run without validation) train_loss;

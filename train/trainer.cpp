@@ -432,6 +432,8 @@ std::optional<TrainResult> already_finished(const Session& s) {
       done.last_top1 = row.eval_top1;
       done.last_top5 = row.eval_top5;
     }
+    // with a model EMA, best_top1 is the EMA's (the result line says so by it)
+    if (row.has_ema && has_validation(s.cfg)) done.last_top1_ema = row.eval_top1_ema;
     if (row.img_per_sec > 0) inv_rate += 1 / row.img_per_sec, ++rated;
     if (row.peak_mib > done.peak_mib) done.peak_mib = row.peak_mib;
   }

@@ -240,6 +240,12 @@ TEST_F(ValidateCommand, UseEmaEvaluatesTheEmaAndExportEmaWritesIt) {
   // the result line says its best_top1 is the EMA's (last_top1 is the model's)
   EXPECT_NE(t.output.find("  best_top1_of ema"), std::string::npos) << t.output;
   const std::string ck = file("out/ema") + "/last.safetensors";
+  {  // and so does the finished run's resume (nothing to train: the run's result, the same best)
+    const ProgramRun done = run_program("train --resume " + ck + " --plain");
+    ASSERT_EQ(done.exit_code, 0) << done.output;
+    EXPECT_NE(done.output.find("nothing to train"), std::string::npos) << done.output;
+    EXPECT_NE(done.output.find("  best_top1_of ema"), std::string::npos) << done.output;
+  }
   const std::vector<std::string> summary = split(read(file("out/ema") + "/summary.csv"), '\n');
   const std::vector<std::string> header = split(summary[0], ','), last = split(summary.back(), ',');
   auto col = [&](const std::string& name) {

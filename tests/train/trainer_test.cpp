@@ -1122,6 +1122,26 @@ TEST_F(TrainerTest, AFinishedRunResumedWithFewerEpochsSaysHowManyItRan) {
   EXPECT_EQ(again.last_top5, run.rows[1].eval_top5);
   EXPECT_DOUBLE_EQ(again.train_img_per_sec,
                    2 / (1 / run.rows[0].img_per_sec + 1 / run.rows[1].img_per_sec));
+  EXPECT_EQ(again.last_top1_ema, -1);  // no model EMA
+}
+
+// A finished run with a model EMA resumed: its best_top1 is the EMA's, and the result says so as
+// the run's own result did (last_top1_ema, which `train`'s result line reads as "best_top1_of
+// ema"); it was -1, as if the run kept no EMA, from the nothing-to-train path.
+TEST_F(TrainerTest, AFinishedRunWithAModelEmaResumedReportsTheEmasTop1) {
+  train::Config a = run_config("emadone", 1);
+  a.model_ema = true;
+  a.model_ema_decay = 0.5;
+  const train::TrainResult ra = train::train(a, quiet_options());
+  ASSERT_GE(ra.last_top1_ema, 0);
+  const train::TrainResult again = resume_last(a, ra.run_dir, 1);
+  EXPECT_EQ(again.best_top1, ra.best_top1);
+  const train::SummaryLines run =
+      train::read_summary((fs::path(ra.run_dir) / "summary.csv").string(), 1);
+  ASSERT_EQ(run.rows.size(), 1u);
+  EXPECT_TRUE(run.rows[0].has_ema);
+  EXPECT_EQ(again.last_top1_ema, run.rows[0].eval_top1_ema);
+  EXPECT_NEAR(again.last_top1_ema, ra.last_top1_ema, 1e-4);  // as written, %.6g
 }
 
 // A finished run resumed with a config unlike its own (another model, weight decay or lr) said
