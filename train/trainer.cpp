@@ -490,6 +490,28 @@ void check_resumed_position(const Session& s) {
            " allowed)");
 }
 
+// Throws unless the best a resumed checkpoint records is by what this session ranks with: eval
+// top-1 with validation, train loss without (a resume cannot turn validation on or off).
+// `config_agrees`: the run's recorded config has this session's val_split (then the checkpoint
+// comes from an older version that evaluated synthetic data whatever its val_split said).
+void check_validation_as_recorded(const Session& s, bool config_agrees) {
+  const TrainState& r = *s.resumed;
+  const bool validation = has_validation(s.cfg);
+  if (validation ? r.best_train_loss < 0 : r.best_top1 < 0) return;
+  throw Error(str(
+      "resume: ", s.resume_path, " ranks its run's epochs by ",
+      validation ? "train loss (a run without validation)" : "eval top-1",
+      ", and this session has val_split ", value_text(s.cfg, "val_split"),
+      config_agrees && !validation
+          ? str(" (as the run's config: a version before no-validation runs evaluated synthetic "
+                "data whatever val_split said)")
+          : std::string(),
+      ": a resume cannot turn validation on or off; ",
+      config_agrees ? std::string()
+                    : str("resume with ", validation ? "val_split ''" : "a val_split", ", or "),
+      "start a new run from its weights (initial_checkpoint)"));
+}
+
 // A resume: what this session may change against the run's recorded config (args.yaml, else the
 // checkpoint's), with args.yaml kept rerunnable.
 void reconcile_resumed_settings(Session& s) {
@@ -498,14 +520,7 @@ void reconcile_resumed_settings(Session& s) {
   if (rec.source.empty()) {  // a checkpoint that stores no config: this session's is the run's
     // ... but the best it records says whether its run validated (resume_settings.h: a resume
     // cannot turn validation on or off)
-    const TrainState& r = *s.resumed;
-    HG_CHECK(has_validation(s.cfg) ? r.best_train_loss < 0 : r.best_top1 < 0,
-             "resume: ", s.resume_path, " ranks its run's epochs by ",
-             has_validation(s.cfg) ? "train loss (a run without validation)" : "eval top-1",
-             ", and this session has val_split ", value_text(s.cfg, "val_split"),
-             ": a resume cannot turn validation on or off; resume with ",
-             has_validation(s.cfg) ? "val_split ''" : "a val_split",
-             ", or start a new run from its weights (initial_checkpoint)");
+    check_validation_as_recorded(s, false);
     check_resumed_position(s);
     Config args = s.cfg;
     args.resume = "";
@@ -516,6 +531,10 @@ void reconcile_resumed_settings(Session& s) {
   const ResumeSettings rs =
       reconcile_resume(rec.config, rec.source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
                        s.resumed->updates, s.updates_per_epoch);
+  // the configs agree on val_split; the best the checkpoint records must too: a run of synthetic
+  // data stored with val_split '' by an older version was evaluated (its summary.csv has eval
+  // columns, its best is by top-1), and going on without validation mixed rows of both kinds
+  check_validation_as_recorded(s, true);
   check_resumed_position(s);  // the keys agree: a position that does not fit is the checkpoint's
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);
   s.cfg = rs.session;

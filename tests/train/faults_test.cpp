@@ -1029,6 +1029,38 @@ TEST_F(Faults, AResumeCannotTurnValidationOnOrOff) {
   EXPECT_EQ(slurp(with_dir / "summary.csv"), summary);
 }
 
+// A run of synthetic data whose config says val_split '' but which was evaluated (an older version
+// evaluated synthetic data whatever val_split said): its config agrees with a session without
+// validation, its checkpoint's best (by top-1) does not. Such a resume went on without validation
+// and wrote summary.csv rows without eval columns under the new header below the run's rows with
+// them ("line 2: 8 cells, the header has 5" for plot), and a best_top1 beside a best_train_loss.
+TEST_F(Faults, AnEvaluatedRunWhoseConfigSaysNoValidationIsNotResumedWithout) {
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::Config c = smoke("older", 2);
+  train::train(c, first);
+  const fs::path dir = root_ / "older";
+  const std::string summary = slurp(dir / "summary.csv");
+  // the record an older version left: val_split '' in args.yaml and in the checkpoint's config
+  c.val_split = "";
+  const std::string yaml = train::to_yaml(c);
+  const std::string ckpt = (dir / "last.safetensors").string();
+  safetensors::File f = safetensors::load(ckpt);
+  f.metadata["config"] = yaml;
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+  safetensors::save(ckpt, tensors, f.metadata);
+  io::write_file_atomic((dir / "args.yaml").string(), yaml);
+
+  c.resume = ckpt;
+  const std::string msg = error_of([&] { train::train(c, quiet_); });
+  EXPECT_CONTAINS(msg,
+                  "ranks its run's epochs by eval top-1, and this session has val_split \"\" "
+                  "(as the run's config");
+  EXPECT_CONTAINS(msg, "start a new run from its weights (initial_checkpoint)");
+  EXPECT_EQ(slurp(dir / "summary.csv"), summary);
+}
+
 // ---- 6. numbers are decimal ----------------------------------------------------------------------
 
 TEST(FaultsNumbers, DecimalOnly) {
