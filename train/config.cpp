@@ -1512,8 +1512,23 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
           "command line to keep them)",
           cfg.model, model_before, dropped, model_before, cfg.model);
   }
-  const std::string unset =
+  // a key the command line left is named where the config file gives it (its line), else as the
+  // default: "configs/x.yaml or its default" named no line, and the user looked for the key
+  std::string unset =
       base.empty() ? std::string("value before the command line") : str(base, " or its default");
+  std::error_code ec;
+  if (!base.empty() && std::filesystem::is_regular_file(base, ec)) {
+    try {
+      const YAML::Node root = YAML::LoadFile(base);
+      if (root.IsMap())
+        for (const auto& kv : root)
+          if (kv.first.IsScalar() && find_field(kv.first.Scalar()) &&
+              !locs.count(kv.first.Scalar()))
+            locs[kv.first.Scalar()] = where_of(kv.first, Where{base, 1});
+      unset = str("the default: not in ", base);
+    } catch (const YAML::Exception&) {  // read before, so not expected: the vaguer name stays
+    }
+  }
   validate_at(cfg, locs, unset.c_str(), img_size);
 }
 

@@ -573,6 +573,29 @@ TEST_F(ConfigTest, TimmSpellingsAndAnLrBelowMinLrSayWhatToType) {
                   {"'min_lr'", "'lr'", "min_lr 1e-05 is above lr 0", "--min-lr 0"});
 }
 
+// A key the command line left, in a check with one it set, is named at its line of the config file
+// ("x.yaml or its default" named no line), or as the default where the file does not give it.
+TEST_F(ConfigTest, AKeyTheCommandLineLeftIsNamedAtItsLineOfTheFile) {
+  const std::string path = write("lr.yaml", "epochs: 3\nmin_lr: 1.0e-4\n");
+  Config c = hg::train::load_config(path);
+  std::string msg;
+  try {
+    hg::train::apply_overrides(c, {"--lr", "1e-5"}, path);
+  } catch (const hg::Error& e) {
+    msg = e.what();
+  }
+  expect_contains(msg, {"'min_lr' (" + path + " line 2)", "'lr' (command line)", "--min-lr 1e-05"});
+  const std::string other = write("other.yaml", "epochs: 3\n");
+  Config d = hg::train::load_config(other);
+  msg.clear();
+  try {
+    hg::train::apply_overrides(d, {"--momentum", "0"}, other);  // opt sgd (the default) needs one
+  } catch (const hg::Error& e) {
+    msg = e.what();
+  }
+  expect_contains(msg, {"'opt' (the default: not in " + other + ")", "'momentum' (command line)"});
+}
+
 TEST_F(ConfigTest, CommandLineOverrides) {
   Config c;
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
