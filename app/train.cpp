@@ -78,7 +78,18 @@ struct ConfigWithoutFile {
 ConfigWithoutFile config_without_a_file(const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   const std::string resume = train::expand_home(resume_override(overrides));
-  if (resume.empty() && !overrides.empty()) return {"", "", "the defaults"};
+  // keys other than --resume's own: a run started from keys alone (on the defaults) is resumed by
+  // the same keys with --resume auto, which searches their output and experiment (it was refused
+  // as "config is required", which keys alone are not)
+  bool other_keys = false;
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    if (overrides[i] == "--resume")
+      ++i;  // and its value
+    else if (overrides[i].rfind("--resume=", 0) != 0)
+      other_keys = true;
+  }
+  if ((resume.empty() && !overrides.empty()) || (resume == "auto" && other_keys))
+    return {"", "", "the defaults"};
   if (resume.empty())
     throw CLI::RequiredError(
         "config is required: `haargrad train CONFIG.yaml [--key value ...]`, keys alone on top of "
@@ -89,8 +100,9 @@ ConfigWithoutFile config_without_a_file(const std::vector<std::string>& override
   if (resume == "auto")
     throw CLI::RequiredError(
         "config is required with --resume auto, which picks among the runs of the config's "
-        "output and experiment: `haargrad train CONFIG.yaml --resume auto` (or `haargrad train "
-        "--resume CHECKPOINT`: the config of that checkpoint's run)",
+        "output and experiment: `haargrad train CONFIG.yaml --resume auto`, or the keys of a run "
+        "started without a config (`haargrad train --data-dir DIR ... --resume auto`), or "
+        "`haargrad train --resume CHECKPOINT`: the config of that checkpoint's run",
         CLI::ExitCodes::RequiredError);
   std::error_code ec;
   HG_CHECK(fs::exists(resume, ec), "resume: checkpoint ", resume, train::no_file_reason(resume));

@@ -575,7 +575,7 @@ TEST_F(CliTest, TrainResumeWithoutAConfigReadsTheRunsArgsYaml) {
                          std::make_error_code(std::errc::too_many_symbolic_link_levels).message()),
       std::string::npos)
       << looped.output;
-  const ProgramRun autopick = run_program("train --resume auto --output " + file("out"));
+  const ProgramRun autopick = run_program("train --resume auto");
   EXPECT_EQ(autopick.exit_code, 2) << autopick.output;
   EXPECT_NE(autopick.output.find("config is required with --resume auto"), std::string::npos)
       << autopick.output;
@@ -601,6 +601,28 @@ TEST_F(CliTest, TrainWithKeysAloneStartsFromTheDefaults) {
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_NE(none.output.find("keys alone on top of the defaults"), std::string::npos)
       << none.output;
+}
+
+// A run started from keys alone goes on with the same keys and --resume auto, which searches their
+// output and experiment (it was refused: "config is required with --resume auto").
+TEST_F(CliTest, TrainWithKeysAloneResumesWithResumeAuto) {
+  const std::string keys =
+      "train --model wtconvnext_fmnist --depths 1,1 --dims 8,16 --patch-size 2 --wt-levels 1,1 "
+      "--num-classes 4 --img-size 32 --crop-pct 1.0 --dataset synthetic --synthetic-size 16 "
+      "--batch-size 8 --epochs 2 --max-steps-per-epoch 2 --warmup-epochs 0 --device cpu --threads "
+      "1 --workers 0 --output " +
+      file("out") + " --experiment d --plain";
+  const ProgramRun first = run_program(keys + " --stop-after-epoch 1");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const ProgramRun resumed = run_program(keys + " --resume auto");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("config: none given: the defaults"), std::string::npos)
+      << resumed.output;
+  std::ifstream in(file("out/d/summary.csv"));
+  int rows = -1;  // the header
+  for (std::string line; std::getline(in, line);) rows += !line.empty();
+  EXPECT_EQ(rows, 2);  // its second epoch, in its own folder
+  EXPECT_FALSE(std::filesystem::exists(file("out/d-2")));
 }
 
 // Overrides before the config (`train --epochs 1 x.yaml`, as timm's argparse takes options in any
