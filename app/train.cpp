@@ -126,12 +126,14 @@ ConfigWithoutFile config_without_a_file(const std::vector<std::string>& override
       io::read_file(args.string()).find_first_not_of(" \t\r\n") != std::string::npos;
   if (!have_args) {
     const std::string stored = train::checkpoint_config_yaml(resume);
-    HG_CHECK(
-        !stored.empty(), "resume: no config given, ", args.string(),
-        fs::exists(args, ec) ? " is empty" : " (the config of the checkpoint's run) does not exist",
-        " and ", resume,
-        " stores no config: give the run's config, `haargrad train CONFIG.yaml --resume ",
-        shell_quote(resume), "`");
+    HG_CHECK(!stored.empty(), "resume: no config given, ", args.string(),
+             fs::is_regular_file(args, ec) ? " is empty"
+             : fs::is_directory(args, ec)  ? " is a folder"
+             : fs::exists(args, ec)        ? " is no regular file"
+                                           : " (the config of the checkpoint's run) does not exist",
+             " and ", resume,
+             " stores no config: give the run's config, `haargrad train CONFIG.yaml --resume ",
+             shell_quote(resume), "`");
     return {"", stored, str("the config stored in ", resume)};
   }
   // a checkpoint copied into another run's folder: that args.yaml is the other run's config (its

@@ -559,6 +559,15 @@ TEST_F(CliTest, TrainResumeWithoutAConfigReadsTheRunsArgsYaml) {
             std::string::npos)
       << missing.output;
   EXPECT_EQ(summary_rows(), 4);
+  // an args.yaml beside it that is a folder was said to be "empty"
+  const std::string beside = file("args.yaml");
+  std::filesystem::create_directory(beside);
+  const ProgramRun folder = run_program("train --resume " + bare + " --epochs 5");
+  EXPECT_EQ(folder.exit_code, 1) << folder.output;
+  EXPECT_NE(folder.output.find(beside + " is a folder and " + bare + " stores no config"),
+            std::string::npos)
+      << folder.output;
+  std::filesystem::remove(beside);
   const ProgramRun gone = run_program("train --resume " + file("nothing.safetensors"));
   EXPECT_EQ(gone.exit_code, 1) << gone.output;
   EXPECT_NE(gone.output.find("checkpoint " + file("nothing.safetensors") + " does not exist"),
