@@ -596,6 +596,20 @@ TEST_F(ConfigTest, AKeyTheCommandLineLeftIsNamedAtItsLineOfTheFile) {
   expect_contains(msg, {"'opt' (the default: not in " + other + ")", "'momentum' (command line)"});
 }
 
+// Keys alone on the defaults (`haargrad train --momentum 0 ...`, a bare state_dict): a key the
+// command line left is "the default" (it read "the defaults or its default").
+TEST_F(ConfigTest, AKeyTheCommandLineLeftOnTheDefaultsIsTheDefault) {
+  Config c;
+  std::string msg;
+  try {
+    hg::train::apply_overrides(c, {"--momentum", "0"}, "the defaults");
+  } catch (const hg::Error& e) {
+    msg = e.what();
+  }
+  expect_contains(msg, {"'opt' (the default)", "'momentum' (command line)"});
+  EXPECT_EQ(msg.find("or its default"), std::string::npos) << msg;
+}
+
 TEST_F(ConfigTest, CommandLineOverrides) {
   Config c;
   hg::train::apply_overrides(c, {"--lr", "0.5", "--depths", "1,2,3", "--dims=[4, 8, 16]", "--wt-levels", "[1,1,1]",
