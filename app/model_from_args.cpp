@@ -11,12 +11,36 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/similar_names.h"
+#include "models/checkpoint.h"
 #include "models/config.h"
 #include "train/checkpoint.h"
 
 namespace hg::app {
 
 namespace {
+
+// For a bare state_dict (timm's) that does not fit the model built from the defaults and --model:
+// the input channels and classes its stem and head say, as the keys to give ("" when they fit or
+// the file has no such tensors). The defaults are 3 channels and 1000 classes, and a timm
+// state_dict of a gray 10-class model was refused with its mis-shaped keys alone. Names as the
+// load reads them: "module.*" of torch's DataParallel too.
+std::string bare_state_dict_hint(const std::string& checkpoint, const ModelConfig& model) {
+  std::map<std::string, Tensor> tensors;
+  try {
+    tensors = clean_state_dict(safetensors::load(checkpoint).tensors);
+  } catch (const Error&) {  // unreadable: the caller's error says so
+    return "";
+  }
+  std::string keys;
+  auto stem = tensors.find("stem.0.weight");
+  if (stem != tensors.end() && stem->second.ndim() == 4 && stem->second.size(1) != model.in_chans)
+    keys += str(" --in-chans ", stem->second.size(1));
+  auto head = tensors.find("head.fc.weight");
+  if (head != tensors.end() && head->second.ndim() == 2 &&
+      head->second.size(0) != model.num_classes)
+    keys += str(" --num-classes ", head->second.size(0));
+  return keys.empty() ? "" : str("; its stem and head say:", keys);
+}
 
 // A config whose model is larger than the file could hold (an edited stored config: num_classes
 // 60000000) would build a model of many GB before its weights are compared: refused here, by the
@@ -35,7 +59,10 @@ void check_fits_file(const ResolvedConfig& r, const std::string& checkpoint) {
            " parameters: depths ", shape_str(m.depths), ", dims ", shape_str(m.dims),
            ", num_classes ", m.num_classes, ") cannot be the one in ", checkpoint, ", a file of ",
            bytes, " bytes (at least 2 bytes a weight): the config does not belong to these weights",
-           stored_config_hint(r, checkpoint));
+           stored_config_hint(r, checkpoint),
+           // a bare state_dict in half precision of fewer classes than the defaults' 1000 is
+           // refused here, before the load whose message gave this hint
+           r.bare ? bare_state_dict_hint(checkpoint, m) : std::string());
 }
 
 }  // namespace
@@ -55,39 +82,12 @@ std::string stored_config_hint(const ResolvedConfig& rc, const std::string& chec
              rc.source, ") out to use it");
 }
 
-namespace {
-
-// For a bare state_dict (timm's) that does not fit the model built from the defaults and --model:
-// the input channels and classes its stem and head say, as the keys to give ("" when they fit or
-// the file has no such tensors). The defaults are 3 channels and 1000 classes, and a timm
-// state_dict of a gray 10-class model was refused with its mis-shaped keys alone.
-std::string bare_state_dict_hint(const std::string& checkpoint, const ConvNeXt& model) {
-  std::map<std::string, Tensor> tensors;
-  try {
-    tensors = safetensors::load(checkpoint).tensors;
-  } catch (const Error&) {  // unreadable: the caller's error says so
-    return "";
-  }
-  std::string keys;
-  auto stem = tensors.find("stem.0.weight");
-  if (stem != tensors.end() && stem->second.ndim() == 4 &&
-      stem->second.size(1) != model.config.in_chans)
-    keys += str(" --in-chans ", stem->second.size(1));
-  auto head = tensors.find("head.fc.weight");
-  if (head != tensors.end() && head->second.ndim() == 2 &&
-      head->second.size(0) != model.config.num_classes)
-    keys += str(" --num-classes ", head->second.size(0));
-  return keys.empty() ? "" : str("; its stem and head say:", keys);
-}
-
-}  // namespace
-
 void load_weights_of(const ResolvedConfig& rc, const std::string& checkpoint, ConvNeXt& model) {
   try {
     train::load_checkpoint(checkpoint, model, nullptr);
   } catch (const Error& e) {  // a config of another model: the checkpoint's own config fits it
     throw Error(str(e.what(), stored_config_hint(rc, checkpoint),
-                    rc.bare ? bare_state_dict_hint(checkpoint, model) : std::string()));
+                    rc.bare ? bare_state_dict_hint(checkpoint, model.config) : std::string()));
   }
 }
 

@@ -221,6 +221,24 @@ TEST_F(ExportCommand, ABareStateDictThatDoesNotFitSaysItsChannelsAndClasses) {
   EXPECT_NE(r.output.find("its stem and head say: --in-chans 1 --num-classes 10"),
             std::string::npos)
       << r.output;
+  // the same in half precision was refused by its size, before the load, with no hint; and with
+  // the "module." names of torch's DataParallel (which the load takes) its stem and head were not
+  // found
+  std::vector<std::pair<std::string, Tensor>> half, wrapped;
+  for (const auto& [name, t] : weights) {
+    half.emplace_back(name, t.to(DType::bf16));
+    wrapped.emplace_back("module." + name, t);
+  }
+  for (const auto& [path, tensors] : {std::pair{file("half.safetensors"), half},
+                                      std::pair{file("module.safetensors"), wrapped}}) {
+    safetensors::save(path, tensors);
+    const ProgramRun h =
+        run_program("export " + path + " --out " + file("w.safetensors") + " --model " + c.model);
+    EXPECT_EQ(h.exit_code, 1) << h.output;
+    EXPECT_NE(h.output.find("its stem and head say: --in-chans 1 --num-classes 10"),
+              std::string::npos)
+        << h.output;
+  }
 }
 
 // An export carries its config, so infer (and validate) build its model from the file alone, as
