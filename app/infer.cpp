@@ -80,9 +80,17 @@ void print_topk(const Tensor& logits, const std::vector<std::string>& images, in
   const int64_t n = logits.size(1);
   const std::vector<float> v = logits.to_vector<float>();
   const size_t shown = std::min(images.size(), kTopkShown);
-  for (size_t r = 0; r < shown; ++r)
-    std::printf("%s: %s\n", images[r].c_str(),
+  for (size_t r = 0; r < shown; ++r) {
+    // a control character in a name (a newline) as \xHH: one line an image, nothing sent to the
+    // terminal as a command
+    std::string name;
+    for (const char ch : images[r])
+      name += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f
+                  ? fmt::format("\\x{:02X}", static_cast<unsigned char>(ch))
+                  : std::string(1, ch);
+    std::printf("%s: %s\n", name.c_str(),
                 topk_line(v.data() + static_cast<int64_t>(r) * n, n, k).c_str());
+  }
   if (images.size() > shown)
     std::printf("... and %zu more images (their logits are in the file)\n", images.size() - shown);
   std::fflush(stdout);

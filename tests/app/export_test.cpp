@@ -339,6 +339,12 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
   }
   const ProgramRun quiet = infer(ck, file("images"), file("logits.safetensors"), " --topk 0");
   EXPECT_EQ(quiet.output.find(names[0] + ": "), std::string::npos) << quiet.output;
+  // a newline in a name is printed as \x0A: one line an image
+  fs::create_directories(file("odd"));
+  fs::copy_file(names[0], file("odd") + "/a\nb.png");
+  const ProgramRun odd = infer(ck, file("odd"), file("odd_logits.safetensors"));
+  EXPECT_EQ(odd.exit_code, 0) << odd.output;
+  EXPECT_NE(odd.output.find(file("odd") + "/a\\x0Ab.png: "), std::string::npos) << odd.output;
   const auto meta = safetensors::load(file("logits.safetensors")).metadata;
   ASSERT_TRUE(meta.count("images")) << "no 'images' metadata";
   EXPECT_EQ(meta.at("images"), "[\"" + names[0] + "\",\"" + names[1] + "\"]");
