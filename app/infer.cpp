@@ -72,27 +72,30 @@ std::string topk_line(const float* logits, int64_t n, int k) {
   return line;
 }
 
-/// The top-k classes of the first kTopkShown images on stdout (timm's inference.py reports top-k
-/// too), one line each: "IMAGE: 3 (91.2%), 7 (4.1%), ...". Class indices: the position of the
-/// class folder in sorted order, as training's ImageFolder numbered them.
+/// The top-k classes of the first kTopkShown rows on stdout (timm's inference.py reports top-k
+/// too), one line each: "IMAGE: 3 (91.2%), 7 (4.1%), ...", or "row 0: ..." for a safetensors
+/// batch (`images` empty). Class indices: the position of the class folder in sorted order, as
+/// training's ImageFolder numbered them.
 void print_topk(const Tensor& logits, const std::vector<std::string>& images, int k) {
-  if (k <= 0 || images.empty()) return;
+  if (k <= 0) return;
   const int64_t n = logits.size(1);
   const std::vector<float> v = logits.to_vector<float>();
-  const size_t shown = std::min(images.size(), kTopkShown);
+  const auto rows = static_cast<size_t>(logits.size(0));
+  const size_t shown = std::min(rows, kTopkShown);
   for (size_t r = 0; r < shown; ++r) {
     // a control character in a name (a newline) as \xHH: one line an image, nothing sent to the
     // terminal as a command
-    std::string name;
-    for (const char ch : images[r])
+    std::string name = images.empty() ? str("row ", r) : std::string();
+    for (const char ch : images.empty() ? std::string() : images[r])
       name += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f
                   ? fmt::format("\\x{:02X}", static_cast<unsigned char>(ch))
                   : std::string(1, ch);
     std::printf("%s: %s\n", name.c_str(),
                 topk_line(v.data() + static_cast<int64_t>(r) * n, n, k).c_str());
   }
-  if (images.size() > shown)
-    std::printf("... and %zu more images (their logits are in the file)\n", images.size() - shown);
+  if (rows > shown)
+    std::printf("... and %zu more %s (their logits are in the file)\n", rows - shown,
+                images.empty() ? "rows" : "images");
   std::fflush(stdout);
 }
 
@@ -357,8 +360,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->required();
   cmd->add_option("--layout", a->layout, "the input's layout: nchw (PyTorch) or nhwc");
   cmd->add_option("--topk", a->topk,
-                  "for images: print each image's K most probable classes (class index, softmax "
-                  "%; the first 20 images), as timm's inference.py reports top-k; 0 = none")
+                  "print each image's (or batch row's) K most probable classes (class index, "
+                  "softmax %; the first 20), as timm's inference.py reports top-k; 0 = none")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   cmd->add_option("-c,--config", a->config, "YAML config of the model (timm's -c / --config)");

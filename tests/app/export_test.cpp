@@ -337,6 +337,10 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
     EXPECT_NE(noted.output.find(names[i] + ": " + std::to_string(best) + " ("), std::string::npos)
         << noted.output;
   }
+  // a batch's rows by their index
+  const ProgramRun rows_run =
+      infer(ck, file("batch.safetensors"), file("batch_logits.safetensors"), " --layout nhwc");
+  EXPECT_NE(rows_run.output.find("row 1: "), std::string::npos) << rows_run.output;
   const ProgramRun quiet = infer(ck, file("images"), file("logits.safetensors"), " --topk 0");
   EXPECT_EQ(quiet.output.find(names[0] + ": "), std::string::npos) << quiet.output;
   // a newline in a name is printed as \x0A: one line an image
