@@ -1523,6 +1523,10 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
   std::error_code ec;
   if (!defaults && !base.empty() && std::filesystem::is_regular_file(base, ec)) {
     try {
+      // the architecture keys --model replaced (above) are the new model's, not the file's lines
+      if (cfg.model != model_before)
+        for (const char* key : kArchitectureKeys)
+          if (!locs.count(key)) locs[key] = Where{str(cfg.model, "'s default (--model)"), -1};
       const YAML::Node root = YAML::LoadFile(base);
       if (root.IsMap())
         for (const auto& kv : root)

@@ -594,6 +594,18 @@ TEST_F(ConfigTest, AKeyTheCommandLineLeftIsNamedAtItsLineOfTheFile) {
     msg = e.what();
   }
   expect_contains(msg, {"'opt' (the default: not in " + other + ")", "'momentum' (command line)"});
+  // an architecture key --model replaced is the new model's default, not the file's line
+  const std::string arch =
+      write("arch.yaml", "model: wtconvnext_fmnist\ndepths: [2, 2]\ndims: [48, 96]\n");
+  Config e = hg::train::load_config(arch);
+  msg.clear();
+  try {
+    hg::train::apply_overrides(e, {"--model", "convnext_atto", "--dims", "8,16"}, arch);
+  } catch (const hg::Error& err) {
+    msg = err.what();
+  }
+  expect_contains(msg, {"'depths' (convnext_atto's default (--model))", "'dims' (command line)"});
+  EXPECT_EQ(msg.find(arch + " line 2"), std::string::npos) << msg;
 }
 
 // Keys alone on the defaults (`haargrad train --momentum 0 ...`, a bare state_dict): a key the
