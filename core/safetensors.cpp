@@ -373,4 +373,10 @@ void save(const std::string& path, const std::vector<std::pair<std::string, Tens
   io::write_file_atomic(path, serialize(tensors, metadata));
 }
 
+void save(const std::string& path, const File& file) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : file.order) tensors.emplace_back(name, file.tensors.at(name));
+  save(path, tensors, file.metadata);
+}
+
 }  // namespace hg::safetensors

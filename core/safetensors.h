@@ -47,6 +47,9 @@ std::vector<std::string> tensor_names(const std::string& path);
 /// and for an empty, repeated or "__metadata__" tensor name.
 void save(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
           const std::map<std::string, std::string>& metadata = {});
+/// A loaded file written back as it was read (its tensors in file order, its metadata): the way to
+/// save an edited File.
+void save(const std::string& path, const File& file);
 /// The bytes save() would write: the header is compact JSON ("__metadata__" first when not empty,
 /// then the tensors in the order given) padded with spaces to a multiple of 8 bytes.
 std::string serialize(const std::vector<std::pair<std::string, Tensor>>& tensors,

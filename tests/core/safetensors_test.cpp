@@ -141,6 +141,18 @@ TEST(Safetensors, MetadataRoundTrip) {
   EXPECT_TRUE(g.tensors.empty());
 }
 
+// A loaded File saved back is the same file byte for byte: tensors in file order (not the map's
+// name order), the metadata kept.
+TEST(Safetensors, ALoadedFileSavesBackAsItWas) {
+  TempDir dir("file_back");
+  const std::string a = (dir.path / "a.safetensors").string(),
+                    b = (dir.path / "b.safetensors").string();
+  safetensors::save(a, {{"z", test::random({3}, 1, DType::f32)}, {"a", test::random({2, 2}, 2)}},
+                    {{"config", "x: 1"}});
+  safetensors::save(b, safetensors::load(a));
+  EXPECT_EQ(read_file(b), read_file(a));
+}
+
 TEST(Safetensors, ReadsAHandWrittenFile) {
   // Independent of our writer: an unpadded header with keys in a different order than ours.
   std::string data(reinterpret_cast<const char*>(std::array<float, 3>{1.5f, -2.0f, 3.25f}.data()), 12);

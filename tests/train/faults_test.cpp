@@ -1020,9 +1020,7 @@ TEST_F(Faults, AResumeCannotTurnValidationOnOrOff) {
   // no config to compare: the best the checkpoint records says its run validated
   safetensors::File f = safetensors::load(with.resume);
   f.metadata.erase("config");
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
-  safetensors::save(with.resume, tensors, f.metadata);
+  safetensors::save(with.resume, f);
   fs::remove(with_dir / "args.yaml");
   msg = error_of([&] { train::train(with, quiet_); });
   EXPECT_CONTAINS(msg, "ranks its run's epochs by eval top-1, and this session has val_split \"\"");
@@ -1047,9 +1045,7 @@ TEST_F(Faults, AnEvaluatedRunWhoseConfigSaysNoValidationIsNotResumedWithout) {
   const std::string ckpt = (dir / "last.safetensors").string();
   safetensors::File f = safetensors::load(ckpt);
   f.metadata["config"] = yaml;
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
-  safetensors::save(ckpt, tensors, f.metadata);
+  safetensors::save(ckpt, f);
   io::write_file_atomic((dir / "args.yaml").string(), yaml);
 
   c.resume = ckpt;
@@ -1160,9 +1156,7 @@ TEST_F(Faults, RotationAfterAResumeKeepsTheBest) {
     auto state = nlohmann::json::parse(f.metadata.at("state"));
     state["eval_top1"] = top1;
     f.metadata["state"] = state.dump();
-    std::vector<std::pair<std::string, Tensor>> tensors;
-    for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
-    safetensors::save(p, tensors, f.metadata);
+    safetensors::save(p, f);
   }
   c.resume = (dir / "last.safetensors").string();
   train::train(c, quiet_);

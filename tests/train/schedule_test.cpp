@@ -54,11 +54,9 @@ TEST(Schedule, PerUpdate) {
   EXPECT_NEAR(e.lr(1, 0, 3), 1e-5 + 0.5 * (2e-3 - 1e-5) * (1 + std::cos(M_PI / 4)), 1e-15);
 }
 
-// A run of 2 epochs (3 updates each) resumed with epochs 3 and another lr: the summary row of
-// epoch 2 records the lr its own schedule set after its last update (min_lr, the end of the
-// 2-epoch cosine), as the run wrote it then, not the resumed schedule's first value; a rerun of
-// the resumed run's args.yaml (this schedule_history) wrote the latter, another summary.csv.
-TEST(Schedule, SummaryLrAtAResumesBoundaryIsTheEndingSchedules) {
+// A run stepping per update, 3 epochs at lr 1e-3, resumed after epoch 2 of a 2-epoch schedule at
+// lr 2e-3 that stepped per update or per epoch (`before_on_updates`).
+Config resumed_at_epoch_2(bool before_on_updates) {
   Config c;
   c.lr = 1e-3;
   c.warmup_lr = 1e-5;
@@ -66,7 +64,16 @@ TEST(Schedule, SummaryLrAtAResumesBoundaryIsTheEndingSchedules) {
   c.warmup_epochs = 0;
   c.epochs = 3;
   c.sched_on_updates = true;
-  c.schedule_history = {ScheduleSegment{2, 0, 2, 2e-3, "cosine", 0, 1e-5, 1e-5, true}};
+  c.schedule_history = {ScheduleSegment{2, 0, 2, 2e-3, "cosine", 0, 1e-5, 1e-5, before_on_updates}};
+  return c;
+}
+
+// A run of 2 epochs (3 updates each) resumed with epochs 3 and another lr: the summary row of
+// epoch 2 records the lr its own schedule set after its last update (min_lr, the end of the
+// 2-epoch cosine), as the run wrote it then, not the resumed schedule's first value; a rerun of
+// the resumed run's args.yaml (this schedule_history) wrote the latter, another summary.csv.
+TEST(Schedule, SummaryLrAtAResumesBoundaryIsTheEndingSchedules) {
+  Config c = resumed_at_epoch_2(true);
   const RunSchedule r(c, 3);
   EXPECT_EQ(r.lr_set_after(1, 2, 6), 1e-5);  // the 2-epoch schedule's end
   EXPECT_NE(r.lr(2, 0, 6), 1e-5);            // the resumed schedule at update 6
@@ -80,14 +87,7 @@ TEST(Schedule, SummaryLrAtAResumesBoundaryIsTheEndingSchedules) {
 // run now steps per update; and inside one per-epoch schedule an epoch records its own lr (timm
 // steps such a schedule after the summary), not the next epoch's.
 TEST(Schedule, SummaryLrAtAChangeOfSchedOnUpdatesIsTheEndingSchedules) {
-  Config c;
-  c.lr = 1e-3;
-  c.warmup_lr = 1e-5;
-  c.min_lr = 1e-5;
-  c.warmup_epochs = 0;
-  c.epochs = 3;
-  c.sched_on_updates = true;
-  c.schedule_history = {ScheduleSegment{2, 0, 2, 2e-3, "cosine", 0, 1e-5, 1e-5, false}};
+  Config c = resumed_at_epoch_2(false);
   const RunSchedule r(c, 3);
   EXPECT_EQ(r.lr_set_after(1, 2, 6), r.lr(1, 2, 3));  // epoch 2's own, per epoch
   EXPECT_EQ(r.lr_set_after(0, 2, 3), 2e-3);           // epoch 1's: t = 0, the peak
