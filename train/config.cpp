@@ -913,6 +913,22 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   validate_model(c, locs, unset, img_size);
 }
 
+// Several unknown keys in one message, each with its line (-1: none, the command line's) and the
+// hint a lone key's message gives (timm's own spelling first); `in` says where ("in x.yaml").
+[[noreturn]] void fail_unknown_keys(const std::vector<std::pair<std::string, int>>& keys,
+                                    const std::string& in) {
+  std::string list;
+  for (const auto& [key, line] : keys) {
+    const std::string timm = timm_spelling(key), hint = timm.empty() ? close_keys_hint(key) : timm;
+    std::string notes = line >= 0 ? str("line ", line) : std::string();
+    if (!hint.empty()) notes += (notes.empty() ? "" : "; ") + hint;
+    list += str(list.empty() ? "" : ", ", "'", utf8_shown(key), "'",
+                notes.empty() ? "" : " (" + notes + ")");
+  }
+  throw Error(str("config: ", keys.size(), " unknown keys ", in, ": ", list,
+                  " (`haargrad train --help` lists every key)"));
+}
+
 // Several unknown keys are named in one message: a timm args.yaml holds a hundred keys haargrad
 // does not have (amp, channels_last, ...), and one error per run would take a hundred runs.
 void check_known_keys(const YAML::Node& root, const std::string& source) {
@@ -930,15 +946,9 @@ void check_known_keys(const YAML::Node& root, const std::string& source) {
       unknown.emplace_back(kv.first.Scalar(), where_of(kv.first, Where{source, 1}));
   if (unknown.size() == 1) fail_unknown(unknown[0].first, unknown[0].second);
   if (unknown.empty()) return;
-  std::string list;
-  for (const auto& [key, where] : unknown) {
-    // timm's own spelling first, as a lone key's message gives it
-    const std::string timm = timm_spelling(key), hint = timm.empty() ? close_keys_hint(key) : timm;
-    list += str(list.empty() ? "" : ", ", "'", utf8_shown(key), "' (line ", where.line,
-                hint.empty() ? "" : "; " + hint, ")");
-  }
-  throw Error(str("config: ", unknown.size(), " unknown keys in ", source, ": ", list,
-                  " (`haargrad train --help` lists every key)"));
+  std::vector<std::pair<std::string, int>> keys;
+  for (const auto& [key, where] : unknown) keys.emplace_back(key, where.line);
+  fail_unknown_keys(keys, "in " + source);
 }
 
 // timm's resolve_data_config: a single mean or std value stands for every input channel
@@ -1385,26 +1395,18 @@ namespace {
 // (check_known_keys): timm flags pasted together (--amp --channels-last --pin-mem) were named one
 // run at a time. One unknown key is left to apply_overrides' own message.
 void check_known_override_keys(const std::vector<std::string>& args) {
-  std::vector<std::string> unknown;
+  std::vector<std::pair<std::string, int>> unknown;  // (key, no line)
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string arg = long_override(args[i]);
     if (arg.size() <= 2 || arg.rfind("--", 0) != 0) continue;  // a value, or apply_overrides' error
     std::string key = arg.substr(2, arg.find('=') - 2);
     std::replace(key.begin(), key.end(), '-', '_');
     if (!find_field(key))
-      unknown.push_back(key);
+      unknown.emplace_back(key, -1);
     else if (override_takes_value(args[i]))
       ++i;  // its value may start with "--"
   }
-  if (unknown.size() < 2) return;
-  std::string list;
-  for (const std::string& key : unknown) {
-    const std::string timm = timm_spelling(key), hint = timm.empty() ? close_keys_hint(key) : timm;
-    list += str(list.empty() ? "" : ", ", "'", utf8_shown(key), "'",
-                hint.empty() ? "" : " (" + hint + ")");
-  }
-  throw Error(str("config: ", unknown.size(), " unknown keys on the command line: ", list,
-                  " (`haargrad train --help` lists every key)"));
+  if (unknown.size() >= 2) fail_unknown_keys(unknown, "on the command line");
 }
 
 }  // namespace
