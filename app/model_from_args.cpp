@@ -214,7 +214,7 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
         model_given, checkpoint, " stores no config (a timm state_dict?): give --config ",
         "CONFIG.yaml, or --model NAME (and --num-classes N when not 1000, --in-chans 1 for gray)");
     r.source = "the config defaults (the checkpoint stores no config)";
-    base = "the defaults";  // a key the command line left is named "the default"
+    base = train::kDefaults;  // a key the command line left is named "the default"
     r.bare = true;
   }
   train::apply_overrides(r.config, overrides, base, img_size);

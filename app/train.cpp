@@ -89,7 +89,7 @@ ConfigWithoutFile config_without_a_file(const std::vector<std::string>& override
       other_keys = true;
   }
   if ((resume.empty() && !overrides.empty()) || (resume == "auto" && other_keys))
-    return {"", "", "the defaults"};
+    return {"", "", train::kDefaults};
   if (resume.empty())
     throw CLI::RequiredError(
         "config is required: `haargrad train CONFIG.yaml [--key value ...]`, keys alone on top of "
@@ -155,7 +155,7 @@ void run_train(TrainArgs& a) {
   if (a.config.empty()) {
     const ConfigWithoutFile rc = config_without_a_file(a.overrides);
     base = rc.source;
-    config_note = rc.source == "the defaults"
+    config_note = rc.source == train::kDefaults
                       ? std::string(
                             "config: none given: the defaults (timm's train.py's; "
                             "`haargrad train --help` lists them) with the command line's keys")

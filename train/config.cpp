@@ -1516,9 +1516,9 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
   }
   // a key the command line left is named where the config file gives it (its line), else as the
   // default: "configs/x.yaml or its default" named no line, and the user looked for the key
-  // base "the defaults" (train with keys alone, a bare state_dict): no file, and "the defaults or
-  // its default" named nothing more; nor is a file of that name in the working folder read
-  const bool defaults = base == "the defaults";
+  // base kDefaults (train with keys alone, a bare state_dict): no file, and "the defaults or its
+  // default" named nothing more; nor is a file of that name in the working folder read
+  const bool defaults = base == kDefaults;
   std::string unset = defaults       ? std::string("the default")
                       : base.empty() ? std::string("value before the command line")
                                      : str(base, " or its default");

@@ -182,8 +182,9 @@ Config config_from_yaml(const std::string& text, const std::string& source,
 /// as YAML, so lists are "[2, 2, 2]" (or "2,2,2", or separate words as timm's: `--depths 2 2 2`),
 /// null is "null"; a bool key alone (`--model-ema`)
 /// means true. Errors name the key and "command line"; a key the command line left as it was is
-/// named with `base` (where cfg came from, e.g. "configs/x.yaml"; "" = "value before the command
-/// line").
+/// named with `base` (where cfg came from, e.g. "configs/x.yaml", at its line there when it is a
+/// file; "" = "value before the command line"; kDefaults: "the default").
+inline constexpr const char* kDefaults = "the defaults";
 void apply_overrides(Config& cfg, const std::vector<std::string>& args,
                      const std::string& base = "",
                      ImgSizeCheck img_size = ImgSizeCheck::against_model);
