@@ -121,10 +121,7 @@ ConfigWithoutFile config_without_a_file(const std::vector<std::string>& override
            shell_quote(resume), "`");
   // no args.yaml (removed, as the trainer's mismatch message advises, or a checkpoint copied
   // alone): the config the checkpoint stores is the run's own
-  const bool have_args =
-      fs::is_regular_file(args, ec) &&
-      io::read_file(args.string()).find_first_not_of(" \t\r\n") != std::string::npos;
-  if (!have_args) {
+  if (train::recorded_args_yaml(args.string()).empty()) {
     const std::string stored = train::checkpoint_config_yaml(resume);
     HG_CHECK(!stored.empty(), "resume: no config given, ", args.string(),
              fs::is_regular_file(args, ec) ? " is empty"

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/atomic_file.h"
 #include "core/safetensors.h"
 #include "dist/process_group.h"
 #include "models/checkpoint.h"
@@ -275,6 +276,13 @@ std::string checkpoint_config_yaml(const std::string& path) {
 
 std::optional<TrainState> read_train_state(const std::string& path) {
   return state_from_metadata(safetensors::read_metadata(path), path);
+}
+
+std::string recorded_args_yaml(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "";
+  std::string text = io::read_file(path);
+  return text.find_first_not_of(" \t\r\n") == std::string::npos ? std::string() : text;
 }
 
 std::string no_file_reason(const std::string& path) {

@@ -97,4 +97,9 @@ std::optional<TrainState> read_train_state(const std::string& path);
 /// missing), or " is not a regular file" (a folder, a device). One wording for every command.
 std::string no_file_reason(const std::string& path);
 
+/// The config a run folder's args.yaml (`path`) records: its text, or "" where the file is
+/// missing, no regular file, or blank (an empty args.yaml records nothing: the config the
+/// checkpoint stores is the run's then). Throws hg::Error naming the file when it cannot be read.
+std::string recorded_args_yaml(const std::string& path);
+
 }  // namespace hg::train

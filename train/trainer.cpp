@@ -353,8 +353,8 @@ RecordedConfig recorded_config(const Session& s) {
   const std::string stored = checkpoint_config_yaml(s.resume_path);
   const std::string stored_source = str("the config stored in ", s.resume_path);
   // an empty args.yaml records nothing: the checkpoint's config is the run's then
-  const std::string args_text = file_exists(s.paths.args) ? io::read_file(args_path) : "";
-  const bool have_args = args_text.find_first_not_of(" \t\r\n") != std::string::npos;
+  const std::string args_text = recorded_args_yaml(args_path);
+  const bool have_args = !args_text.empty();
   const std::string& recorded_text = have_args ? args_text : stored;
   RecordedConfig r;
   if (recorded_text.empty()) return r;
