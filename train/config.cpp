@@ -1514,32 +1514,40 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
           "command line to keep them)",
           cfg.model, model_before, dropped, model_before, cfg.model);
   }
-  // a key the command line left is named where the config file gives it (its line), else as the
-  // default: "configs/x.yaml or its default" named no line, and the user looked for the key
   // base kDefaults (train with keys alone, a bare state_dict): no file, and "the defaults or its
   // default" named nothing more; nor is a file of that name in the working folder read
   const bool defaults = base == kDefaults;
-  std::string unset = defaults       ? std::string("the default")
-                      : base.empty() ? std::string("value before the command line")
-                                     : str(base, " or its default");
+  const std::string unset = defaults       ? std::string("the default")
+                            : base.empty() ? std::string("value before the command line")
+                                           : str(base, " or its default");
   std::error_code ec;
-  if (!defaults && !base.empty() && std::filesystem::is_regular_file(base, ec)) {
+  if (defaults || base.empty() || !std::filesystem::is_regular_file(base, ec))
+    return validate_at(cfg, locs, unset.c_str(), img_size);
+  try {
+    validate_at(cfg, locs, unset.c_str(), img_size);
+  } catch (const Error&) {
+    // For the message only (a valid config reads no file again): a key the command line left is
+    // named at its line of the config file, else as the default ("configs/x.yaml or its default"
+    // named no line, and the user looked for the key). The architecture keys --model replaced
+    // (above) are the new model's, not the file's lines.
+    Locations named = locs;
+    if (cfg.model != model_before)
+      for (const char* key : kArchitectureKeys)
+        if (!named.count(key)) named[key] = Where{str(cfg.model, "'s default (--model)"), -1};
+    bool read = false;
     try {
-      // the architecture keys --model replaced (above) are the new model's, not the file's lines
-      if (cfg.model != model_before)
-        for (const char* key : kArchitectureKeys)
-          if (!locs.count(key)) locs[key] = Where{str(cfg.model, "'s default (--model)"), -1};
       const YAML::Node root = YAML::LoadFile(base);
       if (root.IsMap())
         for (const auto& kv : root)
           if (kv.first.IsScalar() && find_field(kv.first.Scalar()) &&
-              !locs.count(kv.first.Scalar()))
-            locs[kv.first.Scalar()] = where_of(kv.first, Where{base, 1});
-      unset = str("the default: not in ", base);
-    } catch (const YAML::Exception&) {  // read before, so not expected: the vaguer name stays
+              !named.count(kv.first.Scalar()))
+            named[kv.first.Scalar()] = where_of(kv.first, Where{base, 1});
+      read = true;
+    } catch (const YAML::Exception&) {  // read before, so not expected: the first message stays
     }
+    if (read) validate_at(cfg, named, str("the default: not in ", base).c_str(), img_size);
+    throw;  // the first message (the same check fails again above, with the lines)
   }
-  validate_at(cfg, locs, unset.c_str(), img_size);
 }
 
 std::string to_yaml(const Config& cfg) {
