@@ -62,6 +62,22 @@ std::string folder_of(const std::string& path) {
   return dir.empty() ? "." : dir;
 }
 
+}  // namespace
+
+void sync_folder_of(const std::string& path) {
+  const int dfd = ::open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    throw Error(
+        str("wrote '", path, "' but cannot open its folder to fsync it: ", sys_error(errno)));
+  const int frc = ::fsync(dfd);
+  const int err = errno;
+  ::close(dfd);
+  if (frc != 0)
+    throw Error(str("wrote '", path, "' but the fsync of its folder failed: ", sys_error(err)));
+}
+
+namespace {
+
 // The file a write to `path` replaces: path itself, or the file a symbolic link at path leads to
 // (a shell's `>` writes through the link; renaming over the link would replace the link itself
 // with a file and leave its target as it was).
@@ -156,15 +172,7 @@ class TempFile {
                ")"));
     }
     committed_ = true;
-    // Make the rename itself durable. The new content is in place already, so a failure here is
-    // reported but the file is not "unchanged".
-    const std::string dir = folder_of(target_);
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) throw Error(str("wrote '", target_, "' but cannot open its folder to fsync it: ", sys_error(errno)));
-    const int frc = ::fsync(dfd);
-    const int err = errno;
-    ::close(dfd);
-    if (frc != 0) throw Error(str("wrote '", target_, "' but the fsync of its folder failed: ", sys_error(err)));
+    sync_folder_of(target_);
   }
 
  private:

@@ -36,6 +36,10 @@ void copy_file_atomic(const std::string& from, const std::string& to);
 /// nothing.
 std::string with_fitted_suffix(const std::string& path, const std::string& suffix);
 
+/// fsyncs the folder that holds `path`, so that a rename into it (a file renamed over `path`) is on
+/// the disk. Throws hg::Error naming `path` and the system error; the file is in place either way.
+void sync_folder_of(const std::string& path);
+
 /// A new temporary file name beside `path`: `<path>.tmp.<pid>.<n>`, n counting this process's
 /// names, its file name cut to fit as with_fitted_suffix cuts it.
 std::string temp_path(const std::string& path);

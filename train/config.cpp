@@ -537,6 +537,11 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
     if (!v) fail(key, where, str("expected ", what, ", got ", shown(node), " (", why, ")"));
     return *v;
   } else {
+    if constexpr (std::is_same_v<T, bool>) {
+      // 0 and 1: PyYAML reads them as integers and timm's train.py takes any value by its truth
+      // (`model_ema: 1` in a timm config turns the EMA on); other integers stay refused
+      if (node.Scalar() == "0" || node.Scalar() == "1") return node.Scalar() == "1";
+    }
     try {
       return node.as<T>();
     } catch (const YAML::Exception&) {
@@ -1064,8 +1069,9 @@ std::string value_type_text(const Field& f) {
           return "bool";
         else if constexpr (std::is_same_v<T, std::string>) {
           if (r.choices.empty()) return "string";
-          std::string c;
-          for (const auto& x : r.choices) c += (c.empty() ? "" : "|") + x;
+          std::string c;  // an empty choice shown as "" (lr_base_scale's, interpolation's)
+          for (size_t i = 0; i < r.choices.size(); ++i)
+            c += str(i == 0 ? "" : "|", r.choices[i].empty() ? "\"\"" : r.choices[i]);
           return "one of " + c;
         } else if constexpr (std::is_same_v<T, std::optional<int64_t>>)
           return "int" + describe_range(r) + " or null";

@@ -16,6 +16,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "train/summary.h"
 
 namespace fs = std::filesystem;
 
@@ -60,17 +61,6 @@ int run_program(const std::vector<std::string>& argv, std::string* output) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// A line's cells; a line ended by CR LF (the file saved by a Windows program, e.g. a spreadsheet)
-// reads as one ended by LF.
-std::vector<std::string> split_csv_line(std::string line) {
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  std::vector<std::string> cells;
-  std::stringstream ss(line);
-  for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
 }
 
 double parse_cell(const std::string& cell, const std::string& path, int line,
@@ -173,12 +163,12 @@ std::map<std::string, std::vector<double>> read_csv_columns(const std::string& p
   HG_CHECK(f.good(), "cannot open ", path);
   std::string line;
   HG_CHECK(static_cast<bool>(std::getline(f, line)), path, ": empty file (expected a header row)");
-  const std::vector<std::string> header = split_csv_line(line);
+  const std::vector<std::string> header = summary_cells(line);
   std::map<std::string, std::vector<double>> out;
   for (const std::string& h : header) out[h];
   for (int n = 2; std::getline(f, line); ++n) {
     if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> cells = split_csv_line(line);
+    const std::vector<std::string> cells = summary_cells(line);
     HG_CHECK(cells.size() == header.size(), path, " line ", n, ": ", cells.size(),
              " cells, the header has ", header.size());
     for (size_t c = 0; c < cells.size(); ++c)
@@ -271,6 +261,7 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   if (renamed)
     give_up(str("plot: cannot write '", png.string(), "': ", renamed.message(), " (renaming '",
                 tmp_png.string(), "' to it); what is at that path is unchanged"));
+  io::sync_folder_of(png.string());  // the rename on the disk, as io::write_file_atomic's
   // the script kept beside the image draws it again from anywhere (`gnuplot curves.gp`): its
   // output is the image itself, not the temporary this call drew into
   const std::string drawn = "set output " + gp_quote(tmp_png.string()) + "\n";

@@ -46,6 +46,15 @@ std::string format_summary_row(const SummaryRow& r) {
                        : std::string());
 }
 
+std::vector<std::string> summary_cells(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::vector<std::string> cells;
+  std::stringstream ss(line);
+  for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
 SummaryLines read_summary(const std::string& path, int64_t upto) {
   SummaryLines out;
   std::error_code ec;
@@ -58,9 +67,8 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   // columns by name: a run without validation has no eval columns (kSummaryNoEvalHeader)
   std::map<std::string, size_t> column;
   {
-    std::stringstream ss(header);
     size_t i = 0;
-    for (std::string c; std::getline(ss, c, ',');) column.emplace(c, i++);
+    for (const std::string& c : summary_cells(header)) column.emplace(c, i++);
   }
   const auto at = [&column](const char* name) {
     const auto it = column.find(name);
@@ -76,9 +84,7 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
     // that the resumed run's file is one kind of line
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    const std::vector<std::string> cells = summary_cells(line);
     const auto epoch = cells.empty() ? std::nullopt : parse_decimal_int(cells[0]);
     const auto score = score_at < cells.size() ? read_cell(cells[score_at]) : std::nullopt;
     HG_CHECK(epoch && score, path, " line ", line_no, ": expected '", header, "' values, got '",

@@ -31,6 +31,11 @@ struct SummaryRow {
 /// One CSV line (no newline); non-finite values are written "nan" / "inf" / "-inf".
 std::string format_summary_row(const SummaryRow& row);
 
+/// The cells of one line of summary.csv (no quoting: no cell holds a comma). A line ended by CR LF
+/// (the file saved by a Windows program, e.g. a spreadsheet) reads as one ended by LF; a last
+/// empty cell ("a,b,") is kept.
+std::vector<std::string> summary_cells(std::string line);
+
 struct SummaryLines {
   std::vector<std::string> lines;  ///< rows as written, epochs <= upto, file order
   /// The same rows parsed, by the header's column names (a column the file lacks, or a cell

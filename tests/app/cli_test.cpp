@@ -92,6 +92,9 @@ TEST_F(CliTest, TrainHelpListsEveryConfigKeyWithTypeDefaultAndHelp) {
       r.output.find("opt                    one of adamw|sgd|nesterov|momentum (default \"sgd\")"),
       std::string::npos);
   EXPECT_NE(r.output.find("threads                int in [0, 4096] (default 0)"), std::string::npos);
+  // an empty choice is shown, not dropped ("one of linear|sqrt" hid the default)
+  EXPECT_NE(r.output.find("lr_base_scale          one of \"\"|linear|sqrt (default \"\")"),
+            std::string::npos);
   EXPECT_NE(r.output.find("clip_grad              float > 0 or null (default null)"), std::string::npos);
 }
 

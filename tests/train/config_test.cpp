@@ -212,6 +212,7 @@ TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
   expect_contains(load_error("clip_grad: off\n"), {"'clip_grad'", "line 1", "number or null"});
   expect_contains(load_error("hflip: [1]\n"), {"'hflip'", "line 1", "a number"});
   expect_contains(load_error("model_ema: 3\n"), {"'model_ema'", "true or false"});
+  expect_contains(load_error("model_ema: 01\n"), {"'model_ema'", "true or false"});
   expect_contains(load_error("model: [a]\n"), {"'model'", "a string"});
 }
 
@@ -638,6 +639,11 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   EXPECT_EQ(c.mean, (std::vector<double>{0.5}));
   EXPECT_EQ(c.in_chans, 1);
   hg::train::apply_overrides(c, {"--model-ema", "false"});
+  EXPECT_FALSE(c.model_ema);
+  // 1 and 0 as PyYAML and timm's train.py read them (an integer, taken by its truth)
+  hg::train::apply_overrides(c, {"--model-ema", "1"});
+  EXPECT_TRUE(c.model_ema);
+  hg::train::apply_overrides(c, {"--model-ema", "0"});
   EXPECT_FALSE(c.model_ema);
   hg::train::apply_overrides(c, {"--lr", "1e-3", "--lr=2e-3"});  // the last wins, as with argparse
   EXPECT_DOUBLE_EQ(c.lr.value(), 2e-3);
