@@ -20,7 +20,7 @@
 // of H(x's LL pyramid) against H(G's), recomputed level by level (1/4 + 1/16 + ... of x) instead of
 // saved by the forward; with grad_x, where the Haar kernels take a level, haar_conv_kernel and
 // haar_wgrad_kernel form G's and x's coefficients in shared memory and store neither. See
-// docs/fused-wtconv.md (sections 10-12 and 16-21: the current kernels). Storage: x, G, y, grad_x
+// docs/fused-wtconv.md (sections 10-12 and 16-22: the current kernels). Storage: x, G, y, grad_x
 // are T = float or __nv_bfloat16 (kernels/wtconv.h), and so are the coefficient planes of x and G
 // (stored or staged), the level outputs t_l, the level gradients and the LL pyramids (each kernel
 // accumulates in f32 and rounds once on store); the folded weights, R (levels_synth_kernel), the

@@ -1,11 +1,12 @@
 // One level of the split path in one launch: the Haar analysis of a level's input and the level's
 // depthwise conv over the coefficients, with the coefficients built straight into shared memory
-// (bf16, stride 1, K = 3, 5, 7). It replaces haar_v4_kernel + the staged depthwise forward
+// (bf16 and f32, stride 1, K = 3, 5, 7). It replaces haar_v4_kernel + the staged depthwise forward
 // (depthwise_conv.cu) on the split path: the forward's level convs t_l = conv(H(ll_l), w~_l), and
 // the backward's level gradients gt_l = conv(H(gR_l), rot180(w~_l)) (the transposed conv as a
 // forward conv, as bf16 runs it; section 8 of docs/fused-wtconv.md). What it saves: the
 // coefficient planes' write and read-back between the two launches (the forward never stores
-// them; the backward still writes them once, for the level's weight gradient), and a launch.
+// them; the backward writes them once only where haar_wgrad_kernel does not take the level's
+// weight gradient), and a launch.
 //
 // Same values bit for bit as the two launches it replaces: each coefficient is haar4 of the same
 // four inputs, rounded to T once (as haar_v4_kernel stores it), and each output one fused
