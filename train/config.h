@@ -6,7 +6,7 @@
 // adding a key is one member here and one row there.
 //
 // Errors: every problem throws hg::Error naming the key and where the value came from, e.g.
-//   "config: key 'lr' (configs/x.yaml line 7): expected a number >= 0, got '-1'"
+//   "config: key 'lr' (configs/x.yaml line 7): expected a number >= 0, got -1"
 //   "config: unknown key 'lrr' (command line); did you mean 'lr'?"
 #pragma once
 
