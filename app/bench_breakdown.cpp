@@ -4,7 +4,6 @@
 #include <functional>
 
 #include "core/autograd.h"
-#include "layers/activation.h"
 #include "layers/drop_path.h"
 #include "layers/layer_scale.h"
 #include "layers/linear.h"
@@ -171,11 +170,68 @@ class PieceTimer {
   std::map<std::pair<Shape, DType>, Tensor> grads_;
 };
 
+// The block's end after fc1, the ops ConvNeXtBlock::forward runs in training (models/convnext.cpp),
+// timed as such: without drop path one op (gelu_linear_residual); with drop path GELU + fc2 with
+// the layer scale folded in (gelu_linear_scaled), then the sample-scaled residual add
+// (add_scaled_samples); without a layer scale gelu_linear, then the residual add (drop path on
+// the branch when the block drops). Returns the block's output.
+Tensor time_block_end(PieceTimer& timer, ConvNeXtBlock& b, const Tensor& shortcut, const Tensor& t,
+                      Generator& gen) {
+  const bool dropping = b.drop_path_prob > 0;
+  std::vector<Tensor> fc2_params = trainable(b.fc2);
+  if (b.gamma.defined()) fc2_params.push_back(b.gamma);
+  if (b.gamma.defined() && !dropping)
+    return timer.run(Piece(
+                         kFusedBlockEnd,
+                         [&](const Tensor& in) {
+                           return gelu_linear_residual(shortcut, in, b.fc2.weight, b.fc2.bias,
+                                                       b.gamma);
+                         },
+                         true, shortcut)
+                         .with(fc2_params, weight_macs(b.fc2.weight)),
+                     t);
+  const Tensor branch =
+      b.gamma.defined()
+          ? timer.run(Piece("gelu + fc2 + scale",
+                            [&](const Tensor& in) {
+                              return gelu_linear_scaled(in, b.fc2.weight, b.fc2.bias, b.gamma);
+                            })
+                          .with(fc2_params, weight_macs(b.fc2.weight)),
+                      t)
+          : timer.run(
+                Piece("gelu + fc2",
+                      [&](const Tensor& in) { return gelu_linear(in, b.fc2.weight, b.fc2.bias); })
+                    .with(fc2_params, weight_macs(b.fc2.weight)),
+                t);
+  return timer.run(
+      Piece(
+          dropping ? "drop path + residual" : "residual",
+          [&](const Tensor& in) {
+            if (!b.gamma.defined())
+              return residual_add(shortcut,
+                                  dropping ? drop_path(in, b.drop_path_prob, true, gen) : in);
+            const Tensor scale = drop_path_scale(shortcut.size(0), b.drop_path_prob,
+                                                 shortcut.dtype(), shortcut.device(), gen);
+            return add_scaled_samples(shortcut, in, scale);
+          },
+          true, shortcut),
+      branch);
+}
+
 }  // namespace
 
 std::vector<std::string> breakdown_categories(bool wtconv) {
-  return {"stem/downsample", wtconv ? "wtconv" : "conv_dw", "norm",         "mlp fc1", "gelu",
-          "mlp fc2",         "layer scale + residual",      kFusedBlockEnd, "head",    "loss",
+  return {"stem/downsample",
+          wtconv ? "wtconv" : "conv_dw",
+          "norm",
+          "mlp fc1",
+          kFusedBlockEnd,
+          "gelu + fc2 + scale",
+          "gelu + fc2",
+          "drop path + residual",
+          "residual",
+          "head",
+          "loss",
           "optimizer"};
 }
 
@@ -227,38 +283,7 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
       t = timer.run(Piece("mlp fc1", [&](const Tensor& in) { return b.fc1.forward(in); })
                         .with(trainable(b.fc1), weight_macs(b.fc1.weight)),
                     t);
-      if (b.gamma.defined() && b.drop_path_prob <= 0) {
-        // As ConvNeXtBlock::forward without drop path: GELU, fc2 with the layer scale folded in
-        // and the shortcut added by its GEMM, one op (layers/linear.h gelu_linear_residual).
-        std::vector<Tensor> params = trainable(b.fc2);
-        params.push_back(b.gamma);
-        h = timer.run(Piece(
-                          kFusedBlockEnd,
-                          [&](const Tensor& in) {
-                            return gelu_linear_residual(shortcut, in, b.fc2.weight, b.fc2.bias,
-                                                        b.gamma);
-                          },
-                          true, shortcut)
-                          .with(params, weight_macs(b.fc2.weight)),
-                      t);
-        shortcut.clear_grad();
-        shortcut.requires_grad_(false);
-        continue;
-      }
-      t = timer.run(Piece("gelu", [](const Tensor& in) { return gelu(in); }), t);
-      t = timer.run(Piece("mlp fc2", [&](const Tensor& in) { return b.fc2.forward(in); })
-                        .with(trainable(b.fc2), weight_macs(b.fc2.weight)),
-                    t);
-      Piece ls(
-          "layer scale + residual",
-          [&](const Tensor& in) {
-            Tensor branch = b.gamma.defined() ? layer_scale(in, b.gamma) : in;
-            branch = drop_path(branch, b.drop_path_prob, true, model.drop_gen);
-            return residual_add(shortcut, branch);
-          },
-          true, shortcut);
-      if (b.gamma.defined()) ls.with({b.gamma});
-      h = timer.run(ls, t);
+      h = time_block_end(timer, b, shortcut, t, model.drop_gen);
       shortcut.clear_grad();
       shortcut.requires_grad_(false);
     }

@@ -31,9 +31,11 @@ namespace hg::app {
 inline constexpr const char* kFusedBlockEnd = "gelu + fc2 + scale + residual";
 
 /// Op types in the order they are printed: "stem/downsample", "conv_dw" (ConvNeXt) or "wtconv"
-/// (WTConvNeXt), "norm", "mlp fc1", "gelu", "mlp fc2", "layer scale + residual", kFusedBlockEnd,
-/// "head", "loss", "optimizer". time_breakdown returns only those the model's step uses: blocks
-/// with drop path run GELU, fc2 and the layer scale + residual as separate ops, the others fused.
+/// (WTConvNeXt), "norm", "mlp fc1", then a block's end as the model runs it after fc1:
+/// kFusedBlockEnd (no drop path), or with drop path "gelu + fc2 + scale" (the layer scale folded
+/// into fc2) and "drop path + residual" (the sample-scaled residual add); without a layer scale
+/// "gelu + fc2" and "residual" (or "drop path + residual"); then "head", "loss", "optimizer".
+/// time_breakdown returns only those the model's step uses.
 std::vector<std::string> breakdown_categories(bool wtconv);
 
 /// Times the pieces of one training step of `model` on input x (N, H, W, C) and labels (N) (both

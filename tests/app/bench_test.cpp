@@ -183,6 +183,44 @@ TEST_F(BenchCommand, BreakdownTimesEveryOpType) {
   EXPECT_TRUE(std::regex_search(r.output, std::regex("\nmlp fc1 [^\n]* 0\\.0590 "))) << r.output;
 }
 
+// With drop path the block's end runs as two ops (models/convnext.cpp): the breakdown times those,
+// not the fused op of a block without drop path nor GELU, fc2 and the layer scale one by one (it
+// timed ops the model no longer ran since the drop path was fused into it).
+TEST_F(BenchCommand, BreakdownTimesTheBlockEndAsTheModelRunsIt) {
+  const std::string config = std::string(HAARGRAD_SOURCE_DIR) + "/configs/smoke.yaml";
+  struct Case {
+    std::string args;
+    std::vector<std::string> timed;
+  };
+  // smoke.yaml has two blocks; drop path rises linearly over the blocks from 0 (timm), so the
+  // first block never drops and ends as a block without drop path does
+  for (const Case& c : std::vector<Case>{
+           {" --drop-path 0.1",
+            {"gelu + fc2 + scale + residual", "gelu + fc2 + scale", "drop path + residual"}},
+           {" --drop-path 0.1 --ls-init-value null",
+            {"gelu + fc2", "residual", "drop path + residual"}},
+           {" --ls-init-value null", {"gelu + fc2", "residual"}},
+           {"", {"gelu + fc2 + scale + residual"}}}) {
+    const std::string out = file("rows.json");
+    const ProgramRun r =
+        run_program("bench " + config + " --device cpu --steps 1 --warmup 1 --breakdown --output " +
+                    out + c.args);
+    ASSERT_EQ(r.exit_code, 0) << c.args << "\n" << r.output;
+    const json b = read_json(out)[0]["breakdown"];
+    for (const std::string& op : c.timed) {
+      ASSERT_TRUE(b.contains(op)) << c.args << ": " << op << " missing in " << b.dump(1);
+      EXPECT_GT(b[op]["forward_ms"].get<double>(), 0.0) << c.args << ": " << op;
+      EXPECT_GT(b[op]["backward_ms"].get<double>(), 0.0) << c.args << ": " << op;
+    }
+    size_t block_end_ops = 0;
+    for (const char* op :
+         {"gelu + fc2 + scale + residual", "gelu + fc2 + scale", "gelu + fc2",
+          "drop path + residual", "residual", "gelu", "mlp fc2", "layer scale + residual"})
+      block_end_ops += b.contains(op) ? 1 : 0;
+    EXPECT_EQ(block_end_ops, c.timed.size()) << c.args << ": " << b.dump(1);
+  }
+}
+
 TEST_F(BenchCommand, BadArgumentsFailBeforeRunning) {
   struct Case {
     std::string args, message;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Forty-sixth session, one call for the submitted tree: its GPU tests, the main job on the GPU
+# (issue 10: Fashion-MNIST bf16 >= 90% top-1) and a run with timm's step schedule (this
+# session's schedulers on CUDA), the timm round trip (scripts/timm-check.py), then final_call
+# (bench-layer bf16 / fp32, both models in fp32, tf32, bf16, timm's peer bench): the closing
+# note's figures. Pack: build the tree, dev/labbin-pack.sh; mkdir -p .fmnist && cp
+# /usr/share/datasets/fashion-mnist/*.gz .fmnist/; carry ["build/labpack", ".golden", ".fmnist"].
+NAME=s46a
+source dev/labbin-lib.sh
+tests_first
+F="--data-dir $PWD/.fmnist --output /tmp/runs --workers 8 --plain --device cuda"
+timeout 150 $L/hg_new train configs/fashion_mnist.yaml $F --precision bf16 --experiment fm_bf16 \
+  > $OUT/fmnist_bf16.log 2>&1
+echo "== bf16 (rc $?)"
+grep -E "training step:|epoch 6/6|best|error|warn" $OUT/fmnist_bf16.log | tail -6 | cut -c1-220
+el fmnist
+timeout 100 $L/hg_new train configs/fashion_mnist.yaml $F --precision bf16 --experiment step \
+  --sched step --decay-epochs 1 --decay-rate 0.5 --warmup-epochs 0 --epochs 3 > $OUT/step.log 2>&1
+echo "== sched step (rc $?)"
+grep -E "done:|best_|error|warn" $OUT/step.log | cut -c1-220
+cat /tmp/runs/step/summary.csv | tee $OUT/step_summary.csv
+el step
+timeout 300 python3 scripts/timm-check.py --haargrad $L/hg_new --out $OUT/timm-check.json \
+  > $OUT/timm-check.txt 2>&1
+echo "== timm-check (rc $?)"
+grep -vE "^\[|^ *$" $OUT/timm-check.txt | tail -8 | cut -c1-220
+el timm-check
+final_call hg_new
