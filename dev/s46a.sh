@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Forty-sixth session, one call for the submitted tree: its GPU tests, the main job on the GPU
 # (issue 10: Fashion-MNIST bf16 >= 90% top-1) and a run with timm's step schedule (this
-# session's schedulers on CUDA), the timm round trip (scripts/timm-check.py), then final_call
+# session's schedulers on CUDA), the timm round trip (scripts/timm-check.py), the config's breakdown (drop-path blocks timed
+# as the model runs them, this session's fix), then final_call
 # (bench-layer bf16 / fp32, both models in fp32, tf32, bf16, timm's peer bench): the closing
 # note's figures. Pack: build the tree, dev/labbin-pack.sh; mkdir -p .fmnist && cp
 # /usr/share/datasets/fashion-mnist/*.gz .fmnist/; carry ["build/labpack", ".golden", ".fmnist"].
@@ -25,4 +26,9 @@ timeout 300 python3 scripts/timm-check.py --haargrad $L/hg_new --out $OUT/timm-c
 echo "== timm-check (rc $?)"
 grep -vE "^\[|^ *$" $OUT/timm-check.txt | tail -8 | cut -c1-220
 el timm-check
+timeout 200 $L/hg_new bench configs/convnext_tiny.yaml --device cuda --precision bf16 --breakdown \
+  > $OUT/breakdown.txt 2>&1
+echo "== bench CONFIG --breakdown, drop path 0.1 (rc $?)"
+grep -A24 "breakdown of one training step" $OUT/breakdown.txt | cut -c1-160
+el breakdown
 final_call hg_new
