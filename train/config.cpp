@@ -56,6 +56,9 @@ struct Rule {
   // lists: a single number is taken too, as a list of one, and written back as a number (timm's
   // color_jitter: a float or a tuple)
   bool or_one_number = false;
+  bool increasing = false;  // lists: each element above the one before
+  // strings: values of timm's that haargrad has not, each with why, said instead of the choices
+  std::vector<std::pair<std::string, std::string>> refused = {};
 
   Rule len(size_t lo_len, size_t hi_len) const {
     Rule r = *this;
@@ -66,6 +69,16 @@ struct Rule {
   Rule or_number() const {
     Rule r = *this;
     r.or_one_number = true;
+    return r;
+  }
+  Rule rising() const {
+    Rule r = *this;
+    r.increasing = true;
+    return r;
+  }
+  Rule refusing(std::string value, std::string why) const {
+    Rule r = *this;
+    r.refused.emplace_back(std::move(value), std::move(why));
     return r;
   }
 };
@@ -274,15 +287,37 @@ const std::vector<Field>& table() {
       {"momentum", &Config::momentum, half_open(0, 1), "momentum of opt sgd and opt momentum"},
       {"clip_grad", &Config::clip_grad, above(0),
        "clip the global gradient norm to this; null = off"},
-      {"sched", &Config::sched, one_of({"cosine", "none"}),
-       "learning-rate schedule: cosine (after the warmup), or none (lr throughout, no warmup: "
-       "timm's train.py makes no scheduler for it)"},
+      // plateau lowers the lr when the eval metric stops improving: the trainer would have to
+      // hand the metric to the schedule, and checkpoints keep the schedule's state (the best
+      // metric, the epochs since it), where today the lr is a function of the position alone
+      {"sched", &Config::sched,
+       one_of({"cosine", "tanh", "poly", "step", "multistep", "none"})
+           .refusing("plateau",
+                     "timm's plateau schedule (lower the lr when the eval metric stops improving) "
+                     "is not supported: it needs the eval metric in the schedule and its state "
+                     "(best metric, epochs without improvement) in every checkpoint, which "
+                     "haargrad's schedules, a function of the epoch or update alone, do not "
+                     "keep; step or multistep decay the lr at set epochs"),
+       "learning-rate schedule after the warmup, timm's: cosine or tanh (lr down to min_lr over "
+       "epochs), poly (min_lr + (lr - min_lr)(1 - t / epochs)^decay_rate), step (x decay_rate "
+       "every decay_epochs), multistep (x decay_rate at each of decay_milestones), or none (lr "
+       "throughout, no warmup: timm's train.py makes no scheduler for it)"},
       {"warmup_epochs", &Config::warmup_epochs, at_least(0),
-       "epochs of linear warmup from warmup_lr to lr (sched cosine; sched none has none)"},
+       "epochs of linear warmup from warmup_lr to lr (every sched but none)"},
       {"warmup_lr", &Config::warmup_lr, at_least(0), "learning rate at the start of warmup"},
-      {"min_lr", &Config::min_lr, at_least(0), "floor of the cosine schedule"},
+      {"min_lr", &Config::min_lr, at_least(0),
+       "floor of the cosine, tanh and poly schedules (step and multistep have none, as timm)"},
       {"sched_on_updates", &Config::sched_on_updates, any(),
        "step the schedule every optimizer update instead of every epoch"},
+      {"decay_epochs", &Config::decay_epochs, above(0),
+       "sched step: epochs between two decays (lr x decay_rate^floor(epoch / decay_epochs), "
+       "epoch from 0); a fraction too, as timm"},
+      {"decay_milestones", &Config::decay_milestones, at_least(0).rising(),
+       "sched multistep: the lr is multiplied by decay_rate from epoch m of each milestone m on, "
+       "counting from 1 as the log does (timm decays at 0-based epoch m - 1)"},
+      {"decay_rate", &Config::decay_rate, above(0),
+       "sched step and multistep: the lr's factor at each decay; sched poly: the power (timm's "
+       "overloading, its default 0.1 included)"},
       {"schedule_history", &Config::schedule_history, any(),
        "written by the trainer: schedule keys of earlier sessions of a resumed run"},
       {"grad_accum_steps", &Config::grad_accum_steps, at_least(1),
@@ -401,8 +436,12 @@ std::string timm_spelling(const std::string& key) {
        "EMA's top-1 with a model EMA; the train loss without validation, val_split ''); leave "
        "it out"},
       {"cooldown_epochs",
-       "timm's --cooldown-epochs (default 0) has no counterpart: the cosine "
-       "ends at min_lr after epochs; leave it out"},
+       "timm's --cooldown-epochs (default 0) has no counterpart: the cosine, tanh and poly "
+       "schedules end at min_lr after epochs (set more epochs for a cooldown there), and timm's "
+       "step and multistep ignore it; leave it out"},
+      {"patience_epochs",
+       "timm's --patience-epochs is for its plateau schedule, which haargrad does not have; "
+       "leave it out"},
       {"clip_mode",
        "timm's --clip-mode (default norm) is how clip_grad clips (the global "
        "gradient norm); leave it out"},
@@ -550,13 +589,23 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
   }
 }
 
-// schedule_history: a list of mappings with exactly the ScheduleSegment keys. Values are read like
-// the top-level keys of the same names; their ranges are checked by check_rule.
+// The keys of a schedule_history entry after its position (until_epoch, until_step): the
+// top-level keys of ScheduleSegment's members, read and checked as those keys are, written in
+// this order. An entry may leave out the keys from kFirstLaterSegmentKey on, which came later:
+// it takes their defaults (ScheduleSegment's).
+constexpr const char* kSegmentKeys[] = {"epochs",           "lr",           "sched",
+                                        "warmup_epochs",    "warmup_lr",    "min_lr",
+                                        "sched_on_updates", "decay_epochs", "decay_milestones",
+                                        "decay_rate"};
+constexpr size_t kFirstLaterSegmentKey = 7;  // decay_epochs
+
+template <typename T>
+T read_value(const YAML::Node& node, const std::string& key, const Where& where);
+
+// schedule_history: a list of mappings of until_epoch, until_step and kSegmentKeys. Their ranges
+// are checked by check_rule (check_segments).
 std::vector<ScheduleSegment> read_segments(const YAML::Node& node, const std::string& key,
                                            const Where& where) {
-  static const char* const keys[] = {"until_epoch", "until_step", "epochs",
-                                     "lr",          "sched",      "warmup_epochs",
-                                     "warmup_lr",   "min_lr",     "sched_on_updates"};
   if (node.IsNull()) return {};
   if (!node.IsSequence()) fail(key, where, str("expected a list of mappings, got ", shown(node)));
   std::vector<ScheduleSegment> out;
@@ -565,42 +614,38 @@ std::vector<ScheduleSegment> read_segments(const YAML::Node& node, const std::st
     const Where at = where_of(item, where);
     const std::string name = str(key, "[", i, "]");
     if (!item.IsMap())
-      fail(name, at,
-           str("expected a mapping of ", std::size(keys), " schedule keys, got ", shown(item)));
-    ScheduleSegment s;
+      fail(name, at, str("expected a mapping of schedule keys, got ", shown(item)));
+    Config keys;  // the entry's values, in the members of the keys of the same names
+    set_schedule_keys(keys, ScheduleSegment{});
+    int64_t until_epoch = 0, until_step = 0;
     std::set<std::string> seen;
     for (const auto& kv : item) {
       const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
       const std::string sub = str(name, ".", k);
-      const YAML::Node& v = kv.second;
       if (!seen.insert(k).second) fail(sub, at, "given twice");
-      if (k == "until_epoch")
-        s.until_epoch = read_scalar<int64_t>(v, sub, at, "an integer");
-      else if (k == "until_step")
-        s.until_step = read_scalar<int64_t>(v, sub, at, "an integer");
-      else if (k == "epochs")
-        s.epochs = read_scalar<int64_t>(v, sub, at, "an integer");
-      else if (k == "lr")
-        s.lr = read_scalar<double>(v, sub, at, "a number");
-      else if (k == "sched")
-        s.sched = read_scalar<std::string>(v, sub, at, "a string");
-      else if (k == "warmup_epochs")
-        s.warmup_epochs = read_scalar<int64_t>(v, sub, at, "an integer");
-      else if (k == "warmup_lr")
-        s.warmup_lr = read_scalar<double>(v, sub, at, "a number");
-      else if (k == "min_lr")
-        s.min_lr = read_scalar<double>(v, sub, at, "a number");
-      else if (k == "sched_on_updates")
-        s.sched_on_updates = read_scalar<bool>(v, sub, at, "true or false");
-      else {
-        std::string list;
-        for (const char* known : keys) list += str(list.empty() ? "" : ", ", known);
+      const auto known = std::find_if(std::begin(kSegmentKeys), std::end(kSegmentKeys),
+                                      [&](const char* s) { return k == s; });
+      if (k == "until_epoch" || k == "until_step") {
+        (k == "until_epoch" ? until_epoch : until_step) =
+            read_scalar<int64_t>(kv.second, sub, at, "an integer");
+      } else if (known != std::end(kSegmentKeys)) {
+        std::visit(
+            [&](auto member) {
+              keys.*member = read_value<std::decay_t<decltype(keys.*member)>>(kv.second, sub, at);
+            },
+            find_field(k)->member);
+      } else {
+        std::string list = "until_epoch, until_step";
+        for (const char* s : kSegmentKeys) list += str(", ", s);
         fail(name, at, str("unknown key '", k, "'; expected ", list));
       }
     }
-    for (const char* k : keys)
+    for (const char* k : {"until_epoch", "until_step"})
       if (!seen.count(k)) fail(name, at, str("missing key '", k, "'"));
-    out.push_back(s);
+    for (size_t k = 0; k < kFirstLaterSegmentKey; ++k)
+      if (!seen.count(kSegmentKeys[k])) fail(name, at, str("missing key '", kSegmentKeys[k], "'"));
+    if (!keys.lr) fail(str(name, ".lr"), at, "expected a number, got null");
+    out.push_back(schedule_segment(keys, until_epoch, until_step, "schedule_history"));
   }
   return out;
 }
@@ -654,6 +699,8 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
         } else if constexpr (std::is_same_v<T, double>) {
           check_number(v, "a number");
         } else if constexpr (std::is_same_v<T, std::string>) {
+          for (const auto& [value, why] : r.refused)
+            if (v == value) fail(key, where, str("'", value, "': ", why));
           if (!r.choices.empty() &&
               std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
             std::string list;
@@ -677,6 +724,11 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
                      : str("expected a list of ", r.min_len, " to ", r.max_len, " values, got ",
                            v.size()));
           for (auto x : v) check_number(static_cast<double>(x), "list elements");
+          for (size_t i = 1; r.increasing && i < v.size(); ++i)
+            if (v[i] <= v[i - 1])
+              fail(key, where,
+                   str("expected increasing values, got ", format_double(double(v[i])), " after ",
+                       format_double(double(v[i - 1]))));
         } else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
           check_segments(key, v, where);
         }
@@ -693,14 +745,8 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
     const ScheduleSegment& s = segments[i];
     const std::string name = str(key, "[", i, "]");
     Config probe;
-    probe.epochs = s.epochs;
-    probe.lr = s.lr;
-    probe.sched = s.sched;
-    probe.warmup_epochs = s.warmup_epochs;
-    probe.warmup_lr = s.warmup_lr;
-    probe.min_lr = s.min_lr;
-    for (const char* k : {"epochs", "lr", "sched", "warmup_epochs", "warmup_lr", "min_lr"})
-      check_rule(*find_field(k), probe, where, str(name, ".", k));
+    set_schedule_keys(probe, s);
+    for (const char* k : kSegmentKeys) check_rule(*find_field(k), probe, where, str(name, ".", k));
     if (s.min_lr > s.lr) fail(name, where, str("min_lr ", s.min_lr, " is above lr ", s.lr));
     if (s.until_epoch < 0 || s.until_step < 0)
       fail(name, where,
@@ -1025,13 +1071,13 @@ std::string yaml_value(const Config& cfg, const Field& f) {
         else if constexpr (std::is_same_v<T, std::vector<ScheduleSegment>>) {
           std::string out = "[";
           for (size_t i = 0; i < v.size(); ++i) {
-            const ScheduleSegment& g = v[i];
-            out += str(
-                i ? ", " : "", "{until_epoch: ", g.until_epoch, ", until_step: ", g.until_step,
-                ", epochs: ", g.epochs, ", lr: ", format_double(g.lr), ", sched: ", quote(g.sched),
-                ", warmup_epochs: ", g.warmup_epochs, ", warmup_lr: ", format_double(g.warmup_lr),
-                ", min_lr: ", format_double(g.min_lr),
-                ", sched_on_updates: ", g.sched_on_updates ? "true" : "false", "}");
+            Config keys;
+            set_schedule_keys(keys, v[i]);
+            out += str(i ? ", " : "", "{until_epoch: ", v[i].until_epoch,
+                       ", until_step: ", v[i].until_step);
+            for (const char* k : kSegmentKeys)
+              out += str(", ", k, ": ", yaml_value(keys, *find_field(k)));
+            out += "}";
           }
           return out + "]";
         } else {
@@ -1078,7 +1124,8 @@ std::string value_type_text(const Field& f) {
         else if constexpr (std::is_same_v<T, std::optional<double>>)
           return "float" + describe_range(r) + " or null";
         else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
-          return "list of " + len_text() + "ints" + describe_range(r);
+          return "list of " + len_text() + "ints" + describe_range(r) +
+                 (r.increasing ? ", increasing" : "");
         else if constexpr (std::is_same_v<T, std::vector<double>>)
           return (r.or_one_number ? "float" + describe_range(r) + " or " : std::string()) +
                  "list of " + len_text() + "floats" + describe_range(r);
@@ -1629,6 +1676,26 @@ std::string resolve_lr(Config& c, int64_t world_size) {
 double peak_lr(const Config& c, const char* what) {
   HG_CHECK(c.lr.has_value(), what, ": lr is null (lr_base scaling): resolve_lr first");
   return *c.lr;
+}
+
+ScheduleSegment schedule_segment(const Config& c, int64_t until_epoch, int64_t until_step,
+                                 const char* what) {
+  return {until_epoch,        until_step,  c.epochs, peak_lr(c, what),   c.sched,
+          c.warmup_epochs,    c.warmup_lr, c.min_lr, c.sched_on_updates, c.decay_epochs,
+          c.decay_milestones, c.decay_rate};
+}
+
+void set_schedule_keys(Config& c, const ScheduleSegment& s) {
+  c.epochs = s.epochs;
+  c.lr = s.lr;
+  c.sched = s.sched;
+  c.warmup_epochs = s.warmup_epochs;
+  c.warmup_lr = s.warmup_lr;
+  c.min_lr = s.min_lr;
+  c.sched_on_updates = s.sched_on_updates;
+  c.decay_epochs = s.decay_epochs;
+  c.decay_milestones = s.decay_milestones;
+  c.decay_rate = s.decay_rate;
 }
 
 ModelConfig model_config_from(const Config& c) {

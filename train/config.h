@@ -19,7 +19,8 @@
 
 namespace hg::train {
 
-/// The schedule keys a run used before a resume changed them (one entry of schedule_history).
+/// The schedule keys a run used before a resume changed them (one entry of schedule_history): the
+/// keys that set the lr at every position (cooldown_epochs sets none: only how long a run is).
 struct ScheduleSegment {
   int64_t until_epoch = 0;  ///< in use until this position: epochs done ...
   int64_t until_step = 0;   ///< ... plus micro-batches of the next epoch (0-based step index)
@@ -30,6 +31,11 @@ struct ScheduleSegment {
   double warmup_lr = 0;
   double min_lr = 0;
   bool sched_on_updates = false;
+  // Keys added later, at timm's defaults (Config's): an entry written before them reads with these,
+  // which its sched (cosine or none) does not use.
+  double decay_epochs = 90;
+  std::vector<int64_t> decay_milestones = {90, 180, 270};
+  double decay_rate = 0.1;
   bool operator==(const ScheduleSegment&) const = default;
 };
 
@@ -110,15 +116,19 @@ struct Config {
   std::optional<double> layer_decay;
   double momentum = 0.9;                         ///< sgd momentum
   std::optional<double> clip_grad;               ///< global-norm clip; null = off
-  std::string sched = "cosine";                  ///< "cosine" | "none"
+  /// "cosine" | "tanh" | "poly" | "step" | "multistep" | "none" (train/schedule.h)
+  std::string sched = "cosine";
   int64_t warmup_epochs = 5;
   double warmup_lr = 1e-5;                       ///< lr at the start of warmup
-  double min_lr = 0.0;                           ///< cosine floor
+  double min_lr = 0.0;                           ///< floor of cosine, tanh and poly
   bool sched_on_updates = false;                 ///< step the schedule per update, not per epoch
-  /// Earlier schedules of this run, oldest first: a resume that changes epochs, lr, sched,
-  /// warmup_epochs, warmup_lr, min_lr or sched_on_updates records here what was used until then,
-  /// and the keys above hold the schedule from the last entry's position on. The trainer writes it
-  /// into args.yaml, so that `haargrad train args.yaml` follows the same learning rates.
+  double decay_epochs = 90;                      ///< step: epochs between decays (timm: a float)
+  std::vector<int64_t> decay_milestones = {90, 180, 270};  ///< multistep: the decays' epochs
+  double decay_rate = 0.1;  ///< step, multistep: lr factor per decay; poly: power
+  /// Earlier schedules of this run, oldest first: a resume that changes a key of ScheduleSegment
+  /// (epochs, lr, sched, ...) records here what was used until then, and the keys above hold the
+  /// schedule from the last entry's position on. The trainer writes it into args.yaml, so that
+  /// `haargrad train args.yaml` follows the same learning rates.
   std::vector<ScheduleSegment> schedule_history = {};
   int64_t grad_accum_steps = 1;                  ///< micro-batches per optimizer update
   double smoothing = 0.1;                        ///< label smoothing
@@ -229,6 +239,14 @@ std::string resolve_lr(Config& cfg, int64_t world_size);
 
 /// lr of a config whose lr is set (resolve_lr); throws hg::Error naming `what` otherwise.
 double peak_lr(const Config& cfg, const char* what);
+
+/// The keys of `cfg` that ScheduleSegment holds, as an entry in use until (`until_epoch`,
+/// `until_step`); lr must be set (peak_lr, naming `what`).
+ScheduleSegment schedule_segment(const Config& cfg, int64_t until_epoch, int64_t until_step,
+                                 const char* what);
+
+/// Sets the keys of `cfg` that `s` holds to its values (schedule_segment's inverse).
+void set_schedule_keys(Config& cfg, const ScheduleSegment& s);
 
 /// The model a config describes: the named variant, with every model key of the config applied
 /// (validated). Throws hg::Error for an unknown model name or an invalid combination.

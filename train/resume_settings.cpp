@@ -13,9 +13,13 @@ namespace {
 
 // (lr_base and its companions only say how a null lr was computed: the run's config holds the
 // computed lr, resolve_lr)
-const std::set<std::string> kScheduleKeys = {
-    "epochs",        "lr",        "lr_base", "lr_base_size",    "lr_base_scale", "sched",
-    "warmup_epochs", "warmup_lr", "min_lr",  "sched_on_updates"};
+const std::set<std::string> kScheduleKeys = {"epochs",        "lr",
+                                             "lr_base",       "lr_base_size",
+                                             "lr_base_scale", "sched",
+                                             "warmup_epochs", "warmup_lr",
+                                             "min_lr",        "sched_on_updates",
+                                             "decay_epochs",  "decay_milestones",
+                                             "decay_rate"};
 const std::set<std::string> kSessionKeys = {
     "device", "precision", "wtconv_mode", "workers", "pin_mem", "data_dir", "corrupt_images",
     "validation_batch_size", "log_interval", "checkpoint_hist", "output",
@@ -28,27 +32,28 @@ const std::set<std::string> kSessionKeys = {
     // rescale_batch_for_ranks in train/data_parallel.h)
     "dist_bucket_mb", "zero_stage", "dist_check_every", "dist_timeout", "dist_force"};
 
-ScheduleSegment schedule_of(const Config& c, int64_t until_epoch, int64_t until_step) {
-  return {until_epoch,     until_step,  c.epochs, peak_lr(c, "resume"), c.sched,
-          c.warmup_epochs, c.warmup_lr, c.min_lr, c.sched_on_updates};
-}
-
 void set_schedule(Config& c, const Config& from) {
-  c.epochs = from.epochs;
-  c.lr = from.lr;
+  set_schedule_keys(c, schedule_segment(from, 0, 0, "resume"));
   c.lr_base = from.lr_base;
   c.lr_base_size = from.lr_base_size;
   c.lr_base_scale = from.lr_base_scale;
-  c.sched = from.sched;
-  c.warmup_epochs = from.warmup_epochs;
-  c.warmup_lr = from.warmup_lr;
-  c.min_lr = from.min_lr;
-  c.sched_on_updates = from.sched_on_updates;
 }
 
-bool same_schedule(const ScheduleSegment& a, const ScheduleSegment& b) {
-  return a.epochs == b.epochs && a.lr == b.lr && a.sched == b.sched && a.warmup_epochs == b.warmup_epochs &&
-         a.warmup_lr == b.warmup_lr && a.min_lr == b.min_lr && a.sched_on_updates == b.sched_on_updates;
+// The same keys, wherever each ends.
+bool same_schedule(ScheduleSegment a, const ScheduleSegment& b) {
+  a.until_epoch = b.until_epoch;
+  a.until_step = b.until_step;
+  return a == b;
+}
+
+// The schedule keys a resume may change, for messages: "epochs, lr, sched, ..." in table order
+// (not lr_base and its companions, which only say how a null lr was computed).
+std::string schedule_key_list() {
+  std::string out;
+  for (const std::string& k : config_keys())
+    if (kScheduleKeys.count(k) && k.rfind("lr_base", 0) != 0)
+      out += str(out.empty() ? "" : ", ", k);
+  return out;
 }
 
 // "key old -> new, ..." over `keys` for the values that differ.
@@ -99,10 +104,11 @@ void check_result_keys(const Config& recorded, const std::string& recorded_sourc
     if (!kScheduleKeys.count(k) && !kSessionKeys.count(k) && k != "schedule_history") fixed.insert(k);
   const std::string changed = differences(recorded, session, fixed);
   if (!changed.empty())
-    throw Error(str("resume: this session's settings differ from the run's (", recorded_source, ") in keys that ",
-                    "shape its results: ", changed, ". A resumed run may change only its schedule (epochs, lr, ",
-                    "sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates) and session keys (device, ",
-                    "workers, ...): resume with the run's values (e.g. its args.yaml) or start a new run"));
+    throw Error(str("resume: this session's settings differ from the run's (", recorded_source,
+                    ") in keys that ", "shape its results: ", changed,
+                    ". A resumed run may change only its schedule (", schedule_key_list(),
+                    ") and session keys (device, workers, ...): resume with the ",
+                    "run's values (e.g. its args.yaml) or start a new run"));
 }
 
 std::string schedule_differences(const Config& a, const Config& b) {
@@ -120,7 +126,8 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   // ---- the schedule: what ran up to the position stays in the history ----
   const std::pair<int64_t, int64_t> pos{epoch, step};
   std::vector<ScheduleSegment> history;
-  ScheduleSegment active = schedule_of(recorded, 0, 0);  // the recorded schedule in use at `pos`
+  ScheduleSegment active =
+      schedule_segment(recorded, 0, 0, "resume");  // the recorded schedule in use at `pos`
   bool found_active = false;
   for (const ScheduleSegment& s : recorded.schedule_history) {
     if (std::pair(s.until_epoch, s.until_step) <= pos) {
@@ -130,7 +137,7 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
       found_active = true;
     }
   }
-  const ScheduleSegment next = schedule_of(session, 0, 0);
+  const ScheduleSegment next = schedule_segment(session, 0, 0, "resume");
   const std::pair<int64_t, int64_t> last_end =
       history.empty() ? std::pair<int64_t, int64_t>{0, 0} : std::pair(history.back().until_epoch, history.back().until_step);
   // The session's schedule_history must tell what the checkpoint's run did up to `pos`. It may

@@ -2,11 +2,13 @@
 // this session, so that args.yaml always reruns what was run.
 //
 // Keys fall into three kinds:
-//  - the schedule (epochs, lr, sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates) may
+//  - the schedule (epochs, lr, sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates,
+//    decay_epochs, decay_milestones, decay_rate) may
 //    change: the schedule the run used up to the resume position joins schedule_history, args.yaml
 //    gets the new values, and the notes say what changes from which epoch / step / update, with the
 //    learning rate there before and after;
-//  - keys of the session (device, precision, deterministic, wtconv_mode, workers, pin_mem, data_dir,
+//  - keys of the session (device, precision, deterministic, wtconv_mode, workers, pin_mem,
+//  data_dir,
 //    corrupt_images, validation_batch_size, log_interval, checkpoint_hist, output, experiment,
 //    resume, and the data-parallel keys dist_bucket_mb, zero_stage, dist_check_every,
 //    dist_timeout, dist_force) may change for this session; args.yaml keeps the run's values;

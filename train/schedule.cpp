@@ -1,6 +1,7 @@
-// LrSchedule::at (see schedule.h for the formula) and RunSchedule.
+// LrSchedule::at (see schedule.h for the formulas) and RunSchedule.
 #include "train/schedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -9,11 +10,49 @@
 
 namespace hg::train {
 
+namespace {
+
+// timm's TanhLRScheduler's defaults (create_scheduler_v2 sets no others): tanh runs from lb at the
+// schedule's start to ub at its end
+constexpr double kTanhLb = -7.0, kTanhUb = 3.0;
+
+// Python's // of two floats (timm's step schedule: t // decay_t), t >= 0 and d > 0, as CPython
+// computes it: the floor of the exact quotient, where floor(t / d) rounds the quotient first
+// (11 / 2.2 is 5.0, but 11 // 2.2 is 4: the double 2.2 is a little above 2.2).
+double python_floor_div(double t, double d) {
+  const double div = (t - std::fmod(t, d)) / d;
+  const double whole = std::floor(div);
+  return div - whole > 0.5 ? whole + 1 : whole;
+}
+
+}  // namespace
+
+double LrSchedule::after_warmup(double t) const {
+  if (kind == "step") return lr * std::pow(decay_rate, python_floor_div(t, decay_t));
+  if (kind == "multistep") {
+    // timm counts the milestones <= t + 1 (bisect_right(milestones, t + 1))
+    const auto passed =
+        std::upper_bound(milestones.begin(), milestones.end(), t + 1) - milestones.begin();
+    return lr * std::pow(decay_rate, static_cast<double>(passed));
+  }
+  // cosine, tanh, poly: one cycle, from lr at t = 0 down to min_lr at t_total
+  if (t >= t_total) return min_lr;
+  if (kind == "cosine") return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * t / t_total));
+  const double x = t / t_total;
+  if (kind == "tanh")
+    return min_lr + 0.5 * (lr - min_lr) * (1.0 - std::tanh(kTanhLb * (1.0 - x) + kTanhUb * x));
+  HG_CHECK(kind == "poly", "LrSchedule: unknown sched '", kind, "'");
+  return min_lr + (lr - min_lr) * std::pow(1.0 - x, decay_rate);
+}
+
 double LrSchedule::at(double t) const {
   if (kind == "none") return lr;
-  if (t < warmup_t) return warmup_lr + t * (lr - warmup_lr) / warmup_t;
-  if (t >= t_total) return min_lr;
-  return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * t / t_total));
+  if (t == 0 && warmup_t == 0) return lr;  // timm's first lr is the optimizer's, never stepped to 0
+  if (t < warmup_t) {
+    const double end = kind == "tanh" ? after_warmup(warmup_t) : lr;
+    return warmup_lr + t * ((end - warmup_lr) / warmup_t);  // timm's order: per-t step first
+  }
+  return after_warmup(t);
 }
 
 int64_t updates_per_epoch(int64_t steps, int64_t accum) {
@@ -35,9 +74,13 @@ LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch) {
   out.lr = s.lr;
   out.warmup_lr = s.warmup_lr;
   out.min_lr = s.min_lr;
+  out.decay_rate = s.decay_rate;
+  // timm's create_scheduler_v2 multiplies each length and position by updates per epoch
   const double unit = s.sched_on_updates ? static_cast<double>(updates_per_epoch) : 1.0;
   out.warmup_t = static_cast<double>(s.warmup_epochs) * unit;
   out.t_total = static_cast<double>(s.epochs) * unit;
+  out.decay_t = s.decay_epochs * unit;
+  for (int64_t m : s.decay_milestones) out.milestones.push_back(static_cast<double>(m) * unit);
   return out;
 }
 
@@ -46,15 +89,8 @@ LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch) {
 RunSchedule::RunSchedule(const Config& cfg, int64_t updates_per_epoch) {
   for (const ScheduleSegment& s : cfg.schedule_history)
     parts_.push_back({s.until_epoch, s.until_step, make(s, updates_per_epoch), s.sched_on_updates});
-  ScheduleSegment now{std::numeric_limits<int64_t>::max(),
-                      0,
-                      cfg.epochs,
-                      peak_lr(cfg, "schedule"),
-                      cfg.sched,
-                      cfg.warmup_epochs,
-                      cfg.warmup_lr,
-                      cfg.min_lr,
-                      cfg.sched_on_updates};
+  const ScheduleSegment now =
+      schedule_segment(cfg, std::numeric_limits<int64_t>::max(), 0, "schedule");
   parts_.push_back({now.until_epoch, now.until_step, make(now, updates_per_epoch), now.sched_on_updates});
 }
 

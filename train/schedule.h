@@ -1,15 +1,27 @@
-// Learning-rate schedule: timm's CosineLRScheduler with linear warmup (its defaults: one cycle, no
-// k-decay, no noise, warmup_prefix false), stepped per epoch or per optimizer update
-// (sched_on_updates).
+// Learning-rate schedules: timm's schedulers as its create_scheduler_v2 makes them from train.py's
+// keys (one cycle, no k-decay, no noise, warmup_prefix false), stepped per epoch or per optimizer
+// update (sched_on_updates). With t, warmup_t, T (epochs), decay_t (decay_epochs) and the
+// milestones m_i (decay_milestones) in epochs, or in updates (x updates per epoch) when stepping
+// per update:
 //
-//   t < warmup_t:  lr(t) = warmup_lr + t * (lr - warmup_lr) / warmup_t
-//   otherwise:     lr(t) = min_lr + 0.5 * (lr - min_lr) * (1 + cos(pi * t / t_total))
-//   after t_total: min_lr
-// with t, warmup_t and t_total in epochs, or in updates when stepping per update. "none" keeps lr.
-// The warmup replaces the cosine's start (timm): at t = warmup_t the lr is already
-// min_lr + 0.5 (lr - min_lr)(1 + cos(pi warmup_t / t_total)), a little below lr. (ConvNeXt's own
-// code runs the cosine over t_total - warmup_t after the warmup instead, as timm's warmup_prefix
-// does over t_total after it; neither is this schedule.)
+//   t < warmup_t:  lr(t) = warmup_lr + t (end - warmup_lr) / warmup_t, a line to end = lr (tanh:
+//                  to its own curve's value at warmup_t, as timm's TanhLRScheduler)
+//   otherwise, by sched:
+//     cosine:      min_lr + 0.5 (lr - min_lr)(1 + cos(pi t / T)),             min_lr from t = T
+//     tanh:        min_lr + 0.5 (lr - min_lr)(1 - tanh(-7 (1 - t/T) + 3 t/T)), min_lr from t = T
+//     poly:        min_lr + (lr - min_lr)(1 - t/T)^decay_rate,                min_lr from t = T
+//     step:        lr decay_rate^(t // decay_t)   (Python's //: a fractional decay_t too)
+//     multistep:   lr decay_rate^#{i : m_i <= t + 1}  (timm's bisect_right(milestones, t + 1):
+//                  each decay comes one epoch (update) before its milestone, at 0-based m_i - 1)
+//     none:        lr throughout, no warmup (timm's train.py makes no scheduler for it)
+//   t = 0 without a warmup: lr (timm's first epoch or update runs at the optimizer's lr, never
+//   stepped to t = 0: tanh's formula would give 8e-7 less, and a milestone 0 or 1 a decayed lr)
+// step and multistep have no floor (min_lr unused); poly's power is decay_rate (timm overloads it,
+// default 0.1 included).
+// The warmup replaces the schedule's start (timm's warmup_prefix false): at t = warmup_t the
+// cosine's lr is already min_lr + 0.5 (lr - min_lr)(1 + cos(pi warmup_t / T)), a little below lr.
+// (ConvNeXt's own code runs the cosine over T - warmup_t after the warmup instead, as timm's
+// warmup_prefix does over T after it; neither is this schedule.)
 //
 // RunSchedule is the lr of a whole run: the config's schedule, or, for the positions before a
 // resume changed it, the earlier schedule recorded in schedule_history (train/config.h).
@@ -23,14 +35,21 @@
 
 namespace hg::train {
 
+/// One schedule, its lengths and positions in epochs or in updates alike.
 struct LrSchedule {
-  std::string kind = "cosine";  ///< "cosine" | "none"
+  std::string kind = "cosine";  ///< a sched value: cosine, tanh, poly, step, multistep or none
   double lr = 1e-3, warmup_lr = 1e-5, min_lr = 0.0;
-  double warmup_t = 0;  ///< warmup length (epochs or updates)
-  double t_total = 1;   ///< schedule length (epochs or updates)
+  double warmup_t = 0;             ///< warmup length
+  double t_total = 1;              ///< cosine, tanh, poly: schedule length (timm's t_initial)
+  double decay_t = 1;              ///< step: length between decays
+  std::vector<double> milestones;  ///< multistep: decay positions, increasing
+  double decay_rate = 0.1;         ///< step, multistep: the lr's factor per decay; poly: power
 
   /// Learning rate at time t (epoch index or update index, starting at 0).
   double at(double t) const;
+
+ private:
+  double after_warmup(double t) const;  // the schedule's own value at t (the formulas by sched)
 };
 
 /// Optimizer updates in an epoch of `steps` micro-batches, `accum` to an update: ceil(steps /

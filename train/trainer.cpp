@@ -610,7 +610,7 @@ void build_model(Session& s) {
         "sched none: every update has lr {:.3g}; warmup_epochs {} is not applied (as in timm, "
         "sched none has no warmup): sched cosine warms up, or set warmup_epochs 0 to say so",
         peak_lr(cfg, "schedule"), cfg.warmup_epochs);
-  if (cfg.sched == "cosine" && cfg.warmup_epochs >= cfg.epochs) {
+  if (cfg.sched != "none" && cfg.warmup_epochs >= cfg.epochs) {
     // The lr of the first and the last update, as the step lines show it. summary.csv records
     // timm's lr, which stepping per update is the one set after an epoch's last update: in the
     // last row the schedule's value after the run (min_lr when the warmup ends with it), which
@@ -620,11 +620,11 @@ void build_model(Session& s) {
     const double last = s.sched->lr(cfg.epochs - 1, s.steps_per_epoch - 1, updates - 1);
     spdlog::warn(
         "warmup_epochs {} >= epochs {}: the run ends within the warmup: {}, below lr {:.3g}, and "
-        "the cosine never decays it (fewer warmup_epochs, or more epochs){}",
+        "the {} schedule never decays it (fewer warmup_epochs, or more epochs){}",
         cfg.warmup_epochs, cfg.epochs,
         first == last ? fmt::format("every update has lr {:.3g}", first)
                       : fmt::format("its updates' lr rises from {:.3g} to {:.3g}", first, last),
-        peak_lr(cfg, "warmup"),
+        peak_lr(cfg, "warmup"), cfg.sched,
         cfg.sched_on_updates
             ? fmt::format(
                   "; summary.csv's lr column gives the lr set after each epoch's last update "

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "test_util.h"
 #include "train/config.h"
+#include "train/schedule.h"
 
 namespace {
 
@@ -73,4 +74,42 @@ TEST(ResumeSettings, AnOlderCheckpointOfAnExtendedRunTakesTheRunsLaterRecord) {
     hg::train::reconcile_resume(recorded, "checkpoint-1.safetensors", session, 1, 0, 3, 3);
   });
   EXPECT_NE(msg.find("schedule_history of this session differs"), std::string::npos) << msg;
+}
+
+// A resume that changes decay_rate is a schedule change as one of lr is: the step schedule that
+// ran until the position joins schedule_history (with its decay_rate), args.yaml takes the new
+// value and reruns both, and the lr on each side of the boundary is each schedule's.
+TEST(ResumeSettings, AChangedDecayRateIsRecordedInTheHistory) {
+  hg::train::Config recorded = smoke();
+  recorded.sched = "step";
+  recorded.epochs = 10;
+  recorded.warmup_epochs = 0;
+  recorded.lr = 0.1;
+  recorded.decay_epochs = 2;
+  recorded.decay_rate = 0.5;
+  hg::train::Config session = recorded;
+  session.decay_rate = 0.1;
+  // 5 epochs of 3 updates done
+  const hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 5, 0, 15, 3);
+  ASSERT_EQ(r.session.schedule_history.size(), 1u);
+  const hg::train::ScheduleSegment& ran = r.session.schedule_history[0];
+  EXPECT_EQ(ran.until_epoch, 5);
+  EXPECT_EQ(ran.until_step, 0);
+  EXPECT_EQ(ran.decay_rate, 0.5);
+  EXPECT_EQ(r.args.decay_rate, 0.1);
+  EXPECT_EQ(r.args.schedule_history, r.session.schedule_history);
+  EXPECT_EQ(hg::train::config_from_yaml(hg::train::to_yaml(r.args), "args.yaml"), r.args);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("decay_rate 0.5 -> 0.1; lr there 0.025 -> 0.001"), std::string::npos)
+      << r.notes[0];
+  const hg::train::RunSchedule lrs(r.session, 3);
+  EXPECT_NEAR(lrs.lr(4, 2, 14), 0.1 * 0.5 * 0.5, 1e-15);  // epoch 5: 4 // 2 decays of 0.5
+  EXPECT_NEAR(lrs.lr(5, 0, 15), 0.1 * 0.1 * 0.1, 1e-15);  // epoch 6: 5 // 2 decays of 0.1
+  EXPECT_NEAR(lrs.lr(6, 0, 18), 0.1 * 0.1 * 0.1 * 0.1, 1e-15);
+  // the same keys again: nothing new to record
+  const hg::train::ResumeSettings again =
+      hg::train::reconcile_resume(r.args, "args.yaml", r.args, 7, 0, 21, 3);
+  EXPECT_EQ(again.session.schedule_history, r.session.schedule_history);
+  EXPECT_FALSE(again.args_changed);
 }

@@ -1,6 +1,7 @@
-// The learning rate as timm computes it: CosineLRScheduler's values (expected values computed from
-// timm/scheduler/cosine_lr.py's _get_lr at its defaults: one cycle, warmup_prefix false), stepped
-// per epoch and per update; train.py's lr from lr_base and the global batch; the optimizer names.
+// The learning rate as timm computes it: its schedulers' values (expected values computed from
+// _get_lr of timm/scheduler/{cosine,tanh,poly,step,multistep}_lr.py at create_scheduler_v2's
+// settings: one cycle, warmup_prefix false), stepped per epoch and per update; train.py's lr from
+// lr_base and the global batch; the optimizer names.
 #include "train/schedule.h"
 
 #include <gtest/gtest.h>
@@ -34,6 +35,103 @@ TEST(Schedule, CosineAsTimm) {
   EXPECT_EQ(s.at(50), 1.0);
 }
 
+namespace {
+
+// A schedule of `kind` from lr 1 to min_lr 0.01 over 100 (epochs or updates), with a warmup of
+// `warmup_t` from 1e-3.
+LrSchedule schedule(const std::string& kind, double warmup_t) {
+  LrSchedule s;
+  s.kind = kind;
+  s.lr = 1.0;
+  s.warmup_lr = 1e-3;
+  s.min_lr = 0.01;
+  s.warmup_t = warmup_t;
+  s.t_total = 100;
+  return s;
+}
+
+void expect_values(const LrSchedule& s, const std::vector<std::pair<double, double>>& want) {
+  for (const auto& [t, lr] : want) EXPECT_NEAR(s.at(t), lr, 1e-15) << s.kind << " at t = " << t;
+}
+
+}  // namespace
+
+// timm's StepLRScheduler: lr x decay_rate^(t // decay_t) after the warmup's line to lr, with
+// Python's //: 11 // 2.2 is 4 (2.2 is a little above 2.2), where floor(11 / 2.2) is 5.
+TEST(Schedule, StepAsTimm) {
+  LrSchedule s = schedule("step", 3);
+  s.lr = 0.1;
+  s.decay_t = 30;
+  s.decay_rate = 0.1;
+  expect_values(s,
+                {{0, 1e-3}, {1, 0.034}, {3, 0.1}, {29, 0.1}, {30, 0.01}, {59, 0.01}, {60, 1e-3}});
+  s.lr = 1.0;
+  s.warmup_t = 0;
+  s.decay_t = 2.2;
+  s.decay_rate = 0.5;
+  expect_values(s, {{0, 1.0}, {4, 0.5}, {10, 0.0625}, {11, 0.0625}, {12, 0.03125}});
+}
+
+// timm's MultiStepLRScheduler counts the milestones <= t + 1 (bisect_right(milestones, t + 1)):
+// each decay comes one epoch before its milestone (at 0-based epoch 29 for 30), and after the last
+// one the lr stays. Its first epoch runs at lr (timm never steps to t = 0), a milestone 1 too.
+TEST(Schedule, MultistepAsTimm) {
+  LrSchedule s = schedule("multistep", 0);
+  s.lr = 0.1;
+  s.milestones = {30, 60, 90};
+  s.decay_rate = 0.1;
+  expect_values(s, {{0, 0.1},
+                    {28, 0.1},
+                    {29, 0.01},
+                    {30, 0.01},
+                    {58, 0.01},
+                    {59, 1e-3},
+                    {88, 1e-3},
+                    {89, 1e-4},
+                    {200, 1e-4}});
+  s.warmup_t = 5;
+  expect_values(s, {{0, 1e-3}, {2, 0.0406}, {5, 0.1}});
+  s.warmup_t = 0;
+  s.milestones = {1};
+  expect_values(s, {{0, 0.1}, {1, 0.01}});
+}
+
+// timm's PolyLRScheduler: min_lr + (lr - min_lr)(1 - t / T)^power, the power being decay_rate
+// (create_scheduler_v2), after a warmup that replaces its start (at t = 5 the lr is below lr).
+TEST(Schedule, PolyAsTimm) {
+  LrSchedule s = schedule("poly", 5);
+  s.decay_rate = 0.9;
+  expect_values(s, {{0, 1e-3},
+                    {2, 0.4006},
+                    {5, 0.9553365278052848},
+                    {50, 0.5405278639554651},
+                    {99, 0.025690442605365037},
+                    {100, 0.01},
+                    {150, 0.01}});
+  s.decay_rate = 0.1;  // timm's default decay_rate as the power
+  s.min_lr = 0;
+  s.warmup_t = 0;
+  expect_values(s, {{0, 1.0}, {50, 0.9330329915368074}, {90, 0.7943282347242815}});
+}
+
+// timm's TanhLRScheduler (lb -7, ub 3): its warmup is a line to the tanh curve's own value at the
+// warmup's end (0.99999776 here), not to lr; without a warmup the first epoch has lr itself, not
+// the curve's 0.99999918.
+TEST(Schedule, TanhAsTimm) {
+  LrSchedule s = schedule("tanh", 5);
+  expect_values(s, {{0, 1e-3},
+                    {2, 0.400599104911578},
+                    {4, 0.800198209823156},
+                    {5, 0.999997762278945},
+                    {50, 0.9821936521375294},
+                    {99, 0.012988232161461366},
+                    {100, 0.01},
+                    {130, 0.01}});
+  s.warmup_t = 0;
+  EXPECT_EQ(s.at(0), 1.0);
+  EXPECT_NEAR(s.at(1), 0.9999989945258648, 1e-15);
+}
+
 // sched_on_updates: t counts optimizer updates (3 an epoch here), update u using lr(u).
 TEST(Schedule, PerUpdate) {
   Config c;
@@ -52,6 +150,42 @@ TEST(Schedule, PerUpdate) {
   const RunSchedule e(c, 3);
   EXPECT_NEAR(e.lr(1, 0, 3), e.lr(1, 2, 5), 0);
   EXPECT_NEAR(e.lr(1, 0, 3), 1e-5 + 0.5 * (2e-3 - 1e-5) * (1 + std::cos(M_PI / 4)), 1e-15);
+}
+
+// Stepping per update, timm multiplies decay_epochs and each milestone by the updates of an epoch
+// (3 here): step decays every 6 updates (and 1.5 epochs every 4.5), multistep's milestone 2 at
+// update 5 (its t + 1 = 6), the last of epoch 2; per epoch, that milestone decays the lr of epoch 2
+// (0-based 1), the first after the warmup.
+TEST(Schedule, StepAndMultistepPerUpdate) {
+  Config c;
+  c.lr = 0.1;
+  c.warmup_lr = 0.01;
+  c.warmup_epochs = 1;
+  c.epochs = 10;
+  c.decay_rate = 0.5;
+  c.sched_on_updates = true;
+  auto expect_lrs = [&](const std::vector<std::pair<int64_t, double>>& want) {
+    const RunSchedule r(c, 3);
+    for (const auto& [t, lr] : want) {
+      const int64_t epoch = c.sched_on_updates ? t / 3 : t;
+      EXPECT_NEAR(r.lr(epoch, c.sched_on_updates ? t % 3 : 0, c.sched_on_updates ? t : 3 * t), lr,
+                  1e-15)
+          << c.sched << (c.sched_on_updates ? " at update " : " at epoch ") << t;
+    }
+  };
+  c.sched = "step";
+  c.decay_epochs = 2;
+  expect_lrs({{0, 0.01}, {1, 0.04}, {3, 0.1}, {5, 0.1}, {6, 0.05}, {11, 0.05}, {12, 0.025}});
+  c.sched = "multistep";
+  c.decay_milestones = {2, 4};
+  expect_lrs({{0, 0.01}, {3, 0.1}, {4, 0.1}, {5, 0.05}, {10, 0.05}, {11, 0.025}, {30, 0.025}});
+  c.sched_on_updates = false;
+  expect_lrs({{0, 0.01}, {1, 0.05}, {2, 0.05}, {3, 0.025}, {9, 0.025}});
+  c.sched = "step";
+  c.warmup_epochs = 0;
+  c.sched_on_updates = true;
+  c.decay_epochs = 1.5;
+  expect_lrs({{4, 0.1}, {5, 0.05}, {8, 0.05}, {9, 0.025}});
 }
 
 // A run stepping per update, 3 epochs at lr 1e-3, resumed after epoch 2 of a 2-epoch schedule at
