@@ -318,6 +318,12 @@ const std::vector<Field>& table() {
       {"decay_rate", &Config::decay_rate, above(0),
        "sched step and multistep: the lr's factor at each decay; sched poly: the power (timm's "
        "overloading, its default 0.1 included)"},
+      {"warmup_prefix", &Config::warmup_prefix, any(),
+       "the schedule starts after the warmup (timm's): its t counts from the warmup's end, and "
+       "the run trains warmup_epochs + epochs (+ cooldown_epochs)"},
+      {"cooldown_epochs", &Config::cooldown_epochs, at_least(0),
+       "epochs at min_lr after the cosine, tanh or poly schedule's end: the run trains epochs + "
+       "cooldown_epochs (timm's; step, multistep and none ignore it, as timm)"},
       {"schedule_history", &Config::schedule_history, any(),
        "written by the trainer: schedule keys of earlier sessions of a resumed run"},
       {"grad_accum_steps", &Config::grad_accum_steps, at_least(1),
@@ -435,10 +441,6 @@ std::string timm_spelling(const std::string& key) {
        "timm's --eval-metric (default top1) is how haargrad ranks checkpoints (the "
        "EMA's top-1 with a model EMA; the train loss without validation, val_split ''); leave "
        "it out"},
-      {"cooldown_epochs",
-       "timm's --cooldown-epochs (default 0) has no counterpart: the cosine, tanh and poly "
-       "schedules end at min_lr after epochs (set more epochs for a cooldown there), and timm's "
-       "step and multistep ignore it; leave it out"},
       {"patience_epochs",
        "timm's --patience-epochs is for its plateau schedule, which haargrad does not have; "
        "leave it out"},
@@ -596,7 +598,7 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
 constexpr const char* kSegmentKeys[] = {"epochs",           "lr",           "sched",
                                         "warmup_epochs",    "warmup_lr",    "min_lr",
                                         "sched_on_updates", "decay_epochs", "decay_milestones",
-                                        "decay_rate"};
+                                        "decay_rate",       "warmup_prefix"};
 constexpr size_t kFirstLaterSegmentKey = 7;  // decay_epochs
 
 template <typename T>
@@ -1680,9 +1682,9 @@ double peak_lr(const Config& c, const char* what) {
 
 ScheduleSegment schedule_segment(const Config& c, int64_t until_epoch, int64_t until_step,
                                  const char* what) {
-  return {until_epoch,        until_step,  c.epochs, peak_lr(c, what),   c.sched,
-          c.warmup_epochs,    c.warmup_lr, c.min_lr, c.sched_on_updates, c.decay_epochs,
-          c.decay_milestones, c.decay_rate};
+  return {until_epoch,        until_step,   c.epochs,       peak_lr(c, what),   c.sched,
+          c.warmup_epochs,    c.warmup_lr,  c.min_lr,       c.sched_on_updates, c.decay_epochs,
+          c.decay_milestones, c.decay_rate, c.warmup_prefix};
 }
 
 void set_schedule_keys(Config& c, const ScheduleSegment& s) {
@@ -1696,6 +1698,7 @@ void set_schedule_keys(Config& c, const ScheduleSegment& s) {
   c.decay_epochs = s.decay_epochs;
   c.decay_milestones = s.decay_milestones;
   c.decay_rate = s.decay_rate;
+  c.warmup_prefix = s.warmup_prefix;
 }
 
 ModelConfig model_config_from(const Config& c) {

@@ -36,6 +36,7 @@ struct ScheduleSegment {
   double decay_epochs = 90;
   std::vector<int64_t> decay_milestones = {90, 180, 270};
   double decay_rate = 0.1;
+  bool warmup_prefix = false;
   bool operator==(const ScheduleSegment&) const = default;
 };
 
@@ -125,6 +126,8 @@ struct Config {
   double decay_epochs = 90;                      ///< step: epochs between decays (timm: a float)
   std::vector<int64_t> decay_milestones = {90, 180, 270};  ///< multistep: the decays' epochs
   double decay_rate = 0.1;  ///< step, multistep: lr factor per decay; poly: power
+  bool warmup_prefix = false;   ///< the schedule starts after the warmup (timm's)
+  int64_t cooldown_epochs = 0;  ///< epochs at min_lr after cosine, tanh, poly (timm's)
   /// Earlier schedules of this run, oldest first: a resume that changes a key of ScheduleSegment
   /// (epochs, lr, sched, ...) records here what was used until then, and the keys above hold the
   /// schedule from the last entry's position on. The trainer writes it into args.yaml, so that

@@ -13,13 +13,14 @@ namespace {
 
 // (lr_base and its companions only say how a null lr was computed: the run's config holds the
 // computed lr, resolve_lr)
-const std::set<std::string> kScheduleKeys = {"epochs",        "lr",
-                                             "lr_base",       "lr_base_size",
-                                             "lr_base_scale", "sched",
-                                             "warmup_epochs", "warmup_lr",
-                                             "min_lr",        "sched_on_updates",
-                                             "decay_epochs",  "decay_milestones",
-                                             "decay_rate"};
+const std::set<std::string> kScheduleKeys = {"epochs",         "lr",
+                                             "lr_base",        "lr_base_size",
+                                             "lr_base_scale",  "sched",
+                                             "warmup_epochs",  "warmup_lr",
+                                             "min_lr",         "sched_on_updates",
+                                             "decay_epochs",   "decay_milestones",
+                                             "decay_rate",     "warmup_prefix",
+                                             "cooldown_epochs"};
 const std::set<std::string> kSessionKeys = {
     "device", "precision", "wtconv_mode", "workers", "pin_mem", "data_dir", "corrupt_images",
     "validation_batch_size", "log_interval", "checkpoint_hist", "output",
@@ -34,6 +35,7 @@ const std::set<std::string> kSessionKeys = {
 
 void set_schedule(Config& c, const Config& from) {
   set_schedule_keys(c, schedule_segment(from, 0, 0, "resume"));
+  c.cooldown_epochs = from.cooldown_epochs;  // (no segment's: it sets the run's length, no lr)
   c.lr_base = from.lr_base;
   c.lr_base_size = from.lr_base_size;
   c.lr_base_scale = from.lr_base_scale;

@@ -3,7 +3,7 @@
 //
 // Keys fall into three kinds:
 //  - the schedule (epochs, lr, sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates,
-//    decay_epochs, decay_milestones, decay_rate) may
+//    decay_epochs, decay_milestones, decay_rate, warmup_prefix, cooldown_epochs) may
 //    change: the schedule the run used up to the resume position joins schedule_history, args.yaml
 //    gets the new values, and the notes say what changes from which epoch / step / update, with the
 //    learning rate there before and after;

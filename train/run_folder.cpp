@@ -30,6 +30,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_history.h"
 #include "train/config.h"
+#include "train/schedule.h"
 
 namespace fs = std::filesystem;
 
@@ -204,13 +205,15 @@ std::string progress(const TrainState& s, int64_t epochs) {
 bool resumable(const TrainState& s, int64_t epochs) { return s.step_in_epoch > 0 || s.epoch < epochs; }
 
 /// Whether the run stopped before the end of its own schedule: mid-epoch (a recovery checkpoint),
-/// or before the epochs of the config stored in its checkpoint (--stop-after-epoch, killed between
-/// epochs). Such a run is what `--resume auto` is for, more than one that finished what it asked.
+/// or before the run_epochs of the config stored in its checkpoint (--stop-after-epoch, killed
+/// between epochs). Such a run is what `--resume auto` is for, more than one that finished what it
+/// asked.
 bool stopped_early(const Candidate& c) {
   if (c.state.step_in_epoch > 0) return true;
   try {
     const std::string yaml = checkpoint_config_yaml(c.checkpoint.string());
-    return !yaml.empty() && c.state.epoch < config_from_yaml(yaml, c.checkpoint.string()).epochs;
+    return !yaml.empty() &&
+           c.state.epoch < run_epochs(config_from_yaml(yaml, c.checkpoint.string()));
   } catch (const Error&) {  // no readable config: judged by the session's epochs alone
     return false;
   }

@@ -135,7 +135,8 @@ struct ResumePick {
 /// `<root>/<experiment>` and `<root>/<experiment>-N` (the family one name gives, see
 /// claim_run_folder); without, every folder under `root` that holds a checkpoint. A candidate's
 /// checkpoint is the further of its recovery.safetensors and last.safetensors (by epoch and step
-/// in their metadata). Resumable: fewer than `epochs` epochs done, or stopped inside an epoch. The
+/// in their metadata). Resumable: fewer than `epochs` epochs (the run's length, run_epochs) done,
+/// or stopped inside an epoch. The
 /// pick is the resumable candidate whose checkpoint was written last (a folder that a live process
 /// holds, RunFolderLock, is no candidate: it is named in the reason); if none is resumable, the
 /// newest finished one (`finished`). When no folder of the family holds a checkpoint (no run yet,

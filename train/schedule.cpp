@@ -49,10 +49,24 @@ double LrSchedule::at(double t) const {
   if (kind == "none") return lr;
   if (t == 0 && warmup_t == 0) return lr;  // timm's first lr is the optimizer's, never stepped to 0
   if (t < warmup_t) {
-    const double end = kind == "tanh" ? after_warmup(warmup_t) : lr;
+    const double end = kind == "tanh" && !warmup_prefix ? after_warmup(warmup_t) : lr;
     return warmup_lr + t * ((end - warmup_lr) / warmup_t);  // timm's order: per-t step first
   }
-  return after_warmup(t);
+  return after_warmup(warmup_prefix ? t - warmup_t : t);
+}
+
+int64_t run_epochs(const Config& cfg) {
+  const bool cycle = cfg.sched == "cosine" || cfg.sched == "tanh" || cfg.sched == "poly";
+  return cfg.epochs + (cycle ? cfg.cooldown_epochs : 0) +
+         (cfg.warmup_prefix ? cfg.warmup_epochs : 0);
+}
+
+std::string run_epochs_text(const Config& cfg) {
+  const int64_t prefix = cfg.warmup_prefix ? cfg.warmup_epochs : 0;
+  const int64_t cooldown = run_epochs(cfg) - cfg.epochs - prefix;
+  if (prefix == 0 && cooldown == 0) return str("epochs ", cfg.epochs);
+  return str(run_epochs(cfg), " epochs (", prefix > 0 ? str("warmup_epochs ", prefix, " + ") : "",
+             "epochs ", cfg.epochs, cooldown > 0 ? str(" + cooldown_epochs ", cooldown) : "", ")");
 }
 
 int64_t updates_per_epoch(int64_t steps, int64_t accum) {
@@ -75,6 +89,7 @@ LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch) {
   out.warmup_lr = s.warmup_lr;
   out.min_lr = s.min_lr;
   out.decay_rate = s.decay_rate;
+  out.warmup_prefix = s.warmup_prefix;
   // timm's create_scheduler_v2 multiplies each length and position by updates per epoch
   const double unit = s.sched_on_updates ? static_cast<double>(updates_per_epoch) : 1.0;
   out.warmup_t = static_cast<double>(s.warmup_epochs) * unit;

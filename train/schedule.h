@@ -1,12 +1,11 @@
 // Learning-rate schedules: timm's schedulers as its create_scheduler_v2 makes them from train.py's
-// keys (one cycle, no k-decay, no noise, warmup_prefix false), stepped per epoch or per optimizer
-// update (sched_on_updates). With t, warmup_t, T (epochs), decay_t (decay_epochs) and the
-// milestones m_i (decay_milestones) in epochs, or in updates (x updates per epoch) when stepping
-// per update:
+// keys (one cycle, no k-decay, no noise), stepped per epoch or per optimizer update
+// (sched_on_updates). With t, warmup_t, T (epochs), decay_t (decay_epochs) and the milestones m_i
+// (decay_milestones) in epochs, or in updates (x updates per epoch) when stepping per update:
 //
-//   t < warmup_t:  lr(t) = warmup_lr + t (end - warmup_lr) / warmup_t, a line to end = lr (tanh:
-//                  to its own curve's value at warmup_t, as timm's TanhLRScheduler)
-//   otherwise, by sched:
+//   t < warmup_t:  lr(t) = warmup_lr + t (end - warmup_lr) / warmup_t, a line to end = lr (tanh
+//                  without warmup_prefix: to its own curve's value at warmup_t, as timm's)
+//   otherwise, with t - warmup_t for t when warmup_prefix, by sched:
 //     cosine:      min_lr + 0.5 (lr - min_lr)(1 + cos(pi t / T)),             min_lr from t = T
 //     tanh:        min_lr + 0.5 (lr - min_lr)(1 - tanh(-7 (1 - t/T) + 3 t/T)), min_lr from t = T
 //     poly:        min_lr + (lr - min_lr)(1 - t/T)^decay_rate,                min_lr from t = T
@@ -18,10 +17,11 @@
 //   stepped to t = 0: tanh's formula would give 8e-7 less, and a milestone 0 or 1 a decayed lr)
 // step and multistep have no floor (min_lr unused); poly's power is decay_rate (timm overloads it,
 // default 0.1 included).
-// The warmup replaces the schedule's start (timm's warmup_prefix false): at t = warmup_t the
-// cosine's lr is already min_lr + 0.5 (lr - min_lr)(1 + cos(pi warmup_t / T)), a little below lr.
-// (ConvNeXt's own code runs the cosine over T - warmup_t after the warmup instead, as timm's
-// warmup_prefix does over T after it; neither is this schedule.)
+// The warmup replaces the schedule's start (warmup_prefix false, timm's default): at t = warmup_t
+// the cosine's lr is already min_lr + 0.5 (lr - min_lr)(1 + cos(pi warmup_t / T)), a little below
+// lr. With warmup_prefix the schedule starts after the warmup, from lr, and the run is
+// warmup_epochs longer (run_epochs). (ConvNeXt's own code runs the cosine over T - warmup_t after
+// the warmup, neither of the two.) cooldown_epochs lengthens a cosine, tanh or poly run at min_lr.
 //
 // RunSchedule is the lr of a whole run: the config's schedule, or, for the positions before a
 // resume changed it, the earlier schedule recorded in schedule_history (train/config.h).
@@ -44,6 +44,7 @@ struct LrSchedule {
   double decay_t = 1;              ///< step: length between decays
   std::vector<double> milestones;  ///< multistep: decay positions, increasing
   double decay_rate = 0.1;         ///< step, multistep: the lr's factor per decay; poly: power
+  bool warmup_prefix = false;      ///< the schedule's t counts from the warmup's end
 
   /// Learning rate at time t (epoch index or update index, starting at 0).
   double at(double t) const;
@@ -51,6 +52,16 @@ struct LrSchedule {
  private:
   double after_warmup(double t) const;  // the schedule's own value at t (the formulas by sched)
 };
+
+/// The epochs a run trains: timm's num_epochs (create_scheduler_v2), which its train.py runs:
+/// epochs, plus cooldown_epochs for cosine, tanh and poly (whose lr is min_lr by then; step,
+/// multistep and none ignore it), plus warmup_epochs with warmup_prefix (for every sched, none
+/// too, as timm).
+int64_t run_epochs(const Config& cfg);
+
+/// run_epochs as the keys make it, for messages: "epochs 10", or "12 epochs (epochs 10 +
+/// cooldown_epochs 2)".
+std::string run_epochs_text(const Config& cfg);
 
 /// Optimizer updates in an epoch of `steps` micro-batches, `accum` to an update: ceil(steps /
 /// accum), the last micro-batches making an update even when fewer than accum (timm's train.py).

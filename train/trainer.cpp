@@ -208,7 +208,7 @@ void open_run_folder(Session& s) {
   s.resume_path = s.cfg.resume;
   // rank 0 picks alone: another rank would find the folder rank 0 has just locked in use
   if (s.resume_path == "auto" && dist::is_main()) {
-    const ResumePick pick = pick_resume_checkpoint(out_root, s.cfg.experiment, s.cfg.epochs);
+    const ResumePick pick = pick_resume_checkpoint(out_root, s.cfg.experiment, run_epochs(s.cfg));
     s.resume_path = pick.checkpoint;
     s.resume_reason = pick.reason;
   }
@@ -378,24 +378,26 @@ RecordedConfig recorded_config(const Session& s) {
 
 // A resumed run whose epochs are all done: its result, trained no further.
 std::optional<TrainResult> already_finished(const Session& s) {
+  // the run's length is epochs and what cooldown_epochs and warmup_prefix add (run_epochs): the
+  // advice names the epochs that give a length
+  const int64_t run = run_epochs(s.cfg), added = run - s.cfg.epochs;
+  const std::string run_text = added == 0 ? str("--epochs ", run) : run_epochs_text(s.cfg);
   // a run stopped inside an epoch that --epochs no longer reaches: neither finished nor resumable
-  HG_CHECK(!s.resumed || s.resumed->step_in_epoch == 0 || s.resumed->epoch < s.cfg.epochs,
+  HG_CHECK(!s.resumed || s.resumed->step_in_epoch == 0 || s.resumed->epoch < run,
            "resume: ", s.resume_path, " stopped inside epoch ",
-           s.resumed ? s.resumed->epoch + 1 : 0, ", past --epochs ", s.cfg.epochs,
-           ": resume with --epochs ", s.resumed ? s.resumed->epoch + 1 : 0,
-           " or more to finish that epoch");
+           s.resumed ? s.resumed->epoch + 1 : 0, ", past ", run_text, ": resume with --epochs ",
+           s.resumed ? s.resumed->epoch + 1 - added : 0, " or more to finish that epoch");
   // --stop-after-epoch counts the run's epochs: on a resume past it, nothing would train (the
   // session said it "finished an evaluation" it never ran)
   const int64_t stop = s.opts.stop_after_epoch;
   HG_CHECK(!s.resumed || stop < 0 || s.resumed->epoch < stop ||
-               (s.resumed->step_in_epoch == 0 && s.resumed->epoch >= s.cfg.epochs),
+               (s.resumed->step_in_epoch == 0 && s.resumed->epoch >= run),
            "resume: ", s.resume_path, " has done ", s.resumed ? s.resumed->epoch : 0, " epoch",
            s.resumed && s.resumed->epoch == 1 ? "" : "s", ", so --stop-after-epoch ", stop,
            " leaves nothing to train (it counts the run's "
            "epochs, not this session's): give --stop-after-epoch ",
            s.resumed ? s.resumed->epoch + 1 : 1, " or more");
-  if (!s.resumed || s.resumed->step_in_epoch != 0 || s.resumed->epoch < s.cfg.epochs)
-    return std::nullopt;
+  if (!s.resumed || s.resumed->step_in_epoch != 0 || s.resumed->epoch < run) return std::nullopt;
   // The keys a resume checks, checked though nothing trains: a config unlike the run's would pass
   // unsaid, as if it had been used. A schedule change is allowed, and applies to no epoch.
   const RecordedConfig rec = recorded_config(s);
@@ -408,11 +410,11 @@ std::optional<TrainResult> already_finished(const Session& s) {
   const int64_t done_epochs = s.resumed->epoch;
   spdlog::warn(
       "nothing to train: {} (best {} at epoch {}); set --epochs {} to train on{}",
-      done_epochs == s.cfg.epochs
+      done_epochs == run
           ? str("all ", done_epochs, " epochs of this run are done")
-          : str("this run has done ", done_epochs, " epochs, more than epochs ", s.cfg.epochs),
+          : str("this run has done ", done_epochs, " epochs, more than ", run_epochs_text(s.cfg)),
       best_score(*s.resumed), s.resumed->best_epoch,
-      done_epochs == s.cfg.epochs ? std::string("higher") : str("above ", done_epochs),
+      done_epochs == run ? std::string("higher") : str("above ", done_epochs - added),
       unused_schedule.empty()
           ? std::string()
           : str(" (this session's schedule change, ", unused_schedule, ", applies to no epoch)"));
@@ -608,20 +610,24 @@ void build_model(Session& s) {
   if (cfg.sched == "none" && cfg.warmup_epochs > 0)
     spdlog::warn(
         "sched none: every update has lr {:.3g}; warmup_epochs {} is not applied (as in timm, "
-        "sched none has no warmup): sched cosine warms up, or set warmup_epochs 0 to say so",
-        peak_lr(cfg, "schedule"), cfg.warmup_epochs);
-  if (cfg.sched != "none" && cfg.warmup_epochs >= cfg.epochs) {
+        "sched none has no warmup{}): sched cosine warms up, or set warmup_epochs 0 to say so",
+        peak_lr(cfg, "schedule"), cfg.warmup_epochs,
+        cfg.warmup_prefix ? "; with warmup_prefix its epochs are still added to the run, at lr, "
+                            "as timm adds them"
+                          : "");
+  const int64_t run = run_epochs(cfg);
+  if (cfg.sched != "none" && cfg.warmup_epochs >= run) {  // (never with warmup_prefix)
     // The lr of the first and the last update, as the step lines show it. summary.csv records
     // timm's lr, which stepping per update is the one set after an epoch's last update: in the
     // last row the schedule's value after the run (min_lr when the warmup ends with it), which
     // reads as a decay unless it is said.
-    const int64_t updates = cfg.epochs * s.updates_per_epoch;
+    const int64_t updates = run * s.updates_per_epoch;
     const double first = s.sched->lr(0, 0, 0);
-    const double last = s.sched->lr(cfg.epochs - 1, s.steps_per_epoch - 1, updates - 1);
+    const double last = s.sched->lr(run - 1, s.steps_per_epoch - 1, updates - 1);
     spdlog::warn(
-        "warmup_epochs {} >= epochs {}: the run ends within the warmup: {}, below lr {:.3g}, and "
+        "warmup_epochs {} >= {}: the run ends within the warmup: {}, below lr {:.3g}, and "
         "the {} schedule never decays it (fewer warmup_epochs, or more epochs){}",
-        cfg.warmup_epochs, cfg.epochs,
+        cfg.warmup_epochs, run_epochs_text(cfg),
         first == last ? fmt::format("every update has lr {:.3g}", first)
                       : fmt::format("its updates' lr rises from {:.3g} to {:.3g}", first, last),
         peak_lr(cfg, "warmup"), cfg.sched,
@@ -629,7 +635,7 @@ void build_model(Session& s) {
             ? fmt::format(
                   "; summary.csv's lr column gives the lr set after each epoch's last update "
                   "(timm's): {:.3g} in the last row, used by no update",
-                  s.sched->lr(cfg.epochs, 0, updates))
+                  s.sched->lr(run, 0, updates))
             : std::string());
   }
 }
@@ -962,7 +968,7 @@ void report_progress(Session& s, int64_t epoch, const EpochProgress& p, double s
                     " ", fmt::format("{:.0f}", ips), " img/s"));
   } else if (log_point(s, p.step)) {
     spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.3g} {:.0f} img/s", epoch + 1,
-                 s.cfg.epochs, p.step, s.steps_per_epoch, loss, lr_now, ips);
+                 run_epochs(s.cfg), p.step, s.steps_per_epoch, loss, lr_now, ips);
   }
 }
 
@@ -1001,7 +1007,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   const int64_t images_timed_before = p.images_timed;
   s.train_loader->start_epoch(epoch, p.step);
   set_lr(s, s.sched->lr(epoch, p.step, s.st.updates));
-  s.console->start_bar(str("epoch ", epoch + 1, "/", s.cfg.epochs), s.steps_per_epoch);
+  s.console->start_bar(str("epoch ", epoch + 1, "/", run_epochs(s.cfg)), s.steps_per_epoch);
   const auto t0 = std::chrono::steady_clock::now();
   data::Batch b;
   DataWait wait(s.device);
@@ -1227,7 +1233,7 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Epoch
   spdlog::info(
       "epoch {}/{}: train loss {:.4f}, {}{:.0f} img/s, waited for data {:.1f}% of the time, peak "
       "{:.1f} MiB",
-      epoch + 1, s.cfg.epochs, row.train_loss,
+      epoch + 1, run_epochs(s.cfg), row.train_loss,
       sc.eval ? fmt::format("eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%, ", row.eval_loss,
                             row.eval_top1, row.eval_top5)
               : std::string(),
@@ -1238,8 +1244,8 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Epoch
     spdlog::info(
         "epoch {}/{}: GPU data stage per batch: the training stream waited {:.3f} ms for decodes, "
         "copies + crop kernel {:.3f} ms ({} batches timed, {} not complete when read)",
-        epoch + 1, s.cfg.epochs, per * l.gpu_decode_wait_seconds, per * l.gpu_transform_seconds,
-        l.gpu_batches_timed, l.gpu_batches_dropped);
+        epoch + 1, run_epochs(s.cfg), per * l.gpu_decode_wait_seconds,
+        per * l.gpu_transform_seconds, l.gpu_batches_timed, l.gpu_batches_dropped);
   }
   // nvjpeg: the decoder thread's own time; decoding near the step time means the loader is the step
   if (const data::NvjpegHostTimes& d = p.loader.gpu_decoder; d.batches > 0) {
@@ -1247,11 +1253,12 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Epoch
     spdlog::info(
         "epoch {}/{}: JPEG decoder thread per batch: {:.2f} ms decoding, {:.2f} ms waiting for a "
         "free output buffer ({} batches)",
-        epoch + 1, s.cfg.epochs, per * d.decode_seconds, per * d.buffer_wait_seconds, d.batches);
+        epoch + 1, run_epochs(s.cfg), per * d.decode_seconds, per * d.buffer_wait_seconds,
+        d.batches);
   }
   if (row.has_ema)
     spdlog::info("epoch {}/{}: EMA eval loss {:.4f}, top-1 {:.2f}%, top-5 {:.2f}%", epoch + 1,
-                 s.cfg.epochs, row.eval_loss_ema, row.eval_top1_ema, row.eval_top5_ema);
+                 run_epochs(s.cfg), row.eval_loss_ema, row.eval_top1_ema, row.eval_top5_ema);
 }
 
 // Evaluates the model (and EMA; nothing in a run without validation), records the epoch, and stops
@@ -1563,7 +1570,8 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   if (std::optional<TrainResult> stopped = start_training(s)) return *stopped;
   carry_best_into_folder(s);
   const int64_t stop = s.opts.stop_after_epoch;
-  const int64_t last_epoch = stop >= 0 ? std::min<int64_t>(s.cfg.epochs, stop) : s.cfg.epochs;
+  const int64_t last_epoch =
+      stop >= 0 ? std::min<int64_t>(run_epochs(s.cfg), stop) : run_epochs(s.cfg);
   for (int64_t epoch = s.st.epoch; epoch < last_epoch; ++epoch) {
     const EpochProgress p = train_epoch(s, epoch);
     if (s.dp->any_rank(stop_signal() != 0)) {  // Ctrl-C, SIGTERM: save where we are, leave cleanly

@@ -1128,6 +1128,8 @@ TEST_F(ConfigTest, TimmsStepAndMultistepKeys) {
   EXPECT_EQ(d.decay_epochs, 90);
   EXPECT_EQ(d.decay_milestones, (std::vector<int64_t>{90, 180, 270}));
   EXPECT_EQ(d.decay_rate, 0.1);
+  EXPECT_FALSE(d.warmup_prefix);
+  EXPECT_EQ(d.cooldown_epochs, 0);
   Config c;
   hg::train::apply_overrides(c, {"--sched", "step", "--decay-epochs", "30", "--decay-rate", "0.1"});
   EXPECT_EQ(c.sched, "step");
@@ -1170,8 +1172,8 @@ TEST_F(ConfigTest, ScheduleKeyErrorsNameTheKey) {
                   {"'sched'", "line 1", "'plateau'", "not supported", "eval metric",
                    "every checkpoint", "step or multistep"});
   expect_contains(override_error({"--patience-epochs", "10"}), {"'patience_epochs'", "plateau"});
-  expect_contains(override_error({"--cooldown-epochs", "10"}),
-                  {"'cooldown_epochs'", "tanh and poly", "step and multistep ignore it"});
+  expect_contains(load_error("cooldown_epochs: -1\n"), {"'cooldown_epochs'", ">= 0"});
+  expect_contains(load_error("warmup_prefix: 1\n"), {"'warmup_prefix'", "true or false"});
 }
 
 // schedule_history entries hold the new keys, and round-trip through args.yaml; an entry written
@@ -1184,13 +1186,18 @@ TEST_F(ConfigTest, ScheduleHistoryHoldsTheDecayKeysAndOlderEntriesLoad) {
   c.decay_milestones = {2, 4};
   c.decay_rate = 0.5;
   c.decay_epochs = 1.5;
+  c.warmup_prefix = true;
+  c.cooldown_epochs = 3;
   c.schedule_history = {hg::train::schedule_segment(c, 3, 1, "test")};
   c.decay_rate = 0.25;
+  c.warmup_prefix = false;
   const Config back = hg::train::config_from_yaml(hg::train::to_yaml(c), "args.yaml");
   EXPECT_EQ(back, c) << hg::train::to_yaml(back);
   ASSERT_EQ(back.schedule_history.size(), 1u);
   EXPECT_EQ(back.schedule_history[0].decay_rate, 0.5);
   EXPECT_EQ(back.schedule_history[0].decay_milestones, (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(back.schedule_history[0].warmup_prefix);
+  EXPECT_EQ(back.cooldown_epochs, 3);
   const std::string old_entry =
       "lr: 0.1\nschedule_history: [{until_epoch: 2, until_step: 0, epochs: 5, lr: 0.2, sched: "
       "\"cosine\", warmup_epochs: 1, warmup_lr: 1e-05, min_lr: 0, sched_on_updates: false";
@@ -1203,6 +1210,7 @@ TEST_F(ConfigTest, ScheduleHistoryHoldsTheDecayKeysAndOlderEntriesLoad) {
   EXPECT_EQ(s.decay_epochs, d.decay_epochs);
   EXPECT_EQ(s.decay_milestones, d.decay_milestones);
   EXPECT_EQ(s.decay_rate, d.decay_rate);
+  EXPECT_EQ(s.warmup_prefix, d.warmup_prefix);
   expect_contains(load_error(old_entry + ", decay_rate: 0}]\n"),
                   {"'schedule_history[0].decay_rate'", "> 0"});
   expect_contains(load_error(old_entry + ", decay_milestones: [3, 1]}]\n"),
@@ -1210,7 +1218,7 @@ TEST_F(ConfigTest, ScheduleHistoryHoldsTheDecayKeysAndOlderEntriesLoad) {
   expect_contains(load_error(old_entry + ", decay_rate: 0.5, decay_rate: 0.5}]\n"),
                   {"schedule_history[0].decay_rate", "given twice"});
   expect_contains(load_error(old_entry + ", decay: 1}]\n"),
-                  {"unknown key 'decay'", "decay_milestones, decay_rate"});
+                  {"unknown key 'decay'", "decay_milestones, decay_rate, warmup_prefix"});
   // the keys an entry always held are still required
   std::string no_min_lr = old_entry;
   no_min_lr.erase(no_min_lr.find(", min_lr: 0"), std::string(", min_lr: 0").size());

@@ -185,6 +185,8 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"decay_epochs", "train/config.cpp"},
       {"decay_milestones", "train/config.cpp"},
       {"decay_rate", "train/config.cpp"},
+      {"warmup_prefix", "train/config.cpp"},
+      {"cooldown_epochs", "train/schedule.cpp"},  // run_epochs, which the trainer runs
       {"schedule_history", "train/schedule.cpp"},
       {"grad_accum_steps", "train/trainer.cpp"},
       {"smoothing", "train/trainer.cpp"},

@@ -113,3 +113,25 @@ TEST(ResumeSettings, AChangedDecayRateIsRecordedInTheHistory) {
   EXPECT_EQ(again.session.schedule_history, r.session.schedule_history);
   EXPECT_FALSE(again.args_changed);
 }
+
+// cooldown_epochs changes how long a run is, not its lr: a resume may change it (a finished run
+// then trains the epochs it adds), with nothing for schedule_history; warmup_prefix changes the
+// lr, so the schedule that ran without it is recorded.
+TEST(ResumeSettings, CooldownChangesTheLengthWarmupPrefixTheSchedule) {
+  hg::train::Config recorded = smoke();  // cosine, warmup_epochs 1
+  recorded.epochs = 4;
+  hg::train::Config session = recorded;
+  session.cooldown_epochs = 2;
+  hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 4, 0, 12, 3);
+  EXPECT_TRUE(r.session.schedule_history.empty());
+  EXPECT_EQ(r.args.cooldown_epochs, 2);
+  EXPECT_TRUE(r.args_changed);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("cooldown_epochs 0 -> 2"), std::string::npos) << r.notes[0];
+  session.warmup_prefix = true;
+  r = hg::train::reconcile_resume(recorded, "args.yaml", session, 2, 0, 6, 3);
+  ASSERT_EQ(r.session.schedule_history.size(), 1u);
+  EXPECT_FALSE(r.session.schedule_history[0].warmup_prefix);
+  EXPECT_TRUE(r.args.warmup_prefix);
+}

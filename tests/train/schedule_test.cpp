@@ -132,6 +132,83 @@ TEST(Schedule, TanhAsTimm) {
   EXPECT_NEAR(s.at(1), 0.9999989945258648, 1e-15);
 }
 
+// warmup_prefix (timm's): after the warmup t counts from its end, so every schedule starts from lr
+// there (tanh's warmup then ends at lr, not at its curve's value), each decay comes warmup_t
+// later, and the cosine ends at warmup_t + T.
+TEST(Schedule, WarmupPrefixAsTimm) {
+  for (const char* kind : {"cosine", "tanh", "poly"}) {
+    LrSchedule s = schedule(kind, 5);
+    s.warmup_prefix = true;
+    s.decay_rate = 0.9;
+    expect_values(s, {{0, 1e-3}, {2, 0.4006}, {105, 0.01}});
+  }
+  LrSchedule s = schedule("cosine", 5);
+  s.warmup_prefix = true;
+  expect_values(s, {{5, 1.0}, {55, 0.505}, {104, 0.010244252618962859}});
+  s.kind = "tanh";
+  expect_values(s, {{5, 0.9999991767872526}, {55, 0.9821936521375294}});
+  s.kind = "poly";
+  s.decay_rate = 0.9;
+  expect_values(s, {{5, 1.0}, {55, 0.5405278639554651}});
+  s.kind = "step";
+  s.lr = 0.1;
+  s.warmup_t = 3;
+  s.decay_t = 30;
+  s.decay_rate = 0.1;
+  expect_values(s, {{2, 0.067}, {3, 0.1}, {32, 0.1}, {33, 0.01}});
+  s.kind = "multistep";
+  s.warmup_t = 5;
+  s.milestones = {30};
+  expect_values(s, {{5, 0.1}, {33, 0.1}, {34, 0.01}});  // t - 5 + 1 reaches 30 at t = 34
+}
+
+// The epochs a run trains, timm's num_epochs: cooldown_epochs lengthens cosine, tanh and poly
+// (step, multistep and none ignore it), warmup_prefix every sched (none too, as timm's factory).
+TEST(Schedule, RunEpochsAsTimm) {
+  Config c;
+  c.epochs = 100;
+  c.warmup_epochs = 5;
+  c.cooldown_epochs = 10;
+  const std::vector<std::pair<std::string, int64_t>> want = {{"cosine", 110},    {"tanh", 110},
+                                                             {"poly", 110},      {"step", 100},
+                                                             {"multistep", 100}, {"none", 100}};
+  for (const auto& [sched, epochs] : want) {
+    c.sched = sched;
+    c.warmup_prefix = false;
+    EXPECT_EQ(run_epochs(c), epochs) << sched;
+    c.warmup_prefix = true;
+    EXPECT_EQ(run_epochs(c), epochs + 5) << sched << " with warmup_prefix";
+  }
+  EXPECT_EQ(run_epochs_text(c), "105 epochs (warmup_epochs 5 + epochs 100)");  // none
+  c.sched = "cosine";
+  EXPECT_EQ(run_epochs_text(c), "115 epochs (warmup_epochs 5 + epochs 100 + cooldown_epochs 10)");
+  c.warmup_prefix = false;
+  EXPECT_EQ(run_epochs_text(c), "110 epochs (epochs 100 + cooldown_epochs 10)");
+  c.cooldown_epochs = 0;
+  EXPECT_EQ(run_epochs_text(c), "epochs 100");
+}
+
+// Per update, warmup_prefix shifts t by the warmup's updates (3 here): the cosine over epochs 2
+// (6 updates) runs from update 3 to 9, and a cooldown epoch after it has min_lr.
+TEST(Schedule, WarmupPrefixAndCooldownPerUpdate) {
+  Config c;
+  c.sched = "cosine";
+  c.lr = 0.1;
+  c.min_lr = 1e-3;
+  c.warmup_lr = 0.01;
+  c.warmup_epochs = 1;
+  c.epochs = 2;
+  c.cooldown_epochs = 1;
+  c.warmup_prefix = true;
+  c.sched_on_updates = true;
+  ASSERT_EQ(run_epochs(c), 4);
+  const RunSchedule r(c, 3);
+  const std::vector<std::pair<int64_t, double>> want = {
+      {0, 0.01}, {1, 0.04}, {3, 0.1}, {6, 0.0505}, {8, 0.007631742512670284},
+      {9, 1e-3}, {11, 1e-3}};
+  for (const auto& [u, lr] : want) EXPECT_NEAR(r.lr(u / 3, u % 3, u), lr, 1e-15) << "update " << u;
+}
+
 // sched_on_updates: t counts optimizer updates (3 an epoch here), update u using lr(u).
 TEST(Schedule, PerUpdate) {
   Config c;

@@ -1199,6 +1199,32 @@ TEST_F(TrainerTest, TheWarmupWarningAgreesWithTheSummarysLrColumn) {
   }
 }
 
+// timm's train.py runs num_epochs: with warmup_prefix the warmup comes before the epochs of the
+// schedule, and cooldown_epochs after them, at min_lr; the log counts that length, and a finished
+// run resumed with a longer cooldown trains the epochs it adds.
+TEST_F(TrainerTest, WarmupPrefixAndCooldownLengthenTheRun) {
+  train::Config a = run_config("cooldown", 1);  // cosine from lr 1e-3, warmup 1 from 1e-5
+  a.warmup_prefix = true;
+  a.cooldown_epochs = 1;
+  const fs::path dir = train::train(a, quiet_options()).run_dir;
+  std::vector<train::SummaryRow> rows =
+      train::read_summary((dir / "summary.csv").string(), 10).rows;
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].lr, 1e-5);           // the warmup's start
+  EXPECT_NEAR(rows[1].lr, 1e-3, 1e-15);  // the cosine's start, after the warmup
+  EXPECT_EQ(rows[2].lr, a.min_lr);       // the cooldown
+  EXPECT_NE(last_line_with(dir / "log.txt", "epoch 3/3: train loss"), "");
+  train::Config longer = resume_of(a, dir);
+  longer.cooldown_epochs = 2;
+  EXPECT_EQ(train::train(longer, quiet_options()).run_dir, dir.string());
+  rows = train::read_summary((dir / "summary.csv").string(), 10).rows;
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[3].lr, a.min_lr);
+  const train::Config args = train::load_config((dir / "args.yaml").string());
+  EXPECT_EQ(args.cooldown_epochs, 2);
+  EXPECT_TRUE(args.schedule_history.empty());  // the lr of every epoch is the same as before
+}
+
 // sched none with warmup_epochs left at a recipe's value trained at the full lr from the first
 // update, unsaid (train --help read "learning-rate schedule after warmup"). As in timm there is
 // no warmup then; the log (and --help) says so.
