@@ -107,7 +107,7 @@ void check_result_keys(const Config& recorded, const std::string& recorded_sourc
   const std::string changed = differences(recorded, session, fixed);
   if (!changed.empty())
     throw Error(str("resume: this session's settings differ from the run's (", recorded_source,
-                    ") in keys that ", "shape its results: ", changed,
+                    ") in keys that shape its results: ", changed,
                     ". A resumed run may change only its schedule (", schedule_key_list(),
                     ") and session keys (device, workers, ...): resume with the ",
                     "run's values (e.g. its args.yaml) or start a new run"));
