@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""timm <-> haargrad learning-rate schedules: the same keys give the same lr, update by update.
+
+For each case (a sched with its keys: step, multistep, poly, tanh, cosine; warmup, warmup_prefix,
+cooldown_epochs; stepped per epoch or per update), `haargrad train configs/smoke.yaml` runs on the
+CPU (a tiny model on synthetic data, 3 updates an epoch, a log line per update), and timm's
+create_scheduler_v2 builds the scheduler of the same keys, stepped as timm's train.py steps it
+(step_update after every update, step(epoch + 1) after the epoch's summary row). Compared:
+  * the number of epochs the run trains (timm's num_epochs);
+  * the lr of every update (haargrad's log lines, printed to 3 significant digits);
+  * summary.csv's lr column (8 significant digits) against the lr timm's train.py writes there.
+Pass: every update's lr within 0.5% (the log's rounding) and every summary lr within 1e-6 relative.
+Prints one line per case and exits 0 when all pass, 1 otherwise; --out writes the cases as JSON.
+
+Needs python3 with torch and timm (the GPU machine has both; on a CPU machine a virtual environment
+with `pip install timm` is enough) and a built `haargrad`, run from the repository root:
+
+    python3 scripts/timm-sched-check.py --haargrad build/haargrad --out /tmp/sched-check.json
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+UPDATES_PER_EPOCH = 3  # configs/smoke.yaml: max_steps_per_epoch 3, grad_accum_steps 1
+
+# haargrad's keys (configs/smoke.yaml gives lr 1e-3, warmup_lr 1e-5, min_lr 1e-5 unless set here)
+CASES = {
+    "step": dict(sched="step", epochs=7, warmup_epochs=1, decay_epochs=2, decay_rate=0.5),
+    "step_fractional": dict(sched="step", epochs=6, warmup_epochs=0, decay_epochs=1.5, decay_rate=0.3),
+    "multistep": dict(sched="multistep", epochs=6, warmup_epochs=0, decay_milestones=[2, 4], decay_rate=0.3),
+    "poly_cooldown": dict(sched="poly", epochs=5, warmup_epochs=1, decay_rate=2.0, cooldown_epochs=2),
+    "tanh_prefix": dict(sched="tanh", epochs=6, warmup_epochs=2, warmup_prefix=True),
+    "tanh": dict(sched="tanh", epochs=5, warmup_epochs=2),
+    "cosine_prefix_cooldown": dict(sched="cosine", epochs=5, warmup_epochs=1, warmup_prefix=True,
+                                   cooldown_epochs=2, min_lr=1e-4),
+    "cosine_updates": dict(sched="cosine", epochs=4, warmup_epochs=1, sched_on_updates=True),
+    "step_updates": dict(sched="step", epochs=5, warmup_epochs=1, decay_epochs=1.5, decay_rate=0.5,
+                         sched_on_updates=True),
+    "multistep_updates": dict(sched="multistep", epochs=5, warmup_epochs=0, decay_milestones=[1, 3],
+                              decay_rate=0.2, sched_on_updates=True),
+    "poly_updates_prefix": dict(sched="poly", epochs=4, warmup_epochs=1, decay_rate=0.5, warmup_prefix=True,
+                                sched_on_updates=True),
+}
+SMOKE = dict(lr=1e-3, warmup_lr=1e-5, min_lr=1e-5)
+
+
+def flag(key, value):
+    name = "--" + key.replace("_", "-")
+    if isinstance(value, bool):
+        return [name, "true" if value else "false"]
+    if isinstance(value, list):
+        return [name, "[" + ", ".join(str(v) for v in value) + "]"]
+    return [name, str(value)]
+
+
+def run_haargrad(exe, name, keys, out_dir):
+    cmd = [exe, "train", "configs/smoke.yaml", "--device", "cpu", "--plain", "--output", out_dir,
+           "--experiment", name, "--log-interval", "1"]
+    for k, v in keys.items():
+        cmd += flag(k, v)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    used = [float(m.group(1)) for m in re.finditer(r"epoch \d+/\d+ step \d+/\d+ loss \S+ lr (\S+)",
+                                                   p.stdout + p.stderr)]
+    with open(os.path.join(out_dir, name, "summary.csv")) as f:
+        summary = [float(row["lr"]) for row in csv.DictReader(f)]
+    return used, summary
+
+
+def run_timm(keys):
+    import torch
+    from timm.scheduler import create_scheduler_v2
+
+    k = dict(SMOKE, **keys)
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=k["lr"])
+    on_updates = k.get("sched_on_updates", False)
+    # train.py's defaults for the keys a case leaves out (its argparse), as haargrad's config has them
+    sched, num_epochs = create_scheduler_v2(
+        opt, sched=k["sched"], num_epochs=k["epochs"], decay_epochs=k.get("decay_epochs", 90),
+        decay_milestones=k.get("decay_milestones", [90, 180, 270]),
+        cooldown_epochs=k.get("cooldown_epochs", 0), decay_rate=k.get("decay_rate", 0.1),
+        min_lr=k["min_lr"], warmup_lr=k["warmup_lr"], warmup_epochs=k["warmup_epochs"],
+        warmup_prefix=k.get("warmup_prefix", False), step_on_epochs=not on_updates,
+        updates_per_epoch=UPDATES_PER_EPOCH)
+    used, summary = [], []
+    updates = 0
+    for epoch in range(num_epochs):  # train.py: start_epoch 0, no step before the first epoch
+        for _ in range(UPDATES_PER_EPOCH):
+            used.append(opt.param_groups[0]["lr"])
+            updates += 1
+            sched.step_update(num_updates=updates)
+        summary.append(opt.param_groups[0]["lr"])  # update_summary, then lr_scheduler.step
+        sched.step(epoch + 1)
+    return used, summary
+
+
+def close(a, b, rel):
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-30)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--haargrad", default="build/haargrad")
+    ap.add_argument("--out", help="write the cases' lrs and verdicts as JSON here")
+    args = ap.parse_args()
+    results, ok = {}, True
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, keys in CASES.items():
+            h_used, h_summary = run_haargrad(args.haargrad, name, keys, tmp)
+            t_used, t_summary = run_timm(keys)
+            problems = []
+            if len(h_summary) != len(t_summary):
+                problems.append(f"epochs: haargrad {len(h_summary)}, timm {len(t_summary)}")
+            if len(h_used) != len(t_used):
+                problems.append(f"updates: haargrad {len(h_used)}, timm {len(t_used)}")
+            for i, (h, t) in enumerate(zip(h_used, t_used)):
+                if not close(h, t, 5e-3):
+                    problems.append(f"update {i}: haargrad lr {h:.6g}, timm {t:.6g}")
+            for i, (h, t) in enumerate(zip(h_summary, t_summary)):
+                if not close(h, t, 1e-6):
+                    problems.append(f"summary epoch {i + 1}: haargrad lr {h:.9g}, timm {t:.9g}")
+            ok &= not problems
+            results[name] = dict(keys=keys, haargrad_summary=h_summary, timm_summary=t_summary,
+                                 haargrad_used=h_used, timm_used=t_used, problems=problems)
+            print(f"{name:24s} {'ok' if not problems else 'FAILED'}: {len(h_summary)} epochs, "
+                  f"{len(h_used)} updates" + "".join("\n    " + p for p in problems[:6]), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+    print("all schedules as timm's" if ok else "some schedules differ from timm's")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
