@@ -1173,7 +1173,7 @@ TEST_F(ConfigTest, ScheduleKeyErrorsNameTheKey) {
                    "every checkpoint", "step or multistep"});
   expect_contains(override_error({"--patience-epochs", "10"}), {"'patience_epochs'", "plateau"});
   expect_contains(load_error("cooldown_epochs: -1\n"), {"'cooldown_epochs'", ">= 0"});
-  expect_contains(load_error("warmup_prefix: 1\n"), {"'warmup_prefix'", "true or false"});
+  expect_contains(load_error("warmup_prefix: 2\n"), {"'warmup_prefix'", "true or false"});
 }
 
 // schedule_history entries hold the new keys, and round-trip through args.yaml; an entry written
