@@ -26,6 +26,10 @@ timeout 300 python3 scripts/timm-check.py --haargrad $L/hg_new --out $OUT/timm-c
 echo "== timm-check (rc $?)"
 grep -vE "^\[|^ *$" $OUT/timm-check.txt | tail -8 | cut -c1-220
 el timm-check
+timeout 120 python3 scripts/timm-sched-check.py --haargrad $L/hg_new --out $OUT/sched-check.json \
+  > $OUT/sched-check.txt 2>&1
+echo "== timm-sched-check (rc $?)"; tail -13 $OUT/sched-check.txt
+el sched-check
 timeout 200 $L/hg_new bench configs/convnext_tiny.yaml --device cuda --precision bf16 --breakdown \
   > $OUT/breakdown.txt 2>&1
 echo "== bench CONFIG --breakdown, drop path 0.1 (rc $?)"
