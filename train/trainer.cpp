@@ -1261,6 +1261,24 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Epoch
                  run_epochs(s.cfg), row.eval_loss_ema, row.eval_top1_ema, row.eval_top5_ema);
 }
 
+// Without validation nothing looks at the weights an epoch ends with: its losses all came before
+// its last update, which may have made them non-finite (a diverging lr). Saved, that epoch was the
+// file to go on from and, by its lower train loss, model_best (the finite one rotated away), both
+// refused by resume and validate. It stops the run as a non-finite evaluation does.
+void check_weights_after_epoch(const Session& s, int64_t epoch) {
+  for (const ConvNeXt* m : {static_cast<const ConvNeXt*>(s.model.get()), ema_module(s)}) {
+    if (m == nullptr) continue;
+    const WeightCount w = nonfinite_weights(*m);
+    HG_CHECK(w.nonfinite == 0, "epoch ", epoch + 1, ": its last update left ", w.nonfinite,
+             " of the ", m == s.model.get() ? "model's " : "model EMA's ", w.total,
+             " weights non-finite (NaN or Inf; the first in '", w.first,
+             "'), after the epoch's finite losses: the model has diverged (a lower lr or "
+             "clip_grad may help); stopping; nothing of this epoch is saved (summary.csv records "
+             "it); ",
+             s.good.describe());
+  }
+}
+
 // Evaluates the model (and EMA; nothing in a run without validation), records the epoch, and stops
 // the run after its row is written when an evaluation was not finite (nothing of the epoch is
 // saved then). After the run's last epoch nothing asks for a stop signal again: the handler says
@@ -1276,7 +1294,10 @@ std::optional<EpochScores> evaluate_epoch(Session& s, int64_t epoch, const Epoch
   const bool stopped = last ? !change_stop_outcome(finish) : stop_signal() != 0;
   if (s.dp->any_rank(stopped)) return std::nullopt;  // a stop signal: not recorded
   record_epoch(s, epoch, p, sc);
-  if (!sc.eval) return sc;  // (the train loss is finite: read_losses stops the run otherwise)
+  if (!sc.eval) {  // (the train loss is finite: read_losses stops the run otherwise)
+    check_weights_after_epoch(s, epoch);
+    return sc;
+  }
   const Evaluation& ev = *sc.eval;
   s.result.last_top1 = ev.model.top1;
   s.result.last_top5 = ev.model.top5;

@@ -258,6 +258,39 @@ TEST_F(Faults, NonFiniteEvalIsNotBestAndTheEarlierCheckpointSurvivesRotation) {
   EXPECT_CONTAINS(rows[2], ",nan,0,0,");  // eval loss nan, top-1 0, top-5 0: never 100%
 }
 
+// Without validation nothing looked at the weights an epoch ends with: an epoch whose last update
+// made them non-finite (every loss of the epoch came before it, finite) was saved as last,
+// checkpoint-N and, by its lower train loss, model_best; the next step's NaN loss then named these
+// files as the ones to go on from, which resume and validate refuse. That epoch stops the run
+// instead, as a non-finite evaluation does, and the finite epoch's files stay.
+TEST_F(Faults, WithoutValidationNonFiniteWeightsAtAnEpochsEndAreNotSaved) {
+  train::Config c = smoke("nowts", 3);
+  c.val_split = "";
+  c.checkpoint_hist = 1;  // rotation keeps one: it must stay the finite epoch 1
+  train::TrainOptions opts = quiet_;
+  opts.after_step = [](int64_t epoch, int64_t step, ConvNeXt& m) {
+    if (epoch == 1 && step == 3) m.head_fc->bias.fill_(std::nan(""));  // epoch 2's last update
+    return false;
+  };
+  const std::string msg = error_of([&] { train::train(c, opts); });
+  const fs::path dir = root_ / "nowts";
+  EXPECT_CONTAINS(msg, "epoch 2: its last update left 4 of the model's");
+  EXPECT_CONTAINS(msg, "weights non-finite (NaN or Inf; the first in 'head.fc.bias')");
+  EXPECT_CONTAINS(msg, "nothing of this epoch is saved");
+  std::string last = "the run can go on from ";
+  last += (dir / "last.safetensors").string();
+  last += " (end of epoch 1)";
+  EXPECT_CONTAINS(msg, last);
+  std::string best = "the best model is ";
+  best += (dir / "model_best.safetensors").string();
+  best += " (epoch 1";
+  EXPECT_CONTAINS(msg, best);
+  EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 1);
+  EXPECT_EQ(state_of(dir / "model_best.safetensors").best_epoch, 1);
+  EXPECT_TRUE(fs::exists(dir / "checkpoint-1.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "checkpoint-2.safetensors"));
+}
+
 TEST(FaultsMetrics, RotationNeverDeletesTheLastFiniteCheckpoint) {
   using train::HistoryEntry;
   const double nan = std::nan("");
