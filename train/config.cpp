@@ -1362,6 +1362,12 @@ std::string expand_home(const std::string& path) {
   return found->pw_dir + rest;
 }
 
+namespace {
+// A config is a few KiB of keys (an args.yaml after many resumes, with its schedule_history, a few
+// tens): a file past this is something else given as the config, and is read no further.
+constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+}  // namespace
+
 Config load_config(const std::string& path, ImgSizeCheck img_size) {
   std::error_code ec;
   HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,
@@ -1392,20 +1398,34 @@ Config load_config(const std::string& path, ImgSizeCheck img_size) {
            ext == ".yaml" || ext == ".yml" ? ""
                                            : " (the first argument is the config file: `haargrad "
                                              "train CONFIG.yaml --key value ...`)");
-  std::ostringstream text;
-  text << in.rdbuf();
+  // at most one byte past the limit: the whole file was read before the checks below, a dataset
+  // archive given as the config into memory to its end, /dev/zero until the kernel killed us
+  std::string bytes(kMaxConfigBytes + 1, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<size_t>(in.gcount()));
   // an image or a model.pth given as the config would read as a YAML syntax error; UTF-16 text
   // (byte order mark first) holds NUL bytes too, and is YAML
-  const std::string& bytes = text.str();
   const bool utf16 = bytes.size() >= 2 && ((bytes[0] == '\xff' && bytes[1] == '\xfe') ||
                                            (bytes[0] == '\xfe' && bytes[1] == '\xff'));
   HG_CHECK(utf16 || bytes.find('\0') == std::string::npos, "config: '", path,
            "' is not a YAML text file (it holds NUL bytes: binary data such as a checkpoint or an "
            "image); the first argument is the config file: `haargrad train CONFIG.yaml --key "
            "value ...`");
+  if (bytes.size() > kMaxConfigBytes) {
+    const uintmax_t size = std::filesystem::is_regular_file(path, ec)
+                               ? std::filesystem::file_size(path, ec)
+                               : 0;  // a pipe, a device: no size to name
+    throw Error(
+        str("config: '", path, "' ",
+            size > kMaxConfigBytes && !ec ? str("is ", size, " bytes")
+                                          : str("holds more than ", kMaxConfigBytes, " bytes"),
+            ": not a config (a config is a few KiB of keys, e.g. configs/fashion_mnist.yaml "
+            "or a run's args.yaml); the first argument is the config file: `haargrad train "
+            "CONFIG.yaml --key value ...`"));
+  }
   // A file of no keys (empty, comments, null) is every default, which the command line may then
   // set: said, not refused.
-  const YAML::Node root = parse_document(text.str(), path);
+  const YAML::Node root = parse_document(bytes, path);
   if (root.IsNull())
     spdlog::warn(
         "config: '{}' holds no keys (it is empty, comments or null): every key has its default "

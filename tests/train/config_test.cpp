@@ -1,14 +1,19 @@
 // Tests of train/config: located errors (key, file, line), command-line overrides, the args.yaml
 // round trip, and that every shipped configs/*.yaml loads.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "captured_log.h"
 #include "core/error.h"
@@ -1003,6 +1008,68 @@ TEST_F(ConfigTest, ABinaryFileIsNamedAsNoYamlText) {
                                                           "3\0\n\0",
                                                           22));
   EXPECT_EQ(hg::train::load_config(utf16).epochs, 3);
+}
+
+// The config was read whole before any check: `haargrad train /dev/zero` took 24 GB until the
+// kernel killed it, and a dataset archive given as the config was read into memory to the end
+// before "it holds NUL bytes". A config is a few KiB: a file larger than 1 MiB is refused after
+// reading that much, naming the file and its size.
+TEST_F(ConfigTest, AFileFarLargerThanAConfigIsRefusedWithoutReadingItWhole) {
+  const size_t max = size_t{1} << 20;
+  std::string text = "epochs: 3\n";
+  while (text.size() <= max) text += "# a comment line of the kind a config holds a few of\n";
+  const std::string big = write("big.yaml", text);
+  std::string msg;
+  try {
+    hg::train::load_config(big);
+  } catch (const hg::Error& e) {
+    msg = e.what();
+  }
+  std::string want = "config: '";
+  want += big;
+  want += "' is ";
+  want += std::to_string(text.size());
+  want += " bytes";
+  expect_contains(msg, {want, "not a config"});
+  // the same lines up to the limit load
+  text.resize(text.rfind('\n', max - 1) + 1);
+  EXPECT_EQ(hg::train::load_config(write("fits.yaml", text)).epochs, 3);
+  // an endless source (`haargrad train <(generator)`, /dev/zero) is read no further than that
+  const std::string fifo = (dir_ / "endless.yaml").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto old_pipe = std::signal(SIGPIPE, SIG_IGN);  // the reader's close: EPIPE, not a kill
+  size_t written = 0;
+  std::thread writer([&] {
+    int fd = -1;
+    for (int i = 0; i < 1000 && fd < 0; ++i) {  // no reader yet: ENXIO (10 s at most)
+      fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (fd < 0) return;
+    fcntl(fd, F_SETFL, 0);  // blocking writes from here on
+    const std::string chunk(1 << 16, '#');
+    while (written < (size_t{256} << 20)) {
+      const ssize_t n = ::write(fd, chunk.data(), chunk.size());
+      if (n <= 0) break;
+      written += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  });
+  msg.clear();
+  try {
+    hg::train::load_config(fifo);
+  } catch (const hg::Error& e) {
+    msg = e.what();
+  }
+  writer.join();
+  std::signal(SIGPIPE, old_pipe);
+  want = "config: '";
+  want += fifo;
+  want += "' holds more than ";
+  want += std::to_string(max);
+  want += " bytes";
+  expect_contains(msg, {want, "not a config"});
+  EXPECT_LT(written, size_t{16} << 20);
 }
 
 // A folded block scalar (`model: >` over an indented name) is YAML for the name with a line break
