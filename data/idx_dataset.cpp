@@ -19,34 +19,44 @@ IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
   // gzopen reads gzip files and passes plain files through unchanged.
   std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
   HG_CHECK(f != nullptr, "IDX: cannot open '", path, "'");
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> chunk(1 << 20);
-  for (;;) {
-    int n = gzread(f.get(), chunk.data(), static_cast<unsigned>(chunk.size()));
-    if (n < 0) {
-      int code = 0;
-      const char* msg = gzerror(f.get(), &code);
-      throw Error(str("IDX: corrupt or unreadable gzip data in '", path, "': ", msg ? msg : "unknown error"));
+  size_t unpacked = 0;  // bytes read so far, the header's included
+  // Appends to `out` until it holds `limit` bytes or the data ends (false then).
+  const auto fill = [&](std::vector<uint8_t>& out, size_t limit) {
+    while (out.size() < limit) {
+      const size_t at = out.size(), want = std::min(limit - at, size_t{1} << 20);
+      out.resize(at + want);
+      const int n = gzread(f.get(), out.data() + at, static_cast<unsigned>(want));
+      if (n < 0) {
+        int code = 0;
+        const char* msg = gzerror(f.get(), &code);
+        throw Error(str("IDX: corrupt or unreadable gzip data in '", path,
+                        "': ", msg ? msg : "unknown error"));
+      }
+      out.resize(at + static_cast<size_t>(n));
+      unpacked += static_cast<size_t>(n);
+      if (n > 0) continue;
+      // zlib ends a gzip stream cut short like a whole one, with this error set
+      int code = Z_OK;
+      gzerror(f.get(), &code);
+      HG_CHECK(code != Z_BUF_ERROR, "IDX: the gzip data of '", path, "' ends early (", unpacked,
+               " bytes unpacked): the file is cut short (a download or copy that stopped?)");
+      return false;
     }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
-  }
-  // zlib ends a gzip stream cut short like a whole one, with this error set
-  int code = Z_OK;
-  gzerror(f.get(), &code);
-  HG_CHECK(code != Z_BUF_ERROR, "IDX: the gzip data of '", path, "' ends early (", bytes.size(),
-           " bytes unpacked): the file is cut short (a download or copy that stopped?)");
-  auto be32 = [&](size_t at) { return read_be32(bytes.data() + at); };
-  HG_CHECK(bytes.size() >= 4, "IDX: '", path, "' is too short (", bytes.size(), " bytes) to hold a header");
-  const uint32_t magic = be32(0);
+    return true;
+  };
+  std::vector<uint8_t> head;
+  fill(head, 4);
+  HG_CHECK(head.size() >= 4, "IDX: '", path, "' is too short (", head.size(),
+           " bytes) to hold a header");
+  const uint32_t magic = read_be32(head.data());
   HG_CHECK(magic == expected_magic, "IDX: '", path, "' has magic 0x", std::hex, magic, ", expected 0x",
            expected_magic, std::dec, expected_magic == 0x803 ? " (images)" : " (labels)");
   const size_t ndim = magic & 0xff;
   const size_t header = 4 + 4 * ndim;
-  HG_CHECK(bytes.size() >= header, "IDX: '", path, "' is truncated inside its header");
+  HG_CHECK(fill(head, header), "IDX: '", path, "' is truncated inside its header");
   IdxArray out;
   size_t expect = 1;
-  for (size_t d = 0; d < ndim; ++d) out.dims.push_back(be32(4 + 4 * d));
+  for (size_t d = 0; d < ndim; ++d) out.dims.push_back(read_be32(head.data() + 4 + 4 * d));
   // a product past 64 bits is named, not wrapped (40 x 2^31 x 2^30 wrapped to 0, matched an empty
   // file and failed later as "out of host memory")
   bool wraps = false;
@@ -54,10 +64,15 @@ IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
     wraps = wraps || (dim != 0 && expect > SIZE_MAX / static_cast<size_t>(dim));
     expect *= static_cast<size_t>(dim);
   }
-  HG_CHECK(!wraps && bytes.size() - header == expect, "IDX: '", path, "' has ",
-           bytes.size() - header, " data bytes, its header ", shape_str(out.dims), " says ",
-           wraps ? std::string("more than 2^64") : std::to_string(expect));
-  out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
+  HG_CHECK(!wraps, "IDX: '", path, "': its header ", shape_str(out.dims),
+           " says more than 2^64 data bytes");
+  // no more than one byte past what the header says: a file holding more (a header that lies, a
+  // small gzip file of gigabytes) was unpacked whole before this check, and then copied
+  const bool more = fill(out.data, std::min(expect, SIZE_MAX - 1) + 1);
+  HG_CHECK(!more, "IDX: '", path, "' holds more than the ", expect, " data bytes its header ",
+           shape_str(out.dims), " says");
+  HG_CHECK(out.data.size() == expect, "IDX: '", path, "' has ", out.data.size(),
+           " data bytes, its header ", shape_str(out.dims), " says ", expect);
   return out;
 }
 

@@ -126,8 +126,8 @@ TEST(Idx, BrokenFilesNameTheFile) {
   hg::test::write_bytes(tmp / "huge", be32(0x803) + be32(40) + be32(0x80000000u) + be32(1u << 30));
   msg = error_of([&] { hg::data::read_idx(tmp / "huge", 0x803); });
   EXPECT_NE(msg.find(hg::str("'", tmp / "huge",
-                             "' has 0 data bytes, its header [40, 2147483648, "
-                             "1073741824] says more than 2^64")),
+                             "': its header [40, 2147483648, 1073741824] says more than 2^64 "
+                             "data bytes")),
             std::string::npos)
       << msg;
 
@@ -192,6 +192,28 @@ TEST(Idx, AGzipFileCutShortIsNamedAsSuch) {
   const std::string msg = error_of([&] { hg::data::read_idx(tmp / "cut.gz", 0x801); });
   EXPECT_NE(msg.find("cut.gz"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cut short"), std::string::npos) << msg;
+}
+
+// A file holding more than its header says (a header that lies; a small gzip file that unpacks to
+// gigabytes) was unpacked whole, and copied once more, before its size was checked: 5 GiB of
+// zeros behind the header of 64 images, a 23 MB file, ended as "out of host memory ... try a
+// smaller batch_size", naming no file. It is read to one byte past the header's size.
+TEST(Idx, AFileHoldingMoreThanItsHeaderSaysIsNotReadToItsEnd) {
+  hg::test::TempDir tmp;
+  const std::string path = tmp / "train-images-idx3-ubyte.gz";
+  gzFile f = gzopen(path.c_str(), "wb1");
+  ASSERT_NE(f, nullptr);
+  const std::string header = be32(0x803) + be32(64) + be32(28) + be32(28);
+  ASSERT_EQ(gzwrite(f, header.data(), static_cast<unsigned>(header.size())), 16);
+  const std::string zeros(size_t{1} << 20, '\0');
+  for (int i = 0; i < 64; ++i)  // 64 MiB, about 64 KB packed
+    ASSERT_EQ(gzwrite(f, zeros.data(), static_cast<unsigned>(zeros.size())), 1 << 20);
+  gzclose(f);
+  const std::string msg = error_of([&] { hg::data::read_idx(path, 0x803); });
+  std::string want = "IDX: '";
+  want += path;
+  want += "' holds more than the 50176 data bytes its header [64, 28, 28] says";
+  EXPECT_NE(msg.find(want), std::string::npos) << msg;
 }
 
 // The Fashion-MNIST config run on a folder of images (--data-dir DIR without --dataset
