@@ -147,7 +147,10 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
     n += got;
     if (n == bytes.size()) bytes.resize(2 * n);
   }
-  if (std::ferror(f.get())) throw CorruptImage(path, "read error");
+  // a folder opens as a file and fails here (bench-augment --image DIR said only "read error")
+  if (std::ferror(f.get()))
+    throw CorruptImage(path, errno == EISDIR ? std::string("it is a folder, not an image file")
+                                             : str("read error: ", std::strerror(errno)));
   bytes.resize(n);
   return bytes;
 }

@@ -2,6 +2,8 @@
 // read block, larger than a JPEG usually is), and a clear error for a missing file.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "core/random.h"
 #include "data/image.h"
@@ -35,5 +37,21 @@ TEST(ReadFileBytes, MissingFileNamesIt) {
   } catch (const CorruptImage& e) {
     EXPECT_NE(std::string(e.what()).find("nope.jpg"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
+  }
+}
+
+// A folder given as an image (bench-augment --image DIR) opens as a file and fails at its first
+// read, which said only "cannot decode image 'DIR': read error". The system's reason is said.
+TEST(ReadFileBytes, AFolderIsNamedAsOne) {
+  hg::test::TempDir dir;
+  const std::string path = dir / "photos.jpg";
+  std::filesystem::create_directory(path);
+  try {
+    read_file_bytes(path);
+    FAIL() << "no error";
+  } catch (const CorruptImage& e) {
+    EXPECT_NE(std::string(e.what()).find("photos.jpg"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is a folder, not an image file"), std::string::npos)
+        << e.what();
   }
 }
