@@ -743,7 +743,22 @@ void restore_checkpoint(Session& s) {
 // that a folder given back during start-up holds nothing of it. Rank 0.
 void carry_best_into_folder(Session& s) {
   if (!s.resumed || !dist::is_main() || s.st.best_epoch < 1) return;
-  if (!s.claimed && file_exists(s.paths.best)) return;
+  // in place, a model_best of another epoch than the run's best is one whose copy a stop (a kill,
+  // a full disk) cut off after last.safetensors was written: the run named that best, and ended
+  // so while model_best held an earlier epoch
+  std::string stale;
+  if (!s.claimed && file_exists(s.paths.best)) {
+    std::optional<TrainState> held;
+    try {
+      held = read_train_state(s.paths.best.string());
+    } catch (const Error&) {  // unreadable: not the run's best either, but said as it is
+      return;
+    }
+    if (!held || (held->epoch == s.st.best_epoch && held->step_in_epoch == 0)) return;
+    stale = str(s.paths.best.string(), " holds epoch ", held->epoch,
+                ", not the run's best so far (epoch ", s.st.best_epoch, ", ", best_score(s.st),
+                "): a stop or a failed write cut off its copy");
+  }
   std::string from;
   if (s.st.best_epoch == s.st.epoch && s.st.step_in_epoch == 0) {
     from = s.resume_path;
@@ -763,11 +778,17 @@ void carry_best_into_folder(Session& s) {
           "model_best: the run's best so far (epoch {}, {}) is not in this folder; its "
           "model_best comes with the first epoch that beats it",
           s.st.best_epoch, best_score(s.st));
+    else if (!stale.empty())
+      spdlog::warn(
+          "model_best: {}, and that best is in no checkpoint of this folder; model_best comes "
+          "with the first epoch that beats it",
+          stale);
     else
       spdlog::warn(
           "model_best: {} is missing and the run's best so far (epoch {}, {}) is in no "
           "checkpoint of this folder; model_best comes with the first epoch that beats it",
           s.paths.best.string(), s.st.best_epoch, best_score(s.st));
+    if (!stale.empty()) s.good.best.reset();  // it is not the best the messages would name
     return;
   }
   io::copy_file_atomic(from, s.paths.best.string());
@@ -776,6 +797,8 @@ void carry_best_into_folder(Session& s) {
   if (s.claimed)
     spdlog::info("model_best: {} (epoch {}, the run's best so far) is this folder's model_best",
                  from, s.st.best_epoch);
+  else if (!stale.empty())
+    spdlog::warn("model_best: {}; {} takes its place", stale, from);
   else
     spdlog::warn("model_best: {} was missing; {} (epoch {}, the run's best so far) takes its place",
                  s.paths.best.string(), from, s.st.best_epoch);

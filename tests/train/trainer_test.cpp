@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/safetensors.h"
 #include "core/threads.h"
@@ -1024,6 +1025,40 @@ TEST_F(TrainerTest, AResumeInPlaceRestoresAMissingModelBestFromTheBestEpochsChec
   EXPECT_EQ(resumed.best_epoch, 1);
   ASSERT_TRUE(fs::exists(dir / "model_best.safetensors"));
   EXPECT_EQ(slurp(dir / "model_best.safetensors"), slurp(dir / "checkpoint-1.safetensors"));
+}
+
+// A stop between last.safetensors and its copy to model_best (a kill, the OOM killer, a full disk
+// failing the copy) left model_best at an earlier epoch than the best the run records. A resume in
+// place kept it (only a missing one came back): the run ended naming "best top-1 (epoch 2)" while
+// model_best held epoch 1. It takes the best epoch's checkpoint, the resumed one here.
+TEST_F(TrainerTest, AResumeInPlaceReplacesAModelBestOfAnEarlierEpochThanTheRunsBest) {
+  train::Config a = run_config("stale_best", 2);
+  a.checkpoint_hist = 2;
+  a.lr = 1e-12;  // the weights barely move: no later epoch beats another
+  a.warmup_lr = 0;
+  a.min_lr = 0;
+  const train::TrainResult ra = train::train(a, quiet_options());
+  const fs::path dir(ra.run_dir);
+  // epoch 2 made the best, and the run stopped before copying it: model_best is epoch 1's
+  const std::string last = (dir / "last.safetensors").string();
+  safetensors::File f = safetensors::load(last);
+  nlohmann::json state = nlohmann::json::parse(f.metadata.at("state"));
+  state["best_epoch"] = 2;
+  state["best_top1"] = state["eval_top1"];
+  f.metadata["state"] = state.dump();
+  safetensors::save(last, f);
+  fs::copy_file(dir / "checkpoint-1.safetensors", dir / "model_best.safetensors",
+                fs::copy_options::overwrite_existing);
+  ASSERT_TRUE(fs::remove(dir / "checkpoint-2.safetensors"));
+  const std::string epoch2 = slurp(last);
+  const train::TrainResult resumed = resume_last(a, dir, 3);
+  ASSERT_EQ(resumed.run_dir, ra.run_dir);
+  EXPECT_EQ(resumed.best_epoch, 2);
+  EXPECT_EQ(train::read_train_state((dir / "model_best.safetensors").string())->epoch, 2);
+  EXPECT_TRUE(slurp(dir / "model_best.safetensors") == epoch2);
+  std::string said = (dir / "model_best.safetensors").string();
+  said += " holds epoch 1, not the run's best so far (epoch 2";
+  EXPECT_NE(slurp(dir / "log.txt").find(said), std::string::npos) << slurp(dir / "log.txt");
 }
 
 // A resume in place whose summary.csv was lost (deleted, cut) went on writing the later rows alone,
