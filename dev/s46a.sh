@@ -9,6 +9,7 @@
 NAME=s46a
 source dev/labbin-lib.sh
 tests_first
+[ "${TESTS_ONLY:-0}" = 1 ] && exit 0  # the final tree's GPU tests alone
 F="--data-dir $PWD/.fmnist --output /tmp/runs --workers 8 --plain --device cuda"
 timeout 150 $L/hg_new train configs/fashion_mnist.yaml $F --precision bf16 --experiment fm_bf16 \
   > $OUT/fmnist_bf16.log 2>&1
