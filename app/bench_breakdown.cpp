@@ -5,6 +5,7 @@
 
 #include "core/autograd.h"
 #include "layers/drop_path.h"
+#include "layers/dropout.h"
 #include "layers/layer_scale.h"
 #include "layers/linear.h"
 #include "layers/loss.h"
@@ -293,7 +294,9 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
   const double head_macs = static_cast<double>(model.head_fc->weight.numel());  // per image
   h = timer.run(Piece("head",
                       [&](const Tensor& t) {
-                        return model.head_fc->forward(model.head_norm->forward(global_avg_pool(t)))
+                        const Tensor pooled = model.head_norm->forward(global_avg_pool(t));
+                        return model.head_fc
+                            ->forward(dropout(pooled, model.config.drop_rate, true, model.drop_gen))
                             .to(DType::f32);
                       })
                     .with(head_params,

@@ -78,6 +78,8 @@ void ModelConfig::validate() const {
   }
   HG_CHECK(drop_path_rate >= 0 && drop_path_rate < 1, "model config: drop_path_rate must be in [0, 1), got ",
            drop_path_rate);
+  HG_CHECK(drop_rate >= 0 && drop_rate < 1, "model config: drop_rate must be in [0, 1), got ",
+           drop_rate);
   // as the f32 parameter holds it: 1e39 is a finite double and an infinite float
   HG_CHECK(!ls_init_value || std::isfinite(static_cast<float>(*ls_init_value)),
            "model config: ls_init_value must be finite as an f32 (|v| < 3.4e38), got ",
@@ -135,7 +137,7 @@ std::string ModelConfig::to_json() const {
     os << *ls_init_value;
   else
     os << "null";
-  os << ", \"drop_path_rate\": " << drop_path_rate
+  os << ", \"drop_path_rate\": " << drop_path_rate << ", \"drop_rate\": " << drop_rate
      << ", \"conv_mlp\": " << (conv_mlp ? "true" : "false") << "}";
   return os.str();
 }

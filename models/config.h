@@ -17,6 +17,7 @@ struct ModelConfig {
   int kernel_size = 7;                   ///< depthwise (or WTConv) kernel size, odd
   std::vector<int> wt_levels{5, 4, 3, 2};    ///< WTConv levels per stage (wtconv only)
   double drop_path_rate = 0.0;           ///< stochastic depth, linear 0 -> rate over all blocks
+  double drop_rate = 0.0;                ///< dropout before head.fc in training (timm's drop_rate)
   std::optional<double> ls_init_value = 1e-6;  ///< layer scale gamma init; nullopt = no gamma (timm: None)
   int num_classes = 1000;
   int in_chans = 3;

@@ -8,6 +8,7 @@
 #include "core/autograd.h"
 #include "layers/activation.h"
 #include "layers/drop_path.h"
+#include "layers/dropout.h"
 #include "layers/layer_scale.h"
 #include "layers/pool.h"
 
@@ -159,7 +160,7 @@ Tensor ConvNeXt::forward(const Tensor& x, bool training, std::vector<std::pair<s
     h = stages[s]->forward(h, training, drop_gen);
     if (acts) acts->emplace_back("act.stages." + std::to_string(s), h);
   }
-  h = head_norm->forward(global_avg_pool(h));
+  h = dropout(head_norm->forward(global_avg_pool(h)), config.drop_rate, training, drop_gen);
   return head_fc->forward(h).to(dtype);  // loss and metrics in the parameters' dtype (f32 for bf16)
 }
 

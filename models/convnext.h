@@ -1,15 +1,17 @@
 // ConvNeXt (Liu et al. 2022, timm's implementation) and WTConvNeXt (Finder et al. 2024: the block's
 // depthwise conv replaced by WTConv2d). Same structure, parameter names and init as timm:
 //
-//   stem      = Conv2d(in_chans, dims[0], k=patch, s=patch) -> LayerNorm2d        "stem.0", "stem.1"
-//   stage i   = [downsample: LayerNorm2d -> Conv2d(k=2, s=2)]                        "stages.i.downsample.{0,1}"
+//   stem      = Conv2d(in_chans, dims[0], k=patch, s=patch) -> LayerNorm2d        "stem.0",
+//   "stem.1" stage i   = [downsample: LayerNorm2d -> Conv2d(k=2, s=2)] "stages.i.downsample.{0,1}"
 //               (timm's rule: when the stage strides (every stage after the first, and the first
 //               after a patch-2 stem; ModelConfig::stage_strides) or its width changes)
-//               blocks: x + drop_path(gamma * fc2(gelu(fc1(norm(conv_dw(x))))))     "stages.i.blocks.j.*"
-//   head      = global avg pool -> LayerNorm2d -> Linear                          "head.norm", "head.fc"
+//               blocks: x + drop_path(gamma * fc2(gelu(fc1(norm(conv_dw(x))))))
+//               "stages.i.blocks.j.*"
+//   head      = global avg pool -> LayerNorm2d -> dropout (drop_rate) -> Linear   "head.norm",
+//   "head.fc"
 //
-// Activations are NHWC: input (N, H, W, in_chans), logits (N, num_classes). LayerNorm2d over NHWC is
-// a LayerNorm over the last dim, and the MLP is two GEMMs with no permutes.
+// Activations are NHWC: input (N, H, W, in_chans), logits (N, num_classes). LayerNorm2d over NHWC
+// is a LayerNorm over the last dim, and the MLP is two GEMMs with no permutes.
 #pragma once
 
 #include <memory>
@@ -87,7 +89,7 @@ class ConvNeXt : public Module {
   /// the logits back to the parameters' dtype. bf16 with f32 parameters is mixed precision (bf16
   /// activations, f32 accumulation; layers/dispatch.h).
   DType compute_dtype;
-  Generator drop_gen;  ///< drop-path randomness (its state goes into checkpoints)
+  Generator drop_gen;  ///< drop-path and head-dropout randomness (its state goes into checkpoints)
 
   std::unique_ptr<Conv2d> stem_conv;  ///< "stem.0"
   std::unique_ptr<LayerNorm> stem_norm;  ///< "stem.1"

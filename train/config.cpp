@@ -192,6 +192,8 @@ const std::vector<Field>& table() {
        "WTConv kernels: fused, or the reference composition (slower, same values)"},
       {"drop_path", &Config::drop_path, half_open(0, 1),
        "stochastic depth rate, rising linearly over the blocks"},
+      {"drop", &Config::drop, half_open(0, 1),
+       "dropout rate before the classifier, in training (timm's --drop: ConvNeXt's drop_rate)"},
       {"data_dir", &Config::data_dir, a_path(), "dataset root folder"},
       {"dataset", &Config::dataset, one_of({"idx", "image_folder", "synthetic"}),
        "idx (MNIST-format files), image_folder (DIR/<split>/<class>/*), "
@@ -1727,6 +1729,7 @@ ModelConfig model_config_from(const Config& c) {
   m.num_classes = static_cast<int>(c.num_classes);
   m.in_chans = static_cast<int>(c.in_chans);
   m.drop_path_rate = c.drop_path;
+  m.drop_rate = c.drop;
   m.ls_init_value = c.ls_init_value;
   if (!c.depths.empty()) m.depths = ints(c.depths);
   if (!c.dims.empty()) m.dims = ints(c.dims);

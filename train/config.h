@@ -56,6 +56,7 @@ struct Config {
   std::optional<double> ls_init_value = 1e-6;    ///< layer-scale init (timm); null = no layer scale (timm None)
   std::string wtconv_mode = "fused";             ///< "fused" kernels or the "reference" composition
   double drop_path = 0.0;                        ///< stochastic depth rate (timm: None = 0)
+  double drop = 0.0;                             ///< classifier dropout rate (timm's --drop)
 
   // ---- data ---------------------------------------------------------------------------------
   std::string data_dir = "";                     ///< dataset root folder
@@ -175,8 +176,8 @@ inline bool has_validation(const Config& cfg) { return !cfg.val_split.empty(); }
 /// The keys that build the model together (model_config_from reads them): for messages about the
 /// model, and for commands that only build one (infer, export).
 inline constexpr const char* kModelKeys[] = {
-    "model",     "depths",        "dims",      "patch_size",  "kernel_size",
-    "wt_levels", "ls_init_value", "drop_path", "num_classes", "in_chans"};
+    "model",         "depths",    "dims", "patch_size",  "kernel_size", "wt_levels",
+    "ls_init_value", "drop_path", "drop", "num_classes", "in_chans"};
 
 /// Whether a config's checks hold img_size against the model's total stride (validate): a command
 /// that only builds the model (export, infer) does not use img_size, so a size below the stride of

@@ -647,6 +647,10 @@ TEST_F(ConfigTest, CommandLineOverrides) {
   hg::train::apply_overrides(c, {"--model-ema", "false"});
   EXPECT_FALSE(c.model_ema);
   // 1 and 0 as PyYAML and timm's train.py read them (an integer, taken by its truth)
+  hg::train::apply_overrides(c,
+                             {"--drop", "0.2"});  // timm's head dropout, into the model's drop_rate
+  EXPECT_DOUBLE_EQ(hg::train::model_config_from(c).drop_rate, 0.2);
+  expect_contains(override_error({"--drop", "1"}), {"'drop'", "[0, 1)"});
   hg::train::apply_overrides(c, {"--model-ema", "1"});
   EXPECT_TRUE(c.model_ema);
   hg::train::apply_overrides(c, {"--model-ema", "0"});

@@ -133,6 +133,7 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"ls_init_value", "train/config.cpp"},
       {"wtconv_mode", "train/trainer.cpp"},
       {"drop_path", "train/config.cpp"},
+      {"drop", "train/config.cpp"},
       {"data_dir", "data/from_config.cpp"},
       {"dataset", "data/from_config.cpp"},
       {"train_split", "data/from_config.cpp"},
