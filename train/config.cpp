@@ -740,7 +740,8 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
       f.member);
 }
 
-// Each entry's values obey the rules of the top-level keys of the same names, min_lr <= lr, and the
+// Each entry's values obey the rules of the top-level keys of the same names, min_lr <= lr (where
+// it is the schedule's floor), and the
 // positions grow strictly (each entry ends after the one before, and after the start).
 void check_segments(const std::string& key, const std::vector<ScheduleSegment>& segments,
                     const Where& where) {
@@ -751,7 +752,8 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
     Config probe;
     set_schedule_keys(probe, s);
     for (const char* k : kSegmentKeys) check_rule(*find_field(k), probe, where, str(name, ".", k));
-    if (s.min_lr > s.lr) fail(name, where, str("min_lr ", s.min_lr, " is above lr ", s.lr));
+    if (s.min_lr > s.lr && decays_to_min_lr(s.sched))
+      fail(name, where, str("min_lr ", s.min_lr, " is above lr ", s.lr));
     if (s.until_epoch < 0 || s.until_step < 0)
       fail(name, where,
            str("until_epoch and until_step must be >= 0, got ", s.until_epoch, " and ",
@@ -927,7 +929,7 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   if (c.ratio[0] > c.ratio[1])
     fail("ratio", location(locs, "ratio"),
          str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
-  if (c.lr && c.min_lr > *c.lr)
+  if (c.lr && c.min_lr > *c.lr && decays_to_min_lr(c.sched))
     pair_fail(
         "min_lr", "lr",
         str("min_lr ", c.min_lr, " is above lr ", *c.lr, ": set min_lr to at most lr (--min-lr ",
@@ -1692,9 +1694,14 @@ std::string resolve_lr(Config& c, int64_t world_size) {
   HG_CHECK(std::isfinite(lr), "config: the ", how,
            " is not a finite number; give a smaller lr_base "
            "or a larger lr_base_size, or lr itself");
-  HG_CHECK(c.min_lr <= lr, "config: min_lr ", c.min_lr, " is above the ", how);
+  HG_CHECK(c.min_lr <= lr || !decays_to_min_lr(c.sched), "config: min_lr ", c.min_lr,
+           " is above the ", how);
   c.lr = lr;
   return how;
+}
+
+bool decays_to_min_lr(const std::string& sched) {
+  return sched == "cosine" || sched == "tanh" || sched == "poly";
 }
 
 double peak_lr(const Config& c, const char* what) {

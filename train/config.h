@@ -238,8 +238,13 @@ double effective_lr(const Config& cfg, int64_t world_size);
 
 /// Sets a null lr to effective_lr (a run's config holds the lr it trains with, e.g. in its
 /// args.yaml); returns the line that says how it was computed, or "" when lr was set. Throws
-/// hg::Error when the result is below min_lr.
+/// hg::Error when the result is below min_lr, for a sched that decays to it (decays_to_min_lr).
 std::string resolve_lr(Config& cfg, int64_t world_size);
+
+/// Whether `sched` decays to min_lr: cosine, tanh and poly (timm's cycle schedulers, which
+/// cooldown_epochs lengthens too). step, multistep and none read no min_lr: a min_lr above lr,
+/// which would make the first three rise, is refused for those three only (timm takes it for all).
+bool decays_to_min_lr(const std::string& sched);
 
 /// lr of a config whose lr is set (resolve_lr); throws hg::Error naming `what` otherwise.
 double peak_lr(const Config& cfg, const char* what);

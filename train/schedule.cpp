@@ -56,8 +56,7 @@ double LrSchedule::at(double t) const {
 }
 
 int64_t run_epochs(const Config& cfg) {
-  const bool cycle = cfg.sched == "cosine" || cfg.sched == "tanh" || cfg.sched == "poly";
-  return cfg.epochs + (cycle ? cfg.cooldown_epochs : 0) +
+  return cfg.epochs + (decays_to_min_lr(cfg.sched) ? cfg.cooldown_epochs : 0) +
          (cfg.warmup_prefix ? cfg.warmup_epochs : 0);
 }
 

@@ -1247,6 +1247,40 @@ TEST_F(ConfigTest, ScheduleKeyErrorsNameTheKey) {
   expect_contains(load_error("warmup_prefix: 2\n"), {"'warmup_prefix'", "true or false"});
 }
 
+// timm's step, multistep and none read no min_lr (they have no floor): a min_lr above lr (a
+// recipe's min_lr left beside a small fine-tuning lr) is no error there, as in timm's train.py,
+// in the config, from lr_base and in a schedule_history entry; cosine, tanh and poly, whose floor
+// it is, still refuse it.
+TEST_F(ConfigTest, MinLrAboveLrIsRefusedOnlyWhereItIsTheSchedulesFloor) {
+  for (const std::string sched : {"step", "multistep", "none"}) {
+    std::string text = "sched: ";
+    text += sched;
+    text += "\nlr: 1.0e-5\nmin_lr: 1.0e-4\n";
+    EXPECT_EQ(load_error(text), "") << sched;
+    Config c;
+    c.sched = sched;
+    c.min_lr = 1.0;  // above lr_base's 0.05
+    EXPECT_NO_THROW(hg::train::resolve_lr(c, 1)) << sched;
+    EXPECT_DOUBLE_EQ(c.lr.value_or(0), 0.05) << sched;
+  }
+  for (const std::string sched : {"cosine", "tanh", "poly"}) {
+    std::string text = "sched: ";
+    text += sched;
+    text += "\nlr: 1.0e-5\nmin_lr: 1.0e-4\n";
+    expect_contains(load_error(text), {"'min_lr'", "'lr'", "min_lr 0.0001 is above lr 1e-05"});
+    Config c;
+    c.sched = sched;
+    c.min_lr = 1.0;
+    EXPECT_THROW(hg::train::resolve_lr(c, 1), hg::Error) << sched;
+  }
+  const std::string entry =
+      "lr: 0.1\nschedule_history: [{until_epoch: 2, until_step: 0, epochs: 5, lr: 1e-05, "
+      "warmup_epochs: 0, warmup_lr: 1e-05, min_lr: 1e-04, sched_on_updates: false, sched: ";
+  EXPECT_EQ(load_error(entry + "step}]\n"), "");
+  expect_contains(load_error(entry + "cosine}]\n"),
+                  {"'schedule_history[0]'", "min_lr 0.0001 is above lr 1e-05"});
+}
+
 // schedule_history entries hold the new keys, and round-trip through args.yaml; an entry written
 // before them (an older run's args.yaml or checkpoint) loads with their defaults, which are
 // Config's (timm's), and a value out of its key's range names the entry.
