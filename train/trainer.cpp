@@ -615,23 +615,33 @@ void build_model(Session& s) {
         cfg.warmup_prefix ? "; with warmup_prefix its epochs are still added to the run, at lr, "
                             "as timm adds them"
                           : "");
+  // The warmup takes all of the schedule's epochs (never with warmup_prefix, whose schedule
+  // starts after it), and the run too unless cooldown_epochs go on after it, at min_lr: epochs, not
+  // the run's length, is what the warmup swallows.
   const int64_t run = run_epochs(cfg);
-  if (cfg.sched != "none" && cfg.warmup_epochs >= run) {  // (never with warmup_prefix)
-    // The lr of the first and the last update, as the step lines show it. summary.csv records
-    // timm's lr, which stepping per update is the one set after an epoch's last update: in the
-    // last row the schedule's value after the run (min_lr when the warmup ends with it), which
-    // reads as a decay unless it is said.
-    const int64_t updates = run * s.updates_per_epoch;
+  if (cfg.sched != "none" && !cfg.warmup_prefix && cfg.warmup_epochs >= cfg.epochs) {
+    const int64_t warm = std::min(cfg.warmup_epochs, run);  // the run's epochs in the warmup
+    const bool ends_warm = warm == run;
+    // The lr of the first and the last update of the warmup, as the step lines show it.
+    // summary.csv records timm's lr, which stepping per update is the one set after an epoch's
+    // last update: in the last row of a run that ends in its warmup the schedule's value after
+    // the run (min_lr when the warmup ends with it), which reads as a decay unless it is said.
+    const int64_t updates = warm * s.updates_per_epoch;
     const double first = s.sched->lr(0, 0, 0);
-    const double last = s.sched->lr(run - 1, s.steps_per_epoch - 1, updates - 1);
+    const double last = s.sched->lr(warm - 1, s.steps_per_epoch - 1, updates - 1);
     spdlog::warn(
-        "warmup_epochs {} >= {}: the run ends within the warmup: {}, below lr {:.3g}, and "
-        "the {} schedule never decays it (fewer warmup_epochs, or more epochs){}",
-        cfg.warmup_epochs, run_epochs_text(cfg),
+        "warmup_epochs {} >= {}: the {} within the warmup: {}, below lr {:.3g}, and "
+        "the {} schedule never decays it{} (fewer warmup_epochs, or more epochs){}",
+        cfg.warmup_epochs, ends_warm ? run_epochs_text(cfg) : str("epochs ", cfg.epochs),
+        ends_warm ? "run ends" : "schedule ends",
         first == last ? fmt::format("every update has lr {:.3g}", first)
                       : fmt::format("its updates' lr rises from {:.3g} to {:.3g}", first, last),
         peak_lr(cfg, "warmup"), cfg.sched,
-        cfg.sched_on_updates
+        ends_warm
+            ? std::string()
+            : fmt::format("; then {} epoch{} of cooldown_epochs {} at min_lr {:.3g}", run - warm,
+                          run - warm == 1 ? "" : "s", cfg.cooldown_epochs, cfg.min_lr),
+        cfg.sched_on_updates && ends_warm
             ? fmt::format(
                   "; summary.csv's lr column gives the lr set after each epoch's last update "
                   "(timm's): {:.3g} in the last row, used by no update",

@@ -1234,6 +1234,50 @@ TEST_F(TrainerTest, TheWarmupWarningAgreesWithTheSummarysLrColumn) {
   }
 }
 
+// cooldown_epochs lengthens the run, not the schedule: with warmup_epochs >= epochs the warmup
+// still takes all of the schedule's epochs (its lr never reaches lr, and nothing decays it), and
+// the cooldown's epochs follow at min_lr. The warning compared the warmup with the run's length
+// (epochs + cooldown_epochs), and so was not given once a cooldown was set.
+TEST_F(TrainerTest, TheWarmupWarningIsGivenWithACooldownToo) {
+  train::Config a = run_config("warmup_cooldown", 1);  // warmup_epochs 1, lr 1e-3, min_lr 1e-5
+  a.cooldown_epochs = 2;
+  const fs::path dir = train::train(a, quiet_options()).run_dir;
+  const std::string warned = last_line_with(dir / "log.txt", "warmup_epochs 1 >= epochs 1");
+  EXPECT_NE(warned.find("every update has lr 1e-05, below lr 0.001"), std::string::npos) << warned;
+  EXPECT_NE(warned.find("the schedule ends within the warmup"), std::string::npos) << warned;
+  EXPECT_NE(warned.find("then 2 epochs of cooldown_epochs 2 at min_lr 1e-05"), std::string::npos)
+      << warned;
+  EXPECT_EQ(warned.find("summary.csv"), std::string::npos) << warned;
+  const std::vector<train::SummaryRow> rows =
+      train::read_summary((dir / "summary.csv").string(), 10).rows;
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].lr, 1e-5);
+  EXPECT_EQ(rows[1].lr, a.min_lr);
+  EXPECT_EQ(rows[2].lr, a.min_lr);
+  // stepping per update the summary's last row is the cooldown's min_lr, used by its updates: the
+  // note on a last row "used by no update" is for a run that ends in its warmup
+  train::Config u = run_config("warmup_cooldown_updates", 1);
+  u.cooldown_epochs = 1;
+  u.sched_on_updates = true;
+  const fs::path udir = train::train(u, quiet_options()).run_dir;
+  const std::string uwarned = last_line_with(udir / "log.txt", "warmup_epochs 1 >= epochs 1");
+  EXPECT_NE(uwarned.find("its updates' lr rises from 1e-05 to 0.00067, below lr 0.001"),
+            std::string::npos)
+      << uwarned;
+  EXPECT_EQ(uwarned.find("used by no update"), std::string::npos) << uwarned;
+  // a warmup longer than the cooldown's end too: the run ends within it, as without a cooldown
+  train::Config w = run_config("warmup_past_cooldown", 1);
+  w.warmup_epochs = 3;
+  w.cooldown_epochs = 1;
+  const fs::path wdir = train::train(w, quiet_options()).run_dir;
+  const std::string wwarned =
+      last_line_with(wdir / "log.txt",
+                     "warmup_epochs 3 >= 2 epochs (epochs 1 + cooldown_epochs 1): the run ends "
+                     "within the warmup: its updates' lr rises from 1e-05 to 0.00034, below lr");
+  EXPECT_NE(wwarned, "");
+  EXPECT_EQ(wwarned.find("then "), std::string::npos) << wwarned;
+}
+
 // timm's train.py runs num_epochs: with warmup_prefix the warmup comes before the epochs of the
 // schedule, and cooldown_epochs after them, at min_lr; the log counts that length, and a finished
 // run resumed with a longer cooldown trains the epochs it adds.
