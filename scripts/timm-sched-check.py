@@ -2,8 +2,10 @@
 """timm <-> haargrad learning-rate schedules: the same keys give the same lr, update by update.
 
 For each case (a sched with its keys: step, multistep, poly, tanh, cosine; warmup, warmup_prefix,
-cooldown_epochs; stepped per epoch or per update), `haargrad train configs/smoke.yaml` runs on the
-CPU (a tiny model on synthetic data, 3 updates an epoch, a log line per update), and timm's
+cooldown_epochs; stepped per epoch or per update; grad_accum_steps; a run stopped and resumed),
+`haargrad train configs/smoke.yaml` runs on the
+CPU (a tiny model on synthetic data, 3 micro-batches an epoch: 3 updates, or fewer with
+grad_accum_steps; a log line per update), and timm's
 create_scheduler_v2 builds the scheduler of the same keys, stepped as timm's train.py steps it
 (step_update after every update, step(epoch + 1) after the epoch's summary row). Compared:
   * the number of epochs the run trains (timm's num_epochs);
@@ -26,7 +28,13 @@ import subprocess
 import sys
 import tempfile
 
-UPDATES_PER_EPOCH = 3  # configs/smoke.yaml: max_steps_per_epoch 3, grad_accum_steps 1
+MICRO_BATCHES_PER_EPOCH = 3  # configs/smoke.yaml: max_steps_per_epoch 3
+
+
+def updates_per_epoch(keys):
+    """train.py's: (len(loader_train) + grad_accum_steps - 1) // grad_accum_steps."""
+    accum = keys.get("grad_accum_steps", 1)
+    return (MICRO_BATCHES_PER_EPOCH + accum - 1) // accum
 
 # haargrad's keys (configs/smoke.yaml gives lr 1e-3, warmup_lr 1e-5, min_lr 1e-5 unless set here)
 CASES = {
@@ -45,6 +53,28 @@ CASES = {
                               decay_rate=0.2, sched_on_updates=True),
     "poly_updates_prefix": dict(sched="poly", epochs=4, warmup_epochs=1, decay_rate=0.5, warmup_prefix=True,
                                 sched_on_updates=True),
+    # grad_accum_steps 2 of 3 micro-batches: 2 updates an epoch (the last one of a single micro-batch)
+    "cosine_updates_accum": dict(sched="cosine", epochs=4, warmup_epochs=1, sched_on_updates=True,
+                                 grad_accum_steps=2),
+    "multistep_updates_accum": dict(sched="multistep", epochs=4, warmup_epochs=1, decay_milestones=[2, 3],
+                                    decay_rate=0.5, sched_on_updates=True, grad_accum_steps=2),
+    "tanh_upd_prefix_cool_accum": dict(sched="tanh", epochs=3, warmup_epochs=1, warmup_prefix=True,
+                                               cooldown_epochs=1, sched_on_updates=True, grad_accum_steps=3),
+    "multistep_prefix_zero": dict(sched="multistep", epochs=5, warmup_epochs=1, warmup_prefix=True,
+                                  decay_milestones=[0, 1, 3], decay_rate=0.5),
+    "tanh_no_warmup_updates": dict(sched="tanh", epochs=3, warmup_epochs=0, sched_on_updates=True),
+    "poly_default_power": dict(sched="poly", epochs=4, warmup_epochs=0, cooldown_epochs=1),
+    # resumed after epoch N (resume_after: haargrad's --stop-after-epoch, then --resume), against
+    # timm's run, which a resume does not change: inside a warmup_prefix warmup, per update too
+    "cosine_prefix_resumed_in_warmup": dict(sched="cosine", epochs=3, warmup_epochs=3, warmup_prefix=True,
+                                            cooldown_epochs=1, resume_after=2),
+    "multistep_updates_prefix_resumed": dict(sched="multistep", epochs=4, warmup_epochs=2, warmup_prefix=True,
+                                             decay_milestones=[1, 2], decay_rate=0.5, sched_on_updates=True,
+                                             grad_accum_steps=2, resume_after=1),
+    "tanh_cooldown_resumed_in_cooldown": dict(sched="tanh", epochs=2, warmup_epochs=1, cooldown_epochs=2,
+                                              resume_after=3),
+    "step_epochs_accum": dict(sched="step", epochs=4, warmup_epochs=2, warmup_prefix=True, decay_epochs=1,
+                              decay_rate=0.5, grad_accum_steps=2),
 }
 SMOKE = dict(lr=1e-3, warmup_lr=1e-5, min_lr=1e-5)
 
@@ -59,15 +89,25 @@ def flag(key, value):
 
 
 def run_haargrad(exe, name, keys, out_dir):
+    keys = dict(keys)
+    resume_after = keys.pop("resume_after", None)
     cmd = [exe, "train", "configs/smoke.yaml", "--device", "cpu", "--plain", "--output", out_dir,
            "--experiment", name, "--log-interval", "1"]
     for k, v in keys.items():
         cmd += flag(k, v)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
-    used = [float(m.group(1)) for m in re.finditer(r"epoch \d+/\d+ step \d+/\d+ loss \S+ lr (\S+)",
-                                                   p.stdout + p.stderr)]
+    # resume_after N: the run stops after epoch N and a second session resumes it in place from
+    # its last.safetensors (timm's --resume: its scheduler is stepped to the resumed epoch, which
+    # gives the lr of a run never stopped)
+    sessions = [cmd] if resume_after is None else [
+        cmd + ["--stop-after-epoch", str(resume_after)],
+        cmd + ["--resume", os.path.join(out_dir, name, "last.safetensors")]]
+    used = []
+    for c in sessions:
+        p = subprocess.run(c, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(c)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+        used += [float(m.group(1)) for m in re.finditer(
+            r"epoch \d+/\d+ step \d+/\d+ loss \S+ lr (\S+)", p.stdout + p.stderr)]
     with open(os.path.join(out_dir, name, "summary.csv")) as f:
         summary = [float(row["lr"]) for row in csv.DictReader(f)]
     return used, summary
@@ -78,6 +118,7 @@ def run_timm(keys):
     from timm.scheduler import create_scheduler_v2
 
     k = dict(SMOKE, **keys)
+    k.pop("resume_after", None)  # timm's schedule is a function of the position alone
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=k["lr"])
     on_updates = k.get("sched_on_updates", False)
     # train.py's defaults for the keys a case leaves out (its argparse), as haargrad's config has them
@@ -87,11 +128,11 @@ def run_timm(keys):
         cooldown_epochs=k.get("cooldown_epochs", 0), decay_rate=k.get("decay_rate", 0.1),
         min_lr=k["min_lr"], warmup_lr=k["warmup_lr"], warmup_epochs=k["warmup_epochs"],
         warmup_prefix=k.get("warmup_prefix", False), step_on_epochs=not on_updates,
-        updates_per_epoch=UPDATES_PER_EPOCH)
+        updates_per_epoch=updates_per_epoch(keys))
     used, summary = [], []
     updates = 0
     for epoch in range(num_epochs):  # train.py: start_epoch 0, no step before the first epoch
-        for _ in range(UPDATES_PER_EPOCH):
+        for _ in range(updates_per_epoch(keys)):
             used.append(opt.param_groups[0]["lr"])
             updates += 1
             sched.step_update(num_updates=updates)
@@ -110,6 +151,7 @@ def main():
     ap.add_argument("--out", help="write the cases' lrs and verdicts as JSON here")
     args = ap.parse_args()
     results, ok = {}, True
+    width = max(len(name) for name in CASES)
     with tempfile.TemporaryDirectory() as tmp:
         for name, keys in CASES.items():
             h_used, h_summary = run_haargrad(args.haargrad, name, keys, tmp)
@@ -128,7 +170,7 @@ def main():
             ok &= not problems
             results[name] = dict(keys=keys, haargrad_summary=h_summary, timm_summary=t_summary,
                                  haargrad_used=h_used, timm_used=t_used, problems=problems)
-            print(f"{name:24s} {'ok' if not problems else 'FAILED'}: {len(h_summary)} epochs, "
+            print(f"{name:{width}s} {'ok' if not problems else 'FAILED'}: {len(h_summary)} epochs, "
                   f"{len(h_used)} updates" + "".join("\n    " + p for p in problems[:6]), flush=True)
     if args.out:
         with open(args.out, "w") as f:
