@@ -1054,7 +1054,11 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     if (s.threads) tune_threads(s.threads->tuner, seconds_since(step_t0), b.labels.numel());
     report_progress(s, epoch, p, secs_before + seconds_since(t0));  // p counts the whole epoch
     if (s.opts.after_step && s.opts.after_step(epoch, p.step, *s.model)) request_stop(SIGINT);
-    if (s.dp->any_rank(stop_signal() != 0)) break;
+    // A stop comes at an update's end: inside one, its earlier micro-batches' gradients are in no
+    // checkpoint, and the resumed session made the update from its later micro-batches alone.
+    // (Every rank asks every step: any_rank is collective.)
+    const bool update_done = p.step % s.accum == 0 || p.step == s.steps_per_epoch;
+    if (s.dp->any_rank(stop_signal() != 0) && update_done) break;
   }
   read_losses(s, epoch, p);  // an interrupted epoch's last steps
   s.console->end_bar();

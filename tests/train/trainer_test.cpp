@@ -182,6 +182,35 @@ TEST_F(TrainerTest, StoppedAndResumedRunMatchesUninterruptedRun) {
                             "would pass unseen";
 }
 
+// With grad_accum_steps a stop signal inside an update (after its first micro-batch) wrote the
+// recovery checkpoint there, without the gradients of that micro-batch: the resumed session made
+// the update from its last micro-batch alone (divided by 2 as if both were there), and the run
+// went on from other weights than an unstopped one. The stop now comes at the update's end.
+TEST_F(TrainerTest, AStopInsideAnAccumulatedUpdateResumesAsTheUnstoppedRun) {
+  const auto config = [&](const char* name) {
+    train::Config c = smoke_config((root_ / name).string());
+    c.ls_init_value = 1.0;  // the weights' change shows in the losses' digits
+    c.epochs = 2;
+    c.grad_accum_steps = 2;  // 3 micro-batches an epoch: updates after steps 2 and 3
+    return c;
+  };
+  const train::TrainResult ra = train::train(config("a"), quiet_options());
+  train::Config b = config("b");
+  train::TrainOptions stop = quiet_options();
+  stop.after_step = [](int64_t epoch, int64_t step, ConvNeXt&) { return epoch == 0 && step == 1; };
+  const train::TrainResult rb1 = train::train(b, stop);
+  ASSERT_TRUE(rb1.interrupted);
+  const fs::path dir = rb1.run_dir;
+  EXPECT_EQ(train::read_train_state((dir / "recovery.safetensors").string())->step_in_epoch, 2);
+  b.resume = (dir / "recovery.safetensors").string();
+  const train::TrainResult rb2 = train::train(b, quiet_options());
+  EXPECT_EQ(rb2.run_dir, rb1.run_dir);
+  const auto sa = lines(fs::path(ra.run_dir) / "summary.csv"), sb = lines(dir / "summary.csv");
+  ASSERT_EQ(sa.size(), 3u);
+  ASSERT_EQ(sb.size(), 3u);
+  EXPECT_EQ(deterministic_columns(sa), deterministic_columns(sb));
+}
+
 TEST_F(TrainerTest, RunFolderHoldsArgsSummaryLogAndCheckpoints) {
   train::Config c = smoke_config(root_.string());
   c.checkpoint_hist = 2;
