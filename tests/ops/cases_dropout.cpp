@@ -26,6 +26,7 @@ const bool registered = register_cases({
     dropout_case("p05_6x8", {6, 8}, 0.5, 5, kGrad | kBf16 | kDevice),
     dropout_case("p02_head_128x768", {128, 768}, 0.2, 9, kDevice | kBf16),
     dropout_case("p03_3x5x7", {3, 5, 7}, 0.3, 3, kDevice),
+    dropout_case("p01_convnext_t_head_b128", {128, 768}, 0.1, 1, kPerf),
 });
 
 }  // namespace
