@@ -8,7 +8,6 @@ namespace hg {
 namespace {
 
 thread_local HostDrawnLog* t_log = nullptr;  // HostDrawnCapture's log on this thread, if any
-thread_local HostDrawnSizes* t_sizes = nullptr;  // HostDrawnSizes' record on this thread, if any
 
 // `values` as a CPU tensor of `dtype`, page-locked when it is bound for the GPU.
 Tensor staged(const std::vector<double>& values, DType dtype, Device device) {
@@ -28,7 +27,6 @@ Tensor staged(const std::vector<double>& values, DType dtype, Device device) {
 Tensor host_drawn(int64_t n, DType dtype, Device device, const DrawFn& draw) {
   HG_CHECK(n >= 0 && (dtype == DType::f32 || dtype == DType::f64),
            "host_drawn: n >= 0 and dtype f32 or f64, got ", n, ", ", dtype_name(dtype));
-  if (t_sizes) t_sizes->calls_.emplace_back(n, dtype);
   if (t_log) {  // (captures are of GPU steps; the CPU takes this path only in tests)
     // refill() writes the buffer before each launch of the graph, so no kernel of the graph may
     // write its memory: not a block of the captured step's private pool, which can have served a
@@ -54,17 +52,6 @@ void HostDrawnLog::refill() {
     e.draw(values);
     e.buffer.copy_(staged(values, e.buffer.dtype(), e.buffer.device()));
   }
-}
-
-HostDrawnSizes::HostDrawnSizes() : saved_(t_sizes) { t_sizes = this; }
-HostDrawnSizes::~HostDrawnSizes() { t_sizes = saved_; }
-
-void reserve_host_drawn(const std::vector<std::pair<int64_t, DType>>& calls, Device device) {
-  // where host_drawn takes a capture's buffers: the shared allocator, persistent category
-  memory::PrivatePoolScope shared(nullptr);
-  memory::CategoryScope persistent(Category::parameters);
-  std::vector<Tensor> held;  // all at once, as the capture holds them; given back at the end
-  for (const auto& [n, dtype] : calls) held.push_back(Tensor::empty({n}, dtype, device));
 }
 
 HostDrawnCapture::HostDrawnCapture(HostDrawnLog& log) : saved_(t_log) { t_log = &log; }

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -41,30 +40,6 @@ class HostDrawnLog {
   };
   std::vector<Entry> entries_;
 };
-
-/// The sizes of this thread's host_drawn calls (n and dtype, in call order) while it lives,
-/// recorded in an eager step (train/step_graph.cpp: the last warm-up step before a capture).
-class HostDrawnSizes {
- public:
-  HostDrawnSizes();
-  ~HostDrawnSizes();
-  HostDrawnSizes(const HostDrawnSizes&) = delete;
-  HostDrawnSizes& operator=(const HostDrawnSizes&) = delete;
-  const std::vector<std::pair<int64_t, DType>>& calls() const { return calls_; }
-
- private:
-  friend Tensor host_drawn(int64_t, DType, Device, const DrawFn&);
-  std::vector<std::pair<int64_t, DType>> calls_;
-  HostDrawnSizes* saved_;
-};
-
-/// Takes a buffer of each of `calls`' sizes from the shared allocator's persistent pool, as a
-/// capture's host_drawn calls do, and gives them back: a capture makes no system allocation (CUDA
-/// refuses one while a stream captures), so the blocks its host_drawn calls will ask for must be
-/// free in the pool before it starts. The same requests in the same order find them again (best
-/// fit, core/block_cache.h). Without it a capture whose masks outgrew the room left in the
-/// parameters' segments failed (the head's dropout, B x C numbers a step).
-void reserve_host_drawn(const std::vector<std::pair<int64_t, DType>>& calls, Device device);
 
 /// Records this thread's host_drawn calls into `log` while it lives.
 class HostDrawnCapture {

@@ -62,9 +62,7 @@ void StepGraph::step(const StepParts& parts) {
   if (calls_ < warmup_) {
     ++calls_;
     memory::PrivatePoolScope scope(pool_);
-    HostDrawnSizes sizes;  // the last warm-up step's: what the capture will draw
     parts.eager();
-    drawn_sizes_ = sizes.calls();
     return;
   }
   if (parts.prepare) parts.prepare();
@@ -88,7 +86,6 @@ void StepGraph::capture(const StepParts& parts) {
   // Thread-local mode: a host wait or an allocation from the system inside the step is an error
   // here (it would not be replayed), while the loader's threads may go on using CUDA.
   drawn_ = HostDrawnLog{};
-  reserve_host_drawn(drawn_sizes_, device_);  // before the capture: it cannot take memory
   // No helper thread's device-wide wait or legacy-stream work while capturing (context.h).
   std::unique_lock<std::shared_mutex> guard(cuda::capture_mutex());
   HG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));

@@ -107,7 +107,6 @@ class StepGraph {
   MemoryStats capture_memory_;
   std::vector<const void*> addresses_;  // parts.addresses() at the capture
   HostDrawnLog drawn_;                  // the captured step's host_drawn calls
-  std::vector<std::pair<int64_t, DType>> drawn_sizes_;  // the last warm-up step's host_drawn sizes
 };
 
 }  // namespace hg::train

@@ -4,11 +4,9 @@
 // replays rely on (tests/gpu/step_graph_test.cpp runs the real thing).
 #include <gtest/gtest.h>
 
-#include <utility>
 #include <vector>
 
 #include "core/host_drawn.h"
-#include "core/memory.h"
 #include "core/random.h"
 
 using namespace hg;
@@ -49,39 +47,4 @@ TEST(HostDrawn, ReplaysDrawWhatEagerStepsDrawInTheSameOrder) {
   // Outside the capture the calls are eager again and not recorded.
   (void)host_drawn(4, DType::f32, Device::cpu, uniforms(graph_gen));
   EXPECT_EQ(log.size(), 2u);
-}
-
-// HostDrawnSizes records an eager step's calls; reserve_host_drawn takes and gives back a buffer of
-// each size from the pool a capture's host_drawn takes them from, so that the capture's calls make
-// no system allocation (which a CUDA capture refuses: a graphed step with the head's dropout, B x C
-// numbers, failed where its masks outgrew the room left in the parameters' segments).
-TEST(HostDrawn, ReservedSizesServeTheCapturesCallsWithoutASystemAllocation) {
-  Generator gen(3);
-  std::vector<std::pair<int64_t, DType>> calls;
-  {
-    HostDrawnSizes sizes;
-    for (int64_t n : {7500000, 5, 70000})
-      (void)host_drawn(n, DType::f32, Device::cpu, uniforms(gen));
-    calls = sizes.calls();
-  }
-  ASSERT_EQ(calls.size(), 3u);
-  EXPECT_EQ(calls[0], std::make_pair(int64_t{7500000}, DType::f32));
-  EXPECT_EQ(calls[2], std::make_pair(int64_t{70000}, DType::f32));
-  (void)host_drawn(9, DType::f32, Device::cpu, uniforms(gen));  // no longer recorded
-  EXPECT_EQ(calls.size(), 3u);
-
-  // a segment of its own for the 30 MB buffer (core/block_cache.h): the reservation takes it
-  const int64_t at_start = memory::stats(Device::cpu).system_allocs;
-  reserve_host_drawn(calls, Device::cpu);
-  const int64_t reserved = memory::stats(Device::cpu).system_allocs;
-  EXPECT_GT(reserved, at_start) << "no new memory for the reservation: the test shows nothing";
-  HostDrawnLog log;
-  std::vector<Tensor> held;
-  {
-    HostDrawnCapture capture(log);
-    for (const auto& [n, dtype] : calls)
-      held.push_back(host_drawn(n, dtype, Device::cpu, uniforms(gen)));
-  }
-  EXPECT_EQ(memory::stats(Device::cpu).system_allocs, reserved)
-      << "the capture's buffers came from the system, not from the reserved blocks";
 }
