@@ -5,11 +5,9 @@
 
 #include "core/autograd.h"
 #include "layers/drop_path.h"
-#include "layers/dropout.h"
 #include "layers/layer_scale.h"
 #include "layers/linear.h"
 #include "layers/loss.h"
-#include "layers/pool.h"
 
 namespace hg::app {
 namespace {
@@ -292,13 +290,7 @@ std::map<std::string, BreakdownEntry> time_breakdown(ConvNeXt& model, train::Opt
   std::vector<Tensor> head_params = trainable(*model.head_norm);
   for (const Tensor& t : trainable(*model.head_fc)) head_params.push_back(t);
   const double head_macs = static_cast<double>(model.head_fc->weight.numel());  // per image
-  h = timer.run(Piece("head",
-                      [&](const Tensor& t) {
-                        const Tensor pooled = model.head_norm->forward(global_avg_pool(t));
-                        return model.head_fc
-                            ->forward(dropout(pooled, model.config.drop_rate, true, model.drop_gen))
-                            .to(DType::f32);
-                      })
+  h = timer.run(Piece("head", [&](const Tensor& t) { return model.head(t, true); })
                     .with(head_params,
                           [head_macs](const Tensor& in, const Tensor&) {
                             return head_macs * static_cast<double>(in.size(0));

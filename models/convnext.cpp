@@ -160,8 +160,14 @@ Tensor ConvNeXt::forward(const Tensor& x, bool training, std::vector<std::pair<s
     h = stages[s]->forward(h, training, drop_gen);
     if (acts) acts->emplace_back("act.stages." + std::to_string(s), h);
   }
-  h = dropout(head_norm->forward(global_avg_pool(h)), config.drop_rate, training, drop_gen);
-  return head_fc->forward(h).to(dtype);  // loss and metrics in the parameters' dtype (f32 for bf16)
+  return head(h, training);
+}
+
+Tensor ConvNeXt::head(const Tensor& h, bool training) {
+  const Tensor pooled =
+      dropout(head_norm->forward(global_avg_pool(h)), config.drop_rate, training, drop_gen);
+  return head_fc->forward(pooled).to(
+      dtype);  // loss and metrics in the parameters' dtype (f32 for bf16)
 }
 
 void ConvNeXt::give_level_advice(int64_t img_size) {

@@ -68,6 +68,10 @@ class ConvNeXt : public Module {
   /// data at this input size (wtconv_level_advice). When `acts` is given, appends ("act.stem", ...), ("act.stages.i", ...).
   Tensor forward(const Tensor& x, bool training = false,
                  std::vector<std::pair<std::string, Tensor>>* acts = nullptr);
+  /// The head on the last stage's output h (N, H, W, C): global average pool, head.norm, the
+  /// dropout (drop_rate, in training), head.fc -> logits (N, num_classes) in the parameters'
+  /// dtype (f32 for bf16 activations). forward() ends with it; bench --breakdown times it alone.
+  Tensor head(const Tensor& h, bool training);
   void collect(const std::string& prefix, std::vector<ParamRef>& out) const override;
 
   /// fused / reference for every WTConv2d (no effect on ConvNeXt).
