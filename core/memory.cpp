@@ -209,7 +209,22 @@ void* system_alloc(size_t bytes, Device device) {
              "batch_size (or a smaller model)");
   } else {
 #ifdef HAARGRAD_WITH_CUDA
-    cudaError_t err = cudaMalloc(&p, bytes);
+    // A segment taken while this thread's stream is being captured into a CUDA graph
+    // (train/step_graph.h) is the pool's memory, not the graph's work: no segment is given back
+    // during a capture (capturing(), above), so the graph's blocks stay put, and the call may pass
+    // the capture's thread-local mode, which refuses cudaMalloc. Relaxed for this call only, as
+    // PyTorch's caching allocator does. Without it, a capture whose requests fell into the pool's
+    // free blocks otherwise than its warm-up steps' failed (the head's dropout, forty-sixth
+    // session): best fit packs a different sequence of requests differently.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode);
+    HG_CHECK(err == cudaSuccess, "cudaThreadExchangeStreamCaptureMode failed: ",
+             cudaGetErrorString(err));
+    err = cudaMalloc(&p, bytes);
+    const cudaError_t restored = cudaThreadExchangeStreamCaptureMode(&mode);  // the caller's mode
+    if (restored != cudaSuccess && err == cudaSuccess) cudaFree(p);
+    HG_CHECK(restored == cudaSuccess, "cudaThreadExchangeStreamCaptureMode (restoring) failed: ",
+             cudaGetErrorString(restored));
     if (err == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // clear the sticky-free error state, then report
       size_t free_b = 0, total_b = 0;

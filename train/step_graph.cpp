@@ -83,8 +83,9 @@ void StepGraph::step(const StepParts& parts) {
 void StepGraph::capture(const StepParts& parts) {
   memory::reset_peak(device_);
   cudaStream_t s = cuda::stream();
-  // Thread-local mode: a host wait or an allocation from the system inside the step is an error
-  // here (it would not be replayed), while the loader's threads may go on using CUDA.
+  // Thread-local mode: a host wait inside the step is an error here (it would not be replayed),
+  // while the loader's threads may go on using CUDA. The allocator may still take a segment for
+  // the pool (core/memory.cpp, system_alloc).
   drawn_ = HostDrawnLog{};
   // No helper thread's device-wide wait or legacy-stream work while capturing (context.h).
   std::unique_lock<std::shared_mutex> guard(cuda::capture_mutex());

@@ -30,11 +30,13 @@
 // from the same generator in the same order as an eager step.
 //
 // What the caller must keep out of `queue`: other per-step values passed as kernel arguments from
-// the host (they would be frozen at their captured values: SGD's learning rate), host waits, and
-// system allocations. A capture that meets one fails with GraphCaptureError naming the CUDA error
-// (the trainer then runs that step and the later ones op by op, with a warning). During a capture
-// the allocator gives no segment back (memory::step_done does nothing), so the warm-up steps must
-// have sized the pool. CUDA only; one graph per StepGraph, used from one thread.
+// the host (they would be frozen at their captured values: SGD's learning rate) and host waits. A
+// capture that meets one fails with GraphCaptureError naming the CUDA error (the trainer then runs
+// that step and the later ones op by op, with a warning). During a capture the allocator gives no
+// segment back (memory::step_done does nothing), so the graph's blocks stay where they are; the
+// warm-up steps size the pool, and where the captured step's requests pack otherwise (they lack
+// the eager steps' host-drawn uploads) the allocator takes a segment during the capture
+// (core/memory.cpp, system_alloc). CUDA only; one graph per StepGraph, used from one thread.
 #pragma once
 
 #include <cstddef>

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "core/autograd.h"
+#include "core/cuda_stream.h"
 #include "core/host_sync.h"
 #include "core/memory.h"
+#include "core/ops.h"
 #include "gpu_util.h"
 #include "layers/loss.h"
 #include "models/convnext.h"
@@ -92,4 +94,45 @@ TEST(GpuMemory, HostSyncsCountTheCopiesThatWaitAndNoneInATrainingStep) {
     EXPECT_EQ(host_syncs() - before, 0) << "step " << step;
   }
   cudaDeviceSynchronize();
+}
+
+// A capture whose requests do not fit its private pool takes a segment from the system
+// (core/memory.cpp, system_alloc: cudaMalloc passes the capture's thread-local mode, relaxed for
+// that call) instead of failing the capture; the graph then writes into that segment at every
+// launch, and the thread's capture mode is the caller's again afterwards. Here the pool is new, so
+// the product's block needs a segment.
+TEST(GpuMemory, ACaptureMayTakeASegmentFromTheSystem) {
+  HG_REQUIRE_GPU();
+  const Tensor a = test::random({3000}, 41, DType::f32).to(Device::cuda);
+  const Tensor b = test::random({3000}, 42, DType::f32).to(Device::cuda);
+  const Tensor expected = ops::mul(a, b).to(Device::cpu);
+  cudaStream_t s = cuda::stream();
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  const int64_t allocs = memory::stats(Device::cuda).system_allocs;
+  auto pool = memory::make_private_pool(Device::cuda);
+  Tensor product;
+  cudaGraph_t graph = nullptr;
+  {
+    memory::PrivatePoolScope scope(pool);
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    try {
+      product = ops::mul(a, b);
+    } catch (const std::exception& e) {
+      cudaStreamEndCapture(s, &graph);
+      FAIL() << "an allocation during the capture failed: " << e.what();
+    }
+    ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  }
+  EXPECT_GT(memory::stats(Device::cuda).system_allocs, allocs) << "the new pool took no segment";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(test::rel_error(product.to(Device::cpu), expected), 0.0);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;  // read the thread's mode, put it back
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+  EXPECT_EQ(mode, cudaStreamCaptureModeGlobal) << "system_alloc left the thread's mode changed";
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
 }
