@@ -169,17 +169,14 @@ class PieceTimer {
   std::map<std::pair<Shape, DType>, Tensor> grads_;
 };
 
-// The block's end after fc1, the ops ConvNeXtBlock::forward runs in training (models/convnext.cpp),
-// timed as such: without drop path one op (gelu_linear_residual); with drop path GELU + fc2 with
-// the layer scale folded in (gelu_linear_scaled), then the sample-scaled residual add
-// (add_scaled_samples); without a layer scale gelu_linear, then the residual add (drop path on
-// the branch when the block drops). Returns the block's output.
+// The block's end after fc1, timed as ConvNeXtBlock::forward runs it in training (its end(): one
+// fused op, or the branch then the residual add). Returns the block's output.
 Tensor time_block_end(PieceTimer& timer, ConvNeXtBlock& b, const Tensor& shortcut, const Tensor& t,
                       Generator& gen) {
-  const bool dropping = b.drop_path_prob > 0;
+  const ConvNeXtBlock::End end = b.end(true);
   std::vector<Tensor> fc2_params = trainable(b.fc2);
   if (b.gamma.defined()) fc2_params.push_back(b.gamma);
-  if (b.gamma.defined() && !dropping)
+  if (end == ConvNeXtBlock::End::fused_residual)
     return timer.run(Piece(
                          kFusedBlockEnd,
                          [&](const Tensor& in) {
@@ -189,8 +186,10 @@ Tensor time_block_end(PieceTimer& timer, ConvNeXtBlock& b, const Tensor& shortcu
                          true, shortcut)
                          .with(fc2_params, weight_macs(b.fc2.weight)),
                      t);
+  const bool scaled = end == ConvNeXtBlock::End::scaled_drop;
+  const bool dropping = b.drop_path_prob > 0;
   const Tensor branch =
-      b.gamma.defined()
+      scaled
           ? timer.run(Piece("gelu + fc2 + scale",
                             [&](const Tensor& in) {
                               return gelu_linear_scaled(in, b.fc2.weight, b.fc2.bias, b.gamma);
@@ -206,7 +205,7 @@ Tensor time_block_end(PieceTimer& timer, ConvNeXtBlock& b, const Tensor& shortcu
       Piece(
           dropping ? "drop path + residual" : "residual",
           [&](const Tensor& in) {
-            if (!b.gamma.defined())
+            if (!scaled)
               return residual_add(shortcut,
                                   dropping ? drop_path(in, b.drop_path_prob, true, gen) : in);
             const Tensor scale = drop_path_scale(shortcut.size(0), b.drop_path_prob,

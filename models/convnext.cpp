@@ -55,18 +55,27 @@ ConvNeXtBlock::ConvNeXtBlock(int64_t dim, const ModelConfig& cfg, int wt_levels,
   }
 }
 
+ConvNeXtBlock::End ConvNeXtBlock::end(bool training) const {
+  if (!gamma.defined()) return End::plain;  // no layer scale (ls_init_value: null)
+  return training && drop_path_prob > 0 ? End::scaled_drop : End::fused_residual;
+}
+
 Tensor ConvNeXtBlock::forward(const Tensor& x, bool training, Generator& gen) {
   Tensor h = wt_conv_dw ? wt_conv_dw->forward(x) : conv_dw->forward(x);
   h = fc1.forward(norm.forward(h));
-  const bool dropping = training && drop_path_prob > 0;
-  // x + gamma * fc2(gelu(h)) in one op: gamma folded into fc2's weight, x added by fc2's GEMM
-  if (gamma.defined() && !dropping) return gelu_linear_residual(x, h, fc2.weight, fc2.bias, gamma);
-  if (gamma.defined()) {  // x + drop_path(gamma * fc2(gelu(h))): gamma folded, one residual pass
-    const Tensor scale = drop_path_scale(x.size(0), drop_path_prob, x.dtype(), x.device(), gen);
-    return add_scaled_samples(x, gelu_linear_scaled(h, fc2.weight, fc2.bias, gamma), scale);
+  switch (end(training)) {
+    case End::fused_residual:  // x + gamma * fc2(gelu(h)): gamma folded into fc2, x added by its
+                               // GEMM
+      return gelu_linear_residual(x, h, fc2.weight, fc2.bias, gamma);
+    case End::scaled_drop: {  // x + drop_path(gamma * fc2(gelu(h))): gamma folded, one residual
+                              // pass
+      const Tensor scale = drop_path_scale(x.size(0), drop_path_prob, x.dtype(), x.device(), gen);
+      return add_scaled_samples(x, gelu_linear_scaled(h, fc2.weight, fc2.bias, gamma), scale);
+    }
+    case End::plain: break;
   }
-  // no layer scale (ls_init_value: null)
   h = gelu_linear(h, fc2.weight, fc2.bias);  // fc2(gelu(fc1(h))), GELU recomputed in backward
+  const bool dropping = training && drop_path_prob > 0;
   return residual_add(x, dropping ? drop_path(h, drop_path_prob, training, gen) : h);
 }
 

@@ -36,6 +36,13 @@ class ConvNeXtBlock : public Module {
   Tensor forward(const Tensor& x, bool training, Generator& gen);
   void collect(const std::string& prefix, std::vector<ParamRef>& out) const override;
 
+  /// How forward() ends the block after fc1 (its ops; `haargrad bench --breakdown` times the same):
+  /// fused_residual: gelu_linear_residual (layer scale, no drop path); scaled_drop:
+  /// gelu_linear_scaled + add_scaled_samples (layer scale and drop path); plain: gelu_linear +
+  /// residual_add, drop path on the branch when it drops (no layer scale).
+  enum class End { fused_residual, scaled_drop, plain };
+  End end(bool training) const;
+
   std::unique_ptr<Conv2d> conv_dw;      ///< ConvNeXt: KxK depthwise
   std::unique_ptr<WTConv2d> wt_conv_dw;  ///< WTConvNeXt: WTConv2d (same name "conv_dw")
   LayerNorm norm;
