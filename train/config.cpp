@@ -34,6 +34,7 @@
 #include "data/rand_augment.h"
 #include "data/transforms.h"
 #include "train/checkpoint.h"
+#include "train/schedule.h"
 
 namespace hg::train {
 namespace {
@@ -301,7 +302,8 @@ const std::vector<Field>& table() {
                      "haargrad's schedules, a function of the epoch or update alone, do not "
                      "keep; step or multistep decay the lr at set epochs"),
        "learning-rate schedule after the warmup, timm's: cosine or tanh (lr down to min_lr over "
-       "epochs), poly (min_lr + (lr - min_lr)(1 - t / epochs)^decay_rate), step (x decay_rate "
+       "epochs, restarted for lr_cycle_limit cycles), poly (min_lr + (lr - min_lr)(1 - t / "
+       "epochs)^decay_rate), step (x decay_rate "
        "every decay_epochs), multistep (x decay_rate at each of decay_milestones), or none (lr "
        "throughout, no warmup: timm's train.py makes no scheduler for it)"},
       {"warmup_epochs", &Config::warmup_epochs, at_least(0),
@@ -326,6 +328,33 @@ const std::vector<Field>& table() {
       {"cooldown_epochs", &Config::cooldown_epochs, at_least(0),
        "epochs at min_lr after the cosine, tanh or poly schedule's end: the run trains epochs + "
        "cooldown_epochs (timm's; step, multistep and none ignore it, as timm)"},
+      // a fraction of epochs, as timm's (create_scheduler_v2: noise x t_initial), in updates when
+      // stepping per update; the draws are timm's own (torch's CPU generator seeded with seed + t)
+      {"lr_noise", &Config::lr_noise, at_least(0).len(0, 2),
+       "lr noise (timm's): lr x (1 + noise) at every stepped epoch (update) t from lr_noise[0] x "
+       "epochs on, up to lr_noise[1] x epochs if given; noise ~ N(0, lr_noise_std) redrawn until "
+       "|noise| < lr_noise_pct, seeded with seed + t as timm's torch generator (the same values); "
+       "[] or null = off"},
+      // 0 would never end timm's redraws (|noise| < 0 never holds)
+      {"lr_noise_pct", &Config::lr_noise_pct, above(0),
+       "lr noise: its bound, each noise redrawn until |noise| < lr_noise_pct"},
+      {"lr_noise_std", &Config::lr_noise_std, at_least(0),
+       "lr noise: its standard deviation (before the bound)"},
+      // > 0: timm takes log(., lr_cycle_mul), which 0 and below do not have
+      {"lr_cycle_mul", &Config::lr_cycle_mul, above(0),
+       "sched cosine, tanh, poly: each cycle is lr_cycle_mul x as long as the one before (the "
+       "first: epochs); with lr_cycle_limit > 1 the run trains all the cycles (timm's "
+       "get_cycle_length)"},
+      {"lr_cycle_decay", &Config::lr_cycle_decay, at_least(0),
+       "sched cosine, tanh, poly: cycle i (from 0) peaks at lr x lr_cycle_decay^i (train.py's "
+       "default 0.5)"},
+      {"lr_cycle_limit", &Config::lr_cycle_limit, at_least(0),
+       "sched cosine, tanh, poly: cycles before the lr stays at min_lr; the run trains them all "
+       "(+ cooldown_epochs); 0 = min_lr from the warmup's end, a run of one cycle (timm's)"},
+      // > 0: timm's t^k / T^k at t = 0 is 0^k, which k < 0 divides by 0
+      {"lr_k_decay", &Config::lr_k_decay, above(0),
+       "sched cosine and poly: k-decay, t^k / T^k in place of t / T (timm's; tanh ignores it, as "
+       "timm)"},
       {"schedule_history", &Config::schedule_history, any(),
        "written by the trainer: schedule keys of earlier sessions of a resumed run"},
       {"grad_accum_steps", &Config::grad_accum_steps, at_least(1),
@@ -339,7 +368,8 @@ const std::vector<Field>& table() {
        "ramp the EMA decay up (1 - (1 + step)^(-2/3))"},
       {"initial_checkpoint", &Config::initial_checkpoint, a_path(),
        "weights to start from (fine-tuning); empty = none"},
-      {"seed", &Config::seed, at_least(0), "seed of the model init, data order and augmentation"},
+      {"seed", &Config::seed, at_least(0),
+       "seed of the model init, data order, augmentation and lr_noise (timm's noise_seed)"},
       {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"}),
        "fp32; tf32 (GPU matrix products on TF32 tensor cores); "
        "bf16 (bf16 activations, f32 weights)"},
@@ -597,10 +627,24 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
 // top-level keys of ScheduleSegment's members, read and checked as those keys are, written in
 // this order. An entry may leave out the keys from kFirstLaterSegmentKey on, which came later:
 // it takes their defaults (ScheduleSegment's).
-constexpr const char* kSegmentKeys[] = {"epochs",           "lr",           "sched",
-                                        "warmup_epochs",    "warmup_lr",    "min_lr",
-                                        "sched_on_updates", "decay_epochs", "decay_milestones",
-                                        "decay_rate",       "warmup_prefix"};
+constexpr const char* kSegmentKeys[] = {"epochs",
+                                        "lr",
+                                        "sched",
+                                        "warmup_epochs",
+                                        "warmup_lr",
+                                        "min_lr",
+                                        "sched_on_updates",
+                                        "decay_epochs",
+                                        "decay_milestones",
+                                        "decay_rate",
+                                        "warmup_prefix",
+                                        "lr_noise",
+                                        "lr_noise_pct",
+                                        "lr_noise_std",
+                                        "lr_cycle_mul",
+                                        "lr_cycle_decay",
+                                        "lr_cycle_limit",
+                                        "lr_k_decay"};
 constexpr size_t kFirstLaterSegmentKey = 7;  // decay_epochs
 
 template <typename T>
@@ -740,6 +784,17 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
       f.member);
 }
 
+// lr_noise [start, end] with start >= end would never add noise (timm's start <= t < end): a
+// mistake, refused as cutmix_minmax's [min, max] is.
+void check_noise_range(const std::vector<double>& noise, const std::string& key,
+                       const Where& where) {
+  if (noise.size() == 2 && noise[0] >= noise[1])
+    fail(key, where,
+         str("expected [start, end] with start < end (noise from start x epochs up to end x "
+             "epochs), got [",
+             format_double(noise[0]), ", ", format_double(noise[1]), "]"));
+}
+
 // Each entry's values obey the rules of the top-level keys of the same names, min_lr <= lr (where
 // it is the schedule's floor), and the
 // positions grow strictly (each entry ends after the one before, and after the start).
@@ -752,6 +807,7 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
     Config probe;
     set_schedule_keys(probe, s);
     for (const char* k : kSegmentKeys) check_rule(*find_field(k), probe, where, str(name, ".", k));
+    check_noise_range(s.lr_noise, str(name, ".lr_noise"), where);
     if (s.min_lr > s.lr && decays_to_min_lr(s.sched))
       fail(name, where, str("min_lr ", s.min_lr, " is above lr ", s.lr));
     if (s.until_epoch < 0 || s.until_step < 0)
@@ -770,13 +826,13 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
 }
 
 // Keys that timm's train.py leaves None (or '') to mean "the model's" or "the dataset's" (taken
-// from the pretrained config or the dataset), or "off" (drop_path, cutmix_minmax): its args.yaml
-// holds them so. Each takes haargrad's default there, which is timm's ConvNeXt value (crop_pct
-// excepted: README).
+// from the pretrained config or the dataset), or "off" (drop_path, cutmix_minmax, lr_noise): its
+// args.yaml holds them so. Each takes haargrad's default there, which is timm's ConvNeXt value
+// (crop_pct excepted: README).
 bool timm_default_key(const std::string& key) {
   static const std::set<std::string> keys = {
-      "img_size", "num_classes",   "in_chans", "crop_pct",  "mean",
-      "std",      "interpolation", "dataset",  "drop_path", "cutmix_minmax"};
+      "img_size",      "num_classes", "in_chans",  "crop_pct",      "mean",    "std",
+      "interpolation", "dataset",     "drop_path", "cutmix_minmax", "lr_noise"};
   return keys.count(key) != 0;
 }
 
@@ -929,6 +985,18 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   if (c.ratio[0] > c.ratio[1])
     fail("ratio", location(locs, "ratio"),
          str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
+  check_noise_range(c.lr_noise, "lr_noise", location(locs, "lr_noise"));
+  // the cycles' epochs (timm's get_cycle_length) count the run: a whole number of them, which
+  // lr_cycle_mul^lr_cycle_limit can take past any run (or to inf)
+  if (decays_to_min_lr(c.sched) && (c.lr_cycle_limit > 1 || c.lr_cycle_mul != 1)) {
+    const double cycles = cycle_epochs(c);
+    if (!(cycles >= 1 && cycles <= 1e9))
+      pair_fail("lr_cycle_mul", "lr_cycle_limit",
+                str(std::max<int64_t>(1, c.lr_cycle_limit), " cycles from epochs ", c.epochs,
+                    ", each lr_cycle_mul ", format_double(c.lr_cycle_mul),
+                    " x as long as the one before, take ", format_double(cycles),
+                    " epochs (timm's get_cycle_length); expected 1 to 10^9"));
+  }
   if (c.lr && c.min_lr > *c.lr && decays_to_min_lr(c.sched))
     pair_fail(
         "min_lr", "lr",
@@ -1711,9 +1779,10 @@ double peak_lr(const Config& c, const char* what) {
 
 ScheduleSegment schedule_segment(const Config& c, int64_t until_epoch, int64_t until_step,
                                  const char* what) {
-  return {until_epoch,        until_step,   c.epochs,       peak_lr(c, what),   c.sched,
-          c.warmup_epochs,    c.warmup_lr,  c.min_lr,       c.sched_on_updates, c.decay_epochs,
-          c.decay_milestones, c.decay_rate, c.warmup_prefix};
+  return {until_epoch,        until_step,     c.epochs,         peak_lr(c, what),   c.sched,
+          c.warmup_epochs,    c.warmup_lr,    c.min_lr,         c.sched_on_updates, c.decay_epochs,
+          c.decay_milestones, c.decay_rate,   c.warmup_prefix,  c.lr_noise,         c.lr_noise_pct,
+          c.lr_noise_std,     c.lr_cycle_mul, c.lr_cycle_decay, c.lr_cycle_limit,   c.lr_k_decay};
 }
 
 void set_schedule_keys(Config& c, const ScheduleSegment& s) {
@@ -1728,6 +1797,13 @@ void set_schedule_keys(Config& c, const ScheduleSegment& s) {
   c.decay_milestones = s.decay_milestones;
   c.decay_rate = s.decay_rate;
   c.warmup_prefix = s.warmup_prefix;
+  c.lr_noise = s.lr_noise;
+  c.lr_noise_pct = s.lr_noise_pct;
+  c.lr_noise_std = s.lr_noise_std;
+  c.lr_cycle_mul = s.lr_cycle_mul;
+  c.lr_cycle_decay = s.lr_cycle_decay;
+  c.lr_cycle_limit = s.lr_cycle_limit;
+  c.lr_k_decay = s.lr_k_decay;
 }
 
 ModelConfig model_config_from(const Config& c) {

@@ -37,6 +37,13 @@ struct ScheduleSegment {
   std::vector<int64_t> decay_milestones = {90, 180, 270};
   double decay_rate = 0.1;
   bool warmup_prefix = false;
+  std::vector<double> lr_noise = {};
+  double lr_noise_pct = 0.67;
+  double lr_noise_std = 1.0;
+  double lr_cycle_mul = 1.0;
+  double lr_cycle_decay = 0.5;
+  int64_t lr_cycle_limit = 1;
+  double lr_k_decay = 1.0;
   bool operator==(const ScheduleSegment&) const = default;
 };
 
@@ -129,6 +136,15 @@ struct Config {
   double decay_rate = 0.1;  ///< step, multistep: lr factor per decay; poly: power
   bool warmup_prefix = false;   ///< the schedule starts after the warmup (timm's)
   int64_t cooldown_epochs = 0;  ///< epochs at min_lr after cosine, tanh, poly (timm's)
+  /// lr noise's range, as fractions of epochs: [] = none (timm's None), [start] = from start on,
+  /// [start, end] (train/schedule.h)
+  std::vector<double> lr_noise = {};
+  double lr_noise_pct = 0.67;   ///< the noise's bound: |noise| < lr_noise_pct (timm's)
+  double lr_noise_std = 1.0;    ///< the noise's standard deviation (timm's)
+  double lr_cycle_mul = 1.0;    ///< cosine, tanh, poly: each cycle's length x this (timm's)
+  double lr_cycle_decay = 0.5;  ///< cosine, tanh, poly: each cycle's peak x this (train.py's 0.5)
+  int64_t lr_cycle_limit = 1;   ///< cosine, tanh, poly: cycles before min_lr (timm's)
+  double lr_k_decay = 1.0;      ///< cosine, poly: k-decay's k, t^k / T^k for t / T (timm's)
   /// Earlier schedules of this run, oldest first: a resume that changes a key of ScheduleSegment
   /// (epochs, lr, sched, ...) records here what was used until then, and the keys above hold the
   /// schedule from the last entry's position on. The trainer writes it into args.yaml, so that

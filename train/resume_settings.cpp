@@ -13,14 +13,17 @@ namespace {
 
 // (lr_base and its companions only say how a null lr was computed: the run's config holds the
 // computed lr, resolve_lr)
-const std::set<std::string> kScheduleKeys = {"epochs",         "lr",
-                                             "lr_base",        "lr_base_size",
-                                             "lr_base_scale",  "sched",
-                                             "warmup_epochs",  "warmup_lr",
-                                             "min_lr",         "sched_on_updates",
-                                             "decay_epochs",   "decay_milestones",
-                                             "decay_rate",     "warmup_prefix",
-                                             "cooldown_epochs"};
+const std::set<std::string> kScheduleKeys = {"epochs",          "lr",
+                                             "lr_base",         "lr_base_size",
+                                             "lr_base_scale",   "sched",
+                                             "warmup_epochs",   "warmup_lr",
+                                             "min_lr",          "sched_on_updates",
+                                             "decay_epochs",    "decay_milestones",
+                                             "decay_rate",      "warmup_prefix",
+                                             "cooldown_epochs", "lr_noise",
+                                             "lr_noise_pct",    "lr_noise_std",
+                                             "lr_cycle_mul",    "lr_cycle_decay",
+                                             "lr_cycle_limit",  "lr_k_decay"};
 const std::set<std::string> kSessionKeys = {
     "device", "precision", "wtconv_mode", "workers", "pin_mem", "data_dir", "corrupt_images",
     "validation_batch_size", "log_interval", "checkpoint_hist", "output",

@@ -3,7 +3,8 @@
 //
 // Keys fall into three kinds:
 //  - the schedule (epochs, lr, sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates,
-//    decay_epochs, decay_milestones, decay_rate, warmup_prefix, cooldown_epochs) may
+//    decay_epochs, decay_milestones, decay_rate, warmup_prefix, cooldown_epochs, lr_noise,
+//    lr_noise_pct, lr_noise_std, lr_cycle_mul, lr_cycle_decay, lr_cycle_limit, lr_k_decay) may
 //    change: the schedule the run used up to the resume position joins schedule_history, args.yaml
 //    gets the new values, and the notes say what changes from which epoch / step / update, with the
 //    learning rate there before and after;

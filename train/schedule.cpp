@@ -1,4 +1,4 @@
-// LrSchedule::at (see schedule.h for the formulas) and RunSchedule.
+// LrSchedule::at (see schedule.h for the formulas), TorchCpuRandn and RunSchedule.
 #include "train/schedule.h"
 
 #include <algorithm>
@@ -27,6 +27,28 @@ double python_floor_div(double t, double d) {
 
 }  // namespace
 
+double TorchCpuRandn::uniform() {
+  const uint64_t hi = engine_(), lo = engine_();  // CPUGeneratorImpl::random64: the first is high
+  constexpr int kDigits = std::numeric_limits<double>::digits;  // 53
+  return static_cast<double>(((hi << 32) | lo) & ((uint64_t{1} << kDigits) - 1)) *
+         (1.0 / static_cast<double>(uint64_t{1} << kDigits));
+}
+
+double TorchCpuRandn::next() {
+  double z;
+  if (cached_) {
+    z = *cached_;
+    cached_.reset();
+  } else {
+    const double u1 = uniform(), u2 = uniform();
+    const double r = std::sqrt(-2.0 * std::log1p(-u2));
+    const double theta = 2.0 * M_PI * u1;
+    cached_ = r * std::sin(theta);
+    z = r * std::cos(theta);
+  }
+  return static_cast<double>(static_cast<float>(z));  // the float tensor's value
+}
+
 double LrSchedule::after_warmup(double t) const {
   if (kind == "step") return lr * std::pow(decay_rate, python_floor_div(t, decay_t));
   if (kind == "multistep") {
@@ -35,37 +57,100 @@ double LrSchedule::after_warmup(double t) const {
         std::upper_bound(milestones.begin(), milestones.end(), t + 1) - milestones.begin();
     return lr * std::pow(decay_rate, static_cast<double>(passed));
   }
-  // cosine, tanh, poly: one cycle, from lr at t = 0 down to min_lr at t_total
-  if (t >= t_total) return min_lr;
-  if (kind == "cosine") return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * t / t_total));
-  const double x = t / t_total;
-  if (kind == "tanh")
-    return min_lr + 0.5 * (lr - min_lr) * (1.0 - std::tanh(kTanhLb * (1.0 - x) + kTanhUb * x));
+  // cosine, tanh, poly: timm's cycles, each computed in its order (the same doubles)
+  double i, t_i, t_curr;
+  if (cycle_mul != 1) {
+    const double x = 1 - t / t_total * (1 - cycle_mul);
+    // cycle_mul < 1: the shrinking cycles end at t = t_total / (1 - cycle_mul), where timm's log
+    // fails (math domain error); past every cycle, as i >= cycle_limit is
+    if (!(x > 0)) return min_lr;
+    i = std::floor(std::log(x) / std::log(cycle_mul));  // Python's math.log(x, base)
+    t_i = std::pow(cycle_mul, i) * t_total;
+    t_curr = t - (1 - std::pow(cycle_mul, i)) / (1 - cycle_mul) * t_total;
+  } else {
+    i = python_floor_div(t, t_total);
+    t_i = t_total;
+    t_curr = t - t_total * i;
+  }
+  if (i >= static_cast<double>(cycle_limit)) return min_lr;
+  const double top = lr * std::pow(cycle_decay, i);
+  if (kind == "cosine")
+    return min_lr + 0.5 * (top - min_lr) *
+                        (1.0 + std::cos(M_PI * std::pow(t_curr, k_decay) / std::pow(t_i, k_decay)));
+  if (kind == "tanh") {
+    const double x = t_curr / t_i;
+    return min_lr + 0.5 * (top - min_lr) * (1.0 - std::tanh(kTanhLb * (1.0 - x) + kTanhUb * x));
+  }
   HG_CHECK(kind == "poly", "LrSchedule: unknown sched '", kind, "'");
-  return min_lr + (lr - min_lr) * std::pow(1.0 - x, decay_rate);
+  return min_lr +
+         (top - min_lr) *
+             std::pow(1.0 - std::pow(t_curr, k_decay) / std::pow(t_i, k_decay), decay_rate);
+}
+
+double LrSchedule::noise(double t) const {
+  if (kind == "none" || t == 0 || noise_range.empty()) return 0;  // timm never steps to t = 0
+  if (t < noise_range[0] || (noise_range.size() == 2 && t >= noise_range[1])) return 0;
+  // timm's _calculate_noise: a generator seeded with noise_seed + t, redrawn until in bounds
+  TorchCpuRandn randn(noise_seed + static_cast<uint64_t>(t));
+  for (;;) {
+    const double n = randn.next() * noise_std;
+    if (std::fabs(n) < noise_pct) return n;
+  }
 }
 
 double LrSchedule::at(double t) const {
   if (kind == "none") return lr;
   if (t == 0 && warmup_t == 0) return lr;  // timm's first lr is the optimizer's, never stepped to 0
+  double v;
   if (t < warmup_t) {
     const double end = kind == "tanh" && !warmup_prefix ? after_warmup(warmup_t) : lr;
-    return warmup_lr + t * ((end - warmup_lr) / warmup_t);  // timm's order: per-t step first
+    v = warmup_lr + t * ((end - warmup_lr) / warmup_t);  // timm's order: per-t step first
+  } else {
+    v = after_warmup(warmup_prefix ? t - warmup_t : t);
   }
-  return after_warmup(warmup_prefix ? t - warmup_t : t);
+  const double n = noise(t);
+  return n == 0 ? v : v + v * n;  // timm's _add_noise
+}
+
+double cycle_epochs(const Config& cfg) {
+  const double cycles = static_cast<double>(std::max<int64_t>(1, cfg.lr_cycle_limit));
+  const double epochs = static_cast<double>(cfg.epochs);
+  if (cfg.lr_cycle_mul == 1.0) return epochs * cycles;
+  return std::floor(-epochs * (std::pow(cfg.lr_cycle_mul, cycles) - 1) / (1 - cfg.lr_cycle_mul));
 }
 
 int64_t run_epochs(const Config& cfg) {
-  return cfg.epochs + (decays_to_min_lr(cfg.sched) ? cfg.cooldown_epochs : 0) +
-         (cfg.warmup_prefix ? cfg.warmup_epochs : 0);
+  const int64_t prefix = cfg.warmup_prefix ? cfg.warmup_epochs : 0;
+  if (!decays_to_min_lr(cfg.sched)) return cfg.epochs + prefix;
+  return static_cast<int64_t>(cycle_epochs(cfg)) + prefix + cfg.cooldown_epochs;
 }
 
 std::string run_epochs_text(const Config& cfg) {
   const int64_t prefix = cfg.warmup_prefix ? cfg.warmup_epochs : 0;
-  const int64_t cooldown = run_epochs(cfg) - cfg.epochs - prefix;
-  if (prefix == 0 && cooldown == 0) return str("epochs ", cfg.epochs);
+  const bool cycles = decays_to_min_lr(cfg.sched);
+  const int64_t cooldown = cycles ? cfg.cooldown_epochs : 0;
+  const int64_t cyc = cycles ? static_cast<int64_t>(cycle_epochs(cfg)) : cfg.epochs;
+  std::string part = str("epochs ", cfg.epochs);
+  if (cycles && cfg.lr_cycle_limit > 1)
+    part = cfg.lr_cycle_mul == 1.0
+               ? str("lr_cycle_limit ", cfg.lr_cycle_limit, " cycles of epochs ", cfg.epochs)
+               : str(cyc, " of lr_cycle_limit ", cfg.lr_cycle_limit, " cycles from epochs ",
+                     cfg.epochs, " x lr_cycle_mul ", cfg.lr_cycle_mul);
+  else if (cyc != cfg.epochs)  // one cycle, which timm's floor made an epoch shorter
+    part = str(cyc, " of epochs ", cfg.epochs, " as timm's get_cycle_length floors it with ",
+               "lr_cycle_mul ", cfg.lr_cycle_mul);
+  if (prefix == 0 && cooldown == 0 && part == str("epochs ", cfg.epochs)) return part;
   return str(run_epochs(cfg), " epochs (", prefix > 0 ? str("warmup_epochs ", prefix, " + ") : "",
-             "epochs ", cfg.epochs, cooldown > 0 ? str(" + cooldown_epochs ", cooldown) : "", ")");
+             part, cooldown > 0 ? str(" + cooldown_epochs ", cooldown) : "", ")");
+}
+
+int64_t epochs_for_run(const Config& cfg, int64_t target) {
+  Config c = cfg;
+  // run_epochs grows with epochs, at least one epoch a step (a cycle is never shorter than the
+  // epochs of the first, but for timm's floor, which may take one off)
+  for (c.epochs = 1; run_epochs(c) < target; ++c.epochs) {
+  }
+  return c.epochs;
 }
 
 int64_t updates_per_epoch(int64_t steps, int64_t accum) {
@@ -81,7 +166,7 @@ int64_t micro_batches_of_update(int64_t step, int64_t steps, int64_t accum) {
 
 namespace {
 
-LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch) {
+LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch, int64_t seed) {
   LrSchedule out;
   out.kind = s.sched;
   out.lr = s.lr;
@@ -95,6 +180,16 @@ LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch) {
   out.t_total = static_cast<double>(s.epochs) * unit;
   out.decay_t = s.decay_epochs * unit;
   for (int64_t m : s.decay_milestones) out.milestones.push_back(static_cast<double>(m) * unit);
+  out.cycle_mul = s.lr_cycle_mul;
+  out.cycle_decay = s.lr_cycle_decay;
+  out.cycle_limit = s.lr_cycle_limit;
+  out.k_decay = s.lr_k_decay;
+  // timm: noise_range = noise x t_initial, t_initial in updates when stepping per update (and
+  // epochs, without warmup or cooldown, for every sched)
+  for (double n : s.lr_noise) out.noise_range.push_back(n * out.t_total);
+  out.noise_pct = s.lr_noise_pct;
+  out.noise_std = s.lr_noise_std;
+  out.noise_seed = static_cast<uint64_t>(seed);  // train.py's noise_seed is its seed
   return out;
 }
 
@@ -102,10 +197,12 @@ LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch) {
 
 RunSchedule::RunSchedule(const Config& cfg, int64_t updates_per_epoch) {
   for (const ScheduleSegment& s : cfg.schedule_history)
-    parts_.push_back({s.until_epoch, s.until_step, make(s, updates_per_epoch), s.sched_on_updates});
+    parts_.push_back(
+        {s.until_epoch, s.until_step, make(s, updates_per_epoch, cfg.seed), s.sched_on_updates});
   const ScheduleSegment now =
       schedule_segment(cfg, std::numeric_limits<int64_t>::max(), 0, "schedule");
-  parts_.push_back({now.until_epoch, now.until_step, make(now, updates_per_epoch), now.sched_on_updates});
+  parts_.push_back({now.until_epoch, now.until_step, make(now, updates_per_epoch, cfg.seed),
+                    now.sched_on_updates});
 }
 
 const RunSchedule::Part& RunSchedule::part_at(int64_t epoch, int64_t step) const {

@@ -1,22 +1,33 @@
 // Learning-rate schedules: timm's schedulers as its create_scheduler_v2 makes them from train.py's
-// keys (one cycle, no k-decay, no noise), stepped per epoch or per optimizer update
-// (sched_on_updates). With t, warmup_t, T (epochs), decay_t (decay_epochs) and the milestones m_i
-// (decay_milestones) in epochs, or in updates (x updates per epoch) when stepping per update:
+// keys, stepped per epoch or per optimizer update (sched_on_updates). With t, warmup_t, T
+// (epochs), decay_t (decay_epochs) and the milestones m_i (decay_milestones) in epochs, or in
+// updates (x updates per epoch) when stepping per update:
 //
 //   t < warmup_t:  lr(t) = warmup_lr + t (end - warmup_lr) / warmup_t, a line to end = lr (tanh
 //                  without warmup_prefix: to its own curve's value at warmup_t, as timm's)
 //   otherwise, with t - warmup_t for t when warmup_prefix, by sched:
-//     cosine:      min_lr + 0.5 (lr - min_lr)(1 + cos(pi t / T)),             min_lr from t = T
-//     tanh:        min_lr + 0.5 (lr - min_lr)(1 - tanh(-7 (1 - t/T) + 3 t/T)), min_lr from t = T
-//     poly:        min_lr + (lr - min_lr)(1 - t/T)^decay_rate,                min_lr from t = T
+//     cosine, tanh, poly: timm's cycles (lr_cycle_mul M, lr_cycle_decay d, lr_cycle_limit L):
+//                  cycle i = floor(t / T) (M = 1) or floor(log_M(1 - t (1 - M) / T)) (M != 1),
+//                  which starts at t0 = T (1 - M^i) / (1 - M) and lasts T_i = T M^i; in it
+//                  t_c = t - t0, top = lr d^i, and with k = lr_k_decay (cosine and poly) by sched:
+//     cosine:      min_lr + 0.5 (top - min_lr)(1 + cos(pi t_c^k / T_i^k))
+//     tanh:        min_lr + 0.5 (top - min_lr)(1 - tanh(-7 (1 - t_c/T_i) + 3 t_c/T_i))
+//     poly:        min_lr + (top - min_lr)(1 - t_c^k / T_i^k)^decay_rate
+//                  and min_lr from cycle L on (one cycle by default: min_lr from t = T)
 //     step:        lr decay_rate^(t // decay_t)   (Python's //: a fractional decay_t too)
 //     multistep:   lr decay_rate^#{i : m_i <= t + 1}  (timm's bisect_right(milestones, t + 1):
 //                  each decay comes one epoch (update) before its milestone, at 0-based m_i - 1)
 //     none:        lr throughout, no warmup (timm's train.py makes no scheduler for it)
 //   t = 0 without a warmup: lr (timm's first epoch or update runs at the optimizer's lr, never
 //   stepped to t = 0: tanh's formula would give 8e-7 less, and a milestone 0 or 1 a decayed lr)
+//   lr noise (lr_noise [start] or [start, end], fractions of T; every sched but none): at each t
+//   > 0 with start T <= t (< end T), lr(t) x (1 + n), n drawn as timm's scheduler draws it: torch's
+//   CPU generator seeded with seed + t, n = randn() x lr_noise_std until |n| < lr_noise_pct
+//   (TorchCpuRandn: the same bits as torch's, so the same lr as timm's run). t = 0 has none: timm
+//   never steps there.
 // step and multistep have no floor (min_lr unused); poly's power is decay_rate (timm overloads it,
-// default 0.1 included).
+// default 0.1 included). With M < 1 the cycles shrink and end at t = T / (1 - M): from there on
+// min_lr (timm's log of a number <= 0 fails there: a math domain error).
 // The warmup replaces the schedule's start (warmup_prefix false, timm's default): at t = warmup_t
 // the cosine's lr is already min_lr + 0.5 (lr - min_lr)(1 + cos(pi warmup_t / T)), a little below
 // lr. With warmup_prefix the schedule starts after the warmup, from lr, and the run is
@@ -28,12 +39,33 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "train/config.h"
 
 namespace hg::train {
+
+/// torch.randn(1, generator=g) of a torch.Generator() after g.manual_seed(seed), call after call,
+/// as timm's lr noise draws it (Scheduler._calculate_noise): torch's CPU generator is mt19937
+/// seeded with the seed's low 32 bits, and a tensor of fewer than 16 elements is filled by
+/// at::normal_distribution<double>: Box-Muller on two 53-bit uniforms u1, u2 (each from two
+/// 32-bit draws, the first the high half), r = sqrt(-2 log1p(-u2)), theta = 2 pi u1, r cos(theta)
+/// returned and r sin(theta) kept for the next call; the float tensor rounds each to a float.
+class TorchCpuRandn {
+ public:
+  explicit TorchCpuRandn(uint64_t seed) : engine_(static_cast<uint32_t>(seed)) {}
+  /// The next value, a float (the tensor's) as a double (.item()).
+  double next();
+
+ private:
+  double uniform();  // at::uniform_real_distribution<double>(0, 1)
+  std::mt19937 engine_;
+  std::optional<double>
+      cached_;  // the pair's second value (CPUGeneratorImpl's next_double_normal_sample)
+};
 
 /// One schedule, its lengths and positions in epochs or in updates alike.
 struct LrSchedule {
@@ -45,23 +77,49 @@ struct LrSchedule {
   std::vector<double> milestones;  ///< multistep: decay positions, increasing
   double decay_rate = 0.1;         ///< step, multistep: the lr's factor per decay; poly: power
   bool warmup_prefix = false;      ///< the schedule's t counts from the warmup's end
+  double cycle_mul = 1;            ///< cosine, tanh, poly: a cycle's length over the one before
+  double cycle_decay = 0.5;        ///< cosine, tanh, poly: a cycle's peak over the one before
+  int64_t cycle_limit = 1;         ///< cosine, tanh, poly: cycles before min_lr
+  double k_decay = 1;              ///< cosine, poly: the k of t^k / T^k
+  /// lr noise's range of t: [] none, [start] from start on, [start, end) (timm's noise_range_t)
+  std::vector<double> noise_range;
+  double noise_pct = 0.67, noise_std = 1;
+  uint64_t noise_seed = 42;  ///< t's noise is drawn with seed noise_seed + t
 
-  /// Learning rate at time t (epoch index or update index, starting at 0).
+  /// Learning rate at time t (epoch index or update index, starting at 0), noise included.
   double at(double t) const;
+
+  /// The noise n of lr(t) = value x (1 + n): 0 outside noise_range and at t = 0.
+  double noise(double t) const;
 
  private:
   double after_warmup(double t) const;  // the schedule's own value at t (the formulas by sched)
 };
 
-/// The epochs a run trains: timm's num_epochs (create_scheduler_v2), which its train.py runs:
-/// epochs, plus cooldown_epochs for cosine, tanh and poly (whose lr is min_lr by then; step,
-/// multistep and none ignore it), plus warmup_epochs with warmup_prefix (for every sched, none
-/// too, as timm).
+/// The epochs of the cycles of a cosine, tanh or poly schedule, as timm's get_cycle_length counts
+/// them (in epochs): c = max(1, lr_cycle_limit) cycles, epochs x c for lr_cycle_mul 1, else
+/// floor(-epochs (lr_cycle_mul^c - 1) / (1 - lr_cycle_mul)). As a double, for checks of its size.
+double cycle_epochs(const Config& cfg);
+
+/// The epochs a run trains: timm's num_epochs (create_scheduler_v2), which its train.py runs: for
+/// cosine, tanh and poly the cycles' epochs (cycle_epochs: epochs, with the default one cycle)
+/// plus cooldown_epochs (whose lr is min_lr); for step, multistep and none epochs (they ignore
+/// cooldown_epochs and the cycles); plus warmup_epochs with warmup_prefix (for every sched, none
+/// too, as timm). (Stepping per update with lr_cycle_mul != 1, timm counts the cycles in updates
+/// and divides by the updates per epoch: that can come out an epoch less where its float product
+/// falls just below a whole number of updates, e.g. lr_cycle_mul 0.3, epochs 1, 3 updates an
+/// epoch: 2.9999999999999996 updates, 0 epochs. Counted here in epochs, it does not depend on the
+/// data: a run's length is known before its data is read.)
 int64_t run_epochs(const Config& cfg);
 
 /// run_epochs as the keys make it, for messages: "epochs 10", or "12 epochs (epochs 10 +
-/// cooldown_epochs 2)".
+/// cooldown_epochs 2)", "49 epochs (47 of lr_cycle_limit 3 cycles from epochs 10 x lr_cycle_mul
+/// 1.5 + cooldown_epochs 2)".
 std::string run_epochs_text(const Config& cfg);
+
+/// The least `epochs` for which run_epochs, the other keys as they are, is at least `target`: what
+/// to set for a run to reach its epoch `target`.
+int64_t epochs_for_run(const Config& cfg, int64_t target);
 
 /// Optimizer updates in an epoch of `steps` micro-batches, `accum` to an update: ceil(steps /
 /// accum), the last micro-batches making an update even when fewer than accum (timm's train.py).

@@ -378,15 +378,16 @@ RecordedConfig recorded_config(const Session& s) {
 
 // A resumed run whose epochs are all done: its result, trained no further.
 std::optional<TrainResult> already_finished(const Session& s) {
-  // the run's length is epochs and what cooldown_epochs and warmup_prefix add (run_epochs): the
-  // advice names the epochs that give a length
-  const int64_t run = run_epochs(s.cfg), added = run - s.cfg.epochs;
-  const std::string run_text = added == 0 ? str("--epochs ", run) : run_epochs_text(s.cfg);
+  // the run's length is epochs and what cooldown_epochs, warmup_prefix and the lr cycles add
+  // (run_epochs): the advice names the epochs that give a length (epochs_for_run)
+  const int64_t run = run_epochs(s.cfg);
+  const std::string run_text = run == s.cfg.epochs ? str("--epochs ", run) : run_epochs_text(s.cfg);
   // a run stopped inside an epoch that --epochs no longer reaches: neither finished nor resumable
   HG_CHECK(!s.resumed || s.resumed->step_in_epoch == 0 || s.resumed->epoch < run,
            "resume: ", s.resume_path, " stopped inside epoch ",
            s.resumed ? s.resumed->epoch + 1 : 0, ", past ", run_text, ": resume with --epochs ",
-           s.resumed ? s.resumed->epoch + 1 - added : 0, " or more to finish that epoch");
+           s.resumed ? epochs_for_run(s.cfg, s.resumed->epoch + 1) : 0,
+           " or more to finish that epoch");
   // --stop-after-epoch counts the run's epochs: on a resume past it, nothing would train (the
   // session said it "finished an evaluation" it never ran)
   const int64_t stop = s.opts.stop_after_epoch;
@@ -414,7 +415,8 @@ std::optional<TrainResult> already_finished(const Session& s) {
           ? str("all ", done_epochs, " epochs of this run are done")
           : str("this run has done ", done_epochs, " epochs, more than ", run_epochs_text(s.cfg)),
       best_score(*s.resumed), s.resumed->best_epoch,
-      done_epochs == run ? std::string("higher") : str("above ", done_epochs - added),
+      done_epochs == run ? std::string("higher")
+                         : str("above ", epochs_for_run(s.cfg, done_epochs + 1) - 1),
       unused_schedule.empty()
           ? std::string()
           : str(" (this session's schedule change, ", unused_schedule, ", applies to no epoch)"));
@@ -633,12 +635,17 @@ void build_model(Session& s) {
         "warmup_epochs {} >= {}: the {} within the warmup: {}, below lr {:.3g}, and "
         "the {} schedule never decays it{} (fewer warmup_epochs, or more epochs){}",
         cfg.warmup_epochs, ends_warm ? run_epochs_text(cfg) : str("epochs ", cfg.epochs),
-        ends_warm ? "run ends" : "schedule ends",
+        ends_warm                                               ? "run ends"
+        : decays_to_min_lr(cfg.sched) && cfg.lr_cycle_limit > 1 ? "first lr cycle ends"
+                                                                : "schedule ends",
         first == last ? fmt::format("every update has lr {:.3g}", first)
                       : fmt::format("its updates' lr rises from {:.3g} to {:.3g}", first, last),
         peak_lr(cfg, "warmup"), cfg.sched,
-        ends_warm
-            ? std::string()
+        ends_warm ? std::string()
+        // lr cycles after the first (lr_cycle_limit > 1) come after the warmup too
+        : run - warm > cfg.cooldown_epochs
+            ? fmt::format("; then {} epoch{} to the end of {}", run - warm,
+                          run - warm == 1 ? "" : "s", run_epochs_text(cfg))
             : fmt::format("; then {} epoch{} of cooldown_epochs {} at min_lr {:.3g}", run - warm,
                           run - warm == 1 ? "" : "s", cfg.cooldown_epochs, cfg.min_lr),
         cfg.sched_on_updates && ends_warm

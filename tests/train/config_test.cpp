@@ -1333,3 +1333,105 @@ TEST_F(ConfigTest, ScheduleHistoryHoldsTheDecayKeysAndOlderEntriesLoad) {
   null_lr.replace(null_lr.find("lr: 0.2"), std::string("lr: 0.2").size(), "lr: null");
   expect_contains(load_error(null_lr + "}]\n"), {"'schedule_history[0].lr'", "got null"});
 }
+
+// timm's lr noise and cycle keys at train.py's defaults (lr_cycle_decay 0.5, not the factory's
+// 0.1); lr_noise as argparse's nargs='+' takes it (one or two words) and as a timm args.yaml
+// holds it (null = off, a list), written back as a list.
+TEST_F(ConfigTest, TimmsNoiseAndCycleKeys) {
+  const Config d;
+  EXPECT_TRUE(d.lr_noise.empty());
+  EXPECT_EQ(d.lr_noise_pct, 0.67);
+  EXPECT_EQ(d.lr_noise_std, 1.0);
+  EXPECT_EQ(d.lr_cycle_mul, 1.0);
+  EXPECT_EQ(d.lr_cycle_decay, 0.5);
+  EXPECT_EQ(d.lr_cycle_limit, 1);
+  EXPECT_EQ(d.lr_k_decay, 1.0);
+  Config c;
+  hg::train::apply_overrides(c,
+                             {"--lr-noise", "0.4", "--lr-cycle-limit", "3", "--lr-k-decay", "2"});
+  EXPECT_EQ(c.lr_noise, (std::vector<double>{0.4}));
+  EXPECT_EQ(c.lr_cycle_limit, 3);
+  EXPECT_EQ(c.lr_k_decay, 2.0);
+  hg::train::apply_overrides(c, {"--lr-noise", "0.4", "0.9"});
+  EXPECT_EQ(c.lr_noise, (std::vector<double>{0.4, 0.9}));
+  EXPECT_EQ(hg::train::value_text(c, "lr_noise"), "[0.4, 0.9]");
+  EXPECT_EQ(hg::train::config_from_yaml(hg::train::to_yaml(c), "args.yaml"), c);
+  const Config timm = hg::train::load_config(
+      write("t.yaml",
+            "lr_noise: null\nlr_noise_pct: 0.5\nlr_noise_std: 2.0\nlr_cycle_mul: 1.5\n"
+            "lr_cycle_decay: 0.1\n"));
+  EXPECT_TRUE(timm.lr_noise.empty());
+  EXPECT_EQ(timm.lr_noise_pct, 0.5);
+  EXPECT_EQ(timm.lr_noise_std, 2.0);
+  EXPECT_EQ(timm.lr_cycle_mul, 1.5);
+  EXPECT_EQ(timm.lr_cycle_decay, 0.1);
+  EXPECT_EQ(hg::train::load_config(write("n.yaml", "lr_noise: 0.25\n")).lr_noise,
+            (std::vector<double>{0.25}));
+}
+
+// Each key's error names it: a noise range that would never add noise, a bound timm's redraws
+// never meet, a cycle multiplier or k that timm's log and power do not take, and cycles whose
+// length is no run's.
+TEST_F(ConfigTest, NoiseAndCycleKeyErrorsNameTheKey) {
+  expect_contains(load_error("lr_noise: [0.5, 0.5]\n"),
+                  {"'lr_noise'", "line 1", "start < end", "[0.5, 0.5]"});
+  expect_contains(override_error({"--lr-noise", "0.9", "0.2"}),
+                  {"'lr_noise' (command line)", "start < end", "[0.9, 0.2]"});
+  expect_contains(load_error("lr_noise: [0.1, 0.5, 0.9]\n"), {"'lr_noise'", "0 to 2", "got 3"});
+  expect_contains(load_error("lr_noise: -0.5\n"), {"'lr_noise'", ">= 0", "-0.5"});
+  expect_contains(load_error("lr_noise_pct: 0\n"), {"'lr_noise_pct'", "> 0", "got 0"});
+  expect_contains(load_error("lr_noise_std: -1\n"), {"'lr_noise_std'", ">= 0"});
+  expect_contains(load_error("lr_cycle_mul: 0\n"), {"'lr_cycle_mul'", "> 0"});
+  expect_contains(load_error("lr_cycle_decay: -0.5\n"), {"'lr_cycle_decay'", ">= 0"});
+  expect_contains(load_error("lr_cycle_limit: -1\n"), {"'lr_cycle_limit'", ">= 0"});
+  expect_contains(load_error("lr_cycle_limit: 1.5\n"), {"'lr_cycle_limit'", "integer"});
+  expect_contains(load_error("lr_k_decay: 0\n"), {"'lr_k_decay'", "> 0"});
+  expect_contains(load_error("epochs: 10\nlr_cycle_mul: 10\nlr_cycle_limit: 20\n"),
+                  {"'lr_cycle_mul'", "'lr_cycle_limit'", "20 cycles from epochs 10",
+                   "get_cycle_length", "1 to 10^9"});
+  // step ignores the cycles, as timm's run length does
+  EXPECT_EQ(load_error("sched: step\nepochs: 10\nlr_cycle_mul: 10\nlr_cycle_limit: 20\n"), "");
+}
+
+// schedule_history entries hold the noise and cycle keys (a resume may change them), and an entry
+// written before them loads with their defaults.
+TEST_F(ConfigTest, ScheduleHistoryHoldsTheNoiseAndCycleKeys) {
+  Config c;
+  c.lr = 0.1;
+  c.lr_noise = {0.2, 0.8};
+  c.lr_noise_pct = 0.3;
+  c.lr_noise_std = 0.5;
+  c.lr_cycle_mul = 2;
+  c.lr_cycle_decay = 0.25;
+  c.lr_cycle_limit = 2;
+  c.lr_k_decay = 1.5;
+  c.schedule_history = {hg::train::schedule_segment(c, 3, 1, "test")};
+  c.lr_noise = {};
+  c.lr_cycle_limit = 1;
+  const Config back = hg::train::config_from_yaml(hg::train::to_yaml(c), "args.yaml");
+  EXPECT_EQ(back, c) << hg::train::to_yaml(back);
+  ASSERT_EQ(back.schedule_history.size(), 1u);
+  const hg::train::ScheduleSegment& h = back.schedule_history[0];
+  EXPECT_EQ(h.lr_noise, (std::vector<double>{0.2, 0.8}));
+  EXPECT_EQ(h.lr_noise_pct, 0.3);
+  EXPECT_EQ(h.lr_noise_std, 0.5);
+  EXPECT_EQ(h.lr_cycle_mul, 2);
+  EXPECT_EQ(h.lr_cycle_decay, 0.25);
+  EXPECT_EQ(h.lr_cycle_limit, 2);
+  EXPECT_EQ(h.lr_k_decay, 1.5);
+  const std::string old_entry =
+      "lr: 0.1\nschedule_history: [{until_epoch: 2, until_step: 0, epochs: 5, lr: 0.2, sched: "
+      "\"cosine\", warmup_epochs: 1, warmup_lr: 1e-05, min_lr: 0, sched_on_updates: false";
+  const Config old = hg::train::load_config(write("old.yaml", old_entry + "}]\n"));
+  ASSERT_EQ(old.schedule_history.size(), 1u);
+  const Config d;
+  const hg::train::ScheduleSegment& s = old.schedule_history[0];
+  EXPECT_EQ(s.lr_noise, d.lr_noise);
+  EXPECT_EQ(s.lr_noise_pct, d.lr_noise_pct);
+  EXPECT_EQ(s.lr_cycle_decay, d.lr_cycle_decay);
+  EXPECT_EQ(s.lr_cycle_limit, d.lr_cycle_limit);
+  expect_contains(load_error(old_entry + ", lr_noise: [0.7, 0.3]}]\n"),
+                  {"'schedule_history[0].lr_noise'", "start < end"});
+  expect_contains(load_error(old_entry + ", lr_k_decay: 0}]\n"),
+                  {"'schedule_history[0].lr_k_decay'", "> 0"});
+}

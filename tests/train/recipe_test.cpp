@@ -188,6 +188,13 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"decay_rate", "train/config.cpp"},
       {"warmup_prefix", "train/config.cpp"},
       {"cooldown_epochs", "train/schedule.cpp"},  // run_epochs, which the trainer runs
+      {"lr_noise", "train/config.cpp"},
+      {"lr_noise_pct", "train/config.cpp"},
+      {"lr_noise_std", "train/config.cpp"},
+      {"lr_cycle_mul", "train/config.cpp"},  // and cycle_epochs (train/schedule.cpp)
+      {"lr_cycle_decay", "train/config.cpp"},
+      {"lr_cycle_limit", "train/config.cpp"},
+      {"lr_k_decay", "train/config.cpp"},
       {"schedule_history", "train/schedule.cpp"},
       {"grad_accum_steps", "train/trainer.cpp"},
       {"smoothing", "train/trainer.cpp"},

@@ -135,3 +135,34 @@ TEST(ResumeSettings, CooldownChangesTheLengthWarmupPrefixTheSchedule) {
   EXPECT_FALSE(r.session.schedule_history[0].warmup_prefix);
   EXPECT_TRUE(r.args.warmup_prefix);
 }
+
+// A resume may add cycles or noise: the schedule that ran without them joins schedule_history
+// (lr_cycle_limit 1, no noise), and the new keys' lr holds from the position on: a second cosine
+// cycle from epoch 5 of 4 + 4, at lr x lr_cycle_decay; a run of more epochs than the recorded one.
+TEST(ResumeSettings, CyclesAndNoiseAreScheduleKeys) {
+  hg::train::Config recorded = smoke();  // cosine, warmup_epochs 1, seed 0
+  recorded.epochs = 4;
+  recorded.lr = 0.1;
+  recorded.min_lr = 0;
+  hg::train::Config session = recorded;
+  session.lr_cycle_limit = 2;
+  session.lr_noise = {0.5};
+  const hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 3, 0, 9, 3);
+  ASSERT_EQ(r.session.schedule_history.size(), 1u);
+  EXPECT_EQ(r.session.schedule_history[0].lr_cycle_limit, 1);
+  EXPECT_TRUE(r.session.schedule_history[0].lr_noise.empty());
+  EXPECT_EQ(r.args.lr_cycle_limit, 2);
+  EXPECT_EQ(hg::train::run_epochs(r.session), 8);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("lr_noise [] -> [0.5]"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("lr_cycle_limit 1 -> 2"), std::string::npos) << r.notes[0];
+  const hg::train::RunSchedule lrs(r.session, 3), before(recorded, 3);
+  EXPECT_EQ(lrs.lr(2, 0, 6), before.lr(2, 0, 6));  // epoch 3: before the resume, no noise
+  hg::train::LrSchedule second;  // epoch 5 (t = 4): the second cycle's start, with t's noise
+  second.noise_range = {2.0};
+  second.noise_seed = 0;
+  const double top = 0.1 * 0.5;
+  EXPECT_NEAR(lrs.lr(4, 0, 12), top + top * second.noise(4), 1e-15);
+  EXPECT_NE(second.noise(4), 0.0);
+}

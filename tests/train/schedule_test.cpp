@@ -1,7 +1,7 @@
 // The learning rate as timm computes it: its schedulers' values (expected values computed from
 // _get_lr of timm/scheduler/{cosine,tanh,poly,step,multistep}_lr.py at create_scheduler_v2's
-// settings: one cycle, warmup_prefix false), stepped per epoch and per update; train.py's lr from
-// lr_base and the global batch; the optimizer names.
+// settings; cycles, k-decay and noise at the end), stepped per epoch and per update; train.py's lr
+// from lr_base and the global batch; the optimizer names.
 #include "train/schedule.h"
 
 #include <gtest/gtest.h>
@@ -396,4 +396,251 @@ TEST(Schedule, PartialLastUpdate) {
   EXPECT_EQ(micro_batches_of_update(10008, 10009, 32), 25);
   EXPECT_EQ(micro_batches_of_update(63, 64, 32), 32);  // no remainder
   EXPECT_EQ(micro_batches_of_update(4, 5, 1), 1);
+}
+
+// ---- timm's cycles, k-decay and noise (lr_cycle_*, lr_k_decay, lr_noise*) ----------------------
+// Expected values: timm 1.0.31's schedulers' _get_lr (cycles, k-decay) and step() (noise), and
+// torch 2's torch.randn(1, generator=g), printed with repr.
+
+// torch's CPU generator after manual_seed(s), draw after draw (the second is the first pair's
+// cached sin half): the same floats as torch's; a seed counts by its low 32 bits, as torch's.
+TEST(Schedule, TorchCpuRandnAsTorch) {
+  const std::vector<std::pair<uint64_t, std::vector<double>>> want = {
+      {0, {1.5409960746765137, -0.293428897857666, -2.1787893772125244}},
+      {42, {0.33669036626815796, 0.12880940735340118, 0.23446236550807953}},
+      {4294967338, {0.33669036626815796, 0.12880940735340118, 0.23446236550807953}}};
+  for (const auto& [seed, values] : want) {
+    TorchCpuRandn g(seed);
+    for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(g.next(), values[i]) << seed << " " << i;
+  }
+}
+
+namespace {
+
+LrSchedule cycles(const std::string& kind, double mul, double decay, int64_t limit,
+                  double warmup_t) {
+  LrSchedule s;
+  s.kind = kind;
+  s.lr = 1.0;
+  s.warmup_lr = 1e-3;
+  s.min_lr = 0.01;
+  s.warmup_t = warmup_t;
+  s.t_total = 10;
+  s.cycle_mul = mul;
+  s.cycle_decay = decay;
+  s.cycle_limit = limit;
+  return s;
+}
+
+}  // namespace
+
+// Cycles of equal length restart at lr x lr_cycle_decay^i; with lr_cycle_mul 2 each is twice the
+// one before (10, 20, 40), and after lr_cycle_limit of them the lr stays at min_lr.
+TEST(Schedule, CosineCyclesAsTimm) {
+  expect_values(cycles("cosine", 1, 0.5, 3, 2), {{1, 0.5005},
+                                                 {2, 0.905463412215599},
+                                                 {5, 0.505},
+                                                 {9, 0.034227024433899},
+                                                 {10, 0.5},
+                                                 {13, 0.39900738681165593},
+                                                 {20, 0.25},
+                                                 {25, 0.13},
+                                                 {29, 0.015873218044581576},
+                                                 {30, 0.01},
+                                                 {35, 0.01}});
+  expect_values(cycles("cosine", 2, 0.5, 3, 0), {{5, 0.505},
+                                                 {10, 0.5},
+                                                 {15, 0.4282411613907041},
+                                                 {29, 0.013016356554191274},
+                                                 {30, 0.25},
+                                                 {31, 0.24963008004797538},
+                                                 {45, 0.1759220118838108},
+                                                 {69, 0.010369919952024645},
+                                                 {70, 0.01},
+                                                 {75, 0.01}});
+  LrSchedule prefix = cycles("cosine", 1.5, 0.7, 3, 3);
+  prefix.warmup_prefix = true;
+  expect_values(prefix, {{2, 0.667},
+                         {3, 1.0},
+                         {12, 0.034227024433899},
+                         {13, 0.7},
+                         {20, 0.39106231982734047},
+                         {28, 0.48999999999999994},
+                         {29, 0.4876643364979768},
+                         {40, 0.22491316881576318},
+                         {49, 0.015244575823886634},
+                         {50, 0.010584627937642192},
+                         {60, 0.01}});
+}
+
+// lr_cycle_mul < 1: the cycles shrink (10, 5, 2.5, ...) and end at t = 10 / (1 - 0.5) = 20, where
+// timm's log fails (a math domain error); min_lr from there on here.
+TEST(Schedule, ShrinkingCyclesEndAtMinLr) {
+  const LrSchedule s = cycles("cosine", 0.5, 0.5, 10, 0);
+  expect_values(s, {{3, 0.7959536998847742},
+                    {10, 0.5},
+                    {14, 0.0567908363781379},
+                    {15, 0.25},
+                    {17, 0.03291796067500632},
+                    {19, 0.04436169610234237}});
+  EXPECT_EQ(s.at(20), 0.01);
+  EXPECT_EQ(s.at(25), 0.01);
+}
+
+// tanh's cycles; without warmup_prefix its warmup ends at the curve's value at warmup_t, with it at
+// lr, the cycles counted from the warmup's end.
+TEST(Schedule, TanhCyclesAsTimm) {
+  expect_values(cycles("tanh", 1.5, 0.5, 2, 3), {{1, 0.3338893344569461},
+                                                 {3, 0.9996680033708382},
+                                                 {5, 0.9821936521375294},
+                                                 {9, 0.02780634786247063},
+                                                 {10, 0.49999959255126647},
+                                                 {12, 0.4999941360973126},
+                                                 {20, 0.33377062069525043},
+                                                 {24, 0.014564820079082674},
+                                                 {25, 0.01},
+                                                 {30, 0.01}});
+  LrSchedule prefix = cycles("tanh", 1, 0.5, 2, 2);
+  prefix.t_total = 8;
+  prefix.warmup_prefix = true;
+  expect_values(prefix, {{1, 0.5005},
+                         {2, 0.9999991767872526},
+                         {6, 0.9821936521375294},
+                         {10, 0.49999959255126647},
+                         {11, 0.4999950363044193},
+                         {17, 0.02436299306816459},
+                         {18, 0.01},
+                         {20, 0.01}});
+}
+
+// k-decay: t^k / T^k in place of t / T in cosine and poly (tanh has none, as timm's).
+TEST(Schedule, KDecayAsTimm) {
+  LrSchedule cosine = cycles("cosine", 1, 0.5, 1, 0);
+  cosine.k_decay = 2;
+  expect_values(
+      cosine,
+      {{3, 0.9803453744100868}, {5, 0.855017856687341}, {9, 0.09559511573409195}, {10, 0.01}});
+  LrSchedule poly = cycles("poly", 1, 0.5, 2, 0);
+  poly.k_decay = 0.5;
+  poly.decay_rate = 2;  // the power
+  expect_values(poly, {{3, 0.21250933613977113},
+                       {5, 0.09492857325063593},
+                       {9, 0.01260706985998268},
+                       {10, 0.5},
+                       {15, 0.05203535443718345},
+                       {20, 0.01}});
+  LrSchedule tanh = cycles("tanh", 1, 0.5, 1, 0), tanh_k = tanh;
+  tanh_k.k_decay = 2;
+  EXPECT_EQ(tanh_k.at(5), tanh.at(5));
+}
+
+// lr noise as timm's step() adds it: lr(t) x (1 + n) for t in [3, 7) (lr_noise [0.3, 0.7] of 10),
+// n drawn with seed 42 + t; from t = 5 on for a single start (every sched but none: step here,
+// n's std 2 bounded by 0.1). t = 0, never stepped, has none.
+TEST(Schedule, NoiseAsTimm) {
+  LrSchedule s = cycles("cosine", 1, 0.5, 1, 2);
+  s.noise_range = {3.0, 7.0};
+  s.noise_seed = 42;
+  expect_values(s, {{1, 0.5005},
+                    {2, 0.905463412215599},
+                    {3, 0.8207681603605096},
+                    {4, 0.5712282285489259},
+                    {6, 0.5345887829549891},
+                    {7, 0.21404630011522585},
+                    {8, 0.10453658778440106}});
+  LrSchedule step;
+  step.kind = "step";
+  step.lr = 1.0;
+  step.decay_t = 3;
+  step.decay_rate = 0.5;
+  step.noise_range = {5.0};
+  step.noise_pct = 0.1;
+  step.noise_std = 2.0;
+  step.noise_seed = 7;
+  expect_values(step, {{1, 1.0},
+                       {4, 0.5},
+                       {5, 0.5479254871606827},
+                       {6, 0.26074257120490074},
+                       {9, 0.12190094054676592},
+                       {20, 0.014347857213579118}});
+  for (double t = 5; t < 40; ++t) EXPECT_LT(std::fabs(step.noise(t)), 0.1) << t;
+  step.noise_range = {0.0};
+  EXPECT_EQ(step.at(0), 1.0);
+  EXPECT_EQ(step.noise(0), 0.0);
+  step.kind = "none";
+  EXPECT_EQ(step.at(6), 1.0);
+}
+
+// The config's lr_noise is a fraction of epochs, in updates when stepping per update (timm's
+// noise x t_initial): [0.5, 1] of 2 epochs of 3 updates is updates 3 to 5; seeded with seed + t.
+TEST(Schedule, NoisePerUpdateFromTheConfig) {
+  Config c;
+  c.lr = 1.0;
+  c.min_lr = 0.01;
+  c.warmup_epochs = 0;
+  c.epochs = 2;
+  c.sched_on_updates = true;
+  c.lr_noise = {0.5, 1.0};
+  c.seed = 11;
+  Config quiet = c;
+  quiet.lr_noise = {};
+  const RunSchedule r(c, 3), q(quiet, 3);
+  LrSchedule drawn;
+  drawn.noise_range = {3.0, 6.0};
+  drawn.noise_seed = 11;
+  for (int64_t u = 0; u < 8; ++u) {
+    const double n = drawn.noise(static_cast<double>(u)), plain = q.lr(u / 3, u % 3, u);
+    EXPECT_EQ(n != 0, u >= 3 && u < 6) << u;
+    EXPECT_EQ(r.lr(u / 3, u % 3, u), plain + plain * n) << "update " << u;
+  }
+  c.sched_on_updates = false;  // per epoch: epoch 1 of [1, 2)
+  const RunSchedule e(c, 3);
+  drawn.noise_range = {1.0, 2.0};
+  EXPECT_EQ(e.lr(0, 2, 2), 1.0);
+  const double plain = RunSchedule(quiet, 3).lr(1, 0, 3);
+  EXPECT_NE(e.lr(1, 0, 3), plain);
+  EXPECT_EQ(e.lr(1, 0, 3), plain + plain * drawn.noise(1));
+}
+
+// With cycles the run trains them all (timm's get_cycle_length), + warmup_prefix's warmup and
+// cooldown_epochs; step, multistep and none ignore the cycles; lr_cycle_limit 0 counts one cycle.
+TEST(Schedule, RunEpochsWithCyclesAsTimm) {
+  Config c;
+  c.epochs = 10;
+  c.warmup_epochs = 3;
+  c.lr_cycle_limit = 3;
+  EXPECT_EQ(run_epochs(c), 30);
+  EXPECT_EQ(run_epochs_text(c), "30 epochs (lr_cycle_limit 3 cycles of epochs 10)");
+  c.lr_cycle_mul = 2;
+  EXPECT_EQ(run_epochs(c), 70);
+  c.lr_cycle_mul = 1.5;  // 10 + 15 + 22.5, floored
+  c.cooldown_epochs = 2;
+  EXPECT_EQ(run_epochs(c), 49);
+  EXPECT_EQ(run_epochs_text(c),
+            "49 epochs (47 of lr_cycle_limit 3 cycles from epochs 10 x lr_cycle_mul 1.5 + "
+            "cooldown_epochs 2)");
+  c.warmup_prefix = true;
+  EXPECT_EQ(run_epochs(c), 52);
+  c.sched = "tanh";
+  EXPECT_EQ(run_epochs(c), 52);
+  for (const char* sched : {"step", "multistep", "none"}) {
+    c.sched = sched;
+    EXPECT_EQ(run_epochs(c), 13) << sched;
+  }
+  c.sched = "poly";
+  c.warmup_prefix = false;
+  c.cooldown_epochs = 0;
+  c.lr_cycle_limit = 0;
+  c.lr_cycle_mul = 1;
+  EXPECT_EQ(run_epochs(c), 10);
+  EXPECT_EQ(run_epochs_text(c), "epochs 10");
+  // the epochs that make a run reach an epoch: 2 cycles of x1.5 from 4 epochs are 10
+  c.lr_cycle_limit = 2;
+  c.lr_cycle_mul = 1.5;
+  EXPECT_EQ(epochs_for_run(c, 10), 4);
+  EXPECT_EQ(epochs_for_run(c, 11), 5);
+  c.lr_cycle_limit = 1;
+  c.lr_cycle_mul = 1;
+  c.cooldown_epochs = 3;
+  EXPECT_EQ(epochs_for_run(c, 10), 7);
 }
