@@ -2,7 +2,8 @@
 """timm <-> haargrad learning-rate schedules: the same keys give the same lr, update by update.
 
 For each case (a sched with its keys: step, multistep, poly, tanh, cosine; warmup, warmup_prefix,
-cooldown_epochs; stepped per epoch or per update; grad_accum_steps; a run stopped and resumed),
+cooldown_epochs; lr cycles, k-decay and noise; stepped per epoch or per update; grad_accum_steps; a
+run stopped and resumed),
 `haargrad train configs/smoke.yaml` runs on the
 CPU (a tiny model on synthetic data, 3 micro-batches an epoch: 3 updates, or fewer with
 grad_accum_steps; a log line per update), and timm's
@@ -75,8 +76,34 @@ CASES = {
                                               resume_after=3),
     "step_epochs_accum": dict(sched="step", epochs=4, warmup_epochs=2, warmup_prefix=True, decay_epochs=1,
                               decay_rate=0.5, grad_accum_steps=2),
+    # timm's cycles (lr_cycle_mul, lr_cycle_decay, lr_cycle_limit: the run trains every cycle),
+    # k-decay (cosine, poly) and noise (lr_noise a start or [start, end] of epochs, drawn with
+    # torch's generator seeded with seed + t: the same values)
+    "cosine_cycles": dict(sched="cosine", epochs=3, warmup_epochs=1, lr_cycle_limit=3),
+    "cosine_cycle_mul_prefix_cooldown": dict(sched="cosine", epochs=2, warmup_epochs=1, warmup_prefix=True,
+                                             lr_cycle_mul=2.0, lr_cycle_limit=3, lr_cycle_decay=0.3,
+                                             cooldown_epochs=1),
+    "tanh_cycle_mul": dict(sched="tanh", epochs=2, warmup_epochs=1, lr_cycle_mul=1.5, lr_cycle_limit=3,
+                           lr_cycle_decay=0.7),
+    "tanh_cycles_updates": dict(sched="tanh", epochs=2, warmup_epochs=0, lr_cycle_mul=2.0, lr_cycle_limit=2,
+                                sched_on_updates=True),
+    "cosine_shrinking_cycles_updates": dict(sched="cosine", epochs=4, warmup_epochs=1, lr_cycle_mul=0.5,
+                                            lr_cycle_limit=2, sched_on_updates=True, grad_accum_steps=2),
+    "cosine_k_decay": dict(sched="cosine", epochs=4, warmup_epochs=0, lr_k_decay=2.0, cooldown_epochs=1),
+    "poly_k_decay_cycles_updates": dict(sched="poly", epochs=2, warmup_epochs=1, decay_rate=2.0,
+                                        lr_k_decay=0.5, lr_cycle_limit=2, sched_on_updates=True),
+    "cosine_noise_from": dict(sched="cosine", epochs=6, warmup_epochs=1, lr_noise=[0.5]),
+    "cosine_noise_range_updates": dict(sched="cosine", epochs=3, warmup_epochs=1, lr_noise=[0.3, 0.8],
+                                       lr_noise_pct=0.3, lr_noise_std=0.5, sched_on_updates=True, seed=5),
+    "step_noise_range_updates_accum": dict(sched="step", epochs=4, warmup_epochs=0, decay_epochs=1,
+                                           decay_rate=0.5, lr_noise=[0.25, 0.75], sched_on_updates=True,
+                                           grad_accum_steps=2, seed=3),
+    "multistep_noise": dict(sched="multistep", epochs=5, warmup_epochs=1, decay_milestones=[2, 4],
+                            decay_rate=0.5, lr_noise=[0.2, 0.8], lr_noise_std=2.0, seed=7),
+    "tanh_noise_cycles_resumed": dict(sched="tanh", epochs=2, warmup_epochs=1, lr_cycle_limit=2,
+                                      lr_noise=[0.5], resume_after=2),
 }
-SMOKE = dict(lr=1e-3, warmup_lr=1e-5, min_lr=1e-5)
+SMOKE = dict(lr=1e-3, warmup_lr=1e-5, min_lr=1e-5, seed=0)
 
 
 def flag(key, value):
@@ -122,13 +149,17 @@ def run_timm(keys):
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=k["lr"])
     on_updates = k.get("sched_on_updates", False)
     # train.py's defaults for the keys a case leaves out (its argparse), as haargrad's config has them
+    # (lr_cycle_decay 0.5, where create_scheduler_v2's own default is 0.1; noise_seed is train.py's seed)
     sched, num_epochs = create_scheduler_v2(
         opt, sched=k["sched"], num_epochs=k["epochs"], decay_epochs=k.get("decay_epochs", 90),
         decay_milestones=k.get("decay_milestones", [90, 180, 270]),
         cooldown_epochs=k.get("cooldown_epochs", 0), decay_rate=k.get("decay_rate", 0.1),
         min_lr=k["min_lr"], warmup_lr=k["warmup_lr"], warmup_epochs=k["warmup_epochs"],
-        warmup_prefix=k.get("warmup_prefix", False), step_on_epochs=not on_updates,
-        updates_per_epoch=updates_per_epoch(keys))
+        warmup_prefix=k.get("warmup_prefix", False), noise=k.get("lr_noise"),
+        noise_pct=k.get("lr_noise_pct", 0.67), noise_std=k.get("lr_noise_std", 1.0), noise_seed=k["seed"],
+        cycle_mul=k.get("lr_cycle_mul", 1.0), cycle_decay=k.get("lr_cycle_decay", 0.5),
+        cycle_limit=k.get("lr_cycle_limit", 1), k_decay=k.get("lr_k_decay", 1.0),
+        step_on_epochs=not on_updates, updates_per_epoch=updates_per_epoch(keys))
     used, summary = [], []
     updates = 0
     for epoch in range(num_epochs):  # train.py: start_epoch 0, no step before the first epoch
