@@ -196,9 +196,14 @@ std::vector<fs::path> family_folders(const fs::path& root, const std::string& ex
   return out;
 }
 
+// Where a candidate stands against this session's length `epochs` (run_epochs). A run that did
+// more epochs than this session asks for (resumed with a lower --epochs) is finished too; it was
+// said as "finished: 6 of 5 epochs".
 std::string progress(const TrainState& s, int64_t epochs) {
   if (s.step_in_epoch > 0) return str("stopped in epoch ", s.epoch + 1, " after step ", s.step_in_epoch);
-  if (s.epoch >= epochs) return str("finished: ", s.epoch, " of ", epochs, " epochs");
+  if (s.epoch == epochs) return str("finished: ", s.epoch, " of ", epochs, " epochs");
+  if (s.epoch > epochs)
+    return str("finished: ", s.epoch, " epochs done (this session asks for ", epochs, ")");
   return str(s.epoch, " of ", epochs, epochs == 1 ? " epoch done" : " epochs done");
 }
 

@@ -407,10 +407,12 @@ std::optional<TrainResult> already_finished(const Session& s) {
     check_result_keys(rec.config, rec.source, s.cfg);
     unused_schedule = schedule_differences(rec.config, s.cfg);
   }
-  // a run resumed with fewer --epochs than it ran: say how many it ran, not the new count
+  // a run resumed with fewer --epochs than it ran: say how many it ran, not the new count; and
+  // that nothing of the run is rewritten (a shorter --epochs never cuts a run back)
   const int64_t done_epochs = s.resumed->epoch;
   spdlog::warn(
-      "nothing to train: {} (best {} at epoch {}); set --epochs {} to train on{}",
+      "nothing to train: {} (best {} at epoch {}); its checkpoints and summary.csv are left as "
+      "they are; set --epochs {} to train on{}",
       done_epochs == run
           ? str("all ", done_epochs, " epochs of this run are done")
           : str("this run has done ", done_epochs, " epochs, more than ", run_epochs_text(s.cfg)),

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -835,6 +836,32 @@ TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {
   EXPECT_EQ(fs::path(again.run_dir), root_ / "s-2");  // s-2 finished last
   EXPECT_CONTAINS(slurp(root_ / "s-2" / "log.txt"), "no run of experiment 's'");
   EXPECT_EQ(slurp(root_ / "s-3" / "summary.csv"), s3);
+}
+
+// --resume auto with a shorter --epochs than the run finished: the pick said "finished: 2 of 1
+// epochs". It says how many the run did and what this session asks for; the session trains
+// nothing, says so, and leaves the run's checkpoints, summary.csv and args.yaml as they were.
+TEST_F(Faults, ResumeAutoWithFewerEpochsThanTheRunDidTrainsNothing) {
+  train::Config c = smoke("long", 2);
+  c.checkpoint_hist = 2;
+  train::train(c, quiet_);
+  const fs::path dir = root_ / "long";
+  std::map<std::string, std::string> before;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename() != "log.txt") before[e.path().filename().string()] = slurp(e.path());
+  c.resume = "auto";
+  c.epochs = 1;
+  const train::TrainResult r = train::train(c, quiet_);
+  EXPECT_EQ(fs::path(r.run_dir), dir);
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_CONTAINS(log, "(finished: 2 epochs done (this session asks for 1), written ");
+  EXPECT_EQ(log.find("2 of 1"), std::string::npos) << log;
+  EXPECT_CONTAINS(log, "nothing to train: this run has done 2 epochs, more than epochs 1");
+  EXPECT_CONTAINS(log, "its checkpoints and summary.csv are left as they are");
+  std::map<std::string, std::string> after;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename() != "log.txt") after[e.path().filename().string()] = slurp(e.path());
+  EXPECT_EQ(after, before);  // nothing written, nothing removed (curves.png included)
 }
 
 // ---- 4. the console bar fits the terminal --------------------------------------------------------
