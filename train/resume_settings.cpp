@@ -72,6 +72,33 @@ std::string differences(const Config& a, const Config& b, const std::set<std::st
   return out;
 }
 
+// The note of a resume that changes schedule keys (`changes`, "key old -> new, ...") from
+// `where` on. A change that sets no lr (cooldown_epochs: the run's length) is said as what it is:
+// it was said as a schedule change whose "lr there 1e-05 -> 1e-05" and "schedule_history what ran
+// before" were about nothing (no entry joins schedule_history).
+std::string schedule_note(const Config& recorded, const Config& session, const std::string& where,
+                          const std::string& changes, double lr_before, double lr_after,
+                          bool recorded_what_ran) {
+  const int64_t length_before = run_epochs(recorded), length_after = run_epochs(session);
+  const std::string length =
+      length_before == length_after
+          ? std::string()
+          : str("the run is ", length_after, " epochs long (was ", length_before, ")");
+  const std::string args =
+      str(" args.yaml takes the new value", changes.find(',') == std::string::npos ? "" : "s",
+          " with this session's first checkpoint");
+  if (!recorded_what_ran && lr_before == lr_after && !changes.empty())
+    return str("resume: ", changes, " from ", where, " on: ",
+               length.empty() ? std::string("it changes neither the run's length nor")
+                              : str(length, "; it changes none of"),
+               " its learning rates.", args);
+  return str(
+      "resume: the schedule changes from ", where, " on: ",
+      changes.empty() ? std::string("the recorded changes after this point are dropped") : changes,
+      length.empty() ? std::string() : str("; ", length), "; lr there ", lr_before, " -> ",
+      lr_after, ".", args, recorded_what_ran ? ", and schedule_history what ran before" : "");
+}
+
 }  // namespace
 
 std::string record_differences(const Config& a, const Config& b) {
@@ -168,7 +195,9 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
               ") up to this checkpoint; leave it out (the run's record is used) or resume with the "
               "run's args.yaml"));
   }
-  if (!same_schedule(active, next) && pos > last_end) {  // (nothing ran with `active` when pos == last_end)
+  // whether this resume adds the schedule that ran to the history (its note says so only then)
+  const bool recorded_what_ran = !same_schedule(active, next) && pos > last_end;
+  if (recorded_what_ran) {  // (nothing ran with `active` when pos == last_end)
     active.until_epoch = epoch;
     active.until_step = step;
     history.push_back(active);
@@ -191,13 +220,8 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   const double lr_before = RunSchedule(recorded, updates_per_epoch).lr(epoch, step, updates);
   const double lr_after = RunSchedule(out.session, updates_per_epoch).lr(epoch, step, updates);
   if (!sched_changes.empty() || lr_before != lr_after)
-    out.notes.push_back(str("resume: the schedule changes from ", where, " on: ",
-                            sched_changes.empty()
-                                ? std::string("the recorded changes after this point are dropped")
-                                : sched_changes,
-                            "; lr there ", lr_before, " -> ", lr_after,
-                            ". args.yaml takes the new values with this session's first "
-                            "checkpoint, and schedule_history what ran before"));
+    out.notes.push_back(schedule_note(recorded, session, where, sched_changes, lr_before, lr_after,
+                                      recorded_what_ran));
   else if (out.args_changed)
     out.notes.push_back(str("resume: from ", where, " the run follows its args.yaml again; the schedule changes ",
                             "recorded after this point are dropped from schedule_history"));

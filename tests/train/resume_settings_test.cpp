@@ -166,3 +166,44 @@ TEST(ResumeSettings, CyclesAndNoiseAreScheduleKeys) {
   EXPECT_NEAR(lrs.lr(4, 0, 12), top + top * second.noise(4), 1e-15);
   EXPECT_NE(second.noise(4), 0.0);
 }
+
+// A resume that changes cooldown_epochs alone was told "the schedule changes ...; lr there X ->
+// X. args.yaml takes the new values ..., and schedule_history what ran before", though no lr
+// changes and nothing joins schedule_history. The note names the key and the run's new length.
+TEST(ResumeSettings, ACooldownChangeSaysWhatItChangesNotTheHistory) {
+  hg::train::Config recorded = smoke();  // cosine, warmup_epochs 1
+  recorded.epochs = 4;
+  hg::train::Config session = recorded;
+  session.cooldown_epochs = 2;
+  for (const int64_t epoch : {2, 4}) {  // inside the cosine, and at its end
+    SCOPED_TRACE(epoch);
+    const hg::train::ResumeSettings r =
+        hg::train::reconcile_resume(recorded, "args.yaml", session, epoch, 0, epoch * 3, 3);
+    EXPECT_TRUE(r.session.schedule_history.empty());
+    ASSERT_EQ(r.notes.size(), 1u);
+    const std::string& note = r.notes[0];
+    EXPECT_NE(note.find("resume: cooldown_epochs 0 -> 2 from epoch " + std::to_string(epoch + 1) +
+                        " step 1"),
+              std::string::npos)
+        << note;
+    EXPECT_NE(note.find("the run is 6 epochs long (was 4)"), std::string::npos) << note;
+    EXPECT_NE(note.find("it changes none of its learning rates"), std::string::npos) << note;
+    EXPECT_NE(note.find("args.yaml takes the new value with"), std::string::npos) << note;
+    EXPECT_EQ(note.find("schedule_history"), std::string::npos) << note;
+    EXPECT_EQ(note.find("lr there"), std::string::npos) << note;
+  }
+  // a change that sets the lr still says the schedule, its lr and what joins the history
+  session.epochs = 6;
+  const hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 2, 0, 6, 3);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("the schedule changes from epoch 3 step 1 (after 6 updates) on: "
+                            "epochs 4 -> 6, cooldown_epochs 0 -> 2; the run is 8 epochs long (was "
+                            "4); lr there "),
+            std::string::npos)
+      << r.notes[0];
+  EXPECT_NE(r.notes[0].find("args.yaml takes the new values with this session's first checkpoint, "
+                            "and schedule_history what ran before"),
+            std::string::npos)
+      << r.notes[0];
+}
