@@ -1,6 +1,7 @@
 // UTF-8 checks (see utf8.h).
 #include "core/utf8.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -54,6 +55,35 @@ std::string utf8_shown(std::string_view s) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<uint8_t>(s[i]));
       out += hex;
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::string printable(std::string_view s) {
+  std::string out;
+  const auto hex = [&out](uint8_t b) {
+    char text[8];
+    std::snprintf(text, sizeof text, "\\x%02x", b);
+    out += text;
+  };
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = sequence_length(s, i);
+    const auto b = static_cast<uint8_t>(s[i]);
+    const bool c1 = n == 2 && b == 0xC2 && static_cast<uint8_t>(s[i + 1]) < 0xA0;
+    if (n == 0 || c1) {  // an invalid byte, or a C1 control's two: each as \xHH
+      const size_t bytes = std::max<size_t>(n, 1);
+      for (size_t k = 0; k < bytes; ++k) hex(static_cast<uint8_t>(s[i + k]));
+      i += bytes;
+    } else if (b == '\n' || b == '\r' || b == '\t') {
+      out += b == '\n' ? "\\n" : b == '\r' ? "\\r" : "\\t";
+      ++i;
+    } else if (b < 0x20 || b == 0x7F) {
+      hex(b);
       ++i;
     } else {
       out.append(s.substr(i, n));

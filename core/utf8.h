@@ -17,4 +17,11 @@ size_t invalid_utf8_at(std::string_view s);
 /// is.
 std::string utf8_shown(std::string_view s);
 
+/// `s` (a file name, a path) for a terminal or log line: as utf8_shown, and every control
+/// character written out too, so that a name cannot break the line or drive the terminal (a "\n"
+/// faking a log line, an ESC sequence): \n, \r and \t as such, the other C0 bytes and DEL as
+/// \xHH, and the C1 controls U+0080..U+009F (which some terminals obey; 0x9b is a CSI) as the
+/// \xHH of their two bytes. Everything else, non-ASCII letters included, is kept.
+std::string printable(std::string_view s);
+
 }  // namespace hg

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace hg::data {
 
@@ -27,8 +28,10 @@ struct Image {
 /// the file or re-throw it, as Config::corrupt_images says.
 class CorruptImage : public Error {
  public:
+  // (the name shown escaped, core/utf8.h printable: a file name's control characters would
+  // reach the terminal with the message; path() is the file's own)
   CorruptImage(const std::string& path, const std::string& reason)
-      : Error(str("cannot decode image '", path, "': ", reason)), path_(path) {}
+      : Error(str("cannot decode image '", printable(path), "': ", reason)), path_(path) {}
   const std::string& path() const { return path_; }
 
  private:

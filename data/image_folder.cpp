@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "core/similar_names.h"
+#include "core/utf8.h"
 #include "data/jpeg_decode.h"
 
 namespace fs = std::filesystem;
@@ -255,7 +256,7 @@ std::vector<std::string> class_folders(const std::string& dir) {
     std::error_code ec;
     if (e.is_symlink(ec) && !fs::exists(e.path(), ec))
       spdlog::warn("ImageFolder: '{}' is a symbolic link to nothing: not a class folder",
-                   e.path().string());
+                   printable(e.path().string()));
     else if (e.is_regular_file() && is_image_file(e.path().string()))
       ++loose;
   }
@@ -266,7 +267,7 @@ std::vector<std::string> class_folders(const std::string& dir) {
   }
   if (loose > 0)
     spdlog::warn("ImageFolder: ignoring {} images lying directly in '{}' (not in a class folder)",
-                 loose, dir);
+                 loose, printable(dir));
   return found;
 }
 
@@ -367,11 +368,12 @@ ClassFiles class_files(const std::string& dir, const std::string& name) {
     std::string kinds;
     for (const std::string& k : out.other_kinds)
       kinds += str(kinds.empty() ? "" : " ", k.empty() ? "(none)" : k);
-    spdlog::warn("ImageFolder: class folder '{}' in '{}' has no images{}", name, dir,
-                 out.others == 0
-                     ? std::string()
-                     : str(" (", out.others, " files of other extensions ignored: ", kinds,
-                           "; images are .jpg .jpeg .png .bmp .ppm .pgm)"));
+    spdlog::warn(
+        "ImageFolder: class folder '{}' in '{}' has no images{}", printable(name), printable(dir),
+        out.others == 0
+            ? std::string()
+            : str(" (", out.others, " files of other extensions ignored: ", printable(kinds),
+                  "; images are .jpg .jpeg .png .bmp .ppm .pgm)"));
   }
   return out;
 }
@@ -459,7 +461,7 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
     const size_t listed = cf.images.size() + cf.dangling.size();
     if (listed > 0 && files_.size() == before)
       spdlog::warn("ImageFolder: class folder '{}' in '{}' has no readable images: all {} skipped",
-                   name, dir_, listed);
+                   printable(name), printable(dir_), listed);
   }
   HG_CHECK(!files_.empty(), "ImageFolder: no readable images under '", dir_, "' (", skipped_.load(),
            " corrupt); ", kLayout);
@@ -468,10 +470,10 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
         "ImageFolder: {} TIFF / WebP files under '{}' are left out (e.g. '{}'): torchvision "
         "loads them, haargrad decodes .jpg .jpeg .png .bmp .ppm .pgm only; convert them to PNG or "
         "JPEG to train on them",
-        undecodable, dir_, undecodable_example);
+        undecodable, printable(dir_), printable(undecodable_example));
   if (ignored > undecodable)
     spdlog::debug("ImageFolder: ignored {} non-image files under '{}'", ignored - undecodable,
-                  dir_);
+                  printable(dir_));
 }
 
 void ImageFolder::reject(const std::string& path, const std::string& reason) const {
@@ -483,7 +485,8 @@ bool ImageFolder::note_corrupt(const std::string& path, const std::string& reaso
   std::lock_guard<std::mutex> lock(mu_);
   if (!bad_.insert(path).second) return false;
   ++skipped_;
-  spdlog::warn("ImageFolder: skipping corrupt image '{}': {}", path, reason);
+  // a file name is anyone's bytes: a "\n" or an ESC in it must not reach the terminal as such
+  spdlog::warn("ImageFolder: skipping corrupt image '{}': {}", printable(path), printable(reason));
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/big_endian.h"
+#include "core/utf8.h"
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <jerror.h>
@@ -67,7 +68,7 @@ void warn_corrupt_jpeg_once(const std::string& path, const ErrorState& st) {
   spdlog::warn(
       "JPEG '{}': corrupt data, decoded anyway as PIL does (libjpeg-turbo: {}{}); not "
       "repeated for this file",
-      path, st.first_warning,
+      printable(path), st.first_warning,
       st.warnings > 1 ? str(", and ", st.warnings - 1, " more warnings") : std::string());
 }
 

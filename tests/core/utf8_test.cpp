@@ -33,4 +33,20 @@ TEST(Utf8, ShownEscapesTheInvalidBytesOnly) {
   EXPECT_EQ(hg::utf8_shown("\xe2\x82"), "\\xe2\\x82");
 }
 
+// A name for a terminal or log line: control characters cannot break the line or reach the
+// terminal as commands; letters of any script stay as they are.
+TEST(Utf8, PrintableEscapesControlCharacters) {
+  EXPECT_EQ(hg::printable("cat/0001.jpg"), "cat/0001.jpg");
+  EXPECT_EQ(hg::printable("caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");
+  EXPECT_EQ(hg::printable("a\nb\rc\td"), "a\\nb\\rc\\td");
+  EXPECT_EQ(hg::printable("\x1b[31mred\x7f"), "\\x1b[31mred\\x7f");
+  EXPECT_EQ(hg::printable(std::string("nul\0x", 5)), "nul\\x00x");
+  EXPECT_EQ(hg::printable("csi\xc2\x9b"
+                          "2J"),
+            "csi\\xc2\\x9b"
+            "2J");                                           // U+009B, a C1 control
+  EXPECT_EQ(hg::printable("nbsp\xc2\xa0"), "nbsp\xc2\xa0");  // U+00A0 is no control
+  EXPECT_EQ(hg::printable("caf\xe9"), "caf\\xe9");           // not UTF-8: as utf8_shown
+}
+
 }  // namespace

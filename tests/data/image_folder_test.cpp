@@ -543,6 +543,39 @@ TEST(ImageFolder, ImagesTorchvisionLoadsButWeCannotAreWarnedAbout) {
   EXPECT_EQ(log.find("notes.txt"), std::string::npos) << log;
 }
 
+// A file or folder name is anyone's bytes: the warnings wrote them raw, so a "\n" in a corrupt
+// file's name faked a log line of its own and an ESC sequence reached the terminal. They are
+// written escaped (core/utf8.h printable); the file is still the one skipped.
+TEST(ImageFolder, WarningsShowControlCharactersInNamesEscaped) {
+  hg::test::TempDir tmp;
+  const std::string bad = "bad\n[warning] fake line\x1b[2J.png";
+  fs::create_directories(tmp.path() / "train/cls");
+  fs::create_directories(tmp.path() / "train/empty\x1b]0;title\x07");
+  hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+  hg::test::write_bytes(tmp / ("train/cls/" + bad), "not an image");
+  auto captured = std::make_unique<hg::test::CapturedLog>();
+  const ImageFolder ds(tmp.path().string(), "train", {});  // corrupt_images: skip
+  const std::string log = captured->text();
+  captured.reset();
+  EXPECT_EQ(ds.size(), 1);
+  EXPECT_EQ(ds.corrupt_skipped(), 1);
+  EXPECT_NE(log.find("skipping corrupt image '" + (tmp.path() / "train/cls").string() +
+                     "/bad\\n[warning] fake line\\x1b[2J.png'"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("class folder 'empty\\x1b]0;title\\x07'"), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x07'), std::string::npos) << log;
+  EXPECT_EQ(log.find("bad\n"), std::string::npos) << log;
+  // the error of corrupt_images: error names the file escaped too
+  ImageFolderOptions strict;
+  strict.corrupt = hg::data::CorruptPolicy::error;
+  const std::string msg =
+      hg::test::error_of([&] { ImageFolder(tmp.path().string(), "train", strict); });
+  EXPECT_NE(msg.find("bad\\n[warning] fake line\\x1b[2J.png"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+}
+
 // Hidden files and folders in a class folder (.ipynb_checkpoints, macOS's ._x.png) are not part
 // of the set: neither trained on nor counted as corrupt.
 TEST(ImageFolder, HiddenFilesAreNotImagesOfTheSet) {
