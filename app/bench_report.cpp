@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "train/run_folder.h"
+#include "train/summary.h"
 
 namespace hg::app {
 
@@ -94,14 +95,12 @@ void add_memory(ojson& j, const char* phase, const BenchResult& r, const PhaseMe
   if (pre == "train") j["train_graph_nodes"] = ok ? ojson(r.graph_nodes) : ojson(nullptr);
 }
 
+// (text through train::csv_cell, RFC 4180: a CR in an error message was written unquoted, and
+// broke the row for readers that end a line at a CR)
 std::string csv_cell(const ojson& v) {
   if (v.is_null()) return "";
   if (!v.is_string()) return v.dump();
-  const std::string s = v.get<std::string>();
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
+  return train::csv_cell(v.get<std::string>());
 }
 
 std::string label(const BenchResult& r) {

@@ -48,11 +48,40 @@ std::string format_summary_row(const SummaryRow& r) {
 
 std::vector<std::string> summary_cells(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
-  std::vector<std::string> cells;
-  std::stringstream ss(line);
-  for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  if (line.empty()) return {};
+  std::vector<std::string> cells(1);
+  bool quoted = false;  // inside a cell's double quotes
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c != '"') {
+        cells.back() += c;
+      } else if (i + 1 < line.size() && line[i + 1] == '"') {  // "" is one quote
+        cells.back() += '"';
+        ++i;
+      } else {
+        quoted = false;
+      }
+    } else if (c == ',') {
+      cells.emplace_back();
+    } else if (c == '"' && cells.back().empty()) {  // a quoted cell starts with its quote
+      quoted = true;
+    } else {
+      cells.back() += c;
+    }
+  }
   return cells;
+}
+
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
 }
 
 SummaryLines read_summary(const std::string& path, int64_t upto) {

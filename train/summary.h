@@ -31,10 +31,18 @@ struct SummaryRow {
 /// One CSV line (no newline); non-finite values are written "nan" / "inf" / "-inf".
 std::string format_summary_row(const SummaryRow& row);
 
-/// The cells of one line of summary.csv (no quoting: no cell holds a comma). A line ended by CR LF
-/// (the file saved by a Windows program, e.g. a spreadsheet) reads as one ended by LF; a last
-/// empty cell ("a,b,") is kept.
+/// The cells of one line of summary.csv, read as RFC 4180 says: a cell in double quotes may hold
+/// commas, line breaks and quotes (each written twice), and is read without its quotes. The
+/// trainer writes numbers only (never quoted), but a spreadsheet that saves the file may quote
+/// every cell ("epoch","train_loss",...): its header names were read with their quotes. A line
+/// ended by CR LF (the file saved by a Windows program) reads as one ended by LF; a last empty
+/// cell ("a,b,") is kept; an empty line has no cells.
 std::vector<std::string> summary_cells(std::string line);
+
+/// `text` as one cell of a CSV line (RFC 4180): as is, unless it holds a comma, a double quote, a
+/// CR or an LF; then in double quotes, each double quote in it written twice. summary_cells reads
+/// it back. For the CSV files of text (bench --output): summary.csv holds numbers only.
+std::string csv_cell(const std::string& text);
 
 struct SummaryLines {
   std::vector<std::string> lines;  ///< rows as written, epochs <= upto, file order

@@ -101,6 +101,48 @@ TEST_F(PlotTest, ReadsSummaryColumnsByName) {
   }
 }
 
+// RFC 4180: a cell in double quotes is read without them. A summary.csv saved by a spreadsheet
+// that quotes every cell ("epoch","train_loss",...) was read with its quotes: its columns were
+// named '"epoch"', and the plot said it had no 'epoch' column (a resume: no score). The text a CSV
+// writer quotes (csv_cell: commas, quotes, CR, LF) reads back as it was.
+TEST_F(PlotTest, QuotedCellsReadAsRfc4180Says) {
+  std::string quoted;  // kSummary with every cell quoted, CR LF line ends
+  std::istringstream in(kSummary);
+  for (std::string row; std::getline(in, row);) {
+    std::istringstream cells(row);
+    std::string out;
+    for (std::string c; std::getline(cells, c, ',');) {
+      out += out.empty() ? "\"" : ",\"";
+      out += c;
+      out += '"';
+    }
+    quoted += out;
+    quoted += "\r\n";
+  }
+  const auto plain = train::read_csv_columns((run("plain", kSummary) / "summary.csv").string());
+  const auto cols = train::read_csv_columns((run("quoted", quoted) / "summary.csv").string());
+  EXPECT_EQ(cols, plain);
+  const train::SummaryLines a = train::read_summary((root_ / "plain/summary.csv").string(), 3);
+  const train::SummaryLines b = train::read_summary((root_ / "quoted/summary.csv").string(), 3);
+  ASSERT_EQ(b.rows.size(), 3u);
+  EXPECT_EQ(b.score, a.score);  // ranked by eval_top1_ema, found by its name
+  EXPECT_EQ(b.rows[2].eval_top1, 61);
+  EXPECT_TRUE(b.rows[2].has_ema);
+
+  const std::vector<std::string> texts = {"plain",      "",         "a,b", "say \"hi\"",
+                                          "two\nlines", "cr\ronly", "\"",  "trailing,"};
+  std::string line;
+  for (const std::string& t : texts) {
+    if (&t != &texts.front()) line += ',';
+    line += train::csv_cell(t);
+  }
+  EXPECT_EQ(train::summary_cells(line), texts) << line;
+  EXPECT_EQ(train::csv_cell("cr\ronly"), "\"cr\ronly\"");
+  EXPECT_EQ(train::csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(train::summary_cells("1,,3,"), (std::vector<std::string>{"1", "", "3", ""}));
+  EXPECT_TRUE(train::summary_cells("").empty());
+}
+
 TEST_F(PlotTest, PngOfTheRightSizeAndDataMatchingTheSummary) {
   ASSERT_TRUE(train::gnuplot_available())
       << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
