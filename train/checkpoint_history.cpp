@@ -45,7 +45,36 @@ double recorded_score(const TrainState& st, RankMetric metric) {
   return st.eval_top1 >= 0 ? st.eval_top1 : none;
 }
 
+// The training state of `path` when it is run `run`'s own checkpoint; otherwise nothing, and
+// *why says why not (not_the_runs_file).
+std::optional<TrainState> own_state(const fs::path& path, const std::string& run,
+                                    std::string* why) {
+  std::optional<TrainState> st;
+  try {
+    st = read_train_state(path.string());
+  } catch (const Error& e) {  // unreadable: not deleted on a guess, the file may matter to someone
+    *why = found_file_error(e.what());
+    return std::nullopt;
+  }
+  const std::string name = path.string();
+  if (!st)  // a weights file (an export, timm's): the trainer never writes one of these names
+    *why = str(name, ": holds no training state (a weights file, not a checkpoint of this run)");
+  else if (st->run != run && !st->run.empty())  // a copy from another run
+    *why = str(name, ": written by another run");
+  else if (st->run != run)  // from before run ids, or a folder without one: it may be anyone's
+    *why = str(name,
+               ": records no run (a checkpoint of an older version, or a copy), so it "
+               "cannot be told from another run's");
+  return why->empty() ? st : std::nullopt;
+}
+
 }  // namespace
+
+std::string not_the_runs_file(const fs::path& path, const std::string& run) {
+  std::string why;
+  own_state(path, run, &why);
+  return why;
+}
 
 std::vector<HistoryEntry> scan_history(const fs::path& dir,
                                        const std::map<int64_t, double>& fallback,
@@ -56,20 +85,13 @@ std::vector<HistoryEntry> scan_history(const fs::path& dir,
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const auto epoch = history_epoch(it->path().filename().string());
     if (!epoch) continue;  // not one of ours
-    double score = std::numeric_limits<double>::quiet_NaN();
-    try {
-      const auto st = read_train_state(it->path().string());
-      if (st && !st->run.empty() && !run.empty() && st->run != run) {  // a copy from another run
-        if (notes)
-          notes->push_back(str(it->path().string(), ": written by another run; left alone"));
-        continue;
-      }
-      if (st) score = recorded_score(*st, metric);
-    } catch (
-        const Error& e) {  // unreadable: not deleted on a guess, the file may matter to someone
-      if (notes) notes->push_back(str(found_file_error(e.what()), "; left alone"));
+    std::string why;
+    const std::optional<TrainState> st = own_state(it->path(), run, &why);
+    if (!st) {
+      if (notes) notes->push_back(str(why, "; left alone"));
       continue;
     }
+    double score = recorded_score(*st, metric);
     if (std::isnan(score)) {
       auto f = fallback.find(*epoch);
       if (f != fallback.end() && std::isfinite(f->second))

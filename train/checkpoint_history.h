@@ -5,6 +5,13 @@
 // metadata, so the ranking survives a resume; a file without one (written by an older version)
 // takes the summary.csv row of its epoch, else ranks last. Only finite evaluations are ever saved,
 // so the best kept file is always a sane model.
+//
+// Which files rotate: the run's own only, as timm's CheckpointSaver deletes only the files in its
+// own list. A checkpoint-N records the run that wrote it (TrainState::run, the folder's run id),
+// which is what makes a file the run's own across resumes. Any other file of such a name (another
+// run's copy, a weights file, a checkpoint of an older version that records no run, an unreadable
+// file) is neither deleted by the rotation nor replaced by the epoch of its number: it is left as
+// it is, said once in the log, and that epoch goes without its checkpoint-N.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +39,18 @@ std::string history_file_name(int64_t epoch);
 /// -> 12), or nullopt for any other name ("checkpoint-012.safetensors", "checkpoint-x...").
 std::optional<int64_t> history_epoch(const std::string& file_name);
 
+/// Why the file `path` is not run `run`'s own checkpoint, for the log ("<path>: written by another
+/// run"; "... records no run ..."; "... holds no training state ..."; the reader's error for a file
+/// that cannot be read), or "" when it is: its training state records `run` (with `run` "", a
+/// session whose run folder marker holds no id, one that records no run either).
+std::string not_the_runs_file(const std::filesystem::path& path, const std::string& run);
+
 /// The checkpoint-<N>.safetensors files of run `run` (its TrainState::run id) in `dir`, with their
 /// scores by `metric`; `fallback` gives scores by epoch for files without one. Left alone (not
-/// listed, so never deleted): other names (checkpoint-x.safetensors), files another run wrote (a
-/// copy: their recorded run id is not `run`), and files whose metadata cannot be read. `notes`
-/// (may be null) gets a line for each file left alone or ranked without a score.
+/// listed, so never deleted): other names (checkpoint-x.safetensors), and every file that is not
+/// the run's own (not_the_runs_file: another run's copy, a file that records no run or holds no
+/// training state, one whose metadata cannot be read). `notes` (may be null) gets a line for each
+/// file left alone or ranked without a score.
 std::vector<HistoryEntry> scan_history(const std::filesystem::path& dir,
                                        const std::map<int64_t, double>& fallback,
                                        const std::string& run, std::vector<std::string>* notes,

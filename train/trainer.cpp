@@ -1359,11 +1359,22 @@ std::optional<EpochScores> evaluate_epoch(Session& s, int64_t epoch, const Epoch
   return sc;
 }
 
-// checkpoint-<epoch> joins the history; the worst beyond checkpoint_hist go (rank 0 only).
+// checkpoint-<epoch> joins the history; the worst beyond checkpoint_hist go (rank 0 only). Only
+// the run's own files are replaced or removed (checkpoint_history.h): a file of the epoch's name
+// that is not (another run's, a weights file) was replaced unsaid; it stays, and the epoch goes
+// without its checkpoint-N.
 void rotate_history(Session& s, int64_t epoch) {
   if (!dist::is_main() || s.cfg.checkpoint_hist <= 0) return;
   const fs::path& dir = s.paths.dir;
-  io::copy_file_atomic(s.paths.last.string(), (dir / history_file_name(epoch + 1)).string());
+  const fs::path file = dir / history_file_name(epoch + 1);
+  const std::string foreign = file_exists(file) ? not_the_runs_file(file, s.run_id) : "";
+  if (foreign.empty())
+    io::copy_file_atomic(s.paths.last.string(), file.string());
+  else
+    spdlog::warn(
+        "checkpoint_hist: {}; it is left as it is, not replaced: epoch {} gets no {} of this "
+        "run",
+        foreign, epoch + 1, file.filename().string());
   std::vector<std::string> notes;
   const RankMetric metric = has_validation(s.cfg) ? RankMetric::top1 : RankMetric::train_loss;
   const std::vector<HistoryEntry> kept =

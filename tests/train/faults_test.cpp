@@ -1287,6 +1287,53 @@ TEST_F(Faults, RotationLeavesFilesItDidNotWriteAlone) {
   EXPECT_EQ(text.find("give a run folder's"), std::string::npos) << text;
 }
 
+// Only the run's own checkpoint-N files rotate (as timm's CheckpointSaver deletes only those in
+// its own list). A weights file named as the next epoch's checkpoint was replaced by it, and a
+// checkpoint that records no run (an older version's, copied in) was ranked with the run's own
+// and deleted, or kept in place of one of them. Both are left as they are, and said.
+TEST_F(Faults, RotationNeitherReplacesNorDeletesAFileOfAnotherOrigin) {
+  train::Config other = smoke("other", 1);
+  train::train(other, quiet_);
+  train::Config c = smoke("mine", 3);
+  c.checkpoint_hist = 1;
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const fs::path dir = root_ / "mine";
+  // epoch 2's name: weights only (an export, timm's), no training state
+  safetensors::save((dir / "checkpoint-2.safetensors").string(),
+                    {{"head.fc.bias", Tensor::zeros({4})}}, {{"format", "pt"}});
+  const std::string weights = slurp(dir / "checkpoint-2.safetensors");
+  // an older version's checkpoint (no run id) with a score no epoch of this run reaches
+  const safetensors::File f = safetensors::load((root_ / "other" / "last.safetensors").string());
+  auto state = nlohmann::json::parse(f.metadata.at("state"));
+  state.erase("run");
+  state["eval_top1"] = 100.0;
+  std::map<std::string, std::string> meta = f.metadata;
+  meta["state"] = state.dump();
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+  safetensors::save((dir / "checkpoint-8.safetensors").string(), tensors, meta);
+
+  c.resume = (dir / "last.safetensors").string();
+  train::train(c, quiet_);
+  EXPECT_EQ(slurp(dir / "checkpoint-2.safetensors"), weights);
+  EXPECT_TRUE(fs::exists(dir / "checkpoint-8.safetensors"));
+  // checkpoint_hist 1 among the run's own: epoch 1 or 3 (epoch 2 has none)
+  EXPECT_NE(fs::exists(dir / "checkpoint-1.safetensors"),
+            fs::exists(dir / "checkpoint-3.safetensors"));
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_CONTAINS(log, (dir / "checkpoint-2.safetensors").string() +
+                           ": holds no training state (a weights file, not a checkpoint of this "
+                           "run); it is left as it is, not replaced: epoch 2 gets no "
+                           "checkpoint-2.safetensors of this run");
+  EXPECT_CONTAINS(log, (dir / "checkpoint-8.safetensors").string() +
+                           ": records no run (a checkpoint of an older version, or a copy)");
+  EXPECT_EQ(
+      train::not_the_runs_file(dir / "checkpoint-3.safetensors", train::run_marker_id(dir)).empty(),
+      fs::exists(dir / "checkpoint-3.safetensors"));
+}
+
 // A hand-edited or damaged run position is refused, naming the field, before it steers a run.
 TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
   train::Config c = smoke("pos", 2);
