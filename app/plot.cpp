@@ -42,7 +42,9 @@ void run_plot(const PlotArgs& a) {
   opts.width = a.width;
   opts.height = a.height;
   opts.title = a.title;
-  hg::train::plot_runs(a.runs, out, opts);
+  std::vector<std::string> notes;  // series left out: said, so a missing curve is explained
+  hg::train::plot_runs(a.runs, out, opts, &notes);
+  for (const std::string& n : notes) spdlog::warn("{}", n);
   spdlog::info("plot: wrote {} ({} run{})", out, a.runs.size(), a.runs.size() == 1 ? "" : "s");
 }
 

@@ -80,18 +80,39 @@ std::string gp_quote(const std::string& s) {
   return out + "'";
 }
 
+// A value gnuplot cannot place (NaN, and inf, which it read as undefined) is written as the
+// missing value: a series of none but those failed the whole plot ("all points y value
+// undefined!").
 std::string format_value(double v) {
-  if (std::isnan(v)) return "NaN";
+  if (!std::isfinite(v)) return "NaN";
   char b[32];
   std::snprintf(b, sizeof b, "%.9g", v);
   return b;
 }
 
+// `notes` gets a line for each plotted column of `summary` that has rows but no finite value
+// (a diverged run's inf, nan): its series is left out, and the user is told which and why.
+void note_columns_without_values(const fs::path& summary,
+                                 const std::map<std::string, std::vector<double>>& columns,
+                                 std::vector<std::string>* notes) {
+  if (!notes) return;
+  for (const std::string& name : plot_columns()) {
+    const auto it = columns.find(name);
+    if (it == columns.end() || it->second.empty() ||
+        std::any_of(it->second.begin(), it->second.end(),
+                    [](double v) { return std::isfinite(v); }))
+      continue;
+    notes->push_back(
+        str("plot: ", summary.string(), ": column '", name,
+            "' holds no finite value (nan or inf in every row): its curve is left out"));
+  }
+}
+
 // The data file of one run: plot_columns() in order, a '#' header line first. `has_ema` is set
-// when the run has EMA evaluations; `valid` gets the 1-based columns with at least one value;
-// `lr_not_positive` is set when an lr is <= 0 (lr 0: no place on a log scale).
+// when the run has EMA evaluations; `valid` gets the 1-based columns with at least one finite
+// value; `lr_not_positive` is set when an lr is <= 0 (lr 0: no place on a log scale).
 std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch,
-                     std::set<int>* valid, bool* lr_not_positive) {
+                     std::set<int>* valid, bool* lr_not_positive, std::vector<std::string>* notes) {
   const fs::path summary = run_dir / "summary.csv";
   // a run folder (run.json) whose first epoch has not finished yet has no summary.csv either
   HG_CHECK(fs::exists(summary), "plot: ", run_dir.string(), " holds no summary.csv (",
@@ -100,12 +121,14 @@ std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch,
            ")");
   const auto columns = read_csv_columns(summary.string());
   HG_CHECK(columns.count("epoch"), "plot: ", summary.string(), " has no 'epoch' column");
+  note_columns_without_values(summary, columns, notes);
   const size_t rows = columns.at("epoch").size();
-  for (double e : columns.at("epoch")) *max_epoch = std::max(*max_epoch, e);
+  for (double e : columns.at("epoch"))
+    if (std::isfinite(e)) *max_epoch = std::max(*max_epoch, e);
   if (auto lr = columns.find("lr"); lr != columns.end())
     for (double v : lr->second) *lr_not_positive = *lr_not_positive || v <= 0;
   if (auto ema = columns.find("eval_top1_ema"); ema != columns.end())
-    for (double v : ema->second) *has_ema = *has_ema || !std::isnan(v);
+    for (double v : ema->second) *has_ema = *has_ema || std::isfinite(v);
   std::string out = "#";
   for (const std::string& c : plot_columns()) out += " " + c;
   out += "\n";
@@ -114,7 +137,7 @@ std::string run_data(const fs::path& run_dir, bool* has_ema, double* max_epoch,
     for (size_t c = 0; c < plot_columns().size(); ++c) {
       auto it = columns.find(plot_columns()[c]);
       const double v = it == columns.end() ? NAN : it->second[r];
-      if (!std::isnan(v)) valid->insert(static_cast<int>(c) + 1);
+      if (std::isfinite(v)) valid->insert(static_cast<int>(c) + 1);
       if (!line.empty()) line += ' ';
       line += format_value(v);
     }
@@ -187,7 +210,7 @@ bool gnuplot_available() {
 }
 
 void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_png,
-               const PlotOptions& opts) {
+               const PlotOptions& opts, std::vector<std::string>* notes) {
   HG_CHECK(!run_dirs.empty(), "plot: no run folder given");
   HG_CHECK(opts.width >= 64 && opts.height >= 64, "plot: size ", opts.width, "x", opts.height,
            " is too small");
@@ -202,8 +225,8 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
     // cut to fit NAME_MAX, as the PNG's name may be near it (the ".1.dat" of one was too long)
     const fs::path dat = io::with_fitted_suffix(
         stem.string(), run_dirs.size() == 1 ? std::string(".dat") : str(".", r + 1, ".dat"));
-    io::write_file_atomic(dat.string(),
-                          run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r], &lr_not_positive));
+    io::write_file_atomic(dat.string(), run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r],
+                                                 &lr_not_positive, notes));
     data.push_back(dat);
     names.push_back(fs::path(run_dirs[r]).lexically_normal().filename().string());
     if (names.back().empty())

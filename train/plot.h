@@ -35,9 +35,11 @@ struct PlotOptions {
 };
 
 /// Draws the curves of the runs (folders holding summary.csv) into `out_png` (see the file
-/// comment). Throws hg::Error for a run without summary.csv, a bad summary, no gnuplot, or a
-/// gnuplot failure (with its output).
+/// comment). A series without a finite value (a column of nan or inf: a diverged run's loss) is
+/// left out, as one whose column is missing; `notes` (may be null) gets a line naming each such
+/// summary.csv and column. Throws hg::Error for a run without summary.csv, a bad summary, no
+/// gnuplot, or a gnuplot failure (with its output).
 void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_png,
-               const PlotOptions& opts = {});
+               const PlotOptions& opts = {}, std::vector<std::string>* notes = nullptr);
 
 }  // namespace hg::train

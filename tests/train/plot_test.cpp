@@ -312,6 +312,37 @@ TEST_F(PlotTest, AColumnWithoutValuesLeavesItsSeriesOut) {
   EXPECT_FALSE(fs::exists(root_ / "both.png.tmp"));
 }
 
+// A column whose every value is non-finite: a diverged run's train loss of inf made gnuplot fail
+// the whole plot ("all points y value undefined!"); an eval top-1 of nan in every row (a column
+// present, no value) was left out unsaid. Both series are left out, as a missing column's, and
+// the notes name the file and each column.
+TEST_F(PlotTest, AColumnWithoutFiniteValuesIsLeftOutAndSaid) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path a = run("diverged",
+                         "epoch,train_loss,eval_loss,eval_top1,lr,train_img_per_sec\n"
+                         "1,inf,2,nan,0.001,900\n2,inf,1.8,nan,0.0005,950\n");
+  std::vector<std::string> notes;
+  train::plot_runs({a.string()}, (root_ / "d.png").string(), {}, &notes);
+  EXPECT_EQ(png_size(root_ / "d.png"), std::make_pair(1280u, 960u));
+  std::ifstream gp(root_ / "d.gp");
+  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(script.find("using 1:2 "), std::string::npos) << script;  // no train loss series
+  EXPECT_EQ(script.find("using 1:4 "), std::string::npos) << script;  // no top-1 series
+  EXPECT_NE(script.find("using 1:3 "), std::string::npos) << script;  // the eval loss stays
+  for (const auto& row : data_rows(root_ / "d.dat")) EXPECT_TRUE(std::isnan(row[1]));
+  std::string text;
+  for (const std::string& n : notes) text += n + "\n";
+  const std::string summary = (a / "summary.csv").string();
+  EXPECT_NE(text.find("plot: " + summary + ": column 'train_loss' holds no finite value"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("plot: " + summary + ": column 'eval_top1' holds no finite value"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(notes.size(), 2u) << text;
+}
+
 // The lr panel is log-scaled, where an lr of 0 (a run with lr 0, timm's way to measure throughput;
 // warmup_lr 0) has no place: gnuplot failed on a run of lr 0 alone ("all points y value
 // undefined!"). With a value <= 0 the panel is linear; otherwise it stays logarithmic.
