@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/safetensors.h"
+#include "core/utf8.h"
 #include "dist/process_group.h"
 #include "models/checkpoint.h"
 #include "train/config.h"
@@ -71,10 +72,35 @@ class StateFields {
   const std::string& path_;
 };
 
+// The format every haargrad version has written into a training checkpoint's metadata.
+constexpr const char* kCheckpointFormat = "haargrad-train-checkpoint-1";
+
+// A file with a run position must be a haargrad training checkpoint of the format this version
+// reads: one of another format (a later version's, another program's, an edit) or none was read
+// as one unchecked, and its fields steered a resume. Plain weights (no "state": timm's, an
+// export's "pt") are not training checkpoints and are not checked.
+void check_checkpoint_format(const std::map<std::string, std::string>& meta,
+                             const std::string& path) {
+  const auto it = meta.find("format");
+  if (it != meta.end() && it->second == kCheckpointFormat) return;
+  const std::string prefix = "haargrad-train-checkpoint-";
+  const std::string what = it == meta.end() ? std::string("is missing")
+                                            : str("is '", printable(it->second.substr(0, 60)),
+                                                  it->second.size() > 60 ? "...'" : "'");
+  throw Error(
+      str("checkpoint ", path, ": metadata 'format' ", what, ", not '", kCheckpointFormat,
+          "', though it holds a training state ('state'): ",
+          it != meta.end() && it->second.rfind(prefix, 0) == 0
+              ? "a checkpoint of another haargrad version, which this one cannot read"
+              : "the file was edited or written by another program; use a checkpoint the trainer "
+                "wrote"));
+}
+
 // The "state" entry of a checkpoint's metadata; nullopt when there is none.
 std::optional<TrainState> state_from_metadata(const std::map<std::string, std::string>& meta, const std::string& path) {
   auto it = meta.find("state");
   if (it == meta.end()) return std::nullopt;
+  check_checkpoint_format(meta, path);
   const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object())
     throw Error(str("checkpoint ", path, ": metadata 'state' is not a JSON object"));
@@ -162,7 +188,7 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
     state["eval_loss_ema"] = s.eval_loss_ema;
   }
   std::map<std::string, std::string> meta = {
-      {"format", "haargrad-train-checkpoint-1"},
+      {"format", kCheckpointFormat},
       {"state", state.dump()},
       {"model_config", model.config.to_json()},
       {"rng.drop_path", model.drop_gen.state()},

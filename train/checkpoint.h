@@ -89,7 +89,9 @@ std::string checkpoint_config_yaml(const std::string& path);
 
 /// The state stored in a checkpoint, reading only its header (cheap for large files); nullopt for
 /// a file without one (a plain state_dict). Throws hg::Error naming the file when it cannot be read
-/// or its metadata is malformed.
+/// or its metadata is malformed: a field of its state out of range, or a state in a file whose
+/// metadata 'format' is not "haargrad-train-checkpoint-1" (or missing), naming that field.
+/// load_checkpoint checks the same.
 std::optional<TrainState> read_train_state(const std::string& path);
 
 /// Why `path` is no checkpoint file to read, for a message after its name: " does not exist", or

@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -1381,6 +1382,54 @@ TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
   EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }),
                   "updates is 999999, more than 2 epochs of");
   EXPECT_EQ(train::read_train_state(p)->epoch, 1);  // the file itself reads
+}
+
+// The metadata's 'format' of a training checkpoint was written but never read: a file of another
+// format (a later version's, an edit, another program's) or of none was taken as a checkpoint,
+// its run position trusted. It is refused, naming the file and the field; plain weights (no
+// training state: timm's, an export's "pt") are no training checkpoint and read as before.
+TEST_F(Faults, ACheckpointOfAnotherFormatIsRefusedNamingTheField) {
+  train::Config c = smoke("fmt", 1);
+  train::train(c, quiet_);
+  const std::string p = (root_ / "fmt" / "last.safetensors").string();
+  const safetensors::File f = safetensors::load(p);
+  EXPECT_EQ(f.metadata.at("format"), "haargrad-train-checkpoint-1");
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+  const auto with_format = [&](const std::optional<std::string>& format) {
+    std::map<std::string, std::string> meta = f.metadata;
+    if (format)
+      meta["format"] = *format;
+    else
+      meta.erase("format");
+    const std::string out =
+        (root_ / str(format ? *format : std::string("none"), ".safetensors")).string();
+    safetensors::save(out, tensors, meta);
+    return out;
+  };
+  const std::string none = with_format(std::nullopt);
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(none); }),
+                  "checkpoint " + none +
+                      ": metadata 'format' is missing, not "
+                      "'haargrad-train-checkpoint-1', though it holds a training state ('state')");
+  const std::string newer = with_format("haargrad-train-checkpoint-2");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(newer); }),
+                  "metadata 'format' is 'haargrad-train-checkpoint-2', not "
+                  "'haargrad-train-checkpoint-1'");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(newer); }), "another haargrad version");
+  const std::string odd = with_format("pt");
+  EXPECT_CONTAINS(error_of([&] { train::read_train_state(odd); }),
+                  "metadata 'format' is 'pt', not 'haargrad-train-checkpoint-1'");
+  // a resume of it stops before anything is trained, with the same words
+  train::Config r = c;
+  r.resume = newer;
+  r.epochs = 2;
+  EXPECT_CONTAINS(error_of([&] { train::train(r, quiet_); }),
+                  "checkpoint " + newer + ": metadata 'format' is 'haargrad-train-checkpoint-2'");
+  // plain weights: no state, no check
+  const std::string weights = (root_ / "weights.safetensors").string();
+  safetensors::save(weights, {{"head.fc.bias", Tensor::zeros({4})}}, {{"format", "pt"}});
+  EXPECT_FALSE(train::read_train_state(weights).has_value());
 }
 
 // A checkpoint whose drop-path generator state is damaged said only "Generator::set_state:
