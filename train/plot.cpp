@@ -16,6 +16,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "train/summary.h"
 
 namespace fs = std::filesystem;
@@ -73,11 +74,29 @@ double parse_cell(const std::string& cell, const std::string& path, int line,
   return v;
 }
 
-// gnuplot single-quoted string: a quote is written twice.
+// A gnuplot string: single-quoted, a quote written twice; but a single-quoted string cannot hold
+// a control character (a newline in a run folder's name ended the command: "invalid command", no
+// plot), so such a string is double-quoted, with \, " and each control character as a backslash
+// escape (\ooo, which gnuplot reads back as the same byte).
 std::string gp_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
+  const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  if (std::none_of(s.begin(), s.end(), control)) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+  }
+  std::string out = "\"";
+  for (char c : s) {
+    if (control(c)) {
+      char octal[8];
+      std::snprintf(octal, sizeof octal, "\\%03o", static_cast<unsigned char>(c));
+      out += octal;
+    } else {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 // A value gnuplot cannot place (NaN, and inf, which it read as undefined) is written as the
@@ -231,6 +250,7 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
     names.push_back(fs::path(run_dirs[r]).lexically_normal().filename().string());
     if (names.back().empty())
       names.back() = fs::path(run_dirs[r]).lexically_normal().parent_path().filename().string();
+    names.back() = printable(names.back());  // a label of one line: "\n" shown, not obeyed
   }
   std::string title = opts.title;
   if (title.empty())

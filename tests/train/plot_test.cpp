@@ -343,6 +343,33 @@ TEST_F(PlotTest, AColumnWithoutFiniteValuesIsLeftOutAndSaid) {
   EXPECT_EQ(notes.size(), 2u) << text;
 }
 
+// An experiment name is anyone's text, and a run folder is named by it: one with a newline ended
+// its gnuplot command inside the single-quoted label ("invalid command"), and no plot was drawn
+// (the trainer's per-epoch plot: a warning every epoch). The folder is read through a
+// double-quoted path (its newline as \012), and labelled with the newline shown as "\n".
+TEST_F(PlotTest, ARunFolderNamedWithControlCharactersIsPlotted) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path a = run("two\nlines \"q\" \\ 'x'", kSummary);
+  const fs::path b = run("plain", kSummary);
+  const fs::path out = a / "curves.png";
+  train::plot_runs({a.string()}, out.string());
+  EXPECT_EQ(png_size(out), std::make_pair(1280u, 960u));
+  train::plot_runs({a.string(), b.string()}, (root_ / "both.png").string());
+  EXPECT_EQ(png_size(root_ / "both.png"), std::make_pair(1280u, 960u));
+  const auto script = [](const fs::path& p) {
+    std::ifstream f(p);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  // the label and title: the name on one line, its newline shown as \n (single-quoted: as is)
+  EXPECT_NE(script(root_ / "both.gp").find("'two\\nlines \"q\" \\ ''x'' train'"), std::string::npos)
+      << script(root_ / "both.gp");
+  // the data file inside that folder: a double-quoted path, its newline as \012
+  EXPECT_NE(script(a / "curves.gp").find("two\\012lines \\\"q\\\" \\\\ 'x'/curves.dat\""),
+            std::string::npos)
+      << script(a / "curves.gp");
+}
+
 // The lr panel is log-scaled, where an lr of 0 (a run with lr 0, timm's way to measure throughput;
 // warmup_lr 0) has no place: gnuplot failed on a run of lr 0 alone ("all points y value
 // undefined!"). With a value <= 0 the panel is linear; otherwise it stays logarithmic.
