@@ -77,7 +77,9 @@ double parse_cell(const std::string& cell, const std::string& path, int line,
 // A gnuplot string: single-quoted, a quote written twice; but a single-quoted string cannot hold
 // a control character (a newline in a run folder's name ended the command: "invalid command", no
 // plot), so such a string is double-quoted, with \, " and each control character as a backslash
-// escape (\ooo, which gnuplot reads back as the same byte).
+// escape (\ooo, which gnuplot reads back as the same byte). A backquote is \ooo there too: gnuplot
+// runs the shell command between two backquotes anywhere on its line but in a single-quoted
+// string (a folder named "x\n`rm ...`" ran its command).
 std::string gp_quote(const std::string& s) {
   const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
   if (std::none_of(s.begin(), s.end(), control)) {
@@ -87,7 +89,7 @@ std::string gp_quote(const std::string& s) {
   }
   std::string out = "\"";
   for (char c : s) {
-    if (control(c)) {
+    if (control(c) || c == '`') {
       char octal[8];
       std::snprintf(octal, sizeof octal, "\\%03o", static_cast<unsigned char>(c));
       out += octal;

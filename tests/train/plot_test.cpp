@@ -370,6 +370,35 @@ TEST_F(PlotTest, ARunFolderNamedWithControlCharactersIsPlotted) {
       << script(a / "curves.gp");
 }
 
+// gnuplot runs the shell command of a `...` in a double-quoted string (only a single-quoted one is
+// safe), and a name with a control character is written double-quoted: a run folder named with a
+// newline and a backquote ran its command when plotted (an experiment name is anyone's text). The
+// backquote is written \140 there, which gnuplot reads back as the same byte, never a command.
+TEST_F(PlotTest, ABackquoteInADoubleQuotedNameRunsNoCommand) {
+  ASSERT_TRUE(train::gnuplot_available())
+      << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
+  const fs::path a = run("bq\n`echo x`", kSummary);
+  const fs::path out = a / "curves.png";
+  train::plot_runs({a.string()}, out.string());
+  EXPECT_EQ(png_size(out), std::make_pair(1280u, 960u));
+  std::ifstream f(a / "curves.gp");
+  const std::string script((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(script.find("bq\\012\\140echo x\\140/curves.dat\""), std::string::npos) << script;
+  // no backquote in a double-quoted string (a single-quoted label may show one: not run there)
+  bool in_double = false, in_single = false;
+  for (size_t i = 0; i < script.size(); ++i) {
+    const char c = script[i];
+    if (in_double && c == '\\')
+      ++i;
+    else if (!in_single && c == '"')
+      in_double = !in_double;
+    else if (!in_double && c == '\'')
+      in_single = !in_single;
+    else
+      EXPECT_FALSE(in_double && c == '`') << "at " << i << ": " << script;
+  }
+}
+
 // The lr panel is log-scaled, where an lr of 0 (a run with lr 0, timm's way to measure throughput;
 // warmup_lr 0) has no place: gnuplot failed on a run of lr 0 alone ("all points y value
 // undefined!"). With a value <= 0 the panel is linear; otherwise it stays logarithmic.
