@@ -72,22 +72,31 @@ std::string differences(const Config& a, const Config& b, const std::set<std::st
   return out;
 }
 
-// The note of a resume that changes schedule keys (`changes`, "key old -> new, ...") from
-// `where` on. A change that sets no lr (cooldown_epochs: the run's length) is said as what it is:
-// it was said as a schedule change whose "lr there 1e-05 -> 1e-05" and "schedule_history what ran
-// before" were about nothing (no entry joins schedule_history).
+// How many of `keys` differ between a and b (differences' count: a list value holds commas).
+size_t changed_keys(const Config& a, const Config& b, const std::set<std::string>& keys) {
+  size_t n = 0;
+  for (const std::string& k : keys) n += value_text(a, k) != value_text(b, k) ? 1 : 0;
+  return n;
+}
+
+// The note of a resume that changes schedule keys (`changes`, "key old -> new, ...", of
+// `changed_keys` keys) from `where` on. A change that sets no lr (cooldown_epochs: the run's
+// length; `same_lrs`: the recorded schedule from there on is the session's) is said as what it
+// is: it was said as a schedule change whose "lr there 1e-05 -> 1e-05" and "schedule_history what
+// ran before" were about nothing (no entry joins schedule_history). A change of the lrs that adds
+// no entry (nothing ran with the recorded keys: a resume where the last change took effect) is
+// still a schedule change, whatever its lr at `where`.
 std::string schedule_note(const Config& recorded, const Config& session, const std::string& where,
-                          const std::string& changes, double lr_before, double lr_after,
-                          bool recorded_what_ran) {
+                          const std::string& changes, size_t changed_keys, bool same_lrs,
+                          double lr_before, double lr_after, bool recorded_what_ran) {
   const int64_t length_before = run_epochs(recorded), length_after = run_epochs(session);
   const std::string length =
       length_before == length_after
           ? std::string()
           : str("the run is ", length_after, " epochs long (was ", length_before, ")");
-  const std::string args =
-      str(" args.yaml takes the new value", changes.find(',') == std::string::npos ? "" : "s",
-          " with this session's first checkpoint");
-  if (!recorded_what_ran && lr_before == lr_after && !changes.empty())
+  const std::string args = str(" args.yaml takes the new value", changed_keys == 1 ? "" : "s",
+                               " with this session's first checkpoint");
+  if (same_lrs && lr_before == lr_after && !changes.empty())
     return str("resume: ", changes, " from ", where, " on: ",
                length.empty() ? std::string("it changes neither the run's length nor")
                               : str(length, "; it changes none of"),
@@ -220,8 +229,9 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   const double lr_before = RunSchedule(recorded, updates_per_epoch).lr(epoch, step, updates);
   const double lr_after = RunSchedule(out.session, updates_per_epoch).lr(epoch, step, updates);
   if (!sched_changes.empty() || lr_before != lr_after)
-    out.notes.push_back(schedule_note(recorded, session, where, sched_changes, lr_before, lr_after,
-                                      recorded_what_ran));
+    out.notes.push_back(schedule_note(
+        recorded, session, where, sched_changes, changed_keys(recorded, session, kScheduleKeys),
+        !found_active && same_schedule(active, next), lr_before, lr_after, recorded_what_ran));
   else if (out.args_changed)
     out.notes.push_back(str("resume: from ", where, " the run follows its args.yaml again; the schedule changes ",
                             "recorded after this point are dropped from schedule_history"));

@@ -207,3 +207,49 @@ TEST(ResumeSettings, ACooldownChangeSaysWhatItChangesNotTheHistory) {
             std::string::npos)
       << r.notes[0];
 }
+
+// A second resume from the epoch where the run's last schedule change took effect (an older
+// checkpoint of a run resumed since): nothing ran with the recorded keys there, so nothing joins
+// schedule_history, and the lr at that point may be the same; but the change sets later lrs
+// (decay_epochs 40 -> 50: the first decay moves from epoch 41 to 51). It was said as "it changes
+// neither the run's length nor its learning rates". A single key whose value is a list names "the
+// new value", not "values".
+TEST(ResumeSettings, AScheduleChangeWhereTheLastOneBeganIsNotSaidToChangeNoLr) {
+  hg::train::Config recorded = smoke();
+  recorded.sched = "step";
+  recorded.warmup_epochs = 0;
+  recorded.epochs = 60;
+  recorded.decay_epochs = 30;
+  const hg::train::ScheduleSegment first = hg::train::schedule_segment(recorded, 3, 0, "test");
+  recorded.decay_epochs = 40;
+  recorded.schedule_history = {first};
+  hg::train::Config session = recorded;
+  session.schedule_history = {};
+  session.decay_epochs = 50;
+  const hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 3, 0, 9, 3);
+  ASSERT_EQ(r.session.schedule_history.size(), 1u);  // nothing ran with decay_epochs 40
+  EXPECT_EQ(hg::train::RunSchedule(r.session, 3).lr(45, 0, 135), *recorded.lr);
+  EXPECT_NE(hg::train::RunSchedule(recorded, 3).lr(45, 0, 135), *recorded.lr);
+  ASSERT_EQ(r.notes.size(), 1u);
+  const std::string& note = r.notes[0];
+  EXPECT_EQ(note.find("changes neither"), std::string::npos) << note;
+  EXPECT_EQ(note.find("none of its learning rates"), std::string::npos) << note;
+  EXPECT_NE(note.find("the schedule changes from epoch 4 step 1 (after 9 updates) on: "
+                      "decay_epochs 40 -> 50; lr there "),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("args.yaml takes the new value with"), std::string::npos) << note;
+  EXPECT_EQ(note.find("schedule_history"), std::string::npos) << note;
+
+  // one key, a list: "value"
+  session = recorded;
+  session.schedule_history = {};
+  session.decay_epochs = 40;
+  session.lr_noise = {0.5, 0.8};
+  const hg::train::ResumeSettings n =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 5, 0, 15, 3);
+  ASSERT_EQ(n.notes.size(), 1u);
+  EXPECT_NE(n.notes[0].find("lr_noise [] -> [0.5, 0.8]"), std::string::npos) << n.notes[0];
+  EXPECT_NE(n.notes[0].find("args.yaml takes the new value with"), std::string::npos) << n.notes[0];
+}
