@@ -26,6 +26,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/safetensors.h"
 #include "core/shell_quote.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_history.h"
@@ -82,9 +83,12 @@ void check_output_file(const std::string& path, const std::string& what,
   for (const CommandInput& in : inputs)
     HG_CHECK(!fs::equivalent(in.path, path, ec), what, " ", path, " is ", in.role, " itself; ",
              elsewhere);
+  // a training state of any format: read_train_state refuses one of another format (a later
+  // version's), which is a run's position and optimizer state all the same
   bool checkpoint = false;
   try {
-    checkpoint = fs::is_regular_file(path, ec) && read_train_state(path).has_value();
+    checkpoint =
+        fs::is_regular_file(path, ec) && safetensors::read_metadata(path).count("state") != 0;
   } catch (const Error&) {  // not a safetensors file: not a checkpoint either
   }
   HG_CHECK(!checkpoint, what, " ", path,

@@ -283,6 +283,29 @@ TEST_F(ExportCommand, ExportsCarryTheirConfigAndNoFileIsOverwritten) {
   EXPECT_NE(layout.output.find("--layout nhwc"), std::string::npos) << layout.output;
 }
 
+// A training checkpoint of another format (a later haargrad version's: read_train_state refuses
+// it, naming its 'format') still holds a run's position and optimizer state: the output guard took
+// the refusal for "not a checkpoint", and export wrote its weights over it.
+TEST_F(ExportCommand, NoOutputReplacesACheckpointOfAnotherFormat) {
+  const train::Config c = cpu_config("fashion_mnist");
+  const std::string ck = file("ck.safetensors"), w = file("w.safetensors"),
+                    newer = file("newer.safetensors");
+  save_model_checkpoint(ck, c);
+  ASSERT_EQ(run_program("export " + ck + " --out " + w).exit_code, 0);
+  const safetensors::File f = safetensors::load(ck);
+  ASSERT_TRUE(f.metadata.count("state"));
+  std::map<std::string, std::string> meta = f.metadata;
+  meta["format"] = "haargrad-train-checkpoint-2";
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : f.order) tensors.emplace_back(name, f.tensors.at(name));
+  safetensors::save(newer, tensors, meta);
+  const std::string bytes = io::read_file(newer);
+  const ProgramRun over = run_program("export " + w + " --out " + newer);
+  EXPECT_NE(over.exit_code, 0) << over.output;
+  EXPECT_NE(over.output.find("is a training checkpoint"), std::string::npos) << over.output;
+  EXPECT_TRUE(io::read_file(newer) == bytes) << "replaced";
+}
+
 // infer took only a safetensors batch, which only a Python snippet (PyTorch or safetensors) wrote
 // (a new user's report). It takes an image file or a folder of images too (its image files by name,
 // one row each), through the evaluation transform of the config, as validate reads them: the
