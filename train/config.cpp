@@ -368,6 +368,15 @@ const std::vector<Field>& table() {
        "ramp the EMA decay up (1 - (1 + step)^(-2/3))"},
       {"initial_checkpoint", &Config::initial_checkpoint, a_path(),
        "weights to start from (fine-tuning); empty = none"},
+      // timm's train.py scales (and sets) get_classifier() after create_model, whose
+      // checkpoint_path is its initial checkpoint: so here after initial_checkpoint too
+      {"head_init_scale", &Config::head_init_scale, any(),
+       "head.fc's weight and bias are multiplied by this once the model is made and "
+       "initial_checkpoint loaded (timm train.py's --head-init-scale; not on a resume, whose "
+       "checkpoint holds the weights); null = unchanged"},
+      {"head_init_bias", &Config::head_init_bias, any(),
+       "head.fc's bias is set to this value, after head_init_scale (timm train.py's "
+       "--head-init-bias, e.g. -log(num_classes)); null = unchanged"},
       {"seed", &Config::seed, at_least(0),
        "seed of the model init, data order, augmentation and lr_noise (timm's noise_seed)"},
       {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"}),
@@ -391,6 +400,18 @@ const std::vector<Field>& table() {
        "best checkpoint-<epoch> files kept"},
       {"resume", &Config::resume, a_path(),
        "checkpoint to continue from, or auto (the newest of the experiment); empty = none"},
+      {"no_resume_opt", &Config::no_resume_opt, any(),
+       "a resume restores the weights, EMA and position but not the optimizer state, which "
+       "starts from zero (timm's --no-resume-opt); this session only: args.yaml keeps false"},
+      {"start_epoch", &Config::start_epoch, closed(0, 1e9),
+       "a new run starts at this epoch (0-based): its schedule, update count, data order, "
+       "summary rows and checkpoint names as if the epochs before it had run (timm's "
+       "--start-epoch, e.g. with initial_checkpoint); a resume goes on at its checkpoint's "
+       "position and may not change it; null = 0"},
+      {"recovery_interval", &Config::recovery_interval, at_least(0),
+       "write recovery.safetensors (the run's position inside an epoch, as a stop signal does) "
+       "every this many optimizer updates, for resuming after a crash (timm's "
+       "--recovery-interval); 0 = only when stopped"},
       {"output", &Config::output, a_path(), "output root folder; empty = output/train"},
       {"experiment", &Config::experiment, any(),
        "run folder name under output; empty = <date>-<model>-<img_size>"},
@@ -484,7 +505,184 @@ std::string timm_spelling(const std::string& key) {
        "default None); leave it out"},
       {"opt_betas",
        "timm's --opt-betas are AdamW's betas, fixed here at torch's default (0.9, "
-       "0.999) (timm's default None); leave it out"}};
+       "0.999) (timm's default None); leave it out"},
+      // the rest of timm 1.0's train.py options (docs/timm-keys.md lists every one): each says
+      // why it is not supported and what to use instead
+      {"config", "timm's -c / --config FILE is the CONFIG argument here: haargrad train FILE.yaml"},
+      {"train_num_samples",
+       "timm's --train-num-samples is for its iterable datasets (TFDS, WDS, HF streaming), which "
+       "haargrad does not read; max_steps_per_epoch caps the batches of an epoch"},
+      {"val_num_samples",
+       "timm's --val-num-samples is for its iterable datasets, which haargrad does not read; the "
+       "validation split is read whole"},
+      {"dataset_download",
+       "timm's --dataset-download is not supported (nothing is downloaded): point data_dir at "
+       "the data (dataset image_folder or idx)"},
+      {"input_img_mode", "timm's --input-img-mode is in_chans here (3: RGB, 1: L, grayscale)"},
+      {"input_key",
+       "timm's --input-key is for its HF / WDS datasets, which haargrad does not read"},
+      {"target_key",
+       "timm's --target-key is for its HF / WDS datasets, which haargrad does not read"},
+      {"dataset_trust_remote_code",
+       "timm's --dataset-trust-remote-code is for HF datasets, which haargrad does not read"},
+      {"pretrained_path",
+       "timm's --pretrained-path is --initial-checkpoint FILE.safetensors here (a timm "
+       "state_dict with timm's names; the head adapts to num_classes as timm's does)"},
+      {"gp",
+       "timm's --gp (global pool) is not supported: ConvNeXt's head pools by the mean (timm's "
+       "default avg)"},
+      {"fuser", "timm's --fuser (TorchScript's fuser) has nothing to do here: leave it out"},
+      {"grad_checkpointing",
+       "timm's --grad-checkpointing is not supported: every activation is kept for the backward "
+       "pass; a smaller batch_size with grad_accum_steps trains the same global batch"},
+      {"fast_norm", "timm's --fast-norm has no counterpart to set: leave it out"},
+      {"model_kwargs",
+       "timm's --model-kwargs are config keys here: depths, dims, patch_size, kernel_size, "
+       "wt_levels, ls_init_value, drop_path, drop (`haargrad train --help`)"},
+      {"torchcompile_mode",
+       "timm's --torchcompile-mode has no counterpart: the step replays as a CUDA graph "
+       "(cuda_graph); leave it out"},
+      {"torchscript", "timm's --torchscript has nothing to do here: leave it out"},
+      {"model_dtype",
+       "timm's --model-dtype is not supported: weights are f32, precision bf16 computes in bf16 "
+       "with f32 master weights"},
+      {"no_ddp_bb",
+       "timm's --no-ddp-bb (DDP broadcast buffers) has nothing to do here: ConvNeXt has no "
+       "BatchNorm buffers; leave it out"},
+      {"synchronize_step",
+       "timm's --synchronize-step has nothing to set: each step's loss is read at the log "
+       "points; leave it out"},
+      {"local_rank",
+       "timm's --local_rank is set by the launcher here: mpirun -np N haargrad train ... "
+       "(train/data_parallel.h)"},
+      {"device_modules", "timm's --device-modules (torch device plugins) has nothing to do here"},
+      {"layer_decay_min_scale",
+       "timm's --layer-decay-min-scale is not supported: layer_decay's scales go down to "
+       "layer_decay^(layers - 1) (timm's default 0: no floor)"},
+      {"layer_decay_no_opt_scale",
+       "timm's --layer-decay-no-opt-scale is not supported (timm's default None: every layer is "
+       "trained)"},
+      {"opt_kwargs",
+       "timm's --opt-kwargs are not supported: the optimizers take momentum and weight_decay; "
+       "AdamW's betas and eps are torch's defaults"},
+      {"epoch_repeats",
+       "timm's --epoch-repeats repeats only its iterable datasets (TFDS, WDS, HF streaming), not "
+       "an image folder; haargrad reads folders: set epochs (and the schedule) instead"},
+      {"dr", "timm's --dr is --decay-rate here"},
+      {"no_aug",
+       "timm's --no-aug (resized, centre-cropped train images) is not one key here: scale [1, "
+       "1], ratio [1, 1], hflip 0, color_jitter 0 (and no aa, reprob, mixup, cutmix) come "
+       "close"},
+      {"train_crop_mode",
+       "timm's --train-crop-mode is not supported: the train crop is timm's default "
+       "random-resized crop (rrc) with scale and ratio"},
+      {"color_jitter_prob",
+       "timm's --color-jitter-prob is not supported: color_jitter applies to every image "
+       "(timm's default None); color_jitter 0 turns it off"},
+      {"grayscale_prob",
+       "timm's --grayscale-prob is not supported (timm's default None: off); leave it out"},
+      {"gaussian_blur_prob",
+       "timm's --gaussian-blur-prob is not supported (timm's default None: off); leave it out"},
+      {"aug_repeats",
+       "timm's --aug-repeats (repeated augmentation sampler) is not supported (timm's default "
+       "0: off); leave it out"},
+      {"aug_splits",
+       "timm's --aug-splits (AugMix splits) is not supported (timm's default 0: off); leave it "
+       "out"},
+      {"jsd_loss",
+       "timm's --jsd-loss (AugMix's Jensen-Shannon loss) is not supported: the loss is "
+       "cross-entropy with smoothing (soft targets with mixup / cutmix)"},
+      {"bce_loss",
+       "timm's --bce-loss is not supported: the loss is cross-entropy with smoothing (soft "
+       "targets with mixup / cutmix)"},
+      {"bce_sum",
+       "timm's --bce-sum is for --bce-loss, which is not supported: the loss is cross-entropy"},
+      {"bce_target_thresh",
+       "timm's --bce-target-thresh is for --bce-loss, which is not supported: the loss is "
+       "cross-entropy"},
+      {"bce_pos_weight",
+       "timm's --bce-pos-weight is for --bce-loss, which is not supported: the loss is "
+       "cross-entropy"},
+      {"resplit", "timm's --resplit is for --aug-splits, which is not supported; leave it out"},
+      {"drop_connect", "timm's --drop-connect is its old name for --drop-path: drop_path here"},
+      {"drop_block", "timm's --drop-block is not supported (ConvNeXt has no DropBlock)"},
+      {"bn_momentum",
+       "timm's --bn-momentum has nothing to do here (ConvNeXt has no BatchNorm): leave it out"},
+      {"bn_eps",
+       "timm's --bn-eps has nothing to do here (ConvNeXt has no BatchNorm): leave it out"},
+      {"dist_bn",
+       "timm's --dist-bn has nothing to do here (ConvNeXt has no BatchNorm): leave it out"},
+      {"split_bn",
+       "timm's --split-bn has nothing to do here (ConvNeXt has no BatchNorm): leave it out"},
+      {"model_ema_force_cpu",
+       "timm's --model-ema-force-cpu is not supported: the model EMA is kept on the training "
+       "device and evaluated with every epoch's validation; leave it out"},
+      {"worker_seeding",
+       "timm's --worker-seeding has nothing to set: every random draw of the data is a function "
+       "of seed, epoch and the image's index, whatever the workers (data/loader.h); leave it "
+       "out"},
+      {"save_images",
+       "timm's --save-images (the first train batches as image files) is not supported"},
+      {"no_prefetcher",
+       "timm's --no-prefetcher has nothing to set (timm's prefetcher normalises batches on the "
+       "GPU; gpu_augment does that here): leave it out"},
+      {"tta",
+       "timm's --tta (test-time augmentation, its default 0: off) is not supported; leave it "
+       "out"},
+      {"use_multi_epochs_loader",
+       "timm's --use-multi-epochs-loader has nothing to set here: leave it out"},
+      {"log_wandb",
+       "timm's --log-wandb is not supported (no network logging): the run folder holds "
+       "summary.csv, log.txt and curves.png (`haargrad plot`)"},
+      {"wandb_project", "timm's --wandb-project is for --log-wandb, which is not supported"},
+      {"wandb_tags", "timm's --wandb-tags is for --log-wandb, which is not supported"},
+      {"wandb_resume_id", "timm's --wandb-resume-id is for --log-wandb, which is not supported"},
+      {"train_img_sizes",
+       "timm's variable-size training (--train-img-sizes) is not supported: every batch is "
+       "img_size"},
+      {"train_batch_sizes",
+       "timm's variable-size training (--train-batch-sizes) is not supported: every batch is "
+       "batch_size"},
+      {"train_size_probs",
+       "timm's variable-size training (--train-size-probs) is not supported: every batch is "
+       "img_size"},
+      {"train_size_schedule",
+       "timm's variable-size training (--train-size-schedule) is not supported: every batch is "
+       "img_size"},
+      {"train_size_schedule_spread",
+       "timm's variable-size training (--train-size-schedule-spread) is not supported"},
+      {"train_size_random_mix",
+       "timm's variable-size training (--train-size-random-mix) is not supported"},
+      {"train_batches_per_epoch",
+       "timm's --train-batches-per-epoch is max_steps_per_epoch here (for an image folder; "
+       "timm's is for its iterable datasets)"},
+      {"train_steps_per_epoch",
+       "timm's --train-steps-per-epoch is max_steps_per_epoch here (for an image folder; "
+       "timm's is for its iterable datasets)"},
+      {"variable_batch_loss_scale",
+       "timm's --variable-batch-loss-scale is for variable-size training, which is not "
+       "supported"},
+      {"naflex_loader",
+       "timm's NaFlex options (--naflex-loader) are for NaFlex ViTs: not supported"},
+      {"naflex_train_seq_lens", "timm's NaFlex options are for NaFlex ViTs: not supported"},
+      {"naflex_max_seq_len", "timm's NaFlex options are for NaFlex ViTs: not supported"},
+      {"naflex_patch_sizes", "timm's NaFlex options are for NaFlex ViTs: not supported"},
+      {"naflex_patch_size_probs", "timm's NaFlex options are for NaFlex ViTs: not supported"},
+      {"naflex_loss_scale", "timm's NaFlex options are for NaFlex ViTs: not supported"},
+      {"naflex_patchify_channels_first",
+       "timm's NaFlex options are for NaFlex ViTs: not supported"},
+      {"kd_model_name",
+       "timm's knowledge distillation (--kd-model-name) is not supported: a run trains one model "
+       "on its labels"},
+      {"kd_distill_type", "timm's knowledge distillation (--kd-*) is not supported"},
+      {"kd_loss_type", "timm's knowledge distillation (--kd-*) is not supported"},
+      {"distill_loss_weight",
+       "timm's knowledge distillation (--distill-loss-weight) is not supported"},
+      {"task_loss_weight", "timm's knowledge distillation (--task-loss-weight) is not supported"},
+      {"kd_temperature", "timm's knowledge distillation (--kd-*) is not supported"},
+      {"kd_student_feature_dim", "timm's knowledge distillation (--kd-*) is not supported"},
+      {"kd_teacher_feature_dim", "timm's knowledge distillation (--kd-*) is not supported"},
+      {"kd_token_distill_type", "timm's knowledge distillation (--kd-*) is not supported"}};
   const auto it = hints.find(key);
   if (it != hints.end()) return it->second;
   // argparse's --no-X for a flag X (BooleanOptionalAction): a bool key takes false instead
@@ -997,6 +1195,17 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
                     " x as long as the one before, take ", format_double(cycles),
                     " epochs (timm's get_cycle_length); expected 1 to 10^9"));
   }
+  // a run that starts at or past its end would train nothing (timm's range() would be empty)
+  if (c.start_epoch && *c.start_epoch >= run_epochs(c))
+    pair_fail("start_epoch", "epochs",
+              str("start_epoch ", *c.start_epoch, " is not before the run's end: the run is ",
+                  run_epochs(c), " epochs long (",
+                  run_epochs(c) == c.epochs ? "epochs"
+                                            : "epochs "
+                                              "with warmup_prefix, cooldown_epochs and lr cycles",
+                  "), so nothing would "
+                  "train; expected at most ",
+                  run_epochs(c) - 1));
   if (c.lr && c.min_lr > *c.lr && decays_to_min_lr(c.sched))
     pair_fail(
         "min_lr", "lr",

@@ -156,6 +156,12 @@ struct Config {
   double model_ema_decay = 0.9998;               ///< EMA decay per optimizer update
   bool model_ema_warmup = false;                 ///< ramp the decay up (1 - (1 + step)^(-2/3))
   std::string initial_checkpoint = "";           ///< weights to start from (fine-tuning); "" = none
+  /// timm train.py's --head-init-scale: head.fc's weight and bias x this after the model is made
+  /// (and initial_checkpoint loaded); null = unchanged
+  std::optional<double> head_init_scale;
+  /// timm train.py's --head-init-bias: head.fc's bias set to this value after head_init_scale;
+  /// null = unchanged
+  std::optional<double> head_init_bias;
 
   // ---- run ----------------------------------------------------------------------------------
   int64_t seed = 42;
@@ -169,6 +175,13 @@ struct Config {
   int64_t log_interval = 50;                     ///< optimizer updates between log lines (timm)
   int64_t checkpoint_hist = 10;                  ///< best checkpoints kept
   std::string resume = "";                       ///< checkpoint to resume from; "" = none
+  bool no_resume_opt =
+      false;  ///< a resume restores the weights and position, not the optimizer state
+  /// a new run starts at this epoch (0-based; the schedule, names and summary as if the epochs
+  /// before it had run); null = 0 (timm's --start-epoch; a resume takes the checkpoint's)
+  std::optional<int64_t> start_epoch;
+  int64_t recovery_interval =
+      0;  ///< recovery.safetensors every N optimizer updates; 0 = at a stop only
   std::string output = "";                       ///< output root; "" = ./output/train (timm)
   std::string experiment = "";                   ///< run folder name; "" = generated
   int64_t max_steps_per_epoch = 0;               ///< training batches per epoch; 0 = all (evaluation is never capped)

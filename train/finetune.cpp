@@ -87,4 +87,33 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
   return r;
 }
 
+namespace {
+
+// `t` (any dtype, any device) with every element e replaced by f(e), computed in f64.
+template <typename F>
+void map_elements(Tensor& t, F f) {
+  const Tensor host = t.to(Device::cpu).to(DType::f64);
+  std::vector<double> v = host.to_vector<double>();
+  for (double& e : v) e = f(e);
+  t.copy_(Tensor::from_vector(host.shape(), v));
+}
+
+}  // namespace
+
+std::string apply_head_init(ConvNeXt& model, std::optional<double> scale,
+                            std::optional<double> bias) {
+  Linear& fc = *model.head_fc;
+  std::string said;
+  if (scale) {
+    map_elements(fc.weight, [&](double e) { return e * *scale; });
+    if (fc.bias.defined()) map_elements(fc.bias, [&](double e) { return e * *scale; });
+    said = str("head_init_scale ", *scale, ": head.fc's weight and bias x ", *scale);
+  }
+  if (bias && fc.bias.defined()) {
+    map_elements(fc.bias, [&](double) { return *bias; });
+    said += str(said.empty() ? "" : "; ", "head_init_bias ", *bias, ": head.fc's bias = ", *bias);
+  }
+  return said;
+}
+
 }  // namespace hg::train

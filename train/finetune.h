@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "models/convnext.h"
@@ -29,5 +30,12 @@ void check_initial_checkpoint(const std::string& path);
 /// and the keys for a checkpoint that does not fit otherwise (missing, unexpected or mis-shaped
 /// tensors besides the head).
 InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& model);
+
+/// timm train.py's --head-init-scale and --head-init-bias (config keys head_init_scale and
+/// head_init_bias) on the classifier (head.fc) of a made model: its weight and bias multiplied by
+/// `scale`, then its bias set to `bias`; either may be absent. Returns the line that says what was
+/// done (for the log).
+std::string apply_head_init(ConvNeXt& model, std::optional<double> scale,
+                            std::optional<double> bias);
 
 }  // namespace hg::train

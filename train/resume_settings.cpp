@@ -34,7 +34,11 @@ const std::set<std::string> kSessionKeys = {
     // data parallel: how the same updates are computed
     // (a batch_size per rank follows the ranks' count:
     // rescale_batch_for_ranks in train/data_parallel.h)
-    "dist_bucket_mb", "zero_stage", "dist_check_every", "dist_timeout", "dist_force"};
+    "dist_bucket_mb", "zero_stage", "dist_check_every", "dist_timeout", "dist_force",
+    // what this resume restores (the optimizer state or not), and how often the position is
+    // saved: the same run either way; args.yaml keeps the run's (run_session records
+    // no_resume_opt false for a new run too)
+    "no_resume_opt", "recovery_interval"};
 
 void set_schedule(Config& c, const Config& from) {
   set_schedule_keys(c, schedule_segment(from, 0, 0, "resume"));
@@ -140,6 +144,16 @@ void check_result_keys(const Config& recorded, const std::string& recorded_sourc
                     has_validation(recorded) ? "eval top-1" : "train loss (it has no validation)",
                     ", and the two do not compare; resume with the run's val_split, or start a "
                     "new run from its weights (initial_checkpoint)"));
+  // timm's --start-epoch overrides the resumed epoch; here a resume goes on at its checkpoint's
+  // position (the summary rows, the best epoch, a partial epoch's step), and start_epoch is how
+  // the run began, which args.yaml records
+  if (recorded.start_epoch != session.start_epoch)
+    throw Error(str("resume: start_epoch ", value_text(recorded, "start_epoch"), " -> ",
+                    value_text(session, "start_epoch"),
+                    " cannot change on a resume (the run's start_epoch is from ", recorded_source,
+                    "): a resume goes on at its checkpoint's position, which start_epoch does "
+                    "not override here (timm's does); to train on from these weights at another "
+                    "epoch, start a new run with initial_checkpoint and start_epoch"));
   std::set<std::string> fixed;
   for (const std::string& k : config_keys())
     if (!kScheduleKeys.count(k) && !kSessionKeys.count(k) && k != "schedule_history") fixed.insert(k);

@@ -12,9 +12,11 @@
 //  data_dir,
 //    corrupt_images, validation_batch_size, log_interval, checkpoint_hist, output, experiment,
 //    resume, and the data-parallel keys dist_bucket_mb, zero_stage, dist_check_every,
-//    dist_timeout, dist_force) may change for this session; args.yaml keeps the run's values;
+//    dist_timeout, dist_force, no_resume_opt, recovery_interval) may change for this session;
+//    args.yaml keeps the run's values;
 //  - every other key shapes the results (model, data, augmentation, optimizer, batch, seed, ...):
-//    a change is an error naming each key with both values.
+//    a change is an error naming each key with both values (start_epoch has a message of its own:
+//    a resume goes on at its checkpoint's position).
 #pragma once
 
 #include <cstdint>

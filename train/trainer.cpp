@@ -19,6 +19,7 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -186,6 +187,8 @@ struct Session {
   std::set<std::string> history_notes_said;
   bool plot = false;           // gnuplot is there: curves.png is redrawn after every epoch (rank 0)
   bool folder_remade = false;  // the run folder vanished during the run and was made again (rank 0)
+  // no_resume_opt, taken out of cfg (run_session): this resume's alone, not the run's record
+  bool no_resume_opt = false;
 };
 
 // Where one epoch stands: the micro-batches done, their loss and images, the time spent.
@@ -589,6 +592,10 @@ void build_model(Session& s) {
                  cfg.initial_checkpoint, s.resume_path);
   else if (!cfg.initial_checkpoint.empty())
     load_initial_checkpoint(cfg.initial_checkpoint, model);
+  // timm's train.py: on the classifier of the model made (and its initial checkpoint loaded); a
+  // resume's checkpoint then replaces it, as timm's resume does
+  if (!s.resumed && (cfg.head_init_scale || cfg.head_init_bias))
+    spdlog::info("{}", apply_head_init(model, cfg.head_init_scale, cfg.head_init_bias));
   auto groups = parameter_groups(cfg, model);
   s.opt = make_optimizer(cfg.opt, groups, cfg.momentum);
   spdlog::info(
@@ -716,9 +723,29 @@ void say_changed_training_data(const Session& s) {
 void restore_checkpoint(Session& s) {
   if (!s.resumed) {
     record_training_data(s);
+    // start_epoch (timm's --start-epoch): the run starts as if its first epochs had run, its
+    // updates counted as timm's num_updates (epoch x updates per epoch): the schedule, the EMA's
+    // warmup, the data order and the names of summary rows and checkpoints follow the epoch
+    if (const int64_t start = s.cfg.start_epoch.value_or(0); start > 0) {
+      s.st.epoch = start;
+      s.st.updates = start * s.updates_per_epoch;
+      spdlog::info(
+          "start_epoch {}: the run starts at epoch {} of {} (update {}), as if epochs 1 "
+          "to {} had run",
+          start, start + 1, run_epochs(s.cfg), s.st.updates, start);
+    }
+    if (s.no_resume_opt)
+      spdlog::info("no_resume_opt: nothing is resumed (a new run), so it changes nothing");
     return;
   }
-  s.st = load_checkpoint(s.resume_path, *s.model, s.opt.get());
+  // no_resume_opt (timm's): the weights, EMA and position, but the optimizer state from zero
+  s.st = load_checkpoint(s.resume_path, *s.model, s.no_resume_opt ? nullptr : s.opt.get());
+  if (s.no_resume_opt)
+    spdlog::warn(
+        "no_resume_opt: the optimizer state of {} is not restored: it starts from zero (AdamW's "
+        "moments and step count, SGD's momentum), so this session trains otherwise than the run "
+        "would have; args.yaml does not record it",
+        s.resume_path);
   // a damaged file's NaN weight would stop the run at its first step, at a non-finite loss whose
   // message names this same file as the one to go on from
   check_finite_weights(*s.model, str("resume: checkpoint ", s.resume_path),
@@ -736,7 +763,8 @@ void restore_checkpoint(Session& s) {
     for (const SummaryRow& r : s.summary.rows) have.insert(r.epoch);
     std::string missing;
     int64_t count = 0;
-    for (int64_t e = 1; e <= s.st.epoch; ++e)
+    // (a run begun at start_epoch has no rows before it)
+    for (int64_t e = s.cfg.start_epoch.value_or(0) + 1; e <= s.st.epoch; ++e)
       if (!have.count(e) && count++ < 5) missing += str(missing.empty() ? "" : ", ", e);
     if (count > 0)
       spdlog::warn(
@@ -1031,6 +1059,8 @@ void tune_threads(ThreadTuner& tuner, double step_seconds, int64_t images) {
         tuner.settled_threads() < before ? "other processes are using cores" : "cores came free");
 }
 
+void write_recovery(Session& s, int64_t epoch, const EpochProgress& p);
+
 // Trains epoch `epoch` from where the run stands (a recovery checkpoint may have done part of it);
 // stops early at Ctrl-C (or the test hook) on any rank.
 EpochProgress train_epoch(Session& s, int64_t epoch) {
@@ -1068,6 +1098,16 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     // (Every rank asks every step: any_rank is collective.)
     const bool update_done = p.step % s.accum == 0 || p.step == s.steps_per_epoch;
     if (s.dp->any_rank(stop_signal() != 0) && update_done) break;
+    // recovery_interval (timm's): the position every that many updates, for a resume after a
+    // crash (a stop signal writes it anyway); not at the epoch's last step, whose checkpoints
+    // follow (and remove it: save_epoch_checkpoints)
+    if (s.cfg.recovery_interval > 0 && update_done && p.step < s.steps_per_epoch &&
+        s.st.updates % s.cfg.recovery_interval == 0) {
+      read_losses(s, epoch, p);  // the loss so far goes into the checkpoint
+      p.train_secs = secs_before + seconds_since(t0);
+      p.data_wait_secs = wait_before + wait.seconds();
+      write_recovery(s, epoch, p);
+    }
   }
   read_losses(s, epoch, p);  // an interrupted epoch's last steps
   s.console->end_bar();
@@ -1157,8 +1197,9 @@ void remade_folder_stop(const Session& s, int64_t epoch, bool last) {
                   resume_command(s, s.paths.last.string()), " (in a new run folder)"));
 }
 
-// Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
-void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
+// The position (whole updates only) in recovery.safetensors: at a stop (save_recovery) and every
+// recovery_interval updates (train_epoch). Every rank calls it on the same step.
+void write_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   TrainState rs = s.st;
   rs.epoch = epoch;
   rs.step_in_epoch = p.step;
@@ -1176,6 +1217,11 @@ void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
                   ema_module(s));
   write_pending_args(s);
+}
+
+// Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
+void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
+  write_recovery(s, epoch, p);
   if (dist::is_main())  // rank 0 speaks for the run (every rank gets here, on the same step)
     spdlog::warn("interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with {})",
                  stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),
@@ -1603,6 +1649,9 @@ std::optional<TrainResult> start_training(Session& s) {
 
 // Everything of a run after its config is checked: the run folder, data, model, the epochs.
 TrainResult run_session(Session& s, const std::string& lr_note) {
+  // no_resume_opt is this session's alone: the run's records (args.yaml, the config its
+  // checkpoints store) keep false, so that a later resume from them restores the optimizer state
+  s.no_resume_opt = std::exchange(s.cfg.no_resume_opt, false);
   if (std::optional<TrainResult> stopped = stopped_during_startup(s)) return *stopped;
   // a file that cannot be the start is found before the run folder is made, and before the data
   // is listed (a resume's checkpoint: open_run_folder); the weights themselves are compared with

@@ -860,6 +860,11 @@ TEST_F(ConfigTest, ArgsYamlRoundTrip) {
   c.sched_on_updates = true;
   c.seed = 123456789012345;
   c.ls_init_value = std::nullopt;
+  c.head_init_scale = 0.001;
+  c.head_init_bias = -6.907755278982137;  // -log(1000)
+  c.no_resume_opt = true;
+  c.start_epoch = 4;
+  c.recovery_interval = 250;
   c.schedule_history = {{3, 0, 10, 0.25, "cosine", 2, 1e-5, 0.0, false}, {5, 7, 12, 1.0 / 3.0, "none", 0, 0.0, 0.0, true}};
   ASSERT_NE(c, Config{});
   const std::string path = (dir_ / "args.yaml").string();
@@ -1434,4 +1439,70 @@ TEST_F(ConfigTest, ScheduleHistoryHoldsTheNoiseAndCycleKeys) {
                   {"'schedule_history[0].lr_noise'", "start < end"});
   expect_contains(load_error(old_entry + ", lr_k_decay: 0}]\n"),
                   {"'schedule_history[0].lr_k_decay'", "> 0"});
+}
+
+// The keys of timm's train.py options added later (head_init_scale, head_init_bias,
+// no_resume_opt, start_epoch, recovery_interval): an args.yaml written before them loads with
+// timm's defaults; their values are checked, naming the key; their spellings are timm's.
+TEST_F(ConfigTest, TimmsLaterTrainKeysLoadCheckAndDefault) {
+  std::string before = hg::train::to_yaml(Config{});
+  for (const char* k :
+       {"head_init_scale", "head_init_bias", "no_resume_opt", "start_epoch", "recovery_interval"}) {
+    const size_t at = before.find(std::string("\n") + k + ":");
+    ASSERT_NE(at, std::string::npos) << k;
+    before.erase(at + 1, before.find('\n', at + 1) - at);
+  }
+  EXPECT_EQ(before.find("start_epoch"), std::string::npos);
+  EXPECT_EQ(hg::train::config_from_yaml(before, "older args.yaml"), Config{});
+  const Config d;
+  EXPECT_FALSE(d.head_init_scale.has_value());
+  EXPECT_FALSE(d.head_init_bias.has_value());
+  EXPECT_FALSE(d.no_resume_opt);
+  EXPECT_FALSE(d.start_epoch.has_value());
+  EXPECT_EQ(d.recovery_interval, 0);
+
+  Config c;
+  hg::train::apply_overrides(
+      c, {"--head-init-scale", "0.001", "--head-init-bias=-2.5", "--no-resume-opt", "--start-epoch",
+          "3", "--recovery-interval", "100"});
+  EXPECT_EQ(c.head_init_scale, 0.001);
+  EXPECT_EQ(c.head_init_bias, -2.5);
+  EXPECT_TRUE(c.no_resume_opt);
+  EXPECT_EQ(c.start_epoch, 3);
+  EXPECT_EQ(c.recovery_interval, 100);
+
+  expect_contains(load_error("start_epoch: -1\n"),
+                  {"key 'start_epoch'", "line 1", "expected an integer in [0, 1000000000]"});
+  expect_contains(load_error("recovery_interval: -5\n"),
+                  {"key 'recovery_interval'", "expected an integer >= 0, got -5"});
+  expect_contains(load_error("head_init_scale: abc\n"),
+                  {"key 'head_init_scale'", "expected a number or null"});
+  // a start at or past the run's end trains nothing: named with the run's length
+  expect_contains(
+      load_error("epochs: 10\nstart_epoch: 10\n"),
+      {"keys 'start_epoch'", "and 'epochs'", "the run is 10 epochs long", "expected at most 9"});
+  expect_contains(load_error("epochs: 10\ncooldown_epochs: 2\nstart_epoch: 12\n"),
+                  {"the run is 12 epochs long", "expected at most 11"});
+  EXPECT_EQ(hg::train::config_from_yaml("epochs: 10\nstart_epoch: 9\n", "x").start_epoch, 9);
+}
+
+// timm's train.py options that haargrad has not say so, and what to use, by their timm names.
+TEST_F(ConfigTest, TimmsUnsupportedTrainOptionsSayWhy) {
+  expect_contains(override_error({"--bce-loss"}),
+                  {"unknown key 'bce_loss' (command line): timm's --bce-loss is not supported",
+                   "cross-entropy"});
+  expect_contains(override_error({"--log-wandb"}), {"timm's --log-wandb is not supported"});
+  expect_contains(override_error({"--model-ema-force-cpu"}),
+                  {"timm's --model-ema-force-cpu is not supported"});
+  expect_contains(override_error({"--epoch-repeats", "2"}),
+                  {"timm's --epoch-repeats repeats only its iterable datasets"});
+  expect_contains(override_error({"--worker-seeding", "all"}),
+                  {"timm's --worker-seeding has nothing to set"});
+  expect_contains(override_error({"--train-steps-per-epoch", "10"}),
+                  {"is max_steps_per_epoch here"});
+  expect_contains(override_error({"--kd-model-name", "resnet50"}),
+                  {"knowledge distillation", "not supported"});
+  expect_contains(
+      load_error("grad_checkpointing: true\nno_aug: false\n"),
+      {"2 unknown keys", "timm's --grad-checkpointing is not supported", "timm's --no-aug"});
 }

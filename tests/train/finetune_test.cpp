@@ -388,3 +388,57 @@ TEST(ResumeCheckpoint, ALaterRecoveryBesideTheCheckpointIsNamed) {
   EXPECT_EQ(train::newer_recovery_note(dir, from, other), "");
   fs::remove_all(dir);
 }
+
+// timm train.py's --head-init-scale / --head-init-bias: head.fc's weight and bias x scale, then
+// the bias set; nothing else changes.
+TEST(HeadInit, ScalesThenSetsTheClassifierOnly) {
+  ConvNeXt model(smoke_model(4), 13);
+  const auto before = values(model);
+  EXPECT_EQ(train::apply_head_init(model, std::nullopt, 0.5),
+            "head_init_bias 0.5: head.fc's bias = 0.5");
+  const std::string said = train::apply_head_init(model, 2.0, std::nullopt);
+  EXPECT_EQ(said, "head_init_scale 2: head.fc's weight and bias x 2");
+  for (const auto& [name, v] : values(model)) {
+    if (name == "head.fc.weight") {
+      ASSERT_EQ(v.size(), before.at(name).size());
+      for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i], 2 * before.at(name)[i]) << i;
+    } else if (name == "head.fc.bias") {
+      EXPECT_EQ(v, std::vector<float>(4, 1.0f));  // 0.5 x 2
+    } else {
+      EXPECT_EQ(v, before.at(name)) << name;
+    }
+  }
+  train::apply_head_init(model, 0.0, -1.25);
+  for (float w : values(model).at("head.fc.weight")) EXPECT_EQ(w, 0.0f);
+  EXPECT_EQ(values(model).at("head.fc.bias"), std::vector<float>(4, -1.25f));
+}
+
+// The trainer applies them after initial_checkpoint, as timm's train.py does after create_model
+// (its checkpoint_path): with lr 0 the run's checkpoint holds the scaled head of the start file.
+TEST(HeadInit, TheTrainerAppliesThemToTheInitialCheckpointsHead) {
+  const ConvNeXt pretrained(smoke_model(4), 14);
+  const std::string start = temp_file("head_init_start.safetensors");
+  safetensors::save(start, state_dict(pretrained));
+  train::Config c = smoke_config();
+  c.device = "cpu";
+  c.output = temp_file("head_init_runs");
+  c.epochs = 1;
+  c.lr = 0.0;
+  c.warmup_epochs = 0;
+  c.min_lr = 0;
+  c.initial_checkpoint = start;
+  c.head_init_scale = 0.5;
+  c.head_init_bias = 0.25;
+  const train::TrainResult r = train::train(c, quiet_options());
+  const safetensors::File f =
+      safetensors::load((fs::path(r.run_dir) / "last.safetensors").string());
+  const std::vector<float> w = f.tensors.at("head.fc.weight").to_vector<float>(),
+                           w0 = values(pretrained).at("head.fc.weight");
+  ASSERT_EQ(w.size(), w0.size());
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_EQ(w[i], 0.5f * w0[i]) << i;
+  EXPECT_EQ(f.tensors.at("head.fc.bias").to_vector<float>(), std::vector<float>(4, 0.25f));
+  EXPECT_EQ(f.tensors.at("stem.0.weight").to_vector<float>(),
+            values(pretrained).at("stem.0.weight"));
+  fs::remove(start);
+  fs::remove_all(c.output);
+}

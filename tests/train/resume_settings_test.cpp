@@ -253,3 +253,28 @@ TEST(ResumeSettings, AScheduleChangeWhereTheLastOneBeganIsNotSaidToChangeNoLr) {
   EXPECT_NE(n.notes[0].find("lr_noise [] -> [0.5, 0.8]"), std::string::npos) << n.notes[0];
   EXPECT_NE(n.notes[0].find("args.yaml takes the new value with"), std::string::npos) << n.notes[0];
 }
+
+// no_resume_opt and recovery_interval are this session's (the same run, restored otherwise or
+// saved more often); start_epoch is how the run began: a resume goes on at its checkpoint's
+// position and may not change it (timm's --start-epoch overrides the resumed epoch), said so.
+TEST(ResumeSettings, NoResumeOptAndRecoveryIntervalMayChangeStartEpochMayNot) {
+  hg::train::Config recorded = smoke();
+  recorded.start_epoch = 2;
+  recorded.epochs = 5;
+  hg::train::Config session = recorded;
+  session.no_resume_opt = true;
+  session.recovery_interval = 50;
+  const hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 3, 0, 9, 3);
+  EXPECT_TRUE(r.session.no_resume_opt);
+  EXPECT_EQ(r.session.recovery_interval, 50);
+  EXPECT_FALSE(r.args.no_resume_opt);  // args.yaml keeps the run's
+  EXPECT_EQ(r.args.recovery_interval, 0);
+  session.start_epoch = 0;
+  const std::string msg = hg::test::error_of(
+      [&] { hg::train::reconcile_resume(recorded, "args.yaml", session, 3, 0, 9, 3); });
+  EXPECT_NE(msg.find("resume: start_epoch 2 -> 0 cannot change on a resume (the run's "
+                     "start_epoch is from args.yaml)"),
+            std::string::npos)
+      << msg;
+}

@@ -17,7 +17,10 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -1702,4 +1705,128 @@ TEST_F(TrainerTest, WithoutValidationAResumeGoesOnWithTheRunsBest) {
                 .find(fmt::format("(best train loss {:.4f} at epoch 4)", done.best_train_loss)),
             std::string::npos)
       << slurp(dir / "log.txt");
+}
+
+// timm's --start-epoch: a new run begun at epoch 1 of 3 trains epochs 2 and 3 with the lr of the
+// run that trained all three (its schedule and update count as if epoch 1 had run), names its
+// rows and checkpoints by them, and args.yaml reruns it. A resume in place goes on without a note
+// about rows before its start, and may not change start_epoch.
+TEST_F(TrainerTest, StartEpochStartsANewRunAtThatEpochAsTimm) {
+  const train::TrainResult full = train::train(run_config("full", 3), quiet_options());
+  train::Config late = run_config("late", 3);
+  late.start_epoch = 1;
+  const train::TrainResult r = train::train(late, quiet_options());
+  const fs::path dir = r.run_dir;
+  const auto sf = train::read_csv_columns((fs::path(full.run_dir) / "summary.csv").string()),
+             sl = train::read_csv_columns((dir / "summary.csv").string());
+  ASSERT_EQ(sl.at("epoch"), (std::vector<double>{2, 3}));
+  ASSERT_EQ(sf.at("lr").size(), 3u);
+  EXPECT_EQ(sl.at("lr"), (std::vector<double>{sf.at("lr")[1], sf.at("lr")[2]}));
+  EXPECT_TRUE(fs::exists(dir / "checkpoint-3.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "checkpoint-1.safetensors"));
+  const std::optional<train::TrainState> st =
+      train::read_train_state((dir / "last.safetensors").string());
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->epoch, 3);
+  EXPECT_EQ(st->updates, 9);  // 3 updates an epoch, counted from epoch 1's end
+  EXPECT_TRUE(train::load_config((dir / "args.yaml").string()) == late);
+
+  train::Config longer = resume_of(late, dir);
+  longer.epochs = 4;
+  const train::TrainResult r2 = train::train(longer, quiet_options());
+  EXPECT_EQ(r2.run_dir, r.run_dir);
+  EXPECT_EQ(train::read_csv_columns((dir / "summary.csv").string()).at("epoch"),
+            (std::vector<double>{2, 3, 4}));
+  EXPECT_EQ(last_line_with(dir / "log.txt", "no row for"), "");
+
+  train::Config changed = resume_of(late, dir);
+  changed.start_epoch = std::nullopt;
+  changed.epochs = 5;  // (a run with epochs left: the resume is reconciled, not just reported)
+  try {
+    train::train(changed, quiet_options());
+    ADD_FAILURE() << "a resume changed start_epoch";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("resume: start_epoch 1 -> null cannot change on a resume"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// timm's --no-resume-opt: the resume restores the weights and position with the optimizer state
+// from zero, which is what resuming a copy of the checkpoint without its optimizer tensors does;
+// it differs from a plain resume, and the run's args.yaml keeps false.
+TEST_F(TrainerTest, NoResumeOptResumesAsACheckpointWithoutOptimizerState) {
+  const train::Config a = run_config("a", 2);  // adamw: its moments are state
+  const train::TrainResult first = train::train(a, stopped_after(1));
+  const fs::path dir = first.run_dir;
+  const fs::path copies = root_ / "copies";
+  fs::create_directories(copies);
+  for (const char* name : {"plain", "reset", "stripped"})
+    fs::copy(dir, copies / name, fs::copy_options::recursive);
+  safetensors::File f = safetensors::load((copies / "stripped" / "last.safetensors").string());
+  std::vector<std::pair<std::string, Tensor>> kept;
+  for (const std::string& name : f.order)
+    if (name.rfind("optimizer.", 0) != 0) kept.emplace_back(name, f.tensors.at(name));
+  ASSERT_LT(kept.size(), f.order.size());
+  safetensors::save((copies / "stripped" / "last.safetensors").string(), kept, f.metadata);
+
+  std::map<std::string, fs::path> run_dir;
+  const auto resumed = [&](const char* name, bool reset) {
+    train::Config c = resume_of(a, copies / name);
+    c.no_resume_opt = reset;
+    run_dir[name] = train::train(c, quiet_options()).run_dir;
+    // the epoch the resume trained (its folder may be a new one, with that row alone)
+    return deterministic_columns({lines(run_dir[name] / "summary.csv").back()});
+  };
+  const auto plain = resumed("plain", false), reset = resumed("reset", true),
+             stripped = resumed("stripped", false);
+  ASSERT_EQ(reset.size(), 1u);
+  EXPECT_EQ(reset[0].rfind("2,", 0), 0u) << reset[0];
+  EXPECT_EQ(reset, stripped);
+  EXPECT_NE(reset, plain);
+  EXPECT_NE(last_line_with(run_dir["reset"] / "log.txt", "no_resume_opt: the optimizer state of"),
+            "");
+  EXPECT_FALSE(train::load_config((run_dir["reset"] / "args.yaml").string()).no_resume_opt);
+}
+
+// timm's --recovery-interval: recovery.safetensors every that many updates inside an epoch (not
+// at its last step: the epoch's checkpoints follow and remove it); a resume from one written
+// mid-epoch ends as the uninterrupted run.
+TEST_F(TrainerTest, RecoveryIntervalWritesThePositionAndAResumeFromItMatchesTheRun) {
+  train::Config c = run_config("run", 2);
+  c.ls_init_value = 1.0;  // the weights' change shows in the losses' digits
+  c.recovery_interval = 1;
+  const fs::path kept = root_ / "recovery-copy.safetensors";
+  std::vector<int64_t> seen_steps;
+  train::TrainOptions o = quiet_options();
+  o.after_step = [&](int64_t epoch, int64_t step, ConvNeXt&) {
+    const fs::path rec = root_ / "run" / "recovery.safetensors";
+    if (fs::exists(rec)) {
+      seen_steps.push_back(train::read_train_state(rec.string())->step_in_epoch);
+      if (epoch == 1 && step == 2) fs::copy_file(rec, kept);  // written after epoch 2's step 1
+    } else {
+      seen_steps.push_back(-1);
+    }
+    return false;
+  };
+  const train::TrainResult r = train::train(c, o);
+  const fs::path dir = r.run_dir;
+  ASSERT_EQ(dir, root_ / "run");
+  // (the hook runs after each step, before that step's recovery is written)
+  EXPECT_EQ(seen_steps, (std::vector<int64_t>{-1, 1, 2, -1, 1, 2}));
+  EXPECT_FALSE(fs::exists(dir / "recovery.safetensors"));
+  ASSERT_TRUE(fs::exists(kept));
+  const std::optional<train::TrainState> st = train::read_train_state(kept.string());
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->epoch, 1);
+  EXPECT_EQ(st->step_in_epoch, 1);
+
+  train::Config again = c;
+  again.recovery_interval = 0;  // a session key: this resume writes none
+  again.resume = kept.string();
+  const train::TrainResult r2 = train::train(again, quiet_options());
+  const auto sa = lines(dir / "summary.csv"), sb = lines(fs::path(r2.run_dir) / "summary.csv");
+  ASSERT_EQ(sa.size(), 3u);
+  ASSERT_FALSE(sb.empty());
+  EXPECT_EQ(deterministic_columns({sb.back()}), deterministic_columns({sa.back()}));
 }
