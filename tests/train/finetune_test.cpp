@@ -409,7 +409,8 @@ TEST(HeadInit, ScalesThenSetsTheClassifierOnly) {
     }
   }
   train::apply_head_init(model, 0.0, -1.25);
-  for (float w : values(model).at("head.fc.weight")) EXPECT_EQ(w, 0.0f);
+  const auto after = values(model);  // (not a temporary's member in the loop)
+  for (float w : after.at("head.fc.weight")) EXPECT_EQ(w, 0.0f);
   EXPECT_EQ(values(model).at("head.fc.bias"), std::vector<float>(4, -1.25f));
 }
 
