@@ -36,7 +36,23 @@ size_t sequence_length(std::string_view s, size_t i) {
   return n;
 }
 
+// The code point of the valid n-byte sequence at s[i].
+char32_t code_point(std::string_view s, size_t i, size_t n) {
+  const auto byte = [&](size_t k) { return static_cast<uint8_t>(s[i + k]); };
+  if (n == 1) return byte(0);
+  char32_t cp = byte(0) & (0x7F >> n);  // the lead byte's payload: 5, 4 or 3 bits
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (byte(k) & 0x3F);
+  return cp;
+}
+
 }  // namespace
+
+bool invisible_format(char32_t cp) {
+  const auto in = [cp](char32_t lo, char32_t hi) { return cp >= lo && cp <= hi; };
+  return cp == 0xAD || cp == 0x61C || cp == 0x180E || in(0x200B, 0x200F) || in(0x2028, 0x202E) ||
+         in(0x2060, 0x2064) || in(0x2066, 0x206F) || cp == 0xFEFF || in(0xFFF9, 0xFFFB) ||
+         cp == 0xE0001 || in(0xE0020, 0xE007F);
+}
 
 size_t invalid_utf8_at(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
@@ -79,6 +95,14 @@ std::string printable(std::string_view s) {
       const size_t bytes = std::max<size_t>(n, 1);
       for (size_t k = 0; k < bytes; ++k) hex(static_cast<uint8_t>(s[i + k]));
       i += bytes;
+    } else if (n > 1 && invisible_format(code_point(s, i, n))) {
+      char text[16];
+      std::snprintf(text, sizeof text, "\\u{%04x}", static_cast<unsigned>(code_point(s, i, n)));
+      out += text;
+      i += n;
+    } else if (b == '\\') {  // doubled: a name's backslash and n must not read as a line break
+      out += "\\\\";
+      ++i;
     } else if (b == '\n' || b == '\r' || b == '\t') {
       out += b == '\n' ? "\\n" : b == '\r' ? "\\r" : "\\t";
       ++i;

@@ -49,4 +49,28 @@ TEST(Utf8, PrintableEscapesControlCharacters) {
   EXPECT_EQ(hg::printable("caf\xe9"), "caf\\xe9");           // not UTF-8: as utf8_shown
 }
 
+// What printable writes reads one way only: a backslash and an n in a name were written as they
+// are, the same as a line break's \n (and a name's "\x1b" as an ESC byte's). The bidi controls
+// and the other invisible format characters passed unseen: a U+202E in a file name shows the rest
+// of the log line reversed ("exe.txt" shown for "txt.exe"), a zero-width space hides in a name.
+TEST(Utf8, PrintableTellsABackslashFromAnEscapeAndShowsInvisibleCharacters) {
+  EXPECT_EQ(hg::printable("a\\nb"), "a\\\\nb");
+  EXPECT_NE(hg::printable("a\\nb"), hg::printable("a\nb"));
+  EXPECT_EQ(hg::printable("C:\\x1b"), "C:\\\\x1b");
+  EXPECT_EQ(hg::printable("photo\xe2\x80\xaegpj.exe"), "photo\\u{202e}gpj.exe");  // RLO
+  EXPECT_EQ(hg::printable("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u{2066}x\\u{2069}");   // LRI, PDI
+  EXPECT_EQ(hg::printable("a\xe2\x80\x8b"
+                          "b\xef\xbb\xbf"),
+            "a\\u{200b}b\\u{feff}");                                 // ZWSP, BOM
+  EXPECT_EQ(hg::printable("tag\xf3\xa0\x80\x81"), "tag\\u{e0001}");  // four bytes
+  EXPECT_EQ(hg::printable("line\xe2\x80\xa8sep"), "line\\u{2028}sep");
+  EXPECT_EQ(hg::printable("\xe2\x80\x94 \xd7\x90"),
+            "\xe2\x80\x94 \xd7\x90");  // a dash, Hebrew: kept
+  for (const char32_t cp : {U'\u202A', U'\u202B', U'\u202C', U'\u202D', U'\u202E', U'\u2066',
+                            U'\u2067', U'\u2068', U'\u2069'})
+    EXPECT_TRUE(hg::invisible_format(cp)) << static_cast<unsigned>(cp);
+  EXPECT_FALSE(hg::invisible_format(U'a'));
+  EXPECT_FALSE(hg::invisible_format(U'\u2014'));
+}
+
 }  // namespace

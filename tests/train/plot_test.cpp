@@ -361,8 +361,10 @@ TEST_F(PlotTest, ARunFolderNamedWithControlCharactersIsPlotted) {
     std::ifstream f(p);
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   };
-  // the label and title: the name on one line, its newline shown as \n (single-quoted: as is)
-  EXPECT_NE(script(root_ / "both.gp").find("'two\\nlines \"q\" \\ ''x'' train'"), std::string::npos)
+  // the label and title: the name on one line, its newline shown as \n and its backslash as \\
+  // (printable; single-quoted: as is)
+  EXPECT_NE(script(root_ / "both.gp").find("'two\\nlines \"q\" \\\\ ''x'' train'"),
+            std::string::npos)
       << script(root_ / "both.gp");
   // the data file inside that folder: a double-quoted path, its newline as \012
   EXPECT_NE(script(a / "curves.gp").find("two\\012lines \\\"q\\\" \\\\ 'x'/curves.dat\""),
