@@ -84,6 +84,11 @@ std::string csv_cell(const std::string& text) {
   return out;
 }
 
+std::string without_bom(std::string first_line) {
+  if (first_line.rfind("\xef\xbb\xbf", 0) == 0) first_line.erase(0, 3);
+  return first_line;
+}
+
 SummaryLines read_summary(const std::string& path, int64_t upto) {
   SummaryLines out;
   std::error_code ec;
@@ -92,6 +97,7 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   std::istringstream in(io::read_file(path));
   std::string header;
   std::getline(in, header);
+  header = without_bom(header);
   if (!header.empty() && header.back() == '\r') header.pop_back();
   // columns by name: a run without validation has no eval columns (kSummaryNoEvalHeader)
   std::map<std::string, size_t> column;

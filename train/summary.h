@@ -31,18 +31,26 @@ struct SummaryRow {
 /// One CSV line (no newline); non-finite values are written "nan" / "inf" / "-inf".
 std::string format_summary_row(const SummaryRow& row);
 
-/// The cells of one line of summary.csv, read as RFC 4180 says: a cell in double quotes may hold
+/// The cells of one record of a CSV file, read as RFC 4180 says: a cell in double quotes may hold
 /// commas, line breaks and quotes (each written twice), and is read without its quotes. The
 /// trainer writes numbers only (never quoted), but a spreadsheet that saves the file may quote
-/// every cell ("epoch","train_loss",...): its header names were read with their quotes. A line
-/// ended by CR LF (the file saved by a Windows program) reads as one ended by LF; a last empty
-/// cell ("a,b,") is kept; an empty line has no cells.
+/// every cell ("epoch","train_loss",...): its header names were read with their quotes. A record
+/// ended by CR (a line of a CR LF file, saved by a Windows program) reads as one ended by LF; a
+/// last empty cell ("a,b,") is kept; an empty record has no cells. The file readers (read_summary,
+/// plot's read_csv_columns) give it one line at a time, so they do not read a quoted line break in
+/// a file back: the files they read hold numbers, which have none.
 std::vector<std::string> summary_cells(std::string line);
 
 /// `text` as one cell of a CSV line (RFC 4180): as is, unless it holds a comma, a double quote, a
 /// CR or an LF; then in double quotes, each double quote in it written twice. summary_cells reads
-/// it back. For the CSV files of text (bench --output): summary.csv holds numbers only.
+/// it back from its record's text (a line break in it too; the file readers, which split lines
+/// first, would not). For the CSV files of text (bench --output), which spreadsheets read;
+/// summary.csv holds numbers only.
 std::string csv_cell(const std::string& text);
+
+/// The first line of a CSV file without a leading UTF-8 byte-order mark (EF BB BF, which Excel's
+/// "CSV UTF-8" writes): the header's first name read "\xef\xbb\xbfepoch" and was not found.
+std::string without_bom(std::string first_line);
 
 struct SummaryLines {
   std::vector<std::string> lines;  ///< rows as written, epochs <= upto, file order

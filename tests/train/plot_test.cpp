@@ -143,6 +143,24 @@ TEST_F(PlotTest, QuotedCellsReadAsRfc4180Says) {
   EXPECT_TRUE(train::summary_cells("").empty());
 }
 
+// Excel's "CSV UTF-8" starts the file with a byte-order mark (EF BB BF): the header's first name
+// was read as "\xef\xbb\xbfepoch", so the plot found no 'epoch' column and a resume's
+// summary.csv failed on its rows' epochs. A leading mark is skipped.
+TEST_F(PlotTest, AByteOrderMarkBeforeTheHeaderIsSkipped) {
+  const std::string bom = std::string("\xef\xbb\xbf") + kSummary;
+  const auto plain = train::read_csv_columns((run("plain", kSummary) / "summary.csv").string());
+  EXPECT_EQ(train::read_csv_columns((run("bom", bom) / "summary.csv").string()), plain);
+  const train::SummaryLines a = train::read_summary((root_ / "plain/summary.csv").string(), 3);
+  const train::SummaryLines b = train::read_summary((root_ / "bom/summary.csv").string(), 3);
+  ASSERT_EQ(b.rows.size(), 3u);
+  EXPECT_EQ(b.score, a.score);
+  EXPECT_EQ(b.rows[0].epoch, 1);
+  EXPECT_EQ(train::without_bom("\xef\xbb\xbf"
+                               "epoch,lr"),
+            "epoch,lr");
+  EXPECT_EQ(train::without_bom("epoch,\xef\xbb\xbf"), "epoch,\xef\xbb\xbf");  // only a leading one
+}
+
 TEST_F(PlotTest, PngOfTheRightSizeAndDataMatchingTheSummary) {
   ASSERT_TRUE(train::gnuplot_available())
       << "gnuplot is not on PATH: run scripts/install-deps.sh (gnuplot-nox)";
