@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "train/checkpoint.h"
+#include "train/run_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -59,12 +60,9 @@ std::optional<TrainState> own_state(const fs::path& path, const std::string& run
   const std::string name = path.string();
   if (!st)  // a weights file (an export, timm's): the trainer never writes one of these names
     *why = str(name, ": holds no training state (a weights file, not a checkpoint of this run)");
-  else if (st->run != run && !st->run.empty())  // a copy from another run
-    *why = str(name, ": written by another run");
-  else if (st->run != run)  // from before run ids, or a folder without one: it may be anyone's
-    *why = str(name,
-               ": records no run (a checkpoint of an older version, or a copy), so it "
-               "cannot be told from another run's");
+  else if (const std::string not_own = why_not_the_runs(path.parent_path(), st->run, run);
+           !not_own.empty())  // the test a resume in place makes too (match_run)
+    *why = name + not_own;
   return why->empty() ? st : std::nullopt;
 }
 

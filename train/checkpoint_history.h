@@ -8,10 +8,12 @@
 //
 // Which files rotate: the run's own only, as timm's CheckpointSaver deletes only the files in its
 // own list. A checkpoint-N records the run that wrote it (TrainState::run, the folder's run id),
-// which is what makes a file the run's own across resumes. Any other file of such a name (another
-// run's copy, a weights file, a checkpoint of an older version that records no run, an unreadable
-// file) is neither deleted by the rotation nor replaced by the epoch of its number: it is left as
-// it is, said once in the log, and that epoch goes without its checkpoint-N.
+// which is what makes a file the run's own across resumes (match_run in run_folder.h, the test a
+// resume in place makes too). Any other file of such a name (another run's copy, a weights file,
+// a checkpoint of a version from before run ids, which records no run, an unreadable file; every
+// file while the folder's marker holds no id, damaged) is neither deleted by the rotation nor
+// replaced by the epoch of its number: it is left as it is, said once in the log, and that epoch
+// goes without its checkpoint-N.
 #pragma once
 
 #include <cstdint>
@@ -39,10 +41,11 @@ std::string history_file_name(int64_t epoch);
 /// -> 12), or nullopt for any other name ("checkpoint-012.safetensors", "checkpoint-x...").
 std::optional<int64_t> history_epoch(const std::string& file_name);
 
-/// Why the file `path` is not run `run`'s own checkpoint, for the log ("<path>: written by another
-/// run"; "... records no run ..."; "... holds no training state ..."; the reader's error for a file
-/// that cannot be read), or "" when it is: its training state records `run` (with `run` "", a
-/// session whose run folder marker holds no id, one that records no run either).
+/// Why the file `path` is not the own checkpoint of run `run` (the id in its folder's marker,
+/// run_marker_id), for the log ("<path> was written by another run ..."; "... records no run ...";
+/// "... cannot be told to be this run's: <folder>/run.json ... holds no run id (why)" when `run`
+/// is ""; "...: holds no training state ..."; the reader's error for a file that cannot be read),
+/// or "" when it is: its training state records `run` (match_run).
 std::string not_the_runs_file(const std::filesystem::path& path, const std::string& run);
 
 /// The checkpoint-<N>.safetensors files of run `run` (its TrainState::run id) in `dir`, with their

@@ -469,26 +469,40 @@ std::string why_no_run_marker_id(const fs::path& dir) {
   return "";
 }
 
+RunMatch match_run(const std::string& recorded, const std::string& id) {
+  if (id.empty()) return RunMatch::marker_without_id;
+  if (recorded.empty()) return RunMatch::records_no_run;
+  return recorded == id ? RunMatch::own : RunMatch::other_run;
+}
+
+std::string why_not_the_runs(const fs::path& dir, const std::string& recorded,
+                             const std::string& id) {
+  switch (match_run(recorded, id)) {
+    case RunMatch::own: return "";
+    case RunMatch::other_run:
+      return str(" was written by another run than the one of its folder (it records ", recorded,
+                 ", ", (dir / kRunMarker).string(), " names ", id, ")");
+    case RunMatch::records_no_run:
+      return " records no run (a checkpoint of a version from before run ids, or a copy), so it "
+             "cannot be told from another run's";
+    case RunMatch::marker_without_id: break;
+  }
+  return str(" cannot be told to be this run's: ", (dir / kRunMarker).string(),
+             ", the folder's marker, holds no run id (", why_no_run_marker_id(dir), ")");
+}
+
 std::string why_not_resumed_in_place(const fs::path& dir, const std::string& path,
                                      const TrainState& state) {
   std::error_code ec;
   if (!fs::exists(dir / kRunMarker, ec))
     return str(path, " is not in a run folder (no ", kRunMarker, " beside it)");
+  // the checkpoint and the folder must be the same run's (match_run, as the rotation tells the
+  // run's files); a marker without an id still makes this the checkpoint's folder (a warning
+  // follows: trainer.cpp), as nothing is written over that the run did not write
   const std::string id = run_marker_id(dir);
-  // no run id (an older checkpoint): one of the names the trainer writes is taken as the folder's
-  // own; another name is a copy from who knows where
-  const std::string name = fs::path(path).filename().string();
-  const bool trainer_name =
-      name == "last.safetensors" || name == "recovery.safetensors" ||
-      name == "model_best.safetensors" ||
-      (name.rfind("checkpoint-", 0) == 0 && fs::path(name).extension() == ".safetensors");
-  if (state.run.empty() && !trainer_name)
-    return str(path,
-               " records no run (an older checkpoint) and is not one of the names its folder's run "
-               "writes, so it may be another run's");
-  if (!state.run.empty() && !id.empty() && state.run != id)
-    return str(path, " was written by another run than the one of its folder (the checkpoint's ",
-               state.run, ", ", (dir / kRunMarker).string(), "'s ", id, ")");
+  const RunMatch match = match_run(state.run, id);
+  if (match == RunMatch::other_run || match == RunMatch::records_no_run)
+    return str(path, why_not_the_runs(dir, state.run, id));
   // recovery.safetensors is not counted: resuming last.safetensors in place only redoes the
   // partial epoch the recovery holds (the trainer replaces or removes it)
   const std::optional<TrainState> o = further_along(dir / "last.safetensors", path, state);

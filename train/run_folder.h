@@ -75,13 +75,33 @@ std::string run_marker_id(const std::filesystem::path& dir);
 /// lacks its "id" field (and the fields older markers are named by); "" when it names a run.
 std::string why_no_run_marker_id(const std::filesystem::path& dir);
 
+/// Whether a checkpoint of the run folder `dir` is its run's own, the one test both the
+/// checkpoint_hist rotation (checkpoint_history.h) and a resume in place (why_not_resumed_in_place)
+/// make. `recorded` is the checkpoint's TrainState::run, `id` the folder's run_marker_id(dir). Own
+/// only when both name the same run: a checkpoint that records no run (written before run ids) or
+/// a folder whose marker holds no id cannot be told from another run's, and what cannot be told is
+/// not taken as the run's, so that no file is deleted or written over on a guess (timm's
+/// CheckpointSaver deletes only the files it wrote itself).
+enum class RunMatch { own, other_run, records_no_run, marker_without_id };
+RunMatch match_run(const std::string& recorded, const std::string& id);
+
+/// Why a checkpoint of `dir` recording run `recorded` is not the run's own (match_run against
+/// `id`), for messages after its path (": written by another run (...)", ": records no run ...",
+/// ": cannot be told to be this run's: DIR/run.json holds no run id (why)"); "" when it is.
+std::string why_not_the_runs(const std::filesystem::path& dir, const std::string& recorded,
+                             const std::string& id);
+
 /// Why the checkpoint `path` (its run position `state`) cannot go on in its own folder `dir`, ""
 /// when it can: the folder is no run folder (no kRunMarker: a copy, a download), or another run's
-/// (the checkpoint's TrainState::run is not the marker's; without a run id, an older checkpoint,
-/// when its name is none the trainer writes), or the folder's last.safetensors is further along
-/// (going on would replace the later epochs' checkpoints and summary rows; a recovery.safetensors
-/// further along is not counted: going on from last.safetensors only redoes its partial epoch).
-/// The trainer then continues the run in a new folder.
+/// (match_run: the checkpoint's TrainState::run is not the marker's, or the checkpoint records no
+/// run, being of a version from before run ids: its folder's rotation could not tell its files
+/// from another run's, so it goes on in a new folder, the old one left as it is; a folder whose
+/// marker holds no id, damaged, is still where its checkpoints are: the resume goes on in it, and
+/// the trainer warns that its rotation takes none of the files as the run's), or the folder's
+/// last.safetensors is further along (going on would replace the later epochs' checkpoints and
+/// summary rows; a recovery.safetensors further along is not counted: going on from
+/// last.safetensors only redoes its partial epoch). The trainer then continues the run in a new
+/// folder.
 std::string why_not_resumed_in_place(const std::filesystem::path& dir, const std::string& path,
                                      const TrainState& state);
 

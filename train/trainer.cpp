@@ -318,7 +318,11 @@ void open_run_folder(Session& s) {
   if (dist::is_main() && s.run_id.empty())
     spdlog::warn(
         "{} cannot be read as the run folder's marker ({}): this session's checkpoints record no "
-        "run, so a later resume cannot tell them from another run's; training goes on",
+        "run, so a later resume cannot tell them from another run's, and checkpoint_hist takes "
+        "none of "
+        "the folder's checkpoint-N files as this run's (none is replaced or removed); training "
+        "goes "
+        "on",
         (run_dir / kRunMarker).string(), why_no_run_marker_id(run_dir));
   s.plot = dist::is_main() && gnuplot_available();
   if (dist::is_main() && !s.plot)

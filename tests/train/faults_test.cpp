@@ -1329,10 +1329,63 @@ TEST_F(Faults, RotationNeitherReplacesNorDeletesAFileOfAnotherOrigin) {
                            "run); it is left as it is, not replaced: epoch 2 gets no "
                            "checkpoint-2.safetensors of this run");
   EXPECT_CONTAINS(log, (dir / "checkpoint-8.safetensors").string() +
-                           ": records no run (a checkpoint of an older version, or a copy)");
+                           " records no run (a checkpoint of a version from before run ids, or a "
+                           "copy)");
   EXPECT_EQ(
       train::not_the_runs_file(dir / "checkpoint-3.safetensors", train::run_marker_id(dir)).empty(),
       fs::exists(dir / "checkpoint-3.safetensors"));
+}
+
+// A run folder whose run.json holds no id (damaged) goes on in place, and its run's own earlier
+// checkpoint-N files (which record the id the marker held) were said to be "written by another
+// run" and, unlike the session's, never rotated. Nothing in the folder can be told to be the
+// run's now: the rotation says why, naming the marker, and removes none of them.
+TEST_F(Faults, RotationInAFolderWhoseMarkerLostItsIdSaysSoAndRemovesNothing) {
+  train::Config c = smoke("lost_id", 3);
+  c.checkpoint_hist = 1;
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const fs::path dir = root_ / "lost_id";
+  std::ofstream(dir / "run.json", std::ios::trunc) << "garbage{";
+  c.resume = (dir / "last.safetensors").string();
+  EXPECT_EQ(fs::path(train::train(c, quiet_).run_dir), dir);
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_EQ(log.find("written by another run"), std::string::npos) << log;
+  EXPECT_CONTAINS(log, (dir / "checkpoint-1.safetensors").string() +
+                           " cannot be told to be this run's: " + (dir / "run.json").string() +
+                           ", the folder's marker, holds no run id (not a file holding a JSON "
+                           "object)");
+  EXPECT_CONTAINS(log, "checkpoint_hist takes none of the folder's checkpoint-N files");
+  for (int e = 1; e <= 3; ++e) EXPECT_TRUE(fs::exists(dir / train::history_file_name(e))) << e;
+}
+
+// A checkpoint of a version from before run ids (it records no run) under a name the trainer
+// writes was resumed in its folder as the folder's own, while the rotation there never takes
+// such a file as the run's (it cannot be told from a copy): the run's older checkpoint-N files
+// piled up. One test decides both (match_run): the resume goes on in a new folder and the old one
+// is left as it is; no file of unknown origin is deleted.
+TEST_F(Faults, ACheckpointFromBeforeRunIdsIsNotTakenAsItsFoldersOwn) {
+  EXPECT_EQ(train::match_run("r1", "r1"), train::RunMatch::own);
+  EXPECT_EQ(train::match_run("r2", "r1"), train::RunMatch::other_run);
+  EXPECT_EQ(train::match_run("", "r1"), train::RunMatch::records_no_run);
+  EXPECT_EQ(train::match_run("", ""), train::RunMatch::marker_without_id);
+  EXPECT_EQ(train::match_run("r1", ""), train::RunMatch::marker_without_id);
+
+  train::Config c = smoke("pre_ids", 1);
+  train::train(c, quiet_);
+  const fs::path dir = root_ / "pre_ids";
+  train::TrainState state = state_of(dir / "last.safetensors");
+  state.run.clear();  // as written before run ids
+  const std::string why =
+      train::why_not_resumed_in_place(dir, (dir / "last.safetensors").string(), state);
+  EXPECT_CONTAINS(why, (dir / "last.safetensors").string() +
+                           " records no run (a checkpoint of a version from before run ids");
+  // the rotation says the same of the same file
+  EXPECT_CONTAINS(train::not_the_runs_file(dir / "checkpoint-1.safetensors", "another id"),
+                  "was written by another run");
+  state.run = train::run_marker_id(dir);
+  EXPECT_EQ(train::why_not_resumed_in_place(dir, (dir / "last.safetensors").string(), state), "");
 }
 
 // A hand-edited or damaged run position is refused, naming the field, before it steers a run.
