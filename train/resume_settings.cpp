@@ -48,11 +48,25 @@ void set_schedule(Config& c, const Config& from) {
   c.lr_base_scale = from.lr_base_scale;
 }
 
-// The same keys, wherever each ends.
-bool same_schedule(ScheduleSegment a, const ScheduleSegment& b) {
-  a.until_epoch = b.until_epoch;
-  a.until_step = b.until_step;
-  return a == b;
+// The keys as they act on the lr: sched none has no noise (timm's create_scheduler_v2 makes no
+// scheduler for it, and LrSchedule::noise is 0 under it), so its noise keys are left out.
+ScheduleSegment acting(ScheduleSegment s) {
+  if (s.sched == "none") {
+    const ScheduleSegment defaults;
+    s.lr_noise = defaults.lr_noise;
+    s.lr_noise_pct = defaults.lr_noise_pct;
+    s.lr_noise_std = defaults.lr_noise_std;
+  }
+  return s;
+}
+
+// The same keys as they act (a change of sched none's noise adds no schedule_history entry),
+// wherever each ends.
+bool same_schedule(const ScheduleSegment& a, const ScheduleSegment& b) {
+  ScheduleSegment x = acting(a), y = acting(b);
+  x.until_epoch = y.until_epoch;
+  x.until_step = y.until_step;
+  return x == y;
 }
 
 // The schedule keys a resume may change, for messages: "epochs, lr, sched, ..." in table order

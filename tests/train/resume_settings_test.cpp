@@ -167,6 +167,39 @@ TEST(ResumeSettings, CyclesAndNoiseAreScheduleKeys) {
   EXPECT_NE(second.noise(4), 0.0);
 }
 
+// sched none has no noise (timm makes no scheduler for it; LrSchedule::noise is 0 under it), but a
+// resume that changed only lr_noise, lr_noise_pct or lr_noise_std under it added a
+// schedule_history entry and said "the schedule changes". It is said as the change of no lr it is.
+TEST(ResumeSettings, NoiseKeysUnderSchedNoneChangeNoLr) {
+  hg::train::Config recorded = smoke();
+  recorded.sched = "none";
+  recorded.warmup_epochs = 0;
+  recorded.epochs = 4;
+  hg::train::Config session = recorded;
+  session.lr_noise = {0.25, 0.75};
+  session.lr_noise_pct = 0.5;
+  session.lr_noise_std = 2;
+  const hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 2, 0, 6, 3);
+  EXPECT_TRUE(r.session.schedule_history.empty());
+  EXPECT_TRUE(r.args.schedule_history.empty());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0].find("the schedule changes"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("lr_noise [] -> [0.25, 0.75]"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("it changes neither the run's length nor its learning rates"),
+            std::string::npos)
+      << r.notes[0];
+  EXPECT_EQ(r.args.lr_noise, session.lr_noise);  // args.yaml takes the new values
+  // the lrs are the same, as the note says
+  const hg::train::RunSchedule lrs(r.session, 3), before(recorded, 3);
+  for (int64_t e = 0; e < 4; ++e) EXPECT_EQ(lrs.lr(e, 0, e * 3), before.lr(e, 0, e * 3)) << e;
+  // under a sched with noise the same change is a schedule change
+  recorded.sched = session.sched = "cosine";
+  const hg::train::ResumeSettings c =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 2, 0, 6, 3);
+  EXPECT_EQ(c.session.schedule_history.size(), 1u);
+}
+
 // A resume that changes cooldown_epochs alone was told "the schedule changes ...; lr there X ->
 // X. args.yaml takes the new values ..., and schedule_history what ran before", though no lr
 // changes and nothing joins schedule_history. The note names the key and the run's new length.
