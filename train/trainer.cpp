@@ -644,16 +644,20 @@ void build_model(Session& s) {
     const int64_t updates = warm * s.updates_per_epoch;
     const double first = s.sched->lr(0, 0, 0);
     const double last = s.sched->lr(warm - 1, s.steps_per_epoch - 1, updates - 1);
+    // with lr cycles (lr_cycle_limit > 1) the warmup takes the first cycle's decay, not the later
+    // cycles': "never decays it" was said of a schedule whose later cycles do
+    const bool cycles = !ends_warm && decays_to_min_lr(cfg.sched) && cfg.lr_cycle_limit > 1;
     spdlog::warn(
         "warmup_epochs {} >= {}: the {} within the warmup: {}, below lr {:.3g}, and "
-        "the {} schedule never decays it{} (fewer warmup_epochs, or more epochs){}",
+        "the {} schedule {}{} (fewer warmup_epochs, or more epochs){}",
         cfg.warmup_epochs, ends_warm ? run_epochs_text(cfg) : str("epochs ", cfg.epochs),
-        ends_warm                                               ? "run ends"
-        : decays_to_min_lr(cfg.sched) && cfg.lr_cycle_limit > 1 ? "first lr cycle ends"
-                                                                : "schedule ends",
+        ends_warm ? "run ends"
+        : cycles  ? "first lr cycle ends"
+                  : "schedule ends",
         first == last ? fmt::format("every update has lr {:.3g}", first)
                       : fmt::format("its updates' lr rises from {:.3g} to {:.3g}", first, last),
         peak_lr(cfg, "warmup"), cfg.sched,
+        cycles ? "decays only the lr cycles after the warmup" : "never decays it",
         ends_warm ? std::string()
         // lr cycles after the first (lr_cycle_limit > 1) come after the warmup too
         : run - warm > cfg.cooldown_epochs

@@ -1310,6 +1310,22 @@ TEST_F(TrainerTest, TheWarmupWarningIsGivenWithACooldownToo) {
   EXPECT_EQ(wwarned.find("then "), std::string::npos) << wwarned;
 }
 
+// With lr cycles the warmup may take the first cycle only: the warning said "the cosine schedule
+// never decays it" of a run whose second cycle, after the warmup, decays. It says which cycles
+// decay.
+TEST_F(TrainerTest, TheWarmupWarningWithLrCyclesSaysTheLaterCyclesDecay) {
+  train::Config a = run_config("warmup_cycles", 1);  // warmup_epochs 1, lr 1e-3, min_lr 1e-5
+  a.lr_cycle_limit = 2;
+  a.sched_on_updates = true;
+  const fs::path dir = train::train(a, quiet_options()).run_dir;
+  const std::string warned = last_line_with(dir / "log.txt", "warmup_epochs 1 >= epochs 1");
+  EXPECT_NE(warned.find("the first lr cycle ends within the warmup"), std::string::npos) << warned;
+  EXPECT_NE(warned.find("the cosine schedule decays only the lr cycles after the warmup"),
+            std::string::npos)
+      << warned;
+  EXPECT_EQ(warned.find("never decays"), std::string::npos) << warned;
+}
+
 // timm's train.py runs num_epochs: with warmup_prefix the warmup comes before the epochs of the
 // schedule, and cooldown_epochs after them, at min_lr; the log counts that length, and a finished
 // run resumed with a longer cooldown trains the epochs it adds.
