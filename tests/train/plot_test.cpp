@@ -379,8 +379,8 @@ TEST_F(PlotTest, ARunFolderNamedWithControlCharactersIsPlotted) {
     std::ifstream f(p);
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   };
-  // the label and title: the name on one line, its newline shown as \n and its backslash as \\
-  // (printable; single-quoted: as is)
+  // the label and title: the name on one line, its newline shown as backslash-n and its backslash
+  // doubled (printable; single-quoted: as is)
   EXPECT_NE(script(root_ / "both.gp").find("'two\\nlines \"q\" \\\\ ''x'' train'"),
             std::string::npos)
       << script(root_ / "both.gp");
