@@ -48,19 +48,21 @@ void set_schedule(Config& c, const Config& from) {
   c.lr_base_scale = from.lr_base_scale;
 }
 
-// The keys as they act on the lr: sched none has no noise (timm's create_scheduler_v2 makes no
-// scheduler for it, and LrSchedule::noise is 0 under it), so its noise keys are left out.
+// The keys as they act on the lr: sched none is lr throughout (timm's create_scheduler_v2 makes
+// no scheduler for it: no warmup, no decay, no noise; LrSchedule::at), so its other keys are left
+// out. (What they do to the run's length, warmup_epochs with warmup_prefix, the note says apart.)
 ScheduleSegment acting(ScheduleSegment s) {
-  if (s.sched == "none") {
-    const ScheduleSegment defaults;
-    s.lr_noise = defaults.lr_noise;
-    s.lr_noise_pct = defaults.lr_noise_pct;
-    s.lr_noise_std = defaults.lr_noise_std;
-  }
-  return s;
+  if (s.sched != "none") return s;
+  ScheduleSegment only_lr;
+  only_lr.sched = s.sched;
+  only_lr.lr = s.lr;
+  only_lr.until_epoch = s.until_epoch;
+  only_lr.until_step = s.until_step;
+  return only_lr;
 }
 
-// The same keys as they act (a change of sched none's noise adds no schedule_history entry),
+// The same keys as they act (a change of sched none's keys but lr adds no schedule_history
+// entry),
 // wherever each ends.
 bool same_schedule(const ScheduleSegment& a, const ScheduleSegment& b) {
   ScheduleSegment x = acting(a), y = acting(b);

@@ -193,7 +193,33 @@ TEST(ResumeSettings, NoiseKeysUnderSchedNoneChangeNoLr) {
   // the lrs are the same, as the note says
   const hg::train::RunSchedule lrs(r.session, 3), before(recorded, 3);
   for (int64_t e = 0; e < 4; ++e) EXPECT_EQ(lrs.lr(e, 0, e * 3), before.lr(e, 0, e * 3)) << e;
+  // nor do its warmup, floor, decay and cycle keys (sched none is lr throughout), nor epochs; lr
+  // does
+  session = recorded;
+  session.warmup_epochs = 2;
+  session.warmup_lr = 1e-6;
+  session.min_lr = 1e-4;
+  session.decay_rate = 0.5;
+  session.lr_cycle_limit = 3;
+  session.epochs = 5;
+  const hg::train::ResumeSettings w =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 2, 0, 6, 3);
+  EXPECT_TRUE(w.session.schedule_history.empty());
+  ASSERT_EQ(w.notes.size(), 1u);
+  EXPECT_NE(w.notes[0].find("the run is 5 epochs long (was 4); it changes none of its learning "
+                            "rates"),
+            std::string::npos)
+      << w.notes[0];
+  const hg::train::RunSchedule wl(w.session, 3);
+  for (int64_t e = 0; e < 4; ++e) EXPECT_EQ(wl.lr(e, 0, e * 3), before.lr(e, 0, e * 3)) << e;
+  session = recorded;
+  session.lr = *recorded.lr * 2;
+  EXPECT_EQ(hg::train::reconcile_resume(recorded, "args.yaml", session, 2, 0, 6, 3)
+                .session.schedule_history.size(),
+            1u);
   // under a sched with noise the same change is a schedule change
+  session = recorded;
+  session.lr_noise = {0.25, 0.75};
   recorded.sched = session.sched = "cosine";
   const hg::train::ResumeSettings c =
       hg::train::reconcile_resume(recorded, "args.yaml", session, 2, 0, 6, 3);
