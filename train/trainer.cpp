@@ -824,7 +824,9 @@ void carry_best_into_folder(Session& s) {
       if (file_exists(h)) hs = read_train_state(h.string());
     } catch (const Error&) {  // unreadable: not a source
     }
-    if (hs && hs->epoch == s.st.best_epoch && hs->step_in_epoch == 0 && hs->run == s.run_id)
+    // the run's own file only (match_run, as the rotation asks: not one that records no run)
+    if (hs && hs->epoch == s.st.best_epoch && hs->step_in_epoch == 0 &&
+        match_run(hs->run, s.run_id) == RunMatch::own)
       from = h.string();
   }
   if (from.empty()) {
