@@ -12,8 +12,8 @@
 // resume in place makes too). Any other file of such a name (another run's copy, a weights file,
 // a checkpoint of a version from before run ids, which records no run, an unreadable file; every
 // file while the folder's marker holds no id, damaged) is neither deleted by the rotation nor
-// replaced by the epoch of its number: it is left as it is, said once in the log, and that epoch
-// goes without its checkpoint-N.
+// replaced by the epoch of its number: it is left as it is and said in the log (by the rotation
+// once a session, and by the epoch of its number), and that epoch goes without its checkpoint-N.
 #pragma once
 
 #include <cstdint>

@@ -654,11 +654,11 @@ std::string timm_spelling(const std::string& key) {
       {"train_size_random_mix",
        "timm's variable-size training (--train-size-random-mix) is not supported"},
       {"train_batches_per_epoch",
-       "timm's --train-batches-per-epoch is max_steps_per_epoch here (for an image folder; "
-       "timm's is for its iterable datasets)"},
+       "timm's --train-batches-per-epoch is max_steps_per_epoch here (timm's sets the batches of "
+       "an epoch of its variable-size training, --train-img-sizes, alone)"},
       {"train_steps_per_epoch",
-       "timm's --train-steps-per-epoch is max_steps_per_epoch here (for an image folder; "
-       "timm's is for its iterable datasets)"},
+       "timm's --train-steps-per-epoch is max_steps_per_epoch here (timm's sets the batches of "
+       "an epoch of its variable-size training, --train-img-sizes, alone)"},
       {"variable_batch_loss_scale",
        "timm's --variable-batch-loss-scale is for variable-size training, which is not "
        "supported"},
