@@ -300,7 +300,12 @@ const std::vector<Field>& table() {
                      "is not supported: it needs the eval metric in the schedule and its state "
                      "(best metric, epochs without improvement) in every checkpoint, which "
                      "haargrad's schedules, a function of the epoch or update alone, do not "
-                     "keep; step or multistep decay the lr at set epochs"),
+                     "keep; step or multistep decay the lr at set epochs")
+           .refusing("wsd", "timm 1.0.31's wsd schedule (warmup, stable, decay) is not supported")
+           .refusing("rsqrt", "timm 1.0.31's rsqrt schedule is not supported")
+           .refusing("constant",
+                     "timm 1.0.31's constant schedule (lr held after a warmup) is not supported; "
+                     "sched none is lr throughout, without a warmup"),
        "learning-rate schedule after the warmup, timm's: cosine or tanh (lr down to min_lr over "
        "epochs, restarted for lr_cycle_limit cycles), poly (min_lr + (lr - min_lr)(1 - t / "
        "epochs)^decay_rate), step (x decay_rate "
@@ -631,6 +636,29 @@ std::string timm_spelling(const std::string& key) {
        "out"},
       {"use_multi_epochs_loader",
        "timm's --use-multi-epochs-loader has nothing to set here: leave it out"},
+      // options of timm releases after the train.py docs/timm-keys.md follows (1.0.31's notes)
+      {"task",
+       "timm 1.0.31's --task (multi-label training) is not supported: haargrad trains "
+       "single-label classification with cross-entropy (smoothing, mixup / cutmix)"},
+      {"target_format",
+       "timm 1.0.31's --target-format is for multi-label training (--task), "
+       "which is not supported"},
+      {"multilabel_threshold",
+       "timm 1.0.31's --multilabel-threshold is for multi-label training "
+       "(--task), which is not supported"},
+      {"loss",
+       "timm 1.0.31's --loss is not supported: the loss is cross-entropy with smoothing (soft "
+       "targets with mixup / cutmix)"},
+      {"lr_decay_fn",
+       "timm 1.0.31's --lr-decay-fn is for its wsd schedule, which is not supported"},
+      {"lr_stable_timescale",
+       "timm 1.0.31's --lr-stable-timescale is for its wsd schedule, which is not supported"},
+      {"stop_epoch",
+       "timm 1.0.31's --stop-epoch is not supported: a run trains its schedule's epochs; stop one "
+       "with Ctrl-C (it writes recovery.safetensors) and resume it later"},
+      {"save_epochs",
+       "timm 1.0.31's --save-epochs is not supported: checkpoint_hist keeps the best checkpoint-N "
+       "files and last.safetensors the latest epoch"},
       {"log_wandb",
        "timm's --log-wandb is not supported (no network logging): the run folder holds "
        "summary.csv, log.txt and curves.png (`haargrad plot`)"},

@@ -1502,6 +1502,14 @@ TEST_F(ConfigTest, TimmsUnsupportedTrainOptionsSayWhy) {
                   {"is max_steps_per_epoch here"});
   expect_contains(override_error({"--kd-model-name", "resnet50"}),
                   {"knowledge distillation", "not supported"});
+  // options of timm releases after the train.py docs/timm-keys.md follows
+  expect_contains(override_error({"--stop-epoch", "3"}),
+                  {"timm 1.0.31's --stop-epoch is not supported", "Ctrl-C"});
+  expect_contains(override_error({"--task", "multilabel"}), {"multi-label", "not supported"});
+  expect_contains(override_error({"--lr-decay-fn", "linear"}), {"wsd schedule"});
+  expect_contains(override_error({"--sched", "wsd"}), {"wsd schedule", "not supported"});
+  expect_contains(override_error({"--sched", "constant"}),
+                  {"constant schedule", "not supported", "sched none is lr throughout"});
   expect_contains(
       load_error("grad_checkpointing: true\nno_aug: false\n"),
       {"2 unknown keys", "timm's --grad-checkpointing is not supported", "timm's --no-aug"});
