@@ -415,7 +415,7 @@ const std::vector<Field>& table() {
        "position and may not change it; null = 0"},
       {"recovery_interval", &Config::recovery_interval, at_least(0),
        "write recovery.safetensors (the run's position inside an epoch, as a stop signal does) "
-       "every this many optimizer updates, for resuming after a crash (timm's "
+       "every this many optimizer updates of an epoch, for resuming after a crash (timm's "
        "--recovery-interval); 0 = only when stopped"},
       {"output", &Config::output, a_path(), "output root folder; empty = output/train"},
       {"experiment", &Config::experiment, any(),

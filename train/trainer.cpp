@@ -1108,11 +1108,12 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     // (Every rank asks every step: any_rank is collective.)
     const bool update_done = p.step % s.accum == 0 || p.step == s.steps_per_epoch;
     if (s.dp->any_rank(stop_signal() != 0) && update_done) break;
-    // recovery_interval (timm's): the position every that many updates, for a resume after a
-    // crash (a stop signal writes it anyway); not at the epoch's last step, whose checkpoints
-    // follow (and remove it: save_epoch_checkpoints)
+    // recovery_interval (timm's): the position after every that many updates of the epoch,
+    // counted from the epoch's first as timm's (update_idx + 1) % recovery_interval, for a resume
+    // after a crash (a stop signal writes it anyway); not at the epoch's last step, whose
+    // checkpoints follow (and remove it: save_epoch_checkpoints). Here p.step % accum == 0.
     if (s.cfg.recovery_interval > 0 && update_done && p.step < s.steps_per_epoch &&
-        s.st.updates % s.cfg.recovery_interval == 0) {
+        (p.step / s.accum) % s.cfg.recovery_interval == 0) {
       read_losses(s, epoch, p);  // the loss so far goes into the checkpoint
       p.train_secs = secs_before + seconds_since(t0);
       p.data_wait_secs = wait_before + wait.seconds();

@@ -1848,4 +1848,20 @@ TEST_F(TrainerTest, RecoveryIntervalWritesThePositionAndAResumeFromItMatchesTheR
   ASSERT_EQ(sa.size(), 3u);
   ASSERT_FALSE(sb.empty());
   EXPECT_EQ(deterministic_columns({sb.back()}), deterministic_columns({sa.back()}));
+
+  // every 2 updates of an epoch of 3, counted from the epoch's first as timm's (update_idx + 1) %
+  // recovery_interval: after step 2 of each epoch (counted over the run, the second epoch's would
+  // come after its step 1)
+  train::Config two = run_config("two", 2);
+  two.recovery_interval = 2;
+  seen_steps.clear();
+  train::TrainOptions o2 = quiet_options();
+  o2.after_step = [&](int64_t, int64_t, ConvNeXt&) {
+    const fs::path rec = root_ / "two" / "recovery.safetensors";
+    seen_steps.push_back(fs::exists(rec) ? train::read_train_state(rec.string())->step_in_epoch
+                                         : -1);
+    return false;
+  };
+  (void)train::train(two, o2);
+  EXPECT_EQ(seen_steps, (std::vector<int64_t>{-1, -1, 2, -1, -1, 2}));
 }
