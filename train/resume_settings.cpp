@@ -61,9 +61,8 @@ ScheduleSegment acting(ScheduleSegment s) {
   return only_lr;
 }
 
-// The same keys as they act (a change of sched none's keys but lr adds no schedule_history
-// entry),
-// wherever each ends.
+// The same keys as they act (under sched none a change of any key but lr adds no schedule_history
+// entry), wherever each ends.
 bool same_schedule(const ScheduleSegment& a, const ScheduleSegment& b) {
   ScheduleSegment x = acting(a), y = acting(b);
   x.until_epoch = y.until_epoch;

@@ -130,7 +130,8 @@ std::string run_epochs_text(const Config& cfg) {
   const bool cycles = decays_to_min_lr(cfg.sched);
   const int64_t cooldown = cycles ? cfg.cooldown_epochs : 0;
   const int64_t cyc = cycles ? static_cast<int64_t>(cycle_epochs(cfg)) : cfg.epochs;
-  std::string part = str("epochs ", cfg.epochs);
+  std::string part = str("epochs ", cfg.epochs);  // the run's epochs as the key gives them
+  const bool plain = !(cycles && cfg.lr_cycle_limit > 1) && cyc == cfg.epochs;
   if (cycles && cfg.lr_cycle_limit > 1)
     part = cfg.lr_cycle_mul == 1.0
                ? str("lr_cycle_limit ", cfg.lr_cycle_limit, " cycles of epochs ", cfg.epochs)
@@ -139,7 +140,7 @@ std::string run_epochs_text(const Config& cfg) {
   else if (cyc != cfg.epochs)  // one cycle, which timm's floor made an epoch shorter
     part = str(cyc, " of epochs ", cfg.epochs, " as timm's get_cycle_length floors it with ",
                "lr_cycle_mul ", cfg.lr_cycle_mul);
-  if (prefix == 0 && cooldown == 0 && part == str("epochs ", cfg.epochs)) return part;
+  if (prefix == 0 && cooldown == 0 && plain) return part;
   return str(run_epochs(cfg), " epochs (", prefix > 0 ? str("warmup_epochs ", prefix, " + ") : "",
              part, cooldown > 0 ? str(" + cooldown_epochs ", cooldown) : "", ")");
 }

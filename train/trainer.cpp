@@ -319,10 +319,8 @@ void open_run_folder(Session& s) {
     spdlog::warn(
         "{} cannot be read as the run folder's marker ({}): this session's checkpoints record no "
         "run, so a later resume cannot tell them from another run's, and checkpoint_hist takes "
-        "none of "
-        "the folder's checkpoint-N files as this run's (none is replaced or removed); training "
-        "goes "
-        "on",
+        "none of the folder's checkpoint-N files as this run's (none is replaced or removed); "
+        "training goes on",
         (run_dir / kRunMarker).string(), why_no_run_marker_id(run_dir));
   s.plot = dist::is_main() && gnuplot_available();
   if (dist::is_main() && !s.plot)
@@ -1093,6 +1091,12 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
   const auto t0 = std::chrono::steady_clock::now();
   data::Batch b;
   DataWait wait(s.device);
+  // p's loss, time and data wait so far: for a recovery checkpoint inside the epoch, and at its end
+  const auto settle = [&] {
+    read_losses(s, epoch, p);
+    p.train_secs = secs_before + seconds_since(t0);  // the whole epoch's
+    p.data_wait_secs = wait_before + wait.seconds();
+  };
   for (;;) {
     wait.begin();
     const bool more = s.train_loader->next(b);
@@ -1114,20 +1118,15 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     // checkpoints follow (and remove it: save_epoch_checkpoints). Here p.step % accum == 0.
     if (s.cfg.recovery_interval > 0 && update_done && p.step < s.steps_per_epoch &&
         (p.step / s.accum) % s.cfg.recovery_interval == 0) {
-      read_losses(s, epoch, p);  // the loss so far goes into the checkpoint
-      p.train_secs = secs_before + seconds_since(t0);
-      p.data_wait_secs = wait_before + wait.seconds();
+      settle();
       write_recovery(s, epoch, p);
     }
   }
-  read_losses(s, epoch, p);  // an interrupted epoch's last steps
+  settle();  // an interrupted epoch's last steps too
   s.console->end_bar();
-  const double secs = seconds_since(t0);
-  s.total_train_seconds += secs;  // this session's alone
+  s.total_train_seconds += p.train_secs - secs_before;  // this session's alone
   s.total_train_images += p.images_timed - images_timed_before;
   s.total_data_wait += wait.seconds();
-  p.train_secs = secs_before + secs;  // the whole epoch's
-  p.data_wait_secs = wait_before + wait.seconds();
   p.loader = s.train_loader->stats();
   return p;
 }

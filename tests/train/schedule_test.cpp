@@ -417,14 +417,10 @@ TEST(Schedule, TorchCpuRandnAsTorch) {
 
 namespace {
 
+// schedule()'s, with cycles of 10 (epochs or updates)
 LrSchedule cycles(const std::string& kind, double mul, double decay, int64_t limit,
                   double warmup_t) {
-  LrSchedule s;
-  s.kind = kind;
-  s.lr = 1.0;
-  s.warmup_lr = 1e-3;
-  s.min_lr = 0.01;
-  s.warmup_t = warmup_t;
+  LrSchedule s = schedule(kind, warmup_t);
   s.t_total = 10;
   s.cycle_mul = mul;
   s.cycle_decay = decay;
