@@ -169,6 +169,7 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
   c.lr = train::effective_lr(at_batch, 1);
   c.weight_decay = cfg.weight_decay;
   c.momentum = cfg.momentum;
+  c.adam = train::adam_settings(cfg);
   c.clip_grad = cfg.clip_grad;
   return c;
 }

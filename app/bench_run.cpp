@@ -187,7 +187,8 @@ BenchResult run_bench_row(const BenchConfig& cfg) {
   for (const ParamRef& p : model->named_tensors())
     if (p.trainable) params.push_back(p);
   const auto groups = train::param_groups_weight_decay(params, cfg.lr, cfg.weight_decay);
-  std::unique_ptr<train::Optimizer> opt = train::make_optimizer(cfg.opt, groups, cfg.momentum);
+  std::unique_ptr<train::Optimizer> opt =
+      train::make_optimizer(cfg.opt, groups, cfg.momentum, cfg.adam);
   const train::StepParts parts =
       train::optimizer_step_parts(*opt, [&] {  // the step up to the update
         opt->zero_grad();

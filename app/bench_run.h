@@ -13,6 +13,7 @@
 #include "core/memory.h"
 #include "core/tensor.h"
 #include "models/config.h"
+#include "train/optimizer.h"
 
 namespace hg::app {
 
@@ -48,6 +49,7 @@ struct BenchConfig {
   double smoothing = 0.0;                   ///< label smoothing
   std::string opt = "adamw";  ///< train::make_optimizer's names: "adamw" | "sgd" | "momentum"
   double lr = 1e-3, weight_decay = 0.05, momentum = 0.9;
+  train::AdamSettings adam;                 ///< opt adamw's betas and eps
   std::optional<double> clip_grad;          ///< global-norm clip before each update; unset: none
   /// The training step as one CUDA graph (train/step_graph.h) where it can be: device cuda and
   /// AdamW. The row says whether it was.

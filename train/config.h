@@ -124,6 +124,8 @@ struct Config {
   /// layer-wise lr decay (train/layer_decay.h): lr x layer_decay^(last layer - layer); null = off
   std::optional<double> layer_decay;
   double momentum = 0.9;                         ///< sgd momentum
+  std::optional<double> opt_eps;                 ///< AdamW's eps; null = torch's 1e-8
+  std::vector<double> opt_betas = {};            ///< AdamW's [beta1, beta2]; [] = (0.9, 0.999)
   std::optional<double> clip_grad;               ///< global-norm clip; null = off
   /// "cosine" | "tanh" | "poly" | "step" | "multistep" | "none" (train/schedule.h)
   std::string sched = "cosine";

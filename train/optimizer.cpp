@@ -9,6 +9,7 @@
 #include "core/memory.h"
 #include "kernels/optimizer.h"
 #include "kernels/reduce.h"
+#include "train/config.h"
 
 namespace hg::train {
 namespace {
@@ -357,11 +358,22 @@ void SGD::load_state_dict(const std::map<std::string, Tensor>& tensors, const st
              });
 }
 
+AdamSettings adam_settings(const Config& cfg) {
+  AdamSettings adam;
+  if (cfg.opt_eps) adam.eps = *cfg.opt_eps;
+  if (cfg.opt_betas.size() == 2) {  // validated: [] or [beta1, beta2]
+    adam.beta1 = cfg.opt_betas[0];
+    adam.beta2 = cfg.opt_betas[1];
+  }
+  return adam;
+}
+
 // ---- by name -----------------------------------------------------------------------------------
 
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<ParamGroup> groups,
-                                          double momentum) {
-  if (name == "adamw") return std::make_unique<AdamW>(std::move(groups));
+                                          double momentum, const AdamSettings& adam) {
+  if (name == "adamw")
+    return std::make_unique<AdamW>(std::move(groups), adam.beta1, adam.beta2, adam.eps);
   if (name == "sgd" || name == "nesterov") {  // timm: both are SGD with Nesterov momentum
     HG_CHECK(momentum > 0, "opt ", name,
              " is SGD with Nesterov momentum (timm), which needs momentum > 0, ", "got ", momentum,

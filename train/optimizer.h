@@ -29,6 +29,8 @@
 
 namespace hg::train {
 
+struct Config;
+
 /// Parameters that share a learning rate and a weight decay.
 struct ParamGroup {
   std::vector<Tensor> params;
@@ -180,12 +182,21 @@ class SGD : public Optimizer {
   std::map<const void*, Tensor> momentum_buffer_;  // by Tensor::id()
 };
 
-/// The optimizer of timm's name `name`: "adamw" (AdamW: betas (0.9, 0.999), eps 1e-8), "sgd"
-/// or "nesterov" (SGD with Nesterov momentum, as timm's "sgd" and "nesterov"), "momentum" (SGD
-/// with classical momentum).
-/// Throws hg::Error naming `name` otherwise, or for "sgd" with momentum 0 (Nesterov needs it).
+/// AdamW's betas and eps: timm's --opt-betas and --opt-eps, torch's defaults when unset.
+struct AdamSettings {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+/// `cfg`'s opt_betas and opt_eps, each torch's default where unset (null / []).
+AdamSettings adam_settings(const Config& cfg);
+
+/// The optimizer of timm's name `name`: "adamw" (AdamW with `adam`'s betas and eps), "sgd" or
+/// "nesterov" (SGD with Nesterov momentum, as timm's "sgd" and "nesterov"), "momentum" (SGD with
+/// classical momentum). The SGDs do not read `adam`.
+/// Throws hg::Error naming `name` otherwise, for "sgd" with momentum 0 (Nesterov needs it), or
+/// for betas outside [0, 1) or eps < 0 (AdamW's constructor).
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<ParamGroup> groups,
-                                          double momentum);
+                                          double momentum, const AdamSettings& adam = {});
 
 /// torch.nn.utils.clip_grad_norm_(params, max_norm): total = L2 norm of all defined gradients
 /// (as if concatenated); every gradient is multiplied by min(max_norm / (total + 1e-6), 1).

@@ -599,7 +599,7 @@ void build_model(Session& s) {
   if (!s.resumed && (cfg.head_init_scale || cfg.head_init_bias))
     spdlog::info("{}", apply_head_init(model, cfg.head_init_scale, cfg.head_init_bias));
   auto groups = parameter_groups(cfg, model);
-  s.opt = make_optimizer(cfg.opt, groups, cfg.momentum);
+  s.opt = make_optimizer(cfg.opt, groups, cfg.momentum, adam_settings(cfg));
   spdlog::info(
       "model {}: {} trainable parameters ({} fixed), {:.4g} GMACs/image at {} px, device {}, "
       "precision {}",

@@ -21,6 +21,7 @@
 #include "core/tensor.h"
 #include "core/utf8.h"
 #include "train/config.h"
+#include "train/optimizer.h"
 
 namespace fs = std::filesystem;
 using hg::train::Config;
@@ -191,9 +192,9 @@ TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
   // timm keys whose default is haargrad's only behaviour say so (val_interval was "did you mean
   // 'log_interval'?")
   expect_contains(
-      load_error("val_interval: 1\neval_metric: top1\nopt_eps: null\n"),
+      load_error("val_interval: 1\neval_metric: top1\nclip_mode: norm\n"),
       {"'val_interval' (line 1; timm's --val-interval (default 1) is how haargrad runs",
-       "'eval_metric' (line 2; timm's --eval-metric (default top1)", "'opt_eps' (line 3"});
+       "'eval_metric' (line 2; timm's --eval-metric (default top1)", "'clip_mode' (line 3"});
   expect_contains(
       load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
       {"3 unknown keys", path_,
@@ -325,6 +326,37 @@ TEST_F(ConfigTest, CrossKeyChecksNameBothKeys) {
   expect_contains(load_error("synthetic_size: 100000000000\n"), {"'synthetic_size'", "line 1"});
   expect_contains(load_error("opt: sgd\nmomentum: 0\n"),
                   {"'opt'", "'momentum'", "Nesterov", "line 2"});
+}
+
+// timm's --opt-eps and --opt-betas: AdamW's, null (timm's None, as its args.yaml holds them) is
+// torch's default; a value an optimizer without them would drop (timm drops it silently) and a
+// list that is not a pair are refused naming the key.
+TEST_F(ConfigTest, OptEpsAndOptBetasAreAdamWsAndChecked) {
+  const Config set = hg::train::config_from_yaml(
+      "opt: adamw\nopt_eps: 1.0e-6\nopt_betas: [0.8, 0.95]\n", "x.yaml");
+  ASSERT_TRUE(set.opt_eps.has_value());
+  EXPECT_EQ(*set.opt_eps, 1e-6);
+  EXPECT_EQ(set.opt_betas, (std::vector<double>{0.8, 0.95}));
+  const hg::train::AdamSettings adam = hg::train::adam_settings(set);
+  EXPECT_EQ(adam.eps, 1e-6);
+  EXPECT_EQ(adam.beta1, 0.8);
+  EXPECT_EQ(adam.beta2, 0.95);
+  const Config unset =
+      hg::train::config_from_yaml("opt: adamw\nopt_eps: null\nopt_betas: null\n", "x.yaml");
+  EXPECT_FALSE(unset.opt_eps.has_value());
+  EXPECT_TRUE(unset.opt_betas.empty());
+  const hg::train::AdamSettings torch = hg::train::adam_settings(unset);
+  EXPECT_EQ(torch.eps, 1e-8);
+  EXPECT_EQ(torch.beta1, 0.9);
+  EXPECT_EQ(torch.beta2, 0.999);
+  expect_contains(load_error("opt: adamw\nopt_betas: [0.9]\n"),
+                  {"'opt_betas'", "line 2", "[beta1, beta2]"});
+  expect_contains(load_error("opt: adamw\nopt_betas: [0.9, 1.0]\n"), {"'opt_betas'", "line 2"});
+  expect_contains(load_error("opt: adamw\nopt_betas: [0.9, 0.99, 0.999]\n"), {"'opt_betas'"});
+  expect_contains(load_error("opt: adamw\nopt_eps: -1.0e-8\n"), {"'opt_eps'", "line 2"});
+  expect_contains(load_error("opt: sgd\nopt_eps: 1.0e-6\n"), {"'opt_eps'", "'opt'", "opt: adamw"});
+  expect_contains(load_error("opt: momentum\nopt_betas: [0.8, 0.95]\n"),
+                  {"'opt_betas'", "'opt'", "line 2"});
 }
 
 // gpu_augment or a GPU decode with device cpu was refused only when the loader was built, as

@@ -176,6 +176,8 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"weight_decay", "train/trainer.cpp"},
       {"layer_decay", "train/trainer.cpp"},
       {"momentum", "train/trainer.cpp"},
+      {"opt_eps", "train/optimizer.cpp"},
+      {"opt_betas", "train/optimizer.cpp"},
       {"clip_grad", "train/trainer.cpp"},
       // schedule_segment, the keys of RunSchedule's parts (train/schedule.cpp)
       {"sched", "train/config.cpp"},

@@ -361,6 +361,14 @@ TEST(Schedule, OptimizerNames) {
   ASSERT_NE(dynamic_cast<SGD*>(mom.get()), nullptr);
   EXPECT_FALSE(dynamic_cast<SGD*>(mom.get())->nesterov);
   EXPECT_NE(dynamic_cast<AdamW*>(make_optimizer("adamw", groups, 0.9).get()), nullptr);
+  // opt_betas / opt_eps reach AdamW (they are torch's defaults unless given)
+  auto adamw = make_optimizer("adamw", groups, 0.9, {0.8, 0.95, 1e-6});
+  ASSERT_NE(dynamic_cast<AdamW*>(adamw.get()), nullptr);
+  EXPECT_EQ(dynamic_cast<AdamW*>(adamw.get())->beta1, 0.8);
+  EXPECT_EQ(dynamic_cast<AdamW*>(adamw.get())->beta2, 0.95);
+  EXPECT_EQ(dynamic_cast<AdamW*>(adamw.get())->eps, 1e-6);
+  EXPECT_EQ(dynamic_cast<AdamW*>(make_optimizer("adamw", groups, 0.9).get())->beta2, 0.999);
+  EXPECT_THROW(make_optimizer("adamw", groups, 0.9, {0.9, 1.0, 1e-8}), Error);
   EXPECT_THROW(make_optimizer("sgd", groups, 0.0), Error);
   EXPECT_NO_THROW(make_optimizer("momentum", groups, 0.0));
   EXPECT_THROW(make_optimizer("lamb", groups, 0.9), Error);
