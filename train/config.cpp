@@ -294,17 +294,8 @@ const std::vector<Field>& table() {
        "[beta1, beta2] of opt adamw (timm's --opt-betas); null or [] = torch's [0.9, 0.999]"},
       {"clip_grad", &Config::clip_grad, above(0),
        "clip the global gradient norm to this; null = off"},
-      // plateau lowers the lr when the eval metric stops improving: the trainer would have to
-      // hand the metric to the schedule, and checkpoints keep the schedule's state (the best
-      // metric, the epochs since it), where today the lr is a function of the position alone
       {"sched", &Config::sched,
-       one_of({"cosine", "tanh", "poly", "step", "multistep", "none"})
-           .refusing("plateau",
-                     "timm's plateau schedule (lower the lr when the eval metric stops improving) "
-                     "is not supported: it needs the eval metric in the schedule and its state "
-                     "(best metric, epochs without improvement) in every checkpoint, which "
-                     "haargrad's schedules, a function of the epoch or update alone, do not "
-                     "keep; step or multistep decay the lr at set epochs")
+       one_of({"cosine", "tanh", "poly", "step", "multistep", "plateau", "none"})
            .refusing("wsd", "timm 1.0.31's wsd schedule (warmup, stable, decay) is not supported")
            .refusing("rsqrt", "timm 1.0.31's rsqrt schedule is not supported")
            .refusing("constant",
@@ -313,13 +304,16 @@ const std::vector<Field>& table() {
        "learning-rate schedule after the warmup, timm's: cosine or tanh (lr down to min_lr over "
        "epochs, restarted for lr_cycle_limit cycles), poly (min_lr + (lr - min_lr)(1 - t / "
        "epochs)^decay_rate), step (x decay_rate "
-       "every decay_epochs), multistep (x decay_rate at each of decay_milestones), or none (lr "
+       "every decay_epochs), multistep (x decay_rate at each of decay_milestones), plateau (x "
+       "decay_rate, down to min_lr, after more than patience_epochs epochs without a new best "
+       "eval top-1, or train loss without validation; per epoch only), or none (lr "
        "throughout, no warmup: timm's train.py makes no scheduler for it)"},
       {"warmup_epochs", &Config::warmup_epochs, at_least(0),
        "epochs of linear warmup from warmup_lr to lr (every sched but none)"},
       {"warmup_lr", &Config::warmup_lr, at_least(0), "learning rate at the start of warmup"},
       {"min_lr", &Config::min_lr, at_least(0),
-       "floor of the cosine, tanh and poly schedules (step and multistep have none, as timm)"},
+       "floor of the cosine, tanh, poly and plateau schedules (step and multistep have none, as "
+       "timm)"},
       {"sched_on_updates", &Config::sched_on_updates, any(),
        "step the schedule every optimizer update instead of every epoch"},
       {"decay_epochs", &Config::decay_epochs, above(0),
@@ -329,14 +323,20 @@ const std::vector<Field>& table() {
        "sched multistep: the lr is multiplied by decay_rate from epoch m of each milestone m on, "
        "counting from 1 as the log does (timm decays at 0-based epoch m - 1)"},
       {"decay_rate", &Config::decay_rate, above(0),
-       "sched step and multistep: the lr's factor at each decay; sched poly: the power (timm's "
-       "overloading, its default 0.1 included)"},
+       "sched step, multistep and plateau: the lr's factor at each decay (plateau: below 1); "
+       "sched poly: the power (timm's overloading, its default 0.1 included)"},
       {"warmup_prefix", &Config::warmup_prefix, any(),
        "the schedule starts after the warmup (timm's): its t counts from the warmup's end, and "
        "the run trains warmup_epochs + epochs (+ cooldown_epochs)"},
       {"cooldown_epochs", &Config::cooldown_epochs, at_least(0),
        "epochs at min_lr after the cosine, tanh or poly schedule's end: the run trains epochs + "
-       "cooldown_epochs (timm's; step, multistep and none ignore it, as timm)"},
+       "cooldown_epochs (timm's; step, multistep, plateau and none ignore it, as timm)"},
+      // torch's ReduceLROnPlateau takes a negative patience (a decay at every counted epoch), a
+      // mistake more likely than a wish: refused
+      {"patience_epochs", &Config::patience_epochs, at_least(0),
+       "sched plateau: the lr decays (x decay_rate) after more than this many epochs in a row "
+       "without a new best (eval top-1 up by more than 0.01% of the best, or the train loss "
+       "down by as much without validation); timm's"},
       // a fraction of epochs, as timm's (create_scheduler_v2: noise x t_initial), in updates when
       // stepping per update; the draws are timm's own (torch's CPU generator seeded with seed + t)
       {"lr_noise", &Config::lr_noise, at_least(0).len(0, 2),
@@ -503,9 +503,6 @@ std::string timm_spelling(const std::string& key) {
        "timm's --eval-metric (default top1) is how haargrad ranks checkpoints (the "
        "EMA's top-1 with a model EMA; the train loss without validation, val_split ''); leave "
        "it out"},
-      {"patience_epochs",
-       "timm's --patience-epochs is for its plateau schedule, which haargrad does not have; "
-       "leave it out"},
       {"clip_mode",
        "timm's --clip-mode (default norm) is how clip_grad clips (the global "
        "gradient norm); leave it out"},
@@ -1147,6 +1144,30 @@ void validate_model(const Config& c, const Locations& locs, const char* unset,
   }
 }
 
+// sched plateau's keys against timm's PlateauLRScheduler: what it refuses, and what haargrad's
+// one lr (times each layer group's lr_scale) cannot follow. `pair_fail(a, b, why)` throws.
+template <class PairFail>
+void validate_plateau(const Config& c, PairFail pair_fail) {
+  if (c.sched != "plateau") return;
+  if (c.sched_on_updates)  // timm's create_scheduler_v2 asserts the same
+    pair_fail("sched", "sched_on_updates",
+              "sched plateau steps once an epoch, by the epoch's metric (timm's: 'Plateau LR only "
+              "supports step per epoch'); set sched_on_updates false");
+  if (c.decay_rate >= 1)  // torch's ReduceLROnPlateau: "Factor should be < 1.0."
+    pair_fail("sched", "decay_rate",
+              str("sched plateau multiplies the lr by decay_rate at each decay, which must lower "
+                  "it: expected decay_rate below 1 (torch's ReduceLROnPlateau), got ",
+                  format_double(c.decay_rate)));
+  // timm floors each parameter group's lr at min_lr on its own: a layer group scaled below the
+  // head would stop at min_lr while the head goes on decaying, where haargrad scales one lr
+  if (c.layer_decay && c.min_lr > 0)
+    pair_fail("layer_decay", "min_lr",
+              str("sched plateau floors the lr at min_lr ", format_double(c.min_lr),
+                  ", which timm applies to each layer group's lr apart (a group scaled by "
+                  "layer_decay reaches it before the head); haargrad scales one lr: set min_lr 0 "
+                  "or leave layer_decay out"));
+}
+
 void validate_at(const Config& c, const Locations& locs, const char* unset = "default value",
                  ImgSizeCheck img_size = ImgSizeCheck::against_model) {
   auto location = [&](const Locations& l, const std::string& key) {
@@ -1211,6 +1232,7 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
     fail("ratio", location(locs, "ratio"),
          str("expected [min, max], got min ", c.ratio[0], " > max ", c.ratio[1]));
   check_noise_range(c.lr_noise, "lr_noise", location(locs, "lr_noise"));
+  validate_plateau(c, pair_fail);
   // the cycles' epochs (timm's get_cycle_length) count the run: a whole number of them, which
   // lr_cycle_mul^lr_cycle_limit can take past any run (or to inf)
   if (decays_to_min_lr(c.sched) && (c.lr_cycle_limit > 1 || c.lr_cycle_mul != 1)) {

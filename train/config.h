@@ -127,17 +127,19 @@ struct Config {
   std::optional<double> opt_eps;                 ///< AdamW's eps; null = torch's 1e-8
   std::vector<double> opt_betas = {};            ///< AdamW's [beta1, beta2]; [] = (0.9, 0.999)
   std::optional<double> clip_grad;               ///< global-norm clip; null = off
-  /// "cosine" | "tanh" | "poly" | "step" | "multistep" | "none" (train/schedule.h)
+  /// "cosine" | "tanh" | "poly" | "step" | "multistep" | "plateau" | "none" (train/schedule.h)
   std::string sched = "cosine";
   int64_t warmup_epochs = 5;
   double warmup_lr = 1e-5;                       ///< lr at the start of warmup
-  double min_lr = 0.0;                           ///< floor of cosine, tanh and poly
+  double min_lr = 0.0;                           ///< floor of cosine, tanh, poly and plateau
   bool sched_on_updates = false;                 ///< step the schedule per update, not per epoch
   double decay_epochs = 90;                      ///< step: epochs between decays (timm: a float)
   std::vector<int64_t> decay_milestones = {90, 180, 270};  ///< multistep: the decays' epochs
-  double decay_rate = 0.1;  ///< step, multistep: lr factor per decay; poly: power
+  double decay_rate = 0.1;      ///< step, multistep, plateau: lr factor per decay; poly: power
   bool warmup_prefix = false;   ///< the schedule starts after the warmup (timm's)
   int64_t cooldown_epochs = 0;  ///< epochs at min_lr after cosine, tanh, poly (timm's)
+  /// plateau: epochs in a row without a new best metric tolerated before the lr decays (timm's)
+  int64_t patience_epochs = 10;
   /// lr noise's range, as fractions of epochs: [] = none (timm's None), [start] = from start on,
   /// [start, end] (train/schedule.h)
   std::vector<double> lr_noise = {};

@@ -99,6 +99,7 @@ double LrSchedule::noise(double t) const {
 }
 
 double LrSchedule::at(double t) const {
+  if (kind == "plateau") return at(t, plateau_start());
   if (kind == "none") return lr;
   if (t == 0 && warmup_t == 0) return lr;  // timm's first lr is the optimizer's, never stepped to 0
   double v;
@@ -110,6 +111,67 @@ double LrSchedule::at(double t) const {
   }
   const double n = noise(t);
   return n == 0 ? v : v + v * n;  // timm's _add_noise
+}
+
+namespace {
+
+// The warmup's line at t, in timm's order (the per-t step first), as its plateau scheduler draws it
+double warmup_line(const LrSchedule& s, double t) {
+  return s.warmup_lr + t * ((s.lr - s.warmup_lr) / s.warmup_t);
+}
+
+// torch's ReduceLROnPlateau._is_better in its rel threshold mode
+bool beats(const LrSchedule& s, double metric, double best) {
+  return s.minimize ? metric < best * (1.0 - s.threshold) : metric > best * (s.threshold + 1.0);
+}
+
+// torch's ReduceLROnPlateau._reduce_lr: a decay smaller than its eps is not made, so an lr at (or
+// within 1e-8 of) the floor stays where it is
+double reduced(const LrSchedule& s, double lr) {
+  constexpr double kEps = 1e-8;
+  const double lower = std::max(lr * s.decay_rate, s.min_lr);
+  return lr - lower > kEps ? lower : lr;
+}
+
+}  // namespace
+
+PlateauState LrSchedule::plateau_start() const {
+  PlateauState st;
+  // timm's plateau sets warmup_lr + t x step at each t <= warmup_t: its last is where the plateau
+  // starts (lr up to rounding); without a warmup the optimizer's lr
+  st.lr = warmup_t > 0 ? warmup_line(*this, warmup_t) : lr;
+  st.best =
+      minimize ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  return st;
+}
+
+double LrSchedule::at(double t, const PlateauState& st) const {
+  HG_CHECK(kind == "plateau", "LrSchedule: a plateau state for sched '", kind, "'");
+  if (t < warmup_t) return warmup_line(*this, t);
+  // timm's plateau adds noise after its warmup only, on the lr held (restored before each step)
+  const double n = t > warmup_t ? noise(t) : 0.0;
+  return n == 0 ? st.lr : st.lr + st.lr * n;
+}
+
+void LrSchedule::plateau_step(PlateauState& st, int64_t epoch, double metric) const {
+  // timm's step(epoch + 1) with epoch + 1 <= warmup_t sets the warmup's lr and leaves the plateau
+  // alone: the metrics of the warmup's epochs are not counted
+  if (static_cast<double>(epoch + 1) <= warmup_t) return;
+  if (beats(*this, metric, st.best)) {
+    st.best = metric;
+    st.bad_epochs = 0;
+  } else {
+    ++st.bad_epochs;
+  }
+  if (st.cooldown_left > 0) {  // a decay was just made: its effect is waited for
+    --st.cooldown_left;
+    st.bad_epochs = 0;
+  }
+  if (st.bad_epochs > patience) {
+    st.lr = reduced(*this, st.lr);
+    st.cooldown_left = cooldown;
+    st.bad_epochs = 0;
+  }
 }
 
 double cycle_epochs(const Config& cfg) {
@@ -167,7 +229,7 @@ int64_t micro_batches_of_update(int64_t step, int64_t steps, int64_t accum) {
 
 namespace {
 
-LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch, int64_t seed) {
+LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch, const Config& cfg) {
   LrSchedule out;
   out.kind = s.sched;
   out.lr = s.lr;
@@ -190,7 +252,14 @@ LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch, int64_t see
   for (double n : s.lr_noise) out.noise_range.push_back(n * out.t_total);
   out.noise_pct = s.lr_noise_pct;
   out.noise_std = s.lr_noise_std;
-  out.noise_seed = static_cast<uint64_t>(seed);  // train.py's noise_seed is its seed
+  out.noise_seed = static_cast<uint64_t>(cfg.seed);  // train.py's noise_seed is its seed
+  // plateau: timm's create_scheduler_v2 passes patience_epochs and cooldown 0 (its
+  // cooldown_epochs is not the plateau's), torch's threshold 1e-4 in rel mode, and train.py's
+  // mode: 'min' for the train loss without validation, else 'max' for eval top-1 (--eval-metric's
+  // default, the score haargrad ranks the epochs by)
+  out.patience = cfg.patience_epochs;
+  out.cooldown = 0;
+  out.minimize = !has_validation(cfg);
   return out;
 }
 
@@ -199,11 +268,32 @@ LrSchedule make(const ScheduleSegment& s, int64_t updates_per_epoch, int64_t see
 RunSchedule::RunSchedule(const Config& cfg, int64_t updates_per_epoch) {
   for (const ScheduleSegment& s : cfg.schedule_history)
     parts_.push_back(
-        {s.until_epoch, s.until_step, make(s, updates_per_epoch, cfg.seed), s.sched_on_updates});
+        {s.until_epoch, s.until_step, make(s, updates_per_epoch, cfg), s.sched_on_updates});
   const ScheduleSegment now =
       schedule_segment(cfg, std::numeric_limits<int64_t>::max(), 0, "schedule");
-  parts_.push_back({now.until_epoch, now.until_step, make(now, updates_per_epoch, cfg.seed),
-                    now.sched_on_updates});
+  parts_.push_back(
+      {now.until_epoch, now.until_step, make(now, updates_per_epoch, cfg), now.sched_on_updates});
+  // one state carries a plateau run through its parts, which differ in epochs alone (the lr
+  // noise's range): a resume cannot switch to or from plateau (resume_settings.h)
+  for (const Part& p : parts_)
+    HG_CHECK((p.schedule.kind == "plateau") == (cfg.sched == "plateau"), "RunSchedule: sched ",
+             cfg.sched, " after a schedule_history entry of sched ", p.schedule.kind,
+             ": a run cannot switch to or from plateau");
+  if (cfg.sched == "plateau") plateau_ = parts_.back().schedule.plateau_start();
+}
+
+void RunSchedule::set_plateau(const PlateauState& st) {
+  HG_CHECK(plateau_.has_value(), "RunSchedule: a plateau state for a run of another sched");
+  plateau_ = st;
+}
+
+void RunSchedule::end_epoch(int64_t epoch, double metric) {
+  if (plateau_) parts_.back().schedule.plateau_step(*plateau_, epoch, metric);
+}
+
+double RunSchedule::part_lr(const Part& p, int64_t epoch, int64_t updates) const {
+  if (plateau_) return p.schedule.at(static_cast<double>(epoch), *plateau_);
+  return p.schedule.at(p.on_updates ? static_cast<double>(updates) : static_cast<double>(epoch));
 }
 
 const RunSchedule::Part& RunSchedule::part_at(int64_t epoch, int64_t step) const {
@@ -213,13 +303,13 @@ const RunSchedule::Part& RunSchedule::part_at(int64_t epoch, int64_t step) const
 }
 
 double RunSchedule::lr(int64_t epoch, int64_t step, int64_t updates) const {
-  const Part& p = part_at(epoch, step);
-  return p.schedule.at(p.on_updates ? static_cast<double>(updates) : static_cast<double>(epoch));
+  return part_lr(part_at(epoch, step), epoch, updates);
 }
 
 double RunSchedule::lr_set_after(int64_t epoch, int64_t last_step, int64_t updates) const {
-  const Part& p = part_at(epoch, last_step);
-  return p.schedule.at(p.on_updates ? static_cast<double>(updates) : static_cast<double>(epoch));
+  // (a plateau's: the epoch's own, before its metric is counted: the trainer records the epoch's
+  // summary row before end_epoch, as timm's train.py writes it before stepping its scheduler)
+  return part_lr(part_at(epoch, last_step), epoch, updates);
 }
 
 }  // namespace hg::train

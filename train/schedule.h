@@ -34,11 +34,20 @@
 // warmup_epochs longer (run_epochs). (ConvNeXt's own code runs the cosine over T - warmup_t after
 // the warmup, neither of the two.) cooldown_epochs lengthens a cosine, tanh or poly run at min_lr.
 //
+//   plateau:     timm's PlateauLRScheduler (torch's ReduceLROnPlateau inside), stepped per epoch
+//                only, by the metric that ranks the epochs (see PlateauState): the warmup's line
+//                up to t = warmup_t (its last value, warmup_lr + warmup_t (lr - warmup_lr) /
+//                warmup_t, is where the plateau starts; lr without a warmup), then the lr held,
+//                x decay_rate (never below min_lr) each time more than patience epochs in a row
+//                failed to beat the best metric by a relative threshold of 1e-4; noise as above
+//                but only at t > warmup_t (timm's plateau draws none in its warmup).
+//
 // RunSchedule is the lr of a whole run: the config's schedule, or, for the positions before a
 // resume changed it, the earlier schedule recorded in schedule_history (train/config.h).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -67,9 +76,24 @@ class TorchCpuRandn {
       cached_;  // the pair's second value (CPUGeneratorImpl's next_double_normal_sample)
 };
 
+/// Where a plateau schedule stands after the metrics of the epochs that ended: what torch's
+/// ReduceLROnPlateau keeps (timm's PlateauLRScheduler holds one) and the lr it holds. timm loses it
+/// on a resume; haargrad's checkpoints keep it (TrainState::plateau), so a resumed run follows the
+/// lrs of one never stopped.
+struct PlateauState {
+  double lr = 0;  ///< the lr held after the warmup, before noise
+  /// The best metric counted so far; +inf (a loss, lower is better) or -inf (top-1) before the
+  /// first: torch's mode_worse, which any finite metric beats.
+  double best = -std::numeric_limits<double>::infinity();
+  int64_t bad_epochs = 0;     ///< counted epochs since the best that did not beat it
+  int64_t cooldown_left = 0;  ///< epochs left after a decay whose bad epochs are not counted
+  bool operator==(const PlateauState&) const = default;
+};
+
 /// One schedule, its lengths and positions in epochs or in updates alike.
 struct LrSchedule {
-  std::string kind = "cosine";  ///< a sched value: cosine, tanh, poly, step, multistep or none
+  /// a sched value: cosine, tanh, poly, step, multistep, none or plateau
+  std::string kind = "cosine";
   double lr = 1e-3, warmup_lr = 1e-5, min_lr = 0.0;
   double warmup_t = 0;             ///< warmup length
   double t_total = 1;              ///< cosine, tanh, poly: schedule length (timm's t_initial)
@@ -85,9 +109,30 @@ struct LrSchedule {
   std::vector<double> noise_range;
   double noise_pct = 0.67, noise_std = 1;
   uint64_t noise_seed = 42;  ///< t's noise is drawn with seed noise_seed + t
+  // plateau (t in epochs); decay_rate is its factor per decay, min_lr its floor
+  int64_t patience = 10;    ///< counted epochs without a new best tolerated before a decay
+  int64_t cooldown = 0;     ///< epochs after a decay whose bad epochs are not counted (timm: 0)
+  double threshold = 1e-4;  ///< a new best beats the old by this fraction of it (torch's rel)
+  bool minimize = false;    ///< the metric improves downwards (a loss), else upwards (top-1)
 
-  /// Learning rate at time t (epoch index or update index, starting at 0), noise included.
+  /// Learning rate at time t (epoch index or update index, starting at 0), noise included. A
+  /// plateau schedule's lr at its start (plateau_start), before any metric.
   double at(double t) const;
+
+  /// plateau: the lr of epoch t (0-based) with `st` the state after the metrics of epochs < t.
+  double at(double t, const PlateauState& st) const;
+
+  /// plateau: the state before any metric: the lr where the warmup ends (lr without a warmup).
+  PlateauState plateau_start() const;
+
+  /// plateau: counts `metric`, the score of epoch `epoch` (0-based) that just ended, into `st`, as
+  /// timm's train.py steps its scheduler then (step(epoch + 1, metric)): not at all while epoch +
+  /// 1 <= warmup_t (the warmup's lr is set, the plateau not stepped); else torch's
+  /// ReduceLROnPlateau.step: a metric that beats best by the relative threshold is the new best,
+  /// any other is a bad epoch (none counted while cooling down); more than `patience` bad epochs
+  /// in a row set lr = max(lr x decay_rate, min_lr) where that lowers it by more than 1e-8
+  /// (torch's eps), restart the count and start the cooldown.
+  void plateau_step(PlateauState& st, int64_t epoch, double metric) const;
 
   /// The noise n of lr(t) = value x (1 + n): 0 outside noise_range and at t = 0.
   double noise(double t) const;
@@ -149,6 +194,18 @@ class RunSchedule {
   /// records the row the run did.
   double lr_set_after(int64_t epoch, int64_t last_step, int64_t updates) const;
 
+  /// sched plateau: the state after the metrics of the epochs ended so far (plateau_start before
+  /// any); nullopt for every other sched.
+  const std::optional<PlateauState>& plateau() const { return plateau_; }
+
+  /// sched plateau: goes on from `st` (a resume's checkpoint). Throws hg::Error for another sched.
+  void set_plateau(const PlateauState& st);
+
+  /// The end of epoch `epoch` (0-based) with `metric`, the score that ranks it (eval top-1, the
+  /// EMA's with a model EMA; the mean train loss without validation): a plateau schedule counts
+  /// it (LrSchedule::plateau_step); the other scheds are functions of the position and ignore it.
+  void end_epoch(int64_t epoch, double metric);
+
  private:
   struct Part {
     int64_t until_epoch, until_step;  // used for positions before this one
@@ -157,6 +214,9 @@ class RunSchedule {
   };
   std::vector<Part> parts_;  // schedule_history, then the config's own (open-ended) schedule
   const Part& part_at(int64_t epoch, int64_t step) const;  // the part that covers a position
+  double part_lr(const Part& p, int64_t epoch, int64_t updates) const;  // its lr at a position
+  // sched plateau (every part's, resume_settings.h refuses a change of it): the metrics' state
+  std::optional<PlateauState> plateau_;
 };
 
 }  // namespace hg::train

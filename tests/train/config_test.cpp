@@ -1275,11 +1275,6 @@ TEST_F(ConfigTest, ScheduleKeyErrorsNameTheKey) {
                   {"'decay_milestones' (command line)", "60 after 90"});
   expect_contains(load_error("sched: cosine2\n"),
                   {"'sched'", "'tanh'", "'multistep'", "'cosine2'"});
-  // plateau is timm's, and refused as such: what it needs that haargrad does not keep
-  expect_contains(load_error("sched: plateau\n"),
-                  {"'sched'", "line 1", "'plateau'", "not supported", "eval metric",
-                   "every checkpoint", "step or multistep"});
-  expect_contains(override_error({"--patience-epochs", "10"}), {"'patience_epochs'", "plateau"});
   expect_contains(load_error("cooldown_epochs: -1\n"), {"'cooldown_epochs'", ">= 0"});
   expect_contains(load_error("warmup_prefix: 2\n"), {"'warmup_prefix'", "true or false"});
 }
@@ -1545,4 +1540,37 @@ TEST_F(ConfigTest, TimmsUnsupportedTrainOptionsSayWhy) {
   expect_contains(
       load_error("grad_checkpointing: true\nno_aug: false\n"),
       {"2 unknown keys", "timm's --grad-checkpointing is not supported", "timm's --no-aug"});
+}
+
+// sched plateau and its patience_epochs (timm's defaults: patience 10), with what timm's
+// PlateauLRScheduler and torch's ReduceLROnPlateau refuse, and what haargrad's one lr cannot
+// follow: each message names both keys and why.
+TEST_F(ConfigTest, PlateauAndItsKeys) {
+  EXPECT_EQ(Config{}.patience_epochs, 10);
+  path_ = write("p.yaml", "sched: plateau\npatience_epochs: 3\n");
+  const Config c = hg::train::load_config(path_);
+  EXPECT_EQ(c.sched, "plateau");
+  EXPECT_EQ(c.patience_epochs, 3);
+  Config o;
+  hg::train::apply_overrides(o, {"--sched", "plateau", "--patience-epochs", "0"});
+  EXPECT_EQ(o.patience_epochs, 0);
+  expect_contains(load_error("sched: plateau\npatience_epochs: -1\n"),
+                  {"'patience_epochs'", "line 2", ">= 0", "-1"});
+  expect_contains(override_error({"--patience-epochs", "2.5"}), {"'patience_epochs'"});
+  expect_contains(load_error("sched: plateau\nsched_on_updates: true\n"),
+                  {"'sched'", "'sched_on_updates'", "once an epoch", "sched_on_updates false"});
+  expect_contains(load_error("sched: plateau\ndecay_rate: 1\n"),
+                  {"'sched'", "'decay_rate'", "below 1", "got 1"});
+  expect_contains(load_error("sched: plateau\nlayer_decay: 0.8\nmin_lr: 1.0e-6\n"),
+                  {"'layer_decay'", "'min_lr'", "each layer group", "min_lr 0"});
+  // what other scheds take stays theirs: poly's power above 1, per-update steps, min_lr 0 with
+  // layer_decay under plateau
+  EXPECT_EQ(hg::train::config_from_yaml("sched: poly\ndecay_rate: 2\n", "t").decay_rate, 2);
+  EXPECT_TRUE(
+      hg::train::config_from_yaml("sched: step\nsched_on_updates: true\n", "t").sched_on_updates);
+  EXPECT_EQ(hg::train::config_from_yaml("sched: plateau\nlayer_decay: 0.8\n", "t").layer_decay,
+            0.8);
+  // min_lr above lr: plateau never raises the lr to it (torch lowers only), so no error, as timm
+  EXPECT_EQ(hg::train::config_from_yaml("sched: plateau\nlr: 1.0e-4\nmin_lr: 1.0e-3\n", "t").min_lr,
+            1e-3);
 }

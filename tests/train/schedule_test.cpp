@@ -648,3 +648,245 @@ TEST(Schedule, RunEpochsWithCyclesAsTimm) {
   c.cooldown_epochs = 3;
   EXPECT_EQ(epochs_for_run(c, 10), 7);
 }
+
+// ---- sched plateau: timm's PlateauLRScheduler (torch's ReduceLROnPlateau inside) ----------------
+
+namespace {
+
+// A plateau schedule from lr 1, with `patience` and `decay_rate`, maximizing unless `minimize`.
+LrSchedule plateau(int64_t patience, double decay_rate, bool minimize = false) {
+  LrSchedule s;
+  s.kind = "plateau";
+  s.lr = 1.0;
+  s.warmup_lr = 1e-3;
+  s.warmup_t = 0;
+  s.patience = patience;
+  s.decay_rate = decay_rate;
+  s.minimize = minimize;
+  return s;
+}
+
+// The lr of epochs 0 .. metrics.size(): each epoch's metric counted at its end, as the trainer
+// does (RunSchedule::end_epoch), and the next epoch's lr read from the state.
+std::vector<double> plateau_lrs(const LrSchedule& s, const std::vector<double>& metrics) {
+  PlateauState st = s.plateau_start();
+  std::vector<double> lrs = {s.at(0, st)};
+  for (size_t e = 0; e < metrics.size(); ++e) {
+    s.plateau_step(st, static_cast<int64_t>(e), metrics[e]);
+    lrs.push_back(s.at(static_cast<double>(e + 1), st));
+  }
+  return lrs;
+}
+
+void expect_lrs(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t e = 0; e < want.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-15) << "epoch " << e;
+}
+
+}  // namespace
+
+// Values of timm 1.0.31's create_scheduler_v2(sched='plateau') stepped as its train.py steps it
+// (step(epoch + 1, metric) after each epoch): a warmup of 2 whose metrics are not counted, 11 the
+// first best, 11.0005 within the 1e-4 threshold (a bad epoch), decays x 0.5 after 2 bad epochs
+// (patience 1), floored at min_lr 0.2; and in min mode with noise from epoch 4 (lr_noise [0.5] of
+// 8 epochs, seed 3, lr_noise_pct 0.5), 3.9999 no new best under 4.
+TEST(Schedule, PlateauAsTimm) {
+  LrSchedule s = plateau(1, 0.5);
+  s.warmup_t = 2;
+  s.min_lr = 0.2;
+  expect_lrs(plateau_lrs(s, {10, 11, 11, 11.0005, 9, 9, 9, 9, 9, 9}),
+             {0.001, 0.5005, 1.0, 1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.2, 0.2});
+  LrSchedule n = plateau(0, 0.1, true);
+  n.noise_range = {4.0};
+  n.noise_seed = 3;
+  n.noise_pct = 0.5;
+  const std::vector<double> got = plateau_lrs(n, {5, 4, 4, 4, 3.9999, 3, 3});
+  const std::vector<double> timm = {1.0,
+                                    1.0,
+                                    1.0,
+                                    0.1,
+                                    0.00853204905986786,
+                                    0.0012712765038013461,
+                                    0.0010447275377810004,
+                                    6.97730749845505e-05};
+  ASSERT_EQ(got.size(), timm.size());
+  for (size_t e = 0; e < timm.size(); ++e) EXPECT_NEAR(got[e], timm[e], 1e-15 * timm[e]) << e;
+}
+
+// A metric that keeps improving by more than the threshold never decays the lr, upwards (top-1)
+// in max mode and downwards (a loss) in min mode; the other direction is a bad epoch every time.
+TEST(Schedule, PlateauImprovingMetricsKeepTheLr) {
+  std::vector<double> rising, falling;
+  for (int e = 0; e < 12; ++e) {
+    rising.push_back(10.0 + e);
+    falling.push_back(10.0 - 0.5 * e);
+  }
+  for (double lr : plateau_lrs(plateau(0, 0.1), rising)) EXPECT_EQ(lr, 1.0);
+  for (double lr : plateau_lrs(plateau(0, 0.1, true), falling)) EXPECT_EQ(lr, 1.0);
+  // the wrong way round: the first epoch is the best, each later one bad (patience 0: a decay
+  // at each; min_lr 0)
+  const std::vector<double> up = plateau_lrs(plateau(0, 0.5, true), rising);
+  for (size_t e = 2; e < up.size(); ++e) EXPECT_DOUBLE_EQ(up[e], up[e - 1] * 0.5) << e;
+}
+
+// A flat metric: the first counted epoch sets the best, then every patience + 1 bad epochs in a
+// row decay the lr once (the count restarts after a decay).
+TEST(Schedule, PlateauFlatMetricDecaysEveryPatiencePlusOneEpochs) {
+  for (int64_t patience : {0, 1, 3}) {
+    // (x 0.5: far above torch's eps of 1e-8 over these epochs, PlateauStopsAtMinLr)
+    const std::vector<double> lrs =
+        plateau_lrs(plateau(patience, 0.5), std::vector<double>(14, 7.0));
+    double want = 1.0;
+    for (size_t e = 1; e < lrs.size(); ++e) {
+      // epoch e's lr follows the metrics of epochs 0 .. e - 1: e - 1 of them bad
+      const int64_t bad = static_cast<int64_t>(e) - 1;
+      if (bad > 0 && bad % (patience + 1) == 0) want *= 0.5;
+      EXPECT_NEAR(lrs[e], want, 1e-12 * want) << "patience " << patience << ", epoch " << e;
+    }
+  }
+}
+
+// Noise within the relative threshold 1e-4 is no improvement: a top-1 that stays above its first
+// value by less than 1e-4 of it decays as a flat one does, one rising by 2e-4 of its best an
+// epoch does not; in min mode the same for a loss a hair below its first value.
+TEST(Schedule, PlateauChangesWithinTheThresholdAreNoNewBest) {
+  std::vector<double> wobble_top1 = {50}, wobble_loss = {2}, climb;
+  for (int e = 1; e < 8; ++e) {
+    const double within = e % 2 == 0 ? 0.9e-4 : 0.5e-4;  // above the best, but not by 1e-4 of it
+    wobble_top1.push_back(50 * (1 + within));
+    wobble_loss.push_back(2 * (1 - within));
+  }
+  double b = 50;
+  for (int e = 0; e < 8; ++e) climb.push_back(b *= 1 + 2e-4);
+  const std::vector<double> flat = plateau_lrs(plateau(1, 0.1), std::vector<double>(8, 50.0));
+  EXPECT_LT(flat.back(), 1.0);
+  EXPECT_EQ(plateau_lrs(plateau(1, 0.1), wobble_top1), flat);
+  EXPECT_EQ(plateau_lrs(plateau(1, 0.1, true), wobble_loss), flat);
+  for (double lr : plateau_lrs(plateau(1, 0.1), climb)) EXPECT_EQ(lr, 1.0);
+}
+
+// The decays stop at min_lr: the last one lands on it, and an lr within torch's eps (1e-8) above
+// it is left as it is rather than lowered by a hair.
+TEST(Schedule, PlateauStopsAtMinLr) {
+  LrSchedule s = plateau(0, 0.1);
+  s.min_lr = 0.003;
+  const std::vector<double> lrs = plateau_lrs(s, std::vector<double>(8, 1.0));
+  EXPECT_NEAR(lrs[2], 0.1, 1e-15);
+  EXPECT_NEAR(lrs[3], 0.01, 1e-15);
+  for (size_t e = 4; e < lrs.size(); ++e) EXPECT_EQ(lrs[e], 0.003) << e;
+  s.min_lr = 0.1 - 5e-9;  // the first decay would lower 0.1 by less than eps: none is made
+  const std::vector<double> near = plateau_lrs(s, std::vector<double>(6, 1.0));
+  for (size_t e = 2; e < near.size(); ++e) EXPECT_EQ(near[e], near[2]) << e;
+  EXPECT_NEAR(near[2], 0.1, 1e-15);
+}
+
+// The warmup's lr is its line to lr (no noise), its epochs' metrics are not counted (a wild one
+// changes nothing), and the plateau starts from the line's last value.
+TEST(Schedule, PlateauWarmupThenPlateau) {
+  LrSchedule s = plateau(0, 0.1);
+  s.warmup_t = 3;
+  s.noise_range = {0.0};
+  const std::vector<double> calm = plateau_lrs(s, {1, 1, 1, 5, 5, 4});
+  const std::vector<double> wild = plateau_lrs(s, {100, 0, 100, 5, 5, 4});
+  EXPECT_EQ(calm, wild);
+  for (int e = 0; e < 3; ++e) EXPECT_EQ(calm[e], 1e-3 + e * ((1.0 - 1e-3) / 3)) << e;
+  EXPECT_EQ(s.plateau_start().lr, 1e-3 + 3 * ((1.0 - 1e-3) / 3));
+  EXPECT_EQ(calm[3], s.plateau_start().lr);  // the warmup's end: no noise yet
+  // epoch 3's metric (5) is the first best, epoch 4's equal one is bad: epoch 5 decays, noised
+  const double n4 = s.noise(4), n5 = s.noise(5);
+  ASSERT_NE(n4, 0.0);
+  EXPECT_EQ(calm[4], calm[3] + calm[3] * n4);
+  EXPECT_NEAR(calm[5], 0.1 * calm[3] * (1 + n5), 1e-15);
+}
+
+// torch's cooldown (timm passes 0; the trainer too): after a decay, `cooldown` epochs' bad epochs
+// are not counted, so the next decay comes that much later.
+TEST(Schedule, PlateauCooldownDelaysTheNextDecay) {
+  LrSchedule s = plateau(0, 0.5);
+  const std::vector<double> flat(10, 3.0);
+  const std::vector<double> none = plateau_lrs(s, flat);
+  s.cooldown = 2;
+  const std::vector<double> cooled = plateau_lrs(s, flat);
+  // both decay first at epoch 2 (epoch 1's metric bad); then every epoch, or every third
+  EXPECT_EQ(none[2], 0.5);
+  EXPECT_EQ(none[3], 0.25);
+  EXPECT_EQ(cooled[2], 0.5);
+  EXPECT_EQ(cooled[3], 0.5);
+  EXPECT_EQ(cooled[4], 0.5);
+  EXPECT_EQ(cooled[5], 0.25);
+  EXPECT_EQ(cooled[8], 0.125);
+}
+
+// From the config: mode by what ranks the epochs (top-1, or the train loss without validation),
+// patience_epochs, no cooldown (cooldown_epochs is not the plateau's, as timm), and the run's
+// epochs: epochs + warmup_epochs with warmup_prefix (timm's num_epochs), never cooldown_epochs.
+TEST(Schedule, PlateauFromTheConfigAsTimm) {
+  Config c;
+  c.sched = "plateau";
+  c.lr = 1.0;
+  c.warmup_epochs = 0;
+  c.patience_epochs = 1;
+  c.cooldown_epochs = 3;
+  c.epochs = 5;
+  EXPECT_EQ(run_epochs(c), 5);
+  c.warmup_prefix = true;
+  c.warmup_epochs = 2;
+  EXPECT_EQ(run_epochs(c), 7);
+  c.warmup_prefix = false;
+  c.warmup_epochs = 0;
+  const std::vector<double> falling = {9, 8, 7, 6, 5, 4};
+  RunSchedule by_top1(c, 3);
+  c.val_split = "";
+  RunSchedule by_loss(c, 3);
+  for (size_t e = 0; e < falling.size(); ++e) {
+    by_top1.end_epoch(static_cast<int64_t>(e), falling[e]);
+    by_loss.end_epoch(static_cast<int64_t>(e), falling[e]);
+  }
+  // top-1 falling: bad after the first, 5 bad epochs with patience 1 (cooldown 0): two decays
+  EXPECT_NEAR(by_top1.lr(6, 0, 18), 0.01, 1e-15);
+  EXPECT_EQ(by_top1.plateau()->best, 9);
+  EXPECT_EQ(by_loss.lr(6, 0, 18), 1.0);  // a falling loss improves
+  EXPECT_EQ(by_loss.plateau()->best, 4);
+  // other scheds hold no state and ignore the metric
+  c.sched = "cosine";
+  RunSchedule cosine(c, 3);
+  const double before = cosine.lr(2, 0, 6);
+  cosine.end_epoch(1, 0.0);
+  EXPECT_FALSE(cosine.plateau().has_value());
+  EXPECT_EQ(cosine.lr(2, 0, 6), before);
+}
+
+// A resume: a schedule set to the state after some epochs (the checkpoint's) goes on with the
+// lrs of the one never stopped, where one started afresh would not.
+TEST(Schedule, PlateauStateSetOnAResumeGoesOnAsTheUnstoppedRun) {
+  Config c;
+  c.sched = "plateau";
+  c.lr = 1.0;
+  c.warmup_epochs = 1;
+  c.patience_epochs = 1;
+  c.decay_rate = 0.5;
+  c.lr_noise = {0.4};
+  c.epochs = 10;
+  const std::vector<double> top1 = {10, 20, 21, 21, 21, 30, 30, 30, 30, 30};
+  RunSchedule straight(c, 3), first(c, 3);
+  std::vector<double> want, got;
+  for (int64_t e = 0; e < 10; ++e) {
+    want.push_back(straight.lr(e, 0, e * 3));
+    straight.end_epoch(e, top1[static_cast<size_t>(e)]);
+  }
+  for (int64_t e = 0; e < 5; ++e) first.end_epoch(e, top1[static_cast<size_t>(e)]);
+  RunSchedule resumed(c, 3), afresh(c, 3);
+  resumed.set_plateau(*first.plateau());
+  bool differs = false;
+  for (int64_t e = 5; e < 10; ++e) {
+    EXPECT_EQ(resumed.lr(e, 0, e * 3), want[static_cast<size_t>(e)]) << "epoch " << e;
+    differs = differs || afresh.lr(e, 0, e * 3) != want[static_cast<size_t>(e)];
+    resumed.end_epoch(e, top1[static_cast<size_t>(e)]);
+    afresh.end_epoch(e, top1[static_cast<size_t>(e)]);
+  }
+  EXPECT_TRUE(differs) << "the metrics before the stop must matter for this test";
+  EXPECT_EQ(*resumed.plateau(), *straight.plateau());
+  c.sched = "cosine";
+  RunSchedule cosine(c, 3);
+  EXPECT_THROW(cosine.set_plateau(*first.plateau()), Error);
+}
