@@ -2,6 +2,7 @@
 #include "train/resume_settings.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -23,7 +24,8 @@ const std::set<std::string> kScheduleKeys = {"epochs",          "lr",
                                              "cooldown_epochs", "lr_noise",
                                              "lr_noise_pct",    "lr_noise_std",
                                              "lr_cycle_mul",    "lr_cycle_decay",
-                                             "lr_cycle_limit",  "lr_k_decay"};
+                                             "lr_cycle_limit",  "lr_k_decay",
+                                             "patience_epochs"};
 const std::set<std::string> kSessionKeys = {
     "device", "precision", "wtconv_mode", "workers", "pin_mem", "data_dir", "corrupt_images",
     "validation_batch_size", "log_interval", "checkpoint_hist", "output",
@@ -43,6 +45,7 @@ const std::set<std::string> kSessionKeys = {
 void set_schedule(Config& c, const Config& from) {
   set_schedule_keys(c, schedule_segment(from, 0, 0, "resume"));
   c.cooldown_epochs = from.cooldown_epochs;  // (no segment's: it sets the run's length, no lr)
+  c.patience_epochs = from.patience_epochs;  // (no segment's: plateau's, which cannot change)
   c.lr_base = from.lr_base;
   c.lr_base_size = from.lr_base_size;
   c.lr_base_scale = from.lr_base_scale;
@@ -127,6 +130,33 @@ std::string schedule_note(const Config& recorded, const Config& session, const s
       lr_after, ".", args, recorded_what_ran ? ", and schedule_history what ran before" : "");
 }
 
+// A plateau run's lr comes from its metrics so far, a state its checkpoint keeps for the keys it
+// was counted with: a resume may lengthen or shorten it (epochs), nothing else of its schedule,
+// nor switch to or from plateau (the metrics before it were never counted, or the state would
+// be dropped).
+void check_plateau_unchanged(const Config& recorded, const std::string& recorded_source,
+                             const Config& session) {
+  if (recorded.sched != "plateau" && session.sched != "plateau") return;
+  std::set<std::string> keys = kScheduleKeys;
+  keys.erase("epochs");
+  const std::string changed = differences(recorded, session, keys);
+  if (changed.empty()) return;
+  throw Error(str("resume: ", changed, " (the run's: ", recorded_source,
+                  "): a plateau schedule's lr follows the metrics the run has counted, whose "
+                  "state the checkpoint keeps for the keys it was counted with, so a resume of "
+                  "a run with sched plateau, or to it, may change epochs alone; resume with the "
+                  "run's values"));
+}
+
+// The lr at a position by `cfg`'s schedule, a plateau's from the checkpoint's state.
+double resumed_lr(const Config& cfg, int64_t updates_per_epoch,
+                  const std::optional<PlateauState>& plateau, int64_t epoch, int64_t step,
+                  int64_t updates) {
+  RunSchedule sched(cfg, updates_per_epoch);
+  if (plateau && sched.plateau()) sched.set_plateau(*plateau);
+  return sched.lr(epoch, step, updates);
+}
+
 }  // namespace
 
 std::string record_differences(const Config& a, const Config& b) {
@@ -189,9 +219,11 @@ std::string schedule_differences(const Config& a, const Config& b) {
 
 ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source,
                                 const Config& session, int64_t epoch, int64_t step, int64_t updates,
-                                int64_t updates_per_epoch) {
+                                int64_t updates_per_epoch,
+                                const std::optional<PlateauState>& plateau) {
   // ---- keys that shape the results must not change ----
   check_result_keys(recorded, recorded_source, session);
+  check_plateau_unchanged(recorded, recorded_source, session);
 
   // ---- the schedule: what ran up to the position stays in the history ----
   const std::pair<int64_t, int64_t> pos{epoch, step};
@@ -255,8 +287,8 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   const std::string where = str("epoch ", epoch + 1, " step ", step + 1, " (after ", updates,
                                 updates == 1 ? " update)" : " updates)");
   const std::string sched_changes = differences(recorded, session, kScheduleKeys);
-  const double lr_before = RunSchedule(recorded, updates_per_epoch).lr(epoch, step, updates);
-  const double lr_after = RunSchedule(out.session, updates_per_epoch).lr(epoch, step, updates);
+  const double lr_before = resumed_lr(recorded, updates_per_epoch, plateau, epoch, step, updates);
+  const double lr_after = resumed_lr(out.session, updates_per_epoch, plateau, epoch, step, updates);
   if (!sched_changes.empty() || lr_before != lr_after)
     out.notes.push_back(schedule_note(
         recorded, session, where, sched_changes, changed_keys(recorded, session, kScheduleKeys),

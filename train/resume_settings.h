@@ -4,10 +4,12 @@
 // Keys fall into three kinds:
 //  - the schedule (epochs, lr, sched, warmup_epochs, warmup_lr, min_lr, sched_on_updates,
 //    decay_epochs, decay_milestones, decay_rate, warmup_prefix, cooldown_epochs, lr_noise,
-//    lr_noise_pct, lr_noise_std, lr_cycle_mul, lr_cycle_decay, lr_cycle_limit, lr_k_decay) may
-//    change: the schedule the run used up to the resume position joins schedule_history, args.yaml
-//    gets the new values, and the notes say what changes from which epoch / step / update, with the
-//    learning rate there before and after;
+//    lr_noise_pct, lr_noise_std, lr_cycle_mul, lr_cycle_decay, lr_cycle_limit, lr_k_decay,
+//    patience_epochs) may change: the schedule the run used up to the resume position joins
+//    schedule_history, args.yaml gets the new values, and the notes say what changes from which
+//    epoch / step / update, with the learning rate there before and after; but not for sched
+//    plateau, whose lr follows the metrics counted so far (the checkpoint's PlateauState): a
+//    resume of a plateau run, or to plateau, may change epochs alone;
 //  - keys of the session (device, precision, deterministic, wtconv_mode, workers, pin_mem,
 //  data_dir,
 //    corrupt_images, validation_batch_size, log_interval, checkpoint_hist, output, experiment,
@@ -20,10 +22,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "train/config.h"
+#include "train/schedule.h"
 
 namespace hg::train {
 
@@ -36,9 +40,13 @@ struct ResumeSettings {
 
 /// `recorded`: the run's config, from `recorded_source` (named in messages); the position: `epoch`
 /// epochs done plus `step` micro-batches of the next, `updates` optimizer updates made. A session
-/// schedule_history must be empty or the recorded one. Throws hg::Error for a changed result key.
-ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source, const Config& session,
-                                int64_t epoch, int64_t step, int64_t updates, int64_t updates_per_epoch);
+/// schedule_history must be empty or the recorded one. `plateau`: a plateau run's state in the
+/// checkpoint, for the lr the notes name. Throws hg::Error for a changed result key, and for a
+/// change of a plateau run's schedule keys but epochs (or of sched to or from plateau).
+ResumeSettings reconcile_resume(const Config& recorded, const std::string& recorded_source,
+                                const Config& session, int64_t epoch, int64_t step, int64_t updates,
+                                int64_t updates_per_epoch,
+                                const std::optional<PlateauState>& plateau = std::nullopt);
 
 /// The first check of reconcile_resume, which a resume of a finished run makes too (so that a
 /// config it trains nothing with is not taken unsaid): throws hg::Error naming each key that shapes

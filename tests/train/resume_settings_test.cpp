@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "test_util.h"
@@ -336,4 +338,54 @@ TEST(ResumeSettings, NoResumeOptAndRecoveryIntervalMayChangeStartEpochMayNot) {
                      "start_epoch is from args.yaml)"),
             std::string::npos)
       << msg;
+}
+
+// A plateau run's lr follows the metrics its checkpoint counted, for the keys it counted them
+// with: a resume may lengthen it (epochs, no history entry of another sched), and nothing else of
+// its schedule; nor may a run switch to or from plateau. The lr the note names is the state's.
+TEST(ResumeSettings, APlateauRunMayChangeItsEpochsAlone) {
+  hg::train::Config recorded = smoke();
+  recorded.sched = "plateau";
+  hg::train::Config longer = recorded;
+  longer.epochs = recorded.epochs + 3;
+  hg::train::PlateauState st;
+  st.lr = 1.25e-4;
+  st.best = 40;
+  st.bad_epochs = 2;
+  const hg::train::ResumeSettings r =
+      hg::train::reconcile_resume(recorded, "args.yaml", longer, 2, 0, 6, 3, st);
+  EXPECT_EQ(r.session.epochs, longer.epochs);
+  EXPECT_EQ(r.args.epochs, longer.epochs);
+  for (const hg::train::ScheduleSegment& s : r.session.schedule_history)
+    EXPECT_EQ(s.sched, "plateau");
+  std::string notes;
+  for (const std::string& n : r.notes) notes += n;
+  EXPECT_NE(notes.find("0.000125"), std::string::npos) << notes;  // the state's lr, not lr's
+  for (const auto& [key, change] :
+       std::vector<std::pair<std::string, std::string>>{{"patience_epochs", "--patience-epochs=2"},
+                                                        {"decay_rate", "--decay-rate=0.5"},
+                                                        {"min_lr", "--min-lr=1e-6"},
+                                                        {"lr", "--lr=0.01"}}) {
+    hg::train::Config session = recorded;
+    hg::train::apply_overrides(session, {change});
+    const std::string msg = hg::test::error_of(
+        [&] { hg::train::reconcile_resume(recorded, "args.yaml", session, 2, 0, 6, 3, st); });
+    EXPECT_NE(msg.find(key), std::string::npos) << msg;
+    EXPECT_NE(msg.find("may change epochs alone"), std::string::npos) << msg;
+  }
+  hg::train::Config cosine = recorded;
+  cosine.sched = "cosine";
+  for (const auto& [from, to] : {std::pair(recorded, cosine), std::pair(cosine, recorded)}) {
+    const std::string msg =
+        hg::test::error_of([&] { hg::train::reconcile_resume(from, "args.yaml", to, 2, 0, 6, 3); });
+    EXPECT_NE(msg.find("sched"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("plateau"), std::string::npos) << msg;
+  }
+  // under another sched patience_epochs does nothing: a change of it is taken, adding no history
+  hg::train::Config patient = cosine;
+  patient.patience_epochs = 3;
+  const hg::train::ResumeSettings p =
+      hg::train::reconcile_resume(cosine, "args.yaml", patient, 2, 0, 6, 3);
+  EXPECT_EQ(p.args.patience_epochs, 3);
+  EXPECT_TRUE(p.session.schedule_history.empty());
 }
