@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -96,6 +97,33 @@ void check_checkpoint_format(const std::map<std::string, std::string>& meta,
                 "wrote"));
 }
 
+// A plateau's best metric as JSON: a number, or "inf" / "-inf" before the first counted epoch
+// (torch's mode_worse, which JSON numbers cannot hold).
+nlohmann::json best_to_json(double best) {
+  if (std::isfinite(best)) return best;
+  return best > 0 ? "inf" : "-inf";
+}
+
+// The "plateau" entry of a checkpoint's state, each field checked as the others are: a damaged
+// entry would steer the lr of every epoch after the resume.
+PlateauState plateau_from_json(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object())
+    throw Error(str("checkpoint ", path, ": metadata 'state': plateau is not a JSON object"));
+  const StateFields f(j, path);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  PlateauState st;
+  st.lr = f.number("lr", 0, std::numeric_limits<double>::max(), false);
+  st.bad_epochs = f.integer("bad_epochs", 0);
+  st.cooldown_left = f.integer("cooldown_left", 0);
+  const nlohmann::json& best = j.contains("best") ? j.at("best") : nlohmann::json();
+  if (best == "inf" || best == "-inf")
+    st.best = best == "inf" ? kInf : -kInf;
+  else
+    st.best = f.number("best", -std::numeric_limits<double>::max(),
+                       std::numeric_limits<double>::max(), false);
+  return st;
+}
+
 // The "state" entry of a checkpoint's metadata; nullopt when there is none.
 std::optional<TrainState> state_from_metadata(const std::map<std::string, std::string>& meta, const std::string& path) {
   auto it = meta.find("state");
@@ -136,6 +164,7 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
   s.run = f.text("run");
   s.train_images = f.integer("train_images", 0, int64_t{0});  // absent in older checkpoints
   s.train_classes = f.text("train_classes");
+  if (j.contains("plateau")) s.plateau = plateau_from_json(j.at("plateau"), path);
   return s;
 }
 
@@ -182,6 +211,11 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
   if (!s.run.empty()) state["run"] = s.run;
   if (s.train_images > 0) state["train_images"] = s.train_images;
   if (!s.train_classes.empty()) state["train_classes"] = s.train_classes;
+  if (s.plateau)
+    state["plateau"] = {{"lr", s.plateau->lr},
+                        {"best", best_to_json(s.plateau->best)},
+                        {"bad_epochs", s.plateau->bad_epochs},
+                        {"cooldown_left", s.plateau->cooldown_left}};
   if (s.eval_top1_ema >= 0 || s.eval_loss_ema >= 0) {
     state["eval_top1_ema"] = s.eval_top1_ema;
     state["eval_top5_ema"] = s.eval_top5_ema;

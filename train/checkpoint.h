@@ -1,7 +1,8 @@
 // Training checkpoints: one safetensors file holding the model weights (timm names, loadable by
 // PyTorch as a state_dict), the optimizer state (under "optimizer."), the model EMA's weights when
 // the run keeps one (under "state_dict_ema.", timm's checkpoint key), and in __metadata__ the
-// position in the run (epoch, step, updates), the best metric, the RNG states and the config.
+// position in the run (epoch, step, updates), the best metric, a plateau schedule's state, the RNG
+// states and the config.
 // Written atomically (safetensors::save: temporary file + fsync + rename), so a run killed while
 // saving leaves the previous checkpoint intact and loadable.
 #pragma once
@@ -12,6 +13,7 @@
 
 #include "models/convnext.h"
 #include "train/optimizer.h"
+#include "train/schedule.h"
 
 namespace hg::train {
 
@@ -53,6 +55,9 @@ struct TrainState {
   /// data changed since; 0 and "" in older files.
   int64_t train_images = 0;
   std::string train_classes;
+  /// sched plateau: the schedule's state after the metrics of the epochs before `epoch` (a
+  /// checkpoint closing an epoch holds it after that epoch's metric); nullopt for other scheds.
+  std::optional<PlateauState> plateau;
 };
 
 /// The prefix of the model EMA's tensors in a checkpoint ("state_dict_ema.<timm name>").

@@ -541,7 +541,7 @@ void reconcile_resumed_settings(Session& s) {
   if (!rec.rescaled.empty()) spdlog::info("{}", rec.rescaled);
   const ResumeSettings rs =
       reconcile_resume(rec.config, rec.source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
-                       s.resumed->updates, s.updates_per_epoch);
+                       s.resumed->updates, s.updates_per_epoch, s.resumed->plateau);
   // the configs agree on val_split; the best the checkpoint records must too: a run of synthetic
   // data stored with val_split '' by an older version was evaluated (its summary.csv has eval
   // columns, its best is by top-1), and going on without validation mixed rows of both kinds
@@ -725,9 +725,27 @@ void say_changed_training_data(const Session& s) {
         s.resume_path, names.size());
 }
 
+// sched plateau: the schedule goes on from the metrics the checkpoint's run counted (timm's
+// train.py starts its plateau afresh on a resume: here a resumed run keeps the lrs of one never
+// stopped); a new run's checkpoints record the state from its start.
+void restore_plateau(Session& s) {
+  if (!s.sched->plateau()) return;
+  if (!s.resumed) {
+    s.st.plateau = s.sched->plateau();
+    return;
+  }
+  HG_CHECK(s.st.plateau.has_value(), "resume: ", s.resume_path,
+           " holds no plateau schedule state (best metric, epochs without a new best, lr), "
+           "which a run with sched plateau goes on from: it was not written by a run with sched "
+           "plateau; resume with that run's sched, or start a new run from its weights "
+           "(initial_checkpoint)");
+  s.sched->set_plateau(*s.st.plateau);
+}
+
 // Weights, optimizer state and position of the resumed checkpoint, and the summary rows before it.
 void restore_checkpoint(Session& s) {
   if (!s.resumed) {
+    restore_plateau(s);
     record_training_data(s);
     // start_epoch (timm's --start-epoch): the run starts as if its first epochs had run, its
     // updates counted as timm's num_updates (epoch x updates per epoch): the schedule, the EMA's
@@ -756,6 +774,7 @@ void restore_checkpoint(Session& s) {
   // message names this same file as the one to go on from
   check_finite_weights(*s.model, str("resume: checkpoint ", s.resume_path),
                        "resume from an earlier checkpoint of that run");
+  restore_plateau(s);
   if (dist::is_main()) say_changed_training_data(s);
   record_training_data(s);
   spdlog::info("resumed from {}: {} epoch{} done, continuing {}", s.resume_path, s.st.epoch,
@@ -1455,9 +1474,28 @@ void rotate_history(Session& s, int64_t epoch) {
   }
 }
 
+// The epoch's score handed to the schedule (a plateau counts it; timm's train.py steps its
+// scheduler with it after the summary row), the state kept for the checkpoint, and a decay said.
+void end_schedule_epoch(Session& s, int64_t epoch, const EpochScores& sc) {
+  if (!s.sched->plateau()) return;
+  const bool by_loss = !sc.eval;
+  const double metric = by_loss ? sc.train_loss : sc.eval->rank_top1();
+  const double before = s.sched->plateau()->lr;
+  s.sched->end_epoch(epoch, metric);
+  s.st.plateau = s.sched->plateau();
+  if (s.st.plateau->lr < before && dist::is_main())
+    spdlog::info(
+        "epoch {}: sched plateau: more than patience_epochs {} epochs without a new best {}: lr "
+        "{:.4g} -> {:.4g} from epoch {} on",
+        epoch + 1, s.cfg.patience_epochs,
+        by_loss ? "train loss" : (sc.eval->ema ? "EMA top-1" : "top-1"), before, s.st.plateau->lr,
+        epoch + 2);
+}
+
 // The end of a finished, finitely evaluated epoch: last.safetensors, model_best when it is the
 // best so far, the history, and no stale recovery checkpoint.
 void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
+  end_schedule_epoch(s, epoch, sc);
   TrainState& st = s.st;
   st.epoch = epoch + 1;
   st.step_in_epoch = 0;

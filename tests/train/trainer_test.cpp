@@ -36,6 +36,7 @@
 #include "train/finetune.h"
 #include "train/plot.h"
 #include "train/run_folder.h"
+#include "train/schedule.h"
 #include "train/stop_signal.h"
 #include "train/summary.h"
 #include "train/trainer.h"
@@ -1864,4 +1865,50 @@ TEST_F(TrainerTest, RecoveryIntervalWritesThePositionAndAResumeFromItMatchesTheR
   };
   (void)train::train(two, o2);
   EXPECT_EQ(seen_steps, (std::vector<int64_t>{-1, -1, 2, -1, -1, 2}));
+}
+
+// sched plateau end to end: the summary's lr column follows the epochs' eval top-1 as timm's
+// scheduler does (stepped with each epoch's metric after its row), every checkpoint keeps the
+// plateau's state, and a run stopped after epoch 3 and resumed gives the rows of the run straight
+// through, though its lr decayed before the stop (timm's own resume starts the plateau afresh).
+TEST_F(TrainerTest, PlateauFollowsTheEvalTop1AndSurvivesAResume) {
+  const auto config = [&](const std::string& name) {
+    train::Config c = run_config(name, 6);
+    c.sched = "plateau";
+    c.patience_epochs = 0;
+    c.decay_rate = 0.5;
+    c.lr = 2e-3;
+    return c;
+  };
+  const train::TrainResult ra = train::train(config("straight"), quiet_options());
+  const fs::path straight = ra.run_dir;
+  const auto cols = train::read_csv_columns((straight / "summary.csv").string());
+  const std::vector<double>& top1 = cols.at("eval_top1");
+  const std::vector<double>& lr = cols.at("lr");
+  ASSERT_EQ(lr.size(), 6u);
+  // the lrs a plateau schedule gives for these top-1s (its rules: schedule_test)
+  train::RunSchedule want(config("straight"), 3);
+  for (int64_t e = 0; e < 6; ++e) {
+    const size_t i = static_cast<size_t>(e);
+    EXPECT_NEAR(lr[i], want.lr(e, 0, e * 3), 1e-7 * lr[i]) << "epoch " << e + 1;
+    want.end_epoch(e, top1[i]);
+  }
+  ASSERT_LT(lr[3], lr[1]) << "the run this test needs: a decay before its stop after epoch 3";
+  const std::optional<train::TrainState> end =
+      train::read_train_state((straight / "last.safetensors").string());
+  ASSERT_TRUE(end && end->plateau);
+  EXPECT_EQ(end->plateau->lr, want.plateau()->lr);
+  EXPECT_EQ(end->plateau->bad_epochs, want.plateau()->bad_epochs);
+
+  const train::Config b = config("resumed");
+  const train::TrainResult rb1 = train::train(b, stopped_after(3));
+  const fs::path dir = rb1.run_dir;
+  const std::optional<train::TrainState> stop =
+      train::read_train_state((dir / "last.safetensors").string());
+  ASSERT_TRUE(stop && stop->plateau);
+  EXPECT_LT(stop->plateau->lr, lr[1]);  // the decay the checkpoint must carry
+  const train::TrainResult rb2 = resume_last(b, dir, 6);
+  EXPECT_EQ(rb2.run_dir, rb1.run_dir);
+  EXPECT_EQ(deterministic_columns(lines(straight / "summary.csv")),
+            deterministic_columns(lines(dir / "summary.csv")));
 }
