@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """timm <-> haargrad learning-rate schedules: the same keys give the same lr, update by update.
 
-For each case (a sched with its keys: step, multistep, poly, tanh, cosine; warmup, warmup_prefix,
-cooldown_epochs; lr cycles, k-decay and noise; stepped per epoch or per update; grad_accum_steps; a
-run stopped and resumed),
+For each case (a sched with its keys: step, multistep, poly, tanh, cosine, plateau; warmup,
+warmup_prefix, cooldown_epochs; lr cycles, k-decay and noise; stepped per epoch or per update;
+grad_accum_steps; a run stopped and resumed),
 `haargrad train configs/smoke.yaml` runs on the
 CPU (a tiny model on synthetic data, 3 micro-batches an epoch: 3 updates, or fewer with
 grad_accum_steps; a log line per update), and timm's
 create_scheduler_v2 builds the scheduler of the same keys, stepped as timm's train.py steps it
-(step_update after every update, step(epoch + 1) after the epoch's summary row). Compared:
+(step_update after every update, step(epoch + 1) after the epoch's summary row; for plateau
+step(epoch + 1, metric) with the metric haargrad's summary.csv records for the epoch: eval_top1,
+or train_loss for a case without validation, as timm's train.py hands its scheduler eval top-1 or,
+without an eval loader, the train loss). Compared:
   * the number of epochs the run trains (timm's num_epochs);
   * the lr of every update (haargrad's log lines, printed to 3 significant digits);
   * summary.csv's lr column (8 significant digits) against the lr timm's train.py writes there.
@@ -102,6 +105,22 @@ CASES = {
                             decay_rate=0.5, lr_noise=[0.2, 0.8], lr_noise_std=2.0, seed=7),
     "tanh_noise_cycles_resumed": dict(sched="tanh", epochs=2, warmup_epochs=1, lr_cycle_limit=2,
                                       lr_noise=[0.5], resume_after=2),
+    # plateau: decays after more than patience_epochs epochs without a new best of the epoch's
+    # metric (max mode on eval top-1; min mode on the train loss without validation); its warmup
+    # (whose metrics are not counted), noise after the warmup, warmup_prefix adding to the run,
+    # cooldown_epochs ignored; resumed after a decay (haargrad's checkpoint keeps the plateau's
+    # state, so its lrs are those of timm's run straight through)
+    "plateau_top1": dict(sched="plateau", epochs=7, warmup_epochs=1, patience_epochs=0, decay_rate=0.5,
+                         lr=3e-3),
+    "plateau_top1_patience": dict(sched="plateau", epochs=8, warmup_epochs=2, patience_epochs=1,
+                                  decay_rate=0.3, min_lr=2e-4, lr=3e-3),
+    "plateau_loss_no_val": dict(sched="plateau", epochs=7, warmup_epochs=0, patience_epochs=0,
+                                decay_rate=0.5, lr=0.05, val_split=""),
+    "plateau_noise_prefix_cooldown": dict(sched="plateau", epochs=5, warmup_epochs=2, warmup_prefix=True,
+                                          cooldown_epochs=2, patience_epochs=0, decay_rate=0.5,
+                                          lr_noise=[0.4], seed=9, lr=3e-3),
+    "plateau_resumed": dict(sched="plateau", epochs=7, warmup_epochs=1, patience_epochs=0, decay_rate=0.5,
+                            lr=3e-3, resume_after=4),
 }
 SMOKE = dict(lr=1e-3, warmup_lr=1e-5, min_lr=1e-5, seed=0)
 
@@ -136,16 +155,24 @@ def run_haargrad(exe, name, keys, out_dir):
         used += [float(m.group(1)) for m in re.finditer(
             r"epoch \d+/\d+ step \d+/\d+ loss \S+ lr (\S+)", p.stdout + p.stderr)]
     with open(os.path.join(out_dir, name, "summary.csv")) as f:
-        summary = [float(row["lr"]) for row in csv.DictReader(f)]
-    return used, summary
+        rows = list(csv.DictReader(f))
+    summary = [float(row["lr"]) for row in rows]
+    # the metric timm's train.py would step a plateau with: eval top-1, or the train loss without
+    # validation (haargrad's summary has no eval columns then)
+    metric = "train_loss" if keys.get("val_split") == "" else "eval_top1"
+    metrics = [float(row[metric]) for row in rows]
+    return used, summary, metrics
 
 
-def run_timm(keys):
+def run_timm(keys, metrics):
+    import warnings
+    warnings.filterwarnings("ignore", category=FutureWarning)  # timm deprecates its plateau
     import torch
     from timm.scheduler import create_scheduler_v2
 
     k = dict(SMOKE, **keys)
-    k.pop("resume_after", None)  # timm's schedule is a function of the position alone
+    k.pop("resume_after", None)  # timm's schedule is a function of the position (plateau: and of
+    # the metrics, haargrad's, fed in the same order: its resumed run keeps the plateau's state)
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=k["lr"])
     on_updates = k.get("sched_on_updates", False)
     # train.py's defaults for the keys a case leaves out (its argparse), as haargrad's config has them
@@ -159,6 +186,9 @@ def run_timm(keys):
         noise_pct=k.get("lr_noise_pct", 0.67), noise_std=k.get("lr_noise_std", 1.0), noise_seed=k["seed"],
         cycle_mul=k.get("lr_cycle_mul", 1.0), cycle_decay=k.get("lr_cycle_decay", 0.5),
         cycle_limit=k.get("lr_cycle_limit", 1), k_decay=k.get("lr_k_decay", 1.0),
+        patience_epochs=k.get("patience_epochs", 10),
+        # train.py: eval_metric top1 with an eval loader, else 'loss' (decreasing)
+        plateau_mode="min" if k.get("val_split") == "" else "max",
         step_on_epochs=not on_updates, updates_per_epoch=updates_per_epoch(keys))
     used, summary = [], []
     updates = 0
@@ -168,7 +198,10 @@ def run_timm(keys):
             updates += 1
             sched.step_update(num_updates=updates)
         summary.append(opt.param_groups[0]["lr"])  # update_summary, then lr_scheduler.step
-        sched.step(epoch + 1)
+        if k["sched"] == "plateau":
+            sched.step(epoch + 1, metrics[epoch] if epoch < len(metrics) else None)
+        else:
+            sched.step(epoch + 1)
     return used, summary
 
 
@@ -185,8 +218,8 @@ def main():
     width = max(len(name) for name in CASES)
     with tempfile.TemporaryDirectory() as tmp:
         for name, keys in CASES.items():
-            h_used, h_summary = run_haargrad(args.haargrad, name, keys, tmp)
-            t_used, t_summary = run_timm(keys)
+            h_used, h_summary, h_metrics = run_haargrad(args.haargrad, name, keys, tmp)
+            t_used, t_summary = run_timm(keys, h_metrics)
             problems = []
             if len(h_summary) != len(t_summary):
                 problems.append(f"epochs: haargrad {len(h_summary)}, timm {len(t_summary)}")
