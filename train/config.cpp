@@ -500,9 +500,9 @@ std::string timm_spelling(const std::string& key) {
        "timm's --val-interval (default 1) is how haargrad runs: it evaluates after "
        "every epoch (val_split '' trains without validation); leave it out"},
       {"eval_metric",
-       "timm's --eval-metric (default top1) is how haargrad ranks checkpoints (the "
-       "EMA's top-1 with a model EMA; the train loss without validation, val_split ''); leave "
-       "it out"},
+       "timm's --eval-metric (default top1) is how haargrad ranks checkpoints and steps sched "
+       "plateau (the EMA's top-1 with a model EMA; the train loss without validation, "
+       "val_split ''); leave it out"},
       {"clip_mode",
        "timm's --clip-mode (default norm) is how clip_grad clips (the global "
        "gradient norm); leave it out"},

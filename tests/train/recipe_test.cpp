@@ -190,6 +190,7 @@ TEST(Recipe, EveryKeyHasTheCodePathThatConsumesIt) {
       {"decay_rate", "train/config.cpp"},
       {"warmup_prefix", "train/config.cpp"},
       {"cooldown_epochs", "train/schedule.cpp"},  // run_epochs, which the trainer runs
+      {"patience_epochs", "train/schedule.cpp"},  // the plateau of RunSchedule
       {"lr_noise", "train/config.cpp"},
       {"lr_noise_pct", "train/config.cpp"},
       {"lr_noise_std", "train/config.cpp"},
