@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Forty-eighth session, one call for the tree at the session's start (01fd150: the forty-seventh
+# Forty-eighth session, one call for the tree (the forty-seventh
 # session's host-code commits after 9644552 were never run on a GPU, and its figures came from an
 # H100): its GPU tests, a graphed run with the head's dropout and no layer scale, the main job on
 # the GPU (issue 10: Fashion-MNIST bf16 >= 90% top-1), a run with timm's step schedule, the timm
-# round trip and schedule check (33 cases), the config's breakdown, then final_call (bench-layer
+# round trip and schedule check (38 cases), a plateau run, the config's breakdown, then
+# final_call (bench-layer
 # bf16 / fp32, both models in fp32, tf32, bf16, timm's peer bench): the closing note's figures.
 # Pack: build the tree, dev/labbin-pack.sh; mkdir -p .fmnist && cp
 # /usr/share/datasets/fashion-mnist/*.gz .fmnist/; carry ["build/labpack", ".golden", ".fmnist"].
@@ -29,6 +30,13 @@ echo "== sched step (rc $?)"
 grep -E "done:|best_|error|warn" $OUT/step.log | cut -c1-220
 cat /tmp/runs/step/summary.csv | tee $OUT/step_summary.csv
 el step
+timeout 100 $L/hg_new train configs/fashion_mnist.yaml $F --precision bf16 --experiment plateau \
+  --sched plateau --patience-epochs 0 --decay-rate 0.5 --warmup-epochs 0 --epochs 4 \
+  > $OUT/plateau.log 2>&1
+echo "== sched plateau, patience 0 (rc $?)"
+grep -E "plateau|done:|error|warn" $OUT/plateau.log | cut -c1-220
+cat /tmp/runs/plateau/summary.csv | tee $OUT/plateau_summary.csv
+el plateau
 timeout 300 python3 scripts/timm-check.py --haargrad $L/hg_new --out $OUT/timm-check.json \
   > $OUT/timm-check.txt 2>&1
 echo "== timm-check (rc $?)"
