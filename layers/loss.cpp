@@ -125,14 +125,16 @@ int64_t correct_topk(const Tensor& logits, const Tensor& labels, int64_t k) {
     HG_CHECK(label >= 0 && label < K, "correct_topk: label ", label, " of sample ", i,
              " out of range [0, ", K, ")");
     const double target = z[static_cast<size_t>(i * K + label)];
-    int64_t larger = 0;  // rank of the label's logit: how many logits beat it
+    // rank of the label's logit: how many logits come before it, a tie going to the lower index
+    // (a tie in its favour gave a model of equal logits 100% top-1, best for good)
+    int64_t before = 0;
     bool finite = true;  // NaN compares false with everything: without this a NaN row ranks first
     for (int64_t j = 0; j < K; ++j) {
       const double v = z[static_cast<size_t>(i * K + j)];
-      larger += v > target;
+      before += v > target || (v == target && j < label);
       finite = finite && std::isfinite(v);
     }
-    correct += finite && larger < k;
+    correct += finite && before < k;
   }
   return correct;
 }

@@ -15,15 +15,19 @@ void cross_entropy_forward(const T* logits, const int64_t* labels, T* lse, T* lo
     const T* z = logits + i * K;
     double mx = z[0];
     for (int64_t j = 1; j < K; ++j) mx = std::max(mx, static_cast<double>(z[j]));
-    double se = 0, sz = 0;
+    double se = 0, sd = 0;  // sd: sum of z - mx
     for (int64_t j = 0; j < K; ++j) {
-      se += std::exp(z[j] - mx);
-      sz += z[j];
+      const double d = static_cast<double>(z[j]) - mx;
+      se += std::exp(d);
+      sd += d;
     }
-    const double l = mx + std::log(se);
-    lse[i] = static_cast<T>(l);
-    // (1-s) * (lse - z_y) + (s/K) * sum_j (lse - z_j)
-    total += (1.0 - smoothing) * (l - z[labels[i]]) + smoothing * (l - sz / static_cast<double>(K));
+    const double log_se = std::log(se);
+    lse[i] = static_cast<T>(mx + log_se);
+    // (1-s) * (lse - z_y) + (s/K) * sum_j (lse - z_j), each lse - z_j as (mx - z_j) + log_se:
+    // with logits far from 0 (|z| ~ 1e17 in double) mx + log_se loses log_se, and lse - z_y came
+    // out 0 where torch's log_softmax gives log K
+    total += (1.0 - smoothing) * ((mx - static_cast<double>(z[labels[i]])) + log_se) +
+             smoothing * (log_se - sd / static_cast<double>(K));
   }
   loss[0] = static_cast<T>(total / static_cast<double>(N));
 }
@@ -53,10 +57,10 @@ void soft_cross_entropy_forward(const T* logits, const T* targets, T* lse, T* lo
     for (int64_t j = 1; j < K; ++j) mx = std::max(mx, static_cast<double>(z[j]));
     double se = 0;
     for (int64_t j = 0; j < K; ++j) se += std::exp(z[j] - mx);
-    const double l = mx + std::log(se);
-    lse[i] = static_cast<T>(l);
-    for (int64_t j = 0; j < K; ++j)
-      total += static_cast<double>(t[j]) * (l - static_cast<double>(z[j]));
+    const double log_se = std::log(se);
+    lse[i] = static_cast<T>(mx + log_se);
+    for (int64_t j = 0; j < K; ++j)  // lse - z_j as (mx - z_j) + log_se, as above
+      total += static_cast<double>(t[j]) * ((mx - static_cast<double>(z[j])) + log_se);
   }
   loss[0] = static_cast<T>(total / static_cast<double>(N));
 }

@@ -35,22 +35,24 @@ __global__ void forward_rows(const T* logits, const int64_t* labels, float* lse,
   float mx = -INFINITY;
   for (int64_t j = lane; j < K; j += 32) mx = fmaxf(mx, static_cast<float>(z[j]));
   mx = warp_max(mx);
-  float se = 0, sz = 0;
+  float se = 0, sd = 0;  // sd: sum of z - mx
   for (int64_t j = lane; j < K; j += 32) {
-    const float v = static_cast<float>(z[j]);
-    se += expf(v - mx);
-    sz += v;
+    const float d = static_cast<float>(z[j]) - mx;
+    se += expf(d);
+    sd += d;
   }
   se = warp_sum(se);
-  sz = warp_sum(sz);
+  sd = warp_sum(sd);
   if (lane == 0) {
-    const float l = mx + logf(se);
-    lse[i] = l;
+    const float log_se = logf(se);
+    lse[i] = mx + log_se;
     const int64_t y = labels[i];
+    // lse - z_j as (mx - z_j) + log_se: with logits far from 0 (|z| ~ 1e8 and more) lse's float
+    // cannot hold log_se beside mx, and lse - z_y came out 0 where torch's log_softmax gives log K
     row_loss[i] = (y < 0 || y >= K)
                       ? NAN  // bad label: poison the loss instead of reading out of bounds
-                      : (1.0f - smoothing) * (l - static_cast<float>(z[y])) +
-                            smoothing * (l - sz / static_cast<float>(K));
+                      : (1.0f - smoothing) * ((mx - static_cast<float>(z[y])) + log_se) +
+                            smoothing * (log_se - sd / static_cast<float>(K));
   }
 }
 
@@ -93,19 +95,20 @@ __global__ void soft_forward_rows(const float* logits, const float* targets, flo
   float mx = -INFINITY;
   for (int64_t j = lane; j < K; j += 32) mx = fmaxf(mx, z[j]);
   mx = warp_max(mx);
-  float se = 0, st = 0, stz = 0;
+  float se = 0, st = 0, tzd = 0;  // tzd: sum of t_j (z_j - mx)
   for (int64_t j = lane; j < K; j += 32) {
-    se += expf(z[j] - mx);
+    const float d = z[j] - mx;
+    se += expf(d);
     st += t[j];
-    stz += t[j] * z[j];
+    tzd += t[j] * d;
   }
   se = warp_sum(se);
   st = warp_sum(st);
-  stz = warp_sum(stz);
+  tzd = warp_sum(tzd);
   if (lane == 0) {
-    const float l = mx + logf(se);
-    lse[i] = l;
-    row_loss[i] = l * st - stz;
+    const float log_se = logf(se);
+    lse[i] = mx + log_se;
+    row_loss[i] = log_se * st - tzd;  // sum_j t_j (lse - z_j), shifted by mx as forward_rows
   }
 }
 

@@ -12,6 +12,17 @@
 
 using namespace hg;
 
+// Equal logits far from 0 (f32 1e30): log K, as the CPU (loss_test.cpp's
+// LogitsFarFromZeroKeepTheLogTerm): the loss was 0 when lse - z_y lost the log term.
+TEST(GpuCrossEntropy, LogitsFarFromZeroKeepTheLogTerm) {
+  HG_REQUIRE_GPU();
+  const Tensor z = Tensor::full({3, 1000}, -1e30, DType::f32, Device::cuda);
+  const Tensor y = Tensor::from_vector<int64_t>({3}, {0, 999, 500}).to(Device::cuda);
+  for (double s : {0.0, 0.1}) EXPECT_NEAR(cross_entropy(z, y, s).item(), std::log(1000.0), 1e-5);
+  const Tensor t = Tensor::full({3, 1000}, 1e-3, DType::f32, Device::cuda);
+  EXPECT_NEAR(soft_target_cross_entropy(z, t).item(), std::log(1000.0), 1e-5);
+}
+
 TEST(GpuCrossEntropy, BadLabelGivesNaNNotACrash) {
   HG_REQUIRE_GPU();
   Tensor z = test::random({4, 5}, 4, DType::f32).to(Device::cuda);

@@ -59,6 +59,27 @@ TEST(CrossEntropy, StableForLargeLogits) {
   EXPECT_NEAR(loss, expected_ce(shifted, y, 0.0), 1e-9);  // softmax is shift-invariant
 }
 
+// Logits far from 0 (a head bias of 1e30, a diverging run): lse = mx + log(sum) cannot hold the
+// log term beside mx, and lse - z_y gave a loss of 0 (top-1 100% beside it) where torch's
+// log_softmax gives log K for equal logits. Each lse - z_j is now (mx - z_j) + log(sum).
+TEST(CrossEntropy, LogitsFarFromZeroKeepTheLogTerm) {
+  const int64_t N = 3, K = 4;
+  const Tensor y = random_labels(N, K, 7);
+  const Tensor soft = Tensor::full({N, K}, 0.25, DType::f64);  // mass 1
+  for (const auto& [dtype, offset] : {std::pair{DType::f64, 1e20}, std::pair{DType::f32, 1e30},
+                                      std::pair{DType::f64, -1e30}, std::pair{DType::f32, -1e9}}) {
+    const Tensor z = Tensor::full({N, K}, offset, dtype);
+    for (double s : {0.0, 0.1})
+      EXPECT_NEAR(cross_entropy(z, y, s).item(), std::log(4.0), 1e-6) << offset << " " << s;
+    EXPECT_NEAR(soft_target_cross_entropy(z, soft.to(dtype)).item(), std::log(4.0), 1e-6) << offset;
+  }
+  // one logit far above the rest: the loss is the gap for the others' labels, ~0 for its own
+  const Tensor z =
+      Tensor::from_vector<double>({2, 3}, {1e17 + 4096, 1e17, 1e17, 1e17 + 4096, 1e17, 1e17});
+  const Tensor y2 = Tensor::from_vector<int64_t>({2}, {0, 1});
+  EXPECT_NEAR(cross_entropy(z, y2).item(), 4096.0 / 2, 1e-6);
+}
+
 TEST(CrossEntropy, Errors) {
   Tensor z = test::random({3, 4}, 7);
   EXPECT_THROW(cross_entropy(z, Tensor::from_vector<int64_t>({3}, {0, 4, 1})), Error);   // label == K
@@ -94,6 +115,18 @@ TEST(Accuracy, TopKMatchesSortedRanks) {
     EXPECT_DOUBLE_EQ(accuracy_topk(z, y, k), static_cast<double>(want) / N) << k;
   }
   EXPECT_EQ(correct_topk(z, y, K), N);
+  // equal logits rank by index, the lower first: a model of equal logits scores the share of
+  // label 0 in top-1 (it scored 100%: ties went to the label), of labels 0-2 in top-3
+  const Tensor flat = Tensor::full({4, 5}, 1.5, DType::f32);
+  const Tensor labels = Tensor::from_vector<int64_t>({4}, {0, 1, 2, 4});
+  EXPECT_EQ(correct_topk(flat, labels, 1), 1);
+  EXPECT_EQ(correct_topk(flat, labels, 3), 3);
+  EXPECT_EQ(correct_topk(flat, labels, 5), 4);
+  // a tie below a larger logit: label 3 ties with 1 behind 0's larger logit
+  const Tensor tie = Tensor::from_vector<double>({1, 4}, {9, 2, 0, 2});
+  EXPECT_EQ(correct_topk(tie, Tensor::from_vector<int64_t>({1}, {3}), 2), 0);
+  EXPECT_EQ(correct_topk(tie, Tensor::from_vector<int64_t>({1}, {3}), 3), 1);
+  EXPECT_EQ(correct_topk(tie, Tensor::from_vector<int64_t>({1}, {1}), 2), 1);
   EXPECT_THROW(correct_topk(z, y, 0), Error);
   EXPECT_THROW(correct_topk(z, y, K + 1), Error);
 }
