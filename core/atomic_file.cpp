@@ -107,6 +107,8 @@ std::string written_file(const std::string& path) {
 class TempFile {
  public:
   explicit TempFile(const std::string& target) : target_(written_file(target)) {
+    struct stat before {};
+    existed_ = ::lstat(target_.c_str(), &before) == 0;
     // beside the file written, not beside a link to it: a rename cannot cross file systems, and a
     // link to a file on another one (a shared results folder) failed "Invalid cross-device link"
     tmp_ = temp_path(target_);
@@ -123,8 +125,7 @@ class TempFile {
         throw Error(str("cannot write '", target_, "': its folder '", folder_of(target_),
                         "' does not exist (deleted or moved away?)"));
       throw Error(str("cannot write '", target_, "': ", sys_error(err),
-                      " (creating the temporary file '", tmp_, "' failed); '", target_,
-                      "' is unchanged"));
+                      " (creating the temporary file '", tmp_, "' failed); ", outcome()));
     }
     // the file it replaces keeps its permissions (a private 0600 file must not become 0644)
     struct stat old {};
@@ -135,7 +136,7 @@ class TempFile {
       ::unlink(tmp_.c_str());
       throw Error(str("cannot write '", target_, "': ", sys_error(err),
                       " (giving the temporary file '", tmp_, "' the permissions of '", target_,
-                      "'); '", target_, "' is unchanged"));
+                      "'); ", outcome()));
     }
   }
   ~TempFile() {
@@ -177,9 +178,14 @@ class TempFile {
 
  private:
   [[noreturn]] void fail(const std::string& why) {
-    throw Error(str("cannot write '", target_, "': ", why, "; '", target_, "' is unchanged"));
+    throw Error(str("cannot write '", target_, "': ", why, "; ", outcome()));
+  }
+  // what a failed write left: the file as it was, or none (a new file's message said "unchanged")
+  std::string outcome() const {
+    return existed_ ? str("'", target_, "' is unchanged") : str("'", target_, "' was not created");
   }
   std::string target_, tmp_;
+  bool existed_ = false;  // the target was there before (a file, or a link to replace)
   int fd_ = -1;
   uint64_t written_ = 0;
   bool committed_ = false;

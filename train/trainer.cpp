@@ -272,13 +272,15 @@ void open_run_folder(Session& s) {
       }
       run_dir = claim_run_folder(out_root, name, &s.created);
       s.claimed = true;
-      // a resume's args.yaml waits for its first checkpoint (write_pending_args)
-      if (s.resume_path.empty())
-        io::write_file_atomic((run_dir / "args.yaml").string(), to_yaml(s.cfg));
     }
     run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
   }
-  s.paths = RunPaths(run_dir);  // before the lock: a failure there gives a claimed folder back
+  // before args.yaml and the lock: a failure there gives a claimed folder back (args.yaml first
+  // left a folder of its marker alone when the disk was full, and the next run took NAME-2)
+  s.paths = RunPaths(run_dir);
+  // a resume's args.yaml waits for its first checkpoint (write_pending_args)
+  if (dist::is_main() && s.claimed && s.resume_path.empty())
+    io::write_file_atomic(s.paths.args.string(), to_yaml(s.cfg));
   if (dist::is_main()) {
     s.folder_lock = RunFolderLock(run_dir);
     s.run_id = run_marker_id(run_dir);  // recorded in every checkpoint this session writes

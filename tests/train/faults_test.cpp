@@ -671,6 +671,24 @@ TEST_F(Faults, DiskFullAtTheSecondSaveKeepsSummaryAndArgs) {
   EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 2);
 }
 
+// A new run whose args.yaml cannot be written (a full disk): the folder kept its run.json alone and
+// the next run took NAME-2; the message said args.yaml "is unchanged", a file that never was. The
+// folder is given back as for any failure before the first step.
+TEST_F(Faults, ARunWhoseArgsYamlCannotBeWrittenGivesItsFolderBack) {
+  train::Config c = smoke("no_args", 1);
+  const fs::path dir = root_ / "no_args";
+  std::string msg;
+  {
+    FileSizeLimit full(256);  // room for the run's marker, not for args.yaml (~3 KiB)
+    msg = error_of([&] { train::train(c, quiet_); });
+  }
+  EXPECT_CONTAINS(msg, "cannot write '" + (dir / "args.yaml").string() + "': File too large");
+  EXPECT_CONTAINS(msg, "'" + (dir / "args.yaml").string() + "' was not created");
+  EXPECT_EQ(msg.find("unchanged"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir)) << "the claimed folder must be given back";
+  EXPECT_EQ(train::train(c, quiet_).run_dir, dir.string());  // the next run takes the name
+}
+
 // log.txt that cannot grow (a full disk) while the checkpoints still fit: the run trained and saved
 // its epoch, each log line failure was a warning, and then the program's last line (appended after
 // training) failed the command with exit status 1, as if nothing were saved. It is a warning too.
