@@ -289,9 +289,9 @@ const std::vector<Field>& table() {
        "layer per block, head last (timm); null = off"},
       {"momentum", &Config::momentum, half_open(0, 1), "momentum of opt sgd and opt momentum"},
       {"opt_eps", &Config::opt_eps, at_least(0),
-       "eps of opt adamw (timm's --opt-eps); null = torch's 1e-8"},
-      {"opt_betas", &Config::opt_betas, half_open(0, 1).len(0, 2),
-       "[beta1, beta2] of opt adamw (timm's --opt-betas); null or [] = torch's [0.9, 0.999]"},
+       "eps of opt adamw (timm's --opt-eps; null = torch's 1e-8)"},
+      {"opt_betas", &Config::opt_betas, half_open(0, 1).len(2, 2),
+       "[beta1, beta2] of opt adamw (timm's --opt-betas; null = torch's [0.9, 0.999])"},
       {"clip_grad", &Config::clip_grad, above(0),
        "clip the global gradient norm to this; null = off"},
       {"sched", &Config::sched,
@@ -1048,13 +1048,14 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
 
 // Keys that timm's train.py leaves None (or '') to mean "the model's" or "the dataset's" (taken
 // from the pretrained config or the dataset), "off" (drop_path, cutmix_minmax, lr_noise) or "the
-// optimizer's" (opt_betas): its
+// optimizer's" (opt_betas, opt_eps): its
 // args.yaml holds them so. Each takes haargrad's default there, which is timm's ConvNeXt value
 // (crop_pct excepted: README).
 bool timm_default_key(const std::string& key) {
   static const std::set<std::string> keys = {
-      "img_size",      "num_classes", "in_chans",  "crop_pct",      "mean",     "std",
-      "interpolation", "dataset",     "drop_path", "cutmix_minmax", "lr_noise", "opt_betas"};
+      "img_size", "num_classes",   "in_chans", "crop_pct",  "mean",
+      "std",      "interpolation", "dataset",  "drop_path", "cutmix_minmax",
+      "lr_noise", "opt_betas",     "opt_eps"};
   return keys.count(key) != 0;
 }
 
@@ -1266,14 +1267,14 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
                   " is SGD with Nesterov momentum (timm), which needs momentum > 0; opt "
                   "momentum with momentum 0 is plain SGD"));
   // timm drops eps and betas silently for an optimizer without them (SGD): refused here, since
-  // a value that changes nothing is a mistake the run would otherwise hide
-  if (c.opt != "adamw" && (c.opt_eps || !c.opt_betas.empty()))
-    pair_fail(c.opt_eps ? "opt_eps" : "opt_betas", "opt",
-              str(c.opt_eps ? "opt_eps" : "opt_betas", " is AdamW's, and opt ", c.opt,
+  // a value that changes nothing is a mistake the run would otherwise hide (torch's defaults,
+  // which every config holds, are no such value)
+  const Config torch_adam;
+  const bool eps_set = c.opt_eps != torch_adam.opt_eps;
+  if (c.opt != "adamw" && (eps_set || c.opt_betas != torch_adam.opt_betas))
+    pair_fail(eps_set ? "opt_eps" : "opt_betas", "opt",
+              str(eps_set ? "opt_eps" : "opt_betas", " is AdamW's, and opt ", c.opt,
                   " has none (timm ignores it): leave it null, or set opt: adamw"));
-  if (c.opt_betas.size() == 1)
-    fail("opt_betas", location(locs, "opt_betas"),
-         str("expected null, [] or [beta1, beta2], got one number (", c.opt_betas[0], ")"));
   if (c.device == "cpu" && c.decode != "cpu")
     pair_fail("decode", "device",
               str("decode: ", c.decode,

@@ -124,8 +124,9 @@ struct Config {
   /// layer-wise lr decay (train/layer_decay.h): lr x layer_decay^(last layer - layer); null = off
   std::optional<double> layer_decay;
   double momentum = 0.9;                         ///< sgd momentum
-  std::optional<double> opt_eps;                 ///< AdamW's eps; null = torch's 1e-8
-  std::vector<double> opt_betas = {};            ///< AdamW's [beta1, beta2]; [] = (0.9, 0.999)
+  /// AdamW's eps and [beta1, beta2], torch's defaults (timm's None, null here, takes them)
+  double opt_eps = 1e-8;
+  std::vector<double> opt_betas = {0.9, 0.999};
   std::optional<double> clip_grad;               ///< global-norm clip; null = off
   /// "cosine" | "tanh" | "poly" | "step" | "multistep" | "plateau" | "none" (train/schedule.h)
   std::string sched = "cosine";

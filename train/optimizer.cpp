@@ -359,13 +359,9 @@ void SGD::load_state_dict(const std::map<std::string, Tensor>& tensors, const st
 }
 
 AdamSettings adam_settings(const Config& cfg) {
-  AdamSettings adam;
-  if (cfg.opt_eps) adam.eps = *cfg.opt_eps;
-  if (cfg.opt_betas.size() == 2) {  // validated: [] or [beta1, beta2]
-    adam.beta1 = cfg.opt_betas[0];
-    adam.beta2 = cfg.opt_betas[1];
-  }
-  return adam;
+  HG_CHECK(cfg.opt_betas.size() == 2, "opt_betas: expected [beta1, beta2], got ",
+           cfg.opt_betas.size(), " numbers");
+  return AdamSettings{cfg.opt_betas[0], cfg.opt_betas[1], cfg.opt_eps};
 }
 
 // ---- by name -----------------------------------------------------------------------------------

@@ -187,7 +187,8 @@ struct AdamSettings {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
-/// `cfg`'s opt_betas and opt_eps, each torch's default where unset (null / []).
+/// `cfg`'s opt_betas and opt_eps (torch's defaults unless set). Throws hg::Error unless opt_betas
+/// holds two numbers (validate() checks that).
 AdamSettings adam_settings(const Config& cfg);
 
 /// The optimizer of timm's name `name`: "adamw" (AdamW with `adam`'s betas and eps), "sgd" or
