@@ -77,7 +77,10 @@ RandAugmentSpec parse_rand_augment(const std::string& spec) {
                       "' (expected m, n, p, mstd, mmax or inc followed by a number)"));
     }
   }
-  HG_CHECK(s.num_layers >= 0, "RandAugment spec '", spec, "': n must be >= 0");
+  // an upper bound too: n is ops per image, drawn with replacement (timm's recipes use 2-4), and
+  // rand-m9-n100000000 held a worker in one image for hours, where no stop signal reaches
+  HG_CHECK(s.num_layers >= 0 && s.num_layers <= kMaxRandAugmentOps, "RandAugment spec '", spec,
+           "': n (ops per image) must be in [0, ", kMaxRandAugmentOps, "], got ", s.num_layers);
   HG_CHECK(s.prob >= 0 && s.prob <= 1, "RandAugment spec '", spec, "': p must be in [0, 1], got ",
            s.prob);
   HG_CHECK(s.magnitude >= 0 && s.magnitude_max >= 0, "RandAugment spec '", spec,

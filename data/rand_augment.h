@@ -27,16 +27,20 @@
 
 namespace hg::data {
 
+/// The most ops per image a spec may ask for (timm sets no bound; its recipes use 2-4).
+constexpr int64_t kMaxRandAugmentOps = 100;
+
 struct RandAugmentSpec {
   double magnitude = 10;      ///< M, on timm's 0..10 level scale
-  int64_t num_layers = 2;     ///< ops per image
+  int64_t num_layers = 2;     ///< ops per image, 0 to kMaxRandAugmentOps
   double prob = 0.5;          ///< probability of applying each drawn op
   double magnitude_std = 0;   ///< magnitude noise; infinity = uniform in [0, magnitude]
   double magnitude_max = 10;  ///< magnitudes are clamped to [0, magnitude_max]
   bool increasing = false;    ///< the *Increasing op variants (severity grows with M)
 };
 
-/// Parses a spec string (see the file comment). Throws hg::Error naming the spec and the section.
+/// Parses a spec string (see the file comment). Throws hg::Error naming the spec and the section,
+/// or for n outside [0, kMaxRandAugmentOps].
 RandAugmentSpec parse_rand_augment(const std::string& spec);
 
 /// timm's op names. The set for inc0: AutoContrast, Equalize, Invert, Rotate, Posterize, Solarize,

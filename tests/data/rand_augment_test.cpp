@@ -42,6 +42,16 @@ TEST(RandAugment, ParsesTimmSpecs) {
   for (const char* bad :
        {"v0", "original", "augmix-m5", "rand-x5", "rand-m9.5", "rand-p2", "rand-tweights"})
     EXPECT_THROW(parse_rand_augment(bad), hg::Error) << bad;
+  // n is bounded (rand-m9-n100000000 held a worker in one image, out of a stop signal's reach)
+  EXPECT_EQ(parse_rand_augment("rand-m9-n100").num_layers, 100);
+  try {
+    parse_rand_augment("rand-m9-n100000000");
+    ADD_FAILURE();
+  } catch (const hg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("n (ops per image) must be in [0, 100], got 100000000"),
+              std::string::npos)
+        << e.what();
+  }
   try {
     parse_rand_augment("rand-q3");
     ADD_FAILURE();
