@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/parse_number.h"
+#include "core/utf8.h"
 
 namespace hg::train {
 namespace {
@@ -89,6 +90,25 @@ std::string without_bom(std::string first_line) {
   return first_line;
 }
 
+void check_csv_encoding(std::string_view first_line, const std::string& path) {
+  using namespace std::string_view_literals;
+  const auto starts = [first_line](std::string_view p) {
+    return first_line.substr(0, p.size()) == p;
+  };
+  const char* what = nullptr;
+  if (starts("\xff\xfe\0\0"sv) || starts("\0\0\xfe\xff"sv))
+    what = "it starts with a UTF-32 byte-order mark";
+  else if (starts("\xff\xfe"sv) || starts("\xfe\xff"sv))
+    what = "it starts with a UTF-16 byte-order mark";
+  else if (first_line.find('\0') != std::string_view::npos)
+    what = "its first line holds NUL bytes (UTF-16 text?)";
+  if (what == nullptr) return;
+  throw Error(str(path, " is not UTF-8 text: ", what,
+                  " (a spreadsheet's \"Unicode text\" is UTF-16); haargrad writes and reads "
+                  "summary.csv as UTF-8: save it as \"CSV UTF-8\" or plain CSV, or restore the "
+                  "run's own"));
+}
+
 SummaryLines read_summary(const std::string& path, int64_t upto) {
   SummaryLines out;
   std::error_code ec;
@@ -97,6 +117,7 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   std::istringstream in(io::read_file(path));
   std::string header;
   std::getline(in, header);
+  check_csv_encoding(header, path);
   header = without_bom(header);
   if (!header.empty() && header.back() == '\r') header.pop_back();
   // columns by name: a run without validation has no eval columns (kSummaryNoEvalHeader)
@@ -122,8 +143,8 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
     const std::vector<std::string> cells = summary_cells(line);
     const auto epoch = cells.empty() ? std::nullopt : parse_decimal_int(cells[0]);
     const auto score = score_at < cells.size() ? read_cell(cells[score_at]) : std::nullopt;
-    HG_CHECK(epoch && score, path, " line ", line_no, ": expected '", header, "' values, got '",
-             line, "'");
+    HG_CHECK(epoch && score, path, " line ", line_no, ": expected '", printable(header),
+             "' values, got '", printable(line), "'");
     if (*epoch > upto) continue;  // after the resumed checkpoint: redone
     out.lines.push_back(line);
     auto value = [&](const char* name) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hg::train {
@@ -52,6 +53,11 @@ std::string csv_cell(const std::string& text);
 /// "CSV UTF-8" writes): the header's first name read "\xef\xbb\xbfepoch" and was not found.
 std::string without_bom(std::string first_line);
 
+/// Throws hg::Error naming `path` when the first line of that CSV file, `first_line`, is not
+/// 8-bit text: a UTF-16 or UTF-32 byte-order mark, or NUL bytes (Excel's "Unicode text" is
+/// UTF-16, and its message came cut at the first NUL, naming line 2).
+void check_csv_encoding(std::string_view first_line, const std::string& path);
+
 struct SummaryLines {
   std::vector<std::string> lines;  ///< rows as written, epochs <= upto, file order
   /// The same rows parsed, by the header's column names (a column the file lacks, or a cell
@@ -65,7 +71,8 @@ struct SummaryLines {
 };
 
 /// The rows of an existing summary.csv (none when the file does not exist) for epochs <= `upto`.
-/// Throws hg::Error naming the file and line for a row whose epoch or score is not a number.
+/// Throws hg::Error naming the file and line for a row whose epoch or score is not a number, and
+/// for a file that is not 8-bit text (check_csv_encoding).
 SummaryLines read_summary(const std::string& path, int64_t upto);
 
 /// The header of a run's file: kSummaryHeader (with kSummaryEmaColumns when `ema`), or without

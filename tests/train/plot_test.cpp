@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -159,6 +160,40 @@ TEST_F(PlotTest, AByteOrderMarkBeforeTheHeaderIsSkipped) {
                                "epoch,lr"),
             "epoch,lr");
   EXPECT_EQ(train::without_bom("epoch,\xef\xbb\xbf"), "epoch,\xef\xbb\xbf");  // only a leading one
+}
+
+// A summary.csv saved as UTF-16 (a spreadsheet's "Unicode text"): the resume's and the plot's
+// messages came cut at the first NUL byte, blaming line 2. Both now name the encoding.
+TEST_F(PlotTest, AUtf16SummaryIsNamedAsSuch) {
+  std::string utf16 = "\xff\xfe";  // UTF-16 LE: each ASCII byte, then a NUL
+  for (const char c : std::string(kSummary)) utf16 += std::string{c, '\0'};
+  const std::string path = (run("u16", utf16) / "summary.csv").string();
+  for (const auto& read : std::vector<std::function<void()>>{
+           [&] { train::read_summary(path, 3); }, [&] { train::read_csv_columns(path); }}) {
+    try {
+      read();
+      ADD_FAILURE() << "no throw";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path + " is not UTF-8 text: it starts with a UTF-16 byte-order mark"),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("CSV UTF-8"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\0'), std::string::npos) << msg;
+    }
+  }
+  // without the mark, the NUL bytes say it
+  const std::string bare = (run("u16bare", utf16.substr(2)) / "summary.csv").string();
+  EXPECT_THROW(
+      {
+        try {
+          train::read_summary(bare, 3);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("NUL bytes"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
 }
 
 TEST_F(PlotTest, PngOfTheRightSizeAndDataMatchingTheSummary) {
