@@ -5,11 +5,13 @@
 // the GPU's sizes, seen on any machine. `--load` replays saved traces instead (e.g. the GPU's own).
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,33 @@ void replay_both(const std::string& name, const AllocTrace& t0, const AllocTrace
   save(scaled, a, str(name, "-b", a.scale_batch, "-extrapolated"));
 }
 
+// Two loaded traces are extrapolated as recorded at --batches, in --load's order; their headers
+// record the batches they were: files swapped, or one file twice, gave an extrapolation off by a
+// factor that nothing said. A trace whose header names no batch (written by hand) is taken at
+// the batch --batches gives it.
+void check_loaded_batches(const std::array<AllocTrace, 2>& t, const AllocTraceArgs& a) {
+  const std::optional<int64_t> r0 = recorded_batch(t[0]), r1 = recorded_batch(t[1]);
+  HG_CHECK(!r0 || !r1 || *r0 != *r1, "alloc-trace: --load ", a.load[0], " and ", a.load[1],
+           " both record batch ", r0.value_or(0),
+           " in their headers; the extrapolation takes traces of two different batches (e.g. ",
+           "the -b", a.batches[0], " and -b", a.batches[1], " files of alloc-trace --save)");
+  const std::string batches = str(a.batches[0], ",", a.batches[1]);
+  for (size_t i = 0; i < 2; ++i) {
+    const std::optional<int64_t> r = i == 0 ? r0 : r1;
+    if (!r || *r == a.batches[i]) continue;
+    const bool swapped = r0 && r1 && *r0 == a.batches[1] && *r1 == a.batches[0];
+    const std::string fix =
+        swapped ? str("give them in --batches' order: --load ", a.load[1], " ", a.load[0])
+        : r0 && r1
+            ? str("give --batches ", *r0, ",", *r1, " (the batches the traces record)")
+            : str("give the trace of batch ", a.batches[i], " there, or --batches as recorded");
+    throw Error(str("alloc-trace: --load ", a.load[i], " records batch ", *r,
+                    " in its header but is loaded for batch ", a.batches[i], ", the ",
+                    i == 0 ? "first" : "second", " of --batches ", batches,
+                    " (the traces are taken in --load's order); ", fix));
+  }
+}
+
 void run_alloc_trace(const AllocTraceArgs& a) {
   HG_CHECK(a.batches.size() == 2 && a.batches[0] != a.batches[1] && a.batches[0] >= 1 &&
                a.batches[1] >= 1,
@@ -88,6 +117,7 @@ void run_alloc_trace(const AllocTraceArgs& a) {
   }
   if (a.load.size() == 2) {
     const AllocTrace t0 = load_trace(a.load[0]), t1 = load_trace(a.load[1]);
+    check_loaded_batches({t0, t1}, a);
     std::printf("%s: %s\n%s: %s\n", a.load[0].c_str(), t0.note.c_str(), a.load[1].c_str(),
                 t1.note.c_str());
     replay_both("loaded", t0, t1, a);

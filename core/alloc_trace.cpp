@@ -121,6 +121,19 @@ AllocTrace load_trace(const std::string& path) {
   return trace_from_text(io::read_file(path), path);
 }
 
+std::optional<int64_t> recorded_batch(const AllocTrace& trace) {
+  const std::vector<std::string_view> w = split_words(trace.note);
+  std::optional<int64_t> batch;
+  for (size_t i = 0; i + 1 < w.size(); ++i) {
+    if (w[i] != "batch") continue;
+    // "batches 1 and 2" is another word; "batch 2," keeps its digits
+    std::string_view digits = w[i + 1];
+    if (!digits.empty() && digits.back() == ',') digits.remove_suffix(1);
+    if (const auto v = parse_decimal_int(digits)) batch = *v;
+  }
+  return batch;
+}
+
 AllocTrace extrapolate_trace(const AllocTrace& a, double xa, const AllocTrace& b, double xb,
                              double x) {
   HG_CHECK(xa != xb, "extrapolate_trace: the two traces were recorded at the same batch (", xa,

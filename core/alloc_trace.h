@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ AllocTrace trace_from_text(const std::string& text, const std::string& source);
 /// Writes the text form atomically (io::write_file_atomic) / reads it; hg::Error names the file.
 void save_trace(const AllocTrace& trace, const std::string& path);
 AllocTrace load_trace(const std::string& path);
+
+/// The batch `trace`'s note records: its last "batch N" (train::record_training_steps writes
+/// "MODEL PRECISION batch N @IMG ...", extrapolate_trace appends "extrapolated to batch X ...");
+/// none when the note names no batch (a trace written by hand).
+std::optional<int64_t> recorded_batch(const AllocTrace& trace);
 
 /// The trace at batch `x` from traces `a` and `b` of the same run at batches `xa` != `xb`: every
 /// allocation's bytes are extended along the line through (xa, a's bytes) and (xb, b's bytes),

@@ -80,6 +80,7 @@ RecordedSteps record_training_steps(const StepTraceOptions& o) {
     release(o.device);
     throw;
   }
+  // "batch N": what alloc-trace --load checks against --batches (recorded_batch)
   r.trace.note = str(o.model, " ", o.precision, " batch ", o.batch, " @", o.img_size, " on ",
                      device_name(o.device), ", ", o.steps,
                      " training steps (zero_grad, forward, cross-entropy, backward, AdamW)");

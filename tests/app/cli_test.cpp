@@ -919,6 +919,38 @@ TEST_F(CliTest, AllocTraceRefusesAFolderItCannotWriteBeforeRecording) {
       << "recorded first: " << r.output;
 }
 
+// alloc-trace --load A B extrapolates A as recorded at the first of --batches and B at the second.
+// Swapped files, or one file twice, printed an extrapolation off by a factor under "extrapolated
+// from batches 1 and 2"; each trace's header records its batch, which is checked now.
+TEST_F(CliTest, AllocTraceLoadRefusesTracesOfOtherBatchesThanGiven) {
+  // one step whose activation grows with the batch, as alloc-trace --save writes it
+  auto write_trace = [&](const std::string& name, int batch) {
+    std::ofstream(file(name)) << "# haargrad allocation trace v1\n# m fp32 batch " << batch
+                              << " @28 on cpu, 1 training steps\na 1 " << 256 * batch
+                              << " activations\ns\nf 1\n";
+    return file(name);
+  };
+  const std::string b1 = write_trace("m-b1.trace", 1), b2 = write_trace("m-b2.trace", 2);
+  EXPECT_TRUE(exited(run_program(str("alloc-trace --load ", b1, " ", b2, " --scale-batch 4")), 0,
+                     {"extrapolated from batches 1 and 2"}));
+  EXPECT_TRUE(exited(run_program(str("alloc-trace --load ", b2, " ", b1, " --scale-batch 4")), 1,
+                     {str("alloc-trace: --load ", b2,
+                          " records batch 2 in its header but is "
+                          "loaded for batch 1, the first of --batches 1,2"),
+                      str("--load ", b1, " ", b2)},
+                     {"extrapolated"}));
+  EXPECT_TRUE(exited(run_program(str("alloc-trace --load ", b1, " ", b1)), 1,
+                     {str("alloc-trace: --load ", b1, " and ", b1, " both record batch 1")},
+                     {"extrapolated"}));
+  // --batches as recorded takes them in any order
+  EXPECT_TRUE(exited(run_program(str("alloc-trace --load ", b2, " ", b1, " --batches 2,1")), 0,
+                     {"extrapolated from batches 2 and 1"}));
+  EXPECT_TRUE(
+      exited(run_program(str("alloc-trace --load ", b1, " ", b2, " --batches 1,3")), 1,
+             {str("--load ", b2, " records batch 2 in its header but is loaded for batch 3"),
+              "give --batches 1,2"}));
+}
+
 TEST_F(CliTest, MissingGpuSuggestsDeviceCpu) {
 #ifdef HAARGRAD_WITH_CUDA
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";

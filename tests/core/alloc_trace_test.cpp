@@ -141,6 +141,29 @@ TEST(AllocTrace, ExtrapolationIsAffineInTheBatchAndNeedsTheSameRun) {
   EXPECT_THROW(extrapolate_trace(a, 2, b, 2, 128), Error);
 }
 
+// alloc-trace --load checks each file's recorded batch against --batches: the note is where the
+// batch is, as the recording writes it and as an extrapolation appends its own.
+TEST(AllocTrace, RecordedBatchIsTheNotesLastBatch) {
+  AllocTrace t;
+  t.note = "wtconvnext_fmnist fp32 batch 2 @28 on cpu, 1 training steps (zero_grad, forward)";
+  EXPECT_EQ(recorded_batch(t), 2);
+  t.note = "m fp32 batch 12, 1 training steps";
+  EXPECT_EQ(recorded_batch(t), 12);
+  AllocTrace a, b;
+  a.note = "m fp32 batch 1 @28 on cpu";
+  b.note = "m fp32 batch 3 @28 on cpu";
+  a.events = b.events = {alloc(1, 4096), release(1), step_end()};
+  const AllocTrace x = extrapolate_trace(a, 1, b, 3, 128);
+  EXPECT_EQ(recorded_batch(x), 128) << x.note;  // not the batches it came from
+  t.note = "written by hand";
+  EXPECT_EQ(recorded_batch(t), std::nullopt);
+  t.note = "batch sizes vary; batch x";
+  EXPECT_EQ(recorded_batch(t), std::nullopt);
+  // through the text form, as --load reads it
+  t.note = "m bf16 batch 7 @32 on cuda";
+  EXPECT_EQ(recorded_batch(trace_from_text(trace_to_text(t), "t")), 7);
+}
+
 TEST(AllocTrace, ReplayCountsLiveReservedAndSystemAllocationsPerStep) {
   AllocTrace t;
   int64_t id = 1;
