@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/similar_names.h"
+#include "data/image_folder.h"
 #include "models/checkpoint.h"
 #include "models/config.h"
 #include "train/checkpoint.h"
@@ -136,6 +137,12 @@ void check_replaces_safetensors_only(const std::string& path, const std::string&
                     ".safetensors (safetensors.torch.load_file reads it, as timm "
                     "does)"));
   }
+  // any other name (logits.txt, a name without one) hid the format too, where validate, bench and
+  // plot refuse an output name of another format than they write
+  HG_CHECK(data::lower_extension(path) == ".safetensors", what, " ", path,
+           " must end in .safetensors (haargrad writes safetensors, which "
+           "safetensors.torch.load_file reads, as timm does), e.g. ",
+           fs::path(p).replace_extension(".safetensors").string());
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return;  // new, or a folder (check_output_file)
   try {

@@ -48,10 +48,11 @@ void load_weights_of(const ResolvedConfig& rc, const std::string& checkpoint, Co
 std::string checkpoint_file(const std::string& given, const std::string& option,
                             const std::string& what);
 
-/// Throws hg::Error when `path` exists and is not a safetensors file: what `what` ("export: --out")
-/// writes replaces a file of its own kind only (an existing results.csv is not overwritten with
-/// weights); or when `path` is named for another format (model.pth, logits.npy: torch.load or
-/// numpy.load would fail on the safetensors bytes). Any other name is fine.
+/// Throws hg::Error, naming `what` ("export: --out") and `path`, when `path` does not end in
+/// .safetensors (any case), as validate, bench and plot refuse an output name of another format (a
+/// name of a known one, model.pth or logits.npy, also names the program that would fail on the
+/// safetensors bytes: torch.load, numpy.load); or when `path` exists and is not a safetensors file:
+/// what `what` writes replaces a file of its own kind only.
 void check_replaces_safetensors_only(const std::string& path, const std::string& what);
 
 /// Throws hg::Error when the existing safetensors file `path` holds a tensor that `ours` does not

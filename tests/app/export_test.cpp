@@ -513,6 +513,29 @@ TEST_F(ExportCommand, AnOutNamedForAnotherFormatIsRefusedNamingSafetensors) {
   ASSERT_EQ(run_program("export " + ck + " --out " + file("model.safetensors")).exit_code, 0);
 }
 
+// export and infer took any other name as well (logits.txt, weights without an extension) and
+// wrote safetensors under it, where validate --results-file, bench --output and plot --out refuse
+// a name of another format than they write: both refuse it the same way (exit status 1), naming
+// the option, the file and the name to give, before any work.
+TEST_F(ExportCommand, AnOutNotEndingInSafetensorsIsRefused) {
+  const std::string ck = file("ck.safetensors"), in = file("in.safetensors");
+  save_smoke_checkpoint(ck);
+  save_input(in, {1, 3, 32, 32}, 5);
+  EXPECT_TRUE(exited(run_program("export " + ck + " --out " + file("x.txt")), 1,
+                     {"export: --out " + file("x.txt") + " must end in .safetensors",
+                      "e.g. " + file("x.safetensors")}));
+  EXPECT_TRUE(exited(run_program("export " + ck + " --out " + file("weights")), 1,
+                     {"export: --out " + file("weights") + " must end in .safetensors",
+                      "e.g. " + file("weights.safetensors")}));
+  EXPECT_TRUE(exited(infer(ck, in, file("logits.txt")), 1,
+                     {"infer: --out " + file("logits.txt") + " must end in .safetensors",
+                      "e.g. " + file("logits.safetensors")}));
+  for (const char* name : {"x.txt", "weights", "logits.txt"}) EXPECT_FALSE(fs::exists(file(name)));
+  // the extension in any case, as validate's and plot's
+  EXPECT_TRUE(exited(run_program("export " + ck + " --out " + file("W.SafeTensors")), 0, {}));
+  EXPECT_TRUE(exited(infer(ck, in, file("L.SAFETENSORS")), 0, {}));
+}
+
 // infer --out replaced any safetensors file that was not a training checkpoint nor an input of
 // the command: an export of weights (or another input batch) given by mistake became logits. It
 // replaces logits only; a file holding other tensors is refused, named with what it holds.
@@ -784,18 +807,18 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
   EXPECT_NE(tiny.output.find("the input [2, 1, 2, 2] (nchw) has 2 x 2 pixels"), std::string::npos)
       << tiny.output;
 
-  // an existing file of another kind is not replaced; any name for a new or a safetensors file
-  std::ofstream(file("res.csv")) << "model,top1\n";
-  const ProgramRun csv = run_program("export " + ck + " --out " + file("res.csv"));
+  // an existing file of another kind is not replaced, though named .safetensors
+  std::ofstream(file("res.safetensors")) << "model,top1\n";
+  const ProgramRun csv = run_program("export " + ck + " --out " + file("res.safetensors"));
   EXPECT_NE(csv.output.find("exists and is not a safetensors file"), std::string::npos)
       << csv.output;
-  EXPECT_EQ(io::read_file(file("res.csv")), "model,top1\n");
-  std::ofstream(file("logits.raw")) << "bytes";
-  const ProgramRun bin = infer(ck, in, file("logits.raw"));
+  EXPECT_EQ(io::read_file(file("res.safetensors")), "model,top1\n");
+  std::ofstream(file("raw.safetensors")) << "bytes";
+  const ProgramRun bin = infer(ck, in, file("raw.safetensors"));
   EXPECT_NE(bin.output.find("exists and is not a safetensors file"), std::string::npos)
       << bin.output;
-  EXPECT_EQ(run_program("export " + ck + " --out " + file("w.st")).exit_code, 0);
-  EXPECT_EQ(run_program("export " + ck + " --out " + file("w.st")).exit_code,
+  EXPECT_EQ(run_program("export " + ck + " --out " + file("w.safetensors")).exit_code, 0);
+  EXPECT_EQ(run_program("export " + ck + " --out " + file("w.safetensors")).exit_code,
             0);  // replaced: its kind
   const ProgramRun epochs =
       run_program("export " + ck + " --out " + file("e.safetensors") + " --epochs 3");
