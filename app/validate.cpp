@@ -139,6 +139,12 @@ ResultRow evaluate(const ResolvedConfig& rc, bool data_dir_given, const std::str
   return r;
 }
 
+// Whether the command line gave config key `key` (--val-split, --val_split=...).
+bool given_on_command_line(const std::vector<std::string>& overrides, const std::string& key) {
+  return std::any_of(overrides.begin(), overrides.end(),
+                     [&](const std::string& t) { return override_key(t) == key; });
+}
+
 void run_validate(const ValidateArgs& args) {
   refuse_mpirun("validate");
   ValidateArgs a = args;
@@ -154,16 +160,19 @@ void run_validate(const ValidateArgs& args) {
   const train::Config& cfg = rc.config;
   HG_CHECK(!cfg.data_dir.empty() || cfg.dataset == "synthetic", "validate: no data_dir (from ", rc.source,
            "): give a CONFIG.yaml of the model and data, or --data-dir DIR with --model, --num-classes, ...");
-  // a run trained without validation stores val_split '': the key to give, not a data_dir to fix
-  HG_CHECK(train::has_validation(cfg), "validate: val_split is empty (from ", rc.source,
-           "; a run trained without validation stores that): give the split to evaluate on with "
+  // a run trained without validation stores val_split '': the key to give, not a data_dir to fix;
+  // said so of a stored config alone (an empty --val-split '' was blamed on the checkpoint)
+  const bool split_given = given_on_command_line(a.overrides, "val_split");
+  HG_CHECK(train::has_validation(cfg), "validate: val_split is empty (from ",
+           split_given ? std::string("the command line's --val-split") : rc.source,
+           !split_given && !rc.from_file && !rc.bare
+               ? "; a run trained without validation stores that"
+               : "",
+           "): give the split to evaluate on with "
            "--val-split NAME (validation, val, ... in data_dir; test for idx)");
   set_cpu_threads(static_cast<int>(cfg.threads));
   const ResultRow r =
-      evaluate(rc,
-               std::any_of(a.overrides.begin(), a.overrides.end(),
-                           [](const std::string& t) { return override_key(t) == "data_dir"; }),
-               a.checkpoint, a.use_ema);
+      evaluate(rc, given_on_command_line(a.overrides, "data_dir"), a.checkpoint, a.use_ema);
   const std::string csv = csv_text(r);
   std::printf("%s", csv.c_str());
   if (!a.results_file.empty()) io::write_file_atomic(a.results_file, ext == "csv" ? csv : json_text(r));

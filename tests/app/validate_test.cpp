@@ -524,5 +524,33 @@ TEST_F(ValidateCommand, ARunWithoutValidationTrainsAndValidateNamesValSplit) {
   EXPECT_EQ(named.exit_code, 0) << named.output;
 }
 
+// An empty val_split was said to come "from the config stored in CK; a run trained without
+// validation stores that" wherever it came from: `--val-split ''` on the command line, or a config
+// file given, blamed a checkpoint that stores val_split 'validation'. The message names its source.
+TEST_F(ValidateCommand, AnEmptyValSplitIsNamedWithWhereItCameFrom) {
+  train::Config c = train::load_config(kSmoke);
+  c.val_split = "validation";
+  ConvNeXt model(train::model_config_from(c), 3);
+  const std::string ck = file("ck.safetensors");
+  train::save_checkpoint(ck, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  const std::string stored_hint = "a run trained without validation stores that";
+  EXPECT_TRUE(test::exited(
+      run_program("validate --checkpoint " + ck + " --val-split ''"), 1,
+      {"validate: val_split is empty (from the command line's --val-split): give the split"},
+      {"the config stored in", stored_hint}));
+  c.val_split = "";
+  const std::string yaml = file("no_val.yaml");
+  train::save_config(c, yaml);
+  EXPECT_TRUE(test::exited(run_program("validate " + yaml + " --checkpoint " + ck), 1,
+                           {"validate: val_split is empty (from " + yaml + "): give the split"},
+                           {"the config stored in", stored_hint}));
+  // a checkpoint of a run without validation: its stored config is the source, and says why
+  const std::string none = file("none.safetensors");
+  train::save_checkpoint(none, model, nullptr, train::TrainState{}, train::to_yaml(c));
+  EXPECT_TRUE(test::exited(run_program("validate --checkpoint " + none), 1,
+                           {"validate: val_split is empty (from the config stored in " + none +
+                            "; " + stored_hint + ")"}));
+}
+
 }  // namespace
 }  // namespace hg
