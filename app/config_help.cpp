@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "data/image_folder.h"
 #include "train/config.h"
 
 namespace hg::app {
@@ -36,12 +35,6 @@ std::string config_keys_pointer() {
 
 namespace {
 
-/// Whether `arg` names a YAML file: *.yaml or *.yml, in any case.
-bool yaml_name(const std::string& arg) {
-  const std::string ext = data::lower_extension(arg);
-  return ext == ".yaml" || ext == ".yml";
-}
-
 /// Whether `arg` is an option "--key" (no "=value") that names no config key: timm's flags that
 /// haargrad lacks (--amp), or a typo.
 bool unknown_option(const std::string& arg) {
@@ -72,7 +65,7 @@ ConfigArgs split_config_args(const std::vector<std::string>& remaining) {
     for (size_t i = 0; i < remaining.size() && at == remaining.size(); ++i) {
       const std::string& arg = remaining[i];
       if (arg.empty() || arg[0] != '-') {
-        if (!yaml_name(arg)) continue;
+        if (!train::yaml_name(arg)) continue;
         if (i == 0 || !unknown_option(remaining[i - 1]))
           at = i;
         else if (after_unknown == remaining.size())

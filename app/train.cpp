@@ -109,6 +109,7 @@ ConfigWithoutFile config_without_a_file(const std::vector<std::string>& override
   // a run folder given as the checkpoint: its checkpoints, before its args.yaml is taken (and
   // logged) as the config of a run that cannot start from a folder
   HG_CHECK(!fs::is_directory(resume, ec), train::resume_folder_error(resume, false));
+  HG_CHECK(!train::yaml_name(resume), train::resume_config_error(resume, false));
   const fs::path folder = fs::path(resume).parent_path();
   const fs::path args = folder / "args.yaml";
   const std::optional<train::TrainState> state = train::read_train_state(resume);

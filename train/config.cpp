@@ -1708,6 +1708,12 @@ namespace {
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 }  // namespace
 
+bool yaml_name(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".yaml" || ext == ".yml";
+}
+
 Config load_config(const std::string& path, ImgSizeCheck img_size) {
   std::error_code ec;
   HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,

@@ -207,6 +207,9 @@ struct Config {
 /// train metrics when it has no eval loader).
 inline bool has_validation(const Config& cfg) { return !cfg.val_split.empty(); }
 
+/// Whether `path` is named as a YAML config: *.yaml or *.yml, in any case.
+bool yaml_name(const std::string& path);
+
 /// The keys that build the model together (model_config_from reads them): for messages about the
 /// model, and for commands that only build one (infer, export).
 inline constexpr const char* kModelKeys[] = {

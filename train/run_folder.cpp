@@ -576,6 +576,22 @@ std::string resume_folder_error(const std::string& folder, bool config_given) {
              instead, auto_hint);
 }
 
+std::string resume_config_error(const std::string& path, bool config_given) {
+  // read as a checkpoint, a config said "give ... or the folder itself where the command takes
+  // one" (the safetensors reader's hint for any command), and --resume refuses folders; auto
+  // searches a config's output, so this one is the config that --resume auto needs
+  const std::string config =
+      config_given ? std::string("this command has one")
+                   : str("`haargrad train ", shell_quote(path),
+                         " --resume auto` resumes the newest unfinished run of its output and "
+                         "experiment");
+  return str("resume: ", path,
+             " is a YAML config, not a checkpoint: --resume takes a checkpoint file of a run "
+             "(RUN/last.safetensors, RUN/recovery.safetensors or RUN/checkpoint-N.safetensors) "
+             "or auto; a config goes as the CONFIG argument (",
+             config, ")");
+}
+
 std::string run_marker_owner(const fs::path& dir) {
   const nlohmann::json j = read_marker(dir);
   if (j.is_null() || !j.contains("pid")) return "";

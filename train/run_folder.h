@@ -126,6 +126,11 @@ std::string readable_checkpoint_hint(const std::filesystem::path& dir,
 /// or `haargrad train CONFIG.yaml --resume FILE` when the folder holds no args.yaml.
 std::string resume_folder_error(const std::string& folder, bool config_given);
 
+/// The error for a YAML config (train::yaml_name) given to resume where a checkpoint file goes
+/// (`--resume RUN/args.yaml`): what --resume takes, a run's checkpoint file or auto, and where a
+/// config goes instead; `config_given`: the command has its config already.
+std::string resume_config_error(const std::string& path, bool config_given);
+
 /// A file a command reads, which its output must not replace: {"the checkpoint", path}.
 struct CommandInput {
   std::string role, path;

@@ -226,6 +226,7 @@ void open_run_folder(Session& s) {
     HG_CHECK(!fs::is_directory(s.resume_path, ec), resume_folder_error(s.resume_path, true));
     HG_CHECK(file_exists(s.resume_path), "resume: checkpoint ", s.resume_path,
              no_file_reason(s.resume_path));
+    HG_CHECK(!yaml_name(s.resume_path), resume_config_error(s.resume_path, true));
     run_dir = fs::path(s.resume_path).parent_path();
     if (run_dir.empty()) run_dir = ".";
     // weights alone (an export, a timm state_dict) carry no run to go on with: resuming them would

@@ -745,6 +745,31 @@ TEST_F(CliTest, TrainResumeOfARunFolderNamesItsCheckpointsFirst) {
       << empty.output;
 }
 
+// `train --resume X.yaml` (a config where the checkpoint goes) read the YAML as a safetensors file
+// and sent the user to "the folder itself where the command takes one", which --resume refuses.
+// Without a config and with one, it says what --resume takes and where the config goes.
+TEST_F(CliTest, TrainResumeOfAYamlConfigSaysWhatResumeTakes) {
+  const std::string smoke = kSource + "/configs/smoke.yaml";
+  const std::string yaml = file("some.yaml"), yml = file("args.YML");
+  std::ofstream(yaml) << "model: convnext_atto\n";
+  std::ofstream(yml) << "model: convnext_atto\n";
+  const std::vector<std::string> wrong = {"folder itself", "header length", "config:"};
+  EXPECT_TRUE(exited(run_program("train --resume " + yaml + " --plain"), 1,
+                     {"resume: " + yaml +
+                          " is a YAML config, not a checkpoint: --resume takes a "
+                          "checkpoint file of a run (RUN/last.safetensors",
+                      "or auto; a config goes as the CONFIG argument (`haargrad train " + yaml +
+                          " --resume auto` resumes"},
+                     wrong));
+  EXPECT_TRUE(exited(run_program("train " + smoke + " --device cpu --output " + file("out") +
+                                 " --resume " + yml + " --plain"),
+                     1,
+                     {"resume: " + yml + " is a YAML config, not a checkpoint",
+                      "a config goes as the CONFIG argument (this command has one)"},
+                     {"folder itself", "header length"}));
+  EXPECT_FALSE(std::filesystem::exists(file("out"))) << "a run folder was made";
+}
+
 // A folder without args.yaml (checkpoints copied out of their run folder) given to `train --resume`
 // without a config was sent to `haargrad train --resume FOLDER/last.safetensors`, which then said
 // that FOLDER/args.yaml does not exist: the command to paste takes the run's config.
