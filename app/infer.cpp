@@ -5,11 +5,12 @@
 // holds "logits" (N, num_classes) float32. The batch goes into the model as it is: it must be
 // normalised already (the config's mean and std apply to the data loader, not here).
 // The input may also be an image file or a folder of them (its image files by name, not its
-// sub-folders), so that no PyTorch is needed to write it: they go through the config's evaluation
-// transform, validate's (a JPEG is decoded at full size here, where validate's loader may decode it
-// downscaled: the last bits may differ). An image it cannot read is met as training's ImageFolder
-// meets one, by corrupt_images: skip (the default) names it and why and leaves its row out, error
-// stops there; the logits file's metadata "images" names the rows either way.
+// sub-folders, which a warning names), so that no PyTorch is needed to write it: they go through
+// the config's evaluation transform, validate's (a JPEG is decoded at full size here, where
+// validate's loader may decode it downscaled: the last bits may differ). An image it cannot read is
+// met as training's ImageFolder meets one, by corrupt_images: skip (the default) names it and why
+// and leaves its row out, error stops there; the logits file's metadata "images" names the rows
+// either way.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -180,6 +181,14 @@ std::vector<std::string> input_images(const std::string& path) {
                  path, others.size(), others.size() == 1 ? "file" : "files",
                  others.size() == 1 ? "is" : "are", others.size() == 1 ? "its" : "their",
                  others.front(), others.size() > 1 ? ", ..." : "");
+  // rows of the folder's own images alone: its sub-folders' images (a class folder beside loose
+  // images) are not rows, which was unsaid
+  if (!files.empty() && !folders.empty())
+    spdlog::warn(
+        "infer: {} left out {} {} ({}{}): infer reads the folder's own images only, not those of "
+        "its sub-folders (give a sub-folder as --input for its images)",
+        path, folders.size(), folders.size() == 1 ? "sub-folder" : "sub-folders", folders.front(),
+        folders.size() > 1 ? ", ..." : "");
   // an ImageFolder split (one folder per class) given whole: its images are a level down
   const std::string sub = folders.empty()
                               ? std::string()

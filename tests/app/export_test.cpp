@@ -689,6 +689,26 @@ TEST_F(ExportCommand, InferOnAFolderOfClassFoldersNamesThem) {
   EXPECT_EQ(e.output.find("sub-folders"), std::string::npos) << e.output;
 }
 
+// infer on a folder of images beside sub-folders (a class folder among loose images) made rows of
+// the folder's own images and left the sub-folders' out unsaid; a warning names them now.
+TEST_F(ExportCommand, InferNamesTheSubFoldersItLeavesOut) {
+  const std::string ck = file("ck.safetensors");
+  save_smoke_checkpoint(ck);
+  fs::create_directories(file("imgs/cat"));
+  fs::create_directories(file("imgs/dog"));
+  write_grey_png(file("imgs/a.png"));
+  write_grey_png(file("imgs/cat/b.png"));
+  write_grey_png(file("imgs/dog/c.png"));
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors")), 0,
+                     {"infer: " + file("imgs") + " left out 2 sub-folders (" + file("imgs/cat") +
+                      ", ...): infer reads the folder's own images only"}));
+  EXPECT_EQ(safetensors::load(file("logits.safetensors")).tensors.at("logits").size(0), 1);
+  fs::remove_all(file("imgs/dog"));
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors")), 0,
+                     {"infer: " + file("imgs") + " left out 1 sub-folder (" + file("imgs/cat") +
+                      "): infer reads"}));
+}
+
 // A folder copied from macOS holds AppleDouble files named as images (._a.png: hidden, no image):
 // infer read them and failed on "cannot decode image '._a.png'", where training's ImageFolder
 // leaves hidden files out. infer leaves them out too, unsaid, as it does .DS_Store.
