@@ -296,9 +296,12 @@ ResumeSettings reconcile_resume(const Config& recorded, const std::string& recor
   else if (out.args_changed)
     out.notes.push_back(str("resume: from ", where, " the run follows its args.yaml again; the schedule changes ",
                             "recorded after this point are dropped from schedule_history"));
-  std::string shown;  // "resume" names the checkpoint of every resume: not worth a note
+  // "resume" names the checkpoint of every resume: not worth a note; output and experiment say
+  // where a run goes, which the trainer tells (a resume in place ignores them: resume_location)
+  std::string shown;
   for (const std::string& k : kSessionKeys)
-    if (k != "resume" && value_text(recorded, k) != value_text(session, k))
+    if (k != "resume" && k != "output" && k != "experiment" &&
+        value_text(recorded, k) != value_text(session, k))
       shown += str(shown.empty() ? "" : ", ", k, " ", value_text(recorded, k), " -> ", value_text(session, k));
   // "this session only" is not true of what it deletes: a lower checkpoint_hist removes the
   // run's checkpoints beyond it when this session's first epoch ends

@@ -526,6 +526,22 @@ void check_validation_as_recorded(const Session& s, bool config_agrees) {
       "start a new run from its weights (initial_checkpoint)"));
 }
 
+// A resume in its run's folder ignores output and experiment, which name where a new run goes: it
+// said "settings of this session only: experiment "a" -> "zz", output ..." as if this session
+// wrote there, and went on in the run's folder. (A resume moved to a new folder uses them.)
+void warn_unused_location(const Session& s, const Config& recorded) {
+  if (s.claimed || !dist::is_main()) return;
+  std::string given;
+  if (s.cfg.output != recorded.output) given = str("output '", s.cfg.output, "'");
+  if (s.cfg.experiment != recorded.experiment)
+    given += str(given.empty() ? "" : ", ", "experiment '", s.cfg.experiment, "'");
+  if (given.empty()) return;
+  spdlog::warn(
+      "resume: {} not used: a resume goes on in its run's folder, {}; to train on from this "
+      "checkpoint elsewhere, start a new run from its weights (initial_checkpoint: {})",
+      given, s.paths.dir.string(), s.resume_path);
+}
+
 // A resume: what this session may change against the run's recorded config (args.yaml, else the
 // checkpoint's), with args.yaml kept rerunnable.
 void reconcile_resumed_settings(Session& s) {
@@ -551,6 +567,7 @@ void reconcile_resumed_settings(Session& s) {
   check_validation_as_recorded(s, true);
   check_resumed_position(s);  // the keys agree: a position that does not fit is the checkpoint's
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);
+  warn_unused_location(s, rec.config);
   s.cfg = rs.session;
   // another rank count: args.yaml takes the per-rank batch of the ranks that go on (what the
   // checkpoints of this session store), so that its record and theirs agree

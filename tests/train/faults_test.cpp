@@ -712,6 +712,29 @@ TEST_F(Faults, ALogThatCannotTakeTheLastLineLeavesTheRunSuccessful) {
   EXPECT_EQ(lines(dir / "summary.csv").size(), 3u);
 }
 
+// A resume in its run's folder ignores output and experiment (they name where a new run goes):
+// the log called them "settings of this session only: experiment ... -> ...", as if this session
+// wrote there. It says they are not used and where the run goes on.
+TEST_F(Faults, AResumeInPlaceSaysItsOutputAndExperimentAreNotUsed) {
+  train::Config c = smoke("here", 2);
+  train::TrainOptions first = quiet_;
+  first.stop_after_epoch = 1;
+  train::train(c, first);
+  const fs::path dir = root_ / "here";
+  c.resume = (dir / "last.safetensors").string();
+  c.output = (root_ / "elsewhere").string();
+  c.experiment = "zz";
+  EXPECT_EQ(train::train(c, quiet_).run_dir, dir.string());
+  EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 2);
+  EXPECT_FALSE(fs::exists(root_ / "elsewhere"));
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_CONTAINS(log, "resume: output '" + c.output +
+                           "', experiment 'zz' not used: a resume goes "
+                           "on in its run's folder, " +
+                           dir.string());
+  EXPECT_EQ(log.find("settings of this session only"), std::string::npos) << log;
+}
+
 TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
   train::Config c = smoke("ro", 2);
   train::TrainOptions first = quiet_;
