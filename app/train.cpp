@@ -166,6 +166,9 @@ void run_train(TrainArgs& a) {
   }
   train::apply_overrides(cfg, a.overrides, base);
   set_cpu_threads(static_cast<int>(cfg.threads));
+  if (const std::string w = cpu_threads_warning(static_cast<int>(cfg.threads));
+      !w.empty() && dist::is_main())
+    spdlog::warn("{}", w);
   train::TrainOptions opts;
   opts.stop_after_epoch = a.stop_after_epoch;
   opts.plain_output = a.plain;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -174,6 +175,20 @@ void set_active_cpu_threads(int n) {
 int cpu_split_threads() {
   const int n = g_split_threads;
   return n > 0 ? n : cpu_threads();
+}
+
+std::string cpu_threads_warning(int configured) {
+  const int cores = available_cores();
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (configured == 0 && env != nullptr && !env_threads())
+    return str("OMP_NUM_THREADS='", printable(env),
+               "' is not a whole number in [1, 4096]: ignored; the CPU ", "kernels use the ", cores,
+               " cores this process may use");
+  const int n = configured > 0 ? configured : env_threads().value_or(0);
+  if (n <= cores) return "";
+  return str(configured > 0 ? "threads " : "OMP_NUM_THREADS ", n, " is more than the ", cores,
+             " cores this process may use: the CPU kernels' threads take turns on them, which is "
+             "far slower (threads 0 = the cores available)");
 }
 
 bool cpu_threads_are_automatic(int configured) { return configured == 0 && !env_threads(); }

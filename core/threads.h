@@ -62,6 +62,13 @@ std::optional<int> cores_from_cfs(const std::string& quota_text, const std::stri
 /// kernel runs (the program does, at start-up, and again with the config's `threads`).
 int set_cpu_threads(int n);
 
+/// What set_cpu_threads(`configured`) would do that a user may not expect, as a warning's text, or
+/// "" when nothing: more threads than available_cores() (`threads` or OMP_NUM_THREADS: the
+/// threads take turns on the cores; a run on 2 cores took 180x as long at 1000), or, with
+/// configured 0, an OMP_NUM_THREADS that is not a whole number in [1, 4096] (ignored). Reads the
+/// environment and the cores now.
+std::string cpu_threads_warning(int configured);
+
 /// Runs the CPU kernels on `n` threads (1 <= n <= cpu_split_threads()) without changing how they
 /// split their work, so without changing any result: what ThreadTuner (core/thread_tuner.h) does
 /// while other processes keep cores busy. Throws hg::Error for n out of that range.

@@ -134,5 +134,33 @@ TEST(Threads, OnlyTheAutomaticCountIsTuned) {
     unsetenv("OMP_NUM_THREADS");
 }
 
+// --threads 1000 on 2 cores ran 180x slower with nothing said, and OMP_NUM_THREADS=abc was ignored
+// with libgomp's warning alone: both are said.
+TEST(Threads, MoreThreadsThanCoresOrABadEnvironmentIsSaid) {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = env ? env : "";
+  unsetenv("OMP_NUM_THREADS");
+  const int cores = available_cores();
+  EXPECT_EQ(cpu_threads_warning(0), "");
+  EXPECT_EQ(cpu_threads_warning(cores), "");
+  EXPECT_NE(cpu_threads_warning(cores + 1).find(
+                str("threads ", cores + 1, " is more than the ", cores, " cores")),
+            std::string::npos)
+      << cpu_threads_warning(cores + 1);
+  setenv("OMP_NUM_THREADS", "abc", 1);
+  EXPECT_NE(cpu_threads_warning(0).find("OMP_NUM_THREADS='abc' is not a whole number"),
+            std::string::npos)
+      << cpu_threads_warning(0);
+  EXPECT_EQ(cpu_threads_warning(1), "");  // the config's count wins: the variable is not read
+  setenv("OMP_NUM_THREADS", str(cores + 3).c_str(), 1);
+  EXPECT_NE(cpu_threads_warning(0).find(str("OMP_NUM_THREADS ", cores + 3, " is more than")),
+            std::string::npos)
+      << cpu_threads_warning(0);
+  if (env)
+    setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  else
+    unsetenv("OMP_NUM_THREADS");
+}
+
 }  // namespace
 }  // namespace hg
