@@ -66,6 +66,9 @@ class Dataset {
   /// The classes' names by label, where the dataset has them (an image folder's class folders);
   /// empty where labels are numbers only.
   virtual std::vector<std::string> class_names() const { return {}; }
+  /// Where the labels at or above `num_classes` are, for a message ("" when the dataset cannot
+  /// say): a class count that a few stray labels set is a damaged file, not a setting.
+  virtual std::string labels_at_or_above(int64_t /*num_classes*/) const { return ""; }
   /// Corrupt images skipped so far (at scan time and while loading).
   virtual int64_t corrupt_skipped() const { return 0; }
   /// Of corrupt_skipped(): files that passed the folder scan and failed to decode later, each read

@@ -24,9 +24,11 @@ ImageFolderOptions image_folder_options(const train::Config& cfg) {
 }
 
 void check_classes(const Dataset& ds, const train::Config& cfg) {
-  HG_CHECK(ds.num_classes() <= cfg.num_classes, ds.describe(), " has ", ds.num_classes(),
-           " classes but num_classes is ", cfg.num_classes,
-           ": set num_classes (--num-classes) to at least ", ds.num_classes());
+  if (ds.num_classes() <= cfg.num_classes) return;
+  const std::string stray = ds.labels_at_or_above(cfg.num_classes);
+  throw Error(str(ds.describe(), " has ", ds.num_classes(), " classes but num_classes is ",
+                  cfg.num_classes, stray, ": set num_classes (--num-classes) to at least ",
+                  ds.num_classes(), stray.empty() ? "" : ", or restore the labels file"));
 }
 
 }  // namespace

@@ -168,6 +168,19 @@ void IdxDataset::load(const std::string& images_path, const std::string& labels_
   num_classes_ = int64_t(*std::max_element(labels_.begin(), labels_.end())) + 1;
 }
 
+std::string IdxDataset::labels_at_or_above(int64_t num_classes) const {
+  int64_t count = 0, first = -1;
+  for (size_t i = 0; i < labels_.size(); ++i)
+    if (labels_[i] >= num_classes) {
+      if (count++ == 0) first = static_cast<int64_t>(i);
+    }
+  if (count == 0) return "";
+  return str("; ", count, " of its ", labels_.size(), " labels are >= ", num_classes,
+             ", the first that of sample ", first, " (label ",
+             int(labels_[static_cast<size_t>(first)]), ") in '", labels_source_, "'",
+             count * 100 < static_cast<int64_t>(labels_.size()) ? " (a damaged labels file?)" : "");
+}
+
 Sample IdxDataset::get(int64_t index) const {
   HG_CHECK(index >= 0 && index < count_, "IdxDataset::get: index ", index, " out of range [0, ", count_, ")");
   Sample s;

@@ -101,6 +101,22 @@ TEST(Idx, TheDescriptionNamesTheLabelsFileOfTheClassCount) {
   EXPECT_NE(d.find(hg::str("201 classes (labels 0..200 in '", tmp / "lab", "')")),
             std::string::npos)
       << d;
+  // the num_classes error also names where the stray labels are (it asked for num_classes 201)
+  EXPECT_EQ(ds.labels_at_or_above(201), "");
+  EXPECT_EQ(ds.labels_at_or_above(10), hg::str("; 1 of its 2 labels are >= 10, the first that of "
+                                               "sample 1 (label 200) in '",
+                                               tmp / "lab", "'"));
+  // one stray label among 200 reads as damage
+  std::string labels(200, '\x03');
+  labels[150] = '\xc8';
+  hg::test::write_bytes(tmp / "img200",
+                        be32(0x803) + be32(200) + be32(1) + be32(1) + std::string(200, '\x10'));
+  hg::test::write_bytes(tmp / "lab200", be32(0x801) + be32(200) + labels);
+  const auto many = hg::data::IdxDataset::from_files(tmp / "img200", tmp / "lab200", 1);
+  EXPECT_NE(many.labels_at_or_above(10).find("1 of its 200 labels are >= 10, the first that of "
+                                             "sample 150 (label 200)"),
+            std::string::npos);
+  EXPECT_NE(many.labels_at_or_above(10).find("(a damaged labels file?)"), std::string::npos);
 }
 
 TEST(Idx, BrokenFilesNameTheFile) {
