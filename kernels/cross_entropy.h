@@ -4,8 +4,10 @@
 //   loss_i = (1 - s) * (lse_i - z_i,y_i) + (s / K) * sum_j (lse_i - z_ij),
 //   loss   = mean_i loss_i.
 // Backward: dz_ij = g / N * (softmax_ij - (1 - s) * [j == y_i] - s / K), g = dL/dloss.
-// Shapes: logits, dlogits (N, K); labels (N) int64 in [0, K); lse (N); loss and g one element.
-// Forward saves lse (one value per row) for backward. dlogits is OVERWRITTEN.
+// Shapes: logits, dlogits (N, K); labels (N) int64 in [0, K); stats (N, 2); loss and g one
+// element. Forward saves each row's stats for backward: its max m_i and log sum_j exp(z_ij - m_i)
+// (lse_i is their sum, which a float cannot hold beside a max far from 0: each lse_i - z_ij is
+// computed as (m_i - z_ij) + log sum, in both passes). dlogits is OVERWRITTEN.
 // CPU: T = float or double, sums in double; labels are checked by the caller (layers/loss.cpp).
 // CUDA: float; an out-of-range label makes that row's loss NaN (no out-of-bounds read); the batch
 // mean is a fixed-order reduction (deterministic). g is read from device memory (no host sync).
@@ -21,28 +23,28 @@
 namespace hg::kernels {
 namespace cpu {
 template <typename T>
-void cross_entropy_forward(const T* logits, const int64_t* labels, T* lse, T* loss, int64_t N,
+void cross_entropy_forward(const T* logits, const int64_t* labels, T* stats, T* loss, int64_t N,
                            int64_t K, double smoothing);
 template <typename T>
-void cross_entropy_backward(const T* logits, const int64_t* labels, const T* lse,
+void cross_entropy_backward(const T* logits, const int64_t* labels, const T* stats,
                             const T* grad_loss, T* dlogits, int64_t N, int64_t K, double smoothing);
 template <typename T>
-void soft_cross_entropy_forward(const T* logits, const T* targets, T* lse, T* loss, int64_t N,
+void soft_cross_entropy_forward(const T* logits, const T* targets, T* stats, T* loss, int64_t N,
                                 int64_t K);
 template <typename T>
-void soft_cross_entropy_backward(const T* logits, const T* targets, const T* lse,
+void soft_cross_entropy_backward(const T* logits, const T* targets, const T* stats,
                                  const T* grad_loss, T* dlogits, int64_t N, int64_t K);
 }  // namespace cpu
 // CUDA entry points (a build without CUDA links kernels/nocuda/cuda_stubs.cpp: they throw).
 namespace cuda {
-void cross_entropy_forward(const float* logits, const int64_t* labels, float* lse, float* loss,
+void cross_entropy_forward(const float* logits, const int64_t* labels, float* stats, float* loss,
                            int64_t N, int64_t K, float smoothing);
-void cross_entropy_backward(const float* logits, const int64_t* labels, const float* lse,
+void cross_entropy_backward(const float* logits, const int64_t* labels, const float* stats,
                             const float* grad_loss, float* dlogits, int64_t N, int64_t K,
                             float smoothing);
-void soft_cross_entropy_forward(const float* logits, const float* targets, float* lse, float* loss,
-                                int64_t N, int64_t K);
-void soft_cross_entropy_backward(const float* logits, const float* targets, const float* lse,
+void soft_cross_entropy_forward(const float* logits, const float* targets, float* stats,
+                                float* loss, int64_t N, int64_t K);
+void soft_cross_entropy_backward(const float* logits, const float* targets, const float* stats,
                                  const float* grad_loss, float* dlogits, int64_t N, int64_t K);
 }  // namespace cuda
 

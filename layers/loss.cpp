@@ -29,12 +29,12 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s)
   HG_CHECK(s >= 0.0 && s <= 1.0, "cross_entropy: label_smoothing must be in [0, 1], got ", s);
   const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous();
   const int64_t N = logits.size(0), K = logits.size(1);
-  Tensor lse = Tensor::empty({N}, logits.dtype(), logits.device());
+  Tensor stats = Tensor::empty({N, 2}, logits.dtype(), logits.device());  // max, log sum
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   if (logits.device() == Device::cuda) {
     check_dtype("cross_entropy", logits, DType::f32);
     kernels::cuda::cross_entropy_forward(logits.data<float>(), labels.data<int64_t>(),
-                                         lse.data<float>(), loss.data<float>(), N, K,
+                                         stats.data<float>(), loss.data<float>(), N, K,
                                          static_cast<float>(s));
   } else {
     const int64_t* y = labels.data<int64_t>();
@@ -42,22 +42,23 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels_in, double s)
       HG_CHECK(y[i] >= 0 && y[i] < K, "cross_entropy: label ", y[i], " of sample ", i,
                " out of range [0, ", K, ") for logits ", logits.describe());
     HG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy", [&] {
-      kernels::cpu::cross_entropy_forward(logits.data<scalar_t>(), y, lse.data<scalar_t>(),
+      kernels::cpu::cross_entropy_forward(logits.data<scalar_t>(), y, stats.data<scalar_t>(),
                                           loss.data<scalar_t>(), N, K, s);
     });
   }
   autograd::record(
-      "cross_entropy", {logits_in}, {loss}, [logits, labels, lse, N, K, s](autograd::Backward& g) {
+      "cross_entropy", {logits_in}, {loss},
+      [logits, labels, stats, N, K, s](autograd::Backward& g) {
         const Tensor gl = g.grad_output(0).contiguous();
         Tensor dz = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
         if (logits.device() == Device::cuda) {
           kernels::cuda::cross_entropy_backward(logits.data<float>(), labels.data<int64_t>(),
-                                                lse.data<float>(), gl.data<float>(),
+                                                stats.data<float>(), gl.data<float>(),
                                                 dz.data<float>(), N, K, static_cast<float>(s));
         } else {
           HG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy backward", [&] {
             kernels::cpu::cross_entropy_backward(logits.data<scalar_t>(), labels.data<int64_t>(),
-                                                 lse.data<scalar_t>(), gl.data<scalar_t>(),
+                                                 stats.data<scalar_t>(), gl.data<scalar_t>(),
                                                  dz.data<scalar_t>(), N, K, s);
           });
         }
@@ -81,29 +82,29 @@ Tensor soft_target_cross_entropy(const Tensor& logits_in, const Tensor& targets_
            " and targets ", targets_in.describe(), " are on different devices");
   const Tensor logits = logits_in.contiguous(), targets = targets_in.contiguous();
   const int64_t N = logits.size(0), K = logits.size(1);
-  Tensor lse = Tensor::empty({N}, logits.dtype(), logits.device());
+  Tensor stats = Tensor::empty({N, 2}, logits.dtype(), logits.device());  // max, log sum
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   if (logits.device() == Device::cuda) {
     check_dtype(op, logits, DType::f32);
     kernels::cuda::soft_cross_entropy_forward(logits.data<float>(), targets.data<float>(),
-                                              lse.data<float>(), loss.data<float>(), N, K);
+                                              stats.data<float>(), loss.data<float>(), N, K);
   } else {
     HG_DISPATCH_FLOAT(logits.dtype(), op, [&] {
       kernels::cpu::soft_cross_entropy_forward(logits.data<scalar_t>(), targets.data<scalar_t>(),
-                                               lse.data<scalar_t>(), loss.data<scalar_t>(), N, K);
+                                               stats.data<scalar_t>(), loss.data<scalar_t>(), N, K);
     });
   }
-  autograd::record(op, {logits_in}, {loss}, [logits, targets, lse, N, K](autograd::Backward& g) {
+  autograd::record(op, {logits_in}, {loss}, [logits, targets, stats, N, K](autograd::Backward& g) {
     const Tensor gl = g.grad_output(0).contiguous();
     Tensor dz = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
     if (logits.device() == Device::cuda) {
       kernels::cuda::soft_cross_entropy_backward(logits.data<float>(), targets.data<float>(),
-                                                 lse.data<float>(), gl.data<float>(),
+                                                 stats.data<float>(), gl.data<float>(),
                                                  dz.data<float>(), N, K);
     } else {
       HG_DISPATCH_FLOAT(logits.dtype(), "soft_target_cross_entropy backward", [&] {
         kernels::cpu::soft_cross_entropy_backward(logits.data<scalar_t>(), targets.data<scalar_t>(),
-                                                  lse.data<scalar_t>(), gl.data<scalar_t>(),
+                                                  stats.data<scalar_t>(), gl.data<scalar_t>(),
                                                   dz.data<scalar_t>(), N, K);
       });
     }

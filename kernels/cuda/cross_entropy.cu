@@ -1,6 +1,6 @@
 // CUDA fused softmax + cross-entropy of kernels/cross_entropy.h. Forward: one warp per row writes
-// lse and the row's loss; one block then averages the row losses in a fixed order (deterministic).
-// Backward: one thread per logit, reading dL/dloss from device memory.
+// its stats (max, log sum) and the row's loss; one block then averages the row losses in a fixed
+// order (deterministic). Backward: one thread per logit, reading dL/dloss from device memory.
 // Kernels are templated on the logit storage type T (float now, bf16 later); math in float.
 #include <algorithm>
 #include <cmath>
@@ -26,7 +26,7 @@ __device__ float warp_sum(float v) {
 }
 
 template <typename T>
-__global__ void forward_rows(const T* logits, const int64_t* labels, float* lse, float* row_loss,
+__global__ void forward_rows(const T* logits, const int64_t* labels, float* stats, float* row_loss,
                              int64_t N, int64_t K, float smoothing) {
   const int64_t i = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;
   if (i >= N) return;
@@ -45,14 +45,16 @@ __global__ void forward_rows(const T* logits, const int64_t* labels, float* lse,
   sd = warp_sum(sd);
   if (lane == 0) {
     const float log_se = logf(se);
-    lse[i] = mx + log_se;
+    stats[2 * i] = mx;
+    stats[2 * i + 1] = log_se;
     const int64_t y = labels[i];
     // lse - z_j as (mx - z_j) + log_se: with logits far from 0 (|z| ~ 1e8 and more) lse's float
-    // cannot hold log_se beside mx, and lse - z_y came out 0 where torch's log_softmax gives log K
+    // cannot hold log_se beside mx, and lse - z_y came out 0 where torch's log_softmax gives log K;
+    // the smoothing term only when smoothing is on (a -inf logit: 0 x inf would be NaN)
+    const float smoothed = smoothing != 0 ? smoothing * (log_se - sd / static_cast<float>(K)) : 0;
     row_loss[i] = (y < 0 || y >= K)
                       ? NAN  // bad label: poison the loss instead of reading out of bounds
-                      : (1.0f - smoothing) * ((mx - static_cast<float>(z[y])) + log_se) +
-                            smoothing * (log_se - sd / static_cast<float>(K));
+                      : (1.0f - smoothing) * ((mx - static_cast<float>(z[y])) + log_se) + smoothed;
   }
 }
 
@@ -70,7 +72,7 @@ __global__ void mean_kernel(const float* row_loss, int64_t N, float* loss) {
 }
 
 template <typename T>
-__global__ void backward_kernel(const T* logits, const int64_t* labels, const float* lse,
+__global__ void backward_kernel(const T* logits, const int64_t* labels, const float* stats,
                                 const float* grad_loss, T* dlogits, int64_t N, int64_t K,
                                 float smoothing) {
   const float g = grad_loss[0] / static_cast<float>(N);
@@ -79,13 +81,14 @@ __global__ void backward_kernel(const T* logits, const int64_t* labels, const fl
   for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n;
        idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = idx / K, j = idx % K;
-    const float p = expf(static_cast<float>(logits[idx]) - lse[i]);
+    // softmax as (z - max) - log sum: exp(z - lse) lost the log sum beside a max far from 0
+    const float p = expf((static_cast<float>(logits[idx]) - stats[2 * i]) - stats[2 * i + 1]);
     const float target = (j == labels[i] ? 1.0f - smoothing : 0.0f) + off;
     dlogits[idx] = T(g * (p - target));
   }
 }
 // Soft targets: one warp per row, like forward_rows; the row loss is sum_j t_j (lse - z_j).
-__global__ void soft_forward_rows(const float* logits, const float* targets, float* lse,
+__global__ void soft_forward_rows(const float* logits, const float* targets, float* stats,
                                   float* row_loss, int64_t N, int64_t K) {
   const int64_t i = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;
   if (i >= N) return;
@@ -100,20 +103,21 @@ __global__ void soft_forward_rows(const float* logits, const float* targets, flo
     const float d = z[j] - mx;
     se += expf(d);
     st += t[j];
-    tzd += t[j] * d;
+    if (t[j] != 0) tzd += t[j] * d;  // (0 x inf at a -inf logit would be NaN)
   }
   se = warp_sum(se);
   st = warp_sum(st);
   tzd = warp_sum(tzd);
   if (lane == 0) {
     const float log_se = logf(se);
-    lse[i] = mx + log_se;
+    stats[2 * i] = mx;
+    stats[2 * i + 1] = log_se;
     row_loss[i] = log_se * st - tzd;  // sum_j t_j (lse - z_j), shifted by mx as forward_rows
   }
 }
 
 // One warp per row: the row's target mass first, then dz = g / N (p * mass - t).
-__global__ void soft_backward_rows(const float* logits, const float* targets, const float* lse,
+__global__ void soft_backward_rows(const float* logits, const float* targets, const float* stats,
                                    const float* grad_loss, float* dlogits, int64_t N, int64_t K) {
   const int64_t i = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.y;
   if (i >= N) return;
@@ -124,50 +128,50 @@ __global__ void soft_backward_rows(const float* logits, const float* targets, co
   for (int64_t j = threadIdx.x; j < K; j += 32) mass += t[j];
   mass = warp_sum(mass);
   for (int64_t j = threadIdx.x; j < K; j += 32)
-    dlogits[i * K + j] = g * (expf(z[j] - lse[i]) * mass - t[j]);
+    dlogits[i * K + j] = g * (expf((z[j] - stats[2 * i]) - stats[2 * i + 1]) * mass - t[j]);
 }
 }  // namespace
 
-void soft_cross_entropy_forward(const float* logits, const float* targets, float* lse, float* loss,
-                                int64_t N, int64_t K) {
+void soft_cross_entropy_forward(const float* logits, const float* targets, float* stats,
+                                float* loss, int64_t N, int64_t K) {
   HG_CHECK(N > 0 && K > 0, "soft_cross_entropy (cuda): empty logits (", N, ", ", K, ")");
   const Tensor ws = scratch_tensor({N});
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
   soft_forward_rows<<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
-      logits, targets, lse, ws.data<float>(), N, K);
+      logits, targets, stats, ws.data<float>(), N, K);
   HG_CUDA_LAUNCH_CHECK();
   mean_kernel<<<1, kThreads, 0, hg::cuda::stream()>>>(ws.data<float>(), N, loss);
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void soft_cross_entropy_backward(const float* logits, const float* targets, const float* lse,
+void soft_cross_entropy_backward(const float* logits, const float* targets, const float* stats,
                                  const float* grad_loss, float* dlogits, int64_t N, int64_t K) {
   if (N * K == 0) return;
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
   soft_backward_rows<<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
-      logits, targets, lse, grad_loss, dlogits, N, K);
+      logits, targets, stats, grad_loss, dlogits, N, K);
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void cross_entropy_forward(const float* logits, const int64_t* labels, float* lse, float* loss,
+void cross_entropy_forward(const float* logits, const int64_t* labels, float* stats, float* loss,
                            int64_t N, int64_t K, float smoothing) {
   HG_CHECK(N > 0 && K > 0, "cross_entropy (cuda): empty logits (", N, ", ", K, ")");
   const Tensor ws = scratch_tensor({N});
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
   forward_rows<float><<<blocks, dim3(32, kRowsPerBlock), 0, hg::cuda::stream()>>>(
-      logits, labels, lse, ws.data<float>(), N, K, smoothing);
+      logits, labels, stats, ws.data<float>(), N, K, smoothing);
   HG_CUDA_LAUNCH_CHECK();
   mean_kernel<<<1, kThreads, 0, hg::cuda::stream()>>>(ws.data<float>(), N, loss);
   HG_CUDA_LAUNCH_CHECK();
 }
 
-void cross_entropy_backward(const float* logits, const int64_t* labels, const float* lse,
+void cross_entropy_backward(const float* logits, const int64_t* labels, const float* stats,
                             const float* grad_loss, float* dlogits, int64_t N, int64_t K,
                             float smoothing) {
   const int64_t n = N * K;
   if (n == 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535));
-  backward_kernel<float><<<blocks, 256, 0, hg::cuda::stream()>>>(logits, labels, lse, grad_loss,
+  backward_kernel<float><<<blocks, 256, 0, hg::cuda::stream()>>>(logits, labels, stats, grad_loss,
                                                                  dlogits, N, K, smoothing);
   HG_CUDA_LAUNCH_CHECK();
 }

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
+#include "core/autograd.h"
 #include "gpu/gpu_util.h"
 #include "layers/loss.h"
 #include "test_util.h"
@@ -16,11 +18,29 @@ using namespace hg;
 // LogitsFarFromZeroKeepTheLogTerm): the loss was 0 when lse - z_y lost the log term.
 TEST(GpuCrossEntropy, LogitsFarFromZeroKeepTheLogTerm) {
   HG_REQUIRE_GPU();
-  const Tensor z = Tensor::full({3, 1000}, -1e30, DType::f32, Device::cuda);
   const Tensor y = Tensor::from_vector<int64_t>({3}, {0, 999, 500}).to(Device::cuda);
-  for (double s : {0.0, 0.1}) EXPECT_NEAR(cross_entropy(z, y, s).item(), std::log(1000.0), 1e-5);
+  for (double s : {0.0, 0.1}) {
+    Tensor z = Tensor::full({3, 1000}, -1e30, DType::f32, Device::cuda).requires_grad_();
+    autograd::clear_tape();
+    Tensor loss = cross_entropy(z, y, s);
+    EXPECT_NEAR(loss.item(), std::log(1000.0), 1e-5);
+    autograd::backward(loss);
+    // each row of the gradient sums to 0 (softmax 1/1000 each; it was 1 each, summing to 999)
+    const std::vector<double> g = z.grad().to_vector<double>();
+    for (int i = 0; i < 3; ++i) {
+      double row = 0;
+      for (int j = 0; j < 1000; ++j) row += g[static_cast<size_t>(i * 1000 + j)];
+      EXPECT_NEAR(row, 0.0, 1e-6) << s << " " << i;
+      EXPECT_NEAR(g[static_cast<size_t>(i * 1000 + 1)], (1e-3 - s / 1000) / 3, 1e-8) << s;
+    }
+  }
+  Tensor z = Tensor::full({3, 1000}, -1e30, DType::f32, Device::cuda).requires_grad_();
   const Tensor t = Tensor::full({3, 1000}, 1e-3, DType::f32, Device::cuda);
-  EXPECT_NEAR(soft_target_cross_entropy(z, t).item(), std::log(1000.0), 1e-5);
+  autograd::clear_tape();
+  Tensor soft_loss = soft_target_cross_entropy(z, t);
+  EXPECT_NEAR(soft_loss.item(), std::log(1000.0), 1e-5);
+  autograd::backward(soft_loss);
+  for (const double v : z.grad().to_vector<double>()) EXPECT_NEAR(v, 0.0, 1e-8);
 }
 
 TEST(GpuCrossEntropy, BadLabelGivesNaNNotACrash) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/autograd.h"
 #include "layers/loss.h"
 #include "test_util.h"
 
@@ -61,18 +62,46 @@ TEST(CrossEntropy, StableForLargeLogits) {
 
 // Logits far from 0 (a head bias of 1e30, a diverging run): lse = mx + log(sum) cannot hold the
 // log term beside mx, and lse - z_y gave a loss of 0 (top-1 100% beside it) where torch's
-// log_softmax gives log K for equal logits. Each lse - z_j is now (mx - z_j) + log(sum).
+// log_softmax gives log K for equal logits, and exp(z - lse) a softmax of 1 for each, the
+// gradient's row summing to K - 1. Each lse - z_j is now (mx - z_j) + log(sum), in both passes.
 TEST(CrossEntropy, LogitsFarFromZeroKeepTheLogTerm) {
   const int64_t N = 3, K = 4;
-  const Tensor y = random_labels(N, K, 7);
+  const std::vector<int64_t> labels = {0, 3, 1};
+  const Tensor y = Tensor::from_vector<int64_t>({N}, labels);
   const Tensor soft = Tensor::full({N, K}, 0.25, DType::f64);  // mass 1
-  for (const auto& [dtype, offset] : {std::pair{DType::f64, 1e20}, std::pair{DType::f32, 1e30},
-                                      std::pair{DType::f64, -1e30}, std::pair{DType::f32, -1e9}}) {
-    const Tensor z = Tensor::full({N, K}, offset, dtype);
-    for (double s : {0.0, 0.1})
-      EXPECT_NEAR(cross_entropy(z, y, s).item(), std::log(4.0), 1e-6) << offset << " " << s;
-    EXPECT_NEAR(soft_target_cross_entropy(z, soft.to(dtype)).item(), std::log(4.0), 1e-6) << offset;
+  for (const auto& [dtype, offset] :
+       {std::pair{DType::f64, 1e20}, std::pair{DType::f32, 1e30}, std::pair{DType::f64, -1e30},
+        std::pair{DType::f32, -1e9}, std::pair{DType::f32, 1e8}}) {
+    for (double s : {0.0, 0.1}) {
+      Tensor z = Tensor::full({N, K}, offset, dtype).requires_grad_();
+      autograd::clear_tape();
+      Tensor loss = cross_entropy(z, y, s);
+      EXPECT_NEAR(loss.item(), std::log(4.0), 1e-6) << offset << " " << s;
+      autograd::backward(loss);
+      // torch: (softmax - (1 - s) onehot - s / K) / N, softmax 1/4 at equal logits
+      const std::vector<double> g = z.grad().to_vector<double>();
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < K; ++j) {
+          const double onehot = j == labels[static_cast<size_t>(i)] ? 1 : 0;
+          EXPECT_NEAR(g[static_cast<size_t>(i * K + j)], (0.25 - (1 - s) * onehot - s / K) / N,
+                      1e-7)
+              << offset << " " << s << " " << i << "," << j;
+        }
+    }
+    Tensor z = Tensor::full({N, K}, offset, dtype).requires_grad_();
+    autograd::clear_tape();
+    Tensor soft_loss = soft_target_cross_entropy(z, soft.to(dtype));
+    EXPECT_NEAR(soft_loss.item(), std::log(4.0), 1e-6) << offset;
+    autograd::backward(soft_loss);  // softmax - t = 0 at equal logits and uniform targets
+    for (const double v : z.grad().to_vector<double>()) EXPECT_NEAR(v, 0.0, 1e-7) << offset;
   }
+  // a -inf logit with no smoothing: finite, as torch's (0 x inf made the unused smoothing term NaN)
+  const Tensor inf_row = Tensor::from_vector<double>({1, 3}, {0, -INFINITY, 0});
+  EXPECT_NEAR(cross_entropy(inf_row, Tensor::from_vector<int64_t>({1}, {0})).item(), std::log(2.0),
+              1e-12);
+  EXPECT_NEAR(
+      soft_target_cross_entropy(inf_row, Tensor::from_vector<double>({1, 3}, {0.5, 0, 0.5})).item(),
+      std::log(2.0), 1e-12);
   // one logit far above the rest: the loss is the gap for the others' labels, ~0 for its own
   const Tensor z =
       Tensor::from_vector<double>({2, 3}, {1e17 + 4096, 1e17, 1e17, 1e17 + 4096, 1e17, 1e17});
