@@ -27,11 +27,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_sm
 Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& targets);
 
 /// Number of samples whose label is among the k largest logits of its row (no gradient; copies to
-/// the host). Equal logits rank by index, the lower first (torch.topk leaves the order of ties
-/// unspecified): a model whose logits are all equal scores the share of label 0 in top-1, about
-/// chance, as torch's does, never 100%. A row with any non-finite logit (NaN, +-Inf) counts as
-/// wrong: a diverged model scores 0, never 100%. logits (N, K) any float dtype/device; labels (N)
-/// i64; 1 <= k <= K. Throws hg::Error on bad shapes or k.
+/// the host). Equal logits rank by index, the lower first (torch.topk's order of ties is its own:
+/// unspecified, not by index): a model whose logits are all equal scores the share of label 0 in
+/// top-1, about chance (torch's: the share of whichever label its topk puts first), never 100%. A
+/// row with any non-finite logit (NaN, +-Inf) counts as wrong: a diverged model scores 0, never
+/// 100%. logits (N, K) any float dtype/device; labels (N) i64; 1 <= k <= K. Throws hg::Error on bad
+/// shapes or k.
 int64_t correct_topk(const Tensor& logits, const Tensor& labels, int64_t k);
 /// Number of rows of logits (N, K) with at least one NaN or +-Inf (copies to the host).
 int64_t nonfinite_rows(const Tensor& logits);

@@ -1269,9 +1269,9 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
   // timm drops eps and betas silently for an optimizer without them (SGD): refused here, since
   // a value that changes nothing is a mistake the run would otherwise hide (torch's defaults,
   // which every config holds, are no such value)
-  const Config torch_adam;
-  const bool eps_set = c.opt_eps != torch_adam.opt_eps;
-  if (c.opt != "adamw" && (eps_set || c.opt_betas != torch_adam.opt_betas))
+  const bool eps_set = c.opt_eps != kTorchAdamEps;
+  if (c.opt != "adamw" &&
+      (eps_set || c.opt_betas != std::vector<double>{kTorchAdamBeta1, kTorchAdamBeta2}))
     pair_fail(eps_set ? "opt_eps" : "opt_betas", "opt",
               str(eps_set ? "opt_eps" : "opt_betas", " is AdamW's, and opt ", c.opt,
                   " has none (timm ignores it): leave it null, or set opt: adamw"));

@@ -47,6 +47,9 @@ struct ScheduleSegment {
   bool operator==(const ScheduleSegment&) const = default;
 };
 
+/// torch.optim.AdamW's defaults: Config's opt_eps / opt_betas, AdamSettings and AdamW take them.
+inline constexpr double kTorchAdamBeta1 = 0.9, kTorchAdamBeta2 = 0.999, kTorchAdamEps = 1e-8;
+
 struct Config {
   // ---- model --------------------------------------------------------------------------------
   std::string model = "convnext_tiny";           ///< model name as registered in models/
@@ -125,8 +128,8 @@ struct Config {
   std::optional<double> layer_decay;
   double momentum = 0.9;                         ///< sgd momentum
   /// AdamW's eps and [beta1, beta2], torch's defaults (timm's None, null here, takes them)
-  double opt_eps = 1e-8;
-  std::vector<double> opt_betas = {0.9, 0.999};
+  double opt_eps = kTorchAdamEps;
+  std::vector<double> opt_betas = {kTorchAdamBeta1, kTorchAdamBeta2};
   std::optional<double> clip_grad;               ///< global-norm clip; null = off
   /// "cosine" | "tanh" | "poly" | "step" | "multistep" | "plateau" | "none" (train/schedule.h)
   std::string sched = "cosine";

@@ -26,10 +26,9 @@
 #include "core/tensor.h"
 #include "kernels/optimizer.h"
 #include "layers/module.h"
+#include "train/config.h"
 
 namespace hg::train {
-
-struct Config;
 
 /// Parameters that share a learning rate and a weight decay.
 struct ParamGroup {
@@ -126,8 +125,8 @@ class Optimizer {
 /// counts drive the bias corrections.
 class AdamW : public Optimizer {
  public:
-  explicit AdamW(std::vector<ParamGroup> groups, double beta1 = 0.9, double beta2 = 0.999,
-                 double eps = 1e-8);
+  explicit AdamW(std::vector<ParamGroup> groups, double beta1 = kTorchAdamBeta1,
+                 double beta2 = kTorchAdamBeta2, double eps = kTorchAdamEps);
   void step() override;
   bool replayable() const override { return true; }
   void prepare_step() override;
@@ -184,7 +183,7 @@ class SGD : public Optimizer {
 
 /// AdamW's betas and eps: timm's --opt-betas and --opt-eps, torch's defaults when unset.
 struct AdamSettings {
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double beta1 = kTorchAdamBeta1, beta2 = kTorchAdamBeta2, eps = kTorchAdamEps;
 };
 
 /// `cfg`'s opt_betas and opt_eps (torch's defaults unless set). Throws hg::Error unless opt_betas
