@@ -288,7 +288,8 @@ const std::vector<Field>& table() {
        "layer-wise lr decay (fine-tuning): lr x layer_decay^(head layer - layer), stem = 0, one "
        "layer per block, head last (timm); null = off"},
       {"momentum", &Config::momentum, half_open(0, 1), "momentum of opt sgd and opt momentum"},
-      {"opt_eps", &Config::opt_eps, at_least(0),
+      // > 0: torch takes 0, and a parameter whose gradient and moments are 0 then steps by 0 / 0
+      {"opt_eps", &Config::opt_eps, above(0),
        "eps of opt adamw (timm's --opt-eps; null = torch's 1e-8)"},
       {"opt_betas", &Config::opt_betas, half_open(0, 1).len(2, 2),
        "[beta1, beta2] of opt adamw (timm's --opt-betas; null = torch's [0.9, 0.999])"},
@@ -1029,7 +1030,7 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
     set_schedule_keys(probe, s);
     for (const char* k : kSegmentKeys) check_rule(*find_field(k), probe, where, str(name, ".", k));
     check_noise_range(s.lr_noise, str(name, ".lr_noise"), where);
-    if (s.min_lr > s.lr && decays_to_min_lr(s.sched))
+    if (s.min_lr > s.lr && floors_at_min_lr(s.sched))
       fail(name, where, str("min_lr ", s.min_lr, " is above lr ", s.lr));
     if (s.until_epoch < 0 || s.until_step < 0)
       fail(name, where,
@@ -1256,7 +1257,7 @@ void validate_at(const Config& c, const Locations& locs, const char* unset = "de
                   "), so nothing would "
                   "train; expected at most ",
                   run_epochs(c) - 1));
-  if (c.lr && c.min_lr > *c.lr && decays_to_min_lr(c.sched))
+  if (c.lr && c.min_lr > *c.lr && floors_at_min_lr(c.sched))
     pair_fail(
         "min_lr", "lr",
         str("min_lr ", c.min_lr, " is above lr ", *c.lr, ": set min_lr to at most lr (--min-lr ",
@@ -2036,7 +2037,7 @@ std::string resolve_lr(Config& c, int64_t world_size) {
   HG_CHECK(std::isfinite(lr), "config: the ", how,
            " is not a finite number; give a smaller lr_base "
            "or a larger lr_base_size, or lr itself");
-  HG_CHECK(c.min_lr <= lr || !decays_to_min_lr(c.sched), "config: min_lr ", c.min_lr,
+  HG_CHECK(c.min_lr <= lr || !floors_at_min_lr(c.sched), "config: min_lr ", c.min_lr,
            " is above the ", how);
   c.lr = lr;
   return how;
@@ -2044,6 +2045,10 @@ std::string resolve_lr(Config& c, int64_t world_size) {
 
 bool decays_to_min_lr(const std::string& sched) {
   return sched == "cosine" || sched == "tanh" || sched == "poly";
+}
+
+bool floors_at_min_lr(const std::string& sched) {
+  return decays_to_min_lr(sched) || sched == "plateau";
 }
 
 double peak_lr(const Config& c, const char* what) {

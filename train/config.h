@@ -286,6 +286,11 @@ std::string resolve_lr(Config& cfg, int64_t world_size);
 /// which would make the first three rise, is refused for those three only (timm takes it for all).
 bool decays_to_min_lr(const std::string& sched);
 
+/// Whether `sched` reads min_lr as its floor: decays_to_min_lr's, and plateau (whose decays stop
+/// there, so a min_lr above lr would leave it never decaying, unsaid). A min_lr above lr is
+/// refused for these.
+bool floors_at_min_lr(const std::string& sched);
+
 /// lr of a config whose lr is set (resolve_lr); throws hg::Error naming `what` otherwise.
 double peak_lr(const Config& cfg, const char* what);
 

@@ -529,11 +529,15 @@ void check_validation_as_recorded(const Session& s, bool config_agrees) {
 // A resume in its run's folder ignores output and experiment, which name where a new run goes: it
 // said "settings of this session only: experiment "a" -> "zz", output ..." as if this session
 // wrote there, and went on in the run's folder. (A resume moved to a new folder uses them.)
-void warn_unused_location(const Session& s, const Config& recorded) {
+void warn_unused_location(const Session& s) {
   if (s.claimed || !dist::is_main()) return;
+  // by the folders they name, not their text: out/rel/, ./out/rel and /abs/out/rel are one
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(fs::absolute(s.paths.dir, ec), ec);
+  const fs::path out = fs::weakly_canonical(fs::absolute(s.cfg.output, ec), ec);
   std::string given;
-  if (s.cfg.output != recorded.output) given = str("output '", s.cfg.output, "'");
-  if (s.cfg.experiment != recorded.experiment)
+  if (out != dir.parent_path()) given = str("output '", s.cfg.output, "'");
+  if (!s.cfg.experiment.empty() && s.cfg.experiment != dir.filename().string())
     given += str(given.empty() ? "" : ", ", "experiment '", s.cfg.experiment, "'");
   if (given.empty()) return;
   spdlog::warn(
@@ -567,7 +571,7 @@ void reconcile_resumed_settings(Session& s) {
   check_validation_as_recorded(s, true);
   check_resumed_position(s);  // the keys agree: a position that does not fit is the checkpoint's
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);
-  warn_unused_location(s, rec.config);
+  warn_unused_location(s);
   s.cfg = rs.session;
   // another rank count: args.yaml takes the per-rank batch of the ranks that go on (what the
   // checkpoints of this session store), so that its record and theirs agree
@@ -1512,10 +1516,11 @@ void end_schedule_epoch(Session& s, int64_t epoch, const EpochScores& sc) {
   if (s.st.plateau->lr < before && dist::is_main())
     spdlog::info(
         "epoch {}: sched plateau: more than patience_epochs {} epochs without a new best {}: lr "
-        "{:.4g} -> {:.4g} from epoch {} on",
+        "{:.4g} -> {:.4g} from epoch {} on{}",
         epoch + 1, s.cfg.patience_epochs,
         by_loss ? "train loss" : (sc.eval->ema ? "EMA top-1" : "top-1"), before, s.st.plateau->lr,
-        epoch + 2);
+        epoch + 2,
+        s.cfg.lr_noise.empty() ? "" : " (the lr held: lr_noise moves each epoch's around it)");
 }
 
 // The end of a finished, finitely evaluated epoch: last.safetensors, model_best when it is the
