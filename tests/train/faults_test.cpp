@@ -193,6 +193,12 @@ class Faults : public ::testing::Test {
     c.epochs = epochs;
     return c;
   }
+  /// Trains `c` quietly until the end of epoch `epoch` (1-based), where it stops as after Ctrl-C.
+  void train_until(const train::Config& c, int64_t epoch) const {
+    train::TrainOptions o = quiet_;
+    o.stop_after_epoch = epoch;
+    train::train(c, o);
+  }
   /// Writes an 8 x 8 grey PNG at root_/images/FILE (its folders made).
   void write_image(const std::string& file) const {
     const fs::path path = root_ / "images" / file;
@@ -717,9 +723,7 @@ TEST_F(Faults, ALogThatCannotTakeTheLastLineLeavesTheRunSuccessful) {
 // wrote there. It says they are not used and where the run goes on.
 TEST_F(Faults, AResumeInPlaceSaysItsOutputAndExperimentAreNotUsed) {
   train::Config c = smoke("here", 2);
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
+  train_until(c, 1);
   const fs::path dir = root_ / "here";
   c.resume = (dir / "last.safetensors").string();
   c.output = (root_ / "elsewhere").string();
@@ -737,9 +741,7 @@ TEST_F(Faults, AResumeInPlaceSaysItsOutputAndExperimentAreNotUsed) {
 
 TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
   train::Config c = smoke("ro", 2);
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
+  train_until(c, 1);
   const fs::path dir = root_ / "ro";
   const std::string summary = slurp(dir / "summary.csv"), args = slurp(dir / "args.yaml");
   fs::permissions(dir / "log.txt", fs::perms::all);  // the log can be appended, the folder not written
@@ -1076,9 +1078,7 @@ TEST_F(Faults, SummaryLrBeforeAScheduleChangeIsTheEpochsOwnStepPerEpochToo) {
 
 TEST_F(Faults, ResumeRefusesChangesToKeysThatShapeTheResults) {
   train::Config c = smoke("b", 2);
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
+  train_until(c, 1);
   const fs::path dir = root_ / "b";
   const std::string summary = slurp(dir / "summary.csv");
   c.resume = (dir / "last.safetensors").string();
@@ -1218,9 +1218,7 @@ TEST_F(Faults, FileSystemErrorsNameThePathAndExitNonZero) {
 
   // a damaged summary.csv met by a resume: the file and line, not "stoll"
   train::Config c = smoke("d", 2);
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
+  train_until(c, 1);
   std::ofstream(root_ / "d" / "summary.csv") << "epoch,train_loss\nx1,2\n";
   c.resume = (root_ / "d" / "last.safetensors").string();
   EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }), (root_ / "d" / "summary.csv").string() + " line 2");
@@ -1275,9 +1273,7 @@ TEST_F(Faults, RotationAfterAResumeKeepsTheBest) {
 TEST_F(Faults, ALowerCheckpointHistOnAResumeSaysWhatItRemoves) {
   train::Config c = smoke("h", 3);
   c.checkpoint_hist = 3;
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 2;
-  train::train(c, first);
+  train_until(c, 2);
   const fs::path dir = root_ / "h";
   c.checkpoint_hist = 1;
   c.resume = (dir / "last.safetensors").string();
@@ -1305,9 +1301,7 @@ TEST_F(Faults, RotationLeavesFilesItDidNotWriteAlone) {
   train::train(other, quiet_);
   train::Config c = smoke("mine", 3);
   c.checkpoint_hist = 1;
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
+  train_until(c, 1);
   const fs::path dir = root_ / "mine";
   fs::copy_file(root_ / "other" / "checkpoint-1.safetensors", dir / "checkpoint-9.safetensors");
   std::ofstream(dir / "checkpoint-7.safetensors") << "not a checkpoint";
@@ -1338,9 +1332,7 @@ TEST_F(Faults, RotationNeitherReplacesNorDeletesAFileOfAnotherOrigin) {
   train::train(other, quiet_);
   train::Config c = smoke("mine", 3);
   c.checkpoint_hist = 1;
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
+  train_until(c, 1);
   const fs::path dir = root_ / "mine";
   // epoch 2's name: weights only (an export, timm's), no training state
   safetensors::save((dir / "checkpoint-2.safetensors").string(),
@@ -1384,9 +1376,7 @@ TEST_F(Faults, RotationNeitherReplacesNorDeletesAFileOfAnotherOrigin) {
 TEST_F(Faults, RotationInAFolderWhoseMarkerLostItsIdSaysSoAndRemovesNothing) {
   train::Config c = smoke("lost_id", 3);
   c.checkpoint_hist = 1;
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
+  train_until(c, 1);
   const fs::path dir = root_ / "lost_id";
   std::ofstream(dir / "run.json", std::ios::trunc) << "garbage{";
   c.resume = (dir / "last.safetensors").string();
@@ -1432,9 +1422,7 @@ TEST_F(Faults, ACheckpointFromBeforeRunIdsIsNotTakenAsItsFoldersOwn) {
 // A hand-edited or damaged run position is refused, naming the field, before it steers a run.
 TEST_F(Faults, ARunPositionOutOfRangeIsRefusedNamingTheField) {
   train::Config c = smoke("pos", 2);
-  train::TrainOptions first = quiet_;
-  first.stop_after_epoch = 1;
-  train::train(c, first);
+  train_until(c, 1);
   const std::string p = (root_ / "pos" / "last.safetensors").string();
   const safetensors::File f = safetensors::load(p);
   std::vector<std::pair<std::string, Tensor>> tensors;
