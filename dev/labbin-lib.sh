@@ -18,6 +18,12 @@
 #   final_call V              a session's final figures: bench-layer bf16 / fp32, both models in
 #                             bf16, fp32, tf32, bf16, and timm's peer bench in the same call
 #   config_rows V             the 224 px configs' own step (drop path) in bf16 into $OUT/cfg.txt
+#   fm_run EXP S [ARGS...]    hg_new's `train configs/fashion_mnist.yaml` on CUDA in bf16 (.fmnist
+#                             carried) as experiment EXP with ARGS, S seconds at most, into
+#                             $OUT/EXP.log; its exit status
+#   fm_summary EXP            EXP's summary.csv, printed and kept as $OUT/EXP_summary.csv
+#   timm_check, sched_check   scripts/timm-check.py, scripts/timm-sched-check.py with hg_new
+#   config_breakdown          `bench configs/convnext_tiny.yaml --precision bf16 --breakdown`
 #   ncu_stalls V REGEX N      the stall reasons (dev/ncu_stalls.py) of the first N launches whose
 #                             kernel matches REGEX in V's bench-layer bf16 at C = 96
 #   ab_summary                ab_call's results, printed
@@ -151,4 +157,36 @@ ab_rows() {
   el bench-layer
   for round in 1 2; do model_rows bf16 convnext_tiny,wtconvnext_tiny "$@"; done > $OUT/model.txt 2>&1
   el model
+}
+
+fm_run() {
+  local exp=$1 secs=$2; shift 2
+  timeout "$secs" $L/hg_new train configs/fashion_mnist.yaml --data-dir "$PWD/.fmnist" \
+    --output /tmp/runs --workers 8 --plain --device cuda --precision bf16 --experiment "$exp" \
+    "$@" > "$OUT/$exp.log" 2>&1
+}
+
+fm_summary() { tee "$OUT/$1_summary.csv" < "/tmp/runs/$1/summary.csv"; }
+
+timm_check() {
+  timeout 300 python3 scripts/timm-check.py --haargrad $L/hg_new --out $OUT/timm-check.json \
+    > $OUT/timm-check.txt 2>&1
+  echo "== timm-check (rc $?)"
+  grep -vE "^\[|^ *$" $OUT/timm-check.txt | tail -8 | cut -c1-220
+  el timm-check
+}
+
+sched_check() {
+  timeout 120 python3 scripts/timm-sched-check.py --haargrad $L/hg_new \
+    --out $OUT/sched-check.json > $OUT/sched-check.txt 2>&1
+  echo "== timm-sched-check (rc $?)"; tail -3 $OUT/sched-check.txt
+  el sched-check
+}
+
+config_breakdown() {
+  timeout 200 $L/hg_new bench configs/convnext_tiny.yaml --device cuda --precision bf16 \
+    --breakdown > $OUT/breakdown.txt 2>&1
+  echo "== bench CONFIG --breakdown, drop path 0.1 (rc $?)"
+  grep -A24 "breakdown of one training step" $OUT/breakdown.txt | cut -c1-160
+  el breakdown
 }
