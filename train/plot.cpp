@@ -207,8 +207,7 @@ std::map<std::string, std::vector<double>> read_csv_columns(const std::string& p
   HG_CHECK(f.good(), "cannot open ", path);
   std::string line;
   HG_CHECK(static_cast<bool>(std::getline(f, line)), path, ": empty file (expected a header row)");
-  check_csv_encoding(line, path);
-  const std::vector<std::string> header = summary_cells(without_bom(line));
+  const std::vector<std::string> header = summary_cells(csv_header_line(line, path));
   std::map<std::string, std::vector<double>> out;
   for (const std::string& h : header) out[h];
   for (int n = 2; std::getline(f, line); ++n) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -90,19 +91,19 @@ std::string without_bom(std::string first_line) {
   return first_line;
 }
 
-void check_csv_encoding(std::string_view first_line, const std::string& path) {
+std::string csv_header_line(const std::string& first_line, const std::string& path) {
   using namespace std::string_view_literals;
-  const auto starts = [first_line](std::string_view p) {
-    return first_line.substr(0, p.size()) == p;
+  const auto starts = [&first_line](std::string_view p) {
+    return std::string_view(first_line).substr(0, p.size()) == p;
   };
   const char* what = nullptr;
   if (starts("\xff\xfe\0\0"sv) || starts("\0\0\xfe\xff"sv))
     what = "it starts with a UTF-32 byte-order mark";
   else if (starts("\xff\xfe"sv) || starts("\xfe\xff"sv))
     what = "it starts with a UTF-16 byte-order mark";
-  else if (first_line.find('\0') != std::string_view::npos)
+  else if (first_line.find('\0') != std::string::npos)
     what = "its first line holds NUL bytes (UTF-16 text?)";
-  if (what == nullptr) return;
+  if (what == nullptr) return without_bom(first_line);
   throw Error(str(path, " is not UTF-8 text: ", what,
                   " (a spreadsheet's \"Unicode text\" is UTF-16); haargrad writes and reads "
                   "summary.csv as UTF-8: save it as \"CSV UTF-8\" or plain CSV, or restore the "
@@ -117,8 +118,7 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   std::istringstream in(io::read_file(path));
   std::string header;
   std::getline(in, header);
-  check_csv_encoding(header, path);
-  header = without_bom(header);
+  header = csv_header_line(header, path);
   if (!header.empty() && header.back() == '\r') header.pop_back();
   // columns by name: a run without validation has no eval columns (kSummaryNoEvalHeader)
   std::map<std::string, size_t> column;

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace hg::train {
@@ -53,10 +52,11 @@ std::string csv_cell(const std::string& text);
 /// "CSV UTF-8" writes): the header's first name read "\xef\xbb\xbfepoch" and was not found.
 std::string without_bom(std::string first_line);
 
-/// Throws hg::Error naming `path` when the first line of that CSV file, `first_line`, is not
-/// 8-bit text: a UTF-16 or UTF-32 byte-order mark, or NUL bytes (Excel's "Unicode text" is
-/// UTF-16, and its message came cut at the first NUL, naming line 2).
-void check_csv_encoding(std::string_view first_line, const std::string& path);
+/// The header of the CSV file `path` from its first line, `first_line`: without_bom's. Throws
+/// hg::Error naming `path` when the line is not 8-bit text: a UTF-16 or UTF-32 byte-order mark,
+/// or NUL bytes (Excel's "Unicode text" is UTF-16, and its message came cut at the first NUL,
+/// naming line 2).
+std::string csv_header_line(const std::string& first_line, const std::string& path);
 
 struct SummaryLines {
   std::vector<std::string> lines;  ///< rows as written, epochs <= upto, file order

@@ -204,10 +204,13 @@ struct EpochProgress {
 // ---- the run folder
 // ------------------------------------------------------------------------------
 
+// The folder new run folders go in: output, "" being timm's output/train.
+fs::path output_root(const Config& cfg) { return cfg.output.empty() ? "output/train" : cfg.output; }
+
 // The checkpoint to resume (resume: auto picks one) and the run folder: the resumed checkpoint's,
 // or one claimed for this run alone. Data parallel: rank 0 picks both and alone writes (dist/).
 void open_run_folder(Session& s) {
-  const fs::path out_root = s.cfg.output.empty() ? "output/train" : s.cfg.output;
+  const fs::path out_root = output_root(s.cfg);
   s.resume_path = s.cfg.resume;
   // rank 0 picks alone: another rank would find the folder rank 0 has just locked in use
   if (s.resume_path == "auto" && dist::is_main()) {
@@ -533,10 +536,10 @@ void warn_unused_location(const Session& s) {
   if (s.claimed || !dist::is_main()) return;
   // by the folders they name, not their text: out/rel/, ./out/rel and /abs/out/rel are one
   std::error_code ec;
-  const fs::path dir = fs::weakly_canonical(fs::absolute(s.paths.dir, ec), ec);
-  const fs::path out = fs::weakly_canonical(fs::absolute(s.cfg.output, ec), ec);
+  const fs::path dir = fs::absolute(s.paths.dir, ec);
   std::string given;
-  if (out != dir.parent_path()) given = str("output '", s.cfg.output, "'");
+  if (!fs::equivalent(output_root(s.cfg), dir.parent_path(), ec))
+    given = str("output '", s.cfg.output, "'");
   if (!s.cfg.experiment.empty() && s.cfg.experiment != dir.filename().string())
     given += str(given.empty() ? "" : ", ", "experiment '", s.cfg.experiment, "'");
   if (given.empty()) return;
