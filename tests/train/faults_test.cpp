@@ -737,6 +737,14 @@ TEST_F(Faults, AResumeInPlaceSaysItsOutputAndExperimentAreNotUsed) {
                            "on in its run's folder, " +
                            dir.string());
   EXPECT_EQ(log.find("settings of this session only"), std::string::npos) << log;
+  // the run's own output spelt otherwise (a trailing slash, "/./") is the run's: nothing said
+  c.epochs = 3;
+  c.resume = (dir / "last.safetensors").string();
+  c.output = root_.string() + "/./";
+  c.experiment = "here";
+  train::train(c, quiet_);
+  const std::string again = slurp(dir / "log.txt").substr(log.size());
+  EXPECT_EQ(again.find("not used"), std::string::npos) << again;
 }
 
 TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
