@@ -756,23 +756,23 @@ void say_changed_training_data(const Session& s) {
 // train.py starts its plateau afresh on a resume: here a resumed run keeps the lrs of one never
 // stopped); a new run's checkpoints record the state from its start.
 void restore_plateau(Session& s) {
-  // a checkpoint of a plateau run resumed with another sched (one that stores no config, whose
-  // keys reconcile_resume cannot compare) would drop the state unsaid
-  HG_CHECK(s.sched->plateau() || !s.resumed || !s.st.plateau.has_value(), "resume: ", s.resume_path,
-           " holds a plateau schedule's state, and this session's sched is ", s.cfg.sched,
-           ": a resume cannot switch sched from plateau; resume with sched plateau, ",
-           "or start a new run from its weights (initial_checkpoint)");
-  if (!s.sched->plateau()) return;
+  const bool plateau = s.sched->plateau().has_value();
   if (!s.resumed) {
-    s.st.plateau = s.sched->plateau();
+    if (plateau) s.st.plateau = s.sched->plateau();
     return;
   }
-  HG_CHECK(s.st.plateau.has_value(), "resume: ", s.resume_path,
-           " holds no plateau schedule state (best metric, epochs without a new best, lr), "
-           "which a run with sched plateau goes on from (a run of another sched, or an older "
-           "version, wrote it); resume with that run's sched, or start a new run from its "
-           "weights (initial_checkpoint)");
-  s.sched->set_plateau(*s.st.plateau);
+  // a checkpoint and a session of different scheds (one that stores no config, whose keys
+  // reconcile_resume cannot compare) would drop the state, or have none to go on from, unsaid
+  HG_CHECK(plateau == s.st.plateau.has_value(), "resume: ", s.resume_path,
+           plateau
+               ? " holds no plateau schedule state (best metric, epochs without a new best, "
+                 "lr), which a run with sched plateau goes on from (a run of another sched, "
+                 "or an older version, wrote it); resume with that run's sched"
+               : str(" holds a plateau schedule's state, and this session's sched is ", s.cfg.sched,
+                     ": a resume cannot switch sched from plateau; resume with "
+                     "sched plateau"),
+           ", or start a new run from its weights (initial_checkpoint)");
+  if (plateau) s.sched->set_plateau(*s.st.plateau);
 }
 
 // Weights, optimizer state and position of the resumed checkpoint, and the summary rows before it.
