@@ -1146,6 +1146,17 @@ void validate_model(const Config& c, const Locations& locs, const char* unset,
   }
 }
 
+// Why sched plateau would never lower `lr` ("" when it would): torch makes no decay of its eps or
+// less, silently, so decay_rate 0.9999999 keeps the lr for good.
+std::string plateau_stuck(const Config& c, double lr) {
+  const double first_decay = lr - std::max(lr * c.decay_rate, c.min_lr);
+  if (c.sched != "plateau" || c.decay_rate >= 1 || lr <= c.min_lr || first_decay > kTorchPlateauEps)
+    return "";
+  return str("sched plateau's first decay would lower lr ", format_double(lr), " by ",
+             fmt::format("{:.3g}", first_decay), ", not more than torch's ReduceLROnPlateau eps ",
+             format_double(kTorchPlateauEps), ", so no decay would ever be made: lower decay_rate");
+}
+
 // sched plateau's keys against timm's PlateauLRScheduler: what it refuses, and what haargrad's
 // one lr (times each layer group's lr_scale) cannot follow. `pair_fail(a, b, why)` throws.
 template <class PairFail>
@@ -1160,6 +1171,8 @@ void validate_plateau(const Config& c, PairFail pair_fail) {
               str("sched plateau multiplies the lr by decay_rate at each decay, which must lower "
                   "it: expected decay_rate below 1 (torch's ReduceLROnPlateau), got ",
                   format_double(c.decay_rate)));
+  if (c.lr && !plateau_stuck(c, *c.lr).empty())
+    pair_fail("lr", "decay_rate", plateau_stuck(c, *c.lr));
   // timm floors each parameter group's lr at min_lr on its own: a layer group scaled below the
   // head would stop at min_lr while the head goes on decaying, where haargrad scales one lr
   if (c.layer_decay && c.min_lr > 0)
@@ -2039,6 +2052,7 @@ std::string resolve_lr(Config& c, int64_t world_size) {
            "or a larger lr_base_size, or lr itself");
   HG_CHECK(c.min_lr <= lr || !floors_at_min_lr(c.sched), "config: min_lr ", c.min_lr,
            " is above the ", how);
+  HG_CHECK(plateau_stuck(c, lr).empty(), "config: ", plateau_stuck(c, lr), " (the ", how, ")");
   c.lr = lr;
   return how;
 }

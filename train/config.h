@@ -49,6 +49,9 @@ struct ScheduleSegment {
 
 /// torch.optim.AdamW's defaults: Config's opt_eps / opt_betas, AdamSettings and AdamW take them.
 inline constexpr double kTorchAdamBeta1 = 0.9, kTorchAdamBeta2 = 0.999, kTorchAdamEps = 1e-8;
+/// torch.optim.lr_scheduler.ReduceLROnPlateau's eps (sched plateau): a decay that would lower the
+/// lr by no more than this is not made.
+inline constexpr double kTorchPlateauEps = 1e-8;
 
 struct Config {
   // ---- model --------------------------------------------------------------------------------

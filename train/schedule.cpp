@@ -128,9 +128,8 @@ bool beats(const LrSchedule& s, double metric, double best) {
 // torch's ReduceLROnPlateau._reduce_lr: a decay smaller than its eps is not made, so an lr at (or
 // within 1e-8 of) the floor stays where it is
 double reduced(const LrSchedule& s, double lr) {
-  constexpr double kEps = 1e-8;
   const double lower = std::max(lr * s.decay_rate, s.min_lr);
-  return lr - lower > kEps ? lower : lr;
+  return lr - lower > kTorchPlateauEps ? lower : lr;
 }
 
 }  // namespace

@@ -1519,10 +1519,13 @@ void end_schedule_epoch(Session& s, int64_t epoch, const EpochScores& sc) {
   if (s.st.plateau->lr < before && dist::is_main())
     spdlog::info(
         "epoch {}: sched plateau: more than patience_epochs {} epochs without a new best {}: lr "
-        "{:.4g} -> {:.4g} from epoch {} on{}",
+        "{:.4g} -> {:.4g} {}{}",
         epoch + 1, s.cfg.patience_epochs,
         by_loss ? "train loss" : (sc.eval->ema ? "EMA top-1" : "top-1"), before, s.st.plateau->lr,
-        epoch + 2,
+        // after the run's last epoch no epoch takes it: a resume with more epochs does
+        epoch + 1 < run_epochs(s.cfg) ? str("from epoch ", epoch + 2, " on")
+                                      : std::string("for a resume with more epochs (kept in the "
+                                                    "checkpoint; this was the last epoch)"),
         s.cfg.lr_noise.empty() ? "" : " (the lr held: lr_noise moves each epoch's around it)");
 }
 

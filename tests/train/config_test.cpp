@@ -1570,6 +1570,22 @@ TEST_F(ConfigTest, PlateauAndItsKeys) {
                   {"'sched'", "'decay_rate'", "below 1", "got 1"});
   expect_contains(load_error("sched: plateau\nlayer_decay: 0.8\nmin_lr: 1.0e-6\n"),
                   {"'layer_decay'", "'min_lr'", "each layer group", "min_lr 0"});
+  // torch makes no decay of its eps (1e-8) or less: a decay_rate that close to 1 never decays,
+  // unsaid; from lr and from the lr lr_base gives (batch 256: lr_base itself)
+  expect_contains(load_error("sched: plateau\nlr: 1.0e-3\ndecay_rate: 0.9999999999\n"),
+                  {"'lr'", "'decay_rate'", "by 1e-13", "eps 1e-08", "no decay would ever be made"});
+  EXPECT_EQ(hg::train::config_from_yaml("sched: plateau\nlr: 1.0e-3\ndecay_rate: 0.99998\n", "t")
+                .decay_rate,
+            0.99998);  // lowers it by 2e-8: made
+  Config base = hg::train::config_from_yaml(
+      "sched: plateau\nlr: null\nlr_base: 1.0e-3\nbatch_size: 256\ndecay_rate: 0.9999999999\n",
+      "t");
+  try {
+    (void)hg::train::resolve_lr(base, 1);
+    ADD_FAILURE() << "resolve_lr took a plateau that never decays";
+  } catch (const hg::Error& e) {
+    expect_contains(e.what(), {"no decay would ever be made", "from lr_base"});
+  }
   // what other scheds take stays theirs: poly's power above 1, per-update steps, min_lr 0 with
   // layer_decay under plateau
   EXPECT_EQ(hg::train::config_from_yaml("sched: poly\ndecay_rate: 2\n", "t").decay_rate, 2);
