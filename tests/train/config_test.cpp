@@ -189,19 +189,19 @@ TEST_F(ConfigTest, ModelListsNullIsTheVariantsValue) {
 // misspelt one with the keys it is close to and each timm key with what it is here (or that it is
 // not needed), as a lone unknown key's message does.
 TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
-  // timm keys whose default is haargrad's only behaviour say so (val_interval was "did you mean
-  // 'log_interval'?")
+  // timm keys whose default is haargrad's only behaviour say so at another value (val_interval
+  // was "did you mean 'log_interval'?"); at timm's default a file may hold them (timm_keys_test)
   expect_contains(
-      load_error("val_interval: 1\neval_metric: top1\nclip_mode: norm\n"),
+      load_error("val_interval: 2\neval_metric: loss\nclip_mode: agc\n"),
       {"'val_interval' (line 1; timm's --val-interval (default 1) is how haargrad runs",
        "'eval_metric' (line 2; timm's --eval-metric (default top1)", "'clip_mode' (line 3"});
   expect_contains(
-      load_error("amp: true\nepochs: 3\nchannels_last: true\nlrr: 0.1\n"),
+      load_error("amp: true\nepochs: 3\nbce_loss: true\nlrr: 0.1\n"),
       {"3 unknown keys", path_,
        "'amp' (line 1; timm's --amp (float16 with loss scaling; --amp-dtype bfloat16 "
        "for bf16) is --precision bf16 here (bf16 needs no loss scaling; a GPU's speed-up: on the "
        "CPU bf16 is a slower reference))",
-       "'channels_last' (line 3; timm's --channels-last is how haargrad always runs",
+       "'bce_loss' (line 3; timm's --bce-loss is not supported",
        "'lrr' (line 4; did you mean 'lr'"});
   expect_contains(load_error("epoch: 3\nlearning_rate: 0.1\n"),
                   {"2 unknown keys", "'epoch' (line 1; did you mean 'epochs'?)",
@@ -1542,7 +1542,7 @@ TEST_F(ConfigTest, TimmsUnsupportedTrainOptionsSayWhy) {
   expect_contains(override_error({"--sched", "constant"}),
                   {"constant schedule", "not supported", "sched none is lr throughout"});
   expect_contains(
-      load_error("grad_checkpointing: true\nno_aug: false\n"),
+      load_error("grad_checkpointing: true\nno_aug: true\n"),
       {"2 unknown keys", "timm's --grad-checkpointing is not supported", "timm's --no-aug"});
 }
 
