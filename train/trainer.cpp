@@ -532,15 +532,34 @@ void check_validation_as_recorded(const Session& s, bool config_agrees) {
 // A resume in its run's folder ignores output and experiment, which name where a new run goes: it
 // said "settings of this session only: experiment "a" -> "zz", output ..." as if this session
 // wrote there, and went on in the run's folder. (A resume moved to a new folder uses them.)
-void warn_unused_location(const Session& s) {
+// Whether `dir` is a folder a run of `experiment` under `root` claims: root/experiment, or
+// root/experiment-N where that was taken (claim_run_folder); any folder of root for an
+// experiment left to its generated name. By the folders, not their text: out/rel/, ./out/rel
+// and /abs/out/rel are one.
+bool is_run_folder_of(const fs::path& root, const std::string& experiment, const fs::path& dir) {
+  std::error_code ec;
+  if (experiment.empty()) return fs::equivalent(root, dir.parent_path(), ec);
+  const fs::path named = root / experiment;
+  if (fs::equivalent(named, dir, ec)) return true;
+  const std::string base = named.filename().string(), got = dir.filename().string();
+  const bool suffixed = got.size() > base.size() + 1 && got.compare(0, base.size(), base) == 0 &&
+                        got[base.size()] == '-' &&
+                        std::all_of(got.begin() + static_cast<std::ptrdiff_t>(base.size()) + 1,
+                                    got.end(), [](unsigned char c) { return std::isdigit(c); });
+  return suffixed && fs::equivalent(named.parent_path(), dir.parent_path(), ec);
+}
+
+// A resume goes on in its run's folder whatever output and experiment say: warn when this session
+// asked for another place, not when they are the run's own (its args.yaml's, or the folder's
+// name with the -N a taken name got).
+void warn_unused_location(const Session& s, const Config& recorded) {
   if (s.claimed || !dist::is_main()) return;
-  // by the folders they name, not their text: out/rel/, ./out/rel and /abs/out/rel are one
   std::error_code ec;
   const fs::path dir = fs::absolute(s.paths.dir, ec);
+  if (is_run_folder_of(output_root(s.cfg), s.cfg.experiment, dir)) return;
   std::string given;
-  if (!fs::equivalent(output_root(s.cfg), dir.parent_path(), ec))
-    given = str("output '", s.cfg.output, "'");
-  if (!s.cfg.experiment.empty() && s.cfg.experiment != dir.filename().string())
+  if (s.cfg.output != recorded.output) given = str("output '", s.cfg.output, "'");
+  if (s.cfg.experiment != recorded.experiment)
     given += str(given.empty() ? "" : ", ", "experiment '", s.cfg.experiment, "'");
   if (given.empty()) return;
   spdlog::warn(
@@ -574,7 +593,7 @@ void reconcile_resumed_settings(Session& s) {
   check_validation_as_recorded(s, true);
   check_resumed_position(s);  // the keys agree: a position that does not fit is the checkpoint's
   for (const std::string& note : rs.notes) spdlog::warn("{}", note);
-  warn_unused_location(s);
+  warn_unused_location(s, rec.config);
   s.cfg = rs.session;
   // another rank count: args.yaml takes the per-rank batch of the ranks that go on (what the
   // checkpoints of this session store), so that its record and theirs agree

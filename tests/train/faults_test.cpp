@@ -745,6 +745,20 @@ TEST_F(Faults, AResumeInPlaceSaysItsOutputAndExperimentAreNotUsed) {
   train::train(c, quiet_);
   const std::string again = slurp(dir / "log.txt").substr(log.size());
   EXPECT_EQ(again.find("not used"), std::string::npos) << again;
+  // the run's own experiment with the -N a taken name got, and a nested experiment: the folders
+  // they name (it said "experiment 'here' not used" at every resume of here-2, --resume auto's)
+  for (const std::string name : {"here", "nest/sub"}) {
+    train::Config n = smoke(name, 2);
+    train::TrainOptions stop = quiet_;
+    stop.stop_after_epoch = 1;
+    const fs::path run = train::train(n, stop).run_dir;
+    EXPECT_EQ(run.filename().string(), name == "here" ? "here-2" : "sub");
+    n.resume = (run / "last.safetensors").string();
+    train::train(n, quiet_);
+    EXPECT_EQ(state_of(run / "last.safetensors").epoch, 2) << name;
+    const std::string resumed = slurp(run / "log.txt");
+    EXPECT_EQ(resumed.find("not used"), std::string::npos) << resumed;
+  }
 }
 
 TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
