@@ -29,12 +29,18 @@ void check_initial_checkpoint(const std::string& path) {
 InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& model) {
   check_initial_checkpoint(path);
   safetensors::File f = safetensors::load(path);
+  InitialCheckpoint r;
+  // the model EMA's weights where the checkpoint holds them, as timm's load_checkpoint (use_ema
+  // by default: its state_dict_ema) takes them; else the model's. The optimizer state and the
+  // run's position are a resume's, not wanted here.
+  for (const auto& entry : f.tensors) r.ema = r.ema || has_prefix(entry.first, kEmaPrefix);
   std::map<std::string, Tensor> weights;
-  for (auto& [name, t] : f.tensors)  // training state of a haargrad checkpoint is not wanted here
-    if (!has_prefix(name, "optimizer.") && !has_prefix(name, "state_dict_ema."))
+  for (auto& [name, t] : f.tensors)
+    if (r.ema && has_prefix(name, kEmaPrefix))
+      weights.emplace(name.substr(std::string(kEmaPrefix).size()), t);
+    else if (!r.ema && !has_prefix(name, "optimizer.") && !has_prefix(name, kEmaPrefix))
       weights.emplace(name, t);
   weights = clean_state_dict(std::move(weights));  // "module.*" of torch's DataParallel, as timm
-  InitialCheckpoint r;
   const int64_t classes = model.config.num_classes;
   if (auto w = weights.find("head.fc.weight"); w != weights.end()) {
     r.checkpoint_classes = w->second.ndim() >= 1 ? w->second.size(0) : 0;
@@ -83,7 +89,14 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
         "initial_checkpoint {}: its stem takes 3 channels, the model 1: stem.0.weight is the sum "
         "over the 3 (timm's adapt_input_conv)",
         path);
-  if (!r.head_reinitialised) spdlog::info("initial_checkpoint {}: weights loaded", path);
+  if (r.ema)
+    spdlog::info(
+        "initial_checkpoint {}: the model EMA's weights ({}*) loaded, as timm's load_checkpoint "
+        "takes them (for the model's own: `haargrad export` the checkpoint without --ema, and "
+        "start from that)",
+        path, kEmaPrefix);
+  else if (!r.head_reinitialised)
+    spdlog::info("initial_checkpoint {}: weights loaded", path);
   return r;
 }
 

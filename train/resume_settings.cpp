@@ -40,7 +40,10 @@ const std::set<std::string> kSessionKeys = {
     // what this resume restores (the optimizer state or not), and how often the position is
     // saved: the same run either way; args.yaml keeps the run's (run_session records
     // no_resume_opt false for a new run too)
-    "no_resume_opt", "recovery_interval"};
+    "no_resume_opt", "recovery_interval",
+    // the weights a new run starts from: a resume loads its checkpoint's instead (timm), so a
+    // moved file, or its path spelt otherwise, is no reason to refuse one
+    "initial_checkpoint"};
 
 void set_schedule(Config& c, const Config& from) {
   set_schedule_keys(c, schedule_segment(from, 0, 0, "resume"));

@@ -14,7 +14,8 @@
 //  data_dir,
 //    corrupt_images, validation_batch_size, log_interval, checkpoint_hist, output, experiment,
 //    resume, and the data-parallel keys dist_bucket_mb, zero_stage, dist_check_every,
-//    dist_timeout, dist_force, no_resume_opt, recovery_interval) may change for this session;
+//    dist_timeout, dist_force, no_resume_opt, recovery_interval, initial_checkpoint: a resume
+//    does not load it) may change for this session;
 //    args.yaml keeps the run's values;
 //  - every other key shapes the results (model, data, augmentation, optimizer, batch, seed, ...):
 //    a change is an error naming each key with both values (start_epoch has a message of its own:

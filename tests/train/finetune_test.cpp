@@ -110,6 +110,27 @@ TEST(InitialCheckpoint, SameClassesLoadTheHeadAndMismatchesAreErrors) {
   fs::remove(path);
 }
 
+// A checkpoint of a run with a model EMA starts a fine-tuning run from the EMA's weights, as
+// timm's load_checkpoint (use_ema) does: it gave the model's, though model_best was the best by
+// the EMA's top-1.
+TEST(InitialCheckpoint, ACheckpointWithAModelEmaGivesTheEmasWeights) {
+  const ConvNeXt raw(smoke_model(4), 13), ema(smoke_model(4), 21);
+  const std::string path = temp_file("ema.safetensors");
+  train::save_checkpoint(path, raw, nullptr, train::TrainState{}, "", &ema);
+  hg::test::CapturedLog log;
+  ConvNeXt model(smoke_model(4), 14);
+  EXPECT_TRUE(train::load_initial_checkpoint(path, model).ema);
+  EXPECT_EQ(values(model), values(ema));
+  EXPECT_NE(log.text().find("the model EMA's weights (state_dict_ema.*) loaded"), std::string::npos)
+      << log.text();
+  // without an EMA: the model's, as before
+  safetensors::save(path, state_dict(raw));
+  ConvNeXt plain(smoke_model(4), 14);
+  EXPECT_FALSE(train::load_initial_checkpoint(path, plain).ema);
+  EXPECT_EQ(values(plain), values(raw));
+  fs::remove(path);
+}
+
 // A start file with non-finite weights (a diverged run's) loaded, and the run stopped at its first
 // step on "non-finite loss at epoch 1 step 1 (nan)", which names neither the file nor the weights.
 // The load refuses it, naming the file, the count and the first tensor.

@@ -331,6 +331,12 @@ TEST(ResumeSettings, NoResumeOptAndRecoveryIntervalMayChangeStartEpochMayNot) {
   EXPECT_EQ(r.session.recovery_interval, 50);
   EXPECT_FALSE(r.args.no_resume_opt);  // args.yaml keeps the run's
   EXPECT_EQ(r.args.recovery_interval, 0);
+  // initial_checkpoint is not loaded by a resume: moved, or spelt otherwise, it refused one
+  recorded.initial_checkpoint = "/data/init.safetensors";
+  session.initial_checkpoint = "/mnt/other/./init.safetensors";
+  const hg::train::ResumeSettings moved =
+      hg::train::reconcile_resume(recorded, "args.yaml", session, 3, 0, 9, 3);
+  EXPECT_EQ(moved.args.initial_checkpoint, "/data/init.safetensors");
   session.start_epoch = 0;
   const std::string msg = hg::test::error_of(
       [&] { hg::train::reconcile_resume(recorded, "args.yaml", session, 3, 0, 9, 3); });
