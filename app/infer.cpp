@@ -1,5 +1,5 @@
 // `haargrad infer --checkpoint W --input BATCH.safetensors --out LOGITS.safetensors`: the logits of
-// one batch, for comparing haargrad with another implementation on the same input
+// a batch, for comparing haargrad with another implementation on the same input
 // (scripts/timm-check.py does so with timm). The input tensor is named "input" (or is the file's
 // only tensor), NCHW like PyTorch's (--layout nhwc for channels-last), any float dtype; the output
 // holds "logits" (N, num_classes) float32. The batch goes into the model as it is: it must be
@@ -10,7 +10,8 @@
 // validate's loader may decode it downscaled: the last bits may differ). An image it cannot read is
 // met as training's ImageFolder meets one, by corrupt_images: skip (the default) names it and why
 // and leaves its row out, error stops there; the logits file's metadata "images" names the rows
-// either way.
+// either way. The model takes -b / --batch-size rows a forward pass (timm's inference.py's 256),
+// so memory does not grow with the input.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,7 @@ struct InferArgs {
   std::string checkpoint, input, out, config, layout = "nchw";
   bool ema = false;
   int topk = 5;
+  int64_t batch_size = 256;  // rows a forward pass takes (timm's inference.py -b, its default)
   std::vector<std::string> overrides;
 };
 
@@ -204,8 +206,9 @@ std::vector<std::string> input_images(const std::string& path) {
 /// normalise: img_size, crop_pct, interpolation, mean, std). An image that cannot be read is met
 /// as the ImageFolder of training and validate meets one (cfg.corrupt_images): error stops at it,
 /// naming it and why; skip names it so in a warning and leaves it out of *files, which then holds
-/// the images the rows are.
-Tensor read_images(std::vector<std::string>* files, const train::Config& cfg) {
+/// the images the rows are (none, when none of them could be read). `listed`: the images of the
+/// whole input (one image alone has no others to go on with).
+Tensor read_images(std::vector<std::string>* files, const train::Config& cfg, size_t listed) {
   const data::CorruptPolicy policy = data::parse_corrupt_policy(cfg.corrupt_images);
   const data::Transform t(data::make_transform_options(cfg, false));
   Tensor x =
@@ -229,19 +232,81 @@ Tensor read_images(std::vector<std::string>* files, const train::Config& cfg) {
         why = e.what();
       }
     }
-    // one image alone has no others to go on with
-    if (policy == data::CorruptPolicy::error || files->size() == 1)
+    if (policy == data::CorruptPolicy::error || listed == 1)
       throw Error(str("infer: ", why,
-                      files->size() == 1 ? std::string()
-                                         : " (corrupt_images: error; skip leaves such an image "
-                                           "out and goes on with the others)",
+                      listed == 1 ? std::string()
+                                  : " (corrupt_images: error; skip leaves such an image out and "
+                                    "goes on with the others)",
                       "; nothing was written"));
     spdlog::warn("infer: {}; its row is left out (corrupt_images: skip)", why);
   }
-  HG_CHECK(!read.empty(), "infer: none of the ", files->size(),
-           " images could be read (each named above); nothing was written");
   *files = std::move(read);
   return x.slice(0, 0, static_cast<int64_t>(files->size())).contiguous();
+}
+
+/// The model's logits (eval mode, f32 on the host) for the rows of `x` (NHWC, on the host).
+Tensor logits_of(ConvNeXt& model, const Tensor& x, Device device) {
+  autograd::NoGradGuard no_grad;
+  return model.forward(x.to(device), false).to(Device::cpu).contiguous();
+}
+
+/// Logits row blocks stacked into one (N, classes) tensor.
+Tensor stack_rows(const std::vector<Tensor>& blocks, int64_t classes) {
+  std::vector<float> rows;
+  for (const Tensor& b : blocks) {
+    const std::vector<float> v = b.to_vector<float>();
+    rows.insert(rows.end(), v.begin(), v.end());
+  }
+  return Tensor::from_vector(Shape{static_cast<int64_t>(rows.size()) / classes, classes}, rows);
+}
+
+/// The images' logits, `batch` images a forward pass: memory does not grow with the folder (one
+/// batch of every image took ~14 MB an image, 6 GB for 400 at 224 px). *images keeps those read.
+Tensor image_logits(ConvNeXt& model, std::vector<std::string>* images, const train::Config& cfg,
+                    int64_t batch, Device device) {
+  const size_t listed = images->size(), step = static_cast<size_t>(batch);
+  std::vector<std::string> kept;
+  std::vector<Tensor> blocks;
+  for (size_t at = 0; at < listed; at += step) {
+    std::vector<std::string> chunk(
+        images->begin() + static_cast<std::ptrdiff_t>(at),
+        images->begin() + static_cast<std::ptrdiff_t>(std::min(listed, at + step)));
+    const Tensor x = read_images(&chunk, cfg, listed);
+    if (chunk.empty()) continue;
+    blocks.push_back(logits_of(model, x, device));
+    kept.insert(kept.end(), chunk.begin(), chunk.end());
+  }
+  HG_CHECK(!kept.empty(), "infer: none of the ", listed,
+           " images could be read (each named above); nothing was written");
+  *images = std::move(kept);
+  return stack_rows(blocks, model.config.num_classes);
+}
+
+/// The logits of the safetensors batch --input (read_input), checked against the model's
+/// channels and total stride, `a.batch_size` rows a forward pass.
+Tensor batch_logits(ConvNeXt& model, const InferArgs& a, Device device) {
+  Shape stored;
+  const Tensor x = read_input(a.input, a.layout, &stored);
+  const int64_t C = model.config.in_chans;
+  const std::string& name = model.config.model;
+  if (x.size(3) != C) {
+    // the other layout's channel axis holding C is the likely mistake; otherwise no hint
+    const int64_t other = a.layout == "nchw" ? stored[3] : stored[1];
+    throw Error(str("infer: the input ", shape_str(stored), " read as ", a.layout, " has ",
+                    x.size(3), x.size(3) == 1 ? " channel" : " channels", "; ", name, " takes ", C,
+                    other != C           ? std::string()
+                    : a.layout == "nchw" ? " (a channels-last batch needs --layout nhwc)"
+                                         : " (an NCHW batch needs --layout nchw)"));
+  }
+  const int64_t side = model.config.total_stride();
+  HG_CHECK(x.size(1) >= side && x.size(2) >= side, "infer: the input ", shape_str(stored), " (",
+           a.layout, ") has ", x.size(1), " x ", x.size(2), " pixels; ", name, " takes at least ",
+           side, " x ", side, " (its total stride)");
+  std::vector<Tensor> blocks;
+  for (int64_t at = 0; at < x.size(0); at += a.batch_size)
+    blocks.push_back(logits_of(
+        model, x.slice(0, at, std::min(x.size(0), at + a.batch_size)).contiguous(), device));
+  return stack_rows(blocks, model.config.num_classes);
 }
 
 void run_infer(const InferArgs& a) {
@@ -288,27 +353,10 @@ void run_infer(const InferArgs& a) {
              "*): its run kept no model_ema, or it is an "
              "export (export --ema writes the EMA's weights under the plain names); infer without "
              "--ema");
-  Shape stored;
   const size_t listed = images.size();
-  const Tensor x =
-      images.empty() ? read_input(a.input, a.layout, &stored) : read_images(&images, rc.config);
-  const int64_t C = model.config.in_chans;
-  if (x.size(3) != C) {
-    // the other layout's channel axis holding C is the likely mistake; otherwise no hint
-    const int64_t other = a.layout == "nchw" ? stored[3] : stored[1];
-    throw Error(str("infer: the input ", shape_str(stored), " read as ", a.layout, " has ",
-                    x.size(3), x.size(3) == 1 ? " channel" : " channels", "; ", rc.config.model,
-                    " takes ", C,
-                    other != C           ? std::string()
-                    : a.layout == "nchw" ? " (a channels-last batch needs --layout nhwc)"
-                                         : " (an NCHW batch needs --layout nchw)"));
-  }
-  const int64_t side = model.config.total_stride();
-  HG_CHECK(x.size(1) >= side && x.size(2) >= side, "infer: the input ", shape_str(stored), " (",
-           a.layout, ") has ", x.size(1), " x ", x.size(2), " pixels; ", rc.config.model,
-           " takes at least ", side, " x ", side, " (its total stride)");
-  autograd::NoGradGuard no_grad;
-  const Tensor logits = model.forward(x.to(device), false).to(Device::cpu);
+  const Tensor logits = images.empty()
+                            ? batch_logits(model, a, device)
+                            : image_logits(model, &images, rc.config, a.batch_size, device);
   int64_t bad = 0;
   for (const float v : logits.to_vector<float>()) bad += std::isfinite(v) ? 0 : 1;
   HG_CHECK(bad == 0, "infer: ", bad, " of ", logits.numel(),
@@ -343,7 +391,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       "infer",
       "haargrad infer --checkpoint W --input BATCH.safetensors|IMAGE|FOLDER --out "
       "LOGITS.safetensors [--key value ...]\n"
-      "The logits of one batch (eval mode): a safetensors tensor, or images (one row each) through "
+      "The logits of a batch (eval mode): a safetensors tensor, or images (one row each) through "
       "the\n"
       "config's evaluation transform. The model comes from -c / --config, else the config "
       "stored in\n"
@@ -373,6 +421,11 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                   "softmax %; the first 20), as timm's inference.py reports top-k; 0 = none")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
+  cmd->add_option("-b,--batch-size", a->batch_size,
+                  "images (or batch rows) a forward pass takes: memory is that of one such batch, "
+                  "whatever the input's size (timm's inference.py -b)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("-c,--config", a->config, "YAML config of the model (timm's -c / --config)");
   cmd->allow_extras();
   cmd->footer(config_keys_pointer());

@@ -767,12 +767,32 @@ TEST_F(ExportCommand, InferLeavesOutAnUnreadableImageAsCorruptImagesSays) {
   EXPECT_EQ(out.tensors.at("logits").size(0), 2);
   EXPECT_EQ(out.metadata.at("images"),
             "[\"" + file("imgs/a.png") + "\",\"" + file("imgs/c.png") + "\"]");
+  // one image a forward pass (-b 1; the folder went into one batch, ~14 MB an image): the same
+  // rows, and the unreadable image's batch is empty
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("one_each.safetensors"), " -b 1"), 0,
+                     {"infer: " + why, "infer: 1 of the 3 images of " + file("imgs")}));
+  const safetensors::File each = safetensors::load(file("one_each.safetensors"));
+  EXPECT_EQ(each.metadata.at("images"), out.metadata.at("images"));
+  const std::vector<float> whole = out.tensors.at("logits").to_vector<float>(),
+                           split = each.tensors.at("logits").to_vector<float>();
+  ASSERT_EQ(split.size(), whole.size());
+  for (size_t k = 0; k < whole.size(); ++k) EXPECT_NEAR(split[k], whole[k], 1e-5) << k;
+  EXPECT_TRUE(exited(infer(ck, file("imgs"), file("x.safetensors"), " -b 0"), 2, {"--batch-size"}));
   fs::remove(file("logits.safetensors"));
   EXPECT_TRUE(exited(infer(ck, file("imgs"), file("logits.safetensors"), " --corrupt-images error"),
                      1, {"infer: " + why, "(corrupt_images: error;", "nothing was written"}));
   EXPECT_FALSE(fs::exists(file("logits.safetensors")));
+  // a safetensors batch in forward passes of -b rows: the same logits
+  save_input(file("in.safetensors"), {3, 3, 32, 32}, 1);
+  ASSERT_TRUE(exited(infer(ck, file("in.safetensors"), file("all.safetensors")), 0, {}));
+  ASSERT_TRUE(exited(infer(ck, file("in.safetensors"), file("twos.safetensors"), " -b 2"), 0, {}));
+  const std::vector<float> all =
+      safetensors::load(file("all.safetensors")).tensors.at("logits").to_vector<float>();
+  const std::vector<float> twos =
+      safetensors::load(file("twos.safetensors")).tensors.at("logits").to_vector<float>();
+  ASSERT_EQ(twos.size(), all.size());
+  for (size_t k = 0; k < all.size(); ++k) EXPECT_NEAR(twos[k], all[k], 1e-5) << k;
   // a batch is read whole: the key changes nothing for it
-  save_input(file("in.safetensors"), {1, 3, 32, 32}, 1);
   EXPECT_TRUE(exited(
       infer(ck, file("in.safetensors"), file("logits.safetensors"), " --corrupt-images error"), 1,
       {"--corrupt_images changes nothing here"}));
