@@ -77,7 +77,7 @@ std::string topk_line(const float* logits, int64_t n, int k) {
 
 /// The top-k classes of the first kTopkShown rows on stdout (timm's inference.py reports top-k
 /// too), one line each: "IMAGE: 3 (91.2%), 7 (4.1%), ...", or "row 0: ..." for a safetensors
-/// batch (`images` empty). Class indices: the position of the class folder in sorted order, as
+/// batch (`images` empty). Class indices: the position of the class folder in timm's order, as
 /// training's ImageFolder numbered them.
 void print_topk(const Tensor& logits, const std::vector<std::string>& images, int k) {
   if (k <= 0) return;

@@ -84,7 +84,7 @@ std::shared_ptr<Dataset> make_val_dataset(const train::Config& cfg) {
   } else {
     spdlog::warn(
         "make_val_dataset: no train split '{}': the classes are the validation split's own "
-        "folders, in sorted order (the model's label order only if every class is there)",
+        "folders, in timm's order (the model's label order only if every class is there)",
         train_dir.string());
   }
   opts.split_key = "val_split";

@@ -70,18 +70,64 @@ namespace {
 
 const char* kLayout =
     "expected layout <root>/<split>/<class name>/<image>, e.g. data/train/cat/0001.jpg and "
-    "data/train/dog/0002.png: one sub-folder per class, the class index is the folder's position in "
-    "sorted order";
+    "data/train/dog/0002.png: one sub-folder per class, the class index is the folder's position "
+    "in "
+    "timm's natural order";
 
 bool hidden(const fs::path& p) { return !p.filename().empty() && p.filename().string()[0] == '.'; }
 }  // namespace
+
+namespace {
+
+// One piece of timm's natural_key: a run of ASCII digits (by value) or the text between two
+// (ASCII letters lower-cased; other bytes as they are, i.e. by code point in UTF-8).
+struct KeyPiece {
+  bool number = false;
+  std::string text;  // a number's digits without leading zeros
+};
+
+std::vector<KeyPiece> natural_key(const std::string& name) {
+  std::vector<KeyPiece> key(1);  // re.split(r'(\d+)', s): text, number, text, ..., text
+  for (size_t i = 0; i < name.size();) {
+    const auto digit = [&](size_t j) {
+      return j < name.size() && name[j] >= '0' && name[j] <= '9';
+    };
+    if (!digit(i)) {
+      key.back().text += static_cast<char>(std::tolower(static_cast<unsigned char>(name[i++])));
+      continue;
+    }
+    KeyPiece n{true, ""};
+    for (; digit(i); ++i)
+      if (!n.text.empty() || name[i] != '0') n.text += name[i];
+    key.push_back(n);
+    key.emplace_back();
+  }
+  return key;
+}
+
+// Pieces in the same place are of one kind (text at even places, numbers at odd), as in Python.
+bool piece_less(const KeyPiece& a, const KeyPiece& b) {
+  if (a.number && a.text.size() != b.text.size()) return a.text.size() < b.text.size();
+  return a.text < b.text;
+}
+
+}  // namespace
+
+bool natural_less(const std::string& a, const std::string& b) {
+  const std::vector<KeyPiece> ka = natural_key(a), kb = natural_key(b);
+  if (std::lexicographical_compare(ka.begin(), ka.end(), kb.begin(), kb.end(), piece_less))
+    return true;
+  if (std::lexicographical_compare(kb.begin(), kb.end(), ka.begin(), ka.end(), piece_less))
+    return false;
+  return a < b;  // equal keys ("01" and "1", "Cat" and "cat"): timm's order is a set's; bytes here
+}
 
 std::vector<std::string> subfolders(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (!hidden(e.path()) && e.is_directory(ec)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), natural_less);
   return out;
 }
 
@@ -246,8 +292,8 @@ void check_split_folder(const std::string& root, const std::string& split, const
                   idx_files_hint(root), "; ", kLayout));
 }
 
-// The class folders of `dir`, sorted. Images lying directly in `dir` and broken links are named
-// (never fewer classes unsaid); no class folder at all is an error.
+// The class folders of `dir`, in timm's order. Images lying directly in `dir` and broken links are
+// named (never fewer classes unsaid); no class folder at all is an error.
 std::vector<std::string> class_folders(const std::string& dir) {
   const std::vector<std::string> found = subfolders(dir);
   int64_t loose = 0;

@@ -1,6 +1,7 @@
 // ImageFolder: images stored as <root>/<split>/<class>/<...>/<image>, the layout of torchvision's
-// ImageFolder and timm's default dataset. The class index is the position of the class folder name in
-// sorted (byte-wise) order, as in torchvision.
+// ImageFolder and timm's default dataset. The class index is the position of the class folder name
+// in timm's natural order (natural_less: "1", "2", "10"; "cat", "Zebra"), as timm's folder reader
+// numbers them (torchvision sorts byte-wise: "1", "10", "2"; "Zebra", "cat").
 #pragma once
 
 #include <atomic>
@@ -24,8 +25,8 @@ class TooManyCorruptImages : public Error {
 struct ImageFolderOptions {
   int64_t channels = 3;                          ///< the model's in_chans: 1 or 3
   CorruptPolicy corrupt = CorruptPolicy::skip;   ///< undecodable files: skip (warn, count) or throw
-  /// Class names defining the label mapping; empty = the split's own sorted folder names. Give the
-  /// train split's classes to the validation split so both map names to the same index.
+  /// Class names defining the label mapping; empty = the split's own folder names in timm's order.
+  /// Give the train split's classes to the validation split so both map names to the same index.
   std::vector<std::string> classes;
   /// Read every file's header while scanning, so files stb cannot recognise are dropped up front.
   bool probe = true;
@@ -106,8 +107,15 @@ bool undecodable_image_file(const std::string& path);
 /// its target, so the messages that name such a file add this.
 std::string broken_link_reason(const std::string& path);
 
-/// The sub-folders of `dir` whose names do not start with '.', sorted: an ImageFolder split's
-/// classes, in label order (none when `dir` cannot be read).
+/// timm's class order (its folder reader sorts class names by timm.utils.natural_key): runs of
+/// digits by their value, the text between them without case, so "1" < "2" < "10" and "cat" <
+/// "Zebra". Lower-cases ASCII letters only (Python's lower() folds other scripts too) and reads
+/// ASCII digits only; names of equal keys ("01" and "1") go byte-wise, where timm's order is
+/// arbitrary.
+bool natural_less(const std::string& a, const std::string& b);
+
+/// The sub-folders of `dir` whose names do not start with '.', in timm's order (natural_less): an
+/// ImageFolder split's classes, in label order (none when `dir` cannot be read).
 std::vector<std::string> subfolders(const std::string& dir);
 
 /// The folder of the split `split` under `root`, found as timm finds it (dataset_factory's

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/atomic_file.h"
+#include "core/hash.h"
 #include "core/safetensors.h"
 #include "core/utf8.h"
 #include "dist/process_group.h"
@@ -349,6 +350,16 @@ std::string no_file_reason(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) return " is not a regular file";
   return ec ? " cannot be read: " + ec.message() : " does not exist";
+}
+
+uint64_t class_names_hash(const std::vector<std::string>& names) {
+  uint64_t h = kFnv1aSeed;  // FNV-1a over the names, each with its ending 0 byte: the order counts
+  for (const std::string& n : names) h = fnv1a(n.c_str(), n.size() + 1, h);
+  return h;
+}
+
+std::string class_names_tag(const std::vector<std::string>& names) {
+  return names.empty() ? "" : str(std::hex, class_names_hash(names));
 }
 
 }  // namespace hg::train

@@ -70,6 +70,14 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
                      const TrainState& state, const std::string& config_yaml,
                      const ConvNeXt* ema = nullptr);
 
+/// FNV-1a over class names in their label order, each with its ending 0 byte.
+uint64_t class_names_hash(const std::vector<std::string>& names);
+
+/// The tag of a train split's class names, in their label order, that TrainState::train_classes
+/// records (a hash in hex; "" for a split without class names): a resume compares it with the
+/// folders it finds.
+std::string class_names_tag(const std::vector<std::string>& names);
+
 /// Reads a checkpoint written by save_checkpoint (or any safetensors state_dict with timm names:
 /// then only the weights are loaded and the state is the default). Throws hg::Error naming the file
 /// and the mismatching keys. `opt` may be null (validation). EMA tensors are not read here

@@ -35,8 +35,8 @@ std::string timm_key_hint(const std::string& key) {
       {"vflip", "timm's --vflip (vertical flip, off in its defaults) is not supported: hflip is"},
       {"class_map",
        "timm's class_map is not supported: the class index is the class folder's position in "
-       "sorted order (torchvision's ImageFolder), the same in both splits; name the folders so "
-       "that they sort in the order you want"},
+       "timm's natural order (its folder reader's: 1, 2, 10; cat, Zebra), the same in both "
+       "splits; name the folders so that they sort in the order you want"},
       // timm keys whose value in its defaults is haargrad's only behaviour (a timm args.yaml
       // holds them): said as such, not "did you mean 'log_interval'?" for val_interval
       {"val_interval",

@@ -728,19 +728,6 @@ std::string resume_point(const TrainState& st, int64_t steps_per_epoch, bool val
   return str("at epoch ", st.epoch + 1, " step ", st.step_in_epoch + 1);
 }
 
-// FNV-1a over the class names, each with its ending 0 byte (the order counts: it gives the labels).
-uint64_t class_names_hash(const std::vector<std::string>& names) {
-  uint64_t h = kFnv1aSeed;
-  for (const std::string& n : names) h = fnv1a(n.c_str(), n.size() + 1, h);
-  return h;
-}
-
-// Class names as checkpoints record them (TrainState::train_classes): their hash in hex, "" for a
-// split without class names.
-std::string class_names_tag(const std::vector<std::string>& names) {
-  return names.empty() ? "" : str(std::hex, class_names_hash(names));
-}
-
 // The training data this session reads, in the state its checkpoints record.
 void record_training_data(Session& s) {
   s.st.train_images = s.ds.train->size();
@@ -763,7 +750,17 @@ void say_changed_training_data(const Session& s) {
                                   " follows another order (some images twice, others not at all)")
                             : std::string());
   const std::vector<std::string> names = s.ds.train->class_names();
-  if (!r.train_classes.empty() && !names.empty() && r.train_classes != class_names_tag(names))
+  std::vector<std::string> bytewise = names;  // the class order of haargrad before timm's
+  std::sort(bytewise.begin(), bytewise.end());
+  if (!r.train_classes.empty() && bytewise != names && r.train_classes == class_names_tag(bytewise))
+    spdlog::warn(
+        "resume: {} was trained with its classes numbered in byte-wise order (haargrad before "
+        "2026-12-07: torchvision's), which timm's natural order now used numbers otherwise "
+        "(\"1\", \"2\", \"10\" against \"1\", \"10\", \"2\"; case): its labels stand for other "
+        "classes from here on; start a new run (initial_checkpoint) or name the class folders "
+        "so that both orders agree",
+        s.resume_path);
+  else if (!r.train_classes.empty() && !names.empty() && r.train_classes != class_names_tag(names))
     spdlog::warn(
         "resume: the train split's class folders are not those of {} ({} now): a class folder was "
         "renamed, added or removed, so a label may now stand for another class than the one the "

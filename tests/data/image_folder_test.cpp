@@ -848,6 +848,29 @@ TEST(ImageFolder, ValidationUsesTrainClasses) {
   EXPECT_NE(msg.find("zebra"), std::string::npos) << msg;
 }
 
+// Class indices are timm's (its folder reader sorts by natural_key): numbers by value, text
+// without case. Byte-wise (torchvision's) gave "1", "10", "2" and "Zebra" before "cat", so a model
+// moved to timm and evaluated on the same folders had its labels permuted.
+TEST(ImageFolder, ClassesTakeTimmsNaturalOrder) {
+  hg::test::TempDir tmp;
+  for (const char* c : {"10", "2", "1", "Zebra", "cat", "b2c", "b10c", "b02", "a", "A"}) {
+    fs::create_directories(tmp.path() / "train" / c);
+    hg::data::write_png(tmp / (std::string("train/") + c + "/i.png"),
+                        hg::test::random_image(3, 3, 3, 21));
+  }
+  // python3: sorted(names, key=natural_key), the equal keys "a" / "A" byte-wise
+  const std::vector<std::string> timm = {"1",   "2",   "10",   "A",   "a",
+                                         "b02", "b2c", "b10c", "cat", "Zebra"};
+  EXPECT_EQ(hg::data::subfolders((tmp.path() / "train").string()), timm);
+  ImageFolder train(tmp.path().string(), "train");
+  EXPECT_EQ(train.classes(), timm);
+  EXPECT_TRUE(hg::data::natural_less("x9", "x10"));
+  EXPECT_TRUE(hg::data::natural_less("x010", "x11"));  // 10 < 11, not '0' < '1' by length
+  EXPECT_FALSE(hg::data::natural_less("x10", "x9"));
+  EXPECT_TRUE(hg::data::natural_less("img", "img0"));  // a prefix first
+  EXPECT_FALSE(hg::data::natural_less("same", "same"));
+}
+
 // A val class folder that differs from a train class only in case ('Cat' against 'cat') was
 // called "not one of the given classes" with no hint: the message names the train class it
 // almost matches (class names are case-sensitive, as in torchvision's ImageFolder).

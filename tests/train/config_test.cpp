@@ -144,7 +144,7 @@ TEST_F(ConfigTest, AnUnknownKeyInAnotherCaseSuggestsTheKey) {
 // unknown key with nothing on how the classes are numbered here. It says so.
 TEST_F(ConfigTest, TimmsClassMapIsNamedAsUnsupported) {
   expect_contains(load_error("class_map: classes.txt\n"),
-                  {"'class_map'", "line 1", "not supported", "sorted order", "train --help"});
+                  {"'class_map'", "line 1", "not supported", "natural order", "train --help"});
 }
 
 // YAML's merge key (`<<: *defaults`) is not in yaml-cpp, which reads it as a key named '<<': the

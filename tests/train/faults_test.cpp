@@ -761,6 +761,46 @@ TEST_F(Faults, AResumeInPlaceSaysItsOutputAndExperimentAreNotUsed) {
   }
 }
 
+// A resume whose class folders do not give the labels the checkpoint's run gave says so: a folder
+// renamed, and a run of haargrad before timm's class order (byte-wise: "10" before "2"), whose
+// labels that order now numbers otherwise.
+TEST_F(Faults, AResumeWhoseClassesAreNumberedOtherwiseSaysSo) {
+  for (const char* split : {"train", "validation"})
+    for (const char* cls : {"2", "10"})
+      for (int i = 0; i < 4; ++i) write_image(str(split, "/", cls, "/", i, ".png"));
+  train::Config c = smoke("classes", 2);
+  c.dataset = "image_folder";
+  c.data_dir = (root_ / "images").string();
+  c.num_classes = 2;
+  train_until(c, 1);
+  const fs::path last = root_ / "classes" / "last.safetensors";
+  // the checkpoint as a run that numbered its classes as `names` wrote it
+  const auto recorded_as = [&](const std::vector<std::string>& names) {
+    safetensors::File f = safetensors::load(last.string());
+    nlohmann::json state = nlohmann::json::parse(f.metadata.at("state"));
+    ASSERT_EQ(state.at("train_classes"), train::class_names_tag({"2", "10"}));  // timm's order
+    state["train_classes"] = train::class_names_tag(names);
+    f.metadata["state"] = state.dump();
+    safetensors::save(last.string(), {f.tensors.begin(), f.tensors.end()}, f.metadata);
+  };
+  const auto resume_log = [&](int64_t epochs) {
+    const size_t before = slurp(root_ / "classes" / "log.txt").size();
+    train::Config r = c;
+    r.epochs = epochs;
+    r.resume = last.string();
+    train_until(r, epochs);
+    return slurp(root_ / "classes" / "log.txt").substr(before);
+  };
+  recorded_as({"10", "2"});
+  std::string said = resume_log(2);
+  EXPECT_CONTAINS(said, "was trained with its classes numbered in byte-wise order");
+  EXPECT_EQ(said.find("a class folder was renamed"), std::string::npos) << said;
+  recorded_as({"2", "11"});
+  said = resume_log(3);
+  EXPECT_CONTAINS(said, "a class folder was renamed, added or removed");
+  EXPECT_EQ(said.find("byte-wise"), std::string::npos) << said;
+}
+
 TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
   train::Config c = smoke("ro", 2);
   train_until(c, 1);
