@@ -31,6 +31,19 @@ void check_classes(const Dataset& ds, const train::Config& cfg) {
                   ds.num_classes(), stray.empty() ? "" : ", or restore the labels file"));
 }
 
+// val_split naming the train split's own data (`--val-split train`, or its folder by path): timm
+// reads it too, unsaid; then model_best and checkpoint_hist rank by training-set accuracy.
+void warn_if_same_split(const train::Config& cfg, const std::string& train,
+                        const std::string& val) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(train, val, ec))
+    spdlog::warn(
+        "make_datasets: val_split '{}' reads the train split's data ({}): every validation "
+        "figure, model_best and checkpoint_hist then rank by accuracy on the training images; "
+        "point val_split at held-out images (or '' for none)",
+        cfg.val_split, val);
+}
+
 }  // namespace
 
 Datasets make_datasets(const train::Config& cfg) {
@@ -40,14 +53,22 @@ Datasets make_datasets(const train::Config& cfg) {
   const bool val = train::has_validation(cfg);
   if (cfg.dataset == "idx") {
     d.train = std::make_shared<IdxDataset>(cfg.data_dir, cfg.train_split, cfg.in_chans);
-    if (val) d.val = std::make_shared<IdxDataset>(cfg.data_dir, cfg.val_split, cfg.in_chans);
+    if (val) {
+      auto v = std::make_shared<IdxDataset>(cfg.data_dir, cfg.val_split, cfg.in_chans);
+      warn_if_same_split(cfg, std::static_pointer_cast<IdxDataset>(d.train)->source(), v->source());
+      d.val = std::move(v);
+    }
   } else if (cfg.dataset == "image_folder") {
     ImageFolderOptions opts = image_folder_options(cfg);
     opts.split_key = "train_split";
     auto train = std::make_shared<ImageFolder>(cfg.data_dir, cfg.train_split, opts);
     opts.classes = train->classes();  // the same name -> index mapping in both splits
     opts.split_key = "val_split";
-    if (val) d.val = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
+    if (val) {
+      auto v = std::make_shared<ImageFolder>(cfg.data_dir, cfg.val_split, opts);
+      warn_if_same_split(cfg, train->folder(), v->folder());
+      d.val = std::move(v);
+    }
     d.train = std::move(train);
   } else if (cfg.dataset == "synthetic") {
     const uint64_t seed = static_cast<uint64_t>(cfg.seed);

@@ -41,6 +41,8 @@ class IdxDataset : public Dataset {
   int64_t channels() const override { return channels_; }
   Sample get(int64_t index) const override;
   std::string describe() const override;
+  /// The images file read.
+  const std::string& source() const { return source_; }
   /// "; N samples have labels >= num_classes, the first sample I (label L) in 'LABELS FILE'".
   std::string labels_at_or_above(int64_t num_classes) const override;
 

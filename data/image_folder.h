@@ -66,6 +66,8 @@ class ImageFolder : public Dataset {
   int64_t replaced_after_scan() const override { return failed_after_scan_.load(); }
 
   const std::vector<std::string>& classes() const { return classes_; }
+  /// The split's folder, <root>/<split>.
+  const std::string& folder() const { return dir_; }
   std::vector<std::string> class_names() const override { return classes_; }
   const std::string& path(int64_t index) const;
   int64_t label(int64_t index) const;

@@ -134,6 +134,14 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   const size_t score_at = at("eval_top1_ema") != std::string::npos ? at("eval_top1_ema")
                           : at("eval_top1") != std::string::npos   ? at("eval_top1")
                                                                    : at("train_loss");
+  // a first line without the epoch and score columns is no summary header (a file overwritten):
+  // said of line 1, not as "line 2: expected '<garbage>' values"
+  HG_CHECK(at("epoch") == 0 && score_at != std::string::npos, path,
+           " line 1 is not the summary's header (expected columns epoch, ..., train_loss or "
+           "eval_top1), got '",
+           printable(header.substr(0, 120)), header.size() > 120 ? "...'" : "'",
+           ": restore the run's summary.csv, or move it away (the run's checkpoints do not need "
+           "it)");
   std::string line;
   for (int line_no = 2; std::getline(in, line); ++line_no) {
     // a file saved with CR LF (a Windows program, a spreadsheet): its rows as written by us, so

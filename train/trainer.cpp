@@ -1512,8 +1512,9 @@ void rotate_history(Session& s, int64_t epoch) {
       spdlog::warn("checkpoint_hist: cannot remove {}: {}",
                    (dir / history_file_name(victim)).string(), ec.message());
     } else if (s.resumed && victim <= s.resumed->epoch) {
-      // an earlier session's file, gone because this session keeps fewer: said where it happens
-      spdlog::warn("checkpoint_hist {}: removed {} (an earlier session's; not among the best {})",
+      // an earlier session's file (the rotation goes on after a resume as in one session; an
+      // info line, not a warning at every resume), with its path: another folder's session wrote it
+      spdlog::info("checkpoint_hist {}: removed {} (an earlier session's; not among the best {})",
                    s.cfg.checkpoint_hist, (dir / history_file_name(victim)).string(),
                    s.cfg.checkpoint_hist);
     } else {

@@ -830,6 +830,35 @@ TEST(ImageFolder, AnUnsetDataDirIsNamedAsSuch) {
   }
 }
 
+// val_split naming the train split (by its name, or its folder by path) was taken unsaid: every
+// eval figure, model_best and checkpoint_hist then ranked by training-set accuracy. It is warned.
+TEST(ImageFolder, AValSplitThatIsTheTrainSplitIsWarned) {
+  hg::test::TempDir tmp;
+  for (const char* split : {"train", "val"})
+    for (const char* cls : {"cat", "dog"}) {
+      fs::create_directories(tmp.path() / split / cls);
+      hg::data::write_png(tmp / (std::string(split) + "/" + cls + "/i.png"),
+                          hg::test::random_image(3, 3, 3, 31));
+    }
+  hg::train::Config cfg;
+  cfg.dataset = "image_folder";
+  cfg.data_dir = tmp.path().string();
+  cfg.num_classes = 2;
+  cfg.corrupt_images = "skip";
+  for (const std::string& val : {std::string("train"), (tmp.path() / "./train").string()}) {
+    cfg.val_split = val;
+    hg::test::CapturedLog log;
+    (void)hg::data::make_datasets(cfg);
+    EXPECT_NE(log.text().find("val_split '" + val + "' reads the train split's data"),
+              std::string::npos)
+        << log.text();
+  }
+  cfg.val_split = "val";
+  hg::test::CapturedLog log;
+  (void)hg::data::make_datasets(cfg);
+  EXPECT_EQ(log.text().find("train split's data"), std::string::npos) << log.text();
+}
+
 TEST(ImageFolder, ValidationUsesTrainClasses) {
   hg::test::TempDir tmp;
   Tree tree(tmp);
