@@ -201,7 +201,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->delimiter(',');
   cmd->add_option("--threads", a->threads,
                   "CPU threads (0: $OMP_NUM_THREADS if set, else the cores available)")
-      ->check(at_least(0))
+      ->check(CLI::Range(0, kMaxCpuThreads))
       ->capture_default_str();
   cmd->callback([a] { run_alloc_trace(*a); });
 });

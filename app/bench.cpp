@@ -267,7 +267,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option(
          "--threads", a->threads,
          "CPU threads (0: $OMP_NUM_THREADS if set, else the cores available to this process)")
-      ->check(at_least(0));
+      ->check(CLI::Range(0, kMaxCpuThreads));
   cmd->add_option("--output", a->output, "write the rows to FILE.json or FILE.csv");
   cmd->add_flag("--retry", a->retry, "on out-of-memory, retry the row at half the batch until it fits");
   cmd->add_flag("--breakdown", a->breakdown, "also time one training step per op type");

@@ -206,10 +206,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->check(CLI::Range(int64_t(1), int64_t(4096)))
       ->capture_default_str();
   cmd->add_option("--reps", o->reps, "timed calls per row")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed calls first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--magnitude", o->magnitude,
                   "RandAugment magnitude of the per-op rows (0 .. 100; timm's scale: 10 is its "

@@ -133,10 +133,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
       ->capture_default_str();
   // bounds as CLI11 checks: a bad value names its option and exits 2 before any row is timed
   cmd->add_option("--bench-warmup", a->warmup, "untimed epochs first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--bench-epochs", a->epochs, "timed epochs")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--split", a->split, "train (train transforms) or val (eval transforms)")->capture_default_str();
   cmd->add_option("--output", a->output, "also write the rows to FILE.json or FILE.csv");

@@ -23,6 +23,9 @@ struct ExportArgs {
 void run_export(const ExportArgs& a) {
   // A folder of an earlier export would keep its other images: a training run reads them all.
   std::error_code ec;
+  // '' is no folder to the checks below (exists('') is false) but the writes made train/ and val/
+  // in the working folder, beside its files
+  HG_CHECK(!a.out.empty(), "export-png: --out is empty; give a new or an empty folder");
   HG_CHECK(!std::filesystem::exists(a.out, ec) || std::filesystem::is_directory(a.out, ec),
            "export-png: --out ", a.out, " is a file; give a new or an empty folder");
   HG_CHECK(!std::filesystem::exists(a.out, ec) || std::filesystem::is_empty(a.out, ec),

@@ -111,7 +111,7 @@ std::optional<int> env_threads() {
   const char* v = std::getenv("OMP_NUM_THREADS");
   if (!v) return std::nullopt;
   const auto n = parse_number(v);
-  if (!n || *n < 1 || *n != std::floor(*n) || *n > 4096) return std::nullopt;
+  if (!n || *n < 1 || *n != std::floor(*n) || *n > kMaxCpuThreads) return std::nullopt;
   return static_cast<int>(*n);
 }
 
@@ -152,7 +152,8 @@ std::atomic<int> g_split_threads{0};  // 0: set_cpu_threads not called yet
 }  // namespace
 
 int set_cpu_threads(int n) {
-  HG_CHECK(n >= 0, "threads must be >= 0 (0 = the cores available), got ", n);
+  HG_CHECK(n >= 0 && n <= kMaxCpuThreads, "threads must be in [0, ", kMaxCpuThreads,
+           "] (0 = the cores available), got ", n);
   if (n == 0) n = env_threads().value_or(available_cores());
   confine_blas_threads();
 #ifdef _OPENMP
@@ -181,8 +182,8 @@ std::string cpu_threads_warning(int configured) {
   const int cores = available_cores();
   const char* env = std::getenv("OMP_NUM_THREADS");
   if (configured == 0 && env != nullptr && !env_threads())
-    return str("OMP_NUM_THREADS='", printable(env),
-               "' is not a whole number in [1, 4096]: ignored; the CPU ", "kernels use the ", cores,
+    return str("OMP_NUM_THREADS='", printable(env), "' is not a whole number in [1, ",
+               kMaxCpuThreads, "]: ignored; the CPU kernels use the ", cores,
                " cores this process may use");
   const int n = configured > 0 ? configured : env_threads().value_or(0);
   if (n <= cores) return "";

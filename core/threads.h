@@ -58,9 +58,14 @@ std::optional<int> cores_from_cfs(const std::string& quota_text, const std::stri
 /// for this count (which fixes their results: a GEMM's blocks, hence its rounding, follow it), and
 /// run on it until set_active_cpu_threads lowers it. Also confines OpenBLAS to one thread per call
 /// and checks that it took (when the BLAS is OpenBLAS). Returns the number of threads now used.
-/// Throws hg::Error for n < 0 or when OpenBLAS keeps more than one thread. Call it before the first
-/// kernel runs (the program does, at start-up, and again with the config's `threads`).
+/// Throws hg::Error for n outside [0, kMaxCpuThreads] or when OpenBLAS keeps more than one thread.
+/// Call it before the first kernel runs (the program does, at start-up, and again with the config's
+/// `threads`).
 int set_cpu_threads(int n);
+
+/// The most CPU threads `threads` (and --threads, OMP_NUM_THREADS) may ask for: libgomp failed to
+/// create ~50,000 and crashed at 100,000 (a segfault inside the first parallel region).
+inline constexpr int kMaxCpuThreads = 4096;
 
 /// What set_cpu_threads(`configured`) would do that a user may not expect, as a warning's text, or
 /// "" when nothing: more threads than available_cores() (`threads` or OMP_NUM_THREADS: the

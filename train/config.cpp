@@ -30,6 +30,7 @@
 #include "core/parse_number.h"
 #include "core/shell_quote.h"
 #include "core/similar_names.h"
+#include "core/threads.h"
 #include "core/utf8.h"
 #include "data/rand_augment.h"
 #include "data/transforms.h"
@@ -401,7 +402,7 @@ const std::vector<Field>& table() {
       {"gemm_autotune", &Config::gemm_autotune, any(),
        "time cuBLASLt's candidate algorithms on each GEMM shape's first call and keep the fastest "
        "(as timm's cudnn.benchmark); false = the heuristic's first: the same bits in every rerun"},
-      {"threads", &Config::threads, closed(0, 4096),
+      {"threads", &Config::threads, closed(0, kMaxCpuThreads),
        "CPU threads of the kernels; "
        "0 = $OMP_NUM_THREADS if set, else the cores this process may use"},
       {"log_interval", &Config::log_interval, at_least(1),

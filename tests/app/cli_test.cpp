@@ -881,6 +881,10 @@ TEST_F(CliTest, ExportPngRefusesANonEmptyFolder) {
   const ProgramRun r = run_program("export-png --out " + file("png") + " --limit-per-class 1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("is not empty"), std::string::npos) << r.output;
+  // --out '' passed both checks and wrote into the working folder, logged as /train and /val
+  const ProgramRun empty = run_program("export-png --out '' --limit-per-class 1");
+  EXPECT_EQ(empty.exit_code, 1) << empty.output;
+  EXPECT_NE(empty.output.find("--out is empty"), std::string::npos) << empty.output;
 }
 
 // export-png has no config: a --data-dir it cannot read is named as its option, not as "the
@@ -1123,6 +1127,22 @@ TEST_F(CliTest, InfoTakesAConfig) {
   const ProgramRun missing = run_program("info " + kSource + "/configs/nope.yaml");
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.output.find("cannot open file"), std::string::npos) << missing.output;
+}
+
+// A config's wtconv_mode reference is measured as train runs it: info gave the fused path's bytes
+// whatever the config said (the reference order saves every sub-band on the tape).
+TEST_F(CliTest, InfoMeasuresTheConfigsWtconvMode) {
+  const auto bytes = [&](const std::string& mode) {
+    const std::string cfg = file("m_" + mode + ".yaml");
+    std::ofstream(cfg) << "model: wtconvnext_fmnist\nimg_size: 28\nwtconv_mode: " << mode << "\n";
+    const ProgramRun r = run_program("info " + cfg);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const size_t at = r.output.find("activation bytes ");
+    return at == std::string::npos ? -1 : std::stoll(r.output.substr(at + 17));
+  };
+  const long long fused = bytes("fused"), reference = bytes("reference");
+  EXPECT_GT(fused, 0);
+  EXPECT_GT(reference, fused);
 }
 
 // info takes a CONFIG.yaml as its argument, but not as timm's -c / --config, which 9b9709d gave

@@ -50,6 +50,9 @@ TEST(Threads, AvailableCoresFollowAffinity) {
 
 TEST(Threads, SetCpuThreadsSetsOpenMpAndKeepsBlasOnOneThread) {
   const int before = cpu_threads();
+  // bench --threads 100000 crashed inside libgomp: bounded as the config's key is
+  EXPECT_THROW(set_cpu_threads(kMaxCpuThreads + 1), hg::Error);
+  EXPECT_THROW(set_cpu_threads(-1), hg::Error);
   EXPECT_EQ(set_cpu_threads(3), 3);
 #ifdef _OPENMP
   EXPECT_EQ(cpu_threads(), 3);
