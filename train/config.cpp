@@ -580,14 +580,33 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
     if (node.IsNull()) return "";  // `resume:` left empty means no value
   }
   if (!node.IsScalar()) fail(key, where, str("expected ", what, ", got ", shown(node)));
+  // an explicit tag: PyYAML (timm's config files) makes bytes of !!binary, a float of `!!float 1`
+  // and refuses `!foo`, where yaml-cpp gives the text; !!str is a string, as quotes make one
+  const std::string& tag = node.Tag();
+  const bool str_tag = tag == "tag:yaml.org,2002:str";
+  if (!tag.empty() && tag != "?" && tag != "!" && !str_tag)  // "": a value made here
+    fail(key, where,
+         str("the YAML tag '", tag, "' is not read here (PyYAML reads tagged values otherwise); ",
+             "write the value without it"));
   if constexpr (!std::is_same_v<T, std::string>) {
     // a quoted "1e-3" or "true" is a string in YAML (PyYAML, timm's config files): say so
-    if (node.Tag() == "!")
+    if (tag == "!" || str_tag)
       fail(key, where,
-           str("expected ", what, ", got the quoted string \"", node.Scalar(),
-               "\" (write it without quotes)"));
+           str("expected ", what, ", got the ", str_tag ? "!!str tagged" : "quoted", " string \"",
+               node.Scalar(), "\" (write it without ", str_tag ? "the tag" : "quotes", ")"));
   }
   if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+    // in a file, a leading zero: YAML 1.1 (PyYAML) reads 010 as octal 8 (and 09 as a string);
+    // haargrad's decimal reading would silently differ from timm's. The command line is argparse's
+    // int("010") == 10, as here.
+    const std::string& text = node.Scalar();
+    const size_t digits = text.find_first_not_of("+-");
+    if (where.source != "command line" && digits != std::string::npos && text.size() > digits + 1 &&
+        text[digits] == '0' && text.find_first_not_of("0123456789", digits) == std::string::npos)
+      fail(key, where,
+           str("'", text,
+               "' has a leading zero, which YAML 1.1 (PyYAML, so timm's config files) "
+               "reads as an octal number; write it without the zero"));
     // Decimal only: YAML would read "010" as 8, "0x10" as 16 and ".inf" as infinity.
     std::string why;
     std::optional<T> v;
@@ -602,6 +621,14 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
       // 0 and 1: PyYAML reads them as integers and timm's train.py takes any value by its truth
       // (`model_ema: 1` in a timm config turns the EMA on); other integers stay refused
       if (node.Scalar() == "0" || node.Scalar() == "1") return node.Scalar() == "1";
+      // y / n: yaml-cpp's booleans, but strings to PyYAML, whose non-empty string timm takes as
+      // true (`model_ema: n` would turn timm's EMA on)
+      const std::string& v = node.Scalar();
+      if (v == "y" || v == "Y" || v == "n" || v == "N")
+        fail(key, where,
+             str("expected ", what, ", got '", v,
+                 "', which PyYAML (timm's config files) reads "
+                 "as a string, true to timm whatever it says; write true or false"));
     }
     try {
       return node.as<T>();

@@ -208,6 +208,28 @@ TEST_F(ConfigTest, SeveralUnknownKeysAreNamedTogether) {
                    "'learning_rate' (line 2"});
 }
 
+// What PyYAML (timm's config files) reads otherwise than yaml-cpp is refused, not read another
+// way: y / n (strings to PyYAML, true to timm), a leading zero (octal to PyYAML: epochs: 010 is
+// 8), and tags (!!str false is the string "false", !foo an error, !!binary bytes).
+TEST_F(ConfigTest, WhatPyYamlReadsOtherwiseIsRefused) {
+  for (const char* v : {"y", "Y", "n", "N"})
+    expect_contains(load_error(std::string("model_ema: ") + v + "\n"),
+                    {"'model_ema'", "line 1", "PyYAML", "write true or false"});
+  EXPECT_TRUE(hg::train::config_from_yaml("model_ema: yes\n", "t").model_ema);  // YAML 1.1's
+  expect_contains(load_error("epochs: 010\n"), {"'epochs'", "line 1", "leading zero", "octal"});
+  expect_contains(load_error("lr: -010\n"), {"'lr'", "leading zero"});
+  EXPECT_EQ(hg::train::config_from_yaml("lr: 0.010\nseed: 0\n", "t").lr, 0.01);
+  Config o;
+  hg::train::apply_overrides(o, {"--epochs", "010"});  // argparse's int("010")
+  EXPECT_EQ(o.epochs, 10);
+  expect_contains(load_error("model_ema: !!str false\n"),
+                  {"'model_ema'", "!!str tagged string \"false\""});
+  expect_contains(load_error("epochs: !foo 1\n"), {"'epochs'", "YAML tag '!foo'"});
+  expect_contains(load_error("experiment: !!binary aGVsbG8=\n"),
+                  {"'experiment'", "YAML tag 'tag:yaml.org,2002:binary'"});
+  EXPECT_EQ(hg::train::config_from_yaml("experiment: !!str 123\n", "t").experiment, "123");
+}
+
 TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
   expect_contains(load_error("lr: 0.1\nepochs: three\n"), {"'epochs'", path_, "line 2", "integer", "'three'"});
   expect_contains(load_error("\n\ndepths: 3\n"), {"'depths'", "line 3", "list of integers"});
