@@ -237,18 +237,20 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
            " is too small");
   HG_CHECK(gnuplot_available(), "plot: gnuplot is not on PATH (Debian package gnuplot-nox)");
   const fs::path png = out_png, stem = fs::path(out_png).replace_extension();
-  std::vector<fs::path> data;
+  // Each file is drawn from temporaries and takes its place only once the image is whole: a
+  // failed gnuplot left the run's curves.gp and .dat rewritten beside the old curves.png.
+  std::vector<fs::path> data, drawn_data;
   std::vector<std::string> names;
   std::vector<std::set<int>> valid(run_dirs.size());
   bool has_ema = false, lr_not_positive = false;
   double max_epoch = 1;
   for (size_t r = 0; r < run_dirs.size(); ++r) {
     // cut to fit NAME_MAX, as the PNG's name may be near it (the ".1.dat" of one was too long)
-    const fs::path dat = io::with_fitted_suffix(
-        stem.string(), run_dirs.size() == 1 ? std::string(".dat") : str(".", r + 1, ".dat"));
-    io::write_file_atomic(dat.string(), run_data(run_dirs[r], &has_ema, &max_epoch, &valid[r],
-                                                 &lr_not_positive, notes));
-    data.push_back(dat);
+    data.push_back(io::with_fitted_suffix(
+        stem.string(), run_dirs.size() == 1 ? std::string(".dat") : str(".", r + 1, ".dat")));
+    drawn_data.push_back(io::temp_path(data.back().string()));
+    io::write_file_atomic(drawn_data.back().string(), run_data(run_dirs[r], &has_ema, &max_epoch,
+                                                               &valid[r], &lr_not_positive, notes));
     names.push_back(fs::path(run_dirs[r]).lexically_normal().filename().string());
     if (names.back().empty())
       names.back() = fs::path(run_dirs[r]).lexically_normal().parent_path().filename().string();
@@ -261,39 +263,48 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   // PNG named near that limit made gnuplot fail "File name too long"
   const fs::path tmp_png = io::temp_path(png.string());
   const fs::path script = io::with_fitted_suffix(stem.string(), ".gp");
-  std::string gp =
-      "# haargrad training curves (rerun: gnuplot " + script.filename().string() + ")\n";
-  gp += "set terminal pngcairo size " + std::to_string(opts.width) + "," +
-        std::to_string(opts.height) + " noenhanced font ',10'\n";
-  gp += "set output " + gp_quote(tmp_png.string()) + "\n";
-  gp += "set datafile missing 'NaN'\nset grid\nset key top right\nset xlabel 'epoch'\n";
-  // whole epochs on the x axis, about ten ticks
-  gp += "set xtics " +
-        std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(max_epoch / 10)))) +
-        "\n";
-  gp += "set multiplot layout 2,2 title " + gp_quote(title) + "\n";
-  gp += panel("loss", "loss", data, names, valid, {{2, "train"}, {3, "eval"}}, false);
-  std::vector<std::pair<int, std::string>> top1 = {{4, "model"}};
-  if (has_ema) top1.emplace_back(5, "EMA");
-  gp += panel("top-1", "top-1 (%)", data, names, valid, top1, false);
-  // log-scaled, unless an lr is 0 (lr: 0, warmup_lr: 0): gnuplot drops such points on a log axis,
-  // and fails on a series with none left ("all points y value undefined!")
-  gp += panel("learning rate", "lr", data, names, valid, {{6, "lr"}}, !lr_not_positive);
-  gp += panel("throughput", "train img/s", data, names, valid, {{7, "img/s"}}, false);
-  gp += "unset multiplot\nset output\n";
-  io::write_file_atomic(script.string(), gp);
-  // every failure below leaves nothing drawn beside the output (a half-written or unplaceable
-  // image would otherwise stay, one per epoch of a run)
-  const auto give_up = [&tmp_png](const std::string& why) {
+  const fs::path tmp_script = io::temp_path(script.string());
+  // the script that draws `datas` into `output`
+  const auto script_text = [&](const std::vector<fs::path>& datas, const fs::path& output) {
+    std::string gp =
+        "# haargrad training curves (rerun: gnuplot " + script.filename().string() + ")\n";
+    gp += "set terminal pngcairo size " + std::to_string(opts.width) + "," +
+          std::to_string(opts.height) + " noenhanced font ',10'\n";
+    gp += "set output " + gp_quote(output.string()) + "\n";
+    gp += "set datafile missing 'NaN'\nset grid\nset key top right\nset xlabel 'epoch'\n";
+    // whole epochs on the x axis, about ten ticks
+    gp += "set xtics " +
+          std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(max_epoch / 10)))) +
+          "\n";
+    gp += "set multiplot layout 2,2 title " + gp_quote(title) + "\n";
+    gp += panel("loss", "loss", datas, names, valid, {{2, "train"}, {3, "eval"}}, false);
+    std::vector<std::pair<int, std::string>> top1 = {{4, "model"}};
+    if (has_ema) top1.emplace_back(5, "EMA");
+    gp += panel("top-1", "top-1 (%)", datas, names, valid, top1, false);
+    // log-scaled, unless an lr is 0 (lr: 0, warmup_lr: 0): gnuplot drops such points on a log
+    // axis, and fails on a series with none left ("all points y value undefined!")
+    gp += panel("learning rate", "lr", datas, names, valid, {{6, "lr"}}, !lr_not_positive);
+    gp += panel("throughput", "train img/s", datas, names, valid, {{7, "img/s"}}, false);
+    gp += "unset multiplot\nset output\n";
+    return gp;
+  };
+  // every failure below leaves the files beside the output as they were (a half-written or
+  // unplaceable image would otherwise stay, one per epoch of a run)
+  const auto give_up = [&](const std::string& why) {
     std::error_code ignored;
+    for (const fs::path& p : drawn_data) fs::remove(p, ignored);
+    fs::remove(tmp_script, ignored);
     fs::remove(tmp_png, ignored);
     throw Error(why);
   };
+  io::write_file_atomic(tmp_script.string(), script_text(drawn_data, tmp_png));
   std::string output;
-  const int rc = run_program({"gnuplot", script.string()}, &output);
+  const int rc = run_program({"gnuplot", tmp_script.string()}, &output);
   if (rc != 0 || !fs::exists(tmp_png))
-    give_up(str("plot: gnuplot failed (exit status ", rc, ") on ", script.string(),
-                output.empty() ? std::string() : ":\n" + output));
+    give_up(str("plot: gnuplot failed (exit status ", rc, ") drawing ", png.string(),
+                output.empty() ? std::string() : ":\n" + output,
+                output.empty() || output.back() == '\n' ? "" : "\n", "the previous image, ",
+                script.filename().string(), " and data are unchanged"));
   // gnuplot exits 0 after a write that ran out of disk: only a whole PNG (its IEND chunk last),
   // on the disk, replaces the previous image
   if (!complete_png(tmp_png))
@@ -306,13 +317,15 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   if (renamed)
     give_up(str("plot: cannot write '", png.string(), "': ", renamed.message(), " (renaming '",
                 tmp_png.string(), "' to it); what is at that path is unchanged"));
-  io::sync_folder_of(png.string());  // the rename on the disk, as io::write_file_atomic's
+  for (size_t r = 0; r < data.size(); ++r) fs::rename(drawn_data[r], data[r], renamed);
+  io::sync_folder_of(png.string());  // the renames on the disk, as io::write_file_atomic's
+  std::error_code ignored;
+  fs::remove(tmp_script, ignored);
   // the script kept beside the image draws it again from anywhere (`gnuplot curves.gp`): its
-  // output is the image itself, not the temporary this call drew into
-  const std::string drawn = "set output " + gp_quote(tmp_png.string()) + "\n";
-  gp.replace(gp.find(drawn), drawn.size(),
-             "set output " + gp_quote(fs::absolute(png).string()) + "\n");
-  io::write_file_atomic(script.string(), gp);
+  // output is the image itself and its data the files beside it
+  std::vector<fs::path> kept_data;
+  for (const fs::path& d : data) kept_data.push_back(fs::absolute(d));
+  io::write_file_atomic(script.string(), script_text(kept_data, fs::absolute(png)));
 }
 
 }  // namespace hg::train

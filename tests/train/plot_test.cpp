@@ -507,6 +507,47 @@ TEST_F(PlotTest, TheTrainerPlotsItsRunAfterEveryEpoch) {
 }
 
 // A gnuplot that fails costs a warning, never the run.
+// A failed gnuplot leaves the image, its script and its data as they were (the script and data
+// were rewritten beside the old image: `--title changed` showed in curves.gp, not in curves.png),
+// and no temporary file.
+TEST_F(PlotTest, AFailedDrawLeavesTheImageScriptAndDataAsTheyWere) {
+  ASSERT_TRUE(train::gnuplot_available());
+  const fs::path dir = run("kept", kSummary);
+  train::PlotOptions opts;
+  opts.title = "first";
+  train::plot_runs({dir.string()}, (dir / "curves.png").string(), opts);
+  const auto slurp = [](const fs::path& p) {
+    std::ifstream f(p);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  const std::string png = slurp(dir / "curves.png"), gp = slurp(dir / "curves.gp"),
+                    dat = slurp(dir / "curves.dat");
+  ASSERT_NE(gp.find("first"), std::string::npos) << gp;
+  // the kept script draws the image from its own data
+  EXPECT_NE(gp.find((fs::absolute(dir) / "curves.dat").string()), std::string::npos) << gp;
+  std::ofstream(dir / "summary.csv", std::ios::app) << "4,1,0.9,62,96,1e-06,1250,50.1,1,61,95\n";
+  const fs::path bin = root_ / "failbin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "gnuplot") << "#!/bin/sh\nexit 3\n";
+  fs::permissions(bin / "gnuplot", fs::perms::owner_all);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin.string() + ":" + old_path).c_str(), 1);
+  opts.title = "changed";
+  std::string why;
+  try {
+    train::plot_runs({dir.string()}, (dir / "curves.png").string(), opts);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  ::setenv("PATH", old_path.c_str(), 1);
+  EXPECT_NE(why.find("gnuplot failed (exit status 3)"), std::string::npos) << why;
+  EXPECT_EQ(slurp(dir / "curves.png"), png);
+  EXPECT_EQ(slurp(dir / "curves.gp"), gp);
+  EXPECT_EQ(slurp(dir / "curves.dat"), dat);
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
 TEST_F(PlotTest, APlotFailureIsAWarningOnly) {
   const fs::path bin = root_ / "bin";
   fs::create_directories(bin);
