@@ -20,6 +20,7 @@
 #include "core/alloc_trace.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "models/config.h"
 #include "train/step_trace.h"
 #include "train/trainer.h"
 
@@ -134,6 +135,14 @@ void run_alloc_trace(const AllocTraceArgs& a) {
     // one that exists read-only would be found only at the first trace, after its recording
     HG_CHECK(::access(a.save_dir.c_str(), W_OK | X_OK) == 0, "alloc-trace: --save ", a.save_dir,
              ": the folder cannot be written (", std::strerror(errno), ")");
+  }
+  // every model known before the first is recorded (a bad name last failed after minutes)
+  for (const std::string& model : a.models) {
+    try {
+      model_config(model).check_img_size(a.img_size);
+    } catch (const Error& e) {
+      throw Error(str("alloc-trace: --models: ", e.what()));
+    }
   }
   const Device dev = a.device == "cuda" ? Device::cuda : Device::cpu;
   HG_CHECK(device_available(dev), "alloc-trace: device ", a.device,

@@ -948,6 +948,17 @@ TEST_F(CliTest, AllocTraceRefusesAFolderItCannotWriteBeforeRecording) {
       << "recorded first: " << r.output;
 }
 
+// alloc-trace --models with an unknown name last recorded and saved every model before it, then
+// failed: each name is checked first.
+TEST_F(CliTest, AllocTraceChecksEveryModelBeforeRecording) {
+  const ProgramRun r = run_program(
+      "alloc-trace --models wtconvnext_fmnist,bogus --img-size 28 --steps 1 --device cpu --save " +
+      file("traces"));
+  EXPECT_TRUE(
+      exited(r, 1, {"alloc-trace: --models: unknown model 'bogus'"}, {"during the recording"}));
+  EXPECT_TRUE(std::filesystem::is_empty(file("traces")));
+}
+
 // alloc-trace --load A B extrapolates A as recorded at the first of --batches and B at the second.
 // Swapped files, or one file twice, printed an extrapolation off by a factor under "extrapolated
 // from batches 1 and 2"; each trace's header records its batch, which is checked now.
