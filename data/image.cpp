@@ -140,11 +140,24 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   // said.
   std::setvbuf(f.get(), nullptr, _IONBF, 0);
   struct stat st {};
-  const bool sized = fstat(fileno(f.get()), &st) == 0 && st.st_size > 0;
+  const bool stated = fstat(fileno(f.get()), &st) == 0;
+  // a device reads without end (/dev/zero took every byte of memory, then "out of host memory"
+  // with no file named)
+  if (stated && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+    throw CorruptImage(path, "it is a device, not an image file");
+  // no decoder here reads more (stb takes at most 2^31 - 1 bytes); a pipe is read up to it
+  constexpr size_t kMaxImageFileBytes = size_t{1} << 30;
+  const auto too_large = [&] {
+    return CorruptImage(path, str("it is larger than ", kMaxImageFileBytes >> 20,
+                                  " MiB, more than any image file haargrad reads"));
+  };
+  const bool sized = stated && st.st_size > 0;
+  if (sized && static_cast<uint64_t>(st.st_size) > kMaxImageFileBytes) throw too_large();
   std::vector<uint8_t> bytes(sized ? static_cast<size_t>(st.st_size) + 1 : size_t(1) << 16);
   size_t n = 0, got;
   while ((got = std::fread(bytes.data() + n, 1, bytes.size() - n, f.get())) > 0) {
     n += got;
+    if (n > kMaxImageFileBytes) throw too_large();
     if (n == bytes.size()) bytes.resize(2 * n);
   }
   // a folder opens as a file and fails here (bench-augment --image DIR said only "read error")
