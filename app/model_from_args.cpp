@@ -139,10 +139,14 @@ void check_replaces_safetensors_only(const std::string& path, const std::string&
   }
   // any other name (logits.txt, a name without one) hid the format too, where validate, bench and
   // plot refuse an output name of another format than they write
-  HG_CHECK(data::lower_extension(path) == ".safetensors", what, " ", path,
-           " must end in .safetensors (haargrad writes safetensors, which "
+  // an example for a name that has a file name ('.' and '' have none: "e.g. ..safetensors")
+  const fs::path named = p.filename().empty() || p.filename() == "." || p.filename() == ".."
+                             ? p / "model.safetensors"
+                             : fs::path(p).replace_extension(".safetensors");
+  HG_CHECK(data::lower_extension(path) == ".safetensors", what, " '", path,
+           "' must end in .safetensors (haargrad writes safetensors, which "
            "safetensors.torch.load_file reads, as timm does), e.g. ",
-           fs::path(p).replace_extension(".safetensors").string());
+           named.string());
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return;  // new, or a folder (check_output_file)
   try {

@@ -522,14 +522,19 @@ TEST_F(ExportCommand, AnOutNotEndingInSafetensorsIsRefused) {
   save_smoke_checkpoint(ck);
   save_input(in, {1, 3, 32, 32}, 5);
   EXPECT_TRUE(exited(run_program("export " + ck + " --out " + file("x.txt")), 1,
-                     {"export: --out " + file("x.txt") + " must end in .safetensors",
+                     {"export: --out '" + file("x.txt") + "' must end in .safetensors",
                       "e.g. " + file("x.safetensors")}));
   EXPECT_TRUE(exited(run_program("export " + ck + " --out " + file("weights")), 1,
-                     {"export: --out " + file("weights") + " must end in .safetensors",
+                     {"export: --out '" + file("weights") + "' must end in .safetensors",
                       "e.g. " + file("weights.safetensors")}));
   EXPECT_TRUE(exited(infer(ck, in, file("logits.txt")), 1,
-                     {"infer: --out " + file("logits.txt") + " must end in .safetensors",
+                     {"infer: --out '" + file("logits.txt") + "' must end in .safetensors",
                       "e.g. " + file("logits.safetensors")}));
+  // a name with no file name: an example that is one ("e.g. ..safetensors" it was)
+  EXPECT_TRUE(exited(run_program("export " + ck + " --out " + file(".")), 1,
+                     {"must end in .safetensors", "e.g. " + file("./model.safetensors")}));
+  EXPECT_TRUE(exited(run_program("export " + ck + " --out ''"), 1,
+                     {"--out '' must end in .safetensors", "e.g. model.safetensors"}));
   for (const char* name : {"x.txt", "weights", "logits.txt"}) EXPECT_FALSE(fs::exists(file(name)));
   // the extension in any case, as validate's and plot's
   EXPECT_TRUE(exited(run_program("export " + ck + " --out " + file("W.SafeTensors")), 0, {}));
