@@ -194,9 +194,13 @@ void refuse_keys_that_change_nothing(const char* command, const std::vector<std:
     const std::vector<std::string> all = train::config_keys();
     if (std::find(all.begin(), all.end(), key) == all.end()) {
       const std::vector<std::string> close = similar_names(key, taken);
-      throw Error(str(command, ": unknown option --", key,
-                      close.empty() ? std::string() : str(" (did you mean --", close[0], "?)"),
-                      "; the keys it takes: ", keys));
+      // validate's flag given to export / infer, which spell it --ema (as timm's scripts do)
+      const std::string hint =
+          key == "use_ema"
+              ? std::string(" (the EMA's weights: --ema here; --use-ema is validate's)")
+          : close.empty() ? std::string()
+                          : str(" (did you mean --", close[0], "?)");
+      throw Error(str(command, ": unknown option --", key, hint, "; the keys it takes: ", keys));
     }
     throw Error(str(command, ": --", key, " changes nothing here: ", command, " ", why,
                     "; the keys it takes: ", keys));

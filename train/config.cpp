@@ -475,6 +475,9 @@ Where where_of(const YAML::Node& node, const Where& fallback) {
 // options -b, -vb and -j are taken as they are: apply_overrides.)
 std::string timm_spelling(const std::string& key) {
   if (std::string hint = timm_key_hint(key); !hint.empty()) return hint;
+  if (key == "ema")  // export's and infer's flag given to validate or train
+    return "the model EMA is model_ema here (train); validate evaluates a checkpoint's with "
+           "--use-ema, export and infer take --ema";
   // argparse's --no-X for a flag X (BooleanOptionalAction): a bool key takes false instead
   if (key.rfind("no_", 0) == 0)
     if (const Field* f = find_field(key.substr(3));

@@ -837,6 +837,10 @@ TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
   const Tensor la = safetensors::load(a).tensors.at("logits"),
                lb = safetensors::load(b).tensors.at("logits");
   EXPECT_GT(test::rel_error(la.to(DType::f64), lb.to(DType::f64)), 1e-3);  // other weights
+  // validate's spelling names this command's, and the other way round
+  EXPECT_TRUE(exited(infer(ck, in, b, " --use-ema"), 1, {"--ema here; --use-ema is validate's"}));
+  EXPECT_TRUE(exited(run_program("validate --checkpoint " + ck + " --ema"), 1,
+                     {"validate evaluates a checkpoint's with --use-ema"}));
   for (const char* key : {"--mean 0.5", "--precision bf16", "--img-size 64"}) {
     const ProgramRun r = infer(ck, in, file("c.safetensors"), std::string(" ") + key);
     EXPECT_EQ(r.exit_code, 1) << key;
