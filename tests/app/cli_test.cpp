@@ -106,7 +106,7 @@ TEST_F(CliTest, EveryHelpShowsDefaults) {
   const std::vector<Case> cases = {
       {"bench",
        {"--batch INT:POSITIVE=128", "=224", "=20", "=5", "--device TEXT=auto",
-        "--threads INT:NONNEGATIVE=0"}},
+        "--threads INT:INT in [0 - 4096]=0"}},
       {"info", {"--img-size INT:POSITIVE=the model's", "--batch INT:POSITIVE=1"}},
       {"train", {"--stop-after-epoch INT=-1"}},
       {"validate", {"--results-file"}},

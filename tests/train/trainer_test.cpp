@@ -1380,7 +1380,8 @@ TEST_F(TrainerTest, AnEditedArgsYamlCannotChangeWhatTheRunIs) {
   std::string edited = args;
   const size_t at = edited.find("\nseed: ");
   ASSERT_NE(at, std::string::npos);
-  edited.insert(edited.find('\n', at + 1), "7");  // seed 42 -> 427
+  // seed S -> S7 (written whole: "07" would be refused for its leading zero)
+  edited.replace(at, edited.find('\n', at + 1) - at, "\nseed: " + std::to_string(a.seed * 10 + 7));
   std::ofstream(dir / "args.yaml") << edited;
   train::Config r = resume_of(a, dir);
   r.seed = a.seed * 10 + 7;
