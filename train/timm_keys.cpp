@@ -7,6 +7,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "core/parse_number.h"
@@ -255,50 +256,60 @@ std::string timm_key_hint(const std::string& key) {
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
+// What a key may hold and ask for nothing, besides timm's defaults (value_is): these markers
+// cannot be values (a string "off" is one: true to timm).
+const std::string kOff = "<off>", kBool = "<bool>", kAny = "<any>";
 
 std::optional<double> number(const std::string& s) { return parse_decimal_float(s); }
 
-// null, false, 0, '', [] or {}: the off value of a timm option (PyYAML writes False as false)
+// A scalar PyYAML reads as it is written (no quotes, no tag): "false" there is False, where
+// 'false' in quotes is a string, which timm takes as true.
+bool plain(const YAML::Node& v) { return v.IsScalar() && (v.Tag() == "?" || v.Tag().empty()); }
+
+// YAML 1.1's booleans as PyYAML reads them: yes / no / on / off / true / false, in lower,
+// Capitalised or upper case; `want` says which
+bool pyyaml_bool(const YAML::Node& v, bool want) {
+  if (!plain(v)) return false;
+  static const std::set<std::string> yes = {"yes", "Yes",  "YES",  "on",  "On",
+                                            "ON",  "true", "True", "TRUE"};
+  static const std::set<std::string> no = {"no",  "No",    "NO",    "off",  "Off",
+                                           "OFF", "false", "False", "FALSE"};
+  return (want ? yes : no).count(v.Scalar()) > 0;
+}
+
+// null, False, 0, '', [] or {}: what a timm option is when it is off (falsy to Python)
 bool is_off(const YAML::Node& v) {
   if (v.IsNull()) return true;
   if (v.IsSequence() || v.IsMap()) return v.size() == 0;
-  const std::string s = lower(v.Scalar());
-  const std::optional<double> x = number(s);
-  return s.empty() || s == "false" || (x && *x == 0);
+  if (v.Scalar().empty()) return true;
+  if (!plain(v)) return false;  // a quoted 'false' or "0" is a non-empty string: true
+  const std::optional<double> x = number(v.Scalar());
+  return pyyaml_bool(v, false) || (x && *x == 0);
 }
 
-bool is_bool(const YAML::Node& v) {
-  return v.IsScalar() && (lower(v.Scalar()) == "true" || lower(v.Scalar()) == "false");
-}
-
-// A value against timm's default: numbers by value (4.0 is 4), words as written, a list of
+// A value against timm's default: plain numbers by value (4.0 is 4), words as written, a list of
 // scalars as "[a, b]".
 bool value_is(const YAML::Node& v, const std::string& want) {
   if (v.IsSequence()) {
     std::string items;
     for (const YAML::Node& item : v) {
-      if (!item.IsScalar()) return false;
+      if (!plain(item)) return false;
       items += (items.empty() ? "" : ", ") + item.Scalar();
     }
     return "[" + items + "]" == want;
   }
   if (!v.IsScalar()) return false;
-  const std::optional<double> x = number(v.Scalar()), y = number(want);
-  return x && y ? *x == *y : v.Scalar() == want;
+  const std::optional<double> x = plain(v) ? number(v.Scalar()) : std::nullopt, y = number(want);
+  return x && y ? *x == *y : !y && v.Scalar() == want;
 }
 
-// `values`: what a key may hold and ask for nothing: "off" (is_off), "bool" (either), "any"
-// (anything), or one of timm's defaults (value_is).
 bool matches(const YAML::Node& v, const std::vector<std::string>& values) {
   for (const std::string& want : values) {
-    if (want == "off" && is_off(v)) return true;
-    if (want == "bool" && is_bool(v)) return true;
-    if (want == "any") return true;
-    if (value_is(v, want)) return true;
+    if (want == kOff    ? is_off(v)
+        : want == kBool ? pyyaml_bool(v, true) || pyyaml_bool(v, false)
+        : want == kAny  ? true
+                        : value_is(v, want))
+      return true;
   }
   return false;
 }
@@ -307,82 +318,87 @@ bool matches(const YAML::Node& v, const std::vector<std::string>& values) {
 
 bool timm_key_asks_nothing(const std::string& key, const YAML::Node& value) {
   if (timm_key_hint(key).empty()) return false;  // not a timm option this file knows
-  // train.py's defaults (timm 1.0.29-1.0.31), one group a reason
+  // train.py's defaults (timm 1.0.29, the train.py docs/timm-keys.md follows), one group a reason
   static const std::map<std::string, std::vector<std::string>> asks = {
       // features off: what haargrad does without them (no AMP's float16, no BCE, no NaFlex, no
       // distillation, no repeated or split augmentation, no wandb, nothing pretrained, ...)
-      {"amp", {"off"}},
-      {"aug_repeats", {"off"}},
-      {"aug_splits", {"off"}},
-      {"bce_loss", {"off"}},
-      {"bce_pos_weight", {"off"}},
-      {"bce_sum", {"off"}},
-      {"bce_target_thresh", {"off"}},
-      {"bn_eps", {"off"}},
-      {"bn_momentum", {"off"}},
-      {"class_map", {"off"}},
-      {"color_jitter_prob", {"off"}},
-      {"data", {"off"}},
-      {"dataset_download", {"off"}},
-      {"dataset_trust_remote_code", {"off"}},
-      {"device_modules", {"off"}},
-      {"distill_loss_weight", {"off"}},
-      {"drop_block", {"off"}},
-      {"drop_connect", {"off"}},
-      {"epoch_repeats", {"off"}},
-      {"fast_norm", {"off"}},
-      {"fuser", {"off"}},
-      {"gaussian_blur_prob", {"off"}},
-      {"gp", {"off"}},
-      {"grad_checkpointing", {"off"}},
-      {"grayscale_prob", {"off"}},
-      {"input_img_mode", {"off"}},
-      {"input_key", {"off"}},
-      {"input_size", {"off"}},
-      {"jsd_loss", {"off"}},
-      {"kd_model_name", {"off"}},
-      {"kd_student_feature_dim", {"off"}},
-      {"kd_teacher_feature_dim", {"off"}},
-      {"layer_decay_min_scale", {"off"}},
-      {"layer_decay_no_opt_scale", {"off"}},
-      {"log_wandb", {"off"}},
-      {"model_dtype", {"off"}},
-      {"model_ema_force_cpu", {"off"}},
-      {"model_kwargs", {"off"}},
-      {"naflex_loader", {"off"}},
-      {"naflex_patch_size_probs", {"off"}},
-      {"naflex_patch_sizes", {"off"}},
-      {"naflex_patchify_channels_first", {"off"}},
-      {"no_aug", {"off"}},
-      {"opt_kwargs", {"off"}},
-      {"pretrained", {"off"}},
-      {"pretrained_path", {"off"}},
-      {"resplit", {"off"}},
-      {"save_images", {"off"}},
-      {"split_bn", {"off"}},
-      {"sync_bn", {"off"}},
-      {"target_key", {"off"}},
-      {"task_loss_weight", {"off"}},
-      {"torchcompile", {"off"}},
-      {"torchcompile_mode", {"off"}},
-      {"torchscript", {"off"}},
-      {"train_batch_sizes", {"off"}},
-      {"train_batches_per_epoch", {"off"}},
-      {"train_img_sizes", {"off"}},
-      {"train_num_samples", {"off"}},
-      {"train_size_probs", {"off"}},
-      {"tta", {"off"}},
-      {"val_num_samples", {"off"}},
-      {"vflip", {"off"}},
-      {"wandb_project", {"off"}},
-      {"wandb_resume_id", {"off"}},
-      {"wandb_tags", {"off"}},
+      {"amp", {kOff}},
+      {"aug_repeats", {kOff}},
+      {"aug_splits", {kOff}},
+      {"bce_loss", {kOff}},
+      {"bce_pos_weight", {kOff}},
+      {"bce_sum", {kOff}},
+      {"bce_target_thresh", {kOff}},
+      {"bn_eps", {kOff}},
+      {"bn_momentum", {kOff}},
+      {"class_map", {kOff}},
+      {"color_jitter_prob", {kOff}},
+      {"data", {kOff}},
+      {"dataset_download", {kOff}},
+      {"dataset_trust_remote_code", {kOff}},
+      {"device_modules", {kOff}},
+      {"distill_loss_weight", {kOff}},
+      {"drop_block", {kOff}},
+      {"drop_connect", {kOff}},
+      {"epoch_repeats", {kOff}},
+      {"fast_norm", {kOff}},
+      {"gaussian_blur_prob", {kOff}},
+      {"gp", {kOff}},
+      {"grad_checkpointing", {kOff}},
+      {"grayscale_prob", {kOff}},
+      {"input_img_mode", {kOff}},
+      {"input_key", {kOff}},
+      {"input_size", {kOff}},
+      {"jsd_loss", {kOff}},
+      {"kd_model_name", {kOff}},
+      {"kd_student_feature_dim", {kOff}},
+      {"kd_teacher_feature_dim", {kOff}},
+      {"layer_decay_min_scale", {kOff}},
+      {"layer_decay_no_opt_scale", {kOff}},
+      {"log_wandb", {kOff}},
+      {"model_dtype", {kOff}},
+      {"model_ema_force_cpu", {kOff}},
+      {"model_kwargs", {kOff}},
+      {"naflex_loader", {kOff}},
+      {"naflex_patch_size_probs", {kOff}},
+      {"naflex_patch_sizes", {kOff}},
+      {"naflex_patchify_channels_first", {kOff}},
+      {"no_aug", {kOff}},
+      {"opt_kwargs", {kOff}},
+      {"pretrained", {kOff}},
+      {"pretrained_path", {kOff}},
+      {"resplit", {kOff}},
+      {"save_images", {kOff}},
+      {"split_bn", {kOff}},
+      {"target_key", {kOff}},
+      {"task_loss_weight", {kOff}},
+      {"torchscript", {kOff}},
+      {"train_batch_sizes", {kOff}},
+      {"train_batches_per_epoch", {kOff}},
+      {"train_img_sizes", {kOff}},
+      {"train_num_samples", {kOff}},
+      {"train_size_probs", {kOff}},
+      {"tta", {kOff}},
+      {"val_num_samples", {kOff}},
+      {"vflip", {kOff}},
+      {"wandb_project", {kOff}},
+      {"wandb_resume_id", {kOff}},
+      {"wandb_tags", {kOff}},
+      // options of timm 1.0.31 (multi-label tasks, the wsd schedule, stop / save epochs): off
+      {"task", {kOff}},
+      {"target_format", {kOff}},
+      {"multilabel_threshold", {kOff}},
+      {"loss", {kOff}},
+      {"lr_decay_fn", {kOff}},
+      {"lr_stable_timescale", {kOff}},
+      {"stop_epoch", {kOff}},
+      {"save_epochs", {kOff}},
       // timm's default, which is what haargrad does
-      {"amp_dtype", {"float16"}},           // without amp, no autocast
-      {"clip_mode", {"norm"}},              // clip_grad's global norm
-      {"eval_metric", {"top1"}},            // model_best and sched plateau rank by top-1
-      {"train_crop_mode", {"off", "rrc"}},  // random-resized crop
-      {"val_interval", {"1"}},              // a validation every epoch
+      {"amp_dtype", {"float16"}},          // without amp, no autocast
+      {"clip_mode", {"norm"}},             // clip_grad's global norm
+      {"eval_metric", {"top1"}},           // model_best and sched plateau rank by top-1
+      {"train_crop_mode", {kOff, "rrc"}},  // random-resized crop
+      {"val_interval", {"1"}},             // a validation every epoch
       // timm's defaults of settings for a feature that is off (distillation, NaFlex, variable
       // sizes): they tune nothing
       {"kd_distill_type", {"logit"}},
@@ -398,15 +414,20 @@ bool timm_key_asks_nothing(const std::string& key, const YAML::Node& value) {
       {"variable_batch_loss_scale", {"none"}},
       // no result changes with them here: memory layout (always NHWC), data-loader and DDP
       // plumbing, a launcher's rank, BatchNorm's sync (ConvNeXt has none), worker seeds (every
-      // draw is a function of seed, epoch and image index)
-      {"channels_last", {"bool"}},
-      {"no_prefetcher", {"bool"}},
-      {"no_ddp_bb", {"bool"}},
-      {"synchronize_step", {"bool"}},
-      {"use_multi_epochs_loader", {"bool"}},
-      {"local_rank", {"any"}},
-      {"dist_bn", {"any"}},
-      {"worker_seeding", {"any"}}};
+      // draw is a function of seed, epoch and image index), PyTorch's compilers (the step
+      // replays as one CUDA graph of fused kernels)
+      {"channels_last", {kBool}},
+      {"sync_bn", {kBool}},
+      {"torchcompile", {kAny}},
+      {"torchcompile_mode", {kAny}},
+      {"fuser", {kAny}},
+      {"no_prefetcher", {kBool}},
+      {"no_ddp_bb", {kBool}},
+      {"synchronize_step", {kBool}},
+      {"use_multi_epochs_loader", {kBool}},
+      {"local_rank", {kAny}},
+      {"dist_bn", {kAny}},
+      {"worker_seeding", {kAny}}};
   const auto it = asks.find(key);
   if (it == asks.end()) return false;
   return matches(value, it->second);
