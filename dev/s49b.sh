@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Forty-ninth session, the short call (device time left after failed starts): the tree's GPU tests
+# (the cross-entropy kernels' first run on a GPU) and the main job on the GPU (Fashion-MNIST bf16).
+# Pack as dev/s49a.sh. ~100 s after the start.
+NAME=s49b
+source dev/labbin-lib.sh
+tests_first
+fm_run fm_bf16 60
+echo "== bf16 (rc $?)"
+grep -E "training step:|epoch 6/6|best|error|warn" $OUT/fm_bf16.log | tail -6 | cut -c1-220
+el fmnist
