@@ -109,6 +109,13 @@ ResultRow evaluate(const ResolvedConfig& rc, bool data_dir_given, const std::str
     throw Error(str(e.what(), "; validate: data_dir '", cfg.data_dir, "' is from ", source,
                     "; --data-dir DIR (and --val-split NAME) evaluate on data elsewhere"));
   }
+  // the checkpoint's labels in an older haargrad's class order: the metrics would be another
+  // model's (each label scored against another class)
+  if (const std::optional<train::TrainState> st = train::read_train_state(checkpoint))
+    if (const std::string note =
+            train::byte_order_classes_note(st->train_classes, val->class_names());
+        !note.empty())
+      spdlog::warn("validate: {}: {}", checkpoint, note);
   auto loader = data::make_loader(cfg, false, val);
 
   const auto t0 = std::chrono::steady_clock::now();  // timm: data loading included

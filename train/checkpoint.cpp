@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -360,6 +361,19 @@ uint64_t class_names_hash(const std::vector<std::string>& names) {
 
 std::string class_names_tag(const std::vector<std::string>& names) {
   return names.empty() ? "" : str(std::hex, class_names_hash(names));
+}
+
+std::string byte_order_classes_note(const std::string& recorded,
+                                    const std::vector<std::string>& names) {
+  std::vector<std::string> bytewise = names;
+  std::sort(bytewise.begin(), bytewise.end());
+  if (recorded.empty() || bytewise == names || recorded != class_names_tag(bytewise)) return "";
+  return "its run numbered the classes in byte-wise order (haargrad before 2026-12-07, as "
+         "torchvision), where timm's natural order, used now, numbers these class folders "
+         "otherwise (\"1\", \"10\", \"2\" are now \"1\", \"2\", \"10\"; \"Zebra\", \"cat\" are now "
+         "\"cat\", \"Zebra\"): its labels stand for other classes here than the ones its weights "
+         "learnt; name the class folders so that both orders agree (numbers of one width: 01, 02, "
+         "10; one letter case)";
 }
 
 }  // namespace hg::train

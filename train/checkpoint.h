@@ -78,6 +78,13 @@ uint64_t class_names_hash(const std::vector<std::string>& names);
 /// folders it finds.
 std::string class_names_tag(const std::vector<std::string>& names);
 
+/// When `recorded` (a checkpoint's TrainState::train_classes) is the tag of `names` sorted
+/// byte-wise, and that order is not `names`' own (timm's natural order, data/image_folder.h): why
+/// the checkpoint's labels stand for other classes here (haargrad numbered classes byte-wise
+/// before 2026-12-07), with what to do; else "".
+std::string byte_order_classes_note(const std::string& recorded,
+                                    const std::vector<std::string>& names);
+
 /// Reads a checkpoint written by save_checkpoint (or any safetensors state_dict with timm names:
 /// then only the weights are loaded and the state is the default). Throws hg::Error naming the file
 /// and the mismatching keys. `opt` may be null (validation). EMA tensors are not read here

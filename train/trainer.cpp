@@ -638,8 +638,15 @@ void build_model(Session& s) {
   if (!cfg.initial_checkpoint.empty() && s.resumed)  // timm: the resumed weights win
     spdlog::info("initial_checkpoint {} is not loaded: a resume continues from {}",
                  cfg.initial_checkpoint, s.resume_path);
-  else if (!cfg.initial_checkpoint.empty())
+  else if (!cfg.initial_checkpoint.empty()) {
     load_initial_checkpoint(cfg.initial_checkpoint, model);
+    // its head's rows follow its run's class order: byte-wise in an older haargrad's
+    const std::optional<TrainState> init = read_train_state(cfg.initial_checkpoint);
+    const std::string note =
+        init ? byte_order_classes_note(init->train_classes, s.ds.train->class_names()) : "";
+    if (!note.empty() && dist::is_main())
+      spdlog::warn("initial_checkpoint {}: {}", cfg.initial_checkpoint, note);
+  }
   // timm's train.py: on the classifier of the model made (and its initial checkpoint loaded); a
   // resume's checkpoint then replaces it, as timm's resume does
   if (!s.resumed && (cfg.head_init_scale || cfg.head_init_bias))
@@ -750,16 +757,8 @@ void say_changed_training_data(const Session& s) {
                                   " follows another order (some images twice, others not at all)")
                             : std::string());
   const std::vector<std::string> names = s.ds.train->class_names();
-  std::vector<std::string> bytewise = names;  // the class order of haargrad before timm's
-  std::sort(bytewise.begin(), bytewise.end());
-  if (!r.train_classes.empty() && bytewise != names && r.train_classes == class_names_tag(bytewise))
-    spdlog::warn(
-        "resume: {} was trained with its classes numbered in byte-wise order (haargrad before "
-        "2026-12-07: torchvision's), which timm's natural order now used numbers otherwise "
-        "(\"1\", \"2\", \"10\" against \"1\", \"10\", \"2\"; case): its labels stand for other "
-        "classes from here on; start a new run (initial_checkpoint) or name the class folders "
-        "so that both orders agree",
-        s.resume_path);
+  if (const std::string note = byte_order_classes_note(r.train_classes, names); !note.empty())
+    spdlog::warn("resume: {}: {}", s.resume_path, note);
   else if (!r.train_classes.empty() && !names.empty() && r.train_classes != class_names_tag(names))
     spdlog::warn(
         "resume: the train split's class folders are not those of {} ({} now): a class folder was "

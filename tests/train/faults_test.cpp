@@ -792,8 +792,20 @@ TEST_F(Faults, AResumeWhoseClassesAreNumberedOtherwiseSaysSo) {
     return slurp(root_ / "classes" / "log.txt").substr(before);
   };
   recorded_as({"10", "2"});
+  // validate and a fine-tuning start from it say so too: their labels are another order's
+  const CommandResult v = run_command("validate --checkpoint " + last.string());
+  EXPECT_EQ(v.rc, 0) << v.output;
+  EXPECT_CONTAINS(v.output, "its run numbered the classes in byte-wise order");
+  train::Config ft = smoke("finetune", 1);
+  ft.dataset = c.dataset;
+  ft.data_dir = c.data_dir;
+  ft.num_classes = 2;
+  ft.initial_checkpoint = last.string();
+  train::train(ft, quiet_);
+  EXPECT_CONTAINS(slurp(root_ / "finetune" / "log.txt"),
+                  "initial_checkpoint " + last.string() + ": its run numbered the classes");
   std::string said = resume_log(2);
-  EXPECT_CONTAINS(said, "was trained with its classes numbered in byte-wise order");
+  EXPECT_CONTAINS(said, "its run numbered the classes in byte-wise order");
   EXPECT_EQ(said.find("a class folder was renamed"), std::string::npos) << said;
   recorded_as({"2", "11"});
   said = resume_log(3);
