@@ -200,7 +200,9 @@ void refuse_keys_that_change_nothing(const char* command, const std::vector<std:
               ? std::string(" (the EMA's weights: --ema here; --use-ema is validate's)")
           : close.empty() ? std::string()
                           : str(" (did you mean --", close[0], "?)");
-      throw Error(str(command, ": unknown option --", key, hint, "; the keys it takes: ", keys));
+      std::string spelt = key;  // as an option is typed: --use-ema
+      std::replace(spelt.begin(), spelt.end(), '_', '-');
+      throw Error(str(command, ": unknown option --", spelt, hint, "; the keys it takes: ", keys));
     }
     throw Error(str(command, ": --", key, " changes nothing here: ", command, " ", why,
                     "; the keys it takes: ", keys));

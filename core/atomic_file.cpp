@@ -241,6 +241,12 @@ void copy_file_atomic(const std::string& from, const std::string& to) {
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(str("cannot read '", path, "': ", sys_error(errno)));
+  // a device reads without end (infer --input /dev/zero took every byte of memory)
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    ::close(fd);
+    throw Error(str("cannot read '", path, "': it is a device, not a file"));
+  }
   std::string out;
   char buf[1 << 16];
   for (;;) {

@@ -71,8 +71,7 @@ namespace {
 const char* kLayout =
     "expected layout <root>/<split>/<class name>/<image>, e.g. data/train/cat/0001.jpg and "
     "data/train/dog/0002.png: one sub-folder per class, the class index is the folder's position "
-    "in "
-    "timm's natural order";
+    "in timm's natural order";
 
 bool hidden(const fs::path& p) { return !p.filename().empty() && p.filename().string()[0] == '.'; }
 }  // namespace

@@ -587,9 +587,15 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
   // and refuses `!foo`, where yaml-cpp gives the text; !!str is a string, as quotes make one
   const std::string& tag = node.Tag();
   const bool str_tag = tag == "tag:yaml.org,2002:str";
-  if (!tag.empty() && tag != "?" && tag != "!" && !str_tag)  // "": a value made here
+  // the tag of the key's own type reads as the plain value (`!!bool true`, `!!int 5`)
+  bool own_tag = false;
+  if constexpr (std::is_same_v<T, bool>) own_tag = tag == "tag:yaml.org,2002:bool";
+  if constexpr (std::is_same_v<T, int64_t>) own_tag = tag == "tag:yaml.org,2002:int";
+  if constexpr (std::is_same_v<T, double>)
+    own_tag = tag == "tag:yaml.org,2002:float" || tag == "tag:yaml.org,2002:int";
+  if (!tag.empty() && tag != "?" && tag != "!" && !str_tag && !own_tag)  // "": a value made here
     fail(key, where,
-         str("the YAML tag '", tag, "' is not read here (PyYAML reads tagged values otherwise); ",
+         str("the YAML tag '", tag, "' is not read here (PyYAML reads such a value otherwise); ",
              "write the value without it"));
   if constexpr (!std::is_same_v<T, std::string>) {
     // a quoted "1e-3" or "true" is a string in YAML (PyYAML, timm's config files): say so
@@ -608,8 +614,9 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
         text[digits] == '0' && text.find_first_not_of("0123456789", digits) == std::string::npos)
       fail(key, where,
            str("'", text,
-               "' has a leading zero, which YAML 1.1 (PyYAML, so timm's config files) "
-               "reads as an octal number; write it without the zero"));
+               "' has a leading zero, which YAML 1.1 (PyYAML, so timm's config files) does not "
+               "read as a decimal number (010 is octal 8, 09 a string); write it without the "
+               "zero"));
     // Decimal only: YAML would read "010" as 8, "0x10" as 16 and ".inf" as infinity.
     std::string why;
     std::optional<T> v;
@@ -629,9 +636,11 @@ T read_scalar(const YAML::Node& node, const std::string& key, const Where& where
       const std::string& v = node.Scalar();
       if (v == "y" || v == "Y" || v == "n" || v == "N")
         fail(key, where,
-             str("expected ", what, ", got '", v,
-                 "', which PyYAML (timm's config files) reads "
-                 "as a string, true to timm whatever it says; write true or false"));
+             where.source == "command line"
+                 ? str("expected ", what, ", got '", v, "'; write true or false")
+                 : str("expected ", what, ", got '", v,
+                       "', which PyYAML (timm's config files) "
+                       "reads as a string, true to timm whatever it says; write true or false"));
     }
     try {
       return node.as<T>();
@@ -948,9 +957,11 @@ std::string plateau_stuck(const Config& c, double lr) {
   const double first_decay = lr - std::max(lr * c.decay_rate, c.min_lr);
   if (c.sched != "plateau" || c.decay_rate >= 1 || lr <= c.min_lr || first_decay > kTorchPlateauEps)
     return "";
+  const bool floor = lr * c.decay_rate < c.min_lr;  // min_lr, not decay_rate, bounds the decay
   return str("sched plateau's first decay would lower lr ", format_double(lr), " by ",
-             fmt::format("{:.3g}", first_decay), ", not more than torch's ReduceLROnPlateau eps ",
-             format_double(kTorchPlateauEps), ", so no decay would ever be made: lower decay_rate");
+             fmt::format("{:.3g}", first_decay), floor ? " (to min_lr)" : "",
+             ", not more than torch's ReduceLROnPlateau eps ", format_double(kTorchPlateauEps),
+             ", so no decay would ever be made: lower ", floor ? "min_lr" : "decay_rate");
 }
 
 // sched plateau's keys against timm's PlateauLRScheduler: what it refuses, and what haargrad's
@@ -967,8 +978,8 @@ void validate_plateau(const Config& c, PairFail pair_fail) {
               str("sched plateau multiplies the lr by decay_rate at each decay, which must lower "
                   "it: expected decay_rate below 1 (torch's ReduceLROnPlateau), got ",
                   format_double(c.decay_rate)));
-  if (c.lr && !plateau_stuck(c, *c.lr).empty())
-    pair_fail("lr", "decay_rate", plateau_stuck(c, *c.lr));
+  if (const std::string stuck = c.lr ? plateau_stuck(c, *c.lr) : ""; !stuck.empty())
+    pair_fail("lr", *c.lr * c.decay_rate < c.min_lr ? "min_lr" : "decay_rate", stuck);
   // timm floors each parameter group's lr at min_lr on its own: a layer group scaled below the
   // head would stop at min_lr while the head goes on decaying, where haargrad scales one lr
   if (c.layer_decay && c.min_lr > 0)
@@ -1857,7 +1868,8 @@ std::string resolve_lr(Config& c, int64_t world_size) {
            "or a larger lr_base_size, or lr itself");
   HG_CHECK(c.min_lr <= lr || !floors_at_min_lr(c.sched), "config: min_lr ", c.min_lr,
            " is above the ", how);
-  HG_CHECK(plateau_stuck(c, lr).empty(), "config: ", plateau_stuck(c, lr), " (the ", how, ")");
+  const std::string stuck = plateau_stuck(c, lr);
+  HG_CHECK(stuck.empty(), "config: ", stuck, " (the ", how, ")");
   c.lr = lr;
   return how;
 }

@@ -115,7 +115,10 @@ SummaryLines read_summary(const std::string& path, int64_t upto) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     return out;  // (an unreadable one fails in read_file, named)
-  std::istringstream in(io::read_file(path));
+  const std::string text = io::read_file(path);
+  // an empty file holds no rows (a run stopped before its first summary line, or a file emptied)
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return out;
+  std::istringstream in(text);
   std::string header;
   std::getline(in, header);
   header = csv_header_line(header, path);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "data/image.h"
@@ -52,6 +53,26 @@ TEST(ReadFileBytes, AFolderIsNamedAsOne) {
   } catch (const CorruptImage& e) {
     EXPECT_NE(std::string(e.what()).find("photos.jpg"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("is a folder, not an image file"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A device read as a file reads without end: /dev/zero as infer's --input took every byte of
+// memory, as bench-augment's --image did. Both readers refuse it by what it is, naming it.
+TEST(ReadFileBytes, ADeviceIsNamedAsOne) {
+  try {
+    read_file_bytes("/dev/zero");
+    FAIL() << "no error";
+  } catch (const CorruptImage& e) {
+    EXPECT_NE(std::string(e.what()).find("'/dev/zero': it is a device"), std::string::npos)
+        << e.what();
+  }
+  try {
+    hg::io::read_file("/dev/zero");
+    FAIL() << "no error";
+  } catch (const hg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'/dev/zero': it is a device, not a file"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -228,6 +228,14 @@ TEST_F(ConfigTest, WhatPyYamlReadsOtherwiseIsRefused) {
   expect_contains(load_error("experiment: !!binary aGVsbG8=\n"),
                   {"'experiment'", "YAML tag 'tag:yaml.org,2002:binary'"});
   EXPECT_EQ(hg::train::config_from_yaml("experiment: !!str 123\n", "t").experiment, "123");
+  // the key's own type's tag reads as the plain value, as PyYAML reads it
+  const Config typed = hg::train::config_from_yaml(
+      "model_ema: !!bool true\nepochs: !!int 5\nlr: !!float 0.5\n", "t");
+  EXPECT_TRUE(typed.model_ema);
+  EXPECT_EQ(typed.epochs, 5);
+  EXPECT_EQ(typed.lr, 0.5);
+  expect_contains(load_error("epochs: !!float 5\n"), {"'epochs'", "YAML tag"});
+  expect_contains(override_error({"--model-ema", "n"}), {"got 'n'; write true or false"});
 }
 
 TEST_F(ConfigTest, WrongTypeNamesKeyFileAndLine) {
@@ -1596,6 +1604,9 @@ TEST_F(ConfigTest, PlateauAndItsKeys) {
   // unsaid; from lr and from the lr lr_base gives (batch 256: lr_base itself)
   expect_contains(load_error("sched: plateau\nlr: 1.0e-3\ndecay_rate: 0.9999999999\n"),
                   {"'lr'", "'decay_rate'", "by 1e-13", "eps 1e-08", "no decay would ever be made"});
+  // min_lr within the eps of lr bounds the decay: min_lr named, not decay_rate
+  expect_contains(load_error("sched: plateau\nlr: 1.0e-3\nmin_lr: 0.000999999995\n"),
+                  {"'lr'", "'min_lr'", "(to min_lr)", "lower min_lr"});
   EXPECT_EQ(hg::train::config_from_yaml("sched: plateau\nlr: 1.0e-3\ndecay_rate: 0.99998\n", "t")
                 .decay_rate,
             0.99998);  // lowers it by 2e-8: made

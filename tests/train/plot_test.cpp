@@ -92,6 +92,16 @@ TEST_F(PlotTest, ReadsSummaryColumnsByName) {
   const train::SummaryLines kept = train::read_summary((root_ / "crlf/summary.csv").string(), 2);
   ASSERT_EQ(kept.lines.size(), 2u);
   EXPECT_EQ(kept.lines[1].find('\r'), std::string::npos) << "a resume rewrites the rows with LF";
+  // an empty file is no rows (a resume went on with one before), a line of garbage no header
+  EXPECT_TRUE(train::read_summary((run("empty", "") / "summary.csv").string(), 5).lines.empty());
+  const fs::path junk = run("junk", "\xb6\xde\x01\n1,2\n") / "summary.csv";
+  try {
+    train::read_summary(junk.string(), 5);
+    ADD_FAILURE() << "garbage read as a summary";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 1 is not the summary's header"), std::string::npos)
+        << e.what();
+  }
   const fs::path bad = run("bad", "epoch,lr\n1,0.1\n2,fast\n");
   try {
     train::read_csv_columns((bad / "summary.csv").string());
