@@ -56,7 +56,8 @@ constexpr size_t kTopkShown = 20;
 
 /// One image's line: its `k` most probable classes (softmax of its n logits, in double), most
 /// probable first, as "class (percent)", ties by the lower index.
-std::string topk_line(const float* logits, int64_t n, int k) {
+std::string topk_line(const float* logits, int64_t n, int k,
+                      const std::vector<std::string>& names) {
   const float top = *std::max_element(logits, logits + n);
   double sum = 0;
   for (int64_t c = 0; c < n; ++c) sum += std::exp(double(logits[c]) - double(top));
@@ -70,7 +71,9 @@ std::string topk_line(const float* logits, int64_t n, int k) {
   std::string line;
   for (size_t i = 0; i < kk; ++i) {
     const double p = std::exp(double(logits[order[i]]) - double(top)) / sum;
-    line += fmt::format("{}{} ({:.1f}%)", i == 0 ? "" : ", ", order[i], 100 * p);
+    const size_t c = static_cast<size_t>(order[i]);
+    line += fmt::format("{}{} ({}{:.1f}%)", i == 0 ? "" : ", ", order[i],
+                        c < names.size() ? printable(names[c]) + ", " : std::string(), 100 * p);
   }
   return line;
 }
@@ -78,8 +81,10 @@ std::string topk_line(const float* logits, int64_t n, int k) {
 /// The top-k classes of the first kTopkShown rows on stdout (timm's inference.py reports top-k
 /// too), one line each: "IMAGE: 3 (91.2%), 7 (4.1%), ...", or "row 0: ..." for a safetensors
 /// batch (`images` empty). Class indices: the position of the class folder in timm's order, as
-/// training's ImageFolder numbered them.
-void print_topk(const Tensor& logits, const std::vector<std::string>& images, int k) {
+/// training's ImageFolder numbered them; with the class names the checkpoint's run recorded,
+/// "3 (sneaker, 91.2%)".
+void print_topk(const Tensor& logits, const std::vector<std::string>& images, int k,
+                const std::vector<std::string>& names) {
   if (k <= 0) return;
   const int64_t n = logits.size(1);
   const std::vector<float> v = logits.to_vector<float>();
@@ -94,7 +99,7 @@ void print_topk(const Tensor& logits, const std::vector<std::string>& images, in
                   ? fmt::format("\\x{:02X}", static_cast<unsigned char>(ch))
                   : std::string(1, ch);
     std::printf("%s: %s\n", name.c_str(),
-                topk_line(v.data() + static_cast<int64_t>(r) * n, n, k).c_str());
+                topk_line(v.data() + static_cast<int64_t>(r) * n, n, k, names).c_str());
   }
   if (rows > shown)
     std::printf("... and %zu more %s (their logits are in the file)\n", rows - shown,
@@ -365,6 +370,11 @@ void run_infer(const InferArgs& a) {
   // which row is which image, in the file too: the metadata's "images" is a JSON list of paths
   std::map<std::string, std::string> meta = {{"format", "pt"}, {"model", rc.config.model}};
   if (!images.empty()) meta["images"] = nlohmann::json(images).dump();
+  // the class of each logit column, where the checkpoint's run recorded its class folders
+  std::vector<std::string> classes;
+  if (const std::optional<train::TrainState> st = train::read_train_state(a.checkpoint))
+    if (static_cast<int64_t>(st->class_names.size()) == logits.size(1)) classes = st->class_names;
+  if (!classes.empty()) meta["classes"] = nlohmann::json(classes).dump();
   safetensors::save(a.out, {{"logits", logits}}, meta);
   // once written: said before the model ran, it told of a file's rows that a later failure (NaN
   // logits: "nothing was written") never wrote
@@ -380,7 +390,7 @@ void run_infer(const InferArgs& a) {
         "infer: rows 0 .. {} are the images {} .. {} (by name; the file's metadata "
         "\"images\" lists them all)",
         images.size() - 1, images.front(), images.back());
-  print_topk(logits, images, a.topk);
+  print_topk(logits, images, a.topk, classes);
 }
 
 }  // namespace

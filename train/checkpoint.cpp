@@ -57,6 +57,14 @@ class StateFields {
                   str("is ", x, ", outside [", lo, ", ", hi, "]", none_ok ? " (or -1: none)" : ""));
     return x;
   }
+  std::vector<std::string> texts(const char* key) const {  // a list of strings; none: {}
+    if (!j_.contains(key)) return {};
+    const nlohmann::json& v = j_.at(key);
+    if (!v.is_array() ||
+        !std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_string(); }))
+      fail(key, "is not a list of strings");
+    return v.get<std::vector<std::string>>();
+  }
   std::string text(const char* key) const {
     if (!j_.contains(key)) return "";
     if (!j_.at(key).is_string()) fail(key, "is not a string");
@@ -166,6 +174,7 @@ std::optional<TrainState> state_from_metadata(const std::map<std::string, std::s
   s.run = f.text("run");
   s.train_images = f.integer("train_images", 0, int64_t{0});  // absent in older checkpoints
   s.train_classes = f.text("train_classes");
+  s.class_names = f.texts("class_names");
   if (j.contains("plateau")) s.plateau = plateau_from_json(j.at("plateau"), path);
   return s;
 }
@@ -213,6 +222,7 @@ void save_checkpoint(const std::string& path, const ConvNeXt& model, const Optim
   if (!s.run.empty()) state["run"] = s.run;
   if (s.train_images > 0) state["train_images"] = s.train_images;
   if (!s.train_classes.empty()) state["train_classes"] = s.train_classes;
+  if (!s.class_names.empty()) state["class_names"] = s.class_names;
   if (s.plateau)
     state["plateau"] = {{"lr", s.plateau->lr},
                         {"best", best_to_json(s.plateau->best)},

@@ -55,6 +55,9 @@ struct TrainState {
   /// data changed since; 0 and "" in older files.
   int64_t train_images = 0;
   std::string train_classes;
+  /// The train split's class names in label order (logit j is class_names[j]), so that infer can
+  /// name its classes; empty where the data set has none (IDX, synthetic) and in older files.
+  std::vector<std::string> class_names;
   /// sched plateau: the schedule's state after the metrics of the epochs before `epoch` (a
   /// checkpoint closing an epoch holds it after that epoch's metric); nullopt for other scheds.
   std::optional<PlateauState> plateau;

@@ -32,6 +32,7 @@
 #include "core/shell_quote.h"
 #include "core/thread_tuner.h"
 #include "core/threads.h"
+#include "core/utf8.h"
 #include "data/from_config.h"
 #include "data/image.h"
 #include "data/image_folder.h"
@@ -739,6 +740,12 @@ std::string resume_point(const TrainState& st, int64_t steps_per_epoch, bool val
 void record_training_data(Session& s) {
   s.st.train_images = s.ds.train->size();
   s.st.train_classes = class_names_tag(s.ds.train->class_names());
+  // (JSON holds UTF-8 only: a Latin-1 class folder leaves the names out, not the checkpoint)
+  const std::vector<std::string> names = s.ds.train->class_names();
+  const bool utf8 = std::all_of(names.begin(), names.end(), [](const std::string& n) {
+    return invalid_utf8_at(n) == std::string::npos;
+  });
+  s.st.class_names = utf8 ? names : std::vector<std::string>{};
 }
 
 // A resumed run whose training data changed since its checkpoint (images added or removed, a class

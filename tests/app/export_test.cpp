@@ -388,6 +388,31 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
       << batch_size.output;
 }
 
+// infer names each top class by the class folder its run trained it on (the checkpoint records
+// them) and writes the columns' classes in the logits file's metadata: it printed indices alone,
+// which a user had to map to folders in timm's order by hand.
+TEST_F(ExportCommand, InferNamesTheClassesTheCheckpointRecords) {
+  const train::Config c = cpu_config("smoke");  // 4 classes
+  ConvNeXt model(train::model_config_from(c), 3);
+  train::TrainState st;
+  st.class_names = {"cat", "dog", "owl", "yak"};
+  const std::string ck = file("named.safetensors"), in = file("in.safetensors");
+  train::save_checkpoint(ck, model, nullptr, st, train::to_yaml(c));
+  ASSERT_EQ(train::read_train_state(ck)->class_names, st.class_names);
+  save_input(in, {2, 3, 32, 32}, 5);
+  const ProgramRun r = infer(ck, in, file("l.safetensors"), " --topk 4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name : {"cat, ", "dog, ", "owl, ", "yak, "})
+    EXPECT_NE(r.output.find(name), std::string::npos) << name << " not in: " << r.output;
+  EXPECT_EQ(safetensors::load(file("l.safetensors")).metadata.at("classes"),
+            "[\"cat\",\"dog\",\"owl\",\"yak\"]");
+  // a checkpoint without names (IDX data, older files): indices alone, no metadata
+  save_smoke_checkpoint(ck);
+  const ProgramRun plain = infer(ck, in, file("l.safetensors"), " --topk 1");
+  EXPECT_EQ(plain.output.find("cat"), std::string::npos) << plain.output;
+  EXPECT_EQ(safetensors::load(file("l.safetensors")).metadata.count("classes"), 0u);
+}
+
 // export and infer do not use img_size: timm's convnext_atto weights for 28 px gray images, given
 // with the Fashion-MNIST config (img_size 28) and --model convnext_atto (total stride 32), were
 // refused for "img_size 28 is below the total stride 32". They export and infer; validate, which
