@@ -59,6 +59,22 @@ std::string version_text() {
 #else
   s += "openmp: not built (CPU kernels on one thread)\n";
 #endif
+  // the optional parts a data-parallel or GPU-decoding run needs (README, "Building")
+#ifdef HAARGRAD_WITH_MPI
+  s += "mpi: built (mpirun -np N trains data-parallel)\n";
+#else
+  s += "mpi: not built (one process; install libopenmpi-dev and reconfigure)\n";
+#endif
+#ifdef HAARGRAD_WITH_NCCL
+  s += "nccl: built\n";
+#else
+  s += "nccl: not built (CUDA runs are one process)\n";
+#endif
+#ifdef HAARGRAD_WITH_NVJPEG
+  s += "nvjpeg: built\n";
+#else
+  s += "nvjpeg: not built (JPEGs decode on the CPU)\n";
+#endif
   s += str("cpu: ", describe_cpu_threads(), "\n");
   return s;
 }

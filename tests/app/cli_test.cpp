@@ -137,7 +137,8 @@ TEST_F(CliTest, VersionNamesCommitAndOptionalParts) {
   if (have_git) {
     EXPECT_EQ(m[2].str(), std::string(buf).substr(0, 12)) << r.output;
   }
-  for (const char* part : {"\ncuda: ", "\nblas: ", "\nopenmp: ", "\ncpu: "})
+  for (const char* part :
+       {"\ncuda: ", "\nblas: ", "\nopenmp: ", "\nmpi: ", "\nnccl: ", "\nnvjpeg: ", "\ncpu: "})
     EXPECT_NE(r.output.find(part), std::string::npos) << part << " missing:\n" << r.output;
 #ifdef HAARGRAD_WITH_CUDA
   EXPECT_NE(r.output.find("cudnn: built with"), std::string::npos) << r.output;
