@@ -238,12 +238,16 @@ void copy_file_atomic(const std::string& from, const std::string& to) {
   out.commit();
 }
 
+bool is_device(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(str("cannot read '", path, "': ", sys_error(errno)));
-  // a device reads without end (infer --input /dev/zero took every byte of memory)
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+  // infer --input /dev/zero took every byte of memory
+  if (is_device(fd)) {
     ::close(fd);
     throw Error(str("cannot read '", path, "': it is a device, not a file"));
   }

@@ -63,6 +63,10 @@ std::string sticky_replace_refusal(const std::string& path);
 /// The whole file; throws hg::Error naming it when it cannot be opened or read.
 std::string read_file(const std::string& path);
 
+/// Whether the open file `fd` is a device (/dev/zero, a disk): one reads without end, so readers
+/// of whole files refuse it by what it is.
+bool is_device(int fd);
+
 /// A file opened for appending (log.txt). Each append() writes all its bytes or throws hg::Error
 /// naming the file; bytes that were written stay (a log is never rewritten).
 class AppendFile {

@@ -141,10 +141,8 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::setvbuf(f.get(), nullptr, _IONBF, 0);
   struct stat st {};
   const bool stated = fstat(fileno(f.get()), &st) == 0;
-  // a device reads without end (/dev/zero took every byte of memory, then "out of host memory"
-  // with no file named)
-  if (stated && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
-    throw CorruptImage(path, "it is a device, not an image file");
+  // /dev/zero took every byte of memory, then "out of host memory" with no file named
+  if (io::is_device(fileno(f.get()))) throw CorruptImage(path, "it is a device, not an image file");
   // no decoder here reads more (stb takes at most 2^31 - 1 bytes); a pipe is read up to it
   constexpr size_t kMaxImageFileBytes = size_t{1} << 30;
   const auto too_large = [&] {

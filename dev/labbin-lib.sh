@@ -22,6 +22,10 @@
 #                             carried) as experiment EXP with ARGS, S seconds at most, into
 #                             $OUT/EXP.log; its exit status
 #   fm_summary EXP            EXP's summary.csv, printed and kept as $OUT/EXP_summary.csv
+#   fm_case EXP S TITLE RE [ARGS...]
+#                             fm_run, then "== TITLE (rc N)", the log's lines matching RE, the
+#                             summary (fm_summary) when there is one, and the time so far
+#   fm_main S                 the main job in bf16 (issue 10: >= 90% top-1) as fm_case fm_bf16
 #   timm_check, sched_check   scripts/timm-check.py, scripts/timm-sched-check.py with hg_new
 #   config_breakdown          `bench configs/convnext_tiny.yaml --precision bf16 --breakdown`
 #   ncu_stalls V REGEX N      the stall reasons (dev/ncu_stalls.py) of the first N launches whose
@@ -167,6 +171,17 @@ fm_run() {
 }
 
 fm_summary() { tee "$OUT/$1_summary.csv" < "/tmp/runs/$1/summary.csv"; }
+
+fm_case() {
+  local exp=$1 secs=$2 title=$3 regex=$4 rc; shift 4
+  fm_run "$exp" "$secs" "$@"; rc=$?
+  echo "== $title (rc $rc)"
+  grep -E "$regex" "$OUT/$exp.log" | tail -8 | cut -c1-220
+  [ -f "/tmp/runs/$exp/summary.csv" ] && fm_summary "$exp"
+  el "$exp"
+}
+
+fm_main() { fm_case fm_bf16 "$1" "bf16, the main job" "training step:|epoch 6/6|best|error|warn"; }
 
 timm_check() {
   timeout 300 python3 scripts/timm-check.py --haargrad $L/hg_new --out $OUT/timm-check.json \

@@ -12,25 +12,15 @@
 NAME=s48a
 source dev/labbin-lib.sh
 tests_first
-fm_run fm_bf16 150
-echo "== bf16 (rc $?)"
-grep -E "training step:|epoch 6/6|best|error|warn" $OUT/fm_bf16.log | tail -6 | cut -c1-220
-el fmnist
+fm_main 150
 final_call hg_new
-fm_run plateau 100 --sched plateau --patience-epochs 0 --decay-rate 0.5 --warmup-epochs 0 --epochs 4
-echo "== sched plateau, patience 0 (rc $?)"
-grep -E "plateau|done:|error|warn" $OUT/plateau.log | cut -c1-220
-fm_summary plateau
-el plateau
+fm_case plateau 100 "sched plateau, patience 0" "plateau|done:|error|warn" --sched plateau \
+  --patience-epochs 0 --decay-rate 0.5 --warmup-epochs 0 --epochs 4
 timm_check
 sched_check
-fm_run drop 100 --drop 0.3 --drop-path 0.2 --ls-init-value null --epochs 2
-echo "== graphed, head dropout 0.3, drop path 0.2, no layer scale (rc $?)"
-grep -E "training step:|op by op|capturing|epoch 2/2|error|warn" $OUT/drop.log | cut -c1-220
-el drop
-fm_run step 100 --sched step --decay-epochs 1 --decay-rate 0.5 --warmup-epochs 0 --epochs 3
-echo "== sched step (rc $?)"
-grep -E "done:|best_|error|warn" $OUT/step.log | cut -c1-220
-fm_summary step
-el step
+fm_case drop 100 "graphed, head dropout 0.3, drop path 0.2, no layer scale" \
+  "training step:|op by op|capturing|epoch 2/2|error|warn" --drop 0.3 --drop-path 0.2 \
+  --ls-init-value null --epochs 2
+fm_case step 100 "sched step" "done:|best_|error|warn" --sched step --decay-epochs 1 \
+  --decay-rate 0.5 --warmup-epochs 0 --epochs 3
 config_breakdown

@@ -6,13 +6,7 @@
 NAME=s48b
 source dev/labbin-lib.sh
 tests_first
-fm_run fm_bf16 60
-echo "== bf16 (rc $?)"
-grep -E "training step:|epoch 6/6|best|error|warn" $OUT/fm_bf16.log | tail -6 | cut -c1-220
-el fmnist
-fm_run plateau 40 --sched plateau --patience-epochs 0 --decay-rate 0.5 --warmup-epochs 0 --epochs 4
-echo "== sched plateau, patience 0 (rc $?)"
-grep -E "plateau|error|warn" $OUT/plateau.log | cut -c1-220
-fm_summary plateau
-el plateau
+fm_main 60
+fm_case plateau 40 "sched plateau, patience 0" "plateau|done:|error|warn" --sched plateau \
+  --patience-epochs 0 --decay-rate 0.5 --warmup-epochs 0 --epochs 4
 sched_check

@@ -7,8 +7,5 @@
 NAME=s49a
 source dev/labbin-lib.sh
 tests_first
-fm_run fm_bf16 60
-echo "== bf16 (rc $?)"
-grep -E "training step:|epoch 6/6|best|error|warn" $OUT/fm_bf16.log | tail -6 | cut -c1-220
-el fmnist
+fm_main 60
 final_call hg_new

@@ -5,7 +5,4 @@
 NAME=s49b
 source dev/labbin-lib.sh
 tests_first
-fm_run fm_bf16 60
-echo "== bf16 (rc $?)"
-grep -E "training step:|epoch 6/6|best|error|warn" $OUT/fm_bf16.log | tail -6 | cut -c1-220
-el fmnist
+fm_main 60

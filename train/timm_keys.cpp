@@ -317,7 +317,6 @@ bool matches(const YAML::Node& v, const std::vector<std::string>& values) {
 }  // namespace
 
 bool timm_key_asks_nothing(const std::string& key, const YAML::Node& value) {
-  if (timm_key_hint(key).empty()) return false;  // not a timm option this file knows
   // train.py's defaults (timm 1.0.29, the train.py docs/timm-keys.md follows), one group a reason
   static const std::map<std::string, std::vector<std::string>> asks = {
       // features off: what haargrad does without them (no AMP's float16, no BCE, no NaFlex, no

@@ -530,9 +530,6 @@ void check_validation_as_recorded(const Session& s, bool config_agrees) {
       "start a new run from its weights (initial_checkpoint)"));
 }
 
-// A resume in its run's folder ignores output and experiment, which name where a new run goes: it
-// said "settings of this session only: experiment "a" -> "zz", output ..." as if this session
-// wrote there, and went on in the run's folder. (A resume moved to a new folder uses them.)
 // Whether `dir` is a folder a run of `experiment` under `root` claims: root/experiment, or
 // root/experiment-N where that was taken (claim_run_folder); any folder of root for an
 // experiment left to its generated name. By the folders, not their text: out/rel/, ./out/rel
@@ -550,9 +547,10 @@ bool is_run_folder_of(const fs::path& root, const std::string& experiment, const
   return suffixed && fs::equivalent(named.parent_path(), dir.parent_path(), ec);
 }
 
-// A resume goes on in its run's folder whatever output and experiment say: warn when this session
-// asked for another place, not when they are the run's own (its args.yaml's, or the folder's
-// name with the -N a taken name got).
+// A resume goes on in its run's folder whatever output and experiment say (they name where a new
+// run goes; a resume moved to a new folder uses them): warn when this session asked for another
+// place, not when they are the run's own (its args.yaml's, or the folder's name with the -N a
+// taken name got).
 void warn_unused_location(const Session& s, const Config& recorded) {
   if (s.claimed || !dist::is_main()) return;
   std::error_code ec;
@@ -739,9 +737,9 @@ std::string resume_point(const TrainState& st, int64_t steps_per_epoch, bool val
 // The training data this session reads, in the state its checkpoints record.
 void record_training_data(Session& s) {
   s.st.train_images = s.ds.train->size();
-  s.st.train_classes = class_names_tag(s.ds.train->class_names());
-  // (JSON holds UTF-8 only: a Latin-1 class folder leaves the names out, not the checkpoint)
   const std::vector<std::string> names = s.ds.train->class_names();
+  s.st.train_classes = class_names_tag(names);
+  // (JSON holds UTF-8 only: a Latin-1 class folder leaves the names out, not the checkpoint)
   const bool utf8 = std::all_of(names.begin(), names.end(), [](const std::string& n) {
     return invalid_utf8_at(n) == std::string::npos;
   });
