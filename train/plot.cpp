@@ -317,7 +317,12 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   if (renamed)
     give_up(str("plot: cannot write '", png.string(), "': ", renamed.message(), " (renaming '",
                 tmp_png.string(), "' to it); what is at that path is unchanged"));
-  for (size_t r = 0; r < data.size(); ++r) fs::rename(drawn_data[r], data[r], renamed);
+  for (size_t r = 0; r < data.size(); ++r) {
+    fs::rename(drawn_data[r], data[r], renamed);
+    if (renamed)  // the image is in place; the script below would name data that is not
+      give_up(str("plot: drew ", png.string(), " but cannot write '", data[r].string(),
+                  "': ", renamed.message(), "; ", script.filename().string(), " is unchanged"));
+  }
   io::sync_folder_of(png.string());  // the renames on the disk, as io::write_file_atomic's
   std::error_code ignored;
   fs::remove(tmp_script, ignored);
