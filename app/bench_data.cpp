@@ -44,7 +44,8 @@ void run(BenchDataArgs a, const std::vector<std::string>& overrides, bool decode
            "with --val-split NAME");
   // IDX files and synthetic images hold no JPEG: the three default CPU decoders were three rows
   // timing the same loader. One row, said; decoders asked for by name still run as asked.
-  if (cfg.dataset != "image_folder" && !decoders_given) {
+  const bool no_decoder = cfg.dataset != "image_folder" && !decoders_given;
+  if (no_decoder) {
     a.decoders.resize(1);
     std::printf(
         "bench-data: dataset %s holds no JPEG files, so the decoder does not apply: one row\n",
@@ -81,30 +82,36 @@ void run(BenchDataArgs a, const std::vector<std::string>& overrides, bool decode
     // only
     const std::string stage =
         r.gpu_stage_ms_per_batch > 0 ? fmt::format("{:.3f}", r.gpu_stage_ms_per_batch) : "-";
-    std::printf("%-13s %9.0f %9.1f %7.0f%% %7.0f%% %10.0f %10.2f %9s %8lld  %s\n", dec.c_str(),
-                r.images_per_second, r.megabytes_per_second, 100 * r.busy_fraction,
-                100 * r.gpu_fraction, r.worker_images_per_second, r.cpu_ms_per_image, stage.c_str(),
+    // a row without a decoder is named by its dataset, and its MB/s (compressed bytes read) is
+    // none: it read no files ("stb 0.0" read as a decoder that moved nothing)
+    const std::string label = no_decoder ? "(" + cfg.dataset + ")" : dec;
+    const std::string mb = no_decoder ? "-" : fmt::format("{:.1f}", r.megabytes_per_second);
+    std::printf("%-13s %9.0f %9s %7.0f%% %7.0f%% %10.0f %10.2f %9s %8lld  %s\n", label.c_str(),
+                r.images_per_second, mb.c_str(), 100 * r.busy_fraction, 100 * r.gpu_fraction,
+                r.worker_images_per_second, r.cpu_ms_per_image, stage.c_str(),
                 static_cast<long long>(r.images), decoded_str(r.decoded).c_str());
     std::fflush(stdout);
-    rows.push_back({{"jpeg_decoder", dec},
-                    {"split", a.split},
-                    {"workers", r.workers},
-                    {"batch_size", cfg.batch_size},
-                    {"img_size", cfg.img_size},
-                    {"images", r.images},
-                    {"seconds", r.seconds},
-                    {"img_per_sec", r.images_per_second},
-                    {"mb_per_sec", r.megabytes_per_second},
-                    {"decode", c.decode},
-                    {"gpu_augment", c.gpu_augment},
-                    {"busy_fraction", r.busy_fraction},
-                    {"gpu_fraction", r.gpu_fraction},
-                    {"worker_img_per_sec", r.worker_images_per_second},
-                    {"cpu_ms_per_img", r.cpu_ms_per_image},
-                    {"gpu_stage_ms_per_batch", r.gpu_stage_ms_per_batch},
-                    {"gpu_decode_wait_ms_per_batch", r.gpu_decode_wait_ms_per_batch},
-                    {"decoded", r.decoded},
-                    {"dataset", r.dataset}});
+    rows.push_back(
+        {{"jpeg_decoder", no_decoder ? nlohmann::ordered_json() : nlohmann::ordered_json(dec)},
+         {"split", a.split},
+         {"workers", r.workers},
+         {"batch_size", cfg.batch_size},
+         {"img_size", cfg.img_size},
+         {"images", r.images},
+         {"seconds", r.seconds},
+         {"img_per_sec", r.images_per_second},
+         {"mb_per_sec",
+          no_decoder ? nlohmann::ordered_json() : nlohmann::ordered_json(r.megabytes_per_second)},
+         {"decode", c.decode},
+         {"gpu_augment", c.gpu_augment},
+         {"busy_fraction", r.busy_fraction},
+         {"gpu_fraction", r.gpu_fraction},
+         {"worker_img_per_sec", r.worker_images_per_second},
+         {"cpu_ms_per_img", r.cpu_ms_per_image},
+         {"gpu_stage_ms_per_batch", r.gpu_stage_ms_per_batch},
+         {"gpu_decode_wait_ms_per_batch", r.gpu_decode_wait_ms_per_batch},
+         {"decoded", r.decoded},
+         {"dataset", r.dataset}});
   }
   if (!a.output.empty()) {
     // a CSV cell holds no object: the decoded counts there as the table prints them
