@@ -23,6 +23,7 @@
 #include "core/similar_names.h"
 #include "core/threads.h"
 #include "train/config.h"
+#include "train/timm_keys.h"
 
 namespace hg::app {
 std::vector<Command>& commands() {
@@ -204,6 +205,39 @@ std::string unknown_option_of(const CLI::App& command, int argc, char** argv) {
   return "";
 }
 
+// The error for the first long option in argv[2..] of a command that takes config keys (train,
+// validate, infer, export, bench, ...) that is neither its own option nor a config key but a few
+// typos from one of its own options, or "". It read as an unknown config key with a key's hint
+// ("unknown key 'use_emma'" for validate's --use-ema), or, where the option was required, as that
+// option missing (infer --inptu: "--input is required").
+std::string mistyped_option_of(const CLI::App& command, int argc, char** argv) {
+  if (!command.get_allow_extras()) return "";    // unknown_option_of's case
+  if (command.get_name() == "bench") return "";  // its own message suggests the value too
+  const std::vector<std::string> keys = hg::train::config_keys();
+  std::vector<std::string> names;  // the command's long options
+  for (const CLI::Option* o : command.get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    std::string bare, value;
+    if (!CLI::detail::split_long(arg, bare, value)) continue;
+    const std::string name = "--" + bare;
+    std::string key = bare;
+    std::replace(key.begin(), key.end(), '-', '_');
+    // timm's own options (--resplit near bench-data's --split) keep their timm message
+    if (std::find(names.begin(), names.end(), name) != names.end() ||
+        std::find(keys.begin(), keys.end(), key) != keys.end() ||
+        !hg::train::timm_key_hint(key).empty())
+      continue;
+    const std::vector<std::string> close = hg::similar_names(name, names);
+    if (close.empty()) continue;  // apply_overrides names it, with the close config keys
+    return "unknown option '" + name + "' of " + command.get_name() + "; did you mean '" +
+           close[0] + "'? (`haargrad " + command.get_name() + " --help` lists the options)";
+  }
+  return "";
+}
+
 // The error for `name`, the first argument, when no command has it, or "". A mistyped command
 // ("trian") would otherwise read as a missing one ("A subcommand is required").
 std::string unknown_command(const CLI::App& app, const std::string& name) {
@@ -244,6 +278,7 @@ std::string error_before_parsing(const CLI::App& app, int argc, char** argv) {
   const CLI::App* command = command_named(app, argv[1]);
   if (command == nullptr) return unknown_command(app, argv[1]);
   if (std::string why = underscored_option_of(*command, argc, argv); !why.empty()) return why;
+  if (std::string why = mistyped_option_of(*command, argc, argv); !why.empty()) return why;
   return unknown_option_of(*command, argc, argv);
 }
 

@@ -281,6 +281,29 @@ TEST_F(CliTest, AnOptionSpeltWithUnderscoresIsNamed) {
   EXPECT_NE(k.output.find("key 'img_size'"), std::string::npos) << k.output;
 }
 
+// A command's own option mistyped (validate --use-emma, infer --inptu) read as an unknown config
+// key with a config key's hint, or as the option missing ("--input is required"). It is named,
+// with the option it is close to; a mistyped config key keeps its config message.
+TEST_F(CliTest, AMistypedOptionOfACommandIsNamed) {
+  const ProgramRun v =
+      run_program("validate --checkpoint " + file("x.safetensors") + " --use-emma");
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.output.find("unknown option '--use-emma' of validate; did you mean '--use-ema'?"),
+            std::string::npos)
+      << v.output;
+  const ProgramRun i = run_program("infer --checkpoint " + file("x.safetensors") +
+                                   " --inptu x.png --out " + file("y.safetensors"));
+  EXPECT_EQ(i.exit_code, 2);
+  EXPECT_NE(i.output.find("unknown option '--inptu' of infer; did you mean '--input'?"),
+            std::string::npos)
+      << i.output;
+  const ProgramRun t = run_program("train " + kDefaultConfig + " --epoch 3 --output " + file("o"));
+  EXPECT_NE(t.output.find("unknown key 'epoch' (command line); did you mean 'epochs'?"),
+            std::string::npos)
+      << t.output;
+  EXPECT_FALSE(std::filesystem::exists(file("o")));
+}
+
 // bf16 and tf32 on the cpu were accepted without a word and the log did not name the precision:
 // bf16 ran ~12x slower than fp32 (the CPU's bf16 is the reference CUDA is tested against), tf32
 // as fp32. The model line names the precision; both say what they are on the cpu.
