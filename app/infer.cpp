@@ -149,6 +149,13 @@ bool named_as_image(const std::string& path) {
 /// An image file or a folder's image files, by name (the files the batch's rows are).
 std::vector<std::string> input_images(const std::string& path) {
   std::error_code ec;
+  // a pipe (`--input <(cat a.png)`) or a FIFO: its first bytes, read here to tell an image from
+  // a batch, were gone for the reader ("empty file", a batch's header length garbled), and a
+  // FIFO with no writer blocked the open for ever
+  const fs::file_status st = fs::status(path, ec);
+  HG_CHECK(ec || fs::is_regular_file(st) || fs::is_directory(st), "infer: --input ", path,
+           " is not a regular file or a folder (a pipe, FIFO or device): infer reads its input "
+           "more than once; write it to a file first");
   if (!fs::is_directory(path, ec)) {
     // by its bytes, as the data loader tells images, or by its name (a plain-text PGM, a text
     // file named .png, a GIF: the decoder says what it is); a .safetensors batch whose header

@@ -5,6 +5,7 @@
 //  - `haargrad infer` on timm's weights and input gives timm's logits (fp32 tolerance).
 // The same with torch and timm themselves: scripts/timm-check.py (on the GPU machine).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
@@ -632,6 +633,22 @@ TEST_F(ExportCommand, InferNamesAnImageOrNumpyInputAsSuch) {
   EXPECT_EQ(png.exit_code, 1) << png.output;
   EXPECT_NE(png.output.find("cannot decode image '" + file("cat.png") + "'"), std::string::npos)
       << png.output;
+}
+
+// infer on a FIFO (or a pipe, `--input <(cat a.png)`): the bytes read to tell an image from a
+// batch were gone for the decoder ("empty file"), and a FIFO with no writer blocked for ever. It
+// is refused, named, before anything opens it.
+TEST_F(ExportCommand, InferRefusesAPipeAsInput) {
+  const std::string ck = file("ck.safetensors");
+  save_smoke_checkpoint(ck);
+  ASSERT_EQ(mkfifo(file("fifo.png").c_str(), 0600), 0);
+  const ProgramRun r = infer(ck, file("fifo.png"), file("logits.safetensors"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("infer: --input " + file("fifo.png") +
+                          " is not a regular file or a folder (a pipe, FIFO or device)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(file("logits.safetensors")));
 }
 
 // infer: a file named as an image is read as one, whatever its bytes: a plain-text PGM (P2) or a
