@@ -176,14 +176,13 @@ void run(Job& job, const std::string& path) {
   if (st.warnings > 0) warn_corrupt_jpeg_once(path, st);
 }
 
-// Photoshop-style files (an Adobe marker) store 255 - ink.
-void cmyk_to_rgb(const uint8_t* src, int64_t n, bool inverted, uint8_t* rgb) {
+// A CMYK JPEG's samples are read as Photoshop writes them, 255 - ink, with or without its Adobe
+// marker: PIL reads every CMYK JPEG so ("CMYK;I", Adobe's convention), and a file without the
+// marker read as plain ink came out nearly black where PIL shows the picture.
+void cmyk_to_rgb(const uint8_t* src, int64_t n, uint8_t* rgb) {
   for (int64_t p = 0; p < n; ++p, src += 4, rgb += 3) {
-    const int k = inverted ? src[3] : 255 - src[3];  // 255 - K
-    for (int c = 0; c < 3; ++c) {
-      const int v = inverted ? src[c] : 255 - src[c];  // 255 - ink
-      rgb[c] = static_cast<uint8_t>((v * k + 127) / 255);
-    }
+    const int k = src[3];  // 255 - K
+    for (int c = 0; c < 3; ++c) rgb[c] = static_cast<uint8_t>((src[c] * k + 127) / 255);
   }
 }
 
@@ -262,7 +261,7 @@ JpegRegion decode_jpeg(const uint8_t* data, size_t size, const std::string& path
     img.pixels = std::move(raw);
   } else if (job.components == 4) {
     std::vector<uint8_t> rgb(static_cast<size_t>(n * 3));
-    cmyk_to_rgb(raw.data(), n, job.header.adobe, rgb.data());
+    cmyk_to_rgb(raw.data(), n, rgb.data());
     if (channels == 3) {
       img.pixels = std::move(rgb);
     } else {

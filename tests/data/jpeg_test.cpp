@@ -141,6 +141,26 @@ TEST(Jpeg, CmykFileBecomesRgb) {
   }
 }
 
+// A CMYK JPEG without its Adobe (APP14) marker is read as PIL reads every CMYK JPEG, 255 - ink:
+// read as plain ink it came out nearly black.
+TEST(Jpeg, CmykFileWithoutAdobeMarkerIsReadAsPilReadsIt) {
+  Files f;
+  std::string bytes = hg::test::read_bytes(f.cmyk);
+  const size_t app14 = bytes.find("\xFF\xEE");
+  ASSERT_NE(app14, std::string::npos);
+  const size_t length =
+      (static_cast<uint8_t>(bytes[app14 + 2]) << 8) | static_cast<uint8_t>(bytes[app14 + 3]);
+  bytes.erase(app14, 2 + length);
+  const std::string bare = f.dir / "cmyk_no_adobe.jpg";
+  hg::test::write_bytes(bare, bytes);
+  const JpegHeader h = header_of(bare);
+  EXPECT_EQ(h.components, 4);
+  EXPECT_FALSE(h.adobe);
+  const Image img = read_image(bare, 3), with = read_image(f.cmyk, 3);
+  EXPECT_EQ(img.pixels, with.pixels);
+  EXPECT_LT(mean_abs_diff(img, f.rgb), 4.0);
+}
+
 TEST(Jpeg, TruncatedFileIsAnErrorWhateverTheRegion) {
   Files f;
   for (const auto& src : {f.baseline, f.progressive}) {
