@@ -111,11 +111,15 @@ ResultRow evaluate(const ResolvedConfig& rc, bool data_dir_given, const std::str
   }
   // the checkpoint's labels in an older haargrad's class order: the metrics would be another
   // model's (each label scored against another class)
-  if (const std::optional<train::TrainState> st = train::read_train_state(checkpoint))
-    if (const std::string note =
-            train::byte_order_classes_note(st->train_classes, val->class_names());
+  // or on other class folders than these: each label scored against another class, unsaid
+  if (const std::optional<train::TrainState> st = train::read_train_state(checkpoint)) {
+    const std::vector<std::string> names = val->class_names();
+    if (const std::string note = train::byte_order_classes_note(st->train_classes, names);
         !note.empty())
       spdlog::warn("validate: {}: {}", checkpoint, note);
+    if (const std::string note = train::other_classes_note(*st, names); !note.empty())
+      spdlog::warn("validate: {}: {}", checkpoint, note);
+  }
   auto loader = data::make_loader(cfg, false, val);
 
   const auto t0 = std::chrono::steady_clock::now();  // timm: data loading included

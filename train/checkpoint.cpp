@@ -386,4 +386,23 @@ std::string byte_order_classes_note(const std::string& recorded,
          "10; one letter case)";
 }
 
+std::string other_classes_note(const TrainState& st, const std::vector<std::string>& names) {
+  if (names.empty() || !byte_order_classes_note(st.train_classes, names).empty()) return "";
+  std::string which;  // the first label that stands for another class, where the names are known
+  if (!st.class_names.empty()) {
+    if (st.class_names == names) return "";
+    for (size_t j = 0; j < std::min(st.class_names.size(), names.size()) && which.empty(); ++j)
+      if (st.class_names[j] != names[j])
+        which = str(" (label ", j, " is '", st.class_names[j], "' in its run and '", names[j],
+                    "' here)");
+    if (which.empty())
+      which = str(" (", st.class_names.size(), " classes in its run, ", names.size(), " here)");
+  } else if (st.train_classes.empty() || st.train_classes == class_names_tag(names)) {
+    return "";
+  }
+  return str("the class folders here are not those its run trained on", which,
+             ": a label may stand for another class than the one its weights learnt, so the "
+             "metrics score other classes; evaluate on the class folders of its run");
+}
+
 }  // namespace hg::train

@@ -88,6 +88,12 @@ std::string class_names_tag(const std::vector<std::string>& names);
 std::string byte_order_classes_note(const std::string& recorded,
                                     const std::vector<std::string>& names);
 
+/// When a checkpoint's run trained on other class folders than `names` (a data set's class names
+/// in label order; its TrainState::train_classes is not their tag) and byte_order_classes_note does
+/// not explain it: what that means, with the first label that differs where the checkpoint
+/// recorded its class names; else "" (also for a checkpoint or data set without class names).
+std::string other_classes_note(const TrainState& st, const std::vector<std::string>& names);
+
 /// Reads a checkpoint written by save_checkpoint (or any safetensors state_dict with timm names:
 /// then only the weights are loaded and the state is the default). Throws hg::Error naming the file
 /// and the mismatching keys. `opt` may be null (validation). EMA tensors are not read here

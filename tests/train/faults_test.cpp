@@ -811,6 +811,19 @@ TEST_F(Faults, AResumeWhoseClassesAreNumberedOtherwiseSaysSo) {
   said = resume_log(3);
   EXPECT_CONTAINS(said, "a class folder was renamed, added or removed");
   EXPECT_EQ(said.find("byte-wise"), std::string::npos) << said;
+  // validate of a run on other class folders (its class names recorded) names the first label
+  // that stands for another class; it scored them unsaid
+  safetensors::File f = safetensors::load(last.string());
+  nlohmann::json state = nlohmann::json::parse(f.metadata.at("state"));
+  state["class_names"] = {"2", "11"};
+  f.metadata["state"] = state.dump();
+  safetensors::save(last.string(), {f.tensors.begin(), f.tensors.end()}, f.metadata);
+  const CommandResult other = run_command("validate --checkpoint " + last.string());
+  EXPECT_EQ(other.rc, 0) << other.output;
+  EXPECT_CONTAINS(other.output,
+                  "the class folders here are not those its run trained on (label 1 is '11' in "
+                  "its run and '10' here)");
+  EXPECT_EQ(other.output.find("byte-wise"), std::string::npos) << other.output;
 }
 
 TEST_F(Faults, ReadOnlyRunFolderFailsCleanlyAndKeepsItsFiles) {
