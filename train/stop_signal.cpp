@@ -91,8 +91,15 @@ StopSignalGuard::StopSignalGuard() {
   if (!outermost_) return;  // the outer guard's handlers and flag stand
   g_state = pack(0, StopOutcome::end_before_training);
   for (auto& t : g_first_ns) t = 0;
-  for (size_t i = 0; i < std::size(kStopSignals); ++i)
-    previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
+  // A stop signal the process was started ignoring stays ignored: `nohup` (SIGHUP) and a
+  // non-interactive shell's `cmd &` (SIGINT) ask so, and Python (timm) keeps to it; a run under
+  // nohup stopped when its session ended.
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) {
+    struct sigaction now {};
+    const bool ignored =
+        sigaction(kStopSignals[i], nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
+    previous_[i] = ignored ? SIG_IGN : std::signal(kStopSignals[i], on_stop_signal);
+  }
   previous_pipe_ = std::signal(SIGPIPE, SIG_IGN);
 }
 

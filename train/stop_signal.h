@@ -13,7 +13,9 @@
 namespace hg::train {
 
 /// While alive: the stop signals set the stop flag instead of killing the process, and SIGPIPE is
-/// ignored (a closed pipe on stdout, `haargrad train ... | head`, must not kill the run). The
+/// ignored (a closed pipe on stdout, `haargrad train ... | head`, must not kill the run); a stop
+/// signal ignored when the guard is made (`nohup`'s SIGHUP, SIGINT of a background job of a
+/// script) stays ignored. The
 /// outermost guard clears the flag and installs the handlers; its destructor restores the previous
 /// dispositions. A guard inside another (`haargrad train` holds one from its first moment, train()
 /// holds one too) changes nothing, so a signal that came during start-up is not forgotten.

@@ -475,6 +475,26 @@ TEST(StopSignal, ALaterSignalOfAnotherKindKeepsTheFirst) {
   EXPECT_NE(now.sa_handler, SIG_DFL) << "a repeat within the window must not kill";
 }
 
+// A stop signal ignored when the run starts (`nohup` ignores SIGHUP; a script's `cmd &` SIGINT)
+// stays ignored: the run under nohup stopped when its session ended. The others still stop it.
+TEST(StopSignal, ASignalIgnoredAtTheStartStaysIgnored) {
+  const auto before = std::signal(SIGHUP, SIG_IGN);
+  {
+    train::StopSignalGuard guard;
+    std::raise(SIGHUP);
+    EXPECT_EQ(train::stop_signal(), 0);
+    struct sigaction now {};
+    ASSERT_EQ(sigaction(SIGHUP, nullptr, &now), 0);
+    EXPECT_EQ(now.sa_handler, SIG_IGN);
+    std::raise(SIGUSR1);
+    EXPECT_EQ(train::stop_signal(), SIGUSR1);
+  }
+  struct sigaction after {};
+  ASSERT_EQ(sigaction(SIGHUP, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_IGN);  // restored as it was
+  std::signal(SIGHUP, before);
+}
+
 // The same kind a second or more after the first: the user insists, and it kills at once.
 TEST(StopSignalDeathTest, TheSameSignalLaterKillsAtOnce) {
   ::testing::FLAGS_gtest_death_test_style = "threadsafe";
