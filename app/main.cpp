@@ -2,6 +2,7 @@
 // bench, bench-layer, export, models, ...; each lives in its own app/<command>.cpp).
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <csignal>
@@ -282,6 +283,18 @@ std::string error_before_parsing(const CLI::App& app, int argc, char** argv) {
   return unknown_option_of(*command, argc, argv);
 }
 
+// Whether what the program wrote to stdout reached it, or, where it did not, why: results
+// redirected to a full disk (`validate > res.csv`, a 0-byte file) or /dev/full ended with exit
+// status 0. A closed pipe (`... | head`) is no failure: the reader has what it asked for.
+std::string stdout_failure() {
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return "";
+  struct stat st {};
+  if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return "";
+  return "the standard output could not be written (a full disk, or a device that takes no "
+         "data): what this command printed is lost or incomplete";
+}
+
 std::string without_trailing_newline(std::string s) {
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
@@ -358,6 +371,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "haargrad: error: %s (an unexpected C++ exception: please report it)\n", e.what());
     return 1;
+  }
+  if (const std::string why = stdout_failure(); !why.empty()) {
+    std::fprintf(stderr, "haargrad: error: %s\n", why.c_str());
+    return hg::app::exit_status() != 0 ? hg::app::exit_status() : 1;
   }
   return hg::app::exit_status();
 }

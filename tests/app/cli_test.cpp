@@ -281,6 +281,24 @@ TEST_F(CliTest, AnOptionSpeltWithUnderscoresIsNamed) {
   EXPECT_NE(k.output.find("key 'img_size'"), std::string::npos) << k.output;
 }
 
+// Output that could not be written (`validate > res.csv` on a full disk: a 0-byte file) ended
+// with exit status 0. It is an error, named; a closed pipe (`| head`) is none.
+TEST_F(CliTest, OutputThatCannotBeWrittenIsAnError) {
+  // "{ haargrad models > /dev/full; } 2>&1": the message, on stderr, still reaches the test
+  const ProgramRun full = run_program("models > /dev/full; }", "{ ");
+  EXPECT_EQ(full.exit_code, 1) << full.output;
+  EXPECT_NE(full.output.find("haargrad: error: the standard output could not be written"),
+            std::string::npos)
+      << full.output;
+  // "( haargrad models; echo $? > rc ) | true": a reader that closes the pipe at once
+  const ProgramRun piped = run_program("models; echo $? > " + file("rc") + " ) | true", "( ");
+  EXPECT_EQ(piped.exit_code, 0) << piped.output;
+  std::ifstream rc(file("rc"));
+  int status = -1;
+  rc >> status;
+  EXPECT_EQ(status, 0) << piped.output;
+}
+
 // A command's own option mistyped (validate --use-emma, infer --inptu) read as an unknown config
 // key with a config key's hint, or as the option missing ("--input is required"). It is named,
 // with the option it is close to; a mistyped config key keeps its config message.
