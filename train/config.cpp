@@ -1712,6 +1712,12 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
     // YAML's null words (and, for a string, nothing) keep their YAML meaning, as in a config file:
     // `--mean null` is timm's None, the default (wrapped as a list, it was one empty entry)
     const bool yaml_null = value == "null" || value == "Null" || value == "NULL" || value == "~";
+    // nothing but blanks, for a key that is no string: YAML reads it as null, and `--lr $LR` with
+    // LR unset set lr to null (lr_base scaling) unsaid; a file's `lr: ""` is refused, as argparse
+    // refuses float('')
+    if (!std::holds_alternative<std::string Config::*>(f->member) &&
+        value.find_first_not_of(" \t") == std::string::npos)
+      fail(key, cmd, "the value is empty (an unset shell variable?): give one, or null");
     const bool looks_like_list = !value.empty() && value.front() == '[';
     if (is_list && !looks_like_list && !yaml_null) value = "[" + value + "]";  // "2,2,2", or one
     // A string (a folder, a name) is taken as typed: read as YAML, "run #2" would lose " #2" (a

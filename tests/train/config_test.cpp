@@ -175,6 +175,27 @@ TEST_F(ConfigTest, TimmArgsYamlUnsetValuesMeanTheDefaults) {
   expect_contains(load_error("epochs: null\n"), {"'epochs'", "line 1", "an integer"});
 }
 
+// An empty value on the command line for a key that is no string (`--lr $LR`, LR unset) was
+// YAML's null: lr became lr_base scaling, unsaid. It is refused, named; null is still null, and a
+// string key still takes ''.
+TEST_F(ConfigTest, AnEmptyCommandLineValueOfANonStringKeyIsRefused) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--lr", ""}, {"--lr", " "}, {"--lr="}, {"--clip-grad", ""}, {"--mean", ""}}) {
+    Config c;
+    try {
+      hg::train::apply_overrides(c, args);
+      ADD_FAILURE() << args[0] << " was taken";
+    } catch (const hg::Error& e) {
+      expect_contains(e.what(), {"(command line): the value is empty (an unset shell variable?)"});
+    }
+  }
+  Config c;
+  c.lr = 0.5;
+  hg::train::apply_overrides(c, {"--lr", "null", "--val-split", ""});
+  EXPECT_FALSE(c.lr.has_value());
+  EXPECT_EQ(c.val_split, "");
+}
+
 // The model lists depths, dims and wt_levels: null is the named variant's value, as [] (README:
 // "an empty list or null"); it was refused with "expected a list of integers, got null".
 TEST_F(ConfigTest, ModelListsNullIsTheVariantsValue) {
