@@ -389,7 +389,8 @@ const std::vector<Field>& table() {
       {"head_init_bias", &Config::head_init_bias, any(),
        "head.fc's bias is set to this value, after head_init_scale (timm train.py's "
        "--head-init-bias, e.g. -log(num_classes)); null = unchanged"},
-      {"seed", &Config::seed, at_least(0),
+      // any int64 (torch.manual_seed takes 64 bits): no count, so not bounded as the counts are
+      {"seed", &Config::seed, closed(0, static_cast<double>(std::numeric_limits<int64_t>::max())),
        "seed of the model init, data order, augmentation and lr_noise (timm's noise_seed)"},
       {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"}),
        "fp32; tf32 (GPU matrix products on TF32 tensor cores); "
@@ -765,12 +766,22 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
     if (!in_range(r, v))
       fail(key, where, str("expected ", what, describe_range(r), ", got ", format_double(v)));
   };
+  // An integer count without an upper bound of its own (epochs, batch sizes, steps) is bounded
+  // as the model's sizes are: a value near 2^63 overflowed the run's arithmetic unsaid (epochs
+  // read as none trained, a validation batch that evaluated no image).
+  auto check_integer = [&](int64_t v, const char* what) {
+    if (!in_range(r, static_cast<double>(v)))
+      fail(key, where, str("expected ", what, describe_range(r), ", got ", v));
+    constexpr int64_t kMaxCount = std::numeric_limits<int32_t>::max();
+    if (r.hi == kInf && v > kMaxCount)
+      fail(key, where, str("expected ", what, " of at most ", kMaxCount, ", got ", v));
+  };
   std::visit(
       [&](auto member) {
         const auto& v = cfg.*member;
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, int64_t>) {
-          check_number(static_cast<double>(v), "an integer");
+          check_integer(v, "an integer");
         } else if constexpr (std::is_same_v<T, double>) {
           check_number(v, "a number");
         } else if constexpr (std::is_same_v<T, std::string>) {
@@ -783,7 +794,7 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
             fail(key, where, str("expected one of ", list, ", got '", utf8_shown(v), "'"));
           }
         } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
-          if (v) check_number(static_cast<double>(*v), "an integer");
+          if (v) check_integer(*v, "an integer");
         } else if constexpr (std::is_same_v<T, std::optional<double>>) {
           if (v) check_number(*v, "a number");
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
@@ -798,7 +809,12 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
                      ? str("expected a list of ", r.min_len, " values, got ", v.size())
                      : str("expected a list of ", r.min_len, " to ", r.max_len, " values, got ",
                            v.size()));
-          for (auto x : v) check_number(static_cast<double>(x), "list elements");
+          for (auto x : v) {
+            if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+              check_integer(x, "list elements");
+            else
+              check_number(x, "list elements");
+          }
           for (size_t i = 1; r.increasing && i < v.size(); ++i)
             if (v[i] <= v[i - 1])
               fail(key, where,

@@ -1796,9 +1796,11 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   s.st.world_size = dist::size();
   create_ema(s);
   create_thread_tuner(s);
-  // the micro-batches between two log points (log_interval updates)
-  s.losses =
-      std::make_unique<StepLosses>(std::max<int64_t>(s.cfg.log_interval * s.accum, 1), s.device);
+  // the micro-batches between two log points (log_interval updates), at most an epoch's: a
+  // grad_accum_steps or log_interval near 2^31 asked for gigabytes
+  s.losses = std::make_unique<StepLosses>(
+      std::clamp<int64_t>(s.cfg.log_interval * s.accum, 1, std::max<int64_t>(s.steps_per_epoch, 1)),
+      s.device);
   if (s.opts.before_training) s.opts.before_training();
   if (std::optional<TrainResult> stopped = start_training(s)) return *stopped;
   carry_best_into_folder(s);

@@ -196,6 +196,27 @@ TEST_F(ConfigTest, AnEmptyCommandLineValueOfANonStringKeyIsRefused) {
   EXPECT_EQ(c.val_split, "");
 }
 
+// A count near 2^63 overflowed the run's arithmetic unsaid (--epochs 9223372036854775807 trained
+// nothing and exited 0; the message printed 2^63 back). Counts are bounded as the model's sizes
+// are, in a file and on the command line; the seed takes any int64.
+TEST_F(ConfigTest, HugeCountsAreRefusedNamed) {
+  for (const std::string key : {"--epochs", "--grad-accum-steps", "--validation-batch-size",
+                                "--log-interval", "--decay-milestones"}) {
+    Config c;
+    try {
+      hg::train::apply_overrides(c, {key, "9223372036854775807"});
+      ADD_FAILURE() << key << " was taken";
+    } catch (const hg::Error& e) {
+      expect_contains(e.what(), {"of at most 2147483647, got 9223372036854775807"});
+    }
+  }
+  expect_contains(load_error("epochs: 2147483648\n"), {"'epochs'", "line 1", "at most 2147483647"});
+  Config c;
+  hg::train::apply_overrides(c, {"--epochs", "2147483647", "--seed", "9223372036854775807"});
+  EXPECT_EQ(c.epochs, 2147483647);
+  EXPECT_EQ(c.seed, 9223372036854775807);
+}
+
 // The model lists depths, dims and wt_levels: null is the named variant's value, as [] (README:
 // "an empty list or null"); it was refused with "expected a list of integers, got null".
 TEST_F(ConfigTest, ModelListsNullIsTheVariantsValue) {
