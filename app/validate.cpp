@@ -146,7 +146,9 @@ ResultRow evaluate(const ResolvedConfig& rc, bool data_dir_given, const std::str
   r.top5 = ev.top5;
   r.loss = ev.loss;
   r.img_per_sec = seconds > 0 ? double(n) / seconds : 0.0;
-  r.param_count = double(model.num_trainable()) / 1e6;
+  // timm's validate.py counts model.parameters(): the reference WTConv2d's Haar filters are
+  // parameters too (requires_grad=False), so they count (wtconvnext_tiny 30.60, not 30.38)
+  r.param_count = double(model.num_trainable() + model.num_fixed()) / 1e6;
   return r;
 }
 
