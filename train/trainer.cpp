@@ -1303,7 +1303,15 @@ void write_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
 
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
 void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
-  write_recovery(s, epoch, p);
+  // a write that fails (a full disk) names what is still there to go on from, as a non-finite
+  // loss does: the message was the writer's alone
+  try {
+    write_recovery(s, epoch, p);
+  } catch (const Error& e) {
+    throw Error(str(e.what(), "; interrupted (", stop_signal_name(stop_signal()), ") at epoch ",
+                    epoch + 1, " step ", p.step,
+                    ", the recovery checkpoint could not be written: ", s.good.describe()));
+  }
   if (dist::is_main())  // rank 0 speaks for the run (every rank gets here, on the same step)
     spdlog::warn("interrupted ({}) at epoch {} step {}: recovery checkpoint {} (resume with {})",
                  stop_signal_name(stop_signal()), epoch + 1, p.step, s.paths.recovery.string(),

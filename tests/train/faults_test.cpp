@@ -1831,6 +1831,24 @@ TEST_F(Faults, TheStopMessageGivesTheWholeResumeCommand) {
   EXPECT_CONTAINS(r.output, "continuing at epoch 1 step 3");
 }
 
+// A recovery checkpoint that cannot be written at a stop (a full disk; here a folder in its
+// place) ended the run with the writer's message alone: it names what is still there to go on
+// from, as a non-finite loss does.
+TEST_F(Faults, ARecoveryCheckpointThatCannotBeWrittenNamesWhatToGoOnFrom) {
+  train::Config c = smoke("full", 3);
+  const fs::path dir = root_ / "full";
+  train::TrainOptions stop = quiet_;
+  stop.after_step = [&](int64_t e, int64_t step, ConvNeXt&) {
+    if (e != 1 || step != 2) return false;
+    fs::create_directories(dir / "recovery.safetensors" / "in_the_way");
+    return true;
+  };
+  const std::string msg = error_of([&] { train::train(c, stop); });
+  EXPECT_CONTAINS(msg, "recovery.safetensors");
+  EXPECT_CONTAINS(msg, "the recovery checkpoint could not be written: the run can go on from " +
+                           (dir / "last.safetensors").string() + " (end of epoch 1)");
+}
+
 // A stop signal during an epoch's evaluation leaves a recovery checkpoint after the epoch's last
 // step: its resume goes on with that evaluation, and the log says so (it said "continuing at
 // epoch 1 step 4" of a 3-step epoch, a step that does not exist).
