@@ -171,6 +171,8 @@ Image decode_with_stb(const uint8_t* data, size_t size, const std::string& path,
   HG_CHECK(size <= static_cast<size_t>(INT32_MAX), "decode_with_stb: '", path, "' is too large for stb_image");
   if (const auto why = raster_cut_short(sniff_image_format(data, size), data, size, size))
     throw CorruptImage(path, *why);
+  if (sniff_image_format(data, size) == ImageFormat::png)
+    if (const auto why = png_damaged_chunk(data, size)) throw CorruptImage(path, *why);
   int w = 0, h = 0, file_channels = 0;
   // the size first: a small PNG can hold a huge image (2.4 MB for 50000 x 50000 zeros)
   // (a top-down BMP's height reads negative here)

@@ -4,7 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <zlib.h>
+
 #include "core/big_endian.h"
+#include "core/error.h"
 #include "data/jpeg_decode.h"
 
 namespace hg::data {
@@ -130,6 +133,24 @@ bool png_reaches_end(const uint8_t* data, size_t size) {
     i = size_t(next);
   }
   return false;
+}
+
+std::optional<std::string> png_damaged_chunk(const uint8_t* data, size_t size) {
+  size_t i = 8;  // after the signature
+  while (i + 12 <= size) {
+    const uint64_t length = read_be32(data + i);
+    if (uint64_t(i) + 12 + length > size) return std::nullopt;  // cut short: not this check's
+    const uint8_t* type = data + i + 4;
+    const bool critical = type[0] >= 'A' && type[0] <= 'Z';
+    // the CRC covers the type and the data (PNG spec, 5.3); zlib's crc32 is that CRC
+    const uLong crc = crc32(crc32(0L, Z_NULL, 0), type, static_cast<uInt>(4 + length));
+    if (critical && crc != read_be32(data + i + 8 + length))
+      return str("a png whose ", std::string(reinterpret_cast<const char*>(type), 4),
+                 " chunk at byte ", i, " fails its CRC check: the file is damaged");
+    if (std::memcmp(type, "IEND", 4) == 0) return std::nullopt;
+    i += 12 + length;
+  }
+  return std::nullopt;
 }
 
 }  // namespace hg::data

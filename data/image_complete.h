@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "data/image.h"
 
@@ -44,5 +45,12 @@ bool jpeg_reaches_end(const uint8_t* data, size_t size);
 /// True when `data` (a whole PNG file) reaches its IEND chunk (and the chunk's CRC) by walking the
 /// chunks from the signature by their lengths. False for a file cut short.
 bool png_reaches_end(const uint8_t* data, size_t size);
+
+/// Why a PNG (the whole file `data`) is damaged, or nothing: the first critical chunk (IHDR, PLTE,
+/// IDAT, IEND: an upper-case first letter) whose CRC-32 does not match its type and data. stb_image
+/// checks neither the CRCs nor zlib's Adler-32, so a flipped bit in the pixel data decoded to
+/// other pixels unsaid, where PIL fails ("broken data stream"). An ancillary chunk's CRC is not
+/// checked (libpng only warns about one); chunks cut short are png_reaches_end's.
+std::optional<std::string> png_damaged_chunk(const uint8_t* data, size_t size);
 
 }  // namespace hg::data

@@ -222,6 +222,34 @@ TEST(ImageFolder, APngCutShortIsCaughtByTheScan) {
   }
 }
 
+// A PNG with a flipped bit in its pixel data decoded to other pixels unsaid (stb_image checks no
+// CRC and no Adler-32; PIL fails, "broken data stream"): a critical chunk whose CRC fails is a
+// corrupt image, named with the chunk. An ancillary chunk's bad CRC is let pass, as libpng does.
+TEST(ImageFolder, APngWhoseDataFailsItsCrcIsCorrupt) {
+  hg::test::TempDir tmp;
+  hg::data::write_png(tmp / "full.png", hg::test::random_image(32, 32, 3, 8));
+  const std::string bytes = hg::test::read_bytes(tmp / "full.png");
+  const size_t idat = bytes.find("IDAT");
+  ASSERT_NE(idat, std::string::npos);
+  std::string flipped = bytes;
+  flipped[idat + 4 + 20] = static_cast<char>(flipped[idat + 4 + 20] ^ 0x10);  // in its data
+  hg::test::write_bytes(tmp / "flipped.png", flipped);
+  const std::string msg = error_of([&] { hg::data::read_image(tmp / "flipped.png", 3); });
+  EXPECT_NE(msg.find("flipped.png"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a png whose IDAT chunk at byte " + std::to_string(idat - 4) +
+                     " fails its CRC check"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(hg::data::read_image(tmp / "full.png", 3).pixels.size(), 32u * 32 * 3);
+  // an ancillary chunk (tEXt) with a wrong CRC before IEND: read as before
+  std::string text = bytes;
+  const std::string chunk = std::string("\0\0\0\x04tEXta\0bc", 12) + "\xde\xad\xbe\xef";
+  text.insert(text.size() - 12, chunk);
+  hg::test::write_bytes(tmp / "text.png", text);
+  EXPECT_EQ(hg::data::read_image(tmp / "text.png", 3).pixels,
+            hg::data::read_image(tmp / "full.png", 3).pixels);
+}
+
 // A whole JPEG or PNG with bytes after its end marker (zero padding, a video appended to a phone's
 // "motion photo") was skipped as "cut short": the scan looked for the marker in the last 64 bytes
 // only. It now walks the file's structure to the marker when the last bytes hold none, as PIL and
