@@ -1,6 +1,7 @@
 // `haargrad export-png`: writes Fashion-MNIST as an ImageFolder of PNG files (DIR/train/<class>/ and
 // DIR/val/<class>/), so image-folder loading can be run on real image files.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <system_error>
@@ -39,10 +40,33 @@ void run_export(const ExportArgs& a) {
   const hg::data::IdxDataset train(a.data_dir, "train", 1), test(a.data_dir, "test", 1);
   const std::pair<const hg::data::IdxDataset*, const char*> splits[] = {{&train, "train"},
                                                                         {&test, "val"}};
-  for (const auto& [ds, folder] : splits) {
-    const int64_t n = hg::data::export_image_folder(*ds, a.out, folder, dirs, a.limit_per_class);
-    spdlog::info("export-png: wrote {} PNG files to {}/{}", n, a.out, folder);
-  }
+  // and their labels checked: a label past Fashion-MNIST's ten classes was found by the writer
+  // of its split, after the train split's export ("10 class folder names for 58 classes")
+  const int64_t classes = static_cast<int64_t>(dirs.size());
+  for (const auto& [ds, folder] : splits)
+    HG_CHECK(ds->num_classes() <= classes, "export-png: the ",
+             folder == std::string("val") ? "test" : "train", " split of ", a.data_dir,
+             " is no Fashion-MNIST split, whose labels are 0 to ", classes - 1,
+             ds->labels_at_or_above(classes), "; nothing was written");
+  // written beside --out and moved into its place at the end: an export stopped half-way (Ctrl-C)
+  // left a partial tree in --out (and the writers' temporaries), which a rerun refused as not
+  // empty; now it leaves the staging folder, named here, and no --out
+  std::filesystem::path out = std::filesystem::path(a.out).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();  // "png/"
+  const std::filesystem::path staging =
+      out.string() + ".export-png-" + std::to_string(static_cast<long long>(getpid()));
+  spdlog::info("export-png: writing into {} (moved to {} when whole)", staging.string(), a.out);
+  int64_t written[2] = {0, 0};
+  for (size_t i = 0; i < 2; ++i)
+    written[i] = hg::data::export_image_folder(*splits[i].first, staging.string(), splits[i].second,
+                                               dirs, a.limit_per_class);
+  // rename(2) replaces an empty folder: --out may be one
+  std::filesystem::rename(staging, out, ec);
+  HG_CHECK(!ec, "export-png: cannot move ", staging.string(), " to ", a.out, ": ", ec.message(),
+           " (the export is whole there)");
+  for (size_t i = 0; i < 2; ++i)
+    spdlog::info("export-png: wrote {} PNG files to {}", written[i],
+                 (out / splits[i].second).string());
 }
 
 }  // namespace

@@ -964,6 +964,44 @@ TEST_F(CliTest, ExportPngReadsBothSplitsBeforeWriting) {
       << f.output;
 }
 
+// export-png found a label past the ten classes only in the writer of its split, after the train
+// split's export ("10 class folder names for 58 classes", naming no file): it is named with its
+// sample and file before anything is written. And an export is written beside --out and moved
+// into it when whole (an empty --out folder too): one stopped half-way left a partial --out.
+TEST_F(CliTest, ExportPngChecksTheLabelsFirstAndWritesItsFolderWhole) {
+  // an IDX file: its magic and sizes as big-endian u32, then the bytes
+  const auto idx = [&](const std::string& name, const std::vector<uint32_t>& header,
+                       const std::string& data) {
+    std::string bytes;
+    for (const uint32_t v : header)
+      for (const int shift : {24, 16, 8, 0}) bytes += static_cast<char>((v >> shift) & 0xff);
+    std::ofstream(file("fm/" + name), std::ios::binary) << bytes + data;
+  };
+  std::filesystem::create_directories(file("fm"));
+  idx("train-images-idx3-ubyte", {0x803, 3, 4, 4}, std::string(48, '\x40'));
+  idx("train-labels-idx1-ubyte", {0x801, 3}, std::string("\x00\x01\x02", 3));
+  idx("t10k-images-idx3-ubyte", {0x803, 2, 4, 4}, std::string(32, '\x80'));
+  idx("t10k-labels-idx1-ubyte", {0x801, 2}, std::string("\x01\x39", 2));  // 57
+  const ProgramRun bad =
+      run_program("export-png --out " + file("png") + " --data-dir " + file("fm"));
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("the first that of sample 1 (label 57) in '" +
+                            file("fm/t10k-labels-idx1-ubyte") + "'"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find("nothing was written"), std::string::npos) << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(file("png")));
+  idx("t10k-labels-idx1-ubyte", {0x801, 2}, std::string("\x01\x09", 2));
+  std::filesystem::create_directories(file("png"));  // an empty folder is taken
+  const ProgramRun ok =
+      run_program("export-png --out " + file("png") + " --data-dir " + file("fm"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_TRUE(std::filesystem::exists(file("png/val/9_ankle_boot/00001.png"))) << ok.output;
+  EXPECT_TRUE(std::filesystem::exists(file("png/train/2_pullover/00002.png"))) << ok.output;
+  for (const auto& e : std::filesystem::directory_iterator(dir_))  // no staging folder is left
+    EXPECT_EQ(e.path().filename().string().find(".export-png-"), std::string::npos) << e.path();
+}
+
 // alloc-trace --save of a folder that exists but cannot be written was found when the first trace
 // was saved, after its recording (minutes for the default models); it is refused first. As root
 // the program runs as nobody, for whom the folder is read-only.
