@@ -29,9 +29,19 @@ LoaderBenchResult bench_loader(train::Config cfg, const LoaderBenchOptions& opts
   HG_CHECK(opts.warmup_epochs >= 0 && opts.epochs >= 1, "bench_loader: need warmup_epochs >= 0 and epochs >= 1, got ",
            opts.warmup_epochs, " and ", opts.epochs);
   apply_bench_row(cfg, opts.jpeg_decoder);
-  const Datasets ds = make_datasets(cfg);
-  HG_CHECK(opts.train || ds.val, "bench_loader: val_split is empty: no validation split to read");
-  auto loader = make_loader(cfg, opts.train, opts.train ? ds.train : ds.val);
+  // the split timed alone: the other one was required and scanned too (a folder with only its
+  // val split failed on the missing train one, which validate reads without)
+  HG_CHECK(opts.train || train::has_validation(cfg),
+           "bench_loader: val_split is empty: no validation split to read");
+  std::shared_ptr<Dataset> split;
+  if (opts.train) {
+    train::Config train_only = cfg;
+    train_only.val_split = "";  // no validation: its split is not read
+    split = make_datasets(train_only).train;
+  } else {
+    split = make_val_dataset(cfg);
+  }
+  auto loader = make_loader(cfg, opts.train, split);
   LoaderBenchResult r;
   r.jpeg_decoder = opts.jpeg_decoder;
   r.workers = cfg.workers;

@@ -117,6 +117,21 @@ TEST_F(BenchData, DataWithoutJpegFilesIsOneRow) {
   EXPECT_EQ(json::parse(std::ifstream(out)).size(), 2u);
 }
 
+// The split timed is the one read: a folder with only its validation split failed on the missing
+// train split (which validate reads without), and one with only a train split on the missing
+// validation split.
+TEST_F(BenchData, TheOtherSplitIsNotNeeded) {
+  fs::rename(dir_ / "train", dir_ / "moved_train");
+  ProgramRun r = run_program("bench-data" + args() + " --split val --decoders turbo");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\nturbo "), std::string::npos) << r.output;
+  fs::rename(dir_ / "moved_train", dir_ / "train");
+  fs::remove_all(dir_ / "validation");
+  r = run_program("bench-data" + args() + " --split train --decoders turbo");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\nturbo "), std::string::npos) << r.output;
+}
+
 TEST_F(BenchData, BadArgumentsFailWithAMessage) {
   ProgramRun r = run_program("bench-data" + args() + " --decoders turbo,nvjpg");
   EXPECT_NE(r.exit_code, 0);
