@@ -93,11 +93,7 @@ void print_topk(const Tensor& logits, const std::vector<std::string>& images, in
   for (size_t r = 0; r < shown; ++r) {
     // a control character in a name (a newline) as \xHH: one line an image, nothing sent to the
     // terminal as a command
-    std::string name = images.empty() ? str("row ", r) : std::string();
-    for (const char ch : images.empty() ? std::string() : images[r])
-      name += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f
-                  ? fmt::format("\\x{:02X}", static_cast<unsigned char>(ch))
-                  : std::string(1, ch);
+    const std::string name = images.empty() ? str("row ", r) : printable(images[r]);
     std::printf("%s: %s\n", name.c_str(),
                 topk_line(v.data() + static_cast<int64_t>(r) * n, n, k, names).c_str());
   }
@@ -192,17 +188,17 @@ std::vector<std::string> input_images(const std::string& path) {
   std::stable_partition(others.begin(), others.end(), named_as_image);
   if (!files.empty() && !others.empty())
     spdlog::warn("infer: {} left out {} {} that {} no JPEG, PNG, BMP, PPM or PGM by {} name ({}{})",
-                 path, others.size(), others.size() == 1 ? "file" : "files",
+                 printable(path), others.size(), others.size() == 1 ? "file" : "files",
                  others.size() == 1 ? "is" : "are", others.size() == 1 ? "its" : "their",
-                 others.front(), others.size() > 1 ? ", ..." : "");
+                 printable(others.front()), others.size() > 1 ? ", ..." : "");
   // rows of the folder's own images alone: its sub-folders' images (a class folder beside loose
   // images) are not rows, which was unsaid
   if (!files.empty() && !folders.empty())
     spdlog::warn(
         "infer: {} left out {} {} ({}{}): infer reads the folder's own images only, not those of "
         "its sub-folders (give a sub-folder as --input for its images)",
-        path, folders.size(), folders.size() == 1 ? "sub-folder" : "sub-folders", folders.front(),
-        folders.size() > 1 ? ", ..." : "");
+        printable(path), folders.size(), folders.size() == 1 ? "sub-folder" : "sub-folders",
+        printable(folders.front()), folders.size() > 1 ? ", ..." : "");
   // an ImageFolder split (one folder per class) given whole: its images are a level down
   const std::string sub = folders.empty()
                               ? std::string()
@@ -396,7 +392,7 @@ void run_infer(const InferArgs& a) {
     spdlog::info(
         "infer: rows 0 .. {} are the images {} .. {} (by name; the file's metadata "
         "\"images\" lists them all)",
-        images.size() - 1, images.front(), images.back());
+        images.size() - 1, printable(images.front()), printable(images.back()));
   print_topk(logits, images, a.topk, classes);
 }
 

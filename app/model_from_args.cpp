@@ -190,6 +190,8 @@ void refuse_keys_that_change_nothing(const char* command, const std::vector<std:
     if (key.empty() || std::find(taken.begin(), taken.end(), key) != taken.end()) continue;
     std::string keys;
     for (const std::string& k : taken) keys += str(keys.empty() ? "" : ", ", k);
+    std::string spelt = key;  // as an option is typed: --use-ema, --jpeg-decoder
+    std::replace(spelt.begin(), spelt.end(), '_', '-');
     // a name that is no config key at all is a typo or a foreign option, not a key of no use here
     const std::vector<std::string> all = train::config_keys();
     if (std::find(all.begin(), all.end(), key) == all.end()) {
@@ -200,11 +202,9 @@ void refuse_keys_that_change_nothing(const char* command, const std::vector<std:
               ? std::string(" (the EMA's weights: --ema here; --use-ema is validate's)")
           : close.empty() ? std::string()
                           : str(" (did you mean --", close[0], "?)");
-      std::string spelt = key;  // as an option is typed: --use-ema
-      std::replace(spelt.begin(), spelt.end(), '_', '-');
       throw Error(str(command, ": unknown option --", spelt, hint, "; the keys it takes: ", keys));
     }
-    throw Error(str(command, ": --", key, " changes nothing here: ", command, " ", why,
+    throw Error(str(command, ": --", spelt, " changes nothing here: ", command, " ", why,
                     "; the keys it takes: ", keys));
   }
 }

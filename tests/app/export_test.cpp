@@ -367,12 +367,16 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
   EXPECT_NE(rows_run.output.find("row 1: "), std::string::npos) << rows_run.output;
   const ProgramRun quiet = infer(ck, file("images"), file("logits.safetensors"), " --topk 0");
   EXPECT_EQ(quiet.output.find(names[0] + ": "), std::string::npos) << quiet.output;
-  // a newline in a name is printed as \x0A: one line an image
+  // a newline in a name is printed as \n (printable): one line an image
   fs::create_directories(file("odd"));
   fs::copy_file(names[0], file("odd") + "/a\nb.png");
+  // and an ESC sequence reaches the terminal from no line (the rows line printed names raw)
+  fs::copy_file(names[0], file("odd") + "/z\x1b[31mred.png");
   const ProgramRun odd = infer(ck, file("odd"), file("odd_logits.safetensors"));
   EXPECT_EQ(odd.exit_code, 0) << odd.output;
-  EXPECT_NE(odd.output.find(file("odd") + "/a\\x0Ab.png: "), std::string::npos) << odd.output;
+  EXPECT_NE(odd.output.find(file("odd") + "/a\\nb.png: "), std::string::npos) << odd.output;
+  EXPECT_NE(odd.output.find("/z\\x1b[31mred.png: "), std::string::npos) << odd.output;
+  EXPECT_EQ(odd.output.find('\x1b'), std::string::npos) << odd.output;
   const auto meta = safetensors::load(file("logits.safetensors")).metadata;
   ASSERT_TRUE(meta.count("images")) << "no 'images' metadata";
   EXPECT_EQ(meta.at("images"), "[\"" + names[0] + "\",\"" + names[1] + "\"]");
@@ -385,7 +389,7 @@ TEST_F(ExportCommand, InferTakesImagesThroughTheEvaluationTransform) {
   const ProgramRun batch_size = infer(ck, file("batch.safetensors"), file("logits.safetensors"),
                                       " --layout nhwc --img-size 32");
   EXPECT_EQ(batch_size.exit_code, 1);
-  EXPECT_NE(batch_size.output.find("--img_size changes nothing here"), std::string::npos)
+  EXPECT_NE(batch_size.output.find("--img-size changes nothing here"), std::string::npos)
       << batch_size.output;
 }
 
@@ -842,7 +846,7 @@ TEST_F(ExportCommand, InferLeavesOutAnUnreadableImageAsCorruptImagesSays) {
   // a batch is read whole: the key changes nothing for it
   EXPECT_TRUE(exited(
       infer(ck, file("in.safetensors"), file("logits.safetensors"), " --corrupt-images error"), 1,
-      {"--corrupt_images changes nothing here"}));
+      {"--corrupt-images changes nothing here"}));
 }
 
 // The closing warning of the images left out ("the logits have 2 rows, which the file's metadata
