@@ -328,11 +328,11 @@ struct ClassFiles {
   std::string undecodable_example;
 };
 
-// A symbolic link whose target is gone: not a regular file, yet the user put it there as an image.
-// Only "not found" counts: a link that cannot be followed (a loop) is left to the listing's error.
+// A link whose target does not exist or cannot be followed (a file link that leads to itself:
+// ELOOP), named by broken_link_reason; such a link stopped the listing of the whole data set.
 bool dangling_link(const fs::directory_entry& e) {
-  std::error_code ec;
-  return e.is_symlink(ec) && !fs::exists(e.path(), ec) && !ec;
+  std::error_code ec, follow;
+  return e.is_symlink(ec) && !ec && !fs::exists(e.path(), follow);
 }
 
 // The folder a recursive listing reads when it moves on from `it`: the entry itself when it is a
