@@ -328,11 +328,13 @@ struct ClassFiles {
   std::string undecodable_example;
 };
 
-// A link whose target does not exist or cannot be followed (a file link that leads to itself:
-// ELOOP), named by broken_link_reason; such a link stopped the listing of the whole data set.
+// A link whose target does not exist, or an image's link that cannot be followed (one that leads
+// to itself: ELOOP, which stopped the listing of the whole data set), named by
+// broken_link_reason. A folder link that closes a loop is the listing's error, which names it.
 bool dangling_link(const fs::directory_entry& e) {
   std::error_code ec, follow;
-  return e.is_symlink(ec) && !ec && !fs::exists(e.path(), follow);
+  if (!e.is_symlink(ec) || ec || fs::exists(e.path(), follow)) return false;
+  return !follow || is_image_file(e.path().string());
 }
 
 // The folder a recursive listing reads when it moves on from `it`: the entry itself when it is a
