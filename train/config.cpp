@@ -1174,6 +1174,7 @@ void check_known_keys(const YAML::Node& root, const std::string& source) {
   std::string ignored;  // timm's options at values that ask for nothing different here
   for (const auto& kv : root) {
     if (!kv.first.IsScalar() || find_field(kv.first.Scalar())) continue;
+    if (kv.first.Scalar() == "input_size") continue;  // timm's img_size and in_chans: parse_root
     if (timm_key_asks_nothing(kv.first.Scalar(), kv.second))
       ignored += (ignored.empty() ? "" : ", ") + kv.first.Scalar();
     else
@@ -1196,6 +1197,44 @@ void broadcast_mean_std(Config& c) {
     if (v->size() == 1 && c.in_chans > 1) v->assign(static_cast<size_t>(c.in_chans), v->front());
 }
 
+// timm's input_size [C, H, W] in a file (a timm run's args.yaml, `--input-size 1 28 28`): the
+// img_size H and in_chans C of its data, as timm's resolve_data_config takes it over img_size.
+// A square one only (haargrad's img_size is one side); an img_size or in_chans the file gives
+// too must agree. null (timm's default) is nothing.
+void take_input_size(const YAML::Node& root, const std::string& source, Config& cfg,
+                     Locations& locs) {
+  const YAML::Node node = root["input_size"];
+  if (!node || node.IsNull()) return;
+  Where where{source, 1};
+  for (const auto& kv : root)
+    if (kv.first.IsScalar() && kv.first.Scalar() == "input_size") where = where_of(kv.first, where);
+  std::vector<int64_t> chw;
+  if (node.IsSequence() && node.size() == 3)
+    for (const YAML::Node& v : node) {
+      int64_t x = 0;
+      if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 1) break;
+      chw.push_back(x);
+    }
+  if (chw.size() != 3)
+    fail("input_size", where, "expected timm's [channels, height, width], three integers >= 1");
+  if (chw[1] != chw[2])
+    fail("input_size", where,
+         str("[", chw[0], ", ", chw[1], ", ", chw[2],
+             "] is not square: haargrad's img_size is one side (give img_size instead)"));
+  const auto agree = [&](const char* key, int64_t have, int64_t want) {
+    const YAML::Node given = root[key];  // null: timm's None, the default, gives nothing
+    if (given && !given.IsNull() && have != want)
+      fail("input_size", where,
+           str("[", chw[0], ", ", chw[1], ", ", chw[2], "] gives ", key, " ", want, ", and ", key,
+               " (", locs[key].text(), ") is ", have, ": give one of them"));
+  };
+  agree("img_size", cfg.img_size, chw[1]);
+  agree("in_chans", cfg.in_chans, chw[0]);
+  cfg.img_size = chw[1];
+  cfg.in_chans = chw[0];
+  locs["img_size"] = locs["in_chans"] = where;
+}
+
 Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeCheck img_size) {
   Config cfg;
   if (root.IsNull()) return cfg;  // an empty file means all defaults
@@ -1215,6 +1254,7 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
     assign(*f, cfg, kv.second, where);
     locs[key] = where;
   }
+  take_input_size(root, source, cfg, locs);
   broadcast_mean_std(cfg);
   validate_at(cfg, locs, "default value", img_size);
   return cfg;

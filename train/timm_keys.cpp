@@ -347,7 +347,6 @@ bool timm_key_asks_nothing(const std::string& key, const YAML::Node& value) {
       {"grayscale_prob", {kOff}},
       {"input_img_mode", {kOff}},
       {"input_key", {kOff}},
-      {"input_size", {kOff}},
       {"jsd_loss", {kOff}},
       {"kd_model_name", {kOff}},
       {"kd_student_feature_dim", {kOff}},

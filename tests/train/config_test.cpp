@@ -217,6 +217,26 @@ TEST_F(ConfigTest, HugeCountsAreRefusedNamed) {
   EXPECT_EQ(c.seed, 9223372036854775807);
 }
 
+// A timm run's args.yaml with `--input-size 1 28 28` holds input_size: [1, 28, 28] (and img_size,
+// in_chans null): it was refused as an unknown key. It is timm's data size over img_size, read as
+// in_chans and img_size; not square, malformed, or disagreeing with a given key: refused, named.
+TEST_F(ConfigTest, TimmsInputSizeInAFileIsImgSizeAndInChans) {
+  ASSERT_EQ(load_error("model: wtconvnext_fmnist\ninput_size: [1, 28, 28]\nimg_size: null\n"
+                       "in_chans: null\nmean: [0.5]\n"
+                       "std: [0.5]\n"),
+            "");
+  const Config c = hg::train::load_config(path_);
+  EXPECT_EQ(c.img_size, 28);
+  EXPECT_EQ(c.in_chans, 1);
+  expect_contains(load_error("input_size: [3, 28, 30]\n"),
+                  {"'input_size'", "line 1", "not square"});
+  expect_contains(load_error("input_size: [3, 28]\n"), {"'input_size'", "three integers"});
+  expect_contains(load_error("img_size: 32\ninput_size: [3, 28, 28]\n"),
+                  {"'input_size'", "line 2", "img_size (", "line 1) is 32: give one of them"});
+  ASSERT_EQ(load_error("input_size: null\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_), Config{});
+}
+
 // The model lists depths, dims and wt_levels: null is the named variant's value, as [] (README:
 // "an empty list or null"); it was refused with "expected a list of integers, got null".
 TEST_F(ConfigTest, ModelListsNullIsTheVariantsValue) {
