@@ -1516,6 +1516,28 @@ std::string syntax_error(const std::string& text, const YAML::Mark& mark, const 
   return str("config: cannot parse ", source, " line ", line + 1, ": ", msg);
 }
 
+/// A top-level key written without its ':' (`lr_base` alone on the last line of a file cut short):
+/// yaml-cpp reads it as the key with a null value, where PyYAML refuses the file ("could not find
+/// expected ':'"); it read as the key "given twice", or "expected a number, got null".
+void check_keys_have_colons(const YAML::Node& root, const std::string& text,
+                            const std::string& source) {
+  if (!root.IsMap()) return;
+  for (const auto& kv : root) {
+    const YAML::Mark m = kv.first.Mark();
+    if (!kv.first.IsScalar() || m.pos < 0 || size_t(m.pos) >= text.size()) continue;
+    if (text[size_t(m.pos)] == '"' || text[size_t(m.pos)] == '\'' || text[size_t(m.pos)] == '?' ||
+        text[size_t(m.pos)] == '{')
+      continue;  // a quoted key, an explicit one, a flow mapping: not this case
+    const size_t end = text.find('\n', size_t(m.pos));
+    const std::string line = text.substr(
+        size_t(m.pos), end == std::string::npos ? std::string::npos : end - size_t(m.pos));
+    if (line.find(':') == std::string::npos)
+      throw Error(str("config: cannot parse ", source, " line ", m.line + 1, ": '",
+                      utf8_shown(kv.first.Scalar()),
+                      "' has no ':' after it (YAML is key: value; a file cut short?)"));
+  }
+}
+
 /// The one YAML document of a config (a null node for an empty file or comments). A second
 /// document would be dropped: a mistake, not a config.
 YAML::Node parse_document(const std::string& text, const std::string& source) {
@@ -1537,7 +1559,10 @@ YAML::Node parse_document(const std::string& text, const std::string& source) {
   }
   HG_CHECK(docs.size() <= 1, "config: '", source, "' holds ", docs.size(),
            " YAML documents (separated by ---); a config is one mapping of keys");
-  if (!docs.empty() && !wide) check_values_end_on_their_line(docs[0], marked, source);
+  if (!docs.empty() && !wide) {
+    check_keys_have_colons(docs[0], marked, source);
+    check_values_end_on_their_line(docs[0], marked, source);
+  }
   return docs.empty() ? YAML::Node() : docs[0];
 }
 

@@ -237,6 +237,19 @@ TEST_F(ConfigTest, TimmsInputSizeInAFileIsImgSizeAndInChans) {
   EXPECT_EQ(hg::train::load_config(path_), Config{});
 }
 
+// A key alone without its ':' (the last line of a file cut short) was read by yaml-cpp as the key
+// with a null value: "given twice" or "expected a number, got null". PyYAML refuses such a file;
+// it is named with its line. Keys with their ':' and the value on the next line still load.
+TEST_F(ConfigTest, AKeyWithoutItsColonIsNamed) {
+  expect_contains(load_error("lr_base: 0.1\nepochs: 3\nlr_base"),
+                  {"line 3: 'lr_base' has no ':' after it"});
+  expect_contains(load_error("epochs: 3\nwarmup_lr\n"), {"line 2: 'warmup_lr' has no ':'"});
+  ASSERT_EQ(load_error("\"lr\": 0.5\nepochs:\n  3\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_).epochs, 3);
+  ASSERT_EQ(load_error("{lr: 0.5, epochs: 4}\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_).epochs, 4);
+}
+
 // The model lists depths, dims and wt_levels: null is the named variant's value, as [] (README:
 // "an empty list or null"); it was refused with "expected a list of integers, got null".
 TEST_F(ConfigTest, ModelListsNullIsTheVariantsValue) {
