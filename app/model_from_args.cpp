@@ -15,6 +15,7 @@
 #include "models/checkpoint.h"
 #include "models/config.h"
 #include "train/checkpoint.h"
+#include "train/timm_keys.h"
 
 namespace hg::app {
 
@@ -197,8 +198,13 @@ void refuse_keys_that_change_nothing(const char* command, const std::vector<std:
     if (std::find(all.begin(), all.end(), key) == all.end()) {
       const std::vector<std::string> close = similar_names(key, taken);
       // validate's flag given to export / infer, which spell it --ema (as timm's scripts do)
+      const std::string timm = train::timm_key_hint(key);
       const std::string hint =
-          key == "use_ema"
+          !timm.empty()  ? str(" (", timm, ")")
+          : key == "ema" ? std::string(
+                               " (the model EMA: validate evaluates a checkpoint's with --use-ema, "
+                               "export and infer take --ema)")
+          : key == "use_ema"
               ? std::string(" (the EMA's weights: --ema here; --use-ema is validate's)")
           : close.empty() ? std::string()
                           : str(" (did you mean --", close[0], "?)");

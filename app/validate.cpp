@@ -168,6 +168,17 @@ void run_validate(const ValidateArgs& args) {
   if (!a.results_file.empty())
     train::check_output_file(a.results_file, "validate: --results-file", "the results",
                              {{"the checkpoint", a.checkpoint}});
+  // the keys of the model, of the validation data and its evaluation transform, and of where it
+  // runs; a training key (--epochs 5, --lr) was taken and changed nothing, unsaid (timm's
+  // validate.py refuses an option it has not)
+  refuse_keys_that_change_nothing(
+      "validate", a.overrides, "evaluates the checkpoint on the validation split",
+      {"device",         "threads",  "wtconv_mode", "precision",
+       "dataset",        "data_dir", "val_split",   "train_split",
+       "synthetic_size", "seed",     "img_size",    "crop_pct",
+       "interpolation",  "mean",     "std",         "validation_batch_size",
+       "batch_size",     "workers",  "pin_mem",     "corrupt_images",
+       "jpeg_decoder",   "decode",   "gpu_augment"});
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides,
                                                   train::ImgSizeCheck::against_model);
   const train::Config& cfg = rc.config;

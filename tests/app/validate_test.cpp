@@ -185,6 +185,25 @@ TEST_F(ValidateCommand, ParamCountHoldsTheHaarFiltersAsTimmCountsThem) {
   EXPECT_EQ(split(rows[1], ',').back(), all) << rows[1];
 }
 
+// A training key on validate's command line (--epochs 5, --lr) was taken and changed nothing,
+// unsaid; timm's validate.py refuses an option it has not. It is refused, named; the data's and
+// the transform's keys, and timm's short options, still apply.
+TEST_F(ValidateCommand, ATrainingKeyIsRefusedAsChangingNothing) {
+  const std::string run = train_once();
+  const ProgramRun r = run_program("validate --checkpoint " + run + " --device cpu --epochs 5");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("validate: --epochs changes nothing here: validate evaluates the "
+                          "checkpoint on the validation split"),
+            std::string::npos)
+      << r.output;
+  const ProgramRun split = run_program("validate --checkpoint " + run + " --split val");
+  EXPECT_NE(split.output.find("timm's validate.py --split is --val-split here"), std::string::npos)
+      << split.output;
+  const ProgramRun ok = run_program("validate --checkpoint " + run +
+                                    " --device cpu -b 4 -j 1 --crop-pct 0.9 --img-size 32");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
 TEST_F(ValidateCommand, ACheckpointOfAnotherModelThanTheConfigNamesItsStoredConfig) {
   const std::string ck = train_once() + "/last.safetensors";
   const ProgramRun r = run_program("validate " HAARGRAD_SOURCE_DIR
