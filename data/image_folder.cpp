@@ -485,11 +485,20 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
   std::string undecodable_example;
   for (const std::string& name : found) {
     auto it = std::find(classes_.begin(), classes_.end(), name);
+    ClassFiles cf = class_files(dir_, name);
+    // a folder of another class with nothing in it has no label to give: said and passed over
+    // (timm numbers the classes of the images it finds); one with images is an error
+    if (it == classes_.end() && cf.images.empty() && cf.dangling.empty()) {
+      spdlog::warn(
+          "ImageFolder: class folder '{}' in '{}' is not one of the {} given classes (from the "
+          "train split) and holds no images: passed over",
+          printable(name), printable(dir_), classes_.size());
+      continue;
+    }
     HG_CHECK(it != classes_.end(), "ImageFolder: class folder '", name, "' in '", dir_,
              "' is not one of the ", classes_.size(), " given classes (from the train split)",
              class_hint(name, classes_));
     const int64_t label = it - classes_.begin();
-    ClassFiles cf = class_files(dir_, name);
     ignored += cf.others;
     if (cf.undecodable > 0 && undecodable == 0) undecodable_example = cf.undecodable_example;
     undecodable += cf.undecodable;

@@ -934,6 +934,25 @@ TEST(ImageFolder, ClassesTakeTimmsNaturalOrder) {
   EXPECT_FALSE(hg::data::natural_less("same", "same"));
 }
 
+// A val class folder that the train split lacks, with no images in it, stopped the run ("not one
+// of the given classes"); timm numbers the classes of the images it finds, so an empty folder is
+// nothing there. It is passed over, said; one with images stays an error.
+TEST(ImageFolder, AnEmptyValClassFolderTheTrainSplitLacksIsPassedOver) {
+  hg::test::TempDir tmp;
+  Tree tree(tmp);  // train: bird, cat, dog
+  fs::create_directories(tmp.path() / "val/cat");
+  hg::data::write_png(tmp / "val/cat/v.png", hg::test::random_image(3, 3, 3, 13));
+  fs::create_directories(tmp.path() / "val/zebra");
+  ImageFolderOptions opts;
+  opts.classes = ImageFolder(tmp.path().string(), "train").classes();
+  const ImageFolder val(tmp.path().string(), "val", opts);
+  EXPECT_EQ(val.size(), 1);
+  EXPECT_EQ(val.classes(), opts.classes);
+  hg::data::write_png(tmp / "val/zebra/z.png", hg::test::random_image(3, 3, 3, 14));
+  const std::string msg = error_of([&] { ImageFolder(tmp.path().string(), "val", opts); });
+  EXPECT_NE(msg.find("class folder 'zebra'"), std::string::npos) << msg;
+}
+
 // A val class folder that differs from a train class only in case ('Cat' against 'cat') was
 // called "not one of the given classes" with no hint: the message names the train class it
 // almost matches (class names are case-sensitive, as in torchvision's ImageFolder).
