@@ -1174,7 +1174,8 @@ void check_known_keys(const YAML::Node& root, const std::string& source) {
   std::string ignored;  // timm's options at values that ask for nothing different here
   for (const auto& kv : root) {
     if (!kv.first.IsScalar() || find_field(kv.first.Scalar())) continue;
-    if (kv.first.Scalar() == "input_size") continue;  // timm's img_size and in_chans: parse_root
+    // timm's img_size and in_chans, and its positional DATA_DIR: parse_root
+    if (kv.first.Scalar() == "input_size" || kv.first.Scalar() == "data") continue;
     if (timm_key_asks_nothing(kv.first.Scalar(), kv.second))
       ignored += (ignored.empty() ? "" : ", ") + kv.first.Scalar();
     else
@@ -1235,6 +1236,29 @@ void take_input_size(const YAML::Node& root, const std::string& source, Config& 
   locs["img_size"] = locs["in_chans"] = where;
 }
 
+// timm's positional DATA_DIR, `data` in its args.yaml (`train.py /imagenet` writes data:
+// /imagenet, data_dir: null): the data_dir when none is given, as timm's train.py takes it; a
+// data_dir given beside it must agree. null is nothing.
+void take_timm_data(const YAML::Node& root, const std::string& source, Config& cfg,
+                    Locations& locs) {
+  const YAML::Node node = root["data"];
+  if (!node || node.IsNull()) return;
+  Where where{source, 1};
+  for (const auto& kv : root)
+    if (kv.first.IsScalar() && kv.first.Scalar() == "data") where = where_of(kv.first, where);
+  if (!node.IsScalar())
+    fail("data", where, "expected timm's DATA_DIR, a folder (timm's positional argument)");
+  const std::string dir = node.Scalar();
+  const YAML::Node given = root["data_dir"];
+  if (given && !given.IsNull() && !cfg.data_dir.empty() && cfg.data_dir != dir)
+    fail("data", where,
+         str("'", utf8_shown(dir), "' (timm's positional DATA_DIR) and data_dir (",
+             locs["data_dir"].text(), ") '", utf8_shown(cfg.data_dir),
+             "' differ: give one of them"));
+  cfg.data_dir = dir;
+  locs["data_dir"] = where;
+}
+
 Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeCheck img_size) {
   Config cfg;
   if (root.IsNull()) return cfg;  // an empty file means all defaults
@@ -1255,6 +1279,7 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
     locs[key] = where;
   }
   take_input_size(root, source, cfg, locs);
+  take_timm_data(root, source, cfg, locs);
   broadcast_mean_std(cfg);
   validate_at(cfg, locs, "default value", img_size);
   return cfg;

@@ -30,7 +30,9 @@ std::string timm_key_hint(const std::string& key) {
        "timm's --sync-bn has nothing to do here (ConvNeXt has no BatchNorm): leave it out"},
       {"pretrained", "timm's --pretrained is --initial-checkpoint FILE.safetensors here"},
       {"input_size", "timm's --input-size is --img-size and --in-chans here"},
-      {"data", "timm's --data is --data-dir here"},
+      {"data",
+       "timm's positional DATA_DIR is --data-dir here (a timm args.yaml's data: DIR is read "
+       "as data_dir)"},
       {"split", "timm's validate.py --split is --val-split here (the sub-folder of data_dir)"},
       {"drop_path_rate", "timm's drop_path_rate (a model argument) is --drop-path here"},
       {"vflip", "timm's --vflip (vertical flip, off in its defaults) is not supported: hflip is"},
@@ -332,7 +334,6 @@ bool timm_key_asks_nothing(const std::string& key, const YAML::Node& value) {
       {"bn_momentum", {kOff}},
       {"class_map", {kOff}},
       {"color_jitter_prob", {kOff}},
-      {"data", {kOff}},
       {"dataset_download", {kOff}},
       {"dataset_trust_remote_code", {kOff}},
       {"device_modules", {kOff}},

@@ -237,6 +237,18 @@ TEST_F(ConfigTest, TimmsInputSizeInAFileIsImgSizeAndInChans) {
   EXPECT_EQ(hg::train::load_config(path_), Config{});
 }
 
+// `train.py /imagenet` writes data: /imagenet and data_dir: null into its args.yaml, and takes
+// data as the data_dir: the file was refused ("unknown key 'data'"). It is data_dir; one given
+// beside it must agree.
+TEST_F(ConfigTest, TimmsPositionalDataDirInAFileIsDataDir) {
+  ASSERT_EQ(load_error("data: /data/imagenet\ndata_dir: null\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_).data_dir, "/data/imagenet");
+  expect_contains(load_error("data_dir: /data/b\ndata: /data/a\n"),
+                  {"'data'", "line 2", "'/data/a'", "'/data/b' differ: give one of them"});
+  ASSERT_EQ(load_error("data: null\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_), Config{});
+}
+
 // A key alone without its ':' (the last line of a file cut short) was read by yaml-cpp as the key
 // with a null value: "given twice" or "expected a number, got null". PyYAML refuses such a file;
 // it is named with its line. Keys with their ':' and the value on the next line still load.
