@@ -23,6 +23,14 @@ struct PlotArgs {
 
 void run_plot(const PlotArgs& a) {
   hg::app::refuse_mpirun("plot");
+  // a missing folder is no command-line mistake (exit status 1, as every missing file; CLI11's
+  // check read "runs: Directory does not exist: X" with status 2)
+  for (const std::string& dir : a.runs) {
+    std::error_code ec;
+    HG_CHECK(std::filesystem::is_directory(dir, ec), "plot: the run folder '", dir, "' ",
+             std::filesystem::exists(dir, ec) ? "is not a folder" : "does not exist",
+             " (give run folders, each holding summary.csv: output/train/NAME)");
+  }
   // One run: its own curves.png; several: compare.png in the current folder unless --out says
   // (not curves.png: run from inside a run folder, that would replace the run's own plot).
   const std::string out =
@@ -59,17 +67,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                           "Draw training curves (train/eval loss, top-1 and EMA top-1, lr, img/s "
                           "per epoch) of one or more run "
                           "folders into a PNG with gnuplot (Debian package gnuplot-nox)");
-  cmd->add_option("runs", args->runs, "run folders (each holding summary.csv)")
-      ->required()
-      ->check(CLI::Validator(
-          [](const std::string& dir) {  // CLI11's own read "runs: Directory does not exist: X"
-            std::error_code ec;
-            if (std::filesystem::is_directory(dir, ec)) return std::string();
-            return hg::str("the run folder '", dir, "' ",
-                           std::filesystem::exists(dir, ec) ? "is not a folder" : "does not exist",
-                           " (give run folders, each holding summary.csv: output/train/NAME)");
-          },
-          "DIR"));
+  cmd->add_option("runs", args->runs, "run folders (each holding summary.csv)")->required();
   cmd->add_option(
       "--out", args->out,
       "output PNG (default: RUN_DIR/curves.png for one run, ./compare.png for several)");

@@ -212,10 +212,10 @@ TEST_F(CliTest, AMistypedOptionOfACommandWithoutConfigKeysIsNamed) {
             std::string::npos)
       << plot.output;
   // a run folder that is not there is named as plot's, not as CLI11's "runs: Directory does not
-  // exist: X"
+  // exist: X", and is no command-line mistake: status 1, as every missing file
   const ProgramRun missing = run_program("plot " + (dir_ / "no-such-run").string());
-  EXPECT_EQ(missing.exit_code, 2) << missing.output;
-  EXPECT_NE(missing.output.find("runs: the run folder '" + (dir_ / "no-such-run").string() +
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("plot: the run folder '" + (dir_ / "no-such-run").string() +
                                 "' does not exist"),
             std::string::npos)
       << missing.output;
