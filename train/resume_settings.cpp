@@ -178,6 +178,14 @@ std::string rank_differences(const Config& a, const Config& b) {
   return differences(a, b, keys);
 }
 
+std::string result_key_differences(const Config& recorded, const Config& session) {
+  std::set<std::string> fixed;
+  for (const std::string& k : config_keys())
+    if (!kScheduleKeys.count(k) && !kSessionKeys.count(k) && k != "schedule_history")
+      fixed.insert(k);
+  return differences(recorded, session, fixed);
+}
+
 void check_result_keys(const Config& recorded, const std::string& recorded_source,
                        const Config& session) {
   // with validation a run ranks its epochs (model_best, checkpoint_hist) by eval top-1, without it
@@ -202,10 +210,7 @@ void check_result_keys(const Config& recorded, const std::string& recorded_sourc
                     "): a resume goes on at its checkpoint's position, which start_epoch does "
                     "not override here (timm's does); to train on from these weights at another "
                     "epoch, start a new run with initial_checkpoint and start_epoch"));
-  std::set<std::string> fixed;
-  for (const std::string& k : config_keys())
-    if (!kScheduleKeys.count(k) && !kSessionKeys.count(k) && k != "schedule_history") fixed.insert(k);
-  const std::string changed = differences(recorded, session, fixed);
+  const std::string changed = result_key_differences(recorded, session);
   if (!changed.empty())
     throw Error(str("resume: this session's settings differ from the run's (", recorded_source,
                     ") in keys that shape its results: ", changed,

@@ -66,6 +66,11 @@ std::string schedule_differences(const Config& a, const Config& b);
 /// args.yaml and the config its checkpoint stores) must agree on all of them.
 std::string record_differences(const Config& a, const Config& b);
 
+/// The keys that shape a run's results (all but the schedule's and the session's, the ones a
+/// resume may not change: check_result_keys) in which `session` differs from `recorded`, as
+/// "model a -> b, lr 0.1 -> 0.2"; "" when none does.
+std::string result_key_differences(const Config& recorded, const Config& session);
+
 /// The keys whose values differ from `a` (rank 0's config) to `b` (another rank's), as "key a ->
 /// b, ..."; "" when none. Every key counts but the per-host ones (data_dir, workers, pin_mem,
 /// threads, output, experiment, resume): the others shape the results or the ranks' collectives

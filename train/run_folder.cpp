@@ -603,13 +603,15 @@ std::string run_marker_owner(const fs::path& dir) {
   return out;
 }
 
-ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& experiment, int64_t epochs) {
+ResumePick pick_resume_checkpoint(
+    const fs::path& root, const std::string& experiment, int64_t epochs,
+    const std::function<std::string(const std::string& checkpoint)>& other_run) {
   std::error_code ec;
   // an output root that is a file holds no run: said as such, not as a run without checkpoints
   HG_CHECK(!fs::exists(root, ec) || fs::is_directory(root, ec), "resume auto: the output ",
            root.string(), " is a file, not a folder of runs");
   std::vector<Candidate> found;
-  std::vector<std::string> unreadable, in_use;
+  std::vector<std::string> unreadable, in_use, others_runs;
   std::string fallback;  // a readable checkpoint beside an unreadable file (the first such folder)
   for (const fs::path& dir : family_folders(root, experiment)) {
     if (run_folder_in_use(dir)) {
@@ -630,6 +632,11 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
         if (fallback.empty()) fallback = readable_checkpoint_hint(dir, p);
       }
     }
+    if (best && other_run)
+      if (const std::string why = other_run(best->checkpoint.string()); !why.empty()) {
+        others_runs.push_back(str(dir.filename().string(), " (", why, ")"));
+        continue;
+      }
     if (best) found.push_back(*best);
   }
   const std::string family = experiment.empty() ? str("under ", root.string())
@@ -638,6 +645,9 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
   std::string busy;
   for (const std::string& name : in_use) busy += str(busy.empty() ? "" : ", ", name);
   if (!busy.empty()) busy = str("; in use by a live training process, left alone: ", busy);
+  if (!others_runs.empty())
+    busy += str("; runs of other settings, left alone: ", others_runs.front(),
+                others_runs.size() > 1 ? str(" and ", others_runs.size() - 1, " more") : "");
   if (found.empty() && unreadable.empty() && !in_use.empty())
     throw Error(str("resume auto: every run ", family, " is in use by a live training process (",
                     busy.substr(busy.find(": ") + 2), "): two runs must not write one folder"));
@@ -653,7 +663,8 @@ ResumePick pick_resume_checkpoint(const fs::path& root, const std::string& exper
     ResumePick fresh;
     fresh.reason = str("resume auto: no run ", family,
                        " has a last.safetensors or recovery.safetensors to go on from: a new run "
-                       "starts");
+                       "starts",
+                       busy);
     return fresh;
   }
 

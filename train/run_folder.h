@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -167,8 +168,12 @@ struct ResumePick {
 /// newest finished one (`finished`). When no folder of the family holds a checkpoint (no run yet,
 /// or runs stopped before their first one), an empty `checkpoint`: the run starts afresh, as the
 /// first launch of the same command did. Throws hg::Error naming where it looked when every
-/// candidate is in use or its checkpoints cannot be read.
-ResumePick pick_resume_checkpoint(const std::filesystem::path& root, const std::string& experiment,
-                                  int64_t epochs);
+/// candidate is in use or its checkpoints cannot be read. `other_run`, when given: why a
+/// checkpoint is of another run than this session's ("" when it is not), which then is no
+/// candidate (named in the reason as left alone); the trainer passes it without an experiment
+/// name, where every run under `root` would be one (an unrelated run, the quick start's say).
+ResumePick pick_resume_checkpoint(
+    const std::filesystem::path& root, const std::string& experiment, int64_t epochs,
+    const std::function<std::string(const std::string& checkpoint)>& other_run = {});
 
 }  // namespace hg::train

@@ -215,7 +215,22 @@ void open_run_folder(Session& s) {
   s.resume_path = s.cfg.resume;
   // rank 0 picks alone: another rank would find the folder rank 0 has just locked in use
   if (s.resume_path == "auto" && dist::is_main()) {
-    const ResumePick pick = pick_resume_checkpoint(out_root, s.cfg.experiment, run_epochs(s.cfg));
+    // without an experiment name every run under the output root is a candidate: only those of
+    // this session's settings (an unrelated run, the quick start's say, was picked and then
+    // refused as "settings differ")
+    const auto other_run = [&](const std::string& checkpoint) {
+      try {
+        const std::string yaml = checkpoint_config_yaml(checkpoint);
+        return yaml.empty() ? std::string()
+                            : result_key_differences(config_from_yaml(yaml, checkpoint), s.cfg);
+      } catch (const Error&) {  // no readable config: the resume's own checks say what is wrong
+        return std::string();
+      }
+    };
+    const ResumePick pick =
+        s.cfg.experiment.empty()
+            ? pick_resume_checkpoint(out_root, "", run_epochs(s.cfg), other_run)
+            : pick_resume_checkpoint(out_root, s.cfg.experiment, run_epochs(s.cfg));
     s.resume_path = pick.checkpoint;
     s.resume_reason = pick.reason;
   }

@@ -969,6 +969,28 @@ TEST_F(Faults, ResumeAutoPicksTheNewestUnfinishedRunOfTheFamily) {
   EXPECT_EQ(slurp(root_ / "s-3" / "summary.csv"), s3);
 }
 
+// --resume auto without an experiment name looks at every run under the output root: it picked
+// an unrelated one (the quick start's), which the resume then refused ("settings differ"). Only
+// runs of this session's settings are candidates; the others are named as left alone.
+TEST_F(Faults, ResumeAutoWithoutAnExperimentTakesOnlyRunsOfItsSettings) {
+  train::Config other = smoke("quickstart", 1);
+  train::train(other, quiet_);  // another run's settings, finished
+  train::Config c = smoke("", 2);
+  c.weight_decay = 0.01;  // a key that shapes the results
+  c.resume = "auto";
+  train::TrainOptions stop = quiet_;
+  stop.stop_after_epoch = 1;
+  const train::TrainResult first = train::train(c, stop);
+  ASSERT_NE(fs::path(first.run_dir), root_ / "quickstart");
+  const std::string said = slurp(fs::path(first.run_dir) / "log.txt");
+  EXPECT_CONTAINS(
+      said, "a new run starts; runs of other settings, left alone: quickstart (weight_decay ");
+  const train::TrainResult again = train::train(c, quiet_);  // the same command relaunched
+  EXPECT_EQ(again.run_dir, first.run_dir);
+  EXPECT_EQ(lines(fs::path(first.run_dir) / "summary.csv").size(), 3u);
+  EXPECT_EQ(lines(root_ / "quickstart" / "summary.csv").size(), 2u);  // left as it was
+}
+
 // --resume auto with a shorter --epochs than the run finished: the pick said "finished: 2 of 1
 // epochs". It says how many the run did and what this session asks for; the session trains
 // nothing, says so, and leaves the run's checkpoints, summary.csv and args.yaml as they were.
