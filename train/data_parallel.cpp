@@ -34,10 +34,21 @@ bool stalls_for_test() {
 std::string rescale_batch_for_ranks(Config& recorded, int64_t recorded_ranks, int64_t ranks) {
   if (recorded_ranks == ranks || recorded_ranks < 1 || ranks < 1) return "";
   const int64_t global = recorded.batch_size * recorded_ranks;
-  if (global % ranks != 0) return "";
+  auto ranks_of = [](int64_t n) { return str(n, n == 1 ? " rank" : " ranks"); };
+  // a batch that does not split: each rank's batch_size compared alone let the run go on with
+  // another number of images per step, unsaid (16 on 2 ranks became 24 on 3)
+  if (global % ranks != 0) {
+    std::string fit;
+    for (int64_t n = 1; n <= global && n <= 64; ++n)
+      if (global % n == 0) fit += str(fit.empty() ? "" : ", ", n);
+    throw Error(str("resume: the run was recorded on ", ranks_of(recorded_ranks),
+                    " with batch_size ", recorded.batch_size, " per rank, ", global,
+                    " images per step, which do not split over ", ranks_of(ranks),
+                    ": resume on a number of ranks that divides ", global, " (", fit,
+                    "), or start a new run from its weights (initial_checkpoint)"));
+  }
   const int64_t before = recorded.batch_size;
   recorded.batch_size = global / ranks;
-  auto ranks_of = [](int64_t n) { return str(n, n == 1 ? " rank" : " ranks"); };
   return str("the run was recorded on ", ranks_of(recorded_ranks), " with batch_size ", before,
              " per rank; on ", ranks_of(ranks), " the same ", global,
              " images per step are batch_size ", recorded.batch_size, " per rank");

@@ -42,9 +42,10 @@ class ZeroOptimizer;
 
 /// Resuming on another number of ranks: a run recorded with batch_size B per rank on
 /// `recorded_ranks` ranks takes B * recorded_ranks / ranks per rank for the same images per update.
-/// Sets recorded.batch_size to that when it divides (so that a resume compares the global batch,
-/// and a checkpoint of N ranks resumes on M ranks) and returns a sentence for the log; else "" and
-/// recorded unchanged (then a batch_size that differs is the resume's usual error).
+/// Sets recorded.batch_size to that (so that a resume compares the global batch, and a checkpoint
+/// of N ranks resumes on M ranks) and returns a sentence for the log; "" for the same rank count.
+/// Throws hg::Error when the global batch does not split over `ranks` (the run cannot go on with
+/// the same images per step), naming the rank counts that would.
 std::string rescale_batch_for_ranks(Config& recorded, int64_t recorded_ranks, int64_t ranks);
 
 class DataParallel {

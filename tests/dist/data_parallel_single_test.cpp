@@ -13,6 +13,7 @@
 #include "core/safetensors.h"
 #include "dist_util.h"
 #include "train/config.h"
+#include "train/data_parallel.h"
 #include "train/grad_buckets.h"
 #include "train/trainer.h"
 #include "train/zero_optimizer.h"
@@ -98,6 +99,31 @@ TEST_F(DataParallelSingle, ForcedPathTrainsExactlyLikeThePlainTrainer) {
         ASSERT_NEAR(x[i], y[i], 1e-6 * (1 + std::abs(x[i]))) << k << "[" << i << "]";
     }
   }
+}
+
+// A resume on another number of ranks keeps the images per step: the per-rank batch_size is
+// rescaled where it splits. Where it does not, the run went on with another global batch, unsaid
+// (16 on 2 ranks became 24 on 3): refused, naming the rank counts that divide it.
+TEST(RescaleBatchForRanks, KeepsTheImagesPerStepOrRefuses) {
+  train::Config c;
+  c.batch_size = 8;
+  EXPECT_EQ(train::rescale_batch_for_ranks(c, 2, 2), "");
+  EXPECT_EQ(c.batch_size, 8);
+  EXPECT_NE(train::rescale_batch_for_ranks(c, 2, 4).find("the same 16 images per step"),
+            std::string::npos);
+  EXPECT_EQ(c.batch_size, 4);
+  c.batch_size = 8;
+  try {
+    train::rescale_batch_for_ranks(c, 2, 3);
+    ADD_FAILURE() << "16 images per step were split over 3 ranks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("16 images per step, which do not split over 3 ranks: "
+                                         "resume on a number of ranks that divides 16 (1, 2, 4, 8, "
+                                         "16)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(c.batch_size, 8);
 }
 
 TEST(ZeroOptimizerSingle, StateRoundTripsThroughAdamWKeys) {
