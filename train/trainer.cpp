@@ -1272,7 +1272,10 @@ void remake_lost_folder(Session& s, int64_t epoch) {
 // The command that resumes this run from `checkpoint`, in backquotes: what the messages of a run
 // that stopped (Ctrl-C, its folder remade, its data) tell the user to type.
 std::string resume_command(const Session& s, const std::string& checkpoint) {
-  return str("`haargrad train ", shell_quote(s.paths.args.string()), " --resume ",
+  // under mpirun the same ranks (the run's batch is per rank: one process would be refused)
+  const std::string launcher =
+      dist::size() > 1 ? str("mpirun -np ", dist::size(), " --bind-to none ") : "";
+  return str("`", launcher, "haargrad train ", shell_quote(s.paths.args.string()), " --resume ",
              shell_quote(checkpoint), "`");
 }
 
