@@ -1899,17 +1899,29 @@ std::string stopped_by_data(const Session& s, const std::string& what, const std
 // Every rank must train the same run: a key that shapes the results (batch_size, seed, lr, ...)
 // differing between the ranks' configs (two hosts' files) would otherwise train a wrong run to
 // the end. Session keys (data_dir, workers, device, ...) may differ.
-void check_ranks_agree(const Config& cfg) {
+void check_ranks_agree(const Config& cfg, const TrainOptions& opts) {
   if (dist::size() == 1) return;
+  // the run's collective timeout from its first collective: the start-up's (this config, the
+  // run folder, the data's sizes) waited the default 300 s whatever dist_timeout said
+  dist::set_timeout(cfg.dist_timeout);
   const std::string mine = to_yaml(cfg);
   const std::string first = dist::broadcast(mine, 0, "config");
-  if (first == mine) return;
-  const std::string changed = rank_differences(config_from_yaml(first, "rank 0's config"), cfg);
-  HG_CHECK(
-      changed.empty(), "config: rank ", dist::rank(),
-      " differs from rank 0 (rank 0 -> this rank): ", changed,
-      "; every rank must run the same config (only data_dir, workers, pin_mem, threads, output, "
-      "experiment and resume may differ from host to host)");
+  if (first != mine) {
+    const std::string changed = rank_differences(config_from_yaml(first, "rank 0's config"), cfg);
+    HG_CHECK(
+        changed.empty(), "config: rank ", dist::rank(),
+        " differs from rank 0 (rank 0 -> this rank): ", changed,
+        "; every rank must run the same config (only data_dir, workers, pin_mem, threads, output, "
+        "experiment and resume may differ from host to host)");
+  }
+  // --stop-after-epoch is no config key but ends a rank's run: a rank that left early met the
+  // others' next collective with its own ("MPI_ERR_TRUNCATE"), naming nothing
+  const std::string stop = std::to_string(opts.stop_after_epoch);
+  const std::string first_stop = dist::broadcast(stop, 0, "stop_after_epoch");
+  HG_CHECK(first_stop == stop, "--stop-after-epoch: rank ", dist::rank(), " has ",
+           opts.stop_after_epoch < 0 ? std::string("none") : stop, ", rank 0 ",
+           first_stop == "-1" ? std::string("none") : first_stop,
+           "; every rank must stop after the same epoch");
 }
 
 }  // namespace
@@ -1923,7 +1935,7 @@ TrainResult train(Config cfg, const TrainOptions& opts) {
   resolve_device(cfg.device);  // an unusable device fails before a run folder is claimed
   // timm: a null lr follows the images per update (args.yaml records the lr it gives)
   const std::string lr_note = resolve_lr(cfg, dist::size());
-  check_ranks_agree(cfg);
+  check_ranks_agree(cfg, opts);
   Session s(std::move(cfg), opts);
   try {
     try {

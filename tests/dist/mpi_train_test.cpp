@@ -271,6 +271,25 @@ TEST_F(MpiTrain, RanksMustRunOneConfigAndResumeAutoPicksOnce) {
                                     120);
   EXPECT_NE(li.exit_code, 0) << li.output;
   EXPECT_NE(li.output.find("log_interval 1 -> 3"), std::string::npos) << li.output;
+  // --stop-after-epoch is no config key, yet a rank that left early met the others' next
+  // collective with its own (MPI_ERR_TRUNCATE, naming nothing)
+  const auto sae =
+      test::run_command(test::mpirun(1) + kProgram + train_args(out, "sae", 4) + " : -np 1 " +
+                            kProgram + train_args(out, "sae", 4) + " --stop-after-epoch 1",
+                        120);
+  EXPECT_NE(sae.exit_code, 0) << sae.output;
+  EXPECT_NE(sae.output.find("--stop-after-epoch: rank 1 has 1, rank 0 none"), std::string::npos)
+      << sae.output;
+  // a resume on a number of ranks over which the run's images per step do not split (8 over 3)
+  train(2, train_args(out, "split", 4) + " --epochs 2 --stop-after-epoch 1");
+  const auto three =
+      test::run_command(test::mpirun(3) + kProgram + train_args(out, "split", 4) +
+                            " --epochs 2 --resume " + (out / "split" / "last.safetensors").string(),
+                        120);
+  EXPECT_NE(three.exit_code, 0) << three.output;
+  EXPECT_NE(three.output.find("8 images per step, which do not split over 3 ranks"),
+            std::string::npos)
+      << three.output;
   train(2, train_args(out, "auto", 4) + " --epochs 2 --max_steps_per_epoch 2");
   for (int epochs : {3, 4}) {
     const test::ProgramRun again =
