@@ -93,15 +93,18 @@ DataParallel::DataParallel(const Config& cfg, ConvNeXt& model, std::unique_ptr<O
   int64_t largest = 0;
   for (const GradBucket& b : *buckets_) largest = std::max(largest, b.numel);
   const int64_t elem = params_.empty() ? 4 : static_cast<int64_t>(dtype_size(params_[0].dtype()));
-  spdlog::info("data parallel: {} ranks, batch {} per rank x {} accumulation steps x {} ranks = {} images per update; "
-               "gradient buckets: {} (largest {:.1f} MiB, dist_bucket_mb {}), {} reduction{}",
-               dist::size(), cfg.batch_size, cfg.grad_accum_steps, dist::size(),
-               cfg.batch_size * cfg.grad_accum_steps * dist::size(), buckets_->size(),
-               static_cast<double>(largest * elem) / (1 << 20), cfg.dist_bucket_mb,
-               !params_.empty() && params_[0].device() == Device::cuda ? "NCCL"
-               : dist::info().mpi                                         ? "MPI"
-                                                                          : "local (one process)",
-               zero_ ? ", ZeRO-1 optimizer state sharding" : "");
+  const std::string ranks =
+      str(dist::size(), dist::size() == 1 ? " rank" : " ranks");  // dist_force
+  spdlog::info(
+      "data parallel: {}, batch {} per rank x {} accumulation steps x {} = {} images per update; "
+      "gradient buckets: {} (largest {:.1f} MiB, dist_bucket_mb {}), {} reduction{}",
+      ranks, cfg.batch_size, cfg.grad_accum_steps, ranks,
+      cfg.batch_size * cfg.grad_accum_steps * dist::size(), buckets_->size(),
+      static_cast<double>(largest * elem) / (1 << 20), cfg.dist_bucket_mb,
+      !params_.empty() && params_[0].device() == Device::cuda ? "NCCL"
+      : dist::info().mpi                                      ? "MPI"
+                                                              : "local (one process)",
+      zero_ ? ", ZeRO-1 optimizer state sharding" : "");
   if (zero_)
     spdlog::info("ZeRO-1: {:.2f} MiB of optimizer state on this rank", static_cast<double>(zero_opt_->state_bytes()) / (1 << 20));
 }

@@ -303,8 +303,10 @@ void plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_
   if (rc != 0 || !fs::exists(tmp_png))
     give_up(str("plot: gnuplot failed (exit status ", rc, ") drawing ", png.string(),
                 output.empty() ? std::string() : ":\n" + output,
-                output.empty() || output.back() == '\n' ? "" : "\n", "the previous image, ",
-                script.filename().string(), " and data are unchanged"));
+                output.empty()          ? "; "
+                : output.back() == '\n' ? ""
+                                        : "\n",
+                "the previous image, ", script.filename().string(), " and data are unchanged"));
   // gnuplot exits 0 after a write that ran out of disk: only a whole PNG (its IEND chunk last),
   // on the disk, replaces the previous image
   if (!complete_png(tmp_png))

@@ -1898,7 +1898,8 @@ std::string stopped_by_data(const Session& s, const std::string& what, const std
 
 // Every rank must train the same run: a key that shapes the results (batch_size, seed, lr, ...)
 // differing between the ranks' configs (two hosts' files) would otherwise train a wrong run to
-// the end. Session keys (data_dir, workers, device, ...) may differ.
+// the end. Host keys (data_dir, workers, pin_mem, threads, output, experiment, resume) may
+// differ (rank_differences).
 void check_ranks_agree(const Config& cfg, const TrainOptions& opts) {
   if (dist::size() == 1) return;
   // the run's collective timeout from its first collective: the start-up's (this config, the
