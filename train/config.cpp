@@ -1550,9 +1550,12 @@ void check_keys_have_colons(const YAML::Node& root, const std::string& text,
   for (const auto& kv : root) {
     const YAML::Mark m = kv.first.Mark();
     if (!kv.first.IsScalar() || m.pos < 0 || size_t(m.pos) >= text.size()) continue;
-    if (text[size_t(m.pos)] == '"' || text[size_t(m.pos)] == '\'' || text[size_t(m.pos)] == '?' ||
-        text[size_t(m.pos)] == '{')
-      continue;  // a quoted key, an explicit one, a flow mapping: not this case
+    // a quoted key, an explicit one (`? lr` then `: 0.5`), a flow mapping: not this case
+    const size_t line_start = text.rfind('\n', size_t(m.pos)) + 1;  // npos + 1 = 0
+    const std::string before = text.substr(line_start, size_t(m.pos) - line_start);
+    if (std::strchr("\"'?{", text[size_t(m.pos)]) != nullptr ||
+        before.find_first_of("?{") != std::string::npos)
+      continue;
     const size_t end = text.find('\n', size_t(m.pos));
     const std::string line = text.substr(
         size_t(m.pos), end == std::string::npos ? std::string::npos : end - size_t(m.pos));

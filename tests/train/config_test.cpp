@@ -260,6 +260,8 @@ TEST_F(ConfigTest, AKeyWithoutItsColonIsNamed) {
   EXPECT_EQ(hg::train::load_config(path_).epochs, 3);
   ASSERT_EQ(load_error("{lr: 0.5, epochs: 4}\n"), "");
   EXPECT_EQ(hg::train::load_config(path_).epochs, 4);
+  ASSERT_EQ(load_error("? epochs\n: 6\n"), "");  // an explicit key: its ':' on the next line
+  EXPECT_EQ(hg::train::load_config(path_).epochs, 6);
 }
 
 // The model lists depths, dims and wt_levels: null is the named variant's value, as [] (README:
