@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include <filesystem>
 #include <system_error>
 
@@ -21,18 +23,29 @@ struct ExportArgs {
   int64_t limit_per_class = 0;
 };
 
+// An earlier export's staging folder (".export-png-PID" in --out, left by one that was stopped
+// half-way): ours by its name, so it does not make --out "not empty" and is cleared.
+bool staging_folder(const std::filesystem::path& p) {
+  return p.filename().string().rfind(".export-png-", 0) == 0;
+}
+
 void run_export(const ExportArgs& a) {
+  namespace fs = std::filesystem;
   // A folder of an earlier export would keep its other images: a training run reads them all.
   std::error_code ec;
   // '' is no folder to the checks below (exists('') is false) but the writes made train/ and val/
   // in the working folder, beside its files
   HG_CHECK(!a.out.empty(), "export-png: --out is empty; give a new or an empty folder");
-  HG_CHECK(!std::filesystem::exists(a.out, ec) || std::filesystem::is_directory(a.out, ec),
-           "export-png: --out ", a.out, " is a file; give a new or an empty folder");
-  HG_CHECK(!std::filesystem::exists(a.out, ec) || std::filesystem::is_empty(a.out, ec),
-           "export-png: --out ", a.out,
-           " is not empty (the images of an earlier export there would "
-           "stay beside the new ones and be trained on); give a new or an empty folder");
+  HG_CHECK(!fs::exists(a.out, ec) || fs::is_directory(a.out, ec), "export-png: --out ", a.out,
+           " is a file; give a new or an empty folder");
+  std::vector<fs::path> stale;  // earlier exports' staging folders
+  if (fs::is_directory(a.out, ec))
+    for (const fs::directory_entry& e : fs::directory_iterator(a.out, ec)) {
+      HG_CHECK(staging_folder(e.path()), "export-png: --out ", a.out,
+               " is not empty (the images of an earlier export there would "
+               "stay beside the new ones and be trained on); give a new or an empty folder");
+      stale.push_back(e.path());
+    }
   // Folder names "0_t-shirt_top" ... "9_ankle_boot" sort in label order, so labels survive the trip.
   const auto dirs = hg::data::numbered_class_dirs(hg::data::fashion_mnist_classes());
   // both splits read before the first file is written: a missing test split found after the
@@ -48,25 +61,31 @@ void run_export(const ExportArgs& a) {
              folder == std::string("val") ? "test" : "train", " split of ", a.data_dir,
              " is no Fashion-MNIST split, whose labels are 0 to ", classes - 1,
              ds->labels_at_or_above(classes), "; nothing was written");
-  // written beside --out and moved into its place at the end: an export stopped half-way (Ctrl-C)
-  // left a partial tree in --out (and the writers' temporaries), which a rerun refused as not
-  // empty; now it leaves the staging folder, named here, and no --out
-  std::filesystem::path out = std::filesystem::path(a.out).lexically_normal();
-  if (out.filename().empty()) out = out.parent_path();  // "png/"
-  const std::filesystem::path staging =
-      out.string() + ".export-png-" + std::to_string(static_cast<long long>(getpid()));
-  spdlog::info("export-png: writing into {} (moved to {} when whole)", staging.string(), a.out);
+  for (const fs::path& p : stale) {
+    spdlog::info("export-png: removing {}, an earlier export stopped half-way", p.string());
+    fs::remove_all(p);
+  }
+  // Written into a staging folder inside --out, whose train/ and val/ then move into place: an
+  // export stopped half-way (Ctrl-C) left a partial train/ in --out, which a rerun refused as not
+  // empty; now it leaves only the staging folder, which a rerun clears. Inside --out, not beside
+  // it: --out may be '.', a link, or a mount point, and stays the user's folder.
+  fs::create_directories(a.out);
+  const fs::path staging =
+      fs::path(a.out) / (".export-png-" + std::to_string(static_cast<long long>(getpid())));
   int64_t written[2] = {0, 0};
-  for (size_t i = 0; i < 2; ++i)
-    written[i] = hg::data::export_image_folder(*splits[i].first, staging.string(), splits[i].second,
-                                               dirs, a.limit_per_class);
-  // rename(2) replaces an empty folder: --out may be one
-  std::filesystem::rename(staging, out, ec);
-  HG_CHECK(!ec, "export-png: cannot move ", staging.string(), " to ", a.out, ": ", ec.message(),
-           " (the export is whole there)");
+  try {
+    for (size_t i = 0; i < 2; ++i)
+      written[i] = hg::data::export_image_folder(*splits[i].first, staging.string(),
+                                                 splits[i].second, dirs, a.limit_per_class);
+    for (const auto& [ds, folder] : splits) fs::rename(staging / folder, fs::path(a.out) / folder);
+    fs::remove(staging);
+  } catch (...) {  // a full disk, say: no partial staging tree is left for the next run to find
+    fs::remove_all(staging, ec);
+    throw;
+  }
   for (size_t i = 0; i < 2; ++i)
     spdlog::info("export-png: wrote {} PNG files to {}", written[i],
-                 (out / splits[i].second).string());
+                 (fs::path(a.out) / splits[i].second).string());
 }
 
 }  // namespace

@@ -992,14 +992,25 @@ TEST_F(CliTest, ExportPngChecksTheLabelsFirstAndWritesItsFolderWhole) {
   EXPECT_NE(bad.output.find("nothing was written"), std::string::npos) << bad.output;
   EXPECT_FALSE(std::filesystem::exists(file("png")));
   idx("t10k-labels-idx1-ubyte", {0x801, 2}, std::string("\x01\x09", 2));
-  std::filesystem::create_directories(file("png"));  // an empty folder is taken
+  // an empty folder is taken, and so is one holding only the staging folder of an export stopped
+  // half-way, which is cleared
+  std::filesystem::create_directories(file("png/.export-png-123/train/0_t-shirt_top"));
   const ProgramRun ok =
       run_program("export-png --out " + file("png") + " --data-dir " + file("fm"));
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_TRUE(std::filesystem::exists(file("png/val/9_ankle_boot/00001.png"))) << ok.output;
   EXPECT_TRUE(std::filesystem::exists(file("png/train/2_pullover/00002.png"))) << ok.output;
-  for (const auto& e : std::filesystem::directory_iterator(dir_))  // no staging folder is left
-    EXPECT_EQ(e.path().filename().string().find(".export-png-"), std::string::npos) << e.path();
+  std::vector<std::string> names;  // no staging folder is left
+  for (const auto& e : std::filesystem::directory_iterator(file("png")))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"train", "val"}));
+  // '.' as --out: the folder itself is filled (a staging folder beside it could not move there)
+  std::filesystem::create_directories(file("here"));
+  const ProgramRun here =
+      run_program("export-png --out . --data-dir " + file("fm"), "cd " + file("here") + " && ");
+  EXPECT_EQ(here.exit_code, 0) << here.output;
+  EXPECT_TRUE(std::filesystem::exists(file("here/val/1_trouser/00000.png"))) << here.output;
 }
 
 // alloc-trace --save of a folder that exists but cannot be written was found when the first trace
