@@ -1198,6 +1198,14 @@ void broadcast_mean_std(Config& c) {
     if (v->size() == 1 && c.in_chans > 1) v->assign(static_cast<size_t>(c.in_chans), v->front());
 }
 
+// Where key `key` of the mapping `root` stands in `source` (line 1 when it is not found).
+Where key_where(const YAML::Node& root, const std::string& key, const std::string& source) {
+  for (const auto& kv : root)
+    if (kv.first.IsScalar() && kv.first.Scalar() == key)
+      return where_of(kv.first, Where{source, 1});
+  return Where{source, 1};
+}
+
 // timm's input_size [C, H, W] in a file (a timm run's args.yaml, `--input-size 1 28 28`): the
 // img_size H and in_chans C of its data, as timm's resolve_data_config takes it over img_size.
 // A square one only (haargrad's img_size is one side); an img_size or in_chans the file gives
@@ -1206,9 +1214,7 @@ void take_input_size(const YAML::Node& root, const std::string& source, Config& 
                      Locations& locs) {
   const YAML::Node node = root["input_size"];
   if (!node || node.IsNull()) return;
-  Where where{source, 1};
-  for (const auto& kv : root)
-    if (kv.first.IsScalar() && kv.first.Scalar() == "input_size") where = where_of(kv.first, where);
+  const Where where = key_where(root, "input_size", source);
   std::vector<int64_t> chw;
   if (node.IsSequence() && node.size() == 3)
     for (const YAML::Node& v : node) {
@@ -1243,19 +1249,24 @@ void take_timm_data(const YAML::Node& root, const std::string& source, Config& c
                     Locations& locs) {
   const YAML::Node node = root["data"];
   if (!node || node.IsNull()) return;
-  Where where{source, 1};
-  for (const auto& kv : root)
-    if (kv.first.IsScalar() && kv.first.Scalar() == "data") where = where_of(kv.first, where);
-  if (!node.IsScalar())
-    fail("data", where, "expected timm's DATA_DIR, a folder (timm's positional argument)");
-  const std::string dir = node.Scalar();
+  const Where where = key_where(root, "data", source);
+  // read as data_dir's own value is (a path: '~' expanded, UTF-8 and one line checked)
+  Config read;
+  assign(*find_field("data_dir"), read, node, where);
+  const auto same = [](const std::string& a, const std::string& b) {  // "/d/" is "/d"
+    const auto norm = [](const std::string& p) {
+      std::filesystem::path n = std::filesystem::path(p).lexically_normal();
+      return n.has_filename() || !n.has_parent_path() ? n : n.parent_path();
+    };
+    return norm(a) == norm(b);
+  };
   const YAML::Node given = root["data_dir"];
-  if (given && !given.IsNull() && !cfg.data_dir.empty() && cfg.data_dir != dir)
+  if (given && !given.IsNull() && !cfg.data_dir.empty() && !same(cfg.data_dir, read.data_dir))
     fail("data", where,
-         str("'", utf8_shown(dir), "' (timm's positional DATA_DIR) and data_dir (",
+         str("'", utf8_shown(read.data_dir), "' (timm's positional DATA_DIR) and data_dir (",
              locs["data_dir"].text(), ") '", utf8_shown(cfg.data_dir),
              "' differ: give one of them"));
-  cfg.data_dir = dir;
+  cfg.data_dir = read.data_dir;
   locs["data_dir"] = where;
 }
 

@@ -247,6 +247,9 @@ TEST_F(ConfigTest, TimmsPositionalDataDirInAFileIsDataDir) {
                   {"'data'", "line 2", "'/data/a'", "'/data/b' differ: give one of them"});
   ASSERT_EQ(load_error("data: null\n"), "");
   EXPECT_EQ(hg::train::load_config(path_), Config{});
+  // read as a data_dir value is: '~' expanded, and the same folder however it is spelt agrees
+  ASSERT_EQ(load_error("data: ~/imagenet\ndata_dir: ~/imagenet/\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_).data_dir, hg::train::expand_home("~/imagenet"));
 }
 
 // A key alone without its ':' (the last line of a file cut short) was read by yaml-cpp as the key
