@@ -196,12 +196,30 @@ TEST_F(ValidateCommand, ATrainingKeyIsRefusedAsChangingNothing) {
                           "checkpoint on the validation split"),
             std::string::npos)
       << r.output;
-  const ProgramRun split = run_program("validate --checkpoint " + run + " --split val");
-  EXPECT_NE(split.output.find("timm's validate.py --split is --val-split here"), std::string::npos)
-      << split.output;
+  const ProgramRun timm_split = run_program("validate --checkpoint " + run + " --split val");
+  EXPECT_NE(timm_split.output.find("timm's validate.py --split is --val-split here"),
+            std::string::npos)
+      << timm_split.output;
   const ProgramRun ok = run_program("validate --checkpoint " + run +
                                     " --device cpu -b 4 -j 1 --crop-pct 0.9 --img-size 32");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  // validate evaluates in fp32: precision is a training key here
+  const ProgramRun bf16 =
+      run_program("validate --checkpoint " + run + " --device cpu --precision bf16");
+  EXPECT_EQ(bf16.exit_code, 1) << bf16.output;
+  EXPECT_NE(bf16.output.find("--precision changes nothing here"), std::string::npos) << bf16.output;
+  // wtconv_mode is applied (it was taken and not): the reference order gives the same metrics
+  const ProgramRun fused = run_program("validate --checkpoint " + run + " --device cpu");
+  const ProgramRun ref =
+      run_program("validate --checkpoint " + run + " --device cpu --wtconv-mode reference");
+  ASSERT_EQ(ref.exit_code, 0) << ref.output;
+  const auto row = [](const std::string& out) {  // the CSV row's top1 .. loss cells
+    const std::vector<std::string> lines = split(out, '\n');
+    const std::vector<std::string> cells = split(lines.back(), ',');
+    return cells.size() > 6 ? std::vector<std::string>(cells.begin() + 2, cells.begin() + 7)
+                            : cells;
+  };
+  EXPECT_EQ(row(ref.output), row(fused.output)) << ref.output << fused.output;
 }
 
 TEST_F(ValidateCommand, ACheckpointOfAnotherModelThanTheConfigNamesItsStoredConfig) {
