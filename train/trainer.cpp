@@ -221,8 +221,18 @@ void open_run_folder(Session& s) {
     const auto other_run = [&](const std::string& checkpoint) {
       try {
         const std::string yaml = checkpoint_config_yaml(checkpoint);
-        return yaml.empty() ? std::string()
-                            : result_key_differences(config_from_yaml(yaml, checkpoint), s.cfg);
+        if (yaml.empty()) return std::string();
+        Config recorded = config_from_yaml(yaml, checkpoint);
+        // its per-rank batch for this session's ranks, as the resume compares it
+        // (recorded_config): 2 ranks x 64 resumed on 1 rank with batch_size 128 is the same run
+        const std::optional<TrainState> st = read_train_state(checkpoint);
+        if (st && st->world_size > 0) {
+          if (recorded.batch_size * st->world_size % dist::size() != 0)
+            return str("its ", recorded.batch_size * st->world_size,
+                       " images per step do not split over ", dist::size(), " ranks");
+          rescale_batch_for_ranks(recorded, st->world_size, dist::size());
+        }
+        return result_key_differences(recorded, s.cfg);
       } catch (const Error&) {  // no readable config: the resume's own checks say what is wrong
         return std::string();
       }
