@@ -291,8 +291,9 @@ std::string stdout_failure() {
   if (!failed) return "";
   struct stat st {};
   if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return "";
-  return "the standard output could not be written (a full disk, or a device that takes no "
-         "data): what this command printed is lost or incomplete";
+  return "the standard output could not be written (a full disk, a closed output, or a device "
+         "that takes no data): what this command printed there is lost or incomplete (the files "
+         "it writes, a run's log.txt and checkpoints among them, are not)";
 }
 
 std::string without_trailing_newline(std::string s) {
@@ -349,7 +350,14 @@ int main(int argc, char** argv) {
     for (std::string& a : args) arg_ptrs.push_back(a.data());
     app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());  // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version: what they print is all they do
+      const int rc = app.exit(e);
+      if (const std::string why = stdout_failure(); !why.empty()) {
+        std::fprintf(stderr, "haargrad: error: %s\n", why.c_str());
+        return 1;
+      }
+      return rc;
+    }
     // a command-line mistake reads like every other error, with where to look; exit status 2, as
     // getopt and argparse programs use for usage errors
     const std::vector<CLI::App*> given = app.get_subcommands();

@@ -290,8 +290,12 @@ TEST_F(CliTest, OutputThatCannotBeWrittenIsAnError) {
   EXPECT_NE(full.output.find("haargrad: error: the standard output could not be written"),
             std::string::npos)
       << full.output;
-  // "( haargrad models; echo $? > rc ) | true": a reader that closes the pipe at once
-  const ProgramRun piped = run_program("models; echo $? > " + file("rc") + " ) | true", "( ");
+  const ProgramRun help = run_program("--version > /dev/full; }", "{ ");
+  EXPECT_EQ(help.exit_code, 1) << help.output;
+  // "( sleep 1; haargrad models; echo $? > rc ) | true": the reader has closed the pipe before
+  // the first write
+  const ProgramRun piped =
+      run_program("models; echo $? > " + file("rc") + " ) | true", "( sleep 1; ");
   EXPECT_EQ(piped.exit_code, 0) << piped.output;
   std::ifstream rc(file("rc"));
   int status = -1;
