@@ -60,13 +60,19 @@ inline CLI::Validator at_least(int lo) {
                 : ">= " + std::to_string(lo));
 }
 
+/// `command`'s long options, as typed ("--width").
+inline std::vector<std::string> long_option_names(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : command.get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  return names;
+}
+
 /// The long option of `command` ("--name") closest to the unknown `name`, or "": one a few typos
 /// away (similar_names: "--widht" -> "--width"), else the first that `name` cuts short ("--img" ->
 /// "--img-size") or runs on past ("--batchsize" -> "--batch").
 inline std::string close_option(const CLI::App& command, const std::string& name) {
-  std::vector<std::string> names;
-  for (const CLI::Option* o : command.get_options())
-    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  const std::vector<std::string> names = long_option_names(command);
   const std::vector<std::string> near = similar_names(name, names);
   if (!near.empty()) return near[0];
   for (const std::string& n : names)

@@ -187,9 +187,7 @@ std::string option_before_command(const std::string& first) {
 // RUN --widht 100`): it is named, with the close option names.
 std::string unknown_option_of(const CLI::App& command, int argc, char** argv) {
   if (command.get_allow_extras()) return "";  // its other --key value are config keys
-  std::vector<std::string> names;             // the command's long options
-  for (const CLI::Option* o : command.get_options())
-    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  const std::vector<std::string> names = hg::app::long_option_names(command);
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;  // what follows is no option
@@ -215,9 +213,7 @@ std::string mistyped_option_of(const CLI::App& command, int argc, char** argv) {
   if (!command.get_allow_extras()) return "";    // unknown_option_of's case
   if (command.get_name() == "bench") return "";  // its own message suggests the value too
   const std::vector<std::string> keys = hg::train::config_keys();
-  std::vector<std::string> names;  // the command's long options
-  for (const CLI::Option* o : command.get_options())
-    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  const std::vector<std::string> names = hg::app::long_option_names(command);
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;

@@ -393,8 +393,8 @@ std::string other_classes_note(const TrainState& st, const std::vector<std::stri
     if (st.class_names == names) return "";
     for (size_t j = 0; j < std::min(st.class_names.size(), names.size()) && which.empty(); ++j)
       if (st.class_names[j] != names[j])
-        which = str(" (label ", j, " is '", st.class_names[j], "' in its run and '", names[j],
-                    "' here)");
+        which = str(" (label ", j, " is '", printable(st.class_names[j]), "' in its run and '",
+                    printable(names[j]), "' here)");
     if (which.empty())
       which = str(" (", st.class_names.size(), " classes in its run, ", names.size(), " here)");
   } else if (st.train_classes.empty() || st.train_classes == class_names_tag(names)) {

@@ -79,6 +79,13 @@ struct Rule {
     r.increasing = true;
     return r;
   }
+  // integers: any int64 >= lo, not bounded as the counts are (check_rule): the seed
+  bool wide = false;
+  Rule any_int64() const {
+    Rule r = *this;
+    r.wide = true;
+    return r;
+  }
   Rule refusing(std::string value, std::string why) const {
     Rule r = *this;
     r.refused.emplace_back(std::move(value), std::move(why));
@@ -389,8 +396,8 @@ const std::vector<Field>& table() {
       {"head_init_bias", &Config::head_init_bias, any(),
        "head.fc's bias is set to this value, after head_init_scale (timm train.py's "
        "--head-init-bias, e.g. -log(num_classes)); null = unchanged"},
-      // any int64 (torch.manual_seed takes 64 bits): no count, so not bounded as the counts are
-      {"seed", &Config::seed, closed(0, static_cast<double>(std::numeric_limits<int64_t>::max())),
+      // any int64 >= 0 (torch.manual_seed takes 64 bits): no count, not bounded as the counts are
+      {"seed", &Config::seed, at_least(0).any_int64(),
        "seed of the model init, data order, augmentation and lr_noise (timm's noise_seed)"},
       {"precision", &Config::precision, one_of({"fp32", "tf32", "bf16"}),
        "fp32; tf32 (GPU matrix products on TF32 tensor cores); "
@@ -773,7 +780,7 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
     if (!in_range(r, static_cast<double>(v)))
       fail(key, where, str("expected ", what, describe_range(r), ", got ", v));
     constexpr int64_t kMaxCount = std::numeric_limits<int32_t>::max();
-    if (r.hi == kInf && v > kMaxCount)
+    if (r.hi == kInf && !r.wide && v > kMaxCount)
       fail(key, where, str("expected ", what, " of at most ", kMaxCount, ", got ", v));
   };
   std::visit(
@@ -1557,10 +1564,13 @@ std::string syntax_error(const std::string& text, const YAML::Mark& mark, const 
 /// expected ':'"); it read as the key "given twice", or "expected a number, got null".
 void check_keys_have_colons(const YAML::Node& root, const std::string& text,
                             const std::string& source) {
-  if (!root.IsMap()) return;
+  // a block mapping's keys with a null value: a bare word reads as one (a flow mapping's
+  // `{a: 1, b}` is valid YAML with b null)
+  if (!root.IsMap() || root.Style() == YAML::EmitterStyle::Flow) return;
   for (const auto& kv : root) {
     const YAML::Mark m = kv.first.Mark();
-    if (!kv.first.IsScalar() || m.pos < 0 || size_t(m.pos) >= text.size()) continue;
+    if (!kv.first.IsScalar() || !kv.second.IsNull() || m.pos < 0 || size_t(m.pos) >= text.size())
+      continue;
     // a quoted key, an explicit one (`? lr` then `: 0.5`), a flow mapping: not this case
     const size_t line_start = text.rfind('\n', size_t(m.pos)) + 1;  // npos + 1 = 0
     const std::string before = text.substr(line_start, size_t(m.pos) - line_start);

@@ -156,8 +156,6 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
   EXPECT_EQ(j["param_count"].get<double>(), std::stod(expect_params));
 }
 
-// A CONFIG of another model listed the keys that differ but not the way out: the checkpoint
-// stores the config it was trained with, which validate uses when CONFIG is left out.
 // param_count as timm's validate.py counts it, model.parameters(): the reference WTConv2d's Haar
 // filters are parameters (requires_grad=False), so they count. They were left out (0.23 for
 // wtconvnext_fmnist's 233,530 trainable and 9,216 fixed).
@@ -222,6 +220,8 @@ TEST_F(ValidateCommand, ATrainingKeyIsRefusedAsChangingNothing) {
   EXPECT_EQ(row(ref.output), row(fused.output)) << ref.output << fused.output;
 }
 
+// A CONFIG of another model listed the keys that differ but not the way out: the checkpoint
+// stores the config it was trained with, which validate uses when CONFIG is left out.
 TEST_F(ValidateCommand, ACheckpointOfAnotherModelThanTheConfigNamesItsStoredConfig) {
   const std::string ck = train_once() + "/last.safetensors";
   const ProgramRun r = run_program("validate " HAARGRAD_SOURCE_DIR

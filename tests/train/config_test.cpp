@@ -198,7 +198,7 @@ TEST_F(ConfigTest, AnEmptyCommandLineValueOfANonStringKeyIsRefused) {
 
 // A count near 2^63 overflowed the run's arithmetic unsaid (--epochs 9223372036854775807 trained
 // nothing and exited 0; the message printed 2^63 back). Counts are bounded as the model's sizes
-// are, in a file and on the command line; the seed takes any int64.
+// are, in a file and on the command line; the seed takes any int64 >= 0.
 TEST_F(ConfigTest, HugeCountsAreRefusedNamed) {
   for (const std::string key : {"--epochs", "--grad-accum-steps", "--validation-batch-size",
                                 "--log-interval", "--decay-milestones"}) {
@@ -265,6 +265,10 @@ TEST_F(ConfigTest, AKeyWithoutItsColonIsNamed) {
   EXPECT_EQ(hg::train::load_config(path_).epochs, 4);
   ASSERT_EQ(load_error("? epochs\n: 6\n"), "");  // an explicit key: its ':' on the next line
   EXPECT_EQ(hg::train::load_config(path_).epochs, 6);
+  ASSERT_EQ(load_error("?\n  epochs\n: 7\n"), "");
+  EXPECT_EQ(hg::train::load_config(path_).epochs, 7);
+  // a flow mapping's key without a value is null there (valid YAML): the key's own message
+  expect_contains(load_error("{lr: 0.5,\n epochs: 2, warmup_lr}\n"), {"'warmup_lr'", "null"});
 }
 
 // The model lists depths, dims and wt_levels: null is the named variant's value, as [] (README:
