@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <regex>
 #include <set>
 #include <string>
@@ -62,26 +63,30 @@ std::string describe_oom(const std::string& msg) {
 BenchResult run_with_retry(BenchConfig cfg, bool retry) {
   const int requested = cfg.batch;
   while (true) {
+    std::string msg;  // an out-of-memory's message, when the row ran out
     try {
       BenchResult r = run_bench_row(cfg);
       r.requested_batch = requested;
       return r;
     } catch (const Error& e) {
-      const std::string msg = e.what();
-      if (!is_out_of_memory(msg)) throw;
-      std::printf("  out of memory at batch %d (%s)%s\n", cfg.batch, describe_oom(msg).c_str(),
-                  retry && cfg.batch > 1 ? str("; retrying at batch ", cfg.batch / 2).c_str()
-                                         : retry ? "" : "; --retry halves the batch until it fits");
-      std::fflush(stdout);
-      if (!retry || cfg.batch == 1) {
-        BenchResult r;
-        r.config = cfg;
-        r.requested_batch = requested;
-        r.error = msg;
-        return r;
-      }
-      cfg.batch /= 2;
+      if (!is_out_of_memory(e.what())) throw;
+      msg = e.what();
+    } catch (const std::bad_alloc&) {  // the host's: a std::vector of the row's input, say
+      msg = "out of host memory (an allocation failed)";
     }
+    std::printf("  out of memory at batch %d (%s)%s\n", cfg.batch, describe_oom(msg).c_str(),
+                retry && cfg.batch > 1 ? str("; retrying at batch ", cfg.batch / 2).c_str()
+                : retry                ? ""
+                                       : "; --retry halves the batch until it fits");
+    std::fflush(stdout);
+    if (!retry || cfg.batch == 1) {
+      BenchResult r;
+      r.config = cfg;
+      r.requested_batch = requested;
+      r.error = msg;
+      return r;
+    }
+    cfg.batch /= 2;
   }
 }
 

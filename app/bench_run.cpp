@@ -108,6 +108,7 @@ Tensor random_labels(int64_t n, int64_t num_classes, uint64_t seed, Device devic
 
 bool is_out_of_memory(const std::string& message) {
   return message.find("out of memory") != std::string::npos ||
+         message.find("out of host memory") != std::string::npos ||  // the CPU allocator's
          message.find("ALLOC_FAILED") != std::string::npos;
 }
 

@@ -22,6 +22,18 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// On the CPU a batch that does not fit in host memory ended the whole bench with an error (the
+// allocator's "out of host memory" and std::bad_alloc were no out-of-memory to bench): it is the
+// row's out-of-memory, reported as on the GPU (--retry would halve it).
+TEST(BenchOutOfMemory, AHostBatchThatDoesNotFitIsTheRowsOutOfMemory) {
+  const test::ProgramRun r = test::run_program(
+      "bench --device cpu --threads 1 --models convnext_atto --batch 1073741824 --img-size 32 "
+      "--steps 1 --warmup 0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("out of memory at batch 1073741824"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--retry halves the batch until it fits"), std::string::npos) << r.output;
+}
+
 // The smallest configuration that still runs every layer (atto at 32x32: stage 3 is 1x1).
 const std::string kTiny = "bench --device cpu --batch 2 --img-size 32 --steps 2 --warmup 2";
 
