@@ -102,21 +102,39 @@ Device bench_device(const std::string& device) {
 }
 
 // One row per model x precision x WTConv mode, from the named models (timm benchmark.py's step).
+// A --wtconv mode as the rows name it: "reference" (the config key's word) is "unfused", so that
+// the rows, the JSON and the fused / unfused ratio row name one mode one way. Throws for another.
+std::string wtconv_mode_name(const std::string& w) {
+  HG_CHECK(w == "fused" || w == "unfused" || w == "reference", "bench: unknown --wtconv mode '", w,
+           "' (fused, or unfused = reference as the config key wtconv_mode calls it)");
+  return w == "reference" ? "unfused" : w;
+}
+
+// Checks a precision's name and that the device runs it.
+void check_precision(const std::string& p, Device device) {
+  HG_CHECK(p == "fp32" || p == "tf32" || p == "bf16", "bench: unknown precision '", p,
+           "' (fp32, tf32 or bf16)");
+  HG_CHECK(p != "tf32" || device == Device::cuda, "bench: precision tf32 needs --device cuda");
+}
+
 std::vector<BenchConfig> configs_from_names(const BenchArgs& a, Device device) {
   std::vector<std::string> precisions = a.precisions;
   if (precisions.empty()) precisions = device == Device::cuda ? std::vector<std::string>{"fp32", "tf32", "bf16"}
                                                               : std::vector<std::string>{"fp32"};
+  std::vector<std::string> wtconv;  // each mode once, by one name
   for (const std::string& w : a.wtconv)
-    HG_CHECK(w == "fused" || w == "unfused" || w == "reference", "bench: unknown --wtconv mode '", w,
-             "' (fused, or unfused = reference as the config key wtconv_mode calls it)");
+    if (const std::string m = wtconv_mode_name(w);
+        std::find(wtconv.begin(), wtconv.end(), m) == wtconv.end())
+      wtconv.push_back(m);
+  for (const std::string& p : precisions) check_precision(p, device);
+  // every model's size checked before the first row: a model below --img-size's stride failed
+  // when its row came, after the rows before it had run, and their results were lost
+  for (const std::string& model : a.models) model_config(model).check_img_size(a.img_size);
   std::vector<BenchConfig> configs;
   for (const std::string& model : a.models) {
     const ModelConfig mc = model_config(model);  // throws for an unknown name, listing the known ones
     for (const std::string& p : precisions) {
-      HG_CHECK(p == "fp32" || p == "tf32" || p == "bf16", "bench: unknown precision '", p,
-               "' (fp32, tf32 or bf16)");
-      HG_CHECK(p != "tf32" || device == Device::cuda, "bench: precision tf32 needs --device cuda");
-      const std::vector<std::string> modes = mc.wtconv ? a.wtconv : std::vector<std::string>{""};
+      const std::vector<std::string> modes = mc.wtconv ? wtconv : std::vector<std::string>{""};
       for (const std::string& w : modes) {
         BenchConfig c;
         c.model = model;
@@ -152,9 +170,10 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
   c.precision = a.given.count("precision") ? a.precisions.at(0) : cfg.precision;
   if (a.given.count("precision") && a.precisions.size() != 1)
     throw CLI::ValidationError("bench: with a CONFIG, --precision takes one value");
-  HG_CHECK(c.precision != "tf32" || device == Device::cuda, "bench: precision tf32 needs --device cuda");
+  check_precision(c.precision, device);  // before the row's banner, as the names' are
+  for (const std::string& w : a.wtconv) wtconv_mode_name(w);
   if (c.model_config->wtconv) {
-    c.wtconv = a.given.count("wtconv") ? a.wtconv.at(0) : (cfg.wtconv_mode == "reference" ? "unfused" : "fused");
+    c.wtconv = wtconv_mode_name(a.given.count("wtconv") ? a.wtconv.at(0) : cfg.wtconv_mode);
     if (a.given.count("wtconv") && a.wtconv.size() != 1)
       throw CLI::ValidationError("bench: with a CONFIG, --wtconv takes one value");
   }

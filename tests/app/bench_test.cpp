@@ -34,6 +34,38 @@ TEST(BenchOutOfMemory, AHostBatchThatDoesNotFitIsTheRowsOutOfMemory) {
   EXPECT_NE(r.output.find("--retry halves the batch until it fits"), std::string::npos) << r.output;
 }
 
+// A model below --img-size's stride failed when its row came, after the rows before it had run
+// (their results lost); a mode or precision a CONFIG row is given was checked after its banner;
+// --wtconv reference ran as a mode of its own name. All are checked first, and reference is
+// unfused.
+TEST(BenchArguments, AreCheckedBeforeTheFirstRow) {
+  const std::string b = "bench --device cpu --threads 1 --batch 2 --steps 1 --warmup 0";
+  const test::ProgramRun size =
+      test::run_program(b + " --models wtconvnext_fmnist,convnext_atto --img-size 16");
+  EXPECT_EQ(size.exit_code, 1) << size.output;
+  EXPECT_NE(size.output.find("img_size 16 is below the total stride 32 of model convnext_atto"),
+            std::string::npos)
+      << size.output;
+  EXPECT_EQ(size.output.find("bench: wtconvnext_fmnist"), std::string::npos) << size.output;
+  const std::string smoke = " " HAARGRAD_SOURCE_DIR "/configs/smoke.yaml";
+  for (const std::string bad : {" --wtconv foo", " --precision fp16"}) {
+    const test::ProgramRun r = test::run_program(b + smoke + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << r.output;
+    EXPECT_EQ(r.output.find("bench: wtconvnext_fmnist"), std::string::npos) << r.output;
+  }
+  const test::ProgramRun modes = test::run_program(
+      b + " --models wtconvnext_fmnist --img-size 28 --wtconv fused,reference,unfused");
+  EXPECT_EQ(modes.exit_code, 0) << modes.output;
+  EXPECT_NE(modes.output.find("wtconvnext_fmnist fused / unfused"), std::string::npos)
+      << modes.output;
+  EXPECT_EQ(modes.output.find("(reference)"), std::string::npos) << modes.output;
+  size_t unfused = 0;
+  for (size_t at = modes.output.find("bench: wtconvnext_fmnist (unfused)"); at != std::string::npos;
+       at = modes.output.find("bench: wtconvnext_fmnist (unfused)", at + 1))
+    ++unfused;
+  EXPECT_EQ(unfused, 1u) << modes.output;
+}
+
 // The smallest configuration that still runs every layer (atto at 32x32: stage 3 is 1x1).
 const std::string kTiny = "bench --device cpu --batch 2 --img-size 32 --steps 2 --warmup 2";
 
