@@ -180,6 +180,14 @@ Image decode_with_stb(const uint8_t* data, size_t size, const std::string& path,
       int64_t(w) * std::abs(int64_t(h)) > kMaxImagePixels)
     throw CorruptImage(path,
                        str(w, " x ", h, " pixels is more than the ", kMaxImagePixels, " allowed"));
+  // a PNG's size from its IHDR where stb_image's info refuses it (over its 2^30 bytes): said
+  // with the size, not as stb's bare "Image too large to decode"
+  if (sniff_image_format(data, size) == ImageFormat::png && size >= 24) {
+    const uint64_t pw = read_be32(data + 16), ph = read_be32(data + 20);
+    if (pw * ph > uint64_t(kMaxImagePixels))
+      throw CorruptImage(path, str("a ", pw, " x ", ph, " png: ", pw * ph,
+                                   " pixels is more than the ", kMaxImagePixels, " allowed"));
+  }
   if (const std::optional<PnmHeader> pnm = sniff_image_format(data, size) == ImageFormat::pnm
                                                ? pnm_header(data, size)
                                                : std::nullopt;

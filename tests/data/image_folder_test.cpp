@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <fstream>
 
@@ -248,6 +249,30 @@ TEST(ImageFolder, APngWhoseDataFailsItsCrcIsCorrupt) {
   hg::test::write_bytes(tmp / "text.png", text);
   EXPECT_EQ(hg::data::read_image(tmp / "text.png", 3).pixels,
             hg::data::read_image(tmp / "full.png", 3).pixels);
+}
+
+// A PNG over stb_image's 2^30 decoded bytes failed with stb's bare "Image too large to decode":
+// its size (from its IHDR) and the pixel cap are named, as the folder scan names them.
+TEST(ImageFolder, APngOverThePixelCapIsNamedWithItsSize) {
+  hg::test::TempDir tmp;
+  const auto chunk = [](const std::string& type, const std::string& data) {
+    const auto be32 = [](uint32_t v) {
+      return std::string{char(v >> 24), char((v >> 16) & 0xff), char((v >> 8) & 0xff),
+                         char(v & 0xff)};
+    };
+    const std::string td = type + data;
+    const uLong crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(td.data()),
+                            static_cast<uInt>(td.size()));
+    return be32(static_cast<uint32_t>(data.size())) + td + be32(static_cast<uint32_t>(crc));
+  };
+  const std::string ihdr("\x00\x00\x4e\x20\x00\x00\x4e\x20\x08\x02\x00\x00\x00",
+                         13);  // 20000 x 20000 RGB
+  hg::test::write_bytes(tmp / "big.png", std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) +
+                                             chunk("IDAT", "x") + chunk("IEND", ""));
+  const std::string msg = error_of([&] { hg::data::read_image(tmp / "big.png", 3); });
+  EXPECT_NE(msg.find("a 20000 x 20000 png: 400000000 pixels is more than the 268435456 allowed"),
+            std::string::npos)
+      << msg;
 }
 
 // A whole JPEG or PNG with bytes after its end marker (zero padding, a video appended to a phone's
