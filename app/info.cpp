@@ -116,7 +116,11 @@ ActivationBytes measure(ConvNeXt& model, const InfoArgs& a) {
 // given.
 ModelConfig model_of(InfoArgs& a) {
   const std::string ext = std::filesystem::path(a.model).extension().string();
-  if (ext != ".yaml" && ext != ".yml" && !std::filesystem::is_regular_file(a.model))
+  // a model's name is the model, even where a file of that name lies in the working folder (it
+  // was read as a config: "expected a mapping")
+  const std::vector<std::string> names = model_names();
+  const bool named = std::find(names.begin(), names.end(), a.model) != names.end();
+  if (named || (ext != ".yaml" && ext != ".yml" && !std::filesystem::is_regular_file(a.model)))
     return model_config(a.model);
   const train::Config c = train::load_config(a.model);
   if (a.img_size == 0) {

@@ -1017,6 +1017,17 @@ TEST_F(CliTest, ExportPngChecksTheLabelsFirstAndWritesItsFolderWhole) {
   EXPECT_TRUE(std::filesystem::exists(file("here/val/1_trouser/00000.png"))) << here.output;
 }
 
+// `info convnext_atto` in a folder holding a file of that name read the file as a config
+// ("expected a mapping"): a model's name is the model.
+TEST_F(CliTest, InfoTakesAModelsNameOverAFileOfThatName) {
+  std::filesystem::create_directories(file("here"));
+  { std::ofstream(file("here/convnext_atto")) << "not a config\n"; }
+  const ProgramRun r =
+      run_program("info convnext_atto --no-measure", "cd " + file("here") + " && ");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("trainable params 3695520"), std::string::npos) << r.output;
+}
+
 // alloc-trace --save of a folder that exists but cannot be written was found when the first trace
 // was saved, after its recording (minutes for the default models); it is refused first. As root
 // the program runs as nobody, for whom the folder is read-only.
