@@ -228,6 +228,9 @@ std::string not_a_bench_option(const CLI::App& cmd, const std::vector<std::strin
 }
 
 void run_bench(const BenchArgs& a) {
+  // `--output ''` (an unset shell variable) wrote nothing, silently
+  HG_CHECK(!a.given.count("output") || !a.output.empty(),
+           "bench: --output is empty; give FILE.json or FILE.csv, or leave the option out");
   if (!a.output.empty()) check_output_path(a.output);
   std::vector<BenchConfig> configs;
   Device device;
@@ -308,7 +311,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->footer(config_keys_pointer());
   cmd->callback([a, cmd] {
     for (const char* name : {"models", "batch", "img-size", "precision", "wtconv", "device",
-                             "threads", "seed", "gemm-autotune"})
+                             "threads", "seed", "gemm-autotune", "output"})
       if (cmd->count(std::string("--") + name) > 0) a->given.insert(name);
     ConfigArgs ca = split_config_args(cmd->remaining());
     // timm's benchmark.py names its model with --model: without a config it means --models

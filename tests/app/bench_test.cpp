@@ -64,6 +64,10 @@ TEST(BenchArguments, AreCheckedBeforeTheFirstRow) {
        at = modes.output.find("bench: wtconvnext_fmnist (unfused)", at + 1))
     ++unfused;
   EXPECT_EQ(unfused, 1u) << modes.output;
+  // `--output ''` (an unset shell variable) wrote nothing, silently
+  const test::ProgramRun empty = test::run_program(b + " --models convnext_atto --output ''");
+  EXPECT_EQ(empty.exit_code, 1) << empty.output;
+  EXPECT_NE(empty.output.find("bench: --output is empty"), std::string::npos) << empty.output;
 }
 
 // The smallest configuration that still runs every layer (atto at 32x32: stage 3 is 1x1).
