@@ -186,6 +186,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
   cmd->add_option("--batches", a->batches,
                   "the two batches recorded (sizes are extrapolated from them)")
       ->delimiter(',')
+      ->check(at_least(1))  // a value below its bound is a usage error (2), as the others'
       ->capture_default_str();
   cmd->add_option("--img-size", a->img_size, "input height = width in pixels")
       ->check(at_least(1))

@@ -1065,6 +1065,15 @@ TEST_F(CliTest, AllocTraceChecksEveryModelBeforeRecording) {
   EXPECT_TRUE(std::filesystem::is_empty(file("traces")));
 }
 
+// alloc-trace --batches 0,2 exited 1, where README's rule (and --steps 0 beside it) gives 2 for a
+// value below its bound; two batches that are not two different ones stay an error of meaning (1).
+TEST_F(CliTest, AllocTraceBatchesBelowTheirBoundAreAUsageError) {
+  EXPECT_TRUE(
+      exited(run_program("alloc-trace --batches 0,2"), 2, {"--batches: must be >= 1, got 0"}));
+  EXPECT_TRUE(exited(run_program("alloc-trace --batches 2,2"), 1,
+                     {"--batches takes two different batches >= 1"}));
+}
+
 // alloc-trace --load A B extrapolates A as recorded at the first of --batches and B at the second.
 // Swapped files, or one file twice, printed an extrapolation off by a factor under "extrapolated
 // from batches 1 and 2"; each trace's header records its batch, which is checked now.
