@@ -1247,6 +1247,9 @@ void take_input_size(const YAML::Node& root, const std::string& source, Config& 
   cfg.img_size = chw[1];
   cfg.in_chans = chw[0];
   locs["img_size"] = locs["in_chans"] = where;
+  // each through its own key's rule, as if the file gave it (in_chans 1 or 3, a size that fits)
+  for (const char* key : {"in_chans", "img_size"})
+    check_rule(*find_field(key), cfg, where, "input_size");
 }
 
 // timm's positional DATA_DIR, `data` in its args.yaml (`train.py /imagenet` writes data:

@@ -231,6 +231,8 @@ TEST_F(ConfigTest, TimmsInputSizeInAFileIsImgSizeAndInChans) {
   expect_contains(load_error("input_size: [3, 28, 30]\n"),
                   {"'input_size'", "line 1", "not square"});
   expect_contains(load_error("input_size: [3, 28]\n"), {"'input_size'", "three integers"});
+  expect_contains(load_error("input_size: [3, 4294967296, 4294967296]\n"),
+                  {"'input_size'", "2147483647], got 4294967296"});
   expect_contains(load_error("img_size: 32\ninput_size: [3, 28, 28]\n"),
                   {"'input_size'", "line 2", "img_size (", "line 1) is 32: give one of them"});
   ASSERT_EQ(load_error("input_size: null\n"), "");
