@@ -69,6 +69,10 @@ class Dataset {
   /// Where the labels at or above `num_classes` are, for a message ("" when the dataset cannot
   /// say): a class count that a few stray labels set is a damaged file, not a setting.
   virtual std::string labels_at_or_above(int64_t /*num_classes*/) const { return ""; }
+  /// Images per label, label 0 first (num_classes() entries), where the dataset knows its labels
+  /// without reading its images; empty elsewhere. Data-parallel ranks compare them: a file moved
+  /// between class folders on one host changes no total.
+  virtual std::vector<int64_t> label_counts() const { return {}; }
   /// Corrupt images skipped so far (at scan time and while loading).
   virtual int64_t corrupt_skipped() const { return 0; }
   /// Of corrupt_skipped(): files that passed the folder scan and failed to decode later, each read

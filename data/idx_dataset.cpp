@@ -168,6 +168,12 @@ void IdxDataset::load(const std::string& images_path, const std::string& labels_
   num_classes_ = int64_t(*std::max_element(labels_.begin(), labels_.end())) + 1;
 }
 
+std::vector<int64_t> IdxDataset::label_counts() const {
+  std::vector<int64_t> n(static_cast<size_t>(num_classes()), 0);
+  for (const uint8_t l : labels_) ++n[l];
+  return n;
+}
+
 std::string IdxDataset::labels_at_or_above(int64_t num_classes) const {
   int64_t count = 0, first = -1;
   for (size_t i = 0; i < labels_.size(); ++i)

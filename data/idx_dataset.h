@@ -45,6 +45,7 @@ class IdxDataset : public Dataset {
   const std::string& source() const { return source_; }
   /// "; N samples have labels >= num_classes, the first sample I (label L) in 'LABELS FILE'".
   std::string labels_at_or_above(int64_t num_classes) const override;
+  std::vector<int64_t> label_counts() const override;
 
   int64_t height() const { return height_; }
   int64_t width() const { return width_; }

@@ -532,6 +532,12 @@ ImageFolder::ImageFolder(const std::string& root, const std::string& split, Imag
                   printable(dir_));
 }
 
+std::vector<int64_t> ImageFolder::label_counts() const {
+  std::vector<int64_t> n(classes_.size(), 0);
+  for (const int64_t l : labels_) ++n[static_cast<size_t>(l)];
+  return n;
+}
+
 void ImageFolder::reject(const std::string& path, const std::string& reason) const {
   if (opts_.corrupt == CorruptPolicy::error) throw CorruptImage(path, reason);
   note_corrupt(path, reason);

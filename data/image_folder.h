@@ -69,6 +69,7 @@ class ImageFolder : public Dataset {
   /// The split's folder, <root>/<split>.
   const std::string& folder() const { return dir_; }
   std::vector<std::string> class_names() const override { return classes_; }
+  std::vector<int64_t> label_counts() const override;
   const std::string& path(int64_t index) const;
   int64_t label(int64_t index) const;
   /// The files skipped as corrupt so far.

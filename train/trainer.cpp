@@ -1754,9 +1754,16 @@ std::optional<TrainResult> stopped_during_startup(Session& s, bool stopped = sto
 // Every rank sees every rank's figures, so all of them stop with the same message.
 void check_ranks_same_data(const Session& s) {
   if (dist::size() == 1) return;
+  // and the images per class, as a hash of both splits' counts (a file moved between class
+  // folders on one host changes no total: the two ranks then gave it different labels)
+  std::string counts;
+  for (const data::Dataset* d : {s.ds.train.get(), s.ds.val.get()})
+    if (d != nullptr)
+      for (const int64_t n : d->label_counts()) counts += std::to_string(n) + ",";
   const std::vector<uint64_t> mine{
       uint64_t(s.ds.train->size()), uint64_t(s.ds.val ? s.ds.val->size() : 0),
-      uint64_t(s.ds.train->num_classes()), class_names_hash(s.ds.train->class_names())};
+      uint64_t(s.ds.train->num_classes()), class_names_hash(s.ds.train->class_names()),
+      class_names_hash({counts})};
   const std::vector<uint64_t> all = dist::all_gather(mine, "data sizes");
   for (int r = 1; r < dist::size(); ++r) {
     const uint64_t* o = all.data() + size_t(r) * mine.size();
@@ -1766,6 +1773,9 @@ void check_ranks_same_data(const Session& s) {
                     " images (rank 0: ", z[0], "), validation ", o[1], " (", z[1], "), ", o[2],
                     " classes (", z[2], ")",
                     o[3] != z[3] && o[2] == z[2] ? ", the class names differ" : "",
+                    o[4] != z[4] && o[3] == z[3] && o[0] == z[0] && o[1] == z[1]
+                        ? ", the images per class differ (a file in another class folder?)"
+                        : "",
                     "; every rank must read the same images (each host's data_dir a copy of one "
                     "data set): ",
                     dist::rank() == r || dist::rank() == 0

@@ -317,7 +317,10 @@ TEST_F(MpiTrain, RanksMustReadTheSameData) {
     return (tmp.path() / root).string();
   };
   const std::string a = folder("a", {"c0", "c1"}, 4), more = folder("more", {"c0", "c1"}, 5),
-                    named = folder("named", {"c0", "c2"}, 4);
+                    named = folder("named", {"c0", "c2"}, 4),
+                    moved = folder("moved", {"c0", "c1"}, 4);
+  // one train image in the other class folder: the same totals and names, other labels
+  fs::rename(tmp.path() / "moved/train/c0/0.png", tmp.path() / "moved/train/c1/9.png");
   const auto args = [&](const std::string& dir) {
     return " train " HAARGRAD_SOURCE_DIR
            "/configs/smoke.yaml --plain --device cpu --workers 0"
@@ -325,8 +328,10 @@ TEST_F(MpiTrain, RanksMustReadTheSameData) {
            " --max_steps_per_epoch 0 --epochs 1 --dist_timeout 60 --output " +
            (tmp.path() / "out").string() + " --data_dir " + dir;
   };
-  for (const auto& [other, said] : std::vector<std::pair<std::string, std::string>>{
-           {more, "train split 10 images (rank 0: 8)"}, {named, "the class names differ"}}) {
+  for (const auto& [other, said] :
+       std::vector<std::pair<std::string, std::string>>{{more, "train split 10 images (rank 0: 8)"},
+                                                        {named, "the class names differ"},
+                                                        {moved, "the images per class differ"}}) {
     const auto r = test::run_command(
         test::mpirun(1) + kProgram + args(a) + " : -np 1 " + kProgram + args(other), 120);
     EXPECT_NE(r.exit_code, 0) << r.output;
