@@ -103,18 +103,9 @@ Device bench_device(const std::string& device) {
 
 // One row per model x precision x WTConv mode, from the named models (timm benchmark.py's step).
 // A --wtconv mode as the rows name it: "reference" (the config key's word) is "unfused", so that
-// the rows, the JSON and the fused / unfused ratio row name one mode one way. Throws for another.
+// the rows, the JSON and the fused / unfused ratio row name one mode one way.
 std::string wtconv_mode_name(const std::string& w) {
-  HG_CHECK(w == "fused" || w == "unfused" || w == "reference", "bench: unknown --wtconv mode '", w,
-           "' (fused, or unfused = reference as the config key wtconv_mode calls it)");
-  return w == "reference" ? "unfused" : w;
-}
-
-// Checks a precision's name and that the device runs it.
-void check_precision(const std::string& p, Device device) {
-  HG_CHECK(p == "fp32" || p == "tf32" || p == "bf16", "bench: unknown precision '", p,
-           "' (fp32, tf32 or bf16)");
-  HG_CHECK(p != "tf32" || device == Device::cuda, "bench: precision tf32 needs --device cuda");
+  return parse_wtconv_mode(w) == kernels::WTConvMode::fused ? "fused" : "unfused";
 }
 
 std::vector<BenchConfig> configs_from_names(const BenchArgs& a, Device device) {
@@ -126,7 +117,7 @@ std::vector<BenchConfig> configs_from_names(const BenchArgs& a, Device device) {
     if (const std::string m = wtconv_mode_name(w);
         std::find(wtconv.begin(), wtconv.end(), m) == wtconv.end())
       wtconv.push_back(m);
-  for (const std::string& p : precisions) check_precision(p, device);
+  for (const std::string& p : precisions) check_precision(p, device, "bench");
   // every model's size checked before the first row: a model below --img-size's stride failed
   // when its row came, after the rows before it had run, and their results were lost
   for (const std::string& model : a.models) model_config(model).check_img_size(a.img_size);
@@ -170,7 +161,7 @@ BenchConfig config_from_yaml_file(const BenchArgs& a, const train::Config& cfg, 
   c.precision = a.given.count("precision") ? a.precisions.at(0) : cfg.precision;
   if (a.given.count("precision") && a.precisions.size() != 1)
     throw CLI::ValidationError("bench: with a CONFIG, --precision takes one value");
-  check_precision(c.precision, device);  // before the row's banner, as the names' are
+  check_precision(c.precision, device, "bench");  // before the row's banner, as the names' are
   for (const std::string& w : a.wtconv) wtconv_mode_name(w);
   if (c.model_config->wtconv) {
     c.wtconv = wtconv_mode_name(a.given.count("wtconv") ? a.wtconv.at(0) : cfg.wtconv_mode);

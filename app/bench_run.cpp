@@ -23,12 +23,23 @@
 
 namespace hg::app {
 
-PrecisionScope::PrecisionScope(const std::string& precision, Device device, const char* command)
-    : device_(device) {
+void check_precision(const std::string& precision, Device device, const char* command) {
   HG_CHECK(precision == "fp32" || precision == "tf32" || precision == "bf16", command,
            ": unknown precision '", precision, "' (fp32, tf32 or bf16)");
   HG_CHECK(precision != "tf32" || device == Device::cuda, command,
            ": precision tf32 needs --device cuda (the CPU computes exact fp32)");
+}
+
+WTConvMode parse_wtconv_mode(const std::string& s) {
+  if (s == "fused") return WTConvMode::fused;
+  if (s == "unfused" || s == "reference") return WTConvMode::reference;
+  throw Error(str("bench: unknown --wtconv mode '", s,
+                  "' (fused, or unfused = reference as the config key wtconv_mode calls it)"));
+}
+
+PrecisionScope::PrecisionScope(const std::string& precision, Device device, const char* command)
+    : device_(device) {
+  check_precision(precision, device, command);
 #ifdef HAARGRAD_WITH_CUDA
   if (device == Device::cuda) cuda::set_allow_tf32(precision == "tf32");
 #endif
@@ -58,12 +69,6 @@ struct ReleaseOnExit {
     }
   }
 };
-
-WTConvMode parse_wtconv_mode(const std::string& s) {
-  if (s == "fused") return WTConvMode::fused;
-  if (s == "unfused" || s == "reference") return WTConvMode::reference;
-  throw Error(str("bench: unknown --wtconv mode '", s, "' (fused or unfused)"));
-}
 
 // Runs `warmup` untimed steps, then `steps` timed ones between consecutive device marks (so the
 // time includes any gap the host leaves between steps), and records the timed steps' memory (the

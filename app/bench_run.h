@@ -12,10 +12,19 @@
 #include "app/bench_timer.h"
 #include "core/memory.h"
 #include "core/tensor.h"
+#include "kernels/wtconv.h"
 #include "models/config.h"
 #include "train/optimizer.h"
 
 namespace hg::app {
+
+/// Throws hg::Error naming `command` for a precision other than fp32, tf32, bf16, or tf32 on the
+/// CPU (what PrecisionScope runs, checked before the first row).
+void check_precision(const std::string& precision, Device device, const char* command = "bench");
+
+/// The WTConv mode a bench row names: "fused", or "unfused" (the config key's "reference" too).
+/// Throws hg::Error for another name.
+kernels::WTConvMode parse_wtconv_mode(const std::string& s);
 
 /// While alive: TF32 tensor-core math allowed on the GPU for `precision` "tf32", exact fp32
 /// otherwise (bf16 rows too: their f32 GEMMs stay exact); exact fp32 again when it ends (also on a

@@ -354,8 +354,7 @@ void run_infer(const InferArgs& a) {
   const Device device = train::resolve_device(rc.config.device);
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, device);
   // the WTConv path the key asks for (it was taken and not applied): equal up to float rounding
-  model.set_wtconv_mode(rc.config.wtconv_mode == "reference" ? WTConvMode::reference
-                                                             : WTConvMode::fused);
+  model.set_wtconv_mode(train::wtconv_mode_of(rc.config));
   if (!a.ema)
     load_weights_of(rc, a.checkpoint, model);
   else

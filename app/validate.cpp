@@ -89,7 +89,7 @@ ResultRow evaluate(const ResolvedConfig& rc, bool data_dir_given, const std::str
   const Device device = train::resolve_device(cfg.device);
   ConvNeXt model(train::model_config_from(cfg), 0, DType::f32, device);
   // the WTConv path the key asks for (it was taken and not applied): equal up to float rounding
-  model.set_wtconv_mode(cfg.wtconv_mode == "reference" ? WTConvMode::reference : WTConvMode::fused);
+  model.set_wtconv_mode(train::wtconv_mode_of(cfg));
   if (!use_ema)
     load_weights_of(rc, checkpoint, model);
   else

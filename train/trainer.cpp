@@ -655,7 +655,7 @@ void build_model(Session& s) {
   const ModelConfig mcfg = model_config_from(cfg);
   s.model = std::make_unique<ConvNeXt>(mcfg, static_cast<uint64_t>(cfg.seed), DType::f32, s.device);
   ConvNeXt& model = *s.model;
-  model.set_wtconv_mode(cfg.wtconv_mode == "reference" ? WTConvMode::reference : WTConvMode::fused);
+  model.set_wtconv_mode(wtconv_mode_of(cfg));
   // bf16: mixed precision (f32 master weights and optimizer state, bf16 activations; no loss
   // scaling is needed: bf16 has f32's exponent range, so gradients do not underflow as in fp16)
   model.compute_dtype = cfg.precision == "bf16" ? DType::bf16 : DType::f32;
@@ -963,8 +963,7 @@ void create_ema(Session& s) {
   if (!s.cfg.model_ema) return;
   s.ema = std::make_unique<ModelEma>(*s.model, s.cfg.model_ema_decay, s.cfg.model_ema_warmup);
   s.ema->module().compute_dtype = s.model->compute_dtype;  // evaluated as the model is
-  s.ema->module().set_wtconv_mode(s.cfg.wtconv_mode == "reference" ? WTConvMode::reference
-                                                                   : WTConvMode::fused);
+  s.ema->module().set_wtconv_mode(wtconv_mode_of(s.cfg));
   if (s.resumed && !load_ema_weights(s.resume_path, s.ema->module()))
     spdlog::warn(
         "model_ema: {} holds no EMA weights ({}*): the EMA starts from the model's weights",
@@ -1946,6 +1945,11 @@ void check_ranks_agree(const Config& cfg, const TrainOptions& opts) {
 }
 
 }  // namespace
+
+kernels::WTConvMode wtconv_mode_of(const Config& cfg) {
+  return cfg.wtconv_mode == "reference" ? kernels::WTConvMode::reference
+                                        : kernels::WTConvMode::fused;
+}
 
 TrainResult train(Config cfg, const TrainOptions& opts) {
   // from the start (`haargrad train` holds a guard of its own from its first moment): a stop

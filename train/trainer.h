@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "kernels/wtconv.h"
 #include "models/config.h"
 #include "train/config.h"
 
@@ -86,5 +87,9 @@ struct TrainResult {
 /// on from and the best one). A new run claims a folder of its own (run_folder.h); a resume may
 /// change the schedule, which args.yaml then records (resume_settings.h).
 TrainResult train(Config cfg, const TrainOptions& opts = {});
+
+/// The WTConv path config key wtconv_mode names ("fused", "reference"), for the model's
+/// set_wtconv_mode: train, its EMA, validate and infer run the path the config asks for.
+kernels::WTConvMode wtconv_mode_of(const Config& cfg);
 
 }  // namespace hg::train
