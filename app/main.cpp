@@ -180,13 +180,22 @@ std::string option_before_command(const std::string& first) {
          "command: `haargrad COMMAND [options]` (`haargrad --help` lists the commands)";
 }
 
-// The error for the first long option in argv[2..] that `command` does not have, when it takes
-// no config keys (info, models, plot, export-png, bench-augment, alloc-trace, ...), or "". Such
-// an option read as "The following arguments were not expected: 64 --img" (its words backwards,
-// no suggestion), and beside plot's run folders as "runs: Directory does not exist: 100" (`plot
-// RUN --widht 100`): it is named, with the close option names.
+// The error for the first long option in argv[2..] that `command` does not have, or "".
+// - A command without config keys (info, models, plot, export-png, bench-augment, alloc-trace,
+//   ...): any such option. It read as "The following arguments were not expected: 64 --img" (its
+//   words backwards, no suggestion), and beside plot's run folders as "runs: Directory does not
+//   exist: 100" (`plot RUN --widht 100`): it is named, with the close option names.
+// - A command with config keys (train, validate, infer, export, ...): only one that is no config
+//   key (nor timm's: --resplit near bench-data's --split keeps its timm message) and a few typos
+//   from one of the command's own options. It read as an unknown config key with a key's hint
+//   ("unknown key 'use_emma'" for validate's --use-ema), or, where the option was required, as
+//   that option missing (infer --inptu: "--input is required"); the others are apply_overrides'
+//   to name, with the close config keys. bench names its own, with the value.
 std::string unknown_option_of(const CLI::App& command, int argc, char** argv) {
-  if (command.get_allow_extras()) return "";  // its other --key value are config keys
+  const bool keys_too = command.get_allow_extras();
+  if (keys_too && command.get_name() == "bench") return "";
+  const std::vector<std::string> keys =
+      keys_too ? hg::train::config_keys() : std::vector<std::string>{};
   const std::vector<std::string> names = hg::app::long_option_names(command);
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -196,41 +205,22 @@ std::string unknown_option_of(const CLI::App& command, int argc, char** argv) {
     if (!CLI::detail::split_long(arg, bare, value)) continue;
     const std::string name = "--" + bare;
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-    const std::string close = hg::app::close_option(command, name);
+    std::string close;
+    if (!keys_too) {
+      close = hg::app::close_option(command, name);
+    } else {
+      std::string key = bare;
+      std::replace(key.begin(), key.end(), '-', '_');
+      if (std::find(keys.begin(), keys.end(), key) != keys.end() ||
+          !hg::train::timm_key_hint(key).empty())
+        continue;
+      const std::vector<std::string> near = hg::similar_names(name, names);
+      if (near.empty()) continue;
+      close = near[0];
+    }
     return "unknown option '" + name + "' of " + command.get_name() +
            (close.empty() ? "" : "; did you mean '" + close + "'?") + " (`haargrad " +
            command.get_name() + " --help` lists the options)";
-  }
-  return "";
-}
-
-// The error for the first long option in argv[2..] of a command that takes config keys (train,
-// validate, infer, export, bench, ...) that is neither its own option nor a config key but a few
-// typos from one of its own options, or "". It read as an unknown config key with a key's hint
-// ("unknown key 'use_emma'" for validate's --use-ema), or, where the option was required, as that
-// option missing (infer --inptu: "--input is required").
-std::string mistyped_option_of(const CLI::App& command, int argc, char** argv) {
-  if (!command.get_allow_extras()) return "";    // unknown_option_of's case
-  if (command.get_name() == "bench") return "";  // its own message suggests the value too
-  const std::vector<std::string> keys = hg::train::config_keys();
-  const std::vector<std::string> names = hg::app::long_option_names(command);
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") break;
-    std::string bare, value;
-    if (!CLI::detail::split_long(arg, bare, value)) continue;
-    const std::string name = "--" + bare;
-    std::string key = bare;
-    std::replace(key.begin(), key.end(), '-', '_');
-    // timm's own options (--resplit near bench-data's --split) keep their timm message
-    if (std::find(names.begin(), names.end(), name) != names.end() ||
-        std::find(keys.begin(), keys.end(), key) != keys.end() ||
-        !hg::train::timm_key_hint(key).empty())
-      continue;
-    const std::vector<std::string> close = hg::similar_names(name, names);
-    if (close.empty()) continue;  // apply_overrides names it, with the close config keys
-    return "unknown option '" + name + "' of " + command.get_name() + "; did you mean '" +
-           close[0] + "'? (`haargrad " + command.get_name() + " --help` lists the options)";
   }
   return "";
 }
@@ -275,7 +265,6 @@ std::string error_before_parsing(const CLI::App& app, int argc, char** argv) {
   const CLI::App* command = command_named(app, argv[1]);
   if (command == nullptr) return unknown_command(app, argv[1]);
   if (std::string why = underscored_option_of(*command, argc, argv); !why.empty()) return why;
-  if (std::string why = mistyped_option_of(*command, argc, argv); !why.empty()) return why;
   return unknown_option_of(*command, argc, argv);
 }
 
