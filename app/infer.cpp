@@ -336,10 +336,9 @@ void run_infer(const InferArgs& a) {
              "rename it in UTF-8 (e.g. `convmv -f latin1 -t utf-8 --notest FILE`)");
   // the keys of the model and of where it runs, and for images those of their transform; the
   // others (precision, ...) shape training, which infer does not do
-  std::vector<std::string> taken = {"device", "threads", "wtconv_mode"};
+  std::vector<std::string> taken(std::begin(kRunKeys), std::end(kRunKeys));
   if (!images.empty())
-    taken.insert(taken.end(),
-                 {"img_size", "crop_pct", "interpolation", "mean", "std", "corrupt_images"});
+    taken.insert(taken.end(), std::begin(kEvalImageKeys), std::end(kEvalImageKeys));
   refuse_keys_that_change_nothing(
       "infer", a.overrides,
       images.empty()

@@ -67,6 +67,12 @@ void check_replaces_its_kind_only(const std::string& path, const std::string& wh
 /// --num_classes and --num-classes=10 all give "num_classes"); "" for a value token.
 std::string override_key(const std::string& token);
 
+/// The keys of where an evaluating command runs the model (infer, validate) ...
+inline constexpr const char* kRunKeys[] = {"device", "threads", "wtconv_mode"};
+/// ... and of the evaluation transform an image goes through there.
+inline constexpr const char* kEvalImageKeys[] = {"img_size", "crop_pct", "interpolation",
+                                                 "mean",     "std",      "corrupt_images"};
+
 /// Throws hg::Error for a `--key value` among `overrides` that is neither a model key
 /// (train::kModelKeys) nor in
 /// `also`: `command` ("infer") would ignore it, which `why` says ("runs the model ..."). Keys are

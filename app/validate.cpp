@@ -173,30 +173,14 @@ void run_validate(const ValidateArgs& args) {
   // the keys of the model, of the validation data and its evaluation transform, and of where it
   // runs; a training key (--epochs 5, --lr) was taken and changed nothing, unsaid (timm's
   // validate.py refuses an option it has not)
+  std::vector<std::string> taken(std::begin(kRunKeys), std::end(kRunKeys));
+  taken.insert(taken.end(), std::begin(kEvalImageKeys), std::end(kEvalImageKeys));
+  // and those of the validation data and its loader
+  taken.insert(taken.end(), {"dataset", "data_dir", "val_split", "train_split", "synthetic_size",
+                             "seed", "validation_batch_size", "batch_size", "workers", "pin_mem",
+                             "jpeg_decoder", "decode", "gpu_augment"});
   refuse_keys_that_change_nothing("validate", a.overrides,
-                                  "evaluates the checkpoint on the validation split",
-                                  {"device",
-                                   "threads",
-                                   "wtconv_mode",
-                                   "dataset",
-                                   "data_dir",
-                                   "val_split",
-                                   "train_split",
-                                   "synthetic_size",
-                                   "seed",
-                                   "img_size",
-                                   "crop_pct",
-                                   "interpolation",
-                                   "mean",
-                                   "std",
-                                   "validation_batch_size",
-                                   "batch_size",
-                                   "workers",
-                                   "pin_mem",
-                                   "corrupt_images",
-                                   "jpeg_decoder",
-                                   "decode",
-                                   "gpu_augment"});
+                                  "evaluates the checkpoint on the validation split", taken);
   const ResolvedConfig rc = config_for_checkpoint(a.config, a.checkpoint, a.overrides,
                                                   train::ImgSizeCheck::against_model);
   const train::Config& cfg = rc.config;
