@@ -103,6 +103,25 @@ void check_loaded_batches(const std::array<AllocTrace, 2>& t, const AllocTraceAr
   }
 }
 
+// The recording's options mean nothing to a replay of saved traces (a trace replays as it was
+// recorded): given beside --load they were ignored unsaid. One trace is replayed as it is, so the
+// batches it would be extrapolated from and to, and the folder the extrapolated one goes to, are
+// the recording's too.
+void refuse_recording_options(const CLI::App& cmd, const AllocTraceArgs& a) {
+  if (a.load.empty()) return;
+  std::vector<std::string> options = {"--models", "--img-size", "--precision",
+                                      "--steps",  "--device",   "--threads"};
+  if (a.load.size() == 1) options.insert(options.end(), {"--batches", "--scale-batch", "--save"});
+  std::string given;
+  for (const std::string& o : options)
+    if (cmd.count(o) > 0) given += (given.empty() ? "" : ", ") + o;
+  HG_CHECK(given.empty(), "alloc-trace: ", given, " cannot go with --load ",
+           a.load.size() == 1 ? "of one trace, which is replayed as it was recorded"
+                              : "(the traces are replayed as they were recorded; --batches, "
+                                "--scale-batch and --save apply)",
+           ": leave ", given.find(',') == std::string::npos ? "it" : "them", " out");
+}
+
 void run_alloc_trace(const AllocTraceArgs& a) {
   HG_CHECK(a.batches.size() == 2 && a.batches[0] != a.batches[1] && a.batches[0] >= 1 &&
                a.batches[1] >= 1,
@@ -213,7 +232,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                   "CPU threads (0: $OMP_NUM_THREADS if set, else the cores available)")
       ->check(CLI::Range(0, kMaxCpuThreads))
       ->capture_default_str();
-  cmd->callback([a] { run_alloc_trace(*a); });
+  cmd->callback([a, cmd] {
+    refuse_recording_options(*cmd, *a);
+    run_alloc_trace(*a);
+  });
 });
 
 }  // namespace hg::app

@@ -1074,6 +1074,25 @@ TEST_F(CliTest, AllocTraceBatchesBelowTheirBoundAreAUsageError) {
                      {"--batches takes two different batches >= 1"}));
 }
 
+// alloc-trace --load with a recording's option (--models, --precision, ...) replayed the trace as
+// it was recorded and ignored the option unsaid; one trace also ignored --batches, --scale-batch
+// and --save.
+TEST_F(CliTest, AllocTraceLoadRefusesTheRecordingsOptions) {
+  const std::string t = file("m-b1.trace");
+  std::ofstream(t) << "# haargrad allocation trace v1\n# m fp32 batch 1 @28 on cpu, 1 training "
+                      "steps\na 1 256 activations\ns\nf 1\n";
+  EXPECT_TRUE(exited(run_program(str("alloc-trace --load ", t)), 0, {"live MiB"}));
+  EXPECT_TRUE(exited(
+      run_program(str("alloc-trace --load ", t, " --precision bf16 --steps 2")), 1,
+      {"alloc-trace: --precision, --steps cannot go with --load of one trace", "leave them out"},
+      {"live MiB"}));
+  EXPECT_TRUE(
+      exited(run_program(str("alloc-trace --load ", t, " --scale-batch 4")), 1,
+             {"alloc-trace: --scale-batch cannot go with --load of one trace", "leave it out"}));
+  EXPECT_TRUE(exited(run_program(str("alloc-trace --load ", t, ",", t, " --models convnext_atto")),
+                     1, {"alloc-trace: --models cannot go with --load (the traces are replayed"}));
+}
+
 // alloc-trace --load A B extrapolates A as recorded at the first of --batches and B at the second.
 // Swapped files, or one file twice, printed an extrapolation off by a factor under "extrapolated
 // from batches 1 and 2"; each trace's header records its batch, which is checked now.
