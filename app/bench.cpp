@@ -230,8 +230,7 @@ void run_bench(const BenchArgs& a) {
     device = bench_device(a.device);
     configs = configs_from_names(a, device);
   } else {
-    train::Config cfg = train::load_config(a.config);
-    train::apply_overrides(cfg, a.overrides, a.config);
+    const train::Config cfg = train::load_config_with_overrides(a.config, a.overrides);
     set_cpu_threads(a.given.count("threads") ? a.threads : static_cast<int>(cfg.threads));
     device = bench_device(a.given.count("device") ? a.device : cfg.device);
     configs.push_back(config_from_yaml_file(a, cfg, device));

@@ -36,8 +36,7 @@ void run(BenchDataArgs a, const std::vector<std::string>& overrides, bool decode
   HG_CHECK(a.split == "train" || a.split == "val", "bench-data: --split must be train or val, got '", a.split, "'");
   HG_CHECK(!a.decoders.empty(), "bench-data: --decoders is empty");
   if (!a.output.empty()) check_rows_output(a.output, "bench-data: --output");
-  train::Config cfg = train::load_config(a.config);
-  train::apply_overrides(cfg, overrides, a.config);
+  const train::Config cfg = train::load_config_with_overrides(a.config, overrides);
   // said before any row: val_split '' (no validation) names no split to read
   HG_CHECK(a.split == "train" || train::has_validation(cfg),
            "bench-data --split val: val_split is empty, so there is no validation split: name one "

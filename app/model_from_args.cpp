@@ -221,7 +221,7 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
   ResolvedConfig r;
   std::string base;  // where a key the command line leaves came from, for its messages
   if (!config.empty()) {
-    r.config = train::load_config(config, img_size);
+    r.config = train::load_config_with_overrides(config, overrides, img_size);
     r.source = base = config;
     r.from_file = true;
   } else if (const std::string stored = train::checkpoint_config_yaml(checkpoint); !stored.empty()) {
@@ -240,7 +240,7 @@ ResolvedConfig config_for_checkpoint(const std::string& config, const std::strin
     base = train::kDefaults;  // a key the command line left is named "the default"
     r.bare = true;
   }
-  train::apply_overrides(r.config, overrides, base, img_size);
+  if (!r.from_file) train::apply_overrides(r.config, overrides, base, img_size);
   // a model key given on the command line is named with the config it changed: the mismatch is
   // then the command line's (`export ck --model convnext_atto` blamed the stored config)
   std::string model_overrides;

@@ -159,12 +159,15 @@ void run_train(TrainArgs& a) {
                             "`haargrad train --help` lists them) with the command line's keys")
                       : str("config: ", rc.source, " (no config given: the resumed run's own)");
     if (dist::is_main()) spdlog::info("{}", config_note);
-    cfg =
-        rc.path.empty() ? train::config_from_yaml(rc.yaml, rc.source) : train::load_config(rc.path);
+    if (rc.path.empty()) {
+      cfg = train::config_from_yaml(rc.yaml, rc.source);
+      train::apply_overrides(cfg, a.overrides, base);
+    } else {
+      cfg = train::load_config_with_overrides(rc.path, a.overrides);
+    }
   } else {
-    cfg = train::load_config(a.config);
+    cfg = train::load_config_with_overrides(a.config, a.overrides);
   }
-  train::apply_overrides(cfg, a.overrides, base);
   set_cpu_threads(static_cast<int>(cfg.threads));
   if (const std::string w = cpu_threads_warning(static_cast<int>(cfg.threads));
       !w.empty() && dist::is_main())

@@ -798,7 +798,10 @@ void check_rule(const Field& f, const Config& cfg, const Where& where,
               std::find(r.choices.begin(), r.choices.end(), v) == r.choices.end()) {
             std::string list;
             for (const auto& c : r.choices) list += str(list.empty() ? "" : ", ", "'", c, "'");
-            fail(key, where, str("expected one of ", list, ", got '", utf8_shown(v), "'"));
+            fail(key, where,
+                 str("expected one of ", list, ", got ",
+                     v.empty() ? std::string("null or nothing (YAML's null, ~, '')")
+                               : str("'", utf8_shown(v), "'")));
           }
         } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
           if (v) check_integer(*v, "an integer");
@@ -1280,7 +1283,13 @@ void take_timm_data(const YAML::Node& root, const std::string& source, Config& c
   locs["data_dir"] = where;
 }
 
-Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeCheck img_size) {
+// `set_later`: the keys the command line sets next (load_config_with_overrides), else null. As
+// timm's train.py, whose config file only gives its options' defaults, such a key's value in the
+// file is not checked (`opt: lamb` in a timm args.yaml beside --opt adamw), and the checks between
+// keys wait for the command line (apply_overrides runs them on the result: a file's `opt: sgd`
+// with `momentum: 0` beside --momentum 0.9).
+Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeCheck img_size,
+                  const std::set<std::string>* set_later = nullptr) {
   Config cfg;
   if (root.IsNull()) return cfg;  // an empty file means all defaults
   if (!root.IsMap())
@@ -1296,13 +1305,20 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
     const Field* f = find_field(key);
     if (!f) continue;  // a timm option check_known_keys let pass (timm_key_asks_nothing)
     if (locs.count(key)) fail(key, where, str("given twice (first at ", locs[key].text(), ")"));
-    assign(*f, cfg, kv.second, where);
+    if (set_later == nullptr || set_later->count(key) == 0) {
+      assign(*f, cfg, kv.second, where);
+    } else {
+      try {  // kept where valid: a --model beside it compares the file's model (apply_overrides)
+        assign(*f, cfg, kv.second, where);
+      } catch (const Error&) {  // the command line's value replaces it
+      }
+    }
     locs[key] = where;
   }
   take_input_size(root, source, cfg, locs);
   take_timm_data(root, source, cfg, locs);
   broadcast_mean_std(cfg);
-  validate_at(cfg, locs, "default value", img_size);
+  if (set_later == nullptr) validate_at(cfg, locs, "default value", img_size);
   return cfg;
 }
 
@@ -1677,7 +1693,10 @@ bool yaml_name(const std::string& path) {
   return ext == ".yaml" || ext == ".yml";
 }
 
-Config load_config(const std::string& path, ImgSizeCheck img_size) {
+namespace {
+
+Config read_config_file(const std::string& path, ImgSizeCheck img_size,
+                        const std::set<std::string>* set_later) {
   std::error_code ec;
   HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,
            "' is a folder, not a YAML file (e.g. configs/fashion_mnist.yaml or a run's args.yaml)");
@@ -1740,7 +1759,13 @@ Config load_config(const std::string& path, ImgSizeCheck img_size) {
         "config: '{}' holds no keys (it is empty, comments or null): every key has its default "
         "(configs/fashion_mnist.yaml or a run's args.yaml is a start)",
         path);
-  return parse_root(root, path, img_size);
+  return parse_root(root, path, img_size, set_later);
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, ImgSizeCheck img_size) {
+  return read_config_file(path, img_size, nullptr);
 }
 
 // The keys that shape a variant's architecture beside its name. A config file's values were
@@ -1795,12 +1820,28 @@ void check_known_override_keys(const std::vector<std::string>& args) {
 
 }  // namespace
 
-void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base,
-                     ImgSizeCheck img_size) {
+namespace {
+
+// A word of the command line that is the next option, where a list's words or a bare flag end (as
+// argparse reads them): "--key", "--key=value", or timm's short -b, -vb, -j (`--scale 0.5 1.0 -b
+// 4` read -b as a number of scale's list).
+bool is_option_word(const std::string& word) {
+  return word.rfind("--", 0) == 0 || long_override(word) != word;
+}
+
+/// One option of the command line as apply_overrides reads it.
+struct OverrideWord {
+  const Field* field;
+  std::string key;    ///< the config key (--weight-decay is weight_decay, -b batch_size)
+  std::string spelt;  ///< the option as typed, for the messages
+  std::string value;  ///< "true" for a bare flag; a list's separate words joined by ','
+};
+
+/// The command line's options in order. Throws hg::Error for an unknown key or a missing value.
+std::vector<OverrideWord> read_override_words(const std::vector<std::string>& args) {
   const Where cmd{"command line", -1};
   check_known_override_keys(args);
-  const std::string model_before = cfg.model;
-  Locations locs;
+  std::vector<OverrideWord> words;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string arg = long_override(args[i]);
     const std::string spelt = args[i];  // as typed, for the messages
@@ -1823,13 +1864,15 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
     const bool is_list = std::holds_alternative<std::vector<int64_t> Config::*>(f->member) ||
                          std::holds_alternative<std::vector<double> Config::*>(f->member);
     if (!has_value) {
-      if (is_bool && (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0)) {
+      if (is_bool && (i + 1 == args.size() || is_option_word(args[i + 1]))) {
         value = "true";  // a bare flag
       } else {
         const std::string& after = spelt;  // as typed: --data-dir, --data_dir or -b
         if (i + 1 == args.size()) fail(key, cmd, "expected a value after " + after);
         // the next word naming a key is the next option, not this one's value (as argparse)
         const std::string& next = args[i + 1];
+        if (long_override(next) != next)
+          fail(key, cmd, str("expected a value after ", after, ", got the option ", next));
         if (next.rfind("--", 0) == 0 && next.size() > 2) {
           std::string name = next.substr(2, next.find('=') - 2);
           std::replace(name.begin(), name.end(), '-', '_');
@@ -1839,9 +1882,27 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
         value = args[++i];
         // timm's (argparse's) lists are separate words: `--mean 0.485 0.456 0.406`
         if (is_list && !value.empty() && value.front() != '[')
-          while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) value += "," + args[++i];
+          while (i + 1 < args.size() && !is_option_word(args[i + 1])) value += "," + args[++i];
       }
     }
+    words.push_back({f, key, spelt, value});
+  }
+  return words;
+}
+
+}  // namespace
+
+void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base,
+                     ImgSizeCheck img_size) {
+  const Where cmd{"command line", -1};
+  const std::string model_before = cfg.model;
+  Locations locs;
+  for (const OverrideWord& word : read_override_words(args)) {
+    const Field* f = word.field;
+    const std::string& key = word.key;
+    std::string value = word.value;
+    const bool is_list = std::holds_alternative<std::vector<int64_t> Config::*>(f->member) ||
+                         std::holds_alternative<std::vector<double> Config::*>(f->member);
     // YAML's null words (and, for a string, nothing) keep their YAML meaning, as in a config file:
     // `--mean null` is timm's None, the default (wrapped as a list, it was one empty entry)
     const bool yaml_null = value == "null" || value == "Null" || value == "NULL" || value == "~";
@@ -1938,6 +1999,15 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
     if (read) validate_at(cfg, named, str("the default: not in ", base).c_str(), img_size);
     throw;  // the first message (the same check fails again above, with the lines)
   }
+}
+
+Config load_config_with_overrides(const std::string& path, const std::vector<std::string>& args,
+                                  ImgSizeCheck img_size) {
+  std::set<std::string> set_later;
+  for (const OverrideWord& word : read_override_words(args)) set_later.insert(word.key);
+  Config cfg = read_config_file(path, img_size, &set_later);
+  apply_overrides(cfg, args, path, img_size);
+  return cfg;
 }
 
 std::string to_yaml(const Config& cfg) {

@@ -246,6 +246,14 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args,
                      const std::string& base = "",
                      ImgSizeCheck img_size = ImgSizeCheck::against_model);
 
+/// load_config(path) with the command line on top (apply_overrides, `base` the file), as timm's
+/// train.py reads its config file: the file gives the defaults the command line replaces. A key
+/// the command line sets is not checked in the file (`opt: lamb` in a timm args.yaml beside
+/// --opt adamw), and the checks between keys run on the result alone (a file's `opt: sgd` and
+/// `momentum: 0` beside --momentum 0.9). Throws hg::Error as the two do.
+Config load_config_with_overrides(const std::string& path, const std::vector<std::string>& args,
+                                  ImgSizeCheck img_size = ImgSizeCheck::against_model);
+
 /// Whether the override `arg` ("--key", timm's "-b") takes the next word of the command line as its
 /// value, as apply_overrides reads them: yes for a key that is no bool; no for --key=value, for a
 /// bool key (alone, or before true or false: never a file's name) and for an unknown key (timm's

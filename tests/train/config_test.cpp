@@ -874,6 +874,52 @@ TEST_F(ConfigTest, TimmsShortOptionsAreTheirKeys) {
   expect_contains(override_error({"-x", "1"}), {"'-x'", "--key value", "-b"});
 }
 
+// A list's separate words (`--scale 0.5 1.0`) and a bare flag (`--model-ema`) ended at the next
+// word starting with "--" only: timm's short options after them were read as a value ("expected
+// a list of numbers, got '-b'"). argparse ends them at any option.
+TEST_F(ConfigTest, TimmsShortOptionsEndAListOrABareFlag) {
+  Config c;
+  hg::train::apply_overrides(c, {"--scale", "0.5", "1.0", "-b", "4", "--model-ema", "-j", "1",
+                                 "--mean", "-0.5", "-vb", "8"});
+  EXPECT_EQ(c.scale, (std::vector<double>{0.5, 1.0}));
+  EXPECT_EQ(c.batch_size, 4);
+  EXPECT_TRUE(c.model_ema);
+  EXPECT_EQ(c.workers, 1);
+  EXPECT_EQ(c.mean, (std::vector<double>{-0.5, -0.5, -0.5}));  // a negative number is a value
+  EXPECT_EQ(c.validation_batch_size, std::optional<int64_t>(8));
+  expect_contains(override_error({"--lr", "-b", "4"}),
+                  {"'lr'", "expected a value after --lr, got the option -b"});
+}
+
+// A config file gives timm's train.py the defaults its command line replaces: the file's values
+// of the keys the command line sets were checked (`opt: lamb` beside --opt adamw was refused), and
+// so were the checks between keys before the command line (a file's `opt: sgd` with `momentum: 0`
+// beside --momentum 0.9). The result is what is checked, where a key left as the file set it is
+// still named at its line.
+TEST_F(ConfigTest, TheCommandLineReplacesAFilesValuesBeforeTheyAreChecked) {
+  const std::string sgd = write("sgd.yaml", "opt: sgd\nmomentum: 0\nepochs: 0\n");
+  const Config c =
+      hg::train::load_config_with_overrides(sgd, {"--momentum", "0.9", "--epochs", "2"});
+  EXPECT_EQ(c.opt, "sgd");
+  EXPECT_EQ(c.momentum, 0.9);
+  EXPECT_EQ(c.epochs, 2);
+  const std::string lamb = write("lamb.yaml", "opt: lamb\nsched: wsd\nlr: 0.01\n");
+  const Config d = hg::train::load_config_with_overrides(lamb, {"--opt", "adamw", "--sched=cosine"});
+  EXPECT_EQ(d.opt, "adamw");
+  EXPECT_EQ(d.sched, "cosine");
+  EXPECT_EQ(d.lr, std::optional<double>(0.01));  // the rest of the file stays
+  // a key the command line leaves is checked, at its line in the file
+  std::string msg;
+  try {
+    hg::train::load_config_with_overrides(lamb, {"--opt", "adamw"});
+  } catch (const hg::Error& e) {
+    msg = e.what();
+  }
+  expect_contains(msg, {"'sched'", "lamb.yaml line 2", "wsd"});
+  // and a file alone, as before
+  expect_contains(load_error("opt: sgd\nmomentum: 0\n"), {"'opt'", "'momentum'"});
+}
+
 // A key whose value was left out took the next option as its value: "--data-dir --epochs 1" set
 // data_dir to "--epochs" and then called the 1 a stray word ("expected '--key value', got '1'").
 // The next word naming a key is no value: the key without one is named, as argparse does.
