@@ -76,7 +76,8 @@ bool file_exists(const fs::path& p) {
 }
 
 // The checkpoints a stopped run can be taken up from, for the messages that stop it: only files
-// this run wrote after a finite evaluation (or the checkpoint it resumed from) are named.
+// this run wrote after a finite evaluation, a recovery checkpoint of finite weights, or the
+// checkpoint it resumed from are named.
 struct GoodCheckpoints {
   std::optional<std::string> resumable;  // path, with where it stands
   std::string resumable_at;
@@ -1306,9 +1307,36 @@ void remade_folder_stop(const Session& s, int64_t epoch, bool last) {
                   resume_command(s, s.paths.last.string()), " (in a new run folder)"));
 }
 
+// Throws when the model's or the EMA's weights are not all finite: `what` (e.g. "epoch 3: its last
+// update") left them so after `losses` finite losses (each read before its update), and `saved`
+// says what is not written.
+void check_weights_finite(const Session& s, const std::string& what, const char* losses,
+                          const char* saved) {
+  for (const ConvNeXt* m : {static_cast<const ConvNeXt*>(s.model.get()), ema_module(s)}) {
+    if (m == nullptr) continue;
+    const WeightCount w = nonfinite_weights(*m);
+    HG_CHECK(w.nonfinite == 0, what, " left ", w.nonfinite, " of the ",
+             m == s.model.get() ? "model's " : "model EMA's ", w.total,
+             " weights non-finite (NaN or Inf; the first in '", w.first, "'), after ", losses,
+             " finite losses: the model has diverged (a lower lr or clip_grad may help); "
+             "stopping; ",
+             saved, "; ", s.good.describe());
+  }
+}
+
 // The position (whole updates only) in recovery.safetensors: at a stop (save_recovery) and every
-// recovery_interval updates (train_epoch). Every rank calls it on the same step.
+// recovery_interval updates (train_epoch). Every rank calls it on the same step. The losses read
+// so far came before their updates, and the last update may have left the weights non-finite (a
+// diverging lr): such a file, and the args.yaml written with it, were what resume then refused,
+// and what the run's messages sent it to instead no longer matched args.yaml. So the weights
+// are checked first, and a written file is what the run can go on from.
+void check_recovery_weights(const Session& s, int64_t epoch, const EpochProgress& p) {
+  check_weights_finite(s, str("epoch ", epoch + 1, " step ", p.step, ": the updates so far"),
+                       "their", "no recovery checkpoint is written");
+}
+
 void write_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
+  check_recovery_weights(s, epoch, p);
   TrainState rs = s.st;
   rs.epoch = epoch;
   rs.step_in_epoch = p.step;
@@ -1326,10 +1354,13 @@ void write_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
                   ema_module(s));
   write_pending_args(s);
+  s.good.resumable = s.paths.recovery.string();
+  s.good.resumable_at = position(epoch, p.step);
 }
 
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
 void save_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
+  check_recovery_weights(s, epoch, p);  // a diverged model is said as such, not as a failed write
   // a write that fails (a full disk) names what is still there to go on from, as a non-finite
   // loss does: the message was the writer's alone
   try {
@@ -1475,17 +1506,8 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Epoch
 // file to go on from and, by its lower train loss, model_best (the finite one rotated away), both
 // refused by resume and validate. It stops the run as a non-finite evaluation does.
 void check_weights_after_epoch(const Session& s, int64_t epoch) {
-  for (const ConvNeXt* m : {static_cast<const ConvNeXt*>(s.model.get()), ema_module(s)}) {
-    if (m == nullptr) continue;
-    const WeightCount w = nonfinite_weights(*m);
-    HG_CHECK(w.nonfinite == 0, "epoch ", epoch + 1, ": its last update left ", w.nonfinite,
-             " of the ", m == s.model.get() ? "model's " : "model EMA's ", w.total,
-             " weights non-finite (NaN or Inf; the first in '", w.first,
-             "'), after the epoch's finite losses: the model has diverged (a lower lr or "
-             "clip_grad may help); stopping; nothing of this epoch is saved (summary.csv records "
-             "it); ",
-             s.good.describe());
-  }
+  check_weights_finite(s, str("epoch ", epoch + 1, ": its last update"), "the epoch's",
+                       "nothing of this epoch is saved (summary.csv records it)");
 }
 
 // Evaluates the model (and EMA; nothing in a run without validation), records the epoch, and stops
@@ -1619,13 +1641,20 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
   write_pending_args(s);
   s.good.resumable = s.paths.last.string();
   s.good.resumable_at = position(st.epoch, 0);
-  // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it
-  if (is_best) {
-    if (dist::is_main()) io::copy_file_atomic(s.paths.last.string(), s.paths.best.string());
-    s.good.best = s.paths.best.string();
-    s.good.best_is = str("epoch ", st.best_epoch, ", ", best_score(st));
+  // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it.
+  // The epoch's history file comes before model_best, as in timm's CheckpointSaver: a model_best
+  // that could not be written (a full disk) lost the epoch's checkpoint-N for good, where resume
+  // makes model_best again from last. A copy that fails says what the run can go on from.
+  try {
+    rotate_history(s, epoch);
+    if (is_best) {
+      if (dist::is_main()) io::copy_file_atomic(s.paths.last.string(), s.paths.best.string());
+      s.good.best = s.paths.best.string();
+      s.good.best_is = str("epoch ", st.best_epoch, ", ", best_score(st));
+    }
+  } catch (const Error& e) {
+    throw Error(str(e.what(), "; stopping after epoch ", epoch + 1, ": ", s.good.describe()));
   }
-  rotate_history(s, epoch);
   std::error_code ec;
   if (dist::is_main() && (fs::remove(s.paths.recovery, ec), ec))
     spdlog::warn("cannot remove the stale {}: {}", s.paths.recovery.string(), ec.message());

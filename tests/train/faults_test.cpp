@@ -1644,6 +1644,58 @@ TEST_F(Faults, ADamagedRngStateNamesTheCheckpointAndKey) {
       "checkpoint " + edited + ": metadata 'rng.drop_path' is not a random generator's state");
 }
 
+// A recovery checkpoint (recovery_interval, or a stop signal) was written from whatever the last
+// update left: a diverging lr's non-finite weights, with the resumed session's args.yaml beside
+// them, and the run's message then sent it to last.safetensors, which no longer matched args.yaml.
+// Such weights are not written; a finite recovery checkpoint is what the run can go on from.
+TEST_F(Faults, ARecoveryCheckpointIsNeverWrittenFromNonFiniteWeights) {
+  for (const bool by_signal : {false, true}) {
+    SCOPED_TRACE(by_signal ? "a stop signal" : "recovery_interval");
+    const std::string name = by_signal ? "recsig" : "recint";
+    train::Config c = smoke(name, 3);
+    c.recovery_interval = 1;  // a recovery checkpoint after every update: epoch 2 step 1's stays
+    train::TrainOptions opts = quiet_;
+    opts.after_step = [by_signal](int64_t epoch, int64_t step, ConvNeXt& m) {
+      if (epoch != 1 || step != 2) return false;
+      m.head_fc->bias.fill_(std::nan(""));  // the update of epoch 2's step 2 diverged
+      return by_signal;                     // and a stop signal came
+    };
+    const std::string msg = error_of([&] { train::train(c, opts); });
+    const fs::path dir = root_ / name;
+    EXPECT_CONTAINS(msg, "epoch 2 step 2: the updates so far left 4 of the model's");
+    EXPECT_CONTAINS(msg, "no recovery checkpoint is written");
+    EXPECT_CONTAINS(msg, "the run can go on from " + (dir / "recovery.safetensors").string() +
+                             " (epoch 2 after step 1)");
+    EXPECT_EQ(msg.find("could not be written"), std::string::npos) << msg;
+    const train::TrainState st = state_of(dir / "recovery.safetensors");
+    EXPECT_EQ(st.epoch, 1);
+    EXPECT_EQ(st.step_in_epoch, 1);
+    // and it resumes: the weights in it are finite
+    c.resume = (dir / "recovery.safetensors").string();
+    c.recovery_interval = 0;
+    EXPECT_NO_THROW(train::train(c, quiet_));
+  }
+}
+
+// The epoch's best model that could not be copied to model_best (a full disk) also lost the
+// epoch's checkpoint-N: the history file was copied after model_best, and resume makes model_best
+// again from last but not the history. It comes first now, as in timm's CheckpointSaver, and the
+// error says what the run can go on from.
+TEST_F(Faults, AModelBestThatCannotBeWrittenKeepsTheEpochsHistoryFile) {
+  train::Config c = smoke("nobest", 2);
+  train::TrainOptions opts = quiet_;
+  const fs::path dir = root_ / "nobest";
+  opts.before_checkpoints = [&](int64_t) {  // a rename over a folder that holds a file fails
+    fs::create_directories(dir / "model_best.safetensors" / "x");
+  };
+  const std::string msg = error_of([&] { train::train(c, opts); });
+  EXPECT_CONTAINS(msg, (dir / "model_best.safetensors").string());
+  EXPECT_CONTAINS(msg, "stopping after epoch 1: the run can go on from " +
+                           (dir / "last.safetensors").string() + " (end of epoch 1)");
+  EXPECT_TRUE(fs::is_regular_file(dir / "checkpoint-1.safetensors"));
+  EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 1);
+}
+
 // A checkpoint whose weights, EMA or optimizer state are damaged (a NaN weight, a negative second
 // moment, a mis-shaped moment) was resumed: the first ones trained a step (the EMA: an epoch) and
 // stopped at a non-finite loss (evaluation) whose message said the run "can go on from" that same
