@@ -904,7 +904,8 @@ TEST_F(ConfigTest, TheCommandLineReplacesAFilesValuesBeforeTheyAreChecked) {
   EXPECT_EQ(c.momentum, 0.9);
   EXPECT_EQ(c.epochs, 2);
   const std::string lamb = write("lamb.yaml", "opt: lamb\nsched: wsd\nlr: 0.01\n");
-  const Config d = hg::train::load_config_with_overrides(lamb, {"--opt", "adamw", "--sched=cosine"});
+  const Config d =
+      hg::train::load_config_with_overrides(lamb, {"--opt", "adamw", "--sched=cosine"});
   EXPECT_EQ(d.opt, "adamw");
   EXPECT_EQ(d.sched, "cosine");
   EXPECT_EQ(d.lr, std::optional<double>(0.01));  // the rest of the file stays
