@@ -42,14 +42,17 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
       weights.emplace(name, t);
   weights = clean_state_dict(std::move(weights));  // "module.*" of torch's DataParallel, as timm
   const int64_t classes = model.config.num_classes;
-  if (auto w = weights.find("head.fc.weight"); w != weights.end()) {
-    r.checkpoint_classes = w->second.ndim() >= 1 ? w->second.size(0) : 0;
-    if (r.checkpoint_classes != classes) {
-      // keep the model's own (freshly initialised) classifier: it stands in for the checkpoint's
-      r.head_reinitialised = true;
-      for (const ParamRef& p : model.named_tensors())
-        if (has_prefix(p.name, "head.fc.")) weights[p.name] = p.tensor.to(Device::cpu);
-    }
+  const auto w = weights.find("head.fc.weight");
+  if (w != weights.end()) r.checkpoint_classes = w->second.ndim() >= 1 ? w->second.size(0) : 0;
+  // A backbone without its classifier (timm's num_classes=0, whose head.fc is an Identity: the
+  // file has no head.fc.*) starts a new label set as a head of other classes does.
+  const bool headless = w == weights.end() && weights.count("head.fc.bias") == 0 &&
+                        weights.count("head.norm.weight") != 0;
+  if (headless || (w != weights.end() && r.checkpoint_classes != classes)) {
+    // keep the model's own (freshly initialised) classifier: it stands in for the checkpoint's
+    r.head_reinitialised = true;
+    for (const ParamRef& p : model.named_tensors())
+      if (has_prefix(p.name, "head.fc.")) weights[p.name] = p.tensor.to(Device::cpu);
   }
   // RGB weights, a gray model: the stem's three input channels summed into one (timm's
   // adapt_input_conv, for in_chans 1)
@@ -78,7 +81,12 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
   // weights of a diverged run: its first step's loss would be NaN, which names no file
   check_finite_weights(model, str("initial_checkpoint ", path),
                        "start from an earlier checkpoint of that run");
-  if (r.head_reinitialised)
+  if (r.head_reinitialised && r.checkpoint_classes == 0)
+    spdlog::warn(
+        "initial_checkpoint {}: it holds no classifier (head.fc: a backbone, timm's "
+        "num_classes=0), the model's {} classes start from head.fc's initialisation",
+        path, classes);
+  else if (r.head_reinitialised)
     spdlog::warn(
         "initial_checkpoint {}: its classifier has {} classes, the model {}: head.fc is "
         "re-initialised "

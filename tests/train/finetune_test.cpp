@@ -89,6 +89,35 @@ TEST(InitialCheckpoint, OtherClassesReinitialiseTheHeadOnly) {
   fs::remove(path);
 }
 
+// A backbone saved without its classifier (timm's num_classes=0: no head.fc.*) was refused for
+// its missing keys; timm's pretrained loading keeps a fresh head, as for a head of other classes.
+TEST(InitialCheckpoint, ABackboneWithoutAClassifierKeepsTheModelsFreshHead) {
+  const ConvNeXt pretrained(smoke_model(4), 21);
+  const std::string path = temp_file("headless.safetensors");
+  auto tensors = state_dict(pretrained);
+  std::erase_if(tensors, [](const auto& e) { return e.first.rfind("head.fc.", 0) == 0; });
+  safetensors::save(path, tensors);
+  ConvNeXt model(smoke_model(7), 22);
+  const auto fresh = values(model), want = values(pretrained);
+  const train::InitialCheckpoint r = train::load_initial_checkpoint(path, model);
+  EXPECT_TRUE(r.head_reinitialised);
+  EXPECT_EQ(r.checkpoint_classes, 0);
+  for (const auto& [name, v] : values(model))
+    EXPECT_EQ(v, name.rfind("head.fc.", 0) == 0 ? fresh.at(name) : want.at(name)) << name;
+  // one of the two missing is a damaged file, not a backbone
+  auto half = state_dict(pretrained);
+  std::erase_if(half, [](const auto& e) { return e.first == "head.fc.bias"; });
+  safetensors::save(path, half);
+  ConvNeXt other(smoke_model(4), 23);
+  try {
+    train::load_initial_checkpoint(path, other);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head.fc.bias"), std::string::npos) << e.what();
+  }
+  fs::remove(path);
+}
+
 TEST(InitialCheckpoint, SameClassesLoadTheHeadAndMismatchesAreErrors) {
   const ConvNeXt pretrained(smoke_model(4), 13);
   const std::string path = temp_file("same.safetensors");
