@@ -1849,6 +1849,9 @@ std::vector<OverrideWord> read_override_words(const std::vector<std::string>& ar
              "config: expected '--key value' on the command line, got '", arg, "'",
              arg.size() > 1 && arg[0] == '-' && arg[1] != '-'
                  ? " (config keys take two dashes; the short options are timm's -b, -vb and -j)"
+             : yaml_name(arg)
+                 ? " (a second config? a run takes one, its first argument; the command line "
+                   "changes its keys one by one)"
                  : "");
     std::string key = arg.substr(2), value;
     bool has_value = false;

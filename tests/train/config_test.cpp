@@ -872,6 +872,8 @@ TEST_F(ConfigTest, TimmsShortOptionsAreTheirKeys) {
   expect_contains(override_error({"-b", "0"}), {"'batch_size'", ">= 1"});
   expect_contains(override_error({"-j"}), {"expected a value after -j"});
   expect_contains(override_error({"-x", "1"}), {"'-x'", "--key value", "-b"});
+  // `train a.yaml b.yaml`: the second is named as what it looks like
+  expect_contains(override_error({"b.yaml"}), {"got 'b.yaml'", "a second config?"});
 }
 
 // A list's separate words (`--scale 0.5 1.0`) and a bare flag (`--model-ema`) ended at the next
