@@ -354,14 +354,24 @@ void run_infer(const InferArgs& a) {
   ConvNeXt model(train::model_config_from(rc.config), 0, DType::f32, device);
   // the WTConv path the key asks for (it was taken and not applied): equal up to float rounding
   model.set_wtconv_mode(train::wtconv_mode_of(rc.config));
-  if (!a.ema)
+  if (!a.ema) {
     load_weights_of(rc, a.checkpoint, model);
-  else
+    // timm's inference.py takes a checkpoint's EMA by default (load_checkpoint's use_ema), its
+    // validate.py only with --use-ema, as infer and validate here: the choice is said
+    const std::vector<std::string> names = safetensors::tensor_names(a.checkpoint);
+    if (std::any_of(names.begin(), names.end(),
+                    [](const std::string& n) { return n.rfind(train::kEmaPrefix, 0) == 0; }))
+      spdlog::info(
+          "infer: {} holds model EMA weights too; these logits are the model's own (--ema for "
+          "the EMA's, which timm's inference.py takes by default)",
+          a.checkpoint);
+  } else {
     HG_CHECK(train::load_ema_weights(a.checkpoint, model), "infer --ema: ", a.checkpoint,
              " holds no model EMA weights (", train::kEmaPrefix,
              "*): its run kept no model_ema, or it is an "
              "export (export --ema writes the EMA's weights under the plain names); infer without "
              "--ema");
+  }
   const size_t listed = images.size();
   const Tensor logits = images.empty()
                             ? batch_logits(model, a, device)
