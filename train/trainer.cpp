@@ -96,11 +96,13 @@ std::string position(int64_t epoch, int64_t step) {
   return step > 0 ? str("epoch ", epoch + 1, " after step ", step) : str("end of epoch ", epoch);
 }
 
-// The run's best so far as messages name it, by what ranks its epochs: "top-1 91.20%" (the EMA's
-// in a run with one), or in a run without validation "train loss 0.4123".
+// The run's best so far as messages name it, by what ranks its epochs: "top-1 91.20%" ("EMA
+// top-1 91.40%" in a run with a model EMA), or in a run without validation "train loss 0.4123".
 std::string best_score(const TrainState& st) {
-  return st.best_train_loss >= 0 ? fmt::format("train loss {:.4f}", st.best_train_loss)
-                                 : fmt::format("top-1 {:.2f}%", st.best_top1);
+  // a run with a model EMA evaluates it every epoch and ranks by its top-1 (rank_top1)
+  return st.best_train_loss >= 0
+             ? fmt::format("train loss {:.4f}", st.best_train_loss)
+             : fmt::format("{}top-1 {:.2f}%", st.eval_top1_ema >= 0 ? "EMA " : "", st.best_top1);
 }
 
 // The files of a run folder the trainer writes.

@@ -266,6 +266,22 @@ TEST_F(Faults, NonFiniteEvalIsNotBestAndTheEarlierCheckpointSurvivesRotation) {
   EXPECT_CONTAINS(rows[2], ",nan,0,0,");  // eval loss nan, top-1 0, top-5 0: never 100%
 }
 
+// A run with a model EMA ranks its epochs by the EMA's top-1: the messages named that score
+// "top-1" alone, the model's own being another figure in the log.
+TEST_F(Faults, TheBestOfARunWithAModelEmaIsNamedAsTheEmas) {
+  train::Config c = smoke("divema", 2);
+  c.model_ema = true;
+  train::TrainOptions opts = quiet_;
+  opts.after_step = [](int64_t epoch, int64_t step, ConvNeXt& m) {
+    if (epoch == 1 && step == 3) m.head_fc->bias.fill_(std::nan(""));
+    return false;
+  };
+  const std::string msg = error_of([&] { train::train(c, opts); });
+  EXPECT_CONTAINS(msg, "the best model is " +
+                           (root_ / "divema" / "model_best.safetensors").string() +
+                           " (epoch 1, EMA top-1 ");
+}
+
 // Without validation nothing looked at the weights an epoch ends with: an epoch whose last update
 // made them non-finite (every loss of the epoch came before it, finite) was saved as last,
 // checkpoint-N and, by its lower train loss, model_best; the next step's NaN loss then named these
