@@ -15,7 +15,9 @@
 // run to run): no floating-point atomics, fixed summation order. dtype: CPU float or double
 // (accumulation in T); CUDA float or hg::bf16 activations with float weight, bias and parameter
 // gradients (accumulation in float). The shape is validated by the layer (layers/conv2d.cpp);
-// kernels assume a consistent Conv2dShape.
+// kernels assume a consistent Conv2dShape. Errors: none on the CPU; the CUDA functions throw
+// hg::Error for a cuDNN or CUDA status that is not success (the call and status named), and always
+// in a build without CUDA.
 #pragma once
 
 #include <cstdint>

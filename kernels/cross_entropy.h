@@ -11,6 +11,8 @@
 // CPU: T = float or double, sums in double; labels are checked by the caller (layers/loss.cpp).
 // CUDA: float; an out-of-range label makes that row's loss NaN (no out-of-bounds read); the batch
 // mean is a fixed-order reduction (deterministic). g is read from device memory (no host sync).
+// Errors: none on the CPU; the CUDA functions throw hg::Error on a failed launch, and always in a
+// build without CUDA.
 //
 // Soft targets (timm's SoftTargetCrossEntropy, the loss of mixup / cutmix):
 //   loss_i = sum_j t_ij (lse_i - z_ij),  loss = mean_i loss_i,

@@ -4,7 +4,8 @@
 // branch in the same pass: y[n, i] = x[n, i] + z[n, i] * scale[n] (its backward: dx = dy, dz =
 // scale_rows(dy)). Shapes: x, z, y (N, inner) dense; scale (N). Outputs are OVERWRITTEN (y may
 // alias x or z). CPU: T = float or double; CUDA: float or hg::bf16 storage, float scale and math,
-// one rounding per output. Errors: none (the callers check shapes and dtypes).
+// one rounding per output. Errors: none on the CPU (the callers check shapes and dtypes); the
+// CUDA functions throw hg::Error on a failed launch, and always in a build without CUDA.
 #pragma once
 
 #include <cstdint>

@@ -5,8 +5,10 @@
 // Layouts (dense, row-major): x (M, in), weight (out, in) (PyTorch layout), bias (out) or nullptr,
 // y (M, out). Gradients: grad_x (M, in), grad_weight (out, in), grad_bias (out).
 // Every output buffer is OVERWRITTEN. Bias gradients are deterministic (fixed summation order).
-// dtype: CPU float or double (accumulation in T); CUDA float or bf16 storage with float accumulation.
-// Shapes are validated by the layer (layers/linear.cpp).
+// dtype: CPU float or double (accumulation in T); CUDA float or bf16 storage with float
+// accumulation. Shapes are validated by the layer (layers/linear.cpp). Errors: none on the CPU; the
+// CUDA functions throw hg::Error for a failed launch or a cuBLAS(Lt) status that is not success,
+// and always in a build without CUDA.
 #pragma once
 
 #include <cstdint>

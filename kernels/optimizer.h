@@ -18,6 +18,8 @@
 //
 // Arrays are dense, n elements, updated in place. Hyper-parameters arrive as doubles computed on
 // the host (bias corrections included). CPU: T = float or double; CUDA: float (math in float).
+// Errors: none on the CPU; the CUDA functions throw hg::Error on a failed launch, and always in a
+// build without CUDA.
 #pragma once
 
 #include <cstdint>

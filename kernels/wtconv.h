@@ -50,9 +50,10 @@ constexpr int64_t wtconv_level_size(int64_t n) { return (n + 1) / 2; }
 /// The grids of a WTConv2d's levels on an H x W input: grid 0 is H x W (x, grad_x, and y before
 /// the stride subsamples it); grid l + 1 is grid l halved, rounded up (wtconv_level_size): the grid
 /// of level l's coefficients c_l = H(ll_l), of its conv and scaled outputs and of the next low band
-/// ll_{l+1}. h[l] x w[l] pixels for l = 0..L (L + 1 entries each). Any L >= 0: the CPU entry
-/// points take any level count, the CUDA ones at most cuda::kWTConvMaxLevels (their checks, not
-/// this struct's). The constructor throws hg::Error for L < 0; default-constructed: no grids.
+/// ll_{l+1}. h[l] x w[l] pixels for l = 0..L (L + 1 entries each). The struct takes any L >= 0;
+/// the entry points need L >= 1 (wtconv_check_shapes), the CUDA ones at most kWTConvMaxLevels
+/// (their checks, not this struct's). The constructor throws hg::Error for L < 0;
+/// default-constructed: no grids.
 struct WTConvLevels {
   std::vector<int64_t> h, w;
   WTConvLevels() = default;
@@ -123,7 +124,7 @@ namespace cuda {
 /// (slower, same results; the synthesis's register windows sized for kWTConvMaxK). At most
 /// kWTConvMaxLevels levels (the one-pass synthesis takes every level's pointer as a kernel
 /// argument: a 2^12 = 4096-pixel-wide map). B, H, W and 4C are int32 in the kernels (element
-/// offsets are 64-bit).
+/// offsets are 64-bit): larger ones are refused.
 inline constexpr int kWTConvMaxK = 15;
 inline constexpr int kWTConvMaxLevels = 12;
 
@@ -145,7 +146,8 @@ WTConvGrads wtconv_backward(const Tensor& x, const WTConvWeights& w, const Tenso
 /// holds an image's whole H x W plane for 32 channels; one forward launch, one backward launch plus
 /// a reduction) for x of shape (B, H, W, C) and dtype `dtype` (f32 or bf16), rather than the split
 /// path. It does for stride 1, K = 3, 5 or 7, at least one level, H * W <= 256 and planes that fit
-/// the device's shared memory. Benchmarks label their I/O model with it.
+/// the device's shared memory. Benchmarks label their I/O model with it. Throws hg::Error for x not
+/// 4-D, another dtype, or more levels than the CUDA kernels take.
 bool wtconv_plane_path(const Shape& x, int K, int levels, int stride, DType dtype, bool backward);
 
 /// Where the split path (fused mode, not wtconv_plane_path) hands its levels to a level tail: the

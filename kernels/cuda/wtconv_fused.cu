@@ -30,6 +30,7 @@
 // and the public functions. The steps: wtconv_fold.cu (the folded weights, the base path's
 // gradients), wtconv_synthesis.cu, wtconv_plane_host.cu (the whole-plane path) and wtconv_split.cu
 // (the split levels and the level tail), declared in wtconv_fused.cuh.
+#include <limits>
 #include <string>
 
 #include "core/cuda_stream.h"
@@ -48,6 +49,11 @@ int check_inputs(const char* op, const Tensor& x, const WTConvWeights& w, int st
   HG_CHECK(K <= kMaxK, op, ": K must be <= ", kMaxK, " on cuda, got ", K);
   HG_CHECK(w.levels() <= kMaxLevels, op, ": at most ", kMaxLevels, " levels on cuda, got ",
            w.levels());
+  // the kernels index B, H, W and 4C as int (their element offsets are 64-bit)
+  constexpr int64_t kInt = std::numeric_limits<int>::max();
+  HG_CHECK(x.size(0) <= kInt && x.size(1) <= kInt && x.size(2) <= kInt && 4 * x.size(3) <= kInt, op,
+           ": x ", shape_str(x.shape()),
+           " is larger than the kernels index (B, H, W and 4C at most 2^31 - 1)");
   // the parameters are f32 whatever x is (mixed precision: f32 master weights, read in f32)
   auto on_gpu = [&](const Tensor& t, const std::string& name) {
     HG_CHECK(t.device() == Device::cuda && t.dtype() == DType::f32 && t.is_contiguous(), op, ": ",
