@@ -4,12 +4,20 @@
 # as a PNG image folder (haargrad export-png) and read through the image_folder loader.
 # Writes OUT/loss-curves.csv: step, model, precision, the running-mean train loss the log prints
 # every 10 steps, and the mean loss of those 10 steps alone (from two running means); and per run
-# its log. Usage (GPU machine): scripts/bf16-loss-curves.sh HAARGRAD FASHION_MNIST_DIR OUT_DIR
+# its log. A run that fails (a bf16 run that diverges stops at its non-finite loss) keeps the
+# steps it logged in the file, and the script exits 1 after the others.
+# Usage (GPU machine): scripts/bf16-loss-curves.sh HAARGRAD FASHION_MNIST_DIR OUT_DIR
 set -euo pipefail
+[ $# -eq 3 ] || { echo "usage: $0 HAARGRAD FASHION_MNIST_DIR OUT_DIR" >&2; exit 2; }
 HG=$1 FM=$2 OUT=$3
 mkdir -p "$OUT"
 IMG=$OUT/fmnist-png
-[ -d "$IMG/train" ] || "$HG" export-png --data-dir "$FM" --out "$IMG" --limit-per-class 4000 > "$OUT/export.log" 2>&1
+if [ ! -d "$IMG/train" ] &&
+   ! "$HG" export-png --data-dir "$FM" --out "$IMG" --limit-per-class 4000 > "$OUT/export.log" 2>&1; then
+  echo "export-png failed:" >&2
+  tail -5 "$OUT/export.log" >&2
+  exit 1
+fi
 cat > "$OUT/curves.yaml" <<YAML
 dataset: image_folder
 data_dir: $IMG
@@ -32,14 +40,23 @@ workers: 14
 device: cuda
 YAML
 echo "step,model,precision,running_loss,window_loss" > "$OUT/loss-curves.csv"
+failed=()
 for m in convnext_tiny wtconvnext_tiny; do
   for p in fp32 bf16; do
-    "$HG" train "$OUT/curves.yaml" --model $m --precision $p --output "$OUT/runs" --experiment $m-$p \
-      --plain > "$OUT/$m-$p.log" 2>&1 || { echo "$m $p failed:"; tail -5 "$OUT/$m-$p.log"; continue; }
+    if ! "$HG" train "$OUT/curves.yaml" --model $m --precision $p --output "$OUT/runs" \
+      --experiment $m-$p --plain > "$OUT/$m-$p.log" 2>&1; then
+      echo "$m $p failed:"
+      tail -5 "$OUT/$m-$p.log"
+      failed+=("$m-$p")
+    fi
     grep -oE "step [0-9]+/[0-9]+ loss [0-9.]+" "$OUT/$m-$p.log" |
       awk -v m=$m -v p=$p '{split($2, a, "/"); s = a[1]; l = $4;
         w = (s * l - ps * pl) / (s - ps); printf "%d,%s,%s,%.5f,%.5f\n", s, m, p, l, w; ps = s; pl = l}' \
-      >> "$OUT/loss-curves.csv"
-    grep -E "top-1" "$OUT/$m-$p.log" | tail -1
+      >> "$OUT/loss-curves.csv" || true  # a run that failed before its first log line has none
+    grep -E "top-1" "$OUT/$m-$p.log" | tail -1 || true
   done
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "bf16-loss-curves: ${failed[*]} failed (their logs in $OUT; their logged steps are in the CSV)" >&2
+  exit 1
+fi

@@ -58,10 +58,10 @@ if has test; then
   skipped "$OUT/ops-gpu-tests.log" ops_gpu_tests
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED  \]|PENDING" "$OUT/ops-gpu-tests.log" | tail -40
   if [ -x "$BUILD/tests/test_models" ]; then
-    log "golden test on the CPU (f64 + f32)"
+    log "golden test on the CPU (f64, f32, bf16)"
     "$BUILD/tests/test_models" --gtest_filter='Golden*' > "$OUT/golden-cpu.log" 2>&1
     status[golden_cpu]=$?
-    grep -E "golden f|PASSED|FAILED" "$OUT/golden-cpu.log"
+    grep -E "golden (f|bf)|PASSED|FAILED" "$OUT/golden-cpu.log"
   fi
 fi
 if has sanitize; then
@@ -92,7 +92,8 @@ if has bench-layer; then
   status[bench_layer_bf16]=${PIPESTATUS[0]}
   log "bench-layer --cudnn-dw: cuDNN's depthwise convs beside ours (the dw rows)"
   $BUILD/haargrad bench-layer --cudnn-dw --iters 10 --output "$OUT/bench_layer_cudnn.json" 2>&1 \
-    | grep -E "^impl|dw " | tee "$OUT/bench_layer_cudnn.txt"
+    | tee "$OUT/bench_layer_cudnn.log" | grep -E "^impl|dw |error" | tee "$OUT/bench_layer_cudnn.txt"
+  status[bench_layer_cudnn]=${PIPESTATUS[0]}
 fi
 if has bench; then
   log "bench (ConvNeXt-T vs WTConvNeXt-T, batch 128, 224 px)"
@@ -149,6 +150,7 @@ if has train; then
   log "train: ConvNeXt-T and WTConvNeXt-T at 224 px from an ImageFolder of Fashion-MNIST PNGs (40 steps)"
   rm -rf /tmp/fmnist_png  # export-png writes into a new or empty folder only
   $BUILD/haargrad export-png --data-dir "$FMNIST" --out /tmp/fmnist_png --limit-per-class 600 > "$OUT/export.log" 2>&1
+  status[export_png]=$?
   for m in convnext_tiny wtconvnext_tiny; do
     $BUILD/haargrad train configs/$m.yaml --device cuda --data-dir /tmp/fmnist_png --val-split val \
       --num-classes 10 --epochs 1 --max-steps-per-epoch 40 --grad-accum-steps 1 --warmup-epochs 0 \

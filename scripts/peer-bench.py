@@ -12,10 +12,15 @@ Modes (timm train.py's options):
   amp_bf16      torch.autocast(bfloat16), channels-last
   compile_bf16  torch.compile + channels-last + autocast(bfloat16)
 Each row: a training step (zero_grad, forward, cross-entropy, backward, AdamW lr 1e-3 wd 0.05 as
-`haargrad bench`) timed with CUDA events after warm-up, median of --steps; inference likewise;
-peak allocated (live) and reserved (held from the driver) memory of the training phase, their
-ratio, and the driver's figure (cudaMemGetInfo used after the steps minus before the model), as
-`haargrad bench` writes them. `precision` is bench's name (fp32, tf32, bf16), `mode` the row's.
+`haargrad bench`) timed with CUDA events after warm-up (at least one step, as bench: torch.compile's
+and cuDNN's autotuning stay out of the timed steps), median of --steps; inference likewise. Memory
+as bench measures it: the peak of allocated (live) and reserved (held from the driver) bytes of the
+timed steps (the peaks reset after the warm-up) of each phase, the cache emptied between inference
+and training, their ratio, and the driver's figure (cudaMemGetInfo used after the steps minus
+before the model). The rows hold every key of bench's JSON rows: what torch has no figure for
+(bench's memory categories, host syncs, graph nodes) is null. `precision` is bench's name (fp32,
+tf32, bf16), `mode` the row's, `impl` timm's and torch's versions. Exit status 1 when a mode failed
+(its row says why).
 """
 import argparse
 import json
@@ -39,20 +44,35 @@ def parse_args():
     return p.parse_args()
 
 
-def timed(torch, fn, warmup, steps):
-    """Median/min/max milliseconds of fn() over `steps` calls, after `warmup` calls."""
-    for _ in range(warmup):
+def timed(torch, fn, warmup, steps, after_warmup=None):
+    """Median/mean/min/max milliseconds of fn() over `steps` calls, after max(1, warmup) calls.
+
+    The steps are timed between consecutive CUDA events with one host wait at the end, as bench
+    times them between device marks; `after_warmup` runs once the warm-up is done (a peak reset).
+    """
+    for _ in range(max(1, warmup)):
         fn()
     torch.cuda.synchronize()
-    ms = []
-    for _ in range(steps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+    if after_warmup is not None:
+        after_warmup()
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+    events[0].record()
+    for i in range(steps):
         fn()
-        end.record()
-        end.synchronize()
-        ms.append(start.elapsed_time(end))
+        events[i + 1].record()
+    events[-1].synchronize()
+    ms = [events[i].elapsed_time(events[i + 1]) for i in range(steps)]
     return {"median": statistics.median(ms), "mean": statistics.mean(ms), "min": min(ms), "max": max(ms)}
+
+
+def peaks(torch):
+    """(live, reserved) peak bytes since the last reset_peak_memory_stats."""
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+
+
+def impl(torch, timm):
+    return "timm " + timm.__version__ + " / torch " + torch.__version__
 
 
 def device_used(torch):
@@ -97,33 +117,47 @@ def run_mode(torch, timm, args, mode):
         opt.step()
 
     model.eval()
-    inf = timed(torch, infer, args.warmup, args.steps)
+    inf = timed(torch, infer, args.warmup, args.steps, torch.cuda.reset_peak_memory_stats)
+    inf_peak, inf_reserved = peaks(torch)
+    inf_driver = device_used(torch) - baseline
+    torch.cuda.empty_cache()  # as bench between its phases: training starts from its own cache
     model.train()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    tr = timed(torch, train, args.warmup, args.steps)
-    torch.cuda.synchronize()
+    tr = timed(torch, train, args.warmup, args.steps, torch.cuda.reset_peak_memory_stats)
+    peak, reserved = peaks(torch)
     driver = device_used(torch) - baseline
     mib = 1024.0 * 1024.0
-    peak, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
     params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    fixed = sum(p.numel() for p in model.parameters() if not p.requires_grad)
     row = {
-        "impl": "timm " + timm.__version__ + " / torch " + torch.__version__,
-        "model": args.model, "precision": PRECISION[mode], "mode": mode, "device": "cuda",
-        "status": "ok",
+        "model": args.model, "precision": PRECISION[mode], "wtconv": None, "device": "cuda",
+        "status": "ok", "error": "",
         "infer_samples_per_sec": round(args.batch * 1000.0 / inf["median"], 2),
-        "infer_step_time": round(inf["median"], 3), "infer_step_time_mean": round(inf["mean"], 3),
+        "infer_step_time": round(inf["median"], 3), "infer_step_time_min": round(inf["min"], 3),
+        "infer_step_time_max": round(inf["max"], 3), "infer_step_time_mean": round(inf["mean"], 3),
+        "infer_batch_size": args.batch, "infer_img_size": args.img_size,
         "train_samples_per_sec": round(args.batch * 1000.0 / tr["median"], 2),
-        "train_step_time": round(tr["median"], 3), "train_step_time_mean": round(tr["mean"], 3),
-        "train_step_time_min": round(tr["min"], 3), "train_step_time_max": round(tr["max"], 3),
+        "train_step_time": round(tr["median"], 3), "train_step_time_min": round(tr["min"], 3),
+        "train_step_time_max": round(tr["max"], 3), "train_step_time_mean": round(tr["mean"], 3),
         "train_batch_size": args.batch, "train_img_size": args.img_size,
-        "train_peak_total_mib": round(peak / mib, 1),
-        "train_reserved_mib": round(reserved / mib, 1),
-        "train_reserved_ratio": round(reserved / peak, 3) if peak else None,
-        "train_device_used_mib": round(driver / mib, 2),
         "param_count": round(params / 1e6, 2), "param_count_exact": params,
-        "steps": args.steps, "warmup": args.warmup,
+        "param_count_fixed": fixed, "requested_batch_size": args.batch,
+        "steps": args.steps, "warmup": max(1, args.warmup),
+        "opt": "adamw", "lr": 1e-3, "weight_decay": 0.05, "smoothing": 0.0,
     }
+    for phase, live, held, used in (("infer", inf_peak, inf_reserved, inf_driver),
+                                    ("train", peak, reserved, driver)):
+        for category in ("parameters", "gradients", "optimizer_state", "activations", "workspace"):
+            row[f"{phase}_peak_{category}_mib"] = None  # torch's allocator keeps no categories
+        row[f"{phase}_peak_total_mib"] = round(live / mib, 2)
+        row[f"{phase}_reserved_mib"] = round(held / mib, 2)
+        row[f"{phase}_reserved_ratio"] = round(held / live, 3) if live else None
+        row[f"{phase}_system_allocs"] = None
+        row[f"{phase}_host_syncs"] = None
+        row[f"{phase}_device_used_mib"] = round(used / mib, 2)
+    row["train_graph_nodes"] = None
+    row["baseline_device_used_mib"] = round(baseline / mib, 2)
+    row["mode"] = mode
+    row["impl"] = impl(torch, timm)
     del model, step_model, opt
     return row
 
@@ -146,9 +180,10 @@ def main():
         try:
             rows.append(run_mode(torch, timm, args, mode))
         except Exception as e:  # one failing mode must not hide the others' figures
-            rows.append({"model": args.model, "precision": PRECISION.get(mode, mode), "mode": mode,
-                         "status": "failed", "error": str(e)[:300]})
-    print(f"{'peer':<16} {'mode':<13} {'train img/s':>11} {'ms/step':>8} {'live MiB':>9} "
+            rows.append({"model": args.model, "precision": PRECISION.get(mode, mode), "device": "cuda",
+                         "status": "failed", "error": str(e)[:300], "mode": mode,
+                         "impl": impl(torch, timm)})
+    print(f"{'model':<16} {'mode':<13} {'train img/s':>11} {'ms/step':>8} {'live MiB':>9} "
           f"{'reserved MiB':>12} {'ratio':>6} {'driver MiB':>10} {'infer img/s':>11}")
     for r in rows:
         if r["status"] != "ok":
@@ -163,6 +198,9 @@ def main():
             json.dump(rows, f, indent=2)
         import os
         os.replace(args.output + ".tmp", args.output)
+    failed = [r["mode"] for r in rows if r["status"] != "ok"]
+    if failed:
+        sys.exit(f"peer-bench: mode(s) {', '.join(failed)} failed (their rows say why)")
 
 
 if __name__ == "__main__":

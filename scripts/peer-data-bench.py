@@ -87,7 +87,6 @@ def main():
         for x, _ in dl:
             n += x.shape[0]
         dt = time.perf_counter() - t0
-        del x
         if epoch >= a.bench_warmup:
             seconds += dt
             images += n
@@ -97,8 +96,10 @@ def main():
     row = {
         "jpeg_decoder": "torchvision_pil", "split": a.split, "workers": a.workers, "batch_size": a.batch_size,
         "img_size": a.img_size, "images": images, "seconds": seconds,
-        "img_per_sec": images / seconds, "mb_per_sec": bytes_ / 1e6 / seconds,
-        "busy_fraction": min(1.0, busy_s / (seconds * a.workers)),
+        # a split of fewer images than one batch gives none (drop_last), as bench-data's zero row
+        "img_per_sec": images / seconds if seconds > 0 else 0.0,
+        "mb_per_sec": bytes_ / 1e6 / seconds if seconds > 0 else 0.0,
+        "busy_fraction": min(1.0, busy_s / (seconds * a.workers)) if seconds > 0 else 0.0,
         "worker_img_per_sec": images / busy_s * a.workers if busy_s > 0 else 0.0,
         "cpu_ms_per_img": 1e3 * cpu_s / images if images else 0.0,
         "torch": torch.__version__,

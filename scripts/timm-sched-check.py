@@ -137,7 +137,8 @@ def flag(key, value):
 def run_haargrad(exe, name, keys, out_dir):
     keys = dict(keys)
     resume_after = keys.pop("resume_after", None)
-    cmd = [exe, "train", "configs/smoke.yaml", "--device", "cpu", "--plain", "--output", out_dir,
+    smoke = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "smoke.yaml")
+    cmd = [exe, "train", smoke, "--device", "cpu", "--plain", "--output", out_dir,
            "--experiment", name, "--log-interval", "1"]
     for k, v in keys.items():
         cmd += flag(k, v)
