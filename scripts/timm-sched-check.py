@@ -212,7 +212,8 @@ def close(a, b, rel):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--haargrad", default="build/haargrad")
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    ap.add_argument("--haargrad", default=os.path.join(repo, "build", "haargrad"))
     ap.add_argument("--out", help="write the cases' lrs and verdicts as JSON here")
     args = ap.parse_args()
     results, ok = {}, True

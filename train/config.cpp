@@ -183,7 +183,9 @@ const std::vector<Field>& table() {
        "(num_classes, in_chans and ls_init_value are always the config's)"},
       {"num_classes", &Config::num_classes, int_sized(1), "classifier outputs"},
       {"img_size", &Config::img_size, int_sized(1),
-       "square input side in pixels (train crop and eval size)"},
+       "square input side in pixels (train crop and eval size); not given or null: the model's "
+       "own (224; wtconvnext_fmnist 28), which a --model that replaces the config's model also "
+       "gives when the size was the replaced model's own"},
       {"in_chans", &Config::in_chans, closed(1, 3), "input channels: 1 (grayscale) or 3 (RGB)"},
       {"depths", &Config::depths, int_sized(1).len(0, 4),
        "blocks per stage (at most 4, as timm); [] or null = the model's"},
@@ -1283,13 +1285,31 @@ void take_timm_data(const YAML::Node& root, const std::string& source, Config& c
   locs["data_dir"] = where;
 }
 
+// The input size `model` is meant for (timm's img_size None: the model's pretrained config),
+// or `fallback` for a name that is no model (the model key's own check names it).
+int64_t model_img_size(const std::string& model, int64_t fallback) {
+  try {
+    return model_config(model).default_img_size;
+  } catch (const Error&) {
+    return fallback;
+  }
+}
+
+// A node that is timm's None or '': the key left to its default.
+bool unset_node(const YAML::Node& node) {
+  return !node || node.IsNull() || (node.IsScalar() && node.Scalar().empty());
+}
+
 // `set_later`: the keys the command line sets next (load_config_with_overrides), else null. As
 // timm's train.py, whose config file only gives its options' defaults, such a key's value in the
 // file is not checked (`opt: lamb` in a timm args.yaml beside --opt adamw), and the checks between
 // keys wait for the command line (apply_overrides runs them on the result: a file's `opt: sgd`
 // with `momentum: 0` beside --momentum 0.9).
+// `file_locs`, when given, receives where each key came from (apply_overrides names a key the
+// command line leaves at its line).
 Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeCheck img_size,
-                  const std::set<std::string>* set_later = nullptr) {
+                  const std::set<std::string>* set_later = nullptr,
+                  Locations* file_locs = nullptr) {
   Config cfg;
   if (root.IsNull()) return cfg;  // an empty file means all defaults
   if (!root.IsMap())
@@ -1310,15 +1330,21 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
     } else {
       try {  // kept where valid: a --model beside it compares the file's model (apply_overrides)
         assign(*f, cfg, kv.second, where);
-      } catch (const Error&) {  // the command line's value replaces it
+      } catch (const Error&) {  // the default until the command line's value replaces it
+        std::visit([&](auto member) { cfg.*member = Config{}.*member; }, f->member);
       }
     }
     locs[key] = where;
   }
   take_input_size(root, source, cfg, locs);
+  // no img_size (nor input_size), or timm's None: the model's own size, as timm's (224 but for
+  // wtconvnext_fmnist's 28: its file without img_size trained at 224 px)
+  if (unset_node(root["img_size"]) && unset_node(root["input_size"]))
+    cfg.img_size = model_img_size(cfg.model, cfg.img_size);
   take_timm_data(root, source, cfg, locs);
   broadcast_mean_std(cfg);
   if (set_later == nullptr) validate_at(cfg, locs, "default value", img_size);
+  if (file_locs != nullptr) *file_locs = locs;
   return cfg;
 }
 
@@ -1696,7 +1722,8 @@ bool yaml_name(const std::string& path) {
 namespace {
 
 Config read_config_file(const std::string& path, ImgSizeCheck img_size,
-                        const std::set<std::string>* set_later) {
+                        const std::set<std::string>* set_later = nullptr,
+                        Locations* file_locs = nullptr) {
   std::error_code ec;
   HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,
            "' is a folder, not a YAML file (e.g. configs/fashion_mnist.yaml or a run's args.yaml)");
@@ -1759,13 +1786,13 @@ Config read_config_file(const std::string& path, ImgSizeCheck img_size,
         "config: '{}' holds no keys (it is empty, comments or null): every key has its default "
         "(configs/fashion_mnist.yaml or a run's args.yaml is a start)",
         path);
-  return parse_root(root, path, img_size, set_later);
+  return parse_root(root, path, img_size, set_later, file_locs);
 }
 
 }  // namespace
 
 Config load_config(const std::string& path, ImgSizeCheck img_size) {
-  return read_config_file(path, img_size, nullptr);
+  return read_config_file(path, img_size);
 }
 
 // The keys that shape a variant's architecture beside its name. A config file's values were
@@ -1895,12 +1922,19 @@ std::vector<OverrideWord> read_override_words(const std::vector<std::string>& ar
 
 }  // namespace
 
-void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base,
-                     ImgSizeCheck img_size) {
+namespace {
+
+// apply_overrides of words read_override_words gave; `file_locs`: where each key of the config
+// file `base` came from (load_config_with_overrides), else null (the file is read again for a
+// message's lines).
+void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
+                          const std::string& base, ImgSizeCheck img_size,
+                          const Locations* file_locs) {
   const Where cmd{"command line", -1};
   const std::string model_before = cfg.model;
   Locations locs;
-  for (const OverrideWord& word : read_override_words(args)) {
+  bool img_size_unset = false;  // --img-size null: timm's None, the model's own size
+  for (const OverrideWord& word : words) {
     const Field* f = word.field;
     const std::string& key = word.key;
     std::string value = word.value;
@@ -1933,6 +1967,7 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
     }
     assign(*f, cfg, node, cmd);
     locs[key] = cmd;
+    if (key == "img_size") img_size_unset = yaml_null;
   }
   // --in-chans 1 over a config's RGB mean / std (the defaults: ImageNet's): one value each, their
   // average, unless they are given too
@@ -1946,6 +1981,7 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
     }
   }
   broadcast_mean_std(cfg);
+  if (img_size_unset) cfg.img_size = model_img_size(cfg.model, cfg.img_size);
   if (cfg.model != model_before) {
     // an unknown name is said as such, before the message below says it replaces the config's
     try {
@@ -1961,6 +1997,13 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
       dropped += str(dropped.empty() ? "" : ", ", key, " ", yaml_value(cfg, f));
       assign(f, cfg, YAML::Load(yaml_value(defaults, f)), cmd);
     }
+    // an img_size that was the replaced model's own follows the new one's, as timm's None does
+    const int64_t own = model_img_size(cfg.model, cfg.img_size);
+    if (!locs.count("img_size") && cfg.img_size == model_img_size(model_before, -1) &&
+        own != cfg.img_size) {
+      dropped += str(dropped.empty() ? "" : ", ", "img_size ", cfg.img_size);
+      cfg.img_size = own;
+    }
     if (!dropped.empty())
       spdlog::info(
           "--model {} replaces {}: the config's {} (written for {}) give way to {}'s own (set them "
@@ -1975,7 +2018,8 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
                             : base.empty() ? std::string("value before the command line")
                                            : str(base, " or its default");
   std::error_code ec;
-  if (defaults || base.empty() || !std::filesystem::is_regular_file(base, ec))
+  if (file_locs == nullptr &&
+      (defaults || base.empty() || !std::filesystem::is_regular_file(base, ec)))
     return validate_at(cfg, locs, unset.c_str(), img_size);
   try {
     validate_at(cfg, locs, unset.c_str(), img_size);
@@ -1989,27 +2033,41 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& args, const st
       for (const char* key : kArchitectureKeys)
         if (!named.count(key)) named[key] = Where{str(cfg.model, "'s default (--model)"), -1};
     bool read = false;
-    try {
-      const YAML::Node root = YAML::LoadFile(base);
-      if (root.IsMap())
-        for (const auto& kv : root)
-          if (kv.first.IsScalar() && find_field(kv.first.Scalar()) &&
-              !named.count(kv.first.Scalar()))
-            named[kv.first.Scalar()] = where_of(kv.first, Where{base, 1});
+    if (file_locs != nullptr) {  // input_size's and data's keys at their lines too
+      for (const auto& [key, where] : *file_locs) named.emplace(key, where);
       read = true;
-    } catch (const YAML::Exception&) {  // read before, so not expected: the first message stays
+    } else {
+      try {
+        const YAML::Node root = YAML::LoadFile(base);
+        if (root.IsMap())
+          for (const auto& kv : root)
+            if (kv.first.IsScalar() && find_field(kv.first.Scalar()) &&
+                !named.count(kv.first.Scalar()))
+              named[kv.first.Scalar()] = where_of(kv.first, Where{base, 1});
+        read = true;
+      } catch (const YAML::Exception&) {  // read before, so not expected: the first message stays
+      }
     }
     if (read) validate_at(cfg, named, str("the default: not in ", base).c_str(), img_size);
     throw;  // the first message (the same check fails again above, with the lines)
   }
 }
 
+}  // namespace
+
+void apply_overrides(Config& cfg, const std::vector<std::string>& args, const std::string& base,
+                     ImgSizeCheck img_size) {
+  apply_override_words(cfg, read_override_words(args), base, img_size, nullptr);
+}
+
 Config load_config_with_overrides(const std::string& path, const std::vector<std::string>& args,
                                   ImgSizeCheck img_size) {
+  const std::vector<OverrideWord> words = read_override_words(args);
   std::set<std::string> set_later;
-  for (const OverrideWord& word : read_override_words(args)) set_later.insert(word.key);
-  Config cfg = read_config_file(path, img_size, &set_later);
-  apply_overrides(cfg, args, path, img_size);
+  for (const OverrideWord& word : words) set_later.insert(word.key);
+  Locations file_locs;
+  Config cfg = read_config_file(path, img_size, &set_later, &file_locs);
+  apply_override_words(cfg, words, path, img_size, &file_locs);
   return cfg;
 }
 

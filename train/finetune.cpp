@@ -81,7 +81,7 @@ InitialCheckpoint load_initial_checkpoint(const std::string& path, ConvNeXt& mod
   // weights of a diverged run: its first step's loss would be NaN, which names no file
   check_finite_weights(model, str("initial_checkpoint ", path),
                        "start from an earlier checkpoint of that run");
-  if (r.head_reinitialised && r.checkpoint_classes == 0)
+  if (headless)
     spdlog::warn(
         "initial_checkpoint {}: it holds no classifier (head.fc: a backbone, timm's "
         "num_classes=0), the model's {} classes start from head.fc's initialisation",

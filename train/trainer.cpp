@@ -81,6 +81,7 @@ bool file_exists(const fs::path& p) {
 struct GoodCheckpoints {
   std::optional<std::string> resumable;  // path, with where it stands
   std::string resumable_at;
+  int64_t resumable_step = 0;  // the step of the epoch it ends at (a recovery checkpoint), else 0
   std::optional<std::string> best;  // model_best.safetensors, with its epoch and top-1
   std::string best_is;
 
@@ -90,6 +91,13 @@ struct GoodCheckpoints {
     if (best) s += str("; the best model is ", *best, " (", best_is, ")");
     return s;
   }
+
+  // What a stop in the epoch loses: the whole epoch, or what came after the recovery checkpoint.
+  std::string unsaved() const {
+    return resumable_step > 0
+               ? str("nothing of this epoch after step ", resumable_step, " is saved")
+               : std::string("nothing of this epoch is saved");
+  }
 };
 
 std::string position(int64_t epoch, int64_t step) {
@@ -98,11 +106,9 @@ std::string position(int64_t epoch, int64_t step) {
 
 // The run's best so far as messages name it, by what ranks its epochs: "top-1 91.20%" ("EMA
 // top-1 91.40%" in a run with a model EMA), or in a run without validation "train loss 0.4123".
-std::string best_score(const TrainState& st) {
-  // a run with a model EMA evaluates it every epoch and ranks by its top-1 (rank_top1)
-  return st.best_train_loss >= 0
-             ? fmt::format("train loss {:.4f}", st.best_train_loss)
-             : fmt::format("{}top-1 {:.2f}%", st.eval_top1_ema >= 0 ? "EMA " : "", st.best_top1);
+std::string best_score(const TrainState& st, bool ema) {
+  return st.best_train_loss >= 0 ? fmt::format("train loss {:.4f}", st.best_train_loss)
+                                 : fmt::format("{}top-1 {:.2f}%", ema ? "EMA " : "", st.best_top1);
 }
 
 // The files of a run folder the trainer writes.
@@ -194,6 +200,11 @@ struct Session {
   // no_resume_opt, taken out of cfg (run_session): this resume's alone, not the run's record
   bool no_resume_opt = false;
 };
+
+// Whether the run ranks its epochs by its model EMA's top-1 (it evaluates the EMA each epoch:
+// rank_top1), so that the best is named as the EMA's score. Of the session, not of a checkpoint's
+// state (a recovery checkpoint keeps no evaluation).
+bool ranks_by_ema(const Session& s) { return s.cfg.model_ema && has_validation(s.cfg); }
 
 // Where one epoch stands: the micro-batches done, their loss and images, the time spent.
 struct EpochProgress {
@@ -456,7 +467,7 @@ std::optional<TrainResult> already_finished(const Session& s) {
       done_epochs == run
           ? str("all ", done_epochs, " epochs of this run are done")
           : str("this run has done ", done_epochs, " epochs, more than ", run_epochs_text(s.cfg)),
-      best_score(*s.resumed), s.resumed->best_epoch,
+      best_score(*s.resumed, ranks_by_ema(s)), s.resumed->best_epoch,
       done_epochs == run ? std::string("higher")
                          : str("above ", epochs_for_run(s.cfg, done_epochs + 1) - 1),
       unused_schedule.empty()
@@ -881,9 +892,10 @@ void restore_checkpoint(Session& s) {
   }
   s.good.resumable = s.resume_path;
   s.good.resumable_at = position(s.st.epoch, s.st.step_in_epoch);
+  s.good.resumable_step = s.st.step_in_epoch;
   if (s.st.best_epoch >= 1 && file_exists(s.paths.best)) {
     s.good.best = s.paths.best.string();
-    s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s.st));
+    s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s.st, ranks_by_ema(s)));
   }
 }
 
@@ -909,8 +921,8 @@ void carry_best_into_folder(Session& s) {
     }
     if (!held || (held->epoch == s.st.best_epoch && held->step_in_epoch == 0)) return;
     stale = str(s.paths.best.string(), " holds epoch ", held->epoch,
-                ", not the run's best so far (epoch ", s.st.best_epoch, ", ", best_score(s.st),
-                "): a stop or a failed write cut off its copy");
+                ", not the run's best so far (epoch ", s.st.best_epoch, ", ",
+                best_score(s.st, ranks_by_ema(s)), "): a stop or a failed write cut off its copy");
   }
   std::string from;
   if (s.st.best_epoch == s.st.epoch && s.st.step_in_epoch == 0) {
@@ -932,7 +944,7 @@ void carry_best_into_folder(Session& s) {
       spdlog::info(
           "model_best: the run's best so far (epoch {}, {}) is not in this folder; its "
           "model_best comes with the first epoch that beats it",
-          s.st.best_epoch, best_score(s.st));
+          s.st.best_epoch, best_score(s.st, ranks_by_ema(s)));
     else if (!stale.empty())
       spdlog::warn(
           "model_best: {}, and that best is in no checkpoint of this folder; model_best comes "
@@ -942,13 +954,13 @@ void carry_best_into_folder(Session& s) {
       spdlog::warn(
           "model_best: {} is missing and the run's best so far (epoch {}, {}) is in no "
           "checkpoint of this folder; model_best comes with the first epoch that beats it",
-          s.paths.best.string(), s.st.best_epoch, best_score(s.st));
+          s.paths.best.string(), s.st.best_epoch, best_score(s.st, ranks_by_ema(s)));
     if (!stale.empty()) s.good.best.reset();  // it is not the best the messages would name
     return;
   }
   io::copy_file_atomic(from, s.paths.best.string());
   s.good.best = s.paths.best.string();
-  s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s.st));
+  s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s.st, ranks_by_ema(s)));
   if (s.claimed)
     spdlog::info("model_best: {} (epoch {}, the run's best so far) is this folder's model_best",
                  from, s.st.best_epoch);
@@ -1009,8 +1021,8 @@ void read_losses(Session& s, int64_t epoch, EpochProgress& p) {
                               : r.steps.empty() ? std::string("another rank's steps")
                                                 : str("another rank's steps ", r.steps.front() + 1,
                                                       "..", r.steps.back() + 1);
-    throw Error(str("non-finite loss at epoch ", epoch + 1, " ", where,
-                    ": stopping; nothing of this epoch is saved; ", s.good.describe()));
+    throw Error(str("non-finite loss at epoch ", epoch + 1, " ", where, ": stopping; ",
+                    s.good.unsaved(), "; ", s.good.describe()));
   }
   p.loss_sum += global[0];
   p.images += static_cast<int64_t>(global[1]);
@@ -1167,6 +1179,7 @@ void tune_threads(ThreadTuner& tuner, double step_seconds, int64_t images) {
 }
 
 void write_recovery(Session& s, int64_t epoch, const EpochProgress& p);
+void check_recovery_weights(const Session& s, int64_t epoch, const EpochProgress& p);
 
 // Trains epoch `epoch` from where the run stands (a recovery checkpoint may have done part of it);
 // stops early at Ctrl-C (or the test hook) on any rank.
@@ -1218,6 +1231,7 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
     if (s.cfg.recovery_interval > 0 && update_done && p.step < s.steps_per_epoch &&
         (p.step / s.accum) % s.cfg.recovery_interval == 0) {
       settle();
+      check_recovery_weights(s, epoch, p);
       write_recovery(s, epoch, p);
     }
   }
@@ -1313,7 +1327,7 @@ void remade_folder_stop(const Session& s, int64_t epoch, bool last) {
 // update") left them so after `losses` finite losses (each read before its update), and `saved`
 // says what is not written.
 void check_weights_finite(const Session& s, const std::string& what, const char* losses,
-                          const char* saved) {
+                          const std::string& saved) {
   for (const ConvNeXt* m : {static_cast<const ConvNeXt*>(s.model.get()), ema_module(s)}) {
     if (m == nullptr) continue;
     const WeightCount w = nonfinite_weights(*m);
@@ -1326,19 +1340,20 @@ void check_weights_finite(const Session& s, const std::string& what, const char*
   }
 }
 
-// The position (whole updates only) in recovery.safetensors: at a stop (save_recovery) and every
-// recovery_interval updates (train_epoch). Every rank calls it on the same step. The losses read
-// so far came before their updates, and the last update may have left the weights non-finite (a
-// diverging lr): such a file, and the args.yaml written with it, were what resume then refused,
-// and what the run's messages sent it to instead no longer matched args.yaml. So the weights
-// are checked first, and a written file is what the run can go on from.
+// Before a recovery checkpoint is written: the losses read so far came before their updates, and
+// the last update may have left the weights non-finite (a diverging lr). Such a file, and the
+// args.yaml written with it, were what resume then refused, and what the run's messages sent it
+// to instead no longer matched args.yaml. Every rank calls it on the same step (the weights are
+// the same on every rank: each throws).
 void check_recovery_weights(const Session& s, int64_t epoch, const EpochProgress& p) {
   check_weights_finite(s, str("epoch ", epoch + 1, " step ", p.step, ": the updates so far"),
                        "their", "no recovery checkpoint is written");
 }
 
+// The position (whole updates only) in recovery.safetensors, after check_recovery_weights: at a
+// stop (save_recovery) and every recovery_interval updates (train_epoch). Every rank calls it on
+// the same step. The file written is then what the run can go on from.
 void write_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
-  check_recovery_weights(s, epoch, p);
   TrainState rs = s.st;
   rs.epoch = epoch;
   rs.step_in_epoch = p.step;
@@ -1358,6 +1373,7 @@ void write_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   write_pending_args(s);
   s.good.resumable = s.paths.recovery.string();
   s.good.resumable_at = position(epoch, p.step);
+  s.good.resumable_step = p.step;
 }
 
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
@@ -1509,7 +1525,7 @@ void record_epoch(Session& s, int64_t epoch, const EpochProgress& p, const Epoch
 // refused by resume and validate. It stops the run as a non-finite evaluation does.
 void check_weights_after_epoch(const Session& s, int64_t epoch) {
   check_weights_finite(s, str("epoch ", epoch + 1, ": its last update"), "the epoch's",
-                       "nothing of this epoch is saved (summary.csv records it)");
+                       str(s.good.unsaved(), " (summary.csv records it)"));
 }
 
 // Evaluates the model (and EMA; nothing in a run without validation), records the epoch, and stops
@@ -1539,10 +1555,8 @@ std::optional<EpochScores> evaluate_epoch(Session& s, int64_t epoch, const Epoch
     HG_CHECK(!e || e->finite(), "epoch ", epoch + 1, ": the evaluation ",
              e == &ev.model ? "" : "of the EMA ", "gave non-finite outputs for ", e->nonfinite,
              " of ", e->images, " images (eval loss ", e->loss,
-             "): the model has diverged (a lower lr or clip_grad may help); stopping; nothing of "
-             "this epoch is "
-             "saved (summary.csv records it); ",
-             s.good.describe());
+             "): the model has diverged (a lower lr or clip_grad may help); stopping; ",
+             s.good.unsaved(), " (summary.csv records it); ", s.good.describe());
   return sc;
 }
 
@@ -1643,6 +1657,7 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
   write_pending_args(s);
   s.good.resumable = s.paths.last.string();
   s.good.resumable_at = position(st.epoch, 0);
+  s.good.resumable_step = 0;
   // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it.
   // The epoch's history file comes before model_best, as in timm's CheckpointSaver: a model_best
   // that could not be written (a full disk) lost the epoch's checkpoint-N for good, where resume
@@ -1652,7 +1667,7 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
     if (is_best) {
       if (dist::is_main()) io::copy_file_atomic(s.paths.last.string(), s.paths.best.string());
       s.good.best = s.paths.best.string();
-      s.good.best_is = str("epoch ", st.best_epoch, ", ", best_score(st));
+      s.good.best_is = str("epoch ", st.best_epoch, ", ", best_score(st, ranks_by_ema(s)));
     }
   } catch (const Error& e) {
     throw Error(str(e.what(), "; stopping after epoch ", epoch + 1, ": ", s.good.describe()));
@@ -1936,8 +1951,8 @@ void record_failure(const Session& s, const std::string& what) {
 // command that does, `then` (what to do first). It said the image alone ("cannot decode image
 // '...': ..."), naming neither the checkpoint nor the command that resumes the run.
 std::string stopped_by_data(const Session& s, const std::string& what, const std::string& then) {
-  std::string out = str(what, "; stopping at epoch ", s.st.epoch + 1,
-                        ": nothing of this epoch is saved; ", s.good.describe());
+  std::string out = str(what, "; stopping at epoch ", s.st.epoch + 1, ": ", s.good.unsaved(), "; ",
+                        s.good.describe());
   if (s.good.resumable)
     out += str("; ", then, ", then resume with ", resume_command(s, *s.good.resumable));
   else

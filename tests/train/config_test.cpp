@@ -921,6 +921,18 @@ TEST_F(ConfigTest, TheCommandLineReplacesAFilesValuesBeforeTheyAreChecked) {
   expect_contains(msg, {"'sched'", "lamb.yaml line 2", "wsd"});
   // and a file alone, as before
   expect_contains(load_error("opt: sgd\nmomentum: 0\n"), {"'opt'", "'momentum'"});
+  // a key timm's input_size gave is named at its line (the file is not read again for it)
+  const std::string gray = write("gray.yaml", "lr: 0.01\ninput_size: [1, 32, 32]\n");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{}, std::vector<std::string>{"--lr", "0.1"}}) {
+    std::string err;
+    try {
+      hg::train::load_config_with_overrides(gray, args);
+    } catch (const hg::Error& e) {
+      err = e.what();
+    }
+    expect_contains(err, {"'in_chans' (" + gray + " line 2)"});
+  }
 }
 
 // A key whose value was left out took the next option as its value: "--data-dir --epochs 1" set

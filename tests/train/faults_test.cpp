@@ -277,9 +277,28 @@ TEST_F(Faults, TheBestOfARunWithAModelEmaIsNamedAsTheEmas) {
     return false;
   };
   const std::string msg = error_of([&] { train::train(c, opts); });
-  EXPECT_CONTAINS(msg, "the best model is " +
+  const std::string best = "the best model is " +
                            (root_ / "divema" / "model_best.safetensors").string() +
-                           " (epoch 1, EMA top-1 ");
+                           " (epoch 1, EMA top-1 ";
+  EXPECT_CONTAINS(msg, best);
+  // and after a resume from a recovery checkpoint, whose state holds no evaluation; the loss of a
+  // step after it names what of the epoch is lost
+  c.recovery_interval = 1;
+  opts.after_step = [](int64_t epoch, int64_t step, ConvNeXt& m) {
+    if (epoch == 1 && step == 2) m.head_fc->bias.fill_(std::nan(""));
+    return false;
+  };
+  c.resume = (root_ / "divema" / "last.safetensors").string();
+  (void)error_of([&] { train::train(c, opts); });  // recovery.safetensors after step 1
+  c.resume = (root_ / "divema" / "recovery.safetensors").string();
+  c.recovery_interval = 0;
+  opts.after_step = [](int64_t epoch, int64_t step, ConvNeXt& m) {
+    if (epoch == 1 && step == 3) m.head_fc->bias.fill_(std::nan(""));
+    return false;
+  };
+  const std::string again = error_of([&] { train::train(c, opts); });
+  EXPECT_CONTAINS(again, best);
+  EXPECT_CONTAINS(again, "nothing of this epoch after step 1 is saved");
 }
 
 // Without validation nothing looked at the weights an epoch ends with: an epoch whose last update
@@ -1682,6 +1701,7 @@ TEST_F(Faults, ARecoveryCheckpointIsNeverWrittenFromNonFiniteWeights) {
     EXPECT_CONTAINS(msg, "no recovery checkpoint is written");
     EXPECT_CONTAINS(msg, "the run can go on from " + (dir / "recovery.safetensors").string() +
                              " (epoch 2 after step 1)");
+    EXPECT_EQ(msg.find("nothing of this epoch is saved"), std::string::npos) << msg;
     EXPECT_EQ(msg.find("could not be written"), std::string::npos) << msg;
     const train::TrainState st = state_of(dir / "recovery.safetensors");
     EXPECT_EQ(st.epoch, 1);
