@@ -193,16 +193,31 @@ Image decode_with_stb(const uint8_t* data, size_t size, const std::string& path,
                                                : std::nullopt;
       pnm && pnm->maxval != 255)
     return decode_pnm_scaled(data, *pnm, path, channels);
-  // stb converts to the requested channel count itself; its failure reason is thread-local.
+  // stb converts to the requested channel count itself, but a colour image (RGB, RGBA, palette)
+  // for one channel is PIL's convert("L") here: ITU-R 601-2 luma rounded, where stb's truncates
+  // (most pixels one level darker). Its failure reason is thread-local.
+  const bool luma = channels == 1 && file_channels >= 3;
   std::unique_ptr<stbi_uc, void (*)(void*)> px(
-      stbi_load_from_memory(data, static_cast<int>(size), &w, &h, &file_channels, channels), stbi_image_free);
+      stbi_load_from_memory(data, static_cast<int>(size), &w, &h, &file_channels,
+                            luma ? 3 : channels),
+      stbi_image_free);
   if (!px) throw CorruptImage(path, stbi_failure_reason() ? stbi_failure_reason() : "unknown error");
   if (w <= 0 || h <= 0) throw CorruptImage(path, str("empty image ", w, "x", h));
   Image img;
   img.height = h;
   img.width = w;
   img.channels = channels;
-  img.pixels.assign(px.get(), px.get() + static_cast<size_t>(w) * h * channels);
+  const size_t n = static_cast<size_t>(w) * h;
+  if (luma) {
+    img.pixels.resize(n);
+    for (size_t i = 0; i < n; ++i) {  // Pillow's L24: weights 19595, 38470, 7471 of 2^16
+      const stbi_uc* p = px.get() + 3 * i;
+      img.pixels[i] =
+          static_cast<uint8_t>((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
+    }
+  } else {
+    img.pixels.assign(px.get(), px.get() + n * channels);
+  }
   return img;
 }
 

@@ -184,8 +184,7 @@ const std::vector<Field>& table() {
       {"num_classes", &Config::num_classes, int_sized(1), "classifier outputs"},
       {"img_size", &Config::img_size, int_sized(1),
        "square input side in pixels (train crop and eval size); not given or null: the model's "
-       "own (224; wtconvnext_fmnist 28), which a --model that replaces the config's model also "
-       "gives when the size was the replaced model's own"},
+       "own (224; wtconvnext_fmnist 28)"},
       {"in_chans", &Config::in_chans, closed(1, 3), "input channels: 1 (grayscale) or 3 (RGB)"},
       {"depths", &Config::depths, int_sized(1).len(0, 4),
        "blocks per stage (at most 4, as timm); [] or null = the model's"},
@@ -1339,8 +1338,10 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
   take_input_size(root, source, cfg, locs);
   // no img_size (nor input_size), or timm's None: the model's own size, as timm's (224 but for
   // wtconvnext_fmnist's 28: its file without img_size trained at 224 px)
-  if (unset_node(root["img_size"]) && unset_node(root["input_size"]))
+  if (unset_node(root["img_size"]) && unset_node(root["input_size"])) {
     cfg.img_size = model_img_size(cfg.model, cfg.img_size);
+    locs.erase("img_size");  // not given: a --model next gives its own (apply_overrides)
+  }
   take_timm_data(root, source, cfg, locs);
   broadcast_mean_std(cfg);
   if (set_later == nullptr) validate_at(cfg, locs, "default value", img_size);
@@ -1981,7 +1982,12 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
     }
   }
   broadcast_mean_std(cfg);
-  if (img_size_unset) cfg.img_size = model_img_size(cfg.model, cfg.img_size);
+  // img_size given nowhere (no config, or a file without it) or null: timm's None, the model's own
+  // size, of the model the command line may have replaced
+  if (img_size_unset ||
+      (!locs.count("img_size") &&
+       (base == kDefaults || (file_locs != nullptr && !file_locs->count("img_size")))))
+    cfg.img_size = model_img_size(cfg.model, cfg.img_size);
   if (cfg.model != model_before) {
     // an unknown name is said as such, before the message below says it replaces the config's
     try {
@@ -1996,13 +2002,6 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
       if (locs.count(key) || yaml_value(cfg, f) == yaml_value(defaults, f)) continue;
       dropped += str(dropped.empty() ? "" : ", ", key, " ", yaml_value(cfg, f));
       assign(f, cfg, YAML::Load(yaml_value(defaults, f)), cmd);
-    }
-    // an img_size that was the replaced model's own follows the new one's, as timm's None does
-    const int64_t own = model_img_size(cfg.model, cfg.img_size);
-    if (!locs.count("img_size") && cfg.img_size == model_img_size(model_before, -1) &&
-        own != cfg.img_size) {
-      dropped += str(dropped.empty() ? "" : ", ", "img_size ", cfg.img_size);
-      cfg.img_size = own;
     }
     if (!dropped.empty())
       spdlog::info(

@@ -66,9 +66,11 @@ struct Tree {
 
 using hg::test::error_of;
 
-int luma(const Image& img, int64_t p) {  // stb's RGB -> gray rule
-  return (img.pixels[size_t(p * img.channels)] * 77 + img.pixels[size_t(p * img.channels + 1)] * 150 +
-          img.pixels[size_t(p * img.channels + 2)] * 29) >> 8;
+int luma(const Image& img, int64_t p) {  // PIL's RGB -> L rule (ITU-R 601-2, rounded)
+  return (img.pixels[size_t(p * img.channels)] * 19595 +
+          img.pixels[size_t(p * img.channels + 1)] * 38470 +
+          img.pixels[size_t(p * img.channels + 2)] * 7471 + 0x8000) >>
+         16;
 }
 
 }  // namespace
@@ -127,8 +129,27 @@ TEST(ImageFolder, GrayscaleModel) {
   ImageFolder ds(tmp.path().string(), "train", opts);
   hg::data::Sample a = ds.get(0), g = ds.get(2);
   ASSERT_EQ(a.image.channels, 1);
-  for (int64_t p = 0; p < 20; ++p) EXPECT_NEAR(a.image.pixels[size_t(p)], luma(tree.rgb, p), 1);
+  for (int64_t p = 0; p < 20; ++p) EXPECT_EQ(a.image.pixels[size_t(p)], luma(tree.rgb, p)) << p;
   EXPECT_EQ(g.image.pixels, tree.gray.pixels);
+}
+
+// A colour PNG for a gray model was stb's conversion, which truncates where PIL's convert("L")
+// rounds: most pixels one level darker than timm's. The values are PIL 12's, RGB and RGBA.
+TEST(ImageFolder, AColourImageForAGrayModelIsPilsConvertL) {
+  hg::test::TempDir tmp;
+  Image rgb;
+  rgb.height = 1;
+  rgb.width = 3;
+  rgb.channels = 3;
+  rgb.pixels = {10, 200, 30, 255, 0, 0, 1, 2, 250};
+  hg::data::write_png(tmp / "rgb.png", rgb);
+  EXPECT_EQ(hg::data::read_image(tmp / "rgb.png", 1).pixels, (std::vector<uint8_t>{124, 76, 30}));
+  Image rgba;
+  rgba.height = rgba.width = 1;
+  rgba.channels = 4;
+  rgba.pixels = {10, 200, 30, 7};
+  hg::data::write_png(tmp / "rgba.png", rgba);
+  EXPECT_EQ(hg::data::read_image(tmp / "rgba.png", 1).pixels, (std::vector<uint8_t>{124}));
 }
 
 // Skipping passes over a few bad files; when many that the scan passed fail later (a folder made

@@ -935,6 +935,41 @@ TEST_F(ConfigTest, TheCommandLineReplacesAFilesValuesBeforeTheyAreChecked) {
   }
 }
 
+// timm's img_size None (or none given) is the model's own input size; it was 224 whatever the
+// model, so wtconvnext_fmnist without an img_size trained at 224 px. A size a config file gives
+// stays whatever --model says.
+TEST_F(ConfigTest, AnUnsetImgSizeIsTheModelsOwn) {
+  using hg::train::load_config;
+  using hg::train::load_config_with_overrides;
+  EXPECT_EQ(load_config(write("a.yaml", "model: wtconvnext_fmnist\n")).img_size, 28);
+  EXPECT_EQ(load_config(write("b.yaml", "model: wtconvnext_fmnist\nimg_size: null\n")).img_size,
+            28);
+  EXPECT_EQ(load_config(write("c.yaml", "model: convnext_atto\n")).img_size, 224);
+  const std::string fm = write("fm.yaml", "model: wtconvnext_fmnist\nimg_size: 28\n");
+  std::string err;  // a size the file gives stays: too small for convnext_tiny, said so
+  try {
+    load_config_with_overrides(fm, {"--model", "convnext_tiny"});
+  } catch (const hg::Error& e) {
+    err = e.what();
+  }
+  expect_contains(err, {"img_size 28 is below the total stride 32"});
+  EXPECT_EQ(load_config_with_overrides(write("no.yaml", "model: wtconvnext_fmnist\n"),
+                                       {"--model", "convnext_tiny"})
+                .img_size,
+            224);
+  EXPECT_EQ(
+      load_config_with_overrides(fm, {"--model", "convnext_atto", "--img-size", "64"}).img_size,
+      64);
+  const std::string small = write("s.yaml", "model: wtconvnext_fmnist\nimg_size: 64\n");
+  EXPECT_EQ(load_config_with_overrides(small, {"--model", "convnext_atto"}).img_size, 64);
+  Config d;  // no config: timm's defaults
+  hg::train::apply_overrides(d, {"--model", "wtconvnext_fmnist"}, hg::train::kDefaults);
+  EXPECT_EQ(d.img_size, 28);
+  Config e;
+  hg::train::apply_overrides(e, {"--model", "wtconvnext_fmnist", "--img-size", "null"});
+  EXPECT_EQ(e.img_size, 28);
+}
+
 // A key whose value was left out took the next option as its value: "--data-dir --epochs 1" set
 // data_dir to "--epochs" and then called the 1 a stray word ("expected '--key value', got '1'").
 // The next word naming a key is no value: the key without one is named, as argparse does.
