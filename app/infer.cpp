@@ -180,7 +180,9 @@ std::vector<std::string> input_images(const std::string& path) {
     else
       others.push_back(e.path().string());
   }
-  std::sort(files.begin(), files.end());
+  // rows in timm's order (its folder reader sorts by natural_key: img2 before img10, "alpha"
+  // before "UP.JPG"), as its inference.py writes them
+  std::sort(files.begin(), files.end(), data::natural_less);
   std::sort(folders.begin(), folders.end());
   std::sort(others.begin(), others.end());
   // the rows are the folder's images: what is left out is said, the images it cannot decode

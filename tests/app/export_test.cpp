@@ -867,6 +867,24 @@ TEST_F(ExportCommand, InferSaysTheRowsLeftOutOnlyOfAFileWritten) {
   EXPECT_FALSE(fs::exists(file("logits.safetensors")));
 }
 
+// A folder's rows were in byte order ("UP.png" before "alpha.png", "img10" before "img2"), where
+// timm's inference.py writes them in its folder reader's natural order.
+TEST_F(ExportCommand, InferTakesAFoldersImagesInTimmsOrder) {
+  const train::Config c = cpu_config("fashion_mnist");
+  const std::string ck = file("ck.safetensors");
+  save_model_checkpoint(ck, c);
+  fs::create_directories(file("order"));
+  for (const char* name : {"img10.png", "UP.png", "img2.png", "alpha.png"})
+    data::write_png(file(std::string("order/") + name),
+                    data::Image{28, 28, 1, std::vector<uint8_t>(28 * 28, 90)});
+  ASSERT_EQ(infer(ck, file("order"), file("o.safetensors")).exit_code, 0);
+  const auto images =
+      nlohmann::json::parse(safetensors::load(file("o.safetensors")).metadata.at("images"));
+  std::vector<std::string> names;
+  for (const auto& p : images) names.push_back(fs::path(p.get<std::string>()).filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"alpha.png", "img2.png", "img10.png", "UP.png"}));
+}
+
 // infer: the EMA's weights on request; keys that would change nothing refused; shape mistakes
 // named in the layout the file holds; export refuses non-finite weights and a non-.safetensors out.
 TEST_F(ExportCommand, InferTakesTheEmaAndRefusesWhatWouldChangeNothing) {
