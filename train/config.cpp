@@ -1727,7 +1727,9 @@ Config read_config_file(const std::string& path, ImgSizeCheck img_size,
                         Locations* file_locs = nullptr) {
   std::error_code ec;
   HG_CHECK(!std::filesystem::is_directory(path, ec), "config: '", path,
-           "' is a folder, not a YAML file (e.g. configs/fashion_mnist.yaml or a run's args.yaml)");
+           "' is a folder, not a YAML file (e.g. configs/fashion_mnist.yaml or a run's args.yaml); "
+           "a data folder (timm's positional DATA_DIR) is given as --data-dir ",
+           shell_quote(path));
   const std::string ext = std::filesystem::path(path).extension().string();
   // weights alone (an export, a timm state_dict) have no run to resume: they start a new one
   bool weights_only = false;

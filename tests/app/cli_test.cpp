@@ -857,6 +857,9 @@ TEST_F(CliTest, AFolderAsConfigAndABadStopAreNamed) {
   const ProgramRun dir = run_program("train " + dir_.string() + " --output " + file("out"));
   EXPECT_NE(dir.exit_code, 0);
   EXPECT_NE(dir.output.find("is a folder, not a YAML file"), std::string::npos) << dir.output;
+  EXPECT_NE(dir.output.find("a data folder (timm's positional DATA_DIR) is given as --data-dir"),
+            std::string::npos)
+      << dir.output;
   for (const char* stop : {"0", "-5", "+0"}) {
     const ProgramRun r = run_program("train " + kDefaultConfig + " --stop-after-epoch " + stop +
                                      " --output " + file("out"));
