@@ -28,7 +28,9 @@ void check_classes(const Dataset& ds, const train::Config& cfg) {
   const std::string stray = ds.labels_at_or_above(cfg.num_classes);
   throw Error(str(ds.describe(), " has ", ds.num_classes(), " classes but num_classes is ",
                   cfg.num_classes, stray, ": set num_classes (--num-classes) to at least ",
-                  ds.num_classes(), stray.empty() ? "" : ", or restore the labels file"));
+                  ds.num_classes(), stray.empty() ? "" : ", or restore the labels file",
+                  " (a trained model's classifier has its num_classes outputs: to evaluate it, "
+                  "leave out the class folders it was not trained on)"));
 }
 
 // val_split naming the train split's own data (`--val-split train`, or its folder by path): timm
