@@ -892,9 +892,19 @@ bool timm_default_key(const std::string& key) {
   return keys.count(key) != 0;
 }
 
+// A node that is absent, or timm's None or '': the key left to its default.
+bool unset_node(const YAML::Node& node) {
+  return !node || node.IsNull() || (node.IsScalar() && node.Scalar().empty());
+}
+
 // `node` is timm's None or '' for such a key.
 bool is_timm_unset(const Field& f, const YAML::Node& node) {
-  return timm_default_key(f.key) && (node.IsNull() || (node.IsScalar() && node.Scalar().empty()));
+  return timm_default_key(f.key) && unset_node(node);
+}
+
+// The field's member of `cfg` back to its default.
+void reset_to_default(const Field& f, Config& cfg) {
+  std::visit([&](auto member) { cfg.*member = Config{}.*member; }, f.member);
 }
 
 // `node` is null for a model list whose empty value means the variant's own (depths, dims,
@@ -906,10 +916,7 @@ bool is_variant_default(const Field& f, const YAML::Node& node) {
 
 // Parses `node` into the field's member of `cfg` and checks it.
 void assign(const Field& f, Config& cfg, const YAML::Node& node, const Where& where) {
-  if (is_timm_unset(f, node) || is_variant_default(f, node)) {
-    std::visit([&](auto member) { cfg.*member = Config{}.*member; }, f.member);
-    return;
-  }
+  if (is_timm_unset(f, node) || is_variant_default(f, node)) return reset_to_default(f, cfg);
   // a number as a list of one (a new node: assigning to a yaml-cpp node that refers to `node`
   // would change the document itself), for every list of numbers as on the command line
   // (`mean: 0.5` was refused in a file where `--mean 0.5` was taken); a list of integers (depths,
@@ -1294,11 +1301,6 @@ int64_t model_img_size(const std::string& model, int64_t fallback) {
   }
 }
 
-// A node that is timm's None or '': the key left to its default.
-bool unset_node(const YAML::Node& node) {
-  return !node || node.IsNull() || (node.IsScalar() && node.Scalar().empty());
-}
-
 // `set_later`: the keys the command line sets next (load_config_with_overrides), else null. As
 // timm's train.py, whose config file only gives its options' defaults, such a key's value in the
 // file is not checked (`opt: lamb` in a timm args.yaml beside --opt adamw), and the checks between
@@ -1324,14 +1326,12 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
     const Field* f = find_field(key);
     if (!f) continue;  // a timm option check_known_keys let pass (timm_key_asks_nothing)
     if (locs.count(key)) fail(key, where, str("given twice (first at ", locs[key].text(), ")"));
-    if (set_later == nullptr || set_later->count(key) == 0) {
+    try {  // a value the command line replaces is kept where valid (a --model beside it
+           // compares the file's model: apply_overrides), else the default until replaced
       assign(*f, cfg, kv.second, where);
-    } else {
-      try {  // kept where valid: a --model beside it compares the file's model (apply_overrides)
-        assign(*f, cfg, kv.second, where);
-      } catch (const Error&) {  // the default until the command line's value replaces it
-        std::visit([&](auto member) { cfg.*member = Config{}.*member; }, f->member);
-      }
+    } catch (const Error&) {
+      if (set_later == nullptr || set_later->count(key) == 0) throw;
+      reset_to_default(*f, cfg);
     }
     locs[key] = where;
   }
@@ -1865,6 +1865,7 @@ struct OverrideWord {
   std::string key;    ///< the config key (--weight-decay is weight_decay, -b batch_size)
   std::string spelt;  ///< the option as typed, for the messages
   std::string value;  ///< "true" for a bare flag; a list's separate words joined by ','
+  bool is_list;       ///< a list of numbers (its words are joined; a bare value is wrapped)
 };
 
 /// The command line's options in order. Throws hg::Error for an unknown key or a missing value.
@@ -1918,14 +1919,10 @@ std::vector<OverrideWord> read_override_words(const std::vector<std::string>& ar
           while (i + 1 < args.size() && !is_option_word(args[i + 1])) value += "," + args[++i];
       }
     }
-    words.push_back({f, key, spelt, value});
+    words.push_back({f, key, spelt, value, is_list});
   }
   return words;
 }
-
-}  // namespace
-
-namespace {
 
 // apply_overrides of words read_override_words gave; `file_locs`: where each key of the config
 // file `base` came from (load_config_with_overrides), else null (the file is read again for a
@@ -1941,8 +1938,7 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
     const Field* f = word.field;
     const std::string& key = word.key;
     std::string value = word.value;
-    const bool is_list = std::holds_alternative<std::vector<int64_t> Config::*>(f->member) ||
-                         std::holds_alternative<std::vector<double> Config::*>(f->member);
+    const bool is_list = word.is_list;
     // YAML's null words (and, for a string, nothing) keep their YAML meaning, as in a config file:
     // `--mean null` is timm's None, the default (wrapped as a list, it was one empty entry)
     const bool yaml_null = value == "null" || value == "Null" || value == "NULL" || value == "~";

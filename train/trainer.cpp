@@ -78,16 +78,27 @@ bool file_exists(const fs::path& p) {
 // The checkpoints a stopped run can be taken up from, for the messages that stop it: only files
 // this run wrote after a finite evaluation, a recovery checkpoint of finite weights, or the
 // checkpoint it resumed from are named.
+std::string position(int64_t epoch, int64_t step) {
+  return step > 0 ? str("epoch ", epoch + 1, " after step ", step) : str("end of epoch ", epoch);
+}
+
 struct GoodCheckpoints {
-  std::optional<std::string> resumable;  // path, with where it stands
-  std::string resumable_at;
+  std::optional<std::string> resumable;  // path, with where it stands:
+  int64_t resumable_epoch = 0;           // epochs done before it (TrainState::epoch)
   int64_t resumable_step = 0;  // the step of the epoch it ends at (a recovery checkpoint), else 0
   std::optional<std::string> best;  // model_best.safetensors, with its epoch and top-1
   std::string best_is;
 
+  void set_resumable(const std::string& path, int64_t epoch, int64_t step) {
+    resumable = path;
+    resumable_epoch = epoch;
+    resumable_step = step;
+  }
+
   std::string describe() const {
     if (!resumable) return "no checkpoint of this run was written yet";
-    std::string s = str("the run can go on from ", *resumable, " (", resumable_at, ")");
+    std::string s = str("the run can go on from ", *resumable, " (",
+                        position(resumable_epoch, resumable_step), ")");
     if (best) s += str("; the best model is ", *best, " (", best_is, ")");
     return s;
   }
@@ -99,17 +110,6 @@ struct GoodCheckpoints {
                : std::string("nothing of this epoch is saved");
   }
 };
-
-std::string position(int64_t epoch, int64_t step) {
-  return step > 0 ? str("epoch ", epoch + 1, " after step ", step) : str("end of epoch ", epoch);
-}
-
-// The run's best so far as messages name it, by what ranks its epochs: "top-1 91.20%" ("EMA
-// top-1 91.40%" in a run with a model EMA), or in a run without validation "train loss 0.4123".
-std::string best_score(const TrainState& st, bool ema) {
-  return st.best_train_loss >= 0 ? fmt::format("train loss {:.4f}", st.best_train_loss)
-                                 : fmt::format("{}top-1 {:.2f}%", ema ? "EMA " : "", st.best_top1);
-}
 
 // The files of a run folder the trainer writes.
 struct RunPaths {
@@ -201,10 +201,15 @@ struct Session {
   bool no_resume_opt = false;
 };
 
-// Whether the run ranks its epochs by its model EMA's top-1 (it evaluates the EMA each epoch:
-// rank_top1), so that the best is named as the EMA's score. Of the session, not of a checkpoint's
-// state (a recovery checkpoint keeps no evaluation).
-bool ranks_by_ema(const Session& s) { return s.cfg.model_ema && has_validation(s.cfg); }
+// The run's best so far in `st` as messages name it, by what ranks its epochs: "top-1 91.20%";
+// "EMA top-1 91.40%" in a run with a model EMA, which ranks by the EMA's (rank_top1; told by the
+// session, as a recovery checkpoint's state keeps no evaluation); in a run without validation
+// "train loss 0.4123".
+std::string best_score(const Session& s, const TrainState& st) {
+  if (st.best_train_loss >= 0) return fmt::format("train loss {:.4f}", st.best_train_loss);
+  const bool ema = s.cfg.model_ema && has_validation(s.cfg);
+  return fmt::format("{}top-1 {:.2f}%", ema ? "EMA " : "", st.best_top1);
+}
 
 // Where one epoch stands: the micro-batches done, their loss and images, the time spent.
 struct EpochProgress {
@@ -467,7 +472,7 @@ std::optional<TrainResult> already_finished(const Session& s) {
       done_epochs == run
           ? str("all ", done_epochs, " epochs of this run are done")
           : str("this run has done ", done_epochs, " epochs, more than ", run_epochs_text(s.cfg)),
-      best_score(*s.resumed, ranks_by_ema(s)), s.resumed->best_epoch,
+      best_score(s, *s.resumed), s.resumed->best_epoch,
       done_epochs == run ? std::string("higher")
                          : str("above ", epochs_for_run(s.cfg, done_epochs + 1) - 1),
       unused_schedule.empty()
@@ -890,12 +895,10 @@ void restore_checkpoint(Session& s) {
           s.paths.summary.string(), count, s.st.epoch, s.st.epoch == 1 ? "" : "s",
           count == 1 ? "" : "s", missing, count > 5 ? ", ..." : "");
   }
-  s.good.resumable = s.resume_path;
-  s.good.resumable_at = position(s.st.epoch, s.st.step_in_epoch);
-  s.good.resumable_step = s.st.step_in_epoch;
+  s.good.set_resumable(s.resume_path, s.st.epoch, s.st.step_in_epoch);
   if (s.st.best_epoch >= 1 && file_exists(s.paths.best)) {
     s.good.best = s.paths.best.string();
-    s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s.st, ranks_by_ema(s)));
+    s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s, s.st));
   }
 }
 
@@ -921,8 +924,8 @@ void carry_best_into_folder(Session& s) {
     }
     if (!held || (held->epoch == s.st.best_epoch && held->step_in_epoch == 0)) return;
     stale = str(s.paths.best.string(), " holds epoch ", held->epoch,
-                ", not the run's best so far (epoch ", s.st.best_epoch, ", ",
-                best_score(s.st, ranks_by_ema(s)), "): a stop or a failed write cut off its copy");
+                ", not the run's best so far (epoch ", s.st.best_epoch, ", ", best_score(s, s.st),
+                "): a stop or a failed write cut off its copy");
   }
   std::string from;
   if (s.st.best_epoch == s.st.epoch && s.st.step_in_epoch == 0) {
@@ -944,7 +947,7 @@ void carry_best_into_folder(Session& s) {
       spdlog::info(
           "model_best: the run's best so far (epoch {}, {}) is not in this folder; its "
           "model_best comes with the first epoch that beats it",
-          s.st.best_epoch, best_score(s.st, ranks_by_ema(s)));
+          s.st.best_epoch, best_score(s, s.st));
     else if (!stale.empty())
       spdlog::warn(
           "model_best: {}, and that best is in no checkpoint of this folder; model_best comes "
@@ -954,13 +957,13 @@ void carry_best_into_folder(Session& s) {
       spdlog::warn(
           "model_best: {} is missing and the run's best so far (epoch {}, {}) is in no "
           "checkpoint of this folder; model_best comes with the first epoch that beats it",
-          s.paths.best.string(), s.st.best_epoch, best_score(s.st, ranks_by_ema(s)));
+          s.paths.best.string(), s.st.best_epoch, best_score(s, s.st));
     if (!stale.empty()) s.good.best.reset();  // it is not the best the messages would name
     return;
   }
   io::copy_file_atomic(from, s.paths.best.string());
   s.good.best = s.paths.best.string();
-  s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s.st, ranks_by_ema(s)));
+  s.good.best_is = str("epoch ", s.st.best_epoch, ", ", best_score(s, s.st));
   if (s.claimed)
     spdlog::info("model_best: {} (epoch {}, the run's best so far) is this folder's model_best",
                  from, s.st.best_epoch);
@@ -1371,9 +1374,7 @@ void write_recovery(Session& s, int64_t epoch, const EpochProgress& p) {
   save_checkpoint(s.paths.recovery.string(), *s.model, s.opt.get(), rs, s.config_yaml,
                   ema_module(s));
   write_pending_args(s);
-  s.good.resumable = s.paths.recovery.string();
-  s.good.resumable_at = position(epoch, p.step);
-  s.good.resumable_step = p.step;
+  s.good.set_resumable(s.paths.recovery.string(), epoch, p.step);
 }
 
 // Ctrl-C: the position (whole steps only) goes into recovery.safetensors.
@@ -1655,9 +1656,7 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
   remake_lost_folder(s, epoch);
   save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
   write_pending_args(s);
-  s.good.resumable = s.paths.last.string();
-  s.good.resumable_at = position(st.epoch, 0);
-  s.good.resumable_step = 0;
+  s.good.set_resumable(s.paths.last.string(), st.epoch, 0);
   // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it.
   // The epoch's history file comes before model_best, as in timm's CheckpointSaver: a model_best
   // that could not be written (a full disk) lost the epoch's checkpoint-N for good, where resume
@@ -1667,7 +1666,7 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
     if (is_best) {
       if (dist::is_main()) io::copy_file_atomic(s.paths.last.string(), s.paths.best.string());
       s.good.best = s.paths.best.string();
-      s.good.best_is = str("epoch ", st.best_epoch, ", ", best_score(st, ranks_by_ema(s)));
+      s.good.best_is = str("epoch ", st.best_epoch, ", ", best_score(s, st));
     }
   } catch (const Error& e) {
     throw Error(str(e.what(), "; stopping after epoch ", epoch + 1, ": ", s.good.describe()));
