@@ -254,6 +254,9 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
     dist::init();
     // MPI's word on the rank (the same as the launcher's, or the launcher named none)
     train::set_stop_messages(dist::is_main());
+    // the config's warnings are every rank's alike: rank 0 says them (train() lets the other
+    // ranks warn again from the first step)
+    if (!dist::is_main()) spdlog::set_level(spdlog::level::err);
     try {
       run_train(*a);
     } catch (const std::exception& e) {

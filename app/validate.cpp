@@ -1,7 +1,8 @@
 // `haargrad validate [CONFIG] --checkpoint FILE [--results-file FILE.csv|.json]`: evaluates a
 // checkpoint on the whole validation split, like timm's validate.py: model, img_size, top1,
 // top1_err, top5, top5_err, loss (cross-entropy, no smoothing), img_per_sec, param_count
-// (millions). Without CONFIG the config stored in the checkpoint by `haargrad train` is used.
+// (millions), crop_pct, interpolation (the evaluation transform's, as timm's results name it).
+// Without CONFIG the config stored in the checkpoint by `haargrad train` is used.
 // --use-ema evaluates the model EMA's weights of the checkpoint ("state_dict_ema.*"), as timm's
 // --use-ema.
 #include <algorithm>
@@ -44,6 +45,8 @@ struct ResultRow {
   std::string model;
   int64_t img_size = 0;
   double top1 = 0, top5 = 0, loss = 0, img_per_sec = 0, param_count = 0;
+  double crop_pct = 0;        // the evaluation transform's, so that a row says how it was measured
+  std::string interpolation;  // (timm's validate.py writes both)
 };
 
 // "results.CSV" -> "csv"; "" when there is none.
@@ -54,14 +57,26 @@ std::string extension_of(const std::string& path) {
   return ext;
 }
 
-const char* kColumns = "model,img_size,top1,top1_err,top5,top5_err,loss,img_per_sec,param_count";
+const char* kColumns =
+    "model,img_size,top1,top1_err,top5,top5_err,loss,img_per_sec,param_count,crop_pct,"
+    "interpolation";
+
+// A float as Python's str() writes one that has few digits: 1.0, 0.875 (timm's CSV).
+std::string python_float(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  std::string s = text;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
 
 // timm rounds accuracies to 4 decimals and the parameter count (millions) to 2.
 std::string csv_text(const ResultRow& r) {
   char line[512];
-  std::snprintf(line, sizeof line, "%s\n%s,%lld,%.4f,%.4f,%.4f,%.4f,%.6g,%.1f,%.2f\n", kColumns, r.model.c_str(),
-                static_cast<long long>(r.img_size), r.top1, 100.0 - r.top1, r.top5, 100.0 - r.top5, r.loss,
-                r.img_per_sec, r.param_count);
+  std::snprintf(line, sizeof line, "%s\n%s,%lld,%.4f,%.4f,%.4f,%.4f,%.6g,%.1f,%.2f,%s,%s\n",
+                kColumns, r.model.c_str(), static_cast<long long>(r.img_size), r.top1,
+                100.0 - r.top1, r.top5, 100.0 - r.top5, r.loss, r.img_per_sec, r.param_count,
+                python_float(r.crop_pct).c_str(), r.interpolation.c_str());
   return line;
 }
 
@@ -77,6 +92,8 @@ std::string json_text(const ResultRow& r) {
   j["loss"] = r.loss;
   j["img_per_sec"] = round_to(r.img_per_sec, 10);
   j["param_count"] = round_to(r.param_count, 100);
+  j["crop_pct"] = r.crop_pct;
+  j["interpolation"] = r.interpolation;
   return j.dump(2) + "\n";
 }
 
@@ -151,6 +168,8 @@ ResultRow evaluate(const ResolvedConfig& rc, bool data_dir_given, const std::str
   // timm's validate.py counts model.parameters(): the reference WTConv2d's Haar filters are
   // parameters too (requires_grad=False), so they count (wtconvnext_tiny 30.60, not 30.38)
   r.param_count = double(model.num_trainable() + model.num_fixed()) / 1e6;
+  r.crop_pct = cfg.crop_pct;
+  r.interpolation = cfg.interpolation;
   return r;
 }
 
@@ -214,7 +233,8 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                           "[--results-file FILE.csv|.json] [--key value ...]\n"
                           "Evaluate a checkpoint on the whole validation split: model, img_size, "
                           "top1, top1_err, top5, top5_err, loss,\n"
-                          "img_per_sec, param_count (timm validate.py's columns, plus loss and "
+                          "img_per_sec, param_count, crop_pct, interpolation (timm validate.py's "
+                          "columns, plus loss and "
                           "speed). CONFIG (the model and data)\n"
                           "defaults to the config that `haargrad train` stored in the checkpoint; "
                           "timm's -c / --config CONFIG name it too.");

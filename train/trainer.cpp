@@ -353,7 +353,9 @@ void open_run_folder(Session& s) {
   // ranks drop)
   s.console = std::make_unique<Console>(dist::is_main() ? (s.paths.dir / "log.txt").string() : "",
                                         s.opts.plain_output || dist::launched_by_mpirun());
-  if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the run
+  // rank 0 speaks for the run: until the first step the other ranks say errors only, as every
+  // warning of the start-up (config, data set, checkpoint, schedule) would come once a rank
+  if (!dist::is_main()) spdlog::set_level(spdlog::level::err);
   spdlog::info("run folder {}", run_dir.string());
   if (!s.opts.config_note.empty())
     s.console->log_file_only(spdlog::level::info, s.opts.config_note);
@@ -1894,6 +1896,8 @@ TrainResult run_session(Session& s, const std::string& lr_note) {
   if (s.opts.before_training) s.opts.before_training();
   if (std::optional<TrainResult> stopped = start_training(s)) return *stopped;
   carry_best_into_folder(s);
+  // from the first step a rank's warnings are its own (an image of its shard that does not decode)
+  if (!dist::is_main()) spdlog::set_level(spdlog::level::warn);
   const int64_t stop = s.opts.stop_after_epoch;
   const int64_t last_epoch =
       stop >= 0 ? std::min<int64_t>(run_epochs(s.cfg), stop) : run_epochs(s.cfg);

@@ -30,8 +30,9 @@ using test::ProgramRun;
 using test::run_program;
 
 const std::string kSmoke = HAARGRAD_SOURCE_DIR "/configs/smoke.yaml";
-const std::vector<std::string> kColumns = {"model", "img_size", "top1",        "top1_err",   "top5",
-                                           "top5_err", "loss",  "img_per_sec", "param_count"};
+const std::vector<std::string> kColumns = {"model",       "img_size", "top1",         "top1_err",
+                                           "top5",        "top5_err", "loss",         "img_per_sec",
+                                           "param_count", "crop_pct", "interpolation"};
 
 std::vector<std::string> split(const std::string& line, char sep) {
   std::vector<std::string> out;
@@ -131,6 +132,9 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
                        param_count(train::model_config_from(cfg)).fixed) /
                     1e6);
   EXPECT_EQ(row[8], expect_params);
+  // the evaluation transform the row was measured with, as timm's validate.py writes it
+  EXPECT_EQ(row[9], "1.0");  // smoke.yaml's crop_pct
+  EXPECT_EQ(row[10], cfg.interpolation);
 
   // The trainer evaluated the same weights on the same split after its epoch: same top-1 and loss.
   const std::vector<std::string> summary = split(read(run + "/summary.csv"), '\n');
@@ -154,6 +158,8 @@ TEST_F(ValidateCommand, ColumnsResultsFilesAndConfigFromTheCheckpoint) {
   EXPECT_NEAR(j["top1"].get<double>(), top1, 1e-4);
   EXPECT_NEAR(j["loss"].get<double>(), loss, 1e-5 * loss);
   EXPECT_EQ(j["param_count"].get<double>(), std::stod(expect_params));
+  EXPECT_EQ(j["crop_pct"].get<double>(), 1.0);
+  EXPECT_EQ(j["interpolation"], cfg.interpolation);
 }
 
 // param_count as timm's validate.py counts it, model.parameters(): the reference WTConv2d's Haar
@@ -180,7 +186,7 @@ TEST_F(ValidateCommand, ParamCountHoldsTheHaarFiltersAsTimmCountsThem) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::vector<std::string> rows = split(read(file("r.csv")), '\n');
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(split(rows[1], ',').back(), all) << rows[1];
+  EXPECT_EQ(split(rows[1], ',').at(8), all) << rows[1];  // param_count
 }
 
 // A training key on validate's command line (--epochs 5, --lr) was taken and changed nothing,

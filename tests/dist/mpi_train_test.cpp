@@ -491,6 +491,16 @@ TEST_F(MpiTrain, AForwardedStopSignalIsSaidOnce) {
   EXPECT_EQ(occurrences(output, "interrupted (SIGUSR1) at epoch 1"), 1) << output;
 }
 
+// A warning of the run's start-up (its config, schedule, data set, checkpoint) is every rank's
+// alike: rank 0 says it once for all. Each rank said it.
+TEST_F(MpiTrain, AStartUpWarningIsSaidOnce) {
+  const auto r = train(2, train_args(root_, "warned", 4) +
+                              " --epochs 1 --precision bf16 --sched none --warmup_epochs 2");
+  EXPECT_EQ(occurrences(r.output, "warmup_epochs 2 is not applied"), 1) << r.output;
+  EXPECT_EQ(occurrences(r.output, "precision bf16 on the cpu runs the bf16 reference"), 1)
+      << r.output;
+}
+
 // A stop signal during MPI's start-up, before MPI has told a rank its rank, is said once too: a
 // rank other than 0 knows it is one from mpirun's environment (OMPI_COMM_WORLD_RANK) and keeps
 // quiet from its first moment. Deterministic: rank 0 is held back before it starts the program, so
