@@ -15,6 +15,7 @@ namespace {
 struct Variant {
   std::vector<int> depths, dims;
   bool conv_mlp = false;
+  double crop_pct = 0.875;  // timm's pretrained config of the variant's default weights
 };
 // timm convnext.py: atto..nano set conv_mlp (their MLP is two 1x1 convs); our MLP is a Linear over
 // the channels-last tensor, the same function: checkpoints of those variants differ only in the fc
@@ -24,9 +25,9 @@ const std::map<std::string, Variant>& variants() {
       {"atto", {{2, 2, 6, 2}, {40, 80, 160, 320}, true}},
       {"femto", {{2, 2, 6, 2}, {48, 96, 192, 384}, true}},
       {"pico", {{2, 2, 6, 2}, {64, 128, 256, 512}, true}},
-      {"nano", {{2, 2, 8, 2}, {80, 160, 320, 640}, true}},
-      {"tiny", {{3, 3, 9, 3}, {96, 192, 384, 768}}},
-      {"small", {{3, 3, 27, 3}, {96, 192, 384, 768}}},
+      {"nano", {{2, 2, 8, 2}, {80, 160, 320, 640}, true, 0.95}},  // timm's .in12k_ft_in1k
+      {"tiny", {{3, 3, 9, 3}, {96, 192, 384, 768}, false, 0.95}},
+      {"small", {{3, 3, 27, 3}, {96, 192, 384, 768}, false, 0.95}},
       {"base", {{3, 3, 27, 3}, {128, 256, 512, 1024}}},
   };
   return v;
@@ -156,6 +157,7 @@ ModelConfig model_config(const std::string& name) {
     c.in_chans = 1;
     c.num_classes = 10;
     c.default_img_size = 28;
+    c.default_crop_pct = 1.0;  // the 28 x 28 images as they are
     return c;
   }
   std::string family, size;
@@ -192,6 +194,8 @@ ModelConfig model_config(const std::string& name) {
   c.depths = it->second.depths;
   c.dims = it->second.dims;
   c.conv_mlp = it->second.conv_mlp;
+  // the reference WTConvNeXt registers no pretrained config: timm's default, 0.875
+  if (family == "convnext") c.default_crop_pct = it->second.crop_pct;
   if (family == "wtconvnext") {
     c.wtconv = true;
     c.kernel_size = 5;

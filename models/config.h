@@ -24,6 +24,11 @@ struct ModelConfig {
   int patch_size = 4;                    ///< stem: patch_size x patch_size conv, stride patch_size
   double head_init_scale = 1.0;          ///< head.fc weight and bias are multiplied by this at init
   int default_img_size = 224;            ///< the input size (pixels) the variant is meant for
+  /// the evaluation crop fraction timm's pretrained config gives the variant, which timm's
+  /// train.py and validate.py take for crop_pct None: 0.95 for convnext_{nano,tiny,small} (their
+  /// default weights, .in12k_ft_in1k), 0.875 (timm's default) for the other ConvNeXts and every
+  /// WTConvNeXt (the reference registers no pretrained config), 1.0 for wtconvnext_fmnist
+  double default_crop_pct = 0.875;
   /// timm's conv_mlp (its atto .. nano): timm's MLP is then two 1x1 convs, so checkpoints and
   /// exports hold fc1 / fc2 weights as (out, in, 1, 1) (timm_state_dict); our MLP is a Linear over
   /// the channels-last pixels either way, the same function.

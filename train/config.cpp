@@ -233,7 +233,9 @@ const std::vector<Field>& table() {
        "nvjpeg_gpu (no hardware); nvjpeg* imply gpu_augment"},
       {"crop_pct", &Config::crop_pct, above(0),
        "eval: resize the shorter side to floor(img_size / crop_pct), then centre-crop img_size "
-       "(> 1: padded with the zero pixel, as timm)"},
+       "(> 1: padded with the zero pixel, as timm); not given or null: the model's own, as timm's "
+       "pretrained config (0.95 for convnext_nano, tiny, small; 1.0 for wtconvnext_fmnist; else "
+       "0.875)"},
       // bounds far past any data's, so that a value the f32 normalisation cannot use (1e39: inf;
       // a std of 1e-50: 0) is named here, not met as a non-finite loss
       {"mean", &Config::mean, closed(-1e6, 1e6).len(1, 3),
@@ -883,7 +885,7 @@ void check_segments(const std::string& key, const std::vector<ScheduleSegment>& 
 // from the pretrained config or the dataset), "off" (drop_path, cutmix_minmax, lr_noise) or "the
 // optimizer's" (opt_betas, opt_eps): its
 // args.yaml holds them so. Each takes haargrad's default there, which is timm's ConvNeXt value
-// (crop_pct excepted: README).
+// (img_size and crop_pct: the model's own, as timm's pretrained config gives them).
 bool timm_default_key(const std::string& key) {
   static const std::set<std::string> keys = {
       "img_size", "num_classes",   "in_chans", "crop_pct",  "mean",
@@ -1301,6 +1303,16 @@ int64_t model_img_size(const std::string& model, int64_t fallback) {
   }
 }
 
+// The evaluation crop fraction `model` is meant for (timm's crop_pct None: the pretrained
+// config's), or `fallback` for a name that is no model.
+double model_crop_pct(const std::string& model, double fallback) {
+  try {
+    return model_config(model).default_crop_pct;
+  } catch (const Error&) {
+    return fallback;
+  }
+}
+
 // `set_later`: the keys the command line sets next (load_config_with_overrides), else null. As
 // timm's train.py, whose config file only gives its options' defaults, such a key's value in the
 // file is not checked (`opt: lamb` in a timm args.yaml beside --opt adamw), and the checks between
@@ -1341,6 +1353,12 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
   if (unset_node(root["img_size"]) && unset_node(root["input_size"])) {
     cfg.img_size = model_img_size(cfg.model, cfg.img_size);
     locs.erase("img_size");  // not given: a --model next gives its own (apply_overrides)
+  }
+  // and crop_pct, as timm's resolve_data_config takes the model's pretrained config (0.95 for
+  // convnext_tiny's default weights)
+  if (unset_node(root["crop_pct"])) {
+    cfg.crop_pct = model_crop_pct(cfg.model, cfg.crop_pct);
+    locs.erase("crop_pct");
   }
   take_timm_data(root, source, cfg, locs);
   broadcast_mean_std(cfg);
@@ -1934,6 +1952,7 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
   const std::string model_before = cfg.model;
   Locations locs;
   bool img_size_unset = false;  // --img-size null: timm's None, the model's own size
+  bool crop_pct_unset = false;  // --crop-pct null: the model's own
   for (const OverrideWord& word : words) {
     const Field* f = word.field;
     const std::string& key = word.key;
@@ -1967,6 +1986,7 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
     assign(*f, cfg, node, cmd);
     locs[key] = cmd;
     if (key == "img_size") img_size_unset = yaml_null;
+    if (key == "crop_pct") crop_pct_unset = yaml_null;
   }
   // --in-chans 1 over a config's RGB mean / std (the defaults: ImageNet's): one value each, their
   // average, unless they are given too
@@ -1986,6 +2006,10 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
       (!locs.count("img_size") &&
        (base == kDefaults || (file_locs != nullptr && !file_locs->count("img_size")))))
     cfg.img_size = model_img_size(cfg.model, cfg.img_size);
+  if (crop_pct_unset ||
+      (!locs.count("crop_pct") &&
+       (base == kDefaults || (file_locs != nullptr && !file_locs->count("crop_pct")))))
+    cfg.crop_pct = model_crop_pct(cfg.model, cfg.crop_pct);
   if (cfg.model != model_before) {
     // an unknown name is said as such, before the message below says it replaces the config's
     try {

@@ -85,7 +85,9 @@ struct Config {
   std::string decode = "cpu";                    ///< JPEG decode: "cpu" (workers) | "nvjpeg" | "nvjpeg_gpu" (imply gpu_augment)
 
   // ---- augmentation (timm create_transform) ---------------------------------------------------
-  double crop_pct = 0.875;                       ///< eval: resize shorter side to img_size/crop_pct
+  /// eval: resize the shorter side to img_size / crop_pct; not given: the model's own
+  /// (ModelConfig::default_crop_pct; convnext_tiny's 0.95)
+  double crop_pct = 0.95;
   std::vector<double> mean = {0.485, 0.456, 0.406};  ///< per channel, on [0, 1] pixels (ImageNet)
   std::vector<double> std = {0.229, 0.224, 0.225};   ///< per channel
   double hflip = 0.5;                            ///< horizontal flip probability (train)

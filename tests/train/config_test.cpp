@@ -970,6 +970,35 @@ TEST_F(ConfigTest, AnUnsetImgSizeIsTheModelsOwn) {
   EXPECT_EQ(e.img_size, 28);
 }
 
+// crop_pct not given, or timm's None, is the model's own as timm's pretrained config gives it
+// (resolve_data_config): 0.95 for convnext_tiny's default weights, 0.875 for a WTConvNeXt (timm's
+// default: the reference registers none). It was 0.875 for every model.
+TEST_F(ConfigTest, AnUnsetCropPctIsTheModelsOwn) {
+  using hg::train::load_config;
+  using hg::train::load_config_with_overrides;
+  EXPECT_EQ(load_config(write("t.yaml", "model: convnext_tiny\n")).crop_pct, 0.95);
+  EXPECT_EQ(load_config(write("tn.yaml", "model: convnext_tiny\ncrop_pct: null\n")).crop_pct, 0.95);
+  EXPECT_EQ(load_config(write("a.yaml", "model: convnext_atto\n")).crop_pct, 0.875);
+  EXPECT_EQ(load_config(write("w.yaml", "model: wtconvnext_tiny\n")).crop_pct, 0.875);
+  EXPECT_EQ(load_config(write("f.yaml", "model: wtconvnext_fmnist\n")).crop_pct, 1.0);
+  // a value the file gives stays, whatever the model
+  const std::string given = write("g.yaml", "model: convnext_tiny\ncrop_pct: 0.875\n");
+  EXPECT_EQ(load_config(given).crop_pct, 0.875);
+  EXPECT_EQ(load_config_with_overrides(given, {"--model", "convnext_small"}).crop_pct, 0.875);
+  // not given in the file: the model the command line names
+  EXPECT_EQ(load_config_with_overrides(write("n.yaml", "model: convnext_atto\n"),
+                                       {"--model", "convnext_small"})
+                .crop_pct,
+            0.95);
+  EXPECT_EQ(load_config_with_overrides(given, {"--crop-pct", "null"}).crop_pct, 0.95);
+  Config d;  // no config: timm's defaults
+  hg::train::apply_overrides(d, {"--model", "wtconvnext_tiny"}, hg::train::kDefaults);
+  EXPECT_EQ(d.crop_pct, 0.875);
+  Config e;
+  hg::train::apply_overrides(e, {"--model", "convnext_tiny"}, hg::train::kDefaults);
+  EXPECT_EQ(e.crop_pct, 0.95);
+}
+
 // A key whose value was left out took the next option as its value: "--data-dir --epochs 1" set
 // data_dir to "--epochs" and then called the 1 a stray word ("expected '--key value', got '1'").
 // The next word naming a key is no value: the key without one is named, as argparse does.
