@@ -90,7 +90,7 @@ AugmentRow time_it(const std::string& name, const AugmentOptions& o,
 void run(const AugmentOptions& o) {
   // the option values are checked by CLI11 (exit status 2); the spec before any timing
   data::parse_rand_augment(o.spec);
-  if (!o.output.empty()) check_rows_output(o.output, "bench-augment: --output");
+  if (!o.output.empty()) check_rows_output(o.output, "bench-augment: --output", "stage");
   const data::Interp interp = data::parse_interp(o.interp);
   Generator gen(1);
   const data::Image src = o.image.empty() ? synthetic_source(gen) : data::read_image(o.image, 3);

@@ -35,7 +35,7 @@ std::string decoded_str(const std::map<std::string, int64_t>& m) {
 void run(BenchDataArgs a, const std::vector<std::string>& overrides, bool decoders_given) {
   HG_CHECK(a.split == "train" || a.split == "val", "bench-data: --split must be train or val, got '", a.split, "'");
   HG_CHECK(!a.decoders.empty(), "bench-data: --decoders is empty");
-  if (!a.output.empty()) check_rows_output(a.output, "bench-data: --output");
+  if (!a.output.empty()) check_rows_output(a.output, "bench-data: --output", "jpeg_decoder");
   const train::Config cfg = train::load_config_with_overrides(a.config, overrides);
   // said before any row: val_split '' (no validation) names no split to read
   HG_CHECK(a.split == "train" || train::has_validation(cfg),

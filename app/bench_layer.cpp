@@ -406,7 +406,7 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                 "also time cuDNN's depthwise convs (rows \"cudnn dw KxK\" beside \"ours dw KxK\")");
   cmd->callback([opts] {
     // before any GPU work, and on a build or machine without one: its name is checked as bench's
-    if (!opts->output.empty()) check_rows_output(opts->output, "bench-layer: --output");
+    if (!opts->output.empty()) check_rows_output(opts->output, "bench-layer: --output", "impl");
 #ifdef HAARGRAD_WITH_CUDA
     run_bench(*opts);
 #else

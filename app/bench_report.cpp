@@ -1,5 +1,6 @@
 // Rows to JSON / CSV and the printed tables of `haargrad bench` (see bench_report.h).
 #include "app/bench_report.h"
+#include "app/model_from_args.h"
 
 #include <algorithm>
 #include <cctype>
@@ -168,17 +169,21 @@ ojson row_json(const BenchResult& r) {
   return j;
 }
 
-void check_rows_output(const std::string& path, const std::string& option) {
+void check_rows_output(const std::string& path, const std::string& option,
+                       const std::string& first_column) {
   HG_CHECK(ends_with(path, ".json") || ends_with(path, ".csv"), option, " '", path,
            "' must end in .json or .csv");
   train::check_output_file(path, option, "the rows");
+  check_replaces_rows_only(path, option, first_column);
 }
 
 bool csv_output(const std::string& path) { return ends_with(path, ".csv"); }
 
 void write_rows_file(const std::string& path, const std::string& option,
                      const std::vector<ojson>& rows) {
-  check_rows_output(path, option);
+  // again at the write (the file may have come since the start); rows have their first column
+  if (!rows.empty() && !rows.front().empty())
+    check_rows_output(path, option, rows.front().begin().key());
   std::ostringstream f;
   if (ends_with(path, ".json")) {
     f << ojson(rows).dump(2) << "\n";
@@ -200,7 +205,9 @@ void write_rows_file(const std::string& path, const std::string& option,
   io::write_file_atomic(path, f.str());
 }
 
-void check_output_path(const std::string& path) { check_rows_output(path, "bench: --output"); }
+void check_output_path(const std::string& path) {
+  check_rows_output(path, "bench: --output", "model");
+}
 
 void write_rows(const std::string& path, const std::vector<BenchResult>& rows) {
   std::vector<ojson> js;

@@ -36,8 +36,11 @@ void check_output_path(const std::string& path);
 /// unless `path` ends in .json or .csv (any case) and can be written (train::check_output_file);
 /// write_rows_file writes `rows` there as a JSON array of the row objects (*.json) or as CSV
 /// (*.csv: a header of the scalar keys in order of appearance, one line per row, nulls empty;
-/// object and list values are left out).
-void check_rows_output(const std::string& path, const std::string& option);
+/// object and list values are left out). An existing file is replaced only when it holds such
+/// rows, whose first column is `first_column` (the command's: "model", "impl", ...; app/
+/// model_from_args.h, check_replaces_rows_only).
+void check_rows_output(const std::string& path, const std::string& option,
+                       const std::string& first_column);
 /// Whether write_rows_file writes `path` as CSV (it ends in .csv, any case).
 bool csv_output(const std::string& path);
 void write_rows_file(const std::string& path, const std::string& option,

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/similar_names.h"
@@ -172,6 +175,48 @@ void check_replaces_its_kind_only(const std::string& path, const std::string& wh
   throw Error(str(what, " ", path, " holds ", names.size(),
                   names.size() == 1 ? " tensor (" : " tensors (", shown, "), not ", kind,
                   ": it is not replaced; give another name, or remove it first"));
+}
+
+namespace {
+
+// Whether `text` is rows as the commands write them, first column `first_column` (see
+// check_replaces_rows_only).
+bool holds_rows(const std::string& text, bool csv, const std::string& first_column) {
+  if (csv) {
+    const std::string header = text.substr(0, text.find('\n'));
+    return header == first_column || header.rfind(first_column + ",", 0) == 0;
+  }
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
+  auto row = [&](const nlohmann::ordered_json& r) {
+    return r.is_object() && !r.empty() && r.begin().key() == first_column;
+  };
+  if (j.is_array()) return j.empty() || row(j.front());
+  return row(j);
+}
+
+}  // namespace
+
+void check_replaces_rows_only(const std::string& path, const std::string& what,
+                              const std::string& first_column) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec) || fs::is_directory(path, ec)) return;  // new, or check_output_file's
+  const bool csv = data::lower_extension(path) == ".csv";
+  // a results file is a few KiB; one far larger is something else (read no further)
+  constexpr uintmax_t kMaxRowsFile = 64u << 20;
+  const uintmax_t size = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
+  bool rows = false;
+  if (fs::is_regular_file(path, ec) && !ec && size <= kMaxRowsFile) {
+    try {
+      rows = holds_rows(io::read_file(path), csv, first_column);
+    } catch (const Error&) {  // unreadable: not replaced either
+    }
+  }
+  HG_CHECK(rows, what, " ", path, " exists and is not ", csv ? "a CSV" : "a JSON",
+           " file of rows this command writes (",
+           csv ? str("a header starting with '", first_column, "'")
+               : str("rows whose first key is '", first_column, "'"),
+           "): it is not replaced; give another name, or remove it first");
 }
 
 std::string override_key(const std::string& token) {

@@ -63,6 +63,14 @@ void check_replaces_its_kind_only(const std::string& path, const std::string& wh
                                   const std::function<bool(const std::string&)>& ours,
                                   const std::string& kind);
 
+/// Throws hg::Error when `path` exists and is not a file of rows such as `what` ("validate:
+/// --results-file", "bench: --output") writes, whose first column is `first_column` ("model"): a
+/// JSON row object or array of them whose first key is that column (an empty array too), or CSV
+/// whose header starts with it. What the command writes replaces such files only (a user's CSV or
+/// any other file given by mistake stays). Nothing for a new file.
+void check_replaces_rows_only(const std::string& path, const std::string& what,
+                              const std::string& first_column);
+
 /// The config key a `--key value` token names, spelled with underscores (--num-classes,
 /// --num_classes and --num-classes=10 all give "num_classes"); "" for a value token.
 std::string override_key(const std::string& token);

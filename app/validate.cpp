@@ -186,9 +186,12 @@ void run_validate(const ValidateArgs& args) {
   const std::string ext = a.results_file.empty() ? "" : extension_of(a.results_file);
   HG_CHECK(a.results_file.empty() || ext == "csv" || ext == "json", "validate: --results-file '", a.results_file,
            "' must end in .csv or .json");
-  if (!a.results_file.empty())
+  if (!a.results_file.empty()) {
     train::check_output_file(a.results_file, "validate: --results-file", "the results",
                              {{"the checkpoint", a.checkpoint}});
+    // an earlier row's file (timm's validate.py rewrites it too), never another file
+    check_replaces_rows_only(a.results_file, "validate: --results-file", "model");
+  }
   // the keys of the model, of the validation data and its evaluation transform, and of where it
   // runs; a training key (--epochs 5, --lr) was taken and changed nothing, unsaid (timm's
   // validate.py refuses an option it has not)

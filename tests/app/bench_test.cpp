@@ -324,6 +324,32 @@ TEST_F(BenchCommand, AnOutputFileInAMissingFolderFailsBeforeRunning) {
   EXPECT_EQ(augment.output.find("mean us"), std::string::npos) << "a row ran: " << augment.output;
 }
 
+// An --output replaces only a file of the command's own rows: a user's CSV, or another
+// command's rows, stays and is refused before the first row (each was replaced, unsaid).
+TEST_F(BenchCommand, AnOutputReplacesOnlyAFileOfTheCommandsOwnRows) {
+  const std::string mine = file("mine.csv"), kept = "my,important,data\n1,2,3\n";
+  std::ofstream(mine, std::ios::binary) << kept;
+  const ProgramRun bench = run_program(kTiny + " --models convnext_atto --output " + mine);
+  EXPECT_NE(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(bench.output.find("bench: --output " + mine +
+                              " exists and is not a CSV file of rows "
+                              "this command writes (a header starting with 'model')"),
+            std::string::npos)
+      << bench.output;
+  EXPECT_EQ(bench.output.find("timed steps"), std::string::npos) << "a row ran: " << bench.output;
+  const std::string base = "bench-augment --size 16 --reps 1 --warmup 0 --only 'op Inv' --output ";
+  for (int i = 0; i < 2; ++i) {  // its own rows, again
+    const ProgramRun own = run_program(base + file("augment.json"));
+    EXPECT_EQ(own.exit_code, 0) << own.output;
+  }
+  const ProgramRun other = run_program(base + mine);
+  EXPECT_NE(other.exit_code, 0) << other.output;
+  EXPECT_NE(other.output.find("(a header starting with 'stage')"), std::string::npos)
+      << other.output;
+  std::ifstream f(mine, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), kept);
+}
+
 // bench-augment --output wrote JSON whatever the name (rows.csv held a JSON array), where bench
 // writes CSV for a .csv name and refuses a name that is neither: it now does as bench does.
 TEST_F(BenchCommand, BenchAugmentWritesCsvForACsvOutputAsBenchDoes) {

@@ -423,6 +423,39 @@ TEST_F(ValidateCommand, ResultsFileInAFolderThatCannotBeWrittenFailsBeforeTheEva
   EXPECT_FALSE(fs::exists(file("ro/r.csv")));
 }
 
+// A results file replaces an earlier results file only: a user's CSV or any other file given by
+// mistake stays, and is refused before the evaluation (it was replaced, unsaid, even through a
+// symbolic link).
+TEST_F(ValidateCommand, AResultsFileReplacesOnlyAnEarlierResultsFile) {
+  namespace fs = std::filesystem;
+  const std::string run = train_once();
+  const std::string ck = " --device cpu --checkpoint " + run + "/last.safetensors --results-file ";
+  const std::string mine = file("mine.csv"), kept = "my,important,data\n1,2,3\n";
+  std::ofstream(mine, std::ios::binary) << kept;
+  fs::create_symlink(mine, file("link.csv"));
+  std::ofstream(file("other.json"), std::ios::binary) << "{\"a\": 1}\n";
+  for (const std::string& f : {mine, file("link.csv"), file("other.json")}) {
+    const ProgramRun r = run_program("validate" + ck + f);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("validate: --results-file " + f + " exists and is not a"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("is not replaced; give another name, or remove it first"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("model,img_size"), std::string::npos) << "evaluated: " << r.output;
+  }
+  EXPECT_EQ(read(mine), kept);
+  EXPECT_EQ(read(file("other.json")), "{\"a\": 1}\n");
+  // its own files, again and again (CSV and JSON)
+  for (const std::string& f : {file("r.csv"), file("r.json")})
+    for (int i = 0; i < 2; ++i) {
+      const ProgramRun r = run_program("validate" + ck + f);
+      EXPECT_EQ(r.exit_code, 0) << f << " " << i << ": " << r.output;
+    }
+  EXPECT_EQ(read(file("r.csv")).rfind("model,img_size,", 0), 0u) << read(file("r.csv"));
+}
+
 // timm's short options (validate.py -b 64) after the options: "-b" was taken for the config file
 // ("config: cannot open file '-b'"); it is an option (timm's batch size).
 TEST_F(ValidateCommand, ATimmShortOptionIsNotTakenForTheConfig) {
