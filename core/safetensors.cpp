@@ -229,14 +229,24 @@ std::string foreign_format(const char* head, size_t n) {
   if (n >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0)
     return "; it is a NumPy array (numpy.save): convert it in Python with "
            "safetensors.numpy.save_file({'input': array}, 'x.safetensors')";
+  // A safetensors file whose length field is damaged: the header after it is still JSON text
+  // (that was said to be a text file such as a YAML config).
+  if (n >= 10 && head[8] == '{' && head[9] == '"')
+    return "; its first 8 bytes (the header length) are damaged: the JSON header after them is "
+           "there, so the file was a safetensors file; use an intact copy";
   // A run folder holds args.yaml beside its checkpoints: a config given where weights go read as
-  // "header length 8243683405496590371" (a new user's report).
+  // "header length 8243683405496590371" (a new user's report). Such a file starts with ASCII.
   const size_t m = std::min<size_t>(n, 256);
-  const bool text =
-      m >= 8 && std::all_of(head, head + m, [](char ch) {
-        const auto c = static_cast<unsigned char>(ch);
-        return c >= 0x20 || c == '\n' || c == '\r' || c == '\t';  // printable ASCII or UTF-8
-      });
+  const auto printable = [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c >= 0x20 || c == '\n' || c == '\r' || c == '\t';  // printable ASCII or UTF-8
+  };
+  const bool text = m >= 8 &&
+                    std::all_of(head, head + 8,
+                                [&](char ch) {
+                                  return printable(ch) && static_cast<unsigned char>(ch) < 0x80;
+                                }) &&
+                    std::all_of(head, head + m, printable);
   if (text)
     return "; it is a text file (a YAML config such as a run's args.yaml?), not weights: give a "
            "run folder's last.safetensors or model_best.safetensors, or the folder itself where "
@@ -321,10 +331,16 @@ json read_header(const std::string& path, uint64_t* data_bytes) {
   if (size < 8) fail(path, "file has ", size, " bytes, too short for the 8-byte header length");
   uint64_t header_len = 0;
   in.read(reinterpret_cast<char*>(&header_len), 8);  // little-endian (see the static_assert)
-  if (header_len > size - 8)
+  if (header_len > size - 8) {
+    // the first bytes say what the file is instead (foreign_format looks at up to 256)
+    std::string head(static_cast<size_t>(std::min<uint64_t>(size, 256)), '\0');
+    in.seekg(0);
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (!in) head.assign(reinterpret_cast<const char*>(&header_len), 8);
     fail(path, "header length ", header_len, " runs past the end of the file (", size - 8,
          " bytes after the length field; not a safetensors file, or a truncated one)",
-         foreign_format(reinterpret_cast<const char*>(&header_len), 8));
+         foreign_format(head.data(), head.size()));
+  }
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) throw Error(str("safetensors '", path, "': read failed: ", std::strerror(errno)));

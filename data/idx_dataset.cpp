@@ -16,6 +16,19 @@
 namespace hg::data {
 
 IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
+  // a FIFO's open waits for a writer for ever (a stop signal could not end it), a device reads
+  // without end, a folder or a link that loops was named as gzip data: named before the open
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  HG_CHECK(!ec, "IDX: cannot read '", path, "': ", ec.message());
+  HG_CHECK(!fs::is_directory(st), "IDX: '", path, "' is a folder, not an IDX file");
+  HG_CHECK(fs::is_regular_file(st), "IDX: '", path, "' is not a regular file (",
+           fs::is_fifo(st)                                      ? "a FIFO"
+           : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
+           : fs::is_socket(st)                                  ? "a socket"
+                                                                : "a special file",
+           "): give the IDX file itself (gzip or plain)");
   // gzopen reads gzip files and passes plain files through unchanged.
   std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
   HG_CHECK(f != nullptr, "IDX: cannot open '", path, "'");
@@ -81,8 +94,13 @@ namespace {
 std::string find_file(const std::string& dir, const std::string& name) {
   namespace fs = std::filesystem;
   fs::path gz = fs::path(dir) / (name + ".gz"), plain = fs::path(dir) / name;
-  if (fs::exists(gz)) return gz.string();
-  if (fs::exists(plain)) return plain.string();
+  // a name that is there, a link that loops or leads nowhere too (read_idx says what it is)
+  const auto present = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(fs::symlink_status(p, ec));
+  };
+  if (present(gz)) return gz.string();
+  if (present(plain)) return plain.string();
   // a folder of image folders given to the idx dataset (an IDX config's --data-dir changed alone)
   std::vector<std::string> folders;
   bool idx_files = false;

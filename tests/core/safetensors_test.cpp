@@ -186,6 +186,24 @@ TEST(SafetensorsMalformed, HeaderLengthPastTheEnd) {
   std::string huge = image("{}");
   std::memset(huge.data(), 0xff, 8);  // 2^64 - 1: must not wrap around
   expect_rejected(huge, {"past the end"});
+  // a damaged length before an intact header: said so, by load and by read_metadata (it was
+  // called a text file such as a YAML config: the header after the length is text)
+  std::string damaged =
+      image(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}})", "x");
+  std::memset(damaged.data(), 0xff, 7);
+  damaged[7] = 0x7f;
+  expect_rejected(damaged, {"past the end", "its first 8 bytes (the header length) are damaged"});
+  TempDir dir("damaged");
+  const std::string path = (dir.path / "w.safetensors").string();
+  std::ofstream(path, std::ios::binary) << damaged;
+  try {
+    safetensors::read_metadata(path);
+    ADD_FAILURE() << "no error for a damaged length";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the header length) are damaged"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("text file"), std::string::npos) << e.what();
+  }
 }
 
 // A timm user's first file is a PyTorch one (model.pth, pytorch_model.bin): its first 8 bytes read
