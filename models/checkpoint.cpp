@@ -55,7 +55,7 @@ std::map<std::string, Tensor> clean_state_dict(std::map<std::string, Tensor> ten
 
 void load_state_dict(const Module& m, const std::map<std::string, Tensor>& tensors, bool strict,
                      const std::string& prefix) {
-  std::vector<std::string> missing, mis_shaped, bad_fixed;
+  std::vector<std::string> missing, mis_shaped, bad_fixed, not_float;
   std::set<std::string> used;
   std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, source): applied only if all is well
   for (const ParamRef& p : m.named_tensors()) {
@@ -72,6 +72,12 @@ void load_state_dict(const Module& m, const std::map<std::string, Tensor>& tenso
       src = src.reshape(want);  // conv_mlp checkpoint (out, in, 1, 1) -> Linear (out, in)
     if (src.shape() != want) {
       mis_shaped.push_back(str(p.name, " (checkpoint ", shape_str(src.shape()), ", model ", shape_str(want), ")"));
+      continue;
+    }
+    // integers or booleans are no weights: converted, a float's bits read as an I32 loaded as
+    // values near 1e9, unsaid (a damaged or hand-made file)
+    if (!is_floating(src.dtype())) {
+      not_float.push_back(str(p.name, " (", dtype_name(src.dtype()), ")"));
       continue;
     }
     if (!p.trainable) {
@@ -101,7 +107,11 @@ void load_state_dict(const Module& m, const std::map<std::string, Tensor>& tenso
   if (strict && !unexpected.empty()) problems += str("\n  unexpected keys (", unexpected.size(), "): ", join(unexpected));
   if (!mis_shaped.empty()) problems += str("\n  mis-shaped keys (", mis_shaped.size(), "): ", join(mis_shaped));
   if (!bad_fixed.empty()) problems += str("\n  fixed filters that are not the Haar filters: ", join(bad_fixed));
-  if (strict ? !problems.empty() : (!mis_shaped.empty() || !bad_fixed.empty()))
+  if (!not_float.empty())
+    problems +=
+        str("\n  keys that are not floating point (", not_float.size(), "): ", join(not_float));
+  if (strict ? !problems.empty()
+             : (!mis_shaped.empty() || !bad_fixed.empty() || !not_float.empty()))
     throw Error("load_state_dict: the checkpoint does not match the model:" + problems);
 
   autograd::NoGradGuard no_grad;

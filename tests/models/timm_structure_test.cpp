@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/convnext.h"
+#include "test_util.h"
 
 using namespace hg;
 
@@ -175,6 +176,28 @@ TEST(TimmStructure, NamedVariantsHoldTimmsMlpShapes) {
   load_state_dict(other, saved);
   EXPECT_EQ(other.stages[0]->blocks[0]->fc1.weight.to_vector<float>(),
             atto.stages[0]->blocks[0]->fc1.weight.to_vector<float>());
+}
+
+// An integer or boolean tensor under a weight's name is refused (strict or not): converted, a
+// damaged file's I32 weight loaded as values near 1e9 (float bits read as integers), unsaid.
+TEST(TimmStructure, AWeightThatIsNotFloatingPointIsRefused) {
+  ModelConfig c = model_config("convnext_atto");
+  c.depths = {1, 1};
+  c.dims = {8, 16};
+  const ConvNeXt m(c, 3);
+  std::map<std::string, Tensor> saved;
+  for (const auto& [name, t] : timm_state_dict(m)) saved.emplace(name, t);
+  const Tensor w = saved.at("stem.0.weight");
+  saved["stem.0.weight"] = w.to(DType::i32);
+  ConvNeXt other(c, 4);
+  const std::vector<float> before = other.stem_conv->weight.to_vector<float>();
+  for (bool strict : {true, false}) {
+    const std::string msg = test::error_of([&] { load_state_dict(other, saved, strict); });
+    EXPECT_NE(msg.find("keys that are not floating point (1): stem.0.weight (i32)"),
+              std::string::npos)
+        << msg;
+  }
+  EXPECT_EQ(other.stem_conv->weight.to_vector<float>(), before);  // nothing loaded
 }
 
 TEST(TimmStructure, LayerScaleFollowsTimm) {
