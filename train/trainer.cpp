@@ -1237,7 +1237,12 @@ EpochProgress train_epoch(Session& s, int64_t epoch) {
         (p.step / s.accum) % s.cfg.recovery_interval == 0) {
       settle();
       check_recovery_weights(s, epoch, p);
-      write_recovery(s, epoch, p);
+      try {  // a write that fails (a full disk) names what is still there to go on from
+        write_recovery(s, epoch, p);
+      } catch (const Error& e) {
+        throw Error(str(e.what(), "; stopping at epoch ", epoch + 1, " step ", p.step, ": ",
+                        s.good.describe()));
+      }
     }
   }
   settle();  // an interrupted epoch's last steps too
@@ -1317,7 +1322,7 @@ void remade_folder_stop(const Session& s, int64_t epoch, bool last) {
     spdlog::warn(
         "the run folder {} was made again at epoch {}: it holds that epoch's args.yaml, "
         "summary.csv and checkpoints; the files it held before (log.txt, earlier checkpoints) "
-        "are gone",
+        "are no longer there (deleted, or moved away with the folder)",
         dir, epoch + 1);
     return;
   }
@@ -1656,7 +1661,11 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
   if (is_best) st.best_epoch = epoch + 1;
   st.run = s.run_id;
   remake_lost_folder(s, epoch);
-  save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
+  try {  // a write that fails (a full disk) names what is still there to go on from
+    save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
+  } catch (const Error& e) {
+    throw Error(str(e.what(), "; stopping after epoch ", epoch + 1, ": ", s.good.describe()));
+  }
   write_pending_args(s);
   s.good.set_resumable(s.paths.last.string(), st.epoch, 0);
   // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it.

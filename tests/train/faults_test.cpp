@@ -1732,6 +1732,23 @@ TEST_F(Faults, AModelBestThatCannotBeWrittenKeepsTheEpochsHistoryFile) {
   EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 1);
 }
 
+// A last.safetensors that cannot be written (a full disk) stops the run saying what it can go on
+// from, as a model_best that cannot be written does: the message was the writer's alone.
+TEST_F(Faults, ALastCheckpointThatCannotBeWrittenNamesWhatTheRunCanGoOnFrom) {
+  train::Config c = smoke("nolast", 1);
+  c.recovery_interval = 1;  // a recovery checkpoint in the epoch: what is left to go on from
+  train::TrainOptions opts = quiet_;
+  const fs::path dir = root_ / "nolast";
+  opts.before_checkpoints = [&](int64_t) {  // a rename over a folder that holds a file fails
+    fs::create_directories(dir / "last.safetensors" / "x");
+  };
+  const std::string msg = error_of([&] { train::train(c, opts); });
+  EXPECT_CONTAINS(msg, (dir / "last.safetensors").string());
+  EXPECT_CONTAINS(msg, "stopping after epoch 1: the run can go on from " +
+                           (dir / "recovery.safetensors").string() + " (epoch 1 after step ");
+  EXPECT_TRUE(fs::is_regular_file(dir / "recovery.safetensors"));
+}
+
 // A checkpoint whose weights, EMA or optimizer state are damaged (a NaN weight, a negative second
 // moment, a mis-shaped moment) was resumed: the first ones trained a step (the EMA: an epoch) and
 // stopped at a non-finite loss (evaluation) whose message said the run "can go on from" that same
