@@ -1791,6 +1791,17 @@ TEST_F(Faults, ADamagedCheckpointIsRefusedAtResumeNamingTheFileAndTensor) {
   EXPECT_CONTAINS(
       error_of([&] { train::train(c, quiet_); }),
       "checkpoint " + c.resume + ": optimizer state: 'optimizer.head.fc.weight.exp_avg'");
+  // a step count past the run's updates (it was resumed: AdamW bias-corrected as at step 77)
+  const int64_t updates = state_of(root_ / "dmg" / "last.safetensors").updates;
+  c.resume = edited("optimizer.head.fc.weight.step", [](Tensor t) {
+    t.data<int64_t>()[0] = 77;
+    return t;
+  });
+  EXPECT_CONTAINS(error_of([&] { train::train(c, quiet_); }),
+                  str("checkpoint ", c.resume,
+                      ": optimizer state 'optimizer.head.fc.weight.step' counts 77 steps, but the "
+                      "run it holds made ",
+                      updates, " updates"));
 }
 
 // A resume or initial_checkpoint named through a link that leads to itself was said not to exist,
