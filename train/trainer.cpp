@@ -308,6 +308,7 @@ void open_run_folder(Session& s) {
     moved_note = dist::broadcast(moved_note, 0, "resume folder");
     if (!moved_note.empty()) run_dir.clear();
   }
+  std::string taken_note;  // why the folder is NAME-N
   if (run_dir.empty()) {
     const std::string name = s.cfg.experiment.empty() ? timestamp() + "-" + s.cfg.model + "-" +
                                                             std::to_string(s.cfg.img_size)
@@ -321,6 +322,13 @@ void open_run_folder(Session& s) {
       }
       run_dir = claim_run_folder(out_root, name, &s.created);
       s.claimed = true;
+      // NAME-2 unsaid read as a mistake (a run of NAME, or a file of that name, was there)
+      const fs::path named = out_root / name;
+      if (run_dir.filename() != named.filename())
+        taken_note =
+            str(" (", named.string(),
+                fs::is_directory(named, ec) ? " holds another run's files" : " is taken by a file",
+                ")");
     }
     run_dir = dist::broadcast(run_dir.string(), 0, "run folder");
   }
@@ -356,7 +364,7 @@ void open_run_folder(Session& s) {
   // rank 0 speaks for the run: until the first step the other ranks say errors only, as every
   // warning of the start-up (config, data set, checkpoint, schedule) would come once a rank
   if (!dist::is_main()) spdlog::set_level(spdlog::level::err);
-  spdlog::info("run folder {}", run_dir.string());
+  spdlog::info("run folder {}{}", run_dir.string(), taken_note);
   if (!s.opts.config_note.empty())
     s.console->log_file_only(spdlog::level::info, s.opts.config_note);
   if (dist::size() > 1)  // log.txt points to where the other ranks' errors go

@@ -896,6 +896,10 @@ TEST_F(Faults, ReusedExperimentNameAfterAnInterruptedEpoch1GetsANewFolder) {
 
   const train::TrainResult second = train::train(c, quiet_);  // the same experiment, no --resume
   EXPECT_EQ(fs::path(second.run_dir), root_ / "s-2");
+  // and its log says why the folder is s-2 (it was unsaid)
+  EXPECT_CONTAINS(slurp(root_ / "s-2" / "log.txt"), "run folder " + (root_ / "s-2").string() +
+                                                        " (" + dir.string() +
+                                                        " holds another run's files)");
   EXPECT_EQ(slurp(dir / "args.yaml"), args);
   EXPECT_EQ(slurp(dir / "log.txt"), log);
   EXPECT_EQ(slurp(dir / "recovery.safetensors"), recovery);
