@@ -300,8 +300,10 @@ std::vector<std::string> class_folders(const std::string& dir) {
     if (hidden(e.path())) continue;
     std::error_code ec;
     if (e.is_symlink(ec) && !fs::exists(e.path(), ec))
-      spdlog::warn("ImageFolder: '{}' is a symbolic link to nothing: not a class folder",
-                   printable(e.path().string()));
+      // a link that loops (class -> class) was called a link to nothing
+      spdlog::warn("ImageFolder: '{}' is a symbolic link {}: not a class folder",
+                   printable(e.path().string()),
+                   ec == std::errc::too_many_symbolic_link_levels ? "that loops" : "to nothing");
     else if (e.is_regular_file() && is_image_file(e.path().string()))
       ++loose;
   }

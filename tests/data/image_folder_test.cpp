@@ -558,6 +558,25 @@ TEST(ImageFolder, AFileLinkLoopIsMetAsABrokenLink) {
   EXPECT_EQ(msg.find("folder above it"), std::string::npos) << msg;
 }
 
+// A class-level link that loops (train/c -> c) was called "a symbolic link to nothing"; one that
+// leads nowhere still is.
+TEST(ImageFolder, AClassLinkThatLoopsIsNamedAsLooping) {
+  hg::test::TempDir tmp;
+  fs::create_directories(tmp.path() / "train/cls");
+  hg::data::write_png(tmp / "train/cls/ok.png", hg::test::random_image(2, 2, 3, 9));
+  fs::create_symlink(tmp.path() / "train/c", tmp.path() / "train/c");
+  fs::create_symlink(tmp.path() / "train/gone", tmp.path() / "train/d");
+  const hg::test::CapturedLog captured;
+  EXPECT_EQ(ImageFolder(tmp.path().string(), "train", {}).size(), 1);
+  const std::string log = captured.text();
+  EXPECT_NE(log.find("'" + (tmp.path() / "train/c").string() + "' is a symbolic link that loops"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("'" + (tmp.path() / "train/d").string() + "' is a symbolic link to nothing"),
+            std::string::npos)
+      << log;
+}
+
 // A sub-folder of a class folder that cannot be read is named itself, not its class folder: the
 // user must find the one folder among thousands whose permissions are wrong.
 TEST(ImageFolder, AnUnreadableSubFolderIsNamed) {
