@@ -189,7 +189,7 @@ void run(const AugmentOptions& o) {
     for (const AugmentRow& r : rows)
       if (r.mean_us >= 0)
         j.push_back({{"stage", r.name}, {"mean_us", r.mean_us}, {"min_us", r.min_us}});
-    write_rows_file(o.output, "bench-augment: --output", j);
+    write_rows_file(o.output, "bench-augment: --output", j, "stage");
     std::printf("wrote %s\n", o.output.c_str());
   }
 }

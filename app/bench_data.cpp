@@ -117,7 +117,7 @@ void run(BenchDataArgs a, const std::vector<std::string>& overrides, bool decode
     if (csv_output(a.output))
       for (nlohmann::ordered_json& row : rows)
         row["decoded"] = decoded_str(row["decoded"].get<std::map<std::string, int64_t>>());
-    write_rows_file(a.output, "bench-data: --output", rows);
+    write_rows_file(a.output, "bench-data: --output", rows, "jpeg_decoder");
     std::printf("wrote %s\n", a.output.c_str());
   }
 }

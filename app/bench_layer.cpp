@@ -336,7 +336,7 @@ void report(const Options& o, const std::vector<Row>& rows, double bw) {
     out.push_back(j);
   }
   if (!o.output.empty()) {
-    write_rows_file(o.output, "bench-layer: --output", out);
+    write_rows_file(o.output, "bench-layer: --output", out, "impl");
     std::printf("wrote %s\n", o.output.c_str());
   }
 }

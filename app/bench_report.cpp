@@ -180,10 +180,8 @@ void check_rows_output(const std::string& path, const std::string& option,
 bool csv_output(const std::string& path) { return ends_with(path, ".csv"); }
 
 void write_rows_file(const std::string& path, const std::string& option,
-                     const std::vector<ojson>& rows) {
-  // again at the write (the file may have come since the start); rows have their first column
-  if (!rows.empty() && !rows.front().empty())
-    check_rows_output(path, option, rows.front().begin().key());
+                     const std::vector<ojson>& rows, const std::string& first_column) {
+  check_rows_output(path, option, first_column);  // again: the file may have come since the start
   std::ostringstream f;
   if (ends_with(path, ".json")) {
     f << ojson(rows).dump(2) << "\n";
@@ -212,7 +210,7 @@ void check_output_path(const std::string& path) {
 void write_rows(const std::string& path, const std::vector<BenchResult>& rows) {
   std::vector<ojson> js;
   for (const BenchResult& r : rows) js.push_back(row_json(r));
-  write_rows_file(path, "bench: --output", js);
+  write_rows_file(path, "bench: --output", js, "model");
 }
 
 void print_tables(const std::vector<BenchResult>& rows) {

@@ -44,7 +44,8 @@ void check_rows_output(const std::string& path, const std::string& option,
 /// Whether write_rows_file writes `path` as CSV (it ends in .csv, any case).
 bool csv_output(const std::string& path);
 void write_rows_file(const std::string& path, const std::string& option,
-                     const std::vector<nlohmann::ordered_json>& rows);
+                     const std::vector<nlohmann::ordered_json>& rows,
+                     const std::string& first_column);
 
 /// Prints the results table, the memory table and the ratio table (WTConvNeXt / ConvNeXt at equal
 /// precision and batch; fused / unfused) to stdout.

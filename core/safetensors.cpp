@@ -231,7 +231,10 @@ std::string foreign_format(const char* head, size_t n) {
            "safetensors.numpy.save_file({'input': array}, 'x.safetensors')";
   // A safetensors file whose length field is damaged: the header after it is still JSON text
   // (that was said to be a text file such as a YAML config).
-  if (n >= 10 && head[8] == '{' && head[9] == '"')
+  // (a length of 4 GiB or more: a header of thousands of tensors cut short has a plausible one)
+  uint64_t length = 0;
+  if (n >= 8) std::memcpy(&length, head, 8);
+  if (n >= 10 && head[8] == '{' && head[9] == '"' && length >= (uint64_t{1} << 32))
     return "; its first 8 bytes (the header length) are damaged: the JSON header after them is "
            "there, so the file was a safetensors file; use an intact copy";
   // A run folder holds args.yaml beside its checkpoints: a config given where weights go read as

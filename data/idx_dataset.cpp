@@ -93,17 +93,15 @@ namespace {
 std::string find_file(const std::string& dir, const std::string& name) {
   namespace fs = std::filesystem;
   fs::path gz = fs::path(dir) / (name + ".gz"), plain = fs::path(dir) / name;
-  // a name that is there, a link that loops or leads nowhere too (read_idx says what it is)
-  const auto present = [](const fs::path& p) {
-    std::error_code ec;
-    return fs::exists(fs::symlink_status(p, ec));
-  };
-  if (present(gz)) return gz.string();
-  if (present(plain)) return plain.string();
+  std::error_code ec;
+  if (fs::exists(gz, ec)) return gz.string();
+  if (fs::exists(plain, ec)) return plain.string();
+  // neither can be followed: a link that loops or leads nowhere is named by read_idx, as such
+  for (const fs::path& p : {gz, plain})
+    if (fs::is_symlink(fs::symlink_status(p, ec))) return p.string();
   // a folder of image folders given to the idx dataset (an IDX config's --data-dir changed alone)
   std::vector<std::string> folders;
   bool idx_files = false;
-  std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
     if (n.find("-ubyte") != std::string::npos) idx_files = true;

@@ -277,17 +277,17 @@ TrainState load_checkpoint(const std::string& path, ConvNeXt& model, Optimizer* 
   const std::optional<TrainState> stored = state_from_metadata(f.metadata, path);
   const TrainState s = stored.value_or(TrainState{});
   restore_drop_path_rng(f.metadata, path, model);
-  // a parameter's step count is at most the run's updates (one for each update it took part in): a
-  // larger one no run leaves (an edited or mixed-up file), and would bias-correct its moments
-  // as a later step's
-  if (stored)
-    for (const auto& [key, t] : opt_state)
-      if (key.size() > 5 && key.compare(key.size() - 5, 5, ".step") == 0 && t.numel() == 1 &&
-          t.item() > static_cast<double>(s.updates))
-        throw Error(str("checkpoint ", path, ": optimizer state '", key, "' counts ",
-                        static_cast<int64_t>(t.item()), " steps, but the run it holds made ",
-                        s.updates, " updates (the file was damaged or edited)"));
   if (opt && !opt_state.empty()) {
+    // a parameter's step count is at most the run's updates (one for each update it took part in):
+    // a larger one no run leaves (an edited or mixed-up file), and would bias-correct its moments
+    // as a later step's
+    if (stored)
+      for (const auto& [key, t] : opt_state)
+        if (key.size() > 5 && key.compare(key.size() - 5, 5, ".step") == 0 && t.numel() == 1 &&
+            t.item() > static_cast<double>(s.updates))
+          throw Error(str("checkpoint ", path, ": optimizer state '", key, "' counts ",
+                          static_cast<int64_t>(t.item()), " steps, but the run it holds made ",
+                          s.updates, " updates (the file was damaged or edited)"));
     try {
       opt->load_state_dict(opt_state, kOptPrefix);
     } catch (const Error& e) {  // its messages name the key; the file is this one

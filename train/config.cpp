@@ -1352,12 +1352,14 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
   // wtconvnext_fmnist's 28: its file without img_size trained at 224 px)
   if (unset_node(root["img_size"]) && unset_node(root["input_size"])) {
     cfg.img_size = model_img_size(cfg.model, cfg.img_size);
+    cfg.model_own.img_size = true;
     locs.erase("img_size");  // not given: a --model next gives its own (apply_overrides)
   }
   // and crop_pct, as timm's resolve_data_config takes the model's pretrained config (0.95 for
   // convnext_tiny's default weights)
   if (unset_node(root["crop_pct"])) {
     cfg.crop_pct = model_crop_pct(cfg.model, cfg.crop_pct);
+    cfg.model_own.crop_pct = true;
     locs.erase("crop_pct");
   }
   take_timm_data(root, source, cfg, locs);
@@ -1987,6 +1989,8 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
     locs[key] = cmd;
     if (key == "img_size") img_size_unset = yaml_null;
     if (key == "crop_pct") crop_pct_unset = yaml_null;
+    if (key == "img_size" || key == "input_size") cfg.model_own.img_size = false;
+    if (key == "crop_pct") cfg.model_own.crop_pct = false;
   }
   // --in-chans 1 over a config's RGB mean / std (the defaults: ImageNet's): one value each, their
   // average, unless they are given too
@@ -2004,12 +2008,16 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
   // size, of the model the command line may have replaced
   if (img_size_unset ||
       (!locs.count("img_size") &&
-       (base == kDefaults || (file_locs != nullptr && !file_locs->count("img_size")))))
+       (base == kDefaults || (file_locs != nullptr && !file_locs->count("img_size"))))) {
     cfg.img_size = model_img_size(cfg.model, cfg.img_size);
+    cfg.model_own.img_size = true;
+  }
   if (crop_pct_unset ||
       (!locs.count("crop_pct") &&
-       (base == kDefaults || (file_locs != nullptr && !file_locs->count("crop_pct")))))
+       (base == kDefaults || (file_locs != nullptr && !file_locs->count("crop_pct"))))) {
     cfg.crop_pct = model_crop_pct(cfg.model, cfg.crop_pct);
+    cfg.model_own.crop_pct = true;
+  }
   if (cfg.model != model_before) {
     // an unknown name is said as such, before the message below says it replaces the config's
     try {

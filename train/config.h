@@ -88,6 +88,15 @@ struct Config {
   /// eval: resize the shorter side to img_size / crop_pct; not given: the model's own
   /// (ModelConfig::default_crop_pct; convnext_tiny's 0.95)
   double crop_pct = 0.95;
+  /// Whether img_size / crop_pct are the model's own because the config and command line left
+  /// them unset: a resume keeps its run's recorded value for such a key, which an older version
+  /// may have chosen otherwise. Where a value came from, not a value: no key, and equal in any
+  /// two configs (operator==).
+  struct ModelOwn {
+    bool img_size = false, crop_pct = false;
+    bool operator==(const ModelOwn&) const { return true; }
+  };
+  ModelOwn model_own;
   std::vector<double> mean = {0.485, 0.456, 0.406};  ///< per channel, on [0, 1] pixels (ImageNet)
   std::vector<double> std = {0.229, 0.224, 0.225};   ///< per channel
   double hflip = 0.5;                            ///< horizontal flip probability (train)

@@ -621,6 +621,22 @@ void warn_unused_location(const Session& s, const Config& recorded) {
       given, s.paths.dir.string(), s.resume_path);
 }
 
+// img_size and crop_pct this session left to the model's own take the run's recorded values: an
+// older version chose crop_pct 0.875 for every model, and `--resume auto` with the run's own
+// command refused the run over it (convnext_tiny's own is 0.95).
+void keep_recorded_model_values(Config& session, const Config& recorded) {
+  if (session.model_own.img_size && session.img_size != recorded.img_size) {
+    spdlog::info("resume: img_size {} (the run's; not given, the model's own is {})",
+                 recorded.img_size, session.img_size);
+    session.img_size = recorded.img_size;
+  }
+  if (session.model_own.crop_pct && session.crop_pct != recorded.crop_pct) {
+    spdlog::info("resume: crop_pct {} (the run's; not given, the model's own is {})",
+                 recorded.crop_pct, session.crop_pct);
+    session.crop_pct = recorded.crop_pct;
+  }
+}
+
 // A resume: what this session may change against the run's recorded config (args.yaml, else the
 // checkpoint's), with args.yaml kept rerunnable.
 void reconcile_resumed_settings(Session& s) {
@@ -637,6 +653,7 @@ void reconcile_resumed_settings(Session& s) {
     return;
   }
   if (!rec.rescaled.empty()) spdlog::info("{}", rec.rescaled);
+  keep_recorded_model_values(s.cfg, rec.config);
   const ResumeSettings rs =
       reconcile_resume(rec.config, rec.source, s.cfg, s.resumed->epoch, s.resumed->step_in_epoch,
                        s.resumed->updates, s.updates_per_epoch, s.resumed->plateau);
@@ -1300,6 +1317,7 @@ void remake_lost_folder(Session& s, int64_t epoch) {
            "epoch's checkpoint failed (",
            ec.message(), "): nothing of this epoch is saved");
   s.folder_remade = true;
+  s.good = GoodCheckpoints{};  // the checkpoints it held are no longer there to go on from
   // the config the checkpoints store (a resume's new args.yaml follows them: write_pending_args)
   if (s.pending_args.empty()) io::write_file_atomic(s.paths.args.string(), s.config_yaml);
   if (!s.summary.lines.empty())  // (none before the first epoch's end, as in any run)

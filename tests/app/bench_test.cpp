@@ -342,6 +342,9 @@ TEST_F(BenchCommand, AnOutputReplacesOnlyAFileOfTheCommandsOwnRows) {
     const ProgramRun own = run_program(base + file("augment.json"));
     EXPECT_EQ(own.exit_code, 0) << own.output;
   }
+  std::ofstream(file("empty.csv"));  // an empty file (a name from mktemp): nothing to lose
+  const ProgramRun empty = run_program(base + file("empty.csv"));
+  EXPECT_EQ(empty.exit_code, 0) << empty.output;
   const ProgramRun other = run_program(base + mine);
   EXPECT_NE(other.exit_code, 0) << other.output;
   EXPECT_NE(other.output.find("(a header starting with 'stage')"), std::string::npos)

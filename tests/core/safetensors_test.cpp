@@ -193,6 +193,17 @@ TEST(SafetensorsMalformed, HeaderLengthPastTheEnd) {
   std::memset(damaged.data(), 0xff, 7);
   damaged[7] = 0x7f;
   expect_rejected(damaged, {"past the end", "its first 8 bytes (the header length) are damaged"});
+  // a file cut short in its header has a plausible length: not called damaged
+  const std::string cut_in_header = damaged.substr(0, 20).replace(
+      0, 8,
+      image(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}})", "x").substr(0, 8));
+  try {
+    safetensors::parse(cut_in_header, "cut.safetensors");
+    ADD_FAILURE() << "no error for a file cut short";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("past the end"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+  }
   TempDir dir("damaged");
   const std::string path = (dir.path / "w.safetensors").string();
   std::ofstream(path, std::ios::binary) << damaged;

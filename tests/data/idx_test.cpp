@@ -179,6 +179,14 @@ TEST(Idx, AFileThatIsNoRegularFileIsNamedBeforeItIsOpened) {
   EXPECT_NE(msg.find("IDX: cannot read '" + loop + "': Too many levels of symbolic links"),
             std::string::npos)
       << msg;
+  // a .gz link that leads nowhere beside the plain file that is there: the plain file is read
+  hg::test::TempDir other;
+  hg::test::write_bytes(other / "train-labels-idx1-ubyte",
+                        be32(0x801) + be32(2) + std::string("\1\2"));
+  hg::test::write_bytes(other / "train-images-idx3-ubyte",
+                        be32(0x803) + be32(2) + be32(1) + be32(1) + std::string("\7\9"));
+  fs::create_symlink(other / "gone", other / "train-labels-idx1-ubyte.gz");
+  EXPECT_EQ(hg::data::IdxDataset(other.path().string(), "train").size(), 2);
 }
 
 // A split an IDX folder does not have (timm's names read the train or test files:

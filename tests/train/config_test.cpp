@@ -991,6 +991,13 @@ TEST_F(ConfigTest, AnUnsetCropPctIsTheModelsOwn) {
                 .crop_pct,
             0.95);
   EXPECT_EQ(load_config_with_overrides(given, {"--crop-pct", "null"}).crop_pct, 0.95);
+  // whether the value is the model's (a resume then keeps its run's: Faults tests)
+  EXPECT_TRUE(load_config(write("t2.yaml", "model: convnext_tiny\n")).model_own.crop_pct);
+  EXPECT_FALSE(load_config(given).model_own.crop_pct);
+  EXPECT_FALSE(
+      load_config_with_overrides(write("t3.yaml", "model: convnext_tiny\n"), {"--crop-pct", "0.9"})
+          .model_own.crop_pct);
+  EXPECT_TRUE(load_config_with_overrides(given, {"--crop-pct", "null"}).model_own.crop_pct);
   Config d;  // no config: timm's defaults
   hg::train::apply_overrides(d, {"--model", "wtconvnext_tiny"}, hg::train::kDefaults);
   EXPECT_EQ(d.crop_pct, 0.875);

@@ -1736,6 +1736,28 @@ TEST_F(Faults, AModelBestThatCannotBeWrittenKeepsTheEpochsHistoryFile) {
   EXPECT_EQ(state_of(dir / "last.safetensors").epoch, 1);
 }
 
+// crop_pct left unset is the model's own, which an older version chose otherwise (0.875 for every
+// model): a resume with the run's own command was refused over it ("settings differ ... crop_pct
+// 0.875 -> 0.95"). A key the session leaves to the model keeps the run's value; one it gives is
+// still checked.
+TEST_F(Faults, AResumeKeepsTheRunsCropPctWhereTheSessionLeavesItToTheModel) {
+  train::Config c = smoke("crop", 1);
+  c.crop_pct = 0.875;  // as an older version recorded it
+  train::train(c, quiet_);
+  train::Config again = c;
+  again.epochs = 2;
+  again.resume = (root_ / "crop" / "last.safetensors").string();
+  again.crop_pct = 1.0;              // the model's own today
+  again.model_own.crop_pct = false;  // given: a change of a result key, refused
+  EXPECT_CONTAINS(error_of([&] { train::train(again, quiet_); }), "crop_pct 0.875 -> 1");
+  again.model_own.crop_pct = true;  // left unset: the run's value
+  const train::TrainResult r = train::train(again, quiet_);
+  EXPECT_EQ(r.best_epoch > 0, true);
+  EXPECT_CONTAINS(slurp(root_ / "crop" / "args.yaml"), "crop_pct: 0.875");
+  EXPECT_CONTAINS(slurp(root_ / "crop" / "log.txt"),
+                  "resume: crop_pct 0.875 (the run's; not given, the model's own is 1)");
+}
+
 // A last.safetensors that cannot be written (a full disk) stops the run saying what it can go on
 // from, as a model_best that cannot be written does: the message was the writer's alone.
 TEST_F(Faults, ALastCheckpointThatCannotBeWrittenNamesWhatTheRunCanGoOnFrom) {
