@@ -149,7 +149,9 @@ std::string timm_key_hint(const std::string& key) {
       {"bce_pos_weight",
        "timm's --bce-pos-weight is for --bce-loss, which is not supported: the loss is "
        "cross-entropy"},
-      {"resplit", "timm's --resplit is for --aug-splits, which is not supported; leave it out"},
+      {"resplit",
+       "timm's --resplit (random erasing leaves the first half of each batch, or its first "
+       "aug split, unerased) is not supported; leave it out"},
       {"drop_connect", "timm's --drop-connect is its old name for --drop-path: drop_path here"},
       {"drop_block", "timm's --drop-block is not supported (ConvNeXt has no DropBlock)"},
       {"bn_momentum",

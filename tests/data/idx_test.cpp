@@ -184,7 +184,7 @@ TEST(Idx, AFileThatIsNoRegularFileIsNamedBeforeItIsOpened) {
   hg::test::write_bytes(other / "train-labels-idx1-ubyte",
                         be32(0x801) + be32(2) + std::string("\1\2"));
   hg::test::write_bytes(other / "train-images-idx3-ubyte",
-                        be32(0x803) + be32(2) + be32(1) + be32(1) + std::string("\7\9"));
+                        be32(0x803) + be32(2) + be32(1) + be32(1) + std::string("\x07\x09"));
   fs::create_symlink(other / "gone", other / "train-labels-idx1-ubyte.gz");
   EXPECT_EQ(hg::data::IdxDataset(other.path().string(), "train").size(), 2);
 }
