@@ -203,6 +203,8 @@ const std::vector<std::string>& plot_columns() {
 }
 
 std::map<std::string, std::vector<double>> read_csv_columns(const std::string& path) {
+  std::error_code ec;  // a folder opens as a stream that reads nothing: it was "an empty file"
+  HG_CHECK(!std::filesystem::is_directory(path, ec), path, " is a folder, not a summary.csv file");
   std::ifstream f(path);
   HG_CHECK(f.good(), "cannot open ", path);
   std::string line;

@@ -110,6 +110,17 @@ TEST_F(PlotTest, ReadsSummaryColumnsByName) {
     EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("'lr'"), std::string::npos) << e.what();
   }
+  // a folder named summary.csv was "an empty file (expected a header row)"
+  const fs::path folder = run("folder", "") / "summary.csv";
+  fs::remove(folder);
+  fs::create_directories(folder);
+  try {
+    train::read_csv_columns(folder.string());
+    ADD_FAILURE() << "a folder read as a summary";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(folder.string() + " is a folder"), std::string::npos)
+        << e.what();
+  }
 }
 
 // RFC 4180: a cell in double quotes is read without them. A summary.csv saved by a spreadsheet
