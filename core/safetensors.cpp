@@ -16,6 +16,7 @@
 
 #include "core/atomic_file.h"
 #include "core/autograd.h"
+#include "core/utf8.h"
 
 namespace hg::safetensors {
 
@@ -45,7 +46,8 @@ const char* format_name(DType t) {
 // Every reader error starts "safetensors '<file>': ".
 template <typename... Args>
 [[noreturn]] void fail(const std::string& what, const Args&... args) {
-  throw Error(str("safetensors '", what, "': ", args...));
+  // a header's names and values are the file's bytes: invalid UTF-8 written as \xHH, not raw
+  throw Error(utf8_shown(str("safetensors '", what, "': ", args...)));
 }
 
 // Parses the header JSON, failing on syntax errors and on a key repeated within one object

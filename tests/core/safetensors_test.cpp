@@ -261,6 +261,21 @@ TEST(SafetensorsMalformed, PyTorchFilesAreNamedAsSuch) {
   }
 }
 
+// A header's bytes that are no UTF-8 (a damaged name) are shown as \xHH in the message, never
+// raw (the JSON parser refuses the name; its message quotes what it read).
+TEST(SafetensorsMalformed, BytesThatAreNoUtf8AreShownEscaped) {
+  try {
+    safetensors::parse(
+        image("{\"w\xff\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", "x"),
+        "bad.safetensors");
+    ADD_FAILURE() << "no error for a name that is no UTF-8";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.find('\xff'), std::string::npos) << m;
+    EXPECT_NE(m.find("w\\xff"), std::string::npos) << m;
+  }
+}
+
 TEST(SafetensorsMalformed, HeaderIsNotJson) {
   expect_rejected(image(R"({"a": {"dtype": "F32", )"), {"not valid JSON"});
 }
