@@ -164,6 +164,12 @@ TEST_F(CliTest, ModelsListsEveryNameWithParameterCounts) {
   // timm's / the reference's counts (README)
   EXPECT_TRUE(std::regex_search(r.output, std::regex("\nconvnext_tiny +28,589,128 +0 "))) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("\nwtconvnext_tiny +30,383,656 +211,968 "))) << r.output;
+  // and each model's own img_size and crop_pct (timm's pretrained config for convnext_tiny)
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\nconvnext_tiny +28,589,128 +0 +224 +0.95 ")))
+      << r.output;
+  EXPECT_TRUE(
+      std::regex_search(r.output, std::regex("\nwtconvnext_fmnist +233,530 +9,216 +28 +1 ")))
+      << r.output;
 }
 
 TEST_F(CliTest, UnknownKeysSuggestOnlyCloseMatches) {
