@@ -174,7 +174,7 @@ void check_rows_output(const std::string& path, const std::string& option,
   HG_CHECK(ends_with(path, ".json") || ends_with(path, ".csv"), option, " '", path,
            "' must end in .json or .csv");
   train::check_output_file(path, option, "the rows");
-  check_replaces_rows_only(path, option, first_column);
+  check_replaces_rows_only(path, option, first_column, csv_output(path));
 }
 
 bool csv_output(const std::string& path) { return ends_with(path, ".csv"); }

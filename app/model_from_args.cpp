@@ -199,11 +199,10 @@ bool holds_rows(std::string text, bool csv, const std::string& first_column) {
 }  // namespace
 
 void check_replaces_rows_only(const std::string& path, const std::string& what,
-                              const std::string& first_column) {
+                              const std::string& first_column, bool csv) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec) || fs::is_directory(path, ec)) return;  // new, or check_output_file's
-  const bool csv = data::lower_extension(path) == ".csv";
   // a results file is a few KiB; one far larger is something else (read no further)
   constexpr uintmax_t kMaxRowsFile = 64u << 20;
   // (not a plain file, such as a FIFO or a device: refused; one that cannot be read says why,

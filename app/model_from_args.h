@@ -66,10 +66,11 @@ void check_replaces_its_kind_only(const std::string& path, const std::string& wh
 /// Throws hg::Error when `path` exists and is not a file of rows such as `what` ("validate:
 /// --results-file", "bench: --output") writes, whose first column is `first_column` ("model"): a
 /// JSON row object or array of them whose first key is that column (an empty array too), or CSV
-/// whose header starts with it. What the command writes replaces such files only (a user's CSV or
-/// any other file given by mistake stays). Nothing for a new file.
+/// (`csv`) whose header starts with it. What the command writes replaces such files only (a
+/// user's CSV or any other file given by mistake stays; an empty file goes). Nothing for a new
+/// file.
 void check_replaces_rows_only(const std::string& path, const std::string& what,
-                              const std::string& first_column);
+                              const std::string& first_column, bool csv);
 
 /// The config key a `--key value` token names, spelled with underscores (--num-classes,
 /// --num_classes and --num-classes=10 all give "num_classes"); "" for a value token.

@@ -36,6 +36,7 @@ namespace {
 
 struct ValidateArgs {
   std::string config, checkpoint, results_file;
+  std::string results_format;  // timm's --results-format: csv or json ("": the file name's)
   std::vector<std::string> overrides;
   bool use_ema = false;
 };
@@ -95,6 +96,24 @@ std::string json_text(const ResultRow& r) {
   j["crop_pct"] = r.crop_pct;
   j["interpolation"] = r.interpolation;
   return j.dump(2) + "\n";
+}
+
+// The results file's format, "csv" or "json" ("" without a file): --results-format (timm's), else
+// the file name's; a name of the other format is refused, as a name of neither without the option.
+std::string results_format(const ValidateArgs& a) {
+  if (a.results_file.empty()) return "";
+  const std::string ext = extension_of(a.results_file);
+  const bool named = ext == "csv" || ext == "json";
+  if (a.results_format.empty()) {
+    HG_CHECK(named, "validate: --results-file '", a.results_file,
+             "' must end in .csv or .json (or give --results-format csv|json, as timm's "
+             "validate.py takes it)");
+    return ext;
+  }
+  HG_CHECK(!named || ext == a.results_format, "validate: --results-file '", a.results_file,
+           "' names a .", ext, " file, but --results-format is ", a.results_format,
+           ": give one format");
+  return a.results_format;
 }
 
 // rc.source names where the config came from, for an error about its data (unless the command
@@ -183,14 +202,12 @@ void run_validate(const ValidateArgs& args) {
   refuse_mpirun("validate");
   ValidateArgs a = args;
   a.checkpoint = checkpoint_file(a.checkpoint, "validate: --checkpoint", "evaluating");
-  const std::string ext = a.results_file.empty() ? "" : extension_of(a.results_file);
-  HG_CHECK(a.results_file.empty() || ext == "csv" || ext == "json", "validate: --results-file '", a.results_file,
-           "' must end in .csv or .json");
+  const std::string ext = results_format(a);
   if (!a.results_file.empty()) {
     train::check_output_file(a.results_file, "validate: --results-file", "the results",
                              {{"the checkpoint", a.checkpoint}});
     // an earlier row's file (timm's validate.py rewrites it too), never another file
-    check_replaces_rows_only(a.results_file, "validate: --results-file", "model");
+    check_replaces_rows_only(a.results_file, "validate: --results-file", "model", ext == "csv");
   }
   // the keys of the model, of the validation data and its evaluation transform, and of where it
   // runs; a training key (--epochs 5, --lr) was taken and changed nothing, unsaid (timm's
@@ -246,6 +263,10 @@ HG_REGISTER_COMMAND([](CLI::App& root) {
                   "safetensors checkpoint (haargrad's, exported, or a timm state_dict), or a run "
                   "folder (its model_best.safetensors); required");
   cmd->add_option("--results-file", a->results_file, "also write the row to FILE.csv or FILE.json");
+  cmd->add_option("--results-format", a->results_format,
+                  "csv or json: the results file's format whatever its name (timm's option; "
+                  "default: the name's)")
+      ->check(CLI::IsMember({"csv", "json"}));
   cmd->add_flag(
       "--use-ema", a->use_ema,
       "evaluate the checkpoint's model EMA weights (state_dict_ema.*) instead of the model's");

@@ -456,6 +456,22 @@ TEST_F(ValidateCommand, AResultsFileReplacesOnlyAnEarlierResultsFile) {
   EXPECT_EQ(read(file("r.csv")).rfind("model,img_size,", 0), 0u) << read(file("r.csv"));
 }
 
+// timm's --results-format (csv or json) names the results file's format whatever its name; it was
+// an unknown option. A name of the other format is refused before the evaluation.
+TEST_F(ValidateCommand, TimmsResultsFormatNamesTheFilesFormat) {
+  const std::string run = train_once();
+  const std::string ck = " --device cpu --checkpoint " + run + "/last.safetensors --results-file ";
+  const ProgramRun json = run_program("validate" + ck + file("r.txt") + " --results-format json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(nlohmann::ordered_json::parse(read(file("r.txt"))).begin().key(), "model");
+  const ProgramRun other = run_program("validate" + ck + file("r.csv") + " --results-format json");
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.output.find("names a .csv file, but --results-format is json"), std::string::npos)
+      << other.output;
+  EXPECT_EQ(other.output.find("model,img_size"), std::string::npos)
+      << "evaluated: " << other.output;
+}
+
 // timm's short options (validate.py -b 64) after the options: "-b" was taken for the config file
 // ("config: cannot open file '-b'"); it is an option (timm's batch size).
 TEST_F(ValidateCommand, ATimmShortOptionIsNotTakenForTheConfig) {
