@@ -11,6 +11,8 @@
 #include <system_error>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "core/big_endian.h"
 
 namespace hg::data {
@@ -94,7 +96,13 @@ std::string find_file(const std::string& dir, const std::string& name) {
   namespace fs = std::filesystem;
   fs::path gz = fs::path(dir) / (name + ".gz"), plain = fs::path(dir) / name;
   std::error_code ec;
-  if (fs::exists(gz, ec)) return gz.string();
+  if (fs::exists(gz, ec)) {
+    // two copies that may differ (one unpacked and edited since): the one read is said
+    if (fs::exists(plain, ec))
+      spdlog::warn("IdxDataset: both '{}' and '{}' exist: reading the .gz one", gz.string(),
+                   plain.string());
+    return gz.string();
+  }
   if (fs::exists(plain, ec)) return plain.string();
   // neither can be followed: a link that loops or leads nowhere is named by read_idx, as such
   for (const fs::path& p : {gz, plain})

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "captured_log.h"
 #include "data/from_config.h"
 #include "data/idx_dataset.h"
 #include "temp_dir.h"
@@ -187,6 +188,16 @@ TEST(Idx, AFileThatIsNoRegularFileIsNamedBeforeItIsOpened) {
                         be32(0x803) + be32(2) + be32(1) + be32(1) + std::string("\x07\x09"));
   fs::create_symlink(other / "gone", other / "train-labels-idx1-ubyte.gz");
   EXPECT_EQ(hg::data::IdxDataset(other.path().string(), "train").size(), 2);
+  // both a .gz and a plain file (two copies that may differ): the one read is said
+  fs::remove(other / "train-labels-idx1-ubyte.gz");
+  gzip_write(other / "train-labels-idx1-ubyte.gz", be32(0x801) + be32(2) + std::string("\1\2"));
+  const hg::test::CapturedLog captured;
+  EXPECT_EQ(hg::data::IdxDataset(other.path().string(), "train").size(), 2);
+  EXPECT_NE(
+      captured.text().find("IdxDataset: both '" + other / "train-labels-idx1-ubyte.gz" + "' and '" +
+                           other / "train-labels-idx1-ubyte" + "' exist: reading the .gz one"),
+      std::string::npos)
+      << captured.text();
 }
 
 // A split an IDX folder does not have (timm's names read the train or test files:
