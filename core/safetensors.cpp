@@ -72,9 +72,9 @@ class HeaderCheck : public nlohmann::json_sax<json> {
   bool number_float(number_float_t, const string_t&) override { return true; }
   bool string(string_t&) override { return true; }
   bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return open(true); }
+  bool start_object(std::size_t) override { return open(); }
   bool end_object() override { return close(); }
-  bool start_array(std::size_t) override { return open(false); }
+  bool start_array(std::size_t) override { return open(); }
   bool end_array() override { return close(); }
   bool key(string_t& k) override {
     if (!keys_.back().insert(k).second && duplicate.empty()) duplicate = k;
@@ -86,25 +86,20 @@ class HeaderCheck : public nlohmann::json_sax<json> {
   }
 
  private:
-  bool open(bool object) {
-    depth_ += 1;
-    if (depth_ > kMaxDepth) {
+  // every open object or array has a key set (an array's stays empty); their count is the depth
+  bool open() {
+    if (keys_.size() >= static_cast<size_t>(kMaxDepth)) {
       too_deep = true;
       return false;
     }
-    if (object) keys_.emplace_back();
-    objects_.push_back(object);
+    keys_.emplace_back();
     return true;
   }
   bool close() {
-    depth_ -= 1;
-    if (objects_.back()) keys_.pop_back();
-    objects_.pop_back();
+    keys_.pop_back();
     return true;
   }
-  int depth_ = 0;
-  std::vector<bool> objects_;                // whether each open value is an object
-  std::vector<std::set<std::string>> keys_;  // the keys seen in each open object
+  std::vector<std::set<std::string>> keys_;  // the keys seen in each open value
 };
 
 json parse_header(const std::string& text, const std::string& what) {

@@ -1293,24 +1293,28 @@ void take_timm_data(const YAML::Node& root, const std::string& source, Config& c
   locs["data_dir"] = where;
 }
 
-// The input size `model` is meant for (timm's img_size None: the model's pretrained config),
-// or `fallback` for a name that is no model (the model key's own check names it).
-int64_t model_img_size(const std::string& model, int64_t fallback) {
-  try {
-    return model_config(model).default_img_size;
-  } catch (const Error&) {
-    return fallback;
-  }
+// The keys timm takes from the model's pretrained config when they are None.
+constexpr const char* kModelOwnKeys[] = {"img_size", "crop_pct"};
+
+// Whether `cfg`'s value of model-own key `key` is the model's (Config::ModelOwn).
+bool& model_own_flag(Config& cfg, const std::string& key) {
+  return key == "img_size" ? cfg.model_own.img_size : cfg.model_own.crop_pct;
 }
 
-// The evaluation crop fraction `model` is meant for (timm's crop_pct None: the pretrained
-// config's), or `fallback` for a name that is no model.
-double model_crop_pct(const std::string& model, double fallback) {
+// Model-own key `key` left unset (timm's None): the model's own value (224 px, or 28 for
+// wtconvnext_fmnist; crop_pct 0.95 for convnext_tiny's default weights), marked as such, so that
+// a resume keeps its run's value instead; the value stays for a name that is no model (the model
+// key's own check names it).
+void take_model_own(Config& cfg, const std::string& key) {
   try {
-    return model_config(model).default_crop_pct;
+    const ModelConfig m = model_config(cfg.model);
+    if (key == "img_size")
+      cfg.img_size = m.default_img_size;
+    else
+      cfg.crop_pct = m.default_crop_pct;
   } catch (const Error&) {
-    return fallback;
   }
+  model_own_flag(cfg, key) = true;
 }
 
 // `set_later`: the keys the command line sets next (load_config_with_overrides), else null. As
@@ -1348,20 +1352,14 @@ Config parse_root(const YAML::Node& root, const std::string& source, ImgSizeChec
     locs[key] = where;
   }
   take_input_size(root, source, cfg, locs);
-  // no img_size (nor input_size), or timm's None: the model's own size, as timm's (224 but for
-  // wtconvnext_fmnist's 28: its file without img_size trained at 224 px)
-  if (unset_node(root["img_size"]) && unset_node(root["input_size"])) {
-    cfg.img_size = model_img_size(cfg.model, cfg.img_size);
-    cfg.model_own.img_size = true;
-    locs.erase("img_size");  // not given: a --model next gives its own (apply_overrides)
-  }
-  // and crop_pct, as timm's resolve_data_config takes the model's pretrained config (0.95 for
-  // convnext_tiny's default weights)
-  if (unset_node(root["crop_pct"])) {
-    cfg.crop_pct = model_crop_pct(cfg.model, cfg.crop_pct);
-    cfg.model_own.crop_pct = true;
-    locs.erase("crop_pct");
-  }
+  // no img_size (nor input_size) or crop_pct, or timm's None: the model's own, as timm's
+  // resolve_data_config takes them (wtconvnext_fmnist's file without img_size trained at 224 px)
+  for (const char* key : kModelOwnKeys)
+    if (unset_node(root[key]) &&
+        (std::string(key) != "img_size" || unset_node(root["input_size"]))) {
+      take_model_own(cfg, key);
+      locs.erase(key);  // not given: a --model next gives its own (apply_overrides)
+    }
   take_timm_data(root, source, cfg, locs);
   broadcast_mean_std(cfg);
   if (set_later == nullptr) validate_at(cfg, locs, "default value", img_size);
@@ -1953,8 +1951,7 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
   const Where cmd{"command line", -1};
   const std::string model_before = cfg.model;
   Locations locs;
-  bool img_size_unset = false;  // --img-size null: timm's None, the model's own size
-  bool crop_pct_unset = false;  // --crop-pct null: the model's own
+  std::set<std::string> set_null;  // model-own keys set to null (--img-size null: timm's None)
   for (const OverrideWord& word : words) {
     const Field* f = word.field;
     const std::string& key = word.key;
@@ -1987,10 +1984,13 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
     }
     assign(*f, cfg, node, cmd);
     locs[key] = cmd;
-    if (key == "img_size") img_size_unset = yaml_null;
-    if (key == "crop_pct") crop_pct_unset = yaml_null;
-    if (key == "img_size" || key == "input_size") cfg.model_own.img_size = false;
-    if (key == "crop_pct") cfg.model_own.crop_pct = false;
+    if (key == "img_size" || key == "crop_pct") {
+      model_own_flag(cfg, key) = false;
+      if (yaml_null)
+        set_null.insert(key);
+      else
+        set_null.erase(key);
+    }
   }
   // --in-chans 1 over a config's RGB mean / std (the defaults: ImageNet's): one value each, their
   // average, unless they are given too
@@ -2004,20 +2004,13 @@ void apply_override_words(Config& cfg, const std::vector<OverrideWord>& words,
     }
   }
   broadcast_mean_std(cfg);
-  // img_size given nowhere (no config, or a file without it) or null: timm's None, the model's own
-  // size, of the model the command line may have replaced
-  if (img_size_unset ||
-      (!locs.count("img_size") &&
-       (base == kDefaults || (file_locs != nullptr && !file_locs->count("img_size"))))) {
-    cfg.img_size = model_img_size(cfg.model, cfg.img_size);
-    cfg.model_own.img_size = true;
-  }
-  if (crop_pct_unset ||
-      (!locs.count("crop_pct") &&
-       (base == kDefaults || (file_locs != nullptr && !file_locs->count("crop_pct"))))) {
-    cfg.crop_pct = model_crop_pct(cfg.model, cfg.crop_pct);
-    cfg.model_own.crop_pct = true;
-  }
+  // img_size and crop_pct given nowhere (no config, or a file without them) or null: timm's None,
+  // the model's own, of the model the command line may have replaced
+  for (const char* key : kModelOwnKeys)
+    if (set_null.count(key) ||
+        (!locs.count(key) &&
+         (base == kDefaults || (file_locs != nullptr && !file_locs->count(key)))))
+      take_model_own(cfg, key);
   if (cfg.model != model_before) {
     // an unknown name is said as such, before the message below says it replaces the config's
     try {

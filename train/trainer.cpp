@@ -1687,18 +1687,15 @@ void save_epoch_checkpoints(Session& s, int64_t epoch, const EpochScores& sc) {
   if (is_best) st.best_epoch = epoch + 1;
   st.run = s.run_id;
   remake_lost_folder(s, epoch);
-  try {  // a write that fails (a full disk) names what is still there to go on from
-    save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
-  } catch (const Error& e) {
-    throw Error(str(e.what(), "; stopping after epoch ", epoch + 1, ": ", s.good.describe()));
-  }
-  write_pending_args(s);
-  s.good.set_resumable(s.paths.last.string(), st.epoch, 0);
-  // every rank called save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 wrote it.
+  // every rank calls save_checkpoint (a ZeRO-1 optimizer gathers its shards); rank 0 writes it.
   // The epoch's history file comes before model_best, as in timm's CheckpointSaver: a model_best
   // that could not be written (a full disk) lost the epoch's checkpoint-N for good, where resume
-  // makes model_best again from last. A copy that fails says what the run can go on from.
+  // makes model_best again from last. A write that fails says what the run can go on from (s.good
+  // as it stands then: the previous checkpoint, or this epoch's last once written).
   try {
+    save_checkpoint(s.paths.last.string(), *s.model, s.opt.get(), st, s.config_yaml, ema_module(s));
+    write_pending_args(s);
+    s.good.set_resumable(s.paths.last.string(), st.epoch, 0);
     rotate_history(s, epoch);
     if (is_best) {
       if (dist::is_main()) io::copy_file_atomic(s.paths.last.string(), s.paths.best.string());

@@ -193,6 +193,14 @@ class Faults : public ::testing::Test {
     c.epochs = epochs;
     return c;
   }
+  /// Trains `c` with the run folder's `file` not writable at the epochs' checkpoints (a folder
+  /// that holds a file is in its place, so the rename over it fails, as on a full disk); the error.
+  std::string error_with_unwritable(const train::Config& c, const std::string& file) const {
+    train::TrainOptions opts = quiet_;
+    const fs::path blocked = root_ / c.experiment / file / "x";
+    opts.before_checkpoints = [blocked](int64_t) { fs::create_directories(blocked); };
+    return error_of([&] { train::train(c, opts); });
+  }
   /// Trains `c` quietly until the end of epoch `epoch` (1-based), where it stops as after Ctrl-C.
   void train_until(const train::Config& c, int64_t epoch) const {
     train::TrainOptions o = quiet_;
@@ -1723,12 +1731,8 @@ TEST_F(Faults, ARecoveryCheckpointIsNeverWrittenFromNonFiniteWeights) {
 // error says what the run can go on from.
 TEST_F(Faults, AModelBestThatCannotBeWrittenKeepsTheEpochsHistoryFile) {
   train::Config c = smoke("nobest", 2);
-  train::TrainOptions opts = quiet_;
   const fs::path dir = root_ / "nobest";
-  opts.before_checkpoints = [&](int64_t) {  // a rename over a folder that holds a file fails
-    fs::create_directories(dir / "model_best.safetensors" / "x");
-  };
-  const std::string msg = error_of([&] { train::train(c, opts); });
+  const std::string msg = error_with_unwritable(c, "model_best.safetensors");
   EXPECT_CONTAINS(msg, (dir / "model_best.safetensors").string());
   EXPECT_CONTAINS(msg, "stopping after epoch 1: the run can go on from " +
                            (dir / "last.safetensors").string() + " (end of epoch 1)");
@@ -1763,12 +1767,8 @@ TEST_F(Faults, AResumeKeepsTheRunsCropPctWhereTheSessionLeavesItToTheModel) {
 TEST_F(Faults, ALastCheckpointThatCannotBeWrittenNamesWhatTheRunCanGoOnFrom) {
   train::Config c = smoke("nolast", 1);
   c.recovery_interval = 1;  // a recovery checkpoint in the epoch: what is left to go on from
-  train::TrainOptions opts = quiet_;
   const fs::path dir = root_ / "nolast";
-  opts.before_checkpoints = [&](int64_t) {  // a rename over a folder that holds a file fails
-    fs::create_directories(dir / "last.safetensors" / "x");
-  };
-  const std::string msg = error_of([&] { train::train(c, opts); });
+  const std::string msg = error_with_unwritable(c, "last.safetensors");
   EXPECT_CONTAINS(msg, (dir / "last.safetensors").string());
   EXPECT_CONTAINS(msg, "stopping after epoch 1: the run can go on from " +
                            (dir / "recovery.safetensors").string() + " (epoch 1 after step ");
